@@ -1,0 +1,54 @@
+// Command laya runs Laya typed-decision models: predict, tokenize, inspect,
+// route. Run "laya help" for the list, "laya CMD -h" for one command.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+)
+
+// command is one subcommand; each lives in its own file and registers itself.
+type command struct {
+	summary string
+	run     func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error
+}
+
+var commands = map[string]command{}
+
+func register(name string, c command) { commands[name] = c }
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "laya: run Laya typed-decision models (choice, score, noul) in one encoder pass.")
+	fmt.Fprintln(w, "\nUsage: laya COMMAND [flags]   (laya COMMAND -h for its flags)\n\nCommands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
+	}
+}
+
+func main() {
+	if len(os.Args) < 2 || os.Args[1] == "help" || os.Args[1] == "-h" || os.Args[1] == "--help" {
+		usage(os.Stdout)
+		return
+	}
+	c, ok := commands[os.Args[1]]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "laya: unknown command %q\n", os.Args[1])
+		usage(os.Stderr)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := c.run(ctx, os.Args[2:], os.Stdin, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintf(os.Stderr, "laya %s: %v\n", os.Args[1], err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,94 @@
+package metal
+
+import (
+	"context"
+	"time"
+)
+
+// Device is the one interface the Metal backend's Go code talks to. Two
+// implementations exist: the real GPU through purego (darwin only, see
+// device_darwin.go) and the MSL emulator (every platform, see emu.go), which
+// compiles the very same .metal sources with clang and runs GPU threads as
+// fibers. Code that picks kernels, binds buffers and sizes grids is written
+// once against this interface.
+type Device interface {
+	// Name describes the device ("Apple M3 Max", "msl-emu (clang-19)").
+	Name() string
+	// NewBuffer allocates a zeroed shared-storage buffer of size bytes.
+	NewBuffer(size int) (Buffer, error)
+	// NewBufferWithBytes wraps host memory without copying when the device
+	// allows it (page-aligned base and length, e.g. an mmap'd safetensors
+	// file); otherwise it copies. The caller keeps data alive and unchanged
+	// while the buffer lives.
+	NewBufferWithBytes(data []byte) (Buffer, error)
+	// Pipeline returns the compute pipeline for a kernel function of the
+	// library, specialised by function constants. Pipelines are cached by
+	// (kernel, constants).
+	Pipeline(kernel string, constants ...Constant) (Pipeline, error)
+	// NewCommandBuffer starts a command buffer with one concurrent compute
+	// encoder.
+	NewCommandBuffer() (CommandBuffer, error)
+	// Close releases everything the device created.
+	Close() error
+}
+
+// Buffer is device memory visible to the host (shared storage).
+type Buffer interface {
+	// Bytes is the host view of the buffer's contents.
+	Bytes() []byte
+	Len() int
+	Release()
+}
+
+// Pipeline is a compiled kernel.
+type Pipeline interface {
+	Kernel() string
+	// MaxThreadsPerThreadgroup is the pipeline's limit (1024 on Apple GPUs,
+	// less for register-heavy kernels).
+	MaxThreadsPerThreadgroup() int
+	// ThreadExecutionWidth is the SIMD width (32 on Apple GPUs).
+	ThreadExecutionWidth() int
+}
+
+// Constant is one function-constant value, by index as declared with
+// [[function_constant(Index)]] in the .metal source. Value must be bool,
+// int32, uint32 or float32.
+type Constant struct {
+	Index int
+	Value any
+}
+
+// Arg binds one kernel argument by its [[buffer(n)]] or [[threadgroup(n)]]
+// index.
+type Arg struct {
+	Index  int
+	Buffer Buffer // device buffer, or
+	Offset int    // byte offset into Buffer
+	Bytes  []byte // small constant data copied at encode time (setBytes), or
+	// ThreadgroupBytes sizes a [[threadgroup(n)]] parameter.
+	ThreadgroupBytes int
+}
+
+// Size3 is a grid or threadgroup extent.
+type Size3 struct{ X, Y, Z int }
+
+// CommandBuffer records dispatches into one concurrent compute encoder.
+type CommandBuffer interface {
+	// Dispatch is dispatchThreadgroups: groups threadgroups of threads each.
+	Dispatch(p Pipeline, groups, threads Size3, args ...Arg) error
+	// Barrier orders the dispatches before it against those after it for the
+	// given buffers (all buffers when none is named). Only real hazards need
+	// one: the encoder is concurrent.
+	Barrier(buffers ...Buffer)
+	// Commit submits the work; Wait blocks until it finished or ctx ends.
+	Commit() error
+	Wait(ctx context.Context) (Timing, error)
+}
+
+// Timing reports where a command buffer's time went, as the device saw it.
+type Timing struct {
+	GPUStart, GPUEnd time.Time
+}
+
+// GPUTime is the device-side duration.
+func (t Timing) GPUTime() time.Duration { return t.GPUEnd.Sub(t.GPUStart) }

@@ -1,0 +1,4 @@
+package weights
+
+// Checkpoint is a loaded Laya checkpoint directory.
+type Checkpoint struct{}
