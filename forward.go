@@ -3,9 +3,18 @@ package laya
 import (
 	"context"
 	"errors"
+	"fmt"
 
+	"github.com/laya-metal/laya/backend"
+	_ "github.com/laya-metal/laya/backend/cpu" // registers "cpu"
+	"github.com/laya-metal/laya/encoder"
+	"github.com/laya-metal/laya/heads"
 	"github.com/laya-metal/laya/weights"
 )
+
+// errBadRow reports a token row the network cannot run (a bug in sequence
+// building, or a hand-made row).
+var errBadRow = errors.New("laya: invalid token row")
 
 // forwardRow is one question's token row as built by build_sequence.
 type forwardRow struct {
@@ -24,18 +33,187 @@ type rowOutput struct {
 type networkOptions struct {
 	Backend   string // "cpu" (default)
 	BatchSize int    // rows per padded batch; default 16
+	// PadID fills the right padding of a batch: the tokenizer's [PAD] id, as
+	// upstream's collate_items uses. Padded keys are masked everywhere, so it
+	// never changes an answer, but it must be a vocabulary id.
+	PadID int
 }
+
+// defaultBatchSize is laya-mlx's batch size.
+const defaultBatchSize = 16
 
 // network is ModernBERT + decision head + scorer + act head on one backend.
 type network struct {
-	// filled in by the forward-pass implementation
+	be        backend.Backend
+	encoder   *encoder.ModernBERT
+	decision  *heads.Decision
+	scorer    *heads.Scorer
+	act       *heads.ActHead
+	batchSize int
+	padID     int32
+	vocab     int
+	maxLen    int // max_position_embeddings
+	nAct      int
 }
 
 func newNetwork(ckpt *weights.Checkpoint, opts networkOptions) (*network, error) {
-	return nil, errors.New("laya: forward pass not implemented yet")
+	name := opts.Backend
+	if name == "" {
+		name = "cpu"
+	}
+	batchSize := opts.BatchSize
+	switch {
+	case batchSize == 0:
+		batchSize = defaultBatchSize
+	case batchSize < 0:
+		return nil, fmt.Errorf("laya: batch size %d, want ≥ 1", batchSize)
+	}
+	vocab := ckpt.Encoder.VocabSize
+	if opts.PadID < 0 || opts.PadID >= vocab {
+		return nil, fmt.Errorf("laya: pad id %d outside the vocabulary [0, %d)", opts.PadID, vocab)
+	}
+	be, err := backend.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("laya: backend: %w", err)
+	}
+	n := &network{
+		be:        be,
+		batchSize: batchSize,
+		padID:     int32(opts.PadID),
+		vocab:     vocab,
+		maxLen:    ckpt.Encoder.MaxPositionEmbeddings,
+		nAct:      ckpt.Head.NAct,
+	}
+	var errs []error
+	n.encoder, err = encoder.New(be, ckpt)
+	errs = append(errs, err)
+	n.decision, err = heads.NewDecision(be, ckpt)
+	errs = append(errs, err)
+	n.scorer, err = heads.NewScorer(be, ckpt)
+	errs = append(errs, err)
+	n.act, err = heads.NewActHead(be, ckpt)
+	errs = append(errs, err)
+	if err := errors.Join(errs...); err != nil {
+		be.Close()
+		return nil, fmt.Errorf("laya: %s: %w", ckpt.Dir, err)
+	}
+	return n, nil
 }
 
 // forward runs rows in padded batches of opts.BatchSize; outputs are in row order.
 func (n *network) forward(ctx context.Context, rows []forwardRow) ([]rowOutput, error) {
-	return nil, errors.New("laya: forward pass not implemented yet")
+	for i, r := range rows {
+		if err := n.checkRow(r); err != nil {
+			return nil, fmt.Errorf("row %d: %w", i, err)
+		}
+	}
+	out := make([]rowOutput, 0, len(rows))
+	for start := 0; start < len(rows); start += n.batchSize {
+		batch := rows[start:min(start+n.batchSize, len(rows))]
+		res, err := n.runBatch(ctx, batch, nil)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, res...)
+	}
+	return out, nil
+}
+
+func (n *network) checkRow(r forwardRow) error {
+	if len(r.IDs) == 0 || len(r.IDs) > n.maxLen {
+		return fmt.Errorf("%w: %d tokens, want 1 to %d (max_position_embeddings)", errBadRow, len(r.IDs), n.maxLen)
+	}
+	for i, id := range r.IDs {
+		if id < 0 || id >= n.vocab {
+			return fmt.Errorf("%w: token %d at position %d outside the vocabulary [0, %d)", errBadRow, id, i, n.vocab)
+		}
+	}
+	if len(r.Markers) == 0 {
+		return fmt.Errorf("%w: no option markers", errBadRow)
+	}
+	for k, p := range r.Markers {
+		if p < 0 || p >= len(r.IDs) {
+			return fmt.Errorf("%w: marker %d at position %d outside the row of %d tokens", errBadRow, k, p, len(r.IDs))
+		}
+	}
+	if r.QType < 0 || r.QType >= heads.NumQuestionTypes {
+		return fmt.Errorf("%w: qtype %d, want 0 choice, 1 score or 2 noul", errBadRow, r.QType)
+	}
+	return nil
+}
+
+// observer sees intermediate tensors of a batch (tests and debugging): the
+// encoder's and decision head's stages, then ("markers", 0, states).
+type observer func(s backend.Stream, stage string, index int, t backend.Tensor)
+
+// runBatch runs one right-padded batch (the layout of upstream's
+// collate_items) and reads back its outputs.
+func (n *network) runBatch(ctx context.Context, rows []forwardRow, obs observer) ([]rowOutput, error) {
+	seqLen := 0
+	for _, r := range rows {
+		seqLen = max(seqLen, len(r.IDs))
+	}
+	ids := make([]int32, len(rows)*seqLen)
+	lengths := make([]int, len(rows))
+	qtypes := make([]int, len(rows))
+	counts := make([]int, len(rows))
+	var markerRows []int32
+	for b, r := range rows {
+		row := ids[b*seqLen : (b+1)*seqLen]
+		for i := range row {
+			row[i] = n.padID
+		}
+		for i, id := range r.IDs {
+			row[i] = int32(id)
+		}
+		lengths[b], qtypes[b], counts[b] = len(r.IDs), r.QType, len(r.Markers)
+		for _, p := range r.Markers {
+			markerRows = append(markerRows, int32(b*seqLen+p))
+		}
+	}
+
+	s := n.be.NewStream()
+	defer s.Close()
+	var encObs encoder.Observer
+	var headObs heads.Observer
+	if obs != nil {
+		encObs = func(stage string, i int, t backend.Tensor) { obs(s, stage, i, t) }
+		headObs = func(stage string, i int, t backend.Tensor) { obs(s, "head "+stage, i, t) }
+	}
+	hidden, err := n.encoder.Forward(ctx, s, encoder.Batch{IDs: ids, Lengths: lengths, SeqLen: seqLen}, encObs)
+	if err != nil {
+		return nil, err
+	}
+	hidden, err = n.decision.Forward(ctx, s, hidden, qtypes, lengths, seqLen, headObs)
+	if err != nil {
+		return nil, err
+	}
+	var markers backend.Tensor
+	logits := n.scorer.Forward(s, hidden, markerRows, &markers)
+	if obs != nil {
+		obs(s, "markers", 0, markers)
+	}
+	actLogits, actProbs := n.act.Forward(s, hidden, logits, counts, seqLen)
+
+	logitsHost := make([]float32, len(markerRows))
+	actLogitsHost := make([]float32, len(rows)*n.nAct)
+	actProbsHost := make([]float32, len(rows)*n.nAct)
+	for _, read := range []struct {
+		t   backend.Tensor
+		dst []float32
+	}{{logits, logitsHost}, {actLogits, actLogitsHost}, {actProbs, actProbsHost}} {
+		if err := s.Read(ctx, read.t, read.dst); err != nil {
+			return nil, fmt.Errorf("laya: forward: %w", err)
+		}
+	}
+	out := make([]rowOutput, len(rows))
+	for b := range rows {
+		out[b] = rowOutput{
+			Logits:    logitsHost[:counts[b]:counts[b]],
+			ActLogits: actLogitsHost[b*n.nAct : (b+1)*n.nAct : (b+1)*n.nAct],
+			ActProbs:  actProbsHost[b*n.nAct : (b+1)*n.nAct : (b+1)*n.nAct],
+		}
+		logitsHost = logitsHost[counts[b]:]
+	}
+	return out, nil
 }

@@ -1,0 +1,201 @@
+package laya
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/laya-metal/laya/heads"
+	"github.com/laya-metal/laya/tokenizer"
+	"github.com/laya-metal/laya/weights"
+)
+
+// ErrNotCheckpoint reports a path that is not a Laya checkpoint directory.
+var ErrNotCheckpoint = errors.New("laya: not a Laya checkpoint")
+
+// Option configures Load.
+type Option func(*loadConfig) error
+
+type loadConfig struct {
+	batchSize int
+	backend   string
+}
+
+// WithBatchSize sets how many question rows run in one padded forward batch (default 16).
+// Batching changes speed and memory, never answers beyond float rounding.
+func WithBatchSize(n int) Option {
+	return func(c *loadConfig) error {
+		if n < 1 {
+			return fmt.Errorf("laya: batch size %d, want ≥ 1", n)
+		}
+		c.batchSize = n
+		return nil
+	}
+}
+
+// WithBackend picks the compute backend by name ("cpu", the default).
+func WithBackend(name string) Option {
+	return func(c *loadConfig) error {
+		if name == "" {
+			return errors.New("laya: empty backend name")
+		}
+		c.backend = name
+		return nil
+	}
+}
+
+// Agent answers questions with one loaded Laya checkpoint. It is safe for concurrent use
+// if its backend is.
+type Agent struct {
+	dir     string
+	ckpt    *weights.Checkpoint
+	tok     tokenEncoder
+	builder sequenceBuilder
+	temps   heads.Temperatures
+	net     *network
+}
+
+// Load opens a Laya checkpoint: rl_agent_config.json, model.safetensors, encoder/config.json
+// and tokenizer/ under one directory.
+func Load(ctx context.Context, pathOrRepo string, opts ...Option) (*Agent, error) {
+	cfg := loadConfig{batchSize: defaultBatchSize, backend: "cpu"}
+	for _, o := range opts {
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	dir, err := resolveCheckpoint(ctx, pathOrRepo, cfg)
+	if err != nil {
+		return nil, err
+	}
+	ckpt, err := weights.LoadCheckpoint(dir)
+	if err != nil {
+		return nil, fmt.Errorf("laya: %w", err)
+	}
+	tok, sp, err := tokenizer.LoadDir(filepath.Join(dir, "tokenizer"))
+	if err != nil {
+		ckpt.Close()
+		return nil, fmt.Errorf("laya: %s: %w", dir, err)
+	}
+	if err := ctx.Err(); err != nil {
+		ckpt.Close()
+		return nil, err
+	}
+	net, err := newNetwork(ckpt, networkOptions{Backend: cfg.backend, BatchSize: cfg.batchSize, PadID: sp.PAD})
+	if err != nil {
+		ckpt.Close()
+		return nil, err
+	}
+	a := &Agent{dir: dir, ckpt: ckpt, tok: tok, net: net}
+	a.builder = sequenceBuilder{
+		enc:        tok,
+		sp:         specialTokens{CLS: sp.CLS, SEP: sp.SEP, MASK: sp.MASK, MaskToken: sp.MaskToken},
+		maxLen:     ckpt.Agent.MaxLen,
+		headMaxLen: ckpt.Agent.HeadMaxLen,
+	}
+	a.temps = heads.Temperatures{ByType: ckpt.Agent.Temperature, ByOptions: ckpt.Agent.TemperatureByOptions}
+	return a, nil
+}
+
+// resolveCheckpoint turns what the caller passed to Load into a local checkpoint
+// directory. Today that is a local path; Hub ids are resolved here too once a resolver
+// is added.
+func resolveCheckpoint(ctx context.Context, ref string, cfg loadConfig) (string, error) {
+	_ = ctx
+	_ = cfg
+	info, err := os.Stat(ref)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "", fmt.Errorf("%w: %s does not exist", ErrNotCheckpoint, ref)
+	case err != nil:
+		return "", fmt.Errorf("laya: %w", err)
+	case !info.IsDir():
+		return "", fmt.Errorf("%w: %s is a file; give the checkpoint directory", ErrNotCheckpoint, ref)
+	}
+	if _, err := os.Stat(filepath.Join(ref, "rl_agent_config.json")); err != nil {
+		return "", fmt.Errorf("%w: %s has no rl_agent_config.json", ErrNotCheckpoint, ref)
+	}
+	return ref, nil
+}
+
+// Dir returns the checkpoint directory the agent was loaded from.
+func (a *Agent) Dir() string { return a.dir }
+
+// Warnings returns the load warnings upstream would print (temperatures it clamped).
+func (a *Agent) Warnings() []string {
+	if a.ckpt == nil {
+		return nil
+	}
+	return append([]string(nil), a.ckpt.Agent.Warnings...)
+}
+
+// Close releases the checkpoint's mapped weights.
+func (a *Agent) Close() error {
+	if a.ckpt == nil {
+		return nil
+	}
+	return a.ckpt.Close()
+}
+
+// Predict answers every question about state in one pass (upstream Agent.predict). All
+// questions are validated before anything is tokenized; a rejected question returns a
+// *QuestionError whose message is upstream's. No questions gives empty answers and zero
+// usage without running the model.
+func (a *Agent) Predict(ctx context.Context, state State, questions Questions) (*Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(questions) == 0 {
+		return &Result{}, nil
+	}
+	qs, err := prepareQuestions(questions)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := a.buildRows(state, qs)
+	if err != nil {
+		return nil, err
+	}
+	fwd := make([]forwardRow, len(rows))
+	for i, r := range rows {
+		fwd[i] = forwardRow{IDs: r.IDs, Markers: r.Markers, QType: int(r.QType)}
+	}
+	outs, err := a.net.forward(ctx, fwd)
+	if err != nil {
+		return nil, err
+	}
+	return assembleResult(qs, rows, outs, a.temps)
+}
+
+// PredictJSON answers a raw request {"state": …, "questions": {…}}, keeping the order of
+// its questions, criteria and state objects.
+func (a *Agent) PredictJSON(ctx context.Context, request []byte) (*Result, error) {
+	req, err := ParseRequest(request)
+	if err != nil {
+		return nil, err
+	}
+	return a.Predict(ctx, req.State, req.Questions)
+}
+
+// buildRows tokenizes the state once and builds one row per question; a question whose
+// option markers do not all fit max_len is rejected, as upstream does.
+func (a *Agent) buildRows(state State, qs []*question) ([]row, error) {
+	stateIDs, left := a.builder.encodeState(state)
+	rows := make([]row, len(qs))
+	for i, q := range qs {
+		rows[i] = a.builder.build(q, stateIDs, left)
+		if len(rows[i].Markers) != len(q.options) {
+			e := questionErrorf(q.id, "")
+			e.msg = fmt.Sprintf("question %s options exceed head_max_len=%d", pyStrRepr(q.id), a.builder.headMaxLen)
+			e.tooMany = true
+			return nil, e
+		}
+	}
+	return rows, nil
+}

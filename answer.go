@@ -1,0 +1,346 @@
+package laya
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/laya-metal/laya/heads"
+)
+
+// Answer decoding follows upstream Agent._decode_answers (laya/agent.py at 8ef5b2dd); the
+// numerics live in package heads. The JSON form is json.dumps(result, ensure_ascii=False)
+// with upstream's key order, so Result.MarshalJSON is byte-identical to upstream's output.
+
+var (
+	// ErrUnknownQuestion reports a question id the result has no answer for.
+	ErrUnknownQuestion = errors.New("laya: no answer for that question id")
+	// ErrWrongKind reports asking for a choice answer of a score question, and so on.
+	ErrWrongKind = errors.New("laya: the answer is of another question type")
+	// ErrNonFinite reports model outputs that are NaN or infinite.
+	ErrNonFinite = errors.New("laya: non-finite model outputs")
+)
+
+// modelName is the literal upstream puts in every result.
+const modelName = "laya-rl-agent"
+
+// LabelProbability is one option of a choice answer.
+type LabelProbability struct {
+	// Label is the option's key as the JSON answer writes it; Value is the label as the
+	// request gave it (a number stays a number in list-form criteria).
+	Label       string
+	Value       Value
+	Probability float64
+}
+
+// ChoiceAnswer answers a choice question. Probabilities are in criteria order; every
+// number is rounded to 4 decimals as upstream reports it.
+type ChoiceAnswer struct {
+	Choice           string // the chosen option's Label
+	ChoiceValue      Value  // the chosen label as given in the request
+	Probabilities    []LabelProbability
+	Confidence       float64 // 1 − normalised entropy: how concentrated the distribution is
+	AnswerConfidence float64 // the calibrated probability of the chosen option
+	ActProbability   float64
+}
+
+// ScoreAnswer answers a score question.
+type ScoreAnswer struct {
+	Score            float64 // the expected level, Σ i·p_i
+	Legend           []Value // the level descriptions as given, level 0 first
+	Probabilities    []float64
+	Confidence       float64
+	AnswerConfidence float64
+	ActProbability   float64
+}
+
+// NoulAnswer answers a noul (yes/no) question.
+type NoulAnswer struct {
+	Noul             float64 // P(true)
+	Confidence       float64 // max(P(true), 1 − P(true))
+	AnswerConfidence float64
+	ActProbability   float64
+}
+
+// OptionUsage reports a question whose squeezed options no longer all have a token span
+// of their own (upstream usage["options"]).
+type OptionUsage struct {
+	QuestionID      string
+	Total, Distinct int
+	TokensPerOption int // the per-option cap; 0 when none was applied
+}
+
+// Usage counts the tokens of a call: the unpadded length of every question row.
+type Usage struct {
+	InputTokens  int
+	OutputTokens int
+	Options      []OptionUsage
+}
+
+// answer is one question's answer; exactly one of the typed fields is set.
+type answer struct {
+	id     string
+	choice *ChoiceAnswer
+	score  *ScoreAnswer
+	noul   *NoulAnswer
+}
+
+// Result is the answer to a request. Its JSON form (MarshalJSON, String) is upstream's
+// json.dumps(result, ensure_ascii=False) byte for byte. encoding/json.Marshal re-compacts
+// what MarshalJSON returns, so call MarshalJSON or String for the exact bytes.
+type Result struct {
+	answers []answer
+	Usage   Usage
+}
+
+// QuestionIDs returns the answered question ids in request order.
+func (r *Result) QuestionIDs() []string {
+	ids := make([]string, len(r.answers))
+	for i, a := range r.answers {
+		ids[i] = a.id
+	}
+	return ids
+}
+
+func (r *Result) find(qid string) (answer, error) {
+	for _, a := range r.answers {
+		if a.id == qid {
+			return a, nil
+		}
+	}
+	return answer{}, fmt.Errorf("%w: %q", ErrUnknownQuestion, qid)
+}
+
+// Type returns "choice", "score" or "noul" for an answered question.
+func (r *Result) Type(qid string) (string, error) {
+	a, err := r.find(qid)
+	if err != nil {
+		return "", err
+	}
+	return a.typeName(), nil
+}
+
+func (a answer) typeName() string {
+	switch {
+	case a.choice != nil:
+		return "choice"
+	case a.score != nil:
+		return "score"
+	}
+	return "noul"
+}
+
+// Choice returns the answer of choice question qid.
+func (r *Result) Choice(qid string) (ChoiceAnswer, error) {
+	a, err := r.find(qid)
+	if err != nil {
+		return ChoiceAnswer{}, err
+	}
+	if a.choice == nil {
+		return ChoiceAnswer{}, fmt.Errorf("%w: question %q is a %s question, not choice", ErrWrongKind, qid, a.typeName())
+	}
+	return *a.choice, nil
+}
+
+// Score returns the answer of score question qid.
+func (r *Result) Score(qid string) (ScoreAnswer, error) {
+	a, err := r.find(qid)
+	if err != nil {
+		return ScoreAnswer{}, err
+	}
+	if a.score == nil {
+		return ScoreAnswer{}, fmt.Errorf("%w: question %q is a %s question, not score", ErrWrongKind, qid, a.typeName())
+	}
+	return *a.score, nil
+}
+
+// Noul returns the answer of noul question qid.
+func (r *Result) Noul(qid string) (NoulAnswer, error) {
+	a, err := r.find(qid)
+	if err != nil {
+		return NoulAnswer{}, err
+	}
+	if a.noul == nil {
+		return NoulAnswer{}, fmt.Errorf("%w: question %q is a %s question, not noul", ErrWrongKind, qid, a.typeName())
+	}
+	return *a.noul, nil
+}
+
+// MarshalJSON writes the result as upstream's json.dumps(result, ensure_ascii=False).
+func (r *Result) MarshalJSON() ([]byte, error) { return r.Value().MarshalJSON() }
+
+// String returns the JSON form.
+func (r *Result) String() string { return pyDumps(r.Value()) }
+
+// Value returns the result as upstream's dict, keys in upstream's order.
+func (r *Result) Value() Value {
+	answers := make([]Member, len(r.answers))
+	for i, a := range r.answers {
+		answers[i] = Member{a.id, a.value()}
+	}
+	usage := []Member{
+		{"input_tokens", IntValue(int64(r.Usage.InputTokens))},
+		{"output_tokens", IntValue(int64(r.Usage.OutputTokens))},
+	}
+	if len(r.Usage.Options) > 0 {
+		opts := make([]Member, len(r.Usage.Options))
+		for i, o := range r.Usage.Options {
+			per := NullValue()
+			if o.TokensPerOption > 0 {
+				per = IntValue(int64(o.TokensPerOption))
+			}
+			opts[i] = Member{o.QuestionID, ObjectValue(
+				Member{"total", IntValue(int64(o.Total))},
+				Member{"distinct", IntValue(int64(o.Distinct))},
+				Member{"tokens_per_option", per},
+			)}
+		}
+		usage = append(usage, Member{"options", rawObject(opts)})
+	}
+	return ObjectValue(
+		Member{"model", StringValue(modelName)},
+		Member{"answers", rawObject(answers)},
+		Member{"usage", ObjectValue(usage...)},
+	)
+}
+
+// rawObject builds an object without merging repeated keys: a Python dict keyed by the
+// label 1 and the label "1" has two entries that json.dumps writes with the same key.
+func rawObject(members []Member) Value {
+	return Value{kind: ObjectKind, members: members}
+}
+
+func (a answer) value() Value {
+	switch {
+	case a.choice != nil:
+		c := a.choice
+		probs := make([]Member, len(c.Probabilities))
+		for i, p := range c.Probabilities {
+			probs[i] = Member{p.Label, FloatValue(p.Probability)}
+		}
+		return ObjectValue(
+			Member{"type", StringValue("choice")},
+			Member{"choice", c.ChoiceValue},
+			Member{"probabilities", rawObject(probs)},
+			Member{"confidence", FloatValue(c.Confidence)},
+			Member{"answer_confidence", FloatValue(c.AnswerConfidence)},
+			Member{"action", actionValue(c.ActProbability)},
+		)
+	case a.score != nil:
+		s := a.score
+		legend := make([]Member, len(s.Legend))
+		for i, l := range s.Legend {
+			legend[i] = Member{strconv.Itoa(i), l}
+		}
+		probs := make([]Member, len(s.Probabilities))
+		for i, p := range s.Probabilities {
+			probs[i] = Member{strconv.Itoa(i), FloatValue(p)}
+		}
+		return ObjectValue(
+			Member{"type", StringValue("score")},
+			Member{"score", FloatValue(s.Score)},
+			Member{"legend", ObjectValue(legend...)},
+			Member{"probabilities", ObjectValue(probs...)},
+			Member{"confidence", FloatValue(s.Confidence)},
+			Member{"answer_confidence", FloatValue(s.AnswerConfidence)},
+			Member{"action", actionValue(s.ActProbability)},
+		)
+	}
+	n := a.noul
+	return ObjectValue(
+		Member{"type", StringValue("noul")},
+		Member{"noul", FloatValue(n.Noul)},
+		Member{"confidence", FloatValue(n.Confidence)},
+		Member{"answer_confidence", FloatValue(n.AnswerConfidence)},
+		Member{"action", actionValue(n.ActProbability)},
+	)
+}
+
+func actionValue(p float64) Value {
+	return ObjectValue(Member{"act_probability", FloatValue(p)})
+}
+
+// decodeAnswer turns one row's raw option logits and act probabilities into the answer.
+func decodeAnswer(q *question, logits, actProbs []float32, temps heads.Temperatures) (answer, error) {
+	k := len(q.options)
+	if len(logits) < k || len(actProbs) == 0 {
+		return answer{}, fmt.Errorf("laya: question %q: the network returned %d logits and %d act probabilities for %d options",
+			q.id, len(logits), len(actProbs), k)
+	}
+	logits = logits[:k]
+	for _, l := range logits {
+		if math.IsNaN(float64(l)) || math.IsInf(float64(l), 0) {
+			return answer{}, fmt.Errorf("%w: question %q has option logits %v", ErrNonFinite, q.id, logits)
+		}
+	}
+	if math.IsNaN(float64(actProbs[0])) {
+		return answer{}, fmt.Errorf("%w: question %q has act probabilities %v", ErrNonFinite, q.id, actProbs)
+	}
+	temperature, _ := temps.For(q.qtype, k)
+	p := heads.Softmax(logits, temperature)
+	act := heads.Round4(float64(actProbs[0]))
+	answerConf := heads.Round4(float64(heads.AnswerConfidence(p)))
+	a := answer{id: q.id}
+	switch q.qtype {
+	case heads.Choice:
+		c := &ChoiceAnswer{
+			Probabilities:    make([]LabelProbability, k),
+			Confidence:       heads.Round4(float64(heads.EntropyConfidence(p))),
+			AnswerConfidence: answerConf,
+			ActProbability:   act,
+		}
+		for i, label := range q.labels {
+			c.Probabilities[i] = LabelProbability{Label: pyKey(label), Value: label, Probability: heads.Round4(float64(p[i]))}
+		}
+		best := heads.Argmax(p)
+		c.Choice, c.ChoiceValue = c.Probabilities[best].Label, q.labels[best]
+		a.choice = c
+	case heads.Score:
+		s := &ScoreAnswer{
+			Score:            heads.Round4(heads.ExpectedLevel(p)),
+			Legend:           q.levels,
+			Probabilities:    make([]float64, k),
+			Confidence:       heads.Round4(float64(heads.EntropyConfidence(p))),
+			AnswerConfidence: answerConf,
+			ActProbability:   act,
+		}
+		for i := range p {
+			s.Probabilities[i] = heads.Round4(float64(p[i]))
+		}
+		a.score = s
+	default:
+		pTrue := p[1]
+		a.noul = &NoulAnswer{
+			Noul:             heads.Round4(float64(pTrue)),
+			Confidence:       heads.Round4(heads.NoulConfidence(pTrue)),
+			AnswerConfidence: answerConf,
+			ActProbability:   act,
+		}
+	}
+	return a, nil
+}
+
+// assembleResult decodes every row and counts usage: input_tokens is the sum of the
+// unpadded row lengths, and usage.options lists the questions whose squeezed options
+// collapsed into shared token spans (upstream collapsed_options).
+func assembleResult(qs []*question, rows []row, outs []rowOutput, temps heads.Temperatures) (*Result, error) {
+	if len(rows) != len(qs) || len(outs) != len(qs) {
+		return nil, fmt.Errorf("laya: %d questions, %d rows and %d network outputs", len(qs), len(rows), len(outs))
+	}
+	res := &Result{answers: make([]answer, len(qs))}
+	for i, q := range qs {
+		a, err := decodeAnswer(q, outs[i].Logits, outs[i].ActProbs, temps)
+		if err != nil {
+			return nil, err
+		}
+		res.answers[i] = a
+		res.Usage.InputTokens += len(rows[i].IDs)
+		if st := rows[i].Options; st.Distinct < st.Options {
+			res.Usage.Options = append(res.Usage.Options, OptionUsage{
+				QuestionID: q.id, Total: st.Options, Distinct: st.Distinct, TokensPerOption: st.TokensPerOption,
+			})
+		}
+	}
+	return res, nil
+}

@@ -1,0 +1,225 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// Sentinel errors, checkable with errors.Is.
+var (
+	// ErrShape reports operands whose shapes do not fit the operation.
+	ErrShape = errors.New("backend: shape mismatch")
+	// ErrDType reports weight data of a type the backend cannot read.
+	ErrDType = errors.New("backend: unsupported dtype")
+	// ErrForeignTensor reports a tensor handle made by another backend or
+	// stream, or one used after its stream was closed.
+	ErrForeignTensor = errors.New("backend: foreign or released tensor")
+	// ErrUnknownBackend reports a backend name nobody registered.
+	ErrUnknownBackend = errors.New("backend: unknown backend")
+)
+
+// DType is the element type of uploaded weight data.
+type DType uint8
+
+const (
+	F32  DType = iota // IEEE binary32, little-endian
+	F16               // IEEE binary16, little-endian
+	BF16              // bfloat16 (upper half of a binary32), little-endian
+)
+
+func (d DType) String() string {
+	switch d {
+	case F32:
+		return "F32"
+	case F16:
+		return "F16"
+	case BF16:
+		return "BF16"
+	}
+	return fmt.Sprintf("DType(%d)", uint8(d))
+}
+
+// Size is the byte size of one element.
+func (d DType) Size() int {
+	switch d {
+	case F16, BF16:
+		return 2
+	}
+	return 4
+}
+
+// Tensor is a backend-owned float32 array. Every tensor is a row-major
+// matrix [Rows, Cols]; batch and sequence dimensions are folded into Rows
+// (row = batchIndex*SeqLen + position), which is how the model code and the
+// kernels index them.
+type Tensor interface {
+	Rows() int
+	Cols() int
+}
+
+// Activation is an element-wise function fused into Linear or applied by
+// Activate.
+type Activation uint8
+
+const (
+	Identity Activation = iota
+	// GELU is the exact erf form 0.5·x·(1+erf(x/√2)) (PyTorch's default
+	// "gelu", used by ModernBERT, the scorer and the act head).
+	GELU
+	// ReLU is max(x, 0) (the PyTorch TransformerEncoderLayer default, used by
+	// the decision head's feed-forward).
+	ReLU
+)
+
+func (a Activation) String() string {
+	switch a {
+	case Identity:
+		return "identity"
+	case GELU:
+		return "gelu"
+	case ReLU:
+		return "relu"
+	}
+	return fmt.Sprintf("Activation(%d)", uint8(a))
+}
+
+// Backend owns the weights and creates streams. It is safe for concurrent
+// use: several goroutines may each run their own Stream.
+type Backend interface {
+	// Name is the name the backend is registered under ("cpu", "metal").
+	Name() string
+	// Upload stores one weight matrix [rows, cols] from raw little-endian
+	// data of dtype (len(raw) = rows·cols·dtype.Size()). A vector is a
+	// matrix with one row. The backend converts to float32 once, here, or
+	// keeps the data and converts on load; raw is not retained after Upload
+	// returns unless the backend documents otherwise.
+	Upload(name string, dtype DType, rows, cols int, raw []byte) (Tensor, error)
+	// NewStream starts an empty stream of operations.
+	NewStream() Stream
+	// Close releases every weight.
+	Close() error
+}
+
+// Stream records operations on tensors. Operations may run asynchronously;
+// Read waits for everything recorded before it. A Stream is used by one
+// goroutine at a time. Close releases every tensor the stream created.
+//
+// dst may alias a source only where an operation says so.
+type Stream interface {
+	// New returns a zeroed scratch tensor [rows, cols].
+	New(rows, cols int) Tensor
+	// FromHost returns a tensor [rows, cols] holding a copy of data.
+	FromHost(rows, cols int, data []float32) Tensor
+
+	// Gather copies rows: dst[i] = table[index[i]]. It is the token
+	// embedding lookup, the type-embedding broadcast and the read of hidden
+	// states at marker or [CLS] positions.
+	Gather(dst, table Tensor, index []int32)
+	// LayerNorm normalises each row of x: (x−mean)/sqrt(var+eps)·weight
+	// (+bias), with the biased variance. bias may be nil. weight and bias
+	// are [1, cols]. dst may be x.
+	LayerNorm(dst, x, weight, bias Tensor, eps float32)
+	// Linear computes dst = act(x·weightᵀ + bias) for x [M, K], weight
+	// [N, K] (the PyTorch layout) and dst [M, N]. bias [1, N] may be nil.
+	Linear(dst, x, weight, bias Tensor, act Activation)
+	// Add computes dst = a + b element-wise. dst may be a or b.
+	Add(dst, a, b Tensor)
+	// Activate applies act element-wise. dst may be x.
+	Activate(dst, x Tensor, act Activation)
+	// Softmax applies a max-subtracted softmax to each row. dst may be x.
+	Softmax(dst, x Tensor)
+	// GeGLU computes dst = GELU(x[:, :I]) · x[:, I:] for x [M, 2I] and dst
+	// [M, I]: the FIRST half is activated (ModernBERT's MLP).
+	GeGLU(dst, x Tensor)
+	// Rope rotates the query and key parts of a fused projection in place.
+	// See RopeParams.
+	Rope(qkv Tensor, p RopeParams)
+	// Attention runs multi-head scaled-dot-product attention on a fused
+	// projection qkv [B·L, 3·H·Dh] laid out per row as [q | k | v], each
+	// [H, Dh] head-major, and writes the concatenated heads to dst
+	// [B·L, H·Dh]. See AttentionParams for the masks.
+	Attention(dst, qkv Tensor, p AttentionParams)
+	// ActFeatures builds the act head's input [B, d+4] from cls [B, d] and
+	// the real logits of all B rows, row after row, counts[b] ≥ 1 of them
+	// for row b (logits has Σcounts elements; its shape is ignored). From
+	// upstream laya/common.py, DecisionModel.forward:
+	//
+	//	p     = softmax(z)                      z = row b's raw logits, k = counts[b]
+	//	kk    = max(2, k)
+	//	ent   = −Σ p·log(max(p, 1e-9)) / log(kk)
+	//	top1, top2 = the two largest p          top2 = 0 when k = 1
+	//	dst[b] = concat(cls[b], top1, top1−top2, ent, kk/255)
+	//
+	// Upstream runs this over all Kmax slots with padded logits set to −1e4;
+	// exp(−1e4 − max) is exactly 0 in float32, so padded slots add nothing
+	// and the unpadded rule above equals it.
+	ActFeatures(dst, cls, logits Tensor, counts []int)
+
+	// Read waits for the stream and copies t into dst (len rows·cols). It
+	// returns the stream's first error, or ctx's error if ctx ends first.
+	Read(ctx context.Context, t Tensor, dst []float32) error
+	// Err is the first error recorded so far.
+	Err() error
+	// Close releases the stream's tensors; handles become invalid.
+	Close()
+}
+
+// RopeParams describes rotary position embedding over a fused projection
+// [B·L, 3·H·Dh]: the q and k parts of every row at position p (= row mod L)
+// are rotated, split-half ("rotate_half", non-interleaved, as in HF
+// ModernBERT and GPT-NeoX) over the full head dim:
+//
+//	inv_freq[j] = 1 / Theta^(2j/Dh)        j < Dh/2, float32 as PyTorch
+//	angle       = float32(p) · inv_freq[j] float32
+//	x'[j]       = x[j]·cos − x[j+Dh/2]·sin
+//	x'[j+Dh/2]  = x[j+Dh/2]·cos + x[j]·sin
+type RopeParams struct {
+	SeqLen  int // L; positions restart at 0 in every batch row
+	Heads   int // H
+	HeadDim int // Dh, even
+	Theta   float64
+}
+
+// AttentionParams describes the masks and scale of Attention. Batch rows are
+// right-padded: in batch row b, keys j < Lengths[b] are real. A query i may
+// attend key j iff j is real and, when Sliding, |i−j| ≤ Radius (inclusive).
+// Padded query rows are never read by the model; backends write zeros there.
+type AttentionParams struct {
+	SeqLen  int   // L
+	Lengths []int // real tokens per batch row; len = B
+	Heads   int   // H
+	HeadDim int   // Dh
+	Scale   float32
+	Sliding bool
+	Radius  int
+}
+
+// Opener opens a backend.
+type Opener func() (Backend, error)
+
+var openers = map[string]Opener{}
+
+// Register makes a backend available to Open under name. It is meant to be
+// called from a backend package's init function.
+func Register(name string, open Opener) { openers[name] = open }
+
+// Open opens the backend registered under name.
+func Open(name string) (Backend, error) {
+	open, ok := openers[name]
+	if !ok {
+		return nil, fmt.Errorf("%w %q (registered: %v)", ErrUnknownBackend, name, Names())
+	}
+	return open()
+}
+
+// Names lists the registered backends, sorted.
+func Names() []string {
+	names := make([]string, 0, len(openers))
+	for n := range openers {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}

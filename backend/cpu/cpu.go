@@ -1,0 +1,203 @@
+package cpu
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+
+	"github.com/laya-metal/laya/backend"
+)
+
+func init() {
+	backend.Register("cpu", func() (backend.Backend, error) { return New(), nil })
+}
+
+// Backend is the CPU backend. Weights are held as float32.
+type Backend struct {
+	workers int
+
+	mu    sync.Mutex
+	ropes map[ropeKey][]float32 // cos/sin tables, see rope.go
+}
+
+// New returns a CPU backend that uses GOMAXPROCS goroutines per operation.
+func New() *Backend {
+	return &Backend{workers: runtime.GOMAXPROCS(0), ropes: map[ropeKey][]float32{}}
+}
+
+// Name implements backend.Backend.
+func (b *Backend) Name() string { return "cpu" }
+
+// tensor is the CPU tensor handle: a row-major float32 matrix.
+type tensor struct {
+	rows, cols int
+	data       []float32
+}
+
+func (t *tensor) Rows() int { return t.rows }
+func (t *tensor) Cols() int { return t.cols }
+
+// Upload implements backend.Backend: raw is converted to float32 once.
+func (b *Backend) Upload(name string, dtype backend.DType, rows, cols int, raw []byte) (backend.Tensor, error) {
+	if rows <= 0 || cols <= 0 || rows > math.MaxInt32/cols {
+		return nil, fmt.Errorf("cpu: upload %s: %w: bad shape [%d, %d]", name, backend.ErrShape, rows, cols)
+	}
+	n := rows * cols
+	if len(raw) != n*dtype.Size() {
+		return nil, fmt.Errorf("cpu: upload %s: %w: %d bytes for [%d, %d] %v", name, backend.ErrShape, len(raw), rows, cols, dtype)
+	}
+	data := make([]float32, n)
+	switch dtype {
+	case backend.F32:
+		for i := range data {
+			data[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
+		}
+	case backend.F16:
+		for i := range data {
+			data[i] = halfToFloat32(binary.LittleEndian.Uint16(raw[2*i:]))
+		}
+	case backend.BF16:
+		for i := range data {
+			data[i] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(raw[2*i:])) << 16)
+		}
+	default:
+		return nil, fmt.Errorf("cpu: upload %s: %w %v", name, backend.ErrDType, dtype)
+	}
+	return &tensor{rows: rows, cols: cols, data: data}, nil
+}
+
+// halfToFloat32 widens an IEEE binary16 value exactly, subnormals, infinities
+// and NaN payloads included.
+func halfToFloat32(h uint16) float32 {
+	sign := uint32(h>>15) << 31
+	exp := uint32(h>>10) & 0x1f
+	mant := uint32(h) & 0x3ff
+	switch {
+	case exp == 0x1f: // inf or NaN
+		return math.Float32frombits(sign | 0x7f800000 | mant<<13)
+	case exp != 0: // normal
+		return math.Float32frombits(sign | (exp+112)<<23 | mant<<13)
+	case mant == 0:
+		return math.Float32frombits(sign)
+	}
+	// Subnormal: mant·2^-24 is exact in float32.
+	v := float32(mant) * (1.0 / (1 << 24))
+	return math.Float32frombits(sign | math.Float32bits(v))
+}
+
+// NewStream implements backend.Backend.
+func (b *Backend) NewStream() backend.Stream { return &Stream{be: b} }
+
+// Close implements backend.Backend. Weights are garbage collected.
+func (b *Backend) Close() error { return nil }
+
+// Stream is the CPU stream: operations run when they are called.
+type Stream struct {
+	be     *Backend
+	err    error
+	closed bool
+}
+
+// fail records the first error; later operations become no-ops.
+func (s *Stream) fail(err error) {
+	if s.err == nil {
+		s.err = err
+	}
+}
+
+func (s *Stream) shapeErr(op, format string, args ...any) {
+	s.fail(fmt.Errorf("cpu: %s: %w: %s", op, backend.ErrShape, fmt.Sprintf(format, args...)))
+}
+
+// ok reports whether the stream can run op on ts, all of which must be CPU
+// tensors; nil entries are allowed (optional operands).
+func (s *Stream) ok(op string, ts ...backend.Tensor) bool {
+	if s.err != nil {
+		return false
+	}
+	if s.closed {
+		s.fail(fmt.Errorf("cpu: %s: %w: stream closed", op, backend.ErrForeignTensor))
+		return false
+	}
+	for _, t := range ts {
+		if t == nil {
+			continue
+		}
+		if ct, isCPU := t.(*tensor); !isCPU || ct == nil || ct.data == nil {
+			s.fail(fmt.Errorf("cpu: %s: %w (%T)", op, backend.ErrForeignTensor, t))
+			return false
+		}
+	}
+	return true
+}
+
+func data(t backend.Tensor) []float32 {
+	if t == nil {
+		return nil
+	}
+	return t.(*tensor).data
+}
+
+// New implements backend.Stream.
+func (s *Stream) New(rows, cols int) backend.Tensor {
+	if rows <= 0 || cols <= 0 || rows > math.MaxInt32/cols {
+		s.shapeErr("new", "[%d, %d]", rows, cols)
+		// A valid placeholder keeps later shape checks meaningful.
+		return &tensor{rows: max(rows, 1), cols: max(cols, 1), data: make([]float32, 1)}
+	}
+	return &tensor{rows: rows, cols: cols, data: make([]float32, rows*cols)}
+}
+
+// FromHost implements backend.Stream.
+func (s *Stream) FromHost(rows, cols int, src []float32) backend.Tensor {
+	t := s.New(rows, cols)
+	if s.err == nil && len(src) != rows*cols {
+		s.shapeErr("fromHost", "%d values for [%d, %d]", len(src), rows, cols)
+		return t
+	}
+	copy(t.(*tensor).data, src)
+	return t
+}
+
+// Read implements backend.Stream.
+func (s *Stream) Read(ctx context.Context, t backend.Tensor, dst []float32) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if !s.ok("read", t) {
+		return s.err
+	}
+	src := data(t)
+	if len(dst) != len(src) {
+		s.shapeErr("read", "destination holds %d values, tensor [%d, %d]", len(dst), t.Rows(), t.Cols())
+		return s.err
+	}
+	copy(dst, src)
+	return nil
+}
+
+// Err implements backend.Stream.
+func (s *Stream) Err() error { return s.err }
+
+// Close implements backend.Stream. Tensors are garbage collected; handles
+// must not be used afterwards.
+func (s *Stream) Close() { s.closed = true }
+
+// parallelFor splits [0, n) into contiguous chunks of at least grain items
+// and runs fn on them on up to workers goroutines.
+func (b *Backend) parallelFor(n, grain int, fn func(lo, hi int)) {
+	chunks := min(b.workers, (n+grain-1)/max(grain, 1))
+	if chunks <= 1 {
+		fn(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	for c := range chunks {
+		lo, hi := c*n/chunks, (c+1)*n/chunks
+		wg.Go(func() { fn(lo, hi) })
+	}
+	wg.Wait()
+}

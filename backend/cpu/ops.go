@@ -1,0 +1,249 @@
+package cpu
+
+import (
+	"math"
+
+	"github.com/laya-metal/laya/backend"
+)
+
+// Gather implements backend.Stream.
+func (s *Stream) Gather(dst, table backend.Tensor, index []int32) {
+	if !s.ok("gather", dst, table) {
+		return
+	}
+	d := table.Cols()
+	if dst.Rows() != len(index) || dst.Cols() != d {
+		s.shapeErr("gather", "dst [%d, %d] for %d rows of width %d", dst.Rows(), dst.Cols(), len(index), d)
+		return
+	}
+	for i, r := range index {
+		if r < 0 || int(r) >= table.Rows() {
+			s.shapeErr("gather", "index[%d] = %d outside the table's %d rows", i, r, table.Rows())
+			return
+		}
+	}
+	out, src := data(dst), data(table)
+	for i, r := range index {
+		copy(out[i*d:i*d+d], src[int(r)*d:int(r)*d+d])
+	}
+}
+
+// LayerNorm implements backend.Stream. Mean and variance are accumulated in
+// float64: PyTorch's float32 kernel is within an ulp or two of that, and the
+// reference should carry no error of its own.
+func (s *Stream) LayerNorm(dst, x, weight, bias backend.Tensor, eps float32) {
+	if !s.ok("layerNorm", dst, x, weight, bias) {
+		return
+	}
+	m, d := x.Rows(), x.Cols()
+	switch {
+	case dst.Rows() != m || dst.Cols() != d:
+		s.shapeErr("layerNorm", "dst [%d, %d], x [%d, %d]", dst.Rows(), dst.Cols(), m, d)
+		return
+	case weight.Rows() != 1 || weight.Cols() != d:
+		s.shapeErr("layerNorm", "weight [%d, %d], want [1, %d]", weight.Rows(), weight.Cols(), d)
+		return
+	case bias != nil && (bias.Rows() != 1 || bias.Cols() != d):
+		s.shapeErr("layerNorm", "bias [%d, %d], want [1, %d]", bias.Rows(), bias.Cols(), d)
+		return
+	}
+	out, in, w, b := data(dst), data(x), data(weight), data(bias)
+	s.be.parallelFor(m, 32, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			layerNormRow(out[r*d:r*d+d], in[r*d:r*d+d], w, b, eps)
+		}
+	})
+}
+
+func layerNormRow(out, in, w, b []float32, eps float32) {
+	var sum float64
+	for _, v := range in {
+		sum += float64(v)
+	}
+	mean := sum / float64(len(in))
+	var sq float64
+	for _, v := range in {
+		dv := float64(v) - mean
+		sq += dv * dv
+	}
+	rstd := 1 / math.Sqrt(sq/float64(len(in))+float64(eps))
+	w = w[:len(in)]
+	for i, v := range in {
+		y := float32((float64(v) - mean) * rstd * float64(w[i]))
+		if b != nil {
+			y += b[i]
+		}
+		out[i] = y
+	}
+}
+
+// Add implements backend.Stream.
+func (s *Stream) Add(dst, a, b backend.Tensor) {
+	if !s.ok("add", dst, a, b) {
+		return
+	}
+	if !sameShape(dst, a) || !sameShape(a, b) {
+		s.shapeErr("add", "dst [%d, %d], a [%d, %d], b [%d, %d]", dst.Rows(), dst.Cols(), a.Rows(), a.Cols(), b.Rows(), b.Cols())
+		return
+	}
+	out, x, y := data(dst), data(a), data(b)
+	y = y[:len(x)]
+	out = out[:len(x)]
+	for i := range x {
+		out[i] = x[i] + y[i]
+	}
+}
+
+func sameShape(a, b backend.Tensor) bool { return a.Rows() == b.Rows() && a.Cols() == b.Cols() }
+
+// Activate implements backend.Stream.
+func (s *Stream) Activate(dst, x backend.Tensor, act backend.Activation) {
+	if !s.ok("activate", dst, x) {
+		return
+	}
+	if !sameShape(dst, x) || act > backend.ReLU {
+		s.shapeErr("activate", "dst [%d, %d], x [%d, %d], %v", dst.Rows(), dst.Cols(), x.Rows(), x.Cols(), act)
+		return
+	}
+	out, in := data(dst), data(x)
+	cols := x.Cols()
+	s.be.parallelFor(x.Rows(), 16, func(lo, hi int) {
+		activate(out[lo*cols:hi*cols], in[lo*cols:hi*cols], act)
+	})
+}
+
+func activate(out, in []float32, act backend.Activation) {
+	out = out[:len(in)]
+	switch act {
+	case backend.GELU:
+		for i, v := range in {
+			out[i] = gelu(v)
+		}
+	case backend.ReLU:
+		for i, v := range in {
+			out[i] = max(v, 0)
+		}
+	default:
+		copy(out, in)
+	}
+}
+
+// gelu is the exact erf GELU, evaluated in float64 and rounded once, so it is
+// the correctly rounded value in nearly every case (PyTorch's vectorised
+// float32 erf is within an ulp of it).
+func gelu(x float32) float32 {
+	v := float64(x)
+	return float32(0.5 * v * (1 + math.Erf(v/math.Sqrt2)))
+}
+
+// Softmax implements backend.Stream.
+func (s *Stream) Softmax(dst, x backend.Tensor) {
+	if !s.ok("softmax", dst, x) {
+		return
+	}
+	if !sameShape(dst, x) {
+		s.shapeErr("softmax", "dst [%d, %d], x [%d, %d]", dst.Rows(), dst.Cols(), x.Rows(), x.Cols())
+		return
+	}
+	out, in := data(dst), data(x)
+	d := x.Cols()
+	for r := range x.Rows() {
+		softmaxRow(out[r*d:r*d+d], in[r*d:r*d+d])
+	}
+}
+
+// softmaxRow is a max-subtracted softmax with a float64 sum.
+func softmaxRow(out, in []float32) {
+	top := float32(math.Inf(-1))
+	for _, v := range in {
+		top = max(top, v)
+	}
+	var sum float64
+	for _, v := range in {
+		sum += math.Exp(float64(v - top))
+	}
+	for i, v := range in {
+		out[i] = float32(math.Exp(float64(v-top)) / sum)
+	}
+}
+
+// GeGLU implements backend.Stream.
+func (s *Stream) GeGLU(dst, x backend.Tensor) {
+	if !s.ok("geglu", dst, x) {
+		return
+	}
+	inner := dst.Cols()
+	if x.Cols() != 2*inner || x.Rows() != dst.Rows() {
+		s.shapeErr("geglu", "dst [%d, %d], x [%d, %d]: x needs twice dst's columns", dst.Rows(), dst.Cols(), x.Rows(), x.Cols())
+		return
+	}
+	out, in := data(dst), data(x)
+	s.be.parallelFor(x.Rows(), 4, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			value := in[r*2*inner : r*2*inner+inner]
+			gate := in[r*2*inner+inner : (r+1)*2*inner]
+			row := out[r*inner : r*inner+inner]
+			for i, v := range value {
+				row[i] = gelu(v) * gate[i]
+			}
+		}
+	})
+}
+
+// ActFeatures implements backend.Stream. The features are computed in
+// float64 and rounded once.
+func (s *Stream) ActFeatures(dst, cls, logits backend.Tensor, counts []int) {
+	if !s.ok("actFeatures", dst, cls, logits) {
+		return
+	}
+	b, d := cls.Rows(), cls.Cols()
+	total := 0
+	for r, k := range counts {
+		if k < 1 {
+			s.shapeErr("actFeatures", "counts[%d] = %d, want ≥ 1", r, k)
+			return
+		}
+		total += k
+	}
+	if len(counts) != b || dst.Rows() != b || dst.Cols() != d+4 || logits.Rows()*logits.Cols() != total {
+		s.shapeErr("actFeatures", "dst [%d, %d], cls [%d, %d], logits [%d, %d], %d counts summing to %d",
+			dst.Rows(), dst.Cols(), b, d, logits.Rows(), logits.Cols(), len(counts), total)
+		return
+	}
+	out, h, z := data(dst), data(cls), data(logits)
+	for r, k := range counts {
+		row := out[r*(d+4) : (r+1)*(d+4)]
+		copy(row, h[r*d:r*d+d])
+		f := ActFeatures(z[:k])
+		copy(row[d:], f[:])
+		z = z[k:]
+	}
+}
+
+// ActFeatures is the reference rule of backend.Stream.ActFeatures for one row
+// of real (unpadded, untempered) logits.
+func ActFeatures(logits []float32) [4]float32 {
+	top := math.Inf(-1)
+	for _, v := range logits {
+		top = max(top, float64(v))
+	}
+	p := make([]float64, len(logits))
+	var sum float64
+	for i, v := range logits {
+		p[i] = math.Exp(float64(v) - top)
+		sum += p[i]
+	}
+	var top1, top2, ent float64
+	for i := range p {
+		p[i] /= sum
+		ent -= p[i] * math.Log(max(p[i], 1e-9))
+		switch {
+		case p[i] > top1:
+			top1, top2 = p[i], top1
+		case p[i] > top2:
+			top2 = p[i]
+		}
+	}
+	k := float64(max(2, len(logits)))
+	return [4]float32{float32(top1), float32(top1 - top2), float32(ent / math.Log(k)), float32(k / 255)}
+}

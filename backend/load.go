@@ -1,0 +1,71 @@
+package backend
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/laya-metal/laya/weights"
+)
+
+// ErrMissingWeight reports a weight the model needs that the checkpoint
+// does not have, or has with another shape.
+var ErrMissingWeight = errors.New("backend: missing or misshapen weight")
+
+// Loader uploads a checkpoint's weights by canonical (upstream) name and
+// collects every problem, so model constructors read as a list of weights
+// and report all bad ones at once.
+type Loader struct {
+	be   Backend
+	ckpt *weights.Checkpoint
+	errs []error
+}
+
+// NewLoader returns a loader of ckpt's weights onto be.
+func NewLoader(be Backend, ckpt *weights.Checkpoint) *Loader {
+	return &Loader{be: be, ckpt: ckpt}
+}
+
+// Matrix uploads the weight name, which must have shape [rows, cols]. On a
+// problem it records an error and returns nil.
+func (l *Loader) Matrix(name string, rows, cols int) Tensor {
+	return l.load(name, []int{rows, cols}, rows, cols)
+}
+
+// Vector uploads the weight name, which must have shape [n], as [1, n].
+func (l *Loader) Vector(name string, n int) Tensor {
+	return l.load(name, []int{n}, 1, n)
+}
+
+func (l *Loader) load(name string, want []int, rows, cols int) Tensor {
+	src := l.ckpt.Tensor(name)
+	if src == nil {
+		l.errs = append(l.errs, fmt.Errorf("%w: %s not in the checkpoint", ErrMissingWeight, name))
+		return nil
+	}
+	if !slices.Equal(src.Shape, want) {
+		l.errs = append(l.errs, fmt.Errorf("%w: %s has shape %v, the model needs %v", ErrMissingWeight, name, src.Shape, want))
+		return nil
+	}
+	var dtype DType
+	switch src.DType {
+	case weights.F32:
+		dtype = F32
+	case weights.F16:
+		dtype = F16
+	case weights.BF16:
+		dtype = BF16
+	default:
+		l.errs = append(l.errs, fmt.Errorf("%w: %s is %v", ErrDType, name, src.DType))
+		return nil
+	}
+	t, err := l.be.Upload(name, dtype, rows, cols, src.Raw)
+	if err != nil {
+		l.errs = append(l.errs, err)
+		return nil
+	}
+	return t
+}
+
+// Err joins every problem met so far (nil when none).
+func (l *Loader) Err() error { return errors.Join(l.errs...) }

@@ -1,0 +1,318 @@
+// Command laya-bench measures end-to-end Laya decision latency the way the
+// laya-mlx benchmarks do (a fixed warm-up, then timed runs; P50/P95/P99;
+// throughput = questions / mean latency), so numbers are comparable.
+//
+// Timing covers what a caller pays per request: question validation, state
+// serialisation, tokenization, the forward pass and answer decoding. Loading
+// is reported separately.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/laya-metal/laya"
+	"github.com/laya-metal/laya/weights"
+)
+
+const help = `laya-bench: end-to-end latency of Laya decisions.
+
+Usage:
+  laya-bench --model DIR [flags]
+  laya-bench --synthetic english|multilingual|tiny [flags]
+
+Each workload is one request of N questions cycling three templates (a
+4-way choice, a 3-level score, a noul) over a short email state, as in the
+laya-mlx benchmarks. Every request runs --warmup times untimed, then --runs
+times timed. Throughput is questions / mean latency, not 1/P50.
+
+--synthetic writes a checkpoint of the real shapes with random weights
+(ModernBERT-large for english, mmBERT-base for multilingual) once into the
+user cache directory, so the benchmark needs no download. Its answers are
+meaningless; its cost is the real model's.
+
+Examples:
+  laya-bench --model testdata/oracle/checkpoints/real-en --questions 1,5,10
+  laya-bench --synthetic english --questions 1 --runs 20 --format gobench > new.txt
+
+Flags:
+`
+
+type options struct {
+	model, synthetic, backend, format string
+	questions                         []int
+	warmup, runs, batchSize           int
+	long                              bool
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return
+		}
+		fmt.Fprintln(os.Stderr, "laya-bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("laya-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, help); fs.PrintDefaults() }
+	var o options
+	var questions string
+	fs.StringVar(&o.model, "model", "", "checkpoint directory")
+	fs.StringVar(&o.synthetic, "synthetic", "", "benchmark a synthetic checkpoint of a real shape: english, multilingual or tiny")
+	fs.StringVar(&o.backend, "backend", "cpu", "compute backend")
+	fs.StringVar(&questions, "questions", "1,5,10", "comma-separated question counts, one workload each")
+	fs.IntVar(&o.warmup, "warmup", 5, "untimed runs before timing")
+	fs.IntVar(&o.runs, "runs", 50, "timed runs per workload")
+	fs.IntVar(&o.batchSize, "batch-size", 16, "rows per padded forward batch")
+	fs.BoolVar(&o.long, "long", false, "use a long state that fills the context (full-context workload)")
+	fs.StringVar(&o.format, "format", "md", "output: md (table), json (with raw samples), gobench (for benchstat)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	for _, f := range strings.Split(questions, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return fmt.Errorf("--questions: %q is not a positive count", f)
+		}
+		o.questions = append(o.questions, n)
+	}
+	if o.runs < 1 || o.warmup < 0 {
+		return errors.New("--runs must be ≥ 1 and --warmup ≥ 0")
+	}
+	switch o.format {
+	case "md", "json", "gobench":
+	default:
+		return fmt.Errorf("--format %q: use md, json or gobench", o.format)
+	}
+	dir, name, err := checkpointDir(o, stderr)
+	if err != nil {
+		return err
+	}
+
+	loadStart := time.Now()
+	agent, err := laya.Load(ctx, dir, laya.WithBackend(o.backend), laya.WithBatchSize(o.batchSize))
+	if err != nil {
+		return err
+	}
+	defer agent.Close()
+	loadTime := time.Since(loadStart)
+
+	var results []result
+	for _, n := range o.questions {
+		r, err := measure(ctx, agent, n, o)
+		if err != nil {
+			return fmt.Errorf("%d questions: %w", n, err)
+		}
+		r.Checkpoint, r.Backend = name, o.backend
+		results = append(results, r)
+	}
+	return report(stdout, o.format, loadTime, results)
+}
+
+// checkpointDir returns the directory to load, writing the synthetic
+// checkpoint into the user cache on first use.
+func checkpointDir(o options, stderr io.Writer) (dir, name string, err error) {
+	switch {
+	case o.model != "" && o.synthetic != "":
+		return "", "", errors.New("give --model or --synthetic, not both")
+	case o.model != "":
+		return o.model, filepath.Base(filepath.Clean(o.model)), nil
+	case o.synthetic == "":
+		return "", "", errors.New("no checkpoint: give --model DIR or --synthetic english|multilingual|tiny (see -h)")
+	}
+	var spec weights.SyntheticSpec
+	switch o.synthetic {
+	case "english":
+		spec = weights.SyntheticEnglish()
+	case "multilingual":
+		spec = weights.SyntheticMultilingual()
+	case "tiny":
+		spec = weights.SyntheticTiny()
+	default:
+		return "", "", fmt.Errorf("--synthetic %q: use english, multilingual or tiny", o.synthetic)
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	dir = filepath.Join(cache, "laya-metal", "synthetic", o.synthetic)
+	if _, err := os.Stat(filepath.Join(dir, "model.safetensors")); err == nil {
+		return dir, "synthetic-" + o.synthetic, nil
+	}
+	fmt.Fprintf(stderr, "laya-bench: writing synthetic %s checkpoint to %s (once)\n", o.synthetic, dir)
+	tmp := dir + ".partial"
+	os.RemoveAll(tmp)
+	if err := weights.WriteSynthetic(tmp, spec); err != nil {
+		return "", "", err
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return "", "", err
+	}
+	return dir, "synthetic-" + o.synthetic, nil
+}
+
+// The three laya-mlx benchmark templates; state text is an email body.
+var templates = []string{
+	`{"type": "choice", "instructions": "Which department should handle this email?", "criteria": {"billing": "invoices, payments, refunds", "technical": "bugs, outages, system errors", "sales": "pricing, new contracts", "other": "everything else"}}`,
+	`{"type": "score", "instructions": "How urgent is this request?", "criteria": ["not urgent", "soon", "critical deadline or blocking issue"]}`,
+	`{"type": "noul", "instructions": "Does the customer ask for money back?"}`,
+}
+
+const shortState = `{"from": "user@example.com", "subject": "Duplicate charge on invoice #4411", "body": "We were billed twice for March. Please refund the duplicate today or we will cancel our plan."}`
+
+func request(n int, long bool) []byte {
+	var b strings.Builder
+	state := shortState
+	if long {
+		body := strings.Repeat("The customer reports duplicate billing and requests a refund today. ", 200)
+		state = `{"subject": "Duplicate charge", "body": "` + body + `"}`
+	}
+	b.WriteString(`{"state": ` + state + `, "questions": {`)
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, `"q%d": %s`, i, templates[i%len(templates)])
+	}
+	b.WriteString("}}")
+	return []byte(b.String())
+}
+
+type result struct {
+	Checkpoint  string    `json:"checkpoint"`
+	Backend     string    `json:"backend"`
+	Questions   int       `json:"questions"`
+	InputTokens int       `json:"input_tokens"`
+	FirstMS     float64   `json:"first_call_ms"`
+	P50MS       float64   `json:"p50_ms"`
+	P95MS       float64   `json:"p95_ms"`
+	P99MS       float64   `json:"p99_ms"`
+	MeanMS      float64   `json:"mean_ms"`
+	SDMS        float64   `json:"sd_ms"`
+	QPS         float64   `json:"questions_per_s"`
+	SamplesMS   []float64 `json:"samples_ms"`
+}
+
+func measure(ctx context.Context, agent *laya.Agent, n int, o options) (result, error) {
+	req := request(n, o.long)
+	r := result{Questions: n}
+	once := func() (time.Duration, []byte, error) {
+		start := time.Now()
+		res, err := agent.PredictJSON(ctx, req)
+		if err != nil {
+			return 0, nil, err
+		}
+		elapsed := time.Since(start)
+		out, err := json.Marshal(res)
+		return elapsed, out, err
+	}
+	first, out, err := once()
+	if err != nil {
+		return r, err
+	}
+	r.FirstMS = ms(first)
+	var usage struct {
+		Usage struct {
+			InputTokens int `json:"input_tokens"`
+		} `json:"usage"`
+	}
+	if err := json.Unmarshal(out, &usage); err != nil {
+		return r, err
+	}
+	r.InputTokens = usage.Usage.InputTokens
+	for i := 1; i < o.warmup; i++ {
+		if _, _, err := once(); err != nil {
+			return r, err
+		}
+	}
+	for i := 0; i < o.runs; i++ {
+		d, _, err := once()
+		if err != nil {
+			return r, err
+		}
+		r.SamplesMS = append(r.SamplesMS, ms(d))
+	}
+	sorted := append([]float64(nil), r.SamplesMS...)
+	sort.Float64s(sorted)
+	r.P50MS, r.P95MS, r.P99MS = percentile(sorted, 50), percentile(sorted, 95), percentile(sorted, 99)
+	r.MeanMS, r.SDMS = meanSD(sorted)
+	r.QPS = float64(n) / (r.MeanMS / 1000)
+	return r, nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
+
+// percentile interpolates linearly between closest ranks (numpy's default).
+func percentile(sorted []float64, p float64) float64 {
+	if len(sorted) == 1 {
+		return sorted[0]
+	}
+	pos := p / 100 * float64(len(sorted)-1)
+	lo := int(math.Floor(pos))
+	hi := min(lo+1, len(sorted)-1)
+	return sorted[lo] + (sorted[hi]-sorted[lo])*(pos-float64(lo))
+}
+
+func meanSD(xs []float64) (mean, sd float64) {
+	for _, x := range xs {
+		mean += x
+	}
+	mean /= float64(len(xs))
+	for _, x := range xs {
+		sd += (x - mean) * (x - mean)
+	}
+	if len(xs) > 1 {
+		sd = math.Sqrt(sd / float64(len(xs)-1))
+	}
+	return mean, sd
+}
+
+func report(w io.Writer, format string, load time.Duration, results []result) error {
+	switch format {
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{
+			"go": runtime.Version(), "goos": runtime.GOOS, "goarch": runtime.GOARCH, "cpus": runtime.NumCPU(),
+			"load_ms": ms(load), "results": results,
+		})
+	case "gobench":
+		// One line per sample so benchstat can compute medians and confidence intervals.
+		fmt.Fprintf(w, "goos: %s\ngoarch: %s\npkg: github.com/laya-metal/laya/cmd/laya-bench\n", runtime.GOOS, runtime.GOARCH)
+		for _, r := range results {
+			for _, s := range r.SamplesMS {
+				fmt.Fprintf(w, "BenchmarkPredict/%s/%s/q=%d-%d\t1\t%.0f ns/op\t%.1f q/s\n",
+					r.Checkpoint, r.Backend, r.Questions, runtime.GOMAXPROCS(0), s*1e6, float64(r.Questions)/(s/1000))
+			}
+		}
+		return nil
+	}
+	fmt.Fprintf(w, "load: %.1f ms   (%s %s/%s, %d CPUs)\n\n", ms(load), runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
+	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.AlignRight|tabwriter.Debug)
+	fmt.Fprintln(tw, "checkpoint\tbackend\tQ\ttokens\tfirst ms\tP50 ms\tP95 ms\tP99 ms\tmean ± sd ms\tq/s\t")
+	for _, r := range results {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f ± %.2f\t%.1f\t\n", r.Checkpoint, r.Backend,
+			r.Questions, r.InputTokens, r.FirstMS, r.P50MS, r.P95MS, r.P99MS, r.MeanMS, r.SDMS, r.QPS)
+	}
+	return tw.Flush()
+}

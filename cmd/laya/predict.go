@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/laya-metal/laya"
+)
+
+func init() {
+	register("predict", command{
+		summary: "answer choice/score/noul questions about a state with a Laya checkpoint",
+		run:     runPredict,
+	})
+}
+
+const predictUsage = `Usage: laya predict --model DIR [--backend cpu] [--batch-size N]
+                    (--request FILE|- | --state TEXT|@FILE --questions FILE|JSON)
+
+Answers every question about the state in one encoder pass and prints the
+answer JSON exactly as upstream Laya writes it (json.dumps, ensure_ascii=False),
+followed by a newline.
+
+A request is {"state": ..., "questions": {...}}: the state is a text or any
+JSON value (an email object, a conversation list); questions map an id to a
+definition of type "choice" (criteria: {label: description} or [labels]),
+"score" (criteria: [level 0, level 1, ...]) or "noul" (a yes/no question; the
+answer is P(true)). Key order is kept everywhere.
+
+--state takes the text itself, or @FILE to read it from a file; the file's
+content is used as text unless it parses as a JSON object or list. --questions
+takes a file name, or the JSON object itself when it starts with '{'.
+
+Example:
+  $ laya predict --model testdata/oracle/checkpoints/real-en \
+      --request testdata/requests/email.json
+  {"model": "laya-rl-agent", "answers": {"department": {"type": "choice", ...}}, "usage": {...}}
+
+  $ laya predict --model DIR --state 'I was charged twice, please refund me.' \
+      --questions '{"refund": {"type": "noul", "instructions": "Does the customer ask for money back?"}}'
+
+Flags:
+`
+
+func runPredict(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("predict", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	model := fs.String("model", "", "Laya checkpoint `DIR`")
+	backend := fs.String("backend", "cpu", "compute `backend`")
+	batchSize := fs.Int("batch-size", 16, "question rows per forward batch")
+	requestArg := fs.String("request", "", "request JSON `FILE`, or - for stdin")
+	stateArg := fs.String("state", "", "state `TEXT`, or @FILE")
+	questionsArg := fs.String("questions", "", "questions JSON `FILE`, or the JSON itself")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, predictUsage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q (see laya predict -h)", fs.Arg(0))
+	}
+	if *model == "" {
+		return errors.New("--model is required (see laya predict -h)")
+	}
+	state, questions, err := readPredictInput(*requestArg, *stateArg, *questionsArg, stdin)
+	if err != nil {
+		return err
+	}
+	agent, err := laya.Load(ctx, *model, laya.WithBackend(*backend), laya.WithBatchSize(*batchSize))
+	if err != nil {
+		return err
+	}
+	defer agent.Close()
+	res, err := agent.Predict(ctx, state, questions)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(stdout, res.String())
+	return err
+}
+
+// readPredictInput reads either a whole request or a state and questions, validating the
+// combination of flags before anything is loaded.
+func readPredictInput(requestArg, stateArg, questionsArg string, stdin io.Reader) (laya.State, laya.Questions, error) {
+	switch {
+	case requestArg != "" && (stateArg != "" || questionsArg != ""):
+		return laya.State{}, nil, errors.New("give either --request or --state with --questions, not both")
+	case requestArg != "":
+		data, err := readFileOrStdin(requestArg, stdin)
+		if err != nil {
+			return laya.State{}, nil, err
+		}
+		req, err := laya.ParseRequest(data)
+		if err != nil {
+			return laya.State{}, nil, fmt.Errorf("%s: %w", requestArg, err)
+		}
+		return req.State, req.Questions, nil
+	case stateArg == "" || questionsArg == "":
+		return laya.State{}, nil, errors.New("give --request FILE, or both --state and --questions (see laya predict -h)")
+	}
+	state := laya.Text(stateArg)
+	if name, ok := strings.CutPrefix(stateArg, "@"); ok {
+		data, err := readFileOrStdin(name, stdin)
+		if err != nil {
+			return laya.State{}, nil, err
+		}
+		state = laya.Text(string(data))
+		// A file holding a JSON object or list is a structured state; anything else is text.
+		if trimmed := strings.TrimSpace(string(data)); strings.HasPrefix(trimmed, "{") || strings.HasPrefix(trimmed, "[") {
+			if st, err := laya.JSONState(data); err == nil {
+				state = st
+			}
+		}
+	}
+	qdata := []byte(questionsArg)
+	if !strings.HasPrefix(strings.TrimSpace(questionsArg), "{") {
+		var err error
+		if qdata, err = readFileOrStdin(questionsArg, stdin); err != nil {
+			return laya.State{}, nil, err
+		}
+	}
+	questions, err := laya.ParseQuestions(qdata)
+	if err != nil {
+		return laya.State{}, nil, err
+	}
+	return state, questions, nil
+}
+
+func readFileOrStdin(name string, stdin io.Reader) ([]byte, error) {
+	if name == "-" {
+		return io.ReadAll(stdin)
+	}
+	return os.ReadFile(name)
+}

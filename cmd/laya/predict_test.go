@@ -1,0 +1,131 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const predictModel = "../../testdata/oracle/checkpoints/real-en"
+
+// goldenCase reads one case of the real-en goldens: its request and upstream's answer.
+func goldenPredictCase(t *testing.T, name string) (request json.RawMessage, answer string) {
+	t.Helper()
+	data, err := os.ReadFile("../../testdata/oracle/goldens/real-en/cases.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file struct {
+		Cases []struct {
+			Name       string          `json:"name"`
+			Request    json.RawMessage `json:"request"`
+			AnswerJSON string          `json:"answer_json"`
+		} `json:"cases"`
+	}
+	if err := json.Unmarshal(data, &file); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range file.Cases {
+		if c.Name == name {
+			return c.Request, c.AnswerJSON
+		}
+	}
+	t.Fatalf("no case %q", name)
+	return nil, ""
+}
+
+func TestPredictCommand(t *testing.T) {
+	request, answer := goldenPredictCase(t, "email")
+	dir := t.TempDir()
+	reqFile := filepath.Join(dir, "request.json")
+	if err := os.WriteFile(reqFile, request, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var req struct {
+		State     json.RawMessage `json:"state"`
+		Questions json.RawMessage `json:"questions"`
+	}
+	if err := json.Unmarshal(request, &req); err != nil {
+		t.Fatal(err)
+	}
+	stateFile := filepath.Join(dir, "state.json")
+	if err := os.WriteFile(stateFile, req.State, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		stdin string
+	}{
+		{"request file", []string{"--model", predictModel, "--request", reqFile}, ""},
+		{"request stdin", []string{"--model", predictModel, "--request", "-", "--batch-size", "1"}, string(request)},
+		{"state file and inline questions", []string{"--model", predictModel, "--state", "@" + stateFile, "--questions", string(req.Questions)}, ""},
+	} {
+		var stdout, stderr bytes.Buffer
+		err := runPredict(context.Background(), tc.args, strings.NewReader(tc.stdin), &stdout, &stderr)
+		if err != nil {
+			t.Errorf("%s: %v (%s)", tc.name, err, stderr.String())
+			continue
+		}
+		if got := stdout.String(); got != answer+"\n" {
+			t.Errorf("%s:\n got %s\nwant %s", tc.name, got, answer)
+		}
+	}
+}
+
+func TestPredictCommandErrors(t *testing.T) {
+	noul := `{"q": {"type": "noul", "instructions": "x"}}`
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no model", []string{"--state", "x", "--questions", noul}, "--model is required"},
+		{"no input", []string{"--model", predictModel}, "give --request FILE, or both --state and --questions"},
+		{"both inputs", []string{"--model", predictModel, "--request", "r.json", "--state", "x"}, "not both"},
+		{"bad question", []string{"--model", predictModel, "--state", "x", "--questions", `{"q": {"type": "multi"}}`},
+			"question 'q': unknown type 'multi'; use one of ['choice', 'noul', 'score']"},
+		{"bad json", []string{"--model", predictModel, "--state", "x", "--questions", `{"q": `}, "invalid JSON"},
+		{"missing model dir", []string{"--model", "no/such/dir", "--state", "x", "--questions", noul}, "not a Laya checkpoint"},
+		{"bad batch size", []string{"--model", predictModel, "--batch-size", "0", "--state", "x", "--questions", noul}, "batch size 0"},
+	} {
+		var stdout, stderr bytes.Buffer
+		err := runPredict(context.Background(), tc.args, strings.NewReader(""), &stdout, &stderr)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err %v, want it to contain %q", tc.name, err, tc.want)
+		}
+		if strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: error spans lines: %q", tc.name, err)
+		}
+	}
+}
+
+func TestPredictHelp(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if err := runPredict(context.Background(), []string{"-h"}, strings.NewReader(""), &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stderr.String(), "Example:") || !strings.Contains(stderr.String(), "--request") {
+		t.Errorf("help lacks an example: %s", stderr.String())
+	}
+}
+
+// TestSampleRequest checks that testdata/requests/email.json, used by the README, runs.
+func TestSampleRequest(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	err := runPredict(context.Background(), []string{"--model", predictModel, "--request", "../../testdata/requests/email.json"},
+		strings.NewReader(""), &stdout, &stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := stdout.String()
+	for _, want := range []string{`{"model": "laya-rl-agent", "answers": {"department": {"type": "choice"`, `"urgency": {"type": "score"`, `"refund": {"type": "noul"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %s: %s", want, out)
+		}
+	}
+}

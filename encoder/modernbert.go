@@ -1,0 +1,155 @@
+package encoder
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/laya-metal/laya/backend"
+	"github.com/laya-metal/laya/weights"
+)
+
+// ModernBERT holds the encoder's weights on one backend.
+type ModernBERT struct {
+	cfg       weights.EncoderConfig
+	tokEmb    backend.Tensor // [vocab, d]
+	embNorm   backend.Tensor // [1, d], LayerNorm without bias
+	layers    []layer
+	finalNorm backend.Tensor
+}
+
+// layer is one pre-norm transformer block.
+type layer struct {
+	attnNorm backend.Tensor // nil in layer 0, which uses Identity
+	wqkv     backend.Tensor // [3d, d], rows [q | k | v]
+	wo       backend.Tensor // [d, d]
+	mlpNorm  backend.Tensor
+	wi       backend.Tensor // [2I, d], rows [value | gate]
+	mlpWo    backend.Tensor // [d, I]
+	sliding  bool
+	theta    float64
+}
+
+// New uploads the encoder weights of ckpt to be. Every missing or
+// misshapen weight is reported.
+func New(be backend.Backend, ckpt *weights.Checkpoint) (*ModernBERT, error) {
+	cfg := ckpt.Encoder
+	d, inner := cfg.HiddenSize, cfg.IntermediateSize
+	if d <= 0 || inner <= 0 || cfg.NumHeads <= 0 || d%cfg.NumHeads != 0 || cfg.HeadDim()%2 != 0 || len(cfg.LayerKinds) != cfg.NumLayers {
+		return nil, fmt.Errorf("encoder: unusable config: hidden %d, intermediate %d, heads %d, %d layer kinds for %d layers",
+			d, inner, cfg.NumHeads, len(cfg.LayerKinds), cfg.NumLayers)
+	}
+	ld := backend.NewLoader(be, ckpt)
+	m := &ModernBERT{
+		cfg:       cfg,
+		tokEmb:    ld.Matrix("encoder.embeddings.tok_embeddings.weight", cfg.VocabSize, d),
+		embNorm:   ld.Vector("encoder.embeddings.norm.weight", d),
+		finalNorm: ld.Vector("encoder.final_norm.weight", d),
+		layers:    make([]layer, cfg.NumLayers),
+	}
+	for i := range m.layers {
+		name := func(s string) string { return fmt.Sprintf("encoder.layers.%d.%s", i, s) }
+		l := &m.layers[i]
+		if i > 0 {
+			l.attnNorm = ld.Vector(name("attn_norm.weight"), d)
+		}
+		l.wqkv = ld.Matrix(name("attn.Wqkv.weight"), 3*d, d)
+		l.wo = ld.Matrix(name("attn.Wo.weight"), d, d)
+		l.mlpNorm = ld.Vector(name("mlp_norm.weight"), d)
+		l.wi = ld.Matrix(name("mlp.Wi.weight"), 2*inner, d)
+		l.mlpWo = ld.Matrix(name("mlp.Wo.weight"), d, inner)
+		l.sliding = cfg.LayerKinds[i] == weights.SlidingAttention
+		l.theta = cfg.RopeTheta(i)
+	}
+	if err := ld.Err(); err != nil {
+		return nil, fmt.Errorf("encoder: %w", err)
+	}
+	return m, nil
+}
+
+// Config is the encoder configuration the model was built from.
+func (m *ModernBERT) Config() weights.EncoderConfig { return m.cfg }
+
+// Batch is a right-padded batch of token rows.
+type Batch struct {
+	IDs     []int32 // [len(Lengths)·SeqLen], row-major, padded with the pad id
+	Lengths []int   // real tokens per row, each in [1, SeqLen]
+	SeqLen  int
+}
+
+// Observer, when given to Forward, sees intermediate states as they are
+// recorded: ("embeddings", 0, x), ("layer", i, x) after each encoder layer
+// (the residual stream, before the final norm) and ("final", 0, h). It may
+// Read a tensor when it is shown; the model keeps updating the residual
+// stream in place afterwards.
+type Observer func(stage string, index int, t backend.Tensor)
+
+// Forward records the encoder on s and returns last_hidden_state
+// [rows·SeqLen, d]. It checks ctx between layers.
+func (m *ModernBERT) Forward(ctx context.Context, s backend.Stream, in Batch, observe Observer) (backend.Tensor, error) {
+	cfg := m.cfg
+	d, inner := cfg.HiddenSize, cfg.IntermediateSize
+	rows := len(in.IDs)
+	if in.SeqLen <= 0 || rows != len(in.Lengths)*in.SeqLen {
+		return nil, fmt.Errorf("encoder: %w: %d ids for %d rows of length %d", backend.ErrShape, rows, len(in.Lengths), in.SeqLen)
+	}
+	if observe == nil {
+		observe = func(string, int, backend.Tensor) {}
+	}
+	heads, headDim := cfg.NumHeads, cfg.HeadDim()
+	eps := float32(cfg.NormEps)
+
+	x := s.New(rows, d)
+	s.Gather(x, m.tokEmb, in.IDs)
+	s.LayerNorm(x, x, m.embNorm, nil, eps)
+	observe("embeddings", 0, x)
+
+	normed := s.New(rows, d)
+	qkv := s.New(rows, 3*d)
+	attn := s.New(rows, d)
+	proj := s.New(rows, d)
+	up := s.New(rows, 2*inner)
+	act := s.New(rows, inner)
+	for i, l := range m.layers {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		h := x
+		if l.attnNorm != nil {
+			s.LayerNorm(normed, x, l.attnNorm, nil, eps)
+			h = normed
+		}
+		s.Linear(qkv, h, l.wqkv, nil, backend.Identity)
+		s.Rope(qkv, backend.RopeParams{SeqLen: in.SeqLen, Heads: heads, HeadDim: headDim, Theta: l.theta})
+		s.Attention(attn, qkv, backend.AttentionParams{
+			SeqLen:  in.SeqLen,
+			Lengths: in.Lengths,
+			Heads:   heads,
+			HeadDim: headDim,
+			Scale:   float32(1 / math.Sqrt(float64(headDim))),
+			Sliding: l.sliding,
+			// local_attention is the full window; HF ModernBERT allows
+			// |i−j| ≤ local_attention // 2.
+			Radius: cfg.LocalAttention / 2,
+		})
+		s.Linear(proj, attn, l.wo, nil, backend.Identity)
+		s.Add(x, x, proj)
+
+		s.LayerNorm(normed, x, l.mlpNorm, nil, eps)
+		s.Linear(up, normed, l.wi, nil, backend.Identity)
+		s.GeGLU(act, up)
+		s.Linear(proj, act, l.mlpWo, nil, backend.Identity)
+		s.Add(x, x, proj)
+		if err := s.Err(); err != nil {
+			return nil, fmt.Errorf("encoder layer %d: %w", i, err)
+		}
+		observe("layer", i, x)
+	}
+	out := s.New(rows, d)
+	s.LayerNorm(out, x, m.finalNorm, nil, eps)
+	observe("final", 0, out)
+	if err := s.Err(); err != nil {
+		return nil, fmt.Errorf("encoder: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,142 @@
+package heads
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/laya-metal/laya/backend"
+	"github.com/laya-metal/laya/weights"
+)
+
+// headNormEps is nn.LayerNorm's default eps, which the decision head, the
+// scorer and PyTorch's TransformerEncoderLayer use (not the encoder's
+// norm_eps).
+const headNormEps = 1e-5
+
+// Decision is the decision head: type_emb[qtype] added to every position,
+// then pre-norm nn.TransformerEncoderLayers (ReLU feed-forward, no final
+// norm).
+type Decision struct {
+	cfg     weights.HeadConfig
+	typeEmb backend.Tensor // [3, d]: choice, score, noul
+	layers  []headLayer
+}
+
+type headLayer struct {
+	norm1W, norm1B   backend.Tensor
+	inProjW, inProjB backend.Tensor // [3d, d], [1, 3d]: rows [q | k | v]
+	outProjW         backend.Tensor
+	outProjB         backend.Tensor
+	norm2W, norm2B   backend.Tensor
+	linear1W         backend.Tensor // [4d, d]
+	linear1B         backend.Tensor
+	linear2W         backend.Tensor // [d, 4d]
+	linear2B         backend.Tensor
+}
+
+// NumQuestionTypes is the number of type_emb rows: 0 choice, 1 score, 2 noul.
+const NumQuestionTypes = 3
+
+// NewDecision uploads the decision head of ckpt to be.
+func NewDecision(be backend.Backend, ckpt *weights.Checkpoint) (*Decision, error) {
+	cfg := ckpt.Head
+	d := cfg.Dim
+	if d <= 0 || cfg.Heads <= 0 || cfg.HeadDim*cfg.Heads != d || cfg.FFN <= 0 {
+		return nil, fmt.Errorf("heads: unusable decision-head config: dim %d, %d heads of %d, ffn %d", d, cfg.Heads, cfg.HeadDim, cfg.FFN)
+	}
+	ld := backend.NewLoader(be, ckpt)
+	m := &Decision{
+		cfg:     cfg,
+		typeEmb: ld.Matrix("type_emb.weight", NumQuestionTypes, d),
+		layers:  make([]headLayer, cfg.Layers),
+	}
+	for j := range m.layers {
+		name := func(s string) string { return fmt.Sprintf("head.layers.%d.%s", j, s) }
+		m.layers[j] = headLayer{
+			norm1W:   ld.Vector(name("norm1.weight"), d),
+			norm1B:   ld.Vector(name("norm1.bias"), d),
+			inProjW:  ld.Matrix(name("self_attn.in_proj_weight"), 3*d, d),
+			inProjB:  ld.Vector(name("self_attn.in_proj_bias"), 3*d),
+			outProjW: ld.Matrix(name("self_attn.out_proj.weight"), d, d),
+			outProjB: ld.Vector(name("self_attn.out_proj.bias"), d),
+			norm2W:   ld.Vector(name("norm2.weight"), d),
+			norm2B:   ld.Vector(name("norm2.bias"), d),
+			linear1W: ld.Matrix(name("linear1.weight"), cfg.FFN, d),
+			linear1B: ld.Vector(name("linear1.bias"), cfg.FFN),
+			linear2W: ld.Matrix(name("linear2.weight"), d, cfg.FFN),
+			linear2B: ld.Vector(name("linear2.bias"), d),
+		}
+	}
+	if err := ld.Err(); err != nil {
+		return nil, fmt.Errorf("heads: %w", err)
+	}
+	return m, nil
+}
+
+// Observer, when given to Decision.Forward, sees ("input", 0, h) after the
+// type embedding and ("layer", j, h) after each head layer. It may Read a
+// tensor when it is shown; h is updated in place afterwards.
+type Observer func(stage string, index int, t backend.Tensor)
+
+// Forward records the decision head on s over the encoder output hidden
+// [rows·seqLen, d], updating it in place, and returns it. qtypes and lengths
+// hold one entry per batch row.
+func (m *Decision) Forward(ctx context.Context, s backend.Stream, hidden backend.Tensor, qtypes, lengths []int, seqLen int, observe Observer) (backend.Tensor, error) {
+	d := m.cfg.Dim
+	rows := hidden.Rows()
+	if len(qtypes) != len(lengths) || rows != len(lengths)*seqLen || hidden.Cols() != d {
+		return nil, fmt.Errorf("heads: %w: hidden [%d, %d] for %d rows of length %d (%d qtypes), dim %d",
+			backend.ErrShape, rows, hidden.Cols(), len(lengths), seqLen, len(qtypes), d)
+	}
+	if observe == nil {
+		observe = func(string, int, backend.Tensor) {}
+	}
+	// type_emb[qtype] is broadcast to every position, padding included.
+	typeIndex := make([]int32, rows)
+	for b, q := range qtypes {
+		if q < 0 || q >= NumQuestionTypes {
+			return nil, fmt.Errorf("heads: %w: qtype %d of row %d (want 0 choice, 1 score, 2 noul)", backend.ErrShape, q, b)
+		}
+		for p := range seqLen {
+			typeIndex[b*seqLen+p] = int32(q)
+		}
+	}
+	h := hidden
+	scratch := s.New(rows, d)
+	s.Gather(scratch, m.typeEmb, typeIndex)
+	s.Add(h, h, scratch)
+	observe("input", 0, h)
+
+	normed := scratch
+	qkv := s.New(rows, 3*d)
+	attn := s.New(rows, d)
+	proj := s.New(rows, d)
+	ffn := s.New(rows, m.cfg.FFN)
+	for j, l := range m.layers {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		s.LayerNorm(normed, h, l.norm1W, l.norm1B, headNormEps)
+		s.Linear(qkv, normed, l.inProjW, l.inProjB, backend.Identity)
+		s.Attention(attn, qkv, backend.AttentionParams{
+			SeqLen:  seqLen,
+			Lengths: lengths,
+			Heads:   m.cfg.Heads,
+			HeadDim: m.cfg.HeadDim,
+			Scale:   float32(1 / math.Sqrt(float64(m.cfg.HeadDim))),
+		})
+		s.Linear(proj, attn, l.outProjW, l.outProjB, backend.Identity)
+		s.Add(h, h, proj)
+
+		s.LayerNorm(normed, h, l.norm2W, l.norm2B, headNormEps)
+		s.Linear(ffn, normed, l.linear1W, l.linear1B, backend.ReLU)
+		s.Linear(proj, ffn, l.linear2W, l.linear2B, backend.Identity)
+		s.Add(h, h, proj)
+		if err := s.Err(); err != nil {
+			return nil, fmt.Errorf("heads: decision layer %d: %w", j, err)
+		}
+		observe("layer", j, h)
+	}
+	return h, nil
+}

@@ -1,0 +1,428 @@
+package lang
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// Detection limits (laya-mlx state_text/_iter_text): string leaves deeper
+// than maxDepth are not read, and only the first maxChars characters of the
+// joined text are examined.
+const (
+	maxDepth = 6
+	maxChars = 4000
+)
+
+// Thresholds, as laya-mlx names them.
+const (
+	// A diacritic rate at or above this is evidence the text is not English,
+	// even when no stopword list matches it.
+	nonEnglishDiacriticRate = 0.02
+	// Non-Latin text is not for the English checkpoint even when Latin letters
+	// are the plurality (a brand name or order code outvotes the CJK request
+	// around it letter for letter): a short message needs a 20% share, a long
+	// payload 10% and at least 10 letters.
+	nonLatinFraction    = 0.2
+	nonLatinMinFraction = 0.1
+	nonLatinMinLetters  = 10
+)
+
+// Script names returned in Analysis.Script besides the named non-Latin ones.
+const (
+	Latin   = "latin"
+	Unknown = "unknown" // no letters at all
+	Other   = "other"   // letters of a script no range names
+)
+
+// Share is one script's fraction of the alphabetic characters.
+type Share struct {
+	Script   string
+	Fraction float64
+}
+
+// Analysis is the detection result for a state.
+type Analysis struct {
+	Script string // "latin", a named script ("han", "cyrillic", ...), "other" or "unknown"
+	// Profile lists each script's share of the letters: Latin first, then the
+	// others in the order they first occur (the order laya-mlx's dict has).
+	Profile []Share
+	// Language is the best-effort Latin-script language ("en", "fr", "de",
+	// "es", "pt", "it", "nl", "ro", "bn", "az"), or "" when undecided or not Latin.
+	Language          string
+	IsEnglish         bool    // the English checkpoint can be expected to read this state
+	LanguageUndecided bool    // nothing named the language
+	DiacriticRate     float64 // share of non-English diacritic letters, rounded to 4 places
+	NonLatinFraction  float64 // share of non-Latin letters, rounded to 4 places
+}
+
+// Fraction returns the profile share of script (0 when absent).
+func (a Analysis) Fraction(script string) float64 {
+	for _, s := range a.Profile {
+		if s.Script == script {
+			return s.Fraction
+		}
+	}
+	return 0
+}
+
+// LatinEvidence is what the Latin-script language guess rests on.
+type LatinEvidence struct {
+	Language        string  // "" when undecided
+	EnglishHits     int     // English function words matched
+	DiacriticRate   float64 // unrounded
+	LooksNonEnglish bool    // DiacriticRate >= 0.02
+}
+
+// Analyse detects the script and, for Latin text, the language of a state.
+//
+// state may be a string, a []any / []string / map[string]any tree, a
+// json.RawMessage, or any value that marshals to JSON (an order-preserving
+// type such as laya.Value keeps its key order that way). Keys are ignored:
+// they are usually English whatever the content is. Go maps have no order, so
+// their values are read in sorted key order.
+func Analyse(state any) Analysis {
+	text := Text(state)
+	prof, letters, script := profile(text)
+	nonLatin := 0.0
+	if len(prof) > 0 {
+		nonLatin = round4(1 - shareOf(prof, Latin))
+	}
+	nNonLatin := math.RoundToEven(nonLatin * float64(letters))
+	if script == Latin && hasNonLatinWords(text) &&
+		(nonLatin >= nonLatinFraction || (nonLatin >= nonLatinMinFraction && nNonLatin >= nonLatinMinLetters)) {
+		best := -1.0
+		for _, s := range prof {
+			if s.Script != Latin && s.Fraction > best {
+				script, best = s.Script, s.Fraction
+			}
+		}
+	}
+	switch script {
+	case Unknown:
+		return Analysis{Script: Unknown, Profile: prof, IsEnglish: true, LanguageUndecided: true}
+	case Latin:
+	default:
+		return Analysis{Script: script, Profile: prof, LanguageUndecided: true, NonLatinFraction: nonLatin}
+	}
+	ev := LatinProfile(text)
+	// Undecided is not English: a Latin-script language with no stopword list
+	// must not reach the English checkpoint silently, so non-English letters
+	// decide when no list does.
+	undecided := ev.Language == ""
+	return Analysis{
+		Script:            Latin,
+		Profile:           prof,
+		Language:          ev.Language,
+		IsEnglish:         ev.Language == "en" || (undecided && !ev.LooksNonEnglish),
+		LanguageUndecided: undecided,
+		DiacriticRate:     round4(ev.DiacriticRate),
+		NonLatinFraction:  nonLatin,
+	}
+}
+
+// IsEnglish reports whether the English checkpoint can be expected to read state.
+func IsEnglish(state any) bool { return Analyse(state).IsEnglish }
+
+// DetectScript returns the dominant script of text, or "unknown" when it has no letters.
+func DetectScript(text string) string {
+	_, _, script := profile(text)
+	return script
+}
+
+// profile counts letters per script. It returns the shares (Latin first,
+// then first-occurrence order, zero shares dropped), the number of letters,
+// and the dominant script; a tie goes to the script that occurs first, Latin
+// last, as Python's max() over laya-mlx's counts dict decides it.
+func profile(text string) ([]Share, int, string) {
+	var order []string
+	counts := map[string]int{}
+	latin, total := 0, 0
+	for _, r := range text {
+		if !unicode.IsLetter(r) { // Python str.isalpha: categories L*
+			continue
+		}
+		total++
+		if isLatinLetter(r) {
+			latin++
+			continue
+		}
+		name := namedScript(r)
+		if name == "" {
+			// Letters of unlisted scripts count as "other": an unreadable
+			// script must not be handed to the English checkpoint.
+			name = Other
+		}
+		if counts[name] == 0 {
+			order = append(order, name)
+		}
+		counts[name]++
+	}
+	if total == 0 {
+		return nil, 0, Unknown
+	}
+	dominant, best := "", -1
+	for _, name := range order {
+		if counts[name] > best {
+			dominant, best = name, counts[name]
+		}
+	}
+	if latin > best {
+		dominant = Latin
+	}
+	var shares []Share
+	if latin > 0 {
+		shares = append(shares, Share{Latin, float64(latin) / float64(total)})
+	}
+	for _, name := range order {
+		shares = append(shares, Share{name, float64(counts[name]) / float64(total)})
+	}
+	return shares, total, dominant
+}
+
+// isLatinLetter: Basic Latin through Latin Extended-B and IPA Extensions
+// (below U+02B0), Latin Extended Additional, and fullwidth A-Z/a-z.
+func isLatinLetter(r rune) bool {
+	return r < 0x02B0 || (0x1E00 <= r && r <= 0x1EFF) || (0xFF21 <= r && r <= 0xFF3A) || (0xFF41 <= r && r <= 0xFF5A)
+}
+
+func shareOf(prof []Share, script string) float64 {
+	for _, s := range prof {
+		if s.Script == script {
+			return s.Fraction
+		}
+	}
+	return 0
+}
+
+// hasNonLatinWords reports runs of two or more letters of one named
+// non-Latin script that do not start with a capital. English prose carries
+// non-Latin letters that are not a request in another script: a symbol
+// (one letter), a proper name (capitalised), a pronunciation (IPA, which no
+// range claims). Combining marks are skipped so they never split a word.
+func hasNonLatinWords(text string) bool {
+	var run []rune
+	script := ""
+	check := func() bool {
+		return len(run) >= 2 && !unicode.IsUpper(run[0])
+	}
+	for _, r := range text {
+		if norm.NFD.PropertiesString(string(r)).CCC() != 0 {
+			continue
+		}
+		s := ""
+		if !(r < 0x0250 || (0x1E00 <= r && r <= 0x1EFF) || (0xFF21 <= r && r <= 0xFF3A) || (0xFF41 <= r && r <= 0xFF5A)) {
+			s = namedScript(r)
+		}
+		if s != "" && s == script {
+			run = append(run, r)
+			continue
+		}
+		if check() {
+			return true
+		}
+		run, script = run[:0], s
+		if s != "" {
+			run = append(run, r)
+		}
+	}
+	return check()
+}
+
+var (
+	// Python's [^\W\d_]+: letters plus numeric characters that are not
+	// decimal digits (Nl, No); combining marks are not \w in Python and split words.
+	wordPattern = regexp.MustCompile(`[\p{L}\p{Nl}\p{No}]+`)
+	// A token whose dot or @ joins word characters is an identifier, not prose
+	// (github.com, user@acme.com, v1.2.3): its pieces would collide with real
+	// function words ("com" is Portuguese, "o" its article).
+	identifierPattern = regexp.MustCompile(`[\p{L}\p{N}_-]*(?:[.@][\p{L}\p{N}_-]+)+`)
+)
+
+// LatinProfile scores Latin-script text against the function-word lists.
+// A non-English language is named only when it matched a word no other list
+// claims, and beats English by two hits (or ties it with at least two hits
+// when the text has non-English diacritics).
+func LatinProfile(text string) LatinEvidence {
+	cleaned := strings.ReplaceAll(identifierPattern.ReplaceAllString(text, " "), "İ", "i")
+	words := wordPattern.FindAllString(strings.ToLower(cleaned), -1)
+	lowered := strings.ToLower(text)
+	diac := 0
+	for _, r := range lowered {
+		if diacritics[r] {
+			diac++
+		}
+	}
+	// Python's "İ".lower() is two characters (i + U+0307); Go's is one.
+	length := utf8.RuneCountInString(lowered) + strings.Count(text, "İ")
+	rate := float64(diac) / float64(max(1, length))
+	ev := LatinEvidence{DiacriticRate: rate, LooksNonEnglish: rate >= nonEnglishDiacriticRate}
+	if len(words) < 4 {
+		return ev
+	}
+	scores := make([]int, len(stops))
+	for i, l := range stops {
+		for _, w := range words {
+			if l.words[w] {
+				scores[i]++
+			}
+		}
+	}
+	en := scores[0] // stops[0] is English
+	bestLang, best := "", 0
+	// Only a language that matched a word of its own may be named; among
+	// those the first highest score wins, as Python's max() picks it.
+	for i, l := range stops[1:] {
+		if (bestLang == "" || scores[i+1] > best) && evidenced(words, l.words) {
+			bestLang, best = l.lang, scores[i+1]
+		}
+	}
+	ev.EnglishHits = en
+	switch {
+	case bestLang != "" && best >= max(2, en+2):
+		ev.Language = bestLang
+	case bestLang != "" && ev.LooksNonEnglish && best >= max(2, en):
+		ev.Language = bestLang
+	case en > 0 && !ev.LooksNonEnglish:
+		ev.Language = "en"
+	}
+	return ev
+}
+
+// evidenced: the text has a word of this list that no other list claims.
+func evidenced(words []string, list map[string]bool) bool {
+	for _, w := range words {
+		if list[w] && !sharedWords[w] {
+			return true
+		}
+	}
+	return false
+}
+
+// GuessLatinLanguage returns the best-effort language code of Latin-script
+// text, or "" when undecided.
+func GuessLatinLanguage(text string) string { return LatinProfile(text).Language }
+
+// round4 is Python's round(x, 4): correctly rounded from the binary value,
+// ties to even, as strconv formats it.
+func round4(x float64) float64 {
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(x, 'f', 4, 64), 64)
+	return r
+}
+
+// Text flattens a state into the text detection reads: its string leaves at
+// depth <= 6, joined by spaces, cut to 4000 characters.
+func Text(state any) string {
+	var parts []string
+	budget := maxChars
+	collect(state, 0, func(leaf string) bool {
+		n := utf8.RuneCountInString(leaf)
+		if n > budget {
+			parts = append(parts, string([]rune(leaf)[:budget]))
+			return false
+		}
+		parts = append(parts, leaf)
+		budget -= n + 1
+		return budget > 0
+	})
+	joined := strings.Join(parts, " ")
+	if utf8.RuneCountInString(joined) > maxChars {
+		joined = string([]rune(joined)[:maxChars])
+	}
+	return joined
+}
+
+// collect calls leaf for every string leaf in order until it returns false.
+func collect(state any, depth int, leaf func(string) bool) bool {
+	if depth > maxDepth || state == nil {
+		return true
+	}
+	switch v := state.(type) {
+	case string:
+		return leaf(v)
+	case []byte:
+		return leaf(string(v))
+	case []string:
+		for _, s := range v {
+			if depth+1 <= maxDepth && !leaf(s) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		for _, item := range v {
+			if !collect(item, depth+1, leaf) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if !collect(v[k], depth+1, leaf) {
+				return false
+			}
+		}
+		return true
+	case json.RawMessage:
+		return collectJSON(v, depth, leaf)
+	case bool, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64, json.Number:
+		return true
+	}
+	data, err := json.Marshal(state)
+	if err != nil {
+		return true // nothing readable; detection falls back to "unknown"
+	}
+	return collectJSON(data, depth, leaf)
+}
+
+// collectJSON walks a JSON document in document order, so object members are
+// read in the order they were written.
+func collectJSON(data []byte, depth int, leaf func(string) bool) bool {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	keepGoing, _ := walkJSON(dec, depth, leaf)
+	return keepGoing
+}
+
+func walkJSON(dec *json.Decoder, depth int, leaf func(string) bool) (bool, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return true, err
+	}
+	switch t := tok.(type) {
+	case string:
+		if depth <= maxDepth {
+			return leaf(t), nil
+		}
+	case json.Delim:
+		if t != '{' && t != '[' {
+			return true, nil
+		}
+		for dec.More() {
+			if t == '{' {
+				if _, err := dec.Token(); err != nil { // the key: ignored
+					return true, err
+				}
+			}
+			if ok, err := walkJSON(dec, depth+1, leaf); !ok || err != nil {
+				return ok, err
+			}
+		}
+		_, err := dec.Token() // closing delimiter
+		return true, err
+	}
+	return true, nil
+}

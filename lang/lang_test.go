@@ -1,0 +1,169 @@
+package lang
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"strings"
+	"testing"
+)
+
+// testdata/analyse.json holds states in many languages and scripts and the
+// result of laya-mlx's analyse() for each, produced by running its lang.py
+// algorithm under CPython 3.12 (so Python's isalpha, lower, re and round
+// decide the expected values, not this package).
+type analyseCase struct {
+	Name  string          `json:"name"`
+	State json.RawMessage `json:"state"`
+	Want  struct {
+		Script            string          `json:"script"`
+		ScriptProfile     json.RawMessage `json:"script_profile"`
+		Language          *string         `json:"language"`
+		IsEnglish         bool            `json:"is_english"`
+		LanguageUndecided bool            `json:"language_undecided"`
+		DiacriticRate     float64         `json:"diacritic_rate"`
+		NonLatinFraction  float64         `json:"non_latin_fraction"`
+	} `json:"want"`
+}
+
+// orderedProfile decodes a JSON object into shares in document order.
+func orderedProfile(t *testing.T, raw json.RawMessage) []Share {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	if _, err := dec.Token(); err != nil {
+		t.Fatal(err)
+	}
+	var out []Share
+	for dec.More() {
+		k, _ := dec.Token()
+		var f float64
+		if err := dec.Decode(&f); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, Share{k.(string), f})
+	}
+	return out
+}
+
+func loadCases(t *testing.T) []analyseCase {
+	t.Helper()
+	b, err := os.ReadFile("testdata/analyse.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases []analyseCase
+	if err := json.Unmarshal(b, &cases); err != nil {
+		t.Fatal(err)
+	}
+	if len(cases) < 50 {
+		t.Fatalf("only %d cases in testdata/analyse.json", len(cases))
+	}
+	return cases
+}
+
+func TestAnalyseMatchesLayaMLX(t *testing.T) {
+	for _, tc := range loadCases(t) {
+		t.Run(tc.Name, func(t *testing.T) {
+			// A string state is passed as a Go string, a structured one as raw
+			// JSON so that key order is the document's, as in Python.
+			var state any = tc.State
+			var s string
+			if json.Unmarshal(tc.State, &s) == nil {
+				state = s
+			}
+			got := Analyse(state)
+			w := tc.Want
+			wantLang := ""
+			if w.Language != nil {
+				wantLang = *w.Language
+			}
+			if got.Script != w.Script || got.Language != wantLang || got.IsEnglish != w.IsEnglish ||
+				got.LanguageUndecided != w.LanguageUndecided || got.DiacriticRate != w.DiacriticRate ||
+				got.NonLatinFraction != w.NonLatinFraction {
+				t.Errorf("Analyse = script %q lang %q english %v undecided %v diac %v nonlatin %v\n"+
+					"      want script %q lang %q english %v undecided %v diac %v nonlatin %v",
+					got.Script, got.Language, got.IsEnglish, got.LanguageUndecided, got.DiacriticRate, got.NonLatinFraction,
+					w.Script, wantLang, w.IsEnglish, w.LanguageUndecided, w.DiacriticRate, w.NonLatinFraction)
+			}
+			wantProf := orderedProfile(t, w.ScriptProfile)
+			if len(got.Profile) != len(wantProf) {
+				t.Fatalf("profile = %v, want %v", got.Profile, wantProf)
+			}
+			for i := range wantProf {
+				if got.Profile[i].Script != wantProf[i].Script || math.Abs(got.Profile[i].Fraction-wantProf[i].Fraction) > 1e-15 {
+					t.Errorf("profile[%d] = %v, want %v", i, got.Profile[i], wantProf[i])
+				}
+			}
+			if IsEnglish(state) != w.IsEnglish {
+				t.Errorf("IsEnglish disagrees with Analyse")
+			}
+		})
+	}
+}
+
+func TestStateShapes(t *testing.T) {
+	type ticket struct {
+		Subject string
+		Body    string
+		Count   int
+	}
+	tests := []struct {
+		name  string
+		state any
+		want  string
+	}{
+		{"nil", nil, ""},
+		{"string", "hello", "hello"},
+		{"bytes", []byte("hej"), "hej"},
+		{"strings", []string{"a", "b"}, "a b"},
+		{"any list", []any{"a", 1, true, nil, []any{"b"}}, "a b"},
+		{"map sorted", map[string]any{"z": "last", "a": "first", "n": 3}, "first last"},
+		{"struct via JSON", ticket{Subject: "s", Body: "b", Count: 2}, "s b"},
+		{"raw JSON keeps order", json.RawMessage(`{"z":"one","a":["two",{"k":"three"}],"n":1.5}`), "one two three"},
+		{"depth 6 read, 7 not", []any{[]any{[]any{[]any{[]any{[]any{"six", []any{"seven"}}}}}}}, "six"},
+		{"keys ignored", map[string]any{"English key": "valor"}, "valor"},
+	}
+	for _, tt := range tests {
+		if got := Text(tt.state); got != tt.want {
+			t.Errorf("%s: Text = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+	long := strings.Repeat("é", 5000)
+	if got := Text([]any{long, "next"}); len([]rune(got)) != maxChars {
+		t.Errorf("Text of a 5000-character leaf has %d characters, want %d", len([]rune(got)), maxChars)
+	}
+	if got := Text([]any{strings.Repeat("a", 3998), "bcd"}); got != strings.Repeat("a", 3998)+" b" {
+		t.Errorf("Text budget: got ...%q", got[len(got)-4:])
+	}
+}
+
+func TestDetectScriptAndGuess(t *testing.T) {
+	tests := []struct {
+		text, script, lang string
+	}{
+		{"", Unknown, ""},
+		{"12 + 3", Unknown, ""},
+		{"hello world", Latin, ""},
+		{"this is what we have in the box", Latin, "en"},
+		{"la casa de los abuelos es muy bonita", Latin, "es"},
+		{"Tokyo Tower 东", Latin, ""},
+		{"東京都庁舎 Tokyo", "han", ""}, // a tie goes to the script seen first
+	}
+	for _, tt := range tests {
+		if got := DetectScript(tt.text); got != tt.script {
+			t.Errorf("DetectScript(%q) = %q, want %q", tt.text, got, tt.script)
+		}
+		if tt.script == Latin {
+			if got := GuessLatinLanguage(tt.text); got != tt.lang {
+				t.Errorf("GuessLatinLanguage(%q) = %q, want %q", tt.text, got, tt.lang)
+			}
+		}
+	}
+}
+
+func BenchmarkAnalyse(b *testing.B) {
+	state := map[string]any{"subject": "Problema com fatura", "body": strings.Repeat("Olá, a minha fatura está errada e preciso de ajuda. ", 60)}
+	for b.Loop() {
+		Analyse(state)
+	}
+}

@@ -1,0 +1,229 @@
+//go:build darwin
+
+package metal
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ebitengine/purego/objc"
+)
+
+// systemDevice is the Apple GPU through Metal.framework (see objc_darwin.go
+// for the binding). It is safe for concurrent use, except that Close must
+// not race with other calls.
+type systemDevice struct {
+	ledger *ledger
+
+	device, queue objc.ID
+	name          string
+	msl           MSLVersion
+	mathMode      MathMode
+	pageSize      int
+	maxTGMemory   int // maxThreadgroupMemoryLength
+	maxBufferLen  int // maxBufferLength
+	clock         hostClock
+
+	kernelLibrary map[string]objc.ID // kernel function name → its library
+	kernelFile    map[string]string  // kernel function name → .metal file
+	files         []string           // compiled .metal files, for messages
+
+	closed atomic.Bool
+
+	mu        sync.Mutex
+	pipelines map[string]*systemPipeline // by encodeConstants key
+	inflight  map[*systemCommandBuffer]struct{}
+}
+
+// OpenSystemDefault opens the system's default Metal device with the
+// kernels package's embedded sources and default options.
+func OpenSystemDefault() (Device, error) { return OpenSystem(SystemOptions{}) }
+
+// OpenSystem opens the system's default Metal device (falling back to the
+// first of MTLCopyAllDevices) and compiles opts.Sources.
+func OpenSystem(opts SystemOptions) (Device, error) {
+	msl, err := opts.resolvedLanguageVersion()
+	if err != nil {
+		return nil, err
+	}
+	if opts.MathMode < MathSafe || opts.MathMode > MathFast {
+		return nil, fmt.Errorf("%w: unknown math mode %s", ErrShaderCompile, opts.MathMode)
+	}
+	sources, err := opts.sourceMap()
+	if err != nil {
+		return nil, err
+	}
+	units, err := prepareUnits(sources)
+	if err != nil {
+		return nil, err
+	}
+	if err := loadMetal(); err != nil {
+		return nil, err
+	}
+	d := &systemDevice{
+		ledger:        newLedger(releaseObject),
+		msl:           msl,
+		mathMode:      opts.MathMode,
+		pageSize:      os.Getpagesize(),
+		kernelLibrary: map[string]objc.ID{},
+		kernelFile:    map[string]string{},
+		pipelines:     map[string]*systemPipeline{},
+		inflight:      map[*systemCommandBuffer]struct{}{},
+	}
+	inPool(func() { err = d.open(units) })
+	if err != nil {
+		d.ledger.dropAll()
+		return nil, err
+	}
+	return d, nil
+}
+
+func (d *systemDevice) open(units []compileUnit) error {
+	// MTLCreateSystemDefaultDevice and MTLCopyAllDevices follow the Create
+	// and Copy rules: both results are ours to release.
+	d.device = mtlCreateSystemDefaultDevice()
+	if d.device == 0 {
+		// Seen on Macs where the default device is nil for a process
+		// without a window server connection; any listed device will do.
+		all := mtlCopyAllDevices()
+		if all != 0 {
+			if msgUint(all, sel.count) > 0 {
+				d.device = msgID(msgIDUint(all, sel.objectAtIndex, 0), sel.retain)
+			}
+			releaseObject(uintptr(all))
+		}
+	}
+	if d.device == 0 {
+		return fmt.Errorf("%w: MTLCreateSystemDefaultDevice and MTLCopyAllDevices found no GPU", ErrNoMetal)
+	}
+	d.ledger.add(uintptr(d.device), "device")
+	d.name = goString(msgID(d.device, sel.name))
+	d.maxTGMemory = int(msgUint(d.device, sel.maxThreadgroupMemoryLength))
+	d.maxBufferLen = int(msgUint(d.device, sel.maxBufferLength))
+
+	if d.queue = msgID(d.device, sel.newCommandQueue); d.queue == 0 {
+		return fmt.Errorf("%w: %s: newCommandQueue returned nil", ErrNoMetal, d.name)
+	}
+	d.ledger.add(uintptr(d.queue), "command queue")
+
+	var tb machTimebase
+	machTimebaseInfo(&tb)
+	ticks := machAbsoluteTime()
+	d.clock = hostClock{wall: time.Now(), host: float64(ticks) * float64(tb.numer) / float64(tb.denom) / 1e9}
+
+	return d.compile(units)
+}
+
+// compile builds one library per unit with explicit compile options.
+func (d *systemDevice) compile(units []compileUnit) error {
+	options := msgID(msgID(cls.MTLCompileOptions, sel.alloc), sel.init)
+	if options == 0 {
+		return fmt.Errorf("%w: MTLCompileOptions alloc/init returned nil", ErrShaderCompile)
+	}
+	defer releaseObject(uintptr(options))
+
+	// Set and read back: a cgo-free binary's Mach-O header names SDK 12.0
+	// (golang/go#77917) and Metal then defaults to MSL 2.4; an OS too old
+	// for the version may also keep its own value.
+	msgVoidUint(options, sel.setLanguageVersion, d.msl.mtlLanguageVersion())
+	if got := mslVersionOf(msgUint(options, sel.languageVersion)); got != d.msl {
+		return fmt.Errorf("%w: %s: asked for MSL %s, compile options hold MSL %s (macOS too old?)", ErrShaderCompile, d.name, d.msl, got)
+	}
+	// mathMode exists from macOS 15; before that only the fastMathEnabled
+	// switch does, which cannot express "relaxed".
+	if respondsTo(options, sel.setMathMode) {
+		msgVoidUint(options, sel.setMathMode, uint64(d.mathMode))
+		if got := MathMode(msgUint(options, sel.mathMode)); got != d.mathMode {
+			return fmt.Errorf("%w: %s: asked for %s math, compile options hold %s", ErrShaderCompile, d.name, d.mathMode, got)
+		}
+	} else {
+		if d.mathMode == MathRelaxed {
+			return fmt.Errorf("%w: %s: relaxed math needs macOS 15 (MTLCompileOptions.mathMode)", ErrShaderCompile, d.name)
+		}
+		msgVoidBool(options, sel.setFastMathEnabled, d.mathMode == MathFast)
+	}
+
+	for _, u := range units {
+		src := newNSString(u.source)
+		var nsErr objc.ID
+		lib := msgIDIDIDErr(d.device, sel.newLibraryWithSourceOptionsError, src, options, &nsErr)
+		releaseObject(uintptr(src))
+		if lib == 0 {
+			// The NSError is autoreleased into the surrounding pool.
+			return fmt.Errorf("%w: %s: %s", ErrShaderCompile, u.name, mapCompileLog(nsErrorText(nsErr), u))
+		}
+		// A library with warnings comes with an NSError too; the library
+		// is what counts.
+		d.ledger.add(uintptr(lib), "library "+u.name)
+		d.files = append(d.files, u.name)
+		for _, fn := range nsArrayStrings(msgID(lib, sel.functionNames)) {
+			if prev, dup := d.kernelFile[fn]; dup {
+				return fmt.Errorf("%w: kernel %s is defined in both %s and %s", ErrShaderCompile, fn, prev, u.name)
+			}
+			d.kernelLibrary[fn] = lib
+			d.kernelFile[fn] = u.name
+		}
+	}
+	return nil
+}
+
+// Name is the GPU's name, e.g. "Apple M3 Max".
+func (d *systemDevice) Name() string { return d.name }
+
+// LanguageVersion is the MSL version the kernels were compiled as (read
+// back from the compile options).
+func (d *systemDevice) LanguageVersion() MSLVersion { return d.msl }
+
+// Kernels lists the kernel functions of the compiled libraries, sorted.
+func (d *systemDevice) Kernels() []string {
+	names := make([]string, 0, len(d.kernelFile))
+	for k := range d.kernelFile {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func (d *systemDevice) checkOpen() error {
+	if d.closed.Load() {
+		return ErrDeviceClosed
+	}
+	return nil
+}
+
+// Close waits for committed command buffers, discards uncommitted ones and
+// releases every object the device created. Buffers made by
+// NewBufferWithBytes without a copy no longer reference host memory after
+// Close returns.
+func (d *systemDevice) Close() error {
+	if d.closed.Swap(true) {
+		return nil
+	}
+	d.mu.Lock()
+	pending := make([]*systemCommandBuffer, 0, len(d.inflight))
+	for cb := range d.inflight {
+		pending = append(pending, cb)
+	}
+	d.mu.Unlock()
+	var errs []error
+	for _, cb := range pending {
+		if _, err := cb.finish(); err != nil && !errors.Is(err, ErrDeviceClosed) {
+			errs = append(errs, err)
+		}
+	}
+	inPool(func() { d.ledger.dropAll() })
+	if len(errs) > 0 {
+		return fmt.Errorf("metal: %s: closing with unfinished work: %w", d.name, errors.Join(errs...))
+	}
+	return nil
+}
+
+func (d *systemDevice) unknownKernel(kernel string) error {
+	return fmt.Errorf("%w: kernel %q is not defined in %s", ErrPipeline, kernel, strings.Join(d.files, ", "))
+}

@@ -1,0 +1,308 @@
+package metal
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+
+	"github.com/laya-metal/laya/kernels"
+	"github.com/laya-metal/laya/metal/internal/emurt"
+	"github.com/laya-metal/laya/metal/internal/mslpp"
+)
+
+// emuLibrary is a set of translated .metal sources and their compiled form:
+// a shared object (normal mode) or an ASan runner executable.
+type emuLibrary struct {
+	kernels   map[string]*mslpp.Kernel
+	constants map[string][]mslpp.FunctionConstant // by source name
+	unitOf    map[string]string                   // kernel name -> source name
+	path      string                              // .so or runner executable
+	symbolize string                              // llvm-symbolizer, for ASan reports
+}
+
+// Compile flags. -ffloat16-excess-precision=none makes every half operation
+// round to half as the GPU does (spec Part 1, "Half precision"); without it
+// clang computes _Float16 expressions in float.
+var emuCompileFlags = []string{
+	"-x", "c++", "-std=c++17", "-O1", "-g", "-fPIC", "-fno-exceptions", "-fvisibility=hidden",
+	"-w", "-Xclang", "-ffloat16-excess-precision=none",
+}
+
+var emuASanFlags = []string{"-fsanitize=address", "-fno-omit-frame-pointer", "-DMSLEMU_UCONTEXT", "-DMSLEMU_ASAN"}
+
+type emuClangInfo struct {
+	path, version string
+}
+
+var emuClangCache sync.Map // requested name -> emuClangInfo
+
+func emuFindClang(name string) (emuClangInfo, error) {
+	names := []string{"clang-19", "clang"}
+	if name != "" {
+		names = []string{name}
+	}
+	if c, ok := emuClangCache.Load(strings.Join(names, ",")); ok {
+		return c.(emuClangInfo), nil
+	}
+	for _, n := range names {
+		p, err := exec.LookPath(n)
+		if err != nil {
+			continue
+		}
+		out, err := exec.Command(p, "--version").Output()
+		if err != nil {
+			continue
+		}
+		v := strings.SplitN(string(out), "\n", 2)[0]
+		var major int
+		if i := strings.Index(v, "version "); i >= 0 {
+			fmt.Sscanf(v[i+len("version "):], "%d", &major)
+		}
+		if major < 16 {
+			return emuClangInfo{}, fmt.Errorf("%w (found %q)", ErrNoClang, v)
+		}
+		c := emuClangInfo{path: p, version: v}
+		emuClangCache.Store(strings.Join(names, ","), c)
+		return c, nil
+	}
+	return emuClangInfo{}, fmt.Errorf("%w (looked for %s in PATH)", ErrNoClang, strings.Join(names, ", "))
+}
+
+func emuDefaultSources() ([]KernelSource, error) {
+	names, err := fs.Glob(kernels.FS(), "*.metal")
+	if err != nil {
+		return nil, err
+	}
+	var srcs []KernelSource
+	for _, n := range names {
+		b, err := fs.ReadFile(kernels.FS(), n)
+		if err != nil {
+			return nil, err
+		}
+		srcs = append(srcs, KernelSource{Name: "kernels/" + n, Text: string(b)})
+	}
+	return srcs, nil
+}
+
+func emuHash(parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		fmt.Fprintf(h, "%d:%s", len(p), p)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:24]
+}
+
+// emuWriteAtomic writes path unless it exists; concurrent test processes may
+// race on the same cache entry, so the file appears by rename.
+func emuWriteAtomic(path string, data []byte) error {
+	if _, err := os.Stat(path); err == nil {
+		return nil
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// emuBuildLibrary translates and compiles sources, reusing cached objects.
+func emuBuildLibrary(ctx context.Context, opts EmulatorOptions) (*emuLibrary, error) {
+	clang, err := emuFindClang(opts.Clang)
+	if err != nil {
+		return nil, err
+	}
+	srcs := opts.Sources
+	if srcs == nil {
+		if srcs, err = emuDefaultSources(); err != nil {
+			return nil, fmt.Errorf("metal: reading package kernels: %w", err)
+		}
+	}
+	if len(srcs) == 0 {
+		return nil, fmt.Errorf("%w: no kernel sources", ErrShaderCompile)
+	}
+	cache := opts.CacheDir
+	if cache == "" {
+		base, err := os.UserCacheDir()
+		if err != nil {
+			base = os.TempDir()
+		}
+		cache = filepath.Join(base, "laya-metal", "msl-emu")
+	}
+
+	// The runtime sources go to a directory named by their hash: clang
+	// needs them on disk for -I, and the hash keys every object built on them.
+	var rtParts []string
+	rtFS, err := fs.Sub(emurt.Files, "src")
+	if err != nil {
+		return nil, err
+	}
+	entries, err := fs.ReadDir(rtFS, ".")
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		b, _ := fs.ReadFile(rtFS, e.Name())
+		rtParts = append(rtParts, e.Name(), string(b))
+	}
+	flags := append([]string(nil), emuCompileFlags...)
+	if opts.ASan {
+		flags = append(flags, emuASanFlags...)
+	}
+	key := emuHash(append(append(rtParts, clang.version, runtime.GOOS, runtime.GOARCH), flags...)...)
+	inc := filepath.Join(cache, "rt-"+key)
+	if err := os.MkdirAll(inc, 0o755); err != nil {
+		return nil, fmt.Errorf("metal: emulator cache: %w", err)
+	}
+	for _, e := range entries {
+		b, _ := fs.ReadFile(rtFS, e.Name())
+		if err := emuWriteAtomic(filepath.Join(inc, e.Name()), b); err != nil {
+			return nil, fmt.Errorf("metal: emulator cache: %w", err)
+		}
+	}
+
+	lib := &emuLibrary{kernels: map[string]*mslpp.Kernel{}, constants: map[string][]mslpp.FunctionConstant{}, unitOf: map[string]string{}}
+	byName := map[string]KernelSource{}
+	for _, s := range srcs {
+		byName[s.Name] = s
+	}
+	includer := func(from, name string) (mslpp.Source, error) {
+		if s, ok := byName[name]; ok {
+			return mslpp.Source{Name: s.Name, Text: s.Text}, nil
+		}
+		p := filepath.Join(filepath.Dir(from), name)
+		if s, ok := byName[p]; ok {
+			return mslpp.Source{Name: s.Name, Text: s.Text}, nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return mslpp.Source{}, err
+		}
+		return mslpp.Source{Name: p, Text: string(b)}, nil
+	}
+	type unit struct{ name, cpp, obj string }
+	units := []unit{{name: emurt.Runtime, obj: filepath.Join(inc, "runtime.o")}}
+	if opts.ASan {
+		units = append(units, unit{name: emurt.Runner, obj: filepath.Join(inc, "runner.o")})
+	}
+	for _, s := range srcs {
+		u, err := mslpp.Translate(mslpp.Source{Name: s.Name, Text: s.Text}, includer)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrShaderCompile, err)
+		}
+		for i := range u.Kernels {
+			k := &u.Kernels[i]
+			if o, dup := lib.kernels[k.Name]; dup {
+				return nil, fmt.Errorf("%w: kernel %s is defined in %s:%d and %s:%d", ErrShaderCompile, k.Name, o.File, o.Line, k.File, k.Line)
+			}
+			lib.kernels[k.Name] = k
+			lib.unitOf[k.Name] = s.Name
+		}
+		lib.constants[s.Name] = u.Constants
+		units = append(units, unit{name: s.Name, cpp: u.CPP, obj: filepath.Join(cache, "k-"+emuHash(key, u.CPP)+".o")})
+	}
+
+	// Compile what the cache lacks, up to GOMAXPROCS at a time.
+	var wg sync.WaitGroup
+	errs := make([]error, len(units))
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for i, u := range units {
+		if _, err := os.Stat(u.obj); err == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			src := filepath.Join(inc, u.name)
+			var stdin []byte
+			if u.cpp != "" {
+				src = "-"
+				stdin = []byte(u.cpp)
+			}
+			errs[i] = emuClang(ctx, clang.path, u.obj, stdin, append(append([]string{}, flags...), "-I", inc, "-c", src)...)
+			if errs[i] != nil {
+				errs[i] = fmt.Errorf("%w: %s:\n%w", ErrShaderCompile, u.name, errs[i])
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	var objs []string
+	for _, u := range units {
+		objs = append(objs, u.obj)
+	}
+	linkFlags := []string{"-lpthread", "-lm"}
+	if runtime.GOOS == "darwin" {
+		linkFlags = append(linkFlags, "-lc++")
+	} else {
+		linkFlags = append(linkFlags, "-lstdc++")
+	}
+	if opts.ASan {
+		lib.path = filepath.Join(cache, "runner-"+emuHash(append(objs, key)...))
+		linkFlags = append(linkFlags, "-fsanitize=address")
+		lib.symbolize = emuFindSymbolizer(clang.path)
+	} else {
+		lib.path = filepath.Join(cache, "lib-"+emuHash(append(objs, key)...)+".so")
+		linkFlags = append(linkFlags, "-shared")
+	}
+	if _, err := os.Stat(lib.path); err != nil {
+		if err := emuClang(ctx, clang.path, lib.path, nil, append(objs, linkFlags...)...); err != nil {
+			return nil, fmt.Errorf("%w: linking: %w", ErrShaderCompile, err)
+		}
+	}
+	return lib, nil
+}
+
+// emuClang runs clang with "-o out" into a temporary name, then renames it.
+func emuClang(ctx context.Context, clang, out string, stdin []byte, args ...string) error {
+	tmp := fmt.Sprintf("%s.tmp%d", out, os.Getpid())
+	cmd := exec.CommandContext(ctx, clang, append(args, "-o", tmp)...)
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("%s%w", stderr.String(), err)
+	}
+	return os.Rename(tmp, out)
+}
+
+func emuFindSymbolizer(clang string) string {
+	if real, err := filepath.EvalSymlinks(clang); err == nil {
+		p := filepath.Join(filepath.Dir(real), "llvm-symbolizer")
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	for _, n := range []string{"llvm-symbolizer-19", "llvm-symbolizer"} {
+		if p, err := exec.LookPath(n); err == nil {
+			return p
+		}
+	}
+	return ""
+}

@@ -1,0 +1,711 @@
+//go:build linux || darwin
+
+package metal
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+
+	"github.com/laya-metal/laya/metal/internal/mslpp"
+	"github.com/laya-metal/laya/weights"
+)
+
+// How kernels run. Normal mode loads the compiled shared object into this
+// process with purego.Dlopen (no cgo: the product builds with
+// CGO_ENABLED=0) and calls mslemu_run; buffers are page-aligned mmap'd memory
+// the kernels read directly, so NewBufferWithBytes can wrap an mmap'd file
+// without a copy. The runtime runs GPU threads on its own OS threads with all
+// signals blocked, never on Go's threads. ASan mode instead runs each command
+// buffer in a separate runner executable: AddressSanitizer cannot be loaded
+// into a Go process that was not built with it. Buffers are then shared
+// memory files handed to the runner as inherited descriptors.
+
+// Layout of struct mslemu_dispatch (metal/internal/emurt/mslemu_abi.h).
+const (
+	emuOffKernel    = 0
+	emuOffBufs      = 128
+	emuOffTGBytes   = 384
+	emuOffFCValue   = 640
+	emuOffFCDefined = 1152
+	emuOffGroups    = 1216
+	emuOffThreads   = 1228
+	emuOffSchedule  = 1240
+	emuOffWorkers   = 1244
+	emuOffSeed      = 1248
+	emuOffCancel    = 1256
+	emuOffStatus    = 1260
+	emuOffErr       = 1264
+	emuDispatchSize = 3312
+	emuMaxTGMem     = 32768
+)
+
+// emuRunMu serialises runs: function-constant values live in globals of the
+// shared object, which is loaded once per process.
+var emuRunMu sync.Mutex
+
+type emuDevice struct {
+	opts     EmulatorOptions
+	lib      *emuLibrary
+	handle   uintptr
+	runFn    uintptr
+	tgFn     uintptr
+	mu       sync.Mutex
+	pipes    map[string]*emuPipeline
+	closed   bool
+	pageSize int
+}
+
+// OpenEmulator compiles the kernel sources with clang (or takes them from
+// the cache) and returns a Device that runs them on the CPU.
+func OpenEmulator(opts EmulatorOptions) (Device, error) {
+	lib, err := emuBuildLibrary(context.Background(), opts)
+	if err != nil {
+		return nil, err
+	}
+	d := &emuDevice{opts: opts, lib: lib, pipes: map[string]*emuPipeline{}, pageSize: os.Getpagesize()}
+	if !opts.ASan {
+		h, err := purego.Dlopen(lib.path, purego.RTLD_NOW|purego.RTLD_LOCAL)
+		if err != nil {
+			return nil, fmt.Errorf("metal: loading emulated kernels %s: %w", lib.path, err)
+		}
+		if d.runFn, err = purego.Dlsym(h, "mslemu_run"); err != nil {
+			return nil, fmt.Errorf("metal: %s: %w", lib.path, err)
+		}
+		if d.tgFn, err = purego.Dlsym(h, "mslemu_tg_static"); err != nil {
+			return nil, fmt.Errorf("metal: %s: %w", lib.path, err)
+		}
+		d.handle = h
+	}
+	return d, nil
+}
+
+func (d *emuDevice) Name() string {
+	mode := ""
+	if d.opts.ASan {
+		mode = ", asan"
+	}
+	return fmt.Sprintf("msl-emu (%s%s)", d.opts.Schedule, mode)
+}
+
+// Close releases the pipelines. The shared object stays loaded: other
+// devices of this process may use it, and unloading code that created
+// thread-locals is not safe.
+func (d *emuDevice) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.closed = true
+	d.pipes = nil
+	return nil
+}
+
+// ---------------------------------------------------------------------------
+// Buffers.
+
+type emuBuffer struct {
+	dev      *emuDevice
+	mem      []byte // the caller's view, exactly the requested length
+	mapping  []byte // what to munmap; nil when the buffer wraps caller memory
+	file     *os.File
+	released atomic.Bool
+}
+
+func (b *emuBuffer) Bytes() []byte { return b.mem }
+func (b *emuBuffer) Len() int      { return len(b.mem) }
+func (b *emuBuffer) Release() {
+	if b.released.Swap(true) {
+		return
+	}
+	if b.mapping != nil {
+		syscall.Munmap(b.mapping)
+	}
+	if b.file != nil {
+		b.file.Close()
+	}
+	b.mem, b.mapping = nil, nil
+}
+
+func (d *emuDevice) NewBuffer(size int) (Buffer, error) {
+	if size <= 0 {
+		return nil, fmt.Errorf("%w: buffer size %d (must be > 0)", ErrInvalidDispatch, size)
+	}
+	if d.isClosed() {
+		return nil, ErrDeviceClosed
+	}
+	n := (size + d.pageSize - 1) / d.pageSize * d.pageSize
+	if d.opts.ASan {
+		f, err := os.CreateTemp("", "msl-emu-buf-*")
+		if err != nil {
+			return nil, fmt.Errorf("metal: emulator buffer: %w", err)
+		}
+		os.Remove(f.Name()) // the runner inherits the descriptor, not the name
+		if err := f.Truncate(int64(n)); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("metal: emulator buffer: %w", err)
+		}
+		m, err := syscall.Mmap(int(f.Fd()), 0, n, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("metal: emulator buffer: %w", err)
+		}
+		return &emuBuffer{dev: d, mem: m[:size], mapping: m, file: f}, nil
+	}
+	m, err := syscall.Mmap(-1, 0, n, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	if err != nil {
+		return nil, fmt.Errorf("metal: emulator buffer of %d bytes: %w", size, err)
+	}
+	return &emuBuffer{dev: d, mem: m[:size], mapping: m}, nil
+}
+
+// NewBufferWithBytes wraps data when it is page-aligned and a whole number
+// of pages long (the rule of Metal's newBufferWithBytesNoCopy), else copies.
+func (d *emuDevice) NewBufferWithBytes(data []byte) (Buffer, error) {
+	if len(data) == 0 {
+		return nil, fmt.Errorf("%w: empty buffer", ErrInvalidDispatch)
+	}
+	if !d.opts.ASan && uintptr(unsafe.Pointer(&data[0]))%uintptr(d.pageSize) == 0 && len(data)%d.pageSize == 0 {
+		if d.isClosed() {
+			return nil, ErrDeviceClosed
+		}
+		return &emuBuffer{dev: d, mem: data}, nil
+	}
+	b, err := d.NewBuffer(len(data))
+	if err != nil {
+		return nil, err
+	}
+	copy(b.Bytes(), data)
+	return b, nil
+}
+
+func (d *emuDevice) isClosed() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.closed
+}
+
+// ---------------------------------------------------------------------------
+// Pipelines.
+
+type emuPipeline struct {
+	dev      *emuDevice
+	kernel   *mslpp.Kernel
+	fcValue  [64]uint64
+	fcSet    [64]uint8
+	tgStatic int64 // -1 when unknown (ASan mode: checked by the runner)
+}
+
+func (p *emuPipeline) Kernel() string                { return p.kernel.Name }
+func (p *emuPipeline) MaxThreadsPerThreadgroup() int { return 1024 }
+func (p *emuPipeline) ThreadExecutionWidth() int     { return 32 }
+
+func (d *emuDevice) Pipeline(kernel string, constants ...Constant) (Pipeline, error) {
+	key := kernel
+	for _, c := range constants {
+		key += fmt.Sprintf("|%d=%T:%v", c.Index, c.Value, c.Value)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil, ErrDeviceClosed
+	}
+	if p, ok := d.pipes[key]; ok {
+		return p, nil
+	}
+	k, ok := d.lib.kernels[kernel]
+	if !ok {
+		return nil, fmt.Errorf("%w: unknown kernel %q", ErrPipeline, kernel)
+	}
+	p := &emuPipeline{dev: d, kernel: k, tgStatic: -1}
+	decls := d.lib.constants[d.lib.unitOf[kernel]]
+	for _, c := range constants {
+		var decl *mslpp.FunctionConstant
+		for i := range decls {
+			if decls[i].Index == c.Index {
+				decl = &decls[i]
+			}
+		}
+		if decl == nil {
+			return nil, fmt.Errorf("%w: kernel %s: its source declares no [[function_constant(%d)]]", ErrPipeline, kernel, c.Index)
+		}
+		bits, err := emuConstantBits(decl.Type, c.Value)
+		if err != nil {
+			return nil, fmt.Errorf("%w: kernel %s: function constant %s (%d): %v", ErrPipeline, kernel, decl.Name, c.Index, err)
+		}
+		p.fcValue[c.Index], p.fcSet[c.Index] = bits, 1
+	}
+	if d.tgFn != 0 {
+		name, err := d.cString(kernel)
+		if err != nil {
+			return nil, err
+		}
+		r, _, _ := purego.SyscallN(d.tgFn, uintptr(unsafe.Pointer(&name[0])))
+		syscall.Munmap(name)
+		p.tgStatic = int64(r)
+		if p.tgStatic > emuMaxTGMem {
+			return nil, fmt.Errorf("%w: %w: kernel %s (%s:%d) declares %d bytes of threadgroup arrays", ErrPipeline,
+				ErrThreadgroupMemory, kernel, k.File, k.Line, p.tgStatic)
+		}
+	}
+	d.pipes[key] = p
+	return p, nil
+}
+
+// cString copies s into fresh mmap'd memory: no Go pointer goes to C.
+func (d *emuDevice) cString(s string) ([]byte, error) {
+	m, err := syscall.Mmap(-1, 0, d.pageSize, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	if err != nil {
+		return nil, err
+	}
+	copy(m[:d.pageSize-1], s)
+	return m, nil
+}
+
+// emuConstantBits encodes v in the function constant's declared MSL type.
+func emuConstantBits(typ string, v any) (uint64, error) {
+	var i int64
+	var f float64
+	isInt, isFloat := false, false
+	switch x := v.(type) {
+	case bool:
+		if typ != "bool" {
+			return 0, fmt.Errorf("bool value for a %s constant", typ)
+		}
+		if x {
+			return 1, nil
+		}
+		return 0, nil
+	case int:
+		i, isInt = int64(x), true
+	case int32:
+		i, isInt = int64(x), true
+	case uint32:
+		i, isInt = int64(x), true
+	case float32:
+		f, isFloat = float64(x), true
+	case float64:
+		f, isFloat = x, true
+	default:
+		return 0, fmt.Errorf("value %v of type %T (want bool, int32, uint32 or float32)", v, v)
+	}
+	switch typ {
+	case "int", "int32_t", "short", "char":
+		if !isInt || i < math.MinInt32 || i > math.MaxInt32 {
+			return 0, fmt.Errorf("%v does not fit %s", v, typ)
+		}
+		return uint64(uint32(int32(i))), nil
+	case "uint", "uint32_t", "unsigned int", "ushort", "uchar":
+		if !isInt || i < 0 || i > math.MaxUint32 {
+			return 0, fmt.Errorf("%v does not fit %s", v, typ)
+		}
+		return uint64(uint32(i)), nil
+	case "float":
+		if isInt {
+			f = float64(i)
+		}
+		return uint64(math.Float32bits(float32(f))), nil
+	case "half":
+		if isInt {
+			f = float64(i)
+		}
+		return uint64(weights.Float32ToFloat16(float32(f))), nil
+	case "bool":
+		return 0, fmt.Errorf("%T value for a bool constant", v)
+	}
+	if isFloat {
+		return 0, fmt.Errorf("constants of type %s are not supported", typ)
+	}
+	return 0, fmt.Errorf("constants of type %s are not supported", typ)
+}
+
+// ---------------------------------------------------------------------------
+// Command buffers.
+
+type emuDispatch struct {
+	p               *emuPipeline
+	groups, threads Size3
+	args            []Arg
+}
+
+type emuCommandBuffer struct {
+	dev       *emuDevice
+	ops       []emuDispatch
+	commitOne sync.Once
+	committed bool
+	done      chan struct{}
+	cancel    atomic.Bool
+	cancelPtr atomic.Pointer[uint32]
+	kill      context.CancelFunc
+	timing    Timing
+	err       error
+}
+
+func (d *emuDevice) NewCommandBuffer() (CommandBuffer, error) {
+	if d.isClosed() {
+		return nil, ErrDeviceClosed
+	}
+	return &emuCommandBuffer{dev: d, done: make(chan struct{})}, nil
+}
+
+func (cb *emuCommandBuffer) Dispatch(p Pipeline, groups, threads Size3, args ...Arg) error {
+	if cb.committed {
+		return fmt.Errorf("%w: Dispatch after Commit", ErrInvalidDispatch)
+	}
+	ep, ok := p.(*emuPipeline)
+	if !ok || ep.dev != cb.dev {
+		return fmt.Errorf("%w: pipeline of another device", ErrInvalidDispatch)
+	}
+	k := ep.kernel
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: kernel %s (%s:%d): %s", ErrInvalidDispatch, k.Name, k.File, k.Line, fmt.Sprintf(format, a...))
+	}
+	n := threads.X * threads.Y * threads.Z
+	if threads.X < 1 || threads.Y < 1 || threads.Z < 1 || n > 1024 {
+		return bad("threadgroup of %d×%d×%d threads (must be 1..1024 in all)", threads.X, threads.Y, threads.Z)
+	}
+	if groups.X < 0 || groups.Y < 0 || groups.Z < 0 || groups.X > math.MaxUint32 || groups.Y > math.MaxUint32 || groups.Z > math.MaxUint32 {
+		return bad("grid of %d×%d×%d threadgroups", groups.X, groups.Y, groups.Z)
+	}
+	rec := emuDispatch{p: ep, groups: groups, threads: threads}
+	bound := map[[2]int]bool{}
+	tgBytes := 0
+	for _, a := range args {
+		var param *mslpp.Param
+		for i := range k.Params {
+			pp := &k.Params[i]
+			if pp.Index == a.Index && ((pp.Kind == mslpp.Threadgroup) == (a.ThreadgroupBytes > 0)) && pp.Kind != mslpp.Builtin {
+				param = pp
+			}
+		}
+		if param == nil {
+			return bad("no parameter takes argument index %d (%s)", a.Index, emuArgKind(a))
+		}
+		switch {
+		case a.ThreadgroupBytes > 0:
+			tgBytes += (a.ThreadgroupBytes + 15) &^ 15
+		case a.Buffer != nil:
+			eb, ok := a.Buffer.(*emuBuffer)
+			if !ok || eb.dev != cb.dev {
+				return bad("buffer(%d) belongs to another device", a.Index)
+			}
+			if eb.released.Load() {
+				return bad("buffer(%d) was released", a.Index)
+			}
+			if a.Offset < 0 || a.Offset >= eb.Len() {
+				return bad("buffer(%d) offset %d outside its %d bytes", a.Index, a.Offset, eb.Len())
+			}
+		case a.Bytes != nil:
+			if len(a.Bytes) == 0 || len(a.Bytes) > 4096 {
+				return bad("buffer(%d): setBytes of %d bytes (1..4096)", a.Index, len(a.Bytes))
+			}
+			a.Bytes = append([]byte(nil), a.Bytes...) // copied at encode time, as Metal does
+		default:
+			return bad("argument %d has no Buffer, Bytes or ThreadgroupBytes", a.Index)
+		}
+		bound[[2]int{int(param.Kind), a.Index}] = true
+		rec.args = append(rec.args, a)
+	}
+	for _, pp := range k.Params {
+		if pp.Kind == mslpp.Builtin || bound[[2]int{int(pp.Kind), pp.Index}] {
+			continue
+		}
+		if pp.FunctionConstant != "" {
+			continue // optional: Metal only requires it when the constant is true
+		}
+		if pp.Kind == mslpp.Threadgroup {
+			return bad("threadgroup(%d) %s has no ThreadgroupBytes", pp.Index, pp.Name)
+		}
+		return bad("buffer(%d) %s is not bound", pp.Index, pp.Name)
+	}
+	if ep.tgStatic >= 0 && int(ep.tgStatic)+tgBytes > emuMaxTGMem {
+		return fmt.Errorf("%w: kernel %s: %d bytes of threadgroup arrays + %d bytes of [[threadgroup(n)]] arguments",
+			ErrThreadgroupMemory, k.Name, ep.tgStatic, tgBytes)
+	}
+	cb.ops = append(cb.ops, rec)
+	return nil
+}
+
+func emuArgKind(a Arg) string {
+	switch {
+	case a.ThreadgroupBytes > 0:
+		return "threadgroup memory"
+	case a.Bytes != nil:
+		return "bytes"
+	}
+	return "buffer"
+}
+
+// Barrier is a no-op: the emulator runs dispatches one after another, which
+// is a legal (fully ordered) schedule of a concurrent encoder.
+func (cb *emuCommandBuffer) Barrier(buffers ...Buffer) {}
+
+func (cb *emuCommandBuffer) Commit() error {
+	cb.commitOne.Do(func() {
+		cb.committed = true
+		ctx, kill := context.WithCancel(context.Background())
+		cb.kill = kill
+		go func() {
+			defer close(cb.done)
+			defer kill()
+			start := time.Now()
+			if cb.dev.opts.ASan {
+				cb.err = cb.runASan(ctx)
+			} else {
+				cb.err = cb.runInProcess()
+			}
+			cb.timing = Timing{GPUStart: start, GPUEnd: time.Now()}
+		}()
+	})
+	return nil
+}
+
+func (cb *emuCommandBuffer) Wait(ctx context.Context) (Timing, error) {
+	cb.Commit()
+	select {
+	case <-cb.done:
+	case <-ctx.Done():
+		cb.cancel.Store(true)
+		if p := cb.cancelPtr.Load(); p != nil {
+			atomic.StoreUint32(p, 1)
+		}
+		cb.kill()
+		<-cb.done
+		if cb.err != nil && !errors.Is(cb.err, ctx.Err()) {
+			return cb.timing, fmt.Errorf("metal: command buffer stopped: %w (%w)", ctx.Err(), cb.err)
+		}
+		return cb.timing, fmt.Errorf("metal: command buffer stopped: %w", ctx.Err())
+	}
+	return cb.timing, cb.err
+}
+
+// encode fills one mslemu_dispatch record; addr gives each argument's
+// address as the runtime will see it.
+func (cb *emuCommandBuffer) encode(rec []byte, op emuDispatch, addr func(Arg) (uint64, error)) error {
+	clear(rec[:emuDispatchSize])
+	copy(rec[emuOffKernel:emuOffKernel+127], op.p.kernel.Name)
+	le := binary.LittleEndian
+	for _, a := range op.args {
+		if a.ThreadgroupBytes > 0 {
+			le.PutUint64(rec[emuOffTGBytes+8*a.Index:], uint64((a.ThreadgroupBytes+15)&^15))
+			continue
+		}
+		v, err := addr(a)
+		if err != nil {
+			return err
+		}
+		le.PutUint64(rec[emuOffBufs+8*a.Index:], v)
+	}
+	for i := 0; i < 64; i++ {
+		le.PutUint64(rec[emuOffFCValue+8*i:], op.p.fcValue[i])
+		rec[emuOffFCDefined+i] = op.p.fcSet[i]
+	}
+	for i, v := range []int{op.groups.X, op.groups.Y, op.groups.Z} {
+		le.PutUint32(rec[emuOffGroups+4*i:], uint32(v))
+	}
+	for i, v := range []int{op.threads.X, op.threads.Y, op.threads.Z} {
+		le.PutUint32(rec[emuOffThreads+4*i:], uint32(v))
+	}
+	s := cb.dev.opts.Schedule
+	le.PutUint32(rec[emuOffSchedule:], uint32(s.Order))
+	le.PutUint32(rec[emuOffWorkers:], uint32(max(cb.dev.opts.Workers, 0)))
+	le.PutUint64(rec[emuOffSeed:], s.Seed)
+	return nil
+}
+
+func (cb *emuCommandBuffer) runInProcess() error {
+	if len(cb.ops) == 0 {
+		return nil
+	}
+	need := emuDispatchSize
+	for _, op := range cb.ops {
+		n := 0
+		for _, a := range op.args {
+			n += (len(a.Bytes) + 15) &^ 15
+		}
+		need = max(need, emuDispatchSize+16+n)
+	}
+	size := (need + cb.dev.pageSize - 1) / cb.dev.pageSize * cb.dev.pageSize
+	scratch, err := syscall.Mmap(-1, 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	if err != nil {
+		return fmt.Errorf("metal: emulator scratch: %w", err)
+	}
+	defer syscall.Munmap(scratch)
+	cancelPtr := (*uint32)(unsafe.Pointer(&scratch[emuOffCancel]))
+	cb.cancelPtr.Store(cancelPtr)
+	defer cb.cancelPtr.Store(nil)
+
+	emuRunMu.Lock()
+	defer emuRunMu.Unlock()
+	for _, op := range cb.ops {
+		next := (emuDispatchSize + 15) &^ 15
+		err := cb.encode(scratch, op, func(a Arg) (uint64, error) {
+			if a.Bytes != nil {
+				at := next
+				copy(scratch[at:], a.Bytes)
+				next += (len(a.Bytes) + 15) &^ 15
+				return uint64(uintptr(unsafe.Pointer(&scratch[at]))), nil
+			}
+			eb := a.Buffer.(*emuBuffer)
+			if eb.released.Load() {
+				return 0, fmt.Errorf("%w: buffer(%d) released before the command buffer ran", ErrDeviceClosed, a.Index)
+			}
+			return uint64(uintptr(unsafe.Pointer(&eb.mem[a.Offset]))), nil
+		})
+		if err != nil {
+			return err
+		}
+		if cb.cancel.Load() {
+			atomic.StoreUint32(cancelPtr, 1)
+		}
+		purego.SyscallN(cb.dev.runFn, uintptr(unsafe.Pointer(&scratch[0])))
+		if err := cb.status(op, scratch, ""); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// status turns a finished record into an error.
+func (cb *emuCommandBuffer) status(op emuDispatch, rec []byte, report string) error {
+	st := binary.LittleEndian.Uint32(rec[emuOffStatus:])
+	if st == 0 {
+		return nil
+	}
+	msg := string(rec[emuOffErr : emuOffErr+bytes.IndexByte(rec[emuOffErr:emuDispatchSize], 0)])
+	if st == 2 {
+		return fmt.Errorf("metal: %s: %w", msg, context.Canceled)
+	}
+	return newEmuKernelError(op.p.kernel.Name, msg, report)
+}
+
+func newEmuKernelError(kernel, msg, report string) *KernelError {
+	e := &KernelError{Kernel: kernel, Message: msg, Report: report}
+	if strings.Contains(msg, "exceeds the 32768-byte limit") {
+		e.cause = ErrThreadgroupMemory
+	}
+	return e
+}
+
+// ---------------------------------------------------------------------------
+// ASan mode: one runner process per command buffer.
+
+func (cb *emuCommandBuffer) runASan(ctx context.Context) error {
+	if len(cb.ops) == 0 {
+		return nil
+	}
+	var files []*os.File
+	var sizes []uint64
+	index := map[*emuBuffer]int{}
+	var blob []byte
+	recs := make([]byte, emuDispatchSize*len(cb.ops))
+	for i, op := range cb.ops {
+		err := cb.encode(recs[i*emuDispatchSize:], op, func(a Arg) (uint64, error) {
+			if a.Bytes != nil {
+				off := len(blob)
+				blob = append(blob, a.Bytes...)
+				return 1<<63 | uint64(len(a.Bytes))<<32 | uint64(off), nil
+			}
+			eb := a.Buffer.(*emuBuffer)
+			if eb.released.Load() {
+				return 0, fmt.Errorf("%w: buffer(%d) released before the command buffer ran", ErrDeviceClosed, a.Index)
+			}
+			j, ok := index[eb]
+			if !ok {
+				j = len(files)
+				index[eb] = j
+				files = append(files, eb.file)
+				sizes = append(sizes, uint64(eb.Len()))
+			}
+			return 1<<62 | uint64(j)<<40 | uint64(a.Offset), nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	job, err := os.CreateTemp("", "msl-emu-job-*")
+	if err != nil {
+		return fmt.Errorf("metal: asan job: %w", err)
+	}
+	defer os.Remove(job.Name())
+	var hdr bytes.Buffer
+	hdr.WriteString("MSLEMUJ1")
+	binary.Write(&hdr, binary.LittleEndian, uint32(len(files)))
+	binary.Write(&hdr, binary.LittleEndian, uint32(len(cb.ops)))
+	binary.Write(&hdr, binary.LittleEndian, sizes)
+	hdr.Write(recs)
+	binary.Write(&hdr, binary.LittleEndian, uint64(len(blob)))
+	hdr.Write(blob)
+	_, err = job.Write(hdr.Bytes())
+	if cerr := job.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("metal: asan job: %w", err)
+	}
+
+	cmd := exec.CommandContext(ctx, cb.dev.lib.path, job.Name())
+	cmd.ExtraFiles = files
+	cmd.Env = append(os.Environ(), "ASAN_OPTIONS=detect_leaks=0:exitcode=86:abort_on_error=0:symbolize=1")
+	if cb.dev.lib.symbolize != "" {
+		cmd.Env = append(cmd.Env, "ASAN_SYMBOLIZER_PATH="+cb.dev.lib.symbolize)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	runErr := cmd.Run()
+	if runErr == nil {
+		return nil
+	}
+	if ctx.Err() != nil || cb.cancel.Load() {
+		return fmt.Errorf("metal: asan runner stopped: %w", context.Canceled)
+	}
+	return emuASanError(stderr.String(), runErr)
+}
+
+// emuASanError reads the runner's stderr: an emulator diagnostic, or an
+// AddressSanitizer report of which the first frame in a .metal file names
+// the line.
+func emuASanError(stderr string, runErr error) error {
+	kernel := ""
+	var diag, summary, frame string
+	for _, l := range strings.Split(stderr, "\n") {
+		switch {
+		case strings.HasPrefix(l, "MSLEMU-RUNNING: "):
+			kernel = strings.TrimPrefix(l, "MSLEMU-RUNNING: ")
+		case strings.HasPrefix(l, "MSLEMU-ERROR: "):
+			diag = strings.TrimPrefix(l, "MSLEMU-ERROR: ")
+		case summary == "" && strings.Contains(l, "ERROR: AddressSanitizer:"):
+			summary = strings.TrimSpace(l[strings.Index(l, "AddressSanitizer:")+len("AddressSanitizer:"):])
+			if i := strings.Index(summary, " on address"); i >= 0 {
+				summary = summary[:i]
+			}
+		case summary != "" && frame == "" && strings.Contains(l, ".metal:"):
+			f := strings.Fields(l)
+			frame = f[len(f)-1]
+		case summary != "" && strings.HasPrefix(strings.TrimSpace(l), "READ of size"), summary != "" && strings.HasPrefix(strings.TrimSpace(l), "WRITE of size"):
+			summary += " (" + strings.TrimSpace(strings.SplitN(strings.TrimSpace(l), " at ", 2)[0]) + ")"
+		}
+	}
+	switch {
+	case diag != "":
+		return newEmuKernelError(kernel, diag, "")
+	case summary != "":
+		where := frame
+		if where == "" {
+			where = "an unknown line (no .metal frame in the report)"
+		}
+		return newEmuKernelError(kernel, fmt.Sprintf("kernel %s: %s at %s", kernel, summary, where), stderr)
+	}
+	return newEmuKernelError(kernel, fmt.Sprintf("kernel %s: asan runner failed: %v: %s", kernel, runErr, strings.TrimSpace(stderr)), stderr)
+}

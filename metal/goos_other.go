@@ -1,0 +1,5 @@
+//go:build !darwin
+
+package metal
+
+const isDarwin = false

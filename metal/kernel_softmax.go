@@ -1,0 +1,61 @@
+package metal
+
+import (
+	"fmt"
+	"math"
+)
+
+// Softmax encodes a row softmax of rows×cols float32 values, in to out
+// (kernels/softmax.metal, softmax_f32): one threadgroup per row.
+func Softmax(cb CommandBuffer, k *Kernels, in, out Buffer, rows, cols int) error {
+	return softmaxThreads(cb, k, in, out, rows, cols, SoftmaxThreads(cols))
+}
+
+// SoftmaxThreads is the threadgroup size Softmax uses: enough 32-wide
+// simdgroups to give each thread about 4 elements of the row (MLX's rule for
+// its single-row softmax), at most 1024.
+func SoftmaxThreads(cols int) int {
+	return min(1024, 32*max(1, ceilDiv(ceilDiv(cols, 4), 32)))
+}
+
+func softmaxThreads(cb CommandBuffer, k *Kernels, in, out Buffer, rows, cols, threads int) error {
+	const name = "softmax_f32"
+	if rows <= 0 || cols <= 0 || rows*cols > 1<<31 {
+		return fmt.Errorf("%w: %s: %d×%d", ErrInvalidDispatch, name, rows, cols)
+	}
+	if err := checkLen(name, "in", in, 4*rows*cols); err != nil {
+		return err
+	}
+	if err := checkLen(name, "out", out, 4*rows*cols); err != nil {
+		return err
+	}
+	p, err := k.pipeline(name)
+	if err != nil {
+		return err
+	}
+	if threads < 1 || threads > p.MaxThreadsPerThreadgroup() {
+		return fmt.Errorf("%w: %s: %d threads per threadgroup", ErrInvalidDispatch, name, threads)
+	}
+	return cb.Dispatch(p, Size3{rows, 1, 1}, Size3{threads, 1, 1},
+		Arg{Index: 0, Buffer: in}, Arg{Index: 1, Buffer: out}, Arg{Index: 2, Bytes: u32s(cols)})
+}
+
+// softmaxRef is the float64 row softmax.
+func softmaxRef(in []float32, rows, cols int) []float64 {
+	out := make([]float64, rows*cols)
+	for r := 0; r < rows; r++ {
+		row := in[r*cols : (r+1)*cols]
+		rowMax := math.Inf(-1)
+		for _, v := range row {
+			rowMax = math.Max(rowMax, float64(v))
+		}
+		sum := 0.0
+		for _, v := range row {
+			sum += math.Exp(float64(v) - rowMax)
+		}
+		for c, v := range row {
+			out[r*cols+c] = math.Exp(float64(v)-rowMax) / sum
+		}
+	}
+	return out
+}

@@ -1,0 +1,51 @@
+package metal
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// Kernels dispatches this repository's kernels (package kernels) on a
+// Device. The dispatch functions (VectorAdd, Softmax, Gemm, ...) live next to
+// their float64 references in kernel_<family>.go and are shared by the Apple
+// GPU and the emulator: they pick threadgroup sizes, bind arguments and
+// encode, but do not commit.
+type Kernels struct {
+	dev Device
+}
+
+// NewKernels wraps a device whose library holds package kernels' sources.
+func NewKernels(dev Device) *Kernels { return &Kernels{dev: dev} }
+
+// Device returns the device the kernels run on.
+func (k *Kernels) Device() Device { return k.dev }
+
+func (k *Kernels) pipeline(name string, constants ...Constant) (Pipeline, error) {
+	p, err := k.dev.Pipeline(name, constants...)
+	if err != nil {
+		return nil, fmt.Errorf("metal: kernel %s: %w", name, err)
+	}
+	return p, nil
+}
+
+// u32s packs setBytes arguments as the kernels' uint fields.
+func u32s(vs ...int) []byte {
+	b := make([]byte, 4*len(vs))
+	for i, v := range vs {
+		binary.LittleEndian.PutUint32(b[4*i:], uint32(v))
+	}
+	return b
+}
+
+// checkLen reports a buffer too small for what a kernel will touch.
+func checkLen(kernel, what string, b Buffer, need int) error {
+	if b == nil {
+		return fmt.Errorf("%w: %s: %s buffer is nil", ErrInvalidDispatch, kernel, what)
+	}
+	if b.Len() < need {
+		return fmt.Errorf("%w: %s: %s buffer has %d bytes, needs %d", ErrInvalidDispatch, kernel, what, b.Len(), need)
+	}
+	return nil
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }

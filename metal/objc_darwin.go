@@ -1,0 +1,271 @@
+//go:build darwin
+
+package metal
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+	"github.com/ebitengine/purego/objc"
+)
+
+// This file is the Objective-C runtime layer: framework loading, selectors
+// and classes looked up once, typed objc_msgSend trampolines, autorelease
+// pools, and NSString/NSError conversion.
+//
+// Why typed trampolines: objc.Send[T] runs purego.RegisterFunc (type
+// analysis plus reflect.MakeFunc) on every call and ID.Send goes through a
+// variadic ...any path. Here each C signature is registered once; the
+// dispatch hot path goes further and calls objc_msgSend through
+// purego.SyscallN, which involves no reflection at all (command_darwin.go).
+
+// Frameworks and libraries, by their fixed system paths.
+const (
+	metalFrameworkPath        = "/System/Library/Frameworks/Metal.framework/Metal"
+	coreGraphicsFrameworkPath = "/System/Library/Frameworks/CoreGraphics.framework/CoreGraphics"
+	libobjcPath               = "/usr/lib/libobjc.A.dylib"
+	libSystemPath             = "/usr/lib/libSystem.B.dylib"
+)
+
+// Foundation and Metal enumeration values used below.
+const (
+	nsUTF8StringEncoding          = 4 // NSString.h
+	mtlResourceStorageModeShared  = 0 // MTLResourceOptions: shared, default cache, tracked hazards
+	mtlDispatchTypeConcurrent     = 1 // MTLDispatchType
+	mtlBarrierScopeBuffers        = 1 // MTLBarrierScope
+	mtlCommandBufferStatusDone    = 4 // MTLCommandBufferStatusCompleted
+	mtlCommandBufferStatusErrored = 5 // MTLCommandBufferStatusError
+)
+
+// machTimebase is mach_timebase_info_data_t.
+type machTimebase struct{ numer, denom uint32 }
+
+var (
+	loadOnce sync.Once
+	loadErr  error
+
+	msgSendAddr uintptr // objc_msgSend, for purego.SyscallN in the hot path
+
+	mtlCreateSystemDefaultDevice func() objc.ID
+	mtlCopyAllDevices            func() objc.ID
+	autoreleasePoolPush          func() uintptr
+	autoreleasePoolPop           func(pool uintptr)
+	machAbsoluteTime             func() uint64
+	machTimebaseInfo             func(info *machTimebase) int32
+
+	// objc_msgSend trampolines, named by C signature after (self, _cmd).
+	msgID              func(self objc.ID, cmd objc.SEL) objc.ID
+	msgVoid            func(self objc.ID, cmd objc.SEL)
+	msgUint            func(self objc.ID, cmd objc.SEL) uint64
+	msgFloat64         func(self objc.ID, cmd objc.SEL) float64
+	msgString          func(self objc.ID, cmd objc.SEL) string // const char * result, copied
+	msgPointer         func(self objc.ID, cmd objc.SEL) unsafe.Pointer
+	msgBoolSEL         func(self objc.ID, cmd objc.SEL, sel objc.SEL) bool
+	msgIDUint          func(self objc.ID, cmd objc.SEL, a uint64) objc.ID
+	msgVoidUint        func(self objc.ID, cmd objc.SEL, a uint64)
+	msgVoidBool        func(self objc.ID, cmd objc.SEL, a bool)
+	msgIDUintUint      func(self objc.ID, cmd objc.SEL, a, b uint64) objc.ID
+	msgIDPtrUintUint   func(self objc.ID, cmd objc.SEL, p unsafe.Pointer, a, b uint64) objc.ID
+	msgIDPtrUintUintID func(self objc.ID, cmd objc.SEL, p unsafe.Pointer, a, b uint64, block objc.ID) objc.ID
+	msgVoidPtrUintUint func(self objc.ID, cmd objc.SEL, p unsafe.Pointer, a, b uint64)
+	msgIDIDIDErr       func(self objc.ID, cmd objc.SEL, a, b objc.ID, err *objc.ID) objc.ID
+	msgIDIDErr         func(self objc.ID, cmd objc.SEL, a objc.ID, err *objc.ID) objc.ID
+	msgVoidSizeSize    func(self objc.ID, cmd objc.SEL, a, b mtlSize)
+
+	cls classes
+	sel selectors
+)
+
+type classes struct {
+	NSString, MTLCompileOptions, MTLFunctionConstantValues objc.ID
+}
+
+type selectors struct {
+	alloc, init, retain, release                                        objc.SEL
+	count, objectAtIndex, respondsToSelector                            objc.SEL
+	initWithBytesLengthEncoding, utf8String, localizedDescription, code objc.SEL
+
+	name, newCommandQueue, maxThreadgroupMemoryLength, maxBufferLength  objc.SEL
+	setLanguageVersion, languageVersion, setMathMode, mathMode          objc.SEL
+	setFastMathEnabled, newLibraryWithSourceOptionsError, functionNames objc.SEL
+	setConstantValueTypeAtIndex, newFunctionWithNameConstantValuesError objc.SEL
+	newComputePipelineStateWithFunctionError                            objc.SEL
+	maxTotalThreadsPerThreadgroup, threadExecutionWidth                 objc.SEL
+
+	newBufferWithLengthOptions, newBufferWithBytesLengthOptions, newBufferWithBytesNoCopy objc.SEL
+	contents, length                                                                      objc.SEL
+
+	commandBuffer, computeCommandEncoderWithDispatchType, setComputePipelineState    objc.SEL
+	setBufferOffsetAtIndex, setBytesLengthAtIndex, setThreadgroupMemoryLengthAtIndex objc.SEL
+	dispatchThreadgroups, memoryBarrierWithScope, memoryBarrierWithResources         objc.SEL
+	endEncoding, commit, waitUntilCompleted, status, errorSel                        objc.SEL
+	gpuStartTime, gpuEndTime                                                         objc.SEL
+}
+
+// loadMetal opens the frameworks and binds everything once per process.
+func loadMetal() error {
+	loadOnce.Do(func() { loadErr = load() })
+	return loadErr
+}
+
+func load() (err error) {
+	// purego.RegisterLibFunc panics on a missing symbol; a macOS without
+	// one of these is a "no Metal here" answer, not a crash.
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: binding the Objective-C runtime: %v", ErrNoMetal, r)
+		}
+	}()
+	metalLib, err := purego.Dlopen(metalFrameworkPath, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	if err != nil {
+		return fmt.Errorf("%w: loading %s: %v", ErrNoMetal, metalFrameworkPath, err)
+	}
+	// MTLCreateSystemDefaultDevice returns nil in a command-line process
+	// unless CoreGraphics is linked in (Apple's MTLCreateSystemDefaultDevice
+	// documentation); a cgo-free binary links nothing, so load it here.
+	if _, err := purego.Dlopen(coreGraphicsFrameworkPath, purego.RTLD_NOW|purego.RTLD_GLOBAL); err != nil {
+		return fmt.Errorf("%w: loading %s: %v", ErrNoMetal, coreGraphicsFrameworkPath, err)
+	}
+	objcLib, err := purego.Dlopen(libobjcPath, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	if err != nil {
+		return fmt.Errorf("%w: loading %s: %v", ErrNoMetal, libobjcPath, err)
+	}
+	systemLib, err := purego.Dlopen(libSystemPath, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	if err != nil {
+		return fmt.Errorf("%w: loading %s: %v", ErrNoMetal, libSystemPath, err)
+	}
+	purego.RegisterLibFunc(&mtlCreateSystemDefaultDevice, metalLib, "MTLCreateSystemDefaultDevice")
+	purego.RegisterLibFunc(&mtlCopyAllDevices, metalLib, "MTLCopyAllDevices")
+	purego.RegisterLibFunc(&autoreleasePoolPush, objcLib, "objc_autoreleasePoolPush")
+	purego.RegisterLibFunc(&autoreleasePoolPop, objcLib, "objc_autoreleasePoolPop")
+	purego.RegisterLibFunc(&machAbsoluteTime, systemLib, "mach_absolute_time")
+	purego.RegisterLibFunc(&machTimebaseInfo, systemLib, "mach_timebase_info")
+
+	msgSendAddr, err = purego.Dlsym(objcLib, "objc_msgSend")
+	if err != nil {
+		return fmt.Errorf("%w: objc_msgSend: %v", ErrNoMetal, err)
+	}
+	for _, fptr := range []any{
+		&msgID, &msgVoid, &msgUint, &msgFloat64, &msgString, &msgPointer, &msgBoolSEL,
+		&msgIDUint, &msgVoidUint, &msgVoidBool, &msgIDUintUint, &msgIDPtrUintUint,
+		&msgIDPtrUintUintID, &msgVoidPtrUintUint, &msgIDIDIDErr, &msgIDIDErr, &msgVoidSizeSize,
+	} {
+		purego.RegisterFunc(fptr, msgSendAddr)
+	}
+
+	for _, c := range []struct {
+		dst  *objc.ID
+		name string
+	}{
+		{&cls.NSString, "NSString"},
+		{&cls.MTLCompileOptions, "MTLCompileOptions"},
+		{&cls.MTLFunctionConstantValues, "MTLFunctionConstantValues"},
+	} {
+		if *c.dst = objc.ID(objc.GetClass(c.name)); *c.dst == 0 {
+			return fmt.Errorf("%w: Objective-C class %s not found", ErrNoMetal, c.name)
+		}
+	}
+	registerSelectors()
+	return nil
+}
+
+func registerSelectors() {
+	r := objc.RegisterName
+	sel = selectors{
+		alloc: r("alloc"), init: r("init"), retain: r("retain"), release: r("release"),
+		count: r("count"), objectAtIndex: r("objectAtIndex:"), respondsToSelector: r("respondsToSelector:"),
+		initWithBytesLengthEncoding: r("initWithBytes:length:encoding:"), utf8String: r("UTF8String"),
+		localizedDescription: r("localizedDescription"), code: r("code"),
+
+		name: r("name"), newCommandQueue: r("newCommandQueue"),
+		maxThreadgroupMemoryLength: r("maxThreadgroupMemoryLength"), maxBufferLength: r("maxBufferLength"),
+		setLanguageVersion: r("setLanguageVersion:"), languageVersion: r("languageVersion"),
+		setMathMode: r("setMathMode:"), mathMode: r("mathMode"), setFastMathEnabled: r("setFastMathEnabled:"),
+		newLibraryWithSourceOptionsError: r("newLibraryWithSource:options:error:"), functionNames: r("functionNames"),
+		setConstantValueTypeAtIndex:              r("setConstantValue:type:atIndex:"),
+		newFunctionWithNameConstantValuesError:   r("newFunctionWithName:constantValues:error:"),
+		newComputePipelineStateWithFunctionError: r("newComputePipelineStateWithFunction:error:"),
+		maxTotalThreadsPerThreadgroup:            r("maxTotalThreadsPerThreadgroup"),
+		threadExecutionWidth:                     r("threadExecutionWidth"),
+
+		newBufferWithLengthOptions:      r("newBufferWithLength:options:"),
+		newBufferWithBytesLengthOptions: r("newBufferWithBytes:length:options:"),
+		newBufferWithBytesNoCopy:        r("newBufferWithBytesNoCopy:length:options:deallocator:"),
+		contents:                        r("contents"), length: r("length"),
+
+		commandBuffer:                         r("commandBuffer"),
+		computeCommandEncoderWithDispatchType: r("computeCommandEncoderWithDispatchType:"),
+		setComputePipelineState:               r("setComputePipelineState:"),
+		setBufferOffsetAtIndex:                r("setBuffer:offset:atIndex:"),
+		setBytesLengthAtIndex:                 r("setBytes:length:atIndex:"),
+		setThreadgroupMemoryLengthAtIndex:     r("setThreadgroupMemoryLength:atIndex:"),
+		dispatchThreadgroups:                  r("dispatchThreadgroups:threadsPerThreadgroup:"),
+		memoryBarrierWithScope:                r("memoryBarrierWithScope:"),
+		memoryBarrierWithResources:            r("memoryBarrierWithResources:count:"),
+		endEncoding:                           r("endEncoding"), commit: r("commit"),
+		waitUntilCompleted: r("waitUntilCompleted"), status: r("status"), errorSel: r("error"),
+		gpuStartTime: r("GPUStartTime"), gpuEndTime: r("GPUEndTime"),
+	}
+}
+
+// inPool runs fn inside an autorelease pool on a locked OS thread.
+//
+// Why pools per call path rather than one Metal goroutine: the pool stack is
+// per thread, so push and pop must run on the same OS thread, which
+// LockOSThread guarantees for the duration of fn. Funnelling every call
+// through one goroutine would cost a channel round trip per Dispatch; with
+// pools, only the paths that create autoreleased objects (command buffer
+// and encoder creation, NSError results, compile, commit/wait) pay for
+// one, and objects that must outlive the pool are retained into the ledger.
+// Dispatch and Barrier create no autoreleased objects and run bare.
+func inPool(fn func()) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	pool := autoreleasePoolPush()
+	defer autoreleasePoolPop(pool)
+	fn()
+}
+
+// newNSString returns a +1 NSString holding s; the caller releases it.
+func newNSString(s string) objc.ID {
+	str := msgID(cls.NSString, sel.alloc)
+	return msgIDPtrUintUint(str, sel.initWithBytesLengthEncoding,
+		unsafe.Pointer(unsafe.StringData(s)), uint64(len(s)), nsUTF8StringEncoding)
+}
+
+// goString copies an NSString into Go; nil gives "".
+func goString(str objc.ID) string {
+	if str == 0 {
+		return ""
+	}
+	return msgString(str, sel.utf8String)
+}
+
+// nsErrorText describes an NSError (its localizedDescription, which for a
+// compile failure carries the whole compiler log).
+func nsErrorText(nsErr objc.ID) string {
+	if nsErr == 0 {
+		return "no NSError given"
+	}
+	return goString(msgID(nsErr, sel.localizedDescription))
+}
+
+// nsArrayStrings copies an NSArray of NSString.
+func nsArrayStrings(arr objc.ID) []string {
+	if arr == 0 {
+		return nil
+	}
+	n := msgUint(arr, sel.count)
+	out := make([]string, 0, n)
+	for i := range n {
+		out = append(out, goString(msgIDUint(arr, sel.objectAtIndex, i)))
+	}
+	return out
+}
+
+func releaseObject(handle uintptr) { msgVoid(objc.ID(handle), sel.release) }
+
+func respondsTo(obj objc.ID, s objc.SEL) bool { return msgBoolSEL(obj, sel.respondsToSelector, s) }

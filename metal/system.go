@@ -1,0 +1,301 @@
+package metal
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io/fs"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"structs"
+	"time"
+
+	"github.com/laya-metal/laya/kernels"
+)
+
+// This file holds the system device's options and the pure logic behind it
+// (sizes, alignment, constants, argument checks). It has no build tag so that
+// go test on Linux exercises it; the Objective-C calls live in *_darwin.go.
+
+// SystemOptions configures OpenSystem.
+type SystemOptions struct {
+	// Sources are the MSL files to compile, as for the emulator. Every file
+	// whose name ends in ".metal" becomes its own library; other files
+	// (headers) are reachable only through #include "name". Nil means the
+	// kernels package's embedded sources, named "kernels/<file>".
+	Sources []KernelSource
+	// LanguageVersion is the MSL version the kernels are compiled as. The
+	// zero value means DefaultMSLVersion. It is always set explicitly and
+	// read back: a cgo-free binary carries no SDK version the Metal compiler
+	// trusts (golang/go#77917), and its default then drops to MSL 2.4.
+	LanguageVersion MSLVersion
+	// MathMode is the compiler's floating-point mode. The zero value,
+	// MathSafe, keeps results close to the Go references and the emulator;
+	// kernels can still call fast:: functions where they want speed.
+	// Metal's own default is fast math, hence always set explicitly.
+	MathMode MathMode
+}
+
+// MathMode is MTLMathMode: how freely the Metal compiler may rewrite
+// floating-point code.
+type MathMode int
+
+// MathMode values, numbered as MTLMathMode (MTLLibrary.h).
+const (
+	MathSafe    MathMode = 0 // IEEE 754 semantics, no unsafe rewrites
+	MathRelaxed MathMode = 1 // reassociation allowed, inf/NaN kept
+	MathFast    MathMode = 2 // also assumes no inf/NaN
+)
+
+func (m MathMode) String() string {
+	switch m {
+	case MathSafe:
+		return "safe"
+	case MathRelaxed:
+		return "relaxed"
+	case MathFast:
+		return "fast"
+	}
+	return "MathMode(" + strconv.Itoa(int(m)) + ")"
+}
+
+// sourceMap indexes the sources by name, defaulting to package kernels.
+func (o SystemOptions) sourceMap() (map[string]string, error) {
+	files := map[string]string{}
+	if o.Sources == nil {
+		err := fs.WalkDir(kernels.FS(), ".", func(name string, e fs.DirEntry, err error) error {
+			if err != nil || e.IsDir() {
+				return err
+			}
+			b, err := fs.ReadFile(kernels.FS(), name)
+			files["kernels/"+name] = string(b)
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%w: reading package kernels: %v", ErrShaderCompile, err)
+		}
+		return files, nil
+	}
+	for _, src := range o.Sources {
+		if _, dup := files[src.Name]; dup {
+			return nil, fmt.Errorf("%w: kernel source %q given twice", ErrShaderCompile, src.Name)
+		}
+		files[src.Name] = src.Text
+	}
+	return files, nil
+}
+
+// MSLVersion is a Metal Shading Language version.
+type MSLVersion struct{ Major, Minor int }
+
+// DefaultMSLVersion is MSL 3.1 (macOS 14): the first with bfloat vectors
+// and the oldest the kernels are written for.
+var DefaultMSLVersion = MSLVersion{3, 1}
+
+func (v MSLVersion) String() string { return strconv.Itoa(v.Major) + "." + strconv.Itoa(v.Minor) }
+
+func (v MSLVersion) less(w MSLVersion) bool {
+	return v.Major < w.Major || v.Major == w.Major && v.Minor < w.Minor
+}
+
+// mtlLanguageVersion encodes v as MTLLanguageVersion: (major << 16) + minor
+// (MTLLibrary.h, e.g. MTLLanguageVersion3_1 = 0x30001).
+func (v MSLVersion) mtlLanguageVersion() uint64 { return uint64(v.Major)<<16 | uint64(v.Minor) }
+
+func mslVersionOf(mtl uint64) MSLVersion {
+	return MSLVersion{Major: int(mtl >> 16), Minor: int(mtl & 0xffff)}
+}
+
+// resolvedLanguageVersion applies the default and refuses versions older
+// than the kernels need.
+func (o SystemOptions) resolvedLanguageVersion() (MSLVersion, error) {
+	v := o.LanguageVersion
+	if v == (MSLVersion{}) {
+		v = DefaultMSLVersion
+	}
+	if v.less(DefaultMSLVersion) || v.Minor < 0 || v.Minor > 0xffff {
+		return v, fmt.Errorf("%w: MSL %s requested; the kernels need MSL %s or newer", ErrShaderCompile, v, DefaultMSLVersion)
+	}
+	return v, nil
+}
+
+// mtlSize is MTLSize {NSUInteger width, height, depth}: 24 bytes, so on
+// arm64 (AAPCS64: composites over 16 bytes) it travels by reference to a
+// caller-made copy, and on amd64 in memory; purego's struct support does
+// both when the trampoline takes it by value.
+type mtlSize struct {
+	_                    structs.HostLayout
+	Width, Height, Depth uint64
+}
+
+func toMTLSize(s Size3) mtlSize {
+	return mtlSize{Width: uint64(s.X), Height: uint64(s.Y), Depth: uint64(s.Z)}
+}
+
+// checkGrid validates a dispatchThreadgroups request against a pipeline's
+// thread limit. empty reports a grid with no threadgroups, which is legal
+// and encodes nothing (a zero-row batch); Metal itself would reject it.
+func checkGrid(groups, threads Size3, maxThreads int) (empty bool, err error) {
+	if groups.X < 0 || groups.Y < 0 || groups.Z < 0 {
+		return false, fmt.Errorf("%w: threadgroup count %d×%d×%d is negative", ErrInvalidDispatch, groups.X, groups.Y, groups.Z)
+	}
+	if threads.X < 1 || threads.Y < 1 || threads.Z < 1 {
+		return false, fmt.Errorf("%w: threadgroup size %d×%d×%d: every extent must be at least 1", ErrInvalidDispatch, threads.X, threads.Y, threads.Z)
+	}
+	// Each extent is bounded first so that the product cannot overflow.
+	if threads.X > maxThreads || threads.Y > maxThreads || threads.Z > maxThreads {
+		return false, fmt.Errorf("%w: threadgroup size %d×%d×%d exceeds the pipeline's limit of %d threads",
+			ErrInvalidDispatch, threads.X, threads.Y, threads.Z, maxThreads)
+	}
+	if total := int64(threads.X) * int64(threads.Y) * int64(threads.Z); total > int64(maxThreads) {
+		return false, fmt.Errorf("%w: threadgroup size %d×%d×%d = %d threads exceeds the pipeline's limit of %d",
+			ErrInvalidDispatch, threads.X, threads.Y, threads.Z, total, maxThreads)
+	}
+	return groups.X == 0 || groups.Y == 0 || groups.Z == 0, nil
+}
+
+// maxSetBytes is the largest setBytes:length:atIndex: payload; Apple's
+// documentation limits it to data smaller than 4 KB.
+const maxSetBytes = 4096
+
+// maxBindIndex is the number of buffer argument slots a compute encoder has
+// ([[buffer(0)]] to [[buffer(30)]]).
+const maxBindIndex = 31
+
+// argKind says how one Arg binds.
+type argKind int
+
+const (
+	argBuffer argKind = iota + 1
+	argBytes
+	argThreadgroup
+)
+
+// classifyArg checks that an Arg names exactly one kind of binding.
+func classifyArg(a Arg) (argKind, error) {
+	var kinds []argKind
+	if a.Buffer != nil {
+		kinds = append(kinds, argBuffer)
+	}
+	if a.Bytes != nil {
+		kinds = append(kinds, argBytes)
+	}
+	if a.ThreadgroupBytes != 0 {
+		kinds = append(kinds, argThreadgroup)
+	}
+	switch {
+	case a.Index < 0 || a.Index >= maxBindIndex:
+		return 0, fmt.Errorf("%w: argument index %d outside [0, %d)", ErrInvalidDispatch, a.Index, maxBindIndex)
+	case len(kinds) == 0:
+		return 0, fmt.Errorf("%w: argument %d binds nothing (set Buffer, Bytes or ThreadgroupBytes)", ErrInvalidDispatch, a.Index)
+	case len(kinds) > 1:
+		return 0, fmt.Errorf("%w: argument %d sets more than one of Buffer, Bytes and ThreadgroupBytes", ErrInvalidDispatch, a.Index)
+	}
+	switch kinds[0] {
+	case argBuffer:
+		if a.Offset < 0 || a.Offset >= a.Buffer.Len() && a.Offset != 0 {
+			return 0, fmt.Errorf("%w: argument %d: offset %d outside its %d-byte buffer", ErrInvalidDispatch, a.Index, a.Offset, a.Buffer.Len())
+		}
+	case argBytes:
+		if len(a.Bytes) == 0 || len(a.Bytes) > maxSetBytes {
+			return 0, fmt.Errorf("%w: argument %d: %d bytes of inline constants; setBytes takes 1 to %d", ErrInvalidDispatch, a.Index, len(a.Bytes), maxSetBytes)
+		}
+	case argThreadgroup:
+		if a.ThreadgroupBytes < 0 {
+			return 0, fmt.Errorf("%w: argument %d: negative threadgroup memory %d", ErrInvalidDispatch, a.Index, a.ThreadgroupBytes)
+		}
+	}
+	return kinds[0], nil
+}
+
+// threadgroupLength rounds a threadgroup memory request up to the multiple
+// of 16 bytes that setThreadgroupMemoryLength:atIndex: requires.
+func threadgroupLength(n int) int { return (n + 15) &^ 15 }
+
+// noCopyLength decides whether host memory (base, length n, capacity c) can
+// back a buffer made by newBufferWithBytesNoCopy:length:options:deallocator:
+// and with which length. Apple's documentation asks for a page-aligned
+// pointer and a length that makes a page-aligned region; the length is
+// rounded up to whole pages, which is only safe when those bytes belong to
+// the same allocation, i.e. lie within the slice's capacity.
+func noCopyLength(base uintptr, n, c, page int) (length int, ok bool) {
+	if page <= 0 || page&(page-1) != 0 || n <= 0 || base%uintptr(page) != 0 {
+		return 0, false
+	}
+	length = (n + page - 1) &^ (page - 1)
+	if length > c {
+		return 0, false
+	}
+	return length, true
+}
+
+// MTLDataType values (MTLDataType.h) of the function-constant types we take.
+const (
+	mtlDataTypeFloat = 3
+	mtlDataTypeInt   = 29
+	mtlDataTypeUInt  = 33
+	mtlDataTypeBool  = 53
+)
+
+// constantValue is one function constant ready for
+// setConstantValue:type:atIndex:.
+type constantValue struct {
+	index    int
+	dataType uint64
+	bytes    []byte // little-endian value as the GPU reads it
+}
+
+// encodeConstants validates function constants and returns them sorted by
+// index together with the pipeline-cache key for (kernel, constants).
+func encodeConstants(kernel string, cs []Constant) ([]constantValue, string, error) {
+	out := make([]constantValue, 0, len(cs))
+	for _, c := range cs {
+		if c.Index < 0 || c.Index > math.MaxUint16 {
+			return nil, "", fmt.Errorf("%w: kernel %s: function constant index %d out of range", ErrPipeline, kernel, c.Index)
+		}
+		v := constantValue{index: c.Index}
+		switch x := c.Value.(type) {
+		case bool:
+			v.dataType, v.bytes = mtlDataTypeBool, []byte{0}
+			if x {
+				v.bytes[0] = 1
+			}
+		case int32:
+			v.dataType, v.bytes = mtlDataTypeInt, binary.LittleEndian.AppendUint32(nil, uint32(x))
+		case uint32:
+			v.dataType, v.bytes = mtlDataTypeUInt, binary.LittleEndian.AppendUint32(nil, x)
+		case float32:
+			v.dataType, v.bytes = mtlDataTypeFloat, binary.LittleEndian.AppendUint32(nil, math.Float32bits(x))
+		default:
+			return nil, "", fmt.Errorf("%w: kernel %s: function constant %d has Go type %T; use bool, int32, uint32 or float32",
+				ErrPipeline, kernel, c.Index, c.Value)
+		}
+		out = append(out, v)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].index < out[j].index })
+	var key strings.Builder
+	key.WriteString(kernel)
+	for i, v := range out {
+		if i > 0 && out[i-1].index == v.index {
+			return nil, "", fmt.Errorf("%w: kernel %s: function constant %d given twice", ErrPipeline, kernel, v.index)
+		}
+		fmt.Fprintf(&key, "|%d:%d=%x", v.index, v.dataType, v.bytes)
+	}
+	return out, key.String(), nil
+}
+
+// hostClock converts Metal's host times (GPUStartTime, GPUEndTime: seconds
+// on the mach_absolute_time clock, the CACurrentMediaTime base) to wall-clock
+// times through one pair of readings taken together.
+type hostClock struct {
+	wall time.Time
+	host float64 // seconds on the host clock at wall
+}
+
+func (c hostClock) at(host float64) time.Time {
+	if host == 0 {
+		return time.Time{} // Metal reports 0 when it has no timestamp
+	}
+	return c.wall.Add(time.Duration((host - c.host) * float64(time.Second)))
+}

@@ -1,0 +1,414 @@
+package laya
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"unicode"
+
+	"github.com/laya-metal/laya/heads"
+)
+
+// Question validation and normalisation follow upstream Laya at 8ef5b2dd:
+// Agent._check_question and Agent._to_internal (laya/agent.py), render_options and
+// _resolve_noul_labels (laya/common.py). The error texts are upstream's, word for word,
+// because callers and the goldens (testdata/oracle/goldens/*/errors.json) match on them.
+
+var (
+	// ErrInvalidRequest reports a request that is not {"state": …, "questions": {…}}.
+	ErrInvalidRequest = errors.New("laya: invalid request")
+	// ErrInvalidQuestion reports a question definition upstream Laya rejects.
+	ErrInvalidQuestion = errors.New("laya: invalid question")
+	// ErrTooManyOptions reports a question whose options do not fit the token budget:
+	// some option markers fell past max_len. It also matches ErrInvalidQuestion.
+	ErrTooManyOptions = errors.New("laya: too many options for the token budget")
+)
+
+// QuestionError is a rejected question. Error returns upstream's message exactly
+// ("question 'q': …"); errors.Is matches ErrInvalidQuestion, and ErrTooManyOptions too
+// when the options overflowed the budget.
+type QuestionError struct {
+	QuestionID string
+	msg        string
+	tooMany    bool
+}
+
+func (e *QuestionError) Error() string { return e.msg }
+
+// Unwrap lets errors.Is find the sentinel errors.
+func (e *QuestionError) Unwrap() []error {
+	if e.tooMany {
+		return []error{ErrTooManyOptions, ErrInvalidQuestion}
+	}
+	return []error{ErrInvalidQuestion}
+}
+
+// questionErrorf builds "question 'id': …" with the id in Python repr, as upstream's %r.
+func questionErrorf(id, format string, args ...any) *QuestionError {
+	return &QuestionError{QuestionID: id, msg: fmt.Sprintf("question %s: ", pyStrRepr(id)) + fmt.Sprintf(format, args...)}
+}
+
+// Question is one question of a request: its id and its definition, a JSON object in
+// upstream's schema:
+//
+//	{"type": "choice", "instructions": "…", "criteria": {"label": "description", …} or ["label", …]}
+//	{"type": "score",  "instructions": "…", "criteria": ["level 0 description", …]}
+//	{"type": "noul",   "instructions": "…", "criteria": {"false": "…", "true": "…"}, "labels": {"false": "…", "true": "…"}}
+//
+// Build definitions with ChoiceQuestion, ChoiceWithCriteria, ScoreQuestion, NoulQuestion,
+// or take them from JSON with ParseQuestions.
+type Question struct {
+	ID         string
+	Definition Value
+}
+
+// Questions are the questions of one request, in the order their answers come back.
+type Questions []Question
+
+// ParseQuestions reads a JSON object of question id → definition, keeping its order.
+func ParseQuestions(data []byte) (Questions, error) {
+	v, err := ParseJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("questions: %w", err)
+	}
+	return questionsFromValue(v)
+}
+
+func questionsFromValue(v Value) (Questions, error) {
+	if v.Kind() != ObjectKind {
+		return nil, fmt.Errorf("%w: questions must be a JSON object of id -> definition, got %s", ErrInvalidRequest, pyTypeName(v))
+	}
+	qs := make(Questions, len(v.Members()))
+	for i, m := range v.Members() {
+		qs[i] = Question{ID: m.Key, Definition: m.Value}
+	}
+	return qs, nil
+}
+
+// Value returns the questions as the JSON object upstream's predict() takes.
+func (qs Questions) Value() Value {
+	members := make([]Member, len(qs))
+	for i, q := range qs {
+		members[i] = Member{Key: q.ID, Value: q.Definition}
+	}
+	return ObjectValue(members...)
+}
+
+// MarshalJSON writes the questions as one JSON object in their order.
+func (qs Questions) MarshalJSON() ([]byte, error) { return qs.Value().MarshalJSON() }
+
+// UnmarshalJSON reads a JSON object of id → definition, keeping its order.
+func (qs *Questions) UnmarshalJSON(data []byte) error {
+	parsed, err := ParseQuestions(data)
+	if err != nil {
+		return err
+	}
+	*qs = parsed
+	return nil
+}
+
+// Criterion is one labelled option of a choice question. An empty Description leaves
+// the option as its bare label, as upstream does for null or "".
+type Criterion struct {
+	Label       string
+	Description string
+}
+
+// ChoiceQuestion defines a choice among labels with no descriptions (the list form).
+func ChoiceQuestion(instructions string, labels ...string) Value {
+	items := make([]Value, len(labels))
+	for i, l := range labels {
+		items[i] = StringValue(l)
+	}
+	return ObjectValue(
+		Member{"type", StringValue("choice")},
+		Member{"instructions", StringValue(instructions)},
+		Member{"criteria", ArrayValue(items...)},
+	)
+}
+
+// ChoiceWithCriteria defines a choice among labelled options, in the given order.
+func ChoiceWithCriteria(instructions string, criteria ...Criterion) Value {
+	members := make([]Member, len(criteria))
+	for i, c := range criteria {
+		members[i] = Member{c.Label, StringValue(c.Description)}
+	}
+	return ObjectValue(
+		Member{"type", StringValue("choice")},
+		Member{"instructions", StringValue(instructions)},
+		Member{"criteria", ObjectValue(members...)},
+	)
+}
+
+// ScoreQuestion defines a score over levels, level 0 first; the answer is the expected level.
+func ScoreQuestion(instructions string, levels ...string) Value {
+	items := make([]Value, len(levels))
+	for i, l := range levels {
+		items[i] = StringValue(l)
+	}
+	return ObjectValue(
+		Member{"type", StringValue("score")},
+		Member{"instructions", StringValue(instructions)},
+		Member{"criteria", ArrayValue(items...)},
+	)
+}
+
+// NoulQuestion defines a yes/no question; the answer is P(true).
+func NoulQuestion(instructions string) Value {
+	return ObjectValue(
+		Member{"type", StringValue("noul")},
+		Member{"instructions", StringValue(instructions)},
+	)
+}
+
+// NoulWithCriteria is NoulQuestion with the option texts the model reads for false and
+// true; an empty text keeps upstream's default for that side.
+func NoulWithCriteria(instructions, falseDescription, trueDescription string) Value {
+	return ObjectValue(
+		Member{"type", StringValue("noul")},
+		Member{"instructions", StringValue(instructions)},
+		Member{"criteria", ObjectValue(
+			Member{"false", StringValue(falseDescription)},
+			Member{"true", StringValue(trueDescription)},
+		)},
+	)
+}
+
+// NoulWithLabels is NoulQuestion with the words shown to the model in place of
+// "false"/"true"; the answer is still P(true).
+func NoulWithLabels(instructions, falseLabel, trueLabel string) Value {
+	return ObjectValue(
+		Member{"type", StringValue("noul")},
+		Member{"instructions", StringValue(instructions)},
+		Member{"labels", ObjectValue(
+			Member{"false", StringValue(falseLabel)},
+			Member{"true", StringValue(trueLabel)},
+		)},
+	)
+}
+
+// question is a validated question in upstream's internal form.
+type question struct {
+	id           string
+	qtype        heads.QType
+	instructions string   // str(ins): the text, or json.dumps of a non-string
+	options      []string // render_options, in slot order
+	// labels are the choice keys as given (list-form labels may be numbers);
+	// levels are the score criteria as given, returned as the legend.
+	labels []Value
+	levels []Value
+}
+
+// qtypeNames is sorted(QTYPES) as upstream prints it.
+const qtypeNames = "['choice', 'noul', 'score']"
+
+// prepareQuestions validates every question, then normalises them; nothing is tokenized
+// before every question has passed, so a bad request has no effect.
+func prepareQuestions(qs Questions) ([]*question, error) {
+	seen := make(map[string]bool, len(qs))
+	for _, q := range qs {
+		if seen[q.ID] {
+			return nil, questionErrorf(q.ID, "the id is used twice; every question needs its own id")
+		}
+		seen[q.ID] = true
+		if err := checkQuestion(q.ID, q.Definition); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]*question, len(qs))
+	for i, q := range qs {
+		out[i] = toInternal(q.ID, q.Definition)
+	}
+	return out, nil
+}
+
+// checkQuestion is upstream's Agent._check_question.
+func checkQuestion(id string, def Value) error {
+	if def.Kind() != ObjectKind {
+		return questionErrorf(id, "definition must be a dict, got %s", pyTypeName(def))
+	}
+	typ, _ := def.Get("type")
+	qtype, ok := heads.ParseQType(typ.Str())
+	if typ.Kind() != StringKind || !ok {
+		return questionErrorf(id, "unknown type %s; use one of %s", pyRepr(typ), qtypeNames)
+	}
+	if _, ok := def.Get("instructions"); !ok {
+		return questionErrorf(id, "no 'instructions'; add the text the model should answer")
+	}
+	crit, hasCrit := def.Get("criteria")
+	switch qtype {
+	case heads.Choice:
+		if crit.Kind() != ObjectKind && crit.Kind() != ArrayKind {
+			return questionErrorf(id, "a choice question takes 'criteria' as a dict of label -> description, or a list of labels")
+		}
+		if len(crit.Items()) == 0 && len(crit.Members()) == 0 {
+			return questionErrorf(id, "a choice question needs at least one criterion")
+		}
+		// Dict keys are always strings; only the list form can hold a nested label.
+		for i, label := range crit.Items() {
+			if label.Kind() == ArrayKind || label.Kind() == ObjectKind {
+				return questionErrorf(id, "choice label %d is a %s; a label is rendered as option text "+
+					"and used as the answer key, so it must be a scalar (a string, number or "+
+					"None), got %s", i, pyTypeName(label), pyRepr(label))
+			}
+		}
+	case heads.Score:
+		if crit.Kind() != ArrayKind {
+			return questionErrorf(id, "a score question takes 'criteria' as a list of level descriptions, index 0 first")
+		}
+		if len(crit.Items()) == 0 {
+			return questionErrorf(id, "a score question needs at least one level")
+		}
+		for i, level := range crit.Items() {
+			if level.Kind() == NullKind {
+				return questionErrorf(id, "score level %d is null; give every level a description, index 0 first", i)
+			}
+		}
+	case heads.Noul:
+		if hasCrit && crit.Kind() != NullKind && crit.Kind() != ObjectKind {
+			return questionErrorf(id, "a noul question takes 'criteria' as a dict with optional 'true'/'false' descriptions, or omits it")
+		}
+		if crit.Kind() == ObjectKind {
+			keySet := map[string]bool{}
+			bad := false
+			for _, m := range crit.Members() {
+				k := strings.ToLower(m.Key)
+				keySet[k] = true
+				if k != "true" && k != "false" {
+					bad = true
+				}
+			}
+			if bad {
+				keys := make([]string, 0, len(keySet))
+				for k := range keySet {
+					keys = append(keys, k)
+				}
+				sort.Strings(keys)
+				return questionErrorf(id, "a noul question takes 'criteria' keyed only 'true'/'false' (either "+
+					"or both, and omitted is fine), got %s. Those keys are the option texts the model "+
+					"reads; any other key was silently dropped and replaced with the defaults. If you "+
+					"want the answer worded differently, keep 'criteria' keyed 'true'/'false' and set "+
+					"'labels' instead.", pyStrList(keys))
+			}
+		}
+	}
+	if labels, ok := def.Get("labels"); ok {
+		if qtype != heads.Noul {
+			return questionErrorf(id, "'labels' is only supported for noul questions")
+		}
+		if _, _, err := noulLabels(labels); err != nil {
+			return questionErrorf(id, "%s", err)
+		}
+	}
+	return nil
+}
+
+// errNoulLabels is _resolve_noul_labels' message.
+var errNoulLabels = errors.New("noul labels must map exactly 'false' and 'true' to distinct non-empty strings")
+
+// noulLabels is _resolve_noul_labels: null means the defaults "false"/"true".
+func noulLabels(labels Value) (falseLabel, trueLabel string, err error) {
+	if labels.Kind() == NullKind {
+		return "false", "true", nil
+	}
+	if labels.Kind() != ObjectKind || len(labels.Members()) != 2 {
+		return "", "", errNoulLabels
+	}
+	f, okF := labels.Get("false")
+	t, okT := labels.Get("true")
+	if !okF || !okT || f.Kind() != StringKind || t.Kind() != StringKind {
+		return "", "", errNoulLabels
+	}
+	falseLabel, trueLabel = pyStrip(f.Str()), pyStrip(t.Str())
+	if falseLabel == "" || trueLabel == "" || falseLabel == trueLabel {
+		return "", "", errNoulLabels
+	}
+	return falseLabel, trueLabel, nil
+}
+
+// pyStrip is Python's str.strip(): Unicode whitespace plus the separators U+001C–U+001F,
+// which Python counts as whitespace and Go does not.
+func pyStrip(s string) string {
+	return strings.TrimFunc(s, func(r rune) bool {
+		return unicode.IsSpace(r) || (r >= 0x1c && r <= 0x1f)
+	})
+}
+
+// toInternal is upstream's Agent._to_internal followed by render_options, for a
+// definition checkQuestion accepted.
+func toInternal(id string, def Value) *question {
+	typ, _ := def.Get("type")
+	qtype, _ := heads.ParseQType(typ.Str())
+	q := &question{id: id, qtype: qtype}
+	ins, _ := def.Get("instructions")
+	if ins.Kind() == StringKind {
+		q.instructions = ins.Str()
+	} else {
+		// ensure_ascii=False since upstream #228 (oracle README fact 3).
+		q.instructions = pyDumps(ins)
+	}
+	crit, _ := def.Get("criteria")
+	switch qtype {
+	case heads.Choice:
+		if crit.Kind() == ArrayKind {
+			// dict.fromkeys(list): a repeated label (by Python equality: 1 == 1.0 == True)
+			// keeps its first position and has no description.
+			seen := map[string]bool{}
+			for _, label := range crit.Items() {
+				key := pyHashKey(label)
+				if key != nanHashKey && seen[key] {
+					continue
+				}
+				seen[key] = true
+				q.labels = append(q.labels, label)
+				q.options = append(q.options, pyStr(label))
+			}
+			break
+		}
+		for _, m := range crit.Members() {
+			q.labels = append(q.labels, StringValue(m.Key))
+			if isNoDescription(m.Value) {
+				q.options = append(q.options, m.Key)
+			} else {
+				q.options = append(q.options, m.Key+": "+renderCriterion(m.Value))
+			}
+		}
+	case heads.Score:
+		q.levels = crit.Items()
+		for i, level := range q.levels {
+			q.options = append(q.options, fmt.Sprintf("level %d: %s", i, renderCriterion(level)))
+		}
+	case heads.Noul:
+		// Keys are lower-cased; a later "True" overrides an earlier "true" in place.
+		lowered := ObjectValue()
+		for _, m := range crit.Members() {
+			lowered = lowered.with(strings.ToLower(m.Key), m.Value)
+		}
+		labels, _ := def.Get("labels")
+		falseLabel, trueLabel, _ := noulLabels(labels)
+		falseText, trueText := "no, the statement does not hold", "yes, the statement holds"
+		if v, ok := lowered.Get("false"); ok && !isNoDescription(v) {
+			falseText = renderCriterion(v)
+		}
+		if v, ok := lowered.Get("true"); ok && !isNoDescription(v) {
+			trueText = renderCriterion(v)
+		}
+		q.options = []string{falseLabel + ": " + falseText, trueLabel + ": " + trueText}
+	}
+	return q
+}
+
+// isNoDescription is upstream's `v is None or v == ""`: 0 and false are real descriptions.
+func isNoDescription(v Value) bool {
+	return v.Kind() == NullKind || (v.Kind() == StringKind && v.Str() == "")
+}
+
+// renderCriterion is render_criterion: strings pass through, anything else is
+// json.dumps(…, ensure_ascii=False) with ", " and ": " separators.
+func renderCriterion(v Value) string {
+	if v.Kind() == StringKind {
+		return v.Str()
+	}
+	return pyDumps(v)
+}

@@ -1,0 +1,124 @@
+package laya
+
+import (
+	"fmt"
+)
+
+// State is what the questions are asked about: a text, or any JSON value (an email as an
+// object, a conversation as a list of turns). Upstream serialises a non-string state with
+// json.dumps(state, ensure_ascii=False), so object key order and number literals matter:
+// build it with JSONState or ValueState to keep them.
+type State struct {
+	text   string
+	value  Value
+	isText bool
+}
+
+// Text is a plain-text state, used as it is.
+func Text(s string) State { return State{text: s, isText: true} }
+
+// JSONState is a state given as JSON text: objects keep their key order and numbers
+// their literals. A JSON string is a text state, as Python receives a str.
+func JSONState(raw []byte) (State, error) {
+	v, err := ParseJSON(raw)
+	if err != nil {
+		return State{}, fmt.Errorf("state: %w", err)
+	}
+	return ValueState(v), nil
+}
+
+// ValueState is a state from a Value; a string Value is a text state.
+func ValueState(v Value) State {
+	if v.Kind() == StringKind {
+		return Text(v.Str())
+	}
+	return State{value: v}
+}
+
+// StateOf is a state from a Go value (see ValueOf). Go maps have no order, so a map's
+// keys come out SORTED, which changes the text the model reads compared with the same
+// object in another order: use JSONState or ValueState with ObjectValue to keep an order.
+func StateOf(x any) (State, error) {
+	v, err := ValueOf(x)
+	if err != nil {
+		return State{}, fmt.Errorf("state: %w", err)
+	}
+	return ValueState(v), nil
+}
+
+// Serialize returns the state as the model reads it before mask scrubbing: the text
+// itself, or json.dumps(state, ensure_ascii=False).
+func (s State) Serialize() string {
+	if s.isText {
+		return s.text
+	}
+	return pyDumps(s.value)
+}
+
+// isList reports a list state, which truncates from the left.
+func (s State) isList() bool { return !s.isText && s.value.Kind() == ArrayKind }
+
+// Value returns the state as a JSON value (a string for a text state).
+func (s State) Value() Value {
+	if s.isText {
+		return StringValue(s.text)
+	}
+	return s.value
+}
+
+// MarshalJSON writes the state as JSON.
+func (s State) MarshalJSON() ([]byte, error) { return s.Value().MarshalJSON() }
+
+// UnmarshalJSON reads any JSON value as a state, keeping order and literals.
+func (s *State) UnmarshalJSON(data []byte) error {
+	st, err := JSONState(data)
+	if err != nil {
+		return err
+	}
+	*s = st
+	return nil
+}
+
+// Request is one predict call: {"state": …, "questions": {id: definition, …}}.
+type Request struct {
+	State     State
+	Questions Questions
+}
+
+// ParseRequest reads {"state": …, "questions": {…}}, keeping the order of the questions,
+// their criteria and the state's objects.
+func ParseRequest(data []byte) (Request, error) {
+	v, err := ParseJSON(data)
+	if err != nil {
+		return Request{}, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+	}
+	if v.Kind() != ObjectKind {
+		return Request{}, fmt.Errorf("%w: a request is a JSON object {\"state\": ..., \"questions\": {...}}, got %s", ErrInvalidRequest, pyTypeName(v))
+	}
+	for _, m := range v.Members() {
+		if m.Key != "state" && m.Key != "questions" {
+			return Request{}, fmt.Errorf("%w: unknown field %q; a request has \"state\" and \"questions\"", ErrInvalidRequest, m.Key)
+		}
+	}
+	state, ok := v.Get("state")
+	if !ok {
+		return Request{}, fmt.Errorf("%w: no \"state\"; give the text or JSON value the questions are about", ErrInvalidRequest)
+	}
+	qv, ok := v.Get("questions")
+	if !ok {
+		return Request{}, fmt.Errorf("%w: no \"questions\"; give an object of question id -> definition", ErrInvalidRequest)
+	}
+	qs, err := questionsFromValue(qv)
+	if err != nil {
+		return Request{}, err
+	}
+	return Request{State: ValueState(state), Questions: qs}, nil
+}
+
+// MarshalJSON writes the request as {"state": …, "questions": {…}}.
+func (r Request) MarshalJSON() ([]byte, error) {
+	return ObjectValue(
+		Member{"state", r.State.Value()},
+		Member{"questions", r.Questions.Value()},
+	).MarshalJSON()
+}

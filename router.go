@@ -1,0 +1,750 @@
+package laya
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/laya-metal/laya/lang"
+)
+
+// The router sends each request to the Laya checkpoint suited to it, after
+// laya-mlx's laya_mlx/router.py (tncki/laya-mlx@457bb780; laya-spec §4.4).
+// The English checkpoint collapses on text it cannot read (near-random on
+// Hindi or Korean, with high confidence), so script is the primary signal and
+// Latin-script language the secondary one. typed-decisions is fine-tuned on
+// four synthetic workflows and is never chosen unless asked for.
+
+// Canonical model names.
+const (
+	ModelEnglish        = "english"
+	ModelMultilingual   = "multilingual"
+	ModelTypedDecisions = "typed-decisions"
+)
+
+// BundleRepo bundles all three checkpoints; only the chosen subfolder is downloaded.
+const BundleRepo = "convaiinnovations/laya"
+
+// ErrUnknownModel reports a model name that is neither a model nor an alias.
+var ErrUnknownModel = errors.New("laya: unknown model")
+
+// DefaultModels are the three checkpoints in the bundle repository, as
+// references Load accepts (repo or repo/subfolder).
+func DefaultModels() map[string]string {
+	return map[string]string{
+		ModelEnglish:        BundleRepo,
+		ModelMultilingual:   BundleRepo + "/multilingual",
+		ModelTypedDecisions: BundleRepo + "/typed-decisions",
+	}
+}
+
+// StandaloneModels are the same checkpoints in their own repositories.
+func StandaloneModels() map[string]string {
+	return map[string]string{
+		ModelEnglish:        "convaiinnovations/laya",
+		ModelMultilingual:   "convaiinnovations/laya-multilingual",
+		ModelTypedDecisions: "convaiinnovations/laya-typed-decisions",
+	}
+}
+
+// MLXModels are laya-mlx's FP16 conversions (MLX parameter names, which Load reads too).
+func MLXModels() map[string]string {
+	return map[string]string{
+		ModelEnglish:        "aac6fef/laya-mlx",
+		ModelMultilingual:   "aac6fef/laya-multilingual-mlx",
+		ModelTypedDecisions: "aac6fef/laya-typed-decisions-mlx",
+	}
+}
+
+var modelAliases = map[string]string{
+	"en":                   ModelEnglish,
+	"laya":                 ModelEnglish,
+	"default":              ModelEnglish,
+	"multi":                ModelMultilingual,
+	"ml":                   ModelMultilingual,
+	"laya-multilingual":    ModelMultilingual,
+	"typed":                ModelTypedDecisions,
+	"typed_decisions":      ModelTypedDecisions,
+	"laya-typed-decisions": ModelTypedDecisions,
+	"decisions":            ModelTypedDecisions,
+}
+
+// NormaliseModelName maps a model name or alias (any case) to its canonical
+// name, or fails with ErrUnknownModel listing the choices.
+func NormaliseModelName(name string) (string, error) {
+	key := strings.ToLower(strings.TrimSpace(name))
+	if canon, ok := modelAliases[key]; ok {
+		key = canon
+	}
+	switch key {
+	case ModelEnglish, ModelMultilingual, ModelTypedDecisions:
+		return key, nil
+	}
+	aliases := make([]string, 0, len(modelAliases))
+	for a := range modelAliases {
+		aliases = append(aliases, a)
+	}
+	sort.Strings(aliases)
+	return "", fmt.Errorf("%w %q; choose one of [english multilingual typed-decisions] (or an alias: %s)",
+		ErrUnknownModel, name, strings.Join(aliases, ", "))
+}
+
+// typedDecisionWorkflows are the question-id sets of the four workflows
+// typed-decisions was fine-tuned on. Matching needs the exact set, so an
+// unrelated schema that happens to contain "urgency" is never captured.
+var typedDecisionWorkflows = []struct {
+	name string
+	ids  []string
+}{
+	{"agent_trace_observability", []string{"action", "needs_review", "outcome", "risk", "urgency"}},
+	{"customer_service", []string{"action", "category", "churn_risk", "needs_human", "urgency"}},
+	{"invoice_processing", []string{"discrepancy_severity", "disposition", "duplicate", "matches_order", "urgency"}},
+	{"security_incidents", []string{"credential_compromise", "disposition", "severity", "true_positive", "urgency"}},
+}
+
+// MatchTypedDecisionsWorkflow names the typed-decisions workflow whose exact
+// question-id set these questions have, or returns "".
+func MatchTypedDecisionsWorkflow(questions Questions) string {
+	ids := map[string]bool{}
+	for _, q := range questions {
+		ids[q.ID] = true
+	}
+	for _, wf := range typedDecisionWorkflows {
+		if len(ids) != len(wf.ids) {
+			continue
+		}
+		all := true
+		for _, id := range wf.ids {
+			all = all && ids[id]
+		}
+		if all {
+			return wf.name
+		}
+	}
+	return ""
+}
+
+// englishFromCode reads a language code as a caller has it to hand ("en",
+// "EN", "en-US", "en_US", "en_US.UTF-8"): 1 English, 0 not English, -1 no
+// usable code (blank), which lets a hint abstain.
+func englishFromCode(code string) int {
+	c := strings.ToLower(strings.TrimSpace(code))
+	c, _, _ = strings.Cut(c, ".")
+	primary, _, _ := strings.Cut(strings.ReplaceAll(c, "_", "-"), "-")
+	switch primary {
+	case "":
+		return -1
+	case "en", "eng", "english":
+		return 1
+	}
+	return 0
+}
+
+// LangGuess returns a language code for a state, or "" to abstain. It is the
+// seam for a real language-identification model.
+type LangGuess func(State) string
+
+// RouteOptions are the per-request routing inputs, in precedence order:
+// Model > Task > detected workflow (opt-in) > Lang > LangGuess >
+// the Router's LangGuess > detection > default.
+type RouteOptions struct {
+	Model     string    // a model name or alias
+	Task      string    // "typed_decisions"/"typed-decisions", or a model name
+	Lang      string    // a language code; blank falls through
+	LangGuess LangGuess // a per-request hint; "" falls through
+}
+
+// RouteDecision says which model a request goes to and why.
+type RouteDecision struct {
+	Model     string         // canonical model name
+	Repo      string         // the reference that model is loaded from
+	Reason    string         // laya-mlx's wording
+	Detection *lang.Analysis // set when built-in detection decided
+	Workflow  string         // the matched typed-decisions workflow, or ""
+}
+
+// Value is the decision as laya-mlx writes result["routing"].
+func (d RouteDecision) Value() Value {
+	detection, workflow := NullValue(), NullValue()
+	if d.Detection != nil {
+		detection = analysisValue(*d.Detection)
+	}
+	if d.Workflow != "" {
+		workflow = StringValue(d.Workflow)
+	}
+	return ObjectValue(
+		Member{"model", StringValue(d.Model)},
+		Member{"repo", StringValue(d.Repo)},
+		Member{"reason", StringValue(d.Reason)},
+		Member{"detection", detection},
+		Member{"workflow", workflow},
+	)
+}
+
+// MarshalJSON writes Value in Python's json.dumps form.
+func (d RouteDecision) MarshalJSON() ([]byte, error) { return d.Value().MarshalJSON() }
+
+func analysisValue(a lang.Analysis) Value {
+	profile := make([]Member, len(a.Profile))
+	for i, s := range a.Profile {
+		profile[i] = Member{s.Script, FloatValue(s.Fraction)}
+	}
+	language := NullValue()
+	if a.Language != "" {
+		language = StringValue(a.Language)
+	}
+	return ObjectValue(
+		Member{"script", StringValue(a.Script)},
+		Member{"script_profile", ObjectValue(profile...)},
+		Member{"language", language},
+		Member{"is_english", BoolValue(a.IsEnglish)},
+		Member{"language_undecided", BoolValue(a.LanguageUndecided)},
+		Member{"diacritic_rate", FloatValue(a.DiacriticRate)},
+		Member{"non_latin_fraction", FloatValue(a.NonLatinFraction)},
+	)
+}
+
+// Predictor is what the router runs requests on; *Agent is one.
+type Predictor interface {
+	Predict(ctx context.Context, state State, questions Questions) (*Result, error)
+}
+
+// ModelLoader builds the predictor for a model; ref is the model's entry in
+// the router's model table.
+type ModelLoader func(ctx context.Context, name, ref string) (Predictor, error)
+
+// RouterOption configures NewRouter.
+type RouterOption func(*Router) error
+
+// WithModels overrides model references by name or alias, e.g.
+// WithModels(MLXModels()) or {"english": "/models/laya-en"}.
+func WithModels(models map[string]string) RouterOption {
+	return func(r *Router) error {
+		for name, ref := range models {
+			key, err := NormaliseModelName(name)
+			if err != nil {
+				return err
+			}
+			r.models[key] = ref
+		}
+		return nil
+	}
+}
+
+// WithStandaloneRepos uses StandaloneModels instead of the bundle repository.
+// Apply it before WithModels.
+func WithStandaloneRepos() RouterOption {
+	return func(r *Router) error {
+		r.models = StandaloneModels()
+		return nil
+	}
+}
+
+// WithMaxLoaded caps how many models stay resident (default 2, at least 1);
+// the least recently used is evicted. Automatic routing only chooses between
+// english and multilingual, so 2 avoids reloading on every script switch.
+func WithMaxLoaded(n int) RouterOption {
+	return func(r *Router) error {
+		r.maxLoaded = max(1, n)
+		return nil
+	}
+}
+
+// WithDefaultModel sets the model for states whose language nothing
+// identifies (default english).
+func WithDefaultModel(name string) RouterOption {
+	return func(r *Router) error {
+		key, err := NormaliseModelName(name)
+		r.defaultModel = key
+		return err
+	}
+}
+
+// WithAutoTaskDetection routes requests whose question ids are exactly a
+// typed-decisions workflow to typed-decisions.
+func WithAutoTaskDetection() RouterOption {
+	return func(r *Router) error {
+		r.autoTask = true
+		return nil
+	}
+}
+
+// WithRouterLangGuess installs a language hint for every request, consulted
+// after an explicit Lang and a per-request LangGuess.
+func WithRouterLangGuess(g LangGuess) RouterOption {
+	return func(r *Router) error {
+		r.langGuess = g
+		return nil
+	}
+}
+
+// WithLoader replaces how models are built (default: Load with the options
+// of WithLoadOptions). Tests and servers with their own cache use it.
+func WithLoader(l ModelLoader) RouterOption {
+	return func(r *Router) error {
+		if l == nil {
+			return errors.New("laya: WithLoader(nil); pass a loader function")
+		}
+		r.loader = l
+		return nil
+	}
+}
+
+// WithLoadOptions passes options to Load for every model the router builds.
+func WithLoadOptions(opts ...Option) RouterOption {
+	return func(r *Router) error {
+		r.loadOpts = append(r.loadOpts, opts...)
+		return nil
+	}
+}
+
+// WithHubOptions sets how Hub references of the default loader resolve
+// (token, offline, progress, client).
+func WithHubOptions(opts ...HubOption) RouterOption {
+	return func(r *Router) error {
+		r.hubOpts = append(r.hubOpts, opts...)
+		return nil
+	}
+}
+
+// Router loads Laya checkpoints lazily and sends each request to the right
+// one. It is safe for concurrent use: a mutex guards the model table and LRU
+// order, inference runs outside it, and concurrent first requests for one
+// model share a single load. An evicted model that implements io.Closer is
+// closed once no request is using it any more.
+type Router struct {
+	mu           sync.Mutex
+	models       map[string]string
+	maxLoaded    int
+	defaultModel string
+	autoTask     bool
+	langGuess    LangGuess
+	loader       ModelLoader
+	loadOpts     []Option
+	hubOpts      []HubOption
+	entries      map[string]*routerEntry
+	order        []string // least recently used first
+}
+
+type routerEntry struct {
+	ready   chan struct{} // closed when the load finished
+	model   Predictor
+	err     error
+	refs    int  // requests using model
+	evicted bool // close model when refs drops to 0
+}
+
+// NewRouter returns a router over DefaultModels with max 2 resident models.
+func NewRouter(opts ...RouterOption) (*Router, error) {
+	r := &Router{
+		models:       DefaultModels(),
+		maxLoaded:    2,
+		defaultModel: ModelEnglish,
+		entries:      map[string]*routerEntry{},
+	}
+	for _, o := range opts {
+		if err := o(r); err != nil {
+			return nil, err
+		}
+	}
+	if r.loader == nil {
+		r.loader = func(ctx context.Context, name, ref string) (Predictor, error) {
+			if IsHubReference(ref) {
+				return LoadHub(ctx, ref, r.hubOpts, r.loadOpts...)
+			}
+			return Load(ctx, ref, r.loadOpts...)
+		}
+	}
+	return r, nil
+}
+
+// Models returns the model table: canonical name → reference.
+func (r *Router) Models() map[string]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string]string, len(r.models))
+	for k, v := range r.models {
+		out[k] = v
+	}
+	return out
+}
+
+// MaxLoaded returns the current residency cap (Attach and Preload raise it).
+func (r *Router) MaxLoaded() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.maxLoaded
+}
+
+// Loaded returns the resident models, least recently used first.
+func (r *Router) Loaded() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.order...)
+}
+
+// touch marks key most recently used. Callers hold mu.
+func (r *Router) touch(key string) {
+	r.removeOrder(key)
+	r.order = append(r.order, key)
+}
+
+func (r *Router) removeOrder(key string) {
+	for i, k := range r.order {
+		if k == key {
+			r.order = append(r.order[:i], r.order[i+1:]...)
+			return
+		}
+	}
+}
+
+// evict drops least recently used models beyond maxLoaded. Callers hold mu.
+func (r *Router) evict() []io.Closer {
+	var closers []io.Closer
+	for len(r.order) > r.maxLoaded {
+		victim := r.order[0]
+		r.order = r.order[1:]
+		if c := r.drop(victim); c != nil {
+			closers = append(closers, c)
+		}
+	}
+	return closers
+}
+
+// drop removes key from the table and returns its model to close now, if it
+// is loaded and unused. Callers hold mu.
+func (r *Router) drop(key string) io.Closer {
+	e := r.entries[key]
+	delete(r.entries, key)
+	if e == nil {
+		return nil
+	}
+	e.evicted = true
+	select {
+	case <-e.ready:
+		if c, ok := e.model.(io.Closer); ok && e.refs == 0 {
+			return c
+		}
+	default: // still loading: the loader's caller releases it
+	}
+	return nil
+}
+
+// sameModel reports whether a loaded entry holds model (compared only when
+// the dynamic type allows ==, so an uncomparable predictor never panics).
+func sameModel(e *routerEntry, model Predictor) bool {
+	select {
+	case <-e.ready:
+	default:
+		return false
+	}
+	if e.model == nil || reflect.TypeOf(e.model) != reflect.TypeOf(model) || !reflect.TypeOf(model).Comparable() {
+		return false
+	}
+	return e.model == model
+}
+
+func closeAll(cs []io.Closer) {
+	for _, c := range cs {
+		c.Close()
+	}
+}
+
+// acquire returns the model for name, loading it if needed, and a release
+// function the caller must call when done with it.
+func (r *Router) acquire(ctx context.Context, name string) (Predictor, func(), error) {
+	key, err := NormaliseModelName(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	r.mu.Lock()
+	e, ok := r.entries[key]
+	if ok {
+		r.touch(key)
+		e.refs++
+		r.mu.Unlock()
+	} else {
+		e = &routerEntry{ready: make(chan struct{}), refs: 1}
+		r.entries[key] = e
+		r.touch(key)
+		ref := r.models[key]
+		closers := r.evict()
+		r.mu.Unlock()
+		closeAll(closers)
+		e.model, e.err = r.loader(ctx, key, ref)
+		if e.err == nil && e.model == nil {
+			e.err = fmt.Errorf("laya: loader returned no model for %s", key)
+		}
+		if e.err != nil {
+			e.err = fmt.Errorf("laya: load model %s (%s): %w", key, ref, e.err)
+			r.mu.Lock()
+			if r.entries[key] == e {
+				delete(r.entries, key)
+				r.removeOrder(key)
+			}
+			r.mu.Unlock()
+		}
+		close(e.ready)
+	}
+	select {
+	case <-e.ready:
+	case <-ctx.Done():
+		r.release(e)
+		return nil, nil, ctx.Err()
+	}
+	if e.err != nil {
+		r.release(e)
+		return nil, nil, e.err
+	}
+	return e.model, func() { r.release(e) }, nil
+}
+
+func (r *Router) release(e *routerEntry) {
+	r.mu.Lock()
+	e.refs--
+	var c io.Closer
+	if e.evicted && e.refs == 0 && e.err == nil {
+		select {
+		case <-e.ready:
+			c, _ = e.model.(io.Closer)
+		default:
+		}
+	}
+	r.mu.Unlock()
+	if c != nil {
+		c.Close()
+	}
+}
+
+// Load returns the model for name (or alias), building it on first use.
+func (r *Router) Load(ctx context.Context, name string) (Predictor, error) {
+	m, release, err := r.acquire(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	release()
+	return m, nil
+}
+
+// Attach registers an already-built model under name instead of loading a
+// second copy, raising the residency cap so it evicts nothing.
+func (r *Router) Attach(name string, model Predictor) error {
+	key, err := NormaliseModelName(name)
+	if err != nil {
+		return err
+	}
+	if model == nil {
+		return fmt.Errorf("laya: Attach(%q, nil); pass a loaded model", name)
+	}
+	e := &routerEntry{ready: make(chan struct{}), model: model}
+	close(e.ready)
+	r.mu.Lock()
+	var old io.Closer
+	if prev := r.entries[key]; prev == nil || !sameModel(prev, model) {
+		old = r.drop(key)
+	} else {
+		e = prev // attaching the resident model again changes nothing
+	}
+	r.entries[key] = e
+	r.touch(key)
+	r.maxLoaded = max(r.maxLoaded, len(r.entries))
+	r.mu.Unlock()
+	if old != nil {
+		old.Close()
+	}
+	return nil
+}
+
+// Preload builds models up front so no request pays a load; with no names it
+// loads every model. The residency cap is raised to hold them together with
+// the models already resident.
+func (r *Router) Preload(ctx context.Context, names ...string) error {
+	r.mu.Lock()
+	if len(names) == 0 {
+		for k := range r.models {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+	}
+	r.mu.Unlock()
+	keys := make([]string, len(names))
+	for i, n := range names {
+		k, err := NormaliseModelName(n)
+		if err != nil {
+			return err
+		}
+		keys[i] = k
+	}
+	r.mu.Lock()
+	union := map[string]bool{}
+	for _, k := range keys {
+		union[k] = true
+	}
+	for k := range r.entries {
+		union[k] = true
+	}
+	r.maxLoaded = max(r.maxLoaded, len(union))
+	r.mu.Unlock()
+	for _, k := range keys {
+		if _, err := r.Load(ctx, k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Unload frees the named models, or all of them with no names.
+func (r *Router) Unload(names ...string) error {
+	r.mu.Lock()
+	var closers []io.Closer
+	if len(names) == 0 {
+		for k := range r.entries {
+			if c := r.drop(k); c != nil {
+				closers = append(closers, c)
+			}
+		}
+		r.order = nil
+	}
+	for _, n := range names {
+		key, err := NormaliseModelName(n)
+		if err != nil {
+			r.mu.Unlock()
+			closeAll(closers)
+			return err
+		}
+		if c := r.drop(key); c != nil {
+			closers = append(closers, c)
+		}
+		r.removeOrder(key)
+	}
+	r.mu.Unlock()
+	closeAll(closers)
+	return nil
+}
+
+func (r *Router) decision(key, reason string, det *lang.Analysis, workflow string) RouteDecision {
+	r.mu.Lock()
+	repo := r.models[key]
+	r.mu.Unlock()
+	return RouteDecision{Model: key, Repo: repo, Reason: reason, Detection: det, Workflow: workflow}
+}
+
+// Route decides which model answers a request, without loading or running
+// anything. The only error is an unknown model name in opts.
+func (r *Router) Route(state State, questions Questions, opts RouteOptions) (RouteDecision, error) {
+	if opts.Model != "" {
+		key, err := NormaliseModelName(opts.Model)
+		if err != nil {
+			return RouteDecision{}, err
+		}
+		return r.decision(key, "explicit model="+pyStrRepr(opts.Model), nil, ""), nil
+	}
+	if opts.Task != "" {
+		task := opts.Task
+		if strings.ReplaceAll(strings.ToLower(task), "-", "_") == "typed_decisions" {
+			task = ModelTypedDecisions
+		}
+		key, err := NormaliseModelName(task)
+		if err != nil {
+			return RouteDecision{}, fmt.Errorf("task %q: %w", opts.Task, err)
+		}
+		return r.decision(key, "explicit task="+pyStrRepr(opts.Task), nil, ""), nil
+	}
+	workflow := MatchTypedDecisionsWorkflow(questions)
+	if workflow != "" && r.autoTask {
+		return r.decision(ModelTypedDecisions, "question ids match the "+pyStrRepr(workflow)+" typed-decisions workflow", nil, workflow), nil
+	}
+	// A blank lang names nothing and falls through, as an abstaining hint does.
+	if en := englishFromCode(opts.Lang); en >= 0 {
+		return r.decision(englishOrMulti(en), "explicit lang="+pyStrRepr(opts.Lang), nil, workflow), nil
+	}
+	for _, hint := range []struct {
+		source string
+		guess  LangGuess
+	}{{"lang_guess", opts.LangGuess}, {"Router(lang_guess=...)", r.langGuess}} {
+		if hint.guess == nil {
+			continue
+		}
+		if en := englishFromCode(hint.guess(state)); en >= 0 {
+			what := "non-English"
+			if en == 1 {
+				what = "English"
+			}
+			return r.decision(englishOrMulti(en), hint.source+": the caller identified this as "+what+" text", nil, workflow), nil
+		}
+	}
+	det := lang.Analyse(state.Value())
+	var key, reason string
+	switch {
+	case det.Script == lang.Unknown:
+		key = r.defaultModel
+		reason = fmt.Sprintf("no letters detected in state; using default (%s)", key)
+	case det.Script != lang.Latin:
+		key = ModelMultilingual
+		reason = fmt.Sprintf("non-Latin script (%s, %.0f%% of letters); the English checkpoint cannot read it", det.Script, 100*det.NonLatinFraction)
+	case !det.IsEnglish && det.Language != "":
+		key = ModelMultilingual
+		reason = "Latin script but language looks like " + pyStrRepr(det.Language) + ", not English"
+	case !det.IsEnglish:
+		// No stopword list covers it: routed on the non-English letters alone.
+		key = ModelMultilingual
+		reason = fmt.Sprintf("Latin script, language not identified but %.0f%% non-English letters; not safe for the English checkpoint", 100*det.DiacriticRate)
+	case det.LanguageUndecided:
+		// Too short, or content words only: no evidence of English either.
+		key = r.defaultModel
+		reason = fmt.Sprintf("Latin script, language not identified and no non-English letters; using default (%s)", key)
+	default:
+		key, reason = ModelEnglish, "English Latin text"
+	}
+	return r.decision(key, reason, &det, workflow), nil
+}
+
+func englishOrMulti(en int) string {
+	if en == 1 {
+		return ModelEnglish
+	}
+	return ModelMultilingual
+}
+
+// RoutedResult is a model's answer together with the routing decision; its
+// JSON is the result's with "routing" added last, as laya-mlx returns it.
+type RoutedResult struct {
+	*Result
+	Routing RouteDecision
+}
+
+// Value returns the result JSON with the "routing" member.
+func (r *RoutedResult) Value() Value {
+	v := r.Result.Value()
+	return ObjectValue(append(append([]Member(nil), v.Members()...), Member{"routing", r.Routing.Value()})...)
+}
+
+// MarshalJSON writes Value in Python's json.dumps form.
+func (r *RoutedResult) MarshalJSON() ([]byte, error) { return r.Value().MarshalJSON() }
+
+// String is the JSON text.
+func (r *RoutedResult) String() string { return r.Value().String() }
+
+// Predict routes the request, loads the chosen model if needed and answers
+// every question on it in one pass.
+func (r *Router) Predict(ctx context.Context, state State, questions Questions, opts RouteOptions) (*RoutedResult, error) {
+	decision, err := r.Route(state, questions, opts)
+	if err != nil {
+		return nil, err
+	}
+	model, release, err := r.acquire(ctx, decision.Model)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	res, err := model.Predict(ctx, state, questions)
+	if err != nil {
+		return nil, err
+	}
+	return &RoutedResult{Result: res, Routing: decision}, nil
+}

@@ -1,0 +1,165 @@
+package laya
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/laya-metal/laya/heads"
+)
+
+// Sequence layout after upstream build_sequence (laya/common.py at 8ef5b2dd), one row
+// per question:
+//
+//	[CLS] "<type> question: <instructions>" [SEP] [MASK] " opt0" [MASK] " opt1" … [SEP] <state> [SEP]
+
+// Budget constants of build_sequence.
+const (
+	maxOptionTokens   = 48 // tokens of one option's text, after its leading space
+	minHeadRoom       = 16 // option budget below which options are squeezed
+	minTokensPerOpt   = 4  // floor of the squeezed per-option cap (the [MASK] included)
+	minQuestionTokens = 8  // the instruction is never cut below this
+)
+
+// tokenEncoder is the tokenizer as build_sequence uses it: Encode is
+// tok(text, add_special_tokens=False)["input_ids"].
+type tokenEncoder interface {
+	Encode(text string) []int
+}
+
+// specialTokens are the ids build_sequence places itself, and the mask literal it scrubs.
+type specialTokens struct {
+	CLS, SEP, MASK int
+	MaskToken      string
+}
+
+// sequenceBuilder turns a state and questions into token rows.
+type sequenceBuilder struct {
+	enc        tokenEncoder
+	sp         specialTokens
+	maxLen     int
+	headMaxLen int
+}
+
+// optionStats is build_sequence's return_stats: how many options the question defines,
+// how many still have a token span of their own, and the per-option cap (0: none).
+type optionStats struct {
+	Options, Distinct, TokensPerOption int
+}
+
+// row is one question's sequence.
+type row struct {
+	IDs          []int
+	Markers      []int
+	QType        heads.QType
+	PrefixLength int // tokens before the state: [CLS] … options [SEP]
+	Options      optionStats
+}
+
+// scrubMask replaces every literal of the mask token with one space, as upstream does to
+// the serialised state, the instructions and each option before tokenizing.
+func (b *sequenceBuilder) scrubMask(s string) string {
+	if b.sp.MaskToken == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, b.sp.MaskToken, " ")
+}
+
+// encodeState serialises and tokenizes the state once for every question. A list state
+// (a conversation) is cut from the left so that its newest turns survive (upstream #224).
+func (b *sequenceBuilder) encodeState(s State) (ids []int, truncateLeft bool) {
+	return b.enc.Encode(b.scrubMask(s.Serialize())), s.isList()
+}
+
+// build is build_sequence with return_stats=True for a tokenized state.
+func (b *sequenceBuilder) build(q *question, stateIDs []int, truncateLeft bool) row {
+	headIDs := b.enc.Encode(q.qtype.String() + " question: " + b.scrubMask(q.instructions))
+	optIDs := make([][]int, len(q.options))
+	for i, opt := range q.options {
+		// The leading space is part of the option text (laya-spec §2.4).
+		text := b.enc.Encode(" " + b.scrubMask(opt))
+		text = text[:min(len(text), maxOptionTokens)]
+		optIDs[i] = append([]int{b.sp.MASK}, text...)
+	}
+	budget := b.headMaxLen - totalLen(optIDs)
+	perOption := 0
+	if budget < minHeadRoom {
+		perOption = max(minTokensPerOpt, floorDiv(b.headMaxLen-minHeadRoom, max(1, len(optIDs))))
+		for i, o := range optIDs {
+			optIDs[i] = o[:min(len(o), perOption)]
+		}
+		budget = b.headMaxLen - totalLen(optIDs)
+	}
+	headIDs = headIDs[:min(len(headIDs), max(minQuestionTokens, budget))]
+
+	ids := make([]int, 0, b.maxLen+1)
+	ids = append(ids, b.sp.CLS)
+	ids = append(ids, headIDs...)
+	ids = append(ids, b.sp.SEP)
+	markers := make([]int, 0, len(optIDs))
+	for _, o := range optIDs {
+		markers = append(markers, len(ids))
+		ids = append(ids, o...)
+	}
+	ids = append(ids, b.sp.SEP)
+	prefix := len(ids)
+
+	room := max(0, b.maxLen-len(ids)-1)
+	var st []int
+	if truncateLeft {
+		// Not state[-room:]: with room 0 that would be the whole state (upstream #112).
+		st = stateIDs[max(0, len(stateIDs)-room):]
+	} else {
+		st = stateIDs[:min(len(stateIDs), room)]
+	}
+	ids = append(ids, st...)
+	ids = append(ids, b.sp.SEP)
+	if b.maxLen >= 0 && len(ids) > b.maxLen {
+		ids = ids[:b.maxLen]
+	}
+	kept := markers[:0]
+	for _, m := range markers {
+		if m < b.maxLen {
+			kept = append(kept, m)
+		}
+	}
+	return row{
+		IDs:          ids,
+		Markers:      kept,
+		QType:        q.qtype,
+		PrefixLength: min(prefix, len(ids)),
+		Options:      optionStats{Options: len(optIDs), Distinct: distinctSpans(optIDs), TokensPerOption: perOption},
+	}
+}
+
+// distinctSpans counts the options whose capped token spans differ: two options that
+// share a prefix can collapse into the same span once squeezed (upstream #538).
+func distinctSpans(optIDs [][]int) int {
+	seen := make(map[string]bool, len(optIDs))
+	var key strings.Builder
+	for _, o := range optIDs {
+		key.Reset()
+		for _, id := range o {
+			key.WriteString(strconv.Itoa(id))
+			key.WriteByte(',')
+		}
+		seen[key.String()] = true
+	}
+	return len(seen)
+}
+
+func totalLen(spans [][]int) int {
+	n := 0
+	for _, s := range spans {
+		n += len(s)
+	}
+	return n
+}
+
+// floorDiv is Python's // on ints.
+func floorDiv(a, b int) int {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}

@@ -1,0 +1,191 @@
+package laya
+
+import (
+	"errors"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/laya-metal/laya/heads"
+	"github.com/laya-metal/laya/tokenizer"
+)
+
+// goldenBuilder is the sequence builder for a golden checkpoint: its real tokenizer and
+// the max_len/head_max_len upstream ran with.
+func goldenBuilder(t *testing.T, name string) sequenceBuilder {
+	t.Helper()
+	tok, sp, err := tokenizer.LoadDir(filepath.Join("testdata", "oracle", "checkpoints", name, "tokenizer"))
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	cfg := readRequestGolden(t, name, "cases.json").MustGet("load").MustGet("cfg")
+	return sequenceBuilder{
+		enc:        tok,
+		sp:         specialTokens{CLS: sp.CLS, SEP: sp.SEP, MASK: sp.MASK, MaskToken: sp.MaskToken},
+		maxLen:     int(cfg.MustGet("max_len").float()),
+		headMaxLen: int(cfg.MustGet("head_max_len").float()),
+	}
+}
+
+// TestSequenceGoldens rebuilds every golden row from the request: the full state ids,
+// each row's input_ids, markers, length, prefix_length, option stats, bucket and
+// temperature.
+func TestSequenceGoldens(t *testing.T) {
+	for _, name := range requestCheckpoints {
+		b := goldenBuilder(t, name)
+		temps := goldenTemperatures(t, name)
+		a := &Agent{builder: b, temps: temps}
+		for _, c := range loadRequestCases(t, name) {
+			where := name + "/" + c.name
+			qs, err := questionsFromValue(c.request.MustGet("questions"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			prepared, err := prepareQuestions(qs)
+			if err != nil {
+				t.Fatalf("%s: %v", where, err)
+			}
+			state := ValueState(c.request.MustGet("state"))
+			stateIDs, left := b.encodeState(state)
+			if !slices.Equal(stateIDs, c.stateIDs) || left != c.truncateLeft {
+				t.Errorf("%s: state ids (left=%v)\n got %v\nwant %v", where, left, stateIDs, c.stateIDs)
+			}
+			rows, err := a.buildRows(state, prepared)
+			if err != nil {
+				t.Fatalf("%s: %v", where, err)
+			}
+			for i, r := range rows {
+				g := c.rows[i]
+				w := where + "/" + g.qid
+				if !slices.Equal(r.IDs, g.inputIDs) {
+					t.Errorf("%s: input_ids\n got %v\nwant %v", w, r.IDs, g.inputIDs)
+				}
+				if !slices.Equal(r.Markers, g.markers) || len(r.IDs) != g.length || r.PrefixLength != g.prefixLength {
+					t.Errorf("%s: markers %v len %d prefix %d, want %v %d %d", w, r.Markers, len(r.IDs), r.PrefixLength, g.markers, g.length, g.prefixLength)
+				}
+				if r.Options != g.options {
+					t.Errorf("%s: option stats %+v, want %+v", w, r.Options, g.options)
+				}
+				temp, bucket := temps.For(r.QType, len(r.Markers))
+				if bucket != g.bucket || temp != g.temperature {
+					t.Errorf("%s: bucket %s T %v, want %s %v", w, bucket, temp, g.bucket, g.temperature)
+				}
+			}
+		}
+	}
+}
+
+// TestTooManyOptionsGolden checks errors.json's too_many_options: the options overflow
+// max_len, which only tokenizing reveals.
+func TestTooManyOptionsGolden(t *testing.T) {
+	for _, name := range requestCheckpoints {
+		a := &Agent{builder: goldenBuilder(t, name)}
+		for _, c := range readRequestGolden(t, name, "errors.json").MustGet("cases").Items() {
+			if c.MustGet("name").Str() != "too_many_options" {
+				continue
+			}
+			req := c.MustGet("request")
+			qs, _ := questionsFromValue(req.MustGet("questions"))
+			prepared, err := prepareQuestions(qs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = a.buildRows(ValueState(req.MustGet("state")), prepared)
+			want := c.MustGet("message").Str()
+			if err == nil || err.Error() != want {
+				t.Errorf("%s: err %v, want %q", name, err, want)
+			}
+			if !errors.Is(err, ErrTooManyOptions) || !errors.Is(err, ErrInvalidQuestion) {
+				t.Errorf("%s: %v does not match ErrTooManyOptions and ErrInvalidQuestion", name, err)
+			}
+		}
+	}
+}
+
+// charEncoder is a stand-in tokenizer: one id per byte, so budgets are easy to reason about.
+type charEncoder struct{}
+
+func (charEncoder) Encode(s string) []int {
+	ids := make([]int, len(s))
+	for i := range len(s) {
+		ids[i] = int(s[i])
+	}
+	return ids
+}
+
+// TestBuildRules checks build_sequence's budget and truncation rules on a byte tokenizer
+// (ids 1000+ are specials). Expected layouts are worked out from upstream's code.
+func TestBuildRules(t *testing.T) {
+	const cls, sep, mask = 1001, 1002, 1004
+	b := sequenceBuilder{enc: charEncoder{}, sp: specialTokens{CLS: cls, SEP: sep, MASK: mask, MaskToken: "<m>"}}
+	noul := &question{qtype: heads.Noul, instructions: "q<m>", options: []string{"n", "y"}}
+
+	t.Run("layout", func(t *testing.T) {
+		b.maxLen, b.headMaxLen = 64, 40
+		r := b.build(noul, []int{'s', 't'}, false)
+		// "noul question: q " is 17 bytes (the mask literal became a space).
+		want := []int{cls}
+		want = append(want, charEncoder{}.Encode("noul question: q ")...)
+		want = append(want, sep, mask, ' ', 'n', mask, ' ', 'y', sep, 's', 't', sep)
+		if !slices.Equal(r.IDs, want) || !slices.Equal(r.Markers, []int{19, 22}) || r.PrefixLength != 26 {
+			t.Errorf("got %v markers %v prefix %d", r.IDs, r.Markers, r.PrefixLength)
+		}
+	})
+	t.Run("right truncation keeps the head", func(t *testing.T) {
+		b.maxLen, b.headMaxLen = 30, 40
+		r := b.build(noul, []int{'a', 'b', 'c', 'd', 'e', 'f'}, false)
+		// prefix 26, room = 30 − 26 − 1 = 3.
+		if got := r.IDs[26:]; !slices.Equal(got, []int{'a', 'b', 'c', sep}) {
+			t.Errorf("state part %v", got)
+		}
+	})
+	t.Run("left truncation keeps the tail", func(t *testing.T) {
+		r := b.build(noul, []int{'a', 'b', 'c', 'd', 'e', 'f'}, true)
+		if got := r.IDs[26:]; !slices.Equal(got, []int{'d', 'e', 'f', sep}) {
+			t.Errorf("state part %v", got)
+		}
+	})
+	t.Run("no room keeps no state", func(t *testing.T) {
+		b.maxLen = 27 // room = 0: the new form st[len:] is empty, not the whole state
+		for _, left := range []bool{false, true} {
+			r := b.build(noul, []int{'a', 'b'}, left)
+			if !slices.Equal(r.IDs[26:], []int{sep}) {
+				t.Errorf("left=%v: state part %v", left, r.IDs[26:])
+			}
+		}
+	})
+	t.Run("prefix past max_len drops markers", func(t *testing.T) {
+		b.maxLen = 21 // the second marker (22) is cut
+		r := b.build(noul, nil, false)
+		if len(r.IDs) != 21 || !slices.Equal(r.Markers, []int{19}) {
+			t.Errorf("ids %d markers %v", len(r.IDs), r.Markers)
+		}
+	})
+	t.Run("squeeze", func(t *testing.T) {
+		b.maxLen, b.headMaxLen = 200, 30
+		q := &question{qtype: heads.Choice, instructions: "pick one of these please",
+			options: []string{"alpha beta", "alpha bet", "gamma"}}
+		r := b.build(q, nil, false)
+		// Options are 11, 10 and 6 tokens: budget 30 − 27 = 3 < 16, so per = max(4, 14/3) = 4:
+		// [MASK] " alp" twice (collapsed) and [MASK] " gam"; the instruction keeps
+		// max(8, 30 − 12) = 18 of its "choice question: …" tokens.
+		if r.Options != (optionStats{Options: 3, Distinct: 2, TokensPerOption: 4}) {
+			t.Errorf("stats %+v", r.Options)
+		}
+		if !slices.Equal(r.Markers, []int{20, 24, 28}) {
+			t.Errorf("markers %v", r.Markers)
+		}
+	})
+	t.Run("option text capped at 48 tokens", func(t *testing.T) {
+		b.maxLen, b.headMaxLen = 400, 300
+		long := make([]byte, 100)
+		for i := range long {
+			long[i] = 'x'
+		}
+		q := &question{qtype: heads.Choice, instructions: "i", options: []string{string(long), "b"}}
+		r := b.build(q, nil, false)
+		if r.Markers[1]-r.Markers[0] != 49 {
+			t.Errorf("first option spans %d tokens, want 49 ([MASK] + 48)", r.Markers[1]-r.Markers[0])
+		}
+	})
+}

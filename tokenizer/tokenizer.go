@@ -1,0 +1,315 @@
+package tokenizer
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"unicode/utf8"
+)
+
+// Tokenizer encodes text to ids as the Hugging Face tokenizer.json it was
+// loaded from does. It is immutable after loading (apart from an internal,
+// synchronized word cache) and safe for concurrent use.
+type Tokenizer struct {
+	normalizer normalizer // nil: identity
+	pre        preTokenizer
+	model      *bpe
+	post       postProcessor // nil: no special tokens are added
+	decoder    decoder       // nil: tokens joined with spaces
+
+	// added holds the added tokens with their final ids and flags.
+	added []addedToken
+	// addedByContent and addedByID index added.
+	addedByContent map[string]int
+	addedByID      map[int]int
+	special        map[string]bool
+	raw            *matcher // tokens with normalized=false, on raw text
+	norm           *matcher // tokens with normalized=true, on normalized text
+
+	size int // len(tokenizer) in Python
+}
+
+type fileJSON struct {
+	Version       string          `json:"version"`
+	AddedTokens   []addedToken    `json:"added_tokens"`
+	Normalizer    json.RawMessage `json:"normalizer"`
+	PreTokenizer  json.RawMessage `json:"pre_tokenizer"`
+	PostProcessor json.RawMessage `json:"post_processor"`
+	Decoder       json.RawMessage `json:"decoder"`
+	Model         json.RawMessage `json:"model"`
+	Truncation    json.RawMessage `json:"truncation"`
+	Padding       *paddingJSON    `json:"padding"`
+}
+
+type paddingJSON struct {
+	PadToken *string `json:"pad_token"`
+	PadID    *int    `json:"pad_id"`
+}
+
+// Load reads a tokenizer.json file.
+func Load(path string) (*Tokenizer, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: %w", err)
+	}
+	t, err := fromJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: %s: %w", path, err)
+	}
+	return t, nil
+}
+
+// FromJSON builds a tokenizer from the contents of a tokenizer.json file.
+func FromJSON(data []byte) (*Tokenizer, error) {
+	t, err := fromJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: %w", err)
+	}
+	return t, nil
+}
+
+func fromJSON(data []byte) (*Tokenizer, error) {
+	t, _, err := parse(data)
+	return t, err
+}
+
+// parse also returns the decoded file, for LoadDir's fallbacks.
+func parse(data []byte) (*Tokenizer, *fileJSON, error) {
+	var f fileJSON
+	if err := json.Unmarshal(data, &f); err != nil {
+		return nil, nil, fmt.Errorf("%v: %w", err, ErrInvalid)
+	}
+	if f.Version != "" && f.Version != "1.0" {
+		return nil, nil, fmt.Errorf("version %q, want \"1.0\": %w", f.Version, ErrUnsupported)
+	}
+	t := &Tokenizer{}
+	var err error
+	if t.model, err = newModel(f.Model); err != nil {
+		return nil, nil, err
+	}
+	if t.normalizer, err = newNormalizer(f.Normalizer, "normalizer"); err != nil {
+		return nil, nil, err
+	}
+	if t.pre, err = newPreTokenizer(f.PreTokenizer, "pre_tokenizer"); err != nil {
+		return nil, nil, err
+	}
+	if t.decoder, err = newDecoder(f.Decoder, "decoder"); err != nil {
+		return nil, nil, err
+	}
+	t.addAddedTokens(f.AddedTokens)
+	// The post-processor resolves its special tokens by id from the file,
+	// so it is built last.
+	if t.post, err = newPostProcessor(f.PostProcessor, "post_processor", t); err != nil {
+		return nil, nil, err
+	}
+	vocab := make(map[string]struct{}, len(t.model.vocab)+len(t.added))
+	for tok := range t.model.vocab {
+		vocab[tok] = struct{}{}
+	}
+	for tok := range t.addedByContent {
+		vocab[tok] = struct{}{}
+	}
+	t.size = len(vocab)
+	return t, &f, nil
+}
+
+// addAddedTokens replays how tokenizers deserializes "added_tokens": one
+// token at a time through add_tokens, which keeps the vocabulary id of a
+// token already in the model and otherwise gives the next free id. The ids
+// written in the file are only checked upstream (with a warning), never used.
+func (t *Tokenizer) addAddedTokens(list []addedToken) {
+	t.addedByContent = map[string]int{}
+	t.addedByID = map[int]int{}
+	t.special = map[string]bool{}
+	var specialOrder, plainOrder []int // indexes into t.added, in insertion order
+	maxID := -1
+	vocabSize := len(t.model.vocab)
+	for _, tok := range list {
+		if tok.Content == "" {
+			continue
+		}
+		if tok.Special && !t.special[tok.Content] {
+			t.special[tok.Content] = true
+		}
+		dup := false
+		for _, have := range t.added {
+			if have.Content == tok.Content && have.SingleWord == tok.SingleWord && have.LStrip == tok.LStrip &&
+				have.RStrip == tok.RStrip && have.isNormalized() == tok.isNormalized() && have.Special == tok.Special {
+				dup = true
+				break
+			}
+		}
+		if dup {
+			continue
+		}
+		id, ok := -1, false
+		if i, found := t.addedByContent[tok.Content]; found {
+			id, ok = t.added[i].ID, true
+		} else if vid, found := t.model.vocab[tok.Content]; found {
+			id, ok = vid, true
+		}
+		if !ok {
+			switch {
+			case maxID < 0:
+				id = vocabSize
+			case maxID >= vocabSize || vocabSize == 0:
+				id = maxID + 1
+			default:
+				id = vocabSize
+			}
+		}
+		tok.ID = id
+		if id > maxID {
+			maxID = id
+		}
+		idx, exists := t.addedByID[id]
+		if exists {
+			t.added[idx] = tok
+		} else {
+			idx = len(t.added)
+			t.added = append(t.added, tok)
+			t.addedByID[id] = idx
+		}
+		t.addedByContent[tok.Content] = idx
+		if t.special[tok.Content] {
+			specialOrder = append(specialOrder, idx)
+		} else {
+			plainOrder = append(plainOrder, idx)
+		}
+	}
+	// refresh_added_tokens: special tokens first, then the others; the
+	// normalized ones are matched by their normalized form.
+	t.raw, t.norm = newMatcher(), newMatcher()
+	for _, idx := range append(specialOrder, plainOrder...) {
+		tok := t.added[idx]
+		if tok.isNormalized() {
+			pat := tok.Content
+			if t.normalizer != nil {
+				pat = t.normalizer.normalize(pat)
+			}
+			t.norm.add(pat, idx)
+		} else {
+			t.raw.add(tok.Content, idx)
+		}
+	}
+}
+
+// Encode returns the ids of text without special tokens: Python's
+// tok(text, add_special_tokens=False)["input_ids"]. Invalid UTF-8 is first
+// replaced with U+FFFD, since the Rust core only ever sees valid strings.
+func (t *Tokenizer) Encode(text string) []int {
+	return t.encode(text, nil)
+}
+
+// EncodeWithSpecial returns the ids of text with the post-processor's
+// special tokens, e.g. [CLS] ... [SEP]: tok(text)["input_ids"].
+func (t *Tokenizer) EncodeWithSpecial(text string) []int {
+	ids := t.encode(text, nil)
+	if t.post == nil {
+		return ids
+	}
+	return t.post.single(ids)
+}
+
+// Tokens returns the token strings of Encode(text), as
+// tok.convert_ids_to_tokens would name them.
+func (t *Tokenizer) Tokens(text string) []string {
+	ids := t.Encode(text)
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i], _ = t.Token(id)
+	}
+	return out
+}
+
+func (t *Tokenizer) encode(text string, ids []int) []int {
+	if !utf8.ValidString(text) {
+		text = strings.ToValidUTF8(text, "\uFFFD")
+	}
+	var pieces []piece
+	t.raw.split(text, t.added, func(rawText string, rawOff, tok int) {
+		if tok >= 0 {
+			ids = t.flush(pieces, ids)
+			pieces = pieces[:0]
+			ids = append(ids, t.added[tok].ID)
+			return
+		}
+		if rawText == "" {
+			return
+		}
+		normText := rawText
+		if t.normalizer != nil {
+			normText = t.normalizer.normalize(rawText)
+		}
+		t.norm.split(normText, t.added, func(s string, off, tok int) {
+			if tok >= 0 {
+				ids = t.flush(pieces, ids)
+				pieces = pieces[:0]
+				ids = append(ids, t.added[tok].ID)
+				return
+			}
+			if s != "" {
+				pieces = append(pieces, piece{text: s, first: rawOff == 0 && off == 0})
+			}
+		})
+	})
+	return t.flush(pieces, ids)
+}
+
+// flush pre-tokenizes and tokenizes the pending pieces.
+func (t *Tokenizer) flush(pieces []piece, ids []int) []int {
+	if len(pieces) == 0 {
+		return ids
+	}
+	words := pieces
+	if t.pre != nil {
+		words = t.pre.preTokenize(pieces, nil)
+	}
+	for _, w := range words {
+		ids = t.model.tokenize(w.text, ids)
+	}
+	return ids
+}
+
+// TokenID returns the id of a token string, added tokens first.
+func (t *Tokenizer) TokenID(token string) (int, bool) {
+	if i, ok := t.addedByContent[token]; ok {
+		return t.added[i].ID, true
+	}
+	id, ok := t.model.vocab[token]
+	return id, ok
+}
+
+// Token returns the token string of an id, added tokens first.
+func (t *Tokenizer) Token(id int) (string, bool) {
+	if i, ok := t.addedByID[id]; ok {
+		return t.added[i].Content, true
+	}
+	s, ok := t.model.vocabR[id]
+	return s, ok
+}
+
+// Len is len(tokenizer) in Python: the model vocabulary plus the added
+// tokens that are not in it.
+func (t *Tokenizer) Len() int { return t.size }
+
+// IsSpecial reports whether token is an added token marked special.
+func (t *Tokenizer) IsSpecial(token string) bool { return t.special[token] }
+
+// Decode turns ids back into text through the file's decoder, keeping
+// special tokens (Python's decode with skip_special_tokens=False). Unknown
+// ids are skipped. It is meant for debugging: lstrip tokens and
+// normalization make it lossy.
+func (t *Tokenizer) Decode(ids []int) string {
+	tokens := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if s, ok := t.Token(id); ok {
+			tokens = append(tokens, s)
+		}
+	}
+	if t.decoder == nil {
+		return strings.Join(tokens, " ")
+	}
+	return strings.Join(t.decoder.decodeChain(tokens), "")
+}

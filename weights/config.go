@@ -1,0 +1,482 @@
+package weights
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// LayerKind is the attention kind of one encoder layer.
+type LayerKind uint8
+
+const (
+	// FullAttention layers attend to the whole row and use the "full" RoPE θ.
+	FullAttention LayerKind = iota
+	// SlidingAttention layers attend within ±LocalAttention/2 and use the
+	// "sliding" RoPE θ.
+	SlidingAttention
+)
+
+// String returns the transformers spelling ("full_attention", "sliding_attention").
+func (k LayerKind) String() string {
+	switch k {
+	case FullAttention:
+		return "full_attention"
+	case SlidingAttention:
+		return "sliding_attention"
+	}
+	return fmt.Sprintf("LayerKind(%d)", uint8(k))
+}
+
+// EncoderConfig is the part of encoder/config.json (a transformers
+// ModernBertConfig) that the forward pass needs, resolved: defaults
+// applied, per-layer kinds and RoPE bases worked out.
+type EncoderConfig struct {
+	VocabSize, HiddenSize, IntermediateSize, NumLayers, NumHeads, MaxPositionEmbeddings, LocalAttention int
+	NormEps                                                                                             float64
+	LayerKinds                                                                                          []LayerKind // len NumLayers
+	RopeThetaFull, RopeThetaSliding                                                                     float64
+	PadTokenID                                                                                          int // informational; -1 when absent or null
+	ModelType                                                                                           string
+}
+
+// HeadDim is the width of one encoder attention head.
+func (c EncoderConfig) HeadDim() int {
+	if c.NumHeads <= 0 {
+		return 0
+	}
+	return c.HiddenSize / c.NumHeads
+}
+
+// RopeTheta is the RoPE base of the given layer, by its kind.
+func (c EncoderConfig) RopeTheta(layer int) float64 {
+	if layer >= 0 && layer < len(c.LayerKinds) && c.LayerKinds[layer] == SlidingAttention {
+		return c.RopeThetaSliding
+	}
+	return c.RopeThetaFull
+}
+
+// AgentConfig is rl_agent_config.json: the decision-head shape, the
+// sequence budgets and the calibration temperatures.
+type AgentConfig struct {
+	EncoderID                      string // "encoder": informational
+	HeadLayers, MaxLen, HeadMaxLen int
+	ActCosts                       []string // keys in file order
+	NAct                           int      // len(ActCosts)+1
+	// Temperature is the effective (clamped) per-type temperature, index 0
+	// choice, 1 score, 2 noul.
+	Temperature    [3]float64
+	TemperatureRaw []json.RawMessage // as shipped ([1.0, 1.0, 1.0] when absent)
+	// TemperatureByOptions maps a bucket ("choice:3-5") to its effective
+	// temperature; it overrides Temperature for that bucket.
+	TemperatureByOptions     map[string]float64
+	TemperatureByOptionsRaw  map[string]json.RawMessage
+	TemperatureByOptionsKeys []string // file order
+	// Warnings holds the load warnings upstream emits (the temperature
+	// clamp), in its exact wording.
+	Warnings []string
+}
+
+// HeadConfig is the derived shape of the decision head and readouts.
+type HeadConfig struct {
+	Dim       int // = encoder hidden size
+	Layers    int // TransformerEncoderLayers
+	Heads     int // max(1, Dim/64): oracle README fact 2
+	HeadDim   int // Dim/Heads
+	FFN       int // 4·Dim
+	ActHidden int // 256
+	NAct      int
+}
+
+// Calibration limits of upstream's clamp_temperature (laya-spec §3.5).
+const (
+	TempMin = 0.5
+	TempMax = 5.0
+)
+
+// Defaults of rl_agent_config.json fields (laya-spec §1.3).
+const (
+	DefaultMaxLen     = 512
+	DefaultHeadMaxLen = 192
+)
+
+// ClampTemperature is upstream's clamp_temperature on a JSON value: Python
+// float() (numbers, bools, numeric strings incl. "NaN"/"inf"/" 2 "), 1.0
+// when that fails or gives a non-finite value, else clamped to [0.5, 5].
+func ClampTemperature(raw json.RawMessage) float64 {
+	t, ok := pyFloat(raw)
+	if !ok || math.IsNaN(t) || math.IsInf(t, 0) {
+		return 1.0
+	}
+	return math.Min(TempMax, math.Max(TempMin, t))
+}
+
+// problems collects every validation failure of one load.
+type problems struct{ list []error }
+
+func (p *problems) add(format string, args ...any) {
+	p.list = append(p.list, fmt.Errorf(format, args...))
+}
+
+func (p *problems) addErr(err error) { p.list = append(p.list, err) }
+
+// ParseAgentConfig parses rl_agent_config.json. It returns what it could
+// resolve together with every rule broken (nil when valid); the
+// max_position_embeddings bound is checked by LoadCheckpoint.
+func ParseAgentConfig(data []byte) (AgentConfig, []error) {
+	var p problems
+	cfg := parseAgentConfig(data, &p)
+	return cfg, p.list
+}
+
+func parseAgentConfig(data []byte, p *problems) AgentConfig {
+	var cfg AgentConfig
+	_, fields, err := pyObject(pyJSONCompat(data))
+	if err != nil {
+		p.add("rl_agent_config.json: invalid JSON: %v", err)
+		return cfg
+	}
+	// Required keys (laya-mlx Agent.__init__; upstream _verify_compatibility).
+	if raw, ok := fields["encoder"]; !ok {
+		p.add("rl_agent_config.json: missing required key \"encoder\"")
+	} else {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			cfg.EncoderID = s
+		}
+	}
+	if raw, ok := fields["head_layers"]; !ok {
+		p.add("rl_agent_config.json: missing required key \"head_layers\"")
+	} else if n, ok := jsonInt(raw); !ok || n < 1 {
+		p.add("rl_agent_config.json: head_layers = %s, want a positive integer", truncate(raw))
+	} else {
+		cfg.HeadLayers = n
+	}
+	cfg.MaxLen = intField(fields, "max_len", DefaultMaxLen, "rl_agent_config.json", p)
+	cfg.HeadMaxLen = intField(fields, "head_max_len", DefaultHeadMaxLen, "rl_agent_config.json", p)
+	if !(4 < cfg.HeadMaxLen && cfg.HeadMaxLen < cfg.MaxLen) {
+		p.add("rl_agent_config.json: need 4 < head_max_len < max_len, have head_max_len %d, max_len %d", cfg.HeadMaxLen, cfg.MaxLen)
+	}
+
+	// n_act = len(cfg["act_costs"]) + 1 (upstream build_model): required.
+	if raw, ok := fields["act_costs"]; !ok {
+		p.add("rl_agent_config.json: missing required key \"act_costs\"")
+	} else if ks, _, err := pyObject(raw); err == nil {
+		cfg.ActCosts = ks
+	} else if items, ok := pyArray(raw); ok {
+		for _, it := range items {
+			cfg.ActCosts = append(cfg.ActCosts, pyRepr(it))
+		}
+	} else {
+		p.add("rl_agent_config.json: act_costs = %s, want an object", truncate(raw))
+	}
+	cfg.NAct = len(cfg.ActCosts) + 1
+
+	parseTemperatures(&cfg, fields, p)
+	return cfg
+}
+
+// parseTemperatures applies clamp_temperature to every entry and builds
+// upstream's warning (laya/agent.py: by-options entries first in file
+// order, then temperature[i]; "%s=%r -> %g").
+func parseTemperatures(cfg *AgentConfig, fields map[string]json.RawMessage, p *problems) {
+	cfg.Temperature = [3]float64{1, 1, 1}
+	cfg.TemperatureRaw = []json.RawMessage{json.RawMessage("1.0"), json.RawMessage("1.0"), json.RawMessage("1.0")}
+	cfg.TemperatureByOptions = map[string]float64{}
+	cfg.TemperatureByOptionsRaw = map[string]json.RawMessage{}
+	if raw, ok := fields["temperature"]; ok {
+		items, isList := pyArray(raw)
+		if !isList || len(items) != 3 {
+			p.add("rl_agent_config.json: temperature = %s, want a list of 3 values (choice, score, noul)", truncate(raw))
+		} else {
+			cfg.TemperatureRaw = items
+		}
+	}
+	if raw, ok := fields["temperature_by_options"]; ok && string(raw) != "null" {
+		keys, values, err := pyObject(raw)
+		if err != nil {
+			p.add("rl_agent_config.json: temperature_by_options = %s, want an object", truncate(raw))
+		} else {
+			cfg.TemperatureByOptionsKeys = keys
+			cfg.TemperatureByOptionsRaw = values
+		}
+	}
+	type entry struct {
+		name string
+		raw  json.RawMessage
+	}
+	var entries []entry
+	for _, k := range cfg.TemperatureByOptionsKeys {
+		raw := cfg.TemperatureByOptionsRaw[k]
+		cfg.TemperatureByOptions[k] = ClampTemperature(raw)
+		entries = append(entries, entry{k, raw})
+	}
+	for i, raw := range cfg.TemperatureRaw {
+		if i < 3 {
+			cfg.Temperature[i] = ClampTemperature(raw)
+		}
+		entries = append(entries, entry{"temperature[" + strconv.Itoa(i) + "]", raw})
+	}
+	var rejected []string
+	for _, e := range entries {
+		applied := ClampTemperature(e.raw)
+		if f, ok := pyFloat(e.raw); ok && f == applied {
+			continue
+		}
+		rejected = append(rejected, fmt.Sprintf("%s=%s -> %s", e.name, pyRepr(e.raw), pyG(applied)))
+	}
+	if len(rejected) > 0 {
+		cfg.Warnings = append(cfg.Warnings, fmt.Sprintf(
+			"laya: this checkpoint ships invalid temperatures or values outside [%s, %s]; using %s. "+
+				"Treat confidence from the affected entries as uncalibrated.",
+			pyG(TempMin), pyG(TempMax), strings.Join(rejected, ", ")))
+	}
+}
+
+// ModernBertConfig defaults (transformers ModernBertConfig.__init__), used
+// for keys a config leaves out, as transformers does.
+var modernBertDefaults = struct {
+	vocab, hidden, intermediate, layers, heads, maxPos, local, globalEvery int
+	normEps, globalTheta, localTheta                                       float64
+}{50368, 768, 1152, 22, 12, 8192, 128, 3, 1e-5, 160000, 10000}
+
+// ParseEncoderConfig parses encoder/config.json and resolves layer kinds
+// and RoPE bases; it returns every rule broken (nil when valid).
+func ParseEncoderConfig(data []byte) (EncoderConfig, []error) {
+	var p problems
+	cfg := parseEncoderConfig(data, &p)
+	return cfg, p.list
+}
+
+func parseEncoderConfig(data []byte, p *problems) EncoderConfig {
+	const file = "encoder/config.json"
+	d := modernBertDefaults
+	cfg := EncoderConfig{PadTokenID: -1}
+	_, fields, err := pyObject(pyJSONCompat(data))
+	if err != nil {
+		p.add("%s: invalid JSON: %v", file, err)
+		return cfg
+	}
+	if raw, ok := fields["model_type"]; !ok || json.Unmarshal(raw, &cfg.ModelType) != nil || cfg.ModelType != "modernbert" {
+		p.add("%s: model_type = %s, want \"modernbert\"", file, orMissing(raw, ok))
+	}
+	positive := func(key string, def int) int {
+		v := intField(fields, key, def, file, p)
+		if v < 1 {
+			p.add("%s: %s = %d, want a positive integer", file, key, v)
+		}
+		return v
+	}
+	cfg.VocabSize = positive("vocab_size", d.vocab)
+	cfg.HiddenSize = positive("hidden_size", d.hidden)
+	cfg.IntermediateSize = positive("intermediate_size", d.intermediate)
+	cfg.NumLayers = positive("num_hidden_layers", d.layers)
+	cfg.NumHeads = positive("num_attention_heads", d.heads)
+	cfg.MaxPositionEmbeddings = positive("max_position_embeddings", d.maxPos)
+	cfg.LocalAttention = positive("local_attention", d.local)
+	if raw, ok := fields["pad_token_id"]; ok {
+		if n, ok := jsonInt(raw); ok {
+			cfg.PadTokenID = n
+		}
+	} else {
+		cfg.PadTokenID = 50283 // transformers' default
+	}
+
+	cfg.NormEps = d.normEps
+	if raw, ok := fields["norm_eps"]; ok {
+		if f, ok := jsonNumber(raw); ok && f > 0 && !math.IsInf(f, 0) {
+			cfg.NormEps = f
+		} else {
+			p.add("%s: norm_eps = %s, want a positive number", file, truncate(raw))
+		}
+	}
+	if raw, ok := fields["hidden_activation"]; ok {
+		var act string
+		if json.Unmarshal(raw, &act) != nil || act != "gelu" {
+			p.add("%s: hidden_activation = %s, only \"gelu\" is supported", file, truncate(raw))
+		}
+	}
+	// The forward pass has no encoder biases, like every Laya checkpoint.
+	for _, key := range []string{"norm_bias", "attention_bias", "mlp_bias"} {
+		if raw, ok := fields[key]; ok && string(raw) != "false" && string(raw) != "null" {
+			p.add("%s: %s = %s, only false is supported", file, key, truncate(raw))
+		}
+	}
+	if cfg.NumHeads > 0 && cfg.HiddenSize > 0 {
+		if cfg.HiddenSize%cfg.NumHeads != 0 || (cfg.HiddenSize/cfg.NumHeads)%2 != 0 {
+			p.add("%s: head_dim = hidden_size/num_attention_heads = %d/%d must be an even integer", file, cfg.HiddenSize, cfg.NumHeads)
+		}
+	}
+
+	cfg.LayerKinds = resolveLayerKinds(fields, cfg.NumLayers, d.globalEvery, file, p)
+	cfg.RopeThetaFull, cfg.RopeThetaSliding = resolveRope(fields, d.globalTheta, d.localTheta, file, p)
+	return cfg
+}
+
+// resolveLayerKinds reads layer_types, or applies transformers' rule
+// "sliding_attention if i % global_attn_every_n_layers else full_attention".
+func resolveLayerKinds(fields map[string]json.RawMessage, n, defEvery int, file string, p *problems) []LayerKind {
+	if n < 1 || n > 1<<16 {
+		return nil
+	}
+	kinds := make([]LayerKind, n)
+	if raw, ok := fields["layer_types"]; ok && string(raw) != "null" {
+		items, isList := pyArray(raw)
+		if !isList || len(items) != n {
+			p.add("%s: layer_types = %s, want a list of num_hidden_layers = %d kinds", file, truncate(raw), n)
+			return kinds
+		}
+		for i, it := range items {
+			var s string
+			_ = json.Unmarshal(it, &s)
+			switch s {
+			case "full_attention":
+				kinds[i] = FullAttention
+			case "sliding_attention":
+				kinds[i] = SlidingAttention
+			default:
+				p.add("%s: layer_types[%d] = %s, want \"full_attention\" or \"sliding_attention\"", file, i, truncate(it))
+			}
+		}
+		return kinds
+	}
+	every := intField(fields, "global_attn_every_n_layers", defEvery, file, p)
+	if every < 1 {
+		p.add("%s: global_attn_every_n_layers = %d, want a positive integer", file, every)
+		return kinds
+	}
+	for i := range kinds {
+		if i%every != 0 {
+			kinds[i] = SlidingAttention
+		}
+	}
+	return kinds
+}
+
+// resolveRope reads rope_parameters (transformers 5: one entry per layer
+// kind, or one flat entry for all) and falls back to the transformers 4
+// keys global_rope_theta / local_rope_theta. Only rope_type "default" is
+// supported (laya-spec §1.4).
+func resolveRope(fields map[string]json.RawMessage, defFull, defSliding float64, file string, p *problems) (full, sliding float64) {
+	full, sliding = defFull, defSliding
+	if raw, ok := fields["global_rope_theta"]; ok {
+		if f, ok := jsonNumber(raw); ok && f > 0 {
+			full = f
+		} else {
+			p.add("%s: global_rope_theta = %s, want a positive number", file, truncate(raw))
+		}
+	}
+	if raw, ok := fields["local_rope_theta"]; ok {
+		if f, ok := jsonNumber(raw); ok && f > 0 {
+			sliding = f
+		} else {
+			p.add("%s: local_rope_theta = %s, want a positive number", file, truncate(raw))
+		}
+	}
+	raw, ok := fields["rope_parameters"]
+	if !ok || string(raw) == "null" {
+		return full, sliding
+	}
+	_, params, err := pyObject(raw)
+	if err != nil {
+		p.add("%s: rope_parameters = %s, want an object", file, truncate(raw))
+		return full, sliding
+	}
+	readEntry := func(where string, entry map[string]json.RawMessage, theta *float64) {
+		if rt, ok := entry["rope_type"]; ok {
+			var s string
+			if json.Unmarshal(rt, &s) != nil || s != "default" {
+				p.add("%s: %s.rope_type = %s, only \"default\" RoPE is supported", file, where, truncate(rt))
+			}
+		}
+		if th, ok := entry["rope_theta"]; ok {
+			if f, ok := jsonNumber(th); ok && f > 0 {
+				*theta = f
+			} else {
+				p.add("%s: %s.rope_theta = %s, want a positive number", file, where, truncate(th))
+			}
+		}
+	}
+	_, hasFull := params["full_attention"]
+	_, hasSliding := params["sliding_attention"]
+	if !hasFull && !hasSliding {
+		readEntry("rope_parameters", params, &full)
+		sliding = full
+		if _, ok := params["rope_theta"]; !ok {
+			sliding = defSliding
+		}
+		return full, sliding
+	}
+	for _, kind := range []struct {
+		name  string
+		theta *float64
+	}{{"full_attention", &full}, {"sliding_attention", &sliding}} {
+		entryRaw, ok := params[kind.name]
+		if !ok {
+			continue
+		}
+		_, entry, err := pyObject(entryRaw)
+		if err != nil {
+			p.add("%s: rope_parameters.%s = %s, want an object", file, kind.name, truncate(entryRaw))
+			continue
+		}
+		readEntry("rope_parameters."+kind.name, entry, kind.theta)
+	}
+	return full, sliding
+}
+
+// deriveHead works out the decision-head shape from the encoder width:
+// nn.MultiheadAttention with max(1, d // 64) heads (oracle README fact 2).
+func deriveHead(enc EncoderConfig, agent AgentConfig, p *problems) HeadConfig {
+	d := enc.HiddenSize
+	h := HeadConfig{Dim: d, Layers: agent.HeadLayers, Heads: max(1, d/64), FFN: 4 * d, ActHidden: 256, NAct: agent.NAct}
+	if d > 0 {
+		if d%h.Heads != 0 {
+			p.add("decision head: hidden_size %d is not divisible by its %d attention heads (max(1, d/64))", d, h.Heads)
+		}
+		h.HeadDim = d / h.Heads
+	}
+	return h
+}
+
+// intField reads an optional integer key, reporting a non-integer value.
+func intField(fields map[string]json.RawMessage, key string, def int, file string, p *problems) int {
+	raw, ok := fields[key]
+	if !ok {
+		return def
+	}
+	n, ok := jsonInt(raw)
+	if !ok {
+		p.add("%s: %s = %s, want an integer", file, key, truncate(raw))
+		return def
+	}
+	return n
+}
+
+// jsonInt accepts a JSON integer (Python int; 2.0 is a float and is
+// rejected like torch would reject it as a size).
+func jsonInt(raw json.RawMessage) (int, bool) {
+	n, err := strconv.ParseInt(string(raw), 10, 32)
+	if err != nil {
+		return 0, false
+	}
+	return int(n), true
+}
+
+// jsonNumber accepts any JSON number (int or float).
+func jsonNumber(raw json.RawMessage) (float64, bool) {
+	if len(raw) == 0 || !(raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9') {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(string(raw), 64)
+	return f, err == nil
+}
+
+func orMissing(raw json.RawMessage, ok bool) string {
+	if !ok {
+		return "(missing)"
+	}
+	return truncate(raw)
+}
