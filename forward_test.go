@@ -100,6 +100,9 @@ func TestForwardGoldens(t *testing.T) {
 		cases := loadCases(t, m.golden)
 		// 64 is more rows than any case has: each case is one padded batch.
 		for _, batchSize := range []int{64, 1, 3} {
+			if testing.Short() && batchSize != 64 {
+				continue // -short: one padded batch per case only
+			}
 			name := fmt.Sprintf("%s/batch=%d", m.checkpoint, batchSize)
 			t.Run(name, func(t *testing.T) {
 				n := loadNetwork(t, oracleCheckpoint(m.checkpoint), batchSize)

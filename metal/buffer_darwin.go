@@ -6,21 +6,20 @@ import (
 	"fmt"
 	"sync/atomic"
 	"unsafe"
-
-	"github.com/ebitengine/purego/objc"
 )
 
 // systemBuffer is a shared-storage MTLBuffer owned by the device ledger.
 type systemBuffer struct {
 	dev      *systemDevice
-	id       objc.ID
+	id       objcID
 	bytes    []byte // host view, len = the size asked for
 	noCopy   bool   // wraps caller memory (NewBufferWithBytes without a copy)
 	released atomic.Bool
 }
 
+// Bytes is the host view; nil once the buffer or its device is released.
 func (b *systemBuffer) Bytes() []byte {
-	if b.released.Load() {
+	if b.released.Load() || b.dev.closed.Load() {
 		return nil
 	}
 	return b.bytes
@@ -95,7 +94,7 @@ func (d *systemDevice) NewBufferWithBytes(data []byte) (Buffer, error) {
 
 // adoptBuffer takes ownership of a +1 MTLBuffer. wrapped is the caller's
 // memory for a no-copy buffer, nil otherwise.
-func (d *systemDevice) adoptBuffer(id objc.ID, size int, wrapped []byte) *systemBuffer {
+func (d *systemDevice) adoptBuffer(id objcID, size int, wrapped []byte) *systemBuffer {
 	d.ledger.add(uintptr(id), "buffer")
 	b := &systemBuffer{dev: d, id: id, noCopy: wrapped != nil, bytes: wrapped}
 	if wrapped == nil {

@@ -10,7 +10,6 @@ import (
 	"unsafe"
 
 	"github.com/ebitengine/purego"
-	"github.com/ebitengine/purego/objc"
 )
 
 type commandState int
@@ -25,10 +24,10 @@ const (
 // encoder. Not safe for concurrent use: one goroutine encodes it.
 type systemCommandBuffer struct {
 	dev     *systemDevice
-	cb, enc objc.ID
+	cb, enc objcID
 	state   commandState
-	bound   objc.ID // pipeline state currently set on the encoder
-	err     error   // first error of a call that cannot return one (Barrier)
+	bound   objcID // pipeline state currently set on the encoder
+	err     error  // first error of a call that cannot return one (Barrier)
 
 	finishOnce sync.Once
 	done       chan struct{} // closed when finish has run
@@ -172,7 +171,7 @@ func (c *systemCommandBuffer) Barrier(buffers ...Buffer) {
 		purego.SyscallN(msgSendAddr, uintptr(c.enc), uintptr(sel.memoryBarrierWithScope), mtlBarrierScopeBuffers)
 		return
 	}
-	resources := make([]objc.ID, 0, len(buffers))
+	resources := make([]objcID, 0, len(buffers))
 	for i, buf := range buffers {
 		b, ok := buf.(*systemBuffer)
 		if !ok || b.dev != c.dev || b.released.Load() {
@@ -200,13 +199,17 @@ func (c *systemCommandBuffer) Commit() error {
 	if err := c.checkEncoding("Commit"); err != nil {
 		return err
 	}
-	inPool(func() { msgVoid(c.enc, sel.endEncoding) })
+	inPool(func() {
+		msgVoid(c.enc, sel.endEncoding)
+		if c.err == nil {
+			msgVoid(c.cb, sel.commit)
+		}
+	})
 	if c.err != nil {
 		c.state = stateFinished
 		c.finishOnce.Do(func() { c.settle(Timing{}, c.err) })
 		return c.err
 	}
-	inPool(func() { msgVoid(c.cb, sel.commit) })
 	c.state = stateCommitted
 	return nil
 }

@@ -11,8 +11,13 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+)
 
-	"github.com/ebitengine/purego/objc"
+var (
+	_ Device        = (*systemDevice)(nil)
+	_ Buffer        = (*systemBuffer)(nil)
+	_ Pipeline      = (*systemPipeline)(nil)
+	_ CommandBuffer = (*systemCommandBuffer)(nil)
 )
 
 // systemDevice is the Apple GPU through Metal.framework (see objc_darwin.go
@@ -21,7 +26,7 @@ import (
 type systemDevice struct {
 	ledger *ledger
 
-	device, queue objc.ID
+	device, queue objcID
 	name          string
 	msl           MSLVersion
 	mathMode      MathMode
@@ -30,9 +35,9 @@ type systemDevice struct {
 	maxBufferLen  int // maxBufferLength
 	clock         hostClock
 
-	kernelLibrary map[string]objc.ID // kernel function name → its library
-	kernelFile    map[string]string  // kernel function name → .metal file
-	files         []string           // compiled .metal files, for messages
+	kernelLibrary map[string]objcID // kernel function name → its library
+	kernelFile    map[string]string // kernel function name → .metal file
+	files         []string          // compiled .metal files, for messages
 
 	closed atomic.Bool
 
@@ -71,7 +76,7 @@ func OpenSystem(opts SystemOptions) (Device, error) {
 		msl:           msl,
 		mathMode:      opts.MathMode,
 		pageSize:      os.Getpagesize(),
-		kernelLibrary: map[string]objc.ID{},
+		kernelLibrary: map[string]objcID{},
 		kernelFile:    map[string]string{},
 		pipelines:     map[string]*systemPipeline{},
 		inflight:      map[*systemCommandBuffer]struct{}{},
@@ -151,7 +156,7 @@ func (d *systemDevice) compile(units []compileUnit) error {
 
 	for _, u := range units {
 		src := newNSString(u.source)
-		var nsErr objc.ID
+		var nsErr objcID
 		lib := msgIDIDIDErr(d.device, sel.newLibraryWithSourceOptionsError, src, options, &nsErr)
 		releaseObject(uintptr(src))
 		if lib == 0 {

@@ -32,12 +32,11 @@ const (
 
 // Foundation and Metal enumeration values used below.
 const (
-	nsUTF8StringEncoding          = 4 // NSString.h
-	mtlResourceStorageModeShared  = 0 // MTLResourceOptions: shared, default cache, tracked hazards
-	mtlDispatchTypeConcurrent     = 1 // MTLDispatchType
-	mtlBarrierScopeBuffers        = 1 // MTLBarrierScope
-	mtlCommandBufferStatusDone    = 4 // MTLCommandBufferStatusCompleted
-	mtlCommandBufferStatusErrored = 5 // MTLCommandBufferStatusError
+	nsUTF8StringEncoding         = 4 // NSString.h
+	mtlResourceStorageModeShared = 0 // MTLResourceOptions: shared, default cache, tracked hazards
+	mtlDispatchTypeConcurrent    = 1 // MTLDispatchType
+	mtlBarrierScopeBuffers       = 1 // MTLBarrierScope
+	mtlCommandBufferStatusDone   = 4 // MTLCommandBufferStatusCompleted; 5 is Error
 )
 
 // machTimebase is mach_timebase_info_data_t.
@@ -49,60 +48,41 @@ var (
 
 	msgSendAddr uintptr // objc_msgSend, for purego.SyscallN in the hot path
 
-	mtlCreateSystemDefaultDevice func() objc.ID
-	mtlCopyAllDevices            func() objc.ID
+	mtlCreateSystemDefaultDevice func() objcID
+	mtlCopyAllDevices            func() objcID
 	autoreleasePoolPush          func() uintptr
 	autoreleasePoolPop           func(pool uintptr)
 	machAbsoluteTime             func() uint64
 	machTimebaseInfo             func(info *machTimebase) int32
-
-	// objc_msgSend trampolines, named by C signature after (self, _cmd).
-	msgID              func(self objc.ID, cmd objc.SEL) objc.ID
-	msgVoid            func(self objc.ID, cmd objc.SEL)
-	msgUint            func(self objc.ID, cmd objc.SEL) uint64
-	msgFloat64         func(self objc.ID, cmd objc.SEL) float64
-	msgString          func(self objc.ID, cmd objc.SEL) string // const char * result, copied
-	msgPointer         func(self objc.ID, cmd objc.SEL) unsafe.Pointer
-	msgBoolSEL         func(self objc.ID, cmd objc.SEL, sel objc.SEL) bool
-	msgIDUint          func(self objc.ID, cmd objc.SEL, a uint64) objc.ID
-	msgVoidUint        func(self objc.ID, cmd objc.SEL, a uint64)
-	msgVoidBool        func(self objc.ID, cmd objc.SEL, a bool)
-	msgIDUintUint      func(self objc.ID, cmd objc.SEL, a, b uint64) objc.ID
-	msgIDPtrUintUint   func(self objc.ID, cmd objc.SEL, p unsafe.Pointer, a, b uint64) objc.ID
-	msgIDPtrUintUintID func(self objc.ID, cmd objc.SEL, p unsafe.Pointer, a, b uint64, block objc.ID) objc.ID
-	msgVoidPtrUintUint func(self objc.ID, cmd objc.SEL, p unsafe.Pointer, a, b uint64)
-	msgIDIDIDErr       func(self objc.ID, cmd objc.SEL, a, b objc.ID, err *objc.ID) objc.ID
-	msgIDIDErr         func(self objc.ID, cmd objc.SEL, a objc.ID, err *objc.ID) objc.ID
-	msgVoidSizeSize    func(self objc.ID, cmd objc.SEL, a, b mtlSize)
 
 	cls classes
 	sel selectors
 )
 
 type classes struct {
-	NSString, MTLCompileOptions, MTLFunctionConstantValues objc.ID
+	NSString, MTLCompileOptions, MTLFunctionConstantValues objcID
 }
 
 type selectors struct {
-	alloc, init, retain, release                                        objc.SEL
-	count, objectAtIndex, respondsToSelector                            objc.SEL
-	initWithBytesLengthEncoding, utf8String, localizedDescription, code objc.SEL
+	alloc, init, retain, release                                        objcSEL
+	count, objectAtIndex, respondsToSelector                            objcSEL
+	initWithBytesLengthEncoding, utf8String, localizedDescription, code objcSEL
 
-	name, newCommandQueue, maxThreadgroupMemoryLength, maxBufferLength  objc.SEL
-	setLanguageVersion, languageVersion, setMathMode, mathMode          objc.SEL
-	setFastMathEnabled, newLibraryWithSourceOptionsError, functionNames objc.SEL
-	setConstantValueTypeAtIndex, newFunctionWithNameConstantValuesError objc.SEL
-	newComputePipelineStateWithFunctionError                            objc.SEL
-	maxTotalThreadsPerThreadgroup, threadExecutionWidth                 objc.SEL
+	name, newCommandQueue, maxThreadgroupMemoryLength, maxBufferLength  objcSEL
+	setLanguageVersion, languageVersion, setMathMode, mathMode          objcSEL
+	setFastMathEnabled, newLibraryWithSourceOptionsError, functionNames objcSEL
+	setConstantValueTypeAtIndex, newFunctionWithNameConstantValuesError objcSEL
+	newComputePipelineStateWithFunctionError                            objcSEL
+	maxTotalThreadsPerThreadgroup, threadExecutionWidth                 objcSEL
 
-	newBufferWithLengthOptions, newBufferWithBytesLengthOptions, newBufferWithBytesNoCopy objc.SEL
-	contents, length                                                                      objc.SEL
+	newBufferWithLengthOptions, newBufferWithBytesLengthOptions, newBufferWithBytesNoCopy objcSEL
+	contents                                                                              objcSEL
 
-	commandBuffer, computeCommandEncoderWithDispatchType, setComputePipelineState    objc.SEL
-	setBufferOffsetAtIndex, setBytesLengthAtIndex, setThreadgroupMemoryLengthAtIndex objc.SEL
-	dispatchThreadgroups, memoryBarrierWithScope, memoryBarrierWithResources         objc.SEL
-	endEncoding, commit, waitUntilCompleted, status, errorSel                        objc.SEL
-	gpuStartTime, gpuEndTime                                                         objc.SEL
+	commandBuffer, computeCommandEncoderWithDispatchType, setComputePipelineState    objcSEL
+	setBufferOffsetAtIndex, setBytesLengthAtIndex, setThreadgroupMemoryLengthAtIndex objcSEL
+	dispatchThreadgroups, memoryBarrierWithScope, memoryBarrierWithResources         objcSEL
+	endEncoding, commit, waitUntilCompleted, status, errorSel                        objcSEL
+	gpuStartTime, gpuEndTime                                                         objcSEL
 }
 
 // loadMetal opens the frameworks and binds everything once per process.
@@ -148,23 +128,17 @@ func load() (err error) {
 	if err != nil {
 		return fmt.Errorf("%w: objc_msgSend: %v", ErrNoMetal, err)
 	}
-	for _, fptr := range []any{
-		&msgID, &msgVoid, &msgUint, &msgFloat64, &msgString, &msgPointer, &msgBoolSEL,
-		&msgIDUint, &msgVoidUint, &msgVoidBool, &msgIDUintUint, &msgIDPtrUintUint,
-		&msgIDPtrUintUintID, &msgVoidPtrUintUint, &msgIDIDIDErr, &msgIDIDErr, &msgVoidSizeSize,
-	} {
-		purego.RegisterFunc(fptr, msgSendAddr)
-	}
+	registerMsgSend(msgSendAddr)
 
 	for _, c := range []struct {
-		dst  *objc.ID
+		dst  *objcID
 		name string
 	}{
 		{&cls.NSString, "NSString"},
 		{&cls.MTLCompileOptions, "MTLCompileOptions"},
 		{&cls.MTLFunctionConstantValues, "MTLFunctionConstantValues"},
 	} {
-		if *c.dst = objc.ID(objc.GetClass(c.name)); *c.dst == 0 {
+		if *c.dst = objcID(objc.GetClass(c.name)); *c.dst == 0 {
 			return fmt.Errorf("%w: Objective-C class %s not found", ErrNoMetal, c.name)
 		}
 	}
@@ -173,7 +147,7 @@ func load() (err error) {
 }
 
 func registerSelectors() {
-	r := objc.RegisterName
+	r := func(name string) objcSEL { return objcSEL(objc.RegisterName(name)) }
 	sel = selectors{
 		alloc: r("alloc"), init: r("init"), retain: r("retain"), release: r("release"),
 		count: r("count"), objectAtIndex: r("objectAtIndex:"), respondsToSelector: r("respondsToSelector:"),
@@ -194,7 +168,7 @@ func registerSelectors() {
 		newBufferWithLengthOptions:      r("newBufferWithLength:options:"),
 		newBufferWithBytesLengthOptions: r("newBufferWithBytes:length:options:"),
 		newBufferWithBytesNoCopy:        r("newBufferWithBytesNoCopy:length:options:deallocator:"),
-		contents:                        r("contents"), length: r("length"),
+		contents:                        r("contents"),
 
 		commandBuffer:                         r("commandBuffer"),
 		computeCommandEncoderWithDispatchType: r("computeCommandEncoderWithDispatchType:"),
@@ -230,14 +204,14 @@ func inPool(fn func()) {
 }
 
 // newNSString returns a +1 NSString holding s; the caller releases it.
-func newNSString(s string) objc.ID {
+func newNSString(s string) objcID {
 	str := msgID(cls.NSString, sel.alloc)
 	return msgIDPtrUintUint(str, sel.initWithBytesLengthEncoding,
 		unsafe.Pointer(unsafe.StringData(s)), uint64(len(s)), nsUTF8StringEncoding)
 }
 
 // goString copies an NSString into Go; nil gives "".
-func goString(str objc.ID) string {
+func goString(str objcID) string {
 	if str == 0 {
 		return ""
 	}
@@ -246,7 +220,7 @@ func goString(str objc.ID) string {
 
 // nsErrorText describes an NSError (its localizedDescription, which for a
 // compile failure carries the whole compiler log).
-func nsErrorText(nsErr objc.ID) string {
+func nsErrorText(nsErr objcID) string {
 	if nsErr == 0 {
 		return "no NSError given"
 	}
@@ -254,7 +228,7 @@ func nsErrorText(nsErr objc.ID) string {
 }
 
 // nsArrayStrings copies an NSArray of NSString.
-func nsArrayStrings(arr objc.ID) []string {
+func nsArrayStrings(arr objcID) []string {
 	if arr == 0 {
 		return nil
 	}
@@ -266,6 +240,6 @@ func nsArrayStrings(arr objc.ID) []string {
 	return out
 }
 
-func releaseObject(handle uintptr) { msgVoid(objc.ID(handle), sel.release) }
+func releaseObject(handle uintptr) { msgVoid(objcID(handle), sel.release) }
 
-func respondsTo(obj objc.ID, s objc.SEL) bool { return msgBoolSEL(obj, sel.respondsToSelector, s) }
+func respondsTo(obj objcID, s objcSEL) bool { return msgBoolSEL(obj, sel.respondsToSelector, s) }

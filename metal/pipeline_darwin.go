@@ -5,14 +5,12 @@ package metal
 import (
 	"fmt"
 	"unsafe"
-
-	"github.com/ebitengine/purego/objc"
 )
 
 // systemPipeline is an MTLComputePipelineState owned by the device ledger.
 type systemPipeline struct {
 	dev        *systemDevice
-	id         objc.ID
+	id         objcID
 	kernel     string
 	maxThreads int
 	simdWidth  int
@@ -57,7 +55,7 @@ func (d *systemDevice) Pipeline(kernel string, constants ...Constant) (Pipeline,
 	return p, nil
 }
 
-func (d *systemDevice) newPipeline(lib objc.ID, kernel string, values []constantValue) (*systemPipeline, error) {
+func (d *systemDevice) newPipeline(lib objcID, kernel string, values []constantValue) (*systemPipeline, error) {
 	// Always specialise through MTLFunctionConstantValues, even an empty
 	// set: a kernel that declares function constants fails at pipeline
 	// creation without values, and the error then names what is missing.
@@ -74,7 +72,7 @@ func (d *systemDevice) newPipeline(lib objc.ID, kernel string, values []constant
 	name := newNSString(kernel)
 	defer releaseObject(uintptr(name))
 
-	var nsErr objc.ID
+	var nsErr objcID
 	fn := msgIDIDIDErr(lib, sel.newFunctionWithNameConstantValuesError, name, fcv, &nsErr)
 	if fn == 0 {
 		return nil, fmt.Errorf("%w: kernel %s (%s): %s", ErrPipeline, kernel, d.kernelFile[kernel], nsErrorText(nsErr))

@@ -271,3 +271,28 @@ func TestSystemOpenOnOtherOS(t *testing.T) {
 		t.Fatalf("OpenSystemDefault err = %v, want ErrNoMetal", err)
 	}
 }
+
+func TestSystemSourceMap(t *testing.T) {
+	files, err := SystemOptions{}.sourceMap()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"kernels/elementwise.metal", "kernels/softmax.metal", "kernels/gemm.metal"} {
+		if !strings.Contains(files[want], "kernel void") {
+			t.Errorf("default sources lack %s", want)
+		}
+	}
+	// The embedded kernels must be ready for the Metal runtime compiler:
+	// every quoted include resolvable among them.
+	units, err := prepareUnits(files)
+	if err != nil {
+		t.Fatalf("package kernels is not compilable by newLibraryWithSource: %v", err)
+	}
+	if len(units) == 0 {
+		t.Fatal("no compile units from package kernels")
+	}
+	_, err = SystemOptions{Sources: []KernelSource{{Name: "a.metal"}, {Name: "a.metal"}}}.sourceMap()
+	if !errors.Is(err, ErrShaderCompile) || !strings.Contains(err.Error(), `"a.metal" given twice`) {
+		t.Errorf("duplicate source: err = %v", err)
+	}
+}

@@ -14,6 +14,12 @@ type addedToken struct {
 	RStrip     bool   `json:"rstrip"`
 	Normalized *bool  `json:"normalized"`
 	Special    bool   `json:"special"`
+
+	// form is the string Token and Decode give for the id: the content
+	// run through the normalizer for normalized tokens, as the
+	// normalized_cache of tokenizers' AddedVocabulary (simple_id_to_token)
+	// does, and the content itself otherwise.
+	form string
 }
 
 // isNormalized applies the default of AddedToken: normalized unless special.

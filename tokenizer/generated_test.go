@@ -37,10 +37,11 @@ func TestGeneratedGoldens(t *testing.T) {
 				Tokenizer string `json:"tokenizer"`
 				SHA256    string `json:"tokenizer_sha256"`
 				Cases     []struct {
-					Text       string  `json:"text"`
-					IDs        []int   `json:"ids"`
-					IDsSpecial []int   `json:"ids_special"`
-					Decoded    *string `json:"decoded"`
+					Text       string   `json:"text"`
+					IDs        []int    `json:"ids"`
+					IDsSpecial []int    `json:"ids_special"`
+					Decoded    *string  `json:"decoded"`
+					Tokens     []string `json:"tokens"`
 				} `json:"cases"`
 			}
 			readJSON(t, filepath.Join("../testdata/tokenizers/generated", name+".json"), &g)
@@ -72,6 +73,12 @@ func TestGeneratedGoldens(t *testing.T) {
 					if got := tok.EncodeWithSpecial(c.Text); !slices.Equal(got, c.IDsSpecial) {
 						bad++
 						t.Errorf("case %d %+q with special tokens:\n got  %v\n want %v", i, c.Text, got, c.IDsSpecial)
+					}
+				}
+				if c.Tokens != nil {
+					if got := tok.Tokens(c.Text); !slices.Equal(got, c.Tokens) && len(got)+len(c.Tokens) > 0 {
+						bad++
+						t.Errorf("case %d Tokens(%+q) = %q, want %q", i, c.Text, got, c.Tokens)
 					}
 				}
 				if c.Decoded != nil {

@@ -30,6 +30,9 @@ type Tokenizer struct {
 	size int // len(tokenizer) in Python
 }
 
+// fileJSON is the top level of tokenizer.json. "truncation" and "padding"
+// do not change ids: transformers turns both off for a call that does not
+// ask for them, so only padding.pad_token is read, as a PAD fallback.
 type fileJSON struct {
 	Version       string          `json:"version"`
 	AddedTokens   []addedToken    `json:"added_tokens"`
@@ -38,7 +41,6 @@ type fileJSON struct {
 	PostProcessor json.RawMessage `json:"post_processor"`
 	Decoder       json.RawMessage `json:"decoder"`
 	Model         json.RawMessage `json:"model"`
-	Truncation    json.RawMessage `json:"truncation"`
 	Padding       *paddingJSON    `json:"padding"`
 }
 
@@ -181,14 +183,17 @@ func (t *Tokenizer) addAddedTokens(list []addedToken) {
 	// refresh_added_tokens: special tokens first, then the others; the
 	// normalized ones are matched by their normalized form.
 	t.raw, t.norm = newMatcher(), newMatcher()
+	for i := range t.added {
+		tok := &t.added[i]
+		tok.form = tok.Content
+		if tok.isNormalized() && t.normalizer != nil {
+			tok.form = t.normalizer.normalize(tok.Content)
+		}
+	}
 	for _, idx := range append(specialOrder, plainOrder...) {
 		tok := t.added[idx]
 		if tok.isNormalized() {
-			pat := tok.Content
-			if t.normalizer != nil {
-				pat = t.normalizer.normalize(pat)
-			}
-			t.norm.add(pat, idx)
+			t.norm.add(tok.form, idx)
 		} else {
 			t.raw.add(tok.Content, idx)
 		}
@@ -272,7 +277,8 @@ func (t *Tokenizer) flush(pieces []piece, ids []int) []int {
 	return ids
 }
 
-// TokenID returns the id of a token string, added tokens first.
+// TokenID returns the id of a token string, added tokens first (by their
+// content as written in tokenizer.json).
 func (t *Tokenizer) TokenID(token string) (int, bool) {
 	if i, ok := t.addedByContent[token]; ok {
 		return t.added[i].ID, true
@@ -281,10 +287,13 @@ func (t *Tokenizer) TokenID(token string) (int, bool) {
 	return id, ok
 }
 
-// Token returns the token string of an id, added tokens first.
+// Token returns the token string of an id, added tokens first. Like
+// tokenizers' id_to_token, an added token with normalized=true is given in
+// its normalized form (e.g. "▁hello▁world" for "hello world" under
+// Replace(" "→"▁")), which is also what Decode feeds the decoder.
 func (t *Tokenizer) Token(id int) (string, bool) {
 	if i, ok := t.addedByID[id]; ok {
-		return t.added[i].Content, true
+		return t.added[i].form, true
 	}
 	s, ok := t.model.vocabR[id]
 	return s, ok

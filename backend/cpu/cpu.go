@@ -17,15 +17,16 @@ func init() {
 
 // Backend is the CPU backend. Weights are held as float32.
 type Backend struct {
-	workers int
+	workers int // goroutines per operation; 0: GOMAXPROCS at the time
 
 	mu    sync.Mutex
 	ropes map[ropeKey][]float32 // cos/sin tables, see rope.go
 }
 
-// New returns a CPU backend that uses GOMAXPROCS goroutines per operation.
+// New returns a CPU backend that spreads each operation over GOMAXPROCS
+// goroutines (read at every operation, so it follows later changes).
 func New() *Backend {
-	return &Backend{workers: runtime.GOMAXPROCS(0), ropes: map[ropeKey][]float32{}}
+	return &Backend{ropes: map[ropeKey][]float32{}}
 }
 
 // Name implements backend.Backend.
@@ -189,7 +190,11 @@ func (s *Stream) Close() { s.closed = true }
 // parallelFor splits [0, n) into contiguous chunks of at least grain items
 // and runs fn on them on up to workers goroutines.
 func (b *Backend) parallelFor(n, grain int, fn func(lo, hi int)) {
-	chunks := min(b.workers, (n+grain-1)/max(grain, 1))
+	workers := b.workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	chunks := min(workers, (n+grain-1)/max(grain, 1))
 	if chunks <= 1 {
 		fn(0, n)
 		return

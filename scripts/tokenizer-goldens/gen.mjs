@@ -15,6 +15,7 @@
 // and, for every 25th case,
 //   ids_special  tok.encode(text) with the post-processor
 //   decoded      tok.decode(ids, false)
+//   tokens       tok.idToToken(id) for each id
 // node_modules/ is not committed (see .gitignore).
 
 import { createHash } from "node:crypto";
@@ -260,7 +261,14 @@ async function main() {
     if (literals.length === 0) literals.push("[MASK]");
     const tok = Tokenizer.fromFile(path);
     const next = generator(SEED, literals);
-    const fixed = ["", " ", "  ", "\n", "a", "[MASK]", " [MASK] ", "\t[MASK]", "x \n [MASK]  y", "<mask>", " <mask> "];
+    // Fixed edge cases first; among them runs of more than 30 combining
+    // marks, where Go's x/text norm (stream-safe, inserts U+034F) and Rust's
+    // unicode-normalization differ.
+    const zalgo = (base, marks, n) => base + Array.from({ length: n }, (_, i) => marks[i % marks.length]).join("");
+    const fixed = ["", " ", "  ", "\n", "a", "[MASK]", " [MASK] ", "\t[MASK]", "x \n [MASK]  y", "<mask>", " <mask> ",
+      zalgo("a", ["\u0301"], 40), zalgo("e", ["\u0316", "\u0301", "\u0327"], 45) + " ok", zalgo("x ", ["\u0301"], 31),
+      zalgo("\u1100\u1161", ["\u11A8", "\u0301"], 34), "Z" + zalgo("\u0041", ["\u030A", "\u0323", "\u0338"], 61) + "\u00C5",
+      zalgo("o", ["\u0344", "\u0F73", "\u0308"], 33), zalgo("[MASK]", ["\u0301"], 35), zalgo("\u0301", ["\u0300"], 40)];
     const cases = [];
     literals.push("<sw>", "hello world", "ab", "hello  world");
     for (let i = 0; i < count; i++) {
@@ -270,6 +278,7 @@ async function main() {
       if (i % 25 === 0) {
         c.ids_special = (await tok.encode(text)).getIds();
         c.decoded = await tok.decode(ids, false);
+        c.tokens = ids.map((id) => tok.idToToken(id));
       }
       cases.push(c);
     }

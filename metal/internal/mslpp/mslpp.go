@@ -229,7 +229,7 @@ func Translate(src Source, inc Includer) (*Unit, error) {
 			return nil, fmt.Errorf("%w: %s:%d: kernel %s: unbalanced parentheses", ErrSyntax, lines[li].file, lines[li].num, name)
 		}
 		k := Kernel{Name: name, File: lines[li].file, Line: lines[li].num}
-		if k.Params, err = parseParams(blank[open+1:closeParen]); err != nil {
+		if k.Params, err = parseParams(blank[open+1 : closeParen]); err != nil {
 			return nil, fmt.Errorf("%w: %s:%d: kernel %s: %v", ErrSyntax, k.File, k.Line, name, err)
 		}
 		brace := strings.IndexByte(blank[closeParen:], '{')
@@ -305,6 +305,9 @@ func Translate(src Source, inc Includer) (*Unit, error) {
 				m[1], typ, m[3], dims, m[3], m[3], counted)
 		default:
 			text = rewriteHalfLiterals(text, l.blank)
+			// Attributes were read above; left in, [[threadgroup(0)]] would
+			// become [[(0)]] once the threadgroup qualifier macro expands.
+			text = attrRe.ReplaceAllString(text, "")
 		}
 		out.WriteString(text)
 		out.WriteByte('\n')

@@ -1,0 +1,5 @@
+package metal
+
+const libobjcPathForTest = libobjcPath
+
+func clearFunc(any) {}
