@@ -16,12 +16,25 @@ import (
 // ErrNotCheckpoint reports a path that is not a Laya checkpoint directory.
 var ErrNotCheckpoint = errors.New("laya: not a Laya checkpoint")
 
+// ErrClosed reports use of an Agent after Close.
+var ErrClosed = errors.New("laya: agent is closed")
+
 // Option configures Load.
 type Option func(*loadConfig) error
 
 type loadConfig struct {
 	batchSize int
 	backend   string
+	hub       []HubOption
+}
+
+// WithHub passes Hub options (revision, subfolder, token, offline, progress)
+// used when Load is given a Hub id such as "convaiinnovations/laya".
+func WithHub(opts ...HubOption) Option {
+	return func(c *loadConfig) error {
+		c.hub = append(c.hub, opts...)
+		return nil
+	}
 }
 
 // WithBatchSize sets how many question rows run in one padded forward batch (default 16).
@@ -52,14 +65,16 @@ func WithBackend(name string) Option {
 type Agent struct {
 	dir     string
 	ckpt    *weights.Checkpoint
-	tok     tokenEncoder
+	tok     *tokenizer.Tokenizer
 	builder sequenceBuilder
 	temps   heads.Temperatures
 	net     *network
 }
 
 // Load opens a Laya checkpoint: rl_agent_config.json, model.safetensors, encoder/config.json
-// and tokenizer/ under one directory.
+// and tokenizer/ under one directory. pathOrRepo is that directory, or a Hub id such as
+// "convaiinnovations/laya/multilingual@main" (see WithHub): files come from the Hugging
+// Face cache, and are downloaded into it only when missing.
 func Load(ctx context.Context, pathOrRepo string, opts ...Option) (*Agent, error) {
 	cfg := loadConfig{batchSize: defaultBatchSize, backend: "cpu"}
 	for _, o := range opts {
@@ -104,11 +119,18 @@ func Load(ctx context.Context, pathOrRepo string, opts ...Option) (*Agent, error
 }
 
 // resolveCheckpoint turns what the caller passed to Load into a local checkpoint
-// directory. Today that is a local path; Hub ids are resolved here too once a resolver
-// is added.
+// directory: a local path as it is, a Hub id (org/name[/subfolder][@revision]) through
+// the Hugging Face cache, downloading only on first use.
 func resolveCheckpoint(ctx context.Context, ref string, cfg loadConfig) (string, error) {
-	_ = ctx
-	_ = cfg
+	if IsHubReference(ref) {
+		var hc hubConfig
+		for _, o := range cfg.hub {
+			if err := o(&hc); err != nil {
+				return "", err
+			}
+		}
+		return resolveHub(ctx, ref, hc)
+	}
 	info, err := os.Stat(ref)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -135,12 +157,18 @@ func (a *Agent) Warnings() []string {
 	return append([]string(nil), a.ckpt.Agent.Warnings...)
 }
 
-// Close releases the checkpoint's mapped weights.
+// Close releases the backend's memory and the checkpoint's mapped weights.
 func (a *Agent) Close() error {
-	if a.ckpt == nil {
-		return nil
+	var errs []error
+	if a.net != nil {
+		errs = append(errs, a.net.be.Close())
+		a.net = nil
 	}
-	return a.ckpt.Close()
+	if a.ckpt != nil {
+		errs = append(errs, a.ckpt.Close())
+		a.ckpt = nil
+	}
+	return errors.Join(errs...)
 }
 
 // Predict answers every question about state in one pass (upstream Agent.predict). All
@@ -150,6 +178,9 @@ func (a *Agent) Close() error {
 func (a *Agent) Predict(ctx context.Context, state State, questions Questions) (*Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if a.net == nil {
+		return nil, ErrClosed
 	}
 	if len(questions) == 0 {
 		return &Result{}, nil

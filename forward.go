@@ -217,3 +217,60 @@ func (n *network) runBatch(ctx context.Context, rows []forwardRow, obs observer)
 	}
 	return out, nil
 }
+
+// embed mean-pools the encoder's last hidden state (after final_norm, before
+// the decision head) over each row's real tokens: the embedding laya-mlx's
+// embed_fn_from_agent gives the shortlist. Rows run in padded batches of
+// batchSize; padded positions never enter the mean.
+func (n *network) embed(ctx context.Context, rows [][]int32, batchSize int) ([][]float32, error) {
+	dim := n.encoder.Config().HiddenSize
+	out := make([][]float32, 0, len(rows))
+	for start := 0; start < len(rows); start += batchSize {
+		batch := rows[start:min(start+batchSize, len(rows))]
+		seqLen := 0
+		for i, r := range batch {
+			if len(r) == 0 || len(r) > n.maxLen {
+				return nil, fmt.Errorf("%w: text %d has %d tokens, want 1 to %d", errBadRow, start+i, len(r), n.maxLen)
+			}
+			seqLen = max(seqLen, len(r))
+		}
+		ids := make([]int32, len(batch)*seqLen)
+		lengths := make([]int, len(batch))
+		for b, r := range batch {
+			row := ids[b*seqLen : (b+1)*seqLen]
+			for i := range row {
+				row[i] = n.padID
+			}
+			copy(row, r)
+			lengths[b] = len(r)
+		}
+		s := n.be.NewStream()
+		hidden, err := n.encoder.Forward(ctx, s, encoder.Batch{IDs: ids, Lengths: lengths, SeqLen: seqLen}, nil)
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		host := make([]float32, len(batch)*seqLen*dim)
+		err = s.Read(ctx, hidden, host)
+		s.Close()
+		if err != nil {
+			return nil, fmt.Errorf("laya: embed: %w", err)
+		}
+		for b := range batch {
+			// Sum in float64: the mean of up to max_len vectors should not
+			// depend on summation order more than float32 rounding allows.
+			sum := make([]float64, dim)
+			for p := 0; p < lengths[b]; p++ {
+				for j, v := range host[(b*seqLen+p)*dim : (b*seqLen+p+1)*dim] {
+					sum[j] += float64(v)
+				}
+			}
+			vec := make([]float32, dim)
+			for j := range vec {
+				vec[j] = float32(sum[j] / float64(lengths[b]))
+			}
+			out = append(out, vec)
+		}
+	}
+	return out, nil
+}

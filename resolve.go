@@ -159,9 +159,5 @@ func resolveHub(ctx context.Context, ref string, cfg hubConfig) (string, error) 
 
 // LoadHub resolves a Hub reference (see ResolveHub) and loads the checkpoint.
 func LoadHub(ctx context.Context, ref string, hubOpts []HubOption, opts ...Option) (*Agent, error) {
-	dir, err := ResolveHub(ctx, ref, hubOpts...)
-	if err != nil {
-		return nil, err
-	}
-	return Load(ctx, dir, opts...)
+	return Load(ctx, ref, append([]Option{WithHub(hubOpts...)}, opts...)...)
 }

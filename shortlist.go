@@ -236,3 +236,39 @@ func subsetCriteria(def Value, order []int) Value {
 	}
 	return ObjectValue(members...)
 }
+
+// AgentEmbedder returns the embedder of laya-mlx's embed_fn_from_agent: each
+// text is tokenized with the checkpoint's special tokens ([CLS] … [SEP]), cut
+// to maxLength tokens keeping the final [SEP], run through the agent's own
+// encoder, and mean-pooled over its tokens (never over padding). maxLength
+// ≤ 0 means 512 (also capped at the encoder's max_position_embeddings);
+// batchSize ≤ 0 means 32.
+func AgentEmbedder(a *Agent, maxLength, batchSize int) Embedder {
+	if maxLength <= 0 {
+		maxLength = 512
+	}
+	if batchSize <= 0 {
+		batchSize = 32
+	}
+	return EmbedderFunc(func(ctx context.Context, texts []string) ([][]float32, error) {
+		if a.net == nil {
+			return nil, ErrClosed
+		}
+		limit := min(maxLength, a.net.maxLen)
+		rows := make([][]int32, len(texts))
+		for i, text := range texts {
+			ids := a.tok.EncodeWithSpecial(text)
+			if len(ids) > limit {
+				// Hugging Face truncation cuts the text, not the template's
+				// closing token.
+				ids = append(ids[:limit-1:limit-1], ids[len(ids)-1])
+			}
+			row := make([]int32, len(ids))
+			for j, id := range ids {
+				row[j] = int32(id)
+			}
+			rows[i] = row
+		}
+		return a.net.embed(ctx, rows, batchSize)
+	})
+}

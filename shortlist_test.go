@@ -3,6 +3,8 @@ package laya
 import (
 	"context"
 	"errors"
+	"math"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -133,5 +135,76 @@ func TestPredictShortlistErrors(t *testing.T) {
 	bad := Questions{{"c", ObjectValue(Member{"type", StringValue("choice")}, Member{"instructions", StringValue("x")})}}
 	if _, err := PredictShortlist(context.Background(), model, Text("s"), bad, good, 1); err == nil {
 		t.Error("a choice question without criteria was accepted")
+	}
+}
+
+// TestAgentEmbedderMeansUpstreamHiddenStates holds the embedder to upstream's
+// own encoder output: the golden last_hidden_state of debug_hidden.json,
+// mean-pooled in float64 here, must equal the embedding of the same ids, also
+// when the row is batched beside a longer one (padding must not leak in).
+func TestAgentEmbedderMeansUpstreamHiddenStates(t *testing.T) {
+	for _, m := range oracleModels {
+		t.Run(m.checkpoint, func(t *testing.T) {
+			var dbg debugHidden
+			readJSON(t, filepath.Join(oracleDir, "goldens", m.golden, "debug_hidden.json"), &dbg)
+			want := make([]float64, len(dbg.LastHiddenState[0]))
+			for _, tok := range dbg.LastHiddenState {
+				for j, v := range tok {
+					want[j] += v / float64(len(dbg.LastHiddenState))
+				}
+			}
+			row := make([]int32, len(dbg.InputIDs))
+			for i, id := range dbg.InputIDs {
+				row[i] = int32(id)
+			}
+			longer := append(append([]int32(nil), row...), row[1:9]...)
+			n := loadNetwork(t, oracleCheckpoint(m.checkpoint), 16)
+			got, err := n.embed(context.Background(), [][]int32{row, longer}, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 2 || len(got[0]) != len(want) {
+				t.Fatalf("got %d vectors of %d, want 2 of %d", len(got), len(got[0]), len(want))
+			}
+			for j := range want {
+				if d := math.Abs(float64(got[0][j]) - want[j]); d > 5e-5 {
+					t.Fatalf("dim %d: %v, upstream mean %v (|Δ| %.2g)", j, got[0][j], want[j], d)
+				}
+			}
+		})
+	}
+}
+
+// TestAgentEmbedderThroughLoad runs the public path: texts with special tokens,
+// one vector of the encoder's width per text, long texts cut to maxLength
+// (which must not change a vector's width or fail), and PredictShortlist on it.
+func TestAgentEmbedderThroughLoad(t *testing.T) {
+	ctx := context.Background()
+	agent, err := Load(ctx, oracleCheckpoint("real-en"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer agent.Close()
+	embed := AgentEmbedder(agent, 16, 2)
+	vecs, err := embed.Embed(ctx, []string{"refund please", strings.Repeat("a long text ", 40), "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vecs) != 3 {
+		t.Fatalf("%d vectors, want 3", len(vecs))
+	}
+	for i, v := range vecs {
+		if len(v) != agent.ckpt.Encoder.HiddenSize {
+			t.Errorf("vector %d has %d dims, want %d", i, len(v), agent.ckpt.Encoder.HiddenSize)
+		}
+	}
+	labels := []string{"billing", "refunds", "shipping", "returns", "technical", "sales"}
+	qs := Questions{{ID: "dept", Definition: ChoiceQuestion("Which team?", labels...)}}
+	res, err := PredictShortlist(ctx, agent, Text("I want my money back"), qs, AgentEmbedder(agent, 0, 0), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(res.String(), `"shortlist": {"dept": {"labels": [`) {
+		t.Errorf("no shortlist for dept in %s", res)
 	}
 }

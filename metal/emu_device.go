@@ -277,7 +277,7 @@ func (d *emuDevice) cString(s string) ([]byte, error) {
 func emuConstantBits(typ string, v any) (uint64, error) {
 	var i int64
 	var f float64
-	isInt, isFloat := false, false
+	isInt := false
 	switch x := v.(type) {
 	case bool:
 		if typ != "bool" {
@@ -294,9 +294,9 @@ func emuConstantBits(typ string, v any) (uint64, error) {
 	case uint32:
 		i, isInt = int64(x), true
 	case float32:
-		f, isFloat = float64(x), true
+		f = float64(x)
 	case float64:
-		f, isFloat = x, true
+		f = x
 	default:
 		return 0, fmt.Errorf("value %v of type %T (want bool, int32, uint32 or float32)", v, v)
 	}
@@ -324,10 +324,7 @@ func emuConstantBits(typ string, v any) (uint64, error) {
 	case "bool":
 		return 0, fmt.Errorf("%T value for a bool constant", v)
 	}
-	if isFloat {
-		return 0, fmt.Errorf("constants of type %s are not supported", typ)
-	}
-	return 0, fmt.Errorf("constants of type %s are not supported", typ)
+	return 0, fmt.Errorf("constants of type %s are not supported (bool, int, uint, float, half)", typ)
 }
 
 // ---------------------------------------------------------------------------

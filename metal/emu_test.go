@@ -8,6 +8,7 @@ import (
 	"errors"
 	"math"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -28,6 +29,11 @@ func openEmu(t testing.TB, opts EmulatorOptions, key string) Device {
 		return d.(Device)
 	}
 	d, err := OpenEmulator(opts)
+	if errors.Is(err, ErrNoClang) && runtime.GOOS == "darwin" {
+		// Linux CI installs clang-19 and must run these; a Mac has the GPU
+		// tests (device_kernels_darwin_test.go) instead.
+		t.Skipf("emulator tests need clang 16+: %v", err)
+	}
 	if err != nil {
 		t.Fatalf("OpenEmulator: %v", err)
 	}
@@ -145,15 +151,17 @@ func TestSoftmaxEmu(t *testing.T) {
 			in := pseudo(rows*cols, uint64(cols), -8, 8)
 			want := softmaxRef(in, rows, cols)
 			bin := f32Buffer(t, d, in)
-			for _, threads := range []int{32, 96, 256, 1024, SoftmaxThreads(cols)} {
+			for _, threads := range []int{1, 32, 48, 96, 256, 1024, SoftmaxThreads(cols)} {
 				bout := f32Buffer(t, d, make([]float32, rows*cols))
 				err := run(t, d, func(cb CommandBuffer) error { return softmaxThreads(cb, k, bin, bout, rows, cols, threads) })
 				if err != nil {
 					t.Fatalf("%s cols=%d tg=%d: %v", s, cols, threads, err)
 				}
-				// fp32 exp and sums: a few ulp of the result, plus an
-				// absolute floor for tiny probabilities.
-				if e, i := maxErr(readF32(bout, rows*cols), want, 1e-9, 2e-6); e > 1 {
+				// fp32 exp and sums: a few ulp of the result, plus the
+				// rounding of each thread's serial sum of cols/threads
+				// terms (≈ √n ulp), plus an absolute floor for tiny values.
+				rel := 2e-6 + 1.2e-7*math.Sqrt(float64(ceilDiv(cols, threads)))
+				if e, i := maxErr(readF32(bout, rows*cols), want, 1e-9, rel); e > 1 {
 					t.Errorf("%s cols=%d tg=%d: element %d off by %.3g× tolerance", s, cols, threads, i, e)
 				}
 			}
@@ -244,6 +252,7 @@ func TestMissingBarrierDetected(t *testing.T) {
 		}
 		if e, _ := maxErr(readF32(bout, rows*cols), want, 1e-9, 2e-6); e > 1 {
 			failed++
+			t.Logf("%s: wrong answer (worst error %.3g× tolerance), as it should be", s, e)
 		}
 	}
 	if failed == 0 {
@@ -397,5 +406,37 @@ func TestNewBufferWithBytesWraps(t *testing.T) {
 	}
 	if &odd.Bytes()[0] == &m[1] || odd.Len() != 99 {
 		t.Error("unaligned memory must be copied into a buffer of the same length")
+	}
+}
+
+func TestEmulatorCompileErrorNamesLine(t *testing.T) {
+	_, err := OpenEmulator(EmulatorOptions{Sources: []KernelSource{{Name: "bad.metal", Text: "kernel void k(device float* x [[buffer(0)]]) {\n  x[0] = undefined_name;\n}\n"}}})
+	if !errors.Is(err, ErrShaderCompile) || !strings.Contains(err.Error(), "bad.metal:2") {
+		t.Fatalf("err = %v, want ErrShaderCompile naming bad.metal:2", err)
+	}
+}
+
+func BenchmarkEmuSoftmax(b *testing.B) {
+	d := openEmu(b, EmulatorOptions{}, "kernels")
+	k := NewKernels(d)
+	const rows, cols = 16, 1024
+	in, out := f32Buffer(b, d, pseudo(rows*cols, 1, -4, 4)), f32Buffer(b, d, make([]float32, rows*cols))
+	for b.Loop() {
+		if err := run(b, d, func(cb CommandBuffer) error { return Softmax(cb, k, in, out, rows, cols) }); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkEmuGemmF16(b *testing.B) {
+	d := openEmu(b, EmulatorOptions{}, "kernels")
+	k := NewKernels(d)
+	const m, n, kd = 32, 128, 128
+	x, w := f16Buffer(b, d, pseudo(m*kd, 1, -1, 1)), f16Buffer(b, d, pseudo(n*kd, 2, -1, 1))
+	y := f32Buffer(b, d, make([]float32, m*n))
+	for b.Loop() {
+		if err := run(b, d, func(cb CommandBuffer) error { return Gemm(cb, k, GemmF16, x, w, nil, y, m, n, kd) }); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

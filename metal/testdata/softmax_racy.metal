@@ -1,10 +1,6 @@
 // TEST ONLY: kernels/softmax.metal with the barrier that protects the reuse
 // of partial[] removed. The emulator tests require that this copy gives a
 // wrong answer under at least one schedule.
-// to 1024 threads. Shape after MLX softmax.h and ggml kernel_soft_max (spec
-// Part 2, "Row kernels"): a strided pass for the row maximum, a second for the
-// sum of exponentials, each reduced with simd_max/simd_sum inside simdgroups
-// and then across simdgroups through a 32-float threadgroup scratch.
 #include <metal_stdlib>
 using namespace metal;
 

@@ -493,9 +493,9 @@ Worker* self(const char* what) {
 
 namespace mslemu {
 
-EXPORT const Ctx* ctx() { return &self("a thread-position builtin")->cur->c; }
+const Ctx* ctx() { return &self("a thread-position builtin")->cur->c; }
 
-EXPORT void report(const char* file, int line, const char* msg) {
+void report(const char* file, int line, const char* msg) {
   Worker* w = tw;
   if (!w) return;
   char site[256];
@@ -508,7 +508,7 @@ EXPORT void report(const char* file, int line, const char* msg) {
   w->failed = true;
 }
 
-EXPORT void fail(const char* file, int line, const char* msg) {
+void fail(const char* file, int line, const char* msg) {
   Worker* w = self("fail");
   report(file, line, msg);
   Fiber* f = w->cur;
@@ -517,7 +517,7 @@ EXPORT void fail(const char* file, int line, const char* msg) {
   __builtin_trap();
 }
 
-EXPORT void tg_barrier(const char* file, int line) {
+void tg_barrier(const char* file, int line) {
   Worker* w = self("threadgroup_barrier");
   Fiber* f = w->cur;
   if (__atomic_load_n(&w->run->d->cancel, __ATOMIC_RELAXED)) {
@@ -532,7 +532,7 @@ EXPORT void tg_barrier(const char* file, int line) {
   to_sched(w, f);
 }
 
-EXPORT void collective(const void* in, size_t in_size, void* out, size_t out_size, CollOp op, const char* file,
+void collective(const void* in, size_t in_size, void* out, size_t out_size, CollOp op, const char* file,
                        int line) {
   Worker* w = self("a simd collective");
   Fiber* f = w->cur;
@@ -547,7 +547,7 @@ EXPORT void collective(const void* in, size_t in_size, void* out, size_t out_siz
   memcpy(out, f->out, out_size);
 }
 
-EXPORT void tg_array(void* p, size_t bytes, const char* file, int line, int counted) {
+void tg_array(void* p, size_t bytes, const char* file, int line, int counted) {
   Worker* w = self("a threadgroup declaration");
   for (void* q : w->tg_seen)
     if (q == p) return;
@@ -565,12 +565,11 @@ EXPORT void tg_array(void* p, size_t bytes, const char* file, int line, int coun
 
 Registrar::Registrar(const char* name, Thunk thunk, BindConstants bind, size_t tg_static, const char* file,
                      int line) {
+  // The Go side rejects duplicate names before compiling; this guards
+  // hand-built libraries. Both copies are marked and refuse to run.
   Kernel k = {name, thunk, bind, tg_static, file, line, nullptr};
   for (auto& o : registry())
-    if (strcmp(o.name, name) == 0) {
-      o.dup = &o;  // marked; resolved at dispatch
-      k.dup = &o;
-    }
+    if (strcmp(o.name, name) == 0) o.dup = k.dup = &o;
   registry().push_back(k);
 }
 
