@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/laya-metal/laya"
+	"github.com/laya-metal/laya/hub"
 )
 
 func init() {
@@ -19,8 +20,8 @@ func init() {
 	})
 }
 
-const predictUsage = `Usage: laya predict --model DIR [--backend cpu] [--batch-size N]
-                    (--request FILE|- | --state TEXT|@FILE --questions FILE|JSON)
+const predictUsage = `Usage: laya predict --model DIR|ORG/NAME [--backend cpu] [--batch-size N]
+                    (--request FILE|- | --state TEXT|@FILE (--questions FILE|JSON | --preset NAME))
 
 Answers every question about the state in one encoder pass and prints the
 answer JSON exactly as upstream Laya writes it (json.dumps, ensure_ascii=False),
@@ -31,6 +32,16 @@ JSON value (an email object, a conversation list); questions map an id to a
 definition of type "choice" (criteria: {label: description} or [labels]),
 "score" (criteria: [level 0, level 1, ...]) or "noul" (a yes/no question; the
 answer is P(true)). Key order is kept everywhere.
+
+--model is a checkpoint directory, or a Hugging Face id such as
+convaiinnovations/laya, convaiinnovations/laya/multilingual or
+aac6fef/laya-mlx@<revision>: files are downloaded once into the Hugging Face
+cache (HF_HUB_CACHE, HF_HOME; HF_TOKEN for private repos; HF_HUB_OFFLINE=1 to
+forbid the network) with a progress bar, and reused from there.
+
+--preset picks a built-in question set instead of --questions: triage
+(customer messages, field "message"), email ("body"), guard (LLM prompts,
+"prompt"), moderation ("post") or router ("request").
 
 --state takes the text itself, or @FILE to read it from a file; the file's
 content is used as text unless it parses as a JSON object or list. --questions
@@ -56,6 +67,7 @@ func runPredict(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	requestArg := fs.String("request", "", "request JSON `FILE`, or - for stdin")
 	stateArg := fs.String("state", "", "state `TEXT`, or @FILE")
 	questionsArg := fs.String("questions", "", "questions JSON `FILE`, or the JSON itself")
+	preset := fs.String("preset", "", "built-in question set `NAME`: "+presetNames)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, predictUsage)
 		fs.PrintDefaults()
@@ -72,11 +84,12 @@ func runPredict(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if *model == "" {
 		return errors.New("--model is required (see laya predict -h)")
 	}
-	state, questions, err := readPredictInput(*requestArg, *stateArg, *questionsArg, stdin)
+	state, questions, err := readPredictInput(*requestArg, *stateArg, *questionsArg, *preset, stdin)
 	if err != nil {
 		return err
 	}
-	agent, err := laya.Load(ctx, *model, laya.WithBackend(*backend), laya.WithBatchSize(*batchSize))
+	agent, err := laya.Load(ctx, *model, laya.WithBackend(*backend), laya.WithBatchSize(*batchSize),
+		laya.WithHub(laya.WithProgress(hub.TerminalProgress(stderr))))
 	if err != nil {
 		return err
 	}
@@ -91,10 +104,12 @@ func runPredict(ctx context.Context, args []string, stdin io.Reader, stdout, std
 
 // readPredictInput reads either a whole request or a state and questions, validating the
 // combination of flags before anything is loaded.
-func readPredictInput(requestArg, stateArg, questionsArg string, stdin io.Reader) (laya.State, laya.Questions, error) {
+func readPredictInput(requestArg, stateArg, questionsArg, preset string, stdin io.Reader) (laya.State, laya.Questions, error) {
 	switch {
-	case requestArg != "" && (stateArg != "" || questionsArg != ""):
-		return laya.State{}, nil, errors.New("give either --request or --state with --questions, not both")
+	case requestArg != "" && (stateArg != "" || questionsArg != "" || preset != ""):
+		return laya.State{}, nil, errors.New("give either --request or --state with --questions or --preset, not both")
+	case questionsArg != "" && preset != "":
+		return laya.State{}, nil, errors.New("give --questions or --preset, not both")
 	case requestArg != "":
 		data, err := readFileOrStdin(requestArg, stdin)
 		if err != nil {
@@ -105,8 +120,8 @@ func readPredictInput(requestArg, stateArg, questionsArg string, stdin io.Reader
 			return laya.State{}, nil, fmt.Errorf("%s: %w", requestArg, err)
 		}
 		return req.State, req.Questions, nil
-	case stateArg == "" || questionsArg == "":
-		return laya.State{}, nil, errors.New("give --request FILE, or both --state and --questions (see laya predict -h)")
+	case stateArg == "" || (questionsArg == "" && preset == ""):
+		return laya.State{}, nil, errors.New("give --request FILE, or --state with --questions or --preset (see laya predict -h)")
 	}
 	state := laya.Text(stateArg)
 	if name, ok := strings.CutPrefix(stateArg, "@"); ok {
@@ -121,6 +136,10 @@ func readPredictInput(requestArg, stateArg, questionsArg string, stdin io.Reader
 				state = st
 			}
 		}
+	}
+	if preset != "" {
+		questions, err := presetQuestions(preset)
+		return state, questions, err
 	}
 	qdata := []byte(questionsArg)
 	if !strings.HasPrefix(strings.TrimSpace(questionsArg), "{") {

@@ -65,6 +65,8 @@ func TestPredictCommand(t *testing.T) {
 		{"request stdin", []string{"--model", predictModel, "--request", "-", "--batch-size", "1"}, string(request)},
 		{"state file and inline questions", []string{"--model", predictModel, "--state", "@" + stateFile, "--questions", string(req.Questions)}, ""},
 	} {
+		// A Hub id must never reach the network from a test.
+		t.Setenv("HF_HUB_OFFLINE", "1")
 		var stdout, stderr bytes.Buffer
 		err := runPredict(context.Background(), tc.args, strings.NewReader(tc.stdin), &stdout, &stderr)
 		if err != nil {
@@ -85,14 +87,19 @@ func TestPredictCommandErrors(t *testing.T) {
 		want string
 	}{
 		{"no model", []string{"--state", "x", "--questions", noul}, "--model is required"},
-		{"no input", []string{"--model", predictModel}, "give --request FILE, or both --state and --questions"},
+		{"no input", []string{"--model", predictModel}, "give --request FILE, or --state with --questions or --preset"},
+		{"questions and preset", []string{"--model", predictModel, "--state", "x", "--questions", noul, "--preset", "triage"}, "not both"},
+		{"unknown preset", []string{"--model", predictModel, "--state", "x", "--preset", "nope"}, "use triage, email"},
 		{"both inputs", []string{"--model", predictModel, "--request", "r.json", "--state", "x"}, "not both"},
 		{"bad question", []string{"--model", predictModel, "--state", "x", "--questions", `{"q": {"type": "multi"}}`},
 			"question 'q': unknown type 'multi'; use one of ['choice', 'noul', 'score']"},
 		{"bad json", []string{"--model", predictModel, "--state", "x", "--questions", `{"q": `}, "invalid JSON"},
-		{"missing model dir", []string{"--model", "no/such/dir", "--state", "x", "--questions", noul}, "not a Laya checkpoint"},
+		{"missing model dir", []string{"--model", "./no/such/dir", "--state", "x", "--questions", noul}, "not a Laya checkpoint"},
+		{"hub id offline, not cached", []string{"--model", "nobody/no-such-laya", "--state", "x", "--questions", noul}, "HF_HUB_OFFLINE"},
 		{"bad batch size", []string{"--model", predictModel, "--batch-size", "0", "--state", "x", "--questions", noul}, "batch size 0"},
 	} {
+		// A Hub id must never reach the network from a test.
+		t.Setenv("HF_HUB_OFFLINE", "1")
 		var stdout, stderr bytes.Buffer
 		err := runPredict(context.Background(), tc.args, strings.NewReader(""), &stdout, &stderr)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -127,5 +134,41 @@ func TestSampleRequest(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %s: %s", want, out)
 		}
+	}
+}
+
+// TestPredictPreset checks --preset gives the same answer as passing the
+// preset's questions as JSON, and that every preset id is answered in order.
+func TestPredictPreset(t *testing.T) {
+	ctx := context.Background()
+	state := "My order arrived broken and I want a refund today, this is the third time!"
+	for _, name := range []string{"triage", "email", "guard", "moderation", "router"} {
+		t.Run(name, func(t *testing.T) {
+			qs, err := presetQuestions(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var viaPreset, viaJSON, stderr bytes.Buffer
+			if err := runPredict(ctx, []string{"--model", predictModel, "--state", state, "--preset", name}, nil, &viaPreset, &stderr); err != nil {
+				t.Fatalf("%v (%s)", err, stderr.String())
+			}
+			if err := runPredict(ctx, []string{"--model", predictModel, "--state", state, "--questions", qs.Value().String()}, nil, &viaJSON, &stderr); err != nil {
+				t.Fatal(err)
+			}
+			if viaPreset.String() != viaJSON.String() {
+				t.Errorf("--preset %s:\n%s\n--questions with the same JSON:\n%s", name, viaPreset.String(), viaJSON.String())
+			}
+			last := -1
+			for _, q := range qs {
+				at := strings.Index(viaPreset.String(), `"`+q.ID+`": {"type"`)
+				if at <= last {
+					t.Errorf("answer %q missing or out of order in %s", q.ID, viaPreset.String())
+				}
+				last = at
+			}
+		})
+	}
+	if _, err := presetQuestions("nope"); err == nil || !strings.Contains(err.Error(), "triage") {
+		t.Errorf("unknown preset error %v should list the presets", err)
 	}
 }

@@ -135,20 +135,8 @@ func routeQuestions(arg, preset string) (laya.Questions, error) {
 	if arg != "" && preset != "" {
 		return nil, errors.New("give --questions or --preset, not both")
 	}
-	switch preset {
-	case "":
-	case "triage":
-		return laya.TriageQuestions(), nil
-	case "email":
-		return laya.EmailQuestions(), nil
-	case "guard":
-		return laya.GuardQuestions(), nil
-	case "moderation":
-		return laya.ModerationQuestions(), nil
-	case "router":
-		return laya.RouterQuestions(), nil
-	default:
-		return nil, fmt.Errorf("--preset %q: use triage, email, guard, moderation or router", preset)
+	if preset != "" {
+		return presetQuestions(preset)
 	}
 	if arg == "" {
 		return nil, nil
