@@ -129,7 +129,12 @@ func resolveCheckpoint(ctx context.Context, ref string, cfg loadConfig) (string,
 				return "", err
 			}
 		}
-		return resolveHub(ctx, ref, hc)
+		dir, err := resolveHub(ctx, ref, hc)
+		if err != nil {
+			// A mistyped local path has the org/name shape too: say both readings.
+			return "", fmt.Errorf("%w (no local directory %q exists either; write ./%s for a local path)", err, ref, ref)
+		}
+		return dir, nil
 	}
 	info, err := os.Stat(ref)
 	switch {
@@ -179,11 +184,11 @@ func (a *Agent) Predict(ctx context.Context, state State, questions Questions) (
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if a.net == nil {
-		return nil, ErrClosed
-	}
 	if len(questions) == 0 {
 		return &Result{}, nil
+	}
+	if a.net == nil {
+		return nil, ErrClosed
 	}
 	qs, err := prepareQuestions(questions)
 	if err != nil {

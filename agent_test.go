@@ -5,7 +5,10 @@ import (
 	"errors"
 	"math"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/laya-metal/laya/hub"
 )
 
 // agentCheckpoints pairs each oracle checkpoint with the goldens it must reproduce;
@@ -140,12 +143,19 @@ func TestLoadErrors(t *testing.T) {
 		opts []Option
 		want error
 	}{
-		{"missing dir", filepath.Join("testdata", "no-such-checkpoint"), nil, ErrNotCheckpoint},
+		{"missing dir", "./" + filepath.Join("testdata", "no-such-checkpoint"), nil, ErrNotCheckpoint},
+		// Without ./ the same text has the org/name shape of a Hub id; offline and
+		// uncached, the error must name both readings.
+		{"missing dir or hub id", filepath.Join("testdata", "no-such-checkpoint"), []Option{WithHub(WithOffline())}, hub.ErrOffline},
 		{"not a checkpoint", "testdata", nil, ErrNotCheckpoint},
 		{"a file", filepath.Join(checkpointDir("tiny-en"), "rl_agent_config.json"), nil, ErrNotCheckpoint},
 	} {
-		if _, err := Load(ctx, tc.path, tc.opts...); !errors.Is(err, tc.want) {
+		_, err := Load(ctx, tc.path, tc.opts...)
+		if !errors.Is(err, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+		if tc.want == hub.ErrOffline && !strings.Contains(err.Error(), "no local directory") {
+			t.Errorf("%s: %v does not mention the local reading", tc.name, err)
 		}
 	}
 	if _, err := Load(ctx, checkpointDir("tiny-en"), WithBatchSize(0)); err == nil {
