@@ -53,7 +53,7 @@ Flags:
 `
 
 type options struct {
-	model, synthetic, backend, format string
+	model, synthetic, tokenizer, backend, format string
 	questions                         []int
 	warmup, runs, batchSize           int
 	long                              bool
@@ -79,6 +79,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var questions string
 	fs.StringVar(&o.model, "model", "", "checkpoint directory")
 	fs.StringVar(&o.synthetic, "synthetic", "", "benchmark a synthetic checkpoint of a real shape: english, multilingual or tiny")
+	fs.StringVar(&o.tokenizer, "tokenizer", filepath.Join("testdata", "tokenizers", "modernbert"),
+		"with --synthetic: directory holding the tokenizer.json to ship in the checkpoint (run from the repository root, the bundled ModernBERT one)")
 	fs.StringVar(&o.backend, "backend", "cpu", "compute backend")
 	fs.StringVar(&questions, "questions", "1,5,10", "comma-separated question counts, one workload each")
 	fs.IntVar(&o.warmup, "warmup", 5, "untimed runs before timing")
@@ -151,6 +153,10 @@ func checkpointDir(o options, stderr io.Writer) (dir, name string, err error) {
 	default:
 		return "", "", fmt.Errorf("--synthetic %q: use english, multilingual or tiny", o.synthetic)
 	}
+	if _, err := os.Stat(filepath.Join(o.tokenizer, "tokenizer.json")); err != nil {
+		return "", "", fmt.Errorf("--synthetic needs a tokenizer.json: %w (run from the repository root, or give --tokenizer DIR)", err)
+	}
+	spec.TokenizerDir = o.tokenizer
 	cache, err := os.UserCacheDir()
 	if err != nil {
 		cache = os.TempDir()
