@@ -12,6 +12,8 @@ import (
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/laya-metal/laya/internal/pyfmt"
 )
 
 // Upstream Laya builds its prompts and its answers with Python's json.dumps, so the exact
@@ -269,32 +271,6 @@ func writePyString(buf *bytes.Buffer, s string) {
 	buf.WriteByte('"')
 }
 
-// pyFloatRepr returns Python's repr(float(f)): the shortest round-trip digits, ".0" on
-// integral values, exponent form (1e-05, 1e+16) when the decimal point falls outside
-// (-4, 16]. NaN and the infinities come out as 'nan', 'inf', '-inf'.
-func pyFloatRepr(f float64) string {
-	switch {
-	case math.IsNaN(f):
-		return "nan"
-	case math.IsInf(f, 1):
-		return "inf"
-	case math.IsInf(f, -1):
-		return "-inf"
-	}
-	sci := strconv.FormatFloat(f, 'e', -1, 64) // d[.ddd]e±XX, at least two exponent digits
-	ePos := strings.IndexByte(sci, 'e')
-	exp, _ := strconv.Atoi(sci[ePos+1:])
-	decpt := exp + 1 // the value is 0.DIGITS × 10^decpt
-	if decpt <= -4 || decpt > 16 {
-		return sci
-	}
-	fixed := strconv.FormatFloat(f, 'f', -1, 64)
-	if !strings.ContainsAny(fixed, ".") {
-		fixed += ".0"
-	}
-	return fixed
-}
-
 // pyFloatLiteral is a float as json.dumps writes it: repr, with NaN/Infinity/-Infinity.
 func pyFloatLiteral(f float64) string {
 	switch {
@@ -305,7 +281,7 @@ func pyFloatLiteral(f float64) string {
 	case math.IsInf(f, -1):
 		return "-Infinity"
 	}
-	return pyFloatRepr(f)
+	return pyfmt.FloatRepr(f)
 }
 
 // pyStr returns Python's str() of the value json.loads would make of v. Choice labels are
@@ -316,7 +292,7 @@ func pyStr(v Value) string {
 		return v.text
 	case NumberKind:
 		if v.isFloat() {
-			return pyFloatRepr(v.float())
+			return pyfmt.FloatRepr(v.float())
 		}
 		return pyNumber(v)
 	default:
@@ -377,11 +353,11 @@ func pyRepr(v Value) string {
 		return "False"
 	case NumberKind:
 		if v.isFloat() {
-			return pyFloatRepr(v.float())
+			return pyfmt.FloatRepr(v.float())
 		}
 		return pyNumber(v)
 	case StringKind:
-		return pyStrRepr(v.text)
+		return pyfmt.StrRepr(v.text)
 	case ArrayKind:
 		parts := make([]string, len(v.items))
 		for i, it := range v.items {
@@ -391,54 +367,17 @@ func pyRepr(v Value) string {
 	default:
 		parts := make([]string, len(v.members))
 		for i, m := range v.members {
-			parts[i] = pyStrRepr(m.Key) + ": " + pyRepr(m.Value)
+			parts[i] = pyfmt.StrRepr(m.Key) + ": " + pyRepr(m.Value)
 		}
 		return "{" + strings.Join(parts, ", ") + "}"
 	}
-}
-
-// pyStrRepr is repr() of a Python str: single quotes unless the text holds a single quote
-// and no double quote; backslash escapes for \\, \n, \r, \t, the quote, and non-printable
-// characters (\xNN, \uNNNN, \UNNNNNNNN). Printable non-ASCII stays raw.
-func pyStrRepr(s string) string {
-	quote := byte('\'')
-	if strings.IndexByte(s, '\'') >= 0 && strings.IndexByte(s, '"') < 0 {
-		quote = '"'
-	}
-	var b strings.Builder
-	b.WriteByte(quote)
-	for _, r := range s {
-		switch {
-		case r == rune(quote) || r == '\\':
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, `\x%02x`, r)
-		case r < 0x7f || unicode.IsPrint(r):
-			b.WriteRune(r)
-		case r <= 0xff:
-			fmt.Fprintf(&b, `\x%02x`, r)
-		case r <= 0xffff:
-			fmt.Fprintf(&b, `\u%04x`, r)
-		default:
-			fmt.Fprintf(&b, `\U%08x`, r)
-		}
-	}
-	b.WriteByte(quote)
-	return b.String()
 }
 
 // pyStrList is repr() of a Python list of str.
 func pyStrList(items []string) string {
 	parts := make([]string, len(items))
 	for i, s := range items {
-		parts[i] = pyStrRepr(s)
+		parts[i] = pyfmt.StrRepr(s)
 	}
 	return "[" + strings.Join(parts, ", ") + "]"
 }
@@ -468,7 +407,7 @@ func pyHashKey(v Value) string {
 		if !math.IsInf(f, 0) && f == math.Trunc(f) {
 			return "n:" + new(big.Float).SetFloat64(f).Text('f', 0)
 		}
-		return "f:" + pyFloatRepr(f)
+		return "f:" + pyfmt.FloatRepr(f)
 	}
 	return "x:" + pyDumps(v)
 }

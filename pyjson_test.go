@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+
+	"github.com/laya-metal/laya/internal/pyfmt"
 )
 
 // TestPyFloatRepr checks Python's repr(float); every expected string was written by hand
@@ -42,8 +44,8 @@ func TestPyFloatRepr(t *testing.T) {
 		{2.0 / 3, "0.6666666666666666"},
 		{-1e-07, "-1e-07"},
 	} {
-		if got := pyFloatRepr(tc.in); got != tc.want {
-			t.Errorf("pyFloatRepr(%v) = %q, want %q", tc.in, got, tc.want)
+		if got := pyfmt.FloatRepr(tc.in); got != tc.want {
+			t.Errorf("pyfmt.FloatRepr(%v) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 	for _, tc := range []struct {

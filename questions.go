@@ -8,6 +8,7 @@ import (
 	"unicode"
 
 	"github.com/laya-metal/laya/heads"
+	"github.com/laya-metal/laya/internal/pyfmt"
 )
 
 // Question validation and normalisation follow upstream Laya at 8ef5b2dd:
@@ -46,7 +47,7 @@ func (e *QuestionError) Unwrap() []error {
 
 // questionErrorf builds "question 'id': …" with the id in Python repr, as upstream's %r.
 func questionErrorf(id, format string, args ...any) *QuestionError {
-	return &QuestionError{QuestionID: id, msg: fmt.Sprintf("question %s: ", pyStrRepr(id)) + fmt.Sprintf(format, args...)}
+	return &QuestionError{QuestionID: id, msg: fmt.Sprintf("question %s: ", pyfmt.StrRepr(id)) + fmt.Sprintf(format, args...)}
 }
 
 // Question is one question of a request: its id and its definition, a JSON object in

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/laya-metal/laya/internal/pyfmt"
 	"github.com/laya-metal/laya/lang"
 )
 
@@ -642,7 +643,7 @@ func (r *Router) Route(state State, questions Questions, opts RouteOptions) (Rou
 		if err != nil {
 			return RouteDecision{}, err
 		}
-		return r.decision(key, "explicit model="+pyStrRepr(opts.Model), nil, ""), nil
+		return r.decision(key, "explicit model="+pyfmt.StrRepr(opts.Model), nil, ""), nil
 	}
 	if opts.Task != "" {
 		task := opts.Task
@@ -653,15 +654,15 @@ func (r *Router) Route(state State, questions Questions, opts RouteOptions) (Rou
 		if err != nil {
 			return RouteDecision{}, fmt.Errorf("task %q: %w", opts.Task, err)
 		}
-		return r.decision(key, "explicit task="+pyStrRepr(opts.Task), nil, ""), nil
+		return r.decision(key, "explicit task="+pyfmt.StrRepr(opts.Task), nil, ""), nil
 	}
 	workflow := MatchTypedDecisionsWorkflow(questions)
 	if workflow != "" && r.autoTask {
-		return r.decision(ModelTypedDecisions, "question ids match the "+pyStrRepr(workflow)+" typed-decisions workflow", nil, workflow), nil
+		return r.decision(ModelTypedDecisions, "question ids match the "+pyfmt.StrRepr(workflow)+" typed-decisions workflow", nil, workflow), nil
 	}
 	// A blank lang names nothing and falls through, as an abstaining hint does.
 	if en := englishFromCode(opts.Lang); en >= 0 {
-		return r.decision(englishOrMulti(en), "explicit lang="+pyStrRepr(opts.Lang), nil, workflow), nil
+		return r.decision(englishOrMulti(en), "explicit lang="+pyfmt.StrRepr(opts.Lang), nil, workflow), nil
 	}
 	for _, hint := range []struct {
 		source string
@@ -689,7 +690,7 @@ func (r *Router) Route(state State, questions Questions, opts RouteOptions) (Rou
 		reason = fmt.Sprintf("non-Latin script (%s, %.0f%% of letters); the English checkpoint cannot read it", det.Script, 100*det.NonLatinFraction)
 	case !det.IsEnglish && det.Language != "":
 		key = ModelMultilingual
-		reason = "Latin script but language looks like " + pyStrRepr(det.Language) + ", not English"
+		reason = "Latin script but language looks like " + pyfmt.StrRepr(det.Language) + ", not English"
 	case !det.IsEnglish:
 		// No stopword list covers it: routed on the non-English letters alone.
 		key = ModelMultilingual

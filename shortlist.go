@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"sort"
+
+	"github.com/laya-metal/laya/internal/pyfmt"
 )
 
 // Embedding shortlist for high-cardinality choice questions, after laya-mlx's
@@ -118,10 +120,10 @@ func PredictShortlist(ctx context.Context, model Predictor, state State, questio
 		texts := append([]string{shortlistQuery(state, ins)}, internal.options...)
 		vectors, err := embed.Embed(ctx, texts)
 		if err != nil {
-			return nil, fmt.Errorf("laya: shortlist question %s: embedder: %w", pyStrRepr(q.ID), err)
+			return nil, fmt.Errorf("laya: shortlist question %s: embedder: %w", pyfmt.StrRepr(q.ID), err)
 		}
 		if err := checkEmbeddings(vectors, len(texts)); err != nil {
-			return nil, fmt.Errorf("question %s: %w", pyStrRepr(q.ID), err)
+			return nil, fmt.Errorf("question %s: %w", pyfmt.StrRepr(q.ID), err)
 		}
 		sims := cosineScores(vectors[0], vectors[1:])
 		order := make([]int, len(sims))

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/laya-metal/laya/weights"
 )
 
 // Sentinel errors, checkable with errors.Is.
@@ -20,35 +22,16 @@ var (
 	ErrUnknownBackend = errors.New("backend: unknown backend")
 )
 
-// DType is the element type of uploaded weight data.
-type DType uint8
+// DType is the element type of uploaded weight data: the checkpoint's own
+// (weights.F32, weights.F16, weights.BF16), so weights upload as stored.
+type DType = weights.DType
 
+// The dtypes a backend must accept.
 const (
-	F32  DType = iota // IEEE binary32, little-endian
-	F16               // IEEE binary16, little-endian
-	BF16              // bfloat16 (upper half of a binary32), little-endian
+	F32  = weights.F32
+	F16  = weights.F16
+	BF16 = weights.BF16
 )
-
-func (d DType) String() string {
-	switch d {
-	case F32:
-		return "F32"
-	case F16:
-		return "F16"
-	case BF16:
-		return "BF16"
-	}
-	return fmt.Sprintf("DType(%d)", uint8(d))
-}
-
-// Size is the byte size of one element.
-func (d DType) Size() int {
-	switch d {
-	case F16, BF16:
-		return 2
-	}
-	return 4
-}
 
 // Tensor is a backend-owned float32 array. Every tensor is a row-major
 // matrix [Rows, Cols]; batch and sequence dimensions are folded into Rows

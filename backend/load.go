@@ -47,19 +47,7 @@ func (l *Loader) load(name string, want []int, rows, cols int) Tensor {
 		l.errs = append(l.errs, fmt.Errorf("%w: %s has shape %v, the model needs %v", ErrMissingWeight, name, src.Shape, want))
 		return nil
 	}
-	var dtype DType
-	switch src.DType {
-	case weights.F32:
-		dtype = F32
-	case weights.F16:
-		dtype = F16
-	case weights.BF16:
-		dtype = BF16
-	default:
-		l.errs = append(l.errs, fmt.Errorf("%w: %s is %v", ErrDType, name, src.DType))
-		return nil
-	}
-	t, err := l.be.Upload(name, dtype, rows, cols, src.Raw)
+	t, err := l.be.Upload(name, src.DType, rows, cols, src.Raw)
 	if err != nil {
 		l.errs = append(l.errs, err)
 		return nil

@@ -139,6 +139,21 @@ func float16Table() *[65536]float32 {
 	return f16Table
 }
 
+// DecodeFloat32 widens little-endian F32, F16 or BF16 data into dst, exactly.
+// src must hold len(dst) elements of dtype.
+func DecodeFloat32(dst []float32, src []byte, dtype DType) error {
+	switch dtype {
+	case F32, F16, BF16:
+	default:
+		return fmt.Errorf("weights: %w: %v", ErrUnsupportedDType, dtype)
+	}
+	if len(src) != len(dst)*dtype.Size() {
+		return fmt.Errorf("weights: %d bytes of %v for %d elements", len(src), dtype, len(dst))
+	}
+	convertToFloat32(dst, src, dtype)
+	return nil
+}
+
 // convertToFloat32 decodes len(dst) little-endian elements of src.
 // The caller guarantees len(src) == len(dst)*dtype.Size().
 func convertToFloat32(dst []float32, src []byte, dtype DType) {

@@ -8,7 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
-	"unicode/utf8"
+
+	"github.com/laya-metal/laya/internal/pyfmt"
 )
 
 // The configs are read by upstream with Python's json module and float(),
@@ -253,7 +254,7 @@ func pyRepr(raw json.RawMessage) string {
 		if json.Unmarshal(raw, &s) != nil {
 			return string(raw)
 		}
-		return pyStrRepr(s)
+		return pyfmt.StrRepr(s)
 	case '[':
 		items, _ := pyArray(raw)
 		parts := make([]string, len(items))
@@ -268,7 +269,7 @@ func pyRepr(raw json.RawMessage) string {
 		}
 		parts := make([]string, len(keys))
 		for i, k := range keys {
-			parts[i] = pyStrRepr(k) + ": " + pyRepr(values[k])
+			parts[i] = pyfmt.StrRepr(k) + ": " + pyRepr(values[k])
 		}
 		return "{" + strings.Join(parts, ", ") + "}"
 	}
@@ -283,7 +284,7 @@ func pyRepr(raw json.RawMessage) string {
 	if err != nil && !math.IsInf(f, 0) {
 		return string(raw)
 	}
-	return pyFloatRepr(f)
+	return pyfmt.FloatRepr(f)
 }
 
 // pyIntRepr normalises a JSON integer literal ("-0" is int 0 in Python).
@@ -307,34 +308,6 @@ func pyIntRepr(s string) (string, bool) {
 	return digits, true
 }
 
-// pyFloatRepr is Python's repr(float): the shortest round-trip digits,
-// positional for decimal exponents in [-4, 16), scientific otherwise.
-func pyFloatRepr(f float64) string {
-	switch {
-	case math.IsNaN(f):
-		return "nan"
-	case math.IsInf(f, 1):
-		return "inf"
-	case math.IsInf(f, -1):
-		return "-inf"
-	}
-	e := strconv.FormatFloat(f, 'e', -1, 64) // d.ddde±XX
-	mant, expText, _ := strings.Cut(e, "e")
-	exp, _ := strconv.Atoi(expText)
-	if exp < -4 || exp >= 16 {
-		sign := "+"
-		if exp < 0 {
-			sign, exp = "-", -exp
-		}
-		return fmt.Sprintf("%se%s%02d", mant, sign, exp)
-	}
-	s := strconv.FormatFloat(f, 'f', -1, 64)
-	if !strings.Contains(s, ".") {
-		s += ".0"
-	}
-	return s
-}
-
 // pyG is Python's "%g" (6 significant digits, trailing zeros dropped).
 func pyG(f float64) string {
 	switch {
@@ -346,47 +319,4 @@ func pyG(f float64) string {
 		return "-inf"
 	}
 	return strconv.FormatFloat(f, 'g', 6, 64)
-}
-
-// pyStrRepr approximates Python's repr(str): single quotes unless the text
-// holds a single quote and no double quote; control characters escaped.
-func pyStrRepr(s string) string {
-	quote := byte('\'')
-	if strings.ContainsRune(s, '\'') && !strings.ContainsRune(s, '"') {
-		quote = '"'
-	}
-	var b strings.Builder
-	b.WriteByte(quote)
-	for _, r := range s {
-		switch {
-		case r == '\\':
-			b.WriteString(`\\`)
-		case r == rune(quote):
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r == utf8.RuneError:
-			b.WriteString(`\ufffd`)
-		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, `\x%02x`, r)
-		case !unicode.IsPrint(r) && r != ' ':
-			switch {
-			case r <= 0xff:
-				fmt.Fprintf(&b, `\x%02x`, r)
-			case r <= 0xffff:
-				fmt.Fprintf(&b, `\u%04x`, r)
-			default:
-				fmt.Fprintf(&b, `\U%08x`, r)
-			}
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte(quote)
-	return b.String()
 }

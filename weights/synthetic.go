@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/laya-metal/laya/internal/pyfmt"
 )
 
 // SyntheticSpec describes a synthetic checkpoint: the real layout and
@@ -486,7 +488,7 @@ func (o *orderedJSON) bytes() []byte {
 }
 
 // pyFloatJSON writes a float as Python's json.dumps would (1.0, not 1).
-func pyFloatJSON(f float64) json.RawMessage { return json.RawMessage(pyFloatRepr(f)) }
+func pyFloatJSON(f float64) json.RawMessage { return json.RawMessage(pyfmt.FloatRepr(f)) }
 
 func (s SyntheticSpec) agentConfigJSON() []byte {
 	var o orderedJSON

@@ -2,13 +2,13 @@ package cpu
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"math"
 	"runtime"
 	"sync"
 
 	"github.com/laya-metal/laya/backend"
+	"github.com/laya-metal/laya/weights"
 )
 
 func init() {
@@ -46,47 +46,20 @@ func (b *Backend) Upload(name string, dtype backend.DType, rows, cols int, raw [
 	if rows <= 0 || cols <= 0 || rows > math.MaxInt32/cols {
 		return nil, fmt.Errorf("cpu: upload %s: %w: bad shape [%d, %d]", name, backend.ErrShape, rows, cols)
 	}
+	switch dtype {
+	case backend.F32, backend.F16, backend.BF16:
+	default:
+		return nil, fmt.Errorf("cpu: upload %s: %w %v", name, backend.ErrDType, dtype)
+	}
 	n := rows * cols
 	if len(raw) != n*dtype.Size() {
 		return nil, fmt.Errorf("cpu: upload %s: %w: %d bytes for [%d, %d] %v", name, backend.ErrShape, len(raw), rows, cols, dtype)
 	}
 	data := make([]float32, n)
-	switch dtype {
-	case backend.F32:
-		for i := range data {
-			data[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
-		}
-	case backend.F16:
-		for i := range data {
-			data[i] = halfToFloat32(binary.LittleEndian.Uint16(raw[2*i:]))
-		}
-	case backend.BF16:
-		for i := range data {
-			data[i] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(raw[2*i:])) << 16)
-		}
-	default:
-		return nil, fmt.Errorf("cpu: upload %s: %w %v", name, backend.ErrDType, dtype)
+	if err := weights.DecodeFloat32(data, raw, dtype); err != nil {
+		return nil, fmt.Errorf("cpu: upload %s: %w", name, err)
 	}
 	return &tensor{rows: rows, cols: cols, data: data}, nil
-}
-
-// halfToFloat32 widens an IEEE binary16 value exactly, subnormals, infinities
-// and NaN payloads included.
-func halfToFloat32(h uint16) float32 {
-	sign := uint32(h>>15) << 31
-	exp := uint32(h>>10) & 0x1f
-	mant := uint32(h) & 0x3ff
-	switch {
-	case exp == 0x1f: // inf or NaN
-		return math.Float32frombits(sign | 0x7f800000 | mant<<13)
-	case exp != 0: // normal
-		return math.Float32frombits(sign | (exp+112)<<23 | mant<<13)
-	case mant == 0:
-		return math.Float32frombits(sign)
-	}
-	// Subnormal: mant·2^-24 is exact in float32.
-	v := float32(mant) * (1.0 / (1 << 24))
-	return math.Float32frombits(sign | math.Float32bits(v))
 }
 
 // NewStream implements backend.Backend.

@@ -12,36 +12,6 @@ import (
 	"github.com/laya-metal/laya/backend"
 )
 
-func TestHalfToFloat32(t *testing.T) {
-	tests := []struct {
-		bits uint16
-		want float32
-	}{
-		{0x0000, 0},
-		{0x3c00, 1},
-		{0xc000, -2},
-		{0x3555, 0.333251953125},
-		{0x7bff, 65504},
-		{0x0400, 1.0 / 16384},                    // smallest normal 2^-14
-		{0x0001, float32(math.Ldexp(1, -24))},    // smallest subnormal
-		{0x03ff, float32(math.Ldexp(1023, -24))}, // largest subnormal
-		{0x8001, -float32(math.Ldexp(1, -24))},
-		{0x7c00, float32(math.Inf(1))},
-		{0xfc00, float32(math.Inf(-1))},
-	}
-	for _, tt := range tests {
-		if got := halfToFloat32(tt.bits); got != tt.want {
-			t.Errorf("halfToFloat32(%#04x) = %v, want %v", tt.bits, got, tt.want)
-		}
-	}
-	if got := halfToFloat32(0x8000); math.Float32bits(got) != 0x80000000 {
-		t.Errorf("halfToFloat32(0x8000) = %#x, want -0", math.Float32bits(got))
-	}
-	if got := halfToFloat32(0x7e01); !math.IsNaN(float64(got)) {
-		t.Errorf("halfToFloat32(0x7e01) = %v, want NaN", got)
-	}
-}
-
 func TestUpload(t *testing.T) {
 	be := New()
 	want := []float32{1, -2.5, 0.375, 1024}
