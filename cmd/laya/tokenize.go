@@ -25,8 +25,9 @@ func init() {
 const tokenizeUsage = `Usage: laya tokenize (--tokenizer FILE | --model DIR) [--special] < input
 
 Reads one text per line from stdin: a JSON object with a string "text" field
-gives that text (which may hold newlines); any other line is the text itself, and writes one JSON line {"text": ..., "ids": [...]} per input
-line, in input order. The ids equal Python's
+gives that text (which may hold newlines); any other line is the text itself.
+Writes one JSON line {"text": ..., "ids": [...]} per input line, in input
+order. The ids equal Python's
 tok(text, add_special_tokens=False)["input_ids"]; with --special the
 post-processor's special tokens are added (e.g. [CLS] ... [SEP]).
 
