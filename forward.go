@@ -6,7 +6,8 @@ import (
 	"fmt"
 
 	"github.com/laya-metal/laya/backend"
-	_ "github.com/laya-metal/laya/backend/cpu" // registers "cpu"
+	_ "github.com/laya-metal/laya/backend/cpu"   // registers "cpu"
+	_ "github.com/laya-metal/laya/backend/metal" // registers "metal" (darwin) and "metal-emu"
 	"github.com/laya-metal/laya/encoder"
 	"github.com/laya-metal/laya/heads"
 	"github.com/laya-metal/laya/weights"

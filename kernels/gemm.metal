@@ -1,6 +1,7 @@
 // GEMM Y = X·Wᵀ (+ bias): X is M×K, W is N×K (a linear layer's weight, row
-// major, as stored in safetensors), Y is M×N fp32. Inputs are half or float;
-// products accumulate in fp32 simdgroup matrices.
+// major, as stored in safetensors), Y is M×N fp32. Inputs are half or float
+// (gemm_f32_f16w: float activations against half weights, widened exactly as
+// they are staged); products accumulate in fp32 simdgroup matrices.
 //
 // Tiling (after ggml kernel_mul_mm and MLX steel, spec Part 2 "GEMM"): a
 // threadgroup of 4 simdgroups (128 threads) owns a 32×32 tile of Y, each
@@ -25,8 +26,10 @@ constant uint kTileN = 32;
 constant uint kTileK = 16;
 constant uint kThreads = 128;
 
-template <typename T>
-void gemm_tile(device const T* x, device const T* w, device float* y, device const float* bias,
+// TX and TW are the element types of X and W in device memory; T is the
+// type of the threadgroup tiles and simdgroup matrices.
+template <typename TX, typename TW, typename T>
+void gemm_tile(device const TX* x, device const TW* w, device float* y, device const float* bias,
                constant GemmParams& p, threadgroup T* xs, threadgroup T* ws, threadgroup float* ys,
                uint2 group, uint tid, uint simd) {
   const uint m0 = group.y * kTileM;
@@ -47,8 +50,8 @@ void gemm_tile(device const T* x, device const T* w, device float* y, device con
       uint r = e / kTileK;
       uint c = e % kTileK;
       uint gk = k0 + c;
-      xs[e] = (m0 + r < p.m && gk < p.k) ? x[ulong(m0 + r) * p.k + gk] : T(0);
-      ws[e] = (n0 + r < p.n && gk < p.k) ? w[ulong(n0 + r) * p.k + gk] : T(0);
+      xs[e] = (m0 + r < p.m && gk < p.k) ? T(x[ulong(m0 + r) * p.k + gk]) : T(0);
+      ws[e] = (n0 + r < p.n && gk < p.k) ? T(w[ulong(n0 + r) * p.k + gk]) : T(0);
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     for (uint kk = 0; kk < kTileK; kk += 8) {
@@ -104,7 +107,7 @@ kernel void gemm_f32(device const float* x [[buffer(0)]],
   threadgroup float xs[kTileM * kTileK];
   threadgroup float ws[kTileN * kTileK];
   threadgroup float ys[kTileM * kTileN];
-  gemm_tile<float>(x, w, y, bias, p, xs, ws, ys, group, tid, simd);
+  gemm_tile<float, float, float>(x, w, y, bias, p, xs, ws, ys, group, tid, simd);
 }
 
 // gemm_f16: half X and W (fp16 weights as stored), fp32 accumulation and Y.
@@ -119,5 +122,21 @@ kernel void gemm_f16(device const half* x [[buffer(0)]],
   threadgroup half xs[kTileM * kTileK];
   threadgroup half ws[kTileN * kTileK];
   threadgroup float ys[kTileM * kTileN];
-  gemm_tile<half>(x, w, y, bias, p, xs, ws, ys, group, tid, simd);
+  gemm_tile<half, half, half>(x, w, y, bias, p, xs, ws, ys, group, tid, simd);
+}
+
+// gemm_f32_f16w: float X against half W (a linear layer's fp16 weights as
+// stored), staged as float: the product is the one of the widened weights.
+kernel void gemm_f32_f16w(device const float* x [[buffer(0)]],
+                          device const half* w [[buffer(1)]],
+                          device float* y [[buffer(2)]],
+                          device const float* bias [[buffer(3), function_constant(gemm_has_bias)]],
+                          constant GemmParams& p [[buffer(4)]],
+                          uint2 group [[threadgroup_position_in_grid]],
+                          uint tid [[thread_index_in_threadgroup]],
+                          uint simd [[simdgroup_index_in_threadgroup]]) {
+  threadgroup float xs[kTileM * kTileK];
+  threadgroup float ws[kTileN * kTileK];
+  threadgroup float ys[kTileM * kTileN];
+  gemm_tile<float, half, float>(x, w, y, bias, p, xs, ws, ys, group, tid, simd);
 }

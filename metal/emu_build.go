@@ -31,10 +31,13 @@ type emuLibrary struct {
 
 // Compile flags. -ffloat16-excess-precision=none makes every half operation
 // round to half as the GPU does (spec Part 1, "Half precision"); without it
-// clang computes _Float16 expressions in float.
+// clang computes _Float16 expressions in float. The bfloat flag does the same
+// for bfloat (__bf16). -fwrapv makes signed integer overflow wrap, as GPU
+// integer arithmetic does, instead of being undefined behaviour that the
+// optimiser may turn into a 64-bit result.
 var emuCompileFlags = []string{
-	"-x", "c++", "-std=c++17", "-O1", "-g", "-fPIC", "-fno-exceptions", "-fvisibility=hidden",
-	"-w", "-Xclang", "-ffloat16-excess-precision=none",
+	"-x", "c++", "-std=c++17", "-O1", "-g", "-fPIC", "-fno-exceptions", "-fvisibility=hidden", "-fwrapv",
+	"-w", "-Xclang", "-ffloat16-excess-precision=none", "-Xclang", "-fbfloat16-excess-precision=none",
 }
 
 var emuASanFlags = []string{"-fsanitize=address", "-fno-omit-frame-pointer", "-DMSLEMU_UCONTEXT", "-DMSLEMU_ASAN"}
@@ -182,20 +185,7 @@ func emuBuildLibrary(ctx context.Context, opts EmulatorOptions) (*emuLibrary, er
 	for _, s := range srcs {
 		byName[s.Name] = s
 	}
-	includer := func(from, name string) (mslpp.Source, error) {
-		if s, ok := byName[name]; ok {
-			return mslpp.Source{Name: s.Name, Text: s.Text}, nil
-		}
-		p := filepath.Join(filepath.Dir(from), name)
-		if s, ok := byName[p]; ok {
-			return mslpp.Source{Name: s.Name, Text: s.Text}, nil
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return mslpp.Source{}, err
-		}
-		return mslpp.Source{Name: p, Text: string(b)}, nil
-	}
+	includer := emuIncluder(byName)
 	type unit struct{ name, cpp, obj string }
 	units := []unit{{name: emurt.Runtime, obj: filepath.Join(inc, "runtime.o")}}
 	if opts.ASan {
@@ -305,4 +295,102 @@ func emuFindSymbolizer(clang string) string {
 		}
 	}
 	return ""
+}
+
+// emuIncluder resolves a local #include against the given sources by name,
+// then against the including file's directory on disk.
+func emuIncluder(byName map[string]KernelSource) mslpp.Includer {
+	return func(from, name string) (mslpp.Source, error) {
+		if s, ok := byName[name]; ok {
+			return mslpp.Source{Name: s.Name, Text: s.Text}, nil
+		}
+		p := filepath.Join(filepath.Dir(from), name)
+		if s, ok := byName[p]; ok {
+			return mslpp.Source{Name: s.Name, Text: s.Text}, nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return mslpp.Source{}, err
+		}
+		return mslpp.Source{Name: p, Text: string(b)}, nil
+	}
+}
+
+// KernelInfo describes one kernel entry point of a .metal source as the
+// emulator reads it: what a host must bind to dispatch it.
+type KernelInfo struct {
+	// Name is the name to ask Pipeline for (a host_name when one is given).
+	Name string
+	File string
+	Line int
+	// MaxThreadsPerThreadgroup is the kernel's
+	// [[max_total_threads_per_threadgroup(N)]], or 0.
+	MaxThreadsPerThreadgroup int
+	Params                   []KernelParam
+	// Constants are the function constants of the kernel's source.
+	Constants []FunctionConstantInfo
+}
+
+// KernelParam is one kernel parameter.
+type KernelParam struct {
+	Name string
+	Type string // as written, without attributes
+	// Binding is "buffer(I)", "threadgroup(I)" or the builtin attribute
+	// (thread_position_in_grid...).
+	Binding string
+	// Index is the buffer or threadgroup index, or -1 for a builtin.
+	Index int
+	// ByValue is true for a reference parameter (constant Params& p): the
+	// host usually passes it with Arg.Bytes.
+	ByValue bool
+	// FunctionConstant names the constant that makes the parameter
+	// optional, or is empty.
+	FunctionConstant string
+}
+
+// FunctionConstantInfo is one [[function_constant(Index)]] declaration.
+type FunctionConstantInfo struct {
+	Name  string
+	Type  string
+	Index int
+}
+
+// ParseKernels reads the kernels of .metal sources without compiling them
+// (no clang needed). Local #includes resolve as for OpenEmulator. Errors
+// wrap ErrShaderCompile and name the file and line.
+func ParseKernels(srcs []KernelSource) ([]KernelInfo, error) {
+	byName := map[string]KernelSource{}
+	for _, s := range srcs {
+		byName[s.Name] = s
+	}
+	var out []KernelInfo
+	for _, s := range srcs {
+		u, err := mslpp.Translate(mslpp.Source{Name: s.Name, Text: s.Text}, emuIncluder(byName))
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrShaderCompile, err)
+		}
+		var consts []FunctionConstantInfo
+		for _, c := range u.Constants {
+			consts = append(consts, FunctionConstantInfo{Name: c.Name, Type: c.Type, Index: c.Index})
+		}
+		for _, k := range u.Kernels {
+			ki := KernelInfo{Name: k.Name, File: k.File, Line: k.Line, MaxThreadsPerThreadgroup: k.MaxThreads, Constants: consts}
+			for _, p := range k.Params {
+				kp := KernelParam{Name: p.Name, Type: p.Type, Index: p.Index, FunctionConstant: p.FunctionConstant}
+				switch p.Kind {
+				case mslpp.Buffer:
+					kp.Binding = fmt.Sprintf("buffer(%d)", p.Index)
+				case mslpp.BufferRef:
+					kp.Binding, kp.ByValue = fmt.Sprintf("buffer(%d)", p.Index), true
+				case mslpp.Threadgroup:
+					kp.Binding = fmt.Sprintf("threadgroup(%d)", p.Index)
+				case mslpp.Builtin:
+					kp.Binding, kp.Index = p.Builtin, -1
+				}
+				ki.Params = append(ki.Params, kp)
+			}
+			out = append(out, ki)
+		}
+	}
+	return out, nil
 }

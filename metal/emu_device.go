@@ -207,9 +207,14 @@ type emuPipeline struct {
 	tgStatic int64 // -1 when unknown (ASan mode: checked by the runner)
 }
 
-func (p *emuPipeline) Kernel() string                { return p.kernel.Name }
-func (p *emuPipeline) MaxThreadsPerThreadgroup() int { return 1024 }
-func (p *emuPipeline) ThreadExecutionWidth() int     { return 32 }
+func (p *emuPipeline) Kernel() string { return p.kernel.Name }
+func (p *emuPipeline) MaxThreadsPerThreadgroup() int {
+	if n := p.kernel.MaxThreads; n > 0 && n < 1024 {
+		return n
+	}
+	return 1024
+}
+func (p *emuPipeline) ThreadExecutionWidth() int { return 32 }
 
 func (d *emuDevice) Pipeline(kernel string, constants ...Constant) (Pipeline, error) {
 	key := kernel
@@ -244,7 +249,7 @@ func (d *emuDevice) Pipeline(kernel string, constants ...Constant) (Pipeline, er
 		if err != nil {
 			return nil, fmt.Errorf("%w: kernel %s: function constant %s (%d): %v", ErrPipeline, kernel, decl.Name, c.Index, err)
 		}
-		p.fcValue[c.Index], p.fcSet[c.Index] = bits, 1
+		p.fcValue[decl.Slot], p.fcSet[decl.Slot] = bits, 1
 	}
 	if d.tgFn != 0 {
 		name, err := d.cString(kernel)
@@ -273,11 +278,26 @@ func (d *emuDevice) cString(s string) ([]byte, error) {
 	return m, nil
 }
 
-// emuConstantBits encodes v in the function constant's declared MSL type.
+// emuIntRanges are the MSL integer types a function constant may have, with
+// their ranges.
+var emuIntRanges = map[string][2]float64{
+	"char": {math.MinInt8, math.MaxInt8}, "int8_t": {math.MinInt8, math.MaxInt8},
+	"uchar": {0, math.MaxUint8}, "uint8_t": {0, math.MaxUint8},
+	"short": {math.MinInt16, math.MaxInt16}, "int16_t": {math.MinInt16, math.MaxInt16},
+	"ushort": {0, math.MaxUint16}, "uint16_t": {0, math.MaxUint16},
+	"int": {math.MinInt32, math.MaxInt32}, "int32_t": {math.MinInt32, math.MaxInt32},
+	"uint": {0, math.MaxUint32}, "uint32_t": {0, math.MaxUint32}, "unsigned int": {0, math.MaxUint32},
+	"long": {math.MinInt64, math.MaxInt64}, "int64_t": {math.MinInt64, math.MaxInt64},
+	"ulong": {0, math.MaxUint64}, "uint64_t": {0, math.MaxUint64}, "size_t": {0, math.MaxUint64},
+}
+
+// emuConstantBits encodes v in the function constant's declared MSL type,
+// little-endian in the low bytes as the generated binder copies it.
 func emuConstantBits(typ string, v any) (uint64, error) {
 	var i int64
+	var u uint64
 	var f float64
-	isInt := false
+	isInt, isUint := false, false
 	switch x := v.(type) {
 	case bool:
 		if typ != "bool" {
@@ -289,42 +309,70 @@ func emuConstantBits(typ string, v any) (uint64, error) {
 		return 0, nil
 	case int:
 		i, isInt = int64(x), true
+	case int8:
+		i, isInt = int64(x), true
+	case int16:
+		i, isInt = int64(x), true
 	case int32:
+		i, isInt = int64(x), true
+	case int64:
+		i, isInt = x, true
+	case uint8:
+		i, isInt = int64(x), true
+	case uint16:
 		i, isInt = int64(x), true
 	case uint32:
 		i, isInt = int64(x), true
+	case uint64:
+		u, isUint = x, true
 	case float32:
 		f = float64(x)
 	case float64:
 		f = x
 	default:
-		return 0, fmt.Errorf("value %v of type %T (want bool, int32, uint32 or float32)", v, v)
+		return 0, fmt.Errorf("value %v of type %T (want bool, an integer or a float)", v, v)
+	}
+	if r, ok := emuIntRanges[typ]; ok {
+		switch {
+		case isUint:
+			if float64(u) > r[1] {
+				return 0, fmt.Errorf("%v does not fit %s", v, typ)
+			}
+			return u, nil
+		case isInt:
+			if float64(i) < r[0] || float64(i) > r[1] {
+				return 0, fmt.Errorf("%v does not fit %s", v, typ)
+			}
+			return uint64(i), nil // two's complement; the binder copies the low bytes
+		}
+		return 0, fmt.Errorf("%T value %v for a %s constant", v, v, typ)
+	}
+	if isInt {
+		f = float64(i)
+	} else if isUint {
+		f = float64(u)
 	}
 	switch typ {
-	case "int", "int32_t", "short", "char":
-		if !isInt || i < math.MinInt32 || i > math.MaxInt32 {
-			return 0, fmt.Errorf("%v does not fit %s", v, typ)
-		}
-		return uint64(uint32(int32(i))), nil
-	case "uint", "uint32_t", "unsigned int", "ushort", "uchar":
-		if !isInt || i < 0 || i > math.MaxUint32 {
-			return 0, fmt.Errorf("%v does not fit %s", v, typ)
-		}
-		return uint64(uint32(i)), nil
 	case "float":
-		if isInt {
-			f = float64(i)
-		}
 		return uint64(math.Float32bits(float32(f))), nil
 	case "half":
-		if isInt {
-			f = float64(i)
-		}
 		return uint64(weights.Float32ToFloat16(float32(f))), nil
+	case "bfloat":
+		return uint64(emuFloat32ToBfloat16(float32(f))), nil
 	case "bool":
 		return 0, fmt.Errorf("%T value for a bool constant", v)
 	}
-	return 0, fmt.Errorf("constants of type %s are not supported (bool, int, uint, float, half)", typ)
+	return 0, fmt.Errorf("constants of type %s are not supported (bool, integer types, float, half, bfloat)", typ)
+}
+
+// emuFloat32ToBfloat16 rounds to nearest even, as the GPU converts.
+func emuFloat32ToBfloat16(f float32) uint16 {
+	b := math.Float32bits(f)
+	if b&0x7fffffff > 0x7f800000 {
+		return uint16(b>>16) | 0x40 // quiet NaN
+	}
+	b += 0x7fff + (b>>16)&1
+	return uint16(b >> 16)
 }
 
 // ---------------------------------------------------------------------------
@@ -371,6 +419,9 @@ func (cb *emuCommandBuffer) Dispatch(p Pipeline, groups, threads Size3, args ...
 	n := threads.X * threads.Y * threads.Z
 	if threads.X < 1 || threads.Y < 1 || threads.Z < 1 || n > 1024 {
 		return bad("threadgroup of %d×%d×%d threads (must be 1..1024 in all)", threads.X, threads.Y, threads.Z)
+	}
+	if limit := ep.MaxThreadsPerThreadgroup(); n > limit {
+		return bad("threadgroup of %d threads exceeds the kernel's [[max_total_threads_per_threadgroup(%d)]]", n, limit)
 	}
 	if groups.X < 0 || groups.Y < 0 || groups.Z < 0 || groups.X > math.MaxUint32 || groups.Y > math.MaxUint32 || groups.Z > math.MaxUint32 {
 		return bad("grid of %d×%d×%d threadgroups", groups.X, groups.Y, groups.Z)

@@ -8,23 +8,32 @@ type GemmInput int
 const (
 	GemmF32 GemmInput = iota // float32 X and W: gemm_f32
 	GemmF16                  // IEEE half X and W: gemm_f16
+	// GemmF32F16W is float32 X against IEEE half W (fp16 weights as
+	// stored): gemm_f32_f16w.
+	GemmF32F16W
 )
 
 // Gemm encodes Y = X·Wᵀ (+ bias) (kernels/gemm.metal): X is m×kd, W is
 // n×kd (a linear layer's weight as stored), Y is m×n float32, bias is n
 // float32 or nil. Any sizes: edges are handled in the kernel.
 func Gemm(cb CommandBuffer, k *Kernels, in GemmInput, x, w, bias, y Buffer, m, n, kd int) error {
-	name, elem := "gemm_f32", 4
-	if in == GemmF16 {
-		name, elem = "gemm_f16", 2
+	name, xElem, wElem := "gemm_f32", 4, 4
+	switch in {
+	case GemmF32:
+	case GemmF16:
+		name, xElem, wElem = "gemm_f16", 2, 2
+	case GemmF32F16W:
+		name, wElem = "gemm_f32_f16w", 2
+	default:
+		return fmt.Errorf("%w: gemm: unknown input kind %d", ErrInvalidDispatch, in)
 	}
 	if m <= 0 || n <= 0 || kd <= 0 || m*kd > 1<<31 || n*kd > 1<<31 || m*n > 1<<31 {
 		return fmt.Errorf("%w: %s: %d×%d×%d", ErrInvalidDispatch, name, m, n, kd)
 	}
-	if err := checkLen(name, "X", x, elem*m*kd); err != nil {
+	if err := checkLen(name, "X", x, xElem*m*kd); err != nil {
 		return err
 	}
-	if err := checkLen(name, "W", w, elem*n*kd); err != nil {
+	if err := checkLen(name, "W", w, wElem*n*kd); err != nil {
 		return err
 	}
 	if err := checkLen(name, "Y", y, 4*m*n); err != nil {

@@ -64,6 +64,14 @@ fi
 # The tests log device name, MSL version, per-kernel max error and GPU time.
 grep -E "device \"|max \|err\||GPU " "$logdir/device.log" | sed 's/^ *//' | head -40 >"$logdir/device.summary" || true
 
+step "model on the GPU: ops vs the CPU backend, forward vs upstream goldens"
+if go test -count=1 -v -run 'TestOpsMatchCPUGPU|TestForwardGoldensGPU' ./backend/metal/ 2>&1 | tee "$logdir/model.log"; then
+	record "model on the GPU" "ok ($(grep -c -- '--- PASS' "$logdir/model.log" || true) passed)"
+else
+	record "model on the GPU" "FAILED (see $logdir/model.log)"
+	status=1
+fi
+
 step "emulator tests (need clang)"
 clang_bin=""
 for c in clang-19 clang; do
@@ -98,6 +106,20 @@ if [[ "${SKIP_BENCH:-0}" != 1 ]]; then
 	fi
 fi
 
+if [[ "${SKIP_BENCH:-0}" != 1 ]]; then
+	# End-to-end latency, comparable with laya-mlx's 7.4-17.7 ms per short decision
+	# (M3 Max). The synthetic checkpoint has ModernBERT-large's real shapes.
+	step "laya-bench: GPU and CPU, bundled and full-size synthetic checkpoints"
+	{
+		go run ./cmd/laya-bench --backend metal --model testdata/oracle/checkpoints/real-en --questions 1,5,10 &&
+			go run ./cmd/laya-bench --backend metal --synthetic english --questions 1,5,10,50 &&
+			go run ./cmd/laya-bench --backend cpu --synthetic english --questions 1 --runs 5
+	} 2>&1 | tee "$logdir/laya-bench.log" && record "laya-bench" "ok" || {
+		record "laya-bench" "FAILED (see $logdir/laya-bench.log)"
+		status=1
+	}
+fi
+
 step "report"
 for line in "${report[@]}"; do
 	echo "  $line"
@@ -105,6 +127,10 @@ done
 if [[ -s "$logdir/device.summary" ]]; then
 	echo "  GPU details:"
 	sed 's/^/    /' "$logdir/device.summary"
+fi
+if [[ -s "$logdir/laya-bench.log" ]]; then
+	echo "  laya-bench:"
+	grep -E '\|' "$logdir/laya-bench.log" | sed 's/^/    /' || true
 fi
 if [[ -s "$logdir/bench.log" ]]; then
 	echo "  benchmarks:"

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -83,5 +84,114 @@ func TestHelp(t *testing.T) {
 	}
 	if !strings.Contains(stdout.String(), "msl-emu run kernels/elementwise.metal --kernel vector_add") {
 		t.Error("help has no full example")
+	}
+}
+
+func TestList(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if err := run(context.Background(), []string{"list", "../../metal/testdata/corpus/params.metal"}, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	out := stdout.String()
+	for _, want := range []string{
+		"kernel params_2d (../../metal/testdata/corpus/params.metal:25) max 256 threads per threadgroup",
+		"[[buffer(0)]] const device float* x: --buffer 0=SPEC",
+		"[[buffer(1)]] device const float* bias: --buffer 1=SPEC (only when function constant has_bias is true)",
+		"[[buffer(2)]] constant Params& p: --bytes 2=SPEC",
+		"[[thread_position_in_grid]] uint2 gid: builtin",
+		"[[function_constant(200)]] bool has_bias: --constant 200=VALUE",
+		"kernel implicit_indices",
+		"[[buffer(1)]] device const uint* a: --buffer 1=SPEC",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("list output lacks %q:\n%s", want, out)
+		}
+	}
+	stdout.Reset()
+	if err := run(context.Background(), []string{"list", "../../metal/testdata/corpus/templates.metal"}, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"kernel affine_f32_1 ", "kernel affine_f16_4 ", "kernel affine_bf16_2 ", "kernel reduce_sum_64 ", "max 32 threads", "kernel renamed_fill "} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("template list lacks %q:\n%s", want, stdout.String())
+		}
+	}
+}
+
+// TestRunStructBytesAndDump runs a templated kernel by host name with a
+// struct passed by value as a typed sequence and prints the result as text.
+func TestRunStructBytesAndDump(t *testing.T) {
+	cases := []struct {
+		kernel, in, dump, want string
+	}{
+		// out = in * 2 + 0.5 in float, half and bfloat.
+		{"affine_f32_1", "f32:1,2,-3", "f32", "2.5 4.5 -5.5"},
+		{"affine_f16_4", "f16:1,2,-3", "f16", "2.5 4.5 -5.5"},
+		// 1.01171875 is exact in bfloat; 2.0234375 + 0.5 = 2.5234375 is
+		// halfway between 2.515625 (odd significand) and 2.53125 (even):
+		// round to nearest even gives 2.53125.
+		{"affine_bf16_2", "bf16:1.01171875", "bf16", "2.53125"},
+	}
+	for _, c := range cases {
+		for _, sched := range []string{"forward", "reverse", "shuffle:3"} {
+			var stdout, stderr bytes.Buffer
+			n := len(strings.Split(strings.SplitN(c.in, ":", 2)[1], ","))
+			size := 4 * n
+			if c.dump != "f32" {
+				size = 2 * n
+			}
+			args := []string{"run", "../../metal/testdata/corpus/templates.metal", "--kernel", c.kernel, "--threadgroup", "4",
+				"--buffer", "0=" + c.in, "--buffer", "1=zeros:" + strconv.Itoa(size), "--bytes", "2=f32:2,0.5", "--bytes", "3=u32:" + strconv.Itoa(n),
+				"--dump", "1=" + c.dump, "--schedule", sched}
+			if err := run(context.Background(), args, &stdout, &stderr); err != nil {
+				t.Fatalf("%s: %v\n%s", c.kernel, err, stderr.String())
+			}
+			if got := strings.TrimSpace(stdout.String()); got != c.want {
+				t.Errorf("%s %s: printed %q, want %q", c.kernel, sched, got, c.want)
+			}
+		}
+	}
+}
+
+func TestRunConstantsByNameAndMixedBytes(t *testing.T) {
+	// params_2d on a 1x2 matrix: Params{rows=1, cols=2, alpha=3, pad, stride=(1,2)}.
+	var stdout, stderr bytes.Buffer
+	args := []string{"run", "../../metal/testdata/corpus/params.metal", "--kernel", "params_2d", "--threadgroup", "2,1",
+		"--buffer", "0=f32:1,2", "--buffer", "1=f32:10,20", "--bytes", "2=u32:1,2,f32:3,pad:4,u32:1,2",
+		"--buffer", "4=zeros:64", "--constant", "has_bias=true", "--constant", "11=int:-1", "--constant", "small_fc=2",
+		"--constant", "half_fc=half:0.5", "--dump", "4=f32"}
+	if err := run(context.Background(), args, &stdout, &stderr); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	// out[0] = 1*3 + 10 - 1 + 2 + 0.5, out[1] = 2*3 + 20 + 1.5.
+	if got := strings.Fields(stdout.String()); len(got) < 2 || got[0] != "14.5" || got[1] != "27.5" {
+		t.Errorf("printed %q, want 14.5 27.5 first", stdout.String())
+	}
+}
+
+func TestExitCodes(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"help", []string{"-h"}, 0},
+		{"no command", nil, 2},
+		{"unknown command", []string{"frobnicate"}, 2},
+		{"bad flag", []string{"run", "../../kernels/elementwise.metal", "--nope"}, 2},
+		{"unknown kernel", []string{"run", "../../kernels/elementwise.metal", "--kernel", "nope", "--threadgroup", "32"}, 2},
+		{"bad type", []string{"run", "../../kernels/elementwise.metal", "--kernel", "vector_add", "--threadgroup", "32", "--buffer", "0=f64:1"}, 2},
+		{"constant type mismatch", []string{"run", "../../metal/testdata/corpus/params.metal", "--kernel", "params_2d", "--threadgroup", "1", "--constant", "has_bias=float:1"}, 2},
+		{"unbound buffer", []string{"run", "../../kernels/elementwise.metal", "--kernel", "vector_add", "--threadgroup", "32"}, 2},
+		{"missing file", []string{"list", "nope.metal"}, 2},
+		{"kernel fault", []string{"run", "../../metal/testdata/bugs.metal", "--kernel", "divergent_barrier", "--threadgroup", "64", "--buffer", "0=zeros:256"}, 1},
+		{"unsupported MSL", []string{"list", "testdata/texture.metal"}, 1},
+	}
+	for _, c := range cases {
+		var stdout, stderr bytes.Buffer
+		err := run(context.Background(), c.args, &stdout, &stderr)
+		if got := exitCode(err, &stderr); got != c.code {
+			t.Errorf("%s: exit %d (err %v), want %d", c.name, got, err, c.code)
+		}
 	}
 }

@@ -16,6 +16,12 @@
 //     what the constant address space means to a kernel).
 //   - No <math.h> in this translation unit: libm's global overloads would
 //     compete with metal::exp and friends, so everything uses __builtin_*f.
+//   - bfloat is clang's __bf16 (round to nearest even, one rounding per
+//     operation with -fbfloat16-excess-precision=none).
+//   - Atomics are real __atomic operations: threadgroups run on several OS
+//     threads at once.
+//   - C-style vector casts, which C++ does not convert, are rewritten into
+//     constructors or ::mslemu::cast by the preprocessor.
 //   - Collectives and barriers take __builtin_FILE()/__builtin_LINE() as
 //     default arguments: with the preprocessor's #line markers these name the
 //     .metal line of the call, for grouping lanes and for diagnostics.
@@ -32,6 +38,10 @@
 // ---------------------------------------------------------------------------
 // Scalar and vector types.
 typedef _Float16 half;
+// bfloat is clang's __bf16: conversions from float round to nearest even as
+// the GPU does, and with -fbfloat16-excess-precision=none every operation
+// rounds back to bfloat. The runtime supplies __truncsfbf2 where libgcc lacks it.
+typedef __bf16 bfloat;
 typedef unsigned int uint;
 typedef unsigned short ushort;
 typedef unsigned char uchar;
@@ -43,6 +53,7 @@ typedef unsigned long ulong;
   typedef T name##4 __attribute__((ext_vector_type(4)));
 MSLEMU_VEC(float, float)
 MSLEMU_VEC(half, half)
+MSLEMU_VEC(__bf16, bfloat)
 MSLEMU_VEC(int, int)
 MSLEMU_VEC(unsigned int, uint)
 MSLEMU_VEC(short, short)
@@ -59,6 +70,37 @@ typedef float4 packed_float4;
 typedef half4 packed_half4;
 typedef float2 packed_float2;
 typedef half2 packed_half2;
+typedef int2 packed_int2;
+typedef int4 packed_int4;
+typedef uint2 packed_uint2;
+typedef uint4 packed_uint4;
+typedef short2 packed_short2;
+typedef short4 packed_short4;
+typedef ushort2 packed_ushort2;
+typedef ushort4 packed_ushort4;
+typedef char4 packed_char4;
+typedef uchar4 packed_uchar4;
+typedef bfloat2 packed_bfloat2;
+typedef bfloat4 packed_bfloat4;
+// <simd/simd.h> names, for headers shared between host and shader code.
+typedef float2 vector_float2;
+typedef float3 vector_float3;
+typedef float4 vector_float4;
+typedef half2 vector_half2;
+typedef half4 vector_half4;
+typedef int2 vector_int2;
+typedef int4 vector_int4;
+typedef uint2 vector_uint2;
+typedef uint3 vector_uint3;
+typedef uint4 vector_uint4;
+typedef float2 simd_float2;
+typedef float3 simd_float3;
+typedef float4 simd_float4;
+typedef int2 simd_int2;
+typedef int4 simd_int4;
+typedef uint2 simd_uint2;
+typedef uint3 simd_uint3;
+typedef uint4 simd_uint4;
 
 namespace metal {
 template <class T, int N>
@@ -119,8 +161,9 @@ inline T cast(S s) {
 }
 // builtin converts a grid coordinate to the declared parameter type (uint,
 // ushort2, uint3...): scalars take .x, 2-vectors .xy.
-template <class T>
-inline T builtin(const uint32_t* v) {
+template <class P>
+inline P builtin(const uint32_t* v) {
+  using T = std::remove_cv_t<std::remove_reference_t<P>>;
   using E = typename metal::vt<T>::E;
   if constexpr (metal::vt<T>::N == 1) {
     return T(v[0]);
@@ -130,14 +173,93 @@ inline T builtin(const uint32_t* v) {
     return r;
   }
 }
-template <class T>
-inline T builtin1(uint32_t v) {
-  return T(v);
+template <class P>
+inline P builtin1(uint32_t v) {
+  using T = std::remove_cv_t<std::remove_reference_t<P>>;
+  if constexpr (metal::vt<T>::N == 1) {
+    return T(v);
+  } else {
+    return T(typename metal::vt<T>::E(v));
+  }
+}
+// arg_t<F, I> is parameter I of the kernel function type F: the generated
+// entry points bind arguments by the function's own parameter types, so a
+// templated kernel's instantiation gets its instantiated types.
+template <size_t I, class T, class... R>
+struct nth {
+  using type = typename nth<I - 1, R...>::type;
+};
+template <class T, class... R>
+struct nth<0, T, R...> {
+  using type = T;
+};
+template <class F, size_t I>
+struct arg_of;
+template <class... P, size_t I>
+struct arg_of<void (*)(P...), I> {
+  using type = typename nth<I, P...>::type;
+};
+template <class F, size_t I>
+using arg_t = typename arg_of<F, I>::type;
+// bind turns a buffer or threadgroup address into a pointer or reference
+// parameter (or, for a by-value parameter, a copy of the bytes).
+template <class P>
+inline P bind(void* p) {
+  if constexpr (std::is_reference_v<P>) {
+    return *(std::remove_reference_t<P>*)p;
+  } else if constexpr (std::is_pointer_v<P>) {
+    return (P)p;
+  } else {
+    return *(std::remove_cv_t<P>*)p;
+  }
 }
 }  // namespace mslemu
 
 namespace metal {
-using std::numeric_limits;
+// metal::numeric_limits: the standard library's for the C++ types, and
+// half/bfloat spelled out (libstdc++ has no _Float16 or __bf16 limits and
+// would silently answer 0). Values: IEEE binary16 and bfloat16.
+template <class T>
+struct numeric_limits : std::numeric_limits<T> {};
+template <class T, uint16_t Max, uint16_t Min, uint16_t Eps, uint16_t Den, int Dig, int MaxExp, int MinExp>
+struct __limits16 {
+  static constexpr bool is_specialized = true, is_signed = true, is_integer = false, is_exact = false;
+  static constexpr bool has_infinity = true, has_quiet_NaN = true, is_iec559 = true;
+  static constexpr int digits = Dig, max_exponent = MaxExp, min_exponent = MinExp, radix = 2;
+  static constexpr T __b(uint16_t u) { return __builtin_bit_cast(T, u); }
+  static constexpr T max() { return __b(Max); }
+  static constexpr T min() { return __b(Min); }
+  static constexpr T lowest() { return __b(uint16_t(Max | 0x8000)); }
+  static constexpr T epsilon() { return __b(Eps); }
+  static constexpr T denorm_min() { return __b(Den); }
+  static constexpr T infinity() { return __b(uint16_t(Max == 0x7bff ? 0x7c00 : 0x7f80)); }
+  static constexpr T quiet_NaN() { return __b(uint16_t(Max == 0x7bff ? 0x7e00 : 0x7fc0)); }
+  static constexpr T round_error() { return __b(uint16_t(Max == 0x7bff ? 0x3800 : 0x3f00)); }
+};
+template <>
+struct numeric_limits<half> : __limits16<half, 0x7bff, 0x0400, 0x1400, 0x0001, 11, 16, -13> {};
+template <>
+struct numeric_limits<bfloat> : __limits16<bfloat, 0x7f7f, 0x0080, 0x3c00, 0x0001, 8, 128, -125> {};
+template <class T> struct numeric_limits<const T> : numeric_limits<T> {};
+
+// <metal_type_traits> names.
+using std::conditional; using std::conditional_t; using std::enable_if; using std::enable_if_t;
+using std::integral_constant; using std::is_same; using std::is_same_v; using std::remove_cv;
+using std::remove_cv_t; using std::remove_reference; using std::remove_reference_t; using std::decay;
+using std::decay_t; using std::is_signed; using std::is_signed_v; using std::is_unsigned; using std::is_unsigned_v;
+using std::make_unsigned; using std::make_unsigned_t; using std::make_signed; using std::make_signed_t;
+using std::is_pointer; using std::is_pointer_v; using std::remove_pointer_t; using std::true_type; using std::false_type;
+using std::is_const; using std::is_const_v; using std::add_const_t; using std::bool_constant;
+template <class T> struct is_floating_point : std::bool_constant<std::is_floating_point_v<T> || std::is_same_v<std::remove_cv_t<T>, half> || std::is_same_v<std::remove_cv_t<T>, bfloat>> {};
+template <class T> constexpr bool is_floating_point_v = is_floating_point<T>::value;
+template <class T> struct is_integral : std::is_integral<T> {};
+template <class T> constexpr bool is_integral_v = std::is_integral_v<T>;
+template <class T> struct is_arithmetic : std::bool_constant<is_floating_point_v<T> || std::is_integral_v<T>> {};
+template <class T> constexpr bool is_arithmetic_v = is_arithmetic<T>::value;
+template <class T> struct is_scalar : std::bool_constant<vt<T>::N == 1 && is_arithmetic_v<T>> {};
+template <class T> constexpr bool is_scalar_v = is_scalar<T>::value;
+template <class T> struct is_vector : std::bool_constant<(vt<T>::N > 1)> {};
+template <class T> constexpr bool is_vector_v = is_vector<T>::value;
 
 template <class T, class S>
 inline T as_type(S s) {
@@ -348,21 +470,180 @@ inline T popcount(T x) {
   return __map1(x, [](E e) { return E(__builtin_popcountll((unsigned long long)(std::make_unsigned_t<E>)e)); });
 }
 
+// Integer functions (MSL spec 6.4), element-wise on scalars and vectors.
+template <class E>
+constexpr int __bits() { return int(sizeof(E) * 8); }
+template <class E>
+inline unsigned long long __u64(E e) { return (unsigned long long)(std::make_unsigned_t<E>)e; }
+template <class T>
+inline T clz(T x) {
+  using E = typename vt<T>::E;
+  return __map1(x, [](E e) { return E(e == 0 ? __bits<E>() : __builtin_clzll(__u64(e)) - (64 - __bits<E>())); });
+}
+template <class T>
+inline T ctz(T x) {
+  using E = typename vt<T>::E;
+  return __map1(x, [](E e) { return E(e == 0 ? __bits<E>() : __builtin_ctzll(__u64(e))); });
+}
+template <class T>
+inline T reverse_bits(T x) {
+  using E = typename vt<T>::E;
+  return __map1(x, [](E e) {
+    unsigned long long u = __u64(e), r = 0;
+    for (int i = 0; i < __bits<E>(); i++) r |= ((u >> i) & 1ull) << (__bits<E>() - 1 - i);
+    return E(r);
+  });
+}
+// extract_bits: bits [offset, offset+bits) of x, sign-extended for signed types.
+template <class T>
+inline T extract_bits(T x, uint offset, uint bits) {
+  using E = typename vt<T>::E;
+  return __map1(x, [=](E e) {
+    if (bits == 0) return E(0);
+    unsigned long long u = __u64(e) >> offset;
+    if (bits < 64) u &= (1ull << bits) - 1;
+    if (std::is_signed_v<E> && bits < 64 && ((u >> (bits - 1)) & 1)) u |= ~0ull << bits;
+    return E(u);
+  });
+}
+template <class T>
+inline T insert_bits(T base, T insert, uint offset, uint bits) {
+  using E = typename vt<T>::E;
+  return __map2(base, insert, [=](E b, E i) {
+    unsigned long long mask = (bits >= 64 ? ~0ull : ((1ull << bits) - 1)) << offset;
+    return E((__u64(b) & ~mask) | ((__u64(i) << offset) & mask));
+  });
+}
+// mulhi: the high half of the double-width product.
+template <class T>
+inline T mulhi(T x, T y) {
+  using E = typename vt<T>::E;
+  return __map2(x, y, [](E a, E b) {
+    if constexpr (sizeof(E) == 8) {
+      using W = std::conditional_t<std::is_signed_v<E>, __int128, unsigned __int128>;
+      return E((W(a) * W(b)) >> 64);
+    } else {
+      using W = std::conditional_t<std::is_signed_v<E>, long long, unsigned long long>;
+      return E((W(a) * W(b)) >> __bits<E>());
+    }
+  });
+}
+template <class T>
+inline T rotate(T v, T by) {
+  using E = typename vt<T>::E;
+  return __map2(v, by, [](E a, E b) {
+    int n = __bits<E>(), s = int(__u64(b) % unsigned(n));
+    using U = std::make_unsigned_t<E>;
+    U u = U(a);
+    return E(s == 0 ? u : U((u << s) | (u >> (n - s))));
+  });
+}
+template <class T>
+inline auto absdiff(T x, T y) {
+  using E = typename vt<T>::E;
+  return __map2(x, y, [](E a, E b) { return E(a > b ? a - b : b - a); });
+}
+template <class T>
+inline T hadd(T x, T y) {
+  using E = typename vt<T>::E;
+  return __map2(x, y, [](E a, E b) { return E((__int128(a) + __int128(b)) >> 1); });
+}
+template <class T>
+inline T rhadd(T x, T y) {
+  using E = typename vt<T>::E;
+  return __map2(x, y, [](E a, E b) { return E((__int128(a) + __int128(b) + 1) >> 1); });
+}
+template <class T>
+inline T addsat(T x, T y) {
+  using E = typename vt<T>::E;
+  return __map2(x, y, [](E a, E b) {
+    __int128 r = __int128(a) + __int128(b);
+    if (r > __int128(std::numeric_limits<E>::max())) return std::numeric_limits<E>::max();
+    if (r < __int128(std::numeric_limits<E>::min())) return std::numeric_limits<E>::min();
+    return E(r);
+  });
+}
+template <class T>
+inline T subsat(T x, T y) {
+  using E = typename vt<T>::E;
+  return __map2(x, y, [](E a, E b) {
+    __int128 r = __int128(a) - __int128(b);
+    if (r > __int128(std::numeric_limits<E>::max())) return std::numeric_limits<E>::max();
+    if (r < __int128(std::numeric_limits<E>::min())) return std::numeric_limits<E>::min();
+    return E(r);
+  });
+}
+template <class T>
+inline T mad24(T a, T b, T c) { return a * b + c; }
+template <class T>
+inline T mul24(T a, T b) { return a * b; }
+template <class T>
+inline T madhi(T a, T b, T c) { return mulhi(a, b) + c; }
+template <class T>
+inline T madsat(T a, T b, T c) { return addsat(T(a * b), c); }
+
 template <class T, class = std::enable_if_t<(vt<T>::N == 1)>>
 inline T divide(T a, T b) { return a / b; }
 
+template <class T>
+inline T fdim(T x, T y) {
+  using E = typename vt<T>::E;
+  return __map2(x, y, [](E a, E b) { return E(__builtin_fdimf(float(a), float(b))); });
+}
+template <class T>
+inline T ldexp(T x, int e) {
+  using E = typename vt<T>::E;
+  return __map1(x, [=](E a) { return E(__builtin_ldexpf(float(a), e)); });
+}
+template <class T>
+inline T cospi(T x) { return __map1(x, [](typename vt<T>::E a) { return typename vt<T>::E(__builtin_cosf(float(a) * 3.14159265358979323846f)); }); }
+template <class T>
+inline T sinpi(T x) { return __map1(x, [](typename vt<T>::E a) { return typename vt<T>::E(__builtin_sinf(float(a) * 3.14159265358979323846f)); }); }
+template <class T>
+inline T erf(T x) { return __map1(x, [](typename vt<T>::E a) { return typename vt<T>::E(__builtin_erff(float(a))); }); }
+template <class T>
+inline T atanh(T x) { return __map1(x, [](typename vt<T>::E a) { return typename vt<T>::E(__builtin_atanhf(float(a))); }); }
+template <class T>
+inline T asinh(T x) { return __map1(x, [](typename vt<T>::E a) { return typename vt<T>::E(__builtin_asinhf(float(a))); }); }
+template <class T>
+inline T acosh(T x) { return __map1(x, [](typename vt<T>::E a) { return typename vt<T>::E(__builtin_acoshf(float(a))); }); }
+template <class T>
+inline T log1p(T x) { return __map1(x, [](typename vt<T>::E a) { return typename vt<T>::E(__builtin_log1pf(float(a))); }); }
+template <class T>
+inline T expm1(T x) { return __map1(x, [](typename vt<T>::E a) { return typename vt<T>::E(__builtin_expm1f(float(a))); }); }
+template <class T>
+inline T fmin3(T a, T b, T c) { return fmin(fmin(a, b), c); }
+template <class T>
+inline T fmax3(T a, T b, T c) { return fmax(fmax(a, b), c); }
+template <class T>
+inline T min3(T a, T b, T c) { return min(min(a, b), c); }
+template <class T>
+inline T max3(T a, T b, T c) { return max(max(a, b), c); }
+template <class T>
+inline T median3(T a, T b, T c) { return max(min(a, b), min(max(a, b), c)); }
+
+// metal::fast and metal::precise name the same functions; the emulator
+// computes both with libm in float (more accurate than fast:: on a device).
+#define MSLEMU_MATH_NAMES                                                                                   \
+  using metal::cos; using metal::exp; using metal::exp2; using metal::exp10; using metal::log;              \
+  using metal::log2; using metal::log10; using metal::pow; using metal::powr; using metal::rsqrt;          \
+  using metal::sin; using metal::sqrt; using metal::tanh; using metal::tan; using metal::fmax;              \
+  using metal::fmin; using metal::max; using metal::min; using metal::clamp; using metal::normalize;       \
+  using metal::length; using metal::divide; using metal::floor; using metal::ceil; using metal::fabs;      \
+  using metal::abs; using metal::atan; using metal::atan2; using metal::sinh; using metal::cosh;           \
+  using metal::saturate; using metal::trunc; using metal::round; using metal::fract; using metal::asin;    \
+  using metal::acos; using metal::rint; using metal::fmod; using metal::copysign; using metal::step;       \
+  using metal::smoothstep; using metal::fma; using metal::mix; using metal::sign; using metal::distance;   \
+  using metal::fdim; using metal::ldexp; using metal::cospi; using metal::sinpi; using metal::erf;         \
+  using metal::fmin3; using metal::fmax3; using metal::log1p; using metal::expm1; using metal::atanh;       \
+  using metal::asinh; using metal::acosh; using metal::dot; using metal::cross;
 namespace fast {
-using metal::cos; using metal::exp; using metal::exp2; using metal::exp10; using metal::log;
-using metal::log2; using metal::log10; using metal::pow; using metal::powr; using metal::rsqrt;
-using metal::sin; using metal::sqrt; using metal::tanh; using metal::tan; using metal::fmax;
-using metal::fmin; using metal::max; using metal::min; using metal::clamp; using metal::normalize;
-using metal::length; using metal::divide; using metal::floor; using metal::ceil; using metal::fabs;
-using metal::abs; using metal::atan; using metal::atan2; using metal::sinh; using metal::cosh;
-using metal::saturate; using metal::trunc; using metal::round; using metal::fract;
+MSLEMU_MATH_NAMES
 }  // namespace fast
 namespace precise {
-using namespace fast;
+MSLEMU_MATH_NAMES
 }  // namespace precise
+#undef MSLEMU_MATH_NAMES
 
 // ---------------------------------------------------------------------------
 // Barriers.
@@ -380,6 +661,121 @@ inline constexpr mem_flags operator|(mem_flags a, mem_flags b) {
 inline void threadgroup_barrier(mem_flags = mem_flags::mem_none, const char* file = __builtin_FILE(),
                                 int line = __builtin_LINE()) {
   mslemu::tg_barrier(file, line);
+}
+
+inline void atomic_thread_fence(mem_flags = mem_flags::mem_none, int = 0, int = 0) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+
+// ---------------------------------------------------------------------------
+// Atomics (MSL spec 6.15). Several OS threads run different threadgroups at
+// once, so device atomics are real __atomic operations. Every operation is
+// sequentially consistent: stronger than the memory_order_relaxed that MSL
+// kernels ask for, which is a legal implementation of it. Floating-point and
+// min/max operations are compare-and-swap loops.
+enum memory_order {
+  memory_order_relaxed = 0,
+  memory_order_acquire = 2,
+  memory_order_release = 3,
+  memory_order_acq_rel = 4,
+  memory_order_seq_cst = 5,
+};
+enum thread_scope {
+  thread_scope_thread = 0,
+  thread_scope_simdgroup = 1,
+  thread_scope_threadgroup = 2,
+  thread_scope_device = 3,
+};
+template <class T>
+struct atomic {
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "MSL atomics are 32- or 64-bit");
+  T __v;
+};
+typedef atomic<int> atomic_int;
+typedef atomic<unsigned int> atomic_uint;
+typedef atomic<float> atomic_float;
+typedef atomic<unsigned long> atomic_ulong;
+typedef atomic<long> atomic_long;
+
+namespace __atom {
+template <class T, class F>
+inline T rmw(volatile atomic<T>* a, F f) {
+  T old, next;
+  __atomic_load(&a->__v, &old, __ATOMIC_SEQ_CST);
+  do {
+    next = f(old);
+  } while (!__atomic_compare_exchange(&a->__v, &old, &next, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST));
+  return old;
+}
+}  // namespace __atom
+
+#define MSLEMU_ATOMIC_RMW(name, expr)                                                                       \
+  template <class T, class U>                                                                               \
+  inline T atomic_fetch_##name##_explicit(volatile atomic<T>* a, U arg, memory_order = memory_order_relaxed, \
+                                          thread_scope = thread_scope_device) {                              \
+    T v = T(arg);                                                                                           \
+    return __atom::rmw(a, [v](T o) { return T(expr); });                                                    \
+  }                                                                                                         \
+  template <class T, class U>                                                                               \
+  inline T atomic_fetch_##name(volatile atomic<T>* a, U arg) {                                              \
+    return atomic_fetch_##name##_explicit(a, arg);                                                          \
+  }
+MSLEMU_ATOMIC_RMW(add, o + v)
+MSLEMU_ATOMIC_RMW(sub, o - v)
+MSLEMU_ATOMIC_RMW(min, v < o ? v : o)
+MSLEMU_ATOMIC_RMW(max, o < v ? v : o)
+MSLEMU_ATOMIC_RMW(and, o & v)
+MSLEMU_ATOMIC_RMW(or, o | v)
+MSLEMU_ATOMIC_RMW(xor, o ^ v)
+#undef MSLEMU_ATOMIC_RMW
+
+template <class T>
+inline T atomic_load_explicit(const volatile atomic<T>* a, memory_order = memory_order_relaxed,
+                              thread_scope = thread_scope_device) {
+  T r;
+  __atomic_load(&a->__v, &r, __ATOMIC_SEQ_CST);
+  return r;
+}
+template <class T>
+inline T atomic_load(const volatile atomic<T>* a) { return atomic_load_explicit(a); }
+template <class T, class U>
+inline void atomic_store_explicit(volatile atomic<T>* a, U arg, memory_order = memory_order_relaxed,
+                                  thread_scope = thread_scope_device) {
+  T v = T(arg);
+  __atomic_store(&a->__v, &v, __ATOMIC_SEQ_CST);
+}
+template <class T, class U>
+inline void atomic_store(volatile atomic<T>* a, U arg) { atomic_store_explicit(a, arg); }
+template <class T, class U>
+inline T atomic_exchange_explicit(volatile atomic<T>* a, U arg, memory_order = memory_order_relaxed,
+                                  thread_scope = thread_scope_device) {
+  T v = T(arg), r;
+  __atomic_exchange(&a->__v, &v, &r, __ATOMIC_SEQ_CST);
+  return r;
+}
+template <class T, class U>
+inline T atomic_exchange(volatile atomic<T>* a, U arg) { return atomic_exchange_explicit(a, arg); }
+// The weak form never fails spuriously here, which a weak CAS may do.
+template <class T, class U>
+inline bool atomic_compare_exchange_weak_explicit(volatile atomic<T>* a, T* expected, U desired,
+                                                  memory_order = memory_order_relaxed,
+                                                  memory_order = memory_order_relaxed,
+                                                  thread_scope = thread_scope_device) {
+  T d = T(desired);
+  return __atomic_compare_exchange(&a->__v, expected, &d, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+}
+template <class T, class U>
+inline bool atomic_compare_exchange_strong_explicit(volatile atomic<T>* a, T* expected, U desired,
+                                                    memory_order o1 = memory_order_relaxed,
+                                                    memory_order o2 = memory_order_relaxed,
+                                                    thread_scope s = thread_scope_device) {
+  return atomic_compare_exchange_weak_explicit(a, expected, desired, o1, o2, s);
+}
+template <class T, class U>
+inline bool atomic_compare_exchange_weak(volatile atomic<T>* a, T* expected, U desired) {
+  return atomic_compare_exchange_weak_explicit(a, expected, desired);
+}
+template <class T, class U>
+inline bool atomic_compare_exchange_strong(volatile atomic<T>* a, T* expected, U desired) {
+  return atomic_compare_exchange_weak_explicit(a, expected, desired);
 }
 
 // ---------------------------------------------------------------------------
@@ -458,6 +854,62 @@ struct ShuffleDown { template <class T> static T apply(const T* v, const uint32_
 struct ShuffleUp { template <class T> static T apply(const T* v, const uint32_t* p, const bool* a, int me) { return pick(v, a, me, me - int(p[me])); } };
 struct First { template <class T> static T apply(const T* v, const uint32_t*, const bool* a, int me) { for (int l = 0; l < 32; l++) if (a[l]) return v[l]; return v[me]; } };
 struct IsFirst { template <class T> static T apply(const T*, const uint32_t*, const bool* a, int me) { for (int l = 0; l < 32; l++) if (a[l]) return T(l == me); return T(false); } };
+struct ShuffleRotDown { template <class T> static T apply(const T* v, const uint32_t* p, const bool* a, int me) { return pick(v, a, me, (me + int(p[me] % 32u)) % 32); } };
+struct ShuffleRotUp { template <class T> static T apply(const T* v, const uint32_t* p, const bool* a, int me) { return pick(v, a, me, (me + 32 - int(p[me] % 32u)) % 32); } };
+struct Ballot { template <class T> static T apply(const T* v, const uint32_t*, const bool* a, int) { T m = 0; for (int l = 0; l < 32; l++) if (a[l]) m |= (v[l] ? T(1) << l : T(0)) | (T(1) << (64 + l)); return m; } };
+// Quad ops are the simdgroup ops restricted to the four lanes me&~3..me|3.
+template <class Op>
+struct Quad {
+  template <class T>
+  static T apply(const T* v, const uint32_t* p, const bool* a, int me) {
+    bool qa[32] = {};
+    int base = me & ~3;
+    for (int l = base; l < base + 4; l++) qa[l] = a[l];
+    return Op::template apply<T>(v, p, qa, me);
+  }
+};
+struct QShuffle { template <class T> static T apply(const T* v, const uint32_t* p, const bool* a, int me) { return p[me] < 4 ? pick(v, a, me, (me & ~3) + int(p[me])) : v[me]; } };
+struct QShuffleXor { template <class T> static T apply(const T* v, const uint32_t* p, const bool* a, int me) { return pick(v, a, me, (me & ~3) + ((me & 3) ^ int(p[me] & 3u))); } };
+struct QShuffleDown { template <class T> static T apply(const T* v, const uint32_t* p, const bool* a, int me) { return (me & 3) + p[me] < 4 ? pick(v, a, me, me + int(p[me])) : v[me]; } };
+struct QShuffleUp { template <class T> static T apply(const T* v, const uint32_t* p, const bool* a, int me) { return uint32_t(me & 3) >= p[me] ? pick(v, a, me, me - int(p[me])) : v[me]; } };
+struct QRotDown { template <class T> static T apply(const T* v, const uint32_t* p, const bool* a, int me) { return pick(v, a, me, (me & ~3) + ((me & 3) + int(p[me] & 3u)) % 4); } };
+struct QRotUp { template <class T> static T apply(const T* v, const uint32_t* p, const bool* a, int me) { return pick(v, a, me, (me & ~3) + ((me & 3) + 4 - int(p[me] & 3u)) % 4); } };
+
+// shuffle_and_fill: lanes are split into segments of `modulo` lanes (the
+// simdgroup, or 4 for quads); reading past the segment's end (down) or
+// before its start (up) takes filling_data from the other end instead.
+template <class T>
+struct InFill {
+  T v, fill;
+  uint32_t delta, mod;
+};
+template <class T, bool Down>
+void run_fill(void* const* in, void* const* out) {
+  InFill<T> x[32];
+  bool act[32];
+  for (int l = 0; l < 32; l++) {
+    act[l] = in[l] != nullptr;
+    if (act[l]) __builtin_memcpy(&x[l], in[l], sizeof x[l]);
+  }
+  for (int l = 0; l < 32; l++) {
+    if (!act[l]) continue;
+    int m = int(x[l].mod), d = int(x[l].delta);
+    T r = x[l].v;
+    if (m > 0 && m <= 32 && d <= m) {
+      int idx = l % m, base = l - idx, src;
+      bool fill;
+      if (Down) {
+        fill = idx + d >= m;
+        src = base + (fill ? idx + d - m : idx + d);
+      } else {
+        fill = idx < d;
+        src = base + (fill ? m - d + idx : idx - d);
+      }
+      if (src < 32 && act[src]) r = fill ? x[src].fill : x[src].v;
+    }
+    __builtin_memcpy(out[l], &r, sizeof r);
+  }
+}
 struct Nop { template <class T> static T apply(const T* v, const uint32_t*, const bool*, int me) { return v[me]; } };
 }  // namespace __simd
 
@@ -486,8 +938,6 @@ MSLEMU_SIMD2(simd_broadcast, Shuffle)
 MSLEMU_SIMD2(simd_shuffle_xor, ShuffleXor)
 MSLEMU_SIMD2(simd_shuffle_down, ShuffleDown)
 MSLEMU_SIMD2(simd_shuffle_up, ShuffleUp)
-#undef MSLEMU_SIMD1
-#undef MSLEMU_SIMD2
 inline bool simd_all(bool v, const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
   return __simd::call<__simd::All>(v, 0, file, line);
 }
@@ -496,6 +946,83 @@ inline bool simd_any(bool v, const char* file = __builtin_FILE(), int line = __b
 }
 inline bool simd_is_first(const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
   return __simd::call<__simd::IsFirst>(false, 0, file, line);
+}
+MSLEMU_SIMD2(simd_shuffle_rotate_down, ShuffleRotDown)
+MSLEMU_SIMD2(simd_shuffle_rotate_up, ShuffleRotUp)
+MSLEMU_SIMD1(quad_sum, Quad<__simd::Sum>)
+MSLEMU_SIMD1(quad_product, Quad<__simd::Prod>)
+MSLEMU_SIMD1(quad_max, Quad<__simd::Max>)
+MSLEMU_SIMD1(quad_min, Quad<__simd::Min>)
+MSLEMU_SIMD1(quad_and, Quad<__simd::And>)
+MSLEMU_SIMD1(quad_or, Quad<__simd::Or>)
+MSLEMU_SIMD1(quad_xor, Quad<__simd::Xor>)
+MSLEMU_SIMD1(quad_prefix_inclusive_sum, Quad<__simd::PrefixIncl>)
+MSLEMU_SIMD1(quad_prefix_exclusive_sum, Quad<__simd::PrefixExcl>)
+MSLEMU_SIMD1(quad_broadcast_first, Quad<__simd::First>)
+MSLEMU_SIMD2(quad_shuffle, QShuffle)
+MSLEMU_SIMD2(quad_broadcast, QShuffle)
+MSLEMU_SIMD2(quad_shuffle_xor, QShuffleXor)
+MSLEMU_SIMD2(quad_shuffle_down, QShuffleDown)
+MSLEMU_SIMD2(quad_shuffle_up, QShuffleUp)
+MSLEMU_SIMD2(quad_shuffle_rotate_down, QRotDown)
+MSLEMU_SIMD2(quad_shuffle_rotate_up, QRotUp)
+#undef MSLEMU_SIMD1
+#undef MSLEMU_SIMD2
+inline bool quad_all(bool v, const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  return __simd::call<__simd::Quad<__simd::All>>(v, 0, file, line);
+}
+inline bool quad_any(bool v, const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  return __simd::call<__simd::Quad<__simd::Any>>(v, 0, file, line);
+}
+inline bool quad_is_first(const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  return __simd::call<__simd::Quad<__simd::IsFirst>>(false, 0, file, line);
+}
+
+// simd_vote is a bit per lane (MSL spec 6.9.2); all() compares with the
+// lanes that took part in the vote.
+struct simd_vote {
+  typedef uint64_t vote_t;
+  vote_t __bits, __active;
+  constexpr simd_vote(vote_t b = 0, vote_t act = ~vote_t(0)) : __bits(b), __active(act) {}
+  explicit constexpr operator vote_t() const { return __bits; }
+  constexpr bool all() const { return (__bits & __active) == __active; }
+  constexpr bool any() const { return __bits != 0; }
+};
+inline simd_vote simd_ballot(bool v, const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  // One collective answers both the vote (low 64 bits) and which lanes took
+  // part (high 64 bits).
+  unsigned __int128 r = __simd::call<__simd::Ballot>((unsigned __int128)(v ? 1 : 0), 0, file, line);
+  return simd_vote(uint64_t(r), uint64_t(r >> 64));
+}
+inline simd_vote simd_active_threads_mask(const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  simd_vote v = simd_ballot(true, file, line);
+  return simd_vote(v.__active, v.__active);
+}
+template <class T>
+inline T simd_shuffle_and_fill_down(T data, T filling, ushort delta, ushort modulo = 32,
+                                    const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  __simd::InFill<T> x{data, filling, delta, modulo};
+  T r;
+  mslemu::collective(&x, sizeof x, &r, sizeof r, &__simd::run_fill<T, true>, file, line);
+  return r;
+}
+template <class T>
+inline T simd_shuffle_and_fill_up(T data, T filling, ushort delta, ushort modulo = 32,
+                                  const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  __simd::InFill<T> x{data, filling, delta, modulo};
+  T r;
+  mslemu::collective(&x, sizeof x, &r, sizeof r, &__simd::run_fill<T, false>, file, line);
+  return r;
+}
+template <class T>
+inline T quad_shuffle_and_fill_down(T data, T filling, ushort delta, const char* file = __builtin_FILE(),
+                                    int line = __builtin_LINE()) {
+  return simd_shuffle_and_fill_down(data, filling, delta, 4, file, line);
+}
+template <class T>
+inline T quad_shuffle_and_fill_up(T data, T filling, ushort delta, const char* file = __builtin_FILE(),
+                                  int line = __builtin_LINE()) {
+  return simd_shuffle_and_fill_up(data, filling, delta, 4, file, line);
 }
 inline void simdgroup_barrier(mem_flags = mem_flags::mem_none, const char* file = __builtin_FILE(),
                               int line = __builtin_LINE()) {
@@ -531,6 +1058,7 @@ struct simdgroup_matrix {
 };
 typedef simdgroup_matrix<float, 8, 8> simdgroup_float8x8;
 typedef simdgroup_matrix<half, 8, 8> simdgroup_half8x8;
+typedef simdgroup_matrix<bfloat, 8, 8> simdgroup_bfloat8x8;
 
 template <class T, int R = 8, int C = 8>
 inline simdgroup_matrix<T, R, C> make_filled_simdgroup_matrix(T v) {
@@ -631,6 +1159,105 @@ inline void simdgroup_multiply(simdgroup_matrix<TD, 8, 8>& d, const simdgroup_ma
 }  // namespace metal
 
 // ---------------------------------------------------------------------------
+// Matrices: matrix<T, Cols, Rows> stores columns, as MSL does (m[i] is
+// column i; floatCxR has C columns of R rows).
+namespace metal {
+template <class T, int C, int R>
+struct matrix {
+  static_assert(C >= 2 && C <= 4 && R >= 2 && R <= 4, "MSL matrices are 2..4 x 2..4");
+  vec<T, R> columns[C];
+  matrix() : columns{} {}
+  // A matrix built from one scalar is that value on the diagonal.
+  explicit matrix(T diag) : columns{} {
+    for (int c = 0; c < C && c < R; c++) columns[c][c] = diag;
+  }
+  template <class... A, std::enable_if_t<(sizeof...(A) == C || sizeof...(A) == C * R) && (sizeof...(A) > 1), int> = 0>
+  matrix(A... a) {
+    if constexpr (sizeof...(A) == C) {
+      vec<T, R> cs[C] = {__make<T, R>(a)...};
+      for (int c = 0; c < C; c++) columns[c] = cs[c];
+    } else {
+      T s[C * R] = {T(a)...};
+      for (int c = 0; c < C; c++)
+        for (int r = 0; r < R; r++) columns[c][r] = s[c * R + r];
+    }
+  }
+  template <class U>
+  explicit matrix(const matrix<U, C, R>& o) {
+    for (int c = 0; c < C; c++)
+      for (int r = 0; r < R; r++) columns[c][r] = T(o.columns[c][r]);
+  }
+  vec<T, R>& operator[](int c) { return columns[c]; }
+  const vec<T, R>& operator[](int c) const { return columns[c]; }
+};
+template <class T, int C, int R>
+inline vec<T, R> operator*(const matrix<T, C, R>& m, vec<T, C> v) {
+  vec<T, R> r = vec<T, R>(T(0));
+  for (int c = 0; c < C; c++) r += m.columns[c] * v[c];
+  return r;
+}
+template <class T, int C, int R>
+inline vec<T, C> operator*(vec<T, R> v, const matrix<T, C, R>& m) {
+  vec<T, C> r;
+  for (int c = 0; c < C; c++) r[c] = dot(v, m.columns[c]);
+  return r;
+}
+template <class T, int K, int C, int R>
+inline matrix<T, C, R> operator*(const matrix<T, K, R>& a, const matrix<T, C, K>& b) {
+  matrix<T, C, R> r;
+  for (int c = 0; c < C; c++) r.columns[c] = a * b.columns[c];
+  return r;
+}
+template <class T, int C, int R>
+inline matrix<T, C, R> operator*(const matrix<T, C, R>& m, T s) {
+  matrix<T, C, R> r;
+  for (int c = 0; c < C; c++) r.columns[c] = m.columns[c] * s;
+  return r;
+}
+template <class T, int C, int R>
+inline matrix<T, C, R> operator*(T s, const matrix<T, C, R>& m) { return m * s; }
+template <class T, int C, int R>
+inline matrix<T, C, R> operator+(const matrix<T, C, R>& a, const matrix<T, C, R>& b) {
+  matrix<T, C, R> r;
+  for (int c = 0; c < C; c++) r.columns[c] = a.columns[c] + b.columns[c];
+  return r;
+}
+template <class T, int C, int R>
+inline matrix<T, C, R> operator-(const matrix<T, C, R>& a, const matrix<T, C, R>& b) {
+  matrix<T, C, R> r;
+  for (int c = 0; c < C; c++) r.columns[c] = a.columns[c] - b.columns[c];
+  return r;
+}
+template <class T, int C, int R>
+inline matrix<T, R, C> transpose(const matrix<T, C, R>& m) {
+  matrix<T, R, C> r;
+  for (int c = 0; c < C; c++)
+    for (int k = 0; k < R; k++) r.columns[k][c] = m.columns[c][k];
+  return r;
+}
+}  // namespace metal
+#define MSLEMU_MAT(T, name)                                                                   \
+  typedef ::metal::matrix<T, 2, 2> name##2x2; typedef ::metal::matrix<T, 2, 3> name##2x3;     \
+  typedef ::metal::matrix<T, 2, 4> name##2x4; typedef ::metal::matrix<T, 3, 2> name##3x2;     \
+  typedef ::metal::matrix<T, 3, 3> name##3x3; typedef ::metal::matrix<T, 3, 4> name##3x4;     \
+  typedef ::metal::matrix<T, 4, 2> name##4x2; typedef ::metal::matrix<T, 4, 3> name##4x3;     \
+  typedef ::metal::matrix<T, 4, 4> name##4x4;
+MSLEMU_MAT(float, float)
+MSLEMU_MAT(half, half)
+MSLEMU_MAT(__bf16, bfloat)
+#undef MSLEMU_MAT
+typedef float4x4 matrix_float4x4;
+typedef float3x3 matrix_float3x3;
+typedef float2x2 matrix_float2x2;
+typedef float4x4 simd_float4x4;
+typedef float3x3 simd_float3x3;
+
+// Feature macros of the Metal compiler that kernels and shared host/shader
+// headers test: Metal 3.2 with bfloat.
+#define __METAL_VERSION__ 320
+#define __HAVE_BFLOAT__ 1
+
+// ---------------------------------------------------------------------------
 // Constants that MSL code commonly uses.
 #define INFINITY __builtin_inff()
 #define NAN __builtin_nanf("")
@@ -681,6 +1308,9 @@ inline void simdgroup_multiply(simdgroup_matrix<TD, 8, 8>& d, const simdgroup_ma
 #define ulong2(...) ::metal::__make<unsigned long, 2>(__VA_ARGS__)
 #define ulong3(...) ::metal::__make<unsigned long, 3>(__VA_ARGS__)
 #define ulong4(...) ::metal::__make<unsigned long, 4>(__VA_ARGS__)
+#define bfloat2(...) ::metal::__make<__bf16, 2>(__VA_ARGS__)
+#define bfloat3(...) ::metal::__make<__bf16, 3>(__VA_ARGS__)
+#define bfloat4(...) ::metal::__make<__bf16, 4>(__VA_ARGS__)
 #define bool2(...) ::metal::__make<int, 2>(__VA_ARGS__)
 #define bool3(...) ::metal::__make<int, 3>(__VA_ARGS__)
 #define bool4(...) ::metal::__make<int, 4>(__VA_ARGS__)

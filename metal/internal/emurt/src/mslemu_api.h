@@ -18,6 +18,9 @@ struct Ctx {
   uint32_t sgitg;     // simdgroup_index_in_threadgroup
   uint32_t sgptg;     // simdgroups_per_threadgroup
   uint32_t width;     // thread_execution_width / threads_per_simdgroup
+  uint32_t qlane;     // thread_index_in_quadgroup
+  uint32_t qgitg;     // quadgroup_index_in_threadgroup
+  uint32_t qgptg;     // quadgroups_per_threadgroup
 };
 const Ctx* ctx();
 void tg_barrier(const char* file, int line);
@@ -29,6 +32,9 @@ void collective(const void* in, size_t in_size, void* out, size_t out_size, Coll
 // tg_array poisons a threadgroup array the first time a threadgroup reaches
 // its declaration and, when counted, adds it to the 32 KiB budget.
 void tg_array(void* p, size_t bytes, const char* file, int line, int counted);
+// tg_array_init is tg_array for a declaration with an initializer: the
+// first thread of the threadgroup to reach it copies init instead of poisoning.
+void tg_array_init(void* p, const void* init, size_t bytes, const char* file, int line, int counted);
 [[noreturn]] void fail(const char* file, int line, const char* msg);
 // report records a diagnostic without leaving the current context; collective
 // ops (which the scheduler runs) use it. A null file names the call site.

@@ -9,11 +9,12 @@
 // threadgroup_barrier shows as a wrong answer. Three orders (forward, reverse,
 // seeded shuffle) decide which simdgroup, lane and threadgroup go first.
 //
-// Context switch: a 6-register asm swap on x86-64 (swapcontext costs a
-// sigprocmask syscall per switch and made the GEMM test 2x slower in the proof
-// of concept), ucontext elsewhere and under -DMSLEMU_UCONTEXT (ASan builds,
-// because ASan intercepts swapcontext to keep its stack bookkeeping right).
-#if !defined(__x86_64__) && !defined(MSLEMU_UCONTEXT)
+// Context switch: a callee-saved-register asm swap on x86-64 and arm64
+// (swapcontext costs a sigprocmask syscall per switch and made the GEMM test
+// 2x slower in the proof of concept), ucontext elsewhere and under
+// -DMSLEMU_UCONTEXT (ASan builds, because ASan intercepts swapcontext to keep
+// its stack bookkeeping right).
+#if !defined(__x86_64__) && !defined(__aarch64__) && !defined(MSLEMU_UCONTEXT)
 #define MSLEMU_UCONTEXT 1
 #endif
 #if defined(MSLEMU_UCONTEXT)
@@ -80,14 +81,24 @@ enum State { RUNNABLE, WAIT_TG, WAIT_SIMD, DONE, ABORTED };
 
 #if !defined(MSLEMU_UCONTEXT)
 extern "C" void mslemu_swap(void** save_sp, void* load_sp);
+// Mach-O prefixes C symbols with "_" and has no .type/.size directives.
+#if defined(__APPLE__)
+#define MSLEMU_ASM_FUNC(name) ".globl _" #name "\n.private_extern _" #name "\n.p2align 4\n_" #name ":\n"
+#define MSLEMU_ASM_END(name) ""
+#elif defined(__aarch64__)
+#define MSLEMU_ASM_FUNC(name) ".globl " #name "\n.hidden " #name "\n.type " #name ",%function\n.p2align 4\n" #name ":\n"
+#define MSLEMU_ASM_END(name) ".size " #name ", .-" #name "\n"
+#else
+#define MSLEMU_ASM_FUNC(name) ".globl " #name "\n.hidden " #name "\n.type " #name ",@function\n.p2align 4\n" #name ":\n"
+#define MSLEMU_ASM_END(name) ".size " #name ", .-" #name "\n"
+#endif
+#if defined(__x86_64__)
 // Pushes the SysV callee-saved registers, swaps stacks, pops and returns into
 // the other context. A new fiber's stack is laid out to "return" into
 // fiber_main.
+constexpr int kSwapSlots = 6;  // r15 r14 r13 r12 rbx rbp, then the return address
 __asm__(
-    ".text\n"
-    ".p2align 4\n"
-    ".type mslemu_swap,@function\n"
-    "mslemu_swap:\n"
+    ".text\n" MSLEMU_ASM_FUNC(mslemu_swap)
     "  pushq %rbp\n"
     "  pushq %rbx\n"
     "  pushq %r12\n"
@@ -102,8 +113,42 @@ __asm__(
     "  popq %r12\n"
     "  popq %rbx\n"
     "  popq %rbp\n"
-    "  ret\n"
-    ".size mslemu_swap, .-mslemu_swap\n");
+    "  ret\n" MSLEMU_ASM_END(mslemu_swap));
+#else
+// AAPCS64 callee-saved state: x19-x28, the frame pointer x29, the link
+// register x30, sp and the low halves d8-d15 of v8-v15. The frame is 160
+// bytes (16-byte aligned); "ret" jumps to the restored x30, which for a new
+// fiber is fiber_main. x18 is the platform register on Apple and is left alone.
+constexpr int kSwapSlots = 20;  // x19..x30 (12), d8..d15 (8)
+__asm__(
+    ".text\n" MSLEMU_ASM_FUNC(mslemu_swap)
+    "  sub sp, sp, #160\n"
+    "  stp x19, x20, [sp, #0]\n"
+    "  stp x21, x22, [sp, #16]\n"
+    "  stp x23, x24, [sp, #32]\n"
+    "  stp x25, x26, [sp, #48]\n"
+    "  stp x27, x28, [sp, #64]\n"
+    "  stp x29, x30, [sp, #80]\n"
+    "  stp d8, d9, [sp, #96]\n"
+    "  stp d10, d11, [sp, #112]\n"
+    "  stp d12, d13, [sp, #128]\n"
+    "  stp d14, d15, [sp, #144]\n"
+    "  mov x9, sp\n"
+    "  str x9, [x0]\n"
+    "  mov sp, x1\n"
+    "  ldp x19, x20, [sp, #0]\n"
+    "  ldp x21, x22, [sp, #16]\n"
+    "  ldp x23, x24, [sp, #32]\n"
+    "  ldp x25, x26, [sp, #48]\n"
+    "  ldp x27, x28, [sp, #64]\n"
+    "  ldp x29, x30, [sp, #80]\n"
+    "  ldp d8, d9, [sp, #96]\n"
+    "  ldp d10, d11, [sp, #112]\n"
+    "  ldp d12, d13, [sp, #128]\n"
+    "  ldp d14, d15, [sp, #144]\n"
+    "  add sp, sp, #160\n"
+    "  ret\n" MSLEMU_ASM_END(mslemu_swap));
+#endif
 #endif
 
 struct Fiber {
@@ -117,6 +162,7 @@ struct Fiber {
   char* stack;
   const char* file;
   int line;
+  size_t depth;  // stack bytes in use at the collective
   mslemu::CollOp op;
   size_t out_size;
   alignas(16) unsigned char in[kSlot];
@@ -233,10 +279,21 @@ void init_fiber(Worker* w, Fiber* f) {
 #else
   (void)w;
   uintptr_t top = (uintptr_t(f->stack) + kStack) & ~uintptr_t(15);
+#if defined(__x86_64__)
+  // Six saved registers and the "return address" fiber_main; after the ret,
+  // rsp is 8 below a 16-byte boundary, as at any function entry.
   void** sp = reinterpret_cast<void**>(top - 64);
-  for (int i = 0; i < 6; i++) sp[i] = nullptr;  // r15 r14 r13 r12 rbx rbp
-  sp[6] = reinterpret_cast<void*>(&fiber_main);  // "return address"
-  sp[7] = nullptr;
+  for (int i = 0; i < kSwapSlots; i++) sp[i] = nullptr;
+  sp[kSwapSlots] = reinterpret_cast<void*>(&fiber_main);
+  sp[kSwapSlots + 1] = nullptr;
+#else
+  // A zeroed 160-byte frame whose x30 slot (byte 88) is fiber_main: the
+  // swap's ret enters it with sp = top, 16-byte aligned, and x29 = 0 ends
+  // frame-pointer unwinding there.
+  void** sp = reinterpret_cast<void**>(top - 160);
+  for (int i = 0; i < kSwapSlots; i++) sp[i] = nullptr;
+  sp[11] = reinterpret_cast<void*>(&fiber_main);
+#endif
   f->sp = sp;
 #endif
 }
@@ -260,38 +317,45 @@ bool same_site(const Fiber* a, const Fiber* b) {
   return a->file && b->file && strcmp(a->file, b->file) == 0;
 }
 
-// resolve_simd runs the collectives that simdgroup sg's lanes wait at. Lanes
-// are grouped by call site; lanes elsewhere (a barrier, exited) are inactive
-// for that collective, as on the GPU when control flow diverges.
+// behind reports whether fiber a waits at a collective that comes before
+// b's in SIMT order. Lanes of a simdgroup that diverge run the branch with
+// the other lanes inactive, then reconverge: a collective inside the branch
+// (deeper in a call, or on an earlier line) runs first with only the lanes
+// that took the branch, and lanes waiting further on get the rest.
+bool behind(const Fiber* a, const Fiber* b) {
+  if (a->depth != b->depth) return a->depth > b->depth;
+  return a->line < b->line;
+}
+
+// resolve_simd runs one collective that lanes of simdgroup sg wait at.
+// Lanes are grouped by call site; lanes elsewhere (a barrier, exited) are
+// inactive for that collective, as on the GPU when control flow diverges.
+// After it, the lanes it released run before the next collective is picked,
+// so that lanes reconverging at a later collective all take part in it.
 bool resolve_simd(Worker* w, int sg) {
   Run* r = w->run;
   int base = sg * kSimdWidth;
   int end = base + kSimdWidth < r->nthreads ? base + kSimdWidth : r->nthreads;
-  bool any = false;
-  for (;;) {
-    Fiber* lead = nullptr;
-    for (int i = base; i < end; i++)
-      if (w->fibers[i].st == WAIT_SIMD) {
-        lead = &w->fibers[i];
-        break;
-      }
-    if (!lead) return any;
-    void* in[kSimdWidth] = {};
-    void* out[kSimdWidth] = {};
-    for (int i = base; i < end; i++) {
-      Fiber* f = &w->fibers[i];
-      if (f->st == WAIT_SIMD && f->op == lead->op && same_site(f, lead)) {
-        in[i - base] = f->in;
-        out[i - base] = f->out;
-        f->st = RUNNABLE;
-      }
-    }
-    w->site = lead;
-    lead->op(in, out);
-    w->site = nullptr;
-    if (w->failed) return true;
-    any = true;
+  Fiber* lead = nullptr;
+  for (int i = base; i < end; i++) {
+    Fiber* f = &w->fibers[i];
+    if (f->st == WAIT_SIMD && (!lead || behind(f, lead))) lead = f;
   }
+  if (!lead) return false;
+  void* in[kSimdWidth] = {};
+  void* out[kSimdWidth] = {};
+  for (int i = base; i < end; i++) {
+    Fiber* f = &w->fibers[i];
+    if (f->st == WAIT_SIMD && f->op == lead->op && same_site(f, lead) && f->depth == lead->depth) {
+      in[i - base] = f->in;
+      out[i - base] = f->out;
+      f->st = RUNNABLE;
+    }
+  }
+  w->site = lead;
+  lead->op(in, out);
+  w->site = nullptr;
+  return true;
 }
 
 // check_barrier releases a threadgroup barrier once no fiber can run, or
@@ -360,6 +424,9 @@ void run_group(Worker* w, uint64_t gidx) {
     c.sgitg = uint32_t(i / kSimdWidth);
     c.sgptg = uint32_t(r->nsimd);
     c.width = kSimdWidth;
+    c.qlane = uint32_t(i % 4);
+    c.qgitg = uint32_t(i / 4);
+    c.qgptg = uint32_t((r->nthreads + 3) / 4);
     init_fiber(w, f);
   }
   // Threadgroup memory starts as all-ones bytes: NaN for float and half, -1
@@ -538,6 +605,7 @@ void collective(const void* in, size_t in_size, void* out, size_t out_size, Coll
   Fiber* f = w->cur;
   if (in_size > kSlot || out_size > kSlot) fail(file, line, "simd collective value larger than 256 bytes");
   memcpy(f->in, in, in_size);
+  f->depth = size_t(uintptr_t(f->stack + kStack) - uintptr_t(__builtin_frame_address(0)));
   f->op = op;
   f->file = file;
   f->line = line;
@@ -547,12 +615,15 @@ void collective(const void* in, size_t in_size, void* out, size_t out_size, Coll
   memcpy(out, f->out, out_size);
 }
 
-void tg_array(void* p, size_t bytes, const char* file, int line, int counted) {
+static void tg_declare(void* p, const void* init, size_t bytes, const char* file, int line, int counted) {
   Worker* w = self("a threadgroup declaration");
   for (void* q : w->tg_seen)
     if (q == p) return;
   w->tg_seen.push_back(p);
-  memset(p, 0xff, bytes);
+  if (init)
+    memcpy(p, init, bytes);
+  else
+    memset(p, 0xff, bytes);
   if (counted) {
     w->tg_used += bytes;
     if (w->tg_used > kMaxTGMem) {
@@ -561,6 +632,14 @@ void tg_array(void* p, size_t bytes, const char* file, int line, int counted) {
       fail(file, line, msg);
     }
   }
+}
+
+void tg_array(void* p, size_t bytes, const char* file, int line, int counted) {
+  tg_declare(p, nullptr, bytes, file, line, counted);
+}
+
+void tg_array_init(void* p, const void* init, size_t bytes, const char* file, int line, int counted) {
+  tg_declare(p, init, bytes, file, line, counted);
 }
 
 Registrar::Registrar(const char* name, Thunk thunk, BindConstants bind, size_t tg_static, const char* file,
@@ -574,6 +653,30 @@ Registrar::Registrar(const char* name, Thunk thunk, BindConstants bind, size_t t
 }
 
 }  // namespace mslemu
+
+// float -> bfloat conversions, rounding to nearest even. clang lowers them
+// to these libgcc/compiler-rt calls, which older libgcc versions lack; weak,
+// so a runtime library that has them wins.
+extern "C" __attribute__((weak)) __bf16 __truncsfbf2(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return __builtin_bit_cast(__bf16, uint16_t((u >> 16) | 0x40u));
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return __builtin_bit_cast(__bf16, uint16_t(u >> 16));
+}
+extern "C" __attribute__((weak)) __bf16 __truncdfbf2(double d) {
+  // Through float rounded to odd (toward zero, then the last bit set when
+  // inexact), so that the second rounding to bfloat is correct.
+  float f = float(d);
+  if (f == f && double(f) != d) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if (__builtin_fabs(double(f)) > __builtin_fabs(d)) u -= 1;
+    u |= 1u;
+    memcpy(&f, &u, 4);
+  }
+  return __truncsfbf2(f);
+}
 
 extern "C" EXPORT int64_t mslemu_tg_static(const char* name) {
   const Kernel* k = find_kernel(name);

@@ -1,0 +1,252 @@
+package metalbackend
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/laya-metal/laya/backend"
+	"github.com/laya-metal/laya/encoder"
+	"github.com/laya-metal/laya/heads"
+	"github.com/laya-metal/laya/weights"
+)
+
+// The whole Laya forward pass on this backend against upstream's goldens,
+// with the gates of the CPU backend (root forward_test.go): raw logits within
+// 1e-4 and act probabilities within 1e-5 (laya-spec §3.6, oracle README
+// fact 5). The pipeline below is the one of root forward.go's runBatch.
+
+const oracleDir = "../../testdata/oracle"
+
+const (
+	logitTol   = 1e-4
+	actProbTol = 1e-5
+)
+
+type goldenRow struct {
+	QID      string    `json:"qid"`
+	InputIDs []int     `json:"input_ids"`
+	Markers  []int     `json:"markers"`
+	QType    int       `json:"qtype"`
+	Logits   []float64 `json:"logits"`
+	ActProbs []float64 `json:"act_probs"`
+}
+
+type goldenCase struct {
+	Name string      `json:"name"`
+	Rows []goldenRow `json:"rows"`
+}
+
+func loadCases(t testing.TB, golden string) []goldenCase {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(oracleDir, "goldens", golden, "cases.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file struct {
+		Cases []goldenCase `json:"cases"`
+	}
+	if err := json.Unmarshal(data, &file); err != nil {
+		t.Fatalf("%s cases.json: %v", golden, err)
+	}
+	if len(file.Cases) == 0 {
+		t.Fatalf("%s: no cases", golden)
+	}
+	return file.Cases
+}
+
+// model is the network of root forward.go on one backend.
+type model struct {
+	ckpt     *weights.Checkpoint
+	encoder  *encoder.ModernBERT
+	decision *heads.Decision
+	scorer   *heads.Scorer
+	act      *heads.ActHead
+}
+
+func loadModel(t testing.TB, be backend.Backend, checkpoint string) *model {
+	t.Helper()
+	ckpt, err := weights.LoadCheckpoint(filepath.Join(oracleDir, "checkpoints", checkpoint))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ckpt.Close() })
+	m := &model{ckpt: ckpt}
+	if m.encoder, err = encoder.New(be, ckpt); err != nil {
+		t.Fatal(err)
+	}
+	if m.decision, err = heads.NewDecision(be, ckpt); err != nil {
+		t.Fatal(err)
+	}
+	if m.scorer, err = heads.NewScorer(be, ckpt); err != nil {
+		t.Fatal(err)
+	}
+	if m.act, err = heads.NewActHead(be, ckpt); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// forward runs rows as one right-padded batch (upstream's collate_items)
+// and returns each row's logits and act probabilities.
+func (m *model) forward(ctx context.Context, be backend.Backend, rows []goldenRow) (logits, actProbs [][]float32, err error) {
+	seqLen := 0
+	for _, r := range rows {
+		seqLen = max(seqLen, len(r.InputIDs))
+	}
+	pad := int32(m.ckpt.Encoder.PadTokenID)
+	ids := make([]int32, len(rows)*seqLen)
+	lengths, qtypes, counts := make([]int, len(rows)), make([]int, len(rows)), make([]int, len(rows))
+	var markerRows []int32
+	for b, r := range rows {
+		row := ids[b*seqLen : (b+1)*seqLen]
+		for i := range row {
+			row[i] = pad
+		}
+		for i, id := range r.InputIDs {
+			row[i] = int32(id)
+		}
+		lengths[b], qtypes[b], counts[b] = len(r.InputIDs), r.QType, len(r.Markers)
+		for _, p := range r.Markers {
+			markerRows = append(markerRows, int32(b*seqLen+p))
+		}
+	}
+	s := be.NewStream()
+	defer s.Close()
+	hidden, err := m.encoder.Forward(ctx, s, encoder.Batch{IDs: ids, Lengths: lengths, SeqLen: seqLen}, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	if hidden, err = m.decision.Forward(ctx, s, hidden, qtypes, lengths, seqLen, nil); err != nil {
+		return nil, nil, err
+	}
+	var markers backend.Tensor
+	z := m.scorer.Forward(s, hidden, markerRows, &markers)
+	_, probs := m.act.Forward(s, hidden, z, counts, seqLen)
+	zHost := make([]float32, len(markerRows))
+	nAct := probs.Cols()
+	probsHost := make([]float32, len(rows)*nAct)
+	if err := s.Read(ctx, z, zHost); err != nil {
+		return nil, nil, err
+	}
+	if err := s.Read(ctx, probs, probsHost); err != nil {
+		return nil, nil, err
+	}
+	for b := range rows {
+		logits = append(logits, zHost[:counts[b]])
+		zHost = zHost[counts[b]:]
+		actProbs = append(actProbs, probsHost[b*nAct:(b+1)*nAct])
+	}
+	return logits, actProbs, nil
+}
+
+// worstDiff reports entries of got farther than tol from want and returns
+// the largest distance.
+func worstDiff(t testing.TB, what string, got []float32, want []float64, tol float64) float64 {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Errorf("%s: %d values, want %d", what, len(got), len(want))
+		return math.Inf(1)
+	}
+	worst := 0.0
+	for i := range want {
+		d := math.Abs(float64(got[i]) - want[i])
+		if !(d <= tol) {
+			t.Errorf("%s[%d] = %v, want %v (|Δ| %.3g > %.1g)", what, i, got[i], want[i], d, tol)
+		}
+		worst = max(worst, d)
+	}
+	return worst
+}
+
+// forwardModels pairs checkpoints with their goldens: fp32 (tiny-en), fp16
+// weights kept as halves (tiny-ml) and the 50k-row fp16 embedding (real-en).
+var forwardModels = []struct{ checkpoint, golden string }{
+	{"tiny-en", "tiny-en"},
+	{"tiny-ml", "tiny-ml"},
+	{"real-en", "real-en"},
+}
+
+// emuCases are the cases the emulator runs by default (it takes ~1 s per
+// row on two cores; LAYA_METAL_EMU_ALL=1 runs all): the longest rows
+// (past the sliding window, at max_len), the most options, a single
+// option, noul labels and an 8-row padded batch of mixed lengths.
+var emuCases = map[string]bool{
+	"email": true, "long_dict": true, "twenty_options": true, "single_option": true,
+	"noul_labels": true, "temp_buckets": true,
+}
+
+// runGoldens holds be's forward pass to upstream on the cases of each
+// model that keep accepts (nil: all), each case's rows as one padded batch
+// (so rows longer than the sliding window and padded keys are both
+// exercised).
+func runGoldens(t *testing.T, be backend.Backend, keep func(name string) bool) {
+	ctx := context.Background()
+	for _, fm := range forwardModels {
+		t.Run(fm.checkpoint, func(t *testing.T) {
+			m := loadModel(t, be, fm.checkpoint)
+			var cases []goldenCase
+			for _, c := range loadCases(t, fm.golden) {
+				if keep == nil || keep(c.Name) {
+					cases = append(cases, c)
+				}
+			}
+			if len(cases) == 0 {
+				t.Fatalf("%s: no case selected", fm.golden)
+			}
+			var worstLogit, worstAct float64
+			rows := 0
+			for _, c := range cases {
+				logits, probs, err := m.forward(ctx, be, c.Rows)
+				if err != nil {
+					t.Fatalf("case %s: %v", c.Name, err)
+				}
+				for i, want := range c.Rows {
+					where := fmt.Sprintf("case %s %s", c.Name, want.QID)
+					worstLogit = max(worstLogit, worstDiff(t, where+" logits", logits[i], want.Logits, logitTol))
+					worstAct = max(worstAct, worstDiff(t, where+" act_probs", probs[i], want.ActProbs, actProbTol))
+					rows++
+				}
+			}
+			t.Logf("%s on %s: %d rows, max |Δlogit| %.2g, max |Δact_prob| %.2g", fm.checkpoint, be.Name(), rows, worstLogit, worstAct)
+		})
+	}
+}
+
+func TestForwardGoldensEmu(t *testing.T) {
+	keep := func(name string) bool { return emuCases[name] }
+	if os.Getenv("LAYA_METAL_EMU_ALL") == "1" {
+		keep = nil
+	}
+	runGoldens(t, emulator(t), keep)
+}
+
+// benchForward times one padded batch (the rows of one golden case) through
+// the whole network on be, Read included.
+func benchForward(b *testing.B, be backend.Backend, checkpoint, caseName string) {
+	m := loadModel(b, be, checkpoint)
+	var rows []goldenRow
+	for _, c := range loadCases(b, checkpoint) {
+		if c.Name == caseName {
+			rows = c.Rows
+		}
+	}
+	if rows == nil {
+		b.Fatalf("%s: no case %q", checkpoint, caseName)
+	}
+	ctx := context.Background()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, _, err := m.forward(ctx, be, rows); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkForwardEmu measures the emulator, not a GPU: it tracks the cost
+// of the Go dispatch path and of go test, nothing about Apple hardware.
+func BenchmarkForwardEmu(b *testing.B) { benchForward(b, emulator(b), "tiny-en", "email") }

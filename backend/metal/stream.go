@@ -1,0 +1,260 @@
+package metalbackend
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/laya-metal/laya/backend"
+	"github.com/laya-metal/laya/metal"
+)
+
+// Stream is backend.Stream on a Metal device: operations are encoded into
+// one command buffer as they are called and run when Read commits it.
+type Stream struct {
+	be *Backend
+	cb metal.CommandBuffer // nil until the first operation after a Read
+	// inflight is a committed command buffer whose wait was cut short:
+	// Close waits for it before releasing buffers.
+	inflight metal.CommandBuffer
+	err      error
+	closed   bool
+	owned    []metal.Buffer // tensors and index arrays, released by Close
+
+	// Buffers written and read by the dispatches since the last barrier:
+	// a dispatch that reads a written one, or writes one either read or
+	// written, needs a barrier first (read-after-write, write-after-read
+	// and write-after-write hazards of a concurrent encoder).
+	written, read map[metal.Buffer]bool
+}
+
+// fail records the first error; later operations become no-ops.
+func (s *Stream) fail(err error) {
+	if s.err == nil {
+		s.err = err
+	}
+}
+
+func (s *Stream) shapeErr(op, format string, args ...any) {
+	s.fail(fmt.Errorf("metalbackend: %s: %w: %s", op, backend.ErrShape, fmt.Sprintf(format, args...)))
+}
+
+// ok reports whether the stream can run op on ts, all of which must be
+// tensors of this stream or weights of its backend; nil entries are allowed
+// (optional operands).
+func (s *Stream) ok(op string, ts ...backend.Tensor) bool {
+	if s.err != nil {
+		return false
+	}
+	if s.closed {
+		s.fail(fmt.Errorf("metalbackend: %s: %w: stream closed", op, backend.ErrForeignTensor))
+		return false
+	}
+	for _, t := range ts {
+		if t == nil {
+			continue
+		}
+		mt, isMetal := t.(*tensor)
+		if !isMetal || mt == nil || mt.buf == nil || mt.be != s.be || (mt.stream != nil && mt.stream != s) {
+			s.fail(fmt.Errorf("metalbackend: %s: %w (%T)", op, backend.ErrForeignTensor, t))
+			return false
+		}
+	}
+	return true
+}
+
+// f32 is t's float32 buffer (see tensor.f32Buffer); nil for a nil t.
+func (s *Stream) f32(op string, t backend.Tensor) metal.Buffer {
+	if t == nil || s.err != nil {
+		return nil
+	}
+	buf, err := t.(*tensor).f32Buffer()
+	if err != nil {
+		s.fail(fmt.Errorf("metalbackend: %s: widening an fp16 weight: %w", op, err))
+	}
+	return buf
+}
+
+// dst is t's buffer as an operation's output: a float32 stream tensor.
+func (s *Stream) dst(op string, t backend.Tensor) metal.Buffer {
+	mt := t.(*tensor)
+	if mt.stream == nil {
+		s.fail(fmt.Errorf("metalbackend: %s: %w: the destination is a weight, and weights are read-only", op, backend.ErrForeignTensor))
+		return nil
+	}
+	return mt.buf
+}
+
+// encode records one dispatch that reads reads and writes writes, with a
+// barrier first when it depends on the dispatches since the last one.
+func (s *Stream) encode(op string, reads, writes []metal.Buffer, dispatch func(cb metal.CommandBuffer) error) {
+	if s.err != nil {
+		return
+	}
+	if s.cb == nil {
+		cb, err := s.be.dev.NewCommandBuffer()
+		if err != nil {
+			s.fail(fmt.Errorf("metalbackend: %s: %w", op, err))
+			return
+		}
+		s.cb = cb
+	}
+	hazard := false
+	for _, b := range reads {
+		hazard = hazard || s.written[b]
+	}
+	for _, b := range writes {
+		hazard = hazard || s.written[b] || s.read[b]
+	}
+	if hazard {
+		s.cb.Barrier()
+		clear(s.written)
+		clear(s.read)
+	}
+	if err := dispatch(s.cb); err != nil {
+		s.fail(fmt.Errorf("metalbackend: %s: %w", op, err))
+		return
+	}
+	for _, b := range reads {
+		if b != nil {
+			s.read[b] = true
+		}
+	}
+	for _, b := range writes {
+		s.written[b] = true
+	}
+}
+
+// newBuffer allocates a zeroed buffer the stream owns.
+func (s *Stream) newBuffer(op string, size int) metal.Buffer {
+	buf, err := s.be.dev.NewBuffer(size)
+	if err != nil {
+		s.fail(fmt.Errorf("metalbackend: %s: %w", op, err))
+		return nil
+	}
+	s.owned = append(s.owned, buf)
+	return buf
+}
+
+// u32Buffer uploads small host integer arrays (indices, lengths, offsets).
+// The buffer is new, so writing it now races with no recorded dispatch.
+func (s *Stream) u32Buffer(op string, vs []int) metal.Buffer {
+	buf := s.newBuffer(op, 4*max(len(vs), 1))
+	if buf == nil {
+		return nil
+	}
+	for i, v := range vs {
+		binary.LittleEndian.PutUint32(buf.Bytes()[4*i:], uint32(v))
+	}
+	return buf
+}
+
+// New implements backend.Stream.
+func (s *Stream) New(rows, cols int) backend.Tensor {
+	t := &tensor{rows: max(rows, 1), cols: max(cols, 1), be: s.be, stream: s}
+	if s.closed {
+		s.fail(fmt.Errorf("metalbackend: new: %w: stream closed", backend.ErrForeignTensor))
+		return t
+	}
+	if rows <= 0 || cols <= 0 || rows > math.MaxInt32/cols {
+		// A placeholder keeps later shape checks meaningful; every
+		// operation is a no-op from now on.
+		s.shapeErr("new", "[%d, %d]", rows, cols)
+		return t
+	}
+	t.buf = s.newBuffer("new", 4*rows*cols)
+	return t
+}
+
+// FromHost implements backend.Stream.
+func (s *Stream) FromHost(rows, cols int, src []float32) backend.Tensor {
+	t := s.New(rows, cols)
+	if s.err != nil {
+		return t
+	}
+	if len(src) != rows*cols {
+		s.shapeErr("fromHost", "%d values for [%d, %d]", len(src), rows, cols)
+		return t
+	}
+	// A fresh buffer: no recorded dispatch can be using it yet.
+	copy(t.(*tensor).buf.Bytes(), f32Bytes(src))
+	return t
+}
+
+// Read implements backend.Stream: it commits what was recorded, waits for
+// it and copies t out.
+func (s *Stream) Read(ctx context.Context, t backend.Tensor, dst []float32) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if !s.ok("read", t) {
+		return s.err
+	}
+	if len(dst) != t.Rows()*t.Cols() {
+		s.shapeErr("read", "destination holds %d values, tensor [%d, %d]", len(dst), t.Rows(), t.Cols())
+		return s.err
+	}
+	src := s.f32("read", t)
+	if s.err != nil {
+		return s.err
+	}
+	if err := s.sync(ctx); err != nil {
+		return err
+	}
+	b := src.Bytes()
+	for i := range dst {
+		dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return nil
+}
+
+// sync commits the recorded work and waits for it. A wait cut short by ctx
+// leaves the GPU running on the stream's buffers, so it fails the stream.
+func (s *Stream) sync(ctx context.Context) error {
+	if s.cb == nil {
+		return nil
+	}
+	cb := s.cb
+	s.cb = nil
+	clear(s.written)
+	clear(s.read)
+	if err := cb.Commit(); err != nil {
+		s.fail(fmt.Errorf("metalbackend: commit: %w", err))
+		return s.err
+	}
+	if _, err := cb.Wait(ctx); err != nil {
+		if ctx.Err() != nil {
+			s.inflight = cb
+		}
+		s.fail(fmt.Errorf("metalbackend: %w", err))
+		return s.err
+	}
+	return nil
+}
+
+// Err implements backend.Stream.
+func (s *Stream) Err() error { return s.err }
+
+// Close implements backend.Stream. Work recorded and not read is still
+// run to its end first, so that no buffer is released under the GPU.
+func (s *Stream) Close() {
+	if s.closed {
+		return
+	}
+	if s.cb != nil {
+		if err := s.cb.Commit(); err == nil {
+			s.cb.Wait(context.Background())
+		}
+		s.cb = nil
+	}
+	if s.inflight != nil {
+		s.inflight.Wait(context.Background())
+		s.inflight = nil
+	}
+	s.closed = true
+	for _, b := range s.owned {
+		b.Release()
+	}
+	s.owned = nil
+}

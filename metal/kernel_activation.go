@@ -1,0 +1,157 @@
+package metal
+
+import (
+	"fmt"
+	"math"
+)
+
+// Activation selects the element-wise function of Activate; the values are
+// act_kind of kernels/activation.metal and follow backend.Activation.
+type Activation uint32
+
+const (
+	ActIdentity Activation = iota
+	// ActGELU is the exact erf GELU 0.5·x·(1+erf(x/√2)).
+	ActGELU
+	// ActReLU is max(x, 0).
+	ActReLU
+)
+
+// Activate encodes out[i] = act(in[i]) for n float32 values
+// (kernels/activation.metal, activate_f32). out may be in.
+func Activate(cb CommandBuffer, k *Kernels, act Activation, in, out Buffer, n int) error {
+	const name = "activate_f32"
+	if n <= 0 || n > 1<<31 || act > ActReLU {
+		return fmt.Errorf("%w: %s: n = %d, activation %d", ErrInvalidDispatch, name, n, act)
+	}
+	if err := checkLen(name, "in", in, 4*n); err != nil {
+		return err
+	}
+	if err := checkLen(name, "out", out, 4*n); err != nil {
+		return err
+	}
+	// act_kind is function_constant(0).
+	p, err := k.pipeline(name, Constant{Index: 0, Value: uint32(act)})
+	if err != nil {
+		return err
+	}
+	threads := min(256, p.MaxThreadsPerThreadgroup())
+	return cb.Dispatch(p, Size3{ceilDiv(n, threads), 1, 1}, Size3{threads, 1, 1},
+		Arg{Index: 0, Buffer: in}, Arg{Index: 1, Buffer: out}, Arg{Index: 2, Bytes: u32s(n)})
+}
+
+// GeGLU encodes out[r, c] = GELU(in[r, c])·in[r, inner+c] for in [rows,
+// 2·inner] and out [rows, inner] (kernels/activation.metal, geglu_f32).
+func GeGLU(cb CommandBuffer, k *Kernels, in, out Buffer, rows, inner int) error {
+	const name = "geglu_f32"
+	if rows <= 0 || inner <= 0 || rows*2*inner > 1<<31 {
+		return fmt.Errorf("%w: %s: %d×%d", ErrInvalidDispatch, name, rows, inner)
+	}
+	if err := checkLen(name, "in", in, 4*rows*2*inner); err != nil {
+		return err
+	}
+	if err := checkLen(name, "out", out, 4*rows*inner); err != nil {
+		return err
+	}
+	p, err := k.pipeline(name, Constant{Index: 0, Value: uint32(ActGELU)})
+	if err != nil {
+		return err
+	}
+	threads := min(256, p.MaxThreadsPerThreadgroup())
+	return cb.Dispatch(p, Size3{ceilDiv(rows*inner, threads), 1, 1}, Size3{threads, 1, 1},
+		Arg{Index: 0, Buffer: in}, Arg{Index: 1, Buffer: out}, Arg{Index: 2, Bytes: u32s(rows, inner)})
+}
+
+// ActFeatures encodes the act head's input (kernels/activation.metal,
+// act_features_f32): out [batch, dim+4] gets cls [batch, dim] then top1,
+// top1−top2, normalised entropy and max(2, k)/255 of the softmax of row b's
+// logits[offsets[b]:offsets[b+1]]. offsets holds batch+1 uint32 values,
+// increasing by at least 1 (the kernel trusts them); logits holds
+// offsets[batch] float32 values.
+func ActFeatures(cb CommandBuffer, k *Kernels, cls, logits, offsets, out Buffer, batch, dim, totalLogits int) error {
+	const name = "act_features_f32"
+	if batch <= 0 || dim <= 0 || totalLogits < batch || batch*(dim+4) > 1<<31 {
+		return fmt.Errorf("%w: %s: batch %d, dim %d, %d logits", ErrInvalidDispatch, name, batch, dim, totalLogits)
+	}
+	for _, c := range []struct {
+		what string
+		buf  Buffer
+		need int
+	}{{"cls", cls, 4 * batch * dim}, {"logits", logits, 4 * totalLogits}, {"offsets", offsets, 4 * (batch + 1)}, {"out", out, 4 * batch * (dim + 4)}} {
+		if err := checkLen(name, c.what, c.buf, c.need); err != nil {
+			return err
+		}
+	}
+	p, err := k.pipeline(name, Constant{Index: 0, Value: uint32(ActIdentity)})
+	if err != nil {
+		return err
+	}
+	threads := min(32*ceilDiv(dim, 32), 256, p.MaxThreadsPerThreadgroup())
+	return cb.Dispatch(p, Size3{batch, 1, 1}, Size3{threads, 1, 1},
+		Arg{Index: 0, Buffer: cls}, Arg{Index: 1, Buffer: logits}, Arg{Index: 2, Buffer: offsets},
+		Arg{Index: 3, Buffer: out}, Arg{Index: 4, Bytes: u32s(dim)})
+}
+
+// geluRef is the exact erf GELU in float64.
+func geluRef(x float64) float64 { return 0.5 * x * (1 + math.Erf(x/math.Sqrt2)) }
+
+// activateRef is Activate in float64.
+func activateRef(in []float32, act Activation) []float64 {
+	out := make([]float64, len(in))
+	for i, v := range in {
+		x := float64(v)
+		switch act {
+		case ActGELU:
+			x = geluRef(x)
+		case ActReLU:
+			x = max(x, 0)
+		}
+		out[i] = x
+	}
+	return out
+}
+
+// gegluRef is GeGLU in float64.
+func gegluRef(in []float32, rows, inner int) []float64 {
+	out := make([]float64, rows*inner)
+	for r := range rows {
+		for c := range inner {
+			out[r*inner+c] = geluRef(float64(in[r*2*inner+c])) * float64(in[r*2*inner+inner+c])
+		}
+	}
+	return out
+}
+
+// actFeaturesRef is ActFeatures in float64.
+func actFeaturesRef(cls, logits []float32, counts []int, dim int) []float64 {
+	out := make([]float64, 0, len(counts)*(dim+4))
+	for b, k := range counts {
+		for _, v := range cls[b*dim : (b+1)*dim] {
+			out = append(out, float64(v))
+		}
+		z := logits[:k]
+		logits = logits[k:]
+		top := math.Inf(-1)
+		for _, v := range z {
+			top = max(top, float64(v))
+		}
+		sum := 0.0
+		for _, v := range z {
+			sum += math.Exp(float64(v) - top)
+		}
+		var top1, top2, ent float64
+		for _, v := range z {
+			p := math.Exp(float64(v)-top) / sum
+			ent -= p * math.Log(max(p, 1e-9))
+			switch {
+			case p > top1:
+				top1, top2 = p, top1
+			case p > top2:
+				top2 = p
+			}
+		}
+		kk := float64(max(2, k))
+		out = append(out, top1, top1-top2, ent/math.Log(kk), kk/255)
+	}
+	return out
+}

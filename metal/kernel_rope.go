@@ -1,0 +1,86 @@
+package metal
+
+import (
+	"fmt"
+	"math"
+)
+
+// RopeTable returns the cos/sin table that Rope reads: for each position
+// p < seqLen, headDim/2 cosines then headDim/2 sines ([seqLen][headDim]).
+//
+// The values are rounded where HF transformers' ModernBertRotaryEmbedding
+// (default rope) rounds them in float32:
+//
+//	inv_freq = 1.0 / (base ** (arange(0, dim, 2).float() / dim))
+//	freqs    = inv_freq.float() @ position_ids.float()
+//	cos, sin = freqs.cos(), freqs.sin()
+//
+// each float32 operation done in float64 and rounded once, which is the
+// correctly rounded result PyTorch's kernels give or are within an ulp of
+// (the same table as package backend/cpu's).
+func RopeTable(theta float64, headDim, seqLen int) []float32 {
+	half := headDim / 2
+	base := float64(float32(theta))
+	invFreq := make([]float32, half)
+	for j := range invFreq {
+		exponent := float32(float32(2*j) / float32(headDim))
+		invFreq[j] = float32(1 / float64(float32(math.Pow(base, float64(exponent)))))
+	}
+	table := make([]float32, seqLen*headDim)
+	for p := range seqLen {
+		row := table[p*headDim : (p+1)*headDim]
+		for j, f := range invFreq {
+			angle := float64(float32(p) * f)
+			row[j] = float32(math.Cos(angle))
+			row[half+j] = float32(math.Sin(angle))
+		}
+	}
+	return table
+}
+
+// Rope encodes the split-half rotary embedding, in place, of the q and k
+// parts of qkv [rows, 3·heads·headDim] (kernels/rope.metal, rope_f32): row r
+// is at position r mod seqLen, and table is RopeTable(θ, headDim, ≥ seqLen).
+func Rope(cb CommandBuffer, k *Kernels, qkv, table Buffer, rows, seqLen, heads, headDim int) error {
+	const name = "rope_f32"
+	width := heads * headDim
+	if rows <= 0 || seqLen <= 0 || heads <= 0 || headDim <= 0 || headDim%2 != 0 || rows*3*width > 1<<31 {
+		return fmt.Errorf("%w: %s: %d rows, seqLen %d, %d heads of %d", ErrInvalidDispatch, name, rows, seqLen, heads, headDim)
+	}
+	if err := checkLen(name, "qkv", qkv, 4*rows*3*width); err != nil {
+		return err
+	}
+	if err := checkLen(name, "table", table, 4*min(rows, seqLen)*headDim); err != nil {
+		return err
+	}
+	p, err := k.pipeline(name)
+	if err != nil {
+		return err
+	}
+	n := rows * 2 * heads * headDim / 2
+	threads := min(256, p.MaxThreadsPerThreadgroup())
+	return cb.Dispatch(p, Size3{ceilDiv(n, threads), 1, 1}, Size3{threads, 1, 1},
+		Arg{Index: 0, Buffer: qkv}, Arg{Index: 1, Buffer: table},
+		Arg{Index: 2, Bytes: paramBytes(rows, seqLen, 2*heads, headDim, 3*width)})
+}
+
+// ropeRef is Rope in float64 over the float32 table.
+func ropeRef(qkv, table []float32, rows, seqLen, heads, headDim int) []float64 {
+	out := make([]float64, len(qkv))
+	for i, v := range qkv {
+		out[i] = float64(v)
+	}
+	half, stride := headDim/2, 3*heads*headDim
+	for r := range rows {
+		cs := table[(r%seqLen)*headDim:]
+		for h := range 2 * heads {
+			x := out[r*stride+h*headDim:]
+			for j := range half {
+				a, b := x[j], x[j+half]
+				c, s := float64(cs[j]), float64(cs[half+j])
+				x[j], x[j+half] = a*c-b*s, b*c+a*s
+			}
+		}
+	}
+	return out
+}
