@@ -75,7 +75,7 @@ func checkClose(t *testing.T, what string, got []float32, want []float64, tol fl
 func geluRef(x float64) float64 { return 0.5 * x * (1 + math.Erf(x/math.Sqrt2)) }
 
 // TestLinear holds the blocked GEMM to a naive float64 product on shapes that
-// hit every tail of the 2×4 micro-kernel and the 64×32 tiles.
+// hit every tail of the micro-kernels (3×4 SIMD, 2×4 Go) and the 64×48 tiles.
 func TestLinear(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	be := New()

@@ -1,0 +1,216 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"math/big"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/laya-metal/laya/backend"
+)
+
+// gemmKernel is a tile kernel under test.
+type gemmKernel struct {
+	name string
+	tile gemmTileFunc
+}
+
+// gemmKernels lists the portable kernel and, where this build and CPU have
+// one, the SIMD kernel, so both are tested on every machine that runs them.
+func gemmKernels(t testing.TB) []gemmKernel {
+	kernels := []gemmKernel{{"go", gemmTileGo}}
+	if tile := simdGemmTile(); tile != nil {
+		kernels = append(kernels, gemmKernel{"simd", tile})
+	} else {
+		t.Logf("no SIMD GEMM kernel in this build or on this CPU: testing the Go kernel only")
+	}
+	return kernels
+}
+
+// useGemmTile makes Linear run tile until the test ends.
+func useGemmTile(t testing.TB, tile gemmTileFunc) {
+	saved := gemmTile
+	gemmTile = tile
+	t.Cleanup(func() { gemmTile = saved })
+}
+
+// gemmShapes hit every tail: M, N, K not multiples of the 3×4 / 2×4 blocks
+// or of the 8-float SIMD groups, K = 1, single rows and columns, shapes that
+// spill one row or column into a second 48×64 tile, and a full-width K.
+var gemmShapes = []struct{ m, n, k int }{
+	{1, 1, 1}, {1, 5, 3}, {3, 1, 1}, {6, 8, 1}, {2, 4, 8}, {3, 4, 7},
+	{4, 5, 9}, {5, 3, 16}, {7, 9, 17}, {10, 13, 33}, {47, 65, 130},
+	{49, 67, 71}, {50, 64, 8}, {93, 70, 1027}, {100, 130, 64},
+}
+
+var activations = []backend.Activation{backend.Identity, backend.GELU, backend.ReLU}
+
+// runGemm runs the backend's gemm (tiles, workers, bias and activation pass)
+// with tile as the kernel.
+func runGemm(t testing.TB, tile gemmTileFunc, x, w, bias []float32, m, n, k int, act backend.Activation) []float32 {
+	useGemmTile(t, tile)
+	be := New()
+	be.workers = 3 // an uneven split on any machine
+	y := make([]float32, m*n)
+	for i := range y {
+		y[i] = float32(math.NaN()) // every output must be written
+	}
+	be.gemm(y, x, w, bias, m, n, k, act)
+	return y
+}
+
+func smallInts(rng *rand.Rand, n int) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(rng.IntN(9) - 4)
+	}
+	return v
+}
+
+// TestGemmExactIntegers feeds small integers, whose products and sums are
+// exact in float32 whatever the summation order or FMA, so every kernel must
+// match the exact product bit for bit: a dropped, repeated or misplaced term
+// in any tail shows up as a wrong integer.
+func TestGemmExactIntegers(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, kernel := range gemmKernels(t) {
+		for _, shape := range gemmShapes {
+			m, n, k := shape.m, shape.n, shape.k
+			x, w, bv := smallInts(rng, m*k), smallInts(rng, n*k), smallInts(rng, n)
+			for _, act := range activations {
+				for _, withBias := range []bool{false, true} {
+					t.Run(fmt.Sprintf("%s/%dx%dx%d/%v/bias=%v", kernel.name, m, n, k, act, withBias), func(t *testing.T) {
+						var bias []float32
+						if withBias {
+							bias = bv
+						}
+						got := runGemm(t, kernel.tile, x, w, bias, m, n, k, act)
+						for i := range m {
+							for j := range n {
+								sum := 0
+								for kk := range k {
+									sum += int(x[i*k+kk]) * int(w[j*k+kk])
+								}
+								if withBias {
+									sum += int(bias[j])
+								}
+								want := float32(sum)
+								switch act {
+								case backend.GELU:
+									want = float32(geluRef(float64(sum)))
+								case backend.ReLU:
+									want = max(want, 0)
+								}
+								if g := got[i*n+j]; g != want {
+									t.Fatalf("y[%d, %d] = %v, want %v", i, j, g, want)
+								}
+							}
+						}
+					})
+				}
+			}
+		}
+	}
+}
+
+// TestGemmRoundoff holds every kernel to a float64 product on normal random
+// data within the a-priori bound of a float32 sum of k products,
+// (k+1)·2⁻²⁴·Σ|x·w| (Higham, Accuracy and Stability, §3.1), which holds for
+// any summation order, fused or not.
+func TestGemmRoundoff(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, kernel := range gemmKernels(t) {
+		for _, shape := range gemmShapes {
+			m, n, k := shape.m, shape.n, shape.k
+			t.Run(fmt.Sprintf("%s/%dx%dx%d", kernel.name, m, n, k), func(t *testing.T) {
+				x, w := randomValues(rng, m*k), randomValues(rng, n*k)
+				got := runGemm(t, kernel.tile, x, w, nil, m, n, k, backend.Identity)
+				for i := range m {
+					for j := range n {
+						var sum, abs float64
+						for kk := range k {
+							p := float64(x[i*k+kk]) * float64(w[j*k+kk])
+							sum += p
+							abs += math.Abs(p)
+						}
+						bound := float64(k+1) * 0x1p-24 * abs
+						if d := math.Abs(float64(got[i*n+j]) - sum); !(d <= bound) {
+							t.Fatalf("y[%d, %d] = %v, want %v ± %.3g", i, j, got[i*n+j], sum, bound)
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// fma32 is a·b + c rounded once to float32, computed exactly in big.Float
+// (float32 products and sums need under 400 bits).
+func fma32(a, b, c float32) float32 {
+	const prec = 512
+	p := new(big.Float).SetPrec(prec).SetFloat64(float64(a))
+	p.Mul(p, new(big.Float).SetPrec(prec).SetFloat64(float64(b)))
+	p.Add(p, new(big.Float).SetPrec(prec).SetFloat64(float64(c)))
+	f, _ := p.Float32()
+	return f
+}
+
+// laneOrderDot is the documented rounding of both SIMD kernels, written out
+// in scalar form: lane l accumulates the products k ≡ l mod 8 in order with
+// a fused multiply-add, and the lanes are added as
+// ((l0+l1)+(l2+l3)) + ((l4+l5)+(l6+l7)).
+func laneOrderDot(x, w []float32) float32 {
+	var lane [8]float32
+	for kk := range x {
+		lane[kk%8] = fma32(x[kk], w[kk], lane[kk%8])
+	}
+	low := (lane[0] + lane[1]) + (lane[2] + lane[3])
+	high := (lane[4] + lane[5]) + (lane[6] + lane[7])
+	return low + high
+}
+
+// TestGemmSIMDLaneOrder pins the SIMD kernel's rounding to laneOrderDot bit
+// for bit. Both the AVX2 and the NEON kernel must pass, so amd64 and arm64
+// give identical answers (run the arm64 test binary under qemu-aarch64 to see
+// it there).
+func TestGemmSIMDLaneOrder(t *testing.T) {
+	tile := simdGemmTile()
+	if tile == nil {
+		t.Skip("no SIMD GEMM kernel in this build or on this CPU")
+	}
+	rng := rand.New(rand.NewPCG(15, 16))
+	for _, shape := range gemmShapes {
+		m, n, k := shape.m, shape.n, shape.k
+		t.Run(fmt.Sprintf("%dx%dx%d", m, n, k), func(t *testing.T) {
+			x, w := randomValues(rng, m*k), randomValues(rng, n*k)
+			got := runGemm(t, tile, x, w, nil, m, n, k, backend.Identity)
+			for i := range m {
+				for j := range n {
+					want := laneOrderDot(x[i*k:i*k+k], w[j*k:j*k+k])
+					if g := got[i*n+j]; math.Float32bits(g) != math.Float32bits(want) {
+						t.Fatalf("y[%d, %d] = %v (%#08x), want %v (%#08x)", i, j, g, math.Float32bits(g), want, math.Float32bits(want))
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestFMA32 checks the test's own fma32 on cases where one rounding and two
+// differ.
+func TestFMA32(t *testing.T) {
+	one := float32(1)
+	eps := float32(0x1p-23)
+	for _, tt := range []struct{ a, b, c, want float32 }{
+		{2, 3, 4, 10},
+		// (1+ε)(1−ε) = 1 − ε²: rounding the product first gives 1, so
+		// −1 + that is 0; fused it is −ε².
+		{one + eps, one - eps, -1, -eps * eps},
+		{-3, 0.5, 1.5, 0},
+	} {
+		if got := fma32(tt.a, tt.b, tt.c); got != tt.want {
+			t.Errorf("fma32(%v, %v, %v) = %v, want %v", tt.a, tt.b, tt.c, got, tt.want)
+		}
+	}
+}
