@@ -54,9 +54,9 @@ Flags:
 
 type options struct {
 	model, synthetic, tokenizer, backend, format string
-	questions                         []int
-	warmup, runs, batchSize           int
-	long                              bool
+	questions                                    []int
+	warmup, runs, batchSize                      int
+	long                                         bool
 }
 
 func main() {

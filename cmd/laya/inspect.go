@@ -287,7 +287,7 @@ func printInspect(w io.Writer, r *inspectReport) {
 			e.LocalAttention, e.RopeThetaFull, e.RopeThetaSliding, e.MaxPositionEmbeddings, e.NormEps)
 	}
 	if h := r.Head; h != nil {
-		fmt.Fprintf(w, "Head:         %d layers, %d heads × %d, FFN %d (ReLU); act head %d → %d (%s + no-act)\n",
+		fmt.Fprintf(w, "Head:         %d layers, %d heads × %d, FFN %d (ReLU); act head %d → %d (act, then act_costs: %s)\n",
 			h.Layers, h.Heads, h.HeadDim, h.FFN, h.ActHidden, h.NAct, strings.Join(h.ActCosts, ", "))
 	}
 	if b := r.Budgets; b != nil {
