@@ -11,7 +11,9 @@ import (
 
 // Sentinel errors, checkable with errors.Is.
 var (
-	// ErrShape reports operands whose shapes do not fit the operation.
+	// ErrShape reports operands whose shapes (or parameters: an eps, a
+	// rope theta, an activation) do not fit the operation; the Check
+	// functions (contract.go) define what fits.
 	ErrShape = errors.New("backend: shape mismatch")
 	// ErrDType reports weight data of a type the backend cannot read.
 	ErrDType = errors.New("backend: unsupported dtype")
@@ -77,7 +79,7 @@ type Backend interface {
 	// data of dtype (len(raw) = rows·cols·dtype.Size()). A vector is a
 	// matrix with one row. The backend converts to float32 once, here, or
 	// keeps the data and converts on load; raw is not retained after Upload
-	// returns unless the backend documents otherwise.
+	// returns unless the backend documents otherwise. See CheckUpload.
 	Upload(name string, dtype DType, rows, cols int, raw []byte) (Tensor, error)
 	// NewStream starts an empty stream of operations.
 	NewStream() Stream
@@ -89,40 +91,48 @@ type Backend interface {
 // Read waits for everything recorded before it. A Stream is used by one
 // goroutine at a time. Close releases every tensor the stream created.
 //
-// dst may alias a source only where an operation says so.
+// dst may alias a source only where an operation says so. Each operation's
+// operands must pass the Check function of the same name (CheckGather,
+// CheckLayerNorm, …), which is its contract; a backend records that
+// function's error, and may refuse more (limits of its own kernels).
 type Stream interface {
-	// New returns a zeroed scratch tensor [rows, cols].
+	// New returns a zeroed scratch tensor [rows, cols]. See CheckDims.
 	New(rows, cols int) Tensor
-	// FromHost returns a tensor [rows, cols] holding a copy of data.
+	// FromHost returns a tensor [rows, cols] holding a copy of data. See
+	// CheckFromHost.
 	FromHost(rows, cols int, data []float32) Tensor
 
 	// Gather copies rows: dst[i] = table[index[i]]. It is the token
 	// embedding lookup, the type-embedding broadcast and the read of hidden
-	// states at marker or [CLS] positions.
+	// states at marker or [CLS] positions. See CheckGather.
 	Gather(dst, table Tensor, index []int32)
 	// LayerNorm normalises each row of x: (x−mean)/sqrt(var+eps)·weight
 	// (+bias), with the biased variance. bias may be nil. weight and bias
-	// are [1, cols]. dst may be x.
+	// are [1, cols]. dst may be x. See CheckLayerNorm.
 	LayerNorm(dst, x, weight, bias Tensor, eps float32)
 	// Linear computes dst = act(x·weightᵀ + bias) for x [M, K], weight
 	// [N, K] (the PyTorch layout) and dst [M, N]. bias [1, N] may be nil.
+	// See CheckLinear.
 	Linear(dst, x, weight, bias Tensor, act Activation)
-	// Add computes dst = a + b element-wise. dst may be a or b.
+	// Add computes dst = a + b element-wise. dst may be a or b. See
+	// CheckAdd.
 	Add(dst, a, b Tensor)
-	// Activate applies act element-wise. dst may be x.
+	// Activate applies act element-wise. dst may be x. See CheckActivate.
 	Activate(dst, x Tensor, act Activation)
 	// Softmax applies a max-subtracted softmax to each row. dst may be x.
+	// See CheckSoftmax.
 	Softmax(dst, x Tensor)
 	// GeGLU computes dst = GELU(x[:, :I]) · x[:, I:] for x [M, 2I] and dst
-	// [M, I]: the FIRST half is activated (ModernBERT's MLP).
+	// [M, I]: the FIRST half is activated (ModernBERT's MLP). See
+	// CheckGeGLU.
 	GeGLU(dst, x Tensor)
 	// Rope rotates the query and key parts of a fused projection in place.
-	// See RopeParams.
+	// See RopeParams and CheckRope.
 	Rope(qkv Tensor, p RopeParams)
 	// Attention runs multi-head scaled-dot-product attention on a fused
 	// projection qkv [B·L, 3·H·Dh] laid out per row as [q | k | v], each
 	// [H, Dh] head-major, and writes the concatenated heads to dst
-	// [B·L, H·Dh]. See AttentionParams for the masks.
+	// [B·L, H·Dh]. See AttentionParams for the masks and CheckAttention.
 	Attention(dst, qkv Tensor, p AttentionParams)
 	// ActFeatures builds the act head's input [B, d+4] from cls [B, d] and
 	// the real logits of all B rows, row after row, counts[b] ≥ 1 of them
@@ -137,11 +147,12 @@ type Stream interface {
 	//
 	// Upstream runs this over all Kmax slots with padded logits set to −1e4;
 	// exp(−1e4 − max) is exactly 0 in float32, so padded slots add nothing
-	// and the unpadded rule above equals it.
+	// and the unpadded rule above equals it. See CheckActFeatures.
 	ActFeatures(dst, cls, logits Tensor, counts []int)
 
 	// Read waits for the stream and copies t into dst (len rows·cols). It
 	// returns the stream's first error, or ctx's error if ctx ends first.
+	// See CheckRead.
 	Read(ctx context.Context, t Tensor, dst []float32) error
 	// Err is the first error recorded so far.
 	Err() error

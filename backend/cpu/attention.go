@@ -57,21 +57,10 @@ func (b *Backend) ropeTable(theta float64, headDim, seqLen int) []float32 {
 
 // Rope implements backend.Stream.
 func (s *Stream) Rope(qkv backend.Tensor, p backend.RopeParams) {
-	if !s.ok("rope", qkv) {
+	if !s.ok("rope", qkv) || !s.check(backend.CheckRope(qkv, p)) {
 		return
 	}
 	width := p.Heads * p.HeadDim
-	switch {
-	case p.SeqLen <= 0 || p.Heads <= 0 || p.HeadDim <= 0 || p.HeadDim%2 != 0:
-		s.shapeErr("rope", "seqLen %d, heads %d, headDim %d (must be even)", p.SeqLen, p.Heads, p.HeadDim)
-		return
-	case qkv.Cols() != 3*width || qkv.Rows()%p.SeqLen != 0:
-		s.shapeErr("rope", "qkv [%d, %d] for seqLen %d and 3·%d·%d columns", qkv.Rows(), qkv.Cols(), p.SeqLen, p.Heads, p.HeadDim)
-		return
-	case !(p.Theta > 0) || math.IsInf(p.Theta, 0):
-		s.shapeErr("rope", "theta %v", p.Theta)
-		return
-	}
 	half := p.HeadDim / 2
 	table := s.be.ropeTable(p.Theta, p.HeadDim, p.SeqLen)
 	x := data(qkv)
@@ -98,31 +87,10 @@ func (s *Stream) Rope(qkv backend.Tensor, p backend.RopeParams) {
 // Attention implements backend.Stream. Work is spread over (batch row,
 // head) pairs. Scores and the softmax are float32 values with float64 sums.
 func (s *Stream) Attention(dst, qkv backend.Tensor, p backend.AttentionParams) {
-	if !s.ok("attention", dst, qkv) {
+	if !s.ok("attention", dst, qkv) || !s.check(backend.CheckAttention(dst, qkv, p)) {
 		return
 	}
-	width := p.Heads * p.HeadDim
 	batch := len(p.Lengths)
-	switch {
-	case p.SeqLen <= 0 || p.Heads <= 0 || p.HeadDim <= 0 || p.Radius < 0:
-		s.shapeErr("attention", "seqLen %d, heads %d, headDim %d, radius %d", p.SeqLen, p.Heads, p.HeadDim, p.Radius)
-		return
-	case qkv.Cols() != 3*width || qkv.Rows() != batch*p.SeqLen:
-		s.shapeErr("attention", "qkv [%d, %d] for %d rows of length %d and 3·%d·%d columns", qkv.Rows(), qkv.Cols(), batch, p.SeqLen, p.Heads, p.HeadDim)
-		return
-	case dst.Rows() != qkv.Rows() || dst.Cols() != width:
-		s.shapeErr("attention", "dst [%d, %d], want [%d, %d]", dst.Rows(), dst.Cols(), qkv.Rows(), width)
-		return
-	case aliases(dst, qkv):
-		s.shapeErr("attention", "dst aliases qkv")
-		return
-	}
-	for b, n := range p.Lengths {
-		if n < 1 || n > p.SeqLen {
-			s.shapeErr("attention", "lengths[%d] = %d outside [1, %d]", b, n, p.SeqLen)
-			return
-		}
-	}
 	out, in := data(dst), data(qkv)
 	s.be.parallelFor(batch*p.Heads, 1, func(lo, hi int) {
 		scores := make([]float32, p.SeqLen)

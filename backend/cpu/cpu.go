@@ -3,7 +3,6 @@ package cpu
 import (
 	"context"
 	"fmt"
-	"math"
 	"runtime"
 	"sync"
 
@@ -43,18 +42,10 @@ func (t *tensor) Cols() int { return t.cols }
 
 // Upload implements backend.Backend: raw is converted to float32 once.
 func (b *Backend) Upload(name string, dtype backend.DType, rows, cols int, raw []byte) (backend.Tensor, error) {
-	if rows <= 0 || cols <= 0 || rows > math.MaxInt32/cols {
-		return nil, fmt.Errorf("cpu: upload %s: %w: bad shape [%d, %d]", name, backend.ErrShape, rows, cols)
-	}
-	switch dtype {
-	case backend.F32, backend.F16, backend.BF16:
-	default:
-		return nil, fmt.Errorf("cpu: upload %s: %w %v", name, backend.ErrDType, dtype)
+	if err := backend.CheckUpload(name, dtype, rows, cols, len(raw)); err != nil {
+		return nil, fmt.Errorf("cpu: %w", err)
 	}
 	n := rows * cols
-	if len(raw) != n*dtype.Size() {
-		return nil, fmt.Errorf("cpu: upload %s: %w: %d bytes for [%d, %d] %v", name, backend.ErrShape, len(raw), rows, cols, dtype)
-	}
 	data := make([]float32, n)
 	if err := weights.DecodeFloat32(data, raw, dtype); err != nil {
 		return nil, fmt.Errorf("cpu: upload %s: %w", name, err)
@@ -82,8 +73,14 @@ func (s *Stream) fail(err error) {
 	}
 }
 
-func (s *Stream) shapeErr(op, format string, args ...any) {
-	s.fail(fmt.Errorf("cpu: %s: %w: %s", op, backend.ErrShape, fmt.Sprintf(format, args...)))
+// check records err, the error of one of package backend's op contracts
+// (backend.CheckLinear, …), and reports whether there was none.
+func (s *Stream) check(err error) bool {
+	if err != nil {
+		s.fail(fmt.Errorf("cpu: %w", err))
+		return false
+	}
+	return true
 }
 
 // ok reports whether the stream can run op on ts, all of which must be CPU
@@ -117,8 +114,7 @@ func data(t backend.Tensor) []float32 {
 
 // New implements backend.Stream.
 func (s *Stream) New(rows, cols int) backend.Tensor {
-	if rows <= 0 || cols <= 0 || rows > math.MaxInt32/cols {
-		s.shapeErr("new", "[%d, %d]", rows, cols)
+	if !s.check(backend.CheckDims(rows, cols)) {
 		// A valid placeholder keeps later shape checks meaningful.
 		return &tensor{rows: max(rows, 1), cols: max(cols, 1), data: make([]float32, 1)}
 	}
@@ -128,8 +124,7 @@ func (s *Stream) New(rows, cols int) backend.Tensor {
 // FromHost implements backend.Stream.
 func (s *Stream) FromHost(rows, cols int, src []float32) backend.Tensor {
 	t := s.New(rows, cols)
-	if s.err == nil && len(src) != rows*cols {
-		s.shapeErr("fromHost", "%d values for [%d, %d]", len(src), rows, cols)
+	if s.err == nil && !s.check(backend.CheckFromHost(rows, cols, len(src))) {
 		return t
 	}
 	copy(t.(*tensor).data, src)
@@ -144,12 +139,10 @@ func (s *Stream) Read(ctx context.Context, t backend.Tensor, dst []float32) erro
 	if !s.ok("read", t) {
 		return s.err
 	}
-	src := data(t)
-	if len(dst) != len(src) {
-		s.shapeErr("read", "destination holds %d values, tensor [%d, %d]", len(dst), t.Rows(), t.Cols())
+	if !s.check(backend.CheckRead(t, len(dst))) {
 		return s.err
 	}
-	copy(dst, src)
+	copy(dst, data(t))
 	return nil
 }
 

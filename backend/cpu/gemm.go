@@ -58,32 +58,12 @@ func pickGemmTile() gemmTileFunc {
 
 // Linear implements backend.Stream.
 func (s *Stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activation) {
-	if !s.ok("linear", dst, x, weight, bias) {
+	if !s.ok("linear", dst, x, weight, bias) || !s.check(backend.CheckLinear(dst, x, weight, bias, act)) {
 		return
 	}
 	m, k, n := x.Rows(), x.Cols(), weight.Rows()
-	switch {
-	case weight.Cols() != k:
-		s.shapeErr("linear", "x [%d, %d] · weightᵀ [%d, %d]", m, k, n, weight.Cols())
-		return
-	case dst.Rows() != m || dst.Cols() != n:
-		s.shapeErr("linear", "dst [%d, %d], want [%d, %d]", dst.Rows(), dst.Cols(), m, n)
-		return
-	case bias != nil && (bias.Rows() != 1 || bias.Cols() != n):
-		s.shapeErr("linear", "bias [%d, %d], want [1, %d]", bias.Rows(), bias.Cols(), n)
-		return
-	case aliases(dst, x) || aliases(dst, weight):
-		s.shapeErr("linear", "dst aliases an operand")
-		return
-	}
-	if act > backend.ReLU {
-		s.shapeErr("linear", "unknown activation %v", act)
-		return
-	}
 	s.be.gemm(data(dst), data(x), data(weight), data(bias), m, n, k, act)
 }
-
-func aliases(a, b backend.Tensor) bool { return a.(*tensor) == b.(*tensor) }
 
 // gemm computes y[m, n] = act(Σ_k x[m, k]·w[n, k] + bias[n]).
 func (b *Backend) gemm(y, x, w, bias []float32, m, n, k int, act backend.Activation) {

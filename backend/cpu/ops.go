@@ -8,20 +8,10 @@ import (
 
 // Gather implements backend.Stream.
 func (s *Stream) Gather(dst, table backend.Tensor, index []int32) {
-	if !s.ok("gather", dst, table) {
+	if !s.ok("gather", dst, table) || !s.check(backend.CheckGather(dst, table, index)) {
 		return
 	}
 	d := table.Cols()
-	if dst.Rows() != len(index) || dst.Cols() != d {
-		s.shapeErr("gather", "dst [%d, %d] for %d rows of width %d", dst.Rows(), dst.Cols(), len(index), d)
-		return
-	}
-	for i, r := range index {
-		if r < 0 || int(r) >= table.Rows() {
-			s.shapeErr("gather", "index[%d] = %d outside the table's %d rows", i, r, table.Rows())
-			return
-		}
-	}
 	out, src := data(dst), data(table)
 	for i, r := range index {
 		copy(out[i*d:i*d+d], src[int(r)*d:int(r)*d+d])
@@ -32,21 +22,10 @@ func (s *Stream) Gather(dst, table backend.Tensor, index []int32) {
 // float64: PyTorch's float32 kernel is within an ulp or two of that, and the
 // reference should carry no error of its own.
 func (s *Stream) LayerNorm(dst, x, weight, bias backend.Tensor, eps float32) {
-	if !s.ok("layerNorm", dst, x, weight, bias) {
+	if !s.ok("layerNorm", dst, x, weight, bias) || !s.check(backend.CheckLayerNorm(dst, x, weight, bias, eps)) {
 		return
 	}
 	m, d := x.Rows(), x.Cols()
-	switch {
-	case dst.Rows() != m || dst.Cols() != d:
-		s.shapeErr("layerNorm", "dst [%d, %d], x [%d, %d]", dst.Rows(), dst.Cols(), m, d)
-		return
-	case weight.Rows() != 1 || weight.Cols() != d:
-		s.shapeErr("layerNorm", "weight [%d, %d], want [1, %d]", weight.Rows(), weight.Cols(), d)
-		return
-	case bias != nil && (bias.Rows() != 1 || bias.Cols() != d):
-		s.shapeErr("layerNorm", "bias [%d, %d], want [1, %d]", bias.Rows(), bias.Cols(), d)
-		return
-	}
 	out, in, w, b := data(dst), data(x), data(weight), data(bias)
 	s.be.parallelFor(m, 32, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
@@ -79,11 +58,7 @@ func layerNormRow(out, in, w, b []float32, eps float32) {
 
 // Add implements backend.Stream.
 func (s *Stream) Add(dst, a, b backend.Tensor) {
-	if !s.ok("add", dst, a, b) {
-		return
-	}
-	if !sameShape(dst, a) || !sameShape(a, b) {
-		s.shapeErr("add", "dst [%d, %d], a [%d, %d], b [%d, %d]", dst.Rows(), dst.Cols(), a.Rows(), a.Cols(), b.Rows(), b.Cols())
+	if !s.ok("add", dst, a, b) || !s.check(backend.CheckAdd(dst, a, b)) {
 		return
 	}
 	out, x, y := data(dst), data(a), data(b)
@@ -94,15 +69,9 @@ func (s *Stream) Add(dst, a, b backend.Tensor) {
 	}
 }
 
-func sameShape(a, b backend.Tensor) bool { return a.Rows() == b.Rows() && a.Cols() == b.Cols() }
-
 // Activate implements backend.Stream.
 func (s *Stream) Activate(dst, x backend.Tensor, act backend.Activation) {
-	if !s.ok("activate", dst, x) {
-		return
-	}
-	if !sameShape(dst, x) || act > backend.ReLU {
-		s.shapeErr("activate", "dst [%d, %d], x [%d, %d], %v", dst.Rows(), dst.Cols(), x.Rows(), x.Cols(), act)
+	if !s.ok("activate", dst, x) || !s.check(backend.CheckActivate(dst, x, act)) {
 		return
 	}
 	out, in := data(dst), data(x)
@@ -138,11 +107,7 @@ func gelu(x float32) float32 {
 
 // Softmax implements backend.Stream.
 func (s *Stream) Softmax(dst, x backend.Tensor) {
-	if !s.ok("softmax", dst, x) {
-		return
-	}
-	if !sameShape(dst, x) {
-		s.shapeErr("softmax", "dst [%d, %d], x [%d, %d]", dst.Rows(), dst.Cols(), x.Rows(), x.Cols())
+	if !s.ok("softmax", dst, x) || !s.check(backend.CheckSoftmax(dst, x)) {
 		return
 	}
 	out, in := data(dst), data(x)
@@ -169,14 +134,10 @@ func softmaxRow(out, in []float32) {
 
 // GeGLU implements backend.Stream.
 func (s *Stream) GeGLU(dst, x backend.Tensor) {
-	if !s.ok("geglu", dst, x) {
+	if !s.ok("geglu", dst, x) || !s.check(backend.CheckGeGLU(dst, x)) {
 		return
 	}
 	inner := dst.Cols()
-	if x.Cols() != 2*inner || x.Rows() != dst.Rows() {
-		s.shapeErr("geglu", "dst [%d, %d], x [%d, %d]: x needs twice dst's columns", dst.Rows(), dst.Cols(), x.Rows(), x.Cols())
-		return
-	}
 	out, in := data(dst), data(x)
 	s.be.parallelFor(x.Rows(), 4, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
@@ -193,23 +154,10 @@ func (s *Stream) GeGLU(dst, x backend.Tensor) {
 // ActFeatures implements backend.Stream. The features are computed in
 // float64 and rounded once.
 func (s *Stream) ActFeatures(dst, cls, logits backend.Tensor, counts []int) {
-	if !s.ok("actFeatures", dst, cls, logits) {
+	if !s.ok("actFeatures", dst, cls, logits) || !s.check(backend.CheckActFeatures(dst, cls, logits, counts)) {
 		return
 	}
-	b, d := cls.Rows(), cls.Cols()
-	total := 0
-	for r, k := range counts {
-		if k < 1 {
-			s.shapeErr("actFeatures", "counts[%d] = %d, want ≥ 1", r, k)
-			return
-		}
-		total += k
-	}
-	if len(counts) != b || dst.Rows() != b || dst.Cols() != d+4 || logits.Rows()*logits.Cols() != total {
-		s.shapeErr("actFeatures", "dst [%d, %d], cls [%d, %d], logits [%d, %d], %d counts summing to %d",
-			dst.Rows(), dst.Cols(), b, d, logits.Rows(), logits.Cols(), len(counts), total)
-		return
-	}
+	d := cls.Cols()
 	out, h, z := data(dst), data(cls), data(logits)
 	for r, k := range counts {
 		row := out[r*(d+4) : (r+1)*(d+4)]

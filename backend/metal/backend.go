@@ -73,18 +73,10 @@ func (t *tensor) Cols() int { return t.cols }
 
 // Upload implements backend.Backend: raw is copied into a device buffer.
 func (b *Backend) Upload(name string, dtype backend.DType, rows, cols int, raw []byte) (backend.Tensor, error) {
-	if rows <= 0 || cols <= 0 || rows > math.MaxInt32/cols {
-		return nil, fmt.Errorf("metalbackend: upload %s: %w: bad shape [%d, %d]", name, backend.ErrShape, rows, cols)
-	}
-	switch dtype {
-	case backend.F32, backend.F16, backend.BF16:
-	default:
-		return nil, fmt.Errorf("metalbackend: upload %s: %w %v", name, backend.ErrDType, dtype)
+	if err := backend.CheckUpload(name, dtype, rows, cols, len(raw)); err != nil {
+		return nil, fmt.Errorf("metalbackend: %w", err)
 	}
 	n := rows * cols
-	if len(raw) != n*dtype.Size() {
-		return nil, fmt.Errorf("metalbackend: upload %s: %w: %d bytes for [%d, %d] %v", name, backend.ErrShape, len(raw), rows, cols, dtype)
-	}
 	t := &tensor{rows: rows, cols: cols, be: b}
 	var err error
 	switch {

@@ -1,40 +1,23 @@
 package metalbackend
 
 import (
-	"math"
-
 	"github.com/laya-metal/laya/backend"
 	"github.com/laya-metal/laya/metal"
 )
 
-// The operations check shapes exactly as package backend/cpu does (its
-// messages, its aliasing rules), then encode one or two dispatches.
-
-func sameShape(a, b backend.Tensor) bool { return a.Rows() == b.Rows() && a.Cols() == b.Cols() }
-
-func aliases(a, b backend.Tensor) bool { return a.(*tensor) == b.(*tensor) }
+// The operations check their operands with package backend's op contracts
+// (backend.CheckLinear, …), which package backend/cpu also runs, then the
+// limits of the Metal kernels, then encode one or two dispatches.
 
 // Gather implements backend.Stream.
 func (s *Stream) Gather(dst, table backend.Tensor, index []int32) {
-	if !s.ok("gather", dst, table) {
+	if !s.ok("gather", dst, table) || !s.check(backend.CheckGather(dst, table, index)) {
 		return
 	}
 	d := table.Cols()
-	if dst.Rows() != len(index) || dst.Cols() != d {
-		s.shapeErr("gather", "dst [%d, %d] for %d rows of width %d", dst.Rows(), dst.Cols(), len(index), d)
-		return
-	}
 	rows := make([]int, len(index))
 	for i, r := range index {
-		if r < 0 || int(r) >= table.Rows() {
-			s.shapeErr("gather", "index[%d] = %d outside the table's %d rows", i, r, table.Rows())
-			return
-		}
 		rows[i] = int(r)
-	}
-	if aliases(dst, table) {
-		s.shapeErr("gather", "dst aliases the table")
-		return
 	}
 	tt := table.(*tensor)
 	elem, src := tt.elem, tt.buf
@@ -46,24 +29,10 @@ func (s *Stream) Gather(dst, table backend.Tensor, index []int32) {
 
 // LayerNorm implements backend.Stream.
 func (s *Stream) LayerNorm(dst, x, weight, bias backend.Tensor, eps float32) {
-	if !s.ok("layerNorm", dst, x, weight, bias) {
+	if !s.ok("layerNorm", dst, x, weight, bias) || !s.check(backend.CheckLayerNorm(dst, x, weight, bias, eps)) {
 		return
 	}
 	m, d := x.Rows(), x.Cols()
-	switch {
-	case dst.Rows() != m || dst.Cols() != d:
-		s.shapeErr("layerNorm", "dst [%d, %d], x [%d, %d]", dst.Rows(), dst.Cols(), m, d)
-		return
-	case weight.Rows() != 1 || weight.Cols() != d:
-		s.shapeErr("layerNorm", "weight [%d, %d], want [1, %d]", weight.Rows(), weight.Cols(), d)
-		return
-	case bias != nil && (bias.Rows() != 1 || bias.Cols() != d):
-		s.shapeErr("layerNorm", "bias [%d, %d], want [1, %d]", bias.Rows(), bias.Cols(), d)
-		return
-	case !(eps >= 0) || math.IsInf(float64(eps), 0):
-		s.shapeErr("layerNorm", "eps %v", eps)
-		return
-	}
 	in, w, b, out := s.f32("layerNorm", x), s.f32("layerNorm", weight), s.f32("layerNorm", bias), s.dst("layerNorm", dst)
 	s.encode("layerNorm", []metal.Buffer{in, w, b}, []metal.Buffer{out}, func(cb metal.CommandBuffer) error {
 		return metal.LayerNorm(cb, s.be.kern, in, w, b, out, m, d, eps)
@@ -73,27 +42,10 @@ func (s *Stream) LayerNorm(dst, x, weight, bias backend.Tensor, eps float32) {
 // Linear implements backend.Stream: the GEMM with the bias fused, then the
 // activation in place when there is one.
 func (s *Stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activation) {
-	if !s.ok("linear", dst, x, weight, bias) {
+	if !s.ok("linear", dst, x, weight, bias) || !s.check(backend.CheckLinear(dst, x, weight, bias, act)) {
 		return
 	}
 	m, k, n := x.Rows(), x.Cols(), weight.Rows()
-	switch {
-	case weight.Cols() != k:
-		s.shapeErr("linear", "x [%d, %d] · weightᵀ [%d, %d]", m, k, n, weight.Cols())
-		return
-	case dst.Rows() != m || dst.Cols() != n:
-		s.shapeErr("linear", "dst [%d, %d], want [%d, %d]", dst.Rows(), dst.Cols(), m, n)
-		return
-	case bias != nil && (bias.Rows() != 1 || bias.Cols() != n):
-		s.shapeErr("linear", "bias [%d, %d], want [1, %d]", bias.Rows(), bias.Cols(), n)
-		return
-	case aliases(dst, x) || aliases(dst, weight):
-		s.shapeErr("linear", "dst aliases an operand")
-		return
-	case act > backend.ReLU:
-		s.shapeErr("linear", "unknown activation %v", act)
-		return
-	}
 	wt := weight.(*tensor)
 	kind, w := metal.GemmF32, wt.buf
 	if wt.elem == metal.ElemF16 {
@@ -123,11 +75,7 @@ func (s *Stream) activate(op string, in, out metal.Buffer, n int, act backend.Ac
 
 // Add implements backend.Stream.
 func (s *Stream) Add(dst, a, b backend.Tensor) {
-	if !s.ok("add", dst, a, b) {
-		return
-	}
-	if !sameShape(dst, a) || !sameShape(a, b) {
-		s.shapeErr("add", "dst [%d, %d], a [%d, %d], b [%d, %d]", dst.Rows(), dst.Cols(), a.Rows(), a.Cols(), b.Rows(), b.Cols())
+	if !s.ok("add", dst, a, b) || !s.check(backend.CheckAdd(dst, a, b)) {
 		return
 	}
 	x, y, out := s.f32("add", a), s.f32("add", b), s.dst("add", dst)
@@ -139,11 +87,7 @@ func (s *Stream) Add(dst, a, b backend.Tensor) {
 
 // Activate implements backend.Stream.
 func (s *Stream) Activate(dst, x backend.Tensor, act backend.Activation) {
-	if !s.ok("activate", dst, x) {
-		return
-	}
-	if !sameShape(dst, x) || act > backend.ReLU {
-		s.shapeErr("activate", "dst [%d, %d], x [%d, %d], %v", dst.Rows(), dst.Cols(), x.Rows(), x.Cols(), act)
+	if !s.ok("activate", dst, x) || !s.check(backend.CheckActivate(dst, x, act)) {
 		return
 	}
 	in, out := s.f32("activate", x), s.dst("activate", dst)
@@ -154,11 +98,7 @@ func (s *Stream) Activate(dst, x backend.Tensor, act backend.Activation) {
 
 // Softmax implements backend.Stream.
 func (s *Stream) Softmax(dst, x backend.Tensor) {
-	if !s.ok("softmax", dst, x) {
-		return
-	}
-	if !sameShape(dst, x) {
-		s.shapeErr("softmax", "dst [%d, %d], x [%d, %d]", dst.Rows(), dst.Cols(), x.Rows(), x.Cols())
+	if !s.ok("softmax", dst, x) || !s.check(backend.CheckSoftmax(dst, x)) {
 		return
 	}
 	in, out := s.f32("softmax", x), s.dst("softmax", dst)
@@ -169,14 +109,10 @@ func (s *Stream) Softmax(dst, x backend.Tensor) {
 
 // GeGLU implements backend.Stream.
 func (s *Stream) GeGLU(dst, x backend.Tensor) {
-	if !s.ok("geglu", dst, x) {
+	if !s.ok("geglu", dst, x) || !s.check(backend.CheckGeGLU(dst, x)) {
 		return
 	}
 	inner := dst.Cols()
-	if x.Cols() != 2*inner || x.Rows() != dst.Rows() {
-		s.shapeErr("geglu", "dst [%d, %d], x [%d, %d]: x needs twice dst's columns", dst.Rows(), dst.Cols(), x.Rows(), x.Cols())
-		return
-	}
 	in, out := s.f32("geglu", x), s.dst("geglu", dst)
 	s.encode("geglu", []metal.Buffer{in}, []metal.Buffer{out}, func(cb metal.CommandBuffer) error {
 		return metal.GeGLU(cb, s.be.kern, in, out, x.Rows(), inner)
@@ -185,19 +121,7 @@ func (s *Stream) GeGLU(dst, x backend.Tensor) {
 
 // Rope implements backend.Stream.
 func (s *Stream) Rope(qkv backend.Tensor, p backend.RopeParams) {
-	if !s.ok("rope", qkv) {
-		return
-	}
-	width := p.Heads * p.HeadDim
-	switch {
-	case p.SeqLen <= 0 || p.Heads <= 0 || p.HeadDim <= 0 || p.HeadDim%2 != 0:
-		s.shapeErr("rope", "seqLen %d, heads %d, headDim %d (must be even)", p.SeqLen, p.Heads, p.HeadDim)
-		return
-	case qkv.Cols() != 3*width || qkv.Rows()%p.SeqLen != 0:
-		s.shapeErr("rope", "qkv [%d, %d] for seqLen %d and 3·%d·%d columns", qkv.Rows(), qkv.Cols(), p.SeqLen, p.Heads, p.HeadDim)
-		return
-	case !(p.Theta > 0) || math.IsInf(p.Theta, 0):
-		s.shapeErr("rope", "theta %v", p.Theta)
+	if !s.ok("rope", qkv) || !s.check(backend.CheckRope(qkv, p)) {
 		return
 	}
 	table, err := s.be.rope(p.Theta, p.HeadDim, p.SeqLen)
@@ -213,34 +137,14 @@ func (s *Stream) Rope(qkv backend.Tensor, p backend.RopeParams) {
 
 // Attention implements backend.Stream.
 func (s *Stream) Attention(dst, qkv backend.Tensor, p backend.AttentionParams) {
-	if !s.ok("attention", dst, qkv) {
+	if !s.ok("attention", dst, qkv) || !s.check(backend.CheckAttention(dst, qkv, p)) {
 		return
 	}
-	width := p.Heads * p.HeadDim
-	batch := len(p.Lengths)
-	switch {
-	case p.SeqLen <= 0 || p.Heads <= 0 || p.HeadDim <= 0 || p.Radius < 0:
-		s.shapeErr("attention", "seqLen %d, heads %d, headDim %d, radius %d", p.SeqLen, p.Heads, p.HeadDim, p.Radius)
-		return
-	case p.HeadDim > metal.MaxAttentionHeadDim:
+	if p.HeadDim > metal.MaxAttentionHeadDim {
 		s.shapeErr("attention", "headDim %d: the Metal kernel takes at most %d", p.HeadDim, metal.MaxAttentionHeadDim)
 		return
-	case qkv.Cols() != 3*width || qkv.Rows() != batch*p.SeqLen:
-		s.shapeErr("attention", "qkv [%d, %d] for %d rows of length %d and 3·%d·%d columns", qkv.Rows(), qkv.Cols(), batch, p.SeqLen, p.Heads, p.HeadDim)
-		return
-	case dst.Rows() != qkv.Rows() || dst.Cols() != width:
-		s.shapeErr("attention", "dst [%d, %d], want [%d, %d]", dst.Rows(), dst.Cols(), qkv.Rows(), width)
-		return
-	case aliases(dst, qkv):
-		s.shapeErr("attention", "dst aliases qkv")
-		return
 	}
-	for b, n := range p.Lengths {
-		if n < 1 || n > p.SeqLen {
-			s.shapeErr("attention", "lengths[%d] = %d outside [1, %d]", b, n, p.SeqLen)
-			return
-		}
-	}
+	batch := len(p.Lengths)
 	in, out, lengths := s.f32("attention", qkv), s.dst("attention", dst), s.u32Buffer("attention", p.Lengths)
 	shape := metal.AttentionShape{Batch: batch, SeqLen: p.SeqLen, Heads: p.Heads, HeadDim: p.HeadDim,
 		Scale: p.Scale, Sliding: p.Sliding, Radius: p.Radius}
@@ -251,28 +155,15 @@ func (s *Stream) Attention(dst, qkv backend.Tensor, p backend.AttentionParams) {
 
 // ActFeatures implements backend.Stream.
 func (s *Stream) ActFeatures(dst, cls, logits backend.Tensor, counts []int) {
-	if !s.ok("actFeatures", dst, cls, logits) {
+	if !s.ok("actFeatures", dst, cls, logits) || !s.check(backend.CheckActFeatures(dst, cls, logits, counts)) {
 		return
 	}
 	b, d := cls.Rows(), cls.Cols()
 	offsets := make([]int, 1, len(counts)+1)
 	total := 0
-	for r, k := range counts {
-		if k < 1 {
-			s.shapeErr("actFeatures", "counts[%d] = %d, want ≥ 1", r, k)
-			return
-		}
+	for _, k := range counts {
 		total += k
 		offsets = append(offsets, total)
-	}
-	if len(counts) != b || dst.Rows() != b || dst.Cols() != d+4 || logits.Rows()*logits.Cols() != total {
-		s.shapeErr("actFeatures", "dst [%d, %d], cls [%d, %d], logits [%d, %d], %d counts summing to %d",
-			dst.Rows(), dst.Cols(), b, d, logits.Rows(), logits.Cols(), len(counts), total)
-		return
-	}
-	if aliases(dst, cls) || aliases(dst, logits) {
-		s.shapeErr("actFeatures", "dst aliases an operand")
-		return
 	}
 	c, z, out, off := s.f32("actFeatures", cls), s.f32("actFeatures", logits), s.dst("actFeatures", dst), s.u32Buffer("actFeatures", offsets)
 	s.encode("actFeatures", []metal.Buffer{c, z, off}, []metal.Buffer{out}, func(cb metal.CommandBuffer) error {

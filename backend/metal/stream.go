@@ -40,6 +40,16 @@ func (s *Stream) shapeErr(op, format string, args ...any) {
 	s.fail(fmt.Errorf("metalbackend: %s: %w: %s", op, backend.ErrShape, fmt.Sprintf(format, args...)))
 }
 
+// check records err, the error of one of package backend's op contracts
+// (backend.CheckLinear, …), and reports whether there was none.
+func (s *Stream) check(err error) bool {
+	if err != nil {
+		s.fail(fmt.Errorf("metalbackend: %w", err))
+		return false
+	}
+	return true
+}
+
 // ok reports whether the stream can run op on ts, all of which must be
 // tensors of this stream or weights of its backend; nil entries are allowed
 // (optional operands).
@@ -157,10 +167,9 @@ func (s *Stream) New(rows, cols int) backend.Tensor {
 		s.fail(fmt.Errorf("metalbackend: new: %w: stream closed", backend.ErrForeignTensor))
 		return t
 	}
-	if rows <= 0 || cols <= 0 || rows > math.MaxInt32/cols {
+	if !s.check(backend.CheckDims(rows, cols)) {
 		// A placeholder keeps later shape checks meaningful; every
 		// operation is a no-op from now on.
-		s.shapeErr("new", "[%d, %d]", rows, cols)
 		return t
 	}
 	t.buf = s.newBuffer("new", 4*rows*cols)
@@ -173,8 +182,7 @@ func (s *Stream) FromHost(rows, cols int, src []float32) backend.Tensor {
 	if s.err != nil {
 		return t
 	}
-	if len(src) != rows*cols {
-		s.shapeErr("fromHost", "%d values for [%d, %d]", len(src), rows, cols)
+	if !s.check(backend.CheckFromHost(rows, cols, len(src))) {
 		return t
 	}
 	// A fresh buffer: no recorded dispatch can be using it yet.
@@ -191,8 +199,7 @@ func (s *Stream) Read(ctx context.Context, t backend.Tensor, dst []float32) erro
 	if !s.ok("read", t) {
 		return s.err
 	}
-	if len(dst) != t.Rows()*t.Cols() {
-		s.shapeErr("read", "destination holds %d values, tensor [%d, %d]", len(dst), t.Rows(), t.Cols())
+	if !s.check(backend.CheckRead(t, len(dst))) {
 		return s.err
 	}
 	src := s.f32("read", t)
