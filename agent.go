@@ -69,7 +69,9 @@ type Agent struct {
 	tok     *tokenizer.Tokenizer
 	builder sequenceBuilder
 	temps   heads.Temperatures
-	net     *network
+	// langTemps are the checkpoint's per-language overrides, by LangKey.
+	langTemps map[string]heads.Temperatures
+	net       *network
 }
 
 // Load opens a Laya checkpoint: rl_agent_config.json, model.safetensors, encoder/config.json
@@ -116,6 +118,12 @@ func Load(ctx context.Context, pathOrRepo string, opts ...Option) (*Agent, error
 		headMaxLen: ckpt.Agent.HeadMaxLen,
 	}
 	a.temps = heads.Temperatures{ByType: ckpt.Agent.Temperature, ByOptions: ckpt.Agent.TemperatureByOptions}
+	for lang, lt := range ckpt.Agent.LangTemperatures {
+		if a.langTemps == nil {
+			a.langTemps = map[string]heads.Temperatures{}
+		}
+		a.langTemps[lang] = heads.Temperatures{ByType: lt.Temperature, ByOptions: lt.TemperatureByOptions}
+	}
 	return a, nil
 }
 
@@ -177,11 +185,25 @@ func (a *Agent) Close() error {
 	return errors.Join(errs...)
 }
 
+// PredictOptions are per-request settings of PredictWith.
+type PredictOptions struct {
+	// Lang is the request's language tag ("de", "pt-BR"). When the checkpoint ships
+	// lang_temperatures for its primary subtag, those calibrate the answers instead of
+	// the checkpoint's default temperatures (upstream predict(lang=...)). Blank, or a
+	// language without an override, changes nothing.
+	Lang string
+}
+
 // Predict answers every question about state in one pass (upstream Agent.predict). All
 // questions are validated before anything is tokenized; a rejected question returns a
 // *QuestionError whose message is upstream's. No questions gives empty answers and zero
 // usage without running the model.
 func (a *Agent) Predict(ctx context.Context, state State, questions Questions) (*Result, error) {
+	return a.PredictWith(ctx, state, questions, PredictOptions{})
+}
+
+// PredictWith is Predict with per-request options.
+func (a *Agent) PredictWith(ctx context.Context, state State, questions Questions, opts PredictOptions) (*Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -207,7 +229,15 @@ func (a *Agent) Predict(ctx context.Context, state State, questions Questions) (
 	if err != nil {
 		return nil, err
 	}
-	return assembleResult(qs, rows, outs, a.temps)
+	return assembleResult(qs, rows, outs, a.temperatures(opts.Lang))
+}
+
+// temperatures returns the calibration for a request in language lang.
+func (a *Agent) temperatures(lang string) heads.Temperatures {
+	if t, ok := a.langTemps[weights.LangKey(lang)]; ok && lang != "" {
+		return t
+	}
+	return a.temps
 }
 
 // PredictJSON answers a raw request {"state": …, "questions": {…}}, keeping the order of

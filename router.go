@@ -743,9 +743,33 @@ func (r *Router) Predict(ctx context.Context, state State, questions Questions, 
 		return nil, err
 	}
 	defer release()
-	res, err := model.Predict(ctx, state, questions)
+	var res *Result
+	if lp, ok := model.(langPredictor); ok {
+		res, err = lp.PredictWith(ctx, state, questions, PredictOptions{Lang: requestLang(opts, decision)})
+	} else {
+		res, err = model.Predict(ctx, state, questions)
+	}
 	if err != nil {
 		return nil, err
 	}
 	return &RoutedResult{Result: res, Routing: decision}, nil
+}
+
+// langPredictor is a Predictor that calibrates per language (an *Agent).
+type langPredictor interface {
+	PredictWith(ctx context.Context, state State, questions Questions, opts PredictOptions) (*Result, error)
+}
+
+// requestLang is the language a routed request is calibrated for, as laya-mlx's
+// router.predict forwards it: the caller's explicit language, else the non-English
+// language detection named. A detected "en" selects nothing: only an explicit "en" can
+// pick an English override.
+func requestLang(opts RouteOptions, decision RouteDecision) string {
+	if strings.TrimSpace(opts.Lang) != "" {
+		return opts.Lang
+	}
+	if d := decision.Detection; d != nil && d.Language != "en" {
+		return d.Language
+	}
+	return ""
 }

@@ -74,9 +74,30 @@ type AgentConfig struct {
 	TemperatureByOptions     map[string]float64
 	TemperatureByOptionsRaw  map[string]json.RawMessage
 	TemperatureByOptionsKeys []string // file order
+	// LangTemperatures are per-language calibration overrides (upstream
+	// #258, laya-mlx lang_temperatures), keyed by lower-case primary subtag
+	// ("de" for "de-AT"). A request in that language uses its temperatures
+	// instead of the ones above. Nil when the file has none.
+	LangTemperatures map[string]LangTemperatures
 	// Warnings holds the load warnings upstream emits (the temperature
 	// clamp), in its exact wording.
 	Warnings []string
+}
+
+// LangTemperatures is one language's effective (clamped) calibration: its
+// per-type temperatures (the checkpoint's own where it gives none) and its
+// buckets, which replace the checkpoint's buckets for that language.
+type LangTemperatures struct {
+	Temperature          [3]float64
+	TemperatureByOptions map[string]float64
+}
+
+// LangKey is the key LangTemperatures uses for a language tag: its primary
+// subtag, lower-cased ("de-AT", "DE" → "de").
+func LangKey(tag string) string {
+	primary, _, _ := strings.Cut(strings.TrimSpace(tag), "-")
+	primary, _, _ = strings.Cut(primary, "_")
+	return strings.ToLower(primary)
 }
 
 // HeadConfig is the derived shape of the decision head and readouts.
@@ -175,7 +196,56 @@ func parseAgentConfig(data []byte, p *problems) AgentConfig {
 	cfg.NAct = len(cfg.ActCosts) + 1
 
 	parseTemperatures(&cfg, fields, p)
+	parseLangTemperatures(&cfg, fields, p)
 	return cfg
+}
+
+// parseLangTemperatures reads the optional lang_temperatures object:
+// {"de": {"temperature": [c, s, n], "temperature_by_options": {bucket: T}}}.
+// Values are clamped like the checkpoint's own.
+func parseLangTemperatures(cfg *AgentConfig, fields map[string]json.RawMessage, p *problems) {
+	raw, ok := fields["lang_temperatures"]
+	if !ok || string(raw) == "null" {
+		return
+	}
+	langs, values, err := pyObject(raw)
+	if err != nil {
+		p.add("rl_agent_config.json: lang_temperatures = %s, want an object of language -> {\"temperature\": [...], \"temperature_by_options\": {...}}", truncate(raw))
+		return
+	}
+	cfg.LangTemperatures = map[string]LangTemperatures{}
+	for _, lang := range langs {
+		where := "rl_agent_config.json: lang_temperatures[" + strconv.Quote(lang) + "]"
+		keys, entry, err := pyObject(values[lang])
+		if err != nil || LangKey(lang) == "" {
+			p.add("%s = %s, want an object with \"temperature\" and/or \"temperature_by_options\"", where, truncate(values[lang]))
+			continue
+		}
+		lt := LangTemperatures{Temperature: cfg.Temperature, TemperatureByOptions: map[string]float64{}}
+		for _, k := range keys {
+			switch k {
+			case "temperature":
+				items, isList := pyArray(entry[k])
+				if !isList || len(items) != 3 {
+					p.add("%s.temperature = %s, want a list of 3 values (choice, score, noul)", where, truncate(entry[k]))
+					continue
+				}
+				for i, it := range items {
+					lt.Temperature[i] = ClampTemperature(it)
+				}
+			case "temperature_by_options":
+				buckets, bv, err := pyObject(entry[k])
+				if err != nil {
+					p.add("%s.temperature_by_options = %s, want an object", where, truncate(entry[k]))
+					continue
+				}
+				for _, b := range buckets {
+					lt.TemperatureByOptions[b] = ClampTemperature(bv[b])
+				}
+			}
+		}
+		cfg.LangTemperatures[LangKey(lang)] = lt
+	}
 }
 
 // parseTemperatures applies clamp_temperature to every entry and builds

@@ -2,6 +2,8 @@ package weights
 
 import (
 	"encoding/json"
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -273,6 +275,37 @@ func TestPyRepr(t *testing.T) {
 	for _, tt := range tests {
 		if got := pyRepr(json.RawMessage(tt.raw)); got != tt.want {
 			t.Errorf("pyRepr(%s) = %s, want %s", tt.raw, got, tt.want)
+		}
+	}
+}
+
+// TestLangTemperatures reads per-language overrides as laya-mlx's tests write
+// them ({"de": {"temperature": [...], "temperature_by_options": {...}}}): keys
+// by primary subtag, values clamped, missing per-type values from the base.
+func TestLangTemperatures(t *testing.T) {
+	base := `"encoder": "x", "head_layers": 2, "act_costs": {"escalate": 0.5}, "temperature": [1.5, 2, 3]`
+	cfg, errs := ParseAgentConfig([]byte(`{` + base + `, "lang_temperatures": {
+		"de-AT": {"temperature": [3, 0.1, "9"], "temperature_by_options": {"noul:2": 0.9}},
+		"PT": {"temperature_by_options": {"choice:2": 1.2}}}}`))
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	want := map[string]LangTemperatures{
+		"de": {Temperature: [3]float64{3, 0.5, 5}, TemperatureByOptions: map[string]float64{"noul:2": 0.9}},
+		"pt": {Temperature: [3]float64{1.5, 2, 3}, TemperatureByOptions: map[string]float64{"choice:2": 1.2}},
+	}
+	if !reflect.DeepEqual(cfg.LangTemperatures, want) {
+		t.Errorf("LangTemperatures = %v, want %v", cfg.LangTemperatures, want)
+	}
+	for _, bad := range []string{`[1]`, `{"de": 3}`, `{"de": {"temperature": [1, 2]}}`, `{"de": {"temperature_by_options": [1]}}`} {
+		_, errs := ParseAgentConfig([]byte(`{` + base + `, "lang_temperatures": ` + bad + `}`))
+		if len(errs) == 0 || !strings.Contains(fmt.Sprint(errs), "lang_temperatures") {
+			t.Errorf("lang_temperatures %s: errors %v, want one naming lang_temperatures", bad, errs)
+		}
+	}
+	for tag, key := range map[string]string{"de-AT": "de", "EN": "en", "en_US.UTF-8": "en", " pt ": "pt"} {
+		if got := LangKey(tag); got != key {
+			t.Errorf("LangKey(%q) = %q, want %q", tag, got, key)
 		}
 	}
 }
