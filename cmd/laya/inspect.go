@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -90,7 +91,9 @@ type calibration struct {
 	TemperatureRaw          []json.RawMessage `json:"temperature_raw"`
 	Temperature             [3]float64        `json:"temperature"`
 	TemperatureByOptionsRaw []bucketReport    `json:"temperature_by_options"`
-	Warnings                []string          `json:"warnings"`
+	// LangTemperatures are the effective per-language overrides.
+	LangTemperatures map[string]weights.LangTemperatures `json:"lang_temperatures,omitempty"`
+	Warnings         []string                            `json:"warnings"`
 }
 
 type bucketReport struct {
@@ -177,7 +180,8 @@ func inspectCheckpoint(ctx context.Context, dir string, hash bool) (*inspectRepo
 		h := ckpt.Head
 		r.Head = &headReport{Layers: h.Layers, Heads: h.Heads, HeadDim: h.HeadDim, FFN: h.FFN, ActHidden: h.ActHidden, NAct: h.NAct, ActCosts: a.ActCosts}
 		r.Budgets = &budgetReport{MaxLen: a.MaxLen, HeadMaxLen: a.HeadMaxLen}
-		cal := &calibration{TemperatureRaw: a.TemperatureRaw, Temperature: a.Temperature, TemperatureByOptionsRaw: []bucketReport{}, Warnings: a.Warnings}
+		cal := &calibration{TemperatureRaw: a.TemperatureRaw, Temperature: a.Temperature, TemperatureByOptionsRaw: []bucketReport{},
+			LangTemperatures: a.LangTemperatures, Warnings: a.Warnings}
 		for _, k := range a.TemperatureByOptionsKeys {
 			cal.TemperatureByOptionsRaw = append(cal.TemperatureByOptionsRaw, bucketReport{k, a.TemperatureByOptionsRaw[k], a.TemperatureByOptions[k]})
 		}
@@ -317,6 +321,16 @@ func printInspect(w io.Writer, r *inspectReport) {
 			strings.Join(raws, ", "), c.Temperature[0], c.Temperature[1], c.Temperature[2])
 		for _, b := range c.TemperatureByOptionsRaw {
 			fmt.Fprintf(w, "              %-12s raw %s effective %g\n", b.Bucket, b.Raw, b.Effective)
+		}
+		langs := make([]string, 0, len(c.LangTemperatures))
+		for l := range c.LangTemperatures {
+			langs = append(langs, l)
+		}
+		sort.Strings(langs)
+		for _, l := range langs {
+			lt := c.LangTemperatures[l]
+			fmt.Fprintf(w, "              lang %-7s effective [%g, %g, %g] buckets %v\n", l,
+				lt.Temperature[0], lt.Temperature[1], lt.Temperature[2], lt.TemperatureByOptions)
 		}
 		for _, warning := range c.Warnings {
 			fmt.Fprintf(w, "Warning:      %s\n", warning)
