@@ -88,8 +88,8 @@ type AgentConfig struct {
 // per-type temperatures (the checkpoint's own where it gives none) and its
 // buckets, which replace the checkpoint's buckets for that language.
 type LangTemperatures struct {
-	Temperature          [3]float64
-	TemperatureByOptions map[string]float64
+	Temperature          [3]float64         `json:"temperature"`
+	TemperatureByOptions map[string]float64 `json:"temperature_by_options"`
 }
 
 // LangKey is the key LangTemperatures uses for a language tag: its primary
