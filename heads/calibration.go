@@ -304,51 +304,25 @@ func fma32(a, b, c float32) float32 {
 // pairwise_sum with 8 accumulators and PW_BLOCKSIZE 128). The grouping matters for the
 // last bit once there are 8 or more options.
 func sum32(a []float32) float32 {
-	return 0 + pairwise32(a)
-}
-
-func pairwise32(a []float32) float32 {
-	n := len(a)
-	switch {
-	case n < 8:
-		var res float32
-		for _, v := range a {
-			res += v
-		}
-		return res
-	case n <= pairwiseBlock:
-		var r [8]float32
-		copy(r[:], a[:8])
-		i := 8
-		for ; i < n-n%8; i += 8 {
-			for j := range r {
-				r[j] += a[i+j]
-			}
-		}
-		res := ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
-		for ; i < n; i++ {
-			res += a[i]
-		}
-		return res
-	default:
-		n2 := n / 2
-		n2 -= n2 % 8
-		return pairwise32(a[:n2]) + pairwise32(a[n2:])
-	}
+	return 0 + pairwise(a)
 }
 
 // sum64 is sum32 for float64 arrays.
-func sum64(a []float64) float64 {
+func sum64(a []float64) float64 { return pairwise(a) }
+
+// pairwise is numpy's pairwise_sum in the element type: every addition rounds
+// to T, as numpy's typed loops do.
+func pairwise[T float32 | float64](a []T) T {
 	n := len(a)
 	switch {
 	case n < 8:
-		var res float64
+		var res T
 		for _, v := range a {
 			res += v
 		}
 		return res
 	case n <= pairwiseBlock:
-		var r [8]float64
+		var r [8]T
 		copy(r[:], a[:8])
 		i := 8
 		for ; i < n-n%8; i += 8 {
@@ -364,7 +338,7 @@ func sum64(a []float64) float64 {
 	default:
 		n2 := n / 2
 		n2 -= n2 % 8
-		return sum64(a[:n2]) + sum64(a[n2:])
+		return pairwise(a[:n2]) + pairwise(a[n2:])
 	}
 }
 

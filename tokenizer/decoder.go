@@ -62,23 +62,8 @@ func newDecoder(raw json.RawMessage, where string) (decoder, error) {
 		}
 		return replaceDecoder{rep}, nil
 	case "Sequence":
-		var s struct {
-			Decoders []json.RawMessage `json:"decoders"`
-		}
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, fmt.Errorf("%s (Sequence): %v: %w", where, err, ErrInvalid)
-		}
-		var seq sequenceDecoder
-		for i, sub := range s.Decoders {
-			d, err := newDecoder(sub, fmt.Sprintf("%s.decoders[%d]", where, i))
-			if err != nil {
-				return nil, err
-			}
-			if d != nil {
-				seq = append(seq, d)
-			}
-		}
-		return seq, nil
+		seq, err := parseSequence(raw, "decoders", where, newDecoder)
+		return sequenceDecoder(seq), err
 	}
 	return nil, fmt.Errorf("%s: type %q: %w", where, c.Type, ErrUnsupported)
 }

@@ -80,23 +80,8 @@ func newNormalizer(raw json.RawMessage, where string) (normalizer, error) {
 		}
 		return rep, nil
 	case "Sequence":
-		var s struct {
-			Normalizers []json.RawMessage `json:"normalizers"`
-		}
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, fmt.Errorf("%s (Sequence): %v: %w", where, err, ErrInvalid)
-		}
-		var seq sequenceNormalizer
-		for i, sub := range s.Normalizers {
-			n, err := newNormalizer(sub, fmt.Sprintf("%s.normalizers[%d]", where, i))
-			if err != nil {
-				return nil, err
-			}
-			if n != nil {
-				seq = append(seq, n)
-			}
-		}
-		return seq, nil
+		seq, err := parseSequence(raw, "normalizers", where, newNormalizer)
+		return sequenceNormalizer(seq), err
 	}
 	return nil, fmt.Errorf("%s: type %q: %w", where, c.Type, ErrUnsupported)
 }

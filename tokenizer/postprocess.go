@@ -54,26 +54,13 @@ func newPostProcessor(raw json.RawMessage, where string, t *Tokenizer) (postProc
 		// Only trims offsets; ids are untouched.
 		return nil, nil
 	case "Sequence":
-		var s struct {
-			Processors []json.RawMessage `json:"processors"`
+		seq, err := parseSequence(raw, "processors", where, func(sub json.RawMessage, at string) (postProcessor, error) {
+			return newPostProcessor(sub, at, t)
+		})
+		if err != nil || len(seq) == 0 {
+			return nil, err
 		}
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, fmt.Errorf("%s (Sequence): %v: %w", where, err, ErrInvalid)
-		}
-		var seq sequencePost
-		for i, sub := range s.Processors {
-			p, err := newPostProcessor(sub, fmt.Sprintf("%s.processors[%d]", where, i), t)
-			if err != nil {
-				return nil, err
-			}
-			if p != nil {
-				seq = append(seq, p)
-			}
-		}
-		if len(seq) == 0 {
-			return nil, nil
-		}
-		return seq, nil
+		return sequencePost(seq), nil
 	}
 	return nil, fmt.Errorf("%s: type %q: %w", where, c.Type, ErrUnsupported)
 }

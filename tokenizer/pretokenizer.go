@@ -75,23 +75,8 @@ func newPreTokenizer(raw json.RawMessage, where string) (preTokenizer, error) {
 		}
 		return sp, nil
 	case "Sequence":
-		var s struct {
-			PreTokenizers []json.RawMessage `json:"pretokenizers"`
-		}
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, fmt.Errorf("%s (Sequence): %v: %w", where, err, ErrInvalid)
-		}
-		var seq sequencePre
-		for i, sub := range s.PreTokenizers {
-			p, err := newPreTokenizer(sub, fmt.Sprintf("%s.pretokenizers[%d]", where, i))
-			if err != nil {
-				return nil, err
-			}
-			if p != nil {
-				seq = append(seq, p)
-			}
-		}
-		return seq, nil
+		seq, err := parseSequence(raw, "pretokenizers", where, newPreTokenizer)
+		return sequencePre(seq), err
 	}
 	return nil, fmt.Errorf("%s: type %q: %w", where, c.Type, ErrUnsupported)
 }

@@ -322,3 +322,31 @@ func (t *Tokenizer) Decode(ids []int) string {
 	}
 	return strings.Join(t.decoder.decodeChain(tokens), "")
 }
+
+// parseSequence reads a Sequence component (normalizers, pretokenizers,
+// processors or decoders under field) with build, naming each part by its
+// path in errors; parts that build to nothing (a no-op) are left out.
+func parseSequence[T comparable](raw json.RawMessage, field, where string, build func(json.RawMessage, string) (T, error)) ([]T, error) {
+	var parts map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return nil, fmt.Errorf("%s (Sequence): %v: %w", where, err, ErrInvalid)
+	}
+	var subs []json.RawMessage
+	if list, ok := parts[field]; ok {
+		if err := json.Unmarshal(list, &subs); err != nil {
+			return nil, fmt.Errorf("%s (Sequence): %v: %w", where, err, ErrInvalid)
+		}
+	}
+	var zero T
+	var seq []T
+	for i, sub := range subs {
+		part, err := build(sub, fmt.Sprintf("%s.%s[%d]", where, field, i))
+		if err != nil {
+			return nil, err
+		}
+		if part != zero {
+			seq = append(seq, part)
+		}
+	}
+	return seq, nil
+}
