@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/laya-metal/laya/weights"
 )
@@ -85,6 +86,54 @@ type Backend interface {
 	NewStream() Stream
 	// Close releases every weight.
 	Close() error
+}
+
+// MappedUploader is implemented by backends that can read weights in place
+// from a checkpoint's file mapping instead of copying them (the Metal
+// backend wraps the mapping in device buffers: Apple GPUs share memory with
+// the CPU). Loader uses it when the checkpoint is mmap'd.
+//
+// The mapping must stay mapped and unchanged until the backend is closed:
+// close the backend before the checkpoint (laya.Agent.Close does).
+type MappedUploader interface {
+	// UploadMapped is Upload of the tensor stored at mapping[offset:
+	// offset+rows·cols·dtype.Size()]. mapping is the whole read-only file
+	// mapping (weights.Safetensors.Mapping: page-aligned, its length
+	// page-rounded); the backend wraps it once, not once per tensor, and
+	// may still copy a tensor it cannot use in place (a dtype its kernels
+	// do not read, an offset misaligned for them).
+	UploadMapped(name string, dtype DType, rows, cols int, mapping []byte, offset int) (Tensor, error)
+}
+
+// Timer is implemented by backends that know how long their device worked
+// (the Metal backend: the GPU time of its command buffers). Requests run
+// one after another take the difference of two readings.
+type Timer interface {
+	// DeviceTime is the device time of all work finished so far, by every
+	// stream of the backend.
+	DeviceTime() time.Duration
+}
+
+// OpTime is the device time spent in one kind of operation.
+type OpTime struct {
+	Op    string // "linear+gelu", "attention", …
+	Count int    // operations timed
+	Time  time.Duration
+}
+
+// Profiler is implemented by backends that can time each operation on the
+// device. Timing an operation alone means waiting for it alone: with
+// profiling on, every operation is submitted and waited for by itself, so
+// the times include a per-operation sync a normal run does not pay, and
+// their sum exceeds the unprofiled device time. Use them to rank
+// operations, not to predict a request's latency.
+type Profiler interface {
+	// SetProfiling turns per-operation timing on or off; turning it on
+	// clears the times collected so far.
+	SetProfiling(on bool)
+	// OpTimes returns the times collected since profiling was turned on,
+	// longest first.
+	OpTimes() []OpTime
 }
 
 // Stream records operations on tensors. Operations may run asynchronously;

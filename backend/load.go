@@ -47,7 +47,7 @@ func (l *Loader) load(name string, want []int, rows, cols int) Tensor {
 		l.errs = append(l.errs, fmt.Errorf("%w: %s has shape %v, the model needs %v", ErrMissingWeight, name, src.Shape, want))
 		return nil
 	}
-	t, err := l.be.Upload(name, src.DType, rows, cols, src.Raw)
+	t, err := l.upload(name, src, rows, cols)
 	if err != nil {
 		l.errs = append(l.errs, err)
 		return nil
@@ -57,3 +57,20 @@ func (l *Loader) load(name string, want []int, rows, cols int) Tensor {
 
 // Err joins every problem met so far (nil when none).
 func (l *Loader) Err() error { return errors.Join(l.errs...) }
+
+// upload hands src to the backend: in place when the backend can use the
+// checkpoint's file mapping (MappedUploader), else as a copy of its bytes.
+func (l *Loader) upload(name string, src *weights.Tensor, rows, cols int) (Tensor, error) {
+	mu, ok := l.be.(MappedUploader)
+	if ok && l.ckpt.Weights != nil && len(src.Raw) > 0 {
+		mapping := l.ckpt.Weights.Mapping()
+		off := int(src.Offset)
+		// Raw is a view of the mapping at Offset (weights.Tensor); checking
+		// it costs nothing and keeps a file read into memory, or a tensor
+		// made some other way, on the copying path.
+		if off >= 0 && off+len(src.Raw) <= len(mapping) && &mapping[off] == &src.Raw[0] {
+			return mu.UploadMapped(name, src.DType, rows, cols, mapping, off)
+		}
+	}
+	return l.be.Upload(name, src.DType, rows, cols, src.Raw)
+}

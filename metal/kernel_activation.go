@@ -5,8 +5,9 @@ import (
 	"math"
 )
 
-// Activation selects the element-wise function of Activate; the values are
-// act_kind of kernels/activation.metal and follow backend.Activation.
+// Activation selects the element-wise function of Activate and of the
+// GEMM's epilogue; the values are act_kind and gemm_act of
+// kernels/gemm.metal and follow backend.Activation.
 type Activation uint32
 
 const (
@@ -18,7 +19,7 @@ const (
 )
 
 // Activate encodes out[i] = act(in[i]) for n float32 values
-// (kernels/activation.metal, activate_f32). out may be in.
+// (kernels/gemm.metal, activate_f32). out may be in.
 func Activate(cb CommandBuffer, k *Kernels, act Activation, in, out Buffer, n int) error {
 	const name = "activate_f32"
 	if n <= 0 || n > 1<<31 || act > ActReLU {
@@ -30,8 +31,8 @@ func Activate(cb CommandBuffer, k *Kernels, act Activation, in, out Buffer, n in
 	if err := checkLen(name, "out", out, 4*n); err != nil {
 		return err
 	}
-	// act_kind is function_constant(0).
-	p, err := k.pipeline(name, Constant{Index: 0, Value: uint32(act)})
+	// act_kind is function_constant(3) (0..2 are the GEMM's).
+	p, err := k.pipeline(name, Constant{Index: 3, Value: uint32(act)})
 	if err != nil {
 		return err
 	}
@@ -41,7 +42,8 @@ func Activate(cb CommandBuffer, k *Kernels, act Activation, in, out Buffer, n in
 }
 
 // GeGLU encodes out[r, c] = GELU(in[r, c])·in[r, inner+c] for in [rows,
-// 2·inner] and out [rows, inner] (kernels/activation.metal, geglu_f32).
+// 2·inner] and out [rows, inner] (kernels/gemm.metal, geglu_f32; EncodeGemm
+// fuses it into the projection that makes in).
 func GeGLU(cb CommandBuffer, k *Kernels, in, out Buffer, rows, inner int) error {
 	const name = "geglu_f32"
 	if rows <= 0 || inner <= 0 || rows*2*inner > 1<<31 {
@@ -53,7 +55,7 @@ func GeGLU(cb CommandBuffer, k *Kernels, in, out Buffer, rows, inner int) error 
 	if err := checkLen(name, "out", out, 4*rows*inner); err != nil {
 		return err
 	}
-	p, err := k.pipeline(name, Constant{Index: 0, Value: uint32(ActGELU)})
+	p, err := k.pipeline(name)
 	if err != nil {
 		return err
 	}
@@ -82,7 +84,7 @@ func ActFeatures(cb CommandBuffer, k *Kernels, cls, logits, offsets, out Buffer,
 			return err
 		}
 	}
-	p, err := k.pipeline(name, Constant{Index: 0, Value: uint32(ActIdentity)})
+	p, err := k.pipeline(name)
 	if err != nil {
 		return err
 	}

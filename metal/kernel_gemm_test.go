@@ -3,8 +3,11 @@
 package metal
 
 import (
+	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/laya-metal/laya/weights"
@@ -54,5 +57,162 @@ func TestGemmMixedEmu(t *testing.T) {
 				t.Errorf("%s: element %d off by %.3g× tolerance", name, i, e)
 			}
 		}
+	}
+}
+
+// gemmEpilogueRef is EncodeGemm's op in float64: act(X·Wᵀ + bias), and the
+// GeGLU of that when geglu is set.
+func gemmEpilogueRef(x, w, bias []float64, m, n, kd int, act Activation, geglu bool) (y, gated []float64) {
+	y = gemmRef(x, w, bias, m, n, kd)
+	for i, v := range y {
+		switch act {
+		case ActGELU:
+			y[i] = geluRef(v)
+		case ActReLU:
+			y[i] = max(v, 0)
+		}
+	}
+	if geglu {
+		inner := n / 2
+		for r := range m {
+			for c := range inner {
+				gated = append(gated, geluRef(y[r*n+c])*y[r*n+inner+c])
+			}
+		}
+	}
+	return y, gated
+}
+
+// The fused epilogue (bias, activation, GeGLU) against float64, with W and
+// the bias bound at offsets inside larger buffers as weights inside a
+// wrapped safetensors mapping are. Sizes are ragged so that every tile edge
+// and, for GeGLU, a half that ends inside a threadgroup's 16 columns, are
+// crossed.
+func TestGemmEpilogueEmu(t *testing.T) {
+	cases := []struct {
+		in      GemmInput
+		m, n, k int
+		act     Activation
+		bias    bool
+		geglu   bool
+		wOff    int // elements of padding before W
+		bOff    int // float32s of padding before the bias
+	}{
+		{GemmF32, 5, 33, 17, ActGELU, true, false, 3, 1},
+		{GemmF32, 40, 70, 24, ActReLU, true, false, 0, 0},
+		{GemmF32, 9, 64, 16, ActGELU, false, false, 7, 0},
+		{GemmF32F16W, 33, 50, 40, ActGELU, true, false, 5, 2},
+		{GemmF32F16W, 17, 2 * 23, 31, ActIdentity, false, true, 1, 0},
+		{GemmF32, 35, 2 * 40, 20, ActIdentity, true, true, 0, 3},
+		{GemmF32F16W, 8, 2 * 16, 8, ActIdentity, true, true, 2, 1},
+	}
+	for _, s := range Schedules {
+		d := openEmu(t, EmulatorOptions{Schedule: s}, "kernels")
+		kern := NewKernels(d)
+		for _, c := range cases {
+			name := fmt.Sprintf("%s %+v", s, c)
+			x := pseudo(c.m*c.k, 11, -2, 2)
+			w := append(pseudo(c.wOff, 1, 9, 9), pseudo(c.n*c.k, 12, -1, 1)...)
+			bx := f32Buffer(t, d, x)
+			var bw Buffer
+			wElem := 4
+			wr := make([]float64, c.n*c.k)
+			if c.in == GemmF32F16W {
+				bw, wElem = f16Buffer(t, d, w), 2
+				for i := range wr {
+					wr[i] = float64(halfAt(bw, c.wOff+i))
+				}
+			} else {
+				bw = f32Buffer(t, d, w)
+				for i := range wr {
+					wr[i] = float64(w[c.wOff+i])
+				}
+			}
+			xr := make([]float64, len(x))
+			for i, v := range x {
+				xr[i] = float64(v)
+			}
+			op := GemmOp{Input: c.in, X: bx, W: bw, WOffset: wElem * c.wOff, M: c.m, N: c.n, K: c.k, Act: c.act}
+			var br []float64
+			if c.bias {
+				b := append(pseudo(c.bOff, 2, 9, 9), pseudo(c.n, 13, -1, 1)...)
+				op.Bias, op.BiasOffset = f32Buffer(t, d, b), 4*c.bOff
+				for _, v := range b[c.bOff:] {
+					br = append(br, float64(v))
+				}
+			}
+			op.Y = f32Buffer(t, d, make([]float32, c.m*c.n))
+			if c.geglu {
+				op.Gated = f32Buffer(t, d, make([]float32, c.m*c.n/2))
+			}
+			if err := run(t, d, func(cb CommandBuffer) error { return EncodeGemm(cb, kern, op) }); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			wantY, wantGated := gemmEpilogueRef(xr, wr, br, c.m, c.n, c.k, c.act, c.geglu)
+			if e, i := maxErr(readF32(op.Y, c.m*c.n), wantY, 1e-6*float64(c.k), 1e-5); e > 1 {
+				t.Errorf("%s: Y element %d off by %.3g× tolerance", name, i, e)
+			}
+			if c.geglu {
+				if e, i := maxErr(readF32(op.Gated, c.m*c.n/2), wantGated, 4e-6*float64(c.k), 1e-5); e > 1 {
+					t.Errorf("%s: gated element %d off by %.3g× tolerance", name, i, e)
+				}
+			}
+		}
+	}
+}
+
+// The fused GeGLU must equal geglu_f32 run on the fused GEMM's own Y bit
+// for bit: the backend swaps one for the other, and upstream's goldens were
+// met by the unfused pair.
+func TestGemmGeGLUMatchesUnfusedEmu(t *testing.T) {
+	d := openEmu(t, EmulatorOptions{}, "kernels")
+	kern := NewKernels(d)
+	const m, inner, kd = 19, 37, 24
+	op := GemmOp{Input: GemmF32, X: f32Buffer(t, d, pseudo(m*kd, 21, -2, 2)), W: f32Buffer(t, d, pseudo(2*inner*kd, 22, -1, 1)),
+		Bias: f32Buffer(t, d, pseudo(2*inner, 23, -1, 1)), Y: f32Buffer(t, d, make([]float32, m*2*inner)),
+		Gated: f32Buffer(t, d, make([]float32, m*inner)), M: m, N: 2 * inner, K: kd}
+	unfused := f32Buffer(t, d, make([]float32, m*inner))
+	if err := run(t, d, func(cb CommandBuffer) error { return EncodeGemm(cb, kern, op) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(t, d, func(cb CommandBuffer) error { return GeGLU(cb, kern, op.Y, unfused, m, inner) }); err != nil {
+		t.Fatal(err)
+	}
+	got, want := readF32(op.Gated, m*inner), readF32(unfused, m*inner)
+	for i := range want {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			t.Fatalf("gated[%d] = %v fused, %v unfused", i, got[i], want[i])
+		}
+	}
+}
+
+func TestEncodeGemmRejects(t *testing.T) {
+	d := openEmu(t, EmulatorOptions{}, "kernels")
+	kern := NewKernels(d)
+	buf := f32Buffer(t, d, make([]float32, 64))
+	base := GemmOp{Input: GemmF32, X: buf, W: buf, Y: buf, M: 2, N: 4, K: 4}
+	cases := []struct {
+		name string
+		edit func(op *GemmOp)
+	}{
+		{"odd N with GeGLU", func(op *GemmOp) { op.N, op.Gated = 3, buf }},
+		{"GeGLU with GELU", func(op *GemmOp) { op.Gated, op.Act = buf, ActGELU }},
+		{"unknown activation", func(op *GemmOp) { op.Act = ActReLU + 1 }},
+		{"misaligned W offset", func(op *GemmOp) { op.WOffset = 2 }},
+		{"W past its buffer", func(op *GemmOp) { op.WOffset = 4 * 60 }},
+		{"misaligned bias offset", func(op *GemmOp) { op.Bias, op.BiasOffset = buf, 1 }},
+	}
+	for _, c := range cases {
+		op := base
+		c.edit(&op)
+		cb, err := d.NewCommandBuffer()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := EncodeGemm(cb, kern, op); !errors.Is(err, ErrInvalidDispatch) {
+			t.Errorf("%s: err = %v, want ErrInvalidDispatch", c.name, err)
+		}
+		cb.Commit()
+		cb.Wait(context.Background())
 	}
 }

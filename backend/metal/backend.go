@@ -5,7 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"sort"
 	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
 
 	"github.com/laya-metal/laya/backend"
 	"github.com/laya-metal/laya/metal"
@@ -26,8 +31,24 @@ type Backend struct {
 
 	mu      sync.Mutex
 	closed  bool
-	buffers []metal.Buffer        // weights, widened copies and rope tables
+	buffers []metal.Buffer        // weights, widened copies, rope tables, wrapped mappings
 	ropes   map[ropeKey]ropeTable // by (θ, Dh), grown on demand
+	// mapped holds the wrapped ranges of each checkpoint mapping handed to
+	// UploadMapped, by the mapping's first byte.
+	mapped map[*byte][]mappedChunk
+
+	// deviceNanos sums the GPU time of every finished command buffer
+	// (backend.Timer).
+	deviceNanos atomic.Int64
+	profiling   atomic.Bool
+	opTimes     map[string]*backend.OpTime // under mu
+}
+
+// mappedChunk is one device buffer wrapping mapping[start:end) without a
+// copy.
+type mappedChunk struct {
+	start, end int
+	buf        metal.Buffer
 }
 
 type ropeKey struct {
@@ -43,7 +64,8 @@ type ropeTable struct {
 // New returns a backend named name that runs on dev. The caller keeps
 // ownership of dev: Close releases the backend's buffers, not the device.
 func New(name string, dev metal.Device) *Backend {
-	return &Backend{name: name, dev: dev, kern: metal.NewKernels(dev), ropes: map[ropeKey]ropeTable{}}
+	return &Backend{name: name, dev: dev, kern: metal.NewKernels(dev), ropes: map[ropeKey]ropeTable{},
+		mapped: map[*byte][]mappedChunk{}, opTimes: map[string]*backend.OpTime{}}
 }
 
 // Name implements backend.Backend.
@@ -55,10 +77,14 @@ func (b *Backend) Device() metal.Device { return b.dev }
 // tensor is the handle of a device buffer holding a row-major matrix.
 // Stream tensors and float32 weights hold float32; fp16 weight matrices
 // hold halves (elem ElemF16) and get a float32 twin the first time an
-// operation other than Linear's weight or Gather's table reads them.
+// operation other than Linear's weight or Gather's table reads them. A
+// weight read in place from a checkpoint mapping starts off bytes into a
+// buffer that wraps the mapping; only the GEMM binds such an offset, other
+// kernels get a copy at offset 0 (see dense).
 type tensor struct {
 	rows, cols int
 	buf        metal.Buffer
+	off        int // byte offset of element 0 in buf
 	elem       metal.Elem
 	be         *Backend
 	stream     *Stream // nil for weights
@@ -66,12 +92,17 @@ type tensor struct {
 	wideOnce sync.Once
 	wide     metal.Buffer
 	wideErr  error
+
+	denseOnce sync.Once
+	denseBuf  metal.Buffer
+	denseErr  error
 }
 
 func (t *tensor) Rows() int { return t.rows }
 func (t *tensor) Cols() int { return t.cols }
 
-// Upload implements backend.Backend: raw is copied into a device buffer.
+// Upload implements backend.Backend: raw is copied into a device buffer
+// (UploadMapped reads weights in place instead).
 func (b *Backend) Upload(name string, dtype backend.DType, rows, cols int, raw []byte) (backend.Tensor, error) {
 	if err := backend.CheckUpload(name, dtype, rows, cols, len(raw)); err != nil {
 		return nil, fmt.Errorf("metalbackend: %w", err)
@@ -101,6 +132,86 @@ func (b *Backend) Upload(name string, dtype backend.DType, rows, cols int, raw [
 	return t, nil
 }
 
+// UploadMapped implements backend.MappedUploader. float32 matrices and fp16
+// matrices (the GEMM weights and embedding tables, nearly all of a
+// checkpoint's bytes) are bound in place, inside a buffer that wraps the
+// mapping; vectors (norm weights and biases: small, and read by kernels
+// that take no offset) and bf16 are copied as by Upload. The mapping must
+// outlive the backend.
+func (b *Backend) UploadMapped(name string, dtype backend.DType, rows, cols int, mapping []byte, offset int) (backend.Tensor, error) {
+	size := rows * cols * dtype.Size()
+	if err := backend.CheckUpload(name, dtype, rows, cols, size); err != nil {
+		return nil, fmt.Errorf("metalbackend: %w", err)
+	}
+	if offset < 0 || offset+size > len(mapping) {
+		return nil, fmt.Errorf("metalbackend: upload %s: %w: bytes [%d, %d) outside a mapping of %d", name, backend.ErrShape, offset, offset+size, len(mapping))
+	}
+	raw := mapping[offset : offset+size]
+	inPlace := rows > 1 && (dtype == backend.F32 || dtype == backend.F16) && offset%dtype.Size() == 0
+	if !inPlace {
+		return b.Upload(name, dtype, rows, cols, raw)
+	}
+	chunk, err := b.chunk(mapping, offset, size)
+	if err != nil {
+		// The device took no range around the tensor: a copy still works.
+		return b.Upload(name, dtype, rows, cols, raw)
+	}
+	t := &tensor{rows: rows, cols: cols, be: b, buf: chunk.buf, off: offset - chunk.start}
+	if dtype == backend.F16 {
+		t.elem = metal.ElemF16
+	}
+	return t, nil
+}
+
+// pageSize is the granularity of no-copy wrapping: the mapping is aligned
+// to the host's pages, and Metal's newBufferWithBytesNoCopy (and the
+// emulator) want page-aligned base and length.
+var pageSize = os.Getpagesize()
+
+// chunk returns a wrapped range of mapping that holds [offset, offset+size).
+// The first call for a mapping wraps all of it. A device whose buffers are
+// smaller (Metal's maxBufferLength; a >1 GB checkpoint may exceed it)
+// refuses that, and the range is then cut down, halving, from the tensor's
+// page to the end of the mapping until the device takes it; later tensors
+// reuse whichever range already holds them. Ranges may overlap by a page.
+func (b *Backend) chunk(mapping []byte, offset, size int) (mappedChunk, error) {
+	key := unsafe.SliceData(mapping)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return mappedChunk{}, ErrClosed
+	}
+	for _, c := range b.mapped[key] {
+		if c.start <= offset && offset+size <= c.end {
+			return c, nil
+		}
+	}
+	start, end := 0, len(mapping)
+	if len(b.mapped[key]) > 0 {
+		start = offset / pageSize * pageSize
+	}
+	need := min(len(mapping), (offset+size+pageSize-1)/pageSize*pageSize)
+	for {
+		buf, err := b.dev.NewBufferWithBytes(mapping[start:end])
+		if err == nil {
+			c := mappedChunk{start: start, end: end, buf: buf}
+			b.mapped[key] = append(b.mapped[key], c)
+			b.buffers = append(b.buffers, buf)
+			return c, nil
+		}
+		if start != offset/pageSize*pageSize {
+			// The whole mapping was too much: from here on, ranges start at
+			// the tensor's page.
+			start = offset / pageSize * pageSize
+			continue
+		}
+		if end <= need {
+			return mappedChunk{}, err
+		}
+		end = max(need, start+((end-start)/2+pageSize-1)/pageSize*pageSize)
+	}
+}
+
 // newBuffer copies data into a new device buffer owned by the backend.
 func (b *Backend) newBuffer(data []byte) (metal.Buffer, error) {
 	b.mu.Lock()
@@ -122,17 +233,37 @@ func (b *Backend) newBuffer(data []byte) (metal.Buffer, error) {
 // stays valid).
 func (t *tensor) f32Buffer() (metal.Buffer, error) {
 	if t.elem == metal.ElemF32 {
-		return t.buf, nil
+		return t.dense()
 	}
 	t.wideOnce.Do(func() {
 		wide := make([]float32, t.rows*t.cols)
-		if err := weights.DecodeFloat32(wide, t.buf.Bytes(), weights.F16); err != nil {
+		if err := weights.DecodeFloat32(wide, t.bytes(), weights.F16); err != nil {
 			t.wideErr = err
 			return
 		}
 		t.wide, t.wideErr = t.be.newBuffer(f32Bytes(wide))
 	})
 	return t.wide, t.wideErr
+}
+
+// bytes is the host view of t's elements.
+func (t *tensor) bytes() []byte {
+	size := 4
+	if t.elem == metal.ElemF16 {
+		size = 2
+	}
+	return t.buf.Bytes()[t.off : t.off+size*t.rows*t.cols]
+}
+
+// dense returns a buffer holding t's elements from offset 0: its own, or
+// for a weight inside a wrapped mapping a copy made once, for the kernels
+// that bind no offset (the gather's table, the row kernels' operands).
+func (t *tensor) dense() (metal.Buffer, error) {
+	if t.off == 0 {
+		return t.buf, nil
+	}
+	t.denseOnce.Do(func() { t.denseBuf, t.denseErr = t.be.newBuffer(t.bytes()) })
+	return t.denseBuf, t.denseErr
 }
 
 // rope returns a cos/sin table (metal.RopeTable) of at least seqLen
@@ -166,7 +297,9 @@ func (b *Backend) NewStream() backend.Stream {
 }
 
 // Close implements backend.Backend: it releases every weight and table,
-// and the device when the backend opened it. Streams must be closed first.
+// the buffers wrapping checkpoint mappings, and the device when the backend
+// opened it. Streams must be closed first; mapped checkpoints may be closed
+// after it.
 func (b *Backend) Close() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -177,11 +310,66 @@ func (b *Backend) Close() error {
 	for _, buf := range b.buffers {
 		buf.Release()
 	}
-	b.buffers, b.ropes = nil, nil
+	b.buffers, b.ropes, b.mapped = nil, nil, nil
 	if b.ownsDevice {
 		return b.dev.Close()
 	}
 	return nil
+}
+
+// DeviceTime implements backend.Timer: the GPU time of every command
+// buffer the backend's streams waited for.
+func (b *Backend) DeviceTime() time.Duration { return time.Duration(b.deviceNanos.Load()) }
+
+// SetProfiling implements backend.Profiler. With it on, each operation is
+// committed and waited for alone (see backend.Profiler for what that does
+// to the numbers); turning it on clears earlier times.
+func (b *Backend) SetProfiling(on bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if on {
+		clear(b.opTimes)
+	}
+	b.profiling.Store(on)
+}
+
+// OpTimes implements backend.Profiler.
+func (b *Backend) OpTimes() []backend.OpTime {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]backend.OpTime, 0, len(b.opTimes))
+	for _, t := range b.opTimes {
+		out = append(out, *t)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Time != out[j].Time {
+			return out[i].Time > out[j].Time
+		}
+		return out[i].Op < out[j].Op
+	})
+	return out
+}
+
+// recordTiming adds a finished command buffer's GPU time to the total and,
+// when op is not empty, to op's profile.
+func (b *Backend) recordTiming(op string, t metal.Timing) {
+	d := max(t.GPUTime(), 0)
+	b.deviceNanos.Add(int64(d))
+	if op == "" {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.opTimes == nil {
+		return
+	}
+	ot := b.opTimes[op]
+	if ot == nil {
+		ot = &backend.OpTime{Op: op}
+		b.opTimes[op] = ot
+	}
+	ot.Count++
+	ot.Time += d
 }
 
 // f32Bytes is the little-endian encoding of vs.

@@ -8,9 +8,24 @@
 // encoded only where an operation reads or overwrites a buffer that an
 // earlier operation since the last barrier wrote or read (the encoder is
 // concurrent). Stream.Read is the only point where the host commits and
-// waits. Weights are copied into device buffers at Upload: float32 as is,
-// fp16 matrices as halves (the GEMM and the embedding gather widen them as
-// they read), and bf16 and fp16 vectors widened to float32 once.
+// waits.
+//
+// Weights of an mmap'd checkpoint are read in place (UploadMapped, used by
+// backend.Loader): the page-aligned file mapping is wrapped once in a
+// no-copy buffer, or in a few if it exceeds the device's buffer limit, and
+// float32 and fp16 matrices are bound at their file offsets. Only the GEMM
+// binds an offset, so a mapped matrix that another kernel reads (the
+// embedding table, by the gather) gets a copy on first use. The mapping
+// must stay open until the backend is closed (laya.Agent.Close closes the
+// network before the checkpoint). Vectors, bf16 and weights given to Upload
+// are copied: float32 as is, fp16 matrices as halves (the GEMM and the
+// embedding gather widen them as they read), bf16 and fp16 vectors widened
+// to float32 once.
+//
+// Linear is one GEMM whose store adds the bias and applies GELU or ReLU;
+// a GeGLU of a Linear's output joins that GEMM too (metal.GemmOp.Gated).
+// The backend reports the GPU time of its command buffers
+// (backend.Timer) and, on request, per operation (backend.Profiler).
 //
 // Import it for its side effect to make the two names available to
 // backend.Open:

@@ -74,6 +74,10 @@ func loadModel(t testing.TB, be backend.Backend, checkpoint string) *model {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The backend reads ckpt's mapping in place (UploadMapped), so no work
+	// on this model may run after this cleanup; the tests' streams are all
+	// closed by then. (A backend shared by several tests outlives the
+	// checkpoint: harmless once no stream uses its weights.)
 	t.Cleanup(func() { ckpt.Close() })
 	m := &model{ckpt: ckpt}
 	if m.encoder, err = encoder.New(be, ckpt); err != nil {

@@ -158,6 +158,61 @@ func opCases() []opCase {
 			return dst, nil
 		}},
 	)
+	// Linear then GeGLU of its output: the backend fuses the two into one
+	// GEMM (metal.GemmOp.Gated). Both outputs are checked, the projection
+	// too, as the fused dispatch must still write it; an odd number of
+	// columns, and a GeGLU that overwrites the Linear's input, keep the
+	// unfused pair.
+	for _, dt := range []backend.DType{backend.F32, backend.F16} {
+		for _, c := range []struct {
+			name       string
+			inner      int
+			bias       bool
+			readUp     bool
+			intoInput  bool
+			oddColumns bool
+		}{
+			{"gated", 40, false, false, false, false},
+			{"gated/bias", 23, true, false, false, false},
+			{"projection", 23, true, true, false, false},
+			{"into the input", 40, false, false, true, false},
+			{"odd columns", 0, true, true, false, true},
+		} {
+			cases = append(cases, opCase{fmt.Sprintf("linear+geglu/%s/%s", dt, c.name), 2e-6, func(be backend.Backend, s backend.Stream) (backend.Tensor, error) {
+				const rows = 21
+				k, n := 40, 2*c.inner
+				if c.oddColumns {
+					n = 45
+				}
+				w, err := upload(be, "wi", dt, n, k, 17, -0.3, 0.3)
+				if err != nil {
+					return nil, err
+				}
+				var b backend.Tensor
+				if c.bias {
+					if b, err = upload(be, "bi", dt, 1, n, 18, -1, 1); err != nil {
+						return nil, err
+					}
+				}
+				x := s.FromHost(rows, k, random(rows*k, 19, -2, 2))
+				up := s.New(rows, n)
+				s.Linear(up, x, w, b, backend.Identity)
+				if c.oddColumns {
+					s.Activate(up, up, backend.GELU)
+					return up, nil
+				}
+				dst := s.New(rows, c.inner)
+				if c.intoInput {
+					dst = x
+				}
+				s.GeGLU(dst, up)
+				if c.readUp {
+					return up, nil
+				}
+				return dst, nil
+			}})
+		}
+	}
 	for _, theta := range []float64{10000, 160000} {
 		cases = append(cases, opCase{fmt.Sprintf("rope/theta=%v", theta), 1e-6, func(be backend.Backend, s backend.Stream) (backend.Tensor, error) {
 			qkv := s.FromHost(2*45, 3*2*16, random(2*45*96, 14, -2, 2))

@@ -27,6 +27,28 @@ type Stream struct {
 	// written, needs a barrier first (read-after-write, write-after-read
 	// and write-after-write hazards of a concurrent encoder).
 	written, read map[metal.Buffer]bool
+
+	// pending is a Linear recorded but not yet encoded, so that a GeGLU
+	// of its output that follows can join its dispatch (see GeGLU). Every
+	// other operation encodes it first.
+	pending *pendingLinear
+}
+
+// pendingLinear is a deferred Linear: its GEMM and what it reads and writes.
+type pendingLinear struct {
+	op    metal.GemmOp
+	dst   *tensor
+	reads []metal.Buffer
+}
+
+// flush encodes the pending Linear, if any.
+func (s *Stream) flush() {
+	p := s.pending
+	if p == nil {
+		return
+	}
+	s.pending = nil
+	s.encodeGemm(p.op, p.reads, []metal.Buffer{p.op.Y})
 }
 
 // fail records the first error; later operations become no-ops.
@@ -52,8 +74,15 @@ func (s *Stream) check(err error) bool {
 
 // ok reports whether the stream can run op on ts, all of which must be
 // tensors of this stream or weights of its backend; nil entries are allowed
-// (optional operands).
+// (optional operands). It encodes the pending Linear first: op comes after
+// it.
 func (s *Stream) ok(op string, ts ...backend.Tensor) bool {
+	s.flush()
+	return s.valid(op, ts...)
+}
+
+// valid is ok without the flush.
+func (s *Stream) valid(op string, ts ...backend.Tensor) bool {
 	if s.err != nil {
 		return false
 	}
@@ -134,6 +163,28 @@ func (s *Stream) encode(op string, reads, writes []metal.Buffer, dispatch func(c
 	for _, b := range writes {
 		s.written[b] = true
 	}
+	if s.be.profiling.Load() {
+		s.syncOp(op)
+	}
+}
+
+// syncOp commits the command buffer holding the one operation op and waits
+// for it, charging its GPU time to op (backend.Profiler).
+func (s *Stream) syncOp(op string) {
+	cb := s.cb
+	s.cb = nil
+	clear(s.written)
+	clear(s.read)
+	if err := cb.Commit(); err != nil {
+		s.fail(fmt.Errorf("metalbackend: %s: commit: %w", op, err))
+		return
+	}
+	timing, err := cb.Wait(context.Background())
+	if err != nil {
+		s.fail(fmt.Errorf("metalbackend: %s: %w", op, err))
+		return
+	}
+	s.be.recordTiming(op, timing)
 }
 
 // newBuffer allocates a zeroed buffer the stream owns.
@@ -230,18 +281,25 @@ func (s *Stream) sync(ctx context.Context) error {
 		s.fail(fmt.Errorf("metalbackend: commit: %w", err))
 		return s.err
 	}
-	if _, err := cb.Wait(ctx); err != nil {
+	timing, err := cb.Wait(ctx)
+	if err != nil {
 		if ctx.Err() != nil {
 			s.inflight = cb
 		}
 		s.fail(fmt.Errorf("metalbackend: %w", err))
 		return s.err
 	}
+	s.be.recordTiming("", timing)
 	return nil
 }
 
-// Err implements backend.Stream.
-func (s *Stream) Err() error { return s.err }
+// Err implements backend.Stream. A pending Linear is encoded first, so that
+// its encoding error, if any, is reported now rather than at the next
+// operation.
+func (s *Stream) Err() error {
+	s.flush()
+	return s.err
+}
 
 // Close implements backend.Stream. Work recorded and not read is still
 // run to its end first, so that no buffer is released under the GPU.
@@ -249,9 +307,15 @@ func (s *Stream) Close() {
 	if s.closed {
 		return
 	}
+	// Recorded work runs, not dropped: a caller may Close instead of
+	// Read after work whose side effects it does not need, and the
+	// buffers below may only be released once the GPU is done with them.
+	s.flush()
 	if s.cb != nil {
 		if err := s.cb.Commit(); err == nil {
-			s.cb.Wait(context.Background())
+			if timing, err := s.cb.Wait(context.Background()); err == nil {
+				s.be.recordTiming("", timing)
+			}
 		}
 		s.cb = nil
 	}

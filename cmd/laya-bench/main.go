@@ -4,7 +4,10 @@
 //
 // Timing covers what a caller pays per request: question validation, state
 // serialisation, tokenization, the forward pass and answer decoding. Loading
-// is reported separately.
+// is reported separately. On a backend that reports device time
+// (backend.Timer: metal, metal-emu) each request's GPU time, the sum of its
+// command buffers', is shown next to the wall time; --profile adds the GPU
+// time per operation.
 package main
 
 import (
@@ -19,6 +22,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -26,6 +30,7 @@ import (
 	"time"
 
 	"github.com/laya-metal/laya"
+	"github.com/laya-metal/laya/backend"
 	"github.com/laya-metal/laya/weights"
 )
 
@@ -45,8 +50,15 @@ times timed. Throughput is questions / mean latency, not 1/P50.
 user cache directory, so the benchmark needs no download. Its answers are
 meaningless; its cost is the real model's.
 
+On metal and metal-emu the GPU time of each request (the sum of its command
+buffers' device time) is reported next to the wall time. --profile then runs
+--runs more requests with every operation submitted and waited for alone and
+prints each operation's GPU time per request: the per-operation syncs inflate
+those times, so they rank operations rather than add up to the request's.
+
 Examples:
   laya-bench --model testdata/oracle/checkpoints/real-en --questions 1,5,10
+  laya-bench --model testdata/oracle/checkpoints/tiny-en --backend metal --questions 5 --profile
   laya-bench --synthetic english --questions 1 --runs 20 --format gobench > new.txt
 
 Flags:
@@ -56,7 +68,7 @@ type options struct {
 	model, synthetic, tokenizer, backend, format string
 	questions                                    []int
 	warmup, runs, batchSize                      int
-	long                                         bool
+	long, profile                                bool
 }
 
 func main() {
@@ -88,6 +100,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.batchSize, "batch-size", 16, "rows per padded forward batch")
 	fs.BoolVar(&o.long, "long", false, "use a long state that fills the context (full-context workload)")
 	fs.StringVar(&o.format, "format", "md", "output: md (table), json (with raw samples), gobench (for benchstat)")
+	fs.BoolVar(&o.profile, "profile", false, "after timing, run --runs more requests timing each operation on the device (backends that can: metal, metal-emu)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -112,23 +125,66 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 
 	loadStart := time.Now()
-	agent, err := laya.Load(ctx, dir, laya.WithBackend(o.backend), laya.WithBatchSize(o.batchSize))
+	var probe backendProbe
+	agent, err := laya.Load(ctx, dir, laya.WithBackend(probe.register(o.backend)), laya.WithBatchSize(o.batchSize))
 	if err != nil {
 		return err
 	}
 	defer agent.Close()
 	loadTime := time.Since(loadStart)
+	timer, _ := probe.be.(backend.Timer)
+	profiler, _ := probe.be.(backend.Profiler)
+	if o.profile && profiler == nil {
+		return fmt.Errorf("--profile: backend %q cannot time operations on a device", o.backend)
+	}
 
 	var results []result
 	for _, n := range o.questions {
-		r, err := measure(ctx, agent, n, o)
+		r, err := measure(ctx, agent, timer, n, o)
 		if err != nil {
 			return fmt.Errorf("%d questions: %w", n, err)
+		}
+		if o.profile {
+			if r.Profile, err = profile(ctx, agent, profiler, n, o); err != nil {
+				return fmt.Errorf("%d questions, profiling: %w", n, err)
+			}
 		}
 		r.Checkpoint, r.Backend = name, o.backend
 		results = append(results, r)
 	}
-	return report(stdout, o.format, loadTime, results)
+	if err := report(stdout, o.format, loadTime, results); err != nil {
+		return err
+	}
+	if o.profile {
+		// gobench output goes to benchstat: the profile stays off it.
+		w := stdout
+		if o.format == "gobench" {
+			w = stderr
+		}
+		if o.format != "json" {
+			return reportProfile(w, results)
+		}
+	}
+	return nil
+}
+
+// backendProbe keeps the backend laya.Load opens, so that the benchmark can
+// read its device time: an Agent does not expose its backend. register
+// returns a name that opens backend name through the probe; for a name
+// nobody registered it returns name itself, so Load reports that as usual.
+type backendProbe struct{ be backend.Backend }
+
+func (p *backendProbe) register(name string) string {
+	if !slices.Contains(backend.Names(), name) {
+		return name
+	}
+	alias := "laya-bench/" + name
+	backend.Register(alias, func() (backend.Backend, error) {
+		be, err := backend.Open(name)
+		p.be = be
+		return be, err
+	})
+	return alias
 }
 
 // checkpointDir returns the directory to load, writing the synthetic
@@ -217,18 +273,42 @@ type result struct {
 	SDMS        float64   `json:"sd_ms"`
 	QPS         float64   `json:"questions_per_s"`
 	SamplesMS   []float64 `json:"samples_ms"`
+	// GPU time per request, on backends that report it (backend.Timer).
+	GPUP50MS     float64   `json:"gpu_p50_ms,omitempty"`
+	GPUMeanMS    float64   `json:"gpu_mean_ms,omitempty"`
+	GPUSamplesMS []float64 `json:"gpu_samples_ms,omitempty"`
+	// Profile is the GPU time per operation and request (--profile).
+	Profile []opProfile `json:"profile,omitempty"`
 }
 
-func measure(ctx context.Context, agent *laya.Agent, n int, o options) (result, error) {
+// opProfile is one operation's share of a profiled request.
+type opProfile struct {
+	Op         string  `json:"op"`
+	PerRequest float64 `json:"per_request"` // operations of this kind per request
+	MS         float64 `json:"ms"`          // GPU ms per request
+}
+
+// measure times one workload. timer, when not nil, is the backend's device
+// clock: requests run one at a time, so the difference of two readings is
+// one request's GPU time.
+func measure(ctx context.Context, agent *laya.Agent, timer backend.Timer, n int, o options) (result, error) {
 	req := request(n, o.long)
 	r := result{Questions: n}
+	var gpu time.Duration
 	once := func() (time.Duration, []byte, error) {
+		var gpuStart time.Duration
+		if timer != nil {
+			gpuStart = timer.DeviceTime()
+		}
 		start := time.Now()
 		res, err := agent.PredictJSON(ctx, req)
 		if err != nil {
 			return 0, nil, err
 		}
 		elapsed := time.Since(start)
+		if timer != nil {
+			gpu = timer.DeviceTime() - gpuStart
+		}
 		out, err := json.Marshal(res)
 		return elapsed, out, err
 	}
@@ -257,13 +337,61 @@ func measure(ctx context.Context, agent *laya.Agent, n int, o options) (result, 
 			return r, err
 		}
 		r.SamplesMS = append(r.SamplesMS, ms(d))
+		if timer != nil {
+			r.GPUSamplesMS = append(r.GPUSamplesMS, ms(gpu))
+		}
 	}
 	sorted := append([]float64(nil), r.SamplesMS...)
 	sort.Float64s(sorted)
 	r.P50MS, r.P95MS, r.P99MS = percentile(sorted, 50), percentile(sorted, 95), percentile(sorted, 99)
 	r.MeanMS, r.SDMS = meanSD(sorted)
 	r.QPS = float64(n) / (r.MeanMS / 1000)
+	if timer != nil {
+		gpuSorted := append([]float64(nil), r.GPUSamplesMS...)
+		sort.Float64s(gpuSorted)
+		r.GPUP50MS = percentile(gpuSorted, 50)
+		r.GPUMeanMS, _ = meanSD(gpuSorted)
+	}
 	return r, nil
+}
+
+// profile runs o.runs requests with per-operation timing on and returns the
+// GPU time per operation and request, longest first.
+func profile(ctx context.Context, agent *laya.Agent, p backend.Profiler, n int, o options) ([]opProfile, error) {
+	req := request(n, o.long)
+	p.SetProfiling(true)
+	defer p.SetProfiling(false)
+	for range o.runs {
+		if _, err := agent.PredictJSON(ctx, req); err != nil {
+			return nil, err
+		}
+	}
+	var out []opProfile
+	for _, t := range p.OpTimes() {
+		out = append(out, opProfile{Op: t.Op, PerRequest: float64(t.Count) / float64(o.runs), MS: ms(t.Time) / float64(o.runs)})
+	}
+	return out, nil
+}
+
+// reportProfile prints each workload's profile as a table.
+func reportProfile(w io.Writer, results []result) error {
+	for _, r := range results {
+		total := 0.0
+		for _, p := range r.Profile {
+			total += p.MS
+		}
+		fmt.Fprintf(w, "\nGPU time per operation, %s %s Q=%d (each op synced alone: inflated, for ranking; sum %.2f ms/request):\n",
+			r.Checkpoint, r.Backend, r.Questions, total)
+		tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.AlignRight|tabwriter.Debug)
+		fmt.Fprintln(tw, "op\tper request\tGPU ms/request\tshare\t")
+		for _, p := range r.Profile {
+			fmt.Fprintf(tw, "%s\t%.1f\t%.3f\t%.1f%%\t\n", p.Op, p.PerRequest, p.MS, 100*p.MS/max(total, 1e-9))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
@@ -306,19 +434,33 @@ func report(w io.Writer, format string, load time.Duration, results []result) er
 		// One line per sample so benchstat can compute medians and confidence intervals.
 		fmt.Fprintf(w, "goos: %s\ngoarch: %s\npkg: github.com/laya-metal/laya/cmd/laya-bench\n", runtime.GOOS, runtime.GOARCH)
 		for _, r := range results {
-			for _, s := range r.SamplesMS {
-				fmt.Fprintf(w, "BenchmarkPredict/%s/%s/q=%d-%d\t1\t%.0f ns/op\t%.1f q/s\n",
-					r.Checkpoint, r.Backend, r.Questions, runtime.GOMAXPROCS(0), s*1e6, float64(r.Questions)/(s/1000))
+			for i, s := range r.SamplesMS {
+				gpu := ""
+				if i < len(r.GPUSamplesMS) {
+					gpu = fmt.Sprintf("\t%.0f gpu-ns/op", r.GPUSamplesMS[i]*1e6)
+				}
+				fmt.Fprintf(w, "BenchmarkPredict/%s/%s/q=%d-%d\t1\t%.0f ns/op\t%.1f q/s%s\n",
+					r.Checkpoint, r.Backend, r.Questions, runtime.GOMAXPROCS(0), s*1e6, float64(r.Questions)/(s/1000), gpu)
 			}
 		}
 		return nil
 	}
 	fmt.Fprintf(w, "load: %.1f ms   (%s %s/%s, %d CPUs)\n\n", ms(load), runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.AlignRight|tabwriter.Debug)
-	fmt.Fprintln(tw, "checkpoint\tbackend\tQ\ttokens\tfirst ms\tP50 ms\tP95 ms\tP99 ms\tmean ± sd ms\tq/s\t")
+	// The GPU columns appear when the backend reports device time.
+	gpu := slices.ContainsFunc(results, func(r result) bool { return len(r.GPUSamplesMS) > 0 })
+	header := "checkpoint\tbackend\tQ\ttokens\tfirst ms\tP50 ms\tP95 ms\tP99 ms\tmean ± sd ms\tq/s\t"
+	if gpu {
+		header += "GPU P50 ms\tGPU mean ms\t"
+	}
+	fmt.Fprintln(tw, header)
 	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f ± %.2f\t%.1f\t\n", r.Checkpoint, r.Backend,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f ± %.2f\t%.1f\t", r.Checkpoint, r.Backend,
 			r.Questions, r.InputTokens, r.FirstMS, r.P50MS, r.P95MS, r.P99MS, r.MeanMS, r.SDMS, r.QPS)
+		if gpu {
+			fmt.Fprintf(tw, "%.2f\t%.2f\t", r.GPUP50MS, r.GPUMeanMS)
+		}
+		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
 }

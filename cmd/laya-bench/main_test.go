@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -28,5 +31,52 @@ func TestRequestIsValidJSONWithOrderedQuestions(t *testing.T) {
 		if len(req.Questions) != 7 {
 			t.Errorf("long=%v: %d questions, want 7", long, len(req.Questions))
 		}
+	}
+}
+
+// GPU time appears next to wall time on a backend that reports it, and
+// --profile lists the operations; the CPU backend has neither and refuses
+// --profile.
+func TestDeviceTimeColumns(t *testing.T) {
+	const model = "../../testdata/oracle/checkpoints/tiny-en"
+	cases := []struct {
+		name    string
+		args    []string
+		want    []string
+		notWant []string
+		wantErr string
+	}{
+		{"metal-emu", []string{"--backend", "metal-emu", "--profile"},
+			[]string{"GPU P50 ms", "GPU mean ms", "GPU time per operation", "linear+geglu", "attention"}, []string{"| geglu|"}, ""},
+		{"cpu", []string{"--backend", "cpu"}, []string{"P50 ms"}, []string{"GPU"}, ""},
+		{"cpu profile", []string{"--backend", "cpu", "--profile"}, nil, nil, "cannot time operations"},
+		{"json", []string{"--backend", "metal-emu", "--format", "json", "--profile"}, []string{`"gpu_samples_ms"`, `"op": "linear+geglu"`}, nil, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			args := append([]string{"--model", model, "--questions", "2", "--runs", "1", "--warmup", "0"}, c.args...)
+			err := run(context.Background(), args, &stdout, &stderr)
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("err = %v, want one saying %q", err, c.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("%v (stderr: %s)", err, stderr.String())
+			}
+			out := stdout.String()
+			for _, w := range c.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+			for _, w := range c.notWant {
+				if strings.Contains(out, w) {
+					t.Errorf("output has %q:\n%s", w, out)
+				}
+			}
+		})
 	}
 }

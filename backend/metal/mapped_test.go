@@ -1,0 +1,330 @@
+//go:build linux || darwin
+
+package metalbackend
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/laya-metal/laya/backend"
+	"github.com/laya-metal/laya/backend/cpu"
+	"github.com/laya-metal/laya/metal"
+	"github.com/laya-metal/laya/weights"
+)
+
+// Weights of an mmap'd checkpoint are read in place: backend.Loader hands
+// the mapping to UploadMapped, which wraps it once; every float32 or fp16
+// matrix then lives at its file offset inside that one buffer, and only
+// vectors are copied.
+func TestLoaderWrapsMappingInPlace(t *testing.T) {
+	for _, name := range []string{"tiny-en", "tiny-ml"} {
+		t.Run(name, func(t *testing.T) {
+			be := New("metal-emu", emulator(t).Device())
+			ckpt, err := weights.LoadCheckpoint(filepath.Join(oracleDir, "checkpoints", name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The backend reads the mapping: it is closed first.
+			t.Cleanup(func() { ckpt.Close() })
+			t.Cleanup(func() { be.Close() })
+			mapping := ckpt.Weights.Mapping()
+			if mapping == nil {
+				t.Fatal("checkpoint is not mapped")
+			}
+			loader := backend.NewLoader(be, ckpt)
+			wrapped := map[metal.Buffer]bool{}
+			inPlace, copied := 0, 0
+			for _, spec := range ckpt.Expected() {
+				src := ckpt.Tensor(spec.Name)
+				var got backend.Tensor
+				switch len(spec.Shape) {
+				case 1:
+					got = loader.Vector(spec.Name, spec.Shape[0])
+				case 2:
+					got = loader.Matrix(spec.Name, spec.Shape[0], spec.Shape[1])
+				default:
+					continue
+				}
+				if got == nil {
+					t.Fatalf("%s: %v", spec.Name, loader.Err())
+				}
+				mt := got.(*tensor)
+				host := mt.buf.Bytes()
+				aliases := mt.off < len(host) && unsafe.Pointer(&host[mt.off]) == unsafe.Pointer(&src.Raw[0])
+				wantInPlace := len(spec.Shape) == 2 && spec.Shape[0] > 1 && src.DType != weights.BF16
+				if aliases != wantInPlace {
+					t.Errorf("%s (%s %v): aliases the mapping = %v, want %v", spec.Name, src.DType, spec.Shape, aliases, wantInPlace)
+				}
+				if aliases {
+					inPlace++
+					wrapped[mt.buf] = true
+				} else {
+					copied++
+					// Copies hold float32: fp16 and bf16 vectors widened.
+					want := weights.EncodeFloat32(nil, src.Float32(), weights.F32)
+					if mt.elem == metal.ElemF16 {
+						want = src.Raw
+					}
+					if !bytes.Equal(host[:len(want)], want) {
+						t.Errorf("%s: the copy differs from the file's values", spec.Name)
+					}
+				}
+			}
+			if inPlace == 0 || len(wrapped) != 1 {
+				t.Errorf("%d tensors in place in %d wrapped buffers, want some in exactly 1", inPlace, len(wrapped))
+			}
+			for buf := range wrapped {
+				if unsafe.Pointer(&buf.Bytes()[0]) != unsafe.Pointer(&mapping[0]) || buf.Len() != len(mapping) {
+					t.Errorf("the wrapped buffer is not the whole mapping")
+				}
+			}
+			t.Logf("%d weights in place, %d copied", inPlace, copied)
+		})
+	}
+}
+
+// limitedDevice refuses buffers longer than max, as Metal does past
+// maxBufferLength.
+type limitedDevice struct {
+	metal.Device
+	max     int
+	wrapped []int // lengths of the buffers it wrapped
+}
+
+var errTooLong = errors.New("test device: buffer longer than its limit")
+
+func (d *limitedDevice) NewBufferWithBytes(data []byte) (metal.Buffer, error) {
+	if len(data) > d.max {
+		return nil, errTooLong
+	}
+	d.wrapped = append(d.wrapped, len(data))
+	return d.Device.NewBufferWithBytes(data)
+}
+
+// writeWeights writes matrices of random values into a safetensors file
+// and maps it.
+func writeWeights(t testing.TB, headers []weights.TensorHeader) *weights.Safetensors {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "w.safetensors")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = weights.WriteSafetensors(f, nil, headers, func(i int, w io.Writer) error {
+		h := headers[i]
+		_, err := w.Write(weights.EncodeFloat32(nil, random(h.Len(), uint64(30+i), -0.5, 0.5), h.DType))
+		return err
+	})
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := weights.OpenSafetensors(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if st.Mapping() == nil {
+		t.Fatal("file is not mapped")
+	}
+	return st
+}
+
+// A mapping larger than the device's buffer limit is wrapped in several
+// ranges, each within the limit, and every weight still multiplies as its
+// copy does on the CPU backend.
+func TestUploadMappedSplitsLargeMapping(t *testing.T) {
+	page := os.Getpagesize()
+	var headers []weights.TensorHeader
+	for i, dt := range []weights.DType{weights.F32, weights.F16, weights.F32, weights.F16, weights.F32} {
+		// Each a bit over a page, so that tensors straddle page bounds.
+		cols := 40
+		rows := page/(cols*dt.Size()) + 3 + i
+		headers = append(headers, weights.TensorHeader{Name: fmt.Sprintf("w%d", i), DType: dt, Shape: []int{rows, cols}})
+	}
+	st := writeWeights(t, headers)
+	mapping := st.Mapping()
+	dev := &limitedDevice{Device: emulator(t).Device(), max: 2 * page}
+	if len(mapping) <= dev.max {
+		t.Fatalf("mapping of %d bytes fits the %d-byte limit; the test needs more tensors", len(mapping), dev.max)
+	}
+	mb := New("metal-emu", dev)
+	defer mb.Close()
+	ref := cpu.New()
+	defer ref.Close()
+	ctx := context.Background()
+	for _, h := range headers {
+		src, _ := st.Tensor(h.Name)
+		rows, cols := h.Shape[0], h.Shape[1]
+		var outs [2][]float32
+		for i, be := range []backend.Backend{ref, mb} {
+			var w backend.Tensor
+			var err error
+			if mu, ok := be.(backend.MappedUploader); ok {
+				w, err = mu.UploadMapped(h.Name, h.DType, rows, cols, mapping, int(src.Offset))
+				if err == nil && w.(*tensor).off == 0 && &w.(*tensor).buf.Bytes()[0] != &mapping[src.Offset] {
+					t.Errorf("%s was copied, not wrapped", h.Name)
+				}
+			} else {
+				w, err = be.Upload(h.Name, h.DType, rows, cols, src.Raw)
+			}
+			if err != nil {
+				t.Fatalf("%s on %s: %v", h.Name, be.Name(), err)
+			}
+			s := be.NewStream()
+			dst := s.New(3, rows)
+			s.Linear(dst, s.FromHost(3, cols, random(3*cols, 7, -1, 1)), w, nil, backend.GELU)
+			outs[i] = make([]float32, 3*rows)
+			if err := s.Read(ctx, dst, outs[i]); err != nil {
+				t.Fatalf("%s on %s: %v", h.Name, be.Name(), err)
+			}
+			s.Close()
+		}
+		for j, want := range outs[0] {
+			if d := math.Abs(float64(outs[1][j]-want)) / (1 + math.Abs(float64(want))); d > 2e-6 {
+				t.Fatalf("%s: element %d: metal %v, cpu %v", h.Name, j, outs[1][j], want)
+			}
+		}
+	}
+	if len(dev.wrapped) < 2 {
+		t.Errorf("wrapped %v, want several ranges", dev.wrapped)
+	}
+	for _, n := range dev.wrapped {
+		if n > dev.max || n%page != 0 {
+			t.Errorf("wrapped a range of %d bytes (limit %d, page %d)", n, dev.max, page)
+		}
+	}
+}
+
+// Offsets a kernel cannot bind (not a multiple of the element size) and
+// vectors take the copying path, with the same values.
+func TestUploadMappedCopies(t *testing.T) {
+	st := writeWeights(t, []weights.TensorHeader{{Name: "w", DType: weights.F32, Shape: []int{8, 8}}})
+	mapping := st.Mapping()
+	src, _ := st.Tensor("w")
+	mb := New("metal-emu", emulator(t).Device())
+	defer mb.Close()
+	cases := []struct {
+		name       string
+		rows, cols int
+		offset     int
+	}{
+		{"misaligned matrix", 4, 8, int(src.Offset) + 2},
+		{"vector", 1, 16, int(src.Offset)},
+	}
+	for _, c := range cases {
+		got, err := mb.UploadMapped(c.name, weights.F32, c.rows, c.cols, mapping, c.offset)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		mt := got.(*tensor)
+		want := mapping[c.offset : c.offset+4*c.rows*c.cols]
+		if mt.off != 0 || &mt.buf.Bytes()[0] == &want[0] || !bytes.Equal(mt.buf.Bytes()[:len(want)], want) {
+			t.Errorf("%s: want a copy of the bytes at %d", c.name, c.offset)
+		}
+	}
+	if _, err := mb.UploadMapped("past the end", weights.F32, 8, 8, mapping, len(mapping)-8); !errors.Is(err, backend.ErrShape) {
+		t.Errorf("tensor past the mapping: err = %v, want ErrShape", err)
+	}
+}
+
+// DeviceTime grows with every finished command buffer; with profiling on,
+// each operation is timed by name, and the GeGLU after a Linear shows up
+// fused into it.
+func TestDeviceTimeAndProfile(t *testing.T) {
+	mb := New("metal-emu", emulator(t).Device())
+	defer mb.Close()
+	w, err := upload(mb, "wi", backend.F32, 64, 16, 1, -1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wo, err := upload(mb, "wo", backend.F32, 16, 32, 2, -1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func() []float32 {
+		s := mb.NewStream()
+		defer s.Close()
+		x := s.FromHost(5, 16, random(80, 3, -1, 1))
+		up, act, out := s.New(5, 64), s.New(5, 32), s.New(5, 16)
+		s.Linear(up, x, w, nil, backend.Identity)
+		s.GeGLU(act, up)
+		s.Linear(out, act, wo, nil, backend.GELU)
+		got := make([]float32, 80)
+		if err := s.Read(context.Background(), out, got); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	before := mb.DeviceTime()
+	plain := run()
+	if mb.DeviceTime() <= before {
+		t.Errorf("DeviceTime did not grow: %v, then %v", before, mb.DeviceTime())
+	}
+	mb.SetProfiling(true)
+	profiled := run()
+	mb.SetProfiling(false)
+	for i := range plain {
+		if plain[i] != profiled[i] {
+			t.Fatalf("element %d: %v unprofiled, %v profiled", i, plain[i], profiled[i])
+		}
+	}
+	got := map[string]int{}
+	var names []string
+	for _, ot := range mb.OpTimes() {
+		got[ot.Op] = ot.Count
+		names = append(names, ot.Op)
+		if ot.Time <= 0 {
+			t.Errorf("%s: time %v", ot.Op, ot.Time)
+		}
+	}
+	if got["linear+geglu"] != 1 || got["linear+gelu"] != 1 || got["geglu"] != 0 || len(got) != 2 {
+		t.Errorf("profiled ops %s, want linear+geglu and linear+gelu once each", strings.Join(names, ", "))
+	}
+}
+
+// BenchmarkUploadWeights loads 64 MB of float32 matrices from a mapped file
+// by copy (Upload) and in place (UploadMapped): the in-place load does no
+// per-byte work, whatever the size.
+func BenchmarkUploadWeights(b *testing.B) {
+	const n, rows, cols = 16, 1024, 1024
+	var headers []weights.TensorHeader
+	for i := range n {
+		headers = append(headers, weights.TensorHeader{Name: fmt.Sprintf("w%d", i), DType: weights.F32, Shape: []int{rows, cols}})
+	}
+	st := writeWeights(b, headers)
+	mapping := st.Mapping()
+	dev := emulator(b).Device()
+	for _, mapped := range []bool{false, true} {
+		b.Run(fmt.Sprintf("mapped=%v", mapped), func(b *testing.B) {
+			b.SetBytes(n * rows * cols * 4)
+			for b.Loop() {
+				mb := New("metal-emu", dev)
+				for _, h := range headers {
+					src, _ := st.Tensor(h.Name)
+					var err error
+					if mapped {
+						_, err = mb.UploadMapped(h.Name, h.DType, rows, cols, mapping, int(src.Offset))
+					} else {
+						_, err = mb.Upload(h.Name, h.DType, rows, cols, src.Raw)
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+				mb.Close()
+			}
+		})
+	}
+}
