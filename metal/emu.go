@@ -82,6 +82,11 @@ type EmulatorOptions struct {
 	// Workers is the number of OS threads that run threadgroups (default:
 	// one per CPU).
 	Workers int
+	// Defines are preprocessor macros, "NAME" or "NAME=VALUE", as the host
+	// passes them in MTLCompileOptions.preprocessorMacros (llama.cpp's
+	// GGML_METAL_HAS_BF16, for example). Kernels inside #if blocks exist
+	// only when their conditions hold with these macros.
+	Defines []string
 }
 
 // Errors of the emulator besides the device-wide sentinels of errors.go

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -22,7 +23,10 @@ import (
 // emuLibrary is a set of translated .metal sources and their compiled form:
 // a shared object (normal mode) or an ASan runner executable.
 type emuLibrary struct {
-	kernels   map[string]*mslpp.Kernel
+	kernels map[string]*mslpp.Kernel
+	// variants are the definitions of a kernel in different #if branches
+	// of one source, when there are several.
+	variants  map[string][]*mslpp.Kernel
 	constants map[string][]mslpp.FunctionConstant // by source name
 	unitOf    map[string]string                   // kernel name -> source name
 	path      string                              // .so or runner executable
@@ -39,6 +43,8 @@ var emuCompileFlags = []string{
 	"-x", "c++", "-std=c++17", "-O1", "-g", "-fPIC", "-fno-exceptions", "-fvisibility=hidden", "-fwrapv",
 	"-w", "-Xclang", "-ffloat16-excess-precision=none", "-Xclang", "-fbfloat16-excess-precision=none",
 }
+
+var emuDefineRe = regexp.MustCompile(`^[A-Za-z_]\w*(=.*)?$`)
 
 var emuASanFlags = []string{"-fsanitize=address", "-fno-omit-frame-pointer", "-DMSLEMU_UCONTEXT", "-DMSLEMU_ASAN"}
 
@@ -168,6 +174,12 @@ func emuBuildLibrary(ctx context.Context, opts EmulatorOptions) (*emuLibrary, er
 	if opts.ASan {
 		flags = append(flags, emuASanFlags...)
 	}
+	for _, d := range opts.Defines {
+		if !emuDefineRe.MatchString(d) {
+			return nil, fmt.Errorf("%w: define %q: want NAME or NAME=VALUE", ErrShaderCompile, d)
+		}
+		flags = append(flags, "-D"+d)
+	}
 	key := emuHash(append(append(rtParts, clang.version, runtime.GOOS, runtime.GOARCH), flags...)...)
 	inc := filepath.Join(cache, "rt-"+key)
 	if err := os.MkdirAll(inc, 0o755); err != nil {
@@ -180,7 +192,7 @@ func emuBuildLibrary(ctx context.Context, opts EmulatorOptions) (*emuLibrary, er
 		}
 	}
 
-	lib := &emuLibrary{kernels: map[string]*mslpp.Kernel{}, constants: map[string][]mslpp.FunctionConstant{}, unitOf: map[string]string{}}
+	lib := &emuLibrary{kernels: map[string]*mslpp.Kernel{}, variants: map[string][]*mslpp.Kernel{}, constants: map[string][]mslpp.FunctionConstant{}, unitOf: map[string]string{}}
 	byName := map[string]KernelSource{}
 	for _, s := range srcs {
 		byName[s.Name] = s
@@ -199,7 +211,15 @@ func emuBuildLibrary(ctx context.Context, opts EmulatorOptions) (*emuLibrary, er
 		for i := range u.Kernels {
 			k := &u.Kernels[i]
 			if o, dup := lib.kernels[k.Name]; dup {
-				return nil, fmt.Errorf("%w: kernel %s is defined in %s:%d and %s:%d", ErrShaderCompile, k.Name, o.File, o.Line, k.File, k.Line)
+				if o.Guard == k.Guard || lib.unitOf[k.Name] != s.Name {
+					return nil, fmt.Errorf("%w: kernel %s is defined in %s:%d and %s:%d", ErrShaderCompile, k.Name, o.File, o.Line, k.File, k.Line)
+				}
+				// Branches of #if: which one exists is known once loaded.
+				if len(lib.variants[k.Name]) == 0 {
+					lib.variants[k.Name] = []*mslpp.Kernel{o}
+				}
+				lib.variants[k.Name] = append(lib.variants[k.Name], k)
+				continue
 			}
 			lib.kernels[k.Name] = k
 			lib.unitOf[k.Name] = s.Name
@@ -298,21 +318,34 @@ func emuFindSymbolizer(clang string) string {
 }
 
 // emuIncluder resolves a local #include against the given sources by name,
-// then against the including file's directory on disk.
+// then against the including file's directory on disk and its ancestors.
 func emuIncluder(byName map[string]KernelSource) mslpp.Includer {
 	return func(from, name string) (mslpp.Source, error) {
 		if s, ok := byName[name]; ok {
 			return mslpp.Source{Name: s.Name, Text: s.Text}, nil
 		}
-		p := filepath.Join(filepath.Dir(from), name)
-		if s, ok := byName[p]; ok {
-			return mslpp.Source{Name: s.Name, Text: s.Text}, nil
+		// MLX includes "mlx/backend/metal/kernels/utils.h" from headers deep
+		// inside that tree, relying on -I at the repository root; trying
+		// the including file's directory and then each of its ancestors
+		// finds such a root without being told.
+		var firstErr error
+		for dir := filepath.Dir(from); ; dir = filepath.Dir(dir) {
+			p := filepath.Join(dir, name)
+			if s, ok := byName[p]; ok {
+				return mslpp.Source{Name: s.Name, Text: s.Text}, nil
+			}
+			b, err := os.ReadFile(p)
+			if err == nil {
+				return mslpp.Source{Name: p, Text: string(b)}, nil
+			}
+			if firstErr == nil {
+				firstErr = err
+			}
+			if parent := filepath.Dir(dir); parent == dir || filepath.IsAbs(name) {
+				break
+			}
 		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return mslpp.Source{}, err
-		}
-		return mslpp.Source{Name: p, Text: string(b)}, nil
+		return mslpp.Source{}, firstErr
 	}
 }
 
@@ -329,6 +362,10 @@ type KernelInfo struct {
 	Params                   []KernelParam
 	// Constants are the function constants of the kernel's source.
 	Constants []FunctionConstantInfo
+	// Condition is the preprocessor conditionals around the kernel, one
+	// directive a line ("#if defined(HAS_BF16)\n"), or empty: the kernel
+	// exists only when they hold (see EmulatorOptions.Defines).
+	Condition string
 }
 
 // KernelParam is one kernel parameter.
@@ -374,7 +411,7 @@ func ParseKernels(srcs []KernelSource) ([]KernelInfo, error) {
 			consts = append(consts, FunctionConstantInfo{Name: c.Name, Type: c.Type, Index: c.Index})
 		}
 		for _, k := range u.Kernels {
-			ki := KernelInfo{Name: k.Name, File: k.File, Line: k.Line, MaxThreadsPerThreadgroup: k.MaxThreads, Constants: consts}
+			ki := KernelInfo{Name: k.Name, File: k.File, Line: k.Line, MaxThreadsPerThreadgroup: k.MaxThreads, Constants: consts, Condition: k.Guard}
 			for _, p := range k.Params {
 				kp := KernelParam{Name: p.Name, Type: p.Type, Index: p.Index, FunctionConstant: p.FunctionConstant}
 				switch p.Kind {

@@ -63,6 +63,7 @@ type emuDevice struct {
 	handle   uintptr
 	runFn    uintptr
 	tgFn     uintptr
+	lineFn   uintptr // mslemu_kernel_line
 	mu       sync.Mutex
 	pipes    map[string]*emuPipeline
 	closed   bool
@@ -86,6 +87,9 @@ func OpenEmulator(opts EmulatorOptions) (Device, error) {
 			return nil, fmt.Errorf("metal: %s: %w", lib.path, err)
 		}
 		if d.tgFn, err = purego.Dlsym(h, "mslemu_tg_static"); err != nil {
+			return nil, fmt.Errorf("metal: %s: %w", lib.path, err)
+		}
+		if d.lineFn, err = purego.Dlsym(h, "mslemu_kernel_line"); err != nil {
 			return nil, fmt.Errorf("metal: %s: %w", lib.path, err)
 		}
 		d.handle = h
@@ -257,8 +261,22 @@ func (d *emuDevice) Pipeline(kernel string, constants ...Constant) (Pipeline, er
 			return nil, err
 		}
 		r, _, _ := purego.SyscallN(d.tgFn, uintptr(unsafe.Pointer(&name[0])))
+		if vs := d.lib.variants[kernel]; len(vs) > 1 {
+			// Definitions in several #if branches: bind the compiled one.
+			ln, _, _ := purego.SyscallN(d.lineFn, uintptr(unsafe.Pointer(&name[0])))
+			for _, v := range vs {
+				if int64(ln) == int64(v.Line) {
+					k, p.kernel = v, v
+				}
+			}
+		}
 		syscall.Munmap(name)
 		p.tgStatic = int64(r)
+		if p.tgStatic < 0 {
+			// The preprocessor saw the kernel inside an #if block that
+			// clang did not compile.
+			return nil, fmt.Errorf("%w: kernel %s (%s:%d) is not compiled: its #if conditions do not hold", ErrPipeline, kernel, k.File, k.Line)
+		}
 		if p.tgStatic > emuMaxTGMem {
 			return nil, fmt.Errorf("%w: %w: kernel %s (%s:%d) declares %d bytes of threadgroup arrays", ErrPipeline,
 				ErrThreadgroupMemory, kernel, k.File, k.Line, p.tgStatic)

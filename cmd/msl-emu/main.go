@@ -17,6 +17,7 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -57,6 +58,8 @@ Flags of run:
   --dump I=TYPE          print buffer I after the run as text, one value per
                          element: f32, f16, bf16, i32, u32, i16, u16, i8, u8,
                          i64, u64 or hex
+  -D NAME[=VALUE]        preprocessor macro, as the host's
+                         MTLCompileOptions.preprocessorMacros; repeatable
   --schedule S           forward (default), reverse or shuffle:SEED
   --asan                 build with AddressSanitizer: out-of-bounds device
                          accesses are reported with the .metal line
@@ -104,6 +107,8 @@ func (u usageError) Error() string { return u.err.Error() }
 func (u usageError) Unwrap() error { return u.err }
 
 func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
+
+var defineRe = regexp.MustCompile(`^[A-Za-z_]\w*(=.*)?$`)
 
 type multi []string
 
@@ -157,6 +162,11 @@ func listKernels(args []string, stdout io.Writer) error {
 		if k.MaxThreadsPerThreadgroup > 0 {
 			fmt.Fprintf(stdout, " max %d threads per threadgroup", k.MaxThreadsPerThreadgroup)
 		}
+		if k.Condition != "" {
+			// The last directive names the branch; -D may select it.
+			ds := strings.Split(strings.TrimSpace(k.Condition), "\n")
+			fmt.Fprintf(stdout, " only under %s", strings.Join(ds, " / "))
+		}
 		fmt.Fprintln(stdout)
 		for _, p := range k.Params {
 			var how string
@@ -200,6 +210,8 @@ func runKernel(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.Var(&consts, "constant", "")
 	fs.Var(&outs, "out", "")
 	fs.Var(&dumps, "dump", "")
+	var defines multi
+	fs.Var(&defines, "D", "")
 	// The file may come before or after the flags.
 	var file string
 	rest := args
@@ -355,7 +367,12 @@ func runKernel(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 
-	dev, err := metal.OpenEmulator(metal.EmulatorOptions{Sources: srcs, Schedule: sched, ASan: *asan, Clang: *clang})
+	for _, d := range defines {
+		if !defineRe.MatchString(d) {
+			return usagef("-D %q: want NAME or NAME=VALUE", d)
+		}
+	}
+	dev, err := metal.OpenEmulator(metal.EmulatorOptions{Sources: srcs, Schedule: sched, ASan: *asan, Clang: *clang, Defines: defines})
 	if err != nil {
 		return err
 	}

@@ -186,12 +186,37 @@ func TestExitCodes(t *testing.T) {
 		{"missing file", []string{"list", "nope.metal"}, 2},
 		{"kernel fault", []string{"run", "../../metal/testdata/bugs.metal", "--kernel", "divergent_barrier", "--threadgroup", "64", "--buffer", "0=zeros:256"}, 1},
 		{"unsupported MSL", []string{"list", "testdata/texture.metal"}, 1},
+		{"bad define", []string{"run", "../../metal/testdata/corpus/conditional.metal", "-D", "2X", "--kernel", "which_branch", "--threadgroup", "1", "--buffer", "0=zeros:4"}, 2},
 	}
 	for _, c := range cases {
 		var stdout, stderr bytes.Buffer
 		err := run(context.Background(), c.args, &stdout, &stderr)
 		if got := exitCode(err, &stderr); got != c.code {
 			t.Errorf("%s: exit %d (err %v), want %d", c.name, got, err, c.code)
+		}
+	}
+}
+
+func TestRunDefines(t *testing.T) {
+	// scale_bf16_guarded exists only with -D EMU_TEST_HAS_BF16.
+	for _, c := range []struct {
+		defines []string
+		want    string
+		code    int
+	}{
+		{nil, "", 1},
+		{[]string{"-D", "EMU_TEST_HAS_BF16"}, "3 -1.5", 0},
+		{[]string{"-D", "EMU_TEST_HAS_BF16=1"}, "3 -1.5", 0},
+	} {
+		var stdout, stderr bytes.Buffer
+		args := append([]string{"run", "../../metal/testdata/corpus/conditional.metal"}, c.defines...)
+		args = append(args, "--kernel", "scale_bf16_guarded", "--threadgroup", "2", "--buffer", "0=bf16:1,-0.5", "--buffer", "1=zeros:4", "--dump", "1=bf16")
+		err := run(context.Background(), args, &stdout, &stderr)
+		if got := exitCode(err, &stderr); got != c.code {
+			t.Errorf("%v: exit %d (err %v), want %d", c.defines, got, err, c.code)
+		}
+		if got := strings.TrimSpace(stdout.String()); got != c.want {
+			t.Errorf("%v: printed %q, want %q", c.defines, got, c.want)
 		}
 	}
 }

@@ -7,6 +7,13 @@
 // kernel that binds buffers, threadgroup memory and thread-position builtins
 // by attribute.
 //
+// It does not evaluate #if: clang does. What it finds inside a conditional
+// block (a kernel, an instantiation, MSL the emulator lacks, an include it
+// cannot read) is emitted under the same directives, so it exists, or
+// fails, only when the block is compiled. #pragma once headers are inlined
+// once; member functions overloaded on the address space of *this
+// (MLX's complex64_t) are folded into one.
+//
 // It works on lines and statements rather than a full C++ parse, as the
 // proof of concept in shared/spec/msl-kernels-emulator-performance.md
 // (Part 1) did; clang then compiles the result against msl_shim.h. Every
@@ -86,6 +93,10 @@ type Kernel struct {
 	// MaxThreads is [[max_total_threads_per_threadgroup(N)]] when N is an
 	// integer literal, else 0.
 	MaxThreads int
+	// Guard is the preprocessor conditionals around the kernel, as
+	// directive lines ("#ifdef A\n#else\n"), or empty: such a kernel
+	// exists only when the conditions hold.
+	Guard string
 }
 
 // FunctionConstant is a program-scope [[function_constant(i)]] declaration.
@@ -156,11 +167,25 @@ type line struct {
 	file  string
 	num   int
 	done  bool // already translated (a rewritten threadgroup statement)
+	// unsupported names MSL the emulator cannot run found on this line
+	// (an include of <metal_texture>...). Outside #if blocks it is an
+	// error at once; inside one it becomes an #error line, which clang
+	// reports only if the block is compiled (llama.cpp guards its Metal 4
+	// tensor code with #ifdef GGML_METAL_HAS_TENSOR).
+	unsupported string
+	// guard holds the #if/#elif/#else directives that enclose the line,
+	// include guards aside; empty when none.
+	guard string
+	depth int // how many such blocks enclose the line
+	// includeErr is a local #include that could not be read: an error
+	// outside #if blocks, an #error line inside one.
+	includeErr error
 }
 
 var (
 	includeRe    = regexp.MustCompile(`^\s*#\s*include\s*"([^"]+)"`)
 	sysIncludeRe = regexp.MustCompile(`^\s*#\s*include\s*<([^>]+)>`)
+	pragmaOnceRe = regexp.MustCompile(`^\s*#\s*pragma\s+once\b`)
 )
 
 // standIns are the <metal_*> headers the emulator's runtime directory
@@ -179,12 +204,24 @@ var unsupportedHeaders = map[string]string{
 	"metal_mesh": "mesh shaders", "metal_sampler": "samplers", "metal_uniform": "uniform<T>",
 }
 
-func expand(src Source, inc Includer, depth int, out []line) ([]line, error) {
+// expand inlines the local #includes of src. once holds the files that
+// said #pragma once and were expanded already: MLX includes utils.h both
+// directly and through other headers.
+func expand(src Source, inc Includer, depth int, out []line, once map[string]bool) ([]line, error) {
 	if depth > 32 {
 		return nil, fmt.Errorf("%w: %s: #include nested more than 32 deep", ErrSyntax, src.Name)
 	}
 	texts := strings.Split(strings.ReplaceAll(src.Text, "\r\n", "\n"), "\n")
 	blanks := strings.Split(blankComments(strings.ReplaceAll(src.Text, "\r\n", "\n")), "\n")
+	for _, b := range blanks {
+		if pragmaOnceRe.MatchString(b) {
+			if once[src.Name] {
+				return out, nil
+			}
+			once[src.Name] = true
+			break
+		}
+	}
 	for i, t := range texts {
 		if m := includeRe.FindStringSubmatch(blanks[i]); m != nil {
 			if inc == nil {
@@ -192,14 +229,20 @@ func expand(src Source, inc Includer, depth int, out []line) ([]line, error) {
 			}
 			sub, err := inc(src.Name, m[1])
 			if err != nil {
-				return nil, fmt.Errorf("%s:%d: #include %q: %w", src.Name, i+1, m[1], err)
+				// The include may sit in a branch of #if that is not
+				// taken (llama.cpp's embedded-library switch); clang
+				// reports it at this line only if the branch is live.
+				out = append(out, line{text: t, blank: blanks[i], file: src.Name, num: i + 1,
+					includeErr: fmt.Errorf("%s:%d: #include %q: %w", src.Name, i+1, m[1], err)})
+				continue
 			}
-			out, err = expand(sub, inc, depth+1, out)
+			out, err = expand(sub, inc, depth+1, out, once)
 			if err != nil {
 				return nil, err
 			}
 			continue
 		}
+		unsup := ""
 		if m := sysIncludeRe.FindStringSubmatch(blanks[i]); m != nil {
 			h := strings.TrimSpace(m[1])
 			switch {
@@ -209,14 +252,14 @@ func expand(src Source, inc Includer, depth int, out []line) ([]line, error) {
 				// and friends, which the shim defines.
 				t, blanks[i] = "", ""
 			case strings.HasPrefix(h, "MetalPerformancePrimitives"):
-				return nil, fmt.Errorf("%w: %s:%d: #include <%s>: Metal Performance Primitives (Metal 4 tensor ops)", ErrUnsupported, src.Name, i+1, h)
+				unsup = fmt.Sprintf("#include <%s>: Metal Performance Primitives (Metal 4 tensor ops)", h)
 			case unsupportedHeaders[h] != "":
-				return nil, fmt.Errorf("%w: %s:%d: #include <%s>: %s", ErrUnsupported, src.Name, i+1, h, unsupportedHeaders[h])
+				unsup = fmt.Sprintf("#include <%s>: %s", h, unsupportedHeaders[h])
 			case strings.HasPrefix(h, "metal_"):
-				return nil, fmt.Errorf("%w: %s:%d: #include <%s>: no emulator stand-in for this header", ErrUnsupported, src.Name, i+1, h)
+				unsup = fmt.Sprintf("#include <%s>: no emulator stand-in for this header", h)
 			}
 		}
-		out = append(out, line{text: t, blank: blanks[i], file: src.Name, num: i + 1})
+		out = append(out, line{text: t, blank: blanks[i], file: src.Name, num: i + 1, unsupported: unsup})
 	}
 	return out, nil
 }
@@ -295,7 +338,7 @@ var (
 
 // Translate preprocesses one .metal source.
 func Translate(src Source, inc Includer) (*Unit, error) {
-	lines, err := expand(src, inc, 0, nil)
+	lines, err := expand(src, inc, 0, nil, map[string]bool{})
 	if err != nil {
 		return nil, err
 	}
@@ -325,13 +368,36 @@ func Translate(src Source, inc Includer) (*Unit, error) {
 		macros.define(body.String())
 		i = j
 	}
-	for i, l := range lines {
-		for _, un := range unsupported {
-			if m := un.re.FindStringSubmatch(l.blank); m != nil && !inDefine[i] {
-				return nil, fmt.Errorf("%w: %s:%d: %s", ErrUnsupported, l.file, l.num, fmt.Sprintf(un.what, strings.Join(strings.Fields(m[1]), " ")))
+	markConditionals(lines, inDefine)
+	for i := range lines {
+		l := &lines[i]
+		if l.unsupported == "" && !inDefine[i] {
+			for _, un := range unsupported {
+				if m := un.re.FindStringSubmatch(l.blank); m != nil {
+					l.unsupported = fmt.Sprintf(un.what, strings.Join(strings.Fields(m[1]), " "))
+					break
+				}
 			}
 		}
+		if l.includeErr != nil {
+			if l.depth == 0 {
+				return nil, l.includeErr
+			}
+			msg := "#error " + strconv.Quote(l.includeErr.Error())
+			l.text, l.blank, l.done = msg, strings.Repeat(" ", len(msg)), true
+			continue
+		}
+		if l.unsupported == "" {
+			continue
+		}
+		if l.depth == 0 {
+			return nil, fmt.Errorf("%w: %s:%d: %s", ErrUnsupported, l.file, l.num, l.unsupported)
+		}
+		msg := "#error " + strconv.Quote(l.unsupported+": the MSL emulator does not implement it")
+		l.text, l.blank, l.done = msg, strings.Repeat(" ", len(msg)), true
 	}
+
+	rewriteQualifiedMembers(lines, inDefine)
 
 	// Offsets of each line in the joined blanked text.
 	var sb strings.Builder
@@ -365,9 +431,15 @@ func Translate(src Source, inc Includer) (*Unit, error) {
 		if !ok {
 			return nil, fmt.Errorf("%w: %s:%d: kernel %s: unbalanced parentheses", ErrSyntax, lines[li].file, lines[li].num, name)
 		}
-		k := Kernel{Name: name, File: lines[li].file, Line: lines[li].num}
+		k := Kernel{Name: name, File: lines[li].file, Line: lines[li].num, Guard: lines[li].guard}
 		if k.Params, err = parseParams(blank[open+1 : closeParen]); err != nil {
-			return nil, fmt.Errorf("%w: %s:%d: kernel %s: %v", ErrSyntax, k.File, k.Line, name, err)
+			if lines[li].depth == 0 {
+				return nil, fmt.Errorf("%w: %s:%d: kernel %s: %v", ErrSyntax, k.File, k.Line, name, err)
+			}
+			// Inside an #if block the kernel may never be compiled.
+			msg := "#error " + strconv.Quote(fmt.Sprintf("kernel %s: %v", name, err))
+			lines[li].text, lines[li].blank, lines[li].done = msg, strings.Repeat(" ", len(msg)), true
+			continue
 		}
 		brace := strings.IndexByte(blank[closeParen:], '{')
 		semi := strings.IndexByte(blank[closeParen:], ';')
@@ -395,7 +467,7 @@ func Translate(src Source, inc Includer) (*Unit, error) {
 			k.Function, k.Name = name, joinStringLits(hn[1])
 		}
 		for _, o := range fns {
-			if o.name == name && !o.template && !isTemplate {
+			if o.name == name && !o.template && !isTemplate && o.kernel.Guard == k.Guard {
 				return nil, fmt.Errorf("%w: %s:%d: kernel %s is also defined at line %d", ErrSyntax, k.File, k.Line, name, o.kernel.Line)
 			}
 		}
@@ -438,7 +510,7 @@ func Translate(src Source, inc Includer) (*Unit, error) {
 				continue // a host_name instantiation of a non-kernel function
 			}
 			k := tmpl.kernel
-			k.Name, k.Function, k.File, k.Line = joinStringLits(hn[1]), entity, lines[i].file, lines[i].num
+			k.Name, k.Function, k.File, k.Line, k.Guard = joinStringLits(hn[1]), entity, lines[i].file, lines[i].num, lines[i].guard
 			if tmpl.maxExpr != "" {
 				k.MaxThreads = evalInt(tmpl.maxExpr, templateArgs(tmpl.head, entity))
 			}
@@ -448,7 +520,7 @@ func Translate(src Source, inc Includer) (*Unit, error) {
 	}
 	for i, k := range u.Kernels {
 		for _, o := range u.Kernels[:i] {
-			if o.Name == k.Name {
+			if o.Name == k.Name && o.Guard == k.Guard {
 				return nil, fmt.Errorf("%w: %s:%d: kernel %s is also defined at %s:%d", ErrSyntax, k.File, k.Line, k.Name, o.File, o.Line)
 			}
 		}
@@ -555,6 +627,9 @@ func Translate(src Source, inc Includer) (*Unit, error) {
 		if k.Function != "" {
 			call = k.Function
 		}
+		// A kernel inside #if blocks gets its entry point inside the same
+		// blocks: it exists only if its definition is compiled.
+		out.WriteString(k.Guard)
 		fmt.Fprintf(&out, "static void mslemu_thunk_%d(void* const* bufs, void* const* tgmem) {\n", n)
 		out.WriteString("  const ::mslemu::Ctx* c = ::mslemu::ctx(); (void)c; (void)bufs; (void)tgmem;\n")
 		// Parameter types come from the function itself, so templated
@@ -590,6 +665,7 @@ func Translate(src Source, inc Includer) (*Unit, error) {
 		}
 		fmt.Fprintf(&out, "static ::mslemu::Registrar mslemu_reg_%d(%s, &mslemu_thunk_%d, &mslemu_bind_constants, %s, %s, %d);\n",
 			n, strconv.Quote(k.Name), n, strings.Join(static, " + "), strconv.Quote(k.File), k.Line)
+		out.WriteString(strings.Repeat("#endif\n", guardDepth(k.Guard)))
 	}
 	u.CPP = out.String()
 	return u, nil
@@ -812,6 +888,13 @@ func evalIntOK(expr string, vars map[string]string) (int, bool) {
 // instantiation's declarator ("decltype(k<float>) k<float>" gives "k<float>").
 func templateID(decl string) string {
 	d := strings.TrimSpace(decl)
+	// Older MLX spells out the signature:
+	// "void binary_op_vv<float, float, Add>(device const float* a, ...)".
+	if strings.HasSuffix(d, ")") {
+		if open, ok := matchingBack(d, len(d)-1, '(', ')'); ok {
+			d = strings.TrimSpace(d[:open])
+		}
+	}
 	if !strings.HasSuffix(d, ">") {
 		return ""
 	}
@@ -1198,6 +1281,16 @@ func parseParams(list string) ([]Param, error) {
 			}
 		}
 		decl := strings.TrimSpace(attrRe.ReplaceAllString(raw, ""))
+		// An array parameter (MLX's "constant const size_t a_strides[2]")
+		// is a pointer, as in C: a buffer binding.
+		arrayParam := false
+		for strings.HasSuffix(decl, "]") {
+			open := strings.LastIndexByte(decl, '[')
+			if open < 0 {
+				break
+			}
+			decl, arrayParam = strings.TrimSpace(decl[:open]), true
+		}
 		nm := nameRe.FindStringSubmatch(decl)
 		if nm == nil {
 			return nil, fmt.Errorf("parameter %q has no name", raw)
@@ -1205,6 +1298,9 @@ func parseParams(list string) ([]Param, error) {
 		p := Param{Name: nm[1], Type: strings.TrimSpace(strings.TrimSuffix(decl, nm[0])), Index: -1}
 		if p.Type == "" {
 			return nil, fmt.Errorf("parameter %q has no type", raw)
+		}
+		if arrayParam {
+			p.Type += "*"
 		}
 		kindSet := false
 		for _, a := range attrs {

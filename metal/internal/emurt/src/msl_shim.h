@@ -32,6 +32,7 @@
 #include <stdint.h>
 #include <limits>
 #include <type_traits>
+#include <utility>
 
 #include "mslemu_api.h"
 
@@ -62,26 +63,26 @@ MSLEMU_VEC(char, char)
 MSLEMU_VEC(unsigned char, uchar)
 MSLEMU_VEC(long, long)
 MSLEMU_VEC(unsigned long, ulong)
-// Comparisons of clang vectors yield integer vectors of -1/0, so boolN is an
-// int vector: "bool4 m = a < b;" compiles and all()/any()/select() work.
-MSLEMU_VEC(int, bool)
 #undef MSLEMU_VEC
-typedef float4 packed_float4;
-typedef half4 packed_half4;
-typedef float2 packed_float2;
-typedef half2 packed_half2;
-typedef int2 packed_int2;
-typedef int4 packed_int4;
-typedef uint2 packed_uint2;
-typedef uint4 packed_uint4;
-typedef short2 packed_short2;
-typedef short4 packed_short4;
-typedef ushort2 packed_ushort2;
-typedef ushort4 packed_ushort4;
-typedef char4 packed_char4;
-typedef uchar4 packed_uchar4;
-typedef bfloat2 packed_bfloat2;
-typedef bfloat4 packed_bfloat4;
+// packed_T2/packed_T4 have the size of the vector but the alignment of
+// one element, as in MSL: a struct { float a; packed_float4 b; } that the
+// host fills puts b at offset 4 (a plain float4 would sit at 16). A
+// typedef may lower alignment, and stays the same type as the vector.
+#define MSLEMU_PACKED(T, name)                                                              \
+  typedef T packed_##name##2 __attribute__((ext_vector_type(2))) __attribute__((aligned(sizeof(T)))); \
+  typedef T packed_##name##4 __attribute__((ext_vector_type(4))) __attribute__((aligned(sizeof(T))));
+MSLEMU_PACKED(float, float)
+MSLEMU_PACKED(half, half)
+MSLEMU_PACKED(__bf16, bfloat)
+MSLEMU_PACKED(int, int)
+MSLEMU_PACKED(unsigned int, uint)
+MSLEMU_PACKED(short, short)
+MSLEMU_PACKED(unsigned short, ushort)
+MSLEMU_PACKED(char, char)
+MSLEMU_PACKED(unsigned char, uchar)
+MSLEMU_PACKED(long, long)
+MSLEMU_PACKED(unsigned long, ulong)
+#undef MSLEMU_PACKED
 // <simd/simd.h> names, for headers shared between host and shader code.
 typedef float2 vector_float2;
 typedef float3 vector_float3;
@@ -118,6 +119,92 @@ struct vt<E_ __attribute__((ext_vector_type(N_)))> {
   static constexpr int N = N_;
 };
 
+// boolN: one byte per lane as in MSL (bool4 is 4 bytes, bool3 is padded to
+// 4), so buffers and unions of bool vectors have the GPU layout (MLX's
+// reduction ops pun a bool4 with a uint to build atomic masks). Clang's
+// comparisons of vectors give integer vectors of -1/0, which convert
+// implicitly; all(), any() and select() read the lanes through vt and [].
+template <int N>
+struct __boolv_lanes;
+template <>
+struct alignas(2) __boolv_lanes<2> {
+  union {
+    bool v[2];
+    struct { bool x, y; };
+    struct { bool r, g; };
+  };
+};
+template <>
+struct alignas(4) __boolv_lanes<3> {
+  union {
+    bool v[4];
+    struct { bool x, y, z; };
+    struct { bool r, g, b; };
+  };
+};
+template <>
+struct alignas(4) __boolv_lanes<4> {
+  union {
+    bool v[4];
+    struct { bool x, y, z, w; };
+    struct { bool r, g, b, a; };
+  };
+};
+template <int N>
+struct __boolv : __boolv_lanes<N> {
+  __boolv() = default;
+  // From a comparison (int/short/long vector) or another vector: nonzero
+  // lanes are true.
+  template <class E>
+  constexpr __boolv(vec<E, N> m) : __boolv_lanes<N>{} {
+    for (int i = 0; i < N; i++) this->v[i] = m[i] != 0;
+  }
+  // bool4(true) and {true, false, true, true}.
+  constexpr __boolv(bool b) : __boolv_lanes<N>{} {
+    for (int i = 0; i < N; i++) this->v[i] = b;
+  }
+  template <class... A, class = std::enable_if_t<sizeof...(A) == N && (N > 1)>>
+  constexpr __boolv(A... a) : __boolv_lanes<N>{} {
+    bool b[N] = {bool(a)...};
+    for (int i = 0; i < N; i++) this->v[i] = b[i];
+  }
+  bool& operator[](int i) { return this->v[i]; }
+  constexpr bool operator[](int i) const { return this->v[i]; }
+  // As the integer vector the shim's vector code expects.
+  constexpr operator vec<int, N>() const {
+    vec<int, N> r;
+    for (int i = 0; i < N; i++) r[i] = this->v[i] ? -1 : 0;
+    return r;
+  }
+  constexpr __boolv operator!() const {
+    __boolv r;
+    for (int i = 0; i < N; i++) r.v[i] = !this->v[i];
+    return r;
+  }
+#define MSLEMU_BOOLV_OP(op, expr)                                         \
+  friend constexpr __boolv operator op(__boolv a, __boolv b) {            \
+    __boolv r;                                                            \
+    for (int i = 0; i < N; i++) r.v[i] = (expr);                          \
+    return r;                                                             \
+  }
+  MSLEMU_BOOLV_OP(&&, a.v[i] && b.v[i])
+  MSLEMU_BOOLV_OP(||, a.v[i] || b.v[i])
+  MSLEMU_BOOLV_OP(&, a.v[i] & b.v[i])
+  MSLEMU_BOOLV_OP(|, a.v[i] | b.v[i])
+  MSLEMU_BOOLV_OP(^, a.v[i] ^ b.v[i])
+  MSLEMU_BOOLV_OP(==, a.v[i] == b.v[i])
+  MSLEMU_BOOLV_OP(!=, a.v[i] != b.v[i])
+#undef MSLEMU_BOOLV_OP
+  __boolv& operator&=(__boolv b) { return *this = *this & b; }
+  __boolv& operator|=(__boolv b) { return *this = *this | b; }
+  __boolv& operator^=(__boolv b) { return *this = *this ^ b; }
+};
+template <int N_>
+struct vt<__boolv<N_>> {
+  using E = bool;
+  static constexpr int N = N_;
+};
+
 template <class E, int N>
 struct __builder {
   E v[N];
@@ -147,10 +234,15 @@ inline vec<E, N> __make(A... a) {
   }
 }
 }  // namespace metal
+typedef ::metal::__boolv<2> bool2;
+typedef ::metal::__boolv<3> bool3;
+typedef ::metal::__boolv<4> bool4;
 
 namespace mslemu {
+// constexpr: MLX initializes static constexpr members with static_cast
+// ("static constexpr constant U init = static_cast<U>(0);").
 template <class T, class S>
-inline T cast(S s) {
+constexpr inline T cast(S s) {
   if constexpr (metal::vt<T>::N > 1 && metal::vt<S>::N > 1) {
     return __builtin_convertvector(s, T);
   } else if constexpr (metal::vt<T>::N > 1) {
@@ -250,6 +342,16 @@ using std::decay_t; using std::is_signed; using std::is_signed_v; using std::is_
 using std::make_unsigned; using std::make_unsigned_t; using std::make_signed; using std::make_signed_t;
 using std::is_pointer; using std::is_pointer_v; using std::remove_pointer_t; using std::true_type; using std::false_type;
 using std::is_const; using std::is_const_v; using std::add_const_t; using std::bool_constant;
+using std::is_convertible; using std::is_convertible_v; using std::is_base_of; using std::is_base_of_v; using std::is_void;
+using std::is_void_v; using std::remove_const; using std::remove_const_t; using std::remove_volatile_t; using std::remove_pointer;
+using std::add_pointer_t; using std::is_reference_v; using std::is_trivially_copyable_v; using std::void_t; using std::common_type;
+using std::common_type_t; using std::conjunction; using std::disjunction; using std::negation;
+// Metal's internal names (MLX's atomic.h uses them under
+// "#pragma METAL internals : enable").
+template <class... B> using _disjunction = std::disjunction<B...>;
+template <class... B> using _conjunction = std::conjunction<B...>;
+template <class B> using _negation = std::negation<B>;
+using std::underlying_type_t; using std::is_enum_v; using std::integer_sequence; using std::make_integer_sequence; using std::declval;
 template <class T> struct is_floating_point : std::bool_constant<std::is_floating_point_v<T> || std::is_same_v<std::remove_cv_t<T>, half> || std::is_same_v<std::remove_cv_t<T>, bfloat>> {};
 template <class T> constexpr bool is_floating_point_v = is_floating_point<T>::value;
 template <class T> struct is_integral : std::is_integral<T> {};
@@ -260,6 +362,67 @@ template <class T> struct is_scalar : std::bool_constant<vt<T>::N == 1 && is_ari
 template <class T> constexpr bool is_scalar_v = is_scalar<T>::value;
 template <class T> struct is_vector : std::bool_constant<(vt<T>::N > 1)> {};
 template <class T> constexpr bool is_vector_v = is_vector<T>::value;
+
+}  // namespace metal
+
+// packed_T3 is three elements with no padding (12 bytes for float, MLX's
+// "constant packed_int3& operand_batch_ndim"); clang's 3-vectors are 16.
+// It converts to and from the T3 vector and indexes like one.
+template <class T>
+struct __packed3 {
+  T x, y, z;
+  __packed3() = default;
+  constexpr __packed3(T a, T b, T c) : x(a), y(b), z(c) {}
+  constexpr __packed3(metal::vec<T, 3> v) : x(v.x), y(v.y), z(v.z) {}
+  constexpr operator metal::vec<T, 3>() const { return metal::vec<T, 3>{x, y, z}; }
+  T& operator[](int i) { return (&x)[i]; }
+  const T& operator[](int i) const { return (&x)[i]; }
+};
+#define MSLEMU_P3OP(op)                                                                                   \
+  template <class T, class U>                                                                             \
+  inline auto operator op(const __packed3<T>& a, const U& b) -> decltype(metal::vec<T, 3>(a) op b) {      \
+    return metal::vec<T, 3>(a) op b;                                                                      \
+  }                                                                                                       \
+  template <class T, class U, class = std::enable_if_t<!std::is_same_v<U, __packed3<T>>>>                 \
+  inline auto operator op(const U& a, const __packed3<T>& b) -> decltype(a op metal::vec<T, 3>(b)) {      \
+    return a op metal::vec<T, 3>(b);                                                                      \
+  }
+MSLEMU_P3OP(+)
+MSLEMU_P3OP(-)
+MSLEMU_P3OP(*)
+MSLEMU_P3OP(/)
+#undef MSLEMU_P3OP
+typedef __packed3<float> packed_float3;
+typedef __packed3<half> packed_half3;
+typedef __packed3<__bf16> packed_bfloat3;
+typedef __packed3<int> packed_int3;
+typedef __packed3<unsigned int> packed_uint3;
+typedef __packed3<short> packed_short3;
+typedef __packed3<unsigned short> packed_ushort3;
+typedef __packed3<char> packed_char3;
+typedef __packed3<unsigned char> packed_uchar3;
+typedef __packed3<long> packed_long3;
+typedef __packed3<unsigned long> packed_ulong3;
+namespace metal {
+
+// <metal_array>: an aggregate like std::array, so that "return {q, r};"
+// builds one (MLX's DivMod returns metal::array<T, 2>).
+template <class T, size_t N>
+struct array {
+  T __elems[N > 0 ? N : 1];
+  constexpr T& operator[](size_t i) { return __elems[i]; }
+  constexpr const T& operator[](size_t i) const { return __elems[i]; }
+  constexpr size_t size() const { return N; }
+  constexpr bool empty() const { return N == 0; }
+  constexpr T* data() { return __elems; }
+  constexpr const T* data() const { return __elems; }
+  constexpr T* begin() { return __elems; }
+  constexpr T* end() { return __elems + N; }
+  constexpr const T* begin() const { return __elems; }
+  constexpr const T* end() const { return __elems + N; }
+  constexpr T& front() { return __elems[0]; }
+  constexpr T& back() { return __elems[N - 1]; }
+};
 
 template <class T, class S>
 inline T as_type(S s) {
@@ -621,6 +784,50 @@ template <class T>
 inline T max3(T a, T b, T c) { return max(max(a, b), c); }
 template <class T>
 inline T median3(T a, T b, T c) { return max(min(a, b), min(max(a, b), c)); }
+template <class T>
+inline T tanpi(T x) { return __map1(x, [](typename vt<T>::E a) { return typename vt<T>::E(__builtin_tanf(float(a) * 3.14159265358979323846f)); }); }
+template <class T>
+inline T nextafter(T x, T y) {
+  using E = typename vt<T>::E;
+  // In the element's own precision: the next half after 1 is 1 + 2^-10.
+  return __map2(x, y, [](E a, E b) {
+    if (a != a || b != b) return E(a + b);
+    if (a == b) return b;
+    uint64_t bits = 0;
+    __builtin_memcpy(&bits, &a, sizeof a);
+    const uint64_t sign = uint64_t(1) << (8 * sizeof(E) - 1);
+    if (a == E(0)) {
+      bits = (b > a ? 0 : sign) | 1;
+    } else if ((a < b) == !(bits & sign)) {
+      bits++;
+    } else {
+      bits--;
+    }
+    E r;
+    __builtin_memcpy(&r, &bits, sizeof r);
+    return r;
+  });
+}
+template <class T>
+inline T frexp(T x, int& e) {
+  using E = typename vt<T>::E;
+  return E(__builtin_frexpf(float(x), &e));
+}
+template <class T>
+inline T frexp(T x, vec<int, vt<T>::N>& e) {
+  T r;
+  for (int i = 0; i < vt<T>::N; i++) {
+    int k;
+    r[i] = typename vt<T>::E(__builtin_frexpf(float(x[i]), &k));
+    e[i] = k;
+  }
+  return r;
+}
+template <class T>
+inline T modf(T x, T& whole) {
+  whole = trunc(x);
+  return x - whole;
+}
 
 // metal::fast and metal::precise name the same functions; the emulator
 // computes both with libm in float (more accurate than fast:: on a device).
@@ -636,7 +843,8 @@ inline T median3(T a, T b, T c) { return max(min(a, b), min(max(a, b), c)); }
   using metal::smoothstep; using metal::fma; using metal::mix; using metal::sign; using metal::distance;   \
   using metal::fdim; using metal::ldexp; using metal::cospi; using metal::sinpi; using metal::erf;         \
   using metal::fmin3; using metal::fmax3; using metal::log1p; using metal::expm1; using metal::atanh;       \
-  using metal::asinh; using metal::acosh; using metal::dot; using metal::cross;
+  using metal::asinh; using metal::acosh; using metal::dot; using metal::cross; using metal::tanpi;           \
+  using metal::nextafter; using metal::frexp; using metal::modf; using metal::median3;
 namespace fast {
 MSLEMU_MATH_NAMES
 }  // namespace fast
@@ -844,6 +1052,8 @@ struct All { template <class T> static T apply(const T* v, const uint32_t*, cons
 struct Any { template <class T> static T apply(const T* v, const uint32_t*, const bool* a, int) { for (int l = 0; l < 32; l++) if (a[l] && v[l]) return T(true); return T(false); } };
 struct PrefixIncl { template <class T> static T apply(const T* v, const uint32_t*, const bool* a, int me) { T s = T(0); for (int l = 0; l <= me; l++) if (a[l]) s = T(s + v[l]); return s; } };
 struct PrefixExcl { template <class T> static T apply(const T* v, const uint32_t*, const bool* a, int me) { T s = T(0); for (int l = 0; l < me; l++) if (a[l]) s = T(s + v[l]); return s; } };
+struct PrefixInclProd { template <class T> static T apply(const T* v, const uint32_t*, const bool* a, int me) { T s = T(1); for (int l = 0; l <= me; l++) if (a[l]) s = T(s * v[l]); return s; } };
+struct PrefixExclProd { template <class T> static T apply(const T* v, const uint32_t*, const bool* a, int me) { T s = T(1); for (int l = 0; l < me; l++) if (a[l]) s = T(s * v[l]); return s; } };
 // Shuffles read the source lane's value; a source outside the simdgroup or
 // inactive leaves the lane's own value (the device calls this undefined).
 template <class T>
@@ -932,6 +1142,8 @@ MSLEMU_SIMD1(simd_or, Or)
 MSLEMU_SIMD1(simd_xor, Xor)
 MSLEMU_SIMD1(simd_prefix_inclusive_sum, PrefixIncl)
 MSLEMU_SIMD1(simd_prefix_exclusive_sum, PrefixExcl)
+MSLEMU_SIMD1(simd_prefix_inclusive_product, PrefixInclProd)
+MSLEMU_SIMD1(simd_prefix_exclusive_product, PrefixExclProd)
 MSLEMU_SIMD1(simd_broadcast_first, First)
 MSLEMU_SIMD2(simd_shuffle, Shuffle)
 MSLEMU_SIMD2(simd_broadcast, Shuffle)
@@ -958,6 +1170,8 @@ MSLEMU_SIMD1(quad_or, Quad<__simd::Or>)
 MSLEMU_SIMD1(quad_xor, Quad<__simd::Xor>)
 MSLEMU_SIMD1(quad_prefix_inclusive_sum, Quad<__simd::PrefixIncl>)
 MSLEMU_SIMD1(quad_prefix_exclusive_sum, Quad<__simd::PrefixExcl>)
+MSLEMU_SIMD1(quad_prefix_inclusive_product, Quad<__simd::PrefixInclProd>)
+MSLEMU_SIMD1(quad_prefix_exclusive_product, Quad<__simd::PrefixExclProd>)
 MSLEMU_SIMD1(quad_broadcast_first, Quad<__simd::First>)
 MSLEMU_SIMD2(quad_shuffle, QShuffle)
 MSLEMU_SIMD2(quad_broadcast, QShuffle)
@@ -1311,9 +1525,80 @@ typedef float3x3 simd_float3x3;
 #define bfloat2(...) ::metal::__make<__bf16, 2>(__VA_ARGS__)
 #define bfloat3(...) ::metal::__make<__bf16, 3>(__VA_ARGS__)
 #define bfloat4(...) ::metal::__make<__bf16, 4>(__VA_ARGS__)
-#define bool2(...) ::metal::__make<int, 2>(__VA_ARGS__)
-#define bool3(...) ::metal::__make<int, 3>(__VA_ARGS__)
-#define bool4(...) ::metal::__make<int, 4>(__VA_ARGS__)
+#define bool2(...) ::metal::__boolv<2>(::metal::__make<int, 2>(__VA_ARGS__))
+#define bool3(...) ::metal::__boolv<3>(::metal::__make<int, 3>(__VA_ARGS__))
+#define bool4(...) ::metal::__boolv<4>(::metal::__make<int, 4>(__VA_ARGS__))
+
+// Metal compiler internals. MLX's bf16_math.h (included by its utils.h,
+// so by nearly every MLX kernel) defines bfloat overloads of the math and
+// simd functions on top of them: __metal_exp(x, __METAL_FAST_MATH__),
+// __metal_simd_sum(x)... They compute in the type they are given (float in
+// MLX); the fast-math argument does not change the emulator's result.
+#define __METAL_MAYBE_FAST_MATH__ 0
+#define __METAL_FAST_MATH__ 1
+#define __METAL_PRECISE_MATH__ 2
+#define MSLEMU_INTERNAL1(name)                                                                    \
+  template <class T>                                                                              \
+  inline T __metal_##name(T x, int = 0) { return ::metal::name(x); }
+#define MSLEMU_INTERNAL2(name)                                                                    \
+  template <class T>                                                                              \
+  inline T __metal_##name(T x, T y, int = 0) { return ::metal::name(x, y); }
+#define MSLEMU_INTERNAL3(name, fn)                                                                \
+  template <class T>                                                                              \
+  inline T __metal_##name(T x, T y, T z, int = 0) { return ::metal::fn(x, y, z); }
+MSLEMU_INTERNAL1(fabs) MSLEMU_INTERNAL1(acos) MSLEMU_INTERNAL1(acosh) MSLEMU_INTERNAL1(asin)
+MSLEMU_INTERNAL1(asinh) MSLEMU_INTERNAL1(atan) MSLEMU_INTERNAL1(atanh) MSLEMU_INTERNAL1(ceil)
+MSLEMU_INTERNAL1(cos) MSLEMU_INTERNAL1(cosh) MSLEMU_INTERNAL1(cospi) MSLEMU_INTERNAL1(exp)
+MSLEMU_INTERNAL1(exp10) MSLEMU_INTERNAL1(exp2) MSLEMU_INTERNAL1(floor) MSLEMU_INTERNAL1(fract)
+MSLEMU_INTERNAL1(log) MSLEMU_INTERNAL1(log10) MSLEMU_INTERNAL1(log2) MSLEMU_INTERNAL1(rint)
+MSLEMU_INTERNAL1(round) MSLEMU_INTERNAL1(rsqrt) MSLEMU_INTERNAL1(sin) MSLEMU_INTERNAL1(sinh)
+MSLEMU_INTERNAL1(sinpi) MSLEMU_INTERNAL1(sqrt) MSLEMU_INTERNAL1(tan) MSLEMU_INTERNAL1(tanh)
+MSLEMU_INTERNAL1(tanpi) MSLEMU_INTERNAL1(trunc) MSLEMU_INTERNAL1(saturate) MSLEMU_INTERNAL1(log1p)
+MSLEMU_INTERNAL1(erf) MSLEMU_INTERNAL1(expm1)
+MSLEMU_INTERNAL2(atan2) MSLEMU_INTERNAL2(divide) MSLEMU_INTERNAL2(fmax) MSLEMU_INTERNAL2(fmin)
+MSLEMU_INTERNAL2(fmod) MSLEMU_INTERNAL2(pow) MSLEMU_INTERNAL2(powr) MSLEMU_INTERNAL2(nextafter)
+MSLEMU_INTERNAL2(copysign) MSLEMU_INTERNAL2(fdim)
+MSLEMU_INTERNAL3(fmax3, fmax3) MSLEMU_INTERNAL3(fmin3, fmin3) MSLEMU_INTERNAL3(fmedian3, median3)
+MSLEMU_INTERNAL3(fma, fma)
+#undef MSLEMU_INTERNAL1
+#undef MSLEMU_INTERNAL2
+#undef MSLEMU_INTERNAL3
+template <class T>
+inline T __metal_frexp(T x, int* e) { return ::metal::frexp(x, *e); }
+template <class T>
+inline T __metal_ldexp(T x, int k, int = 0) { return ::metal::ldexp(x, k); }
+inline ushort __metal_get_simdgroup_size(ushort) { return 32; }
+#define MSLEMU_INTERNAL_SIMD1(name)                                                               \
+  template <class T>                                                                              \
+  inline T __metal_##name(T x, const char* file = __builtin_FILE(), int line = __builtin_LINE()) { \
+    return ::metal::name(x, file, line);                                                          \
+  }
+#define MSLEMU_INTERNAL_SIMD2(name)                                                               \
+  template <class T>                                                                              \
+  inline T __metal_##name(T x, ushort p, const char* file = __builtin_FILE(),                     \
+                          int line = __builtin_LINE()) {                                          \
+    return ::metal::name(x, p, file, line);                                                       \
+  }
+MSLEMU_INTERNAL_SIMD1(simd_max) MSLEMU_INTERNAL_SIMD1(simd_min) MSLEMU_INTERNAL_SIMD1(simd_sum)
+MSLEMU_INTERNAL_SIMD1(simd_product) MSLEMU_INTERNAL_SIMD1(simd_xor) MSLEMU_INTERNAL_SIMD1(simd_and)
+MSLEMU_INTERNAL_SIMD1(simd_or) MSLEMU_INTERNAL_SIMD1(simd_prefix_inclusive_sum)
+MSLEMU_INTERNAL_SIMD1(simd_prefix_exclusive_sum) MSLEMU_INTERNAL_SIMD1(simd_prefix_inclusive_product)
+MSLEMU_INTERNAL_SIMD1(simd_prefix_exclusive_product) MSLEMU_INTERNAL_SIMD1(simd_broadcast_first)
+MSLEMU_INTERNAL_SIMD2(simd_broadcast) MSLEMU_INTERNAL_SIMD2(simd_shuffle) MSLEMU_INTERNAL_SIMD2(simd_shuffle_down)
+MSLEMU_INTERNAL_SIMD2(simd_shuffle_up) MSLEMU_INTERNAL_SIMD2(simd_shuffle_xor)
+MSLEMU_INTERNAL_SIMD2(simd_shuffle_rotate_down) MSLEMU_INTERNAL_SIMD2(simd_shuffle_rotate_up)
+#undef MSLEMU_INTERNAL_SIMD1
+#undef MSLEMU_INTERNAL_SIMD2
+template <class T>
+inline T __metal_simd_shuffle_and_fill_down(T x, T fill, ushort delta, ushort modulo,
+                                            const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  return ::metal::simd_shuffle_and_fill_down(x, fill, delta, modulo, file, line);
+}
+template <class T>
+inline T __metal_simd_shuffle_and_fill_up(T x, T fill, ushort delta, ushort modulo,
+                                          const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  return ::metal::simd_shuffle_and_fill_up(x, fill, delta, modulo, file, line);
+}
 
 // Address spaces and qualifiers: erased (see the header comment). Defined
 // last so that nothing above is affected.

@@ -478,21 +478,34 @@ void run_group(Worker* w, uint64_t gidx) {
   }
 }
 
+constexpr size_t kKeptArenas = 2;
 std::mutex arena_mu;
 std::vector<std::pair<char*, size_t>> arena_free;
 
-char* get_stacks(size_t n) {
-  {
-    std::lock_guard<std::mutex> lock(arena_mu);
-    for (size_t i = 0; i < arena_free.size(); i++) {
-      if (arena_free[i].second >= n) {
-        char* p = arena_free[i].first;
-        arena_free.erase(arena_free.begin() + long(i));
-        return p;
-      }
+// get_stacks takes a free arena of at least n bytes, or returns null.
+std::pair<char*, size_t> get_stacks(size_t n) {
+  std::lock_guard<std::mutex> lock(arena_mu);
+  for (size_t i = 0; i < arena_free.size(); i++) {
+    if (arena_free[i].second >= n) {
+      auto a = arena_free[i];
+      arena_free.erase(arena_free.begin() + long(i));
+      return a;
     }
   }
-  return nullptr;
+  return {nullptr, 0};
+}
+
+// put_stacks keeps a few arenas for the next run and unmaps the rest. Each
+// guard page splits the mapping, so an arena of N stacks is 2N kernel
+// mappings; a process holds at most vm.max_map_count (65530 on Linux) of
+// them across every loaded kernel library, so idle arenas are not hoarded.
+void put_stacks(char* p, size_t len) {
+  std::lock_guard<std::mutex> lock(arena_mu);
+  if (arena_free.size() < kKeptArenas) {
+    arena_free.push_back({p, len});
+    return;
+  }
+  munmap(p, len);
 }
 
 void worker_main(Run* r, uint64_t seed, int windex) {
@@ -508,8 +521,14 @@ void worker_main(Run* r, uint64_t seed, int windex) {
   w.rng = seed ^ (uint64_t(windex + 1) * 0x9e3779b97f4a7c15ULL);
   const size_t page = size_t(sysconf(_SC_PAGESIZE));
   const size_t per = kStack + page;  // one guard page below each stack
-  const size_t len = per * 1024;
-  w.stacks = get_stacks(len);
+  // Stacks for the threadgroup's threads only, rounded up to a power of
+  // two so that arenas are reused across dispatches of similar sizes.
+  size_t nstacks = 32;
+  while (nstacks < size_t(r->nthreads)) nstacks *= 2;
+  const size_t len = per * nstacks;
+  auto arena = get_stacks(len);
+  w.stacks = arena.first;
+  w.stacks_len = arena.second;
   if (!w.stacks) {
     void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANON | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) {
@@ -517,9 +536,15 @@ void worker_main(Run* r, uint64_t seed, int windex) {
       return;
     }
     w.stacks = static_cast<char*>(p);
-    for (int i = 0; i < 1024; i++) mprotect(w.stacks + size_t(i) * per, page, PROT_NONE);
+    w.stacks_len = len;
+    for (size_t i = 0; i < nstacks; i++) {
+      if (mprotect(w.stacks + i * per, page, PROT_NONE) != 0) {
+        munmap(p, len);
+        record(r, 1, "kernel %s: cannot protect fiber stack guard pages (vm.max_map_count?)", r->k->name);
+        return;
+      }
+    }
   }
-  w.stacks_len = len;
   std::vector<Fiber> fibers(size_t(r->nthreads));
   w.fibers = fibers.data();
   for (int i = 0; i < r->nthreads; i++) w.fibers[i].stack = w.stacks + size_t(i) * per + page;
@@ -543,8 +568,7 @@ void worker_main(Run* r, uint64_t seed, int windex) {
     if (w.failed) break;
   }
   tw = nullptr;
-  std::lock_guard<std::mutex> lock(arena_mu);
-  arena_free.push_back({w.stacks, w.stacks_len});
+  put_stacks(w.stacks, w.stacks_len);
 }
 
 Worker* self(const char* what) {
@@ -681,6 +705,14 @@ extern "C" __attribute__((weak)) __bf16 __truncdfbf2(double d) {
 extern "C" EXPORT int64_t mslemu_tg_static(const char* name) {
   const Kernel* k = find_kernel(name);
   return k ? int64_t(k->tg_static) : -1;
+}
+
+// mslemu_kernel_line tells which definition of a kernel was compiled when
+// the source defines it in several #if branches: the .metal line of the
+// registered one, or -1.
+extern "C" EXPORT int64_t mslemu_kernel_line(const char* name) {
+  const Kernel* k = find_kernel(name);
+  return k ? int64_t(k->line) : -1;
 }
 
 extern "C" EXPORT int mslemu_run(mslemu_dispatch* d) {
