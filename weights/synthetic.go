@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/laya-metal/laya/internal/pyfmt"
+	"github.com/laya-metal/laya/tokenizer"
 )
 
 // SyntheticSpec describes a synthetic checkpoint: the real layout and
@@ -211,11 +212,21 @@ func WriteSynthetic(dir string, spec SyntheticSpec) error {
 			return fmt.Errorf("weights: %w", err)
 		}
 	}
+	// The encoder config names the role token ids; read them back through the
+	// tokenizer package exactly as a loader will, so any tokenizer works
+	// ([CLS] in ModernBERT's, <bos> in Gemma-style ones).
+	for name, data := range map[string][]byte{TokenizerFile: tokJSON, TokenizerConfigFile: tokConfig} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			return fmt.Errorf("weights: %w", err)
+		}
+	}
+	_, roles, err := tokenizer.LoadDir(filepath.Join(dir, "tokenizer"))
+	if err != nil {
+		return fmt.Errorf("weights: synthetic spec %q: %w", spec.Name, err)
+	}
 	files := map[string][]byte{
-		AgentConfigFile:     spec.agentConfigJSON(),
-		EncoderConfigFile:   spec.encoderConfigJSON(added),
-		TokenizerFile:       tokJSON,
-		TokenizerConfigFile: tokConfig,
+		AgentConfigFile:   spec.agentConfigJSON(),
+		EncoderConfigFile: spec.encoderConfigJSON(roles.CLS, roles.SEP, roles.PAD),
 	}
 	if spec.MLXNames {
 		files[MLXConfigFile] = []byte(fmt.Sprintf("{\n  \"format\": \"laya-mlx\",\n  \"format_version\": 1,\n  \"dtype\": %q\n}\n", dtypeLongName(spec.dtype())))
@@ -420,15 +431,6 @@ func maxTokenID(tokJSON []byte, added []addedToken) int {
 	return maxID
 }
 
-func tokenID(added []addedToken, content string) (int, bool) {
-	for _, t := range added {
-		if t.Content == content {
-			return t.ID, true
-		}
-	}
-	return 0, false
-}
-
 // modernBertTokenizerConfig writes tokenizer_config.json in the shape of
 // ModernBERT's: role tokens as strings, added_tokens_decoder with the
 // flags of tokenizer.json (oracle README, real-en).
@@ -520,14 +522,7 @@ func (s SyntheticSpec) agentConfigJSON() []byte {
 
 // encoderConfigJSON writes a transformers-5 ModernBertConfig (rope_parameters
 // and layer_types, no *_rope_theta keys), like the oracle checkpoints.
-func (s SyntheticSpec) encoderConfigJSON(added []addedToken) []byte {
-	id := func(content string, fallback int) int {
-		if v, ok := tokenID(added, content); ok {
-			return v
-		}
-		return fallback
-	}
-	cls, sep, pad := id("[CLS]", 50281), id("[SEP]", 50282), id("[PAD]", 50283)
+func (s SyntheticSpec) encoderConfigJSON(cls, sep, pad int) []byte {
 	kinds := make([]string, s.NumLayers)
 	for i, k := range s.layerKinds() {
 		kinds[i] = strconv.Quote(k.String())

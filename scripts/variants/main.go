@@ -96,13 +96,9 @@ func variants() []variant {
 			"global_rope_theta": pyFloat(legacy.RopeThetaFull),
 			"local_rope_theta":  pyFloat(legacy.RopeThetaSliding),
 		}},
-		// WriteSynthetic names the ModernBERT role tokens; this tokenizer has
-		// <bos>/<eos>/<pad> instead (the ids of the oracle tiny-ml config).
-		{spec: bf16, configEdits: map[string]json.RawMessage{
-			"bos_token_id": json.RawMessage("2"), "cls_token_id": json.RawMessage("2"),
-			"eos_token_id": json.RawMessage("1"), "sep_token_id": json.RawMessage("1"),
-			"pad_token_id": json.RawMessage("0"),
-		}},
+		// WriteSynthetic reads the role ids (<bos> 2, <eos> 1, <pad> 0) from this
+		// tokenizer's own files.
+		{spec: bf16},
 		{spec: mlx},
 		{spec: oneLayer},
 	}
