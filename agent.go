@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/laya-metal/laya/heads"
 	"github.com/laya-metal/laya/internal/pyfmt"
@@ -62,16 +63,25 @@ func WithBackend(name string) Option {
 }
 
 // Agent answers questions with one loaded Laya checkpoint. It is safe for concurrent use
-// if its backend is.
+// if its backend is (the cpu and metal backends are); Close may be called while requests
+// run, and waits for them.
 type Agent struct {
-	dir     string
-	ckpt    *weights.Checkpoint
-	tok     *tokenizer.Tokenizer
-	builder sequenceBuilder
-	temps   heads.Temperatures
+	dir      string
+	ckpt     *weights.Checkpoint
+	warnings []string
+	tok      *tokenizer.Tokenizer
+	builder  sequenceBuilder
+	temps    heads.Temperatures
 	// langTemps are the checkpoint's per-language overrides, by LangKey.
 	langTemps map[string]heads.Temperatures
 	net       *network
+
+	// mu guards closed. inflight counts the calls using net (see acquire): Close
+	// waits for them, since releasing the backend, or unmapping weights a GPU
+	// backend reads in place, under a running forward pass is a use after free.
+	mu       sync.Mutex
+	closed   bool
+	inflight sync.WaitGroup
 }
 
 // Load opens a Laya checkpoint: rl_agent_config.json, model.safetensors, encoder/config.json
@@ -110,7 +120,7 @@ func Load(ctx context.Context, pathOrRepo string, opts ...Option) (*Agent, error
 		ckpt.Close()
 		return nil, err
 	}
-	a := &Agent{dir: dir, ckpt: ckpt, tok: tok, net: net}
+	a := &Agent{dir: dir, ckpt: ckpt, warnings: ckpt.Agent.Warnings, tok: tok, net: net}
 	a.builder = sequenceBuilder{
 		enc:        tok,
 		sp:         specialTokens{CLS: sp.CLS, SEP: sp.SEP, MASK: sp.MASK, MaskToken: sp.MaskToken},
@@ -165,22 +175,39 @@ func (a *Agent) Dir() string { return a.dir }
 
 // Warnings returns the load warnings upstream would print (temperatures it clamped).
 func (a *Agent) Warnings() []string {
-	if a.ckpt == nil {
-		return nil
-	}
-	return append([]string(nil), a.ckpt.Agent.Warnings...)
+	return append([]string(nil), a.warnings...)
 }
 
-// Close releases the backend's memory and the checkpoint's mapped weights.
+// acquire returns the network for one call and the function that ends the call;
+// ErrClosed once Close has begun.
+func (a *Agent) acquire() (*network, func(), error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed || a.net == nil {
+		return nil, nil, ErrClosed
+	}
+	a.inflight.Add(1)
+	return a.net, a.inflight.Done, nil
+}
+
+// Close releases the backend's memory and the checkpoint's mapped weights. Calls that
+// are running finish first (cancel their contexts to end them sooner); calls made
+// after Close return ErrClosed. Closing again does nothing.
 func (a *Agent) Close() error {
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return nil
+	}
+	a.closed = true
+	a.mu.Unlock()
+	a.inflight.Wait()
 	var errs []error
 	if a.net != nil {
 		errs = append(errs, a.net.be.Close())
-		a.net = nil
 	}
 	if a.ckpt != nil {
 		errs = append(errs, a.ckpt.Close())
-		a.ckpt = nil
 	}
 	return errors.Join(errs...)
 }
@@ -210,9 +237,11 @@ func (a *Agent) PredictWith(ctx context.Context, state State, questions Question
 	if len(questions) == 0 {
 		return &Result{}, nil
 	}
-	if a.net == nil {
-		return nil, ErrClosed
+	net, done, err := a.acquire()
+	if err != nil {
+		return nil, err
 	}
+	defer done()
 	qs, err := prepareQuestions(questions)
 	if err != nil {
 		return nil, err
@@ -225,7 +254,7 @@ func (a *Agent) PredictWith(ctx context.Context, state State, questions Question
 	for i, r := range rows {
 		fwd[i] = forwardRow{IDs: r.IDs, Markers: r.Markers, QType: int(r.QType)}
 	}
-	outs, err := a.net.forward(ctx, fwd)
+	outs, err := net.forward(ctx, fwd)
 	if err != nil {
 		return nil, err
 	}

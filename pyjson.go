@@ -83,11 +83,48 @@ func ArrayValue(items ...Value) Value {
 // ObjectValue returns a JSON object with the members in the given order. A repeated key
 // keeps its first position and takes the last value, as a Python dict built from pairs does.
 func ObjectValue(members ...Member) Value {
-	v := Value{kind: ObjectKind, members: make([]Member, 0, len(members))}
+	b := objectBuilder{members: make([]Member, 0, len(members))}
 	for _, m := range members {
-		v = v.with(m.Key, m.Value)
+		b.set(m.Key, m.Value)
 	}
-	return v
+	return Value{kind: ObjectKind, members: b.members}
+}
+
+// objectBuilder collects an object's members with Python dict semantics (a repeated
+// key keeps its first position and takes the last value) in linear time: a request
+// of a few MB may hold hundreds of thousands of keys, and a scan per key would make
+// parsing it quadratic.
+type objectBuilder struct {
+	members []Member
+	index   map[string]int // position of each key, once there are more than scanLimit
+}
+
+// scanLimit is the member count up to which set scans instead of hashing.
+const scanLimit = 16
+
+func (b *objectBuilder) set(key string, val Value) {
+	if b.index == nil {
+		for i := range b.members {
+			if b.members[i].Key == key {
+				b.members[i].Value = val
+				return
+			}
+		}
+		b.members = append(b.members, Member{Key: key, Value: val})
+		if len(b.members) > scanLimit {
+			b.index = make(map[string]int, 2*len(b.members))
+			for i, m := range b.members {
+				b.index[m.Key] = i
+			}
+		}
+		return
+	}
+	if i, ok := b.index[key]; ok {
+		b.members[i].Value = val
+		return
+	}
+	b.index[key] = len(b.members)
+	b.members = append(b.members, Member{Key: key, Value: val})
 }
 
 // with sets key in an object value, keeping the position of an existing key.
@@ -500,11 +537,11 @@ func (p *jsonParser) value(depth int) (Value, error) {
 
 func (p *jsonParser) object(depth int) (Value, error) {
 	p.pos++ // '{'
-	v := Value{kind: ObjectKind, members: []Member{}}
+	b := objectBuilder{members: []Member{}}
 	p.skipSpace()
 	if p.pos < len(p.data) && p.data[p.pos] == '}' {
 		p.pos++
-		return v, nil
+		return Value{kind: ObjectKind, members: b.members}, nil
 	}
 	for {
 		p.skipSpace()
@@ -525,7 +562,7 @@ func (p *jsonParser) object(depth int) (Value, error) {
 		if err != nil {
 			return Value{}, err
 		}
-		v = v.with(key, val)
+		b.set(key, val)
 		p.skipSpace()
 		if p.pos >= len(p.data) {
 			return Value{}, p.errorf("unterminated object")
@@ -535,7 +572,7 @@ func (p *jsonParser) object(depth int) (Value, error) {
 			p.pos++
 		case '}':
 			p.pos++
-			return v, nil
+			return Value{kind: ObjectKind, members: b.members}, nil
 		default:
 			return Value{}, p.errorf("expected ',' or '}' in an object")
 		}
@@ -706,7 +743,14 @@ func (p *jsonParser) hex4() (rune, error) {
 // json.Number-like Stringers are not inspected. []T and [N]T become arrays; map[string]T
 // becomes an object with its keys SORTED (Go maps have no order: build an ObjectValue, or
 // use ParseJSON, to keep a specific order); a Value is used as it is.
-func ValueOf(x any) (Value, error) {
+func ValueOf(x any) (Value, error) { return valueOf(x, 0) }
+
+// valueOf is ValueOf with the nesting depth so far: a self-referencing []any or map
+// would otherwise recurse until the stack overflows, which no recover catches.
+func valueOf(x any, depth int) (Value, error) {
+	if depth > maxJSONDepth {
+		return Value{}, fmt.Errorf("%w: nested deeper than %d levels (a cycle?)", ErrInvalidJSON, maxJSONDepth)
+	}
 	switch t := x.(type) {
 	case nil:
 		return Value{}, nil
@@ -753,7 +797,7 @@ func ValueOf(x any) (Value, error) {
 	case []any:
 		items := make([]Value, len(t))
 		for i, e := range t {
-			v, err := ValueOf(e)
+			v, err := valueOf(e, depth+1)
 			if err != nil {
 				return Value{}, fmt.Errorf("element %d: %w", i, err)
 			}
@@ -774,7 +818,7 @@ func ValueOf(x any) (Value, error) {
 		sort.Strings(keys)
 		members := make([]Member, len(keys))
 		for i, k := range keys {
-			v, err := ValueOf(t[k])
+			v, err := valueOf(t[k], depth+1)
 			if err != nil {
 				return Value{}, fmt.Errorf("key %q: %w", k, err)
 			}

@@ -338,6 +338,9 @@ type routerEntry struct {
 	err     error
 	refs    int  // requests using model
 	evicted bool // close model when refs drops to 0
+	// loaderGone: the load failed because the context of the request that ran
+	// it ended. Requests that were waiting for it load again with their own.
+	loaderGone bool
 }
 
 // NewRouter returns a router over DefaultModels with max 2 resident models.
@@ -463,6 +466,17 @@ func (r *Router) acquire(ctx context.Context, name string) (Predictor, func(), e
 	if err != nil {
 		return nil, nil, err
 	}
+	for {
+		model, release, retry, err := r.tryAcquire(ctx, key)
+		if !retry {
+			return model, release, err
+		}
+	}
+}
+
+// tryAcquire is one attempt of acquire; retry reports a shared load that failed
+// only because another request's context ended, which ctx may redo.
+func (r *Router) tryAcquire(ctx context.Context, key string) (_ Predictor, _ func(), retry bool, _ error) {
 	r.mu.Lock()
 	e, ok := r.entries[key]
 	if ok {
@@ -482,6 +496,13 @@ func (r *Router) acquire(ctx context.Context, name string) (Predictor, func(), e
 			e.err = fmt.Errorf("laya: loader returned no model for %s", key)
 		}
 		if e.err != nil {
+			// A loader that failed half way and returned a model anyway: nobody
+			// else will ever close it.
+			if c, ok := e.model.(io.Closer); ok {
+				c.Close()
+			}
+			e.model = nil
+			e.loaderGone = ctx.Err() != nil
 			e.err = fmt.Errorf("laya: load model %s (%s): %w", key, ref, e.err)
 			r.mu.Lock()
 			if r.entries[key] == e {
@@ -496,13 +517,13 @@ func (r *Router) acquire(ctx context.Context, name string) (Predictor, func(), e
 	case <-e.ready:
 	case <-ctx.Done():
 		r.release(e)
-		return nil, nil, ctx.Err()
+		return nil, nil, false, ctx.Err()
 	}
 	if e.err != nil {
 		r.release(e)
-		return nil, nil, e.err
+		return nil, nil, e.loaderGone && ctx.Err() == nil, e.err
 	}
-	return e.model, func() { r.release(e) }, nil
+	return e.model, func() { r.release(e) }, false, nil
 }
 
 func (r *Router) release(e *routerEntry) {

@@ -386,3 +386,68 @@ func TestRoutedResultJSON(t *testing.T) {
 		t.Errorf("routed result JSON =\n%s\nwant suffix\n%s", got, want)
 	}
 }
+
+// A request waiting for a model that another request is loading must not fail
+// because the loading request's context ended: it loads the model itself.
+func TestRouterSharedLoadCancelled(t *testing.T) {
+	var loads atomic.Int32
+	firstLoading := make(chan struct{})
+	loader := func(ctx context.Context, name, ref string) (Predictor, error) {
+		if loads.Add(1) == 1 {
+			close(firstLoading)
+			<-ctx.Done() // a slow download its caller gives up on
+			return nil, ctx.Err()
+		}
+		return &fakeModel{name: name}, nil
+	}
+	r := mustRouter(t, WithLoader(loader))
+	qs := Questions{{"q", NoulQuestion("Is it urgent?")}}
+	state := Text("please refund the order")
+
+	firstCtx, cancel := context.WithCancel(context.Background())
+	first := make(chan error, 1)
+	go func() {
+		_, err := r.Predict(firstCtx, state, qs, RouteOptions{Model: "english"})
+		first <- err
+	}()
+	<-firstLoading
+	second := make(chan error, 1)
+	go func() {
+		_, err := r.Predict(context.Background(), state, qs, RouteOptions{Model: "english"})
+		second <- err
+	}()
+	// Let the second request join the first one's load before it is cancelled.
+	for {
+		r.mu.Lock()
+		refs := r.entries["english"].refs
+		r.mu.Unlock()
+		if refs == 2 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-first; !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled request: %v, want context.Canceled", err)
+	}
+	if err := <-second; err != nil {
+		t.Errorf("waiting request failed with the other request's cancellation: %v", err)
+	}
+	if n := loads.Load(); n != 2 {
+		t.Errorf("%d loads, want 2 (the cancelled one and the waiter's own)", n)
+	}
+}
+
+// A loader that returns a model together with an error leaves nothing open.
+func TestRouterLoaderErrorClosesModel(t *testing.T) {
+	half := &fakeModel{}
+	r := mustRouter(t, WithLoader(func(ctx context.Context, name, ref string) (Predictor, error) {
+		return half, errors.New("tokenizer missing")
+	}))
+	if _, err := r.Load(context.Background(), "english"); err == nil {
+		t.Fatal("Load succeeded, want the loader's error")
+	}
+	if !half.closed.Load() {
+		t.Error("the model the failed loader returned was not closed")
+	}
+}

@@ -253,10 +253,12 @@ func AgentEmbedder(a *Agent, maxLength, batchSize int) Embedder {
 		batchSize = 32
 	}
 	return EmbedderFunc(func(ctx context.Context, texts []string) ([][]float32, error) {
-		if a.net == nil {
-			return nil, ErrClosed
+		net, done, err := a.acquire()
+		if err != nil {
+			return nil, err
 		}
-		limit := min(maxLength, a.net.maxLen)
+		defer done()
+		limit := min(maxLength, net.maxLen)
 		rows := make([][]int32, len(texts))
 		for i, text := range texts {
 			ids := a.tok.EncodeWithSpecial(text)
@@ -271,6 +273,6 @@ func AgentEmbedder(a *Agent, maxLength, batchSize int) Embedder {
 			}
 			rows[i] = row
 		}
-		return a.net.embed(ctx, rows, batchSize)
+		return net.embed(ctx, rows, batchSize)
 	})
 }
