@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/laya-metal/laya/heads"
@@ -140,7 +141,10 @@ func (r *Result) Choice(qid string) (ChoiceAnswer, error) {
 	if a.choice == nil {
 		return ChoiceAnswer{}, fmt.Errorf("%w: question %q is a %s question, not choice", ErrWrongKind, qid, a.typeName())
 	}
-	return *a.choice, nil
+	c := *a.choice
+	// A copy: editing the returned answer must not change the Result's JSON.
+	c.Probabilities = slices.Clone(c.Probabilities)
+	return c, nil
 }
 
 // Score returns the answer of score question qid.
@@ -152,7 +156,9 @@ func (r *Result) Score(qid string) (ScoreAnswer, error) {
 	if a.score == nil {
 		return ScoreAnswer{}, fmt.Errorf("%w: question %q is a %s question, not score", ErrWrongKind, qid, a.typeName())
 	}
-	return *a.score, nil
+	sc := *a.score
+	sc.Probabilities, sc.Legend = slices.Clone(sc.Probabilities), slices.Clone(sc.Legend)
+	return sc, nil
 }
 
 // Noul returns the answer of noul question qid.

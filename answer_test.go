@@ -140,3 +140,27 @@ func mustParse(t *testing.T, s string) Value {
 }
 
 func nan() float64 { var zero float64; return zero / zero }
+
+// TestAccessorsReturnCopies: editing an accessor's answer leaves the Result as it was.
+func TestAccessorsReturnCopies(t *testing.T) {
+	qs, err := prepareQuestions(Questions{
+		{"dept", ChoiceQuestion("Which?", "billing", "other")},
+		{"urgency", ScoreQuestion("How urgent?", "low", "high")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs := []rowOutput{{Logits: []float32{2, 0}, ActProbs: []float32{1, 0}}, {Logits: []float32{0, 1}, ActProbs: []float32{1, 0}}}
+	res, err := assembleResult(qs, []row{{IDs: make([]int, 5)}, {IDs: make([]int, 5)}}, outs, heads.Temperatures{ByType: [3]float64{1, 1, 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := res.String()
+	ch, _ := res.Choice("dept")
+	ch.Probabilities[0].Probability = -1
+	sc, _ := res.Score("urgency")
+	sc.Probabilities[0], sc.Legend[0] = -1, StringValue("edited")
+	if res.String() != before {
+		t.Errorf("editing accessor answers changed the result:\n%s\nwas\n%s", res, before)
+	}
+}
