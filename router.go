@@ -543,7 +543,10 @@ func (r *Router) release(e *routerEntry) {
 	}
 }
 
-// Load returns the model for name (or alias), building it on first use.
+// Load returns the model for name (or alias), building it on first use. It is meant
+// for warming up: the router does not hold the model for the caller, so a later load
+// of another model may evict and close it (an Agent then answers ErrClosed). Use
+// Router.Predict to answer requests.
 func (r *Router) Load(ctx context.Context, name string) (Predictor, error) {
 	m, release, err := r.acquire(ctx, name)
 	if err != nil {
