@@ -10,27 +10,54 @@ const (
 	ElemF16             // IEEE half, widened to float32 when read
 )
 
+// GatherOp is one row gather (kernels/gather.metal, gather_rows_f32 or
+// gather_rows_f16):
+//
+//	Out[i, :] = Table[Index[i], :]    Table [TableRows, Cols], Out [Rows, Cols]
+//
+// Index holds Rows uint32 values, each below TableRows (the kernel trusts
+// them: the host checks them); Out is float32.
+type GatherOp struct {
+	Elem              Elem
+	Table, Index, Out Buffer
+	// TableOffset is the byte offset of the table's first element in
+	// Table, for an embedding table bound inside a wrapped file mapping. It
+	// is bound with the buffer (Arg.Offset), so the kernel is the same; it
+	// must be a multiple of the element size, as Metal requires of a device
+	// pointer's offset.
+	TableOffset           int
+	Rows, Cols, TableRows int
+}
+
 // GatherRows encodes out[i, :] = table[index[i], :] for rows output rows of
-// cols values (kernels/gather.metal, gather_rows_f32 or gather_rows_f16):
-// index holds rows uint32 values, each below tableRows (the kernel trusts
-// them); out is float32.
+// cols values, the table starting at offset 0 of its buffer. See
+// EncodeGather for a table at an offset.
 func GatherRows(cb CommandBuffer, k *Kernels, elem Elem, table, index, out Buffer, rows, cols, tableRows int) error {
+	return EncodeGather(cb, k, GatherOp{Elem: elem, Table: table, Index: index, Out: out, Rows: rows, Cols: cols, TableRows: tableRows})
+}
+
+// EncodeGather encodes op as one dispatch.
+func EncodeGather(cb CommandBuffer, k *Kernels, op GatherOp) error {
 	name, size := "gather_rows_f32", 4
-	switch elem {
+	switch op.Elem {
 	case ElemF32:
 	case ElemF16:
 		name, size = "gather_rows_f16", 2
 	default:
-		return fmt.Errorf("%w: gather: unknown element type %d", ErrInvalidDispatch, elem)
+		return fmt.Errorf("%w: gather: unknown element type %d", ErrInvalidDispatch, op.Elem)
 	}
+	rows, cols, tableRows := op.Rows, op.Cols, op.TableRows
 	if rows <= 0 || cols <= 0 || tableRows <= 0 || rows*cols > 1<<31 || tableRows*cols > 1<<31 {
 		return fmt.Errorf("%w: %s: %d rows of %d from a table of %d", ErrInvalidDispatch, name, rows, cols, tableRows)
+	}
+	if op.TableOffset < 0 || op.TableOffset%size != 0 {
+		return fmt.Errorf("%w: %s: table offset %d is negative or not a multiple of the %d-byte element", ErrInvalidDispatch, name, op.TableOffset, size)
 	}
 	for _, c := range []struct {
 		what string
 		buf  Buffer
 		need int
-	}{{"table", table, size * tableRows * cols}, {"index", index, 4 * rows}, {"out", out, 4 * rows * cols}} {
+	}{{"table", op.Table, op.TableOffset + size*tableRows*cols}, {"index", op.Index, 4 * rows}, {"out", op.Out, 4 * rows * cols}} {
 		if err := checkLen(name, c.what, c.buf, c.need); err != nil {
 			return err
 		}
@@ -41,7 +68,8 @@ func GatherRows(cb CommandBuffer, k *Kernels, elem Elem, table, index, out Buffe
 	}
 	threads := min(32*ceilDiv(cols, 32), 256, p.MaxThreadsPerThreadgroup())
 	return cb.Dispatch(p, Size3{ceilDiv(cols, threads), rows, 1}, Size3{threads, 1, 1},
-		Arg{Index: 0, Buffer: table}, Arg{Index: 1, Buffer: index}, Arg{Index: 2, Buffer: out}, Arg{Index: 3, Bytes: u32s(cols)})
+		Arg{Index: 0, Buffer: op.Table, Offset: op.TableOffset}, Arg{Index: 1, Buffer: op.Index}, Arg{Index: 2, Buffer: op.Out},
+		Arg{Index: 3, Bytes: u32s(cols)})
 }
 
 // gatherRowsRef is GatherRows in float64 over a widened table.

@@ -6,12 +6,37 @@ import (
 	"math"
 )
 
+// LayerNormOp is one LayerNorm over rows (kernels/layernorm.metal,
+// layernorm_f32; one threadgroup per row):
+//
+//	Out[r, :] = (In[r, :] − mean)/sqrt(var + Eps)·Weight (+ Bias)
+//
+// with the biased variance. In and Out hold Rows×Cols float32 values and
+// may be the same buffer; Weight and Bias hold Cols float32 values; Bias
+// may be nil.
+type LayerNormOp struct {
+	In, Weight, Bias, Out Buffer
+	// WeightOffset and BiasOffset are byte offsets of the weight and bias
+	// in their buffers, for norm weights bound inside a wrapped file
+	// mapping. They are bound with the buffers (Arg.Offset); each must be a
+	// multiple of 4, as Metal requires of a float pointer's offset.
+	WeightOffset, BiasOffset int
+	Rows, Cols               int
+	Eps                      float32
+}
+
 // LayerNorm encodes out = (in − mean)/sqrt(var + eps)·weight (+ bias) over
-// each of rows rows of cols float32 values, with the biased variance
-// (kernels/layernorm.metal, layernorm_f32): one threadgroup per row. weight
-// and bias hold cols float32 values; bias may be nil. out may be in.
+// each of rows rows of cols float32 values, weight and bias at offset 0 of
+// their buffers; bias may be nil, out may be in. See EncodeLayerNorm for
+// offsets.
 func LayerNorm(cb CommandBuffer, k *Kernels, in, weight, bias, out Buffer, rows, cols int, eps float32) error {
-	return layerNormThreads(cb, k, in, weight, bias, out, rows, cols, eps, RowThreads(cols))
+	return EncodeLayerNorm(cb, k, LayerNormOp{In: in, Weight: weight, Bias: bias, Out: out, Rows: rows, Cols: cols, Eps: eps})
+}
+
+// EncodeLayerNorm encodes op as one dispatch of RowThreads(op.Cols)
+// threads per row.
+func EncodeLayerNorm(cb CommandBuffer, k *Kernels, op LayerNormOp) error {
+	return layerNormThreads(cb, k, op, RowThreads(op.Cols))
 }
 
 // RowThreads is the threadgroup size of the row kernels (LayerNorm):
@@ -19,29 +44,35 @@ func LayerNorm(cb CommandBuffer, k *Kernels, in, weight, bias, out Buffer, rows,
 // row, at most 1024 (the rule of SoftmaxThreads).
 func RowThreads(cols int) int { return SoftmaxThreads(cols) }
 
-func layerNormThreads(cb CommandBuffer, k *Kernels, in, weight, bias, out Buffer, rows, cols int, eps float32, threads int) error {
+func layerNormThreads(cb CommandBuffer, k *Kernels, op LayerNormOp, threads int) error {
 	const name = "layernorm_f32"
+	rows, cols, eps := op.Rows, op.Cols, op.Eps
 	if rows <= 0 || cols <= 0 || rows*cols > 1<<31 || !(eps >= 0) || math.IsInf(float64(eps), 0) {
 		return fmt.Errorf("%w: %s: %d×%d, eps %v", ErrInvalidDispatch, name, rows, cols, eps)
+	}
+	if op.WeightOffset < 0 || op.WeightOffset%4 != 0 || op.BiasOffset < 0 || op.BiasOffset%4 != 0 {
+		return fmt.Errorf("%w: %s: weight offset %d or bias offset %d is negative or not a multiple of 4", ErrInvalidDispatch, name, op.WeightOffset, op.BiasOffset)
 	}
 	for _, c := range []struct {
 		what string
 		buf  Buffer
 		need int
-	}{{"in", in, 4 * rows * cols}, {"out", out, 4 * rows * cols}, {"weight", weight, 4 * cols}} {
+	}{{"in", op.In, 4 * rows * cols}, {"out", op.Out, 4 * rows * cols}, {"weight", op.Weight, op.WeightOffset + 4*cols}} {
 		if err := checkLen(name, c.what, c.buf, c.need); err != nil {
 			return err
 		}
 	}
-	args := []Arg{{Index: 0, Buffer: in}, {Index: 1, Buffer: weight}, {Index: 3, Buffer: out}, {Index: 4, Bytes: paramBytes(cols, eps)}}
-	if bias != nil {
-		if err := checkLen(name, "bias", bias, 4*cols); err != nil {
+	args := []Arg{{Index: 0, Buffer: op.In}, {Index: 1, Buffer: op.Weight, Offset: op.WeightOffset}, {Index: 3, Buffer: op.Out},
+		{Index: 4, Bytes: paramBytes(cols, eps)}}
+	hasBias := op.Bias != nil
+	if hasBias {
+		if err := checkLen(name, "bias", op.Bias, op.BiasOffset+4*cols); err != nil {
 			return err
 		}
-		args = append(args, Arg{Index: 2, Buffer: bias})
+		args = append(args, Arg{Index: 2, Buffer: op.Bias, Offset: op.BiasOffset})
 	}
 	// layernorm_has_bias is function_constant(0).
-	p, err := k.pipeline(name, Constant{Index: 0, Value: bias != nil})
+	p, err := k.pipeline(name, Constant{Index: 0, Value: hasBias})
 	if err != nil {
 		return err
 	}

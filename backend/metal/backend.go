@@ -79,8 +79,9 @@ func (b *Backend) Device() metal.Device { return b.dev }
 // hold halves (elem ElemF16) and get a float32 twin the first time an
 // operation other than Linear's weight or Gather's table reads them. A
 // weight read in place from a checkpoint mapping starts off bytes into a
-// buffer that wraps the mapping; only the GEMM binds such an offset, other
-// kernels get a copy at offset 0 (see dense).
+// buffer that wraps the mapping; the GEMM (weight, bias), the gather
+// (table) and LayerNorm (weight, bias) bind such an offset, other kernels
+// get a copy at offset 0 (see dense).
 type tensor struct {
 	rows, cols int
 	buf        metal.Buffer
@@ -132,12 +133,14 @@ func (b *Backend) Upload(name string, dtype backend.DType, rows, cols int, raw [
 	return t, nil
 }
 
-// UploadMapped implements backend.MappedUploader. float32 matrices and fp16
-// matrices (the GEMM weights and embedding tables, nearly all of a
-// checkpoint's bytes) are bound in place, inside a buffer that wraps the
-// mapping; vectors (norm weights and biases: small, and read by kernels
-// that take no offset) and bf16 are copied as by Upload. The mapping must
-// outlive the backend.
+// UploadMapped implements backend.MappedUploader. float32 tensors of any
+// shape and fp16 matrices (the GEMM weights and embedding tables, nearly
+// all of a checkpoint's bytes, and the float32 norm weights and biases)
+// are bound in place, inside a buffer that wraps the mapping: the GEMM,
+// the gather and LayerNorm bind them at their offset. fp16 vectors (norm
+// weights and biases, which the kernels read as float) widen to a float32
+// copy, and bf16 is copied, as by Upload. The mapping must outlive the
+// backend.
 func (b *Backend) UploadMapped(name string, dtype backend.DType, rows, cols int, mapping []byte, offset int) (backend.Tensor, error) {
 	size := rows * cols * dtype.Size()
 	if err := backend.CheckUpload(name, dtype, rows, cols, size); err != nil {
@@ -147,7 +150,8 @@ func (b *Backend) UploadMapped(name string, dtype backend.DType, rows, cols int,
 		return nil, fmt.Errorf("metalbackend: upload %s: %w: bytes [%d, %d) outside a mapping of %d", name, backend.ErrShape, offset, offset+size, len(mapping))
 	}
 	raw := mapping[offset : offset+size]
-	inPlace := rows > 1 && (dtype == backend.F32 || dtype == backend.F16) && offset%dtype.Size() == 0
+	// Metal wants a bound offset aligned to the element the kernel reads.
+	inPlace := (dtype == backend.F32 || dtype == backend.F16 && rows > 1) && offset%dtype.Size() == 0
 	if !inPlace {
 		return b.Upload(name, dtype, rows, cols, raw)
 	}
@@ -257,7 +261,7 @@ func (t *tensor) bytes() []byte {
 
 // dense returns a buffer holding t's elements from offset 0: its own, or
 // for a weight inside a wrapped mapping a copy made once, for the kernels
-// that bind no offset (the gather's table, the row kernels' operands).
+// that bind no offset (an operand of Add, say: weights seldom are).
 func (t *tensor) dense() (metal.Buffer, error) {
 	if t.off == 0 {
 		return t.buf, nil

@@ -13,14 +13,14 @@
 // Weights of an mmap'd checkpoint are read in place (UploadMapped, used by
 // backend.Loader): the page-aligned file mapping is wrapped once in a
 // no-copy buffer, or in a few if it exceeds the device's buffer limit, and
-// float32 and fp16 matrices are bound at their file offsets. Only the GEMM
-// binds an offset, so a mapped matrix that another kernel reads (the
-// embedding table, by the gather) gets a copy on first use. The mapping
-// must stay open until the backend is closed (laya.Agent.Close closes the
-// network before the checkpoint). Vectors, bf16 and weights given to Upload
-// are copied: float32 as is, fp16 matrices as halves (the GEMM and the
-// embedding gather widen them as they read), bf16 and fp16 vectors widened
-// to float32 once.
+// float32 tensors and fp16 matrices are bound at their file offsets. The
+// GEMM (weight, bias), the gather (embedding table) and LayerNorm (weight,
+// bias) bind such an offset; another kernel that reads a mapped weight
+// gets a copy on first use. The mapping must stay open until the backend
+// is closed (laya.Agent.Close closes the network before the checkpoint).
+// fp16 vectors, bf16 and weights given to Upload are copied: float32 as
+// is, fp16 matrices as halves (the GEMM and the embedding gather widen
+// them as they read), bf16 and fp16 vectors widened to float32 once.
 //
 // Linear is one GEMM whose store adds the bias and applies GELU or ReLU;
 // a GeGLU of a Linear's output joins that GEMM too (metal.GemmOp.Gated).

@@ -22,9 +22,9 @@ import (
 )
 
 // Weights of an mmap'd checkpoint are read in place: backend.Loader hands
-// the mapping to UploadMapped, which wraps it once; every float32 or fp16
-// matrix then lives at its file offset inside that one buffer, and only
-// vectors are copied.
+// the mapping to UploadMapped, which wraps it once; every float32 tensor
+// and fp16 matrix then lives at its file offset inside that one buffer,
+// and only fp16 vectors (widened) and bf16 are copied.
 func TestLoaderWrapsMappingInPlace(t *testing.T) {
 	for _, name := range []string{"tiny-en", "tiny-ml"} {
 		t.Run(name, func(t *testing.T) {
@@ -60,7 +60,9 @@ func TestLoaderWrapsMappingInPlace(t *testing.T) {
 				mt := got.(*tensor)
 				host := mt.buf.Bytes()
 				aliases := mt.off < len(host) && unsafe.Pointer(&host[mt.off]) == unsafe.Pointer(&src.Raw[0])
-				wantInPlace := len(spec.Shape) == 2 && spec.Shape[0] > 1 && src.DType != weights.BF16
+				matrix := len(spec.Shape) == 2 && spec.Shape[0] > 1
+				wantInPlace := int(src.Offset)%src.DType.Size() == 0 &&
+					(src.DType == weights.F32 || src.DType == weights.F16 && matrix)
 				if aliases != wantInPlace {
 					t.Errorf("%s (%s %v): aliases the mapping = %v, want %v", spec.Name, src.DType, spec.Shape, aliases, wantInPlace)
 				}
@@ -207,8 +209,8 @@ func TestUploadMappedSplitsLargeMapping(t *testing.T) {
 	}
 }
 
-// Offsets a kernel cannot bind (not a multiple of the element size) and
-// vectors take the copying path, with the same values.
+// Offsets a kernel cannot bind (not a multiple of the element size) take
+// the copying path, with the same values.
 func TestUploadMappedCopies(t *testing.T) {
 	st := writeWeights(t, []weights.TensorHeader{{Name: "w", DType: weights.F32, Shape: []int{8, 8}}})
 	mapping := st.Mapping()
@@ -221,7 +223,7 @@ func TestUploadMappedCopies(t *testing.T) {
 		offset     int
 	}{
 		{"misaligned matrix", 4, 8, int(src.Offset) + 2},
-		{"vector", 1, 16, int(src.Offset)},
+		{"misaligned vector", 1, 16, int(src.Offset) + 2},
 	}
 	for _, c := range cases {
 		got, err := mb.UploadMapped(c.name, weights.F32, c.rows, c.cols, mapping, c.offset)
@@ -236,6 +238,107 @@ func TestUploadMappedCopies(t *testing.T) {
 	}
 	if _, err := mb.UploadMapped("past the end", weights.F32, 8, 8, mapping, len(mapping)-8); !errors.Is(err, backend.ErrShape) {
 		t.Errorf("tensor past the mapping: err = %v, want ErrShape", err)
+	}
+}
+
+// The embedding tables (float32 and fp16) and float32 LayerNorm weights
+// and biases are bound in place by the gather and LayerNorm: the backend's
+// tensor aliases the file mapping and stays without a copy after use, and
+// the results equal the CPU backend's on a copy of the same bytes. fp16
+// norm weights widen to float32 copies.
+func TestGatherAndLayerNormReadMappingInPlace(t *testing.T) {
+	const cols = 40
+	headers := []weights.TensorHeader{
+		{Name: "tok32", DType: weights.F32, Shape: []int{37, cols}},
+		{Name: "tok16", DType: weights.F16, Shape: []int{53, cols}},
+		{Name: "norm32", DType: weights.F32, Shape: []int{cols}},
+		{Name: "bias32", DType: weights.F32, Shape: []int{cols}},
+		{Name: "norm16", DType: weights.F16, Shape: []int{cols}},
+		{Name: "bias16", DType: weights.F16, Shape: []int{cols}},
+	}
+	st := writeWeights(t, headers)
+	mapping := st.Mapping()
+	mb := New("metal-emu", emulator(t).Device())
+	defer mb.Close()
+	ref := cpu.New()
+	defer ref.Close()
+	mapped, copied := map[string]*tensor{}, map[string]backend.Tensor{}
+	for _, h := range headers {
+		src, _ := st.Tensor(h.Name)
+		rows := 1
+		if len(h.Shape) == 2 {
+			rows = h.Shape[0]
+		}
+		if int(src.Offset)%h.DType.Size() != 0 {
+			t.Fatalf("%s at offset %d: the writer did not align it", h.Name, src.Offset)
+		}
+		got, err := mb.UploadMapped(h.Name, h.DType, rows, cols, mapping, int(src.Offset))
+		if err != nil {
+			t.Fatalf("%s: %v", h.Name, err)
+		}
+		mt := got.(*tensor)
+		host := mt.buf.Bytes()
+		aliases := mt.off < len(host) && unsafe.Pointer(&host[mt.off]) == unsafe.Pointer(&mapping[src.Offset])
+		if want := h.DType == weights.F32 || rows > 1; aliases != want {
+			t.Errorf("%s (%s, %d×%d): aliases the mapping = %v, want %v", h.Name, h.DType, rows, cols, aliases, want)
+		}
+		if !aliases && (mt.elem != metal.ElemF32 || !bytes.Equal(host[:4*cols], weights.EncodeFloat32(nil, src.Float32(), weights.F32))) {
+			t.Errorf("%s: the copy is not the file's values widened to float32", h.Name)
+		}
+		mapped[h.Name] = mt
+		if copied[h.Name], err = ref.Upload(h.Name, h.DType, rows, cols, src.Raw); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if mapped["tok32"].off == 0 && mapped["tok16"].off == 0 {
+		t.Fatal("both tables start their wrapped buffer: the test would not see an offset dropped")
+	}
+
+	const rows = 6
+	x := random(rows*cols, 5, -2, 2)
+	index := []int32{36, 0, 17, 17, 5, 1}
+	index16 := []int32{52, 3, 0, 40, 40, 9}
+	type result struct {
+		name string
+		out  []float32
+		tol  float64 // relative; 0: bit for bit
+	}
+	runOps := func(be backend.Backend, w func(string) backend.Tensor) []result {
+		s := be.NewStream()
+		defer s.Close()
+		in := s.FromHost(rows, cols, x)
+		outs := []result{{name: "gather f32"}, {name: "gather f16"},
+			{name: "layerNorm f32", tol: 1e-6}, {name: "layerNorm f32 no bias", tol: 1e-6}, {name: "layerNorm f16", tol: 1e-6}}
+		dsts := make([]backend.Tensor, len(outs))
+		for i := range dsts {
+			dsts[i] = s.New(rows, cols)
+		}
+		s.Gather(dsts[0], w("tok32"), index)
+		s.Gather(dsts[1], w("tok16"), index16)
+		s.LayerNorm(dsts[2], in, w("norm32"), w("bias32"), 1e-5)
+		s.LayerNorm(dsts[3], in, w("norm32"), nil, 1e-5)
+		s.LayerNorm(dsts[4], in, w("norm16"), w("bias16"), 1e-5)
+		for i := range outs {
+			outs[i].out = make([]float32, rows*cols)
+			if err := s.Read(context.Background(), dsts[i], outs[i].out); err != nil {
+				t.Fatalf("%s on %s: %v", outs[i].name, be.Name(), err)
+			}
+		}
+		return outs
+	}
+	want := runOps(ref, func(name string) backend.Tensor { return copied[name] })
+	got := runOps(mb, func(name string) backend.Tensor { return mapped[name] })
+	for i, w := range want {
+		for j, v := range w.out {
+			if d := math.Abs(float64(got[i].out[j]-v)) / (1 + math.Abs(float64(v))); d > w.tol {
+				t.Fatalf("%s: element %d: metal %v, cpu %v", w.name, j, got[i].out[j], v)
+			}
+		}
+	}
+	for name, mt := range mapped {
+		if mt.denseBuf != nil || (mt.elem == metal.ElemF32 && mt.wide != nil) {
+			t.Errorf("%s: copied on use", name)
+		}
 	}
 }
 

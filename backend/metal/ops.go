@@ -1,8 +1,6 @@
 package metalbackend
 
 import (
-	"fmt"
-
 	"github.com/laya-metal/laya/backend"
 	"github.com/laya-metal/laya/metal"
 )
@@ -11,38 +9,38 @@ import (
 // (backend.CheckLinear, …), which package backend/cpu also runs, then the
 // limits of the Metal kernels, then encode one or two dispatches.
 
-// Gather implements backend.Stream.
+// Gather implements backend.Stream. The table is bound where it lies: a
+// float32 or fp16 table read in place from a checkpoint mapping (the
+// embedding table, most often the largest tensor) is not copied.
 func (s *Stream) Gather(dst, table backend.Tensor, index []int32) {
 	if !s.ok("gather", dst, table) || !s.check(backend.CheckGather(dst, table, index)) {
 		return
 	}
-	d := table.Cols()
 	rows := make([]int, len(index))
 	for i, r := range index {
 		rows[i] = int(r)
 	}
 	tt := table.(*tensor)
-	src, err := tt.dense()
-	if err != nil {
-		s.fail(fmt.Errorf("metalbackend: gather: copying a mapped table: %w", err))
-		return
-	}
-	elem := tt.elem
-	out, idx := s.dst("gather", dst), s.u32Buffer("gather", rows)
-	s.encode("gather", []metal.Buffer{src, idx}, []metal.Buffer{out}, func(cb metal.CommandBuffer) error {
-		return metal.GatherRows(cb, s.be.kern, elem, src, idx, out, len(rows), d, table.Rows())
+	op := metal.GatherOp{Elem: tt.elem, Table: tt.buf, TableOffset: tt.off, Rows: len(rows), Cols: table.Cols(), TableRows: table.Rows()}
+	op.Out, op.Index = s.dst("gather", dst), s.u32Buffer("gather", rows)
+	s.encode("gather", []metal.Buffer{op.Table, op.Index}, []metal.Buffer{op.Out}, func(cb metal.CommandBuffer) error {
+		return metal.EncodeGather(cb, s.be.kern, op)
 	})
 }
 
-// LayerNorm implements backend.Stream.
+// LayerNorm implements backend.Stream. float32 weight and bias are bound
+// where they lie (in place in a checkpoint mapping); fp16 ones are read
+// from their float32 twin, as the kernel reads floats.
 func (s *Stream) LayerNorm(dst, x, weight, bias backend.Tensor, eps float32) {
 	if !s.ok("layerNorm", dst, x, weight, bias) || !s.check(backend.CheckLayerNorm(dst, x, weight, bias, eps)) {
 		return
 	}
-	m, d := x.Rows(), x.Cols()
-	in, w, b, out := s.f32("layerNorm", x), s.f32("layerNorm", weight), s.f32("layerNorm", bias), s.dst("layerNorm", dst)
-	s.encode("layerNorm", []metal.Buffer{in, w, b}, []metal.Buffer{out}, func(cb metal.CommandBuffer) error {
-		return metal.LayerNorm(cb, s.be.kern, in, w, b, out, m, d, eps)
+	op := metal.LayerNormOp{Rows: x.Rows(), Cols: x.Cols(), Eps: eps}
+	op.In, op.Out = s.f32("layerNorm", x), s.dst("layerNorm", dst)
+	op.Weight, op.WeightOffset = s.f32At("layerNorm", weight)
+	op.Bias, op.BiasOffset = s.f32At("layerNorm", bias)
+	s.encode("layerNorm", []metal.Buffer{op.In, op.Weight, op.Bias}, []metal.Buffer{op.Out}, func(cb metal.CommandBuffer) error {
+		return metal.EncodeLayerNorm(cb, s.be.kern, op)
 	})
 }
 
@@ -59,14 +57,7 @@ func (s *Stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activat
 		op.Input = metal.GemmF32F16W
 	}
 	op.X, op.Y = s.f32("linear", x), s.dst("linear", dst)
-	if bias != nil {
-		bt := bias.(*tensor)
-		if bt.elem == metal.ElemF32 {
-			op.Bias, op.BiasOffset = bt.buf, bt.off
-		} else {
-			op.Bias = s.f32("linear", bias)
-		}
-	}
+	op.Bias, op.BiasOffset = s.f32At("linear", bias)
 	if s.err != nil {
 		return
 	}

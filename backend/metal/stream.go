@@ -115,6 +115,20 @@ func (s *Stream) f32(op string, t backend.Tensor) metal.Buffer {
 	return buf
 }
 
+// f32At is t's float32 values for a kernel that binds an offset: t's own
+// buffer and offset when it holds float32 (a weight in place in a
+// checkpoint mapping among them), else the float32 twin of an fp16 weight
+// at offset 0. A nil t gives a nil buffer.
+func (s *Stream) f32At(op string, t backend.Tensor) (metal.Buffer, int) {
+	if t == nil || s.err != nil {
+		return nil, 0
+	}
+	if mt := t.(*tensor); mt.elem == metal.ElemF32 {
+		return mt.buf, mt.off
+	}
+	return s.f32(op, t), 0
+}
+
 // dst is t's buffer as an operation's output: a float32 stream tensor.
 func (s *Stream) dst(op string, t backend.Tensor) metal.Buffer {
 	mt := t.(*tensor)
