@@ -3,8 +3,6 @@
 package metal
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"testing"
 )
@@ -87,15 +85,7 @@ func TestEncodeGatherRejects(t *testing.T) {
 	for _, c := range cases {
 		op := base
 		c.edit(&op)
-		cb, err := d.NewCommandBuffer()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := EncodeGather(cb, k, op); !errors.Is(err, ErrInvalidDispatch) {
-			t.Errorf("%s: err = %v, want ErrInvalidDispatch", c.name, err)
-		}
-		cb.Commit()
-		cb.Wait(context.Background())
+		wantInvalidDispatch(t, d, c.name, func(cb CommandBuffer) error { return EncodeGather(cb, k, op) })
 	}
 	// The largest offset that still fits is accepted.
 	op := base

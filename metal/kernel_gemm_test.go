@@ -3,9 +3,7 @@
 package metal
 
 import (
-	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 	"testing"
@@ -205,14 +203,6 @@ func TestEncodeGemmRejects(t *testing.T) {
 	for _, c := range cases {
 		op := base
 		c.edit(&op)
-		cb, err := d.NewCommandBuffer()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := EncodeGemm(cb, kern, op); !errors.Is(err, ErrInvalidDispatch) {
-			t.Errorf("%s: err = %v, want ErrInvalidDispatch", c.name, err)
-		}
-		cb.Commit()
-		cb.Wait(context.Background())
+		wantInvalidDispatch(t, d, c.name, func(cb CommandBuffer) error { return EncodeGemm(cb, kern, op) })
 	}
 }

@@ -3,8 +3,6 @@
 package metal
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"testing"
 )
@@ -103,15 +101,7 @@ func TestEncodeLayerNormRejects(t *testing.T) {
 	for _, c := range cases {
 		op := base
 		c.edit(&op)
-		cb, err := d.NewCommandBuffer()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := EncodeLayerNorm(cb, k, op); !errors.Is(err, ErrInvalidDispatch) {
-			t.Errorf("%s: err = %v, want ErrInvalidDispatch", c.name, err)
-		}
-		cb.Commit()
-		cb.Wait(context.Background())
+		wantInvalidDispatch(t, d, c.name, func(cb CommandBuffer) error { return EncodeLayerNorm(cb, k, op) })
 	}
 }
 
