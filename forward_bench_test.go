@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/laya-metal/laya/internal/oracletest"
 	"github.com/laya-metal/laya/weights"
 )
 
@@ -16,17 +17,17 @@ import (
 func BenchmarkForward(b *testing.B) {
 	b.Run("tiny-en/lang_en", func(b *testing.B) {
 		var rows []forwardRow
-		for _, c := range loadCases(b, "tiny-en") {
+		for _, c := range oracletest.Cases(b, "tiny-en") {
 			if c.Name == "lang_en" {
 				for _, r := range c.Rows {
-					rows = append(rows, r.forwardRow())
+					rows = append(rows, forwardRowOf(r))
 				}
 			}
 		}
 		if len(rows) == 0 {
 			b.Fatal("case lang_en not found")
 		}
-		benchForward(b, loadNetwork(b, oracleCheckpoint("tiny-en"), 16), rows)
+		benchForward(b, loadNetwork(b, oracletest.Checkpoint("tiny-en"), 16), rows)
 	})
 	for _, questions := range []int{1, 4} {
 		b.Run(fmt.Sprintf("english-full/%dq-93tok", questions), func(b *testing.B) {

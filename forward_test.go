@@ -2,64 +2,20 @@ package laya
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/laya-metal/laya/backend"
+	"github.com/laya-metal/laya/internal/oracletest"
 	"github.com/laya-metal/laya/weights"
 )
 
-const oracleDir = "testdata/oracle"
-
-// goldenRow is the part of a cases.json row the forward pass is held to.
-type goldenRow struct {
-	QID       string    `json:"qid"`
-	InputIDs  []int     `json:"input_ids"`
-	Markers   []int     `json:"markers"`
-	QType     int       `json:"qtype"`
-	Logits    []float64 `json:"logits"`
-	ActLogits []float64 `json:"act_logits"`
-	ActProbs  []float64 `json:"act_probs"`
-}
-
-type goldenCase struct {
-	Name string      `json:"name"`
-	Rows []goldenRow `json:"rows"`
-}
-
-func readJSON(t testing.TB, path string, v any) {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(data, v); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-}
-
-func loadCases(t testing.TB, golden string) []goldenCase {
-	var file struct {
-		Cases []goldenCase `json:"cases"`
-	}
-	readJSON(t, filepath.Join(oracleDir, "goldens", golden, "cases.json"), &file)
-	if len(file.Cases) == 0 {
-		t.Fatalf("%s: no cases", golden)
-	}
-	return file.Cases
-}
-
-func (r goldenRow) forwardRow() forwardRow {
+// forwardRowOf is a golden row as the network takes it.
+func forwardRowOf(r oracletest.Row) forwardRow {
 	return forwardRow{IDs: r.InputIDs, Markers: r.Markers, QType: r.QType}
 }
-
-// oracleCheckpoint is the directory of an oracle checkpoint.
-func oracleCheckpoint(name string) string { return filepath.Join(oracleDir, "checkpoints", name) }
 
 func loadNetwork(t testing.TB, dir string, batchSize int) *network {
 	t.Helper()
@@ -85,19 +41,13 @@ var oracleModels = []struct{ checkpoint, golden string }{
 	{"real-en", "real-en"},
 }
 
-// Tolerances of the brief, from laya-spec §3.6 and oracle README fact 5.
-const (
-	logitTol   = 1e-4
-	actProbTol = 1e-5
-)
-
 // TestForwardGoldens runs every row of every oracle case and compares the raw
 // logits and act probabilities with upstream's, with each case's rows as one
 // padded batch and in batches of 1 and 3: the answer must not depend on
 // batching.
 func TestForwardGoldens(t *testing.T) {
 	for _, m := range oracleModels {
-		cases := loadCases(t, m.golden)
+		cases := oracletest.Cases(t, m.golden)
 		// 64 is more rows than any case has: each case is one padded batch.
 		for _, batchSize := range []int{64, 1, 3} {
 			if testing.Short() && batchSize != 64 {
@@ -105,7 +55,7 @@ func TestForwardGoldens(t *testing.T) {
 			}
 			name := fmt.Sprintf("%s/batch=%d", m.checkpoint, batchSize)
 			t.Run(name, func(t *testing.T) {
-				n := loadNetwork(t, oracleCheckpoint(m.checkpoint), batchSize)
+				n := loadNetwork(t, oracletest.Checkpoint(m.checkpoint), batchSize)
 				var worstLogit, worstAct float64
 				rowsChecked := 0
 				for _, c := range cases {
@@ -114,7 +64,7 @@ func TestForwardGoldens(t *testing.T) {
 					}
 					rows := make([]forwardRow, len(c.Rows))
 					for i, r := range c.Rows {
-						rows[i] = r.forwardRow()
+						rows[i] = forwardRowOf(r)
 					}
 					got, err := n.forward(context.Background(), rows)
 					if err != nil {
@@ -125,8 +75,8 @@ func TestForwardGoldens(t *testing.T) {
 					}
 					for i, want := range c.Rows {
 						where := fmt.Sprintf("case %s %s", c.Name, want.QID)
-						worstLogit = max(worstLogit, compare(t, where+" logits", got[i].Logits, want.Logits, logitTol))
-						worstAct = max(worstAct, compare(t, where+" act_probs", got[i].ActProbs, want.ActProbs, actProbTol))
+						worstLogit = max(worstLogit, oracletest.Compare(t, where+" logits", got[i].Logits, want.Logits, oracletest.LogitTol))
+						worstAct = max(worstAct, oracletest.Compare(t, where+" act_probs", got[i].ActProbs, want.ActProbs, oracletest.ActProbTol))
 						if len(got[i].ActLogits) != len(want.ActLogits) {
 							t.Errorf("%s: %d act logits, want %d", where, len(got[i].ActLogits), len(want.ActLogits))
 						}
@@ -139,48 +89,12 @@ func TestForwardGoldens(t *testing.T) {
 	}
 }
 
-// compare reports entries of got farther than tol from want and returns the
-// largest distance.
-func compare(t testing.TB, what string, got []float32, want []float64, tol float64) float64 {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Errorf("%s: %d values, want %d", what, len(got), len(want))
-		return math.Inf(1)
-	}
-	worst := 0.0
-	for i := range want {
-		d := math.Abs(float64(got[i]) - want[i])
-		if !(d <= tol) {
-			t.Errorf("%s[%d] = %v, want %v (|Δ| %.3g > %.1g)", what, i, got[i], want[i], d, tol)
-		}
-		worst = max(worst, d)
-	}
-	return worst
-}
-
-// debugHidden is goldens/<name>/debug_hidden.json: upstream's intermediate
-// states for one unpadded row.
-type debugHidden struct {
-	InputIDs        []int         `json:"input_ids"`
-	Markers         []int         `json:"markers"`
-	QType           int           `json:"qtype"`
-	Embeddings      [][]float64   `json:"embeddings"`
-	EncoderLayers   [][][]float64 `json:"encoder_layers"`
-	LastHiddenState [][]float64   `json:"last_hidden_state"`
-	HeadInput       [][]float64   `json:"head_input"`
-	HeadLayers      [][][]float64 `json:"head_layers"`
-	MarkerHidden    [][]float64   `json:"marker_hidden"`
-	Logits          []float64     `json:"logits"`
-	ActLogits       []float64     `json:"act_logits"`
-}
-
 // TestForwardDebugHidden compares every intermediate state with upstream's,
 // stage by stage, so a divergence names its first layer.
 func TestForwardDebugHidden(t *testing.T) {
 	for _, m := range oracleModels {
 		t.Run(m.checkpoint, func(t *testing.T) {
-			var dbg debugHidden
-			readJSON(t, filepath.Join(oracleDir, "goldens", m.golden, "debug_hidden.json"), &dbg)
+			dbg := oracletest.Debug(t, m.golden)
 			want := map[string][][]float64{
 				"embeddings":   dbg.Embeddings,
 				"final 0":      dbg.LastHiddenState,
@@ -193,7 +107,7 @@ func TestForwardDebugHidden(t *testing.T) {
 			for j, l := range dbg.HeadLayers {
 				want[fmt.Sprintf("head layer %d", j)] = l
 			}
-			n := loadNetwork(t, oracleCheckpoint(m.checkpoint), 1)
+			n := loadNetwork(t, oracletest.Checkpoint(m.checkpoint), 1)
 			seen := map[string]bool{}
 			obs := func(s backend.Stream, stage string, index int, tensor backend.Tensor) {
 				key := fmt.Sprintf("%s %d", stage, index)
@@ -245,11 +159,11 @@ func TestForwardDebugHidden(t *testing.T) {
 					t.Errorf("stage %s never observed", key)
 				}
 			}
-			compare(t, "logits", out[0].Logits, dbg.Logits, logitTol)
+			oracletest.Compare(t, "logits", out[0].Logits, dbg.Logits, oracletest.LogitTol)
 			// Act logits are compared loosely: their size makes absolute
 			// errors grow (laya-spec §3.6); act_probs are held in
 			// TestForwardGoldens.
-			compare(t, "act_logits", out[0].ActLogits, dbg.ActLogits, 1e-3)
+			oracletest.Compare(t, "act_logits", out[0].ActLogits, dbg.ActLogits, 1e-3)
 		})
 	}
 }
@@ -257,18 +171,18 @@ func TestForwardDebugHidden(t *testing.T) {
 // TestForwardNameSchemes checks that the upstream-named and the laya-mlx-named
 // copies of one checkpoint give bit-identical outputs.
 func TestForwardNameSchemes(t *testing.T) {
-	cases := loadCases(t, "tiny-ml")
+	cases := oracletest.Cases(t, "tiny-ml")
 	var rows []forwardRow
 	for _, c := range cases {
 		for _, r := range c.Rows {
-			rows = append(rows, r.forwardRow())
+			rows = append(rows, forwardRowOf(r))
 		}
 	}
-	upstream, err := loadNetwork(t, oracleCheckpoint("tiny-ml"), 16).forward(context.Background(), rows)
+	upstream, err := loadNetwork(t, oracletest.Checkpoint("tiny-ml"), 16).forward(context.Background(), rows)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mlx, err := loadNetwork(t, oracleCheckpoint("tiny-ml-mlxnames"), 16).forward(context.Background(), rows)
+	mlx, err := loadNetwork(t, oracletest.Checkpoint("tiny-ml-mlxnames"), 16).forward(context.Background(), rows)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +200,7 @@ func TestForwardNameSchemes(t *testing.T) {
 }
 
 func TestForwardRejectsBadRows(t *testing.T) {
-	n := loadNetwork(t, oracleCheckpoint("tiny-en"), 4)
+	n := loadNetwork(t, oracletest.Checkpoint("tiny-en"), 4)
 	good := []int{631, 10, 634, 11, 634, 632}
 	long := make([]int, n.maxLen+1)
 	tests := []struct {
@@ -314,7 +228,7 @@ func TestForwardRejectsBadRows(t *testing.T) {
 }
 
 func TestNewNetworkOptions(t *testing.T) {
-	ckpt, err := weights.LoadCheckpoint(oracleCheckpoint("tiny-en"))
+	ckpt, err := weights.LoadCheckpoint(oracletest.Checkpoint("tiny-en"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,7 +263,7 @@ func TestNewNetworkOptions(t *testing.T) {
 var errAny = errors.New("any error")
 
 func TestForwardCancelled(t *testing.T) {
-	n := loadNetwork(t, oracleCheckpoint("tiny-en"), 4)
+	n := loadNetwork(t, oracletest.Checkpoint("tiny-en"), 4)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err := n.forward(ctx, []forwardRow{{IDs: []int{631, 634, 632}, Markers: []int{1}}})

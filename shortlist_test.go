@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"math"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/laya-metal/laya/internal/oracletest"
 )
 
 type recordingModel struct{ got Questions }
@@ -145,8 +146,7 @@ func TestPredictShortlistErrors(t *testing.T) {
 func TestAgentEmbedderMeansUpstreamHiddenStates(t *testing.T) {
 	for _, m := range oracleModels {
 		t.Run(m.checkpoint, func(t *testing.T) {
-			var dbg debugHidden
-			readJSON(t, filepath.Join(oracleDir, "goldens", m.golden, "debug_hidden.json"), &dbg)
+			dbg := oracletest.Debug(t, m.golden)
 			want := make([]float64, len(dbg.LastHiddenState[0]))
 			for _, tok := range dbg.LastHiddenState {
 				for j, v := range tok {
@@ -158,7 +158,7 @@ func TestAgentEmbedderMeansUpstreamHiddenStates(t *testing.T) {
 				row[i] = int32(id)
 			}
 			longer := append(append([]int32(nil), row...), row[1:9]...)
-			n := loadNetwork(t, oracleCheckpoint(m.checkpoint), 16)
+			n := loadNetwork(t, oracletest.Checkpoint(m.checkpoint), 16)
 			got, err := n.embed(context.Background(), [][]int32{row, longer}, 2)
 			if err != nil {
 				t.Fatal(err)
@@ -180,7 +180,7 @@ func TestAgentEmbedderMeansUpstreamHiddenStates(t *testing.T) {
 // (which must not change a vector's width or fail), and PredictShortlist on it.
 func TestAgentEmbedderThroughLoad(t *testing.T) {
 	ctx := context.Background()
-	agent, err := Load(ctx, oracleCheckpoint("real-en"))
+	agent, err := Load(ctx, oracletest.Checkpoint("real-en"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/laya-metal/laya/internal/oracletest"
 	"github.com/laya-metal/laya/weights"
 )
 
@@ -40,8 +41,8 @@ type variantGoldens struct {
 		PadTokenID           int `json:"pad_token_id"`
 		HiddenSize           int `json:"hidden_size"`
 	} `json:"as_read_by_transformers"`
-	BatchSize int         `json:"batch_size"` // rows per padded batch in the reference run
-	Rows      []goldenRow `json:"rows"`
+	BatchSize int              `json:"batch_size"` // rows per padded batch in the reference run
+	Rows      []oracletest.Row `json:"rows"`
 }
 
 // loadVariants reads every variant directory with a goldens.json.
@@ -57,7 +58,7 @@ func loadVariants(t *testing.T) map[string]variantGoldens {
 			continue
 		}
 		var g variantGoldens
-		readJSON(t, filepath.Join(variantsDir, e.Name(), "goldens.json"), &g)
+		oracletest.ReadJSON(t, filepath.Join(variantsDir, e.Name(), "goldens.json"), &g)
 		if g.Variant != e.Name() || len(g.Rows) == 0 || g.BatchSize < 1 {
 			t.Fatalf("%s/goldens.json: variant %q, %d rows, batch size %d", e.Name(), g.Variant, len(g.Rows), g.BatchSize)
 		}
@@ -165,7 +166,7 @@ func checkVariantRows(t *testing.T, n *network, g variantGoldens) {
 	t.Helper()
 	rows := make([]forwardRow, len(g.Rows))
 	for i, r := range g.Rows {
-		rows[i] = r.forwardRow()
+		rows[i] = forwardRowOf(r)
 	}
 	got, err := n.forward(context.Background(), rows)
 	if err != nil {
@@ -177,8 +178,8 @@ func checkVariantRows(t *testing.T, n *network, g variantGoldens) {
 	var worstLogit, worstAct float64
 	for i, want := range g.Rows {
 		where := fmt.Sprintf("row %d (%d tokens, %d options, qtype %d)", i, len(want.InputIDs), len(want.Markers), want.QType)
-		worstLogit = max(worstLogit, compare(t, where+" logits", got[i].Logits, want.Logits, logitTol))
-		worstAct = max(worstAct, compare(t, where+" act_probs", got[i].ActProbs, want.ActProbs, actProbTol))
+		worstLogit = max(worstLogit, oracletest.Compare(t, where+" logits", got[i].Logits, want.Logits, oracletest.LogitTol))
+		worstAct = max(worstAct, oracletest.Compare(t, where+" act_probs", got[i].ActProbs, want.ActProbs, oracletest.ActProbTol))
 		if len(got[i].ActLogits) != len(want.ActLogits) {
 			t.Errorf("%s: %d act logits, want %d", where, len(got[i].ActLogits), len(want.ActLogits))
 		}

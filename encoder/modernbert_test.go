@@ -2,39 +2,21 @@ package encoder
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/laya-metal/laya/backend"
 	"github.com/laya-metal/laya/backend/cpu"
+	"github.com/laya-metal/laya/internal/oracletest"
 	"github.com/laya-metal/laya/weights"
 )
 
-const oracleDir = "../testdata/oracle"
-
-type debugHidden struct {
-	InputIDs        []int         `json:"input_ids"`
-	Embeddings      [][]float64   `json:"embeddings"`
-	EncoderLayers   [][][]float64 `json:"encoder_layers"`
-	LastHiddenState [][]float64   `json:"last_hidden_state"`
-}
-
-func load(t *testing.T, name string) (*ModernBERT, backend.Backend, debugHidden) {
+func load(t *testing.T, name string) (*ModernBERT, backend.Backend, oracletest.DebugHidden) {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(oracleDir, "goldens", name, "debug_hidden.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var dbg debugHidden
-	if err := json.Unmarshal(data, &dbg); err != nil {
-		t.Fatal(err)
-	}
-	ckpt, err := weights.LoadCheckpoint(filepath.Join(oracleDir, "checkpoints", name))
+	dbg := oracletest.Debug(t, name)
+	ckpt, err := weights.LoadCheckpoint(oracletest.Checkpoint(name))
 	if err != nil {
 		t.Fatal(err)
 	}

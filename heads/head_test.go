@@ -2,30 +2,15 @@ package heads
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/laya-metal/laya/backend"
 	"github.com/laya-metal/laya/backend/cpu"
+	"github.com/laya-metal/laya/internal/oracletest"
 	"github.com/laya-metal/laya/weights"
 )
-
-const oracleDir = "../testdata/oracle"
-
-type debugHidden struct {
-	Markers         []int         `json:"markers"`
-	QType           int           `json:"qtype"`
-	LastHiddenState [][]float64   `json:"last_hidden_state"`
-	HeadInput       [][]float64   `json:"head_input"`
-	HeadLayers      [][][]float64 `json:"head_layers"`
-	MarkerHidden    [][]float64   `json:"marker_hidden"`
-	Logits          []float64     `json:"logits"`
-	ActLogits       []float64     `json:"act_logits"`
-}
 
 func flatten(m [][]float64) (rows, cols int, out []float32) {
 	for _, r := range m {
@@ -58,15 +43,8 @@ func maxAbsDiff(got []float32, want [][]float64) float64 {
 func TestHeadsFromGoldenEncoderOutput(t *testing.T) {
 	for _, name := range []string{"tiny-en", "tiny-ml", "real-en"} {
 		t.Run(name, func(t *testing.T) {
-			data, err := os.ReadFile(filepath.Join(oracleDir, "goldens", name, "debug_hidden.json"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var dbg debugHidden
-			if err := json.Unmarshal(data, &dbg); err != nil {
-				t.Fatal(err)
-			}
-			ckpt, err := weights.LoadCheckpoint(filepath.Join(oracleDir, "checkpoints", name))
+			dbg := oracletest.Debug(t, name)
+			ckpt, err := weights.LoadCheckpoint(oracletest.Checkpoint(name))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/laya-metal/laya/internal/oracletest"
 	"github.com/laya-metal/laya/metal"
 )
 
@@ -80,7 +81,7 @@ func TestBarriersCoverHazards(t *testing.T) {
 	be := New("metal-emu-recorded", recordingDevice{Device: emulator(t).Device(), log: &log})
 	defer be.Close()
 	m := loadModel(t, be, "tiny-en")
-	cases := loadCases(t, "tiny-en")
+	cases := oracletest.Cases(t, "tiny-en")
 	if _, _, err := m.forward(context.Background(), be, cases[0].Rows); err != nil {
 		t.Fatal(err)
 	}

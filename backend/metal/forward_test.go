@@ -2,16 +2,14 @@ package metalbackend
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"math"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/laya-metal/laya/backend"
 	"github.com/laya-metal/laya/encoder"
 	"github.com/laya-metal/laya/heads"
+	"github.com/laya-metal/laya/internal/oracletest"
 	"github.com/laya-metal/laya/weights"
 )
 
@@ -19,45 +17,6 @@ import (
 // with the gates of the CPU backend (root forward_test.go): raw logits within
 // 1e-4 and act probabilities within 1e-5 (laya-spec §3.6, oracle README
 // fact 5). The pipeline below is the one of root forward.go's runBatch.
-
-const oracleDir = "../../testdata/oracle"
-
-const (
-	logitTol   = 1e-4
-	actProbTol = 1e-5
-)
-
-type goldenRow struct {
-	QID      string    `json:"qid"`
-	InputIDs []int     `json:"input_ids"`
-	Markers  []int     `json:"markers"`
-	QType    int       `json:"qtype"`
-	Logits   []float64 `json:"logits"`
-	ActProbs []float64 `json:"act_probs"`
-}
-
-type goldenCase struct {
-	Name string      `json:"name"`
-	Rows []goldenRow `json:"rows"`
-}
-
-func loadCases(t testing.TB, golden string) []goldenCase {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(oracleDir, "goldens", golden, "cases.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var file struct {
-		Cases []goldenCase `json:"cases"`
-	}
-	if err := json.Unmarshal(data, &file); err != nil {
-		t.Fatalf("%s cases.json: %v", golden, err)
-	}
-	if len(file.Cases) == 0 {
-		t.Fatalf("%s: no cases", golden)
-	}
-	return file.Cases
-}
 
 // model is the network of root forward.go on one backend.
 type model struct {
@@ -70,7 +29,7 @@ type model struct {
 
 func loadModel(t testing.TB, be backend.Backend, checkpoint string) *model {
 	t.Helper()
-	ckpt, err := weights.LoadCheckpoint(filepath.Join(oracleDir, "checkpoints", checkpoint))
+	ckpt, err := weights.LoadCheckpoint(oracletest.Checkpoint(checkpoint))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +56,7 @@ func loadModel(t testing.TB, be backend.Backend, checkpoint string) *model {
 
 // forward runs rows as one right-padded batch (upstream's collate_items)
 // and returns each row's logits and act probabilities.
-func (m *model) forward(ctx context.Context, be backend.Backend, rows []goldenRow) (logits, actProbs [][]float32, err error) {
+func (m *model) forward(ctx context.Context, be backend.Backend, rows []oracletest.Row) (logits, actProbs [][]float32, err error) {
 	seqLen := 0
 	for _, r := range rows {
 		seqLen = max(seqLen, len(r.InputIDs))
@@ -148,25 +107,6 @@ func (m *model) forward(ctx context.Context, be backend.Backend, rows []goldenRo
 	return logits, actProbs, nil
 }
 
-// worstDiff reports entries of got farther than tol from want and returns
-// the largest distance.
-func worstDiff(t testing.TB, what string, got []float32, want []float64, tol float64) float64 {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Errorf("%s: %d values, want %d", what, len(got), len(want))
-		return math.Inf(1)
-	}
-	worst := 0.0
-	for i := range want {
-		d := math.Abs(float64(got[i]) - want[i])
-		if !(d <= tol) {
-			t.Errorf("%s[%d] = %v, want %v (|Δ| %.3g > %.1g)", what, i, got[i], want[i], d, tol)
-		}
-		worst = max(worst, d)
-	}
-	return worst
-}
-
 // forwardModels pairs checkpoints with their goldens: fp32 (tiny-en), fp16
 // weights kept as halves (tiny-ml) and the 50k-row fp16 embedding (real-en).
 var forwardModels = []struct{ checkpoint, golden string }{
@@ -193,8 +133,8 @@ func runGoldens(t *testing.T, be backend.Backend, keep func(name string) bool) {
 	for _, fm := range forwardModels {
 		t.Run(fm.checkpoint, func(t *testing.T) {
 			m := loadModel(t, be, fm.checkpoint)
-			var cases []goldenCase
-			for _, c := range loadCases(t, fm.golden) {
+			var cases []oracletest.Case
+			for _, c := range oracletest.Cases(t, fm.golden) {
 				if keep == nil || keep(c.Name) {
 					cases = append(cases, c)
 				}
@@ -211,8 +151,8 @@ func runGoldens(t *testing.T, be backend.Backend, keep func(name string) bool) {
 				}
 				for i, want := range c.Rows {
 					where := fmt.Sprintf("case %s %s", c.Name, want.QID)
-					worstLogit = max(worstLogit, worstDiff(t, where+" logits", logits[i], want.Logits, logitTol))
-					worstAct = max(worstAct, worstDiff(t, where+" act_probs", probs[i], want.ActProbs, actProbTol))
+					worstLogit = max(worstLogit, oracletest.Compare(t, where+" logits", logits[i], want.Logits, oracletest.LogitTol))
+					worstAct = max(worstAct, oracletest.Compare(t, where+" act_probs", probs[i], want.ActProbs, oracletest.ActProbTol))
 					rows++
 				}
 			}
@@ -233,8 +173,8 @@ func TestForwardGoldensEmu(t *testing.T) {
 // the whole network on be, Read included.
 func benchForward(b *testing.B, be backend.Backend, checkpoint, caseName string) {
 	m := loadModel(b, be, checkpoint)
-	var rows []goldenRow
-	for _, c := range loadCases(b, checkpoint) {
+	var rows []oracletest.Row
+	for _, c := range oracletest.Cases(b, checkpoint) {
 		if c.Name == caseName {
 			rows = c.Rows
 		}

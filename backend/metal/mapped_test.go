@@ -17,6 +17,7 @@ import (
 
 	"github.com/laya-metal/laya/backend"
 	"github.com/laya-metal/laya/backend/cpu"
+	"github.com/laya-metal/laya/internal/oracletest"
 	"github.com/laya-metal/laya/metal"
 	"github.com/laya-metal/laya/weights"
 )
@@ -29,7 +30,7 @@ func TestLoaderWrapsMappingInPlace(t *testing.T) {
 	for _, name := range []string{"tiny-en", "tiny-ml"} {
 		t.Run(name, func(t *testing.T) {
 			be := New("metal-emu", emulator(t).Device())
-			ckpt, err := weights.LoadCheckpoint(filepath.Join(oracleDir, "checkpoints", name))
+			ckpt, err := weights.LoadCheckpoint(oracletest.Checkpoint(name))
 			if err != nil {
 				t.Fatal(err)
 			}
