@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -109,22 +108,14 @@ type fileReport struct {
 }
 
 func runInspect(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fl := flag.NewFlagSet("inspect", flag.ContinueOnError)
-	fl.SetOutput(stderr)
+	fl := newFlags("inspect", inspectUsage, stderr)
 	model := fl.String("model", "", "checkpoint `DIR`")
 	asJSON := fl.Bool("json", false, "print a JSON report")
 	noHash := fl.Bool("no-hash", false, "skip the sha256 of each file")
-	fl.Usage = func() {
-		fmt.Fprint(stderr, inspectUsage)
-		fl.PrintDefaults()
-	}
-	if err := fl.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	if help, err := parseFlags(fl, args); help || err != nil {
 		return err
 	}
-	if *model == "" || fl.NArg() != 0 {
+	if *model == "" {
 		fl.Usage()
 		return errors.New("--model DIR is required")
 	}

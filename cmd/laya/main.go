@@ -4,6 +4,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -51,4 +53,33 @@ func main() {
 		fmt.Fprintf(os.Stderr, "laya %s: %v\n", os.Args[1], err)
 		os.Exit(1)
 	}
+}
+
+// newFlags returns the flag set of command name; -h prints usage, then the
+// flags, to stderr.
+func newFlags(name, usage string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags parses args. help is true when -h was asked for (usage is
+// already printed and the command should just return); arguments left after
+// the flags are an error, since every command takes its input by flag or
+// stdin.
+func parseFlags(fs *flag.FlagSet, args []string) (help bool, err error) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return true, nil
+		}
+		return false, err
+	}
+	if fs.NArg() > 0 {
+		return false, fmt.Errorf("unexpected argument %q (see laya %s -h)", fs.Arg(0), fs.Name())
+	}
+	return false, nil
 }

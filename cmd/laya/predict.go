@@ -1,9 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -43,8 +43,8 @@ forbid the network) with a progress bar, and reused from there.
 (customer messages, field "message"), email ("body"), guard (LLM prompts,
 "prompt"), moderation ("post") or router ("request").
 
---state takes the text itself, or @FILE to read it from a file; the file's
-content is used as text unless it parses as a JSON object or list. --questions
+--state takes the text itself, @FILE to read it from a file, or - for stdin;
+what is read is used as text unless it parses as a JSON object or list. --questions
 takes a file name, or the JSON object itself when it starts with '{'.
 
 Example:
@@ -59,27 +59,16 @@ Flags:
 `
 
 func runPredict(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("predict", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("predict", predictUsage, stderr)
 	model := fs.String("model", "", "Laya checkpoint `DIR`")
 	backend := fs.String("backend", "cpu", "compute `backend`")
 	batchSize := fs.Int("batch-size", 16, "question rows per forward batch")
 	requestArg := fs.String("request", "", "request JSON `FILE`, or - for stdin")
-	stateArg := fs.String("state", "", "state `TEXT`, or @FILE")
+	stateArg := fs.String("state", "", "state `TEXT`, @FILE, or - for stdin")
 	questionsArg := fs.String("questions", "", "questions JSON `FILE`, or the JSON itself")
 	preset := fs.String("preset", "", "built-in question set `NAME`: "+presetNames)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, predictUsage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	if help, err := parseFlags(fs, args); help || err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q (see laya predict -h)", fs.Arg(0))
 	}
 	if *model == "" {
 		return errors.New("--model is required (see laya predict -h)")
@@ -123,19 +112,9 @@ func readPredictInput(requestArg, stateArg, questionsArg, preset string, stdin i
 	case stateArg == "" || (questionsArg == "" && preset == ""):
 		return laya.State{}, nil, errors.New("give --request FILE, or --state with --questions or --preset (see laya predict -h)")
 	}
-	state := laya.Text(stateArg)
-	if name, ok := strings.CutPrefix(stateArg, "@"); ok {
-		data, err := readFileOrStdin(name, stdin)
-		if err != nil {
-			return laya.State{}, nil, err
-		}
-		state = laya.Text(string(data))
-		// A file holding a JSON object or list is a structured state; anything else is text.
-		if trimmed := strings.TrimSpace(string(data)); strings.HasPrefix(trimmed, "{") || strings.HasPrefix(trimmed, "[") {
-			if st, err := laya.JSONState(data); err == nil {
-				state = st
-			}
-		}
+	state, err := readState(stateArg, stdin)
+	if err != nil {
+		return laya.State{}, nil, err
 	}
 	if preset != "" {
 		questions, err := presetQuestions(preset)
@@ -153,6 +132,29 @@ func readPredictInput(requestArg, stateArg, questionsArg, preset string, stdin i
 		return laya.State{}, nil, err
 	}
 	return state, questions, nil
+}
+
+// readState reads a --state argument: the text itself, @FILE, or - (or @-)
+// for stdin. Read content holding a JSON object or list is a structured state
+// (key order kept); anything else is text.
+func readState(arg string, stdin io.Reader) (laya.State, error) {
+	name, fromFile := strings.CutPrefix(arg, "@")
+	if !fromFile && arg != "-" {
+		return laya.Text(arg), nil
+	}
+	if !fromFile {
+		name = "-"
+	}
+	data, err := readFileOrStdin(name, stdin)
+	if err != nil {
+		return laya.State{}, fmt.Errorf("--state: %w", err)
+	}
+	if trimmed := bytes.TrimSpace(data); len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') {
+		if st, err := laya.JSONState(trimmed); err == nil {
+			return st, nil
+		}
+	}
+	return laya.Text(string(data)), nil
 }
 
 func readFileOrStdin(name string, stdin io.Reader) ([]byte, error) {

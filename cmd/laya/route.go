@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -43,8 +41,7 @@ Flags:
 `
 
 func runRoute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("route", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("route", routeUsage, stderr)
 	stateArg := fs.String("state", "", "state `TEXT`, @FILE, or - for stdin")
 	questionsArg := fs.String("questions", "", "questions JSON `FILE`, or the JSON itself")
 	preset := fs.String("preset", "", "built-in question set `NAME`")
@@ -54,23 +51,13 @@ func runRoute(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	autoTask := fs.Bool("auto-task", false, "route typed-decisions workflows by question ids")
 	defaultModel := fs.String("default", "english", "model `NAME` for states whose language nothing identifies")
 	repos := fs.String("repos", "bundle", "repository set: bundle, standalone or mlx")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, routeUsage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	if help, err := parseFlags(fs, args); help || err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q; see laya route -h", fs.Arg(0))
 	}
 	if *stateArg == "" {
 		return errors.New("--state is required: give the text, @FILE or - for stdin")
 	}
-	state, err := routeState(*stateArg, stdin)
+	state, err := readState(*stateArg, stdin)
 	if err != nil {
 		return err
 	}
@@ -101,34 +88,6 @@ func runRoute(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	_, err = fmt.Fprintln(stdout, decision.Value().String())
 	return err
-}
-
-// routeState reads --state: text, @FILE or - (stdin); JSON objects and lists
-// are structured states, anything else is text.
-func routeState(arg string, stdin io.Reader) (laya.State, error) {
-	var data []byte
-	switch {
-	case arg == "-":
-		b, err := io.ReadAll(stdin)
-		if err != nil {
-			return laya.State{}, fmt.Errorf("--state -: %w", err)
-		}
-		data = b
-	case strings.HasPrefix(arg, "@"):
-		b, err := os.ReadFile(arg[1:])
-		if err != nil {
-			return laya.State{}, fmt.Errorf("--state: %w", err)
-		}
-		data = b
-	default:
-		return laya.Text(arg), nil
-	}
-	if trimmed := bytes.TrimSpace(data); len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') {
-		if st, err := laya.JSONState(trimmed); err == nil {
-			return st, nil
-		}
-	}
-	return laya.Text(string(data)), nil
 }
 
 func routeQuestions(arg, preset string) (laya.Questions, error) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log"
@@ -49,18 +48,13 @@ Flags:
 const maxRequestBytes = 8 << 20
 
 func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("serve", serveUsage, stderr)
 	model := fs.String("model", "", "Laya checkpoint `DIR` or Hub id")
 	addr := fs.String("addr", ":8642", "listen `address`")
 	backend := fs.String("backend", "cpu", "compute `backend`")
 	batchSize := fs.Int("batch-size", 16, "question rows per forward batch")
 	maxInflight := fs.Int("max-inflight", 4, "requests computed at once; more get 503")
-	fs.Usage = func() { fmt.Fprint(stderr, serveUsage); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	if help, err := parseFlags(fs, args); help || err != nil {
 		return err
 	}
 	if *model == "" {

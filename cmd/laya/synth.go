@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -33,25 +32,17 @@ Flags:
 `
 
 func runSynth(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fl := flag.NewFlagSet("synth", flag.ContinueOnError)
-	fl.SetOutput(stderr)
+	fl := newFlags("synth", synthUsage, stderr)
 	preset := fl.String("preset", "tiny", "shape: english, multilingual or tiny")
 	out := fl.String("out", "", "output `DIR` (created)")
 	dtype := fl.String("dtype", "f16", "weights dtype: f16, f32 or bf16")
 	seed := fl.Uint64("seed", 1, "random seed")
 	mlxNames := fl.Bool("mlx-names", false, "use laya-mlx tensor names and write mlx_config.json")
 	tokDir := fl.String("tokenizer", "testdata/tokenizers/modernbert", "`DIR` holding tokenizer.json")
-	fl.Usage = func() {
-		fmt.Fprint(stderr, synthUsage)
-		fl.PrintDefaults()
-	}
-	if err := fl.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	if help, err := parseFlags(fl, args); help || err != nil {
 		return err
 	}
-	if *out == "" || fl.NArg() != 0 {
+	if *out == "" {
 		fl.Usage()
 		return errors.New("--out DIR is required")
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -44,23 +43,12 @@ Flags:
 `
 
 func runTokenize(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("tokenize", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("tokenize", tokenizeUsage, stderr)
 	tokPath := fs.String("tokenizer", "", "tokenizer.json `FILE`")
 	modelDir := fs.String("model", "", "checkpoint or tokenizer `DIR`")
 	special := fs.Bool("special", false, "add the post-processor's special tokens")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, tokenizeUsage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	if help, err := parseFlags(fs, args); help || err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q (text is read from stdin)", fs.Args())
 	}
 	if (*tokPath == "") == (*modelDir == "") {
 		fs.Usage()
