@@ -49,14 +49,7 @@ func newDecoder(raw json.RawMessage, where string) (decoder, error) {
 		}
 		return stripDecoder{content: r, start: s.Start, stop: s.Stop}, nil
 	case "Replace":
-		var r struct {
-			Pattern patternJSON `json:"pattern"`
-			Content string      `json:"content"`
-		}
-		if err := json.Unmarshal(raw, &r); err != nil {
-			return nil, fmt.Errorf("%s (Replace): %v: %w", where, err, ErrInvalid)
-		}
-		rep, err := newReplacer(r.Pattern, r.Content, where+" (Replace)")
+		rep, err := parseReplacer(raw, where)
 		if err != nil {
 			return nil, err
 		}

@@ -67,14 +67,7 @@ func newNormalizer(raw json.RawMessage, where string) (normalizer, error) {
 		}
 		return prepend{p.Prepend}, nil
 	case "Replace":
-		var r struct {
-			Pattern patternJSON `json:"pattern"`
-			Content string      `json:"content"`
-		}
-		if err := json.Unmarshal(raw, &r); err != nil {
-			return nil, fmt.Errorf("%s (Replace): %v: %w", where, err, ErrInvalid)
-		}
-		rep, err := newReplacer(r.Pattern, r.Content, where+" (Replace)")
+		rep, err := parseReplacer(raw, where)
 		if err != nil {
 			return nil, err
 		}
@@ -220,6 +213,19 @@ type replacer struct {
 	literal string
 	re      *regexp.Regexp
 	content string
+}
+
+// parseReplacer reads a Replace component (normalizer or decoder: the same
+// JSON and the same semantics).
+func parseReplacer(raw json.RawMessage, where string) (*replacer, error) {
+	var r struct {
+		Pattern patternJSON `json:"pattern"`
+		Content string      `json:"content"`
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return nil, fmt.Errorf("%s (Replace): %v: %w", where, err, ErrInvalid)
+	}
+	return newReplacer(r.Pattern, r.Content, where+" (Replace)")
 }
 
 func newReplacer(p patternJSON, content, where string) (*replacer, error) {
