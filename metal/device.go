@@ -50,6 +50,13 @@ type Pipeline interface {
 	ThreadExecutionWidth() int
 }
 
+// KernelSource is one .metal file given to a device by name (the name
+// appears in diagnostics) and text.
+type KernelSource struct {
+	Name string
+	Text string
+}
+
 // Constant is one function-constant value, by index as declared with
 // [[function_constant(Index)]] in the .metal source. Value must be bool,
 // int32, uint32 or float32.

@@ -1,6 +1,6 @@
 //go:build linux || darwin
 
-package metalbackend
+package metal
 
 import (
 	"bytes"

@@ -23,6 +23,7 @@ import (
 	"strings"
 
 	"github.com/laya-metal/laya/metal"
+	"github.com/laya-metal/laya/metal/emu"
 	"github.com/laya-metal/laya/weights"
 )
 
@@ -149,7 +150,7 @@ func listKernels(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	infos, err := metal.ParseKernels(srcs)
+	infos, err := emu.ParseKernels(srcs)
 	if err != nil {
 		return err
 	}
@@ -240,7 +241,7 @@ func runKernel(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return usagef("--threadgroup: %w", err)
 	}
-	sched, err := metal.ParseSchedule(*schedule)
+	sched, err := emu.ParseSchedule(*schedule)
 	if err != nil {
 		return usageError{err}
 	}
@@ -250,11 +251,11 @@ func runKernel(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 
 	// Everything the command line says is checked before compiling.
-	infos, err := metal.ParseKernels(srcs)
+	infos, err := emu.ParseKernels(srcs)
 	if err != nil {
 		return err
 	}
-	var info *metal.KernelInfo
+	var info *emu.KernelInfo
 	for i := range infos {
 		if infos[i].Name == *kernel {
 			info = &infos[i]
@@ -372,7 +373,7 @@ func runKernel(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return usagef("-D %q: want NAME or NAME=VALUE", d)
 		}
 	}
-	dev, err := metal.OpenEmulator(metal.EmulatorOptions{Sources: srcs, Schedule: sched, ASan: *asan, Clang: *clang, Defines: defines})
+	dev, err := emu.Open(emu.Options{Sources: srcs, Schedule: sched, ASan: *asan, Clang: *clang, Defines: defines})
 	if err != nil {
 		return err
 	}
@@ -425,7 +426,7 @@ func runKernel(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 // constantIndex resolves a --constant key: an index, or the name of a
 // declared function constant.
-func constantIndex(key string, decls []metal.FunctionConstantInfo) (int, error) {
+func constantIndex(key string, decls []emu.FunctionConstantInfo) (int, error) {
 	if n, err := strconv.Atoi(key); err == nil {
 		if n < 0 || n > 65535 {
 			return 0, fmt.Errorf("index %d must be 0..65535", n)
