@@ -22,9 +22,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/laya-metal/laya/internal/half"
 	"github.com/laya-metal/laya/metal"
 	"github.com/laya-metal/laya/metal/emu"
-	"github.com/laya-metal/laya/weights"
 )
 
 const usageText = `msl-emu runs one Metal kernel on the CPU with the MSL emulator.
@@ -533,7 +533,7 @@ func appendValue(out []byte, typ, s string) ([]byte, error) {
 		case "f32":
 			return le.AppendUint32(out, math.Float32bits(float32(v))), nil
 		case "f16":
-			return le.AppendUint16(out, weights.Float32ToFloat16(float32(v))), nil
+			return le.AppendUint16(out, half.Float32ToFloat16(float32(v))), nil
 		}
 		return le.AppendUint16(out, bfloat16(float32(v))), nil
 	case "i8", "i16", "i32", "i64":
@@ -589,7 +589,7 @@ func formatValues(data []byte, typ string) string {
 		case "f32":
 			s = strconv.FormatFloat(float64(math.Float32frombits(le.Uint32(data[i:]))), 'g', -1, 32)
 		case "f16":
-			s = strconv.FormatFloat(float64(weights.Float16ToFloat32(le.Uint16(data[i:]))), 'g', -1, 32)
+			s = strconv.FormatFloat(float64(half.Float16ToFloat32(le.Uint16(data[i:]))), 'g', -1, 32)
 		case "bf16":
 			s = strconv.FormatFloat(float64(math.Float32frombits(uint32(le.Uint16(data[i:]))<<16)), 'g', -1, 32)
 		case "i8":

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/laya-metal/laya/weights"
+	"github.com/laya-metal/laya/internal/half"
 
 	. "github.com/laya-metal/laya/metal"
 	"github.com/laya-metal/laya/metal/emu"
@@ -77,7 +77,7 @@ func TestCorpusSteelGEMM(t *testing.T) {
 					want *= float64(c.scale)
 					var got float64
 					if c.half {
-						got = float64(weights.Float16ToFloat32(binary.LittleEndian.Uint16(bd.Bytes()[2*(i*c.n+j):])))
+						got = float64(half.Float16ToFloat32(binary.LittleEndian.Uint16(bd.Bytes()[2*(i*c.n+j):])))
 					} else {
 						got = float64(math.Float32frombits(binary.LittleEndian.Uint32(bd.Bytes()[4*(i*c.n+j):])))
 					}
@@ -232,7 +232,7 @@ func cpReadTyped(b Buffer, elem string, n int) []float64 {
 		case "f32":
 			out[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(b.Bytes()[4*i:])))
 		case "f16":
-			out[i] = float64(weights.Float16ToFloat32(binary.LittleEndian.Uint16(b.Bytes()[2*i:])))
+			out[i] = float64(half.Float16ToFloat32(binary.LittleEndian.Uint16(b.Bytes()[2*i:])))
 		case "i32":
 			out[i] = float64(int32(binary.LittleEndian.Uint32(b.Bytes()[4*i:])))
 		case "u32":
@@ -269,7 +269,7 @@ func TestCorpusGGMLStyle(t *testing.T) {
 			for b := 0; b < 2; b++ {
 				off := (r*2 + b) * blockBytes
 				scale := float32(0.5 * float64(1+r+b)) // exact in half
-				binary.LittleEndian.PutUint16(q.Bytes()[off:], weights.Float32ToFloat16(scale))
+				binary.LittleEndian.PutUint16(q.Bytes()[off:], half.Float32ToFloat16(scale))
 				for i := 0; i < 32; i++ {
 					v := int8((r*37+b*11+i*5)%51 - 25)
 					q.Bytes()[off+2+i] = byte(v)
@@ -712,7 +712,7 @@ func TestCorpusPacked(t *testing.T) {
 	tri := cpInts(3*n, 42, -5, 5)
 	params := cpF32Bytes(append([]float32{scale}, bias...)...)
 	for _, h := range hh {
-		params = binary.LittleEndian.AppendUint16(params, weights.Float32ToFloat16(h))
+		params = binary.LittleEndian.AppendUint16(params, half.Float32ToFloat16(h))
 	}
 	params = append(params, cpF32Bytes(dir...)...)
 	params = append(params, cpU32Bytes(n)...)

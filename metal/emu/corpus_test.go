@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/laya-metal/laya/weights"
+	"github.com/laya-metal/laya/internal/half"
 
 	. "github.com/laya-metal/laya/metal"
 	"github.com/laya-metal/laya/metal/emu"
@@ -186,8 +186,8 @@ func TestCorpusTemplates(t *testing.T) {
 			case "f16":
 				bin, bout = f16Buffer(t, d, in), f16Buffer(t, d, make([]float32, n))
 				for i := range in {
-					x := weights.Float16ToFloat32(binary.LittleEndian.Uint16(bin.Bytes()[2*i:]))
-					want = append(want, float64(weights.Float16ToFloat32(weights.Float32ToFloat16(float32(x*1.5)-0.25))))
+					x := half.Float16ToFloat32(binary.LittleEndian.Uint16(bin.Bytes()[2*i:]))
+					want = append(want, float64(half.Float16ToFloat32(half.Float32ToFloat16(float32(x*1.5)-0.25))))
 				}
 			case "bf16":
 				var err error
@@ -212,7 +212,7 @@ func TestCorpusTemplates(t *testing.T) {
 				case "f32":
 					got = readF32(bout, n)[i]
 				case "f16":
-					got = weights.Float16ToFloat32(binary.LittleEndian.Uint16(bout.Bytes()[2*i:]))
+					got = half.Float16ToFloat32(binary.LittleEndian.Uint16(bout.Bytes()[2*i:]))
 				case "bf16":
 					got = math.Float32frombits(uint32(binary.LittleEndian.Uint16(bout.Bytes()[2*i:])) << 16)
 				}
@@ -272,9 +272,9 @@ func TestCorpusTemplates(t *testing.T) {
 		cpDispatch(t, d, "scale_rows_f16", nil, Size3{X: 2, Y: 1, Z: 1}, Size3{X: 32, Y: 1, Z: 1},
 			Arg{Index: 0, Bytes: args}, Arg{Index: 1, Buffer: bhx}, Arg{Index: 2, Buffer: bhy})
 		for i := 0; i < 24; i++ {
-			x := weights.Float16ToFloat32(binary.LittleEndian.Uint16(bhx.Bytes()[2*i:]))
-			got := weights.Float16ToFloat32(binary.LittleEndian.Uint16(bhy.Bytes()[2*i:]))
-			if want := weights.Float16ToFloat32(weights.Float32ToFloat16(x * 0.5)); got != want {
+			x := half.Float16ToFloat32(binary.LittleEndian.Uint16(bhx.Bytes()[2*i:]))
+			got := half.Float16ToFloat32(binary.LittleEndian.Uint16(bhy.Bytes()[2*i:]))
+			if want := half.Float16ToFloat32(half.Float32ToFloat16(x * 0.5)); got != want {
 				t.Errorf("%s: scale_rows_f16[%d] = %v, want %v", sc, i, got, want)
 			}
 		}

@@ -21,8 +21,8 @@ import (
 
 	"github.com/ebitengine/purego"
 
+	"github.com/laya-metal/laya/internal/half"
 	"github.com/laya-metal/laya/metal/emu/internal/mslpp"
-	"github.com/laya-metal/laya/weights"
 )
 
 // How kernels run. Normal mode loads the compiled shared object into this
@@ -375,23 +375,13 @@ func constantBits(typ string, v any) (uint64, error) {
 	case "float":
 		return uint64(math.Float32bits(float32(f))), nil
 	case "half":
-		return uint64(weights.Float32ToFloat16(float32(f))), nil
+		return uint64(half.Float32ToFloat16(float32(f))), nil
 	case "bfloat":
-		return uint64(float32ToBfloat16(float32(f))), nil
+		return uint64(half.Float32ToBFloat16(float32(f))), nil
 	case "bool":
 		return 0, fmt.Errorf("%T value for a bool constant", v)
 	}
 	return 0, fmt.Errorf("constants of type %s are not supported (bool, integer types, float, half, bfloat)", typ)
-}
-
-// float32ToBfloat16 rounds to nearest even, as the GPU converts.
-func float32ToBfloat16(f float32) uint16 {
-	b := math.Float32bits(f)
-	if b&0x7fffffff > 0x7f800000 {
-		return uint16(b>>16) | 0x40 // quiet NaN
-	}
-	b += 0x7fff + (b>>16)&1
-	return uint16(b >> 16)
 }
 
 // ---------------------------------------------------------------------------

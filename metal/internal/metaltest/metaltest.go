@@ -16,9 +16,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/laya-metal/laya/internal/half"
 	"github.com/laya-metal/laya/metal"
 	"github.com/laya-metal/laya/metal/emu"
-	"github.com/laya-metal/laya/weights"
 )
 
 // The emulator tests compile kernels with clang-19 (installed by .ci/run);
@@ -80,7 +80,7 @@ func F16Buffer(t testing.TB, d metal.Device, vs []float32) metal.Buffer {
 		t.Fatal(err)
 	}
 	for i, v := range vs {
-		binary.LittleEndian.PutUint16(b.Bytes()[2*i:], weights.Float32ToFloat16(v))
+		binary.LittleEndian.PutUint16(b.Bytes()[2*i:], half.Float32ToFloat16(v))
 	}
 	return b
 }
