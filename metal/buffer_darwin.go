@@ -63,7 +63,7 @@ func (d *systemDevice) NewBuffer(size int) (Buffer, error) {
 
 // NewBufferWithBytes wraps data without copying when its base is
 // page-aligned and the page-rounded length lies within cap(data) (see
-// noCopyLength); otherwise, or if Metal refuses to wrap it, it copies.
+// NoCopyLength); otherwise, or if Metal refuses to wrap it, it copies.
 func (d *systemDevice) NewBufferWithBytes(data []byte) (Buffer, error) {
 	if err := d.checkOpen(); err != nil {
 		return nil, err
@@ -75,7 +75,7 @@ func (d *systemDevice) NewBufferWithBytes(data []byte) (Buffer, error) {
 		return nil, fmt.Errorf("%w: buffer of %d bytes (device %s allows up to %d)", ErrInvalidDispatch, len(data), d.name, d.maxBufferLen)
 	}
 	base := unsafe.Pointer(unsafe.SliceData(data))
-	if length, ok := noCopyLength(uintptr(base), len(data), cap(data), d.pageSize); ok && length <= d.maxBufferLen {
+	if length, ok := NoCopyLength(uintptr(base), len(data), cap(data), d.pageSize); ok && length <= d.maxBufferLen {
 		// nil deallocator: the caller owns the memory and keeps it alive
 		// while the buffer lives.
 		id := msgIDPtrUintUintID(d.device, sel.newBufferWithBytesNoCopy, base, uint64(length), mtlResourceStorageModeShared, 0)

@@ -74,6 +74,7 @@ type selectors struct {
 	setConstantValueTypeAtIndex, newFunctionWithNameConstantValuesError objcSEL
 	newComputePipelineStateWithFunctionError                            objcSEL
 	maxTotalThreadsPerThreadgroup, threadExecutionWidth                 objcSEL
+	staticThreadgroupMemoryLength                                       objcSEL
 
 	newBufferWithLengthOptions, newBufferWithBytesLengthOptions, newBufferWithBytesNoCopy objcSEL
 	contents                                                                              objcSEL
@@ -164,6 +165,7 @@ func registerSelectors() {
 		newComputePipelineStateWithFunctionError: r("newComputePipelineStateWithFunction:error:"),
 		maxTotalThreadsPerThreadgroup:            r("maxTotalThreadsPerThreadgroup"),
 		threadExecutionWidth:                     r("threadExecutionWidth"),
+		staticThreadgroupMemoryLength:            r("staticThreadgroupMemoryLength"),
 
 		newBufferWithLengthOptions:      r("newBufferWithLength:options:"),
 		newBufferWithBytesLengthOptions: r("newBufferWithBytes:length:options:"),

@@ -14,6 +14,10 @@ type systemPipeline struct {
 	kernel     string
 	maxThreads int
 	simdWidth  int
+	// staticTGMemory is staticThreadgroupMemoryLength: the threadgroup
+	// arrays the kernel declares, which count toward the device limit
+	// together with the [[threadgroup(n)]] arguments.
+	staticTGMemory int
 }
 
 func (p *systemPipeline) Kernel() string                { return p.kernel }
@@ -87,10 +91,11 @@ func (d *systemDevice) newPipeline(lib objcID, kernel string, values []constantV
 	}
 	d.ledger.add(uintptr(state), "pipeline "+kernel)
 	return &systemPipeline{
-		dev:        d,
-		id:         state,
-		kernel:     kernel,
-		maxThreads: int(msgUint(state, sel.maxTotalThreadsPerThreadgroup)),
-		simdWidth:  int(msgUint(state, sel.threadExecutionWidth)),
+		dev:            d,
+		id:             state,
+		kernel:         kernel,
+		maxThreads:     int(msgUint(state, sel.maxTotalThreadsPerThreadgroup)),
+		simdWidth:      int(msgUint(state, sel.threadExecutionWidth)),
+		staticTGMemory: int(msgUint(state, sel.staticThreadgroupMemoryLength)),
 	}, nil
 }

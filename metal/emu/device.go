@@ -51,7 +51,7 @@ const (
 	offStatus            = 1260
 	offErr               = 1264
 	dispatchSize         = 3312
-	maxThreadgroupMemory = 32768
+	maxThreadgroupMemory = metal.ThreadgroupMemoryLimit
 )
 
 // runMu serialises runs: function-constant values live in globals of the
@@ -175,17 +175,19 @@ func (d *device) NewBuffer(size int) (metal.Buffer, error) {
 	return &buffer{dev: d, mem: m[:size], mapping: m}, nil
 }
 
-// NewBufferWithBytes wraps data when it is page-aligned and a whole number
-// of pages long (the rule of Metal's newBufferWithBytesNoCopy), else copies.
+// NewBufferWithBytes wraps data by the system device's rule
+// (metal.NoCopyLength: page-aligned base, page-rounded length within
+// cap(data)), else copies. ASan mode always copies: its buffers are shared
+// memory files the runner process maps.
 func (d *device) NewBufferWithBytes(data []byte) (metal.Buffer, error) {
 	if len(data) == 0 {
 		return nil, fmt.Errorf("%w: empty buffer", metal.ErrInvalidDispatch)
 	}
-	if !d.opts.ASan && uintptr(unsafe.Pointer(&data[0]))%uintptr(d.pageSize) == 0 && len(data)%d.pageSize == 0 {
+	if _, ok := metal.NoCopyLength(uintptr(unsafe.Pointer(&data[0])), len(data), cap(data), d.pageSize); ok && !d.opts.ASan {
 		if d.isClosed() {
 			return nil, metal.ErrDeviceClosed
 		}
-		return &buffer{dev: d, mem: data}, nil
+		return &buffer{dev: d, mem: data[:len(data):len(data)]}, nil
 	}
 	b, err := d.NewBuffer(len(data))
 	if err != nil {
@@ -425,19 +427,13 @@ func (cb *commandBuffer) Dispatch(p metal.Pipeline, groups, threads metal.Size3,
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%w: kernel %s (%s:%d): %s", metal.ErrInvalidDispatch, k.Name, k.File, k.Line, fmt.Sprintf(format, a...))
 	}
-	n := threads.X * threads.Y * threads.Z
-	if threads.X < 1 || threads.Y < 1 || threads.Z < 1 || n > 1024 {
-		return bad("threadgroup of %d×%d×%d threads (must be 1..1024 in all)", threads.X, threads.Y, threads.Z)
-	}
-	if limit := ep.MaxThreadsPerThreadgroup(); n > limit {
-		return bad("threadgroup of %d threads exceeds the kernel's [[max_total_threads_per_threadgroup(%d)]]", n, limit)
-	}
-	if groups.X < 0 || groups.Y < 0 || groups.Z < 0 || groups.X > math.MaxUint32 || groups.Y > math.MaxUint32 || groups.Z > math.MaxUint32 {
-		return bad("grid of %d×%d×%d threadgroups", groups.X, groups.Y, groups.Z)
+	lim := metal.DispatchLimits{MaxThreads: ep.MaxThreadsPerThreadgroup(), StaticThreadgroupMemory: int(ep.tgStatic),
+		MaxThreadgroupMemory: maxThreadgroupMemory}
+	if _, err := metal.CheckDispatch(lim, groups, threads, args); err != nil {
+		return fmt.Errorf("kernel %s (%s:%d): %w", k.Name, k.File, k.Line, err)
 	}
 	rec := dispatch{p: ep, groups: groups, threads: threads}
 	bound := map[[2]int]bool{}
-	tgBytes := 0
 	for _, a := range args {
 		var param *mslpp.Param
 		for i := range k.Params {
@@ -449,9 +445,9 @@ func (cb *commandBuffer) Dispatch(p metal.Pipeline, groups, threads metal.Size3,
 		if param == nil {
 			return bad("no parameter takes argument index %d (%s)", a.Index, argKind(a))
 		}
+		// metal.CheckDispatch checked kinds, offsets and sizes; what is
+		// left is what only this device knows.
 		switch {
-		case a.ThreadgroupBytes > 0:
-			tgBytes += (a.ThreadgroupBytes + 15) &^ 15
 		case a.Buffer != nil:
 			eb, ok := a.Buffer.(*buffer)
 			if !ok || eb.dev != cb.dev {
@@ -460,16 +456,8 @@ func (cb *commandBuffer) Dispatch(p metal.Pipeline, groups, threads metal.Size3,
 			if eb.released.Load() {
 				return bad("buffer(%d) was released", a.Index)
 			}
-			if a.Offset < 0 || a.Offset >= eb.Len() {
-				return bad("buffer(%d) offset %d outside its %d bytes", a.Index, a.Offset, eb.Len())
-			}
 		case a.Bytes != nil:
-			if len(a.Bytes) == 0 || len(a.Bytes) > 4096 {
-				return bad("buffer(%d): setBytes of %d bytes (1..4096)", a.Index, len(a.Bytes))
-			}
 			a.Bytes = append([]byte(nil), a.Bytes...) // copied at encode time, as Metal does
-		default:
-			return bad("argument %d has no Buffer, Bytes or ThreadgroupBytes", a.Index)
 		}
 		bound[[2]int{int(param.Kind), a.Index}] = true
 		rec.args = append(rec.args, a)
@@ -485,10 +473,6 @@ func (cb *commandBuffer) Dispatch(p metal.Pipeline, groups, threads metal.Size3,
 			return bad("threadgroup(%d) %s has no ThreadgroupBytes", pp.Index, pp.Name)
 		}
 		return bad("buffer(%d) %s is not bound", pp.Index, pp.Name)
-	}
-	if ep.tgStatic >= 0 && int(ep.tgStatic)+tgBytes > maxThreadgroupMemory {
-		return fmt.Errorf("%w: kernel %s: %d bytes of threadgroup arrays + %d bytes of [[threadgroup(n)]] arguments",
-			ErrThreadgroupMemory, k.Name, ep.tgStatic, tgBytes)
 	}
 	cb.ops = append(cb.ops, rec)
 	return nil

@@ -90,8 +90,10 @@ type Options struct {
 var (
 	// ErrNoClang: no usable clang was found.
 	ErrNoClang = errors.New("metal: the MSL emulator needs clang 16 or later: install clang-19 (apt-get install clang-19)")
-	// ErrThreadgroupMemory: more than 32 KiB of threadgroup memory.
-	ErrThreadgroupMemory = errors.New("metal: threadgroup memory exceeds 32768 bytes")
+	// ErrThreadgroupMemory: more than metal.ThreadgroupMemoryLimit bytes
+	// of threadgroup memory. It is metal.ErrThreadgroupMemory, the error
+	// both devices return.
+	ErrThreadgroupMemory = metal.ErrThreadgroupMemory
 	// ErrKernelFault: the emulator caught a kernel bug while it ran
 	// (divergent barrier, return before a barrier, out-of-bounds access...).
 	// It comes with metal.ErrGPUExecution.
@@ -99,8 +101,8 @@ var (
 )
 
 // KernelError is a diagnostic from a kernel run. It matches ErrKernelFault
-// and metal.ErrGPUExecution (and ErrThreadgroupMemory when that is the cause) with
-// errors.Is.
+// and metal.ErrGPUExecution (and ErrThreadgroupMemory when that is the
+// cause) with errors.Is.
 type KernelError struct {
 	Kernel string
 	// Message names the .metal file and line where the emulator could.
