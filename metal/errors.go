@@ -26,6 +26,9 @@ var (
 	// maxThreadgroupMemoryLength (it comes with ErrInvalidDispatch or, at
 	// pipeline creation, ErrPipeline).
 	ErrThreadgroupMemory = errors.New("metal: threadgroup memory over the device's limit")
+	// ErrNoCopy means host memory cannot back a buffer without a copy
+	// (NoCopyDevice.NewBufferNoCopy).
+	ErrNoCopy = errors.New("metal: memory cannot be wrapped without a copy")
 	// ErrDeviceClosed is returned by every call on a device after Close.
 	ErrDeviceClosed = errors.New("metal: device is closed")
 )

@@ -4,6 +4,7 @@ package metal
 
 import (
 	"fmt"
+	"strconv"
 	"unsafe"
 )
 
@@ -52,7 +53,7 @@ func (d *systemDevice) Pipeline(kernel string, constants ...Constant) (Pipeline,
 	defer d.mu.Unlock()
 	if existing, ok := d.pipelines[key]; ok {
 		// Another goroutine built the same pipeline meanwhile.
-		d.ledger.drop(uintptr(p.id))
+		inPool(func() { d.ledger.drop(uintptr(p.id)) })
 		return existing, nil
 	}
 	d.pipelines[key] = p
@@ -73,7 +74,10 @@ func (d *systemDevice) newPipeline(lib objcID, kernel string, values []constantV
 		// the duration of the call is enough.
 		msgVoidPtrUintUint(fcv, sel.setConstantValueTypeAtIndex, unsafe.Pointer(&v.bytes[0]), v.dataType, uint64(v.index))
 	}
-	name := newNSString(kernel)
+	name, err := newNSString(kernel, "kernel name "+strconv.Quote(kernel))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrPipeline, err)
+	}
 	defer releaseObject(uintptr(name))
 
 	var nsErr objcID

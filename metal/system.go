@@ -10,6 +10,7 @@ import (
 	"strings"
 	"structs"
 	"time"
+	"unicode/utf8"
 
 	"github.com/laya-metal/laya/kernels"
 )
@@ -201,4 +202,122 @@ func (c hostClock) at(host float64) time.Time {
 		return time.Time{} // Metal reports 0 when it has no timestamp
 	}
 	return c.wall.Add(time.Duration((host - c.host) * float64(time.Second)))
+}
+
+// checkMathMode accepts the math modes the kernels are correct under.
+// MathFast lets the compiler assume no inf or NaN, but the kernels start
+// their max reductions from -INFINITY and mask with it (softmax, attention),
+// so fast math would silently break them: it is refused, not offered.
+func checkMathMode(m MathMode) error {
+	switch m {
+	case MathSafe, MathRelaxed:
+		return nil
+	case MathFast:
+		return fmt.Errorf("%w: math mode fast is not supported: it assumes no inf/NaN, and the kernels start reductions from -INFINITY (use safe or relaxed)", ErrShaderCompile)
+	}
+	return fmt.Errorf("%w: unknown math mode %s", ErrShaderCompile, m)
+}
+
+// FPFunctions is MTLMathFloatingPointFunctions (MTLLibrary.h, macOS 15):
+// which exp, log, sqrt, ... the compiler links. Metal's default is Fast
+// even under MathSafe, so with MathSafe the device asks for Precise and
+// reads the value back.
+type FPFunctions int
+
+// FPFunctions values, numbered as MTLMathFloatingPointFunctions, and
+// FPFunctionsUnavailable for a macOS (< 15) without the property, where
+// MathSafe (fastMathEnabled = NO) already means precise functions.
+const (
+	FPFunctionsFast        FPFunctions = 0
+	FPFunctionsPrecise     FPFunctions = 1
+	FPFunctionsUnavailable FPFunctions = -1
+)
+
+func (f FPFunctions) String() string {
+	switch f {
+	case FPFunctionsFast:
+		return "fast"
+	case FPFunctionsPrecise:
+		return "precise"
+	case FPFunctionsUnavailable:
+		return "n/a"
+	}
+	return "FPFunctions(" + strconv.Itoa(int(f)) + ")"
+}
+
+// wantFPFunctions is what a math mode asks of mathFloatingPointFunctions:
+// precise for MathSafe (the kernels are held to float64 references with
+// tolerances of a few ulp), the default (fast) for MathRelaxed.
+func wantFPFunctions(m MathMode) FPFunctions {
+	if m == MathSafe {
+		return FPFunctionsPrecise
+	}
+	return FPFunctionsFast
+}
+
+// MTLGPUFamilyApple1 numbers the Apple GPU families (MTLDevice.h:
+// MTLGPUFamilyApple1 = 1001 ... MTLGPUFamilyApple9 = 1009). The kernels
+// need Apple7 (A14, M1 and later): simdgroup matrices.
+const (
+	mtlGPUFamilyApple1 = 1001
+	requiredAppleGPU   = 7
+	newestAppleGPU     = 12 // probe a few beyond the newest documented family
+)
+
+// appleFamily is the highest Apple GPU family for which supports(1000+n)
+// answers yes, 0 for none (an Intel or AMD GPU).
+func appleFamily(supports func(family int) bool) int {
+	best := 0
+	for n := 1; n <= newestAppleGPU; n++ {
+		if supports(mtlGPUFamilyApple1 - 1 + n) {
+			best = n
+		}
+	}
+	return best
+}
+
+// checkAppleFamily explains a GPU the kernels cannot run on.
+func checkAppleFamily(name string, family int) error {
+	if family >= requiredAppleGPU {
+		return nil
+	}
+	if family == 0 {
+		return fmt.Errorf("%w: %s is not an Apple-family GPU (an Intel Mac?): the kernels need Apple7 or later (M1 and later) for simdgroup matrices; use the cpu backend", ErrNoMetal, name)
+	}
+	return fmt.Errorf("%w: %s supports GPU family Apple%d; the kernels need Apple%d or later (M1 and later) for simdgroup matrices; use the cpu backend", ErrNoMetal, name, family, requiredAppleGPU)
+}
+
+// SystemInfo is what the system device found and chose at open, for
+// reports (scripts/mac-check.sh reads String's line from the test log).
+type SystemInfo struct {
+	Name                  string
+	AppleFamily           int // highest MTLGPUFamilyAppleN supported
+	LanguageVersion       MSLVersion
+	MathMode              MathMode
+	FPFunctions           FPFunctions // read back from the compile options
+	PageSize              int
+	MaxThreadgroupMemory  int
+	MaxBufferLength       int
+	UnifiedMemory         bool
+	RecommendedWorkingSet uint64 // recommendedMaxWorkingSetSize, bytes
+}
+
+// String is one line of key=value pairs, the name quoted.
+func (i SystemInfo) String() string {
+	return fmt.Sprintf("metal-device name=%q family=apple%d msl=%s math=%s fp-functions=%s page=%d tg-memory=%d max-buffer=%d unified-memory=%v working-set=%d",
+		i.Name, i.AppleFamily, i.LanguageVersion, i.MathMode, i.FPFunctions, i.PageSize, i.MaxThreadgroupMemory,
+		i.MaxBufferLength, i.UnifiedMemory, i.RecommendedWorkingSet)
+}
+
+// invalidUTF8At is the byte offset of the first invalid UTF-8 sequence in
+// s, or -1.
+func invalidUTF8At(s string) int {
+	for i, r := range s {
+		if r == utf8.RuneError {
+			if _, size := utf8.DecodeRuneInString(s[i:]); size == 1 {
+				return i
+			}
+		}
+	}
+	return -1
 }

@@ -58,6 +58,8 @@ const (
 // shared object, which is loaded once per process.
 var runMu sync.Mutex
 
+var _ metal.NoCopyDevice = (*device)(nil)
+
 type device struct {
 	opts     Options
 	lib      *library
@@ -175,19 +177,33 @@ func (d *device) NewBuffer(size int) (metal.Buffer, error) {
 	return &buffer{dev: d, mem: m[:size], mapping: m}, nil
 }
 
-// NewBufferWithBytes wraps data by the system device's rule
+// NewBufferNoCopy wraps data in place by the system device's rule
 // (metal.NoCopyLength: page-aligned base, page-rounded length within
-// cap(data)), else copies. ASan mode always copies: its buffers are shared
-// memory files the runner process maps.
+// cap(data)) or fails with metal.ErrNoCopy. ASan mode never wraps: its
+// buffers are shared memory files the runner process maps.
+func (d *device) NewBufferNoCopy(data []byte) (metal.Buffer, error) {
+	if d.isClosed() {
+		return nil, metal.ErrDeviceClosed
+	}
+	if len(data) == 0 {
+		return nil, fmt.Errorf("%w: empty memory", metal.ErrNoCopy)
+	}
+	if d.opts.ASan {
+		return nil, fmt.Errorf("%w: the ASan runner maps its buffers from shared memory files", metal.ErrNoCopy)
+	}
+	if _, ok := metal.NoCopyLength(uintptr(unsafe.Pointer(&data[0])), len(data), cap(data), d.pageSize); !ok {
+		return nil, fmt.Errorf("%w: %d bytes are not page-aligned (page %d) with whole pages inside their allocation", metal.ErrNoCopy, len(data), d.pageSize)
+	}
+	return &buffer{dev: d, mem: data[:len(data):len(data)]}, nil
+}
+
+// NewBufferWithBytes wraps data when NewBufferNoCopy can, else copies.
 func (d *device) NewBufferWithBytes(data []byte) (metal.Buffer, error) {
 	if len(data) == 0 {
 		return nil, fmt.Errorf("%w: empty buffer", metal.ErrInvalidDispatch)
 	}
-	if _, ok := metal.NoCopyLength(uintptr(unsafe.Pointer(&data[0])), len(data), cap(data), d.pageSize); ok && !d.opts.ASan {
-		if d.isClosed() {
-			return nil, metal.ErrDeviceClosed
-		}
-		return &buffer{dev: d, mem: data[:len(data):len(data)]}, nil
+	if b, err := d.NewBufferNoCopy(data); err == nil {
+		return b, nil
 	}
 	b, err := d.NewBuffer(len(data))
 	if err != nil {
