@@ -264,7 +264,7 @@ func wantFPFunctions(m MathMode) FPFunctions {
 const (
 	mtlGPUFamilyApple1 = 1001
 	requiredAppleGPU   = 7
-	newestAppleGPU     = 12 // probe a few beyond the newest documented family
+	newestAppleGPU     = 10 // MTLGPUFamilyApple10 = 1010: M5, macOS 26 (as llama.cpp's ggml-metal logs it)
 )
 
 // appleFamily is the highest Apple GPU family for which supports(1000+n)
