@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/laya-metal/laya/pyjson"
 )
 
 // Email cleaning, ported rule for rule from laya-mlx laya_mlx/email.py
@@ -391,7 +393,7 @@ type EmailOption func(*emailConfig)
 type emailConfig struct {
 	sender string
 	raw    bool
-	extra  []Member
+	extra  []pyjson.Member
 }
 
 // WithSender adds the sender as the state's "from" field.
@@ -408,7 +410,7 @@ func WithRawBody() EmailOption {
 // field named like one of those replaces its value in place, as Python's
 // dict.update does. A null value is skipped, as laya-mlx skips None.
 func WithEmailField(key string, value Value) EmailOption {
-	return func(c *emailConfig) { c.extra = append(c.extra, Member{key, value}) }
+	return func(c *emailConfig) { c.extra = append(c.extra, pyjson.Member{Key: key, Value: value}) }
 }
 
 // EmailState builds the state EmailQuestions reads:
@@ -422,12 +424,12 @@ func EmailState(subject, body string, opts ...EmailOption) State {
 	if !cfg.raw {
 		body = CleanEmailBody(body, DefaultEmailMaxChars)
 	}
-	members := []Member{{"subject", StringValue(pyTrim(subject))}, {"body", StringValue(body)}}
+	members := []pyjson.Member{{Key: "subject", Value: pyjson.String(pyTrim(subject))}, {Key: "body", Value: pyjson.String(body)}}
 	if cfg.sender != "" {
-		members = append(members, Member{"from", StringValue(cfg.sender)})
+		members = append(members, pyjson.Member{Key: "from", Value: pyjson.String(cfg.sender)})
 	}
 	for _, e := range cfg.extra {
-		if e.Value.Kind() == NullKind {
+		if e.Value.Kind() == pyjson.NullKind {
 			continue
 		}
 		replaced := false
@@ -440,5 +442,5 @@ func EmailState(subject, body string, opts ...EmailOption) State {
 			members = append(members, e)
 		}
 	}
-	return ValueState(ObjectValue(members...))
+	return ValueState(pyjson.Object(members...))
 }

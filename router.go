@@ -10,8 +10,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/laya-metal/laya/internal/pyfmt"
 	"github.com/laya-metal/laya/lang"
+	"github.com/laya-metal/laya/pyjson"
 )
 
 // The router sends each request to the Laya checkpoint suited to it, after
@@ -75,9 +75,9 @@ var modelAliases = map[string]string{
 	"decisions":            ModelTypedDecisions,
 }
 
-// NormaliseModelName maps a model name or alias (any case) to its canonical
+// NormalizeModelName maps a model name or alias (any case) to its canonical
 // name, or fails with ErrUnknownModel listing the choices.
-func NormaliseModelName(name string) (string, error) {
+func NormalizeModelName(name string) (string, error) {
 	key := strings.ToLower(strings.TrimSpace(name))
 	if canon, ok := modelAliases[key]; ok {
 		key = canon
@@ -171,19 +171,19 @@ type RouteDecision struct {
 
 // Value is the decision as laya-mlx writes result["routing"].
 func (d RouteDecision) Value() Value {
-	detection, workflow := NullValue(), NullValue()
+	detection, workflow := pyjson.Null(), pyjson.Null()
 	if d.Detection != nil {
 		detection = analysisValue(*d.Detection)
 	}
 	if d.Workflow != "" {
-		workflow = StringValue(d.Workflow)
+		workflow = pyjson.String(d.Workflow)
 	}
-	return ObjectValue(
-		Member{"model", StringValue(d.Model)},
-		Member{"repo", StringValue(d.Repo)},
-		Member{"reason", StringValue(d.Reason)},
-		Member{"detection", detection},
-		Member{"workflow", workflow},
+	return pyjson.Object(
+		pyjson.Member{Key: "model", Value: pyjson.String(d.Model)},
+		pyjson.Member{Key: "repo", Value: pyjson.String(d.Repo)},
+		pyjson.Member{Key: "reason", Value: pyjson.String(d.Reason)},
+		pyjson.Member{Key: "detection", Value: detection},
+		pyjson.Member{Key: "workflow", Value: workflow},
 	)
 }
 
@@ -191,22 +191,22 @@ func (d RouteDecision) Value() Value {
 func (d RouteDecision) MarshalJSON() ([]byte, error) { return d.Value().MarshalJSON() }
 
 func analysisValue(a lang.Analysis) Value {
-	profile := make([]Member, len(a.Profile))
+	profile := make([]pyjson.Member, len(a.Profile))
 	for i, s := range a.Profile {
-		profile[i] = Member{s.Script, FloatValue(s.Fraction)}
+		profile[i] = pyjson.Member{Key: s.Script, Value: pyjson.Float(s.Fraction)}
 	}
-	language := NullValue()
+	language := pyjson.Null()
 	if a.Language != "" {
-		language = StringValue(a.Language)
+		language = pyjson.String(a.Language)
 	}
-	return ObjectValue(
-		Member{"script", StringValue(a.Script)},
-		Member{"script_profile", ObjectValue(profile...)},
-		Member{"language", language},
-		Member{"is_english", BoolValue(a.IsEnglish)},
-		Member{"language_undecided", BoolValue(a.LanguageUndecided)},
-		Member{"diacritic_rate", FloatValue(a.DiacriticRate)},
-		Member{"non_latin_fraction", FloatValue(a.NonLatinFraction)},
+	return pyjson.Object(
+		pyjson.Member{Key: "script", Value: pyjson.String(a.Script)},
+		pyjson.Member{Key: "script_profile", Value: pyjson.Object(profile...)},
+		pyjson.Member{Key: "language", Value: language},
+		pyjson.Member{Key: "is_english", Value: pyjson.Bool(a.IsEnglish)},
+		pyjson.Member{Key: "language_undecided", Value: pyjson.Bool(a.LanguageUndecided)},
+		pyjson.Member{Key: "diacritic_rate", Value: pyjson.Float(a.DiacriticRate)},
+		pyjson.Member{Key: "non_latin_fraction", Value: pyjson.Float(a.NonLatinFraction)},
 	)
 }
 
@@ -227,7 +227,7 @@ type RouterOption func(*Router) error
 func WithModels(models map[string]string) RouterOption {
 	return func(r *Router) error {
 		for name, ref := range models {
-			key, err := NormaliseModelName(name)
+			key, err := NormalizeModelName(name)
 			if err != nil {
 				return err
 			}
@@ -260,7 +260,7 @@ func WithMaxLoaded(n int) RouterOption {
 // identifies (default english).
 func WithDefaultModel(name string) RouterOption {
 	return func(r *Router) error {
-		key, err := NormaliseModelName(name)
+		key, err := NormalizeModelName(name)
 		r.defaultModel = key
 		return err
 	}
@@ -462,7 +462,7 @@ func closeAll(cs []io.Closer) {
 // acquire returns the model for name, loading it if needed, and a release
 // function the caller must call when done with it.
 func (r *Router) acquire(ctx context.Context, name string) (Predictor, func(), error) {
-	key, err := NormaliseModelName(name)
+	key, err := NormalizeModelName(name)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -559,7 +559,7 @@ func (r *Router) Load(ctx context.Context, name string) (Predictor, error) {
 // Attach registers an already-built model under name instead of loading a
 // second copy, raising the residency cap so it evicts nothing.
 func (r *Router) Attach(name string, model Predictor) error {
-	key, err := NormaliseModelName(name)
+	key, err := NormalizeModelName(name)
 	if err != nil {
 		return err
 	}
@@ -599,7 +599,7 @@ func (r *Router) Preload(ctx context.Context, names ...string) error {
 	r.mu.Unlock()
 	keys := make([]string, len(names))
 	for i, n := range names {
-		k, err := NormaliseModelName(n)
+		k, err := NormalizeModelName(n)
 		if err != nil {
 			return err
 		}
@@ -636,7 +636,7 @@ func (r *Router) Unload(names ...string) error {
 		r.order = nil
 	}
 	for _, n := range names {
-		key, err := NormaliseModelName(n)
+		key, err := NormalizeModelName(n)
 		if err != nil {
 			r.mu.Unlock()
 			closeAll(closers)
@@ -663,30 +663,30 @@ func (r *Router) decision(key, reason string, det *lang.Analysis, workflow strin
 // anything. The only error is an unknown model name in opts.
 func (r *Router) Route(state State, questions Questions, opts RouteOptions) (RouteDecision, error) {
 	if opts.Model != "" {
-		key, err := NormaliseModelName(opts.Model)
+		key, err := NormalizeModelName(opts.Model)
 		if err != nil {
 			return RouteDecision{}, err
 		}
-		return r.decision(key, "explicit model="+pyfmt.StrRepr(opts.Model), nil, ""), nil
+		return r.decision(key, "explicit model="+pyjson.StrRepr(opts.Model), nil, ""), nil
 	}
 	if opts.Task != "" {
 		task := opts.Task
 		if strings.ReplaceAll(strings.ToLower(task), "-", "_") == "typed_decisions" {
 			task = ModelTypedDecisions
 		}
-		key, err := NormaliseModelName(task)
+		key, err := NormalizeModelName(task)
 		if err != nil {
 			return RouteDecision{}, fmt.Errorf("task %q: %w", opts.Task, err)
 		}
-		return r.decision(key, "explicit task="+pyfmt.StrRepr(opts.Task), nil, ""), nil
+		return r.decision(key, "explicit task="+pyjson.StrRepr(opts.Task), nil, ""), nil
 	}
 	workflow := MatchTypedDecisionsWorkflow(questions)
 	if workflow != "" && r.autoTask {
-		return r.decision(ModelTypedDecisions, "question ids match the "+pyfmt.StrRepr(workflow)+" typed-decisions workflow", nil, workflow), nil
+		return r.decision(ModelTypedDecisions, "question ids match the "+pyjson.StrRepr(workflow)+" typed-decisions workflow", nil, workflow), nil
 	}
 	// A blank lang names nothing and falls through, as an abstaining hint does.
 	if en := englishFromCode(opts.Lang); en >= 0 {
-		return r.decision(englishOrMulti(en), "explicit lang="+pyfmt.StrRepr(opts.Lang), nil, workflow), nil
+		return r.decision(englishOrMulti(en), "explicit lang="+pyjson.StrRepr(opts.Lang), nil, workflow), nil
 	}
 	for _, hint := range []struct {
 		source string
@@ -703,7 +703,7 @@ func (r *Router) Route(state State, questions Questions, opts RouteOptions) (Rou
 			return r.decision(englishOrMulti(en), hint.source+": the caller identified this as "+what+" text", nil, workflow), nil
 		}
 	}
-	det := lang.Analyse(state.Value())
+	det := lang.Analyze(state.Value())
 	var key, reason string
 	switch {
 	case det.Script == lang.Unknown:
@@ -714,7 +714,7 @@ func (r *Router) Route(state State, questions Questions, opts RouteOptions) (Rou
 		reason = fmt.Sprintf("non-Latin script (%s, %.0f%% of letters); the English checkpoint cannot read it", det.Script, 100*det.NonLatinFraction)
 	case !det.IsEnglish && det.Language != "":
 		key = ModelMultilingual
-		reason = "Latin script but language looks like " + pyfmt.StrRepr(det.Language) + ", not English"
+		reason = "Latin script but language looks like " + pyjson.StrRepr(det.Language) + ", not English"
 	case !det.IsEnglish:
 		// No stopword list covers it: routed on the non-English letters alone.
 		key = ModelMultilingual
@@ -746,7 +746,7 @@ type RoutedResult struct {
 // Value returns the result JSON with the "routing" member.
 func (r *RoutedResult) Value() Value {
 	v := r.Result.Value()
-	return ObjectValue(append(append([]Member(nil), v.Members()...), Member{"routing", r.Routing.Value()})...)
+	return pyjson.Object(append(append([]pyjson.Member(nil), v.Members()...), pyjson.Member{Key: "routing", Value: r.Routing.Value()})...)
 }
 
 // MarshalJSON writes Value in Python's json.dumps form.

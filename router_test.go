@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/laya-metal/laya/pyjson"
 )
 
 // fakeModel stands in for an Agent: routing and residency need no network.
@@ -102,7 +104,7 @@ func TestRouteDetectionMatchesLayaMLX(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want, err := ParseJSON(tc.Want)
+			want, err := pyjson.Parse(tc.Want)
 			if err != nil {
 				t.Fatal(err)
 			}
