@@ -145,13 +145,27 @@ func (p *problems) add(format string, args ...any) {
 
 func (p *problems) addErr(err error) { p.list = append(p.list, err) }
 
+// prefixed returns the problems as this package's errors: LoadCheckpoint
+// lists them under one "weights: <dir>: invalid checkpoint" line, the
+// exported parsers return them on their own, each with the package prefix.
+func (p *problems) prefixed() []error {
+	if len(p.list) == 0 {
+		return nil
+	}
+	out := make([]error, len(p.list))
+	for i, err := range p.list {
+		out[i] = fmt.Errorf("weights: %w", err)
+	}
+	return out
+}
+
 // ParseAgentConfig parses rl_agent_config.json. It returns what it could
 // resolve together with every rule broken (nil when valid); the
 // max_position_embeddings bound is checked by LoadCheckpoint.
 func ParseAgentConfig(data []byte) (AgentConfig, []error) {
 	var p problems
 	cfg := parseAgentConfig(data, &p)
-	return cfg, p.list
+	return cfg, p.prefixed()
 }
 
 func parseAgentConfig(data []byte, p *problems) AgentConfig {
@@ -316,7 +330,7 @@ var modernBertDefaults = struct {
 func ParseEncoderConfig(data []byte) (EncoderConfig, []error) {
 	var p problems
 	cfg := parseEncoderConfig(data, &p)
-	return cfg, p.list
+	return cfg, p.prefixed()
 }
 
 func parseEncoderConfig(data []byte, p *problems) EncoderConfig {
@@ -501,7 +515,7 @@ func resolveRope(fields map[string]pyjson.Value, defFull, defSliding float64, fi
 func DeriveHead(enc EncoderConfig, agent AgentConfig) (HeadConfig, error) {
 	var p problems
 	h := deriveHead(enc, agent, &p)
-	return h, errors.Join(p.list...)
+	return h, errors.Join(p.prefixed()...)
 }
 
 // deriveHead works out the decision-head shape from the encoder width:
