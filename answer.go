@@ -42,7 +42,7 @@ type ChoiceAnswer struct {
 	Choice           string // the chosen option's Label
 	ChoiceValue      Value  // the chosen label as given in the request
 	Probabilities    []LabelProbability
-	Confidence       float64 // 1 − normalised entropy: how concentrated the distribution is
+	Confidence       float64 // 1 − normalized entropy: how concentrated the distribution is
 	AnswerConfidence float64 // the calibrated probability of the chosen option
 	ActProbability   float64
 }

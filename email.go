@@ -108,7 +108,7 @@ var (
 )
 
 // signOffNameStart is Python's [^\W\d_a-zß-öø-ÿ]: a word character that is
-// not a digit, underscore or Latin-1 lowercase letter. A name is capitalised,
+// not a digit, underscore or Latin-1 lowercase letter. A name is capitalized,
 // "for" in "Thanks for the quick reply." is not. RE2 has no class
 // subtraction, so the class is assembled from the Unicode tables.
 func signOffNameStart() string {
@@ -154,7 +154,7 @@ func hexRune(r rune) string {
 var signatureMarkers = []linePattern{
 	{re: py(`^\s*--\s*$`)},
 	// A closing line is the closing word plus punctuation and at most a name
-	// of up to three capitalised words; closing words match in any case, the name does not.
+	// of up to three capitalized words; closing words match in any case, the name does not.
 	{re: py(`^\s*(?i:best|kind|warmest|warm|many thanks|thanks|thank you|regards|cheers|sincerely)` +
 		`(?i:\s+(?:and|&)\s+regards|\s+(?:regards|wishes|again|in advance|a lot|so much|very much))?` +
 		`[\s,;:!.]*(?:` + signOffNameStart() + `[` + pyWChar + `'-]*[\s,.]*){0,3}$`)},

@@ -16,7 +16,7 @@ func TestStateSerializationGoldens(t *testing.T) {
 		for _, c := range loadRequestCases(t, name) {
 			st := ValueState(mustGet(c.request, "state"))
 			if got := st.Serialize(); got != c.stateSerialized {
-				t.Errorf("%s/%s: state serialised as\n%q\nwant\n%q", name, c.name, got, c.stateSerialized)
+				t.Errorf("%s/%s: state serialized as\n%q\nwant\n%q", name, c.name, got, c.stateSerialized)
 			}
 			if st.isList() != c.truncateLeft {
 				t.Errorf("%s/%s: list state %v, want truncate_left %v", name, c.name, st.isList(), c.truncateLeft)

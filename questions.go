@@ -11,7 +11,7 @@ import (
 	"github.com/laya-metal/laya/pyjson"
 )
 
-// Question validation and normalisation follow upstream Laya at 8ef5b2dd:
+// Question validation and normalization follow upstream Laya at 8ef5b2dd:
 // Agent._check_question and Agent._to_internal (laya/agent.py), render_options and
 // _resolve_noul_labels (laya/common.py). The error texts are upstream's, word for word,
 // because callers and the goldens (testdata/oracle/goldens/*/errors.json) match on them.
@@ -204,7 +204,7 @@ type question struct {
 // qtypeNames is sorted(QTYPES) as upstream prints it.
 const qtypeNames = "['choice', 'noul', 'score']"
 
-// prepareQuestions validates every question, then normalises them; nothing is tokenized
+// prepareQuestions validates every question, then normalizes them; nothing is tokenized
 // before every question has passed, so a bad request has no effect.
 func prepareQuestions(qs Questions) ([]*question, error) {
 	seen := make(map[string]bool, len(qs))

@@ -7,7 +7,7 @@ import (
 )
 
 // State is what the questions are asked about: a text, or any JSON value (an email as an
-// object, a conversation as a list of turns). Upstream serialises a non-string state with
+// object, a conversation as a list of turns). Upstream serializes a non-string state with
 // json.dumps(state, ensure_ascii=False), so object key order and number literals matter:
 // build it with JSONState or ValueState to keep them.
 type State struct {

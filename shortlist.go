@@ -147,7 +147,7 @@ func PredictShortlist(ctx context.Context, model Predictor, state State, questio
 }
 
 // shortlistQuery is laya-mlx's _query_text: instructions (json.dumps when not
-// a string), a newline, and the serialised state; the state alone when the
+// a string), a newline, and the serialized state; the state alone when the
 // instructions are missing or empty.
 func shortlistQuery(state State, ins Value) string {
 	body := state.Serialize()

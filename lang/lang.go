@@ -202,7 +202,7 @@ func shareOf(prof []Share, script string) float64 {
 // hasNonLatinWords reports runs of two or more letters of one named
 // non-Latin script that do not start with a capital. English prose carries
 // non-Latin letters that are not a request in another script: a symbol
-// (one letter), a proper name (capitalised), a pronunciation (IPA, which no
+// (one letter), a proper name (capitalized), a pronunciation (IPA, which no
 // range claims). Combining marks are skipped so they never split a word.
 func hasNonLatinWords(text string) bool {
 	var run []rune

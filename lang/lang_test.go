@@ -14,7 +14,7 @@ import (
 // result of laya-mlx's analyse() for each, produced by running its lang.py
 // algorithm under CPython 3.12 (so Python's isalpha, lower, re and round
 // decide the expected values, not this package).
-type analyseCase struct {
+type analyzeCase struct {
 	Name  string          `json:"name"`
 	State json.RawMessage `json:"state"`
 	Want  struct {
@@ -47,13 +47,13 @@ func orderedProfile(t *testing.T, raw json.RawMessage) []Share {
 	return out
 }
 
-func loadCases(t *testing.T) []analyseCase {
+func loadCases(t *testing.T) []analyzeCase {
 	t.Helper()
 	b, err := os.ReadFile("testdata/analyse.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cases []analyseCase
+	var cases []analyzeCase
 	if err := json.Unmarshal(b, &cases); err != nil {
 		t.Fatal(err)
 	}

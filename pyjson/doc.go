@@ -1,7 +1,7 @@
 // Package pyjson is JSON as upstream Laya's Python reads and writes it.
 //
 // Upstream builds its prompts and its answers with Python's json module, so
-// the exact bytes matter twice: the serialised state is what the tokenizer
+// the exact bytes matter twice: the serialized state is what the tokenizer
 // reads, and the answer JSON is compared byte for byte. Go's encoding/json
 // differs from Python's in every way that shows (map key order, HTML
 // escaping, float formatting, the ", " and ": " separators, NaN and

@@ -290,7 +290,7 @@ func TestStrRepr(t *testing.T) {
 }
 
 // TestPythonSemantics covers str(), type(x).__name__, dict-key identity and
-// float() of parsed values, each written from Python's documented behaviour.
+// float() of parsed values, each written from Python's documented behavior.
 func TestPythonSemantics(t *testing.T) {
 	parse := func(s string) Value {
 		v, err := Parse([]byte(s))
