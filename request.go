@@ -37,9 +37,9 @@ func ValueState(v Value) State {
 	return State{value: v}
 }
 
-// StateOf is a state from a Go value (see ValueOf). Go maps have no order, so a map's
+// StateOf is a state from a Go value (see pyjson.ValueOf). Go maps have no order, so a map's
 // keys come out SORTED, which changes the text the model reads compared with the same
-// object in another order: use JSONState or ValueState with ObjectValue to keep an order.
+// object in another order: use JSONState or ValueState with pyjson.Object to keep an order.
 func StateOf(x any) (State, error) {
 	v, err := pyjson.ValueOf(x)
 	if err != nil {
