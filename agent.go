@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/laya-metal/laya/backend"
 	"github.com/laya-metal/laya/heads"
 	"github.com/laya-metal/laya/internal/pyfmt"
 	"github.com/laya-metal/laya/tokenizer"
@@ -27,6 +28,7 @@ type Option func(*loadConfig) error
 type loadConfig struct {
 	batchSize int
 	backend   string
+	instance  backend.Backend
 	hub       []HubOption
 }
 
@@ -58,6 +60,22 @@ func WithBackend(name string) Option {
 			return errors.New("laya: empty backend name")
 		}
 		c.backend = name
+		return nil
+	}
+}
+
+// WithBackendInstance runs the agent on a backend the caller opened (a
+// device it shares between agents, one it reads device time from, an
+// implementation it did not register) instead of one opened by name.
+// The caller keeps ownership: Agent.Close does not close be, so the
+// checkpoint's weights uploaded to it are released only when be is closed,
+// which must come after Agent.Close.
+func WithBackendInstance(be backend.Backend) Option {
+	return func(c *loadConfig) error {
+		if be == nil {
+			return errors.New("laya: WithBackendInstance(nil); pass an opened backend")
+		}
+		c.instance = be
 		return nil
 	}
 }
@@ -115,7 +133,7 @@ func Load(ctx context.Context, pathOrRepo string, opts ...Option) (*Agent, error
 		ckpt.Close()
 		return nil, err
 	}
-	net, err := newNetwork(ckpt, networkOptions{Backend: cfg.backend, BatchSize: cfg.batchSize, PadID: sp.PAD})
+	net, err := newNetwork(ckpt, networkOptions{Backend: cfg.backend, Instance: cfg.instance, BatchSize: cfg.batchSize, PadID: sp.PAD})
 	if err != nil {
 		ckpt.Close()
 		return nil, err
@@ -204,7 +222,7 @@ func (a *Agent) Close() error {
 	a.inflight.Wait()
 	var errs []error
 	if a.net != nil {
-		errs = append(errs, a.net.be.Close())
+		errs = append(errs, a.net.close())
 	}
 	if a.ckpt != nil {
 		errs = append(errs, a.ckpt.Close())
