@@ -11,6 +11,7 @@ import (
 
 	"github.com/laya-metal/laya/backend"
 	"github.com/laya-metal/laya/heads"
+	"github.com/laya-metal/laya/hub"
 	"github.com/laya-metal/laya/internal/pyfmt"
 	"github.com/laya-metal/laya/tokenizer"
 	"github.com/laya-metal/laya/weights"
@@ -29,16 +30,7 @@ type loadConfig struct {
 	batchSize int
 	backend   string
 	instance  backend.Backend
-	hub       []HubOption
-}
-
-// WithHub passes Hub options (revision, subfolder, token, offline, progress)
-// used when Load is given a Hub id such as "convaiinnovations/laya".
-func WithHub(opts ...HubOption) Option {
-	return func(c *loadConfig) error {
-		c.hub = append(c.hub, opts...)
-		return nil
-	}
+	hub       *hub.Client // nil: hub.NewClient()
 }
 
 // WithBatchSize sets how many question rows run in one padded forward batch (default 16).
@@ -102,6 +94,13 @@ type Agent struct {
 	inflight sync.WaitGroup
 }
 
+// Predictor answers questions about a state: *Agent is one. PredictShortlist
+// and package router run requests on any Predictor, so tests and servers can
+// stand in their own.
+type Predictor interface {
+	Predict(ctx context.Context, state State, questions Questions) (*Result, error)
+}
+
 // Load opens a Laya checkpoint: rl_agent_config.json, model.safetensors, encoder/config.json
 // and tokenizer/ under one directory. pathOrRepo is that directory, or a Hub id such as
 // "convaiinnovations/laya/multilingual@main" (see WithHub): files come from the Hugging
@@ -159,14 +158,8 @@ func Load(ctx context.Context, pathOrRepo string, opts ...Option) (*Agent, error
 // directory: a local path as it is, a Hub id (org/name[/subfolder][@revision]) through
 // the Hugging Face cache, downloading only on first use.
 func resolveCheckpoint(ctx context.Context, ref string, cfg loadConfig) (string, error) {
-	if IsHubReference(ref) {
-		var hc hubConfig
-		for _, o := range cfg.hub {
-			if err := o(&hc); err != nil {
-				return "", err
-			}
-		}
-		dir, err := resolveHub(ctx, ref, hc)
+	if isHubReference(ref) {
+		dir, err := resolveHub(ctx, ref, cfg.hub)
 		if err != nil {
 			// A mistyped local path has the org/name shape too: say both readings.
 			return "", fmt.Errorf("%w (no local directory %q exists either; write ./%s for a local path)", err, ref, ref)

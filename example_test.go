@@ -37,16 +37,3 @@ func Example() {
 	fmt.Println(dept.Choice, urgency.Score, refund.Noul)
 	fmt.Println(res) // upstream Laya's JSON, byte for byte
 }
-
-// Route picks a checkpoint for a request without loading one.
-func ExampleRouter_Route() {
-	router, err := laya.NewRouter(laya.WithMaxLoaded(1))
-	if err != nil {
-		log.Fatal(err)
-	}
-	decision, err := router.Route(laya.Text("Ich wurde zweimal belastet."), laya.TriageQuestions(), laya.RouteOptions{})
-	if err != nil {
-		log.Fatal(err)
-	}
-	fmt.Println(decision.Model, decision.Reason)
-}
