@@ -1,6 +1,7 @@
-package laya
+package preset
 
 import (
+	"github.com/laya-metal/laya"
 	"regexp"
 	"strings"
 	"unicode"
@@ -391,7 +392,7 @@ type EmailOption func(*emailConfig)
 type emailConfig struct {
 	sender string
 	raw    bool
-	extra  []Member
+	extra  []laya.Member
 }
 
 // WithSender adds the sender as the state's "from" field.
@@ -407,14 +408,14 @@ func WithRawBody() EmailOption {
 // WithEmailField adds a field to the state after subject, body and from; a
 // field named like one of those replaces its value in place, as Python's
 // dict.update does. A null value is skipped, as laya-mlx skips None.
-func WithEmailField(key string, value Value) EmailOption {
-	return func(c *emailConfig) { c.extra = append(c.extra, Member{key, value}) }
+func WithEmailField(key string, value laya.Value) EmailOption {
+	return func(c *emailConfig) { c.extra = append(c.extra, laya.Member{Key: key, Value: value}) }
 }
 
 // EmailState builds the state EmailQuestions reads:
 // {"subject": …, "body": …, ["from": …], extra fields…}, with the subject
 // trimmed and the body cleaned by CleanEmailBody (limit DefaultEmailMaxChars).
-func EmailState(subject, body string, opts ...EmailOption) State {
+func EmailState(subject, body string, opts ...EmailOption) laya.State {
 	var cfg emailConfig
 	for _, o := range opts {
 		o(&cfg)
@@ -422,12 +423,12 @@ func EmailState(subject, body string, opts ...EmailOption) State {
 	if !cfg.raw {
 		body = CleanEmailBody(body, DefaultEmailMaxChars)
 	}
-	members := []Member{{"subject", StringValue(pyTrim(subject))}, {"body", StringValue(body)}}
+	members := []laya.Member{{Key: "subject", Value: laya.StringValue(pyTrim(subject))}, {Key: "body", Value: laya.StringValue(body)}}
 	if cfg.sender != "" {
-		members = append(members, Member{"from", StringValue(cfg.sender)})
+		members = append(members, laya.Member{Key: "from", Value: laya.StringValue(cfg.sender)})
 	}
 	for _, e := range cfg.extra {
-		if e.Value.Kind() == NullKind {
+		if e.Value.Kind() == laya.NullKind {
 			continue
 		}
 		replaced := false
@@ -440,5 +441,5 @@ func EmailState(subject, body string, opts ...EmailOption) State {
 			members = append(members, e)
 		}
 	}
-	return ValueState(ObjectValue(members...))
+	return laya.ValueState(laya.ObjectValue(members...))
 }
