@@ -11,13 +11,15 @@ import (
 )
 
 // Route picks a checkpoint for a request without loading one: German text
-// goes to the multilingual checkpoint.
+// goes to the multilingual checkpoint (laya-mlx's decision for this state,
+// testdata/router/route.json case "german").
 func ExampleRouter_Route() {
 	r, err := router.New(router.WithMaxLoaded(1))
 	if err != nil {
 		log.Fatal(err)
 	}
-	decision, err := r.Route(laya.Text("Ich wurde zweimal belastet."), preset.TriageQuestions(), router.RouteOptions{})
+	state := laya.Text("Mein Konto wurde zweimal belastet, bitte erstatten Sie mir den Betrag.")
+	decision, err := r.Route(state, preset.TriageQuestions(), router.RouteOptions{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -25,11 +27,12 @@ func ExampleRouter_Route() {
 	fmt.Println(decision.Reason)
 	// Output:
 	// multilingual convaiinnovations/laya/multilingual
-	// x
+	// Latin script but language looks like 'de', not English
 }
 
 // Predict routes, loads the chosen checkpoint on first use and answers on
-// it; here the english model is the bundled test checkpoint.
+// it; here the english model is the bundled test checkpoint, and the answer
+// is upstream's for this request (golden case "lang_en").
 func ExampleRouter_Predict() {
 	r, err := router.New(router.WithModels(map[string]string{"english": "../testdata/oracle/checkpoints/real-en"}))
 	if err != nil {
@@ -37,14 +40,16 @@ func ExampleRouter_Predict() {
 	}
 	defer r.Unload()
 	questions := laya.Questions{{ID: "refund", Definition: laya.NoulQuestion("Does the customer ask for money back?")}}
-	res, err := r.Predict(context.Background(), laya.Text("I was charged twice. Please refund me."), questions,
-		router.RouteOptions{Lang: "en"})
+	state := laya.ValueState(laya.ObjectValue(laya.Member{Key: "message",
+		Value: laya.StringValue("I was charged twice for invoice 4411, please refund it today.")}))
+	res, err := r.Predict(context.Background(), state, questions, router.RouteOptions{Lang: "en"})
 	if err != nil {
 		log.Fatal(err)
 	}
 	refund, _ := res.Noul("refund")
 	fmt.Println(res.Routing.Model, res.Routing.Reason)
-	fmt.Printf("%.4f\n", refund.Noul)
+	fmt.Println(refund.Noul, r.Loaded())
 	// Output:
-	// x
+	// english explicit lang='en'
+	// 0.5627 [english]
 }
