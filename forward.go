@@ -80,7 +80,7 @@ func newNetwork(ckpt *weights.Checkpoint, opts networkOptions) (*network, error)
 	if be == nil {
 		var err error
 		if be, err = backend.Open(name); err != nil {
-			return nil, fmt.Errorf("laya: backend: %w", err)
+			return nil, fmt.Errorf("laya: %w", err)
 		}
 		owns = true
 	}

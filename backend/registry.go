@@ -61,7 +61,7 @@ func Open(name string) (Backend, error) {
 func unknownBackend(name string) error {
 	var b strings.Builder
 	if why, known := unavailable[name]; known {
-		fmt.Fprintf(&b, "%q is not available in this program: it %s", name, why)
+		fmt.Fprintf(&b, "%q: not in this program; it %s", name, why)
 	} else {
 		fmt.Fprintf(&b, "%q", name)
 	}

@@ -42,7 +42,7 @@ func TestOpenUnknownSaysWhy(t *testing.T) {
 	}{
 		{"tpu", []string{`"tpu"`, "registered: cpu", "metal (needs macOS on Apple Silicon (darwin/arm64))",
 			"metal-emu (needs clang ≥ 16 and a blank import of github.com/laya-metal/laya/backend/metalemu)"}},
-		{"metal-emu", []string{`"metal-emu" is not available in this program: it needs clang ≥ 16 and a blank import of github.com/laya-metal/laya/backend/metalemu`,
+		{"metal-emu", []string{`"metal-emu": not in this program; it needs clang ≥ 16 and a blank import of github.com/laya-metal/laya/backend/metalemu`,
 			"registered: cpu"}},
 	} {
 		_, err := backend.Open(tt.name)
