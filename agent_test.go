@@ -258,6 +258,7 @@ func TestAgentErrorGoldens(t *testing.T) {
 
 func TestLoadErrors(t *testing.T) {
 	ctx := context.Background()
+	offline := &hub.Client{Endpoint: "http://127.0.0.1:1", CacheDir: t.TempDir(), Offline: true}
 	for _, tc := range []struct {
 		name string
 		path string
@@ -267,7 +268,7 @@ func TestLoadErrors(t *testing.T) {
 		{"missing dir", "./" + filepath.Join("testdata", "no-such-checkpoint"), nil, ErrNotCheckpoint},
 		// Without ./ the same text has the org/name shape of a Hub id; offline and
 		// uncached, the error must name both readings.
-		{"missing dir or hub id", filepath.Join("testdata", "no-such-checkpoint"), []Option{WithHub(WithOffline())}, hub.ErrOffline},
+		{"missing dir or hub id", filepath.Join("testdata", "no-such-checkpoint"), []Option{WithHub(offline)}, hub.ErrOffline},
 		{"not a checkpoint", "testdata", nil, ErrNotCheckpoint},
 		{"a file", filepath.Join(checkpointDir("tiny-en"), "rl_agent_config.json"), nil, ErrNotCheckpoint},
 	} {
@@ -284,6 +285,12 @@ func TestLoadErrors(t *testing.T) {
 	}
 	if _, err := Load(ctx, checkpointDir("tiny-en"), WithBackend("")); err == nil {
 		t.Error("WithBackend(\"\") accepted")
+	}
+	if _, err := Load(ctx, checkpointDir("tiny-en"), WithHub(nil)); err == nil {
+		t.Error("WithHub(nil) accepted")
+	}
+	if _, err := Load(ctx, checkpointDir("tiny-en"), WithBackendInstance(nil)); err == nil {
+		t.Error("WithBackendInstance(nil) accepted")
 	}
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()

@@ -1,4 +1,4 @@
-package laya
+package preset
 
 import (
 	"encoding/json"
@@ -13,7 +13,7 @@ import (
 // replies, signatures, device footers, disclaimers) with the output of
 // laya-mlx's clean_email_body run under CPython 3.12.
 func TestCleanEmailBodyMatchesLayaMLX(t *testing.T) {
-	b, err := os.ReadFile("testdata/email/clean.json")
+	b, err := os.ReadFile("../testdata/email/clean.json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
-package laya
+package preset
 
 import (
+	"github.com/laya-metal/laya"
 	"regexp"
 	"strings"
 	"unicode"
@@ -409,14 +410,14 @@ func WithRawBody() EmailOption {
 // WithEmailField adds a field to the state after subject, body and from; a
 // field named like one of those replaces its value in place, as Python's
 // dict.update does. A null value is skipped, as laya-mlx skips None.
-func WithEmailField(key string, value Value) EmailOption {
+func WithEmailField(key string, value laya.Value) EmailOption {
 	return func(c *emailConfig) { c.extra = append(c.extra, pyjson.Member{Key: key, Value: value}) }
 }
 
 // EmailState builds the state EmailQuestions reads:
 // {"subject": …, "body": …, ["from": …], extra fields…}, with the subject
 // trimmed and the body cleaned by CleanEmailBody (limit DefaultEmailMaxChars).
-func EmailState(subject, body string, opts ...EmailOption) State {
+func EmailState(subject, body string, opts ...EmailOption) laya.State {
 	var cfg emailConfig
 	for _, o := range opts {
 		o(&cfg)
@@ -442,5 +443,5 @@ func EmailState(subject, body string, opts ...EmailOption) State {
 			members = append(members, e)
 		}
 	}
-	return ValueState(pyjson.Object(members...))
+	return laya.ValueState(pyjson.Object(members...))
 }

@@ -1,4 +1,4 @@
-package laya
+package router
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/laya-metal/laya"
 	"github.com/laya-metal/laya/lang"
 	"github.com/laya-metal/laya/pyjson"
 )
@@ -32,7 +33,7 @@ const (
 const BundleRepo = "convaiinnovations/laya"
 
 // ErrUnknownModel reports a model name that is neither a model nor an alias.
-var ErrUnknownModel = errors.New("laya: unknown model")
+var ErrUnknownModel = errors.New("router: unknown model")
 
 // DefaultModels are the three checkpoints in the bundle repository, as
 // references Load accepts (repo or repo/subfolder).
@@ -110,7 +111,7 @@ var typedDecisionWorkflows = []struct {
 
 // MatchTypedDecisionsWorkflow names the typed-decisions workflow whose exact
 // question-id set these questions have, or returns "".
-func MatchTypedDecisionsWorkflow(questions Questions) string {
+func MatchTypedDecisionsWorkflow(questions laya.Questions) string {
 	ids := map[string]bool{}
 	for _, q := range questions {
 		ids[q.ID] = true
@@ -148,7 +149,7 @@ func englishFromCode(code string) int {
 
 // LangGuess returns a language code for a state, or "" to abstain. It is the
 // seam for a real language-identification model.
-type LangGuess func(State) string
+type LangGuess func(laya.State) string
 
 // RouteOptions are the per-request routing inputs, in precedence order:
 // Model > Task > detected workflow (opt-in) > Lang > LangGuess >
@@ -160,8 +161,8 @@ type RouteOptions struct {
 	LangGuess LangGuess // a per-request hint; "" falls through
 }
 
-// RouteDecision says which model a request goes to and why.
-type RouteDecision struct {
+// Decision says which model a request goes to and why.
+type Decision struct {
 	Model     string         // canonical model name
 	Repo      string         // the reference that model is loaded from
 	Reason    string         // laya-mlx's wording
@@ -170,7 +171,7 @@ type RouteDecision struct {
 }
 
 // Value is the decision as laya-mlx writes result["routing"].
-func (d RouteDecision) Value() Value {
+func (d Decision) Value() laya.Value {
 	detection, workflow := pyjson.Null(), pyjson.Null()
 	if d.Detection != nil {
 		detection = analysisValue(*d.Detection)
@@ -188,9 +189,9 @@ func (d RouteDecision) Value() Value {
 }
 
 // MarshalJSON writes Value in Python's json.dumps form.
-func (d RouteDecision) MarshalJSON() ([]byte, error) { return d.Value().MarshalJSON() }
+func (d Decision) MarshalJSON() ([]byte, error) { return d.Value().MarshalJSON() }
 
-func analysisValue(a lang.Analysis) Value {
+func analysisValue(a lang.Analysis) laya.Value {
 	profile := make([]pyjson.Member, len(a.Profile))
 	for i, s := range a.Profile {
 		profile[i] = pyjson.Member{Key: s.Script, Value: pyjson.Float(s.Fraction)}
@@ -210,21 +211,16 @@ func analysisValue(a lang.Analysis) Value {
 	)
 }
 
-// Predictor is what the router runs requests on; *Agent is one.
-type Predictor interface {
-	Predict(ctx context.Context, state State, questions Questions) (*Result, error)
-}
-
-// ModelLoader builds the predictor for a model; ref is the model's entry in
+// Loader builds the predictor for a model; ref is the model's entry in
 // the router's model table.
-type ModelLoader func(ctx context.Context, name, ref string) (Predictor, error)
+type Loader func(ctx context.Context, name, ref string) (laya.Predictor, error)
 
-// RouterOption configures NewRouter.
-type RouterOption func(*Router) error
+// Option configures New.
+type Option func(*Router) error
 
 // WithModels overrides model references by name or alias, e.g.
 // WithModels(MLXModels()) or {"english": "/models/laya-en"}.
-func WithModels(models map[string]string) RouterOption {
+func WithModels(models map[string]string) Option {
 	return func(r *Router) error {
 		for name, ref := range models {
 			key, err := NormalizeModelName(name)
@@ -239,7 +235,7 @@ func WithModels(models map[string]string) RouterOption {
 
 // WithStandaloneRepos uses StandaloneModels instead of the bundle repository.
 // Apply it before WithModels.
-func WithStandaloneRepos() RouterOption {
+func WithStandaloneRepos() Option {
 	return func(r *Router) error {
 		r.models = StandaloneModels()
 		return nil
@@ -249,7 +245,7 @@ func WithStandaloneRepos() RouterOption {
 // WithMaxLoaded caps how many models stay resident (default 2, at least 1);
 // the least recently used is evicted. Automatic routing only chooses between
 // english and multilingual, so 2 avoids reloading on every script switch.
-func WithMaxLoaded(n int) RouterOption {
+func WithMaxLoaded(n int) Option {
 	return func(r *Router) error {
 		r.maxLoaded = max(1, n)
 		return nil
@@ -258,7 +254,7 @@ func WithMaxLoaded(n int) RouterOption {
 
 // WithDefaultModel sets the model for states whose language nothing
 // identifies (default english).
-func WithDefaultModel(name string) RouterOption {
+func WithDefaultModel(name string) Option {
 	return func(r *Router) error {
 		key, err := NormalizeModelName(name)
 		r.defaultModel = key
@@ -268,16 +264,16 @@ func WithDefaultModel(name string) RouterOption {
 
 // WithAutoTaskDetection routes requests whose question ids are exactly a
 // typed-decisions workflow to typed-decisions.
-func WithAutoTaskDetection() RouterOption {
+func WithAutoTaskDetection() Option {
 	return func(r *Router) error {
 		r.autoTask = true
 		return nil
 	}
 }
 
-// WithRouterLangGuess installs a language hint for every request, consulted
+// WithLangGuess installs a language hint for every request, consulted
 // after an explicit Lang and a per-request LangGuess.
-func WithRouterLangGuess(g LangGuess) RouterOption {
+func WithLangGuess(g LangGuess) Option {
 	return func(r *Router) error {
 		r.langGuess = g
 		return nil
@@ -286,29 +282,22 @@ func WithRouterLangGuess(g LangGuess) RouterOption {
 
 // WithLoader replaces how models are built (default: Load with the options
 // of WithLoadOptions). Tests and servers with their own cache use it.
-func WithLoader(l ModelLoader) RouterOption {
+func WithLoader(l Loader) Option {
 	return func(r *Router) error {
 		if l == nil {
-			return errors.New("laya: WithLoader(nil); pass a loader function")
+			return errors.New("router: WithLoader(nil); pass a loader function")
 		}
 		r.loader = l
 		return nil
 	}
 }
 
-// WithLoadOptions passes options to Load for every model the router builds.
-func WithLoadOptions(opts ...Option) RouterOption {
+// WithLoadOptions passes options to laya.Load for every model the default
+// loader builds: a backend, a batch size, and laya.WithHub for how Hub
+// references resolve (token, cache, offline, progress).
+func WithLoadOptions(opts ...laya.Option) Option {
 	return func(r *Router) error {
 		r.loadOpts = append(r.loadOpts, opts...)
-		return nil
-	}
-}
-
-// WithHubOptions sets how Hub references of the default loader resolve
-// (token, offline, progress, client).
-func WithHubOptions(opts ...HubOption) RouterOption {
-	return func(r *Router) error {
-		r.hubOpts = append(r.hubOpts, opts...)
 		return nil
 	}
 }
@@ -325,16 +314,15 @@ type Router struct {
 	defaultModel string
 	autoTask     bool
 	langGuess    LangGuess
-	loader       ModelLoader
-	loadOpts     []Option
-	hubOpts      []HubOption
+	loader       Loader
+	loadOpts     []laya.Option
 	entries      map[string]*routerEntry
 	order        []string // least recently used first
 }
 
 type routerEntry struct {
 	ready   chan struct{} // closed when the load finished
-	model   Predictor
+	model   laya.Predictor
 	err     error
 	refs    int  // requests using model
 	evicted bool // close model when refs drops to 0
@@ -343,8 +331,8 @@ type routerEntry struct {
 	loaderGone bool
 }
 
-// NewRouter returns a router over DefaultModels with max 2 resident models.
-func NewRouter(opts ...RouterOption) (*Router, error) {
+// New returns a router over DefaultModels with max 2 resident models.
+func New(opts ...Option) (*Router, error) {
 	r := &Router{
 		models:       DefaultModels(),
 		maxLoaded:    2,
@@ -357,11 +345,8 @@ func NewRouter(opts ...RouterOption) (*Router, error) {
 		}
 	}
 	if r.loader == nil {
-		r.loader = func(ctx context.Context, name, ref string) (Predictor, error) {
-			if IsHubReference(ref) {
-				return LoadHub(ctx, ref, r.hubOpts, r.loadOpts...)
-			}
-			return Load(ctx, ref, r.loadOpts...)
+		r.loader = func(ctx context.Context, name, ref string) (laya.Predictor, error) {
+			return laya.Load(ctx, ref, r.loadOpts...)
 		}
 	}
 	return r, nil
@@ -441,7 +426,7 @@ func (r *Router) drop(key string) io.Closer {
 
 // sameModel reports whether a loaded entry holds model (compared only when
 // the dynamic type allows ==, so an uncomparable predictor never panics).
-func sameModel(e *routerEntry, model Predictor) bool {
+func sameModel(e *routerEntry, model laya.Predictor) bool {
 	select {
 	case <-e.ready:
 	default:
@@ -461,7 +446,7 @@ func closeAll(cs []io.Closer) {
 
 // acquire returns the model for name, loading it if needed, and a release
 // function the caller must call when done with it.
-func (r *Router) acquire(ctx context.Context, name string) (Predictor, func(), error) {
+func (r *Router) acquire(ctx context.Context, name string) (laya.Predictor, func(), error) {
 	key, err := NormalizeModelName(name)
 	if err != nil {
 		return nil, nil, err
@@ -476,7 +461,7 @@ func (r *Router) acquire(ctx context.Context, name string) (Predictor, func(), e
 
 // tryAcquire is one attempt of acquire; retry reports a shared load that failed
 // only because another request's context ended, which ctx may redo.
-func (r *Router) tryAcquire(ctx context.Context, key string) (_ Predictor, _ func(), retry bool, _ error) {
+func (r *Router) tryAcquire(ctx context.Context, key string) (_ laya.Predictor, _ func(), retry bool, _ error) {
 	r.mu.Lock()
 	e, ok := r.entries[key]
 	if ok {
@@ -493,7 +478,7 @@ func (r *Router) tryAcquire(ctx context.Context, key string) (_ Predictor, _ fun
 		closeAll(closers)
 		e.model, e.err = r.loader(ctx, key, ref)
 		if e.err == nil && e.model == nil {
-			e.err = fmt.Errorf("laya: loader returned no model for %s", key)
+			e.err = fmt.Errorf("router: loader returned no model for %s", key)
 		}
 		if e.err != nil {
 			// A loader that failed half way and returned a model anyway: nobody
@@ -503,7 +488,7 @@ func (r *Router) tryAcquire(ctx context.Context, key string) (_ Predictor, _ fun
 			}
 			e.model = nil
 			e.loaderGone = ctx.Err() != nil
-			e.err = fmt.Errorf("laya: load model %s (%s): %w", key, ref, e.err)
+			e.err = fmt.Errorf("router: load model %s (%s): %w", key, ref, e.err)
 			r.mu.Lock()
 			if r.entries[key] == e {
 				delete(r.entries, key)
@@ -547,7 +532,7 @@ func (r *Router) release(e *routerEntry) {
 // for warming up: the router does not hold the model for the caller, so a later load
 // of another model may evict and close it (an Agent then answers ErrClosed). Use
 // Router.Predict to answer requests.
-func (r *Router) Load(ctx context.Context, name string) (Predictor, error) {
+func (r *Router) Load(ctx context.Context, name string) (laya.Predictor, error) {
 	m, release, err := r.acquire(ctx, name)
 	if err != nil {
 		return nil, err
@@ -558,13 +543,13 @@ func (r *Router) Load(ctx context.Context, name string) (Predictor, error) {
 
 // Attach registers an already-built model under name instead of loading a
 // second copy, raising the residency cap so it evicts nothing.
-func (r *Router) Attach(name string, model Predictor) error {
+func (r *Router) Attach(name string, model laya.Predictor) error {
 	key, err := NormalizeModelName(name)
 	if err != nil {
 		return err
 	}
 	if model == nil {
-		return fmt.Errorf("laya: Attach(%q, nil); pass a loaded model", name)
+		return fmt.Errorf("router: Attach(%q, nil); pass a loaded model", name)
 	}
 	e := &routerEntry{ready: make(chan struct{}), model: model}
 	close(e.ready)
@@ -652,20 +637,20 @@ func (r *Router) Unload(names ...string) error {
 	return nil
 }
 
-func (r *Router) decision(key, reason string, det *lang.Analysis, workflow string) RouteDecision {
+func (r *Router) decision(key, reason string, det *lang.Analysis, workflow string) Decision {
 	r.mu.Lock()
 	repo := r.models[key]
 	r.mu.Unlock()
-	return RouteDecision{Model: key, Repo: repo, Reason: reason, Detection: det, Workflow: workflow}
+	return Decision{Model: key, Repo: repo, Reason: reason, Detection: det, Workflow: workflow}
 }
 
 // Route decides which model answers a request, without loading or running
 // anything. The only error is an unknown model name in opts.
-func (r *Router) Route(state State, questions Questions, opts RouteOptions) (RouteDecision, error) {
+func (r *Router) Route(state laya.State, questions laya.Questions, opts RouteOptions) (Decision, error) {
 	if opts.Model != "" {
 		key, err := NormalizeModelName(opts.Model)
 		if err != nil {
-			return RouteDecision{}, err
+			return Decision{}, err
 		}
 		return r.decision(key, "explicit model="+pyjson.StrRepr(opts.Model), nil, ""), nil
 	}
@@ -676,7 +661,7 @@ func (r *Router) Route(state State, questions Questions, opts RouteOptions) (Rou
 		}
 		key, err := NormalizeModelName(task)
 		if err != nil {
-			return RouteDecision{}, fmt.Errorf("task %q: %w", opts.Task, err)
+			return Decision{}, fmt.Errorf("task %q: %w", opts.Task, err)
 		}
 		return r.decision(key, "explicit task="+pyjson.StrRepr(opts.Task), nil, ""), nil
 	}
@@ -736,28 +721,28 @@ func englishOrMulti(en int) string {
 	return ModelMultilingual
 }
 
-// RoutedResult is a model's answer together with the routing decision; its
+// Result is a model's answer together with the routing decision; its
 // JSON is the result's with "routing" added last, as laya-mlx returns it.
-type RoutedResult struct {
-	*Result
-	Routing RouteDecision
+type Result struct {
+	*laya.Result
+	Routing Decision
 }
 
 // Value returns the result JSON with the "routing" member.
-func (r *RoutedResult) Value() Value {
+func (r *Result) Value() laya.Value {
 	v := r.Result.Value()
 	return pyjson.Object(append(append([]pyjson.Member(nil), v.Members()...), pyjson.Member{Key: "routing", Value: r.Routing.Value()})...)
 }
 
 // MarshalJSON writes Value in Python's json.dumps form.
-func (r *RoutedResult) MarshalJSON() ([]byte, error) { return r.Value().MarshalJSON() }
+func (r *Result) MarshalJSON() ([]byte, error) { return r.Value().MarshalJSON() }
 
 // String is the JSON text.
-func (r *RoutedResult) String() string { return r.Value().String() }
+func (r *Result) String() string { return r.Value().String() }
 
 // Predict routes the request, loads the chosen model if needed and answers
 // every question on it in one pass.
-func (r *Router) Predict(ctx context.Context, state State, questions Questions, opts RouteOptions) (*RoutedResult, error) {
+func (r *Router) Predict(ctx context.Context, state laya.State, questions laya.Questions, opts RouteOptions) (*Result, error) {
 	decision, err := r.Route(state, questions, opts)
 	if err != nil {
 		return nil, err
@@ -767,28 +752,28 @@ func (r *Router) Predict(ctx context.Context, state State, questions Questions, 
 		return nil, err
 	}
 	defer release()
-	var res *Result
+	var res *laya.Result
 	if lp, ok := model.(langPredictor); ok {
-		res, err = lp.PredictWith(ctx, state, questions, PredictOptions{Lang: requestLang(opts, decision)})
+		res, err = lp.PredictWith(ctx, state, questions, laya.PredictOptions{Lang: requestLang(opts, decision)})
 	} else {
 		res, err = model.Predict(ctx, state, questions)
 	}
 	if err != nil {
 		return nil, err
 	}
-	return &RoutedResult{Result: res, Routing: decision}, nil
+	return &Result{Result: res, Routing: decision}, nil
 }
 
-// langPredictor is a Predictor that calibrates per language (an *Agent).
+// langPredictor is a laya.Predictor that calibrates per language (an *Agent).
 type langPredictor interface {
-	PredictWith(ctx context.Context, state State, questions Questions, opts PredictOptions) (*Result, error)
+	PredictWith(ctx context.Context, state laya.State, questions laya.Questions, opts laya.PredictOptions) (*laya.Result, error)
 }
 
 // requestLang is the language a routed request is calibrated for, as laya-mlx's
 // router.predict forwards it: the caller's explicit language, else the non-English
 // language detection named. A detected "en" selects nothing: only an explicit "en" can
 // pick an English override.
-func requestLang(opts RouteOptions, decision RouteDecision) string {
+func requestLang(opts RouteOptions, decision Decision) string {
 	if strings.TrimSpace(opts.Lang) != "" {
 		return opts.Lang
 	}
