@@ -12,7 +12,7 @@ import (
 	"github.com/laya-metal/laya/backend"
 	"github.com/laya-metal/laya/heads"
 	"github.com/laya-metal/laya/hub"
-	"github.com/laya-metal/laya/internal/pyfmt"
+	"github.com/laya-metal/laya/pyjson"
 	"github.com/laya-metal/laya/tokenizer"
 	"github.com/laya-metal/laya/weights"
 )
@@ -299,7 +299,7 @@ func (a *Agent) buildRows(state State, qs []*question) ([]row, error) {
 		rows[i] = a.builder.build(q, stateIDs, left)
 		if len(rows[i].Markers) != len(q.options) {
 			e := questionErrorf(q.id, "")
-			e.msg = fmt.Sprintf("question %s options exceed head_max_len=%d", pyfmt.StrRepr(q.id), a.builder.headMaxLen)
+			e.msg = fmt.Sprintf("question %s options exceed head_max_len=%d", pyjson.StrRepr(q.id), a.builder.headMaxLen)
 			e.tooMany = true
 			return nil, e
 		}

@@ -14,10 +14,11 @@
 //
 // This comment is the package manual; the README is the user guide (CLI,
 // checkpoints, what is verified where). Add-ons live in packages that import
-// this one, never the reverse: router (which checkpoint a request goes to),
-// preset (ready-made question sets and email helpers), hub (the Hugging Face
-// cache), backend (the op interface a compute backend implements), lang
-// (script and language detection).
+// this one, never the reverse: router (which checkpoint a request goes to)
+// and preset (ready-made question sets and email helpers). Beneath it are
+// pyjson (Python-compatible JSON values), hub (the Hugging Face cache),
+// backend (the op interface a compute backend implements) and lang (script
+// and language detection).
 //
 // # Loading
 //
@@ -39,7 +40,7 @@
 // any JSON value, serialised as upstream's json.dumps(state,
 // ensure_ascii=False) before tokenizing. Key order and number literals are
 // part of what the model reads, so build structured states with JSONState
-// (raw JSON, order kept), or ValueState with ObjectValue; StateOf converts a
+// (raw JSON, order kept), or ValueState with pyjson.Object; StateOf converts a
 // Go value, and sorts map keys because Go maps have no order. A state too
 // long for the checkpoint's max_len keeps its beginning, except a list (a
 // conversation), which keeps its newest turns, as upstream truncates.
@@ -81,12 +82,13 @@
 //
 // # Errors
 //
-// Errors are checkable with errors.Is against these sentinels (each reads
-// "laya: …"); where upstream has a message for the failure, the text is
-// upstream's:
+// Errors are checkable with errors.Is against these sentinels (each names
+// its package: "laya: …", "pyjson: …"); where upstream has a message for the
+// failure, the text is upstream's:
 //
-//   - ErrInvalidJSON, ErrInvalidRequest: the request text is not JSON, or
-//     not {"state": …, "questions": {…}}.
+//   - ErrInvalidJSON (= pyjson.ErrInvalid), ErrInvalidRequest: the request
+//     text is not JSON (a *pyjson.DecodeError worded as CPython's), or not
+//     {"state": …, "questions": {…}}.
 //   - ErrInvalidQuestion: a question upstream rejects. The error is a
 //     *QuestionError whose QuestionID names the question and whose text is
 //     upstream's message word for word ("question 'q': …"); ErrTooManyOptions
@@ -141,10 +143,11 @@
 //
 // # Values
 //
-// Value is the JSON value model shared by states, questions and results:
-// Python-compatible (objects keep key order, repeated keys behave as in
-// json.loads, NaN and Infinity are accepted, number literals are kept), so
-// what the model reads and what Result prints match upstream exactly.
-// ParseJSON reads one; ObjectValue, ArrayValue, StringValue, IntValue,
-// FloatValue, BoolValue and NullValue build them.
+// Value (an alias of pyjson.Value) is the JSON value model shared by states,
+// questions and results: Python-compatible (objects keep key order, repeated
+// keys behave as in json.loads, NaN and Infinity are accepted, number
+// literals are kept), so what the model reads and what Result prints match
+// upstream exactly. Package pyjson parses them (pyjson.Parse) and builds them
+// (pyjson.Object, pyjson.Array, pyjson.String, pyjson.Int, pyjson.Float,
+// pyjson.Bool, pyjson.Null).
 package laya

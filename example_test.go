@@ -3,6 +3,7 @@ package laya_test
 import (
 	"context"
 	"fmt"
+	"github.com/laya-metal/laya/pyjson"
 	"log"
 	"math"
 
@@ -48,8 +49,8 @@ func Example() {
 			"not urgent", "soon", "critical deadline or blocking issue")},
 		{ID: "refund", Definition: laya.NoulQuestion("Does the customer ask for money back?")},
 	}
-	state := laya.ValueState(laya.ObjectValue(laya.Member{Key: "message",
-		Value: laya.StringValue("I was charged twice for invoice 4411, please refund it today.")}))
+	state := laya.ValueState(pyjson.Object(pyjson.Member{Key: "message",
+		Value: pyjson.String("I was charged twice for invoice 4411, please refund it today.")}))
 	res, err := agent.Predict(ctx, state, questions)
 	if err != nil {
 		log.Fatal(err) // a *laya.QuestionError names the question and field

@@ -161,13 +161,9 @@ func (n *network) checkRow(r forwardRow) error {
 	return nil
 }
 
-// observer sees intermediate tensors of a batch (tests and debugging): the
-// encoder's and decision head's stages, then ("markers", 0, states).
-type observer func(s backend.Stream, stage string, index int, t backend.Tensor)
-
 // runBatch runs one right-padded batch (the layout of upstream's
 // collate_items) and reads back its outputs.
-func (n *network) runBatch(ctx context.Context, rows []forwardRow, obs observer) ([]rowOutput, error) {
+func (n *network) runBatch(ctx context.Context, rows []forwardRow, obs backend.Observer) ([]rowOutput, error) {
 	seqLen := 0
 	for _, r := range rows {
 		seqLen = max(seqLen, len(r.IDs))
@@ -193,13 +189,13 @@ func (n *network) runBatch(ctx context.Context, rows []forwardRow, obs observer)
 
 	s := n.be.NewStream()
 	defer s.Close()
-	var encObs encoder.Observer
-	var headObs heads.Observer
+	// obs (tests and debugging) sees the encoder's stages, the decision
+	// head's prefixed "head ", then ("markers", 0, states).
+	var headObs backend.Observer
 	if obs != nil {
-		encObs = func(stage string, i int, t backend.Tensor) { obs(s, stage, i, t) }
-		headObs = func(stage string, i int, t backend.Tensor) { obs(s, "head "+stage, i, t) }
+		headObs = func(s backend.Stream, stage string, i int, t backend.Tensor) { obs(s, "head "+stage, i, t) }
 	}
-	hidden, err := n.encoder.Forward(ctx, s, encoder.Batch{IDs: ids, Lengths: lengths, SeqLen: seqLen}, encObs)
+	hidden, err := n.encoder.Forward(ctx, s, encoder.Batch{IDs: ids, Lengths: lengths, SeqLen: seqLen}, obs)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package laya_test
 
 import (
+	"github.com/laya-metal/laya/pyjson"
 	"testing"
 
 	"github.com/laya-metal/laya"
@@ -22,7 +23,7 @@ func TestPresetsPassValidation(t *testing.T) {
 			t.Errorf("%s preset is rejected by validation: %v", name, err)
 		}
 	}
-	if err := laya.ValidateQuestions(laya.Questions{{ID: "q", Definition: laya.StringValue("x")}}); err == nil {
+	if err := laya.ValidateQuestions(laya.Questions{{ID: "q", Definition: pyjson.String("x")}}); err == nil {
 		t.Error("validation accepts a definition that is not an object; this test could not fail")
 	}
 }

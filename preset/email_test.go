@@ -2,10 +2,11 @@ package preset
 
 import (
 	"encoding/json"
-	"github.com/laya-metal/laya"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/laya-metal/laya/pyjson"
 )
 
 // testdata/email/clean.json: bodies (English, Portuguese, Spanish quoted
@@ -52,9 +53,9 @@ func TestEmailState(t *testing.T) {
 		want string
 	}{
 		{"plain", nil, `{"subject": "Refund", "body": "Please refund order 7."}`},
-		{"sender and extras", []EmailOption{WithSender("ana@x.com"), WithEmailField("priority", laya.IntValue(2)), WithEmailField("skipped", laya.NullValue())},
+		{"sender and extras", []EmailOption{WithSender("ana@x.com"), WithEmailField("priority", pyjson.Int(2)), WithEmailField("skipped", pyjson.Null())},
 			`{"subject": "Refund", "body": "Please refund order 7.", "from": "ana@x.com", "priority": 2}`},
-		{"extra replaces in place", []EmailOption{WithEmailField("subject", laya.StringValue("Other"))},
+		{"extra replaces in place", []EmailOption{WithEmailField("subject", pyjson.String("Other"))},
 			`{"subject": "Other", "body": "Please refund order 7."}`},
 		{"raw body", []EmailOption{WithRawBody()},
 			`{"subject": "Refund", "body": "Please refund order 7.\n\nOn Mon, 3 Mar 2025, Bob <b@c.d> wrote:\n> old"}`},

@@ -3,6 +3,7 @@ package router_test
 import (
 	"context"
 	"fmt"
+	"github.com/laya-metal/laya/pyjson"
 	"log"
 
 	"github.com/laya-metal/laya"
@@ -40,8 +41,8 @@ func ExampleRouter_Predict() {
 	}
 	defer r.Unload()
 	questions := laya.Questions{{ID: "refund", Definition: laya.NoulQuestion("Does the customer ask for money back?")}}
-	state := laya.ValueState(laya.ObjectValue(laya.Member{Key: "message",
-		Value: laya.StringValue("I was charged twice for invoice 4411, please refund it today.")}))
+	state := laya.ValueState(pyjson.Object(pyjson.Member{Key: "message",
+		Value: pyjson.String("I was charged twice for invoice 4411, please refund it today.")}))
 	res, err := r.Predict(context.Background(), state, questions, router.RouteOptions{Lang: "en"})
 	if err != nil {
 		log.Fatal(err)

@@ -11,8 +11,8 @@ import (
 	"sync"
 
 	"github.com/laya-metal/laya"
-	"github.com/laya-metal/laya/internal/pyfmt"
 	"github.com/laya-metal/laya/lang"
+	"github.com/laya-metal/laya/pyjson"
 )
 
 // The router sends each request to the Laya checkpoint suited to it, after
@@ -172,19 +172,19 @@ type Decision struct {
 
 // Value is the decision as laya-mlx writes result["routing"].
 func (d Decision) Value() laya.Value {
-	detection, workflow := laya.NullValue(), laya.NullValue()
+	detection, workflow := pyjson.Null(), pyjson.Null()
 	if d.Detection != nil {
 		detection = analysisValue(*d.Detection)
 	}
 	if d.Workflow != "" {
-		workflow = laya.StringValue(d.Workflow)
+		workflow = pyjson.String(d.Workflow)
 	}
-	return laya.ObjectValue(
-		laya.Member{Key: "model", Value: laya.StringValue(d.Model)},
-		laya.Member{Key: "repo", Value: laya.StringValue(d.Repo)},
-		laya.Member{Key: "reason", Value: laya.StringValue(d.Reason)},
-		laya.Member{Key: "detection", Value: detection},
-		laya.Member{Key: "workflow", Value: workflow},
+	return pyjson.Object(
+		pyjson.Member{Key: "model", Value: pyjson.String(d.Model)},
+		pyjson.Member{Key: "repo", Value: pyjson.String(d.Repo)},
+		pyjson.Member{Key: "reason", Value: pyjson.String(d.Reason)},
+		pyjson.Member{Key: "detection", Value: detection},
+		pyjson.Member{Key: "workflow", Value: workflow},
 	)
 }
 
@@ -192,22 +192,22 @@ func (d Decision) Value() laya.Value {
 func (d Decision) MarshalJSON() ([]byte, error) { return d.Value().MarshalJSON() }
 
 func analysisValue(a lang.Analysis) laya.Value {
-	profile := make([]laya.Member, len(a.Profile))
+	profile := make([]pyjson.Member, len(a.Profile))
 	for i, s := range a.Profile {
-		profile[i] = laya.Member{Key: s.Script, Value: laya.FloatValue(s.Fraction)}
+		profile[i] = pyjson.Member{Key: s.Script, Value: pyjson.Float(s.Fraction)}
 	}
-	language := laya.NullValue()
+	language := pyjson.Null()
 	if a.Language != "" {
-		language = laya.StringValue(a.Language)
+		language = pyjson.String(a.Language)
 	}
-	return laya.ObjectValue(
-		laya.Member{Key: "script", Value: laya.StringValue(a.Script)},
-		laya.Member{Key: "script_profile", Value: laya.ObjectValue(profile...)},
-		laya.Member{Key: "language", Value: language},
-		laya.Member{Key: "is_english", Value: laya.BoolValue(a.IsEnglish)},
-		laya.Member{Key: "language_undecided", Value: laya.BoolValue(a.LanguageUndecided)},
-		laya.Member{Key: "diacritic_rate", Value: laya.FloatValue(a.DiacriticRate)},
-		laya.Member{Key: "non_latin_fraction", Value: laya.FloatValue(a.NonLatinFraction)},
+	return pyjson.Object(
+		pyjson.Member{Key: "script", Value: pyjson.String(a.Script)},
+		pyjson.Member{Key: "script_profile", Value: pyjson.Object(profile...)},
+		pyjson.Member{Key: "language", Value: language},
+		pyjson.Member{Key: "is_english", Value: pyjson.Bool(a.IsEnglish)},
+		pyjson.Member{Key: "language_undecided", Value: pyjson.Bool(a.LanguageUndecided)},
+		pyjson.Member{Key: "diacritic_rate", Value: pyjson.Float(a.DiacriticRate)},
+		pyjson.Member{Key: "non_latin_fraction", Value: pyjson.Float(a.NonLatinFraction)},
 	)
 }
 
@@ -652,7 +652,7 @@ func (r *Router) Route(state laya.State, questions laya.Questions, opts RouteOpt
 		if err != nil {
 			return Decision{}, err
 		}
-		return r.decision(key, "explicit model="+pyfmt.StrRepr(opts.Model), nil, ""), nil
+		return r.decision(key, "explicit model="+pyjson.StrRepr(opts.Model), nil, ""), nil
 	}
 	if opts.Task != "" {
 		task := opts.Task
@@ -663,15 +663,15 @@ func (r *Router) Route(state laya.State, questions laya.Questions, opts RouteOpt
 		if err != nil {
 			return Decision{}, fmt.Errorf("task %q: %w", opts.Task, err)
 		}
-		return r.decision(key, "explicit task="+pyfmt.StrRepr(opts.Task), nil, ""), nil
+		return r.decision(key, "explicit task="+pyjson.StrRepr(opts.Task), nil, ""), nil
 	}
 	workflow := MatchTypedDecisionsWorkflow(questions)
 	if workflow != "" && r.autoTask {
-		return r.decision(ModelTypedDecisions, "question ids match the "+pyfmt.StrRepr(workflow)+" typed-decisions workflow", nil, workflow), nil
+		return r.decision(ModelTypedDecisions, "question ids match the "+pyjson.StrRepr(workflow)+" typed-decisions workflow", nil, workflow), nil
 	}
 	// A blank lang names nothing and falls through, as an abstaining hint does.
 	if en := englishFromCode(opts.Lang); en >= 0 {
-		return r.decision(englishOrMulti(en), "explicit lang="+pyfmt.StrRepr(opts.Lang), nil, workflow), nil
+		return r.decision(englishOrMulti(en), "explicit lang="+pyjson.StrRepr(opts.Lang), nil, workflow), nil
 	}
 	for _, hint := range []struct {
 		source string
@@ -688,7 +688,7 @@ func (r *Router) Route(state laya.State, questions laya.Questions, opts RouteOpt
 			return r.decision(englishOrMulti(en), hint.source+": the caller identified this as "+what+" text", nil, workflow), nil
 		}
 	}
-	det := lang.Analyse(state.Value())
+	det := lang.Analyze(state.Value())
 	var key, reason string
 	switch {
 	case det.Script == lang.Unknown:
@@ -699,7 +699,7 @@ func (r *Router) Route(state laya.State, questions laya.Questions, opts RouteOpt
 		reason = fmt.Sprintf("non-Latin script (%s, %.0f%% of letters); the English checkpoint cannot read it", det.Script, 100*det.NonLatinFraction)
 	case !det.IsEnglish && det.Language != "":
 		key = ModelMultilingual
-		reason = "Latin script but language looks like " + pyfmt.StrRepr(det.Language) + ", not English"
+		reason = "Latin script but language looks like " + pyjson.StrRepr(det.Language) + ", not English"
 	case !det.IsEnglish:
 		// No stopword list covers it: routed on the non-English letters alone.
 		key = ModelMultilingual
@@ -731,7 +731,7 @@ type Result struct {
 // Value returns the result JSON with the "routing" member.
 func (r *Result) Value() laya.Value {
 	v := r.Result.Value()
-	return laya.ObjectValue(append(append([]laya.Member(nil), v.Members()...), laya.Member{Key: "routing", Value: r.Routing.Value()})...)
+	return pyjson.Object(append(append([]pyjson.Member(nil), v.Members()...), pyjson.Member{Key: "routing", Value: r.Routing.Value()})...)
 }
 
 // MarshalJSON writes Value in Python's json.dumps form.

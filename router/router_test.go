@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/laya-metal/laya/pyjson"
 )
 
 // fakeModel stands in for an Agent: routing and residency need no network.
@@ -103,7 +105,7 @@ func TestRouteDetectionMatchesLayaMLX(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want, err := laya.ParseJSON(tc.Want)
+			want, err := pyjson.Parse(tc.Want)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -32,7 +32,7 @@ import (
 	"github.com/laya-metal/laya"
 	"github.com/laya-metal/laya/backend"
 	_ "github.com/laya-metal/laya/backend/metalemu" // --backend metal-emu
-	"github.com/laya-metal/laya/weights"
+	"github.com/laya-metal/laya/weights/synthetic"
 )
 
 const help = `laya-bench: end-to-end latency of Laya decisions.
@@ -187,14 +187,14 @@ func checkpointDir(o options, stderr io.Writer) (dir, name string, err error) {
 	case o.synthetic == "":
 		return "", "", errors.New("no checkpoint: give --model DIR or --synthetic english|multilingual|tiny (see -h)")
 	}
-	var spec weights.SyntheticSpec
+	var spec synthetic.Spec
 	switch o.synthetic {
 	case "english":
-		spec = weights.SyntheticEnglish()
+		spec = synthetic.English()
 	case "multilingual":
-		spec = weights.SyntheticMultilingual()
+		spec = synthetic.Multilingual()
 	case "tiny":
-		spec = weights.SyntheticTiny()
+		spec = synthetic.Tiny()
 	default:
 		return "", "", fmt.Errorf("--synthetic %q: use english, multilingual or tiny", o.synthetic)
 	}
@@ -213,7 +213,7 @@ func checkpointDir(o options, stderr io.Writer) (dir, name string, err error) {
 	fmt.Fprintf(stderr, "laya-bench: writing synthetic %s checkpoint to %s (once)\n", o.synthetic, dir)
 	tmp := dir + ".partial"
 	os.RemoveAll(tmp)
-	if err := weights.WriteSynthetic(tmp, spec); err != nil {
+	if err := synthetic.Write(tmp, spec); err != nil {
 		return "", "", err
 	}
 	if err := os.Rename(tmp, dir); err != nil {
