@@ -14,10 +14,11 @@
 //
 // This comment is the package manual; the README is the user guide (CLI,
 // checkpoints, what is verified where). Add-ons live in packages that import
-// this one, never the reverse: router (which checkpoint a request goes to),
-// preset (ready-made question sets and email helpers), hub (the Hugging Face
-// cache), backend (the op interface a compute backend implements), lang
-// (script and language detection).
+// this one, never the reverse: router (which checkpoint a request goes to)
+// and preset (ready-made question sets and email helpers). Beneath it are
+// pyjson (Python-compatible JSON values), hub (the Hugging Face cache),
+// backend (the op interface a compute backend implements) and lang (script
+// and language detection).
 //
 // # Loading
 //
@@ -81,12 +82,13 @@
 //
 // # Errors
 //
-// Errors are checkable with errors.Is against these sentinels (each reads
-// "laya: …"); where upstream has a message for the failure, the text is
-// upstream's:
+// Errors are checkable with errors.Is against these sentinels (each names
+// its package: "laya: …", "pyjson: …"); where upstream has a message for the
+// failure, the text is upstream's:
 //
-//   - ErrInvalidJSON, ErrInvalidRequest: the request text is not JSON, or
-//     not {"state": …, "questions": {…}}.
+//   - ErrInvalidJSON (= pyjson.ErrInvalid), ErrInvalidRequest: the request
+//     text is not JSON (a *pyjson.DecodeError worded as CPython's), or not
+//     {"state": …, "questions": {…}}.
 //   - ErrInvalidQuestion: a question upstream rejects. The error is a
 //     *QuestionError whose QuestionID names the question and whose text is
 //     upstream's message word for word ("question 'q': …"); ErrTooManyOptions
