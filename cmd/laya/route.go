@@ -74,20 +74,29 @@ func runRoute(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	repos := fs.String("repos", "bundle", "repository set: bundle, standalone or mlx")
 	batch := fs.Bool("batch", false, "route JSON Lines requests from FILE or stdin, one decision per line")
 	maxLine := fs.Int("max-line-bytes", defaultMaxBatchLine, "longest --batch line, in `bytes`")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
+	// Flags may follow the --batch file name (laya route --batch in.jsonl --default ml).
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil
+			}
+			return err
 		}
-		return err
+		if fs.NArg() == 0 {
+			break
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
 	}
 	stateGiven := flagGiven(fs, "state")
 	switch {
 	case *batch && stateGiven:
 		return errors.New("--batch reads its states from the lines; drop --state")
-	case *batch && fs.NArg() > 1:
-		return fmt.Errorf("--batch takes one input file, got %d arguments", fs.NArg())
-	case !*batch && fs.NArg() > 0:
-		return fmt.Errorf("unexpected argument %q (see laya route -h)", fs.Arg(0))
+	case *batch && len(positional) > 1:
+		return fmt.Errorf("--batch takes one input file, got %d: %q", len(positional), positional)
+	case !*batch && len(positional) > 0:
+		return fmt.Errorf("unexpected argument %q (see laya route -h)", positional[0])
 	case !*batch && !stateGiven:
 		return errors.New("--state is required: give the text, @FILE or - for stdin ('' for an empty state), or use --batch")
 	}
@@ -110,7 +119,8 @@ func runRoute(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			return fmt.Errorf("--max-line-bytes %d: want a positive number of bytes", *maxLine)
 		}
 		in := stdin
-		if name := fs.Arg(0); name != "" && name != "-" {
+		if len(positional) == 1 && positional[0] != "-" {
+			name := positional[0]
 			f, err := os.Open(name)
 			if err != nil {
 				return err

@@ -243,6 +243,15 @@ func TestRouteBatchFile(t *testing.T) {
 	if !strings.Contains(out.String(), `"script": "han"`) || strings.Count(out.String(), "\n") != 1 {
 		t.Errorf("file input: %q", out.String())
 	}
+	// Flags may follow the file name.
+	out.Reset()
+	os.WriteFile(path, []byte(`{"state": ""}`+"\n"), 0o644)
+	if err := runRoute(context.Background(), []string{"--batch", path, "--default", "ml"}, nil, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "using default (multilingual)") {
+		t.Errorf("flags after the file: %q", out.String())
+	}
 	if err := runRoute(context.Background(), []string{"--batch", path + ".missing"}, nil, &out, &errOut); err == nil {
 		t.Error("missing file: no error")
 	}
