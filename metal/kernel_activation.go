@@ -61,7 +61,7 @@ func GeGLU(cb CommandBuffer, k *Kernels, in, out Buffer, rows, inner int) error 
 	}
 	threads := min(256, p.MaxThreadsPerThreadgroup())
 	return cb.Dispatch(p, Size3{ceilDiv(rows*inner, threads), 1, 1}, Size3{threads, 1, 1},
-		Arg{Index: 0, Buffer: in}, Arg{Index: 1, Buffer: out}, Arg{Index: 2, Bytes: u32s(rows, inner)})
+		Arg{Index: 0, Buffer: in}, Arg{Index: 1, Buffer: out}, Arg{Index: 2, Bytes: paramBytes(&GegluParams{Rows: uint32(rows), Inner: uint32(inner)})})
 }
 
 // ActFeatures encodes the act head's input (kernels/activation.metal,

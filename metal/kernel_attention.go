@@ -48,7 +48,7 @@ func Attention(cb CommandBuffer, k *Kernels, qkv, lengths, out Buffer, a Attenti
 	radius := min(a.Radius, a.SeqLen) // keeps i + radius inside uint32
 	return cb.Dispatch(p, Size3{a.SeqLen, a.Batch * a.Heads, 1}, Size3{32, 1, 1},
 		Arg{Index: 0, Buffer: qkv}, Arg{Index: 1, Buffer: lengths}, Arg{Index: 2, Buffer: out},
-		Arg{Index: 3, Bytes: paramBytes(a.SeqLen, a.Heads, a.HeadDim, a.Scale, radius)})
+		Arg{Index: 3, Bytes: paramBytes(&AttentionParams{SeqLen: uint32(a.SeqLen), Heads: uint32(a.Heads), HeadDim: uint32(a.HeadDim), Scale: a.Scale, Radius: uint32(radius)})})
 }
 
 // attentionRef is Attention in float64: scores, softmax and the weighted

@@ -61,7 +61,7 @@ func Rope(cb CommandBuffer, k *Kernels, qkv, table Buffer, rows, seqLen, heads, 
 	threads := min(256, p.MaxThreadsPerThreadgroup())
 	return cb.Dispatch(p, Size3{ceilDiv(n, threads), 1, 1}, Size3{threads, 1, 1},
 		Arg{Index: 0, Buffer: qkv}, Arg{Index: 1, Buffer: table},
-		Arg{Index: 2, Bytes: paramBytes(rows, seqLen, 2*heads, headDim, 3*width)})
+		Arg{Index: 2, Bytes: paramBytes(&RopeParams{Rows: uint32(rows), SeqLen: uint32(seqLen), Heads2: uint32(2 * heads), HeadDim: uint32(headDim), Stride: uint32(3 * width)})})
 }
 
 // ropeRef is Rope in float64 over the float32 table.
