@@ -28,27 +28,11 @@ type Stream struct {
 	// and write-after-write hazards of a concurrent encoder).
 	written, read map[metal.Buffer]bool
 
-	// pending is a Linear recorded but not yet encoded, so that a GeGLU
-	// of its output that follows can join its dispatch (see GeGLU). Every
-	// other operation encodes it first.
-	pending *pendingLinear
-}
-
-// pendingLinear is a deferred Linear: its GEMM and what it reads and writes.
-type pendingLinear struct {
-	op    metal.GemmOp
-	dst   *tensor
-	reads []metal.Buffer
-}
-
-// flush encodes the pending Linear, if any.
-func (s *Stream) flush() {
-	p := s.pending
-	if p == nil {
-		return
-	}
-	s.pending = nil
-	s.encodeGemm(p.op, p.reads, []metal.Buffer{p.op.Y})
+	// pending is the operation recorded but not yet encoded, so that the
+	// next one can join its dispatch (fuse.go): a *pendingLN,
+	// *pendingLinear, *pendingRope or *pendingAttention, or nil. Every
+	// operation that does not join it encodes it first.
+	pending any
 }
 
 // fail records the first error; later operations become no-ops.
@@ -175,7 +159,9 @@ func (s *Stream) encode(op string, reads, writes []metal.Buffer, dispatch func(c
 		}
 	}
 	for _, b := range writes {
-		s.written[b] = true
+		if b != nil {
+			s.written[b] = true
+		}
 	}
 	if s.be.profiling.Load() {
 		s.syncOp(op)
