@@ -39,6 +39,8 @@ type Backend struct {
 
 	// deviceNanos sums the GPU time of every finished command buffer
 	// (backend.Timer).
+	arena arena // stream buffers kept for reuse (arena.go), under mu
+
 	deviceNanos atomic.Int64
 	profiling   atomic.Bool
 	opTimes     map[string]*backend.OpTime // under mu
@@ -314,6 +316,7 @@ func (b *Backend) Close() error {
 	for _, buf := range b.buffers {
 		buf.Release()
 	}
+	b.releaseArena()
 	b.buffers, b.ropes, b.mapped = nil, nil, nil
 	if b.ownsDevice {
 		return b.dev.Close()

@@ -16,13 +16,18 @@ func (s *Stream) Gather(dst, table backend.Tensor, index []int32) {
 	if !s.ok("gather", dst, table) || !s.check(backend.CheckGather(dst, table, index)) {
 		return
 	}
-	rows := make([]int, len(index))
-	for i, r := range index {
-		rows[i] = int(r)
-	}
 	tt := table.(*tensor)
-	op := metal.GatherOp{Elem: tt.elem, Table: tt.buf, TableOffset: tt.off, Rows: len(rows), Cols: table.Cols(), TableRows: table.Rows()}
-	op.Out, op.Index = s.dst("gather", dst), s.u32Buffer("gather", rows)
+	op := metal.GatherOp{Elem: tt.elem, Table: tt.buf, TableOffset: tt.off, Rows: len(index), Cols: table.Cols(), TableRows: table.Rows()}
+	op.Out = s.dst("gather", dst)
+	if len(index) <= metal.MaxInlineIndices {
+		op.IndexValues = append([]int32(nil), index...)
+	} else {
+		rows := make([]int, len(index))
+		for i, r := range index {
+			rows[i] = int(r)
+		}
+		op.Index = s.u32Buffer("gather", rows)
+	}
 	s.encode("gather", []metal.Buffer{op.Table, op.Index}, []metal.Buffer{op.Out}, func(cb metal.CommandBuffer) error {
 		return metal.EncodeGather(cb, s.be.kern, op)
 	})

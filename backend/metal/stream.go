@@ -15,9 +15,13 @@ import (
 type Stream struct {
 	be *Backend
 	cb metal.CommandBuffer // nil until the first operation after a Read
-	// inflight is a committed command buffer whose wait was cut short:
-	// Close waits for it before releasing buffers.
-	inflight metal.CommandBuffer
+	// committed are command buffers already submitted (chunked commits,
+	// see commitChunk) and not yet waited for, oldest first; a wait cut
+	// short by its context leaves them here, and Close waits for them
+	// before giving buffers back.
+	committed []metal.CommandBuffer
+	// inChunk counts the dispatches in cb.
+	inChunk int
 	err      error
 	closed   bool
 	owned    []metal.Buffer // tensors and index arrays, released by Close
@@ -163,16 +167,71 @@ func (s *Stream) encode(op string, reads, writes []metal.Buffer, dispatch func(c
 			s.written[b] = true
 		}
 	}
+	s.inChunk++
 	if s.be.profiling.Load() {
 		s.syncOp(op)
+		return
 	}
+	s.commitChunk()
+}
+
+// Chunked commits: the first command buffer is submitted after
+// firstChunk dispatches and the next ones every chunkDispatches, so the GPU
+// starts on the first layers while Go is still encoding the rest (MLX
+// commits every ~20–50 operations, candle every 50; ExecuTorch's Metal
+// backend went from 125 to 85 ms per token with commitAndContinue). Command
+// buffers of one queue run in order, and the buffers of a stream are
+// hazard-tracked across them, so the split needs no extra barrier. The
+// host still waits once per request: Read waits on the last buffer, the
+// earlier ones have finished by then.
+const (
+	firstChunk      = 16
+	chunkDispatches = 48
+)
+
+// commitChunk submits cb once it holds a chunk's worth of dispatches.
+func (s *Stream) commitChunk() {
+	limit := chunkDispatches
+	if len(s.committed) == 0 {
+		limit = firstChunk
+	}
+	if s.inChunk < limit {
+		return
+	}
+	cb := s.cb
+	s.cb, s.inChunk = nil, 0
+	clear(s.written)
+	clear(s.read)
+	if err := cb.Commit(); err != nil {
+		s.fail(fmt.Errorf("metalbackend: commit: %w", err))
+		return
+	}
+	s.committed = append(s.committed, cb)
+}
+
+// waitCommitted waits for the submitted command buffers in order.
+func (s *Stream) waitCommitted(ctx context.Context) error {
+	for len(s.committed) > 0 {
+		cb := s.committed[0]
+		timing, err := cb.Wait(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return err // still running: stays in committed for Close
+			}
+			s.committed = s.committed[1:]
+			return err
+		}
+		s.committed = s.committed[1:]
+		s.be.recordTiming("", timing)
+	}
+	return nil
 }
 
 // syncOp commits the command buffer holding the one operation op and waits
 // for it, charging its GPU time to op (backend.Profiler).
 func (s *Stream) syncOp(op string) {
 	cb := s.cb
-	s.cb = nil
+	s.cb, s.inChunk = nil, 0
 	clear(s.written)
 	clear(s.read)
 	if err := cb.Commit(); err != nil {
@@ -187,9 +246,10 @@ func (s *Stream) syncOp(op string) {
 	s.be.recordTiming(op, timing)
 }
 
-// newBuffer allocates a zeroed buffer the stream owns.
+// newBuffer takes a zeroed buffer of at least size bytes from the
+// backend's arena; the stream owns it until Close gives it back.
 func (s *Stream) newBuffer(op string, size int) metal.Buffer {
-	buf, err := s.be.dev.NewBuffer(size)
+	buf, err := s.be.take(size)
 	if err != nil {
 		s.fail(fmt.Errorf("metalbackend: %s: %w", op, err))
 		return nil
@@ -267,29 +327,25 @@ func (s *Stream) Read(ctx context.Context, t backend.Tensor, dst []float32) erro
 	return nil
 }
 
-// sync commits the recorded work and waits for it. A wait cut short by ctx
-// leaves the GPU running on the stream's buffers, so it fails the stream.
+// sync commits the recorded work and waits for it and the chunks committed
+// before it. A wait cut short by ctx leaves the GPU running on the
+// stream's buffers, so it fails the stream.
 func (s *Stream) sync(ctx context.Context) error {
-	if s.cb == nil {
-		return nil
-	}
-	cb := s.cb
-	s.cb = nil
-	clear(s.written)
-	clear(s.read)
-	if err := cb.Commit(); err != nil {
-		s.fail(fmt.Errorf("metalbackend: commit: %w", err))
-		return s.err
-	}
-	timing, err := cb.Wait(ctx)
-	if err != nil {
-		if ctx.Err() != nil {
-			s.inflight = cb
+	if s.cb != nil {
+		cb := s.cb
+		s.cb, s.inChunk = nil, 0
+		clear(s.written)
+		clear(s.read)
+		if err := cb.Commit(); err != nil {
+			s.fail(fmt.Errorf("metalbackend: commit: %w", err))
+			return s.err
 		}
+		s.committed = append(s.committed, cb)
+	}
+	if err := s.waitCommitted(ctx); err != nil {
 		s.fail(fmt.Errorf("metalbackend: %w", err))
 		return s.err
 	}
-	s.be.recordTiming("", timing)
 	return nil
 }
 
@@ -313,19 +369,17 @@ func (s *Stream) Close() {
 	s.flush()
 	if s.cb != nil {
 		if err := s.cb.Commit(); err == nil {
-			if timing, err := s.cb.Wait(context.Background()); err == nil {
-				s.be.recordTiming("", timing)
-			}
+			s.committed = append(s.committed, s.cb)
 		}
 		s.cb = nil
 	}
-	if s.inflight != nil {
-		s.inflight.Wait(context.Background())
-		s.inflight = nil
+	for _, cb := range s.committed {
+		if timing, err := cb.Wait(context.Background()); err == nil {
+			s.be.recordTiming("", timing)
+		}
 	}
+	s.committed = nil
 	s.closed = true
-	for _, b := range s.owned {
-		b.Release()
-	}
+	s.be.giveBack(s.owned)
 	s.owned = nil
 }
