@@ -22,9 +22,9 @@ type Stream struct {
 	committed []metal.CommandBuffer
 	// inChunk counts the dispatches in cb.
 	inChunk int
-	err      error
-	closed   bool
-	owned    []metal.Buffer // tensors and index arrays, released by Close
+	err     error
+	closed  bool
+	owned   []metal.Buffer // tensors and index arrays, released by Close
 
 	// Buffers written and read by the dispatches since the last barrier:
 	// a dispatch that reads a written one, or writes one either read or
