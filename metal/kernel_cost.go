@@ -19,7 +19,9 @@ import (
 //     and values once per query block); caches serve much of it, so it
 //     bounds traffic from above.
 type Cost struct {
-	FLOPs, IdealBytes, RequestedBytes float64
+	FLOPs          float64 `json:"flops"`
+	IdealBytes     float64 `json:"ideal_bytes"`
+	RequestedBytes float64 `json:"requested_bytes"`
 }
 
 // Add sums costs.

@@ -15,7 +15,11 @@ import (
 // --plan): the configs are the spec's, the values meaningless. Close it
 // when done. No tokenizer is attached.
 func (s SyntheticSpec) ShapeCheckpoint() (*Checkpoint, error) {
-	if err := s.validate(); err != nil {
+	v := s
+	if v.TokenizerDir == "" {
+		v.TokenizerDir = "-" // no tokenizer is attached: nothing is copied
+	}
+	if err := v.validate(); err != nil {
 		return nil, err
 	}
 	enc, head := s.configs()

@@ -153,6 +153,9 @@ func (s *Stream) encode(op string, reads, writes []metal.Buffer, dispatch func(c
 		clear(s.written)
 		clear(s.read)
 	}
+	if l, ok := s.cb.(opLabeler); ok {
+		l.labelNext(op)
+	}
 	if err := dispatch(s.cb); err != nil {
 		s.fail(fmt.Errorf("metalbackend: %s: %w", op, err))
 		return
@@ -209,23 +212,38 @@ func (s *Stream) commitChunk() {
 	s.committed = append(s.committed, cb)
 }
 
-// waitCommitted waits for the submitted command buffers in order.
+// waitCommitted waits for the submitted command buffers: the CPU blocks
+// once, on the last one (a queue runs its command buffers in order, so the
+// earlier ones are done by then), then collects the earlier ones' timing
+// and errors without blocking.
 func (s *Stream) waitCommitted(ctx context.Context) error {
-	for len(s.committed) > 0 {
-		cb := s.committed[0]
+	if len(s.committed) == 0 {
+		return nil
+	}
+	last := s.committed[len(s.committed)-1]
+	lastTiming, err := last.Wait(ctx)
+	if err != nil && ctx.Err() != nil {
+		return err // still running: stays in committed for Close
+	}
+	var first error
+	for _, cb := range s.committed[:len(s.committed)-1] {
 		timing, err := cb.Wait(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return err // still running: stays in committed for Close
-			}
-			s.committed = s.committed[1:]
-			return err
+		if err != nil && first == nil {
+			first = err
 		}
-		s.committed = s.committed[1:]
 		s.be.recordTiming("", timing)
 	}
-	return nil
+	s.committed = s.committed[:0]
+	if err != nil {
+		return err
+	}
+	s.be.recordTiming("", lastTiming)
+	return first
 }
+
+// opLabeler is a command buffer that wants to know which stream operation
+// its next dispatch encodes (PlanDevice's, for per-operation plans).
+type opLabeler interface{ labelNext(op string) }
 
 // syncOp commits the command buffer holding the one operation op and waits
 // for it, charging its GPU time to op (backend.Profiler).
