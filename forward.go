@@ -7,7 +7,7 @@ import (
 
 	"github.com/laya-metal/laya/backend"
 	_ "github.com/laya-metal/laya/backend/cpu"   // registers "cpu"
-	_ "github.com/laya-metal/laya/backend/metal" // registers "metal" (darwin) and "metal-emu"
+	_ "github.com/laya-metal/laya/backend/metal" // registers "metal" (darwin/arm64); "metal-emu" is backend/metalemu
 	"github.com/laya-metal/laya/encoder"
 	"github.com/laya-metal/laya/heads"
 	"github.com/laya-metal/laya/weights"

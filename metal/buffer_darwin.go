@@ -38,7 +38,7 @@ func (b *systemBuffer) Release() {
 	if b.released.Swap(true) {
 		return
 	}
-	b.dev.ledger.drop(uintptr(b.id))
+	inPool(func() { b.dev.ledger.drop(uintptr(b.id)) })
 }
 
 // minBufferLength is what we allocate for a zero-size request: Metal
@@ -46,7 +46,9 @@ func (b *systemBuffer) Release() {
 const minBufferLength = 16
 
 // NewBuffer allocates a zeroed shared-storage buffer (newBufferWithLength
-// clears its allocation, per Apple's documentation).
+// clears its allocation, per Apple's documentation). Like every Objective-C
+// path except Dispatch and Barrier it runs inside an autorelease pool: Go
+// threads seldom exit, so their implicit pools would never drain.
 func (d *systemDevice) NewBuffer(size int) (Buffer, error) {
 	if err := d.checkOpen(); err != nil {
 		return nil, err
@@ -54,16 +56,57 @@ func (d *systemDevice) NewBuffer(size int) (Buffer, error) {
 	if size < 0 || size > d.maxBufferLen {
 		return nil, fmt.Errorf("%w: buffer of %d bytes (device %s allows 0 to %d)", ErrInvalidDispatch, size, d.name, d.maxBufferLen)
 	}
-	id := msgIDUintUint(d.device, sel.newBufferWithLengthOptions, uint64(max(size, minBufferLength)), mtlResourceStorageModeShared)
-	if id == 0 {
+	var b *systemBuffer
+	inPool(func() {
+		id := msgIDUintUint(d.device, sel.newBufferWithLengthOptions, uint64(max(size, minBufferLength)), mtlResourceStorageModeShared)
+		if id != 0 {
+			b = d.adoptBuffer(id, size, nil)
+		}
+	})
+	if b == nil {
 		return nil, fmt.Errorf("metal: %s: newBufferWithLength:%d returned nil (out of memory?)", d.name, size)
 	}
-	return d.adoptBuffer(id, size, nil), nil
+	return b, nil
 }
 
-// NewBufferWithBytes wraps data without copying when its base is
-// page-aligned and the page-rounded length lies within cap(data) (see
-// noCopyLength); otherwise, or if Metal refuses to wrap it, it copies.
+// NewBufferNoCopy wraps data in place (newBufferWithBytesNoCopy) or fails
+// with ErrNoCopy; it never copies. data must be page-aligned with its
+// page-rounded length inside cap(data) (NoCopyLength), as an mmap'd file
+// is. The caller keeps data alive and mapped while the buffer lives.
+func (d *systemDevice) NewBufferNoCopy(data []byte) (Buffer, error) {
+	if err := d.checkOpen(); err != nil {
+		return nil, err
+	}
+	if len(data) == 0 {
+		return nil, fmt.Errorf("%w: empty memory", ErrNoCopy)
+	}
+	base := unsafe.Pointer(unsafe.SliceData(data))
+	length, ok := NoCopyLength(uintptr(base), len(data), cap(data), d.pageSize)
+	if !ok {
+		return nil, fmt.Errorf("%w: %d bytes at %p are not page-aligned (page %d) with whole pages inside their allocation", ErrNoCopy, len(data), base, d.pageSize)
+	}
+	if length > d.maxBufferLen {
+		return nil, fmt.Errorf("%w: %d bytes exceed device %s's maxBufferLength %d", ErrNoCopy, length, d.name, d.maxBufferLen)
+	}
+	var b *systemBuffer
+	inPool(func() {
+		// nil deallocator: the caller owns the memory.
+		id := msgIDPtrUintUintID(d.device, sel.newBufferWithBytesNoCopy, base, uint64(length), mtlResourceStorageModeShared, 0)
+		if id != 0 {
+			b = d.adoptBuffer(id, len(data), data[:len(data):len(data)])
+		}
+	})
+	if b == nil {
+		// Metal refuses memory that is not one VM region (e.g. spanning
+		// two mappings).
+		return nil, fmt.Errorf("%w: device %s refused newBufferWithBytesNoCopy for %d bytes", ErrNoCopy, d.name, length)
+	}
+	return b, nil
+}
+
+// NewBufferWithBytes wraps data without copying when NewBufferNoCopy can;
+// otherwise it copies. Callers that must not copy (mapped weights) call
+// NewBufferNoCopy and report their fallback.
 func (d *systemDevice) NewBufferWithBytes(data []byte) (Buffer, error) {
 	if err := d.checkOpen(); err != nil {
 		return nil, err
@@ -74,26 +117,24 @@ func (d *systemDevice) NewBufferWithBytes(data []byte) (Buffer, error) {
 	if len(data) > d.maxBufferLen {
 		return nil, fmt.Errorf("%w: buffer of %d bytes (device %s allows up to %d)", ErrInvalidDispatch, len(data), d.name, d.maxBufferLen)
 	}
-	base := unsafe.Pointer(unsafe.SliceData(data))
-	if length, ok := noCopyLength(uintptr(base), len(data), cap(data), d.pageSize); ok && length <= d.maxBufferLen {
-		// nil deallocator: the caller owns the memory and keeps it alive
-		// while the buffer lives.
-		id := msgIDPtrUintUintID(d.device, sel.newBufferWithBytesNoCopy, base, uint64(length), mtlResourceStorageModeShared, 0)
-		if id != 0 {
-			return d.adoptBuffer(id, len(data), data[:len(data):len(data)]), nil
-		}
-		// Metal refuses memory that is not one VM region (e.g. spanning
-		// two mappings); a copy is still correct.
+	if b, err := d.NewBufferNoCopy(data); err == nil {
+		return b, nil
 	}
-	id := msgIDPtrUintUint(d.device, sel.newBufferWithBytesLengthOptions, base, uint64(len(data)), mtlResourceStorageModeShared)
-	if id == 0 {
+	var b *systemBuffer
+	inPool(func() {
+		id := msgIDPtrUintUint(d.device, sel.newBufferWithBytesLengthOptions, unsafe.Pointer(unsafe.SliceData(data)), uint64(len(data)), mtlResourceStorageModeShared)
+		if id != 0 {
+			b = d.adoptBuffer(id, len(data), nil)
+		}
+	})
+	if b == nil {
 		return nil, fmt.Errorf("metal: %s: newBufferWithBytes:length:%d returned nil (out of memory?)", d.name, len(data))
 	}
-	return d.adoptBuffer(id, len(data), nil), nil
+	return b, nil
 }
 
 // adoptBuffer takes ownership of a +1 MTLBuffer. wrapped is the caller's
-// memory for a no-copy buffer, nil otherwise.
+// memory for a no-copy buffer, nil otherwise. Call it inside a pool.
 func (d *systemDevice) adoptBuffer(id objcID, size int, wrapped []byte) *systemBuffer {
 	d.ledger.add(uintptr(id), "buffer")
 	b := &systemBuffer{dev: d, id: id, noCopy: wrapped != nil, bytes: wrapped}
@@ -101,4 +142,12 @@ func (d *systemDevice) adoptBuffer(id objcID, size int, wrapped []byte) *systemB
 		b.bytes = unsafe.Slice((*byte)(msgPointer(id, sel.contents)), size)
 	}
 	return b
+}
+
+// Contents is the buffer's host address as Metal reports it: for a no-copy
+// buffer, the wrapped memory's address (tests check the aliasing with it).
+func (b *systemBuffer) Contents() unsafe.Pointer {
+	var p unsafe.Pointer
+	inPool(func() { p = msgPointer(b.id, sel.contents) })
+	return p
 }

@@ -29,6 +29,12 @@ type systemCommandBuffer struct {
 	bound   objcID // pipeline state currently set on the encoder
 	err     error  // first error of a call that cannot return one (Barrier)
 
+	// Scratch reused by every Dispatch and Barrier so that they allocate
+	// nothing: the grid and threadgroup MTLSize passed by pointer, and the
+	// resource list of memoryBarrierWithResources:count:.
+	sizes     [2]mtlSize
+	resources []objcID
+
 	finishOnce sync.Once
 	done       chan struct{} // closed when finish has run
 	timing     Timing
@@ -85,8 +91,9 @@ func (c *systemCommandBuffer) checkEncoding(op string) error {
 
 // Dispatch encodes dispatchThreadgroups:threadsPerThreadgroup: after
 // binding p and args. Every argument is checked before anything is
-// encoded. The messages go through purego.SyscallN (no reflection, one
-// small allocation each), the cheapest path purego offers.
+// encoded. The messages go through purego.SyscallN (no reflection; its
+// argument block comes from a sync.Pool), the cheapest path purego offers;
+// Dispatch itself allocates nothing (see sizes).
 func (c *systemCommandBuffer) Dispatch(p Pipeline, groups, threads Size3, args ...Arg) error {
 	if err := c.checkEncoding("Dispatch"); err != nil {
 		return err
@@ -95,29 +102,18 @@ func (c *systemCommandBuffer) Dispatch(p Pipeline, groups, threads Size3, args .
 	if !ok || pipe.dev != c.dev {
 		return fmt.Errorf("%w: pipeline %T does not belong to device %s", ErrInvalidDispatch, p, c.dev.name)
 	}
-	empty, err := checkGrid(groups, threads, pipe.maxThreads)
+	lim := DispatchLimits{MaxThreads: pipe.maxThreads, StaticThreadgroupMemory: pipe.staticTGMemory, MaxThreadgroupMemory: c.dev.maxTGMemory}
+	empty, err := CheckDispatch(lim, groups, threads, args)
 	if err != nil {
 		return fmt.Errorf("kernel %s: %w", pipe.kernel, err)
 	}
-	tgTotal := 0
-	for _, a := range args {
-		kind, err := classifyArg(a)
-		if err != nil {
-			return fmt.Errorf("kernel %s: %w", pipe.kernel, err)
-		}
-		switch kind {
-		case argBuffer:
+	for i := range args {
+		if a := &args[i]; a.Buffer != nil {
 			if b, ok := a.Buffer.(*systemBuffer); !ok || b.dev != c.dev || b.released.Load() {
 				return fmt.Errorf("%w: kernel %s: argument %d: buffer %T is released or not from device %s",
 					ErrInvalidDispatch, pipe.kernel, a.Index, a.Buffer, c.dev.name)
 			}
-		case argThreadgroup:
-			tgTotal += threadgroupLength(a.ThreadgroupBytes)
 		}
-	}
-	if tgTotal > c.dev.maxTGMemory {
-		return fmt.Errorf("%w: kernel %s: %d bytes of threadgroup memory, device %s allows %d",
-			ErrInvalidDispatch, pipe.kernel, tgTotal, c.dev.name, c.dev.maxTGMemory)
 	}
 	if empty {
 		return nil
@@ -128,7 +124,8 @@ func (c *systemCommandBuffer) Dispatch(p Pipeline, groups, threads Size3, args .
 		purego.SyscallN(msgSendAddr, enc, uintptr(sel.setComputePipelineState), uintptr(pipe.id))
 		c.bound = pipe.id
 	}
-	for _, a := range args {
+	for i := range args {
+		a := &args[i]
 		idx := uintptr(a.Index)
 		switch {
 		case a.Buffer != nil:
@@ -143,18 +140,22 @@ func (c *systemCommandBuffer) Dispatch(p Pipeline, groups, threads Size3, args .
 				uintptr(threadgroupLength(a.ThreadgroupBytes)), idx)
 		}
 	}
-	grid, tg := toMTLSize(groups), toMTLSize(threads)
+	// The two MTLSize live in the command buffer, not on this frame: a
+	// pointer converted for SyscallN (go:uintptrescapes) moves its target
+	// to the heap, which was two allocations per Dispatch.
+	c.sizes[0], c.sizes[1] = toMTLSize(groups), toMTLSize(threads)
 	if runtime.GOARCH == "arm64" {
 		// AAPCS64 passes a composite over 16 bytes (MTLSize is 24) as a
 		// pointer to a caller-made copy, so two pointers are the exact
-		// arm64 calling sequence. SyscallN's go:uintptrescapes keeps the
-		// copies alive and in place for the call.
+		// arm64 calling sequence. Metal reads the copies during the call
+		// only, so reusing them for the next Dispatch is safe.
 		purego.SyscallN(msgSendAddr, enc, uintptr(sel.dispatchThreadgroups),
-			uintptr(unsafe.Pointer(&grid)), uintptr(unsafe.Pointer(&tg)))
+			uintptr(unsafe.Pointer(&c.sizes[0])), uintptr(unsafe.Pointer(&c.sizes[1])))
 	} else {
 		// amd64 passes them in memory on the stack, which only purego's
-		// typed struct support can lay out.
-		msgVoidSizeSize(c.enc, sel.dispatchThreadgroups, grid, tg)
+		// typed struct support can lay out (an Intel Mac is refused at
+		// open: no Apple7 family; this path exists for cross-compiling).
+		msgVoidSizeSize(c.enc, sel.dispatchThreadgroups, c.sizes[0], c.sizes[1])
 	}
 	return nil
 }
@@ -171,7 +172,9 @@ func (c *systemCommandBuffer) Barrier(buffers ...Buffer) {
 		purego.SyscallN(msgSendAddr, uintptr(c.enc), uintptr(sel.memoryBarrierWithScope), mtlBarrierScopeBuffers)
 		return
 	}
-	resources := make([]objcID, 0, len(buffers))
+	// The resource list is scratch kept in the command buffer: one
+	// allocation the first time, none per Barrier after that.
+	resources := c.resources[:0]
 	for i, buf := range buffers {
 		b, ok := buf.(*systemBuffer)
 		if !ok || b.dev != c.dev || b.released.Load() {
@@ -180,6 +183,7 @@ func (c *systemCommandBuffer) Barrier(buffers ...Buffer) {
 		}
 		resources = append(resources, b.id)
 	}
+	c.resources = resources
 	purego.SyscallN(msgSendAddr, uintptr(c.enc), uintptr(sel.memoryBarrierWithResources),
 		uintptr(unsafe.Pointer(unsafe.SliceData(resources))), uintptr(len(resources)))
 }

@@ -32,6 +32,15 @@ type Device interface {
 	Close() error
 }
 
+// NoCopyDevice is implemented by devices that can wrap host memory in
+// place (both devices here do). NewBufferNoCopy never copies: it wraps data
+// or fails with ErrNoCopy saying why (misaligned memory, too large, refused
+// by the device), so a caller that must not double its memory (an mmap'd
+// checkpoint) can fall back explicitly and report it.
+type NoCopyDevice interface {
+	NewBufferNoCopy(data []byte) (Buffer, error)
+}
+
 // Buffer is device memory visible to the host (shared storage).
 type Buffer interface {
 	// Bytes is the host view of the buffer's contents.
@@ -48,6 +57,13 @@ type Pipeline interface {
 	MaxThreadsPerThreadgroup() int
 	// ThreadExecutionWidth is the SIMD width (32 on Apple GPUs).
 	ThreadExecutionWidth() int
+}
+
+// KernelSource is one .metal file given to a device by name (the name
+// appears in diagnostics) and text.
+type KernelSource struct {
+	Name string
+	Text string
 }
 
 // Constant is one function-constant value, by index as declared with

@@ -18,6 +18,7 @@ var (
 	_ Buffer        = (*systemBuffer)(nil)
 	_ Pipeline      = (*systemPipeline)(nil)
 	_ CommandBuffer = (*systemCommandBuffer)(nil)
+	_ NoCopyDevice  = (*systemDevice)(nil)
 )
 
 // systemDevice is the Apple GPU through Metal.framework (see objc_darwin.go
@@ -30,6 +31,10 @@ type systemDevice struct {
 	name          string
 	msl           MSLVersion
 	mathMode      MathMode
+	fpFunctions   FPFunctions // read back from the compile options
+	family        int         // highest MTLGPUFamilyAppleN
+	unified       bool
+	workingSet    uint64
 	pageSize      int
 	maxTGMemory   int // maxThreadgroupMemoryLength
 	maxBufferLen  int // maxBufferLength
@@ -57,8 +62,8 @@ func OpenSystem(opts SystemOptions) (Device, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opts.MathMode < MathSafe || opts.MathMode > MathFast {
-		return nil, fmt.Errorf("%w: unknown math mode %s", ErrShaderCompile, opts.MathMode)
+	if err := checkMathMode(opts.MathMode); err != nil {
+		return nil, err
 	}
 	sources, err := opts.sourceMap()
 	if err != nil {
@@ -81,9 +86,12 @@ func OpenSystem(opts SystemOptions) (Device, error) {
 		pipelines:     map[string]*systemPipeline{},
 		inflight:      map[*systemCommandBuffer]struct{}{},
 	}
-	inPool(func() { err = d.open(units) })
+	inPool(func() {
+		if err = d.open(units); err != nil {
+			d.ledger.dropAll()
+		}
+	})
 	if err != nil {
-		d.ledger.dropAll()
 		return nil, err
 	}
 	return d, nil
@@ -109,6 +117,15 @@ func (d *systemDevice) open(units []compileUnit) error {
 	}
 	d.ledger.add(uintptr(d.device), "device")
 	d.name = goString(msgID(d.device, sel.name))
+	// Before anything is compiled: an Intel Mac's GPU (or an A13 and
+	// older) gets a clear refusal instead of a compile error about
+	// simdgroup_matrix.
+	d.family = appleFamily(func(f int) bool { return msgBoolInt(d.device, sel.supportsFamily, int64(f)) })
+	if err := checkAppleFamily(d.name, d.family); err != nil {
+		return err
+	}
+	d.unified = msgBool(d.device, sel.hasUnifiedMemory)
+	d.workingSet = msgUint(d.device, sel.recommendedMaxWorkingSetSize)
 	d.maxTGMemory = int(msgUint(d.device, sel.maxThreadgroupMemoryLength))
 	d.maxBufferLen = int(msgUint(d.device, sel.maxBufferLength))
 
@@ -151,11 +168,28 @@ func (d *systemDevice) compile(units []compileUnit) error {
 		if d.mathMode == MathRelaxed {
 			return fmt.Errorf("%w: %s: relaxed math needs macOS 15 (MTLCompileOptions.mathMode)", ErrShaderCompile, d.name)
 		}
-		msgVoidBool(options, sel.setFastMathEnabled, d.mathMode == MathFast)
+		msgVoidBool(options, sel.setFastMathEnabled, false)
+	}
+	// mathFloatingPointFunctions (macOS 15) defaults to Fast even under
+	// MathModeSafe (MTLLibrary.h), so exp/log/sqrt would be the fast
+	// variants on 15 and the precise ones on 14. Ask for what the math
+	// mode means and read it back; before macOS 15 the property does not
+	// exist and fastMathEnabled = NO already selects precise functions.
+	d.fpFunctions = FPFunctionsUnavailable
+	if respondsTo(options, sel.setMathFloatingPointFunctions) {
+		want := wantFPFunctions(d.mathMode)
+		msgVoidUint(options, sel.setMathFloatingPointFunctions, uint64(want))
+		d.fpFunctions = FPFunctions(msgUint(options, sel.mathFloatingPointFunctions))
+		if d.fpFunctions != want {
+			return fmt.Errorf("%w: %s: asked for %s floating-point functions, compile options hold %s", ErrShaderCompile, d.name, want, d.fpFunctions)
+		}
 	}
 
 	for _, u := range units {
-		src := newNSString(u.source)
+		src, err := newNSString(u.source, "kernel source "+u.name)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrShaderCompile, err)
+		}
 		var nsErr objcID
 		lib := msgIDIDIDErr(d.device, sel.newLibraryWithSourceOptionsError, src, options, &nsErr)
 		releaseObject(uintptr(src))
@@ -184,6 +218,16 @@ func (d *systemDevice) Name() string { return d.name }
 // LanguageVersion is the MSL version the kernels were compiled as (read
 // back from the compile options).
 func (d *systemDevice) LanguageVersion() MSLVersion { return d.msl }
+
+// Info reports what the device found and chose at open. Reach it through
+// an interface assertion: dev.(interface{ Info() metal.SystemInfo }).
+func (d *systemDevice) Info() SystemInfo {
+	return SystemInfo{
+		Name: d.name, AppleFamily: d.family, LanguageVersion: d.msl, MathMode: d.mathMode, FPFunctions: d.fpFunctions,
+		PageSize: d.pageSize, MaxThreadgroupMemory: d.maxTGMemory, MaxBufferLength: d.maxBufferLen,
+		UnifiedMemory: d.unified, RecommendedWorkingSet: d.workingSet,
+	}
+}
 
 // Kernels lists the kernel functions of the compiled libraries, sorted.
 func (d *systemDevice) Kernels() []string {

@@ -1,6 +1,6 @@
 //go:build darwin
 
-package metal
+package metal_test
 
 import (
 	"context"
@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/laya-metal/laya/weights"
+
+	. "github.com/laya-metal/laya/metal"
+	"github.com/laya-metal/laya/metal/emu"
 )
 
 // TestDeviceKernels runs the kernel set of the emulator tests (vector add,
@@ -24,16 +27,16 @@ func TestDeviceKernels(t *testing.T) {
 		t.Fatalf("OpenSystemDefault: %v", err)
 	}
 	defer gpu.Close()
-	sd := gpu.(*systemDevice)
+	langVersion, mathMode := ExportSystemInfo(gpu)
 
-	emu, emuErr := OpenEmulator(EmulatorOptions{})
+	emuDev, emuErr := emu.Open(emu.Options{})
 	switch {
-	case errors.Is(emuErr, ErrNoClang):
+	case errors.Is(emuErr, emu.ErrNoClang):
 		t.Logf("no clang: skipping the GPU-vs-emulator comparison (%v)", emuErr)
 	case emuErr != nil:
-		t.Errorf("OpenEmulator: %v (the GPU is still checked against the Go references)", emuErr)
+		t.Errorf("emu.Open: %v (the GPU is still checked against the Go references)", emuErr)
 	default:
-		defer emu.Close()
+		defer emuDev.Close()
 	}
 
 	type report struct {
@@ -74,11 +77,11 @@ func TestDeviceKernels(t *testing.T) {
 		r.refErr = max(r.refErr, e)
 		r.gpu += timing.GPUTime()
 		r.cases++
-		if emu == nil {
+		if emuDev == nil {
 			return
 		}
-		emuEncode, emuOut := setup(emu)
-		if err := run(t, emu, func(cb CommandBuffer) error { return emuEncode(cb, NewKernels(emu)) }); err != nil {
+		emuEncode, emuOut := setup(emuDev)
+		if err := run(t, emuDev, func(cb CommandBuffer) error { return emuEncode(cb, NewKernels(emuDev)) }); err != nil {
 			t.Fatalf("%s %s: emulator: %v", kernel, label, err)
 		}
 		emuGot := emuOut()
@@ -185,14 +188,14 @@ func TestDeviceKernels(t *testing.T) {
 			})
 	}
 
-	t.Logf("device %q, MSL %s, math %s", sd.Name(), sd.LanguageVersion(), sd.mathMode)
+	t.Logf("device %q, MSL %s, math %s", gpu.Name(), langVersion, mathMode)
 	for _, kernel := range []string{"vector_add", "softmax_f32", "gemm_f32", "gemm_f16"} {
 		r := reports[kernel]
 		if r == nil {
 			continue
 		}
 		emuCol := "emulator: not run"
-		if emu != nil {
+		if emuDev != nil {
 			emuCol = fmt.Sprintf("GPU-vs-emulator %.3g× tol", r.emuDiff)
 		}
 		t.Logf("%-12s %2d cases, max |err| %.3g× tolerance, %s, GPU %v", kernel, r.cases, r.refErr, emuCol, r.gpu)

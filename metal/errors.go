@@ -21,6 +21,14 @@ var (
 	// ErrGPUExecution means a committed command buffer ended in the error
 	// state; the message carries Metal's localizedDescription.
 	ErrGPUExecution = errors.New("metal: command buffer failed on the GPU")
+	// ErrThreadgroupMemory means a kernel's threadgroup arrays plus its
+	// [[threadgroup(n)]] arguments exceed the device's
+	// maxThreadgroupMemoryLength (it comes with ErrInvalidDispatch or, at
+	// pipeline creation, ErrPipeline).
+	ErrThreadgroupMemory = errors.New("metal: threadgroup memory over the device's limit")
+	// ErrNoCopy means host memory cannot back a buffer without a copy
+	// (NoCopyDevice.NewBufferNoCopy).
+	ErrNoCopy = errors.New("metal: memory cannot be wrapped without a copy")
 	// ErrDeviceClosed is returned by every call on a device after Close.
 	ErrDeviceClosed = errors.New("metal: device is closed")
 )

@@ -1,16 +1,19 @@
 //go:build linux || darwin
 
-package metal
+package metal_test
 
 import (
 	"fmt"
 	"math"
 	"testing"
+
+	. "github.com/laya-metal/laya/metal"
+	"github.com/laya-metal/laya/metal/emu"
 )
 
 func TestActivateEmu(t *testing.T) {
-	for _, s := range Schedules {
-		d := openEmu(t, EmulatorOptions{Schedule: s}, "kernels")
+	for _, s := range emu.Schedules {
+		d := openEmu(t, emu.Options{Schedule: s}, "kernels")
 		k := NewKernels(d)
 		for _, act := range []Activation{ActIdentity, ActGELU, ActReLU} {
 			for _, n := range []int{1, 257, 5000} {
@@ -37,7 +40,7 @@ func TestActivateEmu(t *testing.T) {
 // A fine sweep of GELU against float64 erf: the erf coefficients are typed
 // from a paper, so every one of them must be checked by a test that fails.
 func TestGELUSweepEmu(t *testing.T) {
-	d := openEmu(t, EmulatorOptions{}, "kernels")
+	d := openEmu(t, emu.Options{}, "kernels")
 	k := NewKernels(d)
 	const n = 1 << 16
 	in := make([]float32, n)
@@ -64,8 +67,8 @@ func TestGELUSweepEmu(t *testing.T) {
 }
 
 func TestGeGLUEmu(t *testing.T) {
-	for _, s := range Schedules {
-		d := openEmu(t, EmulatorOptions{Schedule: s}, "kernels")
+	for _, s := range emu.Schedules {
+		d := openEmu(t, emu.Options{Schedule: s}, "kernels")
 		k := NewKernels(d)
 		for _, c := range []struct{ rows, inner int }{{1, 1}, {3, 96}, {17, 33}, {5, 1152}} {
 			name := fmt.Sprintf("%s %+v", s, c)
@@ -84,8 +87,8 @@ func TestGeGLUEmu(t *testing.T) {
 }
 
 func TestActFeaturesEmu(t *testing.T) {
-	for _, s := range Schedules {
-		d := openEmu(t, EmulatorOptions{Schedule: s}, "kernels")
+	for _, s := range emu.Schedules {
+		d := openEmu(t, emu.Options{Schedule: s}, "kernels")
 		k := NewKernels(d)
 		for _, c := range []struct {
 			counts []int

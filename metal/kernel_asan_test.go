@@ -1,14 +1,19 @@
 //go:build linux || darwin
 
-package metal
+package metal_test
 
-import "testing"
+import (
+	"testing"
+
+	. "github.com/laya-metal/laya/metal"
+	"github.com/laya-metal/laya/metal/emu"
+)
 
 // The model kernels once more under AddressSanitizer, on ragged shapes whose
 // buffers are exactly as long as the kernels may touch: an access past the
 // end of any of them fails the run with the .metal line.
 func TestModelKernelsASanEmu(t *testing.T) {
-	d := openEmu(t, EmulatorOptions{ASan: true}, "kernels-asan")
+	d := openEmu(t, emu.Options{ASan: true}, "kernels-asan")
 	k := NewKernels(d)
 	check := func(name string, got Buffer, want []float64, abs, rel float64) {
 		t.Helper()

@@ -1,24 +1,14 @@
 //go:build linux || darwin
 
-package metal
+package metal_test
 
 import (
-	"encoding/binary"
 	"fmt"
 	"testing"
-)
 
-func u32Buffer(t testing.TB, d Device, vs []int) Buffer {
-	t.Helper()
-	b, err := d.NewBuffer(4 * len(vs))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, v := range vs {
-		binary.LittleEndian.PutUint32(b.Bytes()[4*i:], uint32(v))
-	}
-	return b
-}
+	. "github.com/laya-metal/laya/metal"
+	"github.com/laya-metal/laya/metal/emu"
+)
 
 func TestAttentionEmu(t *testing.T) {
 	cases := []struct {
@@ -35,8 +25,8 @@ func TestAttentionEmu(t *testing.T) {
 		{[]int{9, 6}, 9, 1, 96, true, 100}, // radius past the row: the full mask
 		{[]int{3}, 3, 1, 256, false, 0},
 	}
-	for _, s := range Schedules {
-		d := openEmu(t, EmulatorOptions{Schedule: s}, "kernels")
+	for _, s := range emu.Schedules {
+		d := openEmu(t, emu.Options{Schedule: s}, "kernels")
 		k := NewKernels(d)
 		for _, c := range cases {
 			shape := AttentionShape{Batch: len(c.lengths), SeqLen: c.seqLen, Heads: c.heads, HeadDim: c.headDim,

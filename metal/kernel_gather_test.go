@@ -1,15 +1,18 @@
 //go:build linux || darwin
 
-package metal
+package metal_test
 
 import (
 	"fmt"
 	"testing"
+
+	. "github.com/laya-metal/laya/metal"
+	"github.com/laya-metal/laya/metal/emu"
 )
 
 func TestGatherRowsEmu(t *testing.T) {
-	for _, s := range Schedules {
-		d := openEmu(t, EmulatorOptions{Schedule: s}, "kernels")
+	for _, s := range emu.Schedules {
+		d := openEmu(t, emu.Options{Schedule: s}, "kernels")
 		k := NewKernels(d)
 		for _, c := range []struct {
 			elem            Elem
@@ -67,7 +70,7 @@ func TestGatherRowsEmu(t *testing.T) {
 }
 
 func TestEncodeGatherRejects(t *testing.T) {
-	d := openEmu(t, EmulatorOptions{}, "kernels")
+	d := openEmu(t, emu.Options{}, "kernels")
 	k := NewKernels(d)
 	buf := f32Buffer(t, d, make([]float32, 64))
 	base := GatherOp{Elem: ElemF16, Table: buf, Index: buf, Out: buf, Rows: 2, Cols: 4, TableRows: 8}

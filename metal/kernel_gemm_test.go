@@ -1,6 +1,6 @@
 //go:build linux || darwin
 
-package metal
+package metal_test
 
 import (
 	"encoding/binary"
@@ -9,6 +9,9 @@ import (
 	"testing"
 
 	"github.com/laya-metal/laya/weights"
+
+	. "github.com/laya-metal/laya/metal"
+	"github.com/laya-metal/laya/metal/emu"
 )
 
 func halfAt(b Buffer, i int) float32 {
@@ -22,8 +25,8 @@ func TestGemmMixedEmu(t *testing.T) {
 		m, n, k int
 		bias    bool
 	}{{1, 33, 17, true}, {45, 70, 40, false}, {64, 96, 128, true}}
-	for _, s := range Schedules {
-		d := openEmu(t, EmulatorOptions{Schedule: s}, "kernels")
+	for _, s := range emu.Schedules {
+		d := openEmu(t, emu.Options{Schedule: s}, "kernels")
 		kern := NewKernels(d)
 		for _, c := range cases {
 			name := fmt.Sprintf("%s %+v", s, c)
@@ -104,8 +107,8 @@ func TestGemmEpilogueEmu(t *testing.T) {
 		{GemmF32, 35, 2 * 40, 20, ActIdentity, true, true, 0, 3},
 		{GemmF32F16W, 8, 2 * 16, 8, ActIdentity, true, true, 2, 1},
 	}
-	for _, s := range Schedules {
-		d := openEmu(t, EmulatorOptions{Schedule: s}, "kernels")
+	for _, s := range emu.Schedules {
+		d := openEmu(t, emu.Options{Schedule: s}, "kernels")
 		kern := NewKernels(d)
 		for _, c := range cases {
 			name := fmt.Sprintf("%s %+v", s, c)
@@ -163,7 +166,7 @@ func TestGemmEpilogueEmu(t *testing.T) {
 // for bit: the backend swaps one for the other, and upstream's goldens were
 // met by the unfused pair.
 func TestGemmGeGLUMatchesUnfusedEmu(t *testing.T) {
-	d := openEmu(t, EmulatorOptions{}, "kernels")
+	d := openEmu(t, emu.Options{}, "kernels")
 	kern := NewKernels(d)
 	const m, inner, kd = 19, 37, 24
 	op := GemmOp{Input: GemmF32, X: f32Buffer(t, d, pseudo(m*kd, 21, -2, 2)), W: f32Buffer(t, d, pseudo(2*inner*kd, 22, -1, 1)),
@@ -185,7 +188,7 @@ func TestGemmGeGLUMatchesUnfusedEmu(t *testing.T) {
 }
 
 func TestEncodeGemmRejects(t *testing.T) {
-	d := openEmu(t, EmulatorOptions{}, "kernels")
+	d := openEmu(t, emu.Options{}, "kernels")
 	kern := NewKernels(d)
 	buf := f32Buffer(t, d, make([]float32, 64))
 	base := GemmOp{Input: GemmF32, X: buf, W: buf, Y: buf, M: 2, N: 4, K: 4}
@@ -204,5 +207,65 @@ func TestEncodeGemmRejects(t *testing.T) {
 		op := base
 		c.edit(&op)
 		wantInvalidDispatch(t, d, c.name, func(cb CommandBuffer) error { return EncodeGemm(cb, kern, op) })
+	}
+}
+
+func TestGemmEmu(t *testing.T) {
+	cases := []struct {
+		m, n, k int
+		in      GemmInput
+		bias    bool
+	}{
+		{45, 70, 40, GemmF32, false},
+		{45, 70, 40, GemmF16, true},
+		{64, 96, 128, GemmF16, false},
+		{64, 96, 128, GemmF32, true},
+		{1, 33, 17, GemmF32, true},
+		{1, 33, 17, GemmF16, false},
+	}
+	for _, s := range emu.Schedules {
+		d := openEmu(t, emu.Options{Schedule: s}, "kernels")
+		kern := NewKernels(d)
+		for _, c := range cases {
+			x, w := pseudo(c.m*c.k, 3, -1, 1), pseudo(c.n*c.k, 4, -1, 1)
+			var bx, bw Buffer
+			xr, wr := make([]float64, len(x)), make([]float64, len(w))
+			if c.in == GemmF16 {
+				bx, bw = f16Buffer(t, d, x), f16Buffer(t, d, w)
+				// The reference sees the half-rounded inputs the kernel sees.
+				for i := range x {
+					xr[i] = float64(weights.Float16ToFloat32(binary.LittleEndian.Uint16(bx.Bytes()[2*i:])))
+				}
+				for i := range w {
+					wr[i] = float64(weights.Float16ToFloat32(binary.LittleEndian.Uint16(bw.Bytes()[2*i:])))
+				}
+			} else {
+				bx, bw = f32Buffer(t, d, x), f32Buffer(t, d, w)
+				for i := range x {
+					xr[i] = float64(x[i])
+				}
+				for i := range w {
+					wr[i] = float64(w[i])
+				}
+			}
+			var bb Buffer
+			var br []float64
+			if c.bias {
+				b := pseudo(c.n, 5, -1, 1)
+				bb = f32Buffer(t, d, b)
+				for _, v := range b {
+					br = append(br, float64(v))
+				}
+			}
+			by := f32Buffer(t, d, make([]float32, c.m*c.n))
+			err := run(t, d, func(cb CommandBuffer) error { return Gemm(cb, kern, c.in, bx, bw, bb, by, c.m, c.n, c.k) })
+			if err != nil {
+				t.Fatalf("%s %+v: %v", s, c, err)
+			}
+			// fp32 accumulation of k products of magnitude ≤ 1.
+			if e, i := maxErr(readF32(by, c.m*c.n), gemmRef(xr, wr, br, c.m, c.n, c.k), 1e-6*float64(c.k), 1e-6); e > 1 {
+				t.Errorf("%s %+v: element %d off by %.3g× tolerance", s, c, i, e)
+			}
+		}
 	}
 }

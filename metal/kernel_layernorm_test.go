@@ -1,10 +1,13 @@
 //go:build linux || darwin
 
-package metal
+package metal_test
 
 import (
 	"fmt"
 	"testing"
+
+	. "github.com/laya-metal/laya/metal"
+	"github.com/laya-metal/laya/metal/emu"
 )
 
 func TestLayerNormEmu(t *testing.T) {
@@ -27,8 +30,8 @@ func TestLayerNormEmu(t *testing.T) {
 		{2, 1000, 1024, true, 0.5, 0, 0},
 		{1, 130, 96, false, 0, 0, 0},
 	}
-	for _, s := range Schedules {
-		d := openEmu(t, EmulatorOptions{Schedule: s}, "kernels")
+	for _, s := range emu.Schedules {
+		d := openEmu(t, emu.Options{Schedule: s}, "kernels")
 		k := NewKernels(d)
 		for _, c := range cases {
 			name := fmt.Sprintf("%s %+v", s, c)
@@ -83,7 +86,7 @@ func TestLayerNormEmu(t *testing.T) {
 }
 
 func TestEncodeLayerNormRejects(t *testing.T) {
-	d := openEmu(t, EmulatorOptions{}, "kernels")
+	d := openEmu(t, emu.Options{}, "kernels")
 	k := NewKernels(d)
 	buf := f32Buffer(t, d, make([]float32, 64))
 	base := LayerNormOp{In: buf, Weight: buf, Bias: buf, Out: buf, Rows: 2, Cols: 8, Eps: 1e-5}

@@ -1,11 +1,14 @@
 //go:build linux || darwin
 
-package metal
+package metal_test
 
 import (
 	"fmt"
 	"math"
 	"testing"
+
+	. "github.com/laya-metal/laya/metal"
+	"github.com/laya-metal/laya/metal/emu"
 )
 
 func TestRopeEmu(t *testing.T) {
@@ -18,8 +21,8 @@ func TestRopeEmu(t *testing.T) {
 		{3, 33, 3, 32, 10000},
 		{1, 300, 2, 64, 160000},
 	}
-	for _, s := range Schedules {
-		d := openEmu(t, EmulatorOptions{Schedule: s}, "kernels")
+	for _, s := range emu.Schedules {
+		d := openEmu(t, emu.Options{Schedule: s}, "kernels")
 		k := NewKernels(d)
 		for _, c := range cases {
 			name := fmt.Sprintf("%s %+v", s, c)

@@ -31,6 +31,8 @@ var (
 	msgString          func(self objcID, cmd objcSEL) string // const char * result, copied into Go
 	msgPointer         func(self objcID, cmd objcSEL) unsafe.Pointer
 	msgBoolSEL         func(self objcID, cmd objcSEL, sel objcSEL) bool // BOOL is C bool on arm64
+	msgBool            func(self objcID, cmd objcSEL) bool
+	msgBoolInt         func(self objcID, cmd objcSEL, a int64) bool // supportsFamily:(NSInteger)
 	msgIDUint          func(self objcID, cmd objcSEL, a uint64) objcID
 	msgVoidUint        func(self objcID, cmd objcSEL, a uint64)
 	msgVoidBool        func(self objcID, cmd objcSEL, a bool)
@@ -46,7 +48,7 @@ var (
 // msgSendTrampolines lists every trampoline for registration.
 func msgSendTrampolines() []any {
 	return []any{
-		&msgID, &msgVoid, &msgUint, &msgFloat64, &msgString, &msgPointer, &msgBoolSEL,
+		&msgID, &msgVoid, &msgUint, &msgFloat64, &msgString, &msgPointer, &msgBoolSEL, &msgBool, &msgBoolInt,
 		&msgIDUint, &msgVoidUint, &msgVoidBool, &msgIDUintUint, &msgIDPtrUintUint,
 		&msgIDPtrUintUintID, &msgVoidPtrUintUint, &msgIDIDIDErr, &msgIDIDErr, &msgVoidSizeSize,
 	}

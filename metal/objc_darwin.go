@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
@@ -25,6 +26,7 @@ import (
 // Frameworks and libraries, by their fixed system paths.
 const (
 	metalFrameworkPath        = "/System/Library/Frameworks/Metal.framework/Metal"
+	foundationFrameworkPath   = "/System/Library/Frameworks/Foundation.framework/Foundation"
 	coreGraphicsFrameworkPath = "/System/Library/Frameworks/CoreGraphics.framework/CoreGraphics"
 	libobjcPath               = "/usr/lib/libobjc.A.dylib"
 	libSystemPath             = "/usr/lib/libSystem.B.dylib"
@@ -74,6 +76,9 @@ type selectors struct {
 	setConstantValueTypeAtIndex, newFunctionWithNameConstantValuesError objcSEL
 	newComputePipelineStateWithFunctionError                            objcSEL
 	maxTotalThreadsPerThreadgroup, threadExecutionWidth                 objcSEL
+	staticThreadgroupMemoryLength                                       objcSEL
+	setMathFloatingPointFunctions, mathFloatingPointFunctions           objcSEL
+	supportsFamily, hasUnifiedMemory, recommendedMaxWorkingSetSize      objcSEL
 
 	newBufferWithLengthOptions, newBufferWithBytesLengthOptions, newBufferWithBytesNoCopy objcSEL
 	contents                                                                              objcSEL
@@ -99,6 +104,13 @@ func load() (err error) {
 			err = fmt.Errorf("%w: binding the Objective-C runtime: %v", ErrNoMetal, r)
 		}
 	}()
+	// Foundation first and explicitly (NSString, NSError, NSArray and the
+	// autorelease machinery they use): Metal links it today, but the
+	// classes looked up below must not depend on that (Ebitengine loads it
+	// the same way, internal/cocoa/api_cocoa_darwin.go).
+	if _, err := purego.Dlopen(foundationFrameworkPath, purego.RTLD_NOW|purego.RTLD_GLOBAL); err != nil {
+		return fmt.Errorf("%w: loading %s: %v", ErrNoMetal, foundationFrameworkPath, err)
+	}
 	metalLib, err := purego.Dlopen(metalFrameworkPath, purego.RTLD_NOW|purego.RTLD_GLOBAL)
 	if err != nil {
 		return fmt.Errorf("%w: loading %s: %v", ErrNoMetal, metalFrameworkPath, err)
@@ -164,6 +176,12 @@ func registerSelectors() {
 		newComputePipelineStateWithFunctionError: r("newComputePipelineStateWithFunction:error:"),
 		maxTotalThreadsPerThreadgroup:            r("maxTotalThreadsPerThreadgroup"),
 		threadExecutionWidth:                     r("threadExecutionWidth"),
+		staticThreadgroupMemoryLength:            r("staticThreadgroupMemoryLength"),
+		setMathFloatingPointFunctions:            r("setMathFloatingPointFunctions:"),
+		mathFloatingPointFunctions:               r("mathFloatingPointFunctions"),
+		supportsFamily:                           r("supportsFamily:"),
+		hasUnifiedMemory:                         r("hasUnifiedMemory"),
+		recommendedMaxWorkingSetSize:             r("recommendedMaxWorkingSetSize"),
 
 		newBufferWithLengthOptions:      r("newBufferWithLength:options:"),
 		newBufferWithBytesLengthOptions: r("newBufferWithBytes:length:options:"),
@@ -187,6 +205,12 @@ func registerSelectors() {
 
 // inPool runs fn inside an autorelease pool on a locked OS thread.
 //
+// Every Objective-C path that can create autoreleased objects runs in one:
+// open and compile, pipeline creation, buffer creation and no-copy wrapping
+// (and their contents), Release, command buffer creation, commit, wait,
+// settle and Close. OBJC_DEBUG_MISSING_POOLS=YES (scripts/mac-check.sh's
+// validation pass) reports any path that autoreleases without one.
+//
 // Why pools per call path rather than one Metal goroutine: the pool stack is
 // per thread, so push and pop must run on the same OS thread, which
 // LockOSThread guarantees for the duration of fn. Funnelling every call
@@ -204,10 +228,26 @@ func inPool(fn func()) {
 }
 
 // newNSString returns a +1 NSString holding s; the caller releases it.
-func newNSString(s string) objcID {
+// initWithBytes:length:encoding: returns nil for bytes that are not valid
+// UTF-8 (and has then released the allocated object); passing that nil on
+// would raise an Objective-C exception inside Metal, which no Go code can
+// recover from, so it is an error here. what names the string in it.
+func newNSString(s, what string) (objcID, error) {
+	if !utf8.ValidString(s) {
+		// Checked in Go too: the answer must not depend on Foundation's
+		// leniency, and the error can say where the bad byte is.
+		return 0, fmt.Errorf("metal: %s is not valid UTF-8 (byte %d)", what, invalidUTF8At(s))
+	}
 	str := msgID(cls.NSString, sel.alloc)
-	return msgIDPtrUintUint(str, sel.initWithBytesLengthEncoding,
+	if str == 0 {
+		return 0, fmt.Errorf("metal: NSString alloc returned nil for %s", what)
+	}
+	str = msgIDPtrUintUint(str, sel.initWithBytesLengthEncoding,
 		unsafe.Pointer(unsafe.StringData(s)), uint64(len(s)), nsUTF8StringEncoding)
+	if str == 0 {
+		return 0, fmt.Errorf("metal: NSString initWithBytes:length:encoding: returned nil for %s", what)
+	}
+	return str, nil
 }
 
 // goString copies an NSString into Go; nil gives "".

@@ -4,6 +4,7 @@ package metal
 
 import (
 	"fmt"
+	"strconv"
 	"unsafe"
 )
 
@@ -14,6 +15,10 @@ type systemPipeline struct {
 	kernel     string
 	maxThreads int
 	simdWidth  int
+	// staticTGMemory is staticThreadgroupMemoryLength: the threadgroup
+	// arrays the kernel declares, which count toward the device limit
+	// together with the [[threadgroup(n)]] arguments.
+	staticTGMemory int
 }
 
 func (p *systemPipeline) Kernel() string                { return p.kernel }
@@ -48,7 +53,7 @@ func (d *systemDevice) Pipeline(kernel string, constants ...Constant) (Pipeline,
 	defer d.mu.Unlock()
 	if existing, ok := d.pipelines[key]; ok {
 		// Another goroutine built the same pipeline meanwhile.
-		d.ledger.drop(uintptr(p.id))
+		inPool(func() { d.ledger.drop(uintptr(p.id)) })
 		return existing, nil
 	}
 	d.pipelines[key] = p
@@ -69,7 +74,10 @@ func (d *systemDevice) newPipeline(lib objcID, kernel string, values []constantV
 		// the duration of the call is enough.
 		msgVoidPtrUintUint(fcv, sel.setConstantValueTypeAtIndex, unsafe.Pointer(&v.bytes[0]), v.dataType, uint64(v.index))
 	}
-	name := newNSString(kernel)
+	name, err := newNSString(kernel, "kernel name "+strconv.Quote(kernel))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrPipeline, err)
+	}
 	defer releaseObject(uintptr(name))
 
 	var nsErr objcID
@@ -87,10 +95,11 @@ func (d *systemDevice) newPipeline(lib objcID, kernel string, values []constantV
 	}
 	d.ledger.add(uintptr(state), "pipeline "+kernel)
 	return &systemPipeline{
-		dev:        d,
-		id:         state,
-		kernel:     kernel,
-		maxThreads: int(msgUint(state, sel.maxTotalThreadsPerThreadgroup)),
-		simdWidth:  int(msgUint(state, sel.threadExecutionWidth)),
+		dev:            d,
+		id:             state,
+		kernel:         kernel,
+		maxThreads:     int(msgUint(state, sel.maxTotalThreadsPerThreadgroup)),
+		simdWidth:      int(msgUint(state, sel.threadExecutionWidth)),
+		staticTGMemory: int(msgUint(state, sel.staticThreadgroupMemoryLength)),
 	}, nil
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"structs"
 	"time"
+	"unicode/utf8"
 
 	"github.com/laya-metal/laya/kernels"
 )
@@ -133,103 +134,6 @@ func toMTLSize(s Size3) mtlSize {
 	return mtlSize{Width: uint64(s.X), Height: uint64(s.Y), Depth: uint64(s.Z)}
 }
 
-// checkGrid validates a dispatchThreadgroups request against a pipeline's
-// thread limit. empty reports a grid with no threadgroups, which is legal
-// and encodes nothing (a zero-row batch); Metal itself would reject it.
-func checkGrid(groups, threads Size3, maxThreads int) (empty bool, err error) {
-	if groups.X < 0 || groups.Y < 0 || groups.Z < 0 {
-		return false, fmt.Errorf("%w: threadgroup count %d×%d×%d is negative", ErrInvalidDispatch, groups.X, groups.Y, groups.Z)
-	}
-	if threads.X < 1 || threads.Y < 1 || threads.Z < 1 {
-		return false, fmt.Errorf("%w: threadgroup size %d×%d×%d: every extent must be at least 1", ErrInvalidDispatch, threads.X, threads.Y, threads.Z)
-	}
-	// Each extent is bounded first so that the product cannot overflow.
-	if threads.X > maxThreads || threads.Y > maxThreads || threads.Z > maxThreads {
-		return false, fmt.Errorf("%w: threadgroup size %d×%d×%d exceeds the pipeline's limit of %d threads",
-			ErrInvalidDispatch, threads.X, threads.Y, threads.Z, maxThreads)
-	}
-	if total := int64(threads.X) * int64(threads.Y) * int64(threads.Z); total > int64(maxThreads) {
-		return false, fmt.Errorf("%w: threadgroup size %d×%d×%d = %d threads exceeds the pipeline's limit of %d",
-			ErrInvalidDispatch, threads.X, threads.Y, threads.Z, total, maxThreads)
-	}
-	return groups.X == 0 || groups.Y == 0 || groups.Z == 0, nil
-}
-
-// maxSetBytes is the largest setBytes:length:atIndex: payload; Apple's
-// documentation limits it to data smaller than 4 KB.
-const maxSetBytes = 4096
-
-// maxBindIndex is the number of buffer argument slots a compute encoder has
-// ([[buffer(0)]] to [[buffer(30)]]).
-const maxBindIndex = 31
-
-// argKind says how one Arg binds.
-type argKind int
-
-const (
-	argBuffer argKind = iota + 1
-	argBytes
-	argThreadgroup
-)
-
-// classifyArg checks that an Arg names exactly one kind of binding.
-func classifyArg(a Arg) (argKind, error) {
-	var kinds []argKind
-	if a.Buffer != nil {
-		kinds = append(kinds, argBuffer)
-	}
-	if a.Bytes != nil {
-		kinds = append(kinds, argBytes)
-	}
-	if a.ThreadgroupBytes != 0 {
-		kinds = append(kinds, argThreadgroup)
-	}
-	switch {
-	case a.Index < 0 || a.Index >= maxBindIndex:
-		return 0, fmt.Errorf("%w: argument index %d outside [0, %d)", ErrInvalidDispatch, a.Index, maxBindIndex)
-	case len(kinds) == 0:
-		return 0, fmt.Errorf("%w: argument %d binds nothing (set Buffer, Bytes or ThreadgroupBytes)", ErrInvalidDispatch, a.Index)
-	case len(kinds) > 1:
-		return 0, fmt.Errorf("%w: argument %d sets more than one of Buffer, Bytes and ThreadgroupBytes", ErrInvalidDispatch, a.Index)
-	}
-	switch kinds[0] {
-	case argBuffer:
-		if a.Offset < 0 || a.Offset >= a.Buffer.Len() && a.Offset != 0 {
-			return 0, fmt.Errorf("%w: argument %d: offset %d outside its %d-byte buffer", ErrInvalidDispatch, a.Index, a.Offset, a.Buffer.Len())
-		}
-	case argBytes:
-		if len(a.Bytes) == 0 || len(a.Bytes) > maxSetBytes {
-			return 0, fmt.Errorf("%w: argument %d: %d bytes of inline constants; setBytes takes 1 to %d", ErrInvalidDispatch, a.Index, len(a.Bytes), maxSetBytes)
-		}
-	case argThreadgroup:
-		if a.ThreadgroupBytes < 0 {
-			return 0, fmt.Errorf("%w: argument %d: negative threadgroup memory %d", ErrInvalidDispatch, a.Index, a.ThreadgroupBytes)
-		}
-	}
-	return kinds[0], nil
-}
-
-// threadgroupLength rounds a threadgroup memory request up to the multiple
-// of 16 bytes that setThreadgroupMemoryLength:atIndex: requires.
-func threadgroupLength(n int) int { return (n + 15) &^ 15 }
-
-// noCopyLength decides whether host memory (base, length n, capacity c) can
-// back a buffer made by newBufferWithBytesNoCopy:length:options:deallocator:
-// and with which length. Apple's documentation asks for a page-aligned
-// pointer and a length that makes a page-aligned region; the length is
-// rounded up to whole pages, which is only safe when those bytes belong to
-// the same allocation, i.e. lie within the slice's capacity.
-func noCopyLength(base uintptr, n, c, page int) (length int, ok bool) {
-	if page <= 0 || page&(page-1) != 0 || n <= 0 || base%uintptr(page) != 0 {
-		return 0, false
-	}
-	length = (n + page - 1) &^ (page - 1)
-	if length > c {
-		return 0, false
-	}
-	return length, true
-}
-
 // MTLDataType values (MTLDataType.h) of the function-constant types we take.
 const (
 	mtlDataTypeFloat = 3
@@ -298,4 +202,122 @@ func (c hostClock) at(host float64) time.Time {
 		return time.Time{} // Metal reports 0 when it has no timestamp
 	}
 	return c.wall.Add(time.Duration((host - c.host) * float64(time.Second)))
+}
+
+// checkMathMode accepts the math modes the kernels are correct under.
+// MathFast lets the compiler assume no inf or NaN, but the kernels start
+// their max reductions from -INFINITY and mask with it (softmax, attention),
+// so fast math would silently break them: it is refused, not offered.
+func checkMathMode(m MathMode) error {
+	switch m {
+	case MathSafe, MathRelaxed:
+		return nil
+	case MathFast:
+		return fmt.Errorf("%w: math mode fast is not supported: it assumes no inf/NaN, and the kernels start reductions from -INFINITY (use safe or relaxed)", ErrShaderCompile)
+	}
+	return fmt.Errorf("%w: unknown math mode %s", ErrShaderCompile, m)
+}
+
+// FPFunctions is MTLMathFloatingPointFunctions (MTLLibrary.h, macOS 15):
+// which exp, log, sqrt, ... the compiler links. Metal's default is Fast
+// even under MathSafe, so with MathSafe the device asks for Precise and
+// reads the value back.
+type FPFunctions int
+
+// FPFunctions values, numbered as MTLMathFloatingPointFunctions, and
+// FPFunctionsUnavailable for a macOS (< 15) without the property, where
+// MathSafe (fastMathEnabled = NO) already means precise functions.
+const (
+	FPFunctionsFast        FPFunctions = 0
+	FPFunctionsPrecise     FPFunctions = 1
+	FPFunctionsUnavailable FPFunctions = -1
+)
+
+func (f FPFunctions) String() string {
+	switch f {
+	case FPFunctionsFast:
+		return "fast"
+	case FPFunctionsPrecise:
+		return "precise"
+	case FPFunctionsUnavailable:
+		return "n/a"
+	}
+	return "FPFunctions(" + strconv.Itoa(int(f)) + ")"
+}
+
+// wantFPFunctions is what a math mode asks of mathFloatingPointFunctions:
+// precise for MathSafe (the kernels are held to float64 references with
+// tolerances of a few ulp), the default (fast) for MathRelaxed.
+func wantFPFunctions(m MathMode) FPFunctions {
+	if m == MathSafe {
+		return FPFunctionsPrecise
+	}
+	return FPFunctionsFast
+}
+
+// MTLGPUFamilyApple1 numbers the Apple GPU families (MTLDevice.h:
+// MTLGPUFamilyApple1 = 1001 ... MTLGPUFamilyApple9 = 1009). The kernels
+// need Apple7 (A14, M1 and later): simdgroup matrices.
+const (
+	mtlGPUFamilyApple1 = 1001
+	requiredAppleGPU   = 7
+	newestAppleGPU     = 12 // probe a few beyond the newest documented family
+)
+
+// appleFamily is the highest Apple GPU family for which supports(1000+n)
+// answers yes, 0 for none (an Intel or AMD GPU).
+func appleFamily(supports func(family int) bool) int {
+	best := 0
+	for n := 1; n <= newestAppleGPU; n++ {
+		if supports(mtlGPUFamilyApple1 - 1 + n) {
+			best = n
+		}
+	}
+	return best
+}
+
+// checkAppleFamily explains a GPU the kernels cannot run on.
+func checkAppleFamily(name string, family int) error {
+	if family >= requiredAppleGPU {
+		return nil
+	}
+	if family == 0 {
+		return fmt.Errorf("%w: %s is not an Apple-family GPU (an Intel Mac?): the kernels need Apple7 or later (M1 and later) for simdgroup matrices; use the cpu backend", ErrNoMetal, name)
+	}
+	return fmt.Errorf("%w: %s supports GPU family Apple%d; the kernels need Apple%d or later (M1 and later) for simdgroup matrices; use the cpu backend", ErrNoMetal, name, family, requiredAppleGPU)
+}
+
+// SystemInfo is what the system device found and chose at open, for
+// reports (scripts/mac-check.sh reads String's line from the test log).
+type SystemInfo struct {
+	Name                  string
+	AppleFamily           int // highest MTLGPUFamilyAppleN supported
+	LanguageVersion       MSLVersion
+	MathMode              MathMode
+	FPFunctions           FPFunctions // read back from the compile options
+	PageSize              int
+	MaxThreadgroupMemory  int
+	MaxBufferLength       int
+	UnifiedMemory         bool
+	RecommendedWorkingSet uint64 // recommendedMaxWorkingSetSize, bytes
+}
+
+// String is one line of key=value pairs, the name quoted.
+func (i SystemInfo) String() string {
+	return fmt.Sprintf("metal-device name=%q family=apple%d msl=%s math=%s fp-functions=%s page=%d tg-memory=%d max-buffer=%d unified-memory=%v working-set=%d",
+		i.Name, i.AppleFamily, i.LanguageVersion, i.MathMode, i.FPFunctions, i.PageSize, i.MaxThreadgroupMemory,
+		i.MaxBufferLength, i.UnifiedMemory, i.RecommendedWorkingSet)
+}
+
+// invalidUTF8At is the byte offset of the first invalid UTF-8 sequence in
+// s, or -1.
+func invalidUTF8At(s string) int {
+	for i, r := range s {
+		if r == utf8.RuneError {
+			if _, size := utf8.DecodeRuneInString(s[i:]); size == 1 {
+				return i
+			}
+		}
+	}
+	return -1
 }

@@ -6,7 +6,7 @@ import "fmt"
 
 // OpenSystemDefault opens the Apple GPU with the kernels package's sources.
 // Metal exists only on macOS; elsewhere it reports ErrNoMetal (use
-// OpenEmulator to run the kernels on this machine).
+// metal/emu.Open to run the kernels on this machine).
 func OpenSystemDefault() (Device, error) { return OpenSystem(SystemOptions{}) }
 
 // OpenSystem opens the Apple GPU. Metal exists only on macOS; elsewhere it

@@ -36,9 +36,9 @@ func TestSystemNoCopyLength(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := noCopyLength(tt.base, tt.n, tt.c, tt.page)
+			got, ok := NoCopyLength(tt.base, tt.n, tt.c, tt.page)
 			if got != tt.wantLen || ok != tt.wantOK {
-				t.Errorf("noCopyLength(%#x, %d, %d, %d) = %d, %v; want %d, %v", tt.base, tt.n, tt.c, tt.page, got, ok, tt.wantLen, tt.wantOK)
+				t.Errorf("NoCopyLength(%#x, %d, %d, %d) = %d, %v; want %d, %v", tt.base, tt.n, tt.c, tt.page, got, ok, tt.wantLen, tt.wantOK)
 			}
 		})
 	}
@@ -103,7 +103,7 @@ func TestSystemClassifyArg(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := classifyArg(tt.arg)
+			got, err := classifyArg(&tt.arg)
 			if tt.wantErr == "" {
 				if err != nil || got != tt.want {
 					t.Fatalf("classifyArg = %v, %v; want %v", got, err, tt.want)

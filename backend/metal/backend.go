@@ -1,4 +1,4 @@
-package metalbackend
+package metal
 
 import (
 	"encoding/binary"
@@ -36,6 +36,9 @@ type Backend struct {
 	// mapped holds the wrapped ranges of each checkpoint mapping handed to
 	// UploadMapped, by the mapping's first byte.
 	mapped map[*byte][]mappedChunk
+
+	// mapping counts how mapped weights reached the device (Mapping).
+	mapping MappingReport // under mu
 
 	// deviceNanos sums the GPU time of every finished command buffer
 	// (backend.Timer).
@@ -155,13 +158,17 @@ func (b *Backend) UploadMapped(name string, dtype backend.DType, rows, cols int,
 	// Metal wants a bound offset aligned to the element the kernel reads.
 	inPlace := (dtype == backend.F32 || dtype == backend.F16 && rows > 1) && offset%dtype.Size() == 0
 	if !inPlace {
+		b.countMapped(0, size, 0, "")
 		return b.Upload(name, dtype, rows, cols, raw)
 	}
 	chunk, err := b.chunk(mapping, offset, size)
 	if err != nil {
-		// The device took no range around the tensor: a copy still works.
+		// The device took no range around the tensor: a copy still works,
+		// but it is not silent (Mapping reports it).
+		b.countMapped(0, 0, size, fmt.Sprintf("%s: %v", name, err))
 		return b.Upload(name, dtype, rows, cols, raw)
 	}
+	b.countMapped(size, 0, 0, "")
 	t := &tensor{rows: rows, cols: cols, be: b, buf: chunk.buf, off: offset - chunk.start}
 	if dtype == backend.F16 {
 		t.elem = metal.ElemF16
@@ -198,7 +205,7 @@ func (b *Backend) chunk(mapping []byte, offset, size int) (mappedChunk, error) {
 	}
 	need := min(len(mapping), (offset+size+pageSize-1)/pageSize*pageSize)
 	for {
-		buf, err := b.dev.NewBufferWithBytes(mapping[start:end])
+		buf, err := wrapNoCopy(b.dev, mapping[start:end])
 		if err == nil {
 			c := mappedChunk{start: start, end: end, buf: buf}
 			b.mapped[key] = append(b.mapped[key], c)
@@ -215,6 +222,64 @@ func (b *Backend) chunk(mapping []byte, offset, size int) (mappedChunk, error) {
 			return mappedChunk{}, err
 		}
 		end = max(need, start+((end-start)/2+pageSize-1)/pageSize*pageSize)
+	}
+}
+
+// wrapNoCopy wraps data in place or fails; it never hands back a copy. A
+// device without NewBufferNoCopy (a wrapper in a test) is asked through
+// NewBufferWithBytes, and a buffer that does not alias data is refused.
+func wrapNoCopy(dev metal.Device, data []byte) (metal.Buffer, error) {
+	if nc, ok := dev.(metal.NoCopyDevice); ok {
+		return nc.NewBufferNoCopy(data)
+	}
+	buf, err := dev.NewBufferWithBytes(data)
+	if err != nil {
+		return nil, err
+	}
+	if host := buf.Bytes(); len(host) == 0 || unsafe.SliceData(host) != unsafe.SliceData(data) {
+		buf.Release()
+		return nil, fmt.Errorf("%w: device %T copied the memory", metal.ErrNoCopy, dev)
+	}
+	return buf, nil
+}
+
+// MappingReport says how the weights handed to UploadMapped reached the
+// device: read in place from the file mapping, copied by design (bf16,
+// fp16 vectors, misaligned offsets), or copied because the device would
+// not wrap the mapping — the fallback that doubles a checkpoint's memory,
+// which is reported rather than silent.
+type MappingReport struct {
+	InPlaceBytes  int64  // weights bound at their file offsets
+	CopiedBytes   int64  // weights copied by design
+	FallbackBytes int64  // weights copied because wrapping failed
+	Fallback      string // the first failure: tensor and reason
+}
+
+func (r MappingReport) String() string {
+	s := fmt.Sprintf("mapped weights: %d bytes in place, %d copied by design, %d copied as a fallback",
+		r.InPlaceBytes, r.CopiedBytes, r.FallbackBytes)
+	if r.Fallback != "" {
+		s += " (first: " + r.Fallback + ")"
+	}
+	return s
+}
+
+// Mapping reports how the mapped weights uploaded so far reached the
+// device.
+func (b *Backend) Mapping() MappingReport {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.mapping
+}
+
+func (b *Backend) countMapped(inPlace, copied, fallback int, why string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.mapping.InPlaceBytes += int64(inPlace)
+	b.mapping.CopiedBytes += int64(copied)
+	b.mapping.FallbackBytes += int64(fallback)
+	if why != "" && b.mapping.Fallback == "" {
+		b.mapping.Fallback = why
 	}
 }
 

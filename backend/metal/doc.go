@@ -1,8 +1,11 @@
-// Package metalbackend runs the Laya model on the Metal kernels of package
-// metal: it implements backend.Backend over a metal.Device, so the same Go
-// code drives an Apple GPU (registered as "metal", darwin only) and the MSL
-// emulator (registered as "metal-emu", every platform with clang), which is
-// how go test holds the GPU path to the CPU reference on Linux.
+// Package metal (directory backend/metal) runs the Laya model on the Metal
+// kernels of package metal (the device layer, github.com/laya-metal/laya/metal;
+// importers that need both alias one of them): it implements backend.Backend
+// over a metal.Device, so the same Go code drives an Apple GPU (registered
+// here as "metal", darwin/arm64 only) and the MSL emulator of package
+// metal/emu (registered as "metal-emu" by package backend/metalemu, every
+// platform with clang), which is how go test holds the GPU path to the CPU
+// reference on Linux.
 //
 // A Stream records every operation into one command buffer; a barrier is
 // encoded only where an operation reads or overwrites a buffer that an
@@ -27,8 +30,8 @@
 // The backend reports the GPU time of its command buffers
 // (backend.Timer) and, on request, per operation (backend.Profiler).
 //
-// Import it for its side effect to make the two names available to
-// backend.Open:
+// Import it for its side effect to make "metal" available to backend.Open
+// on darwin/arm64 (for the emulator, import backend/metalemu):
 //
 //	import _ "github.com/laya-metal/laya/backend/metal"
-package metalbackend
+package metal

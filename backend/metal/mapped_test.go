@@ -1,6 +1,6 @@
 //go:build linux || darwin
 
-package metalbackend
+package metal
 
 import (
 	"bytes"
@@ -27,9 +27,21 @@ import (
 // and fp16 matrix then lives at its file offset inside that one buffer,
 // and only fp16 vectors (widened) and bf16 are copied.
 func TestLoaderWrapsMappingInPlace(t *testing.T) {
+	runLoaderWrapsMapping(t, func(t *testing.T) *Backend { return New("metal-emu", emulator(t).Device()) }, nil)
+}
+
+// runLoaderWrapsMapping loads the tiny checkpoints through backend.Loader
+// onto a backend from open and checks which weights alias the file mapping
+// (float32 tensors and fp16 matrices at aligned offsets) and which are
+// copies, that every in-place weight lives in one buffer wrapping the whole
+// mapping, and that the backend's MappingReport agrees with no fallback.
+// hostAddr, when set, gives a buffer's host address as the device itself
+// reports it (Metal's contents), so the aliasing is checked through the
+// device and not only through the Go slice the buffer keeps.
+func runLoaderWrapsMapping(t *testing.T, open func(*testing.T) *Backend, hostAddr func(metal.Buffer) unsafe.Pointer) {
 	for _, name := range []string{"tiny-en", "tiny-ml"} {
 		t.Run(name, func(t *testing.T) {
-			be := New("metal-emu", emulator(t).Device())
+			be := open(t)
 			ckpt, err := weights.LoadCheckpoint(oracletest.Checkpoint(name))
 			if err != nil {
 				t.Fatal(err)
@@ -89,8 +101,17 @@ func TestLoaderWrapsMappingInPlace(t *testing.T) {
 				if unsafe.Pointer(&buf.Bytes()[0]) != unsafe.Pointer(&mapping[0]) || buf.Len() != len(mapping) {
 					t.Errorf("the wrapped buffer is not the whole mapping")
 				}
+				if hostAddr != nil {
+					if got := hostAddr(buf); got != unsafe.Pointer(&mapping[0]) {
+						t.Errorf("the device reports the wrapped buffer at %p, the mapping is at %p: a copy", got, &mapping[0])
+					}
+				}
 			}
-			t.Logf("%d weights in place, %d copied", inPlace, copied)
+			rep := be.Mapping()
+			if rep.FallbackBytes != 0 || rep.Fallback != "" || rep.InPlaceBytes == 0 {
+				t.Errorf("%v; want weights in place and no fallback", rep)
+			}
+			t.Logf("%d weights in place, %d copied; %v", inPlace, copied, rep)
 		})
 	}
 }

@@ -1,4 +1,4 @@
-package metalbackend
+package metal
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 
 	"github.com/laya-metal/laya/backend"
 	"github.com/laya-metal/laya/backend/cpu"
-	"github.com/laya-metal/laya/metal"
 	"github.com/laya-metal/laya/weights"
 )
 
@@ -28,7 +27,7 @@ var (
 // the kernels is the slow part; clang's objects are cached across runs).
 func emulator(t testing.TB) *Backend {
 	t.Helper()
-	emuOnce.Do(func() { emuBe, emuErr = OpenEmulator(metal.EmulatorOptions{}) })
+	emuOnce.Do(func() { emuBe, emuErr = openEmulator() })
 	if emuErr != nil {
 		t.Fatalf("metal-emu: %v", emuErr)
 	}
@@ -356,16 +355,5 @@ func TestReadMidStream(t *testing.T) {
 	cancel()
 	if err := s.Read(canceled, a, got); !errors.Is(err, context.Canceled) {
 		t.Fatalf("read with a canceled context: %v", err)
-	}
-}
-
-func TestRegistered(t *testing.T) {
-	be, err := backend.Open("metal-emu")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer be.Close()
-	if be.Name() != "metal-emu" {
-		t.Errorf("Name() = %q", be.Name())
 	}
 }

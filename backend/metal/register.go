@@ -1,27 +1,18 @@
-package metalbackend
+package metal
 
 import (
 	"fmt"
 
-	"github.com/laya-metal/laya/backend"
 	"github.com/laya-metal/laya/metal"
 )
 
-func init() {
-	backend.Register("metal-emu", func() (backend.Backend, error) { return OpenEmulator(metal.EmulatorOptions{}) })
-}
-
-// OpenEmulator returns a backend named "metal-emu" on a new MSL emulator
-// device (metal.OpenEmulator: the kernels compiled with clang, GPU threads
-// run on the CPU). Close closes the device.
-func OpenEmulator(opts metal.EmulatorOptions) (*Backend, error) {
-	dev, err := metal.OpenEmulator(opts)
-	if err != nil {
-		return nil, fmt.Errorf("metalbackend: %w", err)
-	}
-	b := New("metal-emu", dev)
+// NewOwning is New for a backend that owns dev: its Close closes the device
+// too. The registered backends ("metal" here, "metal-emu" in package
+// backend/metalemu) are made this way.
+func NewOwning(name string, dev metal.Device) *Backend {
+	b := New(name, dev)
 	b.ownsDevice = true
-	return b, nil
+	return b
 }
 
 // OpenSystem returns a backend named "metal" on the system's default GPU
@@ -31,7 +22,5 @@ func OpenSystem() (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("metalbackend: %w", err)
 	}
-	b := New("metal", dev)
-	b.ownsDevice = true
-	return b, nil
+	return NewOwning("metal", dev), nil
 }

@@ -22,8 +22,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/laya-metal/laya/internal/half"
 	"github.com/laya-metal/laya/metal"
-	"github.com/laya-metal/laya/weights"
+	"github.com/laya-metal/laya/metal/emu"
 )
 
 const usageText = `msl-emu runs one Metal kernel on the CPU with the MSL emulator.
@@ -149,7 +150,7 @@ func listKernels(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	infos, err := metal.ParseKernels(srcs)
+	infos, err := emu.ParseKernels(srcs)
 	if err != nil {
 		return err
 	}
@@ -240,7 +241,7 @@ func runKernel(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return usagef("--threadgroup: %w", err)
 	}
-	sched, err := metal.ParseSchedule(*schedule)
+	sched, err := emu.ParseSchedule(*schedule)
 	if err != nil {
 		return usageError{err}
 	}
@@ -250,11 +251,11 @@ func runKernel(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 
 	// Everything the command line says is checked before compiling.
-	infos, err := metal.ParseKernels(srcs)
+	infos, err := emu.ParseKernels(srcs)
 	if err != nil {
 		return err
 	}
-	var info *metal.KernelInfo
+	var info *emu.KernelInfo
 	for i := range infos {
 		if infos[i].Name == *kernel {
 			info = &infos[i]
@@ -372,7 +373,7 @@ func runKernel(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return usagef("-D %q: want NAME or NAME=VALUE", d)
 		}
 	}
-	dev, err := metal.OpenEmulator(metal.EmulatorOptions{Sources: srcs, Schedule: sched, ASan: *asan, Clang: *clang, Defines: defines})
+	dev, err := emu.Open(emu.Options{Sources: srcs, Schedule: sched, ASan: *asan, Clang: *clang, Defines: defines})
 	if err != nil {
 		return err
 	}
@@ -425,7 +426,7 @@ func runKernel(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 // constantIndex resolves a --constant key: an index, or the name of a
 // declared function constant.
-func constantIndex(key string, decls []metal.FunctionConstantInfo) (int, error) {
+func constantIndex(key string, decls []emu.FunctionConstantInfo) (int, error) {
 	if n, err := strconv.Atoi(key); err == nil {
 		if n < 0 || n > 65535 {
 			return 0, fmt.Errorf("index %d must be 0..65535", n)
@@ -532,7 +533,7 @@ func appendValue(out []byte, typ, s string) ([]byte, error) {
 		case "f32":
 			return le.AppendUint32(out, math.Float32bits(float32(v))), nil
 		case "f16":
-			return le.AppendUint16(out, weights.Float32ToFloat16(float32(v))), nil
+			return le.AppendUint16(out, half.Float32ToFloat16(float32(v))), nil
 		}
 		return le.AppendUint16(out, bfloat16(float32(v))), nil
 	case "i8", "i16", "i32", "i64":
@@ -588,7 +589,7 @@ func formatValues(data []byte, typ string) string {
 		case "f32":
 			s = strconv.FormatFloat(float64(math.Float32frombits(le.Uint32(data[i:]))), 'g', -1, 32)
 		case "f16":
-			s = strconv.FormatFloat(float64(weights.Float16ToFloat32(le.Uint16(data[i:]))), 'g', -1, 32)
+			s = strconv.FormatFloat(float64(half.Float16ToFloat32(le.Uint16(data[i:]))), 'g', -1, 32)
 		case "bf16":
 			s = strconv.FormatFloat(float64(math.Float32frombits(uint32(le.Uint16(data[i:]))<<16)), 'g', -1, 32)
 		case "i8":

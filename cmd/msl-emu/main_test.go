@@ -63,7 +63,7 @@ func TestRunErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"divergent barrier", []string{"run", "../../metal/testdata/bugs.metal", "--kernel", "divergent_barrier", "--threadgroup", "64", "--buffer", "0=zeros:256"}, "bugs.metal:8"},
+		{"divergent barrier", []string{"run", "../../metal/emu/testdata/bugs.metal", "--kernel", "divergent_barrier", "--threadgroup", "64", "--buffer", "0=zeros:256"}, "bugs.metal:8"},
 		{"unknown kernel", []string{"run", "../../kernels/elementwise.metal", "--kernel", "nope", "--threadgroup", "32"}, "unknown kernel"},
 		{"bad literal", []string{"run", "../../kernels/elementwise.metal", "--kernel", "vector_add", "--threadgroup", "32", "--buffer", "0=f64:1"}, "f64"},
 		{"missing kernel flag", []string{"run", "../../kernels/elementwise.metal", "--threadgroup", "32"}, "--kernel"},
@@ -89,12 +89,12 @@ func TestHelp(t *testing.T) {
 
 func TestList(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	if err := run(context.Background(), []string{"list", "../../metal/testdata/corpus/params.metal"}, &stdout, &stderr); err != nil {
+	if err := run(context.Background(), []string{"list", "../../metal/emu/testdata/corpus/params.metal"}, &stdout, &stderr); err != nil {
 		t.Fatal(err)
 	}
 	out := stdout.String()
 	for _, want := range []string{
-		"kernel params_2d (../../metal/testdata/corpus/params.metal:25) max 256 threads per threadgroup",
+		"kernel params_2d (../../metal/emu/testdata/corpus/params.metal:25) max 256 threads per threadgroup",
 		"[[buffer(0)]] const device float* x: --buffer 0=SPEC",
 		"[[buffer(1)]] device const float* bias: --buffer 1=SPEC (only when function constant has_bias is true)",
 		"[[buffer(2)]] constant Params& p: --bytes 2=SPEC",
@@ -108,7 +108,7 @@ func TestList(t *testing.T) {
 		}
 	}
 	stdout.Reset()
-	if err := run(context.Background(), []string{"list", "../../metal/testdata/corpus/templates.metal"}, &stdout, &stderr); err != nil {
+	if err := run(context.Background(), []string{"list", "../../metal/emu/testdata/corpus/templates.metal"}, &stdout, &stderr); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"kernel affine_f32_1 ", "kernel affine_f16_4 ", "kernel affine_bf16_2 ", "kernel reduce_sum_64 ", "max 32 threads", "kernel renamed_fill "} {
@@ -140,7 +140,7 @@ func TestRunStructBytesAndDump(t *testing.T) {
 			if c.dump != "f32" {
 				size = 2 * n
 			}
-			args := []string{"run", "../../metal/testdata/corpus/templates.metal", "--kernel", c.kernel, "--threadgroup", "4",
+			args := []string{"run", "../../metal/emu/testdata/corpus/templates.metal", "--kernel", c.kernel, "--threadgroup", "4",
 				"--buffer", "0=" + c.in, "--buffer", "1=zeros:" + strconv.Itoa(size), "--bytes", "2=f32:2,0.5", "--bytes", "3=u32:" + strconv.Itoa(n),
 				"--dump", "1=" + c.dump, "--schedule", sched}
 			if err := run(context.Background(), args, &stdout, &stderr); err != nil {
@@ -156,7 +156,7 @@ func TestRunStructBytesAndDump(t *testing.T) {
 func TestRunConstantsByNameAndMixedBytes(t *testing.T) {
 	// params_2d on a 1x2 matrix: Params{rows=1, cols=2, alpha=3, pad, stride=(1,2)}.
 	var stdout, stderr bytes.Buffer
-	args := []string{"run", "../../metal/testdata/corpus/params.metal", "--kernel", "params_2d", "--threadgroup", "2,1",
+	args := []string{"run", "../../metal/emu/testdata/corpus/params.metal", "--kernel", "params_2d", "--threadgroup", "2,1",
 		"--buffer", "0=f32:1,2", "--buffer", "1=f32:10,20", "--bytes", "2=u32:1,2,f32:3,pad:4,u32:1,2",
 		"--buffer", "4=zeros:64", "--constant", "has_bias=true", "--constant", "11=int:-1", "--constant", "small_fc=2",
 		"--constant", "half_fc=half:0.5", "--dump", "4=f32"}
@@ -181,12 +181,12 @@ func TestExitCodes(t *testing.T) {
 		{"bad flag", []string{"run", "../../kernels/elementwise.metal", "--nope"}, 2},
 		{"unknown kernel", []string{"run", "../../kernels/elementwise.metal", "--kernel", "nope", "--threadgroup", "32"}, 2},
 		{"bad type", []string{"run", "../../kernels/elementwise.metal", "--kernel", "vector_add", "--threadgroup", "32", "--buffer", "0=f64:1"}, 2},
-		{"constant type mismatch", []string{"run", "../../metal/testdata/corpus/params.metal", "--kernel", "params_2d", "--threadgroup", "1", "--constant", "has_bias=float:1"}, 2},
+		{"constant type mismatch", []string{"run", "../../metal/emu/testdata/corpus/params.metal", "--kernel", "params_2d", "--threadgroup", "1", "--constant", "has_bias=float:1"}, 2},
 		{"unbound buffer", []string{"run", "../../kernels/elementwise.metal", "--kernel", "vector_add", "--threadgroup", "32"}, 2},
 		{"missing file", []string{"list", "nope.metal"}, 2},
-		{"kernel fault", []string{"run", "../../metal/testdata/bugs.metal", "--kernel", "divergent_barrier", "--threadgroup", "64", "--buffer", "0=zeros:256"}, 1},
+		{"kernel fault", []string{"run", "../../metal/emu/testdata/bugs.metal", "--kernel", "divergent_barrier", "--threadgroup", "64", "--buffer", "0=zeros:256"}, 1},
 		{"unsupported MSL", []string{"list", "testdata/texture.metal"}, 1},
-		{"bad define", []string{"run", "../../metal/testdata/corpus/conditional.metal", "-D", "2X", "--kernel", "which_branch", "--threadgroup", "1", "--buffer", "0=zeros:4"}, 2},
+		{"bad define", []string{"run", "../../metal/emu/testdata/corpus/conditional.metal", "-D", "2X", "--kernel", "which_branch", "--threadgroup", "1", "--buffer", "0=zeros:4"}, 2},
 	}
 	for _, c := range cases {
 		var stdout, stderr bytes.Buffer
@@ -209,7 +209,7 @@ func TestRunDefines(t *testing.T) {
 		{[]string{"-D", "EMU_TEST_HAS_BF16=1"}, "3 -1.5", 0},
 	} {
 		var stdout, stderr bytes.Buffer
-		args := append([]string{"run", "../../metal/testdata/corpus/conditional.metal"}, c.defines...)
+		args := append([]string{"run", "../../metal/emu/testdata/corpus/conditional.metal"}, c.defines...)
 		args = append(args, "--kernel", "scale_bf16_guarded", "--threadgroup", "2", "--buffer", "0=bf16:1,-0.5", "--buffer", "1=zeros:4", "--dump", "1=bf16")
 		err := run(context.Background(), args, &stdout, &stderr)
 		if got := exitCode(err, &stderr); got != c.code {

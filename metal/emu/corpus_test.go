@@ -1,6 +1,6 @@
 //go:build linux || darwin
 
-package metal
+package emu_test
 
 import (
 	"encoding/binary"
@@ -11,7 +11,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/laya-metal/laya/weights"
+	"github.com/laya-metal/laya/internal/half"
+
+	. "github.com/laya-metal/laya/metal"
+	"github.com/laya-metal/laya/metal/emu"
 )
 
 // The corpus (testdata/corpus/*.metal) holds kernels written the way MLX,
@@ -21,10 +24,10 @@ import (
 // schedules.
 
 // openCorpus opens one emulator device per corpus file and schedule.
-func openCorpus(t testing.TB, file string, s Schedule) Device {
+func openCorpus(t testing.TB, file string, s emu.Schedule) Device {
 	t.Helper()
 	path := "testdata/corpus/" + file
-	return openEmu(t, EmulatorOptions{Schedule: s, Sources: testSource(t, path), Workers: 2}, path)
+	return openEmu(t, emu.Options{Schedule: s, Sources: testSource(t, path), Workers: 2}, path)
 }
 
 // cpDispatch runs one kernel and fails the test on any error.
@@ -111,7 +114,7 @@ func TestCorpusAtomics(t *testing.T) {
 		maxu = max(maxu, v)
 		sumOld += uint64(v)
 	}
-	for _, sc := range Schedules {
+	for _, sc := range emu.Schedules {
 		d := openCorpus(t, "atomics.metal", sc)
 		bv := cpU32Buffer(t, d, values)
 		bbins := cpU32Buffer(t, d, make([]uint32, nbins))
@@ -119,7 +122,7 @@ func TestCorpusAtomics(t *testing.T) {
 		const initial = 77
 		buints := cpU32Buffer(t, d, []uint32{^uint32(0), 0, 0, 0, initial, 0})
 		bf := f32Buffer(t, d, []float32{0})
-		cpDispatch(t, d, "atomic_device_ops", nil, Size3{(n + tg - 1) / tg, 1, 1}, Size3{tg, 1, 1},
+		cpDispatch(t, d, "atomic_device_ops", nil, Size3{X: (n + tg - 1) / tg, Y: 1, Z: 1}, Size3{X: tg, Y: 1, Z: 1},
 			Arg{Index: 0, Buffer: bv}, Arg{Index: 1, Buffer: bbins}, Arg{Index: 2, Buffer: bints},
 			Arg{Index: 3, Buffer: buints}, Arg{Index: 4, Buffer: bf}, Arg{Index: 5, Bytes: cpU32Bytes(nbins)})
 		// The grid has n rounded up to whole groups: the extra threads read
@@ -146,7 +149,7 @@ func TestCorpusAtomics(t *testing.T) {
 
 		const groups = 9
 		out := cpU32Buffer(t, d, make([]uint32, 2*groups))
-		cpDispatch(t, d, "atomic_threadgroup_tickets", nil, Size3{groups, 1, 1}, Size3{96, 1, 1}, Arg{Index: 0, Buffer: out})
+		cpDispatch(t, d, "atomic_threadgroup_tickets", nil, Size3{X: groups, Y: 1, Z: 1}, Size3{X: 96, Y: 1, Z: 1}, Arg{Index: 0, Buffer: out})
 		for g, v := range cpReadU32(out, 2*groups) {
 			want := uint32(96)
 			if g%2 == 1 {
@@ -163,7 +166,7 @@ func TestCorpusTemplates(t *testing.T) {
 	const n = 45
 	in := pseudo(n, 7, -4, 4)
 	aff := cpF32Bytes(1.5, -0.25)
-	for _, sc := range Schedules {
+	for _, sc := range emu.Schedules {
 		d := openCorpus(t, "templates.metal", sc)
 		for _, c := range []struct {
 			kernel string
@@ -183,8 +186,8 @@ func TestCorpusTemplates(t *testing.T) {
 			case "f16":
 				bin, bout = f16Buffer(t, d, in), f16Buffer(t, d, make([]float32, n))
 				for i := range in {
-					x := weights.Float16ToFloat32(binary.LittleEndian.Uint16(bin.Bytes()[2*i:]))
-					want = append(want, float64(weights.Float16ToFloat32(weights.Float32ToFloat16(float32(x*1.5)-0.25))))
+					x := half.Float16ToFloat32(binary.LittleEndian.Uint16(bin.Bytes()[2*i:]))
+					want = append(want, float64(half.Float16ToFloat32(half.Float32ToFloat16(float32(x*1.5)-0.25))))
 				}
 			case "bf16":
 				var err error
@@ -201,7 +204,7 @@ func TestCorpusTemplates(t *testing.T) {
 				}
 			}
 			groups := (n + 8*c.per - 1) / (8 * c.per)
-			cpDispatch(t, d, c.kernel, nil, Size3{groups, 1, 1}, Size3{8, 1, 1},
+			cpDispatch(t, d, c.kernel, nil, Size3{X: groups, Y: 1, Z: 1}, Size3{X: 8, Y: 1, Z: 1},
 				Arg{Index: 0, Buffer: bin}, Arg{Index: 1, Buffer: bout}, Arg{Index: 2, Bytes: aff}, Arg{Index: 3, Bytes: cpU32Bytes(n)})
 			for i, w := range want {
 				var got float32
@@ -209,7 +212,7 @@ func TestCorpusTemplates(t *testing.T) {
 				case "f32":
 					got = readF32(bout, n)[i]
 				case "f16":
-					got = weights.Float16ToFloat32(binary.LittleEndian.Uint16(bout.Bytes()[2*i:]))
+					got = half.Float16ToFloat32(binary.LittleEndian.Uint16(bout.Bytes()[2*i:]))
 				case "bf16":
 					got = math.Float32frombits(uint32(binary.LittleEndian.Uint16(bout.Bytes()[2*i:])) << 16)
 				}
@@ -227,7 +230,7 @@ func TestCorpusTemplates(t *testing.T) {
 		}
 		bx := f32Buffer(t, d, x)
 		bo := f32Buffer(t, d, make([]float32, rows))
-		cpDispatch(t, d, "reduce_sum_64", nil, Size3{rows, 1, 1}, Size3{64, 1, 1}, Arg{Index: 0, Buffer: bx}, Arg{Index: 1, Buffer: bo}, Arg{Index: 2, Bytes: cpU32Bytes(cols)})
+		cpDispatch(t, d, "reduce_sum_64", nil, Size3{X: rows, Y: 1, Z: 1}, Size3{X: 64, Y: 1, Z: 1}, Arg{Index: 0, Buffer: bx}, Arg{Index: 1, Buffer: bo}, Arg{Index: 2, Bytes: cpU32Bytes(cols)})
 		for r := 0; r < rows; r++ {
 			want := 0.0
 			for c := 0; c < cols; c++ {
@@ -237,7 +240,7 @@ func TestCorpusTemplates(t *testing.T) {
 				t.Errorf("%s: reduce_sum_64 row %d = %v, want %v", sc, r, got, want)
 			}
 		}
-		cpDispatch(t, d, "reduce_max_32", nil, Size3{rows, 1, 1}, Size3{32, 1, 1}, Arg{Index: 0, Buffer: bx}, Arg{Index: 1, Buffer: bo}, Arg{Index: 2, Bytes: cpU32Bytes(cols)})
+		cpDispatch(t, d, "reduce_max_32", nil, Size3{X: rows, Y: 1, Z: 1}, Size3{X: 32, Y: 1, Z: 1}, Arg{Index: 0, Buffer: bx}, Arg{Index: 1, Buffer: bo}, Arg{Index: 2, Bytes: cpU32Bytes(cols)})
 		for r := 0; r < rows; r++ {
 			want := float32(math.Inf(-1))
 			for c := 0; c < cols; c++ {
@@ -256,7 +259,7 @@ func TestCorpusTemplates(t *testing.T) {
 			t.Errorf("reduce_max_32: MaxThreadsPerThreadgroup = %d, want 32", p.MaxThreadsPerThreadgroup())
 		}
 		cb, _ := d.NewCommandBuffer()
-		if err := cb.Dispatch(p, Size3{1, 1, 1}, Size3{64, 1, 1}, Arg{Index: 0, Buffer: bx}, Arg{Index: 1, Buffer: bo}, Arg{Index: 2, Bytes: cpU32Bytes(cols)}); !errors.Is(err, ErrInvalidDispatch) {
+		if err := cb.Dispatch(p, Size3{X: 1, Y: 1, Z: 1}, Size3{X: 64, Y: 1, Z: 1}, Arg{Index: 0, Buffer: bx}, Arg{Index: 1, Buffer: bo}, Arg{Index: 2, Bytes: cpU32Bytes(cols)}); !errors.Is(err, ErrInvalidDispatch) {
 			t.Errorf("64 threads for a 32-thread kernel: err = %v, want ErrInvalidDispatch", err)
 		}
 
@@ -266,18 +269,18 @@ func TestCorpusTemplates(t *testing.T) {
 		bhx, bhy := f16Buffer(t, d, hx), f16Buffer(t, d, make([]float32, 24))
 		args := append(append(cpU32Bytes(3, 0), binary.LittleEndian.AppendUint64(nil, 24)...), cpF32Bytes(0.5)...)
 		args = append(args, 0, 0, 0, 0)
-		cpDispatch(t, d, "scale_rows_f16", nil, Size3{2, 1, 1}, Size3{32, 1, 1},
+		cpDispatch(t, d, "scale_rows_f16", nil, Size3{X: 2, Y: 1, Z: 1}, Size3{X: 32, Y: 1, Z: 1},
 			Arg{Index: 0, Bytes: args}, Arg{Index: 1, Buffer: bhx}, Arg{Index: 2, Buffer: bhy})
 		for i := 0; i < 24; i++ {
-			x := weights.Float16ToFloat32(binary.LittleEndian.Uint16(bhx.Bytes()[2*i:]))
-			got := weights.Float16ToFloat32(binary.LittleEndian.Uint16(bhy.Bytes()[2*i:]))
-			if want := weights.Float16ToFloat32(weights.Float32ToFloat16(x * 0.5)); got != want {
+			x := half.Float16ToFloat32(binary.LittleEndian.Uint16(bhx.Bytes()[2*i:]))
+			got := half.Float16ToFloat32(binary.LittleEndian.Uint16(bhy.Bytes()[2*i:]))
+			if want := half.Float16ToFloat32(half.Float32ToFloat16(x * 0.5)); got != want {
 				t.Errorf("%s: scale_rows_f16[%d] = %v, want %v", sc, i, got, want)
 			}
 		}
 
 		bf := cpU32Buffer(t, d, make([]uint32, 10))
-		cpDispatch(t, d, "renamed_fill", nil, Size3{1, 1, 1}, Size3{10, 1, 1}, Arg{Index: 0, Buffer: bf})
+		cpDispatch(t, d, "renamed_fill", nil, Size3{X: 1, Y: 1, Z: 1}, Size3{X: 10, Y: 1, Z: 1}, Arg{Index: 0, Buffer: bf})
 		for i, v := range cpReadU32(bf, 10) {
 			if v != uint32(3*i) {
 				t.Errorf("%s: renamed_fill[%d] = %d", sc, i, v)
@@ -299,7 +302,7 @@ func TestCorpusParams(t *testing.T) {
 	params = append(params, 0, 0, 0, 0)
 	params = append(params, cpU32Bytes(2, 2*cols)...)
 	gx, gy := (cols+tgx-1)/tgx, (rows+tgy-1)/tgy
-	for _, sc := range Schedules {
+	for _, sc := range emu.Schedules {
 		d := openCorpus(t, "params.metal", sc)
 		for _, c := range []struct {
 			name    string
@@ -323,7 +326,7 @@ func TestCorpusParams(t *testing.T) {
 			if c.scale {
 				args = append(args, Arg{Index: 3, Buffer: f32Buffer(t, d, []float32{-2})})
 			}
-			cpDispatch(t, d, "params_2d", c.consts, Size3{gx, gy, 1}, Size3{tgx, tgy, 1}, args...)
+			cpDispatch(t, d, "params_2d", c.consts, Size3{X: gx, Y: gy, Z: 1}, Size3{X: tgx, Y: tgy, Z: 1}, args...)
 			got := readF32(bo, n)
 			for r := 0; r < rows; r++ {
 				for col := 0; col < cols; col++ {
@@ -369,7 +372,7 @@ func TestCorpusParams(t *testing.T) {
 		a, b := cpU32Buffer(t, d, []uint32{1, 2, 3}), cpU32Buffer(t, d, []uint32{10, 20, 30})
 		out := cpU32Buffer(t, d, make([]uint32, 3))
 		// b is buffer(0); a and c take the free indices 1 and 2.
-		cpDispatch(t, d, "implicit_indices", nil, Size3{1, 1, 1}, Size3{3, 1, 1},
+		cpDispatch(t, d, "implicit_indices", nil, Size3{X: 1, Y: 1, Z: 1}, Size3{X: 3, Y: 1, Z: 1},
 			Arg{Index: 0, Buffer: b}, Arg{Index: 1, Buffer: a}, Arg{Index: 2, Buffer: out})
 		if got := cpReadU32(out, 3); fmt.Sprint(got) != "[11 22 33]" {
 			t.Errorf("%s: implicit_indices = %v", sc, got)
@@ -380,11 +383,11 @@ func TestCorpusParams(t *testing.T) {
 func TestCorpusThreadgroupMemory(t *testing.T) {
 	const groups = 3
 	in := pseudo(groups*64, 5, -1, 1)
-	for _, sc := range Schedules {
+	for _, sc := range emu.Schedules {
 		d := openCorpus(t, "tgmem.metal", sc)
 		bi := f32Buffer(t, d, in)
 		bo := f32Buffer(t, d, make([]float32, groups*64+groups))
-		cpDispatch(t, d, "tg_forms", nil, Size3{groups, 1, 1}, Size3{64, 1, 1}, Arg{Index: 0, Buffer: bi}, Arg{Index: 1, Buffer: bo})
+		cpDispatch(t, d, "tg_forms", nil, Size3{X: groups, Y: 1, Z: 1}, Size3{X: 64, Y: 1, Z: 1}, Arg{Index: 0, Buffer: bi}, Arg{Index: 1, Buffer: bo})
 		got := readF32(bo, groups*64+groups)
 		for g := 0; g < groups; g++ {
 			for tid := 0; tid < 64; tid++ {
@@ -403,11 +406,11 @@ func TestCorpusThreadgroupMemory(t *testing.T) {
 
 func TestCorpusLibrary(t *testing.T) {
 	xs := []float32{0.75, -1.5, 2.5, -0.3, 3.5, 1.0 / 3, -2.5, 100.25}
-	for _, sc := range Schedules {
+	for _, sc := range emu.Schedules {
 		d := openCorpus(t, "library.metal", sc)
 		bi := f32Buffer(t, d, xs)
 		bo := f32Buffer(t, d, make([]float32, 24*len(xs)))
-		cpDispatch(t, d, "library_float", nil, Size3{1, 1, 1}, Size3{len(xs), 1, 1}, Arg{Index: 0, Buffer: bi}, Arg{Index: 1, Buffer: bo})
+		cpDispatch(t, d, "library_float", nil, Size3{X: 1, Y: 1, Z: 1}, Size3{X: len(xs), Y: 1, Z: 1}, Arg{Index: 0, Buffer: bi}, Arg{Index: 1, Buffer: bo})
 		got := readF32(bo, 24*len(xs))
 		for i, x := range xs {
 			x64 := float64(x)
@@ -451,7 +454,7 @@ func TestCorpusLibrary(t *testing.T) {
 		us := []uint32{1, 0x80000000, 0xdeadbeef, 12345, 0xffff0000, 999, 0x00f0f000, 7}
 		bu := cpU32Buffer(t, d, us)
 		bou := cpU32Buffer(t, d, make([]uint32, 12*len(us)))
-		cpDispatch(t, d, "library_int", nil, Size3{1, 1, 1}, Size3{len(us), 1, 1}, Arg{Index: 0, Buffer: bu}, Arg{Index: 1, Buffer: bou})
+		cpDispatch(t, d, "library_int", nil, Size3{X: 1, Y: 1, Z: 1}, Size3{X: len(us), Y: 1, Z: 1}, Arg{Index: 0, Buffer: bu}, Arg{Index: 1, Buffer: bou})
 		gotu := cpReadU32(bou, 12*len(us))
 		for i, x := range us {
 			s := int32(x) - 1000
@@ -474,11 +477,11 @@ func TestCorpusLibrary(t *testing.T) {
 
 func TestCorpusSIMD(t *testing.T) {
 	const threads, nf, nu = 64, 20, 8
-	for _, sc := range Schedules {
+	for _, sc := range emu.Schedules {
 		d := openCorpus(t, "simd.metal", sc)
 		bf := f32Buffer(t, d, make([]float32, threads*nf))
 		bu := cpU32Buffer(t, d, make([]uint32, threads*nu))
-		cpDispatch(t, d, "simd_extras", nil, Size3{1, 1, 1}, Size3{threads, 1, 1}, Arg{Index: 0, Buffer: bf}, Arg{Index: 1, Buffer: bu})
+		cpDispatch(t, d, "simd_extras", nil, Size3{X: 1, Y: 1, Z: 1}, Size3{X: threads, Y: 1, Z: 1}, Arg{Index: 0, Buffer: bf}, Arg{Index: 1, Buffer: bu})
 		gf, gu := readF32(bf, threads*nf), cpReadU32(bu, threads*nu)
 		var ballot uint32
 		for l := 0; l < 32; l += 3 {
@@ -541,7 +544,7 @@ func TestCorpusSIMD(t *testing.T) {
 		}
 		ba, bb := f32Buffer(t, d, a), f16Buffer(t, d, b)
 		bd, be := f32Buffer(t, d, make([]float32, 64)), f32Buffer(t, d, make([]float32, 64))
-		cpDispatch(t, d, "simdgroup_mm", nil, Size3{1, 1, 1}, Size3{32, 1, 1},
+		cpDispatch(t, d, "simdgroup_mm", nil, Size3{X: 1, Y: 1, Z: 1}, Size3{X: 32, Y: 1, Z: 1},
 			Arg{Index: 0, Buffer: ba}, Arg{Index: 1, Buffer: bb}, Arg{Index: 2, Buffer: bd}, Arg{Index: 3, Buffer: be})
 		gd, ge := readF32(bd, 64), readF32(be, 64)
 		for r := 0; r < 8; r++ {
@@ -570,11 +573,11 @@ func TestCorpusMatrix(t *testing.T) {
 	for i := range src {
 		src[i] = float32(i%5) - 1.5
 	}
-	for _, sc := range Schedules {
+	for _, sc := range emu.Schedules {
 		d := openCorpus(t, "library.metal", sc)
 		bs := f16Buffer(t, d, src[:])
 		bo := f32Buffer(t, d, make([]float32, 20))
-		cpDispatch(t, d, "library_matrix", nil, Size3{1, 1, 1}, Size3{1, 1, 1}, Arg{Index: 0, Buffer: bs}, Arg{Index: 1, Buffer: bo})
+		cpDispatch(t, d, "library_matrix", nil, Size3{X: 1, Y: 1, Z: 1}, Size3{X: 1, Y: 1, Z: 1}, Arg{Index: 0, Buffer: bs}, Arg{Index: 1, Buffer: bo})
 		got := readF32(bo, 20)
 		v := [4]float32{1, 2, 3, 4}
 		var mv, vm [4]float32
@@ -604,13 +607,13 @@ func TestCorpusUnsupported(t *testing.T) {
 		{"fragment", "#include <metal_stdlib>\nfragment float4 fs(float4 p [[position]]) { return p; }\n", "u.metal:2"},
 	}
 	for _, c := range cases {
-		_, err := OpenEmulator(EmulatorOptions{Sources: []KernelSource{{Name: "u.metal", Text: c.src}}})
+		_, err := emu.Open(emu.Options{Sources: []KernelSource{{Name: "u.metal", Text: c.src}}})
 		if !errors.Is(err, ErrShaderCompile) || !errors.Is(err, errors.ErrUnsupported) || err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: err = %v, want ErrShaderCompile and errors.ErrUnsupported naming %q", c.name, err, c.want)
 		}
 	}
 	// A C++ error in a kernel names the .metal line through clang.
-	_, err := OpenEmulator(EmulatorOptions{Sources: []KernelSource{{Name: "bad.metal", Text: "#include <metal_stdlib>\nkernel void k(device float* o [[buffer(0)]]) {\n  o[0] = undefined_name;\n}\n"}}})
+	_, err := emu.Open(emu.Options{Sources: []KernelSource{{Name: "bad.metal", Text: "#include <metal_stdlib>\nkernel void k(device float* o [[buffer(0)]]) {\n  o[0] = undefined_name;\n}\n"}}})
 	if !errors.Is(err, ErrShaderCompile) || !strings.Contains(err.Error(), "bad.metal:3") {
 		t.Errorf("undefined name: err = %v, want ErrShaderCompile naming bad.metal:3", err)
 	}

@@ -1,18 +1,21 @@
 //go:build linux || darwin
 
-package metal
+package emu_test
 
 import (
 	"encoding/binary"
 	"math"
 	"testing"
+
+	. "github.com/laya-metal/laya/metal"
+	"github.com/laya-metal/laya/metal/emu"
 )
 
 // TestEmulatorShim checks single MSL features of the shim against values
 // worked out by hand (see testdata/shim.metal).
 func TestEmulatorShim(t *testing.T) {
-	for _, s := range Schedules {
-		d := openEmu(t, EmulatorOptions{Schedule: s, Sources: testSource(t, "testdata/shim.metal")}, "shim")
+	for _, s := range emu.Schedules {
+		d := openEmu(t, emu.Options{Schedule: s, Sources: testSource(t, "testdata/shim.metal")}, "shim")
 		dispatch := func(kernel string, constants []Constant, groups, threads Size3, args ...Arg) {
 			t.Helper()
 			p, err := d.Pipeline(kernel, constants...)
@@ -23,17 +26,17 @@ func TestEmulatorShim(t *testing.T) {
 				t.Fatalf("%s %s: %v", s, kernel, err)
 			}
 		}
-		one := Size3{1, 1, 1}
+		one := Size3{X: 1, Y: 1, Z: 1}
 
 		out := f32Buffer(t, d, make([]float32, 320))
-		dispatch("half_rounding", nil, one, Size3{1, 1, 1}, Arg{Index: 0, Buffer: out})
+		dispatch("half_rounding", nil, one, Size3{X: 1, Y: 1, Z: 1}, Arg{Index: 0, Buffer: out})
 		// Each half addition rounds: 1 + 0.0003 stays 1 (half ulp at 1 is
 		// 2^-10); computing in float first would give 1.0009765625.
 		if got := readF32(out, 1)[0]; got != 1 {
 			t.Errorf("%s: half 1 + 0.0003h + 0.0003h = %v, want 1", s, got)
 		}
 
-		dispatch("simd_ops", nil, one, Size3{64, 1, 1}, Arg{Index: 0, Buffer: out})
+		dispatch("simd_ops", nil, one, Size3{X: 64, Y: 1, Z: 1}, Arg{Index: 0, Buffer: out})
 		got := readF32(out, 320)
 		for tid := 0; tid < 64; tid++ {
 			lane := tid % 32
@@ -66,7 +69,7 @@ func TestEmulatorShim(t *testing.T) {
 			t.Errorf("%s: as_type<uint>(1.0f) = %#x", s, g)
 		}
 
-		groups, threads := Size3{2, 3, 2}, Size3{4, 2, 2}
+		groups, threads := Size3{X: 2, Y: 3, Z: 2}, Size3{X: 4, Y: 2, Z: 2}
 		gx, gy, gz := 8, 6, 4
 		grid := f32Buffer(t, d, make([]float32, gx*gy*gz))
 		dispatch("grid3d", nil, groups, threads, Arg{Index: 0, Buffer: grid}, Arg{Index: 0, ThreadgroupBytes: 4 * 16})
@@ -83,7 +86,7 @@ func TestEmulatorShim(t *testing.T) {
 
 		b := pseudo(64, 11, -1, 1)
 		bb := f32Buffer(t, d, b)
-		dispatch("mma_diag", nil, one, Size3{32, 1, 1}, Arg{Index: 0, Buffer: out}, Arg{Index: 1, Buffer: bb})
+		dispatch("mma_diag", nil, one, Size3{X: 32, Y: 1, Z: 1}, Arg{Index: 0, Buffer: out}, Arg{Index: 1, Buffer: bb})
 		got = readF32(out, 128)
 		for r := 0; r < 8; r++ {
 			for c := 0; c < 8; c++ {

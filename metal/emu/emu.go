@@ -1,8 +1,9 @@
-package metal
+package emu
 
 import (
 	"errors"
 	"fmt"
+	"github.com/laya-metal/laya/metal"
 )
 
 // Schedule is the order in which the emulator runs threadgroups, simdgroups
@@ -54,20 +55,13 @@ func ParseSchedule(s string) (Schedule, error) {
 // Schedules are the three orders the kernel tests run under.
 var Schedules = []Schedule{{Order: Forward}, {Order: Reverse}, {Order: Shuffle, Seed: 1}}
 
-// KernelSource is one .metal file given to the emulator by name (the name
-// appears in diagnostics) and text.
-type KernelSource struct {
-	Name string
-	Text string
-}
-
-// EmulatorOptions configure OpenEmulator. The zero value compiles the
+// Options configure Open. The zero value compiles the
 // kernels of package kernels with clang-19 under the forward schedule.
-type EmulatorOptions struct {
+type Options struct {
 	// Sources replaces the kernels package's .metal files. A local
 	// #include "x.h" resolves against the other sources by name, then
 	// against the including file's directory on disk.
-	Sources []KernelSource
+	Sources []metal.KernelSource
 	// Schedule is the run order (Forward when zero).
 	Schedule Schedule
 	// ASan builds the kernels with AddressSanitizer and runs each command
@@ -90,23 +84,25 @@ type EmulatorOptions struct {
 }
 
 // Errors of the emulator besides the device-wide sentinels of errors.go
-// (ErrShaderCompile, ErrPipeline, ErrInvalidDispatch, ErrDeviceClosed,
-// ErrGPUExecution), which the emulator returns in the same situations as the
+// (metal.ErrShaderCompile, metal.ErrPipeline, metal.ErrInvalidDispatch, metal.ErrDeviceClosed,
+// metal.ErrGPUExecution), which the emulator returns in the same situations as the
 // Apple GPU device. Test with errors.Is.
 var (
 	// ErrNoClang: no usable clang was found.
 	ErrNoClang = errors.New("metal: the MSL emulator needs clang 16 or later: install clang-19 (apt-get install clang-19)")
-	// ErrThreadgroupMemory: more than 32 KiB of threadgroup memory.
-	ErrThreadgroupMemory = errors.New("metal: threadgroup memory exceeds 32768 bytes")
+	// ErrThreadgroupMemory: more than metal.ThreadgroupMemoryLimit bytes
+	// of threadgroup memory. It is metal.ErrThreadgroupMemory, the error
+	// both devices return.
+	ErrThreadgroupMemory = metal.ErrThreadgroupMemory
 	// ErrKernelFault: the emulator caught a kernel bug while it ran
 	// (divergent barrier, return before a barrier, out-of-bounds access...).
-	// It comes with ErrGPUExecution.
+	// It comes with metal.ErrGPUExecution.
 	ErrKernelFault = errors.New("metal: kernel fault")
 )
 
 // KernelError is a diagnostic from a kernel run. It matches ErrKernelFault
-// and ErrGPUExecution (and ErrThreadgroupMemory when that is the cause) with
-// errors.Is.
+// and metal.ErrGPUExecution (and ErrThreadgroupMemory when that is the
+// cause) with errors.Is.
 type KernelError struct {
 	Kernel string
 	// Message names the .metal file and line where the emulator could.
@@ -120,10 +116,10 @@ func (e *KernelError) Error() string {
 	return "metal: " + e.Message
 }
 
-// Unwrap returns ErrKernelFault, ErrGPUExecution and the precise cause.
+// Unwrap returns ErrKernelFault, metal.ErrGPUExecution and the precise cause.
 func (e *KernelError) Unwrap() []error {
 	if e.cause != nil {
-		return []error{ErrKernelFault, ErrGPUExecution, e.cause}
+		return []error{ErrKernelFault, metal.ErrGPUExecution, e.cause}
 	}
-	return []error{ErrKernelFault, ErrGPUExecution}
+	return []error{ErrKernelFault, metal.ErrGPUExecution}
 }

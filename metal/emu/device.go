@@ -1,6 +1,6 @@
 //go:build linux || darwin
 
-package metal
+package emu
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/laya-metal/laya/metal"
 	"math"
 	"os"
 	"os/exec"
@@ -20,8 +21,8 @@ import (
 
 	"github.com/ebitengine/purego"
 
-	"github.com/laya-metal/laya/metal/internal/mslpp"
-	"github.com/laya-metal/laya/weights"
+	"github.com/laya-metal/laya/internal/half"
+	"github.com/laya-metal/laya/metal/emu/internal/mslpp"
 )
 
 // How kernels run. Normal mode loads the compiled shared object into this
@@ -34,38 +35,40 @@ import (
 // into a Go process that was not built with it. Buffers are then shared
 // memory files handed to the runner as inherited descriptors.
 
-// Layout of struct mslemu_dispatch (metal/internal/emurt/mslemu_abi.h).
+// Layout of struct mslemu_dispatch (metal/emu/internal/rt/mslemu_abi.h).
 const (
-	emuOffKernel    = 0
-	emuOffBufs      = 128
-	emuOffTGBytes   = 384
-	emuOffFCValue   = 640
-	emuOffFCDefined = 1152
-	emuOffGroups    = 1216
-	emuOffThreads   = 1228
-	emuOffSchedule  = 1240
-	emuOffWorkers   = 1244
-	emuOffSeed      = 1248
-	emuOffCancel    = 1256
-	emuOffStatus    = 1260
-	emuOffErr       = 1264
-	emuDispatchSize = 3312
-	emuMaxTGMem     = 32768
+	offKernel            = 0
+	offBufs              = 128
+	offTGBytes           = 384
+	offFCValue           = 640
+	offFCDefined         = 1152
+	offGroups            = 1216
+	offThreads           = 1228
+	offSchedule          = 1240
+	offWorkers           = 1244
+	offSeed              = 1248
+	offCancel            = 1256
+	offStatus            = 1260
+	offErr               = 1264
+	dispatchSize         = 3312
+	maxThreadgroupMemory = metal.ThreadgroupMemoryLimit
 )
 
-// emuRunMu serialises runs: function-constant values live in globals of the
+// runMu serialises runs: function-constant values live in globals of the
 // shared object, which is loaded once per process.
-var emuRunMu sync.Mutex
+var runMu sync.Mutex
 
-type emuDevice struct {
-	opts     EmulatorOptions
-	lib      *emuLibrary
+var _ metal.NoCopyDevice = (*device)(nil)
+
+type device struct {
+	opts     Options
+	lib      *library
 	handle   uintptr
 	runFn    uintptr
 	tgFn     uintptr
 	lineFn   uintptr // mslemu_kernel_line
 	mu       sync.Mutex
-	pipes    map[string]*emuPipeline
+	pipes    map[string]*pipeline
 	closed   bool
 	pageSize int
 	// last is the done channel of the command buffer committed last: like
@@ -76,14 +79,14 @@ type emuDevice struct {
 	last    chan struct{}
 }
 
-// OpenEmulator compiles the kernel sources with clang (or takes them from
+// Open compiles the kernel sources with clang (or takes them from
 // the cache) and returns a Device that runs them on the CPU.
-func OpenEmulator(opts EmulatorOptions) (Device, error) {
-	lib, err := emuBuildLibrary(context.Background(), opts)
+func Open(opts Options) (metal.Device, error) {
+	lib, err := buildLibrary(context.Background(), opts)
 	if err != nil {
 		return nil, err
 	}
-	d := &emuDevice{opts: opts, lib: lib, pipes: map[string]*emuPipeline{}, pageSize: os.Getpagesize()}
+	d := &device{opts: opts, lib: lib, pipes: map[string]*pipeline{}, pageSize: os.Getpagesize()}
 	if !opts.ASan {
 		h, err := purego.Dlopen(lib.path, purego.RTLD_NOW|purego.RTLD_LOCAL)
 		if err != nil {
@@ -103,7 +106,7 @@ func OpenEmulator(opts EmulatorOptions) (Device, error) {
 	return d, nil
 }
 
-func (d *emuDevice) Name() string {
+func (d *device) Name() string {
 	mode := ""
 	if d.opts.ASan {
 		mode = ", asan"
@@ -114,7 +117,7 @@ func (d *emuDevice) Name() string {
 // Close releases the pipelines. The shared object stays loaded: other
 // devices of this process may use it, and unloading code that created
 // thread-locals is not safe.
-func (d *emuDevice) Close() error {
+func (d *device) Close() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.closed = true
@@ -125,17 +128,17 @@ func (d *emuDevice) Close() error {
 // ---------------------------------------------------------------------------
 // Buffers.
 
-type emuBuffer struct {
-	dev      *emuDevice
+type buffer struct {
+	dev      *device
 	mem      []byte // the caller's view, exactly the requested length
 	mapping  []byte // what to munmap; nil when the buffer wraps caller memory
 	file     *os.File
 	released atomic.Bool
 }
 
-func (b *emuBuffer) Bytes() []byte { return b.mem }
-func (b *emuBuffer) Len() int      { return len(b.mem) }
-func (b *emuBuffer) Release() {
+func (b *buffer) Bytes() []byte { return b.mem }
+func (b *buffer) Len() int      { return len(b.mem) }
+func (b *buffer) Release() {
 	if b.released.Swap(true) {
 		return
 	}
@@ -148,12 +151,12 @@ func (b *emuBuffer) Release() {
 	b.mem, b.mapping = nil, nil
 }
 
-func (d *emuDevice) NewBuffer(size int) (Buffer, error) {
+func (d *device) NewBuffer(size int) (metal.Buffer, error) {
 	if size <= 0 {
-		return nil, fmt.Errorf("%w: buffer size %d (must be > 0)", ErrInvalidDispatch, size)
+		return nil, fmt.Errorf("%w: buffer size %d (must be > 0)", metal.ErrInvalidDispatch, size)
 	}
 	if d.isClosed() {
-		return nil, ErrDeviceClosed
+		return nil, metal.ErrDeviceClosed
 	}
 	n := (size + d.pageSize - 1) / d.pageSize * d.pageSize
 	if d.opts.ASan {
@@ -171,26 +174,42 @@ func (d *emuDevice) NewBuffer(size int) (Buffer, error) {
 			f.Close()
 			return nil, fmt.Errorf("metal: emulator buffer: %w", err)
 		}
-		return &emuBuffer{dev: d, mem: m[:size], mapping: m, file: f}, nil
+		return &buffer{dev: d, mem: m[:size], mapping: m, file: f}, nil
 	}
 	m, err := syscall.Mmap(-1, 0, n, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
 	if err != nil {
 		return nil, fmt.Errorf("metal: emulator buffer of %d bytes: %w", size, err)
 	}
-	return &emuBuffer{dev: d, mem: m[:size], mapping: m}, nil
+	return &buffer{dev: d, mem: m[:size], mapping: m}, nil
 }
 
-// NewBufferWithBytes wraps data when it is page-aligned and a whole number
-// of pages long (the rule of Metal's newBufferWithBytesNoCopy), else copies.
-func (d *emuDevice) NewBufferWithBytes(data []byte) (Buffer, error) {
-	if len(data) == 0 {
-		return nil, fmt.Errorf("%w: empty buffer", ErrInvalidDispatch)
+// NewBufferNoCopy wraps data in place by the system device's rule
+// (metal.NoCopyLength: page-aligned base, page-rounded length within
+// cap(data)) or fails with metal.ErrNoCopy. ASan mode never wraps: its
+// buffers are shared memory files the runner process maps.
+func (d *device) NewBufferNoCopy(data []byte) (metal.Buffer, error) {
+	if d.isClosed() {
+		return nil, metal.ErrDeviceClosed
 	}
-	if !d.opts.ASan && uintptr(unsafe.Pointer(&data[0]))%uintptr(d.pageSize) == 0 && len(data)%d.pageSize == 0 {
-		if d.isClosed() {
-			return nil, ErrDeviceClosed
-		}
-		return &emuBuffer{dev: d, mem: data}, nil
+	if len(data) == 0 {
+		return nil, fmt.Errorf("%w: empty memory", metal.ErrNoCopy)
+	}
+	if d.opts.ASan {
+		return nil, fmt.Errorf("%w: the ASan runner maps its buffers from shared memory files", metal.ErrNoCopy)
+	}
+	if _, ok := metal.NoCopyLength(uintptr(unsafe.Pointer(&data[0])), len(data), cap(data), d.pageSize); !ok {
+		return nil, fmt.Errorf("%w: %d bytes are not page-aligned (page %d) with whole pages inside their allocation", metal.ErrNoCopy, len(data), d.pageSize)
+	}
+	return &buffer{dev: d, mem: data[:len(data):len(data)]}, nil
+}
+
+// NewBufferWithBytes wraps data when NewBufferNoCopy can, else copies.
+func (d *device) NewBufferWithBytes(data []byte) (metal.Buffer, error) {
+	if len(data) == 0 {
+		return nil, fmt.Errorf("%w: empty buffer", metal.ErrInvalidDispatch)
+	}
+	if b, err := d.NewBufferNoCopy(data); err == nil {
+		return b, nil
 	}
 	b, err := d.NewBuffer(len(data))
 	if err != nil {
@@ -200,7 +219,7 @@ func (d *emuDevice) NewBufferWithBytes(data []byte) (Buffer, error) {
 	return b, nil
 }
 
-func (d *emuDevice) isClosed() bool {
+func (d *device) isClosed() bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.closed
@@ -209,24 +228,24 @@ func (d *emuDevice) isClosed() bool {
 // ---------------------------------------------------------------------------
 // Pipelines.
 
-type emuPipeline struct {
-	dev      *emuDevice
+type pipeline struct {
+	dev      *device
 	kernel   *mslpp.Kernel
 	fcValue  [64]uint64
 	fcSet    [64]uint8
 	tgStatic int64 // -1 when unknown (ASan mode: checked by the runner)
 }
 
-func (p *emuPipeline) Kernel() string { return p.kernel.Name }
-func (p *emuPipeline) MaxThreadsPerThreadgroup() int {
+func (p *pipeline) Kernel() string { return p.kernel.Name }
+func (p *pipeline) MaxThreadsPerThreadgroup() int {
 	if n := p.kernel.MaxThreads; n > 0 && n < 1024 {
 		return n
 	}
 	return 1024
 }
-func (p *emuPipeline) ThreadExecutionWidth() int { return 32 }
+func (p *pipeline) ThreadExecutionWidth() int { return 32 }
 
-func (d *emuDevice) Pipeline(kernel string, constants ...Constant) (Pipeline, error) {
+func (d *device) Pipeline(kernel string, constants ...metal.Constant) (metal.Pipeline, error) {
 	key := kernel
 	for _, c := range constants {
 		key += fmt.Sprintf("|%d=%T:%v", c.Index, c.Value, c.Value)
@@ -234,16 +253,16 @@ func (d *emuDevice) Pipeline(kernel string, constants ...Constant) (Pipeline, er
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
-		return nil, ErrDeviceClosed
+		return nil, metal.ErrDeviceClosed
 	}
 	if p, ok := d.pipes[key]; ok {
 		return p, nil
 	}
 	k, ok := d.lib.kernels[kernel]
 	if !ok {
-		return nil, fmt.Errorf("%w: unknown kernel %q", ErrPipeline, kernel)
+		return nil, fmt.Errorf("%w: unknown kernel %q", metal.ErrPipeline, kernel)
 	}
-	p := &emuPipeline{dev: d, kernel: k, tgStatic: -1}
+	p := &pipeline{dev: d, kernel: k, tgStatic: -1}
 	decls := d.lib.constants[d.lib.unitOf[kernel]]
 	for _, c := range constants {
 		var decl *mslpp.FunctionConstant
@@ -253,11 +272,11 @@ func (d *emuDevice) Pipeline(kernel string, constants ...Constant) (Pipeline, er
 			}
 		}
 		if decl == nil {
-			return nil, fmt.Errorf("%w: kernel %s: its source declares no [[function_constant(%d)]]", ErrPipeline, kernel, c.Index)
+			return nil, fmt.Errorf("%w: kernel %s: its source declares no [[function_constant(%d)]]", metal.ErrPipeline, kernel, c.Index)
 		}
-		bits, err := emuConstantBits(decl.Type, c.Value)
+		bits, err := constantBits(decl.Type, c.Value)
 		if err != nil {
-			return nil, fmt.Errorf("%w: kernel %s: function constant %s (%d): %v", ErrPipeline, kernel, decl.Name, c.Index, err)
+			return nil, fmt.Errorf("%w: kernel %s: function constant %s (%d): %v", metal.ErrPipeline, kernel, decl.Name, c.Index, err)
 		}
 		p.fcValue[decl.Slot], p.fcSet[decl.Slot] = bits, 1
 	}
@@ -281,10 +300,10 @@ func (d *emuDevice) Pipeline(kernel string, constants ...Constant) (Pipeline, er
 		if p.tgStatic < 0 {
 			// The preprocessor saw the kernel inside an #if block that
 			// clang did not compile.
-			return nil, fmt.Errorf("%w: kernel %s (%s:%d) is not compiled: its #if conditions do not hold", ErrPipeline, kernel, k.File, k.Line)
+			return nil, fmt.Errorf("%w: kernel %s (%s:%d) is not compiled: its #if conditions do not hold", metal.ErrPipeline, kernel, k.File, k.Line)
 		}
-		if p.tgStatic > emuMaxTGMem {
-			return nil, fmt.Errorf("%w: %w: kernel %s (%s:%d) declares %d bytes of threadgroup arrays", ErrPipeline,
+		if p.tgStatic > maxThreadgroupMemory {
+			return nil, fmt.Errorf("%w: %w: kernel %s (%s:%d) declares %d bytes of threadgroup arrays", metal.ErrPipeline,
 				ErrThreadgroupMemory, kernel, k.File, k.Line, p.tgStatic)
 		}
 	}
@@ -293,7 +312,7 @@ func (d *emuDevice) Pipeline(kernel string, constants ...Constant) (Pipeline, er
 }
 
 // cString copies s into fresh mmap'd memory: no Go pointer goes to C.
-func (d *emuDevice) cString(s string) ([]byte, error) {
+func (d *device) cString(s string) ([]byte, error) {
 	m, err := syscall.Mmap(-1, 0, d.pageSize, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
 	if err != nil {
 		return nil, err
@@ -302,9 +321,9 @@ func (d *emuDevice) cString(s string) ([]byte, error) {
 	return m, nil
 }
 
-// emuIntRanges are the MSL integer types a function constant may have, with
+// intRanges are the MSL integer types a function constant may have, with
 // their ranges.
-var emuIntRanges = map[string][2]float64{
+var intRanges = map[string][2]float64{
 	"char": {math.MinInt8, math.MaxInt8}, "int8_t": {math.MinInt8, math.MaxInt8},
 	"uchar": {0, math.MaxUint8}, "uint8_t": {0, math.MaxUint8},
 	"short": {math.MinInt16, math.MaxInt16}, "int16_t": {math.MinInt16, math.MaxInt16},
@@ -315,9 +334,9 @@ var emuIntRanges = map[string][2]float64{
 	"ulong": {0, math.MaxUint64}, "uint64_t": {0, math.MaxUint64}, "size_t": {0, math.MaxUint64},
 }
 
-// emuConstantBits encodes v in the function constant's declared MSL type,
+// constantBits encodes v in the function constant's declared MSL type,
 // little-endian in the low bytes as the generated binder copies it.
-func emuConstantBits(typ string, v any) (uint64, error) {
+func constantBits(typ string, v any) (uint64, error) {
 	var i int64
 	var u uint64
 	var f float64
@@ -356,7 +375,7 @@ func emuConstantBits(typ string, v any) (uint64, error) {
 	default:
 		return 0, fmt.Errorf("value %v of type %T (want bool, an integer or a float)", v, v)
 	}
-	if r, ok := emuIntRanges[typ]; ok {
+	if r, ok := intRanges[typ]; ok {
 		switch {
 		case isUint:
 			if float64(u) > r[1] {
@@ -380,79 +399,63 @@ func emuConstantBits(typ string, v any) (uint64, error) {
 	case "float":
 		return uint64(math.Float32bits(float32(f))), nil
 	case "half":
-		return uint64(weights.Float32ToFloat16(float32(f))), nil
+		return uint64(half.Float32ToFloat16(float32(f))), nil
 	case "bfloat":
-		return uint64(emuFloat32ToBfloat16(float32(f))), nil
+		return uint64(half.Float32ToBFloat16(float32(f))), nil
 	case "bool":
 		return 0, fmt.Errorf("%T value for a bool constant", v)
 	}
 	return 0, fmt.Errorf("constants of type %s are not supported (bool, integer types, float, half, bfloat)", typ)
 }
 
-// emuFloat32ToBfloat16 rounds to nearest even, as the GPU converts.
-func emuFloat32ToBfloat16(f float32) uint16 {
-	b := math.Float32bits(f)
-	if b&0x7fffffff > 0x7f800000 {
-		return uint16(b>>16) | 0x40 // quiet NaN
-	}
-	b += 0x7fff + (b>>16)&1
-	return uint16(b >> 16)
-}
-
 // ---------------------------------------------------------------------------
 // Command buffers.
 
-type emuDispatch struct {
-	p               *emuPipeline
-	groups, threads Size3
-	args            []Arg
+type dispatch struct {
+	p               *pipeline
+	groups, threads metal.Size3
+	args            []metal.Arg
 }
 
-type emuCommandBuffer struct {
-	dev       *emuDevice
-	ops       []emuDispatch
+type commandBuffer struct {
+	dev       *device
+	ops       []dispatch
 	commitOne sync.Once
 	committed bool
 	done      chan struct{}
 	cancel    atomic.Bool
 	cancelPtr atomic.Pointer[uint32]
 	kill      context.CancelFunc
-	timing    Timing
+	timing    metal.Timing
 	err       error
 }
 
-func (d *emuDevice) NewCommandBuffer() (CommandBuffer, error) {
+func (d *device) NewCommandBuffer() (metal.CommandBuffer, error) {
 	if d.isClosed() {
-		return nil, ErrDeviceClosed
+		return nil, metal.ErrDeviceClosed
 	}
-	return &emuCommandBuffer{dev: d, done: make(chan struct{})}, nil
+	return &commandBuffer{dev: d, done: make(chan struct{})}, nil
 }
 
-func (cb *emuCommandBuffer) Dispatch(p Pipeline, groups, threads Size3, args ...Arg) error {
+func (cb *commandBuffer) Dispatch(p metal.Pipeline, groups, threads metal.Size3, args ...metal.Arg) error {
 	if cb.committed {
-		return fmt.Errorf("%w: Dispatch after Commit", ErrInvalidDispatch)
+		return fmt.Errorf("%w: Dispatch after Commit", metal.ErrInvalidDispatch)
 	}
-	ep, ok := p.(*emuPipeline)
+	ep, ok := p.(*pipeline)
 	if !ok || ep.dev != cb.dev {
-		return fmt.Errorf("%w: pipeline of another device", ErrInvalidDispatch)
+		return fmt.Errorf("%w: pipeline of another device", metal.ErrInvalidDispatch)
 	}
 	k := ep.kernel
 	bad := func(format string, a ...any) error {
-		return fmt.Errorf("%w: kernel %s (%s:%d): %s", ErrInvalidDispatch, k.Name, k.File, k.Line, fmt.Sprintf(format, a...))
+		return fmt.Errorf("%w: kernel %s (%s:%d): %s", metal.ErrInvalidDispatch, k.Name, k.File, k.Line, fmt.Sprintf(format, a...))
 	}
-	n := threads.X * threads.Y * threads.Z
-	if threads.X < 1 || threads.Y < 1 || threads.Z < 1 || n > 1024 {
-		return bad("threadgroup of %d×%d×%d threads (must be 1..1024 in all)", threads.X, threads.Y, threads.Z)
+	lim := metal.DispatchLimits{MaxThreads: ep.MaxThreadsPerThreadgroup(), StaticThreadgroupMemory: int(ep.tgStatic),
+		MaxThreadgroupMemory: maxThreadgroupMemory}
+	if _, err := metal.CheckDispatch(lim, groups, threads, args); err != nil {
+		return fmt.Errorf("kernel %s (%s:%d): %w", k.Name, k.File, k.Line, err)
 	}
-	if limit := ep.MaxThreadsPerThreadgroup(); n > limit {
-		return bad("threadgroup of %d threads exceeds the kernel's [[max_total_threads_per_threadgroup(%d)]]", n, limit)
-	}
-	if groups.X < 0 || groups.Y < 0 || groups.Z < 0 || groups.X > math.MaxUint32 || groups.Y > math.MaxUint32 || groups.Z > math.MaxUint32 {
-		return bad("grid of %d×%d×%d threadgroups", groups.X, groups.Y, groups.Z)
-	}
-	rec := emuDispatch{p: ep, groups: groups, threads: threads}
+	rec := dispatch{p: ep, groups: groups, threads: threads}
 	bound := map[[2]int]bool{}
-	tgBytes := 0
 	for _, a := range args {
 		var param *mslpp.Param
 		for i := range k.Params {
@@ -462,29 +465,21 @@ func (cb *emuCommandBuffer) Dispatch(p Pipeline, groups, threads Size3, args ...
 			}
 		}
 		if param == nil {
-			return bad("no parameter takes argument index %d (%s)", a.Index, emuArgKind(a))
+			return bad("no parameter takes argument index %d (%s)", a.Index, argKind(a))
 		}
+		// metal.CheckDispatch checked kinds, offsets and sizes; what is
+		// left is what only this device knows.
 		switch {
-		case a.ThreadgroupBytes > 0:
-			tgBytes += (a.ThreadgroupBytes + 15) &^ 15
 		case a.Buffer != nil:
-			eb, ok := a.Buffer.(*emuBuffer)
+			eb, ok := a.Buffer.(*buffer)
 			if !ok || eb.dev != cb.dev {
 				return bad("buffer(%d) belongs to another device", a.Index)
 			}
 			if eb.released.Load() {
 				return bad("buffer(%d) was released", a.Index)
 			}
-			if a.Offset < 0 || a.Offset >= eb.Len() {
-				return bad("buffer(%d) offset %d outside its %d bytes", a.Index, a.Offset, eb.Len())
-			}
 		case a.Bytes != nil:
-			if len(a.Bytes) == 0 || len(a.Bytes) > 4096 {
-				return bad("buffer(%d): setBytes of %d bytes (1..4096)", a.Index, len(a.Bytes))
-			}
 			a.Bytes = append([]byte(nil), a.Bytes...) // copied at encode time, as Metal does
-		default:
-			return bad("argument %d has no Buffer, Bytes or ThreadgroupBytes", a.Index)
 		}
 		bound[[2]int{int(param.Kind), a.Index}] = true
 		rec.args = append(rec.args, a)
@@ -501,15 +496,11 @@ func (cb *emuCommandBuffer) Dispatch(p Pipeline, groups, threads Size3, args ...
 		}
 		return bad("buffer(%d) %s is not bound", pp.Index, pp.Name)
 	}
-	if ep.tgStatic >= 0 && int(ep.tgStatic)+tgBytes > emuMaxTGMem {
-		return fmt.Errorf("%w: kernel %s: %d bytes of threadgroup arrays + %d bytes of [[threadgroup(n)]] arguments",
-			ErrThreadgroupMemory, k.Name, ep.tgStatic, tgBytes)
-	}
 	cb.ops = append(cb.ops, rec)
 	return nil
 }
 
-func emuArgKind(a Arg) string {
+func argKind(a metal.Arg) string {
 	switch {
 	case a.ThreadgroupBytes > 0:
 		return "threadgroup memory"
@@ -521,9 +512,9 @@ func emuArgKind(a Arg) string {
 
 // Barrier is a no-op: the emulator runs dispatches one after another, which
 // is a legal (fully ordered) schedule of a concurrent encoder.
-func (cb *emuCommandBuffer) Barrier(buffers ...Buffer) {}
+func (cb *commandBuffer) Barrier(buffers ...metal.Buffer) {}
 
-func (cb *emuCommandBuffer) Commit() error {
+func (cb *commandBuffer) Commit() error {
 	cb.commitOne.Do(func() {
 		cb.committed = true
 		ctx, kill := context.WithCancel(context.Background())
@@ -549,13 +540,13 @@ func (cb *emuCommandBuffer) Commit() error {
 			} else {
 				cb.err = cb.runInProcess()
 			}
-			cb.timing = Timing{GPUStart: start, GPUEnd: time.Now()}
+			cb.timing = metal.Timing{GPUStart: start, GPUEnd: time.Now()}
 		}()
 	})
 	return nil
 }
 
-func (cb *emuCommandBuffer) Wait(ctx context.Context) (Timing, error) {
+func (cb *commandBuffer) Wait(ctx context.Context) (metal.Timing, error) {
 	cb.Commit()
 	select {
 	case <-cb.done:
@@ -576,49 +567,49 @@ func (cb *emuCommandBuffer) Wait(ctx context.Context) (Timing, error) {
 
 // encode fills one mslemu_dispatch record; addr gives each argument's
 // address as the runtime will see it.
-func (cb *emuCommandBuffer) encode(rec []byte, op emuDispatch, addr func(Arg) (uint64, error)) error {
-	clear(rec[:emuDispatchSize])
-	copy(rec[emuOffKernel:emuOffKernel+127], op.p.kernel.Name)
+func (cb *commandBuffer) encode(rec []byte, op dispatch, addr func(metal.Arg) (uint64, error)) error {
+	clear(rec[:dispatchSize])
+	copy(rec[offKernel:offKernel+127], op.p.kernel.Name)
 	le := binary.LittleEndian
 	for _, a := range op.args {
 		if a.ThreadgroupBytes > 0 {
-			le.PutUint64(rec[emuOffTGBytes+8*a.Index:], uint64((a.ThreadgroupBytes+15)&^15))
+			le.PutUint64(rec[offTGBytes+8*a.Index:], uint64((a.ThreadgroupBytes+15)&^15))
 			continue
 		}
 		v, err := addr(a)
 		if err != nil {
 			return err
 		}
-		le.PutUint64(rec[emuOffBufs+8*a.Index:], v)
+		le.PutUint64(rec[offBufs+8*a.Index:], v)
 	}
 	for i := 0; i < 64; i++ {
-		le.PutUint64(rec[emuOffFCValue+8*i:], op.p.fcValue[i])
-		rec[emuOffFCDefined+i] = op.p.fcSet[i]
+		le.PutUint64(rec[offFCValue+8*i:], op.p.fcValue[i])
+		rec[offFCDefined+i] = op.p.fcSet[i]
 	}
 	for i, v := range []int{op.groups.X, op.groups.Y, op.groups.Z} {
-		le.PutUint32(rec[emuOffGroups+4*i:], uint32(v))
+		le.PutUint32(rec[offGroups+4*i:], uint32(v))
 	}
 	for i, v := range []int{op.threads.X, op.threads.Y, op.threads.Z} {
-		le.PutUint32(rec[emuOffThreads+4*i:], uint32(v))
+		le.PutUint32(rec[offThreads+4*i:], uint32(v))
 	}
 	s := cb.dev.opts.Schedule
-	le.PutUint32(rec[emuOffSchedule:], uint32(s.Order))
-	le.PutUint32(rec[emuOffWorkers:], uint32(max(cb.dev.opts.Workers, 0)))
-	le.PutUint64(rec[emuOffSeed:], s.Seed)
+	le.PutUint32(rec[offSchedule:], uint32(s.Order))
+	le.PutUint32(rec[offWorkers:], uint32(max(cb.dev.opts.Workers, 0)))
+	le.PutUint64(rec[offSeed:], s.Seed)
 	return nil
 }
 
-func (cb *emuCommandBuffer) runInProcess() error {
+func (cb *commandBuffer) runInProcess() error {
 	if len(cb.ops) == 0 {
 		return nil
 	}
-	need := emuDispatchSize
+	need := dispatchSize
 	for _, op := range cb.ops {
 		n := 0
 		for _, a := range op.args {
 			n += (len(a.Bytes) + 15) &^ 15
 		}
-		need = max(need, emuDispatchSize+16+n)
+		need = max(need, dispatchSize+16+n)
 	}
 	size := (need + cb.dev.pageSize - 1) / cb.dev.pageSize * cb.dev.pageSize
 	scratch, err := syscall.Mmap(-1, 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
@@ -626,24 +617,24 @@ func (cb *emuCommandBuffer) runInProcess() error {
 		return fmt.Errorf("metal: emulator scratch: %w", err)
 	}
 	defer syscall.Munmap(scratch)
-	cancelPtr := (*uint32)(unsafe.Pointer(&scratch[emuOffCancel]))
+	cancelPtr := (*uint32)(unsafe.Pointer(&scratch[offCancel]))
 	cb.cancelPtr.Store(cancelPtr)
 	defer cb.cancelPtr.Store(nil)
 
-	emuRunMu.Lock()
-	defer emuRunMu.Unlock()
+	runMu.Lock()
+	defer runMu.Unlock()
 	for _, op := range cb.ops {
-		next := (emuDispatchSize + 15) &^ 15
-		err := cb.encode(scratch, op, func(a Arg) (uint64, error) {
+		next := (dispatchSize + 15) &^ 15
+		err := cb.encode(scratch, op, func(a metal.Arg) (uint64, error) {
 			if a.Bytes != nil {
 				at := next
 				copy(scratch[at:], a.Bytes)
 				next += (len(a.Bytes) + 15) &^ 15
 				return uint64(uintptr(unsafe.Pointer(&scratch[at]))), nil
 			}
-			eb := a.Buffer.(*emuBuffer)
+			eb := a.Buffer.(*buffer)
 			if eb.released.Load() {
-				return 0, fmt.Errorf("%w: buffer(%d) released before the command buffer ran", ErrDeviceClosed, a.Index)
+				return 0, fmt.Errorf("%w: buffer(%d) released before the command buffer ran", metal.ErrDeviceClosed, a.Index)
 			}
 			return uint64(uintptr(unsafe.Pointer(&eb.mem[a.Offset]))), nil
 		})
@@ -662,19 +653,19 @@ func (cb *emuCommandBuffer) runInProcess() error {
 }
 
 // status turns a finished record into an error.
-func (cb *emuCommandBuffer) status(op emuDispatch, rec []byte, report string) error {
-	st := binary.LittleEndian.Uint32(rec[emuOffStatus:])
+func (cb *commandBuffer) status(op dispatch, rec []byte, report string) error {
+	st := binary.LittleEndian.Uint32(rec[offStatus:])
 	if st == 0 {
 		return nil
 	}
-	msg := string(rec[emuOffErr : emuOffErr+bytes.IndexByte(rec[emuOffErr:emuDispatchSize], 0)])
+	msg := string(rec[offErr : offErr+bytes.IndexByte(rec[offErr:dispatchSize], 0)])
 	if st == 2 {
 		return fmt.Errorf("metal: %s: %w", msg, context.Canceled)
 	}
-	return newEmuKernelError(op.p.kernel.Name, msg, report)
+	return newKernelError(op.p.kernel.Name, msg, report)
 }
 
-func newEmuKernelError(kernel, msg, report string) *KernelError {
+func newKernelError(kernel, msg, report string) *KernelError {
 	e := &KernelError{Kernel: kernel, Message: msg, Report: report}
 	if strings.Contains(msg, "exceeds the 32768-byte limit") {
 		e.cause = ErrThreadgroupMemory
@@ -685,25 +676,25 @@ func newEmuKernelError(kernel, msg, report string) *KernelError {
 // ---------------------------------------------------------------------------
 // ASan mode: one runner process per command buffer.
 
-func (cb *emuCommandBuffer) runASan(ctx context.Context) error {
+func (cb *commandBuffer) runASan(ctx context.Context) error {
 	if len(cb.ops) == 0 {
 		return nil
 	}
 	var files []*os.File
 	var sizes []uint64
-	index := map[*emuBuffer]int{}
+	index := map[*buffer]int{}
 	var blob []byte
-	recs := make([]byte, emuDispatchSize*len(cb.ops))
+	recs := make([]byte, dispatchSize*len(cb.ops))
 	for i, op := range cb.ops {
-		err := cb.encode(recs[i*emuDispatchSize:], op, func(a Arg) (uint64, error) {
+		err := cb.encode(recs[i*dispatchSize:], op, func(a metal.Arg) (uint64, error) {
 			if a.Bytes != nil {
 				off := len(blob)
 				blob = append(blob, a.Bytes...)
 				return 1<<63 | uint64(len(a.Bytes))<<32 | uint64(off), nil
 			}
-			eb := a.Buffer.(*emuBuffer)
+			eb := a.Buffer.(*buffer)
 			if eb.released.Load() {
-				return 0, fmt.Errorf("%w: buffer(%d) released before the command buffer ran", ErrDeviceClosed, a.Index)
+				return 0, fmt.Errorf("%w: buffer(%d) released before the command buffer ran", metal.ErrDeviceClosed, a.Index)
 			}
 			j, ok := index[eb]
 			if !ok {
@@ -754,13 +745,13 @@ func (cb *emuCommandBuffer) runASan(ctx context.Context) error {
 	if ctx.Err() != nil || cb.cancel.Load() {
 		return fmt.Errorf("metal: asan runner stopped: %w", context.Canceled)
 	}
-	return emuASanError(stderr.String(), runErr)
+	return asanError(stderr.String(), runErr)
 }
 
-// emuASanError reads the runner's stderr: an emulator diagnostic, or an
+// asanError reads the runner's stderr: an emulator diagnostic, or an
 // AddressSanitizer report of which the first frame in a .metal file names
 // the line.
-func emuASanError(stderr string, runErr error) error {
+func asanError(stderr string, runErr error) error {
 	kernel := ""
 	var diag, summary, frame string
 	for _, l := range strings.Split(stderr, "\n") {
@@ -783,13 +774,13 @@ func emuASanError(stderr string, runErr error) error {
 	}
 	switch {
 	case diag != "":
-		return newEmuKernelError(kernel, diag, "")
+		return newKernelError(kernel, diag, "")
 	case summary != "":
 		where := frame
 		if where == "" {
 			where = "an unknown line (no .metal frame in the report)"
 		}
-		return newEmuKernelError(kernel, fmt.Sprintf("kernel %s: %s at %s", kernel, summary, where), stderr)
+		return newKernelError(kernel, fmt.Sprintf("kernel %s: %s at %s", kernel, summary, where), stderr)
 	}
-	return newEmuKernelError(kernel, fmt.Sprintf("kernel %s: asan runner failed: %v: %s", kernel, runErr, strings.TrimSpace(stderr)), stderr)
+	return newKernelError(kernel, fmt.Sprintf("kernel %s: asan runner failed: %v: %s", kernel, runErr, strings.TrimSpace(stderr)), stderr)
 }

@@ -1,5 +1,5 @@
 // TEST ONLY: kernels with the bugs the emulator must report. Line numbers
-// are checked by metal/emu_test.go; keep them stable.
+// are checked by metal/emu/emu_test.go; keep them stable.
 #include <metal_stdlib>
 using namespace metal;
 

@@ -1,4 +1,4 @@
-package metal
+package emu
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"github.com/laya-metal/laya/metal"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -16,13 +17,13 @@ import (
 	"sync"
 
 	"github.com/laya-metal/laya/kernels"
-	"github.com/laya-metal/laya/metal/internal/emurt"
-	"github.com/laya-metal/laya/metal/internal/mslpp"
+	"github.com/laya-metal/laya/metal/emu/internal/mslpp"
+	"github.com/laya-metal/laya/metal/emu/internal/rt"
 )
 
-// emuLibrary is a set of translated .metal sources and their compiled form:
+// library is a set of translated .metal sources and their compiled form:
 // a shared object (normal mode) or an ASan runner executable.
-type emuLibrary struct {
+type library struct {
 	kernels map[string]*mslpp.Kernel
 	// variants are the definitions of a kernel in different #if branches
 	// of one source, when there are several.
@@ -39,28 +40,28 @@ type emuLibrary struct {
 // for bfloat (__bf16). -fwrapv makes signed integer overflow wrap, as GPU
 // integer arithmetic does, instead of being undefined behaviour that the
 // optimiser may turn into a 64-bit result.
-var emuCompileFlags = []string{
+var compileFlags = []string{
 	"-x", "c++", "-std=c++17", "-O1", "-g", "-fPIC", "-fno-exceptions", "-fvisibility=hidden", "-fwrapv",
 	"-w", "-Xclang", "-ffloat16-excess-precision=none", "-Xclang", "-fbfloat16-excess-precision=none",
 }
 
-var emuDefineRe = regexp.MustCompile(`^[A-Za-z_]\w*(=.*)?$`)
+var defineRe = regexp.MustCompile(`^[A-Za-z_]\w*(=.*)?$`)
 
-var emuASanFlags = []string{"-fsanitize=address", "-fno-omit-frame-pointer", "-DMSLEMU_UCONTEXT", "-DMSLEMU_ASAN"}
+var asanFlags = []string{"-fsanitize=address", "-fno-omit-frame-pointer", "-DMSLEMU_UCONTEXT", "-DMSLEMU_ASAN"}
 
-type emuClangInfo struct {
+type clangInfo struct {
 	path, version string
 }
 
-var emuClangCache sync.Map // requested name -> emuClangInfo
+var clangCache sync.Map // requested name -> clangInfo
 
-func emuFindClang(name string) (emuClangInfo, error) {
+func findClang(name string) (clangInfo, error) {
 	names := []string{"clang-19", "clang"}
 	if name != "" {
 		names = []string{name}
 	}
-	if c, ok := emuClangCache.Load(strings.Join(names, ",")); ok {
-		return c.(emuClangInfo), nil
+	if c, ok := clangCache.Load(strings.Join(names, ",")); ok {
+		return c.(clangInfo), nil
 	}
 	for _, n := range names {
 		p, err := exec.LookPath(n)
@@ -77,32 +78,32 @@ func emuFindClang(name string) (emuClangInfo, error) {
 			fmt.Sscanf(v[i+len("version "):], "%d", &major)
 		}
 		if major < 16 {
-			return emuClangInfo{}, fmt.Errorf("%w (found %q)", ErrNoClang, v)
+			return clangInfo{}, fmt.Errorf("%w (found %q)", ErrNoClang, v)
 		}
-		c := emuClangInfo{path: p, version: v}
-		emuClangCache.Store(strings.Join(names, ","), c)
+		c := clangInfo{path: p, version: v}
+		clangCache.Store(strings.Join(names, ","), c)
 		return c, nil
 	}
-	return emuClangInfo{}, fmt.Errorf("%w (looked for %s in PATH)", ErrNoClang, strings.Join(names, ", "))
+	return clangInfo{}, fmt.Errorf("%w (looked for %s in PATH)", ErrNoClang, strings.Join(names, ", "))
 }
 
-func emuDefaultSources() ([]KernelSource, error) {
+func defaultSources() ([]metal.KernelSource, error) {
 	names, err := fs.Glob(kernels.FS(), "*.metal")
 	if err != nil {
 		return nil, err
 	}
-	var srcs []KernelSource
+	var srcs []metal.KernelSource
 	for _, n := range names {
 		b, err := fs.ReadFile(kernels.FS(), n)
 		if err != nil {
 			return nil, err
 		}
-		srcs = append(srcs, KernelSource{Name: "kernels/" + n, Text: string(b)})
+		srcs = append(srcs, metal.KernelSource{Name: "kernels/" + n, Text: string(b)})
 	}
 	return srcs, nil
 }
 
-func emuHash(parts ...string) string {
+func hash(parts ...string) string {
 	h := sha256.New()
 	for _, p := range parts {
 		fmt.Fprintf(h, "%d:%s", len(p), p)
@@ -110,9 +111,9 @@ func emuHash(parts ...string) string {
 	return hex.EncodeToString(h.Sum(nil))[:24]
 }
 
-// emuWriteAtomic writes path unless it exists; concurrent test processes may
+// writeAtomic writes path unless it exists; concurrent test processes may
 // race on the same cache entry, so the file appears by rename.
-func emuWriteAtomic(path string, data []byte) error {
+func writeAtomic(path string, data []byte) error {
 	if _, err := os.Stat(path); err == nil {
 		return nil
 	}
@@ -131,20 +132,20 @@ func emuWriteAtomic(path string, data []byte) error {
 	return os.Rename(tmp.Name(), path)
 }
 
-// emuBuildLibrary translates and compiles sources, reusing cached objects.
-func emuBuildLibrary(ctx context.Context, opts EmulatorOptions) (*emuLibrary, error) {
-	clang, err := emuFindClang(opts.Clang)
+// buildLibrary translates and compiles sources, reusing cached objects.
+func buildLibrary(ctx context.Context, opts Options) (*library, error) {
+	clang, err := findClang(opts.Clang)
 	if err != nil {
 		return nil, err
 	}
 	srcs := opts.Sources
 	if srcs == nil {
-		if srcs, err = emuDefaultSources(); err != nil {
+		if srcs, err = defaultSources(); err != nil {
 			return nil, fmt.Errorf("metal: reading package kernels: %w", err)
 		}
 	}
 	if len(srcs) == 0 {
-		return nil, fmt.Errorf("%w: no kernel sources", ErrShaderCompile)
+		return nil, fmt.Errorf("%w: no kernel sources", metal.ErrShaderCompile)
 	}
 	cache := opts.CacheDir
 	if cache == "" {
@@ -158,7 +159,7 @@ func emuBuildLibrary(ctx context.Context, opts EmulatorOptions) (*emuLibrary, er
 	// The runtime sources go to a directory named by their hash: clang
 	// needs them on disk for -I, and the hash keys every object built on them.
 	var rtParts []string
-	rtFS, err := fs.Sub(emurt.Files, "src")
+	rtFS, err := fs.Sub(rt.Files, "src")
 	if err != nil {
 		return nil, err
 	}
@@ -170,49 +171,49 @@ func emuBuildLibrary(ctx context.Context, opts EmulatorOptions) (*emuLibrary, er
 		b, _ := fs.ReadFile(rtFS, e.Name())
 		rtParts = append(rtParts, e.Name(), string(b))
 	}
-	flags := append([]string(nil), emuCompileFlags...)
+	flags := append([]string(nil), compileFlags...)
 	if opts.ASan {
-		flags = append(flags, emuASanFlags...)
+		flags = append(flags, asanFlags...)
 	}
 	for _, d := range opts.Defines {
-		if !emuDefineRe.MatchString(d) {
-			return nil, fmt.Errorf("%w: define %q: want NAME or NAME=VALUE", ErrShaderCompile, d)
+		if !defineRe.MatchString(d) {
+			return nil, fmt.Errorf("%w: define %q: want NAME or NAME=VALUE", metal.ErrShaderCompile, d)
 		}
 		flags = append(flags, "-D"+d)
 	}
-	key := emuHash(append(append(rtParts, clang.version, runtime.GOOS, runtime.GOARCH), flags...)...)
+	key := hash(append(append(rtParts, clang.version, runtime.GOOS, runtime.GOARCH), flags...)...)
 	inc := filepath.Join(cache, "rt-"+key)
 	if err := os.MkdirAll(inc, 0o755); err != nil {
 		return nil, fmt.Errorf("metal: emulator cache: %w", err)
 	}
 	for _, e := range entries {
 		b, _ := fs.ReadFile(rtFS, e.Name())
-		if err := emuWriteAtomic(filepath.Join(inc, e.Name()), b); err != nil {
+		if err := writeAtomic(filepath.Join(inc, e.Name()), b); err != nil {
 			return nil, fmt.Errorf("metal: emulator cache: %w", err)
 		}
 	}
 
-	lib := &emuLibrary{kernels: map[string]*mslpp.Kernel{}, variants: map[string][]*mslpp.Kernel{}, constants: map[string][]mslpp.FunctionConstant{}, unitOf: map[string]string{}}
-	byName := map[string]KernelSource{}
+	lib := &library{kernels: map[string]*mslpp.Kernel{}, variants: map[string][]*mslpp.Kernel{}, constants: map[string][]mslpp.FunctionConstant{}, unitOf: map[string]string{}}
+	byName := map[string]metal.KernelSource{}
 	for _, s := range srcs {
 		byName[s.Name] = s
 	}
-	includer := emuIncluder(byName)
+	includer := newIncluder(byName)
 	type unit struct{ name, cpp, obj string }
-	units := []unit{{name: emurt.Runtime, obj: filepath.Join(inc, "runtime.o")}}
+	units := []unit{{name: rt.Runtime, obj: filepath.Join(inc, "runtime.o")}}
 	if opts.ASan {
-		units = append(units, unit{name: emurt.Runner, obj: filepath.Join(inc, "runner.o")})
+		units = append(units, unit{name: rt.Runner, obj: filepath.Join(inc, "runner.o")})
 	}
 	for _, s := range srcs {
 		u, err := mslpp.Translate(mslpp.Source{Name: s.Name, Text: s.Text}, includer)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrShaderCompile, err)
+			return nil, fmt.Errorf("%w: %w", metal.ErrShaderCompile, err)
 		}
 		for i := range u.Kernels {
 			k := &u.Kernels[i]
 			if o, dup := lib.kernels[k.Name]; dup {
 				if o.Guard == k.Guard || lib.unitOf[k.Name] != s.Name {
-					return nil, fmt.Errorf("%w: kernel %s is defined in %s:%d and %s:%d", ErrShaderCompile, k.Name, o.File, o.Line, k.File, k.Line)
+					return nil, fmt.Errorf("%w: kernel %s is defined in %s:%d and %s:%d", metal.ErrShaderCompile, k.Name, o.File, o.Line, k.File, k.Line)
 				}
 				// Branches of #if: which one exists is known once loaded.
 				if len(lib.variants[k.Name]) == 0 {
@@ -225,7 +226,7 @@ func emuBuildLibrary(ctx context.Context, opts EmulatorOptions) (*emuLibrary, er
 			lib.unitOf[k.Name] = s.Name
 		}
 		lib.constants[s.Name] = u.Constants
-		units = append(units, unit{name: s.Name, cpp: u.CPP, obj: filepath.Join(cache, "k-"+emuHash(key, u.CPP)+".o")})
+		units = append(units, unit{name: s.Name, cpp: u.CPP, obj: filepath.Join(cache, "k-"+hash(key, u.CPP)+".o")})
 	}
 
 	// Compile what the cache lacks, up to GOMAXPROCS at a time.
@@ -247,9 +248,9 @@ func emuBuildLibrary(ctx context.Context, opts EmulatorOptions) (*emuLibrary, er
 				src = "-"
 				stdin = []byte(u.cpp)
 			}
-			errs[i] = emuClang(ctx, clang.path, u.obj, stdin, append(append([]string{}, flags...), "-I", inc, "-c", src)...)
+			errs[i] = runClang(ctx, clang.path, u.obj, stdin, append(append([]string{}, flags...), "-I", inc, "-c", src)...)
 			if errs[i] != nil {
-				errs[i] = fmt.Errorf("%w: %s:\n%w", ErrShaderCompile, u.name, errs[i])
+				errs[i] = fmt.Errorf("%w: %s:\n%w", metal.ErrShaderCompile, u.name, errs[i])
 			}
 		}()
 	}
@@ -271,23 +272,23 @@ func emuBuildLibrary(ctx context.Context, opts EmulatorOptions) (*emuLibrary, er
 		linkFlags = append(linkFlags, "-lstdc++")
 	}
 	if opts.ASan {
-		lib.path = filepath.Join(cache, "runner-"+emuHash(append(objs, key)...))
+		lib.path = filepath.Join(cache, "runner-"+hash(append(objs, key)...))
 		linkFlags = append(linkFlags, "-fsanitize=address")
-		lib.symbolize = emuFindSymbolizer(clang.path)
+		lib.symbolize = findSymbolizer(clang.path)
 	} else {
-		lib.path = filepath.Join(cache, "lib-"+emuHash(append(objs, key)...)+".so")
+		lib.path = filepath.Join(cache, "lib-"+hash(append(objs, key)...)+".so")
 		linkFlags = append(linkFlags, "-shared")
 	}
 	if _, err := os.Stat(lib.path); err != nil {
-		if err := emuClang(ctx, clang.path, lib.path, nil, append(objs, linkFlags...)...); err != nil {
-			return nil, fmt.Errorf("%w: linking: %w", ErrShaderCompile, err)
+		if err := runClang(ctx, clang.path, lib.path, nil, append(objs, linkFlags...)...); err != nil {
+			return nil, fmt.Errorf("%w: linking: %w", metal.ErrShaderCompile, err)
 		}
 	}
 	return lib, nil
 }
 
-// emuClang runs clang with "-o out" into a temporary name, then renames it.
-func emuClang(ctx context.Context, clang, out string, stdin []byte, args ...string) error {
+// runClang runs clang with "-o out" into a temporary name, then renames it.
+func runClang(ctx context.Context, clang, out string, stdin []byte, args ...string) error {
 	tmp := fmt.Sprintf("%s.tmp%d", out, os.Getpid())
 	cmd := exec.CommandContext(ctx, clang, append(args, "-o", tmp)...)
 	if stdin != nil {
@@ -302,7 +303,7 @@ func emuClang(ctx context.Context, clang, out string, stdin []byte, args ...stri
 	return os.Rename(tmp, out)
 }
 
-func emuFindSymbolizer(clang string) string {
+func findSymbolizer(clang string) string {
 	if real, err := filepath.EvalSymlinks(clang); err == nil {
 		p := filepath.Join(filepath.Dir(real), "llvm-symbolizer")
 		if _, err := os.Stat(p); err == nil {
@@ -317,9 +318,9 @@ func emuFindSymbolizer(clang string) string {
 	return ""
 }
 
-// emuIncluder resolves a local #include against the given sources by name,
+// newIncluder resolves a local #include against the given sources by name,
 // then against the including file's directory on disk and its ancestors.
-func emuIncluder(byName map[string]KernelSource) mslpp.Includer {
+func newIncluder(byName map[string]metal.KernelSource) mslpp.Includer {
 	return func(from, name string) (mslpp.Source, error) {
 		if s, ok := byName[name]; ok {
 			return mslpp.Source{Name: s.Name, Text: s.Text}, nil
@@ -364,7 +365,7 @@ type KernelInfo struct {
 	Constants []FunctionConstantInfo
 	// Condition is the preprocessor conditionals around the kernel, one
 	// directive a line ("#if defined(HAS_BF16)\n"), or empty: the kernel
-	// exists only when they hold (see EmulatorOptions.Defines).
+	// exists only when they hold (see Options.Defines).
 	Condition string
 }
 
@@ -393,18 +394,18 @@ type FunctionConstantInfo struct {
 }
 
 // ParseKernels reads the kernels of .metal sources without compiling them
-// (no clang needed). Local #includes resolve as for OpenEmulator. Errors
-// wrap ErrShaderCompile and name the file and line.
-func ParseKernels(srcs []KernelSource) ([]KernelInfo, error) {
-	byName := map[string]KernelSource{}
+// (no clang needed). Local #includes resolve as for Open. Errors
+// wrap metal.ErrShaderCompile and name the file and line.
+func ParseKernels(srcs []metal.KernelSource) ([]KernelInfo, error) {
+	byName := map[string]metal.KernelSource{}
 	for _, s := range srcs {
 		byName[s.Name] = s
 	}
 	var out []KernelInfo
 	for _, s := range srcs {
-		u, err := mslpp.Translate(mslpp.Source{Name: s.Name, Text: s.Text}, emuIncluder(byName))
+		u, err := mslpp.Translate(mslpp.Source{Name: s.Name, Text: s.Text}, newIncluder(byName))
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrShaderCompile, err)
+			return nil, fmt.Errorf("%w: %w", metal.ErrShaderCompile, err)
 		}
 		var consts []FunctionConstantInfo
 		for _, c := range u.Constants {

@@ -189,7 +189,7 @@ var (
 )
 
 // standIns are the <metal_*> headers the emulator's runtime directory
-// provides (metal/internal/emurt/src); each includes msl_shim.h.
+// provides (metal/emu/internal/rt/src); each includes msl_shim.h.
 var standIns = map[string]bool{
 	"metal_stdlib": true, "metal_common": true, "metal_compute": true, "metal_geometric": true,
 	"metal_integer": true, "metal_math": true, "metal_relational": true, "metal_simdgroup": true,

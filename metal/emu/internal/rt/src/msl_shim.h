@@ -1,6 +1,6 @@
 // msl_shim.h: the Metal Shading Language subset that the MSL emulator
 // compiles with clang as C++. A .metal file run through the Go preprocessor
-// (metal/internal/mslpp) includes this header instead of Apple's
+// (metal/emu/internal/mslpp) includes this header instead of Apple's
 // <metal_stdlib>; its kernels then run with every GPU thread as a fiber of
 // mslemu_runtime.cpp.
 //

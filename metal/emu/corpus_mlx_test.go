@@ -1,6 +1,6 @@
 //go:build linux || darwin
 
-package metal
+package emu_test
 
 import (
 	"encoding/binary"
@@ -10,7 +10,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/laya-metal/laya/weights"
+	"github.com/laya-metal/laya/internal/half"
+
+	. "github.com/laya-metal/laya/metal"
+	"github.com/laya-metal/laya/metal/emu"
 )
 
 // Kernels of the corpus written in the style of MLX's and llama.cpp's
@@ -30,7 +33,7 @@ func cpInts(n int, seed uint64, lo, hi int) []float32 {
 }
 
 func TestCorpusSteelGEMM(t *testing.T) {
-	for _, sc := range Schedules {
+	for _, sc := range emu.Schedules {
 		d := openCorpus(t, "steel_gemm.metal", sc)
 		for _, c := range []struct {
 			kernel   string
@@ -62,7 +65,7 @@ func TestCorpusSteelGEMM(t *testing.T) {
 				consts = append(consts, Constant{Index: 300, Value: c.scale})
 			}
 			// One threadgroup more than needed in x: it must leave early.
-			cpDispatch(t, d, c.kernel, consts, Size3{tilesN + 1, tilesM, 1}, Size3{128, 1, 1},
+			cpDispatch(t, d, c.kernel, consts, Size3{X: tilesN + 1, Y: tilesM, Z: 1}, Size3{X: 128, Y: 1, Z: 1},
 				Arg{Index: 0, Buffer: ba}, Arg{Index: 1, Buffer: bb}, Arg{Index: 3, Buffer: bd}, Arg{Index: 4, Bytes: params})
 			bad := 0
 			for i := 0; i < c.m && bad < 3; i++ {
@@ -74,7 +77,7 @@ func TestCorpusSteelGEMM(t *testing.T) {
 					want *= float64(c.scale)
 					var got float64
 					if c.half {
-						got = float64(weights.Float16ToFloat32(binary.LittleEndian.Uint16(bd.Bytes()[2*(i*c.n+j):])))
+						got = float64(half.Float16ToFloat32(binary.LittleEndian.Uint16(bd.Bytes()[2*(i*c.n+j):])))
 					} else {
 						got = float64(math.Float32frombits(binary.LittleEndian.Uint32(bd.Bytes()[4*(i*c.n+j):])))
 					}
@@ -102,7 +105,7 @@ func TestCorpusMLXOps(t *testing.T) {
 	xs := []float32{7, -7, 7, -7, 5.5, -5.5, 9, 0}
 	ys := []float32{3, 3, -3, -3, 2, 2, 4, 5}
 	const n = 8
-	for _, sc := range Schedules {
+	for _, sc := range emu.Schedules {
 		d := openCorpus(t, "mlx_ops.metal", sc)
 		for _, c := range []struct {
 			kernel string
@@ -124,7 +127,7 @@ func TestCorpusMLXOps(t *testing.T) {
 				a, b = cpIntVals(a), cpIntVals(b)
 			}
 			ba, bb, bc := cpTyped(t, d, c.elem, a), cpTyped(t, d, c.elem, b), cpTyped(t, d, c.elem, make([]float32, n))
-			cpDispatch(t, d, c.kernel, nil, Size3{2, 1, 1}, Size3{4, 1, 1}, Arg{Index: 0, Buffer: ba}, Arg{Index: 1, Buffer: bb}, Arg{Index: 2, Buffer: bc})
+			cpDispatch(t, d, c.kernel, nil, Size3{X: 2, Y: 1, Z: 1}, Size3{X: 4, Y: 1, Z: 1}, Arg{Index: 0, Buffer: ba}, Arg{Index: 1, Buffer: bb}, Arg{Index: 2, Buffer: bc})
 			got := cpReadTyped(bc, c.elem, n)
 			for i := range n {
 				if w := c.want(float64(a[i]), float64(b[i])); got[i] != w {
@@ -147,7 +150,7 @@ func TestCorpusMLXOps(t *testing.T) {
 			return out
 		}
 		// elem_to_loc_2 reads strides[1] for x (column) and strides[0] for y (row).
-		cpDispatch(t, d, "gmulfloat32_2", nil, Size3{1, rows, 1}, Size3{cols, 1, 1},
+		cpDispatch(t, d, "gmulfloat32_2", nil, Size3{X: 1, Y: rows, Z: 1}, Size3{X: cols, Y: 1, Z: 1},
 			Arg{Index: 0, Buffer: ba}, Arg{Index: 1, Buffer: bb}, Arg{Index: 2, Buffer: bc},
 			Arg{Index: 3, Bytes: u64(cols, 1)}, Arg{Index: 4, Bytes: u64(0, 1)})
 		got := readF32(bc, rows*cols)
@@ -170,7 +173,7 @@ func TestCorpusMLXOps(t *testing.T) {
 		} {
 			ba, bb := cpTyped(t, d, c.elem, c.a), cpTyped(t, d, c.elem, c.b)
 			bq, br := cpTyped(t, d, c.elem, make([]float32, 4)), cpTyped(t, d, c.elem, make([]float32, 4))
-			cpDispatch(t, d, c.kernel, nil, Size3{1, 1, 1}, Size3{4, 1, 1}, Arg{Index: 0, Buffer: ba}, Arg{Index: 1, Buffer: bb}, Arg{Index: 2, Buffer: bq}, Arg{Index: 3, Buffer: br})
+			cpDispatch(t, d, c.kernel, nil, Size3{X: 1, Y: 1, Z: 1}, Size3{X: 4, Y: 1, Z: 1}, Arg{Index: 0, Buffer: ba}, Arg{Index: 1, Buffer: bb}, Arg{Index: 2, Buffer: bq}, Arg{Index: 3, Buffer: br})
 			q, r := cpReadTyped(bq, c.elem, 4), cpReadTyped(br, c.elem, 4)
 			for i := range 4 {
 				if q[i] != c.q[i] || r[i] != c.r[i] {
@@ -183,7 +186,7 @@ func TestCorpusMLXOps(t *testing.T) {
 		ca := []float32{1, 2, 3, -1, 0.5, 0.25}
 		cb := []float32{-1, 1, 2, 0, 4, -4}
 		bca, bcb, bco, bre := f32Buffer(t, d, ca), f32Buffer(t, d, cb), f32Buffer(t, d, make([]float32, 6)), f32Buffer(t, d, make([]float32, 3))
-		cpDispatch(t, d, "complex_fma", nil, Size3{1, 1, 1}, Size3{3, 1, 1}, Arg{Index: 0, Buffer: bca}, Arg{Index: 1, Buffer: bcb}, Arg{Index: 2, Buffer: bco}, Arg{Index: 3, Buffer: bre})
+		cpDispatch(t, d, "complex_fma", nil, Size3{X: 1, Y: 1, Z: 1}, Size3{X: 3, Y: 1, Z: 1}, Arg{Index: 0, Buffer: bca}, Arg{Index: 1, Buffer: bcb}, Arg{Index: 2, Buffer: bco}, Arg{Index: 3, Buffer: bre})
 		co, re := readF32(bco, 6), readF32(bre, 3)
 		for i := range 3 {
 			ar, ai := float64(ca[2*i]), float64(ca[2*i+1])
@@ -229,7 +232,7 @@ func cpReadTyped(b Buffer, elem string, n int) []float64 {
 		case "f32":
 			out[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(b.Bytes()[4*i:])))
 		case "f16":
-			out[i] = float64(weights.Float16ToFloat32(binary.LittleEndian.Uint16(b.Bytes()[2*i:])))
+			out[i] = float64(half.Float16ToFloat32(binary.LittleEndian.Uint16(b.Bytes()[2*i:])))
 		case "i32":
 			out[i] = float64(int32(binary.LittleEndian.Uint32(b.Bytes()[4*i:])))
 		case "u32":
@@ -254,7 +257,7 @@ func TestCorpusGGMLStyle(t *testing.T) {
 		}
 		return b
 	}
-	for _, sc := range Schedules {
+	for _, sc := range emu.Schedules {
 		d := openCorpus(t, "ggml_style.metal", sc)
 
 		// get_rows from q8_0 blocks: 3 source rows of 64 values (2 blocks),
@@ -266,7 +269,7 @@ func TestCorpusGGMLStyle(t *testing.T) {
 			for b := 0; b < 2; b++ {
 				off := (r*2 + b) * blockBytes
 				scale := float32(0.5 * float64(1+r+b)) // exact in half
-				binary.LittleEndian.PutUint16(q.Bytes()[off:], weights.Float32ToFloat16(scale))
+				binary.LittleEndian.PutUint16(q.Bytes()[off:], half.Float32ToFloat16(scale))
 				for i := 0; i < 32; i++ {
 					v := int8((r*37+b*11+i*5)%51 - 25)
 					q.Bytes()[off+2+i] = byte(v)
@@ -278,7 +281,7 @@ func TestCorpusGGMLStyle(t *testing.T) {
 		bidx := cpU32Buffer(t, d, idx)
 		out := f32Buffer(t, d, make([]float32, len(idx)*rowLen))
 		args := append(cpU32Bytes(rowLen/16, 0), u64(2*blockBytes, 4, rowLen*4)...)
-		cpDispatch(t, d, "kernel_get_rows_q8_0", []Constant{{Index: 600, Value: float32(-2)}}, Size3{len(idx), 1, 1}, Size3{3, 1, 1},
+		cpDispatch(t, d, "kernel_get_rows_q8_0", []Constant{{Index: 600, Value: float32(-2)}}, Size3{X: len(idx), Y: 1, Z: 1}, Size3{X: 3, Y: 1, Z: 1},
 			Arg{Index: 0, Bytes: args}, Arg{Index: 1, Buffer: q}, Arg{Index: 2, Buffer: bidx}, Arg{Index: 3, Buffer: out})
 		got := readF32(out, len(idx)*rowLen)
 		for i, r := range idx {
@@ -292,7 +295,7 @@ func TestCorpusGGMLStyle(t *testing.T) {
 		hv := cpInts(srcRows*rowLen, 5, -30, 30)
 		hb := f16Buffer(t, d, hv)
 		args = append(cpU32Bytes(rowLen/16, 0), u64(rowLen*2, 4, rowLen*4)...)
-		cpDispatch(t, d, "kernel_get_rows_f16", []Constant{{Index: 600, Value: float32(0.5)}}, Size3{len(idx), 1, 1}, Size3{2, 1, 1},
+		cpDispatch(t, d, "kernel_get_rows_f16", []Constant{{Index: 600, Value: float32(0.5)}}, Size3{X: len(idx), Y: 1, Z: 1}, Size3{X: 2, Y: 1, Z: 1},
 			Arg{Index: 0, Bytes: args}, Arg{Index: 1, Buffer: hb}, Arg{Index: 2, Buffer: bidx}, Arg{Index: 3, Buffer: out})
 		got = readF32(out, len(idx)*rowLen)
 		for i, r := range idx {
@@ -321,7 +324,7 @@ func TestCorpusGGMLStyle(t *testing.T) {
 			bv, bo := f32Buffer(t, d, v), f32Buffer(t, d, make([]float32, mvRows))
 			kargs := append(cpU32Bytes(mvCols, mvRows), u64(uint64(rowBytes))...)
 			kargs = append(kargs, cpU32Bytes(mvCols, 0)...)
-			cpDispatch(t, d, c.kernel, nil, Size3{mvRows / 2, 1, 1}, Size3{64, 1, 1},
+			cpDispatch(t, d, c.kernel, nil, Size3{X: mvRows / 2, Y: 1, Z: 1}, Size3{X: 64, Y: 1, Z: 1},
 				Arg{Index: 0, Bytes: kargs}, Arg{Index: 1, Buffer: bm}, Arg{Index: 2, Buffer: bv}, Arg{Index: 3, Buffer: bo}, Arg{Index: 0, ThreadgroupBytes: 64})
 			got := readF32(bo, mvRows)
 			for r := 0; r < mvRows; r++ {
@@ -340,7 +343,7 @@ func TestCorpusGGMLStyle(t *testing.T) {
 		a := cpInts(8*kk, 8, -4, 4)
 		b := cpInts(kk*8, 9, -4, 4)
 		ba, bb, bc := f16Buffer(t, d, a), f32Buffer(t, d, b), f32Buffer(t, d, make([]float32, 64))
-		cpDispatch(t, d, "kernel_mul_mm_8x8", nil, Size3{1, 1, 1}, Size3{32, 1, 1},
+		cpDispatch(t, d, "kernel_mul_mm_8x8", nil, Size3{X: 1, Y: 1, Z: 1}, Size3{X: 32, Y: 1, Z: 1},
 			Arg{Index: 0, Buffer: ba}, Arg{Index: 1, Buffer: bb}, Arg{Index: 2, Buffer: bc}, Arg{Index: 3, Bytes: cpU32Bytes(kk)}, Arg{Index: 0, ThreadgroupBytes: 8 * kk * 6})
 		gotC := readF32(bc, 64)
 		for i := 0; i < 8; i++ {
@@ -364,7 +367,7 @@ func TestCorpusGGMLStyle(t *testing.T) {
 		bx := f32Buffer(t, d, xs)
 		for _, order := range []string{"asc", "desc"} {
 			bdst := cpU32Buffer(t, d, make([]uint32, sortRows*sortCols))
-			cpDispatch(t, d, "kernel_argsort_f32_i32_"+order, nil, Size3{1, sortRows, 1}, Size3{sortPad, 1, 1},
+			cpDispatch(t, d, "kernel_argsort_f32_i32_"+order, nil, Size3{X: 1, Y: sortRows, Z: 1}, Size3{X: sortPad, Y: 1, Z: 1},
 				Arg{Index: 0, Buffer: bx}, Arg{Index: 1, Buffer: bdst}, Arg{Index: 2, Bytes: u64(sortCols)}, Arg{Index: 3, Bytes: u64(sortPad)}, Arg{Index: 0, ThreadgroupBytes: 4 * sortPad})
 			perm := cpReadU32(bdst, sortRows*sortCols)
 			for r := 0; r < sortRows; r++ {
@@ -390,7 +393,7 @@ func TestCorpusGGMLStyle(t *testing.T) {
 
 func TestCorpusMLXScan(t *testing.T) {
 	const rows, n = 2, 300 // 300 is not a multiple of N_READS * threads
-	for _, sc := range Schedules {
+	for _, sc := range emu.Schedules {
 		d := openCorpus(t, "mlx_scan.metal", sc)
 		for _, c := range []struct {
 			kernel  string
@@ -436,7 +439,7 @@ func TestCorpusMLXScan(t *testing.T) {
 			bin, bout := cpTyped(t, d, c.elem, c.in), cpTyped(t, d, c.elem, make([]float32, rows*n))
 			u64 := make([]byte, 8)
 			binary.LittleEndian.PutUint64(u64, n)
-			cpDispatch(t, d, c.kernel, nil, Size3{rows, 1, 1}, Size3{c.threads, 1, 1}, Arg{Index: 0, Buffer: bin}, Arg{Index: 1, Buffer: bout}, Arg{Index: 2, Bytes: u64})
+			cpDispatch(t, d, c.kernel, nil, Size3{X: rows, Y: 1, Z: 1}, Size3{X: c.threads, Y: 1, Z: 1}, Arg{Index: 0, Buffer: bin}, Arg{Index: 1, Buffer: bout}, Arg{Index: 2, Bytes: u64})
 			got := cpReadTyped(bout, c.elem, rows*n)
 			for r := 0; r < rows; r++ {
 				want := c.want(c.in[r*n : (r+1)*n])
@@ -467,7 +470,7 @@ func TestCorpusMLXScan(t *testing.T) {
 		}
 		u64 := make([]byte, 8)
 		binary.LittleEndian.PutUint64(u64, n)
-		cpDispatch(t, d, "contig_scan_true_CumProd_bool_", nil, Size3{rows, 1, 1}, Size3{64, 1, 1}, Arg{Index: 0, Buffer: bin}, Arg{Index: 1, Buffer: bout}, Arg{Index: 2, Bytes: u64})
+		cpDispatch(t, d, "contig_scan_true_CumProd_bool_", nil, Size3{X: rows, Y: 1, Z: 1}, Size3{X: 64, Y: 1, Z: 1}, Arg{Index: 0, Buffer: bin}, Arg{Index: 1, Buffer: bout}, Arg{Index: 2, Bytes: u64})
 		for r := 0; r < rows; r++ {
 			acc := byte(1)
 			for i := 0; i < n; i++ {
@@ -492,7 +495,7 @@ func cpProdVals(n int) []float32 {
 }
 
 func TestCorpusConditional(t *testing.T) {
-	for _, sc := range Schedules {
+	for _, sc := range emu.Schedules {
 		d := openCorpus(t, "conditional.metal", sc)
 		for _, c := range []struct {
 			kernel string
@@ -503,13 +506,13 @@ func TestCorpusConditional(t *testing.T) {
 			{"guarded_header_kernel", []uint32{0, 7, 14}},
 		} {
 			out := cpU32Buffer(t, d, make([]uint32, 3))
-			cpDispatch(t, d, c.kernel, nil, Size3{1, 1, 1}, Size3{3, 1, 1}, Arg{Index: 0, Buffer: out})
+			cpDispatch(t, d, c.kernel, nil, Size3{X: 1, Y: 1, Z: 1}, Size3{X: 3, Y: 1, Z: 1}, Arg{Index: 0, Buffer: out})
 			if got := cpReadU32(out, 3); fmt.Sprint(got) != fmt.Sprint(c.want) {
 				t.Errorf("%s %s = %v, want %v", sc, c.kernel, got, c.want)
 			}
 		}
 		x, y := f32Buffer(t, d, []float32{1, -2.5}), f32Buffer(t, d, make([]float32, 2))
-		cpDispatch(t, d, "scale_f32", nil, Size3{1, 1, 1}, Size3{2, 1, 1}, Arg{Index: 0, Buffer: x}, Arg{Index: 1, Buffer: y})
+		cpDispatch(t, d, "scale_f32", nil, Size3{X: 1, Y: 1, Z: 1}, Size3{X: 2, Y: 1, Z: 1}, Arg{Index: 0, Buffer: x}, Arg{Index: 1, Buffer: y})
 		if got := readF32(y, 2); got[0] != 3 || got[1] != -7.5 {
 			t.Errorf("%s scale_f32 = %v, want [3 -7.5]", sc, got)
 		}
@@ -521,7 +524,7 @@ func TestCorpusConditional(t *testing.T) {
 
 	// With the host's macros the other branches are compiled.
 	const path = "testdata/corpus/conditional.metal"
-	d := openEmu(t, EmulatorOptions{Sources: testSource(t, path), Defines: []string{"EMU_TEST_HAS_BF16", "EMU_TEST_OLD=1"}, Workers: 2}, path+"|defines")
+	d := openEmu(t, emu.Options{Sources: testSource(t, path), Defines: []string{"EMU_TEST_HAS_BF16", "EMU_TEST_OLD=1"}, Workers: 2}, path+"|defines")
 	x, err := d.NewBuffer(4)
 	if err != nil {
 		t.Fatal(err)
@@ -532,27 +535,27 @@ func TestCorpusConditional(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cpDispatch(t, d, "scale_bf16_guarded", nil, Size3{1, 1, 1}, Size3{2, 1, 1}, Arg{Index: 0, Buffer: x}, Arg{Index: 1, Buffer: y})
+	cpDispatch(t, d, "scale_bf16_guarded", nil, Size3{X: 1, Y: 1, Z: 1}, Size3{X: 2, Y: 1, Z: 1}, Arg{Index: 0, Buffer: x}, Arg{Index: 1, Buffer: y})
 	for i, w := range []float32{4.5, -1.125} {
 		if g := math.Float32frombits(uint32(binary.LittleEndian.Uint16(y.Bytes()[2*i:])) << 16); g != w {
 			t.Errorf("scale_bf16_guarded[%d] = %v, want %v", i, g, w)
 		}
 	}
-	if _, err := OpenEmulator(EmulatorOptions{Sources: testSource(t, path), Defines: []string{"1BAD"}}); !errors.Is(err, ErrShaderCompile) {
-		t.Errorf("OpenEmulator with define 1BAD: err = %v, want ErrShaderCompile", err)
+	if _, err := emu.Open(emu.Options{Sources: testSource(t, path), Defines: []string{"1BAD"}}); !errors.Is(err, ErrShaderCompile) {
+		t.Errorf("emu.Open with define 1BAD: err = %v, want ErrShaderCompile", err)
 	}
 }
 
 func TestCorpusMLXAtomic(t *testing.T) {
 	const groups, threads = 8, 64
-	for _, sc := range Schedules {
+	for _, sc := range emu.Schedules {
 		d := openCorpus(t, "mlx_atomic.metal", sc)
 
 		// int32 sums into 3 slots.
 		in := cpInts(groups*threads, 31, -1000, 1000)
 		bin := cpTyped(t, d, "i32", in)
 		out := cpU32Buffer(t, d, make([]uint32, 3))
-		cpDispatch(t, d, "all_reduce_sum_int32", nil, Size3{groups, 1, 1}, Size3{threads, 1, 1}, Arg{Index: 0, Buffer: bin}, Arg{Index: 1, Buffer: out}, Arg{Index: 2, Bytes: cpU32Bytes(3)})
+		cpDispatch(t, d, "all_reduce_sum_int32", nil, Size3{X: groups, Y: 1, Z: 1}, Size3{X: threads, Y: 1, Z: 1}, Arg{Index: 0, Buffer: bin}, Arg{Index: 1, Buffer: out}, Arg{Index: 2, Bytes: cpU32Bytes(3)})
 		want := make([]int32, 3)
 		for i, v := range in {
 			want[(i/threads)%3] += int32(v)
@@ -571,7 +574,7 @@ func TestCorpusMLXAtomic(t *testing.T) {
 			bin := cpTyped(t, d, c.elem, neg)
 			inf := float32(math.Inf(-1))
 			out := cpTyped(t, d, c.elem, []float32{inf, inf, inf, inf})
-			cpDispatch(t, d, c.kernel, nil, Size3{groups, 1, 1}, Size3{threads, 1, 1}, Arg{Index: 0, Buffer: bin}, Arg{Index: 1, Buffer: out}, Arg{Index: 2, Bytes: cpU32Bytes(2)})
+			cpDispatch(t, d, c.kernel, nil, Size3{X: groups, Y: 1, Z: 1}, Size3{X: threads, Y: 1, Z: 1}, Arg{Index: 0, Buffer: bin}, Arg{Index: 1, Buffer: out}, Arg{Index: 2, Bytes: cpU32Bytes(2)})
 			vals := cpReadTyped(bin, c.elem, len(neg)) // as rounded into the buffer
 			want := []float64{math.Inf(-1), math.Inf(-1)}
 			for i, v := range vals {
@@ -597,7 +600,7 @@ func TestCorpusMLXAtomic(t *testing.T) {
 			want8[(i/threads)%4] += v
 		}
 		o8 := cpU32Buffer(t, d, []uint32{0})
-		cpDispatch(t, d, "all_reduce_sum_uint8", nil, Size3{groups, 1, 1}, Size3{threads, 1, 1}, Arg{Index: 0, Buffer: b8}, Arg{Index: 1, Buffer: o8}, Arg{Index: 2, Bytes: cpU32Bytes(4)})
+		cpDispatch(t, d, "all_reduce_sum_uint8", nil, Size3{X: groups, Y: 1, Z: 1}, Size3{X: threads, Y: 1, Z: 1}, Arg{Index: 0, Buffer: b8}, Arg{Index: 1, Buffer: o8}, Arg{Index: 2, Bytes: cpU32Bytes(4)})
 		if got := o8.Bytes()[:4]; string(got) != string(want8) {
 			t.Errorf("%s all_reduce_sum_uint8 = %v, want %v", sc, got, want8)
 		}
@@ -623,7 +626,7 @@ func TestCorpusMLXAtomic(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cpDispatch(t, d, c.kernel, nil, Size3{1, 1, 1}, Size3{threads, 1, 1}, Arg{Index: 0, Buffer: b64}, Arg{Index: 1, Buffer: o64})
+			cpDispatch(t, d, c.kernel, nil, Size3{X: 1, Y: 1, Z: 1}, Size3{X: threads, Y: 1, Z: 1}, Arg{Index: 0, Buffer: b64}, Arg{Index: 1, Buffer: o64})
 			for s := 0; s < 2; s++ {
 				if g := int64(binary.LittleEndian.Uint64(o64.Bytes()[8*s:])); g != c.want[s] {
 					t.Errorf("%s %s simdgroup %d = %d, want %d", sc, c.kernel, s, g, c.want[s])
@@ -652,7 +655,7 @@ func threefry2x32(key [2]uint32, count [2]uint32) [2]uint32 {
 
 func TestCorpusMLXRandom(t *testing.T) {
 	keys := []uint32{1, 2, 0xdeadbeef, 0x12345678, 0, 0xffffffff}
-	for _, sc := range Schedules {
+	for _, sc := range emu.Schedules {
 		d := openCorpus(t, "mlx_random.metal", sc)
 		for _, c := range []struct {
 			rows        int
@@ -671,7 +674,7 @@ func TestCorpusMLXRandom(t *testing.T) {
 			}
 			bpk := make([]byte, 8)
 			binary.LittleEndian.PutUint64(bpk, uint64(c.bytesPerKey))
-			cpDispatch(t, d, "random_bits", nil, Size3{1, c.rows, 1}, Size3{c.nKeys, 1, 1},
+			cpDispatch(t, d, "random_bits", nil, Size3{X: 1, Y: c.rows, Z: 1}, Size3{X: c.nKeys, Y: 1, Z: 1},
 				Arg{Index: 0, Buffer: bk}, Arg{Index: 1, Buffer: out}, Arg{Index: 2, Bytes: oddByte}, Arg{Index: 3, Bytes: bpk})
 			want := make([]byte, c.nKeys*c.bytesPerKey)
 			half := c.rows
@@ -709,17 +712,17 @@ func TestCorpusPacked(t *testing.T) {
 	tri := cpInts(3*n, 42, -5, 5)
 	params := cpF32Bytes(append([]float32{scale}, bias...)...)
 	for _, h := range hh {
-		params = binary.LittleEndian.AppendUint16(params, weights.Float32ToFloat16(h))
+		params = binary.LittleEndian.AppendUint16(params, half.Float32ToFloat16(h))
 	}
 	params = append(params, cpF32Bytes(dir...)...)
 	params = append(params, cpU32Bytes(n)...)
 	if len(params) != 40 {
 		t.Fatalf("params are %d bytes, want 40", len(params))
 	}
-	for _, sc := range Schedules {
+	for _, sc := range emu.Schedules {
 		d := openCorpus(t, "packed.metal", sc)
 		bx, bo, bt := f32Buffer(t, d, x), f32Buffer(t, d, make([]float32, n)), f32Buffer(t, d, tri)
-		cpDispatch(t, d, "packed_params", nil, Size3{2, 1, 1}, Size3{4, 1, 1},
+		cpDispatch(t, d, "packed_params", nil, Size3{X: 2, Y: 1, Z: 1}, Size3{X: 4, Y: 1, Z: 1},
 			Arg{Index: 0, Buffer: bx}, Arg{Index: 1, Buffer: bo}, Arg{Index: 2, Bytes: params},
 			Arg{Index: 3, Bytes: cpU32Bytes(uint32(dims[0]), uint32(dims[1]), uint32(dims[2]))}, Arg{Index: 4, Buffer: bt})
 		got, gotTri := readF32(bo, n), readF32(bt, 3*n)
@@ -750,7 +753,7 @@ func TestCorpusBoolVectors(t *testing.T) {
 		b[i] = a[i] // some equal lanes
 	}
 	a[5] = float32(math.NaN())
-	for _, sc := range Schedules {
+	for _, sc := range emu.Schedules {
 		d := openCorpus(t, "boolvec.metal", sc)
 		bx := f32Buffer(t, d, x)
 		mask, err := d.NewBuffer(n)
@@ -760,7 +763,7 @@ func TestCorpusBoolVectors(t *testing.T) {
 		for i := range mask.Bytes() {
 			mask.Bytes()[i] = 1
 		}
-		cpDispatch(t, d, "bool_mask_and", nil, Size3{n / 16, 1, 1}, Size3{16, 1, 1}, Arg{Index: 0, Buffer: bx}, Arg{Index: 1, Buffer: mask})
+		cpDispatch(t, d, "bool_mask_and", nil, Size3{X: n / 16, Y: 1, Z: 1}, Size3{X: 16, Y: 1, Z: 1}, Arg{Index: 0, Buffer: bx}, Arg{Index: 1, Buffer: mask})
 		for i, v := range x {
 			if want := byte(b2u(v >= 0)); mask.Bytes()[i] != want {
 				t.Errorf("%s bool_mask_and byte %d = %d, want %d (x = %v)", sc, i, mask.Bytes()[i], want, v)
@@ -773,7 +776,7 @@ func TestCorpusBoolVectors(t *testing.T) {
 			t.Fatal(err)
 		}
 		picked, flags := f32Buffer(t, d, make([]float32, 4*n)), cpU32Buffer(t, d, make([]uint32, n))
-		cpDispatch(t, d, "bool_relations", nil, Size3{n / 32, 1, 1}, Size3{32, 1, 1},
+		cpDispatch(t, d, "bool_relations", nil, Size3{X: n / 32, Y: 1, Z: 1}, Size3{X: 32, Y: 1, Z: 1},
 			Arg{Index: 0, Buffer: ba}, Arg{Index: 1, Buffer: bb}, Arg{Index: 2, Buffer: lt}, Arg{Index: 3, Buffer: picked}, Arg{Index: 4, Buffer: flags})
 		gotPicked, gotFlags := readF32(picked, 4*n), cpReadU32(flags, n)
 		for i := 0; i < n; i++ {
@@ -820,7 +823,7 @@ func TestCorpusMLXBF16Math(t *testing.T) {
 		sum += float64(v)
 		maxv = math.Max(maxv, float64(v))
 	}
-	for _, sc := range Schedules {
+	for _, sc := range emu.Schedules {
 		d := openCorpus(t, "mlx_bf16math.metal", sc)
 		in, err := d.NewBuffer(64)
 		if err != nil {
@@ -828,7 +831,7 @@ func TestCorpusMLXBF16Math(t *testing.T) {
 		}
 		copy(in.Bytes(), bfBytes)
 		out := f32Buffer(t, d, make([]float32, 32*12))
-		cpDispatch(t, d, "bf16_math", nil, Size3{1, 1, 1}, Size3{32, 1, 1}, Arg{Index: 0, Buffer: in}, Arg{Index: 1, Buffer: out})
+		cpDispatch(t, d, "bf16_math", nil, Size3{X: 1, Y: 1, Z: 1}, Size3{X: 32, Y: 1, Z: 1}, Arg{Index: 0, Buffer: in}, Arg{Index: 1, Buffer: out})
 		got := readF32(out, 32*12)
 		for i := 0; i < 32; i++ {
 			a, b := float64(x[i]), float64(x[(i+1)%32])

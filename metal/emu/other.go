@@ -1,14 +1,15 @@
 //go:build !linux && !darwin
 
-package metal
+package emu
 
 import (
 	"errors"
 	"fmt"
+	"github.com/laya-metal/laya/metal"
 )
 
-// OpenEmulator needs mmap and a dynamic loader, which only the linux and
+// Open needs mmap and a dynamic loader, which only the linux and
 // darwin builds use.
-func OpenEmulator(opts EmulatorOptions) (Device, error) {
+func Open(opts Options) (metal.Device, error) {
 	return nil, fmt.Errorf("metal: the MSL emulator runs on linux and darwin only: %w", errors.ErrUnsupported)
 }

@@ -1,9 +1,9 @@
 // Package emurt holds the MSL emulator's C++ sources: the shim header that
 // maps MSL onto clang C++ (msl_shim.h and the <metal_*> stand-ins), the fiber
 // runtime (mslemu_runtime.cpp) and the ASan runner (mslemu_runner.cpp). The
-// metal package writes them into its cache directory and compiles them with
+// emu package writes them into its cache directory and compiles them with
 // clang; nothing here is built by the Go toolchain.
-package emurt
+package rt
 
 import "embed"
 
