@@ -1,9 +1,12 @@
-package metal
+package metal_test
 
 import (
 	"fmt"
 	"os"
 	"testing"
+
+	. "github.com/laya-metal/laya/metal"
+	"github.com/laya-metal/laya/metal/emu"
 )
 
 // attentionCase is one flash attention run against the float64 references
@@ -70,8 +73,8 @@ func TestAttentionFlashEmu(t *testing.T) {
 			}
 		}
 	}
-	for _, s := range Schedules {
-		d := openEmu(t, EmulatorOptions{Schedule: s}, "kernels")
+	for _, s := range emu.Schedules {
+		d := openEmu(t, emu.Options{Schedule: s}, "kernels")
 		k := NewKernels(d)
 		for i, c := range cases {
 			runAttentionCase(t, d, k, c, i%2 == 0)
@@ -86,7 +89,7 @@ func TestAttentionRealShapesEmu(t *testing.T) {
 	if os.Getenv("LAYA_METAL_EMU_REAL_SHAPES") != "1" {
 		t.Skip("set LAYA_METAL_EMU_REAL_SHAPES=1 to run attention at the real model shapes (slow)")
 	}
-	d := openEmu(t, EmulatorOptions{}, "kernels")
+	d := openEmu(t, emu.Options{}, "kernels")
 	k := NewKernels(d)
 	for _, heads := range []int{16, 12} {
 		for _, sliding := range []bool{false, true} {
@@ -96,7 +99,7 @@ func TestAttentionRealShapesEmu(t *testing.T) {
 }
 
 func TestEncodeAttentionRejects(t *testing.T) {
-	d := openEmu(t, EmulatorOptions{}, "kernels")
+	d := openEmu(t, emu.Options{}, "kernels")
 	k := NewKernels(d)
 	buf := f32Buffer(t, d, make([]float32, 4096))
 	base := AttentionOp{QKV: buf, Out: buf, Lengths: []int{4}, Shape: AttentionShape{Batch: 1, SeqLen: 4, Heads: 1, HeadDim: 8, Scale: 1}}

@@ -1,9 +1,12 @@
-package metal
+package metal_test
 
 import (
 	"fmt"
 	"os"
 	"testing"
+
+	. "github.com/laya-metal/laya/metal"
+	"github.com/laya-metal/laya/metal/emu"
 )
 
 // gemmCase is one fused GEMM against the float64 reference: LayerNorm
@@ -152,15 +155,15 @@ func runGemmCase(t *testing.T, d Device, kern *Kernels, c gemmCase) {
 // 93, 97, 200 against three N×K and every input kind) under the forward
 // schedule.
 func TestGemmFusedEmu(t *testing.T) {
-	for _, s := range Schedules {
-		d := openEmu(t, EmulatorOptions{Schedule: s}, "kernels")
+	for _, s := range emu.Schedules {
+		d := openEmu(t, emu.Options{Schedule: s}, "kernels")
 		kern := NewKernels(d)
 		for _, c := range gemmSweep(false) {
 			runGemmCase(t, d, kern, c)
 		}
 	}
 	if os.Getenv("LAYA_METAL_EMU_SWEEP") == "1" {
-		d := openEmu(t, EmulatorOptions{}, "kernels")
+		d := openEmu(t, emu.Options{}, "kernels")
 		kern := NewKernels(d)
 		for _, c := range gemmSweep(true) {
 			runGemmCase(t, d, kern, c)
@@ -175,7 +178,7 @@ func TestGemmRealShapesEmu(t *testing.T) {
 	if os.Getenv("LAYA_METAL_EMU_REAL_SHAPES") != "1" {
 		t.Skip("set LAYA_METAL_EMU_REAL_SHAPES=1 to run the GEMMs at the real model shapes (slow)")
 	}
-	d := openEmu(t, EmulatorOptions{}, "kernels")
+	d := openEmu(t, emu.Options{}, "kernels")
 	kern := NewKernels(d)
 	for _, dims := range [][2]int{{1024, 2624}, {768, 1152}} {
 		h, inner := dims[0], dims[1]

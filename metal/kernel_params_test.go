@@ -1,4 +1,4 @@
-package metal
+package metal_test
 
 import (
 	"encoding/binary"
@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/laya-metal/laya/kernels"
+	. "github.com/laya-metal/laya/metal"
+	"github.com/laya-metal/laya/metal/emu"
 )
 
 // The Go mirrors of the kernels' parameter structs (kernel_params.go) must
@@ -114,7 +116,7 @@ func runLayoutProbe(t *testing.T, file, src string, structs []reflect.Type) erro
 		n += 1 + len(f)
 	}
 	probe := probeSource(src, structs, fields)
-	d := openEmu(t, EmulatorOptions{Sources: []KernelSource{{Name: file, Text: probe}}}, "params:"+file+fmt.Sprint(len(probe), hashString(probe)))
+	d := openEmu(t, emu.Options{Sources: []KernelSource{{Name: file, Text: probe}}}, "params:"+file+fmt.Sprint(len(probe), hashString(probe)))
 	p, err := d.Pipeline("laya_param_probe")
 	if err != nil {
 		return fmt.Errorf("%s: %w", file, err)
@@ -148,10 +150,10 @@ func structsByFile() ([]string, map[string][]reflect.Type) {
 	var files []string
 	by := map[string][]reflect.Type{}
 	for _, ps := range paramStructs {
-		if by[ps.file] == nil {
-			files = append(files, ps.file)
+		if by[ps.File()] == nil {
+			files = append(files, ps.File())
 		}
-		by[ps.file] = append(by[ps.file], reflect.TypeOf(ps.zero))
+		by[ps.File()] = append(by[ps.File()], reflect.TypeOf(ps.Zero()))
 	}
 	return files, by
 }
@@ -170,7 +172,7 @@ func TestParamStructsMatchMetal(t *testing.T) {
 	// Every struct a kernel takes by `constant X&` is mirrored.
 	mirrored := map[string]bool{}
 	for _, ps := range paramStructs {
-		mirrored[reflect.TypeOf(ps.zero).Name()] = true
+		mirrored[reflect.TypeOf(ps.Zero()).Name()] = true
 	}
 	names, err := fs.Glob(kernels.FS(), "*.metal")
 	if err != nil {

@@ -1,4 +1,4 @@
-package metalbackend
+package metal
 
 import (
 	"math/bits"

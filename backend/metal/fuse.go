@@ -1,4 +1,4 @@
-package metalbackend
+package metal
 
 import (
 	"github.com/laya-metal/laya/backend"
