@@ -95,14 +95,3 @@ func EncodeGather(cb CommandBuffer, k *Kernels, op GatherOp) error {
 		Arg{Index: 0, Buffer: op.Table, Offset: op.TableOffset}, index, Arg{Index: 2, Buffer: op.Out},
 		Arg{Index: 3, Bytes: u32s(cols)})
 }
-
-// gatherRowsRef is GatherRows in float64 over a widened table.
-func gatherRowsRef(table []float32, index []uint32, cols int) []float64 {
-	out := make([]float64, 0, len(index)*cols)
-	for _, r := range index {
-		for _, v := range table[int(r)*cols : int(r+1)*cols] {
-			out = append(out, float64(v))
-		}
-	}
-	return out
-}

@@ -3,6 +3,8 @@ package metal
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
+	"sync"
 )
 
 // Kernels dispatches this repository's kernels (package kernels) on a
@@ -12,7 +14,21 @@ import (
 // encode, but do not commit.
 type Kernels struct {
 	dev Device
+	// pipes caches pipelines by kernel and constants, so that a dispatch
+	// does not build the device's cache key (or box constants) each time.
+	pipes sync.Map // pipelineKey → Pipeline
 }
+
+// pipelineKey identifies a specialised pipeline; kernels take at most
+// maxKeyConstants function constants.
+type pipelineKey struct {
+	name   string
+	n      int
+	index  [maxKeyConstants]int32
+	values [maxKeyConstants]uint32
+}
+
+const maxKeyConstants = 12
 
 // NewKernels wraps a device whose library holds package kernels' sources.
 func NewKernels(dev Device) *Kernels { return &Kernels{dev: dev} }
@@ -21,9 +37,38 @@ func NewKernels(dev Device) *Kernels { return &Kernels{dev: dev} }
 func (k *Kernels) Device() Device { return k.dev }
 
 func (k *Kernels) pipeline(name string, constants ...Constant) (Pipeline, error) {
-	p, err := k.dev.Pipeline(name, constants...)
+	key, cacheable := pipelineKey{name: name, n: len(constants)}, len(constants) <= maxKeyConstants
+	for i, c := range constants {
+		if !cacheable {
+			break
+		}
+		key.index[i] = int32(c.Index)
+		switch v := c.Value.(type) {
+		case bool:
+			if v {
+				key.values[i] = 1
+			}
+		case uint32:
+			key.values[i] = v
+		case int32:
+			key.values[i] = uint32(v)
+		case float32:
+			key.values[i] = math.Float32bits(v)
+		default:
+			cacheable = false
+		}
+	}
+	if cacheable {
+		if p, ok := k.pipes.Load(key); ok {
+			return p.(Pipeline), nil
+		}
+	}
+	p, err := k.dev.Pipeline(name, append([]Constant(nil), constants...)...)
 	if err != nil {
 		return nil, fmt.Errorf("metal: kernel %s: %w", name, err)
+	}
+	if cacheable {
+		k.pipes.Store(key, p)
 	}
 	return p, nil
 }

@@ -37,26 +37,27 @@ type arena struct {
 	allocated int
 }
 
-// take returns a zeroed buffer of at least n bytes: a free one of n's class
-// (cleared here: shared storage, host-visible) or a new one.
-func (b *Backend) take(n int) (metal.Buffer, error) {
+// take returns a buffer of at least n bytes: a free one of n's class, whose
+// contents are those of its last use (reused is true), or a new, zeroed
+// one.
+func (b *Backend) take(n int) (buf metal.Buffer, reused bool, err error) {
 	class := sizeClass(n)
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
-		return nil, ErrClosed
+		return nil, false, ErrClosed
 	}
 	if free := b.arena.free[class]; len(free) > 0 {
 		buf := free[len(free)-1]
 		b.arena.free[class] = free[:len(free)-1]
 		b.arena.bytes -= class
 		b.mu.Unlock()
-		clear(buf.Bytes())
-		return buf, nil
+		return buf, true, nil
 	}
 	b.arena.allocated++
 	b.mu.Unlock()
-	return b.dev.NewBuffer(class)
+	buf, err = b.dev.NewBuffer(class)
+	return buf, false, err
 }
 
 // giveBack keeps bufs for later streams, or releases them when the arena is

@@ -94,6 +94,9 @@ type tensor struct {
 	elem       metal.Elem
 	be         *Backend
 	stream     *Stream // nil for weights
+	// stale: buf came from the arena holding a former tensor's values;
+	// zeroed before the first read (Stream.readable).
+	stale bool
 
 	wideOnce sync.Once
 	wide     metal.Buffer

@@ -105,23 +105,23 @@ func (s *Stream) Discard(ts ...backend.Tensor) {
 }
 
 func (s *Stream) encodeLayerNorm(op metal.LayerNormOp) {
-	s.encode("layerNorm", []metal.Buffer{op.In, op.Weight, op.Bias}, []metal.Buffer{op.Out}, func(cb metal.CommandBuffer) error {
-		return metal.EncodeLayerNorm(cb, s.be.kern, op)
-	})
+	if reads, writes := []metal.Buffer{op.In, op.Weight, op.Bias}, []metal.Buffer{op.Out}; s.begin("layerNorm", reads, writes) {
+		s.end("layerNorm", metal.EncodeLayerNorm(s.cb, s.be.kern, op), reads, writes)
+	}
 }
 
 // encodeLinear encodes a pending Linear: its LayerNorm as a prologue or as
 // a dispatch of its own, Y stored or not.
 func (s *Stream) encodeLinear(p *pendingLinear) {
 	op := p.op
-	name := "linear"
+	ln := 0
 	if p.ln != nil {
 		if p.ln.discarded {
 			op.X = p.ln.op.In
 			op.LNWeight, op.LNWeightOffset = p.ln.op.Weight, p.ln.op.WeightOffset
 			op.LNBias, op.LNBiasOffset = p.ln.op.Bias, p.ln.op.BiasOffset
 			op.Eps = p.ln.op.Eps
-			name = "layerNorm+" + name
+			ln = 1
 		} else {
 			s.encodeLayerNorm(p.ln.op)
 		}
@@ -129,29 +129,45 @@ func (s *Stream) encodeLinear(p *pendingLinear) {
 	if p.yDiscarded && (op.Gated != nil || op.Residual != nil) {
 		op.Y = nil
 	}
+	epilogue := 0
 	switch {
 	case op.Gated != nil:
-		name += "+geglu"
+		epilogue = 1
 	case op.Act == metal.ActGELU:
-		name += "+gelu"
+		epilogue = 2
 	case op.Act == metal.ActReLU:
-		name += "+relu"
+		epilogue = 3
 	}
+	residual := 0
 	if op.Residual != nil {
-		name += "+residual"
+		residual = 1
 	}
+	name := linearNames[ln][epilogue][residual]
 	reads := []metal.Buffer{op.X, op.W, op.Bias, op.LNWeight, op.LNBias, op.Residual}
 	writes := []metal.Buffer{op.Y, op.Gated, op.Residual}
-	s.encode(name, reads, writes, func(cb metal.CommandBuffer) error {
-		return metal.EncodeGemm(cb, s.be.kern, op)
-	})
+	if s.begin(name, reads, writes) {
+		s.end(name, metal.EncodeGemm(s.cb, s.be.kern, op), reads, writes)
+	}
 }
+
+// linearNames are the profile names of a GEMM by [LayerNorm prologue]
+// [epilogue: none, GeGLU, GELU, ReLU][residual].
+var linearNames = func() (names [2][4][2]string) {
+	for ln, pre := range []string{"", "layerNorm+"} {
+		for e, epi := range []string{"", "+geglu", "+gelu", "+relu"} {
+			for r, res := range []string{"", "+residual"} {
+				names[ln][e][r] = pre + "linear" + epi + res
+			}
+		}
+	}
+	return names
+}()
 
 func (s *Stream) encodeRope(p *pendingRope) {
 	x := p.qkv.buf
-	s.encode("rope", []metal.Buffer{x, p.table}, []metal.Buffer{x}, func(cb metal.CommandBuffer) error {
-		return metal.Rope(cb, s.be.kern, x, p.table, p.qkv.Rows(), p.p.SeqLen, p.p.Heads, p.p.HeadDim)
-	})
+	if reads, writes := []metal.Buffer{x, p.table}, []metal.Buffer{x}; s.begin("rope", reads, writes) {
+		s.end("rope", metal.Rope(s.cb, s.be.kern, x, p.table, p.qkv.Rows(), p.p.SeqLen, p.p.Heads, p.p.HeadDim), reads, writes)
+	}
 }
 
 // encodeAttention encodes a pending Attention, rotating q and k as it
@@ -169,9 +185,9 @@ func (s *Stream) encodeAttention(p *pendingAttention) {
 		}
 	}
 	op := metal.AttentionOp{QKV: p.in, Out: p.out, Lengths: p.lengths, LengthsBuffer: p.lengthsBuf, Table: table, Shape: shape}
-	s.encode(name, []metal.Buffer{p.in, table, p.lengthsBuf}, []metal.Buffer{p.out}, func(cb metal.CommandBuffer) error {
-		return metal.EncodeAttention(cb, s.be.kern, op)
-	})
+	if reads, writes := []metal.Buffer{p.in, table, p.lengthsBuf}, []metal.Buffer{p.out}; s.begin(name, reads, writes) {
+		s.end(name, metal.EncodeAttention(s.cb, s.be.kern, op), reads, writes)
+	}
 }
 
 // lnJoins reports whether Linear(dst, x, …) can take the pending LayerNorm
@@ -212,6 +228,7 @@ func (s *Stream) fuseResidual(dst, a, b backend.Tensor) bool {
 	if p.ln != nil && (p.ln.op.In == r.buf || p.ln.op.Weight == r.buf || p.ln.op.Bias == r.buf) {
 		return false
 	}
+	s.readable(r)
 	p.op.Residual = r.buf
 	return true
 }
@@ -238,6 +255,7 @@ func (s *Stream) fuseGeGLU(dst, x backend.Tensor) bool {
 	if p.ln != nil && (p.ln.op.In == out.buf || p.ln.op.Weight == out.buf) {
 		return false
 	}
+	out.stale = false // written whole by the GEMM
 	p.op.Gated = out.buf
 	return true
 }

@@ -16,6 +16,7 @@ func (s *Stream) Gather(dst, table backend.Tensor, index []int32) {
 	if !s.ok("gather", dst, table) || !s.check(backend.CheckGather(dst, table, index)) {
 		return
 	}
+	s.readable(table)
 	tt := table.(*tensor)
 	op := metal.GatherOp{Elem: tt.elem, Table: tt.buf, TableOffset: tt.off, Rows: len(index), Cols: table.Cols(), TableRows: table.Rows()}
 	op.Out = s.dst("gather", dst)
@@ -28,9 +29,9 @@ func (s *Stream) Gather(dst, table backend.Tensor, index []int32) {
 		}
 		op.Index = s.u32Buffer("gather", rows)
 	}
-	s.encode("gather", []metal.Buffer{op.Table, op.Index}, []metal.Buffer{op.Out}, func(cb metal.CommandBuffer) error {
-		return metal.EncodeGather(cb, s.be.kern, op)
-	})
+	if reads, writes := []metal.Buffer{op.Table, op.Index}, []metal.Buffer{op.Out}; s.begin("gather", reads, writes) {
+		s.end("gather", metal.EncodeGather(s.cb, s.be.kern, op), reads, writes)
+	}
 }
 
 // LayerNorm implements backend.Stream. float32 weight and bias are bound
@@ -96,9 +97,9 @@ func gemmAct(act backend.Activation) metal.Activation {
 
 func (s *Stream) activate(op string, in, out metal.Buffer, n int, act backend.Activation) {
 	kind := gemmAct(act)
-	s.encode(op, []metal.Buffer{in}, []metal.Buffer{out}, func(cb metal.CommandBuffer) error {
-		return metal.Activate(cb, s.be.kern, kind, in, out, n)
-	})
+	if reads, writes := []metal.Buffer{in}, []metal.Buffer{out}; s.begin(op, reads, writes) {
+		s.end(op, metal.Activate(s.cb, s.be.kern, kind, in, out, n), reads, writes)
+	}
 }
 
 // Add implements backend.Stream.
@@ -114,9 +115,9 @@ func (s *Stream) Add(dst, a, b backend.Tensor) {
 	}
 	x, y, out := s.f32("add", a), s.f32("add", b), s.dst("add", dst)
 	n := a.Rows() * a.Cols()
-	s.encode("add", []metal.Buffer{x, y}, []metal.Buffer{out}, func(cb metal.CommandBuffer) error {
-		return metal.VectorAdd(cb, s.be.kern, x, y, out, n)
-	})
+	if reads, writes := []metal.Buffer{x, y}, []metal.Buffer{out}; s.begin("add", reads, writes) {
+		s.end("add", metal.VectorAdd(s.cb, s.be.kern, x, y, out, n), reads, writes)
+	}
 }
 
 // Activate implements backend.Stream.
@@ -136,9 +137,9 @@ func (s *Stream) Softmax(dst, x backend.Tensor) {
 		return
 	}
 	in, out := s.f32("softmax", x), s.dst("softmax", dst)
-	s.encode("softmax", []metal.Buffer{in}, []metal.Buffer{out}, func(cb metal.CommandBuffer) error {
-		return metal.Softmax(cb, s.be.kern, in, out, x.Rows(), x.Cols())
-	})
+	if reads, writes := []metal.Buffer{in}, []metal.Buffer{out}; s.begin("softmax", reads, writes) {
+		s.end("softmax", metal.Softmax(s.cb, s.be.kern, in, out, x.Rows(), x.Cols()), reads, writes)
+	}
 }
 
 // GeGLU implements backend.Stream. When x is the output of the Linear just
@@ -154,9 +155,9 @@ func (s *Stream) GeGLU(dst, x backend.Tensor) {
 	}
 	inner := dst.Cols()
 	in, out := s.f32("geglu", x), s.dst("geglu", dst)
-	s.encode("geglu", []metal.Buffer{in}, []metal.Buffer{out}, func(cb metal.CommandBuffer) error {
-		return metal.GeGLU(cb, s.be.kern, in, out, x.Rows(), inner)
-	})
+	if reads, writes := []metal.Buffer{in}, []metal.Buffer{out}; s.begin("geglu", reads, writes) {
+		s.end("geglu", metal.GeGLU(s.cb, s.be.kern, in, out, x.Rows(), inner), reads, writes)
+	}
 }
 
 // Rope implements backend.Stream. It is held back in case the Attention
@@ -170,6 +171,7 @@ func (s *Stream) Rope(qkv backend.Tensor, p backend.RopeParams) {
 		s.fail(err)
 		return
 	}
+	s.readable(qkv) // rotated in place: read first
 	if s.dst("rope", qkv) == nil {
 		return
 	}
@@ -224,7 +226,7 @@ func (s *Stream) ActFeatures(dst, cls, logits backend.Tensor, counts []int) {
 		offsets = append(offsets, total)
 	}
 	c, z, out, off := s.f32("actFeatures", cls), s.f32("actFeatures", logits), s.dst("actFeatures", dst), s.u32Buffer("actFeatures", offsets)
-	s.encode("actFeatures", []metal.Buffer{c, z, off}, []metal.Buffer{out}, func(cb metal.CommandBuffer) error {
-		return metal.ActFeatures(cb, s.be.kern, c, z, off, out, b, d, total)
-	})
+	if reads, writes := []metal.Buffer{c, z, off}, []metal.Buffer{out}; s.begin("actFeatures", reads, writes) {
+		s.end("actFeatures", metal.ActFeatures(s.cb, s.be.kern, c, z, off, out, b, d, total), reads, writes)
+	}
 }

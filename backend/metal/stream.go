@@ -96,6 +96,7 @@ func (s *Stream) f32(op string, t backend.Tensor) metal.Buffer {
 	if t == nil || s.err != nil {
 		return nil
 	}
+	s.readable(t)
 	buf, err := t.(*tensor).f32Buffer()
 	if err != nil {
 		s.fail(fmt.Errorf("metalbackend: %s: widening an fp16 weight: %w", op, err))
@@ -112,32 +113,52 @@ func (s *Stream) f32At(op string, t backend.Tensor) (metal.Buffer, int) {
 		return nil, 0
 	}
 	if mt := t.(*tensor); mt.elem == metal.ElemF32 {
+		s.readable(t)
 		return mt.buf, mt.off
 	}
 	return s.f32(op, t), 0
 }
 
-// dst is t's buffer as an operation's output: a float32 stream tensor.
+// dst is t's buffer as an operation's output: a float32 stream tensor the
+// operation overwrites whole (an operation that also reads it calls
+// readable first).
 func (s *Stream) dst(op string, t backend.Tensor) metal.Buffer {
 	mt := t.(*tensor)
 	if mt.stream == nil {
 		s.fail(fmt.Errorf("metalbackend: %s: %w: the destination is a weight, and weights are read-only", op, backend.ErrForeignTensor))
 		return nil
 	}
+	mt.stale = false
 	return mt.buf
 }
 
-// encode records one dispatch that reads reads and writes writes, with a
-// barrier first when it depends on the dispatches since the last one.
-func (s *Stream) encode(op string, reads, writes []metal.Buffer, dispatch func(cb metal.CommandBuffer) error) {
+// readable zeroes a stream tensor whose arena buffer still holds a former
+// user's values, before anything reads it: New promises zeros, and paying
+// for them only when a tensor is read before being written keeps the
+// arena free (almost every scratch tensor is written first). The host
+// clears it: no recorded work references the buffer yet, since any that
+// wrote it would have made it fresh.
+func (s *Stream) readable(t backend.Tensor) {
+	if mt, ok := t.(*tensor); ok && mt != nil && mt.stale {
+		clear(mt.buf.Bytes())
+		mt.stale = false
+	}
+}
+
+// begin prepares s.cb for one dispatch that reads reads and writes
+// writes, with a barrier first when it depends on the dispatches since the
+// last one, and reports whether to encode it; the caller dispatches on s.cb
+// and hands the result to end. (Two calls rather than one taking a closure:
+// the closure and its captured operation would be allocated per dispatch.)
+func (s *Stream) begin(op string, reads, writes []metal.Buffer) bool {
 	if s.err != nil {
-		return
+		return false
 	}
 	if s.cb == nil {
 		cb, err := s.be.dev.NewCommandBuffer()
 		if err != nil {
 			s.fail(fmt.Errorf("metalbackend: %s: %w", op, err))
-			return
+			return false
 		}
 		s.cb = cb
 	}
@@ -156,7 +177,13 @@ func (s *Stream) encode(op string, reads, writes []metal.Buffer, dispatch func(c
 	if l, ok := s.cb.(opLabeler); ok {
 		l.labelNext(op)
 	}
-	if err := dispatch(s.cb); err != nil {
+	return true
+}
+
+// end records the dispatch begun by begin: its error, or its buffers for
+// the hazard tracking, and commits a full chunk.
+func (s *Stream) end(op string, err error, reads, writes []metal.Buffer) {
+	if err != nil {
 		s.fail(fmt.Errorf("metalbackend: %s: %w", op, err))
 		return
 	}
@@ -264,22 +291,23 @@ func (s *Stream) syncOp(op string) {
 	s.be.recordTiming(op, timing)
 }
 
-// newBuffer takes a zeroed buffer of at least size bytes from the
-// backend's arena; the stream owns it until Close gives it back.
-func (s *Stream) newBuffer(op string, size int) metal.Buffer {
-	buf, err := s.be.take(size)
+// newBuffer takes a buffer of at least size bytes from the backend's arena
+// (reused: it holds its last user's values); the stream owns it until
+// Close gives it back.
+func (s *Stream) newBuffer(op string, size int) (buf metal.Buffer, reused bool) {
+	buf, reused, err := s.be.take(size)
 	if err != nil {
 		s.fail(fmt.Errorf("metalbackend: %s: %w", op, err))
-		return nil
+		return nil, false
 	}
 	s.owned = append(s.owned, buf)
-	return buf
+	return buf, reused
 }
 
 // u32Buffer uploads small host integer arrays (indices, lengths, offsets).
 // The buffer is new, so writing it now races with no recorded dispatch.
 func (s *Stream) u32Buffer(op string, vs []int) metal.Buffer {
-	buf := s.newBuffer(op, 4*max(len(vs), 1))
+	buf, _ := s.newBuffer(op, 4*max(len(vs), 1))
 	if buf == nil {
 		return nil
 	}
@@ -301,7 +329,7 @@ func (s *Stream) New(rows, cols int) backend.Tensor {
 		// operation is a no-op from now on.
 		return t
 	}
-	t.buf = s.newBuffer("new", 4*rows*cols)
+	t.buf, t.stale = s.newBuffer("new", 4*rows*cols)
 	return t
 }
 
@@ -315,7 +343,9 @@ func (s *Stream) FromHost(rows, cols int, src []float32) backend.Tensor {
 		return t
 	}
 	// A fresh buffer: no recorded dispatch can be using it yet.
-	copy(t.(*tensor).buf.Bytes(), f32Bytes(src))
+	mt := t.(*tensor)
+	copy(mt.buf.Bytes(), f32Bytes(src))
+	mt.stale = false
 	return t
 }
 
