@@ -422,6 +422,112 @@ kernel void gemm_f32_f16w(device const float* x [[buffer(0)]],
   gemm_tile<float, float4, half, half4>(x, w, y, bias, gated, res, ln_w, ln_b, p, xs, ws, stats, group, tid, simd, lane);
 }
 
+// GEMV-style kernels for M ≤ 8 rows (the scorer on the marker rows, the act
+// head on the [CLS] rows; after llama.cpp mul_mv_ext, which takes 2–8 rows):
+// a 32×64 tile would leave most of its MMA work on padding and launch only
+// N/64 threadgroups. Here a threadgroup of 4 simdgroups computes 8 columns
+// of Y, 2 per simdgroup: the lanes stride K with 4-element vector loads of
+// the W row (read once from memory) and of every X row (a few KB, cached),
+// accumulate one fp32 sum per row, and simd_sum reduces them. Same
+// GemmParams and epilogue constants as the tile kernels (bias, activation,
+// residual, Y stored or not); no LayerNorm prologue or GeGLU. Grid:
+// ceil(N/8) threadgroups of 128 threads.
+constant uint kGemvRows = 8;
+constant uint kGemvCols = 8;
+
+template <typename TX, typename TX4, typename TW, typename TW4>
+void gemv_rows(device const TX* x, device const TW* w, device float* y, device const float* bias, device float* res,
+               constant GemmParams& p, uint group, uint simd, uint lane) {
+  for (uint c = 0; c < 2; c++) {
+    const uint col = group * kGemvCols + simd * 2 + c;
+    if (col >= p.n) {
+      continue;  // the same for every lane of the simdgroup
+    }
+    device const TW* wrow = w + ulong(col) * p.k;
+    float acc[kGemvRows];
+    for (uint m = 0; m < kGemvRows; m++) {
+      acc[m] = 0.0f;
+    }
+    if (gemm_vec) {
+      for (uint k = lane * 4; k < p.k; k += 128) {
+        const float4 wv = float4(*(device const TW4*)(wrow + k));
+        for (uint m = 0; m < kGemvRows; m++) {
+          if (m < p.m) {
+            acc[m] += dot(wv, float4(*(device const TX4*)(x + ulong(m) * p.k + k)));
+          }
+        }
+      }
+    } else {
+      for (uint k = lane; k < p.k; k += 32) {
+        const float wv = float(wrow[k]);
+        for (uint m = 0; m < kGemvRows; m++) {
+          if (m < p.m) {
+            acc[m] += wv * float(x[ulong(m) * p.k + k]);
+          }
+        }
+      }
+    }
+    for (uint m = 0; m < kGemvRows; m++) {
+      if (m >= p.m) {
+        break;
+      }
+      float v = simd_sum(acc[m]);
+      if (lane == 0) {
+        if (gemm_has_bias) {
+          v += bias[col];
+        }
+        v = activate(v, gemm_act);
+        const ulong at = ulong(m) * p.n + col;
+        if (gemm_write_y) {
+          y[at] = v;
+        }
+        if (gemm_residual) {
+          res[at] = res[at] + v;
+        }
+      }
+    }
+  }
+}
+
+// gemv_f32: float X and W.
+kernel void gemv_f32(device const float* x [[buffer(0)]],
+                     device const float* w [[buffer(1)]],
+                     device float* y [[buffer(2), function_constant(gemm_write_y)]],
+                     device const float* bias [[buffer(3), function_constant(gemm_has_bias)]],
+                     constant GemmParams& p [[buffer(4)]],
+                     device float* res [[buffer(6), function_constant(gemm_residual)]],
+                     uint group [[threadgroup_position_in_grid]],
+                     uint simd [[simdgroup_index_in_threadgroup]],
+                     uint lane [[thread_index_in_simdgroup]]) {
+  gemv_rows<float, float4, float, float4>(x, w, y, bias, res, p, group, simd, lane);
+}
+
+// gemv_f16: half X and W.
+kernel void gemv_f16(device const half* x [[buffer(0)]],
+                     device const half* w [[buffer(1)]],
+                     device float* y [[buffer(2), function_constant(gemm_write_y)]],
+                     device const float* bias [[buffer(3), function_constant(gemm_has_bias)]],
+                     constant GemmParams& p [[buffer(4)]],
+                     device float* res [[buffer(6), function_constant(gemm_residual)]],
+                     uint group [[threadgroup_position_in_grid]],
+                     uint simd [[simdgroup_index_in_threadgroup]],
+                     uint lane [[thread_index_in_simdgroup]]) {
+  gemv_rows<half, half4, half, half4>(x, w, y, bias, res, p, group, simd, lane);
+}
+
+// gemv_f32_f16w: float X against half W.
+kernel void gemv_f32_f16w(device const float* x [[buffer(0)]],
+                     device const half* w [[buffer(1)]],
+                     device float* y [[buffer(2), function_constant(gemm_write_y)]],
+                     device const float* bias [[buffer(3), function_constant(gemm_has_bias)]],
+                     constant GemmParams& p [[buffer(4)]],
+                     device float* res [[buffer(6), function_constant(gemm_residual)]],
+                     uint group [[threadgroup_position_in_grid]],
+                     uint simd [[simdgroup_index_in_threadgroup]],
+                     uint lane [[thread_index_in_simdgroup]]) {
+  gemv_rows<float, float4, half, half4>(x, w, y, bias, res, p, group, simd, lane);
+}
+
 // activate_f32: out[i] = act(in[i]) for i < n; out may alias in. Any 1-D grid.
 kernel void activate_f32(device const float* in [[buffer(0)]],
                          device float* out [[buffer(1)]],

@@ -57,7 +57,7 @@ func DispatchCost(kernel string, constants []Constant, groups, threads Size3, ar
 		return 0
 	}
 	switch kernel {
-	case "gemm_f32", "gemm_f16", "gemm_f32_f16w":
+	case "gemm_f32", "gemm_f16", "gemm_f32_f16w", "gemv_f32", "gemv_f16", "gemv_f32_f16w":
 		p, ok := paramsOf[GemmParams](arg(4))
 		if !ok {
 			return Cost{}
@@ -65,9 +65,9 @@ func DispatchCost(kernel string, constants []Constant, groups, threads Size3, ar
 		m, n, k := float64(p.M), float64(p.N), float64(p.K)
 		xe, we := 4.0, 4.0
 		switch kernel {
-		case "gemm_f16":
+		case "gemm_f16", "gemv_f16":
 			xe, we = 2, 2
-		case "gemm_f32_f16w":
+		case "gemm_f32_f16w", "gemv_f32_f16w":
 			we = 2
 		}
 		c := Cost{FLOPs: 2 * m * n * k}
@@ -94,6 +94,8 @@ func DispatchCost(kernel string, constants []Constant, groups, threads Size3, ar
 			xReads = 3 // two statistics passes and the staging
 		}
 		c.IdealBytes = xe*m*k + we*n*k + out
+		// Tiles: X once per column of threadgroups, W once per row of
+		// them; GEMV: W once, X once per threadgroup.
 		c.RequestedBytes = float64(groups.X)*xReads*xe*m*k + float64(groups.Y)*we*n*k + out
 		return c
 	case "attention_f32", "attention_flash_f32":

@@ -75,7 +75,14 @@ const (
 	gemmThreads = 128
 )
 
-// GemmGrid is the threadgroup grid of op (for plans and tests).
+// GemvMaxRows is the most rows the GEMV kernels take (gemv_*: M ≤ 8, no
+// LayerNorm prologue, no GeGLU); EncodeGemm picks them by itself.
+const (
+	GemvMaxRows = 8
+	gemvCols    = 8
+)
+
+// GemmGrid is the threadgroup grid of the tile kernels (for plans and tests).
 func GemmGrid(m, n int, geglu bool) Size3 {
 	if geglu {
 		return Size3{ceilDiv(n/2, GemmTileN/2), ceilDiv(m, GemmTileM), 1}
@@ -159,6 +166,11 @@ func EncodeGemm(cb CommandBuffer, k *Kernels, op GemmOp) error {
 	}
 	// Whole 4-element chunks of every row are aligned vectors.
 	vec := kd%4 == 0 && op.WOffset%(4*wElem) == 0
+	grid := GemmGrid(m, n, geglu)
+	if m <= GemvMaxRows && !geglu && !ln {
+		name = "gemv" + name[len("gemm"):]
+		grid = Size3{ceilDiv(n, gemvCols), 1, 1}
+	}
 	// Function constants 0..8 (see the kernel).
 	p, err := k.pipeline(name,
 		Constant{Index: 0, Value: op.Bias != nil},
@@ -172,5 +184,5 @@ func EncodeGemm(cb CommandBuffer, k *Kernels, op GemmOp) error {
 	if err != nil {
 		return err
 	}
-	return cb.Dispatch(p, GemmGrid(m, n, geglu), Size3{gemmThreads, 1, 1}, args...)
+	return cb.Dispatch(p, grid, Size3{gemmThreads, 1, 1}, args...)
 }

@@ -36,6 +36,10 @@ func gemmSweep(full bool) []gemmCase {
 		{in: GemmF32, m: 97, n: 70, k: 33, bias: true, act: ActReLU, ln: true, lnB: true, wOff: 1},
 		{in: GemmF32F16W, m: 1, n: 65, k: 36, bias: true, residual: true, noY: true, wOff: 3},
 		{in: GemmF32, m: 200, n: 66, k: 20, act: ActGELU, bias: true},
+		// M ≤ 8 without prologue or GeGLU: the GEMV kernels.
+		{in: GemmF32F16W, m: 7, n: 70, k: 64, act: ActGELU, bias: true},
+		{in: GemmF16, m: 8, n: 9, k: 40, residual: true},
+		{in: GemmF32, m: 4, n: 130, k: 129, act: ActReLU, residual: true, noY: true, wOff: 2},
 	}
 	if !full {
 		return cases
@@ -189,6 +193,45 @@ func TestGemmRealShapesEmu(t *testing.T) {
 			{in: GemmF32F16W, m: 93, n: h, k: inner, residual: true, noY: true},
 		} {
 			runGemmCase(t, d, kern, c)
+		}
+	}
+}
+
+// kernelRecorder records the kernel of each dispatch.
+type kernelRecorder struct {
+	CommandBuffer
+	kernels []string
+}
+
+func (r *kernelRecorder) Dispatch(p Pipeline, groups, threads Size3, args ...Arg) error {
+	r.kernels = append(r.kernels, p.Kernel())
+	return r.CommandBuffer.Dispatch(p, groups, threads, args...)
+}
+
+// EncodeGemm takes the GEMV kernels for M ≤ 8 unless a LayerNorm prologue
+// or a GeGLU needs the tiles.
+func TestGemmPicksGemv(t *testing.T) {
+	d := openEmu(t, emu.Options{}, "kernels")
+	kern := NewKernels(d)
+	buf := f32Buffer(t, d, make([]float32, 4096))
+	for _, c := range []struct {
+		op   GemmOp
+		want string
+	}{
+		{GemmOp{Input: GemmF32, X: buf, W: buf, Y: buf, M: 8, N: 16, K: 16}, "gemv_f32"},
+		{GemmOp{Input: GemmF32, X: buf, W: buf, Y: buf, M: 9, N: 16, K: 16}, "gemm_f32"},
+		{GemmOp{Input: GemmF32, X: buf, W: buf, Y: buf, M: 1, N: 16, K: 16, LNWeight: buf}, "gemm_f32"},
+		{GemmOp{Input: GemmF32, X: buf, W: buf, Y: buf, M: 1, N: 16, K: 16, Gated: f32Buffer(t, d, make([]float32, 64))}, "gemm_f32"},
+	} {
+		if err := run(t, d, func(cb CommandBuffer) error {
+			r := &kernelRecorder{CommandBuffer: cb}
+			err := EncodeGemm(r, kern, c.op)
+			if len(r.kernels) != 1 || r.kernels[0] != c.want {
+				t.Errorf("M=%d ln=%v geglu=%v: dispatched %v, want %s", c.op.M, c.op.LNWeight != nil, c.op.Gated != nil, r.kernels, c.want)
+			}
+			return err
+		}); err != nil {
+			t.Fatal(err)
 		}
 	}
 }
