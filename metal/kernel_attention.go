@@ -95,9 +95,13 @@ func EncodeAttention(cb CommandBuffer, k *Kernels, op AttentionOp) error {
 		}
 		lengths.Bytes = u32s(op.Lengths...)
 	}
-	args := []Arg{{Index: 0, Buffer: op.QKV}, lengths, {Index: 2, Buffer: op.Out},
-		{Index: 3, Bytes: paramBytes(&AttentionParams{SeqLen: uint32(a.SeqLen), Heads: uint32(a.Heads), HeadDim: uint32(a.HeadDim),
-			Scale: a.Scale, Radius: uint32(min(a.Radius, a.SeqLen))})}} // min keeps i + radius inside uint32
+	g := new(struct {
+		args   [5]Arg
+		params AttentionParams
+	})
+	g.params = AttentionParams{SeqLen: uint32(a.SeqLen), Heads: uint32(a.Heads), HeadDim: uint32(a.HeadDim),
+		Scale: a.Scale, Radius: uint32(min(a.Radius, a.SeqLen))} // min keeps i + radius inside uint32
+	args := append(g.args[:0], Arg{Index: 0, Buffer: op.QKV}, lengths, Arg{Index: 2, Buffer: op.Out}, Arg{Index: 3, Bytes: paramBytes(&g.params)})
 	if !flash {
 		// attention_sliding is function_constant(0).
 		p, err := k.pipeline(name, Constant{Index: 0, Value: a.Sliding})

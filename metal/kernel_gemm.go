@@ -140,9 +140,15 @@ func EncodeGemm(cb CommandBuffer, k *Kernels, op GemmOp) error {
 	if err := checkLen(name, "W", op.W, op.WOffset+wElem*n*kd); err != nil {
 		return err
 	}
-	args := make([]Arg, 0, 9)
-	args = append(args, Arg{Index: 0, Buffer: op.X}, Arg{Index: 1, Buffer: op.W, Offset: op.WOffset},
-		Arg{Index: 4, Bytes: paramBytes(&GemmParams{M: uint32(m), N: uint32(n), K: uint32(kd), Eps: op.Eps})})
+	// One allocation for the arguments and the parameter bytes they point
+	// to (both escape into the command buffer).
+	g := new(struct {
+		args   [9]Arg
+		params GemmParams
+	})
+	g.params = GemmParams{M: uint32(m), N: uint32(n), K: uint32(kd), Eps: op.Eps}
+	args := append(g.args[:0], Arg{Index: 0, Buffer: op.X}, Arg{Index: 1, Buffer: op.W, Offset: op.WOffset},
+		Arg{Index: 4, Bytes: paramBytes(&g.params)})
 	for _, o := range []struct {
 		what      string
 		index     int

@@ -49,7 +49,8 @@ func (s *Stream) LayerNorm(dst, x, weight, bias backend.Tensor, eps float32) {
 	if s.err != nil {
 		return
 	}
-	s.pending = &pendingLN{op: op, dst: dst.(*tensor)}
+	s.lnSlot = pendingLN{op: op, dst: dst.(*tensor)}
+	s.pending = &s.lnSlot
 }
 
 // Linear implements backend.Stream: one GEMM whose store adds the bias and
@@ -82,7 +83,8 @@ func (s *Stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activat
 	if s.err != nil {
 		return
 	}
-	s.pending = &pendingLinear{op: op, dst: dst.(*tensor), ln: ln}
+	s.linearSlot = pendingLinear{op: op, dst: dst.(*tensor), ln: ln}
+	s.pending = &s.linearSlot
 }
 
 func gemmAct(act backend.Activation) metal.Activation {

@@ -37,6 +37,11 @@ type Stream struct {
 	// *pendingLinear, *pendingRope or *pendingAttention, or nil. Every
 	// operation that does not join it encodes it first.
 	pending any
+	// lnSlot and linearSlot hold the pending LayerNorm and Linear (one of
+	// each at most is pending, and a slot is only refilled after what it
+	// held was encoded), so deferring costs no allocation.
+	lnSlot     pendingLN
+	linearSlot pendingLinear
 }
 
 // fail records the first error; later operations become no-ops.
