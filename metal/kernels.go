@@ -15,17 +15,23 @@ import (
 type Kernels struct {
 	dev Device
 	// pipes caches pipelines by kernel and constants, so that a dispatch
-	// does not build the device's cache key (or box constants) each time.
-	pipes sync.Map // pipelineKey → Pipeline
+	// does not build the device's cache key (or box constants) each time:
+	// kernel name → []pipelineEntry, replaced (not changed) on a miss.
+	pipes sync.Map
+	mu    sync.Mutex // serialises misses
 }
 
-// pipelineKey identifies a specialised pipeline; kernels take at most
+// pipelineKey identifies a kernel's specialisation; kernels take at most
 // maxKeyConstants function constants.
 type pipelineKey struct {
-	name   string
 	n      int
 	index  [maxKeyConstants]int32
 	values [maxKeyConstants]uint32
+}
+
+type pipelineEntry struct {
+	key pipelineKey
+	p   Pipeline
 }
 
 const maxKeyConstants = 12
@@ -37,7 +43,7 @@ func NewKernels(dev Device) *Kernels { return &Kernels{dev: dev} }
 func (k *Kernels) Device() Device { return k.dev }
 
 func (k *Kernels) pipeline(name string, constants ...Constant) (Pipeline, error) {
-	key, cacheable := pipelineKey{name: name, n: len(constants)}, len(constants) <= maxKeyConstants
+	key, cacheable := pipelineKey{n: len(constants)}, len(constants) <= maxKeyConstants
 	for i, c := range constants {
 		if !cacheable {
 			break
@@ -59,8 +65,12 @@ func (k *Kernels) pipeline(name string, constants ...Constant) (Pipeline, error)
 		}
 	}
 	if cacheable {
-		if p, ok := k.pipes.Load(key); ok {
-			return p.(Pipeline), nil
+		if entries, ok := k.pipes.Load(name); ok {
+			for _, e := range entries.([]pipelineEntry) {
+				if e.key == key {
+					return e.p, nil
+				}
+			}
 		}
 	}
 	p, err := k.dev.Pipeline(name, append([]Constant(nil), constants...)...)
@@ -68,7 +78,13 @@ func (k *Kernels) pipeline(name string, constants ...Constant) (Pipeline, error)
 		return nil, fmt.Errorf("metal: kernel %s: %w", name, err)
 	}
 	if cacheable {
-		k.pipes.Store(key, p)
+		k.mu.Lock()
+		var entries []pipelineEntry
+		if old, ok := k.pipes.Load(name); ok {
+			entries = old.([]pipelineEntry)
+		}
+		k.pipes.Store(name, append(entries[:len(entries):len(entries)], pipelineEntry{key, p}))
+		k.mu.Unlock()
 	}
 	return p, nil
 }

@@ -367,7 +367,7 @@ func (b *Backend) rope(theta float64, headDim, seqLen int) (metal.Buffer, error)
 
 // NewStream implements backend.Backend.
 func (b *Backend) NewStream() backend.Stream {
-	return &Stream{be: b, written: map[metal.Buffer]bool{}, read: map[metal.Buffer]bool{}}
+	return &Stream{be: b}
 }
 
 // Close implements backend.Backend: it releases every weight and table,

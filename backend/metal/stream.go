@@ -30,7 +30,9 @@ type Stream struct {
 	// a dispatch that reads a written one, or writes one either read or
 	// written, needs a barrier first (read-after-write, write-after-read
 	// and write-after-write hazards of a concurrent encoder).
-	written, read map[metal.Buffer]bool
+	// A run between barriers touches a handful of buffers, so two small
+	// sets (slices, scanned) are cheaper than maps.
+	written, read bufferSet
 
 	// pending is the operation recorded but not yet encoded, so that the
 	// next one can join its dispatch (fuse.go): a *pendingLN,
@@ -169,15 +171,15 @@ func (s *Stream) begin(op string, reads, writes []metal.Buffer) bool {
 	}
 	hazard := false
 	for _, b := range reads {
-		hazard = hazard || s.written[b]
+		hazard = hazard || s.written.has(b)
 	}
 	for _, b := range writes {
-		hazard = hazard || s.written[b] || s.read[b]
+		hazard = hazard || s.written.has(b) || s.read.has(b)
 	}
 	if hazard {
 		s.cb.Barrier()
-		clear(s.written)
-		clear(s.read)
+		s.written.clear()
+		s.read.clear()
 	}
 	if l, ok := s.cb.(opLabeler); ok {
 		l.labelNext(op)
@@ -193,14 +195,10 @@ func (s *Stream) end(op string, err error, reads, writes []metal.Buffer) {
 		return
 	}
 	for _, b := range reads {
-		if b != nil {
-			s.read[b] = true
-		}
+		s.read.add(b)
 	}
 	for _, b := range writes {
-		if b != nil {
-			s.written[b] = true
-		}
+		s.written.add(b)
 	}
 	s.inChunk++
 	if s.be.profiling.Load() {
@@ -235,8 +233,8 @@ func (s *Stream) commitChunk() {
 	}
 	cb := s.cb
 	s.cb, s.inChunk = nil, 0
-	clear(s.written)
-	clear(s.read)
+	s.written.clear()
+	s.read.clear()
 	if err := cb.Commit(); err != nil {
 		s.fail(fmt.Errorf("metalbackend: commit: %w", err))
 		return
@@ -282,8 +280,8 @@ type opLabeler interface{ labelNext(op string) }
 func (s *Stream) syncOp(op string) {
 	cb := s.cb
 	s.cb, s.inChunk = nil, 0
-	clear(s.written)
-	clear(s.read)
+	s.written.clear()
+	s.read.clear()
 	if err := cb.Commit(); err != nil {
 		s.fail(fmt.Errorf("metalbackend: %s: commit: %w", op, err))
 		return
@@ -387,8 +385,8 @@ func (s *Stream) sync(ctx context.Context) error {
 	if s.cb != nil {
 		cb := s.cb
 		s.cb, s.inChunk = nil, 0
-		clear(s.written)
-		clear(s.read)
+		s.written.clear()
+		s.read.clear()
 		if err := cb.Commit(); err != nil {
 			s.fail(fmt.Errorf("metalbackend: commit: %w", err))
 			return s.err
@@ -436,3 +434,26 @@ func (s *Stream) Close() {
 	s.be.giveBack(s.owned)
 	s.owned = nil
 }
+
+// bufferSet is a small set of buffers.
+type bufferSet []metal.Buffer
+
+func (bs bufferSet) has(b metal.Buffer) bool {
+	if b == nil {
+		return false
+	}
+	for _, x := range bs {
+		if x == b {
+			return true
+		}
+	}
+	return false
+}
+
+func (bs *bufferSet) add(b metal.Buffer) {
+	if b != nil && !bs.has(b) {
+		*bs = append(*bs, b)
+	}
+}
+
+func (bs *bufferSet) clear() { *bs = (*bs)[:0] }
