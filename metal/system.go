@@ -34,7 +34,10 @@ type SystemOptions struct {
 	// MathMode is the compiler's floating-point mode. The zero value,
 	// MathSafe, keeps results close to the Go references and the emulator;
 	// kernels can still call fast:: functions where they want speed.
-	// Metal's own default is fast math, hence always set explicitly.
+	// Metal's own default is fast math, hence always set explicitly; with
+	// MathSafe the device also asks for precise floating-point functions
+	// (macOS 15) and reads the choice back (SystemInfo.FPFunctions).
+	// MathFast is refused: the kernels rely on -INFINITY.
 	MathMode MathMode
 }
 
@@ -46,7 +49,7 @@ type MathMode int
 const (
 	MathSafe    MathMode = 0 // IEEE 754 semantics, no unsafe rewrites
 	MathRelaxed MathMode = 1 // reassociation allowed, inf/NaN kept
-	MathFast    MathMode = 2 // also assumes no inf/NaN
+	MathFast    MathMode = 2 // also assumes no inf/NaN: refused by OpenSystem (see checkMathMode)
 )
 
 func (m MathMode) String() string {
@@ -261,7 +264,7 @@ func wantFPFunctions(m MathMode) FPFunctions {
 const (
 	mtlGPUFamilyApple1 = 1001
 	requiredAppleGPU   = 7
-	newestAppleGPU     = 12 // probe a few beyond the newest documented family
+	newestAppleGPU     = 10 // MTLGPUFamilyApple10 = 1010: M5, macOS 26 (as llama.cpp's ggml-metal logs it)
 )
 
 // appleFamily is the highest Apple GPU family for which supports(1000+n)

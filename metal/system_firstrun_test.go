@@ -52,7 +52,7 @@ func TestAppleFamily(t *testing.T) {
 		{"M1 (Apple7)", upTo(7), 7, ""},
 		{"A13 (Apple6)", upTo(6), 6, "supports GPU family Apple6; the kernels need Apple7"},
 		{"Intel Mac (no Apple family)", func(int) bool { return false }, 0, "not an Apple-family GPU (an Intel Mac?)"},
-		{"a family newer than any named", upTo(11), 11, ""},
+		{"the newest family probed", upTo(11), 10, ""},
 	}
 	for _, tt := range tests {
 		got := appleFamily(tt.supports)

@@ -1,78 +1,136 @@
 #!/usr/bin/env bash
-# mac-check.sh: one command that checks the Metal backend on a real Mac.
+# mac-check.sh: the one command that checks the Metal backend on a real Mac
+# and writes a report worth sending back.
 #
-# Run from anywhere inside the repository:   scripts/mac-check.sh
+#   scripts/mac-check.sh          quick check (about 5 minutes)
+#   scripts/mac-check.sh --full   also the full-size synthetic benchmark
+#                                 (ModernBERT-large shapes; writes ~1 GB
+#                                 once into the user cache; 15+ minutes)
 #
-# What it needs:
-#   - macOS on Apple Silicon (arm64); an Intel Mac works but is not a target.
-#   - Go 1.26 or newer on PATH. Nothing else: the binaries are cgo-free
-#     (CGO_ENABLED=0) and load Metal.framework at run time, so Xcode and the
-#     Command Line Tools are NOT required to run the GPU tests.
-#   - Optional: clang (Xcode Command Line Tools, or Homebrew llvm) for the
-#     MSL emulator tests, which compare the emulator with the Go references;
-#     without clang that part is skipped with a message.
+# Send back the two files it names at the end, both at fixed paths in the
+# repository root:
+#   mac-check-report.txt     the report (also printed to stdout)
+#   mac-check-logs.tar.gz    every step's full log
 #
-# Environment:
-#   BENCHTIME   -benchtime for the benchmarks (default 2s)
-#   SKIP_BENCH  set to 1 to skip the benchmarks
+# Needs macOS 14 or newer on Apple Silicon and Go (the version go.mod names,
+# or a newer go that fetches it). Nothing else: the binaries are cgo-free and
+# load Metal.framework at run time, so Xcode is not needed. With clang (the
+# Xcode Command Line Tools) the MSL emulator tests run too; without it they
+# are skipped. Progress goes to stderr, the report to stdout.
 #
-# It prints a short report at the end and exits non-zero if a step failed.
-set -euo pipefail
+# Environment: LAYA_CHECK_FULL=1 is --full; BENCH_RUNS (default 20) timed
+# runs per benchmark workload.
+set -uo pipefail
 
-cd "$(dirname "$0")/.."
+usage() {
+	sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
+}
+
+full="${LAYA_CHECK_FULL:-0}"
+for arg in "$@"; do
+	case "$arg" in
+	--full) full=1 ;;
+	-h | --help)
+		usage
+		exit 0
+		;;
+	*)
+		echo "mac-check: unknown argument $arg (see --help)" >&2
+		exit 2
+		;;
+	esac
+done
+
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root" || exit 2
 export CGO_ENABLED=0
 
-benchtime="${BENCHTIME:-2s}"
-logdir="$(mktemp -d "${TMPDIR:-/tmp}/mac-check.XXXXXX")"
-declare -a report=()
-status=0
+report_file="$root/mac-check-report.txt"
+tarball="$root/mac-check-logs.tar.gz"
+logdir="$root/mac-check-logs"
+rm -rf "$logdir" "$report_file" "$tarball"
+mkdir -p "$logdir"
+steps="$logdir/steps.tsv"
+envf="$logdir/env.txt"
+: >"$steps"
+: >"$envf"
+runs="${BENCH_RUNS:-20}"
 
-step() { printf '\n==> %s\n' "$*"; }
-record() { report+=("$(printf '%-28s %s' "$1" "$2")"); }
+say() { printf '==> %s\n' "$*" >&2; }
+fact() { printf '%s: %s\n' "$1" "$2" >>"$envf"; }
+record() { printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "${5:-}" >>"$steps"; }
 
-step "platform"
-platform="$(uname -sm)"
-echo "$platform"
-case "$platform" in
-Darwin\ arm64) ;;
-Darwin\ x86_64) echo "note: Intel Mac; the backend targets Apple Silicon" ;;
-*)
-	echo "error: this script needs macOS (uname -sm says: $platform)" >&2
+# stop explains why the check cannot run, as a report of its own.
+stop() {
+	{
+		echo "laya-metal mac-check report (format 1)"
+		echo
+		echo "== environment"
+		cat "$envf"
+		echo
+		echo "VERDICT: NOT RUN: $*"
+	} | tee "$report_file"
+	tar -czf "$tarball" -C "$root" "$(basename "$logdir")" 2>/dev/null
 	exit 2
-	;;
-esac
-sw_vers 2>/dev/null | sed 's/^/  /' || true
-gpu="$(system_profiler SPDisplaysDataType 2>/dev/null | awk -F': ' '/Chipset Model/ {print $2; exit}')" || true
-go version
-record "platform" "$platform, macOS $(sw_vers -productVersion 2>/dev/null || echo '?'), GPU ${gpu:-?}"
+}
 
-step "build and vet (darwin, CGO_ENABLED=0)"
-if go build ./... && go vet ./metal/...; then
-	record "build + vet" "ok"
-else
-	record "build + vet" "FAILED"
-	status=1
+# run NAME LOG COMMAND...: one step, its output into LOG (relative to the
+# log directory), recorded as PASS or FAIL with its duration.
+run() {
+	local name="$1" log="$2"
+	shift 2
+	say "$name"
+	local start end rc
+	start=$(date +%s)
+	"$@" >"$logdir/$log" 2>&1
+	rc=$?
+	end=$(date +%s)
+	if [[ $rc -eq 0 ]]; then
+		record "$name" PASS "$((end - start))" "$log"
+	else
+		record "$name" FAIL "$((end - start))" "$log" "exit $rc"
+		say "$name: FAILED (exit $rc), see $logdir/$log"
+	fi
+	return $rc
+}
+
+# ---------------------------------------------------------------------------
+say "environment"
+os="$(uname -s)"
+arch="$(uname -m)"
+fact "uname" "$os $arch"
+if [[ "$os" != Darwin ]]; then
+	stop "this script runs on macOS (uname says $os $arch)"
+fi
+macos="$(sw_vers -productVersion 2>/dev/null || echo '?')"
+fact "macos" "$macos ($(sw_vers -buildVersion 2>/dev/null || echo '?'))"
+fact "chip" "$(sysctl -n machdep.cpu.brand_string 2>/dev/null || echo '?')"
+# Under Rosetta uname says x86_64 on an Apple Silicon Mac: this tells.
+translated="$(sysctl -n sysctl.proc_translated 2>/dev/null || echo 'n/a (Intel)')"
+fact "rosetta" "$translated"
+fact "gpu" "$(system_profiler SPDisplaysDataType 2>/dev/null | awk -F': ' '/Chipset Model/ {m=$2} /Total Number of Cores/ {c=$2} END {printf "%s, %s cores", m, c}')"
+fact "memory" "$(($(sysctl -n hw.memsize 2>/dev/null || echo 0) / 1048576)) MiB"
+fact "page size" "$(sysctl -n hw.pagesize 2>/dev/null || pagesize 2>/dev/null || echo '?')"
+fact "cpus" "$(sysctl -n hw.perflevel0.physicalcpu 2>/dev/null || echo '?') performance + $(sysctl -n hw.perflevel1.physicalcpu 2>/dev/null || echo '?') efficiency"
+fact "repository" "$(git -C "$root" describe --always --dirty 2>/dev/null || echo '?')"
+fact "mode" "$([[ $full == 1 ]] && echo full || echo quick)"
+
+if ! command -v go >/dev/null 2>&1; then
+	stop "Go is not installed: get it from https://go.dev/dl/ (or brew install go) and run scripts/mac-check.sh again"
+fi
+fact "go" "$(go version 2>&1)"
+go env >"$logdir/go-env.log" 2>&1
+fact "go env" "$(grep -E '^(GOOS|GOARCH|GOARM64|GOVERSION|GOROOT|GOTOOLCHAIN|GOFLAGS|CGO_ENABLED)=' "$logdir/go-env.log" | tr '\n' ' ')"
+
+major="${macos%%.*}"
+if ! [[ "$major" =~ ^[0-9]+$ ]] || ((major < 14)); then
+	stop "macOS $macos is too old: the kernels need MSL 3.1, which needs macOS 14 or newer"
+fi
+if [[ "$arch" != arm64 || "$translated" == 1 ]]; then
+	# Not fatal: open explains the GPU family, and the report records it.
+	say "note: $arch${translated:+ (proc_translated=$translated)}: the Metal backend needs Apple Silicon running arm64 code"
 fi
 
-step "GPU device tests: go test -v -run Device ./metal/"
-if go test -count=1 -v -run Device ./metal/ 2>&1 | tee "$logdir/device.log"; then
-	record "GPU device tests" "ok ($(grep -c -- '^--- PASS' "$logdir/device.log" || true) passed)"
-else
-	record "GPU device tests" "FAILED (see $logdir/device.log)"
-	status=1
-fi
-# The tests log device name, MSL version, per-kernel max error and GPU time.
-grep -E "device \"|max \|err\||GPU " "$logdir/device.log" | sed 's/^ *//' | head -40 >"$logdir/device.summary" || true
-
-step "model on the GPU: ops vs the CPU backend, forward vs upstream goldens"
-if go test -count=1 -v -run 'TestOpsMatchCPUGPU|TestForwardGoldensGPU' ./backend/metal/ 2>&1 | tee "$logdir/model.log"; then
-	record "model on the GPU" "ok ($(grep -c -- '--- PASS' "$logdir/model.log" || true) passed)"
-else
-	record "model on the GPU" "FAILED (see $logdir/model.log)"
-	status=1
-fi
-
-step "emulator tests (need clang)"
 clang_bin=""
 for c in clang-19 clang; do
 	if command -v "$c" >/dev/null 2>&1; then
@@ -80,66 +138,79 @@ for c in clang-19 clang; do
 		break
 	fi
 done
-if [[ -z "$clang_bin" ]]; then
-	echo "clang not found: skipping the MSL emulator comparison (install the Xcode Command Line Tools to run it)"
-	record "emulator tests" "skipped (no clang)"
+if [[ -n "$clang_bin" ]]; then
+	fact "clang" "$("$clang_bin" --version 2>/dev/null | head -1)"
 else
-	echo "using $clang_bin: $("$clang_bin" --version | head -1)"
-	if go test -count=1 ./metal/ ./kernels/ 2>&1 | tee "$logdir/emu.log"; then
-		record "emulator tests" "ok ($clang_bin)"
+	fact "clang" "none (emulator tests skipped)"
+fi
+
+# ---------------------------------------------------------------------------
+run "build" build.log go build ./...
+run "darwin vet" vet.log go vet ./...
+
+# The darwin tests are named TestDevice* (package metal) and *GPU (package
+# backend/metal); everything else runs on the emulator.
+run "GPU device tests" device.log \
+	go test -count=1 -v -run '^TestDevice|^TestMsgSend' ./metal/
+run "GPU model tests" model.log \
+	go test -count=1 -v -run 'GPU$' -skip '^TestRSSAfterLoadGPU$' ./backend/metal/
+run "RSS after load" rss.log \
+	go test -count=1 -v -run '^TestRSSAfterLoadGPU$' ./backend/metal/
+
+# The same GPU tests under Apple's validation layers: Metal API validation
+# and the Objective-C runtime's report of autoreleases without a pool.
+run "validation pass" validation.log \
+	env MTL_DEBUG_LAYER=1 OBJC_DEBUG_MISSING_POOLS=YES \
+	go test -count=1 -v -run '^TestDevice|GPU$' -skip '^TestRSSAfterLoadGPU$' ./metal/ ./backend/metal/
+
+if [[ -n "$clang_bin" ]]; then
+	run "emulator tests" emu.log \
+		go test -count=1 -skip '^TestDevice|GPU$' ./metal/... ./backend/metal/ ./backend/metalemu/ ./kernels/
+else
+	record "emulator tests" SKIP 0 "" "no clang"
+fi
+
+run "GPU benchmark" bench.log \
+	go run ./cmd/laya-bench --backend metal --model testdata/oracle/checkpoints/real-en \
+	--questions 1,5 --runs "$runs" --warmup 3 --profile
+if go run ./cmd/laya-bench -h 2>&1 | grep -q -- '-plan'; then
+	run "plan (a model)" plan.log \
+		go run ./cmd/laya-bench --plan --synthetic english --questions 1,5
+fi
+
+if [[ $full == 1 ]]; then
+	run "full GPU benchmark" bench-full.log \
+		go run ./cmd/laya-bench --backend metal --synthetic english --questions 1,5,10,50 --runs "$runs" --profile
+	run "full CPU benchmark" bench-full-cpu.log \
+		go run ./cmd/laya-bench --backend cpu --synthetic english --questions 1 --runs 5
+	# laya-bench writes it under os.UserCacheDir(), ~/Library/Caches on macOS.
+	cache="$HOME/Library/Caches/laya-metal/synthetic/english"
+	if [[ -d "$cache" ]]; then
+		run "RSS after load (full)" rss-full.log \
+			env LAYA_RSS_CHECKPOINT="$cache" go test -count=1 -v -run '^TestRSSAfterLoadGPU$' ./backend/metal/
 	else
-		record "emulator tests" "FAILED (see $logdir/emu.log)"
-		status=1
+		record "RSS after load (full)" SKIP 0 "" "no synthetic checkpoint at $cache"
 	fi
 fi
 
-if [[ "${SKIP_BENCH:-0}" != 1 ]]; then
-	# Without clang only the GPU benchmarks can run; the emulator's need it.
-	bench_pattern="."
-	[[ -n "$clang_bin" ]] || bench_pattern="Device"
-	step "benchmarks: go test -run '^$' -bench '$bench_pattern' -benchtime $benchtime ./metal/"
-	if go test -count=1 -run '^$' -bench "$bench_pattern" -benchmem -benchtime "$benchtime" ./metal/ 2>&1 | tee "$logdir/bench.log"; then
-		record "benchmarks" "ok"
-	else
-		record "benchmarks" "FAILED (see $logdir/bench.log)"
-		status=1
-	fi
-fi
-
-if [[ "${SKIP_BENCH:-0}" != 1 ]]; then
-	# End-to-end latency, comparable with laya-mlx's 7.4-17.7 ms per short decision
-	# (M3 Max). The synthetic checkpoint has ModernBERT-large's real shapes.
-	step "laya-bench: GPU and CPU, bundled and full-size synthetic checkpoints"
+# ---------------------------------------------------------------------------
+say "report"
+if ! go run ./scripts/maccheck report "$logdir" >"$report_file" 2>"$logdir/maccheck.log"; then
+	# The report tool itself failed: send the raw records instead.
 	{
-		go run ./cmd/laya-bench --backend metal --model testdata/oracle/checkpoints/real-en --questions 1,5,10 &&
-			go run ./cmd/laya-bench --backend metal --synthetic english --questions 1,5,10,50 &&
-			go run ./cmd/laya-bench --backend cpu --synthetic english --questions 1 --runs 5
-	} 2>&1 | tee "$logdir/laya-bench.log" && record "laya-bench" "ok" || {
-		record "laya-bench" "FAILED (see $logdir/laya-bench.log)"
-		status=1
-	}
+		echo "laya-metal mac-check report (raw: scripts/maccheck failed, see maccheck.log)"
+		cat "$envf" "$steps"
+		for f in "$logdir"/*.log; do
+			echo "--- $(basename "$f") (last 30 lines)"
+			tail -n 30 "$f"
+		done
+		if grep -q $'\tFAIL\t' "$steps"; then echo "VERDICT: FAIL"; else echo "VERDICT: UNKNOWN"; fi
+	} >"$report_file"
 fi
-
-step "report"
-for line in "${report[@]}"; do
-	echo "  $line"
-done
-if [[ -s "$logdir/device.summary" ]]; then
-	echo "  GPU details:"
-	sed 's/^/    /' "$logdir/device.summary"
-fi
-if [[ -s "$logdir/laya-bench.log" ]]; then
-	echo "  laya-bench:"
-	grep -E '\|' "$logdir/laya-bench.log" | sed 's/^/    /' || true
-fi
-if [[ -s "$logdir/bench.log" ]]; then
-	echo "  benchmarks:"
-	grep -E '^Benchmark' "$logdir/bench.log" | sed 's/^/    /' || true
-fi
-echo "  logs: $logdir"
-if [[ $status -ne 0 ]]; then
-	echo "RESULT: FAILED"
-else
-	echo "RESULT: ok"
-fi
-exit "$status"
+cp "$report_file" "$logdir/"
+tar -czf "$tarball" -C "$root" "$(basename "$logdir")"
+cat "$report_file"
+say "report: $report_file"
+say "logs:   $tarball"
+say "please send both files back"
+grep -q '^VERDICT: PASS' "$report_file"

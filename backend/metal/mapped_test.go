@@ -367,7 +367,7 @@ func TestGatherAndLayerNormReadMappingInPlace(t *testing.T) {
 // DeviceTime grows with every finished command buffer; with profiling on,
 // each operation is timed by name, and the GeGLU after a Linear shows up
 // fused into it.
-func TestDeviceTimeAndProfile(t *testing.T) {
+func TestBackendTimeAndProfile(t *testing.T) {
 	mb := New("metal-emu", emulator(t).Device())
 	defer mb.Close()
 	w, err := upload(mb, "wi", backend.F32, 64, 16, 1, -1, 1)

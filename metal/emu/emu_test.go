@@ -228,3 +228,46 @@ func BenchmarkEmuGemmF16(b *testing.B) {
 		}
 	}
 }
+
+// The emulator enforces the pipeline's thread limit (here the kernel's
+// [[max_total_threads_per_threadgroup(64)]], not 1024) and counts the
+// kernel's static threadgroup arrays toward the 32 KiB limit, through the
+// same metal.CheckDispatch as the Apple GPU device.
+func TestEmulatorDispatchLimits(t *testing.T) {
+	d := openEmu(t, emu.Options{Sources: testSource(t, "testdata/limits.metal")}, "limits")
+	out := f32Buffer(t, d, make([]float32, 128))
+	limited, err := d.Pipeline("limited")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := limited.MaxThreadsPerThreadgroup(); got != 64 {
+		t.Fatalf("MaxThreadsPerThreadgroup = %d, want the kernel's 64", got)
+	}
+	if got := ClampThreads(limited, 256); got != 64 {
+		t.Errorf("ClampThreads(256) = %d, want 64", got)
+	}
+	cb, _ := d.NewCommandBuffer()
+	if err := cb.Dispatch(limited, Size3{X: 1, Y: 1, Z: 1}, Size3{X: 128, Y: 1, Z: 1}, Arg{Index: 0, Buffer: out}); !errors.Is(err, ErrInvalidDispatch) || !strings.Contains(err.Error(), "limit of 64") {
+		t.Errorf("128 threads on a 64-thread pipeline: err = %v", err)
+	}
+	static, err := d.Pipeline("static_tg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = cb.Dispatch(static, Size3{X: 1, Y: 1, Z: 1}, Size3{X: 32, Y: 1, Z: 1}, Arg{Index: 0, Buffer: out}, Arg{Index: 0, ThreadgroupBytes: 16384 + 16})
+	if !errors.Is(err, ErrInvalidDispatch) || !errors.Is(err, emu.ErrThreadgroupMemory) || !strings.Contains(err.Error(), "16384 bytes of threadgroup arrays") {
+		t.Errorf("16 KiB static + 16 KiB + 16 argument bytes: err = %v, want ErrThreadgroupMemory", err)
+	}
+	cb.Commit()
+	cb.Wait(context.Background())
+	if err := run(t, d, func(cb CommandBuffer) error {
+		return cb.Dispatch(static, Size3{X: 1, Y: 1, Z: 1}, Size3{X: 32, Y: 1, Z: 1}, Arg{Index: 0, Buffer: out}, Arg{Index: 0, ThreadgroupBytes: 128})
+	}); err != nil {
+		t.Fatalf("within the limit: %v", err)
+	}
+	for i, v := range readF32(out, 32) {
+		if v != float32(i)+1 {
+			t.Fatalf("out[%d] = %v, want %d", i, v, i+1)
+		}
+	}
+}

@@ -1,0 +1,375 @@
+// Command maccheck assembles the report of scripts/mac-check.sh from the
+// step records and logs the script leaves in one directory, so that the
+// report's logic (which lines of a failing log matter, how validation
+// warnings are counted, the verdict) is Go, tested on Linux, while the
+// script only runs commands on the Mac.
+//
+// Usage:
+//
+//	go run ./scripts/maccheck report DIR
+//
+// DIR holds steps.tsv (one step a line: name, PASS|FAIL|SKIP, seconds, log
+// file relative to DIR, note; tab-separated), env.txt (the environment
+// facts, "key: value" lines) and the logs.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+func main() {
+	if len(os.Args) != 3 || os.Args[1] != "report" {
+		fmt.Fprintln(os.Stderr, "usage: go run ./scripts/maccheck report DIR")
+		os.Exit(2)
+	}
+	if err := writeReport(os.Stdout, os.Args[2]); err != nil {
+		fmt.Fprintln(os.Stderr, "maccheck:", err)
+		os.Exit(1)
+	}
+}
+
+// step is one line of steps.tsv.
+type step struct {
+	Name    string
+	Status  string // PASS, FAIL or SKIP
+	Seconds float64
+	Log     string // relative to the log directory; may be empty
+	Note    string
+}
+
+func parseSteps(r io.Reader) ([]step, error) {
+	var steps []step
+	sc := bufio.NewScanner(r)
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		f := strings.Split(line, "\t")
+		for len(f) < 5 {
+			f = append(f, "")
+		}
+		switch f[1] {
+		case "PASS", "FAIL", "SKIP":
+		default:
+			return nil, fmt.Errorf("steps.tsv:%d: status %q, want PASS, FAIL or SKIP", n, f[1])
+		}
+		secs, _ := strconv.ParseFloat(f[2], 64)
+		steps = append(steps, step{Name: f[0], Status: f[1], Seconds: secs, Log: f[3], Note: strings.Join(f[4:], " ")})
+	}
+	return steps, sc.Err()
+}
+
+// failureRe matches the lines of a failing log worth sending back: test
+// failures with their file:line messages, panics, fatal errors, signals,
+// Objective-C exceptions and Metal's failed assertions.
+var failureRe = regexp.MustCompile(`^\s*--- FAIL|^FAIL\b|^\s+\S+\.go:\d+: |panic: |^fatal error: |\[signal |^SIG[A-Z]+: |^signal: |exception|Terminating app|failed assertion|^\S+\.go:\d+:\d+: `)
+
+// failureLines returns up to max matching lines, in order, and how many
+// more matched.
+func failureLines(log []byte, max int) (lines []string, more int) {
+	sc := bufio.NewScanner(bytes.NewReader(log))
+	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
+	for sc.Scan() {
+		if l := sc.Text(); failureRe.MatchString(l) {
+			if len(lines) < max {
+				lines = append(lines, strings.TrimRight(l, " \r"))
+			} else {
+				more++
+			}
+		}
+	}
+	return lines, more
+}
+
+// tail returns the last n lines of log.
+func tail(log []byte, n int) []string {
+	lines := strings.Split(strings.TrimRight(string(log), "\n"), "\n")
+	if len(lines) == 1 && lines[0] == "" {
+		return nil
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return lines
+}
+
+// Validation warnings: OBJC_DEBUG_MISSING_POOLS prints "objc[pid]:
+// MISSING POOLS: ... autoreleased with no pool in place"; the Metal
+// validation layer (MTL_DEBUG_LAYER=1) prints "-[MTLDebug...]" messages and
+// "failed assertion" before it aborts, and "Metal API Validation Enabled"
+// once (not a warning).
+var (
+	missingPoolRe = regexp.MustCompile(`MISSING POOLS|autoreleased with no pool`)
+	metalWarnRe   = regexp.MustCompile(`-\[MTLDebug|failed assertion|MTLValidation|Metal API Validation.*(warning|error)`)
+)
+
+type validation struct {
+	MissingPools, Metal int
+	Samples             []string
+}
+
+func countValidation(log []byte) validation {
+	var v validation
+	sc := bufio.NewScanner(bytes.NewReader(log))
+	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
+	for sc.Scan() {
+		l := sc.Text()
+		hit := false
+		if missingPoolRe.MatchString(l) {
+			v.MissingPools++
+			hit = true
+		} else if metalWarnRe.MatchString(l) {
+			v.Metal++
+			hit = true
+		}
+		if hit && len(v.Samples) < 10 {
+			v.Samples = append(v.Samples, strings.TrimSpace(l))
+		}
+	}
+	return v
+}
+
+// grepLines returns the log lines containing marker, trimmed of the test
+// framework's indentation and "file_test.go:N: " prefix.
+func grepLines(log []byte, marker string) []string {
+	var out []string
+	prefix := regexp.MustCompile(`^\s*\S+_test\.go:\d+: `)
+	for _, l := range strings.Split(string(log), "\n") {
+		if strings.Contains(l, marker) {
+			out = append(out, prefix.ReplaceAllString(strings.TrimSpace(l), ""))
+		}
+	}
+	return out
+}
+
+// sections returns every run of lines of log that starts with a line
+// beginning with start and ends before the next blank line.
+func sections(log []byte, start string) []string {
+	var out []string
+	in := false
+	for _, l := range strings.Split(string(log), "\n") {
+		switch {
+		case strings.HasPrefix(strings.TrimSpace(l), start):
+			in = true
+			out = append(out, l)
+		case in && strings.TrimSpace(l) == "":
+			in = false
+		case in:
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// tableLines returns the Markdown table rows of log (lines starting "|").
+func tableLines(log []byte) []string {
+	var out []string
+	for _, l := range strings.Split(string(log), "\n") {
+		if strings.HasPrefix(l, "|") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// verdict is the report's last line.
+func verdict(steps []step, v validation, env map[string]string) string {
+	var failed, skipped []string
+	for _, s := range steps {
+		switch s.Status {
+		case "FAIL":
+			failed = append(failed, s.Name)
+		case "SKIP":
+			skipped = append(skipped, s.Name)
+		}
+	}
+	where := strings.TrimSpace(env["chip"] + ", macOS " + env["macos"])
+	switch {
+	case len(failed) > 0:
+		return fmt.Sprintf("VERDICT: FAIL on %s: %s", where, strings.Join(failed, "; "))
+	case v.MissingPools+v.Metal > 0:
+		return fmt.Sprintf("VERDICT: PASS WITH WARNINGS on %s: %d missing-pool and %d Metal validation warnings", where, v.MissingPools, v.Metal)
+	case len(skipped) > 0:
+		return fmt.Sprintf("VERDICT: PASS on %s (skipped: %s)", where, strings.Join(skipped, "; "))
+	}
+	return fmt.Sprintf("VERDICT: PASS on %s: the Metal backend works", where)
+}
+
+func readEnv(path string) (map[string]string, []string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	env := map[string]string{}
+	var order []string
+	for _, l := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(l, ":")
+		if !ok || strings.TrimSpace(k) == "" {
+			continue
+		}
+		k = strings.TrimSpace(k)
+		if _, dup := env[k]; !dup {
+			order = append(order, k)
+		}
+		env[k] = strings.TrimSpace(v)
+	}
+	return env, order, nil
+}
+
+func readLog(dir, name string) []byte {
+	if name == "" {
+		return nil
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, name))
+	return b
+}
+
+// logsWith concatenates the logs of the steps whose log name contains part.
+func logsWith(dir string, steps []step, part string) []byte {
+	var all []byte
+	for _, s := range steps {
+		if strings.Contains(s.Log, part) {
+			all = append(all, readLog(dir, s.Log)...)
+		}
+	}
+	return all
+}
+
+func writeReport(w io.Writer, dir string) error {
+	f, err := os.Open(filepath.Join(dir, "steps.tsv"))
+	if err != nil {
+		return err
+	}
+	steps, err := parseSteps(f)
+	f.Close()
+	if err != nil {
+		return err
+	}
+	env, order, err := readEnv(filepath.Join(dir, "env.txt"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	p := func(format string, a ...any) { fmt.Fprintf(w, format+"\n", a...) }
+
+	p("laya-metal mac-check report (format 1)")
+	p("")
+	p("== environment")
+	for _, k := range order {
+		p("%-16s %s", k+":", env[k])
+	}
+	p("")
+	p("== steps")
+	for _, s := range steps {
+		line := fmt.Sprintf("[%s] %-22s %6.1fs", s.Status, s.Name, s.Seconds)
+		if s.Log != "" {
+			line += "  log: " + s.Log
+			if pass, skip := countTests(readLog(dir, s.Log)); pass+skip > 0 {
+				line += fmt.Sprintf("  tests: %d passed, %d skipped", pass, skip)
+			}
+		}
+		if s.Note != "" {
+			line += "  (" + s.Note + ")"
+		}
+		p("%s", line)
+	}
+
+	all := logsWith(dir, steps, "")
+	if dev := grepLines(all, "metal-device "); len(dev) > 0 {
+		p("")
+		p("== device")
+		p("%s", dev[0])
+	}
+	if rss := append(grepLines(all, "rss-after-load "), grepLines(all, "mapped weights: ")...); len(rss) > 0 {
+		p("")
+		p("== zero-copy (weights mapped, RSS after load)")
+		for _, l := range dedupe(rss) {
+			p("%s", l)
+		}
+	}
+	val := countValidation(logsWith(dir, steps, "validation"))
+	p("")
+	p("== validation (MTL_DEBUG_LAYER=1, OBJC_DEBUG_MISSING_POOLS=YES)")
+	p("warnings: %d (missing autorelease pools: %d, Metal validation: %d)", val.MissingPools+val.Metal, val.MissingPools, val.Metal)
+	for _, l := range val.Samples {
+		p("  %s", l)
+	}
+	if lat := tableLines(logsWith(dir, steps, "bench")); len(lat) > 0 {
+		p("")
+		p("== latency (laya-bench: wall time and GPU time per request)")
+		for _, l := range lat {
+			p("%s", l)
+		}
+	}
+	if prof := sections(logsWith(dir, steps, "bench"), "GPU time per operation"); len(prof) > 0 {
+		p("")
+		p("== GPU time per operation (laya-bench --profile)")
+		for _, l := range prof {
+			p("%s", l)
+		}
+	}
+	if plan := tail(logsWith(dir, steps, "plan"), 60); len(plan) > 0 {
+		p("")
+		p("== plan (laya-bench --plan: a MODEL of the GPU floor, not a measurement)")
+		for _, l := range plan {
+			p("%s", l)
+		}
+	}
+	for _, s := range steps {
+		if s.Status != "FAIL" {
+			continue
+		}
+		log := readLog(dir, s.Log)
+		p("")
+		p("== failure: %s (%s)", s.Name, s.Log)
+		lines, more := failureLines(log, 40)
+		for _, l := range lines {
+			p("  %s", l)
+		}
+		if more > 0 {
+			p("  ... %d more matching lines in the log", more)
+		}
+		p("  -- last lines of the log:")
+		for _, l := range tail(log, 25) {
+			p("  | %s", l)
+		}
+	}
+	p("")
+	p("%s", verdict(steps, val, env))
+	return nil
+}
+
+// countTests counts go test -v's top-level and subtest PASS and SKIP lines.
+func countTests(log []byte) (pass, skip int) {
+	for _, l := range strings.Split(string(log), "\n") {
+		l = strings.TrimSpace(l)
+		switch {
+		case strings.HasPrefix(l, "--- PASS: "):
+			pass++
+		case strings.HasPrefix(l, "--- SKIP: "):
+			skip++
+		}
+	}
+	return pass, skip
+}
+
+func dedupe(lines []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, l := range lines {
+		if !seen[l] {
+			seen[l] = true
+			out = append(out, l)
+		}
+	}
+	return out
+}
