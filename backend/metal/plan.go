@@ -33,6 +33,10 @@ type OpPlan struct {
 	Dispatches int    `json:"dispatches"`
 	Barriers   int    `json:"barriers"`
 	metal.Cost
+	// FloorUs is the operation's roofline floor per GPU of AppleGPUs, by
+	// name, in µs (a MODEL): beside laya-bench --profile's measured GPU
+	// time per operation on a Mac it shows how far each kernel is from it.
+	FloorUs map[string]float64 `json:"floor_us"`
 }
 
 // Plan is a request's recorded work.
@@ -117,8 +121,11 @@ func MakeCheckpointPlan(ctx context.Context, model string, ckpt *weights.Checkpo
 		p.costs = append(p.costs, c)
 		op := byOp[d.Op]
 		if op == nil {
-			op = &OpPlan{Op: d.Op}
+			op = &OpPlan{Op: d.Op, FloorUs: map[string]float64{}}
 			byOp[d.Op] = op
+		}
+		for _, g := range AppleGPUs {
+			op.FloorUs[g.Name] += max(c.FLOPs/(g.FP32TFLOPS*1e12), c.IdealBytes/(g.BandwidthGBs*1e9)) * 1e6
 		}
 		op.Dispatches++
 		if d.AfterBarrier {
@@ -250,6 +257,10 @@ func gpu(name string, cores int, clock, bw float64, source string) GPU {
 	return GPU{Name: name, Cores: cores, ClockGHz: clock, FP32TFLOPS: math.Round(float64(cores)*128*2*clock/1e3*100) / 100,
 		BandwidthGBs: bw, Source: source}
 }
+
+// ReferenceGPU is the GPU whose per-operation floors laya-bench's table
+// shows (the issue's target machine).
+const ReferenceGPU = "M3 Max (40-core)"
 
 // DependentDispatchMicros is the modelled GPU cost of one dispatch behind
 // a barrier: 2.4–2.75 µs on an M3 Ultra (ml-explore/mlx#4521), 5.2 µs on

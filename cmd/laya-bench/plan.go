@@ -70,10 +70,11 @@ func writePlan(w io.Writer, p *metalbackend.Plan, dispatches bool) {
 	fmt.Fprintf(w, "- device buffers allocated: %d by the first request, %d per request after it\n", p.BuffersAllocatedFirst, p.BuffersAllocated)
 	fmt.Fprintf(w, "- %.2f GFLOP, %.1f MB minimal traffic, %.1f MB requested by the kernels' tiling\n\n", p.FLOPs/1e9, p.IdealBytes/1e6, p.RequestedBytes/1e6)
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
-	fmt.Fprintln(tw, "| operation\t| dispatches\t| barriers\t| MFLOP\t| ideal MB\t| requested MB\t|")
-	fmt.Fprintln(tw, "|---\t|---:\t|---:\t|---:\t|---:\t|---:\t|")
+	fmt.Fprintf(tw, "| operation\t| dispatches\t| barriers\t| MFLOP\t| ideal MB\t| requested MB\t| floor µs, %s\t|\n", metalbackend.ReferenceGPU)
+	fmt.Fprintln(tw, "|---\t|---:\t|---:\t|---:\t|---:\t|---:\t|---:\t|")
 	for _, op := range p.Ops {
-		fmt.Fprintf(tw, "| %s\t| %d\t| %d\t| %.1f\t| %.2f\t| %.2f\t|\n", op.Op, op.Dispatches, op.Barriers, op.FLOPs/1e6, op.IdealBytes/1e6, op.RequestedBytes/1e6)
+		fmt.Fprintf(tw, "| %s\t| %d\t| %d\t| %.1f\t| %.2f\t| %.2f\t| %.1f\t|\n", op.Op, op.Dispatches, op.Barriers, op.FLOPs/1e6, op.IdealBytes/1e6,
+			op.RequestedBytes/1e6, op.FloorUs[metalbackend.ReferenceGPU])
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\nRoofline floors (MODEL; every kernel at max(FLOPs/peak, bytes/bandwidth); +%.1f µs per barrier in the second column):\n\n", metalbackend.DependentDispatchMicros)
