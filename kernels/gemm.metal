@@ -25,8 +25,9 @@
 //
 // Prologue (gemm_ln): X rows are LayerNorm'ed as they are staged. At the
 // start every simdgroup computes mean and 1/sqrt(var + eps) of 8 of the
-// threadgroup's rows (two passes over the row, as layernorm_f32: the
-// variance around the mean); staging then applies (x − mean)·rstd·w (+ b).
+// threadgroup's rows in one read of each (Welford per lane, merged across
+// lanes; no E[x²]−E[x]² cancellation); staging then applies
+// (x − mean)·rstd·w (+ b).
 // The normalised rows are never written: the LayerNorm costs no dispatch
 // and no round trip through memory.
 //
@@ -233,23 +234,38 @@ void gemm_tile(device const TX* x, device const TW* w, device float* y, device c
   const uint gx = group.x;
 
   if (gemm_ln) {
-    // Row statistics: simdgroup s takes rows 8s..8s+7 of the tile.
+    // Row statistics: simdgroup s takes rows 8s..8s+7 of the tile, each
+    // read once: every lane runs Welford's update over its strided
+    // elements, then the lanes' (count, mean, M2) are merged pairwise
+    // (Chan et al.) across a butterfly of simd_shuffle_xor, so every lane
+    // ends with the row's mean and biased variance, in a fixed order.
     for (uint r = simd * 8; r < simd * 8 + 8; r++) {
       float mean = 0.0f;
       float rstd = 0.0f;
       if (m0 + r < p.m) {
         device const TX* row = x + ulong(m0 + r) * p.k;
-        float sum = 0.0f;
+        float n = 0.0f;
+        float m2 = 0.0f;
         for (uint c = lane; c < p.k; c += 32) {
-          sum += float(row[c]);
+          const float v = float(row[c]);
+          n += 1.0f;
+          const float d = v - mean;
+          mean += d / n;
+          m2 += d * (v - mean);
         }
-        mean = simd_sum(sum) / float(p.k);
-        float squares = 0.0f;
-        for (uint c = lane; c < p.k; c += 32) {
-          const float d = float(row[c]) - mean;
-          squares += d * d;
+        for (ushort off = 16; off > 0; off /= 2) {
+          const float nb = simd_shuffle_xor(n, off);
+          const float meanb = simd_shuffle_xor(mean, off);
+          const float m2b = simd_shuffle_xor(m2, off);
+          const float nab = n + nb;
+          if (nab > 0.0f) {
+            const float delta = meanb - mean;
+            mean += delta * (nb / nab);
+            m2 += m2b + delta * delta * (n * nb / nab);
+          }
+          n = nab;
         }
-        rstd = 1.0f / sqrt(simd_sum(squares) / float(p.k) + p.eps);
+        rstd = 1.0f / sqrt(m2 / float(p.k) + p.eps);
       }
       if (lane == 0) {
         stats[2 * r] = mean;

@@ -91,7 +91,7 @@ func DispatchCost(kernel string, constants []Constant, groups, threads Size3, ar
 			if on(5) {
 				out += 4 * k
 			}
-			xReads = 3 // two statistics passes and the staging
+			xReads = 2 // the statistics pass and the staging
 		}
 		c.IdealBytes = xe*m*k + we*n*k + out
 		// Tiles: X once per column of threadgroups, W once per row of

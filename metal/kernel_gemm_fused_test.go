@@ -18,7 +18,8 @@ type gemmCase struct {
 	bias, ln, lnB   bool
 	geglu, residual bool
 	noY             bool
-	wOff            int // elements of padding before W (misaligns vector loads when odd)
+	wOff            int     // elements of padding before W (misaligns vector loads when odd)
+	xOff            float32 // added to X: a large mean against the spread tests the LayerNorm statistics
 }
 
 func (c gemmCase) String() string {
@@ -36,6 +37,8 @@ func gemmSweep(full bool) []gemmCase {
 		{in: GemmF32, m: 97, n: 70, k: 33, bias: true, act: ActReLU, ln: true, lnB: true, wOff: 1},
 		{in: GemmF32F16W, m: 1, n: 65, k: 36, bias: true, residual: true, noY: true, wOff: 3},
 		{in: GemmF32, m: 200, n: 66, k: 20, act: ActGELU, bias: true},
+		// A mean 500× the spread: the one-pass statistics must not cancel.
+		{in: GemmF32F16W, m: 33, n: 64, k: 1000, ln: true, xOff: 1000},
 		// M ≤ 8 without prologue or GeGLU: the GEMV kernels.
 		{in: GemmF32F16W, m: 7, n: 70, k: 64, act: ActGELU, bias: true},
 		{in: GemmF16, m: 8, n: 9, k: 40, residual: true},
@@ -59,7 +62,7 @@ func gemmSweep(full bool) []gemmCase {
 
 func runGemmCase(t *testing.T, d Device, kern *Kernels, c gemmCase) {
 	t.Helper()
-	x := pseudo(c.m*c.k, uint64(11+c.m), -2, 2)
+	x := pseudo(c.m*c.k, uint64(11+c.m), -2+c.xOff, 2+c.xOff)
 	w := append(pseudo(c.wOff, 1, 9, 9), pseudo(c.n*c.k, uint64(12+c.n), -1, 1)...)
 	var bx, bw Buffer
 	xr, wr := make([]float64, len(x)), make([]float64, c.n*c.k)
