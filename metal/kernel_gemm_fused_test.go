@@ -238,3 +238,21 @@ func TestGemmPicksGemv(t *testing.T) {
 		}
 	}
 }
+
+// The fused GEMM, GEMV and flash-attention variants once more under
+// AddressSanitizer, with every buffer exactly as long as its operand: a
+// vector load or a store past an edge fails the run with the .metal line.
+func TestFusedKernelsASanEmu(t *testing.T) {
+	d := openEmu(t, emu.Options{ASan: true}, "kernels-asan")
+	kern := NewKernels(d)
+	for _, c := range []gemmCase{
+		{in: GemmF32F16W, m: 37, n: 70, k: 44, ln: true, lnB: true, residual: true},
+		{in: GemmF32F16W, m: 5, n: 2 * 35, k: 40, ln: true, geglu: true},
+		{in: GemmF32, m: 33, n: 65, k: 36, bias: true, act: ActGELU, wOff: 1},
+		{in: GemmF16, m: 3, n: 17, k: 44, bias: true, residual: true, noY: true},
+		{in: GemmF32F16W, m: 6, n: 9, k: 13, act: ActReLU},
+	} {
+		runGemmCase(t, d, kern, c)
+	}
+	runAttentionCase(t, d, kern, attentionCase{lengths: []int{40, 9}, seqLen: 40, heads: 2, headDim: 16, sliding: true, radius: 7, rope: true}, true)
+}
