@@ -177,7 +177,8 @@ func (s *Stream) Rope(qkv backend.Tensor, p backend.RopeParams) {
 	if s.dst("rope", qkv) == nil {
 		return
 	}
-	s.pending = &pendingRope{qkv: qkv.(*tensor), table: table, p: p}
+	s.ropeSlot = pendingRope{qkv: qkv.(*tensor), table: table, p: p}
+	s.pending = &s.ropeSlot
 }
 
 // Attention implements backend.Stream: metal.EncodeAttention (the flash
@@ -206,13 +207,14 @@ func (s *Stream) Attention(dst, qkv backend.Tensor, p backend.AttentionParams) {
 	}
 	shape := metal.AttentionShape{Batch: len(p.Lengths), SeqLen: p.SeqLen, Heads: p.Heads, HeadDim: p.HeadDim,
 		Scale: p.Scale, Sliding: p.Sliding, Radius: p.Radius}
-	pa := &pendingAttention{in: in, out: out, qkv: qkv.(*tensor), shape: shape, rope: rope}
+	s.attnSlot = pendingAttention{in: in, out: out, qkv: qkv.(*tensor), shape: shape, rope: rope}
 	if len(p.Lengths) <= metal.MaxInlineLengths {
-		pa.lengths = append([]int(nil), p.Lengths...)
+		s.lengths = append(s.lengths[:0], p.Lengths...)
+		s.attnSlot.lengths = s.lengths
 	} else {
-		pa.lengthsBuf = s.u32Buffer("attention", p.Lengths)
+		s.attnSlot.lengthsBuf = s.u32Buffer("attention", p.Lengths)
 	}
-	s.pending = pa
+	s.pending = &s.attnSlot
 }
 
 // ActFeatures implements backend.Stream.

@@ -44,6 +44,9 @@ type Stream struct {
 	// held was encoded), so deferring costs no allocation.
 	lnSlot     pendingLN
 	linearSlot pendingLinear
+	ropeSlot   pendingRope
+	attnSlot   pendingAttention
+	lengths    []int // attnSlot's inline lengths
 }
 
 // fail records the first error; later operations become no-ops.
