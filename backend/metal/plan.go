@@ -157,10 +157,11 @@ type planNetwork struct {
 	scorer   *heads.Scorer
 	act      *heads.ActHead
 	be       backend.Backend
+	vocab    int
 }
 
 func newPlanNetwork(be backend.Backend, ckpt *weights.Checkpoint) (*planNetwork, error) {
-	n := &planNetwork{be: be}
+	n := &planNetwork{be: be, vocab: ckpt.Encoder.VocabSize}
 	var err error
 	if n.enc, err = encoder.New(be, ckpt); err != nil {
 		return nil, err
@@ -186,7 +187,7 @@ func (n *planNetwork) run(ctx context.Context, req PlanRequest, observe func(sta
 	var markerRows []int32
 	for b := range rows {
 		for i := range L {
-			ids[b*L+i] = int32(1000 + 37*i%40000)
+			ids[b*L+i] = int32((1000 + 37*i) % n.vocab) // any valid ids: the plan does not depend on them
 		}
 		lengths[b], qtypes[b], counts[b] = L, b%heads.NumQuestionTypes, req.Markers
 		for m := range req.Markers {

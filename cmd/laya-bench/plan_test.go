@@ -58,3 +58,28 @@ func TestPlanOutput(t *testing.T) {
 		}
 	}
 }
+
+// --plan reads a real checkpoint's configuration (its weights are mapped,
+// never read) and refuses impossible requests with a clear error.
+func TestPlanModelAndErrors(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if err := run(context.Background(), []string{"--model", "../../testdata/oracle/checkpoints/tiny-en", "--plan", "--questions", "2"}, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stdout.String(), "5 per encoder layer (4 layers)") {
+		t.Errorf("tiny-en plan:\n%s", stdout.String())
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--plan"}, "--synthetic english|multilingual|tiny or --model DIR"},
+		{[]string{"--plan", "--synthetic", "english", "--tokens", "3"}, "shape mismatch"},
+		{[]string{"--plan", "--synthetic", "klingon"}, `got "klingon"`},
+	} {
+		err := run(context.Background(), c.args, &stdout, &stderr)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: err = %v, want one saying %q", c.args, err, c.want)
+		}
+	}
+}
