@@ -8,4 +8,13 @@
 // machine. This package holds the device interface, the darwin binding and
 // the kernel dispatch functions (kernel_*.go); it does not link the
 // emulator.
+//
+// Both devices refuse the same requests: CheckDispatch is the one
+// validation of a dispatch (thread limits from the pipeline, argument and
+// offset rules, threadgroup memory including the kernel's static arrays),
+// and NoCopyLength the one rule for wrapping host memory without a copy
+// (NoCopyDevice.NewBufferNoCopy wraps or fails, never copies). On darwin
+// the device is checked at open (GPU family Apple7 or later, MSL version
+// and math mode read back from the compile options) and reports what it
+// found (SystemInfo).
 package metal

@@ -197,6 +197,41 @@ func TestNewBufferWithBytesWraps(t *testing.T) {
 	}
 }
 
+// NewBufferNoCopy wraps by the system device's rule (metal.NoCopyLength)
+// or fails with ErrNoCopy; it never copies.
+func TestNewBufferNoCopy(t *testing.T) {
+	d := openEmu(t, emu.Options{}, "kernels")
+	nc, ok := d.(NoCopyDevice)
+	if !ok {
+		t.Fatalf("%T does not implement metal.NoCopyDevice", d)
+	}
+	page := os.Getpagesize()
+	m, err := syscall.Mmap(-1, 0, 2*page, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Munmap(m)
+	// A partial last page inside the allocation: wrapped, like an mmap'd
+	// file whose last page is mapped whole.
+	b, err := nc.NewBufferNoCopy(m[:page+100])
+	if err != nil || &b.Bytes()[0] != &m[0] || b.Len() != page+100 {
+		t.Errorf("partial last page within capacity: %v, want wrapped at the mapping", err)
+	}
+	for name, data := range map[string][]byte{
+		"misaligned":           m[1:page],
+		"page beyond capacity": m[: page+100 : page+100],
+		"empty":                m[:0],
+	} {
+		if _, err := nc.NewBufferNoCopy(data); !errors.Is(err, ErrNoCopy) {
+			t.Errorf("%s: err = %v, want ErrNoCopy", name, err)
+		}
+	}
+	asan := openEmu(t, emu.Options{ASan: true, Sources: testSource(t, "testdata/bugs.metal")}, "bugs-asan")
+	if _, err := asan.(NoCopyDevice).NewBufferNoCopy(m); !errors.Is(err, ErrNoCopy) {
+		t.Errorf("ASan device: err = %v, want ErrNoCopy (its buffers are shared memory files)", err)
+	}
+}
+
 func TestEmulatorCompileErrorNamesLine(t *testing.T) {
 	_, err := emu.Open(emu.Options{Sources: []KernelSource{{Name: "bad.metal", Text: "kernel void k(device float* x [[buffer(0)]]) {\n  x[0] = undefined_name;\n}\n"}}})
 	if !errors.Is(err, ErrShaderCompile) || !strings.Contains(err.Error(), "bad.metal:2") {
