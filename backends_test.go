@@ -1,5 +1,6 @@
 package laya
 
-// The tests run the model on the emulator backend too; programs that import
-// only the root package do not link it.
-import _ "github.com/laya-metal/laya/backend/metalemu" // registers "metal-emu"
+// The root links only the cpu backend (and metal on Apple Silicon); the
+// tests that compare backends run "metal-emu" too, so they import it as any
+// program must.
+import _ "github.com/laya-metal/laya/backend/metalemu"

@@ -7,24 +7,23 @@ import (
 	"os"
 )
 
-// ShapeCheckpoint returns a checkpoint of the tensors the spec implies, all
-// zero, with nothing generated: the data section is a sparse temporary
-// file (removed at once; the mapping keeps it alive on Linux and macOS), so
-// a full-size model costs no disk and almost no memory. It is meant for
-// work plans that only count a forward pass's operations (laya-bench
-// --plan): the configs are the spec's, the values meaningless. Close it
-// when done. No tokenizer is attached.
-func (s SyntheticSpec) ShapeCheckpoint() (*Checkpoint, error) {
-	v := s
-	if v.TokenizerDir == "" {
-		v.TokenizerDir = "-" // no tokenizer is attached: nothing is copied
+// ShapeCheckpoint returns a checkpoint of the tensors enc and agent imply,
+// all zero and of dtype, with nothing generated: the data section is a
+// sparse temporary file (removed at once; the mapping keeps it alive on
+// Linux and macOS), so a full-size model costs no disk and almost no
+// memory. It is meant for work plans that only count a forward pass's
+// operations (laya-bench --plan; package weights/synthetic's
+// Spec.ShapeCheckpoint): the configurations are real, the values
+// meaningless. Close it when done. No tokenizer is attached.
+func ShapeCheckpoint(enc EncoderConfig, agent AgentConfig, dtype DType) (*Checkpoint, error) {
+	head, err := DeriveHead(enc, agent)
+	if err != nil {
+		return nil, fmt.Errorf("weights: shape checkpoint: %w", err)
 	}
-	if err := v.validate(); err != nil {
-		return nil, err
+	if dtype.Size() == 0 {
+		return nil, fmt.Errorf("weights: shape checkpoint: unknown dtype %v", dtype)
 	}
-	enc, head := s.configs()
 	specs := ExpectedTensors(enc, head)
-	dtype := s.dtype()
 	var hdr bytes.Buffer
 	hdr.WriteByte('{')
 	offset := 0
@@ -75,15 +74,8 @@ func (s SyntheticSpec) ShapeCheckpoint() (*Checkpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Checkpoint{
-		Agent:   AgentConfig{EncoderID: s.Name, HeadLayers: s.HeadLayers, MaxLen: s.MaxLen, HeadMaxLen: s.HeadMaxLen, ActCosts: s.actCosts(), NAct: len(s.actCosts()) + 1},
-		Encoder: enc, Head: head, NameScheme: SchemeUpstream, Weights: st, expected: specs,
-	}
+	c := &Checkpoint{Agent: agent, Encoder: enc, Head: head, NameScheme: SchemeUpstream, Weights: st, expected: specs}
 	var p problems
 	c.canonicalize(&p)
 	return c, nil
 }
-
-// Configs returns the encoder and decision-head configurations the spec's
-// checkpoint would load as.
-func (s SyntheticSpec) Configs() (EncoderConfig, HeadConfig) { return s.configs() }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/laya-metal/laya/weights"
+	"github.com/laya-metal/laya/weights/synthetic"
 )
 
 // BenchmarkEncodeRequest is the Go side of one request on a device that
@@ -14,7 +14,7 @@ import (
 // (~0.6 µs per dispatch per antonellof/ferrox#149; not on this machine).
 // The target is ≤ 150 µs per English request.
 func BenchmarkEncodeRequest(b *testing.B) {
-	for _, spec := range []weights.SyntheticSpec{weights.SyntheticEnglish(), weights.SyntheticMultilingual()} {
+	for _, spec := range []synthetic.Spec{synthetic.English(), synthetic.Multilingual()} {
 		b.Run(spec.Name+"/1q-93tok", func(b *testing.B) {
 			ckpt, err := spec.ShapeCheckpoint()
 			if err != nil {

@@ -63,20 +63,11 @@ type Plan struct {
 	costs                     []metal.Cost      // per dispatch of Log
 }
 
-// MakePlan records spec's forward pass for req on a PlanDevice. It needs no
-// weights and no GPU: the checkpoint is spec.ShapeCheckpoint.
-func MakePlan(ctx context.Context, spec weights.SyntheticSpec, req PlanRequest) (*Plan, error) {
-	ckpt, err := spec.ShapeCheckpoint()
-	if err != nil {
-		return nil, fmt.Errorf("metalbackend: plan: %w", err)
-	}
-	defer ckpt.Close()
-	return MakeCheckpointPlan(ctx, spec.Name, ckpt, req)
-}
-
-// MakeCheckpointPlan records ckpt's forward pass for req on a PlanDevice
-// (the weights are wrapped in place, never read).
-func MakeCheckpointPlan(ctx context.Context, model string, ckpt *weights.Checkpoint, req PlanRequest) (*Plan, error) {
+// MakePlan records ckpt's forward pass for req on a PlanDevice: no GPU,
+// and the weights are wrapped in place, never read, so a shape-only
+// checkpoint (weights.ShapeCheckpoint, synthetic.Spec.ShapeCheckpoint)
+// serves. model names the plan.
+func MakePlan(ctx context.Context, model string, ckpt *weights.Checkpoint, req PlanRequest) (*Plan, error) {
 	if req.Questions <= 0 || req.Tokens < 2 || req.Markers <= 0 || req.Markers > req.Tokens-2 {
 		return nil, fmt.Errorf("metalbackend: plan: %w: %d questions of %d tokens with %d markers", backend.ErrShape, req.Questions, req.Tokens, req.Markers)
 	}
@@ -196,9 +187,9 @@ func (n *planNetwork) run(ctx context.Context, req PlanRequest, observe func(sta
 	}
 	s := n.be.NewStream()
 	defer s.Close()
-	var encObs encoder.Observer
+	var encObs backend.Observer
 	if observe != nil {
-		encObs = func(stage string, i int, _ backend.Tensor) { observe(stage, i) }
+		encObs = func(_ backend.Stream, stage string, i int, _ backend.Tensor) { observe(stage, i) }
 	}
 	hidden, err := n.enc.Forward(ctx, s, encoder.Batch{IDs: ids, Lengths: lengths, SeqLen: L}, encObs)
 	if err != nil {

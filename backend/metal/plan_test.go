@@ -4,15 +4,20 @@ import (
 	"context"
 	"testing"
 
-	"github.com/laya-metal/laya/weights"
+	"github.com/laya-metal/laya/weights/synthetic"
 )
 
 // The real English (ModernBERT-large) and multilingual (mmBERT-base)
 // configurations plan at most 5 dispatches per encoder layer, allocate no
 // device buffer once warm, and wait once per request.
 func TestPlanRealConfigs(t *testing.T) {
-	for _, spec := range []weights.SyntheticSpec{weights.SyntheticEnglish(), weights.SyntheticMultilingual()} {
-		p, err := MakePlan(context.Background(), spec, PlanRequest{Questions: 1, Tokens: 93, Markers: 4})
+	for _, spec := range []synthetic.Spec{synthetic.English(), synthetic.Multilingual()} {
+		ckpt, err := spec.ShapeCheckpoint()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := MakePlan(context.Background(), spec.Name, ckpt, PlanRequest{Questions: 1, Tokens: 93, Markers: 4})
+		ckpt.Close()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,6 +9,7 @@ import (
 
 	metalbackend "github.com/laya-metal/laya/backend/metal"
 	"github.com/laya-metal/laya/weights"
+	"github.com/laya-metal/laya/weights/synthetic"
 )
 
 // planMarkers is the option count of each planned question (the 4-way
@@ -31,16 +32,21 @@ func runPlan(ctx context.Context, o options, stdout io.Writer) error {
 			if lerr != nil {
 				return fmt.Errorf("--plan: %w", lerr)
 			}
-			p, err = metalbackend.MakeCheckpointPlan(ctx, o.model, ckpt, req)
+			p, err = metalbackend.MakePlan(ctx, o.model, ckpt, req)
 			ckpt.Close()
 		default:
-			spec, ok := map[string]func() weights.SyntheticSpec{
-				"english": weights.SyntheticEnglish, "multilingual": weights.SyntheticMultilingual, "tiny": weights.SyntheticTiny,
+			spec, ok := map[string]func() synthetic.Spec{
+				"english": synthetic.English, "multilingual": synthetic.Multilingual, "tiny": synthetic.Tiny,
 			}[o.synthetic]
 			if !ok {
 				return fmt.Errorf("--plan: give --synthetic english|multilingual|tiny or --model DIR (got %q)", o.synthetic)
 			}
-			p, err = metalbackend.MakePlan(ctx, spec(), req)
+			ckpt, serr := spec().ShapeCheckpoint()
+			if serr != nil {
+				return fmt.Errorf("--plan: %w", serr)
+			}
+			p, err = metalbackend.MakePlan(ctx, o.synthetic, ckpt, req)
+			ckpt.Close()
 		}
 		if err != nil {
 			return fmt.Errorf("--plan: %d questions: %w", n, err)

@@ -1,5 +1,6 @@
 package main
 
-// The emulator backend is linked into the CLIs (not into the root package),
-// so --backend metal-emu works everywhere clang 16+ is installed.
-import _ "github.com/laya-metal/laya/backend/metalemu" // registers "metal-emu"
+// laya offers --backend metal-emu on every OS (the MSL emulator, for
+// checking Metal semantics without a Mac), so it links the emulator
+// explicitly: package laya itself does not.
+import _ "github.com/laya-metal/laya/backend/metalemu"
