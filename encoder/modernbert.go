@@ -115,6 +115,11 @@ func (m *ModernBERT) Forward(ctx context.Context, s backend.Stream, in Batch, ob
 			h = normed
 		}
 		s.Linear(qkv, h, l.wqkv, nil, backend.Identity)
+		// Discard marks scratch tensors nobody reads again before they
+		// are overwritten, so a fusing backend need not store them (the
+		// Metal one folds the norm into this GEMM, the RoPE into the
+		// attention, the Adds and the GeGLU into GEMM epilogues).
+		backend.Discard(s, normed)
 		s.Rope(qkv, backend.RopeParams{SeqLen: in.SeqLen, Heads: heads, HeadDim: headDim, Theta: l.theta})
 		s.Attention(attn, qkv, backend.AttentionParams{
 			SeqLen:  in.SeqLen,
@@ -127,14 +132,19 @@ func (m *ModernBERT) Forward(ctx context.Context, s backend.Stream, in Batch, ob
 			// |i−j| ≤ local_attention // 2.
 			Radius: cfg.LocalAttention / 2,
 		})
+		backend.Discard(s, qkv)
 		s.Linear(proj, attn, l.wo, nil, backend.Identity)
 		s.Add(x, x, proj)
+		backend.Discard(s, proj)
 
 		s.LayerNorm(normed, x, l.mlpNorm, nil, eps)
 		s.Linear(up, normed, l.wi, nil, backend.Identity)
+		backend.Discard(s, normed)
 		s.GeGLU(act, up)
+		backend.Discard(s, up)
 		s.Linear(proj, act, l.mlpWo, nil, backend.Identity)
 		s.Add(x, x, proj)
+		backend.Discard(s, proj)
 		if err := s.Err(); err != nil {
 			return nil, fmt.Errorf("encoder layer %d: %w", i, err)
 		}

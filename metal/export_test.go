@@ -13,10 +13,17 @@ var (
 	ExportGemmRef          = gemmRef
 	ExportLayerNormRef     = layerNormRef
 	ExportLayerNormThreads = layerNormThreads
-	ExportParamBytes       = paramBytes
 	ExportRopeRef          = ropeRef
 	ExportSoftmaxRef       = softmaxRef
 	ExportSoftmaxThreads   = softmaxThreads
 	ExportCeilDiv          = ceilDiv
 	ExportU32s             = u32s
+	ExportParamStructs     = paramStructs
 )
+
+// ExportParamStruct is paramStruct for the layout test.
+type ExportParamStruct = paramStruct
+
+// File and Zero expose a paramStruct's fields to the layout test.
+func (p paramStruct) File() string { return p.file }
+func (p paramStruct) Zero() any    { return p.zero }

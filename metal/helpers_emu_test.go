@@ -37,10 +37,10 @@ var (
 	gemmRef          = ExportGemmRef
 	layerNormRef     = ExportLayerNormRef
 	layerNormThreads = ExportLayerNormThreads
-	paramBytes       = ExportParamBytes
 	ropeRef          = ExportRopeRef
 	softmaxRef       = ExportSoftmaxRef
 	softmaxThreads   = ExportSoftmaxThreads
 	ceilDiv          = ExportCeilDiv
 	u32s             = ExportU32s
+	paramStructs     = ExportParamStructs
 )

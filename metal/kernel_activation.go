@@ -1,9 +1,6 @@
 package metal
 
-import (
-	"fmt"
-	"math"
-)
+import "fmt"
 
 // Activation selects the element-wise function of Activate and of the
 // GEMM's epilogue; the values are act_kind and gemm_act of
@@ -61,7 +58,7 @@ func GeGLU(cb CommandBuffer, k *Kernels, in, out Buffer, rows, inner int) error 
 	}
 	threads := min(256, p.MaxThreadsPerThreadgroup())
 	return cb.Dispatch(p, Size3{ceilDiv(rows*inner, threads), 1, 1}, Size3{threads, 1, 1},
-		Arg{Index: 0, Buffer: in}, Arg{Index: 1, Buffer: out}, Arg{Index: 2, Bytes: u32s(rows, inner)})
+		Arg{Index: 0, Buffer: in}, Arg{Index: 1, Buffer: out}, Arg{Index: 2, Bytes: paramBytes(&GegluParams{Rows: uint32(rows), Inner: uint32(inner)})})
 }
 
 // ActFeatures encodes the act head's input (kernels/activation.metal,
@@ -92,68 +89,4 @@ func ActFeatures(cb CommandBuffer, k *Kernels, cls, logits, offsets, out Buffer,
 	return cb.Dispatch(p, Size3{batch, 1, 1}, Size3{threads, 1, 1},
 		Arg{Index: 0, Buffer: cls}, Arg{Index: 1, Buffer: logits}, Arg{Index: 2, Buffer: offsets},
 		Arg{Index: 3, Buffer: out}, Arg{Index: 4, Bytes: u32s(dim)})
-}
-
-// geluRef is the exact erf GELU in float64.
-func geluRef(x float64) float64 { return 0.5 * x * (1 + math.Erf(x/math.Sqrt2)) }
-
-// activateRef is Activate in float64.
-func activateRef(in []float32, act Activation) []float64 {
-	out := make([]float64, len(in))
-	for i, v := range in {
-		x := float64(v)
-		switch act {
-		case ActGELU:
-			x = geluRef(x)
-		case ActReLU:
-			x = max(x, 0)
-		}
-		out[i] = x
-	}
-	return out
-}
-
-// gegluRef is GeGLU in float64.
-func gegluRef(in []float32, rows, inner int) []float64 {
-	out := make([]float64, rows*inner)
-	for r := range rows {
-		for c := range inner {
-			out[r*inner+c] = geluRef(float64(in[r*2*inner+c])) * float64(in[r*2*inner+inner+c])
-		}
-	}
-	return out
-}
-
-// actFeaturesRef is ActFeatures in float64.
-func actFeaturesRef(cls, logits []float32, counts []int, dim int) []float64 {
-	out := make([]float64, 0, len(counts)*(dim+4))
-	for b, k := range counts {
-		for _, v := range cls[b*dim : (b+1)*dim] {
-			out = append(out, float64(v))
-		}
-		z := logits[:k]
-		logits = logits[k:]
-		top := math.Inf(-1)
-		for _, v := range z {
-			top = max(top, float64(v))
-		}
-		sum := 0.0
-		for _, v := range z {
-			sum += math.Exp(float64(v) - top)
-		}
-		var top1, top2, ent float64
-		for _, v := range z {
-			p := math.Exp(float64(v)-top) / sum
-			ent -= p * math.Log(max(p, 1e-9))
-			switch {
-			case p > top1:
-				top1, top2 = p, top1
-			case p > top2:
-				top2 = p
-			}
-		}
-		kk := float64(max(2, k))
-		out = append(out, top1, top1-top2, ent/math.Log(kk), kk/255)
-	}
-	return out
 }

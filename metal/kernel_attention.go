@@ -19,80 +19,107 @@ type AttentionShape struct {
 // (8 accumulators per lane of one simdgroup).
 const MaxAttentionHeadDim = 256
 
-// Attention encodes scaled-dot-product attention (kernels/attention.metal,
-// attention_f32) of qkv [Batch·SeqLen, 3·Heads·HeadDim] into out
-// [Batch·SeqLen, Heads·HeadDim]. lengths holds Batch uint32 values, each in
-// [1, SeqLen] (the kernel trusts them). out must not alias qkv.
+// Attention encodes scaled-dot-product attention (kernels/attention.metal)
+// of qkv [Batch·SeqLen, 3·Heads·HeadDim] into out [Batch·SeqLen,
+// Heads·HeadDim]. lengths holds Batch uint32 values, each in [1, SeqLen]
+// (the kernel trusts them). out must not alias qkv. See EncodeAttention.
 func Attention(cb CommandBuffer, k *Kernels, qkv, lengths, out Buffer, a AttentionShape) error {
-	const name = "attention_f32"
+	return EncodeAttention(cb, k, AttentionOp{QKV: qkv, Out: out, LengthsBuffer: lengths, Shape: a})
+}
+
+// AttentionOp is one attention dispatch.
+type AttentionOp struct {
+	QKV, Out Buffer
+	// Lengths are the real tokens per batch row, each in [1, SeqLen]. Up
+	// to MaxInlineLengths of them travel with the dispatch (setBytes);
+	// more need LengthsBuffer, which holds them as uint32 and is used
+	// whenever it is set.
+	Lengths       []int
+	LengthsBuffer Buffer
+	// Table, when set, is RopeTable(θ, HeadDim, ≥ SeqLen): q and k are
+	// rotated as they are staged (Rope fused), qkv itself is not changed.
+	// Only the flash kernel does this (AttentionFusesRope).
+	Table Buffer
+	Shape AttentionShape
+}
+
+// MaxInlineLengths is how many lengths go inline (setBytes takes up to 4 KB).
+const MaxInlineLengths = 1024
+
+// AttentionFusesRope reports whether the flash kernel, which can rotate q
+// and k as it stages them, runs attention of shape a: head dims that are
+// multiples of 8 up to 64 (ModernBERT's and the decision head's 64).
+func AttentionFusesRope(a AttentionShape) bool {
+	return a.HeadDim%8 == 0 && a.HeadDim <= 64
+}
+
+// AttentionQueryBlock is the flash kernel's query rows per threadgroup.
+const AttentionQueryBlock = 32
+
+// EncodeAttention encodes op as one dispatch: attention_flash_f32 (32
+// queries × one head per threadgroup, simdgroup matrices) when
+// AttentionFusesRope, else attention_f32 (one query row per threadgroup).
+func EncodeAttention(cb CommandBuffer, k *Kernels, op AttentionOp) error {
+	a := op.Shape
+	flash := AttentionFusesRope(a)
+	name := "attention_f32"
+	if flash {
+		name = "attention_flash_f32"
+	}
 	width := a.Heads * a.HeadDim
 	rows := a.Batch * a.SeqLen
 	if a.Batch <= 0 || a.SeqLen <= 0 || a.Heads <= 0 || a.HeadDim <= 0 || a.HeadDim > MaxAttentionHeadDim ||
 		a.Radius < 0 || rows*3*width > 1<<31 || math.IsNaN(float64(a.Scale)) {
 		return fmt.Errorf("%w: %s: %+v", ErrInvalidDispatch, name, a)
 	}
+	if op.Table != nil && (!flash || a.HeadDim%2 != 0) {
+		return fmt.Errorf("%w: %s: RoPE fused into attention needs the flash kernel (head dim %d)", ErrInvalidDispatch, name, a.HeadDim)
+	}
 	for _, c := range []struct {
 		what string
 		buf  Buffer
 		need int
-	}{{"qkv", qkv, 4 * rows * 3 * width}, {"lengths", lengths, 4 * a.Batch}, {"out", out, 4 * rows * width}} {
+	}{{"qkv", op.QKV, 4 * rows * 3 * width}, {"out", op.Out, 4 * rows * width}} {
 		if err := checkLen(name, c.what, c.buf, c.need); err != nil {
 			return err
 		}
 	}
-	// attention_sliding is function_constant(0).
-	p, err := k.pipeline(name, Constant{Index: 0, Value: a.Sliding})
+	lengths := Arg{Index: 1, Buffer: op.LengthsBuffer}
+	if op.LengthsBuffer != nil {
+		if err := checkLen(name, "lengths", op.LengthsBuffer, 4*a.Batch); err != nil {
+			return err
+		}
+	} else {
+		if len(op.Lengths) != a.Batch || a.Batch > MaxInlineLengths {
+			return fmt.Errorf("%w: %s: %d lengths for %d batch rows (at most %d inline)", ErrInvalidDispatch, name, len(op.Lengths), a.Batch, MaxInlineLengths)
+		}
+		lengths.Bytes = u32s(op.Lengths...)
+	}
+	g := new(struct {
+		args   [5]Arg
+		params AttentionParams
+	})
+	g.params = AttentionParams{SeqLen: uint32(a.SeqLen), Heads: uint32(a.Heads), HeadDim: uint32(a.HeadDim),
+		Scale: a.Scale, Radius: uint32(min(a.Radius, a.SeqLen))} // min keeps i + radius inside uint32
+	args := append(g.args[:0], Arg{Index: 0, Buffer: op.QKV}, lengths, Arg{Index: 2, Buffer: op.Out}, Arg{Index: 3, Bytes: paramBytes(&g.params)})
+	if !flash {
+		// attention_sliding is function_constant(0).
+		p, err := k.pipeline(name, Constant{Index: 0, Value: a.Sliding})
+		if err != nil {
+			return err
+		}
+		return cb.Dispatch(p, Size3{a.SeqLen, a.Batch * a.Heads, 1}, Size3{32, 1, 1}, args...)
+	}
+	if op.Table != nil {
+		if err := checkLen(name, "rope table", op.Table, 4*a.SeqLen*a.HeadDim); err != nil {
+			return err
+		}
+		args = append(args, Arg{Index: 4, Buffer: op.Table})
+	}
+	// attention_sliding and attention_rope are function_constant(0) and (1).
+	p, err := k.pipeline(name, Constant{Index: 0, Value: a.Sliding}, Constant{Index: 1, Value: op.Table != nil})
 	if err != nil {
 		return err
 	}
-	radius := min(a.Radius, a.SeqLen) // keeps i + radius inside uint32
-	return cb.Dispatch(p, Size3{a.SeqLen, a.Batch * a.Heads, 1}, Size3{32, 1, 1},
-		Arg{Index: 0, Buffer: qkv}, Arg{Index: 1, Buffer: lengths}, Arg{Index: 2, Buffer: out},
-		Arg{Index: 3, Bytes: paramBytes(a.SeqLen, a.Heads, a.HeadDim, a.Scale, radius)})
-}
-
-// attentionRef is Attention in float64: scores, softmax and the weighted
-// sum of values, with zeros on padded query rows.
-func attentionRef(qkv []float32, lengths []int, a AttentionShape) []float64 {
-	width := a.Heads * a.HeadDim
-	stride := 3 * width
-	out := make([]float64, a.Batch*a.SeqLen*width)
-	scores := make([]float64, a.SeqLen)
-	for b := range a.Batch {
-		n := lengths[b]
-		for h := range a.Heads {
-			at := func(pos, part, d int) float64 {
-				return float64(qkv[(b*a.SeqLen+pos)*stride+part*width+h*a.HeadDim+d])
-			}
-			for i := range n {
-				first, last := 0, n-1
-				if a.Sliding {
-					first, last = max(first, i-a.Radius), min(last, i+a.Radius)
-				}
-				top := math.Inf(-1)
-				for j := first; j <= last; j++ {
-					s := 0.0
-					for d := range a.HeadDim {
-						s += at(i, 0, d) * at(j, 1, d)
-					}
-					scores[j] = s * float64(a.Scale)
-					top = max(top, scores[j])
-				}
-				sum := 0.0
-				for j := first; j <= last; j++ {
-					scores[j] = math.Exp(scores[j] - top)
-					sum += scores[j]
-				}
-				o := out[(b*a.SeqLen+i)*width+h*a.HeadDim:]
-				for d := range a.HeadDim {
-					v := 0.0
-					for j := first; j <= last; j++ {
-						v += scores[j] * at(j, 2, d)
-					}
-					o[d] = v / sum
-				}
-			}
-		}
-	}
-	return out
+	return cb.Dispatch(p, Size3{ceilDiv(a.SeqLen, AttentionQueryBlock), a.Batch * a.Heads, 1}, Size3{128, 1, 1}, args...)
 }

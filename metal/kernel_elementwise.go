@@ -25,12 +25,3 @@ func VectorAdd(cb CommandBuffer, k *Kernels, a, b, out Buffer, n int) error {
 	return cb.Dispatch(p, Size3{ceilDiv(n, threads), 1, 1}, Size3{threads, 1, 1},
 		Arg{Index: 0, Buffer: a}, Arg{Index: 1, Buffer: b}, Arg{Index: 2, Buffer: out}, Arg{Index: 3, Bytes: u32s(n)})
 }
-
-// vectorAddRef is VectorAdd in float64.
-func vectorAddRef(a, b []float32) []float64 {
-	out := make([]float64, len(a))
-	for i := range a {
-		out[i] = float64(a[i]) + float64(b[i])
-	}
-	return out
-}

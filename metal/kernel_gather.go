@@ -1,6 +1,9 @@
 package metal
 
-import "fmt"
+import (
+	"encoding/binary"
+	"fmt"
+)
 
 // Elem is the element type of a table in device memory.
 type Elem int
@@ -16,10 +19,13 @@ const (
 //	Out[i, :] = Table[Index[i], :]    Table [TableRows, Cols], Out [Rows, Cols]
 //
 // Index holds Rows uint32 values, each below TableRows (the kernel trusts
-// them: the host checks them); Out is float32.
+// them: the host checks them); Out is float32. Without an Index buffer the
+// indices travel inline (setBytes) from IndexValues, at most
+// MaxInlineIndices of them.
 type GatherOp struct {
 	Elem              Elem
 	Table, Index, Out Buffer
+	IndexValues       []int32
 	// TableOffset is the byte offset of the table's first element in
 	// Table, for an embedding table bound inside a wrapped file mapping. It
 	// is bound with the buffer (Arg.Offset), so the kernel is the same; it
@@ -28,6 +34,10 @@ type GatherOp struct {
 	TableOffset           int
 	Rows, Cols, TableRows int
 }
+
+// MaxInlineIndices is how many gather indices go inline (setBytes takes up
+// to 4 KB).
+const MaxInlineIndices = 1024
 
 // GatherRows encodes out[i, :] = table[index[i], :] for rows output rows of
 // cols values, the table starting at offset 0 of its buffer. See
@@ -57,9 +67,23 @@ func EncodeGather(cb CommandBuffer, k *Kernels, op GatherOp) error {
 		what string
 		buf  Buffer
 		need int
-	}{{"table", op.Table, op.TableOffset + size*tableRows*cols}, {"index", op.Index, 4 * rows}, {"out", op.Out, 4 * rows * cols}} {
+	}{{"table", op.Table, op.TableOffset + size*tableRows*cols}, {"out", op.Out, 4 * rows * cols}} {
 		if err := checkLen(name, c.what, c.buf, c.need); err != nil {
 			return err
+		}
+	}
+	index := Arg{Index: 1, Buffer: op.Index}
+	if op.Index != nil {
+		if err := checkLen(name, "index", op.Index, 4*rows); err != nil {
+			return err
+		}
+	} else {
+		if len(op.IndexValues) != rows || rows > MaxInlineIndices {
+			return fmt.Errorf("%w: %s: %d inline indices for %d rows (at most %d)", ErrInvalidDispatch, name, len(op.IndexValues), rows, MaxInlineIndices)
+		}
+		index.Bytes = make([]byte, 4*rows)
+		for i, v := range op.IndexValues {
+			binary.LittleEndian.PutUint32(index.Bytes[4*i:], uint32(v))
 		}
 	}
 	p, err := k.pipeline(name)
@@ -68,17 +92,6 @@ func EncodeGather(cb CommandBuffer, k *Kernels, op GatherOp) error {
 	}
 	threads := min(32*ceilDiv(cols, 32), 256, p.MaxThreadsPerThreadgroup())
 	return cb.Dispatch(p, Size3{ceilDiv(cols, threads), rows, 1}, Size3{threads, 1, 1},
-		Arg{Index: 0, Buffer: op.Table, Offset: op.TableOffset}, Arg{Index: 1, Buffer: op.Index}, Arg{Index: 2, Buffer: op.Out},
+		Arg{Index: 0, Buffer: op.Table, Offset: op.TableOffset}, index, Arg{Index: 2, Buffer: op.Out},
 		Arg{Index: 3, Bytes: u32s(cols)})
-}
-
-// gatherRowsRef is GatherRows in float64 over a widened table.
-func gatherRowsRef(table []float32, index []uint32, cols int) []float64 {
-	out := make([]float64, 0, len(index)*cols)
-	for _, r := range index {
-		for _, v := range table[int(r)*cols : int(r+1)*cols] {
-			out = append(out, float64(v))
-		}
-	}
-	return out
 }

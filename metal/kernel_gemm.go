@@ -1,6 +1,9 @@
 package metal
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // GemmInput is the element type of a GEMM's X and W.
 type GemmInput int
@@ -13,19 +16,25 @@ const (
 	GemmF32F16W
 )
 
-// GemmOp is one GEMM with its fused epilogue (kernels/gemm.metal):
+// GemmOp is one GEMM with its fused prologue and epilogue
+// (kernels/gemm.metal):
 //
-//	Y     = act(X·Wᵀ + bias)                    X [M, K], W [N, K], Y [M, N]
-//	Gated = GELU(Y[:, :N/2]) · Y[:, N/2:]       only when Gated is set
+//	X'    = LayerNorm(X; LNWeight, LNBias, Eps)       only when LNWeight is set
+//	Y     = act(X'·Wᵀ + bias)                         X [M, K], W [N, K], Y [M, N]
+//	Gated = GELU(Y[:, :N/2]) · Y[:, N/2:]             only when Gated is set
+//	Res  += Y                                         only when Residual is set
 //
-// W is a linear layer's weight as stored (the PyTorch layout); bias is N
-// float32 values or nil; Y and Gated are float32. Any sizes: edges are
-// handled in the kernel.
+// W is a linear layer's weight as stored (the PyTorch layout); bias,
+// LNWeight and LNBias are float32 or nil; Y, Gated and Residual are
+// float32. Any sizes: edges are handled in the kernel.
 type GemmOp struct {
 	Input GemmInput
 	X, W  Buffer
 	Bias  Buffer // nil: no bias
-	Y     Buffer
+	// Y receives the projection; it may be nil when Gated or Residual is
+	// set and nobody reads Y (the fused GeGLU and residual then write only
+	// what is read).
+	Y Buffer
 	// WOffset and BiasOffset are byte offsets of W and bias in their
 	// buffers, for weights bound inside a wrapped file mapping. Each must be
 	// a multiple of its element size: Metal requires a device pointer's
@@ -35,9 +44,19 @@ type GemmOp struct {
 	// Act is applied after the bias, in the GEMM's store.
 	Act Activation
 	// Gated, when not nil, also receives ModernBERT's GeGLU of Y [M, N/2]
-	// (N even, Act ActIdentity: Y keeps the raw projection). It is
-	// geglu_f32 on Y fused into the same store, bit for bit.
+	// (N even, Act ActIdentity). It is geglu_f32 on Y fused into the same
+	// store, bit for bit.
 	Gated Buffer
+	// Residual, when not nil, is an [M, N] float32 buffer updated in place:
+	// Residual += Y (the transformer's x = x + proj). It must not be X, W,
+	// the bias or the LayerNorm operands: other threadgroups still read
+	// those while this one writes.
+	Residual Buffer
+	// LNWeight, when not nil, makes the GEMM LayerNorm each row of X first
+	// (biased variance, Eps), with K float32 weights and optional K biases.
+	LNWeight, LNBias             Buffer
+	LNWeightOffset, LNBiasOffset int
+	Eps                          float32
 }
 
 // Gemm encodes Y = X·Wᵀ (+ bias) (kernels/gemm.metal): X is m×kd, W is
@@ -45,6 +64,30 @@ type GemmOp struct {
 // float32 or nil. See EncodeGemm for fused activations and offsets.
 func Gemm(cb CommandBuffer, k *Kernels, in GemmInput, x, w, bias, y Buffer, m, n, kd int) error {
 	return EncodeGemm(cb, k, GemmOp{Input: in, X: x, W: w, Bias: bias, Y: y, M: m, N: n, K: kd})
+}
+
+// Gemm tiling (kernels/gemm.metal): a threadgroup of 128 threads owns
+// GemmTileM rows × GemmTileN columns of Y and steps K by GemmTileK.
+const (
+	GemmTileM   = 32
+	GemmTileN   = 64
+	GemmTileK   = 32
+	gemmThreads = 128
+)
+
+// GemvMaxRows is the most rows the GEMV kernels take (gemv_*: M ≤ 8, no
+// LayerNorm prologue, no GeGLU); EncodeGemm picks them by itself.
+const (
+	GemvMaxRows = 8
+	gemvCols    = 8
+)
+
+// GemmGrid is the threadgroup grid of the tile kernels (for plans and tests).
+func GemmGrid(m, n int, geglu bool) Size3 {
+	if geglu {
+		return Size3{ceilDiv(n/2, GemmTileN/2), ceilDiv(m, GemmTileM), 1}
+	}
+	return Size3{ceilDiv(n, GemmTileN), ceilDiv(m, GemmTileM), 1}
 }
 
 // EncodeGemm encodes op as one dispatch.
@@ -67,11 +110,29 @@ func EncodeGemm(cb CommandBuffer, k *Kernels, op GemmOp) error {
 		return fmt.Errorf("%w: %s: activation %d", ErrInvalidDispatch, name, op.Act)
 	}
 	geglu := op.Gated != nil
-	if geglu && (n%2 != 0 || op.Act != ActIdentity) {
-		return fmt.Errorf("%w: %s: GeGLU needs an even N (got %d) and no other activation (got %d)", ErrInvalidDispatch, name, n, op.Act)
+	if geglu && (n%2 != 0 || op.Act != ActIdentity || op.Residual != nil) {
+		return fmt.Errorf("%w: %s: GeGLU needs an even N (got %d), no other activation (got %d) and no residual", ErrInvalidDispatch, name, n, op.Act)
 	}
-	if op.WOffset < 0 || op.WOffset%wElem != 0 || op.BiasOffset < 0 || op.BiasOffset%4 != 0 {
-		return fmt.Errorf("%w: %s: W offset %d or bias offset %d is negative or not a multiple of its element size", ErrInvalidDispatch, name, op.WOffset, op.BiasOffset)
+	if op.Y == nil && !geglu && op.Residual == nil {
+		return fmt.Errorf("%w: %s: no output (Y, Gated and Residual are nil)", ErrInvalidDispatch, name)
+	}
+	if op.WOffset < 0 || op.WOffset%wElem != 0 || op.BiasOffset < 0 || op.BiasOffset%4 != 0 ||
+		op.LNWeightOffset < 0 || op.LNWeightOffset%4 != 0 || op.LNBiasOffset < 0 || op.LNBiasOffset%4 != 0 {
+		return fmt.Errorf("%w: %s: a W, bias or LayerNorm offset is negative or not a multiple of its element size", ErrInvalidDispatch, name)
+	}
+	ln := op.LNWeight != nil
+	if ln && (!(op.Eps >= 0) || math.IsInf(float64(op.Eps), 0)) {
+		return fmt.Errorf("%w: %s: LayerNorm eps %v", ErrInvalidDispatch, name, op.Eps)
+	}
+	if op.LNBias != nil && !ln {
+		return fmt.Errorf("%w: %s: a LayerNorm bias without its weight", ErrInvalidDispatch, name)
+	}
+	if op.Residual != nil {
+		for _, b := range []Buffer{op.X, op.W, op.Bias, op.LNWeight, op.LNBias, op.Gated} {
+			if b == op.Residual {
+				return fmt.Errorf("%w: %s: the residual is also an operand the GEMM reads", ErrInvalidDispatch, name)
+			}
+		}
 	}
 	if err := checkLen(name, "X", op.X, xElem*m*kd); err != nil {
 		return err
@@ -79,49 +140,55 @@ func EncodeGemm(cb CommandBuffer, k *Kernels, op GemmOp) error {
 	if err := checkLen(name, "W", op.W, op.WOffset+wElem*n*kd); err != nil {
 		return err
 	}
-	if err := checkLen(name, "Y", op.Y, 4*m*n); err != nil {
-		return err
-	}
-	args := []Arg{{Index: 0, Buffer: op.X}, {Index: 1, Buffer: op.W, Offset: op.WOffset}, {Index: 2, Buffer: op.Y}, {Index: 4, Bytes: u32s(m, n, kd)}}
-	if op.Bias != nil {
-		if err := checkLen(name, "bias", op.Bias, op.BiasOffset+4*n); err != nil {
+	// One allocation for the arguments and the parameter bytes they point
+	// to (both escape into the command buffer).
+	g := new(struct {
+		args   [9]Arg
+		params GemmParams
+	})
+	g.params = GemmParams{M: uint32(m), N: uint32(n), K: uint32(kd), Eps: op.Eps}
+	args := append(g.args[:0], Arg{Index: 0, Buffer: op.X}, Arg{Index: 1, Buffer: op.W, Offset: op.WOffset},
+		Arg{Index: 4, Bytes: paramBytes(&g.params)})
+	for _, o := range []struct {
+		what      string
+		index     int
+		buf       Buffer
+		off, need int
+	}{
+		{"Y", 2, op.Y, 0, 4 * m * n},
+		{"bias", 3, op.Bias, op.BiasOffset, 4 * n},
+		{"gated", 5, op.Gated, 0, 4 * m * (n / 2)},
+		{"residual", 6, op.Residual, 0, 4 * m * n},
+		{"LayerNorm weight", 7, op.LNWeight, op.LNWeightOffset, 4 * kd},
+		{"LayerNorm bias", 8, op.LNBias, op.LNBiasOffset, 4 * kd},
+	} {
+		if o.buf == nil {
+			continue
+		}
+		if err := checkLen(name, o.what, o.buf, o.off+o.need); err != nil {
 			return err
 		}
-		args = append(args, Arg{Index: 3, Buffer: op.Bias, Offset: op.BiasOffset})
+		args = append(args, Arg{Index: o.index, Buffer: o.buf, Offset: o.off})
 	}
-	groups := Size3{ceilDiv(n, 32), ceilDiv(m, 32), 1}
-	if geglu {
-		if err := checkLen(name, "gated", op.Gated, 4*m*(n/2)); err != nil {
-			return err
-		}
-		args = append(args, Arg{Index: 5, Buffer: op.Gated})
-		// A threadgroup computes 16 columns of each half (see w_row).
-		groups.X = ceilDiv(n/2, 16)
+	// Whole 4-element chunks of every row are aligned vectors.
+	vec := kd%4 == 0 && op.WOffset%(4*wElem) == 0
+	grid := GemmGrid(m, n, geglu)
+	if m <= GemvMaxRows && !geglu && !ln {
+		name = "gemv" + name[len("gemm"):]
+		grid = Size3{ceilDiv(n, gemvCols), 1, 1}
 	}
-	// gemm_has_bias, gemm_act and gemm_geglu are function_constant(0..2).
-	p, err := k.pipeline(name, Constant{Index: 0, Value: op.Bias != nil},
-		Constant{Index: 1, Value: uint32(op.Act)}, Constant{Index: 2, Value: geglu})
+	// Function constants 0..8 (see the kernel).
+	p, err := k.pipeline(name,
+		Constant{Index: 0, Value: op.Bias != nil},
+		Constant{Index: 1, Value: uint32(op.Act)},
+		Constant{Index: 2, Value: geglu},
+		Constant{Index: 4, Value: ln},
+		Constant{Index: 5, Value: op.LNBias != nil},
+		Constant{Index: 6, Value: op.Residual != nil},
+		Constant{Index: 7, Value: op.Y != nil},
+		Constant{Index: 8, Value: vec})
 	if err != nil {
 		return err
 	}
-	// 32×32 tiles of Y, 4 simdgroups each (see the kernel's comment).
-	return cb.Dispatch(p, groups, Size3{128, 1, 1}, args...)
-}
-
-// gemmRef is Y = X·Wᵀ (+ bias) in float64.
-func gemmRef(x, w, bias []float64, m, n, kd int) []float64 {
-	y := make([]float64, m*n)
-	for i := 0; i < m; i++ {
-		for j := 0; j < n; j++ {
-			s := 0.0
-			for c := 0; c < kd; c++ {
-				s += x[i*kd+c] * w[j*kd+c]
-			}
-			if bias != nil {
-				s += bias[j]
-			}
-			y[i*n+j] = s
-		}
-	}
-	return y
+	return cb.Dispatch(p, grid, Size3{gemmThreads, 1, 1}, args...)
 }

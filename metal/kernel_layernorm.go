@@ -1,7 +1,6 @@
 package metal
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 )
@@ -63,7 +62,7 @@ func layerNormThreads(cb CommandBuffer, k *Kernels, op LayerNormOp, threads int)
 		}
 	}
 	args := []Arg{{Index: 0, Buffer: op.In}, {Index: 1, Buffer: op.Weight, Offset: op.WeightOffset}, {Index: 3, Buffer: op.Out},
-		{Index: 4, Bytes: paramBytes(cols, eps)}}
+		{Index: 4, Bytes: paramBytes(&LayerNormParams{Cols: uint32(cols), Eps: eps})}}
 	hasBias := op.Bias != nil
 	if hasBias {
 		if err := checkLen(name, "bias", op.Bias, op.BiasOffset+4*cols); err != nil {
@@ -80,55 +79,4 @@ func layerNormThreads(cb CommandBuffer, k *Kernels, op LayerNormOp, threads int)
 		return fmt.Errorf("%w: %s: %d threads per threadgroup", ErrInvalidDispatch, name, threads)
 	}
 	return cb.Dispatch(p, Size3{rows, 1, 1}, Size3{threads, 1, 1}, args...)
-}
-
-// paramBytes packs a kernel's constant parameter struct of 32-bit fields:
-// ints as uint32, float32s as their bits, bools as uint32 0 or 1.
-func paramBytes(fields ...any) []byte {
-	b := make([]byte, 4*len(fields))
-	for i, f := range fields {
-		var w uint32
-		switch v := f.(type) {
-		case int:
-			w = uint32(v)
-		case uint32:
-			w = v
-		case float32:
-			w = math.Float32bits(v)
-		case bool:
-			if v {
-				w = 1
-			}
-		default:
-			panic(fmt.Sprintf("metal: paramBytes: field %d has type %T", i, f)) // a bug in this package, not input
-		}
-		binary.LittleEndian.PutUint32(b[4*i:], w)
-	}
-	return b
-}
-
-// layerNormRef is LayerNorm in float64.
-func layerNormRef(in, weight, bias []float32, rows, cols int, eps float32) []float64 {
-	out := make([]float64, rows*cols)
-	for r := range rows {
-		row := in[r*cols : (r+1)*cols]
-		mean := 0.0
-		for _, v := range row {
-			mean += float64(v)
-		}
-		mean /= float64(cols)
-		variance := 0.0
-		for _, v := range row {
-			variance += (float64(v) - mean) * (float64(v) - mean)
-		}
-		rstd := 1 / math.Sqrt(variance/float64(cols)+float64(eps))
-		for c, v := range row {
-			y := (float64(v) - mean) * rstd * float64(weight[c])
-			if bias != nil {
-				y += float64(bias[c])
-			}
-			out[r*cols+c] = y
-		}
-	}
-	return out
 }

@@ -61,26 +61,5 @@ func Rope(cb CommandBuffer, k *Kernels, qkv, table Buffer, rows, seqLen, heads, 
 	threads := min(256, p.MaxThreadsPerThreadgroup())
 	return cb.Dispatch(p, Size3{ceilDiv(n, threads), 1, 1}, Size3{threads, 1, 1},
 		Arg{Index: 0, Buffer: qkv}, Arg{Index: 1, Buffer: table},
-		Arg{Index: 2, Bytes: paramBytes(rows, seqLen, 2*heads, headDim, 3*width)})
-}
-
-// ropeRef is Rope in float64 over the float32 table.
-func ropeRef(qkv, table []float32, rows, seqLen, heads, headDim int) []float64 {
-	out := make([]float64, len(qkv))
-	for i, v := range qkv {
-		out[i] = float64(v)
-	}
-	half, stride := headDim/2, 3*heads*headDim
-	for r := range rows {
-		cs := table[(r%seqLen)*headDim:]
-		for h := range 2 * heads {
-			x := out[r*stride+h*headDim:]
-			for j := range half {
-				a, b := x[j], x[j+half]
-				c, s := float64(cs[j]), float64(cs[half+j])
-				x[j], x[j+half] = a*c-b*s, b*c+a*s
-			}
-		}
-	}
-	return out
+		Arg{Index: 2, Bytes: paramBytes(&RopeParams{Rows: uint32(rows), SeqLen: uint32(seqLen), Heads2: uint32(2 * heads), HeadDim: uint32(headDim), Stride: uint32(3 * width)})})
 }

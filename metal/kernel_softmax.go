@@ -1,9 +1,6 @@
 package metal
 
-import (
-	"fmt"
-	"math"
-)
+import "fmt"
 
 // Softmax encodes a row softmax of rows×cols float32 values, in to out
 // (kernels/softmax.metal, softmax_f32): one threadgroup per row.
@@ -38,24 +35,4 @@ func softmaxThreads(cb CommandBuffer, k *Kernels, in, out Buffer, rows, cols, th
 	}
 	return cb.Dispatch(p, Size3{rows, 1, 1}, Size3{threads, 1, 1},
 		Arg{Index: 0, Buffer: in}, Arg{Index: 1, Buffer: out}, Arg{Index: 2, Bytes: u32s(cols)})
-}
-
-// softmaxRef is the float64 row softmax.
-func softmaxRef(in []float32, rows, cols int) []float64 {
-	out := make([]float64, rows*cols)
-	for r := 0; r < rows; r++ {
-		row := in[r*cols : (r+1)*cols]
-		rowMax := math.Inf(-1)
-		for _, v := range row {
-			rowMax = math.Max(rowMax, float64(v))
-		}
-		sum := 0.0
-		for _, v := range row {
-			sum += math.Exp(float64(v) - rowMax)
-		}
-		for c, v := range row {
-			out[r*cols+c] = math.Exp(float64(v)-rowMax) / sum
-		}
-	}
-	return out
 }

@@ -42,6 +42,8 @@ type Backend struct {
 
 	// deviceNanos sums the GPU time of every finished command buffer
 	// (backend.Timer).
+	arena arena // stream buffers kept for reuse (arena.go), under mu
+
 	deviceNanos atomic.Int64
 	profiling   atomic.Bool
 	opTimes     map[string]*backend.OpTime // under mu
@@ -92,6 +94,9 @@ type tensor struct {
 	elem       metal.Elem
 	be         *Backend
 	stream     *Stream // nil for weights
+	// stale: buf came from the arena holding a former tensor's values;
+	// zeroed before the first read (Stream.readable).
+	stale bool
 
 	wideOnce sync.Once
 	wide     metal.Buffer
@@ -362,7 +367,7 @@ func (b *Backend) rope(theta float64, headDim, seqLen int) (metal.Buffer, error)
 
 // NewStream implements backend.Backend.
 func (b *Backend) NewStream() backend.Stream {
-	return &Stream{be: b, written: map[metal.Buffer]bool{}, read: map[metal.Buffer]bool{}}
+	return &Stream{be: b}
 }
 
 // Close implements backend.Backend: it releases every weight and table,
@@ -379,6 +384,7 @@ func (b *Backend) Close() error {
 	for _, buf := range b.buffers {
 		buf.Release()
 	}
+	b.releaseArena()
 	b.buffers, b.ropes, b.mapped = nil, nil, nil
 	if b.ownsDevice {
 		return b.dev.Close()

@@ -16,10 +16,10 @@ import (
 // touch no buffer that either of them writes.
 
 // outputArgs are the [[buffer(n)]]s each kernel writes (kernels/*.metal):
-// the GEMM writes its GeGLU output (5) too when one is bound.
+// the GEMM writes its GeGLU output (5) and residual (6) too when bound.
 var outputArgs = map[string][]int{
-	"gather_rows_f32": {2}, "gather_rows_f16": {2}, "layernorm_f32": {3}, "gemm_f32": {2, 5}, "gemm_f32_f16w": {2, 5},
-	"rope_f32": {0}, "attention_f32": {2}, "vector_add": {2}, "activate_f32": {1}, "geglu_f32": {1},
+	"gather_rows_f32": {2}, "gather_rows_f16": {2}, "layernorm_f32": {3}, "gemm_f32": {2, 5, 6}, "gemm_f32_f16w": {2, 5, 6}, "gemv_f32": {2, 6}, "gemv_f32_f16w": {2, 6},
+	"rope_f32": {0}, "attention_f32": {2}, "attention_flash_f32": {2}, "vector_add": {2}, "activate_f32": {1}, "geglu_f32": {1},
 	"softmax_f32": {1}, "act_features_f32": {3},
 }
 

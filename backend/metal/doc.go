@@ -7,11 +7,24 @@
 // platform with clang), which is how go test holds the GPU path to the CPU
 // reference on Linux.
 //
-// A Stream records every operation into one command buffer; a barrier is
-// encoded only where an operation reads or overwrites a buffer that an
-// earlier operation since the last barrier wrote or read (the encoder is
-// concurrent). Stream.Read is the only point where the host commits and
-// waits.
+// A Stream records operations into command buffers of one concurrent
+// encoder each; a barrier is encoded only where an operation reads or
+// overwrites a buffer that an earlier operation since the last barrier
+// wrote or read. The first command buffer is committed after 16 dispatches
+// and the next every 48, so the GPU starts while Go is still encoding;
+// Stream.Read blocks once, on the last one. Stream tensors come from an
+// arena of buffers kept by size class across streams (arena.go): once a
+// request of a shape has run, the same request allocates no device buffer.
+// Small index arrays (gather rows, attention lengths) travel inline with
+// the dispatch (setBytes).
+//
+// Operations are fused by deferred recording (fuse.go): the stream holds
+// the last operation back so the next can join its dispatch — a LayerNorm
+// becomes the next GEMM's prologue, a residual Add and a GeGLU its
+// epilogue, a RoPE part of the attention that follows. What a fused
+// dispatch would not store is only skipped when the model has declared it
+// dead with backend.Discard. An encoder layer is 5 dispatches. PlanDevice
+// and MakePlan record a request without running it, for laya-bench --plan.
 //
 // Weights of an mmap'd checkpoint are read in place (UploadMapped, used by
 // backend.Loader): the page-aligned file mapping is wrapped once in a
@@ -25,8 +38,8 @@
 // is, fp16 matrices as halves (the GEMM and the embedding gather widen
 // them as they read), bf16 and fp16 vectors widened to float32 once.
 //
-// Linear is one GEMM whose store adds the bias and applies GELU or ReLU;
-// a GeGLU of a Linear's output joins that GEMM too (metal.GemmOp.Gated).
+// Linear is one GEMM (GEMV for up to 8 rows) whose store adds the bias and
+// applies GELU or ReLU, and the fused work above (metal.GemmOp).
 // The backend reports the GPU time of its command buffers
 // (backend.Timer) and, on request, per operation (backend.Profiler).
 //

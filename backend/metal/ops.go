@@ -16,21 +16,28 @@ func (s *Stream) Gather(dst, table backend.Tensor, index []int32) {
 	if !s.ok("gather", dst, table) || !s.check(backend.CheckGather(dst, table, index)) {
 		return
 	}
-	rows := make([]int, len(index))
-	for i, r := range index {
-		rows[i] = int(r)
-	}
+	s.readable(table)
 	tt := table.(*tensor)
-	op := metal.GatherOp{Elem: tt.elem, Table: tt.buf, TableOffset: tt.off, Rows: len(rows), Cols: table.Cols(), TableRows: table.Rows()}
-	op.Out, op.Index = s.dst("gather", dst), s.u32Buffer("gather", rows)
-	s.encode("gather", []metal.Buffer{op.Table, op.Index}, []metal.Buffer{op.Out}, func(cb metal.CommandBuffer) error {
-		return metal.EncodeGather(cb, s.be.kern, op)
-	})
+	op := metal.GatherOp{Elem: tt.elem, Table: tt.buf, TableOffset: tt.off, Rows: len(index), Cols: table.Cols(), TableRows: table.Rows()}
+	op.Out = s.dst("gather", dst)
+	if len(index) <= metal.MaxInlineIndices {
+		op.IndexValues = append([]int32(nil), index...)
+	} else {
+		rows := make([]int, len(index))
+		for i, r := range index {
+			rows[i] = int(r)
+		}
+		op.Index = s.u32Buffer("gather", rows)
+	}
+	if reads, writes := []metal.Buffer{op.Table, op.Index}, []metal.Buffer{op.Out}; s.begin("gather", reads, writes) {
+		s.end("gather", metal.EncodeGather(s.cb, s.be.kern, op), reads, writes)
+	}
 }
 
 // LayerNorm implements backend.Stream. float32 weight and bias are bound
 // where they lie (in place in a checkpoint mapping); fp16 ones are read
-// from their float32 twin, as the kernel reads floats.
+// from their float32 twin, as the kernel reads floats. It is held back in
+// case a Linear of its output follows (see fuse.go).
 func (s *Stream) LayerNorm(dst, x, weight, bias backend.Tensor, eps float32) {
 	if !s.ok("layerNorm", dst, x, weight, bias) || !s.check(backend.CheckLayerNorm(dst, x, weight, bias, eps)) {
 		return
@@ -39,16 +46,31 @@ func (s *Stream) LayerNorm(dst, x, weight, bias backend.Tensor, eps float32) {
 	op.In, op.Out = s.f32("layerNorm", x), s.dst("layerNorm", dst)
 	op.Weight, op.WeightOffset = s.f32At("layerNorm", weight)
 	op.Bias, op.BiasOffset = s.f32At("layerNorm", bias)
-	s.encode("layerNorm", []metal.Buffer{op.In, op.Weight, op.Bias}, []metal.Buffer{op.Out}, func(cb metal.CommandBuffer) error {
-		return metal.EncodeLayerNorm(cb, s.be.kern, op)
-	})
+	if s.err != nil {
+		return
+	}
+	s.lnSlot = pendingLN{op: op, dst: dst.(*tensor)}
+	s.pending = &s.lnSlot
 }
 
 // Linear implements backend.Stream: one GEMM whose store adds the bias and
-// applies the activation. Without an activation it is held back one
-// operation (Stream.pending) in case a GeGLU of its output follows.
+// applies the activation. It is held back one operation (see fuse.go): a
+// LayerNorm just before it that produced x becomes its prologue, and a
+// GeGLU or a residual Add of its output that follows joins its store.
 func (s *Stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activation) {
-	if !s.ok("linear", dst, x, weight, bias) || !s.check(backend.CheckLinear(dst, x, weight, bias, act)) {
+	var ln *pendingLN
+	if p, ok := s.pending.(*pendingLN); ok && lnJoins(p, dst, x) {
+		ln = p
+	}
+	if ln != nil {
+		s.pending = nil
+		if !s.valid("linear", dst, x, weight, bias) {
+			return
+		}
+	} else if !s.ok("linear", dst, x, weight, bias) {
+		return
+	}
+	if !s.check(backend.CheckLinear(dst, x, weight, bias, act)) {
 		return
 	}
 	wt := weight.(*tensor)
@@ -61,28 +83,8 @@ func (s *Stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activat
 	if s.err != nil {
 		return
 	}
-	reads := []metal.Buffer{op.X, op.W, op.Bias}
-	if act == backend.Identity && op.N%2 == 0 {
-		s.pending = &pendingLinear{op: op, dst: dst.(*tensor), reads: reads}
-		return
-	}
-	s.encodeGemm(op, reads, []metal.Buffer{op.Y})
-}
-
-// encodeGemm records op under the name the profile shows it by.
-func (s *Stream) encodeGemm(op metal.GemmOp, reads, writes []metal.Buffer) {
-	name := "linear"
-	switch {
-	case op.Gated != nil:
-		name = "linear+geglu"
-	case op.Act == metal.ActGELU:
-		name = "linear+gelu"
-	case op.Act == metal.ActReLU:
-		name = "linear+relu"
-	}
-	s.encode(name, reads, writes, func(cb metal.CommandBuffer) error {
-		return metal.EncodeGemm(cb, s.be.kern, op)
-	})
+	s.linearSlot = pendingLinear{op: op, dst: dst.(*tensor), ln: ln}
+	s.pending = &s.linearSlot
 }
 
 func gemmAct(act backend.Activation) metal.Activation {
@@ -97,21 +99,27 @@ func gemmAct(act backend.Activation) metal.Activation {
 
 func (s *Stream) activate(op string, in, out metal.Buffer, n int, act backend.Activation) {
 	kind := gemmAct(act)
-	s.encode(op, []metal.Buffer{in}, []metal.Buffer{out}, func(cb metal.CommandBuffer) error {
-		return metal.Activate(cb, s.be.kern, kind, in, out, n)
-	})
+	if reads, writes := []metal.Buffer{in}, []metal.Buffer{out}; s.begin(op, reads, writes) {
+		s.end(op, metal.Activate(s.cb, s.be.kern, kind, in, out, n), reads, writes)
+	}
 }
 
 // Add implements backend.Stream.
+//
+// x = x + proj right after the Linear that wrote proj joins that GEMM's
+// store (see fuse.go).
 func (s *Stream) Add(dst, a, b backend.Tensor) {
+	if s.fuseResidual(dst, a, b) {
+		return
+	}
 	if !s.ok("add", dst, a, b) || !s.check(backend.CheckAdd(dst, a, b)) {
 		return
 	}
 	x, y, out := s.f32("add", a), s.f32("add", b), s.dst("add", dst)
 	n := a.Rows() * a.Cols()
-	s.encode("add", []metal.Buffer{x, y}, []metal.Buffer{out}, func(cb metal.CommandBuffer) error {
-		return metal.VectorAdd(cb, s.be.kern, x, y, out, n)
-	})
+	if reads, writes := []metal.Buffer{x, y}, []metal.Buffer{out}; s.begin("add", reads, writes) {
+		s.end("add", metal.VectorAdd(s.cb, s.be.kern, x, y, out, n), reads, writes)
+	}
 }
 
 // Activate implements backend.Stream.
@@ -131,9 +139,9 @@ func (s *Stream) Softmax(dst, x backend.Tensor) {
 		return
 	}
 	in, out := s.f32("softmax", x), s.dst("softmax", dst)
-	s.encode("softmax", []metal.Buffer{in}, []metal.Buffer{out}, func(cb metal.CommandBuffer) error {
-		return metal.Softmax(cb, s.be.kern, in, out, x.Rows(), x.Cols())
-	})
+	if reads, writes := []metal.Buffer{in}, []metal.Buffer{out}; s.begin("softmax", reads, writes) {
+		s.end("softmax", metal.Softmax(s.cb, s.be.kern, in, out, x.Rows(), x.Cols()), reads, writes)
+	}
 }
 
 // GeGLU implements backend.Stream. When x is the output of the Linear just
@@ -149,12 +157,13 @@ func (s *Stream) GeGLU(dst, x backend.Tensor) {
 	}
 	inner := dst.Cols()
 	in, out := s.f32("geglu", x), s.dst("geglu", dst)
-	s.encode("geglu", []metal.Buffer{in}, []metal.Buffer{out}, func(cb metal.CommandBuffer) error {
-		return metal.GeGLU(cb, s.be.kern, in, out, x.Rows(), inner)
-	})
+	if reads, writes := []metal.Buffer{in}, []metal.Buffer{out}; s.begin("geglu", reads, writes) {
+		s.end("geglu", metal.GeGLU(s.cb, s.be.kern, in, out, x.Rows(), inner), reads, writes)
+	}
 }
 
-// Rope implements backend.Stream.
+// Rope implements backend.Stream. It is held back in case the Attention
+// over qkv follows, which then rotates q and k as it stages them.
 func (s *Stream) Rope(qkv backend.Tensor, p backend.RopeParams) {
 	if !s.ok("rope", qkv) || !s.check(backend.CheckRope(qkv, p)) {
 		return
@@ -164,28 +173,48 @@ func (s *Stream) Rope(qkv backend.Tensor, p backend.RopeParams) {
 		s.fail(err)
 		return
 	}
-	x := s.dst("rope", qkv)
-	s.encode("rope", []metal.Buffer{x, table}, []metal.Buffer{x}, func(cb metal.CommandBuffer) error {
-		return metal.Rope(cb, s.be.kern, x, table, qkv.Rows(), p.SeqLen, p.Heads, p.HeadDim)
-	})
+	s.readable(qkv) // rotated in place: read first
+	if s.dst("rope", qkv) == nil {
+		return
+	}
+	s.ropeSlot = pendingRope{qkv: qkv.(*tensor), table: table, p: p}
+	s.pending = &s.ropeSlot
 }
 
-// Attention implements backend.Stream.
+// Attention implements backend.Stream: metal.EncodeAttention (the flash
+// kernel for head dims ≤ 64) with the lengths inline, RoPE fused when a
+// Rope of qkv came just before and the rotated qkv is discarded. It is
+// held back one operation for that Discard.
 func (s *Stream) Attention(dst, qkv backend.Tensor, p backend.AttentionParams) {
-	if !s.ok("attention", dst, qkv) || !s.check(backend.CheckAttention(dst, qkv, p)) {
+	rope := s.takeRope(qkv, p)
+	if rope != nil {
+		if !s.valid("attention", dst, qkv) {
+			return
+		}
+	} else if !s.ok("attention", dst, qkv) {
+		return
+	}
+	if !s.check(backend.CheckAttention(dst, qkv, p)) {
 		return
 	}
 	if p.HeadDim > metal.MaxAttentionHeadDim {
 		s.shapeErr("attention", "headDim %d: the Metal kernel takes at most %d", p.HeadDim, metal.MaxAttentionHeadDim)
 		return
 	}
-	batch := len(p.Lengths)
-	in, out, lengths := s.f32("attention", qkv), s.dst("attention", dst), s.u32Buffer("attention", p.Lengths)
-	shape := metal.AttentionShape{Batch: batch, SeqLen: p.SeqLen, Heads: p.Heads, HeadDim: p.HeadDim,
+	in, out := s.f32("attention", qkv), s.dst("attention", dst)
+	if s.err != nil {
+		return
+	}
+	shape := metal.AttentionShape{Batch: len(p.Lengths), SeqLen: p.SeqLen, Heads: p.Heads, HeadDim: p.HeadDim,
 		Scale: p.Scale, Sliding: p.Sliding, Radius: p.Radius}
-	s.encode("attention", []metal.Buffer{in, lengths}, []metal.Buffer{out}, func(cb metal.CommandBuffer) error {
-		return metal.Attention(cb, s.be.kern, in, lengths, out, shape)
-	})
+	s.attnSlot = pendingAttention{in: in, out: out, qkv: qkv.(*tensor), shape: shape, rope: rope}
+	if len(p.Lengths) <= metal.MaxInlineLengths {
+		s.lengths = append(s.lengths[:0], p.Lengths...)
+		s.attnSlot.lengths = s.lengths
+	} else {
+		s.attnSlot.lengthsBuf = s.u32Buffer("attention", p.Lengths)
+	}
+	s.pending = &s.attnSlot
 }
 
 // ActFeatures implements backend.Stream.
@@ -201,35 +230,7 @@ func (s *Stream) ActFeatures(dst, cls, logits backend.Tensor, counts []int) {
 		offsets = append(offsets, total)
 	}
 	c, z, out, off := s.f32("actFeatures", cls), s.f32("actFeatures", logits), s.dst("actFeatures", dst), s.u32Buffer("actFeatures", offsets)
-	s.encode("actFeatures", []metal.Buffer{c, z, off}, []metal.Buffer{out}, func(cb metal.CommandBuffer) error {
-		return metal.ActFeatures(cb, s.be.kern, c, z, off, out, b, d, total)
-	})
-}
-
-// fuseGeGLU records GeGLU(dst, x) into the pending Linear that writes x,
-// and reports whether it did. It does not when dst shares a buffer with
-// what the GEMM reads: threadgroups would overwrite operands others still
-// stage.
-func (s *Stream) fuseGeGLU(dst, x backend.Tensor) bool {
-	p := s.pending
-	if p == nil || x != backend.Tensor(p.dst) || !s.valid("geglu", dst, x) || backend.CheckGeGLU(dst, x) != nil {
-		return false
+	if reads, writes := []metal.Buffer{c, z, off}, []metal.Buffer{out}; s.begin("actFeatures", reads, writes) {
+		s.end("actFeatures", metal.ActFeatures(s.cb, s.be.kern, c, z, off, out, b, d, total), reads, writes)
 	}
-	out := dst.(*tensor)
-	if out.stream == nil {
-		return false
-	}
-	for _, b := range p.reads {
-		if b == out.buf {
-			return false
-		}
-	}
-	if out.buf == p.op.Y {
-		return false
-	}
-	s.pending = nil
-	op := p.op
-	op.Gated = out.buf
-	s.encodeGemm(op, p.reads, []metal.Buffer{op.Y, op.Gated})
-	return true
 }

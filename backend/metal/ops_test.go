@@ -235,9 +235,12 @@ func opCases() []opCase {
 func TestOpsMatchCPU(t *testing.T) { runOps(t, emulator(t)) }
 
 // runOps holds every op case on mb to the CPU backend.
-func runOps(t *testing.T, mb backend.Backend) {
+func runOps(t *testing.T, mb backend.Backend) { runOpCases(t, mb, opCases()) }
+
+// runOpCases holds cases on mb to the CPU backend.
+func runOpCases(t *testing.T, mb backend.Backend, cases []opCase) {
 	ctx := context.Background()
-	for _, c := range opCases() {
+	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var outs [2][]float32
 			for i, be := range []backend.Backend{cpu.New(), mb} {

@@ -57,7 +57,14 @@ buffers' device time) is reported next to the wall time. --profile then runs
 prints each operation's GPU time per request: the per-operation syncs inflate
 those times, so they rank operations rather than add up to the request's.
 
+--plan prints the Metal work plan of one request without a GPU or weights
+(only the configuration): dispatches, barriers, FLOPs and bytes per
+operation, and roofline floors for named Apple GPUs. It is a MODEL, not a
+measurement. With --profile it lists every dispatch as encoded.
+
 Examples:
+  laya-bench --synthetic english --plan --questions 1
+  laya-bench --synthetic multilingual --plan --format json
   laya-bench --model testdata/oracle/checkpoints/real-en --questions 1,5,10
   laya-bench --model testdata/oracle/checkpoints/tiny-en --backend metal --questions 5 --profile
   laya-bench --synthetic english --questions 1 --runs 20 --format gobench > new.txt
@@ -70,6 +77,8 @@ type options struct {
 	questions                                    []int
 	warmup, runs, batchSize                      int
 	long, profile                                bool
+	plan                                         bool // plan.go
+	tokens                                       int
 }
 
 func main() {
@@ -102,6 +111,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&o.long, "long", false, "use a long state that fills the context (full-context workload)")
 	fs.StringVar(&o.format, "format", "md", "output: md (table), json (with raw samples), gobench (for benchstat)")
 	fs.BoolVar(&o.profile, "profile", false, "after timing, run --runs more requests timing each operation on the device (backends that can: metal, metal-emu)")
+	fs.BoolVar(&o.plan, "plan", false, "print the Metal work plan of one request (a MODEL: dispatches, FLOPs, bytes, roofline floors; no GPU, no weights; see plan.go)")
+	fs.IntVar(&o.tokens, "tokens", 93, "with --plan: tokens per question")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -119,6 +130,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "md", "json", "gobench":
 	default:
 		return fmt.Errorf("--format %q: use md, json or gobench", o.format)
+	}
+	if o.plan {
+		return runPlan(ctx, o, stdout)
 	}
 	dir, name, err := checkpointDir(o, stderr)
 	if err != nil {

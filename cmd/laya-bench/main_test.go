@@ -50,7 +50,7 @@ func TestDeviceTimeColumns(t *testing.T) {
 			[]string{"GPU P50 ms", "GPU mean ms", "GPU time per operation", "linear+geglu", "attention"}, []string{"| geglu|"}, ""},
 		{"cpu", []string{"--backend", "cpu"}, []string{"P50 ms"}, []string{"GPU"}, ""},
 		{"cpu profile", []string{"--backend", "cpu", "--profile"}, nil, nil, "cannot time operations"},
-		{"json", []string{"--backend", "metal-emu", "--format", "json", "--profile"}, []string{`"gpu_samples_ms"`, `"op": "linear+geglu"`}, nil, ""},
+		{"json", []string{"--backend", "metal-emu", "--format", "json", "--profile"}, []string{`"gpu_samples_ms"`, `"op": "layerNorm+linear+geglu"`}, nil, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

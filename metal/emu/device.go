@@ -71,6 +71,12 @@ type device struct {
 	pipes    map[string]*pipeline
 	closed   bool
 	pageSize int
+	// last is the done channel of the command buffer committed last: like
+	// a Metal command queue, the device runs command buffers one after
+	// another in commit order, so a stream may split its work over several
+	// (chunked commits) and each sees the results of the ones before.
+	queueMu sync.Mutex
+	last    chan struct{}
 }
 
 // Open compiles the kernel sources with clang (or takes them from
@@ -513,9 +519,21 @@ func (cb *commandBuffer) Commit() error {
 		cb.committed = true
 		ctx, kill := context.WithCancel(context.Background())
 		cb.kill = kill
+		cb.dev.queueMu.Lock()
+		prev := cb.dev.last
+		cb.dev.last = cb.done
+		cb.dev.queueMu.Unlock()
 		go func() {
 			defer close(cb.done)
 			defer kill()
+			if prev != nil {
+				select {
+				case <-prev:
+				case <-ctx.Done():
+					cb.err = ctx.Err()
+					return
+				}
+			}
 			start := time.Now()
 			if cb.dev.opts.ASan {
 				cb.err = cb.runASan(ctx)

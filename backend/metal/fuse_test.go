@@ -1,0 +1,162 @@
+package metal
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/laya-metal/laya/backend"
+)
+
+// Fused sequences (fuse.go) against the CPU backend, which runs every
+// operation on its own: with and without backend.Discard, reading every
+// tensor the sequence writes, so a fusion that skips a store nobody
+// discarded fails here.
+func fuseCases() []opCase {
+	const rows, k, n = 37, 48, 70
+	var cases []opCase
+	add := func(name string, tol float64, run func(be backend.Backend, s backend.Stream) (backend.Tensor, error)) {
+		cases = append(cases, opCase{name, tol, run})
+	}
+	for _, dt := range []backend.DType{backend.F32, backend.F16} {
+		for _, discard := range []bool{false, true} {
+			for _, read := range []string{"normed", "y"} {
+				if discard && read == "normed" {
+					continue
+				}
+				add(fmt.Sprintf("layerNorm+linear/%s/discard=%v/read=%s", dt, discard, read), 2e-6, func(be backend.Backend, s backend.Stream) (backend.Tensor, error) {
+					w, err := upload(be, "w", dt, n, k, 1, -0.3, 0.3)
+					if err != nil {
+						return nil, err
+					}
+					lw, err := upload(be, "lw", dt, 1, k, 2, 0.5, 1.5)
+					if err != nil {
+						return nil, err
+					}
+					lb, err := upload(be, "lb", dt, 1, k, 3, -0.5, 0.5)
+					if err != nil {
+						return nil, err
+					}
+					x := s.FromHost(rows, k, random(rows*k, 4, -2, 3))
+					normed, y := s.New(rows, k), s.New(rows, n)
+					s.LayerNorm(normed, x, lw, lb, 1e-5)
+					s.Linear(y, normed, w, nil, backend.GELU)
+					if discard {
+						backend.Discard(s, normed)
+					}
+					if read == "normed" {
+						return normed, nil
+					}
+					return y, nil
+				})
+			}
+			for _, read := range []string{"proj", "x"} {
+				if discard && read == "proj" {
+					continue
+				}
+				add(fmt.Sprintf("linear+residual/%s/discard=%v/read=%s", dt, discard, read), 2e-6, func(be backend.Backend, s backend.Stream) (backend.Tensor, error) {
+					w, err := upload(be, "w", dt, n, k, 5, -0.3, 0.3)
+					if err != nil {
+						return nil, err
+					}
+					b, err := upload(be, "b", dt, 1, n, 6, -1, 1)
+					if err != nil {
+						return nil, err
+					}
+					a := s.FromHost(rows, k, random(rows*k, 7, -2, 2))
+					x := s.FromHost(rows, n, random(rows*n, 8, -2, 2))
+					proj := s.New(rows, n)
+					s.Linear(proj, a, w, b, backend.ReLU)
+					s.Add(x, proj, x) // operands swapped: x = proj + x
+					if discard {
+						backend.Discard(s, proj)
+					}
+					if read == "proj" {
+						return proj, nil
+					}
+					return x, nil
+				})
+			}
+		}
+		// The whole MLP block as the encoder records it.
+		add("layerNorm+linear+geglu/"+dt.String(), 4e-6, func(be backend.Backend, s backend.Stream) (backend.Tensor, error) {
+			wi, err := upload(be, "wi", dt, 2*n, k, 9, -0.3, 0.3)
+			if err != nil {
+				return nil, err
+			}
+			wo, err := upload(be, "wo", dt, k, n, 10, -0.3, 0.3)
+			if err != nil {
+				return nil, err
+			}
+			lw, err := upload(be, "lw", dt, 1, k, 11, 0.5, 1.5)
+			if err != nil {
+				return nil, err
+			}
+			x := s.FromHost(rows, k, random(rows*k, 12, -2, 2))
+			normed, up, act, proj := s.New(rows, k), s.New(rows, 2*n), s.New(rows, n), s.New(rows, k)
+			s.LayerNorm(normed, x, lw, nil, 1e-5)
+			s.Linear(up, normed, wi, nil, backend.Identity)
+			backend.Discard(s, normed)
+			s.GeGLU(act, up)
+			backend.Discard(s, up)
+			s.Linear(proj, act, wo, nil, backend.Identity)
+			s.Add(x, x, proj)
+			backend.Discard(s, proj)
+			return x, nil
+		})
+	}
+	// A residual that is also the GEMM's input must not fuse.
+	add("linear+residual/into its input", 2e-6, func(be backend.Backend, s backend.Stream) (backend.Tensor, error) {
+		w, err := upload(be, "w", backend.F32, k, k, 13, -0.3, 0.3)
+		if err != nil {
+			return nil, err
+		}
+		x, proj := s.FromHost(rows, k, random(rows*k, 14, -2, 2)), s.New(rows, k)
+		s.Linear(proj, x, w, nil, backend.Identity)
+		s.Add(x, x, proj)
+		backend.Discard(s, proj)
+		return x, nil
+	})
+	// An in-place LayerNorm cannot be a prologue (its input is gone).
+	add("layerNorm in place+linear", 2e-6, func(be backend.Backend, s backend.Stream) (backend.Tensor, error) {
+		w, err := upload(be, "w", backend.F32, n, k, 15, -0.3, 0.3)
+		if err != nil {
+			return nil, err
+		}
+		lw, err := upload(be, "lw", backend.F32, 1, k, 16, 0.5, 1.5)
+		if err != nil {
+			return nil, err
+		}
+		x, y := s.FromHost(rows, k, random(rows*k, 17, -2, 2)), s.New(rows, n)
+		s.LayerNorm(x, x, lw, nil, 1e-5)
+		s.Linear(y, x, w, nil, backend.Identity)
+		backend.Discard(s, x)
+		return y, nil
+	})
+	for _, discard := range []bool{false, true} {
+		for _, read := range []string{"qkv", "out"} {
+			if discard && read == "qkv" {
+				continue
+			}
+			for _, headDim := range []int{32, 96} { // 96: the row kernel, RoPE unfused
+				add(fmt.Sprintf("rope+attention/dh=%d/discard=%v/read=%s", headDim, discard, read), 4e-6, func(be backend.Backend, s backend.Stream) (backend.Tensor, error) {
+					const seqLen, heads = 45, 2
+					qkv := s.FromHost(2*seqLen, 3*heads*headDim, random(2*seqLen*3*heads*headDim, 18, -2, 2))
+					out := s.New(2*seqLen, heads*headDim)
+					s.Rope(qkv, backend.RopeParams{SeqLen: seqLen, Heads: heads, HeadDim: headDim, Theta: 10000})
+					s.Attention(out, qkv, backend.AttentionParams{SeqLen: seqLen, Lengths: []int{45, 30}, Heads: heads, HeadDim: headDim,
+						Scale: 0.2, Sliding: true, Radius: 16})
+					if discard {
+						backend.Discard(s, qkv)
+					}
+					if read == "qkv" {
+						return qkv, nil
+					}
+					return out, nil
+				})
+			}
+		}
+	}
+	return cases
+}
+
+func TestFusedOpsMatchCPU(t *testing.T) { runOpCases(t, emulator(t), fuseCases()) }

@@ -1,0 +1,284 @@
+package metal
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/laya-metal/laya/backend"
+	"github.com/laya-metal/laya/encoder"
+	"github.com/laya-metal/laya/heads"
+	"github.com/laya-metal/laya/metal"
+	"github.com/laya-metal/laya/weights"
+)
+
+// A work plan is the Metal forward pass of one request, recorded on a
+// PlanDevice by this package's own Stream (the same fusion, barriers,
+// arena and chunked commits as on a GPU) and priced with metal.DispatchCost
+// against a roofline of named Apple GPUs. It is a MODEL, never a
+// measurement: no GPU runs.
+
+// PlanRequest is the request a plan records: Questions batch rows of
+// Tokens tokens each, Markers option markers per row.
+type PlanRequest struct {
+	Questions int `json:"questions"`
+	Tokens    int `json:"tokens"`
+	Markers   int `json:"markers"`
+}
+
+// OpPlan is the plan of one kind of stream operation.
+type OpPlan struct {
+	Op         string `json:"op"`
+	Dispatches int    `json:"dispatches"`
+	Barriers   int    `json:"barriers"`
+	metal.Cost
+	// FloorUs is the operation's roofline floor per GPU of AppleGPUs, by
+	// name, in µs (a MODEL): beside laya-bench --profile's measured GPU
+	// time per operation on a Mac it shows how far each kernel is from it.
+	FloorUs map[string]float64 `json:"floor_us"`
+}
+
+// Plan is a request's recorded work.
+type Plan struct {
+	Model   string      `json:"model"`
+	Request PlanRequest `json:"request"`
+	Label   string      `json:"label"`
+	// Counts of the second identical request (the first warms the buffer
+	// arena; its allocations are BuffersAllocatedFirst).
+	Dispatches                int               `json:"dispatches"`
+	Barriers                  int               `json:"barriers"`
+	CommandBuffers            int               `json:"command_buffers"`
+	Waits                     int               `json:"waits"`
+	DispatchesPerEncoderLayer int               `json:"dispatches_per_encoder_layer"`
+	EncoderLayers             int               `json:"encoder_layers"`
+	BuffersAllocated          int               `json:"buffers_allocated_per_request"`
+	BuffersAllocatedFirst     int               `json:"buffers_allocated_first_request"`
+	FLOPs                     float64           `json:"flops"`
+	IdealBytes                float64           `json:"ideal_bytes"`
+	RequestedBytes            float64           `json:"requested_bytes"`
+	Ops                       []OpPlan          `json:"ops"`
+	GPUs                      []GPUFloor        `json:"gpus"`
+	Log                       []PlannedDispatch `json:"-"`
+	costs                     []metal.Cost      // per dispatch of Log
+}
+
+// MakePlan records ckpt's forward pass for req on a PlanDevice: no GPU,
+// and the weights are wrapped in place, never read, so a shape-only
+// checkpoint (weights.ShapeCheckpoint, synthetic.Spec.ShapeCheckpoint)
+// serves. model names the plan.
+func MakePlan(ctx context.Context, model string, ckpt *weights.Checkpoint, req PlanRequest) (*Plan, error) {
+	if req.Questions <= 0 || req.Tokens < 2 || req.Markers <= 0 || req.Markers > req.Tokens-2 {
+		return nil, fmt.Errorf("metalbackend: plan: %w: %d questions of %d tokens with %d markers", backend.ErrShape, req.Questions, req.Tokens, req.Markers)
+	}
+	dev := NewPlanDevice(true)
+	be := New("plan", dev)
+	defer be.Close()
+	net, err := newPlanNetwork(be, ckpt)
+	if err != nil {
+		return nil, fmt.Errorf("metalbackend: plan: %w", err)
+	}
+	if _, err := net.run(ctx, req, nil); err != nil {
+		return nil, err
+	}
+	first := be.BuffersAllocated()
+	dev.Reset()
+	var layerEnds []int
+	if _, err := net.run(ctx, req, func(stage string, i int) {
+		if stage == "layer" {
+			layerEnds = append(layerEnds, dev.Stats().Dispatches)
+		}
+	}); err != nil {
+		return nil, err
+	}
+	st := dev.Stats()
+	p := &Plan{
+		Model: model, Request: req,
+		Label:      "MODEL: counted on a recording device and priced with a roofline; not a measurement",
+		Dispatches: st.Dispatches, Barriers: st.Barriers, CommandBuffers: st.CommandBuffers, Waits: st.Waits,
+		EncoderLayers:         len(layerEnds),
+		BuffersAllocated:      be.BuffersAllocated() - first,
+		BuffersAllocatedFirst: first,
+		Log:                   dev.Log(),
+	}
+	// Dispatches between the end of one layer and the next: the first
+	// layer also holds the embedding gather and its norm.
+	for i := 1; i < len(layerEnds); i++ {
+		p.DispatchesPerEncoderLayer = max(p.DispatchesPerEncoderLayer, layerEnds[i]-layerEnds[i-1])
+	}
+	byOp := map[string]*OpPlan{}
+	for _, d := range p.Log {
+		c := metal.DispatchCost(d.Kernel, d.Constants, d.Groups, d.Threads, d.Args)
+		p.costs = append(p.costs, c)
+		op := byOp[d.Op]
+		if op == nil {
+			op = &OpPlan{Op: d.Op, FloorUs: map[string]float64{}}
+			byOp[d.Op] = op
+		}
+		for _, g := range AppleGPUs {
+			op.FloorUs[g.Name] += max(c.FLOPs/(g.FP32TFLOPS*1e12), c.IdealBytes/(g.BandwidthGBs*1e9)) * 1e6
+		}
+		op.Dispatches++
+		if d.AfterBarrier {
+			op.Barriers++
+		}
+		op.Cost = op.Cost.Add(c)
+		p.FLOPs += c.FLOPs
+		p.IdealBytes += c.IdealBytes
+		p.RequestedBytes += c.RequestedBytes
+	}
+	for _, op := range byOp {
+		p.Ops = append(p.Ops, *op)
+	}
+	sort.Slice(p.Ops, func(i, j int) bool {
+		return p.Ops[i].FLOPs > p.Ops[j].FLOPs || p.Ops[i].FLOPs == p.Ops[j].FLOPs && p.Ops[i].Op < p.Ops[j].Op
+	})
+	for _, g := range AppleGPUs {
+		p.GPUs = append(p.GPUs, p.floor(g))
+	}
+	return p, nil
+}
+
+// planNetwork is the request pipeline of the root package's network
+// (encoder → decision head → scorer on the marker rows → act head → three
+// reads), on a plan backend.
+type planNetwork struct {
+	enc      *encoder.ModernBERT
+	decision *heads.Decision
+	scorer   *heads.Scorer
+	act      *heads.ActHead
+	be       backend.Backend
+	vocab    int
+}
+
+func newPlanNetwork(be backend.Backend, ckpt *weights.Checkpoint) (*planNetwork, error) {
+	n := &planNetwork{be: be, vocab: ckpt.Encoder.VocabSize}
+	var err error
+	if n.enc, err = encoder.New(be, ckpt); err != nil {
+		return nil, err
+	}
+	if n.decision, err = heads.NewDecision(be, ckpt); err != nil {
+		return nil, err
+	}
+	if n.scorer, err = heads.NewScorer(be, ckpt); err != nil {
+		return nil, err
+	}
+	if n.act, err = heads.NewActHead(be, ckpt); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// run records one request; observe sees ("layer", i) after each encoder
+// layer is encoded.
+func (n *planNetwork) run(ctx context.Context, req PlanRequest, observe func(stage string, i int)) ([]float32, error) {
+	rows, L := req.Questions, req.Tokens
+	ids := make([]int32, rows*L)
+	lengths, qtypes, counts := make([]int, rows), make([]int, rows), make([]int, rows)
+	var markerRows []int32
+	for b := range rows {
+		for i := range L {
+			ids[b*L+i] = int32((1000 + 37*i) % n.vocab) // any valid ids: the plan does not depend on them
+		}
+		lengths[b], qtypes[b], counts[b] = L, b%heads.NumQuestionTypes, req.Markers
+		for m := range req.Markers {
+			markerRows = append(markerRows, int32(b*L+1+m*(L-2)/req.Markers))
+		}
+	}
+	s := n.be.NewStream()
+	defer s.Close()
+	var encObs backend.Observer
+	if observe != nil {
+		encObs = func(_ backend.Stream, stage string, i int, _ backend.Tensor) { observe(stage, i) }
+	}
+	hidden, err := n.enc.Forward(ctx, s, encoder.Batch{IDs: ids, Lengths: lengths, SeqLen: L}, encObs)
+	if err != nil {
+		return nil, err
+	}
+	if hidden, err = n.decision.Forward(ctx, s, hidden, qtypes, lengths, L, nil); err != nil {
+		return nil, err
+	}
+	logits := n.scorer.Forward(s, hidden, markerRows, nil)
+	actLogits, actProbs := n.act.Forward(s, hidden, logits, counts, L)
+	out := make([]float32, len(markerRows))
+	for _, t := range []backend.Tensor{logits, actLogits, actProbs} {
+		dst := make([]float32, t.Rows()*t.Cols())
+		if err := s.Read(ctx, t, dst); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// GPU is one Apple GPU of the roofline table.
+type GPU struct {
+	Name     string  `json:"name"`
+	Cores    int     `json:"cores"`
+	ClockGHz float64 `json:"clock_ghz"`
+	// FP32TFLOPS is cores × 128 ALUs × 2 (FMA) × clock; FP16 runs at the
+	// same rate and simdgroup matrices on the same pipes
+	// (philipturner/metal-benchmarks).
+	FP32TFLOPS   float64 `json:"fp32_tflops"`
+	BandwidthGBs float64 `json:"bandwidth_gbs"`
+	Source       string  `json:"source"`
+}
+
+// AppleGPUs are the GPUs the plan prices. Cores and bandwidth are Apple's
+// published specifications (apple.com tech specs / newsroom); clocks are
+// from philipturner/metal-benchmarks ("Overview of Apple-designed GPUs")
+// for M1 and M2, from hmc-tech's spec pages for M3 (1.398 GHz), and for M4
+// from the 1.578–1.68 GHz reported for M4-class GPUs (third-party, not
+// verified: marked "reported"). FP32 TFLOP/s is derived from cores and
+// clock. All figures are inputs to a model.
+var AppleGPUs = []GPU{
+	gpu("M1 (8-core GPU)", 8, 1.278, 68.25, "clock philipturner/metal-benchmarks; 68.25 GB/s Apple"),
+	gpu("M1 Pro (16-core)", 16, 1.296, 200, "clock philipturner/metal-benchmarks; 200 GB/s Apple"),
+	gpu("M1 Max (32-core)", 32, 1.296, 400, "clock philipturner/metal-benchmarks; 400 GB/s Apple"),
+	gpu("M2 (10-core)", 10, 1.398, 100, "clock philipturner/metal-benchmarks; 100 GB/s Apple"),
+	gpu("M2 Pro (19-core)", 19, 1.398, 200, "clock ≥1.398 philipturner/metal-benchmarks; 200 GB/s Apple"),
+	gpu("M2 Max (38-core)", 38, 1.398, 400, "clock ≥1.398 philipturner/metal-benchmarks; 400 GB/s Apple"),
+	gpu("M3 (10-core)", 10, 1.398, 100, "clock hmc-tech (reported); 100 GB/s Apple"),
+	gpu("M3 Pro (18-core)", 18, 1.398, 150, "clock hmc-tech (reported); 150 GB/s Apple"),
+	gpu("M3 Max (40-core)", 40, 1.398, 400, "clock hmc-tech (5120 ALUs × 2 × 1.398 GHz = 14.3 TFLOP/s); 400 GB/s Apple"),
+	gpu("M4 (10-core)", 10, 1.578, 120, "clock reported for M4-class GPUs, unverified; 120 GB/s Apple"),
+	gpu("M4 Pro (20-core)", 20, 1.578, 273, "clock reported for M4-class GPUs, unverified; 273 GB/s Apple"),
+	gpu("M4 Max (40-core)", 40, 1.68, 546, "clock ~1.68 GHz reported (MacRumors), unverified; 546 GB/s Apple"),
+}
+
+func gpu(name string, cores int, clock, bw float64, source string) GPU {
+	return GPU{Name: name, Cores: cores, ClockGHz: clock, FP32TFLOPS: math.Round(float64(cores)*128*2*clock/1e3*100) / 100,
+		BandwidthGBs: bw, Source: source}
+}
+
+// ReferenceGPU is the GPU whose per-operation floors laya-bench's table
+// shows (the issue's target machine).
+const ReferenceGPU = "M3 Max (40-core)"
+
+// DependentDispatchMicros is the modelled GPU cost of one dispatch behind
+// a barrier: 2.4–2.75 µs on an M3 Ultra (ml-explore/mlx#4521), 5.2 µs on
+// an M2 Pro (antonellof/ferrox#149); the model takes 2.5.
+const DependentDispatchMicros = 2.5
+
+// GPUFloor is the roofline of a plan on one GPU (a MODEL).
+type GPUFloor struct {
+	GPU
+	// FloorMs is Σ over dispatches of max(FLOPs / peak, ideal bytes /
+	// bandwidth): every kernel at the roofline.
+	FloorMs float64 `json:"floor_ms"`
+	// WithDispatchMs adds DependentDispatchMicros per barrier.
+	WithDispatchMs float64 `json:"floor_with_dispatch_ms"`
+	// RequestedMs is Σ max(FLOPs / peak, requested bytes / bandwidth):
+	// the kernels' own traffic as if no cache served any of it.
+	RequestedMs float64 `json:"requested_traffic_ms"`
+}
+
+func (p *Plan) floor(g GPU) GPUFloor {
+	f := GPUFloor{GPU: g}
+	peak, bw := g.FP32TFLOPS*1e12, g.BandwidthGBs*1e9
+	for _, c := range p.costs {
+		f.FloorMs += max(c.FLOPs/peak, c.IdealBytes/bw) * 1e3
+		f.RequestedMs += max(c.FLOPs/peak, c.RequestedBytes/bw) * 1e3
+	}
+	f.WithDispatchMs = f.FloorMs + float64(p.Barriers)*DependentDispatchMicros/1e3
+	return f
+}

@@ -1,0 +1,48 @@
+package metal
+
+import (
+	"context"
+	"testing"
+
+	"github.com/laya-metal/laya/weights/synthetic"
+)
+
+// The real English (ModernBERT-large) and multilingual (mmBERT-base)
+// configurations plan at most 5 dispatches per encoder layer, allocate no
+// device buffer once warm, and wait once per request.
+func TestPlanRealConfigs(t *testing.T) {
+	for _, spec := range []synthetic.Spec{synthetic.English(), synthetic.Multilingual()} {
+		ckpt, err := spec.ShapeCheckpoint()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := MakePlan(context.Background(), spec.Name, ckpt, PlanRequest{Questions: 1, Tokens: 93, Markers: 4})
+		ckpt.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: %d dispatches, %d barriers, %d per layer, %d command buffers, %d waits, %d buffers (first request %d), %.1f GFLOP, %.0f MB ideal, %.0f MB requested",
+			p.Model, p.Dispatches, p.Barriers, p.DispatchesPerEncoderLayer, p.CommandBuffers, p.Waits, p.BuffersAllocated, p.BuffersAllocatedFirst,
+			p.FLOPs/1e9, p.IdealBytes/1e6, p.RequestedBytes/1e6)
+		for _, g := range p.GPUs {
+			if g.Name == "M3 Max (40-core)" {
+				t.Logf("%s on %s: floor %.2f ms, with dispatch %.2f ms, requested traffic %.2f ms", p.Model, g.Name, g.FloorMs, g.WithDispatchMs, g.RequestedMs)
+			}
+		}
+		for _, op := range p.Ops {
+			t.Logf("  %-28s %4d dispatches %4d barriers %8.1f MFLOP %8.2f MB", op.Op, op.Dispatches, op.Barriers, op.FLOPs/1e6, op.IdealBytes/1e6)
+		}
+		if p.EncoderLayers != spec.NumLayers {
+			t.Errorf("%s: %d encoder layers observed, want %d", p.Model, p.EncoderLayers, spec.NumLayers)
+		}
+		if p.DispatchesPerEncoderLayer > 5 {
+			t.Errorf("%s: %d dispatches per encoder layer, want ≤ 5", p.Model, p.DispatchesPerEncoderLayer)
+		}
+		if p.BuffersAllocated != 0 {
+			t.Errorf("%s: %d device buffers allocated by a warm request, want 0", p.Model, p.BuffersAllocated)
+		}
+		if p.Waits != 1 {
+			t.Errorf("%s: %d CPU waits per request, want 1", p.Model, p.Waits)
+		}
+	}
+}

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	metalbackend "github.com/laya-metal/laya/backend/metal"
+	"github.com/laya-metal/laya/weights"
+	"github.com/laya-metal/laya/weights/synthetic"
+)
+
+// planMarkers is the option count of each planned question (the 4-way
+// choice of the benchmark's first template).
+const planMarkers = 4
+
+// runPlan prints the Metal work plan (metalbackend.MakePlan) of one request
+// per --questions count: a MODEL, labelled as such in every format.
+func runPlan(ctx context.Context, o options, stdout io.Writer) error {
+	var plans []*metalbackend.Plan
+	for _, n := range o.questions {
+		req := metalbackend.PlanRequest{Questions: n, Tokens: o.tokens, Markers: planMarkers}
+		var p *metalbackend.Plan
+		var err error
+		switch {
+		case o.model != "" && o.synthetic != "":
+			return fmt.Errorf("--plan: give --model or --synthetic, not both")
+		case o.model != "":
+			ckpt, lerr := weights.LoadCheckpoint(o.model)
+			if lerr != nil {
+				return fmt.Errorf("--plan: %w", lerr)
+			}
+			p, err = metalbackend.MakePlan(ctx, o.model, ckpt, req)
+			ckpt.Close()
+		default:
+			spec, ok := map[string]func() synthetic.Spec{
+				"english": synthetic.English, "multilingual": synthetic.Multilingual, "tiny": synthetic.Tiny,
+			}[o.synthetic]
+			if !ok {
+				return fmt.Errorf("--plan: give --synthetic english|multilingual|tiny or --model DIR (got %q)", o.synthetic)
+			}
+			ckpt, serr := spec().ShapeCheckpoint()
+			if serr != nil {
+				return fmt.Errorf("--plan: %w", serr)
+			}
+			p, err = metalbackend.MakePlan(ctx, o.synthetic, ckpt, req)
+			ckpt.Close()
+		}
+		if err != nil {
+			return fmt.Errorf("--plan: %d questions: %w", n, err)
+		}
+		plans = append(plans, p)
+	}
+	if o.format == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			Label string               `json:"label"`
+			Plan  *metalbackend.Plan   `json:"plan"`
+			Plans []*metalbackend.Plan `json:"plans"`
+		}{plans[0].Label, plans[0], plans})
+	}
+	for _, p := range plans {
+		writePlan(stdout, p, o.profile)
+	}
+	return nil
+}
+
+func writePlan(w io.Writer, p *metalbackend.Plan, dispatches bool) {
+	fmt.Fprintf(w, "## Metal work plan: %s, %d question(s) × %d tokens, %d options each\n\n", p.Model, p.Request.Questions, p.Request.Tokens, p.Request.Markers)
+	fmt.Fprintf(w, "%s.\n\n", p.Label)
+	fmt.Fprintf(w, "- dispatches %d, barriers %d, %d per encoder layer (%d layers)\n", p.Dispatches, p.Barriers, p.DispatchesPerEncoderLayer, p.EncoderLayers)
+	fmt.Fprintf(w, "- command buffers %d (chunked commits), blocking CPU waits %d\n", p.CommandBuffers, p.Waits)
+	fmt.Fprintf(w, "- device buffers allocated: %d by the first request, %d per request after it\n", p.BuffersAllocatedFirst, p.BuffersAllocated)
+	fmt.Fprintf(w, "- %.2f GFLOP, %.1f MB minimal traffic, %.1f MB requested by the kernels' tiling\n\n", p.FLOPs/1e9, p.IdealBytes/1e6, p.RequestedBytes/1e6)
+	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
+	fmt.Fprintf(tw, "| operation\t| dispatches\t| barriers\t| MFLOP\t| ideal MB\t| requested MB\t| floor µs, %s\t|\n", metalbackend.ReferenceGPU)
+	fmt.Fprintln(tw, "|---\t|---:\t|---:\t|---:\t|---:\t|---:\t|---:\t|")
+	for _, op := range p.Ops {
+		fmt.Fprintf(tw, "| %s\t| %d\t| %d\t| %.1f\t| %.2f\t| %.2f\t| %.1f\t|\n", op.Op, op.Dispatches, op.Barriers, op.FLOPs/1e6, op.IdealBytes/1e6,
+			op.RequestedBytes/1e6, op.FloorUs[metalbackend.ReferenceGPU])
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\nRoofline floors (MODEL; every kernel at max(FLOPs/peak, bytes/bandwidth); +%.1f µs per barrier in the second column):\n\n", metalbackend.DependentDispatchMicros)
+	tw = tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
+	fmt.Fprintln(tw, "| GPU\t| cores\t| GHz\t| FP32 TFLOP/s\t| GB/s\t| floor ms\t| + dispatch ms\t| requested-traffic ms\t| source\t|")
+	fmt.Fprintln(tw, "|---\t|---:\t|---:\t|---:\t|---:\t|---:\t|---:\t|---:\t|---\t|")
+	for _, g := range p.GPUs {
+		fmt.Fprintf(tw, "| %s\t| %d\t| %.3f\t| %.2f\t| %.0f\t| %.2f\t| %.2f\t| %.2f\t| %s\t|\n", g.Name, g.Cores, g.ClockGHz, g.FP32TFLOPS, g.BandwidthGBs,
+			g.FloorMs, g.WithDispatchMs, g.RequestedMs, g.Source)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	if dispatches {
+		fmt.Fprintf(w, "Dispatches as encoded (%d):\n\n", len(p.Log))
+		for i, d := range p.Log {
+			b := " "
+			if d.AfterBarrier {
+				b = "|"
+			}
+			fmt.Fprintf(w, "%4d %s %-22s %-26s grid %dx%dx%d × %d threads\n", i, b, d.Kernel, d.Op, d.Groups.X, d.Groups.Y, d.Groups.Z, d.Threads.X*d.Threads.Y*d.Threads.Z)
+		}
+		fmt.Fprintln(w)
+	}
+}
