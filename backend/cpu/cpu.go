@@ -157,4 +157,3 @@ func (s *Stream) Err() error { return s.err }
 // Close implements backend.Stream. Tensors are garbage collected; handles
 // must not be used afterwards.
 func (s *Stream) Close() { s.closed = true }
-

@@ -146,4 +146,3 @@ func (b *Backend) UploadMapped(name string, dtype backend.DType, rows, cols int,
 	}
 	return b.Upload(name, dtype, rows, cols, raw)
 }
-
