@@ -39,6 +39,7 @@ const help = `laya-bench: end-to-end latency of Laya decisions.
 Usage:
   laya-bench --model DIR [flags]
   laya-bench --synthetic english|multilingual|tiny [flags]
+  laya-bench --compare [flags] A B      (two backends, checkpoints or gobench files; --compare -h)
 
 Each workload is one request of N questions cycling three templates (a
 4-way choice, a 3-level score, a noul) over a short email state, as in the
@@ -84,6 +85,9 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && (args[0] == "--compare" || args[0] == "-compare") {
+		return runCompare(ctx, args[1:], stdout, stderr) // compare.go
+	}
 	fs := flag.NewFlagSet("laya-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, help); fs.PrintDefaults() }
