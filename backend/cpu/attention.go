@@ -158,7 +158,7 @@ func attendBlock(out, qkv []float32, b, h, i0 int, p backend.AttentionParams, sc
 		}
 		var sum float64
 		for j := first; j <= last; j++ {
-			e := float32(math.Exp(float64(row[j] - top)))
+			e := float32(expNonPositive(float64(row[j] - top)))
 			row[j] = e
 			sum += float64(e)
 		}

@@ -12,7 +12,16 @@ func (s *Stream) Gather(dst, table backend.Tensor, index []int32) {
 		return
 	}
 	d := table.Cols()
-	out, src := data(dst), data(table)
+	out := data(dst)
+	if t := table.(*tensor); t.half != nil {
+		// An F16/BF16 table (the token embeddings) widens only the rows
+		// gathered.
+		for i, r := range index {
+			widen(out[i*d:i*d+d], t.half[int(r)*d:int(r)*d+d], t.dtype)
+		}
+		return
+	}
+	src := data(table)
 	for i, r := range index {
 		copy(out[i*d:i*d+d], src[int(r)*d:int(r)*d+d])
 	}
