@@ -9,9 +9,11 @@ set -euo pipefail
 BIN=${1:-scripts/bench-torch/bin}
 mkdir -p "$BIN"
 export CGO_ENABLED=0
-go build -o "$BIN/laya" ./cmd/laya
-go build -o "$BIN/laya-bench" ./cmd/laya-bench
-go build -o "$BIN/parity" ./scripts/parity
-go test -c -o "$BIN/cpu.test" ./backend/cpu
-go test -c -o "$BIN/laya.test" .
+# Stripped (-s -w): the binaries travel to the device host within its size limit.
+LDFLAGS="-s -w"
+go build -ldflags "$LDFLAGS" -o "$BIN/laya" ./cmd/laya
+go build -ldflags "$LDFLAGS" -o "$BIN/laya-bench" ./cmd/laya-bench
+go build -ldflags "$LDFLAGS" -o "$BIN/parity" ./scripts/parity
+go test -c -ldflags "$LDFLAGS" -o "$BIN/cpu.test" ./backend/cpu
+go test -c -ldflags "$LDFLAGS" -o "$BIN/laya.test" .
 ls -l "$BIN"
