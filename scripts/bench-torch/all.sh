@@ -6,17 +6,20 @@
 # OUT and a failed step does not stop the next.
 #
 # Usage, from the module root:  scripts/bench-torch/all.sh OUT [BIN]
+# (the scripts may live elsewhere: they find each other beside this file;
+# testdata/ is read from the current directory.)
 set -uo pipefail
 OUT=${1:?usage: all.sh OUT [BIN]}
-BIN=${2:-scripts/bench-torch/bin}
+HERE=$(cd "$(dirname "$0")" && pwd)
+BIN=$(cd "${2:-$HERE/bin}" && pwd)
 WORK=${WORK:-${TMPDIR:-/tmp}/laya-parity}
 export WORK
 mkdir -p "$OUT" "$WORK"
 { lscpu; nproc; free -g; python3 -c 'import torch, transformers; print("torch", torch.__version__, "transformers", transformers.__version__, "threads", torch.get_num_threads())'; } > "$OUT/machine.txt" 2>&1
 step() { local name=$1; shift; echo "== $name $(date +%T)" >&2; local t0=$SECONDS; "$@" > "$OUT/$name.log" 2>&1; echo "   rc $? in $((SECONDS - t0)) s" >&2; }
-step parity scripts/parity/run.sh "$BIN" "$WORK" "$OUT/parity"
+step parity "$HERE/../parity/run.sh" "$BIN" "$WORK" "$OUT/parity"
 ALL=$(nproc)
 step gobench-cpu "$BIN/cpu.test" -test.run '^$' -test.bench 'GEMM/(avx512|avx2|neon)|Attention|Widen' -test.benchtime 20x -test.cpu "1,2,$ALL"
 step gobench-load env LAYA_BENCH_MODEL="$WORK/english" "$BIN/laya.test" -test.run '^$' -test.bench 'Load' -test.benchtime 5x
-OUT_BENCH="$OUT/bench" step bench-torch env OUT="$OUT/bench" scripts/bench-torch/run.sh
+step bench-torch env OUT="$OUT/bench" BIN="$BIN" "$HERE/run.sh"
 cat "$OUT/bench/table.md" 2>/dev/null

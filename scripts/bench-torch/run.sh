@@ -17,7 +17,8 @@
 # Example:
 #   CORES="2 16" RUNS=20 scripts/bench-torch/run.sh
 set -euo pipefail
-BIN=${BIN:-scripts/bench-torch/bin}
+HERE=$(cd "$(dirname "$0")" && pwd)
+BIN=${BIN:-$(dirname "$0")/bin}
 WORK=${WORK:-${TMPDIR:-/tmp}/laya-parity}
 OUT=${OUT:-$WORK/bench}
 CORES=${CORES:-"2 all"}
@@ -25,7 +26,6 @@ PRESETS=${PRESETS:-"english multilingual"}
 QUESTIONS=${QUESTIONS:-"1 10"}
 RUNS=${RUNS:-10}
 WARMUP=${WARMUP:-3}
-HERE=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$WORK" "$OUT"
 ALL=$(nproc)
 for preset in $PRESETS; do

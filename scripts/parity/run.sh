@@ -13,7 +13,8 @@
 #   scripts/parity/run.sh [BIN] [WORK] [OUT]   # on the machine with PyTorch
 # Defaults: BIN=scripts/bench-torch/bin, WORK=${TMPDIR:-/tmp}/laya-parity, OUT=WORK/out.
 set -euo pipefail
-BIN=${1:-scripts/bench-torch/bin}
+HERE=$(cd "$(dirname "$0")" && pwd)
+BIN=${1:-$HERE/../bench-torch/bin}
 WORK=${2:-${TMPDIR:-/tmp}/laya-parity}
 OUT=${3:-$WORK/out}
 mkdir -p "$WORK" "$OUT"
@@ -23,4 +24,4 @@ for preset in english multilingual; do
     "$BIN/laya" synth --preset "$preset" --out "$WORK/$preset" >&2
   fi
 done
-python3 scripts/parity/parity.py --bin "$BIN" --out "$OUT" "$WORK/english" "$WORK/multilingual"
+python3 "$HERE/parity.py" --bin "$BIN" --out "$OUT" "$WORK/english" "$WORK/multilingual"
