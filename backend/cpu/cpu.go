@@ -18,6 +18,7 @@ type Backend struct {
 
 	mu    sync.Mutex
 	ropes map[ropeKey][]float32 // cos/sin tables, see rope.go
+	arena arena                 // activation buffers of closed streams
 }
 
 // New returns a CPU backend that spreads each operation over GOMAXPROCS
@@ -54,6 +55,7 @@ type Stream struct {
 	be     *Backend
 	err    error
 	closed bool
+	owned  []*tensor // made by New: their buffers go back to the arena at Close
 }
 
 // fail records the first error; later operations become no-ops.
@@ -123,7 +125,9 @@ func (s *Stream) New(rows, cols int) backend.Tensor {
 		// A valid placeholder keeps later shape checks meaningful.
 		return &tensor{rows: max(rows, 1), cols: max(cols, 1), data: make([]float32, 1)}
 	}
-	return &tensor{rows: rows, cols: cols, data: make([]float32, rows*cols)}
+	t := &tensor{rows: rows, cols: cols, data: s.be.arena.get(rows * cols)}
+	s.owned = append(s.owned, t)
+	return t
 }
 
 // FromHost implements backend.Stream.
@@ -154,6 +158,13 @@ func (s *Stream) Read(ctx context.Context, t backend.Tensor, dst []float32) erro
 // Err implements backend.Stream.
 func (s *Stream) Err() error { return s.err }
 
-// Close implements backend.Stream. Tensors are garbage collected; handles
-// must not be used afterwards.
-func (s *Stream) Close() { s.closed = true }
+// Close implements backend.Stream. The tensors' buffers go back to the
+// backend's arena for the next streams; handles are invalid afterwards (an
+// operation on one fails with backend.ErrForeignTensor).
+func (s *Stream) Close() {
+	if !s.closed {
+		s.be.arena.put(s.owned)
+		s.owned = nil
+	}
+	s.closed = true
+}

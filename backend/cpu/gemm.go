@@ -43,7 +43,8 @@ import (
 // are usually the closer to the float64 sum.
 //
 // Work split: the output is cut into units of one W panel (gemmPanel rows,
-// fewer when the panels would leave workers idle) × up to gemmUnitM X rows.
+// fewer when the panels would leave workers idle) × up to gemmUnitM X rows
+// (every row for a half W, so that each panel is widened once per call).
 // Workers of the persistent pool (pool.go) take units from an atomic
 // counter, panel-major, so a panel's rows are packed once per unit and stay
 // in L2 while the unit sweeps its X rows in tiles of gemmTileM; bias and
@@ -106,7 +107,13 @@ func (b *Backend) gemmW(y, x []float32, w matrix, bias []float32, m, n, k int, a
 	}
 	workers := b.workerCount()
 	panel := gemmPanel
-	unitsM := (m + gemmUnitM - 1) / gemmUnitM
+	unitM := gemmUnitM
+	if w.f32 == nil {
+		// A half W is widened once per unit: let a unit span every row,
+		// so each panel is widened once per call.
+		unitM = m
+	}
+	unitsM := (m + unitM - 1) / unitM
 	for panel > 16 && ((n+panel-1)/panel)*unitsM < 2*workers {
 		panel /= 2
 	}
@@ -126,8 +133,8 @@ func (b *Backend) gemmW(y, x []float32, w matrix, bias []float32, m, n, k int, a
 			}
 			n0 := (u / unitsM) * panel
 			n1 := min(n0+panel, n)
-			mu0 := (u % unitsM) * gemmUnitM
-			mu1 := min(mu0+gemmUnitM, m)
+			mu0 := (u % unitsM) * unitM
+			mu1 := min(mu0+unitM, m)
 			wp, ldw := w.panel(n0, n1, k, scratch)
 			for m0 := mu0; m0 < mu1; m0 += gemmTileM {
 				m1 := min(m0+gemmTileM, mu1)

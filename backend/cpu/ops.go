@@ -44,16 +44,35 @@ func (s *Stream) LayerNorm(dst, x, weight, bias backend.Tensor, eps float32) {
 }
 
 func layerNormRow(out, in, w, b []float32, eps float32) {
-	var sum float64
-	for _, v := range in {
-		sum += float64(v)
+	// Four partial sums (in float64, whose rounding is far below the
+	// float32 result's) keep four additions in flight.
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(in); i += 4 {
+		s0 += float64(in[i])
+		s1 += float64(in[i+1])
+		s2 += float64(in[i+2])
+		s3 += float64(in[i+3])
 	}
-	mean := sum / float64(len(in))
-	var sq float64
-	for _, v := range in {
-		dv := float64(v) - mean
-		sq += dv * dv
+	for ; i < len(in); i++ {
+		s0 += float64(in[i])
 	}
+	mean := ((s0 + s1) + (s2 + s3)) / float64(len(in))
+	var q0, q1, q2, q3 float64
+	i = 0
+	for ; i+4 <= len(in); i += 4 {
+		d0, d1 := float64(in[i])-mean, float64(in[i+1])-mean
+		d2, d3 := float64(in[i+2])-mean, float64(in[i+3])-mean
+		q0 += d0 * d0
+		q1 += d1 * d1
+		q2 += d2 * d2
+		q3 += d3 * d3
+	}
+	for ; i < len(in); i++ {
+		d := float64(in[i]) - mean
+		q0 += d * d
+	}
+	sq := (q0 + q1) + (q2 + q3)
 	rstd := 1 / math.Sqrt(sq/float64(len(in))+float64(eps))
 	w = w[:len(in)]
 	for i, v := range in {
@@ -71,11 +90,12 @@ func (s *Stream) Add(dst, a, b backend.Tensor) {
 		return
 	}
 	out, x, y := data(dst), data(a), data(b)
-	y = y[:len(x)]
-	out = out[:len(x)]
-	for i := range x {
-		out[i] = x[i] + y[i]
-	}
+	s.be.parallelFor(len(x), 1<<14, func(lo, hi int) {
+		o, xs, ys := out[lo:hi], x[lo:hi], y[lo:hi]
+		for i := range xs {
+			o[i] = xs[i] + ys[i]
+		}
+	})
 }
 
 // Activate implements backend.Stream.

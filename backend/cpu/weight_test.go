@@ -182,3 +182,32 @@ func TestUploadMappedRejects(t *testing.T) {
 		t.Errorf("misaligned copy = %v", got)
 	}
 }
+
+// A closed stream's buffers are reused, zeroed, by the next stream; the old
+// handles are refused.
+func TestArenaReuse(t *testing.T) {
+	be := New()
+	s := be.NewStream()
+	old := s.FromHost(3, 5, []float32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15})
+	ptr := &old.(*tensor).data[0]
+	s.Close()
+	s2 := be.NewStream()
+	fresh := s2.New(3, 5)
+	if &fresh.(*tensor).data[:1][0] != ptr {
+		t.Errorf("buffer not reused")
+	}
+	for i, v := range read(t, s2, fresh) {
+		if v != 0 {
+			t.Fatalf("reused buffer [%d] = %v, want 0", i, v)
+		}
+	}
+	s2.Add(fresh, old, fresh)
+	if err := s2.Err(); !errors.Is(err, backend.ErrForeignTensor) {
+		t.Errorf("closed stream's tensor: err %v, want ErrForeignTensor", err)
+	}
+	for _, n := range []int{1, 64, 65, 100, 1000, 1 << 20, 1<<20 + 1} {
+		if c := sizeClass(n); c < n || c > n+n/4+64 || sizeClass(c) != c {
+			t.Errorf("sizeClass(%d) = %d", n, c)
+		}
+	}
+}
