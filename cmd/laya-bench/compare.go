@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"sort"
 	"strconv"
@@ -375,4 +376,18 @@ func reportCompare(w io.Writer, format, a, b string, results []compareResult) er
 		return errors.New("--compare: a ratio is undefined (a zero time)")
 	}
 	return nil
+}
+
+// startCPUProfile starts a Go CPU profile into path (laya-bench
+// --cpuprofile) and returns the function that stops and writes it.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }

@@ -104,6 +104,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.batchSize, "batch-size", 16, "rows per padded forward batch")
 	fs.BoolVar(&o.long, "long", false, "use a long state that fills the context (full-context workload)")
 	fs.StringVar(&o.format, "format", "md", "output: md (table), json (with raw samples), gobench (for benchstat)")
+	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the timed runs to `FILE` (go tool pprof)")
 	fs.BoolVar(&o.profile, "profile", false, "after timing, run --runs more requests timing each operation on the device (backends that can: metal, metal-emu)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -142,6 +143,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("--profile: backend %q cannot time operations on a device", o.backend)
 	}
 
+	if *cpuProfile != "" {
+		stopProfile, err := startCPUProfile(*cpuProfile) // compare.go
+		if err != nil {
+			return err
+		}
+		defer stopProfile()
+	}
 	var results []result
 	for _, n := range o.questions {
 		r, err := measure(ctx, agent, timer, n, o)
