@@ -64,25 +64,42 @@ func gemmTileAVX2(y []float32, ldy int, x []float32, ldx int, w []float32, ldw i
 //go:noescape
 func dot6x4AVX512(xs *[6]*float32, ws *[4]*float32, k int, c *[24]float32)
 
-// gemmTileAVX512 is the gemmTileFunc over dot6x4AVX512. X blocks are the
-// outer loop: their 6 rows (24 KiB at K = 1024) stay in L1 while the W
-// panel's rows stream from L2 past them (4 loads per 24 FMAs instead of 6 the
-// other way round); ragged blocks repeat the last row.
+// gemm6x4AVX512 runs blocks 6×4 blocks along W, storing into y; see
+// gemm_avx512_amd64.s. It reads exactly k floats of each row.
+//
+//go:noescape
+func gemm6x4AVX512(xs *[6]*float32, w *float32, ldw, blocks, k int, y *float32, ldy, rows int)
+
+// gemmTileAVX512 is the gemmTileFunc over the AVX-512 6×4 kernel. X blocks
+// are the outer loop: their 6 rows (24 KiB at K = 1024) stay in L1 while the
+// W panel's rows stream from L2 past them (4 loads per 24 FMAs instead of 6
+// the other way round). The whole blocks of 4 W rows run in one assembly
+// call that stores into y itself; a ragged last block (n mod 4 columns)
+// repeats its last W row, a ragged X block its last X row, and the repeats
+// are not stored.
 func gemmTileAVX512(y []float32, ldy int, x []float32, ldx int, w []float32, ldw int, m0, m1, n0, n1, k int) {
 	var xs [6]*float32
 	var ws [4]*float32
 	var c [24]float32
+	full := (n1 - n0) / 4
 	for i := m0; i < m1; i += 6 {
 		for r := range xs {
 			xs[r] = &x[min(i+r, m1-1)*ldx]
 		}
 		rows := min(6, m1-i)
-		for j := n0; j < n1; j += 4 {
+		if full > 0 {
+			// The last element the call stores, so that a short y panics
+			// here instead of being overrun.
+			_ = y[(i+rows-1)*ldy+n0+4*full-1]
+			_ = w[(n0+4*full-1)*ldw+k-1]
+			gemm6x4AVX512(&xs, &w[n0*ldw], ldw, full, k, &y[i*ldy+n0], ldy, rows)
+		}
+		if j := n0 + 4*full; j < n1 {
 			for q := range ws {
 				ws[q] = &w[min(j+q, n1-1)*ldw]
 			}
 			dot6x4AVX512(&xs, &ws, k, &c)
-			cols := min(4, n1-j)
+			cols := n1 - j
 			for r := range rows {
 				copy(y[(i+r)*ldy+j:(i+r)*ldy+j+cols], c[4*r:4*r+cols])
 			}

@@ -179,6 +179,173 @@ reduce:
 	VZEROUPPER
 	RET
 
+// REDUCEST folds the 8 lanes of 4 accumulators into 4 sums as REDUCE4 and
+// stores them at (DI).
+#define REDUCEST(a0, a1, a2, a3, x0, x1) \
+	VHADDPS a1, a0, a0; \
+	VHADDPS a3, a2, a2; \
+	VHADDPS a2, a0, a0; \
+	VEXTRACTF128 $1, a0, x1; \
+	VADDPS x1, x0, x0; \
+	VMOVUPS x0, (DI)
+
+// func gemm6x4AVX512(xs *[6]*float32, w *float32, ldw, blocks, k int, y *float32, ldy, rows int)
+//
+// For each of blocks blocks of 4 W rows (w, w+ldw, …; the next block 4·ldw
+// further), the 6×4 block of sums that dot6x4AVX512 computes, rounded the
+// same way, stored straight into y (row r at y + r·ldy, the block's 4
+// columns after the previous block's) for the first rows rows (1 to 6; the
+// X rows past them repeat a real row and are dropped). The argument slots w
+// and y are advanced in place from block to block.
+TEXT ·gemm6x4AVX512(SB), NOSPLIT, $0-64
+block:
+	MOVQ xs+0(FP), SI
+	MOVQ 0(SI), AX
+	MOVQ 8(SI), BX
+	MOVQ 16(SI), CX
+	MOVQ 24(SI), DX
+	MOVQ 32(SI), R8
+	MOVQ 40(SI), R9
+	MOVQ w+8(FP), R10
+	MOVQ ldw+16(FP), SI
+	SHLQ $2, SI
+	LEAQ (R10)(SI*1), R11
+	LEAQ (R11)(SI*1), R12
+	LEAQ (R12)(SI*1), R13
+	MOVQ k+32(FP), DI
+
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+
+	MOVQ DI, R15
+	ANDQ $-16, R15
+	SHLQ $2, R15
+	XORQ SI, SI
+	CMPQ SI, R15
+	JGE  gtail
+
+gloop:
+	STEP
+	ADDQ $64, SI
+	CMPQ SI, R15
+	JLT  gloop
+
+gtail:
+	ANDQ $15, DI
+	JZ   greduce
+	MOVQ $1, R15
+	MOVQ DI, CX
+	SHLQ CX, R15
+	DECQ R15
+	KMOVW R15, K1
+	MOVQ xs+0(FP), CX
+	MOVQ 16(CX), CX
+	VMOVUPS.Z (AX)(SI*1), K1, Z24
+	VMOVUPS.Z (BX)(SI*1), K1, Z25
+	VMOVUPS.Z (CX)(SI*1), K1, Z26
+	VMOVUPS.Z (DX)(SI*1), K1, Z27
+	VMOVUPS.Z (R8)(SI*1), K1, Z28
+	VMOVUPS.Z (R9)(SI*1), K1, Z29
+	VMOVUPS.Z (R10)(SI*1), K1, Z30
+	FMA6(Z0, Z4, Z8, Z12, Z16, Z20)
+	VMOVUPS.Z (R11)(SI*1), K1, Z30
+	FMA6(Z1, Z5, Z9, Z13, Z17, Z21)
+	VMOVUPS.Z (R12)(SI*1), K1, Z30
+	FMA6(Z2, Z6, Z10, Z14, Z18, Z22)
+	VMOVUPS.Z (R13)(SI*1), K1, Z30
+	FMA6(Z3, Z7, Z11, Z15, Z19, Z23)
+
+greduce:
+	MOVQ y+40(FP), DI
+	MOVQ ldy+48(FP), SI
+	SHLQ $2, SI
+	MOVQ rows+56(FP), R15
+	FOLD(Z0)
+	FOLD(Z1)
+	FOLD(Z2)
+	FOLD(Z3)
+	REDUCEST(Y0, Y1, Y2, Y3, X0, X1)
+	FOLD(Z4)
+	FOLD(Z5)
+	FOLD(Z6)
+	FOLD(Z7)
+	CMPQ R15, $1
+	JLE  gnext
+	ADDQ SI, DI
+	REDUCEST(Y4, Y5, Y6, Y7, X4, X5)
+	FOLD(Z8)
+	FOLD(Z9)
+	FOLD(Z10)
+	FOLD(Z11)
+	CMPQ R15, $2
+	JLE  gnext
+	ADDQ SI, DI
+	REDUCEST(Y8, Y9, Y10, Y11, X8, X9)
+	FOLD(Z12)
+	FOLD(Z13)
+	FOLD(Z14)
+	FOLD(Z15)
+	CMPQ R15, $3
+	JLE  gnext
+	ADDQ SI, DI
+	REDUCEST(Y12, Y13, Y14, Y15, X12, X13)
+	FOLD(Z16)
+	FOLD(Z17)
+	FOLD(Z18)
+	FOLD(Z19)
+	VMOVAPS Z16, Z0
+	VMOVAPS Z17, Z1
+	VMOVAPS Z18, Z2
+	VMOVAPS Z19, Z3
+	CMPQ R15, $4
+	JLE  gnext
+	ADDQ SI, DI
+	REDUCEST(Y0, Y1, Y2, Y3, X0, X1)
+	FOLD(Z20)
+	FOLD(Z21)
+	FOLD(Z22)
+	FOLD(Z23)
+	VMOVAPS Z20, Z0
+	VMOVAPS Z21, Z1
+	VMOVAPS Z22, Z2
+	VMOVAPS Z23, Z3
+	CMPQ R15, $5
+	JLE  gnext
+	ADDQ SI, DI
+	REDUCEST(Y0, Y1, Y2, Y3, X0, X1)
+
+gnext:
+	MOVQ ldw+16(FP), SI
+	SHLQ $4, SI
+	ADDQ SI, w+8(FP)
+	ADDQ $16, y+40(FP)
+	DECQ blocks+24(FP)
+	JNZ  block
+	VZEROUPPER
+	RET
+
 // func cvtF16AVX512(dst *float32, src *uint16, n int)
 //
 // dst[i] = float32(src[i]) for IEEE binary16 src (VCVTPH2PS is exact), 16
