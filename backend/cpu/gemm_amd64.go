@@ -64,11 +64,20 @@ func gemmTileAVX2(y []float32, ldy int, x []float32, ldx int, w []float32, ldw i
 //go:noescape
 func dot6x4AVX512(xs *[6]*float32, ws *[4]*float32, k int, c *[24]float32)
 
-// gemm6x4AVX512 runs blocks 6×4 blocks along W, storing into y; see
-// gemm_avx512_amd64.s. It reads exactly k floats of each row.
+// gemm6x4AVX512 runs blocks 6×4 blocks along W, storing into y (adding to
+// it with acc ≠ 0); see gemm_avx512_amd64.s. It reads exactly k floats of
+// each row.
 //
 //go:noescape
-func gemm6x4AVX512(xs *[6]*float32, w *float32, ldw, blocks, k int, y *float32, ldy, rows int)
+func gemm6x4AVX512(xs *[6]*float32, w *float32, ldw, blocks, k int, y *float32, ldy, rows, acc int)
+
+// gemmKBlockAVX512 is the longest K the AVX-512 tile sums in one pass: 6 X
+// rows of it (36 KiB) stay in a 48 KiB L1 beside the streaming W rows.
+// Longer K (the MLP's output projection, K = 2624 in ModernBERT-large; the
+// head's 4·d) is cut into blocks of this many, each block's sums added to
+// Y in order: y = fl(fl(s₀) + s₁) + … (a multiple of 16, so the lanes of
+// every block hold the same k mod 16 classes).
+const gemmKBlockAVX512 = 1536
 
 // gemmTileAVX512 is the gemmTileFunc over the AVX-512 6×4 kernel. X blocks
 // are the outer loop: their 6 rows (24 KiB at K = 1024) stay in L1 while the
@@ -83,25 +92,35 @@ func gemmTileAVX512(y []float32, ldy int, x []float32, ldx int, w []float32, ldw
 	var c [24]float32
 	full := (n1 - n0) / 4
 	for i := m0; i < m1; i += 6 {
-		for r := range xs {
-			xs[r] = &x[min(i+r, m1-1)*ldx]
-		}
 		rows := min(6, m1-i)
-		if full > 0 {
-			// The last element the call stores, so that a short y panics
-			// here instead of being overrun.
-			_ = y[(i+rows-1)*ldy+n0+4*full-1]
-			_ = w[(n0+4*full-1)*ldw+k-1]
-			gemm6x4AVX512(&xs, &w[n0*ldw], ldw, full, k, &y[i*ldy+n0], ldy, rows)
-		}
-		if j := n0 + 4*full; j < n1 {
-			for q := range ws {
-				ws[q] = &w[min(j+q, n1-1)*ldw]
+		// The last element the calls store and read, so that a short
+		// slice panics here instead of being overrun.
+		_ = y[(i+rows-1)*ldy+n1-1]
+		_ = w[(n1-1)*ldw+k-1]
+		for k0 := 0; k0 < k; k0 += gemmKBlockAVX512 {
+			kb := min(gemmKBlockAVX512, k-k0)
+			acc := min(k0, 1)
+			for r := range xs {
+				xs[r] = &x[min(i+r, m1-1)*ldx+k0]
 			}
-			dot6x4AVX512(&xs, &ws, k, &c)
-			cols := n1 - j
-			for r := range rows {
-				copy(y[(i+r)*ldy+j:(i+r)*ldy+j+cols], c[4*r:4*r+cols])
+			if full > 0 {
+				gemm6x4AVX512(&xs, &w[n0*ldw+k0], ldw, full, kb, &y[i*ldy+n0], ldy, rows, acc)
+			}
+			if j := n0 + 4*full; j < n1 {
+				for q := range ws {
+					ws[q] = &w[min(j+q, n1-1)*ldw+k0]
+				}
+				dot6x4AVX512(&xs, &ws, kb, &c)
+				for r := range rows {
+					out := y[(i+r)*ldy+j : (i+r)*ldy+n1]
+					for q := range out {
+						if acc == 0 {
+							out[q] = c[4*r+q]
+						} else {
+							out[q] += c[4*r+q]
+						}
+					}
+				}
 			}
 		}
 	}

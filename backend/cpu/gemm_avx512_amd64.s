@@ -179,25 +179,25 @@ reduce:
 	VZEROUPPER
 	RET
 
-// REDUCEST folds the 8 lanes of 4 accumulators into 4 sums as REDUCE4 and
-// stores them at (DI).
-#define REDUCEST(a0, a1, a2, a3, x0, x1) \
+// REDUCE4R folds the 8 lanes of 4 accumulators into 4 sums in x0, as
+// REDUCE4 does, without storing them.
+#define REDUCE4R(a0, a1, a2, a3, x0, x1) \
 	VHADDPS a1, a0, a0; \
 	VHADDPS a3, a2, a2; \
 	VHADDPS a2, a0, a0; \
 	VEXTRACTF128 $1, a0, x1; \
-	VADDPS x1, x0, x0; \
-	VMOVUPS x0, (DI)
+	VADDPS x1, x0, x0
 
-// func gemm6x4AVX512(xs *[6]*float32, w *float32, ldw, blocks, k int, y *float32, ldy, rows int)
+// func gemm6x4AVX512(xs *[6]*float32, w *float32, ldw, blocks, k int, y *float32, ldy, rows, acc int)
 //
 // For each of blocks blocks of 4 W rows (w, w+ldw, …; the next block 4·ldw
 // further), the 6×4 block of sums that dot6x4AVX512 computes, rounded the
 // same way, stored straight into y (row r at y + r·ldy, the block's 4
 // columns after the previous block's) for the first rows rows (1 to 6; the
-// X rows past them repeat a real row and are dropped). The argument slots w
-// and y are advanced in place from block to block.
-TEXT ·gemm6x4AVX512(SB), NOSPLIT, $0-64
+// X rows past them repeat a real row and are dropped); with acc ≠ 0 the
+// sums are added to y instead (the blocks of a K split). The argument slots
+// w and y are advanced in place from block to block.
+TEXT ·gemm6x4AVX512(SB), NOSPLIT, $0-72
 block:
 	MOVQ xs+0(FP), SI
 	MOVQ 0(SI), AX
@@ -286,7 +286,12 @@ greduce:
 	FOLD(Z1)
 	FOLD(Z2)
 	FOLD(Z3)
-	REDUCEST(Y0, Y1, Y2, Y3, X0, X1)
+	REDUCE4R(Y0, Y1, Y2, Y3, X0, X1)
+	CMPQ acc+64(FP), $0
+	JEQ  gstore0
+	VADDPS (DI), X0, X0 // a later K block: y + sums
+gstore0:
+	VMOVUPS X0, (DI)
 	FOLD(Z4)
 	FOLD(Z5)
 	FOLD(Z6)
@@ -294,7 +299,12 @@ greduce:
 	CMPQ R15, $1
 	JLE  gnext
 	ADDQ SI, DI
-	REDUCEST(Y4, Y5, Y6, Y7, X4, X5)
+	REDUCE4R(Y4, Y5, Y6, Y7, X4, X5)
+	CMPQ acc+64(FP), $0
+	JEQ  gstore1
+	VADDPS (DI), X4, X4 // a later K block: y + sums
+gstore1:
+	VMOVUPS X4, (DI)
 	FOLD(Z8)
 	FOLD(Z9)
 	FOLD(Z10)
@@ -302,7 +312,12 @@ greduce:
 	CMPQ R15, $2
 	JLE  gnext
 	ADDQ SI, DI
-	REDUCEST(Y8, Y9, Y10, Y11, X8, X9)
+	REDUCE4R(Y8, Y9, Y10, Y11, X8, X9)
+	CMPQ acc+64(FP), $0
+	JEQ  gstore2
+	VADDPS (DI), X8, X8 // a later K block: y + sums
+gstore2:
+	VMOVUPS X8, (DI)
 	FOLD(Z12)
 	FOLD(Z13)
 	FOLD(Z14)
@@ -310,7 +325,12 @@ greduce:
 	CMPQ R15, $3
 	JLE  gnext
 	ADDQ SI, DI
-	REDUCEST(Y12, Y13, Y14, Y15, X12, X13)
+	REDUCE4R(Y12, Y13, Y14, Y15, X12, X13)
+	CMPQ acc+64(FP), $0
+	JEQ  gstore3
+	VADDPS (DI), X12, X12 // a later K block: y + sums
+gstore3:
+	VMOVUPS X12, (DI)
 	FOLD(Z16)
 	FOLD(Z17)
 	FOLD(Z18)
@@ -322,7 +342,12 @@ greduce:
 	CMPQ R15, $4
 	JLE  gnext
 	ADDQ SI, DI
-	REDUCEST(Y0, Y1, Y2, Y3, X0, X1)
+	REDUCE4R(Y0, Y1, Y2, Y3, X0, X1)
+	CMPQ acc+64(FP), $0
+	JEQ  gstore4
+	VADDPS (DI), X0, X0 // a later K block: y + sums
+gstore4:
+	VMOVUPS X0, (DI)
 	FOLD(Z20)
 	FOLD(Z21)
 	FOLD(Z22)
@@ -334,7 +359,12 @@ greduce:
 	CMPQ R15, $5
 	JLE  gnext
 	ADDQ SI, DI
-	REDUCEST(Y0, Y1, Y2, Y3, X0, X1)
+	REDUCE4R(Y0, Y1, Y2, Y3, X0, X1)
+	CMPQ acc+64(FP), $0
+	JEQ  gstore5
+	VADDPS (DI), X0, X0 // a later K block: y + sums
+gstore5:
+	VMOVUPS X0, (DI)
 
 gnext:
 	MOVQ ldw+16(FP), SI

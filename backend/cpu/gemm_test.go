@@ -36,6 +36,9 @@ var gemmShapes = []struct{ m, n, k int }{
 	{1, 1, 1}, {1, 5, 3}, {3, 1, 1}, {6, 8, 1}, {2, 4, 8}, {3, 4, 7},
 	{4, 5, 9}, {5, 3, 16}, {7, 9, 17}, {10, 13, 33}, {47, 65, 130},
 	{49, 67, 71}, {50, 64, 8}, {93, 70, 1027}, {100, 130, 64},
+	// K split into AVX-512 blocks of 1536: one block and a bit, a ragged
+	// third block.
+	{7, 9, 1537}, {13, 6, 3100},
 }
 
 var activations = []backend.Activation{backend.Identity, backend.GELU, backend.ReLU}
@@ -154,8 +157,18 @@ func fma32(a, b, c float32) float32 {
 // in scalar form: lane l of lanes (8 or 16) accumulates the products
 // k ≡ l mod lanes in order with a fused multiply-add; 16 lanes are first
 // folded to 8 (lane l+8 added to lane l), and the 8 are added as
-// ((l0+l1)+(l2+l3)) + ((l4+l5)+(l6+l7)).
+// ((l0+l1)+(l2+l3)) + ((l4+l5)+(l6+l7)). The 16-lane kernel cuts K into
+// blocks of gemmKBlock16 and adds the blocks' sums in order.
 func laneOrderDot(x, w []float32, lanes int) float32 {
+	if lanes == 16 && len(x) > gemmKBlock16 {
+		// The AVX-512 kernel sums K in blocks and adds them in order.
+		sum := laneOrderDot(x[:gemmKBlock16], w[:gemmKBlock16], lanes)
+		for k0 := gemmKBlock16; k0 < len(x); k0 += gemmKBlock16 {
+			k1 := min(k0+gemmKBlock16, len(x))
+			sum += laneOrderDot(x[k0:k1], w[k0:k1], lanes)
+		}
+		return sum
+	}
 	lane := make([]float32, lanes)
 	for kk := range x {
 		lane[kk%lanes] = fma32(x[kk], w[kk], lane[kk%lanes])
@@ -212,3 +225,6 @@ func TestFMA32(t *testing.T) {
 		}
 	}
 }
+
+// gemmKBlock16 is the AVX-512 kernel's K block (gemm_amd64.go).
+const gemmKBlock16 = 1536
