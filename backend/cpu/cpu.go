@@ -56,6 +56,10 @@ type Stream struct {
 	err    error
 	closed bool
 	owned  []*tensor // made by New: their buffers go back to the arena at Close
+	// pending is a Linear recorded but not yet run (gemm.go): the next
+	// operation runs it first, unless it is the GeGLU of its output, which
+	// runs the two fused.
+	pending *linearOp
 }
 
 // fail records the first error; later operations become no-ops.
@@ -79,6 +83,7 @@ func (s *Stream) check(err error) bool {
 // tensors; nil entries are allowed (optional operands). ts[0] is the
 // operation's destination (except for read), which may not be a weight.
 func (s *Stream) ok(op string, ts ...backend.Tensor) bool {
+	s.runPending()
 	if s.err != nil {
 		return false
 	}
@@ -162,6 +167,7 @@ func (s *Stream) Err() error { return s.err }
 // backend's arena for the next streams; handles are invalid afterwards (an
 // operation on one fails with backend.ErrForeignTensor).
 func (s *Stream) Close() {
+	s.pending = nil
 	if !s.closed {
 		s.be.arena.put(s.owned)
 		s.owned = nil

@@ -86,7 +86,30 @@ func (s *Stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activat
 		return
 	}
 	m, k, n := x.Rows(), x.Cols(), weight.Rows()
-	s.be.gemmW(data(dst), data(x), weightOf(weight), data(bias), m, n, k, act)
+	op := &linearOp{dst: dst.(*tensor), x: data(x), w: weightOf(weight), bias: data(bias), m: m, n: n, k: k, act: act}
+	if act == backend.Identity && bias == nil && n%2 == 0 {
+		// Possibly the input of a GeGLU: run it with the next operation.
+		s.pending = op
+		return
+	}
+	s.be.gemmW(op.dst.data, op.x, op.w, op.bias, m, n, k, act)
+}
+
+// linearOp is a recorded Linear.
+type linearOp struct {
+	dst     *tensor
+	x, bias []float32
+	w       matrix
+	m, n, k int
+	act     backend.Activation
+}
+
+// runPending runs the pending Linear, if any.
+func (s *Stream) runPending() {
+	if op := s.pending; op != nil {
+		s.pending = nil
+		s.be.gemmW(op.dst.data, op.x, op.w, op.bias, op.m, op.n, op.k, op.act)
+	}
 }
 
 // gemm computes y[m, n] = act(Σ_k x[m, k]·w[n, k] + bias[n]) for a float32 w.
@@ -233,4 +256,59 @@ func dot(a, b []float32) float32 {
 		s0 += a[k] * b[k]
 	}
 	return (s0 + s1) + (s2 + s3)
+}
+
+// gemmGeGLU runs op (y = x·wᵀ, n = 2I columns: value then gate) and dst =
+// GELU(y[:, :I])·y[:, I:] in one pass: a unit computes value columns
+// [n0, n1) and gate columns [I+n0, I+n1) into y, then their GeGLU while they
+// are in cache. y is written as the unfused Linear writes it, so the
+// projection stays readable.
+func (b *Backend) gemmGeGLU(op *linearOp, dst []float32) {
+	y, x, w, m, k := op.dst.data, op.x, op.w, op.m, op.k
+	inner := op.n / 2
+	fill := gemmTile
+	workers := b.workerCount()
+	panel := gemmPanel
+	unitM := gemmUnitM
+	if w.f32 == nil {
+		unitM = m
+	}
+	unitsM := (m + unitM - 1) / unitM
+	for panel > 16 && ((inner+panel-1)/panel)*unitsM < 2*workers {
+		panel /= 2
+	}
+	panels := (inner + panel - 1) / panel
+	units := panels * unitsM
+	var next atomic.Int64
+	b.parallelFor(min(units, workers), 1, func(_, _ int) {
+		var scratch *[]float32
+		if w.f32 == nil {
+			scratch = getScratch(panel * k)
+			defer putScratch(scratch)
+		}
+		for {
+			u := int(next.Add(1) - 1)
+			if u >= units {
+				return
+			}
+			n0 := (u / unitsM) * panel
+			n1 := min(n0+panel, inner)
+			mu0 := (u % unitsM) * unitM
+			mu1 := min(mu0+unitM, m)
+			for _, off := range [2]int{0, inner} {
+				wp, ldw := w.panel(off+n0, off+n1, k, scratch)
+				for m0 := mu0; m0 < mu1; m0 += gemmTileM {
+					fill(y[off+n0:], op.n, x, k, wp, ldw, m0, min(m0+gemmTileM, mu1), 0, n1-n0, k)
+				}
+			}
+			for r := mu0; r < mu1; r++ {
+				value := y[r*op.n+n0 : r*op.n+n1]
+				gate := y[r*op.n+inner+n0 : r*op.n+inner+n1]
+				row := dst[r*inner+n0 : r*inner+n1]
+				for j, v := range value {
+					row[j] = gelu(v) * gate[j]
+				}
+			}
+		}
+	})
 }

@@ -163,7 +163,22 @@ func softmaxRow(out, in []float32) {
 
 // GeGLU implements backend.Stream.
 func (s *Stream) GeGLU(dst, x backend.Tensor) {
+	// The Linear that made x, if it is still pending, runs fused with this
+	// GeGLU (gemm.go, gemmGeGLU).
+	op := s.pending
+	s.pending = nil
+	fused := op != nil && backend.Tensor(op.dst) == x && !sharesFirst(dst, op.x)
+	if !fused && op != nil {
+		s.be.gemmW(op.dst.data, op.x, op.w, op.bias, op.m, op.n, op.k, op.act)
+	}
 	if !s.ok("geglu", dst, x) || !s.check(backend.CheckGeGLU(dst, x)) {
+		if fused {
+			s.be.gemmW(op.dst.data, op.x, op.w, op.bias, op.m, op.n, op.k, op.act)
+		}
+		return
+	}
+	if fused {
+		s.be.gemmGeGLU(op, data(dst))
 		return
 	}
 	inner := dst.Cols()
@@ -223,4 +238,12 @@ func ActFeatures(logits []float32) [4]float32 {
 	}
 	k := float64(max(2, len(logits)))
 	return [4]float32{float32(top1), float32(top1 - top2), float32(ent / math.Log(k)), float32(k / 255)}
+}
+
+// sharesFirst reports whether t's values start where xs does (t is the
+// tensor xs was read from): a GeGLU writing into the Linear's own input
+// cannot run fused with it.
+func sharesFirst(t backend.Tensor, xs []float32) bool {
+	d := data(t)
+	return len(d) > 0 && len(xs) > 0 && &d[0] == &xs[0]
 }
