@@ -241,21 +241,17 @@ func dot2x4(x0, x1, w0, w1, w2, w3 []float32, c *[8]float32) {
 	*c = [8]float32{c00, c01, c02, c03, c10, c11, c12, c13}
 }
 
-// dot is a float32 dot product with four partial sums.
+// dot is a float32 dot product summed in k order in one accumulator, as
+// dot2x4 sums each of its outputs: every output of gemmTileGo rounds the
+// same way wherever it falls in the blocking (a fused GeGLU tiles the
+// columns differently from a plain Linear and must give the same bits).
 func dot(a, b []float32) float32 {
 	b = b[:len(a)]
-	var s0, s1, s2, s3 float32
-	k := 0
-	for ; k+4 <= len(a); k += 4 {
-		s0 += a[k] * b[k]
-		s1 += a[k+1] * b[k+1]
-		s2 += a[k+2] * b[k+2]
-		s3 += a[k+3] * b[k+3]
+	var s float32
+	for k := range a {
+		s += a[k] * b[k]
 	}
-	for ; k < len(a); k++ {
-		s0 += a[k] * b[k]
-	}
-	return (s0 + s1) + (s2 + s3)
+	return s
 }
 
 // gemmGeGLU runs op (y = x·wᵀ, n = 2I columns: value then gate) and dst =
@@ -304,10 +300,7 @@ func (b *Backend) gemmGeGLU(op *linearOp, dst []float32) {
 			for r := mu0; r < mu1; r++ {
 				value := y[r*op.n+n0 : r*op.n+n1]
 				gate := y[r*op.n+inner+n0 : r*op.n+inner+n1]
-				row := dst[r*inner+n0 : r*inner+n1]
-				for j, v := range value {
-					row[j] = gelu(v) * gate[j]
-				}
+				gegluSlice(dst[r*inner+n0:r*inner+n1], value, gate)
 			}
 		}
 	})

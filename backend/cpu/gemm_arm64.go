@@ -62,3 +62,6 @@ func gemmTileNEON(y []float32, ldy int, x []float32, ldx int, w []float32, ldw i
 
 // simdWiden: arm64 widens in Go (a NEON FCVTL kernel is not written yet).
 func simdWiden(dst []float32, src []uint16, dtype backend.DType) bool { return false }
+
+// simdGELU: arm64 evaluates GELU in Go.
+func simdGELU(out, in, gate []float32) bool { return false }

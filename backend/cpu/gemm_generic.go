@@ -13,3 +13,6 @@ func simdGemmTiles() []gemmKernel { return nil }
 
 // simdWiden: this build widens in Go.
 func simdWiden(dst []float32, src []uint16, dtype backend.DType) bool { return false }
+
+// simdGELU: this build evaluates GELU in Go.
+func simdGELU(out, in, gate []float32) bool { return false }

@@ -114,9 +114,7 @@ func activate(out, in []float32, act backend.Activation) {
 	out = out[:len(in)]
 	switch act {
 	case backend.GELU:
-		for i, v := range in {
-			out[i] = gelu(v)
-		}
+		geluSlice(out, in)
 	case backend.ReLU:
 		for i, v := range in {
 			out[i] = max(v, 0)
@@ -126,13 +124,6 @@ func activate(out, in []float32, act backend.Activation) {
 	}
 }
 
-// gelu is the exact erf GELU, evaluated in float64 and rounded once, so it is
-// the correctly rounded value in nearly every case (PyTorch's vectorised
-// float32 erf is within an ulp of it).
-func gelu(x float32) float32 {
-	v := float64(x)
-	return float32(0.5 * v * (1 + math.Erf(v/math.Sqrt2)))
-}
 
 // Softmax implements backend.Stream.
 func (s *Stream) Softmax(dst, x backend.Tensor) {
@@ -187,10 +178,7 @@ func (s *Stream) GeGLU(dst, x backend.Tensor) {
 		for r := lo; r < hi; r++ {
 			value := in[r*2*inner : r*2*inner+inner]
 			gate := in[r*2*inner+inner : (r+1)*2*inner]
-			row := out[r*inner : r*inner+inner]
-			for i, v := range value {
-				row[i] = gelu(v) * gate[i]
-			}
+			gegluSlice(out[r*inner:r*inner+inner], value, gate)
 		}
 	})
 }
