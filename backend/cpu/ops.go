@@ -124,7 +124,6 @@ func activate(out, in []float32, act backend.Activation) {
 	}
 }
 
-
 // Softmax implements backend.Stream.
 func (s *Stream) Softmax(dst, x backend.Tensor) {
 	if !s.ok("softmax", dst, x) || !s.check(backend.CheckSoftmax(dst, x)) {
