@@ -19,7 +19,9 @@ mkdir -p "$OUT" "$WORK"
 step() { local name=$1; shift; echo "== $name $(date +%T)" >&2; local t0=$SECONDS; "$@" > "$OUT/$name.log" 2>&1; echo "   rc $? in $((SECONDS - t0)) s" >&2; }
 step parity "$HERE/../parity/run.sh" "$BIN" "$WORK" "$OUT/parity"
 ALL=$(nproc)
-step gobench-cpu "$BIN/cpu.test" -test.run '^$' -test.bench 'GEMM/(avx512|avx2|neon)|Attention|Widen' -test.benchtime 20x -test.cpu "1,2,$ALL"
+step gobench-cpu "$BIN/cpu.test" -test.run '^$' -test.bench 'GEMM/(avx512|avx2|neon)|Attention|Widen|Gelu' -test.benchtime 20x -test.cpu "2,$ALL"
 step gobench-load env LAYA_BENCH_MODEL="$WORK/english" "$BIN/laya.test" -test.run '^$' -test.bench 'Load' -test.benchtime 5x
 step bench-torch env OUT="$OUT/bench" BIN="$BIN" "$HERE/run.sh"
+# A CPU profile of the English workloads at all cores (go tool pprof BIN/laya-bench FILE).
+step profile env GOMAXPROCS=$ALL "$BIN/laya-bench" --model "$WORK/english" --questions 1,10 --runs 5 --warmup 2 --cpuprofile "$OUT/profile-english-$ALL.pprof"
 cat "$OUT/bench/table.md" 2>/dev/null
