@@ -258,3 +258,30 @@ func TestGeGLUFused(t *testing.T) {
 		}
 	}
 }
+
+// A deferred Linear runs before any later operation touches its operands:
+// overwriting its input right after it, or reading its output through
+// another op, sees the Linear of the input as it was.
+func TestDeferredLinearOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(61, 62))
+	const m, k, n = 9, 12, 10
+	be := New()
+	s := be.NewStream()
+	xv, wv := randomValues(rng, m*k), randomValues(rng, n*k)
+	ref := be.NewStream()
+	yRef := ref.New(m, n)
+	ref.Linear(yRef, ref.FromHost(m, k, xv), ref.FromHost(n, k, wv), nil, backend.Identity)
+	want := read(t, ref, yRef)
+	x, w := s.FromHost(m, k, xv), s.FromHost(n, k, wv)
+	y := s.New(m, n)
+	s.Linear(y, x, w, nil, backend.Identity)
+	s.Activate(x, x, backend.ReLU) // overwrites the pending Linear's input
+	twice := s.New(m, n)
+	s.Add(twice, y, y)
+	got := read(t, s, twice)
+	for i := range want {
+		if got[i] != 2*want[i] {
+			t.Fatalf("y[%d] = %v after the input was overwritten, want %v", i, got[i]/2, want[i])
+		}
+	}
+}
