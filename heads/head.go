@@ -74,15 +74,11 @@ func NewDecision(be backend.Backend, ckpt *weights.Checkpoint) (*Decision, error
 	return m, nil
 }
 
-// Observer, when given to Decision.Forward, sees ("input", 0, h) after the
-// type embedding and ("layer", j, h) after each head layer. It may Read a
-// tensor when it is shown; h is updated in place afterwards.
-type Observer func(stage string, index int, t backend.Tensor)
-
 // Forward records the decision head on s over the encoder output hidden
 // [rows·seqLen, d], updating it in place, and returns it. qtypes and lengths
-// hold one entry per batch row.
-func (m *Decision) Forward(ctx context.Context, s backend.Stream, hidden backend.Tensor, qtypes, lengths []int, seqLen int, observe Observer) (backend.Tensor, error) {
+// hold one entry per batch row. observe, when not nil, sees ("input", 0, h)
+// after the type embedding and ("layer", j, h) after each head layer.
+func (m *Decision) Forward(ctx context.Context, s backend.Stream, hidden backend.Tensor, qtypes, lengths []int, seqLen int, observe backend.Observer) (backend.Tensor, error) {
 	return m.forward(ctx, s, hidden, qtypes, lengths, seqLen, nil, observe)
 }
 
@@ -96,7 +92,7 @@ func (m *Decision) Forward(ctx context.Context, s backend.Stream, hidden backend
 // after the attention is row-wise, so the kept rows are the same values
 // Forward computes (bit for bit on the cpu backend, whose GEMM rows do not
 // depend on one another). The observer sees the last layer's pruned rows.
-func (m *Decision) ForwardRows(ctx context.Context, s backend.Stream, hidden backend.Tensor, qtypes, lengths []int, seqLen int, keep []int32, observe Observer) (backend.Tensor, error) {
+func (m *Decision) ForwardRows(ctx context.Context, s backend.Stream, hidden backend.Tensor, qtypes, lengths []int, seqLen int, keep []int32, observe backend.Observer) (backend.Tensor, error) {
 	if len(keep) == 0 {
 		return nil, fmt.Errorf("heads: %w: no rows to keep", backend.ErrShape)
 	}
@@ -108,7 +104,7 @@ func (m *Decision) ForwardRows(ctx context.Context, s backend.Stream, hidden bac
 	return m.forward(ctx, s, hidden, qtypes, lengths, seqLen, keep, observe)
 }
 
-func (m *Decision) forward(ctx context.Context, s backend.Stream, hidden backend.Tensor, qtypes, lengths []int, seqLen int, keep []int32, observe Observer) (backend.Tensor, error) {
+func (m *Decision) forward(ctx context.Context, s backend.Stream, hidden backend.Tensor, qtypes, lengths []int, seqLen int, keep []int32, observe backend.Observer) (backend.Tensor, error) {
 	d := m.cfg.Dim
 	rows := hidden.Rows()
 	if len(qtypes) != len(lengths) || rows != len(lengths)*seqLen || hidden.Cols() != d {
@@ -116,7 +112,7 @@ func (m *Decision) forward(ctx context.Context, s backend.Stream, hidden backend
 			backend.ErrShape, rows, hidden.Cols(), len(lengths), seqLen, len(qtypes), d)
 	}
 	if observe == nil {
-		observe = func(string, int, backend.Tensor) {}
+		observe = func(backend.Stream, string, int, backend.Tensor) {}
 	}
 	// type_emb[qtype] is broadcast to every position, padding included.
 	typeIndex := make([]int32, rows)
@@ -132,7 +128,7 @@ func (m *Decision) forward(ctx context.Context, s backend.Stream, hidden backend
 	scratch := s.New(rows, d)
 	s.Gather(scratch, m.typeEmb, typeIndex)
 	s.Add(h, h, scratch)
-	observe("input", 0, h)
+	observe(s, "input", 0, h)
 
 	normed := scratch
 	qkv := s.New(rows, 3*d)
@@ -172,7 +168,7 @@ func (m *Decision) forward(ctx context.Context, s backend.Stream, hidden backend
 		if err := s.Err(); err != nil {
 			return nil, fmt.Errorf("heads: decision layer %d: %w", j, err)
 		}
-		observe("layer", j, h)
+		observe(s, "layer", j, h)
 	}
 	return h, nil
 }
