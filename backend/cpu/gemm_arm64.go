@@ -60,8 +60,27 @@ func gemmTileNEON(y []float32, ldy int, x []float32, ldx int, w []float32, ldw i
 	}
 }
 
-// simdWiden: arm64 widens in Go (a NEON FCVTL kernel is not written yet).
-func simdWiden(dst []float32, src []uint16, dtype backend.DType) bool { return false }
+//go:noescape
+func cvtF16NEON(dst *float32, src *uint16, n int)
+
+//go:noescape
+func cvtBF16NEON(dst *float32, src *uint16, n int)
+
+// simdWiden widens 8 values at a time with NEON (widen_arm64.s; every arm64
+// CPU has it), the last len mod 8 in Go.
+func simdWiden(dst []float32, src []uint16, dtype backend.DType) bool {
+	dst = dst[:len(src)]
+	n := len(src) &^ 7
+	if n > 0 {
+		if dtype == backend.F16 {
+			cvtF16NEON(&dst[0], &src[0], n)
+		} else {
+			cvtBF16NEON(&dst[0], &src[0], n)
+		}
+	}
+	widenGo(dst[n:], src[n:], dtype)
+	return true
+}
 
 // simdGELU: arm64 evaluates GELU in Go.
 func simdGELU(out, in, gate []float32) bool { return false }
