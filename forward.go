@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/laya-metal/laya/backend"
 	_ "github.com/laya-metal/laya/backend/cpu" // registers "cpu"; "metal" comes from backend_darwin_arm64.go
@@ -199,16 +200,37 @@ func (n *network) runBatch(ctx context.Context, rows []forwardRow, obs backend.O
 	if err != nil {
 		return nil, err
 	}
-	hidden, err = n.decision.Forward(ctx, s, hidden, qtypes, lengths, seqLen, headObs)
+	// Final-head pruning: the head's last layer computes only the rows the
+	// scorer and act head read, [CLS] rows then markers (an observer, for
+	// debugging, sees every row of every layer instead).
+	clsRows := make([]int32, len(rows))
+	for b := range clsRows {
+		clsRows[b] = int32(b * seqLen)
+	}
+	headMarkers := markerRows
+	if obs != nil {
+		hidden, err = n.decision.Forward(ctx, s, hidden, qtypes, lengths, seqLen, headObs)
+	} else {
+		keep := slices.Concat(clsRows, markerRows)
+		hidden, err = n.decision.ForwardRows(ctx, s, hidden, qtypes, lengths, seqLen, keep, nil)
+		// In the pruned output, [CLS] of row b is row b, marker i row B+i.
+		headMarkers = make([]int32, len(markerRows))
+		for i := range headMarkers {
+			headMarkers[i] = int32(len(rows) + i)
+		}
+		for b := range clsRows {
+			clsRows[b] = int32(b)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
 	var markers backend.Tensor
-	logits := n.scorer.Forward(s, hidden, markerRows, &markers)
+	logits := n.scorer.Forward(s, hidden, headMarkers, &markers)
 	if obs != nil {
 		obs(s, "markers", 0, markers)
 	}
-	actLogits, actProbs := n.act.Forward(s, hidden, logits, counts, seqLen)
+	actLogits, actProbs := n.act.ForwardRows(s, hidden, clsRows, logits, counts)
 
 	logitsHost := make([]float32, len(markerRows))
 	actLogitsHost := make([]float32, len(rows)*n.nAct)

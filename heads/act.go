@@ -44,11 +44,17 @@ func NewActHead(be backend.Backend, ckpt *weights.Checkpoint) (*ActHead, error) 
 // row, counts[b] of them for batch row b. It returns the act logits and
 // their softmax, both [rows, n_act].
 func (m *ActHead) Forward(s backend.Stream, hidden, logits backend.Tensor, counts []int, seqLen int) (actLogits, actProbs backend.Tensor) {
-	rows := len(counts)
-	clsRows := make([]int32, rows)
+	clsRows := make([]int32, len(counts))
 	for b := range clsRows {
 		clsRows[b] = int32(b * seqLen) // [CLS] is position 0
 	}
+	return m.ForwardRows(s, hidden, clsRows, logits, counts)
+}
+
+// ForwardRows is Forward with the [CLS] state of batch row b at row
+// clsRows[b] of hidden (Decision.ForwardRows' output, say).
+func (m *ActHead) ForwardRows(s backend.Stream, hidden backend.Tensor, clsRows []int32, logits backend.Tensor, counts []int) (actLogits, actProbs backend.Tensor) {
+	rows := len(counts)
 	cls := s.New(rows, m.dim)
 	s.Gather(cls, hidden, clsRows)
 	features := s.New(rows, m.dim+numActFeatures)

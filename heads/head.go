@@ -79,6 +79,32 @@ func NewDecision(be backend.Backend, ckpt *weights.Checkpoint) (*Decision, error
 // hold one entry per batch row. observe, when not nil, sees ("input", 0, h)
 // after the type embedding and ("layer", j, h) after each head layer.
 func (m *Decision) Forward(ctx context.Context, s backend.Stream, hidden backend.Tensor, qtypes, lengths []int, seqLen int, observe backend.Observer) (backend.Tensor, error) {
+	return m.forward(ctx, s, hidden, qtypes, lengths, seqLen, nil, observe)
+}
+
+// ForwardRows is Forward for a caller that reads only the output rows keep
+// (row indices into hidden: the [CLS] and marker positions). It returns
+// [len(keep), d], row i holding Forward's row keep[i]. This is final-head
+// pruning: the last layer still computes keys and values (and, in the
+// attention op, queries) for every row, since every row is attended to, but
+// its output projection, residual adds, second norm and feed-forward — three
+// quarters of its weights' work — only for the kept rows. Every operation
+// after the attention is row-wise, so the kept rows are the same values
+// Forward computes (bit for bit on the cpu backend, whose GEMM rows do not
+// depend on one another). The observer sees the last layer's pruned rows.
+func (m *Decision) ForwardRows(ctx context.Context, s backend.Stream, hidden backend.Tensor, qtypes, lengths []int, seqLen int, keep []int32, observe backend.Observer) (backend.Tensor, error) {
+	if len(keep) == 0 {
+		return nil, fmt.Errorf("heads: %w: no rows to keep", backend.ErrShape)
+	}
+	for i, r := range keep {
+		if r < 0 || int(r) >= hidden.Rows() {
+			return nil, fmt.Errorf("heads: %w: keep[%d] = %d outside the %d rows", backend.ErrShape, i, r, hidden.Rows())
+		}
+	}
+	return m.forward(ctx, s, hidden, qtypes, lengths, seqLen, keep, observe)
+}
+
+func (m *Decision) forward(ctx context.Context, s backend.Stream, hidden backend.Tensor, qtypes, lengths []int, seqLen int, keep []int32, observe backend.Observer) (backend.Tensor, error) {
 	d := m.cfg.Dim
 	rows := hidden.Rows()
 	if len(qtypes) != len(lengths) || rows != len(lengths)*seqLen || hidden.Cols() != d {
@@ -122,6 +148,16 @@ func (m *Decision) Forward(ctx context.Context, s backend.Stream, hidden backend
 			HeadDim: m.cfg.HeadDim,
 			Scale:   float32(1 / math.Sqrt(float64(m.cfg.HeadDim))),
 		})
+		if keep != nil && j == len(m.layers)-1 {
+			// Final-head pruning: from here on only the kept rows.
+			k := len(keep)
+			kept := s.New(k, d)
+			s.Gather(kept, h, keep)
+			attnKept := s.New(k, d)
+			s.Gather(attnKept, attn, keep)
+			h, attn = kept, attnKept
+			normed, proj, ffn = s.New(k, d), s.New(k, d), s.New(k, m.cfg.FFN)
+		}
 		s.Linear(proj, attn, l.outProjW, l.outProjB, backend.Identity)
 		s.Add(h, h, proj)
 

@@ -84,67 +84,102 @@ func (s *Stream) Rope(qkv backend.Tensor, p backend.RopeParams) {
 	})
 }
 
-// Attention implements backend.Stream. Work is spread over (batch row,
-// head) pairs. Scores and the softmax are float32 values with float64 sums.
+// attnBlock is the number of queries one attention job handles: a multiple
+// of every SIMD block height, so only a row's last block is ragged.
+const attnBlock = gemmTileM
+
+// Attention implements backend.Stream. Jobs are (batch row, head, block of
+// attnBlock queries), spread over the workers. Each runs its two products
+// through the GEMM tile kernel: S = Q·Kᵀ over the keys the block can see
+// (a sliding window skips the keys outside every query's window), a
+// max-subtracted softmax of each row in place (float32 values, float64
+// sums, masked keys 0), and O = P·V with V transposed so its columns are
+// contiguous K-rows for the kernel, scaled by 1/sum at the end.
 func (s *Stream) Attention(dst, qkv backend.Tensor, p backend.AttentionParams) {
 	if !s.ok("attention", dst, qkv) || !s.check(backend.CheckAttention(dst, qkv, p)) {
 		return
 	}
 	batch := len(p.Lengths)
+	blocks := (p.SeqLen + attnBlock - 1) / attnBlock
 	out, in := data(dst), data(qkv)
-	s.be.parallelFor(batch*p.Heads, 1, func(lo, hi int) {
-		scores := make([]float32, p.SeqLen)
-		acc := make([]float32, p.HeadDim)
+	jobs := batch * p.Heads * blocks
+	s.be.parallelFor(jobs, 1, func(lo, hi int) {
+		scratch := getScratch(attnBlock*p.SeqLen + p.HeadDim*p.SeqLen + attnBlock)
+		defer putScratch(scratch)
 		for job := lo; job < hi; job++ {
-			attendHead(out, in, job/p.Heads, job%p.Heads, p, scores, acc)
+			b, rest := job/(p.Heads*blocks), job%(p.Heads*blocks)
+			attendBlock(out, in, b, rest/blocks, rest%blocks*attnBlock, p, *scratch)
 		}
 	})
 }
 
-// attendHead computes one head of one batch row.
-func attendHead(out, qkv []float32, b, h int, p backend.AttentionParams, scores, acc []float32) {
+// attendBlock computes head h of batch row b for queries [i0, i0+attnBlock).
+func attendBlock(out, qkv []float32, b, h, i0 int, p backend.AttentionParams, scratch []float32) {
 	width := p.Heads * p.HeadDim
 	stride := 3 * width
+	dh := p.HeadDim
 	n := p.Lengths[b]
 	rowBase := b * p.SeqLen
-	head := func(pos, part int) []float32 {
-		at := (rowBase+pos)*stride + part*width + h*p.HeadDim
-		return qkv[at : at+p.HeadDim]
+	i1 := min(i0+attnBlock, p.SeqLen)
+	outRow := func(i int) []float32 {
+		at := (rowBase+i)*width + h*dh
+		return out[at : at+dh]
 	}
-	for i := range p.SeqLen {
-		o := out[(rowBase+i)*width+h*p.HeadDim : (rowBase+i)*width+(h+1)*p.HeadDim]
-		if i >= n {
-			clear(o) // padded query: never read
-			continue
-		}
-		first, last := 0, n-1
+	for i := max(i0, n); i < i1; i++ {
+		clear(outRow(i)) // padded query: never read
+	}
+	i1 = min(i1, n)
+	if i0 >= i1 {
+		return
+	}
+	j0, j1 := 0, n // keys any query of the block may see
+	if p.Sliding {
+		j0, j1 = max(0, i0-p.Radius), min(n, i1+p.Radius)
+	}
+	qrows, nk := i1-i0, j1-j0
+	scores := scratch[:qrows*nk]
+	vt := scratch[attnBlock*p.SeqLen : attnBlock*p.SeqLen+dh*nk]
+	sums := scratch[attnBlock*p.SeqLen+p.HeadDim*p.SeqLen:][:qrows]
+
+	at := func(pos, part int) int { return (rowBase+pos)*stride + part*width + h*dh }
+	gemmTile(scores, nk, qkv[at(i0, 0):], stride, qkv[at(j0, 1):], stride, 0, qrows, 0, nk, dh)
+
+	for r := range qrows {
+		i := i0 + r
+		row := scores[r*nk : (r+1)*nk]
+		first, last := 0, nk-1 // in block key coordinates
 		if p.Sliding {
-			first, last = max(first, i-p.Radius), min(last, i+p.Radius)
+			first, last = max(first, i-p.Radius-j0), min(last, i+p.Radius-j0)
 		}
-		q := head(i, 0)
 		top := float32(math.Inf(-1))
 		for j := first; j <= last; j++ {
-			sc := dot(q, head(j, 1)) * p.Scale
-			scores[j] = sc
-			top = max(top, sc)
+			row[j] *= p.Scale
+			top = max(top, row[j])
 		}
 		var sum float64
 		for j := first; j <= last; j++ {
-			e := float32(math.Exp(float64(scores[j] - top)))
-			scores[j] = e
+			e := float32(expNonPositive(float64(row[j] - top)))
+			row[j] = e
 			sum += float64(e)
 		}
-		clear(acc)
-		for j := first; j <= last; j++ {
-			wgt := scores[j]
-			v := head(j, 2)
-			for d, vd := range v {
-				acc[d] += wgt * vd
-			}
+		clear(row[:first])
+		clear(row[last+1:])
+		sums[r] = float32(1 / sum)
+	}
+
+	for j := range nk {
+		v := qkv[at(j0+j, 2) : at(j0+j, 2)+dh]
+		for d, vd := range v {
+			vt[d*nk+j] = vd
 		}
-		inv := float32(1 / sum)
-		for d, a := range acc {
-			o[d] = a * inv
+	}
+	o := out[(rowBase+i0)*width+h*dh:]
+	gemmTile(o, width, scores, nk, vt, nk, 0, qrows, 0, dh, nk)
+	for r := range qrows {
+		row := outRow(i0 + r)
+		inv := sums[r]
+		for d := range row {
+			row[d] *= inv
 		}
 	}
 }

@@ -106,18 +106,26 @@ func TestAttention(t *testing.T) {
 		{SeqLen: 40, Lengths: []int{40, 23}, Heads: 2, HeadDim: 6, Sliding: true, Radius: 8},
 		{SeqLen: 12, Lengths: []int{12, 5}, Heads: 2, HeadDim: 4, Sliding: true, Radius: 0},
 		{SeqLen: 10, Lengths: []int{10}, Heads: 2, HeadDim: 4, Sliding: true, Radius: 64}, // window wider than the row
+		// Query blocks of attnBlock (48) rows: lengths on either side of a
+		// block edge, and windows that start or end inside a block.
+		{SeqLen: 100, Lengths: []int{100, 49, 48, 47, 1}, Heads: 2, HeadDim: 64},
+		{SeqLen: 100, Lengths: []int{100, 49, 48, 47}, Heads: 2, HeadDim: 17 + 1, Sliding: true, Radius: 10},
+		{SeqLen: 150, Lengths: []int{150, 97}, Heads: 1, HeadDim: 8, Sliding: true, Radius: 30},
 	}
-	for _, p := range tests {
-		t.Run(fmt.Sprintf("L%d_b%d_h%d_sliding%v_r%d", p.SeqLen, len(p.Lengths), p.Heads, p.Sliding, p.Radius), func(t *testing.T) {
-			p.Scale = float32(1 / math.Sqrt(float64(p.HeadDim)))
-			s := New().NewStream()
-			rows, width := len(p.Lengths)*p.SeqLen, p.Heads*p.HeadDim
-			xv := randomValues(rng, rows*3*width)
-			out := s.New(rows, width)
-			s.Attention(out, s.FromHost(rows, 3*width, xv), p)
-			// Padded query rows come back as zeros in the reference too.
-			checkClose(t, "attention", read(t, s, out), attentionRef(xv, p), 1e-5)
-		})
+	for _, kernel := range gemmKernels(t) {
+		for _, p := range tests {
+			t.Run(fmt.Sprintf("%s/L%d_b%d_h%d_sliding%v_r%d", kernel.name, p.SeqLen, len(p.Lengths), p.Heads, p.Sliding, p.Radius), func(t *testing.T) {
+				useGemmTile(t, kernel.tile)
+				p.Scale = float32(1 / math.Sqrt(float64(p.HeadDim)))
+				s := New().NewStream()
+				rows, width := len(p.Lengths)*p.SeqLen, p.Heads*p.HeadDim
+				xv := randomValues(rng, rows*3*width)
+				out := s.New(rows, width)
+				s.Attention(out, s.FromHost(rows, 3*width, xv), p)
+				// Padded query rows come back as zeros in the reference too.
+				checkClose(t, "attention", read(t, s, out), attentionRef(xv, p), 1e-5)
+			})
+		}
 	}
 }
 

@@ -3,23 +3,22 @@ package cpu
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"sync"
 
 	"github.com/laya-metal/laya/backend"
-	"github.com/laya-metal/laya/weights"
 )
 
 func init() {
 	backend.Register("cpu", func() (backend.Backend, error) { return New(), nil })
 }
 
-// Backend is the CPU backend. Weights are held as float32.
+// Backend is the CPU backend. Weights are used as stored (weight.go).
 type Backend struct {
 	workers int // goroutines per operation; 0: GOMAXPROCS at the time
 
 	mu    sync.Mutex
 	ropes map[ropeKey][]float32 // cos/sin tables, see rope.go
+	arena arena                 // activation buffers of closed streams
 }
 
 // New returns a CPU backend that spreads each operation over GOMAXPROCS
@@ -31,27 +30,19 @@ func New() *Backend {
 // Name implements backend.Backend.
 func (b *Backend) Name() string { return "cpu" }
 
-// tensor is the CPU tensor handle: a row-major float32 matrix.
+// tensor is the CPU tensor handle: a row-major matrix of float32 values or,
+// for an F16/BF16 weight used as stored (weight.go), of their bits.
 type tensor struct {
 	rows, cols int
-	data       []float32
+	data       []float32 // nil for a half weight until an op widens it
+	half       []uint16  // F16/BF16 bits, little-endian order; nil otherwise
+	dtype      backend.DType
+	weight     bool // uploaded: never written (it may be a read-only mapping)
+	widenOnce  sync.Once
 }
 
 func (t *tensor) Rows() int { return t.rows }
 func (t *tensor) Cols() int { return t.cols }
-
-// Upload implements backend.Backend: raw is converted to float32 once.
-func (b *Backend) Upload(name string, dtype backend.DType, rows, cols int, raw []byte) (backend.Tensor, error) {
-	if err := backend.CheckUpload(name, dtype, rows, cols, len(raw)); err != nil {
-		return nil, fmt.Errorf("cpu: %w", err)
-	}
-	n := rows * cols
-	data := make([]float32, n)
-	if err := weights.DecodeFloat32(data, raw, dtype); err != nil {
-		return nil, fmt.Errorf("cpu: upload %s: %w", name, err)
-	}
-	return &tensor{rows: rows, cols: cols, data: data}, nil
-}
 
 // NewStream implements backend.Backend.
 func (b *Backend) NewStream() backend.Stream { return &Stream{be: b} }
@@ -64,6 +55,11 @@ type Stream struct {
 	be     *Backend
 	err    error
 	closed bool
+	owned  []*tensor // made by New: their buffers go back to the arena at Close
+	// pending is a Linear recorded but not yet run (gemm.go): the next
+	// operation runs it first, unless it is the GeGLU of its output, which
+	// runs the two fused.
+	pending *linearOp
 }
 
 // fail records the first error; later operations become no-ops.
@@ -84,8 +80,10 @@ func (s *Stream) check(err error) bool {
 }
 
 // ok reports whether the stream can run op on ts, all of which must be CPU
-// tensors; nil entries are allowed (optional operands).
+// tensors; nil entries are allowed (optional operands). ts[0] is the
+// operation's destination (except for read), which may not be a weight.
 func (s *Stream) ok(op string, ts ...backend.Tensor) bool {
+	s.runPending()
 	if s.err != nil {
 		return false
 	}
@@ -97,19 +95,33 @@ func (s *Stream) ok(op string, ts ...backend.Tensor) bool {
 		if t == nil {
 			continue
 		}
-		if ct, isCPU := t.(*tensor); !isCPU || ct == nil || ct.data == nil {
+		if ct, isCPU := t.(*tensor); !isCPU || ct == nil || (ct.half == nil && ct.data == nil) {
 			s.fail(fmt.Errorf("cpu: %s: %w (%T)", op, backend.ErrForeignTensor, t))
 			return false
 		}
 	}
+	if op != "read" && len(ts) > 0 && ts[0] != nil && ts[0].(*tensor).weight {
+		s.fail(fmt.Errorf("cpu: %s: %w: the destination is an uploaded weight", op, backend.ErrShape))
+		return false
+	}
 	return true
 }
 
+// data returns t's float32 values; a half weight an op reads whole (not
+// through a GEMM panel or a gather) is widened once, here.
 func data(t backend.Tensor) []float32 {
 	if t == nil {
 		return nil
 	}
-	return t.(*tensor).data
+	ct := t.(*tensor)
+	if ct.half != nil {
+		ct.widenOnce.Do(func() {
+			d := make([]float32, len(ct.half))
+			widen(d, ct.half, ct.dtype)
+			ct.data = d
+		})
+	}
+	return ct.data
 }
 
 // New implements backend.Stream.
@@ -118,7 +130,9 @@ func (s *Stream) New(rows, cols int) backend.Tensor {
 		// A valid placeholder keeps later shape checks meaningful.
 		return &tensor{rows: max(rows, 1), cols: max(cols, 1), data: make([]float32, 1)}
 	}
-	return &tensor{rows: rows, cols: cols, data: make([]float32, rows*cols)}
+	t := &tensor{rows: rows, cols: cols, data: s.be.arena.get(rows * cols)}
+	s.owned = append(s.owned, t)
+	return t
 }
 
 // FromHost implements backend.Stream.
@@ -149,26 +163,14 @@ func (s *Stream) Read(ctx context.Context, t backend.Tensor, dst []float32) erro
 // Err implements backend.Stream.
 func (s *Stream) Err() error { return s.err }
 
-// Close implements backend.Stream. Tensors are garbage collected; handles
-// must not be used afterwards.
-func (s *Stream) Close() { s.closed = true }
-
-// parallelFor splits [0, n) into contiguous chunks of at least grain items
-// and runs fn on them on up to workers goroutines.
-func (b *Backend) parallelFor(n, grain int, fn func(lo, hi int)) {
-	workers := b.workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
+// Close implements backend.Stream. The tensors' buffers go back to the
+// backend's arena for the next streams; handles are invalid afterwards (an
+// operation on one fails with backend.ErrForeignTensor).
+func (s *Stream) Close() {
+	s.pending = nil
+	if !s.closed {
+		s.be.arena.put(s.owned)
+		s.owned = nil
 	}
-	chunks := min(workers, (n+grain-1)/max(grain, 1))
-	if chunks <= 1 {
-		fn(0, n)
-		return
-	}
-	var wg sync.WaitGroup
-	for c := range chunks {
-		lo, hi := c*n/chunks, (c+1)*n/chunks
-		wg.Go(func() { fn(lo, hi) })
-	}
-	wg.Wait()
+	s.closed = true
 }

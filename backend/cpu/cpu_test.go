@@ -72,7 +72,8 @@ func checkClose(t *testing.T, what string, got []float32, want []float64, tol fl
 	}
 }
 
-func geluRef(x float64) float64 { return 0.5 * x * (1 + math.Erf(x/math.Sqrt2)) }
+// geluRef is the GELU in float64, through erfc (accurate for x < 0 too).
+func geluRef(x float64) float64 { return 0.5 * x * math.Erfc(-x/math.Sqrt2) }
 
 // TestLinear holds the blocked GEMM to a naive float64 product on shapes that
 // hit every tail of the micro-kernels (3×4 SIMD, 2×4 Go) and the 64×48 tiles.

@@ -1,12 +1,28 @@
 // Package cpu is the float32 reference implementation of backend.Backend.
 // Every GPU kernel is held to its answers, so exactness comes first:
-// exact-erf GELU, RoPE angles rounded to float32 exactly where PyTorch rounds
-// them, max-subtracted softmax, float64 statistics in LayerNorm. Speed comes
-// second: GEMM tiles spread over all cores (GOMAXPROCS) with a 3×4 assembly
-// micro-kernel (AVX2+FMA on amd64, NEON on arm64; both sum in the same lane
-// order, so they give bit-identical results), and a pure-Go kernel on other
-// CPUs or with the purego build tag.
+// exact-erf GELU (correctly rounded in float32 on all tested values), RoPE
+// angles rounded to float32 exactly where PyTorch rounds them,
+// max-subtracted softmax, float64 statistics in LayerNorm.
 //
-// Operations run synchronously when they are recorded; Stream.Read only
-// copies. Importing the package registers the backend as "cpu".
+// Speed comes second, built like a BLAS for Laya's shapes (M ≈ 100 rows):
+//   - GEMM (gemm.go): W in PyTorch's [N, K] layout used as stored — float32
+//     rows in place, F16/BF16 widened one panel at a time while packing
+//     (weight.go); micro-kernels chosen at run time: AVX-512 6×4 (K cut in
+//     blocks of 1536), AVX2+FMA 3×4, NEON 3×4 on arm64, pure Go under the
+//     purego tag; each with a documented summation order pinned by a test.
+//   - Work spread over a persistent worker pool (pool.go): units of one W
+//     panel × rows, taken from an atomic counter; no goroutine per call.
+//   - Attention (attention.go) through the same tile kernel: QKᵀ and PV per
+//     head and block of 48 queries; sliding windows skip the keys no query
+//     of the block sees.
+//   - Epilogues: bias and activation while the unit is in cache; a Linear is
+//     deferred to the next op, and the GeGLU of its output runs fused.
+//   - GELU/GeGLU in AVX-512 (gelu_amd64.go); a fast exp for the softmax.
+//   - Loading: UploadMapped keeps views of the checkpoint's mapping, so a
+//     load is the mmap plus validation, and activation buffers are reused
+//     across requests (arena.go).
+//
+// Operations run when they are recorded (a Linear when the next operation
+// is); Stream.Read only copies. Importing the package registers the backend
+// as "cpu".
 package cpu

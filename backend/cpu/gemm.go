@@ -1,13 +1,24 @@
 package cpu
 
-import "github.com/laya-metal/laya/backend"
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/laya-metal/laya/backend"
+)
 
 // The GEMM computes Y = X·Wᵀ with W in PyTorch's [N, K] layout, so every
-// output is a dot product of two contiguous K-rows: W needs no packing, it
-// already is the Wᵀ panel a column-major B would have been packed into, and
-// the micro-kernels vectorise along K.
+// output is a dot product of two contiguous K-rows: a float32 W needs no
+// packing, it already is the Wᵀ panel a column-major B would have been
+// packed into, and the micro-kernels vectorise along K. A W stored as F16 or
+// BF16 (weights used as stored, see weight.go) is widened one panel of
+// gemmPanel rows at a time into the worker's scratch while the panel is
+// packed, right before its tiles use it: it is never widened as a whole.
 //
 // Micro-kernels (gemmTile picks one when the package loads):
+//   - gemm_avx512_amd64.s: AVX-512F, a 6×4 block of Y in 24 ZMM
+//     accumulators of 16 lanes, 6 X rows in 6 more, W rows streamed through
+//     the 31st (chosen when the CPU and OS have AVX-512F);
 //   - gemm_amd64.s: AVX2+FMA, a 3×4 block of Y in 12 YMM accumulators of 8
 //     lanes, X rows in 3 more, W rows streamed through the 16th;
 //   - gemm_arm64.s: NEON FMLA, the same 3×4 block and the same 8 lanes, each
@@ -20,30 +31,43 @@ import "github.com/laya-metal/laya/backend"
 //     and 3×4 ≈ 4.8, they spill).
 //
 // Rounding: gemmTileGo adds the products of one output in k order in one
-// float32 accumulator. The SIMD kernels give lane l the products k ≡ l mod 8
-// in k order, each added with a fused multiply-add, and fold the 8 lanes as
-// ((l0+l1)+(l2+l3)) + ((l4+l5)+(l6+l7)). That is the order
+// float32 accumulator. The 8-lane SIMD kernels give lane l the products
+// k ≡ l mod 8 in k order, each added with a fused multiply-add, and fold the
+// 8 lanes as ((l0+l1)+(l2+l3)) + ((l4+l5)+(l6+l7)). That is the order
 // AVX2's VHADDPS yields and the fewest roundings per product; the NEON
-// kernel copies it, so amd64 and arm64 answer bit for bit alike
-// (TestGemmSIMDLaneOrder checks both against a scalar model). Against the Go
-// kernel the answers move in the last bits only; both stay within the
-// float32 bound of a k-term sum, and the SIMD one is usually the closer to
-// the float64 sum.
+// kernel copies it, so AVX2 and arm64 answer bit for bit alike. The AVX-512
+// kernel has 16 lanes (k ≡ l mod 16), adds lane l+8 to lane l, then folds
+// the 8 as above (TestGemmSIMDLaneOrder checks each kernel against its
+// scalar model). Against the Go kernel the answers move in the last bits
+// only; all stay within the float32 bound of a k-term sum, and the SIMD ones
+// are usually the closer to the float64 sum.
 //
-// Cache blocking: the work is cut into tiles of gemmTileN W rows × gemmTileM
-// X rows, numbered N-tile-major and handed to workers in contiguous ranges,
-// so a worker sweeps all of X against one W panel (≤ 64×K floats, in L2)
-// before moving on and every W byte is read from memory about once.
-// gemmTileM is a multiple of both SIMD block heights (3 and 4), so only the
-// last tile of X has a ragged block.
+// Work split: the output is cut into units of one W panel (gemmPanel rows,
+// fewer when the panels would leave workers idle) × up to gemmUnitM X rows
+// (every row for a half W, so that each panel is widened once per call).
+// Workers of the persistent pool (pool.go) take units from an atomic
+// counter, panel-major, so a panel's rows are packed once per unit and stay
+// in L2 while the unit sweeps its X rows in tiles of gemmTileM; bias and
+// activation are applied to the unit's block while it is still in cache.
+// gemmTileM is a multiple of every SIMD block height (3, 4 and 6), so only
+// the last tile of X has a ragged block.
 const (
-	gemmTileN = 64
+	gemmPanel = 64
 	gemmTileM = 48
+	gemmUnitM = 4 * gemmTileM
 )
 
-// gemmTileFunc fills y[m0:m1, n0:n1] of y = x·wᵀ (y is [·, n], x and w are
-// [·, k], k ≥ 1).
-type gemmTileFunc func(y, x, w []float32, m0, m1, n0, n1, n, k int)
+// gemmTileFunc fills y[i·ldy+j] = Σ_kk x[i·ldx+kk]·w[j·ldw+kk] for i in
+// [m0, m1), j in [n0, n1), kk < k (k ≥ 1). Strides are in floats.
+type gemmTileFunc func(y []float32, ldy int, x []float32, ldx int, w []float32, ldw int, m0, m1, n0, n1, k int)
+
+// gemmKernel is a named tile kernel; lanes is its SIMD width (the k ≡ l
+// mod lanes classes of its rounding), 0 for the Go kernel.
+type gemmKernel struct {
+	name  string
+	tile  gemmTileFunc
+	lanes int
+}
 
 // gemmTile is the tile kernel Linear runs: the SIMD one when this CPU has it
 // (simdGemmTile, per GOARCH), else gemmTileGo. Tests swap it to check both.
@@ -62,46 +86,117 @@ func (s *Stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activat
 		return
 	}
 	m, k, n := x.Rows(), x.Cols(), weight.Rows()
-	s.be.gemm(data(dst), data(x), data(weight), data(bias), m, n, k, act)
+	op := &linearOp{dst: dst.(*tensor), x: data(x), w: weightOf(weight), bias: data(bias), m: m, n: n, k: k, act: act}
+	if act == backend.Identity && bias == nil && n%2 == 0 {
+		// Possibly the input of a GeGLU: run it with the next operation.
+		s.pending = op
+		return
+	}
+	s.be.gemmW(op.dst.data, op.x, op.w, op.bias, m, n, k, act)
 }
 
-// gemm computes y[m, n] = act(Σ_k x[m, k]·w[n, k] + bias[n]).
+// linearOp is a recorded Linear.
+type linearOp struct {
+	dst     *tensor
+	x, bias []float32
+	w       matrix
+	m, n, k int
+	act     backend.Activation
+}
+
+// runPending runs the pending Linear, if any.
+func (s *Stream) runPending() {
+	if op := s.pending; op != nil {
+		s.pending = nil
+		s.be.gemmW(op.dst.data, op.x, op.w, op.bias, op.m, op.n, op.k, op.act)
+	}
+}
+
+// gemm computes y[m, n] = act(Σ_k x[m, k]·w[n, k] + bias[n]) for a float32 w.
 func (b *Backend) gemm(y, x, w, bias []float32, m, n, k int, act backend.Activation) {
+	b.gemmW(y, x, matrix{f32: w, ld: k}, bias, m, n, k, act)
+}
+
+// gemmW computes y[m, n] = act(Σ_k x[m, k]·w[n, k] + bias[n]).
+func (b *Backend) gemmW(y, x []float32, w matrix, bias []float32, m, n, k int, act backend.Activation) {
+	if m == 0 || n == 0 {
+		return
+	}
 	fill := gemmTile
 	if k == 0 {
 		// An empty sum: the SIMD kernels take row pointers, and a
 		// zero-width row has none.
 		fill = gemmTileGo
 	}
-	tilesN := (n + gemmTileN - 1) / gemmTileN
-	tilesM := (m + gemmTileM - 1) / gemmTileM
-	b.parallelFor(tilesN*tilesM, 1, func(lo, hi int) {
-		for tile := lo; tile < hi; tile++ {
-			n0 := (tile / tilesM) * gemmTileN
-			m0 := (tile % tilesM) * gemmTileM
-			fill(y, x, w, m0, min(m0+gemmTileM, m), n0, min(n0+gemmTileN, n), n, k)
-		}
-	})
-	if bias == nil && act == backend.Identity {
-		return
+	workers := b.workerCount()
+	panel := gemmPanel
+	unitM := gemmUnitM
+	if w.f32 == nil {
+		// A half W is widened once per unit: let a unit span every row,
+		// so each panel is widened once per call.
+		unitM = m
 	}
-	b.parallelFor(m, 16, func(lo, hi int) {
-		for r := lo; r < hi; r++ {
-			row := y[r*n : r*n+n]
-			if bias != nil {
-				for j := range row {
-					row[j] += bias[j]
+	unitsM := (m + unitM - 1) / unitM
+	for panel > 16 && ((n+panel-1)/panel)*unitsM < 2*workers {
+		panel /= 2
+	}
+	panels := (n + panel - 1) / panel
+	units := panels * unitsM
+	var next atomic.Int64
+	b.parallelFor(min(units, workers), 1, func(_, _ int) {
+		var scratch *[]float32
+		if w.f32 == nil {
+			scratch = getScratch(panel * k)
+			defer putScratch(scratch)
+		}
+		for {
+			u := int(next.Add(1) - 1)
+			if u >= units {
+				return
+			}
+			n0 := (u / unitsM) * panel
+			n1 := min(n0+panel, n)
+			mu0 := (u % unitsM) * unitM
+			mu1 := min(mu0+unitM, m)
+			wp, ldw := w.panel(n0, n1, k, scratch)
+			for m0 := mu0; m0 < mu1; m0 += gemmTileM {
+				m1 := min(m0+gemmTileM, mu1)
+				fill(y[n0:], n, x, k, wp, ldw, m0, m1, 0, n1-n0, k)
+			}
+			if bias != nil || act != backend.Identity {
+				for r := mu0; r < mu1; r++ {
+					row := y[r*n+n0 : r*n+n1]
+					if bias != nil {
+						bb := bias[n0:n1]
+						for j := range row {
+							row[j] += bb[j]
+						}
+					}
+					activate(row, row, act)
 				}
 			}
-			activate(row, row, act)
 		}
 	})
 }
 
+// scratchPool holds the workers' panel buffers.
+var scratchPool sync.Pool
+
+func getScratch(n int) *[]float32 {
+	if p, _ := scratchPool.Get().(*[]float32); p != nil && cap(*p) >= n {
+		*p = (*p)[:n]
+		return p
+	}
+	buf := make([]float32, n)
+	return &buf
+}
+
+func putScratch(p *[]float32) { scratchPool.Put(p) }
+
 // gemmTileGo is the portable gemmTileFunc.
-func gemmTileGo(y, x, w []float32, m0, m1, n0, n1, n, k int) {
-	xr := func(i int) []float32 { return x[i*k : i*k+k] }
-	wr := func(j int) []float32 { return w[j*k : j*k+k] }
+func gemmTileGo(y []float32, ldy int, x []float32, ldx int, w []float32, ldw int, m0, m1, n0, n1, k int) {
+	xr := func(i int) []float32 { return x[i*ldx : i*ldx+k] }
+	wr := func(j int) []float32 { return w[j*ldw : j*ldw+k] }
 	var c [8]float32
 	i := m0
 	for ; i+2 <= m1; i += 2 {
@@ -109,18 +204,18 @@ func gemmTileGo(y, x, w []float32, m0, m1, n0, n1, n, k int) {
 		j := n0
 		for ; j+4 <= n1; j += 4 {
 			dot2x4(x0, x1, wr(j), wr(j+1), wr(j+2), wr(j+3), &c)
-			copy(y[i*n+j:i*n+j+4], c[0:4])
-			copy(y[(i+1)*n+j:(i+1)*n+j+4], c[4:8])
+			copy(y[i*ldy+j:i*ldy+j+4], c[0:4])
+			copy(y[(i+1)*ldy+j:(i+1)*ldy+j+4], c[4:8])
 		}
 		for ; j < n1; j++ {
-			y[i*n+j] = dot(x0, wr(j))
-			y[(i+1)*n+j] = dot(x1, wr(j))
+			y[i*ldy+j] = dot(x0, wr(j))
+			y[(i+1)*ldy+j] = dot(x1, wr(j))
 		}
 	}
 	for ; i < m1; i++ {
 		x0 := xr(i)
 		for j := n0; j < n1; j++ {
-			y[i*n+j] = dot(x0, wr(j))
+			y[i*ldy+j] = dot(x0, wr(j))
 		}
 	}
 }
@@ -146,19 +241,67 @@ func dot2x4(x0, x1, w0, w1, w2, w3 []float32, c *[8]float32) {
 	*c = [8]float32{c00, c01, c02, c03, c10, c11, c12, c13}
 }
 
-// dot is a float32 dot product with four partial sums.
+// dot is a float32 dot product summed in k order in one accumulator, as
+// dot2x4 sums each of its outputs: every output of gemmTileGo rounds the
+// same way wherever it falls in the blocking (a fused GeGLU tiles the
+// columns differently from a plain Linear and must give the same bits).
 func dot(a, b []float32) float32 {
 	b = b[:len(a)]
-	var s0, s1, s2, s3 float32
-	k := 0
-	for ; k+4 <= len(a); k += 4 {
-		s0 += a[k] * b[k]
-		s1 += a[k+1] * b[k+1]
-		s2 += a[k+2] * b[k+2]
-		s3 += a[k+3] * b[k+3]
+	var s float32
+	for k := range a {
+		s += a[k] * b[k]
 	}
-	for ; k < len(a); k++ {
-		s0 += a[k] * b[k]
+	return s
+}
+
+// gemmGeGLU runs op (y = x·wᵀ, n = 2I columns: value then gate) and dst =
+// GELU(y[:, :I])·y[:, I:] in one pass: a unit computes value columns
+// [n0, n1) and gate columns [I+n0, I+n1) into y, then their GeGLU while they
+// are in cache. y is written as the unfused Linear writes it, so the
+// projection stays readable.
+func (b *Backend) gemmGeGLU(op *linearOp, dst []float32) {
+	y, x, w, m, k := op.dst.data, op.x, op.w, op.m, op.k
+	inner := op.n / 2
+	fill := gemmTile
+	workers := b.workerCount()
+	panel := gemmPanel
+	unitM := gemmUnitM
+	if w.f32 == nil {
+		unitM = m
 	}
-	return (s0 + s1) + (s2 + s3)
+	unitsM := (m + unitM - 1) / unitM
+	for panel > 16 && ((inner+panel-1)/panel)*unitsM < 2*workers {
+		panel /= 2
+	}
+	panels := (inner + panel - 1) / panel
+	units := panels * unitsM
+	var next atomic.Int64
+	b.parallelFor(min(units, workers), 1, func(_, _ int) {
+		var scratch *[]float32
+		if w.f32 == nil {
+			scratch = getScratch(panel * k)
+			defer putScratch(scratch)
+		}
+		for {
+			u := int(next.Add(1) - 1)
+			if u >= units {
+				return
+			}
+			n0 := (u / unitsM) * panel
+			n1 := min(n0+panel, inner)
+			mu0 := (u % unitsM) * unitM
+			mu1 := min(mu0+unitM, m)
+			for _, off := range [2]int{0, inner} {
+				wp, ldw := w.panel(off+n0, off+n1, k, scratch)
+				for m0 := mu0; m0 < mu1; m0 += gemmTileM {
+					fill(y[off+n0:], op.n, x, k, wp, ldw, m0, min(m0+gemmTileM, mu1), 0, n1-n0, k)
+				}
+			}
+			for r := mu0; r < mu1; r++ {
+				value := y[r*op.n+n0 : r*op.n+n1]
+				gate := y[r*op.n+inner+n0 : r*op.n+inner+n1]
+				gegluSlice(dst[r*inner+n0:r*inner+n1], value, gate)
+			}
+		}
+	})
 }

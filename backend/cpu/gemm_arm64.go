@@ -2,9 +2,14 @@
 
 package cpu
 
+import "github.com/laya-metal/laya/backend"
+
 // simdGemmTile returns the NEON tile kernel: Advanced SIMD is part of every
 // arm64 (ARMv8-A) CPU, so there is nothing to detect.
 func simdGemmTile() gemmTileFunc { return gemmTileNEON }
+
+// simdGemmTiles lists the SIMD tile kernels (tests and benchmarks).
+func simdGemmTiles() []gemmKernel { return []gemmKernel{{"neon", gemmTileNEON, 8}} }
 
 // dot3x4NEON sets c[4r+q] = Σ_k x_r[k]·w_q[k] over groups×8 floats of the
 // rows and then, when tail is non-nil, over its 8-float rows (x0, x1, x2, w0,
@@ -20,10 +25,10 @@ func dot3x4NEON(x0, x1, x2, w0, w1, w2, w3 *float32, groups int, tail *[7][8]flo
 // rows that the kernel runs as one more group: the zeros add 0·0 to the lanes
 // past the tail, as the AVX2 kernel's masked loads do, so arm64 and amd64
 // give the same bits.
-func gemmTileNEON(y, x, w []float32, m0, m1, n0, n1, n, k int) {
+func gemmTileNEON(y []float32, ldy int, x []float32, ldx int, w []float32, ldw int, m0, m1, n0, n1, k int) {
 	groups, rem := k/8, k%8
-	xRow := func(i int) []float32 { i = min(i, m1-1); return x[i*k : i*k+k] }
-	wRow := func(j int) []float32 { j = min(j, n1-1); return w[j*k : j*k+k] }
+	xRow := func(i int) []float32 { i = min(i, m1-1); return x[i*ldx : i*ldx+k] }
+	wRow := func(j int) []float32 { j = min(j, n1-1); return w[j*ldw : j*ldw+k] }
 	// Rows 0–2 hold the X tails, 3–6 the W tails; only their first rem
 	// floats are ever written, the rest stay zero.
 	var pad [7][8]float32
@@ -49,8 +54,33 @@ func gemmTileNEON(y, x, w []float32, m0, m1, n0, n1, n, k int) {
 			}
 			dot3x4NEON(&xs[0][0], &xs[1][0], &xs[2][0], &ws[0][0], &ws[1][0], &ws[2][0], &ws[3][0], groups, tail, &c)
 			for r := range min(3, m1-i) {
-				copy(y[(i+r)*n+j:(i+r)*n+j+cols], c[4*r:4*r+cols])
+				copy(y[(i+r)*ldy+j:(i+r)*ldy+j+cols], c[4*r:4*r+cols])
 			}
 		}
 	}
 }
+
+//go:noescape
+func cvtF16NEON(dst *float32, src *uint16, n int)
+
+//go:noescape
+func cvtBF16NEON(dst *float32, src *uint16, n int)
+
+// simdWiden widens 8 values at a time with NEON (widen_arm64.s; every arm64
+// CPU has it), the last len mod 8 in Go.
+func simdWiden(dst []float32, src []uint16, dtype backend.DType) bool {
+	dst = dst[:len(src)]
+	n := len(src) &^ 7
+	if n > 0 {
+		if dtype == backend.F16 {
+			cvtF16NEON(&dst[0], &src[0], n)
+		} else {
+			cvtBF16NEON(&dst[0], &src[0], n)
+		}
+	}
+	widenGo(dst[n:], src[n:], dtype)
+	return true
+}
+
+// simdGELU: arm64 evaluates GELU in Go.
+func simdGELU(out, in, gate []float32) bool { return false }

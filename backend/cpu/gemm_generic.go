@@ -2,6 +2,17 @@
 
 package cpu
 
+import "github.com/laya-metal/laya/backend"
+
 // simdGemmTile reports that this build has no SIMD tile kernel: the purego
 // tag or a GOARCH without one runs gemmTileGo.
 func simdGemmTile() gemmTileFunc { return nil }
+
+// simdGemmTiles lists no kernels.
+func simdGemmTiles() []gemmKernel { return nil }
+
+// simdWiden: this build widens in Go.
+func simdWiden(dst []float32, src []uint16, dtype backend.DType) bool { return false }
+
+// simdGELU: this build evaluates GELU in Go.
+func simdGELU(out, in, gate []float32) bool { return false }

@@ -10,18 +10,12 @@ import (
 	"github.com/laya-metal/laya/backend"
 )
 
-// gemmKernel is a tile kernel under test.
-type gemmKernel struct {
-	name string
-	tile gemmTileFunc
-}
-
 // gemmKernels lists the portable kernel and, where this build and CPU have
 // one, the SIMD kernel, so both are tested on every machine that runs them.
 func gemmKernels(t testing.TB) []gemmKernel {
-	kernels := []gemmKernel{{"go", gemmTileGo}}
-	if tile := simdGemmTile(); tile != nil {
-		kernels = append(kernels, gemmKernel{"simd", tile})
+	kernels := []gemmKernel{{"go", gemmTileGo, 0}}
+	if simd := simdGemmTiles(); len(simd) > 0 {
+		kernels = append(kernels, simd...)
 	} else {
 		t.Logf("no SIMD GEMM kernel in this build or on this CPU: testing the Go kernel only")
 	}
@@ -42,6 +36,9 @@ var gemmShapes = []struct{ m, n, k int }{
 	{1, 1, 1}, {1, 5, 3}, {3, 1, 1}, {6, 8, 1}, {2, 4, 8}, {3, 4, 7},
 	{4, 5, 9}, {5, 3, 16}, {7, 9, 17}, {10, 13, 33}, {47, 65, 130},
 	{49, 67, 71}, {50, 64, 8}, {93, 70, 1027}, {100, 130, 64},
+	// K split into AVX-512 blocks of 1536: one block and a bit, a ragged
+	// third block.
+	{7, 9, 1537}, {13, 6, 3100},
 }
 
 var activations = []backend.Activation{backend.Identity, backend.GELU, backend.ReLU}
@@ -156,49 +153,63 @@ func fma32(a, b, c float32) float32 {
 	return f
 }
 
-// laneOrderDot is the documented rounding of both SIMD kernels, written out
-// in scalar form: lane l accumulates the products k ≡ l mod 8 in order with
-// a fused multiply-add, and the lanes are added as
-// ((l0+l1)+(l2+l3)) + ((l4+l5)+(l6+l7)).
-func laneOrderDot(x, w []float32) float32 {
-	var lane [8]float32
+// laneOrderDot is the documented rounding of the SIMD kernels, written out
+// in scalar form: lane l of lanes (8 or 16) accumulates the products
+// k ≡ l mod lanes in order with a fused multiply-add; 16 lanes are first
+// folded to 8 (lane l+8 added to lane l), and the 8 are added as
+// ((l0+l1)+(l2+l3)) + ((l4+l5)+(l6+l7)). The 16-lane kernel cuts K into
+// blocks of gemmKBlock16 and adds the blocks' sums in order.
+func laneOrderDot(x, w []float32, lanes int) float32 {
+	if lanes == 16 && len(x) > gemmKBlock16 {
+		// The AVX-512 kernel sums K in blocks and adds them in order.
+		sum := laneOrderDot(x[:gemmKBlock16], w[:gemmKBlock16], lanes)
+		for k0 := gemmKBlock16; k0 < len(x); k0 += gemmKBlock16 {
+			k1 := min(k0+gemmKBlock16, len(x))
+			sum += laneOrderDot(x[k0:k1], w[k0:k1], lanes)
+		}
+		return sum
+	}
+	lane := make([]float32, lanes)
 	for kk := range x {
-		lane[kk%8] = fma32(x[kk], w[kk], lane[kk%8])
+		lane[kk%lanes] = fma32(x[kk], w[kk], lane[kk%lanes])
+	}
+	if lanes == 16 {
+		for l := range 8 {
+			lane[l] += lane[l+8]
+		}
 	}
 	low := (lane[0] + lane[1]) + (lane[2] + lane[3])
 	high := (lane[4] + lane[5]) + (lane[6] + lane[7])
 	return low + high
 }
 
-// TestGemmSIMDLaneOrder pins the SIMD kernel's rounding to laneOrderDot bit
-// for bit. Both the AVX2 and the NEON kernel must pass, so amd64 and arm64
-// give identical answers (run the arm64 test binary under qemu-aarch64 to see
-// it there).
+// TestGemmSIMDLaneOrder pins each SIMD kernel's rounding to laneOrderDot bit
+// for bit, on every tail shape.
 func TestGemmSIMDLaneOrder(t *testing.T) {
-	tile := simdGemmTile()
-	if tile == nil {
+	kernels := simdGemmTiles()
+	if len(kernels) == 0 {
 		t.Skip("no SIMD GEMM kernel in this build or on this CPU")
 	}
 	rng := rand.New(rand.NewPCG(15, 16))
-	for _, shape := range gemmShapes {
-		m, n, k := shape.m, shape.n, shape.k
-		t.Run(fmt.Sprintf("%dx%dx%d", m, n, k), func(t *testing.T) {
-			x, w := randomValues(rng, m*k), randomValues(rng, n*k)
-			got := runGemm(t, tile, x, w, nil, m, n, k, backend.Identity)
-			for i := range m {
-				for j := range n {
-					want := laneOrderDot(x[i*k:i*k+k], w[j*k:j*k+k])
-					if g := got[i*n+j]; math.Float32bits(g) != math.Float32bits(want) {
-						t.Fatalf("y[%d, %d] = %v (%#08x), want %v (%#08x)", i, j, g, math.Float32bits(g), want, math.Float32bits(want))
+	for _, kernel := range kernels {
+		for _, shape := range gemmShapes {
+			m, n, k := shape.m, shape.n, shape.k
+			t.Run(fmt.Sprintf("%s/%dx%dx%d", kernel.name, m, n, k), func(t *testing.T) {
+				x, w := randomValues(rng, m*k), randomValues(rng, n*k)
+				got := runGemm(t, kernel.tile, x, w, nil, m, n, k, backend.Identity)
+				for i := range m {
+					for j := range n {
+						want := laneOrderDot(x[i*k:i*k+k], w[j*k:j*k+k], kernel.lanes)
+						if g := got[i*n+j]; math.Float32bits(g) != math.Float32bits(want) {
+							t.Fatalf("y[%d, %d] = %v (%#08x), want %v (%#08x)", i, j, g, math.Float32bits(g), want, math.Float32bits(want))
+						}
 					}
 				}
-			}
-		})
+			})
+		}
 	}
 }
 
-// TestFMA32 checks the test's own fma32 on cases where one rounding and two
-// differ.
 func TestFMA32(t *testing.T) {
 	one := float32(1)
 	eps := float32(0x1p-23)
@@ -214,3 +225,6 @@ func TestFMA32(t *testing.T) {
 		}
 	}
 }
+
+// gemmKBlock16 is the AVX-512 kernel's K block (gemm_amd64.go).
+const gemmKBlock16 = 1536

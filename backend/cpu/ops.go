@@ -12,7 +12,16 @@ func (s *Stream) Gather(dst, table backend.Tensor, index []int32) {
 		return
 	}
 	d := table.Cols()
-	out, src := data(dst), data(table)
+	out := data(dst)
+	if t := table.(*tensor); t.half != nil {
+		// An F16/BF16 table (the token embeddings) widens only the rows
+		// gathered.
+		for i, r := range index {
+			widen(out[i*d:i*d+d], t.half[int(r)*d:int(r)*d+d], t.dtype)
+		}
+		return
+	}
+	src := data(table)
 	for i, r := range index {
 		copy(out[i*d:i*d+d], src[int(r)*d:int(r)*d+d])
 	}
@@ -35,16 +44,35 @@ func (s *Stream) LayerNorm(dst, x, weight, bias backend.Tensor, eps float32) {
 }
 
 func layerNormRow(out, in, w, b []float32, eps float32) {
-	var sum float64
-	for _, v := range in {
-		sum += float64(v)
+	// Four partial sums (in float64, whose rounding is far below the
+	// float32 result's) keep four additions in flight.
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(in); i += 4 {
+		s0 += float64(in[i])
+		s1 += float64(in[i+1])
+		s2 += float64(in[i+2])
+		s3 += float64(in[i+3])
 	}
-	mean := sum / float64(len(in))
-	var sq float64
-	for _, v := range in {
-		dv := float64(v) - mean
-		sq += dv * dv
+	for ; i < len(in); i++ {
+		s0 += float64(in[i])
 	}
+	mean := ((s0 + s1) + (s2 + s3)) / float64(len(in))
+	var q0, q1, q2, q3 float64
+	i = 0
+	for ; i+4 <= len(in); i += 4 {
+		d0, d1 := float64(in[i])-mean, float64(in[i+1])-mean
+		d2, d3 := float64(in[i+2])-mean, float64(in[i+3])-mean
+		q0 += d0 * d0
+		q1 += d1 * d1
+		q2 += d2 * d2
+		q3 += d3 * d3
+	}
+	for ; i < len(in); i++ {
+		d := float64(in[i]) - mean
+		q0 += d * d
+	}
+	sq := (q0 + q1) + (q2 + q3)
 	rstd := 1 / math.Sqrt(sq/float64(len(in))+float64(eps))
 	w = w[:len(in)]
 	for i, v := range in {
@@ -62,11 +90,12 @@ func (s *Stream) Add(dst, a, b backend.Tensor) {
 		return
 	}
 	out, x, y := data(dst), data(a), data(b)
-	y = y[:len(x)]
-	out = out[:len(x)]
-	for i := range x {
-		out[i] = x[i] + y[i]
-	}
+	s.be.parallelFor(len(x), 1<<14, func(lo, hi int) {
+		o, xs, ys := out[lo:hi], x[lo:hi], y[lo:hi]
+		for i := range xs {
+			o[i] = xs[i] + ys[i]
+		}
+	})
 }
 
 // Activate implements backend.Stream.
@@ -85,9 +114,7 @@ func activate(out, in []float32, act backend.Activation) {
 	out = out[:len(in)]
 	switch act {
 	case backend.GELU:
-		for i, v := range in {
-			out[i] = gelu(v)
-		}
+		geluSlice(out, in)
 	case backend.ReLU:
 		for i, v := range in {
 			out[i] = max(v, 0)
@@ -95,14 +122,6 @@ func activate(out, in []float32, act backend.Activation) {
 	default:
 		copy(out, in)
 	}
-}
-
-// gelu is the exact erf GELU, evaluated in float64 and rounded once, so it is
-// the correctly rounded value in nearly every case (PyTorch's vectorised
-// float32 erf is within an ulp of it).
-func gelu(x float32) float32 {
-	v := float64(x)
-	return float32(0.5 * v * (1 + math.Erf(v/math.Sqrt2)))
 }
 
 // Softmax implements backend.Stream.
@@ -134,7 +153,22 @@ func softmaxRow(out, in []float32) {
 
 // GeGLU implements backend.Stream.
 func (s *Stream) GeGLU(dst, x backend.Tensor) {
+	// The Linear that made x, if it is still pending, runs fused with this
+	// GeGLU (gemm.go, gemmGeGLU).
+	op := s.pending
+	s.pending = nil
+	fused := op != nil && backend.Tensor(op.dst) == x && !sharesFirst(dst, op.x)
+	if !fused && op != nil {
+		s.be.gemmW(op.dst.data, op.x, op.w, op.bias, op.m, op.n, op.k, op.act)
+	}
 	if !s.ok("geglu", dst, x) || !s.check(backend.CheckGeGLU(dst, x)) {
+		if fused {
+			s.be.gemmW(op.dst.data, op.x, op.w, op.bias, op.m, op.n, op.k, op.act)
+		}
+		return
+	}
+	if fused {
+		s.be.gemmGeGLU(op, data(dst))
 		return
 	}
 	inner := dst.Cols()
@@ -143,10 +177,7 @@ func (s *Stream) GeGLU(dst, x backend.Tensor) {
 		for r := lo; r < hi; r++ {
 			value := in[r*2*inner : r*2*inner+inner]
 			gate := in[r*2*inner+inner : (r+1)*2*inner]
-			row := out[r*inner : r*inner+inner]
-			for i, v := range value {
-				row[i] = gelu(v) * gate[i]
-			}
+			gegluSlice(out[r*inner:r*inner+inner], value, gate)
 		}
 	})
 }
@@ -194,4 +225,12 @@ func ActFeatures(logits []float32) [4]float32 {
 	}
 	k := float64(max(2, len(logits)))
 	return [4]float32{float32(top1), float32(top1 - top2), float32(ent / math.Log(k)), float32(k / 255)}
+}
+
+// sharesFirst reports whether t's values start where xs does (t is the
+// tensor xs was read from): a GeGLU writing into the Linear's own input
+// cannot run fused with it.
+func sharesFirst(t backend.Tensor, xs []float32) bool {
+	d := data(t)
+	return len(d) > 0 && len(xs) > 0 && &d[0] == &xs[0]
 }

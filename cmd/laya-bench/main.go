@@ -40,6 +40,7 @@ const help = `laya-bench: end-to-end latency of Laya decisions.
 Usage:
   laya-bench --model DIR [flags]
   laya-bench --synthetic english|multilingual|tiny [flags]
+  laya-bench --compare [flags] A B      (two backends, checkpoints or gobench files; --compare -h)
 
 Each workload is one request of N questions cycling three templates (a
 4-way choice, a 3-level score, a noul) over a short email state, as in the
@@ -94,6 +95,9 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && (args[0] == "--compare" || args[0] == "-compare") {
+		return runCompare(ctx, args[1:], stdout, stderr) // compare.go
+	}
 	fs := flag.NewFlagSet("laya-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, help); fs.PrintDefaults() }
@@ -110,6 +114,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.batchSize, "batch-size", 16, "rows per padded forward batch")
 	fs.BoolVar(&o.long, "long", false, "use a long state that fills the context (full-context workload)")
 	fs.StringVar(&o.format, "format", "md", "output: md (table), json (with raw samples), gobench (for benchstat)")
+	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the timed runs to `FILE` (go tool pprof)")
 	fs.BoolVar(&o.profile, "profile", false, "after timing, run --runs more requests timing each operation on the device (backends that can: metal, metal-emu)")
 	fs.BoolVar(&o.plan, "plan", false, "print the Metal work plan of one request (a MODEL: dispatches, FLOPs, bytes, roofline floors; no GPU, no weights; see plan.go)")
 	fs.IntVar(&o.tokens, "tokens", 93, "with --plan: tokens per question")
@@ -160,6 +165,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("--profile: backend %q cannot time operations on a device", o.backend)
 	}
 
+	if *cpuProfile != "" {
+		stopProfile, err := startCPUProfile(*cpuProfile) // compare.go
+		if err != nil {
+			return err
+		}
+		defer stopProfile()
+	}
 	var results []result
 	for _, n := range o.questions {
 		r, err := measure(ctx, agent, timer, n, o)

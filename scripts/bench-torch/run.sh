@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Ours (laya-bench, end to end: validation, tokenization, forward, answer
+# JSON) against PyTorch's forward alone (torch_bench.py, the model of
+# scripts/variants/reference.py) on the same synthetic full-size checkpoints
+# and the same machine, pinned to the same cores: taskset + GOMAXPROCS for
+# ours, taskset + torch.set_num_threads for PyTorch. Prints the ratio table.
+#
+# Needs python3 with torch, transformers, safetensors, numpy, and taskset; no
+# Go: take the static binaries of build.sh along (BIN).
+#
+# Usage, from the module root:
+#   scripts/bench-torch/build.sh                 # on a machine with Go
+#   scripts/bench-torch/run.sh [options]         # on the machine with PyTorch
+# Options (environment):
+#   BIN=scripts/bench-torch/bin   WORK=${TMPDIR:-/tmp}/laya-parity   OUT=$WORK/bench
+#   CORES="2 all"   PRESETS="english multilingual"   QUESTIONS="1 10"   RUNS=10   WARMUP=3
+# Example:
+#   CORES="2 16" RUNS=20 scripts/bench-torch/run.sh
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+BIN=${BIN:-$(dirname "$0")/bin}
+WORK=${WORK:-${TMPDIR:-/tmp}/laya-parity}
+OUT=${OUT:-$WORK/bench}
+CORES=${CORES:-"2 all"}
+PRESETS=${PRESETS:-"english multilingual"}
+QUESTIONS=${QUESTIONS:-"1 10"}
+RUNS=${RUNS:-10}
+WARMUP=${WARMUP:-3}
+mkdir -p "$WORK" "$OUT"
+ALL=$(nproc)
+for preset in $PRESETS; do
+  if [ ! -f "$WORK/$preset/model.safetensors" ]; then
+    rm -rf "$WORK/$preset"
+    "$BIN/laya" synth --preset "$preset" --out "$WORK/$preset" >&2
+  fi
+done
+qlist=$(echo $QUESTIONS | tr ' ' ',')
+for cores in $CORES; do
+  [ "$cores" = all ] && cores=$ALL
+  cpus="0-$((cores - 1))"
+  for preset in $PRESETS; do
+    echo "== $preset, $cores cores (taskset -c $cpus)" >&2
+    GOMAXPROCS=$cores taskset -c "$cpus" "$BIN/laya-bench" --model "$WORK/$preset" --questions "$qlist" \
+      --runs "$RUNS" --warmup "$WARMUP" --format json > "$OUT/ours-$preset-$cores.json"
+    for q in $QUESTIONS; do
+      # Rows of the length laya-bench's request tokenised to (input_tokens / questions).
+      tokens=$(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); r=[x for x in d['results'] if x['questions']==$q][0]; print(max(8, round(r['input_tokens']/$q)))" "$OUT/ours-$preset-$cores.json")
+      OMP_NUM_THREADS=$cores taskset -c "$cpus" python3 "$HERE/torch_bench.py" --model "$WORK/$preset" --questions "$q" \
+        --tokens "$tokens" --threads "$cores" --runs "$RUNS" --warmup "$WARMUP" > "$OUT/torch-$preset-$cores-q$q.json"
+    done
+  done
+done
+{ echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $ALL CPUs; $(python3 -c 'import torch, transformers; print("torch", torch.__version__, "transformers", transformers.__version__)')"; echo; python3 "$HERE/summarize.py" "$OUT"; } | tee "$OUT/table.md"

@@ -1,0 +1,168 @@
+// Command parity runs laya-metal's forward pass (encoder, decision head with
+// final-head pruning, scorer, act head: the packages the library's forward
+// uses, on the backend it names) over explicit token rows and writes their
+// option logits and act probabilities as JSON, for parity.py to compare with
+// the PyTorch reference at full size. It is built once as a static binary
+// (run.sh) so the comparison runs on a machine with PyTorch but no Go.
+//
+// Usage:
+//
+//	parity --model DIR --rows rows.json [--backend cpu] [--batch 6] > ours.json
+//
+// rows.json: {"rows": [{"input_ids": [...], "markers": [...], "qtype": 0}]}.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"slices"
+
+	"github.com/laya-metal/laya/backend"
+	_ "github.com/laya-metal/laya/backend/cpu"
+	"github.com/laya-metal/laya/encoder"
+	"github.com/laya-metal/laya/heads"
+	"github.com/laya-metal/laya/weights"
+)
+
+type row struct {
+	InputIDs []int `json:"input_ids"`
+	Markers  []int `json:"markers"`
+	QType    int   `json:"qtype"`
+}
+
+type output struct {
+	Logits   []float32 `json:"logits"`
+	ActProbs []float32 `json:"act_probs"`
+}
+
+type model struct {
+	ckpt     *weights.Checkpoint
+	encoder  *encoder.ModernBERT
+	decision *heads.Decision
+	scorer   *heads.Scorer
+	act      *heads.ActHead
+}
+
+func main() {
+	dir := flag.String("model", "", "checkpoint directory")
+	rowsPath := flag.String("rows", "", "rows JSON file")
+	backendName := flag.String("backend", "cpu", "backend")
+	batch := flag.Int("batch", 6, "rows per padded batch")
+	flag.Parse()
+	if *dir == "" || *rowsPath == "" || *batch < 1 {
+		flag.Usage()
+		os.Exit(2)
+	}
+	raw, err := os.ReadFile(*rowsPath)
+	if err != nil {
+		log.Fatal(err)
+	}
+	var in struct{ Rows []row }
+	if err := json.Unmarshal(raw, &in); err != nil {
+		log.Fatalf("%s: %v", *rowsPath, err)
+	}
+	ckpt, err := weights.LoadCheckpoint(*dir)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ckpt.Close()
+	be, err := backend.Open(*backendName)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer be.Close()
+	m := &model{ckpt: ckpt}
+	if m.encoder, err = encoder.New(be, ckpt); err != nil {
+		log.Fatal(err)
+	}
+	if m.decision, err = heads.NewDecision(be, ckpt); err != nil {
+		log.Fatal(err)
+	}
+	if m.scorer, err = heads.NewScorer(be, ckpt); err != nil {
+		log.Fatal(err)
+	}
+	if m.act, err = heads.NewActHead(be, ckpt); err != nil {
+		log.Fatal(err)
+	}
+	var out []output
+	for start := 0; start < len(in.Rows); start += *batch {
+		res, err := m.run(context.Background(), be, in.Rows[start:min(start+*batch, len(in.Rows))])
+		if err != nil {
+			log.Fatalf("rows %d…: %v", start, err)
+		}
+		out = append(out, res...)
+	}
+	enc := json.NewEncoder(os.Stdout)
+	if err := enc.Encode(map[string]any{"backend": *backendName, "rows": out}); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// run is one right-padded batch, as the library's forward runs it.
+func (m *model) run(ctx context.Context, be backend.Backend, rows []row) ([]output, error) {
+	seqLen := 0
+	for _, r := range rows {
+		seqLen = max(seqLen, len(r.InputIDs))
+	}
+	pad := int32(max(m.ckpt.Encoder.PadTokenID, 0))
+	ids := make([]int32, len(rows)*seqLen)
+	lengths, qtypes, counts := make([]int, len(rows)), make([]int, len(rows)), make([]int, len(rows))
+	clsRows := make([]int32, len(rows))
+	var markerRows []int32
+	for b, r := range rows {
+		if len(r.InputIDs) == 0 || len(r.Markers) == 0 {
+			return nil, fmt.Errorf("row %d: empty ids or markers", b)
+		}
+		line := ids[b*seqLen : (b+1)*seqLen]
+		for i := range line {
+			line[i] = pad
+		}
+		for i, id := range r.InputIDs {
+			line[i] = int32(id)
+		}
+		lengths[b], qtypes[b], counts[b] = len(r.InputIDs), r.QType, len(r.Markers)
+		clsRows[b] = int32(b * seqLen)
+		for _, p := range r.Markers {
+			markerRows = append(markerRows, int32(b*seqLen+p))
+		}
+	}
+	s := be.NewStream()
+	defer s.Close()
+	hidden, err := m.encoder.Forward(ctx, s, encoder.Batch{IDs: ids, Lengths: lengths, SeqLen: seqLen}, nil)
+	if err != nil {
+		return nil, err
+	}
+	kept, err := m.decision.ForwardRows(ctx, s, hidden, qtypes, lengths, seqLen, slices.Concat(clsRows, markerRows), nil)
+	if err != nil {
+		return nil, err
+	}
+	headCLS := make([]int32, len(rows))
+	headMarkers := make([]int32, len(markerRows))
+	for b := range headCLS {
+		headCLS[b] = int32(b)
+	}
+	for i := range headMarkers {
+		headMarkers[i] = int32(len(rows) + i)
+	}
+	z := m.scorer.Forward(s, kept, headMarkers, nil)
+	_, probs := m.act.ForwardRows(s, kept, headCLS, z, counts)
+	zHost := make([]float32, len(markerRows))
+	nAct := probs.Cols()
+	probsHost := make([]float32, len(rows)*nAct)
+	if err := s.Read(ctx, z, zHost); err != nil {
+		return nil, err
+	}
+	if err := s.Read(ctx, probs, probsHost); err != nil {
+		return nil, err
+	}
+	out := make([]output, len(rows))
+	for b := range rows {
+		out[b] = output{Logits: zHost[:counts[b]], ActProbs: probsHost[b*nAct : (b+1)*nAct]}
+		zHost = zHost[counts[b]:]
+	}
+	return out, nil
+}

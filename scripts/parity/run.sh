@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Full-size parity check, reproducible from the repository: writes the
+# synthetic English (ModernBERT-large) and multilingual (mmBERT-base)
+# checkpoints with our own `laya synth`, runs the PyTorch reference
+# (scripts/variants/reference.py's model) and our forward on the same rows,
+# and prints max |Δlogit| and max |Δact prob| (parity.py).
+#
+# Needs python3 with torch, transformers, safetensors, numpy; no Go: it uses
+# the static binaries that scripts/bench-torch/build.sh puts in BIN.
+#
+# Usage, from the module root:
+#   scripts/bench-torch/build.sh               # on a machine with Go
+#   scripts/parity/run.sh [BIN] [WORK] [OUT]   # on the machine with PyTorch
+# Defaults: BIN=scripts/bench-torch/bin, WORK=${TMPDIR:-/tmp}/laya-parity, OUT=WORK/out.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+BIN=${1:-$HERE/../bench-torch/bin}
+WORK=${2:-${TMPDIR:-/tmp}/laya-parity}
+OUT=${3:-$WORK/out}
+mkdir -p "$WORK" "$OUT"
+for preset in english multilingual; do
+  if [ ! -f "$WORK/$preset/model.safetensors" ]; then
+    rm -rf "$WORK/$preset"
+    "$BIN/laya" synth --preset "$preset" --out "$WORK/$preset" >&2
+  fi
+done
+python3 "$HERE/parity.py" --bin "$BIN" --out "$OUT" "$WORK/english" "$WORK/multilingual"
