@@ -163,3 +163,12 @@ func buildRowsBounded(b *sequenceBuilder, state State, qs []*question, count boo
 	}
 	return rows, usage, nil
 }
+
+// ValidateQuestions checks questions as Predict does before it tokenizes anything, and
+// returns the same *QuestionError Predict would: a server can refuse a bad request
+// before it queues it. Options that overflow head_max_len are found only by tokenizing,
+// so Predict can still refuse questions that pass.
+func ValidateQuestions(qs Questions) error {
+	_, err := prepareQuestions(qs)
+	return err
+}
