@@ -272,6 +272,7 @@ func (s *Server) answer(w http.ResponseWriter, results []jobResult, body []byte)
 	writeJSON(w, http.StatusOK, body)
 	if rec, ok := w.(*recorder); ok {
 		s.countRequest(rec, "ok")
+		s.metrics.latency.Observe(time.Since(rec.start).Seconds())
 	}
 }
 
@@ -292,6 +293,9 @@ func (s *Server) fail(w http.ResponseWriter, model string, e *apiError) {
 		model = "auto"
 	}
 	s.metrics.requests.WithLabelValues(model, status).Inc()
+	if rec, ok := w.(*recorder); ok && status != "invalid" {
+		s.metrics.latency.Observe(time.Since(rec.start).Seconds())
+	}
 	if e == errClientGone {
 		return
 	}

@@ -212,7 +212,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rid = hex.EncodeToString(b[:])
 	}
 	w.Header().Set("X-Request-Id", rid)
-	rec := &recorder{ResponseWriter: w, status: 200}
+	rec := &recorder{ResponseWriter: w, status: 200, start: start}
 	// The whole exchange must end within the request budget plus the write timeout;
 	// handlers move the deadline closer once the answer is ready.
 	http.NewResponseController(w).SetWriteDeadline(start.Add(s.cfg.RequestTimeout + s.cfg.WriteTimeout + s.cfg.BodyTimeout))
@@ -228,6 +228,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // recorder keeps the status and size for the access log.
 type recorder struct {
 	http.ResponseWriter
+	start  time.Time
 	status int
 	bytes  int
 	attrs  []any
