@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
 	"github.com/laya-metal/laya"

@@ -116,7 +116,11 @@ func TestUsageAndAbstention(t *testing.T) {
 
 	// max_len over HTTP is honoured (upstream #549): a smaller window keeps fewer tokens.
 	small := post(t, ts.url+"/v1/systemone", body(`, "max_len": 64`))
-	var s struct{ Usage struct{ InputTokens int `json:"input_tokens"` } }
+	var s struct {
+		Usage struct {
+			InputTokens int `json:"input_tokens"`
+		}
+	}
 	json.Unmarshal([]byte(small.body), &s)
 	if small.status != 200 || s.Usage.InputTokens != 2*64 {
 		t.Errorf("max_len 64: %d input_tokens %d, want 128 (%s)", small.status, s.Usage.InputTokens, small.body)
@@ -161,7 +165,11 @@ func TestBatchRoute(t *testing.T) {
 		if got := results.Items()[i].String(); got != one.body {
 			t.Errorf("state %d:\n batch %s\nsingle %s", i, got, one.body)
 		}
-		var u struct{ Usage struct{ InputTokens int `json:"input_tokens"` } }
+		var u struct {
+			Usage struct {
+				InputTokens int `json:"input_tokens"`
+			}
+		}
 		json.Unmarshal([]byte(one.body), &u)
 		total += u.Usage.InputTokens
 	}
