@@ -75,6 +75,7 @@ func startServer(t testing.TB, models Models, tweak func(*Config)) *testServer {
 		cancel()
 		select {
 		case err := <-ts.done:
+			ts.done <- err
 			if err != nil {
 				t.Errorf("Run: %v", err)
 			}
@@ -240,3 +241,13 @@ var errBoom = errors.New("boom")
 const smallRequest = `{"state": "I was billed twice, please refund me", "questions": {"refund": {"type": "noul", "instructions": "Does the customer ask for money back?"}}}`
 
 func netListen() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }
+
+// httpPost posts without failing the test on a connection error.
+func httpPost(url, body string) (int, error) {
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}

@@ -35,6 +35,7 @@ type Server struct {
 	clients clientLimiter
 
 	inflight   atomic.Int64 // requests admitted past validation, until answered
+	handling   atomic.Int64 // ServeHTTP calls running
 	ready      atomic.Bool
 	draining   atomic.Bool
 	preloadErr atomic.Pointer[string]
@@ -189,6 +190,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	if hs != nil && ctx.Err() != nil {
+		// The grace is spent and the passes were cancelled: give their handlers a
+		// moment to answer 503 before the connections are cut.
+		for deadline := time.Now().Add(2 * time.Second); s.handling.Load() > 0 && time.Now().Before(deadline); {
+			time.Sleep(5 * time.Millisecond)
+		}
 		hs.Close()
 	}
 	errs = append(errs, s.closeModels())
@@ -204,6 +210,8 @@ func (s *Server) closeModels() error { return s.models.close() }
 
 // ServeHTTP answers one request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.handling.Add(1)
+	defer s.handling.Add(-1)
 	start := time.Now()
 	rid := r.Header.Get("X-Request-Id")
 	if rid == "" || len(rid) > 128 {
@@ -295,6 +303,9 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
 	w.Write(body)
+	// Flushed here, not after the handler returns: a shutdown that closes the
+	// connections once every handler has returned must not cut an answer off.
+	http.NewResponseController(w).Flush()
 }
 
 func writeError(w http.ResponseWriter, e *apiError) {
