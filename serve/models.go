@@ -3,7 +3,6 @@ package serve
 import (
 	"context"
 	"errors"
-	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -214,4 +213,3 @@ func requestLang(lang string, d laya.RouteDecision) string {
 	return ""
 }
 
-var _ = fmt.Sprintf
