@@ -212,4 +212,3 @@ func requestLang(lang string, d laya.RouteDecision) string {
 	}
 	return ""
 }
-
