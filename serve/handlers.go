@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -31,7 +32,7 @@ func (s *Server) handleSystemone(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := systemoneValue(results[0].answer.Result, results[0].answer.State, d[0].routing, c, s.cfg.JevStrict)
-	s.answer(w, results, []byte(v.String()))
+	s.answer(w, results, compact(v))
 }
 
 // handleBatch is POST /v1/systemone/batch: one questions set over "states": [...],
@@ -62,7 +63,7 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request) {
 			laya.Member{Key: "output_tokens", Value: laya.IntValue(0)},
 		)},
 	)
-	s.answer(w, results, []byte(v.String()))
+	s.answer(w, results, compact(v))
 }
 
 // handlePredict is POST /v1/predict: {"state", "questions"} answered with the library's
@@ -314,37 +315,47 @@ func (s *Server) countRequest(rec *recorder, status string) {
 
 // --- probes --------------------------------------------------------------------
 
+// names is a list of names as a JSON value.
+func names(ns []string) laya.Value {
+	vs := make([]laya.Value, len(ns))
+	for i, n := range ns {
+		vs[i] = laya.StringValue(n)
+	}
+	return laya.ArrayValue(vs...)
+}
+
+func member(k string, v laya.Value) laya.Member { return laya.Member{Key: k, Value: v} }
+
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	if p := s.preloadErr.Load(); p != nil {
-		body, _ := json.Marshal(map[string]any{"detail": map[string]any{"status": "error", "preload_error": *p}})
-		writeJSON(w, 503, body)
+		writeJSON(w, 503, compact(laya.ObjectValue(member("detail", laya.ObjectValue(
+			member("status", laya.StringValue("error")), member("preload_error", laya.StringValue(*p)))))))
 		return
 	}
 	if !s.authorized(r) {
 		// Liveness stays open; what is resident is not (docs/http-api.md).
-		writeJSON(w, 200, []byte(`{"status": "ok"}`))
+		writeJSON(w, 200, []byte(`{"status":"ok"}`))
 		return
 	}
-	body, _ := json.Marshal(map[string]any{"status": "ok", "loaded": s.models.loaded(), "device": s.cfg.Device})
-	writeJSON(w, 200, body)
+	writeJSON(w, 200, compact(laya.ObjectValue(member("status", laya.StringValue("ok")),
+		member("loaded", names(s.models.loaded())), member("device", laya.StringValue(s.cfg.Device)))))
 }
 
 func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
-	loaded := s.models.loaded()
+	loaded := names(s.models.loaded())
 	if !s.Ready() {
-		var perr any
+		perr := laya.NullValue()
 		if p := s.preloadErr.Load(); p != nil {
-			perr = *p
+			perr = laya.StringValue(*p)
 		}
-		body, _ := json.Marshal(map[string]any{"detail": map[string]any{
-			"ready": false, "draining": s.draining.Load(), "preload_error": perr, "loaded": loaded,
-		}})
 		w.Header().Set("Retry-After", "1")
-		writeJSON(w, 503, body)
+		writeJSON(w, 503, compact(laya.ObjectValue(member("detail", laya.ObjectValue(
+			member("ready", laya.BoolValue(false)), member("draining", laya.BoolValue(s.draining.Load())),
+			member("preload_error", perr), member("loaded", loaded))))))
 		return
 	}
-	body, _ := json.Marshal(map[string]any{"status": "ready", "loaded": loaded, "device": s.cfg.Device, "queue_depth": s.batcher.depth()})
-	writeJSON(w, 200, body)
+	writeJSON(w, 200, compact(laya.ObjectValue(member("status", laya.StringValue("ready")), member("loaded", loaded),
+		member("device", laya.StringValue(s.cfg.Device)), member("queue_depth", laya.IntValue(s.batcher.depth())))))
 }
 
 func (s *Server) handleDrain(w http.ResponseWriter, r *http.Request) {
@@ -354,6 +365,17 @@ func (s *Server) handleDrain(w http.ResponseWriter, r *http.Request) {
 	}
 	s.Drain()
 	s.log.Info("draining on POST /drain")
-	body, _ := json.Marshal(map[string]any{"status": "draining", "loaded": s.models.loaded()})
-	writeJSON(w, 200, body)
+	writeJSON(w, 200, compact(laya.ObjectValue(member("status", laya.StringValue("draining")), member("loaded", names(s.models.loaded())))))
+}
+
+// compact is v as Starlette's JSONResponse renders a Python dict: json.dumps with
+// ensure_ascii=False and separators (",", ":"). The library writes json.dumps' default
+// separators; removing the insignificant spaces leaves every string and number as it is.
+func compact(v laya.Value) []byte {
+	text := v.String()
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, []byte(text)); err != nil {
+		return []byte(text)
+	}
+	return buf.Bytes()
 }

@@ -131,7 +131,7 @@ func TestAuth(t *testing.T) {
 		if r := do(t, nil, "GET", ts.url+"/metrics", "", h); r.status != 401 {
 			t.Errorf("/metrics %v: %d", h, r.status)
 		}
-		if r := do(t, nil, "GET", ts.url+"/health", "", h); r.status != 200 || r.body != `{"status": "ok"}` {
+		if r := do(t, nil, "GET", ts.url+"/health", "", h); r.status != 200 || r.body != `{"status":"ok"}` {
 			t.Errorf("/health without the token: %d %s", r.status, r.body)
 		}
 	}

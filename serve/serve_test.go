@@ -56,6 +56,10 @@ func TestPredictGoldens(t *testing.T) {
 		if answers.String() != wantAnswers.String() {
 			t.Errorf("%s: answers differ:\n got %s\nwant %s", c.Name, answers, wantAnswers)
 		}
+		// The wire form is Starlette's JSONResponse: json.dumps with (",", ":") separators.
+		if prefix := `{"model":"laya-rl-agent","answers":` + string(compact(wantAnswers)) + `,"usage":{"input_tokens":`; !strings.HasPrefix(r.body, prefix) {
+			t.Errorf("%s: body\n%s\ndoes not start with\n%s", c.Name, r.body, prefix)
+		}
 		usage, _ := got.Get("usage")
 		for _, k := range []string{"input_tokens", "output_tokens", "truncated", "truncated_questions"} {
 			if _, ok := usage.Get(k); !ok {
@@ -110,7 +114,7 @@ func TestUsageAndAbstention(t *testing.T) {
 	}
 
 	r = post(t, ts.url+"/v1/systemone", `{"state": "refund", "questions": {"q": {"type": "noul", "instructions": "Refund?"}}}`)
-	if !strings.Contains(r.body, `"truncated": false, "truncated_questions": []}`) || strings.Contains(r.body, "abstention") || strings.Contains(r.body, "state_tokens") {
+	if !strings.Contains(r.body, `"truncated":false,"truncated_questions":[]}`) || strings.Contains(r.body, "abstention") || strings.Contains(r.body, "state_tokens") {
 		t.Errorf("short ungated request: %s", r.body)
 	}
 
@@ -128,7 +132,7 @@ func TestUsageAndAbstention(t *testing.T) {
 
 	strict := startServer(t, realModel(t), func(c *Config) { c.JevStrict = true })
 	r = post(t, strict.url+"/v1/systemone", body(`, "min_confidence": 0.5`))
-	want := []string{`"usage": {"input_tokens": `, `"type": "noul", "noul": `}
+	want := []string{`"usage":{"input_tokens":`, `"type":"noul","noul":`}
 	for _, w := range want {
 		if !strings.Contains(r.body, w) {
 			t.Errorf("strict: %s lacks %s", r.body, w)
@@ -162,7 +166,7 @@ func TestBatchRoute(t *testing.T) {
 	total := 0
 	for i, st := range states {
 		one := post(t, ts.url+"/v1/systemone", `{"state": `+st+`, "questions": `+qs+`}`)
-		if got := results.Items()[i].String(); got != one.body {
+		if got := string(compact(results.Items()[i])); got != one.body {
 			t.Errorf("state %d:\n batch %s\nsingle %s", i, got, one.body)
 		}
 		var u struct {

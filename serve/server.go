@@ -1,7 +1,9 @@
 package serve
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
@@ -312,8 +314,12 @@ func writeError(w http.ResponseWriter, e *apiError) {
 	if e.status == 503 || e.status == 429 {
 		w.Header().Set("Retry-After", "1")
 	}
-	body, _ := json.Marshal(map[string]any{"detail": e.detail})
-	writeJSON(w, e.status, body)
+	// Not json.Marshal: it would escape <, > and & in a detail that quotes the request.
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.Encode(map[string]any{"detail": e.detail})
+	writeJSON(w, e.status, bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
 }
 
 // --- admission ---------------------------------------------------------------
@@ -356,7 +362,9 @@ func clientKey(r *http.Request) string {
 		return "client:" + c
 	}
 	if auth := r.Header.Get("Authorization"); strings.HasPrefix(auth, "Bearer ") {
-		return "bearer:" + auth[len("Bearer "):]
+		// A digest, not the token: the key is logged.
+		sum := sha256.Sum256([]byte(auth[len("Bearer "):]))
+		return "bearer:" + hex.EncodeToString(sum[:6])
 	}
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
