@@ -64,7 +64,7 @@
 // request: request_id (X-Request-Id echoed or generated), method, path, status,
 // total_ms, queue_wait_ms, infer_ms, batch_size, model, client. Metrics:
 // laya_requests_total{model,status} (status ok, error, timeout, rejected, rate_limited,
-// and invalid for requests refused by validation), laya_rejections_total{reason},
+// invalid for requests refused by validation, cancelled for clients that left), laya_rejections_total{reason},
 // laya_request_latency_seconds, laya_queue_wait_seconds, laya_queue_oldest_seconds,
 // laya_inference_seconds, laya_batch_size, laya_batches_total{result},
 // laya_queue_depth, laya_active_requests, laya_inflight_total, laya_clients_active,

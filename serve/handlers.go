@@ -136,41 +136,49 @@ func (s *Server) readDecision(w http.ResponseWriter, r *http.Request, batch bool
 	if e != nil {
 		return nil, c, e
 	}
+	// Checked in upstream's order: the body's shape (400), the limits (413), the
+	// control fields (422), then the questions themselves (422).
 	lim := s.cfg.Limits
-	var states []laya.State
+	if _, ok := body.Get("questions"); !ok {
+		return nil, c, errorf(400, "request body must be an object with a 'questions' field")
+	}
+	var stateValues []laya.Value
 	if batch {
 		sv, ok := body.Get("states")
 		if !ok || sv.Kind() != laya.ArrayKind || len(sv.Items()) == 0 {
-			if _, hasQ := body.Get("questions"); !hasQ {
-				return nil, c, errorf(400, "request body must be an object with a 'questions' field")
-			}
 			return nil, c, errorf(400, "'states' must be a non-empty list")
 		}
-		if n := len(sv.Items()); n > lim.BatchStates {
-			return nil, c, errorf(413, "too many states (%d > %d)", n, lim.BatchStates)
+		stateValues = sv.Items()
+	} else {
+		sv, ok := body.Get("state")
+		if !ok {
+			sv = laya.NullValue()
 		}
-		for _, item := range sv.Items() {
-			st, e := parseState(item, true, lim)
-			if e != nil {
-				return nil, c, e
-			}
-			states = append(states, st)
+		stateValues = []laya.Value{sv}
+	}
+	for _, sv := range stateValues {
+		if sv.Kind() == laya.NullKind {
+			return nil, c, errorf(400, "'state' is required")
 		}
 	}
 	qs, e := parseQuestions(body, lim)
 	if e != nil {
 		return nil, c, e
 	}
-	if !batch {
-		sv, ok := body.Get("state")
-		st, e := parseState(sv, ok, lim)
-		if e != nil {
+	if n := len(stateValues); batch && n > lim.BatchStates {
+		return nil, c, errorf(413, "too many states (%d > %d)", n, lim.BatchStates)
+	}
+	states := make([]laya.State, len(stateValues))
+	for i, sv := range stateValues {
+		if states[i], e = parseState(sv, true, lim); e != nil {
 			return nil, c, e
 		}
-		states = []laya.State{st}
 	}
 	if c, e = parseControls(body, lim); e != nil {
 		return nil, c, e
+	}
+	if err := laya.ValidateQuestions(qs); err != nil {
+		return nil, c, errorf(422, "%s", err.Error())
 	}
 	out := make([]decision, len(states))
 	for i, st := range states {
@@ -287,6 +295,8 @@ func (s *Server) fail(w http.ResponseWriter, model string, e *apiError) {
 		status = "rate_limited"
 	case e.reason != "" || e.status == 503:
 		status = "rejected"
+	case e == errClientGone:
+		status = "cancelled"
 	case e.status < 500:
 		status = "invalid"
 	}

@@ -182,7 +182,8 @@ func intLiteral(v laya.Value) (int64, bool) {
 	return n, true
 }
 
-// parseQuestions checks the questions object and the option limits (400/413).
+// parseQuestions checks the questions object and the option limits (400/413); the
+// questions themselves are checked later (laya.ValidateQuestions, 422).
 func parseQuestions(body laya.Value, lim Limits) (laya.Questions, *apiError) {
 	qv, ok := body.Get("questions")
 	if !ok {
@@ -226,9 +227,6 @@ func parseQuestions(body laya.Value, lim Limits) (laya.Questions, *apiError) {
 	}
 	if total > lim.TotalOptions {
 		return nil, errorf(413, "too many answer options across questions (%d > %d)", total, lim.TotalOptions)
-	}
-	if err := laya.ValidateQuestions(qs); err != nil {
-		return nil, errorf(422, "%s", err.Error())
 	}
 	return qs, nil
 }

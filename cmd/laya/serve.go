@@ -102,6 +102,13 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		if d := os.Getenv("LAYA_DEFAULT_MODEL"); d != "" {
 			opts = append(opts, laya.WithDefaultModel(d))
 		}
+		if len(cfg.Preload) == 0 {
+			// Preload what was named on the command line: the others are Hub
+			// checkpoints, loaded (and downloaded) only when a request needs one.
+			for name := range dirs.m {
+				cfg.Preload = append(cfg.Preload, name)
+			}
+		}
 		r, err := laya.NewRouter(opts...)
 		if err != nil {
 			return err
