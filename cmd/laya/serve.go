@@ -133,6 +133,15 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	// Both signals drain: SIGTERM is what orchestrators send, SIGINT what a terminal does.
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	go func() {
+		// A second signal during the drain exits at once, as a second Ctrl-C should.
+		<-ctx.Done()
+		again := make(chan os.Signal, 1)
+		signal.Notify(again, syscall.SIGTERM, os.Interrupt)
+		<-again
+		fmt.Fprintln(stderr, "laya serve: second signal; exiting without finishing the drain")
+		os.Exit(1)
+	}()
 	cfg.Logger.Info("listening", "addr", ln.Addr().String())
 	return srv.Run(ctx, ln)
 }
