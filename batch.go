@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/laya-metal/laya/internal/pyfmt"
+	"github.com/laya-metal/laya/pyjson"
 )
 
 // BatchRequest is one request of PredictBatch: what Predict takes, plus the per-request
@@ -164,7 +164,7 @@ func buildRowsBounded(b *sequenceBuilder, state State, qs []*question, count boo
 		rows[i] = b.build(q, enc.IDs, enc.Left)
 		if len(rows[i].Markers) != len(q.options) {
 			e := questionErrorf(q.id, "")
-			e.msg = fmt.Sprintf("question %s options exceed head_max_len=%d", pyfmt.StrRepr(q.id), b.headMaxLen)
+			e.msg = fmt.Sprintf("question %s options exceed head_max_len=%d", pyjson.StrRepr(q.id), b.headMaxLen)
 			e.tooMany = true
 			return nil, StateUsage{}, e
 		}

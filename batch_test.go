@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/laya-metal/laya/pyjson"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -40,7 +41,7 @@ func TestPredictBatchMatchesPredict(t *testing.T) {
 					want = append(want, res.String())
 				}
 				bad := len(reqs) / 2
-				reqs = slices.Insert(reqs, bad, BatchRequest{State: Text("x"), Questions: Questions{{ID: "q", Definition: ObjectValue(Member{"type", StringValue("multi")})}}})
+				reqs = slices.Insert(reqs, bad, BatchRequest{State: Text("x"), Questions: Questions{{ID: "q", Definition: pyjson.Object(pyjson.Member{Key: "type", Value: pyjson.String("multi")})}}})
 				want = slices.Insert(want, bad, "")
 				got, err := agent.PredictBatch(ctx, reqs)
 				if err != nil {
@@ -86,7 +87,7 @@ func TestPredictBatchUsage(t *testing.T) {
 	}{
 		{"short text", Text("refund please")},
 		{"long text", Text(strings.Repeat("I was charged twice and want a refund today. ", 40))},
-		{"long list", ValueState(ArrayValue(StringValue("hello"), StringValue(strings.Repeat("still waiting on my refund. ", 60))))},
+		{"long list", ValueState(pyjson.Array(pyjson.String("hello"), pyjson.String(strings.Repeat("still waiting on my refund. ", 60))))},
 	} {
 		for _, count := range []bool{false, true} {
 			res, err := agent.PredictBatch(ctx, []BatchRequest{{State: tc.state, Questions: qs, CountStateTokens: count}})
@@ -152,14 +153,14 @@ func TestBoundedStateMatchesFull(t *testing.T) {
 			case 0:
 				s = Text(text(size))
 			case 1:
-				s = ValueState(ObjectValue(Member{"subject", StringValue(text(40))}, Member{"n", FloatValue(1.5)}, Member{"body", StringValue(text(size))}, Member{"tags", ArrayValue(StringValue("a"), NullValue())}))
+				s = ValueState(pyjson.Object(pyjson.Member{Key: "subject", Value: pyjson.String(text(40))}, pyjson.Member{Key: "n", Value: pyjson.Float(1.5)}, pyjson.Member{Key: "body", Value: pyjson.String(text(size))}, pyjson.Member{Key: "tags", Value: pyjson.Array(pyjson.String("a"), pyjson.Null())}))
 			default:
 				var turns []Value
 				for range 1 + size/200 {
-					turns = append(turns, ObjectValue(Member{"role", StringValue("user")}, Member{"text", StringValue(text(200))}))
+					turns = append(turns, pyjson.Object(pyjson.Member{Key: "role", Value: pyjson.String("user")}, pyjson.Member{Key: "text", Value: pyjson.String(text(200))}))
 				}
-				turns = append(turns, StringValue(text(size)))
-				s = ValueState(ArrayValue(turns...))
+				turns = append(turns, pyjson.String(text(size)))
+				s = ValueState(pyjson.Array(turns...))
 			}
 			want := b.enc.Encode(b.scrubMask(s.Serialize()))
 			for _, maxLen := range []int{b.maxLen, 8, 512} {
@@ -209,8 +210,8 @@ func TestLargeStateMemory(t *testing.T) {
 	body := strings.Repeat("I was billed twice for March on invoice 4411, please refund it. ", (2<<20)/64)
 	states := map[string]State{
 		"text":   Text(body),
-		"object": ValueState(ObjectValue(Member{"subject", StringValue("refund")}, Member{"body", StringValue(body)})),
-		"list":   ValueState(ArrayValue(StringValue("hi"), StringValue(body))),
+		"object": ValueState(pyjson.Object(pyjson.Member{Key: "subject", Value: pyjson.String("refund")}, pyjson.Member{Key: "body", Value: pyjson.String(body)})),
+		"list":   ValueState(pyjson.Array(pyjson.String("hi"), pyjson.String(body))),
 	}
 	qs := Questions{{ID: "refund", Definition: NoulQuestion("Does the customer ask for money back?")}}
 	for name, s := range states {

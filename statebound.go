@@ -1,6 +1,7 @@
 package laya
 
 import (
+	"github.com/laya-metal/laya/pyjson"
 	"strings"
 	"unicode/utf8"
 )
@@ -103,7 +104,7 @@ func writePrefix(w *boundedText, v Value) {
 		return
 	}
 	switch v.Kind() {
-	case ArrayKind:
+	case pyjson.ArrayKind:
 		w.write("[")
 		for i, it := range v.Items() {
 			if w.full() {
@@ -115,7 +116,7 @@ func writePrefix(w *boundedText, v Value) {
 			writePrefix(w, it)
 		}
 		w.write("]")
-	case ObjectKind:
+	case pyjson.ObjectKind:
 		w.write("{")
 		for i, m := range v.Members() {
 			if w.full() {
@@ -129,8 +130,8 @@ func writePrefix(w *boundedText, v Value) {
 			writePrefix(w, m.Value)
 		}
 		w.write("}")
-	case StringKind:
-		w.write(StringValue(validPrefix(truncateBytes(v.Str(), w.limit-w.b.Len()))).String())
+	case pyjson.StringKind:
+		w.write(pyjson.String(validPrefix(truncateBytes(v.Str(), w.limit-w.b.Len()))).String())
 	default:
 		w.write(v.String())
 	}
@@ -138,7 +139,7 @@ func writePrefix(w *boundedText, v Value) {
 
 // boundedString is a key as a string value, cut to room bytes.
 func boundedString(s string, room int) Value {
-	return StringValue(validPrefix(truncateBytes(s, room)))
+	return pyjson.String(validPrefix(truncateBytes(s, room)))
 }
 
 func truncateBytes(s string, n int) string {
@@ -167,10 +168,10 @@ func serializeSuffix(s State, limit int) (string, bool) {
 			break
 		}
 		var piece string
-		if it := items[i]; it.Kind() == StringKind && len(it.Str()) > limit-size {
+		if it := items[i]; it.Kind() == pyjson.StringKind && len(it.Str()) > limit-size {
 			// A long text turn: only its tail can be read.
 			str := it.Str()
-			piece = StringValue(validSuffix(str[len(str)-(limit-size):])).String()
+			piece = pyjson.String(validSuffix(str[len(str)-(limit-size):])).String()
 			piece = piece[1:] // the opening quote is not part of the tail
 			complete = false
 		} else {

@@ -11,11 +11,13 @@ import (
 	"time"
 
 	"github.com/laya-metal/laya"
+	"github.com/laya-metal/laya/pyjson"
+	"github.com/laya-metal/laya/router"
 )
 
 // decision is one state's routed request, ready to queue.
 type decision struct {
-	routing laya.RouteDecision
+	routing router.Decision
 	req     laya.BatchRequest
 }
 
@@ -50,17 +52,17 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, d[0].routing.Model, e)
 		return
 	}
-	items := make([]laya.Value, len(results))
+	items := make([]pyjson.Value, len(results))
 	input := 0
 	for i, res := range results {
 		items[i] = systemoneValue(res.answer.Result, res.answer.State, d[i].routing, c, s.cfg.JevStrict)
 		input += res.answer.Result.Usage.InputTokens
 	}
-	v := laya.ObjectValue(
-		laya.Member{Key: "results", Value: laya.ArrayValue(items...)},
-		laya.Member{Key: "total_usage", Value: laya.ObjectValue(
-			laya.Member{Key: "input_tokens", Value: laya.IntValue(int64(input))},
-			laya.Member{Key: "output_tokens", Value: laya.IntValue(0)},
+	v := pyjson.Object(
+		pyjson.Member{Key: "results", Value: pyjson.Array(items...)},
+		pyjson.Member{Key: "total_usage", Value: pyjson.Object(
+			pyjson.Member{Key: "input_tokens", Value: pyjson.Int(int64(input))},
+			pyjson.Member{Key: "output_tokens", Value: pyjson.Int(0)},
 		)},
 	)
 	s.answer(w, results, compact(v))
@@ -93,7 +95,7 @@ func (s *Server) handlePredict(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, "", errorf(400, "%s", err.Error()))
 		return
 	}
-	routing, err := s.models.route(req.State, req.Questions, laya.RouteOptions{})
+	routing, err := s.models.route(req.State, req.Questions, router.RouteOptions{})
 	if err != nil {
 		s.fail(w, "", errorf(422, "%s", err.Error()))
 		return
@@ -112,7 +114,7 @@ func (s *Server) handlePredict(w http.ResponseWriter, r *http.Request) {
 	if _, one := s.models.(*single); one {
 		text = res.String()
 	} else {
-		text = (&laya.RoutedResult{Result: res, Routing: routing}).String()
+		text = (&router.Result{Result: res, Routing: routing}).String()
 	}
 	s.answer(w, results, []byte(text+"\n"))
 }
@@ -142,22 +144,22 @@ func (s *Server) readDecision(w http.ResponseWriter, r *http.Request, batch bool
 	if _, ok := body.Get("questions"); !ok {
 		return nil, c, errorf(400, "request body must be an object with a 'questions' field")
 	}
-	var stateValues []laya.Value
+	var stateValues []pyjson.Value
 	if batch {
 		sv, ok := body.Get("states")
-		if !ok || sv.Kind() != laya.ArrayKind || len(sv.Items()) == 0 {
+		if !ok || sv.Kind() != pyjson.ArrayKind || len(sv.Items()) == 0 {
 			return nil, c, errorf(400, "'states' must be a non-empty list")
 		}
 		stateValues = sv.Items()
 	} else {
 		sv, ok := body.Get("state")
 		if !ok {
-			sv = laya.NullValue()
+			sv = pyjson.Null()
 		}
-		stateValues = []laya.Value{sv}
+		stateValues = []pyjson.Value{sv}
 	}
 	for _, sv := range stateValues {
-		if sv.Kind() == laya.NullKind {
+		if sv.Kind() == pyjson.NullKind {
 			return nil, c, errorf(400, "'state' is required")
 		}
 	}
@@ -326,20 +328,20 @@ func (s *Server) countRequest(rec *recorder, status string) {
 // --- probes --------------------------------------------------------------------
 
 // names is a list of names as a JSON value.
-func names(ns []string) laya.Value {
-	vs := make([]laya.Value, len(ns))
+func names(ns []string) pyjson.Value {
+	vs := make([]pyjson.Value, len(ns))
 	for i, n := range ns {
-		vs[i] = laya.StringValue(n)
+		vs[i] = pyjson.String(n)
 	}
-	return laya.ArrayValue(vs...)
+	return pyjson.Array(vs...)
 }
 
-func member(k string, v laya.Value) laya.Member { return laya.Member{Key: k, Value: v} }
+func member(k string, v pyjson.Value) pyjson.Member { return pyjson.Member{Key: k, Value: v} }
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	if p := s.preloadErr.Load(); p != nil {
-		writeJSON(w, 503, compact(laya.ObjectValue(member("detail", laya.ObjectValue(
-			member("status", laya.StringValue("error")), member("preload_error", laya.StringValue(*p)))))))
+		writeJSON(w, 503, compact(pyjson.Object(member("detail", pyjson.Object(
+			member("status", pyjson.String("error")), member("preload_error", pyjson.String(*p)))))))
 		return
 	}
 	if !s.authorized(r) {
@@ -347,25 +349,25 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, []byte(`{"status":"ok"}`))
 		return
 	}
-	writeJSON(w, 200, compact(laya.ObjectValue(member("status", laya.StringValue("ok")),
-		member("loaded", names(s.models.loaded())), member("device", laya.StringValue(s.cfg.Device)))))
+	writeJSON(w, 200, compact(pyjson.Object(member("status", pyjson.String("ok")),
+		member("loaded", names(s.models.loaded())), member("device", pyjson.String(s.cfg.Device)))))
 }
 
 func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	loaded := names(s.models.loaded())
 	if !s.Ready() {
-		perr := laya.NullValue()
+		perr := pyjson.Null()
 		if p := s.preloadErr.Load(); p != nil {
-			perr = laya.StringValue(*p)
+			perr = pyjson.String(*p)
 		}
 		w.Header().Set("Retry-After", "1")
-		writeJSON(w, 503, compact(laya.ObjectValue(member("detail", laya.ObjectValue(
-			member("ready", laya.BoolValue(false)), member("draining", laya.BoolValue(s.draining.Load())),
+		writeJSON(w, 503, compact(pyjson.Object(member("detail", pyjson.Object(
+			member("ready", pyjson.Bool(false)), member("draining", pyjson.Bool(s.draining.Load())),
 			member("preload_error", perr), member("loaded", loaded))))))
 		return
 	}
-	writeJSON(w, 200, compact(laya.ObjectValue(member("status", laya.StringValue("ready")), member("loaded", loaded),
-		member("device", laya.StringValue(s.cfg.Device)), member("queue_depth", laya.IntValue(s.batcher.depth())))))
+	writeJSON(w, 200, compact(pyjson.Object(member("status", pyjson.String("ready")), member("loaded", loaded),
+		member("device", pyjson.String(s.cfg.Device)), member("queue_depth", pyjson.Int(s.batcher.depth())))))
 }
 
 func (s *Server) handleDrain(w http.ResponseWriter, r *http.Request) {
@@ -375,13 +377,13 @@ func (s *Server) handleDrain(w http.ResponseWriter, r *http.Request) {
 	}
 	s.Drain()
 	s.log.Info("draining on POST /drain")
-	writeJSON(w, 200, compact(laya.ObjectValue(member("status", laya.StringValue("draining")), member("loaded", names(s.models.loaded())))))
+	writeJSON(w, 200, compact(pyjson.Object(member("status", pyjson.String("draining")), member("loaded", names(s.models.loaded())))))
 }
 
 // compact is v as Starlette's JSONResponse renders a Python dict: json.dumps with
 // ensure_ascii=False and separators (",", ":"). The library writes json.dumps' default
 // separators; removing the insignificant spaces leaves every string and number as it is.
-func compact(v laya.Value) []byte {
+func compact(v pyjson.Value) []byte {
 	text := v.String()
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, []byte(text)); err != nil {

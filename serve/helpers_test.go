@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/laya-metal/laya"
+	"github.com/laya-metal/laya/router"
 )
 
 const realEN = "../testdata/oracle/checkpoints/real-en"
@@ -208,8 +209,8 @@ func (f *fakeModels) load(ctx context.Context, _ []string) error {
 	return nil
 }
 
-func (f *fakeModels) route(_ laya.State, qs laya.Questions, _ laya.RouteOptions) (laya.RouteDecision, error) {
-	return laya.RouteDecision{Model: "fake", Repo: realEN, Reason: "test"}, nil
+func (f *fakeModels) route(_ laya.State, qs laya.Questions, _ router.RouteOptions) (router.Decision, error) {
+	return router.Decision{Model: "fake", Repo: realEN, Reason: "test"}, nil
 }
 
 func (f *fakeModels) predictor(context.Context, string) (batchPredictor, error) { return f, nil }

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/laya-metal/laya"
+	"github.com/laya-metal/laya/router"
 )
 
 // Models is what a Server answers with: one checkpoint (SingleModel) or the router over
@@ -16,7 +17,7 @@ type Models interface {
 	// load makes the models resident (preload); the server is ready once it returns nil.
 	load(ctx context.Context, names []string) error
 	// route picks the checkpoint of a request and says why.
-	route(state laya.State, qs laya.Questions, opts laya.RouteOptions) (laya.RouteDecision, error)
+	route(state laya.State, qs laya.Questions, opts router.RouteOptions) (router.Decision, error)
 	// predictor returns the checkpoint key's model, loading it if needed.
 	predictor(ctx context.Context, key string) (batchPredictor, error)
 	// loaded names the resident checkpoints.
@@ -68,12 +69,12 @@ func (s *single) load(ctx context.Context, _ []string) error {
 	return nil
 }
 
-func (s *single) route(_ laya.State, qs laya.Questions, _ laya.RouteOptions) (laya.RouteDecision, error) {
-	return laya.RouteDecision{
+func (s *single) route(_ laya.State, qs laya.Questions, _ router.RouteOptions) (router.Decision, error) {
+	return router.Decision{
 		Model:    s.name,
 		Repo:     s.ref,
 		Reason:   "the server's only checkpoint (--model)",
-		Workflow: laya.MatchTypedDecisionsWorkflow(qs),
+		Workflow: router.MatchTypedDecisionsWorkflow(qs),
 	}, nil
 }
 
@@ -108,12 +109,12 @@ func (s *single) close() error {
 // checkpoint is loaded on first use, and the least recently used one is evicted past the
 // router's residency cap.
 type routed struct {
-	r *laya.Router
+	r *router.Router
 }
 
 // RouterModels serves through r (see laya.NewRouter: WithModels, WithMaxLoaded,
 // WithLoadOptions). Every answer carries its routing decision.
-func RouterModels(r *laya.Router) Models { return &routed{r: r} }
+func RouterModels(r *router.Router) Models { return &routed{r: r} }
 
 func (m *routed) load(ctx context.Context, names []string) error {
 	if len(names) == 0 {
@@ -121,14 +122,14 @@ func (m *routed) load(ctx context.Context, names []string) error {
 			names = append(names, name)
 		}
 		// The residency cap decides how many stay; load the automatic routes first.
-		order := map[string]int{laya.ModelEnglish: 0, laya.ModelMultilingual: 1, laya.ModelTypedDecisions: 2}
+		order := map[string]int{router.ModelEnglish: 0, router.ModelMultilingual: 1, router.ModelTypedDecisions: 2}
 		sortByRank(names, order)
 		names = names[:min(len(names), m.r.MaxLoaded())]
 	}
 	return m.r.Preload(ctx, names...)
 }
 
-func (m *routed) route(state laya.State, qs laya.Questions, opts laya.RouteOptions) (laya.RouteDecision, error) {
+func (m *routed) route(state laya.State, qs laya.Questions, opts router.RouteOptions) (router.Decision, error) {
 	return m.r.Route(state, qs, opts)
 }
 
@@ -203,7 +204,7 @@ func sortByRank(names []string, rank map[string]int) {
 // requestLang is the language a routed request is calibrated for, as laya-mlx's
 // router.predict forwards it (and laya.Router.Predict does): the caller's explicit
 // language, else the non-English language detection named.
-func requestLang(lang string, d laya.RouteDecision) string {
+func requestLang(lang string, d router.Decision) string {
 	if strings.TrimSpace(lang) != "" {
 		return lang
 	}

@@ -8,7 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/laya-metal/laya"
-	"github.com/laya-metal/laya/internal/pyfmt"
+	"github.com/laya-metal/laya/pyjson"
+	"github.com/laya-metal/laya/router"
 )
 
 // apiError is an HTTP error with upstream's body {"detail": ...}.
@@ -31,13 +32,13 @@ var hookFields = []string{"hooks", "on_predict_start", "on_predict_end", "hooks_
 // publishedModelIDs are the Hugging Face ids a client may name a checkpoint by
 // (laya/serve.py _PUBLISHED_MODEL_IDS); the bundle id means "let the router choose".
 var publishedModelIDs = map[string]string{
-	"convaiinnovations/laya-multilingual":    laya.ModelMultilingual,
-	"convaiinnovations/laya-typed-decisions": laya.ModelTypedDecisions,
+	"convaiinnovations/laya-multilingual":    router.ModelMultilingual,
+	"convaiinnovations/laya-typed-decisions": router.ModelTypedDecisions,
 }
 
 // controls are a request's per-call settings, shared by every state of a batch.
 type controls struct {
-	route       laya.RouteOptions
+	route       router.RouteOptions
 	lang        string
 	maxLen      int
 	headMaxLen  int
@@ -46,22 +47,22 @@ type controls struct {
 }
 
 // parseBody reads the JSON body as an object (400 otherwise).
-func parseBody(raw []byte) (laya.Value, *apiError) {
+func parseBody(raw []byte) (pyjson.Value, *apiError) {
 	if s, ok := loneSurrogate(raw); ok {
-		return laya.Value{}, errorf(400, "request body holds an unpaired surrogate escape %s; a JSON string must encode whole characters", s)
+		return pyjson.Value{}, errorf(400, "request body holds an unpaired surrogate escape %s; a JSON string must encode whole characters", s)
 	}
-	v, err := laya.ParseJSON(raw)
+	v, err := pyjson.Parse(raw)
 	if err != nil {
 		return v, errorf(400, "request body must be valid JSON")
 	}
-	if v.Kind() != laya.ObjectKind {
+	if v.Kind() != pyjson.ObjectKind {
 		return v, errorf(400, "request body must be an object with a 'questions' field")
 	}
 	return v, nil
 }
 
 // parseControls reads and checks the optional fields (422 naming the field).
-func parseControls(body laya.Value, lim Limits) (controls, *apiError) {
+func parseControls(body pyjson.Value, lim Limits) (controls, *apiError) {
 	var c controls
 	for _, h := range hookFields {
 		if _, ok := body.Get(h); ok {
@@ -70,10 +71,10 @@ func parseControls(body laya.Value, lim Limits) (controls, *apiError) {
 	}
 	str := func(name string) (string, *apiError) {
 		v, ok := body.Get(name)
-		if !ok || v.Kind() == laya.NullKind {
+		if !ok || v.Kind() == pyjson.NullKind {
 			return "", nil
 		}
-		if v.Kind() != laya.StringKind {
+		if v.Kind() != pyjson.StringKind {
 			return "", errorf(422, "'%s' must be a string", name)
 		}
 		return v.Str(), nil
@@ -107,7 +108,7 @@ func parseControls(body laya.Value, lim Limits) (controls, *apiError) {
 		dst  *int
 	}{{"max_len", &c.maxLen}, {"head_max_len", &c.headMaxLen}} {
 		v, ok := body.Get(f.name)
-		if !ok || v.Kind() == laya.NullKind {
+		if !ok || v.Kind() == pyjson.NullKind {
 			continue
 		}
 		n, isInt := intLiteral(v)
@@ -121,15 +122,15 @@ func parseControls(body laya.Value, lim Limits) (controls, *apiError) {
 		}
 		*f.dst = int(n)
 	}
-	if v, ok := body.Get("min_confidence"); ok && v.Kind() != laya.NullKind {
+	if v, ok := body.Get("min_confidence"); ok && v.Kind() != pyjson.NullKind {
 		f, err := strconv.ParseFloat(v.Literal(), 64)
-		if v.Kind() != laya.NumberKind || err != nil || math.IsNaN(f) || f < 0 || f > 1 {
+		if v.Kind() != pyjson.NumberKind || err != nil || math.IsNaN(f) || f < 0 || f > 1 {
 			return c, errorf(422, "'min_confidence' must be a number between 0.0 and 1.0")
 		}
 		c.minConf = &f
 	}
-	if v, ok := body.Get("state_token_counts"); ok && v.Kind() != laya.NullKind {
-		if v.Kind() != laya.BoolKind {
+	if v, ok := body.Get("state_token_counts"); ok && v.Kind() != pyjson.NullKind {
+		if v.Kind() != pyjson.BoolKind {
 			return c, errorf(422, "'state_token_counts' must be a boolean")
 		}
 		c.countTokens = v.Bool()
@@ -147,7 +148,7 @@ func resolveModel(model string) string {
 	if key, ok := publishedModelIDs[strings.ToLower(strings.TrimSpace(model))]; ok {
 		return key
 	}
-	key, err := laya.NormaliseModelName(model)
+	key, err := router.NormalizeModelName(model)
 	if err != nil {
 		return ""
 	}
@@ -160,16 +161,16 @@ func checkTask(task string) *apiError {
 	if t == "typed_decisions" {
 		return nil
 	}
-	if _, err := laya.NormaliseModelName(task); err != nil {
-		return errorf(422, "unknown task %s: %v", pyfmt.StrRepr(task), err)
+	if _, err := router.NormalizeModelName(task); err != nil {
+		return errorf(422, "unknown task %s: %v", pyjson.StrRepr(task), err)
 	}
 	return nil
 }
 
 // intLiteral reads an integer JSON number; 3.0, 1e3 and true are not integers, as
 // isinstance(value, int) says in Python.
-func intLiteral(v laya.Value) (int64, bool) {
-	if v.Kind() != laya.NumberKind {
+func intLiteral(v pyjson.Value) (int64, bool) {
+	if v.Kind() != pyjson.NumberKind {
 		return 0, false
 	}
 	n, err := strconv.ParseInt(v.Literal(), 10, 64)
@@ -184,12 +185,12 @@ func intLiteral(v laya.Value) (int64, bool) {
 
 // parseQuestions checks the questions object and the option limits (400/413); the
 // questions themselves are checked later (laya.ValidateQuestions, 422).
-func parseQuestions(body laya.Value, lim Limits) (laya.Questions, *apiError) {
+func parseQuestions(body pyjson.Value, lim Limits) (laya.Questions, *apiError) {
 	qv, ok := body.Get("questions")
 	if !ok {
 		return nil, errorf(400, "request body must be an object with a 'questions' field")
 	}
-	if qv.Kind() != laya.ObjectKind {
+	if qv.Kind() != pyjson.ObjectKind {
 		return nil, errorf(400, "'questions' must be an object")
 	}
 	members := qv.Members()
@@ -200,28 +201,28 @@ func parseQuestions(body laya.Value, lim Limits) (laya.Questions, *apiError) {
 	qs := make(laya.Questions, len(members))
 	for i, m := range members {
 		qs[i] = laya.Question{ID: m.Key, Definition: m.Value}
-		if m.Value.Kind() != laya.ObjectKind {
+		if m.Value.Kind() != pyjson.ObjectKind {
 			continue
 		}
 		typ, _ := m.Value.Get("type")
 		crit, _ := m.Value.Get("criteria")
 		n := 0
 		switch crit.Kind() {
-		case laya.ObjectKind:
+		case pyjson.ObjectKind:
 			n = len(crit.Members())
-		case laya.ArrayKind:
+		case pyjson.ArrayKind:
 			n = len(crit.Items())
 		}
 		switch {
-		case typ.Kind() == laya.StringKind && typ.Str() == "choice" && (crit.Kind() == laya.ObjectKind || crit.Kind() == laya.ArrayKind):
+		case typ.Kind() == pyjson.StringKind && typ.Str() == "choice" && (crit.Kind() == pyjson.ObjectKind || crit.Kind() == pyjson.ArrayKind):
 			total += n
 			if n > lim.ChoiceOptions {
-				return nil, errorf(413, "too many choice options for %s (%d > %d)", pyfmt.StrRepr(m.Key), n, lim.ChoiceOptions)
+				return nil, errorf(413, "too many choice options for %s (%d > %d)", pyjson.StrRepr(m.Key), n, lim.ChoiceOptions)
 			}
-		case typ.Kind() == laya.StringKind && typ.Str() == "score" && crit.Kind() == laya.ArrayKind:
+		case typ.Kind() == pyjson.StringKind && typ.Str() == "score" && crit.Kind() == pyjson.ArrayKind:
 			total += n
 			if n > lim.ScoreLevels {
-				return nil, errorf(413, "too many score levels for %s (%d > %d)", pyfmt.StrRepr(m.Key), n, lim.ScoreLevels)
+				return nil, errorf(413, "too many score levels for %s (%d > %d)", pyjson.StrRepr(m.Key), n, lim.ScoreLevels)
 			}
 		}
 	}
@@ -232,14 +233,14 @@ func parseQuestions(body laya.Value, lim Limits) (laya.Questions, *apiError) {
 }
 
 // parseState checks one state: present, not null, within the character limit.
-func parseState(v laya.Value, present bool, lim Limits) (laya.State, *apiError) {
-	if !present || v.Kind() == laya.NullKind {
+func parseState(v pyjson.Value, present bool, lim Limits) (laya.State, *apiError) {
+	if !present || v.Kind() == pyjson.NullKind {
 		return laya.State{}, errorf(400, "'state' is required")
 	}
 	s := laya.ValueState(v)
 	// Characters as Python's len() counts them, of the text the model is given.
 	var n int
-	if v.Kind() == laya.StringKind {
+	if v.Kind() == pyjson.StringKind {
 		n = utf8.RuneCountInString(v.Str())
 	} else {
 		n = utf8.RuneCountInString(s.Serialize())

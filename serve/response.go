@@ -5,15 +5,17 @@ import (
 	"strconv"
 
 	"github.com/laya-metal/laya"
+	"github.com/laya-metal/laya/pyjson"
+	"github.com/laya-metal/laya/router"
 )
 
 // systemoneValue is the /v1/systemone answer: the library's result with upstream's
 // HTTP additions — usage.truncated / truncated_questions (and the state token counts
 // when asked for), the abstention report when min_confidence is set, and routing last.
 // strict projects it onto the Jev contract instead (LAYA_JEV_STRICT).
-func systemoneValue(res *laya.Result, st laya.StateUsage, routing laya.RouteDecision, c controls, strict bool) laya.Value {
+func systemoneValue(res *laya.Result, st laya.StateUsage, routing router.Decision, c controls, strict bool) pyjson.Value {
 	v := res.Value()
-	var out []laya.Member
+	var out []pyjson.Member
 	for _, m := range v.Members() {
 		switch m.Key {
 		case "answers":
@@ -24,9 +26,9 @@ func systemoneValue(res *laya.Result, st laya.StateUsage, routing laya.RouteDeci
 		out = append(out, m)
 	}
 	if !strict {
-		out = append(out, laya.Member{Key: "routing", Value: routing.Value()})
+		out = append(out, pyjson.Member{Key: "routing", Value: routing.Value()})
 	}
-	return laya.ObjectValue(out...)
+	return pyjson.Object(out...)
 }
 
 // jevKeys are the answer keys the strict Jev contract keeps, by answer type.
@@ -36,8 +38,8 @@ var jevKeys = map[string][]string{
 	"noul":   {"type", "noul"},
 }
 
-func answersValue(answers laya.Value, minConf *float64, strict bool) laya.Value {
-	out := make([]laya.Member, 0, len(answers.Members()))
+func answersValue(answers pyjson.Value, minConf *float64, strict bool) pyjson.Value {
+	out := make([]pyjson.Member, 0, len(answers.Members()))
 	for _, a := range answers.Members() {
 		members := a.Value.Members()
 		if strict {
@@ -46,7 +48,7 @@ func answersValue(answers laya.Value, minConf *float64, strict bool) laya.Value 
 			for _, k := range jevKeys[typ.Str()] {
 				keep[k] = true
 			}
-			var kept []laya.Member
+			var kept []pyjson.Member
 			for _, m := range members {
 				if keep[m.Key] {
 					kept = append(kept, m)
@@ -54,20 +56,20 @@ func answersValue(answers laya.Value, minConf *float64, strict bool) laya.Value 
 			}
 			members = kept
 		} else if minConf != nil {
-			members = append(append([]laya.Member(nil), members...), abstention(a.Value, *minConf)...)
+			members = append(append([]pyjson.Member(nil), members...), abstention(a.Value, *minConf)...)
 		}
-		out = append(out, laya.Member{Key: a.Key, Value: laya.ObjectValue(members...)})
+		out = append(out, pyjson.Member{Key: a.Key, Value: pyjson.Object(members...)})
 	}
-	return laya.ObjectValue(out...)
+	return pyjson.Object(out...)
 }
 
 // abstention is upstream's abstention gate report (#361): "abstained" with
 // low_confidence true when answer_confidence falls below the threshold, "passed" when
 // it clears it, "unevaluated" when the answer has no usable confidence. The answer itself
 // is kept in every state.
-func abstention(answer laya.Value, threshold float64) []laya.Member {
+func abstention(answer pyjson.Value, threshold float64) []pyjson.Member {
 	state, low := "unevaluated", false
-	if c, ok := answer.Get("answer_confidence"); ok && c.Kind() == laya.NumberKind {
+	if c, ok := answer.Get("answer_confidence"); ok && c.Kind() == pyjson.NumberKind {
 		if f, err := strconv.ParseFloat(c.Literal(), 64); err == nil && !math.IsNaN(f) && !math.IsInf(f, 0) {
 			state, low = "passed", f < threshold
 			if low {
@@ -75,16 +77,16 @@ func abstention(answer laya.Value, threshold float64) []laya.Member {
 			}
 		}
 	}
-	return []laya.Member{
-		{Key: "abstention", Value: laya.StringValue(state)},
-		{Key: "abstention_threshold", Value: laya.FloatValue(threshold)},
-		{Key: "low_confidence", Value: laya.BoolValue(low)},
+	return []pyjson.Member{
+		{Key: "abstention", Value: pyjson.String(state)},
+		{Key: "abstention_threshold", Value: pyjson.Float(threshold)},
+		{Key: "low_confidence", Value: pyjson.Bool(low)},
 	}
 }
 
-func usageValue(usage laya.Value, st laya.StateUsage, strict bool) laya.Value {
-	var out []laya.Member
-	var options *laya.Member
+func usageValue(usage pyjson.Value, st laya.StateUsage, strict bool) pyjson.Value {
+	var out []pyjson.Member
+	var options *pyjson.Member
 	for _, m := range usage.Members() {
 		switch m.Key {
 		case "input_tokens", "output_tokens":
@@ -99,24 +101,24 @@ func usageValue(usage laya.Value, st laya.StateUsage, strict bool) laya.Value {
 		}
 	}
 	if strict {
-		return laya.ObjectValue(out...)
+		return pyjson.Object(out...)
 	}
-	ids := make([]laya.Value, len(st.TruncatedQuestions))
+	ids := make([]pyjson.Value, len(st.TruncatedQuestions))
 	for i, id := range st.TruncatedQuestions {
-		ids[i] = laya.StringValue(id)
+		ids[i] = pyjson.String(id)
 	}
 	out = append(out,
-		laya.Member{Key: "truncated", Value: laya.BoolValue(st.Truncated)},
-		laya.Member{Key: "truncated_questions", Value: laya.ArrayValue(ids...)},
+		pyjson.Member{Key: "truncated", Value: pyjson.Bool(st.Truncated)},
+		pyjson.Member{Key: "truncated_questions", Value: pyjson.Array(ids...)},
 	)
 	if st.Counted {
 		out = append(out,
-			laya.Member{Key: "state_tokens", Value: laya.IntValue(int64(st.StateTokens))},
-			laya.Member{Key: "state_tokens_dropped", Value: laya.IntValue(int64(st.StateTokensDropped))},
+			pyjson.Member{Key: "state_tokens", Value: pyjson.Int(int64(st.StateTokens))},
+			pyjson.Member{Key: "state_tokens_dropped", Value: pyjson.Int(int64(st.StateTokensDropped))},
 		)
 	}
 	if options != nil {
 		out = append(out, *options)
 	}
-	return laya.ObjectValue(out...)
+	return pyjson.Object(out...)
 }

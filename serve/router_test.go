@@ -7,11 +7,13 @@ import (
 	"testing"
 
 	"github.com/laya-metal/laya"
+	"github.com/laya-metal/laya/pyjson"
+	"github.com/laya-metal/laya/router"
 )
 
-func testRouter(t testing.TB) *laya.Router {
+func testRouter(t testing.TB) *router.Router {
 	t.Helper()
-	r, err := laya.NewRouter(laya.WithMaxLoaded(2), laya.WithModels(map[string]string{
+	r, err := router.New(router.WithMaxLoaded(2), router.WithModels(map[string]string{
 		"english":         realEN,
 		"multilingual":    "../testdata/oracle/checkpoints/tiny-ml",
 		"typed-decisions": "../testdata/oracle/checkpoints/tiny-en",
@@ -33,16 +35,16 @@ func TestRouterMode(t *testing.T) {
 	qs := `{"refund": {"type": "noul", "instructions": "Does the customer ask for money back?"}, "team": {"type": "choice", "instructions": "Which team?", "criteria": {"billing": "payments", "tech": "bugs"}}}`
 	cases := []struct {
 		state, extra string
-		opts         laya.RouteOptions
+		opts         router.RouteOptions
 		model        string
 	}{
-		{`"I was charged twice this month and I want my money back"`, ``, laya.RouteOptions{}, "english"},
-		{`"Ich wurde diesen Monat doppelt belastet und möchte mein Geld zurück"`, ``, laya.RouteOptions{}, "multilingual"},
-		{`"这个月我被扣了两次款，我要退款"`, ``, laya.RouteOptions{}, "multilingual"},
-		{`"refund please"`, `, "model": "typed-decisions"`, laya.RouteOptions{Model: "typed-decisions"}, "typed-decisions"},
-		{`"refund please"`, `, "lang": "de"`, laya.RouteOptions{Lang: "de"}, "multilingual"},
-		{`"refund please"`, `, "task": "typed-decisions"`, laya.RouteOptions{Task: "typed-decisions"}, "typed-decisions"},
-		{`"refund please"`, `, "model": "convaiinnovations/laya-multilingual"`, laya.RouteOptions{Model: "multilingual"}, "multilingual"},
+		{`"I was charged twice this month and I want my money back"`, ``, router.RouteOptions{}, "english"},
+		{`"Ich wurde diesen Monat doppelt belastet und möchte mein Geld zurück"`, ``, router.RouteOptions{}, "multilingual"},
+		{`"这个月我被扣了两次款，我要退款"`, ``, router.RouteOptions{}, "multilingual"},
+		{`"refund please"`, `, "model": "typed-decisions"`, router.RouteOptions{Model: "typed-decisions"}, "typed-decisions"},
+		{`"refund please"`, `, "lang": "de"`, router.RouteOptions{Lang: "de"}, "multilingual"},
+		{`"refund please"`, `, "task": "typed-decisions"`, router.RouteOptions{Task: "typed-decisions"}, "typed-decisions"},
+		{`"refund please"`, `, "model": "convaiinnovations/laya-multilingual"`, router.RouteOptions{Model: "multilingual"}, "multilingual"},
 	}
 	want := make([]string, len(cases))
 	for i, c := range cases {
@@ -64,12 +66,12 @@ func TestRouterMode(t *testing.T) {
 		want[i] = res.String()
 	}
 	check := func(i int, body string) {
-		got, err := laya.ParseJSON([]byte(body))
+		got, err := pyjson.Parse([]byte(body))
 		if err != nil {
 			t.Errorf("case %d: %v: %s", i, err, body)
 			return
 		}
-		w, _ := laya.ParseJSON([]byte(want[i]))
+		w, _ := pyjson.Parse([]byte(want[i]))
 		for _, k := range []string{"model", "answers", "routing"} {
 			g, _ := got.Get(k)
 			wv, _ := w.Get(k)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/laya-metal/laya"
+	"github.com/laya-metal/laya/pyjson"
 )
 
 // TestPredictGoldens: /v1/predict answers with the library's JSON byte for byte (the
@@ -40,7 +41,7 @@ func TestPredictGoldens(t *testing.T) {
 			t.Errorf("%s: /v1/systemone %d %s", c.Name, r.status, r.body)
 			continue
 		}
-		got, err := laya.ParseJSON([]byte(r.body))
+		got, err := pyjson.Parse([]byte(r.body))
 		if err != nil {
 			t.Fatalf("%s: %v", c.Name, err)
 		}
@@ -155,7 +156,7 @@ func TestBatchRoute(t *testing.T) {
 	if r.status != 200 {
 		t.Fatalf("%d %s", r.status, r.body)
 	}
-	v, err := laya.ParseJSON([]byte(r.body))
+	v, err := pyjson.Parse([]byte(r.body))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/laya-metal/laya/pyjson"
 	"github.com/laya-metal/laya/weights"
 )
 
@@ -171,10 +172,13 @@ func inspectCheckpoint(ctx context.Context, dir string, hash bool) (*inspectRepo
 		h := ckpt.Head
 		r.Head = &headReport{Layers: h.Layers, Heads: h.Heads, HeadDim: h.HeadDim, FFN: h.FFN, ActHidden: h.ActHidden, NAct: h.NAct, ActCosts: a.ActCosts}
 		r.Budgets = &budgetReport{MaxLen: a.MaxLen, HeadMaxLen: a.HeadMaxLen}
-		cal := &calibration{TemperatureRaw: a.TemperatureRaw, Temperature: a.Temperature, TemperatureByOptionsRaw: []bucketReport{},
+		cal := &calibration{Temperature: a.Temperature, TemperatureByOptionsRaw: []bucketReport{},
 			LangTemperatures: a.LangTemperatures, Warnings: a.Warnings}
+		for _, raw := range a.TemperatureRaw {
+			cal.TemperatureRaw = append(cal.TemperatureRaw, shippedJSON(raw))
+		}
 		for _, k := range a.TemperatureByOptionsKeys {
-			cal.TemperatureByOptionsRaw = append(cal.TemperatureByOptionsRaw, bucketReport{k, a.TemperatureByOptionsRaw[k], a.TemperatureByOptions[k]})
+			cal.TemperatureByOptionsRaw = append(cal.TemperatureByOptionsRaw, bucketReport{k, shippedJSON(a.TemperatureByOptionsRaw[k]), a.TemperatureByOptions[k]})
 		}
 		if cal.Warnings == nil {
 			cal.Warnings = []string{}
@@ -350,4 +354,19 @@ func groupDigits(n int64) string {
 		b.WriteRune(c)
 	}
 	return b.String()
+}
+
+// shippedJSON is a config value as the checkpoint ships it: a number as
+// written, anything else as json.dumps writes it. NaN and the infinities,
+// which are not JSON, become strings.
+func shippedJSON(v pyjson.Value) json.RawMessage {
+	text := v.Literal()
+	if v.Kind() != pyjson.NumberKind {
+		text = v.String()
+	}
+	if !json.Valid([]byte(text)) {
+		quoted, _ := json.Marshal(text)
+		return quoted
+	}
+	return json.RawMessage(text)
 }

@@ -78,7 +78,7 @@ func runPredict(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return err
 	}
 	agent, err := laya.Load(ctx, *model, laya.WithBackend(*backend), laya.WithBatchSize(*batchSize),
-		laya.WithHub(laya.WithProgress(hub.TerminalProgress(stderr))))
+		laya.WithHub(progressClient(stderr)))
 	if err != nil {
 		return err
 	}
@@ -162,4 +162,13 @@ func readFileOrStdin(name string, stdin io.Reader) ([]byte, error) {
 		return io.ReadAll(stdin)
 	}
 	return os.ReadFile(name)
+}
+
+// progressClient is the Hub client of predict and serve: configured from the
+// environment (HF_TOKEN, HF_HUB_CACHE, HF_HUB_OFFLINE, …), with a progress
+// bar on w while checkpoint files download.
+func progressClient(w io.Writer) *hub.Client {
+	c := hub.NewClient()
+	c.Progress = hub.TerminalProgress(w)
+	return c
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/laya-metal/laya"
+	"github.com/laya-metal/laya/router"
 )
 
 func init() {
@@ -65,24 +66,24 @@ func runRoute(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		return err
 	}
-	opts := []laya.RouterOption{laya.WithDefaultModel(*defaultModel)}
+	opts := []router.Option{router.WithDefaultModel(*defaultModel)}
 	switch *repos {
 	case "bundle":
 	case "standalone":
-		opts = append(opts, laya.WithStandaloneRepos())
+		opts = append(opts, router.WithStandaloneRepos())
 	case "mlx":
-		opts = append(opts, laya.WithModels(laya.MLXModels()))
+		opts = append(opts, router.WithModels(router.MLXModels()))
 	default:
 		return fmt.Errorf("--repos %q: use bundle, standalone or mlx", *repos)
 	}
 	if *autoTask {
-		opts = append(opts, laya.WithAutoTaskDetection())
+		opts = append(opts, router.WithAutoTaskDetection())
 	}
-	router, err := laya.NewRouter(opts...)
+	r, err := router.New(opts...)
 	if err != nil {
 		return err
 	}
-	decision, err := router.Route(state, questions, laya.RouteOptions{Model: *model, Task: *task, Lang: *langCode})
+	decision, err := r.Route(state, questions, router.RouteOptions{Model: *model, Task: *task, Lang: *langCode})
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,7 @@ import (
 	"syscall"
 
 	"github.com/laya-metal/laya"
-	"github.com/laya-metal/laya/hub"
+	"github.com/laya-metal/laya/router"
 	"github.com/laya-metal/laya/serve"
 )
 
@@ -87,20 +87,20 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	cfg.Logger = slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
 	cfg.Addr, cfg.Device = *addr, *backend
 	loadOpts := []laya.Option{laya.WithBackend(*backend), laya.WithBatchSize(*batchSize),
-		laya.WithHub(laya.WithProgress(hub.TerminalProgress(stderr)))}
+		laya.WithHub(progressClient(stderr))}
 
 	var models serve.Models
 	switch {
 	case *useRouter && *model != "":
 		return errors.New("give --model or --router, not both (see laya serve -h)")
 	case *useRouter:
-		opts := []laya.RouterOption{laya.WithMaxLoaded(*maxLoaded), laya.WithLoadOptions(loadOpts...),
-			laya.WithModels(dirs.m)}
+		opts := []router.Option{router.WithMaxLoaded(*maxLoaded), router.WithLoadOptions(loadOpts...),
+			router.WithModels(dirs.m)}
 		if *autoTask {
-			opts = append(opts, laya.WithAutoTaskDetection())
+			opts = append(opts, router.WithAutoTaskDetection())
 		}
 		if d := os.Getenv("LAYA_DEFAULT_MODEL"); d != "" {
-			opts = append(opts, laya.WithDefaultModel(d))
+			opts = append(opts, router.WithDefaultModel(d))
 		}
 		if len(cfg.Preload) == 0 {
 			// Preload what was named on the command line: the others are Hub
@@ -109,7 +109,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 				cfg.Preload = append(cfg.Preload, name)
 			}
 		}
-		r, err := laya.NewRouter(opts...)
+		r, err := router.New(opts...)
 		if err != nil {
 			return err
 		}
@@ -156,7 +156,7 @@ func (d *modelDirs) Set(v string) error {
 	if !ok || name == "" || ref == "" {
 		return fmt.Errorf("want NAME=DIR, got %q", v)
 	}
-	if _, err := laya.NormaliseModelName(name); err != nil {
+	if _, err := router.NormalizeModelName(name); err != nil {
 		return err
 	}
 	if d.m == nil {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -98,6 +100,7 @@ func TestServeSIGTERM(t *testing.T) {
 			const n = 12
 			var wg sync.WaitGroup
 			bodies := make([]string, n)
+			var finished atomic.Int64
 			statuses := make([]int, n)
 			for i := range n {
 				wg.Add(1)
@@ -111,11 +114,17 @@ func TestServeSIGTERM(t *testing.T) {
 					b, _ := io.ReadAll(resp.Body)
 					resp.Body.Close()
 					statuses[i], bodies[i] = resp.StatusCode, string(b)
+					finished.Add(1)
 				}()
 			}
-			// Signal once requests are both in a pass and waiting in the queue.
+			// Signal once every request is in the server (answered, in a pass or
+			// queued) and some are still waiting in the queue.
 			deadline := time.Now().Add(20 * time.Second)
-			for queueDepth(url) < 3 {
+			for {
+				inflight, depth := admitted(url), queueDepth(url)
+				if inflight+int(finished.Load()) == n && depth >= 2 {
+					break
+				}
 				if time.Now().After(deadline) {
 					t.Fatal("the queue never filled")
 				}
@@ -173,4 +182,23 @@ func queueDepth(url string) int {
 	}
 	json.NewDecoder(resp.Body).Decode(&r)
 	return r.QueueDepth
+}
+
+// admitted reads laya_inflight_total from /metrics: requests past validation and not
+// yet answered.
+func admitted(url string) int {
+	resp, err := http.Get(url + "/metrics")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "laya_inflight_total "); ok {
+			var n int
+			fmt.Sscan(v, &n)
+			return n
+		}
+	}
+	return -1
 }
