@@ -57,15 +57,19 @@ func AgentModel(name string, agent *laya.Agent) Models {
 
 func (s *single) load(ctx context.Context, _ []string) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.agent != nil {
+	loaded := s.agent != nil
+	s.mu.Unlock()
+	if loaded {
 		return nil
 	}
+	// Not under mu: /health and /ready read loaded() while a download runs.
 	a, err := laya.Load(ctx, s.ref, s.opts...)
 	if err != nil {
 		return err
 	}
+	s.mu.Lock()
 	s.agent = a
+	s.mu.Unlock()
 	return nil
 }
 
