@@ -42,6 +42,10 @@ type Config struct {
 	RequestTimeout time.Duration
 	// ShutdownGrace is how long Shutdown lets in-flight and queued requests finish.
 	ShutdownGrace time.Duration
+	// MaxBodyReads caps the request bodies being read at once (503 past it), which
+	// bounds the memory concurrent near-limit bodies take (upstream #330). A stalled
+	// client holds a read for at most BodyTimeout, and nothing after it.
+	MaxBodyReads int
 	// ClientMaxInflight caps one client's requests in flight (429); 0 disables. The
 	// client is the x-laya-client header, else the bearer token, else the peer IP.
 	ClientMaxInflight int
@@ -76,6 +80,7 @@ func DefaultConfig() Config {
 		BatchWindow:    10 * time.Millisecond,
 		BatchMax:       16,
 		QueueMax:       64,
+		MaxBodyReads:   64,
 		RequestTimeout: 120 * time.Second,
 		ShutdownGrace:  30 * time.Second,
 		Metrics:        true,
@@ -105,6 +110,7 @@ var EnvVars = [][2]string{
 	{"LAYA_QUEUE_MAX", "requests waiting; more get 503 (64)"},
 	{"LAYA_REQUEST_TIMEOUT_S", "queue wait + inference budget; past it 504 (120)"},
 	{"LAYA_SHUTDOWN_GRACE_S", "drain budget on SIGTERM/SIGINT (30)"},
+	{"LAYA_MAX_BODY_READS", "request bodies read at once; more get 503 (64)"},
 	{"LAYA_CLIENT_MAX_INFLIGHT", "per-client requests in flight; over it 429; 0 = off (0)"},
 	{"LAYA_API_KEY", "require Authorization: Bearer <key> (unset)"},
 	{"LAYA_JEV_STRICT", "answer with the strict Jev contract only (0)"},
@@ -177,6 +183,7 @@ func (c *Config) FromEnv(getenv func(string) string) error {
 	num("LAYA_QUEUE_MAX", 1, func(v int) { c.QueueMax = v })
 	seconds("LAYA_REQUEST_TIMEOUT_S", 0.001, func(d time.Duration) { c.RequestTimeout = d })
 	seconds("LAYA_SHUTDOWN_GRACE_S", 0, func(d time.Duration) { c.ShutdownGrace = d })
+	num("LAYA_MAX_BODY_READS", 1, func(v int) { c.MaxBodyReads = v })
 	num("LAYA_CLIENT_MAX_INFLIGHT", 0, func(v int) { c.ClientMaxInflight = v })
 	if key := getenv("LAYA_API_KEY"); key != "" {
 		c.APIKey = key
@@ -212,8 +219,8 @@ func (c *Config) check() error {
 	switch {
 	case c.BatchWindow < 0:
 		return fmt.Errorf("%w: batch window %v, want ≥ 0", ErrConfig, c.BatchWindow)
-	case c.BatchMax < 1 || c.QueueMax < 1:
-		return fmt.Errorf("%w: batch max %d and queue max %d, want ≥ 1", ErrConfig, c.BatchMax, c.QueueMax)
+	case c.BatchMax < 1 || c.QueueMax < 1 || c.MaxBodyReads < 1:
+		return fmt.Errorf("%w: batch max %d, queue max %d and max body reads %d, want ≥ 1", ErrConfig, c.BatchMax, c.QueueMax, c.MaxBodyReads)
 	case c.RequestTimeout <= 0:
 		return fmt.Errorf("%w: request timeout %v, want > 0", ErrConfig, c.RequestTimeout)
 	case c.ClientMaxInflight < 0:

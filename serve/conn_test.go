@@ -140,3 +140,27 @@ func TestIdleConnections(t *testing.T) {
 		}
 	}
 }
+
+// TestBodyReadCap: bodies read at once are capped (memory, upstream #330): past the
+// cap a request gets 503 at once, and the slots come back when the stalled readers
+// time out.
+func TestBodyReadCap(t *testing.T) {
+	ts := startServer(t, realModel(t), func(c *Config) { c.MaxBodyReads, c.BodyTimeout = 2, 500*time.Millisecond })
+	var stalled []net.Conn
+	for range 2 {
+		c := dial(t, ts.url)
+		fmt.Fprintf(c, "POST /v1/systemone HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n{", len(smallRequest))
+		stalled = append(stalled, c)
+	}
+	time.Sleep(100 * time.Millisecond)
+	r := post(t, ts.url+"/v1/systemone", smallRequest)
+	if r.status != 503 || detail(t, r) != "server busy, try again later" || r.header.Get("Retry-After") != "1" {
+		t.Errorf("third body while two are read: %d %s", r.status, r.body)
+	}
+	for _, c := range stalled {
+		closedWithin(c, 5*time.Second)
+	}
+	if r := post(t, ts.url+"/v1/systemone", smallRequest); r.status != 200 {
+		t.Errorf("after the stalled readers timed out: %d %s", r.status, r.body)
+	}
+}

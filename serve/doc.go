@@ -36,13 +36,15 @@
 // Errors are upstream's: {"detail": ...} with 400 (malformed body, missing or null
 // state, unpaired surrogate escapes), 401 (bearer token), 413 (Limits), 422 (invalid
 // question or control field), 429 (client cap), 503 + Retry-After: 1 ("request queue is
-// full", "server is shutting down", loading), 504 ("inference timed out") and 500
+// full", "server is shutting down", "server busy, try again later" past MaxBodyReads,
+// loading), 504 ("inference timed out") and 500
 // ("inference failed", the cause only in the log).
 //
 // # Batching and admission
 //
-// A request is read (within BodyTimeout and Limits.BodyBytes) and validated before it
-// takes anything: a client that stalls holds no slot. It is then admitted (draining →
+// A request is read (within BodyTimeout and Limits.BodyBytes, at most MaxBodyReads at
+// once) and validated before it takes anything else: a client that stalls holds only
+// its read, and only until BodyTimeout. It is then admitted (draining →
 // 503, the client's in-flight cap → 429), queued (QueueMax → 503) and answered by the
 // dispatcher, which takes the first queued request, waits up to BatchWindow for up to
 // BatchMax, groups them by checkpoint and answers each group with one
@@ -64,7 +66,7 @@
 // request: request_id (X-Request-Id echoed or generated), method, path, status,
 // total_ms, queue_wait_ms, infer_ms, batch_size, model, client. Metrics:
 // laya_requests_total{model,status} (status ok, error, timeout, rejected, rate_limited,
-// invalid for requests refused by validation, cancelled for clients that left), laya_rejections_total{reason},
+// invalid for requests refused by validation, cancelled for clients that left), laya_rejections_total{reason} (upstream's reasons, and busy for MaxBodyReads),
 // laya_request_latency_seconds, laya_queue_wait_seconds, laya_queue_oldest_seconds,
 // laya_inference_seconds, laya_batch_size, laya_batches_total{result},
 // laya_queue_depth, laya_active_requests, laya_inflight_total, laya_clients_active,

@@ -35,6 +35,7 @@ type Server struct {
 	metrics *metrics
 	mux     *http.ServeMux
 	clients clientLimiter
+	reads   chan struct{} // a slot per body being read
 
 	inflight   atomic.Int64 // requests admitted past validation, until answered
 	handling   atomic.Int64 // ServeHTTP calls running
@@ -60,6 +61,7 @@ func New(cfg Config, models Models) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, models: models, log: logger}
 	s.clients = clientLimiter{max: cfg.ClientMaxInflight, n: map[string]int{}}
+	s.reads = make(chan struct{}, cfg.MaxBodyReads)
 	s.metrics = newMetrics(s)
 	s.batcher = newBatcher(&s.cfg, models, s.metrics, func(msg string, args ...any) { logger.Warn(msg, args...) })
 	s.mux = http.NewServeMux()
@@ -378,6 +380,13 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiE
 	lim := s.cfg.Limits.BodyBytes
 	if r.ContentLength > lim {
 		return nil, errorf(413, "request body too large")
+	}
+	select {
+	case s.reads <- struct{}{}:
+		defer func() { <-s.reads }()
+	default:
+		s.metrics.rejections.WithLabelValues("busy").Inc()
+		return nil, &apiError{status: 503, detail: "server busy, try again later", reason: "busy"}
 	}
 	http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, lim))
