@@ -122,9 +122,24 @@ func (b *batcher) take(j *job) {
 	b.oldestMu.Unlock()
 }
 
+// start runs n dispatchers (LAYA_INFER_WORKERS); stopped closes when all have exited.
+func (b *batcher) start(n int) {
+	var wg sync.WaitGroup
+	for range max(n, 1) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b.run()
+		}()
+	}
+	go func() {
+		wg.Wait()
+		close(b.stopped)
+	}()
+}
+
 // run dispatches until stop is closed and the queue is empty.
 func (b *batcher) run() {
-	defer close(b.stopped)
 	for {
 		var first *job
 		select {

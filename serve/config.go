@@ -42,6 +42,9 @@ type Config struct {
 	RequestTimeout time.Duration
 	// ShutdownGrace is how long Shutdown lets in-flight and queued requests finish.
 	ShutdownGrace time.Duration
+	// InferWorkers is the number of dispatchers, each running one pass at a time
+	// (upstream LAYA_INFER_WORKERS; batching is the concurrency, so 1 suits one device).
+	InferWorkers int
 	// MaxBodyReads caps the request bodies being read at once (503 past it), which
 	// bounds the memory concurrent near-limit bodies take (upstream #330). A stalled
 	// client holds a read for at most BodyTimeout, and nothing after it.
@@ -81,6 +84,7 @@ func DefaultConfig() Config {
 		BatchMax:       16,
 		QueueMax:       64,
 		MaxBodyReads:   64,
+		InferWorkers:   1,
 		RequestTimeout: 120 * time.Second,
 		ShutdownGrace:  30 * time.Second,
 		Metrics:        true,
@@ -110,6 +114,7 @@ var EnvVars = [][2]string{
 	{"LAYA_QUEUE_MAX", "requests waiting; more get 503 (64)"},
 	{"LAYA_REQUEST_TIMEOUT_S", "queue wait + inference budget; past it 504 (120)"},
 	{"LAYA_SHUTDOWN_GRACE_S", "drain budget on SIGTERM/SIGINT (30)"},
+	{"LAYA_INFER_WORKERS", "dispatchers, each one pass at a time (1)"},
 	{"LAYA_MAX_BODY_READS", "request bodies read at once; more get 503 (64)"},
 	{"LAYA_CLIENT_MAX_INFLIGHT", "per-client requests in flight; over it 429; 0 = off (0)"},
 	{"LAYA_API_KEY", "require Authorization: Bearer <key> (unset)"},
@@ -183,6 +188,7 @@ func (c *Config) FromEnv(getenv func(string) string) error {
 	num("LAYA_QUEUE_MAX", 1, func(v int) { c.QueueMax = v })
 	seconds("LAYA_REQUEST_TIMEOUT_S", 0.001, func(d time.Duration) { c.RequestTimeout = d })
 	seconds("LAYA_SHUTDOWN_GRACE_S", 0, func(d time.Duration) { c.ShutdownGrace = d })
+	num("LAYA_INFER_WORKERS", 1, func(v int) { c.InferWorkers = v })
 	num("LAYA_MAX_BODY_READS", 1, func(v int) { c.MaxBodyReads = v })
 	num("LAYA_CLIENT_MAX_INFLIGHT", 0, func(v int) { c.ClientMaxInflight = v })
 	if key := getenv("LAYA_API_KEY"); key != "" {
@@ -219,8 +225,8 @@ func (c *Config) check() error {
 	switch {
 	case c.BatchWindow < 0:
 		return fmt.Errorf("%w: batch window %v, want ≥ 0", ErrConfig, c.BatchWindow)
-	case c.BatchMax < 1 || c.QueueMax < 1 || c.MaxBodyReads < 1:
-		return fmt.Errorf("%w: batch max %d, queue max %d and max body reads %d, want ≥ 1", ErrConfig, c.BatchMax, c.QueueMax, c.MaxBodyReads)
+	case c.BatchMax < 1 || c.QueueMax < 1 || c.MaxBodyReads < 1 || c.InferWorkers < 1:
+		return fmt.Errorf("%w: batch max %d, queue max %d, max body reads %d and infer workers %d, want ≥ 1", ErrConfig, c.BatchMax, c.QueueMax, c.MaxBodyReads, c.InferWorkers)
 	case c.RequestTimeout <= 0:
 		return fmt.Errorf("%w: request timeout %v, want > 0", ErrConfig, c.RequestTimeout)
 	case c.ClientMaxInflight < 0:

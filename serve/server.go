@@ -95,7 +95,7 @@ func New(cfg Config, models Models) (*Server, error) {
 // are resident. Calling it again does nothing.
 func (s *Server) Start(ctx context.Context) {
 	s.startOnce.Do(func() {
-		go s.batcher.run()
+		s.batcher.start(s.cfg.InferWorkers)
 		go func() {
 			if err := s.models.load(ctx, s.cfg.Preload); err != nil {
 				msg := err.Error()

@@ -81,3 +81,29 @@ func TestShutdownGrace(t *testing.T) {
 		t.Error("request cut by the grace never answered")
 	}
 }
+
+// TestInferWorkers: with LAYA_INFER_WORKERS=2 two passes run at once.
+func TestInferWorkers(t *testing.T) {
+	f := newFake(t)
+	f.gate = make(chan struct{})
+	ts := startServer(t, f, func(c *Config) { c.InferWorkers, c.BatchMax, c.BatchWindow = 2, 1, 0 })
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if r := post(t, ts.url+"/v1/systemone", smallRequest); r.status != 200 {
+				t.Errorf("%d %s", r.status, r.body)
+			}
+		}()
+	}
+	for range 2 {
+		select {
+		case <-f.entered:
+		case <-time.After(10 * time.Second):
+			t.Fatal("two passes did not start together with two workers")
+		}
+	}
+	close(f.gate)
+	wg.Wait()
+}
