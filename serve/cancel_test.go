@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestClientDisconnectCancels: a client that leaves while its request is in a pass
@@ -28,7 +27,7 @@ func TestClientDisconnectCancels(t *testing.T) {
 	go send(queued)
 	waitFor(t, "one queued", func() bool { return ts.batcher.depth() == 1 })
 	cancelQueued()
-	time.Sleep(50 * time.Millisecond)
+	waitFor(t, "the queued request's handler to see its client leave", func() bool { return ts.inflight.Load() == 1 })
 	cancelPass() // the pass's context ends: the fake returns without the gate opening
 	waitFor(t, "both requests done", func() bool { return ts.inflight.Load() == 0 && ts.batcher.active.Load() == 0 })
 	f.mu.Lock()

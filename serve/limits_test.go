@@ -218,7 +218,7 @@ func TestTimeoutAndFailures(t *testing.T) {
 		}
 		return nil
 	}
-	ts2 := startServer(t, f2, func(c *Config) { c.BatchWindow = 200 * time.Millisecond })
+	ts2 := startServer(t, f2, func(c *Config) { c.BatchWindow = time.Second })
 	var wg sync.WaitGroup
 	for range 3 {
 		wg.Add(1)
