@@ -152,7 +152,7 @@ func TestBodyReadCap(t *testing.T) {
 		fmt.Fprintf(c, "POST /v1/systemone HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n{", len(smallRequest))
 		stalled = append(stalled, c)
 	}
-	time.Sleep(100 * time.Millisecond)
+	waitFor(t, "both stalled bodies to hold a read", func() bool { return len(ts.reads) == 2 })
 	r := post(t, ts.url+"/v1/systemone", smallRequest)
 	if r.status != 503 || detail(t, r) != "server busy, try again later" || r.header.Get("Retry-After") != "1" {
 		t.Errorf("third body while two are read: %d %s", r.status, r.body)
