@@ -1,10 +1,13 @@
 package laya
 
 import (
+	"path/filepath"
+
 	"context"
 	"errors"
 	"fmt"
 	"github.com/laya-metal/laya/pyjson"
+	"github.com/laya-metal/laya/tokenizer"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -139,13 +142,31 @@ func TestBoundedStateMatchesFull(t *testing.T) {
 		}
 		return b.String()
 	}
+	type encoder struct {
+		name string
+		b    sequenceBuilder
+	}
+	var encoders []encoder
 	for _, ckpt := range []string{"real-en", "tiny-ml"} {
 		agent, err := Load(ctx, checkpointDir(ckpt))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer agent.Close()
-		b := agent.builder
+		encoders = append(encoders, encoder{ckpt, agent.builder})
+	}
+	// Tokenizers of other families: ModernBERT's own, SentencePiece-style Metaspace,
+	// Split pre-tokenizers (Llama's among them).
+	files, _ := filepath.Glob("testdata/tokenizers/generated/synth-*.tokenizer.json")
+	for _, f := range append(files, "testdata/tokenizers/modernbert/tokenizer.json") {
+		tok, err := tokenizer.Load(f)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		encoders = append(encoders, encoder{filepath.Base(f), sequenceBuilder{enc: tok, sp: specialTokens{MaskToken: "[MASK]"}, maxLen: 160}})
+	}
+	for _, e := range encoders {
+		ckpt, b := e.name, e.b
 		for i := range 24 {
 			size := []int{50, 600, 5000, 40000}[i%4]
 			var s State
