@@ -361,6 +361,11 @@ func (c *clientLimiter) active() int {
 // else the bearer credential, else the peer IP (docs/serving.md).
 func clientKey(r *http.Request) string {
 	if c := strings.TrimSpace(r.Header.Get("X-Laya-Client")); c != "" {
+		if len(c) > 64 {
+			// Keys are logged and held in a map: a long header is kept as a digest.
+			sum := sha256.Sum256([]byte(c))
+			c = "sha256:" + hex.EncodeToString(sum[:8])
+		}
 		return "client:" + c
 	}
 	if auth := r.Header.Get("Authorization"); strings.HasPrefix(auth, "Bearer ") {
