@@ -60,6 +60,9 @@ type Config struct {
 	Metrics bool
 	// Warmup runs one request per loaded checkpoint before /ready turns 200.
 	Warmup bool
+	// Lazy skips the preload (upstream LAYA_PRELOAD=0): the server is ready at once and
+	// each checkpoint loads on the first request that needs it.
+	Lazy bool
 	// Preload names the router checkpoints loaded at start (all known when empty, up to
 	// the residency cap).
 	Preload []string
@@ -121,6 +124,7 @@ var EnvVars = [][2]string{
 	{"LAYA_JEV_STRICT", "answer with the strict Jev contract only (0)"},
 	{"LAYA_METRICS", "serve /metrics (1)"},
 	{"LAYA_WARMUP", "one warm-up pass per checkpoint before ready (1)"},
+	{"LAYA_PRELOAD", "load the checkpoints at start; 0 = on first use (1)"},
 	{"LAYA_MODELS", "router checkpoints to preload, comma-separated (all)"},
 	{"LAYA_MAX_BODY_BYTES", "request body limit (2097152)"},
 	{"LAYA_MAX_STATE_CHARS", "state limit in characters (50000)"},
@@ -197,6 +201,7 @@ func (c *Config) FromEnv(getenv func(string) string) error {
 	boolean("LAYA_JEV_STRICT", func(b bool) { c.JevStrict = b })
 	boolean("LAYA_METRICS", func(b bool) { c.Metrics = b })
 	boolean("LAYA_WARMUP", func(b bool) { c.Warmup = b })
+	boolean("LAYA_PRELOAD", func(b bool) { c.Lazy = !b })
 	if models := strings.TrimSpace(getenv("LAYA_MODELS")); models != "" {
 		c.Preload = nil
 		for _, m := range strings.Split(models, ",") {

@@ -39,8 +39,9 @@ type single struct {
 	opts []laya.Option
 	name string
 
-	mu    sync.Mutex
-	agent *laya.Agent
+	mu     sync.Mutex
+	agent  *laya.Agent
+	loadMu sync.Mutex // serialises lazy loads
 }
 
 // SingleModel serves one checkpoint (a directory or Hub id, loaded with opts). Its
@@ -82,12 +83,22 @@ func (s *single) route(_ laya.State, qs laya.Questions, _ router.RouteOptions) (
 	}, nil
 }
 
-func (s *single) predictor(context.Context, string) (batchPredictor, error) {
+func (s *single) predictor(ctx context.Context, _ string) (batchPredictor, error) {
+	s.mu.Lock()
+	a := s.agent
+	s.mu.Unlock()
+	if a != nil {
+		return a, nil
+	}
+	// Lazy (LAYA_PRELOAD=0): the first pass loads it. Only the dispatchers call this,
+	// and a load they share is one load.
+	s.loadMu.Lock()
+	defer s.loadMu.Unlock()
+	if err := s.load(ctx, nil); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.agent == nil {
-		return nil, errNotLoaded
-	}
 	return s.agent, nil
 }
 

@@ -356,3 +356,21 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 		time.Sleep(2 * time.Millisecond)
 	}
 }
+
+// TestLazyLoad: with LAYA_PRELOAD=0 the server is ready with nothing resident, and the
+// first request loads the checkpoint.
+func TestLazyLoad(t *testing.T) {
+	ts := startServer(t, realModel(t), func(c *Config) { c.Lazy = true })
+	if r := do(t, nil, "GET", ts.url+"/health", "", nil); !strings.Contains(r.body, `"loaded":[]`) {
+		t.Errorf("/health before the first request: %s", r.body)
+	}
+	if r := do(t, nil, "GET", ts.url+"/ready", "", nil); r.status != 200 {
+		t.Errorf("/ready: %d %s", r.status, r.body)
+	}
+	if r := post(t, ts.url+"/v1/systemone", smallRequest); r.status != 200 {
+		t.Errorf("first request: %d %s", r.status, r.body)
+	}
+	if r := do(t, nil, "GET", ts.url+"/health", "", nil); !strings.Contains(r.body, `"loaded":["real-en"]`) {
+		t.Errorf("/health after the first request: %s", r.body)
+	}
+}

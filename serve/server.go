@@ -96,6 +96,10 @@ func New(cfg Config, models Models) (*Server, error) {
 func (s *Server) Start(ctx context.Context) {
 	s.startOnce.Do(func() {
 		s.batcher.start(s.cfg.InferWorkers)
+		if s.cfg.Lazy {
+			s.ready.Store(true)
+			return
+		}
 		go func() {
 			if err := s.models.load(ctx, s.cfg.Preload); err != nil {
 				msg := err.Error()
