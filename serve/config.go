@@ -52,6 +52,11 @@ type Config struct {
 	// ClientMaxInflight caps one client's requests in flight (429); 0 disables. The
 	// client is the x-laya-client header, else the bearer token, else the peer IP.
 	ClientMaxInflight int
+	// BreakerThreshold consecutive inference failures open a client's circuit (503
+	// "inference circuit breaker is open" until BreakerCooldown has passed, then
+	// BreakerProbeSuccesses probes in a row close it); 0 disables it.
+	BreakerThreshold, BreakerProbeSuccesses int
+	BreakerCooldown                         time.Duration
 	// APIKey, when set, is the bearer token every route but /health requires (401).
 	APIKey string
 	// JevStrict strips answers to the TypeSafe Jev contract (LAYA_JEV_STRICT).
@@ -82,16 +87,18 @@ type Config struct {
 // listening on loopback only.
 func DefaultConfig() Config {
 	return Config{
-		Addr:           "127.0.0.1:8642",
-		BatchWindow:    10 * time.Millisecond,
-		BatchMax:       16,
-		QueueMax:       64,
-		MaxBodyReads:   64,
-		InferWorkers:   1,
-		RequestTimeout: 120 * time.Second,
-		ShutdownGrace:  30 * time.Second,
-		Metrics:        true,
-		Warmup:         true,
+		Addr:                  "127.0.0.1:8642",
+		BatchWindow:           10 * time.Millisecond,
+		BatchMax:              16,
+		QueueMax:              64,
+		MaxBodyReads:          64,
+		BreakerCooldown:       30 * time.Second,
+		BreakerProbeSuccesses: 2,
+		InferWorkers:          1,
+		RequestTimeout:        120 * time.Second,
+		ShutdownGrace:         30 * time.Second,
+		Metrics:               true,
+		Warmup:                true,
 		Limits: Limits{
 			BodyBytes:     2 << 20,
 			StateChars:    50000,
@@ -120,6 +127,9 @@ var EnvVars = [][2]string{
 	{"LAYA_INFER_WORKERS", "dispatchers, each one pass at a time (1)"},
 	{"LAYA_MAX_BODY_READS", "request bodies read at once; more get 503 (64)"},
 	{"LAYA_CLIENT_MAX_INFLIGHT", "per-client requests in flight; over it 429; 0 = off (0)"},
+	{"LAYA_BREAKER_THRESHOLD", "consecutive inference failures opening a client's breaker; 0 = off (0)"},
+	{"LAYA_BREAKER_COOLDOWN_S", "seconds a breaker stays open before probes (30)"},
+	{"LAYA_BREAKER_PROBE_SUCCESSES", "probe successes in a row that close it (2)"},
 	{"LAYA_API_KEY", "require Authorization: Bearer <key> (unset)"},
 	{"LAYA_JEV_STRICT", "answer with the strict Jev contract only (0)"},
 	{"LAYA_METRICS", "serve /metrics (1)"},
@@ -195,6 +205,9 @@ func (c *Config) FromEnv(getenv func(string) string) error {
 	num("LAYA_INFER_WORKERS", 1, func(v int) { c.InferWorkers = v })
 	num("LAYA_MAX_BODY_READS", 1, func(v int) { c.MaxBodyReads = v })
 	num("LAYA_CLIENT_MAX_INFLIGHT", 0, func(v int) { c.ClientMaxInflight = v })
+	num("LAYA_BREAKER_THRESHOLD", 0, func(v int) { c.BreakerThreshold = v })
+	seconds("LAYA_BREAKER_COOLDOWN_S", 0, func(d time.Duration) { c.BreakerCooldown = d })
+	num("LAYA_BREAKER_PROBE_SUCCESSES", 1, func(v int) { c.BreakerProbeSuccesses = v })
 	if key := getenv("LAYA_API_KEY"); key != "" {
 		c.APIKey = key
 	}

@@ -37,7 +37,7 @@
 // state, unpaired surrogate escapes), 401 (bearer token), 413 (Limits), 422 (invalid
 // question or control field), 429 (client cap), 503 + Retry-After: 1 ("request queue is
 // full", "server is shutting down", "server busy, try again later" past MaxBodyReads,
-// loading), 504 ("inference timed out") and 500
+// "inference circuit breaker is open", loading), 504 ("inference timed out") and 500
 // ("inference failed", the cause only in the log).
 //
 // # Batching and admission
@@ -70,6 +70,13 @@
 // laya_request_latency_seconds, laya_queue_wait_seconds, laya_queue_oldest_seconds,
 // laya_inference_seconds, laya_batch_size, laya_batches_total{result},
 // laya_queue_depth, laya_active_requests, laya_inflight_total, laya_clients_active,
-// laya_models_loaded. Upstream's circuit breaker and shared (Redis) state are not
-// implemented, so their metrics are absent.
+// laya_circuits_open, laya_circuits_tracked, laya_models_loaded. Upstream's shared
+// (Redis) state is not implemented, so its metrics are absent.
+//
+// # Circuit breaker
+//
+// With BreakerThreshold > 0, that many inference failures in a row (500s) open the
+// client's circuit: its requests get 503 "inference circuit breaker is open" with the
+// cooldown left in Retry-After; after BreakerCooldown one probe at a time runs, and
+// BreakerProbeSuccesses successes in a row close it. Per client, as upstream keys it.
 package serve

@@ -198,12 +198,23 @@ func (s *Server) readDecision(w http.ResponseWriter, r *http.Request, batch bool
 
 // runAdmitted admits the request, queues its decisions and waits for their answers
 // within the request timeout.
-func (s *Server) runAdmitted(w http.ResponseWriter, r *http.Request, ds []decision) ([]jobResult, *apiError) {
+func (s *Server) runAdmitted(w http.ResponseWriter, r *http.Request, ds []decision) (_ []jobResult, failure *apiError) {
 	release, e := s.admit(r)
 	if e != nil {
 		return nil, e
 	}
 	defer release()
+	client := clientKey(r)
+	ok, probe, retry := s.breaker.allow(client)
+	if !ok {
+		s.metrics.rejections.WithLabelValues("circuit_open").Inc()
+		return nil, &apiError{status: 503, detail: "inference circuit breaker is open", reason: "circuit_open", retryAfter: retry}
+	}
+	defer func() {
+		// Only inference failures and successes move the breaker.
+		inference := failure != nil && failure.status == 500
+		s.breaker.done(client, probe, failure == nil || inference, inference)
+	}()
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 	defer cancel()
 	jobs := make([]*job, len(ds))

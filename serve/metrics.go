@@ -51,6 +51,8 @@ func newMetrics(s *Server) *metrics {
 	gauge("laya_active_requests", "Requests currently dispatching", func() float64 { return float64(s.batcher.active.Load()) })
 	gauge("laya_inflight_total", "In-flight requests", func() float64 { return float64(s.inflight.Load()) })
 	gauge("laya_clients_active", "Clients with at least one request in flight", func() float64 { return float64(s.clients.active()) })
+	gauge("laya_circuits_open", "Clients whose inference breaker is currently open", func() float64 { o, _ := s.breaker.counts(); return float64(o) })
+	gauge("laya_circuits_tracked", "Clients with breaker state tracked (local view)", func() float64 { _, t := s.breaker.counts(); return float64(t) })
 	gauge("laya_models_loaded", "Resident checkpoints", func() float64 { return float64(len(s.models.loaded())) })
 	return m
 }

@@ -17,6 +17,8 @@ type apiError struct {
 	status int
 	detail any
 	reason string // laya_rejections_total reason, when it is a shed request
+	// retryAfter is the Retry-After of a 503 or 429 in seconds (1 when 0).
+	retryAfter int
 }
 
 func (e *apiError) Error() string { return fmt.Sprint(e.detail) }

@@ -36,6 +36,7 @@ type Server struct {
 	mux     *http.ServeMux
 	clients clientLimiter
 	reads   chan struct{} // a slot per body being read
+	breaker *breaker
 
 	inflight   atomic.Int64 // requests admitted past validation, until answered
 	handling   atomic.Int64 // ServeHTTP calls running
@@ -62,6 +63,7 @@ func New(cfg Config, models Models) (*Server, error) {
 	s := &Server{cfg: cfg, models: models, log: logger}
 	s.clients = clientLimiter{max: cfg.ClientMaxInflight, n: map[string]int{}}
 	s.reads = make(chan struct{}, cfg.MaxBodyReads)
+	s.breaker = newBreaker(cfg.BreakerThreshold, cfg.BreakerProbeSuccesses, cfg.BreakerCooldown)
 	s.metrics = newMetrics(s)
 	s.batcher = newBatcher(&s.cfg, models, s.metrics, func(msg string, args ...any) { logger.Warn(msg, args...) })
 	s.mux = http.NewServeMux()
@@ -318,7 +320,7 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 
 func writeError(w http.ResponseWriter, e *apiError) {
 	if e.status == 503 || e.status == 429 {
-		w.Header().Set("Retry-After", "1")
+		w.Header().Set("Retry-After", strconv.Itoa(max(e.retryAfter, 1)))
 	}
 	// Not json.Marshal: it would escape <, > and & in a detail that quotes the request.
 	var buf bytes.Buffer
