@@ -35,7 +35,7 @@
 //
 // Errors are upstream's: {"detail": ...} with 400 (malformed body, missing or null
 // state, unpaired surrogate escapes), 401 (bearer token), 413 (Limits), 422 (invalid
-// question or control field), 429 (client cap), 503 + Retry-After: 1 ("request queue is
+// question or control field), 429 (client cap), 503 + Retry-After (1 s; "request queue is
 // full", "server is shutting down", "server busy, try again later" past MaxBodyReads,
 // "inference circuit breaker is open", loading), 504 ("inference timed out") and 500
 // ("inference failed", the cause only in the log).
