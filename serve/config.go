@@ -57,6 +57,10 @@ type Config struct {
 	// BreakerProbeSuccesses probes in a row close it); 0 disables it.
 	BreakerThreshold, BreakerProbeSuccesses int
 	BreakerCooldown                         time.Duration
+	// ProxyHeaders trusts X-Forwarded-For from the peers in ForwardedAllowIPs (IPs,
+	// networks, "*") for the client IP; enable it only behind a proxy you control.
+	ProxyHeaders      bool
+	ForwardedAllowIPs string
 	// APIKey, when set, is the bearer token every route but /health requires (401).
 	APIKey string
 	// JevStrict strips answers to the TypeSafe Jev contract (LAYA_JEV_STRICT).
@@ -94,6 +98,7 @@ func DefaultConfig() Config {
 		MaxBodyReads:          64,
 		BreakerCooldown:       30 * time.Second,
 		BreakerProbeSuccesses: 2,
+		ForwardedAllowIPs:     "127.0.0.1",
 		InferWorkers:          1,
 		RequestTimeout:        120 * time.Second,
 		ShutdownGrace:         30 * time.Second,
@@ -130,6 +135,8 @@ var EnvVars = [][2]string{
 	{"LAYA_BREAKER_THRESHOLD", "consecutive inference failures opening a client's breaker; 0 = off (0)"},
 	{"LAYA_BREAKER_COOLDOWN_S", "seconds a breaker stays open before probes (30)"},
 	{"LAYA_BREAKER_PROBE_SUCCESSES", "probe successes in a row that close it (2)"},
+	{"LAYA_PROXY_HEADERS", "trust X-Forwarded-For from LAYA_FORWARDED_ALLOW_IPS (0)"},
+	{"LAYA_FORWARDED_ALLOW_IPS", "proxies trusted: IPs, networks or * (127.0.0.1)"},
 	{"LAYA_API_KEY", "require Authorization: Bearer <key> (unset)"},
 	{"LAYA_JEV_STRICT", "answer with the strict Jev contract only (0)"},
 	{"LAYA_METRICS", "serve /metrics (1)"},
@@ -208,6 +215,13 @@ func (c *Config) FromEnv(getenv func(string) string) error {
 	num("LAYA_BREAKER_THRESHOLD", 0, func(v int) { c.BreakerThreshold = v })
 	seconds("LAYA_BREAKER_COOLDOWN_S", 0, func(d time.Duration) { c.BreakerCooldown = d })
 	num("LAYA_BREAKER_PROBE_SUCCESSES", 1, func(v int) { c.BreakerProbeSuccesses = v })
+	boolean("LAYA_PROXY_HEADERS", func(b bool) { c.ProxyHeaders = b })
+	if ips := strings.TrimSpace(getenv("LAYA_FORWARDED_ALLOW_IPS")); ips != "" {
+		c.ForwardedAllowIPs = ips
+		if _, err := parseTrusted(ips); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if key := getenv("LAYA_API_KEY"); key != "" {
 		c.APIKey = key
 	}

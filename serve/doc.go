@@ -79,4 +79,6 @@
 // client's circuit: its requests get 503 "inference circuit breaker is open" with the
 // cooldown left in Retry-After; after BreakerCooldown one probe at a time runs, and
 // BreakerProbeSuccesses successes in a row close it. Per client, as upstream keys it.
+// Behind a proxy, ProxyHeaders takes the client IP from X-Forwarded-For as set by the
+// proxies in ForwardedAllowIPs (read right to left, so a client cannot pick it).
 package serve

@@ -204,7 +204,7 @@ func (s *Server) runAdmitted(w http.ResponseWriter, r *http.Request, ds []decisi
 		return nil, e
 	}
 	defer release()
-	client := clientKey(r)
+	client := s.clientKey(r)
 	ok, probe, retry := s.breaker.allow(client)
 	if !ok {
 		s.metrics.rejections.WithLabelValues("circuit_open").Inc()

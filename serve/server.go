@@ -37,6 +37,7 @@ type Server struct {
 	clients clientLimiter
 	reads   chan struct{} // a slot per body being read
 	breaker *breaker
+	proxies *trustedProxies // nil: X-Forwarded-For is ignored
 
 	inflight   atomic.Int64 // requests admitted past validation, until answered
 	handling   atomic.Int64 // ServeHTTP calls running
@@ -61,6 +62,13 @@ func New(cfg Config, models Models) (*Server, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{cfg: cfg, models: models, log: logger}
+	if cfg.ProxyHeaders {
+		t, err := parseTrusted(cfg.ForwardedAllowIPs)
+		if err != nil {
+			return nil, err
+		}
+		s.proxies = t
+	}
 	s.clients = clientLimiter{max: cfg.ClientMaxInflight, n: map[string]int{}}
 	s.reads = make(chan struct{}, cfg.MaxBodyReads)
 	s.breaker = newBreaker(cfg.BreakerThreshold, cfg.BreakerProbeSuccesses, cfg.BreakerCooldown)
@@ -237,7 +245,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(rec, r)
 	attrs := []any{
 		"request_id", rid, "method", r.Method, "path", r.URL.Path, "status", rec.status,
-		"total_ms", ms(time.Since(start)), "bytes", rec.bytes, "client", clientKey(r),
+		"total_ms", ms(time.Since(start)), "bytes", rec.bytes, "client", s.clientKey(r),
 	}
 	attrs = append(attrs, rec.attrs...)
 	s.log.Info("request", attrs...)
@@ -363,9 +371,9 @@ func (c *clientLimiter) active() int {
 	return len(c.n)
 }
 
-// clientKey identifies the caller for the per-client cap: the x-laya-client header,
-// else the bearer credential, else the peer IP (docs/serving.md).
-func clientKey(r *http.Request) string {
+// clientKey identifies the caller for the per-client cap and breaker: the
+// x-laya-client header, else the bearer credential, else the peer IP (docs/serving.md).
+func (s *Server) clientKey(r *http.Request) string {
 	if c := strings.TrimSpace(r.Header.Get("X-Laya-Client")); c != "" {
 		if len(c) > 64 {
 			// Keys are logged and held in a map: a long header is kept as a digest.
@@ -379,11 +387,7 @@ func clientKey(r *http.Request) string {
 		sum := sha256.Sum256([]byte(auth[len("Bearer "):]))
 		return "bearer:" + hex.EncodeToString(sum[:6])
 	}
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	return "ip:" + host
+	return "ip:" + peerIP(r, s.proxies)
 }
 
 // readBody reads the body within the size limit and the body timeout (413, 408).
@@ -428,7 +432,7 @@ func (s *Server) admit(r *http.Request) (release func(), e *apiError) {
 		}
 		return nil, errorf(503, "the model is still loading")
 	}
-	key := clientKey(r)
+	key := s.clientKey(r)
 	if !s.clients.acquire(key) {
 		s.metrics.rejections.WithLabelValues("client_limit").Inc()
 		return nil, &apiError{status: 429, detail: "client concurrency limit exceeded", reason: "client_limit"}
