@@ -70,10 +70,11 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	fs.Var(&dirs, "model-dir", "with --router: `NAME=DIR` or NAME=ORG/NAME for one checkpoint (repeatable)")
 	maxLoaded := fs.Int("max-loaded", 3, "with --router: checkpoints kept resident (least recently used evicted)")
 	autoTask := fs.Bool("auto-task", os.Getenv("LAYA_AUTO_TASK") == "1", "with --router: route typed-decisions workflows automatically (LAYA_AUTO_TASK)")
-	addr := fs.String("addr", cfg.Addr, "listen `address` (host:port)")
+	addr := fs.String("addr", envAddr(cfg.Addr), "listen `address` (host:port; LAYA_HOST, LAYA_PORT)")
 	backend := fs.String("backend", "cpu", "compute `backend`")
 	batchSize := fs.Int("batch-size", 16, "question rows per padded forward batch")
-	logLevel := fs.String("log-level", "info", "log `level`: debug, info, warn, error")
+	logLevel := fs.String("log-level", envOr("LAYA_LOG_LEVEL", "info"), "log `level`: debug, info, warn, error (LAYA_LOG_LEVEL)")
+	logFormat := fs.String("log-format", envOr("LAYA_LOG_FORMAT", "json"), "log `format`: json (one object per line) or text (LAYA_LOG_FORMAT)")
 	if help, err := parseFlags(fs, args); help || err != nil {
 		return err
 	}
@@ -84,7 +85,14 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return fmt.Errorf("--log-level %q: %w", *logLevel, err)
 	}
-	cfg.Logger = slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	switch strings.ToLower(*logFormat) {
+	case "json":
+		cfg.Logger = slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	case "text":
+		cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	default:
+		return fmt.Errorf("--log-format %q: want json or text", *logFormat)
+	}
 	cfg.Addr, cfg.Device = *addr, *backend
 	loadOpts := []laya.Option{laya.WithBackend(*backend), laya.WithBatchSize(*batchSize),
 		laya.WithHub(progressClient(stderr))}
@@ -164,4 +172,21 @@ func (d *modelDirs) Set(v string) error {
 	}
 	d.m[name] = ref
 	return nil
+}
+
+// envOr is the variable's value, or def when it is unset or blank.
+func envOr(name, def string) string {
+	if v := strings.TrimSpace(os.Getenv(name)); v != "" {
+		return v
+	}
+	return def
+}
+
+// envAddr is upstream's LAYA_HOST and LAYA_PORT as a listen address, over def.
+func envAddr(def string) string {
+	host, port, err := net.SplitHostPort(def)
+	if err != nil {
+		return def
+	}
+	return net.JoinHostPort(envOr("LAYA_HOST", host), envOr("LAYA_PORT", port))
 }

@@ -30,11 +30,17 @@ func TestServeFlags(t *testing.T) {
 		{[]string{"--model", predictModel, "--model-dir", "english=x"}, "--model-dir needs --router"},
 		{[]string{"--router", "--model-dir", "klingon=x"}, "unknown"},
 		{[]string{"--model", predictModel, "--log-level", "loud"}, "--log-level"},
+		{[]string{"--model", predictModel, "--log-format", "xml"}, "--log-format"},
 	} {
 		err := runServe(context.Background(), tc.args, nil, io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
 		}
+	}
+	t.Setenv("LAYA_HOST", "0.0.0.0")
+	t.Setenv("LAYA_PORT", "9999")
+	if got := envAddr("127.0.0.1:8642"); got != "0.0.0.0:9999" {
+		t.Errorf("LAYA_HOST/LAYA_PORT: %s", got)
 	}
 	t.Setenv("LAYA_BATCH_MAX", "zero")
 	if err := runServe(context.Background(), []string{"--model", predictModel}, nil, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "LAYA_BATCH_MAX must be an integer") {
