@@ -4,11 +4,11 @@
 //
 // # Use
 //
-//	agent := serve.SingleModel("testdata/oracle/checkpoints/real-en")
+//	models := serve.SingleModel("testdata/oracle/checkpoints/real-en")
 //	// or: serve.RouterModels(router) for english / multilingual / typed-decisions
 //	cfg := serve.DefaultConfig()             // upstream's defaults, 127.0.0.1:8642
 //	if err := cfg.FromEnv(os.Getenv); err != nil { ... } // LAYA_* (EnvVars)
-//	srv, err := serve.New(cfg, agent)
+//	srv, err := serve.New(cfg, models)
 //	ln, _ := net.Listen("tcp", cfg.Addr)
 //	err = srv.Run(ctx, ln)                   // until ctx ends; then drains and returns nil
 //
@@ -19,8 +19,8 @@
 //
 //   - POST /v1/systemone: {"state", "questions"} plus the optional model, task, lang,
 //     lang_guess, max_len, head_max_len, min_confidence and state_token_counts →
-//     {"model", "answers", "usage", "routing"}. answers are the library's (byte for byte
-//     what laya predict prints for them); usage adds truncated and truncated_questions
+//     {"model", "answers", "usage", "routing"}, written as upstream's server writes it
+//     (Starlette: json.dumps with compact separators). answers are the library's values; usage adds truncated and truncated_questions
 //     always, state_tokens and state_tokens_dropped on request; min_confidence adds
 //     abstention ("passed", "abstained", "unevaluated"), abstention_threshold and
 //     low_confidence to every answer. Config.JevStrict strips the answer to the Jev
