@@ -83,7 +83,7 @@ func TestBreakerHTTP(t *testing.T) {
 		return nil
 	}
 	ts := startServer(t, f, func(c *Config) {
-		c.BreakerThreshold, c.BreakerCooldown, c.BreakerProbeSuccesses = 2, 400*time.Millisecond, 2
+		c.BreakerThreshold, c.BreakerCooldown, c.BreakerProbeSuccesses = 2, time.Second, 2
 	})
 	as := func(client string) response {
 		return do(t, nil, "POST", ts.url+"/v1/systemone", smallRequest, map[string]string{"X-Laya-Client": client})
@@ -108,7 +108,7 @@ func TestBreakerHTTP(t *testing.T) {
 		t.Errorf("rejections{circuit_open} %v", m)
 	}
 	broken.Store(false)
-	time.Sleep(450 * time.Millisecond)
+	time.Sleep(1100 * time.Millisecond)
 	for i := range 3 {
 		if r := as("a"); r.status != 200 {
 			t.Errorf("after the cooldown, request %d: %d %s", i, r.status, r.body)
