@@ -186,6 +186,15 @@ func TestQueueAndClientLimits(t *testing.T) {
 	if g := fams["laya_queue_depth"].Metric[0].Gauge.GetValue(); g != 2 {
 		t.Errorf("laya_queue_depth %v, want 2", g)
 	}
+	if g := fams["laya_queue_oldest_seconds"].Metric[0].Gauge.GetValue(); g <= 0 || g > 60 {
+		t.Errorf("laya_queue_oldest_seconds %v with two requests waiting", g)
+	}
+	if g := fams["laya_active_requests"].Metric[0].Gauge.GetValue(); g != 1 {
+		t.Errorf("laya_active_requests %v, want 1 (the held pass)", g)
+	}
+	if g := fams["laya_inflight_total"].Metric[0].Gauge.GetValue(); g != 3 {
+		t.Errorf("laya_inflight_total %v, want 3", g)
+	}
 	if g := fams["laya_clients_active"].Metric[0].Gauge.GetValue(); g != 2 {
 		t.Errorf("laya_clients_active %v, want 2", g)
 	}
