@@ -1,18 +1,18 @@
 package laya
 
 import (
-	"path/filepath"
-
 	"context"
 	"errors"
 	"fmt"
-	"github.com/laya-metal/laya/pyjson"
-	"github.com/laya-metal/laya/tokenizer"
 	"math/rand/v2"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/laya-metal/laya/pyjson"
+	"github.com/laya-metal/laya/tokenizer"
 )
 
 // TestPredictBatchMatchesPredict answers every golden request of each checkpoint in one

@@ -1,9 +1,10 @@
 package laya
 
 import (
-	"github.com/laya-metal/laya/pyjson"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/laya-metal/laya/pyjson"
 )
 
 // Bounded state encoding. A row holds at most max_len tokens, so no question can read
