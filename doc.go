@@ -37,7 +37,7 @@
 // # States
 //
 // A State is what the questions are asked about: Text for a plain text, or
-// any JSON value, serialised as upstream's json.dumps(state,
+// any JSON value, serialized as upstream's json.dumps(state,
 // ensure_ascii=False) before tokenizing. Key order and number literals are
 // part of what the model reads, so build structured states with JSONState
 // (raw JSON, order kept), or ValueState with pyjson.Object; StateOf converts a
@@ -147,7 +147,8 @@
 // questions and results: Python-compatible (objects keep key order, repeated
 // keys behave as in json.loads, NaN and Infinity are accepted, number
 // literals are kept), so what the model reads and what Result prints match
-// upstream exactly. Package pyjson parses them (pyjson.Parse) and builds them
-// (pyjson.Object, pyjson.Array, pyjson.String, pyjson.Int, pyjson.Float,
-// pyjson.Bool, pyjson.Null).
+// upstream exactly. Package pyjson reads one (pyjson.Parse, with syntax
+// errors worded as CPython's) and builds them (pyjson.Object, pyjson.Array,
+// pyjson.String, pyjson.Int, pyjson.Float, pyjson.Bool, pyjson.Null,
+// pyjson.ValueOf); ErrInvalidJSON is pyjson.ErrInvalid.
 package laya

@@ -3,11 +3,11 @@ package laya_test
 import (
 	"context"
 	"fmt"
-	"github.com/laya-metal/laya/pyjson"
 	"log"
 	"math"
 
 	"github.com/laya-metal/laya"
+	"github.com/laya-metal/laya/pyjson"
 )
 
 // The examples run on the bundled checkpoint testdata/oracle/checkpoints/real-en

@@ -1,6 +1,7 @@
 package laya
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -136,4 +137,31 @@ func goldenFloats32(t *testing.T, v Value) []float32 {
 		out[i] = float32(f)
 	}
 	return out
+}
+
+// TestNullState: a null state is a state, as upstream's system_one(None) and
+// Router.route(None) take it: serialized as json.dumps(None) ("null"), not a
+// list, and answered.
+func TestNullState(t *testing.T) {
+	req, err := ParseRequest([]byte(`{"state": null, "questions": {"q": {"type": "noul", "instructions": "Is it empty?"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, st := range map[string]State{"parsed": req.State, "zero": {}, "ValueState": ValueState(pyjson.Null())} {
+		if got := st.Serialize(); got != "null" || st.isList() || st.Value().Kind() != pyjson.NullKind {
+			t.Errorf("%s: Serialize %q, list %v, kind %v", name, got, st.isList(), st.Value().Kind())
+		}
+	}
+	agent, err := Load(context.Background(), checkpointDir("tiny-en"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer agent.Close()
+	res, err := agent.Predict(context.Background(), req.State, req.Questions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := res.Noul("q"); err != nil {
+		t.Errorf("no noul answer for a null state: %v", err)
+	}
 }

@@ -1,11 +1,11 @@
 package laya_test
 
 import (
-	"github.com/laya-metal/laya/pyjson"
 	"testing"
 
 	"github.com/laya-metal/laya"
 	"github.com/laya-metal/laya/preset"
+	"github.com/laya-metal/laya/pyjson"
 )
 
 // Every preset passes the validation Predict runs before tokenizing (the

@@ -314,26 +314,35 @@ func round4(x float64) float64 {
 	return r
 }
 
-// Text flattens a state into the text detection reads: its string leaves at
-// depth <= 6, joined by spaces, cut to 4000 characters.
+// Text flattens a state into the text detection reads, as upstream's
+// state_text does (laya/lang.py: " ".join(_iter_text(state))[:4000]): the
+// string leaves in document order, object keys ignored, numbers, booleans
+// and null skipped, a leaf nested deeper than 6 containers not read, joined
+// by single spaces and cut to 4000 characters. It stops reading leaves once
+// the cut is reached, so a huge state costs no more than its first 4000
+// characters of text.
 func Text(state pyjson.Value) string {
-	var parts []string
-	budget := maxChars
+	var b strings.Builder
+	n := 0 // characters written
+	first := true
 	collect(state, 0, func(leaf string) bool {
-		n := utf8.RuneCountInString(leaf)
-		if n > budget {
-			parts = append(parts, string([]rune(leaf)[:budget]))
-			return false
+		if !first {
+			b.WriteByte(' ')
+			n++
+			if n >= maxChars {
+				return false
+			}
 		}
-		parts = append(parts, leaf)
-		budget -= n + 1
-		return budget > 0
+		first = false
+		for _, r := range leaf {
+			b.WriteRune(r)
+			if n++; n >= maxChars {
+				return false
+			}
+		}
+		return true
 	})
-	joined := strings.Join(parts, " ")
-	if utf8.RuneCountInString(joined) > maxChars {
-		joined = string([]rune(joined)[:maxChars])
-	}
-	return joined
+	return b.String()
 }
 
 // collect calls leaf for every string leaf in document order until it

@@ -116,6 +116,15 @@ func TestStateShapes(t *testing.T) {
 		{"depth 6 read, 7 not", `[[[[[["six", ["seven"]]]]]]]`, "six"},
 		{"object depth 6 read, 7 not", `{"a":{"b":{"c":{"d":{"e":{"f":"six","g":{"h":"seven"}}}}}}}`, "six"},
 		{"keys ignored", `{"English key": "valor"}`, "valor"},
+		// The cases below are upstream's _iter_text/state_text (laya/lang.py) worked by hand.
+		{"numbers, booleans and null are not text", `{"a": 1, "b": true, "c": null, "d": 2.5, "e": "x"}`, "x"},
+		{"empty leaves still take a separator", `["a", "", "b"]`, "a  b"},
+		{"nested keys ignored at every level", `{"subject": {"English": ["Olá", {"words": "tudo bem"}]}}`, "Olá tudo bem"},
+		{"list of objects in order", `[{"role": "user", "content": "hola"}, {"role": "agent", "content": "hi"}]`, "user hola agent hi"},
+		{"depth 6 through objects and lists", `{"a": [{"b": [{"c": ["six", ["seven"]]}]}]}`, "six"},
+		{"a string of JSON is one leaf", `"{\"k\": \"v\"}"`, `{"k": "v"}`},
+		{"empty object", `{}`, ""},
+		{"empty string", `""`, ""},
 	}
 	for _, tt := range tests {
 		state, err := pyjson.Parse([]byte(tt.state))
@@ -135,6 +144,13 @@ func TestStateShapes(t *testing.T) {
 	}
 	if got := Text(pyjson.Array(pyjson.String(strings.Repeat("a", 3998)), pyjson.String("bcd"))); got != strings.Repeat("a", 3998)+" b" {
 		t.Errorf("Text budget: got ...%q", got[len(got)-4:])
+	}
+	// The cut counts the separators: a 3999-character leaf keeps the space after it.
+	if got := Text(pyjson.Array(pyjson.String(strings.Repeat("a", 3999)), pyjson.String("b"))); got != strings.Repeat("a", 3999)+" " {
+		t.Errorf("Text at the boundary: got ...%q", got[len(got)-4:])
+	}
+	if got := Text(pyjson.Array(pyjson.String(strings.Repeat("é", 4000)), pyjson.String("b"))); got != strings.Repeat("é", 4000) {
+		t.Errorf("Text of exactly 4000 characters: %d characters", len([]rune(got)))
 	}
 }
 

@@ -2,10 +2,10 @@ package preset_test
 
 import (
 	"fmt"
-	"github.com/laya-metal/laya/pyjson"
 
 	"github.com/laya-metal/laya"
 	"github.com/laya-metal/laya/preset"
+	"github.com/laya-metal/laya/pyjson"
 )
 
 // EmailState builds the state EmailQuestions reads: the body loses its

@@ -22,7 +22,7 @@
 // The non-finite floats are spelled in exactly one place (nonFinite): repr
 // writes nan/inf/-inf, json.dumps writes NaN/Infinity/-Infinity.
 //
-// Sources: CPython 3.12 Lib/json/encoder.py (ESCAPE_DCT, float.__repr__),
+// Sources: CPython 3.13 Lib/json/encoder.py (ESCAPE_DCT, float.__repr__),
 // Lib/json/decoder.py and Modules/_json.c (scanner and its error messages),
 // Python/pystrtod.c (repr switches to exponent form when decpt <= -4 or
 // decpt > 16), Objects/unicodeobject.c (str.__repr__).

@@ -3,11 +3,11 @@ package router_test
 import (
 	"context"
 	"fmt"
-	"github.com/laya-metal/laya/pyjson"
 	"log"
 
 	"github.com/laya-metal/laya"
 	"github.com/laya-metal/laya/preset"
+	"github.com/laya-metal/laya/pyjson"
 	"github.com/laya-metal/laya/router"
 )
 
