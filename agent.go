@@ -12,7 +12,6 @@ import (
 	"github.com/laya-metal/laya/backend"
 	"github.com/laya-metal/laya/heads"
 	"github.com/laya-metal/laya/hub"
-	"github.com/laya-metal/laya/pyjson"
 	"github.com/laya-metal/laya/tokenizer"
 	"github.com/laya-metal/laya/weights"
 )
@@ -290,19 +289,10 @@ func (a *Agent) PredictJSON(ctx context.Context, request []byte) (*Result, error
 	return a.Predict(ctx, req.State, req.Questions)
 }
 
-// buildRows tokenizes the state once and builds one row per question; a question whose
-// option markers do not all fit max_len is rejected, as upstream does.
+// buildRows tokenizes the state once, only as far as a row can read it (statebound.go),
+// and builds one row per question; a question whose option markers do not all fit
+// max_len is rejected, as upstream does.
 func (a *Agent) buildRows(state State, qs []*question) ([]row, error) {
-	stateIDs, left := a.builder.encodeState(state)
-	rows := make([]row, len(qs))
-	for i, q := range qs {
-		rows[i] = a.builder.build(q, stateIDs, left)
-		if len(rows[i].Markers) != len(q.options) {
-			e := questionErrorf(q.id, "")
-			e.msg = fmt.Sprintf("question %s options exceed head_max_len=%d", pyjson.StrRepr(q.id), a.builder.headMaxLen)
-			e.tooMany = true
-			return nil, e
-		}
-	}
-	return rows, nil
+	rows, _, err := buildRowsBounded(&a.builder, state, qs, false)
+	return rows, err
 }

@@ -2,151 +2,196 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"log"
+	"log/slog"
 	"net"
-	"net/http"
-	"time"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
 
 	"github.com/laya-metal/laya"
+	"github.com/laya-metal/laya/router"
+	"github.com/laya-metal/laya/serve"
 )
 
 func init() {
 	register("serve", command{
-		summary: "answer requests over HTTP (POST /v1/predict) with one loaded checkpoint",
+		summary: "answer decisions over HTTP (upstream laya-serve's /v1/systemone), micro-batched",
 		run:     runServe,
 	})
 }
 
-const serveUsage = `Usage: laya serve --model DIR|ORG/NAME [--addr :8642] [--max-inflight N] [--backend cpu]
+const serveUsage = `Usage: laya serve (--model DIR|ORG/NAME | --router) [--addr 127.0.0.1:8642] [flags]
 
-Loads the checkpoint once and answers HTTP requests until interrupted:
+Serves upstream laya-serve's HTTP API until SIGTERM or SIGINT, then stops taking
+requests, answers every in-flight and queued one (within LAYA_SHUTDOWN_GRACE_S)
+and exits 0.
 
-  POST /v1/predict    body {"state": ..., "questions": {...}} (as laya predict --request)
-  POST /v1/systemone  the same body and answer, under upstream laya-serve's path
-  GET  /healthz       200 while the process runs
-  GET  /ready         200 once the model is loaded
+  POST /v1/systemone        {"state", "questions", optional model, task, lang,
+                            lang_guess, max_len, head_max_len, min_confidence,
+                            state_token_counts} -> {model, answers, usage, routing}
+  POST /v1/systemone/batch  {"states": [...], "questions"} -> {"results": [...]}
+  POST /v1/predict          {"state", "questions"} -> the JSON laya predict prints
+  GET  /health  /ready      liveness; readiness (503 while loading or draining)
+  POST /drain               stop intake before SIGTERM
+  GET  /metrics             Prometheus
 
-A request's answer is upstream Laya's JSON, byte for byte. A bad request gets
-400 with {"error": "..."} naming the question and field; more than
---max-inflight requests at once get 503 (retry later) rather than a growing
-queue; a client that disconnects cancels its request.
+--model serves one checkpoint; --router routes each request to the english,
+multilingual or typed-decisions checkpoint as upstream's Router does, keeping
+at most --max-loaded resident. Concurrent requests for one checkpoint share
+forward passes (LAYA_BATCH_WINDOW_MS, LAYA_BATCH_MAX). Errors are upstream's:
+{"detail": ...} with 400/401/413/422/429/503 (+Retry-After)/504/500.
 
-Example:
+Environment (upstream's names and defaults):
+%s
+Examples:
   $ laya serve --model testdata/oracle/checkpoints/real-en &
-  $ curl -s localhost:8642/v1/predict -d @testdata/requests/email.json
+  $ curl -s localhost:8642/v1/systemone -d @testdata/requests/email.json
+  $ LAYA_BATCH_WINDOW_MS=0 laya serve --model testdata/oracle/checkpoints/real-en --addr 127.0.0.1:9000
+  $ laya serve --router --model-dir english=testdata/oracle/checkpoints/real-en \
+        --model-dir multilingual=testdata/oracle/checkpoints/tiny-ml
 
 Flags:
 `
 
-// maxRequestBytes bounds a request body: states are truncated to the model's
-// context anyway, and a bound keeps one client from exhausting memory.
-const maxRequestBytes = 8 << 20
-
 func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlags("serve", serveUsage, stderr)
-	model := fs.String("model", "", "Laya checkpoint `DIR` or Hub id")
-	addr := fs.String("addr", ":8642", "listen `address`")
+	var env strings.Builder
+	for _, v := range serve.EnvVars {
+		fmt.Fprintf(&env, "  %-26s %s\n", v[0], v[1])
+	}
+	fs := newFlags("serve", fmt.Sprintf(serveUsage, env.String()), stderr)
+	cfg := serve.DefaultConfig()
+	model := fs.String("model", "", "serve one Laya checkpoint: `DIR` or Hub id")
+	useRouter := fs.Bool("router", false, "route between the english, multilingual and typed-decisions checkpoints")
+	var dirs modelDirs
+	fs.Var(&dirs, "model-dir", "with --router: `NAME=DIR` or NAME=ORG/NAME for one checkpoint (repeatable)")
+	maxLoaded := fs.Int("max-loaded", 3, "with --router: checkpoints kept resident (least recently used evicted)")
+	autoTask := fs.Bool("auto-task", os.Getenv("LAYA_AUTO_TASK") == "1", "with --router: route typed-decisions workflows automatically (LAYA_AUTO_TASK)")
+	addr := fs.String("addr", envAddr(cfg.Addr), "listen `address` (host:port; LAYA_HOST, LAYA_PORT)")
 	backend := fs.String("backend", "cpu", "compute `backend`")
-	batchSize := fs.Int("batch-size", 16, "question rows per forward batch")
-	maxInflight := fs.Int("max-inflight", 4, "requests computed at once; more get 503")
+	batchSize := fs.Int("batch-size", 0, "question rows per padded forward batch (default LAYA_BATCH_MAX)")
+	logLevel := fs.String("log-level", envOr("LAYA_LOG_LEVEL", "info"), "log `level`: debug, info, warn, error (LAYA_LOG_LEVEL)")
+	logFormat := fs.String("log-format", envOr("LAYA_LOG_FORMAT", "json"), "log `format`: json (one object per line) or text (LAYA_LOG_FORMAT)")
 	if help, err := parseFlags(fs, args); help || err != nil {
 		return err
 	}
-	if *model == "" {
-		return errors.New("--model is required (see laya serve -h)")
-	}
-	if *maxInflight < 1 {
-		return fmt.Errorf("--max-inflight %d, want ≥ 1", *maxInflight)
-	}
-	agent, err := laya.Load(ctx, *model, laya.WithBackend(*backend), laya.WithBatchSize(*batchSize),
-		laya.WithHub(progressClient(stderr)))
-	if err != nil {
+	if err := cfg.FromEnv(os.Getenv); err != nil {
 		return err
 	}
-	defer agent.Close()
-
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return err
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("--log-level %q: %w", *logLevel, err)
 	}
-	logger := log.New(stderr, "laya serve: ", log.LstdFlags)
-	srv := &http.Server{
-		Handler:           newServeHandler(agent, *maxInflight, logger),
-		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
+	switch strings.ToLower(*logFormat) {
+	case "json":
+		cfg.Logger = slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	case "text":
+		cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	default:
+		return fmt.Errorf("--log-format %q: want json or text", *logFormat)
 	}
-	logger.Printf("%s loaded; listening on %s", agent.Dir(), ln.Addr())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		// Finish what is in flight, then stop.
-		shutdown, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		return srv.Shutdown(shutdown)
+	cfg.Addr, cfg.Device = *addr, *backend
+	if *batchSize == 0 {
+		// One padded forward holds up to LAYA_BATCH_MAX rows, the knob upstream sizes
+		// device memory with.
+		*batchSize = cfg.BatchMax
 	}
-}
+	loadOpts := []laya.Option{laya.WithBackend(*backend), laya.WithBatchSize(*batchSize),
+		laya.WithHub(progressClient(stderr))}
 
-// predictor is what the handler needs of an Agent.
-type predictor interface {
-	PredictJSON(ctx context.Context, request []byte) (*laya.Result, error)
-}
-
-func newServeHandler(agent predictor, maxInflight int, logger *log.Logger) http.Handler {
-	slots := make(chan struct{}, maxInflight)
-	predict := func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
-			w.Header().Set("Allow", http.MethodPost)
-			writeError(w, http.StatusMethodNotAllowed, "use POST with a JSON body")
-			return
+	var models serve.Models
+	switch {
+	case *useRouter && *model != "":
+		return errors.New("give --model or --router, not both (see laya serve -h)")
+	case *useRouter:
+		opts := []router.Option{router.WithMaxLoaded(*maxLoaded), router.WithLoadOptions(loadOpts...),
+			router.WithModels(dirs.m)}
+		if *autoTask {
+			opts = append(opts, router.WithAutoTaskDetection())
 		}
-		select {
-		case slots <- struct{}{}:
-			defer func() { <-slots }()
-		default:
-			w.Header().Set("Retry-After", "1")
-			writeError(w, http.StatusServiceUnavailable, "busy: too many requests in flight, retry later")
-			return
+		if d := os.Getenv("LAYA_DEFAULT_MODEL"); d != "" {
+			opts = append(opts, router.WithDefaultModel(d))
 		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBytes))
+		if len(cfg.Preload) == 0 {
+			// Preload what was named on the command line: the others are Hub
+			// checkpoints, loaded (and downloaded) only when a request needs one.
+			for name := range dirs.m {
+				cfg.Preload = append(cfg.Preload, name)
+			}
+		}
+		r, err := router.New(opts...)
 		if err != nil {
-			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("reading the body: %v", err))
-			return
+			return err
 		}
-		start := time.Now()
-		res, err := agent.PredictJSON(r.Context(), body)
-		switch {
-		case errors.Is(err, laya.ErrInvalidRequest), errors.Is(err, laya.ErrInvalidQuestion), errors.Is(err, laya.ErrInvalidJSON):
-			writeError(w, http.StatusBadRequest, err.Error())
-			return
-		case errors.Is(err, context.Canceled):
-			return // the client left
-		case err != nil:
-			logger.Printf("%s %s: %v", r.Method, r.URL.Path, err)
-			writeError(w, http.StatusInternalServerError, err.Error())
-			return
+		models = serve.RouterModels(r)
+	case *model != "":
+		if len(dirs.m) > 0 {
+			return errors.New("--model-dir needs --router")
 		}
-		w.Header().Set("Content-Type", "application/json; charset=utf-8")
-		w.Header().Set("Server-Timing", fmt.Sprintf("predict;dur=%.2f", float64(time.Since(start).Microseconds())/1000))
-		io.WriteString(w, res.String()+"\n")
+		models = serve.SingleModel(*model, loadOpts...)
+	default:
+		return errors.New("--model or --router is required (see laya serve -h)")
 	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("/v1/predict", predict)
-	mux.HandleFunc("/v1/systemone", predict)
-	ok := func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") }
-	mux.HandleFunc("GET /healthz", ok)
-	mux.HandleFunc("GET /ready", ok) // the model is loaded before the listener opens
-	return mux
+	srv, err := serve.New(cfg, models)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return err
+	}
+	// Both signals drain: SIGTERM is what orchestrators send, SIGINT what a terminal does.
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	go func() {
+		// A second signal during the drain exits at once, as a second Ctrl-C should.
+		<-ctx.Done()
+		again := make(chan os.Signal, 1)
+		signal.Notify(again, syscall.SIGTERM, os.Interrupt)
+		<-again
+		fmt.Fprintln(stderr, "laya serve: second signal; exiting without finishing the drain")
+		os.Exit(1)
+	}()
+	cfg.Logger.Info("listening", "addr", ln.Addr().String())
+	return srv.Run(ctx, ln)
 }
 
-func writeError(w http.ResponseWriter, status int, msg string) {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(map[string]string{"error": msg})
+// modelDirs is the --model-dir NAME=REF flag.
+type modelDirs struct{ m map[string]string }
+
+func (d *modelDirs) String() string { return fmt.Sprint(d.m) }
+
+func (d *modelDirs) Set(v string) error {
+	name, ref, ok := strings.Cut(v, "=")
+	if !ok || name == "" || ref == "" {
+		return fmt.Errorf("want NAME=DIR, got %q", v)
+	}
+	if _, err := router.NormalizeModelName(name); err != nil {
+		return err
+	}
+	if d.m == nil {
+		d.m = map[string]string{}
+	}
+	d.m[name] = ref
+	return nil
+}
+
+// envOr is the variable's value, or def when it is unset or blank.
+func envOr(name, def string) string {
+	if v := strings.TrimSpace(os.Getenv(name)); v != "" {
+		return v
+	}
+	return def
+}
+
+// envAddr is upstream's LAYA_HOST and LAYA_PORT as a listen address, over def.
+func envAddr(def string) string {
+	host, port, err := net.SplitHostPort(def)
+	if err != nil {
+		return def
+	}
+	return net.JoinHostPort(envOr("LAYA_HOST", host), envOr("LAYA_PORT", port))
 }

@@ -1,0 +1,404 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/laya-metal/laya"
+	"github.com/laya-metal/laya/pyjson"
+	"github.com/laya-metal/laya/router"
+)
+
+// decision is one state's routed request, ready to queue.
+type decision struct {
+	routing router.Decision
+	req     laya.BatchRequest
+}
+
+// handleSystemone is POST /v1/systemone: upstream laya-serve's decision route.
+func (s *Server) handleSystemone(w http.ResponseWriter, r *http.Request) {
+	d, c, e := s.readDecision(w, r, false)
+	if e != nil {
+		s.fail(w, "", e)
+		return
+	}
+	results, e := s.runAdmitted(w, r, d)
+	if e != nil {
+		s.fail(w, d[0].routing.Model, e)
+		return
+	}
+	v := systemoneValue(results[0].answer.Result, results[0].answer.State, d[0].routing, c, s.cfg.JevStrict)
+	s.answer(w, results, compact(v))
+}
+
+// handleBatch is POST /v1/systemone/batch: one questions set over "states": [...],
+// answered as {"results": [...], "total_usage": {...}}. Each state is routed and queued
+// on its own, so the states of one call share forward passes with each other and with
+// concurrent requests.
+func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request) {
+	d, c, e := s.readDecision(w, r, true)
+	if e != nil {
+		s.fail(w, "", e)
+		return
+	}
+	results, e := s.runAdmitted(w, r, d)
+	if e != nil {
+		s.fail(w, d[0].routing.Model, e)
+		return
+	}
+	items := make([]pyjson.Value, len(results))
+	input := 0
+	for i, res := range results {
+		items[i] = systemoneValue(res.answer.Result, res.answer.State, d[i].routing, c, s.cfg.JevStrict)
+		input += res.answer.Result.Usage.InputTokens
+	}
+	v := pyjson.Object(
+		pyjson.Member{Key: "results", Value: pyjson.Array(items...)},
+		pyjson.Member{Key: "total_usage", Value: pyjson.Object(
+			pyjson.Member{Key: "input_tokens", Value: pyjson.Int(int64(input))},
+			pyjson.Member{Key: "output_tokens", Value: pyjson.Int(0)},
+		)},
+	)
+	s.answer(w, results, compact(v))
+}
+
+// handlePredict is POST /v1/predict: {"state", "questions"} answered with the library's
+// JSON byte for byte, as laya predict prints it (routing added under --router).
+func (s *Server) handlePredict(w http.ResponseWriter, r *http.Request) {
+	if !s.authorized(r) {
+		s.fail(w, "", errorf(401, "invalid or missing bearer token"))
+		return
+	}
+	raw, e := s.readBody(w, r)
+	if e != nil {
+		s.fail(w, "", e)
+		return
+	}
+	if len(raw) > 0 {
+		if _, bad := loneSurrogate(raw); bad {
+			_, e = parseBody(raw)
+			s.fail(w, "", e)
+			return
+		}
+	}
+	req, err := laya.ParseRequest(raw)
+	if err == nil {
+		err = laya.ValidateQuestions(req.Questions)
+	}
+	if err != nil {
+		s.fail(w, "", errorf(400, "%s", err.Error()))
+		return
+	}
+	routing, err := s.models.route(req.State, req.Questions, router.RouteOptions{})
+	if err != nil {
+		s.fail(w, "", errorf(422, "%s", err.Error()))
+		return
+	}
+	d := []decision{{routing: routing, req: laya.BatchRequest{State: req.State, Questions: req.Questions, Lang: requestLang("", routing)}}}
+	results, e := s.runAdmitted(w, r, d)
+	if e != nil {
+		if e.status == 422 {
+			e.status = 400 // /v1/predict has always answered invalid questions with 400
+		}
+		s.fail(w, routing.Model, e)
+		return
+	}
+	res := results[0].answer.Result
+	var text string
+	if _, one := s.models.(*single); one {
+		text = res.String()
+	} else {
+		text = (&router.Result{Result: res, Routing: routing}).String()
+	}
+	s.answer(w, results, []byte(text+"\n"))
+}
+
+// readDecision reads and validates a decision body, and routes each state. Nothing is
+// queued and no slot is held yet.
+func (s *Server) readDecision(w http.ResponseWriter, r *http.Request, batch bool) ([]decision, controls, *apiError) {
+	var c controls
+	if !s.authorized(r) {
+		return nil, c, errorf(401, "invalid or missing bearer token")
+	}
+	if s.draining.Load() {
+		s.metrics.rejections.WithLabelValues("draining").Inc()
+		return nil, c, &apiError{status: 503, detail: errShuttingDown.Error(), reason: "draining"}
+	}
+	raw, e := s.readBody(w, r)
+	if e != nil {
+		return nil, c, e
+	}
+	body, e := parseBody(raw)
+	if e != nil {
+		return nil, c, e
+	}
+	// Checked in upstream's order: the body's shape (400), the limits (413), the
+	// control fields (422), then the questions themselves (422).
+	lim := s.cfg.Limits
+	if _, ok := body.Get("questions"); !ok {
+		return nil, c, errorf(400, "request body must be an object with a 'questions' field")
+	}
+	var stateValues []pyjson.Value
+	if batch {
+		sv, ok := body.Get("states")
+		if !ok || sv.Kind() != pyjson.ArrayKind || len(sv.Items()) == 0 {
+			return nil, c, errorf(400, "'states' must be a non-empty list")
+		}
+		stateValues = sv.Items()
+	} else {
+		sv, ok := body.Get("state")
+		if !ok {
+			sv = pyjson.Null()
+		}
+		stateValues = []pyjson.Value{sv}
+	}
+	for _, sv := range stateValues {
+		if sv.Kind() == pyjson.NullKind {
+			return nil, c, errorf(400, "'state' is required")
+		}
+	}
+	qs, e := parseQuestions(body, lim)
+	if e != nil {
+		return nil, c, e
+	}
+	if n := len(stateValues); batch && n > lim.BatchStates {
+		return nil, c, errorf(413, "too many states (%d > %d)", n, lim.BatchStates)
+	}
+	states := make([]laya.State, len(stateValues))
+	for i, sv := range stateValues {
+		if states[i], e = parseState(sv, true, lim); e != nil {
+			return nil, c, e
+		}
+	}
+	if c, e = parseControls(body, lim); e != nil {
+		return nil, c, e
+	}
+	if err := laya.ValidateQuestions(qs); err != nil {
+		return nil, c, errorf(422, "%s", err.Error())
+	}
+	out := make([]decision, len(states))
+	for i, st := range states {
+		routing, err := s.models.route(st, qs, c.route)
+		if err != nil {
+			return nil, c, errorf(422, "%s", err.Error())
+		}
+		out[i] = decision{routing: routing, req: laya.BatchRequest{
+			State: st, Questions: qs, Lang: requestLang(c.lang, routing),
+			MaxLen: c.maxLen, HeadMaxLen: c.headMaxLen, CountStateTokens: c.countTokens,
+		}}
+	}
+	return out, c, nil
+}
+
+// runAdmitted admits the request, queues its decisions and waits for their answers
+// within the request timeout.
+func (s *Server) runAdmitted(w http.ResponseWriter, r *http.Request, ds []decision) (_ []jobResult, failure *apiError) {
+	release, e := s.admit(r)
+	if e != nil {
+		return nil, e
+	}
+	defer release()
+	client := s.clientKey(r)
+	ok, probe, retry := s.breaker.allow(client)
+	if !ok {
+		s.metrics.rejections.WithLabelValues("circuit_open").Inc()
+		return nil, &apiError{status: 503, detail: "inference circuit breaker is open", reason: "circuit_open", retryAfter: retry}
+	}
+	defer func() {
+		// Only inference failures and successes move the breaker.
+		inference := failure != nil && failure.status == 500
+		s.breaker.done(client, probe, failure == nil || inference, inference)
+	}()
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+	defer cancel()
+	jobs := make([]*job, len(ds))
+	for i, d := range ds {
+		jobs[i] = &job{ctx: ctx, key: d.routing.Model, req: d.req, done: make(chan jobResult, 1)}
+	}
+	switch err := s.batcher.submit(jobs); {
+	case errors.Is(err, errQueueFull):
+		s.metrics.rejections.WithLabelValues("queue_full").Inc()
+		return nil, &apiError{status: 503, detail: err.Error(), reason: "queue_full"}
+	case errors.Is(err, errShuttingDown):
+		s.metrics.rejections.WithLabelValues("draining").Inc()
+		return nil, &apiError{status: 503, detail: err.Error(), reason: "draining"}
+	}
+	results := make([]jobResult, len(jobs))
+	for i, j := range jobs {
+		select {
+		case results[i] = <-j.done:
+		case <-ctx.Done():
+			results[i] = jobResult{err: ctx.Err()}
+		}
+		if e := s.resultError(r, results[i]); e != nil {
+			return nil, e
+		}
+	}
+	var queued time.Duration
+	for _, j := range jobs {
+		if !j.started.IsZero() {
+			queued = max(queued, j.started.Sub(j.enqueued))
+		}
+	}
+	logAttrs(w, "model", ds[0].routing.Model, "queue_wait_ms", ms(queued), "batch_size", results[0].batchSize)
+	return results, nil
+}
+
+// errClientGone marks a request whose client disconnected: nothing is written.
+var errClientGone = &apiError{status: 499, detail: "client closed request"}
+
+// resultError maps a job's outcome to the HTTP error upstream answers.
+func (s *Server) resultError(r *http.Request, res jobResult) *apiError {
+	err := res.err
+	if err == nil {
+		err = res.answer.Err
+		if err == nil {
+			return nil
+		}
+		var qe *laya.QuestionError
+		if errors.As(err, &qe) || errors.Is(err, laya.ErrInvalidRequest) || errors.Is(err, laya.ErrInvalidQuestion) {
+			return errorf(422, "%s", err.Error())
+		}
+	}
+	switch {
+	case errors.Is(err, errShuttingDown):
+		return &apiError{status: 503, detail: errShuttingDown.Error(), reason: "draining"}
+	case errors.Is(err, errNotLoaded):
+		return errorf(503, "the model is still loading")
+	case errors.Is(err, context.DeadlineExceeded):
+		return &apiError{status: 504, detail: "inference timed out"}
+	case r.Context().Err() != nil:
+		return errClientGone
+	}
+	s.log.Error("inference failed", "error", err.Error())
+	return &apiError{status: 500, detail: "inference failed"}
+}
+
+// answer writes a successful decision with its timing headers.
+func (s *Server) answer(w http.ResponseWriter, results []jobResult, body []byte) {
+	var infer time.Duration
+	for _, r := range results {
+		infer = max(infer, r.inference)
+	}
+	inferMs := strconv.FormatFloat(ms(infer), 'f', 3, 64)
+	w.Header().Set("Server-Timing", "inference;dur="+inferMs)
+	w.Header().Set("X-Inference-Time-Ms", inferMs)
+	logAttrs(w, "infer_ms", ms(infer))
+	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
+	writeJSON(w, http.StatusOK, body)
+	if rec, ok := w.(*recorder); ok {
+		s.countRequest(rec, "ok")
+		s.metrics.latency.Observe(time.Since(rec.start).Seconds())
+	}
+}
+
+// fail writes e (nothing when the client is gone) and counts it.
+func (s *Server) fail(w http.ResponseWriter, model string, e *apiError) {
+	status := "error"
+	switch {
+	case e.status == 504:
+		status = "timeout"
+	case e.status == 429:
+		status = "rate_limited"
+	case e.reason != "" || e.status == 503:
+		status = "rejected"
+	case e == errClientGone:
+		status = "cancelled"
+	case e.status < 500:
+		status = "invalid"
+	}
+	if model == "" {
+		model = "auto"
+	}
+	s.metrics.requests.WithLabelValues(model, status).Inc()
+	if rec, ok := w.(*recorder); ok && status != "invalid" {
+		s.metrics.latency.Observe(time.Since(rec.start).Seconds())
+	}
+	if e == errClientGone {
+		return
+	}
+	writeError(w, e)
+}
+
+func (s *Server) countRequest(rec *recorder, status string) {
+	model := "auto"
+	for i := 0; i+1 < len(rec.attrs); i += 2 {
+		if rec.attrs[i] == "model" {
+			model = fmt.Sprint(rec.attrs[i+1])
+		}
+	}
+	s.metrics.requests.WithLabelValues(model, status).Inc()
+}
+
+// --- probes --------------------------------------------------------------------
+
+// names is a list of names as a JSON value.
+func names(ns []string) pyjson.Value {
+	vs := make([]pyjson.Value, len(ns))
+	for i, n := range ns {
+		vs[i] = pyjson.String(n)
+	}
+	return pyjson.Array(vs...)
+}
+
+func member(k string, v pyjson.Value) pyjson.Member { return pyjson.Member{Key: k, Value: v} }
+
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	if p := s.preloadErr.Load(); p != nil {
+		writeJSON(w, 503, compact(pyjson.Object(member("detail", pyjson.Object(
+			member("status", pyjson.String("error")), member("preload_error", pyjson.String(*p)))))))
+		return
+	}
+	if !s.authorized(r) {
+		// Liveness stays open; what is resident is not (docs/http-api.md).
+		writeJSON(w, 200, []byte(`{"status":"ok"}`))
+		return
+	}
+	writeJSON(w, 200, compact(pyjson.Object(member("status", pyjson.String("ok")),
+		member("loaded", names(s.models.loaded())), member("device", pyjson.String(s.cfg.Device)))))
+}
+
+func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
+	loaded := names(s.models.loaded())
+	if !s.Ready() {
+		perr := pyjson.Null()
+		if p := s.preloadErr.Load(); p != nil {
+			perr = pyjson.String(*p)
+		}
+		w.Header().Set("Retry-After", "1")
+		writeJSON(w, 503, compact(pyjson.Object(member("detail", pyjson.Object(
+			member("ready", pyjson.Bool(false)), member("draining", pyjson.Bool(s.draining.Load())),
+			member("preload_error", perr), member("loaded", loaded))))))
+		return
+	}
+	writeJSON(w, 200, compact(pyjson.Object(member("status", pyjson.String("ready")), member("loaded", loaded),
+		member("device", pyjson.String(s.cfg.Device)), member("queue_depth", pyjson.Int(s.batcher.depth())))))
+}
+
+func (s *Server) handleDrain(w http.ResponseWriter, r *http.Request) {
+	if !s.authorized(r) {
+		writeError(w, errorf(401, "invalid or missing bearer token"))
+		return
+	}
+	s.Drain()
+	s.log.Info("draining on POST /drain")
+	writeJSON(w, 200, compact(pyjson.Object(member("status", pyjson.String("draining")), member("loaded", names(s.models.loaded())))))
+}
+
+// compact is v as Starlette's JSONResponse renders a Python dict: json.dumps with
+// ensure_ascii=False and separators (",", ":"). The library writes json.dumps' default
+// separators; removing the insignificant spaces leaves every string and number as it is.
+func compact(v pyjson.Value) []byte {
+	text := v.String()
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, []byte(text)); err != nil {
+		return []byte(text)
+	}
+	return buf.Bytes()
+}

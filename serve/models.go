@@ -1,0 +1,230 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/laya-metal/laya"
+	"github.com/laya-metal/laya/router"
+)
+
+// Models is what a Server answers with: one checkpoint (SingleModel) or the router over
+// the three Laya checkpoints (RouterModels).
+type Models interface {
+	// load makes the models resident (preload); the server is ready once it returns nil.
+	load(ctx context.Context, names []string) error
+	// route picks the checkpoint of a request and says why.
+	route(state laya.State, qs laya.Questions, opts router.RouteOptions) (router.Decision, error)
+	// predictor returns the checkpoint key's model, loading it if needed.
+	predictor(ctx context.Context, key string) (batchPredictor, error)
+	// loaded names the resident checkpoints.
+	loaded() []string
+	close() error
+}
+
+// batchPredictor answers several requests with shared forward passes; *laya.Agent is one.
+type batchPredictor interface {
+	PredictBatch(ctx context.Context, reqs []laya.BatchRequest) ([]laya.BatchAnswer, error)
+}
+
+// errNotLoaded reports a request that arrived before the model finished loading.
+var errNotLoaded = errors.New("serve: the model is still loading")
+
+// single is one checkpoint loaded by Load.
+type single struct {
+	ref  string
+	opts []laya.Option
+	name string
+
+	mu     sync.Mutex
+	agent  *laya.Agent
+	loadMu sync.Mutex // serialises lazy loads
+}
+
+// SingleModel serves one checkpoint (a directory or Hub id, loaded with opts). Its
+// routing block names it, with the reason that it is the server's only checkpoint.
+func SingleModel(ref string, opts ...laya.Option) Models {
+	name := strings.TrimSuffix(filepath.Base(filepath.Clean(ref)), "/")
+	return &single{ref: ref, opts: opts, name: name}
+}
+
+// AgentModel serves an Agent that is already loaded, under name.
+func AgentModel(name string, agent *laya.Agent) Models {
+	return &single{ref: agent.Dir(), name: name, agent: agent}
+}
+
+func (s *single) load(ctx context.Context, _ []string) error {
+	s.mu.Lock()
+	loaded := s.agent != nil
+	s.mu.Unlock()
+	if loaded {
+		return nil
+	}
+	// Not under mu: /health and /ready read loaded() while a download runs.
+	a, err := laya.Load(ctx, s.ref, s.opts...)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.agent = a
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *single) route(_ laya.State, qs laya.Questions, _ router.RouteOptions) (router.Decision, error) {
+	return router.Decision{
+		Model:    s.name,
+		Repo:     s.ref,
+		Reason:   "the server's only checkpoint (--model)",
+		Workflow: router.MatchTypedDecisionsWorkflow(qs),
+	}, nil
+}
+
+func (s *single) predictor(ctx context.Context, _ string) (batchPredictor, error) {
+	s.mu.Lock()
+	a := s.agent
+	s.mu.Unlock()
+	if a != nil {
+		return a, nil
+	}
+	// Lazy (LAYA_PRELOAD=0): the first pass loads it. Only the dispatchers call this,
+	// and a load they share is one load.
+	s.loadMu.Lock()
+	defer s.loadMu.Unlock()
+	if err := s.load(ctx, nil); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.agent, nil
+}
+
+func (s *single) loaded() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.agent == nil {
+		return []string{}
+	}
+	return []string{s.name}
+}
+
+func (s *single) close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.agent == nil {
+		return nil
+	}
+	return s.agent.Close()
+}
+
+// routed is a laya.Router: requests are routed as the library routes them, the chosen
+// checkpoint is loaded on first use, and the least recently used one is evicted past the
+// router's residency cap.
+type routed struct {
+	r *router.Router
+}
+
+// RouterModels serves through r (see laya.NewRouter: WithModels, WithMaxLoaded,
+// WithLoadOptions). Every answer carries its routing decision.
+func RouterModels(r *router.Router) Models { return &routed{r: r} }
+
+func (m *routed) load(ctx context.Context, names []string) error {
+	if len(names) == 0 {
+		for name := range m.r.Models() {
+			names = append(names, name)
+		}
+		// The residency cap decides how many stay; load the automatic routes first.
+		order := map[string]int{router.ModelEnglish: 0, router.ModelMultilingual: 1, router.ModelTypedDecisions: 2}
+		sortByRank(names, order)
+		names = names[:min(len(names), m.r.MaxLoaded())]
+	}
+	return m.r.Preload(ctx, names...)
+}
+
+func (m *routed) route(state laya.State, qs laya.Questions, opts router.RouteOptions) (router.Decision, error) {
+	return m.r.Route(state, qs, opts)
+}
+
+func (m *routed) predictor(ctx context.Context, key string) (batchPredictor, error) {
+	p, err := m.r.Load(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	if bp, ok := p.(batchPredictor); ok {
+		return &evictionSafe{m: m, key: key, p: bp}, nil
+	}
+	return oneByOne{p}, nil
+}
+
+func (m *routed) loaded() []string { return m.r.Loaded() }
+
+func (m *routed) close() error { return m.r.Unload(m.r.Loaded()...) }
+
+// evictionSafe reloads a model that the router evicted (and closed) between handing it
+// out and the forward pass, once.
+type evictionSafe struct {
+	m   *routed
+	key string
+	p   batchPredictor
+}
+
+func (e *evictionSafe) PredictBatch(ctx context.Context, reqs []laya.BatchRequest) ([]laya.BatchAnswer, error) {
+	out, err := e.p.PredictBatch(ctx, reqs)
+	if !errors.Is(err, laya.ErrClosed) {
+		return out, err
+	}
+	p, err := e.m.r.Load(ctx, e.key)
+	if err != nil {
+		return nil, err
+	}
+	bp, ok := p.(batchPredictor)
+	if !ok {
+		return oneByOne{p}.PredictBatch(ctx, reqs)
+	}
+	return bp.PredictBatch(ctx, reqs)
+}
+
+// oneByOne adapts a Predictor without PredictBatch (a custom loader's).
+type oneByOne struct{ p laya.Predictor }
+
+func (o oneByOne) PredictBatch(ctx context.Context, reqs []laya.BatchRequest) ([]laya.BatchAnswer, error) {
+	out := make([]laya.BatchAnswer, len(reqs))
+	for i, r := range reqs {
+		res, err := o.p.Predict(ctx, r.State, r.Questions)
+		if err != nil && ctx.Err() != nil {
+			return nil, err
+		}
+		out[i] = laya.BatchAnswer{Result: res, Err: err}
+	}
+	return out, nil
+}
+
+func sortByRank(names []string, rank map[string]int) {
+	r := func(n string) int {
+		if v, ok := rank[n]; ok {
+			return v
+		}
+		return len(rank)
+	}
+	for i := 1; i < len(names); i++ {
+		for j := i; j > 0 && (r(names[j]) < r(names[j-1]) || r(names[j]) == r(names[j-1]) && names[j] < names[j-1]); j-- {
+			names[j], names[j-1] = names[j-1], names[j]
+		}
+	}
+}
+
+// requestLang is the language a routed request is calibrated for, as laya-mlx's
+// router.predict forwards it (and laya.Router.Predict does): the caller's explicit
+// language, else the non-English language detection named.
+func requestLang(lang string, d router.Decision) string {
+	if strings.TrimSpace(lang) != "" {
+		return lang
+	}
+	if d.Detection != nil && d.Detection.Language != "en" {
+		return d.Detection.Language
+	}
+	return ""
+}

@@ -1,0 +1,89 @@
+package serve
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+)
+
+// trustedProxies are the peers whose X-Forwarded-For is believed (upstream
+// LAYA_PROXY_HEADERS with LAYA_FORWARDED_ALLOW_IPS, as uvicorn applies them).
+type trustedProxies struct {
+	all      bool
+	prefixes []netip.Prefix
+}
+
+// parseTrusted reads a comma-separated list of IPs, CIDR networks or "*".
+func parseTrusted(list string) (*trustedProxies, error) {
+	t := &trustedProxies{}
+	for _, item := range strings.Split(list, ",") {
+		item = strings.TrimSpace(item)
+		switch {
+		case item == "":
+		case item == "*":
+			t.all = true
+		case strings.Contains(item, "/"):
+			p, err := netip.ParsePrefix(item)
+			if err != nil {
+				return nil, fmt.Errorf("%w: LAYA_FORWARDED_ALLOW_IPS entry %q: %v", ErrConfig, item, err)
+			}
+			t.prefixes = append(t.prefixes, p.Masked())
+		default:
+			a, err := netip.ParseAddr(item)
+			if err != nil {
+				return nil, fmt.Errorf("%w: LAYA_FORWARDED_ALLOW_IPS entry %q is not an IP, a network or *", ErrConfig, item)
+			}
+			t.prefixes = append(t.prefixes, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+		}
+	}
+	return t, nil
+}
+
+func (t *trustedProxies) trusts(host string) bool {
+	if t == nil {
+		return false
+	}
+	if t.all {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return false
+	}
+	a = a.Unmap()
+	for _, p := range t.prefixes {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// peerIP is the client's address: the peer, or behind trusted proxies the nearest
+// X-Forwarded-For entry that is not itself a trusted proxy (read right to left, so
+// that a client cannot choose it by prepending entries).
+func peerIP(r *http.Request, t *trustedProxies) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	if !t.trusts(host) {
+		return host
+	}
+	var hops []string
+	for _, h := range r.Header.Values("X-Forwarded-For") {
+		for _, hop := range strings.Split(h, ",") {
+			if hop = strings.TrimSpace(hop); hop != "" {
+				hops = append(hops, hop)
+			}
+		}
+	}
+	for i := len(hops) - 1; i >= 0; i-- {
+		if !t.trusts(hops[i]) || i == 0 {
+			return hops[i]
+		}
+	}
+	return host
+}

@@ -1,0 +1,124 @@
+package serve
+
+import (
+	"math"
+	"strconv"
+
+	"github.com/laya-metal/laya"
+	"github.com/laya-metal/laya/pyjson"
+	"github.com/laya-metal/laya/router"
+)
+
+// systemoneValue is the /v1/systemone answer: the library's result with upstream's
+// HTTP additions — usage.truncated / truncated_questions (and the state token counts
+// when asked for), the abstention report when min_confidence is set, and routing last.
+// strict projects it onto the Jev contract instead (LAYA_JEV_STRICT).
+func systemoneValue(res *laya.Result, st laya.StateUsage, routing router.Decision, c controls, strict bool) pyjson.Value {
+	v := res.Value()
+	var out []pyjson.Member
+	for _, m := range v.Members() {
+		switch m.Key {
+		case "answers":
+			m.Value = answersValue(m.Value, c.minConf, strict)
+		case "usage":
+			m.Value = usageValue(m.Value, st, strict)
+		}
+		out = append(out, m)
+	}
+	if !strict {
+		out = append(out, pyjson.Member{Key: "routing", Value: routing.Value()})
+	}
+	return pyjson.Object(out...)
+}
+
+// jevKeys are the answer keys the strict Jev contract keeps, by answer type.
+var jevKeys = map[string][]string{
+	"choice": {"type", "choice", "probabilities", "confidence"},
+	"score":  {"type", "score", "probabilities", "confidence", "legend"},
+	"noul":   {"type", "noul"},
+}
+
+func answersValue(answers pyjson.Value, minConf *float64, strict bool) pyjson.Value {
+	out := make([]pyjson.Member, 0, len(answers.Members()))
+	for _, a := range answers.Members() {
+		members := a.Value.Members()
+		if strict {
+			typ, _ := a.Value.Get("type")
+			keep := map[string]bool{}
+			for _, k := range jevKeys[typ.Str()] {
+				keep[k] = true
+			}
+			var kept []pyjson.Member
+			for _, m := range members {
+				if keep[m.Key] {
+					kept = append(kept, m)
+				}
+			}
+			members = kept
+		} else if minConf != nil {
+			members = append(append([]pyjson.Member(nil), members...), abstention(a.Value, *minConf)...)
+		}
+		out = append(out, pyjson.Member{Key: a.Key, Value: pyjson.Object(members...)})
+	}
+	return pyjson.Object(out...)
+}
+
+// abstention is upstream's abstention gate report (#361): "abstained" with
+// low_confidence true when answer_confidence falls below the threshold, "passed" when
+// it clears it, "unevaluated" when the answer has no usable confidence. The answer itself
+// is kept in every state.
+func abstention(answer pyjson.Value, threshold float64) []pyjson.Member {
+	state, low := "unevaluated", false
+	if c, ok := answer.Get("answer_confidence"); ok && c.Kind() == pyjson.NumberKind {
+		if f, err := strconv.ParseFloat(c.Literal(), 64); err == nil && !math.IsNaN(f) && !math.IsInf(f, 0) {
+			state, low = "passed", f < threshold
+			if low {
+				state = "abstained"
+			}
+		}
+	}
+	return []pyjson.Member{
+		{Key: "abstention", Value: pyjson.String(state)},
+		{Key: "abstention_threshold", Value: pyjson.Float(threshold)},
+		{Key: "low_confidence", Value: pyjson.Bool(low)},
+	}
+}
+
+func usageValue(usage pyjson.Value, st laya.StateUsage, strict bool) pyjson.Value {
+	var out []pyjson.Member
+	var options *pyjson.Member
+	for _, m := range usage.Members() {
+		switch m.Key {
+		case "input_tokens", "output_tokens":
+			out = append(out, m)
+		case "options":
+			m := m
+			options = &m
+		default:
+			if !strict {
+				out = append(out, m)
+			}
+		}
+	}
+	if strict {
+		return pyjson.Object(out...)
+	}
+	ids := make([]pyjson.Value, len(st.TruncatedQuestions))
+	for i, id := range st.TruncatedQuestions {
+		ids[i] = pyjson.String(id)
+	}
+	out = append(out,
+		pyjson.Member{Key: "truncated", Value: pyjson.Bool(st.Truncated)},
+		pyjson.Member{Key: "truncated_questions", Value: pyjson.Array(ids...)},
+	)
+	if st.Counted {
+		out = append(out,
+			pyjson.Member{Key: "state_tokens", Value: pyjson.Int(int64(st.StateTokens))},
+			pyjson.Member{Key: "state_tokens_dropped", Value: pyjson.Int(int64(st.StateTokensDropped))},
+		)
+	}
+	if options != nil {
+		out = append(out, *options)
+	}
+	return pyjson.Object(out...)
+}

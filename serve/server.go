@@ -1,0 +1,445 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/laya-metal/laya"
+)
+
+// Server is laya serve's HTTP server: an http.Handler plus the micro-batching
+// dispatcher, the model lifecycle and graceful shutdown.
+type Server struct {
+	cfg     Config
+	models  Models
+	log     *slog.Logger
+	batcher *batcher
+	metrics *metrics
+	mux     *http.ServeMux
+	clients clientLimiter
+	reads   chan struct{} // a slot per body being read
+	breaker *breaker
+	proxies *trustedProxies // nil: X-Forwarded-For is ignored
+
+	inflight   atomic.Int64 // requests admitted past validation, until answered
+	handling   atomic.Int64 // ServeHTTP calls running
+	ready      atomic.Bool
+	draining   atomic.Bool
+	preloadErr atomic.Pointer[string]
+	startOnce  sync.Once
+	httpMu     sync.Mutex
+	http       *http.Server
+}
+
+// New builds a server over models; Start (or Run) loads them and starts dispatching.
+func New(cfg Config, models Models) (*Server, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	if models == nil {
+		return nil, fmt.Errorf("%w: no models", ErrConfig)
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{cfg: cfg, models: models, log: logger}
+	if cfg.ProxyHeaders {
+		t, err := parseTrusted(cfg.ForwardedAllowIPs)
+		if err != nil {
+			return nil, err
+		}
+		s.proxies = t
+	}
+	s.clients = clientLimiter{max: cfg.ClientMaxInflight, n: map[string]int{}}
+	s.reads = make(chan struct{}, cfg.MaxBodyReads)
+	s.breaker = newBreaker(cfg.BreakerThreshold, cfg.BreakerProbeSuccesses, cfg.BreakerCooldown)
+	s.metrics = newMetrics(s)
+	s.batcher = newBatcher(&s.cfg, models, s.metrics, func(msg string, args ...any) { logger.Warn(msg, args...) })
+	s.mux = http.NewServeMux()
+	s.mux.HandleFunc("/v1/systemone", s.post(s.handleSystemone))
+	s.mux.HandleFunc("/v1/systemone/batch", s.post(s.handleBatch))
+	s.mux.HandleFunc("/v1/predict", s.post(s.handlePredict))
+	s.mux.HandleFunc("/health", s.get(s.handleHealth))
+	s.mux.HandleFunc("/healthz", s.get(s.handleHealth))
+	s.mux.HandleFunc("/ready", s.get(s.handleReady))
+	s.mux.HandleFunc("/drain", s.post(s.handleDrain))
+	metricsHandler := promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})
+	s.mux.HandleFunc("/metrics", s.get(func(w http.ResponseWriter, r *http.Request) {
+		if !s.cfg.Metrics {
+			writeError(w, &apiError{status: 404, detail: "Not Found"})
+			return
+		}
+		if !s.authorized(r) {
+			writeError(w, &apiError{status: 401, detail: "invalid or missing bearer token"})
+			return
+		}
+		metricsHandler.ServeHTTP(w, r)
+	}))
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, &apiError{status: 404, detail: "Not Found"})
+	})
+	return s, nil
+}
+
+// Start loads the models in the background (with one warm-up pass each when configured)
+// and starts the dispatcher. /health answers at once; /ready turns 200 once the models
+// are resident. Calling it again does nothing.
+func (s *Server) Start(ctx context.Context) {
+	s.startOnce.Do(func() {
+		s.batcher.start(s.cfg.InferWorkers)
+		if s.cfg.Lazy {
+			s.ready.Store(true)
+			return
+		}
+		go func() {
+			if err := s.models.load(ctx, s.cfg.Preload); err != nil {
+				msg := err.Error()
+				s.preloadErr.Store(&msg)
+				s.log.Error("preload failed; /ready and /health stay 503", "error", msg)
+				return
+			}
+			if s.cfg.Warmup {
+				s.warmup(ctx)
+			}
+			s.ready.Store(true)
+			s.log.Info("ready", "loaded", s.models.loaded())
+		}()
+	})
+}
+
+// warmup runs one small request on every resident checkpoint.
+func (s *Server) warmup(ctx context.Context) {
+	qs := laya.Questions{{ID: "__warmup__", Definition: laya.NoulQuestion("A warmup pass.")}}
+	for _, key := range s.models.loaded() {
+		p, err := s.models.predictor(ctx, key)
+		if err == nil {
+			_, err = p.PredictBatch(ctx, []laya.BatchRequest{{State: laya.Text("warmup"), Questions: qs}})
+		}
+		if err != nil {
+			s.log.Warn("warm-up failed", "model", key, "error", err.Error())
+		}
+	}
+}
+
+// Ready reports whether the models are loaded and the server is not draining.
+func (s *Server) Ready() bool { return s.ready.Load() && !s.draining.Load() }
+
+// Drain stops intake: new requests get 503 and /ready turns 503, while in-flight and
+// queued requests still finish (what POST /drain does, before SIGTERM).
+func (s *Server) Drain() { s.draining.Store(true) }
+
+// Run serves on ln until ctx ends, then shuts down gracefully within ShutdownGrace:
+// no new connections or requests, every in-flight and queued request answered, then
+// the models closed. It returns nil after a clean shutdown.
+func (s *Server) Run(ctx context.Context, ln net.Listener) error {
+	s.Start(context.WithoutCancel(ctx))
+	hs := &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: s.cfg.HeaderTimeout,
+		// ReadTimeout bounds headers and body together; the handler also sets a body
+		// deadline of its own once the headers are in.
+		ReadTimeout: s.cfg.HeaderTimeout + s.cfg.BodyTimeout,
+		IdleTimeout: s.cfg.IdleTimeout,
+		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	s.httpMu.Lock()
+	s.http = hs
+	s.httpMu.Unlock()
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	select {
+	case err := <-served:
+		s.closeModels()
+		return err
+	case <-ctx.Done():
+	}
+	grace, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace)
+	defer cancel()
+	err := s.Shutdown(grace)
+	<-served
+	return err
+}
+
+// Shutdown drains: it refuses new requests, waits for in-flight and queued requests
+// until ctx ends (then cancels what still runs; those callers get 503), and closes the
+// models.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.Drain()
+	s.log.Info("shutting down", "queue_depth", s.batcher.depth(), "in_flight", s.inflight.Load())
+	s.httpMu.Lock()
+	hs := s.http
+	s.httpMu.Unlock()
+	var errs []error
+	if hs != nil {
+		// Shutdown closes the listeners and idle connections and waits for handlers;
+		// handlers wait for their queued requests, which the dispatcher keeps serving.
+		done := make(chan error, 1)
+		go func() { done <- hs.Shutdown(ctx) }()
+		select {
+		case err := <-done:
+			if err != nil {
+				errs = append(errs, err)
+			}
+		case <-ctx.Done():
+			s.batcher.hardStop()
+			errs = append(errs, <-done)
+		}
+	}
+	if err := s.batcher.shutdown(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		errs = append(errs, err)
+	}
+	if hs != nil && ctx.Err() != nil {
+		// The grace is spent and the passes were cancelled: give their handlers a
+		// moment to answer 503 before the connections are cut.
+		for deadline := time.Now().Add(2 * time.Second); s.handling.Load() > 0 && time.Now().Before(deadline); {
+			time.Sleep(5 * time.Millisecond)
+		}
+		hs.Close()
+	}
+	errs = append(errs, s.closeModels())
+	err := errors.Join(errs...)
+	if errors.Is(err, context.DeadlineExceeded) {
+		s.log.Warn("shutdown grace spent; requests still running were cancelled")
+		return nil // the grace is the budget: exceeding it is not a failure to stop
+	}
+	return err
+}
+
+func (s *Server) closeModels() error { return s.models.close() }
+
+// ServeHTTP answers one request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.handling.Add(1)
+	defer s.handling.Add(-1)
+	start := time.Now()
+	rid := r.Header.Get("X-Request-Id")
+	if rid == "" || len(rid) > 128 {
+		var b [8]byte
+		rand.Read(b[:])
+		rid = hex.EncodeToString(b[:])
+	}
+	w.Header().Set("X-Request-Id", rid)
+	rec := &recorder{ResponseWriter: w, status: 200, start: start}
+	// The whole exchange must end within the request budget plus the write timeout;
+	// handlers move the deadline closer once the answer is ready.
+	http.NewResponseController(w).SetWriteDeadline(start.Add(s.cfg.RequestTimeout + s.cfg.WriteTimeout + s.cfg.BodyTimeout))
+	s.mux.ServeHTTP(rec, r)
+	attrs := []any{
+		"request_id", rid, "method", r.Method, "path", r.URL.Path, "status", rec.status,
+		"total_ms", ms(time.Since(start)), "bytes", rec.bytes, "client", s.clientKey(r),
+	}
+	attrs = append(attrs, rec.attrs...)
+	s.log.Info("request", attrs...)
+}
+
+// recorder keeps the status and size for the access log.
+type recorder struct {
+	http.ResponseWriter
+	start  time.Time
+	status int
+	bytes  int
+	attrs  []any
+	wrote  bool
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if !r.wrote {
+		r.status, r.wrote = code, true
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	r.wrote = true
+	n, err := r.ResponseWriter.Write(b)
+	r.bytes += n
+	return n, err
+}
+
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+func logAttrs(w http.ResponseWriter, kv ...any) {
+	if rec, ok := w.(*recorder); ok {
+		rec.attrs = append(rec.attrs, kv...)
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func (s *Server) post(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", http.MethodPost)
+			writeError(w, &apiError{status: 405, detail: "Method Not Allowed"})
+			return
+		}
+		h(w, r)
+	}
+}
+
+func (s *Server) get(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			writeError(w, &apiError{status: 405, detail: "Method Not Allowed"})
+			return
+		}
+		h(w, r)
+	}
+}
+
+// authorized checks the bearer token in constant time (any header bytes answer 401,
+// never 500: laya/serve.py compares bytes for the same reason).
+func (s *Server) authorized(r *http.Request) bool {
+	if s.cfg.APIKey == "" {
+		return true
+	}
+	return subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte("Bearer "+s.cfg.APIKey)) == 1
+}
+
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	w.Write(body)
+	// Flushed here, not after the handler returns: a shutdown that closes the
+	// connections once every handler has returned must not cut an answer off.
+	http.NewResponseController(w).Flush()
+}
+
+func writeError(w http.ResponseWriter, e *apiError) {
+	if e.status == 503 || e.status == 429 {
+		w.Header().Set("Retry-After", strconv.Itoa(max(e.retryAfter, 1)))
+	}
+	// Not json.Marshal: it would escape <, > and & in a detail that quotes the request.
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.Encode(map[string]any{"detail": e.detail})
+	writeJSON(w, e.status, bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+}
+
+// --- admission ---------------------------------------------------------------
+
+// clientLimiter caps each client's requests in flight.
+type clientLimiter struct {
+	max int
+	mu  sync.Mutex
+	n   map[string]int
+}
+
+func (c *clientLimiter) acquire(key string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.max > 0 && c.n[key] >= c.max {
+		return false
+	}
+	c.n[key]++
+	return true
+}
+
+func (c *clientLimiter) release(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n[key]--; c.n[key] <= 0 {
+		delete(c.n, key)
+	}
+}
+
+func (c *clientLimiter) active() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.n)
+}
+
+// clientKey identifies the caller for the per-client cap and breaker: the
+// x-laya-client header, else the bearer credential, else the peer IP (docs/serving.md).
+func (s *Server) clientKey(r *http.Request) string {
+	if c := strings.TrimSpace(r.Header.Get("X-Laya-Client")); c != "" {
+		if len(c) > 64 {
+			// Keys are logged and held in a map: a long header is kept as a digest.
+			sum := sha256.Sum256([]byte(c))
+			c = "sha256:" + hex.EncodeToString(sum[:8])
+		}
+		return "client:" + c
+	}
+	if auth := r.Header.Get("Authorization"); strings.HasPrefix(auth, "Bearer ") {
+		// A digest, not the token: the key is logged.
+		sum := sha256.Sum256([]byte(auth[len("Bearer "):]))
+		return "bearer:" + hex.EncodeToString(sum[:6])
+	}
+	return "ip:" + peerIP(r, s.proxies)
+}
+
+// readBody reads the body within the size limit and the body timeout (413, 408).
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiError) {
+	lim := s.cfg.Limits.BodyBytes
+	if r.ContentLength > lim {
+		return nil, errorf(413, "request body too large")
+	}
+	select {
+	case s.reads <- struct{}{}:
+		defer func() { <-s.reads }()
+	default:
+		s.metrics.rejections.WithLabelValues("busy").Inc()
+		return nil, &apiError{status: 503, detail: "server busy, try again later", reason: "busy"}
+	}
+	http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, lim))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		return nil, errorf(413, "request body too large")
+	case err != nil:
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return nil, errorf(408, "request body not received within %v", s.cfg.BodyTimeout)
+		}
+		return nil, errorf(400, "reading the request body: %v", err)
+	}
+	return body, nil
+}
+
+// admit is the gate a decision request passes once its body is read and valid:
+// draining (503), then the client's cap (429). release ends the admission.
+func (s *Server) admit(r *http.Request) (release func(), e *apiError) {
+	if s.draining.Load() {
+		s.metrics.rejections.WithLabelValues("draining").Inc()
+		return nil, &apiError{status: 503, detail: errShuttingDown.Error(), reason: "draining"}
+	}
+	if !s.ready.Load() {
+		if p := s.preloadErr.Load(); p != nil {
+			return nil, errorf(503, "the model failed to load")
+		}
+		return nil, errorf(503, "the model is still loading")
+	}
+	key := s.clientKey(r)
+	if !s.clients.acquire(key) {
+		s.metrics.rejections.WithLabelValues("client_limit").Inc()
+		return nil, &apiError{status: 429, detail: "client concurrency limit exceeded", reason: "client_limit"}
+	}
+	s.inflight.Add(1)
+	return func() {
+		s.inflight.Add(-1)
+		s.clients.release(key)
+	}, nil
+}
