@@ -115,6 +115,7 @@ func New(model Model, cfg Config) (*Loop, error) {
 		return nil, err
 	}
 	cfg.GameConfig = g.Config()
+	sharedPrompts() // built once, before the first deadline
 	l := &Loop{cfg: cfg, model: model, game: g, round: 1, lat: make([]float64, 0, latencyWindow),
 		line: make([]byte, 0, 1024)}
 	l.SetFPS(cfg.FPS)
@@ -233,6 +234,7 @@ func (l *Loop) Tick(ctx context.Context) (*Tick, error) {
 		}
 	} else {
 		t.Executed = t.Plan.Fallback()
+		t.DeadlineMiss = true
 		l.misses++
 	}
 	ate, err := l.game.Step(t.Executed)

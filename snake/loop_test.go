@@ -1,0 +1,361 @@
+package snake
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/laya-metal/laya"
+)
+
+// fakeModel answers instantly: uniform-ish probabilities favouring one direction.
+type fakeModel struct {
+	favour Direction
+	calls  atomic.Int64
+}
+
+func (f *fakeModel) Decide(ctx context.Context, _ laya.State, qs laya.Questions) (Answers, error) {
+	f.calls.Add(1)
+	if len(qs) != 3 || qs[0].ID != MoveQuestion || qs[1].ID != RiskQuestion || qs[2].ID != FoodQuestion {
+		return Answers{}, errors.New("fake: unexpected questions")
+	}
+	a := Answers{Move: [4]float64{0.1, 0.1, 0.1, 0.1}, SafeRoute: 0.9, FoodReachable: 0.8}
+	a.Move[f.favour] = 0.7
+	return a, nil
+}
+
+// slowModel takes delay per decision, or until its context ends; it records how each
+// of its calls ended.
+type slowModel struct {
+	delay     time.Duration
+	ignoreCtx bool // keeps working after cancellation (a model that does not honour ctx)
+	mu        sync.Mutex
+	ends      []error
+	inflight  atomic.Int64
+	peak      atomic.Int64
+}
+
+func (s *slowModel) Decide(ctx context.Context, _ laya.State, _ laya.Questions) (Answers, error) {
+	n := s.inflight.Add(1)
+	defer s.inflight.Add(-1)
+	for {
+		p := s.peak.Load()
+		if n <= p || s.peak.CompareAndSwap(p, n) {
+			break
+		}
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		return Answers{}, errors.New("slow: no deadline on the tick context")
+	}
+	var err error
+	if s.ignoreCtx {
+		time.Sleep(s.delay)
+		err = ctx.Err()
+	} else {
+		select {
+		case <-time.After(s.delay):
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+	}
+	s.mu.Lock()
+	s.ends = append(s.ends, err)
+	s.mu.Unlock()
+	if err != nil {
+		return Answers{}, err
+	}
+	return Answers{Move: [4]float64{1, 0, 0, 0}, SafeRoute: 1, FoodReachable: 1}, nil
+}
+
+func newLoop(t *testing.T, m Model, cfg Config) *Loop {
+	t.Helper()
+	if cfg.Width == 0 {
+		cfg.GameConfig = DefaultGame
+	}
+	l, err := New(m, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+func TestLoopShieldsAFastModel(t *testing.T) {
+	for _, favour := range Directions {
+		m := &fakeModel{favour: favour}
+		l := newLoop(t, m, Config{})
+		if err := l.Run(context.Background(), 600); err != nil {
+			t.Fatal(err)
+		}
+		s := l.Summary()
+		if s.Steps != 600 || !s.Alive || s.ModelCalls != 600 || s.Answered != 600 || m.calls.Load() != 600 {
+			t.Fatalf("favour %v: %+v, fake called %d times", favour, s, m.calls.Load())
+		}
+		if s.DeadlineMisses != 0 || s.Score == 0 || s.Interventions == 0 {
+			t.Fatalf("favour %v: %+v", favour, s)
+		}
+	}
+}
+
+func TestUnassistedPlaysTheArgmax(t *testing.T) {
+	l := newLoop(t, &fakeModel{favour: Up}, Config{Unassisted: true})
+	if err := l.Run(context.Background(), 100); err != nil {
+		t.Fatal(err)
+	}
+	s := l.Summary()
+	// Always UP from the centre of a 16-high board: dead on the wall within 16 ticks.
+	if s.Alive || s.Death != "wall" || s.Steps > 16 || s.Interventions != 0 {
+		t.Fatalf("%+v", s)
+	}
+	if _, err := l.Tick(context.Background()); !errors.Is(err, ErrGameOver) {
+		t.Fatalf("tick after death: %v", err)
+	}
+}
+
+// TestLoopAllocatesNothingPerTick: with a model that allocates nothing, a tick
+// (plan, prompt, request through the worker, wait under a deadline, step, record) must
+// not allocate either.
+func TestLoopAllocatesNothingPerTick(t *testing.T) {
+	for _, fps := range []float64{0, 1} { // 1 fps: a deadline is armed every tick, never hit
+		var rec bytes.Buffer
+		rec.Grow(1 << 20)
+		l := newLoop(t, &fakeModel{favour: Right}, Config{GameConfig: GameConfig{Width: 24, Height: 16, Seed: 3}, FPS: fps, Record: &rec})
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		for range 20 { // warm: the first ticks size the record buffer
+			if _, err := l.Tick(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		allocs := testing.AllocsPerRun(300, func() {
+			if _, err := l.Tick(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if allocs != 0 {
+			t.Errorf("fps %v: %v allocations per tick, want 0", fps, allocs)
+		}
+		if !l.Game().Alive() {
+			t.Fatal("died")
+		}
+	}
+}
+
+func TestSlowModelMissesDeadlinesAndIsCancelled(t *testing.T) {
+	for _, ignore := range []bool{false, true} {
+		slow := &slowModel{delay: 60 * time.Millisecond, ignoreCtx: ignore}
+		l := newLoop(t, slow, Config{FPS: 50}) // 20 ms per tick
+		start := time.Now()
+		if err := l.Run(context.Background(), 25); err != nil {
+			t.Fatal(err)
+		}
+		elapsed := time.Since(start)
+		s := l.Summary()
+		if s.Steps != 25 || !s.Alive || s.DeadlineMisses != 25 || s.Answered != 0 || s.Interventions != 0 {
+			t.Fatalf("ignoreCtx=%v: %+v", ignore, s)
+		}
+		// The loop never waited for the model: 25 ticks of 20 ms, far below 25 × 60 ms.
+		if elapsed > 25*60*time.Millisecond/2 {
+			t.Errorf("ignoreCtx=%v: 25 ticks took %v; the loop waited for the slow model", ignore, elapsed)
+		}
+		if p := slow.peak.Load(); p > maxInFlight {
+			t.Errorf("ignoreCtx=%v: %d requests in flight, bound is %d", ignore, p, maxInFlight)
+		}
+		if !ignore && s.ModelCalls != 25 {
+			t.Errorf("a model honouring ctx frees its slot in time for every tick: %d calls", s.ModelCalls)
+		}
+		if ignore && s.ModelCalls >= 25 {
+			t.Errorf("a model ignoring ctx holds its slots: %d calls for 25 ticks", s.ModelCalls)
+		}
+		l.Close()
+		time.Sleep(100 * time.Millisecond) // let the last stale calls end
+		slow.mu.Lock()
+		for i, e := range slow.ends {
+			if !errors.Is(e, context.DeadlineExceeded) && !errors.Is(e, context.Canceled) {
+				t.Errorf("ignoreCtx=%v: call %d ended with %v, want its context cancelled", ignore, i, e)
+			}
+		}
+		slow.mu.Unlock()
+	}
+}
+
+func TestDeadlineMetByAFastModel(t *testing.T) {
+	slow := &slowModel{delay: time.Millisecond}
+	l := newLoop(t, slow, Config{FPS: 20}) // 50 ms budget, 1 ms model
+	if err := l.Run(context.Background(), 20); err != nil {
+		t.Fatal(err)
+	}
+	s := l.Summary()
+	if s.DeadlineMisses > 2 || s.Answered < 18 {
+		t.Fatalf("%+v", s)
+	}
+	if s.MovesPerSecond > 21 || s.MovesPerSecond < 10 {
+		t.Errorf("paced at 20 fps: %.1f moves/s", s.MovesPerSecond)
+	}
+}
+
+func TestRunStopsOnContext(t *testing.T) {
+	slow := &slowModel{delay: time.Hour}
+	l := newLoop(t, slow, Config{FPS: 0.5})
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := l.Run(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Tick(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("tick on a done context: %v", err)
+	}
+}
+
+type badModel struct {
+	a   Answers
+	err error
+}
+
+func (b badModel) Decide(context.Context, laya.State, laya.Questions) (Answers, error) {
+	return b.a, b.err
+}
+
+func TestModelFailuresStopTheLoop(t *testing.T) {
+	boom := errors.New("boom")
+	for _, m := range []badModel{{err: boom}, {a: Answers{Move: [4]float64{math.NaN(), 0, 0, 0}}}, {a: Answers{Move: [4]float64{2, 0, 0, 0}}}} {
+		l := newLoop(t, m, Config{})
+		_, err := l.Tick(context.Background())
+		if !errors.Is(err, ErrModel) {
+			t.Fatalf("%+v: err = %v, want ErrModel", m, err)
+		}
+		if m.err != nil && !errors.Is(err, boom) {
+			t.Fatalf("err = %v does not wrap the model's", err)
+		}
+	}
+	if _, err := New(nil, Config{GameConfig: DefaultGame}); !errors.Is(err, ErrConfig) {
+		t.Fatal(err)
+	}
+	for _, fps := range []float64{-1, math.NaN(), MaxFPS + 1} {
+		if _, err := New(&fakeModel{}, Config{GameConfig: DefaultGame, FPS: fps}); !errors.Is(err, ErrConfig) {
+			t.Fatalf("fps %v: %v", fps, err)
+		}
+	}
+}
+
+func TestRecordFormat(t *testing.T) {
+	var rec bytes.Buffer
+	slow := &slowModel{delay: 30 * time.Millisecond}
+	// 1: fast and shielded; 2: deadline misses.
+	for _, tc := range []struct {
+		m    Model
+		fps  float64
+		miss bool
+	}{{&fakeModel{favour: Left}, 0, false}, {slow, 100, true}} {
+		rec.Reset()
+		l := newLoop(t, tc.m, Config{GameConfig: GameConfig{Width: 8, Height: 6, Seed: 2}, FPS: tc.fps, Record: &rec})
+		if err := l.Run(context.Background(), 40); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSuffix(rec.String(), "\n"), "\n")
+		if len(lines) != 40 {
+			t.Fatalf("%d lines, want one per tick (40)", len(lines))
+		}
+		for i, line := range lines {
+			var r struct {
+				Tick          *int                `json:"tick"`
+				Probabilities map[string]float64  `json:"probabilities"`
+				Chosen        *string             `json:"chosen"`
+				Executed      *string             `json:"executed"`
+				LatencyMS     *float64            `json:"latency_ms"`
+				ModelMS       *float64            `json:"model_ms"`
+				Safe          []string            `json:"safe"`
+				Criteria      map[string]string   `json:"criteria"`
+				DeadlineMiss  bool                `json:"deadline_miss"`
+				Intervened    bool                `json:"intervened"`
+				PSafe         *float64            `json:"p_safe_route"`
+				Head          []int               `json:"head"`
+				Alive         bool                `json:"alive"`
+				Extra         map[string]struct{} `json:"-"`
+			}
+			dec := json.NewDecoder(strings.NewReader(line))
+			if err := dec.Decode(&r); err != nil {
+				t.Fatalf("line %d is not JSON: %v\n%s", i+1, err, line)
+			}
+			if r.Tick == nil || *r.Tick != i+1 || r.Executed == nil || r.LatencyMS == nil || *r.LatencyMS < 0 || len(r.Head) != 2 || !r.Alive {
+				t.Fatalf("line %d: %s", i+1, line)
+			}
+			if !contains(strings.Join(r.Safe, ","), *r.Executed) {
+				t.Fatalf("line %d: executed %s is not among the safe moves %v", i+1, *r.Executed, r.Safe)
+			}
+			if len(r.Criteria) != 4 {
+				t.Fatalf("line %d: criteria %v", i+1, r.Criteria)
+			}
+			if tc.miss {
+				if !r.DeadlineMiss || r.Probabilities != nil || r.Chosen != nil || r.ModelMS != nil || r.PSafe != nil {
+					t.Fatalf("line %d of a missed tick: %s", i+1, line)
+				}
+				continue
+			}
+			sum := 0.0
+			for _, d := range directionNames {
+				p, ok := r.Probabilities[d]
+				if !ok {
+					t.Fatalf("line %d: no probability for %s", i+1, d)
+				}
+				sum += p
+			}
+			if math.Abs(sum-1) > 1e-9 || r.Chosen == nil || *r.Chosen != "LEFT" || r.DeadlineMiss || r.ModelMS == nil {
+				t.Fatalf("line %d: %s", i+1, line)
+			}
+			if r.Intervened == (*r.Executed == "LEFT") {
+				t.Fatalf("line %d: intervened=%v but executed %s for a LEFT argmax", i+1, r.Intervened, *r.Executed)
+			}
+		}
+	}
+}
+
+func TestSummaryJSONFields(t *testing.T) {
+	l := newLoop(t, &fakeModel{favour: Down}, Config{})
+	if err := l.Run(context.Background(), 30); err != nil {
+		t.Fatal(err)
+	}
+	s := l.Summary()
+	s.Backend, s.Model = "cpu", "m"
+	data, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"steps", "alive", "score", "moves_per_s", "tick_ms", "deadline_misses", "interventions", "model_calls", "backend", "model"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("summary has no %q: %s", k, data)
+		}
+	}
+	tm := m["tick_ms"].(map[string]any)
+	for _, k := range []string{"p50", "p95", "p99"} {
+		if v, ok := tm[k].(float64); !ok || v < 0 {
+			t.Errorf("tick_ms.%s = %v", k, tm[k])
+		}
+	}
+	if s.TickMS.P50 > s.TickMS.P95 || s.TickMS.P95 > s.TickMS.P99 {
+		t.Errorf("percentiles out of order: %+v", s.TickMS)
+	}
+}
+
+func TestPercentileInterpolates(t *testing.T) {
+	xs := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	for _, c := range []struct{ p, want float64 }{{50, 5.5}, {95, 9.55}, {99, 9.91}, {0, 1}, {100, 10}} {
+		if got := percentile(xs, c.p); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("p%v = %v, want %v (numpy linear)", c.p, got, c.want)
+		}
+	}
+}
