@@ -40,6 +40,7 @@ type slowModel struct {
 	ends      []error
 	inflight  atomic.Int64
 	peak      atomic.Int64
+	deadlines atomic.Int64 // calls whose context carried a deadline
 }
 
 func (s *slowModel) Decide(ctx context.Context, _ laya.State, _ laya.Questions) (Answers, error) {
@@ -51,8 +52,8 @@ func (s *slowModel) Decide(ctx context.Context, _ laya.State, _ laya.Questions) 
 			break
 		}
 	}
-	if _, ok := ctx.Deadline(); !ok {
-		return Answers{}, errors.New("slow: no deadline on the tick context")
+	if _, ok := ctx.Deadline(); ok {
+		s.deadlines.Add(1)
 	}
 	var err error
 	if s.ignoreCtx {
@@ -167,6 +168,9 @@ func TestSlowModelMissesDeadlinesAndIsCancelled(t *testing.T) {
 		}
 		if p := slow.peak.Load(); p > maxInFlight {
 			t.Errorf("ignoreCtx=%v: %d requests in flight, bound is %d", ignore, p, maxInFlight)
+		}
+		if int(slow.deadlines.Load()) != s.ModelCalls {
+			t.Errorf("%d of %d calls had a deadline on their context", slow.deadlines.Load(), s.ModelCalls)
 		}
 		if !ignore && s.ModelCalls != 25 {
 			t.Errorf("a model honouring ctx frees its slot in time for every tick: %d calls", s.ModelCalls)
@@ -357,5 +361,35 @@ func TestPercentileInterpolates(t *testing.T) {
 		if got := percentile(xs, c.p); math.Abs(got-c.want) > 1e-12 {
 			t.Errorf("p%v = %v, want %v (numpy linear)", c.p, got, c.want)
 		}
+	}
+}
+
+func TestBenchmarkFindsTheHighestPassingRate(t *testing.T) {
+	// A model taking 4 ms: 20 and 50 fps (50 and 20 ms budgets) pass, 500 fps (2 ms) misses every tick.
+	slow := &slowModel{delay: 4 * time.Millisecond}
+	var runs []BenchRun
+	rep, err := Benchmark(context.Background(), slow, BenchConfig{
+		GameConfig: GameConfig{Width: 8, Height: 8}, Seeds: []uint64{1, 2}, Rates: []float64{500, 20, 50}, Steps: 20, Warmup: 2,
+		Progress: func(r BenchRun) { runs = append(runs, r) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Uncapped) != 2 || len(rep.Paced) != 6 || len(runs) != 8 {
+		t.Fatalf("%d uncapped, %d paced, %d progress calls", len(rep.Uncapped), len(rep.Paced), len(runs))
+	}
+	if rep.HighestPassingFPS != 50 {
+		t.Fatalf("highest passing fps %v, want 50: %+v", rep.HighestPassingFPS, rep.Paced)
+	}
+	for _, r := range rep.Paced {
+		if r.FPS == 500 && (r.Passes || r.MissFraction < 0.9 || !r.Summary.Alive) {
+			t.Errorf("500 fps with a 4 ms model: %+v", r)
+		}
+	}
+	if rep.UncappedMovesPerSecond <= 0 || rep.UncappedMovesPerSecond > 1000/4.0 {
+		t.Errorf("uncapped %.1f moves/s for a 4 ms model", rep.UncappedMovesPerSecond)
+	}
+	if _, err := Benchmark(context.Background(), slow, BenchConfig{GameConfig: DefaultGame, Seeds: []uint64{1}, Rates: []float64{0}, Steps: 5}); !errors.Is(err, ErrConfig) {
+		t.Errorf("rate 0: %v", err)
 	}
 }

@@ -1,0 +1,129 @@
+package snake
+
+import (
+	"context"
+	"fmt"
+	"slices"
+)
+
+// BenchConfig sets up Benchmark.
+type BenchConfig struct {
+	GameConfig           // board and initial length; Seed is unused (Seeds are)
+	Seeds      []uint64  // one game per seed and rate
+	Rates      []float64 // paced tick rates to try, fps > 0
+	Steps      int       // ticks per game
+	Warmup     int       // unmeasured ticks before the first game (model warm-up)
+	Unassisted bool
+	// Progress, when set, is called after every game.
+	Progress func(BenchRun)
+}
+
+// BenchRun is one game of a benchmark. FPS 0 is the uncapped run of its seed.
+type BenchRun struct {
+	Seed         uint64  `json:"seed"`
+	FPS          float64 `json:"fps"`
+	MissFraction float64 `json:"miss_fraction"`
+	// Passes: the snake survived every tick (or filled the board) and at most 1 % of
+	// ticks missed their deadline.
+	Passes  bool    `json:"passes"`
+	Summary Summary `json:"summary"`
+}
+
+// BenchReport is the outcome of a benchmark.
+type BenchReport struct {
+	Seeds    []uint64   `json:"seeds"`
+	Rates    []float64  `json:"rates"`
+	Steps    int        `json:"steps"`
+	Uncapped []BenchRun `json:"uncapped"`
+	Paced    []BenchRun `json:"paced"`
+	// UncappedMovesPerSecond is total uncapped steps over their total time.
+	UncappedMovesPerSecond float64 `json:"uncapped_moves_per_s"`
+	// HighestPassingFPS is the highest rate at which every seed passed; 0 when none did.
+	HighestPassingFPS float64 `json:"highest_passing_fps"`
+}
+
+// PassFraction is the share of ticks that may miss their deadline in a passing run
+// (upstream's benchmark: ≤ 1 %).
+const PassFraction = 0.01
+
+// Benchmark plays every seed uncapped (moves/s), then every seed at every rate (paced
+// ticks under deadlines), and reports the highest rate at which every seed passed.
+func Benchmark(ctx context.Context, model Model, cfg BenchConfig) (BenchReport, error) {
+	if len(cfg.Seeds) == 0 || len(cfg.Rates) == 0 || cfg.Steps < 1 {
+		return BenchReport{}, fmt.Errorf("%w: a benchmark needs seeds, rates and steps ≥ 1", ErrConfig)
+	}
+	rates := slices.Clone(cfg.Rates)
+	slices.Sort(rates)
+	rates = slices.Compact(rates)
+	for _, r := range rates {
+		if !(r > 0 && r <= MaxFPS) {
+			return BenchReport{}, fmt.Errorf("%w: rate %v must be in (0, %d]", ErrConfig, r, MaxFPS)
+		}
+	}
+	rep := BenchReport{Seeds: cfg.Seeds, Rates: rates, Steps: cfg.Steps}
+	if cfg.Warmup > 0 {
+		warm := cfg.GameConfig
+		warm.Seed = 9001
+		if _, err := runGame(ctx, model, Config{GameConfig: warm}, cfg.Warmup); err != nil {
+			return rep, err
+		}
+	}
+	play := func(seed uint64, fps float64) (BenchRun, error) {
+		gc := cfg.GameConfig
+		gc.Seed = seed
+		s, err := runGame(ctx, model, Config{GameConfig: gc, FPS: fps, Unassisted: cfg.Unassisted}, cfg.Steps)
+		if err != nil {
+			return BenchRun{}, err
+		}
+		run := BenchRun{Seed: seed, FPS: fps, Summary: s}
+		if s.Steps > 0 {
+			run.MissFraction = float64(s.DeadlineMisses) / float64(s.Steps)
+		}
+		run.Passes = (s.Alive && s.Steps == cfg.Steps || s.Won) && run.MissFraction <= PassFraction
+		if cfg.Progress != nil {
+			cfg.Progress(run)
+		}
+		return run, ctx.Err()
+	}
+	var steps int
+	var seconds float64
+	for _, seed := range cfg.Seeds {
+		run, err := play(seed, 0)
+		if err != nil {
+			return rep, err
+		}
+		rep.Uncapped = append(rep.Uncapped, run)
+		steps += run.Summary.Steps
+		seconds += run.Summary.Seconds
+	}
+	if seconds > 0 {
+		rep.UncappedMovesPerSecond = float64(steps) / seconds
+	}
+	for _, fps := range rates {
+		all := true
+		for _, seed := range cfg.Seeds {
+			run, err := play(seed, fps)
+			if err != nil {
+				return rep, err
+			}
+			rep.Paced = append(rep.Paced, run)
+			all = all && run.Passes
+		}
+		if all {
+			rep.HighestPassingFPS = fps
+		}
+	}
+	return rep, nil
+}
+
+func runGame(ctx context.Context, model Model, cfg Config, steps int) (Summary, error) {
+	l, err := New(model, cfg)
+	if err != nil {
+		return Summary{}, err
+	}
+	defer l.Close()
+	if err := l.Run(ctx, steps); err != nil {
+		return Summary{}, err
+	}
+	return l.Summary(), nil
+}
