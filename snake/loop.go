@@ -325,33 +325,38 @@ func mostProbableSafe(p *Plan, a *Answers) Direction {
 }
 
 // Run plays up to steps ticks (0: until the game ends or ctx is done), pacing them to
-// the tick rate. It stops early when the game ends; ctx ending is not an error.
+// the tick rate on a fixed schedule (so timer overshoot does not lower the rate; a
+// loop more than a tick behind restarts its schedule). It stops early when the game
+// ends; ctx ending is not an error.
 func (l *Loop) Run(ctx context.Context, steps int) error {
+	next := time.Now()
 	for i := 0; steps == 0 || i < steps; i++ {
 		if !l.game.Alive() {
 			return nil
 		}
-		start := time.Now()
 		if _, err := l.Tick(ctx); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
 			return err
 		}
-		if !l.pace(ctx, start) {
+		if l.budget <= 0 {
+			continue
+		}
+		next = next.Add(l.budget)
+		if now := time.Now(); now.Sub(next) > l.budget {
+			next = now
+		}
+		if !l.sleepUntil(ctx, next) {
 			return nil
 		}
 	}
 	return nil
 }
 
-// pace waits until the tick that started at start has had its whole budget; false
-// when ctx ended first.
-func (l *Loop) pace(ctx context.Context, start time.Time) bool {
-	if l.budget <= 0 {
-		return ctx.Err() == nil
-	}
-	if wait := time.Until(start.Add(l.budget)); wait > 0 {
+// sleepUntil waits for t; false when ctx ended first.
+func (l *Loop) sleepUntil(ctx context.Context, t time.Time) bool {
+	if wait := time.Until(t); wait > 0 {
 		l.timer.Reset(wait)
 		select {
 		case <-l.timer.C:
@@ -442,11 +447,12 @@ func (l *Loop) Summary() Summary {
 	if l.steps > 0 {
 		s.Seconds = l.last.Sub(l.first).Seconds()
 		if s.Seconds > 0 {
-			s.MovesPerSecond = float64(l.steps) / s.Seconds
+			s.MovesPerSecond = round3(float64(l.steps) / s.Seconds)
 		}
+		s.Seconds = round3(s.Seconds)
 		sorted := slices.Clone(l.lat)
 		slices.Sort(sorted)
-		s.TickMS = Percentiles{P50: percentile(sorted, 50), P95: percentile(sorted, 95), P99: percentile(sorted, 99)}
+		s.TickMS = Percentiles{P50: round3(percentile(sorted, 50)), P95: round3(percentile(sorted, 95)), P99: round3(percentile(sorted, 99))}
 	}
 	return s
 }
@@ -463,4 +469,18 @@ func percentile(sorted []float64, p float64) float64 {
 	return sorted[lo] + (sorted[hi]-sorted[lo])*(k-float64(lo))
 }
 
+// round3 keeps microseconds of a millisecond figure: timings are not more exact.
+func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
+
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// Counters are the loop's running totals, cheap to read every frame.
+type Counters struct {
+	Steps, ModelCalls, Answered, DeadlineMisses, Interventions, Deaths, BestScore, Round int
+}
+
+// Counters returns the running totals.
+func (l *Loop) Counters() Counters {
+	return Counters{Steps: l.steps, ModelCalls: l.calls, Answered: l.answered, DeadlineMisses: l.misses,
+		Interventions: l.interventions, Deaths: l.dead, BestScore: l.best, Round: l.round}
+}
