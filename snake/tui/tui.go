@@ -36,11 +36,11 @@ const (
 
 // MinSize returns the terminal size a board needs.
 func MinSize(width, height int) (cols, rows int) {
-	return 2*width + 2 + panelWidth, max(height+2, panelRows) + 2
+	return 2*width + 2 + 2 + panelWidth, max(height+2, panelRows) + 1
 }
 
 const (
-	panelWidth = 52
+	panelWidth = 56
 	panelRows  = 20
 	sparkLen   = 40
 )
@@ -379,7 +379,7 @@ func (u *ui) draw() {
 			case 1:
 				r, st = "██", stBody
 			case 2:
-				r, st = "██", stHead
+				r, st = "▓▓", stHead
 			case 3:
 				r, st = "()", stFood
 			default:

@@ -72,7 +72,7 @@ func TestTUIDrawsAndObeysKeys(t *testing.T) {
 	}()
 	text := waitFor(t, s, "P(safe route) 0.7500")
 	for _, want := range []string{"laya snake · fake · test", "shield on", "P(food)       0.6250", "0.4000", "UP", "RIGHT",
-		"space pause", "interventions", "50 fps target", "()", "██"} {
+		"space pause", "interventions", "50 fps target", "()", "██", "▓▓"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("screen lacks %q:\n%s", want, text)
 		}
