@@ -56,8 +56,11 @@ func Benchmark(ctx context.Context, model Model, cfg BenchConfig) (BenchReport, 
 	slices.Sort(rates)
 	rates = slices.Compact(rates)
 	for _, r := range rates {
-		if !(r > 0 && r <= MaxFPS) {
-			return BenchReport{}, fmt.Errorf("%w: rate %v must be in (0, %d]", ErrConfig, r, MaxFPS)
+		if r == 0 {
+			return BenchReport{}, fmt.Errorf("%w: rate 0 is the uncapped run, which every benchmark plays; give paced rates", ErrConfig)
+		}
+		if err := CheckFPS(r); err != nil {
+			return BenchReport{}, err
 		}
 	}
 	rep := BenchReport{Seeds: cfg.Seeds, Rates: rates, Steps: cfg.Steps}

@@ -26,8 +26,12 @@ type Config struct {
 	Record io.Writer
 }
 
-// MaxFPS bounds the tick rate.
-const MaxFPS = 10000
+// MinFPS and MaxFPS bound a paced tick rate (0, unpaced, is allowed too): 10 s to
+// 0.1 ms per tick.
+const (
+	MinFPS = 0.1
+	MaxFPS = 10000
+)
 
 // maxInFlight bounds the requests a loop has open: the current one plus stale ones
 // that ignored their cancellation and are still running. When every slot is taken the
@@ -107,8 +111,8 @@ func New(model Model, cfg Config) (*Loop, error) {
 	if model == nil {
 		return nil, fmt.Errorf("%w: no model", ErrConfig)
 	}
-	if math.IsNaN(cfg.FPS) || cfg.FPS < 0 || cfg.FPS > MaxFPS {
-		return nil, fmt.Errorf("%w: fps %v must be between 0 (as fast as possible) and %d", ErrConfig, cfg.FPS, MaxFPS)
+	if err := CheckFPS(cfg.FPS); err != nil {
+		return nil, err
 	}
 	g, err := NewGame(cfg.GameConfig)
 	if err != nil {
@@ -146,9 +150,22 @@ func (l *Loop) Game() *Game { return l.game }
 // Config returns the loop's settings, FPS as currently set.
 func (l *Loop) Config() Config { return l.cfg }
 
-// SetFPS changes the tick rate from the next tick on (clamped to [0, MaxFPS]).
+// CheckFPS accepts 0 (unpaced) and rates in [MinFPS, MaxFPS].
+func CheckFPS(fps float64) error {
+	if fps != 0 && !(fps >= MinFPS && fps <= MaxFPS) {
+		return fmt.Errorf("%w: fps %v must be 0 (as fast as possible) or between %v and %v", ErrConfig, fps, MinFPS, MaxFPS)
+	}
+	return nil
+}
+
+// SetFPS changes the tick rate from the next tick on (0, or clamped to
+// [MinFPS, MaxFPS]).
 func (l *Loop) SetFPS(fps float64) {
-	fps = max(0, min(fps, MaxFPS))
+	if math.IsNaN(fps) || fps <= 0 {
+		fps = 0
+	} else {
+		fps = max(MinFPS, min(fps, MaxFPS))
+	}
 	l.cfg.FPS = fps
 	l.budget = 0
 	if fps > 0 {

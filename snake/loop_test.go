@@ -242,7 +242,7 @@ func TestModelFailuresStopTheLoop(t *testing.T) {
 	if _, err := New(nil, Config{GameConfig: DefaultGame}); !errors.Is(err, ErrConfig) {
 		t.Fatal(err)
 	}
-	for _, fps := range []float64{-1, math.NaN(), MaxFPS + 1} {
+	for _, fps := range []float64{-1, math.NaN(), MaxFPS + 1, 1e-12, math.Inf(1)} {
 		if _, err := New(&fakeModel{}, Config{GameConfig: DefaultGame, FPS: fps}); !errors.Is(err, ErrConfig) {
 			t.Fatalf("fps %v: %v", fps, err)
 		}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -97,6 +96,9 @@ func (f *snakeFlags) register(fs interface {
 // game checks the board flags before anything is loaded.
 func (f *snakeFlags) game(seed uint64) (snake.GameConfig, error) {
 	gc := snake.GameConfig{Width: f.width, Height: f.height, Seed: seed, InitialLength: f.initialLength}
+	if f.initialLength < 2 { // 0 would silently mean the default
+		return gc, fmt.Errorf("--initial-length %d: %w: the snake needs at least 2 cells", f.initialLength, snake.ErrConfig)
+	}
 	if _, err := snake.NewGame(gc); err != nil {
 		return gc, fmt.Errorf("--width %d --height %d --initial-length %d: %w", f.width, f.height, f.initialLength, err)
 	}
@@ -117,8 +119,8 @@ func (f *snakeFlags) load(ctx context.Context, stderr io.Writer) (*laya.Agent, e
 }
 
 func checkFPS(fps float64) error {
-	if math.IsNaN(fps) || fps < 0 || fps > snake.MaxFPS {
-		return fmt.Errorf("--fps %v must be between 0 (as fast as possible) and %d", fps, snake.MaxFPS)
+	if err := snake.CheckFPS(fps); err != nil {
+		return fmt.Errorf("--fps: %w", err)
 	}
 	return nil
 }
@@ -300,8 +302,11 @@ func runSnakeBenchmark(ctx context.Context, args []string, stdout, stderr io.Wri
 	}
 	rates, err := parseList(*ratesArg, "--rates", func(s string) (float64, error) {
 		r, err := strconv.ParseFloat(s, 64)
-		if err == nil && !(r > 0 && r <= snake.MaxFPS) {
-			err = fmt.Errorf("must be in (0, %d]", snake.MaxFPS)
+		if err == nil && r == 0 {
+			err = errors.New("0 is the uncapped run, which is always played")
+		}
+		if err == nil {
+			err = snake.CheckFPS(r)
 		}
 		return r, err
 	})
