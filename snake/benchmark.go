@@ -78,11 +78,7 @@ func Benchmark(ctx context.Context, model Model, cfg BenchConfig) (BenchReport, 
 		if err != nil {
 			return BenchRun{}, err
 		}
-		run := BenchRun{Seed: seed, FPS: fps, Summary: s}
-		if s.Steps > 0 {
-			run.MissFraction = float64(s.DeadlineMisses) / float64(s.Steps)
-		}
-		run.Passes = (s.Alive && s.Steps == cfg.Steps || s.Won) && run.MissFraction <= PassFraction
+		run := BenchRun{Seed: seed, FPS: fps, Summary: s, MissFraction: missFraction(s), Passes: passes(s, cfg.Steps)}
 		if cfg.Progress != nil {
 			cfg.Progress(run)
 		}
@@ -129,4 +125,17 @@ func runGame(ctx context.Context, model Model, cfg Config, steps int) (Summary, 
 		return Summary{}, err
 	}
 	return l.Summary(), nil
+}
+
+func missFraction(s Summary) float64 {
+	if s.Steps == 0 {
+		return 0
+	}
+	return float64(s.DeadlineMisses) / float64(s.Steps)
+}
+
+// passes: the snake lived through every tick asked for (or filled the board first)
+// and at most PassFraction of ticks missed their deadline.
+func passes(s Summary, steps int) bool {
+	return (s.Alive && s.Steps == steps || s.Won) && missFraction(s) <= PassFraction
 }

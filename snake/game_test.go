@@ -159,7 +159,9 @@ func TestShieldKeepsEverySnakeAlive(t *testing.T) {
 			lastFood := 0
 			for step := 0; step < 3*g.Capacity()+200 && g.Alive(); step++ {
 				g.Plan(&p)
-				checkPlanAgainstReference(t, g, &p)
+				if g.Capacity() <= 100 || step%5 == 0 { // the map-based reference is slow
+					checkPlanAgainstReference(t, g, &p)
+				}
 				if p.SafeCount == 0 {
 					t.Fatalf("%d×%d seed %d tick %d: no safe move", b.w, b.h, seed, g.Ticks())
 				}
