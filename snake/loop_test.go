@@ -190,8 +190,9 @@ func TestSlowModelMissesDeadlinesAndIsCancelled(t *testing.T) {
 			t.Errorf("ignoreCtx=%v: %d calls ended, %d made", ignore, len(slow.ends), s.ModelCalls)
 		}
 		for i, e := range slow.ends {
-			if !errors.Is(e, context.DeadlineExceeded) && !errors.Is(e, context.Canceled) {
-				t.Errorf("ignoreCtx=%v: call %d ended with %v, want its context cancelled", ignore, i, e)
+			// Cancelled at its deadline, not later by the next tick or by Close.
+			if !errors.Is(e, context.DeadlineExceeded) {
+				t.Errorf("ignoreCtx=%v: call %d ended with %v, want context.DeadlineExceeded", ignore, i, e)
 			}
 		}
 		slow.mu.Unlock()
