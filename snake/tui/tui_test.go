@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +19,12 @@ func fastModel(context.Context, laya.State, laya.Questions) (snake.Answers, erro
 
 func screenText(s tcell.SimulationScreen) string {
 	cells, w, h := s.GetContents()
+	// GetContents hands out the live cells; read them under the screen's own lock, as
+	// Show writes them from Run's goroutine.
+	if l, ok := s.(sync.Locker); ok {
+		l.Lock()
+		defer l.Unlock()
+	}
 	var b strings.Builder
 	for y := range h {
 		for x := range w {
