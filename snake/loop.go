@@ -423,7 +423,8 @@ type Percentiles struct {
 	P99 float64 `json:"p99"`
 }
 
-// Summary is a run's outcome, the object --headless --json prints.
+// Summary is a run's outcome, the object --headless --json prints. Alive is false
+// only for a snake that died (one that filled the board is alive and Won).
 type Summary struct {
 	Steps          int         `json:"steps"`
 	Alive          bool        `json:"alive"`
@@ -455,7 +456,7 @@ type Summary struct {
 func (l *Loop) Summary() Summary {
 	g := l.game
 	s := Summary{
-		Steps: l.steps, Alive: g.Alive(), Score: g.Score(),
+		Steps: l.steps, Alive: g.Death() == Alive, Score: g.Score(),
 		DeadlineMisses: l.misses, Interventions: l.interventions, ModelCalls: l.calls,
 		Won: g.Won(), Death: g.Death().String(), Length: g.Len(), BestScore: l.best,
 		Rounds: l.round, Deaths: l.dead, Answered: l.answered, Seed: g.Config().Seed,

@@ -426,3 +426,50 @@ func TestBenchRunPassCriterion(t *testing.T) {
 		t.Error("a game cut short does not pass")
 	}
 }
+
+// plannerReader is a model that reads the move question's criteria and picks what
+// they recommend: eat now, else the best route. It sees only the prompt.
+type plannerReader struct{}
+
+func (plannerReader) Decide(_ context.Context, _ laya.State, qs laya.Questions) (Answers, error) {
+	var a Answers
+	best := -1
+	for _, m := range qs[0].Definition.Members() {
+		if m.Key != "criteria" {
+			continue
+		}
+		for i, c := range m.Value.Members() {
+			if c.Key != directionNames[i] {
+				return a, errors.New("criteria out of option order")
+			}
+			switch c.Value.Str() {
+			case "Safe. Eat food now. Best.":
+				best = i
+			case "Safe. Best route to food.":
+				if best < 0 || a.Move[best] < 0.5 {
+					best = i
+				}
+			}
+			if best == i {
+				a.Move = [4]float64{}
+				a.Move[i] = 1
+			}
+		}
+	}
+	if best < 0 {
+		return a, errors.New("no safe option offered")
+	}
+	a.SafeRoute, a.FoodReachable = 1, 1
+	return a, nil
+}
+
+func TestPlannerFollowingModelFillsTheBoard(t *testing.T) {
+	l := newLoop(t, plannerReader{}, Config{GameConfig: GameConfig{Width: 4, Height: 6, Seed: 3, InitialLength: 3}})
+	if err := l.Run(context.Background(), 10000); err != nil {
+		t.Fatal(err)
+	}
+	s := l.Summary()
+	if !s.Won || !s.Alive || s.Length != 24 || s.Score != 21 || s.Interventions != 0 || s.Steps >= 10000 {
+		t.Fatalf("%+v", s)
+	}
+}
