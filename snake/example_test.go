@@ -29,7 +29,8 @@ func ExampleHamiltonianCycle() {
 // reads it. The head is at the centre (12,8) on a row the cycle sweeps rightwards, the
 // body behind it to the left: LEFT is the neck; RIGHT follows the cycle; DOWN jumps
 // 23 cells ahead along it (the row below runs back leftwards) without passing the
-// food; UP would jump behind the tail.
+// food; UP would jump 361 cells ahead, past the food (upstream's compact wording calls
+// every unsafe move a trap).
 func ExampleGame_Plan() {
 	g, _ := snake.NewGame(snake.DefaultGame)
 	var p snake.Plan
