@@ -31,7 +31,7 @@ type Criterion uint8
 
 const (
 	Blocked     Criterion = iota // "Blocked. Collision."
-	Unsafe                       // "Unsafe. Traps the snake."
+	Unsafe                       // "Unsafe. Traps the snake." (legal, not safe: traps or leaves cycle order)
 	EatNow                       // "Safe. Eat food now. Best."
 	BestRoute                    // "Safe. Best route to food."
 	SlowerRoute                  // "Safe. Slower route."
