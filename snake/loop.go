@@ -139,9 +139,20 @@ func New(model Model, cfg Config) (*Loop, error) {
 func worker(m Model, s *slot) {
 	for r := range s.req {
 		t0 := time.Now()
-		a, err := m.Decide(s.ctx, r.state, r.questions)
+		a, err := decideSafely(m, s.ctx, r)
 		s.res <- response{answers: a, err: err, took: time.Since(t0)}
 	}
+}
+
+// decideSafely turns a panicking model into an error, so the loop reports it instead
+// of the program dying on a worker goroutine.
+func decideSafely(m Model, ctx context.Context, r request) (a Answers, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("model panicked: %v", p)
+		}
+	}()
+	return m.Decide(ctx, r.state, r.questions)
 }
 
 // Game is the loop's game (read it between ticks only).

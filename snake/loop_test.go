@@ -250,6 +250,10 @@ func TestModelFailuresStopTheLoop(t *testing.T) {
 			t.Fatalf("err = %v does not wrap the model's", err)
 		}
 	}
+	panicky := ModelFunc(func(context.Context, laya.State, laya.Questions) (Answers, error) { panic("boom") })
+	if _, err := newLoop(t, panicky, Config{}).Tick(context.Background()); !errors.Is(err, ErrModel) || !strings.Contains(err.Error(), "panicked: boom") {
+		t.Fatalf("panicking model: %v", err)
+	}
 	if _, err := New(nil, Config{GameConfig: DefaultGame}); !errors.Is(err, ErrConfig) {
 		t.Fatal(err)
 	}
