@@ -60,3 +60,24 @@ func TestHeadlessRealModelStaysAlive(t *testing.T) {
 	t.Logf("real-en cpu: %d ticks, score %d, %d interventions, tick p50 %.2f ms p99 %.2f ms, %.0f moves/s (noisy shared machine)",
 		s.Steps, s.Score, s.Interventions, s.TickMS.P50, s.TickMS.P99, s.MovesPerSecond)
 }
+
+// TestRealModelUnderAnImpossibleDeadline: at 10,000 fps (0.1 ms a tick) real-en
+// cannot answer in time; every late Predict is cancelled through the tick context and
+// the shield plays on without an error.
+func TestRealModelUnderAnImpossibleDeadline(t *testing.T) {
+	agent, err := laya.Load(context.Background(), realEN, laya.WithBackend("cpu"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer agent.Close()
+	l := newLoop(t, AgentModel{Agent: agent}, Config{GameConfig: DefaultGame, FPS: MaxFPS})
+	if err := l.Run(context.Background(), 60); err != nil {
+		t.Fatal(err)
+	}
+	s := l.Summary()
+	if !s.Alive || s.Steps != 60 || s.DeadlineMisses < 55 {
+		t.Fatalf("%+v", s)
+	}
+	// The loop's Close does not wait for stale Predicts; the deferred agent.Close does.
+	l.Close()
+}
