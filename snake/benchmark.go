@@ -13,13 +13,17 @@ type BenchConfig struct {
 	Rates      []float64 // paced tick rates to try, fps > 0
 	Steps      int       // ticks per game
 	Warmup     int       // unmeasured ticks before the first game (model warm-up)
+	// RawSteps > 0 also plays every seed unassisted (the model's argmax, no shield),
+	// uncapped, for up to RawSteps ticks: how far the model gets on its own.
+	RawSteps   int
 	Unassisted bool
 	// Progress, when set, is called after every game.
 	Progress func(BenchRun)
 }
 
-// BenchRun is one game of a benchmark. FPS 0 is the uncapped run of its seed.
+// BenchRun is one game of a benchmark. FPS 0 is an uncapped run.
 type BenchRun struct {
+	Kind         string  `json:"kind"` // "raw" (unassisted), "uncapped" or "paced"
 	Seed         uint64  `json:"seed"`
 	FPS          float64 `json:"fps"`
 	MissFraction float64 `json:"miss_fraction"`
@@ -34,6 +38,7 @@ type BenchReport struct {
 	Seeds    []uint64   `json:"seeds"`
 	Rates    []float64  `json:"rates"`
 	Steps    int        `json:"steps"`
+	Raw      []BenchRun `json:"raw_unassisted,omitempty"`
 	Uncapped []BenchRun `json:"uncapped"`
 	Paced    []BenchRun `json:"paced"`
 	// UncappedMovesPerSecond is total uncapped steps over their total time.
@@ -46,8 +51,11 @@ type BenchReport struct {
 // (upstream's benchmark: ≤ 1 %).
 const PassFraction = 0.01
 
-// Benchmark plays every seed uncapped (moves/s), then every seed at every rate (paced
-// ticks under deadlines), and reports the highest rate at which every seed passed.
+// Benchmark plays every seed unassisted when RawSteps is set (the model alone), every
+// seed uncapped (moves/s), then every seed at every rate (paced ticks under
+// deadlines), and reports the highest rate at which every seed passed. The structure
+// is upstream's benchmark (laya-mlx laya_mlx/snake/benchmark.py), with every seed
+// played at every rate instead of a one-seed sweep followed by soaks.
 func Benchmark(ctx context.Context, model Model, cfg BenchConfig) (BenchReport, error) {
 	if len(cfg.Seeds) == 0 || len(cfg.Rates) == 0 || cfg.Steps < 1 {
 		return BenchReport{}, fmt.Errorf("%w: a benchmark needs seeds, rates and steps ≥ 1", ErrConfig)
@@ -71,23 +79,33 @@ func Benchmark(ctx context.Context, model Model, cfg BenchConfig) (BenchReport, 
 			return rep, err
 		}
 	}
-	play := func(seed uint64, fps float64) (BenchRun, error) {
+	play := func(kind string, seed uint64, fps float64, unassisted bool, steps int) (BenchRun, error) {
 		gc := cfg.GameConfig
 		gc.Seed = seed
-		s, err := runGame(ctx, model, Config{GameConfig: gc, FPS: fps, Unassisted: cfg.Unassisted}, cfg.Steps)
+		s, err := runGame(ctx, model, Config{GameConfig: gc, FPS: fps, Unassisted: unassisted}, steps)
 		if err != nil {
 			return BenchRun{}, err
 		}
-		run := BenchRun{Seed: seed, FPS: fps, Summary: s, MissFraction: missFraction(s), Passes: passes(s, cfg.Steps)}
+		run := BenchRun{Kind: kind, Seed: seed, FPS: fps, Summary: s, MissFraction: missFraction(s), Passes: passes(s, steps)}
 		if cfg.Progress != nil {
 			cfg.Progress(run)
 		}
 		return run, ctx.Err()
 	}
+	for _, seed := range cfg.Seeds {
+		if cfg.RawSteps <= 0 {
+			break
+		}
+		run, err := play("raw", seed, 0, true, cfg.RawSteps)
+		if err != nil {
+			return rep, err
+		}
+		rep.Raw = append(rep.Raw, run)
+	}
 	var steps int
 	var seconds float64
 	for _, seed := range cfg.Seeds {
-		run, err := play(seed, 0)
+		run, err := play("uncapped", seed, 0, cfg.Unassisted, cfg.Steps)
 		if err != nil {
 			return rep, err
 		}
@@ -101,7 +119,7 @@ func Benchmark(ctx context.Context, model Model, cfg BenchConfig) (BenchReport, 
 	for _, fps := range rates {
 		all := true
 		for _, seed := range cfg.Seeds {
-			run, err := play(seed, fps)
+			run, err := play("paced", seed, fps, cfg.Unassisted, cfg.Steps)
 			if err != nil {
 				return rep, err
 			}

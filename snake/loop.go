@@ -82,6 +82,7 @@ type Loop struct {
 	round, best                                         int
 	steps, calls, answered, misses, interventions, dead int
 	lat                                                 []float64 // ring of tick times, ms
+	modelLat                                            []float64 // ring of answered model times, ms
 	first, last                                         time.Time
 	closed                                              bool
 }
@@ -120,7 +121,8 @@ func New(model Model, cfg Config) (*Loop, error) {
 	}
 	cfg.GameConfig = g.Config()
 	sharedPrompts() // built once, before the first deadline
-	l := &Loop{cfg: cfg, model: model, game: g, round: 1, lat: make([]float64, 0, latencyWindow),
+	l := &Loop{cfg: cfg, model: model, game: g, round: 1,
+		lat: make([]float64, 0, latencyWindow), modelLat: make([]float64, 0, latencyWindow),
 		line: make([]byte, 0, 1024)}
 	l.SetFPS(cfg.FPS)
 	l.timer = time.NewTimer(time.Hour)
@@ -329,6 +331,11 @@ func (l *Loop) decide(ctx context.Context, t *Tick, start time.Time) error {
 			return err
 		}
 		t.Answers, t.Answered, t.ModelTime = r.answers, true, r.took
+		if len(l.modelLat) < cap(l.modelLat) {
+			l.modelLat = append(l.modelLat, ms(r.took))
+		} else {
+			l.modelLat[l.answered%cap(l.modelLat)] = ms(r.took)
+		}
 		l.answered++
 	case <-timeout:
 		s.ctx.cancel(context.DeadlineExceeded)
@@ -442,6 +449,8 @@ type Summary struct {
 	Score          int         `json:"score"`
 	MovesPerSecond float64     `json:"moves_per_s"`
 	TickMS         Percentiles `json:"tick_ms"`
+	// ModelMS covers the answered decisions only: request to answer.
+	ModelMS        Percentiles `json:"model_ms"`
 	DeadlineMisses int         `json:"deadline_misses"`
 	Interventions  int         `json:"interventions"`
 	ModelCalls     int         `json:"model_calls"`
@@ -463,7 +472,7 @@ type Summary struct {
 	Unassisted bool    `json:"unassisted"`
 }
 
-// Summary reports the loop so far. Percentiles cover the last 65,536 ticks.
+// Summary reports the loop so far. Percentiles cover the last 65,536 ticks (answers).
 func (l *Loop) Summary() Summary {
 	g := l.game
 	s := Summary{
@@ -479,11 +488,16 @@ func (l *Loop) Summary() Summary {
 			s.MovesPerSecond = round3(float64(l.steps) / s.Seconds)
 		}
 		s.Seconds = round3(s.Seconds)
-		sorted := slices.Clone(l.lat)
-		slices.Sort(sorted)
-		s.TickMS = Percentiles{P50: round3(percentile(sorted, 50)), P95: round3(percentile(sorted, 95)), P99: round3(percentile(sorted, 99))}
+		s.TickMS = percentiles(l.lat)
+		s.ModelMS = percentiles(l.modelLat)
 	}
 	return s
+}
+
+func percentiles(ms []float64) Percentiles {
+	sorted := slices.Clone(ms)
+	slices.Sort(sorted)
+	return Percentiles{P50: round3(percentile(sorted, 50)), P95: round3(percentile(sorted, 95)), P99: round3(percentile(sorted, 99))}
 }
 
 // percentile interpolates linearly between order statistics (numpy's default, which

@@ -210,6 +210,11 @@ func TestDeadlineMetByAFastModel(t *testing.T) {
 	if s.DeadlineMisses > 1 || s.Answered < 9 {
 		t.Fatalf("%+v", s)
 	}
+	// The model sleeps 1 ms, so it cannot have answered faster (a lower bound holds on
+	// any machine).
+	if s.ModelMS.P50 < 1 || s.TickMS.P50 < s.ModelMS.P50 {
+		t.Errorf("model p50 %.3f ms, tick p50 %.3f ms", s.ModelMS.P50, s.TickMS.P50)
+	}
 	// Timers never fire early, so pacing can only make the loop slower than the rate.
 	if s.MovesPerSecond > fps*1.05 {
 		t.Errorf("paced at %d fps: %.1f moves/s", fps, s.MovesPerSecond)
@@ -354,7 +359,7 @@ func TestSummaryJSONFields(t *testing.T) {
 	if err := json.Unmarshal(data, &m); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"steps", "alive", "score", "moves_per_s", "tick_ms", "deadline_misses", "interventions", "model_calls", "backend", "model"} {
+	for _, k := range []string{"steps", "alive", "score", "moves_per_s", "tick_ms", "deadline_misses", "interventions", "model_calls", "backend", "model", "model_ms"} {
 		if _, ok := m[k]; !ok {
 			t.Errorf("summary has no %q: %s", k, data)
 		}
@@ -385,17 +390,23 @@ func TestBenchmarkFindsTheHighestPassingRate(t *testing.T) {
 	slow := &slowModel{delay: 2 * time.Millisecond}
 	var runs []BenchRun
 	rep, err := Benchmark(context.Background(), slow, BenchConfig{
-		GameConfig: GameConfig{Width: 8, Height: 8}, Seeds: []uint64{1, 2}, Rates: []float64{1000, 5, 10, 10}, Steps: 5, Warmup: 2,
+		GameConfig: GameConfig{Width: 8, Height: 8}, Seeds: []uint64{1, 2}, Rates: []float64{1000, 5, 10, 10}, Steps: 5, Warmup: 2, RawSteps: 50,
 		Progress: func(r BenchRun) { runs = append(runs, r) },
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Uncapped) != 2 || len(rep.Paced) != 6 || len(runs) != 8 || len(rep.Rates) != 3 {
-		t.Fatalf("%d uncapped, %d paced, %d progress calls, rates %v", len(rep.Uncapped), len(rep.Paced), len(runs), rep.Rates)
+	if len(rep.Raw) != 2 || len(rep.Uncapped) != 2 || len(rep.Paced) != 6 || len(runs) != 10 || len(rep.Rates) != 3 {
+		t.Fatalf("%d raw, %d uncapped, %d paced, %d progress calls, rates %v", len(rep.Raw), len(rep.Uncapped), len(rep.Paced), len(runs), rep.Rates)
 	}
 	if rep.HighestPassingFPS != 10 {
 		t.Fatalf("highest passing fps %v, want 10: %+v", rep.HighestPassingFPS, rep.Paced)
+	}
+	// The slow model always says UP: unassisted, it runs into the top wall of an 8×8 board.
+	for _, r := range rep.Raw {
+		if r.Kind != "raw" || r.Summary.Alive || r.Summary.Death != "wall" || r.Summary.Steps > 8 || r.Passes || !r.Summary.Unassisted {
+			t.Errorf("raw run: %+v", r)
+		}
 	}
 	for _, r := range rep.Paced {
 		if r.FPS == 1000 && (r.Passes || r.MissFraction != 1 || !r.Summary.Alive) {

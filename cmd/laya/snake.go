@@ -266,12 +266,14 @@ func playTUI(ctx context.Context, loop *snake.Loop, sf snakeFlags, steps int) (s
 
 const snakeBenchUsage = `Usage: laya snake benchmark [--model DIR|ORG/NAME] [--backend cpu]
                             [--seeds 101,102,103] [--rates 10,20,40,80,160,320] [--steps 150]
-                            [--json] [--output FILE]
+                            [--raw-steps 200] [--json] [--output FILE]
 
-Plays every seed once as fast as possible (moves/s), then every seed at every
-rate, each tick under a 1/rate deadline, and reports the highest rate at which
-every seed survived and at least 99 % of ticks met their deadline. Model load and
---warmup ticks are not measured. Timings depend on the machine and its load.
+Plays every seed unassisted (the model's own argmax, no shield: how far the model
+gets alone), then once with the shield as fast as possible (moves/s), then at
+every rate, each tick under a 1/rate deadline, and reports the highest rate at
+which every seed survived and at least 99 % of ticks met their deadline. Model
+load and --warmup ticks are not measured. Timings depend on the machine and its
+load.
 
 Example:
   $ laya snake benchmark --seeds 101,102 --rates 20,50,100 --steps 100
@@ -287,6 +289,7 @@ func runSnakeBenchmark(ctx context.Context, args []string, stdout, stderr io.Wri
 	ratesArg := fs.String("rates", "10,20,40,80,160,320", "comma-separated paced tick `rates` (fps)")
 	steps := fs.Int("steps", 150, "ticks per game")
 	warm := fs.Int("warmup", 20, "unmeasured warm-up `ticks` before the first game")
+	rawSteps := fs.Int("raw-steps", 200, "also play each seed unassisted (no shield) for up to `N` ticks; 0: skip")
 	asJSON := fs.Bool("json", false, "print the whole report as JSON instead of a table")
 	output := fs.String("output", "", "also write the JSON report to `FILE`")
 	if help, err := parseFlags(fs, args); help || err != nil {
@@ -313,8 +316,8 @@ func runSnakeBenchmark(ctx context.Context, args []string, stdout, stderr io.Wri
 	if err != nil {
 		return err
 	}
-	if *steps < 1 || *warm < 0 {
-		return fmt.Errorf("--steps %d must be at least 1 and --warmup %d at least 0", *steps, *warm)
+	if *steps < 1 || *warm < 0 || *rawSteps < 0 {
+		return fmt.Errorf("--steps %d must be at least 1, --warmup %d and --raw-steps %d at least 0", *steps, *warm, *rawSteps)
 	}
 	agent, err := sf.load(ctx, stderr)
 	if err != nil {
@@ -328,9 +331,10 @@ func runSnakeBenchmark(ctx context.Context, args []string, stdout, stderr io.Wri
 			"seed", "fps", "steps", "alive", "score", "moves/s", "p50 ms", "p95 ms", "p99 ms", "missed", "passes")
 	}
 	rep, err := snake.Benchmark(ctx, snake.AgentModel{Agent: agent}, snake.BenchConfig{
-		GameConfig: gc, Seeds: seeds, Rates: rates, Steps: *steps, Warmup: *warm, Unassisted: sf.unassisted,
+		GameConfig: gc, Seeds: seeds, Rates: rates, Steps: *steps, Warmup: *warm, RawSteps: *rawSteps,
+		Unassisted: sf.unassisted,
 		Progress: func(r snake.BenchRun) {
-			fps := "uncapped"
+			fps := r.Kind // raw, uncapped
 			if r.FPS > 0 {
 				fps = strconv.FormatFloat(r.FPS, 'g', -1, 64)
 			}
@@ -364,8 +368,18 @@ func runSnakeBenchmark(ctx context.Context, args []string, stdout, stderr io.Wri
 	if rep.HighestPassingFPS > 0 {
 		highest = strconv.FormatFloat(rep.HighestPassingFPS, 'g', -1, 64) + " fps"
 	}
-	_, err = fmt.Fprintf(stdout, "uncapped: %.1f moves/s over %d seeds; highest passing rate (alive, ≥ 99 %% of ticks on time, every seed): %s (%s, %s)\n",
-		rep.UncappedMovesPerSecond, len(seeds), highest, sf.backend, sf.model)
+	raw := ""
+	if len(rep.Raw) > 0 {
+		alive := 0
+		for _, r := range rep.Raw {
+			if r.Summary.Alive {
+				alive++
+			}
+		}
+		raw = fmt.Sprintf("; unassisted: %d of %d seeds survived %d ticks", alive, len(rep.Raw), *rawSteps)
+	}
+	_, err = fmt.Fprintf(stdout, "uncapped: %.1f moves/s over %d seeds; highest passing rate (alive, ≥ 99 %% of ticks on time, every seed): %s%s (%s, %s)\n",
+		rep.UncappedMovesPerSecond, len(seeds), highest, raw, sf.backend, sf.model)
 	return err
 }
 

@@ -92,6 +92,7 @@ func TestSnakeBadFlags(t *testing.T) {
 		{[]string{"benchmark", "--seeds", "a,b"}, "--seeds", nil},
 		{[]string{"benchmark", "--width", "7", "--height", "9"}, "two odd sides", snake.ErrBoard},
 		{[]string{"benchmark", "--steps", "0"}, "--steps 0", nil},
+		{[]string{"benchmark", "--raw-steps", "-1"}, "--raw-steps -1", nil},
 	} {
 		var out, errOut bytes.Buffer
 		err := runSnake(context.Background(), tc.args, nil, &out, &errOut)
@@ -108,13 +109,14 @@ func TestSnakeBadFlags(t *testing.T) {
 func TestSnakeBenchmarkCommand(t *testing.T) {
 	var out, errOut bytes.Buffer
 	err := runSnake(context.Background(), []string{"benchmark", "--model", predictModel, "--seeds", "1,2", "--rates", "50,10000",
-		"--steps", "15", "--warmup", "2", "--width", "8", "--height", "8", "--json"}, nil, &out, &errOut)
+		"--steps", "15", "--warmup", "2", "--raw-steps", "30", "--width", "8", "--height", "8", "--json"}, nil, &out, &errOut)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, errOut.String())
 	}
 	var rep struct {
 		Model    string           `json:"model"`
 		Backend  string           `json:"backend"`
+		Raw      []snake.BenchRun `json:"raw_unassisted"`
 		Uncapped []snake.BenchRun `json:"uncapped"`
 		Paced    []snake.BenchRun `json:"paced"`
 		Highest  float64          `json:"highest_passing_fps"`
@@ -123,7 +125,7 @@ func TestSnakeBenchmarkCommand(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
-	if len(rep.Uncapped) != 2 || len(rep.Paced) != 4 || rep.MPS <= 0 || rep.Backend != "cpu" {
+	if len(rep.Raw) != 2 || len(rep.Uncapped) != 2 || len(rep.Paced) != 4 || rep.MPS <= 0 || rep.Backend != "cpu" {
 		t.Fatalf("%s", out.String())
 	}
 	// 10,000 fps gives each tick 0.1 ms: no forward pass of real-en makes that.
