@@ -400,7 +400,7 @@ func (u *ui) draw() {
 	c := f.counters
 	status := fmt.Sprintf("round %d  score %d  best %d  length %d", c.Round, f.score, c.BestScore, f.len)
 	line(status, stBold)
-	rate := fmt.Sprintf("%.0f fps target", f.fps)
+	rate := fmt.Sprintf("%.0f fps target, %.0f ms a tick", f.fps, f.budgetMS)
 	if f.fps == 0 {
 		rate = "as fast as possible"
 	}

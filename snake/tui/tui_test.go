@@ -92,7 +92,7 @@ func TestTUIDrawsAndObeysKeys(t *testing.T) {
 		t.Errorf("paused, yet %d ticks ran", got-steps)
 	}
 	s.InjectKey(tcell.KeyUp, 0, tcell.ModNone)
-	waitFor(t, s, "52 fps target")
+	waitFor(t, s, "52 fps target, 19 ms a tick")
 	s.InjectKey(tcell.KeyRune, '-', tcell.ModNone)
 	s.InjectKey(tcell.KeyRune, '-', tcell.ModNone)
 	waitFor(t, s, "48 fps target")
@@ -137,5 +137,36 @@ func TestSparkline(t *testing.T) {
 	}
 	if got := sparkline([]float64{1, 2, 4}, 0); got != "▂▄█" {
 		t.Errorf("no budget: %q", got)
+	}
+}
+
+func TestTUIStartsANewRoundAfterADeath(t *testing.T) {
+	s := tcell.NewSimulationScreen("UTF-8")
+	if err := s.Init(); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Fini()
+	s.SetSize(MinSize(24, 16))
+	// Unassisted, a model that always says UP hits the top wall within 8 ticks.
+	loop, err := snake.New(snake.ModelFunc(fastModel), snake.Config{GameConfig: snake.DefaultGame, FPS: 200, Unassisted: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer loop.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		if _, err := Run(ctx, s, loop, Options{RoundPause: 300 * time.Millisecond}); err != nil {
+			t.Error(err)
+		}
+		close(done)
+	}()
+	waitFor(t, s, "UNASSISTED")
+	waitFor(t, s, "DEAD (wall)")
+	waitFor(t, s, "round 2")
+	cancel()
+	<-done
+	if c := loop.Counters(); c.Deaths < 1 || c.Round < 2 {
+		t.Errorf("%+v", c)
 	}
 }
