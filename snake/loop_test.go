@@ -324,6 +324,10 @@ func TestRecordFormat(t *testing.T) {
 				if !r.DeadlineMiss || r.Probabilities != nil || r.Chosen != nil || r.ModelMS != nil || r.PSafe != nil {
 					t.Fatalf("line %d of a missed tick: %s", i+1, line)
 				}
+				// A missed tick waited out its whole 10 ms budget (timers never fire early).
+				if *r.LatencyMS < 10 {
+					t.Fatalf("line %d: a missed tick took %v ms, under its 10 ms budget", i+1, *r.LatencyMS)
+				}
 				continue
 			}
 			sum := 0.0
