@@ -9,8 +9,10 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/laya-metal/laya/backend"
 	"github.com/laya-metal/laya/heads"
-	"github.com/laya-metal/laya/internal/pyfmt"
+	"github.com/laya-metal/laya/hub"
+	"github.com/laya-metal/laya/pyjson"
 	"github.com/laya-metal/laya/tokenizer"
 	"github.com/laya-metal/laya/weights"
 )
@@ -27,16 +29,8 @@ type Option func(*loadConfig) error
 type loadConfig struct {
 	batchSize int
 	backend   string
-	hub       []HubOption
-}
-
-// WithHub passes Hub options (revision, subfolder, token, offline, progress)
-// used when Load is given a Hub id such as "convaiinnovations/laya".
-func WithHub(opts ...HubOption) Option {
-	return func(c *loadConfig) error {
-		c.hub = append(c.hub, opts...)
-		return nil
-	}
+	instance  backend.Backend
+	hub       *hub.Client // nil: hub.NewClient()
 }
 
 // WithBatchSize sets how many question rows run in one padded forward batch (default 16).
@@ -62,6 +56,22 @@ func WithBackend(name string) Option {
 	}
 }
 
+// WithBackendInstance runs the agent on a backend the caller opened (a
+// device it shares between agents, one it reads device time from, an
+// implementation it did not register) instead of one opened by name.
+// The caller keeps ownership: Agent.Close does not close be, so the
+// checkpoint's weights uploaded to it are released only when be is closed,
+// which must come after Agent.Close.
+func WithBackendInstance(be backend.Backend) Option {
+	return func(c *loadConfig) error {
+		if be == nil {
+			return errors.New("laya: WithBackendInstance(nil); pass an opened backend")
+		}
+		c.instance = be
+		return nil
+	}
+}
+
 // Agent answers questions with one loaded Laya checkpoint. It is safe for concurrent use
 // if its backend is (the cpu and metal backends are); Close may be called while requests
 // run, and waits for them.
@@ -82,6 +92,13 @@ type Agent struct {
 	mu       sync.Mutex
 	closed   bool
 	inflight sync.WaitGroup
+}
+
+// Predictor answers questions about a state: *Agent is one. PredictShortlist
+// and package router run requests on any Predictor, so tests and servers can
+// stand in their own.
+type Predictor interface {
+	Predict(ctx context.Context, state State, questions Questions) (*Result, error)
 }
 
 // Load opens a Laya checkpoint: rl_agent_config.json, model.safetensors, encoder/config.json
@@ -115,7 +132,7 @@ func Load(ctx context.Context, pathOrRepo string, opts ...Option) (*Agent, error
 		ckpt.Close()
 		return nil, err
 	}
-	net, err := newNetwork(ckpt, networkOptions{Backend: cfg.backend, BatchSize: cfg.batchSize, PadID: sp.PAD})
+	net, err := newNetwork(ckpt, networkOptions{Backend: cfg.backend, Instance: cfg.instance, BatchSize: cfg.batchSize, PadID: sp.PAD})
 	if err != nil {
 		ckpt.Close()
 		return nil, err
@@ -141,14 +158,8 @@ func Load(ctx context.Context, pathOrRepo string, opts ...Option) (*Agent, error
 // directory: a local path as it is, a Hub id (org/name[/subfolder][@revision]) through
 // the Hugging Face cache, downloading only on first use.
 func resolveCheckpoint(ctx context.Context, ref string, cfg loadConfig) (string, error) {
-	if IsHubReference(ref) {
-		var hc hubConfig
-		for _, o := range cfg.hub {
-			if err := o(&hc); err != nil {
-				return "", err
-			}
-		}
-		dir, err := resolveHub(ctx, ref, hc)
+	if isHubReference(ref) {
+		dir, err := resolveHub(ctx, ref, cfg.hub)
 		if err != nil {
 			// A mistyped local path has the org/name shape too: say both readings.
 			return "", fmt.Errorf("%w (no local directory %q exists either; write ./%s for a local path)", err, ref, ref)
@@ -204,7 +215,7 @@ func (a *Agent) Close() error {
 	a.inflight.Wait()
 	var errs []error
 	if a.net != nil {
-		errs = append(errs, a.net.be.Close())
+		errs = append(errs, a.net.close())
 	}
 	if a.ckpt != nil {
 		errs = append(errs, a.ckpt.Close())
@@ -288,7 +299,7 @@ func (a *Agent) buildRows(state State, qs []*question) ([]row, error) {
 		rows[i] = a.builder.build(q, stateIDs, left)
 		if len(rows[i].Markers) != len(q.options) {
 			e := questionErrorf(q.id, "")
-			e.msg = fmt.Sprintf("question %s options exceed head_max_len=%d", pyfmt.StrRepr(q.id), a.builder.headMaxLen)
+			e.msg = fmt.Sprintf("question %s options exceed head_max_len=%d", pyjson.StrRepr(q.id), a.builder.headMaxLen)
 			e.tooMany = true
 			return nil, e
 		}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/laya-metal/laya/heads"
 	"github.com/laya-metal/laya/hub"
-	"github.com/laya-metal/laya/internal/pyfmt"
+	"github.com/laya-metal/laya/pyjson"
 )
 
 // agentCheckpoints pairs each oracle checkpoint with the goldens it must reproduce;
@@ -125,8 +125,8 @@ func ourUnrounded(t *testing.T, agent *Agent, c requestCase) map[string][]float6
 // logits, which TestDecodeGoldens shows decode to exactly upstream's numbers).
 func onlyBoundaryFlips(t *testing.T, got string, c requestCase, ours map[string][]float64) (flips []string, ok bool) {
 	t.Helper()
-	g, err1 := ParseJSON([]byte(got))
-	w, err2 := ParseJSON([]byte(c.answerJSON))
+	g, err1 := pyjson.Parse([]byte(got))
+	w, err2 := pyjson.Parse([]byte(c.answerJSON))
 	if err1 != nil || err2 != nil {
 		t.Fatalf("parse: %v %v", err1, err2)
 	}
@@ -140,11 +140,11 @@ func onlyBoundaryFlips(t *testing.T, got string, c requestCase, ours map[string]
 			return false
 		}
 		switch a.Kind() {
-		case NumberKind:
+		case pyjson.NumberKind:
 			if a.Literal() == b.Literal() {
 				return true
 			}
-			x, y := a.float(), b.float()
+			x, y := a.Float64(), b.Float64()
 			if math.Abs(math.Abs(x-y)-1e-4) > 1e-9 {
 				return false // more than one step apart
 			}
@@ -158,7 +158,7 @@ func onlyBoundaryFlips(t *testing.T, got string, c requestCase, ours map[string]
 				}
 			}
 			return false
-		case ArrayKind:
+		case pyjson.ArrayKind:
 			if len(a.Items()) != len(b.Items()) {
 				return false
 			}
@@ -168,7 +168,7 @@ func onlyBoundaryFlips(t *testing.T, got string, c requestCase, ours map[string]
 				}
 			}
 			return true
-		case ObjectKind:
+		case pyjson.ObjectKind:
 			if len(a.Members()) != len(b.Members()) {
 				return false
 			}
@@ -184,7 +184,7 @@ func onlyBoundaryFlips(t *testing.T, got string, c requestCase, ours map[string]
 			}
 			return true
 		}
-		return pyDumps(a) == pyDumps(b)
+		return pyjson.Dumps(a) == pyjson.Dumps(b)
 	}
 	return flips, walk("", "", g, w)
 }
@@ -228,9 +228,9 @@ func TestOnlyBoundaryFlipsRejects(t *testing.T) {
 	first := regexp.MustCompile(`"probabilities": \{"[^"]+": ([0-9.]+)`).FindStringSubmatchIndex(c.answerJSON)
 	old := c.answerJSON[first[2]:first[3]]
 	v, _ := strconv.ParseFloat(old, 64)
-	moved := c.answerJSON[:first[2]] + pyfmt.FloatRepr(heads.Round4(v+1e-4)) + c.answerJSON[first[3]:]
+	moved := c.answerJSON[:first[2]] + pyjson.FloatRepr(heads.Round4(v+1e-4)) + c.answerJSON[first[3]:]
 	if _, ok := onlyBoundaryFlips(t, moved, c, ours); ok {
-		t.Errorf("probability %s moved one step to %s (far from a boundary) was accepted", old, pyfmt.FloatRepr(heads.Round4(v+1e-4)))
+		t.Errorf("probability %s moved one step to %s (far from a boundary) was accepted", old, pyjson.FloatRepr(heads.Round4(v+1e-4)))
 	}
 }
 
@@ -242,22 +242,23 @@ func TestAgentErrorGoldens(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer agent.Close()
-	for _, c := range readRequestGolden(t, "tiny-en", "errors.json").MustGet("cases").Items() {
-		res, err := agent.PredictJSON(ctx, []byte(c.MustGet("request").String()))
+	for _, c := range mustGet(readRequestGolden(t, "tiny-en", "errors.json"), "cases").Items() {
+		res, err := agent.PredictJSON(ctx, []byte(mustGet(c, "request").String()))
 		if want, ok := c.Get("result_json"); ok {
 			if err != nil || res.String() != want.Str() {
-				t.Errorf("%s: %v %v, want %s", c.MustGet("name").Str(), res, err, want.Str())
+				t.Errorf("%s: %v %v, want %s", mustGet(c, "name").Str(), res, err, want.Str())
 			}
 			continue
 		}
-		if want := c.MustGet("message").Str(); err == nil || err.Error() != want || !errors.Is(err, ErrInvalidQuestion) {
-			t.Errorf("%s: err %v, want %q", c.MustGet("name").Str(), err, want)
+		if want := mustGet(c, "message").Str(); err == nil || err.Error() != want || !errors.Is(err, ErrInvalidQuestion) {
+			t.Errorf("%s: err %v, want %q", mustGet(c, "name").Str(), err, want)
 		}
 	}
 }
 
 func TestLoadErrors(t *testing.T) {
 	ctx := context.Background()
+	offline := &hub.Client{Endpoint: "http://127.0.0.1:1", CacheDir: t.TempDir(), Offline: true}
 	for _, tc := range []struct {
 		name string
 		path string
@@ -267,7 +268,7 @@ func TestLoadErrors(t *testing.T) {
 		{"missing dir", "./" + filepath.Join("testdata", "no-such-checkpoint"), nil, ErrNotCheckpoint},
 		// Without ./ the same text has the org/name shape of a Hub id; offline and
 		// uncached, the error must name both readings.
-		{"missing dir or hub id", filepath.Join("testdata", "no-such-checkpoint"), []Option{WithHub(WithOffline())}, hub.ErrOffline},
+		{"missing dir or hub id", filepath.Join("testdata", "no-such-checkpoint"), []Option{WithHub(offline)}, hub.ErrOffline},
 		{"not a checkpoint", "testdata", nil, ErrNotCheckpoint},
 		{"a file", filepath.Join(checkpointDir("tiny-en"), "rl_agent_config.json"), nil, ErrNotCheckpoint},
 	} {
@@ -284,6 +285,12 @@ func TestLoadErrors(t *testing.T) {
 	}
 	if _, err := Load(ctx, checkpointDir("tiny-en"), WithBackend("")); err == nil {
 		t.Error("WithBackend(\"\") accepted")
+	}
+	if _, err := Load(ctx, checkpointDir("tiny-en"), WithHub(nil)); err == nil {
+		t.Error("WithHub(nil) accepted")
+	}
+	if _, err := Load(ctx, checkpointDir("tiny-en"), WithBackendInstance(nil)); err == nil {
+		t.Error("WithBackendInstance(nil) accepted")
 	}
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()

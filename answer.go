@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/laya-metal/laya/heads"
+	"github.com/laya-metal/laya/pyjson"
 )
 
 // Answer decoding follows upstream Agent._decode_answers (laya/agent.py at 8ef5b2dd); the
@@ -41,7 +42,7 @@ type ChoiceAnswer struct {
 	Choice           string // the chosen option's Label
 	ChoiceValue      Value  // the chosen label as given in the request
 	Probabilities    []LabelProbability
-	Confidence       float64 // 1 − normalised entropy: how concentrated the distribution is
+	Confidence       float64 // 1 − normalized entropy: how concentrated the distribution is
 	AnswerConfidence float64 // the calibrated probability of the chosen option
 	ActProbability   float64
 }
@@ -177,94 +178,94 @@ func (r *Result) Noul(qid string) (NoulAnswer, error) {
 func (r *Result) MarshalJSON() ([]byte, error) { return r.Value().MarshalJSON() }
 
 // String returns the JSON form.
-func (r *Result) String() string { return pyDumps(r.Value()) }
+func (r *Result) String() string { return pyjson.Dumps(r.Value()) }
 
 // Value returns the result as upstream's dict, keys in upstream's order.
 func (r *Result) Value() Value {
-	answers := make([]Member, len(r.answers))
+	answers := make([]pyjson.Member, len(r.answers))
 	for i, a := range r.answers {
-		answers[i] = Member{a.id, a.value()}
+		answers[i] = pyjson.Member{Key: a.id, Value: a.value()}
 	}
-	usage := []Member{
-		{"input_tokens", IntValue(int64(r.Usage.InputTokens))},
-		{"output_tokens", IntValue(int64(r.Usage.OutputTokens))},
+	usage := []pyjson.Member{
+		{Key: "input_tokens", Value: pyjson.Int(int64(r.Usage.InputTokens))},
+		{Key: "output_tokens", Value: pyjson.Int(int64(r.Usage.OutputTokens))},
 	}
 	if len(r.Usage.Options) > 0 {
-		opts := make([]Member, len(r.Usage.Options))
+		opts := make([]pyjson.Member, len(r.Usage.Options))
 		for i, o := range r.Usage.Options {
-			per := NullValue()
+			per := pyjson.Null()
 			if o.TokensPerOption > 0 {
-				per = IntValue(int64(o.TokensPerOption))
+				per = pyjson.Int(int64(o.TokensPerOption))
 			}
-			opts[i] = Member{o.QuestionID, ObjectValue(
-				Member{"total", IntValue(int64(o.Total))},
-				Member{"distinct", IntValue(int64(o.Distinct))},
-				Member{"tokens_per_option", per},
+			opts[i] = pyjson.Member{Key: o.QuestionID, Value: pyjson.Object(
+				pyjson.Member{Key: "total", Value: pyjson.Int(int64(o.Total))},
+				pyjson.Member{Key: "distinct", Value: pyjson.Int(int64(o.Distinct))},
+				pyjson.Member{Key: "tokens_per_option", Value: per},
 			)}
 		}
-		usage = append(usage, Member{"options", rawObject(opts)})
+		usage = append(usage, pyjson.Member{Key: "options", Value: rawObject(opts)})
 	}
-	return ObjectValue(
-		Member{"model", StringValue(modelName)},
-		Member{"answers", rawObject(answers)},
-		Member{"usage", ObjectValue(usage...)},
+	return pyjson.Object(
+		pyjson.Member{Key: "model", Value: pyjson.String(modelName)},
+		pyjson.Member{Key: "answers", Value: rawObject(answers)},
+		pyjson.Member{Key: "usage", Value: pyjson.Object(usage...)},
 	)
 }
 
 // rawObject builds an object without merging repeated keys: a Python dict keyed by the
 // label 1 and the label "1" has two entries that json.dumps writes with the same key.
-func rawObject(members []Member) Value {
-	return Value{kind: ObjectKind, members: members}
+func rawObject(members []pyjson.Member) Value {
+	return pyjson.Pairs(members...)
 }
 
 func (a answer) value() Value {
 	switch {
 	case a.choice != nil:
 		c := a.choice
-		probs := make([]Member, len(c.Probabilities))
+		probs := make([]pyjson.Member, len(c.Probabilities))
 		for i, p := range c.Probabilities {
-			probs[i] = Member{p.Label, FloatValue(p.Probability)}
+			probs[i] = pyjson.Member{Key: p.Label, Value: pyjson.Float(p.Probability)}
 		}
-		return ObjectValue(
-			Member{"type", StringValue("choice")},
-			Member{"choice", c.ChoiceValue},
-			Member{"probabilities", rawObject(probs)},
-			Member{"confidence", FloatValue(c.Confidence)},
-			Member{"answer_confidence", FloatValue(c.AnswerConfidence)},
-			Member{"action", actionValue(c.ActProbability)},
+		return pyjson.Object(
+			pyjson.Member{Key: "type", Value: pyjson.String("choice")},
+			pyjson.Member{Key: "choice", Value: c.ChoiceValue},
+			pyjson.Member{Key: "probabilities", Value: rawObject(probs)},
+			pyjson.Member{Key: "confidence", Value: pyjson.Float(c.Confidence)},
+			pyjson.Member{Key: "answer_confidence", Value: pyjson.Float(c.AnswerConfidence)},
+			pyjson.Member{Key: "action", Value: actionValue(c.ActProbability)},
 		)
 	case a.score != nil:
 		s := a.score
-		legend := make([]Member, len(s.Legend))
+		legend := make([]pyjson.Member, len(s.Legend))
 		for i, l := range s.Legend {
-			legend[i] = Member{strconv.Itoa(i), l}
+			legend[i] = pyjson.Member{Key: strconv.Itoa(i), Value: l}
 		}
-		probs := make([]Member, len(s.Probabilities))
+		probs := make([]pyjson.Member, len(s.Probabilities))
 		for i, p := range s.Probabilities {
-			probs[i] = Member{strconv.Itoa(i), FloatValue(p)}
+			probs[i] = pyjson.Member{Key: strconv.Itoa(i), Value: pyjson.Float(p)}
 		}
-		return ObjectValue(
-			Member{"type", StringValue("score")},
-			Member{"score", FloatValue(s.Score)},
-			Member{"legend", ObjectValue(legend...)},
-			Member{"probabilities", ObjectValue(probs...)},
-			Member{"confidence", FloatValue(s.Confidence)},
-			Member{"answer_confidence", FloatValue(s.AnswerConfidence)},
-			Member{"action", actionValue(s.ActProbability)},
+		return pyjson.Object(
+			pyjson.Member{Key: "type", Value: pyjson.String("score")},
+			pyjson.Member{Key: "score", Value: pyjson.Float(s.Score)},
+			pyjson.Member{Key: "legend", Value: pyjson.Object(legend...)},
+			pyjson.Member{Key: "probabilities", Value: pyjson.Object(probs...)},
+			pyjson.Member{Key: "confidence", Value: pyjson.Float(s.Confidence)},
+			pyjson.Member{Key: "answer_confidence", Value: pyjson.Float(s.AnswerConfidence)},
+			pyjson.Member{Key: "action", Value: actionValue(s.ActProbability)},
 		)
 	}
 	n := a.noul
-	return ObjectValue(
-		Member{"type", StringValue("noul")},
-		Member{"noul", FloatValue(n.Noul)},
-		Member{"confidence", FloatValue(n.Confidence)},
-		Member{"answer_confidence", FloatValue(n.AnswerConfidence)},
-		Member{"action", actionValue(n.ActProbability)},
+	return pyjson.Object(
+		pyjson.Member{Key: "type", Value: pyjson.String("noul")},
+		pyjson.Member{Key: "noul", Value: pyjson.Float(n.Noul)},
+		pyjson.Member{Key: "confidence", Value: pyjson.Float(n.Confidence)},
+		pyjson.Member{Key: "answer_confidence", Value: pyjson.Float(n.AnswerConfidence)},
+		pyjson.Member{Key: "action", Value: actionValue(n.ActProbability)},
 	)
 }
 
 func actionValue(p float64) Value {
-	return ObjectValue(Member{"act_probability", FloatValue(p)})
+	return pyjson.Object(pyjson.Member{Key: "act_probability", Value: pyjson.Float(p)})
 }
 
 // decodeAnswer turns one row's raw option logits and act probabilities into the answer.
@@ -297,7 +298,7 @@ func decodeAnswer(q *question, logits, actProbs []float32, temps heads.Temperatu
 			ActProbability:   act,
 		}
 		for i, label := range q.labels {
-			c.Probabilities[i] = LabelProbability{Label: pyKey(label), Value: label, Probability: heads.Round4(float64(p[i]))}
+			c.Probabilities[i] = LabelProbability{Label: pyjson.KeyText(label), Value: label, Probability: heads.Round4(float64(p[i]))}
 		}
 		best := heads.Argmax(p)
 		c.Choice, c.ChoiceValue = c.Probabilities[best].Label, q.labels[best]

@@ -6,18 +6,19 @@ import (
 	"testing"
 
 	"github.com/laya-metal/laya/heads"
+	"github.com/laya-metal/laya/pyjson"
 )
 
 // goldenTemperatures reads the effective temperatures upstream applied (cases.json "load").
 func goldenTemperatures(t *testing.T, name string) heads.Temperatures {
-	load := readRequestGolden(t, name, "cases.json").MustGet("load")
+	load := mustGet(readRequestGolden(t, name, "cases.json"), "load")
 	var temps heads.Temperatures
-	for i, v := range load.MustGet("temperature_applied").Items() {
-		temps.ByType[i] = v.float()
+	for i, v := range mustGet(load, "temperature_applied").Items() {
+		temps.ByType[i] = v.Float64()
 	}
 	temps.ByOptions = map[string]float64{}
-	for _, m := range load.MustGet("temperature_by_options_applied").Members() {
-		temps.ByOptions[m.Key] = m.Value.float()
+	for _, m := range mustGet(load, "temperature_by_options_applied").Members() {
+		temps.ByOptions[m.Key] = m.Value.Float64()
 	}
 	return temps
 }
@@ -28,7 +29,7 @@ func TestDecodeGoldens(t *testing.T) {
 	for _, name := range requestCheckpoints {
 		temps := goldenTemperatures(t, name)
 		for _, c := range loadRequestCases(t, name) {
-			qs, err := questionsFromValue(c.request.MustGet("questions"))
+			qs, err := questionsFromValue(mustGet(c.request, "questions"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -102,7 +103,7 @@ func TestResultAccessors(t *testing.T) {
 	if err != nil || c.Choice != "billing" || c.Probabilities[1].Label != "other" || c.ActProbability != 0.75 {
 		t.Errorf("Choice(dept) = %+v, %v", c, err)
 	}
-	if c, err := res.Choice("ints"); err != nil || c.ChoiceValue.Kind() != StringKind {
+	if c, err := res.Choice("ints"); err != nil || c.ChoiceValue.Kind() != pyjson.StringKind {
 		t.Errorf("Choice(ints) = %+v, %v; want the string label \"3\"", c, err)
 	}
 	if s, err := res.Score("urgency"); err != nil || s.Score != 1 || len(s.Legend) != 3 {
@@ -132,7 +133,7 @@ func TestDecodeRejectsNonFinite(t *testing.T) {
 
 func mustParse(t *testing.T, s string) Value {
 	t.Helper()
-	v, err := ParseJSON([]byte(s))
+	v, err := pyjson.Parse([]byte(s))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +160,7 @@ func TestAccessorsReturnCopies(t *testing.T) {
 	ch, _ := res.Choice("dept")
 	ch.Probabilities[0].Probability = -1
 	sc, _ := res.Score("urgency")
-	sc.Probabilities[0], sc.Legend[0] = -1, StringValue("edited")
+	sc.Probabilities[0], sc.Legend[0] = -1, pyjson.String("edited")
 	if res.String() != before {
 		t.Errorf("editing accessor answers changed the result:\n%s\nwas\n%s", res, before)
 	}

@@ -6,8 +6,7 @@ import (
 	"fmt"
 
 	"github.com/laya-metal/laya/backend"
-	_ "github.com/laya-metal/laya/backend/cpu"   // registers "cpu"
-	_ "github.com/laya-metal/laya/backend/metal" // registers "metal" (darwin) and "metal-emu"
+	_ "github.com/laya-metal/laya/backend/cpu" // registers "cpu"; "metal" comes from backend_darwin_arm64.go
 	"github.com/laya-metal/laya/encoder"
 	"github.com/laya-metal/laya/heads"
 	"github.com/laya-metal/laya/weights"
@@ -32,8 +31,11 @@ type rowOutput struct {
 }
 
 type networkOptions struct {
-	Backend   string // "cpu" (default)
-	BatchSize int    // rows per padded batch; default 16
+	Backend string // "cpu" (default)
+	// Instance, when set, is used instead of opening Backend; the network
+	// does not close it (WithBackendInstance).
+	Instance  backend.Backend
+	BatchSize int // rows per padded batch; default 16
 	// PadID fills the right padding of a batch: the tokenizer's [PAD] id, as
 	// upstream's collate_items uses. Padded keys are masked everywhere, so it
 	// never changes an answer, but it must be a vocabulary id.
@@ -46,6 +48,7 @@ const defaultBatchSize = 16
 // network is ModernBERT + decision head + scorer + act head on one backend.
 type network struct {
 	be        backend.Backend
+	ownsBe    bool // be was opened by name here, so Close closes it
 	encoder   *encoder.ModernBERT
 	decision  *heads.Decision
 	scorer    *heads.Scorer
@@ -73,12 +76,17 @@ func newNetwork(ckpt *weights.Checkpoint, opts networkOptions) (*network, error)
 	if opts.PadID < 0 || opts.PadID >= vocab {
 		return nil, fmt.Errorf("laya: pad id %d outside the vocabulary [0, %d)", opts.PadID, vocab)
 	}
-	be, err := backend.Open(name)
-	if err != nil {
-		return nil, fmt.Errorf("laya: backend: %w", err)
+	be, owns := opts.Instance, false
+	if be == nil {
+		var err error
+		if be, err = backend.Open(name); err != nil {
+			return nil, fmt.Errorf("laya: %w", err)
+		}
+		owns = true
 	}
 	n := &network{
 		be:        be,
+		ownsBe:    owns,
 		batchSize: batchSize,
 		padID:     int32(opts.PadID),
 		vocab:     vocab,
@@ -86,6 +94,7 @@ func newNetwork(ckpt *weights.Checkpoint, opts networkOptions) (*network, error)
 		nAct:      ckpt.Head.NAct,
 	}
 	var errs []error
+	var err error
 	n.encoder, err = encoder.New(be, ckpt)
 	errs = append(errs, err)
 	n.decision, err = heads.NewDecision(be, ckpt)
@@ -95,10 +104,19 @@ func newNetwork(ckpt *weights.Checkpoint, opts networkOptions) (*network, error)
 	n.act, err = heads.NewActHead(be, ckpt)
 	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
-		be.Close()
+		n.close()
 		return nil, fmt.Errorf("laya: %s: %w", ckpt.Dir, err)
 	}
 	return n, nil
+}
+
+// close releases the backend when the network opened it; a backend passed
+// in by WithBackendInstance belongs to the caller.
+func (n *network) close() error {
+	if !n.ownsBe {
+		return nil
+	}
+	return n.be.Close()
 }
 
 // forward runs rows in padded batches of opts.BatchSize; outputs are in row order.
@@ -143,13 +161,9 @@ func (n *network) checkRow(r forwardRow) error {
 	return nil
 }
 
-// observer sees intermediate tensors of a batch (tests and debugging): the
-// encoder's and decision head's stages, then ("markers", 0, states).
-type observer func(s backend.Stream, stage string, index int, t backend.Tensor)
-
 // runBatch runs one right-padded batch (the layout of upstream's
 // collate_items) and reads back its outputs.
-func (n *network) runBatch(ctx context.Context, rows []forwardRow, obs observer) ([]rowOutput, error) {
+func (n *network) runBatch(ctx context.Context, rows []forwardRow, obs backend.Observer) ([]rowOutput, error) {
 	seqLen := 0
 	for _, r := range rows {
 		seqLen = max(seqLen, len(r.IDs))
@@ -175,13 +189,13 @@ func (n *network) runBatch(ctx context.Context, rows []forwardRow, obs observer)
 
 	s := n.be.NewStream()
 	defer s.Close()
-	var encObs encoder.Observer
-	var headObs heads.Observer
+	// obs (tests and debugging) sees the encoder's stages, the decision
+	// head's prefixed "head ", then ("markers", 0, states).
+	var headObs backend.Observer
 	if obs != nil {
-		encObs = func(stage string, i int, t backend.Tensor) { obs(s, stage, i, t) }
-		headObs = func(stage string, i int, t backend.Tensor) { obs(s, "head "+stage, i, t) }
+		headObs = func(s backend.Stream, stage string, i int, t backend.Tensor) { obs(s, "head "+stage, i, t) }
 	}
-	hidden, err := n.encoder.Forward(ctx, s, encoder.Batch{IDs: ids, Lengths: lengths, SeqLen: seqLen}, encObs)
+	hidden, err := n.encoder.Forward(ctx, s, encoder.Batch{IDs: ids, Lengths: lengths, SeqLen: seqLen}, obs)
 	if err != nil {
 		return nil, err
 	}

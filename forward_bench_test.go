@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/laya-metal/laya/internal/oracletest"
-	"github.com/laya-metal/laya/weights"
+	"github.com/laya-metal/laya/weights/synthetic"
 )
 
 // BenchmarkForward measures one request's forward pass (ms/request): the
@@ -64,13 +64,13 @@ func benchForward(b *testing.B, n *network, rows []forwardRow) {
 // MB) once into a cache directory under os.TempDir keyed by the spec and
 // returns the directory; later runs reuse it.
 func syntheticEnglish(b *testing.B) string {
-	spec := weights.SyntheticEnglish()
+	spec := synthetic.English()
 	spec.TokenizerDir = filepath.Join("testdata", "tokenizers", "modernbert")
 	dir := filepath.Join(os.TempDir(), fmt.Sprintf("laya-bench-%s-%v-seed%d", spec.Name, spec.DType, spec.Seed))
 	if _, err := os.Stat(filepath.Join(dir, "model.safetensors")); err != nil {
 		tmp := dir + ".partial"
 		os.RemoveAll(tmp)
-		if err := weights.WriteSynthetic(tmp, spec); err != nil {
+		if err := synthetic.Write(tmp, spec); err != nil {
 			b.Fatal(err)
 		}
 		if err := os.Rename(tmp, dir); err != nil {

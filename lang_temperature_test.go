@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/laya-metal/laya/heads"
-	"github.com/laya-metal/laya/lang"
 )
 
 // copyCheckpoint copies an oracle checkpoint so a test can edit its config.
@@ -90,26 +89,6 @@ func TestLangTemperatures(t *testing.T) {
 	for i, p := range choice.Probabilities {
 		if math.Abs(p.Probability-heads.Round4(float64(want[i]))) > 1.0001e-4 {
 			t.Errorf("de-AT %s: %v, want %v (upstream logits at T=3)", p.Label, p.Probability, want[i])
-		}
-	}
-}
-
-func TestRequestLang(t *testing.T) {
-	de := &lang.Analysis{Language: "de"}
-	en := &lang.Analysis{Language: "en"}
-	for _, tc := range []struct {
-		opts     RouteOptions
-		decision RouteDecision
-		want     string
-	}{
-		{RouteOptions{Lang: "pt-BR"}, RouteDecision{Detection: de}, "pt-BR"},
-		{RouteOptions{}, RouteDecision{Detection: de}, "de"},
-		{RouteOptions{}, RouteDecision{Detection: en}, ""},
-		{RouteOptions{Lang: "en"}, RouteDecision{Detection: en}, "en"},
-		{RouteOptions{Lang: "  "}, RouteDecision{}, ""},
-	} {
-		if got := requestLang(tc.opts, tc.decision); got != tc.want {
-			t.Errorf("requestLang(%+v, %+v) = %q, want %q", tc.opts, tc.decision.Detection, got, tc.want)
 		}
 	}
 }

@@ -8,10 +8,10 @@ import (
 	"unicode"
 
 	"github.com/laya-metal/laya/heads"
-	"github.com/laya-metal/laya/internal/pyfmt"
+	"github.com/laya-metal/laya/pyjson"
 )
 
-// Question validation and normalisation follow upstream Laya at 8ef5b2dd:
+// Question validation and normalization follow upstream Laya at 8ef5b2dd:
 // Agent._check_question and Agent._to_internal (laya/agent.py), render_options and
 // _resolve_noul_labels (laya/common.py). The error texts are upstream's, word for word,
 // because callers and the goldens (testdata/oracle/goldens/*/errors.json) match on them.
@@ -47,7 +47,7 @@ func (e *QuestionError) Unwrap() []error {
 
 // questionErrorf builds "question 'id': …" with the id in Python repr, as upstream's %r.
 func questionErrorf(id, format string, args ...any) *QuestionError {
-	return &QuestionError{QuestionID: id, msg: fmt.Sprintf("question %s: ", pyfmt.StrRepr(id)) + fmt.Sprintf(format, args...)}
+	return &QuestionError{QuestionID: id, msg: fmt.Sprintf("question %s: ", pyjson.StrRepr(id)) + fmt.Sprintf(format, args...)}
 }
 
 // Question is one question of a request: its id and its definition, a JSON object in
@@ -69,7 +69,7 @@ type Questions []Question
 
 // ParseQuestions reads a JSON object of question id → definition, keeping its order.
 func ParseQuestions(data []byte) (Questions, error) {
-	v, err := ParseJSON(data)
+	v, err := pyjson.Parse(data)
 	if err != nil {
 		return nil, fmt.Errorf("questions: %w", err)
 	}
@@ -77,8 +77,8 @@ func ParseQuestions(data []byte) (Questions, error) {
 }
 
 func questionsFromValue(v Value) (Questions, error) {
-	if v.Kind() != ObjectKind {
-		return nil, fmt.Errorf("%w: questions must be a JSON object of id -> definition, got %s", ErrInvalidRequest, pyTypeName(v))
+	if v.Kind() != pyjson.ObjectKind {
+		return nil, fmt.Errorf("%w: questions must be a JSON object of id -> definition, got %s", ErrInvalidRequest, pyjson.TypeName(v))
 	}
 	qs := make(Questions, len(v.Members()))
 	for i, m := range v.Members() {
@@ -89,11 +89,11 @@ func questionsFromValue(v Value) (Questions, error) {
 
 // Value returns the questions as the JSON object upstream's predict() takes.
 func (qs Questions) Value() Value {
-	members := make([]Member, len(qs))
+	members := make([]pyjson.Member, len(qs))
 	for i, q := range qs {
-		members[i] = Member{Key: q.ID, Value: q.Definition}
+		members[i] = pyjson.Member{Key: q.ID, Value: q.Definition}
 	}
-	return ObjectValue(members...)
+	return pyjson.Object(members...)
 }
 
 // MarshalJSON writes the questions as one JSON object in their order.
@@ -120,25 +120,25 @@ type Criterion struct {
 func ChoiceQuestion(instructions string, labels ...string) Value {
 	items := make([]Value, len(labels))
 	for i, l := range labels {
-		items[i] = StringValue(l)
+		items[i] = pyjson.String(l)
 	}
-	return ObjectValue(
-		Member{"type", StringValue("choice")},
-		Member{"instructions", StringValue(instructions)},
-		Member{"criteria", ArrayValue(items...)},
+	return pyjson.Object(
+		pyjson.Member{Key: "type", Value: pyjson.String("choice")},
+		pyjson.Member{Key: "instructions", Value: pyjson.String(instructions)},
+		pyjson.Member{Key: "criteria", Value: pyjson.Array(items...)},
 	)
 }
 
 // ChoiceWithCriteria defines a choice among labelled options, in the given order.
 func ChoiceWithCriteria(instructions string, criteria ...Criterion) Value {
-	members := make([]Member, len(criteria))
+	members := make([]pyjson.Member, len(criteria))
 	for i, c := range criteria {
-		members[i] = Member{c.Label, StringValue(c.Description)}
+		members[i] = pyjson.Member{Key: c.Label, Value: pyjson.String(c.Description)}
 	}
-	return ObjectValue(
-		Member{"type", StringValue("choice")},
-		Member{"instructions", StringValue(instructions)},
-		Member{"criteria", ObjectValue(members...)},
+	return pyjson.Object(
+		pyjson.Member{Key: "type", Value: pyjson.String("choice")},
+		pyjson.Member{Key: "instructions", Value: pyjson.String(instructions)},
+		pyjson.Member{Key: "criteria", Value: pyjson.Object(members...)},
 	)
 }
 
@@ -146,32 +146,32 @@ func ChoiceWithCriteria(instructions string, criteria ...Criterion) Value {
 func ScoreQuestion(instructions string, levels ...string) Value {
 	items := make([]Value, len(levels))
 	for i, l := range levels {
-		items[i] = StringValue(l)
+		items[i] = pyjson.String(l)
 	}
-	return ObjectValue(
-		Member{"type", StringValue("score")},
-		Member{"instructions", StringValue(instructions)},
-		Member{"criteria", ArrayValue(items...)},
+	return pyjson.Object(
+		pyjson.Member{Key: "type", Value: pyjson.String("score")},
+		pyjson.Member{Key: "instructions", Value: pyjson.String(instructions)},
+		pyjson.Member{Key: "criteria", Value: pyjson.Array(items...)},
 	)
 }
 
 // NoulQuestion defines a yes/no question; the answer is P(true).
 func NoulQuestion(instructions string) Value {
-	return ObjectValue(
-		Member{"type", StringValue("noul")},
-		Member{"instructions", StringValue(instructions)},
+	return pyjson.Object(
+		pyjson.Member{Key: "type", Value: pyjson.String("noul")},
+		pyjson.Member{Key: "instructions", Value: pyjson.String(instructions)},
 	)
 }
 
 // NoulWithCriteria is NoulQuestion with the option texts the model reads for false and
 // true; an empty text keeps upstream's default for that side.
 func NoulWithCriteria(instructions, falseDescription, trueDescription string) Value {
-	return ObjectValue(
-		Member{"type", StringValue("noul")},
-		Member{"instructions", StringValue(instructions)},
-		Member{"criteria", ObjectValue(
-			Member{"false", StringValue(falseDescription)},
-			Member{"true", StringValue(trueDescription)},
+	return pyjson.Object(
+		pyjson.Member{Key: "type", Value: pyjson.String("noul")},
+		pyjson.Member{Key: "instructions", Value: pyjson.String(instructions)},
+		pyjson.Member{Key: "criteria", Value: pyjson.Object(
+			pyjson.Member{Key: "false", Value: pyjson.String(falseDescription)},
+			pyjson.Member{Key: "true", Value: pyjson.String(trueDescription)},
 		)},
 	)
 }
@@ -179,12 +179,12 @@ func NoulWithCriteria(instructions, falseDescription, trueDescription string) Va
 // NoulWithLabels is NoulQuestion with the words shown to the model in place of
 // "false"/"true"; the answer is still P(true).
 func NoulWithLabels(instructions, falseLabel, trueLabel string) Value {
-	return ObjectValue(
-		Member{"type", StringValue("noul")},
-		Member{"instructions", StringValue(instructions)},
-		Member{"labels", ObjectValue(
-			Member{"false", StringValue(falseLabel)},
-			Member{"true", StringValue(trueLabel)},
+	return pyjson.Object(
+		pyjson.Member{Key: "type", Value: pyjson.String("noul")},
+		pyjson.Member{Key: "instructions", Value: pyjson.String(instructions)},
+		pyjson.Member{Key: "labels", Value: pyjson.Object(
+			pyjson.Member{Key: "false", Value: pyjson.String(falseLabel)},
+			pyjson.Member{Key: "true", Value: pyjson.String(trueLabel)},
 		)},
 	)
 }
@@ -204,7 +204,7 @@ type question struct {
 // qtypeNames is sorted(QTYPES) as upstream prints it.
 const qtypeNames = "['choice', 'noul', 'score']"
 
-// prepareQuestions validates every question, then normalises them; nothing is tokenized
+// prepareQuestions validates every question, then normalizes them; nothing is tokenized
 // before every question has passed, so a bad request has no effect.
 func prepareQuestions(qs Questions) ([]*question, error) {
 	seen := make(map[string]bool, len(qs))
@@ -226,13 +226,13 @@ func prepareQuestions(qs Questions) ([]*question, error) {
 
 // checkQuestion is upstream's Agent._check_question.
 func checkQuestion(id string, def Value) error {
-	if def.Kind() != ObjectKind {
-		return questionErrorf(id, "definition must be a dict, got %s", pyTypeName(def))
+	if def.Kind() != pyjson.ObjectKind {
+		return questionErrorf(id, "definition must be a dict, got %s", pyjson.TypeName(def))
 	}
 	typ, _ := def.Get("type")
 	qtype, ok := heads.ParseQType(typ.Str())
-	if typ.Kind() != StringKind || !ok {
-		return questionErrorf(id, "unknown type %s; use one of %s", pyRepr(typ), qtypeNames)
+	if typ.Kind() != pyjson.StringKind || !ok {
+		return questionErrorf(id, "unknown type %s; use one of %s", pyjson.Repr(typ), qtypeNames)
 	}
 	if _, ok := def.Get("instructions"); !ok {
 		return questionErrorf(id, "no 'instructions'; add the text the model should answer")
@@ -240,7 +240,7 @@ func checkQuestion(id string, def Value) error {
 	crit, hasCrit := def.Get("criteria")
 	switch qtype {
 	case heads.Choice:
-		if crit.Kind() != ObjectKind && crit.Kind() != ArrayKind {
+		if crit.Kind() != pyjson.ObjectKind && crit.Kind() != pyjson.ArrayKind {
 			return questionErrorf(id, "a choice question takes 'criteria' as a dict of label -> description, or a list of labels")
 		}
 		if len(crit.Items()) == 0 && len(crit.Members()) == 0 {
@@ -248,29 +248,29 @@ func checkQuestion(id string, def Value) error {
 		}
 		// Dict keys are always strings; only the list form can hold a nested label.
 		for i, label := range crit.Items() {
-			if label.Kind() == ArrayKind || label.Kind() == ObjectKind {
+			if label.Kind() == pyjson.ArrayKind || label.Kind() == pyjson.ObjectKind {
 				return questionErrorf(id, "choice label %d is a %s; a label is rendered as option text "+
 					"and used as the answer key, so it must be a scalar (a string, number or "+
-					"None), got %s", i, pyTypeName(label), pyRepr(label))
+					"None), got %s", i, pyjson.TypeName(label), pyjson.Repr(label))
 			}
 		}
 	case heads.Score:
-		if crit.Kind() != ArrayKind {
+		if crit.Kind() != pyjson.ArrayKind {
 			return questionErrorf(id, "a score question takes 'criteria' as a list of level descriptions, index 0 first")
 		}
 		if len(crit.Items()) == 0 {
 			return questionErrorf(id, "a score question needs at least one level")
 		}
 		for i, level := range crit.Items() {
-			if level.Kind() == NullKind {
+			if level.Kind() == pyjson.NullKind {
 				return questionErrorf(id, "score level %d is null; give every level a description, index 0 first", i)
 			}
 		}
 	case heads.Noul:
-		if hasCrit && crit.Kind() != NullKind && crit.Kind() != ObjectKind {
+		if hasCrit && crit.Kind() != pyjson.NullKind && crit.Kind() != pyjson.ObjectKind {
 			return questionErrorf(id, "a noul question takes 'criteria' as a dict with optional 'true'/'false' descriptions, or omits it")
 		}
-		if crit.Kind() == ObjectKind {
+		if crit.Kind() == pyjson.ObjectKind {
 			keySet := map[string]bool{}
 			bad := false
 			for _, m := range crit.Members() {
@@ -290,7 +290,7 @@ func checkQuestion(id string, def Value) error {
 					"or both, and omitted is fine), got %s. Those keys are the option texts the model "+
 					"reads; any other key was silently dropped and replaced with the defaults. If you "+
 					"want the answer worded differently, keep 'criteria' keyed 'true'/'false' and set "+
-					"'labels' instead.", pyStrList(keys))
+					"'labels' instead.", pyjson.StrListRepr(keys))
 			}
 		}
 	}
@@ -310,15 +310,15 @@ var errNoulLabels = errors.New("noul labels must map exactly 'false' and 'true' 
 
 // noulLabels is _resolve_noul_labels: null means the defaults "false"/"true".
 func noulLabels(labels Value) (falseLabel, trueLabel string, err error) {
-	if labels.Kind() == NullKind {
+	if labels.Kind() == pyjson.NullKind {
 		return "false", "true", nil
 	}
-	if labels.Kind() != ObjectKind || len(labels.Members()) != 2 {
+	if labels.Kind() != pyjson.ObjectKind || len(labels.Members()) != 2 {
 		return "", "", errNoulLabels
 	}
 	f, okF := labels.Get("false")
 	t, okT := labels.Get("true")
-	if !okF || !okT || f.Kind() != StringKind || t.Kind() != StringKind {
+	if !okF || !okT || f.Kind() != pyjson.StringKind || t.Kind() != pyjson.StringKind {
 		return "", "", errNoulLabels
 	}
 	falseLabel, trueLabel = pyStrip(f.Str()), pyStrip(t.Str())
@@ -343,32 +343,32 @@ func toInternal(id string, def Value) *question {
 	qtype, _ := heads.ParseQType(typ.Str())
 	q := &question{id: id, qtype: qtype}
 	ins, _ := def.Get("instructions")
-	if ins.Kind() == StringKind {
+	if ins.Kind() == pyjson.StringKind {
 		q.instructions = ins.Str()
 	} else {
 		// ensure_ascii=False since upstream #228 (oracle README fact 3).
-		q.instructions = pyDumps(ins)
+		q.instructions = pyjson.Dumps(ins)
 	}
 	crit, _ := def.Get("criteria")
 	switch qtype {
 	case heads.Choice:
-		if crit.Kind() == ArrayKind {
+		if crit.Kind() == pyjson.ArrayKind {
 			// dict.fromkeys(list): a repeated label (by Python equality: 1 == 1.0 == True)
 			// keeps its first position and has no description.
 			seen := map[string]bool{}
 			for _, label := range crit.Items() {
-				key := pyHashKey(label)
-				if key != nanHashKey && seen[key] {
+				key, hashable := pyjson.HashKey(label)
+				if hashable && seen[key] {
 					continue
 				}
 				seen[key] = true
 				q.labels = append(q.labels, label)
-				q.options = append(q.options, pyStr(label))
+				q.options = append(q.options, pyjson.Str(label))
 			}
 			break
 		}
 		for _, m := range crit.Members() {
-			q.labels = append(q.labels, StringValue(m.Key))
+			q.labels = append(q.labels, pyjson.String(m.Key))
 			if isNoDescription(m.Value) {
 				q.options = append(q.options, m.Key)
 			} else {
@@ -382,10 +382,11 @@ func toInternal(id string, def Value) *question {
 		}
 	case heads.Noul:
 		// Keys are lower-cased; a later "True" overrides an earlier "true" in place.
-		lowered := ObjectValue()
+		members := make([]pyjson.Member, 0, len(crit.Members()))
 		for _, m := range crit.Members() {
-			lowered = lowered.with(strings.ToLower(m.Key), m.Value)
+			members = append(members, pyjson.Member{Key: strings.ToLower(m.Key), Value: m.Value})
 		}
+		lowered := pyjson.Object(members...)
 		labels, _ := def.Get("labels")
 		falseLabel, trueLabel, _ := noulLabels(labels)
 		falseText, trueText := "no, the statement does not hold", "yes, the statement holds"
@@ -402,14 +403,14 @@ func toInternal(id string, def Value) *question {
 
 // isNoDescription is upstream's `v is None or v == ""`: 0 and false are real descriptions.
 func isNoDescription(v Value) bool {
-	return v.Kind() == NullKind || (v.Kind() == StringKind && v.Str() == "")
+	return v.Kind() == pyjson.NullKind || (v.Kind() == pyjson.StringKind && v.Str() == "")
 }
 
 // renderCriterion is render_criterion: strings pass through, anything else is
 // json.dumps(…, ensure_ascii=False) with ", " and ": " separators.
 func renderCriterion(v Value) string {
-	if v.Kind() == StringKind {
+	if v.Kind() == pyjson.StringKind {
 		return v.Str()
 	}
-	return pyDumps(v)
+	return pyjson.Dumps(v)
 }

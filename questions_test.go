@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"testing"
+
+	"github.com/laya-metal/laya/pyjson"
 )
 
 // TestErrorGoldens runs every request of errors.json that is rejected before
@@ -12,16 +14,16 @@ import (
 // empty-questions case must give upstream's exact JSON without touching a model.
 func TestErrorGoldens(t *testing.T) {
 	for _, name := range requestCheckpoints {
-		for _, c := range readRequestGolden(t, name, "errors.json").MustGet("cases").Items() {
-			caseName := c.MustGet("name").Str()
-			req := c.MustGet("request")
-			qs, err := questionsFromValue(req.MustGet("questions"))
+		for _, c := range mustGet(readRequestGolden(t, name, "errors.json"), "cases").Items() {
+			caseName := mustGet(c, "name").Str()
+			req := mustGet(c, "request")
+			qs, err := questionsFromValue(mustGet(req, "questions"))
 			if err != nil {
 				t.Fatalf("%s/%s: %v", name, caseName, err)
 			}
 			if want, ok := c.Get("result_json"); ok {
 				var a Agent // no model: empty questions must not need one
-				res, err := a.Predict(context.Background(), ValueState(req.MustGet("state")), qs)
+				res, err := a.Predict(context.Background(), ValueState(mustGet(req, "state")), qs)
 				if err != nil {
 					t.Fatalf("%s/%s: %v", name, caseName, err)
 				}
@@ -33,7 +35,7 @@ func TestErrorGoldens(t *testing.T) {
 			if caseName == "too_many_options" {
 				continue
 			}
-			wantMsg := c.MustGet("message").Str()
+			wantMsg := mustGet(c, "message").Str()
 			_, err = prepareQuestions(qs)
 			if err == nil {
 				t.Errorf("%s/%s: accepted, want %q", name, caseName, wantMsg)
@@ -93,7 +95,7 @@ func TestQuestionEdgeCases(t *testing.T) {
 		{"noul boolean-cased keys and labels", `{"type":"noul","instructions":"x","criteria":{"TRUE":{"reason":"money"},"false":""},"labels":{"false":" No ","true":"Yes"}}`, "",
 			[]string{"No: no, the statement does not hold", `Yes: {"reason": "money"}`}},
 	} {
-		def, err := ParseJSON([]byte(tc.def))
+		def, err := pyjson.Parse([]byte(tc.def))
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
@@ -122,7 +124,7 @@ func TestInstructionsRendering(t *testing.T) {
 		{`null`, "null"},
 		{`12`, "12"},
 	} {
-		def, _ := ParseJSON([]byte(`{"type":"noul","instructions":` + tc.ins + `}`))
+		def, _ := pyjson.Parse([]byte(`{"type":"noul","instructions":` + tc.ins + `}`))
 		qs, err := prepareQuestions(Questions{{ID: "q", Definition: def}})
 		if err != nil {
 			t.Fatal(err)

@@ -2,10 +2,12 @@ package laya
 
 import (
 	"fmt"
+
+	"github.com/laya-metal/laya/pyjson"
 )
 
 // State is what the questions are asked about: a text, or any JSON value (an email as an
-// object, a conversation as a list of turns). Upstream serialises a non-string state with
+// object, a conversation as a list of turns). Upstream serializes a non-string state with
 // json.dumps(state, ensure_ascii=False), so object key order and number literals matter:
 // build it with JSONState or ValueState to keep them.
 type State struct {
@@ -20,7 +22,7 @@ func Text(s string) State { return State{text: s, isText: true} }
 // JSONState is a state given as JSON text: objects keep their key order and numbers
 // their literals. A JSON string is a text state, as Python receives a str.
 func JSONState(raw []byte) (State, error) {
-	v, err := ParseJSON(raw)
+	v, err := pyjson.Parse(raw)
 	if err != nil {
 		return State{}, fmt.Errorf("state: %w", err)
 	}
@@ -29,17 +31,17 @@ func JSONState(raw []byte) (State, error) {
 
 // ValueState is a state from a Value; a string Value is a text state.
 func ValueState(v Value) State {
-	if v.Kind() == StringKind {
+	if v.Kind() == pyjson.StringKind {
 		return Text(v.Str())
 	}
 	return State{value: v}
 }
 
-// StateOf is a state from a Go value (see ValueOf). Go maps have no order, so a map's
+// StateOf is a state from a Go value (see pyjson.ValueOf). Go maps have no order, so a map's
 // keys come out SORTED, which changes the text the model reads compared with the same
-// object in another order: use JSONState or ValueState with ObjectValue to keep an order.
+// object in another order: use JSONState or ValueState with pyjson.Object to keep an order.
 func StateOf(x any) (State, error) {
-	v, err := ValueOf(x)
+	v, err := pyjson.ValueOf(x)
 	if err != nil {
 		return State{}, fmt.Errorf("state: %w", err)
 	}
@@ -52,16 +54,16 @@ func (s State) Serialize() string {
 	if s.isText {
 		return s.text
 	}
-	return pyDumps(s.value)
+	return pyjson.Dumps(s.value)
 }
 
 // isList reports a list state, which truncates from the left.
-func (s State) isList() bool { return !s.isText && s.value.Kind() == ArrayKind }
+func (s State) isList() bool { return !s.isText && s.value.Kind() == pyjson.ArrayKind }
 
 // Value returns the state as a JSON value (a string for a text state).
 func (s State) Value() Value {
 	if s.isText {
-		return StringValue(s.text)
+		return pyjson.String(s.text)
 	}
 	return s.value
 }
@@ -88,12 +90,12 @@ type Request struct {
 // ParseRequest reads {"state": …, "questions": {…}}, keeping the order of the questions,
 // their criteria and the state's objects.
 func ParseRequest(data []byte) (Request, error) {
-	v, err := ParseJSON(data)
+	v, err := pyjson.Parse(data)
 	if err != nil {
 		return Request{}, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
 	}
-	if v.Kind() != ObjectKind {
-		return Request{}, fmt.Errorf("%w: a request is a JSON object {\"state\": ..., \"questions\": {...}}, got %s", ErrInvalidRequest, pyTypeName(v))
+	if v.Kind() != pyjson.ObjectKind {
+		return Request{}, fmt.Errorf("%w: a request is a JSON object {\"state\": ..., \"questions\": {...}}, got %s", ErrInvalidRequest, pyjson.TypeName(v))
 	}
 	for _, m := range v.Members() {
 		if m.Key != "state" && m.Key != "questions" {
@@ -117,8 +119,8 @@ func ParseRequest(data []byte) (Request, error) {
 
 // MarshalJSON writes the request as {"state": …, "questions": {…}}.
 func (r Request) MarshalJSON() ([]byte, error) {
-	return ObjectValue(
-		Member{"state", r.State.Value()},
-		Member{"questions", r.Questions.Value()},
+	return pyjson.Object(
+		pyjson.Member{Key: "state", Value: r.State.Value()},
+		pyjson.Member{Key: "questions", Value: r.Questions.Value()},
 	).MarshalJSON()
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/laya-metal/laya/hub"
@@ -29,31 +30,30 @@ func fakeHubCache(t *testing.T, repo, commit, subfolder string) string {
 	return cache
 }
 
+// The reference alone names the subfolder and revision; the client says
+// how to reach the Hub (here: a cache and an endpoint nothing listens on).
 func TestResolveHub(t *testing.T) {
 	const commit = "0123456789abcdef0123456789abcdef01234567"
 	cache := fakeHubCache(t, "convaiinnovations/laya", commit, "multilingual")
 	client := &hub.Client{Endpoint: "http://127.0.0.1:1", CacheDir: cache}
+	offline := &hub.Client{Endpoint: "http://127.0.0.1:1", CacheDir: cache, Offline: true}
 	snapshot := filepath.Join(cache, "models--convaiinnovations--laya", "snapshots", commit, "multilingual")
 	tests := []struct {
 		name    string
 		ref     string
-		opts    []HubOption
+		client  *hub.Client
 		wantDir string
 		wantErr error
 	}{
-		{name: "subfolder in reference", ref: "convaiinnovations/laya/multilingual", wantDir: snapshot},
-		{name: "subfolder option", ref: "convaiinnovations/laya", opts: []HubOption{WithSubfolder("multilingual")}, wantDir: snapshot},
-		{name: "revision pinned to the commit", ref: "convaiinnovations/laya@" + commit, opts: []HubOption{WithSubfolder("multilingual"), WithOffline()}, wantDir: snapshot},
-		{name: "conflicting revisions", ref: "convaiinnovations/laya@v1", opts: []HubOption{WithRevision("v2")}, wantErr: hub.ErrBadRef},
-		{name: "conflicting subfolders", ref: "convaiinnovations/laya/a", opts: []HubOption{WithSubfolder("b")}, wantErr: hub.ErrBadRef},
-		{name: "empty revision", ref: "convaiinnovations/laya", opts: []HubOption{WithRevision(" ")}, wantErr: hub.ErrBadRef},
-		{name: "bad revision", ref: "convaiinnovations/laya", opts: []HubOption{WithRevision("../../x")}, wantErr: hub.ErrBadRef},
-		{name: "offline, root not cached", ref: "convaiinnovations/laya", opts: []HubOption{WithOffline()}, wantErr: hub.ErrOffline},
+		{name: "subfolder in reference", ref: "convaiinnovations/laya/multilingual", client: client, wantDir: snapshot},
+		{name: "revision pinned to the commit", ref: "convaiinnovations/laya/multilingual@" + commit, client: offline, wantDir: snapshot},
+		{name: "empty revision", ref: "convaiinnovations/laya@", client: client, wantErr: hub.ErrBadRef},
+		{name: "bad revision", ref: "convaiinnovations/laya@../../x", client: client, wantErr: hub.ErrBadRef},
+		{name: "offline, root not cached", ref: "convaiinnovations/laya", client: offline, wantErr: hub.ErrOffline},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			opts := append([]HubOption{WithHubClient(client)}, tt.opts...)
-			dir, err := ResolveHub(context.Background(), tt.ref, opts...)
+			dir, err := resolveHub(context.Background(), tt.ref, tt.client)
 			if tt.wantErr != nil {
 				if !errors.Is(err, tt.wantErr) {
 					t.Fatalf("err = %v, want %v", err, tt.wantErr)
@@ -61,9 +61,26 @@ func TestResolveHub(t *testing.T) {
 				return
 			}
 			if err != nil || dir != tt.wantDir {
-				t.Fatalf("ResolveHub = %q, %v; want %q", dir, err, tt.wantDir)
+				t.Fatalf("resolveHub = %q, %v; want %q", dir, err, tt.wantDir)
 			}
 		})
+	}
+}
+
+// Load goes through the client WithHub gives, and leaves it as it was.
+func TestLoadWithHubClient(t *testing.T) {
+	const commit = "0123456789abcdef0123456789abcdef01234567"
+	cache := fakeHubCache(t, "convaiinnovations/laya", commit, "multilingual")
+	client := &hub.Client{Endpoint: "http://127.0.0.1:1", CacheDir: cache, Offline: true}
+	before := [4]any{client.Endpoint, client.CacheDir, client.Offline, client.Token}
+	_, err := Load(context.Background(), "convaiinnovations/laya/multilingual@"+commit, WithHub(client))
+	// The fake snapshot's files are "{}": resolving succeeds, reading the
+	// checkpoint then fails, which shows the snapshot was found.
+	if err == nil || errors.Is(err, hub.ErrOffline) || !strings.Contains(err.Error(), commit) {
+		t.Fatalf("Load = %v, want a checkpoint error from inside the snapshot %s", err, commit)
+	}
+	if after := [4]any{client.Endpoint, client.CacheDir, client.Offline, client.Token}; after != before {
+		t.Errorf("Load modified the client: %v, was %v", after, before)
 	}
 }
 
@@ -78,8 +95,8 @@ func TestIsHubReference(t *testing.T) {
 		"testdata/oracle":                     false, // exists on disk
 		"laya":                                false,
 	} {
-		if got := IsHubReference(ref); got != want {
-			t.Errorf("IsHubReference(%q) = %v, want %v", ref, got, want)
+		if got := isHubReference(ref); got != want {
+			t.Errorf("isHubReference(%q) = %v, want %v", ref, got, want)
 		}
 	}
 }

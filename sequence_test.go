@@ -18,12 +18,12 @@ func goldenBuilder(t *testing.T, name string) sequenceBuilder {
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
-	cfg := readRequestGolden(t, name, "cases.json").MustGet("load").MustGet("cfg")
+	cfg := mustGet(mustGet(readRequestGolden(t, name, "cases.json"), "load"), "cfg")
 	return sequenceBuilder{
 		enc:        tok,
 		sp:         specialTokens{CLS: sp.CLS, SEP: sp.SEP, MASK: sp.MASK, MaskToken: sp.MaskToken},
-		maxLen:     int(cfg.MustGet("max_len").float()),
-		headMaxLen: int(cfg.MustGet("head_max_len").float()),
+		maxLen:     int(mustGet(cfg, "max_len").Float64()),
+		headMaxLen: int(mustGet(cfg, "head_max_len").Float64()),
 	}
 }
 
@@ -37,7 +37,7 @@ func TestSequenceGoldens(t *testing.T) {
 		a := &Agent{builder: b, temps: temps}
 		for _, c := range loadRequestCases(t, name) {
 			where := name + "/" + c.name
-			qs, err := questionsFromValue(c.request.MustGet("questions"))
+			qs, err := questionsFromValue(mustGet(c.request, "questions"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -45,7 +45,7 @@ func TestSequenceGoldens(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", where, err)
 			}
-			state := ValueState(c.request.MustGet("state"))
+			state := ValueState(mustGet(c.request, "state"))
 			stateIDs, left := b.encodeState(state)
 			if !slices.Equal(stateIDs, c.stateIDs) || left != c.truncateLeft {
 				t.Errorf("%s: state ids (left=%v)\n got %v\nwant %v", where, left, stateIDs, c.stateIDs)
@@ -80,18 +80,18 @@ func TestSequenceGoldens(t *testing.T) {
 func TestTooManyOptionsGolden(t *testing.T) {
 	for _, name := range requestCheckpoints {
 		a := &Agent{builder: goldenBuilder(t, name)}
-		for _, c := range readRequestGolden(t, name, "errors.json").MustGet("cases").Items() {
-			if c.MustGet("name").Str() != "too_many_options" {
+		for _, c := range mustGet(readRequestGolden(t, name, "errors.json"), "cases").Items() {
+			if mustGet(c, "name").Str() != "too_many_options" {
 				continue
 			}
-			req := c.MustGet("request")
-			qs, _ := questionsFromValue(req.MustGet("questions"))
+			req := mustGet(c, "request")
+			qs, _ := questionsFromValue(mustGet(req, "questions"))
 			prepared, err := prepareQuestions(qs)
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = a.buildRows(ValueState(req.MustGet("state")), prepared)
-			want := c.MustGet("message").Str()
+			_, err = a.buildRows(ValueState(mustGet(req, "state")), prepared)
+			want := mustGet(c, "message").Str()
 			if err == nil || err.Error() != want {
 				t.Errorf("%s: err %v, want %q", name, err, want)
 			}

@@ -7,7 +7,7 @@ import (
 	"math"
 	"sort"
 
-	"github.com/laya-metal/laya/internal/pyfmt"
+	"github.com/laya-metal/laya/pyjson"
 )
 
 // Embedding shortlist for high-cardinality choice questions, after laya-mlx's
@@ -55,26 +55,26 @@ type ShortlistResult struct {
 
 // Value returns the result JSON with the "shortlist" member.
 func (r *ShortlistResult) Value() Value {
-	entries := make([]Member, len(r.Shortlist))
+	entries := make([]pyjson.Member, len(r.Shortlist))
 	for i, e := range r.Shortlist {
-		scores := NullValue()
+		scores := pyjson.Null()
 		if !e.Passthrough {
 			items := make([]Value, len(e.Scores))
 			for j, s := range e.Scores {
-				items[j] = FloatValue(s)
+				items[j] = pyjson.Float(s)
 			}
-			scores = ArrayValue(items...)
+			scores = pyjson.Array(items...)
 		}
-		entries[i] = Member{e.QuestionID, ObjectValue(
-			Member{"labels", ArrayValue(e.Labels...)},
-			Member{"scores", scores},
-			Member{"k", IntValue(int64(e.K))},
-			Member{"n", IntValue(int64(e.N))},
-			Member{"passthrough", BoolValue(e.Passthrough)},
+		entries[i] = pyjson.Member{Key: e.QuestionID, Value: pyjson.Object(
+			pyjson.Member{Key: "labels", Value: pyjson.Array(e.Labels...)},
+			pyjson.Member{Key: "scores", Value: scores},
+			pyjson.Member{Key: "k", Value: pyjson.Int(int64(e.K))},
+			pyjson.Member{Key: "n", Value: pyjson.Int(int64(e.N))},
+			pyjson.Member{Key: "passthrough", Value: pyjson.Bool(e.Passthrough)},
 		)}
 	}
 	v := r.Result.Value()
-	return ObjectValue(append(append([]Member(nil), v.Members()...), Member{"shortlist", ObjectValue(entries...)})...)
+	return pyjson.Object(append(append([]pyjson.Member(nil), v.Members()...), pyjson.Member{Key: "shortlist", Value: pyjson.Object(entries...)})...)
 }
 
 // MarshalJSON writes Value in Python's json.dumps form.
@@ -103,7 +103,7 @@ func PredictShortlist(ctx context.Context, model Predictor, state State, questio
 	for i, q := range questions {
 		reduced[i] = q
 		typ, _ := q.Definition.Get("type")
-		if q.Definition.Kind() != ObjectKind || typ.Kind() != StringKind || typ.Str() != "choice" {
+		if q.Definition.Kind() != pyjson.ObjectKind || typ.Kind() != pyjson.StringKind || typ.Str() != "choice" {
 			continue
 		}
 		if err := checkQuestion(q.ID, q.Definition); err != nil {
@@ -120,10 +120,10 @@ func PredictShortlist(ctx context.Context, model Predictor, state State, questio
 		texts := append([]string{shortlistQuery(state, ins)}, internal.options...)
 		vectors, err := embed.Embed(ctx, texts)
 		if err != nil {
-			return nil, fmt.Errorf("laya: shortlist question %s: embedder: %w", pyfmt.StrRepr(q.ID), err)
+			return nil, fmt.Errorf("laya: shortlist question %s: embedder: %w", pyjson.StrRepr(q.ID), err)
 		}
 		if err := checkEmbeddings(vectors, len(texts)); err != nil {
-			return nil, fmt.Errorf("question %s: %w", pyfmt.StrRepr(q.ID), err)
+			return nil, fmt.Errorf("question %s: %w", pyjson.StrRepr(q.ID), err)
 		}
 		sims := cosineScores(vectors[0], vectors[1:])
 		order := make([]int, len(sims))
@@ -147,17 +147,17 @@ func PredictShortlist(ctx context.Context, model Predictor, state State, questio
 }
 
 // shortlistQuery is laya-mlx's _query_text: instructions (json.dumps when not
-// a string), a newline, and the serialised state; the state alone when the
+// a string), a newline, and the serialized state; the state alone when the
 // instructions are missing or empty.
 func shortlistQuery(state State, ins Value) string {
 	body := state.Serialize()
 	switch {
-	case ins.Kind() == NullKind, ins.Kind() == StringKind && ins.Str() == "":
+	case ins.Kind() == pyjson.NullKind, ins.Kind() == pyjson.StringKind && ins.Str() == "":
 		return body
-	case ins.Kind() == StringKind:
+	case ins.Kind() == pyjson.StringKind:
 		return ins.Str() + "\n" + body
 	}
-	return pyDumps(ins) + "\n" + body
+	return pyjson.Dumps(ins) + "\n" + body
 }
 
 func checkEmbeddings(vectors [][]float32, n int) error {
@@ -213,30 +213,30 @@ func cosineScores(query []float32, docs [][]float32) []float64 {
 // subsetCriteria keeps the labels at positions order (in that order): dict
 // criteria keep their descriptions, list criteria become the kept labels.
 func subsetCriteria(def Value, order []int) Value {
-	var members []Member
+	var members []pyjson.Member
 	for _, m := range def.Members() {
 		if m.Key != "criteria" {
 			members = append(members, m)
 			continue
 		}
-		if m.Value.Kind() == ArrayKind {
+		if m.Value.Kind() == pyjson.ArrayKind {
 			// Positions index the de-duplicated labels, as toInternal lists them.
 			labels := toInternal("", def).labels
 			items := make([]Value, len(order))
 			for i, j := range order {
 				items[i] = labels[j]
 			}
-			members = append(members, Member{"criteria", ArrayValue(items...)})
+			members = append(members, pyjson.Member{Key: "criteria", Value: pyjson.Array(items...)})
 			continue
 		}
 		crit := m.Value.Members()
-		kept := make([]Member, len(order))
+		kept := make([]pyjson.Member, len(order))
 		for i, j := range order {
 			kept[i] = crit[j]
 		}
-		members = append(members, Member{"criteria", ObjectValue(kept...)})
+		members = append(members, pyjson.Member{Key: "criteria", Value: pyjson.Object(kept...)})
 	}
-	return ObjectValue(members...)
+	return pyjson.Object(members...)
 }
 
 // AgentEmbedder returns the embedder of laya-mlx's embed_fn_from_agent: each

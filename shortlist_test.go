@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/laya-metal/laya/internal/oracletest"
+	"github.com/laya-metal/laya/pyjson"
 )
 
 type recordingModel struct{ got Questions }
@@ -133,7 +134,7 @@ func TestPredictShortlistErrors(t *testing.T) {
 			t.Errorf("%s: err = %v, want %v mentioning %q", tt.name, err, tt.want, tt.text)
 		}
 	}
-	bad := Questions{{"c", ObjectValue(Member{"type", StringValue("choice")}, Member{"instructions", StringValue("x")})}}
+	bad := Questions{{"c", pyjson.Object(pyjson.Member{Key: "type", Value: pyjson.String("choice")}, pyjson.Member{Key: "instructions", Value: pyjson.String("x")})}}
 	if _, err := PredictShortlist(context.Background(), model, Text("s"), bad, good, 1); err == nil {
 		t.Error("a choice question without criteria was accepted")
 	}

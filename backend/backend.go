@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/laya-metal/laya/weights"
@@ -237,32 +236,4 @@ type AttentionParams struct {
 	Scale   float32
 	Sliding bool
 	Radius  int
-}
-
-// Opener opens a backend.
-type Opener func() (Backend, error)
-
-var openers = map[string]Opener{}
-
-// Register makes a backend available to Open under name. It is meant to be
-// called from a backend package's init function.
-func Register(name string, open Opener) { openers[name] = open }
-
-// Open opens the backend registered under name.
-func Open(name string) (Backend, error) {
-	open, ok := openers[name]
-	if !ok {
-		return nil, fmt.Errorf("%w %q (registered: %v)", ErrUnknownBackend, name, Names())
-	}
-	return open()
-}
-
-// Names lists the registered backends, sorted.
-func Names() []string {
-	names := make([]string, 0, len(openers))
-	for n := range openers {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
 }

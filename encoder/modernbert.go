@@ -77,16 +77,11 @@ type Batch struct {
 	SeqLen  int
 }
 
-// Observer, when given to Forward, sees intermediate states as they are
-// recorded: ("embeddings", 0, x), ("layer", i, x) after each encoder layer
-// (the residual stream, before the final norm) and ("final", 0, h). It may
-// Read a tensor when it is shown; the model keeps updating the residual
-// stream in place afterwards.
-type Observer func(stage string, index int, t backend.Tensor)
-
 // Forward records the encoder on s and returns last_hidden_state
-// [rows·SeqLen, d]. It checks ctx between layers.
-func (m *ModernBERT) Forward(ctx context.Context, s backend.Stream, in Batch, observe Observer) (backend.Tensor, error) {
+// [rows·SeqLen, d]. It checks ctx between layers. observe, when not nil,
+// sees ("embeddings", 0, x), ("layer", i, x) after each encoder layer (the
+// residual stream, before the final norm) and ("final", 0, h).
+func (m *ModernBERT) Forward(ctx context.Context, s backend.Stream, in Batch, observe backend.Observer) (backend.Tensor, error) {
 	cfg := m.cfg
 	d, inner := cfg.HiddenSize, cfg.IntermediateSize
 	rows := len(in.IDs)
@@ -94,7 +89,7 @@ func (m *ModernBERT) Forward(ctx context.Context, s backend.Stream, in Batch, ob
 		return nil, fmt.Errorf("encoder: %w: %d ids for %d rows of length %d", backend.ErrShape, rows, len(in.Lengths), in.SeqLen)
 	}
 	if observe == nil {
-		observe = func(string, int, backend.Tensor) {}
+		observe = func(backend.Stream, string, int, backend.Tensor) {}
 	}
 	heads, headDim := cfg.NumHeads, cfg.HeadDim()
 	eps := float32(cfg.NormEps)
@@ -102,7 +97,7 @@ func (m *ModernBERT) Forward(ctx context.Context, s backend.Stream, in Batch, ob
 	x := s.New(rows, d)
 	s.Gather(x, m.tokEmb, in.IDs)
 	s.LayerNorm(x, x, m.embNorm, nil, eps)
-	observe("embeddings", 0, x)
+	observe(s, "embeddings", 0, x)
 
 	normed := s.New(rows, d)
 	qkv := s.New(rows, 3*d)
@@ -143,11 +138,11 @@ func (m *ModernBERT) Forward(ctx context.Context, s backend.Stream, in Batch, ob
 		if err := s.Err(); err != nil {
 			return nil, fmt.Errorf("encoder layer %d: %w", i, err)
 		}
-		observe("layer", i, x)
+		observe(s, "layer", i, x)
 	}
 	out := s.New(rows, d)
 	s.LayerNorm(out, x, m.finalNorm, nil, eps)
-	observe("final", 0, out)
+	observe(s, "final", 0, out)
 	if err := s.Err(); err != nil {
 		return nil, fmt.Errorf("encoder: %w", err)
 	}

@@ -65,7 +65,7 @@ func TestModernBERTGoldens(t *testing.T) {
 					t.Errorf("%s: max |Δ| %.3g (scale %.3g)", what, worst, scale)
 				}
 			}
-			obs := func(stage string, i int, x backend.Tensor) {
+			obs := func(_ backend.Stream, stage string, i int, x backend.Tensor) {
 				switch stage {
 				case "embeddings":
 					check(stage, x, dbg.Embeddings)

@@ -74,15 +74,11 @@ func NewDecision(be backend.Backend, ckpt *weights.Checkpoint) (*Decision, error
 	return m, nil
 }
 
-// Observer, when given to Decision.Forward, sees ("input", 0, h) after the
-// type embedding and ("layer", j, h) after each head layer. It may Read a
-// tensor when it is shown; h is updated in place afterwards.
-type Observer func(stage string, index int, t backend.Tensor)
-
 // Forward records the decision head on s over the encoder output hidden
 // [rows·seqLen, d], updating it in place, and returns it. qtypes and lengths
-// hold one entry per batch row.
-func (m *Decision) Forward(ctx context.Context, s backend.Stream, hidden backend.Tensor, qtypes, lengths []int, seqLen int, observe Observer) (backend.Tensor, error) {
+// hold one entry per batch row. observe, when not nil, sees ("input", 0, h)
+// after the type embedding and ("layer", j, h) after each head layer.
+func (m *Decision) Forward(ctx context.Context, s backend.Stream, hidden backend.Tensor, qtypes, lengths []int, seqLen int, observe backend.Observer) (backend.Tensor, error) {
 	d := m.cfg.Dim
 	rows := hidden.Rows()
 	if len(qtypes) != len(lengths) || rows != len(lengths)*seqLen || hidden.Cols() != d {
@@ -90,7 +86,7 @@ func (m *Decision) Forward(ctx context.Context, s backend.Stream, hidden backend
 			backend.ErrShape, rows, hidden.Cols(), len(lengths), seqLen, len(qtypes), d)
 	}
 	if observe == nil {
-		observe = func(string, int, backend.Tensor) {}
+		observe = func(backend.Stream, string, int, backend.Tensor) {}
 	}
 	// type_emb[qtype] is broadcast to every position, padding included.
 	typeIndex := make([]int32, rows)
@@ -106,7 +102,7 @@ func (m *Decision) Forward(ctx context.Context, s backend.Stream, hidden backend
 	scratch := s.New(rows, d)
 	s.Gather(scratch, m.typeEmb, typeIndex)
 	s.Add(h, h, scratch)
-	observe("input", 0, h)
+	observe(s, "input", 0, h)
 
 	normed := scratch
 	qkv := s.New(rows, 3*d)
@@ -136,7 +132,7 @@ func (m *Decision) Forward(ctx context.Context, s backend.Stream, hidden backend
 		if err := s.Err(); err != nil {
 			return nil, fmt.Errorf("heads: decision layer %d: %w", j, err)
 		}
-		observe("layer", j, h)
+		observe(s, "layer", j, h)
 	}
 	return h, nil
 }

@@ -77,7 +77,7 @@ func TestHeadsFromGoldenEncoderOutput(t *testing.T) {
 					t.Errorf("%s: max |Δ| %.3g > %.1g", what, d, tol)
 				}
 			}
-			obs := func(stage string, j int, x backend.Tensor) {
+			obs := func(_ backend.Stream, stage string, j int, x backend.Tensor) {
 				switch stage {
 				case "input":
 					check("head input", x, dbg.HeadInput, 1e-6)

@@ -1,17 +1,16 @@
 package lang
 
 import (
-	"bytes"
-	"encoding/json"
 	"math"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/laya-metal/laya/pyjson"
 )
 
 // Detection limits (laya-mlx state_text/_iter_text): string leaves deeper
@@ -82,14 +81,11 @@ type LatinEvidence struct {
 	LooksNonEnglish bool    // DiacriticRate >= 0.02
 }
 
-// Analyse detects the script and, for Latin text, the language of a state.
-//
-// state may be a string, a []any / []string / map[string]any tree, a
-// json.RawMessage, or any value that marshals to JSON (an order-preserving
-// type such as laya.Value keeps its key order that way). Keys are ignored:
-// they are usually English whatever the content is. Go maps have no order, so
-// their values are read in sorted key order.
-func Analyse(state any) Analysis {
+// Analyze detects the script and, for Latin text, the language of a state: a
+// JSON string, or a structure whose string leaves are read in document order
+// (see Text). Keys are ignored: they are usually English whatever the content
+// is. Build a state from Go values with pyjson.ValueOf or pyjson.String.
+func Analyze(state pyjson.Value) Analysis {
 	text := Text(state)
 	prof, letters, script := profile(text)
 	nonLatin := 0.0
@@ -130,7 +126,7 @@ func Analyse(state any) Analysis {
 }
 
 // IsEnglish reports whether the English checkpoint can be expected to read state.
-func IsEnglish(state any) bool { return Analyse(state).IsEnglish }
+func IsEnglish(state pyjson.Value) bool { return Analyze(state).IsEnglish }
 
 // DetectScript returns the dominant script of text, or "unknown" when it has no letters.
 func DetectScript(text string) string {
@@ -206,7 +202,7 @@ func shareOf(prof []Share, script string) float64 {
 // hasNonLatinWords reports runs of two or more letters of one named
 // non-Latin script that do not start with a capital. English prose carries
 // non-Latin letters that are not a request in another script: a symbol
-// (one letter), a proper name (capitalised), a pronunciation (IPA, which no
+// (one letter), a proper name (capitalized), a pronunciation (IPA, which no
 // range claims). Combining marks are skipped so they never split a word.
 func hasNonLatinWords(text string) bool {
 	var run []rune
@@ -318,111 +314,58 @@ func round4(x float64) float64 {
 	return r
 }
 
-// Text flattens a state into the text detection reads: its string leaves at
-// depth <= 6, joined by spaces, cut to 4000 characters.
-func Text(state any) string {
-	var parts []string
-	budget := maxChars
+// Text flattens a state into the text detection reads, as upstream's
+// state_text does (laya/lang.py: " ".join(_iter_text(state))[:4000]): the
+// string leaves in document order, object keys ignored, numbers, booleans
+// and null skipped, a leaf nested deeper than 6 containers not read, joined
+// by single spaces and cut to 4000 characters. It stops reading leaves once
+// the cut is reached, so a huge state costs no more than its first 4000
+// characters of text.
+func Text(state pyjson.Value) string {
+	var b strings.Builder
+	n := 0 // characters written
+	first := true
 	collect(state, 0, func(leaf string) bool {
-		n := utf8.RuneCountInString(leaf)
-		if n > budget {
-			parts = append(parts, string([]rune(leaf)[:budget]))
-			return false
+		if !first {
+			b.WriteByte(' ')
+			n++
+			if n >= maxChars {
+				return false
+			}
 		}
-		parts = append(parts, leaf)
-		budget -= n + 1
-		return budget > 0
-	})
-	joined := strings.Join(parts, " ")
-	if utf8.RuneCountInString(joined) > maxChars {
-		joined = string([]rune(joined)[:maxChars])
-	}
-	return joined
-}
-
-// collect calls leaf for every string leaf in order until it returns false.
-func collect(state any, depth int, leaf func(string) bool) bool {
-	if depth > maxDepth || state == nil {
-		return true
-	}
-	switch v := state.(type) {
-	case string:
-		return leaf(v)
-	case []byte:
-		return leaf(string(v))
-	case []string:
-		for _, s := range v {
-			if depth+1 <= maxDepth && !leaf(s) {
+		first = false
+		for _, r := range leaf {
+			b.WriteRune(r)
+			if n++; n >= maxChars {
 				return false
 			}
 		}
 		return true
-	case []any:
-		for _, item := range v {
+	})
+	return b.String()
+}
+
+// collect calls leaf for every string leaf in document order until it
+// returns false. Keys are ignored; numbers, booleans and null are not text.
+func collect(state pyjson.Value, depth int, leaf func(string) bool) bool {
+	if depth > maxDepth {
+		return true
+	}
+	switch state.Kind() {
+	case pyjson.StringKind:
+		return leaf(state.Str())
+	case pyjson.ArrayKind:
+		for _, item := range state.Items() {
 			if !collect(item, depth+1, leaf) {
 				return false
 			}
 		}
-		return true
-	case map[string]any:
-		keys := make([]string, 0, len(v))
-		for k := range v {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			if !collect(v[k], depth+1, leaf) {
+	case pyjson.ObjectKind:
+		for _, m := range state.Members() {
+			if !collect(m.Value, depth+1, leaf) {
 				return false
 			}
 		}
-		return true
-	case json.RawMessage:
-		return collectJSON(v, depth, leaf)
-	case bool, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64, json.Number:
-		return true
 	}
-	data, err := json.Marshal(state)
-	if err != nil {
-		return true // nothing readable; detection falls back to "unknown"
-	}
-	return collectJSON(data, depth, leaf)
-}
-
-// collectJSON walks a JSON document in document order, so object members are
-// read in the order they were written.
-func collectJSON(data []byte, depth int, leaf func(string) bool) bool {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	keepGoing, _ := walkJSON(dec, depth, leaf)
-	return keepGoing
-}
-
-func walkJSON(dec *json.Decoder, depth int, leaf func(string) bool) (bool, error) {
-	tok, err := dec.Token()
-	if err != nil {
-		return true, err
-	}
-	switch t := tok.(type) {
-	case string:
-		if depth <= maxDepth {
-			return leaf(t), nil
-		}
-	case json.Delim:
-		if t != '{' && t != '[' {
-			return true, nil
-		}
-		for dec.More() {
-			if t == '{' {
-				if _, err := dec.Token(); err != nil { // the key: ignored
-					return true, err
-				}
-			}
-			if ok, err := walkJSON(dec, depth+1, leaf); !ok || err != nil {
-				return ok, err
-			}
-		}
-		_, err := dec.Token() // closing delimiter
-		return true, err
-	}
-	return true, nil
+	return true
 }

@@ -6,13 +6,15 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/laya-metal/laya/pyjson"
 )
 
 // testdata/analyse.json holds states in many languages and scripts and the
 // result of laya-mlx's analyse() for each, produced by running its lang.py
 // algorithm under CPython 3.12 (so Python's isalpha, lower, re and round
 // decide the expected values, not this package).
-type analyseCase struct {
+type analyzeCase struct {
 	Name  string          `json:"name"`
 	State json.RawMessage `json:"state"`
 	Want  struct {
@@ -45,13 +47,13 @@ func orderedProfile(t *testing.T, raw json.RawMessage) []Share {
 	return out
 }
 
-func loadCases(t *testing.T) []analyseCase {
+func loadCases(t *testing.T) []analyzeCase {
 	t.Helper()
 	b, err := os.ReadFile("testdata/analyse.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cases []analyseCase
+	var cases []analyzeCase
 	if err := json.Unmarshal(b, &cases); err != nil {
 		t.Fatal(err)
 	}
@@ -61,17 +63,15 @@ func loadCases(t *testing.T) []analyseCase {
 	return cases
 }
 
-func TestAnalyseMatchesLayaMLX(t *testing.T) {
+func TestAnalyzeMatchesLayaMLX(t *testing.T) {
 	for _, tc := range loadCases(t) {
 		t.Run(tc.Name, func(t *testing.T) {
-			// A string state is passed as a Go string, a structured one as raw
-			// JSON so that key order is the document's, as in Python.
-			var state any = tc.State
-			var s string
-			if json.Unmarshal(tc.State, &s) == nil {
-				state = s
+			// Parsed as json.loads would, so key order is the document's.
+			state, err := pyjson.Parse(tc.State)
+			if err != nil {
+				t.Fatal(err)
 			}
-			got := Analyse(state)
+			got := Analyze(state)
 			w := tc.Want
 			wantLang := ""
 			if w.Language != nil {
@@ -80,7 +80,7 @@ func TestAnalyseMatchesLayaMLX(t *testing.T) {
 			if got.Script != w.Script || got.Language != wantLang || got.IsEnglish != w.IsEnglish ||
 				got.LanguageUndecided != w.LanguageUndecided || got.DiacriticRate != w.DiacriticRate ||
 				got.NonLatinFraction != w.NonLatinFraction {
-				t.Errorf("Analyse = script %q lang %q english %v undecided %v diac %v nonlatin %v\n"+
+				t.Errorf("Analyze = script %q lang %q english %v undecided %v diac %v nonlatin %v\n"+
 					"      want script %q lang %q english %v undecided %v diac %v nonlatin %v",
 					got.Script, got.Language, got.IsEnglish, got.LanguageUndecided, got.DiacriticRate, got.NonLatinFraction,
 					w.Script, wantLang, w.IsEnglish, w.LanguageUndecided, w.DiacriticRate, w.NonLatinFraction)
@@ -95,45 +95,62 @@ func TestAnalyseMatchesLayaMLX(t *testing.T) {
 				}
 			}
 			if IsEnglish(state) != w.IsEnglish {
-				t.Errorf("IsEnglish disagrees with Analyse")
+				t.Errorf("IsEnglish disagrees with Analyze")
 			}
 		})
 	}
 }
 
 func TestStateShapes(t *testing.T) {
-	type ticket struct {
-		Subject string
-		Body    string
-		Count   int
-	}
 	tests := []struct {
 		name  string
-		state any
+		state string // JSON
 		want  string
 	}{
-		{"nil", nil, ""},
-		{"string", "hello", "hello"},
-		{"bytes", []byte("hej"), "hej"},
-		{"strings", []string{"a", "b"}, "a b"},
-		{"any list", []any{"a", 1, true, nil, []any{"b"}}, "a b"},
-		{"map sorted", map[string]any{"z": "last", "a": "first", "n": 3}, "first last"},
-		{"struct via JSON", ticket{Subject: "s", Body: "b", Count: 2}, "s b"},
-		{"raw JSON keeps order", json.RawMessage(`{"z":"one","a":["two",{"k":"three"}],"n":1.5}`), "one two three"},
-		{"depth 6 read, 7 not", []any{[]any{[]any{[]any{[]any{[]any{"six", []any{"seven"}}}}}}}, "six"},
-		{"keys ignored", map[string]any{"English key": "valor"}, "valor"},
+		{"null", `null`, ""},
+		{"number", `12`, ""},
+		{"string", `"hello"`, "hello"},
+		{"strings", `["a", "b"]`, "a b"},
+		{"mixed list", `["a", 1, true, null, ["b"]]`, "a b"},
+		{"document order", `{"z":"one","a":["two",{"k":"three"}],"n":1.5}`, "one two three"},
+		{"depth 6 read, 7 not", `[[[[[["six", ["seven"]]]]]]]`, "six"},
+		{"object depth 6 read, 7 not", `{"a":{"b":{"c":{"d":{"e":{"f":"six","g":{"h":"seven"}}}}}}}`, "six"},
+		{"keys ignored", `{"English key": "valor"}`, "valor"},
+		// The cases below are upstream's _iter_text/state_text (laya/lang.py) worked by hand.
+		{"numbers, booleans and null are not text", `{"a": 1, "b": true, "c": null, "d": 2.5, "e": "x"}`, "x"},
+		{"empty leaves still take a separator", `["a", "", "b"]`, "a  b"},
+		{"nested keys ignored at every level", `{"subject": {"English": ["Olá", {"words": "tudo bem"}]}}`, "Olá tudo bem"},
+		{"list of objects in order", `[{"role": "user", "content": "hola"}, {"role": "agent", "content": "hi"}]`, "user hola agent hi"},
+		{"depth 6 through objects and lists", `{"a": [{"b": [{"c": ["six", ["seven"]]}]}]}`, "six"},
+		{"a string of JSON is one leaf", `"{\"k\": \"v\"}"`, `{"k": "v"}`},
+		{"empty object", `{}`, ""},
+		{"empty string", `""`, ""},
 	}
 	for _, tt := range tests {
-		if got := Text(tt.state); got != tt.want {
+		state, err := pyjson.Parse([]byte(tt.state))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := Text(state); got != tt.want {
 			t.Errorf("%s: Text = %q, want %q", tt.name, got, tt.want)
 		}
 	}
+	if got := Text(pyjson.Value{}); got != "" {
+		t.Errorf("zero Value: Text = %q", got)
+	}
 	long := strings.Repeat("é", 5000)
-	if got := Text([]any{long, "next"}); len([]rune(got)) != maxChars {
+	if got := Text(pyjson.Array(pyjson.String(long), pyjson.String("next"))); len([]rune(got)) != maxChars {
 		t.Errorf("Text of a 5000-character leaf has %d characters, want %d", len([]rune(got)), maxChars)
 	}
-	if got := Text([]any{strings.Repeat("a", 3998), "bcd"}); got != strings.Repeat("a", 3998)+" b" {
+	if got := Text(pyjson.Array(pyjson.String(strings.Repeat("a", 3998)), pyjson.String("bcd"))); got != strings.Repeat("a", 3998)+" b" {
 		t.Errorf("Text budget: got ...%q", got[len(got)-4:])
+	}
+	// The cut counts the separators: a 3999-character leaf keeps the space after it.
+	if got := Text(pyjson.Array(pyjson.String(strings.Repeat("a", 3999)), pyjson.String("b"))); got != strings.Repeat("a", 3999)+" " {
+		t.Errorf("Text at the boundary: got ...%q", got[len(got)-4:])
+	}
+	if got := Text(pyjson.Array(pyjson.String(strings.Repeat("é", 4000)), pyjson.String("b"))); got != strings.Repeat("é", 4000) {
+		t.Errorf("Text of exactly 4000 characters: %d characters", len([]rune(got)))
 	}
 }
 
@@ -161,9 +178,12 @@ func TestDetectScriptAndGuess(t *testing.T) {
 	}
 }
 
-func BenchmarkAnalyse(b *testing.B) {
-	state := map[string]any{"subject": "Problema com fatura", "body": strings.Repeat("Olá, a minha fatura está errada e preciso de ajuda. ", 60)}
+func BenchmarkAnalyze(b *testing.B) {
+	state := pyjson.Object(
+		pyjson.Member{Key: "subject", Value: pyjson.String("Problema com fatura")},
+		pyjson.Member{Key: "body", Value: pyjson.String(strings.Repeat("Olá, a minha fatura está errada e preciso de ajuda. ", 60))},
+	)
 	for b.Loop() {
-		Analyse(state)
+		Analyze(state)
 	}
 }

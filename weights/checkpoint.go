@@ -1,7 +1,6 @@
 package weights
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -9,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/laya-metal/laya/pyjson"
 )
 
 // File names of the checkpoint layout (laya-spec §1.2).
@@ -39,8 +40,9 @@ type Checkpoint struct {
 	Head       HeadConfig
 	NameScheme string // SchemeUpstream or SchemeMLX
 	Weights    *Safetensors
-	// MLXConfig is mlx_config.json when present (format, dtype, source...).
-	MLXConfig map[string]json.RawMessage
+	// MLXConfig is mlx_config.json when present (format, dtype, source...):
+	// a JSON object, or null when the file is absent.
+	MLXConfig pyjson.Value
 
 	canonical map[string]*Tensor // canonical (upstream) name → tensor
 	expected  []TensorSpec
@@ -123,10 +125,12 @@ func (c *Checkpoint) load(p *problems) {
 		}
 	}
 	if data, err := os.ReadFile(filepath.Join(c.Dir, MLXConfigFile)); err == nil {
-		if _, fields, err := pyObject(pyJSONCompat(data)); err != nil {
-			p.add("%s: invalid JSON: %v", MLXConfigFile, err)
+		if v, err := pyjson.Parse(data); err != nil {
+			p.add("%s: %w", MLXConfigFile, err)
+		} else if v.Kind() != pyjson.ObjectKind {
+			p.add("%s: want a JSON object, got %s", MLXConfigFile, shown(v))
 		} else {
-			c.MLXConfig = fields
+			c.MLXConfig = v
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
 		p.addErr(fmt.Errorf("%s: %w", MLXConfigFile, err))

@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/laya-metal/laya/pyjson"
 )
 
 const oracleDir = "../testdata/oracle"
@@ -178,7 +180,7 @@ func TestMLXNamesMatchUpstream(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer mlx.Close()
-	if mlx.Weights.Metadata["format"] != "mlx" || string(mlx.MLXConfig["format"]) != `"laya-mlx"` {
+	if mlx.Weights.Metadata["format"] != "mlx" || mlxFormat(mlx.MLXConfig) != "laya-mlx" {
 		t.Errorf("mlx metadata %v, mlx_config %v", mlx.Weights.Metadata, mlx.MLXConfig)
 	}
 	renamed := 0
@@ -439,4 +441,9 @@ func TestCheckCheckpointCollectsAllProblems(t *testing.T) {
 	if _, err := LoadCheckpoint(filepath.Join(dir, "nope")); !errors.Is(err, ErrInvalidCheckpoint) || !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("missing directory: %v", err)
 	}
+}
+
+func mlxFormat(cfg pyjson.Value) string {
+	v, _ := cfg.Get("format")
+	return v.Str()
 }

@@ -1,11 +1,13 @@
 package weights
 
 import (
-	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/laya-metal/laya/pyjson"
 )
 
 // LayerKind is the attention kind of one encoder layer.
@@ -68,11 +70,11 @@ type AgentConfig struct {
 	// Temperature is the effective (clamped) per-type temperature, index 0
 	// choice, 1 score, 2 noul.
 	Temperature    [3]float64
-	TemperatureRaw []json.RawMessage // as shipped ([1.0, 1.0, 1.0] when absent)
+	TemperatureRaw []pyjson.Value // as shipped ([1.0, 1.0, 1.0] when absent)
 	// TemperatureByOptions maps a bucket ("choice:3-5") to its effective
 	// temperature; it overrides Temperature for that bucket.
 	TemperatureByOptions     map[string]float64
-	TemperatureByOptionsRaw  map[string]json.RawMessage
+	TemperatureByOptionsRaw  map[string]pyjson.Value
 	TemperatureByOptionsKeys []string // file order
 	// LangTemperatures are per-language calibration overrides (upstream
 	// #258, laya-mlx lang_temperatures), keyed by lower-case primary subtag
@@ -126,8 +128,8 @@ const (
 // ClampTemperature is upstream's clamp_temperature on a JSON value: Python
 // float() (numbers, bools, numeric strings incl. "NaN"/"inf"/" 2 "), 1.0
 // when that fails or gives a non-finite value, else clamped to [0.5, 5].
-func ClampTemperature(raw json.RawMessage) float64 {
-	t, ok := pyFloat(raw)
+func ClampTemperature(raw pyjson.Value) float64 {
+	t, ok := pyjson.ToFloat(raw)
 	if !ok || math.IsNaN(t) || math.IsInf(t, 0) {
 		return 1.0
 	}
@@ -143,35 +145,46 @@ func (p *problems) add(format string, args ...any) {
 
 func (p *problems) addErr(err error) { p.list = append(p.list, err) }
 
+// prefixed returns the problems as this package's errors: LoadCheckpoint
+// lists them under one "weights: <dir>: invalid checkpoint" line, the
+// exported parsers return them on their own, each with the package prefix.
+func (p *problems) prefixed() []error {
+	if len(p.list) == 0 {
+		return nil
+	}
+	out := make([]error, len(p.list))
+	for i, err := range p.list {
+		out[i] = fmt.Errorf("weights: %w", err)
+	}
+	return out
+}
+
 // ParseAgentConfig parses rl_agent_config.json. It returns what it could
 // resolve together with every rule broken (nil when valid); the
 // max_position_embeddings bound is checked by LoadCheckpoint.
 func ParseAgentConfig(data []byte) (AgentConfig, []error) {
 	var p problems
 	cfg := parseAgentConfig(data, &p)
-	return cfg, p.list
+	return cfg, p.prefixed()
 }
 
 func parseAgentConfig(data []byte, p *problems) AgentConfig {
 	var cfg AgentConfig
-	_, fields, err := pyObject(pyJSONCompat(data))
+	fields, err := parseObject(data)
 	if err != nil {
-		p.add("rl_agent_config.json: invalid JSON: %v", err)
+		p.add("rl_agent_config.json: %w", err)
 		return cfg
 	}
 	// Required keys (laya-mlx Agent.__init__; upstream _verify_compatibility).
 	if raw, ok := fields["encoder"]; !ok {
 		p.add("rl_agent_config.json: missing required key \"encoder\"")
 	} else {
-		var s string
-		if json.Unmarshal(raw, &s) == nil {
-			cfg.EncoderID = s
-		}
+		cfg.EncoderID = raw.Str()
 	}
 	if raw, ok := fields["head_layers"]; !ok {
 		p.add("rl_agent_config.json: missing required key \"head_layers\"")
 	} else if n, ok := jsonInt(raw); !ok || n < 1 {
-		p.add("rl_agent_config.json: head_layers = %s, want a positive integer", truncate(raw))
+		p.add("rl_agent_config.json: head_layers = %s, want a positive integer", shown(raw))
 	} else {
 		cfg.HeadLayers = n
 	}
@@ -184,14 +197,14 @@ func parseAgentConfig(data []byte, p *problems) AgentConfig {
 	// n_act = len(cfg["act_costs"]) + 1 (upstream build_model): required.
 	if raw, ok := fields["act_costs"]; !ok {
 		p.add("rl_agent_config.json: missing required key \"act_costs\"")
-	} else if ks, _, err := pyObject(raw); err == nil {
+	} else if ks, _, ok := object(raw); ok {
 		cfg.ActCosts = ks
-	} else if items, ok := pyArray(raw); ok {
-		for _, it := range items {
-			cfg.ActCosts = append(cfg.ActCosts, pyRepr(it))
+	} else if raw.Kind() == pyjson.ArrayKind {
+		for _, it := range raw.Items() {
+			cfg.ActCosts = append(cfg.ActCosts, pyjson.Repr(it))
 		}
 	} else {
-		p.add("rl_agent_config.json: act_costs = %s, want an object", truncate(raw))
+		p.add("rl_agent_config.json: act_costs = %s, want an object", shown(raw))
 	}
 	cfg.NAct = len(cfg.ActCosts) + 1
 
@@ -203,40 +216,40 @@ func parseAgentConfig(data []byte, p *problems) AgentConfig {
 // parseLangTemperatures reads the optional lang_temperatures object:
 // {"de": {"temperature": [c, s, n], "temperature_by_options": {bucket: T}}}.
 // Values are clamped like the checkpoint's own.
-func parseLangTemperatures(cfg *AgentConfig, fields map[string]json.RawMessage, p *problems) {
+func parseLangTemperatures(cfg *AgentConfig, fields map[string]pyjson.Value, p *problems) {
 	raw, ok := fields["lang_temperatures"]
-	if !ok || string(raw) == "null" {
+	if !ok || raw.Kind() == pyjson.NullKind {
 		return
 	}
-	langs, values, err := pyObject(raw)
-	if err != nil {
-		p.add("rl_agent_config.json: lang_temperatures = %s, want an object of language -> {\"temperature\": [...], \"temperature_by_options\": {...}}", truncate(raw))
+	langs, values, ok := object(raw)
+	if !ok {
+		p.add("rl_agent_config.json: lang_temperatures = %s, want an object of language -> {\"temperature\": [...], \"temperature_by_options\": {...}}", shown(raw))
 		return
 	}
 	cfg.LangTemperatures = map[string]LangTemperatures{}
 	for _, lang := range langs {
 		where := "rl_agent_config.json: lang_temperatures[" + strconv.Quote(lang) + "]"
-		keys, entry, err := pyObject(values[lang])
-		if err != nil || LangKey(lang) == "" {
-			p.add("%s = %s, want an object with \"temperature\" and/or \"temperature_by_options\"", where, truncate(values[lang]))
+		keys, entry, ok := object(values[lang])
+		if !ok || LangKey(lang) == "" {
+			p.add("%s = %s, want an object with \"temperature\" and/or \"temperature_by_options\"", where, shown(values[lang]))
 			continue
 		}
 		lt := LangTemperatures{Temperature: cfg.Temperature, TemperatureByOptions: map[string]float64{}}
 		for _, k := range keys {
 			switch k {
 			case "temperature":
-				items, isList := pyArray(entry[k])
-				if !isList || len(items) != 3 {
-					p.add("%s.temperature = %s, want a list of 3 values (choice, score, noul)", where, truncate(entry[k]))
+				items := entry[k].Items()
+				if entry[k].Kind() != pyjson.ArrayKind || len(items) != 3 {
+					p.add("%s.temperature = %s, want a list of 3 values (choice, score, noul)", where, shown(entry[k]))
 					continue
 				}
 				for i, it := range items {
 					lt.Temperature[i] = ClampTemperature(it)
 				}
 			case "temperature_by_options":
-				buckets, bv, err := pyObject(entry[k])
-				if err != nil {
-					p.add("%s.temperature_by_options = %s, want an object", where, truncate(entry[k]))
+				buckets, bv, ok := object(entry[k])
+				if !ok {
+					p.add("%s.temperature_by_options = %s, want an object", where, shown(entry[k]))
 					continue
 				}
 				for _, b := range buckets {
@@ -251,23 +264,23 @@ func parseLangTemperatures(cfg *AgentConfig, fields map[string]json.RawMessage, 
 // parseTemperatures applies clamp_temperature to every entry and builds
 // upstream's warning (laya/agent.py: by-options entries first in file
 // order, then temperature[i]; "%s=%r -> %g").
-func parseTemperatures(cfg *AgentConfig, fields map[string]json.RawMessage, p *problems) {
+func parseTemperatures(cfg *AgentConfig, fields map[string]pyjson.Value, p *problems) {
 	cfg.Temperature = [3]float64{1, 1, 1}
-	cfg.TemperatureRaw = []json.RawMessage{json.RawMessage("1.0"), json.RawMessage("1.0"), json.RawMessage("1.0")}
+	cfg.TemperatureRaw = []pyjson.Value{pyjson.Float(1), pyjson.Float(1), pyjson.Float(1)}
 	cfg.TemperatureByOptions = map[string]float64{}
-	cfg.TemperatureByOptionsRaw = map[string]json.RawMessage{}
+	cfg.TemperatureByOptionsRaw = map[string]pyjson.Value{}
 	if raw, ok := fields["temperature"]; ok {
-		items, isList := pyArray(raw)
-		if !isList || len(items) != 3 {
-			p.add("rl_agent_config.json: temperature = %s, want a list of 3 values (choice, score, noul)", truncate(raw))
+		items := raw.Items()
+		if raw.Kind() != pyjson.ArrayKind || len(items) != 3 {
+			p.add("rl_agent_config.json: temperature = %s, want a list of 3 values (choice, score, noul)", shown(raw))
 		} else {
 			cfg.TemperatureRaw = items
 		}
 	}
-	if raw, ok := fields["temperature_by_options"]; ok && string(raw) != "null" {
-		keys, values, err := pyObject(raw)
-		if err != nil {
-			p.add("rl_agent_config.json: temperature_by_options = %s, want an object", truncate(raw))
+	if raw, ok := fields["temperature_by_options"]; ok && raw.Kind() != pyjson.NullKind {
+		keys, values, ok := object(raw)
+		if !ok {
+			p.add("rl_agent_config.json: temperature_by_options = %s, want an object", shown(raw))
 		} else {
 			cfg.TemperatureByOptionsKeys = keys
 			cfg.TemperatureByOptionsRaw = values
@@ -275,7 +288,7 @@ func parseTemperatures(cfg *AgentConfig, fields map[string]json.RawMessage, p *p
 	}
 	type entry struct {
 		name string
-		raw  json.RawMessage
+		raw  pyjson.Value
 	}
 	var entries []entry
 	for _, k := range cfg.TemperatureByOptionsKeys {
@@ -292,16 +305,16 @@ func parseTemperatures(cfg *AgentConfig, fields map[string]json.RawMessage, p *p
 	var rejected []string
 	for _, e := range entries {
 		applied := ClampTemperature(e.raw)
-		if f, ok := pyFloat(e.raw); ok && f == applied {
+		if f, ok := pyjson.ToFloat(e.raw); ok && f == applied {
 			continue
 		}
-		rejected = append(rejected, fmt.Sprintf("%s=%s -> %s", e.name, pyRepr(e.raw), pyG(applied)))
+		rejected = append(rejected, fmt.Sprintf("%s=%s -> %s", e.name, pyjson.Repr(e.raw), pyjson.FormatG(applied)))
 	}
 	if len(rejected) > 0 {
 		cfg.Warnings = append(cfg.Warnings, fmt.Sprintf(
 			"laya: this checkpoint ships invalid temperatures or values outside [%s, %s]; using %s. "+
 				"Treat confidence from the affected entries as uncalibrated.",
-			pyG(TempMin), pyG(TempMax), strings.Join(rejected, ", ")))
+			pyjson.FormatG(TempMin), pyjson.FormatG(TempMax), strings.Join(rejected, ", ")))
 	}
 }
 
@@ -317,19 +330,22 @@ var modernBertDefaults = struct {
 func ParseEncoderConfig(data []byte) (EncoderConfig, []error) {
 	var p problems
 	cfg := parseEncoderConfig(data, &p)
-	return cfg, p.list
+	return cfg, p.prefixed()
 }
 
 func parseEncoderConfig(data []byte, p *problems) EncoderConfig {
 	const file = "encoder/config.json"
 	d := modernBertDefaults
 	cfg := EncoderConfig{PadTokenID: -1}
-	_, fields, err := pyObject(pyJSONCompat(data))
+	fields, err := parseObject(data)
 	if err != nil {
-		p.add("%s: invalid JSON: %v", file, err)
+		p.add("%s: %w", file, err)
 		return cfg
 	}
-	if raw, ok := fields["model_type"]; !ok || json.Unmarshal(raw, &cfg.ModelType) != nil || cfg.ModelType != "modernbert" {
+	if raw, ok := fields["model_type"]; ok {
+		cfg.ModelType = raw.Str()
+	}
+	if raw, ok := fields["model_type"]; !ok || raw.Kind() != pyjson.StringKind || cfg.ModelType != "modernbert" {
 		p.add("%s: model_type = %s, want \"modernbert\"", file, orMissing(raw, ok))
 	}
 	positive := func(key string, def int) int {
@@ -359,19 +375,18 @@ func parseEncoderConfig(data []byte, p *problems) EncoderConfig {
 		if f, ok := jsonNumber(raw); ok && f > 0 && !math.IsInf(f, 0) {
 			cfg.NormEps = f
 		} else {
-			p.add("%s: norm_eps = %s, want a positive number", file, truncate(raw))
+			p.add("%s: norm_eps = %s, want a positive number", file, shown(raw))
 		}
 	}
 	if raw, ok := fields["hidden_activation"]; ok {
-		var act string
-		if json.Unmarshal(raw, &act) != nil || act != "gelu" {
-			p.add("%s: hidden_activation = %s, only \"gelu\" is supported", file, truncate(raw))
+		if raw.Kind() != pyjson.StringKind || raw.Str() != "gelu" {
+			p.add("%s: hidden_activation = %s, only \"gelu\" is supported", file, shown(raw))
 		}
 	}
 	// The forward pass has no encoder biases, like every Laya checkpoint.
 	for _, key := range []string{"norm_bias", "attention_bias", "mlp_bias"} {
-		if raw, ok := fields[key]; ok && string(raw) != "false" && string(raw) != "null" {
-			p.add("%s: %s = %s, only false is supported", file, key, truncate(raw))
+		if raw, ok := fields[key]; ok && raw.Kind() != pyjson.NullKind && !(raw.Kind() == pyjson.BoolKind && !raw.Bool()) {
+			p.add("%s: %s = %s, only false is supported", file, key, shown(raw))
 		}
 	}
 	if cfg.NumHeads > 0 && cfg.HiddenSize > 0 {
@@ -387,27 +402,25 @@ func parseEncoderConfig(data []byte, p *problems) EncoderConfig {
 
 // resolveLayerKinds reads layer_types, or applies transformers' rule
 // "sliding_attention if i % global_attn_every_n_layers else full_attention".
-func resolveLayerKinds(fields map[string]json.RawMessage, n, defEvery int, file string, p *problems) []LayerKind {
+func resolveLayerKinds(fields map[string]pyjson.Value, n, defEvery int, file string, p *problems) []LayerKind {
 	if n < 1 || n > 1<<16 {
 		return nil
 	}
 	kinds := make([]LayerKind, n)
-	if raw, ok := fields["layer_types"]; ok && string(raw) != "null" {
-		items, isList := pyArray(raw)
-		if !isList || len(items) != n {
-			p.add("%s: layer_types = %s, want a list of num_hidden_layers = %d kinds", file, truncate(raw), n)
+	if raw, ok := fields["layer_types"]; ok && raw.Kind() != pyjson.NullKind {
+		items := raw.Items()
+		if raw.Kind() != pyjson.ArrayKind || len(items) != n {
+			p.add("%s: layer_types = %s, want a list of num_hidden_layers = %d kinds", file, shown(raw), n)
 			return kinds
 		}
 		for i, it := range items {
-			var s string
-			_ = json.Unmarshal(it, &s)
-			switch s {
+			switch it.Str() {
 			case "full_attention":
 				kinds[i] = FullAttention
 			case "sliding_attention":
 				kinds[i] = SlidingAttention
 			default:
-				p.add("%s: layer_types[%d] = %s, want \"full_attention\" or \"sliding_attention\"", file, i, truncate(it))
+				p.add("%s: layer_types[%d] = %s, want \"full_attention\" or \"sliding_attention\"", file, i, shown(it))
 			}
 		}
 		return kinds
@@ -429,43 +442,42 @@ func resolveLayerKinds(fields map[string]json.RawMessage, n, defEvery int, file 
 // kind, or one flat entry for all) and falls back to the transformers 4
 // keys global_rope_theta / local_rope_theta. Only rope_type "default" is
 // supported (laya-spec §1.4).
-func resolveRope(fields map[string]json.RawMessage, defFull, defSliding float64, file string, p *problems) (full, sliding float64) {
+func resolveRope(fields map[string]pyjson.Value, defFull, defSliding float64, file string, p *problems) (full, sliding float64) {
 	full, sliding = defFull, defSliding
 	if raw, ok := fields["global_rope_theta"]; ok {
 		if f, ok := jsonNumber(raw); ok && f > 0 {
 			full = f
 		} else {
-			p.add("%s: global_rope_theta = %s, want a positive number", file, truncate(raw))
+			p.add("%s: global_rope_theta = %s, want a positive number", file, shown(raw))
 		}
 	}
 	if raw, ok := fields["local_rope_theta"]; ok {
 		if f, ok := jsonNumber(raw); ok && f > 0 {
 			sliding = f
 		} else {
-			p.add("%s: local_rope_theta = %s, want a positive number", file, truncate(raw))
+			p.add("%s: local_rope_theta = %s, want a positive number", file, shown(raw))
 		}
 	}
 	raw, ok := fields["rope_parameters"]
-	if !ok || string(raw) == "null" {
+	if !ok || raw.Kind() == pyjson.NullKind {
 		return full, sliding
 	}
-	_, params, err := pyObject(raw)
-	if err != nil {
-		p.add("%s: rope_parameters = %s, want an object", file, truncate(raw))
+	_, params, ok := object(raw)
+	if !ok {
+		p.add("%s: rope_parameters = %s, want an object", file, shown(raw))
 		return full, sliding
 	}
-	readEntry := func(where string, entry map[string]json.RawMessage, theta *float64) {
+	readEntry := func(where string, entry map[string]pyjson.Value, theta *float64) {
 		if rt, ok := entry["rope_type"]; ok {
-			var s string
-			if json.Unmarshal(rt, &s) != nil || s != "default" {
-				p.add("%s: %s.rope_type = %s, only \"default\" RoPE is supported", file, where, truncate(rt))
+			if rt.Kind() != pyjson.StringKind || rt.Str() != "default" {
+				p.add("%s: %s.rope_type = %s, only \"default\" RoPE is supported", file, where, shown(rt))
 			}
 		}
 		if th, ok := entry["rope_theta"]; ok {
 			if f, ok := jsonNumber(th); ok && f > 0 {
 				*theta = f
 			} else {
-				p.add("%s: %s.rope_theta = %s, want a positive number", file, where, truncate(th))
+				p.add("%s: %s.rope_theta = %s, want a positive number", file, where, shown(th))
 			}
 		}
 	}
@@ -487,14 +499,23 @@ func resolveRope(fields map[string]json.RawMessage, defFull, defSliding float64,
 		if !ok {
 			continue
 		}
-		_, entry, err := pyObject(entryRaw)
-		if err != nil {
-			p.add("%s: rope_parameters.%s = %s, want an object", file, kind.name, truncate(entryRaw))
+		_, entry, ok := object(entryRaw)
+		if !ok {
+			p.add("%s: rope_parameters.%s = %s, want an object", file, kind.name, shown(entryRaw))
 			continue
 		}
 		readEntry("rope_parameters."+kind.name, entry, kind.theta)
 	}
 	return full, sliding
+}
+
+// DeriveHead is the decision-head shape of a checkpoint with these encoder
+// and agent configs (what LoadCheckpoint puts in Checkpoint.Head); the error
+// names a width its max(1, d/64) attention heads cannot split.
+func DeriveHead(enc EncoderConfig, agent AgentConfig) (HeadConfig, error) {
+	var p problems
+	h := deriveHead(enc, agent, &p)
+	return h, errors.Join(p.prefixed()...)
 }
 
 // deriveHead works out the decision-head shape from the encoder width:
@@ -512,14 +533,14 @@ func deriveHead(enc EncoderConfig, agent AgentConfig, p *problems) HeadConfig {
 }
 
 // intField reads an optional integer key, reporting a non-integer value.
-func intField(fields map[string]json.RawMessage, key string, def int, file string, p *problems) int {
+func intField(fields map[string]pyjson.Value, key string, def int, file string, p *problems) int {
 	raw, ok := fields[key]
 	if !ok {
 		return def
 	}
 	n, ok := jsonInt(raw)
 	if !ok {
-		p.add("%s: %s = %s, want an integer", file, key, truncate(raw))
+		p.add("%s: %s = %s, want an integer", file, key, shown(raw))
 		return def
 	}
 	return n
@@ -527,26 +548,70 @@ func intField(fields map[string]json.RawMessage, key string, def int, file strin
 
 // jsonInt accepts a JSON integer (Python int; 2.0 is a float and is
 // rejected like torch would reject it as a size).
-func jsonInt(raw json.RawMessage) (int, bool) {
-	n, err := strconv.ParseInt(string(raw), 10, 32)
+func jsonInt(raw pyjson.Value) (int, bool) {
+	if raw.Kind() != pyjson.NumberKind || raw.IsFloat() {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(raw.Literal(), 10, 32)
 	if err != nil {
 		return 0, false
 	}
 	return int(n), true
 }
 
-// jsonNumber accepts any JSON number (int or float).
-func jsonNumber(raw json.RawMessage) (float64, bool) {
-	if len(raw) == 0 || !(raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9') {
+// jsonNumber accepts any JSON number (int or float) as written;
+// NaN, Infinity and a literal past float64's range are not.
+func jsonNumber(raw pyjson.Value) (float64, bool) {
+	lit := raw.Literal()
+	if raw.Kind() != pyjson.NumberKind || strings.ContainsAny(lit, "IN") {
 		return 0, false
 	}
-	f, err := strconv.ParseFloat(string(raw), 64)
+	f, err := strconv.ParseFloat(lit, 64)
 	return f, err == nil
 }
 
-func orMissing(raw json.RawMessage, ok bool) string {
+func orMissing(raw pyjson.Value, ok bool) string {
 	if !ok {
 		return "(missing)"
 	}
-	return truncate(raw)
+	return shown(raw)
+}
+
+// parseObject reads a JSON config as Python's json.loads does (the last of
+// repeated keys wins, at the first one's position; NaN and Infinity
+// accepted) and returns its members by key. Anything but an object fails.
+func parseObject(data []byte) (map[string]pyjson.Value, error) {
+	v, err := pyjson.Parse(data)
+	if err != nil {
+		return nil, err
+	}
+	_, fields, ok := object(v)
+	if !ok {
+		return nil, fmt.Errorf("%w: want a JSON object, got %s", pyjson.ErrInvalid, shown(v))
+	}
+	return fields, nil
+}
+
+// object returns the keys of a JSON object in file order and its values by
+// key; ok is false for the other kinds.
+func object(v pyjson.Value) (keys []string, values map[string]pyjson.Value, ok bool) {
+	if v.Kind() != pyjson.ObjectKind {
+		return nil, nil, false
+	}
+	values = make(map[string]pyjson.Value, len(v.Members()))
+	for _, m := range v.Members() {
+		keys = append(keys, m.Key)
+		values[m.Key] = m.Value
+	}
+	return keys, values, true
+}
+
+// shown is a config value for a problem message: a number as written, any
+// other value as json.dumps writes it, cut to 40 bytes.
+func shown(v pyjson.Value) string {
+	text := v.Literal()
+	if v.Kind() != pyjson.NumberKind {
+		text = v.String()
+	}
+	return truncate([]byte(text))
 }

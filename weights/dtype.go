@@ -53,7 +53,7 @@ func ParseDType(s string) (DType, error) {
 	case "BF16":
 		return BF16, nil
 	}
-	return 0, fmt.Errorf("%w %q (supported: F32, F16, BF16)", ErrUnsupportedDType, s)
+	return 0, fmt.Errorf("weights: %w %q (supported: F32, F16, BF16)", ErrUnsupportedDType, s)
 }
 
 // Float16ToFloat32 converts one IEEE 754 binary16 value exactly: every f16

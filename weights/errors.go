@@ -3,7 +3,9 @@ package weights
 import "errors"
 
 // Sentinel errors; every error returned by this package that stems from one
-// of these conditions wraps it, so callers can test with errors.Is.
+// of these conditions wraps it, so callers can test with errors.Is. Every
+// error this package returns starts with "weights: " (the sentinels are
+// wrapped, never returned bare, so they carry no prefix of their own).
 var (
 	// ErrInvalidSafetensors: the file is not a well-formed safetensors file
 	// (bad header length, bad JSON, bad offsets, size mismatch, ...).

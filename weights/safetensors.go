@@ -159,7 +159,9 @@ func (s *Safetensors) Close() error {
 	data := s.data
 	s.data = nil
 	if s.mapped {
-		return unmapFile(data)
+		if err := unmapFile(data); err != nil {
+			return fmt.Errorf("weights: unmapping %s: %w", s.Path, err)
+		}
 	}
 	return nil
 }

@@ -355,14 +355,3 @@ func TestReadMidStream(t *testing.T) {
 		t.Fatalf("read with a canceled context: %v", err)
 	}
 }
-
-func TestRegistered(t *testing.T) {
-	be, err := backend.Open("metal-emu")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer be.Close()
-	if be.Name() != "metal-emu" {
-		t.Errorf("Name() = %q", be.Name())
-	}
-}

@@ -3,13 +3,8 @@ package metalbackend
 import (
 	"fmt"
 
-	"github.com/laya-metal/laya/backend"
 	"github.com/laya-metal/laya/metal"
 )
-
-func init() {
-	backend.Register("metal-emu", func() (backend.Backend, error) { return OpenEmulator(metal.EmulatorOptions{}) })
-}
 
 // OpenEmulator returns a backend named "metal-emu" on a new MSL emulator
 // device (metal.OpenEmulator: the kernels compiled with clang, GPU threads

@@ -31,7 +31,8 @@ import (
 
 	"github.com/laya-metal/laya"
 	"github.com/laya-metal/laya/backend"
-	"github.com/laya-metal/laya/weights"
+	_ "github.com/laya-metal/laya/backend/metalemu" // --backend metal-emu
+	"github.com/laya-metal/laya/weights/synthetic"
 )
 
 const help = `laya-bench: end-to-end latency of Laya decisions.
@@ -125,15 +126,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 
 	loadStart := time.Now()
-	var probe backendProbe
-	agent, err := laya.Load(ctx, dir, laya.WithBackend(probe.register(o.backend)), laya.WithBatchSize(o.batchSize))
+	// The benchmark opens the backend itself to read its device time (an
+	// Agent does not expose its backend); the agent closes first (defers run
+	// last-in first-out), then the backend.
+	be, err := backend.Open(o.backend)
+	if err != nil {
+		return fmt.Errorf("laya-bench: %w", err)
+	}
+	defer be.Close()
+	agent, err := laya.Load(ctx, dir, laya.WithBackendInstance(be), laya.WithBatchSize(o.batchSize))
 	if err != nil {
 		return err
 	}
 	defer agent.Close()
 	loadTime := time.Since(loadStart)
-	timer, _ := probe.be.(backend.Timer)
-	profiler, _ := probe.be.(backend.Profiler)
+	timer, _ := be.(backend.Timer)
+	profiler, _ := be.(backend.Profiler)
 	if o.profile && profiler == nil {
 		return fmt.Errorf("--profile: backend %q cannot time operations on a device", o.backend)
 	}
@@ -168,25 +176,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// backendProbe keeps the backend laya.Load opens, so that the benchmark can
-// read its device time: an Agent does not expose its backend. register
-// returns a name that opens backend name through the probe; for a name
-// nobody registered it returns name itself, so Load reports that as usual.
-type backendProbe struct{ be backend.Backend }
-
-func (p *backendProbe) register(name string) string {
-	if !slices.Contains(backend.Names(), name) {
-		return name
-	}
-	alias := "laya-bench/" + name
-	backend.Register(alias, func() (backend.Backend, error) {
-		be, err := backend.Open(name)
-		p.be = be
-		return be, err
-	})
-	return alias
-}
-
 // checkpointDir returns the directory to load, writing the synthetic
 // checkpoint into the user cache on first use.
 func checkpointDir(o options, stderr io.Writer) (dir, name string, err error) {
@@ -198,14 +187,14 @@ func checkpointDir(o options, stderr io.Writer) (dir, name string, err error) {
 	case o.synthetic == "":
 		return "", "", errors.New("no checkpoint: give --model DIR or --synthetic english|multilingual|tiny (see -h)")
 	}
-	var spec weights.SyntheticSpec
+	var spec synthetic.Spec
 	switch o.synthetic {
 	case "english":
-		spec = weights.SyntheticEnglish()
+		spec = synthetic.English()
 	case "multilingual":
-		spec = weights.SyntheticMultilingual()
+		spec = synthetic.Multilingual()
 	case "tiny":
-		spec = weights.SyntheticTiny()
+		spec = synthetic.Tiny()
 	default:
 		return "", "", fmt.Errorf("--synthetic %q: use english, multilingual or tiny", o.synthetic)
 	}
@@ -224,7 +213,7 @@ func checkpointDir(o options, stderr io.Writer) (dir, name string, err error) {
 	fmt.Fprintf(stderr, "laya-bench: writing synthetic %s checkpoint to %s (once)\n", o.synthetic, dir)
 	tmp := dir + ".partial"
 	os.RemoveAll(tmp)
-	if err := weights.WriteSynthetic(tmp, spec); err != nil {
+	if err := synthetic.Write(tmp, spec); err != nil {
 		return "", "", err
 	}
 	if err := os.Rename(tmp, dir); err != nil {

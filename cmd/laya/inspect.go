@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/laya-metal/laya/pyjson"
 	"github.com/laya-metal/laya/weights"
 )
 
@@ -88,6 +89,7 @@ type budgetReport struct {
 
 type calibration struct {
 	TemperatureRaw          []json.RawMessage `json:"temperature_raw"`
+	temperatureText         []string          // the raw values as shipped, for the text report
 	Temperature             [3]float64        `json:"temperature"`
 	TemperatureByOptionsRaw []bucketReport    `json:"temperature_by_options"`
 	// LangTemperatures are the effective per-language overrides.
@@ -99,6 +101,7 @@ type bucketReport struct {
 	Bucket    string          `json:"bucket"`
 	Raw       json.RawMessage `json:"raw"`
 	Effective float64         `json:"effective"`
+	rawText   string          // Raw as shipped, for the text report
 }
 
 type fileReport struct {
@@ -171,10 +174,15 @@ func inspectCheckpoint(ctx context.Context, dir string, hash bool) (*inspectRepo
 		h := ckpt.Head
 		r.Head = &headReport{Layers: h.Layers, Heads: h.Heads, HeadDim: h.HeadDim, FFN: h.FFN, ActHidden: h.ActHidden, NAct: h.NAct, ActCosts: a.ActCosts}
 		r.Budgets = &budgetReport{MaxLen: a.MaxLen, HeadMaxLen: a.HeadMaxLen}
-		cal := &calibration{TemperatureRaw: a.TemperatureRaw, Temperature: a.Temperature, TemperatureByOptionsRaw: []bucketReport{},
+		cal := &calibration{Temperature: a.Temperature, TemperatureByOptionsRaw: []bucketReport{},
 			LangTemperatures: a.LangTemperatures, Warnings: a.Warnings}
+		for _, raw := range a.TemperatureRaw {
+			cal.TemperatureRaw = append(cal.TemperatureRaw, shippedJSON(raw))
+			cal.temperatureText = append(cal.temperatureText, shipped(raw))
+		}
 		for _, k := range a.TemperatureByOptionsKeys {
-			cal.TemperatureByOptionsRaw = append(cal.TemperatureByOptionsRaw, bucketReport{k, a.TemperatureByOptionsRaw[k], a.TemperatureByOptions[k]})
+			raw := a.TemperatureByOptionsRaw[k]
+			cal.TemperatureByOptionsRaw = append(cal.TemperatureByOptionsRaw, bucketReport{k, shippedJSON(raw), a.TemperatureByOptions[k], shipped(raw)})
 		}
 		if cal.Warnings == nil {
 			cal.Warnings = []string{}
@@ -304,14 +312,11 @@ func printInspect(w io.Writer, r *inspectReport) {
 		}
 	}
 	if c := r.Calibration; c != nil {
-		raws := make([]string, len(c.TemperatureRaw))
-		for i, raw := range c.TemperatureRaw {
-			raws[i] = string(raw)
-		}
+		raws := c.temperatureText
 		fmt.Fprintf(w, "Calibration:  temperature [choice, score, noul] raw [%s] effective [%g, %g, %g]\n",
 			strings.Join(raws, ", "), c.Temperature[0], c.Temperature[1], c.Temperature[2])
 		for _, b := range c.TemperatureByOptionsRaw {
-			fmt.Fprintf(w, "              %-12s raw %s effective %g\n", b.Bucket, b.Raw, b.Effective)
+			fmt.Fprintf(w, "              %-12s raw %s effective %g\n", b.Bucket, b.rawText, b.Effective)
 		}
 		langs := make([]string, 0, len(c.LangTemperatures))
 		for l := range c.LangTemperatures {
@@ -350,4 +355,24 @@ func groupDigits(n int64) string {
 		b.WriteRune(c)
 	}
 	return b.String()
+}
+
+// shipped is a config value as the checkpoint ships it: a number as written
+// (NaN and Infinity included), anything else as json.dumps writes it.
+func shipped(v pyjson.Value) string {
+	if v.Kind() == pyjson.NumberKind {
+		return v.Literal()
+	}
+	return v.String()
+}
+
+// shippedJSON is shipped as JSON: NaN and the infinities, which JSON lacks,
+// become strings.
+func shippedJSON(v pyjson.Value) json.RawMessage {
+	text := shipped(v)
+	if !json.Valid([]byte(text)) {
+		quoted, _ := json.Marshal(text)
+		return quoted
+	}
+	return json.RawMessage(text)
 }

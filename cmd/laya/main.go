@@ -83,3 +83,11 @@ func parseFlags(fs *flag.FlagSet, args []string) (help bool, err error) {
 	}
 	return false, nil
 }
+
+// flagGiven reports whether flag name was set on the command line, so that an
+// empty value (an empty --state) can differ from an absent flag.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}

@@ -44,8 +44,9 @@ forbid the network) with a progress bar, and reused from there.
 "prompt"), moderation ("post") or router ("request").
 
 --state takes the text itself, @FILE to read it from a file, or - for stdin;
-what is read is used as text unless it parses as a JSON object or list. --questions
-takes a file name, or the JSON object itself when it starts with '{'.
+it is used as text unless it parses as a JSON object or list; --state '' is an
+empty text. --questions takes a file name, or the JSON object itself when it
+starts with '{'.
 
 Example:
   $ laya predict --model testdata/oracle/checkpoints/real-en \
@@ -73,12 +74,16 @@ func runPredict(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if *model == "" {
 		return errors.New("--model is required (see laya predict -h)")
 	}
-	state, questions, err := readPredictInput(*requestArg, *stateArg, *questionsArg, *preset, stdin)
+	var stateGiven *string // nil when --state is absent; --state '' is an empty state
+	if flagGiven(fs, "state") {
+		stateGiven = stateArg
+	}
+	state, questions, err := readPredictInput(*requestArg, stateGiven, *questionsArg, *preset, stdin)
 	if err != nil {
 		return err
 	}
 	agent, err := laya.Load(ctx, *model, laya.WithBackend(*backend), laya.WithBatchSize(*batchSize),
-		laya.WithHub(laya.WithProgress(hub.TerminalProgress(stderr))))
+		laya.WithHub(progressClient(stderr)))
 	if err != nil {
 		return err
 	}
@@ -92,10 +97,10 @@ func runPredict(ctx context.Context, args []string, stdin io.Reader, stdout, std
 }
 
 // readPredictInput reads either a whole request or a state and questions, validating the
-// combination of flags before anything is loaded.
-func readPredictInput(requestArg, stateArg, questionsArg, preset string, stdin io.Reader) (laya.State, laya.Questions, error) {
+// combination of flags before anything is loaded. stateArg is nil when --state is absent.
+func readPredictInput(requestArg string, stateArg *string, questionsArg, preset string, stdin io.Reader) (laya.State, laya.Questions, error) {
 	switch {
-	case requestArg != "" && (stateArg != "" || questionsArg != "" || preset != ""):
+	case requestArg != "" && (stateArg != nil || questionsArg != "" || preset != ""):
 		return laya.State{}, nil, errors.New("give either --request or --state with --questions or --preset, not both")
 	case questionsArg != "" && preset != "":
 		return laya.State{}, nil, errors.New("give --questions or --preset, not both")
@@ -109,10 +114,10 @@ func readPredictInput(requestArg, stateArg, questionsArg, preset string, stdin i
 			return laya.State{}, nil, fmt.Errorf("%s: %w", requestArg, err)
 		}
 		return req.State, req.Questions, nil
-	case stateArg == "" || (questionsArg == "" && preset == ""):
+	case stateArg == nil || (questionsArg == "" && preset == ""):
 		return laya.State{}, nil, errors.New("give --request FILE, or --state with --questions or --preset (see laya predict -h)")
 	}
-	state, err := readState(stateArg, stdin)
+	state, err := readState(*stateArg, stdin)
 	if err != nil {
 		return laya.State{}, nil, err
 	}
@@ -135,19 +140,18 @@ func readPredictInput(requestArg, stateArg, questionsArg, preset string, stdin i
 }
 
 // readState reads a --state argument: the text itself, @FILE, or - (or @-)
-// for stdin. Read content holding a JSON object or list is a structured state
-// (key order kept); anything else is text.
+// for stdin. Content holding a JSON object or list, given inline or read, is
+// a structured state (key order kept); anything else, "" included, is text.
 func readState(arg string, stdin io.Reader) (laya.State, error) {
-	name, fromFile := strings.CutPrefix(arg, "@")
-	if !fromFile && arg != "-" {
-		return laya.Text(arg), nil
-	}
-	if !fromFile {
-		name = "-"
-	}
-	data, err := readFileOrStdin(name, stdin)
-	if err != nil {
-		return laya.State{}, fmt.Errorf("--state: %w", err)
+	data := []byte(arg)
+	if name, fromFile := strings.CutPrefix(arg, "@"); fromFile || arg == "-" {
+		if !fromFile {
+			name = "-"
+		}
+		var err error
+		if data, err = readFileOrStdin(name, stdin); err != nil {
+			return laya.State{}, fmt.Errorf("--state: %w", err)
+		}
 	}
 	if trimmed := bytes.TrimSpace(data); len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') {
 		if st, err := laya.JSONState(trimmed); err == nil {
@@ -162,4 +166,13 @@ func readFileOrStdin(name string, stdin io.Reader) ([]byte, error) {
 		return io.ReadAll(stdin)
 	}
 	return os.ReadFile(name)
+}
+
+// progressClient is the Hub client of predict and serve: configured from the
+// environment (HF_TOKEN, HF_HUB_CACHE, HF_HUB_OFFLINE, …), with a progress
+// bar on w while checkpoint files download.
+func progressClient(w io.Writer) *hub.Client {
+	c := hub.NewClient()
+	c.Progress = hub.TerminalProgress(w)
+	return c
 }

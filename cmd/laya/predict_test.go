@@ -172,3 +172,38 @@ func TestPredictPreset(t *testing.T) {
 		t.Errorf("unknown preset error %v should list the presets", err)
 	}
 }
+
+// TestPredictEmptyState: an empty --state is an empty text state, not a missing flag.
+// The answer is upstream's own for the empty_state golden (real-en).
+func TestPredictEmptyState(t *testing.T) {
+	request, answer := goldenPredictCase(t, "empty_state")
+	var req struct {
+		State     string          `json:"state"`
+		Questions json.RawMessage `json:"questions"`
+	}
+	if err := json.Unmarshal(request, &req); err != nil || req.State != "" {
+		t.Fatalf("empty_state golden: state %q, %v", req.State, err)
+	}
+	ctx := context.Background()
+	var stdout, stderr bytes.Buffer
+	if err := runPredict(ctx, []string{"--model", predictModel, "--state", "", "--questions", string(req.Questions)}, nil, &stdout, &stderr); err != nil {
+		t.Fatalf("%v (%s)", err, stderr.String())
+	}
+	if got := stdout.String(); got != answer+"\n" {
+		t.Errorf("--state '':\n got %s\nwant %s", got, answer)
+	}
+	// With a preset: every email question is answered about the empty state.
+	stdout.Reset()
+	if err := runPredict(ctx, []string{"--model", predictModel, "--state", "", "--preset", "email"}, nil, &stdout, &stderr); err != nil {
+		t.Fatalf("--state '' --preset email: %v (%s)", err, stderr.String())
+	}
+	qs, err := presetQuestions("email")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range qs {
+		if !strings.Contains(stdout.String(), `"`+q.ID+`": {"type"`) {
+			t.Errorf("--state '' --preset email: no answer for %q in %s", q.ID, stdout.String())
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/laya-metal/laya"
+	"github.com/laya-metal/laya/preset"
 )
 
 // presetNames lists the built-in question sets, as --preset spells them.
@@ -13,15 +14,15 @@ const presetNames = "triage, email, guard, moderation or router"
 func presetQuestions(name string) (laya.Questions, error) {
 	switch name {
 	case "triage":
-		return laya.TriageQuestions(), nil
+		return preset.TriageQuestions(), nil
 	case "email":
-		return laya.EmailQuestions(), nil
+		return preset.EmailQuestions(), nil
 	case "guard":
-		return laya.GuardQuestions(), nil
+		return preset.GuardQuestions(), nil
 	case "moderation":
-		return laya.ModerationQuestions(), nil
+		return preset.ModerationQuestions(), nil
 	case "router":
-		return laya.RouterQuestions(), nil
+		return preset.RouterQuestions(), nil
 	}
 	return nil, fmt.Errorf("--preset %q: use %s", name, presetNames)
 }

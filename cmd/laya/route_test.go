@@ -35,6 +35,19 @@ func TestRouteCommand(t *testing.T) {
 			want: []string{`"model": "multilingual"`, `explicit lang='de_DE.UTF-8'`}},
 		{name: "unknown model", args: []string{"--state", "x", "--model", "gpt"}, wantErr: "unknown model"},
 		{name: "no state", args: nil, wantErr: "--state is required"},
+		// An empty state is a state: upstream's analyse("") finds no letters.
+		{name: "empty state", args: []string{"--state", ""},
+			want: []string{`"model": "english"`, `"reason": "no letters detected in state; using default (english)"`, `"script": "unknown"`}},
+		{name: "empty state, default multilingual", args: []string{"--state", "", "--default", "ml"},
+			want: []string{`"model": "multilingual"`, `using default (multilingual)`}},
+		// Inline JSON is a structured state: its keys are not read. As text, the
+		// English key words would outvote the Portuguese value (en 4, pt 3).
+		{name: "inline JSON, keys ignored", args: []string{"--state", `{"subject of the message from the customer": "Bom dia, preciso de ajuda com a minha conta"}`},
+			want: []string{`"model": "multilingual"`, `looks like 'pt'`}},
+		{name: "inline text that is not JSON", args: []string{"--state", "[URGENT] I was charged twice for my order, please refund it."},
+			want: []string{`"model": "english"`, `"reason": "English Latin text"`}},
+		{name: "state and batch", args: []string{"--batch", "--state", "x"}, wantErr: "drop --state"},
+		{name: "extra argument", args: []string{"--state", "x", "y"}, wantErr: `unexpected argument "y"`},
 		{name: "bad preset", args: []string{"--state", "x", "--preset", "nope"}, wantErr: "--preset"},
 	}
 	for _, tt := range tests {

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/laya-metal/laya"
-	"github.com/laya-metal/laya/hub"
 )
 
 func init() {
@@ -64,7 +63,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return fmt.Errorf("--max-inflight %d, want ≥ 1", *maxInflight)
 	}
 	agent, err := laya.Load(ctx, *model, laya.WithBackend(*backend), laya.WithBatchSize(*batchSize),
-		laya.WithHub(laya.WithProgress(hub.TerminalProgress(stderr))))
+		laya.WithHub(progressClient(stderr)))
 	if err != nil {
 		return err
 	}

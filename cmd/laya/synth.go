@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/laya-metal/laya/weights"
+	"github.com/laya-metal/laya/weights/synthetic"
 )
 
 func init() {
@@ -46,14 +47,14 @@ func runSynth(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fl.Usage()
 		return errors.New("--out DIR is required")
 	}
-	var spec weights.SyntheticSpec
+	var spec synthetic.Spec
 	switch strings.ToLower(*preset) {
 	case "english":
-		spec = weights.SyntheticEnglish()
+		spec = synthetic.English()
 	case "multilingual":
-		spec = weights.SyntheticMultilingual()
+		spec = synthetic.Multilingual()
 	case "tiny":
-		spec = weights.SyntheticTiny()
+		spec = synthetic.Tiny()
 	default:
 		return fmt.Errorf("unknown --preset %q (want english, multilingual or tiny)", *preset)
 	}
@@ -71,7 +72,7 @@ func runSynth(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := weights.WriteSynthetic(*out, spec); err != nil {
+	if err := synthetic.Write(*out, spec); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %s: preset %s, %d parameters, %s, seed %d\n", *out, *preset, spec.ParamCount(), spec.DType, spec.Seed)

@@ -24,12 +24,13 @@ import (
 	"strings"
 
 	"github.com/laya-metal/laya/weights"
+	"github.com/laya-metal/laya/weights/synthetic"
 )
 
 // variant is one checkpoint: a synthetic spec plus the edits of
-// encoder/config.json that WriteSynthetic has no knob for.
+// encoder/config.json that synthetic.Write has no knob for.
 type variant struct {
-	spec weights.SyntheticSpec
+	spec synthetic.Spec
 	// configEdits are set (or, with a nil value, deleted) in
 	// encoder/config.json after writing, as raw JSON: transformers 5
 	// validates config types strictly, so a float must stay "2.0", never "2".
@@ -42,8 +43,8 @@ const (
 )
 
 func variants() []variant {
-	base := func(name string, seed uint64) weights.SyntheticSpec {
-		return weights.SyntheticSpec{
+	base := func(name string, seed uint64) synthetic.Spec {
+		return synthetic.Spec{
 			Name: name, VocabSize: 640, MaxPositionEmbeddings: 512, LocalAttention: 16, GlobalAttnEveryNLayers: 3,
 			RopeThetaFull: 160000, RopeThetaSliding: 10000,
 			HeadLayers: 2, MaxLen: 256, HeadMaxLen: 64,
@@ -96,7 +97,7 @@ func variants() []variant {
 			"global_rope_theta": pyFloat(legacy.RopeThetaFull),
 			"local_rope_theta":  pyFloat(legacy.RopeThetaSliding),
 		}},
-		// WriteSynthetic reads the role ids (<bos> 2, <eos> 1, <pad> 0) from this
+		// synthetic.Write reads the role ids (<bos> 2, <eos> 1, <pad> 0) from this
 		// tokenizer's own files.
 		{spec: bf16},
 		{spec: mlx},
@@ -134,7 +135,7 @@ func pyFloat(f float64) json.RawMessage {
 }
 
 func write(dir string, v variant) error {
-	if err := weights.WriteSynthetic(dir, v.spec); err != nil {
+	if err := synthetic.Write(dir, v.spec); err != nil {
 		return err
 	}
 	if len(v.configEdits) == 0 {

@@ -1,17 +1,19 @@
-package laya
+package preset
 
 import (
 	"encoding/json"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/laya-metal/laya/pyjson"
 )
 
 // testdata/email/clean.json: bodies (English, Portuguese, Spanish quoted
 // replies, signatures, device footers, disclaimers) with the output of
 // laya-mlx's clean_email_body run under CPython 3.12.
 func TestCleanEmailBodyMatchesLayaMLX(t *testing.T) {
-	b, err := os.ReadFile("testdata/email/clean.json")
+	b, err := os.ReadFile("../testdata/email/clean.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,9 +53,9 @@ func TestEmailState(t *testing.T) {
 		want string
 	}{
 		{"plain", nil, `{"subject": "Refund", "body": "Please refund order 7."}`},
-		{"sender and extras", []EmailOption{WithSender("ana@x.com"), WithEmailField("priority", IntValue(2)), WithEmailField("skipped", NullValue())},
+		{"sender and extras", []EmailOption{WithSender("ana@x.com"), WithEmailField("priority", pyjson.Int(2)), WithEmailField("skipped", pyjson.Null())},
 			`{"subject": "Refund", "body": "Please refund order 7.", "from": "ana@x.com", "priority": 2}`},
-		{"extra replaces in place", []EmailOption{WithEmailField("subject", StringValue("Other"))},
+		{"extra replaces in place", []EmailOption{WithEmailField("subject", pyjson.String("Other"))},
 			`{"subject": "Other", "body": "Please refund order 7."}`},
 		{"raw body", []EmailOption{WithRawBody()},
 			`{"subject": "Refund", "body": "Please refund order 7.\n\nOn Mon, 3 Mar 2025, Bob <b@c.d> wrote:\n> old"}`},

@@ -1,4 +1,10 @@
-package weights
+// Package synthetic writes synthetic Laya checkpoints: the real layout and
+// configs (rl_agent_config.json, encoder/config.json, tokenizer/,
+// model.safetensors, optionally laya-mlx names and mlx_config.json) with
+// deterministic random weights, for tests and benchmarks of checkpoint
+// shapes that cannot be shipped. It lives apart from package weights so that
+// the loader does not depend on the tokenizer.
+package synthetic
 
 import (
 	"bufio"
@@ -14,14 +20,15 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/laya-metal/laya/internal/pyfmt"
+	"github.com/laya-metal/laya/pyjson"
 	"github.com/laya-metal/laya/tokenizer"
+	"github.com/laya-metal/laya/weights"
 )
 
-// SyntheticSpec describes a synthetic checkpoint: the real layout and
+// Spec describes a synthetic checkpoint: the real layout and
 // configs with deterministic random weights, for tests and benchmarks of
 // checkpoints that cannot be shipped.
-type SyntheticSpec struct {
+type Spec struct {
 	Name string // written into rl_agent_config.json "encoder"
 
 	VocabSize, HiddenSize, IntermediateSize, NumLayers, NumHeads  int
@@ -33,9 +40,9 @@ type SyntheticSpec struct {
 	Temperature                    [3]float64
 	TemperatureByOptions           []TemperatureEntry // written in this order
 
-	DType    DType  // default F16
-	Seed     uint64 // same seed, same bytes
-	MLXNames bool   // laya-mlx parameter names, {"format":"mlx"} and mlx_config.json
+	DType    weights.DType // default F16
+	Seed     uint64        // same seed, same bytes
+	MLXNames bool          // laya-mlx parameter names, {"format":"mlx"} and mlx_config.json
 
 	// TokenizerDir holds tokenizer.json (copied) and optionally
 	// tokenizer_config.json (copied; otherwise one in ModernBERT's shape is
@@ -62,99 +69,98 @@ func englishTemperatures() ([3]float64, []TemperatureEntry) {
 	}
 }
 
-// SyntheticEnglish is the English checkpoint's shape: ModernBERT-large
+// English is the English checkpoint's shape: ModernBERT-large
 // (28 layers, 1024 wide, 16 heads, GeGLU 2624, vocab 50368), max_len 512,
 // head_max_len 192, the English temperatures. 421,293,827 parameters.
-func SyntheticEnglish() SyntheticSpec {
+func English() Spec {
 	temps, buckets := englishTemperatures()
-	return SyntheticSpec{
+	return Spec{
 		Name: "english", VocabSize: 50368, HiddenSize: 1024, IntermediateSize: 2624, NumLayers: 28, NumHeads: 16,
 		MaxPositionEmbeddings: 8192, LocalAttention: 128, GlobalAttnEveryNLayers: 3,
 		RopeThetaFull: 160000, RopeThetaSliding: 10000,
 		HeadLayers: 2, MaxLen: 512, HeadMaxLen: 192, ActCosts: []string{"escalate"},
-		Temperature: temps, TemperatureByOptions: buckets, DType: F16, Seed: 1,
+		Temperature: temps, TemperatureByOptions: buckets, DType: weights.F16, Seed: 1,
 	}
 }
 
-// SyntheticMultilingual is the multilingual checkpoint's shape: mmBERT-base
+// Multilingual is the multilingual checkpoint's shape: mmBERT-base
 // (22 layers, 768 wide, 12 heads, GeGLU 1152, vocab 256000, RoPE θ 160000
 // for both kinds), max_len 1024, head_max_len 256, temperatures [1,1,1].
 // 321,908,995 parameters.
-func SyntheticMultilingual() SyntheticSpec {
-	return SyntheticSpec{
+func Multilingual() Spec {
+	return Spec{
 		Name: "multilingual", VocabSize: 256000, HiddenSize: 768, IntermediateSize: 1152, NumLayers: 22, NumHeads: 12,
 		MaxPositionEmbeddings: 8192, LocalAttention: 128, GlobalAttnEveryNLayers: 3,
 		RopeThetaFull: 160000, RopeThetaSliding: 160000,
 		HeadLayers: 2, MaxLen: 1024, HeadMaxLen: 256, ActCosts: []string{"escalate"},
-		Temperature: [3]float64{1, 1, 1}, DType: F16, Seed: 1,
+		Temperature: [3]float64{1, 1, 1}, DType: weights.F16, Seed: 1,
 	}
 }
 
-// SyntheticTiny is a small English-tokenizer model (vocab 50368 so every
+// Tiny is a small English-tokenizer model (vocab 50368 so every
 // ModernBERT id is valid; 64 wide, 2 heads, 4 layers, window 16) with the
 // English temperatures, for fast end-to-end tests.
-func SyntheticTiny() SyntheticSpec {
+func Tiny() Spec {
 	temps, buckets := englishTemperatures()
-	return SyntheticSpec{
+	return Spec{
 		Name: "tiny", VocabSize: 50368, HiddenSize: 64, IntermediateSize: 96, NumLayers: 4, NumHeads: 2,
 		MaxPositionEmbeddings: 512, LocalAttention: 16, GlobalAttnEveryNLayers: 3,
 		RopeThetaFull: 160000, RopeThetaSliding: 10000,
 		HeadLayers: 2, MaxLen: 128, HeadMaxLen: 48, ActCosts: []string{"escalate"},
-		Temperature: temps, TemperatureByOptions: buckets, DType: F16, Seed: 1,
+		Temperature: temps, TemperatureByOptions: buckets, DType: weights.F16, Seed: 1,
 	}
 }
 
 // layerKinds applies transformers' i % global_attn_every_n_layers rule.
-func (s SyntheticSpec) layerKinds() []LayerKind {
-	kinds := make([]LayerKind, s.NumLayers)
+func (s Spec) layerKinds() []weights.LayerKind {
+	kinds := make([]weights.LayerKind, s.NumLayers)
 	for i := range kinds {
 		if s.GlobalAttnEveryNLayers > 0 && i%s.GlobalAttnEveryNLayers != 0 {
-			kinds[i] = SlidingAttention
+			kinds[i] = weights.SlidingAttention
 		}
 	}
 	return kinds
 }
 
-func (s SyntheticSpec) actCosts() []string {
+func (s Spec) actCosts() []string {
 	if len(s.ActCosts) == 0 {
 		return []string{"escalate"}
 	}
 	return s.ActCosts
 }
 
-func (s SyntheticSpec) dtype() DType {
+func (s Spec) dtype() weights.DType {
 	if s.DType == 0 {
-		return F16
+		return weights.F16
 	}
 	return s.DType
 }
 
 // configs resolves the spec into the structures the loader would build.
-func (s SyntheticSpec) configs() (EncoderConfig, HeadConfig) {
-	enc := EncoderConfig{
+func (s Spec) configs() (weights.EncoderConfig, weights.HeadConfig) {
+	enc := weights.EncoderConfig{
 		VocabSize: s.VocabSize, HiddenSize: s.HiddenSize, IntermediateSize: s.IntermediateSize,
 		NumLayers: s.NumLayers, NumHeads: s.NumHeads, MaxPositionEmbeddings: s.MaxPositionEmbeddings,
 		LocalAttention: s.LocalAttention, NormEps: 1e-5, LayerKinds: s.layerKinds(),
 		RopeThetaFull: s.RopeThetaFull, RopeThetaSliding: s.RopeThetaSliding,
 	}
-	agent := AgentConfig{HeadLayers: s.HeadLayers, NAct: len(s.actCosts()) + 1}
-	var p problems
-	head := deriveHead(enc, agent, &p)
+	agent := weights.AgentConfig{HeadLayers: s.HeadLayers, NAct: len(s.actCosts()) + 1}
+	head, _ := weights.DeriveHead(enc, agent) // validate reports a width the heads cannot split
 	return enc, head
 }
 
 // ParamCount is the parameter count the spec's checkpoint will have
 // (temperature buffer excluded).
-func (s SyntheticSpec) ParamCount() int64 {
+func (s Spec) ParamCount() int64 {
 	enc, head := s.configs()
 	var n int64
-	for _, spec := range ExpectedTensors(enc, head) {
-		n += int64(TensorHeader{Shape: spec.Shape}.Len())
+	for _, spec := range weights.ExpectedTensors(enc, head) {
+		n += int64(weights.TensorHeader{Shape: spec.Shape}.Len())
 	}
 	return n
 }
 
-func (s SyntheticSpec) validate() error {
+func (s Spec) validate() error {
 	var errs []string
 	check := func(ok bool, format string, args ...any) {
 		if !ok {
@@ -174,91 +180,91 @@ func (s SyntheticSpec) validate() error {
 	check(s.dtype().Size() != 0, "dtype %v is not supported", s.DType)
 	check(s.TokenizerDir != "", "TokenizerDir is required (the tokenizer files are copied from it)")
 	if len(errs) > 0 {
-		return fmt.Errorf("weights: synthetic spec %q: %s", s.Name, strings.Join(errs, "; "))
+		return fmt.Errorf("synthetic: synthetic spec %q: %s", s.Name, strings.Join(errs, "; "))
 	}
 	return nil
 }
 
-// WriteSynthetic writes a complete checkpoint into dir (created if needed):
+// Write writes a complete checkpoint into dir (created if needed):
 // rl_agent_config.json, encoder/config.json, tokenizer/, model.safetensors
 // (streamed, one tensor chunk in memory at a time) and, with MLXNames,
 // mlx_config.json. The weights are seeded random values scaled like the
 // oracle checkpoints (unit-variance embeddings, LayerNorm weights near 1,
 // linear layers ~1/sqrt(fan_in)), so activations stay finite and answers
 // are spread.
-func WriteSynthetic(dir string, spec SyntheticSpec) error {
+func Write(dir string, spec Spec) error {
 	if err := spec.validate(); err != nil {
 		return err
 	}
 	tokJSON, err := os.ReadFile(filepath.Join(spec.TokenizerDir, "tokenizer.json"))
 	if err != nil {
-		return fmt.Errorf("weights: synthetic tokenizer: %w", err)
+		return fmt.Errorf("synthetic: synthetic tokenizer: %w", err)
 	}
 	added, err := addedTokens(tokJSON)
 	if err != nil {
-		return fmt.Errorf("weights: synthetic tokenizer %s: %w", spec.TokenizerDir, err)
+		return fmt.Errorf("synthetic: synthetic tokenizer %s: %w", spec.TokenizerDir, err)
 	}
 	if maxID := maxTokenID(tokJSON, added); maxID >= spec.VocabSize {
-		return fmt.Errorf("weights: synthetic spec %q: tokenizer id %d does not fit vocab_size %d", spec.Name, maxID, spec.VocabSize)
+		return fmt.Errorf("synthetic: synthetic spec %q: tokenizer id %d does not fit vocab_size %d", spec.Name, maxID, spec.VocabSize)
 	}
 	tokConfig, err := os.ReadFile(filepath.Join(spec.TokenizerDir, "tokenizer_config.json"))
 	if errors.Is(err, os.ErrNotExist) {
 		tokConfig = modernBertTokenizerConfig(added)
 	} else if err != nil {
-		return fmt.Errorf("weights: synthetic tokenizer: %w", err)
+		return fmt.Errorf("synthetic: synthetic tokenizer: %w", err)
 	}
 	for _, sub := range []string{"encoder", "tokenizer"} {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
-			return fmt.Errorf("weights: %w", err)
+			return fmt.Errorf("synthetic: %w", err)
 		}
 	}
 	// The encoder config names the role token ids; read them back through the
 	// tokenizer package exactly as a loader will, so any tokenizer works
 	// ([CLS] in ModernBERT's, <bos> in Gemma-style ones).
-	for name, data := range map[string][]byte{TokenizerFile: tokJSON, TokenizerConfigFile: tokConfig} {
+	for name, data := range map[string][]byte{weights.TokenizerFile: tokJSON, weights.TokenizerConfigFile: tokConfig} {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			return fmt.Errorf("weights: %w", err)
+			return fmt.Errorf("synthetic: %w", err)
 		}
 	}
 	_, roles, err := tokenizer.LoadDir(filepath.Join(dir, "tokenizer"))
 	if err != nil {
-		return fmt.Errorf("weights: synthetic spec %q: %w", spec.Name, err)
+		return fmt.Errorf("synthetic: synthetic spec %q: %w", spec.Name, err)
 	}
 	files := map[string][]byte{
-		AgentConfigFile:   spec.agentConfigJSON(),
-		EncoderConfigFile: spec.encoderConfigJSON(roles.CLS, roles.SEP, roles.PAD),
+		weights.AgentConfigFile:   spec.agentConfigJSON(),
+		weights.EncoderConfigFile: spec.encoderConfigJSON(roles.CLS, roles.SEP, roles.PAD),
 	}
 	if spec.MLXNames {
-		files[MLXConfigFile] = []byte(fmt.Sprintf("{\n  \"format\": \"laya-mlx\",\n  \"format_version\": 1,\n  \"dtype\": %q\n}\n", dtypeLongName(spec.dtype())))
+		files[weights.MLXConfigFile] = []byte(fmt.Sprintf("{\n  \"format\": \"laya-mlx\",\n  \"format_version\": 1,\n  \"dtype\": %q\n}\n", dtypeLongName(spec.dtype())))
 	}
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			return fmt.Errorf("weights: %w", err)
+			return fmt.Errorf("synthetic: %w", err)
 		}
 	}
-	return spec.writeWeights(filepath.Join(dir, WeightsFile))
+	return spec.writeWeights(filepath.Join(dir, weights.WeightsFile))
 }
 
-func dtypeLongName(d DType) string {
+func dtypeLongName(d weights.DType) string {
 	switch d {
-	case F32:
+	case weights.F32:
 		return "float32"
-	case BF16:
+	case weights.BF16:
 		return "bfloat16"
 	}
 	return "float16"
 }
 
-func (s SyntheticSpec) writeWeights(path string) (err error) {
+func (s Spec) writeWeights(path string) (err error) {
 	enc, head := s.configs()
-	specs := append(ExpectedTensors(enc, head), TensorSpec{TemperatureBuffer, []int{3}})
-	headers := make([]TensorHeader, len(specs))
+	specs := append(weights.ExpectedTensors(enc, head), weights.TensorSpec{Name: weights.TemperatureBuffer, Shape: []int{3}})
+	headers := make([]weights.TensorHeader, len(specs))
 	for i, spec := range specs {
 		name := spec.Name
 		if s.MLXNames {
-			name = MLXName(name)
+			name = weights.MLXName(name)
 		}
-		headers[i] = TensorHeader{Name: name, DType: s.dtype(), Shape: spec.Shape}
+		headers[i] = weights.TensorHeader{Name: name, DType: s.dtype(), Shape: spec.Shape}
 	}
 	meta := map[string]string{"format": "pt"}
 	if s.MLXNames {
@@ -266,18 +272,18 @@ func (s SyntheticSpec) writeWeights(path string) (err error) {
 	}
 	f, err := os.Create(path)
 	if err != nil {
-		return fmt.Errorf("weights: %w", err)
+		return fmt.Errorf("synthetic: %w", err)
 	}
 	defer func() {
 		if cerr := f.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("weights: %w", cerr)
+			err = fmt.Errorf("synthetic: %w", cerr)
 		}
 	}()
 	bw := bufio.NewWriterSize(f, 1<<20)
 	const chunk = 1 << 16
 	values := make([]float32, chunk)
 	var encoded []byte
-	err = WriteSafetensors(bw, meta, headers, func(i int, w io.Writer) error {
+	err = weights.WriteSafetensors(bw, meta, headers, func(i int, w io.Writer) error {
 		init := initFor(specs[i])
 		rng := newSplitMix(s.Seed ^ nameHash(specs[i].Name))
 		for left := headers[i].Len(); left > 0; {
@@ -285,7 +291,7 @@ func (s SyntheticSpec) writeWeights(path string) (err error) {
 			for j := range values[:n] {
 				values[j] = init.sample(rng)
 			}
-			encoded = EncodeFloat32(encoded[:0], values[:n], s.dtype())
+			encoded = weights.EncodeFloat32(encoded[:0], values[:n], s.dtype())
 			if _, err := w.Write(encoded); err != nil {
 				return err
 			}
@@ -297,7 +303,7 @@ func (s SyntheticSpec) writeWeights(path string) (err error) {
 		return err
 	}
 	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("weights: %w", err)
+		return fmt.Errorf("synthetic: %w", err)
 	}
 	return nil
 }
@@ -315,10 +321,10 @@ func (t tensorInit) sample(r *splitMix) float32 {
 // initFor picks scales after the oracle tiny-en checkpoint (std measured
 // per tensor): embeddings 1.0, norm weights 1±0.15, biases ~0.08, linear
 // weights ~1/sqrt(fan_in), a wider final scorer so option logits spread.
-func initFor(spec TensorSpec) tensorInit {
+func initFor(spec weights.TensorSpec) tensorInit {
 	name := spec.Name
 	switch {
-	case name == TemperatureBuffer:
+	case name == weights.TemperatureBuffer:
 		return tensorInit{1, 0}
 	case strings.HasSuffix(name, "tok_embeddings.weight"):
 		return tensorInit{0, 1}
@@ -489,10 +495,10 @@ func (o *orderedJSON) bytes() []byte {
 	return append(append([]byte("{\n"), o.b.Bytes()...), "\n}\n"...)
 }
 
-// pyFloatJSON writes a float as Python's json.dumps would (1.0, not 1).
-func pyFloatJSON(f float64) json.RawMessage { return json.RawMessage(pyfmt.FloatRepr(f)) }
+// pyFloat writes a float as Python's json.dumps would (1.0, not 1).
+func pyFloat(f float64) json.RawMessage { return json.RawMessage(pyjson.FloatLiteral(f)) }
 
-func (s SyntheticSpec) agentConfigJSON() []byte {
+func (s Spec) agentConfigJSON() []byte {
 	var o orderedJSON
 	o.field("encoder", "synthetic/"+s.Name+" (random weights; laya-metal)")
 	o.field("head_layers", s.HeadLayers)
@@ -505,15 +511,15 @@ func (s SyntheticSpec) agentConfigJSON() []byte {
 		costs = append(costs, string(k)+": 0.5")
 	}
 	o.field("act_costs", json.RawMessage("{"+strings.Join(costs, ", ")+"}"))
-	o.field("cost_wrong_act", pyFloatJSON(3))
+	o.field("cost_wrong_act", pyFloat(3))
 	o.field("amp_dtype", "bf16")
 	o.field("model_name", "rl-agent")
 	o.field("temperature", json.RawMessage(fmt.Sprintf("[%s, %s, %s]",
-		pyFloatJSON(s.Temperature[0]), pyFloatJSON(s.Temperature[1]), pyFloatJSON(s.Temperature[2]))))
+		pyFloat(s.Temperature[0]), pyFloat(s.Temperature[1]), pyFloat(s.Temperature[2]))))
 	buckets := []string{}
 	for _, e := range s.TemperatureByOptions {
 		k, _ := json.Marshal(e.Key)
-		buckets = append(buckets, string(k)+": "+string(pyFloatJSON(e.Value)))
+		buckets = append(buckets, string(k)+": "+string(pyFloat(e.Value)))
 	}
 	o.field("temperature_by_options", json.RawMessage("{"+strings.Join(buckets, ", ")+"}"))
 	o.field("training", json.RawMessage(fmt.Sprintf(`{"synthetic": true, "seed": %d, "weights_dtype": %q}`, s.Seed, dtypeLongName(s.dtype()))))
@@ -522,7 +528,7 @@ func (s SyntheticSpec) agentConfigJSON() []byte {
 
 // encoderConfigJSON writes a transformers-5 ModernBertConfig (rope_parameters
 // and layer_types, no *_rope_theta keys), like the oracle checkpoints.
-func (s SyntheticSpec) encoderConfigJSON(cls, sep, pad int) []byte {
+func (s Spec) encoderConfigJSON(cls, sep, pad int) []byte {
 	kinds := make([]string, s.NumLayers)
 	for i, k := range s.layerKinds() {
 		kinds[i] = strconv.Quote(k.String())
@@ -530,38 +536,38 @@ func (s SyntheticSpec) encoderConfigJSON(cls, sep, pad int) []byte {
 	var o orderedJSON
 	o.field("architectures", []string{"ModernBertForMaskedLM"})
 	o.field("attention_bias", false)
-	o.field("attention_dropout", pyFloatJSON(0))
+	o.field("attention_dropout", pyFloat(0))
 	o.field("bos_token_id", cls)
 	o.field("classifier_activation", "gelu")
 	o.field("classifier_bias", false)
-	o.field("classifier_dropout", pyFloatJSON(0))
+	o.field("classifier_dropout", pyFloat(0))
 	o.field("classifier_pooling", "cls")
 	o.field("cls_token_id", cls)
 	o.field("decoder_bias", true)
 	o.field("deterministic_flash_attn", false)
 	o.field("dtype", "float32")
-	o.field("embedding_dropout", pyFloatJSON(0))
+	o.field("embedding_dropout", pyFloat(0))
 	o.field("eos_token_id", sep)
 	o.field("global_attn_every_n_layers", s.GlobalAttnEveryNLayers)
 	o.field("hidden_activation", "gelu")
 	o.field("hidden_size", s.HiddenSize)
-	o.field("initializer_cutoff_factor", pyFloatJSON(2))
+	o.field("initializer_cutoff_factor", pyFloat(2))
 	o.field("initializer_range", 0.02)
 	o.field("intermediate_size", s.IntermediateSize)
 	o.field("layer_types", json.RawMessage("["+strings.Join(kinds, ", ")+"]"))
 	o.field("local_attention", s.LocalAttention)
 	o.field("max_position_embeddings", s.MaxPositionEmbeddings)
 	o.field("mlp_bias", false)
-	o.field("mlp_dropout", pyFloatJSON(0))
+	o.field("mlp_dropout", pyFloat(0))
 	o.field("model_type", "modernbert")
 	o.field("norm_bias", false)
-	o.field("norm_eps", pyFloatJSON(1e-05))
+	o.field("norm_eps", pyFloat(1e-05))
 	o.field("num_attention_heads", s.NumHeads)
 	o.field("num_hidden_layers", s.NumLayers)
 	o.field("pad_token_id", pad)
 	o.field("rope_parameters", json.RawMessage(fmt.Sprintf(
 		`{"full_attention": {"rope_theta": %s, "rope_type": "default"}, "sliding_attention": {"rope_theta": %s, "rope_type": "default"}}`,
-		pyFloatJSON(s.RopeThetaFull), pyFloatJSON(s.RopeThetaSliding))))
+		pyFloat(s.RopeThetaFull), pyFloat(s.RopeThetaSliding))))
 	o.field("sep_token_id", sep)
 	o.field("sparse_pred_ignore_index", -100)
 	o.field("sparse_prediction", false)

@@ -1,10 +1,13 @@
-package laya
+package preset
 
 import (
+	"github.com/laya-metal/laya"
 	"regexp"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/laya-metal/laya/pyjson"
 )
 
 // Email cleaning, ported rule for rule from laya-mlx laya_mlx/email.py
@@ -106,7 +109,7 @@ var (
 )
 
 // signOffNameStart is Python's [^\W\d_a-zß-öø-ÿ]: a word character that is
-// not a digit, underscore or Latin-1 lowercase letter. A name is capitalised,
+// not a digit, underscore or Latin-1 lowercase letter. A name is capitalized,
 // "for" in "Thanks for the quick reply." is not. RE2 has no class
 // subtraction, so the class is assembled from the Unicode tables.
 func signOffNameStart() string {
@@ -152,7 +155,7 @@ func hexRune(r rune) string {
 var signatureMarkers = []linePattern{
 	{re: py(`^\s*--\s*$`)},
 	// A closing line is the closing word plus punctuation and at most a name
-	// of up to three capitalised words; closing words match in any case, the name does not.
+	// of up to three capitalized words; closing words match in any case, the name does not.
 	{re: py(`^\s*(?i:best|kind|warmest|warm|many thanks|thanks|thank you|regards|cheers|sincerely)` +
 		`(?i:\s+(?:and|&)\s+regards|\s+(?:regards|wishes|again|in advance|a lot|so much|very much))?` +
 		`[\s,;:!.]*(?:` + signOffNameStart() + `[` + pyWChar + `'-]*[\s,.]*){0,3}$`)},
@@ -391,7 +394,7 @@ type EmailOption func(*emailConfig)
 type emailConfig struct {
 	sender string
 	raw    bool
-	extra  []Member
+	extra  []pyjson.Member
 }
 
 // WithSender adds the sender as the state's "from" field.
@@ -407,14 +410,14 @@ func WithRawBody() EmailOption {
 // WithEmailField adds a field to the state after subject, body and from; a
 // field named like one of those replaces its value in place, as Python's
 // dict.update does. A null value is skipped, as laya-mlx skips None.
-func WithEmailField(key string, value Value) EmailOption {
-	return func(c *emailConfig) { c.extra = append(c.extra, Member{key, value}) }
+func WithEmailField(key string, value laya.Value) EmailOption {
+	return func(c *emailConfig) { c.extra = append(c.extra, pyjson.Member{Key: key, Value: value}) }
 }
 
 // EmailState builds the state EmailQuestions reads:
 // {"subject": …, "body": …, ["from": …], extra fields…}, with the subject
 // trimmed and the body cleaned by CleanEmailBody (limit DefaultEmailMaxChars).
-func EmailState(subject, body string, opts ...EmailOption) State {
+func EmailState(subject, body string, opts ...EmailOption) laya.State {
 	var cfg emailConfig
 	for _, o := range opts {
 		o(&cfg)
@@ -422,12 +425,12 @@ func EmailState(subject, body string, opts ...EmailOption) State {
 	if !cfg.raw {
 		body = CleanEmailBody(body, DefaultEmailMaxChars)
 	}
-	members := []Member{{"subject", StringValue(pyTrim(subject))}, {"body", StringValue(body)}}
+	members := []pyjson.Member{{Key: "subject", Value: pyjson.String(pyTrim(subject))}, {Key: "body", Value: pyjson.String(body)}}
 	if cfg.sender != "" {
-		members = append(members, Member{"from", StringValue(cfg.sender)})
+		members = append(members, pyjson.Member{Key: "from", Value: pyjson.String(cfg.sender)})
 	}
 	for _, e := range cfg.extra {
-		if e.Value.Kind() == NullKind {
+		if e.Value.Kind() == pyjson.NullKind {
 			continue
 		}
 		replaced := false
@@ -440,5 +443,5 @@ func EmailState(subject, body string, opts ...EmailOption) State {
 			members = append(members, e)
 		}
 	}
-	return ValueState(ObjectValue(members...))
+	return laya.ValueState(pyjson.Object(members...))
 }

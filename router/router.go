@@ -1,4 +1,4 @@
-package laya
+package router
 
 import (
 	"context"
@@ -10,8 +10,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/laya-metal/laya/internal/pyfmt"
+	"github.com/laya-metal/laya"
 	"github.com/laya-metal/laya/lang"
+	"github.com/laya-metal/laya/pyjson"
 )
 
 // The router sends each request to the Laya checkpoint suited to it, after
@@ -32,7 +33,7 @@ const (
 const BundleRepo = "convaiinnovations/laya"
 
 // ErrUnknownModel reports a model name that is neither a model nor an alias.
-var ErrUnknownModel = errors.New("laya: unknown model")
+var ErrUnknownModel = errors.New("router: unknown model")
 
 // DefaultModels are the three checkpoints in the bundle repository, as
 // references Load accepts (repo or repo/subfolder).
@@ -75,9 +76,9 @@ var modelAliases = map[string]string{
 	"decisions":            ModelTypedDecisions,
 }
 
-// NormaliseModelName maps a model name or alias (any case) to its canonical
+// NormalizeModelName maps a model name or alias (any case) to its canonical
 // name, or fails with ErrUnknownModel listing the choices.
-func NormaliseModelName(name string) (string, error) {
+func NormalizeModelName(name string) (string, error) {
 	key := strings.ToLower(strings.TrimSpace(name))
 	if canon, ok := modelAliases[key]; ok {
 		key = canon
@@ -110,7 +111,7 @@ var typedDecisionWorkflows = []struct {
 
 // MatchTypedDecisionsWorkflow names the typed-decisions workflow whose exact
 // question-id set these questions have, or returns "".
-func MatchTypedDecisionsWorkflow(questions Questions) string {
+func MatchTypedDecisionsWorkflow(questions laya.Questions) string {
 	ids := map[string]bool{}
 	for _, q := range questions {
 		ids[q.ID] = true
@@ -148,7 +149,7 @@ func englishFromCode(code string) int {
 
 // LangGuess returns a language code for a state, or "" to abstain. It is the
 // seam for a real language-identification model.
-type LangGuess func(State) string
+type LangGuess func(laya.State) string
 
 // RouteOptions are the per-request routing inputs, in precedence order:
 // Model > Task > detected workflow (opt-in) > Lang > LangGuess >
@@ -160,8 +161,8 @@ type RouteOptions struct {
 	LangGuess LangGuess // a per-request hint; "" falls through
 }
 
-// RouteDecision says which model a request goes to and why.
-type RouteDecision struct {
+// Decision says which model a request goes to and why.
+type Decision struct {
 	Model     string         // canonical model name
 	Repo      string         // the reference that model is loaded from
 	Reason    string         // laya-mlx's wording
@@ -170,64 +171,59 @@ type RouteDecision struct {
 }
 
 // Value is the decision as laya-mlx writes result["routing"].
-func (d RouteDecision) Value() Value {
-	detection, workflow := NullValue(), NullValue()
+func (d Decision) Value() laya.Value {
+	detection, workflow := pyjson.Null(), pyjson.Null()
 	if d.Detection != nil {
 		detection = analysisValue(*d.Detection)
 	}
 	if d.Workflow != "" {
-		workflow = StringValue(d.Workflow)
+		workflow = pyjson.String(d.Workflow)
 	}
-	return ObjectValue(
-		Member{"model", StringValue(d.Model)},
-		Member{"repo", StringValue(d.Repo)},
-		Member{"reason", StringValue(d.Reason)},
-		Member{"detection", detection},
-		Member{"workflow", workflow},
+	return pyjson.Object(
+		pyjson.Member{Key: "model", Value: pyjson.String(d.Model)},
+		pyjson.Member{Key: "repo", Value: pyjson.String(d.Repo)},
+		pyjson.Member{Key: "reason", Value: pyjson.String(d.Reason)},
+		pyjson.Member{Key: "detection", Value: detection},
+		pyjson.Member{Key: "workflow", Value: workflow},
 	)
 }
 
 // MarshalJSON writes Value in Python's json.dumps form.
-func (d RouteDecision) MarshalJSON() ([]byte, error) { return d.Value().MarshalJSON() }
+func (d Decision) MarshalJSON() ([]byte, error) { return d.Value().MarshalJSON() }
 
-func analysisValue(a lang.Analysis) Value {
-	profile := make([]Member, len(a.Profile))
+func analysisValue(a lang.Analysis) laya.Value {
+	profile := make([]pyjson.Member, len(a.Profile))
 	for i, s := range a.Profile {
-		profile[i] = Member{s.Script, FloatValue(s.Fraction)}
+		profile[i] = pyjson.Member{Key: s.Script, Value: pyjson.Float(s.Fraction)}
 	}
-	language := NullValue()
+	language := pyjson.Null()
 	if a.Language != "" {
-		language = StringValue(a.Language)
+		language = pyjson.String(a.Language)
 	}
-	return ObjectValue(
-		Member{"script", StringValue(a.Script)},
-		Member{"script_profile", ObjectValue(profile...)},
-		Member{"language", language},
-		Member{"is_english", BoolValue(a.IsEnglish)},
-		Member{"language_undecided", BoolValue(a.LanguageUndecided)},
-		Member{"diacritic_rate", FloatValue(a.DiacriticRate)},
-		Member{"non_latin_fraction", FloatValue(a.NonLatinFraction)},
+	return pyjson.Object(
+		pyjson.Member{Key: "script", Value: pyjson.String(a.Script)},
+		pyjson.Member{Key: "script_profile", Value: pyjson.Object(profile...)},
+		pyjson.Member{Key: "language", Value: language},
+		pyjson.Member{Key: "is_english", Value: pyjson.Bool(a.IsEnglish)},
+		pyjson.Member{Key: "language_undecided", Value: pyjson.Bool(a.LanguageUndecided)},
+		pyjson.Member{Key: "diacritic_rate", Value: pyjson.Float(a.DiacriticRate)},
+		pyjson.Member{Key: "non_latin_fraction", Value: pyjson.Float(a.NonLatinFraction)},
 	)
 }
 
-// Predictor is what the router runs requests on; *Agent is one.
-type Predictor interface {
-	Predict(ctx context.Context, state State, questions Questions) (*Result, error)
-}
-
-// ModelLoader builds the predictor for a model; ref is the model's entry in
+// Loader builds the predictor for a model; ref is the model's entry in
 // the router's model table.
-type ModelLoader func(ctx context.Context, name, ref string) (Predictor, error)
+type Loader func(ctx context.Context, name, ref string) (laya.Predictor, error)
 
-// RouterOption configures NewRouter.
-type RouterOption func(*Router) error
+// Option configures New.
+type Option func(*Router) error
 
 // WithModels overrides model references by name or alias, e.g.
 // WithModels(MLXModels()) or {"english": "/models/laya-en"}.
-func WithModels(models map[string]string) RouterOption {
+func WithModels(models map[string]string) Option {
 	return func(r *Router) error {
 		for name, ref := range models {
-			key, err := NormaliseModelName(name)
+			key, err := NormalizeModelName(name)
 			if err != nil {
 				return err
 			}
@@ -239,7 +235,7 @@ func WithModels(models map[string]string) RouterOption {
 
 // WithStandaloneRepos uses StandaloneModels instead of the bundle repository.
 // Apply it before WithModels.
-func WithStandaloneRepos() RouterOption {
+func WithStandaloneRepos() Option {
 	return func(r *Router) error {
 		r.models = StandaloneModels()
 		return nil
@@ -249,7 +245,7 @@ func WithStandaloneRepos() RouterOption {
 // WithMaxLoaded caps how many models stay resident (default 2, at least 1);
 // the least recently used is evicted. Automatic routing only chooses between
 // english and multilingual, so 2 avoids reloading on every script switch.
-func WithMaxLoaded(n int) RouterOption {
+func WithMaxLoaded(n int) Option {
 	return func(r *Router) error {
 		r.maxLoaded = max(1, n)
 		return nil
@@ -258,9 +254,9 @@ func WithMaxLoaded(n int) RouterOption {
 
 // WithDefaultModel sets the model for states whose language nothing
 // identifies (default english).
-func WithDefaultModel(name string) RouterOption {
+func WithDefaultModel(name string) Option {
 	return func(r *Router) error {
-		key, err := NormaliseModelName(name)
+		key, err := NormalizeModelName(name)
 		r.defaultModel = key
 		return err
 	}
@@ -268,16 +264,16 @@ func WithDefaultModel(name string) RouterOption {
 
 // WithAutoTaskDetection routes requests whose question ids are exactly a
 // typed-decisions workflow to typed-decisions.
-func WithAutoTaskDetection() RouterOption {
+func WithAutoTaskDetection() Option {
 	return func(r *Router) error {
 		r.autoTask = true
 		return nil
 	}
 }
 
-// WithRouterLangGuess installs a language hint for every request, consulted
+// WithLangGuess installs a language hint for every request, consulted
 // after an explicit Lang and a per-request LangGuess.
-func WithRouterLangGuess(g LangGuess) RouterOption {
+func WithLangGuess(g LangGuess) Option {
 	return func(r *Router) error {
 		r.langGuess = g
 		return nil
@@ -286,29 +282,22 @@ func WithRouterLangGuess(g LangGuess) RouterOption {
 
 // WithLoader replaces how models are built (default: Load with the options
 // of WithLoadOptions). Tests and servers with their own cache use it.
-func WithLoader(l ModelLoader) RouterOption {
+func WithLoader(l Loader) Option {
 	return func(r *Router) error {
 		if l == nil {
-			return errors.New("laya: WithLoader(nil); pass a loader function")
+			return errors.New("router: WithLoader(nil); pass a loader function")
 		}
 		r.loader = l
 		return nil
 	}
 }
 
-// WithLoadOptions passes options to Load for every model the router builds.
-func WithLoadOptions(opts ...Option) RouterOption {
+// WithLoadOptions passes options to laya.Load for every model the default
+// loader builds: a backend, a batch size, and laya.WithHub for how Hub
+// references resolve (token, cache, offline, progress).
+func WithLoadOptions(opts ...laya.Option) Option {
 	return func(r *Router) error {
 		r.loadOpts = append(r.loadOpts, opts...)
-		return nil
-	}
-}
-
-// WithHubOptions sets how Hub references of the default loader resolve
-// (token, offline, progress, client).
-func WithHubOptions(opts ...HubOption) RouterOption {
-	return func(r *Router) error {
-		r.hubOpts = append(r.hubOpts, opts...)
 		return nil
 	}
 }
@@ -325,16 +314,15 @@ type Router struct {
 	defaultModel string
 	autoTask     bool
 	langGuess    LangGuess
-	loader       ModelLoader
-	loadOpts     []Option
-	hubOpts      []HubOption
+	loader       Loader
+	loadOpts     []laya.Option
 	entries      map[string]*routerEntry
 	order        []string // least recently used first
 }
 
 type routerEntry struct {
 	ready   chan struct{} // closed when the load finished
-	model   Predictor
+	model   laya.Predictor
 	err     error
 	refs    int  // requests using model
 	evicted bool // close model when refs drops to 0
@@ -343,8 +331,8 @@ type routerEntry struct {
 	loaderGone bool
 }
 
-// NewRouter returns a router over DefaultModels with max 2 resident models.
-func NewRouter(opts ...RouterOption) (*Router, error) {
+// New returns a router over DefaultModels with max 2 resident models.
+func New(opts ...Option) (*Router, error) {
 	r := &Router{
 		models:       DefaultModels(),
 		maxLoaded:    2,
@@ -357,11 +345,8 @@ func NewRouter(opts ...RouterOption) (*Router, error) {
 		}
 	}
 	if r.loader == nil {
-		r.loader = func(ctx context.Context, name, ref string) (Predictor, error) {
-			if IsHubReference(ref) {
-				return LoadHub(ctx, ref, r.hubOpts, r.loadOpts...)
-			}
-			return Load(ctx, ref, r.loadOpts...)
+		r.loader = func(ctx context.Context, name, ref string) (laya.Predictor, error) {
+			return laya.Load(ctx, ref, r.loadOpts...)
 		}
 	}
 	return r, nil
@@ -441,7 +426,7 @@ func (r *Router) drop(key string) io.Closer {
 
 // sameModel reports whether a loaded entry holds model (compared only when
 // the dynamic type allows ==, so an uncomparable predictor never panics).
-func sameModel(e *routerEntry, model Predictor) bool {
+func sameModel(e *routerEntry, model laya.Predictor) bool {
 	select {
 	case <-e.ready:
 	default:
@@ -461,8 +446,8 @@ func closeAll(cs []io.Closer) {
 
 // acquire returns the model for name, loading it if needed, and a release
 // function the caller must call when done with it.
-func (r *Router) acquire(ctx context.Context, name string) (Predictor, func(), error) {
-	key, err := NormaliseModelName(name)
+func (r *Router) acquire(ctx context.Context, name string) (laya.Predictor, func(), error) {
+	key, err := NormalizeModelName(name)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -476,7 +461,7 @@ func (r *Router) acquire(ctx context.Context, name string) (Predictor, func(), e
 
 // tryAcquire is one attempt of acquire; retry reports a shared load that failed
 // only because another request's context ended, which ctx may redo.
-func (r *Router) tryAcquire(ctx context.Context, key string) (_ Predictor, _ func(), retry bool, _ error) {
+func (r *Router) tryAcquire(ctx context.Context, key string) (_ laya.Predictor, _ func(), retry bool, _ error) {
 	r.mu.Lock()
 	e, ok := r.entries[key]
 	if ok {
@@ -493,7 +478,7 @@ func (r *Router) tryAcquire(ctx context.Context, key string) (_ Predictor, _ fun
 		closeAll(closers)
 		e.model, e.err = r.loader(ctx, key, ref)
 		if e.err == nil && e.model == nil {
-			e.err = fmt.Errorf("laya: loader returned no model for %s", key)
+			e.err = fmt.Errorf("router: loader returned no model for %s", key)
 		}
 		if e.err != nil {
 			// A loader that failed half way and returned a model anyway: nobody
@@ -503,7 +488,7 @@ func (r *Router) tryAcquire(ctx context.Context, key string) (_ Predictor, _ fun
 			}
 			e.model = nil
 			e.loaderGone = ctx.Err() != nil
-			e.err = fmt.Errorf("laya: load model %s (%s): %w", key, ref, e.err)
+			e.err = fmt.Errorf("router: load model %s (%s): %w", key, ref, e.err)
 			r.mu.Lock()
 			if r.entries[key] == e {
 				delete(r.entries, key)
@@ -547,7 +532,7 @@ func (r *Router) release(e *routerEntry) {
 // for warming up: the router does not hold the model for the caller, so a later load
 // of another model may evict and close it (an Agent then answers ErrClosed). Use
 // Router.Predict to answer requests.
-func (r *Router) Load(ctx context.Context, name string) (Predictor, error) {
+func (r *Router) Load(ctx context.Context, name string) (laya.Predictor, error) {
 	m, release, err := r.acquire(ctx, name)
 	if err != nil {
 		return nil, err
@@ -558,13 +543,13 @@ func (r *Router) Load(ctx context.Context, name string) (Predictor, error) {
 
 // Attach registers an already-built model under name instead of loading a
 // second copy, raising the residency cap so it evicts nothing.
-func (r *Router) Attach(name string, model Predictor) error {
-	key, err := NormaliseModelName(name)
+func (r *Router) Attach(name string, model laya.Predictor) error {
+	key, err := NormalizeModelName(name)
 	if err != nil {
 		return err
 	}
 	if model == nil {
-		return fmt.Errorf("laya: Attach(%q, nil); pass a loaded model", name)
+		return fmt.Errorf("router: Attach(%q, nil); pass a loaded model", name)
 	}
 	e := &routerEntry{ready: make(chan struct{}), model: model}
 	close(e.ready)
@@ -599,7 +584,7 @@ func (r *Router) Preload(ctx context.Context, names ...string) error {
 	r.mu.Unlock()
 	keys := make([]string, len(names))
 	for i, n := range names {
-		k, err := NormaliseModelName(n)
+		k, err := NormalizeModelName(n)
 		if err != nil {
 			return err
 		}
@@ -636,7 +621,7 @@ func (r *Router) Unload(names ...string) error {
 		r.order = nil
 	}
 	for _, n := range names {
-		key, err := NormaliseModelName(n)
+		key, err := NormalizeModelName(n)
 		if err != nil {
 			r.mu.Unlock()
 			closeAll(closers)
@@ -652,41 +637,41 @@ func (r *Router) Unload(names ...string) error {
 	return nil
 }
 
-func (r *Router) decision(key, reason string, det *lang.Analysis, workflow string) RouteDecision {
+func (r *Router) decision(key, reason string, det *lang.Analysis, workflow string) Decision {
 	r.mu.Lock()
 	repo := r.models[key]
 	r.mu.Unlock()
-	return RouteDecision{Model: key, Repo: repo, Reason: reason, Detection: det, Workflow: workflow}
+	return Decision{Model: key, Repo: repo, Reason: reason, Detection: det, Workflow: workflow}
 }
 
 // Route decides which model answers a request, without loading or running
 // anything. The only error is an unknown model name in opts.
-func (r *Router) Route(state State, questions Questions, opts RouteOptions) (RouteDecision, error) {
+func (r *Router) Route(state laya.State, questions laya.Questions, opts RouteOptions) (Decision, error) {
 	if opts.Model != "" {
-		key, err := NormaliseModelName(opts.Model)
+		key, err := NormalizeModelName(opts.Model)
 		if err != nil {
-			return RouteDecision{}, err
+			return Decision{}, err
 		}
-		return r.decision(key, "explicit model="+pyfmt.StrRepr(opts.Model), nil, ""), nil
+		return r.decision(key, "explicit model="+pyjson.StrRepr(opts.Model), nil, ""), nil
 	}
 	if opts.Task != "" {
 		task := opts.Task
 		if strings.ReplaceAll(strings.ToLower(task), "-", "_") == "typed_decisions" {
 			task = ModelTypedDecisions
 		}
-		key, err := NormaliseModelName(task)
+		key, err := NormalizeModelName(task)
 		if err != nil {
-			return RouteDecision{}, fmt.Errorf("task %q: %w", opts.Task, err)
+			return Decision{}, fmt.Errorf("task %q: %w", opts.Task, err)
 		}
-		return r.decision(key, "explicit task="+pyfmt.StrRepr(opts.Task), nil, ""), nil
+		return r.decision(key, "explicit task="+pyjson.StrRepr(opts.Task), nil, ""), nil
 	}
 	workflow := MatchTypedDecisionsWorkflow(questions)
 	if workflow != "" && r.autoTask {
-		return r.decision(ModelTypedDecisions, "question ids match the "+pyfmt.StrRepr(workflow)+" typed-decisions workflow", nil, workflow), nil
+		return r.decision(ModelTypedDecisions, "question ids match the "+pyjson.StrRepr(workflow)+" typed-decisions workflow", nil, workflow), nil
 	}
 	// A blank lang names nothing and falls through, as an abstaining hint does.
 	if en := englishFromCode(opts.Lang); en >= 0 {
-		return r.decision(englishOrMulti(en), "explicit lang="+pyfmt.StrRepr(opts.Lang), nil, workflow), nil
+		return r.decision(englishOrMulti(en), "explicit lang="+pyjson.StrRepr(opts.Lang), nil, workflow), nil
 	}
 	for _, hint := range []struct {
 		source string
@@ -703,7 +688,7 @@ func (r *Router) Route(state State, questions Questions, opts RouteOptions) (Rou
 			return r.decision(englishOrMulti(en), hint.source+": the caller identified this as "+what+" text", nil, workflow), nil
 		}
 	}
-	det := lang.Analyse(state.Value())
+	det := lang.Analyze(state.Value())
 	var key, reason string
 	switch {
 	case det.Script == lang.Unknown:
@@ -714,7 +699,7 @@ func (r *Router) Route(state State, questions Questions, opts RouteOptions) (Rou
 		reason = fmt.Sprintf("non-Latin script (%s, %.0f%% of letters); the English checkpoint cannot read it", det.Script, 100*det.NonLatinFraction)
 	case !det.IsEnglish && det.Language != "":
 		key = ModelMultilingual
-		reason = "Latin script but language looks like " + pyfmt.StrRepr(det.Language) + ", not English"
+		reason = "Latin script but language looks like " + pyjson.StrRepr(det.Language) + ", not English"
 	case !det.IsEnglish:
 		// No stopword list covers it: routed on the non-English letters alone.
 		key = ModelMultilingual
@@ -736,28 +721,28 @@ func englishOrMulti(en int) string {
 	return ModelMultilingual
 }
 
-// RoutedResult is a model's answer together with the routing decision; its
+// Result is a model's answer together with the routing decision; its
 // JSON is the result's with "routing" added last, as laya-mlx returns it.
-type RoutedResult struct {
-	*Result
-	Routing RouteDecision
+type Result struct {
+	*laya.Result
+	Routing Decision
 }
 
 // Value returns the result JSON with the "routing" member.
-func (r *RoutedResult) Value() Value {
+func (r *Result) Value() laya.Value {
 	v := r.Result.Value()
-	return ObjectValue(append(append([]Member(nil), v.Members()...), Member{"routing", r.Routing.Value()})...)
+	return pyjson.Object(append(append([]pyjson.Member(nil), v.Members()...), pyjson.Member{Key: "routing", Value: r.Routing.Value()})...)
 }
 
 // MarshalJSON writes Value in Python's json.dumps form.
-func (r *RoutedResult) MarshalJSON() ([]byte, error) { return r.Value().MarshalJSON() }
+func (r *Result) MarshalJSON() ([]byte, error) { return r.Value().MarshalJSON() }
 
 // String is the JSON text.
-func (r *RoutedResult) String() string { return r.Value().String() }
+func (r *Result) String() string { return r.Value().String() }
 
 // Predict routes the request, loads the chosen model if needed and answers
 // every question on it in one pass.
-func (r *Router) Predict(ctx context.Context, state State, questions Questions, opts RouteOptions) (*RoutedResult, error) {
+func (r *Router) Predict(ctx context.Context, state laya.State, questions laya.Questions, opts RouteOptions) (*Result, error) {
 	decision, err := r.Route(state, questions, opts)
 	if err != nil {
 		return nil, err
@@ -767,28 +752,28 @@ func (r *Router) Predict(ctx context.Context, state State, questions Questions, 
 		return nil, err
 	}
 	defer release()
-	var res *Result
+	var res *laya.Result
 	if lp, ok := model.(langPredictor); ok {
-		res, err = lp.PredictWith(ctx, state, questions, PredictOptions{Lang: requestLang(opts, decision)})
+		res, err = lp.PredictWith(ctx, state, questions, laya.PredictOptions{Lang: requestLang(opts, decision)})
 	} else {
 		res, err = model.Predict(ctx, state, questions)
 	}
 	if err != nil {
 		return nil, err
 	}
-	return &RoutedResult{Result: res, Routing: decision}, nil
+	return &Result{Result: res, Routing: decision}, nil
 }
 
-// langPredictor is a Predictor that calibrates per language (an *Agent).
+// langPredictor is a laya.Predictor that calibrates per language (an *Agent).
 type langPredictor interface {
-	PredictWith(ctx context.Context, state State, questions Questions, opts PredictOptions) (*Result, error)
+	PredictWith(ctx context.Context, state laya.State, questions laya.Questions, opts laya.PredictOptions) (*laya.Result, error)
 }
 
 // requestLang is the language a routed request is calibrated for, as laya-mlx's
 // router.predict forwards it: the caller's explicit language, else the non-English
 // language detection named. A detected "en" selects nothing: only an explicit "en" can
 // pick an English override.
-func requestLang(opts RouteOptions, decision RouteDecision) string {
+func requestLang(opts RouteOptions, decision Decision) string {
 	if strings.TrimSpace(opts.Lang) != "" {
 		return opts.Lang
 	}

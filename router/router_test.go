@@ -1,9 +1,10 @@
-package laya
+package router
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/laya-metal/laya"
 	"os"
 	"reflect"
 	"strings"
@@ -11,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/laya-metal/laya/pyjson"
 )
 
 // fakeModel stands in for an Agent: routing and residency need no network.
@@ -21,7 +24,7 @@ type fakeModel struct {
 	block  chan struct{} // if set, Predict waits on it
 }
 
-func (m *fakeModel) Predict(ctx context.Context, s State, q Questions) (*Result, error) {
+func (m *fakeModel) Predict(ctx context.Context, s laya.State, q laya.Questions) (*laya.Result, error) {
 	m.calls.Add(1)
 	if m.block != nil {
 		<-m.block
@@ -29,7 +32,7 @@ func (m *fakeModel) Predict(ctx context.Context, s State, q Questions) (*Result,
 	if m.closed.Load() {
 		return nil, errors.New("predict on a closed model")
 	}
-	return &Result{}, nil
+	return &laya.Result{}, nil
 }
 
 func (m *fakeModel) Close() error { m.closed.Store(true); return nil }
@@ -46,7 +49,7 @@ func newFakeLoader() *fakeLoader {
 	return &fakeLoader{loads: map[string]int{}, models: map[string]*fakeModel{}, fail: map[string]error{}}
 }
 
-func (l *fakeLoader) load(ctx context.Context, name, ref string) (Predictor, error) {
+func (l *fakeLoader) load(ctx context.Context, name, ref string) (laya.Predictor, error) {
 	time.Sleep(l.delay)
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -59,9 +62,9 @@ func (l *fakeLoader) load(ctx context.Context, name, ref string) (Predictor, err
 	return m, nil
 }
 
-func mustRouter(t *testing.T, opts ...RouterOption) *Router {
+func mustRouter(t *testing.T, opts ...Option) *Router {
 	t.Helper()
-	r, err := NewRouter(opts...)
+	r, err := New(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +74,7 @@ func mustRouter(t *testing.T, opts ...RouterOption) *Router {
 // testdata/router/route.json: states with laya-mlx's routing decision
 // (model, reason, detection) computed by its router.py/lang.py under CPython.
 func TestRouteDetectionMatchesLayaMLX(t *testing.T) {
-	b, err := os.ReadFile("testdata/router/route.json")
+	b, err := os.ReadFile("../testdata/router/route.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,11 +101,11 @@ func TestRouteDetectionMatchesLayaMLX(t *testing.T) {
 				}
 				return
 			}
-			state, err := JSONState(tc.State)
+			state, err := laya.JSONState(tc.State)
 			if err != nil {
 				t.Fatal(err)
 			}
-			want, err := ParseJSON(tc.Want)
+			want, err := pyjson.Parse(tc.Want)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -127,18 +130,18 @@ func TestRouteDetectionMatchesLayaMLX(t *testing.T) {
 }
 
 func TestRoutePrecedence(t *testing.T) {
-	german := Text("Mein Konto wurde zweimal belastet, bitte erstatten Sie mir den Betrag.")
-	english := Text("I was charged twice, please refund me.")
-	typedIDs := Questions{{"urgency", NoulQuestion("u")}, {"severity", NoulQuestion("s")}, {"disposition", NoulQuestion("d")},
-		{"true_positive", NoulQuestion("t")}, {"credential_compromise", NoulQuestion("c")}}
-	abstain := func(State) string { return "" }
-	saysFrench := func(State) string { return "fr_FR.UTF-8" }
-	saysEnglish := func(State) string { return "en" }
+	german := laya.Text("Mein Konto wurde zweimal belastet, bitte erstatten Sie mir den Betrag.")
+	english := laya.Text("I was charged twice, please refund me.")
+	typedIDs := laya.Questions{{ID: "urgency", Definition: laya.NoulQuestion("u")}, {ID: "severity", Definition: laya.NoulQuestion("s")}, {ID: "disposition", Definition: laya.NoulQuestion("d")},
+		{ID: "true_positive", Definition: laya.NoulQuestion("t")}, {ID: "credential_compromise", Definition: laya.NoulQuestion("c")}}
+	abstain := func(laya.State) string { return "" }
+	saysFrench := func(laya.State) string { return "fr_FR.UTF-8" }
+	saysEnglish := func(laya.State) string { return "en" }
 	tests := []struct {
 		name     string
-		opts     []RouterOption
-		state    State
-		qs       Questions
+		opts     []Option
+		state    laya.State
+		qs       laya.Questions
 		ro       RouteOptions
 		model    string
 		reason   string
@@ -154,9 +157,9 @@ func TestRoutePrecedence(t *testing.T) {
 		{name: "task names a model", state: english, ro: RouteOptions{Task: "multi"}, model: "multilingual", reason: "explicit task='multi'"},
 		{name: "workflow without opt-in is reported only", state: english, qs: typedIDs, model: "english",
 			reason: "English Latin text", workflow: "security_incidents"},
-		{name: "workflow with opt-in", opts: []RouterOption{WithAutoTaskDetection()}, state: german, qs: typedIDs,
+		{name: "workflow with opt-in", opts: []Option{WithAutoTaskDetection()}, state: german, qs: typedIDs,
 			model: "typed-decisions", reason: "question ids match the 'security_incidents' typed-decisions workflow", workflow: "security_incidents"},
-		{name: "subset of a workflow does not match", opts: []RouterOption{WithAutoTaskDetection()}, state: english, qs: typedIDs[:4],
+		{name: "subset of a workflow does not match", opts: []Option{WithAutoTaskDetection()}, state: english, qs: typedIDs[:4],
 			model: "english", reason: "English Latin text"},
 		{name: "lang beats detection", state: german, ro: RouteOptions{Lang: "en_US.UTF-8"}, model: "english", reason: "explicit lang='en_US.UTF-8'"},
 		{name: "non-English lang", state: english, ro: RouteOptions{Lang: "pt-BR"}, model: "multilingual", reason: "explicit lang='pt-BR'"},
@@ -164,21 +167,21 @@ func TestRoutePrecedence(t *testing.T) {
 			reason: "Latin script but language looks like 'de', not English"},
 		{name: "per-call guess", state: english, ro: RouteOptions{LangGuess: saysFrench}, model: "multilingual",
 			reason: "lang_guess: the caller identified this as non-English text"},
-		{name: "router guess after abstaining call guess", opts: []RouterOption{WithRouterLangGuess(saysEnglish)}, state: german,
+		{name: "router guess after abstaining call guess", opts: []Option{WithLangGuess(saysEnglish)}, state: german,
 			ro: RouteOptions{LangGuess: abstain}, model: "english", reason: "Router(lang_guess=...): the caller identified this as English text"},
 		{name: "lang beats guess", state: english, ro: RouteOptions{Lang: "de", LangGuess: saysEnglish}, model: "multilingual", reason: "explicit lang='de'"},
-		{name: "default for no letters", opts: []RouterOption{WithDefaultModel("multi")}, state: Text("1234 !!"), model: "multilingual",
+		{name: "default for no letters", opts: []Option{WithDefaultModel("multi")}, state: laya.Text("1234 !!"), model: "multilingual",
 			reason: "no letters detected in state; using default (multilingual)"},
-		{name: "default for undecided Latin", opts: []RouterOption{WithDefaultModel("multilingual")}, state: Text("Quero cancelar"),
+		{name: "default for undecided Latin", opts: []Option{WithDefaultModel("multilingual")}, state: laya.Text("Quero cancelar"),
 			model: "multilingual", reason: "Latin script, language not identified and no non-English letters; using default (multilingual)"},
-		{name: "standalone repos", opts: []RouterOption{WithStandaloneRepos()}, state: german, model: "multilingual",
+		{name: "standalone repos", opts: []Option{WithStandaloneRepos()}, state: german, model: "multilingual",
 			reason: "Latin script but language looks like 'de', not English", repo: "convaiinnovations/laya-multilingual"},
-		{name: "mlx overrides", opts: []RouterOption{WithModels(MLXModels())}, state: Text("Где мой заказ?"), model: "multilingual",
+		{name: "mlx overrides", opts: []Option{WithModels(MLXModels())}, state: laya.Text("Где мой заказ?"), model: "multilingual",
 			reason: "non-Latin script (cyrillic, 100% of letters); the English checkpoint cannot read it", repo: "aac6fef/laya-multilingual-mlx"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := mustRouter(t, append([]RouterOption{WithLoader(newFakeLoader().load)}, tt.opts...)...)
+			r := mustRouter(t, append([]Option{WithLoader(newFakeLoader().load)}, tt.opts...)...)
 			d, err := r.Route(tt.state, tt.qs, tt.ro)
 			if err != nil {
 				t.Fatal(err)
@@ -199,15 +202,15 @@ func TestRoutePrecedence(t *testing.T) {
 func TestRouteErrors(t *testing.T) {
 	r := mustRouter(t)
 	for _, ro := range []RouteOptions{{Model: "gpt-4"}, {Task: "summarise"}} {
-		_, err := r.Route(Text("x"), nil, ro)
+		_, err := r.Route(laya.Text("x"), nil, ro)
 		if !errors.Is(err, ErrUnknownModel) || !strings.Contains(err.Error(), "english") {
 			t.Errorf("Route(%+v) err = %v, want ErrUnknownModel listing the choices", ro, err)
 		}
 	}
-	if _, err := NewRouter(WithModels(map[string]string{"french": "x/y"})); !errors.Is(err, ErrUnknownModel) {
+	if _, err := New(WithModels(map[string]string{"french": "x/y"})); !errors.Is(err, ErrUnknownModel) {
 		t.Errorf("WithModels with an unknown name: err = %v", err)
 	}
-	if _, err := NewRouter(WithDefaultModel("nope")); !errors.Is(err, ErrUnknownModel) {
+	if _, err := New(WithDefaultModel("nope")); !errors.Is(err, ErrUnknownModel) {
 		t.Errorf("WithDefaultModel(nope): err = %v", err)
 	}
 }
@@ -251,7 +254,7 @@ func TestRouterLRU(t *testing.T) {
 	if r.MaxLoaded() != 3 || len(r.Loaded()) != 3 {
 		t.Errorf("after attaching three: max %d loaded %v", r.MaxLoaded(), r.Loaded())
 	}
-	if m, _ := r.Load(ctx, "en"); m != Predictor(own) {
+	if m, _ := r.Load(ctx, "en"); m != laya.Predictor(own) {
 		t.Error("Load after Attach did not return the attached model")
 	}
 	if err := r.Unload("english"); err != nil {
@@ -293,7 +296,7 @@ func TestRouterLoadFailure(t *testing.T) {
 	fl := newFakeLoader()
 	fl.fail["multilingual"] = errors.New("disk full")
 	r := mustRouter(t, WithLoader(fl.load))
-	_, err := r.Predict(context.Background(), Text("Где мой заказ?"), Questions{{"q", NoulQuestion("ok?")}}, RouteOptions{})
+	_, err := r.Predict(context.Background(), laya.Text("Где мой заказ?"), laya.Questions{{ID: "q", Definition: laya.NoulQuestion("ok?")}}, RouteOptions{})
 	if err == nil || !strings.Contains(err.Error(), "disk full") || !strings.Contains(err.Error(), "multilingual") {
 		t.Fatalf("err = %v, want the load error naming the model", err)
 	}
@@ -310,16 +313,16 @@ func TestRouterPredictConcurrent(t *testing.T) {
 	fl := newFakeLoader()
 	fl.delay = 20 * time.Millisecond
 	r := mustRouter(t, WithLoader(fl.load))
-	qs := Questions{{"q", NoulQuestion("Is it urgent?")}}
+	qs := laya.Questions{{ID: "q", Definition: laya.NoulQuestion("Is it urgent?")}}
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)
 	for i := 0; i < 16; i++ {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			state := Text("I was charged twice for my order, please help.")
+			state := laya.Text("I was charged twice for my order, please help.")
 			if i%2 == 1 {
-				state = Text("我的订单还没有到，请帮我查一下。")
+				state = laya.Text("我的订单还没有到，请帮我查一下。")
 			}
 			res, err := r.Predict(context.Background(), state, qs, RouteOptions{})
 			if err != nil {
@@ -353,7 +356,7 @@ func TestRouterEvictionWaitsForInference(t *testing.T) {
 	}
 	done := make(chan error)
 	go func() {
-		_, err := r.Predict(ctx, Text("please refund the order"), Questions{{"q", NoulQuestion("x")}}, RouteOptions{Model: "english"})
+		_, err := r.Predict(ctx, laya.Text("please refund the order"), laya.Questions{{ID: "q", Definition: laya.NoulQuestion("x")}}, RouteOptions{Model: "english"})
 		done <- err
 	}()
 	for busy.calls.Load() == 0 {
@@ -376,7 +379,7 @@ func TestRouterEvictionWaitsForInference(t *testing.T) {
 
 func TestRoutedResultJSON(t *testing.T) {
 	r := mustRouter(t, WithLoader(newFakeLoader().load))
-	res, err := r.Predict(context.Background(), Text("Bonjour, je veux annuler mon abonnement pour le mois prochain."), Questions{{"q", NoulQuestion("x")}}, RouteOptions{})
+	res, err := r.Predict(context.Background(), laya.Text("Bonjour, je veux annuler mon abonnement pour le mois prochain."), laya.Questions{{ID: "q", Definition: laya.NoulQuestion("x")}}, RouteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,7 +395,7 @@ func TestRoutedResultJSON(t *testing.T) {
 func TestRouterSharedLoadCancelled(t *testing.T) {
 	var loads atomic.Int32
 	firstLoading := make(chan struct{})
-	loader := func(ctx context.Context, name, ref string) (Predictor, error) {
+	loader := func(ctx context.Context, name, ref string) (laya.Predictor, error) {
 		if loads.Add(1) == 1 {
 			close(firstLoading)
 			<-ctx.Done() // a slow download its caller gives up on
@@ -401,8 +404,8 @@ func TestRouterSharedLoadCancelled(t *testing.T) {
 		return &fakeModel{name: name}, nil
 	}
 	r := mustRouter(t, WithLoader(loader))
-	qs := Questions{{"q", NoulQuestion("Is it urgent?")}}
-	state := Text("please refund the order")
+	qs := laya.Questions{{ID: "q", Definition: laya.NoulQuestion("Is it urgent?")}}
+	state := laya.Text("please refund the order")
 
 	firstCtx, cancel := context.WithCancel(context.Background())
 	first := make(chan error, 1)
@@ -441,7 +444,7 @@ func TestRouterSharedLoadCancelled(t *testing.T) {
 // A loader that returns a model together with an error leaves nothing open.
 func TestRouterLoaderErrorClosesModel(t *testing.T) {
 	half := &fakeModel{}
-	r := mustRouter(t, WithLoader(func(ctx context.Context, name, ref string) (Predictor, error) {
+	r := mustRouter(t, WithLoader(func(ctx context.Context, name, ref string) (laya.Predictor, error) {
 		return half, errors.New("tokenizer missing")
 	}))
 	if _, err := r.Load(context.Background(), "english"); err == nil {

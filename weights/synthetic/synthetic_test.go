@@ -1,4 +1,4 @@
-package weights
+package synthetic
 
 import (
 	"crypto/sha256"
@@ -8,20 +8,22 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/laya-metal/laya/weights"
 )
 
-const modernBertTokenizerDir = "../testdata/tokenizers/modernbert"
+const modernBertTokenizerDir = "../../testdata/tokenizers/modernbert"
 
 // The presets reproduce the published parameter counts (laya-spec §1.1,
 // laya-mlx BENCHMARKS).
 func TestSyntheticPresetParamCounts(t *testing.T) {
 	tests := []struct {
 		name string
-		spec SyntheticSpec
+		spec Spec
 		want int64
 	}{
-		{"english", SyntheticEnglish(), 421_293_827},
-		{"multilingual", SyntheticMultilingual(), 321_908_995},
+		{"english", English(), 421_293_827},
+		{"multilingual", Multilingual(), 321_908_995},
 	}
 	for _, tt := range tests {
 		if got := tt.spec.ParamCount(); got != tt.want {
@@ -30,8 +32,8 @@ func TestSyntheticPresetParamCounts(t *testing.T) {
 	}
 }
 
-func smallSpec() SyntheticSpec {
-	s := SyntheticTiny()
+func smallSpec() Spec {
+	s := Tiny()
 	s.HiddenSize, s.NumHeads, s.IntermediateSize, s.NumLayers = 96, 3, 80, 5
 	s.GlobalAttnEveryNLayers = 2
 	s.ActCosts = []string{"escalate", "refund"}
@@ -55,30 +57,30 @@ func fileSHA(t *testing.T, path string) [32]byte {
 func TestWriteSyntheticRoundTrip(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		dtype DType
+		dtype weights.DType
 		mlx   bool
-	}{{"f16", F16, false}, {"f32", F32, false}, {"bf16 mlx names", BF16, true}} {
+	}{{"f16", weights.F16, false}, {"f32", weights.F32, false}, {"bf16 mlx names", weights.BF16, true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := smallSpec()
 			spec.DType, spec.MLXNames = tc.dtype, tc.mlx
 			dir := t.TempDir()
-			if err := WriteSynthetic(dir, spec); err != nil {
+			if err := Write(dir, spec); err != nil {
 				t.Fatal(err)
 			}
-			c, err := LoadCheckpoint(dir)
+			c, err := weights.LoadCheckpoint(dir)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			wantScheme := SchemeUpstream
+			wantScheme := weights.SchemeUpstream
 			if tc.mlx {
-				wantScheme = SchemeMLX
+				wantScheme = weights.SchemeMLX
 			}
 			if c.NameScheme != wantScheme || c.Encoder.HiddenSize != 96 || c.Encoder.NumLayers != 5 || c.Head.Heads != 1 ||
 				c.Head.HeadDim != 96 || c.Agent.NAct != 3 || c.Encoder.PadTokenID != 50283 || c.ParamCount() != spec.ParamCount() {
 				t.Errorf("scheme %s encoder %+v head %+v params %d", c.NameScheme, c.Encoder, c.Head, c.ParamCount())
 			}
-			if kinds := c.Encoder.LayerKinds; !slices.Equal(kinds, []LayerKind{FullAttention, SlidingAttention, FullAttention, SlidingAttention, FullAttention}) {
+			if kinds := c.Encoder.LayerKinds; !slices.Equal(kinds, []weights.LayerKind{weights.FullAttention, weights.SlidingAttention, weights.FullAttention, weights.SlidingAttention, weights.FullAttention}) {
 				t.Errorf("layer kinds %v", kinds)
 			}
 			// English temperatures, including the clamp of choice:11+.
@@ -112,7 +114,7 @@ func TestWriteSyntheticRoundTrip(t *testing.T) {
 			checkStats("encoder.layers.2.mlp.Wo.weight", 0, 1/math.Sqrt(80), 0.05)
 			checkStats("head.layers.1.linear2.weight", 0, 1/math.Sqrt(384), 0.05)
 			checkStats("encoder.final_norm.weight", 1, 0.15, 0.1)
-			if tb := c.Tensor(TemperatureBuffer).Float32(); !slices.Equal(tb, []float32{1, 1, 1}) {
+			if tb := c.Tensor(weights.TemperatureBuffer).Float32(); !slices.Equal(tb, []float32{1, 1, 1}) {
 				t.Errorf("temperature buffer %v", tb)
 			}
 			for _, tensor := range c.Weights.Tensors {
@@ -122,20 +124,20 @@ func TestWriteSyntheticRoundTrip(t *testing.T) {
 			}
 			// Same seed → same bytes; another seed → other bytes.
 			again := t.TempDir()
-			if err := WriteSynthetic(again, spec); err != nil {
+			if err := Write(again, spec); err != nil {
 				t.Fatal(err)
 			}
-			for _, name := range []string{WeightsFile, AgentConfigFile, EncoderConfigFile, TokenizerConfigFile} {
+			for _, name := range []string{weights.WeightsFile, weights.AgentConfigFile, weights.EncoderConfigFile, weights.TokenizerConfigFile} {
 				if fileSHA(t, filepath.Join(dir, name)) != fileSHA(t, filepath.Join(again, name)) {
 					t.Errorf("%s differs between two writes with the same seed", name)
 				}
 			}
 			spec.Seed++
 			other := t.TempDir()
-			if err := WriteSynthetic(other, spec); err != nil {
+			if err := Write(other, spec); err != nil {
 				t.Fatal(err)
 			}
-			if fileSHA(t, filepath.Join(dir, WeightsFile)) == fileSHA(t, filepath.Join(other, WeightsFile)) {
+			if fileSHA(t, filepath.Join(dir, weights.WeightsFile)) == fileSHA(t, filepath.Join(other, weights.WeightsFile)) {
 				t.Error("a different seed wrote the same weights")
 			}
 		})
@@ -145,29 +147,29 @@ func TestWriteSyntheticRoundTrip(t *testing.T) {
 func TestWriteSyntheticRejectsBadSpecs(t *testing.T) {
 	tests := []struct {
 		name string
-		edit func(*SyntheticSpec)
+		edit func(*Spec)
 	}{
-		{"vocab smaller than tokenizer", func(s *SyntheticSpec) { s.VocabSize = 1000 }},
-		{"odd head dim", func(s *SyntheticSpec) { s.HiddenSize, s.NumHeads = 66, 2 }},
-		{"head budget", func(s *SyntheticSpec) { s.HeadMaxLen = s.MaxLen }},
-		{"no tokenizer", func(s *SyntheticSpec) { s.TokenizerDir = "" }},
-		{"missing tokenizer", func(s *SyntheticSpec) { s.TokenizerDir = "/nonexistent" }},
+		{"vocab smaller than tokenizer", func(s *Spec) { s.VocabSize = 1000 }},
+		{"odd head dim", func(s *Spec) { s.HiddenSize, s.NumHeads = 66, 2 }},
+		{"head budget", func(s *Spec) { s.HeadMaxLen = s.MaxLen }},
+		{"no tokenizer", func(s *Spec) { s.TokenizerDir = "" }},
+		{"missing tokenizer", func(s *Spec) { s.TokenizerDir = "/nonexistent" }},
 	}
 	for _, tt := range tests {
 		spec := smallSpec()
 		tt.edit(&spec)
-		if err := WriteSynthetic(t.TempDir(), spec); err == nil {
-			t.Errorf("%s: WriteSynthetic accepted the spec", tt.name)
+		if err := Write(t.TempDir(), spec); err == nil {
+			t.Errorf("%s: Write accepted the spec", tt.name)
 		}
 	}
 }
 
 func BenchmarkWriteSyntheticTiny(b *testing.B) {
-	spec := SyntheticTiny()
+	spec := Tiny()
 	spec.TokenizerDir = modernBertTokenizerDir
 	b.SetBytes(spec.ParamCount() * 2)
 	for b.Loop() {
-		if err := WriteSynthetic(b.TempDir(), spec); err != nil {
+		if err := Write(b.TempDir(), spec); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,0 +1,92 @@
+package backend
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// The registry follows database/sql's drivers: a backend package registers
+// itself in its init function, the program chooses which backends it links
+// by importing their packages, and a duplicate name is a programming error
+// (two packages claiming one name), reported at start-up by a panic rather
+// than by one silently replacing the other.
+
+// Opener opens a backend.
+type Opener func() (Backend, error)
+
+var (
+	registryMu sync.RWMutex
+	openers    = map[string]Opener{}
+)
+
+// unavailable names the backends this module has but a program may not link,
+// with what they need: Open's error says why instead of only "unknown".
+var unavailable = map[string]string{
+	"metal":     "needs macOS on Apple Silicon (darwin/arm64)",
+	"metal-emu": "needs clang ≥ 16 and a blank import of github.com/laya-metal/laya/backend/metalemu",
+}
+
+// Register makes a backend available to Open under name. It is meant to be
+// called from a backend package's init function. It panics if open is nil or
+// name is empty or already registered.
+func Register(name string, open Opener) {
+	if name == "" || open == nil {
+		panic("backend: Register with an empty name or a nil opener")
+	}
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if _, dup := openers[name]; dup {
+		panic("backend: Register called twice for backend " + name)
+	}
+	openers[name] = open
+}
+
+// Open opens the backend registered under name. For a name nobody
+// registered it returns an error wrapping ErrUnknownBackend that lists the
+// backends registered in this program and the module's backends that are
+// not, with what each needs.
+func Open(name string) (Backend, error) {
+	registryMu.RLock()
+	open, ok := openers[name]
+	registryMu.RUnlock()
+	if !ok {
+		return nil, unknownBackend(name)
+	}
+	return open()
+}
+
+func unknownBackend(name string) error {
+	var b strings.Builder
+	if why, known := unavailable[name]; known {
+		fmt.Fprintf(&b, "%q: not in this program; it %s", name, why)
+	} else {
+		fmt.Fprintf(&b, "%q", name)
+	}
+	fmt.Fprintf(&b, "; registered: %s", strings.Join(Names(), ", "))
+	var others []string
+	for _, n := range slices.Sorted(maps.Keys(unavailable)) {
+		if n == name || slices.Contains(Names(), n) {
+			continue
+		}
+		others = append(others, fmt.Sprintf("%s (%s)", n, unavailable[n]))
+	}
+	if len(others) > 0 {
+		fmt.Fprintf(&b, "; not available here: %s", strings.Join(others, ", "))
+	}
+	return fmt.Errorf("%w %s", ErrUnknownBackend, b.String())
+}
+
+// Names lists the registered backends, sorted.
+func Names() []string {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	names := make([]string, 0, len(openers))
+	for n := range openers {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}

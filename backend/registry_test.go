@@ -1,0 +1,58 @@
+package backend_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/laya-metal/laya/backend"
+	"github.com/laya-metal/laya/backend/cpu"
+)
+
+// A second registration of one name is a programming error (two packages
+// claiming it): Register panics, as database/sql.Register does, and the
+// first registration stays.
+func TestRegisterRefusesDuplicate(t *testing.T) {
+	open := func() (backend.Backend, error) { return cpu.New(), nil }
+	backend.Register("test-dup", open)
+	for _, tt := range []struct {
+		name string
+		open backend.Opener
+	}{{"test-dup", open}, {"cpu", open}, {"", open}, {"test-nil", nil}} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("Register(%q) did not panic", tt.name)
+				}
+			}()
+			backend.Register(tt.name, tt.open)
+		}()
+	}
+	if _, err := backend.Open("test-nil"); !errors.Is(err, backend.ErrUnknownBackend) {
+		t.Errorf("a refused registration was kept: Open(test-nil) err = %v", err)
+	}
+}
+
+// An unknown or unavailable name says what this program has and what the
+// module's other backends need.
+func TestOpenUnknownSaysWhy(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		want []string
+	}{
+		{"tpu", []string{`"tpu"`, "registered: cpu", "metal (needs macOS on Apple Silicon (darwin/arm64))",
+			"metal-emu (needs clang ≥ 16 and a blank import of github.com/laya-metal/laya/backend/metalemu)"}},
+		{"metal-emu", []string{`"metal-emu": not in this program; it needs clang ≥ 16 and a blank import of github.com/laya-metal/laya/backend/metalemu`,
+			"registered: cpu"}},
+	} {
+		_, err := backend.Open(tt.name)
+		if !errors.Is(err, backend.ErrUnknownBackend) {
+			t.Fatalf("Open(%q): err = %v, want ErrUnknownBackend", tt.name, err)
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("Open(%q) = %q, want it to contain %q", tt.name, err, w)
+			}
+		}
+	}
+}

@@ -1,0 +1,70 @@
+package laya_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// A program that imports only package laya links the cpu backend, and on
+// Apple Silicon the Metal backend, but never the MSL emulator (its clang
+// driver and C++ runtime): metal-emu comes only with an explicit import of
+// backend/metalemu (doc.go, "Backends"). Off darwin/arm64 nothing of the
+// Metal layer or purego is linked at all.
+func TestRootLinksNoEmulator(t *testing.T) {
+	const root = "github.com/laya-metal/laya"
+	for _, target := range []struct{ goos, goarch string }{{"linux", "amd64"}, {"darwin", "arm64"}, {"windows", "amd64"}} {
+		deps := goListDeps(t, target.goos, target.goarch, root)
+		mac := target.goos == "darwin" && target.goarch == "arm64"
+		for _, p := range deps {
+			if isEmulatorPackage(p) {
+				t.Errorf("%s/%s: package laya links the emulator package %s", target.goos, target.goarch, p)
+			}
+			metalLayer := p == root+"/metal" || strings.HasPrefix(p, root+"/metal/") || p == root+"/backend/metal" ||
+				strings.HasPrefix(p, "github.com/ebitengine/purego")
+			if metalLayer && !mac {
+				t.Errorf("%s/%s: package laya links %s; the Metal layer belongs to darwin/arm64 builds only", target.goos, target.goarch, p)
+			}
+		}
+		if mac && !slices.Contains(deps, root+"/backend/metal") {
+			t.Errorf("darwin/arm64: package laya does not link backend/metal; a Mac user must get \"metal\" with no extra import")
+		}
+	}
+	// The rule finds the emulator where it is linked, so it can fail.
+	if deps := goListDeps(t, "linux", "amd64", root+"/backend/metalemu"); !slices.ContainsFunc(deps, isEmulatorPackage) {
+		t.Errorf("backend/metalemu's dependencies %v contain no package isEmulatorPackage recognises", deps)
+	}
+}
+
+// isEmulatorPackage reports the packages only the MSL emulator needs:
+// backend/metalemu and anything under a path element "emu" (metal/emu after
+// the device/emulator split of issue 8).
+func isEmulatorPackage(path string) bool {
+	const root = "github.com/laya-metal/laya/"
+	rest, ok := strings.CutPrefix(path, root)
+	if !ok {
+		return false
+	}
+	return rest == "backend/metalemu" || slices.Contains(strings.Split(rest, "/"), "emu")
+}
+
+// goListDeps lists the import paths pkg links for goos/goarch (cgo off, as
+// the project builds for Macs).
+func goListDeps(t *testing.T, goos, goarch, pkg string) []string {
+	t.Helper()
+	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(goBin); err != nil {
+		goBin = "go"
+	}
+	cmd := exec.Command(goBin, "list", "-deps", "-f", "{{.ImportPath}}", pkg)
+	cmd.Env = append(os.Environ(), "GOOS="+goos, "GOARCH="+goarch, "CGO_ENABLED=0")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps %s (%s/%s): %v\n%s", pkg, goos, goarch, err, out)
+	}
+	return strings.Fields(string(out))
+}
