@@ -14,7 +14,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/laya-metal/laya"
-	"github.com/laya-metal/laya/hub"
 	"github.com/laya-metal/laya/snake"
 	"github.com/laya-metal/laya/snake/tui"
 )
@@ -115,7 +114,7 @@ func (f *snakeFlags) load(ctx context.Context, stderr io.Writer) (*laya.Agent, e
 		return nil, fmt.Errorf("--batch-size %d must be at least 1", f.batchSize)
 	}
 	return laya.Load(ctx, f.model, laya.WithBackend(f.backend), laya.WithBatchSize(f.batchSize),
-		laya.WithHub(laya.WithProgress(hub.TerminalProgress(stderr))))
+		laya.WithHub(progressClient(stderr)))
 }
 
 func checkFPS(fps float64) error {
