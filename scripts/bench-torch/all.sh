@@ -23,5 +23,5 @@ step gobench-cpu "$BIN/cpu.test" -test.run '^$' -test.bench 'GEMM/(avx512|avx2|n
 step gobench-load env LAYA_BENCH_MODEL="$WORK/english" "$BIN/laya.test" -test.run '^$' -test.bench 'Load' -test.benchtime 5x
 step bench-torch env OUT="$OUT/bench" BIN="$BIN" "$HERE/run.sh"
 # A CPU profile of the English workloads at all cores (go tool pprof BIN/laya-bench FILE).
-step profile env GOMAXPROCS=$ALL "$BIN/laya-bench" --model "$WORK/english" --questions 1,10 --runs 5 --warmup 2 --cpuprofile "$OUT/profile-english-$ALL.pprof"
+step profile env GOMAXPROCS="$ALL" "$BIN/laya-bench" --model "$WORK/english" --questions 1,10 --runs 5 --warmup 2 --cpuprofile "$OUT/profile-english-$ALL.pprof"
 cat "$OUT/bench/table.md" 2>/dev/null

@@ -30,11 +30,11 @@ mkdir -p "$WORK" "$OUT"
 ALL=$(nproc)
 for preset in $PRESETS; do
   if [ ! -f "$WORK/$preset/model.safetensors" ]; then
-    rm -rf "$WORK/$preset"
+    rm -rf "${WORK:?}/${preset:?}"
     "$BIN/laya" synth --preset "$preset" --out "$WORK/$preset" >&2
   fi
 done
-qlist=$(echo $QUESTIONS | tr ' ' ',')
+qlist=$(echo "$QUESTIONS" | tr ' ' ',')
 for cores in $CORES; do
   [ "$cores" = all ] && cores=$ALL
   cpus="0-$((cores - 1))"

@@ -20,7 +20,7 @@ OUT=${3:-$WORK/out}
 mkdir -p "$WORK" "$OUT"
 for preset in english multilingual; do
   if [ ! -f "$WORK/$preset/model.safetensors" ]; then
-    rm -rf "$WORK/$preset"
+    rm -rf "${WORK:?}/${preset:?}"
     "$BIN/laya" synth --preset "$preset" --out "$WORK/$preset" >&2
   fi
 done
