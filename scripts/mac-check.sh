@@ -175,7 +175,7 @@ run "GPU benchmark" bench.log \
 	--questions 1,5 --runs "$runs" --warmup 3 --profile
 if go run ./cmd/laya-bench -h 2>&1 | grep -q -- '-plan'; then
 	run "plan (a model)" plan.log \
-		go run ./cmd/laya-bench --plan --synthetic english --questions 1,5
+		go run ./cmd/laya-bench --plan --synthetic english --questions 1
 fi
 
 if [[ $full == 1 ]]; then

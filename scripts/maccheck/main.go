@@ -103,6 +103,15 @@ func tail(log []byte, n int) []string {
 	return lines
 }
 
+// head returns the first n lines of log.
+func head(log []byte, n int) []string {
+	lines := strings.Split(strings.TrimRight(string(log), "\n"), "\n")
+	if len(lines) == 1 && lines[0] == "" {
+		return nil
+	}
+	return lines[:min(n, len(lines))]
+}
+
 // Validation warnings: OBJC_DEBUG_MISSING_POOLS prints "objc[pid]:
 // MISSING POOLS: ... autoreleased with no pool in place"; the Metal
 // validation layer (MTL_DEBUG_LAYER=1) prints "-[MTLDebug...]" messages and
@@ -317,7 +326,7 @@ func writeReport(w io.Writer, dir string) error {
 			p("%s", l)
 		}
 	}
-	if plan := tail(logsWith(dir, steps, "plan"), 60); len(plan) > 0 {
+	if plan := head(logsWith(dir, steps, "plan"), 70); len(plan) > 0 {
 		p("")
 		p("== plan (laya-bench --plan: a MODEL of the GPU floor, not a measurement)")
 		for _, l := range plan {

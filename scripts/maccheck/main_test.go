@@ -162,6 +162,19 @@ func TestParseStepsRejectsBadStatus(t *testing.T) {
 	}
 }
 
+func TestHeadTail(t *testing.T) {
+	log := []byte("a\nb\nc\n")
+	if got := strings.Join(head(log, 2), ","); got != "a,b" {
+		t.Errorf("head = %s", got)
+	}
+	if got := strings.Join(tail(log, 2), ","); got != "b,c" {
+		t.Errorf("tail = %s", got)
+	}
+	if head(nil, 3) != nil || tail(nil, 3) != nil {
+		t.Error("an empty log has no lines")
+	}
+}
+
 func TestFailureLinesCap(t *testing.T) {
 	var b strings.Builder
 	for range 50 {
