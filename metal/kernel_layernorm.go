@@ -75,8 +75,12 @@ func layerNormThreads(cb CommandBuffer, k *Kernels, op LayerNormOp, threads int)
 	if err != nil {
 		return err
 	}
-	if threads < 1 || threads > p.MaxThreadsPerThreadgroup() {
+	if threads < 1 {
 		return fmt.Errorf("%w: %s: %d threads per threadgroup", ErrInvalidDispatch, name, threads)
 	}
+	// The kernel strides its rows by threads_per_threadgroup, so any whole
+	// number of SIMD groups works: ask for at most what this pipeline allows
+	// (Apple lowers the maximum for register-heavy pipelines).
+	threads = ClampThreads(p, threads)
 	return cb.Dispatch(p, Size3{rows, 1, 1}, Size3{threads, 1, 1}, args...)
 }

@@ -30,9 +30,13 @@ func softmaxThreads(cb CommandBuffer, k *Kernels, in, out Buffer, rows, cols, th
 	if err != nil {
 		return err
 	}
-	if threads < 1 || threads > p.MaxThreadsPerThreadgroup() {
+	if threads < 1 {
 		return fmt.Errorf("%w: %s: %d threads per threadgroup", ErrInvalidDispatch, name, threads)
 	}
+	// The kernel strides its rows by threads_per_threadgroup, so any whole
+	// number of SIMD groups works: ask for at most what this pipeline allows
+	// (Apple lowers the maximum for register-heavy pipelines).
+	threads = ClampThreads(p, threads)
 	return cb.Dispatch(p, Size3{rows, 1, 1}, Size3{threads, 1, 1},
 		Arg{Index: 0, Buffer: in}, Arg{Index: 1, Buffer: out}, Arg{Index: 2, Bytes: u32s(cols)})
 }

@@ -69,14 +69,14 @@ type Plan struct {
 // serves. model names the plan.
 func MakePlan(ctx context.Context, model string, ckpt *weights.Checkpoint, req PlanRequest) (*Plan, error) {
 	if req.Questions <= 0 || req.Tokens < 2 || req.Markers <= 0 || req.Markers > req.Tokens-2 {
-		return nil, fmt.Errorf("metalbackend: plan: %w: %d questions of %d tokens with %d markers", backend.ErrShape, req.Questions, req.Tokens, req.Markers)
+		return nil, fmt.Errorf("backend/metal: plan: %w: %d questions of %d tokens with %d markers", backend.ErrShape, req.Questions, req.Tokens, req.Markers)
 	}
 	dev := NewPlanDevice(true)
 	be := New("plan", dev)
 	defer be.Close()
 	net, err := newPlanNetwork(be, ckpt)
 	if err != nil {
-		return nil, fmt.Errorf("metalbackend: plan: %w", err)
+		return nil, fmt.Errorf("backend/metal: plan: %w", err)
 	}
 	if _, err := net.run(ctx, req, nil); err != nil {
 		return nil, err

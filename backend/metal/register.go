@@ -20,7 +20,7 @@ func NewOwning(name string, dev metal.Device) *Backend {
 func OpenSystem() (*Backend, error) {
 	dev, err := metal.OpenSystemDefault()
 	if err != nil {
-		return nil, fmt.Errorf("metalbackend: %w", err)
+		return nil, fmt.Errorf("backend/metal: %w", err)
 	}
 	return NewOwning("metal", dev), nil
 }

@@ -57,14 +57,14 @@ func (s *Stream) fail(err error) {
 }
 
 func (s *Stream) shapeErr(op, format string, args ...any) {
-	s.fail(fmt.Errorf("metalbackend: %s: %w: %s", op, backend.ErrShape, fmt.Sprintf(format, args...)))
+	s.fail(fmt.Errorf("backend/metal: %s: %w: %s", op, backend.ErrShape, fmt.Sprintf(format, args...)))
 }
 
 // check records err, the error of one of package backend's op contracts
 // (backend.CheckLinear, …), and reports whether there was none.
 func (s *Stream) check(err error) bool {
 	if err != nil {
-		s.fail(fmt.Errorf("metalbackend: %w", err))
+		s.fail(fmt.Errorf("backend/metal: %w", err))
 		return false
 	}
 	return true
@@ -85,7 +85,7 @@ func (s *Stream) valid(op string, ts ...backend.Tensor) bool {
 		return false
 	}
 	if s.closed {
-		s.fail(fmt.Errorf("metalbackend: %s: %w: stream closed", op, backend.ErrForeignTensor))
+		s.fail(fmt.Errorf("backend/metal: %s: %w: stream closed", op, backend.ErrForeignTensor))
 		return false
 	}
 	for _, t := range ts {
@@ -94,7 +94,7 @@ func (s *Stream) valid(op string, ts ...backend.Tensor) bool {
 		}
 		mt, isMetal := t.(*tensor)
 		if !isMetal || mt == nil || mt.buf == nil || mt.be != s.be || (mt.stream != nil && mt.stream != s) {
-			s.fail(fmt.Errorf("metalbackend: %s: %w (%T)", op, backend.ErrForeignTensor, t))
+			s.fail(fmt.Errorf("backend/metal: %s: %w (%T)", op, backend.ErrForeignTensor, t))
 			return false
 		}
 	}
@@ -109,7 +109,7 @@ func (s *Stream) f32(op string, t backend.Tensor) metal.Buffer {
 	s.readable(t)
 	buf, err := t.(*tensor).f32Buffer()
 	if err != nil {
-		s.fail(fmt.Errorf("metalbackend: %s: widening an fp16 weight: %w", op, err))
+		s.fail(fmt.Errorf("backend/metal: %s: widening an fp16 weight: %w", op, err))
 	}
 	return buf
 }
@@ -135,7 +135,7 @@ func (s *Stream) f32At(op string, t backend.Tensor) (metal.Buffer, int) {
 func (s *Stream) dst(op string, t backend.Tensor) metal.Buffer {
 	mt := t.(*tensor)
 	if mt.stream == nil {
-		s.fail(fmt.Errorf("metalbackend: %s: %w: the destination is a weight, and weights are read-only", op, backend.ErrForeignTensor))
+		s.fail(fmt.Errorf("backend/metal: %s: %w: the destination is a weight, and weights are read-only", op, backend.ErrForeignTensor))
 		return nil
 	}
 	mt.stale = false
@@ -167,7 +167,7 @@ func (s *Stream) begin(op string, reads, writes []metal.Buffer) bool {
 	if s.cb == nil {
 		cb, err := s.be.dev.NewCommandBuffer()
 		if err != nil {
-			s.fail(fmt.Errorf("metalbackend: %s: %w", op, err))
+			s.fail(fmt.Errorf("backend/metal: %s: %w", op, err))
 			return false
 		}
 		s.cb = cb
@@ -194,7 +194,7 @@ func (s *Stream) begin(op string, reads, writes []metal.Buffer) bool {
 // the hazard tracking, and commits a full chunk.
 func (s *Stream) end(op string, err error, reads, writes []metal.Buffer) {
 	if err != nil {
-		s.fail(fmt.Errorf("metalbackend: %s: %w", op, err))
+		s.fail(fmt.Errorf("backend/metal: %s: %w", op, err))
 		return
 	}
 	for _, b := range reads {
@@ -239,7 +239,7 @@ func (s *Stream) commitChunk() {
 	s.written.clear()
 	s.read.clear()
 	if err := cb.Commit(); err != nil {
-		s.fail(fmt.Errorf("metalbackend: commit: %w", err))
+		s.fail(fmt.Errorf("backend/metal: commit: %w", err))
 		return
 	}
 	s.committed = append(s.committed, cb)
@@ -286,12 +286,12 @@ func (s *Stream) syncOp(op string) {
 	s.written.clear()
 	s.read.clear()
 	if err := cb.Commit(); err != nil {
-		s.fail(fmt.Errorf("metalbackend: %s: commit: %w", op, err))
+		s.fail(fmt.Errorf("backend/metal: %s: commit: %w", op, err))
 		return
 	}
 	timing, err := cb.Wait(context.Background())
 	if err != nil {
-		s.fail(fmt.Errorf("metalbackend: %s: %w", op, err))
+		s.fail(fmt.Errorf("backend/metal: %s: %w", op, err))
 		return
 	}
 	s.be.recordTiming(op, timing)
@@ -303,7 +303,7 @@ func (s *Stream) syncOp(op string) {
 func (s *Stream) newBuffer(op string, size int) (buf metal.Buffer, reused bool) {
 	buf, reused, err := s.be.take(size)
 	if err != nil {
-		s.fail(fmt.Errorf("metalbackend: %s: %w", op, err))
+		s.fail(fmt.Errorf("backend/metal: %s: %w", op, err))
 		return nil, false
 	}
 	s.owned = append(s.owned, buf)
@@ -327,7 +327,7 @@ func (s *Stream) u32Buffer(op string, vs []int) metal.Buffer {
 func (s *Stream) New(rows, cols int) backend.Tensor {
 	t := &tensor{rows: max(rows, 1), cols: max(cols, 1), be: s.be, stream: s}
 	if s.closed {
-		s.fail(fmt.Errorf("metalbackend: new: %w: stream closed", backend.ErrForeignTensor))
+		s.fail(fmt.Errorf("backend/metal: new: %w: stream closed", backend.ErrForeignTensor))
 		return t
 	}
 	if !s.check(backend.CheckDims(rows, cols)) {
@@ -391,13 +391,13 @@ func (s *Stream) sync(ctx context.Context) error {
 		s.written.clear()
 		s.read.clear()
 		if err := cb.Commit(); err != nil {
-			s.fail(fmt.Errorf("metalbackend: commit: %w", err))
+			s.fail(fmt.Errorf("backend/metal: commit: %w", err))
 			return s.err
 		}
 		s.committed = append(s.committed, cb)
 	}
 	if err := s.waitCommitted(ctx); err != nil {
-		s.fail(fmt.Errorf("metalbackend: %w", err))
+		s.fail(fmt.Errorf("backend/metal: %w", err))
 		return s.err
 	}
 	return nil
