@@ -25,20 +25,16 @@ type model struct {
 
 func loadModel(t testing.TB, be backend.Backend, checkpoint string) *model {
 	t.Helper()
-	ckpt, err := weights.LoadCheckpoint(oracletest.Checkpoint(checkpoint))
+	ckpt := oracletest.LoadCheckpoint(t, checkpoint)
+	// The backend reads ckpt's mapping in place (UploadMapped), so no work
+	// on this model may run after its cleanup; the tests' streams are all
+	// closed by then. (A backend shared by several tests outlives the
+	// checkpoint: harmless once no stream uses its weights.)
+	parts, err := forwardpass.NewParts(be, ckpt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The backend reads ckpt's mapping in place (UploadMapped), so no work
-	// on this model may run after this cleanup; the tests' streams are all
-	// closed by then. (A backend shared by several tests outlives the
-	// checkpoint: harmless once no stream uses its weights.)
-	t.Cleanup(func() { ckpt.Close() })
-	m := &model{ckpt: ckpt}
-	if m.Parts, err = forwardpass.NewParts(be, ckpt); err != nil {
-		t.Fatal(err)
-	}
-	return m
+	return &model{ckpt: ckpt, Parts: parts}
 }
 
 // forward runs rows as one right-padded batch (upstream's collate_items)
