@@ -10,6 +10,7 @@ import (
 	_ "github.com/laya-metal/laya/backend/cpu" // registers "cpu"; "metal" comes from backend_darwin_arm64.go
 	"github.com/laya-metal/laya/encoder"
 	"github.com/laya-metal/laya/heads"
+	"github.com/laya-metal/laya/internal/forwardpass"
 	"github.com/laya-metal/laya/weights"
 )
 
@@ -94,20 +95,12 @@ func newNetwork(ckpt *weights.Checkpoint, opts networkOptions) (*network, error)
 		maxLen:    ckpt.Encoder.MaxPositionEmbeddings,
 		nAct:      ckpt.Head.NAct,
 	}
-	var errs []error
-	var err error
-	n.encoder, err = encoder.New(be, ckpt)
-	errs = append(errs, err)
-	n.decision, err = heads.NewDecision(be, ckpt)
-	errs = append(errs, err)
-	n.scorer, err = heads.NewScorer(be, ckpt)
-	errs = append(errs, err)
-	n.act, err = heads.NewActHead(be, ckpt)
-	errs = append(errs, err)
-	if err := errors.Join(errs...); err != nil {
+	parts, err := forwardpass.NewParts(be, ckpt)
+	if err != nil {
 		n.close()
 		return nil, fmt.Errorf("laya: %s: %w", ckpt.Dir, err)
 	}
+	n.encoder, n.decision, n.scorer, n.act = parts.Encoder, parts.Decision, parts.Scorer, parts.Act
 	return n, nil
 }
 
@@ -165,28 +158,12 @@ func (n *network) checkRow(r forwardRow) error {
 // runBatch runs one right-padded batch (the layout of upstream's
 // collate_items) and reads back its outputs.
 func (n *network) runBatch(ctx context.Context, rows []forwardRow, obs backend.Observer) ([]rowOutput, error) {
-	seqLen := 0
-	for _, r := range rows {
-		seqLen = max(seqLen, len(r.IDs))
-	}
-	ids := make([]int32, len(rows)*seqLen)
-	lengths := make([]int, len(rows))
-	qtypes := make([]int, len(rows))
-	counts := make([]int, len(rows))
-	var markerRows []int32
+	layout := make([]forwardpass.Row, len(rows))
 	for b, r := range rows {
-		row := ids[b*seqLen : (b+1)*seqLen]
-		for i := range row {
-			row[i] = n.padID
-		}
-		for i, id := range r.IDs {
-			row[i] = int32(id)
-		}
-		lengths[b], qtypes[b], counts[b] = len(r.IDs), r.QType, len(r.Markers)
-		for _, p := range r.Markers {
-			markerRows = append(markerRows, int32(b*seqLen+p))
-		}
+		layout[b] = forwardpass.Row(r)
 	}
+	batch := forwardpass.Pad(layout, n.padID)
+	seqLen, lengths, qtypes, counts, markerRows := batch.SeqLen, batch.Lengths, batch.QTypes, batch.Counts, batch.MarkerRows
 
 	s := n.be.NewStream()
 	defer s.Close()
@@ -196,17 +173,14 @@ func (n *network) runBatch(ctx context.Context, rows []forwardRow, obs backend.O
 	if obs != nil {
 		headObs = func(s backend.Stream, stage string, i int, t backend.Tensor) { obs(s, "head "+stage, i, t) }
 	}
-	hidden, err := n.encoder.Forward(ctx, s, encoder.Batch{IDs: ids, Lengths: lengths, SeqLen: seqLen}, obs)
+	hidden, err := n.encoder.Forward(ctx, s, batch.EncoderBatch(), obs)
 	if err != nil {
 		return nil, err
 	}
 	// Final-head pruning: the head's last layer computes only the rows the
 	// scorer and act head read, [CLS] rows then markers (an observer, for
 	// debugging, sees every row of every layer instead).
-	clsRows := make([]int32, len(rows))
-	for b := range clsRows {
-		clsRows[b] = int32(b * seqLen)
-	}
+	clsRows := batch.CLSRows()
 	headMarkers := markerRows
 	if obs != nil {
 		hidden, err = n.decision.Forward(ctx, s, hidden, qtypes, lengths, seqLen, headObs)

@@ -228,11 +228,7 @@ func TestForwardRejectsBadRows(t *testing.T) {
 }
 
 func TestNewNetworkOptions(t *testing.T) {
-	ckpt, err := weights.LoadCheckpoint(oracletest.Checkpoint("tiny-en"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ckpt.Close()
+	ckpt := oracletest.LoadCheckpoint(t, "tiny-en")
 	tests := []struct {
 		name    string
 		opts    networkOptions

@@ -10,17 +10,12 @@ import (
 	"github.com/laya-metal/laya/backend"
 	"github.com/laya-metal/laya/backend/cpu"
 	"github.com/laya-metal/laya/internal/oracletest"
-	"github.com/laya-metal/laya/weights"
 )
 
 func load(t *testing.T, name string) (*ModernBERT, backend.Backend, oracletest.DebugHidden) {
 	t.Helper()
 	dbg := oracletest.Debug(t, name)
-	ckpt, err := weights.LoadCheckpoint(oracletest.Checkpoint(name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ckpt.Close() })
+	ckpt := oracletest.LoadCheckpoint(t, name)
 	be := cpu.New()
 	m, err := New(be, ckpt)
 	if err != nil {

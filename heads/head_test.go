@@ -9,7 +9,6 @@ import (
 	"github.com/laya-metal/laya/backend"
 	"github.com/laya-metal/laya/backend/cpu"
 	"github.com/laya-metal/laya/internal/oracletest"
-	"github.com/laya-metal/laya/weights"
 )
 
 func flatten(m [][]float64) (rows, cols int, out []float32) {
@@ -44,11 +43,7 @@ func TestHeadsFromGoldenEncoderOutput(t *testing.T) {
 	for _, name := range []string{"tiny-en", "tiny-ml", "real-en"} {
 		t.Run(name, func(t *testing.T) {
 			dbg := oracletest.Debug(t, name)
-			ckpt, err := weights.LoadCheckpoint(oracletest.Checkpoint(name))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ckpt.Close()
+			ckpt := oracletest.LoadCheckpoint(t, name)
 			be := cpu.New()
 			decision, err := NewDecision(be, ckpt)
 			if err != nil {

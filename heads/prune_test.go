@@ -9,7 +9,6 @@ import (
 	"github.com/laya-metal/laya/backend"
 	"github.com/laya-metal/laya/backend/cpu"
 	"github.com/laya-metal/laya/internal/oracletest"
-	"github.com/laya-metal/laya/weights"
 )
 
 // TestForwardRowsMatchesForward holds final-head pruning to the unpruned
@@ -22,11 +21,7 @@ func TestForwardRowsMatchesForward(t *testing.T) {
 	for _, name := range []string{"tiny-en", "real-en"} {
 		t.Run(name, func(t *testing.T) {
 			dbg := oracletest.Debug(t, name)
-			ckpt, err := weights.LoadCheckpoint(oracletest.Checkpoint(name))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ckpt.Close()
+			ckpt := oracletest.LoadCheckpoint(t, name)
 			be := cpu.New()
 			decision, err := NewDecision(be, ckpt)
 			if err != nil {
@@ -87,11 +82,7 @@ func TestForwardRowsMatchesForward(t *testing.T) {
 }
 
 func TestForwardRowsRejects(t *testing.T) {
-	ckpt, err := weights.LoadCheckpoint(oracletest.Checkpoint("tiny-en"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ckpt.Close()
+	ckpt := oracletest.LoadCheckpoint(t, "tiny-en")
 	decision, err := NewDecision(cpu.New(), ckpt)
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,30 @@ func halfAt(b Buffer, i int) float32 {
 	return weights.Float16ToFloat32(binary.LittleEndian.Uint16(b.Bytes()[2*i:]))
 }
 
+// checkGemm runs Gemm(in) on bx, bw (with a pseudo-random bias when bias
+// is set) and holds it to gemmRef on the float64 inputs xr, wr the kernel
+// sees: the check of every input kind's test.
+func checkGemm(t *testing.T, d Device, kern *Kernels, name string, in GemmInput, bx, bw Buffer, xr, wr []float64, m, n, k int, bias bool) {
+	t.Helper()
+	var bb Buffer
+	var br []float64
+	if bias {
+		b := pseudo(n, 5, -1, 1)
+		bb = f32Buffer(t, d, b)
+		for _, v := range b {
+			br = append(br, float64(v))
+		}
+	}
+	by := f32Buffer(t, d, make([]float32, m*n))
+	if err := run(t, d, func(cb CommandBuffer) error { return Gemm(cb, kern, in, bx, bw, bb, by, m, n, k) }); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	// fp32 accumulation of k products of magnitude ≤ 1.
+	if e, i := maxErr(readF32(by, m*n), gemmRef(xr, wr, br, m, n, k), 1e-6*float64(k), 1e-6); e > 1 {
+		t.Errorf("%s: element %d off by %.3g× tolerance", name, i, e)
+	}
+}
+
 // gemm_f32_f16w: float activations against stored half weights, as the
 // backend's Linear runs fp16 checkpoints.
 func TestGemmMixedEmu(t *testing.T) {
@@ -39,24 +63,7 @@ func TestGemmMixedEmu(t *testing.T) {
 			for i := range w {
 				wr[i] = float64(halfAt(bw, i))
 			}
-			var bb Buffer
-			var br []float64
-			if c.bias {
-				b := pseudo(c.n, 5, -1, 1)
-				bb = f32Buffer(t, d, b)
-				for _, v := range b {
-					br = append(br, float64(v))
-				}
-			}
-			by := f32Buffer(t, d, make([]float32, c.m*c.n))
-			if err := run(t, d, func(cb CommandBuffer) error {
-				return Gemm(cb, kern, GemmF32F16W, bx, bw, bb, by, c.m, c.n, c.k)
-			}); err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-			if e, i := maxErr(readF32(by, c.m*c.n), gemmRef(xr, wr, br, c.m, c.n, c.k), 1e-6*float64(c.k), 1e-6); e > 1 {
-				t.Errorf("%s: element %d off by %.3g× tolerance", name, i, e)
-			}
+			checkGemm(t, d, kern, name, GemmF32F16W, bx, bw, xr, wr, c.m, c.n, c.k, c.bias)
 		}
 	}
 }
@@ -234,10 +241,10 @@ func TestGemmEmu(t *testing.T) {
 				bx, bw = f16Buffer(t, d, x), f16Buffer(t, d, w)
 				// The reference sees the half-rounded inputs the kernel sees.
 				for i := range x {
-					xr[i] = float64(weights.Float16ToFloat32(binary.LittleEndian.Uint16(bx.Bytes()[2*i:])))
+					xr[i] = float64(halfAt(bx, i))
 				}
 				for i := range w {
-					wr[i] = float64(weights.Float16ToFloat32(binary.LittleEndian.Uint16(bw.Bytes()[2*i:])))
+					wr[i] = float64(halfAt(bw, i))
 				}
 			} else {
 				bx, bw = f32Buffer(t, d, x), f32Buffer(t, d, w)
@@ -248,24 +255,7 @@ func TestGemmEmu(t *testing.T) {
 					wr[i] = float64(w[i])
 				}
 			}
-			var bb Buffer
-			var br []float64
-			if c.bias {
-				b := pseudo(c.n, 5, -1, 1)
-				bb = f32Buffer(t, d, b)
-				for _, v := range b {
-					br = append(br, float64(v))
-				}
-			}
-			by := f32Buffer(t, d, make([]float32, c.m*c.n))
-			err := run(t, d, func(cb CommandBuffer) error { return Gemm(cb, kern, c.in, bx, bw, bb, by, c.m, c.n, c.k) })
-			if err != nil {
-				t.Fatalf("%s %+v: %v", s, c, err)
-			}
-			// fp32 accumulation of k products of magnitude ≤ 1.
-			if e, i := maxErr(readF32(by, c.m*c.n), gemmRef(xr, wr, br, c.m, c.n, c.k), 1e-6*float64(c.k), 1e-6); e > 1 {
-				t.Errorf("%s %+v: element %d off by %.3g× tolerance", s, c, i, e)
-			}
+			checkGemm(t, d, kern, fmt.Sprintf("%s %+v", s, c), c.in, bx, bw, xr, wr, c.m, c.n, c.k, c.bias)
 		}
 	}
 }

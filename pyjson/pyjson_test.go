@@ -356,6 +356,12 @@ func TestValueOf(t *testing.T) {
 	if got, want := Dumps(v), `{"a": [1.5, "x", null, true, 0.5], "b": 1}`; got != want {
 		t.Errorf("ValueOf = %s, want %s", got, want)
 	}
+	// A map[string]string takes its members in sorted key order too.
+	if v, err := ValueOf(map[string]string{"z": "1", "m": "2", "a": "3"}); err != nil {
+		t.Fatal(err)
+	} else if got, want := Dumps(v), `{"a": "3", "m": "2", "z": "1"}`; got != want {
+		t.Errorf("ValueOf(map[string]string) = %s, want %s", got, want)
+	}
 	if _, err := ValueOf(struct{}{}); !errors.Is(err, ErrInvalid) {
 		t.Errorf("ValueOf(struct) = %v, want ErrInvalid", err)
 	}

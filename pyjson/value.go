@@ -4,8 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -283,11 +284,7 @@ func valueOf(x any, depth int) (Value, error) {
 		}
 		return Array(items...), nil
 	case map[string]any:
-		keys := make([]string, 0, len(t))
-		for k := range t {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
+		keys := sortedKeys(t)
 		members := make([]Member, len(keys))
 		for i, k := range keys {
 			v, err := valueOf(t[k], depth+1)
@@ -298,11 +295,7 @@ func valueOf(x any, depth int) (Value, error) {
 		}
 		return Object(members...), nil
 	case map[string]string:
-		keys := make([]string, 0, len(t))
-		for k := range t {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
+		keys := sortedKeys(t)
 		members := make([]Member, len(keys))
 		for i, k := range keys {
 			members[i] = Member{Key: k, Value: String(t[k])}
@@ -310,4 +303,10 @@ func valueOf(x any, depth int) (Value, error) {
 		return Object(members...), nil
 	}
 	return Value{}, fmt.Errorf("%w: cannot represent a Go %T as JSON; build a Value instead", ErrInvalid, x)
+}
+
+// sortedKeys is m's keys in sorted order: a Go map has none of its own, so
+// ValueOf gives its members this one, as json.Marshal does.
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
 }

@@ -128,24 +128,50 @@ func (b *Backend) gemmW(y, x []float32, w matrix, bias []float32, m, n, k int, a
 		// zero-width row has none.
 		fill = gemmTileGo
 	}
+	b.forEachGemmUnit(m, n, k, w.f32 == nil, func(n0, n1, mu0, mu1 int, scratch *[]float32) {
+		wp, ldw := w.panel(n0, n1, k, scratch)
+		fillRows(fill, y[n0:], n, x, k, wp, ldw, mu0, mu1, n1-n0)
+		if bias != nil || act != backend.Identity {
+			for r := mu0; r < mu1; r++ {
+				row := y[r*n+n0 : r*n+n1]
+				if bias != nil {
+					bb := bias[n0:n1]
+					for j := range row {
+						row[j] += bb[j]
+					}
+				}
+				activate(row, row, act)
+			}
+		}
+	})
+}
+
+// forEachGemmUnit splits rows [0, m) and columns [0, cols) into work units
+// and hands them out to the workers: unit(n0, n1, mu0, mu1, scratch) covers
+// columns [n0, n1) of rows [mu0, mu1). Columns go in panels of gemmPanel,
+// halved (down to 16) until there are at least two units per worker, so a
+// small n still keeps every core busy. halfW says W is stored as half: its
+// panels are widened once per unit, so a unit spans every row (each panel
+// is widened once per call) and scratch holds panel·k float32 for the
+// widening; scratch is nil for a float32 W. The plain Linear and the fused
+// GeGLU both split their work this way.
+func (b *Backend) forEachGemmUnit(m, cols, k int, halfW bool, unit func(n0, n1, mu0, mu1 int, scratch *[]float32)) {
 	workers := b.workerCount()
 	panel := gemmPanel
 	unitM := gemmUnitM
-	if w.f32 == nil {
-		// A half W is widened once per unit: let a unit span every row,
-		// so each panel is widened once per call.
+	if halfW {
 		unitM = m
 	}
 	unitsM := (m + unitM - 1) / unitM
-	for panel > 16 && ((n+panel-1)/panel)*unitsM < 2*workers {
+	for panel > 16 && ((cols+panel-1)/panel)*unitsM < 2*workers {
 		panel /= 2
 	}
-	panels := (n + panel - 1) / panel
+	panels := (cols + panel - 1) / panel
 	units := panels * unitsM
 	var next atomic.Int64
 	b.parallelFor(min(units, workers), 1, func(_, _ int) {
 		var scratch *[]float32
-		if w.f32 == nil {
+		if halfW {
 			scratch = getScratch(panel * k)
 			defer putScratch(scratch)
 		}
@@ -155,28 +181,18 @@ func (b *Backend) gemmW(y, x []float32, w matrix, bias []float32, m, n, k int, a
 				return
 			}
 			n0 := (u / unitsM) * panel
-			n1 := min(n0+panel, n)
 			mu0 := (u % unitsM) * unitM
-			mu1 := min(mu0+unitM, m)
-			wp, ldw := w.panel(n0, n1, k, scratch)
-			for m0 := mu0; m0 < mu1; m0 += gemmTileM {
-				m1 := min(m0+gemmTileM, mu1)
-				fill(y[n0:], n, x, k, wp, ldw, m0, m1, 0, n1-n0, k)
-			}
-			if bias != nil || act != backend.Identity {
-				for r := mu0; r < mu1; r++ {
-					row := y[r*n+n0 : r*n+n1]
-					if bias != nil {
-						bb := bias[n0:n1]
-						for j := range row {
-							row[j] += bb[j]
-						}
-					}
-					activate(row, row, act)
-				}
-			}
+			unit(n0, min(n0+panel, cols), mu0, min(mu0+unitM, m), scratch)
 		}
 	})
+}
+
+// fillRows runs fill over rows [mu0, mu1) in gemmTileM-row tiles, for the
+// ncols columns of the panel wp (row stride ldw) into y (row stride ldy).
+func fillRows(fill gemmTileFunc, y []float32, ldy int, x []float32, k int, wp []float32, ldw, mu0, mu1, ncols int) {
+	for m0 := mu0; m0 < mu1; m0 += gemmTileM {
+		fill(y, ldy, x, k, wp, ldw, m0, min(m0+gemmTileM, mu1), 0, ncols, k)
+	}
 }
 
 // scratchPool holds the workers' panel buffers.
@@ -262,46 +278,15 @@ func dot(a, b []float32) float32 {
 func (b *Backend) gemmGeGLU(op *linearOp, dst []float32) {
 	y, x, w, m, k := op.dst.data, op.x, op.w, op.m, op.k
 	inner := op.n / 2
-	fill := gemmTile
-	workers := b.workerCount()
-	panel := gemmPanel
-	unitM := gemmUnitM
-	if w.f32 == nil {
-		unitM = m
-	}
-	unitsM := (m + unitM - 1) / unitM
-	for panel > 16 && ((inner+panel-1)/panel)*unitsM < 2*workers {
-		panel /= 2
-	}
-	panels := (inner + panel - 1) / panel
-	units := panels * unitsM
-	var next atomic.Int64
-	b.parallelFor(min(units, workers), 1, func(_, _ int) {
-		var scratch *[]float32
-		if w.f32 == nil {
-			scratch = getScratch(panel * k)
-			defer putScratch(scratch)
+	b.forEachGemmUnit(m, inner, k, w.f32 == nil, func(n0, n1, mu0, mu1 int, scratch *[]float32) {
+		for _, off := range [2]int{0, inner} {
+			wp, ldw := w.panel(off+n0, off+n1, k, scratch)
+			fillRows(gemmTile, y[off+n0:], op.n, x, k, wp, ldw, mu0, mu1, n1-n0)
 		}
-		for {
-			u := int(next.Add(1) - 1)
-			if u >= units {
-				return
-			}
-			n0 := (u / unitsM) * panel
-			n1 := min(n0+panel, inner)
-			mu0 := (u % unitsM) * unitM
-			mu1 := min(mu0+unitM, m)
-			for _, off := range [2]int{0, inner} {
-				wp, ldw := w.panel(off+n0, off+n1, k, scratch)
-				for m0 := mu0; m0 < mu1; m0 += gemmTileM {
-					fill(y[off+n0:], op.n, x, k, wp, ldw, m0, min(m0+gemmTileM, mu1), 0, n1-n0, k)
-				}
-			}
-			for r := mu0; r < mu1; r++ {
-				value := y[r*op.n+n0 : r*op.n+n1]
-				gate := y[r*op.n+inner+n0 : r*op.n+inner+n1]
-				gegluSlice(dst[r*inner+n0:r*inner+n1], value, gate)
-			}
+		for r := mu0; r < mu1; r++ {
+			value := y[r*op.n+n0 : r*op.n+n1]
+			gate := y[r*op.n+inner+n0 : r*op.n+inner+n1]
+			gegluSlice(dst[r*inner+n0:r*inner+n1], value, gate)
 		}
 	})
 }

@@ -116,27 +116,34 @@ func TestGemmExactIntegers(t *testing.T) {
 // (k+1)·2⁻²⁴·Σ|x·w| (Higham, Accuracy and Stability, §3.1), which holds for
 // any summation order, fused or not.
 func TestGemmRoundoff(t *testing.T) {
-	rng := rand.New(rand.NewPCG(13, 14))
-	for _, kernel := range gemmKernels(t) {
+	runGemmShapes(t, gemmKernels(t), rand.New(rand.NewPCG(13, 14)), func(t *testing.T, _ gemmKernel, x, w, got []float32, m, n, k int) {
+		for i := range m {
+			for j := range n {
+				var sum, abs float64
+				for kk := range k {
+					p := float64(x[i*k+kk]) * float64(w[j*k+kk])
+					sum += p
+					abs += math.Abs(p)
+				}
+				bound := float64(k+1) * 0x1p-24 * abs
+				if d := math.Abs(float64(got[i*n+j]) - sum); !(d <= bound) {
+					t.Fatalf("y[%d, %d] = %v, want %v ± %.3g", i, j, got[i*n+j], sum, bound)
+				}
+			}
+		}
+	})
+}
+
+// runGemmShapes runs each kernel on every gemmShapes shape, one subtest
+// each, with normal random x and w drawn from rng in that order, and hands
+// check the product y = x·wᵀ the kernel computed.
+func runGemmShapes(t *testing.T, kernels []gemmKernel, rng *rand.Rand, check func(t *testing.T, kernel gemmKernel, x, w, got []float32, m, n, k int)) {
+	for _, kernel := range kernels {
 		for _, shape := range gemmShapes {
 			m, n, k := shape.m, shape.n, shape.k
 			t.Run(fmt.Sprintf("%s/%dx%dx%d", kernel.name, m, n, k), func(t *testing.T) {
 				x, w := randomValues(rng, m*k), randomValues(rng, n*k)
-				got := runGemm(t, kernel.tile, x, w, nil, m, n, k, backend.Identity)
-				for i := range m {
-					for j := range n {
-						var sum, abs float64
-						for kk := range k {
-							p := float64(x[i*k+kk]) * float64(w[j*k+kk])
-							sum += p
-							abs += math.Abs(p)
-						}
-						bound := float64(k+1) * 0x1p-24 * abs
-						if d := math.Abs(float64(got[i*n+j]) - sum); !(d <= bound) {
-							t.Fatalf("y[%d, %d] = %v, want %v ± %.3g", i, j, got[i*n+j], sum, bound)
-						}
-					}
-				}
+				check(t, kernel, x, w, runGemm(t, kernel.tile, x, w, nil, m, n, k, backend.Identity), m, n, k)
 			})
 		}
 	}
@@ -190,24 +197,16 @@ func TestGemmSIMDLaneOrder(t *testing.T) {
 	if len(kernels) == 0 {
 		t.Skip("no SIMD GEMM kernel in this build or on this CPU")
 	}
-	rng := rand.New(rand.NewPCG(15, 16))
-	for _, kernel := range kernels {
-		for _, shape := range gemmShapes {
-			m, n, k := shape.m, shape.n, shape.k
-			t.Run(fmt.Sprintf("%s/%dx%dx%d", kernel.name, m, n, k), func(t *testing.T) {
-				x, w := randomValues(rng, m*k), randomValues(rng, n*k)
-				got := runGemm(t, kernel.tile, x, w, nil, m, n, k, backend.Identity)
-				for i := range m {
-					for j := range n {
-						want := laneOrderDot(x[i*k:i*k+k], w[j*k:j*k+k], kernel.lanes)
-						if g := got[i*n+j]; math.Float32bits(g) != math.Float32bits(want) {
-							t.Fatalf("y[%d, %d] = %v (%#08x), want %v (%#08x)", i, j, g, math.Float32bits(g), want, math.Float32bits(want))
-						}
-					}
+	runGemmShapes(t, kernels, rand.New(rand.NewPCG(15, 16)), func(t *testing.T, kernel gemmKernel, x, w, got []float32, m, n, k int) {
+		for i := range m {
+			for j := range n {
+				want := laneOrderDot(x[i*k:i*k+k], w[j*k:j*k+k], kernel.lanes)
+				if g := got[i*n+j]; math.Float32bits(g) != math.Float32bits(want) {
+					t.Fatalf("y[%d, %d] = %v (%#08x), want %v (%#08x)", i, j, g, math.Float32bits(g), want, math.Float32bits(want))
 				}
-			})
+			}
 		}
-	}
+	})
 }
 
 func TestFMA32(t *testing.T) {

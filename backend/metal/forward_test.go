@@ -7,8 +7,7 @@ import (
 	"testing"
 
 	"github.com/laya-metal/laya/backend"
-	"github.com/laya-metal/laya/encoder"
-	"github.com/laya-metal/laya/heads"
+	"github.com/laya-metal/laya/internal/forwardpass"
 	"github.com/laya-metal/laya/internal/oracletest"
 	"github.com/laya-metal/laya/weights"
 )
@@ -20,76 +19,45 @@ import (
 
 // model is the network of root forward.go on one backend.
 type model struct {
-	ckpt     *weights.Checkpoint
-	encoder  *encoder.ModernBERT
-	decision *heads.Decision
-	scorer   *heads.Scorer
-	act      *heads.ActHead
+	ckpt *weights.Checkpoint
+	forwardpass.Parts
 }
 
 func loadModel(t testing.TB, be backend.Backend, checkpoint string) *model {
 	t.Helper()
-	ckpt, err := weights.LoadCheckpoint(oracletest.Checkpoint(checkpoint))
+	ckpt := oracletest.LoadCheckpoint(t, checkpoint)
+	// The backend reads ckpt's mapping in place (UploadMapped), so no work
+	// on this model may run after its cleanup; the tests' streams are all
+	// closed by then. (A backend shared by several tests outlives the
+	// checkpoint: harmless once no stream uses its weights.)
+	parts, err := forwardpass.NewParts(be, ckpt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The backend reads ckpt's mapping in place (UploadMapped), so no work
-	// on this model may run after this cleanup; the tests' streams are all
-	// closed by then. (A backend shared by several tests outlives the
-	// checkpoint: harmless once no stream uses its weights.)
-	t.Cleanup(func() { ckpt.Close() })
-	m := &model{ckpt: ckpt}
-	if m.encoder, err = encoder.New(be, ckpt); err != nil {
-		t.Fatal(err)
-	}
-	if m.decision, err = heads.NewDecision(be, ckpt); err != nil {
-		t.Fatal(err)
-	}
-	if m.scorer, err = heads.NewScorer(be, ckpt); err != nil {
-		t.Fatal(err)
-	}
-	if m.act, err = heads.NewActHead(be, ckpt); err != nil {
-		t.Fatal(err)
-	}
-	return m
+	return &model{ckpt: ckpt, Parts: parts}
 }
 
 // forward runs rows as one right-padded batch (upstream's collate_items)
 // and returns each row's logits and act probabilities.
 func (m *model) forward(ctx context.Context, be backend.Backend, rows []oracletest.Row) (logits, actProbs [][]float32, err error) {
-	seqLen := 0
-	for _, r := range rows {
-		seqLen = max(seqLen, len(r.InputIDs))
-	}
-	pad := int32(m.ckpt.Encoder.PadTokenID)
-	ids := make([]int32, len(rows)*seqLen)
-	lengths, qtypes, counts := make([]int, len(rows)), make([]int, len(rows)), make([]int, len(rows))
-	var markerRows []int32
+	layout := make([]forwardpass.Row, len(rows))
 	for b, r := range rows {
-		row := ids[b*seqLen : (b+1)*seqLen]
-		for i := range row {
-			row[i] = pad
-		}
-		for i, id := range r.InputIDs {
-			row[i] = int32(id)
-		}
-		lengths[b], qtypes[b], counts[b] = len(r.InputIDs), r.QType, len(r.Markers)
-		for _, p := range r.Markers {
-			markerRows = append(markerRows, int32(b*seqLen+p))
-		}
+		layout[b] = forwardpass.Row{IDs: r.InputIDs, Markers: r.Markers, QType: r.QType}
 	}
+	batch := forwardpass.Pad(layout, int32(m.ckpt.Encoder.PadTokenID))
+	markerRows, counts, seqLen := batch.MarkerRows, batch.Counts, batch.SeqLen
 	s := be.NewStream()
 	defer s.Close()
-	hidden, err := m.encoder.Forward(ctx, s, encoder.Batch{IDs: ids, Lengths: lengths, SeqLen: seqLen}, nil)
+	hidden, err := m.Encoder.Forward(ctx, s, batch.EncoderBatch(), nil)
 	if err != nil {
 		return nil, nil, err
 	}
-	if hidden, err = m.decision.Forward(ctx, s, hidden, qtypes, lengths, seqLen, nil); err != nil {
+	if hidden, err = m.Decision.Forward(ctx, s, hidden, batch.QTypes, batch.Lengths, seqLen, nil); err != nil {
 		return nil, nil, err
 	}
 	var markers backend.Tensor
-	z := m.scorer.Forward(s, hidden, markerRows, &markers)
-	_, probs := m.act.Forward(s, hidden, z, counts, seqLen)
+	z := m.Scorer.Forward(s, hidden, markerRows, &markers)
+	_, probs := m.Act.Forward(s, hidden, z, counts, seqLen)
 	zHost := make([]float32, len(markerRows))
 	nAct := probs.Cols()
 	probsHost := make([]float32, len(rows)*nAct)

@@ -42,12 +42,8 @@ func runLoaderWrapsMapping(t *testing.T, open func(*testing.T) *Backend, hostAdd
 	for _, name := range []string{"tiny-en", "tiny-ml"} {
 		t.Run(name, func(t *testing.T) {
 			be := open(t)
-			ckpt, err := weights.LoadCheckpoint(oracletest.Checkpoint(name))
-			if err != nil {
-				t.Fatal(err)
-			}
+			ckpt := oracletest.LoadCheckpoint(t, name)
 			// The backend reads the mapping: it is closed first.
-			t.Cleanup(func() { ckpt.Close() })
 			t.Cleanup(func() { be.Close() })
 			mapping := ckpt.Weights.Mapping()
 			if mapping == nil {

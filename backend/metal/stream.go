@@ -234,15 +234,24 @@ func (s *Stream) commitChunk() {
 	if s.inChunk < limit {
 		return
 	}
+	s.commit()
+}
+
+// commit submits the command buffer being recorded, s.cb, and starts a new
+// chunk: the next dispatch opens a fresh command buffer, with no hazards
+// tracked against the submitted one (the queue orders them). A failed
+// commit fails the stream; commit reports whether it went through.
+func (s *Stream) commit() bool {
 	cb := s.cb
 	s.cb, s.inChunk = nil, 0
 	s.written.clear()
 	s.read.clear()
 	if err := cb.Commit(); err != nil {
 		s.fail(fmt.Errorf("backend/metal: commit: %w", err))
-		return
+		return false
 	}
 	s.committed = append(s.committed, cb)
+	return true
 }
 
 // waitCommitted waits for the submitted command buffers: the CPU blocks
@@ -385,16 +394,8 @@ func (s *Stream) Read(ctx context.Context, t backend.Tensor, dst []float32) erro
 // before it. A wait cut short by ctx leaves the GPU running on the
 // stream's buffers, so it fails the stream.
 func (s *Stream) sync(ctx context.Context) error {
-	if s.cb != nil {
-		cb := s.cb
-		s.cb, s.inChunk = nil, 0
-		s.written.clear()
-		s.read.clear()
-		if err := cb.Commit(); err != nil {
-			s.fail(fmt.Errorf("backend/metal: commit: %w", err))
-			return s.err
-		}
-		s.committed = append(s.committed, cb)
+	if s.cb != nil && !s.commit() {
+		return s.err
 	}
 	if err := s.waitCommitted(ctx); err != nil {
 		s.fail(fmt.Errorf("backend/metal: %w", err))

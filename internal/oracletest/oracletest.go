@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+
+	"github.com/laya-metal/laya/weights"
 )
 
 // Tolerances of the forward pass against upstream's torch CPU run (laya-spec
@@ -115,4 +117,17 @@ func Compare(t testing.TB, what string, got []float32, want []float64, tol float
 		worst = max(worst, d)
 	}
 	return worst
+}
+
+// LoadCheckpoint loads oracle checkpoint name, failing the test on error,
+// and closes it when the test and its subtests are done (t.Cleanup: after
+// the cleanups registered later, such as a backend reading its mapping).
+func LoadCheckpoint(t testing.TB, name string) *weights.Checkpoint {
+	t.Helper()
+	ckpt, err := weights.LoadCheckpoint(Checkpoint(name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ckpt.Close() })
+	return ckpt
 }

@@ -23,8 +23,7 @@ import (
 
 	"github.com/laya-metal/laya/backend"
 	_ "github.com/laya-metal/laya/backend/cpu"
-	"github.com/laya-metal/laya/encoder"
-	"github.com/laya-metal/laya/heads"
+	"github.com/laya-metal/laya/internal/forwardpass"
 	"github.com/laya-metal/laya/weights"
 )
 
@@ -40,11 +39,8 @@ type output struct {
 }
 
 type model struct {
-	ckpt     *weights.Checkpoint
-	encoder  *encoder.ModernBERT
-	decision *heads.Decision
-	scorer   *heads.Scorer
-	act      *heads.ActHead
+	ckpt *weights.Checkpoint
+	forwardpass.Parts
 }
 
 func main() {
@@ -76,16 +72,7 @@ func main() {
 	}
 	defer be.Close()
 	m := &model{ckpt: ckpt}
-	if m.encoder, err = encoder.New(be, ckpt); err != nil {
-		log.Fatal(err)
-	}
-	if m.decision, err = heads.NewDecision(be, ckpt); err != nil {
-		log.Fatal(err)
-	}
-	if m.scorer, err = heads.NewScorer(be, ckpt); err != nil {
-		log.Fatal(err)
-	}
-	if m.act, err = heads.NewActHead(be, ckpt); err != nil {
+	if m.Parts, err = forwardpass.NewParts(be, ckpt); err != nil {
 		log.Fatal(err)
 	}
 	var out []output
@@ -104,39 +91,22 @@ func main() {
 
 // run is one right-padded batch, as the library's forward runs it.
 func (m *model) run(ctx context.Context, be backend.Backend, rows []row) ([]output, error) {
-	seqLen := 0
-	for _, r := range rows {
-		seqLen = max(seqLen, len(r.InputIDs))
-	}
-	pad := int32(max(m.ckpt.Encoder.PadTokenID, 0))
-	ids := make([]int32, len(rows)*seqLen)
-	lengths, qtypes, counts := make([]int, len(rows)), make([]int, len(rows)), make([]int, len(rows))
-	clsRows := make([]int32, len(rows))
-	var markerRows []int32
+	layout := make([]forwardpass.Row, len(rows))
 	for b, r := range rows {
 		if len(r.InputIDs) == 0 || len(r.Markers) == 0 {
 			return nil, fmt.Errorf("row %d: empty ids or markers", b)
 		}
-		line := ids[b*seqLen : (b+1)*seqLen]
-		for i := range line {
-			line[i] = pad
-		}
-		for i, id := range r.InputIDs {
-			line[i] = int32(id)
-		}
-		lengths[b], qtypes[b], counts[b] = len(r.InputIDs), r.QType, len(r.Markers)
-		clsRows[b] = int32(b * seqLen)
-		for _, p := range r.Markers {
-			markerRows = append(markerRows, int32(b*seqLen+p))
-		}
+		layout[b] = forwardpass.Row{IDs: r.InputIDs, Markers: r.Markers, QType: r.QType}
 	}
+	batch := forwardpass.Pad(layout, int32(max(m.ckpt.Encoder.PadTokenID, 0)))
+	markerRows, counts := batch.MarkerRows, batch.Counts
 	s := be.NewStream()
 	defer s.Close()
-	hidden, err := m.encoder.Forward(ctx, s, encoder.Batch{IDs: ids, Lengths: lengths, SeqLen: seqLen}, nil)
+	hidden, err := m.Encoder.Forward(ctx, s, batch.EncoderBatch(), nil)
 	if err != nil {
 		return nil, err
 	}
-	kept, err := m.decision.ForwardRows(ctx, s, hidden, qtypes, lengths, seqLen, slices.Concat(clsRows, markerRows), nil)
+	kept, err := m.Decision.ForwardRows(ctx, s, hidden, batch.QTypes, batch.Lengths, batch.SeqLen, slices.Concat(batch.CLSRows(), markerRows), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -148,8 +118,8 @@ func (m *model) run(ctx context.Context, be backend.Backend, rows []row) ([]outp
 	for i := range headMarkers {
 		headMarkers[i] = int32(len(rows) + i)
 	}
-	z := m.scorer.Forward(s, kept, headMarkers, nil)
-	_, probs := m.act.ForwardRows(s, kept, headCLS, z, counts)
+	z := m.Scorer.Forward(s, kept, headMarkers, nil)
+	_, probs := m.Act.ForwardRows(s, kept, headCLS, z, counts)
 	zHost := make([]float32, len(markerRows))
 	nAct := probs.Cols()
 	probsHost := make([]float32, len(rows)*nAct)

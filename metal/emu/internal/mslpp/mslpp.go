@@ -399,16 +399,8 @@ func Translate(src Source, inc Includer) (*Unit, error) {
 
 	rewriteQualifiedMembers(lines, inDefine)
 
-	// Offsets of each line in the joined blanked text.
-	var sb strings.Builder
-	starts := make([]int, len(lines))
-	for i, l := range lines {
-		starts[i] = sb.Len()
-		sb.WriteString(l.blank)
-		sb.WriteByte('\n')
-	}
-	blank := sb.String()
-	lineAt := func(off int) int { return sort.Search(len(starts), func(i int) bool { return starts[i] > off }) - 1 }
+	joined := joinBlank(lines)
+	blank, lineAt := joined.text, joined.lineAt
 
 	type span struct{ from, to int } // line indexes of a kernel body
 	type fn struct {

@@ -2,6 +2,7 @@ package mslpp
 
 import (
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -25,26 +26,8 @@ var accessSpecRe = regexp.MustCompile(`^(?:public|private|protected)\s*:\s*`)
 // by their enclosing class and their declaration text without the
 // qualifier and body.
 func rewriteQualifiedMembers(lines []line, inDefine []bool) {
-	var sb strings.Builder
-	starts := make([]int, len(lines))
-	for i, l := range lines {
-		starts[i] = sb.Len()
-		sb.WriteString(l.blank)
-		sb.WriteByte('\n')
-	}
-	blank := sb.String()
-	lineAt := func(off int) int {
-		lo, hi := 0, len(starts)
-		for lo < hi {
-			mid := (lo + hi) / 2
-			if starts[mid] > off {
-				hi = mid
-			} else {
-				lo = mid + 1
-			}
-		}
-		return lo - 1
-	}
+	joined := joinBlank(lines)
+	blank, starts, lineAt := joined.text, joined.starts, joined.lineAt
 	clear := func(from, to int) { // [from, to) in blank
 		for li := lineAt(from); li < len(lines) && starts[li] < to; li++ {
 			a, b := max(from, starts[li])-starts[li], min(to, starts[li]+len(lines[li].blank))-starts[li]
@@ -126,4 +109,28 @@ func enclosingBrace(s string, off int) int {
 		}
 	}
 	return -1
+}
+
+// blankText is the blanked text of lines joined with a newline after each,
+// and the offset in it where each line starts: the text the rewriting
+// passes match their patterns against, mapped back to lines by lineAt.
+type blankText struct {
+	text   string
+	starts []int
+}
+
+func joinBlank(lines []line) blankText {
+	var sb strings.Builder
+	starts := make([]int, len(lines))
+	for i, l := range lines {
+		starts[i] = sb.Len()
+		sb.WriteString(l.blank)
+		sb.WriteByte('\n')
+	}
+	return blankText{text: sb.String(), starts: starts}
+}
+
+// lineAt is the index of the line holding offset off of the text.
+func (b blankText) lineAt(off int) int {
+	return sort.Search(len(b.starts), func(i int) bool { return b.starts[i] > off }) - 1
 }
