@@ -252,17 +252,13 @@ func (a *Agent) PredictWith(ctx context.Context, state State, questions Question
 		return nil, err
 	}
 	defer done()
-	qs, err := prepareQuestions(questions)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := a.buildRows(state, qs)
+	qs, rows, _, err := a.prepareRequest(BatchRequest{State: state, Questions: questions}, net.maxLen)
 	if err != nil {
 		return nil, err
 	}
 	fwd := make([]forwardRow, len(rows))
 	for i, r := range rows {
-		fwd[i] = forwardRow{IDs: r.IDs, Markers: r.Markers, QType: int(r.QType)}
+		fwd[i] = r.forwardRow()
 	}
 	outs, err := net.forward(ctx, fwd)
 	if err != nil {
@@ -287,12 +283,4 @@ func (a *Agent) PredictJSON(ctx context.Context, request []byte) (*Result, error
 		return nil, err
 	}
 	return a.Predict(ctx, req.State, req.Questions)
-}
-
-// buildRows tokenizes the state once, only as far as a row can read it (statebound.go),
-// and builds one row per question; a question whose option markers do not all fit
-// max_len is rejected, as upstream does.
-func (a *Agent) buildRows(state State, qs []*question) ([]row, error) {
-	rows, _, err := buildRowsBounded(&a.builder, state, qs, false)
-	return rows, err
 }

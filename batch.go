@@ -76,17 +76,7 @@ func (a *Agent) PredictBatch(ctx context.Context, reqs []BatchRequest) ([]BatchA
 			answers[i].Result = &Result{}
 			continue
 		}
-		qs, err := prepareQuestions(req.Questions)
-		if err != nil {
-			answers[i].Err = err
-			continue
-		}
-		b, err := a.builderFor(req, net.maxLen)
-		if err != nil {
-			answers[i].Err = err
-			continue
-		}
-		rows, usage, err := buildRowsBounded(&b, req.State, qs, req.CountStateTokens)
+		qs, rows, usage, err := a.prepareRequest(req, net.maxLen)
 		if err != nil {
 			answers[i].Err = err
 			continue
@@ -94,7 +84,7 @@ func (a *Agent) PredictBatch(ctx context.Context, reqs []BatchRequest) ([]BatchA
 		answers[i].State = usage
 		work = append(work, pending{index: i, qs: qs, rows: rows, first: len(fwd)})
 		for _, r := range rows {
-			fwd = append(fwd, forwardRow{IDs: r.IDs, Markers: r.Markers, QType: int(r.QType)})
+			fwd = append(fwd, r.forwardRow())
 		}
 	}
 	if len(fwd) == 0 {
@@ -127,6 +117,27 @@ func (a *Agent) PredictBatch(ctx context.Context, reqs []BatchRequest) ([]BatchA
 	return answers, nil
 }
 
+// prepareRequest is the work Predict and PredictBatch share before the forward pass:
+// it validates the request's questions before anything is tokenized, then tokenizes the
+// state once, only as far as a row can read it (statebound.go), and builds one row per
+// question. A question whose option markers do not all fit max_len is rejected, as
+// upstream does. positions is the checkpoint's max_position_embeddings.
+func (a *Agent) prepareRequest(req BatchRequest, positions int) ([]*question, []row, StateUsage, error) {
+	qs, err := prepareQuestions(req.Questions)
+	if err != nil {
+		return nil, nil, StateUsage{}, err
+	}
+	b, err := a.builderFor(req, positions)
+	if err != nil {
+		return nil, nil, StateUsage{}, err
+	}
+	rows, usage, err := buildRowsBounded(&b, req.State, qs, req.CountStateTokens)
+	if err != nil {
+		return nil, nil, StateUsage{}, err
+	}
+	return qs, rows, usage, nil
+}
+
 // builderFor is the sequence builder of one request: the checkpoint's windows unless
 // the request sets its own.
 func (a *Agent) builderFor(req BatchRequest, positions int) (sequenceBuilder, error) {
@@ -146,7 +157,7 @@ func (a *Agent) builderFor(req BatchRequest, positions int) (sequenceBuilder, er
 	return b, nil
 }
 
-// buildRowsBounded is buildRows over a bounded state encoding, with the truncation
+// buildRowsBounded builds one row per question over a bounded state encoding, with the truncation
 // report upstream puts in usage.
 func buildRowsBounded(b *sequenceBuilder, state State, qs []*question, count bool) ([]row, StateUsage, error) {
 	enc := encodeStateBounded(b.enc, b.scrubMask, state, b.maxLen)

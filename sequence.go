@@ -55,6 +55,11 @@ type row struct {
 	Options      optionStats
 }
 
+// forwardRow is what the network reads of r.
+func (r row) forwardRow() forwardRow {
+	return forwardRow{IDs: r.IDs, Markers: r.Markers, QType: int(r.QType)}
+}
+
 // scrubMask replaces every literal of the mask token with one space, as upstream does to
 // the serialised state, the instructions and each option before tokenizing.
 func (b *sequenceBuilder) scrubMask(s string) string {
