@@ -157,16 +157,17 @@ func (a *Agent) builderFor(req BatchRequest, positions int) (sequenceBuilder, er
 	return b, nil
 }
 
-// buildRowsBounded builds one row per question over a bounded state encoding, with the truncation
-// report upstream puts in usage.
+// buildRowsBounded builds one row per question over a bounded state encoding, with
+// the truncation report upstream puts in usage.
 func buildRowsBounded(b *sequenceBuilder, state State, qs []*question, count bool) ([]row, StateUsage, error) {
-	enc := encodeStateBounded(b.enc, b.scrubMask, state, b.maxLen)
+	enc := b.encodeStateBounded(state, b.maxLen)
 	var usage StateUsage
 	total := len(enc.IDs)
 	if count {
 		if !enc.Complete {
 			// The caller asked for the exact count: that needs the whole state.
-			total = len(b.enc.Encode(b.scrubMask(state.Serialize())))
+			ids, _ := b.encodeState(state)
+			total = len(ids)
 		}
 		usage.Counted, usage.StateTokens = true, total
 	}

@@ -185,7 +185,7 @@ func TestBoundedStateMatchesFull(t *testing.T) {
 			}
 			want := b.enc.Encode(b.scrubMask(s.Serialize()))
 			for _, maxLen := range []int{b.maxLen, 8, 512} {
-				enc := encodeStateBounded(b.enc, b.scrubMask, s, maxLen)
+				enc := b.encodeStateBounded(s, maxLen)
 				name := fmt.Sprintf("%s case %d size %d max_len %d", ckpt, i, size, maxLen)
 				switch {
 				case enc.Complete:

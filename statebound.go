@@ -32,13 +32,15 @@ type stateEncoding struct {
 	Complete bool
 }
 
-// encodeStateBounded tokenizes what rows of at most maxLen tokens can read of s.
-func encodeStateBounded(enc tokenEncoder, scrub func(string) string, s State, maxLen int) stateEncoding {
-	left := s.isList()
+// encodeStateBounded tokenizes what rows of at most maxLen tokens can read of s: the
+// tokens of encodeState, or as many of them as any row can take.
+func (b *sequenceBuilder) encodeStateBounded(s State, maxLen int) stateEncoding {
 	if maxLen < 0 {
 		// No window: every token is read.
-		return stateEncoding{IDs: enc.Encode(scrub(s.Serialize())), Left: left, Complete: true}
+		ids, left := b.encodeState(s)
+		return stateEncoding{IDs: ids, Left: left, Complete: true}
 	}
+	left := s.isList()
 	// need is one more than any row can take, so "more than a row holds" is visible.
 	need := max(maxLen, 0) + 1
 	for budget := 4 * (need + stateSlackTokens); ; budget *= 2 {
@@ -49,7 +51,7 @@ func encodeStateBounded(enc tokenEncoder, scrub func(string) string, s State, ma
 		} else {
 			text, complete = serializePrefix(s, budget)
 		}
-		ids := enc.Encode(scrub(text))
+		ids := b.enc.Encode(b.scrubMask(text))
 		if complete {
 			return stateEncoding{IDs: ids, Left: left, Complete: true}
 		}
