@@ -18,12 +18,11 @@ import (
 // building, or a hand-made row).
 var errBadRow = errors.New("laya: invalid token row")
 
-// forwardRow is one question's token row as built by build_sequence.
-type forwardRow struct {
-	IDs     []int // unpadded, CLS ... SEP
-	Markers []int // position of each option's [MASK]
-	QType   int   // 0 choice, 1 score, 2 noul
-}
+// forwardRow is one question's token row as built by build_sequence: its
+// unpadded ids ([CLS] … [SEP]), the position of each option's [MASK] and its
+// qtype (0 choice, 1 score, 2 noul). It is the row the batch layout pads, so
+// a batch of them goes to forwardpass.Pad as it is.
+type forwardRow = forwardpass.Row
 
 // rowOutput is what the network says about one row.
 type rowOutput struct {
@@ -158,11 +157,7 @@ func (n *network) checkRow(r forwardRow) error {
 // runBatch runs one right-padded batch (the layout of upstream's
 // collate_items) and reads back its outputs.
 func (n *network) runBatch(ctx context.Context, rows []forwardRow, obs backend.Observer) ([]rowOutput, error) {
-	layout := make([]forwardpass.Row, len(rows))
-	for b, r := range rows {
-		layout[b] = forwardpass.Row(r)
-	}
-	batch := forwardpass.Pad(layout, n.padID)
+	batch := forwardpass.Pad(rows, n.padID)
 	seqLen, lengths, qtypes, counts, markerRows := batch.SeqLen, batch.Lengths, batch.QTypes, batch.Counts, batch.MarkerRows
 
 	s := n.be.NewStream()
