@@ -3,7 +3,6 @@ package laya
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"github.com/laya-metal/laya/pyjson"
 )
@@ -90,25 +89,11 @@ func (a *Agent) PredictBatch(ctx context.Context, reqs []BatchRequest) ([]BatchA
 	if len(fwd) == 0 {
 		return answers, nil
 	}
-	// Rows run shortest first, so that a padded batch holds rows of similar lengths:
-	// requests of mixed sizes would otherwise pad every short row to the longest one.
-	// Rows never see each other in a batch, so the order changes no answer.
-	order := make([]int, len(fwd))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(a, b int) int { return len(fwd[a].IDs) - len(fwd[b].IDs) })
-	sorted := make([]forwardRow, len(fwd))
-	for i, k := range order {
-		sorted[i] = fwd[k]
-	}
-	sortedOuts, err := net.forward(ctx, sorted)
+	// network.forward runs the rows shortest first, so requests of mixed sizes share
+	// padded batches of similar lengths.
+	outs, err := net.forward(ctx, fwd)
 	if err != nil {
 		return nil, err
-	}
-	outs := make([]rowOutput, len(fwd))
-	for i, k := range order {
-		outs[k] = sortedOuts[i]
 	}
 	for _, p := range work {
 		res, err := assembleResult(p.qs, p.rows, outs[p.first:p.first+len(p.rows)], a.temperatures(reqs[p.index].Lang))

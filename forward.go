@@ -113,20 +113,36 @@ func (n *network) close() error {
 }
 
 // forward runs rows in padded batches of opts.BatchSize; outputs are in row order.
+//
+// Rows run shortest first, so that a padded batch holds rows of similar lengths:
+// rows of mixed sizes (questions with few and many options, requests of one
+// PredictBatch) would otherwise pad every short row to the longest one. Rows never
+// see each other in a batch, so the order changes no answer.
 func (n *network) forward(ctx context.Context, rows []forwardRow) ([]rowOutput, error) {
 	for i, r := range rows {
 		if err := n.checkRow(r); err != nil {
 			return nil, fmt.Errorf("row %d: %w", i, err)
 		}
 	}
-	out := make([]rowOutput, 0, len(rows))
-	for start := 0; start < len(rows); start += n.batchSize {
-		batch := rows[start:min(start+n.batchSize, len(rows))]
-		res, err := n.runBatch(ctx, batch, nil)
+	order := make([]int, len(rows))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return len(rows[a].IDs) - len(rows[b].IDs) })
+	sorted := make([]forwardRow, len(rows))
+	for i, k := range order {
+		sorted[i] = rows[k]
+	}
+	out := make([]rowOutput, len(rows))
+	for start := 0; start < len(sorted); start += n.batchSize {
+		end := min(start+n.batchSize, len(sorted))
+		res, err := n.runBatch(ctx, sorted[start:end], nil)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, res...)
+		for i, o := range res {
+			out[order[start+i]] = o
+		}
 	}
 	return out, nil
 }
