@@ -23,14 +23,8 @@ type decision struct {
 
 // handleSystemone is POST /v1/systemone: upstream laya-serve's decision route.
 func (s *Server) handleSystemone(w http.ResponseWriter, r *http.Request) {
-	d, c, e := s.readDecision(w, r, false)
-	if e != nil {
-		s.fail(w, "", e)
-		return
-	}
-	results, e := s.runAdmitted(w, r, d)
-	if e != nil {
-		s.fail(w, d[0].routing.Model, e)
+	d, c, results, ok := s.decide(w, r, false)
+	if !ok {
 		return
 	}
 	v := systemoneValue(results[0].answer.Result, results[0].answer.State, d[0].routing, c, s.cfg.JevStrict)
@@ -42,14 +36,8 @@ func (s *Server) handleSystemone(w http.ResponseWriter, r *http.Request) {
 // on its own, so the states of one call share forward passes with each other and with
 // concurrent requests.
 func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request) {
-	d, c, e := s.readDecision(w, r, true)
-	if e != nil {
-		s.fail(w, "", e)
-		return
-	}
-	results, e := s.runAdmitted(w, r, d)
-	if e != nil {
-		s.fail(w, d[0].routing.Model, e)
+	d, c, results, ok := s.decide(w, r, true)
+	if !ok {
 		return
 	}
 	items := make([]pyjson.Value, len(results))
@@ -117,6 +105,22 @@ func (s *Server) handlePredict(w http.ResponseWriter, r *http.Request) {
 		text = (&router.Result{Result: res, Routing: routing}).String()
 	}
 	s.answer(w, results, []byte(text+"\n"))
+}
+
+// decide reads, routes and runs a decision body (both /v1/systemone routes). When it
+// fails it has already answered w with the error, and ok is false.
+func (s *Server) decide(w http.ResponseWriter, r *http.Request, batch bool) (d []decision, c controls, results []jobResult, ok bool) {
+	d, c, e := s.readDecision(w, r, batch)
+	if e != nil {
+		s.fail(w, "", e)
+		return nil, c, nil, false
+	}
+	results, e = s.runAdmitted(w, r, d)
+	if e != nil {
+		s.fail(w, d[0].routing.Model, e)
+		return nil, c, nil, false
+	}
+	return d, c, results, true
 }
 
 // readDecision reads and validates a decision body, and routes each state. Nothing is
