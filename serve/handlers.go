@@ -131,8 +131,7 @@ func (s *Server) readDecision(w http.ResponseWriter, r *http.Request, batch bool
 		return nil, c, errorf(401, "invalid or missing bearer token")
 	}
 	if s.draining.Load() {
-		s.metrics.rejections.WithLabelValues("draining").Inc()
-		return nil, c, &apiError{status: 503, detail: errShuttingDown.Error(), reason: "draining"}
+		return nil, c, s.reject(503, "draining", errShuttingDown.Error(), 0)
 	}
 	raw, e := s.readBody(w, r)
 	if e != nil {
@@ -211,8 +210,7 @@ func (s *Server) runAdmitted(w http.ResponseWriter, r *http.Request, ds []decisi
 	client := s.clientKey(r)
 	ok, probe, retry := s.breaker.allow(client)
 	if !ok {
-		s.metrics.rejections.WithLabelValues("circuit_open").Inc()
-		return nil, &apiError{status: 503, detail: "inference circuit breaker is open", reason: "circuit_open", retryAfter: retry}
+		return nil, s.reject(503, "circuit_open", "inference circuit breaker is open", retry)
 	}
 	defer func() {
 		// Only inference failures and successes move the breaker.
@@ -227,11 +225,9 @@ func (s *Server) runAdmitted(w http.ResponseWriter, r *http.Request, ds []decisi
 	}
 	switch err := s.batcher.submit(jobs); {
 	case errors.Is(err, errQueueFull):
-		s.metrics.rejections.WithLabelValues("queue_full").Inc()
-		return nil, &apiError{status: 503, detail: err.Error(), reason: "queue_full"}
+		return nil, s.reject(503, "queue_full", err.Error(), 0)
 	case errors.Is(err, errShuttingDown):
-		s.metrics.rejections.WithLabelValues("draining").Inc()
-		return nil, &apiError{status: 503, detail: err.Error(), reason: "draining"}
+		return nil, s.reject(503, "draining", err.Error(), 0)
 	}
 	results := make([]jobResult, len(jobs))
 	for i, j := range jobs {
