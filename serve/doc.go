@@ -29,9 +29,9 @@
 //     {"results": [...], "total_usage": {...}}; each state is routed and queued alone.
 //   - POST /v1/predict: {"state", "questions"} → the library's JSON plus a newline, as
 //     laya predict prints it (with "routing" under the router).
-//   - GET /health (liveness; 503 once a preload failed), GET /ready (200 with
-//     queue_depth, or 503 while loading or draining), POST /drain (stop intake before
-//     SIGTERM), GET /metrics (Prometheus, upstream's metric names and buckets).
+//   - GET /health, also as /healthz (liveness; 503 once a preload failed), GET /ready
+//     (200 with queue_depth, or 503 while loading or draining), POST /drain (stop intake
+//     before SIGTERM), GET /metrics (Prometheus, upstream's metric names and buckets).
 //
 // Errors are upstream's: {"detail": ...} with 400 (malformed body, missing or null
 // state, unpaired surrogate escapes), 401 (bearer token), 413 (Limits), 422 (invalid

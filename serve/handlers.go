@@ -23,14 +23,8 @@ type decision struct {
 
 // handleSystemone is POST /v1/systemone: upstream laya-serve's decision route.
 func (s *Server) handleSystemone(w http.ResponseWriter, r *http.Request) {
-	d, c, e := s.readDecision(w, r, false)
-	if e != nil {
-		s.fail(w, "", e)
-		return
-	}
-	results, e := s.runAdmitted(w, r, d)
-	if e != nil {
-		s.fail(w, d[0].routing.Model, e)
+	d, c, results, ok := s.decide(w, r, false)
+	if !ok {
 		return
 	}
 	v := systemoneValue(results[0].answer.Result, results[0].answer.State, d[0].routing, c, s.cfg.JevStrict)
@@ -42,14 +36,8 @@ func (s *Server) handleSystemone(w http.ResponseWriter, r *http.Request) {
 // on its own, so the states of one call share forward passes with each other and with
 // concurrent requests.
 func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request) {
-	d, c, e := s.readDecision(w, r, true)
-	if e != nil {
-		s.fail(w, "", e)
-		return
-	}
-	results, e := s.runAdmitted(w, r, d)
-	if e != nil {
-		s.fail(w, d[0].routing.Model, e)
+	d, c, results, ok := s.decide(w, r, true)
+	if !ok {
 		return
 	}
 	items := make([]pyjson.Value, len(results))
@@ -119,6 +107,22 @@ func (s *Server) handlePredict(w http.ResponseWriter, r *http.Request) {
 	s.answer(w, results, []byte(text+"\n"))
 }
 
+// decide reads, routes and runs a decision body (both /v1/systemone routes). When it
+// fails it has already answered w with the error, and ok is false.
+func (s *Server) decide(w http.ResponseWriter, r *http.Request, batch bool) (d []decision, c controls, results []jobResult, ok bool) {
+	d, c, e := s.readDecision(w, r, batch)
+	if e != nil {
+		s.fail(w, "", e)
+		return nil, c, nil, false
+	}
+	results, e = s.runAdmitted(w, r, d)
+	if e != nil {
+		s.fail(w, d[0].routing.Model, e)
+		return nil, c, nil, false
+	}
+	return d, c, results, true
+}
+
 // readDecision reads and validates a decision body, and routes each state. Nothing is
 // queued and no slot is held yet.
 func (s *Server) readDecision(w http.ResponseWriter, r *http.Request, batch bool) ([]decision, controls, *apiError) {
@@ -127,8 +131,7 @@ func (s *Server) readDecision(w http.ResponseWriter, r *http.Request, batch bool
 		return nil, c, errorf(401, "invalid or missing bearer token")
 	}
 	if s.draining.Load() {
-		s.metrics.rejections.WithLabelValues("draining").Inc()
-		return nil, c, &apiError{status: 503, detail: errShuttingDown.Error(), reason: "draining"}
+		return nil, c, s.reject(503, "draining", errShuttingDown.Error(), 0)
 	}
 	raw, e := s.readBody(w, r)
 	if e != nil {
@@ -207,8 +210,7 @@ func (s *Server) runAdmitted(w http.ResponseWriter, r *http.Request, ds []decisi
 	client := s.clientKey(r)
 	ok, probe, retry := s.breaker.allow(client)
 	if !ok {
-		s.metrics.rejections.WithLabelValues("circuit_open").Inc()
-		return nil, &apiError{status: 503, detail: "inference circuit breaker is open", reason: "circuit_open", retryAfter: retry}
+		return nil, s.reject(503, "circuit_open", "inference circuit breaker is open", retry)
 	}
 	defer func() {
 		// Only inference failures and successes move the breaker.
@@ -223,11 +225,9 @@ func (s *Server) runAdmitted(w http.ResponseWriter, r *http.Request, ds []decisi
 	}
 	switch err := s.batcher.submit(jobs); {
 	case errors.Is(err, errQueueFull):
-		s.metrics.rejections.WithLabelValues("queue_full").Inc()
-		return nil, &apiError{status: 503, detail: err.Error(), reason: "queue_full"}
+		return nil, s.reject(503, "queue_full", err.Error(), 0)
 	case errors.Is(err, errShuttingDown):
-		s.metrics.rejections.WithLabelValues("draining").Inc()
-		return nil, &apiError{status: 503, detail: err.Error(), reason: "draining"}
+		return nil, s.reject(503, "draining", err.Error(), 0)
 	}
 	results := make([]jobResult, len(jobs))
 	for i, j := range jobs {

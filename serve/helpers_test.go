@@ -74,15 +74,7 @@ func startServer(t testing.TB, models Models, tweak func(*Config)) *testServer {
 	go func() { ts.done <- s.Run(ctx, ln) }()
 	t.Cleanup(func() {
 		cancel()
-		select {
-		case err := <-ts.done:
-			ts.done <- err
-			if err != nil {
-				t.Errorf("Run: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("Run did not return after cancel")
-		}
+		ts.waitRun(t, 30*time.Second)
 	})
 	deadline := time.Now().Add(20 * time.Second)
 	for !s.ready.Load() && s.preloadErr.Load() == nil {
@@ -92,6 +84,24 @@ func startServer(t testing.TB, models Models, tweak func(*Config)) *testServer {
 		time.Sleep(5 * time.Millisecond)
 	}
 	return ts
+}
+
+// waitRun waits up to within for Run to return and reports an error from it. The
+// result is put back on ts.done, so a test's own wait and the cleanup's both see it.
+// It reports false (after t.Errorf) when Run is still running.
+func (ts *testServer) waitRun(t testing.TB, within time.Duration) bool {
+	t.Helper()
+	select {
+	case err := <-ts.done:
+		ts.done <- err
+		if err != nil {
+			t.Errorf("Run: %v", err)
+		}
+		return true
+	case <-time.After(within):
+		t.Errorf("Run did not return within %v", within)
+		return false
+	}
 }
 
 func realModel(t testing.TB) Models {

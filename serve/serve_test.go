@@ -291,8 +291,10 @@ func TestProbes(t *testing.T) {
 		t.Fatal(err)
 	}
 	ts := startServerNoWait(t, s)
-	if r := do(t, nil, "GET", ts+"/health", "", nil); r.status != 200 || !strings.Contains(r.body, `"status":"ok"`) {
-		t.Errorf("/health while loading: %d %s", r.status, r.body)
+	for _, path := range []string{"/health", "/healthz"} {
+		if r := do(t, nil, "GET", ts+path, "", nil); r.status != 200 || !strings.Contains(r.body, `"status":"ok"`) {
+			t.Errorf("%s while loading: %d %s", path, r.status, r.body)
+		}
 	}
 	r := do(t, nil, "GET", ts+"/ready", "", nil)
 	if r.status != 503 || !strings.Contains(r.body, `"ready":false`) || !strings.Contains(r.body, `"draining":false`) {

@@ -400,8 +400,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiE
 	case s.reads <- struct{}{}:
 		defer func() { <-s.reads }()
 	default:
-		s.metrics.rejections.WithLabelValues("busy").Inc()
-		return nil, &apiError{status: 503, detail: "server busy, try again later", reason: "busy"}
+		return nil, s.reject(503, "busy", "server busy, try again later", 0)
 	}
 	http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, lim))
@@ -419,12 +418,18 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiE
 	return body, nil
 }
 
+// reject counts a shed request under laya_rejections_total{reason} and makes its
+// error (retryAfter 0 answers Retry-After: 1).
+func (s *Server) reject(status int, reason, detail string, retryAfter int) *apiError {
+	s.metrics.rejections.WithLabelValues(reason).Inc()
+	return &apiError{status: status, detail: detail, reason: reason, retryAfter: retryAfter}
+}
+
 // admit is the gate a decision request passes once its body is read and valid:
 // draining (503), then the client's cap (429). release ends the admission.
 func (s *Server) admit(r *http.Request) (release func(), e *apiError) {
 	if s.draining.Load() {
-		s.metrics.rejections.WithLabelValues("draining").Inc()
-		return nil, &apiError{status: 503, detail: errShuttingDown.Error(), reason: "draining"}
+		return nil, s.reject(503, "draining", errShuttingDown.Error(), 0)
 	}
 	if !s.ready.Load() {
 		if p := s.preloadErr.Load(); p != nil {
@@ -434,8 +439,7 @@ func (s *Server) admit(r *http.Request) (release func(), e *apiError) {
 	}
 	key := s.clientKey(r)
 	if !s.clients.acquire(key) {
-		s.metrics.rejections.WithLabelValues("client_limit").Inc()
-		return nil, &apiError{status: 429, detail: "client concurrency limit exceeded", reason: "client_limit"}
+		return nil, s.reject(429, "client_limit", "client concurrency limit exceeded", 0)
 	}
 	s.inflight.Add(1)
 	return func() {

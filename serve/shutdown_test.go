@@ -38,14 +38,8 @@ func TestShutdownFinishesQueued(t *testing.T) {
 			t.Errorf("request %d: %d, want 200", i, s)
 		}
 	}
-	select {
-	case err := <-ts.done:
-		ts.done <- err
-		if err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return")
+	if !ts.waitRun(t, 10*time.Second) {
+		t.FailNow()
 	}
 }
 
@@ -60,14 +54,8 @@ func TestShutdownGrace(t *testing.T) {
 	<-f.entered
 	start := time.Now()
 	ts.cancel()
-	select {
-	case err := <-ts.done:
-		ts.done <- err
-		if err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return after the grace")
+	if !ts.waitRun(t, 10*time.Second) {
+		t.FailNow()
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("shutdown took %v with a 300 ms grace", d)

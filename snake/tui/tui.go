@@ -374,7 +374,7 @@ func (u *ui) draw() {
 		put(s, bx, by+1+y, "│", stWall)
 		for x := range f.w {
 			var r string
-			st := stBase
+			var st tcell.Style
 			switch f.cells[y*f.w+x] {
 			case 1:
 				r, st = "██", stBody
