@@ -65,10 +65,11 @@ func unknownBackend(name string) error {
 	} else {
 		fmt.Fprintf(&b, "%q", name)
 	}
-	fmt.Fprintf(&b, "; registered: %s", strings.Join(Names(), ", "))
+	registered := Names()
+	fmt.Fprintf(&b, "; registered: %s", strings.Join(registered, ", "))
 	var others []string
 	for _, n := range slices.Sorted(maps.Keys(unavailable)) {
-		if n == name || slices.Contains(Names(), n) {
+		if n == name || slices.Contains(registered, n) {
 			continue
 		}
 		others = append(others, fmt.Sprintf("%s (%s)", n, unavailable[n]))
@@ -83,10 +84,5 @@ func unknownBackend(name string) error {
 func Names() []string {
 	registryMu.RLock()
 	defer registryMu.RUnlock()
-	names := make([]string, 0, len(openers))
-	for n := range openers {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
+	return slices.Sorted(maps.Keys(openers))
 }

@@ -195,7 +195,7 @@ func DispatchCost(kernel string, constants []Constant, groups, threads Size3, ar
 }
 
 // paramsOf decodes a parameter struct from its setBytes argument.
-func paramsOf[T GemmParams | GegluParams | LayerNormParams | AttentionParams | RopeParams](a *Arg) (T, bool) {
+func paramsOf[T kernelParams](a *Arg) (T, bool) {
 	var p T
 	if a == nil || len(a.Bytes) < int(unsafe.Sizeof(p)) {
 		return p, false

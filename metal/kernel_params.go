@@ -69,10 +69,17 @@ var paramStructs = []paramStruct{
 	{"rope.metal", RopeParams{}},
 }
 
+// kernelParams is the set of mirrored structs: the type constraint of
+// paramBytes and paramsOf, so a new struct is added here and in
+// paramStructs.
+type kernelParams interface {
+	GemmParams | GegluParams | LayerNormParams | AttentionParams | RopeParams
+}
+
 // paramBytes is the byte image of a parameter struct, for Arg.Bytes (a
 // setBytes argument: the bytes are copied at encode time). Every mirrored
 // struct holds only 32-bit fields, and the hosts (arm64, amd64) are little
 // endian like the GPU, so the in-memory image is the kernel's.
-func paramBytes[T GemmParams | GegluParams | LayerNormParams | AttentionParams | RopeParams](p *T) []byte {
+func paramBytes[T kernelParams](p *T) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(p)), unsafe.Sizeof(*p))
 }

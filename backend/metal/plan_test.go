@@ -2,6 +2,7 @@ package metal
 
 import (
 	"context"
+	"math"
 	"testing"
 
 	"github.com/laya-metal/laya/weights/synthetic"
@@ -31,6 +32,23 @@ func TestPlanRealConfigs(t *testing.T) {
 		}
 		for _, op := range p.Ops {
 			t.Logf("  %-28s %4d dispatches %4d barriers %8.1f MFLOP %8.2f MB", op.Op, op.Dispatches, op.Barriers, op.FLOPs/1e6, op.IdealBytes/1e6)
+		}
+		// The FLOPs priced from the recorded dispatches against the same
+		// count from the configuration alone: each layer's fused FFN-in
+		// GEMM multiplies T = questions × tokens rows of hidden_size by
+		// hidden_size × 2·intermediate_size (2 FLOPs a multiply-add), and
+		// its LayerNorm prologue is modelled at 8 FLOPs an input element
+		// (metal.Cost).
+		rows, hidden := float64(p.Request.Questions*p.Request.Tokens), float64(spec.HiddenSize)
+		wantFFNIn := float64(spec.NumLayers) * (2*rows*hidden*2*float64(spec.IntermediateSize) + 8*rows*hidden)
+		gotFFNIn := -1.0
+		for _, op := range p.Ops {
+			if op.Op == "layerNorm+linear+geglu" {
+				gotFFNIn = op.FLOPs
+			}
+		}
+		if math.Abs(gotFFNIn-wantFFNIn) > 1e-9*wantFFNIn {
+			t.Errorf("%s: layerNorm+linear+geglu priced at %.0f FLOPs, want %.0f from the configuration", p.Model, gotFFNIn, wantFFNIn)
 		}
 		if p.EncoderLayers != spec.NumLayers {
 			t.Errorf("%s: %d encoder layers observed, want %d", p.Model, p.EncoderLayers, spec.NumLayers)

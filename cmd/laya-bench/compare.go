@@ -219,12 +219,8 @@ func compareLive(ctx context.Context, a, b string, counts []int, o options, rng 
 			ratios[i] = r.BSamplesMS[i] / r.ASamplesMS[i]
 		}
 		r.Ratio = median(ratios)
-		r.RatioLow, r.RatioHigh = bootstrapCI(rng, func(pick func(int) int) float64 {
-			s := make([]float64, len(ratios))
-			for i := range s {
-				s[i] = ratios[pick(len(ratios))]
-			}
-			return median(s)
+		r.RatioLow, r.RatioHigh = bootstrapCI(rng, func(resample func([]float64) []float64) float64 {
+			return median(resample(ratios))
 		})
 		results = append(results, r)
 	}
@@ -287,15 +283,9 @@ func compareFiles(a, b string, rng *rand.Rand) ([]compareResult, error) {
 		av := as[name]
 		r := compareResult{Name: name, ASamplesMS: av, BSamplesMS: bv, AMedianMS: median(av), BMedianMS: median(bv)}
 		r.Ratio = r.BMedianMS / r.AMedianMS
-		r.RatioLow, r.RatioHigh = bootstrapCI(rng, func(pick func(int) int) float64 {
-			ra, rb := make([]float64, len(av)), make([]float64, len(bv))
-			for i := range ra {
-				ra[i] = av[pick(len(av))]
-			}
-			for i := range rb {
-				rb[i] = bv[pick(len(bv))]
-			}
-			return median(rb) / median(ra)
+		r.RatioLow, r.RatioHigh = bootstrapCI(rng, func(resample func([]float64) []float64) float64 {
+			a := median(resample(av)) // drawn first, as before: the same CI for a seed
+			return median(resample(bv)) / a
 		})
 		results = append(results, r)
 	}
@@ -306,13 +296,20 @@ func compareFiles(a, b string, rng *rand.Rand) ([]compareResult, error) {
 }
 
 // bootstrapCI is the 2.5th and 97.5th percentiles of stat over 2000
-// resamples; stat draws indices with pick(n).
-func bootstrapCI(rng *rand.Rand, stat func(pick func(int) int) float64) (lo, hi float64) {
+// resamples; stat draws each sample it needs with resample(xs), len(xs)
+// values of xs picked with replacement.
+func bootstrapCI(rng *rand.Rand, stat func(resample func(xs []float64) []float64) float64) (lo, hi float64) {
 	const resamples = 2000
 	vals := make([]float64, resamples)
-	pick := func(n int) int { return rng.IntN(n) }
+	resample := func(xs []float64) []float64 {
+		s := make([]float64, len(xs))
+		for i := range s {
+			s[i] = xs[rng.IntN(len(xs))]
+		}
+		return s
+	}
 	for i := range vals {
-		vals[i] = stat(pick)
+		vals[i] = stat(resample)
 	}
 	sort.Float64s(vals)
 	return percentile(vals, 2.5), percentile(vals, 97.5)

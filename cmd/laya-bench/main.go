@@ -204,6 +204,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 // checkpointDir returns the directory to load, writing the synthetic
 // checkpoint into the user cache on first use.
+// syntheticSpec is the synthetic preset --synthetic names (the live
+// benchmark's checkpoint and --plan's shape-only one).
+func syntheticSpec(name string) (synthetic.Spec, bool) {
+	switch name {
+	case "english":
+		return synthetic.English(), true
+	case "multilingual":
+		return synthetic.Multilingual(), true
+	case "tiny":
+		return synthetic.Tiny(), true
+	}
+	return synthetic.Spec{}, false
+}
+
 func checkpointDir(o options, stderr io.Writer) (dir, name string, err error) {
 	switch {
 	case o.model != "" && o.synthetic != "":
@@ -213,15 +227,8 @@ func checkpointDir(o options, stderr io.Writer) (dir, name string, err error) {
 	case o.synthetic == "":
 		return "", "", errors.New("no checkpoint: give --model DIR or --synthetic english|multilingual|tiny (see -h)")
 	}
-	var spec synthetic.Spec
-	switch o.synthetic {
-	case "english":
-		spec = synthetic.English()
-	case "multilingual":
-		spec = synthetic.Multilingual()
-	case "tiny":
-		spec = synthetic.Tiny()
-	default:
+	spec, ok := syntheticSpec(o.synthetic)
+	if !ok {
 		return "", "", fmt.Errorf("--synthetic %q: use english, multilingual or tiny", o.synthetic)
 	}
 	if _, err := os.Stat(filepath.Join(o.tokenizer, "tokenizer.json")); err != nil {

@@ -9,7 +9,6 @@ import (
 
 	metalbackend "github.com/laya-metal/laya/backend/metal"
 	"github.com/laya-metal/laya/weights"
-	"github.com/laya-metal/laya/weights/synthetic"
 )
 
 // planMarkers is the option count of each planned question (the 4-way
@@ -19,35 +18,34 @@ const planMarkers = 4
 // runPlan prints the Metal work plan (metalbackend.MakePlan) of one request
 // per --questions count: a MODEL, labelled as such in every format.
 func runPlan(ctx context.Context, o options, stdout io.Writer) error {
+	// One checkpoint for every count: the plan reads only its shapes.
+	var ckpt *weights.Checkpoint
+	var name string
+	switch {
+	case o.model != "" && o.synthetic != "":
+		return fmt.Errorf("--plan: give --model or --synthetic, not both")
+	case o.model != "":
+		var err error
+		if ckpt, err = weights.LoadCheckpoint(o.model); err != nil {
+			return fmt.Errorf("--plan: %w", err)
+		}
+		name = o.model
+	default:
+		spec, ok := syntheticSpec(o.synthetic)
+		if !ok {
+			return fmt.Errorf("--plan: give --synthetic english|multilingual|tiny or --model DIR (got %q)", o.synthetic)
+		}
+		var err error
+		if ckpt, err = spec.ShapeCheckpoint(); err != nil {
+			return fmt.Errorf("--plan: %w", err)
+		}
+		name = o.synthetic
+	}
+	defer ckpt.Close()
 	var plans []*metalbackend.Plan
 	for _, n := range o.questions {
 		req := metalbackend.PlanRequest{Questions: n, Tokens: o.tokens, Markers: planMarkers}
-		var p *metalbackend.Plan
-		var err error
-		switch {
-		case o.model != "" && o.synthetic != "":
-			return fmt.Errorf("--plan: give --model or --synthetic, not both")
-		case o.model != "":
-			ckpt, lerr := weights.LoadCheckpoint(o.model)
-			if lerr != nil {
-				return fmt.Errorf("--plan: %w", lerr)
-			}
-			p, err = metalbackend.MakePlan(ctx, o.model, ckpt, req)
-			ckpt.Close()
-		default:
-			spec, ok := map[string]func() synthetic.Spec{
-				"english": synthetic.English, "multilingual": synthetic.Multilingual, "tiny": synthetic.Tiny,
-			}[o.synthetic]
-			if !ok {
-				return fmt.Errorf("--plan: give --synthetic english|multilingual|tiny or --model DIR (got %q)", o.synthetic)
-			}
-			ckpt, serr := spec().ShapeCheckpoint()
-			if serr != nil {
-				return fmt.Errorf("--plan: %w", serr)
-			}
-			p, err = metalbackend.MakePlan(ctx, o.synthetic, ckpt, req)
-			ckpt.Close()
-		}
+		p, err := metalbackend.MakePlan(ctx, name, ckpt, req)
 		if err != nil {
 			return fmt.Errorf("--plan: %d questions: %w", n, err)
 		}
