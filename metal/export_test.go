@@ -17,7 +17,6 @@ var (
 	ExportSoftmaxRef       = softmaxRef
 	ExportSoftmaxThreads   = softmaxThreads
 	ExportCeilDiv          = ceilDiv
-	ExportU32s             = u32s
 	ExportParamStructs     = paramStructs
 )
 

@@ -17,7 +17,6 @@ import (
 
 var (
 	openEmu             = metaltest.OpenEmu
-	testSource          = metaltest.TestSource
 	f32Buffer           = metaltest.F32Buffer
 	f16Buffer           = metaltest.F16Buffer
 	u32Buffer           = metaltest.U32Buffer
@@ -41,6 +40,5 @@ var (
 	softmaxRef       = ExportSoftmaxRef
 	softmaxThreads   = ExportSoftmaxThreads
 	ceilDiv          = ExportCeilDiv
-	u32s             = ExportU32s
 	paramStructs     = ExportParamStructs
 )

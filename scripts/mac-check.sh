@@ -173,10 +173,8 @@ fi
 run "GPU benchmark" bench.log \
 	go run ./cmd/laya-bench --backend metal --model testdata/oracle/checkpoints/real-en \
 	--questions 1,5 --runs "$runs" --warmup 3 --profile
-if go run ./cmd/laya-bench -h 2>&1 | grep -q -- '-plan'; then
-	run "plan (a model)" plan.log \
-		go run ./cmd/laya-bench --plan --synthetic english --questions 1
-fi
+run "plan (a model)" plan.log \
+	go run ./cmd/laya-bench --plan --synthetic english --questions 1
 
 if [[ $full == 1 ]]; then
 	run "full GPU benchmark" bench-full.log \

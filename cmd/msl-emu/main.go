@@ -535,7 +535,7 @@ func appendValue(out []byte, typ, s string) ([]byte, error) {
 		case "f16":
 			return le.AppendUint16(out, half.Float32ToFloat16(float32(v))), nil
 		}
-		return le.AppendUint16(out, bfloat16(float32(v))), nil
+		return le.AppendUint16(out, half.Float32ToBFloat16(float32(v))), nil
 	case "i8", "i16", "i32", "i64":
 		size := elemTypes[typ]
 		v, err := strconv.ParseInt(s, 0, 8*size)
@@ -561,16 +561,6 @@ func appendInt(out []byte, v uint64, size int) []byte {
 	return out
 }
 
-// bfloat16 rounds to nearest even, as the GPU converts float to bfloat.
-func bfloat16(f float32) uint16 {
-	b := math.Float32bits(f)
-	if b&0x7fffffff > 0x7f800000 {
-		return uint16(b>>16) | 0x40
-	}
-	b += 0x7fff + (b>>16)&1
-	return uint16(b >> 16)
-}
-
 // formatValues prints data as space-separated values of typ.
 func formatValues(data []byte, typ string) string {
 	le := binary.LittleEndian
@@ -591,7 +581,7 @@ func formatValues(data []byte, typ string) string {
 		case "f16":
 			s = strconv.FormatFloat(float64(half.Float16ToFloat32(le.Uint16(data[i:]))), 'g', -1, 32)
 		case "bf16":
-			s = strconv.FormatFloat(float64(math.Float32frombits(uint32(le.Uint16(data[i:]))<<16)), 'g', -1, 32)
+			s = strconv.FormatFloat(float64(half.BFloat16ToFloat32(le.Uint16(data[i:]))), 'g', -1, 32)
 		case "i8":
 			s = strconv.Itoa(int(int8(data[i])))
 		case "u8":
