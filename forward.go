@@ -49,11 +49,8 @@ const defaultBatchSize = 16
 // network is ModernBERT + decision head + scorer + act head on one backend.
 type network struct {
 	be        backend.Backend
-	ownsBe    bool // be was opened by name here, so Close closes it
-	encoder   *encoder.ModernBERT
-	decision  *heads.Decision
-	scorer    *heads.Scorer
-	act       *heads.ActHead
+	ownsBe    bool              // be was opened by name here, so Close closes it
+	parts     forwardpass.Parts // encoder, decision head, scorer, act head
 	batchSize int
 	padID     int32
 	vocab     int
@@ -94,12 +91,12 @@ func newNetwork(ckpt *weights.Checkpoint, opts networkOptions) (*network, error)
 		maxLen:    ckpt.Encoder.MaxPositionEmbeddings,
 		nAct:      ckpt.Head.NAct,
 	}
-	parts, err := forwardpass.NewParts(be, ckpt)
+	var err error
+	n.parts, err = forwardpass.NewParts(be, ckpt)
 	if err != nil {
 		n.close()
 		return nil, fmt.Errorf("laya: %s: %w", ckpt.Dir, err)
 	}
-	n.encoder, n.decision, n.scorer, n.act = parts.Encoder, parts.Decision, parts.Scorer, parts.Act
 	return n, nil
 }
 
@@ -174,48 +171,20 @@ func (n *network) checkRow(r forwardRow) error {
 // collate_items) and reads back its outputs.
 func (n *network) runBatch(ctx context.Context, rows []forwardRow, obs backend.Observer) ([]rowOutput, error) {
 	batch := forwardpass.Pad(rows, n.padID)
-	seqLen, lengths, qtypes, counts, markerRows := batch.SeqLen, batch.Lengths, batch.QTypes, batch.Counts, batch.MarkerRows
+	counts, markerRows := batch.Counts, batch.MarkerRows
 
 	s := n.be.NewStream()
 	defer s.Close()
-	// obs (tests and debugging) sees the encoder's stages, the decision
-	// head's prefixed "head ", then ("markers", 0, states).
-	var headObs backend.Observer
-	if obs != nil {
-		headObs = func(s backend.Stream, stage string, i int, t backend.Tensor) { obs(s, "head "+stage, i, t) }
-	}
-	hidden, err := n.encoder.Forward(ctx, s, batch.EncoderBatch(), obs)
-	if err != nil {
-		return nil, err
-	}
-	// Final-head pruning: the head's last layer computes only the rows the
-	// scorer and act head read, [CLS] rows then markers (an observer, for
-	// debugging, sees every row of every layer instead).
-	clsRows := batch.CLSRows()
-	headMarkers := markerRows
-	if obs != nil {
-		hidden, err = n.decision.Forward(ctx, s, hidden, qtypes, lengths, seqLen, headObs)
+	var pass forwardpass.Outputs
+	var err error
+	if obs == nil {
+		pass, err = n.parts.RunPruned(ctx, s, batch)
 	} else {
-		keep := slices.Concat(clsRows, markerRows)
-		hidden, err = n.decision.ForwardRows(ctx, s, hidden, qtypes, lengths, seqLen, keep, nil)
-		// In the pruned output, [CLS] of row b is row b, marker i row B+i.
-		headMarkers = make([]int32, len(markerRows))
-		for i := range headMarkers {
-			headMarkers[i] = int32(len(rows) + i)
-		}
-		for b := range clsRows {
-			clsRows[b] = int32(b)
-		}
+		pass, err = n.runObserved(ctx, s, batch, obs)
 	}
 	if err != nil {
 		return nil, err
 	}
-	var markers backend.Tensor
-	logits := n.scorer.Forward(s, hidden, headMarkers, &markers)
-	if obs != nil {
-		obs(s, "markers", 0, markers)
-	}
-	actLogits, actProbs := n.act.ForwardRows(s, hidden, clsRows, logits, counts)
 
 	logitsHost := make([]float32, len(markerRows))
 	actLogitsHost := make([]float32, len(rows)*n.nAct)
@@ -223,7 +192,7 @@ func (n *network) runBatch(ctx context.Context, rows []forwardRow, obs backend.O
 	for _, read := range []struct {
 		t   backend.Tensor
 		dst []float32
-	}{{logits, logitsHost}, {actLogits, actLogitsHost}, {actProbs, actProbsHost}} {
+	}{{pass.Logits, logitsHost}, {pass.ActLogits, actLogitsHost}, {pass.ActProbs, actProbsHost}} {
 		if err := s.Read(ctx, read.t, read.dst); err != nil {
 			return nil, fmt.Errorf("laya: forward: %w", err)
 		}
@@ -240,12 +209,32 @@ func (n *network) runBatch(ctx context.Context, rows []forwardRow, obs backend.O
 	return out, nil
 }
 
+// runObserved is the unpruned pass for an observer (tests and debugging):
+// it sees the encoder's stages, the decision head's prefixed "head " (every
+// row of every layer), then ("markers", 0, states).
+func (n *network) runObserved(ctx context.Context, s backend.Stream, batch forwardpass.Batch, obs backend.Observer) (forwardpass.Outputs, error) {
+	headObs := func(s backend.Stream, stage string, i int, t backend.Tensor) { obs(s, "head "+stage, i, t) }
+	hidden, err := n.parts.Encoder.Forward(ctx, s, batch.EncoderBatch(), obs)
+	if err != nil {
+		return forwardpass.Outputs{}, err
+	}
+	hidden, err = n.parts.Decision.Forward(ctx, s, hidden, batch.QTypes, batch.Lengths, batch.SeqLen, headObs)
+	if err != nil {
+		return forwardpass.Outputs{}, err
+	}
+	var markers backend.Tensor
+	logits := n.parts.Scorer.Forward(s, hidden, batch.MarkerRows, &markers)
+	obs(s, "markers", 0, markers)
+	actLogits, actProbs := n.parts.Act.ForwardRows(s, hidden, batch.CLSRows(), logits, batch.Counts)
+	return forwardpass.Outputs{Logits: logits, ActLogits: actLogits, ActProbs: actProbs}, nil
+}
+
 // embed mean-pools the encoder's last hidden state (after final_norm, before
 // the decision head) over each row's real tokens: the embedding laya-mlx's
 // embed_fn_from_agent gives the shortlist. Rows run in padded batches of
 // batchSize; padded positions never enter the mean.
 func (n *network) embed(ctx context.Context, rows [][]int32, batchSize int) ([][]float32, error) {
-	dim := n.encoder.Config().HiddenSize
+	dim := n.parts.Encoder.Config().HiddenSize
 	out := make([][]float32, 0, len(rows))
 	for start := 0; start < len(rows); start += batchSize {
 		batch := rows[start:min(start+batchSize, len(rows))]
@@ -267,7 +256,7 @@ func (n *network) embed(ctx context.Context, rows [][]int32, batchSize int) ([][
 			lengths[b] = len(r)
 		}
 		s := n.be.NewStream()
-		hidden, err := n.encoder.Forward(ctx, s, encoder.Batch{IDs: ids, Lengths: lengths, SeqLen: seqLen}, nil)
+		hidden, err := n.parts.Encoder.Forward(ctx, s, encoder.Batch{IDs: ids, Lengths: lengths, SeqLen: seqLen}, nil)
 		if err != nil {
 			s.Close()
 			return nil, err

@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"log"
 	"os"
-	"slices"
 
 	"github.com/laya-metal/laya/backend"
 	_ "github.com/laya-metal/laya/backend/cpu"
@@ -102,24 +101,11 @@ func (m *model) run(ctx context.Context, be backend.Backend, rows []row) ([]outp
 	markerRows, counts := batch.MarkerRows, batch.Counts
 	s := be.NewStream()
 	defer s.Close()
-	hidden, err := m.Encoder.Forward(ctx, s, batch.EncoderBatch(), nil)
+	pass, err := m.RunPruned(ctx, s, batch)
 	if err != nil {
 		return nil, err
 	}
-	kept, err := m.Decision.ForwardRows(ctx, s, hidden, batch.QTypes, batch.Lengths, batch.SeqLen, slices.Concat(batch.CLSRows(), markerRows), nil)
-	if err != nil {
-		return nil, err
-	}
-	headCLS := make([]int32, len(rows))
-	headMarkers := make([]int32, len(markerRows))
-	for b := range headCLS {
-		headCLS[b] = int32(b)
-	}
-	for i := range headMarkers {
-		headMarkers[i] = int32(len(rows) + i)
-	}
-	z := m.Scorer.Forward(s, kept, headMarkers, nil)
-	_, probs := m.Act.ForwardRows(s, kept, headCLS, z, counts)
+	z, probs := pass.Logits, pass.ActProbs
 	zHost := make([]float32, len(markerRows))
 	nAct := probs.Cols()
 	probsHost := make([]float32, len(rows)*nAct)

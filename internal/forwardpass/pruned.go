@@ -1,0 +1,44 @@
+package forwardpass
+
+import (
+	"context"
+	"slices"
+
+	"github.com/laya-metal/laya/backend"
+)
+
+// Outputs are the tensors one pass leaves on its stream: the scorer's logit
+// at every marker (in Batch.MarkerRows order) and the act head's logits and
+// probabilities, one row per batch row.
+type Outputs struct {
+	Logits, ActLogits, ActProbs backend.Tensor
+}
+
+// RunPruned records the whole network on s for b with final-head pruning:
+// the decision head's last layer computes only the rows the scorer and the
+// act head read ([CLS] of every row, then every marker), so its output row
+// b is [CLS] of batch row b and row B+i is marker i. Answers equal the
+// unpruned pass's: every other row of the last layer is never read.
+func (p Parts) RunPruned(ctx context.Context, s backend.Stream, b Batch) (Outputs, error) {
+	hidden, err := p.Encoder.Forward(ctx, s, b.EncoderBatch(), nil)
+	if err != nil {
+		return Outputs{}, err
+	}
+	keep := slices.Concat(b.CLSRows(), b.MarkerRows)
+	kept, err := p.Decision.ForwardRows(ctx, s, hidden, b.QTypes, b.Lengths, b.SeqLen, keep, nil)
+	if err != nil {
+		return Outputs{}, err
+	}
+	rows := len(b.Lengths)
+	cls := make([]int32, rows)
+	for i := range cls {
+		cls[i] = int32(i)
+	}
+	markers := make([]int32, len(b.MarkerRows))
+	for i := range markers {
+		markers[i] = int32(rows + i)
+	}
+	logits := p.Scorer.Forward(s, kept, markers, nil)
+	actLogits, actProbs := p.Act.ForwardRows(s, kept, cls, logits, b.Counts)
+	return Outputs{Logits: logits, ActLogits: actLogits, ActProbs: actProbs}, nil
+}
