@@ -145,6 +145,8 @@ func runInspect(ctx context.Context, args []string, stdin io.Reader, stdout, std
 // error is returned only when the report itself cannot be built
 // (cancellation, unreadable files while hashing).
 func inspectCheckpoint(ctx context.Context, dir string, hash bool) (*inspectReport, error) {
+	// CheckCheckpoint returns the checkpoint even with an error (what it
+	// could read is part of the report), so it is closed either way.
 	ckpt, loadErr := weights.CheckCheckpoint(dir)
 	defer ckpt.Close()
 	r := &inspectReport{Dir: dir, Valid: loadErr == nil, Problems: []string{}, DTypes: map[string]int{}, Files: []fileReport{}}
