@@ -63,10 +63,15 @@ type gemmTileFunc func(y []float32, ldy int, x []float32, ldx int, w []float32, 
 
 // gemmKernel is a named tile kernel; lanes is its SIMD width (the k ≡ l
 // mod lanes classes of its rounding), 0 for the Go kernel.
+//
+// An outer-product kernel (gemm_outer.go) sets outer, and lanes = 1: each
+// output is one accumulator taking one fused multiply-add per k. Its tile
+// is the dot kernel it runs beside (Attention).
 type gemmKernel struct {
 	name  string
 	tile  gemmTileFunc
 	lanes int
+	outer outerKernelFunc
 }
 
 // gemmTile is the tile kernel Linear runs: the SIMD one when this CPU has it
@@ -119,7 +124,36 @@ func (b *Backend) gemm(y, x, w, bias []float32, m, n, k int, act backend.Activat
 
 // gemmW computes y[m, n] = act(Σ_k x[m, k]·w[n, k] + bias[n]).
 func (b *Backend) gemmW(y, x []float32, w matrix, bias []float32, m, n, k int, act backend.Activation) {
-	if m == 0 || n == 0 {
+	b.gemmRows(y, x, w, bias, nil, m, n, k, act)
+}
+
+// gemmRows is gemmW for the rows of x and y listed in rows (distinct, in
+// [0, m)); nil means every row. The other rows of y are not written (a
+// batch's padding rows need no projection). Calls of at least
+// gemmOuterMinM rows run the outer-product kernel where there is one
+// (gemm_outer.go), smaller ones the dot kernels.
+func (b *Backend) gemmRows(y, x []float32, w matrix, bias []float32, rows []int, m, n, k int, act backend.Activation) {
+	count := m
+	if rows != nil {
+		count = len(rows)
+	}
+	if count == 0 || n == 0 {
+		return
+	}
+	if kern := gemmOuter; kern != nil && k > 0 && count >= gemmOuterMinM && outerFits(m, n) {
+		b.gemmOuterW(kern, y, x, w, bias, rows, m, n, k, act)
+		return
+	}
+	if rows != nil {
+		// The dot kernels take contiguous rows: gather, run, scatter.
+		xs, ys := make([]float32, count*k), make([]float32, count*n)
+		for i, r := range rows {
+			copy(xs[i*k:], x[r*k:r*k+k])
+		}
+		b.gemmW(ys, xs, w, bias, count, n, k, act)
+		for i, r := range rows {
+			copy(y[r*n:r*n+n], ys[i*n:])
+		}
 		return
 	}
 	fill := gemmTile
@@ -277,6 +311,10 @@ func dot(a, b []float32) float32 {
 // projection stays readable.
 func (b *Backend) gemmGeGLU(op *linearOp, dst []float32) {
 	y, x, w, m, k := op.dst.data, op.x, op.w, op.m, op.k
+	if kern := gemmOuter; kern != nil && k > 0 && m >= gemmOuterMinM && outerFits(m, op.n) {
+		b.gemmOuterGeGLU(kern, op, dst, nil)
+		return
+	}
 	inner := op.n / 2
 	b.forEachGemmUnit(m, inner, k, w.f32 == nil, func(n0, n1, mu0, mu1 int, scratch *[]float32) {
 		for _, off := range [2]int{0, inner} {

@@ -23,10 +23,10 @@ func simdGemmTile() gemmTileFunc {
 func simdGemmTiles() []gemmKernel {
 	var ks []gemmKernel
 	if sysCPU.X86.HasAVX512F {
-		ks = append(ks, gemmKernel{"avx512", gemmTileAVX512, 16})
+		ks = append(ks, gemmKernel{name: "avx512", tile: gemmTileAVX512, lanes: 16})
 	}
 	if sysCPU.X86.HasAVX2 && sysCPU.X86.HasFMA {
-		ks = append(ks, gemmKernel{"avx2", gemmTileAVX2, 8})
+		ks = append(ks, gemmKernel{name: "avx2", tile: gemmTileAVX2, lanes: 8})
 	}
 	return ks
 }
@@ -148,4 +148,19 @@ func simdWiden(dst []float32, src []uint16, dtype backend.DType) bool {
 		cvtBF16AVX512(&dst[0], &src[0], len(src))
 	}
 	return true
+}
+
+// gemm8x48AVX512 is the outer-product micro-kernel; see
+// gemm_outer_avx512_amd64.s and gemm_outer.go.
+//
+//go:noescape
+func gemm8x48AVX512(a *[8]*float32, b *float32, k int, c *float32, ldc, rows, cols int, idx *int32)
+
+// simdGemmOuter returns the outer-product kernel when the CPU has AVX-512F
+// (the kernel uses only AVX-512F instructions on ZMM), else nil.
+func simdGemmOuter() outerKernelFunc {
+	if sysCPU.X86.HasAVX512F {
+		return gemm8x48AVX512
+	}
+	return nil
 }

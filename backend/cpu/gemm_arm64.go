@@ -9,7 +9,7 @@ import "github.com/laya-metal/laya/backend"
 func simdGemmTile() gemmTileFunc { return gemmTileNEON }
 
 // simdGemmTiles lists the SIMD tile kernels (tests and benchmarks).
-func simdGemmTiles() []gemmKernel { return []gemmKernel{{"neon", gemmTileNEON, 8}} }
+func simdGemmTiles() []gemmKernel { return []gemmKernel{{name: "neon", tile: gemmTileNEON, lanes: 8}} }
 
 // dot3x4NEON sets c[4r+q] = Σ_k x_r[k]·w_q[k] over groups×8 floats of the
 // rows and then, when tail is non-nil, over its 8-float rows (x0, x1, x2, w0,
@@ -84,3 +84,7 @@ func simdWiden(dst []float32, src []uint16, dtype backend.DType) bool {
 
 // simdGELU: arm64 evaluates GELU in Go.
 func simdGELU(out, in, gate []float32) bool { return false }
+
+// simdGemmOuter: arm64 has no outer-product kernel yet (NEON runs the dot
+// kernel at every M).
+func simdGemmOuter() outerKernelFunc { return nil }

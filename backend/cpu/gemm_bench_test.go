@@ -28,7 +28,7 @@ func BenchmarkGEMM(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/%dx%dx%d", kernel.name, shape.m, shape.k, shape.n), func(b *testing.B) {
 				for _, dtype := range []backend.DType{backend.F32, backend.F16} {
 					b.Run(dtype.String(), func(b *testing.B) {
-						useGemmTile(b, kernel.tile)
+						useGemmKernel(b, kernel)
 						be := New()
 						s := be.NewStream()
 						x := s.FromHost(shape.m, shape.k, randomValues(rng, shape.m*shape.k))

@@ -16,3 +16,6 @@ func simdWiden(dst []float32, src []uint16, dtype backend.DType) bool { return f
 
 // simdGELU: this build evaluates GELU in Go.
 func simdGELU(out, in, gate []float32) bool { return false }
+
+// simdGemmOuter: no outer-product kernel in this build.
+func simdGemmOuter() outerKernelFunc { return nil }

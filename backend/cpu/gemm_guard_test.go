@@ -45,7 +45,7 @@ func TestGemmNoOverread(t *testing.T) {
 				x, w := guardedFloats(t, m*k), guardedFloats(t, n*k)
 				copy(x, smallInts(rng, m*k))
 				copy(w, smallInts(rng, n*k))
-				got := runGemm(t, kernel.tile, x, w, nil, m, n, k, backend.Identity)
+				got := runGemm(t, kernel, x, w, nil, m, n, k, backend.Identity)
 				for i := range m {
 					for j := range n {
 						var sum float32

@@ -6,27 +6,66 @@ import (
 	"math/big"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 
 	"github.com/laya-metal/laya/backend"
 )
 
-// gemmKernels lists the portable kernel and, where this build and CPU have
-// one, the SIMD kernel, so both are tested on every machine that runs them.
+// gemmKernels lists the portable kernel, the outer-product path on its Go
+// reference kernel (outerBlockGo: the packing, tiling and transposed
+// stores on every machine) and, where this build and CPU have them, the
+// SIMD outer-product kernel and the SIMD dot kernels, so each is tested on
+// every machine that runs it.
 func gemmKernels(t testing.TB) []gemmKernel {
-	kernels := []gemmKernel{{"go", gemmTileGo, 0}}
+	kernels := []gemmKernel{{name: "go", tile: gemmTileGo}, {name: "outer-go", tile: gemmTileGo, outer: outerBlockGo, lanes: 1}}
+	if outer := simdGemmOuter(); outer != nil {
+		kernels = append(kernels, gemmKernel{name: "avx512-outer", tile: pickGemmTile(), outer: outer, lanes: 1})
+	}
 	if simd := simdGemmTiles(); len(simd) > 0 {
 		kernels = append(kernels, simd...)
 	} else {
-		t.Logf("no SIMD GEMM kernel in this build or on this CPU: testing the Go kernel only")
+		t.Logf("no SIMD GEMM kernel in this build or on this CPU: testing the Go kernels only")
 	}
 	return kernels
 }
 
-// useGemmTile makes Linear run tile until the test ends.
+// useGemmTile makes Linear and Attention run the dot kernel tile at every
+// M (no outer-product path) until the test ends.
 func useGemmTile(t testing.TB, tile gemmTileFunc) {
-	saved := gemmTile
-	gemmTile = tile
-	t.Cleanup(func() { gemmTile = saved })
+	useGemmKernel(t, gemmKernel{tile: tile})
+}
+
+// useGemmKernel makes Linear run kernel until the test ends: its
+// outer-product kernel at every M when it has one, else its dot kernel.
+func useGemmKernel(t testing.TB, kernel gemmKernel) {
+	savedTile, savedOuter, savedMin := gemmTile, gemmOuter, gemmOuterMinM
+	gemmTile, gemmOuter, gemmOuterMinM = kernel.tile, kernel.outer, 1
+	t.Cleanup(func() { gemmTile, gemmOuter, gemmOuterMinM = savedTile, savedOuter, savedMin })
+}
+
+// outerBlockGo is the outer-product micro-kernel's contract written out in
+// Go (gemm8x48AVX512's comment), each sum rounded as documented: one exact
+// fused multiply-add per k, in k order.
+func outerBlockGo(a *[outerMR]*float32, b *float32, k int, c *float32, ldc, rows, cols int, idx *int32) {
+	bs := unsafe.Slice(b, k*outerNR)
+	var offs []int32
+	if idx != nil {
+		offs = unsafe.Slice(idx, outerNR)
+	}
+	for i := range rows {
+		ar := unsafe.Slice(a[i], k)
+		for j := range cols {
+			var sum float32
+			for kk := range k {
+				sum = fma32(ar[kk], bs[kk*outerNR+j], sum)
+			}
+			at := i*ldc + j
+			if offs != nil {
+				at = i + int(offs[j])
+			}
+			*(*float32)(unsafe.Add(unsafe.Pointer(c), 4*at)) = sum
+		}
+	}
 }
 
 // gemmShapes hit every tail: M, N, K not multiples of the 3×4 / 2×4 blocks
@@ -45,8 +84,8 @@ var activations = []backend.Activation{backend.Identity, backend.GELU, backend.R
 
 // runGemm runs the backend's gemm (tiles, workers, bias and activation pass)
 // with tile as the kernel.
-func runGemm(t testing.TB, tile gemmTileFunc, x, w, bias []float32, m, n, k int, act backend.Activation) []float32 {
-	useGemmTile(t, tile)
+func runGemm(t testing.TB, kernel gemmKernel, x, w, bias []float32, m, n, k int, act backend.Activation) []float32 {
+	useGemmKernel(t, kernel)
 	be := New()
 	be.workers = 3 // an uneven split on any machine
 	y := make([]float32, m*n)
@@ -82,7 +121,7 @@ func TestGemmExactIntegers(t *testing.T) {
 						if withBias {
 							bias = bv
 						}
-						got := runGemm(t, kernel.tile, x, w, bias, m, n, k, act)
+						got := runGemm(t, kernel, x, w, bias, m, n, k, act)
 						for i := range m {
 							for j := range n {
 								sum := 0
@@ -143,15 +182,37 @@ func runGemmShapes(t *testing.T, kernels []gemmKernel, rng *rand.Rand, check fun
 			m, n, k := shape.m, shape.n, shape.k
 			t.Run(fmt.Sprintf("%s/%dx%dx%d", kernel.name, m, n, k), func(t *testing.T) {
 				x, w := randomValues(rng, m*k), randomValues(rng, n*k)
-				check(t, kernel, x, w, runGemm(t, kernel.tile, x, w, nil, m, n, k, backend.Identity), m, n, k)
+				check(t, kernel, x, w, runGemm(t, kernel, x, w, nil, m, n, k, backend.Identity), m, n, k)
 			})
 		}
 	}
 }
 
-// fma32 is a·b + c rounded once to float32, computed exactly in big.Float
-// (float32 products and sums need under 400 bits).
+// fma32 is a·b + c rounded once to float32. The float32 product is exact
+// in float64 (48 significant bits); the sum is rounded to float64 with
+// round-to-odd (round to nearest, and where that was inexact and landed
+// on an even significand, the neighbour towards the exact sum), after which
+// rounding to float32 is correct: 53 ≥ 24 + 2 bits (Boldo & Melquiond,
+// "Emulation of FMA and correctly rounded sums: proved algorithms using
+// rounding to odd", IEEE TC 2008). TestFMA32 checks it against big.Float.
 func fma32(a, b, c float32) float32 {
+	p := float64(a) * float64(b)
+	s := p + float64(c)
+	if math.IsInf(s, 0) || math.IsNaN(s) {
+		return float32(s)
+	}
+	// TwoSum: e = (p + c) − s exactly.
+	bb := s - p
+	e := (p - (s - bb)) + (float64(c) - bb)
+	if e != 0 && math.Float64bits(s)&1 == 0 {
+		s = math.Nextafter(s, math.Copysign(math.Inf(1), e))
+	}
+	return float32(s)
+}
+
+// fma32Big is fma32 computed exactly in big.Float (float32 products and
+// sums need under 400 bits): the independent reference for fma32.
+func fma32Big(a, b, c float32) float32 {
 	const prec = 512
 	p := new(big.Float).SetPrec(prec).SetFloat64(float64(a))
 	p.Mul(p, new(big.Float).SetPrec(prec).SetFloat64(float64(b)))
@@ -166,7 +227,17 @@ func fma32(a, b, c float32) float32 {
 // folded to 8 (lane l+8 added to lane l), and the 8 are added as
 // ((l0+l1)+(l2+l3)) + ((l4+l5)+(l6+l7)). The 16-lane kernel cuts K into
 // blocks of gemmKBlock16 and adds the blocks' sums in order.
+//
+// lanes = 1 is the outer-product kernels' order: one accumulator, one fused
+// multiply-add per k in k order, no blocks.
 func laneOrderDot(x, w []float32, lanes int) float32 {
+	if lanes == 1 {
+		var sum float32
+		for kk := range x {
+			sum = fma32(x[kk], w[kk], sum)
+		}
+		return sum
+	}
 	if lanes == 16 && len(x) > gemmKBlock16 {
 		// The AVX-512 kernel sums K in blocks and adds them in order.
 		sum := laneOrderDot(x[:gemmKBlock16], w[:gemmKBlock16], lanes)
@@ -190,12 +261,14 @@ func laneOrderDot(x, w []float32, lanes int) float32 {
 	return low + high
 }
 
-// TestGemmSIMDLaneOrder pins each SIMD kernel's rounding to laneOrderDot bit
-// for bit, on every tail shape.
+// TestGemmSIMDLaneOrder pins each SIMD and outer-product kernel's rounding
+// to laneOrderDot bit for bit, on every tail shape.
 func TestGemmSIMDLaneOrder(t *testing.T) {
-	kernels := simdGemmTiles()
-	if len(kernels) == 0 {
-		t.Skip("no SIMD GEMM kernel in this build or on this CPU")
+	var kernels []gemmKernel
+	for _, k := range gemmKernels(t) {
+		if k.lanes > 0 {
+			kernels = append(kernels, k)
+		}
 	}
 	runGemmShapes(t, kernels, rand.New(rand.NewPCG(15, 16)), func(t *testing.T, kernel gemmKernel, x, w, got []float32, m, n, k int) {
 		for i := range m {
@@ -218,9 +291,31 @@ func TestFMA32(t *testing.T) {
 		// −1 + that is 0; fused it is −ε².
 		{one + eps, one - eps, -1, -eps * eps},
 		{-3, 0.5, 1.5, 0},
+		// a·b = 2⁻²⁴ + 2⁻⁷⁰ (2⁴⁶+1 = (2²³+2¹²+1)(2²³−2¹²+1)), so a·b + 1
+		// lies just above a float32 tie by a bit far below float64's
+		// precision: rounding to float64 first and then to float32 would
+		// give 1.
+		{1 + 0x1p-11 + 0x1p-23, 0x1p-24 * (1 - 0x1p-11 + 0x1p-23), 1, 1 + 0x1p-23},
 	} {
-		if got := fma32(tt.a, tt.b, tt.c); got != tt.want {
-			t.Errorf("fma32(%v, %v, %v) = %v, want %v", tt.a, tt.b, tt.c, got, tt.want)
+		for name, f := range map[string]func(a, b, c float32) float32{"fma32": fma32, "fma32Big": fma32Big} {
+			if got := f(tt.a, tt.b, tt.c); got != tt.want {
+				t.Errorf("%s(%v, %v, %v) = %v, want %v", name, tt.a, tt.b, tt.c, got, tt.want)
+			}
+		}
+	}
+	// Random operands over many binades, with sums that cancel.
+	rng := rand.New(rand.NewPCG(31, 32))
+	val := func() float32 {
+		return float32((rng.Float64()*2 - 1) * math.Ldexp(1, rng.IntN(60)-30))
+	}
+	for range 20000 {
+		a, b := val(), val()
+		c := val()
+		if rng.IntN(4) == 0 {
+			c = -a * b * (1 + float32(rng.NormFloat64())*0x1p-20)
+		}
+		if got, want := fma32(a, b, c), fma32Big(a, b, c); math.Float32bits(got) != math.Float32bits(want) {
+			t.Fatalf("fma32(%g, %g, %g) = %g, want %g", a, b, c, got, want)
 		}
 	}
 }

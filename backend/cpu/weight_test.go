@@ -35,7 +35,7 @@ func TestWeightsAsStored(t *testing.T) {
 		for _, dtype := range []backend.DType{backend.F32, backend.F16, backend.BF16} {
 			for _, mapped := range []bool{false, true} {
 				t.Run(fmt.Sprintf("%s/%v/mapped=%v", kernel.name, dtype, mapped), func(t *testing.T) {
-					useGemmTile(t, kernel.tile)
+					useGemmKernel(t, kernel)
 					be := New()
 					be.workers = 3
 					raw, exact := encode(randomValues(rng, n*k), dtype)

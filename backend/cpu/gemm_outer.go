@@ -1,0 +1,196 @@
+package cpu
+
+import (
+	"math"
+
+	"github.com/laya-metal/laya/backend"
+)
+
+// The outer-product GEMM. Linear's Y[t][n] = Σ_k X[t][k]·W[n][k] is computed
+// as Yᵀ = W·Xᵀ: the W rows (the stored rows of an F32 W, or the rows of the
+// panel widened into worker scratch) are the A operand, read in place, one
+// scalar per k broadcast to all lanes; Xᵀ is the B operand, packed once per
+// GEMM call into k-major tiles of outerNR tokens (b[k·outerNR + j] =
+// X[token j][k], zero past the last token). The micro-kernel
+// (gemm8x48AVX512, gemm_outer_avx512_amd64.s) keeps an outerMR × outerNR
+// block of Yᵀ in 24 ZMM accumulators for the whole K loop and writes it
+// transposed into Y (a masked scatter through the packed tokens' row
+// offsets), so the kernel needs no horizontal reductions and no K blocking,
+// and a token's result lands in whichever Y row the caller asked for (a
+// row subset skips padding rows of a batch). BLIS and MKL kernels are shaped
+// this way (Van Zee & van de Geijn, "BLIS: A Framework for Rapidly
+// Instantiating BLAS Functionality", 2015, §3).
+//
+// Rounding: every output starts at 0 and takes one fused multiply-add per
+// k, in k order: y = fma(x[K−1], w[K−1], … fma(x[0], w[0], 0)). It does not
+// depend on the lanes, the tile, the panel, K or M (TestGemmOuterOrder
+// pins it bit for bit). It differs from the dot kernels' lane order in the
+// last bits, so Linear picks one kernel per call by M alone: the dot
+// kernels below gemmOuterMinM rows, where a 48-token tile would be mostly
+// padding.
+//
+// Blocking: a work unit (forEachGemmUnit) is one W panel × a range of
+// tokens. Inside it the tokens go in groups of tiles that fit beside the
+// panel in L2 (outerL2Bytes); for each group, each block of outerMR panel
+// rows (32 KiB at K = 1024, in L1) sweeps the group's tiles, which stream
+// from L2.
+const (
+	outerMR = 8
+	outerNR = 48
+	// outerL2Bytes is the budget for one group of packed tiles: half the
+	// 2 MiB L2 of the machines measured, the rest for the W panel.
+	outerL2Bytes = 1 << 20
+)
+
+// outerKernelFunc is the micro-kernel's contract (gemm8x48AVX512's
+// comment): C = A·B for an outerMR × outerNR block, rows × cols of it
+// stored, row-major (idx == nil) or transposed through idx.
+type outerKernelFunc func(a *[outerMR]*float32, b *float32, k int, c *float32, ldc, rows, cols int, idx *int32)
+
+// gemmOuter is the outer-product kernel Linear uses for calls of at least
+// gemmOuterMinM rows, nil where this build or CPU has none. Tests swap
+// both.
+var (
+	gemmOuter     = simdGemmOuter()
+	gemmOuterMinM = 32
+)
+
+// packedX is Xᵀ packed for the outer-product kernel: tiles of outerNR
+// tokens, token j of the packed order being X row rows[j].
+type packedX struct {
+	tiles  []float32 // len(rows)/outerNR rounded up, × k × outerNR
+	off    []int32   // per packed token (padded to whole tiles): its Y row's offset rows[j]·ldy; 0 in padding
+	maxOff int       // the largest off
+	rows   []int     // X (and Y) row of each packed token
+	k      int
+	buf    *[]float32
+}
+
+// packTileK is how many k one packing job transposes at a time: 64 k of 48
+// tokens (12 KiB) stay in L1 while each token's 64 floats are scattered.
+const packTileK = 64
+
+// packX packs rows of x (row stride ldx, k wide; rows nil = [0, m)) for
+// the outer-product kernel, with Y row offsets for a row stride ldy. The
+// tiles are packed in parallel, (tile, k range) jobs over the pool.
+func (b *Backend) packX(x []float32, ldx, k int, rows []int, m, ldy int) *packedX {
+	if rows == nil {
+		rows = make([]int, m)
+		for i := range rows {
+			rows[i] = i
+		}
+	}
+	tiles := (len(rows) + outerNR - 1) / outerNR
+	px := &packedX{rows: rows, k: k, off: make([]int32, tiles*outerNR)}
+	for j, r := range rows {
+		px.off[j] = int32(r * ldy)
+		px.maxOff = max(px.maxOff, r*ldy)
+	}
+	px.buf = getScratch(tiles * k * outerNR)
+	px.tiles = *px.buf
+	const chunkK = 256
+	chunks := (k + chunkK - 1) / chunkK
+	b.parallelFor(tiles*chunks, 1, func(lo, hi int) {
+		for job := lo; job < hi; job++ {
+			t, c := job/chunks, job%chunks
+			packTile(px.tiles[t*k*outerNR:(t+1)*k*outerNR], x, ldx, rows[t*outerNR:min((t+1)*outerNR, len(rows))], c*chunkK, min((c+1)*chunkK, k))
+		}
+	})
+	return px
+}
+
+// packTile writes dst[kk·outerNR + j] = x[rows[j]·ldx + kk] for kk in
+// [k0, k1), zero for j ≥ len(rows).
+func packTile(dst, x []float32, ldx int, rows []int, k0, k1 int) {
+	for b0 := k0; b0 < k1; b0 += packTileK {
+		b1 := min(b0+packTileK, k1)
+		for j, r := range rows {
+			src := x[r*ldx+b0 : r*ldx+b1]
+			d := dst[b0*outerNR+j:]
+			for kk, v := range src {
+				d[kk*outerNR] = v
+			}
+		}
+		for j := len(rows); j < outerNR; j++ {
+			for kk := b0; kk < b1; kk++ {
+				dst[kk*outerNR+j] = 0
+			}
+		}
+	}
+}
+
+func (px *packedX) release() { putScratch(px.buf) }
+
+// outerFill computes the panel's nrows W rows (wp, row stride ldw) against
+// packed tokens [t0, t1) (t0 a multiple of outerNR) into y, which starts
+// at the panel's first column: Y[rows[t]][i] = y[off[t] + i].
+func outerFill(kern outerKernelFunc, y []float32, px *packedX, wp []float32, ldw, nrows, t0, t1 int) {
+	k := px.k
+	// The last floats the kernel reads and writes, so that a short slice
+	// panics here instead of being overrun.
+	_ = wp[(nrows-1)*ldw+k-1]
+	_ = y[px.maxOff+nrows-1]
+	tileFloats := k * outerNR
+	group := max(1, outerL2Bytes/(4*tileFloats))
+	first, last := t0/outerNR, (t1+outerNR-1)/outerNR
+	var a [outerMR]*float32
+	for g0 := first; g0 < last; g0 += group {
+		g1 := min(g0+group, last)
+		for i0 := 0; i0 < nrows; i0 += outerMR {
+			rows := min(outerMR, nrows-i0)
+			for r := range a {
+				a[r] = &wp[min(i0+r, nrows-1)*ldw] // missing rows repeat the last
+			}
+			for t := g0; t < g1; t++ {
+				cols := min(outerNR, t1-t*outerNR)
+				kern(&a, &px.tiles[t*tileFloats], k, &y[i0], 0, rows, cols, &px.off[t*outerNR])
+			}
+		}
+	}
+}
+
+// outerFits reports whether the outer-product path can address y: the
+// scatter offsets are int32.
+func outerFits(m, n int) bool { return m*n <= math.MaxInt32 }
+
+// gemmOuterW is gemmW (for the rows listed, nil = all) on the
+// outer-product kernel.
+func (b *Backend) gemmOuterW(kern outerKernelFunc, y, x []float32, w matrix, bias []float32, rows []int, m, n, k int, act backend.Activation) {
+	px := b.packX(x, k, k, rows, m, n)
+	defer px.release()
+	b.forEachGemmUnit(len(px.rows), n, k, w.f32 == nil, func(n0, n1, mu0, mu1 int, scratch *[]float32) {
+		wp, ldw := w.panel(n0, n1, k, scratch)
+		outerFill(kern, y[n0:], px, wp, ldw, n1-n0, mu0, mu1)
+		if bias != nil || act != backend.Identity {
+			for _, r := range px.rows[mu0:mu1] {
+				row := y[r*n+n0 : r*n+n1]
+				if bias != nil {
+					bb := bias[n0:n1]
+					for j := range row {
+						row[j] += bb[j]
+					}
+				}
+				activate(row, row, act)
+			}
+		}
+	})
+}
+
+// gemmOuterGeGLU is gemmGeGLU on the outer-product kernel.
+func (b *Backend) gemmOuterGeGLU(kern outerKernelFunc, op *linearOp, dst []float32, rows []int) {
+	y, x, w, k := op.dst.data, op.x, op.w, op.k
+	inner := op.n / 2
+	px := b.packX(x, k, k, rows, op.m, op.n)
+	defer px.release()
+	b.forEachGemmUnit(len(px.rows), inner, k, w.f32 == nil, func(n0, n1, mu0, mu1 int, scratch *[]float32) {
+		for _, off := range [2]int{0, inner} {
+			wp, ldw := w.panel(off+n0, off+n1, k, scratch)
+			outerFill(kern, y[off+n0:], px, wp, ldw, n1-n0, mu0, mu1)
+		}
+		for _, r := range px.rows[mu0:mu1] {
+			value := y[r*op.n+n0 : r*op.n+n1]
+			gate := y[r*op.n+inner+n0 : r*op.n+inner+n1]
+			gegluSlice(dst[r*inner+n0:r*inner+n1], value, gate)
+		}
+	})
+}
