@@ -140,7 +140,7 @@ func (b *Backend) gemmRows(y, x []float32, w matrix, bias []float32, rows []int,
 	if count == 0 || n == 0 {
 		return
 	}
-	if kern := gemmOuter; kern != nil && k > 0 && count >= gemmOuterMinM && outerFits(m, n) {
+	if kern := gemmOuter; kern != nil && k > 0 && count >= gemmOuterMinM && outerFits(m, n, k) {
 		b.gemmOuterW(kern, y, x, w, bias, rows, m, n, k, act)
 		return
 	}
@@ -162,7 +162,7 @@ func (b *Backend) gemmRows(y, x []float32, w matrix, bias []float32, rows []int,
 		// zero-width row has none.
 		fill = gemmTileGo
 	}
-	b.forEachGemmUnit(m, n, k, w.f32 == nil, func(n0, n1, mu0, mu1 int, scratch *[]float32) {
+	b.forEachGemmUnit(m, n, k, w.f32 == nil, func(n0, n1, mu0, mu1 int, _ [2]int, scratch *[]float32) {
 		wp, ldw := w.panel(n0, n1, k, scratch)
 		fillRows(fill, y[n0:], n, x, k, wp, ldw, mu0, mu1, n1-n0)
 		if bias != nil || act != backend.Identity {
@@ -181,15 +181,20 @@ func (b *Backend) gemmRows(y, x []float32, w matrix, bias []float32, rows []int,
 }
 
 // forEachGemmUnit splits rows [0, m) and columns [0, cols) into work units
-// and hands them out to the workers: unit(n0, n1, mu0, mu1, scratch) covers
-// columns [n0, n1) of rows [mu0, mu1). Columns go in panels of gemmPanel,
-// halved (down to 16) until there are at least two units per worker, so a
-// small n still keeps every core busy. halfW says W is stored as half: its
-// panels are widened once per unit, so a unit spans every row (each panel
-// is widened once per call) and scratch holds panel·k float32 for the
-// widening; scratch is nil for a float32 W. The plain Linear and the fused
-// GeGLU both split their work this way.
-func (b *Backend) forEachGemmUnit(m, cols, k int, halfW bool, unit func(n0, n1, mu0, mu1 int, scratch *[]float32)) {
+// and hands them out to the workers: unit(n0, n1, mu0, mu1, next, scratch)
+// covers columns [n0, n1) of rows [mu0, mu1). Columns go in panels of
+// gemmPanel, halved (down to 16) until there are at least two units per
+// worker, so a small n still keeps every core busy. halfW says W is stored
+// as half: its panels are widened once per unit, so a unit spans every row
+// (each panel is widened once per call) and scratch holds panel·k float32
+// for the widening; scratch is nil for a float32 W. The plain Linear and
+// the fused GeGLU both split their work this way.
+//
+// A worker claims its next unit before it runs the current one, so that
+// the unit can prefetch the next one's W panel while it computes: next is
+// that panel's column range when it differs from the current one's, else
+// [0, 0) (nothing to fetch).
+func (b *Backend) forEachGemmUnit(m, cols, k int, halfW bool, unit func(n0, n1, mu0, mu1 int, next [2]int, scratch *[]float32)) {
 	workers := b.workerCount()
 	panel := gemmPanel
 	unitM := gemmUnitM
@@ -209,14 +214,18 @@ func (b *Backend) forEachGemmUnit(m, cols, k int, halfW bool, unit func(n0, n1, 
 			scratch = getScratch(panel * k)
 			defer putScratch(scratch)
 		}
-		for {
-			u := int(next.Add(1) - 1)
-			if u >= units {
-				return
-			}
+		u := int(next.Add(1) - 1)
+		for u < units {
+			following := int(next.Add(1) - 1)
 			n0 := (u / unitsM) * panel
 			mu0 := (u % unitsM) * unitM
-			unit(n0, min(n0+panel, cols), mu0, min(mu0+unitM, m), scratch)
+			var ahead [2]int
+			if following < units && following/unitsM != u/unitsM {
+				f0 := (following / unitsM) * panel
+				ahead = [2]int{f0, min(f0+panel, cols)}
+			}
+			unit(n0, min(n0+panel, cols), mu0, min(mu0+unitM, m), ahead, scratch)
+			u = following
 		}
 	})
 }
@@ -311,12 +320,12 @@ func dot(a, b []float32) float32 {
 // projection stays readable.
 func (b *Backend) gemmGeGLU(op *linearOp, dst []float32) {
 	y, x, w, m, k := op.dst.data, op.x, op.w, op.m, op.k
-	if kern := gemmOuter; kern != nil && k > 0 && m >= gemmOuterMinM && outerFits(m, op.n) {
+	if kern := gemmOuter; kern != nil && k > 0 && m >= gemmOuterMinM && outerFits(m, op.n, k) {
 		b.gemmOuterGeGLU(kern, op, dst, nil)
 		return
 	}
 	inner := op.n / 2
-	b.forEachGemmUnit(m, inner, k, w.f32 == nil, func(n0, n1, mu0, mu1 int, scratch *[]float32) {
+	b.forEachGemmUnit(m, inner, k, w.f32 == nil, func(n0, n1, mu0, mu1 int, _ [2]int, scratch *[]float32) {
 		for _, off := range [2]int{0, inner} {
 			wp, ldw := w.panel(off+n0, off+n1, k, scratch)
 			fillRows(gemmTile, y[off+n0:], op.n, x, k, wp, ldw, mu0, mu1, n1-n0)

@@ -164,3 +164,24 @@ func simdGemmOuter() outerKernelFunc {
 	}
 	return nil
 }
+
+// prefetchL2 asks for the lines of [p, p+n) in L2 (n ≥ 1); see
+// gemm_outer_avx512_amd64.s.
+//
+//go:noescape
+func prefetchL2(p *byte, n int)
+
+// packXAVX512 packs one tile of Xᵀ by gathers; see
+// gemm_outer_avx512_amd64.s. k ≥ 1, 1 ≤ cols ≤ 48; idx has 48 entries.
+//
+//go:noescape
+func packXAVX512(dst *float32, src *float32, idx *int32, k, cols int)
+
+// simdPackX packs with AVX-512 gathers where the CPU has AVX-512F.
+func simdPackX(dst, x []float32, idx *[outerNR]int32, k0, k1, cols int) bool {
+	if !sysCPU.X86.HasAVX512F {
+		return false
+	}
+	packXAVX512(&dst[k0*outerNR], &x[k0], &idx[0], k1-k0, cols)
+	return true
+}

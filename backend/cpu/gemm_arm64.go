@@ -88,3 +88,9 @@ func simdGELU(out, in, gate []float32) bool { return false }
 // simdGemmOuter: arm64 has no outer-product kernel yet (NEON runs the dot
 // kernel at every M).
 func simdGemmOuter() outerKernelFunc { return nil }
+
+// prefetchL2: no prefetch hints on arm64 yet.
+func prefetchL2(p *byte, n int) {}
+
+// simdPackX: arm64 packs in Go.
+func simdPackX(dst, x []float32, idx *[outerNR]int32, k0, k1, cols int) bool { return false }

@@ -152,12 +152,27 @@ func BenchmarkLayerCold(b *testing.B) {
 	for _, sh := range shapes {
 		flops += 2 * float64(m) * float64(sh[0]) * float64(sh[1])
 	}
+	type variant struct {
+		kernel   gemmKernel
+		name     string
+		prefetch bool
+	}
+	var variants []variant
 	for _, kernel := range benchKernels(b) {
 		if kernel.name == "go" {
 			continue
 		}
-		b.Run(kernel.name, func(b *testing.B) {
+		variants = append(variants, variant{kernel, kernel.name, true})
+		if kernel.outer != nil {
+			variants = append(variants, variant{kernel, kernel.name + "-noprefetch", false})
+		}
+	}
+	for _, v := range variants {
+		kernel := v.kernel
+		b.Run(v.name, func(b *testing.B) {
 			useGemmKernel(b, kernel)
+			gemmPrefetch = v.prefetch
+			defer func() { gemmPrefetch = true }()
 			s := be.NewStream().(*Stream)
 			x := s.FromHost(m, d, randomValues(rng, m*d))
 			qkv, attn := s.New(m, 3*d), s.New(m, d)

@@ -19,3 +19,9 @@ func simdGELU(out, in, gate []float32) bool { return false }
 
 // simdGemmOuter: no outer-product kernel in this build.
 func simdGemmOuter() outerKernelFunc { return nil }
+
+// prefetchL2: no prefetch hints in this build.
+func prefetchL2(p *byte, n int) {}
+
+// simdPackX: this build packs in Go.
+func simdPackX(dst, x []float32, idx *[outerNR]int32, k0, k1, cols int) bool { return false }

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"math"
+	"slices"
 
 	"github.com/laya-metal/laya/backend"
 )
@@ -53,6 +54,8 @@ type outerKernelFunc func(a *[outerMR]*float32, b *float32, k int, c *float32, l
 var (
 	gemmOuter     = simdGemmOuter()
 	gemmOuterMinM = 32
+	// gemmPrefetch turns the next panel's prefetch on (benchmarks compare).
+	gemmPrefetch = true
 )
 
 // packedX is Xᵀ packed for the outer-product kernel: tiles of outerNR
@@ -100,8 +103,21 @@ func (b *Backend) packX(x []float32, ldx, k int, rows []int, m, ldy int) *packed
 }
 
 // packTile writes dst[kk·outerNR + j] = x[rows[j]·ldx + kk] for kk in
-// [k0, k1), zero for j ≥ len(rows).
+// [k0, k1), zero for j ≥ len(rows): by AVX-512 gathers where there are
+// some (simdPackX), else in Go.
 func packTile(dst, x []float32, ldx int, rows []int, k0, k1 int) {
+	var idx [outerNR]int32
+	for j, r := range rows {
+		idx[j] = int32(r * ldx)
+	}
+	if len(rows) > 0 {
+		// The last float a gather reads, so that a short x panics here.
+		_ = x[slices.Max(rows)*ldx+k1-1]
+		_ = dst[k1*outerNR-1]
+	}
+	if simdPackX(dst, x, &idx, k0, k1, len(rows)) {
+		return
+	}
 	for b0 := k0; b0 < k1; b0 += packTileK {
 		b1 := min(b0+packTileK, k1)
 		for j, r := range rows {
@@ -124,7 +140,11 @@ func (px *packedX) release() { putScratch(px.buf) }
 // outerFill computes the panel's nrows W rows (wp, row stride ldw) against
 // packed tokens [t0, t1) (t0 a multiple of outerNR) into y, which starts
 // at the panel's first column: Y[rows[t]][i] = y[off[t] + i].
-func outerFill(kern outerKernelFunc, y []float32, px *packedX, wp []float32, ldw, nrows, t0, t1 int) {
+//
+// ahead is memory (the next panel's stored W rows) to prefetch into L2
+// while the kernels run, a slice of it before each kernel call, so that the
+// next panel's DRAM latency hides behind this panel's FMAs.
+func outerFill(kern outerKernelFunc, y []float32, px *packedX, wp []float32, ldw, nrows, t0, t1 int, ahead []byte) {
 	k := px.k
 	// The last floats the kernel reads and writes, so that a short slice
 	// panics here instead of being overrun.
@@ -133,6 +153,8 @@ func outerFill(kern outerKernelFunc, y []float32, px *packedX, wp []float32, ldw
 	tileFloats := k * outerNR
 	group := max(1, outerL2Bytes/(4*tileFloats))
 	first, last := t0/outerNR, (t1+outerNR-1)/outerNR
+	calls := ((nrows + outerMR - 1) / outerMR) * (last - first)
+	step := (len(ahead)/calls + 63) &^ 63
 	var a [outerMR]*float32
 	for g0 := first; g0 < last; g0 += group {
 		g1 := min(g0+group, last)
@@ -142,6 +164,11 @@ func outerFill(kern outerKernelFunc, y []float32, px *packedX, wp []float32, ldw
 				a[r] = &wp[min(i0+r, nrows-1)*ldw] // missing rows repeat the last
 			}
 			for t := g0; t < g1; t++ {
+				if len(ahead) > 0 && gemmPrefetch {
+					n := min(step, len(ahead))
+					prefetchL2(&ahead[0], n)
+					ahead = ahead[n:]
+				}
 				cols := min(outerNR, t1-t*outerNR)
 				kern(&a, &px.tiles[t*tileFloats], k, &y[i0], 0, rows, cols, &px.off[t*outerNR])
 			}
@@ -149,18 +176,18 @@ func outerFill(kern outerKernelFunc, y []float32, px *packedX, wp []float32, ldw
 	}
 }
 
-// outerFits reports whether the outer-product path can address y: the
-// scatter offsets are int32.
-func outerFits(m, n int) bool { return m*n <= math.MaxInt32 }
+// outerFits reports whether the outer-product path can address x (m × k)
+// and y (m × n): the gather and store offsets are int32.
+func outerFits(m, n, k int) bool { return m*max(n, k) <= math.MaxInt32 }
 
 // gemmOuterW is gemmW (for the rows listed, nil = all) on the
 // outer-product kernel.
 func (b *Backend) gemmOuterW(kern outerKernelFunc, y, x []float32, w matrix, bias []float32, rows []int, m, n, k int, act backend.Activation) {
 	px := b.packX(x, k, k, rows, m, n)
 	defer px.release()
-	b.forEachGemmUnit(len(px.rows), n, k, w.f32 == nil, func(n0, n1, mu0, mu1 int, scratch *[]float32) {
+	b.forEachGemmUnit(len(px.rows), n, k, w.f32 == nil, func(n0, n1, mu0, mu1 int, next [2]int, scratch *[]float32) {
 		wp, ldw := w.panel(n0, n1, k, scratch)
-		outerFill(kern, y[n0:], px, wp, ldw, n1-n0, mu0, mu1)
+		outerFill(kern, y[n0:], px, wp, ldw, n1-n0, mu0, mu1, w.rowBytes(next[0], next[1], k))
 		if bias != nil || act != backend.Identity {
 			for _, r := range px.rows[mu0:mu1] {
 				row := y[r*n+n0 : r*n+n1]
@@ -182,10 +209,16 @@ func (b *Backend) gemmOuterGeGLU(kern outerKernelFunc, op *linearOp, dst []float
 	inner := op.n / 2
 	px := b.packX(x, k, k, rows, op.m, op.n)
 	defer px.release()
-	b.forEachGemmUnit(len(px.rows), inner, k, w.f32 == nil, func(n0, n1, mu0, mu1 int, scratch *[]float32) {
-		for _, off := range [2]int{0, inner} {
+	b.forEachGemmUnit(len(px.rows), inner, k, w.f32 == nil, func(n0, n1, mu0, mu1 int, next [2]int, scratch *[]float32) {
+		for half, off := range [2]int{0, inner} {
 			wp, ldw := w.panel(off+n0, off+n1, k, scratch)
-			outerFill(kern, y[off+n0:], px, wp, ldw, n1-n0, mu0, mu1)
+			// The value half prefetches this unit's gate panel, the gate
+			// half the next unit's value panel.
+			ahead := w.rowBytes(inner+n0, inner+n1, k)
+			if half == 1 {
+				ahead = w.rowBytes(next[0], next[1], k)
+			}
+			outerFill(kern, y[off+n0:], px, wp, ldw, n1-n0, mu0, mu1, ahead)
 		}
 		for _, r := range px.rows[mu0:mu1] {
 			value := y[r*op.n+n0 : r*op.n+n1]

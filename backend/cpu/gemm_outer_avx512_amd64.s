@@ -291,3 +291,62 @@ transposed:
 done:
 	VZEROUPPER
 	RET
+
+// func prefetchL2(p *byte, n int)
+//
+// PREFETCHT1 (into L2 and beyond) of each 64-byte line that [p, p+n)
+// touches; n ≥ 1. A prefetch never faults.
+TEXT ·prefetchL2(SB), NOSPLIT, $0-16
+	MOVQ p+0(FP), AX
+	MOVQ n+8(FP), CX
+	LEAQ -1(AX)(CX*1), CX
+	ANDQ $-64, AX
+pfloop:
+	PREFETCHT1 (AX)
+	ADDQ $64, AX
+	CMPQ AX, CX
+	JLE  pfloop
+	RET
+
+// func packXAVX512(dst *float32, src *float32, idx *int32, k, cols int)
+//
+// dst[kk·48 + j] = src[idx[j] + kk] for kk < k, j < cols, and 0 for
+// cols ≤ j < 48: one 16-lane gather per 16 tokens per k, from rows that
+// stay in L1 across consecutive k. The lanes past cols are masked off (not
+// read) and keep the zero the register was cleared to.
+TEXT ·packXAVX512(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ idx+16(FP), AX
+	MOVQ k+24(FP), DX
+	VMOVDQU32 (AX), Z24
+	VMOVDQU32 64(AX), Z25
+	VMOVDQU32 128(AX), Z26
+	MOVQ cols+32(FP), CX
+	MOVQ $1, AX
+	SHLQ CX, AX
+	DECQ AX
+	KMOVW AX, K1
+	SHRQ $16, AX
+	KMOVW AX, K2
+	SHRQ $16, AX
+	KMOVW AX, K3
+packloop:
+	KMOVW K1, K4
+	VPXORD Z0, Z0, Z0
+	VGATHERDPS (SI)(Z24*4), K4, Z0
+	KMOVW K2, K5
+	VPXORD Z1, Z1, Z1
+	VGATHERDPS (SI)(Z25*4), K5, Z1
+	KMOVW K3, K6
+	VPXORD Z2, Z2, Z2
+	VGATHERDPS (SI)(Z26*4), K6, Z2
+	VMOVUPS Z0, (DI)
+	VMOVUPS Z1, 64(DI)
+	VMOVUPS Z2, 128(DI)
+	ADDQ $4, SI
+	ADDQ $192, DI
+	DECQ DX
+	JNZ  packloop
+	VZEROUPPER
+	RET

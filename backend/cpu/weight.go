@@ -60,6 +60,21 @@ func (w matrix) panel(n0, n1, k int, scratch *[]float32) ([]float32, int) {
 	return buf, k
 }
 
+// rowBytes returns the stored bytes of rows [n0, n1) of w (k wide), from
+// the first row's start to the last row's k-th element: what a panel of
+// them reads. Empty for n0 ≥ n1.
+func (w matrix) rowBytes(n0, n1, k int) []byte {
+	if n0 >= n1 || k == 0 {
+		return nil
+	}
+	if w.f32 != nil {
+		rows := w.f32[n0*w.ld : (n1-1)*w.ld+k]
+		return unsafe.Slice((*byte)(unsafe.Pointer(&rows[0])), 4*len(rows))
+	}
+	rows := w.half[n0*w.ld : (n1-1)*w.ld+k]
+	return unsafe.Slice((*byte)(unsafe.Pointer(&rows[0])), 2*len(rows))
+}
+
 // widen sets dst[i] to the float32 value of the F16 or BF16 bits src[i]
 // (exact: both fit in float32).
 func widen(dst []float32, src []uint16, dtype backend.DType) {
