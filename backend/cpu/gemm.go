@@ -140,7 +140,7 @@ func (b *Backend) gemmRows(y, x []float32, w matrix, bias []float32, rows []int,
 	if count == 0 || n == 0 {
 		return
 	}
-	if kern := gemmOuter; kern != nil && k > 0 && count >= gemmOuterMinM && outerFits(m, n, k) {
+	if kern, ok := useOuter(count, m, n, k); ok {
 		b.gemmOuterW(kern, y, x, w, bias, rows, m, n, k, act)
 		return
 	}
@@ -319,9 +319,39 @@ func dot(a, b []float32) float32 {
 // are in cache. y is written as the unfused Linear writes it, so the
 // projection stays readable.
 func (b *Backend) gemmGeGLU(op *linearOp, dst []float32) {
+	b.gemmGeGLURows(op, dst, nil)
+}
+
+// gemmGeGLURows is gemmGeGLU for the rows listed in rows (distinct, in
+// [0, op.m)); nil means every row. The other rows of op.dst and dst are not
+// written.
+func (b *Backend) gemmGeGLURows(op *linearOp, dst []float32, rows []int) {
 	y, x, w, m, k := op.dst.data, op.x, op.w, op.m, op.k
-	if kern := gemmOuter; kern != nil && k > 0 && m >= gemmOuterMinM && outerFits(m, op.n, k) {
-		b.gemmOuterGeGLU(kern, op, dst, nil)
+	count := m
+	if rows != nil {
+		count = len(rows)
+	}
+	if count == 0 || op.n == 0 {
+		return
+	}
+	if kern, ok := useOuter(count, m, op.n, k); ok {
+		b.gemmOuterGeGLU(kern, op, dst, rows)
+		return
+	}
+	if rows != nil {
+		// The dot kernels take contiguous rows: gather, run, scatter.
+		inner := op.n / 2
+		xs, ys, ds := make([]float32, count*k), make([]float32, count*op.n), make([]float32, count*inner)
+		for i, r := range rows {
+			copy(xs[i*k:], x[r*k:r*k+k])
+		}
+		sub := *op
+		sub.dst, sub.x, sub.m = &tensor{rows: count, cols: op.n, data: ys}, xs, count
+		b.gemmGeGLU(&sub, ds)
+		for i, r := range rows {
+			copy(y[r*op.n:r*op.n+op.n], ys[i*op.n:])
+			copy(dst[r*inner:r*inner+inner], ds[i*inner:])
+		}
 		return
 	}
 	inner := op.n / 2

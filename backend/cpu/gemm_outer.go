@@ -51,12 +51,38 @@ type outerKernelFunc func(a *[outerMR]*float32, b *float32, k int, c *float32, l
 // gemmOuter is the outer-product kernel Linear uses for calls of at least
 // gemmOuterMinM rows, nil where this build or CPU has none. Tests swap
 // both.
+//
+// gemmOuterMinM: on the 2-core development machine (thread CPU time, one
+// worker, medians) the outer-product path loses to the dot kernel below 48
+// rows and wins by 3–13 % at 93 (BenchmarkGEMMSmallM, BenchmarkGEMM).
+// Rows are also kept on the dot kernels when padding to whole tiles would
+// waste more than an eighth of the work (64 rows: two tiles, a third
+// padding).
+//
+// gemmPrefetch: prefetching the next unit's W panel (outerFill) measured no
+// faster there, with one or two workers and cold F16 weights
+// (BenchmarkLayerCold, "-noprefetch"): the hardware prefetchers keep up
+// with one core's share of DRAM. It stays off until a many-core machine
+// shows a gain.
 var (
 	gemmOuter     = simdGemmOuter()
-	gemmOuterMinM = 32
-	// gemmPrefetch turns the next panel's prefetch on (benchmarks compare).
-	gemmPrefetch = true
+	gemmOuterMinM = 48
+	gemmPrefetch  = false
 )
+
+// useOuter reports whether a GEMM of count rows (m in all, y n wide, k
+// deep) runs on the outer-product kernel, and returns it.
+func useOuter(count, m, n, k int) (outerKernelFunc, bool) {
+	kern := gemmOuter
+	if kern == nil || k == 0 || count < gemmOuterMinM || !outerFits(m, n, k) {
+		return nil, false
+	}
+	padded := (count + outerNR - 1) / outerNR * outerNR
+	if gemmOuterMinM > 1 && 8*(padded-count) > padded {
+		return nil, false
+	}
+	return kern, true
+}
 
 // packedX is Xᵀ packed for the outer-product kernel: tiles of outerNR
 // tokens, token j of the packed order being X row rows[j].

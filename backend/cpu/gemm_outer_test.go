@@ -1,0 +1,180 @@
+package cpu
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/laya-metal/laya/backend"
+)
+
+// outerKernels are the kernels with an outer-product path: its Go
+// reference everywhere, the SIMD one where this CPU has it.
+func outerKernels(t testing.TB) []gemmKernel {
+	var ks []gemmKernel
+	for _, k := range gemmKernels(t) {
+		if k.outer != nil {
+			ks = append(ks, k)
+		}
+	}
+	return ks
+}
+
+// halfMatrix returns vals as an F16 matrix operand (rows × k) and the
+// float32 values its bits hold.
+func halfMatrix(vals []float32, k int) (matrix, []float32) {
+	raw, exact := encode(vals, backend.F16)
+	bits := make([]uint16, len(vals))
+	for i := range bits {
+		bits[i] = binary.LittleEndian.Uint16(raw[2*i:])
+	}
+	return matrix{half: bits, dtype: backend.F16, ld: k}, exact
+}
+
+// TestGemmOuterRagged runs the outer-product path on M, N and K that are
+// multiples of nothing (one 48-token tile and a bit, ragged 8-row blocks,
+// K tails of every unroll), F32 and F16 weights, against the float64
+// product within the float32 bound of a k-term sum, and bit for bit
+// against the documented order (one fused multiply-add per k, in k order):
+// every output where the shape is small, a sample of 300 where it is large.
+func TestGemmOuterRagged(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 42))
+	ms := []int{1, 7, 31, 32, 33, 93, 97, 200}
+	nks := []int{1, 3, 17, 65, 1023}
+	for _, kernel := range outerKernels(t) {
+		for _, m := range ms {
+			for _, n := range nks {
+				for _, k := range nks {
+					if kernel.name == "outer-go" && m*n*k > 2_000_000 {
+						continue // the software FMAs are slow; the SIMD kernel covers these
+					}
+					dtype := backend.F32
+					if (m+n+k)%2 == 1 {
+						dtype = backend.F16
+					}
+					t.Run(fmt.Sprintf("%s/%dx%dx%d/%v", kernel.name, m, n, k, dtype), func(t *testing.T) {
+						useGemmKernel(t, kernel)
+						x, wv := randomValues(rng, m*k), randomValues(rng, n*k)
+						w := matrix{f32: wv, ld: k}
+						if dtype == backend.F16 {
+							w, wv = halfMatrix(wv, k)
+						}
+						be := New()
+						be.workers = 3
+						y := make([]float32, m*n)
+						for i := range y {
+							y[i] = float32(math.NaN())
+						}
+						be.gemmW(y, x, w, nil, m, n, k, backend.Identity)
+						all := m*n*k <= 3_000_000
+						for s := 0; s < m*n; s++ {
+							i, j := s/n, s%n
+							if !all {
+								if s >= 300 {
+									break
+								}
+								i, j = rng.IntN(m), rng.IntN(n)
+							}
+							xr, wr := x[i*k:i*k+k], wv[j*k:j*k+k]
+							var sum, abs float64
+							for kk := range k {
+								p := float64(xr[kk]) * float64(wr[kk])
+								sum += p
+								abs += math.Abs(p)
+							}
+							got := y[i*n+j]
+							if d := math.Abs(float64(got) - sum); !(d <= float64(k+1)*0x1p-24*abs) {
+								t.Fatalf("y[%d, %d] = %v, want %v", i, j, got, sum)
+							}
+							if want := laneOrderDot(xr, wr, 1); math.Float32bits(got) != math.Float32bits(want) {
+								t.Fatalf("y[%d, %d] = %v, want %v as summed in k order", i, j, got, want)
+							}
+						}
+					})
+				}
+			}
+		}
+	}
+}
+
+// TestGemmRowSubset: gemmRows and gemmGeGLURows compute exactly the listed
+// rows (in any order), bit for bit as the full GEMM computes them, and
+// leave every other row of their outputs untouched; on every kernel (the
+// outer-product path packs the listed rows, the dot kernels gather them),
+// with the package's own kernel choice too, F32 and F16 weights, bias and
+// activation.
+func TestGemmRowSubset(t *testing.T) {
+	const m, n, k = 97, 70, 129
+	rng := rand.New(rand.NewPCG(43, 44))
+	x := randomValues(rng, m*k)
+	bias := randomValues(rng, n)
+	perm := rng.Perm(m)
+	subsets := map[string][]int{"all": nil, "60": perm[:60], "5": perm[60:65], "1": {m - 1}, "none": {}}
+	kernels := append(gemmKernels(t), gemmKernel{name: "default"})
+	for _, kernel := range kernels {
+		for _, dtype := range []backend.DType{backend.F32, backend.F16} {
+			for name, rows := range subsets {
+				t.Run(fmt.Sprintf("%s/%v/%s", kernel.name, dtype, name), func(t *testing.T) {
+					if kernel.name != "default" {
+						useGemmKernel(t, kernel)
+					}
+					wv := randomValues(rng, n*k)
+					w := matrix{f32: wv, ld: k}
+					if dtype == backend.F16 {
+						w, _ = halfMatrix(wv, k)
+					}
+					be := New()
+					be.workers = 2
+					nan := func(size int) []float32 {
+						v := make([]float32, size)
+						for i := range v {
+							v[i] = float32(math.NaN())
+						}
+						return v
+					}
+					full := nan(m * n)
+					be.gemmW(full, x, w, bias, m, n, k, backend.GELU)
+					got := nan(m * n)
+					be.gemmRows(got, x, w, bias, rows, m, n, k, backend.GELU)
+					checkRows(t, "linear", got, full, rows, m, n)
+
+					// GeGLU over n = 70 columns (35 value, 35 gate), no bias.
+					op := &linearOp{dst: &tensor{rows: m, cols: n, data: nan(m * n)}, x: x, w: w, m: m, n: n, k: k}
+					fullG := nan(m * n / 2)
+					be.gemmGeGLU(op, fullG)
+					fullY := op.dst.data
+					op.dst = &tensor{rows: m, cols: n, data: nan(m * n)}
+					gotG := nan(m * n / 2)
+					be.gemmGeGLURows(op, gotG, rows)
+					checkRows(t, "geglu projection", op.dst.data, fullY, rows, m, n)
+					checkRows(t, "geglu", gotG, fullG, rows, m, n/2)
+				})
+			}
+		}
+	}
+}
+
+// checkRows: the listed rows of got (all for nil) equal want bit for bit,
+// the others are still the NaN they were filled with.
+func checkRows(t *testing.T, what string, got, want []float32, rows []int, m, n int) {
+	t.Helper()
+	listed := make([]bool, m)
+	for _, r := range rows {
+		listed[r] = true
+	}
+	for i := range m {
+		for j := range n {
+			g := got[i*n+j]
+			switch {
+			case rows == nil || listed[i]:
+				if math.Float32bits(g) != math.Float32bits(want[i*n+j]) {
+					t.Fatalf("%s: y[%d, %d] = %v, want %v", what, i, j, g, want[i*n+j])
+				}
+			case !math.IsNaN(float64(g)):
+				t.Fatalf("%s: unlisted row %d written (y[%d, %d] = %v)", what, i, i, j, g)
+			}
+		}
+	}
+}
