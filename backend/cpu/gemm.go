@@ -16,6 +16,10 @@ import (
 // packed, right before its tiles use it: it is never widened as a whole.
 //
 // Micro-kernels (gemmTile picks one when the package loads):
+//   - gemm_outer_avx512_amd64.s: AVX-512F, outer-product shaped (an 8×48
+//     block of Yᵀ in 24 ZMM accumulators, W scalars broadcast, Xᵀ packed),
+//     for calls of gemmOuterMinM rows or more (gemm_outer.go: layout,
+//     blocking and its k-order rounding);
 //   - gemm_avx512_amd64.s: AVX-512F, a 6×4 block of Y in 24 ZMM
 //     accumulators of 16 lanes, 6 X rows in 6 more, W rows streamed through
 //     the 31st (chosen when the CPU and OS have AVX-512F);
@@ -30,7 +34,8 @@ import (
 //     spills (Sapphire Rapids, GOAMD64=v1: 2×4 ≈ 8.5 GFLOP/s per core, 4×4
 //     and 3×4 ≈ 4.8, they spill).
 //
-// Rounding: gemmTileGo adds the products of one output in k order in one
+// Rounding (of the dot kernels; the outer-product kernel's is one fused
+// multiply-add per k in k order, gemm_outer.go): gemmTileGo adds the products of one output in k order in one
 // float32 accumulator. The 8-lane SIMD kernels give lane l the products
 // k ≡ l mod 8 in k order, each added with a fused multiply-add, and fold the
 // 8 lanes as ((l0+l1)+(l2+l3)) + ((l4+l5)+(l6+l7)). That is the order

@@ -33,15 +33,23 @@ import (
 // Blocking: a work unit (forEachGemmUnit) is one W panel × a range of
 // tokens. Inside it the tokens go in groups of tiles that fit beside the
 // panel in L2 (outerL2Bytes); for each group, each block of outerMR panel
-// rows (32 KiB at K = 1024, in L1) sweeps the group's tiles, which stream
-// from L2.
+// rows (32 KiB at K = 1024) sweeps the group's tiles, which stream from
+// L2: per k the kernel reads 3 B vectors and 8 A scalars for 24 FMAs.
+//
+// Why 8 × 48 and not 12 × 32: 11 loads per 24 FMAs instead of 14, 8 A row
+// pointers that fit the 14 free general registers beside the k offset and
+// the B pointer (12 would not, with the counter), and an 8-row transpose
+// (TRANS8) for the store. 12 × 32 was not built to compare.
 const (
 	outerMR = 8
 	outerNR = 48
-	// outerL2Bytes is the budget for one group of packed tiles: half the
-	// 2 MiB L2 of the machines measured, the rest for the W panel.
-	outerL2Bytes = 1 << 20
 )
+
+// outerL2Bytes is the budget for one group of packed tiles (two tiles at
+// K = 1024). Of 200 KiB, 384 KiB, 1 MiB and 2 MiB, 384 KiB measured best on
+// the 2 MiB-L2 development machine (1–12 % over 1 MiB on every English
+// shape at 93 and 860 rows; one worker, thread CPU time).
+var outerL2Bytes = 384 << 10
 
 // outerKernelFunc is the micro-kernel's contract (gemm8x48AVX512's
 // comment): C = A·B for an outerMR × outerNR block, rows × cols of it
