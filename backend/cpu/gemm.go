@@ -195,10 +195,10 @@ func (b *Backend) gemmRows(y, x []float32, w matrix, bias []float32, rows []int,
 // for the widening; scratch is nil for a float32 W. The plain Linear and
 // the fused GeGLU both split their work this way.
 //
-// A worker claims its next unit before it runs the current one, so that
-// the unit can prefetch the next one's W panel while it computes: next is
-// that panel's column range when it differs from the current one's, else
-// [0, 0) (nothing to fetch).
+// With gemmPrefetch on, a worker claims its next unit before it runs the
+// current one, so that the unit can prefetch the next one's W panel while
+// it computes: next is that panel's column range when it differs from the
+// current one's, else [0, 0) (nothing to fetch, as always with it off).
 func (b *Backend) forEachGemmUnit(m, cols, k int, halfW bool, unit func(n0, n1, mu0, mu1 int, next [2]int, scratch *[]float32)) {
 	workers := b.workerCount()
 	panel := gemmPanel
@@ -219,17 +219,26 @@ func (b *Backend) forEachGemmUnit(m, cols, k int, halfW bool, unit func(n0, n1, 
 			scratch = getScratch(panel * k)
 			defer putScratch(scratch)
 		}
+		// Claiming ahead can leave one more unit on a worker at the end,
+		// so it is done only when the prefetch that needs it is on.
+		ahead := gemmPrefetch
 		u := int(next.Add(1) - 1)
 		for u < units {
-			following := int(next.Add(1) - 1)
+			following := -1
+			var nextPanel [2]int
+			if ahead {
+				following = int(next.Add(1) - 1)
+				if following < units && following/unitsM != u/unitsM {
+					f0 := (following / unitsM) * panel
+					nextPanel = [2]int{f0, min(f0+panel, cols)}
+				}
+			}
 			n0 := (u / unitsM) * panel
 			mu0 := (u % unitsM) * unitM
-			var ahead [2]int
-			if following < units && following/unitsM != u/unitsM {
-				f0 := (following / unitsM) * panel
-				ahead = [2]int{f0, min(f0+panel, cols)}
+			unit(n0, min(n0+panel, cols), mu0, min(mu0+unitM, m), nextPanel, scratch)
+			if !ahead {
+				following = int(next.Add(1) - 1)
 			}
-			unit(n0, min(n0+panel, cols), mu0, min(mu0+unitM, m), ahead, scratch)
 			u = following
 		}
 	})

@@ -162,9 +162,9 @@ func BenchmarkLayerCold(b *testing.B) {
 		if kernel.name == "go" {
 			continue
 		}
-		variants = append(variants, variant{kernel, kernel.name, true})
+		variants = append(variants, variant{kernel, kernel.name, false})
 		if kernel.outer != nil {
-			variants = append(variants, variant{kernel, kernel.name + "-noprefetch", false})
+			variants = append(variants, variant{kernel, kernel.name + "+prefetch", true})
 		}
 	}
 	for _, v := range variants {
@@ -172,7 +172,7 @@ func BenchmarkLayerCold(b *testing.B) {
 		b.Run(v.name, func(b *testing.B) {
 			useGemmKernel(b, kernel)
 			gemmPrefetch = v.prefetch
-			defer func() { gemmPrefetch = true }()
+			defer func() { gemmPrefetch = false }()
 			s := be.NewStream().(*Stream)
 			x := s.FromHost(m, d, randomValues(rng, m*d))
 			qkv, attn := s.New(m, 3*d), s.New(m, d)

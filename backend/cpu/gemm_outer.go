@@ -69,7 +69,7 @@ type outerKernelFunc func(a *[outerMR]*float32, b *float32, k int, c *float32, l
 //
 // gemmPrefetch: prefetching the next unit's W panel (outerFill) measured no
 // faster there, with one or two workers and cold F16 weights
-// (BenchmarkLayerCold, "-noprefetch"): the hardware prefetchers keep up
+// (BenchmarkLayerCold, "+prefetch"): the hardware prefetchers keep up
 // with one core's share of DRAM. It stays off until a many-core machine
 // shows a gain.
 var (

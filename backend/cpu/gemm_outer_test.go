@@ -178,3 +178,51 @@ func checkRows(t *testing.T, what string, got, want []float32, rows []int, m, n 
 		}
 	}
 }
+
+// TestOuterKernelStores drives the outer-product micro-kernel directly in
+// both store modes on every ragged block (1–8 rows, 1–48 columns, K of
+// every unroll remainder), against outerBlockGo bit for bit, and checks
+// that nothing around the stored block is written: row-major with a row
+// stride wider than the block, transposed through offsets that interleave
+// the block with untouched floats.
+func TestOuterKernelStores(t *testing.T) {
+	kern := simdGemmOuter()
+	if kern == nil {
+		t.Skip("no SIMD outer-product kernel in this build or on this CPU")
+	}
+	rng := rand.New(rand.NewPCG(45, 46))
+	for _, k := range []int{1, 2, 3, 4, 5, 8, 17} {
+		a := randomValues(rng, outerMR*k)
+		b := randomValues(rng, k*outerNR)
+		var ap [outerMR]*float32
+		for r := range ap {
+			ap[r] = &a[r*k]
+		}
+		for rows := 1; rows <= outerMR; rows++ {
+			for _, cols := range []int{1, 7, 15, 16, 17, 31, 33, 47, 48} {
+				for _, transposed := range []bool{false, true} {
+					const ldc = 61
+					size := ldc * outerNR * 2
+					var idx *int32
+					offs := make([]int32, outerNR)
+					if transposed {
+						for j := range offs {
+							offs[j] = int32((2*j + 1) * ldc) // every other row of a wider matrix
+						}
+						idx = &offs[0]
+					}
+					got, want := make([]float32, size), make([]float32, size)
+					for i := range got {
+						got[i] = float32(math.NaN())
+						want[i] = got[i]
+					}
+					kern(&ap, &b[0], k, &got[0], ldc, rows, cols, idx)
+					outerBlockGo(&ap, &b[0], k, &want[0], ldc, rows, cols, idx)
+					if !bitsEqual(got, want) {
+						t.Fatalf("k=%d rows=%d cols=%d transposed=%v: the stored block or its surroundings differ", k, rows, cols, transposed)
+					}
+				}
+			}
+		}
+	}
+}
