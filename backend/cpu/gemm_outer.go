@@ -178,7 +178,13 @@ func (px *packedX) release() { putScratch(px.buf) }
 // ahead is memory (the next panel's stored W rows) to prefetch into L2
 // while the kernels run, a slice of it before each kernel call, so that the
 // next panel's DRAM latency hides behind this panel's FMAs.
-func outerFill(kern outerKernelFunc, y []float32, px *packedX, wp []float32, ldw, nrows, t0, t1 int, ahead []byte) {
+//
+// widen, when not nil, fills rows [r0, r1) of wp (a half W's panel
+// scratch): each block of outerMR rows is widened right before the first
+// group uses it, so the kernel reads it from L1 instead of from a whole
+// widened panel in L2 (measured 0–8 % faster than widening the panel
+// first on 13 of 16 F16 shapes).
+func outerFill(kern outerKernelFunc, y []float32, px *packedX, wp []float32, ldw, nrows, t0, t1 int, widen func(r0, r1 int), ahead []byte) {
 	k := px.k
 	// The last floats the kernel reads and writes, so that a short slice
 	// panics here instead of being overrun.
@@ -194,6 +200,9 @@ func outerFill(kern outerKernelFunc, y []float32, px *packedX, wp []float32, ldw
 		g1 := min(g0+group, last)
 		for i0 := 0; i0 < nrows; i0 += outerMR {
 			rows := min(outerMR, nrows-i0)
+			if widen != nil && g0 == first {
+				widen(i0, i0+rows)
+			}
 			for r := range a {
 				a[r] = &wp[min(i0+r, nrows-1)*ldw] // missing rows repeat the last
 			}
@@ -220,8 +229,8 @@ func (b *Backend) gemmOuterW(kern outerKernelFunc, y, x []float32, w matrix, bia
 	px := b.packX(x, k, k, rows, m, n)
 	defer px.release()
 	b.forEachGemmUnit(len(px.rows), n, k, w.f32 == nil, func(n0, n1, mu0, mu1 int, next [2]int, scratch *[]float32) {
-		wp, ldw := w.panel(n0, n1, k, scratch)
-		outerFill(kern, y[n0:], px, wp, ldw, n1-n0, mu0, mu1, w.rowBytes(next[0], next[1], k))
+		wp, ldw, widen := w.panelLazy(n0, n1, k, scratch)
+		outerFill(kern, y[n0:], px, wp, ldw, n1-n0, mu0, mu1, widen, w.rowBytes(next[0], next[1], k))
 		if bias != nil || act != backend.Identity {
 			for _, r := range px.rows[mu0:mu1] {
 				row := y[r*n+n0 : r*n+n1]
@@ -245,14 +254,14 @@ func (b *Backend) gemmOuterGeGLU(kern outerKernelFunc, op *linearOp, dst []float
 	defer px.release()
 	b.forEachGemmUnit(len(px.rows), inner, k, w.f32 == nil, func(n0, n1, mu0, mu1 int, next [2]int, scratch *[]float32) {
 		for half, off := range [2]int{0, inner} {
-			wp, ldw := w.panel(off+n0, off+n1, k, scratch)
+			wp, ldw, widen := w.panelLazy(off+n0, off+n1, k, scratch)
 			// The value half prefetches this unit's gate panel, the gate
 			// half the next unit's value panel.
 			ahead := w.rowBytes(inner+n0, inner+n1, k)
 			if half == 1 {
 				ahead = w.rowBytes(next[0], next[1], k)
 			}
-			outerFill(kern, y[off+n0:], px, wp, ldw, n1-n0, mu0, mu1, ahead)
+			outerFill(kern, y[off+n0:], px, wp, ldw, n1-n0, mu0, mu1, widen, ahead)
 		}
 		for _, r := range px.rows[mu0:mu1] {
 			value := y[r*op.n+n0 : r*op.n+n1]

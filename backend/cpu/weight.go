@@ -60,6 +60,22 @@ func (w matrix) panel(n0, n1, k int, scratch *[]float32) ([]float32, int) {
 	return buf, k
 }
 
+// panelLazy is panel without the widening: for a half w it returns the
+// scratch rows and a widen(r0, r1) that fills panel rows [r0, r1) when
+// called, so a caller can widen each block of rows right before its first
+// use (while it is hot in L1); for a float32 w, the rows and a nil widen.
+func (w matrix) panelLazy(n0, n1, k int, scratch *[]float32) ([]float32, int, func(r0, r1 int)) {
+	if w.f32 != nil {
+		return w.f32[n0*w.ld:], w.ld, nil
+	}
+	buf := (*scratch)[:(n1-n0)*k]
+	return buf, k, func(r0, r1 int) {
+		for j := n0 + r0; j < n0+r1; j++ {
+			widen(buf[(j-n0)*k:(j-n0+1)*k], w.half[j*w.ld:j*w.ld+k], w.dtype)
+		}
+	}
+}
+
 // rowBytes returns the stored bytes of rows [n0, n1) of w (k wide), from
 // the first row's start to the last row's k-th element: what a panel of
 // them reads. Empty for n0 ≥ n1.
