@@ -60,12 +60,13 @@ type outerKernelFunc func(a *[outerMR]*float32, b *float32, k int, c *float32, l
 // gemmOuterMinM rows, nil where this build or CPU has none. Tests swap
 // both.
 //
-// gemmOuterMinM: on the 2-core development machine (thread CPU time, one
-// worker, medians) the outer-product path loses to the dot kernel below 48
-// rows and wins by 3–13 % at 93 (BenchmarkGEMMSmallM, BenchmarkGEMM).
-// Rows are also kept on the dot kernels when padding to whole tiles would
-// waste more than an eighth of the work (64 rows: two tiles, a third
-// padding).
+// gemmOuterMinM: on the 2-core development machine (one worker, thread CPU
+// time, medians of 15; 1024 → 1024) the outer-product path against the dot
+// kernel is ×0.52 at 16 rows, ×0.65 at 24, ×0.80–0.88 at 32, ×0.94–0.96 at
+// 40, ×1.09–1.15 at 48, ×0.70–0.75 at 56, ×0.76–0.81 at 64, ×0.97–0.99 at
+// 80 and ×1.06–1.12 at 96: it wins where the tiles are full. So it runs
+// from 48 rows, and only when padding to whole tiles wastes at most an
+// eighth of the work (93 rows: 3 %; 860: 0.5 %).
 //
 // gemmPrefetch: prefetching the next unit's W panel (outerFill) measured no
 // faster there, with one or two workers and cold F16 weights
