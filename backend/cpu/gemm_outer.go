@@ -26,9 +26,10 @@ import (
 // k, in k order: y = fma(x[K−1], w[K−1], … fma(x[0], w[0], 0)). It does not
 // depend on the lanes, the tile, the panel, K or M (TestGemmOuterOrder
 // pins it bit for bit). It differs from the dot kernels' lane order in the
-// last bits, so Linear picks one kernel per call by M alone: the dot
-// kernels below gemmOuterMinM rows, where a 48-token tile would be mostly
-// padding.
+// last bits, so Linear picks one kernel per call by the call's row count
+// alone (useOuter): the dot kernels for few rows, where a tile would be
+// mostly padding. A row's bits therefore depend on how many rows its call
+// has (its batch), within the float32 bound either way.
 //
 // Blocking: a work unit (forEachGemmUnit) is one W panel × a range of
 // tokens. Inside it the tokens go in groups of tiles that fit beside the
@@ -61,12 +62,14 @@ type outerKernelFunc func(a *[outerMR]*float32, b *float32, k int, c *float32, l
 // both.
 //
 // gemmOuterMinM: on the 2-core development machine (one worker, thread CPU
-// time, medians of 15; 1024 → 1024) the outer-product path against the dot
-// kernel is ×0.52 at 16 rows, ×0.65 at 24, ×0.80–0.88 at 32, ×0.94–0.96 at
-// 40, ×1.09–1.15 at 48, ×0.70–0.75 at 56, ×0.76–0.81 at 64, ×0.97–0.99 at
-// 80 and ×1.06–1.12 at 96: it wins where the tiles are full. So it runs
-// from 48 rows, and only when padding to whole tiles wastes at most an
-// eighth of the work (93 rows: 3 %; 860: 0.5 %).
+// time, medians of 15; 1024 → 1024, F32 and F16) the outer-product path
+// against the dot kernel is ×0.93–1.06 at 16 rows, ×0.81–0.96 at 24,
+// ×1.14–1.33 at 32, ×1.01–1.02 at 40, ×1.09–1.11 at 48, ×0.93–0.96 at 56,
+// ×1.02–1.04 at 64, ×1.08–1.09 at 80 and ×1.03–1.07 at 96: it wins from 32
+// rows unless the last tile's last column vector is half empty. So it runs
+// from 32 rows when padding to whole 16-column vectors wastes less than an
+// eighth of the work (93 rows: 3 %; 860: 0.5 %; 40 and 56 rows stay on the
+// dot kernel).
 //
 // gemmPrefetch: prefetching the next unit's W panel (outerFill) measured no
 // faster there, with one or two workers and cold F16 weights
@@ -75,7 +78,7 @@ type outerKernelFunc func(a *[outerMR]*float32, b *float32, k int, c *float32, l
 // shows a gain.
 var (
 	gemmOuter     = simdGemmOuter()
-	gemmOuterMinM = 48
+	gemmOuterMinM = 32
 	gemmPrefetch  = false
 )
 
@@ -86,8 +89,8 @@ func useOuter(count, m, n, k int) (outerKernelFunc, bool) {
 	if kern == nil || k == 0 || count < gemmOuterMinM || !outerFits(m, n, k) {
 		return nil, false
 	}
-	padded := (count + outerNR - 1) / outerNR * outerNR
-	if gemmOuterMinM > 1 && 8*(padded-count) > padded {
+	padded := (count + 15) &^ 15
+	if gemmOuterMinM > 1 && 8*(padded-count) >= padded {
 		return nil, false
 	}
 	return kern, true

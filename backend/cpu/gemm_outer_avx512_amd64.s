@@ -39,6 +39,55 @@
 	VBROADCASTSS aoff(R11)(SI*1), Z28; \
 	FMA3(Z28, Z21, Z22, Z23)
 
+// STEP2 is STEP for the first 2 column vectors only.
+#define STEP2(aoff, boff) \
+	VMOVUPS boff(DI), Z24; \
+	VMOVUPS boff+64(DI), Z25; \
+	VBROADCASTSS aoff(AX)(SI*1), Z27; \
+	VFMADD231PS Z24, Z27, Z0; \
+	VFMADD231PS Z25, Z27, Z1; \
+	VBROADCASTSS aoff(BX)(SI*1), Z28; \
+	VFMADD231PS Z24, Z28, Z3; \
+	VFMADD231PS Z25, Z28, Z4; \
+	VBROADCASTSS aoff(CX)(SI*1), Z27; \
+	VFMADD231PS Z24, Z27, Z6; \
+	VFMADD231PS Z25, Z27, Z7; \
+	VBROADCASTSS aoff(DX)(SI*1), Z28; \
+	VFMADD231PS Z24, Z28, Z9; \
+	VFMADD231PS Z25, Z28, Z10; \
+	VBROADCASTSS aoff(R8)(SI*1), Z27; \
+	VFMADD231PS Z24, Z27, Z12; \
+	VFMADD231PS Z25, Z27, Z13; \
+	VBROADCASTSS aoff(R9)(SI*1), Z28; \
+	VFMADD231PS Z24, Z28, Z15; \
+	VFMADD231PS Z25, Z28, Z16; \
+	VBROADCASTSS aoff(R10)(SI*1), Z27; \
+	VFMADD231PS Z24, Z27, Z18; \
+	VFMADD231PS Z25, Z27, Z19; \
+	VBROADCASTSS aoff(R11)(SI*1), Z28; \
+	VFMADD231PS Z24, Z28, Z21; \
+	VFMADD231PS Z25, Z28, Z22
+
+// STEP1 is STEP for the first column vector only.
+#define STEP1(aoff, boff) \
+	VMOVUPS boff(DI), Z24; \
+	VBROADCASTSS aoff(AX)(SI*1), Z27; \
+	VFMADD231PS Z24, Z27, Z0; \
+	VBROADCASTSS aoff(BX)(SI*1), Z28; \
+	VFMADD231PS Z24, Z28, Z3; \
+	VBROADCASTSS aoff(CX)(SI*1), Z27; \
+	VFMADD231PS Z24, Z27, Z6; \
+	VBROADCASTSS aoff(DX)(SI*1), Z28; \
+	VFMADD231PS Z24, Z28, Z9; \
+	VBROADCASTSS aoff(R8)(SI*1), Z27; \
+	VFMADD231PS Z24, Z27, Z12; \
+	VBROADCASTSS aoff(R9)(SI*1), Z28; \
+	VFMADD231PS Z24, Z28, Z15; \
+	VBROADCASTSS aoff(R10)(SI*1), Z27; \
+	VFMADD231PS Z24, Z27, Z18; \
+	VBROADCASTSS aoff(R11)(SI*1), Z28; \
+	VFMADD231PS Z24, Z28, Z21
+
 // STORE3 stores row r's accumulators at (DI), 64(DI), 128(DI) with the
 // column masks K1–K3 (masked-off lanes are not written and cannot fault).
 #define STORE3(a0, a1, a2) \
@@ -192,7 +241,18 @@ TEXT ·gemm8x48AVX512(SB), NOSPLIT, $0-64
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
 
+	// A block of at most 32 (16) columns runs only the FMAs of its 2 (1)
+	// column vectors: the last tile of a ragged M wastes at most 15
+	// columns, not 47. The accumulators left out stay zero and are never
+	// stored (the column masks exclude them); the order of each sum is the
+	// same in every loop.
 	XORQ SI, SI
+	MOVQ cols+48(FP), R13
+	CMPQ R13, $16
+	JLE  one
+	CMPQ R13, $32
+	JLE  two
+
 	MOVQ R12, R13
 	SHRQ $2, R13
 	JZ   rem
@@ -217,6 +277,61 @@ loop1:
 	ADDQ $192, DI
 	DECQ R12
 	JNZ  loop1
+	JMP  store
+
+two:
+	MOVQ R12, R13
+	SHRQ $2, R13
+	JZ   rem2
+
+loop42:
+	STEP2(0, 0)
+	STEP2(4, 192)
+	STEP2(8, 384)
+	STEP2(12, 576)
+	ADDQ $16, SI
+	ADDQ $768, DI
+	DECQ R13
+	JNZ  loop42
+
+rem2:
+	ANDQ $3, R12
+	JZ   store
+
+loop12:
+	STEP2(0, 0)
+	ADDQ $4, SI
+	ADDQ $192, DI
+	DECQ R12
+	JNZ  loop12
+	JMP  store
+
+one:
+	MOVQ R12, R13
+	SHRQ $2, R13
+	JZ   rem1
+
+loop41:
+	STEP1(0, 0)
+	STEP1(4, 192)
+	STEP1(8, 384)
+	STEP1(12, 576)
+	ADDQ $16, SI
+	ADDQ $768, DI
+	DECQ R13
+	JNZ  loop41
+
+rem1:
+	ANDQ $3, R12
+	JZ   store
+
+loop11:
+	STEP1(0, 0)
+	ADDQ $4, SI
+	ADDQ $192, DI
+	DECQ R12
+	JNZ  loop11
+	JMP  store
 
 store:
 	// K1–K3 = the first cols columns: bits of (1<<cols)−1, 16 per vector.
