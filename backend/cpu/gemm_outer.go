@@ -107,7 +107,7 @@ type packedX struct {
 	buf    *[]float32
 }
 
-// packTileK is how many k one packing job transposes at a time: 64 k of 48
+// packTileK is how many k the Go packer transposes at a time: 64 k of 48
 // tokens (12 KiB) stay in L1 while each token's 64 floats are scattered.
 const packTileK = 64
 
@@ -129,8 +129,11 @@ func (b *Backend) packX(x []float32, ldx, k int, rows []int, m, ldy int) *packed
 	}
 	px.buf = getScratch(tiles * k * outerNR)
 	px.tiles = *px.buf
-	const chunkK = 256
-	chunks := (k + chunkK - 1) / chunkK
+	// At least two jobs per worker, each of at least 64 k (12 KiB).
+	workers := b.workerCount()
+	chunks := max(1, min((k+63)/64, (2*workers+tiles-1)/tiles))
+	chunkK := (k + chunks - 1) / chunks
+	chunks = (k + chunkK - 1) / chunkK
 	b.parallelFor(tiles*chunks, 1, func(lo, hi int) {
 		for job := lo; job < hi; job++ {
 			t, c := job/chunks, job%chunks
