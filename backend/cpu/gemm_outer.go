@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"fmt"
 	"math"
 	"slices"
 
@@ -15,8 +16,9 @@ import (
 // X[token j][k], zero past the last token). The micro-kernel
 // (gemm8x48AVX512, gemm_outer_avx512_amd64.s) keeps an outerMR × outerNR
 // block of Yᵀ in 24 ZMM accumulators for the whole K loop and writes it
-// transposed into Y (a masked scatter through the packed tokens' row
-// offsets), so the kernel needs no horizontal reductions and no K blocking,
+// transposed into Y (an in-register 8×16 transpose, then one masked store
+// of 8 floats per token at the token's Y row offset), so the kernel needs
+// no horizontal reductions and no K blocking,
 // and a token's result lands in whichever Y row the caller asked for (a
 // row subset skips padding rows of a batch). BLIS and MKL kernels are shaped
 // this way (Van Zee & van de Geijn, "BLIS: A Framework for Rapidly
@@ -24,8 +26,8 @@ import (
 //
 // Rounding: every output starts at 0 and takes one fused multiply-add per
 // k, in k order: y = fma(x[K−1], w[K−1], … fma(x[0], w[0], 0)). It does not
-// depend on the lanes, the tile, the panel, K or M (TestGemmOuterOrder
-// pins it bit for bit). It differs from the dot kernels' lane order in the
+// depend on the lanes, the tile, the panel, K or M (TestGemmSIMDLaneOrder
+// with lanes = 1 and TestGemmOuterRagged pin it bit for bit). It differs from the dot kernels' lane order in the
 // last bits, so Linear picks one kernel per call by the call's row count
 // alone (useOuter): the dot kernels for few rows, where a tile would be
 // mostly padding. A row's bits therefore depend on how many rows its call
@@ -40,11 +42,17 @@ import (
 // Why 8 × 48 and not 12 × 32: 11 loads per 24 FMAs instead of 14, 8 A row
 // pointers that fit the 14 free general registers beside the k offset and
 // the B pointer (12 would not, with the counter), and an 8-row transpose
-// (TRANS8) for the store. 12 × 32 was not built to compare.
+// (TRANS8) for the store. 12 × 32 would stream a third less of B from L2,
+// but B from L2 measured free here (BenchmarkOuterMicro: K = 1024, B in
+// L2, as fast as K = 256, B in L1), so it was not built to compare.
 const (
 	outerMR = 8
 	outerNR = 48
 )
+
+// A work unit of a float32 W spans gemmUnitM rows, and outerFill needs its
+// first token to start a tile.
+var _ = [1]struct{}{}[gemmUnitM%outerNR]
 
 // outerL2Bytes is the budget for one group of packed tiles (two tiles at
 // K = 1024). Of 200 KiB, 384 KiB, 1 MiB and 2 MiB, 384 KiB measured best on
@@ -119,6 +127,13 @@ func (b *Backend) packX(x []float32, ldx, k int, rows []int, m, ldy int) *packed
 		rows = make([]int, m)
 		for i := range rows {
 			rows[i] = i
+		}
+	}
+	for _, r := range rows {
+		// The gathers and stores address rows by offsets: one outside
+		// would read and write outside x and y.
+		if r < 0 || r >= m {
+			panic(fmt.Sprintf("cpu: GEMM row %d outside [0, %d)", r, m))
 		}
 	}
 	tiles := (len(rows) + outerNR - 1) / outerNR
