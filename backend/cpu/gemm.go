@@ -18,8 +18,8 @@ import (
 // Micro-kernels (gemmTile picks one when the package loads):
 //   - gemm_outer_avx512_amd64.s: AVX-512F, outer-product shaped (an 8×48
 //     block of Yᵀ in 24 ZMM accumulators, W scalars broadcast, Xᵀ packed),
-//     for calls of gemmOuterMinM rows or more (gemm_outer.go: layout,
-//     blocking and its k-order rounding);
+//     for every Linear and GeGLU where the CPU has AVX-512F (gemm_outer.go:
+//     layout, blocking, its k-order rounding, why at every M);
 //   - gemm_avx512_amd64.s: AVX-512F, a 6×4 block of Y in 24 ZMM
 //     accumulators of 16 lanes, 6 X rows in 6 more, W rows streamed through
 //     the 31st (chosen when the CPU and OS have AVX-512F);
@@ -134,9 +134,8 @@ func (b *Backend) gemmW(y, x []float32, w matrix, bias []float32, m, n, k int, a
 
 // gemmRows is gemmW for the rows of x and y listed in rows (distinct, in
 // [0, m)); nil means every row. The other rows of y are not written (a
-// batch's padding rows need no projection). Calls of at least
-// gemmOuterMinM rows run the outer-product kernel where there is one
-// (gemm_outer.go), smaller ones the dot kernels.
+// batch's padding rows need no projection). The outer-product kernel runs
+// it where there is one (gemm_outer.go), else the dot kernels.
 func (b *Backend) gemmRows(y, x []float32, w matrix, bias []float32, rows []int, m, n, k int, act backend.Activation) {
 	count := m
 	if rows != nil {
@@ -145,7 +144,7 @@ func (b *Backend) gemmRows(y, x []float32, w matrix, bias []float32, rows []int,
 	if count == 0 || n == 0 {
 		return
 	}
-	if kern, ok := useOuter(count, m, n, k); ok {
+	if kern, ok := useOuter(m, n, k); ok {
 		b.gemmOuterW(kern, y, x, w, bias, rows, m, n, k, act)
 		return
 	}
@@ -348,7 +347,7 @@ func (b *Backend) gemmGeGLURows(op *linearOp, dst []float32, rows []int) {
 	if count == 0 || op.n == 0 {
 		return
 	}
-	if kern, ok := useOuter(count, m, op.n, k); ok {
+	if kern, ok := useOuter(m, op.n, k); ok {
 		b.gemmOuterGeGLU(kern, op, dst, rows)
 		return
 	}

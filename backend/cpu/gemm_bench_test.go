@@ -47,8 +47,8 @@ func benchKernels(b *testing.B) []gemmKernel {
 // rows (10 questions), with the weight stored as F32 and as F16 (widened
 // panel by panel while packing), on each kernel this machine runs, side by
 // side: "go" is the portable dot kernel, "avx512-outer" the outer-product
-// kernel (gemm_outer.go) at every M, "avx512"/"avx2" the dot kernels.
-// Linear itself picks the outer-product kernel from gemmOuterMinM rows.
+// kernel (gemm_outer.go), "avx512"/"avx2" the dot kernels. Linear runs
+// the first of them this CPU has, of avx512-outer, avx512, avx2, go.
 // Compare with: go test -bench 'GEMM/english' -count 6 ./backend/cpu and
 // medians per name (this machine is shared and noisy).
 func BenchmarkGEMM(b *testing.B) {
@@ -95,9 +95,9 @@ func benchLinear(b *testing.B, be *Backend, m, k, n int, geglu bool, w backend.T
 	b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 }
 
-// BenchmarkGEMMSmallM finds where the outer-product kernel overtakes the
-// dot kernel (gemmOuterMinM): M from 8 to 64 rows at the English attention
-// output's shape, F32 and F16.
+// BenchmarkGEMMSmallM compares the outer-product and dot kernels at few
+// rows (M from 8 to 64) at the English attention output's shape, F32 and
+// F16: what running the outer-product kernel at every M costs (gemmOuter).
 func BenchmarkGEMMSmallM(b *testing.B) {
 	rng := rand.New(rand.NewPCG(19, 20))
 	const k, n = 1024, 1024

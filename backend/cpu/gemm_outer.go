@@ -28,10 +28,9 @@ import (
 // k, in k order: y = fma(x[K−1], w[K−1], … fma(x[0], w[0], 0)). It does not
 // depend on the lanes, the tile, the panel, K or M (TestGemmSIMDLaneOrder
 // with lanes = 1 and TestGemmOuterRagged pin it bit for bit). It differs from the dot kernels' lane order in the
-// last bits, so Linear picks one kernel per call by the call's row count
-// alone (useOuter): the dot kernels for few rows, where a tile would be
-// mostly padding. A row's bits therefore depend on how many rows its call
-// has (its batch), within the float32 bound either way.
+// last bits, so where this kernel exists it runs every GEMM of Linear
+// and GeGLU whatever M (see gemmOuter): the rounding of a row never
+// depends on its batch.
 //
 // Blocking: a work unit (forEachGemmUnit) is one W panel × a range of
 // tokens. Inside it the tokens go in groups of tiles that fit beside the
@@ -65,19 +64,20 @@ var outerL2Bytes = 384 << 10
 // stored, row-major (idx == nil) or transposed through idx.
 type outerKernelFunc func(a *[outerMR]*float32, b *float32, k int, c *float32, ldc, rows, cols int, idx *int32)
 
-// gemmOuter is the outer-product kernel Linear uses for calls of at least
-// gemmOuterMinM rows, nil where this build or CPU has none. Tests swap
-// both.
+// gemmOuter is the outer-product kernel Linear uses, nil where this build or
+// CPU has none. Tests swap it.
 //
-// gemmOuterMinM: on the 2-core development machine (one worker, thread CPU
-// time, medians of 15; 1024 → 1024, F32 and F16) the outer-product path
-// against the dot kernel is ×0.93–1.06 at 16 rows, ×0.81–0.96 at 24,
-// ×1.14–1.33 at 32, ×1.01–1.02 at 40, ×1.09–1.11 at 48, ×0.93–0.96 at 56,
-// ×1.02–1.04 at 64, ×1.08–1.09 at 80 and ×1.03–1.07 at 96: it wins from 32
-// rows unless the last tile's last column vector is half empty. So it runs
-// from 32 rows when padding to whole 16-column vectors wastes less than an
-// eighth of the work (93 rows: 3 %; 860: 0.5 %; 40 and 56 rows stay on the
-// dot kernel).
+// It runs at every M, though the dot kernel is faster for few rows: a
+// row's bits must not depend on how many rows its call has, or a request
+// answered alone and inside a batch could round differently
+// (TestPredictBatchMatchesPredict requires byte-identical JSON), and the
+// two kernels round differently. Measured on the 2-core development machine
+// (one worker, thread CPU time, medians of 15, F32 and F16), outer against
+// dot: ×0.51–0.57 at 1–4 rows and ×0.76–0.87 at 8–12 (1024 → 4096), ×0.93–1.06
+// at 16, ×0.81–1.00 at 24, ×1.14–1.33 at 32, ×1.01–1.02 at 40, ×1.09–1.11 at
+// 48, ×0.93–0.96 at 56, ×1.02–1.04 at 64, ×1.08–1.09 at 80, ×1.03–1.07 at
+// 96 (1024 → 1024). The GEMMs of a few rows (the decision head's pruned
+// layers) are a small part of a request; the encoder's 93 or more are not.
 //
 // gemmPrefetch: prefetching the next unit's W panel (outerFill) measured no
 // faster there, with one or two workers and cold F16 weights
@@ -85,20 +85,15 @@ type outerKernelFunc func(a *[outerMR]*float32, b *float32, k int, c *float32, l
 // with one core's share of DRAM. It stays off until a many-core machine
 // shows a gain.
 var (
-	gemmOuter     = simdGemmOuter()
-	gemmOuterMinM = 32
-	gemmPrefetch  = false
+	gemmOuter    = simdGemmOuter()
+	gemmPrefetch = false
 )
 
-// useOuter reports whether a GEMM of count rows (m in all, y n wide, k
-// deep) runs on the outer-product kernel, and returns it.
-func useOuter(count, m, n, k int) (outerKernelFunc, bool) {
+// useOuter reports whether a GEMM (m rows in all, y n wide, k deep) runs on
+// the outer-product kernel, and returns it.
+func useOuter(m, n, k int) (outerKernelFunc, bool) {
 	kern := gemmOuter
-	if kern == nil || k == 0 || count < gemmOuterMinM || !outerFits(m, n, k) {
-		return nil, false
-	}
-	padded := (count + 15) &^ 15
-	if gemmOuterMinM > 1 && 8*(padded-count) >= padded {
+	if kern == nil || k == 0 || !outerFits(m, n, k) {
 		return nil, false
 	}
 	return kern, true

@@ -36,11 +36,11 @@ func useGemmTile(t testing.TB, tile gemmTileFunc) {
 }
 
 // useGemmKernel makes Linear run kernel until the test ends: its
-// outer-product kernel at every M when it has one, else its dot kernel.
+// outer-product kernel when it has one, else its dot kernel.
 func useGemmKernel(t testing.TB, kernel gemmKernel) {
-	savedTile, savedOuter, savedMin := gemmTile, gemmOuter, gemmOuterMinM
-	gemmTile, gemmOuter, gemmOuterMinM = kernel.tile, kernel.outer, 1
-	t.Cleanup(func() { gemmTile, gemmOuter, gemmOuterMinM = savedTile, savedOuter, savedMin })
+	savedTile, savedOuter := gemmTile, gemmOuter
+	gemmTile, gemmOuter = kernel.tile, kernel.outer
+	t.Cleanup(func() { gemmTile, gemmOuter = savedTile, savedOuter })
 }
 
 // outerBlockGo is the outer-product micro-kernel's contract written out in
