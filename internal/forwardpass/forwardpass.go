@@ -56,7 +56,7 @@ type Batch struct {
 	IDs     []int32 // len(rows)·SeqLen, right-padded with the pad id; packed: Σ lengths
 	SeqLen  int     // the longest row
 	Packed  bool
-	Lengths []int   // each row's real tokens
+	Lengths []int // each row's real tokens
 	QTypes  []int
 	Counts  []int // each row's markers (options)
 	// MarkerRows is the flat position b·SeqLen+p of every marker, row by
