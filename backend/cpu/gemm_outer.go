@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 
 	"github.com/laya-metal/laya/backend"
 )
@@ -107,7 +108,6 @@ type packedX struct {
 	maxOff int       // the largest off
 	rows   []int     // X (and Y) row of each packed token
 	k      int
-	buf    *[]float32
 }
 
 // packTileK is how many k the Go packer transposes at a time: 64 k of 48
@@ -137,8 +137,7 @@ func (b *Backend) packX(x []float32, ldx, k int, rows []int, m, ldy int) *packed
 		px.off[j] = int32(r * ldy)
 		px.maxOff = max(px.maxOff, r*ldy)
 	}
-	px.buf = getScratch(tiles * k * outerNR)
-	px.tiles = *px.buf
+	px.tiles = packBuffer(tiles * k * outerNR)
 	// At least two jobs per worker, each of at least 64 k (12 KiB).
 	workers := b.workerCount()
 	chunks := max(1, min((k+63)/64, (2*workers+tiles-1)/tiles))
@@ -186,7 +185,40 @@ func packTile(dst, x []float32, ldx int, rows []int, k0, k1 int) {
 	}
 }
 
-func (px *packedX) release() { putScratch(px.buf) }
+// packFree holds free packed-Xᵀ buffers, by capacity, smallest first: at
+// most one per GEMM that ran at once. Not the shared scratchPool: there the
+// few-MiB pack buffers and the KiB-sized panel and attention buffers took
+// each other's places, so most GEMMs of a forward allocated (and zeroed) a
+// fresh pack buffer, and a GC empties a sync.Pool anyway.
+var packFree struct {
+	sync.Mutex
+	bufs [][]float32
+}
+
+// packBuffer returns a buffer of n floats for a packed Xᵀ.
+func packBuffer(n int) []float32 {
+	packFree.Lock()
+	defer packFree.Unlock()
+	for i, buf := range packFree.bufs {
+		if cap(buf) >= n {
+			packFree.bufs = slices.Delete(packFree.bufs, i, i+1)
+			return buf[:n]
+		}
+	}
+	if len(packFree.bufs) > 0 {
+		// Drop the smallest: the list converges to the largest size.
+		packFree.bufs = packFree.bufs[1:]
+	}
+	return make([]float32, n)
+}
+
+// release gives px's buffer back to packFree.
+func (px *packedX) release() {
+	packFree.Lock()
+	defer packFree.Unlock()
+	i, _ := slices.BinarySearchFunc(packFree.bufs, cap(px.tiles), func(buf []float32, c int) int { return cap(buf) - c })
+	packFree.bufs = slices.Insert(packFree.bufs, i, px.tiles[:0])
+}
 
 // outerFill computes the panel's nrows W rows (wp, row stride ldw) against
 // packed tokens [t0, t1) (t0 a multiple of outerNR) into y, which starts
