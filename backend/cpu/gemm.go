@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"math/bits"
 	"sync"
 	"sync/atomic"
 
@@ -251,19 +252,29 @@ func fillRows(fill gemmTileFunc, y []float32, ldy int, x []float32, k int, wp []
 	}
 }
 
-// scratchPool holds the workers' panel buffers.
-var scratchPool sync.Pool
+// scratchPools hold the workers' panel and attention buffers by size class:
+// pool c holds buffers of capacity 2^c floats. One pool for every size let
+// a request for a large buffer take a small one and drop it (and the next
+// small request allocate again), so buffers were allocated and zeroed all
+// through a forward.
+var scratchPools [64]sync.Pool
 
 func getScratch(n int) *[]float32 {
-	if p, _ := scratchPool.Get().(*[]float32); p != nil && cap(*p) >= n {
+	c := bits.Len(uint(max(n, 1) - 1))
+	if p, _ := scratchPools[c].Get().(*[]float32); p != nil {
 		*p = (*p)[:n]
 		return p
 	}
-	buf := make([]float32, n)
+	buf := make([]float32, n, 1<<c)
 	return &buf
 }
 
-func putScratch(p *[]float32) { scratchPool.Put(p) }
+func putScratch(p *[]float32) {
+	c := bits.Len(uint(cap(*p) - 1))
+	if cap(*p) == 1<<c {
+		scratchPools[c].Put(p)
+	}
+}
 
 // gemmTileGo is the portable gemmTileFunc.
 func gemmTileGo(y []float32, ldy int, x []float32, ldx int, w []float32, ldw int, m0, m1, n0, n1, k int) {
