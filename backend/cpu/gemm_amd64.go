@@ -3,6 +3,8 @@
 package cpu
 
 import (
+	"os"
+
 	sysCPU "golang.org/x/sys/cpu"
 
 	"github.com/laya-metal/laya/backend"
@@ -157,8 +159,17 @@ func simdWiden(dst []float32, src []uint16, dtype backend.DType) bool {
 func gemm8x48AVX512(a *[8]*float32, b *float32, k int, c *float32, ldc, rows, cols int, idx *int32)
 
 // simdGemmOuter returns the outer-product kernel when the CPU has AVX-512F
-// (the kernel uses only AVX-512F instructions on ZMM), else nil.
+// (the kernel uses only AVX-512F instructions on ZMM), else nil. The
+// environment variable LAYA_CPU_GEMM=dot keeps Linear on the dot kernels
+// instead, so the two can be timed against each other end to end on one
+// machine (LAYA_CPU_GEMM=dot laya-bench … against laya-bench …): on the
+// 2-core development machine they measured within a few per cent of each
+// other in the real forward, and the many-core host is where the choice
+// matters.
 func simdGemmOuter() outerKernelFunc {
+	if os.Getenv("LAYA_CPU_GEMM") == "dot" {
+		return nil
+	}
 	if sysCPU.X86.HasAVX512F {
 		return gemm8x48AVX512
 	}
