@@ -80,6 +80,15 @@ type outerKernelFunc func(a *[outerMR]*float32, b *float32, k int, c *float32, l
 // 96 (1024 → 1024). The GEMMs of a few rows (the decision head's pruned
 // layers) are a small part of a request; the encoder's 93 or more are not.
 //
+// Alone, on hot weights, it beats the dot kernel at the encoders' shapes
+// (thread CPU time, one worker: ×1.04–1.24 F32 and ×1.01–1.11 F16 at 93
+// rows, ×0.92–1.18 at 860; BenchmarkGEMM). Inside the real forward there
+// (synthetic checkpoints, F16 weights used as stored, two workers, paired
+// requests, best of 12), the sum of the GEMMs' wall times came out ×1.02–
+// 1.07 of the dot kernel's at one question and ×1.01–1.06 at ten: no
+// faster on that machine. LAYA_CPU_GEMM=dot (gemm_amd64.go) selects the
+// dot kernels to compare on others.
+//
 // gemmPrefetch: prefetching the next unit's W panel (outerFill) measured no
 // faster there, with one or two workers and cold F16 weights
 // (BenchmarkLayerCold, "+prefetch"): the hardware prefetchers keep up
