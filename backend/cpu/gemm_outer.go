@@ -82,7 +82,7 @@ type outerKernelFunc func(a *[outerMR]*float32, b *float32, k int, c *float32, l
 //
 // Alone, on hot weights, it beats the dot kernel at the encoders' shapes
 // (thread CPU time, one worker: ×1.04–1.24 F32 and ×1.01–1.11 F16 at 93
-// rows, ×0.92–1.18 at 860; BenchmarkGEMM). Inside the real forward there
+// rows, ×0.99–1.23 at 860; BenchmarkGEMM). Inside the real forward there
 // (synthetic checkpoints, F16 weights used as stored, two workers, paired
 // requests, best of 12), the sum of the GEMMs' wall times came out ×1.02–
 // 1.07 of the dot kernel's at one question and ×1.01–1.06 at ten: no
