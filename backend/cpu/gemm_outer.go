@@ -83,11 +83,15 @@ type outerKernelFunc func(a *[outerMR]*float32, b *float32, k int, c *float32, l
 // Alone, on hot weights, it beats the dot kernel at the encoders' shapes
 // (thread CPU time, one worker: ×1.04–1.24 F32 and ×1.01–1.11 F16 at 93
 // rows, ×0.99–1.23 at 860; BenchmarkGEMM). Inside the real forward there
-// (synthetic checkpoints, F16 weights used as stored, two workers, paired
-// requests, best of 12), the sum of the GEMMs' wall times came out ×1.02–
-// 1.07 of the dot kernel's at one question and ×1.01–1.06 at ten: no
-// faster on that machine. LAYA_CPU_GEMM=dot (gemm_amd64.go) selects the
-// dot kernels to compare on others.
+// (synthetic checkpoints, F16 weights used as stored, two workers), CPU
+// profiles of 25 English and 60 multilingual one-question requests gave
+// the kernel 11 % and 17 % less CPU time than the dot kernel (9.5 % less in
+// all, multilingual), while paired wall times of the GEMMs (best of 12)
+// came out ×1.02–1.07 of the dot kernel's at one question and ×1.01–1.06
+// at ten: within that shared machine's noise, no clear end-to-end gain
+// there. The F16 widening (cvtF16AVX512, 11–12 % of a request: the weights
+// stream from DRAM) is the same for both. LAYA_CPU_GEMM=dot
+// (gemm_amd64.go) selects the dot kernels to compare on other machines.
 //
 // gemmPrefetch: prefetching the next unit's W panel (outerFill) measured no
 // faster there, with one or two workers and cold F16 weights
