@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"math"
+	"sync"
 
 	"github.com/laya-metal/laya/backend"
 )
@@ -88,22 +89,66 @@ func (s *Stream) Rope(qkv backend.Tensor, p backend.RopeParams) {
 // of every SIMD block height, so only a row's last block is ragged.
 const attnBlock = gemmTileM
 
-// Attention implements backend.Stream. Jobs are (batch row, head, block of
-// attnBlock queries), spread over the workers. Each runs its two products
-// through the GEMM tile kernel: S = Q·Kᵀ over the keys the block can see
-// (a sliding window skips the keys outside every query's window), a
-// max-subtracted softmax of each row in place (float32 values, float64
-// sums, masked keys 0), and O = P·V with V transposed so its columns are
-// contiguous K-rows for the kernel, scaled by 1/sum at the end.
+// Attention implements backend.Stream: the AVX-512 kernels where the CPU
+// has them (attn_amd64.go), else the portable path below.
 func (s *Stream) Attention(dst, qkv backend.Tensor, p backend.AttentionParams) {
 	if !s.ok("attention", dst, qkv) || !s.check(backend.CheckAttention(dst, qkv, p)) {
 		return
 	}
+	out, in := data(dst), data(qkv)
+	if attnSIMD != nil {
+		attnSIMD(s.be, out, in, p)
+		return
+	}
+	s.be.attentionPortable(out, in, p)
+}
+
+// attentionFunc computes Attention's values (p checked against the tensors).
+type attentionFunc func(b *Backend, out, qkv []float32, p backend.AttentionParams)
+
+// attnSIMD is the SIMD attention this build and CPU run (attn_amd64.go),
+// nil where there is none; tests and benchmarks swap it to run both paths.
+var attnSIMD = pickAttnSIMD()
+
+// attnQueryBlock is the number of queries per SIMD attention job: 48, halved
+// (down to 12) while the jobs of heads (batch rows × heads) would leave the
+// workers fewer than four each, so that one 93-token question keeps 16
+// workers busy. A multiple of attnTileRows.
+func attnQueryBlock(heads, seqLen, workers int) int {
+	qb := 48
+	for qb > 12 && heads*((seqLen+qb-1)/qb) < 4*workers {
+		qb /= 2
+	}
+	return qb
+}
+
+// attnScratch holds the SIMD attention's buffers (packed Kᵀ, scores),
+// apart from the GEMM's panels so that their sizes don't displace each other.
+var attnScratch sync.Pool
+
+func getAttnScratch(n int) *[]float32 {
+	if p, _ := attnScratch.Get().(*[]float32); p != nil && cap(*p) >= n {
+		*p = (*p)[:n]
+		return p
+	}
+	buf := make([]float32, n)
+	return &buf
+}
+
+func putAttnScratch(p *[]float32) { attnScratch.Put(p) }
+
+// attentionPortable is the portable attention: jobs are (batch row, head,
+// block of attnBlock queries), spread over the workers. Each runs its two
+// products through the GEMM tile kernel: S = Q·Kᵀ over the keys the block
+// can see (a sliding window skips the keys outside every query's window), a
+// max-subtracted softmax of each row in place (float32 values, float64
+// sums, masked keys 0), and O = P·V with V transposed so its columns are
+// contiguous K-rows for the kernel, scaled by 1/sum at the end.
+func (b *Backend) attentionPortable(out, in []float32, p backend.AttentionParams) {
 	batch := len(p.Lengths)
 	blocks := (p.SeqLen + attnBlock - 1) / attnBlock
-	out, in := data(dst), data(qkv)
 	jobs := batch * p.Heads * blocks
-	s.be.parallelFor(jobs, 1, func(lo, hi int) {
+	b.parallelFor(jobs, 1, func(lo, hi int) {
 		scratch := getScratch(attnBlock*p.SeqLen + p.HeadDim*p.SeqLen + attnBlock)
 		defer putScratch(scratch)
 		for job := lo; job < hi; job++ {
