@@ -72,6 +72,9 @@ func (s *Stream) Rope(qkv backend.Tensor, p backend.RopeParams) {
 			cos, sin := cs[:half], cs[half:]
 			// q and k heads sit side by side: 2·H heads of Dh values.
 			row := x[r*3*width : r*3*width+2*width]
+			if ropeSIMD(row, cs, 2*p.Heads, p.HeadDim) {
+				continue // the same float32 operations, 16 pairs at a time
+			}
 			for h := range 2 * p.Heads {
 				lo := row[h*p.HeadDim : h*p.HeadDim+half]
 				hi := row[h*p.HeadDim+half : (h+1)*p.HeadDim]

@@ -182,7 +182,7 @@ func attendBlockSIMD(out, qkv, kt []float32, ldk, row, h, i0, qb int, p backend.
 		if p.Sliding {
 			first, last = max(first, i-p.Radius-j0), min(last, i+p.Radius-j0)
 		}
-		sum := softmaxExpAVX512(&srow[first:last+1][0], last-first+1)
+		sum := softmaxExpAVX512(&srow[first : last+1][0], last-first+1)
 		clear(srow[:first])
 		clear(srow[last+1:])
 		inv[r] = float32(1 / sum)
