@@ -3,6 +3,8 @@
 package cpu
 
 import (
+	"sync"
+
 	sysCPU "golang.org/x/sys/cpu"
 
 	"github.com/laya-metal/laya/backend"
@@ -78,12 +80,9 @@ func (b *Backend) attentionSIMD(out, qkv []float32, p backend.AttentionParams) {
 	ktBuf := getAttnScratch(heads * dh * ldk)
 	defer putAttnScratch(ktBuf)
 	kt := *ktBuf
-	b.parallelFor(heads, 1, func(lo, hi int) {
-		for job := lo; job < hi; job++ {
-			row, h := job/p.Heads, job%p.Heads
-			packKT(kt[job*dh*ldk:(job+1)*dh*ldk], ldk, qkv, row, h, p)
-		}
-	})
+	// Each head's Kᵀ is packed by the first job of the head to run (the
+	// others of the head wait for it): no pass and no barrier of its own.
+	packed := make([]sync.Once, heads)
 	qb := attnQueryBlock(heads, p.SeqLen, b.workerCount())
 	blocks := (p.SeqLen + qb - 1) / qb
 	b.parallelFor(heads*blocks, 1, func(lo, hi int) {
@@ -92,7 +91,14 @@ func (b *Backend) attentionSIMD(out, qkv []float32, p backend.AttentionParams) {
 		for job := lo; job < hi; job++ {
 			head, blk := job/blocks, job%blocks
 			row, h := head/p.Heads, head%p.Heads
-			attendBlockSIMD(out, qkv, kt[head*dh*ldk:(head+1)*dh*ldk], ldk, row, h, blk*qb, qb, p, *scratch)
+			headKT := kt[head*dh*ldk : (head+1)*dh*ldk]
+			if blk*qb >= p.Lengths[row] {
+				// Padded queries only: no keys needed.
+				attendBlockSIMD(out, qkv, nil, ldk, row, h, blk*qb, qb, p, *scratch)
+				continue
+			}
+			packed[head].Do(func() { packKT(headKT, ldk, qkv, row, h, p) })
+			attendBlockSIMD(out, qkv, headKT, ldk, row, h, blk*qb, qb, p, *scratch)
 		}
 	})
 }

@@ -26,6 +26,12 @@
 	VFMADD231PS Z26, t, a2; \
 	VFMADD231PS Z27, t, a3
 
+// ROW2 is ROW4 for the first two B vectors only (Z24, Z25).
+#define ROW2(r, t, a0, a1) \
+	VBROADCASTSS (r)(DI*1), t; \
+	VFMADD231PS Z24, t, a0; \
+	VFMADD231PS Z25, t, a1
+
 // STORE4 scales one row's four accumulators by the float32 at soff(R14)
 // and stores them at (R12) under the column masks K1–K4.
 #define STORE4(soff, a0, a1, a2, a3) \
@@ -47,8 +53,9 @@
 // products with B's row k by fused multiply-adds, so every output is one
 // float32 FMA chain in k order, rounded once more by the scale. B rows are
 // read with zero-masked loads and C stored with masked stores: nothing
-// outside the mask is touched. Missing rows repeat a row pointer and are not
-// stored.
+// outside the mask is touched (and when it holds 32 columns or fewer, the
+// upper two vectors are not computed). Missing rows repeat a row pointer and
+// are not stored.
 TEXT ·attnTileAVX512(SB), NOSPLIT, $0-8
 	MOVQ args+0(FP), R14
 	MOVQ ARG_A+0(R14), AX
@@ -97,6 +104,8 @@ TEXT ·attnTileAVX512(SB), NOSPLIT, $0-8
 	XORQ DI, DI
 	TESTQ R11, R11
 	JLE  store
+	KORTESTW K4, K3
+	JZ   loop2 // 32 columns at most: half the loads and FMAs
 
 loop:
 	VMOVUPS.Z (SI), K1, Z24
@@ -113,6 +122,21 @@ loop:
 	ADDQ $4, DI
 	DECQ R11
 	JNZ  loop
+	JMP  store
+
+loop2:
+	VMOVUPS.Z (SI), K1, Z24
+	VMOVUPS.Z 64(SI), K2, Z25
+	ROW2(AX, Z28, Z0, Z1)
+	ROW2(BX, Z29, Z4, Z5)
+	ROW2(CX, Z30, Z8, Z9)
+	ROW2(DX, Z31, Z12, Z13)
+	ROW2(R8, Z28, Z16, Z17)
+	ROW2(R9, Z29, Z20, Z21)
+	ADDQ R10, SI
+	ADDQ $4, DI
+	DECQ R11
+	JNZ  loop2
 
 store:
 	MOVQ ARG_ROWS(R14), R11
