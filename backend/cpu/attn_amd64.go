@@ -103,14 +103,30 @@ func (b *Backend) attentionSIMD(out, qkv []float32, p backend.AttentionParams) {
 	})
 }
 
+//go:noescape
+func packKTAVX512(kt *float32, ldk int, k *float32, stride, n, dh int)
+
 // packKT writes Kᵀ of head h of batch row row, kt[d·ldk + j] = K_j[d] for
-// the row's keys j < Lengths[row].
+// the row's keys j < Lengths[row]: by gathers (packKTAVX512) where the
+// offsets of 16 keys fit the gather's int32 lanes, else in Go.
 func packKT(kt []float32, ldk int, qkv []float32, row, h int, p backend.AttentionParams) {
 	width := p.Heads * p.HeadDim
 	stride, dh := 3*width, p.HeadDim
 	base := row*p.SeqLen*stride + width + h*dh
 	n := p.Lengths[row]
 	kt = kt[:dh*ldk]
+	if 16*stride <= 1<<28 {
+		_ = qkv[base+(n-1)*stride+dh-1] // the last value read
+		_ = kt[(dh-1)*ldk+n-1]          // the last value written
+		packKTAVX512(&kt[0], ldk, &qkv[base], stride, n, dh)
+		return
+	}
+	packKTGo(kt, ldk, qkv[base:], stride, n, dh)
+}
+
+// packKTGo sets kt[d·ldk + j] = k[j·stride + d] for j < n, d < dh.
+func packKTGo(kt []float32, ldk int, qkv []float32, stride, n, dh int) {
+	base := 0
 	j := 0
 	// Four keys at a time: four sequential reads, four stores per column.
 	for ; j+4 <= n; j += 4 {

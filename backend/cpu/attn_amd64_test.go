@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"unsafe"
+
+	"github.com/laya-metal/laya/backend"
 )
 
 // TestAttnTileArgsLayout holds attnTileArgs to the offsets the assembly
@@ -183,6 +185,47 @@ func TestSoftmaxExpRows(t *testing.T) {
 		for i := n; i < len(buf); i++ {
 			if buf[i] != in[i] {
 				t.Fatalf("n %d: row[%d] written", n, i)
+			}
+		}
+	}
+}
+
+// TestPackKT checks both forms of the Kᵀ packing against the definition,
+// for key counts around the gather's 16 lanes, and that the padding
+// columns [n, ldk) are left alone.
+func TestPackKT(t *testing.T) {
+	needAttnAVX512(t)
+	rng := rand.New(rand.NewPCG(25, 26))
+	for _, n := range []int{1, 2, 15, 16, 17, 33, 93} {
+		for _, dh := range []int{2, 16, 64, 80} {
+			const heads = 3
+			p := backend.AttentionParams{SeqLen: n + 3, Lengths: []int{n, n + 3}, Heads: heads, HeadDim: dh}
+			width := heads * dh
+			qkv := randomValues(rng, 2*p.SeqLen*3*width)
+			ldk := (p.SeqLen + 15) &^ 15
+			for _, h := range []int{0, heads - 1} {
+				for _, form := range []string{"avx512", "go"} {
+					kt := make([]float32, dh*ldk)
+					for i := range kt {
+						kt[i] = -7
+					}
+					if form == "avx512" {
+						packKT(kt, ldk, qkv, 0, h, p)
+					} else {
+						packKTGo(kt, ldk, qkv[width+h*dh:], 3*width, n, dh)
+					}
+					for d := range dh {
+						for j := range ldk {
+							want := float32(-7)
+							if j < n {
+								want = qkv[j*3*width+width+h*dh+d]
+							}
+							if got := kt[d*ldk+j]; got != want {
+								t.Fatalf("%s n %d dh %d head %d: kt[%d][%d] = %v, want %v", form, n, dh, h, d, j, got, want)
+							}
+						}
+					}
+				}
 			}
 		}
 	}

@@ -323,3 +323,65 @@ sum:
 	VMOVSD X8, ret+16(FP)
 	VZEROUPPER
 	RET
+
+// Lane numbers 0 … 15, int32.
+DATA laneK<>+0(SB)/8, $0x0000000100000000
+DATA laneK<>+8(SB)/8, $0x0000000300000002
+DATA laneK<>+16(SB)/8, $0x0000000500000004
+DATA laneK<>+24(SB)/8, $0x0000000700000006
+DATA laneK<>+32(SB)/8, $0x0000000900000008
+DATA laneK<>+40(SB)/8, $0x0000000b0000000a
+DATA laneK<>+48(SB)/8, $0x0000000d0000000c
+DATA laneK<>+56(SB)/8, $0x0000000f0000000e
+GLOBL laneK<>(SB), RODATA|NOPTR, $64
+
+// func packKTAVX512(kt *float32, ldk int, k *float32, stride, n, dh int)
+//
+// kt[d·ldk + j] = k[j·stride + d] for j < n, d < dh: Kᵀ of one head, 16
+// keys at a time, each row d of Kᵀ one gather of the 16 keys' d-th values
+// (the last n mod 16 keys under a mask: nothing past them is read or
+// written). stride·16·4 must fit an int32 (checked by the caller).
+TEXT ·packKTAVX512(SB), NOSPLIT, $0-48
+	MOVQ kt+0(FP), DI
+	MOVQ ldk+8(FP), R8
+	SHLQ $2, R8          // ldk, bytes
+	MOVQ k+16(FP), SI
+	MOVQ stride+24(FP), R9
+	MOVQ n+32(FP), R13   // keys left
+	MOVQ dh+40(FP), R10
+	VPBROADCASTD R9, Z1
+	MOVQ $laneK<>(SB), AX
+	VPMULLD (AX), Z1, Z1 // lane l: l·stride
+	SHLQ $6, R9          // 16 keys, bytes
+	TESTQ R13, R13
+	JLE  packdone
+
+packblock:
+	MOVQ $16, CX
+	CMPQ R13, CX
+	CMOVQLT R13, CX
+	MOVL $1, BX
+	SHLL CX, BX
+	DECL BX
+	KMOVW BX, K2         // the block's keys
+	MOVQ SI, R11         // k + j·stride, then + d
+	MOVQ DI, R12         // kt + j, then + d·ldk
+	MOVQ R10, DX
+
+packrow:
+	KMOVW K2, K1
+	VGATHERDPS (R11)(Z1*4), K1, Z2
+	VMOVUPS Z2, K2, (R12)
+	ADDQ $4, R11
+	ADDQ R8, R12
+	DECQ DX
+	JNZ  packrow
+
+	ADDQ R9, SI
+	ADDQ $64, DI
+	SUBQ $16, R13
+	JG   packblock
+
+packdone:
+	VZEROUPPER
+	RET
