@@ -113,12 +113,17 @@ type attentionFunc func(b *Backend, out, qkv []float32, p backend.AttentionParam
 // nil where there is none; tests and benchmarks swap it to run both paths.
 var attnSIMD = pickAttnSIMD()
 
-// attnQueryBlock is the number of queries per SIMD attention job: 48, halved
-// (down to 12) while the jobs of heads (batch rows × heads) would leave the
-// workers fewer than four each, so that one 93-token question keeps 16
-// workers busy. A multiple of attnTileRows.
-func attnQueryBlock(heads, seqLen, workers int) int {
+// attnQueryBlock is the number of queries per SIMD attention job: 48 (24
+// for a sliding window, whose blocks then see fewer keys outside their
+// queries' windows: ~5 % faster at 512 tokens, radius 64), halved (down to
+// 12) while the jobs of heads (batch rows × heads) would leave the workers
+// fewer than four each, so that one 93-token question keeps 16 workers
+// busy. A multiple of attnTileRows.
+func attnQueryBlock(heads, seqLen, workers int, sliding bool) int {
 	qb := 48
+	if sliding {
+		qb = 24
+	}
 	for qb > 12 && heads*((seqLen+qb-1)/qb) < 4*workers {
 		qb /= 2
 	}

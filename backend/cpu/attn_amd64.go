@@ -83,7 +83,7 @@ func (b *Backend) attentionSIMD(out, qkv []float32, p backend.AttentionParams) {
 	// Each head's Kᵀ is packed by the first job of the head to run (the
 	// others of the head wait for it): no pass and no barrier of its own.
 	packed := make([]sync.Once, heads)
-	qb := attnQueryBlock(heads, p.SeqLen, b.workerCount())
+	qb := attnQueryBlock(heads, p.SeqLen, b.workerCount(), p.Sliding)
 	blocks := (p.SeqLen + qb - 1) / qb
 	b.parallelFor(heads*blocks, 1, func(lo, hi int) {
 		scratch := getAttnScratch(qb*ldk + qb)
