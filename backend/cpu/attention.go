@@ -61,6 +61,10 @@ func (s *Stream) Rope(qkv backend.Tensor, p backend.RopeParams) {
 	if !s.ok("rope", qkv) || !s.check(backend.CheckRope(qkv, p)) {
 		return
 	}
+	if p.Packed {
+		s.ropePacked(qkv, p)
+		return
+	}
 	width := p.Heads * p.HeadDim
 	half := p.HeadDim / 2
 	table := s.be.ropeTable(p.Theta, p.HeadDim, p.SeqLen)
@@ -100,7 +104,11 @@ func (s *Stream) Attention(dst, qkv backend.Tensor, p backend.AttentionParams) {
 	}
 	out, in := data(dst), data(qkv)
 	if attnSIMD != nil {
-		attnSIMD(s.be, out, in, p)
+		attnSIMD(s.be, out, in, p) // padded and packed batches alike
+		return
+	}
+	if p.Packed {
+		s.attentionPacked(dst, qkv, p) // each batch row a padded batch of its own
 		return
 	}
 	s.be.attentionPortable(out, in, p)

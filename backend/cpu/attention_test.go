@@ -170,7 +170,22 @@ func TestAttention(t *testing.T) {
 				}
 				copy(out.(*tensor).data, dirty)
 				s.Attention(out, s.FromHost(rows, 3*width, xv), p)
-				checkClose(t, "attention", read(t, s, out), attentionRef(xv, p), 1e-5)
+				want := attentionRef(xv, p)
+				checkClose(t, "attention", read(t, s, out), want, 1e-5)
+
+				// The same batch packed: the real rows back to back.
+				var packedIn []float32
+				var packedWant []float64
+				for b, n := range p.Lengths {
+					packedIn = append(packedIn, xv[b*p.SeqLen*3*width:(b*p.SeqLen+n)*3*width]...)
+					packedWant = append(packedWant, want[b*p.SeqLen*width:(b*p.SeqLen+n)*width]...)
+				}
+				pp := p
+				pp.Packed = true
+				tokens := len(packedIn) / (3 * width)
+				packedOut := s.New(tokens, width)
+				s.Attention(packedOut, s.FromHost(tokens, 3*width, packedIn), pp)
+				checkClose(t, "packed attention", read(t, s, packedOut), packedWant, 1e-5)
 			})
 		}
 	}

@@ -77,6 +77,17 @@ func (b *Backend) attentionSIMD(out, qkv []float32, p backend.AttentionParams) {
 	batch, dh := len(p.Lengths), p.HeadDim
 	ldk := (p.SeqLen + 15) &^ 15
 	heads := batch * p.Heads
+	// Where each batch row starts, in tensor rows, and how many rows it
+	// has: SeqLen, padded; its length, packed (backend.AttentionParams).
+	rows := make([]attnRow, batch)
+	start := 0
+	for r, n := range p.Lengths {
+		rows[r] = attnRow{start: r * p.SeqLen, size: p.SeqLen, n: n}
+		if p.Packed {
+			rows[r] = attnRow{start: start, size: n, n: n}
+		}
+		start += n
+	}
 	ktBuf := getAttnScratch(heads * dh * ldk)
 	defer putAttnScratch(ktBuf)
 	kt := *ktBuf
@@ -90,10 +101,10 @@ func (b *Backend) attentionSIMD(out, qkv []float32, p backend.AttentionParams) {
 		defer putAttnScratch(scratch)
 		for job := lo; job < hi; job++ {
 			head, blk := job/blocks, job%blocks
-			row, h := head/p.Heads, head%p.Heads
+			row, h := rows[head/p.Heads], head%p.Heads
 			headKT := kt[head*dh*ldk : (head+1)*dh*ldk]
-			if blk*qb >= p.Lengths[row] {
-				// Padded queries only: no keys needed.
+			if blk*qb >= row.n {
+				// Padded queries only (or, packed, none): no keys needed.
 				attendBlockSIMD(out, qkv, nil, ldk, row, h, blk*qb, qb, p, *scratch)
 				continue
 			}
@@ -106,14 +117,18 @@ func (b *Backend) attentionSIMD(out, qkv []float32, p backend.AttentionParams) {
 //go:noescape
 func packKTAVX512(kt *float32, ldk int, k *float32, stride, n, dh int)
 
+// attnRow is one batch row of an attention batch: its first tensor row, its
+// tensor rows (padded: SeqLen, packed: n) and its real tokens.
+type attnRow struct{ start, size, n int }
+
 // packKT writes Kᵀ of head h of batch row row, kt[d·ldk + j] = K_j[d] for
-// the row's keys j < Lengths[row]: by gathers (packKTAVX512) where the
+// the row's keys j < row.n: by gathers (packKTAVX512) where the
 // offsets of 16 keys fit the gather's int32 lanes, else in Go.
-func packKT(kt []float32, ldk int, qkv []float32, row, h int, p backend.AttentionParams) {
+func packKT(kt []float32, ldk int, qkv []float32, row attnRow, h int, p backend.AttentionParams) {
 	width := p.Heads * p.HeadDim
 	stride, dh := 3*width, p.HeadDim
-	base := row*p.SeqLen*stride + width + h*dh
-	n := p.Lengths[row]
+	base := row.start*stride + width + h*dh
+	n := row.n
 	kt = kt[:dh*ldk]
 	if 16*stride <= 1<<28 {
 		_ = qkv[base+(n-1)*stride+dh-1] // the last value read
@@ -150,12 +165,11 @@ func packKTGo(kt []float32, ldk int, qkv []float32, stride, n, dh int) {
 // attendBlockSIMD computes head h of batch row row for queries [i0, i0+qb)
 // into out; kt is the head's packed Kᵀ. scratch holds qb·ldk scores and qb
 // row scales.
-func attendBlockSIMD(out, qkv, kt []float32, ldk, row, h, i0, qb int, p backend.AttentionParams, scratch []float32) {
+func attendBlockSIMD(out, qkv, kt []float32, ldk int, row attnRow, h, i0, qb int, p backend.AttentionParams, scratch []float32) {
 	width := p.Heads * p.HeadDim
 	stride, dh := 3*width, p.HeadDim
-	n := p.Lengths[row]
-	rowBase := row * p.SeqLen
-	i1 := min(i0+qb, p.SeqLen)
+	n, rowBase := row.n, row.start
+	i1 := min(i0+qb, row.size)
 	for i := max(i0, n); i < i1; i++ {
 		at := (rowBase+i)*width + h*dh
 		clear(out[at : at+dh]) // padded query: never read
