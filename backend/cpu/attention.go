@@ -138,12 +138,19 @@ func attnQueryBlock(heads, seqLen, workers int, sliding bool) int {
 	return qb
 }
 
-// attnScratch holds the SIMD attention's buffers (packed Kᵀ, scores),
-// apart from the GEMM's panels so that their sizes don't displace each other.
-var attnScratch sync.Pool
+// scratchCache is a pool of float32 buffers of one use (the SIMD
+// attention's packed Kᵀ, its workers' scores), apart from the GEMM's panels
+// and from each other so that one use's sizes don't displace the other's.
+type scratchCache struct{ pool sync.Pool }
 
-func getAttnScratch(n int) *[]float32 {
-	if p, _ := attnScratch.Get().(*[]float32); p != nil && cap(*p) >= n {
+var (
+	attnKTCache     scratchCache
+	attnScoresCache scratchCache
+)
+
+// get returns a buffer of n floats (its contents undefined).
+func (c *scratchCache) get(n int) *[]float32 {
+	if p, _ := c.pool.Get().(*[]float32); p != nil && cap(*p) >= n {
 		*p = (*p)[:n]
 		return p
 	}
@@ -151,7 +158,7 @@ func getAttnScratch(n int) *[]float32 {
 	return &buf
 }
 
-func putAttnScratch(p *[]float32) { attnScratch.Put(p) }
+func (c *scratchCache) put(p *[]float32) { c.pool.Put(p) }
 
 // attentionPortable is the portable attention: jobs are (batch row, head,
 // block of attnBlock queries), spread over the workers. Each runs its two

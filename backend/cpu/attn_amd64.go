@@ -88,8 +88,8 @@ func (b *Backend) attentionSIMD(out, qkv []float32, p backend.AttentionParams) {
 		}
 		start += n
 	}
-	ktBuf := getAttnScratch(heads * dh * ldk)
-	defer putAttnScratch(ktBuf)
+	ktBuf := attnKTCache.get(heads * dh * ldk)
+	defer attnKTCache.put(ktBuf)
 	kt := *ktBuf
 	// Each head's Kᵀ is packed by the first job of the head to run (the
 	// others of the head wait for it): no pass and no barrier of its own.
@@ -97,8 +97,8 @@ func (b *Backend) attentionSIMD(out, qkv []float32, p backend.AttentionParams) {
 	qb := attnQueryBlock(heads, p.SeqLen, b.workerCount(), p.Sliding)
 	blocks := (p.SeqLen + qb - 1) / qb
 	b.parallelFor(heads*blocks, 1, func(lo, hi int) {
-		scratch := getAttnScratch(qb*ldk + qb)
-		defer putAttnScratch(scratch)
+		scratch := attnScoresCache.get(qb*ldk + qb)
+		defer attnScoresCache.put(scratch)
 		for job := lo; job < hi; job++ {
 			head, blk := job/blocks, job%blocks
 			row, h := rows[head/p.Heads], head%p.Heads
