@@ -83,9 +83,12 @@ func (s *Stream) Rope(qkv backend.Tensor, p backend.RopeParams) {
 				lo := row[h*p.HeadDim : h*p.HeadDim+half]
 				hi := row[h*p.HeadDim+half : (h+1)*p.HeadDim]
 				for j := range lo {
+					// Each product rounded (the conversions forbid fusing
+					// into an FMA, which GOAMD64=v3 would otherwise do), as
+					// the SIMD kernel does.
 					a, b := lo[j], hi[j]
-					lo[j] = a*cos[j] - b*sin[j]
-					hi[j] = b*cos[j] + a*sin[j]
+					lo[j] = float32(a*cos[j]) - float32(b*sin[j])
+					hi[j] = float32(b*cos[j]) + float32(a*sin[j])
 				}
 			}
 		}
