@@ -230,3 +230,55 @@ func TestPackKT(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkAttnKernels measures the attention's AVX-512 kernels alone, hot
+// in L1: the tile at QKᵀ's shape (6 queries × 64 keys, k = head dim 64) and
+// PV's (6 queries × 64 head dims, k = 93 keys), in GFLOP/s; the softmax
+// row (93 scores) and the Kᵀ packing (93 keys × 64) in ns per value.
+func BenchmarkAttnKernels(b *testing.B) {
+	if !hasAttnAVX512 {
+		b.Skip("no AVX-512F on this CPU")
+	}
+	rng := rand.New(rand.NewPCG(27, 28))
+	for _, c := range []struct {
+		name string
+		k    int
+	}{{"tile/qk/k64", 64}, {"tile/pv/k93", 93}} {
+		b.Run(c.name, func(b *testing.B) {
+			const ld = 96
+			a := randomValues(rng, attnTileRows*ld)
+			bm := randomValues(rng, c.k*ld)
+			out := make([]float32, attnTileRows*ld)
+			var args attnTileArgs
+			for r := range args.a {
+				args.a[r] = &a[r*ld]
+				args.scale[r] = 1
+			}
+			args.b, args.ldb, args.k, args.c, args.ldc, args.rows = &bm[0], ld, c.k, &out[0], ld, attnTileRows
+			args.setCols(attnTileCols)
+			for b.Loop() {
+				attnTileAVX512(&args)
+			}
+			flops := 2 * float64(attnTileRows*attnTileCols*c.k)
+			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+	b.Run("softmax/93", func(b *testing.B) {
+		row := randomValues(rng, 93)
+		work := make([]float32, len(row))
+		for b.Loop() {
+			copy(work, row)
+			softmaxExpAVX512(&work[0], len(work))
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(row)), "ns/value")
+	})
+	b.Run("packKT/93x64", func(b *testing.B) {
+		const n, dh, stride = 93, 64, 3 * 12 * 64
+		qkv := randomValues(rng, n*stride)
+		kt := make([]float32, dh*96)
+		for b.Loop() {
+			packKTAVX512(&kt[0], 96, &qkv[0], stride, n, dh)
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n*dh), "ns/value")
+	})
+}
