@@ -149,6 +149,8 @@ var attentionShapes = []backend.AttentionParams{
 	{SeqLen: 95, Lengths: []int{93, 2}, Heads: 2, HeadDim: 80},
 	{SeqLen: 201, Lengths: []int{200, 65}, Heads: 1, HeadDim: 80, Sliding: true, Radius: 64},
 	{SeqLen: 93, Lengths: []int{93}, Heads: 12, HeadDim: 64, Sliding: true, Radius: 92}, // the window just covers the row
+	{SeqLen: 1030, Lengths: []int{1030}, Heads: 1, HeadDim: 64},                         // a long context: many key tiles
+	{SeqLen: 1030, Lengths: []int{1025, 700}, Heads: 1, HeadDim: 32, Sliding: true, Radius: 128},
 }
 
 func TestAttention(t *testing.T) {
