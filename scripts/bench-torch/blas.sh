@@ -27,10 +27,7 @@ mkdir -p "$WORK"
 cpus="0-$((CORES - 1))"
 printf '| workload | cores | ours, end to end (P50 ms, per round) | BLAS products alone (median ms, per round) | ours / BLAS |\n|---|---:|---|---|---:|\n'
 for preset in $PRESETS; do
-  if [ ! -f "$WORK/$preset/model.safetensors" ]; then
-    rm -rf "${WORK:?}/${preset:?}"
-    "$BIN/laya" synth --preset "$preset" --out "$WORK/$preset" >&2
-  fi
+  "$HERE/synth.sh" "$BIN" "$WORK" "$preset"
   for q in $QUESTIONS; do
     ours=() blas=()
     for _ in $(seq "$ROUNDS"); do

@@ -33,10 +33,7 @@ ROUNDS=${ROUNDS:-1}
 mkdir -p "$WORK" "$OUT"
 ALL=$(nproc)
 for preset in $PRESETS; do
-  if [ ! -f "$WORK/$preset/model.safetensors" ]; then
-    rm -rf "${WORK:?}/${preset:?}"
-    "$BIN/laya" synth --preset "$preset" --out "$WORK/$preset" >&2
-  fi
+  "$HERE/synth.sh" "$BIN" "$WORK" "$preset"
 done
 qlist=$(echo "$QUESTIONS" | tr ' ' ',')
 for cores in $CORES; do
