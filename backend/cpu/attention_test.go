@@ -150,6 +150,7 @@ var attentionShapes = []backend.AttentionParams{
 	{SeqLen: 201, Lengths: []int{200, 65}, Heads: 1, HeadDim: 80, Sliding: true, Radius: 64},
 	{SeqLen: 93, Lengths: []int{93}, Heads: 12, HeadDim: 64, Sliding: true, Radius: 92}, // the window just covers the row
 	{SeqLen: 1030, Lengths: []int{1030}, Heads: 1, HeadDim: 64},                         // a long context: many key tiles
+	{SeqLen: 700, Lengths: []int{1, 700, 3, 1, 17, 2}, Heads: 2, HeadDim: 16},           // one long row among short ones
 	{SeqLen: 1030, Lengths: []int{1025, 700}, Heads: 1, HeadDim: 32, Sliding: true, Radius: 128},
 }
 

@@ -3,6 +3,7 @@
 package cpu
 
 import (
+	"sort"
 	"sync"
 
 	sysCPU "golang.org/x/sys/cpu"
@@ -75,41 +76,55 @@ const (
 // at the top of this file. The caller has checked p against the tensors.
 func (b *Backend) attentionSIMD(out, qkv []float32, p backend.AttentionParams) {
 	batch, dh := len(p.Lengths), p.HeadDim
-	ldk := (p.SeqLen + 15) &^ 15
-	heads := batch * p.Heads
-	// Where each batch row starts, in tensor rows, and how many rows it
-	// has: SeqLen, padded; its length, packed (backend.AttentionParams).
+	// Per batch row: where it starts in tensor rows and how many it has
+	// (SeqLen, padded; its length, packed: backend.AttentionParams), where
+	// its heads' Kᵀ start in the buffer (each [dh][ldk], ldk its length
+	// rounded up to 16: a packed batch of one long row and many short ones
+	// packs no more than its keys), and its first job.
 	rows := make([]attnRow, batch)
-	start := 0
+	start, ktSize, maxLDK := 0, 0, 0
 	for r, n := range p.Lengths {
 		rows[r] = attnRow{start: r * p.SeqLen, size: p.SeqLen, n: n}
 		if p.Packed {
 			rows[r] = attnRow{start: start, size: n, n: n}
 		}
+		rows[r].ldk = (n + 15) &^ 15
+		rows[r].kt = ktSize
 		start += n
+		ktSize += p.Heads * dh * rows[r].ldk
+		maxLDK = max(maxLDK, rows[r].ldk)
 	}
-	ktBuf := attnKTCache.get(heads * dh * ldk)
+	qb := attnQueryBlock(batch*p.Heads, p.SeqLen, b.workerCount(), p.Sliding)
+	jobs := 0
+	for r := range rows {
+		rows[r].job = jobs
+		jobs += p.Heads * ((rows[r].size + qb - 1) / qb)
+	}
+	ktBuf := attnKTCache.get(ktSize)
 	defer attnKTCache.put(ktBuf)
 	kt := *ktBuf
 	// Each head's Kᵀ is packed by the first job of the head to run (the
 	// others of the head wait for it): no pass and no barrier of its own.
-	packed := make([]sync.Once, heads)
-	qb := attnQueryBlock(heads, p.SeqLen, b.workerCount(), p.Sliding)
-	blocks := (p.SeqLen + qb - 1) / qb
-	b.parallelFor(heads*blocks, 1, func(lo, hi int) {
-		scratch := attnScoresCache.get(qb*ldk + qb)
+	packed := make([]sync.Once, batch*p.Heads)
+	b.parallelFor(jobs, 1, func(lo, hi int) {
+		scratch := attnScoresCache.get(qb*maxLDK + qb)
 		defer attnScoresCache.put(scratch)
+		r := sort.Search(batch, func(r int) bool { return rows[r].job > lo }) - 1
 		for job := lo; job < hi; job++ {
-			head, blk := job/blocks, job%blocks
-			row, h := rows[head/p.Heads], head%p.Heads
-			headKT := kt[head*dh*ldk : (head+1)*dh*ldk]
+			for r+1 < batch && rows[r+1].job <= job {
+				r++
+			}
+			row := rows[r]
+			blocks := (row.size + qb - 1) / qb
+			h, blk := (job-row.job)/blocks, (job-row.job)%blocks
 			if blk*qb >= row.n {
-				// Padded queries only (or, packed, none): no keys needed.
-				attendBlockSIMD(out, qkv, nil, ldk, row, h, blk*qb, qb, p, *scratch)
+				// Padded queries only: no keys needed.
+				attendBlockSIMD(out, qkv, nil, row, h, blk*qb, qb, p, *scratch)
 				continue
 			}
-			packed[head].Do(func() { packKT(headKT, ldk, qkv, row, h, p) })
-			attendBlockSIMD(out, qkv, headKT, ldk, row, h, blk*qb, qb, p, *scratch)
+			headKT := kt[row.kt+h*dh*row.ldk : row.kt+(h+1)*dh*row.ldk]
+			packed[r*p.Heads+h].Do(func() { packKT(headKT, row, qkv, h, p) })
+			attendBlockSIMD(out, qkv, headKT, row, h, blk*qb, qb, p, *scratch)
 		}
 	})
 }
@@ -117,14 +132,18 @@ func (b *Backend) attentionSIMD(out, qkv []float32, p backend.AttentionParams) {
 //go:noescape
 func packKTAVX512(kt *float32, ldk int, k *float32, stride, n, dh int)
 
-// attnRow is one batch row of an attention batch: its first tensor row, its
-// tensor rows (padded: SeqLen, packed: n) and its real tokens.
-type attnRow struct{ start, size, n int }
+// attnRow is one batch row of an attention batch.
+type attnRow struct {
+	start, size, n int // first tensor row, tensor rows (padded: SeqLen, packed: n), real tokens
+	ldk, kt        int // its Kᵀ's row stride and offset in the Kᵀ buffer
+	job            int // its first job
+}
 
 // packKT writes Kᵀ of head h of batch row row, kt[d·ldk + j] = K_j[d] for
 // the row's keys j < row.n: by gathers (packKTAVX512) where the
 // offsets of 16 keys fit the gather's int32 lanes, else in Go.
-func packKT(kt []float32, ldk int, qkv []float32, row attnRow, h int, p backend.AttentionParams) {
+func packKT(kt []float32, row attnRow, qkv []float32, h int, p backend.AttentionParams) {
+	ldk := row.ldk
 	width := p.Heads * p.HeadDim
 	stride, dh := 3*width, p.HeadDim
 	base := row.start*stride + width + h*dh
@@ -163,9 +182,10 @@ func packKTGo(kt []float32, ldk int, qkv []float32, stride, n, dh int) {
 }
 
 // attendBlockSIMD computes head h of batch row row for queries [i0, i0+qb)
-// into out; kt is the head's packed Kᵀ. scratch holds qb·ldk scores and qb
-// row scales.
-func attendBlockSIMD(out, qkv, kt []float32, ldk int, row attnRow, h, i0, qb int, p backend.AttentionParams, scratch []float32) {
+// into out; kt is the head's packed Kᵀ. scratch holds qb scores rows (of
+// up to row.ldk each) and then qb row scales.
+func attendBlockSIMD(out, qkv, kt []float32, row attnRow, h, i0, qb int, p backend.AttentionParams, scratch []float32) {
+	ldk := row.ldk
 	width := p.Heads * p.HeadDim
 	stride, dh := 3*width, p.HeadDim
 	n, rowBase := row.n, row.start
@@ -185,7 +205,7 @@ func attendBlockSIMD(out, qkv, kt []float32, ldk int, row attnRow, h, i0, qb int
 	qrows, nk := i1-i0, j1-j0
 	lds := (nk + 15) &^ 15
 	scores := scratch[:qrows*lds]
-	inv := scratch[qb*ldk:][:qrows]
+	inv := scratch[len(scratch)-qb:][:qrows]
 
 	// S = Scale · Q·Kᵀ over the block's keys.
 	var args attnTileArgs

@@ -210,7 +210,7 @@ func TestPackKT(t *testing.T) {
 						kt[i] = -7
 					}
 					if form == "avx512" {
-						packKT(kt, ldk, qkv, attnRow{start: 0, size: p.SeqLen, n: n}, h, p)
+						packKT(kt, attnRow{start: 0, size: p.SeqLen, n: n, ldk: ldk}, qkv, h, p)
 					} else {
 						packKTGo(kt, ldk, qkv[width+h*dh:], 3*width, n, dh)
 					}
