@@ -11,9 +11,12 @@ import (
 	"github.com/laya-metal/laya/backend"
 )
 
-// The AVX-512 attention (attn_avx512_amd64.s). Per (batch row, head) Kᵀ is
-// packed once, [HeadDim][ldk] (keys contiguous), and shared by the head's
-// query blocks; per (row, head, block of queries):
+// The AVX-512 attention (attn_avx512_amd64.s), for padded and packed
+// batches alike. Per (batch row, head) Kᵀ is packed once, [HeadDim][ldk]
+// (keys contiguous, ldk the row's length rounded up to 16; packKTAVX512,
+// one gather of 16 keys per row of Kᵀ), by the first of the head's jobs to
+// run, and shared by the head's query blocks. Jobs are (row, head, block of
+// 12–48 queries: attnQueryBlock), spread over the worker pool; per job:
 //
 //	S = Scale · Q·Kᵀ   attnTileAVX512: 6 queries × 64 keys per call, Q's
 //	                    values broadcast, Kᵀ's rows 16-lane vectors
@@ -26,8 +29,12 @@ import (
 //	                    P's values broadcast, V's rows (already vectors along
 //	                    the head dim) loaded in place, 1/sum as the row scale
 //
-// No horizontal reductions in either product: each output is one float32
-// FMA chain in key (or head-dim) order. The scale is applied where the
+// A sliding window's block only sees keys [i0 − Radius, i1 + Radius): the
+// key tiles outside are skipped, the keys inside but outside a query's
+// window get probability 0. No horizontal reductions in either product:
+// each output is one float32 FMA chain in key (or head-dim) order, so the
+// answers do not depend on the block size or the worker count
+// (TestAttentionWorkers). The scale is applied where the
 // portable path applies it, fl(fl(Σ)·Scale), so the two paths round the
 // scores alike up to the order of the sums.
 
