@@ -793,3 +793,13 @@ gegluAVX512done:
 	VZEROUPPER
 	RET
 
+
+// func geluConstAVX512(off int) float64
+//
+// The first lane of the constant at byte offset off of geluK (tests).
+TEXT ·geluConstAVX512(SB), NOSPLIT, $0-16
+	MOVQ off+0(FP), AX
+	MOVQ $geluK<>(SB), BX
+	MOVQ (BX)(AX*1), CX
+	MOVQ CX, ret+8(FP)
+	RET
