@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"math"
+	"sync"
 
 	"github.com/laya-metal/laya/backend"
 )
@@ -68,20 +69,26 @@ func (s *Stream) Rope(qkv backend.Tensor, p backend.RopeParams) {
 	half := p.HeadDim / 2
 	table := s.be.ropeTable(p.Theta, p.HeadDim, p.SeqLen)
 	x := data(qkv)
-	s.be.parallelFor(qkv.Rows(), 16, func(lo, hi int) {
+	s.be.parallelFor(qkv.Rows(), 8, func(lo, hi int) { // 8 rows ≈ 2 µs
 		for r := lo; r < hi; r++ {
 			pos := r % p.SeqLen
 			cs := table[pos*2*half : (pos+1)*2*half]
 			cos, sin := cs[:half], cs[half:]
 			// q and k heads sit side by side: 2·H heads of Dh values.
 			row := x[r*3*width : r*3*width+2*width]
+			if ropeSIMD(row, cs, 2*p.Heads, p.HeadDim) {
+				continue // the same float32 operations, 16 pairs at a time
+			}
 			for h := range 2 * p.Heads {
 				lo := row[h*p.HeadDim : h*p.HeadDim+half]
 				hi := row[h*p.HeadDim+half : (h+1)*p.HeadDim]
 				for j := range lo {
+					// Each product rounded (the conversions forbid fusing
+					// into an FMA, which GOAMD64=v3 would otherwise do), as
+					// the SIMD kernel does.
 					a, b := lo[j], hi[j]
-					lo[j] = a*cos[j] - b*sin[j]
-					hi[j] = b*cos[j] + a*sin[j]
+					lo[j] = float32(a*cos[j]) - float32(b*sin[j])
+					hi[j] = float32(b*cos[j]) + float32(a*sin[j])
 				}
 			}
 		}
@@ -92,26 +99,82 @@ func (s *Stream) Rope(qkv backend.Tensor, p backend.RopeParams) {
 // of every SIMD block height, so only a row's last block is ragged.
 const attnBlock = gemmTileM
 
-// Attention implements backend.Stream. Jobs are (batch row, head, block of
-// attnBlock queries), spread over the workers. Each runs its two products
-// through the GEMM tile kernel: S = Q·Kᵀ over the keys the block can see
-// (a sliding window skips the keys outside every query's window), a
-// max-subtracted softmax of each row in place (float32 values, float64
-// sums, masked keys 0), and O = P·V with V transposed so its columns are
-// contiguous K-rows for the kernel, scaled by 1/sum at the end.
+// Attention implements backend.Stream: the AVX-512 kernels where the CPU
+// has them (attn_amd64.go), else the portable path below.
 func (s *Stream) Attention(dst, qkv backend.Tensor, p backend.AttentionParams) {
 	if !s.ok("attention", dst, qkv) || !s.check(backend.CheckAttention(dst, qkv, p)) {
 		return
 	}
-	if p.Packed {
-		s.attentionPacked(dst, qkv, p)
+	out, in := data(dst), data(qkv)
+	if attnSIMD != nil {
+		attnSIMD(s.be, out, in, p) // padded and packed batches alike
 		return
 	}
+	if p.Packed {
+		s.attentionPacked(dst, qkv, p) // each batch row a padded batch of its own
+		return
+	}
+	s.be.attentionPortable(out, in, p)
+}
+
+// attentionFunc computes Attention's values (p checked against the tensors).
+type attentionFunc func(b *Backend, out, qkv []float32, p backend.AttentionParams)
+
+// attnSIMD is the SIMD attention this build and CPU run (attn_amd64.go),
+// nil where there is none; tests and benchmarks swap it to run both paths.
+var attnSIMD = pickAttnSIMD()
+
+// attnQueryBlock is the number of queries per SIMD attention job: 48 (24
+// for a sliding window, whose blocks then see fewer keys outside their
+// queries' windows: ~5 % faster at 512 tokens, radius 64), halved (down to
+// 12) while the jobs of heads (batch rows × heads) would leave the workers
+// fewer than four each, so that one 93-token question keeps 16 workers
+// busy. A multiple of attnTileRows.
+func attnQueryBlock(heads, seqLen, workers int, sliding bool) int {
+	qb := 48
+	if sliding {
+		qb = 24
+	}
+	for qb > 12 && heads*((seqLen+qb-1)/qb) < 4*workers {
+		qb /= 2
+	}
+	return qb
+}
+
+// scratchCache is a pool of float32 buffers of one use (the SIMD
+// attention's packed Kᵀ, its workers' scores), apart from the GEMM's panels
+// and from each other so that one use's sizes don't displace the other's.
+type scratchCache struct{ pool sync.Pool }
+
+var (
+	attnKTCache     scratchCache
+	attnScoresCache scratchCache
+)
+
+// get returns a buffer of n floats (its contents undefined).
+func (c *scratchCache) get(n int) *[]float32 {
+	if p, _ := c.pool.Get().(*[]float32); p != nil && cap(*p) >= n {
+		*p = (*p)[:n]
+		return p
+	}
+	buf := make([]float32, n)
+	return &buf
+}
+
+func (c *scratchCache) put(p *[]float32) { c.pool.Put(p) }
+
+// attentionPortable is the portable attention: jobs are (batch row, head,
+// block of attnBlock queries), spread over the workers. Each runs its two
+// products through the GEMM tile kernel: S = Q·Kᵀ over the keys the block
+// can see (a sliding window skips the keys outside every query's window), a
+// max-subtracted softmax of each row in place (float32 values, float64
+// sums, masked keys 0), and O = P·V with V transposed so its columns are
+// contiguous K-rows for the kernel, scaled by 1/sum at the end.
+func (b *Backend) attentionPortable(out, in []float32, p backend.AttentionParams) {
 	batch := len(p.Lengths)
 	blocks := (p.SeqLen + attnBlock - 1) / attnBlock
-	out, in := data(dst), data(qkv)
 	jobs := batch * p.Heads * blocks
-	s.be.parallelFor(jobs, 1, func(lo, hi int) {
+	b.parallelFor(jobs, 1, func(lo, hi int) {
 		scratch := getScratch(attnBlock*p.SeqLen + p.HeadDim*p.SeqLen + attnBlock)
 		defer putScratch(scratch)
 		for job := lo; job < hi; job++ {

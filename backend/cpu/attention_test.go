@@ -98,33 +98,126 @@ func attentionRef(qkv []float32, p backend.AttentionParams) []float64 {
 	return out
 }
 
+// attentionPath is one way Attention can run: the SIMD kernels (simd set)
+// or the portable path over one GEMM tile kernel.
+type attentionPath struct {
+	name string
+	simd attentionFunc
+	tile gemmTileFunc
+}
+
+// attentionPaths lists the SIMD attention where this build and CPU have
+// one, then the portable path over each GEMM tile kernel.
+func attentionPaths(t testing.TB) []attentionPath {
+	var paths []attentionPath
+	if attnSIMD != nil {
+		paths = append(paths, attentionPath{name: "simd", simd: attnSIMD, tile: gemmTile})
+	} else {
+		t.Logf("no SIMD attention in this build or on this CPU: testing the portable path only")
+	}
+	for _, k := range gemmKernels(t) {
+		paths = append(paths, attentionPath{name: "portable-" + k.name, tile: k.tile})
+	}
+	return paths
+}
+
+// use makes Attention run path until the test ends.
+func (path attentionPath) use(t testing.TB) {
+	saved := attnSIMD
+	attnSIMD = path.simd
+	t.Cleanup(func() { attnSIMD = saved })
+	useGemmTile(t, path.tile)
+}
+
+// attentionShapes hit the edges of both paths: query blocks of 48 (and the
+// SIMD path's 24 and 12) and tiles of 6 queries, key tiles of 64 and
+// vectors of 16, lengths 1, 2, 31, 33, 93, 200 below SeqLen, sliding
+// windows that start or end inside a block or cover the row, radius 0,
+// and head dims 2 … 80 (a ragged 16-lane vector, two 64-wide tiles).
+var attentionShapes = []backend.AttentionParams{
+	{SeqLen: 9, Lengths: []int{9}, Heads: 1, HeadDim: 4},
+	{SeqLen: 20, Lengths: []int{20, 7, 1}, Heads: 3, HeadDim: 8},
+	{SeqLen: 40, Lengths: []int{40, 23}, Heads: 2, HeadDim: 6, Sliding: true, Radius: 8},
+	{SeqLen: 12, Lengths: []int{12, 5}, Heads: 2, HeadDim: 4, Sliding: true, Radius: 0},
+	{SeqLen: 10, Lengths: []int{10}, Heads: 2, HeadDim: 4, Sliding: true, Radius: 64}, // window wider than the row
+	{SeqLen: 100, Lengths: []int{100, 49, 48, 47, 1}, Heads: 2, HeadDim: 64},
+	{SeqLen: 100, Lengths: []int{100, 49, 48, 47}, Heads: 2, HeadDim: 17 + 1, Sliding: true, Radius: 10},
+	{SeqLen: 150, Lengths: []int{150, 97}, Heads: 1, HeadDim: 8, Sliding: true, Radius: 30},
+	{SeqLen: 210, Lengths: []int{1, 2, 31, 33, 93, 200}, Heads: 2, HeadDim: 2},
+	{SeqLen: 210, Lengths: []int{1, 2, 31, 33, 93, 200}, Heads: 3, HeadDim: 16, Sliding: true, Radius: 64},
+	{SeqLen: 96, Lengths: []int{93, 31, 33}, Heads: 2, HeadDim: 64, Sliding: true, Radius: 1},
+	{SeqLen: 95, Lengths: []int{93, 2}, Heads: 2, HeadDim: 80},
+	{SeqLen: 201, Lengths: []int{200, 65}, Heads: 1, HeadDim: 80, Sliding: true, Radius: 64},
+	{SeqLen: 93, Lengths: []int{93}, Heads: 12, HeadDim: 64, Sliding: true, Radius: 92}, // the window just covers the row
+	{SeqLen: 1030, Lengths: []int{1030}, Heads: 1, HeadDim: 64},                         // a long context: many key tiles
+	{SeqLen: 700, Lengths: []int{1, 700, 3, 1, 17, 2}, Heads: 2, HeadDim: 16},           // one long row among short ones
+	{SeqLen: 1030, Lengths: []int{1025, 700}, Heads: 1, HeadDim: 32, Sliding: true, Radius: 128},
+}
+
 func TestAttention(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
-	tests := []backend.AttentionParams{
-		{SeqLen: 9, Lengths: []int{9}, Heads: 1, HeadDim: 4},
-		{SeqLen: 20, Lengths: []int{20, 7, 1}, Heads: 3, HeadDim: 8},
-		{SeqLen: 40, Lengths: []int{40, 23}, Heads: 2, HeadDim: 6, Sliding: true, Radius: 8},
-		{SeqLen: 12, Lengths: []int{12, 5}, Heads: 2, HeadDim: 4, Sliding: true, Radius: 0},
-		{SeqLen: 10, Lengths: []int{10}, Heads: 2, HeadDim: 4, Sliding: true, Radius: 64}, // window wider than the row
-		// Query blocks of attnBlock (48) rows: lengths on either side of a
-		// block edge, and windows that start or end inside a block.
-		{SeqLen: 100, Lengths: []int{100, 49, 48, 47, 1}, Heads: 2, HeadDim: 64},
-		{SeqLen: 100, Lengths: []int{100, 49, 48, 47}, Heads: 2, HeadDim: 17 + 1, Sliding: true, Radius: 10},
-		{SeqLen: 150, Lengths: []int{150, 97}, Heads: 1, HeadDim: 8, Sliding: true, Radius: 30},
-	}
-	for _, kernel := range gemmKernels(t) {
-		for _, p := range tests {
-			t.Run(fmt.Sprintf("%s/L%d_b%d_h%d_sliding%v_r%d", kernel.name, p.SeqLen, len(p.Lengths), p.Heads, p.Sliding, p.Radius), func(t *testing.T) {
-				useGemmTile(t, kernel.tile)
+	for _, path := range attentionPaths(t) {
+		for _, p := range attentionShapes {
+			t.Run(fmt.Sprintf("%s/L%d_b%d_h%d_dh%d_sliding%v_r%d", path.name, p.SeqLen, len(p.Lengths), p.Heads, p.HeadDim, p.Sliding, p.Radius), func(t *testing.T) {
+				path.use(t)
 				p.Scale = float32(1 / math.Sqrt(float64(p.HeadDim)))
 				s := New().NewStream()
 				rows, width := len(p.Lengths)*p.SeqLen, p.Heads*p.HeadDim
 				xv := randomValues(rng, rows*3*width)
 				out := s.New(rows, width)
+				// Padded query rows must come back as zeros (as in the
+				// reference) even where the buffer held something.
+				dirty := make([]float32, rows*width)
+				for i := range dirty {
+					dirty[i] = float32(math.NaN())
+				}
+				copy(out.(*tensor).data, dirty)
 				s.Attention(out, s.FromHost(rows, 3*width, xv), p)
-				// Padded query rows come back as zeros in the reference too.
-				checkClose(t, "attention", read(t, s, out), attentionRef(xv, p), 1e-5)
+				want := attentionRef(xv, p)
+				checkClose(t, "attention", read(t, s, out), want, 1e-5)
+
+				// The same batch packed: the real rows back to back.
+				var packedIn []float32
+				var packedWant []float64
+				for b, n := range p.Lengths {
+					packedIn = append(packedIn, xv[b*p.SeqLen*3*width:(b*p.SeqLen+n)*3*width]...)
+					packedWant = append(packedWant, want[b*p.SeqLen*width:(b*p.SeqLen+n)*width]...)
+				}
+				pp := p
+				pp.Packed = true
+				tokens := len(packedIn) / (3 * width)
+				packedOut := s.New(tokens, width)
+				s.Attention(packedOut, s.FromHost(tokens, 3*width, packedIn), pp)
+				checkClose(t, "packed attention", read(t, s, packedOut), packedWant, 1e-5)
 			})
+		}
+	}
+}
+
+// TestAttentionWorkers runs the SIMD attention with 1, 2 and 16 workers
+// (query blocks of 48, 24, 12): the answers may not depend on the split.
+func TestAttentionWorkers(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	p := backend.AttentionParams{SeqLen: 100, Lengths: []int{93, 100, 7}, Heads: 3, HeadDim: 64, Scale: 0.125, Sliding: true, Radius: 20}
+	rows, width := len(p.Lengths)*p.SeqLen, p.Heads*p.HeadDim
+	xv := randomValues(rng, rows*3*width)
+	var first []float32
+	for _, workers := range []int{1, 2, 16} {
+		be := New()
+		be.workers = workers
+		s := be.NewStream()
+		out := s.New(rows, width)
+		s.Attention(out, s.FromHost(rows, 3*width, xv), p)
+		got := read(t, s, out)
+		if first == nil {
+			first = got
+			checkClose(t, "attention", got, attentionRef(xv, p), 1e-5)
+			continue
+		}
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(first[i]) {
+				t.Fatalf("%d workers: [%d] = %v, 1 worker %v", workers, i, got[i], first[i])
+			}
 		}
 	}
 }

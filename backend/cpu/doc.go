@@ -12,9 +12,15 @@
 //     purego tag; each with a documented summation order pinned by a test.
 //   - Work spread over a persistent worker pool (pool.go): units of one W
 //     panel × rows, taken from an atomic counter; no goroutine per call.
-//   - Attention (attention.go) through the same tile kernel: QKᵀ and PV per
-//     head and block of 48 queries; sliding windows skip the keys no query
-//     of the block sees.
+//   - Attention (attn_amd64.go) with AVX-512 outer-product tiles of 6
+//     queries × 64 keys (QKᵀ, Kᵀ packed once per head by gathers) and 6
+//     queries × 64 of the head dim (PV, V rows in place), a vectorised
+//     softmax whose float64-lane exp rounds to math.Exp's float32; jobs of
+//     (row, head, block of 12–48 queries) so one question fills 16 workers;
+//     sliding windows skip the keys no query of the block sees. Elsewhere
+//     (attention.go) through the GEMM tile kernel and a scalar softmax.
+//   - LayerNorm, residual Add and RoPE in AVX-512 (ops_amd64.go), the Go
+//     loops' arithmetic.
 //   - Epilogues: bias and activation while the unit is in cache; a Linear is
 //     deferred to the next op, and the GeGLU of its output runs fused.
 //   - GELU/GeGLU in AVX-512 (gelu_amd64.go); a fast exp for the softmax.

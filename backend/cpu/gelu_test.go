@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"math"
+	"math/big"
 	"math/rand/v2"
 	"testing"
 )
@@ -122,6 +123,53 @@ func TestGeluAVX512Constants(t *testing.T) {
 	if worst > 2e-13 {
 		t.Errorf("series relative error %.3g", worst)
 	}
+
+	// The kernel evaluates the series as a polynomial in s by Horner's
+	// rule: its coefficients, converted exactly (big floats) from c, and
+	// rounded once.
+	const prec = 300
+	bf := func(x float64) *big.Float { return new(big.Float).SetPrec(prec).SetFloat64(x) }
+	tPrev, tCur := make([]*big.Float, n), make([]*big.Float, n) // T_{j−1}, T_j in s^k
+	for kk := range n {
+		tPrev[kk], tCur[kk] = bf(0), bf(0)
+	}
+	tPrev[0], tCur[1] = bf(1), bf(1)
+	mono := make([]*big.Float, n)
+	for kk := range n {
+		mono[kk] = new(big.Float).SetPrec(prec).Mul(bf(c[0]), tPrev[kk])
+		mono[kk].Add(mono[kk], new(big.Float).SetPrec(prec).Mul(bf(c[1]), tCur[kk]))
+	}
+	for j := 2; j < n; j++ {
+		next := make([]*big.Float, n) // T_j = 2s·T_{j−1} − T_{j−2}
+		for kk := range n {
+			next[kk] = new(big.Float).SetPrec(prec).Neg(tPrev[kk])
+			if kk > 0 {
+				next[kk].Add(next[kk], new(big.Float).SetPrec(prec).Mul(bf(2), tCur[kk-1]))
+			}
+			mono[kk].Add(mono[kk], new(big.Float).SetPrec(prec).Mul(bf(c[j]), next[kk]))
+		}
+		tPrev, tCur = tCur, next
+	}
+	a := make([]float64, n)
+	for kk := range n {
+		a[kk], _ = mono[kk].Float64()
+	}
+	worst = 0
+	for i := range 20001 {
+		av := amax * float64(i) / 20000
+		s := ((av-k)/(av+k) - mid) / half
+		p := a[n-1]
+		for kk := n - 2; kk >= 0; kk-- {
+			p = math.FMA(p, s, a[kk])
+		}
+		worst = max(worst, math.Abs(p/erfcx(av)-1))
+	}
+	if worst > 2e-13 {
+		t.Errorf("Horner form's relative error %.3g", worst)
+	}
+	checkGeluKernelSeries(t, a, func(s float64) float64 { // the kernel's own constants, where it has them
+		return erfcx(k * (1 + (mid + half*s)) / (1 - (mid + half*s)))
+	})
 }
 
 func BenchmarkGelu(b *testing.B) {

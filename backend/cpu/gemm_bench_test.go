@@ -221,51 +221,6 @@ func uploadRandom(tb testing.TB, be *Backend, dtype backend.DType, rows, cols in
 	return t
 }
 
-// BenchmarkAttention measures Attention at the encoders' shapes for one
-// 93-token row (English: 16 heads of 64; multilingual: 12 of 64), global and
-// sliding (radius 64), on the kernel Linear picks. GFLOP/s counts the two
-// products, 4·L·keys·Dh per head.
-func BenchmarkAttention(b *testing.B) {
-	rng := rand.New(rand.NewPCG(11, 12))
-	for _, c := range []struct {
-		name       string
-		heads, len int
-		sliding    bool
-		radius     int
-	}{
-		{name: "english/global/93", heads: 16, len: 93},
-		{name: "english/sliding/93", heads: 16, len: 93, sliding: true, radius: 64},
-		{name: "multilingual/global/93", heads: 12, len: 93},
-		{name: "english/sliding/512", heads: 16, len: 512, sliding: true, radius: 64},
-	} {
-		b.Run(c.name, func(b *testing.B) {
-			const dh = 64
-			s := New().NewStream()
-			width := c.heads * dh
-			qkv := s.FromHost(c.len, 3*width, randomValues(rng, c.len*3*width))
-			out := s.New(c.len, width)
-			p := backend.AttentionParams{SeqLen: c.len, Lengths: []int{c.len}, Heads: c.heads, HeadDim: dh,
-				Scale: 0.125, Sliding: c.sliding, Radius: c.radius}
-			for b.Loop() {
-				s.Attention(out, qkv, p)
-			}
-			if err := s.Err(); err != nil {
-				b.Fatal(err)
-			}
-			keys := 0
-			for i := range c.len {
-				lo, hi := 0, c.len-1
-				if c.sliding {
-					lo, hi = max(0, i-c.radius), min(c.len-1, i+c.radius)
-				}
-				keys += hi - lo + 1
-			}
-			flops := 4 * float64(keys) * dh * float64(c.heads)
-			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-		})
-	}
-}
-
 // BenchmarkWiden measures the F16 → F32 panel conversion (GB/s of F16 read).
 func BenchmarkWiden(b *testing.B) {
 	src := make([]uint16, 64*1024)
