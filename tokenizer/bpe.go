@@ -55,6 +55,19 @@ func newModel(raw json.RawMessage) (*bpe, error) {
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return nil, fmt.Errorf("model: %v: %w", err, ErrInvalid)
 	}
+	return buildModel(&m, func(b *bpe) error {
+		pairs, err := parseMerges(m.Merges)
+		if err != nil {
+			return err
+		}
+		return b.setMerges(len(pairs), func(rank int) (string, string) { return pairs[rank][0], pairs[rank][1] })
+	})
+}
+
+// buildModel checks the decoded model and builds its tables; mergesFrom
+// fills b.merges once everything else is in place, as the merges are
+// checked last.
+func buildModel(m *bpeJSON, mergesFrom func(b *bpe) error) (*bpe, error) {
 	if m.Type != "BPE" && !(m.Type == "" && m.Merges != nil) {
 		return nil, fmt.Errorf("model: type %q: only BPE is implemented: %w", m.Type, ErrUnsupported)
 	}
@@ -65,7 +78,6 @@ func newModel(raw json.RawMessage) (*bpe, error) {
 	b := &bpe{
 		vocab:       m.Vocab,
 		vocabR:      make(map[int]string, len(m.Vocab)),
-		merges:      map[uint64]mergeTarget{},
 		unkID:       -1,
 		fuseUnk:     m.FuseUnk,
 		byteFall:    m.ByteFallback,
@@ -100,33 +112,49 @@ func newModel(raw json.RawMessage) (*bpe, error) {
 			b.byteIDs[i] = id
 		}
 	}
-	pairs, err := parseMerges(m.Merges)
-	if err != nil {
+	if err := mergesFrom(b); err != nil {
 		return nil, err
 	}
-	for rank, p := range pairs {
-		a, ok := b.vocab[p[0]]
-		if !ok {
-			return nil, fmt.Errorf("model.merges[%d]: token %q is not in the vocabulary: %w", rank, p[0], ErrInvalid)
-		}
-		c, ok := b.vocab[p[1]]
-		if !ok {
-			return nil, fmt.Errorf("model.merges[%d]: token %q is not in the vocabulary: %w", rank, p[1], ErrInvalid)
-		}
-		// With a continuing-subword prefix the right part loses it when
-		// merged (models/bpe/model.rs, BpeBuilder::build).
-		right := p[1]
-		if b.prefix != "" && strings.HasPrefix(right, b.prefix) {
-			right = right[len(b.prefix):]
-		}
-		n, ok := b.vocab[p[0]+right]
-		if !ok {
-			return nil, fmt.Errorf("model.merges[%d]: merged token %q is not in the vocabulary: %w", rank, p[0]+right, ErrInvalid)
+	return b, nil
+}
+
+// setMerges resolves n merges, pair(rank) giving the two tokens of each,
+// into b.merges.
+func (b *bpe) setMerges(n int, pair func(rank int) (string, string)) error {
+	b.merges = make(map[uint64]mergeTarget, n)
+	for rank := range n {
+		left, right := pair(rank)
+		key, target, err := b.resolveMerge(rank, left, right)
+		if err != nil {
+			return err
 		}
 		// A later duplicate overwrites an earlier one, as in the Rust HashMap collect.
-		b.merges[pairKey(a, c)] = mergeTarget{rank: int32(rank), newID: int32(n)}
+		b.merges[key] = target
 	}
-	return b, nil
+	return nil
+}
+
+// resolveMerge gives the table entry of merge rank (left, right).
+func (b *bpe) resolveMerge(rank int, left, right string) (uint64, mergeTarget, error) {
+	a, ok := b.vocab[left]
+	if !ok {
+		return 0, mergeTarget{}, fmt.Errorf("model.merges[%d]: token %q is not in the vocabulary: %w", rank, left, ErrInvalid)
+	}
+	c, ok := b.vocab[right]
+	if !ok {
+		return 0, mergeTarget{}, fmt.Errorf("model.merges[%d]: token %q is not in the vocabulary: %w", rank, right, ErrInvalid)
+	}
+	// With a continuing-subword prefix the right part loses it when
+	// merged (models/bpe/model.rs, BpeBuilder::build).
+	tail := right
+	if b.prefix != "" && strings.HasPrefix(tail, b.prefix) {
+		tail = tail[len(b.prefix):]
+	}
+	n, ok := b.vocab[left+tail]
+	if !ok {
+		return 0, mergeTarget{}, fmt.Errorf("model.merges[%d]: merged token %q is not in the vocabulary: %w", rank, left+tail, ErrInvalid)
+	}
+	return pairKey(a, c), mergeTarget{rank: int32(rank), newID: int32(n)}, nil
 }
 
 // parseMerges accepts both serializations: "a b" strings (tokenizers < 0.20)
