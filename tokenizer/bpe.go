@@ -13,8 +13,8 @@ import (
 // rank until none applies.
 type bpe struct {
 	vocab       map[string]int
-	vocabR      map[int]string
-	merges      map[uint64]mergeTarget
+	vocabR      *idTokens
+	merges      *mergeTable
 	unkID       int // -1 when the model has no unk_token
 	fuseUnk     bool
 	byteFall    bool
@@ -55,7 +55,7 @@ func newModel(raw json.RawMessage) (*bpe, error) {
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return nil, fmt.Errorf("model: %v: %w", err, ErrInvalid)
 	}
-	return buildModel(&m, func(b *bpe) error {
+	return buildModel(&m, nil, func(b *bpe) error {
 		pairs, err := parseMerges(m.Merges)
 		if err != nil {
 			return err
@@ -64,10 +64,11 @@ func newModel(raw json.RawMessage) (*bpe, error) {
 	})
 }
 
-// buildModel checks the decoded model and builds its tables; mergesFrom
+// buildModel checks the decoded model and builds its tables; byID, when
+// not nil, is id_to_token already built from the vocabulary; mergesFrom
 // fills b.merges once everything else is in place, as the merges are
 // checked last.
-func buildModel(m *bpeJSON, mergesFrom func(b *bpe) error) (*bpe, error) {
+func buildModel(m *bpeJSON, byID *idTokens, mergesFrom func(b *bpe) error) (*bpe, error) {
 	if m.Type != "BPE" && !(m.Type == "" && m.Merges != nil) {
 		return nil, fmt.Errorf("model: type %q: only BPE is implemented: %w", m.Type, ErrUnsupported)
 	}
@@ -77,7 +78,7 @@ func buildModel(m *bpeJSON, mergesFrom func(b *bpe) error) (*bpe, error) {
 	}
 	b := &bpe{
 		vocab:       m.Vocab,
-		vocabR:      make(map[int]string, len(m.Vocab)),
+		vocabR:      byID,
 		unkID:       -1,
 		fuseUnk:     m.FuseUnk,
 		byteFall:    m.ByteFallback,
@@ -86,11 +87,20 @@ func buildModel(m *bpeJSON, mergesFrom func(b *bpe) error) (*bpe, error) {
 	if b.vocab == nil {
 		b.vocab = map[string]int{}
 	}
+	maxID := -1
 	for tok, id := range b.vocab {
 		if id < 0 {
 			return nil, fmt.Errorf("model.vocab: token %q has negative id %d: %w", tok, id, ErrInvalid)
 		}
-		b.vocabR[id] = tok
+		maxID = max(maxID, id)
+	}
+	if b.vocabR == nil {
+		// Of several tokens with one id, one is kept, as upstream's
+		// HashMap inversion keeps one.
+		b.vocabR = newIDTokens(len(b.vocab), maxID)
+		for tok, id := range b.vocab {
+			b.vocabR.set(id, tok)
+		}
 	}
 	if m.ContinuingSubwordPrefix != nil {
 		b.prefix = *m.ContinuingSubwordPrefix
@@ -121,7 +131,7 @@ func buildModel(m *bpeJSON, mergesFrom func(b *bpe) error) (*bpe, error) {
 // setMerges resolves n merges, pair(rank) giving the two tokens of each,
 // into b.merges.
 func (b *bpe) setMerges(n int, pair func(rank int) (string, string)) error {
-	b.merges = make(map[uint64]mergeTarget, n)
+	b.merges = newMergeTable(n)
 	for rank := range n {
 		left, right := pair(rank)
 		key, target, err := b.resolveMerge(rank, left, right)
@@ -129,7 +139,7 @@ func (b *bpe) setMerges(n int, pair func(rank int) (string, string)) error {
 			return err
 		}
 		// A later duplicate overwrites an earlier one, as in the Rust HashMap collect.
-		b.merges[key] = target
+		b.merges.put(key, target)
 	}
 	return nil
 }
@@ -291,10 +301,10 @@ func (b *bpe) mergeWord(word string, out []int) []int {
 		add(unk)
 	}
 
-	if len(syms) > 1 && len(b.merges) > 0 {
+	if len(syms) > 1 && b.merges.len() > 0 {
 		h := make(mergeHeap, 0, len(syms))
 		for p := 0; p+1 < len(syms); p++ {
-			if m, ok := b.merges[pairKey(int(syms[p].id), int(syms[p+1].id))]; ok {
+			if m, ok := b.merges.get(pairKey(int(syms[p].id), int(syms[p+1].id))); ok {
 				h = append(h, mergeCand{rank: m.rank, pos: int32(p), newID: m.newID})
 			}
 		}
@@ -306,7 +316,7 @@ func (b *bpe) mergeWord(word string, out []int) []int {
 				continue
 			}
 			right := syms[cur.next]
-			m, ok := b.merges[pairKey(int(cur.id), int(right.id))]
+			m, ok := b.merges.get(pairKey(int(cur.id), int(right.id)))
 			if !ok || m.newID != top.newID {
 				continue // stale entry
 			}
@@ -317,12 +327,12 @@ func (b *bpe) mergeWord(word string, out []int) []int {
 				syms[right.next].prev = top.pos
 			}
 			if cur.prev >= 0 {
-				if m, ok := b.merges[pairKey(int(syms[cur.prev].id), int(cur.id))]; ok {
+				if m, ok := b.merges.get(pairKey(int(syms[cur.prev].id), int(cur.id))); ok {
 					h.push(mergeCand{rank: m.rank, pos: cur.prev, newID: m.newID})
 				}
 			}
 			if cur.next >= 0 {
-				if m, ok := b.merges[pairKey(int(cur.id), int(syms[cur.next].id))]; ok {
+				if m, ok := b.merges.get(pairKey(int(cur.id), int(syms[cur.next].id))); ok {
 					h.push(mergeCand{rank: m.rank, pos: top.pos, newID: m.newID})
 				}
 			}

@@ -1,9 +1,12 @@
 package tokenizer
 
 // This file keeps the tokenizer.json loader as it was before the fast
-// scanner (commit 1baede4), unchanged apart from names, as an independent
-// reference: TestFastLoadMatchesLegacy compares every loaded table with
-// it, and BenchmarkLoad times it side by side with Load ("before").
+// scanner (commit 1baede4), unchanged apart from names and from keeping
+// id_to_token and the merges in Go maps, as an independent reference: the
+// load tests compare every loaded table with it, and BenchmarkLoad times it
+// side by side with FromJSON ("before", with convert=false). With
+// convert=true the maps are copied into the model's current tables at the
+// end, for comparison.
 
 import (
 	"encoding/json"
@@ -11,7 +14,7 @@ import (
 	"strings"
 )
 
-func legacyParse(data []byte) (*Tokenizer, *fileJSON, error) {
+func legacyParse(data []byte, convert bool) (*Tokenizer, *fileJSON, error) {
 	var f fileJSON
 	if err := json.Unmarshal(data, &f); err != nil {
 		return nil, nil, fmt.Errorf("%v: %w", err, ErrInvalid)
@@ -21,7 +24,7 @@ func legacyParse(data []byte) (*Tokenizer, *fileJSON, error) {
 	}
 	t := &Tokenizer{}
 	var err error
-	if t.model, err = legacyNewModel(f.Model); err != nil {
+	if t.model, err = legacyNewModel(f.Model, convert); err != nil {
 		return nil, nil, err
 	}
 	if t.normalizer, err = newNormalizer(f.Normalizer, "normalizer"); err != nil {
@@ -130,7 +133,7 @@ func legacyAddAddedTokens(t *Tokenizer, list []addedToken) {
 	}
 }
 
-func legacyNewModel(raw json.RawMessage) (*bpe, error) {
+func legacyNewModel(raw json.RawMessage, convert bool) (*bpe, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, fmt.Errorf("model: missing: %w", ErrInvalid)
 	}
@@ -147,8 +150,6 @@ func legacyNewModel(raw json.RawMessage) (*bpe, error) {
 	}
 	b := &bpe{
 		vocab:       m.Vocab,
-		vocabR:      make(map[int]string, len(m.Vocab)),
-		merges:      map[uint64]mergeTarget{},
 		unkID:       -1,
 		fuseUnk:     m.FuseUnk,
 		byteFall:    m.ByteFallback,
@@ -157,11 +158,13 @@ func legacyNewModel(raw json.RawMessage) (*bpe, error) {
 	if b.vocab == nil {
 		b.vocab = map[string]int{}
 	}
+	vocabR := make(map[int]string, len(m.Vocab))
+	merges := map[uint64]mergeTarget{}
 	for tok, id := range b.vocab {
 		if id < 0 {
 			return nil, fmt.Errorf("model.vocab: token %q has negative id %d: %w", tok, id, ErrInvalid)
 		}
-		b.vocabR[id] = tok
+		vocabR[id] = tok
 	}
 	if m.ContinuingSubwordPrefix != nil {
 		b.prefix = *m.ContinuingSubwordPrefix
@@ -207,7 +210,10 @@ func legacyNewModel(raw json.RawMessage) (*bpe, error) {
 			return nil, fmt.Errorf("model.merges[%d]: merged token %q is not in the vocabulary: %w", rank, p[0]+right, ErrInvalid)
 		}
 		// A later duplicate overwrites an earlier one, as in the Rust HashMap collect.
-		b.merges[pairKey(a, c)] = mergeTarget{rank: int32(rank), newID: int32(n)}
+		merges[pairKey(a, c)] = mergeTarget{rank: int32(rank), newID: int32(n)}
+	}
+	if convert {
+		b.vocabR, b.merges = legacyTables(b.vocab, vocabR, merges)
 	}
 	return b, nil
 }
@@ -240,4 +246,21 @@ func legacyParseMerges(raw json.RawMessage) ([][2]string, error) {
 		out[i] = [2]string{p[0], p[1]}
 	}
 	return out, nil
+}
+
+// legacyTables copies the legacy maps into the model's tables.
+func legacyTables(vocab map[string]int, vocabR map[int]string, merges map[uint64]mergeTarget) (*idTokens, *mergeTable) {
+	maxID := -1
+	for id := range vocabR {
+		maxID = max(maxID, id)
+	}
+	byID := newIDTokens(len(vocab), maxID)
+	for id, tok := range vocabR {
+		byID.set(id, tok)
+	}
+	table := newMergeTable(len(merges))
+	for k, m := range merges {
+		table.put(k, m)
+	}
+	return byID, table
 }

@@ -29,7 +29,7 @@ func BenchmarkLoad(b *testing.B) {
 			name string
 			load func([]byte) error
 		}{
-			{"before", func(d []byte) error { _, _, err := legacyParse(d); return err }},
+			{"before", func(d []byte) error { _, _, err := legacyParse(d, false); return err }},
 			{"after", func(d []byte) error { _, err := FromJSON(d); return err }},
 		} {
 			b.Run(f.name+"/"+v.name, func(b *testing.B) {

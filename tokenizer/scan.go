@@ -3,7 +3,7 @@ package tokenizer
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
+	"hash/maphash"
 	"math"
 	"runtime"
 	"sync"
@@ -56,17 +56,48 @@ func parseFast(data []byte) (*Tokenizer, *fileJSON, bool) {
 	if err := json.Unmarshal(doc.model, &m); err != nil {
 		return nil, nil, false
 	}
-	if doc.hasVocab {
-		m.Vocab = doc.vocabMap()
+	keys := string(doc.vocabKeys) // one string for all tokens
+	var byID *idTokens
+	var merged []resolvedMerge
+	if len(doc.merges) == 0 {
+		m.Vocab = doc.vocabMap(keys)
+		byID = doc.idTokens(keys, m.Vocab)
+	} else {
+		idx, ok := newVocabIndex(doc, keys)
+		if !ok {
+			return nil, nil, false
+		}
+		// The model's map and id table are built while the merges are
+		// resolved through the index.
+		done := make(chan struct{})
+		go func() {
+			m.Vocab = doc.vocabMap(keys)
+			byID = doc.idTokens(keys, m.Vocab)
+			close(done)
+		}()
+		prefix := ""
+		if m.ContinuingSubwordPrefix != nil {
+			prefix = *m.ContinuingSubwordPrefix
+		}
+		merged, ok = resolveMerges(data, doc, idx, prefix)
+		<-done
+		if !ok {
+			return nil, nil, false
+		}
+	}
+	if !doc.hasVocab {
+		m.Vocab = nil
 	}
 	if doc.hasMerges {
 		// Only the presence matters to buildModel (a model without
 		// "type" is BPE when it has merges); the merges come from doc.
 		m.Merges = json.RawMessage(`[]`)
 	}
-	model, err := buildModel(&m, func(b *bpe) error {
-		if !b.setMergesFast(data, doc.merges, doc.mergePairs) {
-			return errFastGaveUp
+	model, err := buildModel(&m, byID, func(b *bpe) error {
+		b.merges = newMergeTable(len(merged))
+		for rank, r := range merged {
+			// A later duplicate overwrites an earlier one, as in setMerges.
+			b.merges.put(r.key, mergeTarget{rank: int32(rank), newID: r.newID})
 		}
 		return nil
 	})
@@ -80,8 +111,6 @@ func parseFast(data []byte) (*Tokenizer, *fileJSON, bool) {
 	return t, &f, true
 }
 
-var errFastGaveUp = errors.New("tokenizer: fast path gave up") // never leaves the package
-
 // fastDoc is what the scanner took from the file.
 type fastDoc struct {
 	top   []byte // {"version":…, …} without "model"
@@ -93,6 +122,7 @@ type fastDoc struct {
 	// vocab[i] is the key vocabKeys[off:off+n] with its id.
 	vocab     []vocabSpan
 	vocabKeys []byte
+	maxID     int
 
 	hasMerges  bool
 	mergePairs bool        // [a, b] pairs rather than "a b" strings
@@ -113,15 +143,32 @@ type mergeSpan struct {
 	aRaw, bRaw     bool // valid UTF-8 without escapes: usable as is
 }
 
-// vocabMap builds model.vocab: all keys share one string, and a repeated
-// key keeps its last id, as encoding/json's map decoding does.
-func (d *fastDoc) vocabMap() map[string]int {
-	keys := string(d.vocabKeys)
+// vocabMap builds model.vocab from the scanned entries, whose keys are
+// substrings of keys; a repeated key keeps its last id, as encoding/json's
+// map decoding does.
+func (d *fastDoc) vocabMap(keys string) map[string]int {
 	m := make(map[string]int, len(d.vocab))
 	for _, v := range d.vocab {
 		m[keys[v.off:v.off+v.n]] = v.id
 	}
 	return m
+}
+
+// idTokens builds id_to_token from the scanned entries and the model's
+// map vocab. An entry whose key comes again later is not a token of its id
+// any more; of several tokens with one id the last in the file is kept
+// (upstream keeps one of them too).
+func (d *fastDoc) idTokens(keys string, vocab map[string]int) *idTokens {
+	t := newIDTokens(len(vocab), d.maxID)
+	repeats := len(vocab) < len(d.vocab)
+	for _, v := range d.vocab {
+		key := keys[v.off : v.off+v.n]
+		if repeats && vocab[key] != v.id {
+			continue
+		}
+		t.set(v.id, key)
+	}
+	return t
 }
 
 type fastScanner struct {
@@ -415,6 +462,7 @@ func (s *fastScanner) vocab(doc *fastDoc) bool {
 			return false
 		}
 		doc.vocab = append(doc.vocab, vocabSpan{off: int32(off), n: int32(len(keys) - off), id: id})
+		doc.maxID = max(doc.maxID, id)
 		if more, ok = s.next('}'); !ok {
 			return false
 		}
@@ -572,82 +620,143 @@ func appendViaJSON(dst, quoted []byte) ([]byte, bool) {
 	return append(dst, s...), true
 }
 
-// setMergesFast resolves the merges the scanner found into b.merges. The
-// lookups run in parallel over GOMAXPROCS workers (the vocabulary is only
-// read); the table is then filled in rank order, so a later duplicate
-// overwrites an earlier one as in setMerges. It returns false on any merge
-// setMerges would reject, leaving the error text to parseSlow.
-func (b *bpe) setMergesFast(data []byte, spans []mergeSpan, pairs bool) bool {
-	type resolved struct {
-		key   uint64
-		newID int32
-	}
-	out := make([]resolved, len(spans))
+// resolvedMerge is one merge of the file: its pair key and merged id.
+type resolvedMerge struct {
+	key   uint64
+	newID int32
+}
+
+// resolveMerges looks up the tokens of every merge the scanner found, as
+// setMerges does, in parallel over GOMAXPROCS workers (the index is only
+// read). It returns false on any merge setMerges would reject, leaving the
+// error text to parseSlow.
+func resolveMerges(data []byte, doc *fastDoc, idx *vocabIndex, prefix string) ([]resolvedMerge, bool) {
+	spans := doc.merges
+	out := make([]resolvedMerge, len(spans))
 	workers := min(runtime.GOMAXPROCS(0), len(spans)/8192+1)
 	chunk := (len(spans) + workers - 1) / workers
 	var bad atomic.Bool
-	prefix := []byte(b.prefix)
 	var wg sync.WaitGroup
 	for w := range workers {
 		lo, hi := w*chunk, min((w+1)*chunk, len(spans))
 		wg.Go(func() {
-			var bufA, bufB, joined []byte
-			for i := lo; i < hi; i++ {
-				sp := &spans[i]
-				var left, right []byte
-				if sp.aRaw {
-					left = data[sp.a0:sp.a1]
-				} else {
-					var ok bool
-					if bufA, ok = appendJSONString(bufA[:0], data, int(sp.a0), int(sp.a1), true, true); !ok {
-						bad.Store(true)
-						return
-					}
-					left = bufA
-				}
-				if pairs {
-					if sp.bRaw {
-						right = data[sp.b0:sp.b1]
-					} else {
-						var ok bool
-						if bufB, ok = appendJSONString(bufB[:0], data, int(sp.b0), int(sp.b1), true, true); !ok {
-							bad.Store(true)
-							return
-						}
-						right = bufB
-					}
-				} else {
-					// "a b": exactly one space (parseMerges).
-					sep := bytes.IndexByte(left, ' ')
-					if sep < 0 || bytes.IndexByte(left[sep+1:], ' ') >= 0 {
-						bad.Store(true)
-						return
-					}
-					left, right = left[:sep], left[sep+1:]
-				}
-				a, ok1 := b.vocab[string(left)]
-				c, ok2 := b.vocab[string(right)]
-				tail := right
-				if len(prefix) > 0 && bytes.HasPrefix(tail, prefix) {
-					tail = tail[len(prefix):]
-				}
-				joined = append(append(joined[:0], left...), tail...)
-				n, ok3 := b.vocab[string(joined)]
-				if !ok1 || !ok2 || !ok3 {
-					bad.Store(true)
-					return
-				}
-				out[i] = resolved{key: pairKey(a, c), newID: int32(n)}
+			if !resolveRange(data, spans[lo:hi], doc.mergePairs, idx, []byte(prefix), out[lo:hi]) {
+				bad.Store(true)
 			}
 		})
 	}
 	wg.Wait()
-	if bad.Load() {
-		return false
-	}
-	b.merges = make(map[uint64]mergeTarget, len(spans))
-	for rank, r := range out {
-		b.merges[r.key] = mergeTarget{rank: int32(rank), newID: r.newID}
+	return out, !bad.Load()
+}
+
+func resolveRange(data []byte, spans []mergeSpan, pairs bool, idx *vocabIndex, prefix []byte, out []resolvedMerge) bool {
+	var bufA, bufB, joined []byte
+	for i := range spans {
+		sp := &spans[i]
+		var left, right []byte
+		if sp.aRaw {
+			left = data[sp.a0:sp.a1]
+		} else {
+			var ok bool
+			if bufA, ok = appendJSONString(bufA[:0], data, int(sp.a0), int(sp.a1), true, true); !ok {
+				return false
+			}
+			left = bufA
+		}
+		if pairs {
+			if sp.bRaw {
+				right = data[sp.b0:sp.b1]
+			} else {
+				var ok bool
+				if bufB, ok = appendJSONString(bufB[:0], data, int(sp.b0), int(sp.b1), true, true); !ok {
+					return false
+				}
+				right = bufB
+			}
+		} else {
+			// "a b": exactly one space (parseMerges).
+			sep := bytes.IndexByte(left, ' ')
+			if sep < 0 || bytes.IndexByte(left[sep+1:], ' ') >= 0 {
+				return false
+			}
+			left, right = left[:sep], left[sep+1:]
+		}
+		a, ok1 := idx.lookup(left)
+		c, ok2 := idx.lookup(right)
+		tail := right
+		if len(prefix) > 0 && bytes.HasPrefix(tail, prefix) {
+			tail = tail[len(prefix):]
+		}
+		joined = append(append(joined[:0], left...), tail...)
+		n, ok3 := idx.lookup(joined)
+		if !ok1 || !ok2 || !ok3 {
+			return false
+		}
+		out[i] = resolvedMerge{key: pairKey(a, c), newID: int32(n)}
 	}
 	return true
+}
+
+// vocabIndex finds vocabulary ids by the token's bytes during merge
+// resolution, before (and while) the model's map is built. Open addressing
+// with linear probing; each 16-byte slot holds what a probe needs (a hash
+// tag, where the key is, its id), so a lookup costs about two cache misses
+// where a Go map of 256k strings costs three.
+type vocabIndex struct {
+	keys  string
+	slots []indexSlot
+	mask  uint64
+	seed  maphash.Seed
+}
+
+type indexSlot struct {
+	tag uint32 // 0: empty
+	off uint32
+	n   uint32
+	id  int32
+}
+
+// newVocabIndex indexes the scanned vocabulary; a repeated key keeps its
+// last id. ok=false when an id or key does not fit a slot.
+func newVocabIndex(d *fastDoc, keys string) (*vocabIndex, bool) {
+	size := 1
+	for size < 2*len(d.vocab) {
+		size *= 2
+	}
+	x := &vocabIndex{keys: keys, slots: make([]indexSlot, max(size, 16)), seed: maphash.MakeSeed()}
+	x.mask = uint64(len(x.slots) - 1)
+	for _, v := range d.vocab {
+		if v.id < 0 || v.id > math.MaxInt32 {
+			return nil, false
+		}
+		key := keys[v.off : v.off+v.n]
+		h := maphash.String(x.seed, key)
+		tag := uint32(h>>32) | 1
+		for i := h & x.mask; ; i = (i + 1) & x.mask {
+			s := &x.slots[i]
+			if s.tag == 0 {
+				*s = indexSlot{tag: tag, off: uint32(v.off), n: uint32(v.n), id: int32(v.id)}
+				break
+			}
+			if s.tag == tag && keys[s.off:s.off+s.n] == key {
+				s.id = int32(v.id)
+				break
+			}
+		}
+	}
+	return x, true
+}
+
+func (x *vocabIndex) lookup(b []byte) (int, bool) {
+	h := maphash.Bytes(x.seed, b)
+	tag := uint32(h>>32) | 1
+	for i := h & x.mask; ; i = (i + 1) & x.mask {
+		s := &x.slots[i]
+		if s.tag == 0 {
+			return 0, false
+		}
+		if s.tag == tag && int(s.n) == len(b) && x.keys[s.off:s.off+s.n] == string(b) {
+			return int(s.id), true
+		}
+	}
 }

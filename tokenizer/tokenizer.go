@@ -325,8 +325,7 @@ func (t *Tokenizer) Token(id int) (string, bool) {
 	if i, ok := t.addedByID[id]; ok {
 		return t.added[i].form, true
 	}
-	s, ok := t.model.vocabR[id]
-	return s, ok
+	return t.model.vocabR.get(id)
 }
 
 // Len is len(tokenizer) in Python: the model vocabulary plus the added
