@@ -12,7 +12,7 @@ import (
 // symbol per character (or per byte through byte_fallback), then merges by
 // rank until none applies.
 type bpe struct {
-	vocab       map[string]int
+	vocab       *vocabTable
 	vocabR      *idTokens
 	merges      *mergeTable
 	unkID       int // -1 when the model has no unk_token
@@ -55,7 +55,7 @@ func newModel(raw json.RawMessage) (*bpe, error) {
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return nil, fmt.Errorf("model: %v: %w", err, ErrInvalid)
 	}
-	return buildModel(&m, nil, func(b *bpe) error {
+	return buildModel(&m, nil, nil, func(b *bpe) error {
 		pairs, err := parseMerges(m.Merges)
 		if err != nil {
 			return err
@@ -64,11 +64,12 @@ func newModel(raw json.RawMessage) (*bpe, error) {
 	})
 }
 
-// buildModel checks the decoded model and builds its tables; byID, when
-// not nil, is id_to_token already built from the vocabulary; mergesFrom
-// fills b.merges once everything else is in place, as the merges are
-// checked last.
-func buildModel(m *bpeJSON, byID *idTokens, mergesFrom func(b *bpe) error) (*bpe, error) {
+// buildModel checks the decoded model and builds its tables. vocab and
+// byID, when not nil, are the vocabulary and id_to_token already built (by
+// the fast path, which has checked the ids), else they are built from
+// m.Vocab. mergesFrom fills b.merges once everything else is in place, as
+// the merges are checked last.
+func buildModel(m *bpeJSON, vocab *vocabTable, byID *idTokens, mergesFrom func(b *bpe) error) (*bpe, error) {
 	if m.Type != "BPE" && !(m.Type == "" && m.Merges != nil) {
 		return nil, fmt.Errorf("model: type %q: only BPE is implemented: %w", m.Type, ErrUnsupported)
 	}
@@ -77,7 +78,7 @@ func buildModel(m *bpeJSON, byID *idTokens, mergesFrom func(b *bpe) error) (*bpe
 		return nil, fmt.Errorf("model: BPE dropout %v: %w", *m.Dropout, ErrUnsupported)
 	}
 	b := &bpe{
-		vocab:       m.Vocab,
+		vocab:       vocab,
 		vocabR:      byID,
 		unkID:       -1,
 		fuseUnk:     m.FuseUnk,
@@ -85,20 +86,18 @@ func buildModel(m *bpeJSON, byID *idTokens, mergesFrom func(b *bpe) error) (*bpe
 		ignoreMerge: m.IgnoreMerges,
 	}
 	if b.vocab == nil {
-		b.vocab = map[string]int{}
-	}
-	maxID := -1
-	for tok, id := range b.vocab {
-		if id < 0 {
-			return nil, fmt.Errorf("model.vocab: token %q has negative id %d: %w", tok, id, ErrInvalid)
+		maxID := -1
+		for tok, id := range m.Vocab {
+			if id < 0 {
+				return nil, fmt.Errorf("model.vocab: token %q has negative id %d: %w", tok, id, ErrInvalid)
+			}
+			maxID = max(maxID, id)
 		}
-		maxID = max(maxID, id)
-	}
-	if b.vocabR == nil {
+		b.vocab = vocabTableFromMap(m.Vocab)
 		// Of several tokens with one id, one is kept, as upstream's
 		// HashMap inversion keeps one.
-		b.vocabR = newIDTokens(len(b.vocab), maxID)
-		for tok, id := range b.vocab {
+		b.vocabR = newIDTokens(len(m.Vocab), maxID)
+		for tok, id := range m.Vocab {
 			b.vocabR.set(id, tok)
 		}
 	}
@@ -109,7 +108,7 @@ func buildModel(m *bpeJSON, byID *idTokens, mergesFrom func(b *bpe) error) (*bpe
 		b.suffix = *m.EndOfWordSuffix
 	}
 	if m.UnkToken != nil {
-		id, ok := b.vocab[*m.UnkToken]
+		id, ok := b.vocab.get(*m.UnkToken)
 		if !ok {
 			return nil, fmt.Errorf("model.unk_token %q is not in the vocabulary: %w", *m.UnkToken, ErrInvalid)
 		}
@@ -118,7 +117,7 @@ func buildModel(m *bpeJSON, byID *idTokens, mergesFrom func(b *bpe) error) (*bpe
 	for i := range b.byteIDs {
 		b.byteIDs[i] = -1
 		// Rust formats the byte with {:#04X}: "<0x0A>", upper-case digits.
-		if id, ok := b.vocab[fmt.Sprintf("<0x%02X>", i)]; ok {
+		if id, ok := b.vocab.get(fmt.Sprintf("<0x%02X>", i)); ok {
 			b.byteIDs[i] = id
 		}
 	}
@@ -146,11 +145,11 @@ func (b *bpe) setMerges(n int, pair func(rank int) (string, string)) error {
 
 // resolveMerge gives the table entry of merge rank (left, right).
 func (b *bpe) resolveMerge(rank int, left, right string) (uint64, mergeTarget, error) {
-	a, ok := b.vocab[left]
+	a, ok := b.vocab.get(left)
 	if !ok {
 		return 0, mergeTarget{}, fmt.Errorf("model.merges[%d]: token %q is not in the vocabulary: %w", rank, left, ErrInvalid)
 	}
-	c, ok := b.vocab[right]
+	c, ok := b.vocab.get(right)
 	if !ok {
 		return 0, mergeTarget{}, fmt.Errorf("model.merges[%d]: token %q is not in the vocabulary: %w", rank, right, ErrInvalid)
 	}
@@ -160,7 +159,7 @@ func (b *bpe) resolveMerge(rank int, left, right string) (uint64, mergeTarget, e
 	if b.prefix != "" && strings.HasPrefix(tail, b.prefix) {
 		tail = tail[len(b.prefix):]
 	}
-	n, ok := b.vocab[left+tail]
+	n, ok := b.vocab.get(left + tail)
 	if !ok {
 		return 0, mergeTarget{}, fmt.Errorf("model.merges[%d]: merged token %q is not in the vocabulary: %w", rank, left+tail, ErrInvalid)
 	}
@@ -209,7 +208,7 @@ func (b *bpe) tokenize(word string, out []int) []int {
 		return out
 	}
 	if b.ignoreMerge {
-		if id, ok := b.vocab[word]; ok {
+		if id, ok := b.vocab.get(word); ok {
 			return append(out, id)
 		}
 	}
@@ -264,7 +263,7 @@ func (b *bpe) mergeWord(word string, out []int) []int {
 				s += b.suffix
 			}
 		}
-		if id, ok := b.vocab[s]; ok {
+		if id, ok := b.vocab.get(s); ok {
 			if unk >= 0 {
 				add(unk)
 				unk = -1

@@ -2,7 +2,9 @@ package tokenizer
 
 // This file keeps the tokenizer.json loader as it was before the fast
 // scanner (commit 1baede4), unchanged apart from names and from keeping
-// id_to_token and the merges in Go maps, as an independent reference: the
+// the vocabulary, id_to_token and the merges in Go maps of its own (the
+// model gets a copy of the vocabulary, which the post-processor reads
+// through TokenID), as an independent reference: the
 // load tests compare every loaded table with it, and BenchmarkLoad times it
 // side by side with FromJSON ("before", with convert=false). With
 // convert=true the maps are copied into the model's current tables at the
@@ -24,7 +26,8 @@ func legacyParse(data []byte, convert bool) (*Tokenizer, *fileJSON, error) {
 	}
 	t := &Tokenizer{}
 	var err error
-	if t.model, err = legacyNewModel(f.Model, convert); err != nil {
+	var vocabMap map[string]int
+	if t.model, vocabMap, err = legacyNewModel(f.Model, convert); err != nil {
 		return nil, nil, err
 	}
 	if t.normalizer, err = newNormalizer(f.Normalizer, "normalizer"); err != nil {
@@ -36,14 +39,14 @@ func legacyParse(data []byte, convert bool) (*Tokenizer, *fileJSON, error) {
 	if t.decoder, err = newDecoder(f.Decoder, "decoder"); err != nil {
 		return nil, nil, err
 	}
-	legacyAddAddedTokens(t, f.AddedTokens)
+	legacyAddAddedTokens(t, vocabMap, f.AddedTokens)
 	// The post-processor resolves its special tokens by id from the file,
 	// so it is built last.
 	if t.post, err = newPostProcessor(f.PostProcessor, "post_processor", t); err != nil {
 		return nil, nil, err
 	}
-	vocab := make(map[string]struct{}, len(t.model.vocab)+len(t.added))
-	for tok := range t.model.vocab {
+	vocab := make(map[string]struct{}, len(vocabMap)+len(t.added))
+	for tok := range vocabMap {
 		vocab[tok] = struct{}{}
 	}
 	for tok := range t.addedByContent {
@@ -53,13 +56,13 @@ func legacyParse(data []byte, convert bool) (*Tokenizer, *fileJSON, error) {
 	return t, &f, nil
 }
 
-func legacyAddAddedTokens(t *Tokenizer, list []addedToken) {
+func legacyAddAddedTokens(t *Tokenizer, vocab map[string]int, list []addedToken) {
 	t.addedByContent = map[string]int{}
 	t.addedByID = map[int]int{}
 	t.special = map[string]bool{}
 	var specialOrder, plainOrder []int // indexes into t.added, in insertion order
 	maxID := -1
-	vocabSize := len(t.model.vocab)
+	vocabSize := len(vocab)
 	for _, tok := range list {
 		if tok.Content == "" {
 			continue
@@ -81,7 +84,7 @@ func legacyAddAddedTokens(t *Tokenizer, list []addedToken) {
 		id, ok := -1, false
 		if i, found := t.addedByContent[tok.Content]; found {
 			id, ok = t.added[i].ID, true
-		} else if vid, found := t.model.vocab[tok.Content]; found {
+		} else if vid, found := vocab[tok.Content]; found {
 			id, ok = vid, true
 		}
 		if !ok {
@@ -133,36 +136,36 @@ func legacyAddAddedTokens(t *Tokenizer, list []addedToken) {
 	}
 }
 
-func legacyNewModel(raw json.RawMessage, convert bool) (*bpe, error) {
+func legacyNewModel(raw json.RawMessage, convert bool) (*bpe, map[string]int, error) {
 	if len(raw) == 0 || string(raw) == "null" {
-		return nil, fmt.Errorf("model: missing: %w", ErrInvalid)
+		return nil, nil, fmt.Errorf("model: missing: %w", ErrInvalid)
 	}
 	var m bpeJSON
 	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, fmt.Errorf("model: %v: %w", err, ErrInvalid)
+		return nil, nil, fmt.Errorf("model: %v: %w", err, ErrInvalid)
 	}
 	if m.Type != "BPE" && !(m.Type == "" && m.Merges != nil) {
-		return nil, fmt.Errorf("model: type %q: only BPE is implemented: %w", m.Type, ErrUnsupported)
+		return nil, nil, fmt.Errorf("model: type %q: only BPE is implemented: %w", m.Type, ErrUnsupported)
 	}
 	if m.Dropout != nil && *m.Dropout != 0 {
 		// Dropout makes encoding random; inference never uses it.
-		return nil, fmt.Errorf("model: BPE dropout %v: %w", *m.Dropout, ErrUnsupported)
+		return nil, nil, fmt.Errorf("model: BPE dropout %v: %w", *m.Dropout, ErrUnsupported)
 	}
 	b := &bpe{
-		vocab:       m.Vocab,
 		unkID:       -1,
 		fuseUnk:     m.FuseUnk,
 		byteFall:    m.ByteFallback,
 		ignoreMerge: m.IgnoreMerges,
 	}
-	if b.vocab == nil {
-		b.vocab = map[string]int{}
+	vocab := m.Vocab
+	if vocab == nil {
+		vocab = map[string]int{}
 	}
 	vocabR := make(map[int]string, len(m.Vocab))
 	merges := map[uint64]mergeTarget{}
-	for tok, id := range b.vocab {
+	for tok, id := range vocab {
 		if id < 0 {
-			return nil, fmt.Errorf("model.vocab: token %q has negative id %d: %w", tok, id, ErrInvalid)
+			return nil, nil, fmt.Errorf("model.vocab: token %q has negative id %d: %w", tok, id, ErrInvalid)
 		}
 		vocabR[id] = tok
 	}
@@ -173,31 +176,31 @@ func legacyNewModel(raw json.RawMessage, convert bool) (*bpe, error) {
 		b.suffix = *m.EndOfWordSuffix
 	}
 	if m.UnkToken != nil {
-		id, ok := b.vocab[*m.UnkToken]
+		id, ok := vocab[*m.UnkToken]
 		if !ok {
-			return nil, fmt.Errorf("model.unk_token %q is not in the vocabulary: %w", *m.UnkToken, ErrInvalid)
+			return nil, nil, fmt.Errorf("model.unk_token %q is not in the vocabulary: %w", *m.UnkToken, ErrInvalid)
 		}
 		b.unkID = id
 	}
 	for i := range b.byteIDs {
 		b.byteIDs[i] = -1
 		// Rust formats the byte with {:#04X}: "<0x0A>", upper-case digits.
-		if id, ok := b.vocab[fmt.Sprintf("<0x%02X>", i)]; ok {
+		if id, ok := vocab[fmt.Sprintf("<0x%02X>", i)]; ok {
 			b.byteIDs[i] = id
 		}
 	}
 	pairs, err := legacyParseMerges(m.Merges)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for rank, p := range pairs {
-		a, ok := b.vocab[p[0]]
+		a, ok := vocab[p[0]]
 		if !ok {
-			return nil, fmt.Errorf("model.merges[%d]: token %q is not in the vocabulary: %w", rank, p[0], ErrInvalid)
+			return nil, nil, fmt.Errorf("model.merges[%d]: token %q is not in the vocabulary: %w", rank, p[0], ErrInvalid)
 		}
-		c, ok := b.vocab[p[1]]
+		c, ok := vocab[p[1]]
 		if !ok {
-			return nil, fmt.Errorf("model.merges[%d]: token %q is not in the vocabulary: %w", rank, p[1], ErrInvalid)
+			return nil, nil, fmt.Errorf("model.merges[%d]: token %q is not in the vocabulary: %w", rank, p[1], ErrInvalid)
 		}
 		// With a continuing-subword prefix the right part loses it when
 		// merged (models/bpe/model.rs, BpeBuilder::build).
@@ -205,17 +208,19 @@ func legacyNewModel(raw json.RawMessage, convert bool) (*bpe, error) {
 		if b.prefix != "" && strings.HasPrefix(right, b.prefix) {
 			right = right[len(b.prefix):]
 		}
-		n, ok := b.vocab[p[0]+right]
+		n, ok := vocab[p[0]+right]
 		if !ok {
-			return nil, fmt.Errorf("model.merges[%d]: merged token %q is not in the vocabulary: %w", rank, p[0]+right, ErrInvalid)
+			return nil, nil, fmt.Errorf("model.merges[%d]: merged token %q is not in the vocabulary: %w", rank, p[0]+right, ErrInvalid)
 		}
 		// A later duplicate overwrites an earlier one, as in the Rust HashMap collect.
 		merges[pairKey(a, c)] = mergeTarget{rank: int32(rank), newID: int32(n)}
 	}
+	// The post-processor finds its tokens through the model's table.
+	b.vocab = vocabTableFromMap(vocab)
 	if convert {
-		b.vocabR, b.merges = legacyTables(b.vocab, vocabR, merges)
+		b.vocabR, b.merges = legacyTables(vocab, vocabR, merges)
 	}
-	return b, nil
+	return b, vocab, nil
 }
 
 func legacyParseMerges(raw json.RawMessage) ([][2]string, error) {

@@ -3,7 +3,6 @@ package tokenizer
 import (
 	"bytes"
 	"encoding/json"
-	"hash/maphash"
 	"math"
 	"runtime"
 	"sync"
@@ -56,44 +55,28 @@ func parseFast(data []byte) (*Tokenizer, *fileJSON, bool) {
 	if err := json.Unmarshal(doc.model, &m); err != nil {
 		return nil, nil, false
 	}
-	keys := string(doc.vocabKeys) // one string for all tokens
-	var byID *idTokens
-	var merged []resolvedMerge
-	if len(doc.merges) == 0 {
-		m.Vocab = doc.vocabMap(keys)
-		byID = doc.idTokens(keys, m.Vocab)
-	} else {
-		idx, ok := newVocabIndex(doc, keys)
-		if !ok {
-			return nil, nil, false
-		}
-		// The model's map and id table are built while the merges are
-		// resolved through the index.
-		done := make(chan struct{})
-		go func() {
-			m.Vocab = doc.vocabMap(keys)
-			byID = doc.idTokens(keys, m.Vocab)
-			close(done)
-		}()
-		prefix := ""
-		if m.ContinuingSubwordPrefix != nil {
-			prefix = *m.ContinuingSubwordPrefix
-		}
-		merged, ok = resolveMerges(data, doc, idx, prefix)
-		<-done
-		if !ok {
-			return nil, nil, false
-		}
+	if doc.minID < 0 {
+		return nil, nil, false // buildModel's error, from parseSlow
 	}
-	if !doc.hasVocab {
-		m.Vocab = nil
+	vocab := newVocabTable(string(doc.vocabKeys), len(doc.vocab)) // one string for all tokens
+	for _, v := range doc.vocab {
+		vocab.put(int(v.off), int(v.n), v.id)
 	}
+	prefix := ""
+	if m.ContinuingSubwordPrefix != nil {
+		prefix = *m.ContinuingSubwordPrefix
+	}
+	merged, ok := resolveMerges(data, doc, vocab, prefix)
+	if !ok {
+		return nil, nil, false
+	}
+	byID := doc.idTokens(vocab)
 	if doc.hasMerges {
 		// Only the presence matters to buildModel (a model without
 		// "type" is BPE when it has merges); the merges come from doc.
 		m.Merges = json.RawMessage(`[]`)
 	}
-	model, err := buildModel(&m, byID, func(b *bpe) error {
+	model, err := buildModel(&m, vocab, byID, func(b *bpe) error {
 		b.merges = newMergeTable(len(merged))
 		for rank, r := range merged {
 			// A later duplicate overwrites an earlier one, as in setMerges.
@@ -123,6 +106,7 @@ type fastDoc struct {
 	vocab     []vocabSpan
 	vocabKeys []byte
 	maxID     int
+	minID     int
 
 	hasMerges  bool
 	mergePairs bool        // [a, b] pairs rather than "a b" strings
@@ -143,28 +127,19 @@ type mergeSpan struct {
 	aRaw, bRaw     bool // valid UTF-8 without escapes: usable as is
 }
 
-// vocabMap builds model.vocab from the scanned entries, whose keys are
-// substrings of keys; a repeated key keeps its last id, as encoding/json's
-// map decoding does.
-func (d *fastDoc) vocabMap(keys string) map[string]int {
-	m := make(map[string]int, len(d.vocab))
-	for _, v := range d.vocab {
-		m[keys[v.off:v.off+v.n]] = v.id
-	}
-	return m
-}
-
 // idTokens builds id_to_token from the scanned entries and the model's
-// map vocab. An entry whose key comes again later is not a token of its id
+// vocabulary. An entry whose key comes again later is not a token of its id
 // any more; of several tokens with one id the last in the file is kept
 // (upstream keeps one of them too).
-func (d *fastDoc) idTokens(keys string, vocab map[string]int) *idTokens {
-	t := newIDTokens(len(vocab), d.maxID)
-	repeats := len(vocab) < len(d.vocab)
+func (d *fastDoc) idTokens(vocab *vocabTable) *idTokens {
+	t := newIDTokens(vocab.len(), d.maxID)
+	repeats := vocab.len() < len(d.vocab)
 	for _, v := range d.vocab {
-		key := keys[v.off : v.off+v.n]
-		if repeats && vocab[key] != v.id {
-			continue
+		key := vocab.keys[v.off : v.off+v.n]
+		if repeats {
+			if id, _ := vocab.get(key); id != v.id {
+				continue
+			}
 		}
 		t.set(v.id, key)
 	}
@@ -462,7 +437,7 @@ func (s *fastScanner) vocab(doc *fastDoc) bool {
 			return false
 		}
 		doc.vocab = append(doc.vocab, vocabSpan{off: int32(off), n: int32(len(keys) - off), id: id})
-		doc.maxID = max(doc.maxID, id)
+		doc.maxID, doc.minID = max(doc.maxID, id), min(doc.minID, id)
 		if more, ok = s.next('}'); !ok {
 			return false
 		}
@@ -627,10 +602,10 @@ type resolvedMerge struct {
 }
 
 // resolveMerges looks up the tokens of every merge the scanner found, as
-// setMerges does, in parallel over GOMAXPROCS workers (the index is only
-// read). It returns false on any merge setMerges would reject, leaving the
+// setMerges does, in parallel over GOMAXPROCS workers (the vocabulary is
+// only read). It returns false on any merge setMerges would reject, leaving the
 // error text to parseSlow.
-func resolveMerges(data []byte, doc *fastDoc, idx *vocabIndex, prefix string) ([]resolvedMerge, bool) {
+func resolveMerges(data []byte, doc *fastDoc, vocab *vocabTable, prefix string) ([]resolvedMerge, bool) {
 	spans := doc.merges
 	out := make([]resolvedMerge, len(spans))
 	workers := min(runtime.GOMAXPROCS(0), len(spans)/8192+1)
@@ -640,7 +615,7 @@ func resolveMerges(data []byte, doc *fastDoc, idx *vocabIndex, prefix string) ([
 	for w := range workers {
 		lo, hi := w*chunk, min((w+1)*chunk, len(spans))
 		wg.Go(func() {
-			if !resolveRange(data, spans[lo:hi], doc.mergePairs, idx, []byte(prefix), out[lo:hi]) {
+			if !resolveRange(data, spans[lo:hi], doc.mergePairs, vocab, []byte(prefix), out[lo:hi]) {
 				bad.Store(true)
 			}
 		})
@@ -649,7 +624,7 @@ func resolveMerges(data []byte, doc *fastDoc, idx *vocabIndex, prefix string) ([
 	return out, !bad.Load()
 }
 
-func resolveRange(data []byte, spans []mergeSpan, pairs bool, idx *vocabIndex, prefix []byte, out []resolvedMerge) bool {
+func resolveRange(data []byte, spans []mergeSpan, pairs bool, vocab *vocabTable, prefix []byte, out []resolvedMerge) bool {
 	var bufA, bufB, joined []byte
 	for i := range spans {
 		sp := &spans[i]
@@ -681,82 +656,18 @@ func resolveRange(data []byte, spans []mergeSpan, pairs bool, idx *vocabIndex, p
 			}
 			left, right = left[:sep], left[sep+1:]
 		}
-		a, ok1 := idx.lookup(left)
-		c, ok2 := idx.lookup(right)
+		a, ok1 := vocab.getBytes(left)
+		c, ok2 := vocab.getBytes(right)
 		tail := right
 		if len(prefix) > 0 && bytes.HasPrefix(tail, prefix) {
 			tail = tail[len(prefix):]
 		}
 		joined = append(append(joined[:0], left...), tail...)
-		n, ok3 := idx.lookup(joined)
+		n, ok3 := vocab.getBytes(joined)
 		if !ok1 || !ok2 || !ok3 {
 			return false
 		}
 		out[i] = resolvedMerge{key: pairKey(a, c), newID: int32(n)}
 	}
 	return true
-}
-
-// vocabIndex finds vocabulary ids by the token's bytes during merge
-// resolution, before (and while) the model's map is built. Open addressing
-// with linear probing; each 16-byte slot holds what a probe needs (a hash
-// tag, where the key is, its id), so a lookup costs about two cache misses
-// where a Go map of 256k strings costs three.
-type vocabIndex struct {
-	keys  string
-	slots []indexSlot
-	mask  uint64
-	seed  maphash.Seed
-}
-
-type indexSlot struct {
-	tag uint32 // 0: empty
-	off uint32
-	n   uint32
-	id  int32
-}
-
-// newVocabIndex indexes the scanned vocabulary; a repeated key keeps its
-// last id. ok=false when an id or key does not fit a slot.
-func newVocabIndex(d *fastDoc, keys string) (*vocabIndex, bool) {
-	size := 1
-	for size < 2*len(d.vocab) {
-		size *= 2
-	}
-	x := &vocabIndex{keys: keys, slots: make([]indexSlot, max(size, 16)), seed: maphash.MakeSeed()}
-	x.mask = uint64(len(x.slots) - 1)
-	for _, v := range d.vocab {
-		if v.id < 0 || v.id > math.MaxInt32 {
-			return nil, false
-		}
-		key := keys[v.off : v.off+v.n]
-		h := maphash.String(x.seed, key)
-		tag := uint32(h>>32) | 1
-		for i := h & x.mask; ; i = (i + 1) & x.mask {
-			s := &x.slots[i]
-			if s.tag == 0 {
-				*s = indexSlot{tag: tag, off: uint32(v.off), n: uint32(v.n), id: int32(v.id)}
-				break
-			}
-			if s.tag == tag && keys[s.off:s.off+s.n] == key {
-				s.id = int32(v.id)
-				break
-			}
-		}
-	}
-	return x, true
-}
-
-func (x *vocabIndex) lookup(b []byte) (int, bool) {
-	h := maphash.Bytes(x.seed, b)
-	tag := uint32(h>>32) | 1
-	for i := h & x.mask; ; i = (i + 1) & x.mask {
-		s := &x.slots[i]
-		if s.tag == 0 {
-			return 0, false
-		}
-		if s.tag == tag && int(s.n) == len(b) && x.keys[s.off:s.off+s.n] == string(b) {
-			return int(s.id), true
-		}
-	}
 }

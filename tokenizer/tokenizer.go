@@ -137,9 +137,9 @@ func finishTokenizer(model *bpe, f *fileJSON) (*Tokenizer, error) {
 	}
 	// len(tokenizer): the vocabulary plus the added contents outside it
 	// (addedByContent has each content once).
-	t.size = len(t.model.vocab)
+	t.size = t.model.vocab.len()
 	for tok := range t.addedByContent {
-		if _, ok := t.model.vocab[tok]; !ok {
+		if _, ok := t.model.vocab.get(tok); !ok {
 			t.size++
 		}
 	}
@@ -156,7 +156,7 @@ func (t *Tokenizer) addAddedTokens(list []addedToken) {
 	t.special = map[string]bool{}
 	var specialOrder, plainOrder []int // indexes into t.added, in insertion order
 	maxID := -1
-	vocabSize := len(t.model.vocab)
+	vocabSize := t.model.vocab.len()
 	for _, tok := range list {
 		if tok.Content == "" {
 			continue
@@ -178,7 +178,7 @@ func (t *Tokenizer) addAddedTokens(list []addedToken) {
 		id, ok := -1, false
 		if i, found := t.addedByContent[tok.Content]; found {
 			id, ok = t.added[i].ID, true
-		} else if vid, found := t.model.vocab[tok.Content]; found {
+		} else if vid, found := t.model.vocab.get(tok.Content); found {
 			id, ok = vid, true
 		}
 		if !ok {
@@ -313,7 +313,7 @@ func (t *Tokenizer) TokenID(token string) (int, bool) {
 	if i, ok := t.addedByContent[token]; ok {
 		return t.added[i].ID, true
 	}
-	id, ok := t.model.vocab[token]
+	id, ok := t.model.vocab.get(token)
 	return id, ok
 }
 
