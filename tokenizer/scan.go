@@ -60,7 +60,7 @@ func parseFast(data []byte) (*Tokenizer, *fileJSON, bool) {
 	}
 	vocab := newVocabTable(string(doc.vocabKeys), len(doc.vocab)) // one string for all tokens
 	for _, v := range doc.vocab {
-		vocab.put(int(v.off), int(v.n), v.id)
+		vocab.put(int(v.off), v.id)
 	}
 	prefix := ""
 	if m.ContinuingSubwordPrefix != nil {
@@ -102,7 +102,8 @@ type fastDoc struct {
 	modelStart, modelEnd int
 
 	hasVocab bool
-	// vocab[i] is the key vocabKeys[off:off+n] with its id.
+	// vocab[i] is a token, at off in vocabKeys (vocabTable's layout), with
+	// its id.
 	vocab     []vocabSpan
 	vocabKeys []byte
 	maxID     int
@@ -114,8 +115,8 @@ type fastDoc struct {
 }
 
 type vocabSpan struct {
-	off, n int32
-	id     int
+	off int32
+	id  int
 }
 
 // mergeSpan locates the string(s) of one merge in the file: a is the "a b"
@@ -135,7 +136,7 @@ func (d *fastDoc) idTokens(vocab *vocabTable) *idTokens {
 	t := newIDTokens(vocab.len(), d.maxID)
 	repeats := vocab.len() < len(d.vocab)
 	for _, v := range d.vocab {
-		key := vocab.keys[v.off : v.off+v.n]
+		key := vocab.key(uint32(v.off))
 		if repeats {
 			if id, _ := vocab.get(key); id != v.id {
 				continue
@@ -417,14 +418,20 @@ func (s *fastScanner) vocab(doc *fastDoc) bool {
 	guess := min(len(s.d)-s.i, 1<<30) / 64
 	doc.vocab = make([]vocabSpan, 0, guess)
 	keys := make([]byte, 0, guess*8)
+	var scratch []byte
 	for more := true; more; {
 		start, end, esc, high, ok := s.str()
 		if !ok {
 			return false
 		}
 		off := len(keys)
-		if keys, ok = appendJSONString(keys, s.d, start, end, esc, high); !ok {
-			return false
+		if src := s.d[start:end]; usable(src, esc, high) {
+			keys = appendVocabKey(keys, src)
+		} else {
+			if scratch, ok = appendJSONString(scratch[:0], s.d, start, end, esc, high); !ok {
+				return false
+			}
+			keys = appendVocabKey(keys, scratch)
 		}
 		s.ws()
 		if s.peek() != ':' {
@@ -436,7 +443,7 @@ func (s *fastScanner) vocab(doc *fastDoc) bool {
 		if !ok {
 			return false
 		}
-		doc.vocab = append(doc.vocab, vocabSpan{off: int32(off), n: int32(len(keys) - off), id: id})
+		doc.vocab = append(doc.vocab, vocabSpan{off: int32(off), id: id})
 		doc.maxID, doc.minID = max(doc.maxID, id), min(doc.minID, id)
 		if more, ok = s.next('}'); !ok {
 			return false

@@ -2,10 +2,11 @@ package tokenizer
 
 import (
 	"encoding/binary"
+	"hash/maphash"
 	"iter"
+	"math"
 	"math/bits"
 	"math/rand/v2"
-	"strings"
 )
 
 // idTokens maps vocabulary ids to tokens (id_to_token). Real files number
@@ -166,145 +167,187 @@ func (t *mergeTable) all() iter.Seq2[uint64, mergeTarget] {
 	}
 }
 
-// vocabTable is model.vocab: token → id. All tokens live in one string
-// (keys), and each 32-byte slot of the open-addressing table holds the
-// first 16 bytes of its token inline, so that a lookup of a token of up to
-// 16 bytes — nearly every token — touches one slot and no other memory;
-// a Go map of 256k strings touches its control word, the slot and the
-// string's bytes. Loading resolves three lookups per merge (1.7M for the
-// Gemma tokenizer), and Encode one per character, so this pays in both.
-// The hash is wyhash's multiply-mix with random secrets per table, so a
-// crafted file cannot choose colliding tokens.
+// vocabTable is model.vocab: token → id. Loading resolves three lookups
+// per merge (1.7M for the Gemma tokenizer) and Encode one per character,
+// so it is built for lookups: all tokens live in one string, each behind a
+// uvarint length, and the open-addressing table (linear probing, at most
+// 3/4 full, any size through multiply-high reduction) holds 12-byte slots
+// of hash tag, token offset and id. A lookup touches one slot and, when the
+// tag matches, the token's bytes: 4 MB of slots and 2.6 MB of tokens for
+// Gemma's 256k, where a Go map of the same strings spans 8 MB of groups and
+// the strings, and measured ~1.6× slower to look up and ~2× slower to
+// build here. maphash's seeded hash keeps crafted files from choosing
+// colliding tokens.
 type vocabTable struct {
-	keys  string
+	keys  string // uvarint length, token bytes; one after the other
 	slots []vocabSlot
-	sec   [3]uint64
+	size  uint64
+	seed  maphash.Seed
 	n     int
+	// big holds ids ≥ 2³¹-1 (which only a hand-made file has), by
+	// token offset; their slot's id is bigID.
+	big map[uint32]int
 }
 
 type vocabSlot struct {
-	k0, k1 uint64 // the token's first 16 bytes, zero-padded
-	id     int
-	off    uint32 // the token is keys[off : off+n1-1]
-	n1     uint32 // length+1; 0 marks an empty slot
+	tag uint32 // 0 marks an empty slot
+	off uint32 // of the token's length in keys
+	id  int32
 }
 
-// newVocabTable makes a table for up to n tokens held in keys, at most
-// 3/4 full.
+const bigID = math.MaxInt32
+
+// appendVocabKey appends one token to a keys buffer.
+func appendVocabKey(keys []byte, tok []byte) []byte {
+	return append(binary.AppendUvarint(keys, uint64(len(tok))), tok...)
+}
+
+// newVocabTable makes a table for up to n tokens held in keys.
 func newVocabTable(keys string, n int) *vocabTable {
-	size := 16
-	for size*3 < n*4 {
-		size *= 2
-	}
-	return &vocabTable{
-		keys:  keys,
-		slots: make([]vocabSlot, size),
-		sec:   [3]uint64{rand.Uint64() | 1, rand.Uint64() | 1, rand.Uint64() | 1},
-	}
+	size := uint64(n) + uint64(n)/3 + 16
+	return &vocabTable{keys: keys, slots: make([]vocabSlot, size), size: size, seed: maphash.MakeSeed()}
 }
 
 // vocabTableFromMap builds the table of a decoded vocabulary.
 func vocabTableFromMap(m map[string]int) *vocabTable {
 	size := 0
 	for tok := range m {
-		size += len(tok)
+		size += len(tok) + binary.MaxVarintLen64
 	}
-	var keys strings.Builder
-	keys.Grow(size)
-	type entry struct{ off, n, id int }
+	keys := make([]byte, 0, size)
+	type entry struct{ off, id int }
 	entries := make([]entry, 0, len(m))
 	for tok, id := range m {
-		entries = append(entries, entry{keys.Len(), len(tok), id})
-		keys.WriteString(tok)
+		entries = append(entries, entry{len(keys), id})
+		keys = append(binary.AppendUvarint(keys, uint64(len(tok))), tok...)
 	}
-	t := newVocabTable(keys.String(), len(m))
+	t := newVocabTable(string(keys), len(m))
 	for _, e := range entries {
-		t.put(e.off, e.n, e.id)
+		t.put(e.off, e.id)
 	}
 	return t
 }
 
-func mix(a, b uint64) uint64 {
-	hi, lo := bits.Mul64(a, b)
-	return hi ^ lo
-}
-
-// head returns the first 16 bytes of s, zero-padded, as two words.
-func head[S string | []byte](s S) (k0, k1 uint64) {
-	var buf [16]byte
-	copy(buf[:], s)
-	return binary.LittleEndian.Uint64(buf[:8]), binary.LittleEndian.Uint64(buf[8:])
-}
-
-func vocabHash[S string | []byte](sec *[3]uint64, s S, k0, k1 uint64) uint64 {
-	h := mix(k0^sec[0], k1^sec[1])
-	for rest := s[min(16, len(s)):]; len(rest) > 0; {
-		c0, c1 := head(rest)
-		rest = rest[min(16, len(rest)):]
-		h = mix(h^c0^sec[2], c1^sec[0])
+// key returns the token at off in keys.
+func (t *vocabTable) key(off uint32) string {
+	if n := uint32(t.keys[off]); n < 0x80 {
+		return t.keys[off+1 : off+1+n]
 	}
-	return mix(h^uint64(len(s)), sec[2])
+	return t.longKey(off)
 }
 
-// put adds keys[off:off+n] with its id; a later put of the same token
-// overwrites its id, as a repeated key does in encoding/json's map decoding.
-func (t *vocabTable) put(off, n, id int) {
-	key := t.keys[off : off+n]
-	k0, k1 := head(key)
-	mask := uint64(len(t.slots) - 1)
-	for i := vocabHash(&t.sec, key, k0, k1) & mask; ; i = (i + 1) & mask {
+func (t *vocabTable) longKey(off uint32) string {
+	n, w := binary.Uvarint([]byte(t.keys[off:min(int(off)+binary.MaxVarintLen64, len(t.keys))]))
+	return t.keys[off+uint32(w) : off+uint32(w)+uint32(n)]
+}
+
+func (t *vocabTable) home(h uint64) uint64 {
+	hi, _ := bits.Mul64(h, t.size)
+	return hi
+}
+
+// put adds the token at off in keys with its id; a later put of the same
+// token overwrites its id, as a repeated key does in encoding/json's map
+// decoding.
+func (t *vocabTable) put(off, id int) {
+	key := t.key(uint32(off))
+	h := maphash.String(t.seed, key)
+	tag := uint32(h) | 1
+	slotID := int32(bigID)
+	if id >= 0 && id < bigID {
+		slotID = int32(id)
+	}
+	for i := t.home(h); ; i++ {
+		if i == t.size {
+			i = 0
+		}
 		s := &t.slots[i]
-		if s.n1 == 0 {
-			*s = vocabSlot{k0: k0, k1: k1, id: id, off: uint32(off), n1: uint32(n + 1)}
+		if s.tag == 0 {
+			*s = vocabSlot{tag: tag, off: uint32(off), id: slotID}
 			t.n++
-			if t.n*4 > len(t.slots)*3 {
-				t.grow()
+			break
+		}
+		if s.tag == tag && t.key(s.off) == key {
+			if s.id == bigID {
+				delete(t.big, s.off)
 			}
-			return
+			s.id = slotID
+			off = int(s.off)
+			break
 		}
-		if s.k0 == k0 && s.k1 == k1 && int(s.n1) == n+1 && (n <= 16 || t.keys[s.off+16:int(s.off)+n] == key[16:]) {
-			s.id = id
-			return
+	}
+	if slotID == bigID {
+		if t.big == nil {
+			t.big = map[uint32]int{}
 		}
+		t.big[uint32(off)] = id
+	}
+	if uint64(t.n)*4 > t.size*3 {
+		t.grow()
 	}
 }
 
 func (t *vocabTable) grow() {
 	bigger := newVocabTable(t.keys, 2*t.n)
-	for _, s := range t.slots {
-		if s.n1 != 0 {
-			bigger.put(int(s.off), int(s.n1-1), s.id)
-		}
+	for off, id := range t.all2() {
+		bigger.put(int(off), id)
 	}
 	*t = *bigger
 }
 
-func (t *vocabTable) get(tok string) (int, bool) { return vocabGet(t, tok) }
+func (t *vocabTable) get(tok string) (int, bool) {
+	return vocabFind(t, maphash.String(t.seed, tok), tok)
+}
 
-func (t *vocabTable) getBytes(tok []byte) (int, bool) { return vocabGet(t, tok) }
+func (t *vocabTable) getBytes(tok []byte) (int, bool) {
+	return vocabFind(t, maphash.Bytes(t.seed, tok), tok)
+}
 
-func vocabGet[S string | []byte](t *vocabTable, tok S) (int, bool) {
-	k0, k1 := head(tok)
-	n1 := uint32(len(tok) + 1)
-	mask := uint64(len(t.slots) - 1)
-	for i := vocabHash(&t.sec, tok, k0, k1) & mask; ; i = (i + 1) & mask {
+// vocabFind is generic so that comparing a []byte token does not copy it.
+func vocabFind[S string | []byte](t *vocabTable, h uint64, tok S) (int, bool) {
+	tag := uint32(h) | 1
+	for i := t.home(h); ; i++ {
+		if i == t.size {
+			i = 0
+		}
 		s := &t.slots[i]
-		if s.n1 == 0 {
+		if s.tag == 0 {
 			return 0, false
 		}
-		if s.k0 == k0 && s.k1 == k1 && s.n1 == n1 && (n1 <= 17 || t.keys[s.off+16:s.off+n1-1] == string(tok[16:])) {
-			return s.id, true
+		if s.tag == tag && t.key(s.off) == string(tok) {
+			if s.id == bigID {
+				return t.big[s.off], true
+			}
+			return int(s.id), true
 		}
 	}
 }
 
 func (t *vocabTable) len() int { return t.n }
 
+// all2 yields each token's offset in keys with its id.
+func (t *vocabTable) all2() iter.Seq2[uint32, int] {
+	return func(yield func(uint32, int) bool) {
+		for _, s := range t.slots {
+			if s.tag == 0 {
+				continue
+			}
+			id := int(s.id)
+			if s.id == bigID {
+				id = t.big[s.off]
+			}
+			if !yield(s.off, id) {
+				return
+			}
+		}
+	}
+}
+
 // all yields every token with its id, in no particular order.
 func (t *vocabTable) all() iter.Seq2[string, int] {
 	return func(yield func(string, int) bool) {
-		for _, s := range t.slots {
-			if s.n1 != 0 && !yield(t.keys[s.off:s.off+s.n1-1], s.id) {
+		for off, id := range t.all2() {
+			if !yield(t.key(off), id) {
 				return
 			}
 		}
