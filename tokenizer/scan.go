@@ -182,12 +182,16 @@ func (s *fastScanner) str() (start, end int, esc, high, ok bool) {
 	i := s.i + 1
 	start = i
 	for i < len(d) {
-		c := d[i]
-		switch {
-		case c == '"':
+		switch strClass[d[i]] {
+		case strPlain:
+			i++
+		case strHigh:
+			high = true
+			i++
+		case strQuote:
 			s.i = i + 1
 			return start, i, esc, high, true
-		case c == '\\':
+		case strEscape:
 			esc = true
 			if i+1 >= len(d) {
 				return
@@ -203,17 +207,38 @@ func (s *fastScanner) str() (start, end int, esc, high, ok bool) {
 			default:
 				return
 			}
-		case c < 0x20:
+		default: // a control character
 			return
-		default:
-			if c >= 0x80 {
-				high = true
-			}
-			i++
 		}
 	}
 	return
 }
+
+// strClass sorts the bytes of a JSON string for str: one table load per
+// byte instead of a chain of comparisons.
+var strClass = func() (c [256]uint8) {
+	for b := range c {
+		switch {
+		case b < 0x20:
+			c[b] = strControl
+		case b == '"':
+			c[b] = strQuote
+		case b == '\\':
+			c[b] = strEscape
+		case b >= 0x80:
+			c[b] = strHigh
+		}
+	}
+	return c
+}()
+
+const (
+	strPlain = iota
+	strHigh
+	strQuote
+	strEscape
+	strControl
+)
 
 func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'

@@ -314,7 +314,22 @@ func vocabFind[S string | []byte](t *vocabTable, h uint64, tok S) (int, bool) {
 		if s.tag == 0 {
 			return 0, false
 		}
-		if s.tag == tag && t.key(s.off) == string(tok) {
+		if s.tag != tag {
+			continue
+		}
+		// t.key(s.off), inlined: nearly every token is shorter than
+		// 0x80 bytes, and its length byte rules most tags' false
+		// matches out before the bytes are compared.
+		var key string
+		if n := uint32(t.keys[s.off]); n < 0x80 {
+			if int(n) != len(tok) {
+				continue
+			}
+			key = t.keys[s.off+1 : s.off+1+n]
+		} else {
+			key = t.longKey(s.off)
+		}
+		if key == string(tok) {
 			if s.id == bigID {
 				return t.big[s.off], true
 			}
