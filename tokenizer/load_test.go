@@ -319,3 +319,16 @@ func TestLoadTruncatedAndGarbled(t *testing.T) {
 		})
 	}
 }
+
+// FuzzLoadFastMatchesSlow: on any input, the loader with its fast path
+// gives what encoding/json alone and the previous loader give: the same
+// tokenizer or the same error.
+func FuzzLoadFastMatchesSlow(f *testing.F) {
+	f.Add([]byte(minimalTokenizerJSON))
+	for _, tc := range loadEdgeCases {
+		f.Add([]byte(tc.data))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		checkLoadAgrees(t, data)
+	})
+}
