@@ -439,8 +439,9 @@ func (s *fastScanner) vocab(doc *fastDoc) bool {
 		return true
 	}
 	// Real files spend about 20 bytes per entry and have merges after the
-	// vocabulary; a guess, to size the slices.
-	guess := min(len(s.d)-s.i, 1<<30) / 64
+	// vocabulary; a guess, to size the slices, capped so that a short
+	// vocabulary before some other huge member costs little.
+	guess := min((len(s.d)-s.i)/64, 1<<19)
 	doc.vocab = make([]vocabSpan, 0, guess)
 	keys := make([]byte, 0, guess*8)
 	var scratch []byte
@@ -529,7 +530,7 @@ func (s *fastScanner) merges(doc *fastDoc) bool {
 	default:
 		return false
 	}
-	guess := min(len(s.d)-s.i, 1<<30) / 16
+	guess := min((len(s.d)-s.i)/16, 1<<20) // as in vocab
 	doc.merges = make([]mergeSpan, 0, guess)
 	for more := true; more; {
 		var m mergeSpan
