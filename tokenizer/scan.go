@@ -47,6 +47,7 @@ func parseFast(data []byte) (*Tokenizer, *fileJSON, bool) {
 	if err := json.Unmarshal(doc.top, &f); err != nil {
 		return nil, nil, false
 	}
+	// (This aliases data, as nothing built keeps f.)
 	f.Model = json.RawMessage(data[doc.modelStart:doc.modelEnd:doc.modelEnd])
 	if checkVersion(f.Version) != nil {
 		return nil, nil, false
@@ -121,8 +122,8 @@ type vocabSpan struct {
 
 // mergeSpan locates the string(s) of one merge in the file: a is the "a b"
 // string or the first of a pair, b the second of a pair. The flags say
-// whether a string has escapes or bytes ≥ 0x80, so it must be decoded
-// rather than used as it stands.
+// whether a string can be used as it stands in the file, or must be
+// decoded (escapes, invalid UTF-8).
 type mergeSpan struct {
 	a0, a1, b0, b1 int32
 	aRaw, bRaw     bool // valid UTF-8 without escapes: usable as is

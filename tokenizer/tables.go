@@ -78,9 +78,12 @@ func (t *idTokens) all() iter.Seq2[int, string] {
 
 // mergeTable maps a pair of ids (pairKey) to its merge. It is built once
 // and then only read, so it is a flat open-addressing table with linear
-// probing: one 16-byte slot per probe, cheaper to build and to read than a
-// Go map of 580k entries. The hash is multiply-shift with a random odd
-// multiplier per table, so that a crafted file cannot choose colliding ids.
+// probing over a power of two of 16-byte slots. With Gemma's 580k merges it
+// measured here 34 ms to build in rank order and 54 ms for 1.2M lookups
+// (half of them misses, as in Encode), where a Go map took 87 and 109 ms
+// (and a size of exactly 4/3 n with multiply-high reduction, 56 and 101).
+// The hash is multiply-shift with a random odd multiplier per table, so
+// that a crafted file cannot choose colliding ids.
 type mergeTable struct {
 	slots []mergeSlot
 	shift uint8
