@@ -93,7 +93,9 @@ func buildModel(m *bpeJSON, vocab *vocabTable, byID *idTokens, mergesFrom func(b
 			}
 			maxID = max(maxID, id)
 		}
-		b.vocab = vocabTableFromMap(m.Vocab)
+		if b.vocab = vocabTableFromMap(m.Vocab); b.vocab == nil {
+			return nil, fmt.Errorf("model.vocab: over 4 GiB of tokens: %w", ErrUnsupported)
+		}
 		// Of several tokens with one id, one is kept, as upstream's
 		// HashMap inversion keeps one.
 		b.vocabR = newIDTokens(len(m.Vocab), maxID)

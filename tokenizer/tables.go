@@ -211,11 +211,15 @@ func newVocabTable(keys string, n int) *vocabTable {
 	return &vocabTable{keys: keys, slots: make([]vocabSlot, size), size: size, seed: maphash.MakeSeed()}
 }
 
-// vocabTableFromMap builds the table of a decoded vocabulary.
+// vocabTableFromMap builds the table of a decoded vocabulary; nil when its
+// tokens take more than the 4 GiB that slot offsets reach.
 func vocabTableFromMap(m map[string]int) *vocabTable {
 	size := 0
 	for tok := range m {
 		size += len(tok) + binary.MaxVarintLen64
+	}
+	if uint64(size) > math.MaxUint32 {
+		return nil
 	}
 	keys := make([]byte, 0, size)
 	type entry struct{ off, id int }
