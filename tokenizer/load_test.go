@@ -116,11 +116,16 @@ func sameOutcome(t1 *Tokenizer, f1 *fileJSON, err1 error, t2 *Tokenizer, f2 *fil
 	return sameTokenizer(t1, t2)
 }
 
-// TestFastLoadMatchesSlow: on every tokenizer.json in testdata the fast
-// scanner is taken, and it builds what encoding/json alone builds
-// (parseSlow) and what the loader before it built (legacyParse).
+// TestFastLoadMatchesSlow: on every tokenizer.json in testdata (and the
+// one LAYA_GEMMA_TOKENIZER names, if set) the fast scanner is taken, and it
+// builds what encoding/json alone builds (parseSlow) and what the loader
+// before it built (legacyParse).
 func TestFastLoadMatchesSlow(t *testing.T) {
-	for _, path := range tokenizerFiles(t) {
+	files := tokenizerFiles(t)
+	if p := os.Getenv("LAYA_GEMMA_TOKENIZER"); p != "" {
+		files = append(files, p)
+	}
+	for _, path := range files {
 		t.Run(strings.TrimPrefix(path, "../testdata/"), func(t *testing.T) {
 			data, err := os.ReadFile(path)
 			if err != nil {
