@@ -16,7 +16,8 @@ import (
 // Besides ms/op (wall) it reports cpu-ms/op, the process's CPU time per
 // load, which a busy machine disturbs less.
 //
-//	LAYA_GEMMA_TOKENIZER=/path/tokenizer.json go test ./tokenizer -run '^$' -bench Load -count 5
+//	LAYA_GEMMA_TOKENIZER=/path/tokenizer.json go test ./tokenizer -run '^$' -bench Load -count 5 >load.txt
+//	benchstat -col /loader load.txt   # golang.org/x/perf/cmd/benchstat
 func BenchmarkLoad(b *testing.B) {
 	files := []struct{ name, path string }{{"modernbert", filepath.Join(modernbertDir, "tokenizer.json")}}
 	if p := os.Getenv("LAYA_GEMMA_TOKENIZER"); p != "" {
@@ -34,7 +35,7 @@ func BenchmarkLoad(b *testing.B) {
 			{"before", func(d []byte) error { _, _, err := legacyParse(d, false); return err }},
 			{"after", func(d []byte) error { _, err := FromJSON(d); return err }},
 		} {
-			b.Run(f.name+"/"+v.name, func(b *testing.B) {
+			b.Run("file="+f.name+"/loader="+v.name, func(b *testing.B) {
 				b.ReportAllocs()
 				b.SetBytes(int64(len(data)))
 				cpu := processCPU()

@@ -2,8 +2,10 @@ package tokenizer
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"math"
+	"math/bits"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -126,7 +128,7 @@ type vocabSpan struct {
 // decoded (escapes, invalid UTF-8).
 type mergeSpan struct {
 	a0, a1, b0, b1 int32
-	aRaw, bRaw     bool // valid UTF-8 without escapes: usable as is
+	aFlags, bFlags uint8 // what str found in each
 }
 
 // idTokens builds id_to_token from the scanned entries and the model's
@@ -153,15 +155,30 @@ type fastScanner struct {
 	i int
 }
 
+// ws skips whitespace; runs of spaces (the indentation of pretty-printed
+// files, a third of Gemma's) eight at a time.
 func (s *fastScanner) ws() {
-	for s.i < len(s.d) {
-		switch s.d[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
+	d, i := s.d, s.i
+	for i < len(d) {
+		switch d[i] {
+		case ' ':
+			if i+8 <= len(d) {
+				if x := binary.LittleEndian.Uint64(d[i:]) ^ (ones * ' '); x != 0 {
+					i += bits.TrailingZeros64(x) >> 3
+				} else {
+					i += 8
+				}
+				continue
+			}
+			i++
+		case '\t', '\n', '\r':
+			i++
 		default:
+			s.i = i
 			return
 		}
 	}
+	s.i = i
 }
 
 // peek returns the next byte, 0 at the end.
@@ -172,28 +189,60 @@ func (s *fastScanner) peek() byte {
 	return 0
 }
 
-// str reads a string starting at s.i and returns its content span. esc
-// reports a backslash, high a byte ≥ 0x80. It checks the JSON grammar: no
-// control characters, only the escapes JSON defines.
-func (s *fastScanner) str() (start, end int, esc, high, ok bool) {
+// str reads a string starting at s.i and returns its content span and
+// what it holds (strEsc, strHigh, strInvalid). It checks the JSON grammar:
+// no control characters, only the escapes JSON defines.
+func (s *fastScanner) str() (start, end int, flags uint8, ok bool) {
 	d := s.d
 	if s.i >= len(d) || d[s.i] != '"' {
 		return
 	}
 	i := s.i + 1
 	start = i
-	for i < len(d) {
+	for {
+		// Eight bytes at a time while none needs a look: no quote,
+		// backslash, control character or byte ≥ 0x80 (the lowest
+		// flagged byte of each test is exact).
+		for i+8 <= len(d) {
+			x := binary.LittleEndian.Uint64(d[i:])
+			q, b := x^(ones*'"'), x^(ones*'\\')
+			m := ((q - ones) &^ q) | ((b - ones) &^ b) | ((x - ones*0x20) &^ x) | x
+			if m &= highBits; m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
+			}
+			i += 8
+		}
+		if i >= len(d) {
+			return
+		}
 		switch strClass[d[i]] {
 		case strPlain:
 			i++
-		case strHigh:
-			high = true
-			i++
+		case strHighByte:
+			flags |= strHigh
+			// The two- and three-byte sequences of real tokens ("Ġ",
+			// "▁") are checked here; the others by utf8.
+			c := d[i]
+			if 0xC2 <= c && c <= 0xDF && i+1 < len(d) && d[i+1]&0xC0 == 0x80 {
+				i += 2
+				continue
+			}
+			if (0xE1 <= c && c <= 0xEC || c == 0xEE || c == 0xEF) && i+2 < len(d) && d[i+1]&0xC0 == 0x80 && d[i+2]&0xC0 == 0x80 {
+				i += 3
+				continue
+			}
+			if r, n := utf8.DecodeRune(d[i:]); r == utf8.RuneError && n == 1 {
+				flags |= strInvalid
+				i++
+			} else {
+				i += n
+			}
 		case strQuote:
 			s.i = i + 1
-			return start, i, esc, high, true
+			return start, i, flags, true
 		case strEscape:
-			esc = true
+			flags |= strEsc
 			if i+1 >= len(d) {
 				return
 			}
@@ -212,8 +261,19 @@ func (s *fastScanner) str() (start, end int, esc, high, ok bool) {
 			return
 		}
 	}
-	return
 }
+
+// What a string holds, as str reports it.
+const (
+	strEsc     = 1 << iota // a backslash escape
+	strHigh                // a byte ≥ 0x80
+	strInvalid             // bytes that are not UTF-8 (encoding/json makes them U+FFFD)
+)
+
+const (
+	ones     = 0x0101010101010101
+	highBits = 0x8080808080808080
+)
 
 // strClass sorts the bytes of a JSON string for str: one table load per
 // byte instead of a chain of comparisons.
@@ -227,7 +287,7 @@ var strClass = func() (c [256]uint8) {
 		case b == '\\':
 			c[b] = strEscape
 		case b >= 0x80:
-			c[b] = strHigh
+			c[b] = strHighByte
 		}
 	}
 	return c
@@ -235,7 +295,7 @@ var strClass = func() (c [256]uint8) {
 
 const (
 	strPlain = iota
-	strHigh
+	strHighByte
 	strQuote
 	strEscape
 	strControl
@@ -250,7 +310,7 @@ func isHex(c byte) bool {
 // field name in ways the scanner does not model.
 func (s *fastScanner) key() (name []byte, raw []byte, plain, ok bool) {
 	q := s.i
-	start, end, esc, high, ok := s.str()
+	start, end, flags, ok := s.str()
 	if !ok {
 		return nil, nil, false, false
 	}
@@ -261,7 +321,7 @@ func (s *fastScanner) key() (name []byte, raw []byte, plain, ok bool) {
 	}
 	s.i++
 	s.ws()
-	return s.d[start:end], raw, !esc && !high, true
+	return s.d[start:end], raw, flags&(strEsc|strHigh) == 0, true
 }
 
 // next reads what follows a member or element: true with more to come,
@@ -286,14 +346,14 @@ func (s *fastScanner) skipValue() bool {
 	d := s.d
 	switch s.peek() {
 	case '"':
-		_, _, _, _, ok := s.str()
+		_, _, _, ok := s.str()
 		return ok
 	case '{', '[':
 		depth := 0
 		for s.i < len(d) {
 			switch d[s.i] {
 			case '"':
-				if _, _, _, _, ok := s.str(); !ok {
+				if _, _, _, ok := s.str(); !ok {
 					return false
 				}
 				continue
@@ -447,15 +507,15 @@ func (s *fastScanner) vocab(doc *fastDoc) bool {
 	keys := make([]byte, 0, guess*8)
 	var scratch []byte
 	for more := true; more; {
-		start, end, esc, high, ok := s.str()
+		start, end, flags, ok := s.str()
 		if !ok {
 			return false
 		}
 		off := len(keys)
-		if src := s.d[start:end]; usable(src, esc, high) {
-			keys = appendVocabKey(keys, src)
+		if usable(flags) {
+			keys = appendVocabKey(keys, s.d[start:end])
 		} else {
-			if scratch, ok = appendJSONString(scratch[:0], s.d, start, end, esc, high); !ok {
+			if scratch, ok = appendJSONString(scratch[:0], s.d, start, end, flags); !ok {
 				return false
 			}
 			keys = appendVocabKey(keys, scratch)
@@ -541,28 +601,27 @@ func (s *fastScanner) merges(doc *fastDoc) bool {
 			}
 			s.i++
 			s.ws()
-			a0, a1, aEsc, aHigh, ok := s.str()
+			a0, a1, aFlags, ok := s.str()
 			if !ok {
 				return false
 			}
 			if more, ok := s.next(']'); !ok || !more {
 				return false
 			}
-			b0, b1, bEsc, bHigh, ok := s.str()
+			b0, b1, bFlags, ok := s.str()
 			if !ok {
 				return false
 			}
 			if more, ok := s.next(']'); !ok || more {
 				return false
 			}
-			m = mergeSpan{a0: int32(a0), a1: int32(a1), b0: int32(b0), b1: int32(b1),
-				aRaw: usable(s.d[a0:a1], aEsc, aHigh), bRaw: usable(s.d[b0:b1], bEsc, bHigh)}
+			m = mergeSpan{a0: int32(a0), a1: int32(a1), b0: int32(b0), b1: int32(b1), aFlags: aFlags, bFlags: bFlags}
 		} else {
-			a0, a1, esc, high, ok := s.str()
+			a0, a1, flags, ok := s.str()
 			if !ok {
 				return false
 			}
-			m = mergeSpan{a0: int32(a0), a1: int32(a1), aRaw: usable(s.d[a0:a1], esc, high)}
+			m = mergeSpan{a0: int32(a0), a1: int32(a1), aFlags: flags}
 		}
 		doc.merges = append(doc.merges, m)
 		var ok bool
@@ -575,24 +634,19 @@ func (s *fastScanner) merges(doc *fastDoc) bool {
 
 // usable reports whether a string's content is its value as it stands:
 // no escapes, valid UTF-8.
-func usable(src []byte, esc, high bool) bool {
-	return !esc && (!high || utf8.Valid(src))
-}
+func usable(flags uint8) bool { return flags&(strEsc|strInvalid) == 0 }
 
 // appendJSONString appends the decoded content d[start:end] of a string
 // the scanner has checked. Plain strings are copied; the simple escapes
 // are decoded here; \u escapes and invalid UTF-8 (which encoding/json
 // replaces with U+FFFD, by rules for surrogates worth not copying) go
 // through encoding/json itself.
-func appendJSONString(dst, d []byte, start, end int, esc, high bool) ([]byte, bool) {
+func appendJSONString(dst, d []byte, start, end int, flags uint8) ([]byte, bool) {
 	src := d[start:end]
-	if !esc {
-		if !high || utf8.Valid(src) {
-			return append(dst, src...), true
-		}
-		return appendViaJSON(dst, d[start-1:end+1])
+	if usable(flags) {
+		return append(dst, src...), true
 	}
-	if bytes.Contains(src, []byte(`\u`)) || (high && !utf8.Valid(src)) {
+	if flags&strInvalid != 0 || bytes.Contains(src, []byte(`\u`)) {
 		return appendViaJSON(dst, d[start-1:end+1])
 	}
 	for i := 0; i < len(src); i++ {
@@ -663,21 +717,21 @@ func resolveRange(data []byte, spans []mergeSpan, pairs bool, vocab *vocabTable,
 	for i := range spans {
 		sp := &spans[i]
 		var left, right []byte
-		if sp.aRaw {
+		if usable(sp.aFlags) {
 			left = data[sp.a0:sp.a1]
 		} else {
 			var ok bool
-			if bufA, ok = appendJSONString(bufA[:0], data, int(sp.a0), int(sp.a1), true, true); !ok {
+			if bufA, ok = appendJSONString(bufA[:0], data, int(sp.a0), int(sp.a1), sp.aFlags); !ok {
 				return false
 			}
 			left = bufA
 		}
 		if pairs {
-			if sp.bRaw {
+			if usable(sp.bFlags) {
 				right = data[sp.b0:sp.b1]
 			} else {
 				var ok bool
-				if bufB, ok = appendJSONString(bufB[:0], data, int(sp.b0), int(sp.b1), true, true); !ok {
+				if bufB, ok = appendJSONString(bufB[:0], data, int(sp.b0), int(sp.b1), sp.bFlags); !ok {
 					return false
 				}
 				right = bufB
