@@ -499,10 +499,10 @@ func (s *fastScanner) vocab(doc *fastDoc) bool {
 		s.i++
 		return true
 	}
-	// Real files spend about 20 bytes per entry and have merges after the
-	// vocabulary; a guess, to size the slices, capped so that a short
+	// Real files spend about 20 bytes per entry and then about as many
+	// on the merges; a guess, to size the slices, capped so that a short
 	// vocabulary before some other huge member costs little.
-	guess := min((len(s.d)-s.i)/64, 1<<19)
+	guess := min((len(s.d)-s.i)/40, 1<<19)
 	doc.vocab = make([]vocabSpan, 0, guess)
 	keys := make([]byte, 0, guess*8)
 	var scratch []byte
