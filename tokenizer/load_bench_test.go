@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // BenchmarkLoad times building a tokenizer from the bytes of its
@@ -16,18 +17,13 @@ import (
 // Besides ms/op (wall) it reports cpu-ms/op, the process's CPU time per
 // load, which a busy machine disturbs less.
 //
-//	LAYA_GEMMA_TOKENIZER=/path/tokenizer.json go test ./tokenizer -run '^$' -bench Load -count 5 >load.txt
+//	LAYA_GEMMA_TOKENIZER=/path/tokenizer.json go test ./tokenizer -run '^$' -bench 'Load$' -count 5 >load.txt
 //	benchstat -col /loader load.txt   # golang.org/x/perf/cmd/benchstat
+//
+// On a busy machine BenchmarkLoadPaired, which alternates the two, is the
+// fairer comparison.
 func BenchmarkLoad(b *testing.B) {
-	files := []struct{ name, path string }{{"modernbert", filepath.Join(modernbertDir, "tokenizer.json")}}
-	if p := os.Getenv("LAYA_GEMMA_TOKENIZER"); p != "" {
-		files = append(files, struct{ name, path string }{"gemma", p})
-	}
-	for _, f := range files {
-		data, err := os.ReadFile(f.path)
-		if err != nil {
-			b.Fatal(err)
-		}
+	for _, f := range benchLoadFiles(b) {
 		for _, v := range []struct {
 			name string
 			load func([]byte) error
@@ -37,10 +33,10 @@ func BenchmarkLoad(b *testing.B) {
 		} {
 			b.Run("file="+f.name+"/loader="+v.name, func(b *testing.B) {
 				b.ReportAllocs()
-				b.SetBytes(int64(len(data)))
+				b.SetBytes(int64(len(f.data)))
 				cpu := processCPU()
 				for b.Loop() {
-					if err := v.load(data); err != nil {
+					if err := v.load(f.data); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -51,4 +47,62 @@ func BenchmarkLoad(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkLoadPaired loads each file with the previous loader and with
+// FromJSON alternately, one op being one load of each, so that a busy
+// machine's drift falls on both alike; it reports both times and their
+// ratio (before/after, per op, then of the totals).
+func BenchmarkLoadPaired(b *testing.B) {
+	for _, f := range benchLoadFiles(b) {
+		b.Run("file="+f.name, func(b *testing.B) {
+			var before, after time.Duration
+			var beforeCPU, afterCPU float64
+			for b.Loop() {
+				t0, c0 := time.Now(), processCPU()
+				if _, _, err := legacyParse(f.data, false); err != nil {
+					b.Fatal(err)
+				}
+				t1, c1 := time.Now(), processCPU()
+				if _, err := FromJSON(f.data); err != nil {
+					b.Fatal(err)
+				}
+				t2, c2 := time.Now(), processCPU()
+				before, after = before+t1.Sub(t0), after+t2.Sub(t1)
+				beforeCPU, afterCPU = beforeCPU+c1-c0, afterCPU+c2-c1
+			}
+			n := float64(b.N)
+			b.ReportMetric(0, "ns/op")
+			b.ReportMetric(before.Seconds()*1e3/n, "before-ms/op")
+			b.ReportMetric(after.Seconds()*1e3/n, "after-ms/op")
+			b.ReportMetric(before.Seconds()/after.Seconds(), "speedup")
+			if afterCPU > 0 {
+				b.ReportMetric(beforeCPU/afterCPU, "cpu-speedup")
+			}
+		})
+	}
+}
+
+type benchFile struct {
+	name string
+	data []byte
+}
+
+// benchLoadFiles reads the bundled ModernBERT tokenizer and the one
+// LAYA_GEMMA_TOKENIZER names, if set.
+func benchLoadFiles(b *testing.B) []benchFile {
+	b.Helper()
+	paths := [][2]string{{"modernbert", filepath.Join(modernbertDir, "tokenizer.json")}}
+	if p := os.Getenv("LAYA_GEMMA_TOKENIZER"); p != "" {
+		paths = append(paths, [2]string{"gemma", p})
+	}
+	var files []benchFile
+	for _, p := range paths {
+		data, err := os.ReadFile(p[1])
+		if err != nil {
+			b.Fatal(err)
+		}
+		files = append(files, benchFile{p[0], data})
+	}
+	return files
 }
