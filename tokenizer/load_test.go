@@ -185,6 +185,8 @@ var loadEdgeCases = []struct {
 	{"no type, merges", edgeTokenizer(`{"vocab":{"a":0},"merges":[]}`), true},
 	{"no type, no merges", edgeTokenizer(`{"vocab":{"a":0}}`), false},
 	{"continuing prefix", edgeTokenizer(`{"type":"BPE","continuing_subword_prefix":"##","vocab":{"a":0,"##b":1,"ab":2},"merges":["a ##b"]}`), true},
+	{"long tokens", edgeTokenizer(`{"type":"BPE","vocab":{"` + strings.Repeat("x", 200) + `":0,"` + strings.Repeat("y", 130) + `":1,"` +
+		strings.Repeat("x", 200) + strings.Repeat("y", 130) + `":2},"merges":["` + strings.Repeat("x", 200) + " " + strings.Repeat("y", 130) + `"]}`), true},
 	{"whitespace everywhere", " \n\t{ \"model\" : { \"type\" : \"BPE\" , \"vocab\" : { \"a\" : 0 , \"b\" :\r1, \"ab\"\n:\t2 } , \"merges\" : [ [ \"a\" , \"b\" ] ] } } \n", true},
 	{"ids at the limits", edgeTokenizer(`{"type":"BPE","vocab":{"a":0,"b":-0,"c":123456789012345678},"merges":[]}`), true},
 	{"members after the model", `{"model":{"type":"BPE","vocab":{"a":0},"merges":[]},"added_tokens":[{"id":5,"content":"q"}],"version":"1.0"}`, true},
