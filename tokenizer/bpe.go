@@ -12,9 +12,9 @@ import (
 // symbol per character (or per byte through byte_fallback), then merges by
 // rank until none applies.
 type bpe struct {
-	vocab       map[string]int
-	vocabR      map[int]string
-	merges      map[uint64]mergeTarget
+	vocab       *vocabTable
+	vocabR      *idTokens
+	merges      *mergeTable
 	unkID       int // -1 when the model has no unk_token
 	fuseUnk     bool
 	byteFall    bool
@@ -55,6 +55,21 @@ func newModel(raw json.RawMessage) (*bpe, error) {
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return nil, fmt.Errorf("model: %v: %w", err, ErrInvalid)
 	}
+	return buildModel(&m, nil, nil, func(b *bpe) error {
+		pairs, err := parseMerges(m.Merges)
+		if err != nil {
+			return err
+		}
+		return b.setMerges(len(pairs), func(rank int) (string, string) { return pairs[rank][0], pairs[rank][1] })
+	})
+}
+
+// buildModel checks the decoded model and builds its tables. vocab and
+// byID, when not nil, are the vocabulary and id_to_token already built (by
+// the fast path, which has checked the ids), else they are built from
+// m.Vocab. mergesFrom fills b.merges once everything else is in place, as
+// the merges are checked last.
+func buildModel(m *bpeJSON, vocab *vocabTable, byID *idTokens, mergesFrom func(b *bpe) error) (*bpe, error) {
 	if m.Type != "BPE" && !(m.Type == "" && m.Merges != nil) {
 		return nil, fmt.Errorf("model: type %q: only BPE is implemented: %w", m.Type, ErrUnsupported)
 	}
@@ -63,22 +78,30 @@ func newModel(raw json.RawMessage) (*bpe, error) {
 		return nil, fmt.Errorf("model: BPE dropout %v: %w", *m.Dropout, ErrUnsupported)
 	}
 	b := &bpe{
-		vocab:       m.Vocab,
-		vocabR:      make(map[int]string, len(m.Vocab)),
-		merges:      map[uint64]mergeTarget{},
+		vocab:       vocab,
+		vocabR:      byID,
 		unkID:       -1,
 		fuseUnk:     m.FuseUnk,
 		byteFall:    m.ByteFallback,
 		ignoreMerge: m.IgnoreMerges,
 	}
 	if b.vocab == nil {
-		b.vocab = map[string]int{}
-	}
-	for tok, id := range b.vocab {
-		if id < 0 {
-			return nil, fmt.Errorf("model.vocab: token %q has negative id %d: %w", tok, id, ErrInvalid)
+		maxID := -1
+		for tok, id := range m.Vocab {
+			if id < 0 {
+				return nil, fmt.Errorf("model.vocab: token %q has negative id %d: %w", tok, id, ErrInvalid)
+			}
+			maxID = max(maxID, id)
 		}
-		b.vocabR[id] = tok
+		if b.vocab = vocabTableFromMap(m.Vocab); b.vocab == nil {
+			return nil, fmt.Errorf("model.vocab: over 4 GiB of tokens: %w", ErrUnsupported)
+		}
+		// Of several tokens with one id, one is kept, as upstream's
+		// HashMap inversion keeps one.
+		b.vocabR = newIDTokens(len(m.Vocab), maxID)
+		for tok, id := range m.Vocab {
+			b.vocabR.set(id, tok)
+		}
 	}
 	if m.ContinuingSubwordPrefix != nil {
 		b.prefix = *m.ContinuingSubwordPrefix
@@ -87,7 +110,7 @@ func newModel(raw json.RawMessage) (*bpe, error) {
 		b.suffix = *m.EndOfWordSuffix
 	}
 	if m.UnkToken != nil {
-		id, ok := b.vocab[*m.UnkToken]
+		id, ok := b.vocab.get(*m.UnkToken)
 		if !ok {
 			return nil, fmt.Errorf("model.unk_token %q is not in the vocabulary: %w", *m.UnkToken, ErrInvalid)
 		}
@@ -96,37 +119,53 @@ func newModel(raw json.RawMessage) (*bpe, error) {
 	for i := range b.byteIDs {
 		b.byteIDs[i] = -1
 		// Rust formats the byte with {:#04X}: "<0x0A>", upper-case digits.
-		if id, ok := b.vocab[fmt.Sprintf("<0x%02X>", i)]; ok {
+		if id, ok := b.vocab.get(fmt.Sprintf("<0x%02X>", i)); ok {
 			b.byteIDs[i] = id
 		}
 	}
-	pairs, err := parseMerges(m.Merges)
-	if err != nil {
+	if err := mergesFrom(b); err != nil {
 		return nil, err
 	}
-	for rank, p := range pairs {
-		a, ok := b.vocab[p[0]]
-		if !ok {
-			return nil, fmt.Errorf("model.merges[%d]: token %q is not in the vocabulary: %w", rank, p[0], ErrInvalid)
-		}
-		c, ok := b.vocab[p[1]]
-		if !ok {
-			return nil, fmt.Errorf("model.merges[%d]: token %q is not in the vocabulary: %w", rank, p[1], ErrInvalid)
-		}
-		// With a continuing-subword prefix the right part loses it when
-		// merged (models/bpe/model.rs, BpeBuilder::build).
-		right := p[1]
-		if b.prefix != "" && strings.HasPrefix(right, b.prefix) {
-			right = right[len(b.prefix):]
-		}
-		n, ok := b.vocab[p[0]+right]
-		if !ok {
-			return nil, fmt.Errorf("model.merges[%d]: merged token %q is not in the vocabulary: %w", rank, p[0]+right, ErrInvalid)
+	return b, nil
+}
+
+// setMerges resolves n merges, pair(rank) giving the two tokens of each,
+// into b.merges.
+func (b *bpe) setMerges(n int, pair func(rank int) (string, string)) error {
+	b.merges = newMergeTable(n)
+	for rank := range n {
+		left, right := pair(rank)
+		key, target, err := b.resolveMerge(rank, left, right)
+		if err != nil {
+			return err
 		}
 		// A later duplicate overwrites an earlier one, as in the Rust HashMap collect.
-		b.merges[pairKey(a, c)] = mergeTarget{rank: int32(rank), newID: int32(n)}
+		b.merges.put(key, target)
 	}
-	return b, nil
+	return nil
+}
+
+// resolveMerge gives the table entry of merge rank (left, right).
+func (b *bpe) resolveMerge(rank int, left, right string) (uint64, mergeTarget, error) {
+	a, ok := b.vocab.get(left)
+	if !ok {
+		return 0, mergeTarget{}, fmt.Errorf("model.merges[%d]: token %q is not in the vocabulary: %w", rank, left, ErrInvalid)
+	}
+	c, ok := b.vocab.get(right)
+	if !ok {
+		return 0, mergeTarget{}, fmt.Errorf("model.merges[%d]: token %q is not in the vocabulary: %w", rank, right, ErrInvalid)
+	}
+	// With a continuing-subword prefix the right part loses it when
+	// merged (models/bpe/model.rs, BpeBuilder::build).
+	tail := right
+	if b.prefix != "" && strings.HasPrefix(tail, b.prefix) {
+		tail = tail[len(b.prefix):]
+	}
+	n, ok := b.vocab.get(left + tail)
+	if !ok {
+		return 0, mergeTarget{}, fmt.Errorf("model.merges[%d]: merged token %q is not in the vocabulary: %w", rank, left+tail, ErrInvalid)
+	}
+	return pairKey(a, c), mergeTarget{rank: int32(rank), newID: int32(n)}, nil
 }
 
 // parseMerges accepts both serializations: "a b" strings (tokenizers < 0.20)
@@ -171,7 +210,7 @@ func (b *bpe) tokenize(word string, out []int) []int {
 		return out
 	}
 	if b.ignoreMerge {
-		if id, ok := b.vocab[word]; ok {
+		if id, ok := b.vocab.get(word); ok {
 			return append(out, id)
 		}
 	}
@@ -226,7 +265,7 @@ func (b *bpe) mergeWord(word string, out []int) []int {
 				s += b.suffix
 			}
 		}
-		if id, ok := b.vocab[s]; ok {
+		if id, ok := b.vocab.get(s); ok {
 			if unk >= 0 {
 				add(unk)
 				unk = -1
@@ -263,10 +302,10 @@ func (b *bpe) mergeWord(word string, out []int) []int {
 		add(unk)
 	}
 
-	if len(syms) > 1 && len(b.merges) > 0 {
+	if len(syms) > 1 && b.merges.len() > 0 {
 		h := make(mergeHeap, 0, len(syms))
 		for p := 0; p+1 < len(syms); p++ {
-			if m, ok := b.merges[pairKey(int(syms[p].id), int(syms[p+1].id))]; ok {
+			if m, ok := b.merges.get(pairKey(int(syms[p].id), int(syms[p+1].id))); ok {
 				h = append(h, mergeCand{rank: m.rank, pos: int32(p), newID: m.newID})
 			}
 		}
@@ -278,7 +317,7 @@ func (b *bpe) mergeWord(word string, out []int) []int {
 				continue
 			}
 			right := syms[cur.next]
-			m, ok := b.merges[pairKey(int(cur.id), int(right.id))]
+			m, ok := b.merges.get(pairKey(int(cur.id), int(right.id)))
 			if !ok || m.newID != top.newID {
 				continue // stale entry
 			}
@@ -289,12 +328,12 @@ func (b *bpe) mergeWord(word string, out []int) []int {
 				syms[right.next].prev = top.pos
 			}
 			if cur.prev >= 0 {
-				if m, ok := b.merges[pairKey(int(syms[cur.prev].id), int(cur.id))]; ok {
+				if m, ok := b.merges.get(pairKey(int(syms[cur.prev].id), int(cur.id))); ok {
 					h.push(mergeCand{rank: m.rank, pos: cur.prev, newID: m.newID})
 				}
 			}
 			if cur.next >= 0 {
-				if m, ok := b.merges[pairKey(int(cur.id), int(syms[cur.next].id))]; ok {
+				if m, ok := b.merges.get(pairKey(int(cur.id), int(syms[cur.next].id))); ok {
 					h.push(mergeCand{rank: m.rank, pos: top.pos, newID: m.newID})
 				}
 			}

@@ -21,5 +21,15 @@
 // reported by Load and FromJSON as errors that wrap ErrUnsupported and name
 // the component; nothing falls back silently.
 //
+// Loading is built for the 17.5 MB, 256k-token tokenizer.json of the Gemma
+// family (580k merges): a purpose-built scanner reads model.vocab and
+// model.merges in one pass, straight into flat tables (scan.go, tables.go),
+// and hands every other member to encoding/json. On anything it does not
+// handle, and on every error, the file is decoded again with encoding/json
+// alone, so the tokenizers built and the errors given are those of
+// encoding/json; the load tests and FuzzLoadFastMatchesSlow hold the two
+// paths, and the loader this one replaced, to that. BenchmarkLoad compares
+// them.
+//
 // A *Tokenizer is safe for concurrent use.
 package tokenizer

@@ -74,7 +74,8 @@ func LoadDir(dir string) (*Tokenizer, Specials, error) {
 		fallback["pad"] = []string{*f.Padding.PadToken}
 	}
 	if t.model.unkID >= 0 {
-		fallback["unk"] = []string{t.model.vocabR[t.model.unkID]}
+		unk, _ := t.model.vocabR.get(t.model.unkID)
+		fallback["unk"] = []string{unk}
 	}
 
 	resolve := func(role string) (id int, literal string, err error) {

@@ -76,44 +76,74 @@ func fromJSON(data []byte) (*Tokenizer, error) {
 	return t, err
 }
 
-// parse also returns the decoded file, for LoadDir's fallbacks.
+// parse also returns the decoded file, for LoadDir's fallbacks. The fast
+// scanner (scan.go) handles every ordinary file; on anything it does not
+// handle, and on every error, the file is decoded again with encoding/json
+// alone, so that what is accepted, what is built and every error text stay
+// those of encoding/json (TestFastLoadMatchesSlow holds both to that).
 func parse(data []byte) (*Tokenizer, *fileJSON, error) {
+	if t, f, ok := parseFast(data); ok {
+		return t, f, nil
+	}
+	return parseSlow(data)
+}
+
+// parseSlow decodes the file with encoding/json alone.
+func parseSlow(data []byte) (*Tokenizer, *fileJSON, error) {
 	var f fileJSON
 	if err := json.Unmarshal(data, &f); err != nil {
 		return nil, nil, fmt.Errorf("%v: %w", err, ErrInvalid)
 	}
-	if f.Version != "" && f.Version != "1.0" {
-		return nil, nil, fmt.Errorf("version %q, want \"1.0\": %w", f.Version, ErrUnsupported)
+	if err := checkVersion(f.Version); err != nil {
+		return nil, nil, err
 	}
-	t := &Tokenizer{}
+	model, err := newModel(f.Model)
+	if err != nil {
+		return nil, nil, err
+	}
+	t, err := finishTokenizer(model, &f)
+	if err != nil {
+		return nil, nil, err
+	}
+	return t, &f, nil
+}
+
+func checkVersion(v string) error {
+	if v != "" && v != "1.0" {
+		return fmt.Errorf("version %q, want \"1.0\": %w", v, ErrUnsupported)
+	}
+	return nil
+}
+
+// finishTokenizer builds the components around the model, in the order the
+// file's errors are reported in.
+func finishTokenizer(model *bpe, f *fileJSON) (*Tokenizer, error) {
+	t := &Tokenizer{model: model}
 	var err error
-	if t.model, err = newModel(f.Model); err != nil {
-		return nil, nil, err
-	}
 	if t.normalizer, err = newNormalizer(f.Normalizer, "normalizer"); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if t.pre, err = newPreTokenizer(f.PreTokenizer, "pre_tokenizer"); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if t.decoder, err = newDecoder(f.Decoder, "decoder"); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	t.addAddedTokens(f.AddedTokens)
 	// The post-processor resolves its special tokens by id from the file,
 	// so it is built last.
 	if t.post, err = newPostProcessor(f.PostProcessor, "post_processor", t); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	vocab := make(map[string]struct{}, len(t.model.vocab)+len(t.added))
-	for tok := range t.model.vocab {
-		vocab[tok] = struct{}{}
-	}
+	// len(tokenizer): the vocabulary plus the added contents outside it
+	// (addedByContent has each content once).
+	t.size = t.model.vocab.len()
 	for tok := range t.addedByContent {
-		vocab[tok] = struct{}{}
+		if _, ok := t.model.vocab.get(tok); !ok {
+			t.size++
+		}
 	}
-	t.size = len(vocab)
-	return t, &f, nil
+	return t, nil
 }
 
 // addAddedTokens replays how tokenizers deserializes "added_tokens": one
@@ -126,7 +156,7 @@ func (t *Tokenizer) addAddedTokens(list []addedToken) {
 	t.special = map[string]bool{}
 	var specialOrder, plainOrder []int // indexes into t.added, in insertion order
 	maxID := -1
-	vocabSize := len(t.model.vocab)
+	vocabSize := t.model.vocab.len()
 	for _, tok := range list {
 		if tok.Content == "" {
 			continue
@@ -148,7 +178,7 @@ func (t *Tokenizer) addAddedTokens(list []addedToken) {
 		id, ok := -1, false
 		if i, found := t.addedByContent[tok.Content]; found {
 			id, ok = t.added[i].ID, true
-		} else if vid, found := t.model.vocab[tok.Content]; found {
+		} else if vid, found := t.model.vocab.get(tok.Content); found {
 			id, ok = vid, true
 		}
 		if !ok {
@@ -283,7 +313,7 @@ func (t *Tokenizer) TokenID(token string) (int, bool) {
 	if i, ok := t.addedByContent[token]; ok {
 		return t.added[i].ID, true
 	}
-	id, ok := t.model.vocab[token]
+	id, ok := t.model.vocab.get(token)
 	return id, ok
 }
 
@@ -295,8 +325,7 @@ func (t *Tokenizer) Token(id int) (string, bool) {
 	if i, ok := t.addedByID[id]; ok {
 		return t.added[i].form, true
 	}
-	s, ok := t.model.vocabR[id]
-	return s, ok
+	return t.model.vocabR.get(id)
 }
 
 // Len is len(tokenizer) in Python: the model vocabulary plus the added
