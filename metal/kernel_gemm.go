@@ -82,6 +82,10 @@ const (
 	gemvCols    = 8
 )
 
+// gemvNames are the GEMV kernels by input kind (constants: no string is
+// built per dispatch).
+var gemvNames = [...]string{GemmF32: "gemv_f32", GemmF16: "gemv_f16", GemmF32F16W: "gemv_f32_f16w"}
+
 // GemmGrid is the threadgroup grid of the tile kernels (for plans and tests).
 func GemmGrid(m, n int, geglu bool) Size3 {
 	if geglu {
@@ -140,15 +144,6 @@ func EncodeGemm(cb CommandBuffer, k *Kernels, op GemmOp) error {
 	if err := checkLen(name, "W", op.W, op.WOffset+wElem*n*kd); err != nil {
 		return err
 	}
-	// One allocation for the arguments and the parameter bytes they point
-	// to (both escape into the command buffer).
-	g := new(struct {
-		args   [9]Arg
-		params GemmParams
-	})
-	g.params = GemmParams{M: uint32(m), N: uint32(n), K: uint32(kd), Eps: op.Eps}
-	args := append(g.args[:0], Arg{Index: 0, Buffer: op.X}, Arg{Index: 1, Buffer: op.W, Offset: op.WOffset},
-		Arg{Index: 4, Bytes: paramBytes(&g.params)})
 	for _, o := range []struct {
 		what      string
 		index     int
@@ -168,13 +163,12 @@ func EncodeGemm(cb CommandBuffer, k *Kernels, op GemmOp) error {
 		if err := checkLen(name, o.what, o.buf, o.off+o.need); err != nil {
 			return err
 		}
-		args = append(args, Arg{Index: o.index, Buffer: o.buf, Offset: o.off})
 	}
 	// Whole 4-element chunks of every row are aligned vectors.
 	vec := kd%4 == 0 && op.WOffset%(4*wElem) == 0
 	grid := GemmGrid(m, n, geglu)
 	if m <= GemvMaxRows && !geglu && !ln {
-		name = "gemv" + name[len("gemm"):]
+		name = gemvNames[op.Input]
 		grid = Size3{ceilDiv(n, gemvCols), 1, 1}
 	}
 	// Function constants 0..8 (see the kernel).
@@ -190,5 +184,15 @@ func EncodeGemm(cb CommandBuffer, k *Kernels, op GemmOp) error {
 	if err != nil {
 		return err
 	}
-	return cb.Dispatch(p, grid, Size3{gemmThreads, 1, 1}, args...)
+	e := newEncoding()
+	e.buffer(0, op.X, 0)
+	e.buffer(1, op.W, op.WOffset)
+	e.buffer(2, op.Y, 0)
+	e.buffer(3, op.Bias, op.BiasOffset)
+	params(e, 4, GemmParams{M: uint32(m), N: uint32(n), K: uint32(kd), Eps: op.Eps})
+	e.buffer(5, op.Gated, 0)
+	e.buffer(6, op.Residual, 0)
+	e.buffer(7, op.LNWeight, op.LNWeightOffset)
+	e.buffer(8, op.LNBias, op.LNBiasOffset)
+	return e.dispatch(cb, p, grid, Size3{gemmThreads, 1, 1})
 }

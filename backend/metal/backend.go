@@ -43,6 +43,9 @@ type Backend struct {
 	// deviceNanos sums the GPU time of every finished command buffer
 	// (backend.Timer).
 	arena arena // stream buffers kept for reuse (arena.go), under mu
+	// spareLists are closed streams' lists for new streams (NewStream),
+	// under mu.
+	spareLists []*streamLists
 
 	deviceNanos atomic.Int64
 	profiling   atomic.Bool
@@ -367,7 +370,29 @@ func (b *Backend) rope(theta float64, headDim, seqLen int) (metal.Buffer, error)
 
 // NewStream implements backend.Backend.
 func (b *Backend) NewStream() backend.Stream {
-	return &Stream{be: b}
+	s := &Stream{be: b}
+	b.mu.Lock()
+	if n := len(b.spareLists); n > 0 {
+		l := b.spareLists[n-1]
+		b.spareLists = b.spareLists[:n-1]
+		s.lists = l
+		s.owned, s.committed, s.written, s.read, s.lengths, s.ints, s.hint = l.owned, l.committed, l.written, l.read, l.lengths, l.ints, l.tensors
+	}
+	b.mu.Unlock()
+	return s
+}
+
+// maxSpareLists bounds the closed streams' lists the backend keeps (one
+// per stream that ran at the same time, at most).
+const maxSpareLists = 64
+
+// keepLists keeps a closed stream's lists for a later NewStream.
+func (b *Backend) keepLists(l *streamLists) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.spareLists) < maxSpareLists {
+		b.spareLists = append(b.spareLists, l)
+	}
 }
 
 // Close implements backend.Backend: it releases every weight and table,

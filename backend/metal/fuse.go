@@ -82,24 +82,22 @@ func (s *Stream) flush() {
 
 // Discard implements backend.Discarder: it marks what pending fused
 // operations need not store.
-func (s *Stream) Discard(ts ...backend.Tensor) {
-	for _, t := range ts {
-		mt, ok := t.(*tensor)
-		if !ok || mt == nil {
-			continue
+func (s *Stream) Discard(t backend.Tensor) {
+	mt, ok := t.(*tensor)
+	if !ok || mt == nil {
+		return
+	}
+	switch p := s.pending.(type) {
+	case *pendingLinear:
+		if p.ln != nil && p.ln.dst == mt {
+			p.ln.discarded = true
 		}
-		switch p := s.pending.(type) {
-		case *pendingLinear:
-			if p.ln != nil && p.ln.dst == mt {
-				p.ln.discarded = true
-			}
-			if p.dst == mt {
-				p.yDiscarded = true
-			}
-		case *pendingAttention:
-			if p.qkv == mt {
-				p.qkvDiscarded = true
-			}
+		if p.dst == mt {
+			p.yDiscarded = true
+		}
+	case *pendingAttention:
+		if p.qkv == mt {
+			p.qkvDiscarded = true
 		}
 	}
 }

@@ -149,6 +149,12 @@ type planNetwork struct {
 	act      *heads.ActHead
 	be       backend.Backend
 	vocab    int
+	// The request's host arrays, kept for the next request of the same
+	// size (a server's request pool would hold them likewise).
+	ids                    []int32
+	lengths, qtypes, count []int
+	markerRows             []int32
+	read                   []float32
 }
 
 func newPlanNetwork(be backend.Backend, ckpt *weights.Checkpoint) (*planNetwork, error) {
@@ -173,9 +179,9 @@ func newPlanNetwork(be backend.Backend, ckpt *weights.Checkpoint) (*planNetwork,
 // layer is encoded.
 func (n *planNetwork) run(ctx context.Context, req PlanRequest, observe func(stage string, i int)) ([]float32, error) {
 	rows, L := req.Questions, req.Tokens
-	ids := make([]int32, rows*L)
-	lengths, qtypes, counts := make([]int, rows), make([]int, rows), make([]int, rows)
-	var markerRows []int32
+	ids := grow(&n.ids, rows*L)
+	lengths, qtypes, counts := grow(&n.lengths, rows), grow(&n.qtypes, rows), grow(&n.count, rows)
+	markerRows := n.markerRows[:0]
 	for b := range rows {
 		for i := range L {
 			ids[b*L+i] = int32((1000 + 37*i) % n.vocab) // any valid ids: the plan does not depend on them
@@ -198,16 +204,24 @@ func (n *planNetwork) run(ctx context.Context, req PlanRequest, observe func(sta
 	if hidden, err = n.decision.Forward(ctx, s, hidden, qtypes, lengths, L, nil); err != nil {
 		return nil, err
 	}
+	n.markerRows = markerRows
 	logits := n.scorer.Forward(s, hidden, markerRows, nil)
 	actLogits, actProbs := n.act.Forward(s, hidden, logits, counts, L)
-	out := make([]float32, len(markerRows))
-	for _, t := range []backend.Tensor{logits, actLogits, actProbs} {
-		dst := make([]float32, t.Rows()*t.Cols())
-		if err := s.Read(ctx, t, dst); err != nil {
+	for _, t := range [...]backend.Tensor{actLogits, actProbs, logits} {
+		if err := s.Read(ctx, t, grow(&n.read, t.Rows()*t.Cols())); err != nil {
 			return nil, err
 		}
 	}
-	return out, nil
+	return n.read, nil // the logits (the last read)
+}
+
+// grow sets *buf to n elements, reusing its array when it is large enough.
+func grow[T any](buf *[]T, n int) []T {
+	if cap(*buf) < n {
+		*buf = make([]T, n)
+	}
+	*buf = (*buf)[:n]
+	return *buf
 }
 
 // GPU is one Apple GPU of the roofline table.
