@@ -49,8 +49,8 @@ func BenchmarkEncodeRequest(b *testing.B) {
 }
 
 // maxRequestAllocs bounds the heap allocations of a warm request's host
-// encoding: the stream, its tensor slab and the decision head's two index
-// arrays are 4; the rest is slack for a sync.Pool emptied by a GC. Per
+// encoding: the stream, its tensor slab and the decision head's index
+// array are 3; the rest is slack for a sync.Pool emptied by a GC. Per
 // dispatch there must be none (168 dispatches per English request: a
 // per-dispatch allocation would add at least that many).
 const maxRequestAllocs = 8

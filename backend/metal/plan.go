@@ -52,6 +52,9 @@ type Plan struct {
 	Waits                     int               `json:"waits"`
 	DispatchesPerEncoderLayer int               `json:"dispatches_per_encoder_layer"`
 	EncoderLayers             int               `json:"encoder_layers"`
+	// DecisionHeadDispatches are the decision head's dispatches (type
+	// embedding, its layers, the final-head pruning's gathers).
+	DecisionHeadDispatches int `json:"decision_head_dispatches"`
 	BuffersAllocated          int               `json:"buffers_allocated_per_request"`
 	BuffersAllocatedFirst     int               `json:"buffers_allocated_first_request"`
 	FLOPs                     float64           `json:"flops"`
@@ -84,9 +87,15 @@ func MakePlan(ctx context.Context, model string, ckpt *weights.Checkpoint, req P
 	first := be.BuffersAllocated()
 	dev.Reset()
 	var layerEnds []int
+	encoderEnd, headEnd := 0, 0
 	if _, err := net.run(ctx, req, func(stage string, i int) {
-		if stage == "layer" {
+		switch stage {
+		case "layer":
 			layerEnds = append(layerEnds, dev.Stats().Dispatches)
+		case "encoder":
+			encoderEnd = dev.Stats().Dispatches
+		case "decision":
+			headEnd = dev.Stats().Dispatches
 		}
 	}); err != nil {
 		return nil, err
@@ -96,7 +105,8 @@ func MakePlan(ctx context.Context, model string, ckpt *weights.Checkpoint, req P
 		Model: model, Request: req,
 		Label:      "MODEL: counted on a recording device and priced with a roofline; not a measurement",
 		Dispatches: st.Dispatches, Barriers: st.Barriers, CommandBuffers: st.CommandBuffers, Waits: st.Waits,
-		EncoderLayers:         len(layerEnds),
+		EncoderLayers:          len(layerEnds),
+		DecisionHeadDispatches: headEnd - encoderEnd,
 		BuffersAllocated:      be.BuffersAllocated() - first,
 		BuffersAllocatedFirst: first,
 		Log:                   dev.Log(),
@@ -139,9 +149,10 @@ func MakePlan(ctx context.Context, model string, ckpt *weights.Checkpoint, req P
 	return p, nil
 }
 
-// planNetwork is the request pipeline of the root package's network
-// (encoder → decision head → scorer on the marker rows → act head → three
-// reads), on a plan backend.
+// planNetwork is the request pipeline of the root package's network, as
+// internal/forwardpass.RunPruned records it (encoder → decision head with
+// final-head pruning to the [CLS] and marker rows → scorer on the markers
+// → act head → three reads), on a plan backend, with observers.
 type planNetwork struct {
 	enc      *encoder.ModernBERT
 	decision *heads.Decision
@@ -154,6 +165,7 @@ type planNetwork struct {
 	ids                    []int32
 	lengths, qtypes, count []int
 	markerRows             []int32
+	keep, cls, markers     []int32
 	read                   []float32
 }
 
@@ -176,7 +188,10 @@ func newPlanNetwork(be backend.Backend, ckpt *weights.Checkpoint) (*planNetwork,
 }
 
 // run records one request; observe sees ("layer", i) after each encoder
-// layer is encoded.
+// layer is encoded, then ("encoder", 0) and ("decision", 0) after the
+// encoder and the decision head (what they recorded encoded first: plans
+// only, a benchmark passes no observer and keeps the stream's deferral
+// intact).
 func (n *planNetwork) run(ctx context.Context, req PlanRequest, observe func(stage string, i int)) ([]float32, error) {
 	rows, L := req.Questions, req.Tokens
 	ids := grow(&n.ids, rows*L)
@@ -201,12 +216,33 @@ func (n *planNetwork) run(ctx context.Context, req PlanRequest, observe func(sta
 	if err != nil {
 		return nil, err
 	}
-	if hidden, err = n.decision.Forward(ctx, s, hidden, qtypes, lengths, L, nil); err != nil {
+	if observe != nil {
+		_ = s.Err()
+		observe("encoder", 0)
+	}
+	// Final-head pruning: the last head layer computes the [CLS] rows,
+	// then the markers; the scorer and the act head read those.
+	n.markerRows = markerRows
+	keep, cls, markers := n.keep[:0], n.cls[:0], n.markers[:0]
+	for b := range rows {
+		keep = append(keep, int32(b*L))
+		cls = append(cls, int32(b))
+	}
+	keep = append(keep, markerRows...)
+	for i := range markerRows {
+		markers = append(markers, int32(rows+i))
+	}
+	n.keep, n.cls, n.markers = keep, cls, markers
+	kept, err := n.decision.ForwardRows(ctx, s, hidden, qtypes, lengths, L, keep, nil)
+	if err != nil {
 		return nil, err
 	}
-	n.markerRows = markerRows
-	logits := n.scorer.Forward(s, hidden, markerRows, nil)
-	actLogits, actProbs := n.act.Forward(s, hidden, logits, counts, L)
+	if observe != nil {
+		_ = s.Err()
+		observe("decision", 0)
+	}
+	logits := n.scorer.Forward(s, kept, markers, nil)
+	actLogits, actProbs := n.act.ForwardRows(s, kept, cls, logits, counts)
 	for _, t := range [...]backend.Tensor{actLogits, actProbs, logits} {
 		if err := s.Read(ctx, t, grow(&n.read, t.Rows()*t.Cols())); err != nil {
 			return nil, err

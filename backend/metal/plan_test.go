@@ -56,6 +56,12 @@ func TestPlanRealConfigs(t *testing.T) {
 		if p.DispatchesPerEncoderLayer > 5 {
 			t.Errorf("%s: %d dispatches per encoder layer, want ≤ 5", p.Model, p.DispatchesPerEncoderLayer)
 		}
+		// The decision head's layers are fused like the encoder's (5
+		// dispatches), plus the type embedding's gather and add and the
+		// pruned last layer's two row gathers.
+		if want := 5*spec.HeadLayers + 2 + 2; p.DecisionHeadDispatches > want {
+			t.Errorf("%s: %d decision-head dispatches, want ≤ %d (5 per layer)", p.Model, p.DecisionHeadDispatches, want)
+		}
 		if p.BuffersAllocated != 0 {
 			t.Errorf("%s: %d device buffers allocated by a warm request, want 0", p.Model, p.BuffersAllocated)
 		}
