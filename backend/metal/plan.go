@@ -46,24 +46,24 @@ type Plan struct {
 	Label   string      `json:"label"`
 	// Counts of the second identical request (the first warms the buffer
 	// arena; its allocations are BuffersAllocatedFirst).
-	Dispatches                int               `json:"dispatches"`
-	Barriers                  int               `json:"barriers"`
-	CommandBuffers            int               `json:"command_buffers"`
-	Waits                     int               `json:"waits"`
-	DispatchesPerEncoderLayer int               `json:"dispatches_per_encoder_layer"`
-	EncoderLayers             int               `json:"encoder_layers"`
+	Dispatches                int `json:"dispatches"`
+	Barriers                  int `json:"barriers"`
+	CommandBuffers            int `json:"command_buffers"`
+	Waits                     int `json:"waits"`
+	DispatchesPerEncoderLayer int `json:"dispatches_per_encoder_layer"`
+	EncoderLayers             int `json:"encoder_layers"`
 	// DecisionHeadDispatches are the decision head's dispatches (type
 	// embedding, its layers, the final-head pruning's gathers).
-	DecisionHeadDispatches int `json:"decision_head_dispatches"`
-	BuffersAllocated          int               `json:"buffers_allocated_per_request"`
-	BuffersAllocatedFirst     int               `json:"buffers_allocated_first_request"`
-	FLOPs                     float64           `json:"flops"`
-	IdealBytes                float64           `json:"ideal_bytes"`
-	RequestedBytes            float64           `json:"requested_bytes"`
-	Ops                       []OpPlan          `json:"ops"`
-	GPUs                      []GPUFloor        `json:"gpus"`
-	Log                       []PlannedDispatch `json:"-"`
-	costs                     []metal.Cost      // per dispatch of Log
+	DecisionHeadDispatches int               `json:"decision_head_dispatches"`
+	BuffersAllocated       int               `json:"buffers_allocated_per_request"`
+	BuffersAllocatedFirst  int               `json:"buffers_allocated_first_request"`
+	FLOPs                  float64           `json:"flops"`
+	IdealBytes             float64           `json:"ideal_bytes"`
+	RequestedBytes         float64           `json:"requested_bytes"`
+	Ops                    []OpPlan          `json:"ops"`
+	GPUs                   []GPUFloor        `json:"gpus"`
+	Log                    []PlannedDispatch `json:"-"`
+	costs                  []metal.Cost      // per dispatch of Log
 }
 
 // MakePlan records ckpt's forward pass for req on a PlanDevice: no GPU,
@@ -107,9 +107,9 @@ func MakePlan(ctx context.Context, model string, ckpt *weights.Checkpoint, req P
 		Dispatches: st.Dispatches, Barriers: st.Barriers, CommandBuffers: st.CommandBuffers, Waits: st.Waits,
 		EncoderLayers:          len(layerEnds),
 		DecisionHeadDispatches: headEnd - encoderEnd,
-		BuffersAllocated:      be.BuffersAllocated() - first,
-		BuffersAllocatedFirst: first,
-		Log:                   dev.Log(),
+		BuffersAllocated:       be.BuffersAllocated() - first,
+		BuffersAllocatedFirst:  first,
+		Log:                    dev.Log(),
 	}
 	// Dispatches between the end of one layer and the next: the first
 	// layer also holds the embedding gather and its norm.
