@@ -75,8 +75,12 @@ func DispatchCost(kernel string, constants []Constant, groups, threads Size3, ar
 		if arg(2) != nil {
 			out += 4 * m * n
 		}
-		if on(2) {
+		split := on(9)
+		if on(2) && !split {
 			out += 4 * m * n / 2
+		}
+		if split {
+			out += 4 * m * n * float64(groups.Z) // each slice's partial matrix
 		}
 		if on(6) {
 			out += 2 * 4 * m * n // residual read and written
@@ -95,8 +99,35 @@ func DispatchCost(kernel string, constants []Constant, groups, threads Size3, ar
 		}
 		c.IdealBytes = xe*m*k + we*n*k + out
 		// Tiles: X once per column of threadgroups, W once per row of
-		// them; GEMV: W once, X once per threadgroup.
+		// them; GEMV: W once, X once per threadgroup. Split-K: each slice
+		// stages its part of X and W, and with a LayerNorm prologue every
+		// slice reads its rows whole once more for their statistics.
 		c.RequestedBytes = float64(groups.X)*xReads*xe*m*k + float64(groups.Y)*we*n*k + out
+		if split && on(4) {
+			c.RequestedBytes += float64(groups.X) * float64(groups.Z-1) * xe * m * k
+		}
+		return c
+	case "gemm_reduce_f32":
+		p, ok := paramsOf[GemmReduceParams](arg(3))
+		if !ok {
+			return Cost{}
+		}
+		m, n, s := float64(p.M), float64(p.N), float64(p.Slices)
+		c := Cost{FLOPs: (s - 1) * m * n}
+		out := 4 * s * m * n // the partial matrices, read once
+		if arg(1) != nil {
+			out += 4 * m * n
+		}
+		if on(2) {
+			out += 4 * m * n / 2
+		}
+		if on(6) {
+			out += 2 * 4 * m * n
+		}
+		if on(0) {
+			out += 4 * n
+		}
+		c.IdealBytes, c.RequestedBytes = out, out
 		return c
 	case "attention_f32", "attention_flash_f32":
 		p, ok := paramsOf[AttentionParams](arg(3))

@@ -49,6 +49,9 @@ type Backend struct {
 
 	deviceNanos atomic.Int64
 	profiling   atomic.Bool
+	// splitTarget is the threadgroups the GPU runs at once, for split-K
+	// (SetSplitK); 0: GEMMs are not split.
+	splitTarget atomic.Int64
 	opTimes     map[string]*backend.OpTime // under mu
 }
 
@@ -416,6 +419,17 @@ func (b *Backend) Close() error {
 	}
 	return nil
 }
+
+// SetSplitK turns deterministic split-K on for GEMMs whose tiles would
+// leave the GPU idle (metal.GemmSplitSlices): targetGroups is the
+// threadgroups the GPU runs at once (cores × tile threadgroups each core
+// holds; PlanGPU.SplitKTarget models it for the GPUs of AppleGPUs). 0
+// turns it off, the default: a split GEMM is two dependent dispatches,
+// which takes an encoder layer from 5 dispatches to 7, past the issue's
+// budget of 5, so it is a choice to measure on a Mac (laya-bench --plan
+// --split-k models it) rather than the default. It applies to the GEMMs
+// encoded after the call.
+func (b *Backend) SetSplitK(targetGroups int) { b.splitTarget.Store(int64(max(targetGroups, 0))) }
 
 // DeviceTime implements backend.Timer: the GPU time of every command
 // buffer the backend's streams waited for.

@@ -58,6 +58,8 @@ type Stream struct {
 	// lists is the carrier the lists came in (NewStream), for Close to
 	// hand them on.
 	lists *streamLists
+	// partial holds split-K GEMMs' partial matrices (encodeSplitK).
+	partial metal.Buffer
 }
 
 // streamLists are the growable lists of a closed stream, handed to the
