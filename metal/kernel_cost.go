@@ -250,3 +250,40 @@ func u32sOf(a *Arg) []int {
 	}
 	return out
 }
+
+// KernelThreadgroupMemory is the threadgroup memory one threadgroup of a
+// kernel of this package declares (its static arrays; no kernel here takes
+// [[threadgroup(n)]] arguments), from the tile constants of
+// kernels/*.metal. It bounds how many threadgroups a GPU core holds at
+// once, which the plan's time model needs; TestKernelThreadgroupMemory
+// checks every figure against the emulator's compiled pipelines.
+func KernelThreadgroupMemory(kernel string) int {
+	const (
+		xTile = 2 * GemmTileM * (GemmTileK + 4) // double-buffered X tile (kLdX = kBK + 4)
+		wTile = 2 * GemmTileN * (GemmTileK + 8) // double-buffered W tile (kLdW = kBK + 8)
+		stats = 2 * GemmTileM                   // mean and rstd per row
+	)
+	switch kernel {
+	case "gemm_f32":
+		return 4 * (xTile + wTile + stats)
+	case "gemm_f16", "gemm_f32_f16w":
+		return 4*(xTile+stats) + 2*wTile // W stays half
+	case "attention_flash_f32":
+		return 4 * 3 * AttentionQueryBlock * (attentionFlashMaxDim + 4) // q, k and v tiles
+	case "attention_f32":
+		return 4 * (MaxAttentionHeadDim + 32) // the query and 32 probabilities
+	case "layernorm_f32", "softmax_f32":
+		return 4 * 32 // one partial per simdgroup
+	}
+	return 0
+}
+
+// attentionFlashMaxDim is kFlashMaxDim of kernels/attention.metal.
+const attentionFlashMaxDim = 64
+
+// DecodeGemmParams reads GemmParams from a GEMM dispatch's setBytes
+// argument (plans).
+func DecodeGemmParams(b []byte) GemmParams {
+	p, _ := paramsOf[GemmParams](&Arg{Bytes: b})
+	return p
+}

@@ -81,6 +81,8 @@ const (
 	GemmTileN   = 64
 	GemmTileK   = 32
 	gemmThreads = 128
+	// GemmThreads is the tile kernels' threadgroup size.
+	GemmThreads = gemmThreads
 )
 
 // GemvMaxRows is the most rows the GEMV kernels take (gemv_*: M ≤ 8, no

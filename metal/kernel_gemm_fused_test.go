@@ -341,3 +341,23 @@ func splitKBits(t *testing.T, d Device, kern *Kernels) []uint32 {
 	}
 	return out
 }
+
+// KernelThreadgroupMemory, which the plan's time model reads, is what the
+// compiled kernels declare.
+func TestKernelThreadgroupMemory(t *testing.T) {
+	d := openEmu(t, emu.Options{}, "kernels")
+	for _, kernel := range []string{"gemm_f32", "gemm_f16", "gemm_f32_f16w", "gemv_f32", "gemm_reduce_f32",
+		"attention_flash_f32", "attention_f32", "layernorm_f32", "softmax_f32", "vector_add", "gather_rows_f16"} {
+		p, err := d.Pipeline(kernel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp, ok := p.(interface{ StaticThreadgroupMemory() int })
+		if !ok {
+			t.Fatalf("%s: the emulator's pipeline does not report its threadgroup memory", kernel)
+		}
+		if got, want := KernelThreadgroupMemory(kernel), sp.StaticThreadgroupMemory(); got != want {
+			t.Errorf("%s: KernelThreadgroupMemory = %d bytes, the compiled kernel declares %d", kernel, got, want)
+		}
+	}
+}

@@ -25,6 +25,10 @@ type PlanRequest struct {
 	Questions int `json:"questions"`
 	Tokens    int `json:"tokens"`
 	Markers   int `json:"markers"`
+	// SplitKGroups, when set, records the request with split-K on
+	// (Backend.SetSplitK with this target: TimeModel.SplitKTarget of the
+	// GPU it is planned for).
+	SplitKGroups int `json:"split_k_target_groups,omitempty"`
 }
 
 // OpPlan is the plan of one kind of stream operation.
@@ -37,6 +41,17 @@ type OpPlan struct {
 	// name, in µs (a MODEL): beside laya-bench --profile's measured GPU
 	// time per operation on a Mac it shows how far each kernel is from it.
 	FloorUs map[string]float64 `json:"floor_us"`
+	// ModelUs is the operation's time under the tile-aware model
+	// (DefaultTimeModel, an ESTIMATE), per GPU, barriers included.
+	ModelUs map[string]float64 `json:"model_us"`
+	// PaddedFLOPs are the FLOPs its tiles compute (padding included).
+	PaddedFLOPs float64 `json:"padded_flops"`
+	// Threadgroups and Waves are summed over its dispatches on the
+	// reference GPU (ReferenceGPU): waves × cores × resident threadgroups
+	// against threadgroups shows the slots left idle.
+	Threadgroups int `json:"threadgroups"`
+	Waves        int `json:"waves_reference_gpu"`
+	Slots        int `json:"slots_reference_gpu"`
 }
 
 // Plan is a request's recorded work.
@@ -54,16 +69,20 @@ type Plan struct {
 	EncoderLayers             int `json:"encoder_layers"`
 	// DecisionHeadDispatches are the decision head's dispatches (type
 	// embedding, its layers, the final-head pruning's gathers).
-	DecisionHeadDispatches int               `json:"decision_head_dispatches"`
-	BuffersAllocated       int               `json:"buffers_allocated_per_request"`
-	BuffersAllocatedFirst  int               `json:"buffers_allocated_first_request"`
-	FLOPs                  float64           `json:"flops"`
-	IdealBytes             float64           `json:"ideal_bytes"`
-	RequestedBytes         float64           `json:"requested_bytes"`
-	Ops                    []OpPlan          `json:"ops"`
-	GPUs                   []GPUFloor        `json:"gpus"`
-	Log                    []PlannedDispatch `json:"-"`
-	costs                  []metal.Cost      // per dispatch of Log
+	DecisionHeadDispatches int        `json:"decision_head_dispatches"`
+	BuffersAllocated       int        `json:"buffers_allocated_per_request"`
+	BuffersAllocatedFirst  int        `json:"buffers_allocated_first_request"`
+	FLOPs                  float64    `json:"flops"`
+	PaddedFLOPs            float64    `json:"padded_flops"`
+	IdealBytes             float64    `json:"ideal_bytes"`
+	RequestedBytes         float64    `json:"requested_bytes"`
+	Ops                    []OpPlan   `json:"ops"`
+	GPUs                   []GPUFloor `json:"gpus"`
+	// TimeModel is the tile-aware model's assumptions (GPUFloor.ModelMs,
+	// OpPlan.ModelUs).
+	TimeModel TimeModel         `json:"time_model"`
+	Log       []PlannedDispatch `json:"-"`
+	costs     []metal.Cost      // per dispatch of Log
 }
 
 // MakePlan records ckpt's forward pass for req on a PlanDevice: no GPU,
@@ -77,6 +96,7 @@ func MakePlan(ctx context.Context, model string, ckpt *weights.Checkpoint, req P
 	dev := NewPlanDevice(true)
 	be := New("plan", dev)
 	defer be.Close()
+	be.SetSplitK(req.SplitKGroups)
 	net, err := newPlanNetwork(be, ckpt)
 	if err != nil {
 		return nil, fmt.Errorf("backend/metal: plan: %w", err)
@@ -110,6 +130,7 @@ func MakePlan(ctx context.Context, model string, ckpt *weights.Checkpoint, req P
 		BuffersAllocated:       be.BuffersAllocated() - first,
 		BuffersAllocatedFirst:  first,
 		Log:                    dev.Log(),
+		TimeModel:              DefaultTimeModel,
 	}
 	// Dispatches between the end of one layer and the next: the first
 	// layer also holds the embedding gather and its norm.
@@ -122,11 +143,20 @@ func MakePlan(ctx context.Context, model string, ckpt *weights.Checkpoint, req P
 		p.costs = append(p.costs, c)
 		op := byOp[d.Op]
 		if op == nil {
-			op = &OpPlan{Op: d.Op, FloorUs: map[string]float64{}}
+			op = &OpPlan{Op: d.Op, FloorUs: map[string]float64{}, ModelUs: map[string]float64{}}
 			byOp[d.Op] = op
 		}
 		for _, g := range AppleGPUs {
 			op.FloorUs[g.Name] += max(c.FLOPs/(g.FP32TFLOPS*1e12), c.IdealBytes/(g.BandwidthGBs*1e9)) * 1e6
+			km := p.TimeModel.Dispatch(g, d, c)
+			op.ModelUs[g.Name] += km.TimeUs
+			if g.Name == ReferenceGPU {
+				op.PaddedFLOPs += km.PaddedFLOPs
+				p.PaddedFLOPs += km.PaddedFLOPs
+				op.Threadgroups += km.Groups
+				op.Waves += km.Waves
+				op.Slots += km.Waves * g.Cores * km.Resident
+			}
 		}
 		op.Dispatches++
 		if d.AfterBarrier {
@@ -320,14 +350,25 @@ type GPUFloor struct {
 	// RequestedMs is Σ max(FLOPs / peak, requested bytes / bandwidth):
 	// the kernels' own traffic as if no cache served any of it.
 	RequestedMs float64 `json:"requested_traffic_ms"`
+	// ModelMs is the tile-aware ESTIMATE (TimeModel): padded tile FLOPs
+	// at the simdgroup-matrix rate, wave quantisation, requested bytes,
+	// barriers. ModelComputeMs and ModelMemoryMs are its two terms summed
+	// alone (each dispatch takes the larger).
+	ModelMs        float64 `json:"model_ms"`
+	ModelComputeMs float64 `json:"model_compute_ms"`
+	ModelMemoryMs  float64 `json:"model_memory_ms"`
 }
 
 func (p *Plan) floor(g GPU) GPUFloor {
 	f := GPUFloor{GPU: g}
 	peak, bw := g.FP32TFLOPS*1e12, g.BandwidthGBs*1e9
-	for _, c := range p.costs {
+	for i, c := range p.costs {
 		f.FloorMs += max(c.FLOPs/peak, c.IdealBytes/bw) * 1e3
 		f.RequestedMs += max(c.FLOPs/peak, c.RequestedBytes/bw) * 1e3
+		km := p.TimeModel.Dispatch(g, p.Log[i], c)
+		f.ModelMs += km.TimeUs / 1e3
+		f.ModelComputeMs += km.ComputeUs / 1e3
+		f.ModelMemoryMs += km.MemoryUs / 1e3
 	}
 	f.WithDispatchMs = f.FloorMs + float64(p.Barriers)*DependentDispatchMicros/1e3
 	return f

@@ -66,6 +66,7 @@ measurement. With --profile it lists every dispatch as encoded.
 Examples:
   laya-bench --synthetic english --plan --questions 1
   laya-bench --synthetic multilingual --plan --format json
+  laya-bench --synthetic english --plan --split-k       # the same with split-K
   laya-bench --model testdata/oracle/checkpoints/real-en --questions 1,5,10
   laya-bench --model testdata/oracle/checkpoints/tiny-en --backend metal --questions 5 --profile
   laya-bench --synthetic english --questions 1 --runs 20 --format gobench > new.txt
@@ -79,6 +80,7 @@ type options struct {
 	warmup, runs, batchSize                      int
 	long, profile                                bool
 	plan                                         bool // plan.go
+	splitK                                       bool // plan.go
 	tokens                                       int
 }
 
@@ -118,6 +120,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&o.profile, "profile", false, "after timing, run --runs more requests timing each operation on the device (backends that can: metal, metal-emu)")
 	fs.BoolVar(&o.plan, "plan", false, "print the Metal work plan of one request (a MODEL: dispatches, FLOPs, bytes, roofline floors; no GPU, no weights; see plan.go)")
 	fs.IntVar(&o.tokens, "tokens", 93, "with --plan: tokens per question")
+	fs.BoolVar(&o.splitK, "split-k", false, "with --plan: record with deterministic split-K on, for the threadgroup slots of the M3 Max the plan is priced for (two dispatches per split GEMM)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
