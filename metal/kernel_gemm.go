@@ -108,9 +108,9 @@ var gemvNames = [...]string{GemmF32: "gemv_f32", GemmF16: "gemv_f16", GemmF32F16
 // same way, with a separate accumulation kernel: ml-explore/mlx
 // backend/metal/matmul.cpp, steel_matmul_splitk.)
 const (
-	// minSliceK is the least K a slice multiplies: 8 K steps, so the
+	// GemmMinSliceK is the least K a slice multiplies: 8 K steps, so the
 	// staging prologue and the partial store stay small beside the work.
-	minSliceK = 8 * GemmTileK
+	GemmMinSliceK = 8 * GemmTileK
 	// maxSlices bounds S, and with it the partial matrices.
 	maxSlices = 8
 )
@@ -119,15 +119,22 @@ const (
 // and the threadgroups the GPU runs at once (targetGroups: cores ×
 // threadgroups each core holds): 1 (no split) when the tiles already fill
 // the GPU, M is GEMV-sized, or K is too short for two slices of
-// minSliceK; otherwise the most slices that keep the grid within one
+// GemmMinSliceK; otherwise the most slices that keep the grid within one
 // wave of targetGroups, rounded so that each slice is whole K tiles.
 func GemmSplitSlices(m, n, k int, geglu bool, targetGroups int) int {
+	return GemmSplitSlicesMinK(m, n, k, geglu, targetGroups, GemmMinSliceK)
+}
+
+// GemmSplitSlicesMinK is GemmSplitSlices with slices of at least minK
+// (tests split small models with it).
+func GemmSplitSlicesMinK(m, n, k int, geglu bool, targetGroups, minK int) int {
 	g := GemmGrid(m, n, geglu)
 	tiles := g.X * g.Y
-	if targetGroups <= 0 || m <= GemvMaxRows || tiles*2 > targetGroups || k < 2*minSliceK {
+	minK = max(minK, GemmTileK)
+	if targetGroups <= 0 || m <= GemvMaxRows || tiles*2 > targetGroups || k < 2*minK {
 		return 1
 	}
-	s := min(targetGroups/tiles, k/minSliceK, maxSlices)
+	s := min(targetGroups/tiles, k/minK, maxSlices)
 	if s < 2 {
 		return 1
 	}

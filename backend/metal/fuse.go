@@ -282,7 +282,7 @@ func (s *Stream) encodeSplitK(name string, op metal.GemmOp) bool {
 	if target <= 0 || s.err != nil {
 		return false
 	}
-	op.Slices = metal.GemmSplitSlices(op.M, op.N, op.K, op.Gated != nil, target)
+	op.Slices = metal.GemmSplitSlicesMinK(op.M, op.N, op.K, op.Gated != nil, target, splitMinSliceK)
 	if op.Slices < 2 {
 		return false
 	}
@@ -298,6 +298,10 @@ func (s *Stream) encodeSplitK(name string, op metal.GemmOp) bool {
 	}
 	return true
 }
+
+// splitMinSliceK is the least K of a split-K slice (a variable so that the
+// tests can split the tiny goldens' models, whose K is under it).
+var splitMinSliceK = metal.GemmMinSliceK
 
 // partialScratch is the stream's buffer for split-K partial matrices, of at
 // least size bytes: one per stream, grown when a GEMM needs more (the
