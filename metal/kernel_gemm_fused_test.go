@@ -223,6 +223,10 @@ func TestGemmRealShapesEmu(t *testing.T) {
 			{in: GemmF32F16W, m: 93, n: h, k: h, residual: true, noY: true},
 			{in: GemmF32F16W, m: 93, n: 2 * inner, k: h, ln: true, geglu: true, noY: true},
 			{in: GemmF32F16W, m: 93, n: h, k: inner, residual: true, noY: true},
+			// Wo and Wo2 split as the stream splits them for an M3 Max's
+			// 120 threadgroup slots (Backend.SetSplitK, laya-bench --split-k).
+			{in: GemmF32F16W, m: 93, n: h, k: h, residual: true, noY: true, split: GemmSplitSlices(93, h, h, false, 120)},
+			{in: GemmF32F16W, m: 93, n: h, k: inner, residual: true, noY: true, split: GemmSplitSlices(93, h, inner, false, 120)},
 		} {
 			runGemmCase(t, d, kern, c)
 		}
