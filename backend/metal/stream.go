@@ -483,7 +483,7 @@ func (s *Stream) Close() {
 	clear(s.read)
 	*l = streamLists{owned: s.owned[:0], committed: s.committed[:0], written: s.written[:0], read: s.read[:0],
 		lengths: s.lengths[:0], ints: s.ints[:0], tensors: s.made}
-	s.owned, s.committed, s.written, s.read, s.lengths, s.ints, s.tensors, s.lists = nil, nil, nil, nil, nil, nil, nil, nil
+	s.owned, s.committed, s.written, s.read, s.lengths, s.ints, s.tensors, s.lists, s.partial = nil, nil, nil, nil, nil, nil, nil, nil, nil
 	s.be.keepLists(l)
 }
 
