@@ -167,21 +167,24 @@ func (n *network) checkRow(r forwardRow) error {
 	return nil
 }
 
-// runBatch runs one right-padded batch (the layout of upstream's
-// collate_items) and reads back its outputs.
+// runBatch runs one batch and reads back its outputs: packed (no padding)
+// on a stream that takes it, else right-padded (the layout of upstream's
+// collate_items). An observer always sees the padded layout, the one
+// upstream's intermediate states have.
 func (n *network) runBatch(ctx context.Context, rows []forwardRow, obs backend.Observer) ([]rowOutput, error) {
-	batch := forwardpass.Pad(rows, n.padID)
-	counts, markerRows := batch.Counts, batch.MarkerRows
-
 	s := n.be.NewStream()
 	defer s.Close()
+	var batch forwardpass.Batch
 	var pass forwardpass.Outputs
 	var err error
 	if obs == nil {
+		batch = forwardpass.Layout(s, rows, n.padID)
 		pass, err = n.parts.RunPruned(ctx, s, batch)
 	} else {
+		batch = forwardpass.Pad(rows, n.padID)
 		pass, err = n.runObserved(ctx, s, batch, obs)
 	}
+	counts, markerRows := batch.Counts, batch.MarkerRows
 	if err != nil {
 		return nil, err
 	}

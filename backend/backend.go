@@ -209,8 +209,9 @@ type Stream interface {
 }
 
 // RopeParams describes rotary position embedding over a fused projection
-// [B·L, 3·H·Dh]: the q and k parts of every row at position p (= row mod L)
-// are rotated, split-half ("rotate_half", non-interleaved, as in HF
+// [B·L, 3·H·Dh] (or, packed, [ΣLengths, 3·H·Dh]: see Packed): the q and k
+// parts of every row at position p (= row mod L; packed, the row's offset in
+// its batch row) are rotated, split-half ("rotate_half", non-interleaved, as in HF
 // ModernBERT and GPT-NeoX) over the full head dim:
 //
 //	inv_freq[j] = 1 / Theta^(2j/Dh)        j < Dh/2, float32 as PyTorch
@@ -222,10 +223,17 @@ type RopeParams struct {
 	Heads   int // H
 	HeadDim int // Dh, even
 	Theta   float64
+	// Packed: the batch rows lie back to back without padding, row b's
+	// Lengths[b] tokens right after row b−1's (SeqLen is then the longest
+	// length). Only for streams that report it (see PacksRows).
+	Packed  bool
+	Lengths []int // with Packed: real tokens per batch row
 }
 
 // AttentionParams describes the masks and scale of Attention. Batch rows are
-// right-padded: in batch row b, keys j < Lengths[b] are real. A query i may
+// right-padded (or, with Packed, back to back: row b's Lengths[b] tokens
+// right after row b−1's, qkv [ΣLengths, 3·H·Dh]): in batch row b, keys
+// j < Lengths[b] are real. A query i may
 // attend key j iff j is real and, when Sliding, |i−j| ≤ Radius (inclusive).
 // Padded query rows are never read by the model; backends write zeros there.
 type AttentionParams struct {
@@ -236,4 +244,5 @@ type AttentionParams struct {
 	Scale   float32
 	Sliding bool
 	Radius  int
+	Packed  bool // rows back to back, no padding (see PacksRows)
 }

@@ -233,52 +233,79 @@ func CheckGeGLU(dst, x Tensor) error {
 }
 
 // CheckRope is the contract of Stream.Rope: SeqLen, Heads and HeadDim ≥ 1,
-// HeadDim even, qkv [B·SeqLen, 3·Heads·HeadDim] for some B, and Theta finite
-// and > 0.
+// HeadDim even, qkv [B·SeqLen, 3·Heads·HeadDim] for some B (packed:
+// [ΣLengths, 3·Heads·HeadDim] with every length in [1, SeqLen]), and Theta
+// finite and > 0. Lengths without Packed is refused: a caller that meant a
+// packed batch must say so.
 func CheckRope(qkv Tensor, p RopeParams) error {
 	const op = "rope"
 	if err := missing(op, "qkv", qkv); err != nil {
 		return err
 	}
+	if p.Packed {
+		if err := checkLengths(op, p.Lengths, p.SeqLen); err != nil {
+			return err
+		}
+	}
 	width := p.Heads * p.HeadDim
 	switch {
 	case p.SeqLen <= 0 || p.Heads <= 0 || p.HeadDim <= 0 || p.HeadDim%2 != 0:
 		return shapeErr(op, "seqLen %d, heads %d, headDim %d (must be even)", p.SeqLen, p.Heads, p.HeadDim)
-	case qkv.Cols() != 3*width || qkv.Rows()%p.SeqLen != 0:
+	case p.Packed != (p.Lengths != nil):
+		return shapeErr(op, "packed %v with %d lengths (a packed batch needs its lengths, a padded one none)", p.Packed, len(p.Lengths))
+	case p.Packed && qkv.Cols() == 3*width && qkv.Rows() != packedRows(p.Lengths):
+		return shapeErr(op, "qkv [%d, %d] for a packed batch of %d tokens in %d rows", qkv.Rows(), qkv.Cols(), packedRows(p.Lengths), len(p.Lengths))
+	case qkv.Cols() != 3*width || !p.Packed && qkv.Rows()%p.SeqLen != 0:
 		return shapeErr(op, "qkv [%d, %d] for seqLen %d and 3·%d·%d columns", qkv.Rows(), qkv.Cols(), p.SeqLen, p.Heads, p.HeadDim)
 	case !(p.Theta > 0) || math.IsInf(p.Theta, 0):
 		return shapeErr(op, "theta %v", p.Theta)
+	}
+	return checkLengths(op, p.Lengths, p.SeqLen)
+}
+
+// checkLengths checks that every batch row's length is in [1, seqLen].
+func checkLengths(op string, lengths []int, seqLen int) error {
+	for b, n := range lengths {
+		if n < 1 || n > seqLen {
+			return shapeErr(op, "lengths[%d] = %d outside [1, %d]", b, n, seqLen)
+		}
 	}
 	return nil
 }
 
 // CheckAttention is the contract of Stream.Attention: SeqLen, Heads and
 // HeadDim ≥ 1, Radius ≥ 0, qkv [B·SeqLen, 3·Heads·HeadDim] with B =
-// len(Lengths), dst [B·SeqLen, Heads·HeadDim] and not qkv, and every length
-// in [1, SeqLen].
+// len(Lengths) (packed: [ΣLengths, 3·Heads·HeadDim]), dst [qkv's rows,
+// Heads·HeadDim] and not qkv, and every length in [1, SeqLen].
 func CheckAttention(dst, qkv Tensor, p AttentionParams) error {
 	const op = "attention"
 	if err := missing(op, "dst", dst, "qkv", qkv); err != nil {
 		return err
 	}
+	if p.Packed {
+		if err := checkLengths(op, p.Lengths, p.SeqLen); err != nil {
+			return err
+		}
+	}
 	width := p.Heads * p.HeadDim
 	batch := len(p.Lengths)
+	rows := batch * p.SeqLen
+	if p.Packed {
+		rows = packedRows(p.Lengths)
+	}
 	switch {
 	case p.SeqLen <= 0 || p.Heads <= 0 || p.HeadDim <= 0 || p.Radius < 0:
 		return shapeErr(op, "seqLen %d, heads %d, headDim %d, radius %d", p.SeqLen, p.Heads, p.HeadDim, p.Radius)
-	case qkv.Cols() != 3*width || qkv.Rows() != batch*p.SeqLen:
+	case p.Packed && qkv.Cols() == 3*width && qkv.Rows() != rows:
+		return shapeErr(op, "qkv [%d, %d] for a packed batch of %d tokens in %d rows", qkv.Rows(), qkv.Cols(), rows, batch)
+	case qkv.Cols() != 3*width || qkv.Rows() != rows:
 		return shapeErr(op, "qkv [%d, %d] for %d rows of length %d and 3·%d·%d columns", qkv.Rows(), qkv.Cols(), batch, p.SeqLen, p.Heads, p.HeadDim)
 	case dst.Rows() != qkv.Rows() || dst.Cols() != width:
 		return shapeErr(op, "dst [%d, %d], want [%d, %d]", dst.Rows(), dst.Cols(), qkv.Rows(), width)
 	case aliased(dst, qkv):
 		return shapeErr(op, "dst aliases qkv")
 	}
-	for b, n := range p.Lengths {
-		if n < 1 || n > p.SeqLen {
-			return shapeErr(op, "lengths[%d] = %d outside [1, %d]", b, n, p.SeqLen)
-		}
-	}
-	return nil
+	return checkLengths(op, p.Lengths, p.SeqLen)
 }
 
 // CheckActFeatures is the contract of Stream.ActFeatures: cls [B, d], one

@@ -70,11 +70,25 @@ func New(be backend.Backend, ckpt *weights.Checkpoint) (*ModernBERT, error) {
 // Config is the encoder configuration the model was built from.
 func (m *ModernBERT) Config() weights.EncoderConfig { return m.cfg }
 
-// Batch is a right-padded batch of token rows.
+// Batch is a right-padded batch of token rows, or a packed one (rows back
+// to back, no padding: backend/packed.go) on a stream that takes it.
 type Batch struct {
-	IDs     []int32 // [len(Lengths)·SeqLen], row-major, padded with the pad id
+	IDs     []int32 // [len(Lengths)·SeqLen], row-major, padded with the pad id; packed: [ΣLengths]
 	Lengths []int   // real tokens per row, each in [1, SeqLen]
-	SeqLen  int
+	SeqLen  int     // packed: the longest row
+	Packed  bool
+}
+
+// rows is the number of token rows the batch's tensors hold.
+func (b Batch) rows() int {
+	if !b.Packed {
+		return len(b.Lengths) * b.SeqLen
+	}
+	n := 0
+	for _, l := range b.Lengths {
+		n += l
+	}
+	return n
 }
 
 // Forward records the encoder on s and returns last_hidden_state
@@ -85,8 +99,15 @@ func (m *ModernBERT) Forward(ctx context.Context, s backend.Stream, in Batch, ob
 	cfg := m.cfg
 	d, inner := cfg.HiddenSize, cfg.IntermediateSize
 	rows := len(in.IDs)
-	if in.SeqLen <= 0 || rows != len(in.Lengths)*in.SeqLen {
-		return nil, fmt.Errorf("encoder: %w: %d ids for %d rows of length %d", backend.ErrShape, rows, len(in.Lengths), in.SeqLen)
+	if in.SeqLen <= 0 || rows != in.rows() {
+		return nil, fmt.Errorf("encoder: %w: %d ids for %d rows of length %d (packed %v)", backend.ErrShape, rows, len(in.Lengths), in.SeqLen, in.Packed)
+	}
+	if in.Packed && !backend.PacksRows(s) {
+		return nil, fmt.Errorf("encoder: %w: a packed batch on a stream that does not take one", backend.ErrShape)
+	}
+	var ropeLengths []int // only a packed Rope takes the lengths
+	if in.Packed {
+		ropeLengths = in.Lengths
 	}
 	if observe == nil {
 		observe = func(backend.Stream, string, int, backend.Tensor) {}
@@ -120,7 +141,7 @@ func (m *ModernBERT) Forward(ctx context.Context, s backend.Stream, in Batch, ob
 		// Metal one folds the norm into this GEMM, the RoPE into the
 		// attention, the Adds and the GeGLU into GEMM epilogues).
 		backend.Discard(s, normed)
-		s.Rope(qkv, backend.RopeParams{SeqLen: in.SeqLen, Heads: heads, HeadDim: headDim, Theta: l.theta})
+		s.Rope(qkv, backend.RopeParams{SeqLen: in.SeqLen, Heads: heads, HeadDim: headDim, Theta: l.theta, Packed: in.Packed, Lengths: ropeLengths})
 		s.Attention(attn, qkv, backend.AttentionParams{
 			SeqLen:  in.SeqLen,
 			Lengths: in.Lengths,
@@ -131,6 +152,7 @@ func (m *ModernBERT) Forward(ctx context.Context, s backend.Stream, in Batch, ob
 			// local_attention is the full window; HF ModernBERT allows
 			// |i−j| ≤ local_attention // 2.
 			Radius: cfg.LocalAttention / 2,
+			Packed: in.Packed,
 		})
 		backend.Discard(s, qkv)
 		s.Linear(proj, attn, l.wo, nil, backend.Identity)

@@ -79,7 +79,28 @@ func NewDecision(be backend.Backend, ckpt *weights.Checkpoint) (*Decision, error
 // hold one entry per batch row. observe, when not nil, sees ("input", 0, h)
 // after the type embedding and ("layer", j, h) after each head layer.
 func (m *Decision) Forward(ctx context.Context, s backend.Stream, hidden backend.Tensor, qtypes, lengths []int, seqLen int, observe backend.Observer) (backend.Tensor, error) {
-	return m.forward(ctx, s, hidden, qtypes, lengths, seqLen, nil, observe)
+	return m.forward(ctx, s, hidden, qtypes, Layout{Lengths: lengths, SeqLen: seqLen}, nil, observe)
+}
+
+// Layout says where a batch's rows lie in hidden's rows: right-padded (row
+// b at b·SeqLen, Lengths[b] of its SeqLen positions real) or, with Packed,
+// back to back without padding (backend/packed.go; SeqLen the longest).
+type Layout struct {
+	Lengths []int
+	SeqLen  int
+	Packed  bool
+}
+
+// rows is the number of hidden rows the layout covers.
+func (l Layout) rows() int {
+	if !l.Packed {
+		return len(l.Lengths) * l.SeqLen
+	}
+	n := 0
+	for _, k := range l.Lengths {
+		n += k
+	}
+	return n
 }
 
 // ForwardRows is Forward for a caller that reads only the output rows keep
@@ -92,7 +113,7 @@ func (m *Decision) Forward(ctx context.Context, s backend.Stream, hidden backend
 // after the attention is row-wise, so the kept rows are the same values
 // Forward computes (bit for bit on the cpu backend, whose GEMM rows do not
 // depend on one another). The observer sees the last layer's pruned rows.
-func (m *Decision) ForwardRows(ctx context.Context, s backend.Stream, hidden backend.Tensor, qtypes, lengths []int, seqLen int, keep []int32, observe backend.Observer) (backend.Tensor, error) {
+func (m *Decision) ForwardRows(ctx context.Context, s backend.Stream, hidden backend.Tensor, qtypes []int, layout Layout, keep []int32, observe backend.Observer) (backend.Tensor, error) {
 	if len(keep) == 0 {
 		return nil, fmt.Errorf("heads: %w: no rows to keep", backend.ErrShape)
 	}
@@ -101,27 +122,32 @@ func (m *Decision) ForwardRows(ctx context.Context, s backend.Stream, hidden bac
 			return nil, fmt.Errorf("heads: %w: keep[%d] = %d outside the %d rows", backend.ErrShape, i, r, hidden.Rows())
 		}
 	}
-	return m.forward(ctx, s, hidden, qtypes, lengths, seqLen, keep, observe)
+	return m.forward(ctx, s, hidden, qtypes, layout, keep, observe)
 }
 
-func (m *Decision) forward(ctx context.Context, s backend.Stream, hidden backend.Tensor, qtypes, lengths []int, seqLen int, keep []int32, observe backend.Observer) (backend.Tensor, error) {
+func (m *Decision) forward(ctx context.Context, s backend.Stream, hidden backend.Tensor, qtypes []int, layout Layout, keep []int32, observe backend.Observer) (backend.Tensor, error) {
 	d := m.cfg.Dim
 	rows := hidden.Rows()
-	if len(qtypes) != len(lengths) || rows != len(lengths)*seqLen || hidden.Cols() != d {
-		return nil, fmt.Errorf("heads: %w: hidden [%d, %d] for %d rows of length %d (%d qtypes), dim %d",
-			backend.ErrShape, rows, hidden.Cols(), len(lengths), seqLen, len(qtypes), d)
+	lengths, seqLen := layout.Lengths, layout.SeqLen
+	if len(qtypes) != len(lengths) || rows != layout.rows() || hidden.Cols() != d {
+		return nil, fmt.Errorf("heads: %w: hidden [%d, %d] for %d rows of length %d (%d qtypes, packed %v), dim %d",
+			backend.ErrShape, rows, hidden.Cols(), len(lengths), seqLen, len(qtypes), layout.Packed, d)
 	}
 	if observe == nil {
 		observe = func(backend.Stream, string, int, backend.Tensor) {}
 	}
 	// type_emb[qtype] is broadcast to every position, padding included.
-	typeIndex := make([]int32, rows)
+	typeIndex := make([]int32, 0, rows)
 	for b, q := range qtypes {
 		if q < 0 || q >= NumQuestionTypes {
 			return nil, fmt.Errorf("heads: %w: qtype %d of row %d (want 0 choice, 1 score, 2 noul)", backend.ErrShape, q, b)
 		}
-		for p := range seqLen {
-			typeIndex[b*seqLen+p] = int32(q)
+		n := seqLen
+		if layout.Packed {
+			n = lengths[b]
+		}
+		for range n {
+			typeIndex = append(typeIndex, int32(q))
 		}
 	}
 	h := hidden
@@ -151,6 +177,7 @@ func (m *Decision) forward(ctx context.Context, s backend.Stream, hidden backend
 			Heads:   m.cfg.Heads,
 			HeadDim: m.cfg.HeadDim,
 			Scale:   float32(1 / math.Sqrt(float64(m.cfg.HeadDim))),
+			Packed:  layout.Packed,
 		})
 		if keep != nil && j == len(m.layers)-1 {
 			// Final-head pruning: from here on only the kept rows.

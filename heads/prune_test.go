@@ -45,7 +45,7 @@ func TestForwardRowsMatchesForward(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			pruned, err := decision.ForwardRows(ctx, s, s.FromHost(3*seqLen, d, batch), qtypes, lengths, seqLen, keep, nil)
+			pruned, err := decision.ForwardRows(ctx, s, s.FromHost(3*seqLen, d, batch), qtypes, Layout{Lengths: lengths, SeqLen: seqLen}, keep, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -91,7 +91,7 @@ func TestForwardRowsRejects(t *testing.T) {
 	d := ckpt.Head.Dim
 	h := s.New(4, d)
 	for _, keep := range [][]int32{nil, {}, {4}, {-1}} {
-		if _, err := decision.ForwardRows(context.Background(), s, h, []int{0}, []int{4}, 4, keep, nil); !errors.Is(err, backend.ErrShape) {
+		if _, err := decision.ForwardRows(context.Background(), s, h, []int{0}, Layout{Lengths: []int{4}, SeqLen: 4}, keep, nil); !errors.Is(err, backend.ErrShape) {
 			t.Errorf("keep %v: err %v, want ErrShape", keep, err)
 		}
 	}

@@ -58,6 +58,7 @@ func Run(t *testing.T, open func() (backend.Backend, error)) {
 	t.Run("GeGLU", c.geglu)
 	t.Run("Rope", c.rope)
 	t.Run("Attention", c.attention)
+	t.Run("Packed", c.packed)
 	t.Run("ActFeatures", c.actFeatures)
 	t.Run("Rejections", c.rejections)
 	t.Run("StickyError", c.stickyError)
@@ -555,6 +556,69 @@ func (c *suite) attention(t *testing.T) {
 		s.Attention(dst, qkv, p)
 		near(t, fmt.Sprintf("%+v", p), read(t, s, dst), attentionRef(wide(xs), p), p.Heads*p.HeadDim, 2e-6, 2e-5)
 		s.Close()
+	}
+}
+
+// packedRowsOf keeps the real rows of a right-padded [B·seqLen, cols]
+// matrix: the packed layout of the same batch.
+func packedRowsOf[T any](xs []T, lengths []int, seqLen, cols int) []T {
+	var out []T
+	for b, n := range lengths {
+		out = append(out, xs[b*seqLen*cols:(b*seqLen+n)*cols]...)
+	}
+	return out
+}
+
+// packed runs Rope and Attention on packed batches (rows back to back, no
+// padding) against the padded references' real rows, where the backend
+// takes packed batches; elsewhere it checks they are refused.
+func (c *suite) packed(t *testing.T) {
+	cases := []backend.AttentionParams{
+		{SeqLen: 7, Lengths: []int{7, 3, 1}, Heads: 2, HeadDim: 8, Scale: 0.35, Sliding: true, Radius: 2},
+		{SeqLen: 19, Lengths: []int{11, 19}, Heads: 3, HeadDim: 64, Scale: 0.125},
+		{SeqLen: 33, Lengths: []int{20, 1, 33, 5}, Heads: 1, HeadDim: 16, Scale: 0.25, Sliding: true, Radius: 4},
+	}
+	s := c.be.NewStream()
+	takes := backend.PacksRows(s)
+	s.Close()
+	for _, p := range cases {
+		padRows, cols, width := len(p.Lengths)*p.SeqLen, 3*p.Heads*p.HeadDim, p.Heads*p.HeadDim
+		xs := values(padRows*cols, uint64(cols+p.SeqLen+1), -2, 2)
+		rope := backend.RopeParams{SeqLen: p.SeqLen, Heads: p.Heads, HeadDim: p.HeadDim, Theta: 10000}
+		packedRope := rope
+		packedRope.Packed, packedRope.Lengths = true, p.Lengths
+		packedAttn := p
+		packedAttn.Packed = true
+		in := packedRowsOf(xs, p.Lengths, p.SeqLen, cols)
+		rows := len(in) / cols
+		s := c.be.NewStream()
+		qkv := s.FromHost(rows, cols, in)
+		dst := s.New(rows, width)
+		s.Rope(qkv, packedRope)
+		if !takes {
+			if err := s.Err(); !errors.Is(err, backend.ErrShape) {
+				t.Errorf("%+v: packed Rope on a stream without PacksRows: err %v, want ErrShape", p, err)
+			}
+			s.Close()
+			continue
+		}
+		roped := ropeRef(wide(xs), padRows, rope)
+		near(t, fmt.Sprintf("packed rope %+v", packedRope), read(t, s, qkv), packedRowsOf(roped, p.Lengths, p.SeqLen, cols), cols, 2e-5, 2e-6)
+		s.Attention(dst, qkv, packedAttn)
+		want := packedRowsOf(attentionRef(roped, p), p.Lengths, p.SeqLen, width)
+		near(t, fmt.Sprintf("packed attention %+v", p), read(t, s, dst), want, width, 2e-6, 2e-5)
+		s.Close()
+	}
+	if !takes {
+		return
+	}
+	// A packed batch whose lengths do not add up to the rows is refused.
+	s = c.be.NewStream()
+	defer s.Close()
+	qkv := s.New(10, 3*8)
+	s.Attention(s.New(10, 8), qkv, backend.AttentionParams{SeqLen: 7, Lengths: []int{7, 2}, Heads: 1, HeadDim: 8, Scale: 1, Packed: true})
+	if err := s.Err(); !errors.Is(err, backend.ErrShape) {
+		t.Errorf("packed attention of 9 tokens over 10 rows: err %v, want ErrShape", err)
 	}
 }
 

@@ -60,6 +60,10 @@ func (s *Stream) Rope(qkv backend.Tensor, p backend.RopeParams) {
 	if !s.ok("rope", qkv) || !s.check(backend.CheckRope(qkv, p)) {
 		return
 	}
+	if p.Packed {
+		s.ropePacked(qkv, p)
+		return
+	}
 	width := p.Heads * p.HeadDim
 	half := p.HeadDim / 2
 	table := s.be.ropeTable(p.Theta, p.HeadDim, p.SeqLen)
@@ -97,6 +101,10 @@ const attnBlock = gemmTileM
 // contiguous K-rows for the kernel, scaled by 1/sum at the end.
 func (s *Stream) Attention(dst, qkv backend.Tensor, p backend.AttentionParams) {
 	if !s.ok("attention", dst, qkv) || !s.check(backend.CheckAttention(dst, qkv, p)) {
+		return
+	}
+	if p.Packed {
+		s.attentionPacked(dst, qkv, p)
 		return
 	}
 	batch := len(p.Lengths)

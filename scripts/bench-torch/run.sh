@@ -13,7 +13,10 @@
 #   scripts/bench-torch/run.sh [options]         # on the machine with PyTorch
 # Options (environment):
 #   BIN=scripts/bench-torch/bin   WORK=${TMPDIR:-/tmp}/laya-parity   OUT=$WORK/bench
-#   CORES="2 all"   PRESETS="english multilingual"   QUESTIONS="1 10"   RUNS=10   WARMUP=3
+#   CORES="2 all"   PRESETS="english multilingual"   QUESTIONS="1 10"   RUNS=10   WARMUP=3   ROUNDS=1
+# ROUNDS > 1 alternates ours and PyTorch that many times per workload (each
+# round RUNS timed runs of each) and pools the samples: on a shared host
+# whose speed drifts, both then see the same drift.
 # Example:
 #   CORES="2 16" RUNS=20 scripts/bench-torch/run.sh
 set -euo pipefail
@@ -26,13 +29,11 @@ PRESETS=${PRESETS:-"english multilingual"}
 QUESTIONS=${QUESTIONS:-"1 10"}
 RUNS=${RUNS:-10}
 WARMUP=${WARMUP:-3}
+ROUNDS=${ROUNDS:-1}
 mkdir -p "$WORK" "$OUT"
 ALL=$(nproc)
 for preset in $PRESETS; do
-  if [ ! -f "$WORK/$preset/model.safetensors" ]; then
-    rm -rf "${WORK:?}/${preset:?}"
-    "$BIN/laya" synth --preset "$preset" --out "$WORK/$preset" >&2
-  fi
+  "$HERE/synth.sh" "$BIN" "$WORK" "$preset"
 done
 qlist=$(echo "$QUESTIONS" | tr ' ' ',')
 for cores in $CORES; do
@@ -40,13 +41,17 @@ for cores in $CORES; do
   cpus="0-$((cores - 1))"
   for preset in $PRESETS; do
     echo "== $preset, $cores cores (taskset -c $cpus)" >&2
-    GOMAXPROCS=$cores taskset -c "$cpus" "$BIN/laya-bench" --model "$WORK/$preset" --questions "$qlist" \
-      --runs "$RUNS" --warmup "$WARMUP" --format json > "$OUT/ours-$preset-$cores.json"
-    for q in $QUESTIONS; do
-      # Rows of the length laya-bench's request tokenised to (input_tokens / questions).
-      tokens=$(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); r=[x for x in d['results'] if x['questions']==$q][0]; print(max(8, round(r['input_tokens']/$q)))" "$OUT/ours-$preset-$cores.json")
-      OMP_NUM_THREADS=$cores taskset -c "$cpus" python3 "$HERE/torch_bench.py" --model "$WORK/$preset" --questions "$q" \
-        --tokens "$tokens" --threads "$cores" --runs "$RUNS" --warmup "$WARMUP" > "$OUT/torch-$preset-$cores-q$q.json"
+    for round in $(seq "$ROUNDS"); do
+      sfx=""
+      [ "$ROUNDS" -gt 1 ] && sfx="-r$round"
+      GOMAXPROCS=$cores taskset -c "$cpus" "$BIN/laya-bench" --model "$WORK/$preset" --questions "$qlist" \
+        --runs "$RUNS" --warmup "$WARMUP" --format json > "$OUT/ours-$preset-$cores$sfx.json"
+      for q in $QUESTIONS; do
+        # Rows of the length laya-bench's request tokenised to (input_tokens / questions).
+        tokens=$(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); r=[x for x in d['results'] if x['questions']==$q][0]; print(max(8, round(r['input_tokens']/$q)))" "$OUT/ours-$preset-$cores$sfx.json")
+        OMP_NUM_THREADS=$cores taskset -c "$cpus" python3 "$HERE/torch_bench.py" --model "$WORK/$preset" --questions "$q" \
+          --tokens "$tokens" --threads "$cores" --runs "$RUNS" --warmup "$WARMUP" > "$OUT/torch-$preset-$cores-q$q$sfx.json"
+      done
     done
   done
 done

@@ -19,9 +19,6 @@ WORK=${2:-${TMPDIR:-/tmp}/laya-parity}
 OUT=${3:-$WORK/out}
 mkdir -p "$WORK" "$OUT"
 for preset in english multilingual; do
-  if [ ! -f "$WORK/$preset/model.safetensors" ]; then
-    rm -rf "${WORK:?}/${preset:?}"
-    "$BIN/laya" synth --preset "$preset" --out "$WORK/$preset" >&2
-  fi
+  "$HERE/../bench-torch/synth.sh" "$BIN" "$WORK" "$preset"
 done
 python3 "$HERE/parity.py" --bin "$BIN" --out "$OUT" "$WORK/english" "$WORK/multilingual"

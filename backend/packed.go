@@ -1,0 +1,35 @@
+package backend
+
+// A packed batch lays its rows back to back without padding: batch row b
+// holds tensor rows [Σ_{c<b} Lengths[c], Σ_{c≤b} Lengths[c]). Every op but
+// Rope and Attention is row-wise and cannot tell the layouts apart; those
+// two take RopeParams.Packed / AttentionParams.Packed. A batch of questions
+// of uneven lengths then costs its real tokens, not rows × the longest
+// (ModernBERT's own "unpadding"; upstream's collate_items pads).
+
+// RowPacker is implemented by streams whose Rope and Attention take packed
+// batches. It is optional: a model runs right-padded batches on streams
+// without it.
+type RowPacker interface {
+	// PacksRows reports whether Rope and Attention accept Packed params.
+	PacksRows() bool
+}
+
+// PacksRows reports whether s takes packed batches.
+func PacksRows(s Stream) bool {
+	p, ok := s.(RowPacker)
+	return ok && p.PacksRows()
+}
+
+// packedRows is the row count of a packed batch of these lengths, or -1
+// when a length is below 1.
+func packedRows(lengths []int) int {
+	n := 0
+	for _, l := range lengths {
+		if l < 1 {
+			return -1
+		}
+		n += l
+	}
+	return n
+}

@@ -1,0 +1,93 @@
+package forwardpass_test
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"testing"
+
+	"github.com/laya-metal/laya/backend"
+	"github.com/laya-metal/laya/backend/cpu"
+	"github.com/laya-metal/laya/internal/forwardpass"
+	"github.com/laya-metal/laya/internal/oracletest"
+)
+
+// TestPack holds the packed layout to a hand-written batch: rows back to
+// back, markers and [CLS] at their rows' offsets.
+func TestPack(t *testing.T) {
+	got := forwardpass.Pack([]forwardpass.Row{
+		{IDs: []int{1, 5, 2}, Markers: []int{1}, QType: 0},
+		{IDs: []int{1, 6, 6, 6, 2}, Markers: []int{1, 2, 3}, QType: 2},
+		{IDs: []int{1, 2}, Markers: []int{0}, QType: 1},
+	})
+	want := forwardpass.Batch{
+		IDs:    []int32{1, 5, 2, 1, 6, 6, 6, 2, 1, 2},
+		SeqLen: 5, Packed: true, Lengths: []int{3, 5, 2}, QTypes: []int{0, 2, 1}, Counts: []int{1, 3, 1},
+		MarkerRows: []int32{1, 4, 5, 6, 8},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Pack = %+v, want %+v", got, want)
+	}
+	if cls := got.CLSRows(); !reflect.DeepEqual(cls, []int32{0, 3, 8}) {
+		t.Errorf("CLSRows = %v, want [0 3 8]", cls)
+	}
+	if eb := got.EncoderBatch(); !eb.Packed || eb.SeqLen != 5 || !reflect.DeepEqual(eb.IDs, want.IDs) {
+		t.Errorf("EncoderBatch = %+v", eb)
+	}
+}
+
+// TestPackedEqualsPadded runs the pruned pass over rows of uneven lengths
+// on the cpu backend packed and right-padded: every output must be bit for
+// bit the same (every op but RoPE and attention is row-wise, and those take
+// each row on its own), on every oracle checkpoint.
+func TestPackedEqualsPadded(t *testing.T) {
+	for _, name := range []string{"tiny-en", "tiny-ml", "real-en"} {
+		t.Run(name, func(t *testing.T) {
+			ckpt := oracletest.LoadCheckpoint(t, name)
+			be := cpu.New()
+			defer be.Close()
+			parts, err := forwardpass.NewParts(be, ckpt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := ckpt.Encoder
+			var rows []forwardpass.Row
+			seed := uint64(7)
+			for i, n := range []int{5, 17, 2, 40, 9} {
+				ids := make([]int, n)
+				for j := range ids {
+					seed = seed*6364136223846793005 + 1442695040888963407
+					ids[j] = int(seed>>33) % cfg.VocabSize
+				}
+				markers := []int{n / 2}
+				if n > 3 {
+					markers = append(markers, n-2)
+				}
+				rows = append(rows, forwardpass.Row{IDs: ids, Markers: markers, QType: i % 3})
+			}
+			run := func(b forwardpass.Batch) [3][]float32 {
+				s := be.NewStream()
+				defer s.Close()
+				out, err := parts.RunPruned(context.Background(), s, b)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got [3][]float32
+				for i, x := range []backend.Tensor{out.Logits, out.ActLogits, out.ActProbs} {
+					got[i] = make([]float32, x.Rows()*x.Cols())
+					if err := s.Read(context.Background(), x, got[i]); err != nil {
+						t.Fatal(err)
+					}
+				}
+				return got
+			}
+			padded := run(forwardpass.Pad(rows, int32(max(cfg.PadTokenID, 0))))
+			packed := run(forwardpass.Pack(rows))
+			for i, what := range []string{"logits", "act logits", "act probs"} {
+				if fmt.Sprint(packed[i]) != fmt.Sprint(padded[i]) {
+					t.Errorf("%s: packed %v, padded %v", what, packed[i], padded[i])
+				}
+			}
+		})
+	}
+}
