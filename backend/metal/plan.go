@@ -263,7 +263,7 @@ func (n *planNetwork) run(ctx context.Context, req PlanRequest, observe func(sta
 		markers = append(markers, int32(rows+i))
 	}
 	n.keep, n.cls, n.markers = keep, cls, markers
-	kept, err := n.decision.ForwardRows(ctx, s, hidden, qtypes, lengths, L, keep, nil)
+	kept, err := n.decision.ForwardRows(ctx, s, hidden, qtypes, heads.Layout{Lengths: lengths, SeqLen: L}, keep, nil)
 	if err != nil {
 		return nil, err
 	}
