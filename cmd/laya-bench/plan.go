@@ -46,7 +46,7 @@ func runPlan(ctx context.Context, o options, stdout io.Writer) error {
 	for _, n := range o.questions {
 		req := metalbackend.PlanRequest{Questions: n, Tokens: o.tokens, Markers: planMarkers}
 		if o.splitK {
-			req.SplitKGroups = metalbackend.DefaultTimeModel.SplitKTarget(referenceGPU())
+			req.SplitKGroups = splitKTarget()
 		}
 		p, err := metalbackend.MakePlan(ctx, name, ckpt, req)
 		if err != nil {
@@ -68,6 +68,10 @@ func runPlan(ctx context.Context, o options, stdout io.Writer) error {
 	}
 	return nil
 }
+
+// splitKTarget is --split-k's threadgroup slots: the reference GPU's
+// under the plan's time model (an M3 Max: 40 cores × 3 tiles).
+func splitKTarget() int { return metalbackend.DefaultTimeModel.SplitKTarget(referenceGPU()) }
 
 // referenceGPU is metalbackend.ReferenceGPU's row of AppleGPUs.
 func referenceGPU() metalbackend.GPU {

@@ -91,6 +91,7 @@ func TestPlanModelAndErrors(t *testing.T) {
 		{[]string{"--plan"}, "--synthetic english|multilingual|tiny or --model DIR"},
 		{[]string{"--plan", "--synthetic", "english", "--tokens", "3"}, "shape mismatch"},
 		{[]string{"--plan", "--synthetic", "klingon"}, `got "klingon"`},
+		{[]string{"--model", "../../testdata/oracle/checkpoints/tiny-en", "--backend", "cpu", "--split-k", "--questions", "1", "--runs", "1"}, `backend "cpu" has no split-K`},
 	} {
 		err := run(context.Background(), c.args, &stdout, &stderr)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
