@@ -359,6 +359,16 @@ type GPUFloor struct {
 	ModelMemoryMs  float64 `json:"model_memory_ms"`
 }
 
+// DispatchModels prices each dispatch of Log on g under the plan's time
+// model (an ESTIMATE), in Log's order.
+func (p *Plan) DispatchModels(g GPU) []KernelModel {
+	out := make([]KernelModel, len(p.Log))
+	for i, d := range p.Log {
+		out[i] = p.TimeModel.Dispatch(g, d, p.costs[i])
+	}
+	return out
+}
+
 func (p *Plan) floor(g GPU) GPUFloor {
 	f := GPUFloor{GPU: g}
 	peak, bw := g.FP32TFLOPS*1e12, g.BandwidthGBs*1e9

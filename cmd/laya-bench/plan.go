@@ -121,13 +121,16 @@ func writePlan(w io.Writer, p *metalbackend.Plan, dispatches bool) {
 	}
 	fmt.Fprintln(w)
 	if dispatches {
-		fmt.Fprintf(w, "Dispatches as encoded (%d):\n\n", len(p.Log))
+		fmt.Fprintf(w, "Dispatches as encoded (%d; | = behind a barrier; MODEL on the %s: threadgroups a core holds, waves, µs):\n\n", len(p.Log), metalbackend.ReferenceGPU)
+		models := p.DispatchModels(referenceGPU())
 		for i, d := range p.Log {
 			b := " "
 			if d.AfterBarrier {
 				b = "|"
 			}
-			fmt.Fprintf(w, "%4d %s %-22s %-26s grid %dx%dx%d × %d threads\n", i, b, d.Kernel, d.Op, d.Groups.X, d.Groups.Y, d.Groups.Z, d.Threads.X*d.Threads.Y*d.Threads.Z)
+			m := models[i]
+			fmt.Fprintf(w, "%4d %s %-22s %-26s grid %dx%dx%d × %d threads   R %d, %d wave(s), %.1f µs\n", i, b, d.Kernel, d.Op,
+				d.Groups.X, d.Groups.Y, d.Groups.Z, d.Threads.X*d.Threads.Y*d.Threads.Z, m.Resident, m.Waves, m.TimeUs)
 		}
 		fmt.Fprintln(w)
 	}
