@@ -104,9 +104,10 @@ var gemvNames = [...]string{GemmF32: "gemv_f32", GemmF16: "gemv_f16", GemmF32F16
 // dispatch adds the S partial tiles in a fixed order (slice 0 + slice 1 +
 // …), so the result is the same on every run, and applies the epilogue.
 // The price is the partial matrices' traffic (S·M·N floats written and
-// read) and one more dependent dispatch. (MLX's steel GEMM splits K the
-// same way, with a separate accumulation kernel: ml-explore/mlx
-// backend/metal/matmul.cpp, steel_matmul_splitk.)
+// read) and one more dependent dispatch. (MLX splits K the same way, a
+// partial dispatch over a [P, M, N] float intermediate and then an
+// accumulation dispatch: steel_matmul_splitk_axpby in ml-explore/mlx
+// mlx/backend/metal/matmul.cpp.)
 const (
 	// GemmMinSliceK is the least K a slice multiplies: 8 K steps, so the
 	// staging prologue and the partial store stay small beside the work.
