@@ -234,8 +234,9 @@ func (n *network) runObserved(ctx context.Context, s backend.Stream, batch forwa
 
 // embed mean-pools the encoder's last hidden state (after final_norm, before
 // the decision head) over each row's real tokens: the embedding laya-mlx's
-// embed_fn_from_agent gives the shortlist. Rows run in padded batches of
-// batchSize; padded positions never enter the mean.
+// embed_fn_from_agent gives the shortlist. Rows run in batches of batchSize
+// (packed where the backend takes it, else padded); padded positions never
+// enter the mean.
 func (n *network) embed(ctx context.Context, rows [][]int32, batchSize int) ([][]float32, error) {
 	dim := n.parts.Encoder.Config().HiddenSize
 	out := make([][]float32, 0, len(rows))
@@ -248,23 +249,28 @@ func (n *network) embed(ctx context.Context, rows [][]int32, batchSize int) ([][
 			}
 			seqLen = max(seqLen, len(r))
 		}
-		ids := make([]int32, len(batch)*seqLen)
-		lengths := make([]int, len(batch))
-		for b, r := range batch {
-			row := ids[b*seqLen : (b+1)*seqLen]
-			for i := range row {
-				row[i] = n.padID
-			}
-			copy(row, r)
-			lengths[b] = len(r)
-		}
+		// Packed where the stream takes it (no padding computed), else
+		// right-padded; starts[b] is row b's first token either way.
 		s := n.be.NewStream()
-		hidden, err := n.parts.Encoder.Forward(ctx, s, encoder.Batch{IDs: ids, Lengths: lengths, SeqLen: seqLen}, nil)
+		packed := backend.PacksRows(s)
+		var ids []int32
+		lengths := make([]int, len(batch))
+		starts := make([]int, len(batch))
+		for b, r := range batch {
+			starts[b], lengths[b] = len(ids), len(r)
+			ids = append(ids, r...)
+			if !packed {
+				for range seqLen - len(r) {
+					ids = append(ids, n.padID)
+				}
+			}
+		}
+		hidden, err := n.parts.Encoder.Forward(ctx, s, encoder.Batch{IDs: ids, Lengths: lengths, SeqLen: seqLen, Packed: packed}, nil)
 		if err != nil {
 			s.Close()
 			return nil, err
 		}
-		host := make([]float32, len(batch)*seqLen*dim)
+		host := make([]float32, len(ids)*dim)
 		err = s.Read(ctx, hidden, host)
 		s.Close()
 		if err != nil {
@@ -274,8 +280,8 @@ func (n *network) embed(ctx context.Context, rows [][]int32, batchSize int) ([][
 			// Sum in float64: the mean of up to max_len vectors should not
 			// depend on summation order more than float32 rounding allows.
 			sum := make([]float64, dim)
-			for p := 0; p < lengths[b]; p++ {
-				for j, v := range host[(b*seqLen+p)*dim : (b*seqLen+p+1)*dim] {
+			for p := starts[b]; p < starts[b]+lengths[b]; p++ {
+				for j, v := range host[p*dim : (p+1)*dim] {
 					sum[j] += float64(v)
 				}
 			}

@@ -143,7 +143,8 @@ func TestPredictShortlistErrors(t *testing.T) {
 // TestAgentEmbedderMeansUpstreamHiddenStates holds the embedder to upstream's
 // own encoder output: the golden last_hidden_state of debug_hidden.json,
 // mean-pooled in float64 here, must equal the embedding of the same ids, also
-// when the row is batched beside a longer one (padding must not leak in).
+// when the row is batched before and after a longer one (padding must not
+// leak in, packed rows must start where they do).
 func TestAgentEmbedderMeansUpstreamHiddenStates(t *testing.T) {
 	for _, m := range oracleModels {
 		t.Run(m.checkpoint, func(t *testing.T) {
@@ -160,16 +161,20 @@ func TestAgentEmbedderMeansUpstreamHiddenStates(t *testing.T) {
 			}
 			longer := append(append([]int32(nil), row...), row[1:9]...)
 			n := loadNetwork(t, oracletest.Checkpoint(m.checkpoint), 16)
-			got, err := n.embed(context.Background(), [][]int32{row, longer}, 2)
+			// The row first, then second: its tokens start at 0 and
+			// after the longer row's (packed) or at the padded stride.
+			got, err := n.embed(context.Background(), [][]int32{row, longer, row}, 3)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(got) != 2 || len(got[0]) != len(want) {
-				t.Fatalf("got %d vectors of %d, want 2 of %d", len(got), len(got[0]), len(want))
+			if len(got) != 3 || len(got[0]) != len(want) {
+				t.Fatalf("got %d vectors of %d, want 3 of %d", len(got), len(got[0]), len(want))
 			}
-			for j := range want {
-				if d := math.Abs(float64(got[0][j]) - want[j]); d > 5e-5 {
-					t.Fatalf("dim %d: %v, upstream mean %v (|Δ| %.2g)", j, got[0][j], want[j], d)
+			for _, at := range []int{0, 2} {
+				for j := range want {
+					if d := math.Abs(float64(got[at][j]) - want[j]); d > 5e-5 {
+						t.Fatalf("vector %d, dim %d: %v, upstream mean %v (|Δ| %.2g)", at, j, got[at][j], want[j], d)
+					}
 				}
 			}
 		})
