@@ -45,8 +45,14 @@ func aliased(a, b Tensor) bool {
 	if a == nil || b == nil {
 		return false
 	}
-	va := reflect.ValueOf(a)
-	if va.Type() != reflect.TypeOf(b) || !va.Comparable() {
+	ta := reflect.TypeOf(a)
+	if ta != reflect.TypeOf(b) {
+		return false
+	}
+	if ta.Kind() == reflect.Pointer {
+		return a == b // every backend's handle: no reflect.Value (it allocates)
+	}
+	if va := reflect.ValueOf(a); !va.Comparable() {
 		return false
 	}
 	return a == b

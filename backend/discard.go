@@ -7,19 +7,25 @@ package backend
 // otherwise have to keep writing every intermediate tensor, because a later
 // operation or Read might look at it.
 //
-// Discard(ts...) promises that the current contents of each tensor will not
+// Discard(t) promises that the current contents of the tensor will not
 // be read again before an operation overwrites all of it: reading a
 // discarded tensor before that gives unspecified values (its old contents,
 // or the value it would have had). Discarding a tensor no pending operation
 // writes has no effect. It is only a hint: a backend is free to ignore it.
+//
+// It takes one tensor per call, not a variadic list: the arguments of an
+// interface method escape, so a list would be allocated on every call of a
+// hot loop (an encoder layer discards five scratch tensors).
 type Discarder interface {
-	Discard(ts ...Tensor)
+	Discard(t Tensor)
 }
 
 // Discard tells s that ts are dead (see Discarder); a no-op for streams
 // that do not implement Discarder, such as the CPU backend's.
 func Discard(s Stream, ts ...Tensor) {
 	if d, ok := s.(Discarder); ok {
-		d.Discard(ts...)
+		for _, t := range ts {
+			d.Discard(t)
+		}
 	}
 }

@@ -167,6 +167,10 @@ func (m *Decision) forward(ctx context.Context, s backend.Stream, hidden backend
 		}
 		s.LayerNorm(normed, h, l.norm1W, l.norm1B, headNormEps)
 		s.Linear(qkv, normed, l.inProjW, l.inProjB, backend.Identity)
+		// Scratch nobody reads again before it is overwritten (see the
+		// encoder): a fusing backend folds the norms into the next GEMM's
+		// prologue and the Adds into the GEMM before them, storing neither.
+		backend.Discard(s, normed)
 		s.Attention(attn, qkv, backend.AttentionParams{
 			SeqLen:  seqLen,
 			Lengths: lengths,
@@ -187,11 +191,14 @@ func (m *Decision) forward(ctx context.Context, s backend.Stream, hidden backend
 		}
 		s.Linear(proj, attn, l.outProjW, l.outProjB, backend.Identity)
 		s.Add(h, h, proj)
+		backend.Discard(s, proj)
 
 		s.LayerNorm(normed, h, l.norm2W, l.norm2B, headNormEps)
 		s.Linear(ffn, normed, l.linear1W, l.linear1B, backend.ReLU)
+		backend.Discard(s, normed)
 		s.Linear(proj, ffn, l.linear2W, l.linear2B, backend.Identity)
 		s.Add(h, h, proj)
+		backend.Discard(s, proj)
 		if err := s.Err(); err != nil {
 			return nil, fmt.Errorf("heads: decision layer %d: %w", j, err)
 		}

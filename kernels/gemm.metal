@@ -21,7 +21,7 @@
 // holds row (l/4 & 4) + (l/2)%4 and columns (l/4 & 2)·2 + (l%2)·2 and +1),
 // which is also how the epilogue finds each accumulator's coordinates.
 // Grid: (ceil(N/64), ceil(M/32)) threadgroups, or ceil(N/2/32) columns with
-// gemm_geglu.
+// gemm_geglu; × S slices in z with gemm_split (see there).
 //
 // Prologue (gemm_ln): X rows are LayerNorm'ed as they are staged. At the
 // start every simdgroup computes mean and 1/sqrt(var + eps) of 8 of the
@@ -52,7 +52,8 @@ struct GemmParams {
   uint m;
   uint n;
   uint k;
-  float eps;  // LayerNorm prologue epsilon (gemm_ln)
+  float eps;     // LayerNorm prologue epsilon (gemm_ln)
+  uint k_slice;  // gemm_split: K values per slice, a multiple of kBK
 };
 
 constant bool gemm_has_bias [[function_constant(0)]];
@@ -69,6 +70,14 @@ constant bool gemm_write_y [[function_constant(7)]];
 // gemm_vec: K is a multiple of 4 and W's offset a multiple of 4 elements,
 // so every staged chunk of 4 is one aligned vector load.
 constant bool gemm_vec [[function_constant(8)]];
+// gemm_split: deterministic split-K. Threadgroup z of the grid multiplies
+// only K values [z·k_slice, (z+1)·k_slice) and stores its raw accumulators
+// to partial[z] (an M×N float matrix laid out as Y, GeGLU columns included);
+// no epilogue runs here. gemm_reduce_f32 then sums partial[0] + partial[1] +
+// … in that fixed order, so the result does not depend on which slice
+// finished first, and applies the epilogue. With gemm_ln every slice still
+// takes its rows' statistics over the whole row.
+constant bool gemm_split [[function_constant(9)]];
 
 constant uint kBM = 32;
 constant uint kBN = 64;
@@ -228,10 +237,17 @@ inline void gemm_stage(threadgroup float* xb, threadgroup TW* wb, uint tid, thre
 template <typename TX, typename TX4, typename TW, typename TW4>
 void gemm_tile(device const TX* x, device const TW* w, device float* y, device const float* bias,
                device float* gated, device float* res, device const float* ln_w, device const float* ln_b,
-               constant GemmParams& p, threadgroup float* xs, threadgroup TW* ws, threadgroup float* stats,
-               uint2 group, uint tid, uint simd, uint lane) {
+               device float* partial, constant GemmParams& p, threadgroup float* xs, threadgroup TW* ws,
+               threadgroup float* stats, uint3 group, uint tid, uint simd, uint lane) {
   const uint m0 = group.y * kBM;
   const uint gx = group.x;
+  // The K blocks this threadgroup multiplies: all, or its slice.
+  uint first = 0;
+  uint blocks = (p.k + kBK - 1) / kBK;
+  if (gemm_split) {
+    first = group.z * (p.k_slice / kBK);
+    blocks = min(blocks, first + p.k_slice / kBK) - first;
+  }
 
   if (gemm_ln) {
     // Row statistics: simdgroup s takes rows 8s..8s+7 of the tile, each
@@ -288,15 +304,14 @@ void gemm_tile(device const TX* x, device const TW* w, device float* y, device c
   const uint fm = (qid & 4) + (lane / 2) % 4;
   const uint fn = (qid & 2) * 2 + (lane % 2) * 2;
 
-  const uint blocks = (p.k + kBK - 1) / kBK;
-  gemm_load<TX, TX4, TW, TW4>(x, w, ln_w, ln_b, p, stats, m0, gx, tid, 0, xr, wr);
+  gemm_load<TX, TX4, TW, TW4>(x, w, ln_w, ln_b, p, stats, m0, gx, tid, first * kBK, xr, wr);
   gemm_stage<TW, TW4>(xs, ws, tid, xr, wr);
   threadgroup_barrier(mem_flags::mem_threadgroup);
   for (uint t = 0; t < blocks; t++) {
     const bool more = t + 1 < blocks;
     if (more) {
       // In flight while this block is multiplied.
-      gemm_load<TX, TX4, TW, TW4>(x, w, ln_w, ln_b, p, stats, m0, gx, tid, (t + 1) * kBK, xr, wr);
+      gemm_load<TX, TX4, TW, TW4>(x, w, ln_w, ln_b, p, stats, m0, gx, tid, (first + t + 1) * kBK, xr, wr);
     }
     threadgroup const float* xb = xs + (t % 2) * (kBM * kLdX);
     threadgroup const TW* wb = ws + (t % 2) * (kBN * kLdW);
@@ -328,6 +343,7 @@ void gemm_tile(device const TX* x, device const TW* w, device float* y, device c
   }
 
   // Epilogue straight from the accumulators.
+  const ulong slice = ulong(group.z) * p.m * p.n;  // gemm_split: this slice's partial matrix
   for (uint i = 0; i < 4; i++) {
     const uint row = m0 + i * 8 + fm;
     if (row >= p.m) {
@@ -343,6 +359,11 @@ void gemm_tile(device const TX* x, device const TW* w, device float* y, device c
         const uint half_n = p.n / 2;
         float v = acc[i][0].thread_elements()[e];
         float g = acc[i][1].thread_elements()[e];
+        if (gemm_split) {
+          partial[slice + ulong(row) * p.n + col] = v;
+          partial[slice + ulong(row) * p.n + half_n + col] = g;
+          continue;
+        }
         if (gemm_has_bias) {
           v += bias[col];
           g += bias[half_n + col];
@@ -361,11 +382,15 @@ void gemm_tile(device const TX* x, device const TW* w, device float* y, device c
           continue;
         }
         float v = acc[i][j].thread_elements()[e];
+        const ulong at = ulong(row) * p.n + col;
+        if (gemm_split) {
+          partial[slice + at] = v;
+          continue;
+        }
         if (gemm_has_bias) {
           v += bias[col];
         }
         v = activate(v, gemm_act);
-        const ulong at = ulong(row) * p.n + col;
         if (gemm_write_y) {
           y[at] = v;
         }
@@ -387,14 +412,15 @@ kernel void gemm_f32(device const float* x [[buffer(0)]],
                      device float* res [[buffer(6), function_constant(gemm_residual)]],
                      device const float* ln_w [[buffer(7), function_constant(gemm_ln)]],
                      device const float* ln_b [[buffer(8), function_constant(gemm_ln_bias)]],
-                     uint2 group [[threadgroup_position_in_grid]],
+                     device float* partial [[buffer(9), function_constant(gemm_split)]],
+                     uint3 group [[threadgroup_position_in_grid]],
                      uint tid [[thread_index_in_threadgroup]],
                      uint simd [[simdgroup_index_in_threadgroup]],
                      uint lane [[thread_index_in_simdgroup]]) {
   threadgroup float xs[2 * kBM * kLdX];
   threadgroup float ws[2 * kBN * kLdW];
   threadgroup float stats[2 * kBM];
-  gemm_tile<float, float4, float, float4>(x, w, y, bias, gated, res, ln_w, ln_b, p, xs, ws, stats, group, tid, simd, lane);
+  gemm_tile<float, float4, float, float4>(x, w, y, bias, gated, res, ln_w, ln_b, partial, p, xs, ws, stats, group, tid, simd, lane);
 }
 
 // gemm_f16: half X and W, fp32 accumulation and Y.
@@ -407,14 +433,15 @@ kernel void gemm_f16(device const half* x [[buffer(0)]],
                      device float* res [[buffer(6), function_constant(gemm_residual)]],
                      device const float* ln_w [[buffer(7), function_constant(gemm_ln)]],
                      device const float* ln_b [[buffer(8), function_constant(gemm_ln_bias)]],
-                     uint2 group [[threadgroup_position_in_grid]],
+                     device float* partial [[buffer(9), function_constant(gemm_split)]],
+                     uint3 group [[threadgroup_position_in_grid]],
                      uint tid [[thread_index_in_threadgroup]],
                      uint simd [[simdgroup_index_in_threadgroup]],
                      uint lane [[thread_index_in_simdgroup]]) {
   threadgroup float xs[2 * kBM * kLdX];
   threadgroup half ws[2 * kBN * kLdW];
   threadgroup float stats[2 * kBM];
-  gemm_tile<half, half4, half, half4>(x, w, y, bias, gated, res, ln_w, ln_b, p, xs, ws, stats, group, tid, simd, lane);
+  gemm_tile<half, half4, half, half4>(x, w, y, bias, gated, res, ln_w, ln_b, partial, p, xs, ws, stats, group, tid, simd, lane);
 }
 
 // gemm_f32_f16w: float X against half W (a linear layer's fp16 weights as
@@ -428,14 +455,15 @@ kernel void gemm_f32_f16w(device const float* x [[buffer(0)]],
                      device float* res [[buffer(6), function_constant(gemm_residual)]],
                      device const float* ln_w [[buffer(7), function_constant(gemm_ln)]],
                      device const float* ln_b [[buffer(8), function_constant(gemm_ln_bias)]],
-                     uint2 group [[threadgroup_position_in_grid]],
+                     device float* partial [[buffer(9), function_constant(gemm_split)]],
+                     uint3 group [[threadgroup_position_in_grid]],
                      uint tid [[thread_index_in_threadgroup]],
                      uint simd [[simdgroup_index_in_threadgroup]],
                      uint lane [[thread_index_in_simdgroup]]) {
   threadgroup float xs[2 * kBM * kLdX];
   threadgroup half ws[2 * kBN * kLdW];
   threadgroup float stats[2 * kBM];
-  gemm_tile<float, float4, half, half4>(x, w, y, bias, gated, res, ln_w, ln_b, p, xs, ws, stats, group, tid, simd, lane);
+  gemm_tile<float, float4, half, half4>(x, w, y, bias, gated, res, ln_w, ln_b, partial, p, xs, ws, stats, group, tid, simd, lane);
 }
 
 // GEMV-style kernels for M ≤ 8 rows (the scorer on the marker rows, the act
@@ -542,6 +570,67 @@ kernel void gemv_f32_f16w(device const float* x [[buffer(0)]],
                      uint simd [[simdgroup_index_in_threadgroup]],
                      uint lane [[thread_index_in_simdgroup]]) {
   gemv_rows<float, float4, half, half4>(x, w, y, bias, res, p, group, simd, lane);
+}
+
+struct GemmReduceParams {
+  uint m;
+  uint n;       // columns of Y (GeGLU: both halves)
+  uint slices;  // partial matrices, each M×N
+};
+
+// gemm_reduce_f32 finishes a split-K GEMM (gemm_split): every thread takes
+// one output element, sums its slices in the fixed order 0, 1, …, S−1 —
+// the same order on every run, whatever order the slices ran in — and
+// applies the epilogue the unsplit GEMM would have applied in registers:
+// bias, activation, Y, residual add, or GeGLU (element j of the value half
+// with element N/2 + j of the gate half). Grid: ceil(M·N/256) threadgroups
+// of 256, or M·N/2 elements with gemm_geglu.
+kernel void gemm_reduce_f32(device const float* partial [[buffer(0)]],
+                            device float* y [[buffer(1), function_constant(gemm_write_y)]],
+                            device const float* bias [[buffer(2), function_constant(gemm_has_bias)]],
+                            constant GemmReduceParams& p [[buffer(3)]],
+                            device float* gated [[buffer(4), function_constant(gemm_geglu)]],
+                            device float* res [[buffer(5), function_constant(gemm_residual)]],
+                            uint i [[thread_position_in_grid]]) {
+  const uint cols = gemm_geglu ? p.n / 2 : p.n;
+  if (i >= p.m * cols) {
+    return;
+  }
+  const uint row = i / cols;
+  const uint col = i % cols;
+  const ulong at = ulong(row) * p.n + col;
+  const ulong stride = ulong(p.m) * p.n;
+  float v = partial[at];
+  for (uint z = 1; z < p.slices; z++) {
+    v += partial[z * stride + at];
+  }
+  if (gemm_geglu) {
+    const uint half_n = p.n / 2;
+    float g = partial[at + half_n];
+    for (uint z = 1; z < p.slices; z++) {
+      g += partial[z * stride + at + half_n];
+    }
+    if (gemm_has_bias) {
+      v += bias[col];
+      g += bias[half_n + col];
+    }
+    if (gemm_write_y) {
+      y[at] = v;
+      y[at + half_n] = g;
+    }
+    gated[ulong(row) * half_n + col] = gelu(v) * g;
+    return;
+  }
+  if (gemm_has_bias) {
+    v += bias[col];
+  }
+  v = activate(v, gemm_act);
+  if (gemm_write_y) {
+    y[at] = v;
+  }
+  if (gemm_residual) {
+    res[at] = res[at] + v;
+  }
 }
 
 // activate_f32: out[i] = act(in[i]) for i < n; out may alias in. Any 1-D grid.

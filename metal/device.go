@@ -91,6 +91,9 @@ type Size3 struct{ X, Y, Z int }
 // CommandBuffer records dispatches into one concurrent compute encoder.
 type CommandBuffer interface {
 	// Dispatch is dispatchThreadgroups: groups threadgroups of threads each.
+	// It keeps neither args nor the memory their Bytes point to once it
+	// returns (Metal copies setBytes data at encode time): the kernels'
+	// dispatch functions reuse both for the next dispatch.
 	Dispatch(p Pipeline, groups, threads Size3, args ...Arg) error
 	// Barrier orders the dispatches before it against those after it for the
 	// given buffers (all buffers when none is named). Only real hazards need

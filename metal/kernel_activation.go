@@ -34,8 +34,11 @@ func Activate(cb CommandBuffer, k *Kernels, act Activation, in, out Buffer, n in
 		return err
 	}
 	threads := min(256, p.MaxThreadsPerThreadgroup())
-	return cb.Dispatch(p, Size3{ceilDiv(n, threads), 1, 1}, Size3{threads, 1, 1},
-		Arg{Index: 0, Buffer: in}, Arg{Index: 1, Buffer: out}, Arg{Index: 2, Bytes: u32s(n)})
+	e := newEncoding()
+	e.buffer(0, in, 0)
+	e.buffer(1, out, 0)
+	e.u32s(2, n)
+	return e.dispatch(cb, p, Size3{ceilDiv(n, threads), 1, 1}, Size3{threads, 1, 1})
 }
 
 // GeGLU encodes out[r, c] = GELU(in[r, c])·in[r, inner+c] for in [rows,
@@ -57,8 +60,11 @@ func GeGLU(cb CommandBuffer, k *Kernels, in, out Buffer, rows, inner int) error 
 		return err
 	}
 	threads := min(256, p.MaxThreadsPerThreadgroup())
-	return cb.Dispatch(p, Size3{ceilDiv(rows*inner, threads), 1, 1}, Size3{threads, 1, 1},
-		Arg{Index: 0, Buffer: in}, Arg{Index: 1, Buffer: out}, Arg{Index: 2, Bytes: paramBytes(&GegluParams{Rows: uint32(rows), Inner: uint32(inner)})})
+	e := newEncoding()
+	e.buffer(0, in, 0)
+	e.buffer(1, out, 0)
+	params(e, 2, GegluParams{Rows: uint32(rows), Inner: uint32(inner)})
+	return e.dispatch(cb, p, Size3{ceilDiv(rows*inner, threads), 1, 1}, Size3{threads, 1, 1})
 }
 
 // ActFeatures encodes the act head's input (kernels/activation.metal,
@@ -86,7 +92,11 @@ func ActFeatures(cb CommandBuffer, k *Kernels, cls, logits, offsets, out Buffer,
 		return err
 	}
 	threads := min(32*ceilDiv(dim, 32), 256, p.MaxThreadsPerThreadgroup())
-	return cb.Dispatch(p, Size3{batch, 1, 1}, Size3{threads, 1, 1},
-		Arg{Index: 0, Buffer: cls}, Arg{Index: 1, Buffer: logits}, Arg{Index: 2, Buffer: offsets},
-		Arg{Index: 3, Buffer: out}, Arg{Index: 4, Bytes: u32s(dim)})
+	e := newEncoding()
+	e.buffer(0, cls, 0)
+	e.buffer(1, logits, 0)
+	e.buffer(2, offsets, 0)
+	e.buffer(3, out, 0)
+	e.u32s(4, dim)
+	return e.dispatch(cb, p, Size3{batch, 1, 1}, Size3{threads, 1, 1})
 }

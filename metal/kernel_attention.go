@@ -84,7 +84,6 @@ func EncodeAttention(cb CommandBuffer, k *Kernels, op AttentionOp) error {
 			return err
 		}
 	}
-	lengths := Arg{Index: 1, Buffer: op.LengthsBuffer}
 	if op.LengthsBuffer != nil {
 		if err := checkLen(name, "lengths", op.LengthsBuffer, 4*a.Batch); err != nil {
 			return err
@@ -93,33 +92,36 @@ func EncodeAttention(cb CommandBuffer, k *Kernels, op AttentionOp) error {
 		if len(op.Lengths) != a.Batch || a.Batch > MaxInlineLengths {
 			return fmt.Errorf("%w: %s: %d lengths for %d batch rows (at most %d inline)", ErrInvalidDispatch, name, len(op.Lengths), a.Batch, MaxInlineLengths)
 		}
-		lengths.Bytes = u32s(op.Lengths...)
-	}
-	g := new(struct {
-		args   [5]Arg
-		params AttentionParams
-	})
-	g.params = AttentionParams{SeqLen: uint32(a.SeqLen), Heads: uint32(a.Heads), HeadDim: uint32(a.HeadDim),
-		Scale: a.Scale, Radius: uint32(min(a.Radius, a.SeqLen))} // min keeps i + radius inside uint32
-	args := append(g.args[:0], Arg{Index: 0, Buffer: op.QKV}, lengths, Arg{Index: 2, Buffer: op.Out}, Arg{Index: 3, Bytes: paramBytes(&g.params)})
-	if !flash {
-		// attention_sliding is function_constant(0).
-		p, err := k.pipeline(name, Constant{Index: 0, Value: a.Sliding})
-		if err != nil {
-			return err
-		}
-		return cb.Dispatch(p, Size3{a.SeqLen, a.Batch * a.Heads, 1}, Size3{32, 1, 1}, args...)
 	}
 	if op.Table != nil {
 		if err := checkLen(name, "rope table", op.Table, 4*a.SeqLen*a.HeadDim); err != nil {
 			return err
 		}
-		args = append(args, Arg{Index: 4, Buffer: op.Table})
 	}
-	// attention_sliding and attention_rope are function_constant(0) and (1).
-	p, err := k.pipeline(name, Constant{Index: 0, Value: a.Sliding}, Constant{Index: 1, Value: op.Table != nil})
+	var p Pipeline
+	var err error
+	groups, threads := Size3{a.SeqLen, a.Batch * a.Heads, 1}, Size3{32, 1, 1}
+	if !flash {
+		// attention_sliding is function_constant(0).
+		p, err = k.pipeline(name, Constant{Index: 0, Value: a.Sliding})
+	} else {
+		// attention_sliding and attention_rope are function_constant(0) and (1).
+		p, err = k.pipeline(name, Constant{Index: 0, Value: a.Sliding}, Constant{Index: 1, Value: op.Table != nil})
+		groups, threads = Size3{ceilDiv(a.SeqLen, AttentionQueryBlock), a.Batch * a.Heads, 1}, Size3{128, 1, 1}
+	}
 	if err != nil {
 		return err
 	}
-	return cb.Dispatch(p, Size3{ceilDiv(a.SeqLen, AttentionQueryBlock), a.Batch * a.Heads, 1}, Size3{128, 1, 1}, args...)
+	e := newEncoding()
+	e.buffer(0, op.QKV, 0)
+	if op.LengthsBuffer != nil {
+		e.buffer(1, op.LengthsBuffer, 0)
+	} else {
+		e.u32s(1, op.Lengths...)
+	}
+	e.buffer(2, op.Out, 0)
+	params(e, 3, AttentionParams{SeqLen: uint32(a.SeqLen), Heads: uint32(a.Heads), HeadDim: uint32(a.HeadDim),
+		Scale: a.Scale, Radius: uint32(min(a.Radius, a.SeqLen))}) // min keeps i + radius inside uint32
+	e.buffer(4, op.Table, 0)
+	return e.dispatch(cb, p, groups, threads)
 }

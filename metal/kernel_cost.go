@@ -75,8 +75,12 @@ func DispatchCost(kernel string, constants []Constant, groups, threads Size3, ar
 		if arg(2) != nil {
 			out += 4 * m * n
 		}
-		if on(2) {
+		split := on(9)
+		if on(2) && !split {
 			out += 4 * m * n / 2
+		}
+		if split {
+			out += 4 * m * n * float64(groups.Z) // each slice's partial matrix
 		}
 		if on(6) {
 			out += 2 * 4 * m * n // residual read and written
@@ -95,8 +99,35 @@ func DispatchCost(kernel string, constants []Constant, groups, threads Size3, ar
 		}
 		c.IdealBytes = xe*m*k + we*n*k + out
 		// Tiles: X once per column of threadgroups, W once per row of
-		// them; GEMV: W once, X once per threadgroup.
+		// them; GEMV: W once, X once per threadgroup. Split-K: each slice
+		// stages its part of X and W, and with a LayerNorm prologue every
+		// slice reads its rows whole once more for their statistics.
 		c.RequestedBytes = float64(groups.X)*xReads*xe*m*k + float64(groups.Y)*we*n*k + out
+		if split && on(4) {
+			c.RequestedBytes += float64(groups.X) * float64(groups.Z-1) * xe * m * k
+		}
+		return c
+	case "gemm_reduce_f32":
+		p, ok := paramsOf[GemmReduceParams](arg(3))
+		if !ok {
+			return Cost{}
+		}
+		m, n, s := float64(p.M), float64(p.N), float64(p.Slices)
+		c := Cost{FLOPs: (s - 1) * m * n}
+		out := 4 * s * m * n // the partial matrices, read once
+		if arg(1) != nil {
+			out += 4 * m * n
+		}
+		if on(2) {
+			out += 4 * m * n / 2
+		}
+		if on(6) {
+			out += 2 * 4 * m * n
+		}
+		if on(0) {
+			out += 4 * n
+		}
+		c.IdealBytes, c.RequestedBytes = out, out
 		return c
 	case "attention_f32", "attention_flash_f32":
 		p, ok := paramsOf[AttentionParams](arg(3))
@@ -218,4 +249,41 @@ func u32sOf(a *Arg) []int {
 		out[i] = int(binary.LittleEndian.Uint32(b[4*i:]))
 	}
 	return out
+}
+
+// KernelThreadgroupMemory is the threadgroup memory one threadgroup of a
+// kernel of this package declares (its static arrays; no kernel here takes
+// [[threadgroup(n)]] arguments), from the tile constants of
+// kernels/*.metal. It bounds how many threadgroups a GPU core holds at
+// once, which the plan's time model needs; TestKernelThreadgroupMemory
+// checks every figure against the emulator's compiled pipelines.
+func KernelThreadgroupMemory(kernel string) int {
+	const (
+		xTile = 2 * GemmTileM * (GemmTileK + 4) // double-buffered X tile (kLdX = kBK + 4)
+		wTile = 2 * GemmTileN * (GemmTileK + 8) // double-buffered W tile (kLdW = kBK + 8)
+		stats = 2 * GemmTileM                   // mean and rstd per row
+	)
+	switch kernel {
+	case "gemm_f32":
+		return 4 * (xTile + wTile + stats)
+	case "gemm_f16", "gemm_f32_f16w":
+		return 4*(xTile+stats) + 2*wTile // W stays half
+	case "attention_flash_f32":
+		return 4 * 3 * AttentionQueryBlock * (attentionFlashMaxDim + 4) // q, k and v tiles
+	case "attention_f32":
+		return 4 * (MaxAttentionHeadDim + 32) // the query and 32 probabilities
+	case "layernorm_f32", "softmax_f32":
+		return 4 * 32 // one partial per simdgroup
+	}
+	return 0
+}
+
+// attentionFlashMaxDim is kFlashMaxDim of kernels/attention.metal.
+const attentionFlashMaxDim = 64
+
+// DecodeGemmParams reads GemmParams from a GEMM dispatch's setBytes
+// argument (plans).
+func DecodeGemmParams(b []byte) GemmParams {
+	p, _ := paramsOf[GemmParams](&Arg{Bytes: b})
+	return p
 }

@@ -22,6 +22,10 @@ func VectorAdd(cb CommandBuffer, k *Kernels, a, b, out Buffer, n int) error {
 		return err
 	}
 	threads := min(256, p.MaxThreadsPerThreadgroup())
-	return cb.Dispatch(p, Size3{ceilDiv(n, threads), 1, 1}, Size3{threads, 1, 1},
-		Arg{Index: 0, Buffer: a}, Arg{Index: 1, Buffer: b}, Arg{Index: 2, Buffer: out}, Arg{Index: 3, Bytes: u32s(n)})
+	e := newEncoding()
+	e.buffer(0, a, 0)
+	e.buffer(1, b, 0)
+	e.buffer(2, out, 0)
+	e.u32s(3, n)
+	return e.dispatch(cb, p, Size3{ceilDiv(n, threads), 1, 1}, Size3{threads, 1, 1})
 }

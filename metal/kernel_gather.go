@@ -1,9 +1,6 @@
 package metal
 
-import (
-	"encoding/binary"
-	"fmt"
-)
+import "fmt"
 
 // Elem is the element type of a table in device memory.
 type Elem int
@@ -72,7 +69,6 @@ func EncodeGather(cb CommandBuffer, k *Kernels, op GatherOp) error {
 			return err
 		}
 	}
-	index := Arg{Index: 1, Buffer: op.Index}
 	if op.Index != nil {
 		if err := checkLen(name, "index", op.Index, 4*rows); err != nil {
 			return err
@@ -81,17 +77,20 @@ func EncodeGather(cb CommandBuffer, k *Kernels, op GatherOp) error {
 		if len(op.IndexValues) != rows || rows > MaxInlineIndices {
 			return fmt.Errorf("%w: %s: %d inline indices for %d rows (at most %d)", ErrInvalidDispatch, name, len(op.IndexValues), rows, MaxInlineIndices)
 		}
-		index.Bytes = make([]byte, 4*rows)
-		for i, v := range op.IndexValues {
-			binary.LittleEndian.PutUint32(index.Bytes[4*i:], uint32(v))
-		}
 	}
 	p, err := k.pipeline(name)
 	if err != nil {
 		return err
 	}
 	threads := min(32*ceilDiv(cols, 32), 256, p.MaxThreadsPerThreadgroup())
-	return cb.Dispatch(p, Size3{ceilDiv(cols, threads), rows, 1}, Size3{threads, 1, 1},
-		Arg{Index: 0, Buffer: op.Table, Offset: op.TableOffset}, index, Arg{Index: 2, Buffer: op.Out},
-		Arg{Index: 3, Bytes: u32s(cols)})
+	e := newEncoding()
+	e.buffer(0, op.Table, op.TableOffset)
+	if op.Index != nil {
+		e.buffer(1, op.Index, 0)
+	} else {
+		e.i32s(1, op.IndexValues)
+	}
+	e.buffer(2, op.Out, 0)
+	e.u32s(3, cols)
+	return e.dispatch(cb, p, Size3{ceilDiv(cols, threads), rows, 1}, Size3{threads, 1, 1})
 }

@@ -57,6 +57,14 @@ type GemmOp struct {
 	LNWeight, LNBias             Buffer
 	LNWeightOffset, LNBiasOffset int
 	Eps                          float32
+	// Slices, when 2 or more, splits K (deterministic split-K, see
+	// GemmSplitSlices): EncodeGemm then only writes each slice's raw
+	// products to Partial, Slices × [M, N] float32, and EncodeGemmReduce,
+	// after a barrier, sums them in slice order and applies the epilogue
+	// (bias, activation, Y, GeGLU, residual). Slices must be what
+	// GemmSplitSlices or GemmKSlice gives for K: every slice non-empty.
+	Slices  int
+	Partial Buffer
 }
 
 // Gemm encodes Y = X·Wᵀ (+ bias) (kernels/gemm.metal): X is m×kd, W is
@@ -73,6 +81,8 @@ const (
 	GemmTileN   = 64
 	GemmTileK   = 32
 	gemmThreads = 128
+	// GemmThreads is the tile kernels' threadgroup size.
+	GemmThreads = gemmThreads
 )
 
 // GemvMaxRows is the most rows the GEMV kernels take (gemv_*: M ≤ 8, no
@@ -81,6 +91,64 @@ const (
 	GemvMaxRows = 8
 	gemvCols    = 8
 )
+
+// gemvNames are the GEMV kernels by input kind (constants: no string is
+// built per dispatch).
+var gemvNames = [...]string{GemmF32: "gemv_f32", GemmF16: "gemv_f16", GemmF32F16W: "gemv_f32_f16w"}
+
+// Split-K. A GEMM whose grid of output tiles is smaller than the GPU can
+// hold at once leaves cores idle however fast each tile is (at M = 93
+// tokens, a 1024-column projection is 16 × 3 = 48 threadgroups, on GPUs of
+// up to 40 cores that each hold several). Splitting K into S slices gives
+// S times the threadgroups, each doing 1/S of the K loop; a second
+// dispatch adds the S partial tiles in a fixed order (slice 0 + slice 1 +
+// …), so the result is the same on every run, and applies the epilogue.
+// The price is the partial matrices' traffic (S·M·N floats written and
+// read) and one more dependent dispatch. (MLX splits K the same way, a
+// partial dispatch over a [P, M, N] float intermediate and then an
+// accumulation dispatch: steel_matmul_splitk_axpby in ml-explore/mlx
+// mlx/backend/metal/matmul.cpp.)
+const (
+	// GemmMinSliceK is the least K a slice multiplies: 8 K steps, so the
+	// staging prologue and the partial store stay small beside the work.
+	GemmMinSliceK = 8 * GemmTileK
+	// maxSlices bounds S, and with it the partial matrices.
+	maxSlices = 8
+)
+
+// GemmSplitSlices chooses the slices S of a split-K GEMM from its shape
+// and the threadgroups the GPU runs at once (targetGroups: cores ×
+// threadgroups each core holds): 1 (no split) when the tiles already fill
+// the GPU, M is GEMV-sized, or K is too short for two slices of
+// GemmMinSliceK; otherwise the most slices that keep the grid within one
+// wave of targetGroups, rounded so that each slice is whole K tiles.
+func GemmSplitSlices(m, n, k int, geglu bool, targetGroups int) int {
+	return GemmSplitSlicesMinK(m, n, k, geglu, targetGroups, GemmMinSliceK)
+}
+
+// GemmSplitSlicesMinK is GemmSplitSlices with slices of at least minK
+// (tests split small models with it).
+func GemmSplitSlicesMinK(m, n, k int, geglu bool, targetGroups, minK int) int {
+	g := GemmGrid(m, n, geglu)
+	tiles := g.X * g.Y
+	minK = max(minK, GemmTileK)
+	if targetGroups <= 0 || m <= GemvMaxRows || tiles*2 > targetGroups || k < 2*minK {
+		return 1
+	}
+	s := min(targetGroups/tiles, k/minK, maxSlices)
+	if s < 2 {
+		return 1
+	}
+	_, slices := GemmKSlice(k, s)
+	return slices
+}
+
+// GemmKSlice is the K values per slice (a multiple of GemmTileK) when K is
+// split about s ways, and the slices that makes (each non-empty).
+func GemmKSlice(k, s int) (kSlice, slices int) {
+	kSlice = ceilDiv(ceilDiv(k, max(s, 1)), GemmTileK) * GemmTileK
+	return kSlice, ceilDiv(k, kSlice)
+}
 
 // GemmGrid is the threadgroup grid of the tile kernels (for plans and tests).
 func GemmGrid(m, n int, geglu bool) Size3 {
@@ -134,21 +202,25 @@ func EncodeGemm(cb CommandBuffer, k *Kernels, op GemmOp) error {
 			}
 		}
 	}
+	split := op.Slices > 1
+	kSlice := 0
+	if split {
+		var slices int
+		kSlice, slices = GemmKSlice(kd, op.Slices)
+		if slices != op.Slices {
+			return fmt.Errorf("%w: %s: %d K slices of %d×%d×%d (K splits into %d slices of %d)",
+				ErrInvalidDispatch, name, op.Slices, m, n, kd, slices, kSlice)
+		}
+		if err := checkLen(name, "partial", op.Partial, 4*op.Slices*m*n); err != nil {
+			return err
+		}
+	}
 	if err := checkLen(name, "X", op.X, xElem*m*kd); err != nil {
 		return err
 	}
 	if err := checkLen(name, "W", op.W, op.WOffset+wElem*n*kd); err != nil {
 		return err
 	}
-	// One allocation for the arguments and the parameter bytes they point
-	// to (both escape into the command buffer).
-	g := new(struct {
-		args   [9]Arg
-		params GemmParams
-	})
-	g.params = GemmParams{M: uint32(m), N: uint32(n), K: uint32(kd), Eps: op.Eps}
-	args := append(g.args[:0], Arg{Index: 0, Buffer: op.X}, Arg{Index: 1, Buffer: op.W, Offset: op.WOffset},
-		Arg{Index: 4, Bytes: paramBytes(&g.params)})
 	for _, o := range []struct {
 		what      string
 		index     int
@@ -168,16 +240,19 @@ func EncodeGemm(cb CommandBuffer, k *Kernels, op GemmOp) error {
 		if err := checkLen(name, o.what, o.buf, o.off+o.need); err != nil {
 			return err
 		}
-		args = append(args, Arg{Index: o.index, Buffer: o.buf, Offset: o.off})
 	}
 	// Whole 4-element chunks of every row are aligned vectors.
 	vec := kd%4 == 0 && op.WOffset%(4*wElem) == 0
 	grid := GemmGrid(m, n, geglu)
+	if split {
+		return encodeGemmSplit(cb, k, op, name, grid, kSlice, vec)
+	}
 	if m <= GemvMaxRows && !geglu && !ln {
-		name = "gemv" + name[len("gemm"):]
+		name = gemvNames[op.Input]
 		grid = Size3{ceilDiv(n, gemvCols), 1, 1}
 	}
-	// Function constants 0..8 (see the kernel).
+	// Function constants 0..9 (see the kernel); every one is set, as Metal
+	// wants a value for each constant a function uses.
 	p, err := k.pipeline(name,
 		Constant{Index: 0, Value: op.Bias != nil},
 		Constant{Index: 1, Value: uint32(op.Act)},
@@ -186,9 +261,129 @@ func EncodeGemm(cb CommandBuffer, k *Kernels, op GemmOp) error {
 		Constant{Index: 5, Value: op.LNBias != nil},
 		Constant{Index: 6, Value: op.Residual != nil},
 		Constant{Index: 7, Value: op.Y != nil},
-		Constant{Index: 8, Value: vec})
+		Constant{Index: 8, Value: vec},
+		Constant{Index: 9, Value: false})
 	if err != nil {
 		return err
 	}
-	return cb.Dispatch(p, grid, Size3{gemmThreads, 1, 1}, args...)
+	e := newEncoding()
+	e.buffer(0, op.X, 0)
+	e.buffer(1, op.W, op.WOffset)
+	e.buffer(2, op.Y, 0)
+	e.buffer(3, op.Bias, op.BiasOffset)
+	params(e, 4, GemmParams{M: uint32(m), N: uint32(n), K: uint32(kd), Eps: op.Eps})
+	e.buffer(5, op.Gated, 0)
+	e.buffer(6, op.Residual, 0)
+	e.buffer(7, op.LNWeight, op.LNWeightOffset)
+	e.buffer(8, op.LNBias, op.LNBiasOffset)
+	return e.dispatch(cb, p, grid, Size3{gemmThreads, 1, 1})
+}
+
+// encodeGemmSplit encodes the slices of a split-K GEMM (gemm_split): the
+// prologue runs, the epilogue does not; each slice stores its raw tile.
+func encodeGemmSplit(cb CommandBuffer, k *Kernels, op GemmOp, name string, grid Size3, kSlice int, vec bool) error {
+	grid.Z = op.Slices
+	// The tile kernel's constants as EncodeGemm sets them, the epilogue's
+	// off: geglu stays on (it arranges the W rows of each tile).
+	p, err := k.pipeline(name,
+		Constant{Index: 0, Value: false},
+		Constant{Index: 1, Value: uint32(ActIdentity)},
+		Constant{Index: 2, Value: op.Gated != nil},
+		Constant{Index: 4, Value: op.LNWeight != nil},
+		Constant{Index: 5, Value: op.LNBias != nil},
+		Constant{Index: 6, Value: false},
+		Constant{Index: 7, Value: false},
+		Constant{Index: 8, Value: vec},
+		Constant{Index: 9, Value: true})
+	if err != nil {
+		return err
+	}
+	e := newEncoding()
+	e.buffer(0, op.X, 0)
+	e.buffer(1, op.W, op.WOffset)
+	params(e, 4, GemmParams{M: uint32(op.M), N: uint32(op.N), K: uint32(op.K), Eps: op.Eps, KSlice: uint32(kSlice)})
+	e.buffer(7, op.LNWeight, op.LNWeightOffset)
+	e.buffer(8, op.LNBias, op.LNBiasOffset)
+	e.buffer(9, op.Partial, 0)
+	return e.dispatch(cb, p, grid, Size3{gemmThreads, 1, 1})
+}
+
+// gemmReduceThreads is gemm_reduce_f32's threadgroup size.
+const gemmReduceThreads = 256
+
+// EncodeGemmReduce encodes the second half of a split-K GEMM (op.Slices ≥
+// 2, after EncodeGemm of the same op and a barrier): gemm_reduce_f32 sums
+// op.Partial's slices in order and applies op's epilogue. op is checked
+// as EncodeGemm checks it.
+func EncodeGemmReduce(cb CommandBuffer, k *Kernels, op GemmOp) error {
+	const name = "gemm_reduce_f32"
+	m, n := op.M, op.N
+	if op.Slices < 2 || m <= 0 || n <= 0 || m*n > 1<<31 || op.Slices > 1<<31/(m*n) {
+		return fmt.Errorf("%w: %s: %d slices of %d×%d", ErrInvalidDispatch, name, op.Slices, m, n)
+	}
+	geglu := op.Gated != nil
+	if geglu && (n%2 != 0 || op.Act != ActIdentity || op.Residual != nil) || op.Act > ActReLU {
+		return fmt.Errorf("%w: %s: GeGLU needs an even N (got %d), no other activation (got %d) and no residual", ErrInvalidDispatch, name, n, op.Act)
+	}
+	if op.Y == nil && !geglu && op.Residual == nil {
+		return fmt.Errorf("%w: %s: no output (Y, Gated and Residual are nil)", ErrInvalidDispatch, name)
+	}
+	if op.BiasOffset < 0 || op.BiasOffset%4 != 0 {
+		return fmt.Errorf("%w: %s: bias offset %d", ErrInvalidDispatch, name, op.BiasOffset)
+	}
+	if op.Residual != nil && op.Residual == op.Partial {
+		return fmt.Errorf("%w: %s: the residual is the partial buffer", ErrInvalidDispatch, name)
+	}
+	for _, o := range []struct {
+		what      string
+		buf       Buffer
+		off, need int
+	}{
+		{"partial", op.Partial, 0, 4 * op.Slices * m * n},
+		{"Y", op.Y, 0, 4 * m * n},
+		{"bias", op.Bias, op.BiasOffset, 4 * n},
+		{"gated", op.Gated, 0, 4 * m * (n / 2)},
+		{"residual", op.Residual, 0, 4 * m * n},
+	} {
+		if o.buf == nil && o.what != "partial" {
+			continue
+		}
+		if err := checkLen(name, o.what, o.buf, o.off+o.need); err != nil {
+			return err
+		}
+	}
+	p, err := k.pipeline(name,
+		Constant{Index: 0, Value: op.Bias != nil},
+		Constant{Index: 1, Value: uint32(op.Act)},
+		Constant{Index: 2, Value: geglu},
+		Constant{Index: 6, Value: op.Residual != nil},
+		Constant{Index: 7, Value: op.Y != nil})
+	if err != nil {
+		return err
+	}
+	elems := m * n
+	if geglu {
+		elems = m * (n / 2)
+	}
+	e := newEncoding()
+	e.buffer(0, op.Partial, 0)
+	e.buffer(1, op.Y, 0)
+	e.buffer(2, op.Bias, op.BiasOffset)
+	params(e, 3, GemmReduceParams{M: uint32(m), N: uint32(n), Slices: uint32(op.Slices)})
+	e.buffer(4, op.Gated, 0)
+	e.buffer(5, op.Residual, 0)
+	return e.dispatch(cb, p, Size3{ceilDiv(elems, gemmReduceThreads), 1, 1}, Size3{gemmReduceThreads, 1, 1})
+}
+
+// EncodeGemmSplitK encodes a whole split-K GEMM on one command buffer: the
+// slices, a barrier, the reduction (op.Slices ≥ 2).
+func EncodeGemmSplitK(cb CommandBuffer, k *Kernels, op GemmOp) error {
+	if op.Slices < 2 {
+		return fmt.Errorf("%w: gemm split-K: %d slices", ErrInvalidDispatch, op.Slices)
+	}
+	if err := EncodeGemm(cb, k, op); err != nil {
+		return err
+	}
+	cb.Barrier()
+	return EncodeGemmReduce(cb, k, op)
 }

@@ -2,6 +2,7 @@ package metal_test
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"testing"
 
@@ -20,11 +21,28 @@ type gemmCase struct {
 	noY             bool
 	wOff            int     // elements of padding before W (misaligns vector loads when odd)
 	xOff            float32 // added to X: a large mean against the spread tests the LayerNorm statistics
+	// split: K split about this many ways (deterministic split-K,
+	// EncodeGemmSplitK; GemmKSlice gives the slices), 0 or 1 for none.
+	split int
 }
 
 func (c gemmCase) String() string {
-	return fmt.Sprintf("in%d %d×%d×%d act%d bias=%v ln=%v/%v geglu=%v res=%v noY=%v wOff=%d",
-		c.in, c.m, c.n, c.k, c.act, c.bias, c.ln, c.lnB, c.geglu, c.residual, c.noY, c.wOff)
+	return fmt.Sprintf("in%d %d×%d×%d act%d bias=%v ln=%v/%v geglu=%v res=%v noY=%v wOff=%d split=%d",
+		c.in, c.m, c.n, c.k, c.act, c.bias, c.ln, c.lnB, c.geglu, c.residual, c.noY, c.wOff, c.split)
+}
+
+// splitSweep is split-K on ragged shapes whose K crosses slice boundaries
+// inside a K tile and whose last slice is short: M = 1, 7, 93, 97, 200,
+// every prologue and epilogue, aligned and misaligned W.
+func splitSweep() []gemmCase {
+	return []gemmCase{
+		{in: GemmF32F16W, m: 93, n: 130, k: 600, ln: true, residual: true, noY: true, split: 2},               // slices of 320, 280
+		{in: GemmF32F16W, m: 7, n: 2 * 45, k: 450, ln: true, geglu: true, noY: true, split: 3},                // 160, 160, 130
+		{in: GemmF32, m: 97, n: 70, k: 333, bias: true, act: ActReLU, ln: true, lnB: true, wOff: 1, split: 4}, // 96 ×3, 45
+		{in: GemmF32F16W, m: 1, n: 65, k: 300, bias: true, residual: true, wOff: 3, split: 2},                 // 160, 140
+		{in: GemmF16, m: 200, n: 66, k: 200, act: ActGELU, bias: true, split: 3},                              // 96, 96, 8
+		{in: GemmF32F16W, m: 93, n: 2 * 70, k: 257, geglu: true, bias: true, split: 2},                        // 160, 97
+	}
 }
 
 // gemmSweep is the default set: M = 1, 7, 93, 97, 200 (inside one row tile,
@@ -127,7 +145,15 @@ func runGemmCase(t *testing.T, d Device, kern *Kernels, c gemmCase) {
 		res0 = pseudo(c.m*c.n, 41, -3, 3)
 		op.Residual = f32Buffer(t, d, res0)
 	}
-	if err := run(t, d, func(cb CommandBuffer) error { return EncodeGemm(cb, kern, op) }); err != nil {
+	encode := func(cb CommandBuffer) error { return EncodeGemm(cb, kern, op) }
+	if c.split > 1 {
+		_, op.Slices = GemmKSlice(c.k, c.split)
+		// Partial holds garbage: every element the reduction reads is
+		// written by a slice first.
+		op.Partial = f32Buffer(t, d, pseudo(op.Slices*c.m*c.n, 77, -1e3, 1e3))
+		encode = func(cb CommandBuffer) error { return EncodeGemmSplitK(cb, kern, op) }
+	}
+	if err := run(t, d, encode); err != nil {
 		t.Fatalf("%v: %v", c, err)
 	}
 	wantY, wantGated := gemmEpilogueRef(prologue, wr, br, c.m, c.n, c.k, c.act, c.geglu)
@@ -168,6 +194,9 @@ func TestGemmFusedEmu(t *testing.T) {
 		for _, c := range gemmSweep(false) {
 			runGemmCase(t, d, kern, c)
 		}
+		for _, c := range splitSweep() {
+			runGemmCase(t, d, kern, c)
+		}
 	}
 	if os.Getenv("LAYA_METAL_EMU_SWEEP") == "1" {
 		d := openEmu(t, emu.Options{}, "kernels")
@@ -194,6 +223,10 @@ func TestGemmRealShapesEmu(t *testing.T) {
 			{in: GemmF32F16W, m: 93, n: h, k: h, residual: true, noY: true},
 			{in: GemmF32F16W, m: 93, n: 2 * inner, k: h, ln: true, geglu: true, noY: true},
 			{in: GemmF32F16W, m: 93, n: h, k: inner, residual: true, noY: true},
+			// Wo and Wo2 split as the stream splits them for an M3 Max's
+			// 120 threadgroup slots (Backend.SetSplitK, laya-bench --split-k).
+			{in: GemmF32F16W, m: 93, n: h, k: h, residual: true, noY: true, split: GemmSplitSlices(93, h, h, false, 120)},
+			{in: GemmF32F16W, m: 93, n: h, k: inner, residual: true, noY: true, split: GemmSplitSlices(93, h, inner, false, 120)},
 		} {
 			runGemmCase(t, d, kern, c)
 		}
@@ -251,8 +284,84 @@ func TestFusedKernelsASanEmu(t *testing.T) {
 		{in: GemmF32, m: 33, n: 65, k: 36, bias: true, act: ActGELU, wOff: 1},
 		{in: GemmF16, m: 3, n: 17, k: 44, bias: true, residual: true, noY: true},
 		{in: GemmF32F16W, m: 6, n: 9, k: 13, act: ActReLU},
+		{in: GemmF32F16W, m: 37, n: 70, k: 300, ln: true, residual: true, split: 3},
+		{in: GemmF32, m: 9, n: 2 * 33, k: 97, geglu: true, bias: true, wOff: 1, split: 2},
 	} {
 		runGemmCase(t, d, kern, c)
 	}
 	runAttentionCase(t, d, kern, attentionCase{lengths: []int{40, 9}, seqLen: 40, heads: 2, headDim: 16, sliding: true, radius: 7, rope: true}, true)
+}
+
+// A split-K GEMM is bit-identical from run to run, whatever order its
+// threadgroups run in: two runs under each of the emulator's schedules
+// (forward, reverse, shuffled) give the same bits for Y, the GeGLU output
+// and the residual.
+func TestGemmSplitKDeterministicEmu(t *testing.T) {
+	var first []uint32
+	for _, s := range emu.Schedules {
+		d := openEmu(t, emu.Options{Schedule: s}, "kernels")
+		kern := NewKernels(d)
+		for run := 0; run < 2; run++ {
+			bits := splitKBits(t, d, kern)
+			if first == nil {
+				first = bits
+				continue
+			}
+			for i := range bits {
+				if bits[i] != first[i] {
+					t.Fatalf("schedule %v run %d: element %d is %#x, the first run gave %#x", s, run, i, bits[i], first[i])
+				}
+			}
+		}
+	}
+}
+
+// splitKBits runs one split-K GEMM per epilogue kind and returns the bits
+// of every output.
+func splitKBits(t *testing.T, d Device, kern *Kernels) []uint32 {
+	t.Helper()
+	const m, n, k = 97, 70, 1000
+	x, w := f32Buffer(t, d, pseudo(m*k, 3, -2, 2)), f16Buffer(t, d, pseudo(n*k, 4, -1, 1))
+	bias := f32Buffer(t, d, pseudo(n, 5, -1, 1))
+	_, slices := GemmKSlice(k, 5)
+	var out []uint32
+	for _, op := range []GemmOp{
+		{Y: f32Buffer(t, d, make([]float32, m*n)), Act: ActGELU},
+		{Residual: f32Buffer(t, d, pseudo(m*n, 6, -1, 1))},
+		{Gated: f32Buffer(t, d, make([]float32, m*n/2))},
+	} {
+		op.Input, op.X, op.W, op.Bias, op.M, op.N, op.K = GemmF32F16W, x, w, bias, m, n, k
+		op.Slices, op.Partial = slices, f32Buffer(t, d, make([]float32, slices*m*n))
+		if err := run(t, d, func(cb CommandBuffer) error { return EncodeGemmSplitK(cb, kern, op) }); err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range []Buffer{op.Y, op.Residual, op.Gated} {
+			if b != nil {
+				for _, v := range readF32(b, b.Len()/4) {
+					out = append(out, math.Float32bits(v))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// KernelThreadgroupMemory, which the plan's time model reads, is what the
+// compiled kernels declare.
+func TestKernelThreadgroupMemory(t *testing.T) {
+	d := openEmu(t, emu.Options{}, "kernels")
+	for _, kernel := range []string{"gemm_f32", "gemm_f16", "gemm_f32_f16w", "gemv_f32", "gemm_reduce_f32",
+		"attention_flash_f32", "attention_f32", "layernorm_f32", "softmax_f32", "vector_add", "gather_rows_f16"} {
+		p, err := d.Pipeline(kernel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp, ok := p.(interface{ StaticThreadgroupMemory() int })
+		if !ok {
+			t.Fatalf("%s: the emulator's pipeline does not report its threadgroup memory", kernel)
+		}
+		if got, want := KernelThreadgroupMemory(kernel), sp.StaticThreadgroupMemory(); got != want {
+			t.Errorf("%s: KernelThreadgroupMemory = %d bytes, the compiled kernel declares %d", kernel, got, want)
+		}
+	}
 }

@@ -61,14 +61,11 @@ func layerNormThreads(cb CommandBuffer, k *Kernels, op LayerNormOp, threads int)
 			return err
 		}
 	}
-	args := []Arg{{Index: 0, Buffer: op.In}, {Index: 1, Buffer: op.Weight, Offset: op.WeightOffset}, {Index: 3, Buffer: op.Out},
-		{Index: 4, Bytes: paramBytes(&LayerNormParams{Cols: uint32(cols), Eps: eps})}}
 	hasBias := op.Bias != nil
 	if hasBias {
 		if err := checkLen(name, "bias", op.Bias, op.BiasOffset+4*cols); err != nil {
 			return err
 		}
-		args = append(args, Arg{Index: 2, Buffer: op.Bias, Offset: op.BiasOffset})
 	}
 	// layernorm_has_bias is function_constant(0).
 	p, err := k.pipeline(name, Constant{Index: 0, Value: hasBias})
@@ -82,5 +79,11 @@ func layerNormThreads(cb CommandBuffer, k *Kernels, op LayerNormOp, threads int)
 	// number of SIMD groups works: ask for at most what this pipeline allows
 	// (Apple lowers the maximum for register-heavy pipelines).
 	threads = ClampThreads(p, threads)
-	return cb.Dispatch(p, Size3{rows, 1, 1}, Size3{threads, 1, 1}, args...)
+	e := newEncoding()
+	e.buffer(0, op.In, 0)
+	e.buffer(1, op.Weight, op.WeightOffset)
+	e.buffer(2, op.Bias, op.BiasOffset)
+	e.buffer(3, op.Out, 0)
+	params(e, 4, LayerNormParams{Cols: uint32(cols), Eps: eps})
+	return e.dispatch(cb, p, Size3{rows, 1, 1}, Size3{threads, 1, 1})
 }

@@ -22,6 +22,16 @@ type GemmParams struct {
 	K uint32 `msl:"k"`
 	// Eps is the LayerNorm prologue's epsilon (gemm_ln).
 	Eps float32 `msl:"eps"`
+	// KSlice is the K values per slice of a split-K GEMM (gemm_split), a
+	// multiple of GemmTileK.
+	KSlice uint32 `msl:"k_slice"`
+}
+
+// GemmReduceParams mirrors struct GemmReduceParams in kernels/gemm.metal.
+type GemmReduceParams struct {
+	M      uint32 `msl:"m"`
+	N      uint32 `msl:"n"`
+	Slices uint32 `msl:"slices"`
 }
 
 // GegluParams mirrors struct GegluParams in kernels/gemm.metal.
@@ -63,6 +73,7 @@ type paramStruct struct {
 // paramStructs is every mirrored struct, for kernel_params_test.go.
 var paramStructs = []paramStruct{
 	{"gemm.metal", GemmParams{}},
+	{"gemm.metal", GemmReduceParams{}},
 	{"gemm.metal", GegluParams{}},
 	{"layernorm.metal", LayerNormParams{}},
 	{"attention.metal", AttentionParams{}},
@@ -73,7 +84,7 @@ var paramStructs = []paramStruct{
 // paramBytes and paramsOf, so a new struct is added here and in
 // paramStructs.
 type kernelParams interface {
-	GemmParams | GegluParams | LayerNormParams | AttentionParams | RopeParams
+	GemmParams | GemmReduceParams | GegluParams | LayerNormParams | AttentionParams | RopeParams
 }
 
 // paramBytes is the byte image of a parameter struct, for Arg.Bytes (a

@@ -59,7 +59,9 @@ func Rope(cb CommandBuffer, k *Kernels, qkv, table Buffer, rows, seqLen, heads, 
 	}
 	n := rows * 2 * heads * headDim / 2
 	threads := min(256, p.MaxThreadsPerThreadgroup())
-	return cb.Dispatch(p, Size3{ceilDiv(n, threads), 1, 1}, Size3{threads, 1, 1},
-		Arg{Index: 0, Buffer: qkv}, Arg{Index: 1, Buffer: table},
-		Arg{Index: 2, Bytes: paramBytes(&RopeParams{Rows: uint32(rows), SeqLen: uint32(seqLen), Heads2: uint32(2 * heads), HeadDim: uint32(headDim), Stride: uint32(3 * width)})})
+	e := newEncoding()
+	e.buffer(0, qkv, 0)
+	e.buffer(1, table, 0)
+	params(e, 2, RopeParams{Rows: uint32(rows), SeqLen: uint32(seqLen), Heads2: uint32(2 * heads), HeadDim: uint32(headDim), Stride: uint32(3 * width)})
+	return e.dispatch(cb, p, Size3{ceilDiv(n, threads), 1, 1}, Size3{threads, 1, 1})
 }

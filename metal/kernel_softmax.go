@@ -37,6 +37,9 @@ func softmaxThreads(cb CommandBuffer, k *Kernels, in, out Buffer, rows, cols, th
 	// number of SIMD groups works: ask for at most what this pipeline allows
 	// (Apple lowers the maximum for register-heavy pipelines).
 	threads = ClampThreads(p, threads)
-	return cb.Dispatch(p, Size3{rows, 1, 1}, Size3{threads, 1, 1},
-		Arg{Index: 0, Buffer: in}, Arg{Index: 1, Buffer: out}, Arg{Index: 2, Bytes: u32s(cols)})
+	e := newEncoding()
+	e.buffer(0, in, 0)
+	e.buffer(1, out, 0)
+	e.u32s(2, cols)
+	return e.dispatch(cb, p, Size3{rows, 1, 1}, Size3{threads, 1, 1})
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"unsafe"
 )
 
 // Kernels dispatches this repository's kernels (package kernels) on a
@@ -89,13 +90,79 @@ func (k *Kernels) pipeline(name string, constants ...Constant) (Pipeline, error)
 	return p, nil
 }
 
-// u32s packs setBytes arguments as the kernels' uint fields.
-func u32s(vs ...int) []byte {
-	b := make([]byte, 4*len(vs))
+// An encoding is one dispatch's arguments while it is encoded: the Args and
+// the inline bytes (setBytes payloads) they point to. Building them in a
+// pooled encoding rather than in literals keeps a dispatch free of heap
+// allocations: an argument slice handed to CommandBuffer.Dispatch, an
+// interface method, escapes, and so would be allocated per dispatch.
+// Dispatch copies what it keeps (Metal copies setBytes data at encode time,
+// the emulator and the plan device copy too), so the encoding goes back to
+// the pool as soon as Dispatch returns.
+type encoding struct {
+	args  [maxDispatchArgs]Arg
+	n     int
+	bytes [2 * maxSetBytes]byte // up to two full setBytes payloads
+	used  int
+}
+
+// maxDispatchArgs is the most arguments a kernel of package kernels binds.
+const maxDispatchArgs = 12
+
+var encodings = sync.Pool{New: func() any { return new(encoding) }}
+
+// newEncoding takes an empty encoding from the pool; dispatch returns it.
+func newEncoding() *encoding {
+	e := encodings.Get().(*encoding)
+	e.n, e.used = 0, 0
+	return e
+}
+
+// buffer binds b at offset off to [[buffer(index)]]; a nil b binds nothing
+// (an optional operand).
+func (e *encoding) buffer(index int, b Buffer, off int) {
+	if b != nil {
+		e.args[e.n] = Arg{Index: index, Buffer: b, Offset: off}
+		e.n++
+	}
+}
+
+// inline reserves n bytes of setBytes data for [[buffer(index)]] and
+// returns them for the caller to fill.
+func (e *encoding) inline(index, n int) []byte {
+	b := e.bytes[e.used : e.used+n : e.used+n]
+	e.used += n
+	e.args[e.n] = Arg{Index: index, Bytes: b}
+	e.n++
+	return b
+}
+
+// u32s binds vs inline as the kernels' uint fields.
+func (e *encoding) u32s(index int, vs ...int) {
+	b := e.inline(index, 4*len(vs))
 	for i, v := range vs {
 		binary.LittleEndian.PutUint32(b[4*i:], uint32(v))
 	}
-	return b
+}
+
+// i32s binds vs inline as uint32 (gather indices).
+func (e *encoding) i32s(index int, vs []int32) {
+	b := e.inline(index, 4*len(vs))
+	for i, v := range vs {
+		binary.LittleEndian.PutUint32(b[4*i:], uint32(v))
+	}
+}
+
+// params binds a parameter struct inline.
+func params[T kernelParams](e *encoding, index int, p T) {
+	copy(e.inline(index, int(unsafe.Sizeof(p))), paramBytes(&p))
+}
+
+// dispatch encodes the dispatch and gives e back to the pool.
+func (e *encoding) dispatch(cb CommandBuffer, p Pipeline, groups, threads Size3) error {
+	err := cb.Dispatch(p, groups, threads, e.args[:e.n]...)
+	clear(e.args[:e.n]) // drop the buffers: the pool must not keep them alive
+	encodings.Put(e)
+	return err
 }
 
 // checkLen reports a buffer too small for what a kernel will touch.

@@ -43,9 +43,15 @@ type Backend struct {
 	// deviceNanos sums the GPU time of every finished command buffer
 	// (backend.Timer).
 	arena arena // stream buffers kept for reuse (arena.go), under mu
+	// spareLists are closed streams' lists for new streams (NewStream),
+	// under mu.
+	spareLists []*streamLists
 
 	deviceNanos atomic.Int64
 	profiling   atomic.Bool
+	// splitTarget is the threadgroups the GPU runs at once, for split-K
+	// (SetSplitK); 0: GEMMs are not split.
+	splitTarget atomic.Int64
 	opTimes     map[string]*backend.OpTime // under mu
 }
 
@@ -367,7 +373,29 @@ func (b *Backend) rope(theta float64, headDim, seqLen int) (metal.Buffer, error)
 
 // NewStream implements backend.Backend.
 func (b *Backend) NewStream() backend.Stream {
-	return &Stream{be: b}
+	s := &Stream{be: b}
+	b.mu.Lock()
+	if n := len(b.spareLists); n > 0 {
+		l := b.spareLists[n-1]
+		b.spareLists = b.spareLists[:n-1]
+		s.lists = l
+		s.owned, s.committed, s.written, s.read, s.lengths, s.ints, s.hint = l.owned, l.committed, l.written, l.read, l.lengths, l.ints, l.tensors
+	}
+	b.mu.Unlock()
+	return s
+}
+
+// maxSpareLists bounds the closed streams' lists the backend keeps (one
+// per stream that ran at the same time, at most).
+const maxSpareLists = 64
+
+// keepLists keeps a closed stream's lists for a later NewStream.
+func (b *Backend) keepLists(l *streamLists) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.spareLists) < maxSpareLists {
+		b.spareLists = append(b.spareLists, l)
+	}
 }
 
 // Close implements backend.Backend: it releases every weight and table,
@@ -391,6 +419,17 @@ func (b *Backend) Close() error {
 	}
 	return nil
 }
+
+// SetSplitK turns deterministic split-K on for GEMMs whose tiles would
+// leave the GPU idle (metal.GemmSplitSlices): targetGroups is the
+// threadgroups the GPU runs at once (cores × tile threadgroups each core
+// holds; PlanGPU.SplitKTarget models it for the GPUs of AppleGPUs). 0
+// turns it off, the default: a split GEMM is two dependent dispatches,
+// which takes an encoder layer from 5 dispatches to 7, past the issue's
+// budget of 5, so it is a choice to measure on a Mac (laya-bench --plan
+// --split-k models it) rather than the default. It applies to the GEMMs
+// encoded after the call.
+func (b *Backend) SetSplitK(targetGroups int) { b.splitTarget.Store(int64(max(targetGroups, 0))) }
 
 // DeviceTime implements backend.Timer: the GPU time of every command
 // buffer the backend's streams waited for.

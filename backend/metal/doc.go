@@ -23,8 +23,17 @@
 // becomes the next GEMM's prologue, a residual Add and a GeGLU its
 // epilogue, a RoPE part of the attention that follows. What a fused
 // dispatch would not store is only skipped when the model has declared it
-// dead with backend.Discard. An encoder layer is 5 dispatches. PlanDevice
-// and MakePlan record a request without running it, for laya-bench --plan.
+// dead with backend.Discard. An encoder layer is 5 dispatches, and so is a
+// decision-head layer. SetSplitK turns on deterministic split-K for GEMMs
+// whose tiles would leave the GPU idle (two dispatches each: off by
+// default). PlanDevice and MakePlan record a request without running it,
+// for laya-bench --plan, and price it twice: a roofline floor and a
+// tile-aware time model (planmodel.go), both estimates.
+//
+// Host encoding allocates nothing per dispatch: argument lists and inline
+// bytes come from a pool (metal.CommandBuffer.Dispatch keeps neither),
+// tensors from one slab per stream, and a closed stream's lists go to the
+// next; a warm request allocates 3 times (TestEncodeRequestAllocs).
 //
 // Weights of an mmap'd checkpoint are read in place (UploadMapped, used by
 // backend.Loader): the page-aligned file mapping is wrapped once in a

@@ -47,3 +47,56 @@ func BenchmarkEncodeRequest(b *testing.B) {
 		})
 	}
 }
+
+// maxRequestAllocs bounds the heap allocations of a warm request's host
+// encoding: the stream, its tensor slab and the decision head's index
+// array are 3; the rest is slack for a sync.Pool emptied by a GC. Per
+// dispatch there must be none (168 dispatches per English request: a
+// per-dispatch allocation would add at least that many).
+const maxRequestAllocs = 8
+
+// TestEncodeRequestAllocs: a repeated request allocates at most a small
+// fixed number of times, however many dispatches it encodes (it was 736
+// allocations per English request before arguments, lists and tensors were
+// pooled).
+func TestEncodeRequestAllocs(t *testing.T) {
+	for _, spec := range []synthetic.Spec{synthetic.English(), synthetic.Multilingual(), synthetic.Tiny()} {
+		t.Run(spec.Name, func(t *testing.T) {
+			ckpt, err := spec.ShapeCheckpoint()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ckpt.Close()
+			dev := NewPlanDevice(false)
+			be := New("plan", dev)
+			defer be.Close()
+			net, err := newPlanNetwork(be, ckpt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := PlanRequest{Questions: 2, Tokens: 61, Markers: 3}
+			ctx := context.Background()
+			var runErr error
+			run := func() {
+				if _, err := net.run(ctx, req, nil); err != nil && runErr == nil {
+					runErr = err
+				}
+			}
+			run() // the first request of a shape fills the arena and the pipeline cache
+			allocs := testing.AllocsPerRun(20, run)
+			if runErr != nil {
+				t.Fatal(runErr)
+			}
+			dev.Reset()
+			run()
+			st := dev.Stats()
+			t.Logf("%.1f allocations per request of %d dispatches", allocs, st.Dispatches)
+			if allocs > maxRequestAllocs {
+				t.Errorf("%.1f heap allocations per warm request (%d dispatches); want at most %d", allocs, st.Dispatches, maxRequestAllocs)
+			}
+			if st.NewBuffers != 0 {
+				t.Errorf("%d device buffers allocated by a warm request; want 0", st.NewBuffers)
+			}
+		})
+	}
+}

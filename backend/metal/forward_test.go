@@ -9,6 +9,7 @@ import (
 	"github.com/laya-metal/laya/backend"
 	"github.com/laya-metal/laya/internal/forwardpass"
 	"github.com/laya-metal/laya/internal/oracletest"
+	"github.com/laya-metal/laya/metal"
 	"github.com/laya-metal/laya/weights"
 )
 
@@ -135,6 +136,24 @@ func TestForwardGoldensEmu(t *testing.T) {
 		keep = nil
 	}
 	runGoldens(t, emulator(t), keep)
+}
+
+// The goldens once more with every GEMM that has two K steps split
+// (split-K on for a GPU of 4096 threadgroup slots, slices of one K step):
+// the LayerNorm prologue, GeGLU, residual and bias epilogues all go
+// through the slices and the ordered reduction, and the parity gates
+// still hold. LAYA_METAL_EMU_ALL=1 runs every case.
+func TestForwardGoldensSplitKEmu(t *testing.T) {
+	be := emulator(t)
+	be.SetSplitK(1 << 12)
+	old := splitMinSliceK
+	splitMinSliceK = metal.GemmTileK
+	defer func() { be.SetSplitK(0); splitMinSliceK = old }()
+	keep := func(name string) bool { return name == "email" || name == "twenty_options" }
+	if os.Getenv("LAYA_METAL_EMU_ALL") == "1" {
+		keep = nil
+	}
+	runGoldens(t, be, keep)
 }
 
 // benchForward times one padded batch (the rows of one golden case) through

@@ -82,24 +82,22 @@ func (s *Stream) flush() {
 
 // Discard implements backend.Discarder: it marks what pending fused
 // operations need not store.
-func (s *Stream) Discard(ts ...backend.Tensor) {
-	for _, t := range ts {
-		mt, ok := t.(*tensor)
-		if !ok || mt == nil {
-			continue
+func (s *Stream) Discard(t backend.Tensor) {
+	mt, ok := t.(*tensor)
+	if !ok || mt == nil {
+		return
+	}
+	switch p := s.pending.(type) {
+	case *pendingLinear:
+		if p.ln != nil && p.ln.dst == mt {
+			p.ln.discarded = true
 		}
-		switch p := s.pending.(type) {
-		case *pendingLinear:
-			if p.ln != nil && p.ln.dst == mt {
-				p.ln.discarded = true
-			}
-			if p.dst == mt {
-				p.yDiscarded = true
-			}
-		case *pendingAttention:
-			if p.qkv == mt {
-				p.qkvDiscarded = true
-			}
+		if p.dst == mt {
+			p.yDiscarded = true
+		}
+	case *pendingAttention:
+		if p.qkv == mt {
+			p.qkvDiscarded = true
 		}
 	}
 }
@@ -143,6 +141,9 @@ func (s *Stream) encodeLinear(p *pendingLinear) {
 		residual = 1
 	}
 	name := linearNames[ln][epilogue][residual]
+	if s.encodeSplitK(name, op) {
+		return
+	}
 	reads := []metal.Buffer{op.X, op.W, op.Bias, op.LNWeight, op.LNBias, op.Residual}
 	writes := []metal.Buffer{op.Y, op.Gated, op.Residual}
 	if s.begin(name, reads, writes) {
@@ -268,4 +269,46 @@ func (s *Stream) takeRope(qkv backend.Tensor, p backend.AttentionParams) *pendin
 	}
 	s.pending = nil
 	return r
+}
+
+// encodeSplitK encodes op as a deterministic split-K GEMM when the backend
+// splits (Backend.SetSplitK) and op's grid leaves the GPU idle
+// (metal.GemmSplitSlices), and reports whether it did: the slices write
+// the stream's partial scratch, then, behind the barrier that dependency
+// brings, the reduction sums them in order and applies the epilogue. Two
+// dispatches instead of one.
+func (s *Stream) encodeSplitK(name string, op metal.GemmOp) bool {
+	target := int(s.be.splitTarget.Load())
+	if target <= 0 || s.err != nil {
+		return false
+	}
+	op.Slices = metal.GemmSplitSlicesMinK(op.M, op.N, op.K, op.Gated != nil, target, splitMinSliceK)
+	if op.Slices < 2 {
+		return false
+	}
+	op.Partial = s.partialScratch(name, 4*op.Slices*op.M*op.N)
+	if op.Partial == nil {
+		return true // the stream failed
+	}
+	if reads, writes := []metal.Buffer{op.X, op.W, op.LNWeight, op.LNBias}, []metal.Buffer{op.Partial}; s.begin(name, reads, writes) {
+		s.end(name, metal.EncodeGemm(s.cb, s.be.kern, op), reads, writes)
+	}
+	if reads, writes := []metal.Buffer{op.Partial, op.Bias, op.Residual}, []metal.Buffer{op.Y, op.Gated, op.Residual}; s.begin(name, reads, writes) {
+		s.end(name, metal.EncodeGemmReduce(s.cb, s.be.kern, op), reads, writes)
+	}
+	return true
+}
+
+// splitMinSliceK is the least K of a split-K slice (a variable so that the
+// tests can split the tiny goldens' models, whose K is under it).
+var splitMinSliceK = metal.GemmMinSliceK
+
+// partialScratch is the stream's buffer for split-K partial matrices, of at
+// least size bytes: one per stream, grown when a GEMM needs more (the
+// hazard tracking orders one GEMM's use of it after the last one's).
+func (s *Stream) partialScratch(op string, size int) metal.Buffer {
+	if s.partial == nil || s.partial.Len() < size {
+		s.partial, _ = s.newBuffer(op, size)
+	}
+	return s.partial
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/laya-metal/laya/backend"
+	"github.com/laya-metal/laya/metal"
 )
 
 // Fused sequences (fuse.go) against the CPU backend, which runs every
@@ -160,3 +161,62 @@ func fuseCases() []opCase {
 }
 
 func TestFusedOpsMatchCPU(t *testing.T) { runOpCases(t, emulator(t), fuseCases()) }
+
+// Split-K (Backend.SetSplitK) through the stream: the fused GEMMs of an
+// encoder MLP block and a residual projection, K long enough to split,
+// against the CPU backend, reading every tensor written.
+func TestSplitKMatchesCPU(t *testing.T) {
+	be := emulator(t)
+	be.SetSplitK(1 << 10) // any grid this small splits
+	defer be.SetSplitK(0)
+	const rows, d, inner = 37, 600, 40
+	if s := metal.GemmSplitSlices(rows, 2*inner, d, true, 1<<10); s < 2 {
+		t.Fatalf("the test shape does not split (%d slices)", s)
+	}
+	var cases []opCase
+	for _, dt := range []backend.DType{backend.F32, backend.F16} {
+		for _, read := range []string{"x", "act"} {
+			cases = append(cases, opCase{"layerNorm+linear+geglu+residual/" + dt.String() + "/read=" + read, 4e-6, func(be backend.Backend, s backend.Stream) (backend.Tensor, error) {
+				wi, err := upload(be, "wi", dt, 2*inner, d, 21, -0.1, 0.1)
+				if err != nil {
+					return nil, err
+				}
+				wo, err := upload(be, "wo", dt, d, inner, 22, -0.3, 0.3)
+				if err != nil {
+					return nil, err
+				}
+				wp, err := upload(be, "wp", dt, d, d, 23, -0.05, 0.05)
+				if err != nil {
+					return nil, err
+				}
+				b, err := upload(be, "b", dt, 1, d, 24, -1, 1)
+				if err != nil {
+					return nil, err
+				}
+				lw, err := upload(be, "lw", dt, 1, d, 25, 0.5, 1.5)
+				if err != nil {
+					return nil, err
+				}
+				x := s.FromHost(rows, d, random(rows*d, 26, -2, 2))
+				a := s.FromHost(rows, d, random(rows*d, 27, -1, 1))
+				normed, up, act, proj := s.New(rows, d), s.New(rows, 2*inner), s.New(rows, inner), s.New(rows, d)
+				s.Linear(proj, a, wp, b, backend.Identity) // K = 600: split, bias in the reduction
+				s.Add(x, x, proj)
+				backend.Discard(s, proj)
+				s.LayerNorm(normed, x, lw, nil, 1e-5)
+				s.Linear(up, normed, wi, nil, backend.Identity) // K = 600, LayerNorm prologue: split
+				backend.Discard(s, normed)
+				s.GeGLU(act, up)
+				backend.Discard(s, up)
+				s.Linear(proj, act, wo, nil, backend.Identity) // K = 40: not split
+				s.Add(x, x, proj)
+				backend.Discard(s, proj)
+				if read == "act" {
+					return act, nil
+				}
+				return x, nil
+			}})
+		}
+	}
+	runOpCases(t, be, cases)
+}

@@ -23,12 +23,13 @@ func (s *Stream) Gather(dst, table backend.Tensor, index []int32) {
 	op := metal.GatherOp{Elem: tt.elem, Table: tt.buf, TableOffset: tt.off, Rows: len(index), Cols: table.Cols(), TableRows: table.Rows()}
 	op.Out = s.dst("gather", dst)
 	if len(index) <= metal.MaxInlineIndices {
-		op.IndexValues = append([]int32(nil), index...)
+		op.IndexValues = index // copied into the dispatch as it is encoded, now
 	} else {
-		rows := make([]int, len(index))
-		for i, r := range index {
-			rows[i] = int(r)
+		rows := s.ints[:0]
+		for _, r := range index {
+			rows = append(rows, int(r))
 		}
+		s.ints = rows
 		op.Index = s.u32Buffer("gather", rows)
 	}
 	if reads, writes := []metal.Buffer{op.Table, op.Index}, []metal.Buffer{op.Out}; s.begin("gather", reads, writes) {
@@ -235,12 +236,13 @@ func (s *Stream) ActFeatures(dst, cls, logits backend.Tensor, counts []int) {
 		return
 	}
 	b, d := cls.Rows(), cls.Cols()
-	offsets := make([]int, 1, len(counts)+1)
+	offsets := append(s.ints[:0], 0)
 	total := 0
 	for _, k := range counts {
 		total += k
 		offsets = append(offsets, total)
 	}
+	s.ints = offsets
 	c, z, out, off := s.f32("actFeatures", cls), s.f32("actFeatures", logits), s.dst("actFeatures", dst), s.u32Buffer("actFeatures", offsets)
 	if reads, writes := []metal.Buffer{c, z, off}, []metal.Buffer{out}; s.begin("actFeatures", reads, writes) {
 		s.end("actFeatures", metal.ActFeatures(s.cb, s.be.kern, c, z, off, out, b, d, total), reads, writes)

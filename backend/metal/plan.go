@@ -25,6 +25,10 @@ type PlanRequest struct {
 	Questions int `json:"questions"`
 	Tokens    int `json:"tokens"`
 	Markers   int `json:"markers"`
+	// SplitKGroups, when set, records the request with split-K on
+	// (Backend.SetSplitK with this target: TimeModel.SplitKTarget of the
+	// GPU it is planned for).
+	SplitKGroups int `json:"split_k_target_groups,omitempty"`
 }
 
 // OpPlan is the plan of one kind of stream operation.
@@ -37,6 +41,17 @@ type OpPlan struct {
 	// name, in µs (a MODEL): beside laya-bench --profile's measured GPU
 	// time per operation on a Mac it shows how far each kernel is from it.
 	FloorUs map[string]float64 `json:"floor_us"`
+	// ModelUs is the operation's time under the tile-aware model
+	// (DefaultTimeModel, an ESTIMATE), per GPU, barriers included.
+	ModelUs map[string]float64 `json:"model_us"`
+	// PaddedFLOPs are the FLOPs its tiles compute (padding included).
+	PaddedFLOPs float64 `json:"padded_flops"`
+	// Threadgroups and Waves are summed over its dispatches on the
+	// reference GPU (ReferenceGPU): waves × cores × resident threadgroups
+	// against threadgroups shows the slots left idle.
+	Threadgroups int `json:"threadgroups"`
+	Waves        int `json:"waves_reference_gpu"`
+	Slots        int `json:"slots_reference_gpu"`
 }
 
 // Plan is a request's recorded work.
@@ -46,21 +61,28 @@ type Plan struct {
 	Label   string      `json:"label"`
 	// Counts of the second identical request (the first warms the buffer
 	// arena; its allocations are BuffersAllocatedFirst).
-	Dispatches                int               `json:"dispatches"`
-	Barriers                  int               `json:"barriers"`
-	CommandBuffers            int               `json:"command_buffers"`
-	Waits                     int               `json:"waits"`
-	DispatchesPerEncoderLayer int               `json:"dispatches_per_encoder_layer"`
-	EncoderLayers             int               `json:"encoder_layers"`
-	BuffersAllocated          int               `json:"buffers_allocated_per_request"`
-	BuffersAllocatedFirst     int               `json:"buffers_allocated_first_request"`
-	FLOPs                     float64           `json:"flops"`
-	IdealBytes                float64           `json:"ideal_bytes"`
-	RequestedBytes            float64           `json:"requested_bytes"`
-	Ops                       []OpPlan          `json:"ops"`
-	GPUs                      []GPUFloor        `json:"gpus"`
-	Log                       []PlannedDispatch `json:"-"`
-	costs                     []metal.Cost      // per dispatch of Log
+	Dispatches                int `json:"dispatches"`
+	Barriers                  int `json:"barriers"`
+	CommandBuffers            int `json:"command_buffers"`
+	Waits                     int `json:"waits"`
+	DispatchesPerEncoderLayer int `json:"dispatches_per_encoder_layer"`
+	EncoderLayers             int `json:"encoder_layers"`
+	// DecisionHeadDispatches are the decision head's dispatches (type
+	// embedding, its layers, the final-head pruning's gathers).
+	DecisionHeadDispatches int        `json:"decision_head_dispatches"`
+	BuffersAllocated       int        `json:"buffers_allocated_per_request"`
+	BuffersAllocatedFirst  int        `json:"buffers_allocated_first_request"`
+	FLOPs                  float64    `json:"flops"`
+	PaddedFLOPs            float64    `json:"padded_flops"`
+	IdealBytes             float64    `json:"ideal_bytes"`
+	RequestedBytes         float64    `json:"requested_bytes"`
+	Ops                    []OpPlan   `json:"ops"`
+	GPUs                   []GPUFloor `json:"gpus"`
+	// TimeModel is the tile-aware model's assumptions (GPUFloor.ModelMs,
+	// OpPlan.ModelUs).
+	TimeModel TimeModel         `json:"time_model"`
+	Log       []PlannedDispatch `json:"-"`
+	costs     []metal.Cost      // per dispatch of Log
 }
 
 // MakePlan records ckpt's forward pass for req on a PlanDevice: no GPU,
@@ -74,6 +96,7 @@ func MakePlan(ctx context.Context, model string, ckpt *weights.Checkpoint, req P
 	dev := NewPlanDevice(true)
 	be := New("plan", dev)
 	defer be.Close()
+	be.SetSplitK(req.SplitKGroups)
 	net, err := newPlanNetwork(be, ckpt)
 	if err != nil {
 		return nil, fmt.Errorf("backend/metal: plan: %w", err)
@@ -84,9 +107,15 @@ func MakePlan(ctx context.Context, model string, ckpt *weights.Checkpoint, req P
 	first := be.BuffersAllocated()
 	dev.Reset()
 	var layerEnds []int
+	encoderEnd, headEnd := 0, 0
 	if _, err := net.run(ctx, req, func(stage string, i int) {
-		if stage == "layer" {
+		switch stage {
+		case "layer":
 			layerEnds = append(layerEnds, dev.Stats().Dispatches)
+		case "encoder":
+			encoderEnd = dev.Stats().Dispatches
+		case "decision":
+			headEnd = dev.Stats().Dispatches
 		}
 	}); err != nil {
 		return nil, err
@@ -96,10 +125,12 @@ func MakePlan(ctx context.Context, model string, ckpt *weights.Checkpoint, req P
 		Model: model, Request: req,
 		Label:      "MODEL: counted on a recording device and priced with a roofline; not a measurement",
 		Dispatches: st.Dispatches, Barriers: st.Barriers, CommandBuffers: st.CommandBuffers, Waits: st.Waits,
-		EncoderLayers:         len(layerEnds),
-		BuffersAllocated:      be.BuffersAllocated() - first,
-		BuffersAllocatedFirst: first,
-		Log:                   dev.Log(),
+		EncoderLayers:          len(layerEnds),
+		DecisionHeadDispatches: headEnd - encoderEnd,
+		BuffersAllocated:       be.BuffersAllocated() - first,
+		BuffersAllocatedFirst:  first,
+		Log:                    dev.Log(),
+		TimeModel:              DefaultTimeModel,
 	}
 	// Dispatches between the end of one layer and the next: the first
 	// layer also holds the embedding gather and its norm.
@@ -112,11 +143,20 @@ func MakePlan(ctx context.Context, model string, ckpt *weights.Checkpoint, req P
 		p.costs = append(p.costs, c)
 		op := byOp[d.Op]
 		if op == nil {
-			op = &OpPlan{Op: d.Op, FloorUs: map[string]float64{}}
+			op = &OpPlan{Op: d.Op, FloorUs: map[string]float64{}, ModelUs: map[string]float64{}}
 			byOp[d.Op] = op
 		}
 		for _, g := range AppleGPUs {
 			op.FloorUs[g.Name] += max(c.FLOPs/(g.FP32TFLOPS*1e12), c.IdealBytes/(g.BandwidthGBs*1e9)) * 1e6
+			km := p.TimeModel.Dispatch(g, d, c)
+			op.ModelUs[g.Name] += km.TimeUs
+			if g.Name == ReferenceGPU {
+				op.PaddedFLOPs += km.PaddedFLOPs
+				p.PaddedFLOPs += km.PaddedFLOPs
+				op.Threadgroups += km.Groups
+				op.Waves += km.Waves
+				op.Slots += km.Waves * g.Cores * km.Resident
+			}
 		}
 		op.Dispatches++
 		if d.AfterBarrier {
@@ -139,9 +179,10 @@ func MakePlan(ctx context.Context, model string, ckpt *weights.Checkpoint, req P
 	return p, nil
 }
 
-// planNetwork is the request pipeline of the root package's network
-// (encoder → decision head → scorer on the marker rows → act head → three
-// reads), on a plan backend.
+// planNetwork is the request pipeline of the root package's network, as
+// internal/forwardpass.RunPruned records it (encoder → decision head with
+// final-head pruning to the [CLS] and marker rows → scorer on the markers
+// → act head → three reads), on a plan backend, with observers.
 type planNetwork struct {
 	enc      *encoder.ModernBERT
 	decision *heads.Decision
@@ -149,6 +190,13 @@ type planNetwork struct {
 	act      *heads.ActHead
 	be       backend.Backend
 	vocab    int
+	// The request's host arrays, kept for the next request of the same
+	// size (a server's request pool would hold them likewise).
+	ids                    []int32
+	lengths, qtypes, count []int
+	markerRows             []int32
+	keep, cls, markers     []int32
+	read                   []float32
 }
 
 func newPlanNetwork(be backend.Backend, ckpt *weights.Checkpoint) (*planNetwork, error) {
@@ -170,12 +218,15 @@ func newPlanNetwork(be backend.Backend, ckpt *weights.Checkpoint) (*planNetwork,
 }
 
 // run records one request; observe sees ("layer", i) after each encoder
-// layer is encoded.
+// layer is encoded, then ("encoder", 0) and ("decision", 0) after the
+// encoder and the decision head (what they recorded encoded first: plans
+// only, a benchmark passes no observer and keeps the stream's deferral
+// intact).
 func (n *planNetwork) run(ctx context.Context, req PlanRequest, observe func(stage string, i int)) ([]float32, error) {
 	rows, L := req.Questions, req.Tokens
-	ids := make([]int32, rows*L)
-	lengths, qtypes, counts := make([]int, rows), make([]int, rows), make([]int, rows)
-	var markerRows []int32
+	ids := grow(&n.ids, rows*L)
+	lengths, qtypes, counts := grow(&n.lengths, rows), grow(&n.qtypes, rows), grow(&n.count, rows)
+	markerRows := n.markerRows[:0]
 	for b := range rows {
 		for i := range L {
 			ids[b*L+i] = int32((1000 + 37*i) % n.vocab) // any valid ids: the plan does not depend on them
@@ -195,19 +246,48 @@ func (n *planNetwork) run(ctx context.Context, req PlanRequest, observe func(sta
 	if err != nil {
 		return nil, err
 	}
-	if hidden, err = n.decision.Forward(ctx, s, hidden, qtypes, lengths, L, nil); err != nil {
+	if observe != nil {
+		_ = s.Err()
+		observe("encoder", 0)
+	}
+	// Final-head pruning: the last head layer computes the [CLS] rows,
+	// then the markers; the scorer and the act head read those.
+	n.markerRows = markerRows
+	keep, cls, markers := n.keep[:0], n.cls[:0], n.markers[:0]
+	for b := range rows {
+		keep = append(keep, int32(b*L))
+		cls = append(cls, int32(b))
+	}
+	keep = append(keep, markerRows...)
+	for i := range markerRows {
+		markers = append(markers, int32(rows+i))
+	}
+	n.keep, n.cls, n.markers = keep, cls, markers
+	kept, err := n.decision.ForwardRows(ctx, s, hidden, qtypes, heads.Layout{Lengths: lengths, SeqLen: L}, keep, nil)
+	if err != nil {
 		return nil, err
 	}
-	logits := n.scorer.Forward(s, hidden, markerRows, nil)
-	actLogits, actProbs := n.act.Forward(s, hidden, logits, counts, L)
-	out := make([]float32, len(markerRows))
-	for _, t := range []backend.Tensor{logits, actLogits, actProbs} {
-		dst := make([]float32, t.Rows()*t.Cols())
-		if err := s.Read(ctx, t, dst); err != nil {
+	if observe != nil {
+		_ = s.Err()
+		observe("decision", 0)
+	}
+	logits := n.scorer.Forward(s, kept, markers, nil)
+	actLogits, actProbs := n.act.ForwardRows(s, kept, cls, logits, counts)
+	for _, t := range [...]backend.Tensor{actLogits, actProbs, logits} {
+		if err := s.Read(ctx, t, grow(&n.read, t.Rows()*t.Cols())); err != nil {
 			return nil, err
 		}
 	}
-	return out, nil
+	return n.read, nil // the logits (the last read)
+}
+
+// grow sets *buf to n elements, reusing its array when it is large enough.
+func grow[T any](buf *[]T, n int) []T {
+	if cap(*buf) < n {
+		*buf = make([]T, n)
+	}
+	*buf = (*buf)[:n]
+	return *buf
 }
 
 // GPU is one Apple GPU of the roofline table.
@@ -270,14 +350,35 @@ type GPUFloor struct {
 	// RequestedMs is Σ max(FLOPs / peak, requested bytes / bandwidth):
 	// the kernels' own traffic as if no cache served any of it.
 	RequestedMs float64 `json:"requested_traffic_ms"`
+	// ModelMs is the tile-aware ESTIMATE (TimeModel): padded tile FLOPs
+	// at the simdgroup-matrix rate, wave quantisation, requested bytes,
+	// barriers. ModelComputeMs and ModelMemoryMs are its two terms summed
+	// alone (each dispatch takes the larger).
+	ModelMs        float64 `json:"model_ms"`
+	ModelComputeMs float64 `json:"model_compute_ms"`
+	ModelMemoryMs  float64 `json:"model_memory_ms"`
+}
+
+// DispatchModels prices each dispatch of Log on g under the plan's time
+// model (an ESTIMATE), in Log's order.
+func (p *Plan) DispatchModels(g GPU) []KernelModel {
+	out := make([]KernelModel, len(p.Log))
+	for i, d := range p.Log {
+		out[i] = p.TimeModel.Dispatch(g, d, p.costs[i])
+	}
+	return out
 }
 
 func (p *Plan) floor(g GPU) GPUFloor {
 	f := GPUFloor{GPU: g}
 	peak, bw := g.FP32TFLOPS*1e12, g.BandwidthGBs*1e9
-	for _, c := range p.costs {
+	for i, c := range p.costs {
 		f.FloorMs += max(c.FLOPs/peak, c.IdealBytes/bw) * 1e3
 		f.RequestedMs += max(c.FLOPs/peak, c.RequestedBytes/bw) * 1e3
+		km := p.TimeModel.Dispatch(g, p.Log[i], c)
+		f.ModelMs += km.TimeUs / 1e3
+		f.ModelComputeMs += km.ComputeUs / 1e3
+		f.ModelMemoryMs += km.MemoryUs / 1e3
 	}
 	f.WithDispatchMs = f.FloorMs + float64(p.Barriers)*DependentDispatchMicros/1e3
 	return f

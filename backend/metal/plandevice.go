@@ -25,6 +25,10 @@ type PlanDevice struct {
 	pipes  map[string]*planPipeline
 	seq    int // command buffers created
 	waited int // highest seq waited for
+	// cbs is the slab NewCommandBuffer hands command buffers out of (one
+	// allocation per 64 rather than one each: a plan device is also the
+	// host-encoding benchmark's, whose allocations should be the stream's).
+	cbs []planCommandBuffer
 }
 
 // PlanStats counts what a PlanDevice saw.
@@ -127,9 +131,13 @@ func (d *PlanDevice) NewCommandBuffer() (metal.CommandBuffer, error) {
 	d.mu.Lock()
 	d.stats.CommandBuffers++
 	d.seq++
-	seq := d.seq
+	if len(d.cbs) == cap(d.cbs) {
+		d.cbs = make([]planCommandBuffer, 0, 64)
+	}
+	d.cbs = append(d.cbs, planCommandBuffer{dev: d, seq: d.seq})
+	cb := &d.cbs[len(d.cbs)-1]
 	d.mu.Unlock()
-	return &planCommandBuffer{dev: d, seq: seq}, nil
+	return cb, nil
 }
 
 func (d *PlanDevice) Close() error { return nil }

@@ -47,6 +47,31 @@ type Stream struct {
 	ropeSlot   pendingRope
 	attnSlot   pendingAttention
 	lengths    []int // attnSlot's inline lengths
+	ints       []int // scratch for small host arrays (ActFeatures' offsets)
+
+	// tensors is the slab New hands tensors out of: one allocation for
+	// a request's tensors rather than one each (slabs are never reused by
+	// another stream, so a handle kept past Close still fails as foreign).
+	tensors []tensor
+	made    int // tensors made, the next stream's slab size
+	hint    int // tensors the stream before made: the first slab's size
+	// lists is the carrier the lists came in (NewStream), for Close to
+	// hand them on.
+	lists *streamLists
+	// partial holds split-K GEMMs' partial matrices (encodeSplitK).
+	partial metal.Buffer
+}
+
+// streamLists are the growable lists of a closed stream, handed to the
+// next new stream so that a warm request grows none of them.
+type streamLists struct {
+	owned     []metal.Buffer
+	committed []metal.CommandBuffer
+	written   bufferSet
+	read      bufferSet
+	lengths   []int
+	ints      []int
+	tensors   int // the last stream's tensor count
 }
 
 // fail records the first error; later operations become no-ops.
@@ -332,9 +357,20 @@ func (s *Stream) u32Buffer(op string, vs []int) metal.Buffer {
 	return buf
 }
 
+// newTensor is a zero tensor of s from its slab.
+func (s *Stream) newTensor() *tensor {
+	if len(s.tensors) == cap(s.tensors) {
+		s.tensors = make([]tensor, 0, max(16, s.hint, 2*cap(s.tensors)))
+	}
+	s.tensors = s.tensors[:len(s.tensors)+1]
+	s.made++
+	return &s.tensors[len(s.tensors)-1]
+}
+
 // New implements backend.Stream.
 func (s *Stream) New(rows, cols int) backend.Tensor {
-	t := &tensor{rows: max(rows, 1), cols: max(cols, 1), be: s.be, stream: s}
+	t := s.newTensor()
+	t.rows, t.cols, t.be, t.stream = max(rows, 1), max(cols, 1), s.be, s
 	if s.closed {
 		s.fail(fmt.Errorf("backend/metal: new: %w: stream closed", backend.ErrForeignTensor))
 		return t
@@ -433,10 +469,22 @@ func (s *Stream) Close() {
 			s.be.recordTiming("", timing)
 		}
 	}
-	s.committed = nil
 	s.closed = true
 	s.be.giveBack(s.owned)
-	s.owned = nil
+	// The lists go to the next stream, emptied of references (the pool
+	// must not keep buffers or command buffers alive).
+	l := s.lists
+	if l == nil {
+		l = new(streamLists)
+	}
+	clear(s.owned)
+	clear(s.committed)
+	clear(s.written)
+	clear(s.read)
+	*l = streamLists{owned: s.owned[:0], committed: s.committed[:0], written: s.written[:0], read: s.read[:0],
+		lengths: s.lengths[:0], ints: s.ints[:0], tensors: s.made}
+	s.owned, s.committed, s.written, s.read, s.lengths, s.ints, s.tensors, s.lists, s.partial = nil, nil, nil, nil, nil, nil, nil, nil, nil
+	s.be.keepLists(l)
 }
 
 // bufferSet is a small set of buffers.

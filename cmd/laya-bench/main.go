@@ -60,14 +60,19 @@ those times, so they rank operations rather than add up to the request's.
 
 --plan prints the Metal work plan of one request without a GPU or weights
 (only the configuration): dispatches, barriers, FLOPs and bytes per
-operation, and roofline floors for named Apple GPUs. It is a MODEL, not a
-measurement. With --profile it lists every dispatch as encoded.
+operation, roofline floors for named Apple GPUs and a tile-aware time model.
+It is a MODEL, not a measurement. With --profile it lists every dispatch as
+encoded. --split-k turns deterministic split-K on (for an M3 Max's 120
+threadgroup slots): in the plan, or, on metal and metal-emu, for the timed
+requests, so a Mac can measure what the plan only models.
 
 Examples:
   laya-bench --synthetic english --plan --questions 1
   laya-bench --synthetic multilingual --plan --format json
+  laya-bench --synthetic english --plan --split-k       # the same with split-K
   laya-bench --model testdata/oracle/checkpoints/real-en --questions 1,5,10
   laya-bench --model testdata/oracle/checkpoints/tiny-en --backend metal --questions 5 --profile
+  laya-bench --synthetic english --backend metal --questions 1 --split-k
   laya-bench --synthetic english --questions 1 --runs 20 --format gobench > new.txt
 
 Flags:
@@ -79,6 +84,7 @@ type options struct {
 	warmup, runs, batchSize                      int
 	long, profile                                bool
 	plan                                         bool // plan.go
+	splitK                                       bool // plan.go
 	tokens                                       int
 }
 
@@ -118,6 +124,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&o.profile, "profile", false, "after timing, run --runs more requests timing each operation on the device (backends that can: metal, metal-emu)")
 	fs.BoolVar(&o.plan, "plan", false, "print the Metal work plan of one request (a MODEL: dispatches, FLOPs, bytes, roofline floors; no GPU, no weights; see plan.go)")
 	fs.IntVar(&o.tokens, "tokens", 93, "with --plan: tokens per question")
+	fs.BoolVar(&o.splitK, "split-k", false, "deterministic split-K on (for an M3 Max's threadgroup slots; two dispatches per split GEMM): in --plan, or on a metal backend")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -153,6 +160,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("laya-bench: %w", err)
 	}
 	defer be.Close()
+	if o.splitK {
+		sk, ok := be.(interface{ SetSplitK(targetGroups int) })
+		if !ok {
+			return fmt.Errorf("--split-k: backend %q has no split-K (metal and metal-emu do)", o.backend)
+		}
+		sk.SetSplitK(splitKTarget())
+	}
 	agent, err := laya.Load(ctx, dir, laya.WithBackendInstance(be), laya.WithBatchSize(o.batchSize))
 	if err != nil {
 		return err

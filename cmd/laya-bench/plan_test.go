@@ -25,7 +25,8 @@ func TestPlanOutput(t *testing.T) {
 	if !strings.Contains(out.Label, "MODEL") {
 		t.Errorf("label %q does not say the numbers are a model", out.Label)
 	}
-	for _, k := range []string{"dispatches", "barriers", "dispatches_per_encoder_layer", "buffers_allocated_per_request", "flops", "ideal_bytes", "requested_bytes", "gpus"} {
+	for _, k := range []string{"dispatches", "barriers", "dispatches_per_encoder_layer", "buffers_allocated_per_request", "flops", "ideal_bytes", "requested_bytes", "gpus",
+		"padded_flops", "decision_head_dispatches", "time_model"} {
 		if _, ok := out.Plan[k]; !ok {
 			t.Errorf("plan lacks %q", k)
 		}
@@ -42,6 +43,9 @@ func TestPlanOutput(t *testing.T) {
 			if f, _ := m["floor_ms"].(float64); !(f > 0) {
 				t.Errorf("M3 Max floor %v", m["floor_ms"])
 			}
+			if f, _ := m["model_ms"].(float64); !(f > 0) {
+				t.Errorf("M3 Max modelled time %v", m["model_ms"])
+			}
 		}
 	}
 	if !found {
@@ -52,9 +56,20 @@ func TestPlanOutput(t *testing.T) {
 	if err := run(context.Background(), []string{"--synthetic", "tiny", "--plan", "--questions", "2", "--profile"}, &stdout, &stderr); err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range []string{"MODEL", "per encoder layer", "M3 Max", "Dispatches as encoded", "gemm_f32_f16w", "attention_flash_f32"} {
+	for _, w := range []string{"MODEL", "per encoder layer", "M3 Max", "Dispatches as encoded", "gemm_f32_f16w", "attention_flash_f32", "ESTIMATE", "philipturner"} {
 		if !strings.Contains(stdout.String(), w) {
 			t.Errorf("markdown plan lacks %q:\n%s", w, stdout.String())
+		}
+	}
+
+	// --split-k records the split GEMMs and their reductions.
+	stdout.Reset()
+	if err := run(context.Background(), []string{"--synthetic", "multilingual", "--plan", "--questions", "1", "--split-k", "--profile"}, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"split-K for 120 threadgroup slots", "7 per encoder layer", "gemm_reduce_f32"} {
+		if !strings.Contains(stdout.String(), w) {
+			t.Errorf("--split-k plan lacks %q", w)
 		}
 	}
 }
@@ -76,6 +91,7 @@ func TestPlanModelAndErrors(t *testing.T) {
 		{[]string{"--plan"}, "--synthetic english|multilingual|tiny or --model DIR"},
 		{[]string{"--plan", "--synthetic", "english", "--tokens", "3"}, "shape mismatch"},
 		{[]string{"--plan", "--synthetic", "klingon"}, `got "klingon"`},
+		{[]string{"--model", "../../testdata/oracle/checkpoints/tiny-en", "--backend", "cpu", "--split-k", "--questions", "1", "--runs", "1"}, `backend "cpu" has no split-K`},
 	} {
 		err := run(context.Background(), c.args, &stdout, &stderr)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

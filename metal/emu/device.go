@@ -245,6 +245,10 @@ func (p *pipeline) MaxThreadsPerThreadgroup() int {
 }
 func (p *pipeline) ThreadExecutionWidth() int { return 32 }
 
+// StaticThreadgroupMemory is the bytes of threadgroup arrays the kernel
+// body declares, as compiled (-1 when unknown: ASan mode).
+func (p *pipeline) StaticThreadgroupMemory() int { return int(p.tgStatic) }
+
 func (d *device) Pipeline(kernel string, constants ...metal.Constant) (metal.Pipeline, error) {
 	key := kernel
 	for _, c := range constants {
