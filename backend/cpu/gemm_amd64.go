@@ -158,18 +158,28 @@ func simdWiden(dst []float32, src []uint16, dtype backend.DType) bool {
 //go:noescape
 func gemm8x48AVX512(a *[8]*float32, b *float32, k int, c *float32, ldc, rows, cols int, idx *int32)
 
-// simdGemmOuter returns the outer-product kernel when the CPU has AVX-512F
-// (the kernel uses only AVX-512F instructions on ZMM), else nil. The
-// environment variable LAYA_CPU_GEMM=dot keeps Linear on the dot kernels
-// instead, so the two can be timed against each other end to end on one
-// machine (LAYA_CPU_GEMM=dot laya-bench … against laya-bench …): on the
-// 2-core development machine they measured within a few per cent of each
-// other in the real forward, and the many-core host is where the choice
-// matters.
+// simdGemmOuter returns the outer-product kernel when it is asked for
+// (LAYA_CPU_GEMM=outer) and the CPU has AVX-512F (the kernel uses only
+// AVX-512F instructions on ZMM), else nil: Linear runs the dot kernels.
+// Measured on the 16-core Xeon host (synthetic checkpoints, one question,
+// same run, P50 of 6): multilingual 45–50 ms on the dot kernel against
+// 48–54 on the outer one at 16 cores, English 107–112 against 111–112; at
+// 2 cores within a few per cent either way (English 335–338 / 316–346,
+// multilingual 113–123 / 115–118). BenchmarkGEMM there at 16 cores and 93
+// rows puts the outer kernel far behind on the narrow GEMMs (English
+// attention Wo 352 against 665 GFLOP/s, multilingual MLP Wo 277 against
+// 677): its packed Xᵀ and 48-token tiles leave fewer, longer units for 16
+// workers. It stays, opt-in, for CPUs where it wins.
 func simdGemmOuter() outerKernelFunc {
-	if os.Getenv("LAYA_CPU_GEMM") == "dot" {
+	if os.Getenv("LAYA_CPU_GEMM") != "outer" {
 		return nil
 	}
+	return outerKernelOfCPU()
+}
+
+// outerKernelOfCPU is the outer-product kernel this CPU runs, asked for or
+// not (tests and benchmarks cover it either way), or nil.
+func outerKernelOfCPU() outerKernelFunc {
 	if sysCPU.X86.HasAVX512F {
 		return gemm8x48AVX512
 	}

@@ -89,6 +89,9 @@ func simdGELU(out, in, gate []float32) bool { return false }
 // kernel at every M).
 func simdGemmOuter() outerKernelFunc { return nil }
 
+// outerKernelOfCPU: no outer-product kernel in this build.
+func outerKernelOfCPU() outerKernelFunc { return nil }
+
 // prefetchL2: no prefetch hints on arm64 yet.
 func prefetchL2(p *byte, n int) {}
 

@@ -20,6 +20,9 @@ func simdGELU(out, in, gate []float32) bool { return false }
 // simdGemmOuter: no outer-product kernel in this build.
 func simdGemmOuter() outerKernelFunc { return nil }
 
+// outerKernelOfCPU: no outer-product kernel in this build.
+func outerKernelOfCPU() outerKernelFunc { return nil }
+
 // prefetchL2: no prefetch hints in this build.
 func prefetchL2(p *byte, n int) {}
 

@@ -18,7 +18,7 @@ import (
 // every machine that runs it.
 func gemmKernels(t testing.TB) []gemmKernel {
 	kernels := []gemmKernel{{name: "go", tile: gemmTileGo}, {name: "outer-go", tile: gemmTileGo, outer: outerBlockGo, lanes: 1}}
-	if outer := simdGemmOuter(); outer != nil {
+	if outer := outerKernelOfCPU(); outer != nil {
 		kernels = append(kernels, gemmKernel{name: "avx512-outer", tile: pickGemmTile(), outer: outer, lanes: 1})
 	}
 	if simd := simdGemmTiles(); len(simd) > 0 {
