@@ -185,6 +185,36 @@ func (b *Backend) gemmRows(y, x []float32, w matrix, bias []float32, rows []int,
 	})
 }
 
+// gemmResidual runs op (a Linear without bias or activation into y) and
+// out = a + y in one pass: a unit adds its block of y to a's while the block
+// is in cache. y is written as the unfused Linear writes it, and each sum is
+// the one float32 addition Add makes, so the answers are the unfused ones
+// bit for bit.
+func (b *Backend) gemmResidual(op *linearOp, out, a []float32) {
+	y, x, w, m, n, k := op.dst.data, op.x, op.w, op.m, op.n, op.k
+	add := func(r0, r1, n0, n1 int) {
+		for r := r0; r < r1; r++ {
+			o, xs, ys := out[r*n+n0:r*n+n1], a[r*n+n0:r*n+n1], y[r*n+n0:r*n+n1]
+			if addSIMD(o, xs, ys) {
+				continue
+			}
+			for i := range xs {
+				o[i] = xs[i] + ys[i]
+			}
+		}
+	}
+	if _, outer := useOuter(m, n, k); outer || k == 0 || m == 0 || n == 0 {
+		b.gemmW(y, x, w, nil, m, n, k, backend.Identity)
+		b.parallelFor(m, 8, func(lo, hi int) { add(lo, hi, 0, n) })
+		return
+	}
+	b.forEachGemmUnit(m, n, k, w.f32 == nil, func(n0, n1, mu0, mu1 int, _ [2]int, scratch *[]float32) {
+		wp, ldw := w.panel(n0, n1, k, scratch)
+		fillRows(gemmTile, y[n0:], n, x, k, wp, ldw, mu0, mu1, n1-n0)
+		add(mu0, mu1, n0, n1)
+	})
+}
+
 // forEachGemmUnit splits rows [0, m) and columns [0, cols) into work units
 // and hands them out to the workers: unit(n0, n1, mu0, mu1, next, scratch)
 // covers columns [n0, n1) of rows [mu0, mu1). Columns go in panels of

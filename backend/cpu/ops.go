@@ -96,7 +96,26 @@ func layerNormRow(out, in, w, b []float32, eps float32) {
 
 // Add implements backend.Stream.
 func (s *Stream) Add(dst, a, b backend.Tensor) {
+	// The Linear that made b, if it is still pending, runs with this Add
+	// as its epilogue (gemm.go, gemmResidual): the residual x += proj of
+	// every encoder layer then costs no pass of its own. Only when the
+	// Linear's input is neither dst nor a: its units would otherwise write
+	// (or the epilogue read) rows other units still read as input.
+	op := s.pending
+	s.pending = nil
+	fused := op != nil && backend.Tensor(op.dst) == b && op.bias == nil && op.act == backend.Identity &&
+		!sharesFirst(dst, op.x) && !sharesFirst(a, op.x)
+	if !fused && op != nil {
+		s.be.gemmW(op.dst.data, op.x, op.w, op.bias, op.m, op.n, op.k, op.act)
+	}
 	if !s.ok("add", dst, a, b) || !s.check(backend.CheckAdd(dst, a, b)) {
+		if fused {
+			s.be.gemmW(op.dst.data, op.x, op.w, op.bias, op.m, op.n, op.k, op.act)
+		}
+		return
+	}
+	if fused {
+		s.be.gemmResidual(op, data(dst), data(a))
 		return
 	}
 	out, x, y := data(dst), data(a), data(b)
