@@ -3,8 +3,10 @@ package cpu
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/laya-metal/laya/backend"
 )
@@ -118,21 +120,40 @@ func useOuter(m, n, k int) (outerKernelFunc, bool) {
 
 // packedX is Xᵀ packed for the outer-product kernel: tiles of outerNR
 // tokens, token j of the packed order being X row rows[j].
+//
+// The tiles are packed lazily, by the work units that need them, in pieces
+// of (tile, packChunkK k) that any worker may claim: no parallel pass of its
+// own before the GEMM's, whose dispatch and barrier cost as much as a
+// narrow GEMM's work at 16 cores (the lead measured the outer kernel at
+// half the dot kernel's GFLOP/s on English attention Wo there with the
+// separate pass). A unit about to use tile t packs every piece of t no one
+// has claimed, then waits for the pieces others are packing (they are
+// being packed right now by running goroutines, so the wait ends).
 type packedX struct {
 	tiles  []float32 // len(rows)/outerNR rounded up, × k × outerNR
 	off    []int32   // per packed token (padded to whole tiles): its Y row's offset rows[j]·ldy; 0 in padding
 	maxOff int       // the largest off
 	rows   []int     // X (and Y) row of each packed token
 	k      int
+
+	x      []float32
+	ldx    int
+	chunks int            // pieces per tile
+	piece  []atomic.Int32 // per (tile, piece): 0 free, 1 being packed, 2 packed
+	ready  []atomic.Bool  // per tile: every piece packed
 }
 
 // packTileK is how many k the Go packer transposes at a time: 64 k of 48
 // tokens (12 KiB) stay in L1 while each token's 64 floats are scattered.
 const packTileK = 64
 
-// packX packs rows of x (row stride ldx, k wide; rows nil = [0, m)) for
-// the outer-product kernel, with Y row offsets for a row stride ldy. The
-// tiles are packed in parallel, (tile, k range) jobs over the pool.
+// packChunkK is the k range of one packing piece: 48 tokens × 64 k, 12 KiB
+// of gathers, about a microsecond.
+const packChunkK = 64
+
+// packX prepares rows of x (row stride ldx, k wide; rows nil = [0, m)) for
+// packing for the outer-product kernel, with Y row offsets for a row
+// stride ldy; the tiles are packed by ensure.
 func (b *Backend) packX(x []float32, ldx, k int, rows []int, m, ldy int) *packedX {
 	if rows == nil {
 		rows = make([]int, m)
@@ -148,24 +169,40 @@ func (b *Backend) packX(x []float32, ldx, k int, rows []int, m, ldy int) *packed
 		}
 	}
 	tiles := (len(rows) + outerNR - 1) / outerNR
-	px := &packedX{rows: rows, k: k, off: make([]int32, tiles*outerNR)}
+	chunks := (k + packChunkK - 1) / packChunkK
+	px := &packedX{rows: rows, k: k, off: make([]int32, tiles*outerNR), x: x, ldx: ldx, chunks: chunks,
+		piece: make([]atomic.Int32, tiles*chunks), ready: make([]atomic.Bool, tiles)}
 	for j, r := range rows {
 		px.off[j] = int32(r * ldy)
 		px.maxOff = max(px.maxOff, r*ldy)
 	}
 	px.tiles = packBuffer(tiles * k * outerNR)
-	// At least two jobs per worker, each of at least 64 k (12 KiB).
-	workers := b.workerCount()
-	chunks := max(1, min((k+63)/64, (2*workers+tiles-1)/tiles))
-	chunkK := (k + chunks - 1) / chunks
-	chunks = (k + chunkK - 1) / chunkK
-	b.parallelFor(tiles*chunks, 1, func(lo, hi int) {
-		for job := lo; job < hi; job++ {
-			t, c := job/chunks, job%chunks
-			packTile(px.tiles[t*k*outerNR:(t+1)*k*outerNR], x, ldx, rows[t*outerNR:min((t+1)*outerNR, len(rows))], c*chunkK, min((c+1)*chunkK, k))
-		}
-	})
 	return px
+}
+
+// ensure returns once tile t is packed, packing the pieces of it no other
+// goroutine has claimed.
+func (px *packedX) ensure(t int) {
+	if px.ready[t].Load() {
+		return
+	}
+	k := px.k
+	pieces := px.piece[t*px.chunks : (t+1)*px.chunks]
+	for c := range pieces {
+		if pieces[c].CompareAndSwap(0, 1) {
+			packTile(px.tiles[t*k*outerNR:(t+1)*k*outerNR], px.x, px.ldx, px.rows[t*outerNR:min((t+1)*outerNR, len(px.rows))],
+				c*packChunkK, min((c+1)*packChunkK, k))
+			pieces[c].Store(2)
+		}
+	}
+	for c := range pieces {
+		for spins := 0; pieces[c].Load() != 2; spins++ {
+			if spins >= 64 {
+				runtime.Gosched()
+			}
+		}
+	}
+	px.ready[t].Store(true)
 }
 
 // packTile writes dst[kk·outerNR + j] = x[rows[j]·ldx + kk] for kk in
@@ -254,7 +291,11 @@ func outerFill(kern outerKernelFunc, y []float32, px *packedX, wp []float32, ldw
 	// The last floats the kernel reads and writes, so that a short slice
 	// panics here instead of being overrun.
 	_ = wp[(nrows-1)*ldw+k-1]
-	_ = y[px.maxOff+nrows-1]
+	if px.maxOff+nrows > len(y) {
+		// Not a y[…] bounds check: that reads an element another unit
+		// (another row range) may be writing.
+		panic(fmt.Sprintf("cpu: GEMM output of %d floats, the kernel stores up to %d", len(y), px.maxOff+nrows))
+	}
 	tileFloats := k * outerNR
 	group := max(1, outerL2Bytes/(4*tileFloats))
 	first, last := t0/outerNR, (t1+outerNR-1)/outerNR
@@ -263,6 +304,9 @@ func outerFill(kern outerKernelFunc, y []float32, px *packedX, wp []float32, ldw
 	var a [outerMR]*float32
 	for g0 := first; g0 < last; g0 += group {
 		g1 := min(g0+group, last)
+		for t := g0; t < g1; t++ {
+			px.ensure(t)
+		}
 		for i0 := 0; i0 < nrows; i0 += outerMR {
 			rows := min(outerMR, nrows-i0)
 			if widen != nil && g0 == first {
