@@ -123,12 +123,13 @@ func useOuter(m, n, k int) (outerKernelFunc, bool) {
 //
 // The tiles are packed lazily, by the work units that need them, in pieces
 // of (tile, packChunkK k) that any worker may claim: no parallel pass of its
-// own before the GEMM's, whose dispatch and barrier cost as much as a
-// narrow GEMM's work at 16 cores (the lead measured the outer kernel at
-// half the dot kernel's GFLOP/s on English attention Wo there with the
-// separate pass). A unit about to use tile t packs every piece of t no one
-// has claimed, then waits for the pieces others are packing (they are
-// being packed right now by running goroutines, so the wait ends).
+// own before the GEMM's, so a GEMM costs one dispatch and one barrier, as
+// on the dot kernels. (With a pass of its own, the outer kernel ran narrow
+// GEMMs at half the dot kernel's GFLOP/s on the 16-core host, see
+// simdGemmOuter; whether that pass was the cause is not yet measured.) A
+// unit about to use tile t packs every piece of t no one has claimed, then
+// waits for the pieces others are packing (they are being packed right now
+// by running goroutines, so the wait ends).
 type packedX struct {
 	tiles  []float32 // len(rows)/outerNR rounded up, × k × outerNR
 	off    []int32   // per packed token (padded to whole tiles): its Y row's offset rows[j]·ldy; 0 in padding
