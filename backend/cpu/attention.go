@@ -69,7 +69,7 @@ func (s *Stream) Rope(qkv backend.Tensor, p backend.RopeParams) {
 	half := p.HeadDim / 2
 	table := s.be.ropeTable(p.Theta, p.HeadDim, p.SeqLen)
 	x := data(qkv)
-	s.be.parallelFor(qkv.Rows(), 8, func(lo, hi int) { // 8 rows ≈ 2 µs
+	s.be.parallelFor(qkv.Rows(), 16, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			pos := r % p.SeqLen
 			cs := table[pos*2*half : (pos+1)*2*half]

@@ -36,9 +36,7 @@ func (s *Stream) LayerNorm(dst, x, weight, bias backend.Tensor, eps float32) {
 	}
 	m, d := x.Rows(), x.Cols()
 	out, in, w, b := data(dst), data(x), data(weight), data(bias)
-	// 8 rows (~4 µs at d = 768 in AVX-512) a chunk: a 93-token question
-	// spreads over 12 workers.
-	s.be.parallelFor(m, 8, func(lo, hi int) {
+	s.be.parallelFor(m, 32, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			layerNormRow(out[r*d:r*d+d], in[r*d:r*d+d], w, b, eps)
 		}
@@ -119,9 +117,7 @@ func (s *Stream) Add(dst, a, b backend.Tensor) {
 		return
 	}
 	out, x, y := data(dst), data(a), data(b)
-	// 8192 values (~1 µs) a chunk: a 93-token question spreads over 8
-	// workers at d = 768.
-	s.be.parallelFor(len(x), 1<<13, func(lo, hi int) {
+	s.be.parallelFor(len(x), 1<<14, func(lo, hi int) {
 		o, xs, ys := out[lo:hi], x[lo:hi], y[lo:hi]
 		if addSIMD(o, xs, ys) {
 			return
