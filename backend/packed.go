@@ -21,6 +21,19 @@ func PacksRows(s Stream) bool {
 	return ok && p.PacksRows()
 }
 
+// BatchRows is the number of tensor rows a batch of these row lengths
+// takes: len(lengths)·seqLen right-padded, Σ lengths packed.
+func BatchRows(lengths []int, seqLen int, packed bool) int {
+	if !packed {
+		return len(lengths) * seqLen
+	}
+	n := 0
+	for _, l := range lengths {
+		n += l
+	}
+	return n
+}
+
 // packedRows is the row count of a packed batch of these lengths, or -1
 // when a length is below 1.
 func packedRows(lengths []int) int {

@@ -80,16 +80,7 @@ type Batch struct {
 }
 
 // rows is the number of token rows the batch's tensors hold.
-func (b Batch) rows() int {
-	if !b.Packed {
-		return len(b.Lengths) * b.SeqLen
-	}
-	n := 0
-	for _, l := range b.Lengths {
-		n += l
-	}
-	return n
-}
+func (b Batch) rows() int { return backend.BatchRows(b.Lengths, b.SeqLen, b.Packed) }
 
 // Forward records the encoder on s and returns last_hidden_state
 // [rows·SeqLen, d]. It checks ctx between layers. observe, when not nil,

@@ -92,16 +92,7 @@ type Layout struct {
 }
 
 // rows is the number of hidden rows the layout covers.
-func (l Layout) rows() int {
-	if !l.Packed {
-		return len(l.Lengths) * l.SeqLen
-	}
-	n := 0
-	for _, k := range l.Lengths {
-		n += k
-	}
-	return n
-}
+func (l Layout) rows() int { return backend.BatchRows(l.Lengths, l.SeqLen, l.Packed) }
 
 // ForwardRows is Forward for a caller that reads only the output rows keep
 // (row indices into hidden: the [CLS] and marker positions). It returns
