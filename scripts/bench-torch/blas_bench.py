@@ -62,8 +62,22 @@ def main():
             blas = sorted({line.split()[-1] for line in f if "blas" in line.lower() and ".so" in line})
     except OSError:
         blas = []
+    # OpenBLAS picks its kernels by CPU model and falls back to generic ones
+    # on models it does not know (Debian's 0.3.21 calls a Xeon of 2024
+    # "Prescott": SSE3, ~2.4x slower than its SkylakeX AVX-512 kernels
+    # there); OPENBLAS_CORETYPE overrides it. Report what it used.
+    core = None
+    for lib in blas:
+        if "openblas" in lib:
+            try:
+                import ctypes
+                f = ctypes.CDLL(lib).openblas_get_corename
+                f.restype = ctypes.c_char_p
+                core = f().decode()
+            except (OSError, AttributeError):
+                pass
     print(json.dumps({
-        "model": args.model, "rows": rows, "matrices": len(ws), "gflop": flops / 1e9, "blas": blas,
+        "model": args.model, "rows": rows, "matrices": len(ws), "gflop": flops / 1e9, "blas": blas, "openblas_core": core,
         "numpy": np.__version__, "median_ms": statistics.median(samples), "mean_ms": statistics.fmean(samples),
         "min_ms": min(samples), "samples_ms": samples,
     }))
