@@ -390,7 +390,7 @@ func TestPercentileInterpolates(t *testing.T) {
 
 func TestBenchmarkFindsTheHighestPassingRate(t *testing.T) {
 	// A model taking 2 ms: 10 and 5 fps (100 and 200 ms budgets) pass, 1000 fps (1 ms)
-	// misses every tick. The margins hold on a loaded machine.
+	// misses (nearly) every tick. The margins hold on a loaded machine.
 	slow := &slowModel{delay: 2 * time.Millisecond}
 	var runs []BenchRun
 	rep, err := Benchmark(context.Background(), slow, BenchConfig{
@@ -413,7 +413,10 @@ func TestBenchmarkFindsTheHighestPassingRate(t *testing.T) {
 		}
 	}
 	for _, r := range rep.Paced {
-		if r.FPS == 1000 && (r.Passes || r.MissFraction != 1 || !r.Summary.Alive) {
+		// Most ticks miss, not necessarily all: a late answer can land
+		// inside a later tick's budget and count for it (CI saw 4 of 5
+		// on a loaded machine).
+		if r.FPS == 1000 && (r.Passes || r.MissFraction < 0.5 || !r.Summary.Alive) {
 			t.Errorf("1000 fps with a 2 ms model: %+v", r)
 		}
 	}
