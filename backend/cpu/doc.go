@@ -10,6 +10,9 @@
 //     (weight.go); micro-kernels chosen at run time: AVX-512 6×4 (K cut in
 //     blocks of 1536), AVX2+FMA 3×4, NEON 3×4 on arm64, pure Go under the
 //     purego tag; each with a documented summation order pinned by a test.
+//     An AVX-512 outer-product kernel (gemm_outer.go, 8×48, one FMA per k
+//     in k order) is opt-in with LAYA_CPU_GEMM=outer: on the 16-core host
+//     it lost to the dot kernel on the narrow GEMMs.
 //   - Work spread over a persistent worker pool (pool.go): units of one W
 //     panel × rows, taken from an atomic counter; no goroutine per call.
 //   - Attention (attn_amd64.go) with AVX-512 outer-product tiles of 6
@@ -22,7 +25,10 @@
 //   - LayerNorm, residual Add and RoPE in AVX-512 (ops_amd64.go), the Go
 //     loops' arithmetic.
 //   - Epilogues: bias and activation while the unit is in cache; a Linear is
-//     deferred to the next op, and the GeGLU of its output runs fused.
+//     deferred to the next op, and the GeGLU or the residual Add of its
+//     output runs fused (bit for bit the unfused answers).
+//   - Packed batches (packed.go, backend.RowPacker): a batch's rows back to
+//     back without padding, so uneven questions cost their real tokens.
 //   - GELU/GeGLU in AVX-512 (gelu_amd64.go); a fast exp for the softmax.
 //   - Loading: UploadMapped keeps views of the checkpoint's mapping, so a
 //     load is the mmap plus validation, and activation buffers are reused
