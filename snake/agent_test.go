@@ -75,7 +75,11 @@ func TestRealModelUnderAnImpossibleDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := l.Summary()
-	if !s.Alive || s.Steps != 60 || s.DeadlineMisses < 55 {
+	// Most ticks miss (a 0.1 ms budget against a model of ~1 ms), not a
+	// fixed count: a late answer can land within a later tick's budget,
+	// and how often depends on the machine (52 of 60 once the CPU engine
+	// got faster).
+	if !s.Alive || s.Steps != 60 || s.DeadlineMisses < s.Steps/2 {
 		t.Fatalf("%+v", s)
 	}
 	// The loop's Close does not wait for stale Predicts; the deferred agent.Close does.
