@@ -253,8 +253,8 @@ func CheckRope(qkv Tensor, p RopeParams) error {
 		return shapeErr(op, "seqLen %d, heads %d, headDim %d (must be even)", p.SeqLen, p.Heads, p.HeadDim)
 	case p.Packed != (p.Lengths != nil):
 		return shapeErr(op, "packed %v with %d lengths (a packed batch needs its lengths, a padded one none)", p.Packed, len(p.Lengths))
-	case p.Packed && qkv.Cols() == 3*width && qkv.Rows() != packedRows(p.Lengths):
-		return shapeErr(op, "qkv [%d, %d] for a packed batch of %d tokens in %d rows", qkv.Rows(), qkv.Cols(), packedRows(p.Lengths), len(p.Lengths))
+	case p.Packed && qkv.Cols() == 3*width && qkv.Rows() != BatchRows(p.Lengths, p.SeqLen, true):
+		return shapeErr(op, "qkv [%d, %d] for a packed batch of %d tokens in %d rows", qkv.Rows(), qkv.Cols(), BatchRows(p.Lengths, p.SeqLen, true), len(p.Lengths))
 	case qkv.Cols() != 3*width || !p.Packed && qkv.Rows()%p.SeqLen != 0:
 		return shapeErr(op, "qkv [%d, %d] for seqLen %d and 3·%d·%d columns", qkv.Rows(), qkv.Cols(), p.SeqLen, p.Heads, p.HeadDim)
 	case !(p.Theta > 0) || math.IsInf(p.Theta, 0):
@@ -291,7 +291,7 @@ func CheckAttention(dst, qkv Tensor, p AttentionParams) error {
 	batch := len(p.Lengths)
 	rows := batch * p.SeqLen
 	if p.Packed {
-		rows = packedRows(p.Lengths)
+		rows = BatchRows(p.Lengths, p.SeqLen, true)
 	}
 	switch {
 	case p.SeqLen <= 0 || p.Heads <= 0 || p.HeadDim <= 0 || p.Radius < 0:

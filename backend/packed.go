@@ -33,16 +33,3 @@ func BatchRows(lengths []int, seqLen int, packed bool) int {
 	}
 	return n
 }
-
-// packedRows is the row count of a packed batch of these lengths, or -1
-// when a length is below 1.
-func packedRows(lengths []int) int {
-	n := 0
-	for _, l := range lengths {
-		if l < 1 {
-			return -1
-		}
-		n += l
-	}
-	return n
-}

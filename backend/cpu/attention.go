@@ -184,6 +184,23 @@ func (b *Backend) attentionPortable(out, in []float32, p backend.AttentionParams
 	})
 }
 
+// queryBlock prepares head h's queries [i0, i1) of the batch row at rowBase
+// with n real tokens: it zeroes the padded queries' outputs (never read) and
+// returns the real queries' end and the keys [j0, j1) any of them may see.
+// i1 ≤ i0 on return means no real query.
+func queryBlock(out []float32, width, h, dh, rowBase, i0, i1, n int, p backend.AttentionParams) (int, int, int) {
+	for i := max(i0, n); i < i1; i++ {
+		at := (rowBase+i)*width + h*dh
+		clear(out[at : at+dh])
+	}
+	i1 = min(i1, n)
+	j0, j1 := 0, n
+	if p.Sliding {
+		j0, j1 = max(0, i0-p.Radius), min(n, i1+p.Radius)
+	}
+	return i1, j0, j1
+}
+
 // attendBlock computes head h of batch row b for queries [i0, i0+attnBlock).
 func attendBlock(out, qkv []float32, b, h, i0 int, p backend.AttentionParams, scratch []float32) {
 	width := p.Heads * p.HeadDim
@@ -191,21 +208,13 @@ func attendBlock(out, qkv []float32, b, h, i0 int, p backend.AttentionParams, sc
 	dh := p.HeadDim
 	n := p.Lengths[b]
 	rowBase := b * p.SeqLen
-	i1 := min(i0+attnBlock, p.SeqLen)
 	outRow := func(i int) []float32 {
 		at := (rowBase+i)*width + h*dh
 		return out[at : at+dh]
 	}
-	for i := max(i0, n); i < i1; i++ {
-		clear(outRow(i)) // padded query: never read
-	}
-	i1 = min(i1, n)
+	i1, j0, j1 := queryBlock(out, width, h, dh, rowBase, i0, min(i0+attnBlock, p.SeqLen), n, p)
 	if i0 >= i1 {
 		return
-	}
-	j0, j1 := 0, n // keys any query of the block may see
-	if p.Sliding {
-		j0, j1 = max(0, i0-p.Radius), min(n, i1+p.Radius)
 	}
 	qrows, nk := i1-i0, j1-j0
 	scores := scratch[:qrows*nk]

@@ -196,18 +196,9 @@ func attendBlockSIMD(out, qkv, kt []float32, row attnRow, h, i0, qb int, p backe
 	width := p.Heads * p.HeadDim
 	stride, dh := 3*width, p.HeadDim
 	n, rowBase := row.n, row.start
-	i1 := min(i0+qb, row.size)
-	for i := max(i0, n); i < i1; i++ {
-		at := (rowBase+i)*width + h*dh
-		clear(out[at : at+dh]) // padded query: never read
-	}
-	i1 = min(i1, n)
+	i1, j0, j1 := queryBlock(out, width, h, dh, rowBase, i0, min(i0+qb, row.size), n, p)
 	if i0 >= i1 {
 		return
-	}
-	j0, j1 := 0, n // keys any query of the block may see
-	if p.Sliding {
-		j0, j1 = max(0, i0-p.Radius), min(n, i1+p.Radius)
 	}
 	qrows, nk := i1-i0, j1-j0
 	lds := (nk + 15) &^ 15

@@ -172,14 +172,7 @@ func (b *Backend) gemmRows(y, x []float32, w matrix, bias []float32, rows []int,
 		fillRows(fill, y[n0:], n, x, k, wp, ldw, mu0, mu1, n1-n0)
 		if bias != nil || act != backend.Identity {
 			for r := mu0; r < mu1; r++ {
-				row := y[r*n+n0 : r*n+n1]
-				if bias != nil {
-					bb := bias[n0:n1]
-					for j := range row {
-						row[j] += bb[j]
-					}
-				}
-				activate(row, row, act)
+				biasActivate(y[r*n+n0:r*n+n1], bias, n0, act)
 			}
 		}
 	})
@@ -194,13 +187,7 @@ func (b *Backend) gemmResidual(op *linearOp, out, a []float32) {
 	y, x, w, m, n, k := op.dst.data, op.x, op.w, op.m, op.n, op.k
 	add := func(r0, r1, n0, n1 int) {
 		for r := r0; r < r1; r++ {
-			o, xs, ys := out[r*n+n0:r*n+n1], a[r*n+n0:r*n+n1], y[r*n+n0:r*n+n1]
-			if addSIMD(o, xs, ys) {
-				continue
-			}
-			for i := range xs {
-				o[i] = xs[i] + ys[i]
-			}
+			addSlices(out[r*n+n0:r*n+n1], a[r*n+n0:r*n+n1], y[r*n+n0:r*n+n1])
 		}
 	}
 	if _, outer := useOuter(m, n, k); outer || k == 0 || m == 0 || n == 0 {
@@ -213,6 +200,19 @@ func (b *Backend) gemmResidual(op *linearOp, out, a []float32) {
 		fillRows(gemmTile, y[n0:], n, x, k, wp, ldw, mu0, mu1, n1-n0)
 		add(mu0, mu1, n0, n1)
 	})
+}
+
+// biasActivate is a unit's epilogue on one row's columns [n0, n0+len(row)):
+// row += bias[n0:] (when there is a bias), then the activation, in place.
+func biasActivate(row, bias []float32, n0 int, act backend.Activation) {
+	if bias != nil {
+		for j, v := range bias[n0 : n0+len(row)] {
+			row[j] += v
+		}
+	}
+	if act != backend.Identity {
+		activate(row, row, act)
+	}
 }
 
 // forEachGemmUnit splits rows [0, m) and columns [0, cols) into work units

@@ -343,14 +343,7 @@ func (b *Backend) gemmOuterW(kern outerKernelFunc, y, x []float32, w matrix, bia
 		outerFill(kern, y[n0:], px, wp, ldw, n1-n0, mu0, mu1, widen, w.rowBytes(next[0], next[1], k))
 		if bias != nil || act != backend.Identity {
 			for _, r := range px.rows[mu0:mu1] {
-				row := y[r*n+n0 : r*n+n1]
-				if bias != nil {
-					bb := bias[n0:n1]
-					for j := range row {
-						row[j] += bb[j]
-					}
-				}
-				activate(row, row, act)
+				biasActivate(y[r*n+n0:r*n+n1], bias, n0, act)
 			}
 		}
 	})

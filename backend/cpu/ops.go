@@ -117,15 +117,18 @@ func (s *Stream) Add(dst, a, b backend.Tensor) {
 		return
 	}
 	out, x, y := data(dst), data(a), data(b)
-	s.be.parallelFor(len(x), 1<<14, func(lo, hi int) {
-		o, xs, ys := out[lo:hi], x[lo:hi], y[lo:hi]
-		if addSIMD(o, xs, ys) {
-			return
-		}
-		for i := range xs {
-			o[i] = xs[i] + ys[i]
-		}
-	})
+	s.be.parallelFor(len(x), 1<<14, func(lo, hi int) { addSlices(out[lo:hi], x[lo:hi], y[lo:hi]) })
+}
+
+// addSlices sets o[i] = x[i] + y[i] (one float32 addition each), with
+// AVX-512 where there is some.
+func addSlices(o, x, y []float32) {
+	if addSIMD(o, x, y) {
+		return
+	}
+	for i := range x {
+		o[i] = x[i] + y[i]
+	}
 }
 
 // Activate implements backend.Stream.
