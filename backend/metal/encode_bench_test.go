@@ -16,18 +16,7 @@ import (
 func BenchmarkEncodeRequest(b *testing.B) {
 	for _, spec := range []synthetic.Spec{synthetic.English(), synthetic.Multilingual()} {
 		b.Run(spec.Name+"/1q-93tok", func(b *testing.B) {
-			ckpt, err := spec.ShapeCheckpoint()
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer ckpt.Close()
-			dev := NewPlanDevice(false)
-			be := New("plan", dev)
-			defer be.Close()
-			net, err := newPlanNetwork(be, ckpt)
-			if err != nil {
-				b.Fatal(err)
-			}
+			dev, net := newEncodeNetwork(b, spec)
 			req := PlanRequest{Questions: 1, Tokens: 93, Markers: 4}
 			ctx := context.Background()
 			if _, err := net.run(ctx, req, nil); err != nil {
@@ -48,6 +37,25 @@ func BenchmarkEncodeRequest(b *testing.B) {
 	}
 }
 
+// newEncodeNetwork is spec's model (shapes only) on a plan device, closed
+// when the test ends.
+func newEncodeNetwork(tb testing.TB, spec synthetic.Spec) (*PlanDevice, *planNetwork) {
+	tb.Helper()
+	ckpt, err := spec.ShapeCheckpoint()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { ckpt.Close() })
+	dev := NewPlanDevice(false)
+	be := New("plan", dev)
+	tb.Cleanup(func() { be.Close() })
+	net, err := newPlanNetwork(be, ckpt)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return dev, net
+}
+
 // maxRequestAllocs bounds the heap allocations of a warm request's host
 // encoding: the stream, its tensor slab and the decision head's index
 // array are 3; the rest is slack for a sync.Pool emptied by a GC. Per
@@ -62,18 +70,7 @@ const maxRequestAllocs = 8
 func TestEncodeRequestAllocs(t *testing.T) {
 	for _, spec := range []synthetic.Spec{synthetic.English(), synthetic.Multilingual(), synthetic.Tiny()} {
 		t.Run(spec.Name, func(t *testing.T) {
-			ckpt, err := spec.ShapeCheckpoint()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ckpt.Close()
-			dev := NewPlanDevice(false)
-			be := New("plan", dev)
-			defer be.Close()
-			net, err := newPlanNetwork(be, ckpt)
-			if err != nil {
-				t.Fatal(err)
-			}
+			dev, net := newEncodeNetwork(t, spec)
 			req := PlanRequest{Questions: 2, Tokens: 61, Markers: 3}
 			ctx := context.Background()
 			var runErr error
