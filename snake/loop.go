@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/laya-metal/laya"
+	"github.com/laya-metal/laya/internal/stats"
 )
 
 // Config sets up a Loop.
@@ -497,19 +498,7 @@ func (l *Loop) Summary() Summary {
 func percentiles(ms []float64) Percentiles {
 	sorted := slices.Clone(ms)
 	slices.Sort(sorted)
-	return Percentiles{P50: round3(percentile(sorted, 50)), P95: round3(percentile(sorted, 95)), P99: round3(percentile(sorted, 99))}
-}
-
-// percentile interpolates linearly between order statistics (numpy's default, which
-// upstream's benchmark uses).
-func percentile(sorted []float64, p float64) float64 {
-	if len(sorted) == 0 {
-		return 0
-	}
-	k := float64(len(sorted)-1) * p / 100
-	lo := int(math.Floor(k))
-	hi := int(math.Ceil(k))
-	return sorted[lo] + (sorted[hi]-sorted[lo])*(k-float64(lo))
+	return Percentiles{P50: round3(stats.Percentile(sorted, 50)), P95: round3(stats.Percentile(sorted, 95)), P99: round3(stats.Percentile(sorted, 99))}
 }
 
 // round3 keeps microseconds of a millisecond figure: timings are not more exact.

@@ -379,15 +379,6 @@ func TestSummaryJSONFields(t *testing.T) {
 	}
 }
 
-func TestPercentileInterpolates(t *testing.T) {
-	xs := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
-	for _, c := range []struct{ p, want float64 }{{50, 5.5}, {95, 9.55}, {99, 9.91}, {0, 1}, {100, 10}} {
-		if got := percentile(xs, c.p); math.Abs(got-c.want) > 1e-12 {
-			t.Errorf("p%v = %v, want %v (numpy linear)", c.p, got, c.want)
-		}
-	}
-}
-
 func TestBenchmarkFindsTheHighestPassingRate(t *testing.T) {
 	// A model taking 2 ms: 10 and 5 fps (100 and 200 ms budgets) pass, 1000 fps (1 ms)
 	// misses (nearly) every tick. The margins hold on a loaded machine.

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/laya-metal/laya"
+	"github.com/laya-metal/laya/internal/stats"
 )
 
 const compareHelp = `laya-bench --compare A B: which of two configurations is faster, and by how much.
@@ -312,13 +313,13 @@ func bootstrapCI(rng *rand.Rand, stat func(resample func(xs []float64) []float64
 		vals[i] = stat(resample)
 	}
 	sort.Float64s(vals)
-	return percentile(vals, 2.5), percentile(vals, 97.5)
+	return stats.Percentile(vals, 2.5), stats.Percentile(vals, 97.5)
 }
 
 func median(xs []float64) float64 {
 	s := slices.Clone(xs)
 	sort.Float64s(s)
-	return percentile(s, 50)
+	return stats.Percentile(s, 50)
 }
 
 // resetPeakRSS resets the process's RSS high-water mark (Linux: writing 5 to

@@ -32,6 +32,7 @@ import (
 	"github.com/laya-metal/laya"
 	"github.com/laya-metal/laya/backend"
 	_ "github.com/laya-metal/laya/backend/metalemu" // --backend metal-emu
+	"github.com/laya-metal/laya/internal/stats"
 	"github.com/laya-metal/laya/weights/synthetic"
 )
 
@@ -379,13 +380,13 @@ func measure(ctx context.Context, agent *laya.Agent, timer backend.Timer, n int,
 	}
 	sorted := append([]float64(nil), r.SamplesMS...)
 	sort.Float64s(sorted)
-	r.P50MS, r.P95MS, r.P99MS = percentile(sorted, 50), percentile(sorted, 95), percentile(sorted, 99)
+	r.P50MS, r.P95MS, r.P99MS = stats.Percentile(sorted, 50), stats.Percentile(sorted, 95), stats.Percentile(sorted, 99)
 	r.MeanMS, r.SDMS = meanSD(sorted)
 	r.QPS = float64(n) / (r.MeanMS / 1000)
 	if timer != nil {
 		gpuSorted := append([]float64(nil), r.GPUSamplesMS...)
 		sort.Float64s(gpuSorted)
-		r.GPUP50MS = percentile(gpuSorted, 50)
+		r.GPUP50MS = stats.Percentile(gpuSorted, 50)
 		r.GPUMeanMS, _ = meanSD(gpuSorted)
 	}
 	return r, nil
@@ -431,17 +432,6 @@ func reportProfile(w io.Writer, results []result) error {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
-
-// percentile interpolates linearly between closest ranks (numpy's default).
-func percentile(sorted []float64, p float64) float64 {
-	if len(sorted) == 1 {
-		return sorted[0]
-	}
-	pos := p / 100 * float64(len(sorted)-1)
-	lo := int(math.Floor(pos))
-	hi := min(lo+1, len(sorted)-1)
-	return sorted[lo] + (sorted[hi]-sorted[lo])*(pos-float64(lo))
-}
 
 func meanSD(xs []float64) (mean, sd float64) {
 	for _, x := range xs {
