@@ -49,11 +49,11 @@ import (
 // are usually the closer to the float64 sum.
 //
 // Work split: the output is cut into units of one W panel (gemmPanel rows,
-// fewer when the panels would leave workers idle) × up to gemmUnitM X rows
-// (every row for a half W, so that each panel is widened once per call).
-// Workers of the persistent pool (pool.go) take units from an atomic
-// counter, panel-major, so a panel's rows are packed once per unit and stay
-// in L2 while the unit sweeps its X rows in tiles of gemmTileM; bias and
+// fewer when the panels would leave workers idle) × a block of X rows that
+// fits in L2 (gemmUnitPlan). Workers of the persistent pool (pool.go) take
+// units from an atomic counter, row-block-major, so a panel's rows are
+// packed once per unit and stay in L2 while the unit sweeps its X rows in
+// tiles of gemmTileM, and the X block stays in L2 for every panel; bias and
 // activation are applied to the unit's block while it is still in cache.
 // gemmTileM is a multiple of every SIMD block height (3, 4 and 6), so only
 // the last tile of X has a ragged block.
@@ -146,7 +146,7 @@ func (b *Backend) gemmRows(y, x []float32, w matrix, bias []float32, rows []int,
 		return
 	}
 	if kern, ok := useOuter(m, n, k); ok {
-		b.gemmOuterW(kern, y, x, w, bias, rows, m, n, k, act)
+		b.gemmOuterW(kern, y, x, w, bias, rows, m, n, k, act, nil)
 		return
 	}
 	if rows != nil {
@@ -190,9 +190,13 @@ func (b *Backend) gemmResidual(op *linearOp, out, a []float32) {
 			addSlices(out[r*n+n0:r*n+n1], a[r*n+n0:r*n+n1], y[r*n+n0:r*n+n1])
 		}
 	}
-	if _, outer := useOuter(m, n, k); outer || k == 0 || m == 0 || n == 0 {
+	if k == 0 || m == 0 || n == 0 {
 		b.gemmW(y, x, w, nil, m, n, k, backend.Identity)
 		b.parallelFor(m, 8, func(lo, hi int) { add(lo, hi, 0, n) })
+		return
+	}
+	if kern, ok := useOuter(m, n, k); ok {
+		b.gemmOuterW(kern, y, x, w, nil, nil, m, n, k, backend.Identity, func(r, n0, n1 int) { add(r, r+1, n0, n1) })
 		return
 	}
 	b.forEachGemmUnit(m, n, k, w.f32 == nil, func(n0, n1, mu0, mu1 int, _ [2]int, scratch *[]float32) {
@@ -217,13 +221,23 @@ func biasActivate(row, bias []float32, n0 int, act backend.Activation) {
 
 // forEachGemmUnit splits rows [0, m) and columns [0, cols) into work units
 // and hands them out to the workers: unit(n0, n1, mu0, mu1, next, scratch)
-// covers columns [n0, n1) of rows [mu0, mu1). Columns go in panels of
-// gemmPanel, halved (down to 16) until there are at least two units per
-// worker, so a small n still keeps every core busy. halfW says W is stored
-// as half: its panels are widened once per unit, so a unit spans every row
-// (each panel is widened once per call) and scratch holds panel·k float32
-// for the widening; scratch is nil for a float32 W. The plain Linear and
-// the fused GeGLU both split their work this way.
+// covers columns [n0, n1) of rows [mu0, mu1). halfW says W is stored as
+// half: each unit widens its panel into scratch (panel·k float32); scratch
+// is nil for a float32 W. The plain Linear and the fused GeGLU both split
+// their work this way.
+//
+// Rows go in blocks of gemmUnitM for a float32 W; a unit of a half W spans
+// every row, so that each panel is widened once per call; columns go in
+// panels of gemmPanel. When that leaves fewer than gemmUnitsPerWorker units
+// per worker (16 cores), the rows are halved first (while blocks stay at
+// least two tiles), then the panels (down to 16): every worker then takes
+// several units, so one that runs slow (another tenant on its core, a
+// GeGLU's 41 panels on 16 workers) delays the join by a fraction of its
+// share instead of a whole one. Rows first, because a narrow panel streams
+// all of X once more per panel, and a half panel widened once more per row
+// block costs a few per cent (gemmUnitPlan). The units go row-block-major,
+// so the workers sweep every panel against one block of X while it is in
+// their L2.
 //
 // With gemmPrefetch on, a worker claims its next unit before it runs the
 // current one, so that the unit can prefetch the next one's W panel while
@@ -231,15 +245,8 @@ func biasActivate(row, bias []float32, n0 int, act backend.Activation) {
 // current one's, else [0, 0) (nothing to fetch, as always with it off).
 func (b *Backend) forEachGemmUnit(m, cols, k int, halfW bool, unit func(n0, n1, mu0, mu1 int, next [2]int, scratch *[]float32)) {
 	workers := b.workerCount()
-	panel := gemmPanel
-	unitM := gemmUnitM
-	if halfW {
-		unitM = m
-	}
+	panel, unitM := gemmUnitPlan(m, cols, halfW, workers)
 	unitsM := (m + unitM - 1) / unitM
-	for panel > 16 && ((cols+panel-1)/panel)*unitsM < 2*workers {
-		panel /= 2
-	}
 	panels := (cols + panel - 1) / panel
 	units := panels * unitsM
 	var next atomic.Int64
@@ -258,13 +265,13 @@ func (b *Backend) forEachGemmUnit(m, cols, k int, halfW bool, unit func(n0, n1, 
 			var nextPanel [2]int
 			if ahead {
 				following = int(next.Add(1) - 1)
-				if following < units && following/unitsM != u/unitsM {
-					f0 := (following / unitsM) * panel
+				if following < units && following%panels != u%panels {
+					f0 := (following % panels) * panel
 					nextPanel = [2]int{f0, min(f0+panel, cols)}
 				}
 			}
-			n0 := (u / unitsM) * panel
-			mu0 := (u % unitsM) * unitM
+			n0 := (u % panels) * panel
+			mu0 := (u / panels) * unitM
 			unit(n0, min(n0+panel, cols), mu0, min(mu0+unitM, m), nextPanel, scratch)
 			if !ahead {
 				following = int(next.Add(1) - 1)
@@ -272,6 +279,31 @@ func (b *Backend) forEachGemmUnit(m, cols, k int, halfW bool, unit func(n0, n1, 
 			u = following
 		}
 	})
+}
+
+// gemmUnitsPerWorker is how many units per worker forEachGemmUnit aims
+// for when it splits rows and panels.
+const gemmUnitsPerWorker = 4
+
+// gemmUnitPlan picks a GEMM's panel width and rows per unit (a multiple of
+// gemmTileM, or all m) for workers workers; see forEachGemmUnit.
+func gemmUnitPlan(m, cols int, halfW bool, workers int) (panel, unitM int) {
+	panel, unitM = gemmPanel, max(m, 1)
+	if !halfW {
+		unitM = min(unitM, gemmUnitM)
+	}
+	units := func() int { return ((cols + panel - 1) / panel) * ((m + unitM - 1) / unitM) }
+	for units() < gemmUnitsPerWorker*workers {
+		switch {
+		case unitM >= 4*gemmTileM:
+			unitM = (unitM/2 + gemmTileM - 1) / gemmTileM * gemmTileM
+		case panel > 16:
+			panel /= 2
+		default:
+			return panel, unitM
+		}
+	}
+	return panel, unitM
 }
 
 // fillRows runs fill over rows [mu0, mu1) in gemmTileM-row tiles, for the

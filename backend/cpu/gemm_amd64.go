@@ -158,20 +158,24 @@ func simdWiden(dst []float32, src []uint16, dtype backend.DType) bool {
 //go:noescape
 func gemm8x48AVX512(a *[8]*float32, b *float32, k int, c *float32, ldc, rows, cols int, idx *int32)
 
-// simdGemmOuter returns the outer-product kernel when it is asked for
-// (LAYA_CPU_GEMM=outer) and the CPU has AVX-512F (the kernel uses only
-// AVX-512F instructions on ZMM), else nil: Linear runs the dot kernels.
-// Measured on the 16-core Xeon host (synthetic checkpoints, one question,
-// same run, P50 of 6): multilingual 45–50 ms on the dot kernel against
-// 48–54 on the outer one at 16 cores, English 107–112 against 111–112; at
-// 2 cores within a few per cent either way (English 335–338 / 316–346,
-// multilingual 113–123 / 115–118). BenchmarkGEMM there at 16 cores and 93
-// rows puts the outer kernel far behind on the narrow GEMMs (English
-// attention Wo 352 against 665 GFLOP/s, multilingual MLP Wo 277 against
-// 677): its packed Xᵀ and 48-token tiles leave fewer, longer units for 16
-// workers. It stays, opt-in, for CPUs where it wins.
+// simdGemmOuter returns the outer-product kernel where the CPU has
+// AVX-512F (the kernel uses only AVX-512F instructions on ZMM) unless the
+// dot kernels are asked for (LAYA_CPU_GEMM=dot), else nil: Linear then
+// runs the dot kernels.
+//
+// It became the default once forEachGemmUnit split 16 workers' GEMMs into
+// several units each (gemmUnitPlan). Before that, on the 16-core Xeon host
+// (synthetic checkpoints, one question, P50 of 6) it ran multilingual in
+// 48–54 ms against the dot kernel's 45–50 at 16 cores and BenchmarkGEMM put
+// it far behind on the narrow GEMMs (English attention Wo 352 against 665
+// GFLOP/s at 93 rows): its 48-token tiles left fewer, longer units than
+// the workers. Ten-question requests there, same run, two rounds: English
+// 3,394 and 3,353 ms against the dot kernel's 3,774 and 3,796 at 2 cores,
+// multilingual 1,247 and 1,223 against 1,440 and 1,369; at 16 cores English
+// 771 against 763, multilingual 299 and 334 against 297 and 329 (dot with
+// the new split).
 func simdGemmOuter() outerKernelFunc {
-	if os.Getenv("LAYA_CPU_GEMM") != "outer" {
+	if os.Getenv("LAYA_CPU_GEMM") == "dot" {
 		return nil
 	}
 	return outerKernelOfCPU()

@@ -334,8 +334,10 @@ func outerFill(kern outerKernelFunc, y []float32, px *packedX, wp []float32, ldw
 func outerFits(m, n, k int) bool { return m*max(n, k) <= math.MaxInt32 }
 
 // gemmOuterW is gemmW (for the rows listed, nil = all) on the
-// outer-product kernel.
-func (b *Backend) gemmOuterW(kern outerKernelFunc, y, x []float32, w matrix, bias []float32, rows []int, m, n, k int, act backend.Activation) {
+// outer-product kernel. after, when not nil, is the unit's epilogue on each
+// of its rows r, columns [n0, n1), run after bias and activation while the
+// block is in cache (gemmResidual's add).
+func (b *Backend) gemmOuterW(kern outerKernelFunc, y, x []float32, w matrix, bias []float32, rows []int, m, n, k int, act backend.Activation, after func(r, n0, n1 int)) {
 	px := b.packX(x, k, k, rows, m, n)
 	defer px.release()
 	b.forEachGemmUnit(len(px.rows), n, k, w.f32 == nil, func(n0, n1, mu0, mu1 int, next [2]int, scratch *[]float32) {
@@ -344,6 +346,11 @@ func (b *Backend) gemmOuterW(kern outerKernelFunc, y, x []float32, w matrix, bia
 		if bias != nil || act != backend.Identity {
 			for _, r := range px.rows[mu0:mu1] {
 				biasActivate(y[r*n+n0:r*n+n1], bias, n0, act)
+			}
+		}
+		if after != nil {
+			for _, r := range px.rows[mu0:mu1] {
+				after(r, n0, n1)
 			}
 		}
 	})

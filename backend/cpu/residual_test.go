@@ -14,8 +14,18 @@ import (
 // between flushes the pending Linear): x and proj must match bit for bit,
 // with F32 and F16 weights, on ragged shapes, for x += proj and out = a +
 // proj; and an Add whose destination is the Linear's input must not fuse
-// (its units would overwrite rows others still read).
+// (its units would overwrite rows others still read). Every kernel: the
+// dot kernels and the outer-product one fuse the add in their own units.
 func TestResidualFusion(t *testing.T) {
+	for _, kernel := range gemmKernels(t) {
+		t.Run(kernel.name, func(t *testing.T) {
+			useGemmKernel(t, kernel)
+			testResidualFusion(t)
+		})
+	}
+}
+
+func testResidualFusion(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 32))
 	ctx := context.Background()
 	for _, sh := range []struct{ m, k, n int }{{1, 3, 2}, {7, 17, 66}, {93, 64, 130}, {50, 200, 32}} {
