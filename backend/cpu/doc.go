@@ -10,11 +10,13 @@
 //     (weight.go); micro-kernels chosen at run time: AVX-512 6×4 (K cut in
 //     blocks of 1536), AVX2+FMA 3×4, NEON 3×4 on arm64, pure Go under the
 //     purego tag; each with a documented summation order pinned by a test.
-//     An AVX-512 outer-product kernel (gemm_outer.go, 8×48, one FMA per k
-//     in k order) is opt-in with LAYA_CPU_GEMM=outer: on the 16-core host
-//     it lost to the dot kernel on the narrow GEMMs.
+//     Where the CPU has AVX-512F, every Linear and GeGLU runs the
+//     outer-product kernel (gemm_outer.go: 8×48, one FMA per k in k
+//     order, Xᵀ packed lazily in 48-token tiles); LAYA_CPU_GEMM=dot
+//     selects the dot kernels instead.
 //   - Work spread over a persistent worker pool (pool.go): units of one W
-//     panel × rows, taken from an atomic counter; no goroutine per call.
+//     panel × a block of rows, taken from an atomic counter, split until
+//     each worker has several (gemmUnitPlan); no goroutine per call.
 //   - Attention (attn_amd64.go) with AVX-512 outer-product tiles of 6
 //     queries × 64 keys (QKᵀ, Kᵀ packed once per head by gathers) and 6
 //     queries × 64 of the head dim (PV, V rows in place), a vectorised

@@ -68,8 +68,9 @@ var outerL2Bytes = 384 << 10
 type outerKernelFunc func(a *[outerMR]*float32, b *float32, k int, c *float32, ldc, rows, cols int, idx *int32)
 
 // gemmOuter is the outer-product kernel Linear uses, nil where this build or
-// CPU has none or it was not asked for (LAYA_CPU_GEMM=outer; see
-// simdGemmOuter for why the dot kernels are the default). Tests swap it.
+// CPU has none or the dot kernels were asked for (LAYA_CPU_GEMM=dot; see
+// simdGemmOuter for the measurements that made it the default). Tests swap
+// it.
 //
 // It runs at every M, though the dot kernel is faster for few rows: a
 // row's bits must not depend on how many rows its call has, or a request
@@ -93,8 +94,8 @@ type outerKernelFunc func(a *[outerMR]*float32, b *float32, k int, c *float32, l
 // came out ×1.02–1.07 of the dot kernel's at one question and ×1.01–1.06
 // at ten: within that shared machine's noise, no clear end-to-end gain
 // there. The F16 widening (cvtF16AVX512, 11–12 % of a request: the weights
-// stream from DRAM) is the same for both. LAYA_CPU_GEMM=outer
-// (gemm_amd64.go) selects this kernel to compare on other machines.
+// stream from DRAM) is the same for both. On the 16-core host, once the
+// units were split for many workers, it won clearly (simdGemmOuter).
 //
 // gemmPrefetch: prefetching the next unit's W panel (outerFill) measured no
 // faster there, with one or two workers and cold F16 weights
