@@ -201,6 +201,8 @@ DATA geluK<>+1504(SB)/8, $0xbe08a38e38e38e39
 DATA geluK<>+1512(SB)/8, $0xbe08a38e38e38e39
 DATA geluK<>+1520(SB)/8, $0xbe08a38e38e38e39
 DATA geluK<>+1528(SB)/8, $0xbe08a38e38e38e39
+// Offset 1536: the clamp of a², 10.5² (gelu_amd64.go: past a ≈ 26.6 e^(−a²)
+// would be a float64 denormal, a microcode assist per lane).
 DATA geluK<>+1536(SB)/8, $0x405b900000000000
 DATA geluK<>+1544(SB)/8, $0x405b900000000000
 DATA geluK<>+1552(SB)/8, $0x405b900000000000
@@ -566,6 +568,7 @@ geluAVX512loop:
 	VFMADD213PD geluK<>+1792(SB), Z23, Z24
 	VSCALEFPD Z8, Z10, Z10
 	VMULPD Z7, Z10, Z10
+	// erfc = 0 where a > 10.5 (a² was clamped there).
 	VCMPPD $0x1e, geluK<>+128(SB), Z1, K4
 	VMOVAPD Z28, K4, Z10
 	VMOVUPD geluK<>+3392(SB), Z11
@@ -576,6 +579,7 @@ geluAVX512loop:
 	VMOVUPD geluK<>+3264(SB), Z12
 	VSCALEFPD Z22, Z24, Z24
 	VMULPD Z21, Z24, Z24
+	// erfc = 0 where a > 10.5 (a² was clamped there).
 	VCMPPD $0x1e, geluK<>+128(SB), Z15, K5
 	VMOVAPD Z28, K5, Z24
 	VMOVUPD geluK<>+3392(SB), Z25
@@ -736,6 +740,7 @@ gegluAVX512loop:
 	VFMADD213PD geluK<>+1792(SB), Z23, Z24
 	VSCALEFPD Z8, Z10, Z10
 	VMULPD Z7, Z10, Z10
+	// erfc = 0 where a > 10.5 (a² was clamped there).
 	VCMPPD $0x1e, geluK<>+128(SB), Z1, K4
 	VMOVAPD Z28, K4, Z10
 	VMOVUPD geluK<>+3392(SB), Z11
@@ -746,6 +751,7 @@ gegluAVX512loop:
 	VMOVUPD geluK<>+3264(SB), Z12
 	VSCALEFPD Z22, Z24, Z24
 	VMULPD Z21, Z24, Z24
+	// erfc = 0 where a > 10.5 (a² was clamped there).
 	VCMPPD $0x1e, geluK<>+128(SB), Z15, K5
 	VMOVAPD Z28, K5, Z24
 	VMOVUPD geluK<>+3392(SB), Z25

@@ -49,11 +49,11 @@ import (
 // are usually the closer to the float64 sum.
 //
 // Work split: the output is cut into units of one W panel (gemmPanel rows,
-// fewer when the panels would leave workers idle) × a block of X rows that
-// fits in L2 (gemmUnitPlan). Workers of the persistent pool (pool.go) take
-// units from an atomic counter, row-block-major, so a panel's rows are
-// packed once per unit and stay in L2 while the unit sweeps its X rows in
-// tiles of gemmTileM, and the X block stays in L2 for every panel; bias and
+// fewer when the workers need more units) × a block of X rows (every row
+// for a half W unless the workers need more units; gemmUnitPlan). Workers
+// of the persistent pool (pool.go) take units from an atomic counter,
+// row-block-major, so a panel's rows are packed once per unit and stay in
+// L2 while the unit sweeps its X rows in tiles of gemmTileM; bias and
 // activation are applied to the unit's block while it is still in cache.
 // gemmTileM is a multiple of every SIMD block height (3, 4 and 6), so only
 // the last tile of X has a ragged block.

@@ -169,11 +169,11 @@ func gemm8x48AVX512(a *[8]*float32, b *float32, k int, c *float32, ldc, rows, co
 // 48–54 ms against the dot kernel's 45–50 at 16 cores and BenchmarkGEMM put
 // it far behind on the narrow GEMMs (English attention Wo 352 against 665
 // GFLOP/s at 93 rows): its 48-token tiles left fewer, longer units than
-// the workers. Ten-question requests there, same run, two rounds: English
-// 3,394 and 3,353 ms against the dot kernel's 3,774 and 3,796 at 2 cores,
-// multilingual 1,247 and 1,223 against 1,440 and 1,369; at 16 cores English
-// 771 against 763, multilingual 299 and 334 against 297 and 329 (dot with
-// the new split).
+// the workers. Ten-question requests there, with the new split: at 2
+// cores (two rounds) English 3,394 and 3,353 ms against the dot kernel's
+// (old split) 3,774 and 3,796, multilingual 1,247 and 1,223 against 1,440
+// and 1,369; at 16 cores (P50 of 5, both with the new split) English 643
+// against 739, multilingual 252 against 264.
 func simdGemmOuter() outerKernelFunc {
 	if os.Getenv("LAYA_CPU_GEMM") == "dot" {
 		return nil
