@@ -167,7 +167,7 @@ func (b *Backend) gemmRows(y, x []float32, w matrix, bias []float32, rows []int,
 		// zero-width row has none.
 		fill = gemmTileGo
 	}
-	b.forEachGemmUnit(m, n, k, w.f32 == nil, func(n0, n1, mu0, mu1 int, _ [2]int, scratch *[]float32) {
+	b.forEachGemmUnit(m, n, k, gemmPanel, w.f32 == nil, func(n0, n1, mu0, mu1 int, _ [2]int, scratch *[]float32) {
 		wp, ldw := w.panel(n0, n1, k, scratch)
 		fillRows(fill, y[n0:], n, x, k, wp, ldw, mu0, mu1, n1-n0)
 		if bias != nil || act != backend.Identity {
@@ -199,7 +199,7 @@ func (b *Backend) gemmResidual(op *linearOp, out, a []float32) {
 		b.gemmOuterW(kern, y, x, w, nil, nil, m, n, k, backend.Identity, func(r, n0, n1 int) { add(r, r+1, n0, n1) })
 		return
 	}
-	b.forEachGemmUnit(m, n, k, w.f32 == nil, func(n0, n1, mu0, mu1 int, _ [2]int, scratch *[]float32) {
+	b.forEachGemmUnit(m, n, k, gemmPanel, w.f32 == nil, func(n0, n1, mu0, mu1 int, _ [2]int, scratch *[]float32) {
 		wp, ldw := w.panel(n0, n1, k, scratch)
 		fillRows(gemmTile, y[n0:], n, x, k, wp, ldw, mu0, mu1, n1-n0)
 		add(mu0, mu1, n0, n1)
@@ -228,7 +228,8 @@ func biasActivate(row, bias []float32, n0 int, act backend.Activation) {
 //
 // Rows go in blocks of gemmUnitM for a float32 W; a unit of a half W spans
 // every row, so that each panel is widened once per call; columns go in
-// panels of gemmPanel. When that leaves fewer than gemmUnitsPerWorker units
+// panels of widest (gemmPanel for the dot kernels, outerPanel for the
+// outer-product one). When that leaves fewer than gemmUnitsPerWorker units
 // per worker (16 cores), the rows are halved first (while blocks stay at
 // least two tiles), then the panels (down to 16): every worker then takes
 // several units, so one that runs slow (another tenant on its core, a
@@ -243,9 +244,9 @@ func biasActivate(row, bias []float32, n0 int, act backend.Activation) {
 // current one, so that the unit can prefetch the next one's W panel while
 // it computes: next is that panel's column range when it differs from the
 // current one's, else [0, 0) (nothing to fetch, as always with it off).
-func (b *Backend) forEachGemmUnit(m, cols, k int, halfW bool, unit func(n0, n1, mu0, mu1 int, next [2]int, scratch *[]float32)) {
+func (b *Backend) forEachGemmUnit(m, cols, k, widest int, halfW bool, unit func(n0, n1, mu0, mu1 int, next [2]int, scratch *[]float32)) {
 	workers := b.workerCount()
-	panel, unitM := gemmUnitPlan(m, cols, halfW, workers)
+	panel, unitM := gemmUnitPlan(m, cols, widest, halfW, workers)
 	unitsM := (m + unitM - 1) / unitM
 	panels := (cols + panel - 1) / panel
 	units := panels * unitsM
@@ -285,10 +286,11 @@ func (b *Backend) forEachGemmUnit(m, cols, k int, halfW bool, unit func(n0, n1, 
 // for when it splits rows and panels.
 const gemmUnitsPerWorker = 4
 
-// gemmUnitPlan picks a GEMM's panel width and rows per unit (a multiple of
-// gemmTileM, or all m) for workers workers; see forEachGemmUnit.
-func gemmUnitPlan(m, cols int, halfW bool, workers int) (panel, unitM int) {
-	panel, unitM = gemmPanel, max(m, 1)
+// gemmUnitPlan picks a GEMM's panel width (widest, halved while too few
+// units) and rows per unit (a multiple of gemmTileM, or all m) for workers
+// workers; see forEachGemmUnit.
+func gemmUnitPlan(m, cols, widest int, halfW bool, workers int) (panel, unitM int) {
+	panel, unitM = widest, max(m, 1)
 	if !halfW {
 		unitM = min(unitM, gemmUnitM)
 	}
@@ -441,7 +443,7 @@ func (b *Backend) gemmGeGLURows(op *linearOp, dst []float32, rows []int) {
 		return
 	}
 	inner := op.n / 2
-	b.forEachGemmUnit(m, inner, k, w.f32 == nil, func(n0, n1, mu0, mu1 int, _ [2]int, scratch *[]float32) {
+	b.forEachGemmUnit(m, inner, k, gemmPanel, w.f32 == nil, func(n0, n1, mu0, mu1 int, _ [2]int, scratch *[]float32) {
 		for _, off := range [2]int{0, inner} {
 			wp, ldw := w.panel(off+n0, off+n1, k, scratch)
 			fillRows(gemmTile, y[off+n0:], op.n, x, k, wp, ldw, mu0, mu1, n1-n0)

@@ -329,24 +329,29 @@ const gemmKBlock16 = 1536
 func TestGemmUnitPlan(t *testing.T) {
 	for _, tt := range []struct {
 		m, cols     int
+		widest      int
 		halfW       bool
 		workers     int
 		panel, rows int
 	}{
-		{855, 3072, true, 2, 64, 855},  // 48 units: enough for 2 workers
-		{860, 1024, false, 2, 64, 192}, // a float32 W: gemmUnitM rows
-		{855, 3072, true, 16, 64, 432}, // 48 panels × 2 row blocks
-		{855, 1024, true, 16, 64, 240}, // 16 panels × 4 row blocks of 5 tiles
-		{855, 768, true, 16, 64, 144},  // 12 panels × 6 row blocks of 3 tiles
-		{93, 3072, true, 16, 32, 93},   // too few rows to split: 96 panels of 32
-		{93, 768, true, 16, 16, 93},    // 48 panels of 16, the narrowest
-		{10, 1024, true, 16, 16, 10},   // a decision head's few rows
-		{1, 1, true, 4, 16, 1},
+		{855, 3072, 64, true, 2, 64, 855},  // 48 units: enough for 2 workers
+		{860, 1024, 64, false, 2, 64, 192}, // a float32 W: gemmUnitM rows
+		{855, 3072, 64, true, 16, 64, 432}, // 48 panels × 2 row blocks
+		{855, 1024, 64, true, 16, 64, 240}, // 16 panels × 4 row blocks of 5 tiles
+		{855, 768, 64, true, 16, 64, 144},  // 12 panels × 6 row blocks of 3 tiles
+		{93, 3072, 64, true, 16, 32, 93},   // too few rows to split: 96 panels of 32
+		{93, 768, 64, true, 16, 16, 93},    // 48 panels of 16, the narrowest
+		{10, 1024, 64, true, 16, 16, 10},   // a decision head's few rows
+		{1, 1, 64, true, 4, 16, 1},
+		{855, 2304, 128, true, 2, 128, 855},  // the outer kernel's panels: 18 units
+		{855, 768, 128, true, 2, 128, 432},   // 6 panels × 2 row blocks
+		{860, 1024, 128, false, 2, 128, 192}, // 8 panels × 5 row blocks
+		{855, 3072, 128, true, 16, 128, 240}, // 24 panels × 4 row blocks of 5 tiles
 	} {
-		panel, rows := gemmUnitPlan(tt.m, tt.cols, tt.halfW, tt.workers)
+		panel, rows := gemmUnitPlan(tt.m, tt.cols, tt.widest, tt.halfW, tt.workers)
 		if panel != tt.panel || rows != tt.rows {
-			t.Errorf("gemmUnitPlan(%d, %d, %v, %d) = panel %d, rows %d; want %d, %d",
-				tt.m, tt.cols, tt.halfW, tt.workers, panel, rows, tt.panel, tt.rows)
+			t.Errorf("gemmUnitPlan(%d, %d, %d, %v, %d) = panel %d, rows %d; want %d, %d",
+				tt.m, tt.cols, tt.widest, tt.halfW, tt.workers, panel, rows, tt.panel, tt.rows)
 		}
 	}
 	// Every plan covers the GEMM in whole tiles per unit (outerFill needs
@@ -354,11 +359,11 @@ func TestGemmUnitPlan(t *testing.T) {
 	for _, m := range []int{1, 47, 48, 93, 200, 855, 4000} {
 		for _, workers := range []int{1, 2, 16, 64} {
 			for _, halfW := range []bool{false, true} {
-				panel, rows := gemmUnitPlan(m, 2624, halfW, workers)
+				panel, rows := gemmUnitPlan(m, 2624, outerPanel, halfW, workers)
 				if rows != m && (rows%gemmTileM != 0 || rows > m) {
 					t.Errorf("m %d, %d workers, half %v: %d rows per unit", m, workers, halfW, rows)
 				}
-				if panel != 16 && panel != 32 && panel != 64 {
+				if panel != 16 && panel != 32 && panel != 64 && panel != 128 {
 					t.Errorf("m %d, %d workers: panel %d", m, workers, panel)
 				}
 			}
