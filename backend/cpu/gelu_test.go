@@ -210,3 +210,38 @@ func BenchmarkGelu(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(in)), "ns/value")
 	})
 }
+
+// BenchmarkGeGLURows runs the GeGLU as a work unit's epilogue does, row by
+// row over 128 unit columns, on an English Wi output of 862 rows (18 MB:
+// from L3 or DRAM, "cold") and on one row pair over and over (from L1,
+// "hot"): why outerFill runs it per group of tiles, while the group's
+// value and gate columns are still in cache.
+func BenchmarkGeGLURows(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	const m, n, cols = 862, 5248, 128
+	inner := n / 2
+	y := make([]float32, m*n)
+	for i := range y {
+		y[i] = float32(rng.NormFloat64() * 2)
+	}
+	dst := make([]float32, m*inner)
+	b.Run("cold", func(b *testing.B) {
+		for b.Loop() {
+			for n0 := 0; n0 < inner; n0 += cols {
+				n1 := min(n0+cols, inner)
+				for r := range m {
+					gegluSlice(dst[r*inner+n0:r*inner+n1], y[r*n+n0:r*n+n1], y[r*n+inner+n0:r*n+inner+n1])
+				}
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*m*inner), "ns/value")
+	})
+	b.Run("hot", func(b *testing.B) {
+		for b.Loop() {
+			for range m * inner / cols {
+				gegluSlice(dst[:cols], y[:cols], y[cols:2*cols])
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*m*inner), "ns/value")
+	})
+}

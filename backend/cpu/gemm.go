@@ -167,7 +167,7 @@ func (b *Backend) gemmRows(y, x []float32, w matrix, bias []float32, rows []int,
 		// zero-width row has none.
 		fill = gemmTileGo
 	}
-	b.forEachGemmUnit(m, n, k, gemmPanel, w.f32 == nil, func(n0, n1, mu0, mu1 int, _ [2]int, scratch *[]float32) {
+	b.forEachGemmUnit(m, n, k, gemmPanel, widenedPanels(w, 1), func(n0, n1, mu0, mu1 int, _ [2]int, scratch *[]float32) {
 		wp, ldw := w.panel(n0, n1, k, scratch)
 		fillRows(fill, y[n0:], n, x, k, wp, ldw, mu0, mu1, n1-n0)
 		if bias != nil || act != backend.Identity {
@@ -199,7 +199,7 @@ func (b *Backend) gemmResidual(op *linearOp, out, a []float32) {
 		b.gemmOuterW(kern, y, x, w, nil, nil, m, n, k, backend.Identity, func(r, n0, n1 int) { add(r, r+1, n0, n1) })
 		return
 	}
-	b.forEachGemmUnit(m, n, k, gemmPanel, w.f32 == nil, func(n0, n1, mu0, mu1 int, _ [2]int, scratch *[]float32) {
+	b.forEachGemmUnit(m, n, k, gemmPanel, widenedPanels(w, 1), func(n0, n1, mu0, mu1 int, _ [2]int, scratch *[]float32) {
 		wp, ldw := w.panel(n0, n1, k, scratch)
 		fillRows(gemmTile, y[n0:], n, x, k, wp, ldw, mu0, mu1, n1-n0)
 		add(mu0, mu1, n0, n1)
@@ -221,10 +221,10 @@ func biasActivate(row, bias []float32, n0 int, act backend.Activation) {
 
 // forEachGemmUnit splits rows [0, m) and columns [0, cols) into work units
 // and hands them out to the workers: unit(n0, n1, mu0, mu1, next, scratch)
-// covers columns [n0, n1) of rows [mu0, mu1). halfW says W is stored as
-// half: each unit widens its panel into scratch (panel·k float32); scratch
-// is nil for a float32 W. The plain Linear and the fused GeGLU both split
-// their work this way.
+// covers columns [n0, n1) of rows [mu0, mu1). widened is how many panels
+// a unit widens at once (widenedPanels: 0 for a float32 W), each worker's
+// scratch widened·panel·k float32 (nil for a float32 W). The plain Linear
+// and the fused GeGLU both split their work this way.
 //
 // Rows go in blocks of gemmUnitM for a float32 W; a unit of a half W spans
 // every row, so that each panel is widened once per call; columns go in
@@ -244,8 +244,9 @@ func biasActivate(row, bias []float32, n0 int, act backend.Activation) {
 // current one, so that the unit can prefetch the next one's W panel while
 // it computes: next is that panel's column range when it differs from the
 // current one's, else [0, 0) (nothing to fetch, as always with it off).
-func (b *Backend) forEachGemmUnit(m, cols, k, widest int, halfW bool, unit func(n0, n1, mu0, mu1 int, next [2]int, scratch *[]float32)) {
+func (b *Backend) forEachGemmUnit(m, cols, k, widest, widened int, unit func(n0, n1, mu0, mu1 int, next [2]int, scratch *[]float32)) {
 	workers := b.workerCount()
+	halfW := widened > 0
 	panel, unitM := gemmUnitPlan(m, cols, widest, halfW, workers)
 	unitsM := (m + unitM - 1) / unitM
 	panels := (cols + panel - 1) / panel
@@ -254,7 +255,7 @@ func (b *Backend) forEachGemmUnit(m, cols, k, widest int, halfW bool, unit func(
 	b.parallelFor(min(units, workers), 1, func(_, _ int) {
 		var scratch *[]float32
 		if halfW {
-			scratch = getScratch(panel * k)
+			scratch = getScratch(widened * panel * k)
 			defer putScratch(scratch)
 		}
 		// Claiming ahead can leave one more unit on a worker at the end,
@@ -280,6 +281,15 @@ func (b *Backend) forEachGemmUnit(m, cols, k, widest int, halfW bool, unit func(
 			u = following
 		}
 	})
+}
+
+// widenedPanels is forEachGemmUnit's widened for w: 0 for a float32 W (its
+// rows are read in place), else the panels a unit holds widened at once.
+func widenedPanels(w matrix, panels int) int {
+	if w.f32 != nil {
+		return 0
+	}
+	return panels
 }
 
 // gemmUnitsPerWorker is how many units per worker forEachGemmUnit aims
@@ -443,7 +453,7 @@ func (b *Backend) gemmGeGLURows(op *linearOp, dst []float32, rows []int) {
 		return
 	}
 	inner := op.n / 2
-	b.forEachGemmUnit(m, inner, k, gemmPanel, w.f32 == nil, func(n0, n1, mu0, mu1 int, _ [2]int, scratch *[]float32) {
+	b.forEachGemmUnit(m, inner, k, gemmPanel, widenedPanels(w, 1), func(n0, n1, mu0, mu1 int, _ [2]int, scratch *[]float32) {
 		for _, off := range [2]int{0, inner} {
 			wp, ldw := w.panel(off+n0, off+n1, k, scratch)
 			fillRows(gemmTile, y[off+n0:], op.n, x, k, wp, ldw, mu0, mu1, n1-n0)
