@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/laya-metal/laya/backend"
 )
@@ -75,7 +76,7 @@ var outerL2Bytes = 384 << 10
 // outerKernelFunc is the micro-kernel's contract (gemm8x48AVX512's
 // comment): C = A·B for an outerMR × outerNR block, rows × cols of it
 // stored, row-major (idx == nil) or transposed through idx.
-type outerKernelFunc func(a *[outerMR]*float32, b *float32, k int, c *float32, ldc, rows, cols int, idx *int32)
+type outerKernelFunc func(a *[outerMR]*float32, b *float32, k int, c *float32, ldc, rows, cols int, idx *int32, pf *byte)
 
 // gemmOuter is the outer-product kernel Linear uses, nil where this build or
 // CPU has none or the dot kernels were asked for (LAYA_CPU_GEMM=dot; see
@@ -330,11 +331,28 @@ func outerFill(kern outerKernelFunc, px *packedX, parts []outerPart, nrows, t0, 
 	calls := len(parts) * ((nrows + outerMR - 1) / outerMR) * (last - first)
 	step := (len(ahead)/max(calls, 1) + 63) &^ 63
 	var a [outerMR]*float32
+	// Each kernel call prefetches outerPrefetch(k) bytes of the next
+	// group's tiles into L2, call i of a group from byte i·that on, so
+	// that the group's first block does not wait on L3 for every line of
+	// it; once past the next group (or at the last one) it prefetches its
+	// own tile, already in cache.
+	pfBytes := outerPrefetch(k)
 	for g0 := first; g0 < last; g0 += group {
 		g1 := min(g0+group, last)
 		for t := g0; t < g1; t++ {
 			px.ensure(t)
 		}
+		var nextTiles []float32
+		if g1 < last {
+			ng1 := min(g1+group, last)
+			for t := g1; t < ng1; t++ {
+				// Prefetching a tile no one packed yet would fetch stale
+				// lines; packing it here moves the work, not adds it.
+				px.ensure(t)
+			}
+			nextTiles = px.tiles[g1*tileFloats : ng1*tileFloats]
+		}
+		call := 0
 		for _, p := range parts {
 			for i0 := 0; i0 < nrows; i0 += outerMR {
 				rows := min(outerMR, nrows-i0)
@@ -351,7 +369,12 @@ func outerFill(kern outerKernelFunc, px *packedX, parts []outerPart, nrows, t0, 
 						ahead = ahead[n:]
 					}
 					cols := min(outerNR, t1-t*outerNR)
-					kern(&a, &px.tiles[t*tileFloats], k, &p.y[i0], 0, rows, cols, &px.off[t*outerNR])
+					pf := (*byte)(unsafe.Pointer(&px.tiles[t*tileFloats]))
+					if off := call * pfBytes / 4; off < len(nextTiles) {
+						pf = (*byte)(unsafe.Pointer(&nextTiles[off]))
+					}
+					call++
+					kern(&a, &px.tiles[t*tileFloats], k, &p.y[i0], 0, rows, cols, &px.off[t*outerNR], pf)
 				}
 			}
 		}
@@ -360,6 +383,10 @@ func outerFill(kern outerKernelFunc, px *packedX, parts []outerPart, nrows, t0, 
 		}
 	}
 }
+
+// outerPrefetch is how many bytes of prefetch one kernel call of depth k
+// issues (gemm8x48AVX512's pf: a line per loop of four k).
+func outerPrefetch(k int) int { return k / 4 * 64 }
 
 // outerFits reports whether the outer-product path can address x (m × k)
 // and y (m × n): the gather and store offsets are int32.

@@ -26,7 +26,7 @@ func BenchmarkOuterMicro(b *testing.B) {
 				ap[r] = &a[r*k]
 			}
 			for b.Loop() {
-				kern(&ap, &bt[0], k, &c[0], outerNR, outerMR, outerNR, nil)
+				kern(&ap, &bt[0], k, &c[0], outerNR, outerMR, outerNR, nil, nil)
 			}
 			b.ReportMetric(2*float64(outerMR*outerNR*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
@@ -43,7 +43,7 @@ func BenchmarkOuterMicro(b *testing.B) {
 				ap[r] = &a[r*k]
 			}
 			for b.Loop() {
-				kern(&ap, &bt[0], k, &c[0], 0, outerMR, outerNR, &idx[0])
+				kern(&ap, &bt[0], k, &c[0], 0, outerMR, outerNR, &idx[0], nil)
 			}
 			b.ReportMetric(2*float64(outerMR*outerNR*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
@@ -60,7 +60,7 @@ func BenchmarkOuterMicro(b *testing.B) {
 				for r := range ap {
 					ap[r] = &a[(i0+r)*k]
 				}
-				kern(&ap, &bt[0], k, &c[0], outerNR, outerMR, outerNR, nil)
+				kern(&ap, &bt[0], k, &c[0], outerNR, outerMR, outerNR, nil, nil)
 			}
 			b.ReportMetric(2*float64(outerMR*outerNR*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 
 	"github.com/laya-metal/laya/backend"
 )
@@ -242,8 +243,10 @@ func TestOuterKernelStores(t *testing.T) {
 						got[i] = float32(math.NaN())
 						want[i] = got[i]
 					}
-					kern(&ap, &b[0], k, &got[0], ldc, rows, cols, idx)
-					outerBlockGo(&ap, &b[0], k, &want[0], ldc, rows, cols, idx)
+					// The prefetch pointer runs past b (prefetches never
+					// fault) and must not change a bit.
+					kern(&ap, &b[0], k, &got[0], ldc, rows, cols, idx, (*byte)(unsafe.Pointer(&b[len(b)/2])))
+					outerBlockGo(&ap, &b[0], k, &want[0], ldc, rows, cols, idx, nil)
 					if !bitsEqual(got, want) {
 						t.Fatalf("k=%d rows=%d cols=%d transposed=%v: the stored block or its surroundings differ", k, rows, cols, transposed)
 					}
