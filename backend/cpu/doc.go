@@ -26,9 +26,10 @@
 //     (attention.go) through the GEMM tile kernel and a scalar softmax.
 //   - LayerNorm, residual Add and RoPE in AVX-512 (ops_amd64.go), the Go
 //     loops' arithmetic.
-//   - Epilogues: bias and activation while the unit is in cache; a Linear is
-//     deferred to the next op, and the GeGLU or the residual Add of its
-//     output runs fused (bit for bit the unfused answers).
+//   - Epilogues: bias and activation while the unit (on the outer-product
+//     kernel: each group of its tiles) is in cache; a Linear is deferred to
+//     the next op, and the GeGLU or the residual Add of its output runs
+//     fused (bit for bit the unfused answers).
 //   - Packed batches (packed.go, backend.RowPacker): a batch's rows back to
 //     back without padding, so uneven questions cost their real tokens.
 //   - GELU/GeGLU in AVX-512 (gelu_amd64.go); a fast exp for the softmax.

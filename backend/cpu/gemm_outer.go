@@ -36,11 +36,16 @@ import (
 // and GeGLU whatever M (see gemmOuter): the rounding of a row never
 // depends on its batch.
 //
-// Blocking: a work unit (forEachGemmUnit) is one W panel × a range of
-// tokens. Inside it the tokens go in groups of tiles that fit beside the
-// panel in L2 (outerL2Bytes); for each group, each block of outerMR panel
-// rows (32 KiB at K = 1024) sweeps the group's tiles, which stream from
-// L2: per k the kernel reads 3 B vectors and 8 A scalars for 24 FMAs.
+// Blocking: a work unit (forEachGemmUnit) is one W panel of up to
+// outerPanel rows (a GeGLU's: a value and a gate panel of half that) × a
+// range of tokens. Inside it the tokens go in groups of tiles that fit
+// beside the panel in L2 (outerL2Bytes); for each group, each block of
+// outerMR panel rows (32 KiB at K = 1024) sweeps the group's tiles, which
+// stream from L2: per k the kernel reads 3 B vectors and 8 A scalars for
+// 24 FMAs. While a group computes, its kernel calls prefetch the next
+// group's tiles into L2, and when it is done the unit's epilogue (bias,
+// activation, residual add, GeGLU) runs on the group's rows while they are
+// in cache (outerFill).
 //
 // Why 8 × 48 and not 12 × 32: 11 loads per 24 FMAs instead of 14, 8 A row
 // pointers that fit the 14 free general registers beside the k offset and
@@ -56,11 +61,12 @@ const (
 // outerPanel is the widest W panel (Yᵀ rows) of an outer-product work unit.
 // Each group of Xᵀ tiles comes into L2 once per unit and is then swept by
 // every outerMR-row block of the panel, so a wider panel reads X from L3
-// fewer times per FLOP: 128 rows against 64 measured 3–8 % faster on every
+// fewer times per FLOP: 128 rows against 64 measured 2–9 % faster on every
 // encoder shape (F16 panels widened lazily, 862 tokens, one core,
 // interleaved best-of-5 sweeps, on the 2-core development machine and the
-// 16-core host alike; 192 and 256 gained no more there and widen more per
-// unit). gemmUnitPlan still halves it when the workers need more units.
+// 16-core host alike; 192 and 256 were no better on the whole and widen
+// more per unit). gemmUnitPlan still halves it when the workers need more
+// units.
 const outerPanel = 128
 
 // A work unit of a float32 W spans gemmUnitM rows, and outerFill needs its
@@ -335,7 +341,12 @@ func outerFill(kern outerKernelFunc, px *packedX, parts []outerPart, nrows, t0, 
 	// group's tiles into L2, call i of a group from byte i·that on, so
 	// that the group's first block does not wait on L3 for every line of
 	// it; once past the next group (or at the last one) it prefetches its
-	// own tile, already in cache.
+	// own tile, already in cache. Why: on the 16-core host a sweep that
+	// streams 18 tiles from L3 ran 7–8 % slower than one on 2 hot tiles
+	// (175 against 161–163 GFLOP/s, K = 768, one core); with the prefetch,
+	// the encoder's 860-row GEMMs ran ×1.01–1.26 of their speed without it
+	// on the development machine (4 interleaved pairs, none slower; a noisy
+	// machine, so the size of the gain is uncertain).
 	pfBytes := outerPrefetch(k)
 	for g0 := first; g0 < last; g0 += group {
 		g1 := min(g0+group, last)
