@@ -344,7 +344,7 @@ func outerFill(kern outerKernelFunc, px *packedX, parts []outerPart, nrows, t0, 
 	// own tile, already in cache. Why: on the 16-core host a sweep that
 	// streams 18 tiles from L3 ran 7–8 % slower than one on 2 hot tiles
 	// (175 against 161–163 GFLOP/s, K = 768, one core); with the prefetch,
-	// the encoder's 860-row GEMMs ran ×1.01–1.26 of their speed without it
+	// the encoder's 860-row GEMMs ran ×1.01–1.23 of their speed without it
 	// on the development machine (4 interleaved pairs, none slower; a noisy
 	// machine, so the size of the gain is uncertain).
 	pfBytes := outerPrefetch(k)
