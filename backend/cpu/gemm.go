@@ -299,7 +299,25 @@ const gemmUnitsPerWorker = 4
 // gemmUnitPlan picks a GEMM's panel width (widest, halved while too few
 // units) and rows per unit (a multiple of gemmTileM, or all m) for workers
 // workers; see forEachGemmUnit.
+//
+// A panel wider than gemmPanel is taken only where it needs no more row
+// blocks than gemmPanel would: the wide panel's gain was measured on units
+// of every row (outerPanel), and splitting rows to make up its fewer units
+// widens each panel once more per block instead. So where the workers
+// need the rows split (16 workers at ten questions) the plan is
+// gemmPanel's.
 func gemmUnitPlan(m, cols, widest int, halfW bool, workers int) (panel, unitM int) {
+	panel, unitM = splitUnits(m, cols, widest, halfW, workers)
+	if widest > gemmPanel {
+		if p, u := gemmUnitPlan(m, cols, widest/2, halfW, workers); u > unitM {
+			return p, u
+		}
+	}
+	return panel, unitM
+}
+
+// splitUnits is gemmUnitPlan's split for one starting panel width.
+func splitUnits(m, cols, widest int, halfW bool, workers int) (panel, unitM int) {
 	panel, unitM = widest, max(m, 1)
 	if !halfW {
 		unitM = min(unitM, gemmUnitM)

@@ -66,7 +66,8 @@ const (
 // interleaved best-of-5 sweeps, on the 2-core development machine and the
 // 16-core host alike; 192 and 256 were no better on the whole and widen
 // more per unit). gemmUnitPlan still halves it when the workers need more
-// units.
+// units, and keeps gemmPanel's plan where 128 rows would need more row
+// blocks (16 workers at ten questions).
 const outerPanel = 128
 
 // A work unit of a float32 W spans gemmUnitM rows, and outerFill needs its

@@ -344,9 +344,10 @@ func TestGemmUnitPlan(t *testing.T) {
 		{10, 1024, 64, true, 16, 16, 10},   // a decision head's few rows
 		{1, 1, 64, true, 4, 16, 1},
 		{855, 2304, 128, true, 2, 128, 855},  // the outer kernel's panels: 18 units
-		{855, 768, 128, true, 2, 128, 432},   // 6 panels × 2 row blocks
+		{855, 768, 128, true, 2, 64, 855},    // 6 panels would need 2 row blocks: 64's plan
 		{860, 1024, 128, false, 2, 128, 192}, // 8 panels × 5 row blocks
-		{855, 3072, 128, true, 16, 128, 240}, // 24 panels × 4 row blocks of 5 tiles
+		{855, 3072, 128, true, 16, 64, 432},  // 128 would need 4 row blocks, 64 needs 2
+		{93, 3072, 128, true, 16, 32, 93},    // no rows to split: halved as from 64
 	} {
 		panel, rows := gemmUnitPlan(tt.m, tt.cols, tt.widest, tt.halfW, tt.workers)
 		if panel != tt.panel || rows != tt.rows {
@@ -360,6 +361,9 @@ func TestGemmUnitPlan(t *testing.T) {
 		for _, workers := range []int{1, 2, 16, 64} {
 			for _, halfW := range []bool{false, true} {
 				panel, rows := gemmUnitPlan(m, 2624, outerPanel, halfW, workers)
+				if _, narrow := gemmUnitPlan(m, 2624, gemmPanel, halfW, workers); rows < narrow {
+					t.Errorf("m %d, %d workers, half %v: %d rows per unit with %d-row panels, %d with %d", m, workers, halfW, rows, outerPanel, narrow, gemmPanel)
+				}
 				if rows != m && (rows%gemmTileM != 0 || rows > m) {
 					t.Errorf("m %d, %d workers, half %v: %d rows per unit", m, workers, halfW, rows)
 				}
