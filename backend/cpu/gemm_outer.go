@@ -314,8 +314,9 @@ type outerPart struct {
 // columns of every part are then final, while they are still in cache.
 // A GeGLU unit passes its value and gate panels as two parts, so its
 // GeGLU reads both halves of a group hot: run over a whole unit's rows
-// instead, it read them back from L3, at 7.1 against 3.6 ns per value
-// (BenchmarkGeGLURows: 862 rows, 128-wide unit columns).
+// instead, it read them back from L3 or DRAM, at about twice the cost per
+// value (BenchmarkGeGLURows, 862 rows of 128 unit columns: 10.2 against
+// 4.8 ns on the development machine).
 //
 // ahead is memory (the next panel's stored W rows) to prefetch into L2
 // while the kernels run, a slice of it before each kernel call, so that the
@@ -358,8 +359,9 @@ func outerFill(kern outerKernelFunc, px *packedX, parts []outerPart, nrows, t0, 
 		if g1 < last {
 			ng1 := min(g1+group, last)
 			for t := g1; t < ng1; t++ {
-				// Prefetching a tile no one packed yet would fetch stale
-				// lines; packing it here moves the work, not adds it.
+				// Prefetching a tile no one packed yet would fetch lines
+				// about to be rewritten; packing it here moves that work
+				// one group earlier, it does not add any.
 				px.ensure(t)
 			}
 			nextTiles = px.tiles[g1*tileFloats : ng1*tileFloats]
