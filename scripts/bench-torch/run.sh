@@ -51,6 +51,10 @@ for cores in $CORES; do
         tokens=$(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); r=[x for x in d['results'] if x['questions']==$q][0]; print(max(8, round(r['input_tokens']/$q)))" "$OUT/ours-$preset-$cores$sfx.json")
         OMP_NUM_THREADS=$cores taskset -c "$cpus" python3 "$HERE/torch_bench.py" --model "$WORK/$preset" --questions "$q" \
           --tokens "$tokens" --threads "$cores" --runs "$RUNS" --warmup "$WARMUP" > "$OUT/torch-$preset-$cores-q$q$sfx.json"
+        # Each ratio as soon as both sides are measured, on stderr: a run
+        # cut short (a per-call time limit) still shows what it measured.
+        python3 -c "import json,statistics,sys; o=[x for x in json.load(open(sys.argv[1]))['results'] if x['questions']==$q][0]; t=json.load(open(sys.argv[2])); m=statistics.median(o['samples_ms']); print('   %s, %s cores, %d question(s)%s: ours %.1f ms, PyTorch %.1f ms, %.2fx' % (sys.argv[3], sys.argv[4], $q, sys.argv[5], m, t['median_ms'], m/t['median_ms']))" \
+          "$OUT/ours-$preset-$cores$sfx.json" "$OUT/torch-$preset-$cores-q$q$sfx.json" "$preset" "$cores" "${sfx:+ (round ${sfx#-r})}" >&2
       done
     done
   done
