@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"unsafe"
 
@@ -251,6 +252,74 @@ func TestOuterKernelStores(t *testing.T) {
 						t.Fatalf("k=%d rows=%d cols=%d transposed=%v: the stored block or its surroundings differ", k, rows, cols, transposed)
 					}
 				}
+			}
+		}
+	}
+}
+
+// TestOuterGroupEpilogues: with one Xᵀ tile per group (outerL2Bytes shrunk,
+// as at K ≈ 2,000 and more), a unit's epilogues run once per group and its
+// kernel calls prefetch the next group's tiles; the answers must be those
+// of one group for the whole unit bit for bit (the rounding does not
+// depend on the grouping), every listed row written and no other: Linear
+// with bias and GELU, the fused GeGLU, and the fused residual add, F32 and
+// F16 weights, all rows and a scattered subset. The small K of the other
+// tests puts every token in one group, so without this the per-group path
+// would be tested only at full size.
+func TestOuterGroupEpilogues(t *testing.T) {
+	const m, n, k = 150, 74, 70 // 4 tiles, the last of 6 tokens
+	rng := rand.New(rand.NewPCG(45, 46))
+	x, bias, a := randomValues(rng, m*k), randomValues(rng, n), randomValues(rng, m*n)
+	subsets := map[string][]int{"all": nil, "scattered": rng.Perm(m)[:101]}
+	nan := func(size int) []float32 {
+		v := make([]float32, size)
+		for i := range v {
+			v[i] = float32(math.NaN())
+		}
+		return v
+	}
+	for _, kernel := range outerKernels(t) {
+		for _, dtype := range []backend.DType{backend.F32, backend.F16} {
+			for name, rows := range subsets {
+				t.Run(fmt.Sprintf("%s/%v/%s", kernel.name, dtype, name), func(t *testing.T) {
+					useGemmKernel(t, kernel)
+					w := matrix{f32: randomValues(rng, n*k), ld: k}
+					if dtype == backend.F16 {
+						w, _ = halfMatrix(w.f32, k)
+					}
+					be := New()
+					be.workers = 2
+					run := func(groupBytes int) (lin, proj, glu, res []float32) {
+						saved := outerL2Bytes
+						outerL2Bytes = groupBytes
+						defer func() { outerL2Bytes = saved }()
+						lin = nan(m * n)
+						be.gemmRows(lin, x, w, bias, rows, m, n, k, backend.GELU)
+						op := &linearOp{dst: &tensor{rows: m, cols: n, data: nan(m * n)}, x: x, w: w, m: m, n: n, k: k}
+						glu = nan(m * n / 2)
+						be.gemmGeGLURows(op, glu, rows)
+						proj = op.dst.data
+						op = &linearOp{dst: &tensor{rows: m, cols: n, data: nan(m * n)}, x: x, w: w, m: m, n: n, k: k}
+						res = nan(m * n)
+						be.gemmResidual(op, res, a)
+						return lin, proj, glu, res
+					}
+					lin, proj, glu, res := run(4 * k * outerNR)
+					lin1, proj1, glu1, res1 := run(1 << 30)
+					for _, c := range []struct {
+						what      string
+						got, want []float32
+						rows      []int
+						n         int
+					}{{"linear", lin, lin1, rows, n}, {"geglu projection", proj, proj1, rows, n}, {"geglu", glu, glu1, rows, n / 2}, {"residual", res, res1, nil, n}} {
+						for i, v := range c.want {
+							if listed := c.rows == nil || slices.Contains(c.rows, i/c.n); listed && math.IsNaN(float64(v)) {
+								t.Fatalf("%s: one group left y[%d, %d] unwritten", c.what, i/c.n, i%c.n)
+							}
+						}
+						checkRows(t, c.what, c.got, c.want, c.rows, m, c.n)
+					}
+				})
 			}
 		}
 	}
