@@ -69,6 +69,7 @@ func (s *Stream) Rope(qkv backend.Tensor, p backend.RopeParams) {
 	half := p.HeadDim / 2
 	table := s.be.ropeTable(p.Theta, p.HeadDim, p.SeqLen)
 	x := data(qkv)
+	// 16 rows a chunk, for the reason LayerNorm's chunks are 32 rows (ops.go).
 	s.be.parallelFor(qkv.Rows(), 16, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			pos := r % p.SeqLen
