@@ -419,9 +419,7 @@ func (b *Backend) gemmOuterW(kern outerKernelFunc, y, x []float32, w matrix, bia
 		if bias != nil || act != backend.Identity || after != nil {
 			epilogue = func(j0, j1 int) {
 				for _, r := range px.rows[j0:j1] {
-					if bias != nil || act != backend.Identity {
-						biasActivate(y[r*n+n0:r*n+n1], bias, n0, act)
-					}
+					biasActivate(y[r*n+n0:r*n+n1], bias, n0, act) // a no-op without either
 					if after != nil {
 						after(r, n0, n1)
 					}
