@@ -21,7 +21,7 @@ type Discarder interface {
 }
 
 // Discard tells s that ts are dead (see Discarder); a no-op for streams
-// that do not implement Discarder, such as the CPU backend's.
+// that do not implement Discarder.
 func Discard(s Stream, ts ...Tensor) {
 	if d, ok := s.(Discarder); ok {
 		for _, t := range ts {

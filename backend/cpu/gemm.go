@@ -113,10 +113,33 @@ type linearOp struct {
 	w       matrix
 	m, n, k int
 	act     backend.Activation
+	// discardY: dst was discarded before the fused operation that reads
+	// it ran (Stream.Discard), so the outer-product path need not store
+	// it; the dot kernels store it anyway.
+	discardY bool
 }
 
-// runPending runs the pending Linear, if any.
+// fusedOp is a Linear fused with the GeGLU or the residual Add that reads
+// its output, recorded but not yet run: the next operation (or Read) runs
+// it first, so that a Discard of the Linear's output right after it can
+// still spare storing that output.
+type fusedOp struct {
+	op    *linearOp
+	geglu bool
+	dst   []float32 // the GeGLU's output or the Add's sum
+	a     []float32 // the Add's other addend
+}
+
+// runPending runs the recorded fused operation or Linear, if any.
 func (s *Stream) runPending() {
+	if f := s.fused; f != nil {
+		s.fused = nil
+		if f.geglu {
+			s.be.gemmGeGLU(f.op, f.dst)
+		} else {
+			s.be.gemmResidual(f.op, f.dst, f.a)
+		}
+	}
 	if op := s.pending; op != nil {
 		s.pending = nil
 		s.be.gemmW(op.dst.data, op.x, op.w, op.bias, op.m, op.n, op.k, op.act)
@@ -146,7 +169,7 @@ func (b *Backend) gemmRows(y, x []float32, w matrix, bias []float32, rows []int,
 		return
 	}
 	if kern, ok := useOuter(m, n, k); ok {
-		b.gemmOuterW(kern, y, x, w, bias, rows, m, n, k, act, nil)
+		b.gemmOuterW(kern, y, x, w, bias, rows, m, n, k, act, true, nil)
 		return
 	}
 	if rows != nil {
@@ -196,7 +219,9 @@ func (b *Backend) gemmResidual(op *linearOp, out, a []float32) {
 		return
 	}
 	if kern, ok := useOuter(m, n, k); ok {
-		b.gemmOuterW(kern, y, x, w, nil, nil, m, n, k, backend.Identity, func(r, n0, n1 int) { add(r, r+1, n0, n1) })
+		b.gemmOuterW(kern, y, x, w, nil, nil, m, n, k, backend.Identity, !op.discardY, func(r, n0 int, v []float32) {
+			addSlices(out[r*n+n0:r*n+n0+len(v)], a[r*n+n0:r*n+n0+len(v)], v)
+		})
 		return
 	}
 	b.forEachGemmUnit(m, n, k, gemmPanel, widenedPanels(w, 1), func(n0, n1, mu0, mu1 int, _ [2]int, scratch *[]float32) {

@@ -310,8 +310,10 @@ type outerPart struct {
 // outerFill computes each part's panel (all nrows rows) against packed
 // tokens [t0, t1) (t0 a multiple of outerNR), a group of tiles at a time:
 // every part's blocks sweep the group while it is in L2, then epilogue
-// (when not nil) runs on the group's packed tokens [j0, j1), whose Y
-// columns of every part are then final, while they are still in cache.
+// runs on the group's packed tokens [j0, j1), whose results of every part
+// (st.row) are then final, while they are still in cache: it stores them
+// into Y (or, for an output nobody reads, does not) and runs what the GEMM
+// feeds (bias, activation, residual add, GeGLU). At most two parts.
 // A GeGLU unit passes its value and gate panels as two parts, so its
 // GeGLU reads both halves of a group hot: run over a whole unit's rows
 // instead, it read them back from L3 or DRAM, at about twice the cost per
@@ -321,8 +323,11 @@ type outerPart struct {
 // ahead is memory (the next panel's stored W rows) to prefetch into L2
 // while the kernels run, a slice of it before each kernel call, so that the
 // next panel's DRAM latency hides behind this panel's FMAs.
-func outerFill(kern outerKernelFunc, px *packedX, parts []outerPart, nrows, t0, t1 int, ahead []byte, epilogue func(j0, j1 int)) {
+func outerFill(kern outerKernelFunc, px *packedX, parts []outerPart, nrows, t0, t1 int, ahead []byte, epilogue func(j0, j1 int, st *outerStaged)) {
 	k := px.k
+	if len(parts) > len(outerStaged{}.bufs) {
+		panic(fmt.Sprintf("cpu: outerFill of %d parts", len(parts)))
+	}
 	for _, p := range parts {
 		// The last floats the kernel reads and writes, so that a short
 		// slice panics here instead of being overrun.
@@ -342,8 +347,9 @@ func outerFill(kern outerKernelFunc, px *packedX, parts []outerPart, nrows, t0, 
 	ldS := outerStageStride(nrows)
 	stage := getScratch(len(parts) * group * outerNR * ldS)
 	defer putScratch(stage)
-	partStage := func(part int) []float32 {
-		return (*stage)[part*group*outerNR*ldS : (part+1)*group*outerNR*ldS]
+	st := outerStaged{ld: ldS, n: nrows}
+	for part := range parts {
+		st.bufs[part] = (*stage)[part*group*outerNR*ldS : (part+1)*group*outerNR*ldS]
 	}
 	var stageOff [outerNR]int32
 	for j := range stageOff {
@@ -381,7 +387,7 @@ func outerFill(kern outerKernelFunc, px *packedX, parts []outerPart, nrows, t0, 
 		}
 		call := 0
 		for part, p := range parts {
-			ps := partStage(part)
+			ps := st.bufs[part]
 			for i0 := 0; i0 < nrows; i0 += outerMR {
 				rows := min(outerMR, nrows-i0)
 				if p.widen != nil && g0 == first {
@@ -406,24 +412,27 @@ func outerFill(kern outerKernelFunc, px *packedX, parts []outerPart, nrows, t0, 
 				}
 			}
 		}
-		j0, j1 := max(g0*outerNR, t0), min(g1*outerNR, t1)
-		for part, p := range parts {
-			ps := partStage(part)
-			for j := j0; j < j1; j++ {
-				s := (j - g0*outerNR) * ldS
-				off := int(px.off[j])
-				copy(p.y[off:off+nrows], ps[s:s+nrows])
-			}
-		}
-		if epilogue != nil {
-			epilogue(j0, j1)
-		}
+		st.first = g0 * outerNR
+		epilogue(max(g0*outerNR, t0), min(g1*outerNR, t1), &st)
 	}
 }
 
+// outerStaged is a group's results in outerFill's staging block.
+type outerStaged struct {
+	bufs  [2][]float32 // per part
+	ld, n int          // row stride, row length (the panel's rows)
+	first int          // the packed token of the block's first row
+}
+
+// row returns packed token j's results of part.
+func (st *outerStaged) row(part, j int) []float32 {
+	s := (j - st.first) * st.ld
+	return st.bufs[part][s : s+st.n : s+st.n]
+}
+
 // outerStage: the micro-kernel stores each token's outerMR outputs into a
-// staging block of the group, not into its Y row, and outerFill copies the
-// group's rows into Y once the panel is done with it. Stored straight into
+// staging block of the group, not into its Y row, and the epilogue copies
+// the group's rows into Y once the panel is done with it. Stored straight into
 // Y, every kernel call wrote 48 lines in 48 rows of Y, a row stride apart:
 // at the English attention's 1,024 and 3,072 columns (4 and 12 KiB) all 48
 // lines fall into one L1 set (12 ways), at 2,304 and 768 into four, and
@@ -450,31 +459,34 @@ func outerPrefetch(k int) int { return k / 4 * 64 }
 func outerFits(m, n, k int) bool { return m*max(n, k) <= math.MaxInt32 }
 
 // gemmOuterW is gemmW (for the rows listed, nil = all) on the
-// outer-product kernel. after, when not nil, is the unit's epilogue on each
-// of its rows r, columns [n0, n1), run after bias and activation while the
-// block is in cache (gemmResidual's add).
-func (b *Backend) gemmOuterW(kern outerKernelFunc, y, x []float32, w matrix, bias []float32, rows []int, m, n, k int, act backend.Activation, after func(r, n0, n1 int)) {
+// outer-product kernel. keepY false leaves y unwritten (an output the
+// stream was told nobody reads: Discard). after, when not nil, is the
+// unit's epilogue on each of its rows r, given the row's values of columns
+// [n0, n0+len(v)) after bias and activation, while they are in cache
+// (gemmResidual's add).
+func (b *Backend) gemmOuterW(kern outerKernelFunc, y, x []float32, w matrix, bias []float32, rows []int, m, n, k int, act backend.Activation, keepY bool, after func(r, n0 int, v []float32)) {
 	px := b.packX(x, k, k, rows, m, n)
 	defer px.release()
 	b.forEachGemmUnit(len(px.rows), n, k, outerPanel, widenedPanels(w, 1), func(n0, n1, mu0, mu1 int, next [2]int, scratch *[]float32) {
 		wp, ldw, widen := w.panelLazy(n0, n1, k, scratch)
-		var epilogue func(j0, j1 int)
-		if bias != nil || act != backend.Identity || after != nil {
-			epilogue = func(j0, j1 int) {
-				for _, r := range px.rows[j0:j1] {
-					biasActivate(y[r*n+n0:r*n+n1], bias, n0, act) // a no-op without either
-					if after != nil {
-						after(r, n0, n1)
-					}
+		parts := [1]outerPart{{y: y[n0:], wp: wp, ldw: ldw, widen: widen}}
+		outerFill(kern, px, parts[:], n1-n0, mu0, mu1, w.rowBytes(next[0], next[1], k), func(j0, j1 int, st *outerStaged) {
+			for j := j0; j < j1; j++ {
+				r, v := px.rows[j], st.row(0, j)
+				biasActivate(v, bias, n0, act) // a no-op without either
+				if keepY {
+					copy(y[r*n+n0:r*n+n1], v)
+				}
+				if after != nil {
+					after(r, n0, v)
 				}
 			}
-		}
-		parts := [1]outerPart{{y: y[n0:], wp: wp, ldw: ldw, widen: widen}}
-		outerFill(kern, px, parts[:], n1-n0, mu0, mu1, w.rowBytes(next[0], next[1], k), epilogue)
+		})
 	})
 }
 
-// gemmOuterGeGLU is gemmGeGLU on the outer-product kernel.
+// gemmOuterGeGLU is gemmGeGLU on the outer-product kernel; op.discardY
+// leaves op.dst unwritten.
 func (b *Backend) gemmOuterGeGLU(kern outerKernelFunc, op *linearOp, dst []float32, rows []int) {
 	y, x, w, k := op.dst.data, op.x, op.w, op.k
 	inner := op.n / 2
@@ -496,10 +508,13 @@ func (b *Backend) gemmOuterGeGLU(kern outerKernelFunc, op *linearOp, dst []float
 			wp, ldw, widen := w.panelLazy(off+n0, off+n1, k, sub)
 			parts[half] = outerPart{y: y[off+n0:], wp: wp, ldw: ldw, widen: widen}
 		}
-		outerFill(kern, px, parts[:], n1-n0, mu0, mu1, w.rowBytes(next[0], next[1], k), func(j0, j1 int) {
-			for _, r := range px.rows[j0:j1] {
-				value := y[r*op.n+n0 : r*op.n+n1]
-				gate := y[r*op.n+inner+n0 : r*op.n+inner+n1]
+		outerFill(kern, px, parts[:], n1-n0, mu0, mu1, w.rowBytes(next[0], next[1], k), func(j0, j1 int, st *outerStaged) {
+			for j := j0; j < j1; j++ {
+				r, value, gate := px.rows[j], st.row(0, j), st.row(1, j)
+				if !op.discardY {
+					copy(y[r*op.n+n0:r*op.n+n1], value)
+					copy(y[r*op.n+inner+n0:r*op.n+inner+n1], gate)
+				}
 				gegluSlice(dst[r*inner+n0:r*inner+n1], value, gate)
 			}
 		})

@@ -100,7 +100,9 @@ func layerNormRow(out, in, w, b []float32, eps float32) {
 func (s *Stream) Add(dst, a, b backend.Tensor) {
 	// The Linear that made b, if it is still pending, runs with this Add
 	// as its epilogue (gemm.go, gemmResidual): the residual x += proj of
-	// every encoder layer then costs no pass of its own. Only when the
+	// every encoder layer then costs no pass of its own. The pair is
+	// recorded and runs with the next operation, so that a Discard of proj
+	// in between spares storing it (Stream.Discard). Only when the
 	// Linear's input is neither dst nor a: its units would otherwise write
 	// (or the epilogue read) rows other units still read as input.
 	op := s.pending
@@ -117,7 +119,7 @@ func (s *Stream) Add(dst, a, b backend.Tensor) {
 		return
 	}
 	if fused {
-		s.be.gemmResidual(op, data(dst), data(a))
+		s.fused = &fusedOp{op: op, dst: data(dst), a: data(a)}
 		return
 	}
 	out, x, y := data(dst), data(a), data(b)
@@ -192,7 +194,7 @@ func softmaxRow(out, in []float32) {
 // GeGLU implements backend.Stream.
 func (s *Stream) GeGLU(dst, x backend.Tensor) {
 	// The Linear that made x, if it is still pending, runs fused with this
-	// GeGLU (gemm.go, gemmGeGLU).
+	// GeGLU (gemm.go, gemmGeGLU), recorded like Add's fused pair.
 	op := s.pending
 	s.pending = nil
 	fused := op != nil && backend.Tensor(op.dst) == x && !sharesFirst(dst, op.x)
@@ -206,7 +208,7 @@ func (s *Stream) GeGLU(dst, x backend.Tensor) {
 		return
 	}
 	if fused {
-		s.be.gemmGeGLU(op, data(dst))
+		s.fused = &fusedOp{op: op, geglu: true, dst: data(dst)}
 		return
 	}
 	inner := dst.Cols()

@@ -112,3 +112,82 @@ func abs(v float64) float64 {
 	}
 	return v
 }
+
+// TestDiscardFusedOutput: a Linear fused with its GeGLU or residual Add,
+// whose output is discarded right after (as the encoder does), gives the
+// GeGLU's and the Add's results bit for bit as without the Discard; on the
+// outer-product path it leaves the discarded output unwritten (what the
+// Discard is for), and a Discard of any other tensor changes nothing. The
+// shapes include one of two groups of Xᵀ tiles (outerMaxGroup) and a row
+// count that ends inside a tile.
+func TestDiscardFusedOutput(t *testing.T) {
+	ctx := context.Background()
+	for _, kernel := range gemmKernels(t) {
+		t.Run(kernel.name, func(t *testing.T) {
+			useGemmKernel(t, kernel)
+			rng := rand.New(rand.NewPCG(41, 42))
+			for _, sh := range []struct{ m, k, n int }{{5, 24, 34}, {93, 64, 130}, {400, 64, 96}} {
+				for _, geglu := range []bool{false, true} {
+					name := fmt.Sprintf("%dx%dx%d/geglu=%v", sh.m, sh.k, sh.n, geglu)
+					be := New()
+					w := uploadRandom(t, be, backend.F16, sh.n, sh.k, rng)
+					xv, av := randomValues(rng, sh.m*sh.k), randomValues(rng, sh.m*sh.n)
+					sentinel := make([]float32, sh.m*sh.n)
+					for i := range sentinel {
+						sentinel[i] = -7
+					}
+					// discard: 0 none, 1 the Linear's output, 2 another tensor.
+					run := func(discard int) (out, y []float32) {
+						s := be.NewStream()
+						defer s.Close()
+						x := s.FromHost(sh.m, sh.k, xv)
+						proj := s.FromHost(sh.m, sh.n, sentinel)
+						other := s.FromHost(sh.m, sh.n, av)
+						var dst backend.Tensor
+						s.Linear(proj, x, w, nil, backend.Identity)
+						if geglu {
+							dst = s.New(sh.m, sh.n/2)
+							s.GeGLU(dst, proj)
+						} else {
+							dst = s.FromHost(sh.m, sh.n, av)
+							s.Add(dst, dst, proj)
+						}
+						switch discard {
+						case 1:
+							backend.Discard(s, proj)
+						case 2:
+							backend.Discard(s, other)
+						}
+						out, y = make([]float32, dst.Rows()*dst.Cols()), make([]float32, sh.m*sh.n)
+						if err := s.Read(ctx, dst, out); err != nil {
+							t.Fatal(err)
+						}
+						if err := s.Read(ctx, proj, y); err != nil {
+							t.Fatal(err)
+						}
+						return out, y
+					}
+					wantOut, wantY := run(0)
+					for _, discard := range []int{1, 2} {
+						out, y := run(discard)
+						for i := range out {
+							if out[i] != wantOut[i] {
+								t.Fatalf("%s discard=%d: out[%d] = %v, want %v", name, discard, i, out[i], wantOut[i])
+							}
+						}
+						for i := range y {
+							want := wantY[i]
+							if discard == 1 && kernel.outer != nil {
+								want = sentinel[i]
+							}
+							if y[i] != want {
+								t.Fatalf("%s discard=%d: Linear output [%d] = %v, want %v", name, discard, i, y[i], want)
+							}
+						}
+					}
+					be.Close()
+				}
+			}
+		})
+	}
+}
