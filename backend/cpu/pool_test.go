@@ -1,0 +1,96 @@
+package cpu
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestParallelForCoversOnce: every index of [0, n) is handed to exactly one
+// chunk, and parallelFor returns only after all of them ran, with the pool's
+// workers polling (poolSpin) or blocked, back to back and after gaps.
+func TestParallelForCoversOnce(t *testing.T) {
+	be := New()
+	be.workers = 4
+	for _, gap := range []time.Duration{0, poolSpin / 2, 2 * poolSpin} {
+		for _, n := range []int{1, 2, 3, 5, 64, 1000} {
+			hits := make([]atomic.Int32, n)
+			be.parallelFor(n, 1, func(lo, hi int) {
+				time.Sleep(time.Duration(lo%3) * 50 * time.Microsecond) // uneven chunks
+				for i := lo; i < hi; i++ {
+					hits[i].Add(1)
+				}
+			})
+			for i := range hits {
+				if h := hits[i].Load(); h != 1 {
+					t.Fatalf("gap %v, n = %d: index %d ran %d times", gap, n, i, h)
+				}
+			}
+			time.Sleep(gap)
+		}
+	}
+}
+
+// TestPoolWorkersBlockWhenIdle: the workers' polling is bounded: once the
+// pool has been idle well past poolSpin, every worker is blocked on the
+// queue, so an idle process burns no CPU.
+func TestPoolWorkersBlockWhenIdle(t *testing.T) {
+	be := New()
+	be.workers = 3
+	be.parallelFor(3, 1, func(lo, hi int) {})
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		time.Sleep(min(20*poolSpin, 100*time.Millisecond))
+		buf := make([]byte, 1<<20)
+		stacks := string(buf[:runtime.Stack(buf, true)])
+		var busy, workers int
+		for _, g := range strings.Split(stacks, "\n\n") {
+			if !strings.Contains(g, "(*workerPool).next") {
+				continue
+			}
+			workers++
+			if !strings.Contains(strings.SplitN(g, "\n", 2)[0], "[chan receive") {
+				busy++
+			}
+		}
+		if workers == 0 {
+			t.Fatal("no pool worker found in the goroutine dump")
+		}
+		if busy == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d idle workers still polling after 5 s", busy, workers)
+		}
+	}
+}
+
+// BenchmarkParallelForGap times a parallelFor of ~3 µs of work per chunk
+// (two chunks) after a serial gap of 0, 20 or 200 µs, the gap excluded:
+// the cost of handing a chunk to a worker that is polling (gaps below
+// poolSpin) or blocked (above it), and of the caller waiting for it.
+func BenchmarkParallelForGap(b *testing.B) {
+	be := New()
+	be.workers = 2
+	var sink [16]float64
+	for _, gap := range []time.Duration{0, 20 * time.Microsecond, 200 * time.Microsecond} {
+		b.Run(fmt.Sprintf("gap=%v", gap), func(b *testing.B) {
+			var spent time.Duration
+			for b.Loop() {
+				t0 := time.Now()
+				be.parallelFor(2, 1, func(lo, hi int) {
+					for i := range 2000 {
+						sink[lo*8] += float64(i)
+					}
+				})
+				spent += time.Since(t0)
+				for t1 := time.Now(); time.Since(t1) < gap; {
+				}
+			}
+			b.ReportMetric(float64(spent.Nanoseconds())/float64(b.N), "ns/call")
+		})
+	}
+}
