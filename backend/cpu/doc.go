@@ -16,7 +16,8 @@
 //     selects the dot kernels instead.
 //   - Work spread over a persistent worker pool (pool.go): units of one W
 //     panel × a block of rows, taken from an atomic counter, split until
-//     each worker has several (gemmUnitPlan); no goroutine per call.
+//     each worker has several (gemmUnitPlan); no goroutine per call;
+//     idle workers poll for 200 µs before blocking (poolSpin).
 //   - Attention (attn_amd64.go) with AVX-512 outer-product tiles of 6
 //     queries × 64 keys (QKᵀ, Kᵀ packed once per head by gathers) and 6
 //     queries × 64 of the head dim (PV, V rows in place), a vectorised
@@ -37,7 +38,9 @@
 //     load is the mmap plus validation, and activation buffers are reused
 //     across requests (arena.go).
 //
-// Operations run when they are recorded (a Linear when the next operation
-// is); Stream.Read only copies. Importing the package registers the backend
+// Operations run when they are recorded (a Linear, and a Linear fused
+// with its GeGLU or residual Add, when the next operation is, so that a
+// Discard in between can spare storing the Linear's output); Stream.Read
+// only copies. Importing the package registers the backend
 // as "cpu".
 package cpu
