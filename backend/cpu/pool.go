@@ -39,8 +39,8 @@ func (p *workerPool) ensure(n int) {
 // hypervisor: on the 2-core development machine (KVM) a parallelFor of
 // ~3 µs of work took 13 µs with its worker woken every time, and 40 − 20 µs
 // after a 20 µs serial gap (BenchmarkParallelForGap's shape, before this
-// polling; with it 8 and 11 µs, and 24 µs after a 200 µs gap, when the
-// worker has blocked). A forward is hundreds of such operations back to
+// polling; with it 7–10 µs at both, and 36 µs after a 200 µs gap, when
+// the worker has blocked). A forward is hundreds of such operations back to
 // back with gaps of microseconds, and at 16 cores each wakes fifteen
 // workers (the 16-core host ran one multilingual question in 114–159 ms in
 // one run and 44–51 ms in others; whether wake-ups made the difference is
@@ -54,6 +54,7 @@ const poolSpin = 200 * time.Microsecond
 // blocking on it.
 func (p *workerPool) next() func() {
 	start := time.Now()
+	lastYield := start
 	for i := 0; ; i++ {
 		select {
 		case task := <-p.tasks:
@@ -63,18 +64,33 @@ func (p *workerPool) next() func() {
 		if i%8 != 7 {
 			continue
 		}
-		if time.Since(start) > poolSpin {
+		now := time.Now()
+		if now.Sub(start) > poolSpin {
 			return <-p.tasks
 		}
 		// Yield now and then rather than spin bare: a goroutine made
 		// runnable on this P (a caller woken by its last chunk) would
 		// otherwise wait for another thread to steal it (gap = 200 µs:
-		// 52–64 µs a call spinning bare, 24 yielding). Not on every poll:
-		// a yield takes the scheduler's global lock, which fifteen idle
-		// workers would contend for.
-		runtime.Gosched()
+		// 52–64 µs a call spinning bare, 36 yielding every workerYield,
+		// 16–23 yielding every 8th poll). Not more often: a yield takes
+		// the scheduler's global lock, which fifteen idle workers polling
+		// would contend for millions of times a second (the 2-core
+		// development machine cannot show that cost; the hand-offs
+		// without a gap were as fast either way there).
+		if now.Sub(lastYield) > workerYield {
+			lastYield = now
+			runtime.Gosched()
+		}
 	}
 }
+
+// workerYield and callerYield are how often a polling worker and a caller
+// polling for its chunks yield their P (next, parallelFor): a caller is one
+// per stream, and the worker its send woke may be waiting for its P.
+const (
+	workerYield = 20 * time.Microsecond
+	callerYield = 2 * time.Microsecond
+)
 
 // workerCount is the number of goroutines one operation spreads over.
 func (b *Backend) workerCount() int {
@@ -118,13 +134,21 @@ func (b *Backend) parallelFor(n, grain int, fn func(lo, hi int)) {
 	// Poll before blocking (poolSpin): the last chunk usually ends within
 	// microseconds of the caller's.
 	start := time.Now()
+	lastYield := start
 	for i := 0; left.Load() > 0; i++ {
-		if i%8 == 7 && time.Since(start) > poolSpin {
+		if i%8 != 7 {
+			continue
+		}
+		now := time.Now()
+		if now.Sub(start) > poolSpin {
 			break
 		}
 		// A worker woken by this call's send waits in this P's run queue
 		// until something yields it the P.
-		runtime.Gosched()
+		if now.Sub(lastYield) > callerYield {
+			lastYield = now
+			runtime.Gosched()
+		}
 	}
 	wg.Wait()
 }
