@@ -23,9 +23,9 @@ import (
 // transposed (an in-register 8×16 transpose, then one masked store of 8
 // floats per token at the token's row offset), so the kernel needs no
 // horizontal reductions and no K blocking. outerFill has it store into a
-// small staging block and copies each token's row into whichever Y row the
-// caller asked for (a row subset skips padding rows of a batch). BLIS and MKL kernels are shaped
-// this way (Van Zee & van de Geijn, "BLIS: A Framework for Rapidly
+// small staging block, and each token's row is copied from there into
+// whichever Y row the caller asked for (a row subset skips padding rows of
+// a batch). BLIS and MKL kernels are shaped this way (Van Zee & van de Geijn, "BLIS: A Framework for Rapidly
 // Instantiating BLAS Functionality", 2015, §3).
 //
 // Rounding: every output starts at 0 and takes one fused multiply-add per
@@ -150,11 +150,9 @@ func useOuter(m, n, k int) (outerKernelFunc, bool) {
 // waits for the pieces others are packing (they are being packed right now
 // by running goroutines, so the wait ends).
 type packedX struct {
-	tiles  []float32 // len(rows)/outerNR rounded up, × k × outerNR
-	off    []int32   // per packed token (padded to whole tiles): its Y row's offset rows[j]·ldy; 0 in padding
-	maxOff int       // the largest off
-	rows   []int     // X (and Y) row of each packed token
-	k      int
+	tiles []float32 // len(rows)/outerNR rounded up, × k × outerNR
+	rows  []int     // X (and Y) row of each packed token
+	k     int
 
 	x      []float32
 	ldx    int
@@ -172,9 +170,8 @@ const packTileK = 64
 const packChunkK = 64
 
 // packX prepares rows of x (row stride ldx, k wide; rows nil = [0, m)) for
-// packing for the outer-product kernel, with Y row offsets for a row
-// stride ldy; the tiles are packed by ensure.
-func (b *Backend) packX(x []float32, ldx, k int, rows []int, m, ldy int) *packedX {
+// packing for the outer-product kernel; the tiles are packed by ensure.
+func (b *Backend) packX(x []float32, ldx, k int, rows []int, m int) *packedX {
 	if rows == nil {
 		rows = make([]int, m)
 		for i := range rows {
@@ -182,20 +179,16 @@ func (b *Backend) packX(x []float32, ldx, k int, rows []int, m, ldy int) *packed
 		}
 	}
 	for _, r := range rows {
-		// The gathers and stores address rows by offsets: one outside
-		// would read and write outside x and y.
+		// The gathers address rows by offsets: one outside would read
+		// outside x.
 		if r < 0 || r >= m {
 			panic(fmt.Sprintf("cpu: GEMM row %d outside [0, %d)", r, m))
 		}
 	}
 	tiles := (len(rows) + outerNR - 1) / outerNR
 	chunks := (k + packChunkK - 1) / packChunkK
-	px := &packedX{rows: rows, k: k, off: make([]int32, tiles*outerNR), x: x, ldx: ldx, chunks: chunks,
+	px := &packedX{rows: rows, k: k, x: x, ldx: ldx, chunks: chunks,
 		piece: make([]atomic.Int32, tiles*chunks), ready: make([]atomic.Bool, tiles)}
-	for j, r := range rows {
-		px.off[j] = int32(r * ldy)
-		px.maxOff = max(px.maxOff, r*ldy)
-	}
 	px.tiles = packBuffer(tiles * k * outerNR)
 	return px
 }
@@ -294,14 +287,12 @@ func (px *packedX) release() {
 }
 
 // outerPart is one W panel of a work unit for outerFill: its nrows rows
-// (wp, row stride ldw) and the Y they fill, y starting at the panel's first
-// column (Y[rows[t]][i] = y[off[t] + i]). widen, when not nil, fills rows
+// (wp, row stride ldw). widen, when not nil, fills rows
 // [r0, r1) of wp (a half W's panel scratch): each block of outerMR rows is
 // widened right before the first group uses it, so the kernel reads it
 // from L1 instead of from a whole widened panel in L2 (measured 0–8 %
 // faster than widening the panel first on 13 of 16 F16 shapes).
 type outerPart struct {
-	y     []float32
 	wp    []float32
 	ldw   int
 	widen func(r0, r1 int)
@@ -329,21 +320,16 @@ func outerFill(kern outerKernelFunc, px *packedX, parts []outerPart, nrows, t0, 
 		panic(fmt.Sprintf("cpu: outerFill of %d parts", len(parts)))
 	}
 	for _, p := range parts {
-		// The last floats the kernel reads and writes, so that a short
-		// slice panics here instead of being overrun.
+		// The last float the kernel reads, so that a short panel
+		// panics here instead of being overrun. (It writes only the
+		// staging block, sized here.)
 		_ = p.wp[(nrows-1)*p.ldw+k-1]
-		if px.maxOff+nrows > len(p.y) {
-			// Not a y[…] bounds check: that reads an element another
-			// unit (another row range) may be writing.
-			panic(fmt.Sprintf("cpu: GEMM output of %d floats, the kernel stores up to %d", len(p.y), px.maxOff+nrows))
-		}
 	}
 	tileFloats := k * outerNR
 	group := min(outerMaxGroup, max(1, outerL2Bytes/(4*tileFloats)))
 	first, last := t0/outerNR, (t1+outerNR-1)/outerNR
 	// The kernels store into a group's staging block, a row of ldS floats
-	// per token and part, and each group's rows are then copied into Y
-	// whole (outerStage says why).
+	// per token and part (outerStaged says why).
 	ldS := outerStageStride(nrows)
 	stage := getScratch(len(parts) * group * outerNR * ldS)
 	defer putScratch(stage)
@@ -418,6 +404,17 @@ func outerFill(kern outerKernelFunc, px *packedX, parts []outerPart, nrows, t0, 
 }
 
 // outerStaged is a group's results in outerFill's staging block.
+//
+// The micro-kernel stores each token's outerMR outputs there, not into the
+// token's Y row, and the epilogue copies the group's rows into Y once the
+// panel is done with them. Stored straight into Y, every kernel call wrote
+// 48 lines in 48 rows of Y, a row stride apart: at the English attention's
+// 1,024 and 3,072 columns (4 and 12 KiB) all 48 lines fall into one L1 set
+// (12 ways), at 2,304 and 768 into four, and each call's stores touched 48
+// pages. BenchmarkOuterMicro, one core, K = 256, on the 16-core host:
+// 49–117 GFLOP/s storing into 3,072-wide rows, 157–169 into a contiguous
+// block. The staged rows are outerStageStride apart, a line more than the
+// rows' width, so that consecutive tokens' lines fall into different sets.
 type outerStaged struct {
 	bufs  [2][]float32 // per part
 	ld, n int          // row stride, row length (the panel's rows)
@@ -430,18 +427,6 @@ func (st *outerStaged) row(part, j int) []float32 {
 	return st.bufs[part][s : s+st.n : s+st.n]
 }
 
-// outerStage: the micro-kernel stores each token's outerMR outputs into a
-// staging block of the group, not into its Y row, and the epilogue copies
-// the group's rows into Y once the panel is done with it. Stored straight into
-// Y, every kernel call wrote 48 lines in 48 rows of Y, a row stride apart:
-// at the English attention's 1,024 and 3,072 columns (4 and 12 KiB) all 48
-// lines fall into one L1 set (12 ways), at 2,304 and 768 into four, and
-// each call's stores touch 48 pages. BenchmarkOuterMicro, one core, K =
-// 256, on the 16-core host: 49–117 GFLOP/s stored into 3,072-wide rows,
-// 157–169 into a contiguous block. The staged rows are outerStageStride
-// apart: a line more than the rows' width, so that consecutive tokens'
-// lines fall into different sets.
-//
 // outerMaxGroup caps a group at 8 tiles (at small K outerL2Bytes would
 // allow hundreds), so that the staging block stays small; every encoder
 // shape's group is 1 or 2 tiles.
@@ -454,8 +439,9 @@ func outerStageStride(nrows int) int { return (nrows+15)&^15 + 16 }
 // issues (gemm8x48AVX512's pf: a line per loop of four k).
 func outerPrefetch(k int) int { return k / 4 * 64 }
 
-// outerFits reports whether the outer-product path can address x (m × k)
-// and y (m × n): the gather and store offsets are int32.
+// outerFits reports whether the outer-product path can address x (m × k):
+// the gathers' offsets are int32. (The bound on y, m × n, is kept from when
+// the kernel stored into y by int32 offsets; no real shape comes near it.)
 func outerFits(m, n, k int) bool { return m*max(n, k) <= math.MaxInt32 }
 
 // gemmOuterW is gemmW (for the rows listed, nil = all) on the
@@ -465,11 +451,11 @@ func outerFits(m, n, k int) bool { return m*max(n, k) <= math.MaxInt32 }
 // [n0, n0+len(v)) after bias and activation, while they are in cache
 // (gemmResidual's add).
 func (b *Backend) gemmOuterW(kern outerKernelFunc, y, x []float32, w matrix, bias []float32, rows []int, m, n, k int, act backend.Activation, keepY bool, after func(r, n0 int, v []float32)) {
-	px := b.packX(x, k, k, rows, m, n)
+	px := b.packX(x, k, k, rows, m)
 	defer px.release()
 	b.forEachGemmUnit(len(px.rows), n, k, outerPanel, widenedPanels(w, 1), func(n0, n1, mu0, mu1 int, next [2]int, scratch *[]float32) {
 		wp, ldw, widen := w.panelLazy(n0, n1, k, scratch)
-		parts := [1]outerPart{{y: y[n0:], wp: wp, ldw: ldw, widen: widen}}
+		parts := [1]outerPart{{wp: wp, ldw: ldw, widen: widen}}
 		outerFill(kern, px, parts[:], n1-n0, mu0, mu1, w.rowBytes(next[0], next[1], k), func(j0, j1 int, st *outerStaged) {
 			for j := j0; j < j1; j++ {
 				r, v := px.rows[j], st.row(0, j)
@@ -490,7 +476,7 @@ func (b *Backend) gemmOuterW(kern outerKernelFunc, y, x []float32, w matrix, bia
 func (b *Backend) gemmOuterGeGLU(kern outerKernelFunc, op *linearOp, dst []float32, rows []int) {
 	y, x, w, k := op.dst.data, op.x, op.w, op.k
 	inner := op.n / 2
-	px := b.packX(x, k, k, rows, op.m, op.n)
+	px := b.packX(x, k, k, rows, op.m)
 	defer px.release()
 	// A unit's value and gate panels are outerPanel/2 rows each: both
 	// sweep every group of Xᵀ tiles, so a group serves outerPanel W rows as
@@ -506,7 +492,7 @@ func (b *Backend) gemmOuterGeGLU(kern outerKernelFunc, op *linearOp, dst []float
 				sub = &s
 			}
 			wp, ldw, widen := w.panelLazy(off+n0, off+n1, k, sub)
-			parts[half] = outerPart{y: y[off+n0:], wp: wp, ldw: ldw, widen: widen}
+			parts[half] = outerPart{wp: wp, ldw: ldw, widen: widen}
 		}
 		outerFill(kern, px, parts[:], n1-n0, mu0, mu1, w.rowBytes(next[0], next[1], k), func(j0, j1 int, st *outerStaged) {
 			for j := j0; j < j1; j++ {
