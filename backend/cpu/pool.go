@@ -53,31 +53,45 @@ const poolSpin = 200 * time.Microsecond
 // next returns the next task, polling the queue for up to poolSpin before
 // blocking on it.
 func (p *workerPool) next() func() {
+	var task func()
+	if spinUntil(workerYield, func() bool {
+		select {
+		case task = <-p.tasks:
+			return true
+		default:
+			return false
+		}
+	}) {
+		return task
+	}
+	return <-p.tasks
+}
+
+// spinUntil polls ready until it reports true (then true) or poolSpin has
+// passed (then false), yielding the P every yield of it. Why yield at all:
+// a goroutine made runnable on this P (a caller woken by its last chunk, a
+// worker woken by a caller's send) would otherwise wait for another thread
+// to steal it (gap = 200 µs: 52–64 µs a call spinning bare, 36 yielding
+// every workerYield, 16–23 yielding every 8th poll). Why not on every
+// poll: a yield takes the scheduler's global lock, which fifteen idle
+// workers polling would contend for millions of times a second (the 2-core
+// development machine cannot show that cost; the hand-offs without a gap
+// were as fast either way there).
+func spinUntil(yield time.Duration, ready func() bool) bool {
 	start := time.Now()
 	lastYield := start
 	for i := 0; ; i++ {
-		select {
-		case task := <-p.tasks:
-			return task
-		default:
+		if ready() {
+			return true
 		}
 		if i%8 != 7 {
 			continue
 		}
 		now := time.Now()
 		if now.Sub(start) > poolSpin {
-			return <-p.tasks
+			return false
 		}
-		// Yield now and then rather than spin bare: a goroutine made
-		// runnable on this P (a caller woken by its last chunk) would
-		// otherwise wait for another thread to steal it (gap = 200 µs:
-		// 52–64 µs a call spinning bare, 36 yielding every workerYield,
-		// 16–23 yielding every 8th poll). Not more often: a yield takes
-		// the scheduler's global lock, which fifteen idle workers polling
-		// would contend for millions of times a second (the 2-core
-		// development machine cannot show that cost; the hand-offs
-		// without a gap were as fast either way there).
-		if now.Sub(lastYield) > workerYield {
+		if now.Sub(lastYield) > yield {
 			lastYield = now
 			runtime.Gosched()
 		}
@@ -133,22 +147,6 @@ func (b *Backend) parallelFor(n, grain int, fn func(lo, hi int)) {
 	fn(0, n/chunks)
 	// Poll before blocking (poolSpin): the last chunk usually ends within
 	// microseconds of the caller's.
-	start := time.Now()
-	lastYield := start
-	for i := 0; left.Load() > 0; i++ {
-		if i%8 != 7 {
-			continue
-		}
-		now := time.Now()
-		if now.Sub(start) > poolSpin {
-			break
-		}
-		// A worker woken by this call's send waits in this P's run queue
-		// until something yields it the P.
-		if now.Sub(lastYield) > callerYield {
-			lastYield = now
-			runtime.Gosched()
-		}
-	}
+	spinUntil(callerYield, func() bool { return left.Load() == 0 })
 	wg.Wait()
 }
