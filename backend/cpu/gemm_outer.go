@@ -25,8 +25,9 @@ import (
 // horizontal reductions and no K blocking. outerFill has it store into a
 // small staging block, and each token's row is copied from there into
 // whichever Y row the caller asked for (a row subset skips padding rows of
-// a batch). BLIS and MKL kernels are shaped this way (Van Zee & van de Geijn, "BLIS: A Framework for Rapidly
-// Instantiating BLAS Functionality", 2015, §3).
+// a batch). BLIS and MKL kernels are shaped this way (Van Zee & van de
+// Geijn, "BLIS: A Framework for Rapidly Instantiating BLAS Functionality",
+// 2015, §3).
 //
 // Rounding: every output starts at 0 and takes one fused multiply-add per
 // k, in k order: y = fma(x[K−1], w[K−1], … fma(x[0], w[0], 0)). It does not
@@ -408,10 +409,10 @@ func outerFill(kern outerKernelFunc, px *packedX, parts []outerPart, nrows, t0, 
 // The micro-kernel stores each token's outerMR outputs there, not into the
 // token's Y row, and the epilogue copies the group's rows into Y once the
 // panel is done with them. Stored straight into Y, every kernel call wrote
-// 48 lines in 48 rows of Y, a row stride apart: at the English attention's
-// 1,024 and 3,072 columns (4 and 12 KiB) all 48 lines fall into one L1 set
-// (12 ways), at 2,304 and 768 into four, and each call's stores touched 48
-// pages. BenchmarkOuterMicro, one core, K = 256, on the 16-core host:
+// 48 lines in 48 rows of Y, a row stride apart: at the English attention
+// projections' 1,024 and 3,072 columns (4 and 12 KiB) all 48 lines fall
+// into one L1 set (12 ways), at 2,304 and 768 into four, and each call's
+// stores touched 48 pages. BenchmarkOuterMicro, one core, K = 256, on the 16-core host:
 // 49–117 GFLOP/s storing into 3,072-wide rows, 157–169 into a contiguous
 // block. The staged rows are outerStageStride apart, a line more than the
 // rows' width, so that consecutive tokens' lines fall into different sets.
