@@ -17,7 +17,8 @@
 //   - Work spread over a persistent worker pool (pool.go): units of one W
 //     panel × a block of rows, taken from an atomic counter, split until
 //     each worker has several (gemmUnitPlan); no goroutine per call;
-//     idle workers poll for 200 µs before blocking (poolSpin).
+//     idle workers poll for 200 µs before blocking (poolSpin;
+//     LAYA_CPU_SPIN=0 turns polling off, or sets another duration).
 //   - Attention (attn_amd64.go) with AVX-512 outer-product tiles of 6
 //     queries × 64 keys (QKᵀ, Kᵀ packed once per head by gathers) and 6
 //     queries × 64 of the head dim (PV, V rows in place), a vectorised

@@ -1,6 +1,8 @@
 package cpu
 
 import (
+	"fmt"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -47,8 +49,26 @@ func (p *workerPool) ensure(n int) {
 // not measured there). OpenMP runtimes spin the same way between parallel
 // regions (GOMP_SPINCOUNT, KMP_BLOCKTIME). Past poolSpin of idleness the
 // workers block, so an idle process costs nothing
-// (TestPoolWorkersBlockWhenIdle).
-const poolSpin = 200 * time.Microsecond
+// (TestPoolWorkersBlockWhenIdle). LAYA_CPU_SPIN (a Go duration; 0 turns
+// polling off) overrides it, for machines whose cores are shared with other
+// busy processes, and to measure what the polling buys (OMP_WAIT_POLICY's
+// role in OpenMP).
+var poolSpin = spinFromEnv(os.Getenv("LAYA_CPU_SPIN"), 200*time.Microsecond)
+
+// spinFromEnv parses LAYA_CPU_SPIN: empty gives def; a value that is not a
+// non-negative duration is ignored with a warning on stderr rather than
+// failing every forward of the process.
+func spinFromEnv(v string, def time.Duration) time.Duration {
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		fmt.Fprintf(os.Stderr, "cpu: LAYA_CPU_SPIN=%q is not a non-negative duration (like 200us or 0); using %v\n", v, def)
+		return def
+	}
+	return d
+}
 
 // next returns the next task, polling the queue for up to poolSpin before
 // blocking on it.

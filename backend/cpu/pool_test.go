@@ -94,3 +94,23 @@ func BenchmarkParallelForGap(b *testing.B) {
 		})
 	}
 }
+
+func TestSpinFromEnv(t *testing.T) {
+	const def = 200 * time.Microsecond
+	for _, c := range []struct {
+		v    string
+		want time.Duration
+	}{
+		{"", def},
+		{"0", 0},
+		{"50us", 50 * time.Microsecond},
+		{"1ms", time.Millisecond},
+		{"-1ms", def},
+		{"fast", def},
+		{"200", def}, // a bare number has no unit: rejected, not read as ns
+	} {
+		if got := spinFromEnv(c.v, def); got != c.want {
+			t.Errorf("spinFromEnv(%q) = %v, want %v", c.v, got, c.want)
+		}
+	}
+}
