@@ -202,11 +202,29 @@ func prefetchL2(p *byte, n int)
 //go:noescape
 func packXAVX512(dst *float32, src *float32, idx *int32, k, cols int)
 
-// simdPackX packs with AVX-512 gathers where the CPU has AVX-512F.
+// packXTAVX512 packs a full tile's 16·k16 k by transposes; see
+// gemm_outer_avx512_amd64.s. k16 ≥ 1; idx has 48 entries.
+//
+//go:noescape
+func packXTAVX512(dst *float32, src *float32, idx *int32, k16 int)
+
+// simdPackX packs with AVX-512 where the CPU has AVX-512F: a full tile's
+// k in blocks of 16 by transposes, the rest (a tile's last k below 16, the
+// last tile of a GEMM whose tokens do not fill it) by gathers.
 func simdPackX(dst, x []float32, idx *[outerNR]int32, k0, k1, cols int) bool {
 	if !sysCPU.X86.HasAVX512F {
 		return false
 	}
-	packXAVX512(&dst[k0*outerNR], &x[k0], &idx[0], k1-k0, cols)
+	if k16 := (k1 - k0) / 16; cols == outerNR && k16 > 0 && !packByGathers {
+		packXTAVX512(&dst[k0*outerNR], &x[k0], &idx[0], k16)
+		k0 += 16 * k16
+	}
+	if k0 < k1 {
+		packXAVX512(&dst[k0*outerNR], &x[k0], &idx[0], k1-k0, cols)
+	}
 	return true
 }
+
+// packByGathers sends every tile to the gathers (tests and benchmarks
+// compare the two).
+var packByGathers = false

@@ -70,3 +70,32 @@ func BenchmarkOuterMicro(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPackTile packs one 48-token tile's 64 k (packChunkK, the unit
+// packedX.ensure claims) from rows of a 1024-wide X, by the transposes and
+// by the gathers they replace.
+func BenchmarkPackTile(b *testing.B) {
+	const ldx, k = 1024, 1024
+	x := make([]float32, 860*ldx)
+	rows := make([]int, outerNR)
+	for j := range rows {
+		rows[j] = 5 + 17*j
+	}
+	dst := make([]float32, k*outerNR)
+	for _, gathers := range []bool{false, true} {
+		name := "transposes"
+		if gathers {
+			name = "gathers"
+		}
+		b.Run(name, func(b *testing.B) {
+			defer func(old bool) { packByGathers = old }(packByGathers)
+			packByGathers = gathers
+			k0 := 0
+			for b.Loop() {
+				packTile(dst, x, ldx, rows, k0, k0+packChunkK)
+				k0 = (k0 + packChunkK) % k
+			}
+			b.ReportMetric(float64(outerNR*packChunkK)*float64(b.N)/b.Elapsed().Seconds()/1e9, "Gfloat/s")
+		})
+	}
+}

@@ -324,3 +324,41 @@ func TestOuterGroupEpilogues(t *testing.T) {
 		}
 	}
 }
+
+// TestPackTile checks packTile (on AVX-512: transposes for full tiles'
+// blocks of 16 k, gathers for the rest) against the definition: dst[kk·48
+// + j] = x[rows[j]·ldx + kk] for kk in [k0, k1), 0 past the last token, and
+// nothing written outside [k0, k1). Rows come in any order and stride.
+func TestPackTile(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	const m, ldx, k = 70, 203, 150
+	x := randomValues(rng, m*ldx)
+	for _, cols := range []int{outerNR, outerNR - 1, 17, 16, 1} {
+		for _, kr := range [][2]int{{0, 64}, {64, 128}, {128, 150}, {3, 19}, {5, 20}, {0, 1}, {0, 150}, {16, 48}} {
+			rows := rng.Perm(m)[:cols]
+			dst := make([]float32, k*outerNR)
+			for i := range dst {
+				dst[i] = float32(math.NaN())
+			}
+			packTile(dst, x, ldx, rows, kr[0], kr[1])
+			for kk := 0; kk < k; kk++ {
+				for j := 0; j < outerNR; j++ {
+					got := dst[kk*outerNR+j]
+					var want float32
+					switch {
+					case kk < kr[0] || kk >= kr[1]:
+						if !math.IsNaN(float64(got)) {
+							t.Fatalf("cols %d, k [%d, %d): wrote k %d token %d", cols, kr[0], kr[1], kk, j)
+						}
+						continue
+					case j < cols:
+						want = x[rows[j]*ldx+kk]
+					}
+					if math.Float32bits(got) != math.Float32bits(want) {
+						t.Fatalf("cols %d, k [%d, %d): k %d token %d = %v, want %v", cols, kr[0], kr[1], kk, j, got, want)
+					}
+				}
+			}
+		}
+	}
+}
