@@ -153,26 +153,28 @@ func BenchmarkLayerCold(b *testing.B) {
 		flops += 2 * float64(m) * float64(sh[0]) * float64(sh[1])
 	}
 	type variant struct {
-		kernel   gemmKernel
-		name     string
-		prefetch bool
+		kernel       gemmKernel
+		name         string
+		prefetch     bool
+		noBlockAhead bool
 	}
 	var variants []variant
 	for _, kernel := range benchKernels(b) {
 		if kernel.name == "go" {
 			continue
 		}
-		variants = append(variants, variant{kernel, kernel.name, false})
+		variants = append(variants, variant{kernel, kernel.name, false, false})
 		if kernel.outer != nil {
-			variants = append(variants, variant{kernel, kernel.name + "+prefetch", true})
+			variants = append(variants, variant{kernel, kernel.name + "+prefetch", true, false},
+				variant{kernel, kernel.name + "-blockahead", false, true})
 		}
 	}
 	for _, v := range variants {
 		kernel := v.kernel
 		b.Run(v.name, func(b *testing.B) {
 			useGemmKernel(b, kernel)
-			gemmPrefetch = v.prefetch
-			defer func() { gemmPrefetch = false }()
+			gemmPrefetch, noPrefetchNextBlock = v.prefetch, v.noBlockAhead
+			defer func() { gemmPrefetch, noPrefetchNextBlock = false, false }()
 			s := be.NewStream().(*Stream)
 			x := s.FromHost(m, d, randomValues(rng, m*d))
 			qkv, attn := s.New(m, 3*d), s.New(m, d)

@@ -121,12 +121,23 @@ type outerKernelFunc func(a *[outerMR]*float32, b *float32, k int, c *float32, l
 // (BenchmarkLayerCold, "+prefetch"): the hardware prefetchers keep up
 // with one core's share of DRAM. It stays off until a many-core machine
 // shows a gain. Prefetching the next 8-row block of the panel while the
-// current one computes (in the lazy widening) measured no faster in the
-// real forward either (×1.03 English, ×0.99 multilingual) and was not kept.
+// current one computes, from the lazy widening, measured no faster in the
+// real forward (×1.03 English, ×0.99 multilingual) and was not kept; the
+// same rows prefetched by the kernel itself, a line every four k of the
+// block's first call (outerFill's nextW), did pay: one question at 2 cores
+// on the development machine ×0.88 English and ×0.90 multilingual (medians
+// of 6 interleaved pairs, 10 of 12 faster), BenchmarkLayerCold 181 → 198
+// GFLOP/s at 2 cores (medians of 8 interleaved runs; each run ±10 %). The hardware prefetchers stop at 4 KiB
+// pages, two F16 rows of the English model; the first group of a
+// one-question GEMM is all of it, and every row comes from DRAM.
 var (
 	gemmOuter    = simdGemmOuter()
 	gemmPrefetch = false
 )
+
+// noPrefetchNextBlock turns outerFill's prefetch of the next block's
+// stored rows off (BenchmarkLayerCold's -blockahead compares).
+var noPrefetchNextBlock = false
 
 // useOuter reports whether a GEMM (m rows in all, y n wide, k deep) runs on
 // the outer-product kernel, and returns it.
@@ -293,10 +304,26 @@ func (px *packedX) release() {
 // widened right before the first group uses it, so the kernel reads it
 // from L1 instead of from a whole widened panel in L2 (measured 0–8 %
 // faster than widening the panel first on 13 of 16 F16 shapes).
+//
+// stored, when not nil, is the panel's rows as the weight stores them (F16,
+// BF16 or F32), stride bytes a row: outerFill prefetches each block's
+// successor from there while the block's first kernel call runs.
 type outerPart struct {
-	wp    []float32
-	ldw   int
-	widen func(r0, r1 int)
+	wp     []float32
+	ldw    int
+	widen  func(r0, r1 int)
+	stored []byte
+	stride int
+}
+
+// storedPart returns w's stored rows [n0, n1) for outerPart.stored, and
+// their stride in bytes.
+func storedPart(w matrix, n0, n1, k int) ([]byte, int) {
+	es := 2
+	if w.f32 != nil {
+		es = 4
+	}
+	return w.rowBytes(n0, n1, k), w.ld * es
 }
 
 // outerFill computes each part's panel (all nrows rows) against packed
@@ -356,6 +383,7 @@ func outerFill(kern outerKernelFunc, px *packedX, parts []outerPart, nrows, t0, 
 	// on the development machine (4 interleaved pairs, none slower; a noisy
 	// machine, so the size of the gain is uncertain).
 	pfBytes := outerPrefetch(k)
+	fewGroups := last-first <= 2*group
 	for g0 := first; g0 < last; g0 += group {
 		g1 := min(g0+group, last)
 		for t := g0; t < g1; t++ {
@@ -383,6 +411,27 @@ func outerFill(kern outerKernelFunc, px *packedX, parts []outerPart, nrows, t0, 
 				for r := range a {
 					a[r] = &p.wp[min(i0+r, nrows-1)*p.ldw] // missing rows repeat the last
 				}
+				// The next block's stored rows, which the first group reads
+				// (widens, or reads in place) right after this block: from
+				// DRAM, where a one-question request finds every weight,
+				// unless prefetched. outerPrefetch(k) bytes a call is one
+				// call's worth for 8 F16 rows, two for F32 ones. After a
+				// part's last block comes the next part's first (a GeGLU's
+				// gate half). Only in units of one or two groups (a
+				// one-question GEMM: its next group, if any, was just packed
+				// by this worker and is still in its L2); in longer ones
+				// the first group's prefetches keep bringing the next
+				// group's tiles, perhaps packed by another core.
+				var nextW []byte
+				if g0 == first && fewGroups && !noPrefetchNextBlock {
+					switch {
+					case p.stored != nil && i0+outerMR < nrows:
+						nextW = p.stored[(i0+outerMR)*p.stride : min((i0+2*outerMR)*p.stride, len(p.stored))]
+					case part+1 < len(parts) && parts[part+1].stored != nil:
+						q := parts[part+1]
+						nextW = q.stored[:min(outerMR*q.stride, len(q.stored))]
+					}
+				}
 				for t := g0; t < g1; t++ {
 					if len(ahead) > 0 && gemmPrefetch {
 						n := min(step, len(ahead))
@@ -391,10 +440,13 @@ func outerFill(kern outerKernelFunc, px *packedX, parts []outerPart, nrows, t0, 
 					}
 					cols := min(outerNR, t1-t*outerNR)
 					pf := (*byte)(unsafe.Pointer(&px.tiles[t*tileFloats]))
-					if off := call * pfBytes / 4; off < len(nextTiles) {
+					if len(nextW) > 0 {
+						pf = &nextW[0]
+						nextW = nextW[min(pfBytes, len(nextW)):]
+					} else if off := call * pfBytes / 4; off < len(nextTiles) {
 						pf = (*byte)(unsafe.Pointer(&nextTiles[off]))
+						call++
 					}
-					call++
 					kern(&a, &px.tiles[t*tileFloats], k, &ps[(t-g0)*outerNR*ldS+i0], 0, rows, cols, &stageOff[0], pf)
 				}
 			}
@@ -456,7 +508,8 @@ func (b *Backend) gemmOuterW(kern outerKernelFunc, y, x []float32, w matrix, bia
 	defer px.release()
 	b.forEachGemmUnit(len(px.rows), n, k, outerPanel, widenedPanels(w, 1), func(n0, n1, mu0, mu1 int, next [2]int, scratch *[]float32) {
 		wp, ldw, widen := w.panelLazy(n0, n1, k, scratch)
-		parts := [1]outerPart{{wp: wp, ldw: ldw, widen: widen}}
+		stored, stride := storedPart(w, n0, n1, k)
+		parts := [1]outerPart{{wp: wp, ldw: ldw, widen: widen, stored: stored, stride: stride}}
 		outerFill(kern, px, parts[:], n1-n0, mu0, mu1, w.rowBytes(next[0], next[1], k), func(j0, j1 int, st *outerStaged) {
 			for j := j0; j < j1; j++ {
 				r, v := px.rows[j], st.row(0, j)
@@ -493,7 +546,8 @@ func (b *Backend) gemmOuterGeGLU(kern outerKernelFunc, op *linearOp, dst []float
 				sub = &s
 			}
 			wp, ldw, widen := w.panelLazy(off+n0, off+n1, k, sub)
-			parts[half] = outerPart{wp: wp, ldw: ldw, widen: widen}
+			stored, stride := storedPart(w, off+n0, off+n1, k)
+			parts[half] = outerPart{wp: wp, ldw: ldw, widen: widen, stored: stored, stride: stride}
 		}
 		outerFill(kern, px, parts[:], n1-n0, mu0, mu1, w.rowBytes(next[0], next[1], k), func(j0, j1 int, st *outerStaged) {
 			for j := j0; j < j1; j++ {
