@@ -12,8 +12,10 @@
 //     purego tag; each with a documented summation order pinned by a test.
 //     Where the CPU has AVX-512F, every Linear and GeGLU runs the
 //     outer-product kernel (gemm_outer.go: 8×48, one FMA per k in k
-//     order, Xᵀ packed lazily in 48-token tiles); LAYA_CPU_GEMM=dot
-//     selects the dot kernels instead.
+//     order, Xᵀ packed lazily in 48-token tiles by in-register
+//     transposes, the next W block prefetched by the kernel where the
+//     weights come from DRAM); LAYA_CPU_GEMM=dot selects the dot kernels
+//     instead.
 //   - Work spread over a persistent worker pool (pool.go): units of one W
 //     panel × a block of rows, taken from an atomic counter, split until
 //     each worker has several (gemmUnitPlan); no goroutine per call;
