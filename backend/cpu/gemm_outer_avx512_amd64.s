@@ -95,28 +95,27 @@
 	VMOVUPS a1, K2, 64(DI); \
 	VMOVUPS a2, K3, 128(DI)
 
-// TRANS8 transposes the 8 accumulators r0…r7 of one 16-column vector (row
-// i of C in r_i, lane j = column j) in 128-bit lanes: afterwards lane ℓ of
-// r_e holds C rows 0–3 of column 4ℓ+e and lane ℓ of r_{4+e} rows 4–7 of
-// it (e < 4). Z24–Z31 are scratch. Unpack pairs of rows, then shuffle pairs
-// of pairs (the classic 8×8 SSE transpose, on four column groups at once).
-#define TRANS8(r0, r1, r2, r3, r4, r5, r6, r7) \
+// PT4 transposes the 4×4 blocks inside each 128-bit lane of rows r0…r3:
+// afterwards lane ℓ of r_e holds rows 0–3 of column 4ℓ+e (the classic 4×4
+// SSE transpose: unpack pairs of rows, then shuffle pairs of pairs, on four
+// column groups at once). Z24–Z27 are scratch.
+#define PT4(r0, r1, r2, r3) \
 	VUNPCKLPS r1, r0, Z24; \
 	VUNPCKHPS r1, r0, Z25; \
 	VUNPCKLPS r3, r2, Z26; \
 	VUNPCKHPS r3, r2, Z27; \
-	VUNPCKLPS r5, r4, Z28; \
-	VUNPCKHPS r5, r4, Z29; \
-	VUNPCKLPS r7, r6, Z30; \
-	VUNPCKHPS r7, r6, Z31; \
 	VSHUFPS $0x44, Z26, Z24, r0; \
 	VSHUFPS $0xEE, Z26, Z24, r1; \
 	VSHUFPS $0x44, Z27, Z25, r2; \
-	VSHUFPS $0xEE, Z27, Z25, r3; \
-	VSHUFPS $0x44, Z30, Z28, r4; \
-	VSHUFPS $0xEE, Z30, Z28, r5; \
-	VSHUFPS $0x44, Z31, Z29, r6; \
-	VSHUFPS $0xEE, Z31, Z29, r7
+	VSHUFPS $0xEE, Z27, Z25, r3
+
+// TRANS8 transposes the 8 accumulators r0…r7 of one 16-column vector (row
+// i of C in r_i, lane j = column j) in 128-bit lanes: afterwards lane ℓ of
+// r_e holds C rows 0–3 of column 4ℓ+e and lane ℓ of r_{4+e} rows 4–7 of
+// it (e < 4): PT4 on each half.
+#define TRANS8(r0, r1, r2, r3, r4, r5, r6, r7) \
+	PT4(r0, r1, r2, r3); \
+	PT4(r4, r5, r6, r7)
 
 // PAIR gathers column e and e+8 (sel 0x88) or e+4 and e+12 (sel 0xDD) of
 // the transposed lo (rows 0–3) and hi (rows 4–7) into q: the first
@@ -492,19 +491,6 @@ packloop:
 #define PTLOAD(i, zr) \
 	MOVLQSX (i*4)(AX), R8; \
 	VMOVUPS (SI)(R8*4), zr
-
-// PT4 transposes the 4×4 blocks inside each 128-bit lane of rows r0…r3:
-// afterwards lane ℓ of r_e holds rows 0–3 of column 4ℓ+e (TRANS8's first
-// half, on four rows).
-#define PT4(r0, r1, r2, r3) \
-	VUNPCKLPS r1, r0, Z24; \
-	VUNPCKHPS r1, r0, Z25; \
-	VUNPCKLPS r3, r2, Z26; \
-	VUNPCKHPS r3, r2, Z27; \
-	VSHUFPS $0x44, Z26, Z24, r0; \
-	VSHUFPS $0xEE, Z26, Z24, r1; \
-	VSHUFPS $0x44, Z27, Z25, r2; \
-	VSHUFPS $0xEE, Z27, Z25, r3
 
 // PTLANES gathers, for one e, the 128-bit lanes of the four row groups'
 // u0…u3 (rows 0–3, 4–7, 8–11, 12–15 of columns 4ℓ+e) into columns e,
