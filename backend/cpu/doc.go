@@ -31,9 +31,8 @@
 //   - LayerNorm, residual Add and RoPE in AVX-512 (ops_amd64.go), the Go
 //     loops' arithmetic.
 //   - Epilogues: bias and activation while the unit (on the outer-product
-//     kernel: each group of its tiles) is in cache; a Linear is deferred to
-//     the next op, and the GeGLU or the residual Add of its output runs
-//     fused (bit for bit the unfused answers).
+//     kernel: each group of its tiles) is in cache; a Linear's GeGLU or
+//     residual Add runs fused into it (bit for bit the unfused answers).
 //   - Packed batches (packed.go, backend.RowPacker): a batch's rows back to
 //     back without padding, so uneven questions cost their real tokens.
 //   - GELU/GeGLU in AVX-512 (gelu_amd64.go); a fast exp for the softmax.
@@ -41,9 +40,9 @@
 //     load is the mmap plus validation, and activation buffers are reused
 //     across requests (arena.go).
 //
-// Operations run when they are recorded (a Linear, and a Linear fused
-// with its GeGLU or residual Add, when the next operation is, so that a
-// Discard in between can spare storing the Linear's output); Stream.Read
-// only copies. Importing the package registers the backend
-// as "cpu".
+// Operations run when they are recorded, but for a Linear: it runs with
+// the next operation, fused with it where that is its GeGLU or residual
+// Add, so that a Discard in between can spare storing its output.
+// Stream.Read only copies. Importing the package registers the backend as
+// "cpu".
 package cpu
