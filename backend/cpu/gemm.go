@@ -173,8 +173,12 @@ func (b *Backend) gemmRows(y, x []float32, w matrix, bias []float32, rows []int,
 		return
 	}
 	if rows != nil {
-		// The dot kernels take contiguous rows: gather, run, scatter.
-		xs, ys := make([]float32, count*k), make([]float32, count*n)
+		// The dot kernels take contiguous rows: gather, run, scatter
+		// (through pooled buffers, every value of which is written first).
+		xb, yb := getScratch(count*k), getScratch(count*n)
+		defer putScratch(xb)
+		defer putScratch(yb)
+		xs, ys := *xb, *yb
 		for i, r := range rows {
 			copy(xs[i*k:], x[r*k:r*k+k])
 		}
@@ -486,9 +490,14 @@ func (b *Backend) gemmGeGLURows(op *linearOp, dst []float32, rows []int) {
 		return
 	}
 	if rows != nil {
-		// The dot kernels take contiguous rows: gather, run, scatter.
+		// The dot kernels take contiguous rows: gather, run, scatter
+		// (through pooled buffers, every value of which is written first).
 		inner := op.n / 2
-		xs, ys, ds := make([]float32, count*k), make([]float32, count*op.n), make([]float32, count*inner)
+		xb, yb, db := getScratch(count*k), getScratch(count*op.n), getScratch(count*inner)
+		defer putScratch(xb)
+		defer putScratch(yb)
+		defer putScratch(db)
+		xs, ys, ds := *xb, *yb, *db
 		for i, r := range rows {
 			copy(xs[i*k:], x[r*k:r*k+k])
 		}
