@@ -127,9 +127,10 @@ type outerKernelFunc func(a *[outerMR]*float32, b *float32, k int, c *float32, l
 // block's first call (outerFill's nextW), did pay: one question at 2 cores
 // on the development machine ×0.88 English and ×0.90 multilingual (medians
 // of 6 interleaved pairs, 10 of 12 faster), BenchmarkLayerCold 181 → 198
-// GFLOP/s at 2 cores (medians of 8 interleaved runs; each run ±10 %). The hardware prefetchers stop at 4 KiB
-// pages, two F16 rows of the English model; the first group of a
-// one-question GEMM is all of it, and every row comes from DRAM.
+// GFLOP/s at 2 cores (medians of 8 interleaved runs; each run ±10 %). The
+// hardware prefetchers stop at 4 KiB pages, two F16 rows of the English
+// model; the first group of a one-question GEMM is all of it, and every
+// row comes from DRAM.
 var (
 	gemmOuter    = simdGemmOuter()
 	gemmPrefetch = false
@@ -316,14 +317,15 @@ type outerPart struct {
 	stride int
 }
 
-// storedPart returns w's stored rows [n0, n1) for outerPart.stored, and
-// their stride in bytes.
-func storedPart(w matrix, n0, n1, k int) ([]byte, int) {
+// outerPartOf is the outerPart of w's rows [n0, n1): the panel (in place
+// or widened lazily into scratch) and its stored rows.
+func outerPartOf(w matrix, n0, n1, k int, scratch *[]float32) outerPart {
+	wp, ldw, widen := w.panelLazy(n0, n1, k, scratch)
 	es := 2
 	if w.f32 != nil {
 		es = 4
 	}
-	return w.rowBytes(n0, n1, k), w.ld * es
+	return outerPart{wp: wp, ldw: ldw, widen: widen, stored: w.rowBytes(n0, n1, k), stride: w.ld * es}
 }
 
 // outerFill computes each part's panel (all nrows rows) against packed
@@ -464,9 +466,9 @@ func outerFill(kern outerKernelFunc, px *packedX, parts []outerPart, nrows, t0, 
 // 48 lines in 48 rows of Y, a row stride apart: at the English attention
 // projections' 1,024 and 3,072 columns (4 and 12 KiB) all 48 lines fall
 // into one L1 set (12 ways), at 2,304 and 768 into four, and each call's
-// stores touched 48 pages. BenchmarkOuterMicro, one core, K = 256, on the 16-core host:
-// 49–117 GFLOP/s storing into 3,072-wide rows, 157–169 into a contiguous
-// block. The staged rows are outerStageStride apart, a line more than the
+// stores touched 48 pages. BenchmarkOuterMicro, one core, K = 256, on the
+// 16-core host: 49–117 GFLOP/s storing into 3,072-wide rows, 157–169 into a
+// contiguous block. The staged rows are outerStageStride apart, a line more than the
 // rows' width, so that consecutive tokens' lines fall into different sets.
 type outerStaged struct {
 	bufs  [2][]float32 // per part
@@ -507,9 +509,7 @@ func (b *Backend) gemmOuterW(kern outerKernelFunc, y, x []float32, w matrix, bia
 	px := b.packX(x, k, k, rows, m)
 	defer px.release()
 	b.forEachGemmUnit(len(px.rows), n, k, outerPanel, widenedPanels(w, 1), func(n0, n1, mu0, mu1 int, next [2]int, scratch *[]float32) {
-		wp, ldw, widen := w.panelLazy(n0, n1, k, scratch)
-		stored, stride := storedPart(w, n0, n1, k)
-		parts := [1]outerPart{{wp: wp, ldw: ldw, widen: widen, stored: stored, stride: stride}}
+		parts := [1]outerPart{outerPartOf(w, n0, n1, k, scratch)}
 		outerFill(kern, px, parts[:], n1-n0, mu0, mu1, w.rowBytes(next[0], next[1], k), func(j0, j1 int, st *outerStaged) {
 			for j := j0; j < j1; j++ {
 				r, v := px.rows[j], st.row(0, j)
@@ -545,9 +545,7 @@ func (b *Backend) gemmOuterGeGLU(kern outerKernelFunc, op *linearOp, dst []float
 				s := (*scratch)[half*(n1-n0)*k : (half+1)*(n1-n0)*k]
 				sub = &s
 			}
-			wp, ldw, widen := w.panelLazy(off+n0, off+n1, k, sub)
-			stored, stride := storedPart(w, off+n0, off+n1, k)
-			parts[half] = outerPart{wp: wp, ldw: ldw, widen: widen, stored: stored, stride: stride}
+			parts[half] = outerPartOf(w, off+n0, off+n1, k, sub)
 		}
 		outerFill(kern, px, parts[:], n1-n0, mu0, mu1, w.rowBytes(next[0], next[1], k), func(j0, j1 int, st *outerStaged) {
 			for j := j0; j < j1; j++ {
