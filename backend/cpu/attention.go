@@ -61,18 +61,30 @@ func (s *Stream) Rope(qkv backend.Tensor, p backend.RopeParams) {
 	if !s.ok("rope", qkv) || !s.check(backend.CheckRope(qkv, p)) {
 		return
 	}
-	if p.Packed {
-		s.ropePacked(qkv, p)
-		return
-	}
 	width := p.Heads * p.HeadDim
 	half := p.HeadDim / 2
 	table := s.be.ropeTable(p.Theta, p.HeadDim, p.SeqLen)
 	x := data(qkv)
+	// A packed batch's positions restart at each row's first token: one
+	// pass over all its rows, not one parallel operation per batch row
+	// (each of ~90 tokens, split over every worker: ten per layer at ten
+	// questions, most of their time the hand-offs).
+	var positions []int32
+	if p.Packed {
+		positions = make([]int32, 0, qkv.Rows())
+		for _, n := range p.Lengths {
+			for i := range n {
+				positions = append(positions, int32(i))
+			}
+		}
+	}
 	// 16 rows a chunk, for the reason LayerNorm's chunks are 32 rows (ops.go).
 	s.be.parallelFor(qkv.Rows(), 16, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			pos := r % p.SeqLen
+			if positions != nil {
+				pos = int(positions[r])
+			}
 			cs := table[pos*2*half : (pos+1)*2*half]
 			cos, sin := cs[:half], cs[half:]
 			// q and k heads sit side by side: 2·H heads of Dh values.

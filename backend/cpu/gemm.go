@@ -283,9 +283,8 @@ func (b *Backend) forEachGemmUnit(m, cols, k, widest, widened int, unit func(n0,
 	workers := b.workerCount()
 	halfW := widened > 0
 	panel, unitM := gemmUnitPlan(m, cols, widest, halfW, workers)
-	unitsM := (m + unitM - 1) / unitM
-	panels := (cols + panel - 1) / panel
-	units := panels * unitsM
+	plan := newUnitPlan(m, cols, panel, unitM, workers)
+	units := plan.units()
 	var next atomic.Int64
 	b.parallelFor(min(units, workers), 1, func(_, _ int) {
 		var scratch *[]float32
@@ -299,23 +298,80 @@ func (b *Backend) forEachGemmUnit(m, cols, k, widest, widened int, unit func(n0,
 		u := int(next.Add(1) - 1)
 		for u < units {
 			following := -1
+			n0, n1, mu0, mu1 := plan.unit(u)
 			var nextPanel [2]int
 			if ahead {
 				following = int(next.Add(1) - 1)
-				if following < units && following%panels != u%panels {
-					f0 := (following % panels) * panel
-					nextPanel = [2]int{f0, min(f0+panel, cols)}
+				if following < units {
+					if f0, f1, _, _ := plan.unit(following); f0 != n0 {
+						nextPanel = [2]int{f0, f1}
+					}
 				}
 			}
-			n0 := (u % panels) * panel
-			mu0 := (u / panels) * unitM
-			unit(n0, min(n0+panel, cols), mu0, min(mu0+unitM, m), nextPanel, scratch)
+			if n0 < n1 { // a narrow unit's second half is empty
+				unit(n0, n1, mu0, mu1, nextPanel, scratch)
+			}
 			if !ahead {
 				following = int(next.Add(1) - 1)
 			}
 			u = following
 		}
 	})
+}
+
+// unitPlan numbers a GEMM's work units (forEachGemmUnit): panels of panel
+// columns × row blocks of unitM rows, row-block-major, except that the last
+// tail units are each split into two of half the columns, numbered after
+// the others. The workers claim units in order, and they finish their last
+// ones at different times (a core shared with another tenant, a unit's W
+// from DRAM): with whole units left for the end, the first worker done
+// waited for the others a few per cent of every GEMM's time (two workers,
+// ten questions, the development machine: 3–4 % of the English GEMMs',
+// whose Wo units are ~4 ms each). Columns rather than rows, because the
+// two halves of a column split widen and read W once between them, where
+// row halves would each widen the whole panel (at one question W is most
+// of a unit's cost).
+type unitPlan struct {
+	m, cols, panel, unitM int
+	panels, whole, tail   int
+}
+
+func newUnitPlan(m, cols, panel, unitM, workers int) unitPlan {
+	p := unitPlan{m: m, cols: cols, panel: panel, unitM: unitM, panels: (cols + panel - 1) / panel}
+	all := p.panels * ((m + unitM - 1) / unitM)
+	if workers > 1 && panel >= 2*outerMR {
+		p.tail = min(workers, all)
+	}
+	p.whole = all - p.tail
+	return p
+}
+
+// units is the number of units.
+func (p unitPlan) units() int { return p.whole + 2*p.tail }
+
+// unit returns unit u's columns [n0, n1) and rows [mu0, mu1).
+func (p unitPlan) unit(u int) (n0, n1, mu0, mu1 int) {
+	split := u >= p.whole
+	half := 0
+	if split {
+		u, half = p.whole+(u-p.whole)/2, (u-p.whole)%2
+	}
+	n0 = (u % p.panels) * p.panel
+	n1 = min(n0+p.panel, p.cols)
+	mu0 = (u / p.panels) * p.unitM
+	mu1 = min(mu0+p.unitM, p.m)
+	if split {
+		// (A unit narrower than two blocks keeps its columns; its second
+		// half is empty.) The first half a multiple of the micro-kernel's block rows, so
+		// that neither half has a ragged block the whole did not.
+		mid := min(n0+(n1-n0+2*outerMR-1)/(2*outerMR)*outerMR, n1)
+		if half == 0 {
+			n1 = mid
+		} else {
+			n0 = mid
+		}
+	}
+	return n0, n1, mu0, mu1
 }
 
 // widenedPanels is forEachGemmUnit's widened for w: 0 for a float32 W (its

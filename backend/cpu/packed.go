@@ -14,16 +14,6 @@ func rowView(t backend.Tensor, r0, n int) *tensor {
 	return &tensor{rows: n, cols: ct.cols, data: ct.data[r0*ct.cols : (r0+n)*ct.cols]}
 }
 
-// ropePacked runs Rope on each batch row of a packed qkv as a padded batch of
-// one row of its own length.
-func (s *Stream) ropePacked(qkv backend.Tensor, p backend.RopeParams) {
-	r0 := 0
-	for _, n := range p.Lengths {
-		s.Rope(rowView(qkv, r0, n), backend.RopeParams{SeqLen: n, Heads: p.Heads, HeadDim: p.HeadDim, Theta: p.Theta})
-		r0 += n
-	}
-}
-
 // attentionPacked runs Attention on each batch row of a packed batch as a
 // padded batch of one row of its own length. The heads and query blocks of
 // one row are enough to fill the worker pool at the lengths Laya sees.
