@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -34,9 +35,45 @@ func TestParallelForCoversOnce(t *testing.T) {
 	}
 }
 
+// TestParallelForConcurrentCallers: callers sharing the pool (several
+// streams) each get every index run exactly once, whether an idle worker
+// took a chunk or the caller ran it because none was idle.
+func TestParallelForConcurrentCallers(t *testing.T) {
+	be := New()
+	be.workers = 4
+	var wg sync.WaitGroup
+	errs := make(chan string, 8)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for it := range 200 {
+				n := 1 + (g*7+it)%64
+				hits := make([]atomic.Int32, n)
+				be.parallelFor(n, 1, func(lo, hi int) {
+					for i := lo; i < hi; i++ {
+						hits[i].Add(1)
+					}
+				})
+				for i := range hits {
+					if h := hits[i].Load(); h != 1 {
+						errs <- fmt.Sprintf("caller %d, call %d, n = %d: index %d ran %d times", g, it, n, i, h)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+}
+
 // TestPoolWorkersBlockWhenIdle: the workers' polling is bounded: once the
-// pool has been idle well past poolSpin, every worker is blocked on the
-// queue, so an idle process burns no CPU.
+// pool has been idle well past poolSpin, every worker is blocked on its
+// wake channel, so an idle process burns no CPU.
 func TestPoolWorkersBlockWhenIdle(t *testing.T) {
 	be := New()
 	be.workers = 3
@@ -48,7 +85,7 @@ func TestPoolWorkersBlockWhenIdle(t *testing.T) {
 		stacks := string(buf[:runtime.Stack(buf, true)])
 		var busy, workers int
 		for _, g := range strings.Split(stacks, "\n\n") {
-			if !strings.Contains(g, "(*workerPool).next") {
+			if !strings.Contains(g, "(*poolWorker).run") {
 				continue
 			}
 			workers++
