@@ -2,12 +2,15 @@ package cpu
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/laya-metal/laya/backend"
 )
 
 // TestParallelForCoversOnce: every index of [0, n) is handed to exactly one
@@ -106,19 +109,20 @@ func TestPoolWorkersBlockWhenIdle(t *testing.T) {
 }
 
 // BenchmarkParallelForGap times a parallelFor of ~3 µs of work per chunk
-// (two chunks) after a serial gap of 0, 20 or 200 µs, the gap excluded:
-// the cost of handing a chunk to a worker that is polling (gaps below
-// poolSpin) or blocked (above it), and of the caller waiting for it.
+// (one chunk a worker, GOMAXPROCS workers: -cpu 2,16) after a serial gap
+// of 0, 20 or 200 µs, the gap excluded: the cost of handing chunks to
+// workers that are polling (gaps below poolSpin) or blocked (above it),
+// and of the caller waiting for them.
 func BenchmarkParallelForGap(b *testing.B) {
 	be := New()
-	be.workers = 2
-	var sink [16]float64
+	workers := be.workerCount()
+	sink := make([]float64, 8*workers)
 	for _, gap := range []time.Duration{0, 20 * time.Microsecond, 200 * time.Microsecond} {
 		b.Run(fmt.Sprintf("gap=%v", gap), func(b *testing.B) {
 			var spent time.Duration
 			for b.Loop() {
 				t0 := time.Now()
-				be.parallelFor(2, 1, func(lo, hi int) {
+				be.parallelFor(workers, 1, func(lo, hi int) {
 					for i := range 2000 {
 						sink[lo*8] += float64(i)
 					}
@@ -149,5 +153,34 @@ func TestSpinFromEnv(t *testing.T) {
 		if got := spinFromEnv(c.v, def); got != c.want {
 			t.Errorf("spinFromEnv(%q) = %v, want %v", c.v, got, c.want)
 		}
+	}
+}
+
+// BenchmarkSmallOps times operations of a few microseconds of work a
+// worker, as a ten-question multilingual forward runs them between its
+// GEMMs (862 rows of 768: a LayerNorm, the packed batch's Rope), on
+// GOMAXPROCS workers (-cpu 1,2,16): what the hand-offs and the join cost
+// next to the work.
+func BenchmarkSmallOps(b *testing.B) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	const rows, d, heads = 862, 768, 12
+	s := New().NewStream()
+	x := s.FromHost(rows, d, randomValues(rng, rows*d))
+	w, bias := s.FromHost(1, d, randomValues(rng, d)), s.FromHost(1, d, randomValues(rng, d))
+	out := s.New(rows, d)
+	qkv := s.FromHost(rows, 3*d, randomValues(rng, rows*3*d))
+	lengths := []int{86, 86, 86, 86, 86, 86, 86, 86, 86, 88}
+	b.Run("layerNorm", func(b *testing.B) {
+		for b.Loop() {
+			s.LayerNorm(out, x, w, bias, 1e-5)
+		}
+	})
+	b.Run("rope", func(b *testing.B) {
+		for b.Loop() {
+			s.Rope(qkv, backend.RopeParams{SeqLen: 88, Heads: heads, HeadDim: d / heads, Theta: 160000, Packed: true, Lengths: lengths})
+		}
+	})
+	if err := s.Err(); err != nil {
+		b.Fatal(err)
 	}
 }
