@@ -201,6 +201,11 @@ func (b *Backend) parallelFor(n, grain int, fn func(lo, hi int)) {
 		return
 	}
 	pool.ensure(chunks - 1)
+	if joins.on.Load() {
+		j := startJoin(chunks)
+		defer j.end()
+		fn = j.chunk(fn)
+	}
 	var wg sync.WaitGroup
 	var left atomic.Int32
 	left.Store(int32(chunks - 1))

@@ -31,6 +31,7 @@ import (
 
 	"github.com/laya-metal/laya"
 	"github.com/laya-metal/laya/backend"
+	"github.com/laya-metal/laya/backend/cpu"
 	_ "github.com/laya-metal/laya/backend/metalemu" // --backend metal-emu
 	"github.com/laya-metal/laya/internal/stats"
 	"github.com/laya-metal/laya/weights/synthetic"
@@ -59,6 +60,11 @@ buffers' device time) is reported next to the wall time. --profile then runs
 prints each operation's GPU time per request: the per-operation syncs inflate
 those times, so they rank operations rather than add up to the request's.
 
+On cpu, --joins records every parallel operation of the timed requests and
+prints, per call site, how long its workers were held (wall time × workers)
+and how much of that they computed: the rest is idle time at the hand-offs
+and joins (a slow chunk, the last GEMM unit), where more cores stop paying.
+
 --plan prints the Metal work plan of one request without a GPU or weights
 (only the configuration): dispatches, barriers, FLOPs and bytes per
 operation, roofline floors for named Apple GPUs and a tile-aware time model.
@@ -75,6 +81,7 @@ Examples:
   laya-bench --model testdata/oracle/checkpoints/tiny-en --backend metal --questions 5 --profile
   laya-bench --synthetic english --backend metal --questions 1 --split-k
   laya-bench --synthetic english --questions 1 --runs 20 --format gobench > new.txt
+  laya-bench --synthetic multilingual --questions 10 --runs 3 --joins
 
 Flags:
 `
@@ -84,6 +91,7 @@ type options struct {
 	questions                                    []int
 	warmup, runs, batchSize                      int
 	long, profile                                bool
+	joins                                        bool // the cpu backend's idle time at joins
 	plan                                         bool // plan.go
 	splitK                                       bool // plan.go
 	tokens                                       int
@@ -122,6 +130,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&o.long, "long", false, "use a long state that fills the context (full-context workload)")
 	fs.StringVar(&o.format, "format", "md", "output: md (table), json (with raw samples), gobench (for benchstat)")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the timed runs to `FILE` (go tool pprof)")
+	fs.BoolVar(&o.joins, "joins", false, "cpu backend: during the timed runs, record each parallel operation's worker idle time (held = wall × workers, busy = the chunks' own time) and print it per call site")
 	fs.BoolVar(&o.profile, "profile", false, "after timing, run --runs more requests timing each operation on the device (backends that can: metal, metal-emu)")
 	fs.BoolVar(&o.plan, "plan", false, "print the Metal work plan of one request (a MODEL: dispatches, FLOPs, bytes, roofline floors; no GPU, no weights; see plan.go)")
 	fs.IntVar(&o.tokens, "tokens", 93, "with --plan: tokens per question")
@@ -176,6 +185,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	loadTime := time.Since(loadStart)
 	timer, _ := be.(backend.Timer)
 	profiler, _ := be.(backend.Profiler)
+	if o.joins && o.backend != "cpu" {
+		return fmt.Errorf("--joins: only the cpu backend's worker pool records joins (backend %q)", o.backend)
+	}
 	if o.profile && profiler == nil {
 		return fmt.Errorf("--profile: backend %q cannot time operations on a device", o.backend)
 	}
@@ -203,6 +215,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if err := report(stdout, o.format, loadTime, results); err != nil {
 		return err
+	}
+	if o.joins && o.format != "json" {
+		w := stdout
+		if o.format == "gobench" {
+			w = stderr // benchstat reads stdout
+		}
+		if err := reportJoins(w, results); err != nil {
+			return err
+		}
 	}
 	if o.profile {
 		// gobench output goes to benchstat: the profile stays off it.
@@ -316,6 +337,18 @@ type result struct {
 	GPUSamplesMS []float64 `json:"gpu_samples_ms,omitempty"`
 	// Profile is the GPU time per operation and request (--profile).
 	Profile []opProfile `json:"profile,omitempty"`
+	// Joins is the cpu backend's worker time per call site and request
+	// (--joins), most idle first.
+	Joins []joinRow `json:"joins,omitempty"`
+}
+
+// joinRow is one call site's parallel operations per timed request.
+type joinRow struct {
+	Site       string  `json:"site"`
+	PerRequest float64 `json:"per_request"` // operations
+	HeldMS     float64 `json:"held_ms"`     // wall time × workers
+	BusyMS     float64 `json:"busy_ms"`     // the chunks' own time
+	Idle       float64 `json:"idle"`        // 1 − busy/held
 }
 
 // opProfile is one operation's share of a profiled request.
@@ -368,6 +401,10 @@ func measure(ctx context.Context, agent *laya.Agent, timer backend.Timer, n int,
 			return r, err
 		}
 	}
+	if o.joins {
+		cpu.RecordJoins(true)
+		defer cpu.RecordJoins(false)
+	}
 	for i := 0; i < o.runs; i++ {
 		d, _, err := once()
 		if err != nil {
@@ -376,6 +413,12 @@ func measure(ctx context.Context, agent *laya.Agent, timer backend.Timer, n int,
 		r.SamplesMS = append(r.SamplesMS, ms(d))
 		if timer != nil {
 			r.GPUSamplesMS = append(r.GPUSamplesMS, ms(gpu))
+		}
+	}
+	if o.joins {
+		for _, j := range cpu.Joins() {
+			r.Joins = append(r.Joins, joinRow{Site: j.Site, PerRequest: float64(j.Calls) / float64(o.runs),
+				HeldMS: ms(j.Held) / float64(o.runs), BusyMS: ms(j.Busy) / float64(o.runs), Idle: j.Idle()})
 		}
 	}
 	sorted := append([]float64(nil), r.SamplesMS...)
@@ -423,6 +466,27 @@ func reportProfile(w io.Writer, results []result) error {
 		fmt.Fprintln(tw, "op\tper request\tGPU ms/request\tshare\t")
 		for _, p := range r.Profile {
 			fmt.Fprintf(tw, "%s\t%.1f\t%.3f\t%.1f%%\t\n", p.Op, p.PerRequest, p.MS, 100*p.MS/max(total, 1e-9))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// reportJoins prints each workload's --joins table.
+func reportJoins(w io.Writer, results []result) error {
+	for _, r := range results {
+		var held, busy float64
+		for _, j := range r.Joins {
+			held, busy = held+j.HeldMS, busy+j.BusyMS
+		}
+		fmt.Fprintf(w, "\nWorker time per parallel operation, %s Q=%d, per request (held = wall × workers; idle %.1f %% of %.1f ms held in all):\n",
+			r.Checkpoint, r.Questions, 100*(1-busy/max(held, 1e-9)), held)
+		tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.AlignRight|tabwriter.Debug)
+		fmt.Fprintln(tw, "call site	per request	held ms	busy ms	idle	")
+		for _, j := range r.Joins {
+			fmt.Fprintf(tw, "%s\t%.1f\t%.2f\t%.2f\t%.1f%%\t\n", j.Site, j.PerRequest, j.HeldMS, j.BusyMS, 100*j.Idle)
 		}
 		if err := tw.Flush(); err != nil {
 			return err

@@ -25,7 +25,8 @@ func TestRequestIsValidJSONWithOrderedQuestions(t *testing.T) {
 
 // GPU time appears next to wall time on a backend that reports it, and
 // --profile lists the operations; the CPU backend has neither and refuses
-// --profile.
+// --profile. --joins prints the CPU backend's worker time per call site,
+// and only there.
 func TestDeviceTimeColumns(t *testing.T) {
 	const model = "../../testdata/oracle/checkpoints/tiny-en"
 	cases := []struct {
@@ -39,6 +40,8 @@ func TestDeviceTimeColumns(t *testing.T) {
 			[]string{"GPU P50 ms", "GPU mean ms", "GPU time per operation", "linear+geglu", "attention"}, []string{"| geglu|"}, ""},
 		{"cpu", []string{"--backend", "cpu"}, []string{"P50 ms"}, []string{"GPU"}, ""},
 		{"cpu profile", []string{"--backend", "cpu", "--profile"}, nil, nil, "cannot time operations"},
+		{"cpu joins", []string{"--backend", "cpu", "--joins"}, []string{"Worker time per parallel operation", "call site", "idle"}, nil, ""},
+		{"joins elsewhere", []string{"--backend", "metal-emu", "--joins"}, nil, nil, "only the cpu backend"},
 		{"json", []string{"--backend", "metal-emu", "--format", "json", "--profile"}, []string{`"gpu_samples_ms"`, `"op": "layerNorm+linear+geglu"`}, nil, ""},
 	}
 	for _, c := range cases {

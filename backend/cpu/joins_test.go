@@ -1,0 +1,53 @@
+package cpu
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestJoins: with recording on, an operation whose one chunk of four works
+// 3 ms while the others return at once is recorded under its call site
+// with about four times its wall time held and a quarter of it busy; with
+// recording off nothing more is added.
+func TestJoins(t *testing.T) {
+	be := New()
+	be.workers = 4
+	uneven := func() {
+		be.parallelFor(4, 1, func(lo, hi int) {
+			if lo == 0 {
+				time.Sleep(3 * time.Millisecond)
+			}
+		})
+	}
+	RecordJoins(true)
+	for range 3 {
+		uneven()
+	}
+	RecordJoins(false)
+	uneven()
+	var got *Join
+	for _, j := range Joins() {
+		if strings.Contains(j.Site, "TestJoins") {
+			got = &j
+		}
+	}
+	if got == nil {
+		t.Fatalf("no join recorded for this test's call site in %+v", Joins())
+	}
+	if got.Calls != 3 {
+		t.Errorf("%d calls recorded, want 3 (recording was off for the fourth)", got.Calls)
+	}
+	if got.Busy < 9*time.Millisecond || got.Held < 4*got.Busy {
+		t.Errorf("held %v, busy %v: want busy ≥ 9 ms and held ≥ 4 × busy", got.Held, got.Busy)
+	}
+	if idle := got.Idle(); idle < 0.7 || idle > 0.95 {
+		t.Errorf("idle %.2f, want about 0.75 (more with slow hand-offs)", idle)
+	}
+	t.Logf("site %q: %d calls, held %v, busy %v, idle %.2f", got.Site, got.Calls, got.Held, got.Busy, got.Idle())
+	RecordJoins(true)
+	if len(Joins()) != 0 {
+		t.Errorf("RecordJoins(true) kept %d sites", len(Joins()))
+	}
+	RecordJoins(false)
+}
