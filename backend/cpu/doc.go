@@ -16,16 +16,20 @@
 //     transposes, the next W block prefetched by the kernel where the
 //     weights come from DRAM); LAYA_CPU_GEMM=dot selects the dot kernels
 //     instead.
-//   - Work spread over a persistent worker pool (pool.go): units of one W
-//     panel × a block of rows, taken from an atomic counter, split until
-//     each worker has several (gemmUnitPlan); no goroutine per call;
-//     idle workers poll for 200 µs before blocking (poolSpin;
-//     LAYA_CPU_SPIN=0 turns polling off, or sets another duration).
+//   - Work spread over a persistent worker pool (pool.go): each worker
+//     polls a task slot of its own for 200 µs before blocking (poolSpin;
+//     LAYA_CPU_SPIN=0 turns polling off, or sets another duration); no
+//     goroutine per call. GEMM units of one W panel × a block of rows,
+//     taken from an atomic counter, split until each worker has several
+//     (gemmUnitPlan), the last ones in column halves (unitPlan).
+//     RecordJoins/Joins measure the workers' idle time per call site
+//     (laya-bench --joins).
 //   - Attention (attn_amd64.go) with AVX-512 outer-product tiles of 6
 //     queries × 64 keys (QKᵀ, Kᵀ packed once per head by gathers) and 6
 //     queries × 64 of the head dim (PV, V rows in place), a vectorised
 //     softmax whose float64-lane exp rounds to math.Exp's float32; jobs of
-//     (row, head, block of 12–48 queries) so one question fills 16 workers;
+//     (row, head, block of 12–48 queries), claimed one at a time, so one
+//     question fills 16 workers;
 //     sliding windows skip the keys no query of the block sees. Elsewhere
 //     (attention.go) through the GEMM tile kernel and a scalar softmax.
 //   - LayerNorm, residual Add and RoPE in AVX-512 (ops_amd64.go), the Go

@@ -37,9 +37,9 @@ func (s *Stream) LayerNorm(dst, x, weight, bias backend.Tensor, eps float32) {
 	m, d := x.Rows(), x.Cols()
 	out, in, w, b := data(dst), data(x), data(weight), data(bias)
 	// 32 rows a chunk, ~10 µs of the SIMD rows: finer grains would spread
-	// one question over more workers, but send more tasks through the
-	// pool's channel, whose contention 0c45196 found costly at 16 cores;
-	// they were reverted, unmeasured there.
+	// one question over more workers, but hand out more tasks (0c45196
+	// found that costly at 16 cores, through the pool's channel of then;
+	// the slot pool's hand-offs cost 16–19 µs an operation there).
 	s.be.parallelFor(m, 32, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			layerNormRow(out[r*d:r*d+d], in[r*d:r*d+d], w, b, eps)
