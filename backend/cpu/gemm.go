@@ -361,9 +361,10 @@ func (p unitPlan) unit(u int) (n0, n1, mu0, mu1 int) {
 	mu0 = (u / p.panels) * p.unitM
 	mu1 = min(mu0+p.unitM, p.m)
 	if split {
-		// (A unit narrower than two blocks keeps its columns; its second
-		// half is empty.) The first half a multiple of the micro-kernel's block rows, so
-		// that neither half has a ragged block the whole did not.
+		// The first half a multiple of the micro-kernel's block rows, so
+		// that neither half has a ragged block the whole did not. (A unit
+		// narrower than two blocks keeps its columns; its second half is
+		// empty.)
 		mid := min(n0+(n1-n0+2*outerMR-1)/(2*outerMR)*outerMR, n1)
 		if half == 0 {
 			n1 = mid
