@@ -168,7 +168,7 @@ func (b *Backend) gemmRows(y, x []float32, w matrix, bias []float32, rows []int,
 	if count == 0 || n == 0 {
 		return
 	}
-	if kern, ok := useOuter(m, n, k); ok {
+	if kern, ok := useOuter(m, k); ok {
 		b.gemmOuterW(kern, y, x, w, bias, rows, m, n, k, act, true, nil)
 		return
 	}
@@ -222,7 +222,7 @@ func (b *Backend) gemmResidual(op *linearOp, out, a []float32) {
 		b.parallelFor(m, 8, func(lo, hi int) { add(lo, hi, 0, n) })
 		return
 	}
-	if kern, ok := useOuter(m, n, k); ok {
+	if kern, ok := useOuter(m, k); ok {
 		b.gemmOuterW(kern, y, x, w, nil, nil, m, n, k, backend.Identity, !op.discardY, func(r, n0 int, v []float32) {
 			addSlices(out[r*n+n0:r*n+n0+len(v)], a[r*n+n0:r*n+n0+len(v)], v)
 		})
@@ -542,7 +542,7 @@ func (b *Backend) gemmGeGLURows(op *linearOp, dst []float32, rows []int) {
 	if count == 0 || op.n == 0 {
 		return
 	}
-	if kern, ok := useOuter(m, op.n, k); ok {
+	if kern, ok := useOuter(m, k); ok {
 		b.gemmOuterGeGLU(kern, op, dst, rows)
 		return
 	}

@@ -140,11 +140,11 @@ var (
 // stored rows off (BenchmarkLayerCold's -blockahead compares).
 var noPrefetchNextBlock = false
 
-// useOuter reports whether a GEMM (m rows in all, y n wide, k deep) runs on
-// the outer-product kernel, and returns it.
-func useOuter(m, n, k int) (outerKernelFunc, bool) {
+// useOuter reports whether a GEMM of m rows in all, k deep, runs on the
+// outer-product kernel, and returns it.
+func useOuter(m, k int) (outerKernelFunc, bool) {
 	kern := gemmOuter
-	if kern == nil || k == 0 || !outerFits(m, n, k) {
+	if kern == nil || k == 0 || !outerFits(m, k) {
 		return nil, false
 	}
 	return kern, true
@@ -495,9 +495,10 @@ func outerStageStride(nrows int) int { return (nrows+15)&^15 + 16 }
 func outerPrefetch(k int) int { return k / 4 * 64 }
 
 // outerFits reports whether the outer-product path can address x (m × k):
-// the gathers' offsets are int32. (The bound on y, m × n, is kept from when
-// the kernel stored into y by int32 offsets; no real shape comes near it.)
-func outerFits(m, n, k int) bool { return m*max(n, k) <= math.MaxInt32 }
+// the packing gathers' offsets are int32. Y is addressed by Go indices (the
+// kernel stores into a staging block, outerStaged), so its width does not
+// matter.
+func outerFits(m, k int) bool { return m*k <= math.MaxInt32 }
 
 // gemmOuterW is gemmW (for the rows listed, nil = all) on the
 // outer-product kernel. keepY false leaves y unwritten (an output the
