@@ -362,3 +362,86 @@ func TestPackTile(t *testing.T) {
 		}
 	}
 }
+
+// TestOuterFillPrefetchTargets checks where outerFill points each kernel
+// call's prefetch stream, with a kernel that only records it: in a unit of
+// one or two groups (a one-question GEMM), the first call of each block of
+// the first group is given the start of the next block's stored W rows,
+// after a part's last block the next part's first block, and after the
+// last part's last block the tiles again; in a unit of more groups, and
+// with noPrefetchNextBlock, no call is given W's rows.
+func TestOuterFillPrefetchTargets(t *testing.T) {
+	const k, nrows = 64, 20 // blocks of 8, 8 and 4 rows
+	rng := rand.New(rand.NewPCG(47, 48))
+	be := New()
+	for _, c := range []struct {
+		name     string
+		tokens   int
+		off      bool
+		wantNext bool
+	}{{"one tile", 40, false, true}, {"two groups", 4 * outerNR, false, true}, {"many groups", 40 * outerNR, false, false}, {"switched off", 40, true, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			saved, savedL2 := noPrefetchNextBlock, outerL2Bytes
+			noPrefetchNextBlock, outerL2Bytes = c.off, 2*k*outerNR*4 // two tiles a group
+			defer func() { noPrefetchNextBlock, outerL2Bytes = saved, savedL2 }()
+			x := randomValues(rng, c.tokens*k)
+			px := be.packX(x, k, k, nil, c.tokens)
+			defer px.release()
+			var parts [2]outerPart
+			stored := [2][]byte{}
+			for p := range parts {
+				w, _ := halfMatrix(randomValues(rng, nrows*k), k)
+				scratch := make([]float32, nrows*k)
+				parts[p] = outerPartOf(w, 0, nrows, k, &scratch)
+				stored[p] = parts[p].stored
+			}
+			type call struct {
+				part, i0, tile int
+				pf             uintptr
+			}
+			var calls []call
+			var partOf = map[*float32][2]int{}
+			for p := range parts {
+				for i0 := 0; i0 < nrows; i0 += outerMR {
+					partOf[&parts[p].wp[i0*parts[p].ldw]] = [2]int{p, i0}
+				}
+			}
+			tiles := uintptr(unsafe.Pointer(&px.tiles[0]))
+			kern := func(a *[outerMR]*float32, b *float32, kk int, cc *float32, ldc, rows, cols int, idx *int32, pf *byte) {
+				pi := partOf[a[0]]
+				calls = append(calls, call{pi[0], pi[1], int((uintptr(unsafe.Pointer(b)) - tiles) / uintptr(4*k*outerNR)), uintptr(unsafe.Pointer(pf))})
+			}
+			outerFill(kern, px, parts[:], nrows, 0, c.tokens, nil, func(int, int, *outerStaged) {})
+			in := func(p uintptr, b []byte) bool {
+				lo := uintptr(unsafe.Pointer(&b[0]))
+				return p >= lo && p < lo+uintptr(len(b))
+			}
+			stride := parts[0].stride
+			for _, cl := range calls {
+				inW := in(cl.pf, stored[0]) || in(cl.pf, stored[1])
+				first := cl.tile == 0
+				switch {
+				case !c.wantNext || !first:
+					if inW && (!c.wantNext || cl.tile >= 2) {
+						t.Fatalf("part %d block %d tile %d: prefetch into W's stored rows", cl.part, cl.i0, cl.tile)
+					}
+				case cl.i0+outerMR < nrows:
+					if want := uintptr(unsafe.Pointer(&stored[cl.part][(cl.i0+outerMR)*stride])); cl.pf != want {
+						t.Fatalf("part %d block %d: prefetch at %#x, want the next block's rows at %#x", cl.part, cl.i0, cl.pf, want)
+					}
+				case cl.part == 0:
+					if want := uintptr(unsafe.Pointer(&stored[1][0])); cl.pf != want {
+						t.Fatalf("part 0's last block: prefetch at %#x, want part 1's first rows at %#x", cl.pf, want)
+					}
+				default:
+					if inW {
+						t.Fatalf("the last block: prefetch into W's stored rows")
+					}
+				}
+			}
+			if len(calls) == 0 {
+				t.Fatal("no kernel calls")
+			}
+		})
+	}
+}
