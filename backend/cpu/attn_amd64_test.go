@@ -190,13 +190,16 @@ func TestSoftmaxExpRows(t *testing.T) {
 	}
 }
 
-// TestPackKT checks both forms of the Kᵀ packing against the definition,
-// for key counts around the gather's 16 lanes, and that the padding
-// columns [n, ldk) are left alone.
+// TestPackKT checks the forms of the Kᵀ packing against the definition —
+// the AVX-512 one with its 16-key blocks by transposes and by gathers, and
+// Go's — for key counts around the 16 lanes, and that the padding columns
+// [n, ldk) are left alone.
 func TestPackKT(t *testing.T) {
 	needAttnAVX512(t)
 	rng := rand.New(rand.NewPCG(25, 26))
-	for _, n := range []int{1, 2, 15, 16, 17, 33, 93} {
+	saved := packKTByGathers
+	defer func() { packKTByGathers = saved }()
+	for _, n := range []int{1, 2, 15, 16, 17, 31, 32, 33, 93, 100} {
 		for _, dh := range []int{2, 16, 64, 80} {
 			const heads = 3
 			p := backend.AttentionParams{SeqLen: n + 3, Lengths: []int{n, n + 3}, Heads: heads, HeadDim: dh}
@@ -204,12 +207,13 @@ func TestPackKT(t *testing.T) {
 			qkv := randomValues(rng, 2*p.SeqLen*3*width)
 			ldk := (p.SeqLen + 15) &^ 15
 			for _, h := range []int{0, heads - 1} {
-				for _, form := range []string{"avx512", "go"} {
+				for _, form := range []string{"transposes", "gathers", "go"} {
 					kt := make([]float32, dh*ldk)
 					for i := range kt {
 						kt[i] = -7
 					}
-					if form == "avx512" {
+					if form != "go" {
+						packKTByGathers = form == "gathers"
 						packKT(kt, attnRow{start: 0, size: p.SeqLen, n: n, ldk: ldk}, qkv, h, p)
 					} else {
 						packKTGo(kt, ldk, qkv[width+h*dh:], 3*width, n, dh)
@@ -272,13 +276,20 @@ func BenchmarkAttnKernels(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(row)), "ns/value")
 	})
-	b.Run("packKT/93x64", func(b *testing.B) {
-		const n, dh, stride = 93, 64, 3 * 12 * 64
-		qkv := randomValues(rng, n*stride)
-		kt := make([]float32, dh*96)
-		for b.Loop() {
-			packKTAVX512(&kt[0], 96, &qkv[0], stride, n, dh)
-		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n*dh), "ns/value")
-	})
+	for _, gathers := range []bool{false, true} {
+		name := map[bool]string{false: "transposes", true: "gathers"}[gathers]
+		b.Run("packKT/93x64/"+name, func(b *testing.B) {
+			saved := packKTByGathers
+			packKTByGathers = gathers
+			defer func() { packKTByGathers = saved }()
+			const n, heads, dh = 93, 12, 64
+			p := backend.AttentionParams{Heads: heads, HeadDim: dh}
+			qkv := randomValues(rng, n*3*heads*dh)
+			kt := make([]float32, dh*96)
+			for b.Loop() {
+				packKT(kt, attnRow{size: n, n: n, ldk: 96}, qkv, 0, p)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n*dh), "ns/value")
+		})
+	}
 }

@@ -1,6 +1,7 @@
 //go:build !purego
 
 #include "textflag.h"
+#include "transpose_amd64.h"
 
 // The AVX-512 attention kernels (attn_amd64.go): an outer-product tile for
 // both products of a head, and the softmax of one score row.
@@ -383,5 +384,90 @@ packrow:
 	JG   packblock
 
 packdone:
+	VZEROUPPER
+	RET
+
+// func packKTTAVX512(kt *float32, ldk int, k *float32, stride, n16, dh16 int)
+//
+// kt[d·ldk + j] = k[j·stride + d] for the 16·n16 keys j and 16·dh16 dims d,
+// by 16×16 in-register transposes (transpose_amd64.h) instead of a gather
+// per Kᵀ row: per 16 keys and 16 dims, 16 row loads, the transpose and 16
+// stores (packKT sends the last keys, below 16, and head dims that are not
+// a multiple of 16 to the gathers). Each element is moved, never
+// computed: the same bits as the gathers (TestPackKT).
+TEXT ·packKTTAVX512(SB), NOSPLIT, $0-48
+	MOVQ kt+0(FP), DI
+	MOVQ ldk+8(FP), R8
+	SHLQ $2, R8           // a Kᵀ row, bytes
+	MOVQ k+16(FP), SI
+	MOVQ stride+24(FP), R9
+	SHLQ $2, R9           // a key row, bytes
+	MOVQ n16+32(FP), R13
+	MOVQ R8, R14
+	SHLQ $2, R14          // 4 Kᵀ rows
+	LEAQ (R14)(R14*2), R15 // 12 Kᵀ rows
+
+ktkeys:
+	MOVQ dh16+40(FP), DX
+	MOVQ SI, BX           // the 16 keys' row starts, + 16 dims a block
+	MOVQ DI, CX           // Kᵀ row 16·block, these keys' columns
+
+ktdims:
+	MOVQ BX, R11
+	VMOVUPS (R11), Z0; ADDQ R9, R11
+	VMOVUPS (R11), Z1; ADDQ R9, R11
+	VMOVUPS (R11), Z2; ADDQ R9, R11
+	VMOVUPS (R11), Z3; ADDQ R9, R11
+	VMOVUPS (R11), Z4; ADDQ R9, R11
+	VMOVUPS (R11), Z5; ADDQ R9, R11
+	VMOVUPS (R11), Z6; ADDQ R9, R11
+	VMOVUPS (R11), Z7; ADDQ R9, R11
+	VMOVUPS (R11), Z8; ADDQ R9, R11
+	VMOVUPS (R11), Z9; ADDQ R9, R11
+	VMOVUPS (R11), Z10; ADDQ R9, R11
+	VMOVUPS (R11), Z11; ADDQ R9, R11
+	VMOVUPS (R11), Z12; ADDQ R9, R11
+	VMOVUPS (R11), Z13; ADDQ R9, R11
+	VMOVUPS (R11), Z14; ADDQ R9, R11
+	VMOVUPS (R11), Z15
+	PT4(Z0, Z1, Z2, Z3)
+	PT4(Z4, Z5, Z6, Z7)
+	PT4(Z8, Z9, Z10, Z11)
+	PT4(Z12, Z13, Z14, Z15)
+	MOVQ CX, R12
+	LANES4(Z0, Z4, Z8, Z12)
+	VMOVUPS Z28, (R12)
+	VMOVUPS Z29, (R12)(R14*1)
+	VMOVUPS Z30, (R12)(R14*2)
+	VMOVUPS Z31, (R12)(R15*1)
+	ADDQ R8, R12
+	LANES4(Z1, Z5, Z9, Z13)
+	VMOVUPS Z28, (R12)
+	VMOVUPS Z29, (R12)(R14*1)
+	VMOVUPS Z30, (R12)(R14*2)
+	VMOVUPS Z31, (R12)(R15*1)
+	ADDQ R8, R12
+	LANES4(Z2, Z6, Z10, Z14)
+	VMOVUPS Z28, (R12)
+	VMOVUPS Z29, (R12)(R14*1)
+	VMOVUPS Z30, (R12)(R14*2)
+	VMOVUPS Z31, (R12)(R15*1)
+	ADDQ R8, R12
+	LANES4(Z3, Z7, Z11, Z15)
+	VMOVUPS Z28, (R12)
+	VMOVUPS Z29, (R12)(R14*1)
+	VMOVUPS Z30, (R12)(R14*2)
+	VMOVUPS Z31, (R12)(R15*1)
+	ADDQ $64, BX          // the next 16 dims
+	LEAQ (CX)(R14*4), CX  // 16 Kᵀ rows on
+	DECQ DX
+	JNZ  ktdims
+
+	MOVQ R9, AX
+	SHLQ $4, AX
+	ADDQ AX, SI           // the next 16 keys
+	ADDQ $64, DI          // their 16 columns
+	DECQ R13
+	JNZ  ktkeys
 	VZEROUPPER
 	RET

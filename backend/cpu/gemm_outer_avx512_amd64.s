@@ -1,6 +1,7 @@
 //go:build !purego
 
 #include "textflag.h"
+#include "transpose_amd64.h"
 
 // The outer-product micro-kernel (see gemm_outer.go): an 8×48 block of C in
 // the 24 ZMM accumulators Z0–Z23 (row i of C, columns 16v…16v+15, in
@@ -95,19 +96,7 @@
 	VMOVUPS a1, K2, 64(DI); \
 	VMOVUPS a2, K3, 128(DI)
 
-// PT4 transposes the 4×4 blocks inside each 128-bit lane of rows r0…r3:
-// afterwards lane ℓ of r_e holds rows 0–3 of column 4ℓ+e (the classic 4×4
-// SSE transpose: unpack pairs of rows, then shuffle pairs of pairs, on four
-// column groups at once). Z24–Z27 are scratch.
-#define PT4(r0, r1, r2, r3) \
-	VUNPCKLPS r1, r0, Z24; \
-	VUNPCKHPS r1, r0, Z25; \
-	VUNPCKLPS r3, r2, Z26; \
-	VUNPCKHPS r3, r2, Z27; \
-	VSHUFPS $0x44, Z26, Z24, r0; \
-	VSHUFPS $0xEE, Z26, Z24, r1; \
-	VSHUFPS $0x44, Z27, Z25, r2; \
-	VSHUFPS $0xEE, Z27, Z25, r3
+// PT4 and LANES4: transpose_amd64.h.
 
 // TRANS8 transposes the 8 accumulators r0…r7 of one 16-column vector (row
 // i of C in r_i, lane j = column j) in 128-bit lanes: afterwards lane ℓ of
@@ -492,19 +481,10 @@ packloop:
 	MOVLQSX (i*4)(AX), R8; \
 	VMOVUPS (SI)(R8*4), zr
 
-// PTLANES gathers, for one e, the 128-bit lanes of the four row groups'
-// u0…u3 (rows 0–3, 4–7, 8–11, 12–15 of columns 4ℓ+e) into columns e,
-// 4+e, 8+e, 12+e (a 4×4 transpose of lanes) and stores each as k row
-// e + 4ℓ of the tile, at byte offset boff of it.
+// PTLANES stores, for one e, the output rows e, 4+e, 8+e, 12+e of the
+// transposed block (LANES4) as k rows of the tile, at byte offset boff.
 #define PTLANES(e, u0, u1, u2, u3, boff) \
-	VSHUFF32X4 $0x44, u1, u0, Z24; \
-	VSHUFF32X4 $0xEE, u1, u0, Z25; \
-	VSHUFF32X4 $0x44, u3, u2, Z26; \
-	VSHUFF32X4 $0xEE, u3, u2, Z27; \
-	VSHUFF32X4 $0x88, Z26, Z24, Z28; \
-	VSHUFF32X4 $0xDD, Z26, Z24, Z29; \
-	VSHUFF32X4 $0x88, Z27, Z25, Z30; \
-	VSHUFF32X4 $0xDD, Z27, Z25, Z31; \
+	LANES4(u0, u1, u2, u3); \
 	VMOVUPS Z28, (e*192+boff)(DI); \
 	VMOVUPS Z29, ((4+e)*192+boff)(DI); \
 	VMOVUPS Z30, ((8+e)*192+boff)(DI); \
