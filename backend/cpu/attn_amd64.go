@@ -13,9 +13,10 @@ import (
 
 // The AVX-512 attention (attn_avx512_amd64.s), for padded and packed
 // batches alike. Per (batch row, head) Kᵀ is packed once, [HeadDim][ldk]
-// (keys contiguous, ldk the row's length rounded up to 16; packKTAVX512,
-// one gather of 16 keys per row of Kᵀ), by the first of the head's jobs to
-// run, and shared by the head's query blocks. Jobs are (row, head, block of
+// (keys contiguous, ldk the row's length rounded up to 16; packKT: 16×16
+// transposes for whole blocks of 16 keys, a gather of the last keys per
+// row of Kᵀ), by the first of the head's jobs to run, and shared by the
+// head's query blocks. Jobs are (row, head, block of
 // 12–48 queries: attnQueryBlock), spread over the worker pool; per job:
 //
 //	S = Scale · Q·Kᵀ   attnTileAVX512: 6 queries × 64 keys per call, Q's
@@ -164,10 +165,11 @@ type attnRow struct {
 
 // packKT writes Kᵀ of head h of batch row row, kt[d·ldk + j] = K_j[d] for
 // the row's keys j < row.n: whole blocks of 16 keys by in-register
-// transposes where the head dim is a multiple of 16 (packKTTAVX512: 1.4 µs
-// a head of 93 keys by the gathers, 12 % of the attention's time at ten
-// questions on one core), the rest by gathers (packKTAVX512) where the
-// offsets of 16 keys fit the gather's int32 lanes, else in Go.
+// transposes where the head dim is a multiple of 16 (packKTTAVX512; by the
+// gathers alone the packing was 12 % of the attention's time at ten
+// questions on one core, and a head of 93 keys took 1.27–1.56 against
+// 1.02–1.04 µs, BenchmarkAttnKernels), the rest by gathers (packKTAVX512)
+// where the offsets of 16 keys fit the gather's int32 lanes, else in Go.
 func packKT(kt []float32, row attnRow, qkv []float32, h int, p backend.AttentionParams) {
 	ldk := row.ldk
 	width := p.Heads * p.HeadDim

@@ -25,7 +25,7 @@
 //     RecordJoins/Joins measure the workers' idle time per call site
 //     (laya-bench --joins).
 //   - Attention (attn_amd64.go) with AVX-512 outer-product tiles of 6
-//     queries × 64 keys (QKᵀ, Kᵀ packed once per head by gathers) and 6
+//     queries × 64 keys (QKᵀ, Kᵀ packed once per head by transposes) and 6
 //     queries × 64 of the head dim (PV, V rows in place), a vectorised
 //     softmax whose float64-lane exp rounds to math.Exp's float32; jobs of
 //     (row, head, block of 12–48 queries), claimed one at a time, so one
