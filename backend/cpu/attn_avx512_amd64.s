@@ -395,6 +395,22 @@ packdone:
 // stores (packKT sends the last keys, below 16, and head dims that are not
 // a multiple of 16 to the gathers). Each element is moved, never
 // computed: the same bits as the gathers (TestPackKT).
+// KTLOAD loads the next key's 16 dims (at R11, a key row R9 bytes on).
+#define KTLOAD(z) \
+	VMOVUPS (R11), z; \
+	ADDQ R9, R11
+
+// KTSTORE stores, for one e, the transposed block's rows e, 4+e, 8+e, 12+e
+// (LANES4) as Kᵀ rows R12, R12 + 4, + 8 and + 12 rows (R14 = 4 rows, R15 =
+// 12), then moves R12 one Kᵀ row on.
+#define KTSTORE(u0, u1, u2, u3) \
+	LANES4(u0, u1, u2, u3); \
+	VMOVUPS Z28, (R12); \
+	VMOVUPS Z29, (R12)(R14*1); \
+	VMOVUPS Z30, (R12)(R14*2); \
+	VMOVUPS Z31, (R12)(R15*1); \
+	ADDQ R8, R12
+
 TEXT ·packKTTAVX512(SB), NOSPLIT, $0-48
 	MOVQ kt+0(FP), DI
 	MOVQ ldk+8(FP), R8
@@ -414,50 +430,19 @@ ktkeys:
 
 ktdims:
 	MOVQ BX, R11
-	VMOVUPS (R11), Z0; ADDQ R9, R11
-	VMOVUPS (R11), Z1; ADDQ R9, R11
-	VMOVUPS (R11), Z2; ADDQ R9, R11
-	VMOVUPS (R11), Z3; ADDQ R9, R11
-	VMOVUPS (R11), Z4; ADDQ R9, R11
-	VMOVUPS (R11), Z5; ADDQ R9, R11
-	VMOVUPS (R11), Z6; ADDQ R9, R11
-	VMOVUPS (R11), Z7; ADDQ R9, R11
-	VMOVUPS (R11), Z8; ADDQ R9, R11
-	VMOVUPS (R11), Z9; ADDQ R9, R11
-	VMOVUPS (R11), Z10; ADDQ R9, R11
-	VMOVUPS (R11), Z11; ADDQ R9, R11
-	VMOVUPS (R11), Z12; ADDQ R9, R11
-	VMOVUPS (R11), Z13; ADDQ R9, R11
-	VMOVUPS (R11), Z14; ADDQ R9, R11
-	VMOVUPS (R11), Z15
+	KTLOAD(Z0); KTLOAD(Z1); KTLOAD(Z2); KTLOAD(Z3)
+	KTLOAD(Z4); KTLOAD(Z5); KTLOAD(Z6); KTLOAD(Z7)
+	KTLOAD(Z8); KTLOAD(Z9); KTLOAD(Z10); KTLOAD(Z11)
+	KTLOAD(Z12); KTLOAD(Z13); KTLOAD(Z14); KTLOAD(Z15)
 	PT4(Z0, Z1, Z2, Z3)
 	PT4(Z4, Z5, Z6, Z7)
 	PT4(Z8, Z9, Z10, Z11)
 	PT4(Z12, Z13, Z14, Z15)
 	MOVQ CX, R12
-	LANES4(Z0, Z4, Z8, Z12)
-	VMOVUPS Z28, (R12)
-	VMOVUPS Z29, (R12)(R14*1)
-	VMOVUPS Z30, (R12)(R14*2)
-	VMOVUPS Z31, (R12)(R15*1)
-	ADDQ R8, R12
-	LANES4(Z1, Z5, Z9, Z13)
-	VMOVUPS Z28, (R12)
-	VMOVUPS Z29, (R12)(R14*1)
-	VMOVUPS Z30, (R12)(R14*2)
-	VMOVUPS Z31, (R12)(R15*1)
-	ADDQ R8, R12
-	LANES4(Z2, Z6, Z10, Z14)
-	VMOVUPS Z28, (R12)
-	VMOVUPS Z29, (R12)(R14*1)
-	VMOVUPS Z30, (R12)(R14*2)
-	VMOVUPS Z31, (R12)(R15*1)
-	ADDQ R8, R12
-	LANES4(Z3, Z7, Z11, Z15)
-	VMOVUPS Z28, (R12)
-	VMOVUPS Z29, (R12)(R14*1)
-	VMOVUPS Z30, (R12)(R14*2)
-	VMOVUPS Z31, (R12)(R15*1)
+	KTSTORE(Z0, Z4, Z8, Z12)
+	KTSTORE(Z1, Z5, Z9, Z13)
+	KTSTORE(Z2, Z6, Z10, Z14)
+	KTSTORE(Z3, Z7, Z11, Z15)
 	ADDQ $64, BX          // the next 16 dims
 	LEAQ (CX)(R14*4), CX  // 16 Kᵀ rows on
 	DECQ DX
