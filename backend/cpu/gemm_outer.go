@@ -468,8 +468,9 @@ func outerFill(kern outerKernelFunc, px *packedX, parts []outerPart, nrows, t0, 
 // into one L1 set (12 ways), at 2,304 and 768 into four, and each call's
 // stores touched 48 pages. BenchmarkOuterMicro, one core, K = 256, on the
 // 16-core host: 49–117 GFLOP/s storing into 3,072-wide rows, 157–169 into a
-// contiguous block. The staged rows are outerStageStride apart, a line more than the
-// rows' width, so that consecutive tokens' lines fall into different sets.
+// contiguous block. The staged rows are outerStageStride apart, a line more
+// than the rows' width, so that consecutive tokens' lines fall into
+// different sets.
 type outerStaged struct {
 	bufs  [2][]float32 // per part
 	ld, n int          // row stride, row length (the panel's rows)

@@ -118,10 +118,10 @@ func (w *poolWorker) run() {
 // back with gaps of microseconds, and at 16 cores each wakes fifteen
 // workers (on the 16-core host, one question, three interleaved rounds
 // with polling and without: P50 45.4 against 50.9 ms multilingual, 93.8
-// against 99.7 English, within that host's noise). OpenMP runtimes spin the same way between parallel
-// regions (GOMP_SPINCOUNT, KMP_BLOCKTIME). Past poolSpin of idleness the
-// workers block, so an idle process costs nothing
-// (TestPoolWorkersBlockWhenIdle). LAYA_CPU_SPIN (a Go duration; 0 turns
+// against 99.7 English, within that host's noise). OpenMP runtimes spin
+// the same way between parallel regions (GOMP_SPINCOUNT, KMP_BLOCKTIME).
+// Past poolSpin of idleness the workers block, so an idle process costs
+// nothing (TestPoolWorkersBlockWhenIdle). LAYA_CPU_SPIN (a Go duration; 0 turns
 // polling off) overrides it, for machines whose cores are shared with other
 // busy processes, and to measure what the polling buys (OMP_WAIT_POLICY's
 // role in OpenMP).
@@ -174,8 +174,8 @@ func spinUntil(yield time.Duration, ready func() bool) bool {
 }
 
 // workerYield and callerYield are how often a polling worker and a caller
-// polling for its chunks yield their P (next, parallelFor): a caller is one
-// per stream, and the worker its send woke may be waiting for its P.
+// polling for its chunks yield their P (poolWorker.run, parallelFor): a
+// caller is one per stream, and the worker it woke may be waiting for its P.
 const (
 	workerYield = 20 * time.Microsecond
 	callerYield = 2 * time.Microsecond
@@ -209,7 +209,7 @@ func (b *Backend) parallelFor(n, grain int, fn func(lo, hi int)) {
 	var wg sync.WaitGroup
 	var left atomic.Int32
 	left.Store(int32(chunks - 1))
-	var mine []int // chunks no idle worker took (other streams have them)
+	var mine []func() // chunks no idle worker took (other streams have them)
 	for c := 1; c < chunks; c++ {
 		lo, hi := c*n/chunks, (c+1)*n/chunks
 		task := func() {
@@ -219,14 +219,12 @@ func (b *Backend) parallelFor(n, grain int, fn func(lo, hi int)) {
 		}
 		wg.Add(1)
 		if !pool.give(&task) {
-			mine = append(mine, c)
-			wg.Done()
-			left.Add(-1)
+			mine = append(mine, task)
 		}
 	}
 	fn(0, n/chunks)
-	for _, c := range mine {
-		fn(c*n/chunks, (c+1)*n/chunks)
+	for _, task := range mine {
+		task()
 	}
 	// Poll before blocking (poolSpin): the last chunk usually ends within
 	// microseconds of the caller's.
