@@ -156,7 +156,7 @@ func simdWiden(dst []float32, src []uint16, dtype backend.DType) bool {
 // gemm_outer_avx512_amd64.s and gemm_outer.go.
 //
 //go:noescape
-func gemm8x48AVX512(a *[8]*float32, b *float32, k int, c *float32, ldc, rows, cols int, idx *int32, pf *byte)
+func gemm8x48AVX512(a *[8]*float32, b *float32, k int, c *float32, ldc, rows, cols int, idx *int32, pf, pfw *byte)
 
 // simdGemmOuter returns the outer-product kernel where the CPU has
 // AVX-512F (the kernel uses only AVX-512F instructions on ZMM) unless the

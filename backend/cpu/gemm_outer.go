@@ -84,7 +84,7 @@ var outerL2Bytes = 384 << 10
 // outerKernelFunc is the micro-kernel's contract (gemm8x48AVX512's
 // comment): C = A·B for an outerMR × outerNR block, rows × cols of it
 // stored, row-major (idx == nil) or transposed through idx.
-type outerKernelFunc func(a *[outerMR]*float32, b *float32, k int, c *float32, ldc, rows, cols int, idx *int32, pf *byte)
+type outerKernelFunc func(a *[outerMR]*float32, b *float32, k int, c *float32, ldc, rows, cols int, idx *int32, pf, pfw *byte)
 
 // gemmOuter is the outer-product kernel Linear uses, nil where this build or
 // CPU has none or the dot kernels were asked for (LAYA_CPU_GEMM=dot; see
@@ -385,7 +385,6 @@ func outerFill(kern outerKernelFunc, px *packedX, parts []outerPart, nrows, t0, 
 	// on the development machine (4 interleaved pairs, none slower; a noisy
 	// machine, so the size of the gain is uncertain).
 	pfBytes := outerPrefetch(k)
-	fewGroups := last-first <= 2*group
 	for g0 := first; g0 < last; g0 += group {
 		g1 := min(g0+group, last)
 		for t := g0; t < g1; t++ {
@@ -415,17 +414,18 @@ func outerFill(kern outerKernelFunc, px *packedX, parts []outerPart, nrows, t0, 
 				}
 				// The next block's stored rows, which the first group reads
 				// (widens, or reads in place) right after this block: from
-				// DRAM, where a one-question request finds every weight,
-				// unless prefetched. outerPrefetch(k) bytes a call is one
-				// call's worth for 8 F16 rows, two for F32 ones. After a
-				// part's last block comes the next part's first (a GeGLU's
-				// gate half). Only in units of one or two groups (a
-				// one-question GEMM: its next group, if any, was just packed
-				// by this worker and is still in its L2); in longer ones
-				// the first group's prefetches keep bringing the next
-				// group's tiles, perhaps packed by another core.
+				// DRAM, where every weight of a request is, unless
+				// prefetched. The kernel's second stream (pfw), so that they
+				// do not take the place of the next group's tiles: when one
+				// stream served both, a unit of many groups (ten questions)
+				// left W to the hardware prefetchers, which stop at 4 KiB
+				// pages (two F16 rows of the English model), and widened
+				// cold rows. outerPrefetch(k) bytes a call is one call's
+				// worth for 8 F16 rows, two for F32 ones. After a part's
+				// last block comes the next part's first (a GeGLU's gate
+				// half); after the last one, nothing (pfw repeats pf).
 				var nextW []byte
-				if g0 == first && fewGroups && !noPrefetchNextBlock {
+				if g0 == first && !noPrefetchNextBlock {
 					switch {
 					case p.stored != nil && i0+outerMR < nrows:
 						nextW = p.stored[(i0+outerMR)*p.stride : min((i0+2*outerMR)*p.stride, len(p.stored))]
@@ -442,14 +442,16 @@ func outerFill(kern outerKernelFunc, px *packedX, parts []outerPart, nrows, t0, 
 					}
 					cols := min(outerNR, t1-t*outerNR)
 					pf := (*byte)(unsafe.Pointer(&px.tiles[t*tileFloats]))
-					if len(nextW) > 0 {
-						pf = &nextW[0]
-						nextW = nextW[min(pfBytes, len(nextW)):]
-					} else if off := call * pfBytes / 4; off < len(nextTiles) {
+					if off := call * pfBytes / 4; off < len(nextTiles) {
 						pf = (*byte)(unsafe.Pointer(&nextTiles[off]))
 						call++
 					}
-					kern(&a, &px.tiles[t*tileFloats], k, &ps[(t-g0)*outerNR*ldS+i0], 0, rows, cols, &stageOff[0], pf)
+					pfw := pf
+					if len(nextW) > 0 {
+						pfw = &nextW[0]
+						nextW = nextW[min(pfBytes, len(nextW)):]
+					}
+					kern(&a, &px.tiles[t*tileFloats], k, &ps[(t-g0)*outerNR*ldS+i0], 0, rows, cols, &stageOff[0], pf, pfw)
 				}
 			}
 		}

@@ -181,7 +181,7 @@ DATA outerColMask<>+176(SB)/8, $0
 DATA outerColMask<>+184(SB)/8, $0
 GLOBL outerColMask<>(SB), RODATA|NOPTR, $192
 
-// func gemm8x48AVX512(a *[8]*float32, b *float32, k int, c *float32, ldc, rows, cols int, idx *int32, pf *byte)
+// func gemm8x48AVX512(a *[8]*float32, b *float32, k int, c *float32, ldc, rows, cols int, idx *int32, pf, pfw *byte)
 //
 // C[i][j] = Σ_kk a[i][kk]·b[kk·48+j] for i < rows (1…8), j < cols (1…48),
 // k ≥ 1: each sum starts at 0 and takes one fused multiply-add per kk, in
@@ -192,11 +192,12 @@ GLOBL outerColMask<>(SB), RODATA|NOPTR, $192
 // all read; nothing is written through those past cols). Only C's rows <
 // rows and columns < cols are written.
 //
-// pf: the loops of four k issue one PREFETCHT1 each, of the 64-byte lines
-// from pf on (k/4 lines in all), so that a caller can bring the next
-// group's B tiles into L2 while this block computes, one line per 48 FMAs
-// instead of a burst; a prefetch never faults, wherever pf points.
-TEXT ·gemm8x48AVX512(SB), NOSPLIT, $0-72
+// pf, pfw: the loops of four k issue one PREFETCHT1 of each stream, of the
+// 64-byte lines from pf on and from pfw on (k/4 lines of each in all), so
+// that a caller can bring the next group's B tiles and the next block's W
+// rows into L2 while this block computes, one line per 48 FMAs instead of
+// a burst; a prefetch never faults, wherever the pointers point.
+TEXT ·gemm8x48AVX512(SB), NOSPLIT, $0-80
 	MOVQ a+0(FP), SI
 	MOVQ 0(SI), AX
 	MOVQ 8(SI), BX
@@ -209,6 +210,7 @@ TEXT ·gemm8x48AVX512(SB), NOSPLIT, $0-72
 	MOVQ b+8(FP), DI
 	MOVQ k+16(FP), R12
 	MOVQ pf+64(FP), R14
+	MOVQ pfw+72(FP), R15
 
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -254,6 +256,8 @@ TEXT ·gemm8x48AVX512(SB), NOSPLIT, $0-72
 loop4:
 	PREFETCHT1 (R14)
 	ADDQ $64, R14
+	PREFETCHT1 (R15)
+	ADDQ $64, R15
 	STEP(0, 0)
 	STEP(4, 192)
 	STEP(8, 384)
@@ -283,6 +287,8 @@ two:
 loop42:
 	PREFETCHT1 (R14)
 	ADDQ $64, R14
+	PREFETCHT1 (R15)
+	ADDQ $64, R15
 	STEP2(0, 0)
 	STEP2(4, 192)
 	STEP2(8, 384)
@@ -312,6 +318,8 @@ one:
 loop41:
 	PREFETCHT1 (R14)
 	ADDQ $64, R14
+	PREFETCHT1 (R15)
+	ADDQ $64, R15
 	STEP1(0, 0)
 	STEP1(4, 192)
 	STEP1(8, 384)

@@ -30,7 +30,7 @@ func BenchmarkOuterMicro(b *testing.B) {
 				ap[r] = &a[r*k]
 			}
 			for b.Loop() {
-				kern(&ap, &bt[0], k, &c[0], outerNR, outerMR, outerNR, nil, pf(bt))
+				kern(&ap, &bt[0], k, &c[0], outerNR, outerMR, outerNR, nil, pf(bt), pf(bt))
 			}
 			b.ReportMetric(2*float64(outerMR*outerNR*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
@@ -47,7 +47,7 @@ func BenchmarkOuterMicro(b *testing.B) {
 				ap[r] = &a[r*k]
 			}
 			for b.Loop() {
-				kern(&ap, &bt[0], k, &c[0], 0, outerMR, outerNR, &idx[0], pf(bt))
+				kern(&ap, &bt[0], k, &c[0], 0, outerMR, outerNR, &idx[0], pf(bt), pf(bt))
 			}
 			b.ReportMetric(2*float64(outerMR*outerNR*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
@@ -64,7 +64,7 @@ func BenchmarkOuterMicro(b *testing.B) {
 				for r := range ap {
 					ap[r] = &a[(i0+r)*k]
 				}
-				kern(&ap, &bt[0], k, &c[0], outerNR, outerMR, outerNR, nil, pf(bt))
+				kern(&ap, &bt[0], k, &c[0], outerNR, outerMR, outerNR, nil, pf(bt), pf(bt))
 			}
 			b.ReportMetric(2*float64(outerMR*outerNR*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})

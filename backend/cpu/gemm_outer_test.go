@@ -246,8 +246,8 @@ func TestOuterKernelStores(t *testing.T) {
 					}
 					// The prefetch pointer runs past b (prefetches never
 					// fault) and must not change a bit.
-					kern(&ap, &b[0], k, &got[0], ldc, rows, cols, idx, (*byte)(unsafe.Pointer(&b[len(b)/2])))
-					outerBlockGo(&ap, &b[0], k, &want[0], ldc, rows, cols, idx, nil)
+					kern(&ap, &b[0], k, &got[0], ldc, rows, cols, idx, (*byte)(unsafe.Pointer(&b[len(b)/2])), (*byte)(unsafe.Pointer(&b[0])))
+					outerBlockGo(&ap, &b[0], k, &want[0], ldc, rows, cols, idx, nil, nil)
 					if !bitsEqual(got, want) {
 						t.Fatalf("k=%d rows=%d cols=%d transposed=%v: the stored block or its surroundings differ", k, rows, cols, transposed)
 					}
@@ -364,12 +364,13 @@ func TestPackTile(t *testing.T) {
 }
 
 // TestOuterFillPrefetchTargets checks where outerFill points each kernel
-// call's prefetch stream, with a kernel that only records it: in a unit of
-// one or two groups (a one-question GEMM), the first call of each block of
-// the first group is given the start of the next block's stored W rows,
-// after a part's last block the next part's first block, and after the
-// last part's last block the tiles again; in a unit of more groups, and
-// with noPrefetchNextBlock, no call is given W's rows.
+// call's two prefetch streams, with a kernel that only records them: the
+// tile stream (pf) never points into W's stored rows; in the first group of
+// a unit of any length, the first call of each block is given the start of
+// the next block's stored W rows on the W stream (pfw), after a part's last
+// block the next part's first block, and after the last part's last block
+// nothing (pfw = pf); no other call, and with noPrefetchNextBlock none, is
+// given W's rows.
 func TestOuterFillPrefetchTargets(t *testing.T) {
 	const k, nrows = 64, 20 // blocks of 8, 8 and 4 rows
 	rng := rand.New(rand.NewPCG(47, 48))
@@ -379,7 +380,7 @@ func TestOuterFillPrefetchTargets(t *testing.T) {
 		tokens   int
 		off      bool
 		wantNext bool
-	}{{"one tile", 40, false, true}, {"two groups", 4 * outerNR, false, true}, {"many groups", 40 * outerNR, false, false}, {"switched off", 40, true, false}} {
+	}{{"one tile", 40, false, true}, {"two groups", 4 * outerNR, false, true}, {"many groups", 40 * outerNR, false, true}, {"switched off", 40, true, false}} {
 		t.Run(c.name, func(t *testing.T) {
 			saved, savedL2 := noPrefetchNextBlock, outerL2Bytes
 			noPrefetchNextBlock, outerL2Bytes = c.off, 2*k*outerNR*4 // two tiles a group
@@ -397,7 +398,7 @@ func TestOuterFillPrefetchTargets(t *testing.T) {
 			}
 			type call struct {
 				part, i0, tile int
-				pf             uintptr
+				pf, pfw        uintptr
 			}
 			var calls []call
 			var partOf = map[*float32][2]int{}
@@ -407,35 +408,38 @@ func TestOuterFillPrefetchTargets(t *testing.T) {
 				}
 			}
 			tiles := uintptr(unsafe.Pointer(&px.tiles[0]))
-			kern := func(a *[outerMR]*float32, b *float32, kk int, cc *float32, ldc, rows, cols int, idx *int32, pf *byte) {
+			kern := func(a *[outerMR]*float32, b *float32, kk int, cc *float32, ldc, rows, cols int, idx *int32, pf, pfw *byte) {
 				pi := partOf[a[0]]
-				calls = append(calls, call{pi[0], pi[1], int((uintptr(unsafe.Pointer(b)) - tiles) / uintptr(4*k*outerNR)), uintptr(unsafe.Pointer(pf))})
+				calls = append(calls, call{pi[0], pi[1], int((uintptr(unsafe.Pointer(b)) - tiles) / uintptr(4*k*outerNR)),
+					uintptr(unsafe.Pointer(pf)), uintptr(unsafe.Pointer(pfw))})
 			}
 			outerFill(kern, px, parts[:], nrows, 0, c.tokens, nil, func(int, int, *outerStaged) {})
 			in := func(p uintptr, b []byte) bool {
 				lo := uintptr(unsafe.Pointer(&b[0]))
 				return p >= lo && p < lo+uintptr(len(b))
 			}
+			inW := func(p uintptr) bool { return in(p, stored[0]) || in(p, stored[1]) }
 			stride := parts[0].stride
 			for _, cl := range calls {
-				inW := in(cl.pf, stored[0]) || in(cl.pf, stored[1])
-				first := cl.tile == 0
+				if inW(cl.pf) {
+					t.Fatalf("part %d block %d tile %d: the tile stream points into W's stored rows", cl.part, cl.i0, cl.tile)
+				}
 				switch {
-				case !c.wantNext || !first:
-					if inW && (!c.wantNext || cl.tile >= 2) {
-						t.Fatalf("part %d block %d tile %d: prefetch into W's stored rows", cl.part, cl.i0, cl.tile)
+				case !c.wantNext || cl.tile != 0:
+					if inW(cl.pfw) {
+						t.Fatalf("part %d block %d tile %d: W stream into W's stored rows", cl.part, cl.i0, cl.tile)
 					}
 				case cl.i0+outerMR < nrows:
-					if want := uintptr(unsafe.Pointer(&stored[cl.part][(cl.i0+outerMR)*stride])); cl.pf != want {
-						t.Fatalf("part %d block %d: prefetch at %#x, want the next block's rows at %#x", cl.part, cl.i0, cl.pf, want)
+					if want := uintptr(unsafe.Pointer(&stored[cl.part][(cl.i0+outerMR)*stride])); cl.pfw != want {
+						t.Fatalf("part %d block %d: W stream at %#x, want the next block's rows at %#x", cl.part, cl.i0, cl.pfw, want)
 					}
 				case cl.part == 0:
-					if want := uintptr(unsafe.Pointer(&stored[1][0])); cl.pf != want {
-						t.Fatalf("part 0's last block: prefetch at %#x, want part 1's first rows at %#x", cl.pf, want)
+					if want := uintptr(unsafe.Pointer(&stored[1][0])); cl.pfw != want {
+						t.Fatalf("part 0's last block: W stream at %#x, want part 1's first rows at %#x", cl.pfw, want)
 					}
 				default:
-					if inW {
-						t.Fatalf("the last block: prefetch into W's stored rows")
+					if cl.pfw != cl.pf {
+						t.Fatalf("the last block: W stream at %#x, want the tile stream's %#x", cl.pfw, cl.pf)
 					}
 				}
 			}

@@ -46,7 +46,7 @@ func useGemmKernel(t testing.TB, kernel gemmKernel) {
 // outerBlockGo is the outer-product micro-kernel's contract written out in
 // Go (gemm8x48AVX512's comment), each sum rounded as documented: one exact
 // fused multiply-add per k, in k order.
-func outerBlockGo(a *[outerMR]*float32, b *float32, k int, c *float32, ldc, rows, cols int, idx *int32, _ *byte) {
+func outerBlockGo(a *[outerMR]*float32, b *float32, k int, c *float32, ldc, rows, cols int, idx *int32, _, _ *byte) {
 	bs := unsafe.Slice(b, k*outerNR)
 	var offs []int32
 	if idx != nil {
