@@ -29,7 +29,7 @@ func parseTrusted(list string) (*trustedProxies, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%w: LAYA_FORWARDED_ALLOW_IPS entry %q: %v", ErrConfig, item, err)
 			}
-			t.prefixes = append(t.prefixes, p.Masked())
+			t.prefixes = append(t.prefixes, unmapPrefix(p).Masked())
 		default:
 			a, err := netip.ParseAddr(item)
 			if err != nil {
@@ -39,6 +39,17 @@ func parseTrusted(list string) (*trustedProxies, error) {
 		}
 	}
 	return t, nil
+}
+
+// unmapPrefix turns an IPv4-mapped IPv6 network (::ffff:10.0.0.0/104) into
+// the IPv4 network it covers (10.0.0.0/8): trusts unmaps every address it
+// checks, so a mapped network would otherwise match nothing. One shorter
+// than /96 also covers addresses outside ::ffff:0:0/96 and stays as it is.
+func unmapPrefix(p netip.Prefix) netip.Prefix {
+	if a := p.Addr(); a.Is4In6() && p.Bits() >= 96 {
+		return netip.PrefixFrom(a.Unmap(), p.Bits()-96)
+	}
+	return p
 }
 
 func (t *trustedProxies) trusts(host string) bool {

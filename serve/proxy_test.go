@@ -37,6 +37,21 @@ func TestPeerIP(t *testing.T) {
 	if all, _ := parseTrusted("*"); !all.trusts("8.8.8.8") {
 		t.Error("* must trust every peer")
 	}
+	// Networks and addresses written IPv4-mapped are the IPv4 ones, whichever
+	// way the peer's address comes.
+	mapped, err := parseTrusted("::ffff:10.0.0.0/104, ::ffff:192.0.2.7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for host, want := range map[string]bool{"10.1.2.3": true, "::ffff:10.1.2.3": true, "11.0.0.1": false,
+		"192.0.2.7": true, "::ffff:192.0.2.7": true, "192.0.2.8": false} {
+		if got := mapped.trusts(host); got != want {
+			t.Errorf("::ffff:10.0.0.0/104, ::ffff:192.0.2.7 trusts %s: %v, want %v", host, got, want)
+		}
+	}
+	if wide, _ := parseTrusted("::/64"); !wide.trusts("::1") {
+		t.Error("::/64 must trust ::1")
+	}
 	if _, err := parseTrusted("10.0.0.0/33"); !errors.Is(err, ErrConfig) {
 		t.Errorf("bad network: %v", err)
 	}
