@@ -39,7 +39,8 @@ const ThreadgroupMemoryLimit = 32768
 
 // CheckDispatch validates a dispatchThreadgroups request: grid and
 // threadgroup extents against the pipeline's thread limit, each argument
-// (one kind of binding, index, buffer offset, setBytes length), and the
+// (one kind of binding, index, buffer offset, setBytes length; each index
+// bound at most once in each of the buffer and threadgroup tables), and the
 // threadgroup memory of the arguments plus the kernel's static arrays
 // against the device's limit. empty reports a grid with no threadgroups,
 // which is legal and encodes nothing (a zero-row batch); Metal itself would
@@ -51,14 +52,26 @@ func CheckDispatch(lim DispatchLimits, groups, threads Size3, args []Arg) (empty
 		return false, err
 	}
 	tg := 0
+	// Buffers and setBytes share the buffer argument table, threadgroup
+	// memory has a table of its own: a second binding at a taken index
+	// would silently replace the first in Metal's encoder (the emulator
+	// would have to pick one too), so it is refused.
+	var buffers, threadgroup uint32
 	for i := range args {
 		kind, err := classifyArg(&args[i])
 		if err != nil {
 			return false, err
 		}
+		table, name := &buffers, "buffer"
 		if kind == argThreadgroup {
 			tg += threadgroupLength(args[i].ThreadgroupBytes)
+			table, name = &threadgroup, "threadgroup memory"
 		}
+		bit := uint32(1) << args[i].Index
+		if *table&bit != 0 {
+			return false, fmt.Errorf("%w: argument index %d bound twice in the %s table", ErrInvalidDispatch, args[i].Index, name)
+		}
+		*table |= bit
 	}
 	if static := max(lim.StaticThreadgroupMemory, 0); static+tg > lim.MaxThreadgroupMemory {
 		return false, fmt.Errorf("%w: %w: %d bytes of threadgroup arrays in the kernel + %d bytes of [[threadgroup(n)]] arguments = %d; the device allows %d",

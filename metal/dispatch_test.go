@@ -46,6 +46,14 @@ func TestCheckDispatch(t *testing.T) {
 			args: []Arg{{Index: 0, Buffer: buf}, {Index: 1, Buffer: buf, Offset: 64}}, wantErr: "offset 64 outside"},
 		{name: "argument that binds nothing", lim: apple, groups: Size3{1, 1, 1}, threads: Size3{32, 1, 1},
 			args: []Arg{{Index: 5}}, wantErr: "binds nothing"},
+		{name: "two buffers at one index", lim: apple, groups: Size3{1, 1, 1}, threads: Size3{32, 1, 1},
+			args: []Arg{{Index: 0, Buffer: buf}, {Index: 1, Buffer: buf}, {Index: 0, Buffer: buf, Offset: 32}}, wantErr: "index 0 bound twice in the buffer table"},
+		{name: "a buffer and setBytes at one index", lim: apple, groups: Size3{1, 1, 1}, threads: Size3{32, 1, 1},
+			args: []Arg{{Index: 3, Bytes: []byte{1}}, {Index: 3, Buffer: buf}}, wantErr: "index 3 bound twice in the buffer table"},
+		{name: "two threadgroup arguments at one index", lim: apple, groups: Size3{1, 1, 1}, threads: Size3{32, 1, 1},
+			args: []Arg{{Index: 1, ThreadgroupBytes: 16}, {Index: 1, ThreadgroupBytes: 16}}, wantErr: "index 1 bound twice in the threadgroup memory table"},
+		{name: "buffer and threadgroup tables are separate", lim: apple, groups: Size3{1, 1, 1}, threads: Size3{32, 1, 1},
+			args: []Arg{{Index: 0, Buffer: buf}, {Index: 0, ThreadgroupBytes: 16}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
