@@ -12,6 +12,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -663,15 +664,24 @@ func (cb *commandBuffer) status(op dispatch, rec []byte, report string) error {
 		return nil
 	}
 	msg := string(rec[offErr : offErr+bytes.IndexByte(rec[offErr:dispatchSize], 0)])
-	if st == 2 {
+	if st == dispatchStatusCanceled {
 		return fmt.Errorf("metal: %s: %w", msg, context.Canceled)
 	}
-	return newKernelError(op.p.kernel.Name, msg, report)
+	return newKernelError(op.p.kernel.Name, msg, report, st)
 }
 
-func newKernelError(kernel, msg, report string) *KernelError {
+// The runtime's dispatch statuses (MSLEMU_STATUS_* in mslemu_abi.h): errors
+// are classified by them, not by the diagnostic's words.
+const (
+	dispatchStatusDiagnostic        = 1
+	dispatchStatusCanceled          = 2
+	dispatchStatusThreadgroupMemory = 3
+)
+
+// newKernelError is the error of a diagnostic with the runtime's status st.
+func newKernelError(kernel, msg, report string, st uint32) *KernelError {
 	e := &KernelError{Kernel: kernel, Message: msg, Report: report}
-	if strings.Contains(msg, "exceeds the 32768-byte limit") {
+	if st == dispatchStatusThreadgroupMemory {
 		e.cause = ErrThreadgroupMemory
 	}
 	return e
@@ -758,12 +768,19 @@ func (cb *commandBuffer) runASan(ctx context.Context) error {
 func asanError(stderr string, runErr error) error {
 	kernel := ""
 	var diag, summary, frame string
+	var st uint32 = dispatchStatusDiagnostic
 	for _, l := range strings.Split(stderr, "\n") {
 		switch {
 		case strings.HasPrefix(l, "MSLEMU-RUNNING: "):
 			kernel = strings.TrimPrefix(l, "MSLEMU-RUNNING: ")
 		case strings.HasPrefix(l, "MSLEMU-ERROR: "):
-			diag = strings.TrimPrefix(l, "MSLEMU-ERROR: ")
+			// "MSLEMU-ERROR: <status> <diagnostic>" (mslemu_runner.cpp).
+			code, text, _ := strings.Cut(strings.TrimPrefix(l, "MSLEMU-ERROR: "), " ")
+			if n, err := strconv.ParseUint(code, 10, 32); err == nil {
+				st, diag = uint32(n), text
+			} else {
+				diag = strings.TrimPrefix(l, "MSLEMU-ERROR: ")
+			}
 		case summary == "" && strings.Contains(l, "ERROR: AddressSanitizer:"):
 			summary = strings.TrimSpace(l[strings.Index(l, "AddressSanitizer:")+len("AddressSanitizer:"):])
 			if i := strings.Index(summary, " on address"); i >= 0 {
@@ -778,13 +795,13 @@ func asanError(stderr string, runErr error) error {
 	}
 	switch {
 	case diag != "":
-		return newKernelError(kernel, diag, "")
+		return newKernelError(kernel, diag, "", st)
 	case summary != "":
 		where := frame
 		if where == "" {
 			where = "an unknown line (no .metal frame in the report)"
 		}
-		return newKernelError(kernel, fmt.Sprintf("kernel %s: %s at %s", kernel, summary, where), stderr)
+		return newKernelError(kernel, fmt.Sprintf("kernel %s: %s at %s", kernel, summary, where), stderr, dispatchStatusDiagnostic)
 	}
-	return newKernelError(kernel, fmt.Sprintf("kernel %s: asan runner failed: %v: %s", kernel, runErr, strings.TrimSpace(stderr)), stderr)
+	return newKernelError(kernel, fmt.Sprintf("kernel %s: asan runner failed: %v: %s", kernel, runErr, strings.TrimSpace(stderr)), stderr, dispatchStatusDiagnostic)
 }

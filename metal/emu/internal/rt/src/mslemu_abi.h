@@ -7,6 +7,14 @@
 #include <stdint.h>
 
 enum { MSLEMU_FORWARD = 0, MSLEMU_REVERSE = 1, MSLEMU_SHUFFLE = 2 };
+// mslemu_dispatch.status. The host classifies errors by it, not by the
+// diagnostic's words (metal/emu/device.go: dispatchStatus*).
+enum {
+  MSLEMU_STATUS_OK = 0,
+  MSLEMU_STATUS_DIAGNOSTIC = 1,
+  MSLEMU_STATUS_CANCELED = 2,
+  MSLEMU_STATUS_THREADGROUP_MEMORY = 3
+};
 
 struct mslemu_dispatch {
   char kernel[128];         // NUL-terminated kernel name
@@ -20,7 +28,7 @@ struct mslemu_dispatch {
   uint32_t workers;         // OS threads; 0 = one per CPU
   uint64_t seed;            // for MSLEMU_SHUFFLE
   uint32_t cancel;          // set by the host to stop between threadgroups
-  uint32_t status;          // 0 ok, 1 diagnostic, 2 canceled
+  uint32_t status;          // MSLEMU_STATUS_*: 0 ok, 1 diagnostic, 2 canceled, 3 threadgroup memory over the limit
   char err[2048];           // the diagnostic
 };
 

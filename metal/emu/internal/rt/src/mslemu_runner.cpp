@@ -34,7 +34,7 @@ int main(int argc, char** argv) {
   char magic[8];
   uint32_t nbuf = 0, ndisp = 0;
   if (!readn(f, magic, 8) || memcmp(magic, "MSLEMUJ1", 8) != 0 || !readn(f, &nbuf, 4) || !readn(f, &ndisp, 4)) {
-    fprintf(stderr, "MSLEMU-ERROR: bad job file\n");
+    fprintf(stderr, "MSLEMU-ERROR: 1 bad job file\n");
     return 2;
   }
   std::vector<uint64_t> size(nbuf);
@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
     if (!readn(f, &size[i], 8)) return 2;
     void* p = mmap(nullptr, size[i], PROT_READ | PROT_WRITE, MAP_SHARED, int(3 + i), 0);
     if (p == MAP_FAILED) {
-      fprintf(stderr, "MSLEMU-ERROR: cannot map buffer %u\n", i);
+      fprintf(stderr, "MSLEMU-ERROR: 1 cannot map buffer %u\n", i);
       return 2;
     }
     shared[i] = static_cast<char*>(p);
@@ -74,7 +74,8 @@ int main(int argc, char** argv) {
     }
     fprintf(stderr, "MSLEMU-RUNNING: %s\n", d.kernel);
     if (mslemu_run(&d) != 0) {
-      fprintf(stderr, "MSLEMU-ERROR: %s\n", d.err);
+      // The status first, so the host classifies the error by it.
+      fprintf(stderr, "MSLEMU-ERROR: %u %s\n", d.status, d.err);
       rc = 3;
       break;
     }

@@ -471,7 +471,7 @@ void run_group(Worker* w, uint64_t gidx) {
       return;
     }
     if (__atomic_load_n(&r->d->cancel, __ATOMIC_RELAXED)) {
-      record(r, 2, "kernel %s: canceled", r->k->name);
+      record(r, MSLEMU_STATUS_CANCELED, "kernel %s: canceled", r->k->name);
       w->failed = true;
       return;
     }
@@ -559,7 +559,7 @@ void worker_main(Run* r, uint64_t seed, int windex) {
   for (;;) {
     if (r->failed.load()) break;
     if (__atomic_load_n(&r->d->cancel, __ATOMIC_RELAXED)) {
-      record(r, 2, "kernel %s: canceled", r->k->name);
+      record(r, MSLEMU_STATUS_CANCELED, "kernel %s: canceled", r->k->name);
       break;
     }
     uint64_t i = r->next.fetch_add(1);
@@ -586,7 +586,9 @@ namespace mslemu {
 
 const Ctx* ctx() { return &self("a thread-position builtin")->cur->c; }
 
-void report(const char* file, int line, const char* msg) {
+// report_status records a diagnostic at file:line with the dispatch status
+// the host classifies it by (mslemu_abi.h).
+static void report_status(const char* file, int line, const char* msg, int status) {
   Worker* w = tw;
   if (!w) return;
   char site[256];
@@ -595,24 +597,28 @@ void report(const char* file, int line, const char* msg) {
     line = w->site->line;
   }
   fmt_site(site, sizeof site, file, line);
-  record(w->run, 1, "kernel %s: %s: %s", w->run->k->name, site, msg);
+  record(w->run, status, "kernel %s: %s: %s", w->run->k->name, site, msg);
   w->failed = true;
 }
 
-void fail(const char* file, int line, const char* msg) {
+void report(const char* file, int line, const char* msg) { report_status(file, line, msg, MSLEMU_STATUS_DIAGNOSTIC); }
+
+[[noreturn]] static void fail_status(const char* file, int line, const char* msg, int status) {
   Worker* w = self("fail");
-  report(file, line, msg);
+  report_status(file, line, msg, status);
   Fiber* f = w->cur;
   f->st = ABORTED;
   to_sched(w, f);
   __builtin_trap();
 }
 
+void fail(const char* file, int line, const char* msg) { fail_status(file, line, msg, MSLEMU_STATUS_DIAGNOSTIC); }
+
 void tg_barrier(const char* file, int line) {
   Worker* w = self("threadgroup_barrier");
   Fiber* f = w->cur;
   if (__atomic_load_n(&w->run->d->cancel, __ATOMIC_RELAXED)) {
-    record(w->run, 2, "kernel %s: canceled", w->run->k->name);
+    record(w->run, MSLEMU_STATUS_CANCELED, "kernel %s: canceled", w->run->k->name);
     w->failed = true;
     f->st = ABORTED;
     to_sched(w, f);
@@ -653,7 +659,7 @@ static void tg_declare(void* p, const void* init, size_t bytes, const char* file
     if (w->tg_used > kMaxTGMem) {
       char msg[160];
       snprintf(msg, sizeof msg, "threadgroup memory of %zu bytes exceeds the 32768-byte limit", w->tg_used);
-      fail(file, line, msg);
+      fail_status(file, line, msg, MSLEMU_STATUS_THREADGROUP_MEMORY);
     }
   }
 }
@@ -723,12 +729,12 @@ extern "C" EXPORT int mslemu_run(mslemu_dispatch* d) {
   r.k = find_kernel(d->kernel);
   if (!r.k) {
     snprintf(d->err, sizeof d->err, "kernel %s: not found in the library", d->kernel);
-    return d->status = 1;
+    return d->status = MSLEMU_STATUS_DIAGNOSTIC;
   }
   if (r.k->dup) {
     snprintf(d->err, sizeof d->err, "kernel %s: defined more than once (%s:%d and another file)", d->kernel,
              r.k->file, r.k->line);
-    return d->status = 1;
+    return d->status = MSLEMU_STATUS_DIAGNOSTIC;
   }
   uint64_t nthreads = 1;
   r.ngroups = 1;
@@ -741,7 +747,7 @@ extern "C" EXPORT int mslemu_run(mslemu_dispatch* d) {
   if (nthreads == 0 || nthreads > 1024) {
     snprintf(d->err, sizeof d->err, "kernel %s: %llu threads per threadgroup (must be 1..1024)", d->kernel,
              (unsigned long long)nthreads);
-    return d->status = 1;
+    return d->status = MSLEMU_STATUS_DIAGNOSTIC;
   }
   if (r.ngroups == 0) return 0;
   r.nthreads = int(nthreads);
@@ -753,7 +759,7 @@ extern "C" EXPORT int mslemu_run(mslemu_dispatch* d) {
              "kernel %s: %s:%d: threadgroup memory of %zu bytes (%zu in threadgroup arrays, %zu in "
              "[[threadgroup(n)]] arguments) exceeds the 32768-byte limit",
              d->kernel, r.k->file, r.k->line, r.k->tg_static + r.tg_params, r.k->tg_static, r.tg_params);
-    return d->status = 1;
+    return d->status = MSLEMU_STATUS_THREADGROUP_MEMORY;
   }
   r.k->bind(d->fc_value, d->fc_defined);
   uint64_t seed = d->seed;
