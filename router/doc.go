@@ -10,5 +10,8 @@
 //	fmt.Println(res.Routing.Model, res) // the answers' JSON with "routing" last
 //
 // Route alone decides without loading anything (laya route does this).
+// Acquire hands out a model held until its release, for callers that run
+// passes themselves (laya serve's batches): an eviction meanwhile closes it
+// after the release.
 // The package imports laya; laya never imports it.
 package router

@@ -508,7 +508,7 @@ func (r *Router) tryAcquire(ctx context.Context, key string) (_ laya.Predictor, 
 		r.release(e)
 		return nil, nil, e.loaderGone && ctx.Err() == nil, e.err
 	}
-	return e.model, func() { r.release(e) }, false, nil
+	return e.model, sync.OnceFunc(func() { r.release(e) }), false, nil
 }
 
 func (r *Router) release(e *routerEntry) {
@@ -528,10 +528,21 @@ func (r *Router) release(e *routerEntry) {
 	}
 }
 
+// Acquire returns the model for name (or alias), building it on first use, and
+// holds it for the caller until release is called (once is enough; later calls do
+// nothing): a load of another model past the residency cap may evict it meanwhile,
+// but closes it only after the last holder released it. It is what Router.Predict
+// does around each request, for callers that run the model themselves (laya serve's
+// batched passes). Every successful Acquire must be released, or an evicted model
+// is never closed.
+func (r *Router) Acquire(ctx context.Context, name string) (model laya.Predictor, release func(), err error) {
+	return r.acquire(ctx, name)
+}
+
 // Load returns the model for name (or alias), building it on first use. It is meant
 // for warming up: the router does not hold the model for the caller, so a later load
 // of another model may evict and close it (an Agent then answers ErrClosed). Use
-// Router.Predict to answer requests.
+// Router.Predict or Router.Acquire to answer requests.
 func (r *Router) Load(ctx context.Context, name string) (laya.Predictor, error) {
 	m, release, err := r.acquire(ctx, name)
 	if err != nil {

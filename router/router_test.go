@@ -377,6 +377,41 @@ func TestRouterEvictionWaitsForInference(t *testing.T) {
 	}
 }
 
+// A model held by Acquire survives its eviction until released (the second
+// release does nothing), and a model acquired by alias is the same entry.
+func TestRouterAcquireHoldsTheModel(t *testing.T) {
+	ctx := context.Background()
+	r := mustRouter(t, WithLoader(newFakeLoader().load), WithMaxLoaded(1))
+	held := &fakeModel{name: "english"}
+	if err := r.Attach("english", held); err != nil {
+		t.Fatal(err)
+	}
+	m, release, err := r.Acquire(ctx, "english")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m != laya.Predictor(held) {
+		t.Fatalf("Acquire returned %v, want the attached model", m)
+	}
+	if _, err := r.Load(ctx, "multilingual"); err != nil { // evicts english (cap 1)
+		t.Fatal(err)
+	}
+	if held.closed.Load() {
+		t.Fatal("an acquired model was closed before its release")
+	}
+	if _, err := m.Predict(ctx, laya.Text("x"), laya.Questions{{ID: "q", Definition: laya.NoulQuestion("x")}}); err != nil {
+		t.Fatalf("predict on the held model after its eviction: %v", err)
+	}
+	release()
+	if !held.closed.Load() {
+		t.Error("the evicted model was not closed at its release")
+	}
+	release() // idempotent: must not drive the count below zero
+	if _, _, err := r.Acquire(ctx, "no-such-model"); err == nil {
+		t.Error("Acquire of an unknown model: no error")
+	}
+}
+
 func TestRoutedResultJSON(t *testing.T) {
 	r := mustRouter(t, WithLoader(newFakeLoader().load))
 	res, err := r.Predict(context.Background(), laya.Text("Bonjour, je veux annuler mon abonnement pour le mois prochain."), laya.Questions{{ID: "q", Definition: laya.NoulQuestion("x")}}, RouteOptions{})

@@ -259,10 +259,11 @@ func (b *batcher) predict(key string, jobs []*job) ([]laya.BatchAnswer, time.Dur
 		})
 		defer stop()
 	}
-	model, err := b.models.predictor(ctx, key)
+	model, release, err := b.models.predictor(ctx, key)
 	if err != nil {
 		return nil, 0, err
 	}
+	defer release()
 	reqs := make([]laya.BatchRequest, len(jobs))
 	for i, j := range jobs {
 		reqs[i] = j.req

@@ -223,9 +223,11 @@ func (f *fakeModels) route(_ laya.State, qs laya.Questions, _ router.RouteOption
 	return router.Decision{Model: "fake", Repo: realEN, Reason: "test"}, nil
 }
 
-func (f *fakeModels) predictor(context.Context, string) (batchPredictor, error) { return f, nil }
-func (f *fakeModels) loaded() []string                                          { return []string{"fake"} }
-func (f *fakeModels) close() error                                              { return nil }
+func (f *fakeModels) predictor(context.Context, string) (batchPredictor, func(), error) {
+	return f, noRelease, nil
+}
+func (f *fakeModels) loaded() []string { return []string{"fake"} }
+func (f *fakeModels) close() error     { return nil }
 
 func (f *fakeModels) PredictBatch(ctx context.Context, reqs []laya.BatchRequest) ([]laya.BatchAnswer, error) {
 	f.mu.Lock()

@@ -18,8 +18,10 @@ type Models interface {
 	load(ctx context.Context, names []string) error
 	// route picks the checkpoint of a request and says why.
 	route(state laya.State, qs laya.Questions, opts router.RouteOptions) (router.Decision, error)
-	// predictor returns the checkpoint key's model, loading it if needed.
-	predictor(ctx context.Context, key string) (batchPredictor, error)
+	// predictor returns the checkpoint key's model, loading it if needed, held for
+	// the caller until release is called (a router then cannot close it under a
+	// pass by evicting it).
+	predictor(ctx context.Context, key string) (_ batchPredictor, release func(), _ error)
 	// loaded names the resident checkpoints.
 	loaded() []string
 	close() error
@@ -83,23 +85,26 @@ func (s *single) route(_ laya.State, qs laya.Questions, _ router.RouteOptions) (
 	}, nil
 }
 
-func (s *single) predictor(ctx context.Context, _ string) (batchPredictor, error) {
+// noRelease is the release of a model nothing evicts.
+func noRelease() {}
+
+func (s *single) predictor(ctx context.Context, _ string) (batchPredictor, func(), error) {
 	s.mu.Lock()
 	a := s.agent
 	s.mu.Unlock()
 	if a != nil {
-		return a, nil
+		return a, noRelease, nil
 	}
 	// Lazy (LAYA_PRELOAD=0): the first pass loads it. Only the dispatchers call this,
 	// and a load they share is one load.
 	s.loadMu.Lock()
 	defer s.loadMu.Unlock()
 	if err := s.load(ctx, nil); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.agent, nil
+	return s.agent, noRelease, nil
 }
 
 func (s *single) loaded() []string {
@@ -148,44 +153,23 @@ func (m *routed) route(state laya.State, qs laya.Questions, opts router.RouteOpt
 	return m.r.Route(state, qs, opts)
 }
 
-func (m *routed) predictor(ctx context.Context, key string) (batchPredictor, error) {
-	p, err := m.r.Load(ctx, key)
+func (m *routed) predictor(ctx context.Context, key string) (batchPredictor, func(), error) {
+	// Acquire, not Load: the router holds the model until release, so a request
+	// for another checkpoint past the residency cap cannot evict and close it under
+	// this pass (it is closed after the pass instead).
+	p, release, err := m.r.Acquire(ctx, key)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if bp, ok := p.(batchPredictor); ok {
-		return &evictionSafe{m: m, key: key, p: bp}, nil
+		return bp, release, nil
 	}
-	return oneByOne{p}, nil
+	return oneByOne{p}, release, nil
 }
 
 func (m *routed) loaded() []string { return m.r.Loaded() }
 
 func (m *routed) close() error { return m.r.Unload(m.r.Loaded()...) }
-
-// evictionSafe reloads a model that the router evicted (and closed) between handing it
-// out and the forward pass, once.
-type evictionSafe struct {
-	m   *routed
-	key string
-	p   batchPredictor
-}
-
-func (e *evictionSafe) PredictBatch(ctx context.Context, reqs []laya.BatchRequest) ([]laya.BatchAnswer, error) {
-	out, err := e.p.PredictBatch(ctx, reqs)
-	if !errors.Is(err, laya.ErrClosed) {
-		return out, err
-	}
-	p, err := e.m.r.Load(ctx, e.key)
-	if err != nil {
-		return nil, err
-	}
-	bp, ok := p.(batchPredictor)
-	if !ok {
-		return oneByOne{p}.PredictBatch(ctx, reqs)
-	}
-	return bp.PredictBatch(ctx, reqs)
-}
 
 // oneByOne adapts a Predictor without PredictBatch (a custom loader's).
 type oneByOne struct{ p laya.Predictor }

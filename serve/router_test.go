@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/laya-metal/laya"
@@ -110,5 +111,53 @@ func TestRouterMode(t *testing.T) {
 	wg.Wait()
 	if r := do(t, nil, "GET", ts.url+"/health", "", nil); !strings.Contains(r.body, `"loaded":[`) {
 		t.Errorf("/health: %s", r.body)
+	}
+}
+
+// closingModel is a router model that records its Close and fails once closed.
+type closingModel struct{ closed atomic.Bool }
+
+func (m *closingModel) Predict(context.Context, laya.State, laya.Questions) (*laya.Result, error) {
+	if m.closed.Load() {
+		return nil, laya.ErrClosed
+	}
+	return &laya.Result{}, nil
+}
+
+func (m *closingModel) Close() error { m.closed.Store(true); return nil }
+
+// TestRoutedPredictorHoldsItsModel: the model a batch pass got from the router is
+// not closed when a request for another checkpoint evicts it during the pass (cap
+// 1), only at the pass's release.
+func TestRoutedPredictorHoldsItsModel(t *testing.T) {
+	ctx := context.Background()
+	models := map[string]*closingModel{"english": {}, "multilingual": {}}
+	r, err := router.New(router.WithMaxLoaded(1), router.WithLoader(func(_ context.Context, name, _ string) (laya.Predictor, error) {
+		return models[name], nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := RouterModels(r)
+	p, release, err := m.predictor(ctx, "english")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, other, err := m.predictor(ctx, "multilingual"); err != nil { // evicts english
+		t.Fatal(err)
+	} else {
+		other()
+	}
+	qs := laya.Questions{{ID: "q", Definition: laya.NoulQuestion("x")}}
+	answers, err := p.PredictBatch(ctx, []laya.BatchRequest{{State: laya.Text("x"), Questions: qs}})
+	if err != nil || len(answers) != 1 || answers[0].Err != nil {
+		t.Fatalf("pass on the held model after its eviction: %v, %+v", err, answers)
+	}
+	release()
+	if !models["english"].closed.Load() {
+		t.Error("the evicted model was not closed at the pass's release")
+	}
+	if models["multilingual"].closed.Load() {
+		t.Error("the resident model was closed")
 	}
 }

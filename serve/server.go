@@ -130,9 +130,10 @@ func (s *Server) Start(ctx context.Context) {
 func (s *Server) warmup(ctx context.Context) {
 	qs := laya.Questions{{ID: "__warmup__", Definition: laya.NoulQuestion("A warmup pass.")}}
 	for _, key := range s.models.loaded() {
-		p, err := s.models.predictor(ctx, key)
+		p, release, err := s.models.predictor(ctx, key)
 		if err == nil {
 			_, err = p.PredictBatch(ctx, []laya.BatchRequest{{State: laya.Text("warmup"), Questions: qs}})
+			release()
 		}
 		if err != nil {
 			s.log.Warn("warm-up failed", "model", key, "error", err.Error())
