@@ -65,6 +65,12 @@ prints, per call site, how long its workers were held (wall time × workers)
 and how much of that they computed: the rest is idle time at the hand-offs
 and joins (a slow chunk, the last GEMM unit), where more cores stop paying.
 
+--paced serves timed requests on cue for a driver that interleaves them
+with another system's runs: after loading and the warm-up it writes a JSON
+header line (with the request's input_tokens), then runs one request per
+line read from stdin and writes {"ms": wall time}; "quit" or the end of
+stdin ends it (scripts/bench-torch/paired.py pairs it with PyTorch).
+
 --plan prints the Metal work plan of one request without a GPU or weights
 (only the configuration): dispatches, barriers, FLOPs and bytes per
 operation, roofline floors for named Apple GPUs and a tile-aware time model.
@@ -82,6 +88,7 @@ Examples:
   laya-bench --synthetic english --backend metal --questions 1 --split-k
   laya-bench --synthetic english --questions 1 --runs 20 --format gobench > new.txt
   laya-bench --synthetic multilingual --questions 10 --runs 3 --joins
+  printf 'go\ngo\n' | laya-bench --synthetic multilingual --questions 1 --warmup 2 --paced
 
 Flags:
 `
@@ -95,6 +102,7 @@ type options struct {
 	plan                                         bool // plan.go
 	splitK                                       bool // plan.go
 	tokens                                       int
+	paced                                        bool // paced.go
 }
 
 func main() {
@@ -135,6 +143,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&o.plan, "plan", false, "print the Metal work plan of one request (a MODEL: dispatches, FLOPs, bytes, roofline floors; no GPU, no weights; see plan.go)")
 	fs.IntVar(&o.tokens, "tokens", 93, "with --plan: tokens per question")
 	fs.BoolVar(&o.splitK, "split-k", false, "deterministic split-K on (for an M3 Max's threadgroup slots; two dispatches per split GEMM): in --plan, or on a metal backend")
+	fs.BoolVar(&o.paced, "paced", false, "after loading and --warmup, run one timed request of the one --questions count per line read from stdin and write its wall time as a JSON line (for a driver interleaving another system's runs: scripts/bench-torch/paired.py)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -155,6 +164,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if o.plan {
 		return runPlan(ctx, o, stdout)
+	}
+	if o.paced && (len(o.questions) != 1 || o.profile || o.joins || *cpuProfile != "") {
+		return errors.New("--paced: takes one --questions count, and not --profile, --joins or --cpuprofile")
 	}
 	dir, name, err := checkpointDir(o, stderr)
 	if err != nil {
@@ -192,6 +204,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("--profile: backend %q cannot time operations on a device", o.backend)
 	}
 
+	if o.paced {
+		return runPaced(ctx, agent, o.questions[0], o, name, loadTime, stdin, stdout)
+	}
 	if *cpuProfile != "" {
 		stopProfile, err := startCPUProfile(*cpuProfile) // compare.go
 		if err != nil {

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	laya "github.com/laya-metal/laya"
+)
+
+// stdin is what --paced reads its cues from (tests replace it).
+var stdin io.Reader = os.Stdin
+
+// pacedHeader is --paced's first output line, written once the model is
+// loaded and warmed up: the driver learns the request's token count (to
+// build its own rows of the same length) and that timing may start.
+type pacedHeader struct {
+	Checkpoint  string  `json:"checkpoint"`
+	Backend     string  `json:"backend"`
+	Questions   int     `json:"questions"`
+	InputTokens int     `json:"input_tokens"`
+	LoadMS      float64 `json:"load_ms"`
+	FirstMS     float64 `json:"first_call_ms"`
+}
+
+// pacedRun is one timed request's line.
+type pacedRun struct {
+	MS float64 `json:"ms"`
+}
+
+// runPaced serves timed requests on cue, for a driver that interleaves
+// them with another system's runs (scripts/bench-torch/paired.py alternates
+// them with PyTorch forwards, pair by pair, so that both sides see the same
+// drift of a shared host): after loading and --warmup requests it writes
+// the header line, then for each line read from in it runs one request of
+// n questions and writes its wall time, end to end as measure times it. It
+// returns at the end of in, at a line "quit", or when ctx ends. Each reply
+// is flushed before the next cue is read: the driver's clock never
+// overlaps ours.
+func runPaced(ctx context.Context, agent *laya.Agent, n int, o options, name string, load time.Duration, in io.Reader, out io.Writer) error {
+	req := request(n, o.long)
+	once := func() (time.Duration, []byte, error) {
+		start := time.Now()
+		res, err := agent.PredictJSON(ctx, req)
+		if err != nil {
+			return 0, nil, err
+		}
+		elapsed := time.Since(start)
+		b, err := json.Marshal(res)
+		return elapsed, b, err
+	}
+	first, body, err := once()
+	if err != nil {
+		return err
+	}
+	var usage struct {
+		Usage struct {
+			InputTokens int `json:"input_tokens"`
+		} `json:"usage"`
+	}
+	if err := json.Unmarshal(body, &usage); err != nil {
+		return err
+	}
+	for i := 1; i < o.warmup; i++ {
+		if _, _, err := once(); err != nil {
+			return err
+		}
+	}
+	w := bufio.NewWriter(out)
+	enc := json.NewEncoder(w)
+	if err := enc.Encode(pacedHeader{Checkpoint: name, Backend: o.backend, Questions: n,
+		InputTokens: usage.Usage.InputTokens, LoadMS: ms(load), FirstMS: ms(first)}); err != nil {
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	sc := bufio.NewScanner(in)
+	for sc.Scan() {
+		if sc.Text() == "quit" {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		d, _, err := once()
+		if err != nil {
+			return err
+		}
+		if err := enc.Encode(pacedRun{MS: ms(d)}); err != nil {
+			return err
+		}
+		if err := w.Flush(); err != nil {
+			return fmt.Errorf("--paced: writing a timing: %w", err)
+		}
+	}
+	return sc.Err()
+}

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Ours against PyTorch pair by pair (paired.py): per workload, PAIRS pairs of
+# one laya-bench request (end to end) and one PyTorch forward (rows of the
+# same token count), alternating which goes first, on the same pinned cores.
+# Prints, per workload, both medians and the median per-pair ratio with its
+# 95 % bootstrap interval; writes paired-*.json and paired.md under OUT.
+#
+# Needs what run.sh needs (python3 with torch, transformers, safetensors,
+# numpy; taskset; build.sh's static binaries in BIN), no Go.
+#
+# Usage, from the module root:
+#   scripts/bench-torch/build.sh                    # on a machine with Go
+#   CORES=2 QUESTIONS=10 scripts/bench-torch/paired.sh
+# Options (environment):
+#   BIN=scripts/bench-torch/bin   WORK=${TMPDIR:-/tmp}/laya-parity   OUT=$WORK/bench
+#   CORES="2 all"   PRESETS="english multilingual"   QUESTIONS="1 10"   PAIRS=12   WARMUP=2   GAP=0.3
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+BIN=${BIN:-$(dirname "$0")/bin}
+WORK=${WORK:-${TMPDIR:-/tmp}/laya-parity}
+OUT=${OUT:-$WORK/bench}
+CORES=${CORES:-"2 all"}
+PRESETS=${PRESETS:-"english multilingual"}
+QUESTIONS=${QUESTIONS:-"1 10"}
+PAIRS=${PAIRS:-12}
+WARMUP=${WARMUP:-2}
+GAP=${GAP:-0.3}
+mkdir -p "$WORK" "$OUT"
+ALL=$(nproc)
+for preset in $PRESETS; do
+  "$HERE/synth.sh" "$BIN" "$WORK" "$preset"
+done
+for cores in $CORES; do
+  [ "$cores" = all ] && cores=$ALL
+  cpus="0-$((cores - 1))"
+  for preset in $PRESETS; do
+    for q in $QUESTIONS; do
+      echo "== $preset, $q question(s), $cores cores (taskset -c $cpus), $PAIRS pairs" >&2
+      f="$OUT/paired-$preset-$cores-q$q.json"
+      GOMAXPROCS=$cores OMP_NUM_THREADS=$cores taskset -c "$cpus" python3 "$HERE/paired.py" \
+        --laya-bench "$BIN/laya-bench" --model "$WORK/$preset" --questions "$q" --threads "$cores" \
+        --pairs "$PAIRS" --warmup "$WARMUP" --gap "$GAP" > "$f.tmp"
+      mv "$f.tmp" "$f"
+      python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print('   ours %.1f ms, PyTorch %.1f ms; per pair %.3fx (95%% CI %.3f-%.3f), ours faster in %d of %d' % (d['ours_median_ms'], d['torch_median_ms'], d['median_pair_ratio'], d['ci95'][0], d['ci95'][1], d['pairs_ours_faster'], d['pairs']))" "$f" >&2
+    done
+  done
+done
+python3 - "$OUT" <<'PY' | tee "$OUT/paired.md"
+import glob, json, os, re, sys
+rows = []
+for p in glob.glob(os.path.join(sys.argv[1], "paired-*.json")):
+    m = re.match(r"paired-(.+)-(\d+)-q(\d+)\.json$", os.path.basename(p))
+    if m:
+        rows.append((m.group(1), int(m.group(2)), int(m.group(3)), json.load(open(p))))
+rows.sort(key=lambda r: (-r[1], r[0], r[2]))
+print("| workload | cores | tokens | ours, end to end | PyTorch, forward only | per-pair ratio (95 % CI) | ours faster |")
+print("|---|---:|---:|---:|---:|---:|---:|")
+for preset, cores, q, d in rows:
+    print("| %s, %d question%s | %d | %d | %.1f ms | %.1f ms | **%.2f×** (%.2f–%.2f) | %d of %d |" % (
+        preset, q, "" if q == 1 else "s", cores, d["input_tokens"], d["ours_median_ms"], d["torch_median_ms"],
+        d["median_pair_ratio"], d["ci95"][0], d["ci95"][1], d["pairs_ours_faster"], d["pairs"]))
+PY
