@@ -20,21 +20,10 @@
 # Example:
 #   CORES="2 16" RUNS=20 scripts/bench-torch/run.sh
 set -euo pipefail
-HERE=$(cd "$(dirname "$0")" && pwd)
-BIN=${BIN:-$(dirname "$0")/bin}
-WORK=${WORK:-${TMPDIR:-/tmp}/laya-parity}
-OUT=${OUT:-$WORK/bench}
-CORES=${CORES:-"2 all"}
-PRESETS=${PRESETS:-"english multilingual"}
-QUESTIONS=${QUESTIONS:-"1 10"}
 RUNS=${RUNS:-10}
 WARMUP=${WARMUP:-3}
 ROUNDS=${ROUNDS:-1}
-mkdir -p "$WORK" "$OUT"
-ALL=$(nproc)
-for preset in $PRESETS; do
-  "$HERE/synth.sh" "$BIN" "$WORK" "$preset"
-done
+. "$(dirname "$0")/common.sh"
 qlist=$(echo "$QUESTIONS" | tr ' ' ',')
 for cores in $CORES; do
   [ "$cores" = all ] && cores=$ALL
