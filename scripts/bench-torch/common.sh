@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by run.sh and paired.sh: the options they share (environment, with
 # these defaults; see either script's comment), the core count, and the
 # synthetic checkpoints of PRESETS written into WORK once.
@@ -9,6 +10,7 @@ CORES=${CORES:-"2 all"}
 PRESETS=${PRESETS:-"english multilingual"}
 QUESTIONS=${QUESTIONS:-"1 10"}
 mkdir -p "$WORK" "$OUT"
+# shellcheck disable=SC2034 # the sourcing script reads ALL and OUT
 ALL=$(nproc)
 for preset in $PRESETS; do
   "$HERE/synth.sh" "$BIN" "$WORK" "$preset"

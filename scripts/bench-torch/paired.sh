@@ -18,6 +18,7 @@ set -euo pipefail
 PAIRS=${PAIRS:-12}
 WARMUP=${WARMUP:-2}
 GAP=${GAP:-0.3}
+# shellcheck source=common.sh
 . "$(dirname "$0")/common.sh"
 for cores in $CORES; do
   [ "$cores" = all ] && cores=$ALL

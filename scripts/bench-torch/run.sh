@@ -23,6 +23,7 @@ set -euo pipefail
 RUNS=${RUNS:-10}
 WARMUP=${WARMUP:-3}
 ROUNDS=${ROUNDS:-1}
+# shellcheck source=common.sh
 . "$(dirname "$0")/common.sh"
 qlist=$(echo "$QUESTIONS" | tr ' ' ',')
 for cores in $CORES; do
