@@ -385,16 +385,10 @@ func measure(ctx context.Context, agent *laya.Agent, timer backend.Timer, n int,
 		if timer != nil {
 			gpuStart = timer.DeviceTime()
 		}
-		start := time.Now()
-		res, err := agent.PredictJSON(ctx, req)
-		if err != nil {
-			return 0, nil, err
-		}
-		elapsed := time.Since(start)
+		elapsed, out, err := timeRequest(ctx, agent, req)
 		if timer != nil {
 			gpu = timer.DeviceTime() - gpuStart
 		}
-		out, err := json.Marshal(res)
 		return elapsed, out, err
 	}
 	first, out, err := once()
@@ -402,15 +396,9 @@ func measure(ctx context.Context, agent *laya.Agent, timer backend.Timer, n int,
 		return r, err
 	}
 	r.FirstMS = ms(first)
-	var usage struct {
-		Usage struct {
-			InputTokens int `json:"input_tokens"`
-		} `json:"usage"`
-	}
-	if err := json.Unmarshal(out, &usage); err != nil {
+	if r.InputTokens, err = inputTokens(out); err != nil {
 		return r, err
 	}
-	r.InputTokens = usage.Usage.InputTokens
 	for i := 1; i < o.warmup; i++ {
 		if _, _, err := once(); err != nil {
 			return r, err
@@ -448,6 +436,30 @@ func measure(ctx context.Context, agent *laya.Agent, timer backend.Timer, n int,
 		r.GPUMeanMS, _ = meanSD(gpuSorted)
 	}
 	return r, nil
+}
+
+// timeRequest answers req and returns the wall time of the answer (not of
+// its marshalling) and the answer as JSON.
+func timeRequest(ctx context.Context, agent *laya.Agent, req []byte) (time.Duration, []byte, error) {
+	start := time.Now()
+	res, err := agent.PredictJSON(ctx, req)
+	if err != nil {
+		return 0, nil, err
+	}
+	elapsed := time.Since(start)
+	out, err := json.Marshal(res)
+	return elapsed, out, err
+}
+
+// inputTokens reads usage.input_tokens from an answer's JSON.
+func inputTokens(answer []byte) (int, error) {
+	var usage struct {
+		Usage struct {
+			InputTokens int `json:"input_tokens"`
+		} `json:"usage"`
+	}
+	err := json.Unmarshal(answer, &usage)
+	return usage.Usage.InputTokens, err
 }
 
 // profile runs o.runs requests with per-operation timing on and returns the

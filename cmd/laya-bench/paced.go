@@ -38,56 +38,66 @@ type pacedRun struct {
 // drift of a shared host): after loading and --warmup requests it writes
 // the header line, then for each line read from in it runs one request of
 // n questions and writes its wall time, end to end as measure times it. It
-// returns at the end of in, at a line "quit", or when ctx ends. Each reply
-// is flushed before the next cue is read: the driver's clock never
-// overlaps ours.
+// returns at the end of in, at a line "quit", or when ctx ends (also while
+// it waits for a cue: SIGINT must not wait for the driver). Each reply is
+// flushed before the next cue is read: the driver's clock never overlaps
+// ours.
 func runPaced(ctx context.Context, agent *laya.Agent, n int, o options, name string, load time.Duration, in io.Reader, out io.Writer) error {
 	req := request(n, o.long)
-	once := func() (time.Duration, []byte, error) {
-		start := time.Now()
-		res, err := agent.PredictJSON(ctx, req)
-		if err != nil {
-			return 0, nil, err
-		}
-		elapsed := time.Since(start)
-		b, err := json.Marshal(res)
-		return elapsed, b, err
-	}
-	first, body, err := once()
+	first, body, err := timeRequest(ctx, agent, req)
 	if err != nil {
 		return err
 	}
-	var usage struct {
-		Usage struct {
-			InputTokens int `json:"input_tokens"`
-		} `json:"usage"`
-	}
-	if err := json.Unmarshal(body, &usage); err != nil {
+	tokens, err := inputTokens(body)
+	if err != nil {
 		return err
 	}
 	for i := 1; i < o.warmup; i++ {
-		if _, _, err := once(); err != nil {
+		if _, _, err := timeRequest(ctx, agent, req); err != nil {
 			return err
 		}
 	}
 	w := bufio.NewWriter(out)
 	enc := json.NewEncoder(w)
 	if err := enc.Encode(pacedHeader{Checkpoint: name, Backend: o.backend, Questions: n,
-		InputTokens: usage.Usage.InputTokens, LoadMS: ms(load), FirstMS: ms(first)}); err != nil {
+		InputTokens: tokens, LoadMS: ms(load), FirstMS: ms(first)}); err != nil {
 		return err
 	}
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	sc := bufio.NewScanner(in)
-	for sc.Scan() {
-		if sc.Text() == "quit" {
+	// The cues come through a goroutine so that a cancelled ctx ends the
+	// wait; the reader is left blocked on in when we return (the process
+	// is about to exit).
+	cues := make(chan string)
+	readErr := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(in)
+		for sc.Scan() {
+			select {
+			case cues <- sc.Text():
+			case <-ctx.Done():
+				return
+			}
+		}
+		readErr <- sc.Err()
+		close(cues)
+	}()
+	for {
+		var cue string
+		var ok bool
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case cue, ok = <-cues:
+		}
+		if !ok {
+			return <-readErr
+		}
+		if cue == "quit" {
 			return nil
 		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		d, _, err := once()
+		d, _, err := timeRequest(ctx, agent, req)
 		if err != nil {
 			return err
 		}
@@ -98,5 +108,4 @@ func runPaced(ctx context.Context, agent *laya.Agent, n int, o options, name str
 			return fmt.Errorf("--paced: writing a timing: %w", err)
 		}
 	}
-	return sc.Err()
 }
