@@ -128,10 +128,12 @@ func BenchmarkGEMMSmallM(b *testing.B) {
 // more than any L3 here) and multilingual at 862 (ten questions; 22
 // layers, 220 MB). GFLOP/s counts the four products; ms/layer is the wall
 // time of one layer's GEMMs. The multilingual case is the GEMM part of a
-// ten-question request without the rest of the forward: on the 16-core
-// host, the forward's GEMMs ran ~14 % below these shapes alone (one call,
-// 2 cores: 127 against ~148 GFLOP/s a core, weights hot), where the
-// development machine showed no gap (README, CPU speed).
+// ten-question request without the rest of the forward, to compare with
+// the forward's own GEMM time (laya-bench --joins): in one host call the
+// forward's GEMMs ran ~14 % below the same shapes alone with hot weights
+// (127 against ~148 GFLOP/s a core, 2 cores), the development machine
+// showed no gap, and whether cold weights explain the host's is not yet
+// measured on one host (README, CPU speed).
 func BenchmarkLayerCold(b *testing.B) {
 	for _, c := range []struct {
 		name             string
