@@ -117,6 +117,9 @@ type linearOp struct {
 	// it ran (Stream.Discard), so the outer-product path need not store
 	// it; the dot kernels store it anyway.
 	discardY bool
+	// rope: a Rope of dst recorded right after this Linear (Stream.Rope),
+	// run with it (gemmRope). Such a Linear fuses with nothing else.
+	rope *ropeOp
 }
 
 // fusedOp is a Linear fused with the GeGLU or the residual Add that reads
@@ -142,8 +145,17 @@ func (s *Stream) runPending() {
 	}
 	if op := s.pending; op != nil {
 		s.pending = nil
-		s.be.gemmW(op.dst.data, op.x, op.w, op.bias, op.m, op.n, op.k, op.act)
+		s.be.runLinear(op)
 	}
+}
+
+// runLinear runs a recorded Linear, with the Rope recorded on it if any.
+func (b *Backend) runLinear(op *linearOp) {
+	if op.rope != nil {
+		b.gemmRope(op)
+		return
+	}
+	b.gemmW(op.dst.data, op.x, op.w, op.bias, op.m, op.n, op.k, op.act)
 }
 
 // gemm computes y[m, n] = act(Σ_k x[m, k]·w[n, k] + bias[n]) for a float32 w.
@@ -280,10 +292,25 @@ func biasActivate(row, bias []float32, n0 int, act backend.Activation) {
 // it computes: next is that panel's column range when it differs from the
 // current one's, else [0, 0) (nothing to fetch, as always with it off).
 func (b *Backend) forEachGemmUnit(m, cols, k, widest, widened int, unit func(n0, n1, mu0, mu1 int, next [2]int, scratch *[]float32)) {
+	b.forEachAlignedUnit(m, cols, k, widest, widened, 0, unit)
+}
+
+// forEachAlignedUnit is forEachGemmUnit with every unit's columns starting
+// and ending at multiples of align (or at cols), so that an epilogue that
+// needs whole groups of align columns (a fused Rope: whole heads) finds
+// them in one unit; 0 asks for nothing. It runs nothing and returns false
+// when the plan's panels are not multiples of align (many workers at few
+// rows narrow them to 16 or 32 columns); a column-split tail unit whose
+// half would not be aligned stays whole.
+func (b *Backend) forEachAlignedUnit(m, cols, k, widest, widened, align int, unit func(n0, n1, mu0, mu1 int, next [2]int, scratch *[]float32)) bool {
 	workers := b.workerCount()
 	halfW := widened > 0
 	panel, unitM := gemmUnitPlan(m, cols, widest, halfW, workers)
+	if align > 0 && panel%align != 0 {
+		return false
+	}
 	plan := newUnitPlan(m, cols, panel, unitM, workers)
+	plan.align = align
 	units := plan.units()
 	var next atomic.Int64
 	b.parallelFor(min(units, workers), 1, func(_, _ int) {
@@ -317,6 +344,7 @@ func (b *Backend) forEachGemmUnit(m, cols, k, widest, widened int, unit func(n0,
 			u = following
 		}
 	})
+	return true
 }
 
 // unitPlan numbers a GEMM's work units (forEachGemmUnit): panels of panel
@@ -334,6 +362,7 @@ func (b *Backend) forEachGemmUnit(m, cols, k, widest, widened int, unit func(n0,
 type unitPlan struct {
 	m, cols, panel, unitM int
 	panels, whole, tail   int
+	align                 int // a split's halves start at multiples of it too (forEachAlignedUnit); 0: none
 }
 
 func newUnitPlan(m, cols, panel, unitM, workers int) unitPlan {
@@ -365,7 +394,11 @@ func (p unitPlan) unit(u int) (n0, n1, mu0, mu1 int) {
 		// that neither half has a ragged block the whole did not. (A unit
 		// narrower than two blocks keeps its columns; its second half is
 		// empty.)
-		mid := min(n0+(n1-n0+2*outerMR-1)/(2*outerMR)*outerMR, n1)
+		step := outerMR
+		if p.align > 0 {
+			step = lcm(outerMR, p.align)
+		}
+		mid := min(n0+(n1-n0+2*step-1)/(2*step)*step, n1)
 		if half == 0 {
 			n1 = mid
 		} else {
@@ -373,6 +406,15 @@ func (p unitPlan) unit(u int) (n0, n1, mu0, mu1 int) {
 		}
 	}
 	return n0, n1, mu0, mu1
+}
+
+// lcm is the least common multiple of a and b (both ≥ 1).
+func lcm(a, b int) int {
+	x, y := a, b
+	for y != 0 {
+		x, y = y, x%y
+	}
+	return a / x * b
 }
 
 // widenedPanels is forEachGemmUnit's widened for w: 0 for a float32 W (its

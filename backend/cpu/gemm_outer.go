@@ -515,14 +515,31 @@ func outerFits(m, k int) bool { return m*k <= math.MaxInt32 }
 // [n0, n0+len(v)) after bias and activation, while they are in cache
 // (gemmResidual's add).
 func (b *Backend) gemmOuterW(kern outerKernelFunc, y, x []float32, w matrix, bias []float32, rows []int, m, n, k int, act backend.Activation, keepY bool, after func(r, n0 int, v []float32)) {
+	b.gemmOuterUnits(kern, y, x, w, bias, rows, m, n, k, act, keepY, 0, nil, after)
+}
+
+// gemmOuterAligned is gemmOuterW storing y, with units of whole groups of
+// align columns (forEachAlignedUnit) and before run on each row's values
+// of a unit (as after is) before they are stored: gemmRope's rotation. It
+// returns false, having done nothing, where the plan's panels are not
+// multiples of align.
+func (b *Backend) gemmOuterAligned(kern outerKernelFunc, y, x []float32, w matrix, bias []float32, rows []int, m, n, k int, act backend.Activation, align int, before func(r, n0 int, v []float32)) bool {
+	return b.gemmOuterUnits(kern, y, x, w, bias, rows, m, n, k, act, true, align, before, nil)
+}
+
+// gemmOuterUnits is gemmOuterW and gemmOuterAligned.
+func (b *Backend) gemmOuterUnits(kern outerKernelFunc, y, x []float32, w matrix, bias []float32, rows []int, m, n, k int, act backend.Activation, keepY bool, align int, before, after func(r, n0 int, v []float32)) bool {
 	px := b.packX(x, k, k, rows, m)
 	defer px.release()
-	b.forEachGemmUnit(len(px.rows), n, k, outerPanel, widenedPanels(w, 1), func(n0, n1, mu0, mu1 int, next [2]int, scratch *[]float32) {
+	return b.forEachAlignedUnit(len(px.rows), n, k, outerPanel, widenedPanels(w, 1), align, func(n0, n1, mu0, mu1 int, next [2]int, scratch *[]float32) {
 		parts := [1]outerPart{outerPartOf(w, n0, n1, k, scratch)}
 		outerFill(kern, px, parts[:], n1-n0, mu0, mu1, w.rowBytes(next[0], next[1], k), func(j0, j1 int, st *outerStaged) {
 			for j := j0; j < j1; j++ {
 				r, v := px.rows[j], st.row(0, j)
 				biasActivate(v, bias, n0, act) // a no-op without either
+				if before != nil {
+					before(r, n0, v)
+				}
 				if keepY {
 					copy(y[r*n+n0:r*n+n1], v)
 				}

@@ -107,14 +107,14 @@ func (s *Stream) Add(dst, a, b backend.Tensor) {
 	// (or the epilogue read) rows other units still read as input.
 	op := s.pending
 	s.pending = nil
-	fused := op != nil && backend.Tensor(op.dst) == b && op.bias == nil && op.act == backend.Identity &&
+	fused := op != nil && backend.Tensor(op.dst) == b && op.bias == nil && op.act == backend.Identity && op.rope == nil &&
 		!sharesFirst(dst, op.x) && !sharesFirst(a, op.x)
 	if !fused && op != nil {
-		s.be.gemmW(op.dst.data, op.x, op.w, op.bias, op.m, op.n, op.k, op.act)
+		s.be.runLinear(op)
 	}
 	if !s.ok("add", dst, a, b) || !s.check(backend.CheckAdd(dst, a, b)) {
 		if fused {
-			s.be.gemmW(op.dst.data, op.x, op.w, op.bias, op.m, op.n, op.k, op.act)
+			s.be.runLinear(op)
 		}
 		return
 	}
@@ -197,13 +197,13 @@ func (s *Stream) GeGLU(dst, x backend.Tensor) {
 	// GeGLU (gemm.go, gemmGeGLU), recorded like Add's fused pair.
 	op := s.pending
 	s.pending = nil
-	fused := op != nil && backend.Tensor(op.dst) == x && !sharesFirst(dst, op.x)
+	fused := op != nil && backend.Tensor(op.dst) == x && op.rope == nil && !sharesFirst(dst, op.x)
 	if !fused && op != nil {
-		s.be.gemmW(op.dst.data, op.x, op.w, op.bias, op.m, op.n, op.k, op.act)
+		s.be.runLinear(op)
 	}
 	if !s.ok("geglu", dst, x) || !s.check(backend.CheckGeGLU(dst, x)) {
 		if fused {
-			s.be.gemmW(op.dst.data, op.x, op.w, op.bias, op.m, op.n, op.k, op.act)
+			s.be.runLinear(op)
 		}
 		return
 	}

@@ -1,0 +1,172 @@
+package cpu
+
+import (
+	"math"
+
+	"github.com/laya-metal/laya/backend"
+)
+
+// ropeKey names one cos/sin table.
+type ropeKey struct {
+	theta   float64
+	headDim int
+}
+
+// ropeTable returns cos and sin for positions [0, seqLen) as one slice
+// [seqLen][2][headDim/2] (cos then sin), cached per (theta, headDim) and
+// grown on demand.
+//
+// The values are rounded where HF transformers' ModernBertRotaryEmbedding
+// (default rope) rounds them in float32:
+//
+//	inv_freq = 1.0 / (base ** (arange(0, dim, 2).float() / dim))
+//	freqs    = inv_freq.float() @ position_ids.float()
+//	cos, sin = cat(freqs, freqs).cos(), .sin()
+//
+// Each float32 operation here is done in float64 and rounded to float32,
+// which is the correctly rounded float32 result that PyTorch's kernels also
+// give (or are within an ulp of).
+func (b *Backend) ropeTable(theta float64, headDim, seqLen int) []float32 {
+	half := headDim / 2
+	key := ropeKey{theta, headDim}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	table := b.ropes[key]
+	if len(table) >= seqLen*2*half {
+		return table
+	}
+	n := max(seqLen, 512)
+	table = make([]float32, n*2*half)
+	base := float64(float32(theta))
+	invFreq := make([]float32, half)
+	for j := range invFreq {
+		exponent := float32(float32(2*j) / float32(headDim))
+		invFreq[j] = float32(1 / float64(float32(math.Pow(base, float64(exponent)))))
+	}
+	for p := range n {
+		row := table[p*2*half : (p+1)*2*half]
+		for j, f := range invFreq {
+			angle := float64(float32(p) * f)
+			row[j] = float32(math.Cos(angle))
+			row[half+j] = float32(math.Sin(angle))
+		}
+	}
+	b.ropes[key] = table
+	return table
+}
+
+// ropeOp is one Rope of a qkv tensor: the table and each row's position.
+type ropeOp struct {
+	table          []float32
+	positions      []int32 // per row of a packed batch; nil: row mod seqLen
+	seqLen         int
+	heads, headDim int
+}
+
+// newRope prepares p's Rope of a qkv tensor of rows rows.
+func (b *Backend) newRope(rows int, p backend.RopeParams) *ropeOp {
+	r := &ropeOp{table: b.ropeTable(p.Theta, p.HeadDim, p.SeqLen), seqLen: p.SeqLen, heads: p.Heads, headDim: p.HeadDim}
+	if p.Packed {
+		// A packed batch's positions restart at each row's first token.
+		r.positions = make([]int32, 0, rows)
+		for _, n := range p.Lengths {
+			for i := range n {
+				r.positions = append(r.positions, int32(i))
+			}
+		}
+	}
+	return r
+}
+
+// cs returns the cos/sin row of tensor row r's position.
+func (r *ropeOp) cs(row int) []float32 {
+	pos := row % r.seqLen
+	if r.positions != nil {
+		pos = int(r.positions[row])
+	}
+	half := r.headDim / 2
+	return r.table[pos*2*half : (pos+1)*2*half]
+}
+
+// rotated is how many leading columns of a qkv row the Rope rotates: the
+// q and k heads, side by side.
+func (r *ropeOp) rotated() int { return 2 * r.heads * r.headDim }
+
+// rotateHeads rotates the heads whole heads of headDim values at the start
+// of row by the cos/sin row cs.
+func rotateHeads(row, cs []float32, heads, headDim int) {
+	if ropeSIMD(row, cs, heads, headDim) {
+		return // the same float32 operations, 16 pairs at a time
+	}
+	half := headDim / 2
+	cos, sin := cs[:half], cs[half:2*half]
+	for h := range heads {
+		lo := row[h*headDim : h*headDim+half]
+		hi := row[h*headDim+half : (h+1)*headDim]
+		for j := range lo {
+			// Each product rounded (the conversions forbid fusing into an
+			// FMA, which GOAMD64=v3 would otherwise do), as the SIMD
+			// kernel does.
+			a, b := lo[j], hi[j]
+			lo[j] = float32(a*cos[j]) - float32(b*sin[j])
+			hi[j] = float32(b*cos[j]) + float32(a*sin[j])
+		}
+	}
+}
+
+// rotateSlice is the fused Rope's epilogue (gemmRope): v holds columns
+// [n0, n0+len(v)) of qkv row row, n0 and the end of the rotated part of v
+// multiples of headDim (forEachAlignedUnit), and the heads among them are
+// rotated in place, as the Rope pass rotates them.
+func (r *ropeOp) rotateSlice(v []float32, row, n0 int) {
+	end := min(n0+len(v), r.rotated())
+	if end <= n0 {
+		return
+	}
+	rotateHeads(v[:end-n0], r.cs(row), (end-n0)/r.headDim, r.headDim)
+}
+
+// ropeRows rotates every row of x (rows rows of the qkv width) in place,
+// a parallel pass.
+func (b *Backend) ropeRows(x []float32, rows int, r *ropeOp) {
+	width := 3 * r.heads * r.headDim
+	// 16 rows a chunk, for the reason LayerNorm's chunks are 32 rows (ops.go).
+	b.parallelFor(rows, 16, func(lo, hi int) {
+		for row := lo; row < hi; row++ {
+			rotateHeads(x[row*width:row*width+r.rotated()], r.cs(row), 2*r.heads, r.headDim)
+		}
+	})
+}
+
+// Rope implements backend.Stream. Right after the Linear that makes qkv
+// (still pending), it is recorded on that Linear and runs in its GEMM's
+// epilogue while each unit's block of qkv is in cache (gemmRope): the same
+// float32 operations on the same values, so the same bits, without a pass
+// of its own (at ten multilingual questions on two workers the pass held
+// the workers ~0.9 % of a request, a quarter of that idle at its joins).
+func (s *Stream) Rope(qkv backend.Tensor, p backend.RopeParams) {
+	if op := s.pending; op != nil && backend.Tensor(op.dst) == qkv && op.rope == nil && s.err == nil && !s.closed &&
+		backend.CheckRope(qkv, p) == nil {
+		op.rope = s.be.newRope(qkv.Rows(), p)
+		return
+	}
+	if !s.ok("rope", qkv) || !s.check(backend.CheckRope(qkv, p)) {
+		return
+	}
+	s.be.ropeRows(data(qkv), qkv.Rows(), s.be.newRope(qkv.Rows(), p))
+}
+
+// gemmRope runs op, a Linear whose output then takes the Rope op.rope: in
+// the outer-product GEMM's epilogue where its units hold whole heads, else
+// as the Linear and then the Rope pass.
+func (b *Backend) gemmRope(op *linearOp) {
+	y, r := op.dst.data, op.rope
+	if kern, ok := useOuter(op.m, op.k); ok && op.n == 3*r.heads*r.headDim {
+		if b.gemmOuterAligned(kern, y, op.x, op.w, op.bias, nil, op.m, op.n, op.k, op.act, r.headDim,
+			func(row, n0 int, v []float32) { r.rotateSlice(v, row, n0) }) {
+			return
+		}
+	}
+	b.gemmW(y, op.x, op.w, op.bias, op.m, op.n, op.k, op.act)
+	b.ropeRows(y, op.m, r)
+}
