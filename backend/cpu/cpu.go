@@ -65,6 +65,10 @@ type Stream struct {
 	// fused is a Linear fused with its GeGLU or residual Add, recorded
 	// but not yet run (gemm.go); pending and fused are never both set.
 	fused *fusedOp
+	// norm is a LayerNorm recorded but not yet run (norm.go): a Linear of
+	// its output takes it, any other operation runs it first. At most one
+	// of pending, fused and norm is set.
+	norm *normOp
 }
 
 // Discard implements backend.Discarder: when t is the output of the
@@ -184,7 +188,7 @@ func (s *Stream) Err() error { return s.err }
 // backend's arena for the next streams; handles are invalid afterwards (an
 // operation on one fails with backend.ErrForeignTensor).
 func (s *Stream) Close() {
-	s.pending, s.fused = nil, nil
+	s.pending, s.fused, s.norm = nil, nil, nil
 	if !s.closed {
 		s.be.arena.put(s.owned)
 		s.owned = nil

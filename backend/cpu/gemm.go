@@ -93,17 +93,23 @@ func pickGemmTile() gemmTileFunc {
 
 // Linear implements backend.Stream.
 func (s *Stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activation) {
+	// The LayerNorm that made x, if it is still recorded, goes with this
+	// Linear (norm.go).
+	norm := s.takeNorm(x)
 	if !s.ok("linear", dst, x, weight, bias) || !s.check(backend.CheckLinear(dst, x, weight, bias, act)) {
+		if norm != nil && s.err == nil {
+			s.be.layerNormRows(norm)
+		}
 		return
 	}
 	m, k, n := x.Rows(), x.Cols(), weight.Rows()
-	op := &linearOp{dst: dst.(*tensor), x: data(x), w: weightOf(weight), bias: data(bias), m: m, n: n, k: k, act: act}
+	op := &linearOp{dst: dst.(*tensor), x: data(x), w: weightOf(weight), bias: data(bias), m: m, n: n, k: k, act: act, norm: norm}
 	if act == backend.Identity && bias == nil && n%2 == 0 {
 		// Possibly the input of a GeGLU: run it with the next operation.
 		s.pending = op
 		return
 	}
-	s.be.gemmW(op.dst.data, op.x, op.w, op.bias, m, n, k, act)
+	s.be.runLinear(op)
 }
 
 // linearOp is a recorded Linear.
@@ -120,6 +126,10 @@ type linearOp struct {
 	// rope: a Rope of dst recorded right after this Linear (Stream.Rope),
 	// run with it (gemmRope). Such a Linear fuses with nothing else.
 	rope *ropeOp
+	// norm: the LayerNorm that made x, recorded right before this Linear
+	// (Stream.Linear): run first, or inside the GEMM's packing where it
+	// can be (fusableNorm).
+	norm *normOp
 }
 
 // fusedOp is a Linear fused with the GeGLU or the residual Add that reads
@@ -147,12 +157,23 @@ func (s *Stream) runPending() {
 		s.pending = nil
 		s.be.runLinear(op)
 	}
+	if n := s.norm; n != nil {
+		s.norm = nil
+		s.be.layerNormRows(n)
+	}
 }
 
-// runLinear runs a recorded Linear, with the Rope recorded on it if any.
+// runLinear runs a recorded Linear, with the LayerNorm and the Rope
+// recorded on it if any.
 func (b *Backend) runLinear(op *linearOp) {
+	norm := b.fusableNorm(op, nil, op.dst.data)
 	if op.rope != nil {
-		b.gemmRope(op)
+		b.gemmRope(op, norm)
+		return
+	}
+	if norm != nil {
+		kern, _ := useOuter(op.m, op.k)
+		b.gemmOuterUnits(kern, op.dst.data, b.packXNorm(norm), op.w, op.bias, op.n, op.act, true, 0, nil, nil)
 		return
 	}
 	b.gemmW(op.dst.data, op.x, op.w, op.bias, op.m, op.n, op.k, op.act)
@@ -235,10 +256,20 @@ func (b *Backend) gemmResidual(op *linearOp, out, a []float32) {
 		return
 	}
 	if kern, ok := useOuter(m, k); ok {
-		b.gemmOuterW(kern, y, x, w, nil, nil, m, n, k, backend.Identity, !op.discardY, func(r, n0 int, v []float32) {
+		var px *packedX
+		if norm := b.fusableNorm(op, nil, y, out); norm != nil {
+			px = b.packXNorm(norm)
+		} else {
+			px = b.packX(x, k, k, nil, m)
+		}
+		b.gemmOuterUnits(kern, y, px, w, nil, n, backend.Identity, !op.discardY, 0, nil, func(r, n0 int, v []float32) {
 			addSlices(out[r*n+n0:r*n+n0+len(v)], a[r*n+n0:r*n+n0+len(v)], v)
 		})
 		return
+	}
+	if op.norm != nil {
+		b.layerNormRows(op.norm)
+		op.norm = nil
 	}
 	b.forEachGemmUnit(m, n, k, gemmPanel, widenedPanels(w, 1), func(n0, n1, mu0, mu1 int, _ [2]int, scratch *[]float32) {
 		wp, ldw := w.panel(n0, n1, k, scratch)
@@ -585,8 +616,13 @@ func (b *Backend) gemmGeGLURows(op *linearOp, dst []float32, rows []int) {
 		return
 	}
 	if kern, ok := useOuter(m, k); ok {
-		b.gemmOuterGeGLU(kern, op, dst, rows)
+		norm := b.fusableNorm(op, rows, y, dst)
+		b.gemmOuterGeGLU(kern, op, dst, rows, norm)
 		return
+	}
+	if op.norm != nil {
+		b.layerNormRows(op.norm)
+		op.norm = nil
 	}
 	if rows != nil {
 		// The dot kernels take contiguous rows: gather, run, scatter

@@ -172,6 +172,7 @@ type packedX struct {
 	chunks int            // pieces per tile
 	piece  []atomic.Int32 // per (tile, piece): 0 free, 1 being packed, 2 packed
 	ready  []atomic.Bool  // per tile: every piece packed
+	norm   *packNorm      // the LayerNorm that makes x, run tile by tile (norm.go); nil: x is ready
 }
 
 // packTileK is how many k the Go packer transposes at a time: 64 k of 48
@@ -213,6 +214,9 @@ func (px *packedX) ensure(t int) {
 		return
 	}
 	k := px.k
+	if px.norm != nil {
+		px.ensureNormed(t)
+	}
 	pieces := px.piece[t*px.chunks : (t+1)*px.chunks]
 	for c := range pieces {
 		if pieces[c].CompareAndSwap(0, 1) {
@@ -515,7 +519,7 @@ func outerFits(m, k int) bool { return m*k <= math.MaxInt32 }
 // [n0, n0+len(v)) after bias and activation, while they are in cache
 // (gemmResidual's add).
 func (b *Backend) gemmOuterW(kern outerKernelFunc, y, x []float32, w matrix, bias []float32, rows []int, m, n, k int, act backend.Activation, keepY bool, after func(r, n0 int, v []float32)) {
-	b.gemmOuterUnits(kern, y, x, w, bias, rows, m, n, k, act, keepY, 0, nil, after)
+	b.gemmOuterUnits(kern, y, b.packX(x, k, k, rows, m), w, bias, n, act, keepY, 0, nil, after)
 }
 
 // gemmOuterAligned is gemmOuterW storing y, with units of whole groups of
@@ -523,14 +527,15 @@ func (b *Backend) gemmOuterW(kern outerKernelFunc, y, x []float32, w matrix, bia
 // of a unit (as after is) before they are stored: gemmRope's rotation. It
 // returns false, having done nothing, where the plan's panels are not
 // multiples of align.
-func (b *Backend) gemmOuterAligned(kern outerKernelFunc, y, x []float32, w matrix, bias []float32, rows []int, m, n, k int, act backend.Activation, align int, before func(r, n0 int, v []float32)) bool {
-	return b.gemmOuterUnits(kern, y, x, w, bias, rows, m, n, k, act, true, align, before, nil)
+func (b *Backend) gemmOuterAligned(kern outerKernelFunc, y []float32, px *packedX, w matrix, bias []float32, n int, act backend.Activation, align int, before func(r, n0 int, v []float32)) bool {
+	return b.gemmOuterUnits(kern, y, px, w, bias, n, act, true, align, before, nil)
 }
 
-// gemmOuterUnits is gemmOuterW and gemmOuterAligned.
-func (b *Backend) gemmOuterUnits(kern outerKernelFunc, y, x []float32, w matrix, bias []float32, rows []int, m, n, k int, act backend.Activation, keepY bool, align int, before, after func(r, n0 int, v []float32)) bool {
-	px := b.packX(x, k, k, rows, m)
+// gemmOuterUnits is gemmOuterW and gemmOuterAligned on Xᵀ packed (or to be
+// packed) in px, which it releases.
+func (b *Backend) gemmOuterUnits(kern outerKernelFunc, y []float32, px *packedX, w matrix, bias []float32, n int, act backend.Activation, keepY bool, align int, before, after func(r, n0 int, v []float32)) bool {
 	defer px.release()
+	k := px.k
 	return b.forEachAlignedUnit(len(px.rows), n, k, outerPanel, widenedPanels(w, 1), align, func(n0, n1, mu0, mu1 int, next [2]int, scratch *[]float32) {
 		parts := [1]outerPart{outerPartOf(w, n0, n1, k, scratch)}
 		outerFill(kern, px, parts[:], n1-n0, mu0, mu1, w.rowBytes(next[0], next[1], k), func(j0, j1 int, st *outerStaged) {
@@ -553,10 +558,15 @@ func (b *Backend) gemmOuterUnits(kern outerKernelFunc, y, x []float32, w matrix,
 
 // gemmOuterGeGLU is gemmGeGLU on the outer-product kernel; op.discardY
 // leaves op.dst unwritten.
-func (b *Backend) gemmOuterGeGLU(kern outerKernelFunc, op *linearOp, dst []float32, rows []int) {
+func (b *Backend) gemmOuterGeGLU(kern outerKernelFunc, op *linearOp, dst []float32, rows []int, norm *normOp) {
 	y, x, w, k := op.dst.data, op.x, op.w, op.k
 	inner := op.n / 2
-	px := b.packX(x, k, k, rows, op.m)
+	var px *packedX
+	if norm != nil {
+		px = b.packXNorm(norm)
+	} else {
+		px = b.packX(x, k, k, rows, op.m)
+	}
 	defer px.release()
 	// A unit's value and gate panels are outerPanel/2 rows each: both
 	// sweep every group of Xᵀ tiles, so a group serves outerPanel W rows as

@@ -30,19 +30,26 @@ func (s *Stream) Gather(dst, table backend.Tensor, index []int32) {
 // LayerNorm implements backend.Stream. Mean and variance are accumulated in
 // float64: PyTorch's float32 kernel is within an ulp or two of that, and the
 // reference should carry no error of its own.
+//
+// It is recorded and runs with the next operation, so that a Linear of its
+// output right after can take it into its GEMM's packing (norm.go).
 func (s *Stream) LayerNorm(dst, x, weight, bias backend.Tensor, eps float32) {
 	if !s.ok("layerNorm", dst, x, weight, bias) || !s.check(backend.CheckLayerNorm(dst, x, weight, bias, eps)) {
 		return
 	}
-	m, d := x.Rows(), x.Cols()
-	out, in, w, b := data(dst), data(x), data(weight), data(bias)
+	s.norm = &normOp{dst: dst.(*tensor), x: data(x), w: data(weight), b: data(bias), eps: eps, m: x.Rows(), d: x.Cols()}
+}
+
+// layerNormRows normalises rows [0, n.m) of n.x into n.dst, a parallel pass.
+func (b *Backend) layerNormRows(n *normOp) {
+	d, out := n.d, n.dst.data
 	// 32 rows a chunk, ~10 µs of the SIMD rows: finer grains would spread
 	// one question over more workers, but hand out more tasks (0c45196
 	// found that costly at 16 cores, through the pool's channel of then;
 	// the slot pool's hand-offs cost 16–19 µs an operation there).
-	s.be.parallelFor(m, 32, func(lo, hi int) {
+	b.parallelFor(n.m, 32, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
-			layerNormRow(out[r*d:r*d+d], in[r*d:r*d+d], w, b, eps)
+			layerNormRow(out[r*d:r*d+d], n.x[r*d:r*d+d], n.w, n.b, n.eps)
 		}
 	})
 }

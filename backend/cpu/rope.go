@@ -159,13 +159,25 @@ func (s *Stream) Rope(qkv backend.Tensor, p backend.RopeParams) {
 // gemmRope runs op, a Linear whose output then takes the Rope op.rope: in
 // the outer-product GEMM's epilogue where its units hold whole heads, else
 // as the Linear and then the Rope pass.
-func (b *Backend) gemmRope(op *linearOp) {
+//
+// norm, when not nil, is the LayerNorm op's packing computes (fusableNorm).
+func (b *Backend) gemmRope(op *linearOp, norm *normOp) {
 	y, r := op.dst.data, op.rope
 	if kern, ok := useOuter(op.m, op.k); ok && op.n == 3*r.heads*r.headDim {
-		if b.gemmOuterAligned(kern, y, op.x, op.w, op.bias, nil, op.m, op.n, op.k, op.act, r.headDim,
+		var px *packedX
+		if norm != nil {
+			px = b.packXNorm(norm)
+		} else {
+			px = b.packX(op.x, op.k, op.k, nil, op.m)
+		}
+		if b.gemmOuterAligned(kern, y, px, op.w, op.bias, op.n, op.act, r.headDim,
 			func(row, n0 int, v []float32) { r.rotateSlice(v, row, n0) }) {
 			return
 		}
+	}
+	if norm != nil {
+		// The plan's panels split heads: the LayerNorm as a pass after all.
+		b.layerNormRows(norm)
 	}
 	b.gemmW(y, op.x, op.w, op.bias, op.m, op.n, op.k, op.act)
 	b.ropeRows(y, op.m, r)

@@ -96,7 +96,7 @@ func TestGemmOuterAlignedPlans(t *testing.T) {
 		w := matrix{f32: make([]float32, n*k), ld: k}
 		x, y := make([]float32, c.m*k), make([]float32, c.m*n)
 		seen := make([]int, n)
-		ran := be.gemmOuterAligned(kern, y, x, w, nil, nil, c.m, n, k, backend.Identity, align, func(r, n0 int, v []float32) {
+		ran := be.gemmOuterAligned(kern, y, be.packX(x, k, k, nil, c.m), w, nil, n, backend.Identity, align, func(r, n0 int, v []float32) {
 			if n0%align != 0 || len(v)%align != 0 {
 				t.Errorf("m=%d workers=%d: a unit of columns [%d, %d)", c.m, c.workers, n0, n0+len(v))
 			}
