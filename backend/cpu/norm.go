@@ -7,8 +7,8 @@ import (
 )
 
 // A LayerNorm whose output the next Linear reads (its input) runs inside
-// that Linear's GEMM: the first unit to need a tile of packed Xᵀ
-// normalises the tile's rows into the LayerNorm's output, and the tile's
+// that Linear's GEMM: the units that need a tile of packed Xᵀ first
+// normalise the tile's rows into the LayerNorm's output, and the tile's
 // packing pieces then transpose them while they are in L2. The output is
 // complete once the GEMM is (every row is in some tile), so later readers
 // see what the pass would have written, the same bits (layerNormRow per
@@ -68,40 +68,49 @@ func overlaps(a, b []float32) bool {
 	return a0 < b0+uintptr(4*len(b)) && b0 < a0+uintptr(4*len(a))
 }
 
-// packNorm is a packedX's LayerNorm, run a tile of rows at a time.
+// packNorm is a packedX's LayerNorm, run a few rows at a time.
 type packNorm struct {
 	op    *normOp
-	state []atomic.Int32 // per tile: 0 to do, 1 being normalised, 2 done
+	state []atomic.Int32 // per normRows rows of packed tokens: 0 to do, 1 being normalised, 2 done
 }
+
+// normRows is how many rows one claim normalises: a tile's rows in six
+// claims, so that the workers that need a tile at the same time (the
+// units of every panel start on the same tiles) share its LayerNorm
+// instead of one computing it while the others wait.
+const normRows = 8
+
+// A tile's rows are whole claims.
+var _ = [1]struct{}{}[outerNR%normRows]
 
 // packXNorm is packX of LayerNorm n's output, which the packing computes
 // tile by tile (ensureNormed) before transposing it.
 func (b *Backend) packXNorm(n *normOp) *packedX {
 	px := b.packX(n.dst.data, n.d, n.d, nil, n.m)
-	px.norm = &packNorm{op: n, state: make([]atomic.Int32, len(px.ready))}
+	px.norm = &packNorm{op: n, state: make([]atomic.Int32, (len(px.rows)+normRows-1)/normRows)}
 	return px
 }
 
-// ensureNormed returns once tile t's rows are normalised, normalising them
-// if no other goroutine is.
+// ensureNormed returns once tile t's rows are normalised, normalising the
+// rows of it no other goroutine has claimed.
 func (px *packedX) ensureNormed(t int) {
 	pn := px.norm
-	st := &pn.state[t]
-	if st.Load() == 2 {
-		return
-	}
-	if st.CompareAndSwap(0, 1) {
-		n := pn.op
-		d := n.d
-		for _, r := range px.rows[t*outerNR : min((t+1)*outerNR, len(px.rows))] {
-			layerNormRow(n.dst.data[r*d:r*d+d], n.x[r*d:r*d+d], n.w, n.b, n.eps)
+	n := pn.op
+	d := n.d
+	c0, c1 := t*outerNR/normRows, min((t+1)*outerNR/normRows, len(pn.state))
+	for c := c0; c < c1; c++ {
+		if pn.state[c].Load() == 0 && pn.state[c].CompareAndSwap(0, 1) {
+			for _, r := range px.rows[c*normRows : min((c+1)*normRows, len(px.rows))] {
+				layerNormRow(n.dst.data[r*d:r*d+d], n.x[r*d:r*d+d], n.w, n.b, n.eps)
+			}
+			pn.state[c].Store(2)
 		}
-		st.Store(2)
-		return
 	}
-	for spins := 0; st.Load() != 2; spins++ {
-		if spins >= 64 {
-			runtime.Gosched()
+	for c := c0; c < c1; c++ {
+		for spins := 0; pn.state[c].Load() != 2; spins++ {
+			if spins >= 64 {
+				runtime.Gosched()
+			}
 		}
 	}
 }
