@@ -35,8 +35,12 @@
 //   - LayerNorm, residual Add and RoPE in AVX-512 (ops_amd64.go), the Go
 //     loops' arithmetic.
 //   - Epilogues: bias and activation while the unit (on the outer-product
-//     kernel: each group of its tiles) is in cache; a Linear's GeGLU or
-//     residual Add runs fused into it (bit for bit the unfused answers).
+//     kernel: each group of its tiles) is in cache; a Linear's GeGLU,
+//     residual Add or RoPE (rope.go: units of whole heads) runs fused into
+//     it (bit for bit the unfused answers).
+//   - Prologue: a LayerNorm whose output the next Linear reads runs inside
+//     that GEMM's packing, eight rows at a time as tiles are needed
+//     (norm.go), its output still written whole.
 //   - Packed batches (packed.go, backend.RowPacker): a batch's rows back to
 //     back without padding, so uneven questions cost their real tokens.
 //   - GELU/GeGLU in AVX-512 (gelu_amd64.go); a fast exp for the softmax.
@@ -44,9 +48,11 @@
 //     load is the mmap plus validation, and activation buffers are reused
 //     across requests (arena.go).
 //
-// Operations run when they are recorded, but for a Linear: it runs with
-// the next operation, fused with it where that is its GeGLU or residual
-// Add, so that a Discard in between can spare storing its output.
+// Operations run when they are recorded, but for a LayerNorm and a Linear:
+// they run with the next operation, a LayerNorm inside a Linear of its
+// output, a Linear fused with what comes next where that is its GeGLU,
+// residual Add or RoPE, so that a Discard in between can spare storing its
+// output.
 // Stream.Read only copies. Importing the package registers the backend as
 // "cpu".
 package cpu
