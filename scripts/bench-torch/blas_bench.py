@@ -36,26 +36,23 @@ def shapes(path):
     return out
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--model", required=True)
-    ap.add_argument("--tokens", type=int, default=93)
-    ap.add_argument("--questions", type=int, default=1)
-    ap.add_argument("--runs", type=int, default=10)
-    ap.add_argument("--warmup", type=int, default=2)
-    args = ap.parse_args()
+def operands(model, rows):
+    """Random float32 weights of model's shapes and [rows, K] inputs; the
+    products' FLOPs."""
     rng = np.random.default_rng(0)
-    ws = [(name, rng.standard_normal((n, k), dtype=np.float32)) for name, n, k in shapes(args.model + "/model.safetensors")]
-    rows = args.tokens * args.questions
+    ws = [(name, rng.standard_normal((n, k), dtype=np.float32)) for name, n, k in shapes(model + "/model.safetensors")]
     xs = {k: rng.standard_normal((rows, k), dtype=np.float32) for k in {w.shape[1] for _, w in ws}}
-    flops = sum(2.0 * rows * w.shape[0] * w.shape[1] for _, w in ws)
-    samples = []
-    for i in range(args.warmup + args.runs):
-        t = time.perf_counter()
-        for _, w in ws:
-            xs[w.shape[1]] @ w.T
-        if i >= args.warmup:
-            samples.append((time.perf_counter() - t) * 1e3)
+    return ws, xs, sum(2.0 * rows * w.shape[0] * w.shape[1] for _, w in ws)
+
+
+def products(ws, xs):
+    """Every weight's product once, as x @ w.T."""
+    for _, w in ws:
+        xs[w.shape[1]] @ w.T
+
+
+def blas_in_use():
+    """The BLAS libraries this process loaded and OpenBLAS's kernel name."""
     # The BLAS actually loaded (Debian switches libblas.so.3 by alternatives).
     try:
         with open("/proc/self/maps") as f:
@@ -76,6 +73,26 @@ def main():
                 core = f().decode()
             except (OSError, AttributeError):
                 pass
+    return blas, core
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--tokens", type=int, default=93)
+    ap.add_argument("--questions", type=int, default=1)
+    ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=2)
+    args = ap.parse_args()
+    rows = args.tokens * args.questions
+    ws, xs, flops = operands(args.model, rows)
+    samples = []
+    for i in range(args.warmup + args.runs):
+        t = time.perf_counter()
+        products(ws, xs)
+        if i >= args.warmup:
+            samples.append((time.perf_counter() - t) * 1e3)
+    blas, core = blas_in_use()
     print(json.dumps({
         "model": args.model, "rows": rows, "matrices": len(ws), "gflop": flops / 1e9, "blas": blas, "openblas_core": core,
         "numpy": np.__version__, "median_ms": statistics.median(samples), "mean_ms": statistics.fmean(samples),

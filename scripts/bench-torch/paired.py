@@ -6,10 +6,8 @@ drifts by tens of percent between rounds, that leaves the ratio within the
 drift. Here every pair sees the same host state, and the ratio is read per
 pair: the median of the per-pair ratios with a 95 % bootstrap interval.
 
-laya-bench runs as a child (--paced: it loads and warms up, reports its
-request's token count, then times one request per line we send). Both
-sides sleep --gap seconds before each run so that the other's idle threads
-(OpenMP's and our pool's spin-waits) have stopped polling.
+laya-bench runs as a child (pacing.py: --paced, one request per line we
+send); both sides sleep --gap seconds before each run.
 
 Run it pinned, as paired.sh does:
     OMP_NUM_THREADS=2 GOMAXPROCS=2 taskset -c 0-1 python3 paired.py \\
@@ -20,25 +18,16 @@ Prints one JSON object (both sides' samples, the pairs, the ratios).
 import argparse
 import json
 import os
-import random
-import statistics
-import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "variants"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pacing  # noqa: E402
 import reference  # noqa: E402
 import torch  # noqa: E402
 import transformers  # noqa: E402
 from torch_bench import rows_for  # noqa: E402
-
-
-def bootstrap_median(xs, reps=4000, seed=7):
-    """95 % percentile-bootstrap interval of the median of xs."""
-    rng = random.Random(seed)
-    meds = sorted(statistics.median(rng.choices(xs, k=len(xs))) for _ in range(reps))
-    return meds[int(0.025 * reps)], meds[int(0.975 * reps) - 1]
 
 
 def main():
@@ -57,25 +46,10 @@ def main():
         torch.set_num_threads(args.threads)
     torch.manual_seed(0)
 
-    ours = subprocess.Popen(
-        [args.laya_bench, "--model", args.model, "--questions", str(args.questions),
-         "--warmup", str(max(1, args.warmup)), "--paced"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
-
-    def ours_once():
-        ours.stdin.write("go\n")
-        ours.stdin.flush()
-        line = ours.stdout.readline()
-        if not line:
-            sys.exit("paired.py: laya-bench ended early (see its stderr above)")
-        return json.loads(line)["ms"]
-
+    ours = pacing.Paced(args.laya_bench, args.model, args.questions, args.warmup)
     try:
         model, cfg, _ = reference.load_model(args.model, "sdpa")
-        line = ours.stdout.readline()
-        if not line:
-            sys.exit("paired.py: laya-bench ended before its header (see its stderr above)")
-        header = json.loads(line)
+        header = ours.header()
         tokens = max(8, round(header["input_tokens"] / args.questions))
         special, mask_id = reference.special_ids(args.model)
         batch = reference.collate(rows_for(cfg, special, mask_id, args.questions, tokens), cfg.pad_token_id)
@@ -85,44 +59,16 @@ def main():
             model(*batch)
             return (time.perf_counter() - t) * 1e3
 
-        pairs = []
         with torch.inference_mode():
-            for _ in range(args.warmup):
-                torch_once()
-            for i in range(args.pairs):
-                # Alternate which side goes first: a drift within a pair
-                # then favours neither.
-                order = ("ours", "torch") if i % 2 == 0 else ("torch", "ours")
-                got = {}
-                for side in order:
-                    time.sleep(args.gap)
-                    got[side] = ours_once() if side == "ours" else torch_once()
-                pairs.append((got["ours"], got["torch"]))
-                print("   pair %d: ours %.1f ms, PyTorch %.1f ms, %.3fx" % (i + 1, got["ours"], got["torch"],
-                      got["ours"] / got["torch"]), file=sys.stderr, flush=True)
-        ours.stdin.write("quit\n")
-        ours.stdin.flush()
+            pairs = pacing.run_pairs(ours.once, torch_once, args.pairs, args.warmup, args.gap, "PyTorch")
     finally:
-        try:
-            ours.stdin.close()
-        except BrokenPipeError:
-            pass
-        ours.wait(timeout=60)
+        ours.close()
 
-    o = [p[0] for p in pairs]
-    t = [p[1] for p in pairs]
-    ratios = [a / b for a, b in pairs]
-    lo, hi = bootstrap_median(ratios)
     print(json.dumps({
         "model": os.path.basename(os.path.normpath(args.model)), "questions": args.questions,
         "input_tokens": header["input_tokens"], "tokens_per_row": tokens, "threads": torch.get_num_threads(),
-        "torch": torch.__version__, "transformers": transformers.__version__,
-        "pairs": len(pairs), "gap_s": args.gap,
-        "ours_median_ms": statistics.median(o), "torch_median_ms": statistics.median(t),
-        "ratio_of_medians": statistics.median(o) / statistics.median(t),
-        "median_pair_ratio": statistics.median(ratios), "ci95": [lo, hi],
-        "pairs_ours_faster": sum(r < 1 for r in ratios),
-        "ours_ms": o, "torch_ms": t,
+        "torch": torch.__version__, "transformers": transformers.__version__, "gap_s": args.gap,
+        **pacing.summary(pairs, "torch"),
     }))
 
 

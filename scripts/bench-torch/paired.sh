@@ -8,14 +8,29 @@
 # Needs what run.sh needs (python3 with torch, transformers, safetensors,
 # numpy; taskset; build.sh's static binaries in BIN), no Go.
 #
+# REFERENCE=blas pairs ours with numpy's BLAS doing the model's matrix
+# products alone instead (blas_paired.py: the issue's OpenBLAS comparison;
+# needs only numpy, and OPENBLAS_CORETYPE where OpenBLAS does not know the
+# CPU, as blas.sh says); it writes blaspaired-*.json and blaspaired.md.
+#
 # Usage, from the module root:
 #   scripts/bench-torch/build.sh                    # on a machine with Go
 #   CORES=2 QUESTIONS=10 scripts/bench-torch/paired.sh
 # Options (environment):
 #   BIN=scripts/bench-torch/bin   WORK=${TMPDIR:-/tmp}/laya-parity   OUT=$WORK/bench
 #   CORES="2 all"   PRESETS="english multilingual"   QUESTIONS="1 10"   PAIRS=12   WARMUP=2   GAP=0.3
+#   REFERENCE=torch (or blas)   PYTHON=python3
+# Example (the development machine's OpenBLAS comparison):
+#   REFERENCE=blas CORES=2 QUESTIONS=10 PAIRS=30 OPENBLAS_CORETYPE=SkylakeX scripts/bench-torch/paired.sh
 set -euo pipefail
 PAIRS=${PAIRS:-12}
+REFERENCE=${REFERENCE:-torch}
+PYTHON=${PYTHON:-python3}
+case $REFERENCE in
+  torch) script=paired.py prefix=paired label="PyTorch, forward only" ;;
+  blas) script=blas_paired.py prefix=blaspaired label="BLAS products alone" ;;
+  *) echo "paired.sh: REFERENCE must be torch or blas, not $REFERENCE" >&2; exit 2 ;;
+esac
 WARMUP=${WARMUP:-2}
 GAP=${GAP:-0.3}
 # shellcheck source=common.sh
@@ -26,29 +41,31 @@ for cores in $CORES; do
   for preset in $PRESETS; do
     for q in $QUESTIONS; do
       echo "== $preset, $q question(s), $cores cores (taskset -c $cpus), $PAIRS pairs" >&2
-      f="$OUT/paired-$preset-$cores-q$q.json"
-      GOMAXPROCS=$cores OMP_NUM_THREADS=$cores taskset -c "$cpus" python3 "$HERE/paired.py" \
-        --laya-bench "$BIN/laya-bench" --model "$WORK/$preset" --questions "$q" --threads "$cores" \
-        --pairs "$PAIRS" --warmup "$WARMUP" --gap "$GAP" > "$f.tmp"
+      f="$OUT/$prefix-$preset-$cores-q$q.json"
+      args=(--laya-bench "$BIN/laya-bench" --model "$WORK/$preset" --questions "$q" --pairs "$PAIRS" --warmup "$WARMUP" --gap "$GAP")
+      [ "$REFERENCE" = torch ] && args+=(--threads "$cores")
+      GOMAXPROCS=$cores OMP_NUM_THREADS=$cores OPENBLAS_NUM_THREADS=$cores taskset -c "$cpus" "$PYTHON" "$HERE/$script" \
+        "${args[@]}" > "$f.tmp"
       mv "$f.tmp" "$f"
-      python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print('   ours %.1f ms, PyTorch %.1f ms; per pair %.3fx (95%% CI %.3f-%.3f), ours faster in %d of %d' % (d['ours_median_ms'], d['torch_median_ms'], d['median_pair_ratio'], d['ci95'][0], d['ci95'][1], d['pairs_ours_faster'], d['pairs']))" "$f" >&2
+      "$PYTHON" -c "import json,sys; d=json.load(open(sys.argv[1])); r=sys.argv[2]; print('   ours %.1f ms, %s %.1f ms; per pair %.3fx (95%% CI %.3f-%.3f), ours faster in %d of %d' % (d['ours_median_ms'], r, d[r+'_median_ms'], d['median_pair_ratio'], d['ci95'][0], d['ci95'][1], d['pairs_ours_faster'], d['pairs']))" "$f" "$REFERENCE" >&2
     done
   done
 done
-python3 - "$OUT" <<'PY' | tee "$OUT/paired.md"
+"$PYTHON" - "$OUT" "$prefix" "$REFERENCE" "$label" <<'PY' | tee "$OUT/$prefix.md"
 import glob, json, os, re, sys
+out, prefix, ref, label = sys.argv[1:]
 rows = []
-for p in glob.glob(os.path.join(sys.argv[1], "paired-*.json")):
-    m = re.match(r"paired-(.+)-(\d+)-q(\d+)\.json$", os.path.basename(p))
+for p in glob.glob(os.path.join(out, prefix + "-*.json")):
+    m = re.match(re.escape(prefix) + r"-(.+)-(\d+)-q(\d+)\.json$", os.path.basename(p))
     if m:
         rows.append((m.group(1), int(m.group(2)), int(m.group(3)), json.load(open(p))))
 rows.sort(key=lambda r: (-r[1], r[0], r[2]))
-print("| workload | cores | tokens | ours, end to end | PyTorch, forward only | per-pair ratio (95 % CI) | ours faster |")
+print("| workload | cores | tokens | ours, end to end | %s | per-pair ratio (95 %% CI) | ours faster |" % label)
 print("|---|---:|---:|---:|---:|---:|---:|")
 for preset, cores, q, d in rows:
     # Bold where the whole interval is below 1: ahead beyond the pairs' spread.
     ratio = ("**%.2f×**" if d["ci95"][1] < 1 else "%.2f×") % d["median_pair_ratio"]
     print("| %s, %d question%s | %d | %d | %.1f ms | %.1f ms | %s (%.2f–%.2f) | %d of %d |" % (
-        preset, q, "" if q == 1 else "s", cores, d["input_tokens"], d["ours_median_ms"], d["torch_median_ms"],
+        preset, q, "" if q == 1 else "s", cores, d["input_tokens"], d["ours_median_ms"], d[ref + "_median_ms"],
         ratio, d["ci95"][0], d["ci95"][1], d["pairs_ours_faster"], d["pairs"]))
 PY
