@@ -18,6 +18,21 @@ import sys
 import time
 
 
+def parse_args(ap):
+    """Adds the options both drivers take (the laya-bench binary, the
+    checkpoint, the workload, the pairs) to ap and parses them."""
+    ap.add_argument("--laya-bench", required=True, help="the laya-bench binary")
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--questions", type=int, default=1)
+    ap.add_argument("--pairs", type=int, default=12)
+    ap.add_argument("--warmup", type=int, default=3, help="untimed runs of each side before the pairs")
+    ap.add_argument("--gap", type=float, default=0.3, help="seconds of sleep before each timed run")
+    args = ap.parse_args()
+    if args.pairs < 2:
+        ap.error("--pairs must be at least 2")
+    return args
+
+
 def bootstrap_median(xs, reps=4000, seed=7):
     """95 % percentile-bootstrap interval of the median of xs."""
     rng = random.Random(seed)

@@ -32,16 +32,8 @@ from torch_bench import rows_for  # noqa: E402
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--laya-bench", required=True, help="the laya-bench binary")
-    ap.add_argument("--model", required=True)
-    ap.add_argument("--questions", type=int, default=1)
     ap.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: leave torch's default)")
-    ap.add_argument("--pairs", type=int, default=12)
-    ap.add_argument("--warmup", type=int, default=3, help="untimed runs of each side before the pairs")
-    ap.add_argument("--gap", type=float, default=0.3, help="seconds of sleep before each timed run")
-    args = ap.parse_args()
-    if args.pairs < 2:
-        ap.error("--pairs must be at least 2")
+    args = pacing.parse_args(ap)
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     torch.manual_seed(0)
