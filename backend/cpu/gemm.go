@@ -97,10 +97,7 @@ func (s *Stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activat
 	// Linear (norm.go).
 	norm := s.takeNorm(x)
 	if !s.ok("linear", dst, x, weight, bias) || !s.check(backend.CheckLinear(dst, x, weight, bias, act)) {
-		if norm != nil && s.err == nil {
-			s.be.layerNormRows(norm)
-		}
-		return
+		return // the stream has failed: the LayerNorm is dropped with the rest
 	}
 	m, k, n := x.Rows(), x.Cols(), weight.Rows()
 	op := &linearOp{dst: dst.(*tensor), x: data(x), w: weightOf(weight), bias: data(bias), m: m, n: n, k: k, act: act, norm: norm}
@@ -245,6 +242,7 @@ func (b *Backend) gemmRows(y, x []float32, w matrix, bias []float32, rows []int,
 // bit for bit.
 func (b *Backend) gemmResidual(op *linearOp, out, a []float32) {
 	y, x, w, m, n, k := op.dst.data, op.x, op.w, op.m, op.n, op.k
+	norm := b.fusableNorm(op, nil, y, out)
 	add := func(r0, r1, n0, n1 int) {
 		for r := r0; r < r1; r++ {
 			addSlices(out[r*n+n0:r*n+n1], a[r*n+n0:r*n+n1], y[r*n+n0:r*n+n1])
@@ -257,7 +255,7 @@ func (b *Backend) gemmResidual(op *linearOp, out, a []float32) {
 	}
 	if kern, ok := useOuter(m, k); ok {
 		var px *packedX
-		if norm := b.fusableNorm(op, nil, y, out); norm != nil {
+		if norm != nil {
 			px = b.packXNorm(norm)
 		} else {
 			px = b.packX(x, k, k, nil, m)
@@ -266,10 +264,6 @@ func (b *Backend) gemmResidual(op *linearOp, out, a []float32) {
 			addSlices(out[r*n+n0:r*n+n0+len(v)], a[r*n+n0:r*n+n0+len(v)], v)
 		})
 		return
-	}
-	if op.norm != nil {
-		b.layerNormRows(op.norm)
-		op.norm = nil
 	}
 	b.forEachGemmUnit(m, n, k, gemmPanel, widenedPanels(w, 1), func(n0, n1, mu0, mu1 int, _ [2]int, scratch *[]float32) {
 		wp, ldw := w.panel(n0, n1, k, scratch)
@@ -608,6 +602,7 @@ func (b *Backend) gemmGeGLU(op *linearOp, dst []float32) {
 // written.
 func (b *Backend) gemmGeGLURows(op *linearOp, dst []float32, rows []int) {
 	y, x, w, m, k := op.dst.data, op.x, op.w, op.m, op.k
+	norm := b.fusableNorm(op, rows, y, dst)
 	count := m
 	if rows != nil {
 		count = len(rows)
@@ -616,13 +611,8 @@ func (b *Backend) gemmGeGLURows(op *linearOp, dst []float32, rows []int) {
 		return
 	}
 	if kern, ok := useOuter(m, k); ok {
-		norm := b.fusableNorm(op, rows, y, dst)
 		b.gemmOuterGeGLU(kern, op, dst, rows, norm)
 		return
-	}
-	if op.norm != nil {
-		b.layerNormRows(op.norm)
-		op.norm = nil
 	}
 	if rows != nil {
 		// The dot kernels take contiguous rows: gather, run, scatter

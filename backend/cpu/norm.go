@@ -36,11 +36,12 @@ func (s *Stream) takeNorm(x any) *normOp {
 }
 
 // fusableNorm returns op's LayerNorm if op's GEMM can compute it while
-// packing its input (on the outer-product kernel, every row, and none of
-// outs — what the GEMM and its epilogue write — overlapping the
-// LayerNorm's input or output, which units read lazily while others
-// store), else runs the LayerNorm pass and returns nil. Either way op.norm
-// is cleared.
+// packing its input (on the outer-product kernel, every row of a GEMM that
+// has some, and none of outs — what the GEMM and its epilogue write —
+// overlapping the LayerNorm's input or output, which units read lazily
+// while others store), else runs the LayerNorm pass and returns nil. Either
+// way op.norm is cleared: the GEMM's paths call it first, and the one that
+// runs must pack through the LayerNorm it returns.
 func (b *Backend) fusableNorm(op *linearOp, rows []int, outs ...[]float32) *normOp {
 	n := op.norm
 	if n == nil {
@@ -48,7 +49,7 @@ func (b *Backend) fusableNorm(op *linearOp, rows []int, outs ...[]float32) *norm
 	}
 	op.norm = nil
 	_, outer := useOuter(op.m, op.k)
-	ok := outer && rows == nil && n.m == op.m && n.d == op.k
+	ok := outer && rows == nil && op.m > 0 && op.n > 0 && n.m == op.m && n.d == op.k
 	for _, o := range outs {
 		ok = ok && !overlaps(o, n.x) && !overlaps(o, n.dst.data)
 	}

@@ -97,8 +97,9 @@ func TestLayerNormFusedWithLinear(t *testing.T) {
 // TestFusableNorm checks when a Linear takes its LayerNorm into its packing:
 // never where what the GEMM writes overlaps the LayerNorm's input or output
 // (units would store rows that others still normalise or pack), nor for a
-// subset of rows (the others would never be normalised); then it runs the
-// pass instead, so the output is there all the same.
+// subset of rows (the others would never be normalised) or a GEMM of no
+// output columns (it runs no unit); then it runs the pass instead, so the
+// output is there all the same.
 func TestFusableNorm(t *testing.T) {
 	if _, ok := useOuter(4, 8); !ok {
 		t.Skip("no outer-product kernel in this build or on this CPU")
@@ -113,19 +114,21 @@ func TestFusableNorm(t *testing.T) {
 		name string
 		outs func(x, normed, other []float32) [][]float32
 		rows []int
+		n    int // the Linear's output width
 		want bool
 	}{
-		{"apart", func(_, _, o []float32) [][]float32 { return [][]float32{o} }, nil, true},
-		{"writes its input", func(x, _, o []float32) [][]float32 { return [][]float32{o, x[d:]} }, nil, false},
-		{"writes its output", func(_, n, o []float32) [][]float32 { return [][]float32{n[:1], o} }, nil, false},
-		{"a subset of rows", func(_, _, o []float32) [][]float32 { return [][]float32{o} }, []int{0, 2}, false},
+		{"apart", func(_, _, o []float32) [][]float32 { return [][]float32{o} }, nil, d, true},
+		{"writes its input", func(x, _, o []float32) [][]float32 { return [][]float32{o, x[d:]} }, nil, d, false},
+		{"writes its output", func(_, n, o []float32) [][]float32 { return [][]float32{n[:1], o} }, nil, d, false},
+		{"a subset of rows", func(_, _, o []float32) [][]float32 { return [][]float32{o} }, []int{0, 2}, d, false},
+		{"no output columns", func(_, _, o []float32) [][]float32 { return [][]float32{o} }, nil, 0, false},
 	} {
 		x := make([]float32, m*d)
 		for i := range x {
 			x[i] = float32(i % 5)
 		}
 		normed, other := &tensor{rows: m, cols: d, data: make([]float32, m*d)}, make([]float32, m*d)
-		op := &linearOp{m: m, k: d, norm: &normOp{dst: normed, x: x, w: ones, eps: 1e-5, m: m, d: d}}
+		op := &linearOp{m: m, n: c.n, k: d, norm: &normOp{dst: normed, x: x, w: ones, eps: 1e-5, m: m, d: d}}
 		got := be.fusableNorm(op, c.rows, c.outs(x, normed.data, other)...) != nil
 		if got != c.want || op.norm != nil {
 			t.Errorf("%s: fused %v (norm left %v), want %v", c.name, got, op.norm != nil, c.want)
