@@ -169,7 +169,7 @@ func (b *Backend) runLinear(op *linearOp) {
 		return
 	}
 	if norm != nil {
-		kern, _ := useOuter(op.m, op.k)
+		kern, _ := useOuter(op.m, op.k) // fusableNorm found it
 		b.gemmOuterUnits(kern, op.dst.data, b.packXNorm(norm), op.w, op.bias, op.n, op.act, true, 0, nil, nil)
 		return
 	}
@@ -254,13 +254,7 @@ func (b *Backend) gemmResidual(op *linearOp, out, a []float32) {
 		return
 	}
 	if kern, ok := useOuter(m, k); ok {
-		var px *packedX
-		if norm != nil {
-			px = b.packXNorm(norm)
-		} else {
-			px = b.packX(x, k, k, nil, m)
-		}
-		b.gemmOuterUnits(kern, y, px, w, nil, n, backend.Identity, !op.discardY, 0, nil, func(r, n0 int, v []float32) {
+		b.gemmOuterUnits(kern, y, b.packInput(norm, x, k, nil, m), w, nil, n, backend.Identity, !op.discardY, 0, nil, func(r, n0 int, v []float32) {
 			addSlices(out[r*n+n0:r*n+n0+len(v)], a[r*n+n0:r*n+n0+len(v)], v)
 		})
 		return

@@ -561,12 +561,7 @@ func (b *Backend) gemmOuterUnits(kern outerKernelFunc, y []float32, px *packedX,
 func (b *Backend) gemmOuterGeGLU(kern outerKernelFunc, op *linearOp, dst []float32, rows []int, norm *normOp) {
 	y, x, w, k := op.dst.data, op.x, op.w, op.k
 	inner := op.n / 2
-	var px *packedX
-	if norm != nil {
-		px = b.packXNorm(norm)
-	} else {
-		px = b.packX(x, k, k, rows, op.m)
-	}
+	px := b.packInput(norm, x, k, rows, op.m)
 	defer px.release()
 	// A unit's value and gate panels are outerPanel/2 rows each: both
 	// sweep every group of Xᵀ tiles, so a group serves outerPanel W rows as

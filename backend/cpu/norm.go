@@ -4,6 +4,8 @@ import (
 	"runtime"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/laya-metal/laya/backend"
 )
 
 // A LayerNorm whose output the next Linear reads (its input) runs inside
@@ -27,8 +29,8 @@ type normOp struct {
 
 // takeNorm returns the recorded LayerNorm if its output is x, taking it off
 // the stream (for the Linear about to read x), else nil.
-func (s *Stream) takeNorm(x any) *normOp {
-	if n := s.norm; n != nil && x == any(n.dst) {
+func (s *Stream) takeNorm(x backend.Tensor) *normOp {
+	if n := s.norm; n != nil && x == backend.Tensor(n.dst) {
 		s.norm = nil
 		return n
 	}
@@ -83,6 +85,16 @@ const normRows = 8
 
 // A tile's rows are whole claims.
 var _ = [1]struct{}{}[outerNR%normRows]
+
+// packInput is packX of a GEMM's input: rows of x (nil: all m), or, where
+// norm is not nil (fusableNorm), all rows of norm's output, computed while
+// packing (packXNorm).
+func (b *Backend) packInput(norm *normOp, x []float32, k int, rows []int, m int) *packedX {
+	if norm != nil {
+		return b.packXNorm(norm)
+	}
+	return b.packX(x, k, k, rows, m)
+}
 
 // packXNorm is packX of LayerNorm n's output, which the packing computes
 // tile by tile (ensureNormed) before transposing it.

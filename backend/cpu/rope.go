@@ -129,11 +129,11 @@ func (r *ropeOp) rotateSlice(v []float32, row, n0 int) {
 // ropeRows rotates every row of x (rows rows of the qkv width) in place,
 // a parallel pass.
 func (b *Backend) ropeRows(x []float32, rows int, r *ropeOp) {
-	width := 3 * r.heads * r.headDim
+	stride := 3 * r.heads * r.headDim // q, k and v
 	// 16 rows a chunk, for the reason LayerNorm's chunks are 32 rows (ops.go).
 	b.parallelFor(rows, 16, func(lo, hi int) {
 		for row := lo; row < hi; row++ {
-			rotateHeads(x[row*width:row*width+r.rotated()], r.cs(row), 2*r.heads, r.headDim)
+			rotateHeads(x[row*stride:row*stride+r.rotated()], r.cs(row), 2*r.heads, r.headDim)
 		}
 	})
 }
@@ -161,16 +161,12 @@ func (s *Stream) Rope(qkv backend.Tensor, p backend.RopeParams) {
 // as the Linear and then the Rope pass.
 //
 // norm, when not nil, is the LayerNorm op's packing computes (fusableNorm).
+// op.n is the qkv width 3·heads·headDim: Stream.Rope recorded the Rope only
+// after CheckRope held qkv to it.
 func (b *Backend) gemmRope(op *linearOp, norm *normOp) {
 	y, r := op.dst.data, op.rope
-	if kern, ok := useOuter(op.m, op.k); ok && op.n == 3*r.heads*r.headDim {
-		var px *packedX
-		if norm != nil {
-			px = b.packXNorm(norm)
-		} else {
-			px = b.packX(op.x, op.k, op.k, nil, op.m)
-		}
-		if b.gemmOuterAligned(kern, y, px, op.w, op.bias, op.n, op.act, r.headDim,
+	if kern, ok := useOuter(op.m, op.k); ok {
+		if b.gemmOuterAligned(kern, y, b.packInput(norm, op.x, op.k, nil, op.m), op.w, op.bias, op.n, op.act, r.headDim,
 			func(row, n0 int, v []float32) { r.rotateSlice(v, row, n0) }) {
 			return
 		}
