@@ -99,3 +99,57 @@ func BenchmarkPackTile(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkOuterSweep times the micro-kernel as outerFill drives it on one
+// group: every 8-row block of a 128-row F32 panel against each of a group's
+// Xᵀ tiles (B from L2), stored transposed into a staging block. Against
+// the FMA peak (scripts/amx-probe's "fma" line) it tells how much of a
+// GEMM's time the kernel itself could still give back. On the 2-core
+// development VM of stop 26 (probe: 169 GFLOP/s), one core, 100 in-process
+// alternations each: 170.7 GFLOP/s median at K = 1024 and 768 — the peak.
+// Three changes that keep B in L1 measured slower or equal there (time
+// ratios to this loop, median and IQR): K blocks of 64/128/256 carried on
+// through a partial block, tiles outside blocks inside, ×1.06/1.05/1.01
+// (A rows read in place) and ×1.07/1.03/1.01 (A packed 8 rows
+// interleaved); the A block packed without K blocks ×1.00 (0.98–1.02);
+// PREFETCHT0 of B 8 k ahead ×1.00 (0.98–1.02).
+func BenchmarkOuterSweep(b *testing.B) {
+	kern := simdGemmOuter()
+	if kern == nil {
+		b.Skip("no AVX-512")
+	}
+	const nrows = 128
+	for _, k := range []int{768, 1024, 2624} {
+		for _, tiles := range []int{1, 2} {
+			b.Run(fmt.Sprintf("K=%d/tiles=%d", k, tiles), func(b *testing.B) {
+				a := make([]float32, nrows*k)
+				for i := range a {
+					a[i] = float32(i%7) - 3
+				}
+				bt := make([]float32, tiles*k*outerNR)
+				for i := range bt {
+					bt[i] = float32(i%5) - 2
+				}
+				ldS := outerStageStride(nrows)
+				stage := make([]float32, tiles*outerNR*ldS)
+				var off [outerNR]int32
+				for j := range off {
+					off[j] = int32(j * ldS)
+				}
+				pf := (*byte)(unsafe.Pointer(&bt[0]))
+				var ap [outerMR]*float32
+				for b.Loop() {
+					for i0 := 0; i0 < nrows; i0 += outerMR {
+						for r := range ap {
+							ap[r] = &a[(i0+r)*k]
+						}
+						for t := range tiles {
+							kern(&ap, &bt[t*k*outerNR], k, &stage[t*outerNR*ldS+i0], 0, outerMR, outerNR, &off[0], pf, pf)
+						}
+					}
+				}
+				b.ReportMetric(2*float64(nrows*tiles*outerNR*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}
