@@ -107,12 +107,12 @@ func BenchmarkPackTile(b *testing.B) {
 // GEMM's time the kernel itself could still give back. On the 2-core
 // development VM of stop 26 (probe: 169 GFLOP/s), one core, 100 in-process
 // alternations each: 170.7 GFLOP/s median at K = 1024 and 768 — the peak.
-// Three changes that keep B in L1 measured slower or equal there (time
-// ratios to this loop, median and IQR): K blocks of 64/128/256 carried on
-// through a partial block, tiles outside blocks inside, ×1.06/1.05/1.01
-// (A rows read in place) and ×1.07/1.03/1.01 (A packed 8 rows
-// interleaved); the A block packed without K blocks ×1.00 (0.98–1.02);
-// PREFETCHT0 of B 8 k ahead ×1.00 (0.98–1.02).
+// Keeping B in L1 measured slower there (time ratios to this loop,
+// medians at K = 1024 and 768): K blocks carried on through a partial
+// block, tiles outside blocks inside, of 128 k with the A rows read in
+// place ×1.05, of 64/128/256 k with the A block packed 8 rows interleaved
+// ×1.07/1.03/1.01; and no faster: the packed A block without K blocks
+// ×1.00, PREFETCHT0 of B 8 k ahead ×1.00 (IQRs within 0.98–1.02).
 func BenchmarkOuterSweep(b *testing.B) {
 	kern := simdGemmOuter()
 	if kern == nil {
