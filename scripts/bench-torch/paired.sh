@@ -3,7 +3,9 @@
 # one laya-bench request (end to end) and one PyTorch forward (rows of the
 # same token count), alternating which goes first, on the same pinned cores.
 # Prints, per workload, both medians and the median per-pair ratio with its
-# 95 % bootstrap interval; writes paired-*.json and paired.md under OUT.
+# 95 % bootstrap interval; writes paired-*.json and paired.md under OUT. The
+# table also lists the cells earlier calls left in OUT, marked "earlier call"
+# with their time.
 #
 # Needs what run.sh needs (python3 with torch, transformers, safetensors,
 # numpy; taskset; build.sh's static binaries in BIN), no Go.
@@ -35,6 +37,7 @@ WARMUP=${WARMUP:-2}
 GAP=${GAP:-0.3}
 # shellcheck source=common.sh
 . "$(dirname "$0")/common.sh"
+written=()
 for cores in $CORES; do
   [ "$cores" = all ] && cores=$ALL
   cpus="0-$((cores - 1))"
@@ -47,25 +50,31 @@ for cores in $CORES; do
       GOMAXPROCS=$cores OMP_NUM_THREADS=$cores OPENBLAS_NUM_THREADS=$cores taskset -c "$cpus" "$PYTHON" "$HERE/$script" \
         "${args[@]}" > "$f.tmp"
       mv "$f.tmp" "$f"
+      written+=("$(basename "$f")")
       "$PYTHON" -c "import json,sys; d=json.load(open(sys.argv[1])); r=sys.argv[2]; print('   ours %.1f ms, %s %.1f ms; per pair %.3fx (95%% CI %.3f-%.3f), ours faster in %d of %d' % (d['ours_median_ms'], r, d[r+'_median_ms'], d['median_pair_ratio'], d['ci95'][0], d['ci95'][1], d['pairs_ours_faster'], d['pairs']))" "$f" "$REFERENCE" >&2
     done
   done
 done
-"$PYTHON" - "$OUT" "$prefix" "$REFERENCE" "$label" <<'PY' | tee "$OUT/$prefix.md"
-import glob, json, os, re, sys
-out, prefix, ref, label = sys.argv[1:]
+# The table keeps the cells of earlier calls under OUT (so that cells run in
+# separate calls make one table), each marked with its file's time.
+"$PYTHON" - "$OUT" "$prefix" "$REFERENCE" "$label" "${written[@]}" <<'PY' | tee "$OUT/$prefix.md"
+import glob, json, os, re, sys, time
+out, prefix, ref, label = sys.argv[1:5]
+written = set(sys.argv[5:])
 rows = []
 for p in glob.glob(os.path.join(out, prefix + "-*.json")):
     m = re.match(re.escape(prefix) + r"-(.+)-(\d+)-q(\d+)\.json$", os.path.basename(p))
     if m:
-        rows.append((m.group(1), int(m.group(2)), int(m.group(3)), json.load(open(p))))
+        when = "" if os.path.basename(p) in written else " (earlier call, %s)" % time.strftime(
+            "%Y-%m-%d %H:%M", time.localtime(os.path.getmtime(p)))
+        rows.append((m.group(1), int(m.group(2)), int(m.group(3)), json.load(open(p)), when))
 rows.sort(key=lambda r: (-r[1], r[0], r[2]))
 print("| workload | cores | tokens | ours, end to end | %s | per-pair ratio (95 %% CI) | ours faster |" % label)
 print("|---|---:|---:|---:|---:|---:|---:|")
-for preset, cores, q, d in rows:
+for preset, cores, q, d, when in rows:
     # Bold where the whole interval is below 1: ahead beyond the pairs' spread.
     ratio = ("**%.2f×**" if d["ci95"][1] < 1 else "%.2f×") % d["median_pair_ratio"]
-    print("| %s, %d question%s | %d | %d | %.1f ms | %.1f ms | %s (%.2f–%.2f) | %d of %d |" % (
-        preset, q, "" if q == 1 else "s", cores, d["input_tokens"], d["ours_median_ms"], d[ref + "_median_ms"],
+    print("| %s, %d question%s%s | %d | %d | %.1f ms | %.1f ms | %s (%.2f–%.2f) | %d of %d |" % (
+        preset, q, "" if q == 1 else "s", when, cores, d["input_tokens"], d["ours_median_ms"], d[ref + "_median_ms"],
         ratio, d["ci95"][0], d["ci95"][1], d["pairs_ours_faster"], d["pairs"]))
 PY
