@@ -217,22 +217,31 @@ func (px *packedX) ensure(t int) {
 	if px.norm != nil {
 		px.ensureNormed(t)
 	}
-	pieces := px.piece[t*px.chunks : (t+1)*px.chunks]
-	for c := range pieces {
-		if pieces[c].CompareAndSwap(0, 1) {
-			packTile(px.tiles[t*k*outerNR:(t+1)*k*outerNR], px.x, px.ldx, px.rows[t*outerNR:min((t+1)*outerNR, len(px.rows))],
-				c*packChunkK, min((c+1)*packChunkK, k))
-			pieces[c].Store(2)
+	claimAll(px.piece[t*px.chunks:(t+1)*px.chunks], func(c int) {
+		packTile(px.tiles[t*k*outerNR:(t+1)*k*outerNR], px.x, px.ldx, px.rows[t*outerNR:min((t+1)*outerNR, len(px.rows))],
+			c*packChunkK, min((c+1)*packChunkK, k))
+	})
+	px.ready[t].Store(true)
+}
+
+// claimAll runs do(c) for each piece c of states that no other goroutine
+// has claimed (0 free → 1 being done → 2 done), then returns once every
+// piece is done: the others are being done right now by running
+// goroutines, so the wait ends.
+func claimAll(states []atomic.Int32, do func(c int)) {
+	for c := range states {
+		if states[c].Load() == 0 && states[c].CompareAndSwap(0, 1) {
+			do(c)
+			states[c].Store(2)
 		}
 	}
-	for c := range pieces {
-		for spins := 0; pieces[c].Load() != 2; spins++ {
+	for c := range states {
+		for spins := 0; states[c].Load() != 2; spins++ {
 			if spins >= 64 {
 				runtime.Gosched()
 			}
 		}
 	}
-	px.ready[t].Store(true)
 }
 
 // packTile writes dst[kk·outerNR + j] = x[rows[j]·ldx + kk] for kk in

@@ -1,7 +1,6 @@
 package cpu
 
 import (
-	"runtime"
 	"sync/atomic"
 	"unsafe"
 
@@ -111,19 +110,9 @@ func (px *packedX) ensureNormed(t int) {
 	n := pn.op
 	d := n.d
 	c0, c1 := t*outerNR/normRows, min((t+1)*outerNR/normRows, len(pn.state))
-	for c := c0; c < c1; c++ {
-		if pn.state[c].Load() == 0 && pn.state[c].CompareAndSwap(0, 1) {
-			for _, r := range px.rows[c*normRows : min((c+1)*normRows, len(px.rows))] {
-				layerNormRow(n.dst.data[r*d:r*d+d], n.x[r*d:r*d+d], n.w, n.b, n.eps)
-			}
-			pn.state[c].Store(2)
+	claimAll(pn.state[c0:c1], func(c int) {
+		for _, r := range px.rows[(c0+c)*normRows : min((c0+c+1)*normRows, len(px.rows))] {
+			layerNormRow(n.dst.data[r*d:r*d+d], n.x[r*d:r*d+d], n.w, n.b, n.eps)
 		}
-	}
-	for c := c0; c < c1; c++ {
-		for spins := 0; pn.state[c].Load() != 2; spins++ {
-			if spins >= 64 {
-				runtime.Gosched()
-			}
-		}
-	}
+	})
 }
