@@ -4,6 +4,7 @@ import (
 	"math/bits"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/laya-metal/laya/backend"
 )
@@ -170,7 +171,7 @@ func (b *Backend) runLinear(op *linearOp) {
 	}
 	if norm != nil {
 		kern, _ := useOuter(op.m, op.k) // fusableNorm found it
-		b.gemmOuterUnits(kern, op.dst.data, b.packXNorm(norm), op.w, op.bias, op.n, op.act, true, 0, nil, nil)
+		b.gemmOuterUnits(kern, op.dst.data, b.packXNorm(norm), op.w, op.bias, op.n, op.act, true, 0, nil, nil, nil)
 		return
 	}
 	b.gemmW(op.dst.data, op.x, op.w, op.bias, op.m, op.n, op.k, op.act)
@@ -256,6 +257,11 @@ func (b *Backend) gemmResidual(op *linearOp, out, a []float32) {
 	if kern, ok := useOuter(m, k); ok {
 		b.gemmOuterUnits(kern, y, b.packInput(norm, x, k, nil, m), w, nil, n, backend.Identity, !op.discardY, 0, nil, func(r, n0 int, v []float32) {
 			addSlices(out[r*n+n0:r*n+n0+len(v)], a[r*n+n0:r*n+n0+len(v)], v)
+		}, func(r, n0, n1 int) {
+			prefetchL2((*byte)(unsafe.Pointer(&out[r*n+n0])), (n1-n0)*4)
+			if &out[0] != &a[0] {
+				prefetchL2((*byte)(unsafe.Pointer(&a[r*n+n0])), (n1-n0)*4)
+			}
 		})
 		return
 	}

@@ -413,7 +413,7 @@ func TestOuterFillPrefetchTargets(t *testing.T) {
 				calls = append(calls, call{pi[0], pi[1], int((uintptr(unsafe.Pointer(b)) - tiles) / uintptr(4*k*outerNR)),
 					uintptr(unsafe.Pointer(pf)), uintptr(unsafe.Pointer(pfw))})
 			}
-			outerFill(kern, px, parts[:], nrows, 0, c.tokens, nil, func(int, int, *outerStaged) {})
+			outerFill(kern, px, parts[:], nrows, 0, c.tokens, nil, func(int, int, *outerStaged) {}, nil)
 			in := func(p uintptr, b []byte) bool {
 				lo := uintptr(unsafe.Pointer(&b[0]))
 				return p >= lo && p < lo+uintptr(len(b))
