@@ -480,7 +480,7 @@ GLOBL geluK<>(SB), RODATA|NOPTR, $3584
 // holds independent FMAs. Run one chain after the other (as before stop
 // 27), the loop was latency-bound: the same instructions per lane, so the
 // same bits (a hash of 4M outputs of both loops compared before and after),
-// ×0.70–0.86 the time per value (BenchmarkGelu/slice and GeGLURows/hot,
+// ×0.65–0.87 the time per value (BenchmarkGelu/slice and GeGLURows/hot,
 // one core, four interleaved runs, development machine).
 #define GELU16 \
 	VCVTPS2PD 0(SI), Z0; \
