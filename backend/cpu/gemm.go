@@ -331,7 +331,7 @@ func (b *Backend) forEachAlignedUnit(m, cols, k, widest, widened, align int, uni
 	workers := b.workerCount()
 	halfW := widened > 0
 	panel, unitM := gemmUnitPlan(m, cols, widest, halfW, workers)
-	if align > 0 && panel%align != 0 {
+	if !alignedPanel(panel, align) {
 		return false
 	}
 	plan := newUnitPlan(m, cols, panel, unitM, workers)
@@ -370,6 +370,18 @@ func (b *Backend) forEachAlignedUnit(m, cols, k, widest, widened, align int, uni
 		}
 	})
 	return true
+}
+
+// alignedPanel reports whether panels of panel columns hold whole groups
+// of align columns (align 0: no groups asked for).
+func alignedPanel(panel, align int) bool { return align == 0 || panel%align == 0 }
+
+// alignedPlan reports whether gemmOuterAligned's plan for an m-row GEMM
+// into cols columns of w, on this backend's workers, keeps groups of align
+// columns whole: forEachAlignedUnit's test, before anything is packed.
+func (b *Backend) alignedPlan(m, cols int, w matrix, align int) bool {
+	panel, _ := gemmUnitPlan(m, cols, outerPanel, widenedPanels(w, 1) > 0, b.workerCount())
+	return alignedPanel(panel, align)
 }
 
 // unitPlan numbers a GEMM's work units (forEachGemmUnit): panels of panel

@@ -165,7 +165,10 @@ func (s *Stream) Rope(qkv backend.Tensor, p backend.RopeParams) {
 // after CheckRope held qkv to it.
 func (b *Backend) gemmRope(op *linearOp, norm *normOp) {
 	y, r := op.dst.data, op.rope
-	if kern, ok := useOuter(op.m, op.k); ok {
+	// The plan is checked before packing: where it splits heads (16
+	// workers, one question), packing first would fetch a buffer and
+	// per-tile state that nothing then uses.
+	if kern, ok := useOuter(op.m, op.k); ok && b.alignedPlan(op.m, op.n, op.w, r.headDim) {
 		if b.gemmOuterAligned(kern, y, b.packInput(norm, op.x, op.k, nil, op.m), op.w, op.bias, op.n, op.act, r.headDim,
 			func(row, n0 int, v []float32) { r.rotateSlice(v, row, n0) }) {
 			return

@@ -109,6 +109,10 @@ func TestGemmOuterAlignedPlans(t *testing.T) {
 		if ran != c.want {
 			t.Errorf("m=%d workers=%d: ran %v, want %v", c.m, c.workers, ran, c.want)
 		}
+		// gemmRope asks alignedPlan before it packs anything.
+		if got := be.alignedPlan(c.m, n, w, align); got != c.want {
+			t.Errorf("m=%d workers=%d: alignedPlan %v, want %v", c.m, c.workers, got, c.want)
+		}
 		for j, times := range seen {
 			if want := map[bool]int{true: 1, false: 0}[c.want]; times != want {
 				t.Fatalf("m=%d workers=%d: column %d of row 0 seen %d times, want %d", c.m, c.workers, j, times, want)
