@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/laya-metal/laya/backend"
@@ -401,6 +402,11 @@ func outerFill(kern outerKernelFunc, px *packedX, parts []outerPart, nrows, t0, 
 	// on the development machine (4 interleaved pairs, none slower; a noisy
 	// machine, so the size of the gain is uncertain).
 	pfBytes := outerPrefetch(k)
+	var tally *kernelTally
+	if kernelTime.on.Load() {
+		tally = &kernelTally{}
+		defer tally.flush()
+	}
 	for g0 := first; g0 < last; g0 += group {
 		g1 := min(g0+group, last)
 		for t := g0; t < g1; t++ {
@@ -501,7 +507,15 @@ func outerFill(kern outerKernelFunc, px *packedX, parts []outerPart, nrows, t0, 
 							tj0++
 						}
 					}
+					if tally == nil {
+						kern(&a, &px.tiles[t*tileFloats], k, &ps[(t-g0)*outerNR*ldS+i0], 0, rows, cols, &stageOff[0], pf, pfw)
+						continue
+					}
+					start := time.Now()
 					kern(&a, &px.tiles[t*tileFloats], k, &ps[(t-g0)*outerNR*ldS+i0], 0, rows, cols, &stageOff[0], pf, pfw)
+					tally.nanos += int64(time.Since(start))
+					tally.flops += 2 * outerMR * outerNR * int64(k)
+					tally.calls++
 				}
 			}
 		}

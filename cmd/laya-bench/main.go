@@ -65,6 +65,13 @@ prints, per call site, how long its workers were held (wall time × workers)
 and how much of that they computed: the rest is idle time at the hand-offs
 and joins (a slow chunk, the last GEMM unit), where more cores stop paying.
 
+On cpu, --kernel times every call of the GEMM micro-kernel in the timed
+requests (about 1 % slower for it) and, after each request, runs the same
+kernel alone on hot operands for 50 ms: their ratio is what memory and the
+other workers cost the kernel inside the forward, and its share of the
+workers' time is what the rest of the forward (packing, epilogues,
+attention, joins) leaves it.
+
 --paced serves timed requests on cue for a driver that interleaves them
 with another system's runs: after loading and the warm-up it writes a JSON
 header line (with the request's input_tokens), then runs one request per
@@ -88,6 +95,7 @@ Examples:
   laya-bench --synthetic english --backend metal --questions 1 --split-k
   laya-bench --synthetic english --questions 1 --runs 20 --format gobench > new.txt
   laya-bench --synthetic multilingual --questions 10 --runs 3 --joins
+  laya-bench --synthetic multilingual --questions 10 --runs 3 --kernel
   printf 'go\ngo\n' | laya-bench --synthetic multilingual --questions 1 --warmup 2 --paced
 
 Flags:
@@ -99,6 +107,7 @@ type options struct {
 	warmup, runs, batchSize                      int
 	long, profile                                bool
 	joins                                        bool // the cpu backend's idle time at joins
+	kernel                                       bool // the cpu backend's GEMM micro-kernel, in the forward and hot
 	plan                                         bool // plan.go
 	splitK                                       bool // plan.go
 	tokens                                       int
@@ -139,6 +148,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.format, "format", "md", "output: md (table), json (with raw samples), gobench (for benchstat)")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the timed runs to `FILE` (go tool pprof)")
 	fs.BoolVar(&o.joins, "joins", false, "cpu backend: during the timed runs, record each parallel operation's worker idle time (held = wall × workers, busy = the chunks' own time) and print it per call site")
+	fs.BoolVar(&o.kernel, "kernel", false, "cpu backend: time the GEMM micro-kernel's calls in the timed runs (GFLOP/s per worker-second) and, after each request, the same kernel alone on hot operands (50 ms, same goroutine), and print both")
 	fs.BoolVar(&o.profile, "profile", false, "after timing, run --runs more requests timing each operation on the device (backends that can: metal, metal-emu)")
 	fs.BoolVar(&o.plan, "plan", false, "print the Metal work plan of one request (a MODEL: dispatches, FLOPs, bytes, roofline floors; no GPU, no weights; see plan.go)")
 	fs.IntVar(&o.tokens, "tokens", 93, "with --plan: tokens per question")
@@ -165,8 +175,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if o.plan {
 		return runPlan(ctx, o, stdout)
 	}
-	if o.paced && (len(o.questions) != 1 || o.profile || o.joins || *cpuProfile != "") {
-		return errors.New("--paced: takes one --questions count, and not --profile, --joins or --cpuprofile")
+	if o.paced && (len(o.questions) != 1 || o.profile || o.joins || o.kernel || *cpuProfile != "") {
+		return errors.New("--paced: takes one --questions count, and not --profile, --joins, --kernel or --cpuprofile")
 	}
 	dir, name, err := checkpointDir(o, stderr)
 	if err != nil {
@@ -199,6 +209,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	profiler, _ := be.(backend.Profiler)
 	if o.joins && o.backend != "cpu" {
 		return fmt.Errorf("--joins: only the cpu backend's worker pool records joins (backend %q)", o.backend)
+	}
+	if o.kernel {
+		if o.backend != "cpu" {
+			return fmt.Errorf("--kernel: only the cpu backend's GEMM kernel is timed (backend %q)", o.backend)
+		}
+		if _, ok := cpu.HotKernelGFLOPs(0); !ok {
+			return errors.New("--kernel: this build or CPU has no outer-product GEMM kernel to time (it needs AVX-512 on amd64, without the purego tag)")
+		}
 	}
 	if o.profile && profiler == nil {
 		return fmt.Errorf("--profile: backend %q cannot time operations on a device", o.backend)
@@ -239,6 +257,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err := reportJoins(w, results); err != nil {
 			return err
 		}
+	}
+	if o.kernel && o.format != "json" {
+		w := stdout
+		if o.format == "gobench" {
+			w = stderr
+		}
+		reportKernel(w, results)
 	}
 	if o.profile {
 		// gobench output goes to benchstat: the profile stays off it.
@@ -355,6 +380,18 @@ type result struct {
 	// Joins is the cpu backend's worker time per call site and request
 	// (--joins), most idle first.
 	Joins []joinRow `json:"joins,omitempty"`
+	// Kernel is the cpu backend's GEMM micro-kernel in the timed requests
+	// and alone on hot operands (--kernel).
+	Kernel *kernelRow `json:"kernel,omitempty"`
+}
+
+// kernelRow is --kernel's measurement of one workload.
+type kernelRow struct {
+	GFLOPPerRequest float64   `json:"gflop_per_request"`  // the blocks the kernel computed
+	BusyMS          float64   `json:"busy_ms"`            // its own time per request, summed over workers
+	Share           float64   `json:"share"`              // busy / (wall × GOMAXPROCS)
+	GFLOPs          float64   `json:"gflops"`             // per worker-second, in the requests
+	HotGFLOPs       []float64 `json:"hot_gflops_samples"` // alone on hot operands, right after each request
 }
 
 // joinRow is one call site's parallel operations per timed request.
@@ -408,10 +445,23 @@ func measure(ctx context.Context, agent *laya.Agent, timer backend.Timer, n int,
 		cpu.RecordJoins(true)
 		defer cpu.RecordJoins(false)
 	}
+	var hot []float64
+	if o.kernel {
+		cpu.RecordKernelTime(true)
+		defer cpu.RecordKernelTime(false)
+	}
 	for i := 0; i < o.runs; i++ {
 		d, _, err := once()
 		if err != nil {
 			return r, err
+		}
+		if o.kernel {
+			// Seconds from the request, on the goroutine that ran it (the
+			// pool's workers run on other threads): this VM's or host's
+			// speed of the moment, for the request's kernel time to be set
+			// against.
+			g, _ := cpu.HotKernelGFLOPs(50 * time.Millisecond)
+			hot = append(hot, g)
 		}
 		r.SamplesMS = append(r.SamplesMS, ms(d))
 		if timer != nil {
@@ -423,6 +473,15 @@ func measure(ctx context.Context, agent *laya.Agent, timer backend.Timer, n int,
 			r.Joins = append(r.Joins, joinRow{Site: j.Site, PerRequest: float64(j.Calls) / float64(o.runs),
 				HeldMS: ms(j.Held) / float64(o.runs), BusyMS: ms(j.Busy) / float64(o.runs), Idle: j.Idle()})
 		}
+	}
+	if o.kernel {
+		kt := cpu.KernelTimes()
+		wall := 0.0
+		for _, v := range r.SamplesMS {
+			wall += v
+		}
+		r.Kernel = &kernelRow{GFLOPPerRequest: kt.FLOPs / 1e9 / float64(o.runs), BusyMS: ms(kt.Busy) / float64(o.runs),
+			Share: ms(kt.Busy) / (wall * float64(runtime.GOMAXPROCS(0))), GFLOPs: kt.GFLOPs(), HotGFLOPs: hot}
 	}
 	sorted := append([]float64(nil), r.SamplesMS...)
 	sort.Float64s(sorted)
@@ -499,6 +558,21 @@ func reportProfile(w io.Writer, results []result) error {
 		}
 	}
 	return nil
+}
+
+// reportKernel prints each workload's --kernel line.
+func reportKernel(w io.Writer, results []result) {
+	for _, r := range results {
+		k := r.Kernel
+		if k == nil {
+			continue
+		}
+		hot := append([]float64(nil), k.HotGFLOPs...)
+		sort.Float64s(hot)
+		h := stats.Percentile(hot, 50)
+		fmt.Fprintf(w, "\nGEMM micro-kernel, %s Q=%d, per request: %.1f GFLOP in %.1f ms of worker time (%.0f %% of wall × %d workers); %.1f GFLOP/s per worker-second, alone on hot operands right after each request %.1f (median of %d): ×%.2f of that in the forward.\n",
+			r.Checkpoint, r.Questions, k.GFLOPPerRequest, k.BusyMS, 100*k.Share, runtime.GOMAXPROCS(0), k.GFLOPs, h, len(hot), k.GFLOPs/max(h, 1e-9))
+	}
 }
 
 // reportJoins prints each workload's --joins table.

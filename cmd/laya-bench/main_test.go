@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/laya-metal/laya/backend/cpu"
 )
 
 func TestRequestIsValidJSONWithOrderedQuestions(t *testing.T) {
@@ -26,7 +28,8 @@ func TestRequestIsValidJSONWithOrderedQuestions(t *testing.T) {
 // GPU time appears next to wall time on a backend that reports it, and
 // --profile lists the operations; the CPU backend has neither and refuses
 // --profile. --joins prints the CPU backend's worker time per call site,
-// and only there.
+// and only there; --kernel likewise its GEMM kernel's speed
+// (TestKernelReport).
 func TestDeviceTimeColumns(t *testing.T) {
 	const model = "../../testdata/oracle/checkpoints/tiny-en"
 	cases := []struct {
@@ -42,6 +45,7 @@ func TestDeviceTimeColumns(t *testing.T) {
 		{"cpu profile", []string{"--backend", "cpu", "--profile"}, nil, nil, "cannot time operations"},
 		{"cpu joins", []string{"--backend", "cpu", "--joins"}, []string{"Worker time per parallel operation", "call site", "idle"}, nil, ""},
 		{"joins elsewhere", []string{"--backend", "metal-emu", "--joins"}, nil, nil, "only the cpu backend"},
+		{"kernel elsewhere", []string{"--backend", "metal-emu", "--kernel"}, nil, nil, "only the cpu backend"},
 		{"json", []string{"--backend", "metal-emu", "--format", "json", "--profile"}, []string{`"gpu_samples_ms"`, `"op": "layerNorm+linear+geglu"`}, nil, ""},
 	}
 	for _, c := range cases {
@@ -70,5 +74,35 @@ func TestDeviceTimeColumns(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestKernelReport: --kernel prints the kernel's GFLOP of a request as the
+// kernel timing counted them, where this build has the kernel; elsewhere
+// it refuses with the reason.
+func TestKernelReport(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	args := []string{"--model", "../../testdata/oracle/checkpoints/tiny-en", "--questions", "2", "--runs", "2", "--warmup", "0", "--kernel", "--format", "json"}
+	err := run(context.Background(), args, &stdout, &stderr)
+	if _, ok := cpu.HotKernelGFLOPs(0); !ok {
+		if err == nil || !strings.Contains(err.Error(), "no outer-product GEMM kernel") {
+			t.Fatalf("err = %v, want the missing kernel named", err)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("%v (stderr: %s)", err, stderr.String())
+	}
+	var out struct{ Results []result }
+	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+		t.Fatalf("%v in %s", err, stdout.String())
+	}
+	rs := out.Results
+	if len(rs) != 1 || rs[0].Kernel == nil {
+		t.Fatalf("no kernel row in %s", stdout.String())
+	}
+	k := rs[0].Kernel
+	if !(k.GFLOPPerRequest > 0) || !(k.BusyMS > 0) || !(k.Share > 0 && k.Share <= 1) || !(k.GFLOPs > 0) || len(k.HotGFLOPs) != 2 {
+		t.Errorf("kernel row %+v", k)
 	}
 }
