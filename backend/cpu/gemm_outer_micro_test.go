@@ -122,31 +122,9 @@ func BenchmarkOuterSweep(b *testing.B) {
 	for _, k := range []int{768, 1024, 2624} {
 		for _, tiles := range []int{1, 2} {
 			b.Run(fmt.Sprintf("K=%d/tiles=%d", k, tiles), func(b *testing.B) {
-				a := make([]float32, nrows*k)
-				for i := range a {
-					a[i] = float32(i%7) - 3
-				}
-				bt := make([]float32, tiles*k*outerNR)
-				for i := range bt {
-					bt[i] = float32(i%5) - 2
-				}
-				ldS := outerStageStride(nrows)
-				stage := make([]float32, tiles*outerNR*ldS)
-				var off [outerNR]int32
-				for j := range off {
-					off[j] = int32(j * ldS)
-				}
-				pf := (*byte)(unsafe.Pointer(&bt[0]))
-				var ap [outerMR]*float32
+				sweep := outerSweep(kern, nrows, k, tiles)
 				for b.Loop() {
-					for i0 := 0; i0 < nrows; i0 += outerMR {
-						for r := range ap {
-							ap[r] = &a[(i0+r)*k]
-						}
-						for t := range tiles {
-							kern(&ap, &bt[t*k*outerNR], k, &stage[t*outerNR*ldS+i0], 0, outerMR, outerNR, &off[0], pf, pf)
-						}
-					}
+					sweep()
 				}
 				b.ReportMetric(2*float64(nrows*tiles*outerNR*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			})

@@ -78,6 +78,22 @@ func HotKernelGFLOPs(d time.Duration) (gflops float64, ok bool) {
 		return 0, false
 	}
 	const nrows, k, tiles = 128, 768, 2
+	sweep := outerSweep(kern, nrows, k, tiles)
+	sweep() // operands into cache
+	start := time.Now()
+	sweeps := 0
+	for time.Since(start) < d || sweeps == 0 {
+		sweep()
+		sweeps++
+	}
+	return 2 * float64(nrows*tiles*outerNR*k) * float64(sweeps) / time.Since(start).Seconds() / 1e9, true
+}
+
+// outerSweep returns one sweep of the kernel as outerFill drives it on one
+// group, on operands of its own: every 8-row block of an nrows-row F32
+// panel (k deep) against each of tiles Xᵀ tiles, stored transposed into a
+// staging block (HotKernelGFLOPs, BenchmarkOuterSweep).
+func outerSweep(kern outerKernelFunc, nrows, k, tiles int) func() {
 	a := make([]float32, nrows*k)
 	for i := range a {
 		a[i] = float32(i%7) - 3
@@ -92,9 +108,11 @@ func HotKernelGFLOPs(d time.Duration) (gflops float64, ok bool) {
 	for j := range off {
 		off[j] = int32(j * ldS)
 	}
+	// The kernel's prefetches go to its own B, as outerFill's last group
+	// does.
 	pf := (*byte)(unsafe.Pointer(&bt[0]))
 	var ap [outerMR]*float32
-	sweep := func() {
+	return func() {
 		for i0 := 0; i0 < nrows; i0 += outerMR {
 			for r := range ap {
 				ap[r] = &a[(i0+r)*k]
@@ -104,12 +122,4 @@ func HotKernelGFLOPs(d time.Duration) (gflops float64, ok bool) {
 			}
 		}
 	}
-	sweep() // operands into cache
-	start := time.Now()
-	sweeps := 0
-	for time.Since(start) < d || sweeps == 0 {
-		sweep()
-		sweeps++
-	}
-	return 2 * float64(nrows*tiles*outerNR*k) * float64(sweeps) / time.Since(start).Seconds() / 1e9, true
 }
