@@ -507,15 +507,14 @@ func outerFill(kern outerKernelFunc, px *packedX, parts []outerPart, nrows, t0, 
 							tj0++
 						}
 					}
-					if tally == nil {
-						kern(&a, &px.tiles[t*tileFloats], k, &ps[(t-g0)*outerNR*ldS+i0], 0, rows, cols, &stageOff[0], pf, pfw)
-						continue
+					var start time.Time
+					if tally != nil {
+						start = time.Now()
 					}
-					start := time.Now()
 					kern(&a, &px.tiles[t*tileFloats], k, &ps[(t-g0)*outerNR*ldS+i0], 0, rows, cols, &stageOff[0], pf, pfw)
-					tally.nanos += int64(time.Since(start))
-					tally.flops += 2 * outerMR * outerNR * int64(k)
-					tally.calls++
+					if tally != nil {
+						tally.add(k, time.Since(start))
+					}
 				}
 			}
 		}
@@ -593,6 +592,18 @@ func (b *Backend) gemmOuterUnits(kern outerKernelFunc, y []float32, px *packedX,
 	k := px.k
 	return b.forEachAlignedUnit(len(px.rows), n, k, outerPanel, widenedPanels(w, 1), align, func(n0, n1, mu0, mu1 int, next [2]int, scratch *[]float32) {
 		parts := [1]outerPart{outerPartOf(w, n0, n1, k, scratch)}
+		var touch func(j int) // nil where the epilogue writes nothing of its own
+		if keepY || touchRow != nil {
+			touch = func(j int) {
+				r := px.rows[j]
+				if keepY {
+					prefetchL2((*byte)(unsafe.Pointer(&y[r*n+n0])), (n1-n0)*4)
+				}
+				if touchRow != nil {
+					touchRow(r, n0, n1)
+				}
+			}
+		}
 		outerFill(kern, px, parts[:], n1-n0, mu0, mu1, w.rowBytes(next[0], next[1], k), func(j0, j1 int, st *outerStaged) {
 			for j := j0; j < j1; j++ {
 				r, v := px.rows[j], st.row(0, j)
@@ -607,15 +618,7 @@ func (b *Backend) gemmOuterUnits(kern outerKernelFunc, y []float32, px *packedX,
 					after(r, n0, v)
 				}
 			}
-		}, func(j int) {
-			r := px.rows[j]
-			if keepY {
-				prefetchL2((*byte)(unsafe.Pointer(&y[r*n+n0])), (n1-n0)*4)
-			}
-			if touchRow != nil {
-				touchRow(r, n0, n1)
-			}
-		})
+		}, touch)
 	})
 }
 

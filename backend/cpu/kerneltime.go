@@ -58,6 +58,13 @@ type kernelTally struct {
 	flops, nanos, calls int64
 }
 
+// add counts one kernel call of depth k that took d.
+func (t *kernelTally) add(k int, d time.Duration) {
+	t.flops += 2 * outerMR * outerNR * int64(k)
+	t.nanos += int64(d)
+	t.calls++
+}
+
 func (t *kernelTally) flush() {
 	if t.calls > 0 {
 		kernelTime.flops.Add(t.flops)
