@@ -21,6 +21,12 @@ type Join struct {
 	Calls int           // operations
 	Held  time.Duration // wall time × workers
 	Busy  time.Duration // the chunks' own time
+	// Late is the part of the idle time before the chunks started (from
+	// the operation's start to each chunk's, summed: the hand-off to the
+	// workers, and chunks that no idle worker took, which the caller ran
+	// after its own); the rest of it (Held − Busy − Late) came after
+	// them: waiting for the slowest chunk.
+	Late time.Duration
 }
 
 // Idle is the fraction of Held the workers did not compute.
@@ -74,10 +80,10 @@ func Joins() []Join {
 
 // joinRecorder times one parallel operation for RecordJoins.
 type joinRecorder struct {
-	start   time.Time
-	workers int
-	busy    atomic.Int64
-	site    [2]uintptr
+	start      time.Time
+	workers    int
+	busy, late atomic.Int64
+	site       [2]uintptr
 }
 
 // startJoin begins timing an operation of workers chunks called from
@@ -94,6 +100,7 @@ func startJoin(workers int) *joinRecorder {
 func (j *joinRecorder) chunk(fn func(lo, hi int)) func(lo, hi int) {
 	return func(lo, hi int) {
 		t := time.Now()
+		j.late.Add(int64(t.Sub(j.start)))
 		fn(lo, hi)
 		j.busy.Add(int64(time.Since(t)))
 	}
@@ -115,6 +122,7 @@ func (j *joinRecorder) end() {
 	s.Calls++
 	s.Held += held
 	s.Busy += time.Duration(j.busy.Load())
+	s.Late += time.Duration(j.late.Load())
 }
 
 // siteName names a call site by its two innermost functions, the package

@@ -44,10 +44,31 @@ func TestJoins(t *testing.T) {
 	if idle := got.Idle(); idle < 0.7 || idle > 0.95 {
 		t.Errorf("idle %.2f, want about 0.75 (more with slow hand-offs)", idle)
 	}
-	t.Logf("site %q: %d calls, held %v, busy %v, idle %.2f", got.Site, got.Calls, got.Held, got.Busy, got.Idle())
+	if idle := got.Held - got.Busy; got.Late < 0 || got.Late > idle/2 {
+		// The slow chunk is the caller's own, the others start at once
+		// and end at once: the idle time is waiting for it, after them.
+		t.Errorf("late %v of %v idle: want most of it after the chunks", got.Late, idle)
+	}
+	t.Logf("site %q: %d calls, held %v, busy %v, idle %.2f, late %v", got.Site, got.Calls, got.Held, got.Busy, got.Idle(), got.Late)
 	RecordJoins(true)
 	if len(Joins()) != 0 {
 		t.Errorf("RecordJoins(true) kept %d sites", len(Joins()))
 	}
 	RecordJoins(false)
+}
+
+// TestJoinLate: a chunk that starts 2 ms after its operation adds those
+// 2 ms to the operation's late time, and its own time to busy only.
+func TestJoinLate(t *testing.T) {
+	j := startJoin(2)
+	fn := j.chunk(func(lo, hi int) { time.Sleep(time.Millisecond) })
+	time.Sleep(2 * time.Millisecond)
+	fn(0, 1)
+	late, busy := time.Duration(j.late.Load()), time.Duration(j.busy.Load())
+	if late < 2*time.Millisecond {
+		t.Errorf("late %v: want ≥ 2 ms", late)
+	}
+	if busy < time.Millisecond || busy > late+time.Second {
+		t.Errorf("busy %v: want the chunk's own ≥ 1 ms, not its wait", busy)
+	}
 }

@@ -401,6 +401,7 @@ type joinRow struct {
 	HeldMS     float64 `json:"held_ms"`     // wall time × workers
 	BusyMS     float64 `json:"busy_ms"`     // the chunks' own time
 	Idle       float64 `json:"idle"`        // 1 − busy/held
+	LateMS     float64 `json:"late_ms"`     // of the idle time, before the chunks started
 }
 
 // opProfile is one operation's share of a profiled request.
@@ -471,7 +472,8 @@ func measure(ctx context.Context, agent *laya.Agent, timer backend.Timer, n int,
 	if o.joins {
 		for _, j := range cpu.Joins() {
 			r.Joins = append(r.Joins, joinRow{Site: j.Site, PerRequest: float64(j.Calls) / float64(o.runs),
-				HeldMS: ms(j.Held) / float64(o.runs), BusyMS: ms(j.Busy) / float64(o.runs), Idle: j.Idle()})
+				HeldMS: ms(j.Held) / float64(o.runs), BusyMS: ms(j.Busy) / float64(o.runs), Idle: j.Idle(),
+				LateMS: ms(j.Late) / float64(o.runs)})
 		}
 	}
 	if o.kernel {
@@ -582,12 +584,12 @@ func reportJoins(w io.Writer, results []result) error {
 		for _, j := range r.Joins {
 			held, busy = held+j.HeldMS, busy+j.BusyMS
 		}
-		fmt.Fprintf(w, "\nWorker time per parallel operation, %s Q=%d, per request (held = wall × workers; idle %.1f %% of %.1f ms held in all):\n",
+		fmt.Fprintf(w, "\nWorker time per parallel operation, %s Q=%d, per request (held = wall × workers; idle %.1f %% of %.1f ms held in all; late: of the idle time, before the chunks started):\n",
 			r.Checkpoint, r.Questions, 100*(1-busy/max(held, 1e-9)), held)
 		tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.AlignRight|tabwriter.Debug)
-		fmt.Fprintln(tw, "call site	per request	held ms	busy ms	idle	")
+		fmt.Fprintln(tw, "call site	per request	held ms	busy ms	idle	late ms	")
 		for _, j := range r.Joins {
-			fmt.Fprintf(tw, "%s\t%.1f\t%.2f\t%.2f\t%.1f%%\t\n", j.Site, j.PerRequest, j.HeldMS, j.BusyMS, 100*j.Idle)
+			fmt.Fprintf(tw, "%s\t%.1f\t%.2f\t%.2f\t%.1f%%\t%.2f\t\n", j.Site, j.PerRequest, j.HeldMS, j.BusyMS, 100*j.Idle, j.LateMS)
 		}
 		if err := tw.Flush(); err != nil {
 			return err

@@ -43,7 +43,7 @@ func TestDeviceTimeColumns(t *testing.T) {
 			[]string{"GPU P50 ms", "GPU mean ms", "GPU time per operation", "linear+geglu", "attention"}, []string{"| geglu|"}, ""},
 		{"cpu", []string{"--backend", "cpu"}, []string{"P50 ms"}, []string{"GPU"}, ""},
 		{"cpu profile", []string{"--backend", "cpu", "--profile"}, nil, nil, "cannot time operations"},
-		{"cpu joins", []string{"--backend", "cpu", "--joins"}, []string{"Worker time per parallel operation", "call site", "idle"}, nil, ""},
+		{"cpu joins", []string{"--backend", "cpu", "--joins"}, []string{"Worker time per parallel operation", "call site", "idle", "late ms"}, nil, ""},
 		{"joins elsewhere", []string{"--backend", "metal-emu", "--joins"}, nil, nil, "only the cpu backend"},
 		{"kernel elsewhere", []string{"--backend", "metal-emu", "--kernel"}, nil, nil, "only the cpu backend"},
 		{"json", []string{"--backend", "metal-emu", "--format", "json", "--profile"}, []string{`"gpu_samples_ms"`, `"op": "layerNorm+linear+geglu"`}, nil, ""},
