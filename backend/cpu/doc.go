@@ -17,7 +17,7 @@
 //     weights come from DRAM); LAYA_CPU_GEMM=dot selects the dot kernels
 //     instead.
 //   - Work spread over a persistent worker pool (pool.go): each worker
-//     polls a task slot of its own for 200 µs before blocking (poolSpin;
+//     polls a task slot of its own for 1 ms before blocking (poolSpin;
 //     LAYA_CPU_SPIN=0 turns polling off, or sets another duration); no
 //     goroutine per call. GEMM units of one W panel × a block of rows,
 //     taken from an atomic counter, split until each worker has several
