@@ -58,7 +58,7 @@ func TestJoins(t *testing.T) {
 }
 
 // TestJoinLate: a chunk that starts 2 ms after its operation adds those
-// 2 ms to the operation's late time, and its own time to busy only.
+// 2 ms to the operation's late time, and its own time to busy.
 func TestJoinLate(t *testing.T) {
 	j := startJoin(2)
 	fn := j.chunk(func(lo, hi int) { time.Sleep(time.Millisecond) })
@@ -68,7 +68,7 @@ func TestJoinLate(t *testing.T) {
 	if late < 2*time.Millisecond {
 		t.Errorf("late %v: want ≥ 2 ms", late)
 	}
-	if busy < time.Millisecond || busy > late+time.Second {
-		t.Errorf("busy %v: want the chunk's own ≥ 1 ms, not its wait", busy)
+	if busy < time.Millisecond {
+		t.Errorf("busy %v: want the chunk's own time, ≥ 1 ms", busy)
 	}
 }

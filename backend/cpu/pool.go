@@ -123,23 +123,24 @@ func (w *poolWorker) run() {
 // Past poolSpin of idleness the workers block, so an idle process costs
 // nothing (TestPoolWorkersBlockWhenIdle).
 //
-// Why 1 ms and not the 200 µs it was: at 16 workers a GEMM's workers end
-// their last units up to a few hundred µs apart, and those done first had
-// blocked by the time the next operation handed them a chunk; waking a
-// blocked worker there costs ~140–190 µs (BenchmarkParallelForGap at a
-// 200 µs gap, the 16-core host). laya-bench --joins showed it as late
-// chunks: at ten multilingual questions 97 of the attention's 111 ms of
-// idle worker time per request, 113 ms of the GEMMs'. Polling for 1 ms,
-// paired in one process on that host (requests alternating between the
-// two settings): ten questions ×0.910 (95 % interval 0.888–0.926,
-// multilingual, 25 pairs) and ×0.913 (0.900–0.930, English, 15 pairs),
-// one question ×0.988 (0.972–1.005) and ×0.979 (0.964–0.990); 5 ms gave
-// no more (×0.919, ×0.892, ×0.990, ×0.992). On the 2-core development
-// machine ×0.979 (0.957–1.020) and ×1.003 (0.988–1.018): no change.
-// LAYA_CPU_SPIN (a Go duration; 0 turns
-// polling off) overrides it, for machines whose cores are shared with other
-// busy processes, and to measure what the polling buys (OMP_WAIT_POLICY's
-// role in OpenMP).
+// Why 1 ms and not the 200 µs it was: at 16 workers the workers done
+// first with an operation wait for its slowest chunk, and those that had
+// waited past 200 µs had blocked by the time the next operation handed
+// them a chunk; waking a blocked worker there costs ~140–190 µs
+// (BenchmarkParallelForGap at a 200 µs gap, the 16-core host). laya-bench
+// --joins showed it as chunks starting late: at ten multilingual
+// questions, 97 of the attention's 111 ms of idle worker time per request,
+// and 113 ms of the GEMMs'. Polling for 1 ms, paired in one process on
+// that host (requests alternating between the two settings): ten
+// questions ×0.910 (95 % interval 0.888–0.926, multilingual, 25 pairs) and
+// ×0.913 (0.900–0.930, English, 15 pairs), one question ×0.988
+// (0.972–1.005) and ×0.979 (0.964–0.990); 5 ms gave no more (×0.919,
+// ×0.892, ×0.990, ×0.992). On the 2-core development machine ×0.979
+// (0.957–1.020) and ×1.003 (0.988–1.018): no change.
+//
+// LAYA_CPU_SPIN (a Go duration; 0 turns polling off) overrides it, for
+// machines whose cores are shared with other busy processes, and to
+// measure what the polling buys (OMP_WAIT_POLICY's role in OpenMP).
 var poolSpin = spinFromEnv(os.Getenv("LAYA_CPU_SPIN"), time.Millisecond)
 
 // spinFromEnv parses LAYA_CPU_SPIN: empty gives def; a value that is not a
