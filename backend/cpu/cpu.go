@@ -151,7 +151,7 @@ func (s *Stream) New(rows, cols int) backend.Tensor {
 		// A valid placeholder keeps later shape checks meaningful.
 		return &tensor{rows: max(rows, 1), cols: max(cols, 1), data: make([]float32, 1)}
 	}
-	t := &tensor{rows: rows, cols: cols, data: s.be.arena.get(rows * cols)}
+	t := &tensor{rows: rows, cols: cols, data: s.be.zeroed(rows * cols)}
 	s.owned = append(s.owned, t)
 	return t
 }

@@ -205,6 +205,29 @@ func TestArenaReuse(t *testing.T) {
 	if err := s2.Err(); !errors.Is(err, backend.ErrForeignTensor) {
 		t.Errorf("closed stream's tensor: err %v, want ErrForeignTensor", err)
 	}
+	// Large buffers are cleared by the workers in chunks: every value of
+	// a reused one must come back zero, the chunk boundaries included.
+	be.workers = 3
+	for _, n := range []int{zeroedChunk - 1, zeroedChunk, 3*zeroedChunk + 5, 1 << 20} {
+		s := be.NewStream()
+		dirty := s.New(1, n)
+		ptr := &dirty.(*tensor).data[0]
+		for i := range dirty.(*tensor).data {
+			dirty.(*tensor).data[i] = float32(i + 1)
+		}
+		s.Close()
+		s = be.NewStream()
+		again := s.New(1, n)
+		if &again.(*tensor).data[0] != ptr {
+			t.Errorf("n = %d: buffer not reused", n)
+		}
+		for i, v := range again.(*tensor).data {
+			if v != 0 {
+				t.Fatalf("n = %d: reused buffer [%d] = %v, want 0", n, i, v)
+			}
+		}
+		s.Close()
+	}
 	for _, n := range []int{1, 64, 65, 100, 1000, 1 << 20, 1<<20 + 1} {
 		if c := sizeClass(n); c < n || c > n+n/4+64 || sizeClass(c) != c {
 			t.Errorf("sizeClass(%d) = %d", n, c)
