@@ -64,6 +64,9 @@ On cpu, --joins records every parallel operation of the timed requests and
 prints, per call site, how long its workers were held (wall time × workers)
 and how much of that they computed: the rest is idle time at the hand-offs
 and joins (a slow chunk, the last GEMM unit), where more cores stop paying.
+Its "late ms" is the part of that idle time before the chunks started (a
+slow hand-off, a worker woken from sleep); the rest is waiting for the
+slowest chunk.
 
 On cpu, --kernel times every call of the GEMM micro-kernel in the timed
 requests (about 1 % slower for it) and, after each request, runs the same
