@@ -46,7 +46,8 @@
 //   - GELU/GeGLU in AVX-512 (gelu_amd64.go); a fast exp for the softmax.
 //   - Loading: UploadMapped keeps views of the checkpoint's mapping, so a
 //     load is the mmap plus validation, and activation buffers are reused
-//     across requests (arena.go).
+//     across requests (arena.go; a large reused one is zeroed by the
+//     workers).
 //
 // Operations run when they are recorded, but for a LayerNorm and a Linear:
 // they run with the next operation, a LayerNorm inside a Linear of its
