@@ -73,11 +73,10 @@ func (c repoCache) hasFile(commit, repoPath string) bool {
 	return err == nil && st.Mode().IsRegular()
 }
 
-func (c repoCache) knownMissing(commit, repoPath string) bool {
-	_, err := os.Stat(c.noExistPath(commit, repoPath))
-	return err == nil
-}
-
+// markMissing records that an optional file is absent at commit, as
+// huggingface_hub's .no_exist entries do, so that a Python reader of the same
+// cache does not ask the Hub for it again. This package needs no such
+// record: a lookup only counts required files.
 func (c repoCache) markMissing(commit, repoPath string) error {
 	p := c.noExistPath(commit, repoPath)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {

@@ -2,11 +2,7 @@
 
 package metal
 
-import (
-	"unsafe"
-
-	"github.com/ebitengine/purego"
-)
+import "unsafe"
 
 // objcID and objcSEL are Objective-C object and selector handles (purego's
 // objc.ID and objc.SEL have the same representation). They are declared
@@ -20,7 +16,7 @@ type (
 )
 
 // objc_msgSend trampolines, named by the C signature after (self, _cmd),
-// registered once by registerMsgSend. Used on the cold paths (open,
+// registered once by registerMsgSend (objc_darwin.go). Used on the cold paths (open,
 // compile, pipelines, buffers, commit/wait); Dispatch and Barrier use
 // purego.SyscallN instead (command_darwin.go).
 var (
@@ -51,13 +47,5 @@ func msgSendTrampolines() []any {
 		&msgID, &msgVoid, &msgUint, &msgFloat64, &msgString, &msgPointer, &msgBoolSEL, &msgBool, &msgBoolInt,
 		&msgIDUint, &msgVoidUint, &msgVoidBool, &msgIDUintUint, &msgIDPtrUintUint,
 		&msgIDPtrUintUintID, &msgVoidPtrUintUint, &msgIDIDIDErr, &msgIDIDErr, &msgVoidSizeSize,
-	}
-}
-
-// registerMsgSend binds every trampoline to objc_msgSend at addr. purego
-// panics on a signature it cannot pass.
-func registerMsgSend(addr uintptr) {
-	for _, fptr := range msgSendTrampolines() {
-		purego.RegisterFunc(fptr, addr)
 	}
 }

@@ -283,3 +283,12 @@ func nsArrayStrings(arr objcID) []string {
 func releaseObject(handle uintptr) { msgVoid(objcID(handle), sel.release) }
 
 func respondsTo(obj objcID, s objcSEL) bool { return msgBoolSEL(obj, sel.respondsToSelector, s) }
+
+// registerMsgSend binds every trampoline of msgsend.go to objc_msgSend at
+// addr. purego panics on a signature it cannot pass
+// (TestMsgSendSignaturesRegister registers them one by one on Linux too).
+func registerMsgSend(addr uintptr) {
+	for _, fptr := range msgSendTrampolines() {
+		purego.RegisterFunc(fptr, addr)
+	}
+}

@@ -4,7 +4,7 @@ package cpu
 
 import sysCPU "golang.org/x/sys/cpu"
 
-// The AVX-512 GELU (gelu_avx512_amd64.s, generated) evaluates 16 values at
+// The AVX-512 GELU (gelu_avx512_amd64.s) evaluates 16 values at
 // a time in float64, without branches:
 //
 //	a = |x|/√2

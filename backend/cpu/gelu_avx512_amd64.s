@@ -2,8 +2,8 @@
 
 #include "textflag.h"
 
-// Generated (the scheme in gelu_amd64.go's comment): constants of the
-// AVX-512 GELU, each float64 repeated in 8 lanes (one ZMM load for the
+// Constants of the AVX-512 GELU (the scheme in gelu_amd64.go's comment),
+// each float64 repeated in 8 lanes (one ZMM load for the
 // VMOVUPDs that start a Horner chain). The arithmetic instructions read
 // their constant operand as an embedded broadcast (.BCST: 8 bytes, the
 // first lane) instead of the whole 64 bytes: the same values, so the same
@@ -13,8 +13,10 @@
 // registers there, with an 8-byte broadcast ~0.89×). Offsets
 // 384 + 64k, k = 0 … 17, hold erfcx's series as monomial coefficients a_k in
 // s = (z − mid)/half, converted exactly (300-bit arithmetic) from the
-// Chebyshev coefficients and rounded once; TestGeluAVX512Constants
-// recomputes them. The two erfcx evaluations of each loop are Horner's rule
+// Chebyshev coefficients and rounded once. No generator is kept:
+// TestGeluAVX512Constants recomputes the series from erfc and holds these
+// 18 words to it (checkGeluKernelSeries); every other constant is held by
+// the results, which TestGeluSIMD compares with the float64 GELU. The two erfcx evaluations of each loop are Horner's rule
 // on them.
 DATA geluK<>+0(SB)/8, $0x7fffffffffffffff
 DATA geluK<>+8(SB)/8, $0x7fffffffffffffff
