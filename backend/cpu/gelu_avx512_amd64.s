@@ -16,8 +16,8 @@
 // Chebyshev coefficients and rounded once. No generator is kept:
 // TestGeluAVX512Constants recomputes the series from erfc and holds these
 // 18 words to it (checkGeluKernelSeries); every other constant is held by
-// the results, which TestGeluSIMD compares with the float64 GELU. The two erfcx evaluations of each loop are Horner's rule
-// on them.
+// the results, which TestGeluSIMD compares with the float64 GELU. The two
+// erfcx evaluations of each loop are Horner's rule on them.
 DATA geluK<>+0(SB)/8, $0x7fffffffffffffff
 DATA geluK<>+8(SB)/8, $0x7fffffffffffffff
 DATA geluK<>+16(SB)/8, $0x7fffffffffffffff
