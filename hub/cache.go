@@ -73,10 +73,11 @@ func (c repoCache) hasFile(commit, repoPath string) bool {
 	return err == nil && st.Mode().IsRegular()
 }
 
-// markMissing records that an optional file is absent at commit, as
-// huggingface_hub's .no_exist entries do, so that a Python reader of the same
-// cache does not ask the Hub for it again. This package needs no such
-// record: a lookup only counts required files.
+// markMissing records that an optional file is absent at commit in
+// huggingface_hub's form (.no_exist/<commit>/<path>, which its
+// try_to_load_from_cache reports as known absent), so that the cache reads
+// the same to it. This package never reads the record: a lookup only
+// counts required files.
 func (c repoCache) markMissing(commit, repoPath string) error {
 	p := c.noExistPath(commit, repoPath)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {

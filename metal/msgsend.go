@@ -16,9 +16,9 @@ type (
 )
 
 // objc_msgSend trampolines, named by the C signature after (self, _cmd),
-// registered once by registerMsgSend (objc_darwin.go). Used on the cold paths (open,
-// compile, pipelines, buffers, commit/wait); Dispatch and Barrier use
-// purego.SyscallN instead (command_darwin.go).
+// registered once by registerMsgSend (objc_darwin.go). Used on the cold
+// paths (open, compile, pipelines, buffers, commit/wait); Dispatch and
+// Barrier use purego.SyscallN instead (command_darwin.go).
 var (
 	msgID              func(self objcID, cmd objcSEL) objcID
 	msgVoid            func(self objcID, cmd objcSEL)

@@ -3,8 +3,8 @@
 #include "textflag.h"
 
 // Constants of the AVX-512 GELU (the scheme in gelu_amd64.go's comment),
-// each float64 repeated in 8 lanes (one ZMM load for the
-// VMOVUPDs that start a Horner chain). The arithmetic instructions read
+// each float64 repeated in 8 lanes (one ZMM load for the VMOVUPDs that
+// start a Horner chain). The arithmetic instructions read
 // their constant operand as an embedded broadcast (.BCST: 8 bytes, the
 // first lane) instead of the whole 64 bytes: the same values, so the same
 // results, and the loop ran 8–25 % faster (BenchmarkGelu/wide and
