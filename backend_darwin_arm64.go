@@ -7,4 +7,4 @@ package laya
 // need to know about a blank import to use the GPU the library exists for.
 // Elsewhere there is no Metal device to open, and linking the device layer
 // (purego, Objective-C bindings) would only grow every binary; see doc.go.
-import _ "github.com/laya-metal/laya/backend/metal" // registers "metal"
+import _ "github.com/laya-metal/laya/backend/gpu" // registers "metal"

@@ -24,14 +24,14 @@ func TestRootLinksNoEmulator(t *testing.T) {
 			if isEmulatorPackage(p) {
 				t.Errorf("%s/%s: package laya links the emulator package %s", target.goos, target.goarch, p)
 			}
-			metalLayer := p == root+"/metal" || strings.HasPrefix(p, root+"/metal/") || p == root+"/backend/metal" ||
+			metalLayer := p == root+"/metal" || strings.HasPrefix(p, root+"/metal/") || p == root+"/backend/gpu" ||
 				strings.HasPrefix(p, "github.com/ebitengine/purego")
 			if metalLayer && !mac {
 				t.Errorf("%s/%s: package laya links %s; the Metal layer belongs to darwin/arm64 builds only", target.goos, target.goarch, p)
 			}
 		}
-		if mac && !slices.Contains(deps, root+"/backend/metal") {
-			t.Errorf("darwin/arm64: package laya does not link backend/metal; a Mac user must get \"metal\" with no extra import")
+		if mac && !slices.Contains(deps, root+"/backend/gpu") {
+			t.Errorf("darwin/arm64: package laya does not link backend/gpu; a Mac user must get \"metal\" with no extra import")
 		}
 	}
 	// The rule finds the emulator where it is linked, so it can fail.

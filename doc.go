@@ -118,7 +118,7 @@
 //     GEMM on amd64 and arm64. Always linked.
 //   - "metal": Apple GPUs through this module's .metal kernels, called from
 //     Go with purego. It is linked only on darwin/arm64
-//     (backend_darwin_arm64.go imports backend/metal), so that a Mac user
+//     (backend_darwin_arm64.go imports backend/gpu), so that a Mac user
 //     gets the GPU with no import beyond this package, while every other
 //     program stays free of the Objective-C bindings and the Metal device
 //     layer, which could not run there.

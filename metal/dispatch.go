@@ -144,7 +144,7 @@ const (
 // the binding is in range. A buffer offset must lie inside the buffer (0 is
 // always allowed); its alignment to the element the kernel reads is the
 // binder's to keep (Metal: "align the offset to the data type consumed by
-// the compute function"), as backend/metal does for mapped weights.
+// the compute function"), as backend/gpu does for mapped weights.
 func classifyArg(a *Arg) (argKind, error) {
 	var kind argKind
 	n := 0

@@ -149,23 +149,23 @@ run "build" build.log go build ./...
 run "darwin vet" vet.log go vet ./...
 
 # The darwin tests are named TestDevice* (package metal) and *GPU (package
-# backend/metal); everything else runs on the emulator.
+# backend/gpu); everything else runs on the emulator.
 run "GPU device tests" device.log \
 	go test -count=1 -v -run '^TestDevice|^TestMsgSend' ./metal/
 run "GPU model tests" model.log \
-	go test -count=1 -v -run 'GPU$' -skip '^TestRSSAfterLoadGPU$' ./backend/metal/
+	go test -count=1 -v -run 'GPU$' -skip '^TestRSSAfterLoadGPU$' ./backend/gpu/
 run "RSS after load" rss.log \
-	go test -count=1 -v -run '^TestRSSAfterLoadGPU$' ./backend/metal/
+	go test -count=1 -v -run '^TestRSSAfterLoadGPU$' ./backend/gpu/
 
 # The same GPU tests under Apple's validation layers: Metal API validation
 # and the Objective-C runtime's report of autoreleases without a pool.
 run "validation pass" validation.log \
 	env MTL_DEBUG_LAYER=1 OBJC_DEBUG_MISSING_POOLS=YES \
-	go test -count=1 -v -run '^TestDevice|GPU$' -skip '^TestRSSAfterLoadGPU$' ./metal/ ./backend/metal/
+	go test -count=1 -v -run '^TestDevice|GPU$' -skip '^TestRSSAfterLoadGPU$' ./metal/ ./backend/gpu/
 
 if [[ -n "$clang_bin" ]]; then
 	run "emulator tests" emu.log \
-		go test -count=1 -skip '^TestDevice|GPU$' ./metal/... ./backend/metal/ ./backend/metalemu/ ./kernels/
+		go test -count=1 -skip '^TestDevice|GPU$' ./metal/... ./backend/gpu/ ./backend/metalemu/ ./kernels/
 else
 	record "emulator tests" SKIP 0 "" "no clang"
 fi
@@ -185,7 +185,7 @@ if [[ $full == 1 ]]; then
 	cache="$HOME/Library/Caches/laya-metal/synthetic/english"
 	if [[ -d "$cache" ]]; then
 		run "RSS after load (full)" rss-full.log \
-			env LAYA_RSS_CHECKPOINT="$cache" go test -count=1 -v -run '^TestRSSAfterLoadGPU$' ./backend/metal/
+			env LAYA_RSS_CHECKPOINT="$cache" go test -count=1 -v -run '^TestRSSAfterLoadGPU$' ./backend/gpu/
 	else
 		record "RSS after load (full)" SKIP 0 "" "no synthetic checkpoint at $cache"
 	fi

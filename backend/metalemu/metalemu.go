@@ -1,5 +1,5 @@
 // Package metalemu registers the "metal-emu" backend: the Metal backend of
-// package backend/metal on the MSL emulator device of package metal/emu,
+// package backend/gpu on the MSL emulator device of package metal/emu,
 // which compiles the repository's .metal kernels with clang (16 or later)
 // and runs GPU threads on the CPU. It is how go test holds the GPU path to
 // the CPU reference on Linux, and how a kernel bug is reproduced without a
@@ -16,7 +16,7 @@ import (
 	"fmt"
 
 	"github.com/laya-metal/laya/backend"
-	"github.com/laya-metal/laya/backend/metal"
+	"github.com/laya-metal/laya/backend/gpu"
 	"github.com/laya-metal/laya/metal/emu"
 )
 
@@ -29,10 +29,10 @@ func init() {
 
 // Open returns a backend named "metal-emu" on a new emulator device opened
 // with opts. Close closes the device.
-func Open(opts emu.Options) (*metal.Backend, error) {
+func Open(opts emu.Options) (*gpu.Backend, error) {
 	dev, err := emu.Open(opts)
 	if err != nil {
 		return nil, fmt.Errorf("metalemu: %w", err)
 	}
-	return metal.NewOwning(Name, dev), nil
+	return gpu.NewOwning(Name, dev), nil
 }

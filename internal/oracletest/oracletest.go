@@ -1,6 +1,6 @@
 // Package oracletest reads the upstream oracle under testdata/oracle for the
 // tests of every package that is held to it (root, encoder, heads,
-// backend/metal): one reader of cases.json and debug_hidden.json, one set of
+// backend/gpu): one reader of cases.json and debug_hidden.json, one set of
 // tolerances, one comparison.
 package oracletest
 

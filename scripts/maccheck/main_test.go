@@ -28,7 +28,7 @@ panic: runtime error: invalid memory address or nil pointer dereference
 goroutine 7 [running]:
 github.com/laya-metal/laya/metal.(*systemDevice).NewBuffer(...)
 	/Users/x/laya-metal/metal/buffer_darwin.go:60 +0x2c
-FAIL	github.com/laya-metal/laya/backend/metal	0.310s
+FAIL	github.com/laya-metal/laya/backend/gpu	0.310s
 `
 	validationLog = `2026-12-01 10:00:00.000 metal.test[123:456] Metal API Validation Enabled
 objc[123]: MISSING POOLS: (0x16f) Object 0x600 of class __NSCFString autoreleased with no pool in place - just leaking - break on objc_autoreleaseNoPool() to debug

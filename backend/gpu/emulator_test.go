@@ -1,6 +1,6 @@
 //go:build linux || darwin
 
-package metal
+package gpu
 
 import "github.com/laya-metal/laya/metal/emu"
 

@@ -1,4 +1,4 @@
-package metal
+package gpu
 
 import (
 	"github.com/laya-metal/laya/backend"

@@ -1,6 +1,6 @@
 //go:build linux || darwin
 
-package metal
+package gpu
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package metal
+package gpu
 
 import (
 	"fmt"
@@ -20,7 +20,7 @@ func NewOwning(name string, dev metal.Device) *Backend {
 func OpenSystem() (*Backend, error) {
 	dev, err := metal.OpenSystemDefault()
 	if err != nil {
-		return nil, fmt.Errorf("backend/metal: %w", err)
+		return nil, fmt.Errorf("backend/gpu: %w", err)
 	}
 	return NewOwning("metal", dev), nil
 }

@@ -1,4 +1,4 @@
-package metal
+package gpu
 
 import (
 	"encoding/binary"
@@ -18,7 +18,7 @@ import (
 )
 
 // ErrClosed reports a use of a backend after Close.
-var ErrClosed = errors.New("backend/metal: backend closed")
+var ErrClosed = errors.New("backend/gpu: backend closed")
 
 // Backend is backend.Backend over a metal.Device. It is safe for concurrent
 // use; each Stream is used by one goroutine at a time.
@@ -120,7 +120,7 @@ func (t *tensor) Cols() int { return t.cols }
 // (UploadMapped reads weights in place instead).
 func (b *Backend) Upload(name string, dtype backend.DType, rows, cols int, raw []byte) (backend.Tensor, error) {
 	if err := backend.CheckUpload(name, dtype, rows, cols, len(raw)); err != nil {
-		return nil, fmt.Errorf("backend/metal: %w", err)
+		return nil, fmt.Errorf("backend/gpu: %w", err)
 	}
 	n := rows * cols
 	t := &tensor{rows: rows, cols: cols, be: b}
@@ -137,12 +137,12 @@ func (b *Backend) Upload(name string, dtype backend.DType, rows, cols int, raw [
 		// biases, which the row kernels read as float) widen once here.
 		wide := make([]float32, n)
 		if err := weights.DecodeFloat32(wide, raw, dtype); err != nil {
-			return nil, fmt.Errorf("backend/metal: upload %s: %w", name, err)
+			return nil, fmt.Errorf("backend/gpu: upload %s: %w", name, err)
 		}
 		t.buf, err = b.newBuffer(f32Bytes(wide))
 	}
 	if err != nil {
-		return nil, fmt.Errorf("backend/metal: upload %s: %w", name, err)
+		return nil, fmt.Errorf("backend/gpu: upload %s: %w", name, err)
 	}
 	return t, nil
 }
@@ -158,10 +158,10 @@ func (b *Backend) Upload(name string, dtype backend.DType, rows, cols int, raw [
 func (b *Backend) UploadMapped(name string, dtype backend.DType, rows, cols int, mapping []byte, offset int) (backend.Tensor, error) {
 	size := rows * cols * dtype.Size()
 	if err := backend.CheckUpload(name, dtype, rows, cols, size); err != nil {
-		return nil, fmt.Errorf("backend/metal: %w", err)
+		return nil, fmt.Errorf("backend/gpu: %w", err)
 	}
 	if offset < 0 || offset+size > len(mapping) {
-		return nil, fmt.Errorf("backend/metal: upload %s: %w: bytes [%d, %d) outside a mapping of %d", name, backend.ErrShape, offset, offset+size, len(mapping))
+		return nil, fmt.Errorf("backend/gpu: upload %s: %w: bytes [%d, %d) outside a mapping of %d", name, backend.ErrShape, offset, offset+size, len(mapping))
 	}
 	raw := mapping[offset : offset+size]
 	// Metal wants a bound offset aligned to the element the kernel reads.

@@ -1,6 +1,6 @@
-// Package metal (directory backend/metal) runs the Laya model on the Metal
-// kernels of package metal (the device layer, github.com/laya-metal/laya/metal;
-// importers that need both alias one of them): it implements backend.Backend
+// Package gpu runs the Laya model on the Metal kernels of package metal
+// (the device layer, github.com/laya-metal/laya/metal, over the .metal
+// sources of package kernels): it implements backend.Backend
 // over a metal.Device, so the same Go code drives an Apple GPU (registered
 // here as "metal", darwin/arm64 only) and the MSL emulator of package
 // metal/emu (registered as "metal-emu" by package backend/metalemu, every
@@ -55,5 +55,5 @@
 // Import it for its side effect to make "metal" available to backend.Open
 // on darwin/arm64 (for the emulator, import backend/metalemu):
 //
-//	import _ "github.com/laya-metal/laya/backend/metal"
-package metal
+//	import _ "github.com/laya-metal/laya/backend/gpu"
+package gpu

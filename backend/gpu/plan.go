@@ -1,4 +1,4 @@
-package metal
+package gpu
 
 import (
 	"context"
@@ -91,7 +91,7 @@ type Plan struct {
 // serves. model names the plan.
 func MakePlan(ctx context.Context, model string, ckpt *weights.Checkpoint, req PlanRequest) (*Plan, error) {
 	if req.Questions <= 0 || req.Tokens < 2 || req.Markers <= 0 || req.Markers > req.Tokens-2 {
-		return nil, fmt.Errorf("backend/metal: plan: %w: %d questions of %d tokens with %d markers", backend.ErrShape, req.Questions, req.Tokens, req.Markers)
+		return nil, fmt.Errorf("backend/gpu: plan: %w: %d questions of %d tokens with %d markers", backend.ErrShape, req.Questions, req.Tokens, req.Markers)
 	}
 	dev := NewPlanDevice(true)
 	be := New("plan", dev)
@@ -99,7 +99,7 @@ func MakePlan(ctx context.Context, model string, ckpt *weights.Checkpoint, req P
 	be.SetSplitK(req.SplitKGroups)
 	net, err := newPlanNetwork(be, ckpt)
 	if err != nil {
-		return nil, fmt.Errorf("backend/metal: plan: %w", err)
+		return nil, fmt.Errorf("backend/gpu: plan: %w", err)
 	}
 	if _, err := net.run(ctx, req, nil); err != nil {
 		return nil, err

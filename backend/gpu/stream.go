@@ -1,4 +1,4 @@
-package metal
+package gpu
 
 import (
 	"context"
@@ -82,14 +82,14 @@ func (s *Stream) fail(err error) {
 }
 
 func (s *Stream) shapeErr(op, format string, args ...any) {
-	s.fail(fmt.Errorf("backend/metal: %s: %w: %s", op, backend.ErrShape, fmt.Sprintf(format, args...)))
+	s.fail(fmt.Errorf("backend/gpu: %s: %w: %s", op, backend.ErrShape, fmt.Sprintf(format, args...)))
 }
 
 // check records err, the error of one of package backend's op contracts
 // (backend.CheckLinear, …), and reports whether there was none.
 func (s *Stream) check(err error) bool {
 	if err != nil {
-		s.fail(fmt.Errorf("backend/metal: %w", err))
+		s.fail(fmt.Errorf("backend/gpu: %w", err))
 		return false
 	}
 	return true
@@ -110,7 +110,7 @@ func (s *Stream) valid(op string, ts ...backend.Tensor) bool {
 		return false
 	}
 	if s.closed {
-		s.fail(fmt.Errorf("backend/metal: %s: %w: stream closed", op, backend.ErrForeignTensor))
+		s.fail(fmt.Errorf("backend/gpu: %s: %w: stream closed", op, backend.ErrForeignTensor))
 		return false
 	}
 	for _, t := range ts {
@@ -119,7 +119,7 @@ func (s *Stream) valid(op string, ts ...backend.Tensor) bool {
 		}
 		mt, isMetal := t.(*tensor)
 		if !isMetal || mt == nil || mt.buf == nil || mt.be != s.be || (mt.stream != nil && mt.stream != s) {
-			s.fail(fmt.Errorf("backend/metal: %s: %w (%T)", op, backend.ErrForeignTensor, t))
+			s.fail(fmt.Errorf("backend/gpu: %s: %w (%T)", op, backend.ErrForeignTensor, t))
 			return false
 		}
 	}
@@ -134,7 +134,7 @@ func (s *Stream) f32(op string, t backend.Tensor) metal.Buffer {
 	s.readable(t)
 	buf, err := t.(*tensor).f32Buffer()
 	if err != nil {
-		s.fail(fmt.Errorf("backend/metal: %s: widening an fp16 weight: %w", op, err))
+		s.fail(fmt.Errorf("backend/gpu: %s: widening an fp16 weight: %w", op, err))
 	}
 	return buf
 }
@@ -160,7 +160,7 @@ func (s *Stream) f32At(op string, t backend.Tensor) (metal.Buffer, int) {
 func (s *Stream) dst(op string, t backend.Tensor) metal.Buffer {
 	mt := t.(*tensor)
 	if mt.stream == nil {
-		s.fail(fmt.Errorf("backend/metal: %s: %w: the destination is a weight, and weights are read-only", op, backend.ErrForeignTensor))
+		s.fail(fmt.Errorf("backend/gpu: %s: %w: the destination is a weight, and weights are read-only", op, backend.ErrForeignTensor))
 		return nil
 	}
 	mt.stale = false
@@ -192,7 +192,7 @@ func (s *Stream) begin(op string, reads, writes []metal.Buffer) bool {
 	if s.cb == nil {
 		cb, err := s.be.dev.NewCommandBuffer()
 		if err != nil {
-			s.fail(fmt.Errorf("backend/metal: %s: %w", op, err))
+			s.fail(fmt.Errorf("backend/gpu: %s: %w", op, err))
 			return false
 		}
 		s.cb = cb
@@ -219,7 +219,7 @@ func (s *Stream) begin(op string, reads, writes []metal.Buffer) bool {
 // the hazard tracking, and commits a full chunk.
 func (s *Stream) end(op string, err error, reads, writes []metal.Buffer) {
 	if err != nil {
-		s.fail(fmt.Errorf("backend/metal: %s: %w", op, err))
+		s.fail(fmt.Errorf("backend/gpu: %s: %w", op, err))
 		return
 	}
 	for _, b := range reads {
@@ -272,7 +272,7 @@ func (s *Stream) commit() bool {
 	s.written.clear()
 	s.read.clear()
 	if err := cb.Commit(); err != nil {
-		s.fail(fmt.Errorf("backend/metal: commit: %w", err))
+		s.fail(fmt.Errorf("backend/gpu: commit: %w", err))
 		return false
 	}
 	s.committed = append(s.committed, cb)
@@ -320,12 +320,12 @@ func (s *Stream) syncOp(op string) {
 	s.written.clear()
 	s.read.clear()
 	if err := cb.Commit(); err != nil {
-		s.fail(fmt.Errorf("backend/metal: %s: commit: %w", op, err))
+		s.fail(fmt.Errorf("backend/gpu: %s: commit: %w", op, err))
 		return
 	}
 	timing, err := cb.Wait(context.Background())
 	if err != nil {
-		s.fail(fmt.Errorf("backend/metal: %s: %w", op, err))
+		s.fail(fmt.Errorf("backend/gpu: %s: %w", op, err))
 		return
 	}
 	s.be.recordTiming(op, timing)
@@ -337,7 +337,7 @@ func (s *Stream) syncOp(op string) {
 func (s *Stream) newBuffer(op string, size int) (buf metal.Buffer, reused bool) {
 	buf, reused, err := s.be.take(size)
 	if err != nil {
-		s.fail(fmt.Errorf("backend/metal: %s: %w", op, err))
+		s.fail(fmt.Errorf("backend/gpu: %s: %w", op, err))
 		return nil, false
 	}
 	s.owned = append(s.owned, buf)
@@ -372,7 +372,7 @@ func (s *Stream) New(rows, cols int) backend.Tensor {
 	t := s.newTensor()
 	t.rows, t.cols, t.be, t.stream = max(rows, 1), max(cols, 1), s.be, s
 	if s.closed {
-		s.fail(fmt.Errorf("backend/metal: new: %w: stream closed", backend.ErrForeignTensor))
+		s.fail(fmt.Errorf("backend/gpu: new: %w: stream closed", backend.ErrForeignTensor))
 		return t
 	}
 	if !s.check(backend.CheckDims(rows, cols)) {
@@ -434,7 +434,7 @@ func (s *Stream) sync(ctx context.Context) error {
 		return s.err
 	}
 	if err := s.waitCommitted(ctx); err != nil {
-		s.fail(fmt.Errorf("backend/metal: %w", err))
+		s.fail(fmt.Errorf("backend/gpu: %w", err))
 		return s.err
 	}
 	return nil
