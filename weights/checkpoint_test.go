@@ -430,6 +430,7 @@ func TestCheckCheckpointCollectsAllProblems(t *testing.T) {
 	writeTensors(t, path, ts)
 	os.Remove(filepath.Join(dir, TokenizerFile))
 	c, err := CheckCheckpoint(dir)
+	//lint:ignore SA5001 CheckCheckpoint returns a checkpoint to close whether or not it is valid (its doc says so).
 	defer c.Close()
 	var joined interface{ Unwrap() []error }
 	if !errors.As(err, &joined) || len(joined.Unwrap()) != 4 { // header + 3 problems
