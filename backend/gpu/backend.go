@@ -423,9 +423,9 @@ func (b *Backend) Close() error {
 // SetSplitK turns deterministic split-K on for GEMMs whose tiles would
 // leave the GPU idle (metal.GemmSplitSlices): targetGroups is the
 // threadgroups the GPU runs at once (cores × tile threadgroups each core
-// holds; PlanGPU.SplitKTarget models it for the GPUs of AppleGPUs). 0
-// turns it off, the default: a split GEMM is two dependent dispatches,
-// which takes an encoder layer from 5 dispatches to 7, past the issue's
+// holds; internal/gpuplan's TimeModel.SplitKTarget models it for Apple's
+// GPUs). 0 turns it off, the default: a split GEMM is two dependent
+// dispatches, which takes an encoder layer from 5 dispatches to 7, past a
 // budget of 5, so it is a choice to measure on a Mac (laya-bench --plan
 // --split-k models it) rather than the default. It applies to the GEMMs
 // encoded after the call.
