@@ -379,7 +379,7 @@ func (b *Backend) NewStream() backend.Stream {
 		l := b.spareLists[n-1]
 		b.spareLists = b.spareLists[:n-1]
 		s.lists = l
-		s.owned, s.committed, s.written, s.read, s.lengths, s.ints, s.hint = l.owned, l.committed, l.written, l.read, l.lengths, l.ints, l.tensors
+		s.owned, s.committed, s.track.written, s.track.read, s.lengths, s.ints, s.hint = l.owned, l.committed, l.written, l.read, l.lengths, l.ints, l.tensors
 	}
 	b.mu.Unlock()
 	return s

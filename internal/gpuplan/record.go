@@ -50,16 +50,21 @@ func Make(ctx context.Context, model string, ckpt *weights.Checkpoint, req Reque
 		TimeModel:             DefaultTimeModel,
 	}
 	p.EncoderLayers, p.DispatchesPerEncoderLayer, p.DecisionHeadDispatches = r.weights.stages(p.Log)
-	p.price()
+	if err := p.price(); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
 // price prices each dispatch of p.Log and sums the prices by operation and
 // by GPU.
-func (p *Plan) price() {
+func (p *Plan) price() error {
 	byOp := map[string]*OpPlan{}
 	for _, d := range p.Log {
-		c := metal.DispatchCost(d.Kernel, d.Constants, d.Groups, d.Threads, d.Args)
+		c, err := metal.DispatchCost(d.Kernel, d.Constants, d.Groups, d.Threads, d.Args)
+		if err != nil {
+			return fmt.Errorf("gpuplan: %s: %w", d.Op, err)
+		}
 		p.costs = append(p.costs, c)
 		op := byOp[d.Op]
 		if op == nil {
@@ -96,6 +101,7 @@ func (p *Plan) price() {
 	for _, g := range AppleGPUs {
 		p.GPUs = append(p.GPUs, p.floor(g))
 	}
+	return nil
 }
 
 // recorder is a checkpoint's network, built as the library builds it
