@@ -36,4 +36,3 @@ func GatherRows(cb CommandBuffer, k *Kernels, elem Elem, table, index, out Buffe
 func Attention(cb CommandBuffer, k *Kernels, qkv, lengths, out Buffer, a AttentionShape) error {
 	return EncodeAttention(cb, k, AttentionOp{QKV: qkv, Out: out, LengthsBuffer: lengths, Shape: a})
 }
-

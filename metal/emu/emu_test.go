@@ -261,7 +261,9 @@ func BenchmarkEmuGemmF16(b *testing.B) {
 	x, w := f16Buffer(b, d, pseudo(m*kd, 1, -1, 1)), f16Buffer(b, d, pseudo(n*kd, 2, -1, 1))
 	y := f32Buffer(b, d, make([]float32, m*n))
 	for b.Loop() {
-		if err := run(b, d, func(cb CommandBuffer) error { return EncodeGemm(cb, k, GemmOp{Input: GemmF16, X: x, W: w, Y: y, M: m, N: n, K: kd}) }); err != nil {
+		if err := run(b, d, func(cb CommandBuffer) error {
+			return EncodeGemm(cb, k, GemmOp{Input: GemmF16, X: x, W: w, Y: y, M: m, N: n, K: kd})
+		}); err != nil {
 			b.Fatal(err)
 		}
 	}
