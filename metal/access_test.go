@@ -17,7 +17,7 @@ import (
 
 // A kernel's buffer roles are declared once, where its dispatch function
 // binds them (Arg.Access), and its cost once, beside that function
-// (kernelCosts). These tests hold both to the .metal sources, read here
+// (kernelModels). These tests hold both to the .metal sources, read here
 // independently of the code under test: every kernel function is priced,
 // and every buffer each dispatch function binds declares the access its
 // parameter allows (a device const or constant parameter is read, any
@@ -91,11 +91,11 @@ func checkAccess(kernel string, sig kernelSignature, args []Arg) error {
 func TestEveryKernelPriced(t *testing.T) {
 	sigs := kernelSignatures(t)
 	for _, name := range slices.Sorted(maps.Keys(sigs)) {
-		if _, ok := kernelCosts[name]; !ok {
+		if _, ok := kernelModels[name]; !ok {
 			t.Errorf("kernel %s (kernels/*.metal) has no cost model: give its family's kernel_<family>.go one", name)
 		}
 	}
-	for name := range kernelCosts {
+	for name := range kernelModels {
 		if _, ok := sigs[name]; !ok {
 			t.Errorf("cost model for %s, which no .metal source declares", name)
 		}

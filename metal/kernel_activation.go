@@ -101,11 +101,12 @@ func ActFeatures(cb CommandBuffer, k *Kernels, cls, logits, offsets, out Buffer,
 	return e.dispatch(cb, p, Size3{batch, 1, 1}, Size3{threads, 1, 1})
 }
 
-// activationCosts prices this file's kernels (DispatchCost).
-var activationCosts = map[string]costFunc{
-	"activate_f32":     activateCost,
-	"geglu_f32":        gegluCost,
-	"act_features_f32": actFeaturesCost,
+// activationKernels models this file's kernels (DispatchCost,
+// KernelThreadgroupMemory).
+var activationKernels = map[string]kernelModel{
+	"activate_f32":     {cost: activateCost},
+	"geglu_f32":        {cost: gegluCost},
+	"act_features_f32": {cost: actFeaturesCost},
 }
 
 // activateCost models an activation of n elements.

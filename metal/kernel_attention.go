@@ -118,11 +118,15 @@ func EncodeAttention(cb CommandBuffer, k *Kernels, op AttentionOp) error {
 	return e.dispatch(cb, p, groups, threads)
 }
 
-// attentionCosts prices this file's kernels (DispatchCost).
-var attentionCosts = map[string]costFunc{
-	"attention_f32":       attentionCost,
-	"attention_flash_f32": attentionCost,
+// attentionKernels models this file's kernels (DispatchCost,
+// KernelThreadgroupMemory).
+var attentionKernels = map[string]kernelModel{
+	"attention_f32":       {cost: attentionCost, threadgroupMemory: 4 * (MaxAttentionHeadDim + 32)},
+	"attention_flash_f32": {cost: attentionCost, threadgroupMemory: 4 * 3 * AttentionQueryBlock * (attentionFlashMaxDim + 4)},
 }
+
+// attentionFlashMaxDim is kFlashMaxDim of kernels/attention.metal.
+const attentionFlashMaxDim = 64
 
 // attentionCost models attention over the real (query, key) pairs of each
 // row (masked scores excluded) and what each threadgroup stages.

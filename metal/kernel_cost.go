@@ -37,29 +37,36 @@ func (c Cost) Add(o Cost) Cost {
 // dispatch function (kernel_<family>.go); a kernel none of them prices is
 // an error wrapping ErrNoCost, never a zero cost.
 func DispatchCost(kernel string, constants []Constant, groups, threads Size3, args []Arg) (Cost, error) {
-	cost, ok := kernelCosts[kernel]
-	if !ok {
+	m, ok := kernelModels[kernel]
+	if !ok || m.cost == nil {
 		return Cost{}, fmt.Errorf("%w: kernel %s", ErrNoCost, kernel)
 	}
-	return cost(&dispatchDesc{kernel: kernel, constants: constants, groups: groups, threads: threads, args: args}), nil
+	return m.cost(&dispatchDesc{kernel: kernel, constants: constants, groups: groups, threads: threads, args: args}), nil
 }
 
 // ErrNoCost means DispatchCost has no model of a kernel.
 var ErrNoCost = errors.New("metal: no cost model for the kernel")
 
-// costFunc models one dispatch of a kernel (DispatchCost).
-type costFunc func(d *dispatchDesc) Cost
+// kernelModel is what this package models of one kernel, stated by its
+// family beside its dispatch function (kernel_<family>.go).
+type kernelModel struct {
+	// cost prices one dispatch (DispatchCost).
+	cost func(d *dispatchDesc) Cost
+	// threadgroupMemory is the bytes of one threadgroup's static arrays
+	// (KernelThreadgroupMemory).
+	threadgroupMemory int
+}
 
-// kernelCosts is every family's prices, by kernel function name.
-var kernelCosts = mergeCosts(gemmCosts, attentionCosts, layerNormCosts, gatherCosts, ropeCosts, elementwiseCosts,
-	activationCosts, softmaxCosts)
+// kernelModels is every family's models, by kernel function name.
+var kernelModels = mergeModels(gemmKernels, attentionKernels, layerNormKernels, gatherKernels, ropeKernels,
+	elementwiseKernels, activationKernels, softmaxKernels)
 
-func mergeCosts(families ...map[string]costFunc) map[string]costFunc {
-	all := map[string]costFunc{}
+func mergeModels(families ...map[string]kernelModel) map[string]kernelModel {
+	all := map[string]kernelModel{}
 	for _, f := range families {
 		for name, c := range f {
 			if _, dup := all[name]; dup {
-				panic("metal: two cost models for kernel " + name)
+				panic("metal: two models of kernel " + name)
 			}
 			all[name] = c
 		}
@@ -133,32 +140,11 @@ func u32sOf(a *Arg) []int {
 // KernelThreadgroupMemory is the threadgroup memory one threadgroup of a
 // kernel of this package declares (its static arrays; no kernel here takes
 // [[threadgroup(n)]] arguments), from the tile constants of
-// kernels/*.metal. It bounds how many threadgroups a GPU core holds at
-// once, which the plan's time model needs; TestKernelThreadgroupMemory
-// checks every figure against the emulator's compiled pipelines.
-func KernelThreadgroupMemory(kernel string) int {
-	const (
-		xTile = 2 * GemmTileM * (GemmTileK + 4) // double-buffered X tile (kLdX = kBK + 4)
-		wTile = 2 * GemmTileN * (GemmTileK + 8) // double-buffered W tile (kLdW = kBK + 8)
-		stats = 2 * GemmTileM                   // mean and rstd per row
-	)
-	switch kernel {
-	case "gemm_f32":
-		return 4 * (xTile + wTile + stats)
-	case "gemm_f16", "gemm_f32_f16w":
-		return 4*(xTile+stats) + 2*wTile // W stays half
-	case "attention_flash_f32":
-		return 4 * 3 * AttentionQueryBlock * (attentionFlashMaxDim + 4) // q, k and v tiles
-	case "attention_f32":
-		return 4 * (MaxAttentionHeadDim + 32) // the query and 32 probabilities
-	case "layernorm_f32", "softmax_f32":
-		return 4 * 32 // one partial per simdgroup
-	}
-	return 0
-}
-
-// attentionFlashMaxDim is kFlashMaxDim of kernels/attention.metal.
-const attentionFlashMaxDim = 64
+// kernels/*.metal, as its family states it. It bounds how many
+// threadgroups a GPU core holds at once, which the plan's time model
+// needs; TestKernelThreadgroupMemory checks every figure against the
+// emulator's compiled pipelines.
+func KernelThreadgroupMemory(kernel string) int { return kernelModels[kernel].threadgroupMemory }
 
 // DecodeGemmParams reads GemmParams from a GEMM dispatch's setBytes
 // argument (plans).

@@ -30,9 +30,10 @@ func VectorAdd(cb CommandBuffer, k *Kernels, a, b, out Buffer, n int) error {
 	return e.dispatch(cb, p, Size3{ceilDiv(n, threads), 1, 1}, Size3{threads, 1, 1})
 }
 
-// elementwiseCosts prices this file's kernels (DispatchCost).
-var elementwiseCosts = map[string]costFunc{
-	"vector_add": vectorAddCost,
+// elementwiseKernels models this file's kernels (DispatchCost,
+// KernelThreadgroupMemory).
+var elementwiseKernels = map[string]kernelModel{
+	"vector_add": {cost: vectorAddCost},
 }
 
 // vectorAddCost models out = a + b.

@@ -88,10 +88,11 @@ func EncodeGather(cb CommandBuffer, k *Kernels, op GatherOp) error {
 	return e.dispatch(cb, p, Size3{ceilDiv(cols, threads), rows, 1}, Size3{threads, 1, 1})
 }
 
-// gatherCosts prices this file's kernels (DispatchCost).
-var gatherCosts = map[string]costFunc{
-	"gather_rows_f32": gatherCost,
-	"gather_rows_f16": gatherCost,
+// gatherKernels models this file's kernels (DispatchCost,
+// KernelThreadgroupMemory).
+var gatherKernels = map[string]kernelModel{
+	"gather_rows_f32": {cost: gatherCost},
+	"gather_rows_f16": {cost: gatherCost},
 }
 
 // gatherCost models a row gather: each row read from the table and written.

@@ -381,16 +381,27 @@ func EncodeGemmSplitK(cb CommandBuffer, k *Kernels, op GemmOp) error {
 	return EncodeGemmReduce(cb, k, op)
 }
 
-// gemmCosts prices this file's kernels (DispatchCost).
-var gemmCosts = map[string]costFunc{
-	"gemm_f32":        gemmCost,
-	"gemm_f16":        gemmCost,
-	"gemm_f32_f16w":   gemmCost,
-	"gemv_f32":        gemmCost,
-	"gemv_f16":        gemmCost,
-	"gemv_f32_f16w":   gemmCost,
-	"gemm_reduce_f32": gemmReduceCost,
+// gemmKernels models this file's kernels (DispatchCost,
+// KernelThreadgroupMemory).
+var gemmKernels = map[string]kernelModel{
+	"gemm_f32":        {cost: gemmCost, threadgroupMemory: gemmF32Threadgroup},
+	"gemm_f16":        {cost: gemmCost, threadgroupMemory: gemmF16WThreadgroup},
+	"gemm_f32_f16w":   {cost: gemmCost, threadgroupMemory: gemmF16WThreadgroup},
+	"gemv_f32":        {cost: gemmCost},
+	"gemv_f16":        {cost: gemmCost},
+	"gemv_f32_f16w":   {cost: gemmCost},
+	"gemm_reduce_f32": {cost: gemmReduceCost},
 }
+
+// The static threadgroup arrays of the GEMM tile kernels (kernels/gemm.metal).
+const (
+	gemmXTile = 2 * GemmTileM * (GemmTileK + 4) // double-buffered X tile (kLdX = kBK + 4)
+	gemmWTile = 2 * GemmTileN * (GemmTileK + 8) // double-buffered W tile (kLdW = kBK + 8)
+	gemmStats = 2 * GemmTileM                   // mean and rstd per row
+
+	gemmF32Threadgroup  = 4 * (gemmXTile + gemmWTile + gemmStats)
+	gemmF16WThreadgroup = 4*(gemmXTile+gemmStats) + 2*gemmWTile // W stays half
+)
 
 // gemmCost models the GEMM tile and GEMV kernels: the multiply, the
 // prologue's statistics, and every buffer the epilogue reads and writes.

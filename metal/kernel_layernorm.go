@@ -80,9 +80,10 @@ func layerNormThreads(cb CommandBuffer, k *Kernels, op LayerNormOp, threads int)
 	return e.dispatch(cb, p, Size3{rows, 1, 1}, Size3{threads, 1, 1})
 }
 
-// layerNormCosts prices this file's kernels (DispatchCost).
-var layerNormCosts = map[string]costFunc{
-	"layernorm_f32": layerNormCost,
+// layerNormKernels models this file's kernels (DispatchCost,
+// KernelThreadgroupMemory).
+var layerNormKernels = map[string]kernelModel{
+	"layernorm_f32": {cost: layerNormCost, threadgroupMemory: 4 * 32},
 }
 
 // layerNormCost models one LayerNorm over groups.X rows.

@@ -66,9 +66,10 @@ func Rope(cb CommandBuffer, k *Kernels, qkv, table Buffer, rows, seqLen, heads, 
 	return e.dispatch(cb, p, Size3{ceilDiv(n, threads), 1, 1}, Size3{threads, 1, 1})
 }
 
-// ropeCosts prices this file's kernels (DispatchCost).
-var ropeCosts = map[string]costFunc{
-	"rope_f32": ropeCost,
+// ropeKernels models this file's kernels (DispatchCost,
+// KernelThreadgroupMemory).
+var ropeKernels = map[string]kernelModel{
+	"rope_f32": {cost: ropeCost},
 }
 
 // ropeCost models RoPE in place over the q and k heads.

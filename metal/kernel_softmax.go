@@ -44,9 +44,10 @@ func softmaxThreads(cb CommandBuffer, k *Kernels, in, out Buffer, rows, cols, th
 	return e.dispatch(cb, p, Size3{rows, 1, 1}, Size3{threads, 1, 1})
 }
 
-// softmaxCosts prices this file's kernels (DispatchCost).
-var softmaxCosts = map[string]costFunc{
-	"softmax_f32": softmaxCost,
+// softmaxKernels models this file's kernels (DispatchCost,
+// KernelThreadgroupMemory).
+var softmaxKernels = map[string]kernelModel{
+	"softmax_f32": {cost: softmaxCost, threadgroupMemory: 4 * 32},
 }
 
 // softmaxCost models a row softmax over groups.X rows.
