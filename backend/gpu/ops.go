@@ -253,5 +253,5 @@ func (s *Stream) ActFeatures(dst, cls, logits backend.Tensor, counts []int) {
 // the stream does not implement backend.RowPacker, so models send it padded
 // batches.
 func errPacked(op string) error {
-	return fmt.Errorf("metal: %s: %w: packed batches are not supported", op, backend.ErrShape)
+	return fmt.Errorf("backend/gpu: %s: %w: packed batches are not supported", op, backend.ErrShape)
 }

@@ -125,7 +125,7 @@ func appleGPU(name string, cores int, clock, bw float64, source string) GPU {
 }
 
 // ReferenceGPU is the GPU whose per-operation floors laya-bench's table
-// shows (the target machine).
+// shows (the target machine of the GPU path).
 const ReferenceGPU = "M3 Max (40-core)"
 
 // DependentDispatchMicros is the modelled GPU cost of one dispatch behind
