@@ -20,9 +20,9 @@
 // encoder each; a barrier is encoded only where a dispatch reads or
 // overwrites a buffer that an earlier dispatch since the last barrier
 // wrote or read, by the access each kernel's binding declares
-// (metal.Arg.Access: hazards, in stream.go). The first command buffer is committed after 16 dispatches
-// and the next every 48, so the GPU starts while Go is still encoding;
-// Stream.Read blocks once, on the last one. Stream tensors come from an
+// (metal.Arg.Access; hazards, in stream.go). The first command buffer is
+// committed after 16 dispatches and the next every 48, so the GPU starts
+// while Go is still encoding; Stream.Read blocks once, on the last one. Stream tensors come from an
 // arena of buffers kept by size class across streams (arena.go): once a
 // request of a shape has run, the same request allocates no device buffer.
 // Small index arrays (gather rows, attention lengths) travel inline with
