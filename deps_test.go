@@ -40,9 +40,37 @@ func TestRootLinksNoEmulator(t *testing.T) {
 	}
 }
 
+// The op layer never imports the model it serves: no package under backend/
+// links the root package, encoder, heads or internal/forwardpass (a plan of
+// the model's work on the GPU backend lives above both, in
+// internal/gpuplan).
+func TestBackendsImportNoModel(t *testing.T) {
+	const root = "github.com/laya-metal/laya"
+	for _, target := range []struct{ goos, goarch string }{{"linux", "amd64"}, {"darwin", "arm64"}} {
+		for _, p := range goListDeps(t, target.goos, target.goarch, root+"/backend/...") {
+			if isModelPackage(p) {
+				t.Errorf("%s/%s: a package under backend/ links %s", target.goos, target.goarch, p)
+			}
+		}
+	}
+	// The rule finds the model where it is linked, so it can fail.
+	if deps := goListDeps(t, "linux", "amd64", root+"/internal/gpuplan"); !slices.ContainsFunc(deps, isModelPackage) {
+		t.Errorf("internal/gpuplan's dependencies %v contain no package isModelPackage recognises", deps)
+	}
+}
+
+// isModelPackage reports the packages of the model: the root package, the
+// encoder, the heads and the forward pass that joins them.
+func isModelPackage(path string) bool {
+	switch strings.TrimPrefix(path, "github.com/laya-metal/laya") {
+	case "", "/encoder", "/heads", "/internal/forwardpass":
+		return true
+	}
+	return false
+}
+
 // isEmulatorPackage reports the packages only the MSL emulator needs:
-// backend/metalemu and anything under a path element "emu" (metal/emu after
-// the device/emulator split of issue 8).
+// backend/metalemu and anything under a path element "emu" (metal/emu).
 func isEmulatorPackage(path string) bool {
 	const root = "github.com/laya-metal/laya/"
 	rest, ok := strings.CutPrefix(path, root)

@@ -2,12 +2,13 @@ package metal
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
 // Device is the one interface the Metal backend's Go code talks to. Two
 // implementations exist: the real GPU through purego (darwin only, see
-// device_darwin.go) and the MSL emulator (every platform, see emu.go), which
+// device_darwin.go) and the MSL emulator (every platform, package metal/emu), which
 // compiles the very same .metal sources with clang and runs GPU threads as
 // fibers. Code that picks kernels, binds buffers and sizes grids is written
 // once against this interface.
@@ -80,9 +81,55 @@ type Arg struct {
 	Index  int
 	Buffer Buffer // device buffer, or
 	Offset int    // byte offset into Buffer
+	// Access is what the kernel does with Buffer. This package's dispatch
+	// functions set it on every buffer they bind, where they bind it, and
+	// it is the one statement of a kernel's buffer roles: a backend
+	// derives its barriers from it (a dispatch that reads what an earlier
+	// one wrote, or writes what an earlier one touched, waits for it), as
+	// MLX does from set_input_array and set_output_array. Zero (AccessNone)
+	// is allowed for raw dispatches of other kernels, which no hazard
+	// tracking reads.
+	Access Access
 	Bytes  []byte // small constant data copied at encode time (setBytes), or
 	// ThreadgroupBytes sizes a [[threadgroup(n)]] parameter.
 	ThreadgroupBytes int
+}
+
+// Access is how a kernel uses a bound buffer.
+type Access uint8
+
+const (
+	// AccessNone declares nothing (see Arg.Access).
+	AccessNone Access = 0
+	// AccessRead: the kernel only reads the buffer (a device const or
+	// constant parameter).
+	AccessRead Access = 1 << 0
+	// AccessWrite: the kernel writes the buffer and does not read what
+	// was there.
+	AccessWrite Access = 1 << 1
+	// AccessReadWrite: the kernel reads the buffer and writes it (a
+	// residual added in place, RoPE rotating in place).
+	AccessReadWrite = AccessRead | AccessWrite
+)
+
+// Reads reports whether the kernel reads the buffer.
+func (a Access) Reads() bool { return a&AccessRead != 0 }
+
+// Writes reports whether the kernel writes the buffer.
+func (a Access) Writes() bool { return a&AccessWrite != 0 }
+
+func (a Access) String() string {
+	switch a {
+	case AccessNone:
+		return "none"
+	case AccessRead:
+		return "read"
+	case AccessWrite:
+		return "write"
+	case AccessReadWrite:
+		return "read-write"
+	}
+	return fmt.Sprintf("Access(%d)", uint8(a))
 }
 
 // Size3 is a grid or threadgroup extent.

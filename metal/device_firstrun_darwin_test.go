@@ -11,7 +11,7 @@ import (
 	"unsafe"
 )
 
-// The darwin-layer checks of the first run on a Mac (issue 9):
+// The darwin-layer checks of the first run on a Mac:
 // what the device reports at open, precise math, the refusal of fast math,
 // zero-copy wrapping of a file mapping through Metal, invalid UTF-8, static
 // threadgroup memory and allocation-free Dispatch and Barrier.

@@ -35,8 +35,8 @@ func Activate(cb CommandBuffer, k *Kernels, act Activation, in, out Buffer, n in
 	}
 	threads := min(256, p.MaxThreadsPerThreadgroup())
 	e := newEncoding()
-	e.buffer(0, in, 0)
-	e.buffer(1, out, 0)
+	e.read(0, in, 0)
+	e.write(1, out, 0)
 	e.u32s(2, n)
 	return e.dispatch(cb, p, Size3{ceilDiv(n, threads), 1, 1}, Size3{threads, 1, 1})
 }
@@ -61,8 +61,8 @@ func GeGLU(cb CommandBuffer, k *Kernels, in, out Buffer, rows, inner int) error 
 	}
 	threads := min(256, p.MaxThreadsPerThreadgroup())
 	e := newEncoding()
-	e.buffer(0, in, 0)
-	e.buffer(1, out, 0)
+	e.read(0, in, 0)
+	e.write(1, out, 0)
 	params(e, 2, GegluParams{Rows: uint32(rows), Inner: uint32(inner)})
 	return e.dispatch(cb, p, Size3{ceilDiv(rows*inner, threads), 1, 1}, Size3{threads, 1, 1})
 }
@@ -93,10 +93,40 @@ func ActFeatures(cb CommandBuffer, k *Kernels, cls, logits, offsets, out Buffer,
 	}
 	threads := min(32*ceilDiv(dim, 32), 256, p.MaxThreadsPerThreadgroup())
 	e := newEncoding()
-	e.buffer(0, cls, 0)
-	e.buffer(1, logits, 0)
-	e.buffer(2, offsets, 0)
-	e.buffer(3, out, 0)
+	e.read(0, cls, 0)
+	e.read(1, logits, 0)
+	e.read(2, offsets, 0)
+	e.write(3, out, 0)
 	e.u32s(4, dim)
 	return e.dispatch(cb, p, Size3{batch, 1, 1}, Size3{threads, 1, 1})
+}
+
+// activationKernels models this file's kernels (DispatchCost,
+// KernelThreadgroupMemory).
+var activationKernels = map[string]kernelModel{
+	"activate_f32":     {cost: activateCost},
+	"geglu_f32":        {cost: gegluCost},
+	"act_features_f32": {cost: actFeaturesCost},
+}
+
+// activateCost models an activation of n elements.
+func activateCost(d *dispatchDesc) Cost {
+	n := d.u32(2)
+	return Cost{FLOPs: 20 * n, IdealBytes: 8 * n, RequestedBytes: 8 * n}
+}
+
+// gegluCost models GeGLU over rows × inner outputs.
+func gegluCost(d *dispatchDesc) Cost {
+	p, ok := paramsOf[GegluParams](d.arg(2))
+	if !ok {
+		return Cost{}
+	}
+	n := float64(p.Rows) * float64(p.Inner)
+	return Cost{FLOPs: 21 * n, IdealBytes: 12 * n, RequestedBytes: 12 * n}
+}
+
+// actFeaturesCost models the act head's features of each row.
+func actFeaturesCost(d *dispatchDesc) Cost {
+	batch, dim := float64(d.groups.X), d.u32(4)
+	return Cost{IdealBytes: 8 * batch * (dim + 4), RequestedBytes: 8 * batch * (dim + 4)}
 }

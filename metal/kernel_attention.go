@@ -19,14 +19,6 @@ type AttentionShape struct {
 // (8 accumulators per lane of one simdgroup).
 const MaxAttentionHeadDim = 256
 
-// Attention encodes scaled-dot-product attention (kernels/attention.metal)
-// of qkv [Batch·SeqLen, 3·Heads·HeadDim] into out [Batch·SeqLen,
-// Heads·HeadDim]. lengths holds Batch uint32 values, each in [1, SeqLen]
-// (the kernel trusts them). out must not alias qkv. See EncodeAttention.
-func Attention(cb CommandBuffer, k *Kernels, qkv, lengths, out Buffer, a AttentionShape) error {
-	return EncodeAttention(cb, k, AttentionOp{QKV: qkv, Out: out, LengthsBuffer: lengths, Shape: a})
-}
-
 // AttentionOp is one attention dispatch.
 type AttentionOp struct {
 	QKV, Out Buffer
@@ -113,15 +105,75 @@ func EncodeAttention(cb CommandBuffer, k *Kernels, op AttentionOp) error {
 		return err
 	}
 	e := newEncoding()
-	e.buffer(0, op.QKV, 0)
+	e.read(0, op.QKV, 0)
 	if op.LengthsBuffer != nil {
-		e.buffer(1, op.LengthsBuffer, 0)
+		e.read(1, op.LengthsBuffer, 0)
 	} else {
 		e.u32s(1, op.Lengths...)
 	}
-	e.buffer(2, op.Out, 0)
+	e.write(2, op.Out, 0)
 	params(e, 3, AttentionParams{SeqLen: uint32(a.SeqLen), Heads: uint32(a.Heads), HeadDim: uint32(a.HeadDim),
 		Scale: a.Scale, Radius: uint32(min(a.Radius, a.SeqLen))}) // min keeps i + radius inside uint32
-	e.buffer(4, op.Table, 0)
+	e.read(4, op.Table, 0)
 	return e.dispatch(cb, p, groups, threads)
+}
+
+// attentionKernels models this file's kernels (DispatchCost,
+// KernelThreadgroupMemory).
+var attentionKernels = map[string]kernelModel{
+	"attention_f32":       {cost: attentionCost, threadgroupMemory: 4 * (MaxAttentionHeadDim + 32)},
+	"attention_flash_f32": {cost: attentionCost, threadgroupMemory: 4 * 3 * AttentionQueryBlock * (attentionFlashMaxDim + 4)},
+}
+
+// attentionFlashMaxDim is kFlashMaxDim of kernels/attention.metal.
+const attentionFlashMaxDim = 64
+
+// attentionCost models attention over the real (query, key) pairs of each
+// row (masked scores excluded) and what each threadgroup stages.
+func attentionCost(d *dispatchDesc) Cost {
+	p, ok := paramsOf[AttentionParams](d.arg(3))
+	if !ok {
+		return Cost{}
+	}
+	L, H, dh := int(p.SeqLen), int(p.Heads), int(p.HeadDim)
+	lengths := u32sOf(d.arg(1))
+	if batch := d.groups.Y / max(H, 1); len(lengths) > batch {
+		lengths = lengths[:batch]
+	}
+	sliding, rope := d.on(0), d.kernel == "attention_flash_f32" && d.on(1)
+	var c Cost
+	for _, n := range lengths {
+		keys := 0 // real (query, key) pairs
+		for i := range n {
+			lo, hi := 0, n-1
+			if sliding {
+				lo, hi = max(0, i-int(p.Radius)), min(n-1, i+int(p.Radius))
+			}
+			keys += hi - lo + 1
+		}
+		c.FLOPs += float64(H) * 4 * float64(dh*keys)
+		rows := float64(L * H * dh)
+		c.IdealBytes += 4*3*rows + 4*rows // qkv read once, out written
+		if rope {
+			c.IdealBytes += 4 * float64(n*dh)
+		}
+		// Requested: what the threadgroups stage.
+		if d.kernel == "attention_flash_f32" {
+			for q0 := 0; q0 < n; q0 += AttentionQueryBlock {
+				lo, hi := 0, n-1
+				if sliding {
+					lo, hi = max(0, q0-int(p.Radius)), min(n-1, q0+AttentionQueryBlock-1+int(p.Radius))
+				}
+				staged := float64(min(AttentionQueryBlock, n-q0)+2*(hi-lo+1)) * float64(dh) * 4
+				if rope {
+					staged *= 2 // the table beside q and k
+				}
+				c.RequestedBytes += float64(H) * staged
+			}
+			c.RequestedBytes += 4 * rows
+		} else {
+			c.RequestedBytes += float64(H)*4*float64(dh)*float64(n+2*keys) + 4*rows
+		}
+	}
+	return c
 }

@@ -23,9 +23,21 @@ func VectorAdd(cb CommandBuffer, k *Kernels, a, b, out Buffer, n int) error {
 	}
 	threads := min(256, p.MaxThreadsPerThreadgroup())
 	e := newEncoding()
-	e.buffer(0, a, 0)
-	e.buffer(1, b, 0)
-	e.buffer(2, out, 0)
+	e.read(0, a, 0)
+	e.read(1, b, 0)
+	e.write(2, out, 0)
 	e.u32s(3, n)
 	return e.dispatch(cb, p, Size3{ceilDiv(n, threads), 1, 1}, Size3{threads, 1, 1})
+}
+
+// elementwiseKernels models this file's kernels (DispatchCost,
+// KernelThreadgroupMemory).
+var elementwiseKernels = map[string]kernelModel{
+	"vector_add": {cost: vectorAddCost},
+}
+
+// vectorAddCost models out = a + b.
+func vectorAddCost(d *dispatchDesc) Cost {
+	n := d.u32(3)
+	return Cost{FLOPs: n, IdealBytes: 12 * n, RequestedBytes: 12 * n}
 }

@@ -36,13 +36,6 @@ type GatherOp struct {
 // to 4 KB).
 const MaxInlineIndices = 1024
 
-// GatherRows encodes out[i, :] = table[index[i], :] for rows output rows of
-// cols values, the table starting at offset 0 of its buffer. See
-// EncodeGather for a table at an offset.
-func GatherRows(cb CommandBuffer, k *Kernels, elem Elem, table, index, out Buffer, rows, cols, tableRows int) error {
-	return EncodeGather(cb, k, GatherOp{Elem: elem, Table: table, Index: index, Out: out, Rows: rows, Cols: cols, TableRows: tableRows})
-}
-
 // EncodeGather encodes op as one dispatch.
 func EncodeGather(cb CommandBuffer, k *Kernels, op GatherOp) error {
 	name, size := "gather_rows_f32", 4
@@ -84,13 +77,31 @@ func EncodeGather(cb CommandBuffer, k *Kernels, op GatherOp) error {
 	}
 	threads := min(32*ceilDiv(cols, 32), 256, p.MaxThreadsPerThreadgroup())
 	e := newEncoding()
-	e.buffer(0, op.Table, op.TableOffset)
+	e.read(0, op.Table, op.TableOffset)
 	if op.Index != nil {
-		e.buffer(1, op.Index, 0)
+		e.read(1, op.Index, 0)
 	} else {
 		e.i32s(1, op.IndexValues)
 	}
-	e.buffer(2, op.Out, 0)
+	e.write(2, op.Out, 0)
 	e.u32s(3, cols)
 	return e.dispatch(cb, p, Size3{ceilDiv(cols, threads), rows, 1}, Size3{threads, 1, 1})
+}
+
+// gatherKernels models this file's kernels (DispatchCost,
+// KernelThreadgroupMemory).
+var gatherKernels = map[string]kernelModel{
+	"gather_rows_f32": {cost: gatherCost},
+	"gather_rows_f16": {cost: gatherCost},
+}
+
+// gatherCost models a row gather: each row read from the table and written.
+func gatherCost(d *dispatchDesc) Cost {
+	rows, cols := float64(d.groups.Y), d.u32(3)
+	e := 4.0
+	if d.kernel == "gather_rows_f16" {
+		e = 2
+	}
+	b := (e+4)*rows*cols + 4*rows
+	return Cost{IdealBytes: b, RequestedBytes: b}
 }

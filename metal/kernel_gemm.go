@@ -67,13 +67,6 @@ type GemmOp struct {
 	Partial Buffer
 }
 
-// Gemm encodes Y = X·Wᵀ (+ bias) (kernels/gemm.metal): X is m×kd, W is
-// n×kd (a linear layer's weight as stored), Y is m×n float32, bias is n
-// float32 or nil. See EncodeGemm for fused activations and offsets.
-func Gemm(cb CommandBuffer, k *Kernels, in GemmInput, x, w, bias, y Buffer, m, n, kd int) error {
-	return EncodeGemm(cb, k, GemmOp{Input: in, X: x, W: w, Bias: bias, Y: y, M: m, N: n, K: kd})
-}
-
 // Gemm tiling (kernels/gemm.metal): a threadgroup of 128 threads owns
 // GemmTileM rows × GemmTileN columns of Y and steps K by GemmTileK.
 const (
@@ -267,15 +260,15 @@ func EncodeGemm(cb CommandBuffer, k *Kernels, op GemmOp) error {
 		return err
 	}
 	e := newEncoding()
-	e.buffer(0, op.X, 0)
-	e.buffer(1, op.W, op.WOffset)
-	e.buffer(2, op.Y, 0)
-	e.buffer(3, op.Bias, op.BiasOffset)
+	e.read(0, op.X, 0)
+	e.read(1, op.W, op.WOffset)
+	e.write(2, op.Y, 0)
+	e.read(3, op.Bias, op.BiasOffset)
 	params(e, 4, GemmParams{M: uint32(m), N: uint32(n), K: uint32(kd), Eps: op.Eps})
-	e.buffer(5, op.Gated, 0)
-	e.buffer(6, op.Residual, 0)
-	e.buffer(7, op.LNWeight, op.LNWeightOffset)
-	e.buffer(8, op.LNBias, op.LNBiasOffset)
+	e.write(5, op.Gated, 0)
+	e.readWrite(6, op.Residual, 0)
+	e.read(7, op.LNWeight, op.LNWeightOffset)
+	e.read(8, op.LNBias, op.LNBiasOffset)
 	return e.dispatch(cb, p, grid, Size3{gemmThreads, 1, 1})
 }
 
@@ -299,12 +292,12 @@ func encodeGemmSplit(cb CommandBuffer, k *Kernels, op GemmOp, name string, grid 
 		return err
 	}
 	e := newEncoding()
-	e.buffer(0, op.X, 0)
-	e.buffer(1, op.W, op.WOffset)
+	e.read(0, op.X, 0)
+	e.read(1, op.W, op.WOffset)
 	params(e, 4, GemmParams{M: uint32(op.M), N: uint32(op.N), K: uint32(op.K), Eps: op.Eps, KSlice: uint32(kSlice)})
-	e.buffer(7, op.LNWeight, op.LNWeightOffset)
-	e.buffer(8, op.LNBias, op.LNBiasOffset)
-	e.buffer(9, op.Partial, 0)
+	e.read(7, op.LNWeight, op.LNWeightOffset)
+	e.read(8, op.LNBias, op.LNBiasOffset)
+	e.write(9, op.Partial, 0)
 	return e.dispatch(cb, p, grid, Size3{gemmThreads, 1, 1})
 }
 
@@ -366,12 +359,12 @@ func EncodeGemmReduce(cb CommandBuffer, k *Kernels, op GemmOp) error {
 		elems = m * (n / 2)
 	}
 	e := newEncoding()
-	e.buffer(0, op.Partial, 0)
-	e.buffer(1, op.Y, 0)
-	e.buffer(2, op.Bias, op.BiasOffset)
+	e.read(0, op.Partial, 0)
+	e.write(1, op.Y, 0)
+	e.read(2, op.Bias, op.BiasOffset)
 	params(e, 3, GemmReduceParams{M: uint32(m), N: uint32(n), Slices: uint32(op.Slices)})
-	e.buffer(4, op.Gated, 0)
-	e.buffer(5, op.Residual, 0)
+	e.write(4, op.Gated, 0)
+	e.readWrite(5, op.Residual, 0)
 	return e.dispatch(cb, p, Size3{ceilDiv(elems, gemmReduceThreads), 1, 1}, Size3{gemmReduceThreads, 1, 1})
 }
 
@@ -386,4 +379,106 @@ func EncodeGemmSplitK(cb CommandBuffer, k *Kernels, op GemmOp) error {
 	}
 	cb.Barrier()
 	return EncodeGemmReduce(cb, k, op)
+}
+
+// gemmKernels models this file's kernels (DispatchCost,
+// KernelThreadgroupMemory).
+var gemmKernels = map[string]kernelModel{
+	"gemm_f32":        {cost: gemmCost, threadgroupMemory: gemmF32Threadgroup},
+	"gemm_f16":        {cost: gemmCost, threadgroupMemory: gemmF16WThreadgroup},
+	"gemm_f32_f16w":   {cost: gemmCost, threadgroupMemory: gemmF16WThreadgroup},
+	"gemv_f32":        {cost: gemmCost},
+	"gemv_f16":        {cost: gemmCost},
+	"gemv_f32_f16w":   {cost: gemmCost},
+	"gemm_reduce_f32": {cost: gemmReduceCost},
+}
+
+// The static threadgroup arrays of the GEMM tile kernels (kernels/gemm.metal).
+const (
+	gemmXTile = 2 * GemmTileM * (GemmTileK + 4) // double-buffered X tile (kLdX = kBK + 4)
+	gemmWTile = 2 * GemmTileN * (GemmTileK + 8) // double-buffered W tile (kLdW = kBK + 8)
+	gemmStats = 2 * GemmTileM                   // mean and rstd per row
+
+	gemmF32Threadgroup  = 4 * (gemmXTile + gemmWTile + gemmStats)
+	gemmF16WThreadgroup = 4*(gemmXTile+gemmStats) + 2*gemmWTile // W stays half
+)
+
+// gemmCost models the GEMM tile and GEMV kernels: the multiply, the
+// prologue's statistics, and every buffer the epilogue reads and writes.
+func gemmCost(d *dispatchDesc) Cost {
+	p, ok := paramsOf[GemmParams](d.arg(4))
+	if !ok {
+		return Cost{}
+	}
+	m, n, k := float64(p.M), float64(p.N), float64(p.K)
+	xe, we := 4.0, 4.0
+	switch d.kernel {
+	case "gemm_f16", "gemv_f16":
+		xe, we = 2, 2
+	case "gemm_f32_f16w", "gemv_f32_f16w":
+		we = 2
+	}
+	c := Cost{FLOPs: 2 * m * n * k}
+	out := 0.0
+	if d.arg(2) != nil {
+		out += 4 * m * n
+	}
+	split := d.on(9)
+	if d.on(2) && !split {
+		out += 4 * m * n / 2
+	}
+	if split {
+		out += 4 * m * n * float64(d.groups.Z) // each slice's partial matrix
+	}
+	if d.on(6) {
+		out += 2 * 4 * m * n // residual read and written
+	}
+	if d.on(0) {
+		out += 4 * n
+	}
+	xReads := 1.0
+	if d.on(4) {
+		c.FLOPs += 8 * m * k // statistics and normalisation
+		out += 4 * k
+		if d.on(5) {
+			out += 4 * k
+		}
+		xReads = 2 // the statistics pass and the staging
+	}
+	c.IdealBytes = xe*m*k + we*n*k + out
+	// Tiles: X once per column of threadgroups, W once per row of
+	// them; GEMV: W once, X once per threadgroup. Split-K: each slice
+	// stages its part of X and W, and with a LayerNorm prologue every
+	// slice reads its rows whole once more for their statistics.
+	c.RequestedBytes = float64(d.groups.X)*xReads*xe*m*k + float64(d.groups.Y)*we*n*k + out
+	if split && d.on(4) {
+		c.RequestedBytes += float64(d.groups.X) * float64(d.groups.Z-1) * xe * m * k
+	}
+	return c
+}
+
+// gemmReduceCost models the split-K reduction: the partial matrices read
+// once and the epilogue.
+func gemmReduceCost(d *dispatchDesc) Cost {
+	p, ok := paramsOf[GemmReduceParams](d.arg(3))
+	if !ok {
+		return Cost{}
+	}
+	m, n, s := float64(p.M), float64(p.N), float64(p.Slices)
+	c := Cost{FLOPs: (s - 1) * m * n}
+	out := 4 * s * m * n // the partial matrices, read once
+	if d.arg(1) != nil {
+		out += 4 * m * n
+	}
+	if d.on(2) {
+		out += 4 * m * n / 2
+	}
+	if d.on(6) {
+		out += 2 * 4 * m * n
+	}
+	if d.on(0) {
+		out += 4 * n
+	}
+	c.IdealBytes, c.RequestedBytes = out, out
+	return c
 }

@@ -24,14 +24,6 @@ type LayerNormOp struct {
 	Eps                      float32
 }
 
-// LayerNorm encodes out = (in − mean)/sqrt(var + eps)·weight (+ bias) over
-// each of rows rows of cols float32 values, weight and bias at offset 0 of
-// their buffers; bias may be nil, out may be in. See EncodeLayerNorm for
-// offsets.
-func LayerNorm(cb CommandBuffer, k *Kernels, in, weight, bias, out Buffer, rows, cols int, eps float32) error {
-	return EncodeLayerNorm(cb, k, LayerNormOp{In: in, Weight: weight, Bias: bias, Out: out, Rows: rows, Cols: cols, Eps: eps})
-}
-
 // EncodeLayerNorm encodes op as one dispatch of RowThreads(op.Cols)
 // threads per row.
 func EncodeLayerNorm(cb CommandBuffer, k *Kernels, op LayerNormOp) error {
@@ -80,10 +72,30 @@ func layerNormThreads(cb CommandBuffer, k *Kernels, op LayerNormOp, threads int)
 	// (Apple lowers the maximum for register-heavy pipelines).
 	threads = ClampThreads(p, threads)
 	e := newEncoding()
-	e.buffer(0, op.In, 0)
-	e.buffer(1, op.Weight, op.WeightOffset)
-	e.buffer(2, op.Bias, op.BiasOffset)
-	e.buffer(3, op.Out, 0)
+	e.read(0, op.In, 0)
+	e.read(1, op.Weight, op.WeightOffset)
+	e.read(2, op.Bias, op.BiasOffset)
+	e.write(3, op.Out, 0)
 	params(e, 4, LayerNormParams{Cols: uint32(cols), Eps: eps})
 	return e.dispatch(cb, p, Size3{rows, 1, 1}, Size3{threads, 1, 1})
+}
+
+// layerNormKernels models this file's kernels (DispatchCost,
+// KernelThreadgroupMemory).
+var layerNormKernels = map[string]kernelModel{
+	"layernorm_f32": {cost: layerNormCost, threadgroupMemory: 4 * 32},
+}
+
+// layerNormCost models one LayerNorm over groups.X rows.
+func layerNormCost(d *dispatchDesc) Cost {
+	p, ok := paramsOf[LayerNormParams](d.arg(4))
+	if !ok {
+		return Cost{}
+	}
+	rows, cols := float64(d.groups.X), float64(p.Cols)
+	w := 4 * cols
+	if d.on(0) {
+		w *= 2
+	}
+	return Cost{FLOPs: 8 * rows * cols, IdealBytes: 8*rows*cols + w, RequestedBytes: 16*rows*cols + w}
 }

@@ -38,8 +38,20 @@ func softmaxThreads(cb CommandBuffer, k *Kernels, in, out Buffer, rows, cols, th
 	// (Apple lowers the maximum for register-heavy pipelines).
 	threads = ClampThreads(p, threads)
 	e := newEncoding()
-	e.buffer(0, in, 0)
-	e.buffer(1, out, 0)
+	e.read(0, in, 0)
+	e.write(1, out, 0)
 	e.u32s(2, cols)
 	return e.dispatch(cb, p, Size3{rows, 1, 1}, Size3{threads, 1, 1})
+}
+
+// softmaxKernels models this file's kernels (DispatchCost,
+// KernelThreadgroupMemory).
+var softmaxKernels = map[string]kernelModel{
+	"softmax_f32": {cost: softmaxCost, threadgroupMemory: 4 * 32},
+}
+
+// softmaxCost models a row softmax over groups.X rows.
+func softmaxCost(d *dispatchDesc) Cost {
+	rows, cols := float64(d.groups.X), d.u32(2)
+	return Cost{FLOPs: 4 * rows * cols, IdealBytes: 8 * rows * cols, RequestedBytes: 16 * rows * cols}
 }

@@ -9,10 +9,11 @@ import (
 )
 
 // Kernels dispatches this repository's kernels (package kernels) on a
-// Device. The dispatch functions (VectorAdd, Softmax, Gemm, ...) live next to
-// their float64 references in kernel_<family>.go and are shared by the Apple
-// GPU and the emulator: they pick threadgroup sizes, bind arguments and
-// encode, but do not commit.
+// Device. The dispatch functions (EncodeGemm, Softmax, VectorAdd, ...) live
+// in kernel_<family>.go, each beside its family's cost model, with their
+// float64 references in kernel_<family>_ref_test.go; they are shared by
+// the Apple GPU and the emulator: they pick threadgroup sizes, bind
+// arguments with their access (Arg.Access) and encode, but do not commit.
 type Kernels struct {
 	dev Device
 	// pipes caches pipelines by kernel and constants, so that a dispatch
@@ -117,11 +118,16 @@ func newEncoding() *encoding {
 	return e
 }
 
-// buffer binds b at offset off to [[buffer(index)]]; a nil b binds nothing
-// (an optional operand).
-func (e *encoding) buffer(index int, b Buffer, off int) {
+// read, write and readWrite bind b at offset off to [[buffer(index)]],
+// with the kernel's access to it (Arg.Access); a nil b binds nothing (an
+// optional operand).
+func (e *encoding) read(index int, b Buffer, off int)      { e.buffer(index, b, off, AccessRead) }
+func (e *encoding) write(index int, b Buffer, off int)     { e.buffer(index, b, off, AccessWrite) }
+func (e *encoding) readWrite(index int, b Buffer, off int) { e.buffer(index, b, off, AccessReadWrite) }
+
+func (e *encoding) buffer(index int, b Buffer, off int, access Access) {
 	if b != nil {
-		e.args[e.n] = Arg{Index: index, Buffer: b, Offset: off}
+		e.args[e.n] = Arg{Index: index, Buffer: b, Offset: off, Access: access}
 		e.n++
 	}
 }

@@ -300,3 +300,42 @@ func pickAttnSIMD() attentionFunc {
 	}
 	return nil
 }
+
+// attnQueryBlock is the number of queries per SIMD attention job: 48 (24
+// for a sliding window, whose blocks then see fewer keys outside their
+// queries' windows: ~5 % faster at 512 tokens, radius 64), halved (down to
+// 12) while the jobs of heads (batch rows × heads) would leave the workers
+// fewer than four each, so that one 93-token question keeps 16 workers
+// busy. A multiple of attnTileRows.
+func attnQueryBlock(heads, seqLen, workers int, sliding bool) int {
+	qb := 48
+	if sliding {
+		qb = 24
+	}
+	for qb > 12 && heads*((seqLen+qb-1)/qb) < 4*workers {
+		qb /= 2
+	}
+	return qb
+}
+
+// scratchCache is a pool of float32 buffers of one use (the SIMD
+// attention's packed Kᵀ, its workers' scores), apart from the GEMM's panels
+// and from each other so that one use's sizes don't displace the other's.
+type scratchCache struct{ pool sync.Pool }
+
+var (
+	attnKTCache     scratchCache
+	attnScoresCache scratchCache
+)
+
+// get returns a buffer of n floats (its contents undefined).
+func (c *scratchCache) get(n int) *[]float32 {
+	if p, _ := c.pool.Get().(*[]float32); p != nil && cap(*p) >= n {
+		*p = (*p)[:n]
+		return p
+	}
+	buf := make([]float32, n)
+	return &buf
+}
+
+func (c *scratchCache) put(p *[]float32) { c.pool.Put(p) }

@@ -22,8 +22,9 @@
 //     goroutine per call. GEMM units of one W panel × a block of rows,
 //     taken from an atomic counter, split until each worker has several
 //     (gemmUnitPlan), the last ones in column halves (unitPlan).
-//     RecordJoins/Joins measure the workers' idle time per call site, and
-//     how much of it came before the chunks started (laya-bench --joins).
+//     Backend.SetProfile and Joins measure the workers' idle time per
+//     call site, and how much of it came before the chunks started
+//     (laya-bench --joins); the Backend is a backend.Profiler.
 //   - Attention (attn_amd64.go) with AVX-512 outer-product tiles of 6
 //     queries × 64 keys (QKᵀ, Kᵀ packed once per head by transposes) and 6
 //     queries × 64 of the head dim (PV, V rows in place), a vectorised

@@ -105,7 +105,7 @@ func BenchmarkPackTile(b *testing.B) {
 // Xᵀ tiles (B from L2), stored transposed into a staging block. Against
 // the FMA peak (scripts/amx-probe's "fma" line) it tells how much of a
 // GEMM's time the kernel itself could still give back. On the 2-core
-// development VM of stop 26 (probe: 169 GFLOP/s), one core, 100 in-process
+// development VM (probe: 169 GFLOP/s), one core, 100 in-process
 // alternations each: 170.7 GFLOP/s median at K = 1024 and 768 — the peak.
 // Keeping B in L1 measured slower there (time ratios to this loop,
 // medians at K = 1024 and 768): K blocks carried on through a partial

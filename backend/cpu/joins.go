@@ -11,7 +11,7 @@ import (
 )
 
 // Join is what the worker pool's parallel operations of one call site cost
-// while RecordJoins was on: how long they held their workers (each
+// while Profile.Joins was on: how long they held their workers (each
 // operation's wall time × its workers, summed) and how much of that the
 // chunks computed (their own times, summed). The difference is the
 // workers' idle time at the hand-offs and the joins: waiting for a chunk
@@ -43,12 +43,11 @@ var joins struct {
 	sites map[[2]uintptr]*Join
 }
 
-// RecordJoins turns the recording of parallel operations' costs on
-// (clearing what was recorded) or off. It covers every operation of the
-// process's pool, whichever backend or stream ran it. Off, it costs one
-// atomic load per operation; on, a clock read per chunk and a stack walk
-// per operation.
-func RecordJoins(on bool) {
+// recordJoins turns the recording of parallel operations' costs on
+// (clearing what was recorded) or off (Backend.SetProfile). It covers
+// every operation of the process's pool, whichever backend or stream ran
+// it.
+func recordJoins(on bool) {
 	joins.mu.Lock()
 	defer joins.mu.Unlock()
 	if on {
@@ -57,8 +56,8 @@ func RecordJoins(on bool) {
 	joins.on.Store(on)
 }
 
-// Joins returns what was recorded, most idle time first.
-func Joins() []Join {
+// joinsRecorded returns what was recorded, most idle time first.
+func joinsRecorded() []Join {
 	joins.mu.Lock()
 	defer joins.mu.Unlock()
 	out := make([]Join, 0, len(joins.sites))
@@ -78,7 +77,7 @@ func Joins() []Join {
 	return out
 }
 
-// joinRecorder times one parallel operation for RecordJoins.
+// joinRecorder times one parallel operation for recordJoins.
 type joinRecorder struct {
 	start      time.Time
 	workers    int

@@ -20,20 +20,20 @@ func TestJoins(t *testing.T) {
 			}
 		})
 	}
-	RecordJoins(true)
+	recordJoins(true)
 	for range 3 {
 		uneven()
 	}
-	RecordJoins(false)
+	recordJoins(false)
 	uneven()
 	var got *Join
-	for _, j := range Joins() {
+	for _, j := range joinsRecorded() {
 		if strings.Contains(j.Site, "TestJoins") {
 			got = &j
 		}
 	}
 	if got == nil {
-		t.Fatalf("no join recorded for this test's call site in %+v", Joins())
+		t.Fatalf("no join recorded for this test's call site in %+v", joinsRecorded())
 	}
 	if got.Calls != 3 {
 		t.Errorf("%d calls recorded, want 3 (recording was off for the fourth)", got.Calls)
@@ -50,11 +50,11 @@ func TestJoins(t *testing.T) {
 		t.Errorf("late %v of %v idle: want most of it after the chunks", got.Late, idle)
 	}
 	t.Logf("site %q: %d calls, held %v, busy %v, idle %.2f, late %v", got.Site, got.Calls, got.Held, got.Busy, got.Idle(), got.Late)
-	RecordJoins(true)
-	if len(Joins()) != 0 {
-		t.Errorf("RecordJoins(true) kept %d sites", len(Joins()))
+	recordJoins(true)
+	if len(joinsRecorded()) != 0 {
+		t.Errorf("recordJoins(true) kept %d sites", len(joinsRecorded()))
 	}
-	RecordJoins(false)
+	recordJoins(false)
 }
 
 // TestJoinLate: a chunk that starts 2 ms after its operation adds those

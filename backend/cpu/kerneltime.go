@@ -7,7 +7,7 @@ import (
 )
 
 // KernelTime is what the outer-product micro-kernel did while
-// RecordKernelTime was on: the FLOPs of the blocks it computed (8 × 48 ×
+// Profile.Kernel was on: the FLOPs of the blocks it computed (8 × 48 ×
 // k multiply-adds a call, ragged blocks included) and its own time, summed
 // over the workers. Their ratio is the kernel's speed inside the forward,
 // which HotKernelGFLOPs, measured on the same core seconds apart, puts in
@@ -33,11 +33,9 @@ var kernelTime struct {
 	flops, nanos, calls atomic.Int64
 }
 
-// RecordKernelTime turns the timing of the outer-product kernel's calls
-// on (clearing what was recorded) or off. Off, it costs an atomic load per
-// work unit; on, two clock reads per kernel call (each call is 8 × 48 × k
-// multiply-adds, microseconds at the encoders' k: about 1 % more).
-func RecordKernelTime(on bool) {
+// recordKernelTime turns the timing of the outer-product kernel's calls
+// on (clearing what was recorded) or off (Backend.SetProfile).
+func recordKernelTime(on bool) {
 	if on {
 		kernelTime.flops.Store(0)
 		kernelTime.nanos.Store(0)
@@ -46,8 +44,8 @@ func RecordKernelTime(on bool) {
 	kernelTime.on.Store(on)
 }
 
-// KernelTimes returns what was recorded since RecordKernelTime(true).
-func KernelTimes() KernelTime {
+// kernelTimes returns what was recorded since recordKernelTime(true).
+func kernelTimes() KernelTime {
 	return KernelTime{FLOPs: float64(kernelTime.flops.Load()), Busy: time.Duration(kernelTime.nanos.Load()),
 		Calls: kernelTime.calls.Load()}
 }

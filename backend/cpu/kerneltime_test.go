@@ -14,7 +14,7 @@ import (
 // at several workers; off, nothing is.
 func TestRecordKernelTime(t *testing.T) {
 	useGemmKernel(t, gemmKernel{name: "outer-go", tile: gemmTile, outer: outerBlockGo})
-	t.Cleanup(func() { RecordKernelTime(false) })
+	t.Cleanup(func() { recordKernelTime(false) })
 	rng := rand.New(rand.NewPCG(31, 32))
 	for _, c := range []struct{ m, n, k, workers int }{
 		{96, 40, 32, 1},  // one tile pair, five blocks (the last of 8 rows)
@@ -28,11 +28,11 @@ func TestRecordKernelTime(t *testing.T) {
 		x := s.FromHost(c.m, c.k, randomValues(rng, c.m*c.k))
 		y := s.New(c.m, c.n)
 
-		RecordKernelTime(true)
+		recordKernelTime(true)
 		s.Linear(y, x, w, nil, backend.Identity)
 		s.runPending()
-		got := KernelTimes()
-		RecordKernelTime(false)
+		got := kernelTimes()
+		recordKernelTime(false)
 		if err := s.Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -57,7 +57,7 @@ func TestRecordKernelTime(t *testing.T) {
 		// Off: nothing more is added.
 		s.Linear(y, x, w, nil, backend.Identity)
 		s.runPending()
-		if after := KernelTimes(); after != got {
+		if after := kernelTimes(); after != got {
 			t.Errorf("%+v: recording off, the totals moved from %+v to %+v", c, got, after)
 		}
 	}

@@ -240,15 +240,15 @@ func (s *Stream) ActFeatures(dst, cls, logits backend.Tensor, counts []int) {
 	for r, k := range counts {
 		row := out[r*(d+4) : (r+1)*(d+4)]
 		copy(row, h[r*d:r*d+d])
-		f := ActFeatures(z[:k])
+		f := actFeatures(z[:k])
 		copy(row[d:], f[:])
 		z = z[k:]
 	}
 }
 
-// ActFeatures is the reference rule of backend.Stream.ActFeatures for one row
+// actFeatures is the reference rule of backend.Stream.ActFeatures for one row
 // of real (unpadded, untempered) logits.
-func ActFeatures(logits []float32) [4]float32 {
+func actFeatures(logits []float32) [4]float32 {
 	top := math.Inf(-1)
 	for _, v := range logits {
 		top = max(top, float64(v))

@@ -379,7 +379,7 @@ func (b *Backend) NewStream() backend.Stream {
 		l := b.spareLists[n-1]
 		b.spareLists = b.spareLists[:n-1]
 		s.lists = l
-		s.owned, s.committed, s.written, s.read, s.lengths, s.ints, s.hint = l.owned, l.committed, l.written, l.read, l.lengths, l.ints, l.tensors
+		s.owned, s.committed, s.track.written, s.track.read, s.lengths, s.ints, s.hint = l.owned, l.committed, l.written, l.read, l.lengths, l.ints, l.tensors
 	}
 	b.mu.Unlock()
 	return s
@@ -423,9 +423,9 @@ func (b *Backend) Close() error {
 // SetSplitK turns deterministic split-K on for GEMMs whose tiles would
 // leave the GPU idle (metal.GemmSplitSlices): targetGroups is the
 // threadgroups the GPU runs at once (cores × tile threadgroups each core
-// holds; PlanGPU.SplitKTarget models it for the GPUs of AppleGPUs). 0
-// turns it off, the default: a split GEMM is two dependent dispatches,
-// which takes an encoder layer from 5 dispatches to 7, past the issue's
+// holds; internal/gpuplan's TimeModel.SplitKTarget models it for Apple's
+// GPUs). 0 turns it off, the default: a split GEMM is two dependent
+// dispatches, which takes an encoder layer from 5 dispatches to 7, past a
 // budget of 5, so it is a choice to measure on a Mac (laya-bench --plan
 // --split-k models it) rather than the default. It applies to the GEMMs
 // encoded after the call.

@@ -1,18 +1,28 @@
-// Package gpu runs the Laya model on the Metal kernels of package metal
-// (the device layer, github.com/laya-metal/laya/metal, over the .metal
-// sources of package kernels): it implements backend.Backend
-// over a metal.Device, so the same Go code drives an Apple GPU (registered
-// here as "metal", darwin/arm64 only) and the MSL emulator of package
-// metal/emu (registered as "metal-emu" by package backend/metalemu, every
-// platform with clang), which is how go test holds the GPU path to the CPU
+// Package gpu is the model's operations (backend.Backend, backend.Stream)
+// on any metal.Device. Four packages share the GPU path:
+//
+//   - kernels (github.com/laya-metal/laya/kernels): the .metal sources;
+//   - metal: the device layer, which compiles and dispatches those kernels
+//     on Apple's Metal (darwin/arm64) or on the MSL emulator of metal/emu
+//     (any platform with clang), one kernel family per kernel_<family>.go;
+//   - gpu (this package): the ops of package backend's contract on a
+//     metal.Device, with fusion, barriers, a buffer arena and chunked
+//     commits; it knows nothing of the model that calls it;
+//   - internal/gpuplan: the work plan of one request (laya-bench --plan),
+//     the library's own forward pass recorded on a PlanDevice and priced.
+//
+// The same Go code drives an Apple GPU (registered here as "metal",
+// darwin/arm64 only) and the emulator (registered as "metal-emu" by package
+// backend/metalemu), which is how go test holds the GPU path to the CPU
 // reference on Linux.
 //
 // A Stream records operations into command buffers of one concurrent
-// encoder each; a barrier is encoded only where an operation reads or
-// overwrites a buffer that an earlier operation since the last barrier
-// wrote or read. The first command buffer is committed after 16 dispatches
-// and the next every 48, so the GPU starts while Go is still encoding;
-// Stream.Read blocks once, on the last one. Stream tensors come from an
+// encoder each; a barrier is encoded only where a dispatch reads or
+// overwrites a buffer that an earlier dispatch since the last barrier
+// wrote or read, by the access each kernel's binding declares
+// (metal.Arg.Access; hazards, in stream.go). The first command buffer is
+// committed after 16 dispatches and the next every 48, so the GPU starts
+// while Go is still encoding; Stream.Read blocks once, on the last one. Stream tensors come from an
 // arena of buffers kept by size class across streams (arena.go): once a
 // request of a shape has run, the same request allocates no device buffer.
 // Small index arrays (gather rows, attention lengths) travel inline with
@@ -26,14 +36,14 @@
 // dead with backend.Discard. An encoder layer is 5 dispatches, and so is a
 // decision-head layer. SetSplitK turns on deterministic split-K for GEMMs
 // whose tiles would leave the GPU idle (two dispatches each: off by
-// default). PlanDevice and MakePlan record a request without running it,
-// for laya-bench --plan, and price it twice: a roofline floor and a
-// tile-aware time model (planmodel.go), both estimates.
+// default). PlanDevice is a metal.Device that runs nothing and records what
+// is dispatched, for work plans and host-encoding benchmarks.
 //
 // Host encoding allocates nothing per dispatch: argument lists and inline
 // bytes come from a pool (metal.CommandBuffer.Dispatch keeps neither),
 // tensors from one slab per stream, and a closed stream's lists go to the
-// next; a warm request allocates 3 times (TestEncodeRequestAllocs).
+// next; a warm request's encoding allocates a fixed handful of times
+// (internal/gpuplan's TestEncodeRequestAllocs).
 //
 // Weights of an mmap'd checkpoint are read in place (UploadMapped, used by
 // backend.Loader): the page-aligned file mapping is wrapped once in a

@@ -103,8 +103,8 @@ func (s *Stream) Discard(t backend.Tensor) {
 }
 
 func (s *Stream) encodeLayerNorm(op metal.LayerNormOp) {
-	if reads, writes := []metal.Buffer{op.In, op.Weight, op.Bias}, []metal.Buffer{op.Out}; s.begin("layerNorm", reads, writes) {
-		s.end("layerNorm", metal.EncodeLayerNorm(s.cb, s.be.kern, op), reads, writes)
+	if s.begin("layerNorm") {
+		s.end("layerNorm", metal.EncodeLayerNorm(s.enc(), s.be.kern, op))
 	}
 }
 
@@ -144,10 +144,8 @@ func (s *Stream) encodeLinear(p *pendingLinear) {
 	if s.encodeSplitK(name, op) {
 		return
 	}
-	reads := []metal.Buffer{op.X, op.W, op.Bias, op.LNWeight, op.LNBias, op.Residual}
-	writes := []metal.Buffer{op.Y, op.Gated, op.Residual}
-	if s.begin(name, reads, writes) {
-		s.end(name, metal.EncodeGemm(s.cb, s.be.kern, op), reads, writes)
+	if s.begin(name) {
+		s.end(name, metal.EncodeGemm(s.enc(), s.be.kern, op))
 	}
 }
 
@@ -166,8 +164,8 @@ var linearNames = func() (names [2][4][2]string) {
 
 func (s *Stream) encodeRope(p *pendingRope) {
 	x := p.qkv.buf
-	if reads, writes := []metal.Buffer{x, p.table}, []metal.Buffer{x}; s.begin("rope", reads, writes) {
-		s.end("rope", metal.Rope(s.cb, s.be.kern, x, p.table, p.qkv.Rows(), p.p.SeqLen, p.p.Heads, p.p.HeadDim), reads, writes)
+	if s.begin("rope") {
+		s.end("rope", metal.Rope(s.enc(), s.be.kern, x, p.table, p.qkv.Rows(), p.p.SeqLen, p.p.Heads, p.p.HeadDim))
 	}
 }
 
@@ -186,8 +184,8 @@ func (s *Stream) encodeAttention(p *pendingAttention) {
 		}
 	}
 	op := metal.AttentionOp{QKV: p.in, Out: p.out, Lengths: p.lengths, LengthsBuffer: p.lengthsBuf, Table: table, Shape: shape}
-	if reads, writes := []metal.Buffer{p.in, table, p.lengthsBuf}, []metal.Buffer{p.out}; s.begin(name, reads, writes) {
-		s.end(name, metal.EncodeAttention(s.cb, s.be.kern, op), reads, writes)
+	if s.begin(name) {
+		s.end(name, metal.EncodeAttention(s.enc(), s.be.kern, op))
 	}
 }
 
@@ -290,11 +288,11 @@ func (s *Stream) encodeSplitK(name string, op metal.GemmOp) bool {
 	if op.Partial == nil {
 		return true // the stream failed
 	}
-	if reads, writes := []metal.Buffer{op.X, op.W, op.LNWeight, op.LNBias}, []metal.Buffer{op.Partial}; s.begin(name, reads, writes) {
-		s.end(name, metal.EncodeGemm(s.cb, s.be.kern, op), reads, writes)
+	if s.begin(name) {
+		s.end(name, metal.EncodeGemm(s.enc(), s.be.kern, op))
 	}
-	if reads, writes := []metal.Buffer{op.Partial, op.Bias, op.Residual}, []metal.Buffer{op.Y, op.Gated, op.Residual}; s.begin(name, reads, writes) {
-		s.end(name, metal.EncodeGemmReduce(s.cb, s.be.kern, op), reads, writes)
+	if s.begin(name) {
+		s.end(name, metal.EncodeGemmReduce(s.enc(), s.be.kern, op))
 	}
 	return true
 }

@@ -32,8 +32,8 @@ func (s *Stream) Gather(dst, table backend.Tensor, index []int32) {
 		s.ints = rows
 		op.Index = s.u32Buffer("gather", rows)
 	}
-	if reads, writes := []metal.Buffer{op.Table, op.Index}, []metal.Buffer{op.Out}; s.begin("gather", reads, writes) {
-		s.end("gather", metal.EncodeGather(s.cb, s.be.kern, op), reads, writes)
+	if s.begin("gather") {
+		s.end("gather", metal.EncodeGather(s.enc(), s.be.kern, op))
 	}
 }
 
@@ -102,8 +102,8 @@ func gemmAct(act backend.Activation) metal.Activation {
 
 func (s *Stream) activate(op string, in, out metal.Buffer, n int, act backend.Activation) {
 	kind := gemmAct(act)
-	if reads, writes := []metal.Buffer{in}, []metal.Buffer{out}; s.begin(op, reads, writes) {
-		s.end(op, metal.Activate(s.cb, s.be.kern, kind, in, out, n), reads, writes)
+	if s.begin(op) {
+		s.end(op, metal.Activate(s.enc(), s.be.kern, kind, in, out, n))
 	}
 }
 
@@ -120,8 +120,8 @@ func (s *Stream) Add(dst, a, b backend.Tensor) {
 	}
 	x, y, out := s.f32("add", a), s.f32("add", b), s.dst("add", dst)
 	n := a.Rows() * a.Cols()
-	if reads, writes := []metal.Buffer{x, y}, []metal.Buffer{out}; s.begin("add", reads, writes) {
-		s.end("add", metal.VectorAdd(s.cb, s.be.kern, x, y, out, n), reads, writes)
+	if s.begin("add") {
+		s.end("add", metal.VectorAdd(s.enc(), s.be.kern, x, y, out, n))
 	}
 }
 
@@ -142,8 +142,8 @@ func (s *Stream) Softmax(dst, x backend.Tensor) {
 		return
 	}
 	in, out := s.f32("softmax", x), s.dst("softmax", dst)
-	if reads, writes := []metal.Buffer{in}, []metal.Buffer{out}; s.begin("softmax", reads, writes) {
-		s.end("softmax", metal.Softmax(s.cb, s.be.kern, in, out, x.Rows(), x.Cols()), reads, writes)
+	if s.begin("softmax") {
+		s.end("softmax", metal.Softmax(s.enc(), s.be.kern, in, out, x.Rows(), x.Cols()))
 	}
 }
 
@@ -160,8 +160,8 @@ func (s *Stream) GeGLU(dst, x backend.Tensor) {
 	}
 	inner := dst.Cols()
 	in, out := s.f32("geglu", x), s.dst("geglu", dst)
-	if reads, writes := []metal.Buffer{in}, []metal.Buffer{out}; s.begin("geglu", reads, writes) {
-		s.end("geglu", metal.GeGLU(s.cb, s.be.kern, in, out, x.Rows(), inner), reads, writes)
+	if s.begin("geglu") {
+		s.end("geglu", metal.GeGLU(s.enc(), s.be.kern, in, out, x.Rows(), inner))
 	}
 }
 
@@ -244,8 +244,8 @@ func (s *Stream) ActFeatures(dst, cls, logits backend.Tensor, counts []int) {
 	}
 	s.ints = offsets
 	c, z, out, off := s.f32("actFeatures", cls), s.f32("actFeatures", logits), s.dst("actFeatures", dst), s.u32Buffer("actFeatures", offsets)
-	if reads, writes := []metal.Buffer{c, z, off}, []metal.Buffer{out}; s.begin("actFeatures", reads, writes) {
-		s.end("actFeatures", metal.ActFeatures(s.cb, s.be.kern, c, z, off, out, b, d, total), reads, writes)
+	if s.begin("actFeatures") {
+		s.end("actFeatures", metal.ActFeatures(s.enc(), s.be.kern, c, z, off, out, b, d, total))
 	}
 }
 
@@ -253,5 +253,5 @@ func (s *Stream) ActFeatures(dst, cls, logits backend.Tensor, counts []int) {
 // the stream does not implement backend.RowPacker, so models send it padded
 // batches.
 func errPacked(op string) error {
-	return fmt.Errorf("metal: %s: %w: packed batches are not supported", op, backend.ErrShape)
+	return fmt.Errorf("backend/gpu: %s: %w: packed batches are not supported", op, backend.ErrShape)
 }

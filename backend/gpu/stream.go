@@ -26,13 +26,9 @@ type Stream struct {
 	closed  bool
 	owned   []metal.Buffer // tensors and index arrays, released by Close
 
-	// Buffers written and read by the dispatches since the last barrier:
-	// a dispatch that reads a written one, or writes one either read or
-	// written, needs a barrier first (read-after-write, write-after-read
-	// and write-after-write hazards of a concurrent encoder).
-	// A run between barriers touches a handful of buffers, so two small
-	// sets (slices, scanned) are cheaper than maps.
-	written, read bufferSet
+	// track is cb as the kernels' dispatch functions see it: it encodes
+	// the barriers the dispatches' buffer roles call for.
+	track hazards
 
 	// pending is the operation recorded but not yet encoded, so that the
 	// next one can join its dispatch (fuse.go): a *pendingLN,
@@ -180,12 +176,11 @@ func (s *Stream) readable(t backend.Tensor) {
 	}
 }
 
-// begin prepares s.cb for one dispatch that reads reads and writes
-// writes, with a barrier first when it depends on the dispatches since the
-// last one, and reports whether to encode it; the caller dispatches on s.cb
-// and hands the result to end. (Two calls rather than one taking a closure:
-// the closure and its captured operation would be allocated per dispatch.)
-func (s *Stream) begin(op string, reads, writes []metal.Buffer) bool {
+// begin prepares s.cb for one dispatch of op and reports whether to encode
+// it; the caller encodes on s.enc(), which places the barriers, and hands
+// the result to end. (Two calls rather than one taking a closure: the
+// closure and its captured operation would be allocated per dispatch.)
+func (s *Stream) begin(op string) bool {
 	if s.err != nil {
 		return false
 	}
@@ -197,36 +192,23 @@ func (s *Stream) begin(op string, reads, writes []metal.Buffer) bool {
 		}
 		s.cb = cb
 	}
-	hazard := false
-	for _, b := range reads {
-		hazard = hazard || s.written.has(b)
-	}
-	for _, b := range writes {
-		hazard = hazard || s.written.has(b) || s.read.has(b)
-	}
-	if hazard {
-		s.cb.Barrier()
-		s.written.clear()
-		s.read.clear()
-	}
+	s.track.cb = s.cb
 	if l, ok := s.cb.(opLabeler); ok {
 		l.labelNext(op)
 	}
 	return true
 }
 
-// end records the dispatch begun by begin: its error, or its buffers for
-// the hazard tracking, and commits a full chunk.
-func (s *Stream) end(op string, err error, reads, writes []metal.Buffer) {
+// enc is the command buffer the kernels' dispatch functions encode on:
+// s.cb behind the hazard tracking.
+func (s *Stream) enc() metal.CommandBuffer { return &s.track }
+
+// end records the dispatch begun by begin: its error, or a dispatch more
+// in the chunk, and commits a full chunk.
+func (s *Stream) end(op string, err error) {
 	if err != nil {
 		s.fail(fmt.Errorf("backend/gpu: %s: %w", op, err))
 		return
-	}
-	for _, b := range reads {
-		s.read.add(b)
-	}
-	for _, b := range writes {
-		s.written.add(b)
 	}
 	s.inChunk++
 	if s.be.profiling.Load() {
@@ -269,8 +251,7 @@ func (s *Stream) commitChunk() {
 func (s *Stream) commit() bool {
 	cb := s.cb
 	s.cb, s.inChunk = nil, 0
-	s.written.clear()
-	s.read.clear()
+	s.track.reset()
 	if err := cb.Commit(); err != nil {
 		s.fail(fmt.Errorf("backend/gpu: commit: %w", err))
 		return false
@@ -317,8 +298,7 @@ type opLabeler interface{ labelNext(op string) }
 func (s *Stream) syncOp(op string) {
 	cb := s.cb
 	s.cb, s.inChunk = nil, 0
-	s.written.clear()
-	s.read.clear()
+	s.track.reset()
 	if err := cb.Commit(); err != nil {
 		s.fail(fmt.Errorf("backend/gpu: %s: commit: %w", op, err))
 		return
@@ -479,11 +459,12 @@ func (s *Stream) Close() {
 	}
 	clear(s.owned)
 	clear(s.committed)
-	clear(s.written)
-	clear(s.read)
-	*l = streamLists{owned: s.owned[:0], committed: s.committed[:0], written: s.written[:0], read: s.read[:0],
+	clear(s.track.written)
+	clear(s.track.read)
+	*l = streamLists{owned: s.owned[:0], committed: s.committed[:0], written: s.track.written[:0], read: s.track.read[:0],
 		lengths: s.lengths[:0], ints: s.ints[:0], tensors: s.made}
-	s.owned, s.committed, s.written, s.read, s.lengths, s.ints, s.tensors, s.lists, s.partial = nil, nil, nil, nil, nil, nil, nil, nil, nil
+	s.owned, s.committed, s.lengths, s.ints, s.tensors, s.lists, s.partial = nil, nil, nil, nil, nil, nil, nil
+	s.track = hazards{}
 	s.be.keepLists(l)
 }
 
@@ -509,3 +490,86 @@ func (bs *bufferSet) add(b metal.Buffer) {
 }
 
 func (bs *bufferSet) clear() { *bs = (*bs)[:0] }
+
+// remove takes b out of the set.
+func (bs *bufferSet) remove(b metal.Buffer) {
+	for i, x := range *bs {
+		if x == b {
+			*bs = append((*bs)[:i], (*bs)[i+1:]...)
+			return
+		}
+	}
+}
+
+// hazards is a command buffer that encodes a barrier before a dispatch
+// that depends on the dispatches since the last one: one that reads a
+// buffer written since, or writes one read or written since
+// (read-after-write, write-after-read and write-after-write hazards of a
+// concurrent encoder). What a dispatch reads and writes is what its
+// arguments declare (metal.Arg.Access, set where each kernel binds them),
+// so the roles are stated once, in package metal; a buffer bound with no
+// access declared is refused, since its hazards would be unknown.
+type hazards struct {
+	cb metal.CommandBuffer
+	// The buffers read and written since the last barrier. A run between
+	// barriers touches a handful of buffers, so two small sets (slices,
+	// scanned) are cheaper than maps.
+	written, read bufferSet
+}
+
+func (h *hazards) Dispatch(p metal.Pipeline, groups, threads metal.Size3, args ...metal.Arg) error {
+	hazard := false
+	for i := range args {
+		a := &args[i]
+		if a.Buffer == nil {
+			continue
+		}
+		if a.Access == metal.AccessNone || a.Access&^metal.AccessReadWrite != 0 {
+			return fmt.Errorf("%w: %s: buffer(%d) bound with access %v, want read, write or read-write", metal.ErrInvalidDispatch, p.Kernel(), a.Index, a.Access)
+		}
+		hazard = hazard || a.Access.Reads() && h.written.has(a.Buffer) ||
+			a.Access.Writes() && (h.written.has(a.Buffer) || h.read.has(a.Buffer))
+	}
+	if hazard {
+		h.Barrier()
+	}
+	if err := h.cb.Dispatch(p, groups, threads, args...); err != nil {
+		return err
+	}
+	for i := range args {
+		if a := &args[i]; a.Buffer != nil {
+			if a.Access.Reads() {
+				h.read.add(a.Buffer)
+			}
+			if a.Access.Writes() {
+				h.written.add(a.Buffer)
+			}
+		}
+	}
+	return nil
+}
+
+// Barrier orders what follows after what came before: for the buffers
+// named, or for all of them.
+func (h *hazards) Barrier(buffers ...metal.Buffer) {
+	h.cb.Barrier(buffers...)
+	if len(buffers) == 0 {
+		h.reset()
+		return
+	}
+	for _, b := range buffers {
+		h.written.remove(b)
+		h.read.remove(b)
+	}
+}
+
+func (h *hazards) Commit() error { return h.cb.Commit() }
+
+func (h *hazards) Wait(ctx context.Context) (metal.Timing, error) { return h.cb.Wait(ctx) }
+
+// reset forgets the buffers touched: a barrier or a new command buffer
+// (the queue orders command buffers) separates what comes next.
+func (h *hazards) reset() {
+	h.written.clear()
+	h.read.clear()
+}

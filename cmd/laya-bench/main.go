@@ -115,6 +115,8 @@ type options struct {
 	splitK                                       bool // plan.go
 	tokens                                       int
 	paced                                        bool // paced.go
+
+	cpu *cpu.Backend // the backend --joins and --kernel profile
 }
 
 func main() {
@@ -210,6 +212,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	loadTime := time.Since(loadStart)
 	timer, _ := be.(backend.Timer)
 	profiler, _ := be.(backend.Profiler)
+	o.cpu, _ = be.(*cpu.Backend)
 	if o.joins && o.backend != "cpu" {
 		return fmt.Errorf("--joins: only the cpu backend's worker pool records joins (backend %q)", o.backend)
 	}
@@ -221,7 +224,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return errors.New("--kernel: this build or CPU has no outer-product GEMM kernel to time (it needs AVX-512 on amd64, without the purego tag)")
 		}
 	}
-	if o.profile && profiler == nil {
+	if o.profile && (profiler == nil || timer == nil) {
 		return fmt.Errorf("--profile: backend %q cannot time operations on a device", o.backend)
 	}
 
@@ -445,15 +448,11 @@ func measure(ctx context.Context, agent *laya.Agent, timer backend.Timer, n int,
 			return r, err
 		}
 	}
-	if o.joins {
-		cpu.RecordJoins(true)
-		defer cpu.RecordJoins(false)
+	if o.joins || o.kernel {
+		o.cpu.SetProfile(cpu.Profile{Joins: o.joins, Kernel: o.kernel})
+		defer o.cpu.SetProfile(cpu.Profile{})
 	}
 	var hot []float64
-	if o.kernel {
-		cpu.RecordKernelTime(true)
-		defer cpu.RecordKernelTime(false)
-	}
 	for i := 0; i < o.runs; i++ {
 		d, _, err := once()
 		if err != nil {
@@ -473,14 +472,14 @@ func measure(ctx context.Context, agent *laya.Agent, timer backend.Timer, n int,
 		}
 	}
 	if o.joins {
-		for _, j := range cpu.Joins() {
+		for _, j := range o.cpu.Joins() {
 			r.Joins = append(r.Joins, joinRow{Site: j.Site, PerRequest: float64(j.Calls) / float64(o.runs),
 				HeldMS: ms(j.Held) / float64(o.runs), BusyMS: ms(j.Busy) / float64(o.runs), Idle: j.Idle(),
 				LateMS: ms(j.Late) / float64(o.runs)})
 		}
 	}
 	if o.kernel {
-		kt := cpu.KernelTimes()
+		kt := o.cpu.KernelTime()
 		wall := 0.0
 		for _, v := range r.SamplesMS {
 			wall += v

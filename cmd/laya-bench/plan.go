@@ -7,7 +7,7 @@ import (
 	"io"
 	"text/tabwriter"
 
-	"github.com/laya-metal/laya/backend/gpu"
+	"github.com/laya-metal/laya/internal/gpuplan"
 	"github.com/laya-metal/laya/weights"
 )
 
@@ -15,7 +15,7 @@ import (
 // choice of the benchmark's first template).
 const planMarkers = 4
 
-// runPlan prints the Metal work plan (gpu.MakePlan) of one request
+// runPlan prints the Metal work plan (gpuplan.Make) of one request
 // per --questions count: a MODEL, labelled as such in every format.
 func runPlan(ctx context.Context, o options, stdout io.Writer) error {
 	// One checkpoint for every count: the plan reads only its shapes.
@@ -42,13 +42,13 @@ func runPlan(ctx context.Context, o options, stdout io.Writer) error {
 		name = o.synthetic
 	}
 	defer ckpt.Close()
-	var plans []*gpu.Plan
+	var plans []*gpuplan.Plan
 	for _, n := range o.questions {
-		req := gpu.PlanRequest{Questions: n, Tokens: o.tokens, Markers: planMarkers}
+		req := gpuplan.Request{Questions: n, Tokens: o.tokens, Markers: planMarkers}
 		if o.splitK {
 			req.SplitKGroups = splitKTarget()
 		}
-		p, err := gpu.MakePlan(ctx, name, ckpt, req)
+		p, err := gpuplan.Make(ctx, name, ckpt, req)
 		if err != nil {
 			return fmt.Errorf("--plan: %d questions: %w", n, err)
 		}
@@ -58,9 +58,9 @@ func runPlan(ctx context.Context, o options, stdout io.Writer) error {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
-			Label string      `json:"label"`
-			Plan  *gpu.Plan   `json:"plan"`
-			Plans []*gpu.Plan `json:"plans"`
+			Label string          `json:"label"`
+			Plan  *gpuplan.Plan   `json:"plan"`
+			Plans []*gpuplan.Plan `json:"plans"`
 		}{plans[0].Label, plans[0], plans})
 	}
 	for _, p := range plans {
@@ -71,19 +71,19 @@ func runPlan(ctx context.Context, o options, stdout io.Writer) error {
 
 // splitKTarget is --split-k's threadgroup slots: the reference GPU's
 // under the plan's time model (an M3 Max: 40 cores × 3 tiles).
-func splitKTarget() int { return gpu.DefaultTimeModel.SplitKTarget(referenceGPU()) }
+func splitKTarget() int { return gpuplan.DefaultTimeModel.SplitKTarget(referenceGPU()) }
 
-// referenceGPU is gpu.ReferenceGPU's row of AppleGPUs.
-func referenceGPU() gpu.GPU {
-	for _, g := range gpu.AppleGPUs {
-		if g.Name == gpu.ReferenceGPU {
+// referenceGPU is gpuplan.ReferenceGPU's row of AppleGPUs.
+func referenceGPU() gpuplan.GPU {
+	for _, g := range gpuplan.AppleGPUs {
+		if g.Name == gpuplan.ReferenceGPU {
 			return g
 		}
 	}
-	panic("laya-bench: no " + gpu.ReferenceGPU + " in gpu.AppleGPUs")
+	panic("laya-bench: no " + gpuplan.ReferenceGPU + " in gpuplan.AppleGPUs")
 }
 
-func writePlan(w io.Writer, p *gpu.Plan, dispatches bool) {
+func writePlan(w io.Writer, p *gpuplan.Plan, dispatches bool) {
 	split := ""
 	if p.Request.SplitKGroups > 0 {
 		split = fmt.Sprintf(", split-K for %d threadgroup slots", p.Request.SplitKGroups)
@@ -97,7 +97,7 @@ func writePlan(w io.Writer, p *gpu.Plan, dispatches bool) {
 	fmt.Fprintf(w, "- %.2f GFLOP (%.2f with tile padding), %.1f MB minimal traffic, %.1f MB requested by the kernels' tiling\n\n", p.FLOPs/1e9,
 		p.PaddedFLOPs/1e9, p.IdealBytes/1e6, p.RequestedBytes/1e6)
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
-	ref := gpu.ReferenceGPU
+	ref := gpuplan.ReferenceGPU
 	fmt.Fprintf(tw, "| operation\t| dispatches\t| barriers\t| MFLOP\t| ideal MB\t| requested MB\t| threadgroups / slots, %s\t| floor µs\t| MODEL µs\t|\n", ref)
 	fmt.Fprintln(tw, "|---\t|---:\t|---:\t|---:\t|---:\t|---:\t|---:\t|---:\t|---:\t|")
 	for _, op := range p.Ops {
@@ -106,7 +106,7 @@ func writePlan(w io.Writer, p *gpu.Plan, dispatches bool) {
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\nthreadgroups / slots: the grids' threadgroups against the waves they run in × cores × threadgroups a core holds (idle slots are the difference).\n")
-	fmt.Fprintf(w, "\nRoofline floors (MODEL; every kernel at max(FLOPs/peak, bytes/bandwidth); +%.1f µs per barrier in the second column):\n\n", gpu.DependentDispatchMicros)
+	fmt.Fprintf(w, "\nRoofline floors (MODEL; every kernel at max(FLOPs/peak, bytes/bandwidth); +%.1f µs per barrier in the second column):\n\n", gpuplan.DependentDispatchMicros)
 	tw = tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
 	fmt.Fprintln(tw, "| GPU\t| cores\t| GHz\t| FP32 TFLOP/s\t| GB/s\t| floor ms\t| + dispatch ms\t| requested-traffic ms\t| MODEL ms (compute / memory)\t| source\t|")
 	fmt.Fprintln(tw, "|---\t|---:\t|---:\t|---:\t|---:\t|---:\t|---:\t|---:\t|---:\t|---\t|")
@@ -121,7 +121,7 @@ func writePlan(w io.Writer, p *gpu.Plan, dispatches bool) {
 	}
 	fmt.Fprintln(w)
 	if dispatches {
-		fmt.Fprintf(w, "Dispatches as encoded (%d; | = behind a barrier; MODEL on the %s: threadgroups a core holds, waves, µs):\n\n", len(p.Log), gpu.ReferenceGPU)
+		fmt.Fprintf(w, "Dispatches as encoded (%d; | = behind a barrier; MODEL on the %s: threadgroups a core holds, waves, µs):\n\n", len(p.Log), gpuplan.ReferenceGPU)
 		models := p.DispatchModels(referenceGPU())
 		for i, d := range p.Log {
 			b := " "

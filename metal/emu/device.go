@@ -12,6 +12,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -483,6 +484,13 @@ func (cb *commandBuffer) Dispatch(p metal.Pipeline, groups, threads metal.Size3,
 			if eb.released.Load() {
 				return bad("buffer(%d) was released", a.Index)
 			}
+			// A declared access must be what the parameter allows: a
+			// backend places its barriers by it, and a write declared as
+			// a read would lose one on a GPU while the emulator, running
+			// dispatches in order, still gave the right answer.
+			if a.Access != metal.AccessNone && a.Access.Writes() != writableParam(param.Type) {
+				return bad("buffer(%d) %s is %q, bound as %v", a.Index, param.Name, param.Type, a.Access)
+			}
 		case a.Bytes != nil:
 			a.Bytes = append([]byte(nil), a.Bytes...) // copied at encode time, as Metal does
 		}
@@ -503,6 +511,14 @@ func (cb *commandBuffer) Dispatch(p metal.Pipeline, groups, threads metal.Size3,
 	}
 	cb.ops = append(cb.ops, rec)
 	return nil
+}
+
+// writableParam reports whether a buffer parameter's type lets the kernel
+// write it: a device pointer not to const ("device float*"), against
+// "device const float*" and the constant address space.
+func writableParam(typ string) bool {
+	f := strings.FieldsFunc(typ, func(r rune) bool { return r == ' ' || r == '*' || r == '&' })
+	return len(f) > 0 && f[0] == "device" && !slices.Contains(f, "const")
 }
 
 func argKind(a metal.Arg) string {

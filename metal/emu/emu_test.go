@@ -143,6 +143,9 @@ func TestEmulatorDispatchValidation(t *testing.T) {
 		{"too many threads", Size3{X: 1, Y: 1, Z: 1}, Size3{X: 1025, Y: 1, Z: 1}, []Arg{{Index: 0, Buffer: buf}, {Index: 1, Buffer: buf}, {Index: 2, Buffer: buf}, {Index: 3, Bytes: u32s(8)}}},
 		{"unknown index", Size3{X: 1, Y: 1, Z: 1}, Size3{X: 8, Y: 1, Z: 1}, []Arg{{Index: 0, Buffer: buf}, {Index: 1, Buffer: buf}, {Index: 2, Buffer: buf}, {Index: 3, Bytes: u32s(8)}, {Index: 7, Buffer: buf}}},
 		{"offset past end", Size3{X: 1, Y: 1, Z: 1}, Size3{X: 8, Y: 1, Z: 1}, []Arg{{Index: 0, Buffer: buf, Offset: 32}, {Index: 1, Buffer: buf}, {Index: 2, Buffer: buf}, {Index: 3, Bytes: u32s(8)}}},
+		// vector_add writes buffer(2) and only reads 0 and 1.
+		{"write declared as read", Size3{X: 1, Y: 1, Z: 1}, Size3{X: 8, Y: 1, Z: 1}, []Arg{{Index: 0, Buffer: buf, Access: AccessRead}, {Index: 1, Buffer: buf, Access: AccessRead}, {Index: 2, Buffer: buf, Access: AccessRead}, {Index: 3, Bytes: u32s(8)}}},
+		{"read declared as write", Size3{X: 1, Y: 1, Z: 1}, Size3{X: 8, Y: 1, Z: 1}, []Arg{{Index: 0, Buffer: buf, Access: AccessReadWrite}, {Index: 1, Buffer: buf}, {Index: 2, Buffer: buf, Access: AccessWrite}, {Index: 3, Bytes: u32s(8)}}},
 	}
 	for _, c := range cases {
 		if err := cb.Dispatch(p, c.groups, c.threads, c.args...); !errors.Is(err, ErrInvalidDispatch) {
@@ -258,7 +261,9 @@ func BenchmarkEmuGemmF16(b *testing.B) {
 	x, w := f16Buffer(b, d, pseudo(m*kd, 1, -1, 1)), f16Buffer(b, d, pseudo(n*kd, 2, -1, 1))
 	y := f32Buffer(b, d, make([]float32, m*n))
 	for b.Loop() {
-		if err := run(b, d, func(cb CommandBuffer) error { return Gemm(cb, k, GemmF16, x, w, nil, y, m, n, kd) }); err != nil {
+		if err := run(b, d, func(cb CommandBuffer) error {
+			return EncodeGemm(cb, k, GemmOp{Input: GemmF16, X: x, W: w, Y: y, M: m, N: n, K: kd})
+		}); err != nil {
 			b.Fatal(err)
 		}
 	}

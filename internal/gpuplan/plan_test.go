@@ -1,4 +1,4 @@
-package gpu
+package gpuplan
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/laya-metal/laya/backend/gpu"
 	"github.com/laya-metal/laya/metal"
 	"github.com/laya-metal/laya/weights/synthetic"
 )
@@ -19,7 +20,7 @@ func TestPlanRealConfigs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := MakePlan(context.Background(), spec.Name, ckpt, PlanRequest{Questions: 1, Tokens: 93, Markers: 4})
+		p, err := Make(context.Background(), spec.Name, ckpt, Request{Questions: 1, Tokens: 93, Markers: 4})
 		ckpt.Close()
 		if err != nil {
 			t.Fatal(err)
@@ -89,13 +90,13 @@ func TestPlanSplitK(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		req := PlanRequest{Questions: 1, Tokens: 93, Markers: 4}
-		plain, err := MakePlan(context.Background(), spec.Name, ckpt, req)
+		req := Request{Questions: 1, Tokens: 93, Markers: 4}
+		plain, err := Make(context.Background(), spec.Name, ckpt, req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		req.SplitKGroups = DefaultTimeModel.SplitKTarget(gpuNamed(t, ReferenceGPU))
-		split, err := MakePlan(context.Background(), spec.Name, ckpt, req)
+		split, err := Make(context.Background(), spec.Name, ckpt, req)
 		ckpt.Close()
 		if err != nil {
 			t.Fatal(err)
@@ -172,7 +173,7 @@ func TestTimeModelDispatch(t *testing.T) {
 		t.Errorf("SplitKTarget(M3 Max) = %d, want 40 × 3", got)
 	}
 	params := metal.GemmParams{M: 93, N: 1024, K: 1024}
-	d := PlannedDispatch{Kernel: "gemm_f32_f16w", Groups: metal.Size3{X: 16, Y: 3, Z: 1}, Threads: metal.Size3{X: 128, Y: 1, Z: 1},
+	d := gpu.PlannedDispatch{Kernel: "gemm_f32_f16w", Groups: metal.Size3{X: 16, Y: 3, Z: 1}, Threads: metal.Size3{X: 128, Y: 1, Z: 1},
 		Args: []metal.Arg{{Index: 4, Bytes: unsafe.Slice((*byte)(unsafe.Pointer(&params)), unsafe.Sizeof(params))}}, AfterBarrier: true}
 	c := metal.Cost{FLOPs: 2 * 93 * 1024 * 1024, IdealBytes: 2e6, RequestedBytes: 2e6}
 	km := m.Dispatch(g, d, c)

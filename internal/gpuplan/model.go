@@ -1,8 +1,9 @@
-package gpu
+package gpuplan
 
 import (
 	"strings"
 
+	"github.com/laya-metal/laya/backend/gpu"
 	"github.com/laya-metal/laya/metal"
 )
 
@@ -113,7 +114,7 @@ func matrixKernel(kernel string) bool {
 }
 
 // Dispatch prices one recorded dispatch of cost c on g.
-func (m TimeModel) Dispatch(g GPU, d PlannedDispatch, c metal.Cost) KernelModel {
+func (m TimeModel) Dispatch(g GPU, d gpu.PlannedDispatch, c metal.Cost) KernelModel {
 	threads := d.Threads.X * d.Threads.Y * d.Threads.Z
 	km := KernelModel{Groups: d.Groups.X * d.Groups.Y * d.Groups.Z, Resident: m.Resident(d.Kernel, threads), PaddedFLOPs: c.FLOPs}
 	if km.Groups == 0 {
@@ -147,7 +148,7 @@ func (m TimeModel) Dispatch(g GPU, d PlannedDispatch, c metal.Cost) KernelModel 
 
 // gemmTileParams decodes the parameters of a GEMM tile dispatch (not the
 // GEMV kernels: they have no tiles to pad).
-func gemmTileParams(d PlannedDispatch) (metal.GemmParams, bool) {
+func gemmTileParams(d gpu.PlannedDispatch) (metal.GemmParams, bool) {
 	switch d.Kernel {
 	case "gemm_f32", "gemm_f16", "gemm_f32_f16w":
 	default:

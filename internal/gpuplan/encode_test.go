@@ -1,4 +1,4 @@
-package gpu
+package gpuplan
 
 import (
 	"context"
@@ -12,24 +12,24 @@ import (
 // barrier tracking, argument packing, arena and commits, everything the
 // host does per request except the Objective-C sends of the real device
 // (~0.6 µs per dispatch per antonellof/ferrox#149; not on this machine).
-// The target is ≤ 150 µs per English request.
+// The target is ≤ 150 µs per English request.
 func BenchmarkEncodeRequest(b *testing.B) {
 	for _, spec := range []synthetic.Spec{synthetic.English(), synthetic.Multilingual()} {
 		b.Run(spec.Name+"/1q-93tok", func(b *testing.B) {
-			dev, net := newEncodeNetwork(b, spec)
-			req := PlanRequest{Questions: 1, Tokens: 93, Markers: 4}
+			r := newEncodeRecorder(b, spec)
+			req := Request{Questions: 1, Tokens: 93, Markers: 4}
 			ctx := context.Background()
-			if _, err := net.run(ctx, req, nil); err != nil {
+			if err := r.run(ctx, req); err != nil {
 				b.Fatal(err)
 			}
-			dev.Reset()
+			r.dev.Reset()
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := net.run(ctx, req, nil); err != nil {
+				if err := r.run(ctx, req); err != nil {
 					b.Fatal(err)
 				}
 			}
-			st := dev.Stats()
+			st := r.dev.Stats()
 			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/request")
 			b.ReportMetric(float64(st.Dispatches)/float64(b.N), "dispatches/request")
 			b.ReportMetric(float64(st.NewBuffers)/float64(b.N), "buffers/request")
@@ -37,30 +37,29 @@ func BenchmarkEncodeRequest(b *testing.B) {
 	}
 }
 
-// newEncodeNetwork is spec's model (shapes only) on a plan device, closed
-// when the test ends.
-func newEncodeNetwork(tb testing.TB, spec synthetic.Spec) (*PlanDevice, *planNetwork) {
+// newEncodeRecorder is spec's model (shapes only) on a plan device that
+// only counts, closed when the test ends.
+func newEncodeRecorder(tb testing.TB, spec synthetic.Spec) *recorder {
 	tb.Helper()
 	ckpt, err := spec.ShapeCheckpoint()
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { ckpt.Close() })
-	dev := NewPlanDevice(false)
-	be := New("plan", dev)
-	tb.Cleanup(func() { be.Close() })
-	net, err := newPlanNetwork(be, ckpt)
+	r, err := newRecorder(ckpt, false)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return dev, net
+	tb.Cleanup(r.close)
+	return r
 }
 
 // maxRequestAllocs bounds the heap allocations of a warm request's host
 // encoding: the stream, its tensor slab and the decision head's index
-// array are 3; the rest is slack for a sync.Pool emptied by a GC. Per
-// dispatch there must be none (168 dispatches per English request: a
-// per-dispatch allocation would add at least that many).
+// array are 3, forwardpass.RunPruned's lists of the rows it keeps 3 more;
+// the rest is slack for a sync.Pool emptied by a GC. Per dispatch there
+// must be none (166 dispatches per English request: a per-dispatch
+// allocation would add at least that many).
 const maxRequestAllocs = 8
 
 // TestEncodeRequestAllocs: a repeated request allocates at most a small
@@ -70,12 +69,12 @@ const maxRequestAllocs = 8
 func TestEncodeRequestAllocs(t *testing.T) {
 	for _, spec := range []synthetic.Spec{synthetic.English(), synthetic.Multilingual(), synthetic.Tiny()} {
 		t.Run(spec.Name, func(t *testing.T) {
-			dev, net := newEncodeNetwork(t, spec)
-			req := PlanRequest{Questions: 2, Tokens: 61, Markers: 3}
+			r := newEncodeRecorder(t, spec)
+			req := Request{Questions: 2, Tokens: 61, Markers: 3}
 			ctx := context.Background()
 			var runErr error
 			run := func() {
-				if _, err := net.run(ctx, req, nil); err != nil && runErr == nil {
+				if err := r.run(ctx, req); err != nil && runErr == nil {
 					runErr = err
 				}
 			}
@@ -84,9 +83,9 @@ func TestEncodeRequestAllocs(t *testing.T) {
 			if runErr != nil {
 				t.Fatal(runErr)
 			}
-			dev.Reset()
+			r.dev.Reset()
 			run()
-			st := dev.Stats()
+			st := r.dev.Stats()
 			t.Logf("%.1f allocations per request of %d dispatches", allocs, st.Dispatches)
 			if allocs > maxRequestAllocs {
 				t.Errorf("%.1f heap allocations per warm request (%d dispatches); want at most %d", allocs, st.Dispatches, maxRequestAllocs)
