@@ -8,13 +8,14 @@ import (
 	"testing"
 
 	"github.com/laya-metal/laya/backend"
+	"github.com/laya-metal/laya/heads"
 	"github.com/laya-metal/laya/internal/oracletest"
 	"github.com/laya-metal/laya/weights"
 )
 
 // forwardRowOf is a golden row as the network takes it.
 func forwardRowOf(r oracletest.Row) forwardRow {
-	return forwardRow{IDs: r.InputIDs, Markers: r.Markers, QType: r.QType}
+	return forwardRow{IDs: r.InputIDs, Markers: r.Markers, QType: heads.QType(r.QType)}
 }
 
 func loadNetwork(t testing.TB, dir string, batchSize int) *network {
@@ -25,8 +26,9 @@ func loadNetwork(t testing.TB, dir string, batchSize int) *network {
 	}
 	t.Cleanup(func() { ckpt.Close() })
 	// The pad id only fills masked slots; the encoder config's is the
-	// tokenizer's [PAD] in every oracle checkpoint.
-	n, err := newNetwork(ckpt, networkOptions{BatchSize: batchSize, PadID: ckpt.Encoder.PadTokenID})
+	// tokenizer's [PAD] in every oracle checkpoint. The act logits are
+	// read back to be held to upstream's.
+	n, err := newNetwork(ckpt, networkOptions{BatchSize: batchSize, PadID: ckpt.Encoder.PadTokenID, ActLogits: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +152,7 @@ func TestForwardDebugHidden(t *testing.T) {
 					t.Logf("%-14s max |Δ| %.2g (scale %.3g)", key, worst, scale)
 				}
 			}
-			out, err := n.runBatch(context.Background(), []forwardRow{{IDs: dbg.InputIDs, Markers: dbg.Markers, QType: dbg.QType}}, obs)
+			out, err := n.runBatch(context.Background(), []forwardRow{{IDs: dbg.InputIDs, Markers: dbg.Markers, QType: heads.QType(dbg.QType)}}, obs)
 			if err != nil {
 				t.Fatal(err)
 			}

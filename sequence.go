@@ -57,7 +57,7 @@ type row struct {
 
 // forwardRow is what the network reads of r.
 func (r row) forwardRow() forwardRow {
-	return forwardRow{IDs: r.IDs, Markers: r.Markers, QType: int(r.QType)}
+	return forwardRow{IDs: r.IDs, Markers: r.Markers, QType: r.QType}
 }
 
 // scrubMask replaces every literal of the mask token with one space, as upstream does to

@@ -192,11 +192,12 @@ type planNetwork struct {
 	vocab    int
 	// The request's host arrays, kept for the next request of the same
 	// size (a server's request pool would hold them likewise).
-	ids                    []int32
-	lengths, qtypes, count []int
-	markerRows             []int32
-	keep, cls, markers     []int32
-	read                   []float32
+	ids                []int32
+	lengths, count     []int
+	qtypes             []heads.QType
+	markerRows         []int32
+	keep, cls, markers []int32
+	read               []float32
 }
 
 func newPlanNetwork(be backend.Backend, ckpt *weights.Checkpoint) (*planNetwork, error) {
@@ -231,7 +232,7 @@ func (n *planNetwork) run(ctx context.Context, req PlanRequest, observe func(sta
 		for i := range L {
 			ids[b*L+i] = int32((1000 + 37*i) % n.vocab) // any valid ids: the plan does not depend on them
 		}
-		lengths[b], qtypes[b], counts[b] = L, b%heads.NumQuestionTypes, req.Markers
+		lengths[b], qtypes[b], counts[b] = L, heads.QType(b%heads.NumQuestionTypes), req.Markers
 		for m := range req.Markers {
 			markerRows = append(markerRows, int32(b*L+1+m*(L-2)/req.Markers))
 		}
@@ -242,7 +243,7 @@ func (n *planNetwork) run(ctx context.Context, req PlanRequest, observe func(sta
 	if observe != nil {
 		encObs = func(_ backend.Stream, stage string, i int, _ backend.Tensor) { observe(stage, i) }
 	}
-	hidden, err := n.enc.Forward(ctx, s, encoder.Batch{IDs: ids, Lengths: lengths, SeqLen: L}, encObs)
+	hidden, err := n.enc.Forward(ctx, s, ids, backend.Layout{Lengths: lengths, SeqLen: L}, encObs)
 	if err != nil {
 		return nil, err
 	}
@@ -263,7 +264,7 @@ func (n *planNetwork) run(ctx context.Context, req PlanRequest, observe func(sta
 		markers = append(markers, int32(rows+i))
 	}
 	n.keep, n.cls, n.markers = keep, cls, markers
-	kept, err := n.decision.ForwardRows(ctx, s, hidden, qtypes, heads.Layout{Lengths: lengths, SeqLen: L}, keep, nil)
+	kept, err := n.decision.ForwardRows(ctx, s, hidden, qtypes, backend.Layout{Lengths: lengths, SeqLen: L}, keep, nil)
 	if err != nil {
 		return nil, err
 	}
