@@ -11,7 +11,7 @@ import (
 )
 
 // maxRootAPI caps the root package's exported functions, types and methods
-// (issue 8: "at most ~90"). The root is Load, Agent.Predict and the answer
+// (at most ~90). The root is Load, Agent.Predict and the answer
 // and request types; add-ons (router, preset, hub, …) live in packages that
 // import it. Raising the cap is a design decision, not a test fix.
 const maxRootAPI = 90

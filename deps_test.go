@@ -41,8 +41,7 @@ func TestRootLinksNoEmulator(t *testing.T) {
 }
 
 // isEmulatorPackage reports the packages only the MSL emulator needs:
-// backend/metalemu and anything under a path element "emu" (metal/emu after
-// the device/emulator split of issue 8).
+// backend/metalemu and anything under a path element "emu" (metal/emu).
 func isEmulatorPackage(path string) bool {
 	const root = "github.com/laya-metal/laya/"
 	rest, ok := strings.CutPrefix(path, root)

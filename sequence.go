@@ -69,12 +69,6 @@ func (b *sequenceBuilder) scrubMask(s string) string {
 	return strings.ReplaceAll(s, b.sp.MaskToken, " ")
 }
 
-// encodeState serialises and tokenizes the state once for every question. A list state
-// (a conversation) is cut from the left so that its newest turns survive (upstream #224).
-func (b *sequenceBuilder) encodeState(s State) (ids []int, truncateLeft bool) {
-	return b.enc.Encode(b.scrubMask(s.Serialize())), s.isList()
-}
-
 // build is build_sequence with return_stats=True for a tokenized state.
 func (b *sequenceBuilder) build(q *question, stateIDs []int, truncateLeft bool) row {
 	headIDs := b.enc.Encode(q.qtype.String() + " question: " + b.scrubMask(q.instructions))
