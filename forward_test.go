@@ -269,3 +269,40 @@ func TestForwardCancelled(t *testing.T) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
 }
+
+// TestActLogitsOnRequest checks that the act logits are read back only when the
+// network is asked for them, and that leaving them out changes no other output.
+func TestActLogitsOnRequest(t *testing.T) {
+	var rows []forwardRow
+	for _, c := range oracletest.Cases(t, "tiny-en") {
+		for _, r := range c.Rows {
+			rows = append(rows, forwardRowOf(r))
+		}
+	}
+	ckpt, err := weights.LoadCheckpoint(oracletest.Checkpoint("tiny-en"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ckpt.Close()
+	outputs := func(actLogits bool) []rowOutput {
+		n, err := newNetwork(ckpt, networkOptions{PadID: ckpt.Encoder.PadTokenID, ActLogits: actLogits})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer n.close()
+		out, err := n.forward(context.Background(), rows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	with, without := outputs(true), outputs(false)
+	for i := range rows {
+		if len(with[i].ActLogits) == 0 || without[i].ActLogits != nil {
+			t.Fatalf("row %d: %d act logits when asked, %d when not", i, len(with[i].ActLogits), len(without[i].ActLogits))
+		}
+		if fmt.Sprint(with[i].Logits, with[i].ActProbs) != fmt.Sprint(without[i].Logits, without[i].ActProbs) {
+			t.Errorf("row %d: outputs differ with and without the act logits", i)
+		}
+	}
+}
