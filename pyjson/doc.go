@@ -16,8 +16,8 @@
 //   - Dumps (and Value.String, Value.MarshalJSON), json.dumps(v,
 //     ensure_ascii=False) with the default separators, and DumpsPrefix and
 //     DumpsSuffix, which write only its first or last bytes;
-//   - AppendUnquoted, the one decoder of a JSON string literal, which Parse
-//     uses too;
+//   - AppendUnquoted, a JSON string literal's value, decoded by the escape
+//     rules Parse uses;
 //   - the Python formatting upstream's messages are made of: FloatRepr
 //     (repr(float)), StrRepr (repr(str)), Repr, Str, TypeName, FormatG ("%g")
 //     and ParseFloat/ToFloat (float()).
