@@ -106,7 +106,7 @@ func ourUnrounded(t *testing.T, agent *Agent, c requestCase) map[string][]float6
 		if !ok {
 			t.Fatalf("%s: bucket %q", c.name, r.bucket)
 		}
-		rows[i] = forwardRow{IDs: r.inputIDs, Markers: r.markers, QType: int(qtype)}
+		rows[i] = forwardRow{IDs: r.inputIDs, Markers: r.markers, QType: qtype}
 	}
 	outs, err := agent.net.forward(context.Background(), rows)
 	if err != nil {

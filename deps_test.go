@@ -3,8 +3,6 @@ package laya_test
 import (
 	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -84,11 +82,8 @@ func isEmulatorPackage(path string) bool {
 // the project builds for Macs).
 func goListDeps(t *testing.T, goos, goarch, pkg string) []string {
 	t.Helper()
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goBin); err != nil {
-		goBin = "go"
-	}
-	cmd := exec.Command(goBin, "list", "-deps", "-f", "{{.ImportPath}}", pkg)
+	// go test puts its own toolchain's bin directory first in PATH.
+	cmd := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", pkg)
 	cmd.Env = append(os.Environ(), "GOOS="+goos, "GOARCH="+goarch, "CGO_ENABLED=0")
 	out, err := cmd.CombinedOutput()
 	if err != nil {

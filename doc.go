@@ -54,6 +54,14 @@
 // the order of questions and criteria. Predict validates every question
 // before tokenizing anything, so a rejected request has no effect.
 //
+// # Requests
+//
+// A Request is a state, its questions and the settings upstream's predict()
+// takes beside them: Lang (per-language calibration), MaxLen and HeadMaxLen
+// (token windows), CountStateTokens. Predict is PredictRequest with none of
+// them; PredictBatch answers several requests with shared forward passes,
+// each answer the one PredictRequest gives for that request alone.
+//
 // # Answers
 //
 // Predict returns a *Result. Result.Choice, Result.Score and Result.Noul
@@ -63,7 +71,7 @@
 //
 //   - ChoiceAnswer: Choice is the most probable label; Probabilities are
 //     calibrated (the checkpoint's temperature for the question type, or for
-//     its option count, or for the request's language with PredictWith) and
+//     its option count, or for Request.Lang with PredictRequest) and
 //     in criteria order; Confidence is 1 − normalised entropy (how
 //     concentrated the distribution is); AnswerConfidence is the chosen
 //     label's probability.

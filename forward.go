@@ -8,7 +8,6 @@ import (
 
 	"github.com/laya-metal/laya/backend"
 	_ "github.com/laya-metal/laya/backend/cpu" // registers "cpu"; "metal" comes from backend_darwin_arm64.go
-	"github.com/laya-metal/laya/encoder"
 	"github.com/laya-metal/laya/heads"
 	"github.com/laya-metal/laya/internal/forwardpass"
 	"github.com/laya-metal/laya/weights"
@@ -20,14 +19,14 @@ var errBadRow = errors.New("laya: invalid token row")
 
 // forwardRow is one question's token row as built by build_sequence: its
 // unpadded ids ([CLS] … [SEP]), the position of each option's [MASK] and its
-// qtype (0 choice, 1 score, 2 noul). It is the row the batch layout pads, so
-// a batch of them goes to forwardpass.Pad as it is.
+// question type. It is the row the batch layout lays out, so a batch of
+// them goes to forwardpass.Layout as it is.
 type forwardRow = forwardpass.Row
 
 // rowOutput is what the network says about one row.
 type rowOutput struct {
 	Logits    []float32 // one per marker, raw (no temperature)
-	ActLogits []float32 // n_act
+	ActLogits []float32 // n_act; nil unless networkOptions.ActLogits
 	ActProbs  []float32 // softmax(ActLogits)
 }
 
@@ -41,6 +40,10 @@ type networkOptions struct {
 	// upstream's collate_items uses. Padded keys are masked everywhere, so it
 	// never changes an answer, but it must be a vocabulary id.
 	PadID int
+	// ActLogits reads the act head's logits back into rowOutput.ActLogits.
+	// Answers use only their softmax, so only tests that hold the logits
+	// to upstream's ask for them.
+	ActLogits bool
 }
 
 // defaultBatchSize is laya-mlx's batch size.
@@ -56,6 +59,7 @@ type network struct {
 	vocab     int
 	maxLen    int // max_position_embeddings
 	nAct      int
+	actLogits bool // read ActLogits back (networkOptions.ActLogits)
 }
 
 func newNetwork(ckpt *weights.Checkpoint, opts networkOptions) (*network, error) {
@@ -90,6 +94,7 @@ func newNetwork(ckpt *weights.Checkpoint, opts networkOptions) (*network, error)
 		vocab:     vocab,
 		maxLen:    ckpt.Encoder.MaxPositionEmbeddings,
 		nAct:      ckpt.Head.NAct,
+		actLogits: opts.ActLogits,
 	}
 	var err error
 	n.parts, err = forwardpass.NewParts(be, ckpt)
@@ -182,54 +187,42 @@ func (n *network) runBatch(ctx context.Context, rows []forwardRow, obs backend.O
 		pass, err = n.parts.RunPruned(ctx, s, batch)
 	} else {
 		batch = forwardpass.Pad(rows, n.padID)
-		pass, err = n.runObserved(ctx, s, batch, obs)
+		pass, err = n.parts.RunObserved(ctx, s, batch, obs)
 	}
-	counts, markerRows := batch.Counts, batch.MarkerRows
 	if err != nil {
 		return nil, err
 	}
-
-	logitsHost := make([]float32, len(markerRows))
-	actLogitsHost := make([]float32, len(rows)*n.nAct)
+	counts := batch.Counts
+	logitsHost := make([]float32, len(batch.MarkerRows))
 	actProbsHost := make([]float32, len(rows)*n.nAct)
-	for _, read := range []struct {
+	type read struct {
 		t   backend.Tensor
 		dst []float32
-	}{{pass.Logits, logitsHost}, {pass.ActLogits, actLogitsHost}, {pass.ActProbs, actProbsHost}} {
+	}
+	reads := []read{{pass.Logits, logitsHost}, {pass.ActProbs, actProbsHost}}
+	var actLogitsHost []float32
+	if n.actLogits {
+		actLogitsHost = make([]float32, len(rows)*n.nAct)
+		reads = append(reads, read{pass.ActLogits, actLogitsHost})
+	}
+	for _, read := range reads {
 		if err := s.Read(ctx, read.t, read.dst); err != nil {
 			return nil, fmt.Errorf("laya: forward: %w", err)
 		}
 	}
 	out := make([]rowOutput, len(rows))
 	for b := range rows {
+		lo, hi := b*n.nAct, (b+1)*n.nAct
 		out[b] = rowOutput{
-			Logits:    logitsHost[:counts[b]:counts[b]],
-			ActLogits: actLogitsHost[b*n.nAct : (b+1)*n.nAct : (b+1)*n.nAct],
-			ActProbs:  actProbsHost[b*n.nAct : (b+1)*n.nAct : (b+1)*n.nAct],
+			Logits:   logitsHost[:counts[b]:counts[b]],
+			ActProbs: actProbsHost[lo:hi:hi],
+		}
+		if actLogitsHost != nil {
+			out[b].ActLogits = actLogitsHost[lo:hi:hi]
 		}
 		logitsHost = logitsHost[counts[b]:]
 	}
 	return out, nil
-}
-
-// runObserved is the unpruned pass for an observer (tests and debugging):
-// it sees the encoder's stages, the decision head's prefixed "head " (every
-// row of every layer), then ("markers", 0, states).
-func (n *network) runObserved(ctx context.Context, s backend.Stream, batch forwardpass.Batch, obs backend.Observer) (forwardpass.Outputs, error) {
-	headObs := func(s backend.Stream, stage string, i int, t backend.Tensor) { obs(s, "head "+stage, i, t) }
-	hidden, err := n.parts.Encoder.Forward(ctx, s, batch.EncoderBatch(), obs)
-	if err != nil {
-		return forwardpass.Outputs{}, err
-	}
-	hidden, err = n.parts.Decision.Forward(ctx, s, hidden, batch.QTypes, batch.Lengths, batch.SeqLen, headObs)
-	if err != nil {
-		return forwardpass.Outputs{}, err
-	}
-	var markers backend.Tensor
-	logits := n.parts.Scorer.Forward(s, hidden, batch.MarkerRows, &markers)
-	obs(s, "markers", 0, markers)
-	actLogits, actProbs := n.parts.Act.ForwardRows(s, hidden, batch.CLSRows(), logits, batch.Counts)
-	return forwardpass.Outputs{Logits: logits, ActLogits: actLogits, ActProbs: actProbs}, nil
 }
 
 // embed mean-pools the encoder's last hidden state (after final_norm, before
@@ -237,57 +230,44 @@ func (n *network) runObserved(ctx context.Context, s backend.Stream, batch forwa
 // embed_fn_from_agent gives the shortlist. Rows run in batches of batchSize
 // (packed where the backend takes it, else padded); padded positions never
 // enter the mean.
-func (n *network) embed(ctx context.Context, rows [][]int32, batchSize int) ([][]float32, error) {
+func (n *network) embed(ctx context.Context, rows [][]int, batchSize int) ([][]float32, error) {
 	dim := n.parts.Encoder.Config().HiddenSize
 	out := make([][]float32, 0, len(rows))
 	for start := 0; start < len(rows); start += batchSize {
-		batch := rows[start:min(start+batchSize, len(rows))]
-		seqLen := 0
-		for i, r := range batch {
+		texts := rows[start:min(start+batchSize, len(rows))]
+		batchRows := make([]forwardRow, len(texts))
+		for i, r := range texts {
 			if len(r) == 0 || len(r) > n.maxLen {
 				return nil, fmt.Errorf("%w: text %d has %d tokens, want 1 to %d", errBadRow, start+i, len(r), n.maxLen)
 			}
-			seqLen = max(seqLen, len(r))
+			batchRows[i] = forwardRow{IDs: r}
 		}
-		// Packed where the stream takes it (no padding computed), else
-		// right-padded; starts[b] is row b's first token either way.
 		s := n.be.NewStream()
-		packed := backend.PacksRows(s)
-		var ids []int32
-		lengths := make([]int, len(batch))
-		starts := make([]int, len(batch))
-		for b, r := range batch {
-			starts[b], lengths[b] = len(ids), len(r)
-			ids = append(ids, r...)
-			if !packed {
-				for range seqLen - len(r) {
-					ids = append(ids, n.padID)
-				}
-			}
-		}
-		hidden, err := n.parts.Encoder.Forward(ctx, s, encoder.Batch{IDs: ids, Lengths: lengths, SeqLen: seqLen, Packed: packed}, nil)
+		batch := forwardpass.Layout(s, batchRows, n.padID)
+		hidden, err := n.parts.Encoder.Forward(ctx, s, batch.IDs, batch.Layout, nil)
 		if err != nil {
 			s.Close()
 			return nil, err
 		}
-		host := make([]float32, len(ids)*dim)
+		host := make([]float32, len(batch.IDs)*dim)
 		err = s.Read(ctx, hidden, host)
 		s.Close()
 		if err != nil {
 			return nil, fmt.Errorf("laya: embed: %w", err)
 		}
-		for b := range batch {
+		for b, first := range batch.Starts() {
 			// Sum in float64: the mean of up to max_len vectors should not
 			// depend on summation order more than float32 rounding allows.
+			n := batch.Lengths[b]
 			sum := make([]float64, dim)
-			for p := starts[b]; p < starts[b]+lengths[b]; p++ {
+			for p := first; p < first+n; p++ {
 				for j, v := range host[p*dim : (p+1)*dim] {
 					sum[j] += float64(v)
 				}
 			}
 			vec := make([]float32, dim)
 			for j := range vec {
-				vec[j] = float32(sum[j] / float64(lengths[b]))
+				vec[j] = float32(sum[j] / float64(n))
 			}
 			out = append(out, vec)
 		}

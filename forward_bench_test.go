@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/laya-metal/laya/heads"
 	"github.com/laya-metal/laya/internal/oracletest"
 	"github.com/laya-metal/laya/weights/synthetic"
 )
@@ -43,7 +44,7 @@ func BenchmarkForward(b *testing.B) {
 				}
 				ids[0], ids[92] = 50281, 50282 // [CLS] … [SEP]
 				ids[20], ids[25] = 50284, 50284
-				rows[q] = forwardRow{IDs: ids, Markers: []int{20, 25}, QType: q % 3}
+				rows[q] = forwardRow{IDs: ids, Markers: []int{20, 25}, QType: heads.QType(q % 3)}
 			}
 			benchForward(b, n, rows)
 		})

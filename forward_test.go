@@ -8,13 +8,14 @@ import (
 	"testing"
 
 	"github.com/laya-metal/laya/backend"
+	"github.com/laya-metal/laya/heads"
 	"github.com/laya-metal/laya/internal/oracletest"
 	"github.com/laya-metal/laya/weights"
 )
 
 // forwardRowOf is a golden row as the network takes it.
 func forwardRowOf(r oracletest.Row) forwardRow {
-	return forwardRow{IDs: r.InputIDs, Markers: r.Markers, QType: r.QType}
+	return forwardRow{IDs: r.InputIDs, Markers: r.Markers, QType: heads.QType(r.QType)}
 }
 
 func loadNetwork(t testing.TB, dir string, batchSize int) *network {
@@ -25,8 +26,9 @@ func loadNetwork(t testing.TB, dir string, batchSize int) *network {
 	}
 	t.Cleanup(func() { ckpt.Close() })
 	// The pad id only fills masked slots; the encoder config's is the
-	// tokenizer's [PAD] in every oracle checkpoint.
-	n, err := newNetwork(ckpt, networkOptions{BatchSize: batchSize, PadID: ckpt.Encoder.PadTokenID})
+	// tokenizer's [PAD] in every oracle checkpoint. The act logits are
+	// read back to be held to upstream's.
+	n, err := newNetwork(ckpt, networkOptions{BatchSize: batchSize, PadID: ckpt.Encoder.PadTokenID, ActLogits: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +152,7 @@ func TestForwardDebugHidden(t *testing.T) {
 					t.Logf("%-14s max |Δ| %.2g (scale %.3g)", key, worst, scale)
 				}
 			}
-			out, err := n.runBatch(context.Background(), []forwardRow{{IDs: dbg.InputIDs, Markers: dbg.Markers, QType: dbg.QType}}, obs)
+			out, err := n.runBatch(context.Background(), []forwardRow{{IDs: dbg.InputIDs, Markers: dbg.Markers, QType: heads.QType(dbg.QType)}}, obs)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -265,5 +267,42 @@ func TestForwardCancelled(t *testing.T) {
 	_, err := n.forward(ctx, []forwardRow{{IDs: []int{631, 634, 632}, Markers: []int{1}}})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+}
+
+// TestActLogitsOnRequest checks that the act logits are read back only when the
+// network is asked for them, and that leaving them out changes no other output.
+func TestActLogitsOnRequest(t *testing.T) {
+	var rows []forwardRow
+	for _, c := range oracletest.Cases(t, "tiny-en") {
+		for _, r := range c.Rows {
+			rows = append(rows, forwardRowOf(r))
+		}
+	}
+	ckpt, err := weights.LoadCheckpoint(oracletest.Checkpoint("tiny-en"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ckpt.Close()
+	outputs := func(actLogits bool) []rowOutput {
+		n, err := newNetwork(ckpt, networkOptions{PadID: ckpt.Encoder.PadTokenID, ActLogits: actLogits})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer n.close()
+		out, err := n.forward(context.Background(), rows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	with, without := outputs(true), outputs(false)
+	for i := range rows {
+		if len(with[i].ActLogits) == 0 || without[i].ActLogits != nil {
+			t.Fatalf("row %d: %d act logits when asked, %d when not", i, len(with[i].ActLogits), len(without[i].ActLogits))
+		}
+		if fmt.Sprint(with[i].Logits, with[i].ActProbs) != fmt.Sprint(without[i].Logits, without[i].ActProbs) {
+			t.Errorf("row %d: outputs differ with and without the act logits", i)
+		}
 	}
 }

@@ -69,7 +69,7 @@ func TestLangTemperatures(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, l := range []string{"", "fr", "en"} {
-		res, err := agent.PredictWith(ctx, req.State, req.Questions, PredictOptions{Lang: l})
+		res, err := agent.PredictRequest(ctx, Request{State: req.State, Questions: req.Questions, Lang: l})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,7 +77,7 @@ func TestLangTemperatures(t *testing.T) {
 			t.Errorf("lang %q (no override): %s\nwant upstream's %s", l, res, c.answerJSON)
 		}
 	}
-	res, err := agent.PredictWith(ctx, req.State, req.Questions, PredictOptions{Lang: "de-AT"})
+	res, err := agent.PredictRequest(ctx, Request{State: req.State, Questions: req.Questions, Lang: "de-AT"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -204,24 +204,13 @@ type question struct {
 // qtypeNames is sorted(QTYPES) as upstream prints it.
 const qtypeNames = "['choice', 'noul', 'score']"
 
-// prepareQuestions validates every question, then normalizes them; nothing is tokenized
-// before every question has passed, so a bad request has no effect.
-func prepareQuestions(qs Questions) ([]*question, error) {
-	seen := make(map[string]bool, len(qs))
-	for _, q := range qs {
-		if seen[q.ID] {
-			return nil, questionErrorf(q.ID, "the id is used twice; every question needs its own id")
-		}
-		seen[q.ID] = true
-		if err := checkQuestion(q.ID, q.Definition); err != nil {
-			return nil, err
-		}
-	}
-	out := make([]*question, len(qs))
-	for i, q := range qs {
-		out[i] = toInternal(q.ID, q.Definition)
-	}
-	return out, nil
+// ValidateQuestions checks questions as Predict does before it tokenizes anything, and
+// returns the same *QuestionError Predict would: a server can refuse a bad request
+// before it queues it. Options that overflow head_max_len are found only by tokenizing,
+// so Predict can still refuse questions that pass.
+func ValidateQuestions(qs Questions) error {
+	_, err := prepareQuestions(qs)
+	return err
 }
 
 // checkQuestion is upstream's Agent._check_question.

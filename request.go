@@ -6,89 +6,29 @@ import (
 	"github.com/laya-metal/laya/pyjson"
 )
 
-// State is what the questions are asked about: a text, or any JSON value (an email as an
-// object, a conversation as a list of turns). Upstream serializes a non-string state with
-// json.dumps(state, ensure_ascii=False), so object key order and number literals matter:
-// build it with JSONState or ValueState to keep them.
-type State struct {
-	text   string
-	value  Value
-	isText bool
-}
-
-// Text is a plain-text state, used as it is.
-func Text(s string) State { return State{text: s, isText: true} }
-
-// JSONState is a state given as JSON text: objects keep their key order and numbers
-// their literals. A JSON string is a text state, as Python receives a str.
-func JSONState(raw []byte) (State, error) {
-	v, err := pyjson.Parse(raw)
-	if err != nil {
-		return State{}, fmt.Errorf("state: %w", err)
-	}
-	return ValueState(v), nil
-}
-
-// ValueState is a state from a Value; a string Value is a text state.
-func ValueState(v Value) State {
-	if v.Kind() == pyjson.StringKind {
-		return Text(v.Str())
-	}
-	return State{value: v}
-}
-
-// StateOf is a state from a Go value (see pyjson.ValueOf). Go maps have no order, so a map's
-// keys come out SORTED, which changes the text the model reads compared with the same
-// object in another order: use JSONState or ValueState with pyjson.Object to keep an order.
-func StateOf(x any) (State, error) {
-	v, err := pyjson.ValueOf(x)
-	if err != nil {
-		return State{}, fmt.Errorf("state: %w", err)
-	}
-	return ValueState(v), nil
-}
-
-// Serialize returns the state as the model reads it before mask scrubbing: the text
-// itself, or json.dumps(state, ensure_ascii=False).
-func (s State) Serialize() string {
-	if s.isText {
-		return s.text
-	}
-	return pyjson.Dumps(s.value)
-}
-
-// isList reports a list state, which truncates from the left.
-func (s State) isList() bool { return !s.isText && s.value.Kind() == pyjson.ArrayKind }
-
-// Value returns the state as a JSON value (a string for a text state).
-func (s State) Value() Value {
-	if s.isText {
-		return pyjson.String(s.text)
-	}
-	return s.value
-}
-
-// MarshalJSON writes the state as JSON.
-func (s State) MarshalJSON() ([]byte, error) { return s.Value().MarshalJSON() }
-
-// UnmarshalJSON reads any JSON value as a state, keeping order and literals.
-func (s *State) UnmarshalJSON(data []byte) error {
-	st, err := JSONState(data)
-	if err != nil {
-		return err
-	}
-	*s = st
-	return nil
-}
-
-// Request is one predict call: {"state": …, "questions": {id: definition, …}}.
+// Request is one predict call: {"state": …, "questions": {id: definition, …}}, and the
+// per-request settings upstream's predict() takes beside them. The zero settings are
+// Predict's: the checkpoint's windows and temperatures, no state token count.
 type Request struct {
 	State     State
 	Questions Questions
+	// Lang is the request's language tag ("de", "pt-BR"). When the checkpoint ships
+	// lang_temperatures for its primary subtag, those calibrate the answers instead of
+	// the checkpoint's default temperatures (upstream predict(lang=...)). Blank, or a
+	// language without an override, changes nothing.
+	Lang string
+	// MaxLen and HeadMaxLen override the checkpoint's token windows for this request
+	// (upstream predict(max_len=..., head_max_len=...)); 0 keeps the checkpoint's.
+	MaxLen, HeadMaxLen int
+	// CountStateTokens tokenizes the whole state to report StateUsage.StateTokens and
+	// StateTokensDropped (upstream state_token_counts=True). It costs a full
+	// tokenization, so it is off by default.
+	CountStateTokens bool
 }
 
 // ParseRequest reads {"state": …, "questions": {…}}, keeping the order of the questions,
-// their criteria and the state's objects.
+// their criteria and the state's objects. The settings are not part of the JSON: they
+// keep their zero values.
 func ParseRequest(data []byte) (Request, error) {
 	v, err := pyjson.Parse(data)
 	if err != nil {
@@ -117,7 +57,8 @@ func ParseRequest(data []byte) (Request, error) {
 	return Request{State: ValueState(state), Questions: qs}, nil
 }
 
-// MarshalJSON writes the request as {"state": …, "questions": {…}}.
+// MarshalJSON writes the request as {"state": …, "questions": {…}}; the settings are
+// left out, as ParseRequest reads none.
 func (r Request) MarshalJSON() ([]byte, error) {
 	return pyjson.Object(
 		pyjson.Member{Key: "state", Value: r.State.Value()},

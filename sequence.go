@@ -57,7 +57,7 @@ type row struct {
 
 // forwardRow is what the network reads of r.
 func (r row) forwardRow() forwardRow {
-	return forwardRow{IDs: r.IDs, Markers: r.Markers, QType: int(r.QType)}
+	return forwardRow{IDs: r.IDs, Markers: r.Markers, QType: r.QType}
 }
 
 // scrubMask replaces every literal of the mask token with one space, as upstream does to
@@ -67,12 +67,6 @@ func (b *sequenceBuilder) scrubMask(s string) string {
 		return s
 	}
 	return strings.ReplaceAll(s, b.sp.MaskToken, " ")
-}
-
-// encodeState serialises and tokenizes the state once for every question. A list state
-// (a conversation) is cut from the left so that its newest turns survive (upstream #224).
-func (b *sequenceBuilder) encodeState(s State) (ids []int, truncateLeft bool) {
-	return b.enc.Encode(b.scrubMask(s.Serialize())), s.isList()
 }
 
 // build is build_sequence with return_stats=True for a tokenized state.

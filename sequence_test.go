@@ -50,7 +50,7 @@ func TestSequenceGoldens(t *testing.T) {
 			if !slices.Equal(stateIDs, c.stateIDs) || left != c.truncateLeft {
 				t.Errorf("%s: state ids (left=%v)\n got %v\nwant %v", where, left, stateIDs, c.stateIDs)
 			}
-			rows, _, err := buildRowsBounded(&a.builder, state, prepared, false)
+			rows, _, err := buildRows(&a.builder, state, prepared, false)
 			if err != nil {
 				t.Fatalf("%s: %v", where, err)
 			}
@@ -90,7 +90,7 @@ func TestTooManyOptionsGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, _, err = buildRowsBounded(&a.builder, ValueState(mustGet(req, "state")), prepared, false)
+			_, _, err = buildRows(&a.builder, ValueState(mustGet(req, "state")), prepared, false)
 			want := mustGet(c, "message").Str()
 			if err == nil || err.Error() != want {
 				t.Errorf("%s: err %v, want %q", name, err, want)

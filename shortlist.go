@@ -259,7 +259,7 @@ func AgentEmbedder(a *Agent, maxLength, batchSize int) Embedder {
 		}
 		defer done()
 		limit := min(maxLength, net.maxLen)
-		rows := make([][]int32, len(texts))
+		rows := make([][]int, len(texts))
 		for i, text := range texts {
 			ids := a.tok.EncodeWithSpecial(text)
 			if len(ids) > limit {
@@ -267,11 +267,7 @@ func AgentEmbedder(a *Agent, maxLength, batchSize int) Embedder {
 				// closing token.
 				ids = append(ids[:limit-1:limit-1], ids[len(ids)-1])
 			}
-			row := make([]int32, len(ids))
-			for j, id := range ids {
-				row[j] = int32(id)
-			}
-			rows[i] = row
+			rows[i] = ids
 		}
 		return net.embed(ctx, rows, batchSize)
 	})

@@ -155,15 +155,12 @@ func TestAgentEmbedderMeansUpstreamHiddenStates(t *testing.T) {
 					want[j] += v / float64(len(dbg.LastHiddenState))
 				}
 			}
-			row := make([]int32, len(dbg.InputIDs))
-			for i, id := range dbg.InputIDs {
-				row[i] = int32(id)
-			}
-			longer := append(append([]int32(nil), row...), row[1:9]...)
+			row := dbg.InputIDs
+			longer := append(append([]int(nil), row...), row[1:9]...)
 			n := loadNetwork(t, oracletest.Checkpoint(m.checkpoint), 16)
 			// The row first, then second: its tokens start at 0 and
 			// after the longer row's (packed) or at the padded stride.
-			got, err := n.embed(context.Background(), [][]int32{row, longer, row}, 3)
+			got, err := n.embed(context.Background(), [][]int{row, longer, row}, 3)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -154,7 +154,7 @@ func TestVariantsForwardMetalEmu(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ckpt.Close()
-	n, err := newNetwork(ckpt, networkOptions{Backend: "metal-emu", BatchSize: g.BatchSize, PadID: ckpt.Encoder.PadTokenID})
+	n, err := newNetwork(ckpt, networkOptions{Backend: "metal-emu", BatchSize: g.BatchSize, PadID: ckpt.Encoder.PadTokenID, ActLogits: true})
 	if err != nil {
 		t.Fatal(err)
 	}

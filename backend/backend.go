@@ -219,15 +219,13 @@ type Stream interface {
 //	x'[j]       = x[j]·cos − x[j+Dh/2]·sin
 //	x'[j+Dh/2]  = x[j+Dh/2]·cos + x[j]·sin
 type RopeParams struct {
-	SeqLen  int // L; positions restart at 0 in every batch row
+	// Layout gives L (SeqLen: positions restart at 0 in every batch row)
+	// and, Packed, each row's length; a right-padded batch may leave
+	// Lengths nil (its rows are then any multiple of SeqLen).
+	Layout
 	Heads   int // H
 	HeadDim int // Dh, even
 	Theta   float64
-	// Packed: the batch rows lie back to back without padding, row b's
-	// Lengths[b] tokens right after row b−1's (SeqLen is then the longest
-	// length). Only for streams that report it (see PacksRows).
-	Packed  bool
-	Lengths []int // with Packed: real tokens per batch row
 }
 
 // AttentionParams describes the masks and scale of Attention. Batch rows are
@@ -237,12 +235,10 @@ type RopeParams struct {
 // attend key j iff j is real and, when Sliding, |i−j| ≤ Radius (inclusive).
 // Padded query rows are never read by the model; backends write zeros there.
 type AttentionParams struct {
-	SeqLen  int   // L
-	Lengths []int // real tokens per batch row; len = B
-	Heads   int   // H
-	HeadDim int   // Dh
+	Layout      // L = SeqLen; B = len(Lengths)
+	Heads   int // H
+	HeadDim int // Dh
 	Scale   float32
 	Sliding bool
 	Radius  int
-	Packed  bool // rows back to back, no padding (see PacksRows)
 }

@@ -235,8 +235,8 @@ func CheckGeGLU(dst, x Tensor) error {
 // CheckRope is the contract of Stream.Rope: SeqLen, Heads and HeadDim ≥ 1,
 // HeadDim even, qkv [B·SeqLen, 3·Heads·HeadDim] for some B (packed:
 // [ΣLengths, 3·Heads·HeadDim] with every length in [1, SeqLen]), and Theta
-// finite and > 0. Lengths without Packed is refused: a caller that meant a
-// packed batch must say so.
+// finite and > 0. A packed batch needs its Lengths; a right-padded one may
+// give them, and qkv then has exactly len(Lengths)·SeqLen rows.
 func CheckRope(qkv Tensor, p RopeParams) error {
 	const op = "rope"
 	if err := missing(op, "qkv", qkv); err != nil {
@@ -251,10 +251,12 @@ func CheckRope(qkv Tensor, p RopeParams) error {
 	switch {
 	case p.SeqLen <= 0 || p.Heads <= 0 || p.HeadDim <= 0 || p.HeadDim%2 != 0:
 		return shapeErr(op, "seqLen %d, heads %d, headDim %d (must be even)", p.SeqLen, p.Heads, p.HeadDim)
-	case p.Packed != (p.Lengths != nil):
-		return shapeErr(op, "packed %v with %d lengths (a packed batch needs its lengths, a padded one none)", p.Packed, len(p.Lengths))
-	case p.Packed && qkv.Cols() == 3*width && qkv.Rows() != BatchRows(p.Lengths, p.SeqLen, true):
-		return shapeErr(op, "qkv [%d, %d] for a packed batch of %d tokens in %d rows", qkv.Rows(), qkv.Cols(), BatchRows(p.Lengths, p.SeqLen, true), len(p.Lengths))
+	case p.Packed && p.Lengths == nil:
+		return shapeErr(op, "a packed batch without its lengths")
+	case p.Packed && qkv.Cols() == 3*width && qkv.Rows() != p.Rows():
+		return shapeErr(op, "qkv [%d, %d] for a packed batch of %d tokens in %d rows", qkv.Rows(), qkv.Cols(), p.Rows(), len(p.Lengths))
+	case !p.Packed && p.Lengths != nil && qkv.Cols() == 3*width && qkv.Rows() != p.Rows():
+		return shapeErr(op, "qkv [%d, %d] for %d rows of length %d", qkv.Rows(), qkv.Cols(), len(p.Lengths), p.SeqLen)
 	case qkv.Cols() != 3*width || !p.Packed && qkv.Rows()%p.SeqLen != 0:
 		return shapeErr(op, "qkv [%d, %d] for seqLen %d and 3·%d·%d columns", qkv.Rows(), qkv.Cols(), p.SeqLen, p.Heads, p.HeadDim)
 	case !(p.Theta > 0) || math.IsInf(p.Theta, 0):
@@ -289,10 +291,7 @@ func CheckAttention(dst, qkv Tensor, p AttentionParams) error {
 	}
 	width := p.Heads * p.HeadDim
 	batch := len(p.Lengths)
-	rows := batch * p.SeqLen
-	if p.Packed {
-		rows = BatchRows(p.Lengths, p.SeqLen, true)
-	}
+	rows := p.Rows()
 	switch {
 	case p.SeqLen <= 0 || p.Heads <= 0 || p.HeadDim <= 0 || p.Radius < 0:
 		return shapeErr(op, "seqLen %d, heads %d, headDim %d, radius %d", p.SeqLen, p.Heads, p.HeadDim, p.Radius)

@@ -33,8 +33,8 @@ func (t sliceTensor) Cols() int { return t.cols }
 func TestCheck(t *testing.T) {
 	x, sq := m(4, 8), m(3, 3)
 	qkv, heads := m(6, 3*2*4), m(6, 2*4)
-	rope := backend.RopeParams{SeqLen: 3, Heads: 2, HeadDim: 4, Theta: 10000}
-	attn := backend.AttentionParams{SeqLen: 3, Lengths: []int{3, 1}, Heads: 2, HeadDim: 4, Scale: 0.5, Sliding: true, Radius: 1}
+	rope := backend.RopeParams{Layout: backend.Layout{SeqLen: 3}, Heads: 2, HeadDim: 4, Theta: 10000}
+	attn := backend.AttentionParams{Layout: backend.Layout{SeqLen: 3, Lengths: []int{3, 1}}, Heads: 2, HeadDim: 4, Scale: 0.5, Sliding: true, Radius: 1}
 	with := func(p backend.AttentionParams, edit func(*backend.AttentionParams)) backend.AttentionParams {
 		p.Lengths = append([]int(nil), p.Lengths...)
 		edit(&p)
@@ -119,6 +119,9 @@ func TestCheck(t *testing.T) {
 		{"rope zero heads", backend.CheckRope(qkv, withRope(func(p *backend.RopeParams) { p.Heads = 0 })), backend.ErrShape, "heads 0"},
 		{"rope cols", backend.CheckRope(heads, rope), backend.ErrShape, "qkv [6, 8]"},
 		{"rope rows", backend.CheckRope(m(5, 24), rope), backend.ErrShape, "qkv [5, 24]"},
+		{"rope padded lengths ok", backend.CheckRope(qkv, withRope(func(p *backend.RopeParams) { p.Lengths = []int{3, 1} })), nil, ""},
+		{"rope padded lengths rows", backend.CheckRope(qkv, withRope(func(p *backend.RopeParams) { p.Lengths = []int{3} })), backend.ErrShape, "1 rows of length 3"},
+		{"rope packed without lengths", backend.CheckRope(qkv, withRope(func(p *backend.RopeParams) { p.Packed = true })), backend.ErrShape, "without its lengths"},
 		{"rope theta zero", backend.CheckRope(qkv, withRope(func(p *backend.RopeParams) { p.Theta = 0 })), backend.ErrShape, "theta 0"},
 		{"rope theta NaN", backend.CheckRope(qkv, withRope(func(p *backend.RopeParams) { p.Theta = math.NaN() })), backend.ErrShape, "theta NaN"},
 		{"rope theta inf", backend.CheckRope(qkv, withRope(func(p *backend.RopeParams) { p.Theta = math.Inf(1) })), backend.ErrShape, "theta +Inf"},
@@ -132,7 +135,7 @@ func TestCheck(t *testing.T) {
 		{"attention length zero", backend.CheckAttention(heads, qkv, with(attn, func(p *backend.AttentionParams) { p.Lengths[1] = 0 })), backend.ErrShape, "lengths[1] = 0"},
 		{"attention length long", backend.CheckAttention(heads, qkv, with(attn, func(p *backend.AttentionParams) { p.Lengths[0] = 4 })), backend.ErrShape, "lengths[0] = 4"},
 		// dst = qkv would need H·Dh = 3·H·Dh columns: the dst rule refuses it first.
-		{"attention dst is qkv", backend.CheckAttention(m(6, 3), m(6, 3), backend.AttentionParams{SeqLen: 3, Lengths: []int{3, 3}, Heads: 1, HeadDim: 1}), backend.ErrShape, "dst [6, 3], want [6, 1]"},
+		{"attention dst is qkv", backend.CheckAttention(m(6, 3), m(6, 3), backend.AttentionParams{Layout: backend.Layout{SeqLen: 3, Lengths: []int{3, 3}}, Heads: 1, HeadDim: 1}), backend.ErrShape, "dst [6, 3], want [6, 1]"},
 		{"attention nil qkv", backend.CheckAttention(heads, nil, attn), backend.ErrShape, "qkv is nil"},
 
 		{"actFeatures ok", backend.CheckActFeatures(m(2, 12), cls, logits, []int{2, 3}), nil, ""},

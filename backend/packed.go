@@ -21,15 +21,41 @@ func PacksRows(s Stream) bool {
 	return ok && p.PacksRows()
 }
 
-// BatchRows is the number of tensor rows a batch of these row lengths
-// takes: len(lengths)·seqLen right-padded, Σ lengths packed.
-func BatchRows(lengths []int, seqLen int, packed bool) int {
-	if !packed {
-		return len(lengths) * seqLen
+// Layout says where a batch's rows lie in a tensor's rows: right-padded,
+// batch row b at tensor rows [b·SeqLen, (b+1)·SeqLen) with its first
+// Lengths[b] real, or, Packed, back to back without padding (SeqLen is then
+// the longest length). It is the one description of a batch's shape, from
+// the model's batch layout down to the Rope and Attention params.
+type Layout struct {
+	Lengths []int // real tokens of each batch row, each in [1, SeqLen]
+	SeqLen  int
+	Packed  bool // only for streams that report it (see PacksRows)
+}
+
+// Rows is the number of tensor rows the batch takes: len(Lengths)·SeqLen
+// right-padded, Σ Lengths packed.
+func (l Layout) Rows() int {
+	if !l.Packed {
+		return len(l.Lengths) * l.SeqLen
 	}
 	n := 0
-	for _, l := range lengths {
-		n += l
+	for _, k := range l.Lengths {
+		n += k
 	}
 	return n
+}
+
+// Starts is the tensor row of each batch row's first token.
+func (l Layout) Starts() []int {
+	starts := make([]int, len(l.Lengths))
+	at := 0
+	for b, n := range l.Lengths {
+		starts[b] = at
+		if l.Packed {
+			at += n
+		} else {
+			at += l.SeqLen
+		}
+	}
+	return starts
 }

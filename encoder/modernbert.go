@@ -70,35 +70,20 @@ func New(be backend.Backend, ckpt *weights.Checkpoint) (*ModernBERT, error) {
 // Config is the encoder configuration the model was built from.
 func (m *ModernBERT) Config() weights.EncoderConfig { return m.cfg }
 
-// Batch is a right-padded batch of token rows, or a packed one (rows back
-// to back, no padding: backend/packed.go) on a stream that takes it.
-type Batch struct {
-	IDs     []int32 // [len(Lengths)·SeqLen], row-major, padded with the pad id; packed: [ΣLengths]
-	Lengths []int   // real tokens per row, each in [1, SeqLen]
-	SeqLen  int     // packed: the longest row
-	Packed  bool
-}
-
-// rows is the number of token rows the batch's tensors hold.
-func (b Batch) rows() int { return backend.BatchRows(b.Lengths, b.SeqLen, b.Packed) }
-
-// Forward records the encoder on s and returns last_hidden_state
-// [rows·SeqLen, d]. It checks ctx between layers. observe, when not nil,
+// Forward records the encoder on s over the token ids of a batch laid out
+// as layout (right-padded with the pad id, or packed on a stream that takes it)
+// and returns last_hidden_state [layout.Rows(), d]. It checks ctx between layers. observe, when not nil,
 // sees ("embeddings", 0, x), ("layer", i, x) after each encoder layer (the
 // residual stream, before the final norm) and ("final", 0, h).
-func (m *ModernBERT) Forward(ctx context.Context, s backend.Stream, in Batch, observe backend.Observer) (backend.Tensor, error) {
+func (m *ModernBERT) Forward(ctx context.Context, s backend.Stream, ids []int32, layout backend.Layout, observe backend.Observer) (backend.Tensor, error) {
 	cfg := m.cfg
 	d, inner := cfg.HiddenSize, cfg.IntermediateSize
-	rows := len(in.IDs)
-	if in.SeqLen <= 0 || rows != in.rows() {
-		return nil, fmt.Errorf("encoder: %w: %d ids for %d rows of length %d (packed %v)", backend.ErrShape, rows, len(in.Lengths), in.SeqLen, in.Packed)
+	rows := len(ids)
+	if layout.SeqLen <= 0 || rows != layout.Rows() {
+		return nil, fmt.Errorf("encoder: %w: %d ids for %d rows of length %d (packed %v)", backend.ErrShape, rows, len(layout.Lengths), layout.SeqLen, layout.Packed)
 	}
-	if in.Packed && !backend.PacksRows(s) {
+	if layout.Packed && !backend.PacksRows(s) {
 		return nil, fmt.Errorf("encoder: %w: a packed batch on a stream that does not take one", backend.ErrShape)
-	}
-	var ropeLengths []int // only a packed Rope takes the lengths
-	if in.Packed {
-		ropeLengths = in.Lengths
 	}
 	if observe == nil {
 		observe = func(backend.Stream, string, int, backend.Tensor) {}
@@ -107,7 +92,7 @@ func (m *ModernBERT) Forward(ctx context.Context, s backend.Stream, in Batch, ob
 	eps := float32(cfg.NormEps)
 
 	x := s.New(rows, d)
-	s.Gather(x, m.tokEmb, in.IDs)
+	s.Gather(x, m.tokEmb, ids)
 	s.LayerNorm(x, x, m.embNorm, nil, eps)
 	observe(s, "embeddings", 0, x)
 
@@ -132,10 +117,9 @@ func (m *ModernBERT) Forward(ctx context.Context, s backend.Stream, in Batch, ob
 		// Metal one folds the norm into this GEMM, the RoPE into the
 		// attention, the Adds and the GeGLU into GEMM epilogues).
 		backend.Discard(s, normed)
-		s.Rope(qkv, backend.RopeParams{SeqLen: in.SeqLen, Heads: heads, HeadDim: headDim, Theta: l.theta, Packed: in.Packed, Lengths: ropeLengths})
+		s.Rope(qkv, backend.RopeParams{Layout: layout, Heads: heads, HeadDim: headDim, Theta: l.theta})
 		s.Attention(attn, qkv, backend.AttentionParams{
-			SeqLen:  in.SeqLen,
-			Lengths: in.Lengths,
+			Layout:  layout,
 			Heads:   heads,
 			HeadDim: headDim,
 			Scale:   float32(1 / math.Sqrt(float64(headDim))),
@@ -143,7 +127,6 @@ func (m *ModernBERT) Forward(ctx context.Context, s backend.Stream, in Batch, ob
 			// local_attention is the full window; HF ModernBERT allows
 			// |i−j| ≤ local_attention // 2.
 			Radius: cfg.LocalAttention / 2,
-			Packed: in.Packed,
 		})
 		backend.Discard(s, qkv)
 		s.Linear(proj, attn, l.wo, nil, backend.Identity)

@@ -70,7 +70,7 @@ func TestModernBERTGoldens(t *testing.T) {
 			}
 			// Row 0: the debug row right-padded; row 1: pad ids only, of
 			// full length, which must not leak into row 0.
-			h, err := m.Forward(context.Background(), stream, Batch{IDs: ids, Lengths: []int{n, seqLen}, SeqLen: seqLen}, obs)
+			h, err := m.Forward(context.Background(), stream, ids, backend.Layout{Lengths: []int{n, seqLen}, SeqLen: seqLen}, obs)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -82,15 +82,15 @@ func TestModernBERTGoldens(t *testing.T) {
 func TestModernBERTRejects(t *testing.T) {
 	m, be, _ := load(t, "tiny-en")
 	s := be.NewStream()
-	if _, err := m.Forward(context.Background(), s, Batch{IDs: []int32{1, 2, 3}, Lengths: []int{2}, SeqLen: 2}, nil); !errors.Is(err, backend.ErrShape) {
+	if _, err := m.Forward(context.Background(), s, []int32{1, 2, 3}, backend.Layout{Lengths: []int{2}, SeqLen: 2}, nil); !errors.Is(err, backend.ErrShape) {
 		t.Errorf("3 ids for one row of 2: err = %v, want ErrShape", err)
 	}
-	if _, err := m.Forward(context.Background(), s, Batch{IDs: []int32{1, 700}, Lengths: []int{2}, SeqLen: 2}, nil); !errors.Is(err, backend.ErrShape) {
+	if _, err := m.Forward(context.Background(), s, []int32{1, 700}, backend.Layout{Lengths: []int{2}, SeqLen: 2}, nil); !errors.Is(err, backend.ErrShape) {
 		t.Errorf("id past the vocabulary: err = %v, want ErrShape", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := m.Forward(ctx, be.NewStream(), Batch{IDs: []int32{1, 2}, Lengths: []int{2}, SeqLen: 2}, nil); !errors.Is(err, context.Canceled) {
+	if _, err := m.Forward(ctx, be.NewStream(), []int32{1, 2}, backend.Layout{Lengths: []int{2}, SeqLen: 2}, nil); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: err = %v", err)
 	}
 }

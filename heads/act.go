@@ -39,20 +39,11 @@ func NewActHead(be backend.Backend, ckpt *weights.Checkpoint) (*ActHead, error) 
 	return m, nil
 }
 
-// Forward records the act head. hidden is the decision head's output
-// [rows·seqLen, d]; logits holds every row's real option logits, row after
-// row, counts[b] of them for batch row b. It returns the act logits and
-// their softmax, both [rows, n_act].
-func (m *ActHead) Forward(s backend.Stream, hidden, logits backend.Tensor, counts []int, seqLen int) (actLogits, actProbs backend.Tensor) {
-	clsRows := make([]int32, len(counts))
-	for b := range clsRows {
-		clsRows[b] = int32(b * seqLen) // [CLS] is position 0
-	}
-	return m.ForwardRows(s, hidden, clsRows, logits, counts)
-}
-
-// ForwardRows is Forward with the [CLS] state of batch row b at row
-// clsRows[b] of hidden (Decision.ForwardRows' output, say).
+// ForwardRows records the act head. hidden is the decision head's output
+// and the [CLS] state of batch row b is its row clsRows[b]; logits holds
+// every row's real option logits, row after row, counts[b] of them for
+// batch row b. It returns the act logits and their softmax, both
+// [len(counts), n_act].
 func (m *ActHead) ForwardRows(s backend.Stream, hidden backend.Tensor, clsRows []int32, logits backend.Tensor, counts []int) (actLogits, actProbs backend.Tensor) {
 	rows := len(counts)
 	cls := s.New(rows, m.dim)

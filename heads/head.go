@@ -75,24 +75,12 @@ func NewDecision(be backend.Backend, ckpt *weights.Checkpoint) (*Decision, error
 }
 
 // Forward records the decision head on s over the encoder output hidden
-// [rows·seqLen, d], updating it in place, and returns it. qtypes and lengths
-// hold one entry per batch row. observe, when not nil, sees ("input", 0, h)
+// [layout.Rows(), d], updating it in place, and returns it. qtypes holds
+// one entry per batch row. observe, when not nil, sees ("input", 0, h)
 // after the type embedding and ("layer", j, h) after each head layer.
-func (m *Decision) Forward(ctx context.Context, s backend.Stream, hidden backend.Tensor, qtypes, lengths []int, seqLen int, observe backend.Observer) (backend.Tensor, error) {
-	return m.forward(ctx, s, hidden, qtypes, Layout{Lengths: lengths, SeqLen: seqLen}, nil, observe)
+func (m *Decision) Forward(ctx context.Context, s backend.Stream, hidden backend.Tensor, qtypes []QType, layout backend.Layout, observe backend.Observer) (backend.Tensor, error) {
+	return m.forward(ctx, s, hidden, qtypes, layout, nil, observe)
 }
-
-// Layout says where a batch's rows lie in hidden's rows: right-padded (row
-// b at b·SeqLen, Lengths[b] of its SeqLen positions real) or, with Packed,
-// back to back without padding (backend/packed.go; SeqLen the longest).
-type Layout struct {
-	Lengths []int
-	SeqLen  int
-	Packed  bool
-}
-
-// rows is the number of hidden rows the layout covers.
-func (l Layout) rows() int { return backend.BatchRows(l.Lengths, l.SeqLen, l.Packed) }
 
 // ForwardRows is Forward for a caller that reads only the output rows keep
 // (row indices into hidden: the [CLS] and marker positions). It returns
@@ -104,7 +92,7 @@ func (l Layout) rows() int { return backend.BatchRows(l.Lengths, l.SeqLen, l.Pac
 // after the attention is row-wise, so the kept rows are the same values
 // Forward computes (bit for bit on the cpu backend, whose GEMM rows do not
 // depend on one another). The observer sees the last layer's pruned rows.
-func (m *Decision) ForwardRows(ctx context.Context, s backend.Stream, hidden backend.Tensor, qtypes []int, layout Layout, keep []int32, observe backend.Observer) (backend.Tensor, error) {
+func (m *Decision) ForwardRows(ctx context.Context, s backend.Stream, hidden backend.Tensor, qtypes []QType, layout backend.Layout, keep []int32, observe backend.Observer) (backend.Tensor, error) {
 	if len(keep) == 0 {
 		return nil, fmt.Errorf("heads: %w: no rows to keep", backend.ErrShape)
 	}
@@ -116,11 +104,11 @@ func (m *Decision) ForwardRows(ctx context.Context, s backend.Stream, hidden bac
 	return m.forward(ctx, s, hidden, qtypes, layout, keep, observe)
 }
 
-func (m *Decision) forward(ctx context.Context, s backend.Stream, hidden backend.Tensor, qtypes []int, layout Layout, keep []int32, observe backend.Observer) (backend.Tensor, error) {
+func (m *Decision) forward(ctx context.Context, s backend.Stream, hidden backend.Tensor, qtypes []QType, layout backend.Layout, keep []int32, observe backend.Observer) (backend.Tensor, error) {
 	d := m.cfg.Dim
 	rows := hidden.Rows()
 	lengths, seqLen := layout.Lengths, layout.SeqLen
-	if len(qtypes) != len(lengths) || rows != layout.rows() || hidden.Cols() != d {
+	if len(qtypes) != len(lengths) || rows != layout.Rows() || hidden.Cols() != d {
 		return nil, fmt.Errorf("heads: %w: hidden [%d, %d] for %d rows of length %d (%d qtypes, packed %v), dim %d",
 			backend.ErrShape, rows, hidden.Cols(), len(lengths), seqLen, len(qtypes), layout.Packed, d)
 	}
@@ -163,12 +151,10 @@ func (m *Decision) forward(ctx context.Context, s backend.Stream, hidden backend
 		// prologue and the Adds into the GEMM before them, storing neither.
 		backend.Discard(s, normed)
 		s.Attention(attn, qkv, backend.AttentionParams{
-			SeqLen:  seqLen,
-			Lengths: lengths,
+			Layout:  layout,
 			Heads:   m.cfg.Heads,
 			HeadDim: m.cfg.HeadDim,
 			Scale:   float32(1 / math.Sqrt(float64(m.cfg.HeadDim))),
-			Packed:  layout.Packed,
 		})
 		if keep != nil && j == len(m.layers)-1 {
 			// Final-head pruning: from here on only the kept rows.

@@ -80,7 +80,7 @@ func TestHeadsFromGoldenEncoderOutput(t *testing.T) {
 					check(fmt.Sprintf("head layer %d", j), x, dbg.HeadLayers[j], 2e-5)
 				}
 			}
-			h, err := decision.Forward(ctx, s, s.FromHost(rows, cols, hv), []int{dbg.QType}, []int{rows}, rows, obs)
+			h, err := decision.Forward(ctx, s, s.FromHost(rows, cols, hv), []QType{QType(dbg.QType)}, backend.Layout{Lengths: []int{rows}, SeqLen: rows}, obs)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -92,7 +92,7 @@ func TestHeadsFromGoldenEncoderOutput(t *testing.T) {
 			logits := scorer.Forward(s, h, markerRows, &markers)
 			check("marker states", markers, dbg.MarkerHidden, 2e-5)
 			check("logits", logits, column(dbg.Logits), 2e-5)
-			actLogits, actProbs := act.Forward(s, h, logits, []int{len(dbg.Markers)}, rows)
+			actLogits, actProbs := act.ForwardRows(s, h, []int32{0}, logits, []int{len(dbg.Markers)})
 			check("act logits", actLogits, [][]float64{dbg.ActLogits}, 2e-5)
 			probs := make([]float32, actProbs.Cols())
 			if err := s.Read(ctx, actProbs, probs); err != nil {

@@ -35,17 +35,18 @@ func TestForwardRowsMatchesForward(t *testing.T) {
 				}
 			}
 			lengths := []int{seqLen, max(1, seqLen-2), max(1, seqLen/2)}
-			qtypes := []int{dbg.QType, (dbg.QType + 1) % 3, (dbg.QType + 2) % 3}
+			q := QType(dbg.QType)
+			qtypes := []QType{q, (q + 1) % 3, (q + 2) % 3}
 			keep := []int32{0, int32(seqLen), int32(2 * seqLen), int32(dbg.Markers[0]), int32(seqLen + 1), int32(3*seqLen - 1), 0}
 			ctx := context.Background()
 			s := be.NewStream()
 			defer s.Close()
 
-			full, err := decision.Forward(ctx, s, s.FromHost(3*seqLen, d, batch), qtypes, lengths, seqLen, nil)
+			full, err := decision.Forward(ctx, s, s.FromHost(3*seqLen, d, batch), qtypes, backend.Layout{Lengths: lengths, SeqLen: seqLen}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			pruned, err := decision.ForwardRows(ctx, s, s.FromHost(3*seqLen, d, batch), qtypes, Layout{Lengths: lengths, SeqLen: seqLen}, keep, nil)
+			pruned, err := decision.ForwardRows(ctx, s, s.FromHost(3*seqLen, d, batch), qtypes, backend.Layout{Lengths: lengths, SeqLen: seqLen}, keep, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -91,7 +92,7 @@ func TestForwardRowsRejects(t *testing.T) {
 	d := ckpt.Head.Dim
 	h := s.New(4, d)
 	for _, keep := range [][]int32{nil, {}, {4}, {-1}} {
-		if _, err := decision.ForwardRows(context.Background(), s, h, []int{0}, Layout{Lengths: []int{4}, SeqLen: 4}, keep, nil); !errors.Is(err, backend.ErrShape) {
+		if _, err := decision.ForwardRows(context.Background(), s, h, []QType{Choice}, backend.Layout{Lengths: []int{4}, SeqLen: 4}, keep, nil); !errors.Is(err, backend.ErrShape) {
 			t.Errorf("keep %v: err %v, want ErrShape", keep, err)
 		}
 	}

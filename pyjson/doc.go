@@ -14,7 +14,10 @@
 //     syntax errors worded as CPython's json.JSONDecodeError
 //     ("Expecting value: line 1 column 9 (char 8)");
 //   - Dumps (and Value.String, Value.MarshalJSON), json.dumps(v,
-//     ensure_ascii=False) with the default separators;
+//     ensure_ascii=False) with the default separators, and DumpsPrefix and
+//     DumpsSuffix, which write only its first or last bytes;
+//   - AppendUnquoted, a JSON string literal's value, decoded by the escape
+//     rules Parse uses;
 //   - the Python formatting upstream's messages are made of: FloatRepr
 //     (repr(float)), StrRepr (repr(str)), Repr, Str, TypeName, FormatG ("%g")
 //     and ParseFloat/ToFloat (float()).

@@ -3,8 +3,6 @@ package pyjson
 import (
 	"bytes"
 	"fmt"
-	"unicode"
-	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -282,70 +280,10 @@ func (p *parser) str(i int) (string, int, error) {
 		if j+1 >= len(d) {
 			return "", j, p.fail("Unterminated string starting at", begin)
 		}
-		c := d[j+1]
-		if c != 'u' {
-			switch c {
-			case '"', '\\', '/':
-			case 'b':
-				c = '\b'
-			case 'f':
-				c = '\f'
-			case 'n':
-				c = '\n'
-			case 'r':
-				c = '\r'
-			case 't':
-				c = '\t'
-			default:
-				return "", j, p.fail(`Invalid \escape`, j)
-			}
-			b = append(b, c)
-			i = j + 2
-			continue
-		}
-		// \uXXXX: CPython wants the four digits and at least one more character.
-		r, ok := p.hex4(j + 2)
-		if !ok {
-			return "", j, p.fail(`Invalid \uXXXX escape`, j+1)
-		}
-		i = j + 6
-		if utf16.IsSurrogate(r) {
-			if r < 0xdc00 && i+6 < len(d) && d[i] == '\\' && d[i+1] == 'u' {
-				r2, ok := p.hex4(i + 2)
-				if !ok {
-					return "", i, p.fail(`Invalid \uXXXX escape`, i+1)
-				}
-				if joined := utf16.DecodeRune(r, r2); joined != unicode.ReplacementChar {
-					b = utf8.AppendRune(b, joined)
-					i += 6
-					continue
-				}
-			}
-			r = unicode.ReplacementChar // a lone surrogate: see Parse
-		}
-		b = utf8.AppendRune(b, r)
-	}
-}
-
-// hex4 decodes the four hex digits at i; CPython also requires a character
-// after them (the string's closing quote at the least).
-func (p *parser) hex4(i int) (rune, bool) {
-	if i+4 >= len(p.data) {
-		return 0, false
-	}
-	var r rune
-	for _, c := range p.data[i : i+4] {
-		r <<= 4
-		switch {
-		case c >= '0' && c <= '9':
-			r |= rune(c - '0')
-		case c >= 'a' && c <= 'f':
-			r |= rune(c-'a') + 10
-		case c >= 'A' && c <= 'F':
-			r |= rune(c-'A') + 10
-		default:
-			return 0, false
+		var msg string
+		var at int
+		if b, i, msg, at = appendEscape(b, d, j); msg != "" {
+			return "", at, p.fail(msg, at)
 		}
 	}
-	return r, true
 }

@@ -765,7 +765,7 @@ func (r *Router) Predict(ctx context.Context, state laya.State, questions laya.Q
 	defer release()
 	var res *laya.Result
 	if lp, ok := model.(langPredictor); ok {
-		res, err = lp.PredictWith(ctx, state, questions, laya.PredictOptions{Lang: requestLang(opts, decision)})
+		res, err = lp.PredictRequest(ctx, laya.Request{State: state, Questions: questions, Lang: requestLang(opts, decision)})
 	} else {
 		res, err = model.Predict(ctx, state, questions)
 	}
@@ -777,7 +777,7 @@ func (r *Router) Predict(ctx context.Context, state laya.State, questions laya.Q
 
 // langPredictor is a laya.Predictor that calibrates per language (an *Agent).
 type langPredictor interface {
-	PredictWith(ctx context.Context, state laya.State, questions laya.Questions, opts laya.PredictOptions) (*laya.Result, error)
+	PredictRequest(ctx context.Context, req laya.Request) (*laya.Result, error)
 }
 
 // requestLang is the language a routed request is calibrated for, as laya-mlx's

@@ -25,7 +25,7 @@ var (
 type job struct {
 	ctx      context.Context
 	key      string // checkpoint
-	req      laya.BatchRequest
+	req      laya.Request
 	enqueued time.Time
 	started  time.Time
 	done     chan jobResult // buffered: the dispatcher never blocks on a gone caller
@@ -264,7 +264,7 @@ func (b *batcher) predict(key string, jobs []*job) ([]laya.BatchAnswer, time.Dur
 		return nil, 0, err
 	}
 	defer release()
-	reqs := make([]laya.BatchRequest, len(jobs))
+	reqs := make([]laya.Request, len(jobs))
 	for i, j := range jobs {
 		reqs[i] = j.req
 	}

@@ -18,7 +18,7 @@ import (
 // decision is one state's routed request, ready to queue.
 type decision struct {
 	routing router.Decision
-	req     laya.BatchRequest
+	req     laya.Request
 }
 
 // handleSystemone is POST /v1/systemone: upstream laya-serve's decision route.
@@ -88,7 +88,7 @@ func (s *Server) handlePredict(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, "", errorf(422, "%s", err.Error()))
 		return
 	}
-	d := []decision{{routing: routing, req: laya.BatchRequest{State: req.State, Questions: req.Questions, Lang: requestLang("", routing)}}}
+	d := []decision{{routing: routing, req: laya.Request{State: req.State, Questions: req.Questions, Lang: requestLang("", routing)}}}
 	results, e := s.runAdmitted(w, r, d)
 	if e != nil {
 		if e.status == 422 {
@@ -191,7 +191,7 @@ func (s *Server) readDecision(w http.ResponseWriter, r *http.Request, batch bool
 		if err != nil {
 			return nil, c, errorf(422, "%s", err.Error())
 		}
-		out[i] = decision{routing: routing, req: laya.BatchRequest{
+		out[i] = decision{routing: routing, req: laya.Request{
 			State: st, Questions: qs, Lang: requestLang(c.lang, routing),
 			MaxLen: c.maxLen, HeadMaxLen: c.headMaxLen, CountStateTokens: c.countTokens,
 		}}

@@ -229,7 +229,7 @@ func (f *fakeModels) predictor(context.Context, string) (batchPredictor, func(),
 func (f *fakeModels) loaded() []string { return []string{"fake"} }
 func (f *fakeModels) close() error     { return nil }
 
-func (f *fakeModels) PredictBatch(ctx context.Context, reqs []laya.BatchRequest) ([]laya.BatchAnswer, error) {
+func (f *fakeModels) PredictBatch(ctx context.Context, reqs []laya.Request) ([]laya.BatchAnswer, error) {
 	f.mu.Lock()
 	f.passes = append(f.passes, len(reqs))
 	f.mu.Unlock()

@@ -29,7 +29,7 @@ type Models interface {
 
 // batchPredictor answers several requests with shared forward passes; *laya.Agent is one.
 type batchPredictor interface {
-	PredictBatch(ctx context.Context, reqs []laya.BatchRequest) ([]laya.BatchAnswer, error)
+	PredictBatch(ctx context.Context, reqs []laya.Request) ([]laya.BatchAnswer, error)
 }
 
 // errNotLoaded reports a request that arrived before the model finished loading.
@@ -174,7 +174,7 @@ func (m *routed) close() error { return m.r.Unload(m.r.Loaded()...) }
 // oneByOne adapts a Predictor without PredictBatch (a custom loader's).
 type oneByOne struct{ p laya.Predictor }
 
-func (o oneByOne) PredictBatch(ctx context.Context, reqs []laya.BatchRequest) ([]laya.BatchAnswer, error) {
+func (o oneByOne) PredictBatch(ctx context.Context, reqs []laya.Request) ([]laya.BatchAnswer, error) {
 	out := make([]laya.BatchAnswer, len(reqs))
 	for i, r := range reqs {
 		res, err := o.p.Predict(ctx, r.State, r.Questions)

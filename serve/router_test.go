@@ -149,7 +149,7 @@ func TestRoutedPredictorHoldsItsModel(t *testing.T) {
 		other()
 	}
 	qs := laya.Questions{{ID: "q", Definition: laya.NoulQuestion("x")}}
-	answers, err := p.PredictBatch(ctx, []laya.BatchRequest{{State: laya.Text("x"), Questions: qs}})
+	answers, err := p.PredictBatch(ctx, []laya.Request{{State: laya.Text("x"), Questions: qs}})
 	if err != nil || len(answers) != 1 || answers[0].Err != nil {
 		t.Fatalf("pass on the held model after its eviction: %v, %+v", err, answers)
 	}

@@ -132,7 +132,7 @@ func (s *Server) warmup(ctx context.Context) {
 	for _, key := range s.models.loaded() {
 		p, release, err := s.models.predictor(ctx, key)
 		if err == nil {
-			_, err = p.PredictBatch(ctx, []laya.BatchRequest{{State: laya.Text("warmup"), Questions: qs}})
+			_, err = p.PredictBatch(ctx, []laya.Request{{State: laya.Text("warmup"), Questions: qs}})
 			release()
 		}
 		if err != nil {

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"unicode/utf8"
+
+	"github.com/laya-metal/laya/pyjson"
 )
 
 // The fast path of Load. Nearly all of a tokenizer.json is two members:
@@ -637,50 +639,15 @@ func (s *fastScanner) merges(doc *fastDoc) bool {
 func usable(flags uint8) bool { return flags&(strEsc|strInvalid) == 0 }
 
 // appendJSONString appends the decoded content d[start:end] of a string
-// the scanner has checked. Plain strings are copied; the simple escapes
-// are decoded here; \u escapes and invalid UTF-8 (which encoding/json
-// replaces with U+FFFD, by rules for surrogates worth not copying) go
-// through encoding/json itself.
+// the scanner has checked. Plain strings are copied; escapes and invalid
+// UTF-8 (which encoding/json, the slow path's decoder, replaces with
+// U+FFFD) go through pyjson's decoder, which decodes them as encoding/json
+// does.
 func appendJSONString(dst, d []byte, start, end int, flags uint8) ([]byte, bool) {
-	src := d[start:end]
 	if usable(flags) {
-		return append(dst, src...), true
+		return append(dst, d[start:end]...), true
 	}
-	if flags&strInvalid != 0 || bytes.Contains(src, []byte(`\u`)) {
-		return appendViaJSON(dst, d[start-1:end+1])
-	}
-	for i := 0; i < len(src); i++ {
-		c := src[i]
-		if c != '\\' {
-			dst = append(dst, c)
-			continue
-		}
-		i++
-		switch src[i] {
-		case 'b':
-			c = '\b'
-		case 'f':
-			c = '\f'
-		case 'n':
-			c = '\n'
-		case 'r':
-			c = '\r'
-		case 't':
-			c = '\t'
-		default: // '"', '\\', '/'
-			c = src[i]
-		}
-		dst = append(dst, c)
-	}
-	return dst, true
-}
-
-func appendViaJSON(dst, quoted []byte) ([]byte, bool) {
-	var s string
-	if err := json.Unmarshal(quoted, &s); err != nil {
-		return dst, false
-	}
-	return append(dst, s...), true
+	return pyjson.AppendUnquoted(dst, d[start-1:end+1])
 }
 
 // resolvedMerge is one merge of the file: its pair key and merged id.

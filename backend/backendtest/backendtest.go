@@ -481,10 +481,10 @@ func (c *suite) rope(t *testing.T) {
 		batch int
 		p     backend.RopeParams
 	}{
-		{1, backend.RopeParams{SeqLen: 1, Heads: 1, HeadDim: 2, Theta: 10000}},
-		{2, backend.RopeParams{SeqLen: 7, Heads: 3, HeadDim: 8, Theta: 10000}},
-		{3, backend.RopeParams{SeqLen: 19, Heads: 2, HeadDim: 64, Theta: 160000}},
-		{1, backend.RopeParams{SeqLen: 40, Heads: 1, HeadDim: 40, Theta: 10000}},
+		{1, backend.RopeParams{Layout: backend.Layout{SeqLen: 1}, Heads: 1, HeadDim: 2, Theta: 10000}},
+		{2, backend.RopeParams{Layout: backend.Layout{SeqLen: 7}, Heads: 3, HeadDim: 8, Theta: 10000}},
+		{3, backend.RopeParams{Layout: backend.Layout{SeqLen: 19}, Heads: 2, HeadDim: 64, Theta: 160000}},
+		{1, backend.RopeParams{Layout: backend.Layout{SeqLen: 40}, Heads: 1, HeadDim: 40, Theta: 10000}},
 	} {
 		rows, cols := tc.batch*tc.p.SeqLen, 3*tc.p.Heads*tc.p.HeadDim
 		xs := values(rows*cols, uint64(cols), -2, 2)
@@ -542,11 +542,11 @@ func attentionRef(qkv []float64, p backend.AttentionParams) []float64 {
 
 func (c *suite) attention(t *testing.T) {
 	for _, p := range []backend.AttentionParams{
-		{SeqLen: 1, Lengths: []int{1}, Heads: 1, HeadDim: 8, Scale: 0.35},
-		{SeqLen: 7, Lengths: []int{7, 3, 1}, Heads: 2, HeadDim: 8, Scale: 0.35, Sliding: true, Radius: 2},
-		{SeqLen: 19, Lengths: []int{19, 11}, Heads: 3, HeadDim: 64, Scale: 0.125},
-		{SeqLen: 33, Lengths: []int{20, 33}, Heads: 1, HeadDim: 16, Scale: 0.25, Sliding: true, Radius: 4},
-		{SeqLen: 40, Lengths: []int{40}, Heads: 2, HeadDim: 32, Scale: 0.18, Sliding: true, Radius: 64},
+		{Layout: backend.Layout{SeqLen: 1, Lengths: []int{1}}, Heads: 1, HeadDim: 8, Scale: 0.35},
+		{Layout: backend.Layout{SeqLen: 7, Lengths: []int{7, 3, 1}}, Heads: 2, HeadDim: 8, Scale: 0.35, Sliding: true, Radius: 2},
+		{Layout: backend.Layout{SeqLen: 19, Lengths: []int{19, 11}}, Heads: 3, HeadDim: 64, Scale: 0.125},
+		{Layout: backend.Layout{SeqLen: 33, Lengths: []int{20, 33}}, Heads: 1, HeadDim: 16, Scale: 0.25, Sliding: true, Radius: 4},
+		{Layout: backend.Layout{SeqLen: 40, Lengths: []int{40}}, Heads: 2, HeadDim: 32, Scale: 0.18, Sliding: true, Radius: 64},
 	} {
 		rows, cols := len(p.Lengths)*p.SeqLen, 3*p.Heads*p.HeadDim
 		xs := values(rows*cols, uint64(cols+p.SeqLen), -2, 2)
@@ -574,9 +574,9 @@ func packedRowsOf[T any](xs []T, lengths []int, seqLen, cols int) []T {
 // takes packed batches; elsewhere it checks they are refused.
 func (c *suite) packed(t *testing.T) {
 	cases := []backend.AttentionParams{
-		{SeqLen: 7, Lengths: []int{7, 3, 1}, Heads: 2, HeadDim: 8, Scale: 0.35, Sliding: true, Radius: 2},
-		{SeqLen: 19, Lengths: []int{11, 19}, Heads: 3, HeadDim: 64, Scale: 0.125},
-		{SeqLen: 33, Lengths: []int{20, 1, 33, 5}, Heads: 1, HeadDim: 16, Scale: 0.25, Sliding: true, Radius: 4},
+		{Layout: backend.Layout{SeqLen: 7, Lengths: []int{7, 3, 1}}, Heads: 2, HeadDim: 8, Scale: 0.35, Sliding: true, Radius: 2},
+		{Layout: backend.Layout{SeqLen: 19, Lengths: []int{11, 19}}, Heads: 3, HeadDim: 64, Scale: 0.125},
+		{Layout: backend.Layout{SeqLen: 33, Lengths: []int{20, 1, 33, 5}}, Heads: 1, HeadDim: 16, Scale: 0.25, Sliding: true, Radius: 4},
 	}
 	s := c.be.NewStream()
 	takes := backend.PacksRows(s)
@@ -584,7 +584,7 @@ func (c *suite) packed(t *testing.T) {
 	for _, p := range cases {
 		padRows, cols, width := len(p.Lengths)*p.SeqLen, 3*p.Heads*p.HeadDim, p.Heads*p.HeadDim
 		xs := values(padRows*cols, uint64(cols+p.SeqLen+1), -2, 2)
-		rope := backend.RopeParams{SeqLen: p.SeqLen, Heads: p.Heads, HeadDim: p.HeadDim, Theta: 10000}
+		rope := backend.RopeParams{Layout: backend.Layout{SeqLen: p.SeqLen}, Heads: p.Heads, HeadDim: p.HeadDim, Theta: 10000}
 		packedRope := rope
 		packedRope.Packed, packedRope.Lengths = true, p.Lengths
 		packedAttn := p
@@ -616,7 +616,7 @@ func (c *suite) packed(t *testing.T) {
 	s = c.be.NewStream()
 	defer s.Close()
 	qkv := s.New(10, 3*8)
-	s.Attention(s.New(10, 8), qkv, backend.AttentionParams{SeqLen: 7, Lengths: []int{7, 2}, Heads: 1, HeadDim: 8, Scale: 1, Packed: true})
+	s.Attention(s.New(10, 8), qkv, backend.AttentionParams{Layout: backend.Layout{SeqLen: 7, Lengths: []int{7, 2}, Packed: true}, Heads: 1, HeadDim: 8, Scale: 1})
 	if err := s.Err(); !errors.Is(err, backend.ErrShape) {
 		t.Errorf("packed attention of 9 tokens over 10 rows: err %v, want ErrShape", err)
 	}
@@ -685,8 +685,8 @@ func (c *suite) rejections(t *testing.T) {
 	row8, _ := c.weight(t, "row8", backend.F32, 1, 8, values(8, 2, -1, 1))
 	row4, _ := c.weight(t, "row4", backend.F32, 1, 4, values(4, 3, -1, 1))
 	two8, _ := c.weight(t, "two8", backend.F32, 2, 8, values(16, 4, -1, 1))
-	rope := backend.RopeParams{SeqLen: 3, Heads: 2, HeadDim: 4, Theta: 10000}
-	attn := backend.AttentionParams{SeqLen: 3, Lengths: []int{3, 1}, Heads: 2, HeadDim: 4, Scale: 0.5, Sliding: true, Radius: 1}
+	rope := backend.RopeParams{Layout: backend.Layout{SeqLen: 3}, Heads: 2, HeadDim: 4, Theta: 10000}
+	attn := backend.AttentionParams{Layout: backend.Layout{SeqLen: 3, Lengths: []int{3, 1}}, Heads: 2, HeadDim: 4, Scale: 0.5, Sliding: true, Radius: 1}
 	withAttn := func(edit func(*backend.AttentionParams)) backend.AttentionParams {
 		p := attn
 		p.Lengths = append([]int(nil), attn.Lengths...)

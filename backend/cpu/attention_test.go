@@ -21,7 +21,7 @@ func TestRope(t *testing.T) {
 		width := heads * headDim
 		xv := randomValues(rng, batch*seqLen*3*width)
 		qkv := s.FromHost(batch*seqLen, 3*width, xv)
-		s.Rope(qkv, backend.RopeParams{SeqLen: seqLen, Heads: heads, HeadDim: headDim, Theta: theta})
+		s.Rope(qkv, backend.RopeParams{Layout: backend.Layout{SeqLen: seqLen}, Heads: heads, HeadDim: headDim, Theta: theta})
 		got := read(t, s, qkv)
 		for _, float32Angles := range []bool{true, false} {
 			want := make([]float64, len(xv))
@@ -135,23 +135,23 @@ func (path attentionPath) use(t testing.TB) {
 // windows that start or end inside a block or cover the row, radius 0,
 // and head dims 2 … 80 (a ragged 16-lane vector, two 64-wide tiles).
 var attentionShapes = []backend.AttentionParams{
-	{SeqLen: 9, Lengths: []int{9}, Heads: 1, HeadDim: 4},
-	{SeqLen: 20, Lengths: []int{20, 7, 1}, Heads: 3, HeadDim: 8},
-	{SeqLen: 40, Lengths: []int{40, 23}, Heads: 2, HeadDim: 6, Sliding: true, Radius: 8},
-	{SeqLen: 12, Lengths: []int{12, 5}, Heads: 2, HeadDim: 4, Sliding: true, Radius: 0},
-	{SeqLen: 10, Lengths: []int{10}, Heads: 2, HeadDim: 4, Sliding: true, Radius: 64}, // window wider than the row
-	{SeqLen: 100, Lengths: []int{100, 49, 48, 47, 1}, Heads: 2, HeadDim: 64},
-	{SeqLen: 100, Lengths: []int{100, 49, 48, 47}, Heads: 2, HeadDim: 17 + 1, Sliding: true, Radius: 10},
-	{SeqLen: 150, Lengths: []int{150, 97}, Heads: 1, HeadDim: 8, Sliding: true, Radius: 30},
-	{SeqLen: 210, Lengths: []int{1, 2, 31, 33, 93, 200}, Heads: 2, HeadDim: 2},
-	{SeqLen: 210, Lengths: []int{1, 2, 31, 33, 93, 200}, Heads: 3, HeadDim: 16, Sliding: true, Radius: 64},
-	{SeqLen: 96, Lengths: []int{93, 31, 33}, Heads: 2, HeadDim: 64, Sliding: true, Radius: 1},
-	{SeqLen: 95, Lengths: []int{93, 2}, Heads: 2, HeadDim: 80},
-	{SeqLen: 201, Lengths: []int{200, 65}, Heads: 1, HeadDim: 80, Sliding: true, Radius: 64},
-	{SeqLen: 93, Lengths: []int{93}, Heads: 12, HeadDim: 64, Sliding: true, Radius: 92}, // the window just covers the row
-	{SeqLen: 1030, Lengths: []int{1030}, Heads: 1, HeadDim: 64},                         // a long context: many key tiles
-	{SeqLen: 700, Lengths: []int{1, 700, 3, 1, 17, 2}, Heads: 2, HeadDim: 16},           // one long row among short ones
-	{SeqLen: 1030, Lengths: []int{1025, 700}, Heads: 1, HeadDim: 32, Sliding: true, Radius: 128},
+	{Layout: backend.Layout{SeqLen: 9, Lengths: []int{9}}, Heads: 1, HeadDim: 4},
+	{Layout: backend.Layout{SeqLen: 20, Lengths: []int{20, 7, 1}}, Heads: 3, HeadDim: 8},
+	{Layout: backend.Layout{SeqLen: 40, Lengths: []int{40, 23}}, Heads: 2, HeadDim: 6, Sliding: true, Radius: 8},
+	{Layout: backend.Layout{SeqLen: 12, Lengths: []int{12, 5}}, Heads: 2, HeadDim: 4, Sliding: true, Radius: 0},
+	{Layout: backend.Layout{SeqLen: 10, Lengths: []int{10}}, Heads: 2, HeadDim: 4, Sliding: true, Radius: 64}, // window wider than the row
+	{Layout: backend.Layout{SeqLen: 100, Lengths: []int{100, 49, 48, 47, 1}}, Heads: 2, HeadDim: 64},
+	{Layout: backend.Layout{SeqLen: 100, Lengths: []int{100, 49, 48, 47}}, Heads: 2, HeadDim: 17 + 1, Sliding: true, Radius: 10},
+	{Layout: backend.Layout{SeqLen: 150, Lengths: []int{150, 97}}, Heads: 1, HeadDim: 8, Sliding: true, Radius: 30},
+	{Layout: backend.Layout{SeqLen: 210, Lengths: []int{1, 2, 31, 33, 93, 200}}, Heads: 2, HeadDim: 2},
+	{Layout: backend.Layout{SeqLen: 210, Lengths: []int{1, 2, 31, 33, 93, 200}}, Heads: 3, HeadDim: 16, Sliding: true, Radius: 64},
+	{Layout: backend.Layout{SeqLen: 96, Lengths: []int{93, 31, 33}}, Heads: 2, HeadDim: 64, Sliding: true, Radius: 1},
+	{Layout: backend.Layout{SeqLen: 95, Lengths: []int{93, 2}}, Heads: 2, HeadDim: 80},
+	{Layout: backend.Layout{SeqLen: 201, Lengths: []int{200, 65}}, Heads: 1, HeadDim: 80, Sliding: true, Radius: 64},
+	{Layout: backend.Layout{SeqLen: 93, Lengths: []int{93}}, Heads: 12, HeadDim: 64, Sliding: true, Radius: 92}, // the window just covers the row
+	{Layout: backend.Layout{SeqLen: 1030, Lengths: []int{1030}}, Heads: 1, HeadDim: 64},                         // a long context: many key tiles
+	{Layout: backend.Layout{SeqLen: 700, Lengths: []int{1, 700, 3, 1, 17, 2}}, Heads: 2, HeadDim: 16},           // one long row among short ones
+	{Layout: backend.Layout{SeqLen: 1030, Lengths: []int{1025, 700}}, Heads: 1, HeadDim: 32, Sliding: true, Radius: 128},
 }
 
 func TestAttention(t *testing.T) {
@@ -198,7 +198,7 @@ func TestAttention(t *testing.T) {
 // (query blocks of 48, 24, 12): the answers may not depend on the split.
 func TestAttentionWorkers(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
-	p := backend.AttentionParams{SeqLen: 100, Lengths: []int{93, 100, 7}, Heads: 3, HeadDim: 64, Scale: 0.125, Sliding: true, Radius: 20}
+	p := backend.AttentionParams{Layout: backend.Layout{SeqLen: 100, Lengths: []int{93, 100, 7}}, Heads: 3, HeadDim: 64, Scale: 0.125, Sliding: true, Radius: 20}
 	rows, width := len(p.Lengths)*p.SeqLen, p.Heads*p.HeadDim
 	xv := randomValues(rng, rows*3*width)
 	var first []float32
@@ -224,11 +224,11 @@ func TestAttentionWorkers(t *testing.T) {
 
 func TestAttentionRejects(t *testing.T) {
 	for _, p := range []backend.AttentionParams{
-		{SeqLen: 4, Lengths: []int{5}, Heads: 1, HeadDim: 2},    // length past the row
-		{SeqLen: 4, Lengths: []int{0}, Heads: 1, HeadDim: 2},    // empty row
-		{SeqLen: 4, Lengths: []int{4, 4}, Heads: 1, HeadDim: 2}, // more rows than qkv has
-		{SeqLen: 4, Lengths: []int{4}, Heads: 2, HeadDim: 2},    // width mismatch
-		{SeqLen: 4, Lengths: []int{4}, Heads: 1, HeadDim: 2, Sliding: true, Radius: -1},
+		{Layout: backend.Layout{SeqLen: 4, Lengths: []int{5}}, Heads: 1, HeadDim: 2},    // length past the row
+		{Layout: backend.Layout{SeqLen: 4, Lengths: []int{0}}, Heads: 1, HeadDim: 2},    // empty row
+		{Layout: backend.Layout{SeqLen: 4, Lengths: []int{4, 4}}, Heads: 1, HeadDim: 2}, // more rows than qkv has
+		{Layout: backend.Layout{SeqLen: 4, Lengths: []int{4}}, Heads: 2, HeadDim: 2},    // width mismatch
+		{Layout: backend.Layout{SeqLen: 4, Lengths: []int{4}}, Heads: 1, HeadDim: 2, Sliding: true, Radius: -1},
 	} {
 		s := New().NewStream()
 		s.Attention(s.New(4, 2), s.New(4, 6), p)

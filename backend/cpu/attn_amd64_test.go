@@ -202,7 +202,7 @@ func TestPackKT(t *testing.T) {
 	for _, n := range []int{1, 2, 15, 16, 17, 31, 32, 33, 93, 100} {
 		for _, dh := range []int{2, 16, 64, 80} {
 			const heads = 3
-			p := backend.AttentionParams{SeqLen: n + 3, Lengths: []int{n, n + 3}, Heads: heads, HeadDim: dh}
+			p := backend.AttentionParams{Layout: backend.Layout{SeqLen: n + 3, Lengths: []int{n, n + 3}}, Heads: heads, HeadDim: dh}
 			width := heads * dh
 			qkv := randomValues(rng, 2*p.SeqLen*3*width)
 			ldk := (p.SeqLen + 15) &^ 15

@@ -55,8 +55,8 @@ func BenchmarkAttention(b *testing.B) {
 				}
 				qkv := s.FromHost(rows, 3*width, randomValues(rng, rows*3*width))
 				out := s.New(rows, width)
-				p := backend.AttentionParams{SeqLen: c.seqLen, Lengths: c.lengths, Heads: c.heads, HeadDim: dh,
-					Scale: 0.125, Sliding: c.sliding, Radius: radius, Packed: c.packed}
+				p := backend.AttentionParams{Layout: backend.Layout{SeqLen: c.seqLen, Lengths: c.lengths, Packed: c.packed},
+					Heads: c.heads, HeadDim: dh, Scale: 0.125, Sliding: c.sliding, Radius: radius}
 				for b.Loop() {
 					s.Attention(out, qkv, p)
 				}

@@ -34,7 +34,7 @@ func TestLayerNormFusedWithLinear(t *testing.T) {
 		{"rope", true, 3 * d, func(s *Stream, ts tensors, w, _ backend.Tensor, m int) {
 			s.Linear(ts.out, ts.normed, w, nil, backend.Identity)
 			backend.Discard(s, ts.normed)
-			s.Rope(ts.out, backend.RopeParams{SeqLen: m, Heads: heads, HeadDim: headDim, Theta: 10000})
+			s.Rope(ts.out, backend.RopeParams{Layout: backend.Layout{SeqLen: m}, Heads: heads, HeadDim: headDim, Theta: 10000})
 		}},
 		{"geglu", false, 2 * d, func(s *Stream, ts tensors, w, _ backend.Tensor, _ int) {
 			s.Linear(ts.out, ts.normed, w, nil, backend.Identity)
@@ -171,7 +171,7 @@ func BenchmarkFusedPrologue(b *testing.B) {
 				s.Linear(qkv, normed, wqkv, nil, backend.Identity)
 				backend.Discard(s, normed)
 				step()
-				s.Rope(qkv, backend.RopeParams{SeqLen: 88, Heads: heads, HeadDim: d / heads, Theta: 160000, Packed: true, Lengths: lengths})
+				s.Rope(qkv, backend.RopeParams{Layout: backend.Layout{SeqLen: 88, Packed: true, Lengths: lengths}, Heads: heads, HeadDim: d / heads, Theta: 160000})
 				s.LayerNorm(normed, x, nw, nil, 1e-5)
 				step()
 				s.Linear(up, normed, wi, nil, backend.Identity)

@@ -103,7 +103,7 @@ func TestElementwiseSIMD(t *testing.T) {
 			x := randomValues(rng, 2*seqLen*3*heads*headDim)
 			f := func(s backend.Stream) backend.Tensor {
 				qkv := s.FromHost(2*seqLen, 3*heads*headDim, x)
-				s.Rope(qkv, backend.RopeParams{SeqLen: seqLen, Heads: heads, HeadDim: headDim, Theta: 160000})
+				s.Rope(qkv, backend.RopeParams{Layout: backend.Layout{SeqLen: seqLen}, Heads: heads, HeadDim: headDim, Theta: 160000})
 				return qkv
 			}
 			same(t, "rope", run(true, f), run(false, f), 0)
@@ -146,7 +146,7 @@ func BenchmarkElementwise(b *testing.B) {
 							f = func() { s.Add(c, a, c) }
 						case "rope":
 							qkv := s.FromHost(rows, 3*m.d, x)
-							p := backend.RopeParams{SeqLen: rows, Heads: m.heads, HeadDim: 64, Theta: 160000}
+							p := backend.RopeParams{Layout: backend.Layout{SeqLen: rows}, Heads: m.heads, HeadDim: 64, Theta: 160000}
 							f = func() { s.Rope(qkv, p) }
 						}
 						for b.Loop() {

@@ -178,7 +178,7 @@ func BenchmarkSmallOps(b *testing.B) {
 	})
 	b.Run("rope", func(b *testing.B) {
 		for b.Loop() {
-			s.Rope(qkv, backend.RopeParams{SeqLen: 88, Heads: heads, HeadDim: d / heads, Theta: 160000, Packed: true, Lengths: lengths})
+			s.Rope(qkv, backend.RopeParams{Layout: backend.Layout{SeqLen: 88, Packed: true, Lengths: lengths}, Heads: heads, HeadDim: d / heads, Theta: 160000})
 		}
 	})
 	if err := s.Err(); err != nil {

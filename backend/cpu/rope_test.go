@@ -49,7 +49,7 @@ func TestRopeFusedWithLinear(t *testing.T) {
 					}
 					w := uploadRandom(t, be, c.dtype, 3*width, c.k, rng)
 					xv := randomValues(rng, rows*c.k)
-					p := backend.RopeParams{SeqLen: c.seqLen, Heads: c.heads, HeadDim: c.headDim, Theta: 160000, Packed: c.packed}
+					p := backend.RopeParams{Layout: backend.Layout{SeqLen: c.seqLen, Packed: c.packed}, Heads: c.heads, HeadDim: c.headDim, Theta: 160000}
 					if c.packed {
 						p.Lengths = c.lengths // a padded batch's Rope takes none
 					}

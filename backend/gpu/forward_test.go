@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/laya-metal/laya/backend"
+	"github.com/laya-metal/laya/heads"
 	"github.com/laya-metal/laya/internal/forwardpass"
 	"github.com/laya-metal/laya/internal/oracletest"
 	"github.com/laya-metal/laya/metal"
@@ -16,7 +17,7 @@ import (
 // The whole Laya forward pass on this backend against upstream's goldens,
 // with the gates of the CPU backend (root forward_test.go): raw logits within
 // 1e-4 and act probabilities within 1e-5 (laya-spec §3.6, oracle README
-// fact 5). The pipeline below is the one of root forward.go's runBatch.
+// fact 5), through the unpruned pipeline of root forward.go's observed runBatch.
 
 // model is the network of root forward.go on one backend.
 type model struct {
@@ -43,22 +44,17 @@ func loadModel(t testing.TB, be backend.Backend, checkpoint string) *model {
 func (m *model) forward(ctx context.Context, be backend.Backend, rows []oracletest.Row) (logits, actProbs [][]float32, err error) {
 	layout := make([]forwardpass.Row, len(rows))
 	for b, r := range rows {
-		layout[b] = forwardpass.Row{IDs: r.InputIDs, Markers: r.Markers, QType: r.QType}
+		layout[b] = forwardpass.Row{IDs: r.InputIDs, Markers: r.Markers, QType: heads.QType(r.QType)}
 	}
 	batch := forwardpass.Pad(layout, int32(m.ckpt.Encoder.PadTokenID))
-	markerRows, counts, seqLen := batch.MarkerRows, batch.Counts, batch.SeqLen
+	markerRows, counts := batch.MarkerRows, batch.Counts
 	s := be.NewStream()
 	defer s.Close()
-	hidden, err := m.Encoder.Forward(ctx, s, batch.EncoderBatch(), nil)
+	pass, err := m.RunObserved(ctx, s, batch, nil)
 	if err != nil {
 		return nil, nil, err
 	}
-	if hidden, err = m.Decision.Forward(ctx, s, hidden, batch.QTypes, batch.Lengths, seqLen, nil); err != nil {
-		return nil, nil, err
-	}
-	var markers backend.Tensor
-	z := m.Scorer.Forward(s, hidden, markerRows, &markers)
-	_, probs := m.Act.Forward(s, hidden, z, counts, seqLen)
+	z, probs := pass.Logits, pass.ActProbs
 	zHost := make([]float32, len(markerRows))
 	nAct := probs.Cols()
 	probsHost := make([]float32, len(rows)*nAct)

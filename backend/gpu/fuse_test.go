@@ -143,8 +143,8 @@ func fuseCases() []opCase {
 					const seqLen, heads = 45, 2
 					qkv := s.FromHost(2*seqLen, 3*heads*headDim, random(2*seqLen*3*heads*headDim, 18, -2, 2))
 					out := s.New(2*seqLen, heads*headDim)
-					s.Rope(qkv, backend.RopeParams{SeqLen: seqLen, Heads: heads, HeadDim: headDim, Theta: 10000})
-					s.Attention(out, qkv, backend.AttentionParams{SeqLen: seqLen, Lengths: []int{45, 30}, Heads: heads, HeadDim: headDim,
+					s.Rope(qkv, backend.RopeParams{Layout: backend.Layout{SeqLen: seqLen}, Heads: heads, HeadDim: headDim, Theta: 10000})
+					s.Attention(out, qkv, backend.AttentionParams{Layout: backend.Layout{SeqLen: seqLen, Lengths: []int{45, 30}}, Heads: heads, HeadDim: headDim,
 						Scale: 0.2, Sliding: true, Radius: 16})
 					if discard {
 						backend.Discard(s, qkv)

@@ -215,7 +215,7 @@ func opCases() []opCase {
 	for _, theta := range []float64{10000, 160000} {
 		cases = append(cases, opCase{fmt.Sprintf("rope/theta=%v", theta), 1e-6, func(be backend.Backend, s backend.Stream) (backend.Tensor, error) {
 			qkv := s.FromHost(2*45, 3*2*16, random(2*45*96, 14, -2, 2))
-			s.Rope(qkv, backend.RopeParams{SeqLen: 45, Heads: 2, HeadDim: 16, Theta: theta})
+			s.Rope(qkv, backend.RopeParams{Layout: backend.Layout{SeqLen: 45}, Heads: 2, HeadDim: 16, Theta: theta})
 			return qkv, nil
 		}})
 	}
@@ -224,7 +224,7 @@ func opCases() []opCase {
 			const seqLen, heads, headDim = 50, 2, 32
 			qkv := s.FromHost(3*seqLen, 3*heads*headDim, random(3*seqLen*3*heads*headDim, 15, -2, 2))
 			dst := s.New(3*seqLen, heads*headDim)
-			s.Attention(dst, qkv, backend.AttentionParams{SeqLen: seqLen, Lengths: []int{50, 33, 1}, Heads: heads, HeadDim: headDim,
+			s.Attention(dst, qkv, backend.AttentionParams{Layout: backend.Layout{SeqLen: seqLen, Lengths: []int{50, 33, 1}}, Heads: heads, HeadDim: headDim,
 				Scale: 0.3, Sliding: sliding, Radius: 8})
 			return dst, nil
 		}})
@@ -308,7 +308,7 @@ func TestStreamErrors(t *testing.T) {
 		}, backend.ErrForeignTensor},
 		{"attention lengths", func(s backend.Stream) backend.Tensor {
 			dst := s.New(4, 8)
-			s.Attention(dst, s.New(4, 24), backend.AttentionParams{SeqLen: 2, Lengths: []int{2, 3}, Heads: 2, HeadDim: 4, Scale: 1})
+			s.Attention(dst, s.New(4, 24), backend.AttentionParams{Layout: backend.Layout{SeqLen: 2, Lengths: []int{2, 3}}, Heads: 2, HeadDim: 4, Scale: 1})
 			return dst
 		}, backend.ErrShape},
 		{"new", func(s backend.Stream) backend.Tensor { return s.New(0, 3) }, backend.ErrShape},

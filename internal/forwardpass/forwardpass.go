@@ -2,9 +2,9 @@
 // library (root forward.go), the parity command (scripts/parity) and the
 // backend tests held to upstream's goldens (backend/gpu) share: the four
 // parts of the network built from one checkpoint on one backend, and the
-// right-padded batch layout of upstream's collate_items. Each caller keeps
-// its own pipeline (pruned or not, observed or not); only what is the same
-// in all of them lives here.
+// batch layout (right-padded as upstream's collate_items, or packed), and
+// the pipeline that records them: pruned (RunPruned) or, for an observer,
+// unpruned (RunObserved).
 package forwardpass
 
 import (
@@ -46,73 +46,40 @@ func NewParts(be backend.Backend, ckpt *weights.Checkpoint) (Parts, error) {
 type Row struct {
 	IDs     []int
 	Markers []int
-	QType   int
+	QType   heads.QType
 }
 
-// Batch is rows laid out as one right-padded batch (upstream's
-// collate_items): row b holds positions [b·SeqLen, (b+1)·SeqLen) of IDs; or,
+// Batch is rows laid out as one batch: right-padded (upstream's
+// collate_items), row b at positions [b·SeqLen, (b+1)·SeqLen) of IDs; or,
 // Packed, back to back without padding (backend/packed.go).
 type Batch struct {
-	IDs     []int32 // len(rows)·SeqLen, right-padded with the pad id; packed: Σ lengths
-	SeqLen  int     // the longest row
-	Packed  bool
-	Lengths []int // each row's real tokens
-	QTypes  []int
-	Counts  []int // each row's markers (options)
-	// MarkerRows is the flat position b·SeqLen+p of every marker, row by
-	// row: the rows the scorer reads.
+	IDs []int32 // Rows() ids: right-padded with the pad id, or packed
+	backend.Layout
+	QTypes []heads.QType
+	Counts []int // each row's markers (options)
+	// MarkerRows is the flat position of every marker, row by row (its
+	// row's start plus its position): the rows the scorer reads.
 	MarkerRows []int32
 }
 
 // Pad lays rows out as one right-padded batch, filling the padding with pad.
 func Pad(rows []Row, pad int32) Batch {
-	b := Batch{
-		Lengths: make([]int, len(rows)),
-		QTypes:  make([]int, len(rows)),
-		Counts:  make([]int, len(rows)),
-	}
+	seqLen := 0
 	for _, r := range rows {
-		b.SeqLen = max(b.SeqLen, len(r.IDs))
+		seqLen = max(seqLen, len(r.IDs))
 	}
-	b.IDs = make([]int32, len(rows)*b.SeqLen)
-	for i, r := range rows {
-		line := b.IDs[i*b.SeqLen : (i+1)*b.SeqLen]
-		for j := range line {
-			line[j] = pad
-		}
-		for j, id := range r.IDs {
-			line[j] = int32(id)
-		}
-		b.Lengths[i], b.QTypes[i], b.Counts[i] = len(r.IDs), r.QType, len(r.Markers)
-		for _, p := range r.Markers {
-			b.MarkerRows = append(b.MarkerRows, int32(i*b.SeqLen+p))
-		}
-	}
-	return b
+	return lay(rows, pad, false, seqLen)
 }
 
 // Pack lays rows out back to back without padding: row b starts where row
 // b−1 ends. Only streams that report backend.PacksRows run it; the answers
 // are the padded batch's (every op but attention and RoPE is row-wise).
 func Pack(rows []Row) Batch {
-	b := Batch{
-		Packed:  true,
-		Lengths: make([]int, len(rows)),
-		QTypes:  make([]int, len(rows)),
-		Counts:  make([]int, len(rows)),
+	seqLen := 0
+	for _, r := range rows {
+		seqLen = max(seqLen, len(r.IDs))
 	}
-	for i, r := range rows {
-		start := int32(len(b.IDs))
-		b.SeqLen = max(b.SeqLen, len(r.IDs))
-		for _, id := range r.IDs {
-			b.IDs = append(b.IDs, int32(id))
-		}
-		b.Lengths[i], b.QTypes[i], b.Counts[i] = len(r.IDs), r.QType, len(r.Markers)
-		for _, p := range r.Markers {
-			b.MarkerRows = append(b.MarkerRows, start+int32(p))
-		}
-	}
-	return b
+	return lay(rows, 0, true, seqLen)
 }
 
 // Layout is Pack's batch where s takes packed batches, else Pad's.
@@ -123,27 +90,42 @@ func Layout(s backend.Stream, rows []Row, pad int32) Batch {
 	return Pad(rows, pad)
 }
 
-// CLSRows is the flat position of each row's [CLS] (its first token).
-func (b Batch) CLSRows() []int32 {
-	cls := make([]int32, len(b.Lengths))
-	at := 0
-	for i, n := range b.Lengths {
-		cls[i] = int32(at)
-		if b.Packed {
-			at += n
-		} else {
-			at += b.SeqLen
+// lay is Pad (packed false) or Pack: each row's ids at its start, padding
+// up to seqLen when not packed.
+func lay(rows []Row, pad int32, packed bool, seqLen int) Batch {
+	b := Batch{
+		Layout: backend.Layout{Lengths: make([]int, len(rows)), SeqLen: seqLen, Packed: packed},
+		QTypes: make([]heads.QType, len(rows)),
+		Counts: make([]int, len(rows)),
+	}
+	for i, r := range rows {
+		b.Lengths[i], b.QTypes[i], b.Counts[i] = len(r.IDs), r.QType, len(r.Markers)
+	}
+	b.IDs = make([]int32, b.Rows())
+	for i, start := range b.Starts() {
+		line := b.IDs[start : start+b.Lengths[i]]
+		if !packed {
+			line = b.IDs[start : start+seqLen]
+			for j := range line {
+				line[j] = pad
+			}
+		}
+		for j, id := range rows[i].IDs {
+			line[j] = int32(id)
+		}
+		for _, p := range rows[i].Markers {
+			b.MarkerRows = append(b.MarkerRows, int32(start+p))
 		}
 	}
+	return b
+}
+
+// CLSRows is the flat position of each row's [CLS] (its first token).
+func (b Batch) CLSRows() []int32 {
+	starts := b.Starts()
+	cls := make([]int32, len(starts))
+	for i, at := range starts {
+		cls[i] = int32(at)
+	}
 	return cls
-}
-
-// EncoderBatch is the batch as the encoder takes it.
-func (b Batch) EncoderBatch() encoder.Batch {
-	return encoder.Batch{IDs: b.IDs, Lengths: b.Lengths, SeqLen: b.SeqLen, Packed: b.Packed}
-}
-
-// HeadLayout is the batch's layout as the decision head takes it.
-func (b Batch) HeadLayout() heads.Layout {
-	return heads.Layout{Lengths: b.Lengths, SeqLen: b.SeqLen, Packed: b.Packed}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/laya-metal/laya/backend"
 	"github.com/laya-metal/laya/backend/cpu"
+	"github.com/laya-metal/laya/heads"
 	"github.com/laya-metal/laya/internal/forwardpass"
 	"github.com/laya-metal/laya/internal/oracletest"
 )
@@ -22,7 +23,7 @@ func TestPack(t *testing.T) {
 	})
 	want := forwardpass.Batch{
 		IDs:    []int32{1, 5, 2, 1, 6, 6, 6, 2, 1, 2},
-		SeqLen: 5, Packed: true, Lengths: []int{3, 5, 2}, QTypes: []int{0, 2, 1}, Counts: []int{1, 3, 1},
+		Layout: backend.Layout{SeqLen: 5, Packed: true, Lengths: []int{3, 5, 2}}, QTypes: []heads.QType{0, 2, 1}, Counts: []int{1, 3, 1},
 		MarkerRows: []int32{1, 4, 5, 6, 8},
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -30,9 +31,6 @@ func TestPack(t *testing.T) {
 	}
 	if cls := got.CLSRows(); !reflect.DeepEqual(cls, []int32{0, 3, 8}) {
 		t.Errorf("CLSRows = %v, want [0 3 8]", cls)
-	}
-	if eb := got.EncoderBatch(); !eb.Packed || eb.SeqLen != 5 || !reflect.DeepEqual(eb.IDs, want.IDs) {
-		t.Errorf("EncoderBatch = %+v", eb)
 	}
 }
 
@@ -63,24 +61,9 @@ func TestPackedEqualsPadded(t *testing.T) {
 				if n > 3 {
 					markers = append(markers, n-2)
 				}
-				rows = append(rows, forwardpass.Row{IDs: ids, Markers: markers, QType: i % 3})
+				rows = append(rows, forwardpass.Row{IDs: ids, Markers: markers, QType: heads.QType(i % 3)})
 			}
-			run := func(b forwardpass.Batch) [3][]float32 {
-				s := be.NewStream()
-				defer s.Close()
-				out, err := parts.RunPruned(context.Background(), s, b)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var got [3][]float32
-				for i, x := range []backend.Tensor{out.Logits, out.ActLogits, out.ActProbs} {
-					got[i] = make([]float32, x.Rows()*x.Cols())
-					if err := s.Read(context.Background(), x, got[i]); err != nil {
-						t.Fatal(err)
-					}
-				}
-				return got
-			}
+			run := func(b forwardpass.Batch) [3][]float32 { return readOutputs(t, be, b, parts.RunPruned) }
 			padded := run(forwardpass.Pad(rows, int32(max(cfg.PadTokenID, 0))))
 			packed := run(forwardpass.Pack(rows))
 			for i, what := range []string{"logits", "act logits", "act probs"} {
@@ -90,4 +73,64 @@ func TestPackedEqualsPadded(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestObservedEqualsPruned runs one padded batch through RunObserved (with
+// an observer that counts the stages it sees, and without one) and through
+// RunPruned: final-head pruning computes the kept rows with the same
+// row-wise ops, so on the cpu backend every output is bit for bit the same.
+func TestObservedEqualsPruned(t *testing.T) {
+	ckpt := oracletest.LoadCheckpoint(t, "tiny-en")
+	be := cpu.New()
+	defer be.Close()
+	parts, err := forwardpass.NewParts(be, ckpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := []forwardpass.Row{
+		{IDs: []int{1, 40, 41, 42, 43, 2}, Markers: []int{2, 4}, QType: heads.Score},
+		{IDs: []int{1, 50, 51, 2}, Markers: []int{1, 2, 3}, QType: heads.Noul},
+	}
+	batch := forwardpass.Pad(rows, int32(max(ckpt.Encoder.PadTokenID, 0)))
+	stages := map[string]int{}
+	observed := func(ctx context.Context, s backend.Stream, b forwardpass.Batch) (forwardpass.Outputs, error) {
+		return parts.RunObserved(ctx, s, b, func(_ backend.Stream, stage string, _ int, _ backend.Tensor) { stages[stage]++ })
+	}
+	unobserved := func(ctx context.Context, s backend.Stream, b forwardpass.Batch) (forwardpass.Outputs, error) {
+		return parts.RunObserved(ctx, s, b, nil)
+	}
+	pruned := readOutputs(t, be, batch, parts.RunPruned)
+	for name, run := range map[string]func(context.Context, backend.Stream, forwardpass.Batch) (forwardpass.Outputs, error){"observed": observed, "unobserved": unobserved} {
+		got := readOutputs(t, be, batch, run)
+		for i, what := range []string{"logits", "act logits", "act probs"} {
+			if fmt.Sprint(got[i]) != fmt.Sprint(pruned[i]) {
+				t.Errorf("%s %s: %v, pruned %v", name, what, got[i], pruned[i])
+			}
+		}
+	}
+	layers, headLayers := ckpt.Encoder.NumLayers, ckpt.Head.Layers
+	want := map[string]int{"embeddings": 1, "layer": layers, "final": 1, "head input": 1, "head layer": headLayers, "markers": 1}
+	if fmt.Sprint(stages) != fmt.Sprint(want) {
+		t.Errorf("stages seen %v, want %v", stages, want)
+	}
+}
+
+// readOutputs runs b through run on a fresh stream of be and reads back
+// the logits, act logits and act probabilities.
+func readOutputs(t *testing.T, be backend.Backend, b forwardpass.Batch, run func(context.Context, backend.Stream, forwardpass.Batch) (forwardpass.Outputs, error)) [3][]float32 {
+	t.Helper()
+	s := be.NewStream()
+	defer s.Close()
+	out, err := run(context.Background(), s, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got [3][]float32
+	for i, x := range []backend.Tensor{out.Logits, out.ActLogits, out.ActProbs} {
+		got[i] = make([]float32, x.Rows()*x.Cols())
+		if err := s.Read(context.Background(), x, got[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return got
 }

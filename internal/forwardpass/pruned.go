@@ -20,12 +20,12 @@ type Outputs struct {
 // b is [CLS] of batch row b and row B+i is marker i. Answers equal the
 // unpruned pass's: every other row of the last layer is never read.
 func (p Parts) RunPruned(ctx context.Context, s backend.Stream, b Batch) (Outputs, error) {
-	hidden, err := p.Encoder.Forward(ctx, s, b.EncoderBatch(), nil)
+	hidden, err := p.Encoder.Forward(ctx, s, b.IDs, b.Layout, nil)
 	if err != nil {
 		return Outputs{}, err
 	}
 	keep := slices.Concat(b.CLSRows(), b.MarkerRows)
-	kept, err := p.Decision.ForwardRows(ctx, s, hidden, b.QTypes, b.HeadLayout(), keep, nil)
+	kept, err := p.Decision.ForwardRows(ctx, s, hidden, b.QTypes, b.Layout, keep, nil)
 	if err != nil {
 		return Outputs{}, err
 	}
@@ -40,5 +40,31 @@ func (p Parts) RunPruned(ctx context.Context, s backend.Stream, b Batch) (Output
 	}
 	logits := p.Scorer.Forward(s, kept, markers, nil)
 	actLogits, actProbs := p.Act.ForwardRows(s, kept, cls, logits, b.Counts)
+	return Outputs{Logits: logits, ActLogits: actLogits, ActProbs: actProbs}, nil
+}
+
+// RunObserved records the whole network on s for b without pruning, so
+// that obs (which may be nil) sees every stage: the encoder's, the decision
+// head's prefixed "head " (every row of every layer), then ("markers", 0,
+// states), the scorer's input. Its outputs are RunPruned's.
+func (p Parts) RunObserved(ctx context.Context, s backend.Stream, b Batch, obs backend.Observer) (Outputs, error) {
+	var headObs backend.Observer
+	if obs != nil {
+		headObs = func(s backend.Stream, stage string, i int, t backend.Tensor) { obs(s, "head "+stage, i, t) }
+	}
+	hidden, err := p.Encoder.Forward(ctx, s, b.IDs, b.Layout, obs)
+	if err != nil {
+		return Outputs{}, err
+	}
+	hidden, err = p.Decision.Forward(ctx, s, hidden, b.QTypes, b.Layout, headObs)
+	if err != nil {
+		return Outputs{}, err
+	}
+	var markers backend.Tensor
+	logits := p.Scorer.Forward(s, hidden, b.MarkerRows, &markers)
+	if obs != nil {
+		obs(s, "markers", 0, markers)
+	}
+	actLogits, actProbs := p.Act.ForwardRows(s, hidden, b.CLSRows(), logits, b.Counts)
 	return Outputs{Logits: logits, ActLogits: actLogits, ActProbs: actProbs}, nil
 }

@@ -182,7 +182,7 @@ func (r *recorder) requestRows(req Request) []forwardpass.Row {
 		for m := range markers {
 			markers[m] = 1 + m*(req.Tokens-2)/req.Markers
 		}
-		rows[b] = forwardpass.Row{IDs: ids, Markers: markers, QType: b % heads.NumQuestionTypes}
+		rows[b] = forwardpass.Row{IDs: ids, Markers: markers, QType: heads.QType(b % heads.NumQuestionTypes)}
 	}
 	return rows
 }

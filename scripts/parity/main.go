@@ -22,6 +22,7 @@ import (
 
 	"github.com/laya-metal/laya/backend"
 	_ "github.com/laya-metal/laya/backend/cpu"
+	"github.com/laya-metal/laya/heads"
 	"github.com/laya-metal/laya/internal/forwardpass"
 	"github.com/laya-metal/laya/weights"
 )
@@ -95,7 +96,7 @@ func (m *model) run(ctx context.Context, be backend.Backend, rows []row) ([]outp
 		if len(r.InputIDs) == 0 || len(r.Markers) == 0 {
 			return nil, fmt.Errorf("row %d: empty ids or markers", b)
 		}
-		layout[b] = forwardpass.Row{IDs: r.InputIDs, Markers: r.Markers, QType: r.QType}
+		layout[b] = forwardpass.Row{IDs: r.InputIDs, Markers: r.Markers, QType: heads.QType(r.QType)}
 	}
 	batch := forwardpass.Pad(layout, int32(max(m.ckpt.Encoder.PadTokenID, 0)))
 	markerRows, counts := batch.MarkerRows, batch.Counts
