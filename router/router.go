@@ -346,7 +346,12 @@ func New(opts ...Option) (*Router, error) {
 	}
 	if r.loader == nil {
 		r.loader = func(ctx context.Context, name, ref string) (laya.Predictor, error) {
-			return laya.Load(ctx, ref, r.loadOpts...)
+			a, err := laya.Load(ctx, ref, r.loadOpts...)
+			if err != nil {
+				// Not a nil *Agent in the interface: it would compare non-nil.
+				return nil, err
+			}
+			return a, nil
 		}
 	}
 	return r, nil
@@ -438,6 +443,33 @@ func sameModel(e *routerEntry, model laya.Predictor) bool {
 	return e.model == model
 }
 
+// isNil reports whether p holds no model: a nil interface, or a nil pointer
+// (or other nil-able value) in one.
+func isNil(p laya.Predictor) bool {
+	if p == nil {
+		return true
+	}
+	switch v := reflect.ValueOf(p); v.Kind() {
+	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan:
+		return v.IsNil()
+	}
+	return false
+}
+
+// LoadError reports a model that failed to load. The request that needed it
+// fails with it, and the next request for the model loads it again.
+type LoadError struct {
+	Model string // canonical model name
+	Ref   string // the reference it was loaded from
+	Err   error  // the cause
+}
+
+func (e *LoadError) Error() string {
+	return fmt.Sprintf("router: load model %s (%s): %v", e.Model, e.Ref, e.Err)
+}
+
+func (e *LoadError) Unwrap() error { return e.Err }
+
 func closeAll(cs []io.Closer) {
 	for _, c := range cs {
 		c.Close()
@@ -477,8 +509,12 @@ func (r *Router) tryAcquire(ctx context.Context, key string) (_ laya.Predictor, 
 		r.mu.Unlock()
 		closeAll(closers)
 		e.model, e.err = r.loader(ctx, key, ref)
-		if e.err == nil && e.model == nil {
-			e.err = fmt.Errorf("router: loader returned no model for %s", key)
+		if isNil(e.model) {
+			// A typed nil (a nil *Agent returned as a Predictor) is no model either.
+			e.model = nil
+			if e.err == nil {
+				e.err = errors.New("the loader returned no model")
+			}
 		}
 		if e.err != nil {
 			// A loader that failed half way and returned a model anyway: nobody
@@ -488,7 +524,7 @@ func (r *Router) tryAcquire(ctx context.Context, key string) (_ laya.Predictor, 
 			}
 			e.model = nil
 			e.loaderGone = ctx.Err() != nil
-			e.err = fmt.Errorf("router: load model %s (%s): %w", key, ref, e.err)
+			e.err = &LoadError{Model: key, Ref: ref, Err: e.err}
 			r.mu.Lock()
 			if r.entries[key] == e {
 				delete(r.entries, key)
@@ -559,7 +595,7 @@ func (r *Router) Attach(name string, model laya.Predictor) error {
 	if err != nil {
 		return err
 	}
-	if model == nil {
+	if isNil(model) {
 		return fmt.Errorf("router: Attach(%q, nil); pass a loaded model", name)
 	}
 	e := &routerEntry{ready: make(chan struct{}), model: model}
