@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -34,6 +35,17 @@ type batchPredictor interface {
 
 // errNotLoaded reports a request that arrived before the model finished loading.
 var errNotLoaded = errors.New("serve: the model is still loading")
+
+// errLoad marks a checkpoint that failed to load (a router's fails with a
+// *router.LoadError instead).
+var errLoad = errors.New("serve: load model")
+
+// isLoadError reports whether err is a checkpoint that failed to load: the request
+// that needed it fails on its own, and the next one loads it again.
+func isLoadError(err error) bool {
+	var le *router.LoadError
+	return errors.Is(err, errLoad) || errors.As(err, &le)
+}
 
 // single is one checkpoint loaded by Load.
 type single struct {
@@ -68,7 +80,7 @@ func (s *single) load(ctx context.Context, _ []string) error {
 	// Not under mu: /health and /ready read loaded() while a download runs.
 	a, err := laya.Load(ctx, s.ref, s.opts...)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w %s: %w", errLoad, s.ref, err)
 	}
 	s.mu.Lock()
 	s.agent = a

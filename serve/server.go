@@ -44,6 +44,9 @@ type Server struct {
 	ready      atomic.Bool
 	draining   atomic.Bool
 	preloadErr atomic.Pointer[string]
+	// loadFailed carries the preload error of a single checkpoint to Run: a server
+	// with nothing it could ever answer stops instead of answering 503 forever.
+	loadFailed chan error
 	startOnce  sync.Once
 	httpMu     sync.Mutex
 	http       *http.Server
@@ -61,7 +64,7 @@ func New(cfg Config, models Models) (*Server, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, models: models, log: logger}
+	s := &Server{cfg: cfg, models: models, log: logger, loadFailed: make(chan error, 1)}
 	if cfg.ProxyHeaders {
 		t, err := parseTrusted(cfg.ForwardedAllowIPs)
 		if err != nil {
@@ -114,6 +117,12 @@ func (s *Server) Start(ctx context.Context) {
 			if err := s.models.load(ctx, s.cfg.Preload); err != nil {
 				msg := err.Error()
 				s.preloadErr.Store(&msg)
+				if _, one := s.models.(*single); one {
+					s.loadFailed <- err // buffered, and sent once
+					return
+				}
+				// A router keeps running: its other checkpoints may still load, and
+				// /ready names what failed.
 				s.log.Error("preload failed; /ready and /health stay 503", "error", msg)
 				return
 			}
@@ -150,7 +159,9 @@ func (s *Server) Drain() { s.draining.Store(true) }
 
 // Run serves on ln until ctx ends, then shuts down gracefully within ShutdownGrace:
 // no new connections or requests, every in-flight and queued request answered, then
-// the models closed. It returns nil after a clean shutdown.
+// the models closed. It returns nil after a clean shutdown. A single checkpoint
+// (SingleModel) that fails to preload stops the server, and Run returns the load
+// error; a router that fails to preload keeps serving /ready (503, naming the failure).
 func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	s.Start(context.WithoutCancel(ctx))
 	hs := &http.Server{
@@ -167,16 +178,21 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	s.httpMu.Unlock()
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
+	var loadErr error
 	select {
 	case err := <-served:
 		s.closeModels()
 		return err
 	case <-ctx.Done():
+	case loadErr = <-s.loadFailed:
 	}
 	grace, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace)
 	defer cancel()
 	err := s.Shutdown(grace)
 	<-served
+	if loadErr != nil {
+		return loadErr
+	}
 	return err
 }
 
