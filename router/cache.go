@@ -272,7 +272,8 @@ func (r *Router) Attach(name string, model laya.Predictor) error {
 
 // Preload builds models up front so no request pays a load; with no names it
 // loads every model. The residency cap is raised to hold them together with
-// the models already resident.
+// the models already resident. A model that fails to load does not stop the
+// others: the error joins the *LoadError of each one that failed.
 func (r *Router) Preload(ctx context.Context, names ...string) error {
 	r.mu.Lock()
 	if len(names) == 0 {
@@ -300,12 +301,18 @@ func (r *Router) Preload(ctx context.Context, names ...string) error {
 	}
 	r.maxLoaded = max(r.maxLoaded, len(union))
 	r.mu.Unlock()
+	// One model that cannot load does not keep the others out: each is tried, and
+	// the error names every failure.
+	var errs []error
 	for _, k := range keys {
 		if _, err := r.Load(ctx, k); err != nil {
-			return err
+			if ctx.Err() != nil {
+				return err
+			}
+			errs = append(errs, err)
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // Unload frees the named models, or all of them with no names.

@@ -91,6 +91,21 @@ func TestRouterPreload(t *testing.T) {
 	}
 }
 
+// A model that fails to preload does not keep the others out, and the error names it.
+func TestRouterPreloadPartialFailure(t *testing.T) {
+	fl := newFakeLoader()
+	fl.fail["english"] = errors.New("disk full")
+	r := mustRouter(t, WithLoader(fl.load))
+	err := r.Preload(context.Background(), "english", "multilingual", "typed-decisions")
+	var le *LoadError
+	if !errors.As(err, &le) || le.Model != ModelEnglish || !strings.Contains(err.Error(), "disk full") {
+		t.Errorf("Preload = %v, want english's *LoadError", err)
+	}
+	if got := r.Loaded(); !reflect.DeepEqual(got, []string{ModelMultilingual, ModelTypedDecisions}) {
+		t.Errorf("loaded %v, want the two models that could load", got)
+	}
+}
+
 func TestRouterLoadFailure(t *testing.T) {
 	fl := newFakeLoader()
 	fl.fail["multilingual"] = errors.New("disk full")

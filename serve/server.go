@@ -115,7 +115,8 @@ func (s *Server) Start(ctx context.Context) {
 		}
 		go func() {
 			if err := s.models.load(ctx, s.cfg.Preload); err != nil {
-				msg := err.Error()
+				// One line: a router's error joins one line per checkpoint that failed.
+				msg := strings.ReplaceAll(err.Error(), "\n", "; ")
 				s.preloadErr.Store(&msg)
 				if _, one := s.models.(*single); one {
 					s.loadFailed <- err // buffered, and sent once
