@@ -137,14 +137,14 @@ func (s *single) close() error {
 	return s.agent.Close()
 }
 
-// routed is a laya.Router: requests are routed as the library routes them, the chosen
+// routed is a router.Router: requests are routed as the library routes them, the chosen
 // checkpoint is loaded on first use, and the least recently used one is evicted past the
 // router's residency cap.
 type routed struct {
 	r *router.Router
 }
 
-// RouterModels serves through r (see laya.NewRouter: WithModels, WithMaxLoaded,
+// RouterModels serves through r (see router.New: WithModels, WithMaxLoaded,
 // WithLoadOptions). Every answer carries its routing decision.
 func RouterModels(r *router.Router) Models { return &routed{r: r} }
 
@@ -213,7 +213,7 @@ func sortByRank(names []string, rank map[string]int) {
 }
 
 // requestLang is the language a routed request is calibrated for, as laya-mlx's
-// router.predict forwards it (and laya.Router.Predict does): the caller's explicit
+// router.predict forwards it (and router.Router.Predict does): the caller's explicit
 // language, else the non-English language detection named.
 func requestLang(lang string, d router.Decision) string {
 	if strings.TrimSpace(lang) != "" {
