@@ -189,11 +189,15 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	}
 	grace, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace)
 	defer cancel()
-	err := s.Shutdown(grace)
-	<-served
 	if loadErr != nil {
+		// Nothing was admitted (the server never became ready): stop without the
+		// shutdown log, so the load error is the one thing said.
+		s.stop(grace)
+		<-served
 		return loadErr
 	}
+	err := s.Shutdown(grace)
+	<-served
 	return err
 }
 
@@ -201,8 +205,13 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 // until ctx ends (then cancels what still runs; those callers get 503), and closes the
 // models.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.Drain()
 	s.log.Info("shutting down", "queue_depth", s.batcher.depth(), "in_flight", s.inflight.Load())
+	return s.stop(ctx)
+}
+
+// stop is Shutdown without its log line.
+func (s *Server) stop(ctx context.Context) error {
+	s.Drain()
 	s.httpMu.Lock()
 	hs := s.http
 	s.httpMu.Unlock()
