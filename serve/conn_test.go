@@ -36,8 +36,8 @@ func closedWithin(c net.Conn, d time.Duration) bool {
 
 // TestStalledClients: clients that send headers (or part of them, or part of a body)
 // and stall hold no slot: other requests are answered at once, and the stalled
-// connections are closed after the header and body timeouts (issue 12: 4 such clients
-// held every in-flight slot indefinitely).
+// connections are closed after the header and body timeouts (without them, 4 such
+// clients would hold every in-flight slot indefinitely).
 func TestStalledClients(t *testing.T) {
 	ts := startServer(t, realModel(t), func(c *Config) {
 		c.HeaderTimeout, c.BodyTimeout = 300*time.Millisecond, 400*time.Millisecond

@@ -33,11 +33,18 @@
 //     (200 with queue_depth, or 503 while loading or draining), POST /drain (stop intake
 //     before SIGTERM), GET /metrics (Prometheus, upstream's metric names and buckets).
 //
+// A checkpoint that cannot load never stops a router: a failed preload leaves /ready and
+// /health at 503 with the cause in preload_error, and a request routed to a checkpoint
+// that fails to load (a missing directory, the Hub unreachable) gets 503 with the load
+// error as its detail while the other checkpoints keep answering; the next request for
+// it loads it again. A single checkpoint (SingleModel) that fails to preload has nothing
+// to serve: Run stops and returns the load error.
+//
 // Errors are upstream's: {"detail": ...} with 400 (malformed body, missing or null
 // state, unpaired surrogate escapes), 401 (bearer token), 413 (Limits), 422 (invalid
 // question or control field), 429 (client cap), 503 + Retry-After (1 s; "request queue is
 // full", "server is shutting down", "server busy, try again later" past MaxBodyReads,
-// "inference circuit breaker is open", loading), 504 ("inference timed out") and 500
+// "inference circuit breaker is open", loading, a checkpoint that failed to load), 504 ("inference timed out") and 500
 // ("inference failed", the cause only in the log).
 //
 // # Batching and admission
@@ -58,7 +65,8 @@
 // closes, new requests get 503, and every in-flight and queued request is answered
 // within ShutdownGrace; past it, passes still running are cancelled and their callers
 // get 503. Run then closes the models and returns nil. (Upstream fails queued requests
-// with 503 at SIGTERM; here they are answered, as issue 12 asks.)
+// with 503 at SIGTERM; here they are answered, since a deploy should not fail requests
+// the server already accepted.)
 //
 // # Logs and metrics
 //

@@ -271,6 +271,12 @@ func (s *Server) resultError(r *http.Request, res jobResult) *apiError {
 		return &apiError{status: 503, detail: errShuttingDown.Error(), reason: "draining"}
 	case errors.Is(err, errNotLoaded):
 		return errorf(503, "the model is still loading")
+	case isLoadError(err):
+		// The checkpoint this request needs cannot load (a missing directory, the Hub
+		// unreachable): this request fails and says why; the server and the other
+		// checkpoints carry on, and the next request for it tries the load again.
+		s.log.Error("model failed to load", "error", err.Error())
+		return &apiError{status: 503, detail: err.Error()}
 	case errors.Is(err, context.DeadlineExceeded):
 		return &apiError{status: 504, detail: "inference timed out"}
 	case r.Context().Err() != nil:

@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -34,6 +35,17 @@ type batchPredictor interface {
 
 // errNotLoaded reports a request that arrived before the model finished loading.
 var errNotLoaded = errors.New("serve: the model is still loading")
+
+// errLoad marks a checkpoint that failed to load (a router's fails with a
+// *router.LoadError instead).
+var errLoad = errors.New("serve: load model")
+
+// isLoadError reports whether err is a checkpoint that failed to load: the request
+// that needed it fails on its own, and the next one loads it again.
+func isLoadError(err error) bool {
+	var le *router.LoadError
+	return errors.Is(err, errLoad) || errors.As(err, &le)
+}
 
 // single is one checkpoint loaded by Load.
 type single struct {
@@ -68,7 +80,7 @@ func (s *single) load(ctx context.Context, _ []string) error {
 	// Not under mu: /health and /ready read loaded() while a download runs.
 	a, err := laya.Load(ctx, s.ref, s.opts...)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w %s: %w", errLoad, s.ref, err)
 	}
 	s.mu.Lock()
 	s.agent = a
@@ -125,14 +137,14 @@ func (s *single) close() error {
 	return s.agent.Close()
 }
 
-// routed is a laya.Router: requests are routed as the library routes them, the chosen
+// routed is a router.Router: requests are routed as the library routes them, the chosen
 // checkpoint is loaded on first use, and the least recently used one is evicted past the
 // router's residency cap.
 type routed struct {
 	r *router.Router
 }
 
-// RouterModels serves through r (see laya.NewRouter: WithModels, WithMaxLoaded,
+// RouterModels serves through r (see router.New: WithModels, WithMaxLoaded,
 // WithLoadOptions). Every answer carries its routing decision.
 func RouterModels(r *router.Router) Models { return &routed{r: r} }
 
@@ -201,7 +213,7 @@ func sortByRank(names []string, rank map[string]int) {
 }
 
 // requestLang is the language a routed request is calibrated for, as laya-mlx's
-// router.predict forwards it (and laya.Router.Predict does): the caller's explicit
+// router.predict forwards it (and router.Router.Predict does): the caller's explicit
 // language, else the non-English language detection named.
 func requestLang(lang string, d router.Decision) string {
 	if strings.TrimSpace(lang) != "" {

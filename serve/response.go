@@ -2,7 +2,6 @@ package serve
 
 import (
 	"math"
-	"strconv"
 
 	"github.com/laya-metal/laya"
 	"github.com/laya-metal/laya/pyjson"
@@ -19,7 +18,7 @@ func systemoneValue(res *laya.Result, st laya.StateUsage, routing router.Decisio
 	for _, m := range v.Members() {
 		switch m.Key {
 		case "answers":
-			m.Value = answersValue(m.Value, c.minConf, strict)
+			m.Value = answersValue(res, m.Value, c.minConf, strict)
 		case "usage":
 			m.Value = usageValue(m.Value, st, strict)
 		}
@@ -38,14 +37,16 @@ var jevKeys = map[string][]string{
 	"noul":   {"type", "noul"},
 }
 
-func answersValue(answers pyjson.Value, minConf *float64, strict bool) pyjson.Value {
+// answersValue is the result's answers member (answers, in res's question order) with
+// the abstention report added, or projected onto the Jev contract.
+func answersValue(res *laya.Result, answers pyjson.Value, minConf *float64, strict bool) pyjson.Value {
 	out := make([]pyjson.Member, 0, len(answers.Members()))
 	for _, a := range answers.Members() {
 		members := a.Value.Members()
+		typ, _ := res.Type(a.Key)
 		if strict {
-			typ, _ := a.Value.Get("type")
 			keep := map[string]bool{}
-			for _, k := range jevKeys[typ.Str()] {
+			for _, k := range jevKeys[typ] {
 				keep[k] = true
 			}
 			var kept []pyjson.Member
@@ -56,25 +57,43 @@ func answersValue(answers pyjson.Value, minConf *float64, strict bool) pyjson.Va
 			}
 			members = kept
 		} else if minConf != nil {
-			members = append(append([]pyjson.Member(nil), members...), abstention(a.Value, *minConf)...)
+			members = append(append([]pyjson.Member(nil), members...), abstention(answerConfidence(res, a.Key, typ), *minConf)...)
 		}
 		out = append(out, pyjson.Member{Key: a.Key, Value: pyjson.Object(members...)})
 	}
 	return pyjson.Object(out...)
 }
 
+// answerConfidence is the calibrated confidence of question qid, of type typ; NaN
+// when the result has no such answer.
+func answerConfidence(res *laya.Result, qid, typ string) float64 {
+	switch typ {
+	case "choice":
+		if c, err := res.Choice(qid); err == nil {
+			return c.AnswerConfidence
+		}
+	case "score":
+		if sc, err := res.Score(qid); err == nil {
+			return sc.AnswerConfidence
+		}
+	case "noul":
+		if n, err := res.Noul(qid); err == nil {
+			return n.AnswerConfidence
+		}
+	}
+	return math.NaN()
+}
+
 // abstention is upstream's abstention gate report (#361): "abstained" with
-// low_confidence true when answer_confidence falls below the threshold, "passed" when
-// it clears it, "unevaluated" when the answer has no usable confidence. The answer itself
-// is kept in every state.
-func abstention(answer pyjson.Value, threshold float64) []pyjson.Member {
+// low_confidence true when the answer confidence falls below the threshold, "passed"
+// when it clears it, "unevaluated" when the answer has no usable confidence (NaN or
+// infinite). The answer itself is kept in every state.
+func abstention(confidence, threshold float64) []pyjson.Member {
 	state, low := "unevaluated", false
-	if c, ok := answer.Get("answer_confidence"); ok && c.Kind() == pyjson.NumberKind {
-		if f, err := strconv.ParseFloat(c.Literal(), 64); err == nil && !math.IsNaN(f) && !math.IsInf(f, 0) {
-			state, low = "passed", f < threshold
-			if low {
-				state = "abstained"
-			}
+	if !math.IsNaN(confidence) && !math.IsInf(confidence, 0) {
+		state, low = "passed", confidence < threshold
+		if low {
+			state = "abstained"
 		}
 	}
 	return []pyjson.Member{

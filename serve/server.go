@@ -44,6 +44,9 @@ type Server struct {
 	ready      atomic.Bool
 	draining   atomic.Bool
 	preloadErr atomic.Pointer[string]
+	// loadFailed carries the preload error of a single checkpoint to Run: a server
+	// with nothing it could ever answer stops instead of answering 503 forever.
+	loadFailed chan error
 	startOnce  sync.Once
 	httpMu     sync.Mutex
 	http       *http.Server
@@ -61,7 +64,7 @@ func New(cfg Config, models Models) (*Server, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, models: models, log: logger}
+	s := &Server{cfg: cfg, models: models, log: logger, loadFailed: make(chan error, 1)}
 	if cfg.ProxyHeaders {
 		t, err := parseTrusted(cfg.ForwardedAllowIPs)
 		if err != nil {
@@ -112,8 +115,15 @@ func (s *Server) Start(ctx context.Context) {
 		}
 		go func() {
 			if err := s.models.load(ctx, s.cfg.Preload); err != nil {
-				msg := err.Error()
+				// One line: a router's error joins one line per checkpoint that failed.
+				msg := strings.ReplaceAll(err.Error(), "\n", "; ")
 				s.preloadErr.Store(&msg)
+				if _, one := s.models.(*single); one {
+					s.loadFailed <- err // buffered, and sent once
+					return
+				}
+				// A router keeps running: its other checkpoints may still load, and
+				// /ready names what failed.
 				s.log.Error("preload failed; /ready and /health stay 503", "error", msg)
 				return
 			}
@@ -150,7 +160,9 @@ func (s *Server) Drain() { s.draining.Store(true) }
 
 // Run serves on ln until ctx ends, then shuts down gracefully within ShutdownGrace:
 // no new connections or requests, every in-flight and queued request answered, then
-// the models closed. It returns nil after a clean shutdown.
+// the models closed. It returns nil after a clean shutdown. A single checkpoint
+// (SingleModel) that fails to preload stops the server, and Run returns the load
+// error; a router that fails to preload keeps serving /ready (503, naming the failure).
 func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	s.Start(context.WithoutCancel(ctx))
 	hs := &http.Server{
@@ -167,14 +179,23 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	s.httpMu.Unlock()
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
+	var loadErr error
 	select {
 	case err := <-served:
 		s.closeModels()
 		return err
 	case <-ctx.Done():
+	case loadErr = <-s.loadFailed:
 	}
 	grace, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace)
 	defer cancel()
+	if loadErr != nil {
+		// Nothing was admitted (the server never became ready): stop without the
+		// shutdown log, so the load error is the one thing said.
+		s.stop(grace)
+		<-served
+		return loadErr
+	}
 	err := s.Shutdown(grace)
 	<-served
 	return err
@@ -184,8 +205,13 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 // until ctx ends (then cancels what still runs; those callers get 503), and closes the
 // models.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.Drain()
 	s.log.Info("shutting down", "queue_depth", s.batcher.depth(), "in_flight", s.inflight.Load())
+	return s.stop(ctx)
+}
+
+// stop is Shutdown without its log line.
+func (s *Server) stop(ctx context.Context) error {
+	s.Drain()
 	s.httpMu.Lock()
 	hs := s.http
 	s.httpMu.Unlock()

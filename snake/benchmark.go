@@ -47,9 +47,9 @@ type BenchReport struct {
 	HighestPassingFPS float64 `json:"highest_passing_fps"`
 }
 
-// PassFraction is the share of ticks that may miss their deadline in a passing run
+// passFraction is the share of ticks that may miss their deadline in a passing run
 // (upstream's benchmark: ≤ 1 %).
-const PassFraction = 0.01
+const passFraction = 0.01
 
 // Benchmark plays every seed unassisted when RawSteps is set (the model alone), every
 // seed uncapped (moves/s), then every seed at every rate (paced ticks under
@@ -153,7 +153,7 @@ func missFraction(s Summary) float64 {
 }
 
 // passes: the snake lived through every tick asked for (or filled the board first)
-// and at most PassFraction of ticks missed their deadline.
+// and at most passFraction of ticks missed their deadline.
 func passes(s Summary, steps int) bool {
-	return (s.Alive && s.Steps == steps || s.Won) && missFraction(s) <= PassFraction
+	return (s.Alive && s.Steps == steps || s.Won) && missFraction(s) <= passFraction
 }

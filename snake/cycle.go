@@ -45,8 +45,8 @@ func HamiltonianCycle(width, height int) ([]Point, error) {
 	return path, nil
 }
 
-// MaxCells bounds the board so a hostile --width/--height cannot ask for gigabytes.
-const MaxCells = 1 << 16
+// maxCells bounds the board so a hostile --width/--height cannot ask for gigabytes.
+const maxCells = 1 << 16
 
 // checkBoard rejects boards the shield cannot cover.
 func checkBoard(width, height int) error {
@@ -55,8 +55,8 @@ func checkBoard(width, height int) error {
 		return fmt.Errorf("%w: %d×%d is smaller than 4×4", ErrBoard, width, height)
 	case width%2 == 1 && height%2 == 1:
 		return fmt.Errorf("%w: %d×%d has two odd sides, so no Hamiltonian cycle exists (make one side even)", ErrBoard, width, height)
-	case width > MaxCells/height:
-		return fmt.Errorf("%w: %d×%d has more than %d cells", ErrBoard, width, height, MaxCells)
+	case width > maxCells/height:
+		return fmt.Errorf("%w: %d×%d has more than %d cells", ErrBoard, width, height, maxCells)
 	}
 	return nil
 }

@@ -51,8 +51,8 @@ func (d Direction) String() string {
 	return "NONE"
 }
 
-// ParseDirection reads an option label.
-func ParseDirection(s string) (Direction, error) {
+// parseDirection reads an option label.
+func parseDirection(s string) (Direction, error) {
 	for i, n := range directionNames {
 		if n == s {
 			return Direction(i), nil
@@ -219,9 +219,6 @@ func (g *Game) Food() (p Point, ok bool) {
 	return g.point(g.food), true
 }
 
-// CycleIndex returns p's position along the shield's cycle.
-func (g *Game) CycleIndex(p Point) int { return int(g.index[p.Y*g.w+p.X]) }
-
 func (g *Game) inside(p Point) bool { return p.X >= 0 && p.X < g.w && p.Y >= 0 && p.Y < g.h }
 
 // spawnFood puts the food on a uniformly chosen empty cell, scanning in cycle order
@@ -307,10 +304,10 @@ func (g *Game) Step(d Direction) (ate bool, err error) {
 	return false, nil
 }
 
-// CycleOrderValid reports the shield's invariant: walking the body from the tail to
+// cycleOrderValid reports the shield's invariant: walking the body from the tail to
 // the head only ever moves forward along the cycle, less than one full lap in total
 // (upstream cycle_order_valid).
-func (g *Game) CycleOrderValid() bool {
+func (g *Game) cycleOrderValid() bool {
 	n := len(g.cycle)
 	sum := 0
 	for i := g.length - 1; i > 0; i-- {

@@ -181,7 +181,7 @@ func TestShieldKeepsEverySnakeAlive(t *testing.T) {
 				if g.Death() != Alive {
 					t.Fatalf("%d×%d seed %d tick %d: died (%v)", b.w, b.h, seed, g.Ticks(), g.Death())
 				}
-				if !g.Won() && !g.CycleOrderValid() {
+				if !g.Won() && !g.cycleOrderValid() {
 					t.Fatalf("%d×%d seed %d tick %d: body left cycle order", b.w, b.h, seed, g.Ticks())
 				}
 				if ate {
@@ -298,8 +298,8 @@ func TestPromptWording(t *testing.T) {
 	if compact(string(data)) != want {
 		t.Errorf("questions\n%s\nwant\n%s", data, want)
 	}
-	if StateText(false, false) != "Safe route: no. Food reachable through empty cells: no." {
-		t.Error(StateText(false, false))
+	if stateText(false, false) != "Safe route: no. Food reachable through empty cells: no." {
+		t.Error(stateText(false, false))
 	}
 	// Every criterion combination maps to its own question set.
 	for i := range 625 {

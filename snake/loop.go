@@ -264,7 +264,7 @@ func (l *Loop) Tick(ctx context.Context) (*Tick, error) {
 			l.interventions++
 		}
 	} else {
-		t.Executed = t.Plan.Fallback()
+		t.Executed = t.Plan.fallback()
 		t.DeadlineMiss = true
 		l.misses++
 	}

@@ -50,7 +50,7 @@ func (m AgentModel) Decide(ctx context.Context, state laya.State, questions laya
 		return Answers{}, err
 	}
 	for _, lp := range move.Probabilities {
-		d, err := ParseDirection(lp.Label)
+		d, err := parseDirection(lp.Label)
 		if err != nil {
 			return Answers{}, fmt.Errorf("%w: move answer: %w", ErrModel, err)
 		}

@@ -65,9 +65,9 @@ type Plan struct {
 	Criteria [4]Criterion
 }
 
-// Fallback is the move to play when no decision is available: the preferred safe
+// fallback is the move to play when no decision is available: the preferred safe
 // move; failing that the legal move with the most room; failing that UP.
-func (p *Plan) Fallback() Direction {
+func (p *Plan) fallback() Direction {
 	if p.Preferred != NoDirection {
 		return p.Preferred
 	}

@@ -21,9 +21,9 @@ const (
 	FoodQuestion = "food"
 )
 
-// StateText is the compact state: "Safe route: yes/no. Food reachable through empty
+// stateText is the compact state: "Safe route: yes/no. Food reachable through empty
 // cells: yes/no."
-func StateText(safeRoute, foodReachable bool) string {
+func stateText(safeRoute, foodReachable bool) string {
 	return "Safe route: " + yesNo(safeRoute) + ". Food reachable through empty cells: " + yesNo(foodReachable) + "."
 }
 
@@ -45,7 +45,7 @@ type prompts struct {
 var sharedPrompts = sync.OnceValue(func() *prompts {
 	p := &prompts{}
 	for i := range p.states {
-		p.states[i] = laya.Text(StateText(i&1 != 0, i&2 != 0))
+		p.states[i] = laya.Text(stateText(i&1 != 0, i&2 != 0))
 	}
 	risk := laya.Question{ID: RiskQuestion, Definition: laya.NoulQuestion(RiskInstructions)}
 	food := laya.Question{ID: FoodQuestion, Definition: laya.NoulQuestion(FoodInstructions)}

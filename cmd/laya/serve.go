@@ -39,9 +39,11 @@ and exits 0.
   POST /drain               stop intake before SIGTERM
   GET  /metrics             Prometheus
 
---model serves one checkpoint; --router routes each request to the english,
-multilingual or typed-decisions checkpoint as upstream's Router does, keeping
-at most --max-loaded resident. Concurrent requests for one checkpoint share
+--model serves one checkpoint, and exits with the load error if it cannot load
+it; --router routes each request to the english, multilingual or
+typed-decisions checkpoint as upstream's Router does, keeping at most
+--max-loaded resident (one that cannot load fails the requests routed to it,
+and /ready names it when it was preloaded). Concurrent requests for one checkpoint share
 forward passes (LAYA_BATCH_WINDOW_MS, LAYA_BATCH_MAX). Errors are upstream's:
 {"detail": ...} with 400/401/413/422/429/503 (+Retry-After)/504/500.
 

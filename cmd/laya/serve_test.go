@@ -51,7 +51,8 @@ func TestServeFlags(t *testing.T) {
 // TestServeSIGTERM runs the built binary, fills its queue with requests and sends
 // SIGTERM: every request in flight and in the queue is answered byte-identically to
 // the library, the process exits 0, and it took no request after the signal.
-// Then the same with SIGINT (issue 12: it answered in-flight requests with an empty 200).
+// Then the same with SIGINT, which must drain the same way (not answer in-flight
+// requests with an empty 200).
 func TestServeSIGTERM(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary; not in -short")
@@ -207,4 +208,99 @@ func admitted(url string) int {
 		}
 	}
 	return -1
+}
+
+// lockedBuffer is a stderr that the server's logger and the test share.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// serveInBackground runs laya serve with args until the test ends or it returns.
+func serveInBackground(t *testing.T, args ...string) (ctx context.Context, stop context.CancelFunc, stderr *lockedBuffer, done chan error) {
+	t.Setenv("LAYA_WARMUP", "0")
+	t.Setenv("HF_HUB_OFFLINE", "1")
+	t.Setenv("HF_HUB_CACHE", t.TempDir())
+	ctx, stop = context.WithCancel(context.Background())
+	stderr, done = &lockedBuffer{}, make(chan error, 1)
+	go func() { done <- runServe(ctx, append(args, "--addr", "127.0.0.1:0"), nil, io.Discard, stderr) }()
+	return ctx, stop, stderr, done
+}
+
+// A single checkpoint that cannot load ends laya serve at start-up with the load
+// error (main exits 1 with it), instead of serving 503 for ever.
+func TestServeModelTypoExits(t *testing.T) {
+	_, stop, stderr, done := serveInBackground(t, "--model", "./typo")
+	defer stop()
+	select {
+	case err := <-done:
+		want := "serve: load model ./typo: laya: not a Laya checkpoint: ./typo does not exist"
+		if err == nil || err.Error() != want {
+			t.Errorf("laya serve --model ./typo: %v, want %q", err, want)
+		}
+	case <-time.After(60 * time.Second): // a bound on a hang, not a timing assertion
+		t.Fatalf("laya serve --model ./typo still running; stderr:\n%s", stderr)
+	}
+}
+
+// A router whose named checkpoint cannot load starts anyway: /ready answers 503 and
+// names the model and the cause, and a signal still stops it cleanly.
+func TestServeRouterMissingModelDir(t *testing.T) {
+	_, stop, stderr, done := serveInBackground(t, "--router", "--model-dir", "english=./does-not-exist")
+	defer stop()
+	var addr string
+	deadline := time.Now().Add(60 * time.Second)
+	for addr == "" {
+		for _, line := range strings.Split(stderr.String(), "\n") {
+			var rec struct{ Msg, Addr string }
+			if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "listening" {
+				addr = rec.Addr
+			}
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("laya serve --router exited at start-up: %v\n%s", err, stderr)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no listening line:\n%s", stderr)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	var body string
+	for !strings.Contains(body, "preload_error\":\"") {
+		resp, err := http.Get("http://" + addr + "/ready")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		body = string(b)
+		if resp.StatusCode != 503 {
+			t.Fatalf("/ready: %d %s", resp.StatusCode, body)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/ready never named the failed load: %s", body)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if want := "router: load model english (./does-not-exist): laya: not a Laya checkpoint: ./does-not-exist does not exist"; !strings.Contains(body, want) {
+		t.Errorf("/ready: %s\nwant the reason %q", body, want)
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Errorf("laya serve --router after the signal: %v", err)
+	}
 }
