@@ -180,7 +180,7 @@ func (s Spec) validate() error {
 	check(s.dtype().Size() != 0, "dtype %v is not supported", s.DType)
 	check(s.TokenizerDir != "", "TokenizerDir is required (the tokenizer files are copied from it)")
 	if len(errs) > 0 {
-		return fmt.Errorf("synthetic: synthetic spec %q: %s", s.Name, strings.Join(errs, "; "))
+		return fmt.Errorf("synthetic: spec %q: %s", s.Name, strings.Join(errs, "; "))
 	}
 	return nil
 }
@@ -198,20 +198,20 @@ func Write(dir string, spec Spec) error {
 	}
 	tokJSON, err := os.ReadFile(filepath.Join(spec.TokenizerDir, "tokenizer.json"))
 	if err != nil {
-		return fmt.Errorf("synthetic: synthetic tokenizer: %w", err)
+		return fmt.Errorf("synthetic: tokenizer: %w", err)
 	}
 	added, err := addedTokens(tokJSON)
 	if err != nil {
-		return fmt.Errorf("synthetic: synthetic tokenizer %s: %w", spec.TokenizerDir, err)
+		return fmt.Errorf("synthetic: tokenizer %s: %w", spec.TokenizerDir, err)
 	}
 	if maxID := maxTokenID(tokJSON, added); maxID >= spec.VocabSize {
-		return fmt.Errorf("synthetic: synthetic spec %q: tokenizer id %d does not fit vocab_size %d", spec.Name, maxID, spec.VocabSize)
+		return fmt.Errorf("synthetic: spec %q: tokenizer id %d does not fit vocab_size %d", spec.Name, maxID, spec.VocabSize)
 	}
 	tokConfig, err := os.ReadFile(filepath.Join(spec.TokenizerDir, "tokenizer_config.json"))
 	if errors.Is(err, os.ErrNotExist) {
 		tokConfig = modernBertTokenizerConfig(added)
 	} else if err != nil {
-		return fmt.Errorf("synthetic: synthetic tokenizer: %w", err)
+		return fmt.Errorf("synthetic: tokenizer: %w", err)
 	}
 	for _, sub := range []string{"encoder", "tokenizer"} {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
@@ -228,7 +228,7 @@ func Write(dir string, spec Spec) error {
 	}
 	_, roles, err := tokenizer.LoadDir(filepath.Join(dir, "tokenizer"))
 	if err != nil {
-		return fmt.Errorf("synthetic: synthetic spec %q: %w", spec.Name, err)
+		return fmt.Errorf("synthetic: spec %q: %w", spec.Name, err)
 	}
 	files := map[string][]byte{
 		weights.AgentConfigFile:   spec.agentConfigJSON(),
