@@ -14,6 +14,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/laya-metal/laya"
+	"github.com/laya-metal/laya/internal/cli"
 	"github.com/laya-metal/laya/snake"
 	"github.com/laya-metal/laya/snake/tui"
 )
@@ -323,7 +324,12 @@ func runSnakeBenchmark(ctx context.Context, args []string, stdout, stderr io.Wri
 		return err
 	}
 	defer agent.Close()
-	progress := stderr
+	// With --json the rows are progress, for a person at a terminal only:
+	// stdout holds the report.
+	progress := io.Discard
+	if *asJSON && cli.IsTerminal(stderr) {
+		progress = stderr
+	}
 	if !*asJSON {
 		progress = stdout
 		fmt.Fprintf(stdout, "%-6s %-9s %6s %6s %7s %10s %9s %9s %9s %7s %s\n",
