@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/laya-metal/laya"
+	"github.com/laya-metal/laya/backend"
 	"github.com/laya-metal/laya/internal/cli"
 	"github.com/laya-metal/laya/internal/stats"
 )
@@ -180,7 +181,11 @@ func compareLive(ctx context.Context, a, b string, counts []int, o options, rng 
 		}
 		agent, err := laya.Load(ctx, dir, laya.WithBackend(c.backend), laya.WithBatchSize(o.batchSize))
 		if err != nil {
-			return nil, backendError(fmt.Errorf("--compare %s: %w", spec, err))
+			err = fmt.Errorf("--compare %s: %w", spec, err)
+			if errors.Is(err, backend.ErrUnknownBackend) {
+				return nil, compareUsage(err)
+			}
+			return nil, err
 		}
 		defer agent.Close()
 		agents[i] = agent

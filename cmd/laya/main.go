@@ -70,7 +70,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err := cli.Usagef("unknown command %q (commands: %s)", args[0], strings.Join(commandNames(), ", "))
 		return cli.Report(stderr, "laya", err)
 	}
-	return cli.Report(stderr, "laya "+args[0], c.run(ctx, args[1:], stdin, stdout, stderr))
+	err := c.run(ctx, args[1:], stdin, stdout, stderr)
+	if errors.Is(err, backend.ErrUnknownBackend) {
+		err = cli.Usage(err) // a --backend this binary does not have; the error lists those it has
+	}
+	return cli.Report(stderr, "laya "+args[0], err)
 }
 
 // backendList is the backends this binary has, as --backend spells them.
