@@ -3,8 +3,6 @@ package main
 import (
 	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -46,11 +44,8 @@ func isEmulatorPackage(path string) bool {
 // goos/goarch with cgo off, as the release binaries are built.
 func goListDeps(t *testing.T, goos, goarch string, args ...string) []string {
 	t.Helper()
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goBin); err != nil {
-		goBin = "go"
-	}
-	cmd := exec.Command(goBin, append([]string{"list", "-deps", "-f", "{{.ImportPath}}"}, args...)...)
+	// go test puts its own go first on the PATH.
+	cmd := exec.Command("go", append([]string{"list", "-deps", "-f", "{{.ImportPath}}"}, args...)...)
 	cmd.Env = append(os.Environ(), "GOOS="+goos, "GOARCH="+goarch, "CGO_ENABLED=0")
 	out, err := cmd.CombinedOutput()
 	if err != nil {

@@ -151,6 +151,7 @@ func inspectCheckpoint(ctx context.Context, dir string, hash bool) (*inspectRepo
 	// CheckCheckpoint returns the checkpoint even with an error (what it
 	// could read is part of the report), so it is closed either way.
 	ckpt, loadErr := weights.CheckCheckpoint(dir)
+	//lint:ignore SA5001 the checkpoint comes back with the error, and is closed either way
 	defer ckpt.Close()
 	r := &inspectReport{Dir: dir, Valid: loadErr == nil, Problems: []string{}, DTypes: map[string]int{}, Files: []fileReport{}}
 	if loadErr != nil {
