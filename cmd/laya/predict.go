@@ -109,7 +109,7 @@ func readPredictInput(requestArg string, stateArg *string, questionsArg, preset 
 	case requestArg != "":
 		data, err := readFileOrStdin(requestArg, stdin)
 		if err != nil {
-			return laya.State{}, nil, err
+			return laya.State{}, nil, fmt.Errorf("--request: %w", err)
 		}
 		req, err := laya.ParseRequest(data)
 		if err != nil {
@@ -131,7 +131,7 @@ func readPredictInput(requestArg string, stateArg *string, questionsArg, preset 
 	if !strings.HasPrefix(strings.TrimSpace(questionsArg), "{") {
 		var err error
 		if qdata, err = readFileOrStdin(questionsArg, stdin); err != nil {
-			return laya.State{}, nil, err
+			return laya.State{}, nil, fmt.Errorf("--questions: %w", err)
 		}
 	}
 	questions, err := laya.ParseQuestions(qdata)
