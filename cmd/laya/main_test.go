@@ -256,3 +256,21 @@ func TestPresetsCommand(t *testing.T) {
 		}
 	}
 }
+
+// An error that crosses packages names each once.
+func TestNoDoubledPrefix(t *testing.T) {
+	tok := t.TempDir()
+	if err := os.WriteFile(filepath.Join(tok, "tokenizer.json"), []byte("not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"synth", "--out", filepath.Join(t.TempDir(), "x"), "--tokenizer", tok}, nil, &stdout, &stderr)
+	if code != 1 || !strings.HasPrefix(stderr.String(), "laya synth: synthetic: tokenizer ") {
+		t.Errorf("exit %d, %q", code, stderr.String())
+	}
+	for _, doubled := range []string{"synthetic: synthetic", "laya synth: laya synth", "tokenizer: tokenizer"} {
+		if strings.Contains(stderr.String(), doubled) {
+			t.Errorf("%q in %q", doubled, stderr.String())
+		}
+	}
+}
