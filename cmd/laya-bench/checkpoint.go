@@ -8,6 +8,7 @@ import (
 
 	"github.com/laya-metal/laya/internal/bundledtok"
 	"github.com/laya-metal/laya/internal/cli"
+	"github.com/laya-metal/laya/weights"
 	"github.com/laya-metal/laya/weights/synthetic"
 )
 
@@ -67,7 +68,11 @@ func checkpointDir(o options, stderr io.Writer) (dir, name string, err error) {
 	fmt.Fprintf(stderr, "laya-bench: writing synthetic %s checkpoint to %s (once)\n", o.synthetic, dir)
 	tmp := dir + ".partial"
 	os.RemoveAll(tmp)
-	if err := synthetic.Write(tmp, spec); err != nil {
+	weightsFile := filepath.Join(tmp, weights.WeightsFile)
+	stopProgress := cli.WatchFile(stderr, "laya-bench: writing "+weightsFile, weightsFile, spec.ParamCount()*int64(spec.DType.Size()))
+	err = synthetic.Write(tmp, spec)
+	stopProgress()
+	if err != nil {
 		return "", "", err
 	}
 	if err := os.Rename(tmp, dir); err != nil {

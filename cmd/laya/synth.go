@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/laya-metal/laya/internal/bundledtok"
 	"github.com/laya-metal/laya/internal/cli"
@@ -101,7 +100,8 @@ func runSynth(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			return err
 		}
 	}
-	stopProgress := weightsProgress(stderr, filepath.Join(*out, weights.WeightsFile), spec)
+	weightsFile := filepath.Join(*out, weights.WeightsFile)
+	stopProgress := cli.WatchFile(stderr, "laya synth: writing "+weightsFile, weightsFile, spec.ParamCount()*int64(spec.DType.Size()))
 	err = synthetic.Write(*out, spec)
 	stopProgress()
 	if err != nil {
@@ -137,34 +137,4 @@ func synthTokenizer(dir string) (string, func(), error) {
 		return "", nil, usagef("--tokenizer %s: %w; give a DIR holding tokenizer.json, or leave --tokenizer out for the built-in ModernBERT one", dir, err)
 	}
 	return dir, func() {}, nil
-}
-
-// weightsProgress shows, on a terminal only, how much of the weights file
-// at path is written, until the returned function is called.
-func weightsProgress(stderr io.Writer, path string, spec synthetic.Spec) (stop func()) {
-	p := cli.NewProgress(stderr)
-	if p == nil {
-		return func() {}
-	}
-	total := float64(spec.ParamCount()) * float64(spec.DType.Size())
-	done := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		tick := time.NewTicker(200 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				p.Clear()
-				return
-			case <-tick.C:
-			}
-			if st, err := os.Stat(path); err == nil && total > 0 {
-				p.Printf("laya synth: writing %s: %.0f of %.0f MB (%.0f %%)", path, float64(st.Size())/1e6, total/1e6,
-					min(100, 100*float64(st.Size())/total))
-			}
-		}
-	}()
-	return func() { close(done); <-finished }
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -159,6 +160,12 @@ func TestProgressSilentWhenPiped(t *testing.T) {
 	}
 	p.Printf("run %d of %d", 1, 50)
 	p.Clear()
+	file := filepath.Join(t.TempDir(), "model.safetensors")
+	stop := WatchFile(w, "writing", file, 1000)
+	if err := os.WriteFile(file, make([]byte, 500), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stop()
 	w.Close()
 	if got, _ := io.ReadAll(r); len(got) > 0 {
 		t.Errorf("a pipe got %q", got)

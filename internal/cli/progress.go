@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"golang.org/x/term"
 )
@@ -52,4 +53,36 @@ func (p *Progress) Clear() {
 	}
 	fmt.Fprintf(p.w, "\r%s\r", strings.Repeat(" ", p.width))
 	p.width = 0
+}
+
+// WatchFile shows, on a terminal only, how much of the file at path has
+// been written of the total bytes expected, as "label: 120 of 843 MB (14
+// %)", redrawn every 200 ms until the returned function is called, which
+// clears the line. It suits work that writes one large file through a
+// library that reports no progress of its own.
+func WatchFile(w io.Writer, label, path string, total int64) (stop func()) {
+	p := NewProgress(w)
+	if p == nil || total <= 0 {
+		return func() {}
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				p.Clear()
+				return
+			case <-tick.C:
+			}
+			if st, err := os.Stat(path); err == nil {
+				p.Printf("%s: %.0f of %.0f MB (%.0f %%)", label, float64(st.Size())/1e6, float64(total)/1e6,
+					min(100, 100*float64(st.Size())/float64(total)))
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
 }
