@@ -11,7 +11,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"regexp"
 	"runtime"
 	"runtime/pprof"
@@ -19,10 +18,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/laya-metal/laya"
+	"github.com/laya-metal/laya/backend"
+	"github.com/laya-metal/laya/internal/cli"
 	"github.com/laya-metal/laya/internal/stats"
 )
 
@@ -79,21 +79,20 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	warmup := fs.Int("warmup", 3, "untimed requests of each configuration per workload (live)")
 	runs := fs.Int("runs", 20, "timed pairs per workload (live)")
 	batchSize := fs.Int("batch-size", 16, "rows per padded forward batch (live)")
-	tokDir := fs.String("tokenizer", filepath.Join("testdata", "tokenizers", "modernbert"), "tokenizer directory for synthetic= checkpoints")
+	tokDir := fs.String("tokenizer", "", "tokenizer `DIR` for synthetic= checkpoints (default: the ModernBERT tokenizer built into laya-bench)")
 	format := fs.String("format", "md", "output: md or json")
 	seed := fs.Uint64("seed", 1, "bootstrap seed")
-	if err := fs.Parse(args); err != nil {
-		return err
+	if err := cli.ParseFlags(fs, args); err != nil {
+		return compareUsage(err)
 	}
 	if fs.NArg() != 2 {
-		fs.Usage()
-		return fmt.Errorf("--compare: want two configurations A B, got %d arguments", fs.NArg())
+		return compareUsage(fmt.Errorf("--compare: want two configurations A B, got %d arguments", fs.NArg()))
 	}
 	if *format != "md" && *format != "json" {
-		return fmt.Errorf("--compare: --format %q: use md or json", *format)
+		return compareUsage(fmt.Errorf("--compare: --format %q: use md or json", *format))
 	}
 	if *runs < 2 || *warmup < 0 {
-		return errors.New("--compare: --runs must be ≥ 2 and --warmup ≥ 0")
+		return compareUsage(errors.New("--compare: --runs must be ≥ 2 and --warmup ≥ 0"))
 	}
 	a, b := fs.Arg(0), fs.Arg(1)
 	rng := rand.New(rand.NewPCG(*seed, 0x1a7a))
@@ -104,15 +103,11 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	case aFile && bFile:
 		results, err = compareFiles(a, b, rng)
 	case aFile || bFile:
-		return errors.New("--compare: compare two gobench files or two live configurations, not one of each")
+		return compareUsage(errors.New("--compare: compare two gobench files or two live configurations, not one of each"))
 	default:
-		var counts []int
-		for _, f := range strings.Split(*questions, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil || n < 1 {
-				return fmt.Errorf("--questions: %q is not a positive count", f)
-			}
-			counts = append(counts, n)
+		counts, cerr := parseCounts(*questions)
+		if cerr != nil {
+			return compareUsage(cerr)
 		}
 		o := options{tokenizer: *tokDir, warmup: *warmup, runs: *runs, batchSize: *batchSize}
 		results, err = compareLive(ctx, a, b, counts, o, rng, stderr)
@@ -121,6 +116,15 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	return reportCompare(stdout, *format, a, b, results)
+}
+
+// compareUsage marks err as a mistake in --compare's command line, whose
+// help is --compare -h.
+func compareUsage(err error) error {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	return &cli.UsageError{Err: err, Help: "laya-bench --compare"}
 }
 
 func isFile(path string) bool {
@@ -165,21 +169,29 @@ func compareLive(ctx context.Context, a, b string, counts []int, o options, rng 
 	for i, spec := range []string{a, b} {
 		c, err := parseConfig(spec)
 		if err != nil {
-			return nil, err
+			return nil, compareUsage(err)
 		}
 		co := o
 		co.model, co.synthetic = c.model, c.synthetic
 		dir, _, err := checkpointDir(co, stderr)
-		if err != nil {
+		if cli.IsUsage(err) {
+			return nil, compareUsage(err)
+		} else if err != nil {
 			return nil, err
 		}
 		agent, err := laya.Load(ctx, dir, laya.WithBackend(c.backend), laya.WithBatchSize(o.batchSize))
 		if err != nil {
-			return nil, fmt.Errorf("--compare %s: %w", spec, err)
+			err = fmt.Errorf("--compare %s: %w", spec, err)
+			if errors.Is(err, backend.ErrUnknownBackend) {
+				return nil, compareUsage(err)
+			}
+			return nil, err
 		}
 		defer agent.Close()
 		agents[i] = agent
 	}
+	progress := cli.NewProgress(stderr)
+	defer progress.Clear()
 	var results []compareResult
 	for _, n := range counts {
 		req := request(n, false)
@@ -189,6 +201,7 @@ func compareLive(ctx context.Context, a, b string, counts []int, o options, rng 
 			return ms(time.Since(start)), err
 		}
 		resetPeakRSS()
+		progress.Printf("laya-bench --compare: %d questions: warm-up", n)
 		for range o.warmup {
 			for _, agent := range agents {
 				if _, err := once(agent); err != nil {
@@ -198,6 +211,7 @@ func compareLive(ctx context.Context, a, b string, counts []int, o options, rng 
 		}
 		r := compareResult{Name: fmt.Sprintf("q=%d", n), Questions: n, Pairs: o.runs}
 		for i := range o.runs {
+			progress.Printf("laya-bench --compare: %d questions: pair %d of %d", n, i+1, o.runs)
 			order := []int{0, 1}
 			if i%2 == 1 {
 				order = []int{1, 0}
@@ -358,16 +372,15 @@ func reportCompare(w io.Writer, format, a, b string, results []compareResult) er
 		})
 	}
 	fmt.Fprintf(w, "A = %s\nB = %s\n(%s %s/%s, GOMAXPROCS %d; ratio B/A, > 1: B slower)\n\n", a, b, runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0))
-	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.AlignRight|tabwriter.Debug)
-	fmt.Fprintln(tw, "workload\tA median ms\tB median ms\tB/A\t95% CI\tpeak RSS MiB\t")
+	t := newMDTable("workload", ">A median ms", ">B median ms", ">B/A", ">95% CI", ">peak RSS MiB")
 	for _, r := range results {
 		rss := "-"
 		if r.PeakRSSMiB > 0 {
 			rss = fmt.Sprintf("%.0f", r.PeakRSSMiB)
 		}
-		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.3f\t[%.3f, %.3f]\t%s\t\n", r.Name, r.AMedianMS, r.BMedianMS, r.Ratio, r.RatioLow, r.RatioHigh, rss)
+		t.add(r.Name, f2(r.AMedianMS), f2(r.BMedianMS), fmt.Sprintf("%.3f", r.Ratio), fmt.Sprintf("[%.3f, %.3f]", r.RatioLow, r.RatioHigh), rss)
 	}
-	if err := tw.Flush(); err != nil {
+	if err := t.write(w); err != nil {
 		return err
 	}
 	if slices.ContainsFunc(results, func(r compareResult) bool { return math.IsNaN(r.Ratio) }) {

@@ -40,7 +40,7 @@ func TestDeviceTimeColumns(t *testing.T) {
 		wantErr string
 	}{
 		{"metal-emu", []string{"--backend", "metal-emu", "--profile"},
-			[]string{"GPU P50 ms", "GPU mean ms", "GPU time per operation", "linear+geglu", "attention"}, []string{"| geglu|"}, ""},
+			[]string{"GPU P50 ms", "GPU mean ms", "GPU time per operation", "linear+geglu", "attention"}, []string{"| geglu "}, ""},
 		{"cpu", []string{"--backend", "cpu"}, []string{"P50 ms"}, []string{"GPU"}, ""},
 		{"cpu profile", []string{"--backend", "cpu", "--profile"}, nil, nil, "cannot time operations"},
 		{"cpu joins", []string{"--backend", "cpu", "--joins"}, []string{"Worker time per parallel operation", "call site", "idle", "late ms"}, nil, ""},

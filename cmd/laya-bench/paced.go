@@ -44,14 +44,11 @@ type pacedRun struct {
 // ours.
 func runPaced(ctx context.Context, agent *laya.Agent, n int, o options, name string, load time.Duration, in io.Reader, out io.Writer) error {
 	req := request(n, o.long)
-	first, body, err := timeRequest(ctx, agent, req)
+	first, res, err := timeRequest(ctx, agent, req)
 	if err != nil {
 		return err
 	}
-	tokens, err := inputTokens(body)
-	if err != nil {
-		return err
-	}
+	tokens := res.Usage.InputTokens
 	for i := 1; i < o.warmup; i++ {
 		if _, _, err := timeRequest(ctx, agent, req); err != nil {
 			return err

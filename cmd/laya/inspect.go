@@ -37,6 +37,10 @@ laya-mlx), calibration (raw and effective temperatures, load warnings), the
 size and sha256 of every file, and every validation problem found. Exits
 non-zero when there is any problem.
 
+Examples:
+  $ laya inspect --model testdata/oracle/checkpoints/real-en
+  $ laya inspect --model testdata/oracle/checkpoints/tiny-ml --json --no-hash
+
 Flags:
 `
 
@@ -119,8 +123,7 @@ func runInspect(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return err
 	}
 	if *model == "" {
-		fl.Usage()
-		return errors.New("--model DIR is required")
+		return usagef("--model DIR is required")
 	}
 	report, err := inspectCheckpoint(ctx, *model, !*noHash)
 	if err != nil {
@@ -148,6 +151,7 @@ func inspectCheckpoint(ctx context.Context, dir string, hash bool) (*inspectRepo
 	// CheckCheckpoint returns the checkpoint even with an error (what it
 	// could read is part of the report), so it is closed either way.
 	ckpt, loadErr := weights.CheckCheckpoint(dir)
+	//lint:ignore SA5001 the checkpoint comes back with the error, and is closed either way
 	defer ckpt.Close()
 	r := &inspectReport{Dir: dir, Valid: loadErr == nil, Problems: []string{}, DTypes: map[string]int{}, Files: []fileReport{}}
 	if loadErr != nil {

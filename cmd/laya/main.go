@@ -1,5 +1,9 @@
 // Command laya runs Laya typed-decision models: predict, tokenize, inspect,
 // route. Run "laya help" for the list, "laya CMD -h" for one command.
+//
+// Exit status: 0 on success, 1 when the work failed, 2 for a mistake on the
+// command line (reported in one line, with the command whose -h explains
+// it).
 package main
 
 import (
@@ -11,6 +15,10 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
+
+	"github.com/laya-metal/laya/backend"
+	"github.com/laya-metal/laya/internal/cli"
 )
 
 // command is one subcommand; each lives in its own file and registers itself.
@@ -23,37 +31,58 @@ var commands = map[string]command{}
 
 func register(name string, c command) { commands[name] = c }
 
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "laya: run Laya typed-decision models (choice, score, noul) in one encoder pass.")
-	fmt.Fprintln(w, "\nUsage: laya COMMAND [flags]   (laya COMMAND -h for its flags)\n\nCommands:")
+func commandNames() []string {
 	names := make([]string, 0, len(commands))
 	for n := range commands {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	for _, n := range names {
+	return names
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "laya: run Laya typed-decision models (choice, score, noul) in one encoder pass.")
+	fmt.Fprintln(w, "\nUsage: laya COMMAND [flags]   (laya COMMAND -h for its flags; laya --version)\n\nCommands:")
+	for _, n := range commandNames() {
 		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
 	}
 }
 
 func main() {
-	if len(os.Args) < 2 || os.Args[1] == "help" || os.Args[1] == "-h" || os.Args[1] == "--help" {
-		usage(os.Stdout)
-		return
-	}
-	c, ok := commands[os.Args[1]]
-	if !ok {
-		fmt.Fprintf(os.Stderr, "laya: unknown command %q\n", os.Args[1])
-		usage(os.Stderr)
-		os.Exit(2)
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if err := c.run(ctx, os.Args[2:], os.Stdin, os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintf(os.Stderr, "laya %s: %v\n", os.Args[1], err)
-		os.Exit(1)
-	}
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
+
+// run is the whole program, returning its exit status.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
+		usage(stdout)
+		return 0
+	}
+	if cli.IsVersion(args) {
+		fmt.Fprintln(stdout, cli.Version("laya"))
+		return 0
+	}
+	c, ok := commands[args[0]]
+	if !ok {
+		err := cli.Usagef("unknown command %q (commands: %s)", args[0], strings.Join(commandNames(), ", "))
+		return cli.Report(stderr, "laya", err)
+	}
+	err := c.run(ctx, args[1:], stdin, stdout, stderr)
+	if errors.Is(err, backend.ErrUnknownBackend) {
+		err = cli.Usage(err) // a --backend this binary does not have; the error lists those it has
+	}
+	return cli.Report(stderr, "laya "+args[0], err)
+}
+
+// backendList is the backends this binary has, as --backend spells them.
+func backendList() string { return strings.Join(backend.Names(), ", ") }
+
+// usagef is a mistake on the command line: main prints it in one line
+// with a pointer to the command's -h, and exits 2.
+func usagef(format string, args ...any) error { return cli.Usagef(format, args...) }
 
 // newFlags returns the flag set of command name; -h prints usage, then the
 // flags, to stderr.
@@ -68,18 +97,27 @@ func newFlags(name, usage string, stderr io.Writer) *flag.FlagSet {
 }
 
 // parseFlags parses args. help is true when -h was asked for (usage is
-// already printed and the command should just return); arguments left after
-// the flags are an error, since every command takes its input by flag or
-// stdin.
+// already printed and the command should just return); a mistake is a
+// one-line usage error. Arguments left after the flags are a mistake too,
+// since every command takes its input by flag or stdin.
 func parseFlags(fs *flag.FlagSet, args []string) (help bool, err error) {
-	if err := fs.Parse(args); err != nil {
+	if help, err := parseFlagsThen(fs, args); help || err != nil {
+		return help, err
+	}
+	if fs.NArg() > 0 {
+		return false, usagef("unexpected argument %q: every input is given by a flag or on stdin", fs.Arg(0))
+	}
+	return false, nil
+}
+
+// parseFlagsThen is parseFlags for a command that takes arguments after its
+// flags, and flags after those (fs.Args() holds the rest).
+func parseFlagsThen(fs *flag.FlagSet, args []string) (help bool, err error) {
+	if err := cli.ParseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return true, nil
 		}
 		return false, err
-	}
-	if fs.NArg() > 0 {
-		return false, fmt.Errorf("unexpected argument %q (see laya %s -h)", fs.Arg(0), fs.Name())
 	}
 	return false, nil
 }

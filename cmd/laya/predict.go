@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -43,6 +42,9 @@ forbid the network) with a progress bar, and reused from there.
 (customer messages, field "message"), email ("body"), guard (LLM prompts,
 "prompt"), moderation ("post") or router ("request").
 
+--backend picks the compute engine; this build has: %s. cpu runs
+everywhere; metal (the Apple GPU) is there on macOS on Apple Silicon.
+
 --state takes the text itself, @FILE to read it from a file, or - for stdin;
 it is used as text unless it parses as a JSON object or list; --state '' is an
 empty text. --questions takes a file name, or the JSON object itself when it
@@ -60,9 +62,9 @@ Flags:
 `
 
 func runPredict(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlags("predict", predictUsage, stderr)
+	fs := newFlags("predict", fmt.Sprintf(predictUsage, backendList()), stderr)
 	model := fs.String("model", "", "Laya checkpoint `DIR`")
-	backend := fs.String("backend", "cpu", "compute `backend`")
+	backend := fs.String("backend", "cpu", "compute `backend`: "+backendList())
 	batchSize := fs.Int("batch-size", 16, "question rows per forward batch")
 	requestArg := fs.String("request", "", "request JSON `FILE`, or - for stdin")
 	stateArg := fs.String("state", "", "state `TEXT`, @FILE, or - for stdin")
@@ -72,7 +74,7 @@ func runPredict(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return err
 	}
 	if *model == "" {
-		return errors.New("--model is required (see laya predict -h)")
+		return usagef("--model is required: a checkpoint DIR or a Hub id such as convaiinnovations/laya")
 	}
 	var stateGiven *string // nil when --state is absent; --state '' is an empty state
 	if flagGiven(fs, "state") {
@@ -101,13 +103,13 @@ func runPredict(ctx context.Context, args []string, stdin io.Reader, stdout, std
 func readPredictInput(requestArg string, stateArg *string, questionsArg, preset string, stdin io.Reader) (laya.State, laya.Questions, error) {
 	switch {
 	case requestArg != "" && (stateArg != nil || questionsArg != "" || preset != ""):
-		return laya.State{}, nil, errors.New("give either --request or --state with --questions or --preset, not both")
+		return laya.State{}, nil, usagef("give either --request or --state with --questions or --preset, not both")
 	case questionsArg != "" && preset != "":
-		return laya.State{}, nil, errors.New("give --questions or --preset, not both")
+		return laya.State{}, nil, usagef("give --questions or --preset, not both")
 	case requestArg != "":
 		data, err := readFileOrStdin(requestArg, stdin)
 		if err != nil {
-			return laya.State{}, nil, err
+			return laya.State{}, nil, fmt.Errorf("--request: %w", err)
 		}
 		req, err := laya.ParseRequest(data)
 		if err != nil {
@@ -115,7 +117,7 @@ func readPredictInput(requestArg string, stateArg *string, questionsArg, preset 
 		}
 		return req.State, req.Questions, nil
 	case stateArg == nil || (questionsArg == "" && preset == ""):
-		return laya.State{}, nil, errors.New("give --request FILE, or --state with --questions or --preset (see laya predict -h)")
+		return laya.State{}, nil, usagef("give --request FILE, or --state with --questions or --preset")
 	}
 	state, err := readState(*stateArg, stdin)
 	if err != nil {
@@ -129,7 +131,7 @@ func readPredictInput(requestArg string, stateArg *string, questionsArg, preset 
 	if !strings.HasPrefix(strings.TrimSpace(questionsArg), "{") {
 		var err error
 		if qdata, err = readFileOrStdin(questionsArg, stdin); err != nil {
-			return laya.State{}, nil, err
+			return laya.State{}, nil, fmt.Errorf("--questions: %w", err)
 		}
 	}
 	questions, err := laya.ParseQuestions(qdata)

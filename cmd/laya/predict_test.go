@@ -94,6 +94,8 @@ func TestPredictCommandErrors(t *testing.T) {
 		{"bad question", []string{"--model", predictModel, "--state", "x", "--questions", `{"q": {"type": "multi"}}`},
 			"question 'q': unknown type 'multi'; use one of ['choice', 'noul', 'score']"},
 		{"bad json", []string{"--model", predictModel, "--state", "x", "--questions", `{"q": `}, "invalid JSON"},
+		{"missing request file", []string{"--model", predictModel, "--request", "no-such-request.json"}, "--request: open no-such-request.json: "},
+		{"missing questions file", []string{"--model", predictModel, "--state", "x", "--questions", "no-such-questions.json"}, "--questions: open no-such-questions.json: "},
 		{"missing model dir", []string{"--model", "./no/such/dir", "--state", "x", "--questions", noul}, "not a Laya checkpoint"},
 		{"hub id offline, not cached", []string{"--model", "nobody/no-such-laya", "--state", "x", "--questions", noul}, "HF_HUB_OFFLINE"},
 		{"bad batch size", []string{"--model", predictModel, "--batch-size", "0", "--state", "x", "--questions", noul}, "batch size 0"},

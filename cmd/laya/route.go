@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -77,10 +75,7 @@ func runRoute(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	// Flags may follow the --batch file name (laya route --batch in.jsonl --default ml).
 	var positional []string
 	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil
-			}
+		if help, err := parseFlagsThen(fs, args); help || err != nil {
 			return err
 		}
 		if fs.NArg() == 0 {
@@ -92,13 +87,13 @@ func runRoute(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	stateGiven := flagGiven(fs, "state")
 	switch {
 	case *batch && stateGiven:
-		return errors.New("--batch reads its states from the lines; drop --state")
+		return usagef("--batch reads its states from the lines; drop --state")
 	case *batch && len(positional) > 1:
-		return fmt.Errorf("--batch takes one input file, got %d: %q", len(positional), positional)
+		return usagef("--batch takes one input file, got %d: %q", len(positional), positional)
 	case !*batch && len(positional) > 0:
-		return fmt.Errorf("unexpected argument %q (see laya route -h)", positional[0])
+		return usagef("unexpected argument %q: give the state with --state", positional[0])
 	case !*batch && !stateGiven:
-		return errors.New("--state is required: give the text, @FILE or - for stdin ('' for an empty state), or use --batch")
+		return usagef("--state is required: give the text, @FILE or - for stdin ('' for an empty state), or use --batch")
 	}
 	questions, err := routeQuestions(*questionsArg, *preset)
 	if err != nil {
@@ -116,7 +111,7 @@ func runRoute(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	if *batch {
 		if *maxLine < 1 {
-			return fmt.Errorf("--max-line-bytes %d: want a positive number of bytes", *maxLine)
+			return usagef("--max-line-bytes %d: want a positive number of bytes", *maxLine)
 		}
 		in := stdin
 		if len(positional) == 1 && positional[0] != "-" {
@@ -128,7 +123,7 @@ func runRoute(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			defer f.Close()
 			in = f
 		}
-		return routeBatch(ctx, in, stdout, stderr, routers, defaults, *maxLine)
+		return routeBatch(ctx, in, stdout, routers, defaults, *maxLine)
 	}
 	state, err := readState(*stateArg, stdin)
 	if err != nil {
@@ -188,7 +183,7 @@ func (s *routerSet) get(c routerConfig) (*router.Router, error) {
 
 func routeQuestions(arg, preset string) (laya.Questions, error) {
 	if arg != "" && preset != "" {
-		return nil, errors.New("give --questions or --preset, not both")
+		return nil, usagef("give --questions or --preset, not both")
 	}
 	if preset != "" {
 		return presetQuestions(preset)

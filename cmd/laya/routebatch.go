@@ -28,8 +28,11 @@ type batchDefaults struct {
 
 // routeBatch routes every JSON line of in and writes one decision, or one
 // {"error": ...}, per line to out, in input order. Lines are read one at a
-// time, so memory is bounded by maxLine whatever the input's length.
-func routeBatch(ctx context.Context, in io.Reader, out, stderr io.Writer, routers *routerSet, defaults batchDefaults, maxLine int) error {
+// time, so memory is bounded by maxLine whatever the input's length. A line
+// that cannot be routed does not stop the others, but makes the whole run
+// fail (with an error counting such lines) once every line is written, so
+// that a script sees it in the exit status.
+func routeBatch(ctx context.Context, in io.Reader, out io.Writer, routers *routerSet, defaults batchDefaults, maxLine int) error {
 	lines := newLineReader(in, maxLine)
 	w := bufio.NewWriter(out)
 	var total, failed int
@@ -72,7 +75,7 @@ func routeBatch(ctx context.Context, in io.Reader, out, stderr io.Writer, router
 		return err
 	}
 	if failed > 0 {
-		fmt.Fprintf(stderr, "laya route: %d of %d lines could not be routed (their output lines hold the errors)\n", failed, total)
+		return fmt.Errorf("%d of %d lines could not be routed (their output lines hold the errors)", failed, total)
 	}
 	return nil
 }

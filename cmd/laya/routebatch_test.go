@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -92,9 +93,7 @@ func TestRouteBatch(t *testing.T) {
 		}
 	}
 	var out, errOut bytes.Buffer
-	if err := runRoute(context.Background(), []string{"--batch"}, strings.NewReader(in.String()), &out, &errOut); err != nil {
-		t.Fatal(err)
-	}
+	batchErr := runRoute(context.Background(), []string{"--batch"}, strings.NewReader(in.String()), &out, &errOut)
 	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
 	if len(lines) != len(batchCases) {
 		t.Fatalf("%d output lines for %d requests:\n%s", len(lines), len(batchCases), out.String())
@@ -136,8 +135,22 @@ func TestRouteBatch(t *testing.T) {
 			t.Errorf("line %d: keys %v", i+1, keys)
 		}
 	}
-	if want := "could not be routed"; failures > 0 && !strings.Contains(errOut.String(), want) {
-		t.Errorf("stderr %q does not summarise the %d failed lines", errOut.String(), failures)
+	// Every line is written, and then the failed ones fail the run.
+	if want := fmt.Sprintf("%d of %d lines could not be routed", failures, len(batchCases)); failures == 0 ||
+		batchErr == nil || !strings.Contains(batchErr.Error(), want) {
+		t.Errorf("err %v, want one saying %q", batchErr, want)
+	}
+	out.Reset()
+	errOut.Reset()
+	if code := run(context.Background(), []string{"route", "--batch"}, strings.NewReader(in.String()), &out, &errOut); code != 1 ||
+		!strings.HasPrefix(errOut.String(), "laya route: ") || strings.Count(errOut.String(), "\n") != 1 {
+		t.Errorf("laya route --batch with failed lines: exit %d, stderr %q; want 1 and one line", code, errOut.String())
+	}
+	// Without a failed line the exit status is 0.
+	errOut.Reset()
+	ok := batchCases[0].line + "\n" + batchCases[1].line + "\n"
+	if code := run(context.Background(), []string{"route", "--batch"}, strings.NewReader(ok), &out, &errOut); code != 0 {
+		t.Errorf("laya route --batch: exit %d (%s), want 0", code, errOut.String())
 	}
 }
 
@@ -202,8 +215,9 @@ func TestRouteBatchLongLines(t *testing.T) {
 	long := `{"state": "` + strings.Repeat("a", 300_000) + `"}`
 	in := `{"state": "I was charged twice for my order, please refund it."}` + "\n" + long + "\n" + `{"args": {"model": "ml"}}` + "\r\n" + long
 	var out, errOut bytes.Buffer
-	if err := runRoute(context.Background(), []string{"--batch", "--max-line-bytes", "1000"}, strings.NewReader(in), &out, &errOut); err != nil {
-		t.Fatal(err)
+	if err := runRoute(context.Background(), []string{"--batch", "--max-line-bytes", "1000"}, strings.NewReader(in), &out, &errOut); err == nil ||
+		!strings.Contains(err.Error(), "2 of 4 lines") {
+		t.Errorf("err %v, want the two long lines counted", err)
 	}
 	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
 	if len(lines) != 4 {

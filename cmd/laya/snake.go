@@ -14,6 +14,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/laya-metal/laya"
+	"github.com/laya-metal/laya/internal/cli"
 	"github.com/laya-metal/laya/snake"
 	"github.com/laya-metal/laya/snake/tui"
 )
@@ -84,7 +85,7 @@ func (f *snakeFlags) register(fs interface {
 	BoolVar(*bool, string, bool, string)
 }) {
 	fs.StringVar(&f.model, "model", defaultSnakeModel, "Laya checkpoint `DIR` or Hub id")
-	fs.StringVar(&f.backend, "backend", "cpu", "compute `backend`: cpu, metal, metal-emu")
+	fs.StringVar(&f.backend, "backend", "cpu", "compute `backend`: "+backendList())
 	fs.IntVar(&f.batchSize, "batch-size", 3, "question rows per forward batch (3 questions per tick)")
 	fs.IntVar(&f.width, "width", snake.DefaultGame.Width, "board width in cells (≥ 4; one side even)")
 	fs.IntVar(&f.height, "height", snake.DefaultGame.Height, "board height in cells (≥ 4; one side even)")
@@ -96,10 +97,10 @@ func (f *snakeFlags) register(fs interface {
 func (f *snakeFlags) game(seed uint64) (snake.GameConfig, error) {
 	gc := snake.GameConfig{Width: f.width, Height: f.height, Seed: seed, InitialLength: f.initialLength}
 	if f.initialLength < 2 { // 0 would silently mean the default
-		return gc, fmt.Errorf("--initial-length %d: %w: the snake needs at least 2 cells", f.initialLength, snake.ErrConfig)
+		return gc, usagef("--initial-length %d: %w: the snake needs at least 2 cells", f.initialLength, snake.ErrConfig)
 	}
 	if _, err := snake.NewGame(gc); err != nil {
-		return gc, fmt.Errorf("--width %d --height %d --initial-length %d: %w", f.width, f.height, f.initialLength, err)
+		return gc, usagef("--width %d --height %d --initial-length %d: %w", f.width, f.height, f.initialLength, err)
 	}
 	return gc, nil
 }
@@ -111,7 +112,7 @@ func (f *snakeFlags) load(ctx context.Context, stderr io.Writer) (*laya.Agent, e
 		}
 	}
 	if f.batchSize < 1 {
-		return nil, fmt.Errorf("--batch-size %d must be at least 1", f.batchSize)
+		return nil, usagef("--batch-size %d must be at least 1", f.batchSize)
 	}
 	return laya.Load(ctx, f.model, laya.WithBackend(f.backend), laya.WithBatchSize(f.batchSize),
 		laya.WithHub(progressClient(stderr)))
@@ -119,7 +120,7 @@ func (f *snakeFlags) load(ctx context.Context, stderr io.Writer) (*laya.Agent, e
 
 func checkFPS(fps float64) error {
 	if err := snake.CheckFPS(fps); err != nil {
-		return fmt.Errorf("--fps: %w", err)
+		return usagef("--fps: %w", err)
 	}
 	return nil
 }
@@ -165,17 +166,17 @@ func runSnake(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	switch {
 	case *steps < 0:
-		return fmt.Errorf("--steps %d must be 0 (no limit) or more", *steps)
+		return usagef("--steps %d must be 0 (no limit) or more", *steps)
 	case *warm < 0:
-		return fmt.Errorf("--warmup %d must be 0 or more", *warm)
+		return usagef("--warmup %d must be 0 or more", *warm)
 	case *asJSON && !*headless:
-		return errors.New("--json needs --headless (the terminal UI has no summary object)")
+		return usagef("--json needs --headless (the terminal UI has no summary object)")
 	}
 	var tty *os.File
 	if !*headless {
 		f, ok := stdout.(*os.File)
 		if !ok || !term.IsTerminal(int(f.Fd())) {
-			return errors.New("the terminal UI needs a terminal; use --headless for a run without one")
+			return usagef("the terminal UI needs a terminal; use --headless for a run without one")
 		}
 		tty = f
 	}
@@ -316,14 +317,19 @@ func runSnakeBenchmark(ctx context.Context, args []string, stdout, stderr io.Wri
 		return err
 	}
 	if *steps < 1 || *warm < 0 || *rawSteps < 0 {
-		return fmt.Errorf("--steps %d must be at least 1, --warmup %d and --raw-steps %d at least 0", *steps, *warm, *rawSteps)
+		return usagef("--steps %d must be at least 1, --warmup %d and --raw-steps %d at least 0", *steps, *warm, *rawSteps)
 	}
 	agent, err := sf.load(ctx, stderr)
 	if err != nil {
 		return err
 	}
 	defer agent.Close()
-	progress := stderr
+	// With --json the rows are progress, for a person at a terminal only:
+	// stdout holds the report.
+	progress := io.Discard
+	if *asJSON && cli.IsTerminal(stderr) {
+		progress = stderr
+	}
 	if !*asJSON {
 		progress = stdout
 		fmt.Fprintf(stdout, "%-6s %-9s %6s %6s %7s %10s %9s %9s %9s %7s %s\n",
@@ -392,12 +398,12 @@ func parseList[T any](arg, flagName string, parse func(string) (T, error)) ([]T,
 		}
 		v, err := parse(s)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %q: %w", flagName, s, err)
+			return nil, usagef("%s: %q: %w", flagName, s, err)
 		}
 		out = append(out, v)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%s is empty", flagName)
+		return nil, usagef("%s is empty", flagName)
 	}
 	return out, nil
 }

@@ -125,6 +125,10 @@ func TestSnakeBenchmarkCommand(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
+	// stderr is no terminal: the rows, progress only, are not drawn.
+	if errOut.Len() > 0 {
+		t.Errorf("stderr got %q", errOut.String())
+	}
 	if len(rep.Raw) != 2 || len(rep.Uncapped) != 2 || len(rep.Paced) != 4 || rep.MPS <= 0 || rep.Backend != "cpu" {
 		t.Fatalf("%s", out.String())
 	}

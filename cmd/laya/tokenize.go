@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -51,8 +50,7 @@ func runTokenize(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		return err
 	}
 	if (*tokPath == "") == (*modelDir == "") {
-		fs.Usage()
-		return errors.New("give exactly one of --tokenizer or --model")
+		return usagef("give exactly one of --tokenizer or --model")
 	}
 	var tok *tokenizer.Tokenizer
 	var err error
