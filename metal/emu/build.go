@@ -17,7 +17,7 @@ import (
 	"sync"
 
 	"github.com/laya-metal/laya/kernels"
-	"github.com/laya-metal/laya/metal/emu/internal/mslpp"
+	"github.com/laya-metal/laya/metal/internal/mslpp"
 	"github.com/laya-metal/laya/metal/emu/internal/rt"
 )
 

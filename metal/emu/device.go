@@ -23,7 +23,7 @@ import (
 	"github.com/ebitengine/purego"
 
 	"github.com/laya-metal/laya/internal/half"
-	"github.com/laya-metal/laya/metal/emu/internal/mslpp"
+	"github.com/laya-metal/laya/metal/internal/mslpp"
 )
 
 // How kernels run. Normal mode loads the compiled shared object into this
