@@ -27,13 +27,13 @@
 #endif
 
 #ifndef INFINITY
-#define INFINITY __builtin_huge_valf()
+#define INFINITY (::__int_as_float(0x7f800000))
 #endif
 #ifndef NAN
-#define NAN __builtin_nanf("")
+#define NAN (::__int_as_float(0x7fc00000))
 #endif
 #ifndef HUGE_VALF
-#define HUGE_VALF __builtin_huge_valf()
+#define HUGE_VALF (::__int_as_float(0x7f800000))
 #endif
 #ifndef FLT_MAX
 #define FLT_MAX 3.402823466e+38f
@@ -120,7 +120,12 @@ template <class T> struct is_arithmetic { static constexpr bool value = is_scala
 template <class T> constexpr bool is_arithmetic_v = is_arithmetic<T>::value;
 template <class T> struct is_signed { static constexpr bool value = T(-1) < T(0); };
 
-template <class T> inline T __bits_as(const void* p) { T t; __builtin_memcpy(&t, p, sizeof t); return t; }
+// NVRTC has no __builtin_memcpy: bytes are copied one by one (the
+// compiler turns it into register moves).
+inline void __copy(void* d, const void* s, int n) {
+  for (int i = 0; i < n; i++) static_cast<unsigned char*>(d)[i] = static_cast<const unsigned char*>(s)[i];
+}
+template <class T> inline T __bits_as(const void* p) { T t; __copy(&t, p, sizeof t); return t; }
 
 // ---------------------------------------------------------------------------
 // half: binary16 storage; arithmetic rounds once per operation.
@@ -404,7 +409,7 @@ inline float atan2(float y, float x) { return ::atan2f(y, x); }
 inline float fmod(float x, float y) { return ::fmodf(x, y); }
 inline float copysign(float x, float y) { return ::copysignf(x, y); }
 inline bool isnan(float x) { return x != x; }
-inline bool isinf(float x) { return ::fabsf(x) == __builtin_huge_valf(); }
+inline bool isinf(float x) { return ::fabsf(x) == INFINITY; }
 inline bool isfinite(float x) { return !isnan(x) && !isinf(x); }
 inline bool isnan(half x) { return isnan(float(x)); }
 inline bool isinf(half x) { return isinf(float(x)); }
@@ -462,9 +467,9 @@ template <> struct numeric_limits<float> {
   static float max() { return FLT_MAX; }
   static float min() { return FLT_MIN; }
   static float lowest() { return -FLT_MAX; }
-  static float infinity() { return __builtin_huge_valf(); }
+  static float infinity() { return INFINITY; }
   static float epsilon() { return FLT_EPSILON; }
-  static float quiet_NaN() { return __builtin_nanf(""); }
+  static float quiet_NaN() { return NAN; }
 };
 template <> struct numeric_limits<half> {
   static half max() { return half_bits(0x7bffu); }
@@ -562,19 +567,19 @@ inline uint __active() { return ::__activemask(); }
 template <class T> inline T __shfl(uint mask, T v, int src) {
   constexpr int W = (sizeof(T) + 3) / 4;
   uint w[W] = {};
-  __builtin_memcpy(w, &v, sizeof(T));
+  __copy(w, &v, sizeof(T));
   for (int i = 0; i < W; i++) w[i] = ::__shfl_sync(mask, w[i], src);
   T r;
-  __builtin_memcpy(&r, w, sizeof(T));
+  __copy(&r, w, sizeof(T));
   return r;
 }
 template <class T> inline T __shfl_xor(uint mask, T v, int m) {
   constexpr int W = (sizeof(T) + 3) / 4;
   uint w[W] = {};
-  __builtin_memcpy(w, &v, sizeof(T));
+  __copy(w, &v, sizeof(T));
   for (int i = 0; i < W; i++) w[i] = ::__shfl_xor_sync(mask, w[i], m);
   T r;
-  __builtin_memcpy(&r, w, sizeof(T));
+  __copy(&r, w, sizeof(T));
   return r;
 }
 

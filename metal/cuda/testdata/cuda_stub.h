@@ -46,3 +46,4 @@ struct uint3 { unsigned x, y, z; };
 struct float4 { float x, y, z, w; };
 struct dim3 { unsigned x, y, z; };
 float exp(float); float max(float, float); float min(float, float);
+__device__ float __int_as_float(int);
