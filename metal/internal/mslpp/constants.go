@@ -94,4 +94,3 @@ func ConstantBits(typ string, v any) (uint64, error) {
 	}
 	return 0, fmt.Errorf("constants of type %s are not supported (bool, integer types, float, half, bfloat)", typ)
 }
-
