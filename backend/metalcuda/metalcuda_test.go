@@ -6,13 +6,14 @@ import (
 
 	"github.com/laya-metal/laya/backend"
 	"github.com/laya-metal/laya/backend/backendtest"
+	"github.com/laya-metal/laya/backend/gpu"
 	"github.com/laya-metal/laya/backend/metalcuda"
 	"github.com/laya-metal/laya/metal/cuda"
 )
 
 // open opens the backend or skips the test where this machine has no CUDA
 // driver or GPU (CI); any other failure is a failure.
-func open(t *testing.T, opts cuda.Options) backend.Backend {
+func open(t testing.TB, opts cuda.Options) *gpu.Backend {
 	t.Helper()
 	be, err := metalcuda.Open(opts)
 	if errors.Is(err, cuda.ErrNoCUDA) {
