@@ -66,6 +66,7 @@ for step in $steps; do
 		"$bin/cuda.test" -test.v -test.count=1 >"$out/shim.log" 2>&1
 		row "shim + NVRTC (metal/cuda)" "$out/shim.log" $?
 		grep -E 'NVRTC:' "$out/shim.log" | head -2 | sed 's/^ */| NVRTC | - | /;s/$/ |/' >>"$summary"
+		grep -o 'LAUNCH | .*' "$out/shim.log" | sed 's/^LAUNCH /| launch cost /;s/ |$//;s/ | / /2g;s/$/ | |/' >>"$summary"
 		;;
 	conformance)
 		("$bin/metalcuda.test" -test.v -test.count=1 -test.run 'TestRegistered|TestConformance') >"$out/conformance.log" 2>&1
@@ -100,6 +101,10 @@ for step in $steps; do
 			echo "| checkpoint | questions | tokens/row | answers equal | max abs dlogit | max abs dprob | max abs dact | metal-cuda first ms | metal-cuda ms | cpu ms |"
 			echo "|---|---|---|---|---|---|---|---|---|---|"
 			grep -o 'PARITY | .*' "$out/synth.log" | sed 's/^PARITY //'
+			echo
+			echo "Max |Δ| metal-cuda vs cpu per stage, one question:"
+			echo
+			grep -o 'LAYERS | .*' "$out/synth.log" | sed 's/^LAYERS /- /'
 			echo
 			echo "Per-kernel GPU time of one forward (NVIDIA timings of Apple-tuned kernels, not an Apple estimate):"
 			echo

@@ -40,15 +40,25 @@ func newModel(t testing.TB, be backend.Backend, ckpt *weights.Checkpoint) *model
 // forward runs rows as one right-padded batch and returns each row's logits
 // and act probabilities.
 func (m *model) forward(ctx context.Context, be backend.Backend, rows []forwardpass.Row) (logits, actProbs [][]float32, err error) {
+	return m.forwardObserved(ctx, be, rows, nil)
+}
+
+// forwardObserved is forward with an observer of the encoder's and the
+// decision head's stages.
+func (m *model) forwardObserved(ctx context.Context, be backend.Backend, rows []forwardpass.Row, obs backend.Observer) (logits, actProbs [][]float32, err error) {
 	batch := forwardpass.Pad(rows, int32(m.ckpt.Encoder.PadTokenID))
 	markerRows, counts, seqLen := batch.MarkerRows, batch.Counts, batch.SeqLen
 	s := be.NewStream()
 	defer s.Close()
-	hidden, err := m.Encoder.Forward(ctx, s, batch.EncoderBatch(), nil)
+	hidden, err := m.Encoder.Forward(ctx, s, batch.EncoderBatch(), obs)
 	if err != nil {
 		return nil, nil, err
 	}
-	if hidden, err = m.Decision.Forward(ctx, s, hidden, batch.QTypes, batch.Lengths, seqLen, nil); err != nil {
+	var headObs backend.Observer
+	if obs != nil {
+		headObs = func(s backend.Stream, stage string, i int, t backend.Tensor) { obs(s, "head "+stage, i, t) }
+	}
+	if hidden, err = m.Decision.Forward(ctx, s, hidden, batch.QTypes, batch.Lengths, seqLen, headObs); err != nil {
 		return nil, nil, err
 	}
 	var markers backend.Tensor
@@ -81,7 +91,16 @@ func oracleRows(c oracletest.Case) []forwardpass.Row {
 
 // Every golden case of the three oracle checkpoints, on the GPU.
 func TestForwardGoldens(t *testing.T) {
-	be := open(t, cuda.Options{})
+	for _, cfg := range []struct {
+		name string
+		opts cuda.Options
+	}{{"copied", cuda.Options{}}, {"maphost", cuda.Options{MapHost: true}}} {
+		t.Run(cfg.name, func(t *testing.T) { forwardGoldens(t, cfg.opts) })
+	}
+}
+
+func forwardGoldens(t *testing.T, opts cuda.Options) {
+	be := open(t, opts)
 	defer be.Close()
 	ctx := context.Background()
 	for _, name := range []string{"tiny-en", "tiny-ml", "real-en"} {
@@ -101,7 +120,7 @@ func TestForwardGoldens(t *testing.T) {
 					rows++
 				}
 			}
-			t.Logf("GOLDENS %s on %s: %d rows, max |Δlogit| %.2g, max |Δact_prob| %.2g", name, be.Name(), rows, worstLogit, worstAct)
+			t.Logf("GOLDENS %s on %s (mapped weights %v): %d rows, max |Δlogit| %.2g, max |Δact_prob| %.2g", name, be.Name(), opts.MapHost, rows, worstLogit, worstAct)
 		})
 	}
 }
@@ -233,6 +252,9 @@ func TestSyntheticParity(t *testing.T) {
 					t.Errorf("%s q=%d n=%d: probabilities differ by %.2g (options), %.2g (act) > 1e-4", dir, q, n, dProb, dAct)
 				}
 				tokens := len(rows[0].IDs)
+				if q == 1 {
+					t.Logf("LAYERS | %s | %d | %s |", dir, tokens, layerDiffs(t, ctx, mg, gpu, mc, cpu, rows))
+				}
 				t.Logf("PARITY | %s | %d | %d | %d/%d | %.2g | %.2g | %.2g | %.1f | %.1f | %.1f |", dir, q, tokens, agree, len(rows),
 					dLogit, dProb, dAct, float64(first.Microseconds())/1e3, float64(gpuTime.Microseconds())/1e3, float64(cpuTime.Microseconds())/1e3)
 			}
@@ -255,7 +277,7 @@ func TestSyntheticProfile(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, c := range []struct{ q, n int }{{1, 0}, {10, ckpt.Agent.MaxLen}} {
-			be := open(t, cuda.Options{Profile: true, Copy: true})
+			be := open(t, cuda.Options{Profile: true})
 			m := newModel(t, be, ckpt)
 			rows := syntheticRows(t, base, c.q, c.n)
 			// The first forward compiles the pipelines and moves the
@@ -283,4 +305,38 @@ func TestSyntheticProfile(t *testing.T) {
 		}
 		ckpt.Close()
 	}
+}
+
+// layerDiffs runs rows on both models and gives max |Δ| of every stage the
+// observers see (embeddings, each encoder layer, the final norm, each head
+// layer), in order.
+func layerDiffs(t *testing.T, ctx context.Context, mg *model, gpu backend.Backend, mc *model, cpu backend.Backend, rows []forwardpass.Row) string {
+	capture := func(m *model, be backend.Backend) ([]string, map[string][]float32) {
+		var order []string
+		got := map[string][]float32{}
+		obs := func(s backend.Stream, stage string, i int, x backend.Tensor) {
+			buf := make([]float32, x.Rows()*x.Cols())
+			if err := s.Read(ctx, x, buf); err != nil {
+				t.Fatalf("%s %d: %v", stage, i, err)
+			}
+			key := fmt.Sprintf("%s %d", stage, i)
+			order = append(order, key)
+			got[key] = buf
+		}
+		if _, _, err := m.forwardObserved(ctx, be, rows, obs); err != nil {
+			t.Fatal(err)
+		}
+		return order, got
+	}
+	order, g := capture(mg, gpu)
+	_, c := capture(mc, cpu)
+	var parts []string
+	for _, k := range order {
+		var d float64
+		for i := range g[k] {
+			d = max(d, math.Abs(float64(g[k][i]-c[k][i])))
+		}
+		parts = append(parts, fmt.Sprintf("%s: %.2g", k, d))
+	}
+	return strings.Join(parts, "; ")
 }

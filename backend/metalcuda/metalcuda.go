@@ -12,7 +12,7 @@
 //
 // The environment variable LAYA_METAL_CUDA sets the device's options for
 // the registered backend, comma-separated (cuda.ParseOptions): streams=N,
-// shuffle=SEED, device=N, precise, copy, profile.
+// shuffle=SEED, device=N, precise, maphost, profile.
 package metalcuda
 
 import (

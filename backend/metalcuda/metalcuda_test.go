@@ -48,6 +48,7 @@ func TestConformance(t *testing.T) {
 	}{
 		{"streams4", cuda.Options{}},
 		{"shuffled", cuda.Options{Streams: 3, Shuffle: 7}},
+		{"maphost", cuda.Options{MapHost: true}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			be := open(t, c.opts)

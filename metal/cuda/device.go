@@ -351,8 +351,8 @@ func (d *device) NewBufferNoCopy(data []byte) (metal.Buffer, error) {
 	if len(data) == 0 {
 		return nil, fmt.Errorf("%w: empty memory", metal.ErrNoCopy)
 	}
-	if d.opts.Copy {
-		return nil, fmt.Errorf("%w: the device copies host memory (Options.Copy)", metal.ErrNoCopy)
+	if !d.opts.MapHost {
+		return nil, fmt.Errorf("%w: the CUDA device copies host memory into device memory (Options.MapHost is off)", metal.ErrNoCopy)
 	}
 	page := os.Getpagesize()
 	base := uintptr(unsafe.Pointer(&data[0]))

@@ -16,9 +16,11 @@
 //     Apple's unified memory. Allocations are refused beyond the memory the
 //     GPU had free when the device was opened (less a margin): managed
 //     memory over the card's free memory can hang the GPU.
-//     NewBufferNoCopy registers host memory (an mmap'd checkpoint) with
-//     cuMemHostRegister, read-only, so kernels read it in place over the
-//     bus; it fails with metal.ErrNoCopy where the driver refuses.
+//     NewBufferNoCopy fails with metal.ErrNoCopy unless Options.MapHost is
+//     set, so weights are copied into device memory (backend/gpu reports
+//     the copy); with MapHost it registers host memory (an mmap'd
+//     checkpoint) with cuMemHostRegister, read-only, so kernels read it in
+//     place over the bus, and fails where the driver refuses.
 //   - Pipelines are translated kernels compiled by NVRTC with function
 //     constants as compile-time values (dead branches compile away as on
 //     Apple), cached by source and constant values. Apple's limits hold:

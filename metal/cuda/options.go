@@ -32,10 +32,14 @@ type Options struct {
 	// Precise compiles plain math functions (exp, log...) precise rather
 	// than fast, which is Metal's default.
 	Precise bool
-	// Copy makes NewBufferNoCopy refuse (metal.ErrNoCopy), so that host
-	// memory such as an mmap'd checkpoint is copied into device memory
-	// instead of being read over the bus.
-	Copy bool
+	// MapHost makes NewBufferNoCopy register host memory (an mmap'd
+	// checkpoint) with the driver so kernels read it in place, over the
+	// bus. Off, NewBufferNoCopy refuses with metal.ErrNoCopy and callers
+	// copy into device memory, which is what a GEMM needs: it reads each
+	// weight once per tile row, and on the H200 a forward of 10 questions
+	// of 512 tokens took 2.7 s with mapped weights against 0.37 s of
+	// kernel time with copied ones.
+	MapHost bool
 	// Profile times every dispatch with events (and runs them in encode
 	// order on one stream): see KernelTimes.
 	Profile bool
@@ -50,7 +54,7 @@ type Options struct {
 
 // ParseOptions reads options from a comma-separated list, as the
 // LAYA_METAL_CUDA environment variable gives them to backend/metalcuda:
-// streams=N, shuffle=SEED, device=N, precise, copy, profile.
+// streams=N, shuffle=SEED, device=N, precise, maphost, profile.
 func ParseOptions(s string) (Options, error) {
 	var o Options
 	for _, f := range strings.Split(s, ",") {
@@ -90,12 +94,12 @@ func ParseOptions(s string) (Options, error) {
 			o.Device = int(n)
 		case "precise":
 			o.Precise = true
-		case "copy":
-			o.Copy = true
+		case "maphost":
+			o.MapHost = true
 		case "profile":
 			o.Profile = true
 		default:
-			return o, fmt.Errorf("cuda: unknown option %q (streams=N, shuffle=SEED, device=N, precise, copy, profile)", f)
+			return o, fmt.Errorf("cuda: unknown option %q (streams=N, shuffle=SEED, device=N, precise, maphost, profile)", f)
 		}
 	}
 	return o, nil
