@@ -57,6 +57,7 @@ sanitize() {
 	local rc=$?
 	local line
 	line=$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1)
+	grep -q -- '--- PASS' "$log" || line="$line; the test did not run"
 	echo "| sanitize $tool $(echo "$*" | sed 's/.*-test.run //;s/ .*//') | exit $rc | ${line:-no summary} |" >>"$summary"
 }
 
@@ -80,7 +81,7 @@ for step in $steps; do
 	sanitize)
 
 		for tool in racecheck memcheck synccheck; do
-			sanitize $tool "$out/sanitize-$tool.log" "$bin/metalcuda.test" -test.count=1 -test.run 'TestForwardGoldens/tiny-en'
+			sanitize $tool "$out/sanitize-$tool.log" "$bin/metalcuda.test" -test.count=1 -test.run 'TestForwardGoldens/copied/tiny-en'
 		done
 
 		LAYA_CUDA_RACY=1 compute-sanitizer --tool racecheck --print-limit 5 "$bin/cuda.test" -test.v -test.count=1 -test.run TestRacySoftmax >"$out/sanitize-racy.log" 2>&1
