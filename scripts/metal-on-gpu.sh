@@ -81,7 +81,7 @@ for step in $steps; do
 	sanitize)
 
 		for tool in racecheck memcheck synccheck; do
-			sanitize $tool "$out/sanitize-$tool.log" "$bin/metalcuda.test" -test.count=1 -test.run 'TestForwardGoldens/copied/tiny-en'
+			sanitize $tool "$out/sanitize-$tool.log" "$bin/metalcuda.test" -test.v -test.count=1 -test.run 'TestForwardGoldens/copied/tiny-en'
 		done
 
 		LAYA_CUDA_RACY=1 compute-sanitizer --tool racecheck --print-limit 5 "$bin/cuda.test" -test.v -test.count=1 -test.run TestRacySoftmax >"$out/sanitize-racy.log" 2>&1
