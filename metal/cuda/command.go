@@ -181,7 +181,7 @@ func (cb *commandBuffer) Commit() error {
 		d.w.do(func() { cb.err = cb.encode() })
 		d.queueMu.Unlock()
 		if cb.err != nil {
-			cb.release()
+			d.w.do(cb.release) // events belong to the worker thread's context
 			close(cb.done)
 			return
 		}
@@ -335,21 +335,15 @@ func (cb *commandBuffer) finish() {
 }
 
 // release frees the command buffer's events and pinned blocks; it runs on
-// the waiter thread or, for a failed encoding, after it.
+// a thread where the context is current: the waiter's, or for a failed
+// encoding the worker's.
 func (cb *commandBuffer) release() {
 	d := cb.dev
-	evs := append([]uintptr{cb.start, cb.end}, cb.prof...)
-	destroy := func() {
-		for _, e := range evs {
-			if e != 0 {
-				d.drv.call("cuEventDestroy_v2", e)
-			}
+	for _, e := range append([]uintptr{cb.start, cb.end}, cb.prof...) {
+		if e != 0 {
+			d.drv.call("cuEventDestroy_v2", e)
 		}
 	}
-	if cb.err != nil && cb.start == 0 && cb.end == 0 && len(cb.prof) == 0 {
-		destroy = func() {}
-	}
-	destroy()
 	cb.start, cb.end, cb.prof = 0, 0, nil
 	d.releasePinned(cb.pinned)
 	cb.pinned = nil

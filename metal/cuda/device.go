@@ -318,9 +318,19 @@ func (d *device) NewBuffer(size int) (metal.Buffer, error) {
 	}
 	d.memBudget -= n
 	d.memMu.Unlock()
-	var addr uint64
+	var addr, free, total uint64
 	var err error
 	d.w.do(func() {
+		// The budget above counts this device's buffers against the free
+		// memory at Open; the current free memory also counts other
+		// devices and processes. Managed memory beyond it can hang the GPU.
+		if err = d.drv.call("cuMemGetInfo_v2", uintptr(unsafe.Pointer(&free)), uintptr(unsafe.Pointer(&total))); err != nil {
+			return
+		}
+		if n > int64(free)-d.opts.MemoryMargin {
+			err = fmt.Errorf("%d bytes asked, the GPU has %d free (%d kept as a margin)", n, free, d.opts.MemoryMargin)
+			return
+		}
 		if err = d.drv.call("cuMemAllocManaged", uintptr(unsafe.Pointer(&addr)), uintptr(n), 1); err != nil {
 			return
 		}
