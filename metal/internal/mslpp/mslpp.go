@@ -1,5 +1,9 @@
 // Package mslpp turns a Metal Shading Language source into a C++ translation
-// unit for the MSL emulator: it reads every kernel's signature, rewrites the
+// unit: for the MSL emulator (package metal/emu, target Emulator) or for
+// NVRTC on an NVIDIA GPU (package metal/cuda, target CUDA; see cuda.go). One
+// front end reads both: TranslateFor runs the same passes (includes, macros,
+// conditionals, kernel signatures, instantiations, threadgroup
+// declarations) and only the emitter differs. It reads every kernel's signature, rewrites the
 // MSL constructs that are not C++ (threadgroup variables, function constants,
 // half literals, C-style vector casts), finds the host names of templated
 // kernels instantiated with template [[host_name("n")]] (directly or through
