@@ -504,6 +504,7 @@ struct Launch {
   uint groups[3];  // the dispatch's threadgroups, as Metal counts them
   uint goff[3];    // this launch's first threadgroup (grids over CUDA's y/z limits run in parts)
 };
+static_assert(sizeof(Launch) == 400, "Launch must match the layout metal/cuda's command.go writes");
 struct __u3 { uint x, y, z; };
 inline uint __lin() { return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z); }
 inline uint __nthreads() { return blockDim.x * blockDim.y * blockDim.z; }
