@@ -27,6 +27,8 @@ var (
 var unavailable = map[string]string{
 	"metal":     "needs macOS on Apple Silicon (darwin/arm64)",
 	"metal-emu": "needs clang ≥ 16 and a blank import of github.com/laya-metal/laya/backend/metalemu",
+	"metal-cuda": "needs Linux with an NVIDIA GPU, its CUDA driver and NVRTC, and a blank import of " +
+		"github.com/laya-metal/laya/backend/metalcuda",
 }
 
 // Register makes a backend available to Open under name. It is meant to be

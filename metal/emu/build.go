@@ -17,8 +17,8 @@ import (
 	"sync"
 
 	"github.com/laya-metal/laya/kernels"
-	"github.com/laya-metal/laya/metal/emu/internal/mslpp"
 	"github.com/laya-metal/laya/metal/emu/internal/rt"
+	"github.com/laya-metal/laya/metal/internal/mslpp"
 )
 
 // library is a set of translated .metal sources and their compiled form:

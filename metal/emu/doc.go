@@ -1,6 +1,6 @@
 // Package emu is the MSL emulator: a metal.Device that compiles .metal
 // sources with clang (16 or later) against a shim header (internal/rt) after
-// translating them with an MSL preprocessor (internal/mslpp), and runs every
+// translating them with an MSL preprocessor (metal/internal/mslpp), and runs every
 // GPU thread as a fiber on the CPU.
 //
 // It runs threadgroups, simdgroups and lanes in one of three schedules

@@ -1,5 +1,9 @@
 // Package mslpp turns a Metal Shading Language source into a C++ translation
-// unit for the MSL emulator: it reads every kernel's signature, rewrites the
+// unit: for the MSL emulator (package metal/emu, target Emulator) or for
+// NVRTC on an NVIDIA GPU (package metal/cuda, target CUDA; see cuda.go). One
+// front end reads both: TranslateFor runs the same passes (includes, macros,
+// conditionals, kernel signatures, instantiations, threadgroup
+// declarations) and only the emitter differs. It reads every kernel's signature, rewrites the
 // MSL constructs that are not C++ (threadgroup variables, function constants,
 // half literals, C-style vector casts), finds the host names of templated
 // kernels instantiated with template [[host_name("n")]] (directly or through
@@ -336,18 +340,100 @@ var (
 	castRe     = regexp.MustCompile(`\(\s*((?:u?(?:char|short|int|long)|float|half|bfloat|bool)[234])\s*\)`)
 )
 
-// Translate preprocesses one .metal source.
+// Target is the device a translation is for. Both targets share every pass
+// that reads the source (includes, macros, conditionals, kernel signatures,
+// template instantiations, threadgroup declarations); they differ in how
+// threadgroup variables, function constants and entry points are written.
+type Target int
+
+const (
+	// Emulator is C++ for clang against msl_shim.h (package metal/emu).
+	Emulator Target = iota
+	// CUDA is CUDA C++ for NVRTC against msl_cuda.h (package metal/cuda):
+	// threadgroup variables become __shared__, function constants become
+	// compile-time values, and each kernel gets an extern "C" __global__
+	// entry point mslk_<n> (n: its position in Unit.Kernels).
+	CUDA
+)
+
+// Translate preprocesses one .metal source for the emulator.
 func Translate(src Source, inc Includer) (*Unit, error) {
+	return TranslateFor(src, inc, Emulator)
+}
+
+// TranslateFor preprocesses one .metal source for target.
+func TranslateFor(src Source, inc Includer, target Target) (*Unit, error) {
+	t, err := newTranslation(src, inc, target)
+	if err != nil {
+		return nil, err
+	}
+	passes := []func() error{
+		t.readMacros,
+		t.markUnsupported,
+		t.foldQualifiedMembers,
+		t.findKernels,
+		t.findInstantiations,
+		t.checkDuplicateKernels,
+		t.rewriteThreadgroupDecls,
+	}
+	for _, pass := range passes {
+		if err := pass(); err != nil {
+			return nil, err
+		}
+	}
+	blankMultilineAttributes(t.lines)
+	if target == CUDA {
+		err = t.emitCUDA()
+	} else {
+		err = t.emitEmulator()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return t.u, nil
+}
+
+// translation is the state the passes of TranslateFor share.
+type translation struct {
+	src    Source
+	target Target
+	lines  []line
+	// inDefine marks the lines of #define directives (with their
+	// continuations): kernels and threadgroup declarations inside a macro
+	// body are not seen until the compiler expands the macro, so they are
+	// left alone.
+	inDefine []bool
+	macros   macroTable
+	u        *Unit
+	fns      []kernelFn
+	// blank is the comment-free text of all lines joined; lineAt maps an
+	// offset in it to a line index.
+	blank  string
+	lineAt func(int) int
+}
+
+// kernelFn is one kernel function definition, templated or not.
+type kernelFn struct {
+	name     string
+	template bool
+	head     string // template parameter list
+	maxExpr  string // max_total_threads_per_threadgroup argument
+	from, to int    // line indexes of the body
+	kernel   Kernel // for templates: Params, File, Line, MaxThreads
+}
+
+func newTranslation(src Source, inc Includer, target Target) (*translation, error) {
 	lines, err := expand(src, inc, 0, nil, map[string]bool{})
 	if err != nil {
 		return nil, err
 	}
-	u := &Unit{}
-	// Which lines belong to #define directives (with their continuations):
-	// kernels and threadgroup declarations inside a macro body are not
-	// seen until clang expands the macro, so they are left alone.
-	inDefine := make([]bool, len(lines))
-	macros := macroTable{}
+	return &translation{src: src, target: target, lines: lines, inDefine: make([]bool, len(lines)), macros: macroTable{}, u: &Unit{}}, nil
+}
+
+// readMacros records the #define directives (instantiation macros are
+// expanded to find host names) and marks their lines, then the #if blocks.
+func (t *translation) readMacros() error {
+	lines := t.lines
 	for i := 0; i < len(lines); i++ {
 		if !defineRe.MatchString(lines[i].blank) {
 			continue
@@ -355,23 +441,30 @@ func Translate(src Source, inc Includer) (*Unit, error) {
 		j := i
 		var body strings.Builder
 		for {
-			inDefine[j] = true
-			t := strings.TrimRight(lines[j].blank, " \t")
-			if !strings.HasSuffix(t, "\\") || j+1 >= len(lines) {
-				body.WriteString(t)
+			t.inDefine[j] = true
+			s := strings.TrimRight(lines[j].blank, " \t")
+			if !strings.HasSuffix(s, "\\") || j+1 >= len(lines) {
+				body.WriteString(s)
 				break
 			}
-			body.WriteString(strings.TrimSuffix(t, "\\"))
+			body.WriteString(strings.TrimSuffix(s, "\\"))
 			body.WriteByte(' ')
 			j++
 		}
-		macros.define(body.String())
+		t.macros.define(body.String())
 		i = j
 	}
-	markConditionals(lines, inDefine)
-	for i := range lines {
-		l := &lines[i]
-		if l.unsupported == "" && !inDefine[i] {
+	markConditionals(lines, t.inDefine)
+	return nil
+}
+
+// markUnsupported refuses MSL the devices cannot run: at once outside #if
+// blocks, as an #error line the compiler reports only if the block is
+// compiled inside one. Unreadable includes are treated the same way.
+func (t *translation) markUnsupported() error {
+	for i := range t.lines {
+		l := &t.lines[i]
+		if l.unsupported == "" && !t.inDefine[i] {
 			for _, un := range unsupported {
 				if m := un.re.FindStringSubmatch(l.blank); m != nil {
 					l.unsupported = fmt.Sprintf(un.what, strings.Join(strings.Fields(m[1]), " "))
@@ -381,7 +474,7 @@ func Translate(src Source, inc Includer) (*Unit, error) {
 		}
 		if l.includeErr != nil {
 			if l.depth == 0 {
-				return nil, l.includeErr
+				return l.includeErr
 			}
 			msg := "#error " + strconv.Quote(l.includeErr.Error())
 			l.text, l.blank, l.done = msg, strings.Repeat(" ", len(msg)), true
@@ -391,42 +484,43 @@ func Translate(src Source, inc Includer) (*Unit, error) {
 			continue
 		}
 		if l.depth == 0 {
-			return nil, fmt.Errorf("%w: %s:%d: %s", ErrUnsupported, l.file, l.num, l.unsupported)
+			return fmt.Errorf("%w: %s:%d: %s", ErrUnsupported, l.file, l.num, l.unsupported)
 		}
 		msg := "#error " + strconv.Quote(l.unsupported+": the MSL emulator does not implement it")
 		l.text, l.blank, l.done = msg, strings.Repeat(" ", len(msg)), true
 	}
+	return nil
+}
 
-	rewriteQualifiedMembers(lines, inDefine)
+// foldQualifiedMembers merges members overloaded on the address space of
+// *this, then joins the comment-free text the following passes search.
+func (t *translation) foldQualifiedMembers() error {
+	rewriteQualifiedMembers(t.lines, t.inDefine)
+	joined := joinBlank(t.lines)
+	t.blank, t.lineAt = joined.text, joined.lineAt
+	return nil
+}
 
-	joined := joinBlank(lines)
-	blank, lineAt := joined.text, joined.lineAt
-
-	type span struct{ from, to int } // line indexes of a kernel body
-	type fn struct {
-		name     string
-		template bool
-		head     string // template parameter list
-		maxExpr  string // max_total_threads_per_threadgroup argument
-		body     span
-		kernel   Kernel // for templates: Params, File, Line, MaxThreads
-	}
-	var fns []fn
+// findKernels reads every kernel definition: signature, attributes,
+// template head and body span.
+func (t *translation) findKernels() error {
+	lines, blank, lineAt := t.lines, t.blank, t.lineAt
 	for _, m := range kernelRe.FindAllStringSubmatchIndex(blank, -1) {
 		name := blank[m[2]:m[3]]
 		li := lineAt(m[0])
-		if inDefine[li] {
+		if t.inDefine[li] {
 			continue
 		}
 		open := m[1] - 1
 		closeParen, ok := matching(blank, open, '(', ')')
 		if !ok {
-			return nil, fmt.Errorf("%w: %s:%d: kernel %s: unbalanced parentheses", ErrSyntax, lines[li].file, lines[li].num, name)
+			return fmt.Errorf("%w: %s:%d: kernel %s: unbalanced parentheses", ErrSyntax, lines[li].file, lines[li].num, name)
 		}
 		k := Kernel{Name: name, File: lines[li].file, Line: lines[li].num, Guard: lines[li].guard}
+		var err error
 		if k.Params, err = parseParams(blank[open+1 : closeParen]); err != nil {
 			if lines[li].depth == 0 {
-				return nil, fmt.Errorf("%w: %s:%d: kernel %s: %v", ErrSyntax, k.File, k.Line, name, err)
+				return fmt.Errorf("%w: %s:%d: kernel %s: %v", ErrSyntax, k.File, k.Line, name, err)
 			}
 			// Inside an #if block the kernel may never be compiled.
 			msg := "#error " + strconv.Quote(fmt.Sprintf("kernel %s: %v", name, err))
@@ -439,11 +533,11 @@ func Translate(src Source, inc Includer) (*Unit, error) {
 			continue // a declaration; the definition comes elsewhere
 		}
 		if brace < 0 {
-			return nil, fmt.Errorf("%w: %s:%d: kernel %s has no body", ErrSyntax, k.File, k.Line, name)
+			return fmt.Errorf("%w: %s:%d: kernel %s has no body", ErrSyntax, k.File, k.Line, name)
 		}
 		end, ok := matching(blank, closeParen+brace, '{', '}')
 		if !ok {
-			return nil, fmt.Errorf("%w: %s:%d: kernel %s: unbalanced braces", ErrSyntax, k.File, k.Line, name)
+			return fmt.Errorf("%w: %s:%d: kernel %s: unbalanced braces", ErrSyntax, k.File, k.Line, name)
 		}
 		// The declaration's prefix back to the previous statement holds
 		// template <...>, [[host_name]] and kernel attributes.
@@ -458,30 +552,37 @@ func Translate(src Source, inc Includer) (*Unit, error) {
 		if hn := hostNameRe.FindStringSubmatch(full); hn != nil && !isTemplate {
 			k.Function, k.Name = name, joinStringLits(hn[1])
 		}
-		for _, o := range fns {
+		for _, o := range t.fns {
 			if o.name == name && !o.template && !isTemplate && o.kernel.Guard == k.Guard {
-				return nil, fmt.Errorf("%w: %s:%d: kernel %s is also defined at line %d", ErrSyntax, k.File, k.Line, name, o.kernel.Line)
+				return fmt.Errorf("%w: %s:%d: kernel %s is also defined at line %d", ErrSyntax, k.File, k.Line, name, o.kernel.Line)
 			}
 		}
-		fns = append(fns, fn{name: name, template: isTemplate, head: head, maxExpr: maxExpr, body: span{lineAt(closeParen + brace), lineAt(end)}, kernel: k})
+		t.fns = append(t.fns, kernelFn{name: name, template: isTemplate, head: head, maxExpr: maxExpr,
+			from: lineAt(closeParen + brace), to: lineAt(end), kernel: k})
 		if !isTemplate {
-			u.Kernels = append(u.Kernels, k)
+			t.u.Kernels = append(t.u.Kernels, k)
 		}
 	}
-	// Instantiations of templated kernels, written out or through macros.
+	return nil
+}
+
+// findInstantiations finds the host_name instantiations of templated
+// kernels, written out or through macros.
+func (t *translation) findInstantiations() error {
+	lines := t.lines
 	for i := 0; i < len(lines); i++ {
-		if inDefine[i] {
+		if t.inDefine[i] {
 			continue
 		}
 		stmt, last := lines[i].blank, i
-		for depthOf(stmt) > 0 && last+1 < len(lines) && last-i < 64 && !inDefine[last+1] {
+		for depthOf(stmt) > 0 && last+1 < len(lines) && last-i < 64 && !t.inDefine[last+1] {
 			last++
 			stmt += "\n" + lines[last].blank
 		}
-		if !strings.Contains(stmt, "template") && !macros.invoked(stmt) {
+		if !strings.Contains(stmt, "template") && !t.macros.invoked(stmt) {
 			continue
 		}
-		expanded := macros.expand(stmt, 0, nil)
+		expanded := t.macros.expand(stmt, 0, nil)
 		for _, m := range instRe.FindAllStringSubmatch(expanded, -1) {
 			hn := hostNameRe.FindStringSubmatch(m[1])
 			if hn == nil {
@@ -489,13 +590,13 @@ func Translate(src Source, inc Includer) (*Unit, error) {
 			}
 			entity := templateID(m[2])
 			if entity == "" {
-				return nil, fmt.Errorf("%w: %s:%d: cannot read the instantiated function of %q", ErrSyntax, lines[i].file, lines[i].num, strings.Join(strings.Fields(m[0]), " "))
+				return fmt.Errorf("%w: %s:%d: cannot read the instantiated function of %q", ErrSyntax, lines[i].file, lines[i].num, strings.Join(strings.Fields(m[0]), " "))
 			}
 			base := strings.TrimSpace(entity[:strings.IndexByte(entity, '<')])
-			var tmpl *fn
-			for j := range fns {
-				if fns[j].name == base && fns[j].template {
-					tmpl = &fns[j]
+			var tmpl *kernelFn
+			for j := range t.fns {
+				if t.fns[j].name == base && t.fns[j].template {
+					tmpl = &t.fns[j]
 				}
 			}
 			if tmpl == nil {
@@ -506,30 +607,43 @@ func Translate(src Source, inc Includer) (*Unit, error) {
 			if tmpl.maxExpr != "" {
 				k.MaxThreads = evalInt(tmpl.maxExpr, templateArgs(tmpl.head, entity))
 			}
-			u.Kernels = append(u.Kernels, k)
+			t.u.Kernels = append(t.u.Kernels, k)
 		}
 		i = last
 	}
-	for i, k := range u.Kernels {
-		for _, o := range u.Kernels[:i] {
-			if o.Name == k.Name && o.Guard == k.Guard {
-				return nil, fmt.Errorf("%w: %s:%d: kernel %s is also defined at %s:%d", ErrSyntax, k.File, k.Line, k.Name, o.File, o.Line)
-			}
-		}
-	}
-	inKernel := func(li int) (string, bool) {
-		for _, f := range fns {
-			if li >= f.body.from && li <= f.body.to {
-				return f.name, f.template
-			}
-		}
-		return "", false
-	}
+	return nil
+}
 
-	// Threadgroup variable declarations, which may span lines and start
-	// anywhere a statement can ("{ threadgroup float t[4]; ...").
+// checkDuplicateKernels refuses two entry points of one name under the same
+// conditions.
+func (t *translation) checkDuplicateKernels() error {
+	for i, k := range t.u.Kernels {
+		for _, o := range t.u.Kernels[:i] {
+			if o.Name == k.Name && o.Guard == k.Guard {
+				return fmt.Errorf("%w: %s:%d: kernel %s is also defined at %s:%d", ErrSyntax, k.File, k.Line, k.Name, o.File, o.Line)
+			}
+		}
+	}
+	return nil
+}
+
+// inKernel names the kernel function whose body holds line li.
+func (t *translation) inKernel(li int) (string, bool) {
+	for _, f := range t.fns {
+		if li >= f.from && li <= f.to {
+			return f.name, f.template
+		}
+	}
+	return "", false
+}
+
+// rewriteThreadgroupDecls rewrites threadgroup variable declarations, which
+// may span lines and start anywhere a statement can ("{ threadgroup float
+// t[4]; ...").
+func (t *translation) rewriteThreadgroupDecls() error {
+	lines := t.lines
 	for i := 0; i < len(lines); i++ {
-		if inDefine[i] || lines[i].done {
+		if t.inDefine[i] || lines[i].done {
 			continue
 		}
 		for _, m := range tgWordRe.FindAllStringIndex(lines[i].blank, -1) {
@@ -538,9 +652,9 @@ func Translate(src Source, inc Includer) (*Unit, error) {
 			if prev != "" && !strings.HasSuffix(prev, "{") && !strings.HasSuffix(prev, ";") && !strings.HasSuffix(prev, "}") {
 				continue // a parameter or a cast: (threadgroup float*)p
 			}
-			done, err := rewriteThreadgroup(u, lines, i, col, inKernel)
+			done, err := rewriteThreadgroup(t.u, lines, i, col, t.inKernel, t.target)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if done {
 				if !lines[i].done {
@@ -550,43 +664,63 @@ func Translate(src Source, inc Includer) (*Unit, error) {
 			}
 		}
 	}
+	return nil
+}
 
-	blankMultilineAttributes(lines)
-	typeParams := templateTypeParams(blank)
+// functionConstant reads a [[function_constant(i)]] declaration line and
+// records it.
+func (t *translation) functionConstant(l line) (FunctionConstant, error) {
+	m := fcRe.FindStringSubmatch(l.blank)
+	// The index may be an expression of macros, as in llama.cpp's
+	// [[function_constant(FC_MUL_MV + 1)]].
+	idx, ok := evalIntOK(t.macros.expand(m[3], 0, nil), nil)
+	if !ok || idx < 0 || idx > 65535 {
+		return FunctionConstant{}, fmt.Errorf("%w: %s:%d: function_constant index %q must be an integer 0..65535", ErrSyntax, l.file, l.num, m[3])
+	}
+	for _, c := range t.u.Constants {
+		if c.Index == idx {
+			return FunctionConstant{}, fmt.Errorf("%w: %s:%d: function_constant(%d) is also declared at line %d", ErrSyntax, l.file, l.num, idx, c.Line)
+		}
+	}
+	if len(t.u.Constants) == MaxConstants {
+		return FunctionConstant{}, fmt.Errorf("%w: %s:%d: more than %d function constants in one source", ErrUnsupported, l.file, l.num, MaxConstants)
+	}
+	c := FunctionConstant{Name: m[2], Type: strings.TrimSpace(m[1]), Index: idx, Slot: len(t.u.Constants), File: l.file, Line: l.num}
+	t.u.Constants = append(t.u.Constants, c)
+	return c, nil
+}
 
+// lineMarker writes a #line marker when line l does not follow the last one.
+func lineMarker(out *strings.Builder, l line, prevFile *string, prevNum *int) {
+	if l.file != *prevFile || l.num != *prevNum+1 {
+		fmt.Fprintf(out, "#line %d %s\n", l.num, strconv.Quote(l.file))
+	}
+	*prevFile, *prevNum = l.file, l.num
+}
+
+// emitEmulator writes the C++ translation unit for the emulator: function
+// constants as statics bound per dispatch, and one thunk and registrar per
+// kernel.
+func (t *translation) emitEmulator() error {
+	u, lines, src := t.u, t.lines, t.src
+	typeParams := templateTypeParams(t.blank)
 	fcNames := map[string]bool{}
 	var out strings.Builder
 	out.WriteString("#include \"msl_shim.h\"\n")
 	prevFile, prevNum := "", 0
 	for _, l := range lines {
-		if l.file != prevFile || l.num != prevNum+1 {
-			fmt.Fprintf(&out, "#line %d %s\n", l.num, strconv.Quote(l.file))
-		}
-		prevFile, prevNum = l.file, l.num
+		lineMarker(&out, l, &prevFile, &prevNum)
 		text := l.text
 		switch {
 		case l.done:
 		case fcRe.MatchString(l.blank):
-			m := fcRe.FindStringSubmatch(l.blank)
-			// The index may be an expression of macros, as in llama.cpp's
-			// [[function_constant(FC_MUL_MV + 1)]].
-			idx, ok := evalIntOK(macros.expand(m[3], 0, nil), nil)
-			if !ok || idx < 0 || idx > 65535 {
-				return nil, fmt.Errorf("%w: %s:%d: function_constant index %q must be an integer 0..65535", ErrSyntax, l.file, l.num, m[3])
+			c, err := t.functionConstant(l)
+			if err != nil {
+				return err
 			}
-			for _, c := range u.Constants {
-				if c.Index == idx {
-					return nil, fmt.Errorf("%w: %s:%d: function_constant(%d) is also declared at line %d", ErrSyntax, l.file, l.num, idx, c.Line)
-				}
-			}
-			if len(u.Constants) == MaxConstants {
-				return nil, fmt.Errorf("%w: %s:%d: more than %d function constants in one source", ErrUnsupported, l.file, l.num, MaxConstants)
-			}
-			typ := strings.TrimSpace(m[1])
-			u.Constants = append(u.Constants, FunctionConstant{Name: m[2], Type: typ, Index: idx, Slot: len(u.Constants), File: l.file, Line: l.num})
-			fcNames[m[2]] = true
+			fcNames[c.Name] = true
 			// Bound per dispatch by the generated binder, before any thread runs.
-			text = fmt.Sprintf("static %s %s; static bool %s__mslemu_defined;", typ, m[2], m[2])
+			text = fmt.Sprintf("static %s %s; static bool %s__mslemu_defined;", c.Type, c.Name, c.Name)
 		case constInitR.MatchString(l.blank) && refersTo(constInitR.FindStringSubmatch(l.blank)[3], fcNames):
 			// A program-scope constant computed from function constants
 			// must be evaluated after they are bound, so it becomes a macro.
@@ -594,8 +728,8 @@ func Translate(src Source, inc Includer) (*Unit, error) {
 			text = fmt.Sprintf("#define %s (%s(%s))", m[2], strings.TrimSpace(m[1]), m[3])
 		default:
 			var err error
-			if text, err = rewriteCasts(text, l.blank, typeParams); err != nil {
-				return nil, fmt.Errorf("%w: %s:%d: %v", ErrSyntax, l.file, l.num, err)
+			if text, err = rewriteCasts(text, l.blank, typeParams, "::mslemu::cast"); err != nil {
+				return fmt.Errorf("%w: %s:%d: %v", ErrSyntax, l.file, l.num, err)
 			}
 			text = rewriteHalfLiterals(text, blankComments(text))
 			// Attributes were read above; left in, [[threadgroup(0)]] would
@@ -650,9 +784,9 @@ func Translate(src Source, inc Includer) (*Unit, error) {
 		if k.Function != "" && !strings.Contains(k.Function, "<") {
 			fname = k.Function
 		}
-		for _, t := range u.Threadgroup {
-			if t.Kernel == fname && t.Kernel != "" {
-				static = append(static, fmt.Sprintf("sizeof(%s%s)", t.Type, t.Dims))
+		for _, a := range u.Threadgroup {
+			if a.Kernel == fname && a.Kernel != "" {
+				static = append(static, fmt.Sprintf("sizeof(%s%s)", a.Type, a.Dims))
 			}
 		}
 		fmt.Fprintf(&out, "static ::mslemu::Registrar mslemu_reg_%d(%s, &mslemu_thunk_%d, &mslemu_bind_constants, %s, %s, %d);\n",
@@ -660,7 +794,7 @@ func Translate(src Source, inc Includer) (*Unit, error) {
 		out.WriteString(strings.Repeat("#endif\n", guardDepth(k.Guard)))
 	}
 	u.CPP = out.String()
-	return u, nil
+	return nil
 }
 
 // blankMultilineAttributes removes attributes that span lines
@@ -947,7 +1081,7 @@ func depthOf(s string) int {
 // poisons it, or copies its initializer, when the first thread of each
 // threadgroup reaches it. Pointers and references into threadgroup memory
 // ("threadgroup float* p = tile;") only lose the qualifier, in the shim.
-func rewriteThreadgroup(u *Unit, lines []line, i, col int, inKernel func(int) (string, bool)) (bool, error) {
+func rewriteThreadgroup(u *Unit, lines []line, i, col int, inKernel func(int) (string, bool), target Target) (bool, error) {
 	l := lines[i]
 	var stmt strings.Builder
 	end, endOff := -1, 0
@@ -1020,6 +1154,15 @@ func rewriteThreadgroup(u *Unit, lines []line, i, col int, inKernel func(int) (s
 		dims = strings.Join(strings.Fields(dims), "")
 		init = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(init), "="))
 		u.Threadgroup = append(u.Threadgroup, ThreadgroupArray{Name: name, Type: typ, Dims: dims, File: l.file, Line: l.num, Kernel: kname})
+		if target == CUDA {
+			// Shared memory has no initialisers in CUDA, and one written
+			// by every thread would race with the threads already using it.
+			if init != "" {
+				return false, fmt.Errorf("%w: %s:%d: threadgroup variable %s has an initialiser (not translated for CUDA)", ErrUnsupported, l.file, l.num, name)
+			}
+			fmt.Fprintf(&gen, "__shared__ %s %s%s; ", typ, name, dims)
+			continue
+		}
 		fmt.Fprintf(&gen, "static thread_local %s %s%s; ", typ, name, dims)
 		if init == "" {
 			fmt.Fprintf(&gen, "::mslemu::tg_array((void*)&%s, sizeof(%s), __FILE__, __LINE__, %d); ", name, name, counted)
@@ -1062,7 +1205,7 @@ func rewriteThreadgroup(u *Unit, lines []line, i, col int, inKernel func(int) (s
 // between vector types of different sizes clang rejects them (spec Part 1).
 // The operand is a unary expression: prefix operators, then a name, number
 // or parenthesised expression, then calls, subscripts and member accesses.
-func rewriteCasts(text, blank string, typeParams map[string]bool) (string, error) {
+func rewriteCasts(text, blank string, typeParams map[string]bool, castFn string) (string, error) {
 	for {
 		ms := castRe.FindAllStringSubmatchIndex(blank, -1)
 		for _, m := range anyCastRe.FindAllStringSubmatchIndex(blank, -1) {
@@ -1098,7 +1241,7 @@ func rewriteCasts(text, blank string, typeParams map[string]bool) (string, error
 		if typeParams[typ] {
 			// A template type parameter may be a vector type, for which a
 			// C-style cast does not convert; the shim's cast does.
-			typ = "::mslemu::cast<" + typ + ">"
+			typ = castFn + "<" + typ + ">"
 		}
 		repl := func(s string) string {
 			return s[:m[0]] + typ + "(" + strings.TrimSpace(s[m[1]:end]) + ")" + s[end:]

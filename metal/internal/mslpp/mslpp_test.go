@@ -259,7 +259,7 @@ func TestRewriteCasts(t *testing.T) {
 		{"x = (U)y;", "x = (U)y;"},
 	}
 	for _, c := range cases {
-		got, err := rewriteCasts(c.in, c.in, map[string]bool{"T": true, "type4": true})
+		got, err := rewriteCasts(c.in, c.in, map[string]bool{"T": true, "type4": true}, "::mslemu::cast")
 		if err != nil || got != c.want {
 			t.Errorf("rewriteCasts(%q) = %q, %v; want %q", c.in, got, err, c.want)
 		}
