@@ -11,6 +11,7 @@ import (
 
 	"github.com/laya-metal/laya/backend"
 	_ "github.com/laya-metal/laya/backend/cpu"
+	"github.com/laya-metal/laya/heads"
 	"github.com/laya-metal/laya/internal/forwardpass"
 	"github.com/laya-metal/laya/internal/oracletest"
 	"github.com/laya-metal/laya/metal/cuda"
@@ -47,23 +48,14 @@ func (m *model) forward(ctx context.Context, be backend.Backend, rows []forwardp
 // decision head's stages.
 func (m *model) forwardObserved(ctx context.Context, be backend.Backend, rows []forwardpass.Row, obs backend.Observer) (logits, actProbs [][]float32, err error) {
 	batch := forwardpass.Pad(rows, int32(m.ckpt.Encoder.PadTokenID))
-	markerRows, counts, seqLen := batch.MarkerRows, batch.Counts, batch.SeqLen
+	markerRows, counts := batch.MarkerRows, batch.Counts
 	s := be.NewStream()
 	defer s.Close()
-	hidden, err := m.Encoder.Forward(ctx, s, batch.EncoderBatch(), obs)
+	pass, err := m.RunObserved(ctx, s, batch, obs)
 	if err != nil {
 		return nil, nil, err
 	}
-	var headObs backend.Observer
-	if obs != nil {
-		headObs = func(s backend.Stream, stage string, i int, t backend.Tensor) { obs(s, "head "+stage, i, t) }
-	}
-	if hidden, err = m.Decision.Forward(ctx, s, hidden, batch.QTypes, batch.Lengths, seqLen, headObs); err != nil {
-		return nil, nil, err
-	}
-	var markers backend.Tensor
-	z := m.Scorer.Forward(s, hidden, markerRows, &markers)
-	_, probs := m.Act.Forward(s, hidden, z, counts, seqLen)
+	z, probs := pass.Logits, pass.ActProbs
 	zHost := make([]float32, len(markerRows))
 	nAct := probs.Cols()
 	probsHost := make([]float32, len(rows)*nAct)
@@ -84,7 +76,7 @@ func (m *model) forwardObserved(ctx context.Context, be backend.Backend, rows []
 func oracleRows(c oracletest.Case) []forwardpass.Row {
 	rows := make([]forwardpass.Row, len(c.Rows))
 	for i, r := range c.Rows {
-		rows[i] = forwardpass.Row{IDs: r.InputIDs, Markers: r.Markers, QType: r.QType}
+		rows[i] = forwardpass.Row{IDs: r.InputIDs, Markers: r.Markers, QType: heads.QType(r.QType)}
 	}
 	return rows
 }
@@ -164,7 +156,7 @@ func syntheticRows(t *testing.T, base string, q, n int) []forwardpass.Row {
 		for j, p := range r.Markers {
 			markers[j] = p + extra
 		}
-		rows[i] = forwardpass.Row{IDs: ids, Markers: markers, QType: r.QType}
+		rows[i] = forwardpass.Row{IDs: ids, Markers: markers, QType: heads.QType(r.QType)}
 	}
 	return rows
 }
