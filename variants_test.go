@@ -13,9 +13,9 @@ import (
 )
 
 // variantsDir holds synthetic checkpoints in shapes the oracle does not
-// cover (written by scripts/variants) and, beside each, goldens.json: the
+// cover (written by scripts/goldens/variants) and, beside each, goldens.json: the
 // outputs of the model rebuilt from torch's and transformers' own modules
-// (scripts/variants/reference.py, which first reproduces the oracle
+// (scripts/goldens/variants/reference.py, which first reproduces the oracle
 // goldens of tiny-en and tiny-ml-mlxnames to within 9e-6).
 const variantsDir = "testdata/variants"
 

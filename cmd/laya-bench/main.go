@@ -79,7 +79,7 @@ attention, joins) leaves it.
 with another system's runs: after loading and the warm-up it writes a JSON
 header line (with the request's input_tokens), then runs one request per
 line read from stdin and writes {"ms": wall time}; "quit" or the end of
-stdin ends it (scripts/bench-torch/paired.py pairs it with PyTorch).
+stdin ends it (scripts/bench/bench-torch/paired.py pairs it with PyTorch).
 
 --plan prints the Metal work plan of one request without a GPU or weights
 (only the configuration): dispatches, barriers, FLOPs and bytes per
@@ -156,7 +156,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&o.plan, "plan", false, "print the Metal work plan of one request (a MODEL: dispatches, FLOPs, bytes, roofline floors; no GPU, no weights; see plan.go)")
 	fs.IntVar(&o.tokens, "tokens", 93, "with --plan: tokens per question")
 	fs.BoolVar(&o.splitK, "split-k", false, "deterministic split-K on (for an M3 Max's threadgroup slots; two dispatches per split GEMM): in --plan, or on a metal backend")
-	fs.BoolVar(&o.paced, "paced", false, "after loading and --warmup, run one timed request of the one --questions count per line read from stdin and write its wall time as a JSON line (for a driver interleaving another system's runs: scripts/bench-torch/paired.py)")
+	fs.BoolVar(&o.paced, "paced", false, "after loading and --warmup, run one timed request of the one --questions count per line read from stdin and write its wall time as a JSON line (for a driver interleaving another system's runs: scripts/bench/bench-torch/paired.py)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

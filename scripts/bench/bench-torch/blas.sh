@@ -9,9 +9,9 @@
 # first on PATH) and laya/laya-bench binaries (BIN, from build.sh).
 #
 # Usage, from the module root:
-#   scripts/bench-torch/build.sh && scripts/bench-torch/blas.sh
+#   scripts/bench/bench-torch/build.sh && scripts/bench/bench-torch/blas.sh
 # Options (environment):
-#   BIN=scripts/bench-torch/bin   WORK=${TMPDIR:-/tmp}/laya-parity   CORES=$(nproc)
+#   BIN=scripts/bench/bench-torch/bin   WORK=${TMPDIR:-/tmp}/laya-parity   CORES=$(nproc)
 #   PRESETS="english multilingual"   QUESTIONS="1 10"   ROUNDS=3   RUNS=5   PYTHON=python3
 #   OPENBLAS_CORETYPE=SkylakeX (or Haswell, …) where OpenBLAS does not know the CPU and
 #   falls back to generic kernels: the table's last column says which kernels it ran

@@ -1,4 +1,4 @@
-"""Times the PyTorch reference forward (scripts/variants/reference.py's
+"""Times the PyTorch reference forward (scripts/goldens/variants/reference.py's
 model: transformers ModernBertModel + torch TransformerEncoderLayer heads,
 fp32, sdpa) on a Laya checkpoint: N question rows of T tokens each, one
 padded batch, as laya-bench's workload of N questions runs them.
@@ -17,7 +17,7 @@ import statistics
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "variants"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "goldens", "variants"))
 import reference  # noqa: E402
 import torch  # noqa: E402
 import transformers  # noqa: E402

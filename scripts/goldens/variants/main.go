@@ -10,7 +10,7 @@
 //
 // Usage, from the module root:
 //
-//	go run ./scripts/variants [-out testdata/variants]
+//	go run ./scripts/goldens/variants [-out testdata/variants]
 package main
 
 import (

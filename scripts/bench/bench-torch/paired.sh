@@ -5,7 +5,10 @@
 # Prints, per workload, both medians and the median per-pair ratio with its
 # 95 % bootstrap interval; writes paired-*.json and paired.md under OUT. The
 # table also lists the cells earlier calls left in OUT, marked "earlier call"
-# with their time.
+# with their time. Every call also records itself in OUT/run.json (date,
+# commit of the binaries, machine, command): with
+# OUT=benchmarks/results/DATE-COMMIT the folder is a run that
+# `go run ./scripts/bench/benchtables` turns into BENCHMARKS.md's tables.
 #
 # Needs what run.sh needs (python3 with torch, transformers, safetensors,
 # numpy; taskset; build.sh's static binaries in BIN), no Go.
@@ -16,14 +19,14 @@
 # CPU, as blas.sh says); it writes blaspaired-*.json and blaspaired.md.
 #
 # Usage, from the module root:
-#   scripts/bench-torch/build.sh                    # on a machine with Go
-#   CORES=2 QUESTIONS=10 scripts/bench-torch/paired.sh
+#   scripts/bench/bench-torch/build.sh                    # on a machine with Go
+#   CORES=2 QUESTIONS=10 scripts/bench/bench-torch/paired.sh
 # Options (environment):
-#   BIN=scripts/bench-torch/bin   WORK=${TMPDIR:-/tmp}/laya-parity   OUT=$WORK/bench
+#   BIN=scripts/bench/bench-torch/bin   WORK=${TMPDIR:-/tmp}/laya-parity   OUT=$WORK/bench
 #   CORES="2 all"   PRESETS="english multilingual"   QUESTIONS="1 10"   PAIRS=12   WARMUP=2   GAP=0.3
 #   REFERENCE=torch (or blas)   PYTHON=python3
 # Example (the development machine's OpenBLAS comparison):
-#   REFERENCE=blas CORES=2 QUESTIONS=10 PAIRS=30 OPENBLAS_CORETYPE=SkylakeX scripts/bench-torch/paired.sh
+#   REFERENCE=blas CORES=2 QUESTIONS=10 PAIRS=30 OPENBLAS_CORETYPE=SkylakeX scripts/bench/bench-torch/paired.sh
 set -euo pipefail
 PAIRS=${PAIRS:-12}
 REFERENCE=${REFERENCE:-torch}
@@ -55,6 +58,31 @@ for cores in $CORES; do
     done
   done
 done
+# run.json: what a results folder says about the run (benchtables reads it).
+"$PYTHON" - "$OUT/run.json" "$BIN" "REFERENCE=$REFERENCE CORES=\"$CORES\" PRESETS=\"$PRESETS\" QUESTIONS=\"$QUESTIONS\" PAIRS=$PAIRS WARMUP=$WARMUP GAP=$GAP scripts/bench/bench-torch/paired.sh" <<'PY'
+import json, os, platform, sys, time
+path, bin_dir, command = sys.argv[1:4]
+run = json.load(open(path)) if os.path.exists(path) else {}
+try:
+    commit = open(os.path.join(bin_dir, "COMMIT")).read().strip()
+except OSError:
+    commit = "unknown"
+model = platform.processor() or platform.machine()
+try:
+    for line in open("/proc/cpuinfo"):
+        if line.startswith("model name"):
+            model = line.split(":", 1)[1].strip()
+            break
+except OSError:
+    pass
+run.setdefault("date", time.strftime("%Y-%m-%d", time.gmtime()))
+run.setdefault("commit", commit)
+run.setdefault("machine", "%s, %d CPUs visible, %s" % (model, os.cpu_count(), platform.platform()))
+run.setdefault("transcribed", False)
+run.setdefault("notes", "")
+run["commands"] = run.get("commands", []) + [command]
+json.dump(run, open(path, "w"), indent=1)
+PY
 # The table keeps the cells of earlier calls under OUT (so that cells run in
 # separate calls make one table), each marked with its file's time.
 "$PYTHON" - "$OUT" "$prefix" "$REFERENCE" "$label" "${written[@]}" <<'PY' | tee "$OUT/$prefix.md"

@@ -5,7 +5,7 @@
 # full-size parity check, and the ratio to PyTorch. Each step writes into
 # OUT and a failed step does not stop the next.
 #
-# Usage, from the module root:  scripts/bench-torch/all.sh OUT [BIN]
+# Usage, from the module root:  scripts/bench/bench-torch/all.sh OUT [BIN]
 # (the scripts may live elsewhere: they find each other beside this file;
 # testdata/ is read from the current directory.)
 set -uo pipefail
@@ -17,7 +17,7 @@ export WORK
 mkdir -p "$OUT" "$WORK"
 { lscpu; nproc; free -g; python3 -c 'import torch, transformers; print("torch", torch.__version__, "transformers", transformers.__version__, "threads", torch.get_num_threads())'; } > "$OUT/machine.txt" 2>&1
 step() { local name=$1; shift; echo "== $name $(date +%T)" >&2; local t0=$SECONDS; "$@" > "$OUT/$name.log" 2>&1; echo "   rc $? in $((SECONDS - t0)) s" >&2; }
-step parity "$HERE/../parity/run.sh" "$BIN" "$WORK" "$OUT/parity"
+step parity "$HERE/../../goldens/parity/run.sh" "$BIN" "$WORK" "$OUT/parity"
 ALL=$(nproc)
 step gobench-cpu "$BIN/cpu.test" -test.run '^$' -test.bench 'GEMM/(avx512|avx2|neon)|Attention|Widen|Gelu' -test.benchtime 20x -test.cpu "2,$ALL"
 step gobench-load env LAYA_BENCH_MODEL="$WORK/english" "$BIN/laya.test" -test.run '^$' -test.bench 'Load' -test.benchtime 5x

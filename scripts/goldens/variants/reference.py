@@ -22,7 +22,7 @@ Before writing anything it reproduces the oracle goldens of tiny-en and
 tiny-ml-mlxnames (upstream's own outputs) and stops if they differ.
 
 Usage (from the module root, on a machine with PyTorch and transformers):
-    python3 scripts/variants/reference.py OUTDIR [VARIANT_DIR ...]
+    python3 scripts/goldens/variants/reference.py OUTDIR [VARIANT_DIR ...]
 Writes OUTDIR/<variant>/goldens.json and OUTDIR/report.json.
 """
 
@@ -233,7 +233,7 @@ def variant_goldens(ckpt_dir):
     d = cfg.hidden_size
     return name, {
         "variant": name,
-        "about": "Forward goldens from torch/transformers modules (scripts/variants/reference.py), "
+        "about": "Forward goldens from torch/transformers modules (scripts/goldens/variants/reference.py), "
                  "CPU FP32, attn_implementation sdpa; rows run in padded batches of batch_size.",
         "as_read_by_transformers": {
             "layer_types": list(getattr(cfg, "layer_types", None) or []),

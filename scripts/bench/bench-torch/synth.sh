@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Writes the synthetic full-size checkpoint of a preset into WORK/PRESET
-# once (run.sh, blas.sh and scripts/parity/run.sh share it). The
+# once (run.sh, blas.sh and scripts/goldens/parity/run.sh share it). The
 # multilingual one gets the real 256k-entry Gemma tokenizer (mmBERT's family)
 # when build.sh fetched it into BIN/tokenizer-multilingual, so that its
 # tokenization and loading cost what laya-multilingual's do; otherwise, and

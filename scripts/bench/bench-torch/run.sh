@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Ours (laya-bench, end to end: validation, tokenization, forward, answer
 # JSON) against PyTorch's forward alone (torch_bench.py, the model of
-# scripts/variants/reference.py) on the same synthetic full-size checkpoints
+# scripts/goldens/variants/reference.py) on the same synthetic full-size checkpoints
 # and the same machine, pinned to the same cores: taskset + GOMAXPROCS for
 # ours, taskset + torch.set_num_threads for PyTorch. Prints the ratio table.
 #
@@ -9,16 +9,16 @@
 # Go: take the static binaries of build.sh along (BIN).
 #
 # Usage, from the module root:
-#   scripts/bench-torch/build.sh                 # on a machine with Go
-#   scripts/bench-torch/run.sh [options]         # on the machine with PyTorch
+#   scripts/bench/bench-torch/build.sh                 # on a machine with Go
+#   scripts/bench/bench-torch/run.sh [options]         # on the machine with PyTorch
 # Options (environment):
-#   BIN=scripts/bench-torch/bin   WORK=${TMPDIR:-/tmp}/laya-parity   OUT=$WORK/bench
+#   BIN=scripts/bench/bench-torch/bin   WORK=${TMPDIR:-/tmp}/laya-parity   OUT=$WORK/bench
 #   CORES="2 all"   PRESETS="english multilingual"   QUESTIONS="1 10"   RUNS=10   WARMUP=3   ROUNDS=1
 # ROUNDS > 1 alternates ours and PyTorch that many times per workload (each
 # round RUNS timed runs of each) and pools the samples: on a shared host
 # whose speed drifts, both then see the same drift.
 # Example:
-#   CORES="2 16" RUNS=20 scripts/bench-torch/run.sh
+#   CORES="2 16" RUNS=20 scripts/bench/bench-torch/run.sh
 set -euo pipefail
 RUNS=${RUNS:-10}
 WARMUP=${WARMUP:-3}

@@ -2,15 +2,15 @@
 
 For each checkpoint directory (synthetic full-size checkpoints written by
 `laya synth`, see run.sh) it draws the random valid token rows of
-scripts/variants/reference.py (lengths 5..200, all question types, 1..12
+scripts/goldens/variants/reference.py (lengths 5..200, all question types, 1..12
 options), runs them through the PyTorch model that reference.py builds from
 torch's and transformers' own modules (after checking that model against the
 upstream oracle goldens of tiny-en), runs the same rows through our forward
-(the static `parity` binary, scripts/parity/main.go, cpu backend) in the same
+(the static `parity` binary, scripts/goldens/parity/main.go, cpu backend) in the same
 padded batches, and reports max |delta logit| and max |delta act prob|.
 
 Usage (from the module root, on a machine with PyTorch and transformers):
-    python3 scripts/parity/parity.py --bin BIN_DIR --out OUT_DIR CKPT_DIR ...
+    python3 scripts/goldens/parity/parity.py --bin BIN_DIR --out OUT_DIR CKPT_DIR ...
 Writes OUT_DIR/parity.json; exits 1 when a gate (logits 1e-4, act probs 1e-5)
 fails.
 """
@@ -24,7 +24,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "variants"))
-import reference  # noqa: E402  (scripts/variants/reference.py)
+import reference  # noqa: E402  (scripts/goldens/variants/reference.py)
 import torch  # noqa: E402
 import transformers  # noqa: E402
 

@@ -11,12 +11,12 @@
 # (BIN/laya, from build.sh).
 #
 # Usage, from the module root:
-#   scripts/bench-torch/ab.sh OLD/laya-bench NEW/laya-bench
+#   scripts/bench/bench-torch/ab.sh OLD/laya-bench NEW/laya-bench
 # Options (environment):
-#   BIN=scripts/bench-torch/bin   WORK=${TMPDIR:-/tmp}/laya-parity   CORES="2"
+#   BIN=scripts/bench/bench-torch/bin   WORK=${TMPDIR:-/tmp}/laya-parity   CORES="2"
 #   PRESETS="english multilingual"   QUESTIONS="1 10"   PAIRS=6   RUNS=5   PYTHON=python3
 # Example (16 and 2 cores, ten questions, 8 pairs):
-#   CORES="16 2" QUESTIONS=10 PAIRS=8 scripts/bench-torch/ab.sh /tmp/old/laya-bench scripts/bench-torch/bin/laya-bench
+#   CORES="16 2" QUESTIONS=10 PAIRS=8 scripts/bench/bench-torch/ab.sh /tmp/old/laya-bench scripts/bench/bench-torch/bin/laya-bench
 set -euo pipefail
 if [ $# -ne 2 ] || [ ! -x "$1" ] || [ ! -x "$2" ]; then
   echo "usage: ab.sh A B   (two executable laya-bench binaries; see the comment at the top)" >&2

@@ -5,7 +5,7 @@
 //
 // Regenerate (from the repository root):
 //
-//	cd scripts/tokenizer-goldens && npm install && node gen.mjs
+//	cd scripts/goldens/tokenizer-goldens && npm install && node gen.mjs
 //
 // It reads the tokenizers listed in TOKENIZERS below and writes
 // testdata/tokenizers/generated/<name>.json: ~3000 deterministic
@@ -29,7 +29,7 @@ const { Tokenizer } = require("tokenizers");
 const tokenizersVersion = require("tokenizers/package.json").version;
 
 const here = dirname(fileURLToPath(import.meta.url));
-const root = join(here, "..", "..");
+const root = join(here, "..", "..", "..");
 const outDir = join(root, "testdata", "tokenizers", "generated");
 
 const TOKENIZERS = {
@@ -286,7 +286,7 @@ async function main() {
       tokenizer: relative(root, path),
       tokenizer_sha256: createHash("sha256").update(bytes).digest("hex"),
       reference: `huggingface tokenizers ${tokenizersVersion} (npm binding)`,
-      generator: "scripts/tokenizer-goldens/gen.mjs",
+      generator: "scripts/goldens/tokenizer-goldens/gen.mjs",
       seed: SEED,
       cases,
     };

@@ -2,8 +2,8 @@
 # mac-check.sh: the one command that checks the Metal backend on a real Mac
 # and writes a report worth sending back.
 #
-#   scripts/mac-check.sh          quick check (about 5 minutes)
-#   scripts/mac-check.sh --full   also the full-size synthetic benchmark
+#   scripts/maccheck/mac-check.sh          quick check (about 5 minutes)
+#   scripts/maccheck/mac-check.sh --full   also the full-size synthetic benchmark
 #                                 (ModernBERT-large shapes; writes ~1 GB
 #                                 once into the user cache; 15+ minutes)
 #
@@ -41,7 +41,7 @@ for arg in "$@"; do
 	esac
 done
 
-root="$(cd "$(dirname "$0")/.." && pwd)"
+root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root" || exit 2
 export CGO_ENABLED=0
 
@@ -116,7 +116,7 @@ fact "repository" "$(git -C "$root" describe --always --dirty 2>/dev/null || ech
 fact "mode" "$([[ $full == 1 ]] && echo full || echo quick)"
 
 if ! command -v go >/dev/null 2>&1; then
-	stop "Go is not installed: get it from https://go.dev/dl/ (or brew install go) and run scripts/mac-check.sh again"
+	stop "Go is not installed: get it from https://go.dev/dl/ (or brew install go) and run scripts/maccheck/mac-check.sh again"
 fi
 fact "go" "$(go version 2>&1)"
 go env >"$logdir/go-env.log" 2>&1

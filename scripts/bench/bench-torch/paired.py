@@ -21,7 +21,7 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "variants"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "goldens", "variants"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pacing  # noqa: E402
 import reference  # noqa: E402
