@@ -12,6 +12,11 @@ import (
 	"github.com/laya-metal/laya/weights"
 )
 
+// The checkpoints need only Go; their goldens need PyTorch and transformers
+// (reference.py says which versions it was run with).
+//go:generate go run ./scripts/goldens/variants -out testdata/variants
+//go:generate sh -c "python3 scripts/goldens/variants/reference.py testdata/variants testdata/variants/*/"
+
 // variantsDir holds synthetic checkpoints in shapes the oracle does not
 // cover (written by scripts/goldens/variants) and, beside each, goldens.json: the
 // outputs of the model rebuilt from torch's and transformers' own modules

@@ -10,6 +10,9 @@ import (
 	"testing"
 )
 
+// Regenerating needs node and npm (the Rust core comes with npm's tokenizers).
+//go:generate sh -c "cd ../scripts/goldens/tokenizer-goldens && npm ci && node gen.mjs"
+
 // TestGeneratedGoldens checks the differential goldens that
 // scripts/goldens/tokenizer-goldens/gen.mjs wrote with the Rust core of Hugging Face
 // tokenizers: ~3000 random mixed-script strings for each shipped tokenizer,
