@@ -13,7 +13,7 @@ import (
 )
 
 // The checkpoints need only Go; their goldens need PyTorch and transformers
-// (reference.py says which versions it was run with).
+// (each goldens.json records the versions it was written with).
 //go:generate go run ./scripts/goldens/variants -out testdata/variants
 //go:generate sh -c "python3 scripts/goldens/variants/reference.py testdata/variants testdata/variants/*/"
 
