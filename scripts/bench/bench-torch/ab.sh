@@ -4,8 +4,8 @@
 # A, so that a drifting machine is seen by both equally), on the synthetic
 # full-size checkpoints. Prints, per workload, both medians and the median
 # of the paired ratios B/A with how many pairs B won: the method of the
-# README's "×0.99 of the older code" A/Bs on the 16-core host. A
-# single pair there means little (that host drifts by 10–20 % between runs).
+# "×0.99 of the older code" A/Bs in docs/perf-log.md. A single pair on a
+# shared host means little (one drifted by 10–20 % between runs).
 #
 # Needs python3 (no packages) and taskset; laya for the checkpoints
 # (BIN/laya, from build.sh).

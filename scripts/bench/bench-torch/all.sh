@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Everything the CPU speed section of the README reports, in one go, on a
-# machine with PyTorch and no Go (the device host): the Go micro-benchmarks
+# Everything BENCHMARKS.md's CPU tables rest on, in one go, on a
+# machine with PyTorch and no Go: the Go micro-benchmarks
 # (GFLOP/s per kernel, load time) from the prebuilt test binaries, the
 # full-size parity check, and the ratio to PyTorch. Each step writes into
 # OUT and a failed step does not stop the next.

@@ -1,7 +1,7 @@
 """Ours against numpy's BLAS doing the model's matrix products alone, run by
-run (the issue's "our whole forward faster than OpenBLAS's matrix products
-alone"): one laya-bench request end to end, then one pass of every encoder
-and decision-head weight's product at the request's token count
+run (BENCHMARKS.md's "ours against the BLAS products alone"): one laya-bench
+request end to end, then one pass of every encoder and decision-head
+weight's product at the request's token count
 (blas_bench.py's operands, fp32), then the next pair in the other order, on
 the same cores. blas.sh alternates whole processes a few rounds; on a
 shared machine whose speed moves by tens of percent within minutes, that

@@ -9,7 +9,7 @@ set -euo pipefail
 BIN=${1:-scripts/bench/bench-torch/bin}
 mkdir -p "$BIN"
 export CGO_ENABLED=0
-# Stripped (-s -w): the binaries travel to the device host within its size limit.
+# Stripped (-s -w): the binaries travel light to a host without Go.
 LDFLAGS="-s -w"
 go build -ldflags "$LDFLAGS" -o "$BIN/laya" ./cmd/laya
 go build -ldflags "$LDFLAGS" -o "$BIN/laya-bench" ./cmd/laya-bench

@@ -14,7 +14,7 @@
 # numpy; taskset; build.sh's static binaries in BIN), no Go.
 #
 # REFERENCE=blas pairs ours with numpy's BLAS doing the model's matrix
-# products alone instead (blas_paired.py: the OpenBLAS comparison;
+# products alone instead (blas_paired.py: BENCHMARKS.md's BLAS comparison;
 # needs only numpy, and OPENBLAS_CORETYPE where OpenBLAS does not know the
 # CPU, as blas.sh says); it writes blaspaired-*.json and blaspaired.md.
 #
