@@ -1,11 +1,12 @@
-// Command benchtables writes the speed tables of BENCHMARKS.md from the raw
-// results under benchmarks/results, so that a table in the document is
-// always the rendering of files a run left, never numbers typed by hand.
+// Command benchtables writes the speed tables of BENCHMARKS.md, and the
+// README's summary of them, from the raw results under benchmarks/results,
+// so that a table in either is always the rendering of files a run left,
+// never numbers typed by hand.
 //
 // Usage, from the module root:
 //
 //	go run ./scripts/bench/benchtables            # rewrite BENCHMARKS.md
-//	go run ./scripts/bench/benchtables -check     # exit 1 if it is out of date
+//	go run ./scripts/bench/benchtables -check     # exit 1 if one is out of date
 //
 // A results folder is benchmarks/results/<date>-<commit>/ and holds a
 // run.json (date, commit, machine, commands, whether the numbers were
@@ -18,14 +19,15 @@
 //   - <name>.csv: any other table, header row first (laya serve's and laya
 //     snake's benchmarks).
 //
-// BENCHMARKS.md marks where each table goes:
+// BENCHMARKS.md and README.md mark where each table goes:
 //
-//	<!-- benchtables: paired -->        (or blaspaired, or csv:<name>)
+//	<!-- benchtables: paired -->        (or blaspaired, csv:<name>, summary)
 //	…generated…
 //	<!-- benchtables: end -->
 //
 // Each marked table is rendered from the newest folder (by name, so by
-// date) that has files of its kind.
+// date) that has files of its kind; summary condenses the newest paired and
+// blaspaired tables into ranges of their ratios.
 package main
 
 //go:generate go run . -root ../../..
@@ -92,25 +94,31 @@ func main() {
 	root := flag.String("root", ".", "module root (holds BENCHMARKS.md and benchmarks/results)")
 	check := flag.Bool("check", false, "do not write: exit 1 when BENCHMARKS.md differs from what the results give")
 	flag.Parse()
-	doc := filepath.Join(*root, "BENCHMARKS.md")
-	old, err := os.ReadFile(doc)
-	if err != nil {
-		fail(err)
-	}
-	updated, err := render(old, os.DirFS(*root))
-	if err != nil {
-		fail(err)
-	}
-	if bytes.Equal(old, updated) {
-		return
-	}
-	if *check {
-		fail(errors.New("BENCHMARKS.md is out of date with benchmarks/results: run go run ./scripts/bench/benchtables"))
-	}
-	if err := os.WriteFile(doc, updated, 0o644); err != nil {
-		fail(err)
+	for _, name := range documents {
+		doc := filepath.Join(*root, name)
+		old, err := os.ReadFile(doc)
+		if err != nil {
+			fail(err)
+		}
+		updated, err := render(old, os.DirFS(*root))
+		if err != nil {
+			fail(fmt.Errorf("%s: %w", name, err))
+		}
+		if bytes.Equal(old, updated) {
+			continue
+		}
+		if *check {
+			fail(fmt.Errorf("%s is out of date with benchmarks/results: run go run ./scripts/bench/benchtables", name))
+		}
+		if err := os.WriteFile(doc, updated, 0o644); err != nil {
+			fail(err)
+		}
 	}
 }
+
+// documents are the files whose marked tables are generated: the full tables
+// and the README's summary of them.
+var documents = []string{"BENCHMARKS.md", "README.md"}
 
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "benchtables:", err)
@@ -161,9 +169,34 @@ const resultsDir = "benchmarks/results"
 
 // renderKind renders one table from the newest folder that has its files.
 func renderKind(kind string, fsys fs.FS) (string, error) {
-	dirs, err := fs.ReadDir(fsys, resultsDir)
+	if kind == "summary" {
+		return summaryTable(fsys)
+	}
+	dir, r, files, err := latest(kind, fsys)
 	if err != nil {
 		return "", err
+	}
+	var table string
+	if name, ok := strings.CutPrefix(kind, "csv:"); ok {
+		table, err = csvTable(fsys, path.Join(dir, name+".csv"))
+	} else {
+		var cells []cell
+		if cells, err = readCells(fsys, dir, files); err == nil {
+			table = pairedTable(kind, cells)
+		}
+	}
+	if err != nil {
+		return "", err
+	}
+	return provenance(dir, r) + "\n" + table, nil
+}
+
+// latest finds the newest results folder (by name, so by date) with files
+// of kind, and returns it, its run.json and those files.
+func latest(kind string, fsys fs.FS) (string, run, []string, error) {
+	dirs, err := fs.ReadDir(fsys, resultsDir)
+	if err != nil {
+		return "", run{}, nil, err
 	}
 	var names []string
 	for _, d := range dirs {
@@ -176,7 +209,7 @@ func renderKind(kind string, fsys fs.FS) (string, error) {
 		dir := path.Join(resultsDir, name)
 		entries, err := fs.ReadDir(fsys, dir)
 		if err != nil {
-			return "", err
+			return "", run{}, nil, err
 		}
 		var files []string
 		for _, e := range entries {
@@ -190,20 +223,11 @@ func renderKind(kind string, fsys fs.FS) (string, error) {
 		sort.Strings(files)
 		var r run
 		if err := readJSON(fsys, path.Join(dir, "run.json"), &r); err != nil {
-			return "", err
+			return "", run{}, nil, err
 		}
-		var table string
-		if name, ok := strings.CutPrefix(kind, "csv:"); ok {
-			table, err = csvTable(fsys, path.Join(dir, name+".csv"))
-		} else {
-			table, err = pairedTable(kind, fsys, dir, files)
-		}
-		if err != nil {
-			return "", err
-		}
-		return provenance(dir, r) + "\n" + table, nil
+		return dir, r, files, nil
 	}
-	return "", fmt.Errorf("no folder under %s has its files", resultsDir)
+	return "", run{}, nil, fmt.Errorf("no folder under %s has its files", resultsDir)
 }
 
 func matchesKind(kind, file string) bool {
@@ -241,24 +265,24 @@ func provenance(dir string, r run) string {
 	return b.String()
 }
 
-func pairedTable(kind string, fsys fs.FS, dir string, files []string) (string, error) {
+// readCells reads paired cells, in paired.sh's order: more cores first,
+// then preset, questions, and a cell's later calls after it.
+func readCells(fsys fs.FS, dir string, files []string) ([]cell, error) {
 	var cells []cell
 	for _, f := range files {
 		m := cellName.FindStringSubmatch(f)
 		var c cell
 		if err := readJSON(fsys, path.Join(dir, f), &c); err != nil {
-			return "", err
+			return nil, err
 		}
 		c.preset = m[2]
 		c.cores, _ = strconv.Atoi(m[3])
 		c.tag = m[5]
 		if q, _ := strconv.Atoi(m[4]); q != c.Questions {
-			return "", fmt.Errorf("%s/%s: the name says %d questions, the file %d", dir, f, q, c.Questions)
+			return nil, fmt.Errorf("%s/%s: the name says %d questions, the file %d", dir, f, q, c.Questions)
 		}
 		cells = append(cells, c)
 	}
-	// paired.sh's order: more cores first, then preset, questions, and a
-	// cell's later calls after it.
 	sort.SliceStable(cells, func(i, j int) bool {
 		a, b := cells[i], cells[j]
 		if a.cores != b.cores {
@@ -272,6 +296,10 @@ func pairedTable(kind string, fsys fs.FS, dir string, files []string) (string, e
 		}
 		return a.tag < b.tag
 	})
+	return cells, nil
+}
+
+func pairedTable(kind string, cells []cell) string {
 	ref := "PyTorch, forward only"
 	if kind == "blaspaired" {
 		ref = "BLAS products alone"
@@ -301,6 +329,79 @@ func pairedTable(kind string, fsys fs.FS, dir string, files []string) (string, e
 			workload, c.cores, c.InputTokens, millis(c.OursMedian), millis(refMedian),
 			ratio, c.CI95[0], c.CI95[1], c.OursFaster, c.Pairs)
 	}
+	return b.String()
+}
+
+// summaryTable condenses the newest PyTorch and BLAS tables into one line
+// per reference and core count: the range of the median per-pair ratios
+// over presets and calls, per question count.
+func summaryTable(fsys fs.FS) (string, error) {
+	type row struct {
+		ref    string
+		cores  int
+		ratios map[int][]float64
+	}
+	var rows []row
+	questions := map[int]bool{}
+	var sources []string
+	for _, k := range []struct{ kind, ref string }{
+		{"paired", "ours / PyTorch's forward"},
+		{"blaspaired", "ours / BLAS products alone"},
+	} {
+		dir, r, files, err := latest(k.kind, fsys)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", k.kind, err)
+		}
+		cells, err := readCells(fsys, dir, files)
+		if err != nil {
+			return "", err
+		}
+		for _, c := range cells {
+			if len(rows) == 0 || rows[len(rows)-1].ref != k.ref || rows[len(rows)-1].cores != c.cores {
+				rows = append(rows, row{k.ref, c.cores, map[int][]float64{}})
+			}
+			last := &rows[len(rows)-1]
+			last.ratios[c.Questions] = append(last.ratios[c.Questions], c.PairRatio)
+			questions[c.Questions] = true
+		}
+		sources = append(sources, fmt.Sprintf("[%s at %s](%s/)", r.Date, r.Commit, dir))
+	}
+	var qs []int
+	for q := range questions {
+		qs = append(qs, q)
+	}
+	sort.Ints(qs)
+	var b strings.Builder
+	b.WriteString("| comparison | cores |")
+	for _, q := range qs {
+		if q == 1 {
+			b.WriteString(" 1 question |")
+		} else {
+			fmt.Fprintf(&b, " %d questions |", q)
+		}
+	}
+	b.WriteString("\n|---|---:|" + strings.Repeat("---:|", len(qs)) + "\n")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "| %s | %d |", r.ref, r.cores)
+		for _, q := range qs {
+			rs := r.ratios[q]
+			if len(rs) == 0 {
+				b.WriteString(" |")
+				continue
+			}
+			lo, hi := rs[0], rs[0]
+			for _, x := range rs {
+				lo, hi = min(lo, x), max(hi, x)
+			}
+			if fmt.Sprintf("%.2f", lo) == fmt.Sprintf("%.2f", hi) {
+				fmt.Fprintf(&b, " %.2f× |", lo)
+			} else {
+				fmt.Fprintf(&b, " %.2f–%.2f× |", lo, hi)
+			}
+		}
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "\nRanges span English and multilingual; raw results: %s.\n", strings.Join(sources, ", "))
 	return b.String(), nil
 }
 

@@ -8,20 +8,26 @@ import (
 	"testing/fstest"
 )
 
-// BENCHMARKS.md must be what benchmarks/results gives: a hand edit of a
-// table, or a new results folder without regenerating, fails here.
-func TestBenchmarksMDUpToDate(t *testing.T) {
+// BENCHMARKS.md and the README must be what benchmarks/results gives: a
+// hand edit of a table, or a new results folder without regenerating,
+// fails here.
+func TestDocumentsUpToDate(t *testing.T) {
 	root := filepath.Join("..", "..", "..")
-	doc, err := os.ReadFile(filepath.Join(root, "BENCHMARKS.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := render(doc, os.DirFS(root))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(got) != string(doc) {
-		t.Fatal("BENCHMARKS.md is out of date with benchmarks/results: run go run ./scripts/bench/benchtables")
+	for _, name := range documents {
+		doc, err := os.ReadFile(filepath.Join(root, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(doc), beginPrefix) {
+			t.Errorf("%s has no generated table", name)
+		}
+		got, err := render(doc, os.DirFS(root))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if string(got) != string(doc) {
+			t.Errorf("%s is out of date with benchmarks/results: run go run ./scripts/bench/benchtables", name)
+		}
 	}
 }
 
@@ -120,6 +126,25 @@ func TestRender(t *testing.T) {
 			},
 			want: []string{
 				"| clients | batching | P99 ms |\n|---:|---|---|\n| 1 | on (10 ms) | 66–72 |\n| 8 | off | a\\|b |\n<!-- benchtables: end -->\noutro\n",
+			},
+		},
+		{
+			name: "summary: ranges over presets and calls, per reference and core count",
+			kind: "summary",
+			files: fstest.MapFS{
+				"benchmarks/results/2026-12-05-abc1234/run.json":                             {Data: []byte(runJSON)},
+				"benchmarks/results/2026-12-05-abc1234/paired-multilingual-2-q10.json":       {Data: []byte(pairedPyCell)},
+				"benchmarks/results/2026-12-05-abc1234/paired-multilingual-2-q10-call2.json": {Data: []byte(strings.Replace(pairedPyCell, "0.953", "0.9", 1))},
+				"benchmarks/results/2026-12-05-abc1234/paired-english-16-q1.json":            {Data: []byte(strings.Replace(blasPyCell, "blas_median", "torch_median", 1))},
+				"benchmarks/results/2026-12-06-bcd2345/run.json":                             {Data: []byte(strings.NewReplacer("abc1234", "bcd2345", "12-05", "12-06").Replace(runJSON))},
+				"benchmarks/results/2026-12-06-bcd2345/blaspaired-english-16-q1.json":        {Data: []byte(blasPyCell)},
+			},
+			want: []string{
+				"| comparison | cores | 1 question | 10 questions |\n|---|---:|---:|---:|\n" +
+					"| ours / PyTorch's forward | 16 | 0.71× | |\n" +
+					"| ours / PyTorch's forward | 2 | | 0.90–0.95× |\n" +
+					"| ours / BLAS products alone | 16 | 0.71× | |\n",
+				"[2026-12-05 at abc1234](benchmarks/results/2026-12-05-abc1234/), [2026-12-06 at bcd2345](benchmarks/results/2026-12-06-bcd2345/)",
 			},
 		},
 		{
