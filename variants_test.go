@@ -15,7 +15,7 @@ import (
 // The checkpoints need only Go; their goldens need PyTorch and transformers
 // (each goldens.json records the versions it was written with).
 //go:generate go run ./scripts/goldens/variants -out testdata/variants
-//go:generate sh -c "python3 scripts/goldens/variants/reference.py testdata/variants testdata/variants/*/"
+//go:generate sh -c "python3 scripts/goldens/variants/reference.py testdata/variants testdata/variants/*/ && mv testdata/variants/report.json testdata/variants/reference-report.json"
 
 // variantsDir holds synthetic checkpoints in shapes the oracle does not
 // cover (written by scripts/goldens/variants) and, beside each, goldens.json: the
