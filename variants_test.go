@@ -12,10 +12,15 @@ import (
 	"github.com/laya-metal/laya/weights"
 )
 
+// The checkpoints need only Go; their goldens need PyTorch and transformers
+// (each goldens.json records the versions it was written with).
+//go:generate go run ./scripts/goldens/variants -out testdata/variants
+//go:generate sh -c "python3 scripts/goldens/variants/reference.py testdata/variants testdata/variants/*/ && mv testdata/variants/report.json testdata/variants/reference-report.json"
+
 // variantsDir holds synthetic checkpoints in shapes the oracle does not
-// cover (written by scripts/variants) and, beside each, goldens.json: the
+// cover (written by scripts/goldens/variants) and, beside each, goldens.json: the
 // outputs of the model rebuilt from torch's and transformers' own modules
-// (scripts/variants/reference.py, which first reproduces the oracle
+// (scripts/goldens/variants/reference.py, which first reproduces the oracle
 // goldens of tiny-en and tiny-ml-mlxnames to within 9e-6).
 const variantsDir = "testdata/variants"
 

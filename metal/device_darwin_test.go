@@ -15,7 +15,7 @@ import (
 	"unsafe"
 )
 
-// These tests run the system device on a real Apple GPU (scripts/mac-check.sh
+// These tests run the system device on a real Apple GPU (scripts/maccheck/mac-check.sh
 // runs them with -run Device). Each compares the GPU's output with a Go
 // reference computed here in float64.
 

@@ -16,7 +16,7 @@ import (
 // zero-copy wrapping of a file mapping through Metal, invalid UTF-8, static
 // threadgroup memory and allocation-free Dispatch and Barrier.
 
-// TestDeviceInfo logs the device line scripts/mac-check.sh puts in its
+// TestDeviceInfo logs the device line scripts/maccheck/mac-check.sh puts in its
 // report ("metal-device name=... family=apple9 ... fp-functions=precise").
 func TestDeviceInfo(t *testing.T) {
 	dev := openSysTestDevice(t, sysTestSources())

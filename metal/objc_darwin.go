@@ -208,7 +208,7 @@ func registerSelectors() {
 // Every Objective-C path that can create autoreleased objects runs in one:
 // open and compile, pipeline creation, buffer creation and no-copy wrapping
 // (and their contents), Release, command buffer creation, commit, wait,
-// settle and Close. OBJC_DEBUG_MISSING_POOLS=YES (scripts/mac-check.sh's
+// settle and Close. OBJC_DEBUG_MISSING_POOLS=YES (scripts/maccheck/mac-check.sh's
 // validation pass) reports any path that autoreleases without one.
 //
 // Why pools per call path rather than one Metal goroutine: the pool stack is

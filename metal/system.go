@@ -291,7 +291,7 @@ func checkAppleFamily(name string, family int) error {
 }
 
 // SystemInfo is what the system device found and chose at open, for
-// reports (scripts/mac-check.sh reads String's line from the test log).
+// reports (scripts/maccheck/mac-check.sh reads String's line from the test log).
 type SystemInfo struct {
 	Name                  string
 	AppleFamily           int // highest MTLGPUFamilyAppleN supported

@@ -78,7 +78,7 @@ func TestInvalidUTF8At(t *testing.T) {
 	}
 }
 
-// scripts/mac-check.sh greps this line out of the test log: its shape is
+// scripts/maccheck/mac-check.sh greps this line out of the test log: its shape is
 // part of the report format.
 func TestSystemInfoLine(t *testing.T) {
 	info := SystemInfo{Name: "Apple M3 Max", AppleFamily: 9, LanguageVersion: MSLVersion{3, 1}, MathMode: MathSafe,

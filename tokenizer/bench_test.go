@@ -116,16 +116,16 @@ func bpeCopyNoCache(m *bpe) bpe {
 	}
 }
 
-// benchNPM runs scripts/tokenizer-goldens/bench.mjs once and reports the
+// benchNPM runs scripts/goldens/tokenizer-goldens/bench.mjs once and reports the
 // Rust binding's time per op in the same units, for comparison. It is
 // skipped when node or the npm package is not installed.
 func benchNPM(b *testing.B, tokPath string, corpus []string, size int) {
-	script := filepath.Join("..", "scripts", "tokenizer-goldens", "bench.mjs")
+	script := filepath.Join("..", "scripts", "goldens", "tokenizer-goldens", "bench.mjs")
 	if _, err := exec.LookPath("node"); err != nil {
 		b.Skip("node not installed")
 	}
-	if _, err := os.Stat(filepath.Join("..", "scripts", "tokenizer-goldens", "node_modules", "tokenizers")); err != nil {
-		b.Skip("npm tokenizers not installed (cd scripts/tokenizer-goldens && npm install)")
+	if _, err := os.Stat(filepath.Join("..", "scripts", "goldens", "tokenizer-goldens", "node_modules", "tokenizers")); err != nil {
+		b.Skip("npm tokenizers not installed (cd scripts/goldens/tokenizer-goldens && npm install)")
 	}
 	data, err := json.Marshal(corpus)
 	if err != nil {

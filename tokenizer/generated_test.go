@@ -10,8 +10,11 @@ import (
 	"testing"
 )
 
+// Regenerating needs node and npm (the Rust core comes with npm's tokenizers).
+//go:generate sh -c "cd ../scripts/goldens/tokenizer-goldens && npm ci && node gen.mjs"
+
 // TestGeneratedGoldens checks the differential goldens that
-// scripts/tokenizer-goldens/gen.mjs wrote with the Rust core of Hugging Face
+// scripts/goldens/tokenizer-goldens/gen.mjs wrote with the Rust core of Hugging Face
 // tokenizers: ~3000 random mixed-script strings for each shipped tokenizer,
 // 600 for each synthetic variant (synth-*.tokenizer.json) that exercises
 // the components the shipped files do not use.

@@ -133,7 +133,7 @@ func BenchmarkGEMMSmallM(b *testing.B) {
 // forward's GEMMs ran ~14 % below the same shapes alone with hot weights
 // (127 against ~148 GFLOP/s a core, 2 cores), the development machine
 // showed no gap, and whether cold weights explain the host's is not yet
-// measured on one host (README, CPU speed).
+// measured on one host (docs/perf-log.md).
 func BenchmarkLayerCold(b *testing.B) {
 	for _, c := range []struct {
 		name             string

@@ -103,7 +103,7 @@ func BenchmarkPackTile(b *testing.B) {
 // BenchmarkOuterSweep times the micro-kernel as outerFill drives it on one
 // group: every 8-row block of a 128-row F32 panel against each of a group's
 // Xᵀ tiles (B from L2), stored transposed into a staging block. Against
-// the FMA peak (scripts/amx-probe's "fma" line) it tells how much of a
+// the FMA peak (scripts/bench/amx-probe's "fma" line) it tells how much of a
 // GEMM's time the kernel itself could still give back. On the 2-core
 // development VM (probe: 169 GFLOP/s), one core, 100 in-process
 // alternations each: 170.7 GFLOP/s median at K = 1024 and 768 — the peak.

@@ -20,7 +20,7 @@ func TestConformanceGPU(t *testing.T) {
 
 // TestRSSAfterLoadGPU loads every weight of a checkpoint onto the GPU the
 // way laya.Load does (backend.Loader over the mmap'd file) and logs one
-// line for scripts/mac-check.sh: the backend's MappingReport and the peak
+// line for scripts/maccheck/mac-check.sh: the backend's MappingReport and the peak
 // resident set before and after. Run it alone in its process (-run
 // TestRSSAfterLoadGPU): ru_maxrss is a peak. With zero-copy wrapping the
 // growth stays near the pages the loader touches; a silent copy would add

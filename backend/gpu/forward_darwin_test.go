@@ -4,7 +4,7 @@ import (
 	"testing"
 )
 
-// The same checks on the Apple GPU (scripts/mac-check.sh runs them): every
+// The same checks on the Apple GPU (scripts/maccheck/mac-check.sh runs them): every
 // op against the CPU backend, and every golden case of every model.
 
 func openGPU(t *testing.T) *Backend {

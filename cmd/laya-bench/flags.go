@@ -56,7 +56,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.plan, "plan", false, "print the Metal work plan of one request (a MODEL: dispatches, FLOPs, bytes, roofline floors; no GPU, no weights; see plan.go)")
 	fs.IntVar(&o.tokens, "tokens", 93, "with --plan: tokens per question")
 	fs.BoolVar(&o.splitK, "split-k", false, "deterministic split-K on (for an M3 Max's threadgroup slots; two dispatches per split GEMM): in --plan, or on a metal backend")
-	fs.BoolVar(&o.paced, "paced", false, "after loading and --warmup, run one timed request of the one --questions count per line read from stdin and write its wall time as a JSON line (for a driver interleaving another system's runs: scripts/bench-torch/paired.py)")
+	fs.BoolVar(&o.paced, "paced", false, "after loading and --warmup, run one timed request of the one --questions count per line read from stdin and write its wall time as a JSON line (for a driver interleaving another system's runs: scripts/bench/bench-torch/paired.py)")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	if err := cli.ParseFlags(fs, args); err != nil {
 		return o, err

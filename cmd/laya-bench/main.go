@@ -78,7 +78,7 @@ attention, joins) leaves it.
 with another system's runs: after loading and the warm-up it writes a JSON
 header line (with the request's input_tokens), then runs one request per
 line read from stdin and writes {"ms": wall time}; "quit" or the end of
-stdin ends it (scripts/bench-torch/paired.py pairs it with PyTorch).
+stdin ends it (scripts/bench/bench-torch/paired.py pairs it with PyTorch).
 
 --plan prints the Metal work plan of one request without a GPU or weights
 (only the configuration): dispatches, barriers, FLOPs and bytes per

@@ -33,7 +33,7 @@ type pacedRun struct {
 }
 
 // runPaced serves timed requests on cue, for a driver that interleaves
-// them with another system's runs (scripts/bench-torch/paired.py alternates
+// them with another system's runs (scripts/bench/bench-torch/paired.py alternates
 // them with PyTorch forwards, pair by pair, so that both sides see the same
 // drift of a shared host): after loading and --warmup requests it writes
 // the header line, then for each line read from in it runs one request of

@@ -1,5 +1,5 @@
 // Package forwardpass holds the pieces of Laya's forward pass that the
-// library (root forward.go), the parity command (scripts/parity) and the
+// library (root forward.go), the parity command (scripts/goldens/parity) and the
 // backend tests held to upstream's goldens (backend/gpu) share: the four
 // parts of the network built from one checkpoint on one backend, and the
 // batch layout (right-padded as upstream's collate_items, or packed), and

@@ -1,4 +1,4 @@
-// Command maccheck assembles the report of scripts/mac-check.sh from the
+// Command maccheck assembles the report of scripts/maccheck/mac-check.sh from the
 // step records and logs the script leaves in one directory, so that the
 // report's logic (which lines of a failing log matter, how validation
 // warnings are counted, the verdict) is Go, tested on Linux, while the
