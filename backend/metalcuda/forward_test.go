@@ -197,7 +197,7 @@ func argmax(z []float32) int {
 func TestSyntheticParity(t *testing.T) {
 	spec := os.Getenv("LAYA_CUDA_SYNTH")
 	if spec == "" {
-		t.Skip("LAYA_CUDA_SYNTH names no synthetic checkpoints (scripts/metal-on-gpu.sh sets it)")
+		t.Skip("LAYA_CUDA_SYNTH names no synthetic checkpoints (scripts/gpucheck/metal-on-gpu.sh sets it)")
 	}
 	// The checkpoints outlive both backends (UploadMapped's contract).
 	var ckpts []*weights.Checkpoint

@@ -31,7 +31,7 @@ func racySoftmax(t *testing.T) metal.KernelSource {
 }
 
 // TestRacySoftmax runs the racy softmax on the GPU for compute-sanitizer
-// (scripts/metal-on-gpu.sh: racecheck must report the hazard at a
+// (scripts/gpucheck/metal-on-gpu.sh: racecheck must report the hazard at a
 // softmax.metal line). It asserts nothing itself, since on the GPU the race
 // need not show in the output; LAYA_CUDA_RACY=1 enables it.
 func TestRacySoftmax(t *testing.T) {

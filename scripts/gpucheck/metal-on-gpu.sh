@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The Metal backend on an NVIDIA GPU (backend metal-cuda), from binaries that
-# scripts/metal-on-gpu-build.sh made. Run from the repository's root on a
+# scripts/gpucheck/metal-on-gpu-build.sh made. Run from the repository's root on a
 # CUDA host (driver, NVRTC, compute-sanitizer):
 #
 #   bash BIN/metal-on-gpu.sh BIN OUT [STEP...]
@@ -91,8 +91,8 @@ for step in $steps; do
 		;;
 	synth)
 		for p in "english modernbert testdata/tokenizers/modernbert" "multilingual tiny-ml testdata/oracle/checkpoints/tiny-ml/tokenizer"; do
-			set -- $p
-			[ -d "/tmp/synth-$1" ] || "$bin/laya" synth --preset "$1" --out "/tmp/synth-$1" --tokenizer "$3" >>"$out/synth.log" 2>&1
+			read -r preset _ tok <<<"$p"
+			[ -d "/tmp/synth-$preset" ] || "$bin/laya" synth --preset "$preset" --out "/tmp/synth-$preset" --tokenizer "$tok" >>"$out/synth.log" 2>&1
 		done
 		(LAYA_CUDA_SYNTH=/tmp/synth-english:tiny-en,/tmp/synth-multilingual:tiny-ml \
 			"$bin/metalcuda.test" -test.v -test.count=1 -test.timeout 30m -test.run 'TestSyntheticParity|TestSyntheticProfile') >>"$out/synth.log" 2>&1

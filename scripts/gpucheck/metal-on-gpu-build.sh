@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Builds what scripts/metal-on-gpu.sh runs on a CUDA host that has no Go:
+# Builds what scripts/gpucheck/metal-on-gpu.sh runs on a CUDA host that has no Go:
 # static test binaries of metal/cuda and backend/metalcuda, the laya CLI (for
 # `laya synth`), and the run script itself, into DIR (default .gpu).
 #
-#   scripts/metal-on-gpu-build.sh [DIR]
+#   scripts/gpucheck/metal-on-gpu-build.sh [DIR]
 #   # copy DIR to the CUDA host's checkout of this repository, then there:
 #   bash DIR/metal-on-gpu.sh DIR OUT
 #
@@ -11,7 +11,7 @@
 # from; DIR/srcroot records this checkout's path, which the run script links
 # to the host's checkout.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 dir=${1:-$root/.gpu}
 mkdir -p "$dir"
 cd "$root"
@@ -19,7 +19,7 @@ export CGO_ENABLED=0 GOOS=linux GOARCH=amd64
 go test -c -o "$dir/cuda.test" ./metal/cuda
 go test -c -o "$dir/metalcuda.test" ./backend/metalcuda
 go build -o "$dir/laya" ./cmd/laya
-cp scripts/metal-on-gpu.sh "$dir/"
+cp scripts/gpucheck/metal-on-gpu.sh "$dir/"
 echo "$root" >"$dir/srcroot"
 git rev-parse --short HEAD >"$dir/commit" 2>/dev/null || echo unknown >"$dir/commit"
 ls -l "$dir"
