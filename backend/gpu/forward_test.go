@@ -46,30 +46,7 @@ func (m *model) forward(ctx context.Context, be backend.Backend, rows []oraclete
 	for b, r := range rows {
 		layout[b] = forwardpass.Row{IDs: r.InputIDs, Markers: r.Markers, QType: heads.QType(r.QType)}
 	}
-	batch := forwardpass.Pad(layout, int32(m.ckpt.Encoder.PadTokenID))
-	markerRows, counts := batch.MarkerRows, batch.Counts
-	s := be.NewStream()
-	defer s.Close()
-	pass, err := m.RunObserved(ctx, s, batch, nil)
-	if err != nil {
-		return nil, nil, err
-	}
-	z, probs := pass.Logits, pass.ActProbs
-	zHost := make([]float32, len(markerRows))
-	nAct := probs.Cols()
-	probsHost := make([]float32, len(rows)*nAct)
-	if err := s.Read(ctx, z, zHost); err != nil {
-		return nil, nil, err
-	}
-	if err := s.Read(ctx, probs, probsHost); err != nil {
-		return nil, nil, err
-	}
-	for b := range rows {
-		logits = append(logits, zHost[:counts[b]])
-		zHost = zHost[counts[b]:]
-		actProbs = append(actProbs, probsHost[b*nAct:(b+1)*nAct])
-	}
-	return logits, actProbs, nil
+	return m.RunRows(ctx, be, layout, int32(m.ckpt.Encoder.PadTokenID), nil)
 }
 
 // forwardModels pairs checkpoints with their goldens: fp32 (tiny-en), fp16

@@ -47,30 +47,7 @@ func (m *model) forward(ctx context.Context, be backend.Backend, rows []forwardp
 // forwardObserved is forward with an observer of the encoder's and the
 // decision head's stages.
 func (m *model) forwardObserved(ctx context.Context, be backend.Backend, rows []forwardpass.Row, obs backend.Observer) (logits, actProbs [][]float32, err error) {
-	batch := forwardpass.Pad(rows, int32(m.ckpt.Encoder.PadTokenID))
-	markerRows, counts := batch.MarkerRows, batch.Counts
-	s := be.NewStream()
-	defer s.Close()
-	pass, err := m.RunObserved(ctx, s, batch, obs)
-	if err != nil {
-		return nil, nil, err
-	}
-	z, probs := pass.Logits, pass.ActProbs
-	zHost := make([]float32, len(markerRows))
-	nAct := probs.Cols()
-	probsHost := make([]float32, len(rows)*nAct)
-	if err := s.Read(ctx, z, zHost); err != nil {
-		return nil, nil, err
-	}
-	if err := s.Read(ctx, probs, probsHost); err != nil {
-		return nil, nil, err
-	}
-	for b := range rows {
-		logits = append(logits, zHost[:counts[b]])
-		zHost = zHost[counts[b]:]
-		actProbs = append(actProbs, probsHost[b*nAct:(b+1)*nAct])
-	}
-	return logits, actProbs, nil
+	return m.RunRows(ctx, be, rows, int32(m.ckpt.Encoder.PadTokenID), obs)
 }
 
 func oracleRows(c oracletest.Case) []forwardpass.Row {

@@ -68,3 +68,33 @@ func (p Parts) RunObserved(ctx context.Context, s backend.Stream, b Batch, obs b
 	actLogits, actProbs := p.Act.ForwardRows(s, hidden, b.CLSRows(), logits, b.Counts)
 	return Outputs{Logits: logits, ActLogits: actLogits, ActProbs: actProbs}, nil
 }
+
+// RunRows runs rows as one right-padded batch (upstream's collate_items)
+// through RunObserved on a stream of its own and reads back each row's
+// scorer logits (one per marker) and act probabilities: what the backends'
+// whole-model tests hold to upstream's goldens, written once for all of
+// them.
+func (p Parts) RunRows(ctx context.Context, be backend.Backend, rows []Row, pad int32, obs backend.Observer) (logits, actProbs [][]float32, err error) {
+	b := Pad(rows, pad)
+	s := be.NewStream()
+	defer s.Close()
+	out, err := p.RunObserved(ctx, s, b, obs)
+	if err != nil {
+		return nil, nil, err
+	}
+	z := make([]float32, len(b.MarkerRows))
+	nAct := out.ActProbs.Cols()
+	probs := make([]float32, len(rows)*nAct)
+	if err := s.Read(ctx, out.Logits, z); err != nil {
+		return nil, nil, err
+	}
+	if err := s.Read(ctx, out.ActProbs, probs); err != nil {
+		return nil, nil, err
+	}
+	for i := range rows {
+		logits = append(logits, z[:b.Counts[i]])
+		z = z[b.Counts[i]:]
+		actProbs = append(actProbs, probs[i*nAct:(i+1)*nAct])
+	}
+	return logits, actProbs, nil
+}
