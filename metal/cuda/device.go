@@ -17,7 +17,6 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/laya-metal/laya/kernels"
 	"github.com/laya-metal/laya/metal"
 	"github.com/laya-metal/laya/metal/internal/mslpp"
 )
@@ -127,7 +126,7 @@ func Open(opts Options) (metal.Device, error) {
 	}
 	srcs := opts.Sources
 	if srcs == nil {
-		if srcs, err = defaultSources(); err != nil {
+		if srcs, err = metal.KernelSources(); err != nil {
 			return nil, fmt.Errorf("cuda: reading package kernels: %w", err)
 		}
 	}
@@ -153,22 +152,6 @@ func Open(opts Options) (metal.Device, error) {
 		}
 	}
 	return d, nil
-}
-
-func defaultSources() ([]metal.KernelSource, error) {
-	names, err := fs.Glob(kernels.FS(), "*.metal")
-	if err != nil {
-		return nil, err
-	}
-	var srcs []metal.KernelSource
-	for _, n := range names {
-		b, err := fs.ReadFile(kernels.FS(), n)
-		if err != nil {
-			return nil, err
-		}
-		srcs = append(srcs, metal.KernelSource{Name: "kernels/" + n, Text: string(b)})
-	}
-	return srcs, nil
 }
 
 // init runs on the worker thread.
@@ -455,10 +438,7 @@ func (p *pipeline) ThreadExecutionWidth() int     { return 32 }
 func (p *pipeline) StaticThreadgroupMemory() int { return p.static }
 
 func (d *device) Pipeline(kernel string, constants ...metal.Constant) (metal.Pipeline, error) {
-	key := kernel
-	for _, c := range constants {
-		key += fmt.Sprintf("|%d=%T:%v", c.Index, c.Value, c.Value)
-	}
+	key := metal.PipelineKey(kernel, constants)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {

@@ -16,7 +16,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/laya-metal/laya/kernels"
 	"github.com/laya-metal/laya/metal/emu/internal/rt"
 	"github.com/laya-metal/laya/metal/internal/mslpp"
 )
@@ -87,22 +86,6 @@ func findClang(name string) (clangInfo, error) {
 	return clangInfo{}, fmt.Errorf("%w (looked for %s in PATH)", ErrNoClang, strings.Join(names, ", "))
 }
 
-func defaultSources() ([]metal.KernelSource, error) {
-	names, err := fs.Glob(kernels.FS(), "*.metal")
-	if err != nil {
-		return nil, err
-	}
-	var srcs []metal.KernelSource
-	for _, n := range names {
-		b, err := fs.ReadFile(kernels.FS(), n)
-		if err != nil {
-			return nil, err
-		}
-		srcs = append(srcs, metal.KernelSource{Name: "kernels/" + n, Text: string(b)})
-	}
-	return srcs, nil
-}
-
 func hash(parts ...string) string {
 	h := sha256.New()
 	for _, p := range parts {
@@ -140,7 +123,7 @@ func buildLibrary(ctx context.Context, opts Options) (*library, error) {
 	}
 	srcs := opts.Sources
 	if srcs == nil {
-		if srcs, err = defaultSources(); err != nil {
+		if srcs, err = metal.KernelSources(); err != nil {
 			return nil, fmt.Errorf("metal: reading package kernels: %w", err)
 		}
 	}

@@ -250,10 +250,7 @@ func (p *pipeline) ThreadExecutionWidth() int { return 32 }
 func (p *pipeline) StaticThreadgroupMemory() int { return int(p.tgStatic) }
 
 func (d *device) Pipeline(kernel string, constants ...metal.Constant) (metal.Pipeline, error) {
-	key := kernel
-	for _, c := range constants {
-		key += fmt.Sprintf("|%d=%T:%v", c.Index, c.Value, c.Value)
-	}
+	key := metal.PipelineKey(kernel, constants)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
