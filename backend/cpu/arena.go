@@ -47,14 +47,9 @@ func (a *arena) get(n int) (buf []float32, reused bool) {
 // zeroed returns a zeroed buffer of n floats from b's arena. A reused
 // buffer is cleared by the workers when it is large: a request's
 // activations are megabytes (ten multilingual questions ~30 MB, mostly
-// cold), and cleared on the caller alone they took ~8 ms of a ~200 ms
-// request on the 16-core host (arena.get in a CPU profile) while the
-// other fifteen workers waited, ~11 ms of ~1.1 s at 2 cores. Paired in
-// one process on that host, 16 workers: ten questions ×0.973
-// (multilingual, 95 % interval 0.950–1.014) and ×0.987 (English,
-// 0.968–1.014), one ×1.007 (0.978–1.036) and ×0.991 (0.979–0.999): a gain
-// of the size the profile predicts, at the edge of what 12–80 pairs
-// resolve; at 2 cores ×1.007 (0.972–1.028) and ×0.997 (0.985–1.009).
+// cold), and cleared on the caller alone they took ~4 % of a request at
+// 16 cores (arena.get in a CPU profile) while the other fifteen workers
+// waited (measurements: docs/perf-log.md).
 func (b *Backend) zeroed(n int) []float32 {
 	buf, reused := b.arena.get(n)
 	if !reused {

@@ -115,8 +115,8 @@ func (b *Backend) attentionSIMD(out, qkv []float32, p backend.AttentionParams) {
 	// others of the head wait for it): no pass and no barrier of its own.
 	// The workers claim jobs one at a time: rows differ in length, and a
 	// static split of the jobs left one worker waiting for the other for
-	// 10–19 % of the attention's time at ten questions on two workers
-	// (the development machine). A row's jobs go block-major, so the jobs
+	// 10–19 % of the attention's time at ten questions on two workers.
+	// A row's jobs go block-major, so the jobs
 	// claimed at the same time are of different heads and seldom wait on
 	// one another's packing.
 	packed := make([]sync.Once, batch*p.Heads)

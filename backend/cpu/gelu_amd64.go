@@ -31,8 +31,9 @@ import sysCPU "golang.org/x/sys/cpu"
 // GeGLU). The coefficients are checked by TestGeluAVX512Constants; the
 // results are held to the correctly rounded GELU by TestGeluSIMD. It is ~20×
 // faster than math.Erf per value, whose range branches the GeGLU inputs
-// mispredict (BenchmarkGelu: ~3.1 ns per value here, 4.1 with Clenshaw; 2.3–2.8
-// since its Horner chains are interleaved, gelu_avx512_amd64.s).
+// mispredict (BenchmarkGelu: a few ns per value; Clenshaw's recurrence for
+// the series measured slower than Horner's rule; measurements:
+// docs/perf-log.md).
 
 //go:noescape
 func geluAVX512(dst, src *float32, n int)

@@ -7,10 +7,9 @@
 // start a Horner chain). The arithmetic instructions read
 // their constant operand as an embedded broadcast (.BCST: 8 bytes, the
 // first lane) instead of the whole 64 bytes: the same values, so the same
-// results, and the loop ran 8–25 % faster (BenchmarkGelu/wide and
-// GeGLURows/hot, one core, interleaved runs, development machine: a ZMM
-// FMA with a 64-byte memory operand issued ~0.78× as often as one on
-// registers there, with an 8-byte broadcast ~0.89×). Offsets
+// results, faster: a ZMM FMA with a 64-byte memory operand issues less
+// often than one with an 8-byte broadcast (BenchmarkGelu/wide; measurements:
+// docs/perf-log.md). Offsets
 // 384 + 64k, k = 0 … 17, hold erfcx's series as monomial coefficients a_k in
 // s = (z − mid)/half, converted exactly (300-bit arithmetic) from the
 // Chebyshev coefficients and rounded once. No generator is kept:
@@ -479,11 +478,10 @@ GLOBL geluK<>(SB), RODATA|NOPTR, $3584
 // half) are independent, and each is a run of dependent FMAs: they are
 // interleaved step by step, the exp and Taylor steps first in each round
 // (the erfcx chain waits on the division), so that the scheduler always
-// holds independent FMAs. Run one chain after the other (as before stop
-// 27), the loop was latency-bound: the same instructions per lane, so the
-// same bits (a hash of 4M outputs of both loops compared before and after),
-// ×0.65–0.87 the time per value (BenchmarkGelu/slice and GeGLURows/hot,
-// one core, four interleaved runs, development machine).
+// holds independent FMAs. Run one chain after the other, the loop is
+// latency-bound; interleaving keeps the same instructions per lane, so the
+// same bits (a hash of 4M outputs of both orders compared), in less time
+// per value (BenchmarkGelu/slice; measurements: docs/perf-log.md).
 #define GELU16 \
 	VCVTPS2PD 0(SI), Z0; \
 	VCVTPS2PD 32(SI), Z14; \

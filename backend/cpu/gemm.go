@@ -391,8 +391,8 @@ func (b *Backend) alignedPlan(m, cols int, w matrix, align int) bool {
 // ones at different times (a core shared with another tenant, a unit's W
 // from DRAM): with whole units left for the end, the first worker done
 // waited for the others a few per cent of every GEMM's time (two workers,
-// ten questions, the development machine: 3–4 % of the English GEMMs',
-// whose Wo units are ~4 ms each). Columns rather than rows, because the
+// ten questions: 3–4 % of the English GEMMs', whose Wo units are ~4 ms
+// each). Columns rather than rows, because the
 // two halves of a column split widen and read W once between them, where
 // row halves would each widen the whole panel (at one question W is most
 // of a unit's cost).

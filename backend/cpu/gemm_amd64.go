@@ -164,16 +164,12 @@ func gemm8x48AVX512(a *[8]*float32, b *float32, k int, c *float32, ldc, rows, co
 // runs the dot kernels.
 //
 // It became the default once forEachGemmUnit split 16 workers' GEMMs into
-// several units each (gemmUnitPlan). Before that, on the 16-core Xeon host
-// (synthetic checkpoints, one question, P50 of 6) it ran multilingual in
-// 48–54 ms against the dot kernel's 45–50 at 16 cores and BenchmarkGEMM put
-// it far behind on the narrow GEMMs (English attention Wo 352 against 665
-// GFLOP/s at 93 rows): its 48-token tiles left fewer, longer units than
-// the workers. Ten-question requests there, with the new split: at 2
-// cores (two rounds) English 3,394 and 3,353 ms against the dot kernel's
-// (old split) 3,774 and 3,796, multilingual 1,247 and 1,223 against 1,440
-// and 1,369; at 16 cores (P50 of 5, both with the new split) English 643
-// against 739, multilingual 252 against 264.
+// several units each (gemmUnitPlan). Before that, at 16 cores it was
+// slower than the dot kernel end to end and far behind on the narrow GEMMs
+// (English attention Wo at 93 rows, BenchmarkGEMM): its 48-token tiles left
+// fewer, longer units than the workers. With the split, ten-question
+// requests ran faster on it than on the dot kernel at 2 and at 16 cores
+// (measurements: docs/perf-log.md).
 func simdGemmOuter() outerKernelFunc {
 	if os.Getenv("LAYA_CPU_GEMM") == "dot" {
 		return nil

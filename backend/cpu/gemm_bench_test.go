@@ -129,11 +129,9 @@ func BenchmarkGEMMSmallM(b *testing.B) {
 // layers, 220 MB). GFLOP/s counts the four products; ms/layer is the wall
 // time of one layer's GEMMs. The multilingual case is the GEMM part of a
 // ten-question request without the rest of the forward, to compare with
-// the forward's own GEMM time (laya-bench --joins): in one host call the
-// forward's GEMMs ran ~14 % below the same shapes alone with hot weights
-// (127 against ~148 GFLOP/s a core, 2 cores), the development machine
-// showed no gap, and whether cold weights explain the host's is not yet
-// measured on one host (docs/perf-log.md).
+// the forward's own GEMM time (laya-bench --joins), to tell whether cold
+// weights explain the forward's GEMMs running below the same shapes alone
+// with hot weights (measurements: docs/perf-log.md).
 func BenchmarkLayerCold(b *testing.B) {
 	for _, c := range []struct {
 		name             string

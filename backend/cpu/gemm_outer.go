@@ -65,8 +65,8 @@ const (
 // every outerMR-row block of the panel, so a wider panel reads X from L3
 // fewer times per FLOP: 128 rows against 64 measured 2–9 % faster on every
 // encoder shape (F16 panels widened lazily, 862 tokens, one core,
-// interleaved best-of-5 sweeps, on the 2-core development machine and the
-// 16-core host alike; 192 and 256 were no better on the whole and widen
+// interleaved best-of-5 sweeps, on a 2-core and a 16-core machine
+// alike; 192 and 256 were no better on the whole and widen
 // more per unit). gemmUnitPlan still halves it when the workers need more
 // units, and keeps gemmPanel's plan where 128 rows would need more row
 // blocks (16 workers at ten questions).
@@ -78,7 +78,7 @@ var _ = [1]struct{}{}[gemmUnitM%outerNR]
 
 // outerL2Bytes is the budget for one group of packed tiles (two tiles at
 // K = 1024). Of 200 KiB, 384 KiB, 1 MiB and 2 MiB, 384 KiB measured best on
-// the 2 MiB-L2 development machine (1–12 % over 1 MiB on every English
+// a machine of 2 MiB L2 a core (1–12 % over 1 MiB on every English
 // shape at 93 and 860 rows; one worker, thread CPU time).
 var outerL2Bytes = 384 << 10
 
@@ -96,42 +96,29 @@ type outerKernelFunc func(a *[outerMR]*float32, b *float32, k int, c *float32, l
 // row's bits must not depend on how many rows its call has, or a request
 // answered alone and inside a batch could round differently
 // (TestPredictBatchMatchesPredict requires byte-identical JSON), and the
-// two kernels round differently. Measured on the 2-core development machine
-// (one worker, thread CPU time, medians of 15, F32 and F16), outer against
-// dot: ×0.51–0.57 at 1–4 rows and ×0.76–0.87 at 8–12 (1024 → 4096), ×0.93–1.06
-// at 16, ×0.81–1.00 at 24, ×1.14–1.33 at 32, ×1.01–1.02 at 40, ×1.09–1.11 at
-// 48, ×0.93–0.96 at 56, ×1.02–1.04 at 64, ×1.08–1.09 at 80, ×1.03–1.07 at
-// 96 (1024 → 1024). The GEMMs of a few rows (the decision head's pruned
-// layers) are a small part of a request; the encoder's 93 or more are not.
+// two kernels round differently. The dot kernel takes about half the time
+// at 1–4 rows, and from ~16 rows on the lead changes with the row count
+// (one worker, thread CPU time; the table is in docs/perf-log.md). The
+// GEMMs of a few rows (the decision head's pruned layers) are a small part
+// of a request; the encoder's 93 or more are not.
 //
 // Alone, on hot weights, it beats the dot kernel at the encoders' shapes
-// (thread CPU time, one worker: ×1.04–1.24 F32 and ×1.01–1.11 F16 at 93
-// rows, ×0.99–1.23 at 860; BenchmarkGEMM). Inside the real forward there
-// (synthetic checkpoints, F16 weights used as stored, two workers), CPU
-// profiles of 25 English and 60 multilingual one-question requests gave
-// the kernel 11 % and 17 % less CPU time than the dot kernel (9.5 % less in
-// all, multilingual), while paired wall times of the GEMMs (best of 12)
-// came out ×1.02–1.07 of the dot kernel's at one question and ×1.01–1.06
-// at ten: within that shared machine's noise, no clear end-to-end gain
-// there. The F16 widening (cvtF16AVX512, 11–12 % of a request: the weights
-// stream from DRAM) is the same for both. On the 16-core host, once the
-// units were split for many workers, it won clearly (simdGemmOuter).
+// (BenchmarkGEMM). Inside the real forward at two workers it takes less
+// CPU time than the dot kernel, with no clear gain in wall time; at 16
+// cores, once the units were split for many workers, it won clearly
+// (simdGemmOuter). The F16 widening (cvtF16AVX512: the weights stream from
+// DRAM) is the same for both.
 //
 // gemmPrefetch: prefetching the next unit's W panel (outerFill) measured no
-// faster there, with one or two workers and cold F16 weights
-// (BenchmarkLayerCold, "+prefetch"): the hardware prefetchers keep up
-// with one core's share of DRAM. It stays off until a many-core machine
-// shows a gain. Prefetching the next 8-row block of the panel while the
-// current one computes, from the lazy widening, measured no faster in the
-// real forward (×1.03 English, ×0.99 multilingual) and was not kept; the
-// same rows prefetched by the kernel itself, a line every four k of the
-// block's first call (outerFill's nextW), did pay: one question at 2 cores
-// on the development machine ×0.88 English and ×0.90 multilingual (medians
-// of 6 interleaved pairs, 10 of 12 faster), BenchmarkLayerCold 181 → 198
-// GFLOP/s at 2 cores (medians of 8 interleaved runs; each run ±10 %). The
+// faster with one or two workers and cold F16 weights (BenchmarkLayerCold,
+// "+prefetch"): the hardware prefetchers keep up with one core's share of
+// DRAM. It stays off until a many-core machine shows a gain. What does pay
+// is the kernel prefetching the next 8-row block of the panel itself, a
+// line every four k of the block's first call (outerFill's nextW): the
 // hardware prefetchers stop at 4 KiB pages, two F16 rows of the English
 // model; the first group of a one-question GEMM is all of it, and every
-// row comes from DRAM.
+// row comes from DRAM. The same rows prefetched from the lazy widening,
+// ahead of the kernel, measured nothing (measurements: docs/perf-log.md).
 var (
 	gemmOuter    = simdGemmOuter()
 	gemmPrefetch = false
@@ -158,7 +145,7 @@ func useOuter(m, k int) (outerKernelFunc, bool) {
 // of (tile, packChunkK k) that any worker may claim: no parallel pass of its
 // own before the GEMM's, so a GEMM costs one dispatch and one barrier, as
 // on the dot kernels. (With a pass of its own, the outer kernel ran narrow
-// GEMMs at half the dot kernel's GFLOP/s on the 16-core host, see
+// GEMMs at half the dot kernel's GFLOP/s on a 16-core machine, see
 // simdGemmOuter; whether that pass was the cause is not yet measured.) A
 // unit about to use tile t packs every piece of t no one has claimed, then
 // waits for the pieces others are packing (they are being packed right now
@@ -352,8 +339,7 @@ func outerPartOf(w matrix, n0, n1, k int, scratch *[]float32) outerPart {
 // A GeGLU unit passes its value and gate panels as two parts, so its
 // GeGLU reads both halves of a group hot: run over a whole unit's rows
 // instead, it read them back from L3 or DRAM, at about twice the cost per
-// value (BenchmarkGeGLURows, 862 rows of 128 unit columns: 10.2 against
-// 4.8 ns on the development machine).
+// value (BenchmarkGeGLURows, 862 rows of 128 unit columns).
 //
 // touch, when not nil, prefetches the epilogue's destinations of packed
 // token j (its Y row's columns, a residual's row).
@@ -395,12 +381,10 @@ func outerFill(kern outerKernelFunc, px *packedX, parts []outerPart, nrows, t0, 
 	// group's tiles into L2, call i of a group from byte i·that on, so
 	// that the group's first block does not wait on L3 for every line of
 	// it; once past the next group (or at the last one) it prefetches its
-	// own tile, already in cache. Why: on the 16-core host a sweep that
-	// streams 18 tiles from L3 ran 7–8 % slower than one on 2 hot tiles
-	// (175 against 161–163 GFLOP/s, K = 768, one core); with the prefetch,
-	// the encoder's 860-row GEMMs ran ×1.01–1.23 of their speed without it
-	// on the development machine (4 interleaved pairs, none slower; a noisy
-	// machine, so the size of the gain is uncertain).
+	// own tile, already in cache. Why: a sweep that streams 18 tiles from
+	// L3 ran 7–8 % slower than one on 2 hot tiles (K = 768, one core), and
+	// with the prefetch the encoder's 860-row GEMMs were never slower and
+	// mostly faster (measurements: docs/perf-log.md).
 	pfBytes := outerPrefetch(k)
 	var tally *kernelTally
 	if kernelTime.on.Load() {
@@ -429,18 +413,13 @@ func outerFill(kern outerKernelFunc, px *packedX, parts []outerPart, nrows, t0, 
 		// that the epilogue's stores (and the residual add's loads) find
 		// their lines in L2 instead of waiting on L3 or DRAM for each. Y
 		// of a ten-question request is megabytes (multilingual qkv: 7.9
-		// MB), so the rows a group writes are cold: the epilogue's copies
-		// into Y, residual adds and GeGLUs took 7.7–9.5 % of the CPU
-		// samples, 4.5 % with the touches plus 1.4–1.8 % in the
-		// prefetches (two profiles each, ten questions multilingual, 2
-		// cores, the development machine); paired end to end there:
-		// ×0.972 (95 % interval 0.964–0.994, 30 in-process alternations,
-		// 21 faster). PREFETCHW instead (lines fetched ready to be
-		// written) moved the same stall into the prefetches: ×0.985
-		// (0.946–1.005). Of the touches, the GeGLU's (its output rows)
-		// paid nothing (without them ×0.994, 0.983–1.006), and were
-		// dropped; the residual's input rows did (without them ×1.007,
-		// 0.988–1.025), and were kept.
+		// MB), so the rows a group writes are cold: without the touches
+		// the epilogue's copies into Y, residual adds and GeGLUs took
+		// nearly a tenth of a ten-question request's CPU samples, about
+		// half that with them. PREFETCHW instead (lines fetched ready to
+		// be written) moved the same stall into the prefetches. The
+		// GeGLU's output rows are not touched (it paid nothing); the
+		// residual's input rows are (measurements: docs/perf-log.md).
 		tj0, tj1 := max(g0*outerNR, t0), min(g1*outerNR, t1)
 		perCall := 0
 		if touch != nil {
@@ -465,11 +444,7 @@ func outerFill(kern outerKernelFunc, px *packedX, parts []outerPart, nrows, t0, 
 				// stream served both, a unit of many groups (ten questions)
 				// left W to the hardware prefetchers, which stop at 4 KiB
 				// pages (two F16 rows of the English model), and widened
-				// cold rows. (Measured: the widening's share of a
-				// ten-question English request's CPU samples 1.8 → 1.5 % on
-				// the development machine; end to end on the 16-core host
-				// within noise at 2 and 16 cores, medians of 6–8 interleaved
-				// pairs ×0.99–1.00 of the one-stream code.) outerPrefetch(k)
+				// cold rows (measurements: docs/perf-log.md). outerPrefetch(k)
 				// bytes a call is one call's worth for 8 F16 rows, two for
 				// F32 ones. After a part's last block comes the next part's
 				// first (a GeGLU's gate half); after the last one, nothing
@@ -531,8 +506,8 @@ func outerFill(kern outerKernelFunc, px *packedX, parts []outerPart, nrows, t0, 
 // 48 lines in 48 rows of Y, a row stride apart: at the English attention
 // projections' 1,024 and 3,072 columns (4 and 12 KiB) all 48 lines fall
 // into one L1 set (12 ways), at 2,304 and 768 into four, and each call's
-// stores touched 48 pages. BenchmarkOuterMicro, one core, K = 256, on the
-// 16-core host: 49–117 GFLOP/s storing into 3,072-wide rows, 157–169 into a
+// stores touched 48 pages. BenchmarkOuterMicro, one core, K = 256, on a
+// 16-core machine: 49–117 GFLOP/s storing into 3,072-wide rows, 157–169 into a
 // contiguous block. The staged rows are outerStageStride apart, a line more
 // than the rows' width, so that consecutive tokens' lines fall into
 // different sets.

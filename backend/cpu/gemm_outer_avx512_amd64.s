@@ -479,8 +479,7 @@ packloop:
 // packXAVX512 for a full tile (48 tokens) and 16·k16 k, by in-register
 // transposes instead of gathers: per 16 k and 16 tokens, 16 row loads, a
 // 16×16 transpose (64 shuffles) and 16 stores, against 16 gathers of 16
-// lanes (on the development machine the gathers took ~3 % of a ten-question
-// request's CPU time). Each element is moved, never computed, so the tiles
+// lanes (the gathers took ~3 % of a ten-question request's CPU time). Each element is moved, never computed, so the tiles
 // are the same bits either way (TestPackTile).
 
 // PTLOAD loads token i's 16 floats at k offset SI: its row offset (floats)

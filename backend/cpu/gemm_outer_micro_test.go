@@ -104,15 +104,11 @@ func BenchmarkPackTile(b *testing.B) {
 // group: every 8-row block of a 128-row F32 panel against each of a group's
 // Xᵀ tiles (B from L2), stored transposed into a staging block. Against
 // the FMA peak (scripts/bench/amx-probe's "fma" line) it tells how much of a
-// GEMM's time the kernel itself could still give back. On the 2-core
-// development VM (probe: 169 GFLOP/s), one core, 100 in-process
-// alternations each: 170.7 GFLOP/s median at K = 1024 and 768 — the peak.
-// Keeping B in L1 measured slower there (time ratios to this loop,
-// medians at K = 1024 and 768): K blocks carried on through a partial
-// block, tiles outside blocks inside, of 128 k with the A rows read in
-// place ×1.05, of 64/128/256 k with the A block packed 8 rows interleaved
-// ×1.07/1.03/1.01; and no faster: the packed A block without K blocks
-// ×1.00, PREFETCHT0 of B 8 k ahead ×1.00 (IQRs within 0.98–1.02).
+// GEMM's time the kernel itself could still give back: at K = 1024 and
+// 768 it ran at the peak. Keeping B in L1 (K blocks of 64–256 k, with the
+// A rows in place or packed) measured slower than this loop, and a packed
+// A block or a PREFETCHT0 of B ahead no faster (measurements:
+// docs/perf-log.md).
 func BenchmarkOuterSweep(b *testing.B) {
 	kern := simdGemmOuter()
 	if kern == nil {

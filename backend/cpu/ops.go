@@ -44,9 +44,8 @@ func (s *Stream) LayerNorm(dst, x, weight, bias backend.Tensor, eps float32) {
 func (b *Backend) layerNormRows(n *normOp) {
 	d, out := n.d, n.dst.data
 	// 32 rows a chunk, ~10 µs of the SIMD rows: finer grains would spread
-	// one question over more workers, but hand out more tasks (0c45196
-	// found that costly at 16 cores, through the pool's channel of then;
-	// the slot pool's hand-offs cost 16–19 µs an operation there).
+	// one question over more workers, but hand out more tasks, and at
+	// 16 cores the pool's hand-offs cost 16–19 µs an operation.
 	b.parallelFor(n.m, 32, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			layerNormRow(out[r*d:r*d+d], n.x[r*d:r*d+d], n.w, n.b, n.eps)

@@ -16,18 +16,13 @@ import (
 // worker that is idle and runs the chunks no idle worker takes itself.
 // Tasks never wait on other tasks, so every chunk ends.
 //
-// Why a slot a worker and not one channel for all: on the 16-core host the
-// fifteen polling workers took the channel's lock in turn to receive a
-// task each (runtime.lock2 and chanrecv were 5 % of a ten-question
-// multilingual request's samples), and an operation of ~40 µs of work a
-// worker (a LayerNorm, a Rope) took ~230 µs: four fifths of its workers'
-// time went to waiting (per operation, wall time × workers against the
-// chunks' own time). Measured there, both pools in one call, 16 workers:
-// BenchmarkParallelForGap 66–70 against 16–19 µs a call without a gap,
-// BenchmarkSmallOps 132 against 52–56 µs a LayerNorm and 130 against
-// 31–32 µs a Rope, and one multilingual question end to end 38.2–41.9
-// against 33.4–35.9 ms (three interleaved rounds, every one faster; ten
-// questions 226.8–239.3 against 238.3–246.1 ms).
+// Why a slot a worker and not one channel for all: with one channel the
+// fifteen polling workers of a 16-core machine took the channel's lock in
+// turn to receive a task each (runtime.lock2 and chanrecv were 5 % of a
+// ten-question multilingual request's samples), and an operation of ~40 µs
+// of work a worker (a LayerNorm, a Rope) spent four fifths of its workers'
+// time waiting (per operation, wall time × workers against the chunks' own
+// time). A slot a worker removed that wait (measurements: docs/perf-log.md).
 type workerPool struct {
 	mu      sync.Mutex
 	workers atomic.Pointer[[]*poolWorker]
@@ -110,33 +105,24 @@ func (w *poolWorker) run() {
 // poolSpin is how long an idle worker polls its slot, and a caller polls
 // for its workers' chunks, before blocking. A blocked goroutine's thread
 // sleeps, and waking it takes the kernel, and in a virtual machine the
-// hypervisor: on the 2-core development machine (KVM) a parallelFor of
-// ~3 µs of work took 13 µs with its worker woken every time, and 40 − 20 µs
-// after a 20 µs serial gap (BenchmarkParallelForGap's shape, before this
-// polling; with it 7–10 µs at both, and 36 µs after a 200 µs gap, when
-// the worker has blocked). A forward is hundreds of such operations back to
-// back with gaps of microseconds, and at 16 cores each wakes fifteen
-// workers (on the 16-core host, one question, three interleaved rounds
-// with polling and without: P50 45.4 against 50.9 ms multilingual, 93.8
-// against 99.7 English, within that host's noise). OpenMP runtimes spin
-// the same way between parallel regions (GOMP_SPINCOUNT, KMP_BLOCKTIME).
-// Past poolSpin of idleness the workers block, so an idle process costs
+// hypervisor: a parallelFor of ~3 µs of work takes several times as long
+// when its worker has to be woken (BenchmarkParallelForGap). A forward is
+// hundreds of such operations back to back with gaps of microseconds, and
+// at 16 cores each wakes fifteen workers. OpenMP runtimes spin the same
+// way between parallel regions (GOMP_SPINCOUNT, KMP_BLOCKTIME). Past
+// poolSpin of idleness the workers block, so an idle process costs
 // nothing (TestPoolWorkersBlockWhenIdle).
 //
-// Why 1 ms and not the 200 µs it was: at 16 workers the workers done
-// first with an operation wait for its slowest chunk, and those that had
-// waited past 200 µs had blocked by the time the next operation handed
-// them a chunk; waking a blocked worker there costs ~140–190 µs
-// (BenchmarkParallelForGap at a 200 µs gap, the 16-core host). laya-bench
-// --joins showed it as chunks starting late: at ten multilingual
-// questions, 97 of the attention's 111 ms of idle worker time per request,
-// and 113 ms of the GEMMs'. Polling for 1 ms, paired in one process on
-// that host (requests alternating between the two settings): ten
-// questions ×0.910 (95 % interval 0.888–0.926, multilingual, 25 pairs) and
-// ×0.913 (0.900–0.930, English, 15 pairs), one question ×0.988
-// (0.972–1.005) and ×0.979 (0.964–0.990); 5 ms gave no more (×0.919,
-// ×0.892, ×0.990, ×0.992). On the 2-core development machine ×0.979
-// (0.957–1.020) and ×1.003 (0.988–1.018): no change.
+// Why 1 ms and not a few hundred µs: at 16 workers the workers done first
+// with an operation wait for its slowest chunk, and with a 200 µs poll
+// those that had waited past it had blocked by the time the next operation
+// handed them a chunk; waking a blocked worker costs ~140–190 µs on a
+// 16-core KVM host (BenchmarkParallelForGap at a 200 µs gap). laya-bench
+// --joins shows that as chunks starting late, most of the idle worker time
+// of a ten-question request. Polling for 1 ms removes it and made
+// ten-question requests about a tenth faster at 16 workers; 5 ms buys no
+// more, and at 2 workers it makes no difference (measurements:
+// docs/perf-log.md).
 //
 // LAYA_CPU_SPIN (a Go duration; 0 turns polling off) overrides it, for
 // machines whose cores are shared with other busy processes, and to
@@ -162,12 +148,12 @@ func spinFromEnv(v string, def time.Duration) time.Duration {
 // passed (then false), yielding the P every yield of it. Why yield at all:
 // a goroutine made runnable on this P (a caller woken by its last chunk, a
 // worker woken by a caller's send) would otherwise wait for another thread
-// to steal it (gap = 200 µs: 52–64 µs a call spinning bare, 36 yielding
-// every workerYield, 16–23 yielding every 8th poll). Why not on every
+// to steal it (BenchmarkParallelForGap at a 200 µs gap: a call spinning
+// bare took ~3× as long as one yielding every 8th poll). Why not on every
 // poll: a yield takes the scheduler's global lock, which fifteen idle
-// workers polling would contend for millions of times a second (the 2-core
-// development machine cannot show that cost; the hand-offs without a gap
-// were as fast either way there).
+// workers polling would contend for millions of times a second (a 2-core
+// machine cannot show that cost: there the hand-offs without a gap were as
+// fast either way; measurements: docs/perf-log.md).
 func spinUntil(yield time.Duration, ready func() bool) bool {
 	start := time.Now()
 	lastYield := start

@@ -9,7 +9,8 @@ import (
 )
 
 // --plan works without a GPU and without weights, in both formats; JSON
-// carries the fields the issue names and a per-GPU floor table.
+// carries the plan's counts (dispatches, barriers, buffers, FLOPs, bytes),
+// its time model and a per-GPU floor table.
 func TestPlanOutput(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	if err := run(context.Background(), []string{"--synthetic", "multilingual", "--plan", "--questions", "1", "--format", "json"}, &stdout, &stderr); err != nil {

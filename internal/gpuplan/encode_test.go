@@ -11,8 +11,8 @@ import (
 // runs nothing (PlanDevice, counting only): the model's operations, fusion,
 // barrier tracking, argument packing, arena and commits, everything the
 // host does per request except the Objective-C sends of the real device
-// (~0.6 µs per dispatch per antonellof/ferrox#149; not on this machine).
-// The target is ≤ 150 µs per English request.
+// (~0.6 µs per dispatch per antonellof/ferrox#149), which PlanDevice does
+// not make. The host's budget is ≤ 150 µs per English request.
 func BenchmarkEncodeRequest(b *testing.B) {
 	for _, spec := range []synthetic.Spec{synthetic.English(), synthetic.Multilingual()} {
 		b.Run(spec.Name+"/1q-93tok", func(b *testing.B) {
