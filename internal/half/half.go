@@ -60,8 +60,8 @@ func Float32ToFloat16(f float32) uint16 {
 	return sign // underflow to ±0
 }
 
-// Float32ToBFloat16 rounds to nearest-even, keeping NaN quiet (after
-// purego-metal-and-tokenizers.md §D).
+// Float32ToBFloat16 rounds to nearest-even, keeping NaN quiet (a NaN's
+// payload could otherwise round to infinity).
 func Float32ToBFloat16(f float32) uint16 {
 	u := math.Float32bits(f)
 	if u&0x7fffffff > 0x7f800000 {
