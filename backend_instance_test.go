@@ -97,3 +97,33 @@ func TestNewNetworkClosesOnlyItsBackend(t *testing.T) {
 	}
 	owned.close()
 }
+
+// forgetRecorder records the mappings a borrowed backend is told to forget.
+type forgetRecorder struct {
+	backend.Backend
+	forgot [][]byte
+}
+
+func (f *forgetRecorder) ForgetMapping(m []byte) { f.forgot = append(f.forgot, m) }
+
+// Agent.Close tells a borrowed backend to forget the checkpoint's mapping
+// before unmapping it (the next checkpoint may be mapped at its address);
+// a backend the agent opened is closed instead.
+func TestCloseForgetsMappingOnBorrowedBackend(t *testing.T) {
+	be := &forgetRecorder{Backend: cpu.New()}
+	defer be.Close()
+	agent, err := Load(context.Background(), checkpointDir("tiny-en"), WithBackendInstance(be))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mapping := agent.ckpt.Weights.Mapping()
+	if mapping == nil {
+		t.Fatal("tiny-en is not mapped")
+	}
+	if err := agent.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(be.forgot) != 1 || &be.forgot[0][0] != &mapping[0] || len(be.forgot[0]) != len(mapping) {
+		t.Errorf("Close told the backend to forget %d mappings, want the checkpoint's one", len(be.forgot))
+	}
+}

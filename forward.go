@@ -53,6 +53,7 @@ const defaultBatchSize = 16
 type network struct {
 	be        backend.Backend
 	ownsBe    bool              // be was opened by name here, so Close closes it
+	mapping   []byte            // the checkpoint's file mapping, if be was handed it
 	parts     forwardpass.Parts // encoder, decision head, scorer, act head
 	batchSize int
 	padID     int32
@@ -96,6 +97,9 @@ func newNetwork(ckpt *weights.Checkpoint, opts networkOptions) (*network, error)
 		nAct:      ckpt.Head.NAct,
 		actLogits: opts.ActLogits,
 	}
+	if ckpt.Weights != nil {
+		n.mapping = ckpt.Weights.Mapping()
+	}
 	var err error
 	n.parts, err = forwardpass.NewParts(be, ckpt)
 	if err != nil {
@@ -106,9 +110,14 @@ func newNetwork(ckpt *weights.Checkpoint, opts networkOptions) (*network, error)
 }
 
 // close releases the backend when the network opened it; a backend passed
-// in by WithBackendInstance belongs to the caller.
+// in by WithBackendInstance belongs to the caller, and is only told to
+// forget the checkpoint's mapping, which is unmapped next and whose address
+// the next checkpoint may get.
 func (n *network) close() error {
 	if !n.ownsBe {
+		if f, ok := n.be.(backend.MappingForgetter); ok && n.mapping != nil {
+			f.ForgetMapping(n.mapping)
+		}
 		return nil
 	}
 	return n.be.Close()

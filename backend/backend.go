@@ -104,6 +104,16 @@ type MappedUploader interface {
 	UploadMapped(name string, dtype DType, rows, cols int, mapping []byte, offset int) (Tensor, error)
 }
 
+// MappingForgetter is implemented by MappedUploaders that keep what they
+// made of a mapping (wrapping buffers, copies) for reuse. A caller that
+// shares one backend between checkpoints (laya.WithBackendInstance) calls
+// ForgetMapping before it unmaps a checkpoint: the next checkpoint may be
+// mapped at the same address, and must not be read through the old one's
+// buffers.
+type MappingForgetter interface {
+	ForgetMapping(mapping []byte)
+}
+
 // Timer is implemented by backends that know how long their device worked
 // (the Metal backend: the GPU time of its command buffers). Requests run
 // one after another take the difference of two readings.

@@ -34,8 +34,12 @@ type Backend struct {
 	buffers []metal.Buffer        // weights, widened copies, rope tables, wrapped mappings
 	ropes   map[ropeKey]ropeTable // by (θ, Dh), grown on demand
 	// mapped holds the wrapped ranges of each checkpoint mapping handed to
-	// UploadMapped, by the mapping's first byte.
-	mapped map[*byte][]mappedChunk
+	// UploadMapped, by the mapping's first byte and length. Both: a closed
+	// checkpoint's address range is reused by the next mmap, and a backend
+	// shared by several agents must not hand a new checkpoint the buffers
+	// that wrapped (or, on a copying device, copied) an old one
+	// (ForgetMapping drops them when the old one closes).
+	mapped map[mappingKey][]mappedChunk
 
 	// mapping counts how mapped weights reached the device (Mapping).
 	mapping MappingReport // under mu
@@ -62,6 +66,13 @@ type mappedChunk struct {
 	buf        metal.Buffer
 }
 
+type mappingKey struct {
+	base *byte
+	size int
+}
+
+func keyOf(mapping []byte) mappingKey { return mappingKey{unsafe.SliceData(mapping), len(mapping)} }
+
 type ropeKey struct {
 	theta   float64
 	headDim int
@@ -76,7 +87,7 @@ type ropeTable struct {
 // ownership of dev: Close releases the backend's buffers, not the device.
 func New(name string, dev metal.Device) *Backend {
 	return &Backend{name: name, dev: dev, kern: metal.NewKernels(dev), ropes: map[ropeKey]ropeTable{},
-		mapped: map[*byte][]mappedChunk{}, opTimes: map[string]*backend.OpTime{}}
+		mapped: map[mappingKey][]mappedChunk{}, opTimes: map[string]*backend.OpTime{}}
 }
 
 // Name implements backend.Backend.
@@ -197,7 +208,7 @@ var pageSize = os.Getpagesize()
 // page to the end of the mapping until the device takes it; later tensors
 // reuse whichever range already holds them. Ranges may overlap by a page.
 func (b *Backend) chunk(mapping []byte, offset, size int) (mappedChunk, error) {
-	key := unsafe.SliceData(mapping)
+	key := keyOf(mapping)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
@@ -232,6 +243,34 @@ func (b *Backend) chunk(mapping []byte, offset, size int) (mappedChunk, error) {
 		}
 		end = max(need, start+((end-start)/2+pageSize-1)/pageSize*pageSize)
 	}
+}
+
+// ForgetMapping implements backend.MappingForgetter: it releases the
+// buffers that wrap mapping, so that a checkpoint mapped later at the same
+// address is wrapped afresh. The tensors uploaded from mapping must no
+// longer be used.
+func (b *Backend) ForgetMapping(mapping []byte) {
+	key := keyOf(mapping)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	chunks := b.mapped[key]
+	if len(chunks) == 0 {
+		return
+	}
+	delete(b.mapped, key)
+	gone := make(map[metal.Buffer]bool, len(chunks))
+	for _, c := range chunks {
+		gone[c.buf] = true
+		c.buf.Release()
+	}
+	kept := b.buffers[:0]
+	for _, buf := range b.buffers {
+		if !gone[buf] {
+			kept = append(kept, buf)
+		}
+	}
+	clear(b.buffers[len(kept):])
+	b.buffers = kept
 }
 
 // wrapNoCopy wraps data in place or fails; it never hands back a copy. A

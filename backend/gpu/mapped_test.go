@@ -450,3 +450,62 @@ func BenchmarkUploadWeights(b *testing.B) {
 		})
 	}
 }
+
+// mirroringDevice "wraps" host memory by copying it, as a discrete GPU's
+// device does (metal-cuda keeps weights in device memory by default).
+type mirroringDevice struct{ metal.Device }
+
+func (d mirroringDevice) NewBufferNoCopy(data []byte) (metal.Buffer, error) {
+	return copyingDevice(d).NewBufferWithBytes(data)
+}
+
+// A backend shared by checkpoints in turn must not read a new checkpoint
+// through the buffers made of an old one mapped at the same address: the
+// cache is keyed on address and length, and ForgetMapping (which
+// laya.Agent.Close calls on a borrowed backend) drops what was made of a
+// mapping, so the next upload at that address reads the new bytes.
+func TestForgetMappingDropsStaleCopies(t *testing.T) {
+	page := os.Getpagesize()
+	rows, cols := 3, page/4 // a matrix of three pages
+	store := make([]byte, 5*page)
+	base := int((uintptr(page) - uintptr(unsafe.Pointer(&store[0]))%uintptr(page)) % uintptr(page))
+	mapping := store[base : base+3*page]
+	fill := func(seed uint64) []byte {
+		raw := weights.EncodeFloat32(nil, random(rows*cols, seed, -1, 1), weights.F32)
+		copy(mapping, raw)
+		return raw
+	}
+	be := New("metal-emu", mirroringDevice{emulator(t).Device()})
+	defer be.Close()
+	read := func(m []byte) []byte {
+		t.Helper()
+		w, err := be.UploadMapped("w", weights.F32, rows, cols, m, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mt := w.(*tensor)
+		return mt.buf.Bytes()[mt.off : mt.off+rows*cols*4]
+	}
+	first := fill(1)
+	if !bytes.Equal(read(mapping), first) {
+		t.Fatal("the first upload does not hold the mapping's bytes")
+	}
+	buffers := len(be.buffers)
+
+	// The same address and length, new contents: only ForgetMapping tells.
+	second := fill(2)
+	be.ForgetMapping(mapping)
+	if len(be.buffers) != buffers-1 {
+		t.Errorf("ForgetMapping kept the wrapping buffer: %d buffers, want %d", len(be.buffers), buffers-1)
+	}
+	if !bytes.Equal(read(mapping), second) {
+		t.Error("after ForgetMapping the upload still reads the old checkpoint's copy")
+	}
+
+	// The same address, another length: a different mapping without asking.
+	third := fill(3)
+	if !bytes.Equal(read(store[base:base+3*page+page]), third) {
+		t.Error("a mapping of another length at the same address read the old copy")
+	}
+	be.ForgetMapping(store[base : base+page]) // never uploaded: nothing to do
+}

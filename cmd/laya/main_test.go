@@ -35,6 +35,12 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"route", "--state", "x", "--max-line-bytes", "-"}, `laya route: --max-line-bytes "-": want an integer (longest --batch line, in bytes)`},
 		{[]string{"snake", "--headless", "--fps", "-3"}, "laya snake: --fps: "},
 		{[]string{"presets", "nope"}, `laya presets: unknown preset "nope": use triage, email, guard, moderation or router`},
+		{[]string{"serve", "--model", "m", "--log-level", "loud"}, `laya serve: --log-level "loud": want debug, info, warn or error`},
+		{[]string{"serve", "--model", "m", "--log-format", "xml"}, `laya serve: --log-format "xml": want json or text`},
+		{[]string{"serve", "--model", "m", "--router"}, "laya serve: give --model or --router, not both"},
+		{[]string{"serve", "--model", "m", "--model-dir", "english=x"}, "laya serve: --model-dir needs --router"},
+		{[]string{"serve"}, "laya serve: --model DIR or --router is required"},
+		{[]string{"serve", "--router", "--max-loaded", "0"}, "laya serve: --max-loaded 0: want at least 1"},
 		{[]string{"frobnicate"}, `laya: unknown command "frobnicate" (commands: inspect, predict, presets, route, serve, snake, synth, tokenize)`},
 	} {
 		var stdout, stderr bytes.Buffer

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -80,12 +79,15 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if help, err := parseFlags(fs, args); help || err != nil {
 		return err
 	}
+	if *maxLoaded < 1 {
+		return usagef("--max-loaded %d: want at least 1", *maxLoaded)
+	}
 	if err := cfg.FromEnv(os.Getenv); err != nil {
 		return err
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return fmt.Errorf("--log-level %q: %w", *logLevel, err)
+		return usagef("--log-level %q: want debug, info, warn or error", *logLevel)
 	}
 	switch strings.ToLower(*logFormat) {
 	case "json":
@@ -93,7 +95,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	case "text":
 		cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	default:
-		return fmt.Errorf("--log-format %q: want json or text", *logFormat)
+		return usagef("--log-format %q: want json or text", *logFormat)
 	}
 	cfg.Addr, cfg.Device = *addr, *backend
 	if *batchSize == 0 {
@@ -107,7 +109,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	var models serve.Models
 	switch {
 	case *useRouter && *model != "":
-		return errors.New("give --model or --router, not both (see laya serve -h)")
+		return usagef("give --model or --router, not both")
 	case *useRouter:
 		opts := []router.Option{router.WithMaxLoaded(*maxLoaded), router.WithLoadOptions(loadOpts...),
 			router.WithModels(dirs.m)}
@@ -131,11 +133,11 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		models = serve.RouterModels(r)
 	case *model != "":
 		if len(dirs.m) > 0 {
-			return errors.New("--model-dir needs --router")
+			return usagef("--model-dir needs --router")
 		}
 		models = serve.SingleModel(*model, loadOpts...)
 	default:
-		return errors.New("--model or --router is required (see laya serve -h)")
+		return usagef("--model DIR or --router is required")
 	}
 	srv, err := serve.New(cfg, models)
 	if err != nil {

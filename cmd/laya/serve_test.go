@@ -25,12 +25,8 @@ func TestServeFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{nil, "--model or --router is required"},
-		{[]string{"--model", predictModel, "--router"}, "not both"},
-		{[]string{"--model", predictModel, "--model-dir", "english=x"}, "--model-dir needs --router"},
+		// The other flag mistakes are in TestUsageErrors.
 		{[]string{"--router", "--model-dir", "klingon=x"}, "unknown"},
-		{[]string{"--model", predictModel, "--log-level", "loud"}, "--log-level"},
-		{[]string{"--model", predictModel, "--log-format", "xml"}, "--log-format"},
 	} {
 		err := runServe(context.Background(), tc.args, nil, io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -1235,7 +1235,7 @@ func rewriteCasts(text, blank string, typeParams map[string]bool, castFn string)
 		}
 		end := operandEnd(blank, m[1])
 		if end < 0 {
-			return "", fmt.Errorf("C-style cast (%s) without an operand this preprocessor can read: write %s(...) instead", blank[m[2]:m[3]], blank[m[2]:m[3]])
+			return "", fmt.Errorf("cast in C style, (%s), without an operand this preprocessor can read: write %s(...) instead", blank[m[2]:m[3]], blank[m[2]:m[3]])
 		}
 		typ := blank[m[2]:m[3]]
 		if typeParams[typ] {

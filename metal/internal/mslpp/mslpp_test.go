@@ -121,7 +121,7 @@ func TestTranslateErrors(t *testing.T) {
 		{"tensor", "kernel void k(device float* x [[buffer(0)]]) {\n  auto t = tensor<device float, dextents<int, 2>>(x, {});\n}\n", "x.metal:2: Metal 4 tensors"},
 		{"vertex function", "vertex float4 vs(uint vid [[vertex_id]]) {\n}\n", "x.metal:1"},
 		{"stage_in", "kernel void k(Foo f [[stage_in]]) {\n}\n", "[[stage_in]]"},
-		{"unreadable cast", "kernel void k(device float4* x [[buffer(0)]]) {\n  x[0] = (float4);\n}\n", "x.metal:2: C-style cast (float4)"},
+		{"unreadable cast", "kernel void k(device float4* x [[buffer(0)]]) {\n  x[0] = (float4);\n}\n", "x.metal:2: cast in C style, (float4)"},
 		{"scalar without attribute", "kernel void k(uint n) {\n}\n", "no [[buffer(n)]]"},
 		{"function constant index", "constant bool b [[function_constant(70000)]];\n", "0..65535"},
 		{"function constant expression", "constant bool b [[function_constant(UNDEFINED_BASE + 1)]];\n", "UNDEFINED_BASE + 1"},
