@@ -42,6 +42,14 @@ type NoCopyDevice interface {
 	NewBufferNoCopy(data []byte) (Buffer, error)
 }
 
+// Fingerprinter is implemented by devices whose kernels compute the same
+// results on every device with the same fingerprint (the emulator: the
+// same compiled library and options). A self-test passed on one of them
+// speaks for the others, so a process may run it once per fingerprint.
+type Fingerprinter interface {
+	Fingerprint() string
+}
+
 // Buffer is device memory visible to the host (shared storage).
 type Buffer interface {
 	// Bytes is the host view of the buffer's contents.

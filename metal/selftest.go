@@ -458,8 +458,10 @@ func rowCanaries(h *canaryHost) []*canary {
 	rBuf, rTableBuf := h.f32(rQKV), h.f32(rTable)
 	cs = append(cs, &canary{kernel: "rope_f32", what: "in place", shape: fmt.Sprintf("rows=%d seq=%d heads=%d head_dim=%d", rRows, rSeq, rHeads, rDim),
 		out: rBuf, abs: 1e-6, rel: 1e-6,
-		encode: func(cb CommandBuffer, k *Kernels) error { return Rope(cb, k, rBuf, rTableBuf, rRows, rSeq, rHeads, rDim) },
-		want:   func() []float64 { return kernelref.Rope(rQKV, rTable, rRows, rSeq, rHeads, rDim) }})
+		encode: func(cb CommandBuffer, k *Kernels) error {
+			return Rope(cb, k, rBuf, rTableBuf, rRows, rSeq, rHeads, rDim)
+		},
+		want: func() []float64 { return kernelref.Rope(rQKV, rTable, rRows, rSeq, rHeads, rDim) }})
 
 	const actN = 301
 	actIn := canaryValues(actN, 240, -6, 6)

@@ -28,6 +28,7 @@ type Backend struct {
 	kern *metal.Kernels
 	// ownsDevice: Close closes dev too (the registry's backends).
 	ownsDevice bool
+	selfTest   metal.SelfTestReport // what Open checked (SelfTest)
 
 	mu      sync.Mutex
 	closed  bool
