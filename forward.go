@@ -52,9 +52,9 @@ const defaultBatchSize = 16
 // network is ModernBERT + decision head + scorer + act head on one backend.
 type network struct {
 	be        backend.Backend
-	ownsBe    bool              // be was opened by name here, so Close closes it
+	ownsBe    bool                // be was opened by name here, so Close closes it
 	auto      *backend.AutoChoice // what "auto" chose; nil when a backend was named
-	parts     forwardpass.Parts // encoder, decision head, scorer, act head
+	parts     forwardpass.Parts   // encoder, decision head, scorer, act head
 	batchSize int
 	padID     int32
 	vocab     int
