@@ -118,6 +118,9 @@ func (c *systemCommandBuffer) Dispatch(p Pipeline, groups, threads Size3, args .
 	if empty {
 		return nil
 	}
+	if c.dev.encodePools {
+		defer c.dev.encodePool()()
+	}
 
 	enc := uintptr(c.enc)
 	if c.bound != pipe.id {
@@ -168,6 +171,9 @@ func (c *systemCommandBuffer) Barrier(buffers ...Buffer) {
 		c.err = cmp(c.err, err)
 		return
 	}
+	if c.dev.encodePools {
+		defer c.dev.encodePool()()
+	}
 	if len(buffers) == 0 {
 		purego.SyscallN(msgSendAddr, uintptr(c.enc), uintptr(sel.memoryBarrierWithScope), mtlBarrierScopeBuffers)
 		return
@@ -186,6 +192,17 @@ func (c *systemCommandBuffer) Barrier(buffers ...Buffer) {
 	c.resources = resources
 	purego.SyscallN(msgSendAddr, uintptr(c.enc), uintptr(sel.memoryBarrierWithResources),
 		uintptr(unsafe.Pointer(unsafe.SliceData(resources))), uintptr(len(resources)))
+}
+
+// encodePool pushes an autorelease pool on this OS thread for one Dispatch
+// or Barrier (SystemOptions.EncodePools) and returns its pop.
+func (d *systemDevice) encodePool() (pop func()) {
+	runtime.LockOSThread()
+	pool := autoreleasePoolPush()
+	return func() {
+		autoreleasePoolPop(pool)
+		runtime.UnlockOSThread()
+	}
 }
 
 // cmp keeps the first error.

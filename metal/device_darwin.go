@@ -31,6 +31,7 @@ type systemDevice struct {
 	name          string
 	msl           MSLVersion
 	mathMode      MathMode
+	encodePools   bool // SystemOptions.EncodePools
 	fpFunctions   FPFunctions // read back from the compile options
 	family        int         // highest MTLGPUFamilyAppleN
 	unified       bool
@@ -53,7 +54,10 @@ type systemDevice struct {
 
 // OpenSystemDefault opens the system's default Metal device with the
 // kernels package's embedded sources and default options.
-func OpenSystemDefault() (Device, error) { return OpenSystem(SystemOptions{}) }
+// LAYA_METAL_ENCODE_POOLS=1 sets SystemOptions.EncodePools.
+func OpenSystemDefault() (Device, error) {
+	return OpenSystem(SystemOptions{EncodePools: os.Getenv(EncodePoolsEnv) == "1"})
+}
 
 // OpenSystem opens the system's default Metal device (falling back to the
 // first of MTLCopyAllDevices) and compiles opts.Sources.
@@ -80,6 +84,7 @@ func OpenSystem(opts SystemOptions) (Device, error) {
 		ledger:        newLedger(releaseObject),
 		msl:           msl,
 		mathMode:      opts.MathMode,
+		encodePools:   opts.EncodePools,
 		pageSize:      os.Getpagesize(),
 		kernelLibrary: map[string]objcID{},
 		kernelFile:    map[string]string{},

@@ -218,7 +218,8 @@ func registerSelectors() {
 // pools, only the paths that create autoreleased objects (command buffer
 // and encoder creation, NSError results, compile, commit/wait) pay for
 // one, and objects that must outlive the pool are retained into the ledger.
-// Dispatch and Barrier create no autoreleased objects and run bare.
+// Dispatch and Barrier create no autoreleased objects and run bare, unless
+// SystemOptions.EncodePools asks for pools there too.
 func inPool(fn func()) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()

@@ -39,7 +39,19 @@ type SystemOptions struct {
 	// (macOS 15) and reads the choice back (SystemInfo.FPFunctions).
 	// MathFast is refused: the kernels rely on -INFINITY.
 	MathMode MathMode
+	// EncodePools runs Dispatch and Barrier inside an autorelease pool too.
+	// Their messages create no autoreleased object in any documented way,
+	// so they run bare (a pool push and pop per dispatch is not free); a
+	// driver that autoreleases there anyway leaks one object per dispatch
+	// on a Go thread, which OBJC_DEBUG_MISSING_POOLS=YES reports
+	// (scripts/maccheck/mac-check.sh's pools step), and this turns the
+	// pools on. OpenSystemDefault sets it from LAYA_METAL_ENCODE_POOLS=1.
+	EncodePools bool
 }
+
+// EncodePoolsEnv is the environment variable that sets
+// SystemOptions.EncodePools for OpenSystemDefault.
+const EncodePoolsEnv = "LAYA_METAL_ENCODE_POOLS"
 
 // MathMode is MTLMathMode: how freely the Metal compiler may rewrite
 // floating-point code.
