@@ -31,7 +31,7 @@ type systemDevice struct {
 	name          string
 	msl           MSLVersion
 	mathMode      MathMode
-	encodePools   bool // SystemOptions.EncodePools
+	encodePools   bool        // SystemOptions.EncodePools
 	fpFunctions   FPFunctions // read back from the compile options
 	family        int         // highest MTLGPUFamilyAppleN
 	unified       bool
