@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/laya-metal/laya/backend"
 	"github.com/laya-metal/laya/heads"
@@ -82,7 +83,8 @@ type Agent struct {
 	dir      string
 	ckpt     *weights.Checkpoint
 	warnings []string
-	backend  string // the backend's name (Backend)
+	backend  string      // the backend's name (Backend)
+	setup    DeviceSetup // what Load prepared on the device
 	tok      *tokenizer.Tokenizer
 	builder  sequenceBuilder
 	temps    heads.Temperatures
@@ -142,6 +144,15 @@ func Load(ctx context.Context, pathOrRepo string, opts ...Option) (*Agent, error
 		return nil, err
 	}
 	a := &Agent{dir: dir, ckpt: ckpt, warnings: ckpt.Agent.Warnings, tok: tok, net: net, backend: net.be.Name()}
+	if prebuildPipelines != nil {
+		n, took, err := prebuildPipelines(ctx, net.be, ckpt, cfg.batchSize)
+		if err != nil {
+			net.close()
+			ckpt.Close()
+			return nil, fmt.Errorf("laya: %s: preparing the %s backend: %w", dir, net.be.Name(), err)
+		}
+		a.setup = DeviceSetup{Pipelines: n, Took: took}
+	}
 	if net.auto != nil && net.auto.Fallback() {
 		a.warnings = append(slices.Clip(a.warnings), "backend "+net.auto.String())
 	}
@@ -190,6 +201,22 @@ func resolveCheckpoint(ctx context.Context, ref string, cfg loadConfig) (string,
 
 // Dir returns the checkpoint directory the agent was loaded from.
 func (a *Agent) Dir() string { return a.dir }
+
+// DeviceSetup is what Load prepared on a GPU backend before the first request.
+type DeviceSetup struct {
+	// Pipelines is how many kernel pipelines (kernel and function-constant variants)
+	// were built: those the checkpoint's forward passes dispatch.
+	Pipelines int
+	// Took is the time that took, planning included.
+	Took time.Duration
+}
+
+// prebuildPipelines builds the pipelines a GPU backend will dispatch for ckpt (set on
+// darwin/arm64, where package gpu is linked); nil elsewhere.
+var prebuildPipelines func(ctx context.Context, be backend.Backend, ckpt *weights.Checkpoint, batchSize int) (int, time.Duration, error)
+
+// DeviceSetup reports what Load prepared on the device: zero on the cpu backend.
+func (a *Agent) DeviceSetup() DeviceSetup { return a.setup }
 
 // Backend returns the name of the backend the agent runs on: the one
 // "auto" chose, or the one named by WithBackend or WithBackendInstance.

@@ -44,6 +44,15 @@ func NewKernels(dev Device) *Kernels { return &Kernels{dev: dev} }
 // Device returns the device the kernels run on.
 func (k *Kernels) Device() Device { return k.dev }
 
+// Prepare builds the pipeline of kernel specialised by constants, or finds
+// it in the cache, as the first dispatch of that variant would. A program
+// that knows the variants it will dispatch prepares them ahead, so that a
+// first request does not wait for the compiler.
+func (k *Kernels) Prepare(kernel string, constants ...Constant) error {
+	_, err := k.pipeline(kernel, constants...)
+	return err
+}
+
 func (k *Kernels) pipeline(name string, constants ...Constant) (Pipeline, error) {
 	key, cacheable := pipelineKey{n: len(constants)}, len(constants) <= maxKeyConstants
 	for i, c := range constants {
