@@ -159,6 +159,17 @@ type CommandBuffer interface {
 	Wait(ctx context.Context) (Timing, error)
 }
 
+// DebugLabeler is implemented by command buffers that can label their
+// dispatches for GPU tools (Xcode's GPU capture, the Metal validation
+// layer): pushDebugGroup:/popDebugGroup: on the compute encoder. Labels
+// reports whether labels are recorded; they cost a string per dispatch,
+// so the Apple GPU records them only when asked (SystemOptions.Labels).
+type DebugLabeler interface {
+	Labels() bool
+	PushDebugGroup(label string)
+	PopDebugGroup()
+}
+
 // Timing reports where a command buffer's time went, as the device saw it.
 type Timing struct {
 	GPUStart, GPUEnd time.Time

@@ -32,6 +32,7 @@ type systemDevice struct {
 	msl           MSLVersion
 	mathMode      MathMode
 	encodePools   bool        // SystemOptions.EncodePools
+	labels        bool        // SystemOptions.Labels
 	fpFunctions   FPFunctions // read back from the compile options
 	family        int         // highest MTLGPUFamilyAppleN
 	unified       bool
@@ -54,9 +55,10 @@ type systemDevice struct {
 
 // OpenSystemDefault opens the system's default Metal device with the
 // kernels package's embedded sources and default options.
-// LAYA_METAL_ENCODE_POOLS=1 sets SystemOptions.EncodePools.
+// LAYA_METAL_ENCODE_POOLS=1 sets SystemOptions.EncodePools; LAYA_METAL_LABELS=1, or
+// validation asked for (MTL_SHADER_VALIDATION=1, MTL_DEBUG_LAYER=1), sets Labels.
 func OpenSystemDefault() (Device, error) {
-	return OpenSystem(SystemOptions{EncodePools: os.Getenv(EncodePoolsEnv) == "1"})
+	return OpenSystem(SystemOptions{EncodePools: os.Getenv(EncodePoolsEnv) == "1", Labels: labelsFromEnv(os.Getenv)})
 }
 
 // OpenSystem opens the system's default Metal device (falling back to the
@@ -85,6 +87,7 @@ func OpenSystem(opts SystemOptions) (Device, error) {
 		msl:           msl,
 		mathMode:      opts.MathMode,
 		encodePools:   opts.EncodePools,
+		labels:        opts.Labels,
 		pageSize:      os.Getpagesize(),
 		kernelLibrary: map[string]objcID{},
 		kernelFile:    map[string]string{},

@@ -88,6 +88,7 @@ type selectors struct {
 	dispatchThreadgroups, memoryBarrierWithScope, memoryBarrierWithResources         objcSEL
 	endEncoding, commit, waitUntilCompleted, status, errorSel                        objcSEL
 	gpuStartTime, gpuEndTime                                                         objcSEL
+	setLabel, pushDebugGroup, popDebugGroup                                          objcSEL
 }
 
 // loadMetal opens the frameworks and binds everything once per process.
@@ -200,6 +201,7 @@ func registerSelectors() {
 		endEncoding:                           r("endEncoding"), commit: r("commit"),
 		waitUntilCompleted: r("waitUntilCompleted"), status: r("status"), errorSel: r("error"),
 		gpuStartTime: r("GPUStartTime"), gpuEndTime: r("GPUEndTime"),
+		setLabel: r("setLabel:"), pushDebugGroup: r("pushDebugGroup:"), popDebugGroup: r("popDebugGroup"),
 	}
 }
 

@@ -47,6 +47,19 @@ type SystemOptions struct {
 	// (scripts/maccheck/mac-check.sh's pools step), and this turns the
 	// pools on. OpenSystemDefault sets it from LAYA_METAL_ENCODE_POOLS=1.
 	EncodePools bool
+	// Labels names command buffers (setLabel:) and wraps each dispatch
+	// in a debug group (pushDebugGroup:) named by the backend (operation,
+	// ordinal, kernel; DebugLabeler), so that Xcode's GPU capture and the
+	// Metal validation layer say which operation they mean. It costs an
+	// NSString per dispatch. OpenSystemDefault turns it on with
+	// LAYA_METAL_LABELS=1, and whenever MTL_SHADER_VALIDATION=1 or
+	// MTL_DEBUG_LAYER=1 asks for validation.
+	Labels bool
+}
+
+// labelsFromEnv is Labels as OpenSystemDefault sets it.
+func labelsFromEnv(getenv func(string) string) bool {
+	return getenv("LAYA_METAL_LABELS") == "1" || getenv("MTL_SHADER_VALIDATION") == "1" || getenv("MTL_DEBUG_LAYER") == "1"
 }
 
 // EncodePoolsEnv is the environment variable that sets
