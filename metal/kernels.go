@@ -11,7 +11,8 @@ import (
 // Kernels dispatches this repository's kernels (package kernels) on a
 // Device. The dispatch functions (EncodeGemm, Softmax, VectorAdd, ...) live
 // in kernel_<family>.go, each beside its family's cost model, with their
-// float64 references in kernel_<family>_ref_test.go; they are shared by
+// float64 references in package metal/internal/kernelref (which the
+// self-test, selftest.go, shares with the tests); they are shared by
 // the Apple GPU and the emulator: they pick threadgroup sizes, bind
 // arguments with their access (Arg.Access) and encode, but do not commit.
 type Kernels struct {
