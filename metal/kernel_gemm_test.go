@@ -5,10 +5,10 @@ package metal_test
 import (
 	"encoding/binary"
 	"fmt"
-	"github.com/laya-metal/laya/metal/internal/kernelref"
 	"math"
 	"testing"
 
+	"github.com/laya-metal/laya/metal/internal/kernelref"
 	"github.com/laya-metal/laya/weights"
 
 	. "github.com/laya-metal/laya/metal"
