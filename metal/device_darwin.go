@@ -29,6 +29,8 @@ type systemDevice struct {
 
 	device, queue objcID
 	name          string
+	registryID    uint64 // the GPU's IORegistry ID
+	fingerprint   string // what decides the device's results (Fingerprint)
 	msl           MSLVersion
 	mathMode      MathMode
 	encodePools   bool        // SystemOptions.EncodePools
@@ -102,8 +104,13 @@ func OpenSystem(opts SystemOptions) (Device, error) {
 	if err != nil {
 		return nil, err
 	}
+	d.fingerprint = systemFingerprint(d.name, d.registryID, sources, msl, opts.MathMode)
 	return d, nil
 }
+
+// Fingerprint implements Fingerprinter: the GPU (name and registry ID),
+// the sources and the compile options.
+func (d *systemDevice) Fingerprint() string { return d.fingerprint }
 
 func (d *systemDevice) open(units []compileUnit) error {
 	// MTLCreateSystemDefaultDevice and MTLCopyAllDevices follow the Create
@@ -125,6 +132,7 @@ func (d *systemDevice) open(units []compileUnit) error {
 	}
 	d.ledger.add(uintptr(d.device), "device")
 	d.name = goString(msgID(d.device, sel.name))
+	d.registryID = msgUint(d.device, sel.registryID)
 	// Before anything is compiled: an Intel Mac's GPU (or an A13 and
 	// older) gets a clear refusal instead of a compile error about
 	// simdgroup_matrix.

@@ -88,7 +88,7 @@ type selectors struct {
 	dispatchThreadgroups, memoryBarrierWithScope, memoryBarrierWithResources         objcSEL
 	endEncoding, commit, waitUntilCompleted, status, errorSel                        objcSEL
 	gpuStartTime, gpuEndTime                                                         objcSEL
-	setLabel, pushDebugGroup, popDebugGroup                                          objcSEL
+	setLabel, pushDebugGroup, popDebugGroup, registryID                              objcSEL
 }
 
 // loadMetal opens the frameworks and binds everything once per process.
@@ -202,6 +202,7 @@ func registerSelectors() {
 		waitUntilCompleted: r("waitUntilCompleted"), status: r("status"), errorSel: r("error"),
 		gpuStartTime: r("GPUStartTime"), gpuEndTime: r("GPUEndTime"),
 		setLabel: r("setLabel:"), pushDebugGroup: r("pushDebugGroup:"), popDebugGroup: r("popDebugGroup"),
+		registryID: r("registryID"),
 	}
 }
 

@@ -1,6 +1,7 @@
 package metal
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
 	"io/fs"
@@ -60,6 +61,26 @@ type SystemOptions struct {
 // labelsFromEnv is Labels as OpenSystemDefault sets it.
 func labelsFromEnv(getenv func(string) string) bool {
 	return getenv("LAYA_METAL_LABELS") == "1" || getenv("MTL_SHADER_VALIDATION") == "1" || getenv("MTL_DEBUG_LAYER") == "1"
+}
+
+// systemFingerprint identifies what decides a system device's results: the
+// GPU, the sources and the compile options (metal.Fingerprinter). Two
+// devices of one process with the same fingerprint run the same compiled
+// kernels on the same GPU, so a self-test passed on one speaks for the
+// other (laya serve --backend auto opens the GPU once to choose it and
+// once per model it loads).
+func systemFingerprint(gpu string, registryID uint64, files map[string]string, msl MSLVersion, mode MathMode) string {
+	names := make([]string, 0, len(files))
+	for name := range files {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	h := sha256.New()
+	for _, name := range names {
+		fmt.Fprintf(h, "%d:%s%d:", len(name), name, len(files[name]))
+		h.Write([]byte(files[name]))
+	}
+	return fmt.Sprintf("metal|%s|%#x|msl %s|%s|%x", gpu, registryID, msl, mode, h.Sum(nil))
 }
 
 // EncodePoolsEnv is the environment variable that sets
