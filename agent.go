@@ -7,7 +7,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
+	"time"
 
 	"github.com/laya-metal/laya/backend"
 	"github.com/laya-metal/laya/heads"
@@ -44,7 +46,10 @@ func WithBatchSize(n int) Option {
 	}
 }
 
-// WithBackend picks the compute backend by name ("cpu", the default).
+// WithBackend picks the compute backend by name. The default, "auto", is "metal" on
+// Apple Silicon when the GPU opens and passes its self-test, else "cpu", with the reason
+// in Warnings. A named backend is that backend or an error: WithBackend("metal") never
+// falls back to the CPU.
 func WithBackend(name string) Option {
 	return func(c *loadConfig) error {
 		if name == "" {
@@ -78,6 +83,8 @@ type Agent struct {
 	dir      string
 	ckpt     *weights.Checkpoint
 	warnings []string
+	backend  string      // the backend's name (Backend)
+	setup    DeviceSetup // what Load prepared on the device
 	tok      *tokenizer.Tokenizer
 	builder  sequenceBuilder
 	temps    heads.Temperatures
@@ -105,7 +112,7 @@ type Predictor interface {
 // "convaiinnovations/laya/multilingual@main" (see WithHub): files come from the Hugging
 // Face cache, and are downloaded into it only when missing.
 func Load(ctx context.Context, pathOrRepo string, opts ...Option) (*Agent, error) {
-	cfg := loadConfig{batchSize: defaultBatchSize, backend: "cpu"}
+	cfg := loadConfig{batchSize: defaultBatchSize, backend: backend.Auto}
 	for _, o := range opts {
 		if err := o(&cfg); err != nil {
 			return nil, err
@@ -136,7 +143,19 @@ func Load(ctx context.Context, pathOrRepo string, opts ...Option) (*Agent, error
 		ckpt.Close()
 		return nil, err
 	}
-	a := &Agent{dir: dir, ckpt: ckpt, warnings: ckpt.Agent.Warnings, tok: tok, net: net}
+	a := &Agent{dir: dir, ckpt: ckpt, warnings: ckpt.Agent.Warnings, tok: tok, net: net, backend: net.be.Name()}
+	if prebuildPipelines != nil {
+		n, took, err := prebuildPipelines(ctx, net.be, ckpt, cfg.batchSize)
+		if err != nil {
+			net.close()
+			ckpt.Close()
+			return nil, fmt.Errorf("laya: %s: preparing the %s backend: %w", dir, net.be.Name(), err)
+		}
+		a.setup = DeviceSetup{Pipelines: n, Took: took}
+	}
+	if net.auto != nil && net.auto.Fallback() {
+		a.warnings = append(slices.Clip(a.warnings), "backend "+net.auto.String())
+	}
 	a.builder = sequenceBuilder{
 		enc:        tok,
 		sp:         specialTokens{CLS: sp.CLS, SEP: sp.SEP, MASK: sp.MASK, MaskToken: sp.MaskToken},
@@ -183,7 +202,29 @@ func resolveCheckpoint(ctx context.Context, ref string, cfg loadConfig) (string,
 // Dir returns the checkpoint directory the agent was loaded from.
 func (a *Agent) Dir() string { return a.dir }
 
-// Warnings returns the load warnings upstream would print (temperatures it clamped).
+// DeviceSetup is what Load prepared on a GPU backend before the first request.
+type DeviceSetup struct {
+	// Pipelines is how many kernel pipelines (kernel and function-constant variants)
+	// were built: those the checkpoint's forward passes dispatch.
+	Pipelines int
+	// Took is the time that took, planning included.
+	Took time.Duration
+}
+
+// prebuildPipelines builds the pipelines a GPU backend will dispatch for ckpt (set on
+// darwin/arm64, where package gpu is linked); nil elsewhere.
+var prebuildPipelines func(ctx context.Context, be backend.Backend, ckpt *weights.Checkpoint, batchSize int) (int, time.Duration, error)
+
+// DeviceSetup reports what Load prepared on the device: zero on the cpu backend.
+func (a *Agent) DeviceSetup() DeviceSetup { return a.setup }
+
+// Backend returns the name of the backend the agent runs on: the one
+// "auto" chose, or the one named by WithBackend or WithBackendInstance.
+func (a *Agent) Backend() string { return a.backend }
+
+// Warnings returns the load warnings upstream would print (temperatures it clamped)
+// and, when the backend was "auto" and a better one was passed over, one line saying
+// which backend runs and why ("backend auto: cpu (metal refused: …)").
 func (a *Agent) Warnings() []string {
 	return append([]string(nil), a.warnings...)
 }

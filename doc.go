@@ -122,14 +122,24 @@
 // The model runs on a backend (package backend) chosen by name with
 // WithBackend:
 //
-//   - "cpu", the default and the reference: float32 throughout, assembly
-//     GEMM on amd64 and arm64. Always linked.
+//   - "auto", the default: "metal" on Apple Silicon when the GPU opens and
+//     passes its self-test (a canary of every kernel against float64
+//     references), else "cpu". Off darwin/arm64 that is always "cpu". When it
+//     passes over "metal", Agent.Warnings says why in one line; Agent.Backend
+//     names the backend that runs. The order of candidates is one list in
+//     package backend (OpenAuto); emulated and translated devices are never
+//     among them.
+//   - "cpu", the reference: float32 throughout, assembly GEMM on amd64 and
+//     arm64. Always linked.
 //   - "metal": Apple GPUs through this module's .metal kernels, called from
 //     Go with purego. It is linked only on darwin/arm64
 //     (backend_darwin_arm64.go imports backend/gpu), so that a Mac user
 //     gets the GPU with no import beyond this package, while every other
 //     program stays free of the Objective-C bindings and the Metal device
-//     layer, which could not run there.
+//     layer, which could not run there. WithBackend("metal") is the GPU or
+//     an error: a GPU whose self-test fails is refused (gpu.ErrSelfTest),
+//     never replaced. On it, Load also builds the pipelines the checkpoint's
+//     forward passes dispatch (Agent.DeviceSetup).
 //   - "metal-emu": the Metal backend on an MSL emulator (the same kernels
 //     compiled with clang ≥ 16, GPU threads run on the CPU), for testing
 //     kernels anywhere. It is slow and linked only by

@@ -31,7 +31,7 @@ type rowOutput struct {
 }
 
 type networkOptions struct {
-	Backend string // "cpu" (default)
+	Backend string // "auto" (default): backend.OpenAuto
 	// Instance, when set, is used instead of opening Backend; the network
 	// does not close it (WithBackendInstance).
 	Instance  backend.Backend
@@ -52,9 +52,10 @@ const defaultBatchSize = 16
 // network is ModernBERT + decision head + scorer + act head on one backend.
 type network struct {
 	be        backend.Backend
-	ownsBe    bool              // be was opened by name here, so Close closes it
-	mapping   []byte            // the checkpoint's file mapping, if be was handed it
-	parts     forwardpass.Parts // encoder, decision head, scorer, act head
+	ownsBe    bool                // be was opened by name here, so Close closes it
+	auto      *backend.AutoChoice // what "auto" chose; nil when a backend was named
+	mapping   []byte              // the checkpoint's file mapping, if be was handed it
+	parts     forwardpass.Parts   // encoder, decision head, scorer, act head
 	batchSize int
 	padID     int32
 	vocab     int
@@ -66,7 +67,7 @@ type network struct {
 func newNetwork(ckpt *weights.Checkpoint, opts networkOptions) (*network, error) {
 	name := opts.Backend
 	if name == "" {
-		name = "cpu"
+		name = backend.Auto
 	}
 	batchSize := opts.BatchSize
 	switch {
@@ -80,9 +81,17 @@ func newNetwork(ckpt *weights.Checkpoint, opts networkOptions) (*network, error)
 		return nil, fmt.Errorf("laya: pad id %d outside the vocabulary [0, %d)", opts.PadID, vocab)
 	}
 	be, owns := opts.Instance, false
+	var choice *backend.AutoChoice
 	if be == nil {
 		var err error
-		if be, err = backend.Open(name); err != nil {
+		if name == backend.Auto {
+			var c backend.AutoChoice
+			be, c, err = backend.OpenAuto()
+			choice = &c
+		} else {
+			be, err = backend.Open(name)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("laya: %w", err)
 		}
 		owns = true
@@ -90,6 +99,7 @@ func newNetwork(ckpt *weights.Checkpoint, opts networkOptions) (*network, error)
 	n := &network{
 		be:        be,
 		ownsBe:    owns,
+		auto:      choice,
 		batchSize: batchSize,
 		padID:     int32(opts.PadID),
 		vocab:     vocab,

@@ -40,10 +40,10 @@ func TestOpenUnknownSaysWhy(t *testing.T) {
 		name string
 		want []string
 	}{
-		{"tpu", []string{`"tpu"`, "registered: cpu", "metal (needs macOS on Apple Silicon (darwin/arm64))",
+		{"tpu", []string{`"tpu"`, "registered: auto, cpu", "metal (needs macOS on Apple Silicon (darwin/arm64))",
 			"metal-emu (needs clang ≥ 16 and a blank import of github.com/laya-metal/laya/backend/metalemu)"}},
 		{"metal-emu", []string{`"metal-emu": not in this program; it needs clang ≥ 16 and a blank import of github.com/laya-metal/laya/backend/metalemu`,
-			"registered: cpu"}},
+			"registered: auto, cpu"}},
 	} {
 		_, err := backend.Open(tt.name)
 		if !errors.Is(err, backend.ErrUnknownBackend) {

@@ -129,6 +129,12 @@ kernel void attention_f32(device const float* qkv [[buffer(0)]],
 // key blocks that meet the window [q0 − radius, q0 + 31 + radius] are
 // visited; masked scores inside them are −∞. Padded query rows are zero.
 constant bool attention_rope [[function_constant(1)]];
+// attention_head_dim is p.head_dim as a compile-time value: the loops over
+// the head's 8-wide fragments (acc[d], d < dh / 8) then have constant
+// bounds the compiler unrolls, so acc stays in registers instead of a
+// runtime-indexed array in stack memory (slow, and miscompiled in large
+// kernels elsewhere). MLX and ggml keep these bounds compile-time too.
+constant uint attention_head_dim [[function_constant(2)]];
 
 constant uint kFlashQ = 32;
 constant uint kFlashK = 32;
@@ -169,7 +175,7 @@ kernel void attention_flash_f32(device const float* qkv [[buffer(0)]],
   const uint q0 = group.x * kFlashQ;
   const uint b = group.y / p.heads;
   const uint h = group.y % p.heads;
-  const uint dh = p.head_dim;
+  const uint dh = attention_head_dim;
   const uint width = p.heads * dh;
   const ulong stride = 3 * ulong(width);
   const uint n = lengths[b];

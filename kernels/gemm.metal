@@ -417,10 +417,14 @@ kernel void gemm_f32(device const float* x [[buffer(0)]],
                      uint tid [[thread_index_in_threadgroup]],
                      uint simd [[simdgroup_index_in_threadgroup]],
                      uint lane [[thread_index_in_simdgroup]]) {
-  threadgroup float xs[2 * kBM * kLdX];
-  threadgroup float ws[2 * kBN * kLdW];
+  // Declared as vectors: gemm_stage stores whole 4-vectors into them,
+  // which need the vector's alignment; a scalar array promises only the
+  // scalar's.
+  threadgroup float4 xs[2 * kBM * kLdX / 4];
+  threadgroup float4 ws[2 * kBN * kLdW / 4];
   threadgroup float stats[2 * kBM];
-  gemm_tile<float, float4, float, float4>(x, w, y, bias, gated, res, ln_w, ln_b, partial, p, xs, ws, stats, group, tid, simd, lane);
+  gemm_tile<float, float4, float, float4>(x, w, y, bias, gated, res, ln_w, ln_b, partial, p, (threadgroup float*)xs,
+                                  (threadgroup float*)ws, stats, group, tid, simd, lane);
 }
 
 // gemm_f16: half X and W, fp32 accumulation and Y.
@@ -438,10 +442,14 @@ kernel void gemm_f16(device const half* x [[buffer(0)]],
                      uint tid [[thread_index_in_threadgroup]],
                      uint simd [[simdgroup_index_in_threadgroup]],
                      uint lane [[thread_index_in_simdgroup]]) {
-  threadgroup float xs[2 * kBM * kLdX];
-  threadgroup half ws[2 * kBN * kLdW];
+  // Declared as vectors: gemm_stage stores whole 4-vectors into them,
+  // which need the vector's alignment; a scalar array promises only the
+  // scalar's.
+  threadgroup float4 xs[2 * kBM * kLdX / 4];
+  threadgroup half4 ws[2 * kBN * kLdW / 4];
   threadgroup float stats[2 * kBM];
-  gemm_tile<half, half4, half, half4>(x, w, y, bias, gated, res, ln_w, ln_b, partial, p, xs, ws, stats, group, tid, simd, lane);
+  gemm_tile<half, half4, half, half4>(x, w, y, bias, gated, res, ln_w, ln_b, partial, p, (threadgroup float*)xs,
+                                  (threadgroup half*)ws, stats, group, tid, simd, lane);
 }
 
 // gemm_f32_f16w: float X against half W (a linear layer's fp16 weights as
@@ -460,10 +468,14 @@ kernel void gemm_f32_f16w(device const float* x [[buffer(0)]],
                      uint tid [[thread_index_in_threadgroup]],
                      uint simd [[simdgroup_index_in_threadgroup]],
                      uint lane [[thread_index_in_simdgroup]]) {
-  threadgroup float xs[2 * kBM * kLdX];
-  threadgroup half ws[2 * kBN * kLdW];
+  // Declared as vectors: gemm_stage stores whole 4-vectors into them,
+  // which need the vector's alignment; a scalar array promises only the
+  // scalar's.
+  threadgroup float4 xs[2 * kBM * kLdX / 4];
+  threadgroup half4 ws[2 * kBN * kLdW / 4];
   threadgroup float stats[2 * kBM];
-  gemm_tile<float, float4, half, half4>(x, w, y, bias, gated, res, ln_w, ln_b, partial, p, xs, ws, stats, group, tid, simd, lane);
+  gemm_tile<float, float4, half, half4>(x, w, y, bias, gated, res, ln_w, ln_b, partial, p, (threadgroup float*)xs,
+                                  (threadgroup half*)ws, stats, group, tid, simd, lane);
 }
 
 // GEMV-style kernels for M ≤ 8 rows (the scorer on the marker rows, the act

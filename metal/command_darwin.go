@@ -34,6 +34,7 @@ type systemCommandBuffer struct {
 	// resource list of memoryBarrierWithResources:count:.
 	sizes     [2]mtlSize
 	resources []objcID
+	groups    int // debug groups pushed and not yet popped
 
 	finishOnce sync.Once
 	done       chan struct{} // closed when finish has run
@@ -69,6 +70,10 @@ func (d *systemDevice) NewCommandBuffer() (CommandBuffer, error) {
 		}
 		c.enc = msgID(enc, sel.retain)
 		d.ledger.add(uintptr(c.enc), "compute encoder")
+		if d.labels {
+			c.setLabel(c.cb, "laya")
+			c.setLabel(c.enc, "laya compute")
+		}
 	})
 	if err != nil {
 		return nil, err
@@ -117,6 +122,9 @@ func (c *systemCommandBuffer) Dispatch(p Pipeline, groups, threads Size3, args .
 	}
 	if empty {
 		return nil
+	}
+	if c.dev.encodePools {
+		defer c.dev.encodePool()()
 	}
 
 	enc := uintptr(c.enc)
@@ -168,6 +176,9 @@ func (c *systemCommandBuffer) Barrier(buffers ...Buffer) {
 		c.err = cmp(c.err, err)
 		return
 	}
+	if c.dev.encodePools {
+		defer c.dev.encodePool()()
+	}
 	if len(buffers) == 0 {
 		purego.SyscallN(msgSendAddr, uintptr(c.enc), uintptr(sel.memoryBarrierWithScope), mtlBarrierScopeBuffers)
 		return
@@ -186,6 +197,57 @@ func (c *systemCommandBuffer) Barrier(buffers ...Buffer) {
 	c.resources = resources
 	purego.SyscallN(msgSendAddr, uintptr(c.enc), uintptr(sel.memoryBarrierWithResources),
 		uintptr(unsafe.Pointer(unsafe.SliceData(resources))), uintptr(len(resources)))
+}
+
+// Labels implements DebugLabeler: labels are recorded when the device was
+// opened with SystemOptions.Labels.
+func (c *systemCommandBuffer) Labels() bool { return c.dev.labels }
+
+// PushDebugGroup implements DebugLabeler (pushDebugGroup: on the compute
+// encoder); without Labels it does nothing.
+func (c *systemCommandBuffer) PushDebugGroup(label string) {
+	if !c.dev.labels || c.checkEncoding("PushDebugGroup") != nil {
+		return
+	}
+	inPool(func() { c.sendString(c.enc, sel.pushDebugGroup, label) })
+	c.groups++
+}
+
+// PopDebugGroup implements DebugLabeler.
+func (c *systemCommandBuffer) PopDebugGroup() {
+	if !c.dev.labels || c.groups == 0 || c.checkEncoding("PopDebugGroup") != nil {
+		return
+	}
+	msgVoid(c.enc, sel.popDebugGroup)
+	c.groups--
+}
+
+// setLabel sets obj's label (call inside a pool).
+func (c *systemCommandBuffer) setLabel(obj objcID, label string) {
+	c.sendString(obj, sel.setLabel, label)
+}
+
+// sendString sends obj a message taking one NSString made from s (call
+// inside a pool); Metal copies the string, so it is released at once. A
+// label that is not valid UTF-8 is dropped: labels are for tools only.
+func (c *systemCommandBuffer) sendString(obj objcID, cmd objcSEL, s string) {
+	str, err := newNSString(s, "label")
+	if err != nil {
+		return
+	}
+	purego.SyscallN(msgSendAddr, uintptr(obj), uintptr(cmd), uintptr(str))
+	releaseObject(uintptr(str))
+}
+
+// encodePool pushes an autorelease pool on this OS thread for one Dispatch
+// or Barrier (SystemOptions.EncodePools) and returns its pop.
+func (d *systemDevice) encodePool() (pop func()) {
+	runtime.LockOSThread()
+	pool := autoreleasePoolPush()
+	return func() {
+		autoreleasePoolPop(pool)
+		runtime.UnlockOSThread()
+	}
 }
 
 // cmp keeps the first error.

@@ -42,6 +42,14 @@ type NoCopyDevice interface {
 	NewBufferNoCopy(data []byte) (Buffer, error)
 }
 
+// Fingerprinter is implemented by devices whose kernels compute the same
+// results on every device with the same fingerprint (the emulator: the
+// same compiled library and options). A self-test passed on one of them
+// speaks for the others, so a process may run it once per fingerprint.
+type Fingerprinter interface {
+	Fingerprint() string
+}
+
 // Buffer is device memory visible to the host (shared storage).
 type Buffer interface {
 	// Bytes is the host view of the buffer's contents.
@@ -149,6 +157,17 @@ type CommandBuffer interface {
 	// Commit submits the work; Wait blocks until it finished or ctx ends.
 	Commit() error
 	Wait(ctx context.Context) (Timing, error)
+}
+
+// DebugLabeler is implemented by command buffers that can label their
+// dispatches for GPU tools (Xcode's GPU capture, the Metal validation
+// layer): pushDebugGroup:/popDebugGroup: on the compute encoder. Labels
+// reports whether labels are recorded; they cost a string per dispatch,
+// so the Apple GPU records them only when asked (SystemOptions.Labels).
+type DebugLabeler interface {
+	Labels() bool
+	PushDebugGroup(label string)
+	PopDebugGroup()
 }
 
 // Timing reports where a command buffer's time went, as the device saw it.

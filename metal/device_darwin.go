@@ -29,8 +29,12 @@ type systemDevice struct {
 
 	device, queue objcID
 	name          string
+	registryID    uint64 // the GPU's IORegistry ID
+	fingerprint   string // what decides the device's results (Fingerprint)
 	msl           MSLVersion
 	mathMode      MathMode
+	encodePools   bool        // SystemOptions.EncodePools
+	labels        bool        // SystemOptions.Labels
 	fpFunctions   FPFunctions // read back from the compile options
 	family        int         // highest MTLGPUFamilyAppleN
 	unified       bool
@@ -53,7 +57,11 @@ type systemDevice struct {
 
 // OpenSystemDefault opens the system's default Metal device with the
 // kernels package's embedded sources and default options.
-func OpenSystemDefault() (Device, error) { return OpenSystem(SystemOptions{}) }
+// LAYA_METAL_ENCODE_POOLS=1 sets SystemOptions.EncodePools; LAYA_METAL_LABELS=1, or
+// validation asked for (MTL_SHADER_VALIDATION=1, MTL_DEBUG_LAYER=1), sets Labels.
+func OpenSystemDefault() (Device, error) {
+	return OpenSystem(SystemOptions{EncodePools: os.Getenv(EncodePoolsEnv) == "1", Labels: labelsFromEnv(os.Getenv)})
+}
 
 // OpenSystem opens the system's default Metal device (falling back to the
 // first of MTLCopyAllDevices) and compiles opts.Sources.
@@ -80,6 +88,8 @@ func OpenSystem(opts SystemOptions) (Device, error) {
 		ledger:        newLedger(releaseObject),
 		msl:           msl,
 		mathMode:      opts.MathMode,
+		encodePools:   opts.EncodePools,
+		labels:        opts.Labels,
 		pageSize:      os.Getpagesize(),
 		kernelLibrary: map[string]objcID{},
 		kernelFile:    map[string]string{},
@@ -94,8 +104,13 @@ func OpenSystem(opts SystemOptions) (Device, error) {
 	if err != nil {
 		return nil, err
 	}
+	d.fingerprint = systemFingerprint(d.name, d.registryID, sources, msl, opts.MathMode)
 	return d, nil
 }
+
+// Fingerprint implements Fingerprinter: the GPU (name and registry ID),
+// the sources and the compile options.
+func (d *systemDevice) Fingerprint() string { return d.fingerprint }
 
 func (d *systemDevice) open(units []compileUnit) error {
 	// MTLCreateSystemDefaultDevice and MTLCopyAllDevices follow the Create
@@ -117,6 +132,7 @@ func (d *systemDevice) open(units []compileUnit) error {
 	}
 	d.ledger.add(uintptr(d.device), "device")
 	d.name = goString(msgID(d.device, sel.name))
+	d.registryID = msgUint(d.device, sel.registryID)
 	// Before anything is compiled: an Intel Mac's GPU (or an A13 and
 	// older) gets a clear refusal instead of a compile error about
 	// simdgroup_matrix.

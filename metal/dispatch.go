@@ -123,9 +123,10 @@ func checkGrid(groups, threads Size3, maxThreads int) (empty bool, err error) {
 	return groups.X == 0 || groups.Y == 0 || groups.Z == 0, nil
 }
 
-// maxSetBytes is the largest setBytes:length:atIndex: payload; Apple's
-// documentation limits it to data smaller than 4 KB.
-const maxSetBytes = 4096
+// maxSetBytes is the largest setBytes:length:atIndex: payload: Apple's
+// documentation allows it for data smaller than 4 KB, so 4096 bytes
+// exactly is already outside what it promises.
+const maxSetBytes = 4095
 
 // maxBindIndex is the number of buffer argument slots a compute encoder has
 // ([[buffer(0)]] to [[buffer(30)]]).

@@ -54,6 +54,11 @@ func TestCheckDispatch(t *testing.T) {
 			args: []Arg{{Index: 1, ThreadgroupBytes: 16}, {Index: 1, ThreadgroupBytes: 16}}, wantErr: "index 1 bound twice in the threadgroup memory table"},
 		{name: "buffer and threadgroup tables are separate", lim: apple, groups: Size3{1, 1, 1}, threads: Size3{32, 1, 1},
 			args: []Arg{{Index: 0, Buffer: buf}, {Index: 0, ThreadgroupBytes: 16}}},
+		// Apple documents setBytes for data smaller than 4 KB.
+		{name: "setBytes under 4 KB", lim: apple, groups: Size3{1, 1, 1}, threads: Size3{32, 1, 1},
+			args: []Arg{{Index: 1, Bytes: make([]byte, 4092)}}},
+		{name: "setBytes of 4 KB", lim: apple, groups: Size3{1, 1, 1}, threads: Size3{32, 1, 1},
+			args: []Arg{{Index: 1, Bytes: make([]byte, 4096)}}, wantErr: "4096 bytes of inline constants; setBytes takes 1 to 4095"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

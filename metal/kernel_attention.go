@@ -35,8 +35,9 @@ type AttentionOp struct {
 	Shape AttentionShape
 }
 
-// MaxInlineLengths is how many lengths go inline (setBytes takes up to 4 KB).
-const MaxInlineLengths = 1024
+// MaxInlineLengths is how many lengths go inline: setBytes takes less than
+// 4 KB, so 1023 four-byte lengths.
+const MaxInlineLengths = maxSetBytes / 4
 
 // AttentionFusesRope reports whether the flash kernel, which can rotate q
 // and k as it stages them, runs attention of shape a: head dims that are
@@ -97,8 +98,11 @@ func EncodeAttention(cb CommandBuffer, k *Kernels, op AttentionOp) error {
 		// attention_sliding is function_constant(0).
 		p, err = k.pipeline(name, Constant{Index: 0, Value: a.Sliding})
 	} else {
-		// attention_sliding and attention_rope are function_constant(0) and (1).
-		p, err = k.pipeline(name, Constant{Index: 0, Value: a.Sliding}, Constant{Index: 1, Value: op.Table != nil})
+		// attention_sliding, attention_rope and attention_head_dim are
+		// function_constant(0), (1) and (2): a head dim known when the
+		// pipeline is built lets its fragment loops unroll.
+		p, err = k.pipeline(name, Constant{Index: 0, Value: a.Sliding}, Constant{Index: 1, Value: op.Table != nil},
+			Constant{Index: 2, Value: uint32(a.HeadDim)})
 		groups, threads = Size3{ceilDiv(a.SeqLen, AttentionQueryBlock), a.Batch * a.Heads, 1}, Size3{128, 1, 1}
 	}
 	if err != nil {

@@ -32,9 +32,9 @@ type GatherOp struct {
 	Rows, Cols, TableRows int
 }
 
-// MaxInlineIndices is how many gather indices go inline (setBytes takes up
-// to 4 KB).
-const MaxInlineIndices = 1024
+// MaxInlineIndices is how many gather indices go inline: setBytes takes
+// less than 4 KB, so 1023 four-byte indices.
+const MaxInlineIndices = maxSetBytes / 4
 
 // EncodeGather encodes op as one dispatch.
 func EncodeGather(cb CommandBuffer, k *Kernels, op GatherOp) error {

@@ -8,6 +8,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/laya-metal/laya/metal/internal/kernelref"
 	"github.com/laya-metal/laya/weights"
 
 	. "github.com/laya-metal/laya/metal"
@@ -71,24 +72,7 @@ func TestGemmMixedEmu(t *testing.T) {
 // gemmEpilogueRef is EncodeGemm's op in float64: act(X·Wᵀ + bias), and the
 // GeGLU of that when geglu is set.
 func gemmEpilogueRef(x, w, bias []float64, m, n, kd int, act Activation, geglu bool) (y, gated []float64) {
-	y = gemmRef(x, w, bias, m, n, kd)
-	for i, v := range y {
-		switch act {
-		case ActGELU:
-			y[i] = geluRef(v)
-		case ActReLU:
-			y[i] = max(v, 0)
-		}
-	}
-	if geglu {
-		inner := n / 2
-		for r := range m {
-			for c := range inner {
-				gated = append(gated, geluRef(y[r*n+c])*y[r*n+inner+c])
-			}
-		}
-	}
-	return y, gated
+	return kernelref.GemmEpilogue(x, w, bias, m, n, kd, int(act), geglu)
 }
 
 // The fused epilogue (bias, activation, GeGLU) against float64, with W and

@@ -11,7 +11,8 @@ import (
 // Kernels dispatches this repository's kernels (package kernels) on a
 // Device. The dispatch functions (EncodeGemm, Softmax, VectorAdd, ...) live
 // in kernel_<family>.go, each beside its family's cost model, with their
-// float64 references in kernel_<family>_ref_test.go; they are shared by
+// float64 references in package metal/internal/kernelref (which the
+// self-test, selftest.go, shares with the tests); they are shared by
 // the Apple GPU and the emulator: they pick threadgroup sizes, bind
 // arguments with their access (Arg.Access) and encode, but do not commit.
 type Kernels struct {
@@ -43,6 +44,15 @@ func NewKernels(dev Device) *Kernels { return &Kernels{dev: dev} }
 
 // Device returns the device the kernels run on.
 func (k *Kernels) Device() Device { return k.dev }
+
+// Prepare builds the pipeline of kernel specialised by constants, or finds
+// it in the cache, as the first dispatch of that variant would. A program
+// that knows the variants it will dispatch prepares them ahead, so that a
+// first request does not wait for the compiler.
+func (k *Kernels) Prepare(kernel string, constants ...Constant) error {
+	_, err := k.pipeline(kernel, constants...)
+	return err
+}
 
 func (k *Kernels) pipeline(name string, constants ...Constant) (Pipeline, error) {
 	key, cacheable := pipelineKey{n: len(constants)}, len(constants) <= maxKeyConstants

@@ -88,6 +88,7 @@ type selectors struct {
 	dispatchThreadgroups, memoryBarrierWithScope, memoryBarrierWithResources         objcSEL
 	endEncoding, commit, waitUntilCompleted, status, errorSel                        objcSEL
 	gpuStartTime, gpuEndTime                                                         objcSEL
+	setLabel, pushDebugGroup, popDebugGroup, registryID                              objcSEL
 }
 
 // loadMetal opens the frameworks and binds everything once per process.
@@ -200,6 +201,8 @@ func registerSelectors() {
 		endEncoding:                           r("endEncoding"), commit: r("commit"),
 		waitUntilCompleted: r("waitUntilCompleted"), status: r("status"), errorSel: r("error"),
 		gpuStartTime: r("GPUStartTime"), gpuEndTime: r("GPUEndTime"),
+		setLabel: r("setLabel:"), pushDebugGroup: r("pushDebugGroup:"), popDebugGroup: r("popDebugGroup"),
+		registryID: r("registryID"),
 	}
 }
 
@@ -218,7 +221,8 @@ func registerSelectors() {
 // pools, only the paths that create autoreleased objects (command buffer
 // and encoder creation, NSError results, compile, commit/wait) pay for
 // one, and objects that must outlive the pool are retained into the ledger.
-// Dispatch and Barrier create no autoreleased objects and run bare.
+// Dispatch and Barrier create no autoreleased objects and run bare, unless
+// SystemOptions.EncodePools asks for pools there too.
 func inPool(fn func()) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()

@@ -1,6 +1,7 @@
 package metal
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
 	"io/fs"
@@ -39,7 +40,52 @@ type SystemOptions struct {
 	// (macOS 15) and reads the choice back (SystemInfo.FPFunctions).
 	// MathFast is refused: the kernels rely on -INFINITY.
 	MathMode MathMode
+	// EncodePools runs Dispatch and Barrier inside an autorelease pool too.
+	// Their messages create no autoreleased object in any documented way,
+	// so they run bare (a pool push and pop per dispatch is not free); a
+	// driver that autoreleases there anyway leaks one object per dispatch
+	// on a Go thread, which OBJC_DEBUG_MISSING_POOLS=YES reports
+	// (scripts/maccheck/mac-check.sh's pools step), and this turns the
+	// pools on. OpenSystemDefault sets it from LAYA_METAL_ENCODE_POOLS=1.
+	EncodePools bool
+	// Labels names command buffers (setLabel:) and wraps each dispatch
+	// in a debug group (pushDebugGroup:) named by the backend (operation,
+	// ordinal, kernel; DebugLabeler), so that Xcode's GPU capture and the
+	// Metal validation layer say which operation they mean. It costs an
+	// NSString per dispatch. OpenSystemDefault turns it on with
+	// LAYA_METAL_LABELS=1, and whenever MTL_SHADER_VALIDATION=1 or
+	// MTL_DEBUG_LAYER=1 asks for validation.
+	Labels bool
 }
+
+// labelsFromEnv is Labels as OpenSystemDefault sets it.
+func labelsFromEnv(getenv func(string) string) bool {
+	return getenv("LAYA_METAL_LABELS") == "1" || getenv("MTL_SHADER_VALIDATION") == "1" || getenv("MTL_DEBUG_LAYER") == "1"
+}
+
+// systemFingerprint identifies what decides a system device's results: the
+// GPU, the sources and the compile options (metal.Fingerprinter). Two
+// devices of one process with the same fingerprint run the same compiled
+// kernels on the same GPU, so a self-test passed on one speaks for the
+// other (laya serve --backend auto opens the GPU once to choose it and
+// once per model it loads).
+func systemFingerprint(gpu string, registryID uint64, files map[string]string, msl MSLVersion, mode MathMode) string {
+	names := make([]string, 0, len(files))
+	for name := range files {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	h := sha256.New()
+	for _, name := range names {
+		fmt.Fprintf(h, "%d:%s%d:", len(name), name, len(files[name]))
+		h.Write([]byte(files[name]))
+	}
+	return fmt.Sprintf("metal|%s|%#x|msl %s|%s|%x", gpu, registryID, msl, mode, h.Sum(nil))
+}
+
+// EncodePoolsEnv is the environment variable that sets
+// SystemOptions.EncodePools for OpenSystemDefault.
+const EncodePoolsEnv = "LAYA_METAL_ENCODE_POOLS"
 
 // MathMode is MTLMathMode: how freely the Metal compiler may rewrite
 // floating-point code.

@@ -91,8 +91,9 @@ func TestSystemClassifyArg(t *testing.T) {
 		{"negative offset", Arg{Index: 1, Buffer: buf, Offset: -4}, 0, "offset -4"},
 		{"zero-size buffer", Arg{Index: 1, Buffer: sysTestBuffer{0}}, argBuffer, ""},
 		{"bytes", Arg{Index: 2, Bytes: make([]byte, 4)}, argBytes, ""},
-		{"bytes at limit", Arg{Index: 2, Bytes: make([]byte, 4096)}, argBytes, ""},
-		{"bytes over limit", Arg{Index: 2, Bytes: make([]byte, 4097)}, 0, "4097 bytes of inline constants"},
+		// Apple documents setBytes for data smaller than 4 KB.
+		{"bytes at limit", Arg{Index: 2, Bytes: make([]byte, 4095)}, argBytes, ""},
+		{"bytes of 4 KB", Arg{Index: 2, Bytes: make([]byte, 4096)}, 0, "4096 bytes of inline constants"},
 		{"empty bytes", Arg{Index: 2, Bytes: []byte{}}, 0, "0 bytes of inline constants"},
 		{"threadgroup", Arg{Index: 0, ThreadgroupBytes: 100}, argThreadgroup, ""},
 		{"negative threadgroup", Arg{Index: 0, ThreadgroupBytes: -1}, 0, "negative threadgroup memory"},

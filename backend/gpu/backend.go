@@ -28,6 +28,7 @@ type Backend struct {
 	kern *metal.Kernels
 	// ownsDevice: Close closes dev too (the registry's backends).
 	ownsDevice bool
+	selfTest   metal.SelfTestReport // what Open checked (SelfTest)
 
 	mu      sync.Mutex
 	closed  bool
@@ -419,6 +420,7 @@ func (b *Backend) NewStream() backend.Stream {
 		b.spareLists = b.spareLists[:n-1]
 		s.lists = l
 		s.owned, s.committed, s.track.written, s.track.read, s.lengths, s.ints, s.hint = l.owned, l.committed, l.written, l.read, l.lengths, l.ints, l.tensors
+		s.log = l.log
 	}
 	b.mu.Unlock()
 	return s

@@ -16,6 +16,18 @@
 // backend/metalemu), which is how go test holds the GPU path to the CPU
 // reference on Linux.
 //
+// Every registered backend on this package ("metal", "metal-emu",
+// "metal-cuda") opens through Open, which runs the self-test first
+// (metal.SelfTest: a canary of every kernel family against float64
+// references) and refuses the device with ErrSelfTest, naming the kernel,
+// shape and worst element, if any canary is off; New and NewOwning, for
+// devices the caller vouches for (a PlanDevice, test wrappers), do not.
+// Prebuild builds ahead the pipelines a plan of the model's forward passes
+// will dispatch (laya.Load does on the GPU). A command buffer that fails
+// names the dispatches it held (operation, ordinal, kernel; oplabels.go),
+// and on a device that takes them each dispatch is a debug group of that
+// name (metal.DebugLabeler).
+//
 // A Stream records operations into command buffers of one concurrent
 // encoder each; a barrier is encoded only where a dispatch reads or
 // overwrites a buffer that an earlier dispatch since the last barrier

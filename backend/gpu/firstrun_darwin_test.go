@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -15,7 +16,7 @@ import (
 // The backend conformance suite on the Apple GPU: every op against its
 // float64 reference and every contract rejection.
 func TestConformanceGPU(t *testing.T) {
-	backendtest.Run(t, func() (backend.Backend, error) { return OpenSystem() })
+	backendtest.Run(t, func() (backend.Backend, error) { return OpenSystem(context.Background()) })
 }
 
 // TestRSSAfterLoadGPU loads every weight of a checkpoint onto the GPU the

@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"context"
 	"testing"
 )
 
@@ -9,7 +10,7 @@ import (
 
 func openGPU(t *testing.T) *Backend {
 	t.Helper()
-	be, err := OpenSystem()
+	be, err := OpenSystem(context.Background())
 	if err != nil {
 		t.Fatalf("metal: %v", err)
 	}
@@ -22,7 +23,7 @@ func TestOpsMatchCPUGPU(t *testing.T) { runOps(t, openGPU(t)) }
 func TestForwardGoldensGPU(t *testing.T) { runGoldens(t, openGPU(t), nil) }
 
 func BenchmarkForwardGPU(b *testing.B) {
-	be, err := OpenSystem()
+	be, err := OpenSystem(context.Background())
 	if err != nil {
 		b.Fatalf("metal: %v", err)
 	}

@@ -90,11 +90,11 @@ func (d *PlanDevice) NewBuffer(size int) (metal.Buffer, error) {
 	d.stats.NewBuffers++
 	d.stats.NewBufferBytes += size
 	d.mu.Unlock()
-	return &planBuffer{data: make([]byte, size)}, nil
+	return &planBuffer{size: size}, nil
 }
 
 func (d *PlanDevice) NewBufferWithBytes(data []byte) (metal.Buffer, error) {
-	return &planBuffer{data: data}, nil
+	return &planBuffer{data: data, size: len(data)}, nil
 }
 
 func (d *PlanDevice) Pipeline(kernel string, constants ...metal.Constant) (metal.Pipeline, error) {
@@ -142,11 +142,26 @@ func (d *PlanDevice) NewCommandBuffer() (metal.CommandBuffer, error) {
 
 func (d *PlanDevice) Close() error { return nil }
 
-type planBuffer struct{ data []byte }
+// planBuffer allocates its host memory only when the host touches it (an
+// upload, a read, zeroing): nothing runs on a plan device, so the
+// activations of a large planned batch (internal/gpuplan.Variants records
+// 16 questions at max_len while a checkpoint loads) cost no memory.
+type planBuffer struct {
+	once sync.Once
+	data []byte
+	size int
+}
 
-func (b *planBuffer) Bytes() []byte { return b.data }
-func (b *planBuffer) Len() int      { return len(b.data) }
-func (b *planBuffer) Release()      {}
+func (b *planBuffer) Bytes() []byte {
+	b.once.Do(func() {
+		if b.data == nil {
+			b.data = make([]byte, b.size)
+		}
+	})
+	return b.data
+}
+func (b *planBuffer) Len() int { return b.size }
+func (b *planBuffer) Release() {}
 
 type planPipeline struct {
 	kernel    string

@@ -1,14 +1,15 @@
 package gpu
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/laya-metal/laya/metal"
 )
 
 // NewOwning is New for a backend that owns dev: its Close closes the device
-// too. The registered backends ("metal" here, "metal-emu" in package
-// backend/metalemu) are made this way.
+// too. It runs no self-test; the registered backends open through Open,
+// which does.
 func NewOwning(name string, dev metal.Device) *Backend {
 	b := New(name, dev)
 	b.ownsDevice = true
@@ -16,11 +17,12 @@ func NewOwning(name string, dev metal.Device) *Backend {
 }
 
 // OpenSystem returns a backend named "metal" on the system's default GPU
-// (metal.OpenSystemDefault; darwin only). Close closes the device.
-func OpenSystem() (*Backend, error) {
+// (metal.OpenSystemDefault; darwin only) once it passed the self-test
+// (Open). Close closes the device.
+func OpenSystem(ctx context.Context) (*Backend, error) {
 	dev, err := metal.OpenSystemDefault()
 	if err != nil {
 		return nil, fmt.Errorf("backend/gpu: %w", err)
 	}
-	return NewOwning("metal", dev), nil
+	return Open(ctx, "metal", dev)
 }

@@ -56,6 +56,9 @@ type Stream struct {
 	lists *streamLists
 	// partial holds split-K GEMMs' partial matrices (encodeSplitK).
 	partial metal.Buffer
+	// log names the dispatches of the command buffers not yet waited for
+	// (oplabels.go).
+	log opLog
 }
 
 // streamLists are the growable lists of a closed stream, handed to the
@@ -68,6 +71,7 @@ type streamLists struct {
 	lengths   []int
 	ints      []int
 	tensors   int // the last stream's tensor count
+	log       opLog
 }
 
 // fail records the first error; later operations become no-ops.
@@ -192,7 +196,8 @@ func (s *Stream) begin(op string) bool {
 		}
 		s.cb = cb
 	}
-	s.track.cb = s.cb
+	s.track.cb, s.track.log = s.cb, &s.log
+	s.log.begin(op)
 	if l, ok := s.cb.(opLabeler); ok {
 		l.labelNext(op)
 	}
@@ -257,6 +262,7 @@ func (s *Stream) commit() bool {
 		return false
 	}
 	s.committed = append(s.committed, cb)
+	s.log.committed()
 	return true
 }
 
@@ -274,14 +280,23 @@ func (s *Stream) waitCommitted(ctx context.Context) error {
 		return err // still running: stays in committed for Close
 	}
 	var first error
-	for _, cb := range s.committed[:len(s.committed)-1] {
+	for i, cb := range s.committed[:len(s.committed)-1] {
 		timing, err := cb.Wait(ctx)
 		if err != nil && first == nil {
-			first = err
+			first = s.log.heldErr(i, err)
 		}
 		s.be.recordTiming("", timing)
 	}
+	if err != nil {
+		err = s.log.heldErr(len(s.committed)-1, err)
+	}
 	s.committed = s.committed[:0]
+	s.log.waited()
+	// The earliest failure is the one to report: later command buffers may
+	// fail only because they read what it left wrong.
+	if first != nil {
+		return first
+	}
 	if err != nil {
 		return err
 	}
@@ -303,11 +318,13 @@ func (s *Stream) syncOp(op string) {
 		s.fail(fmt.Errorf("backend/gpu: %s: commit: %w", op, err))
 		return
 	}
+	s.log.committed()
 	timing, err := cb.Wait(context.Background())
 	if err != nil {
-		s.fail(fmt.Errorf("backend/gpu: %s: %w", op, err))
+		s.fail(fmt.Errorf("backend/gpu: %s: %w", op, s.log.heldErr(len(s.log.ends)-1, err)))
 		return
 	}
+	s.log.waited()
 	s.be.recordTiming(op, timing)
 }
 
@@ -449,6 +466,7 @@ func (s *Stream) Close() {
 			s.be.recordTiming("", timing)
 		}
 	}
+	s.log.waited()
 	s.closed = true
 	s.be.giveBack(s.owned)
 	// The lists go to the next stream, emptied of references (the pool
@@ -462,9 +480,11 @@ func (s *Stream) Close() {
 	clear(s.track.written)
 	clear(s.track.read)
 	*l = streamLists{owned: s.owned[:0], committed: s.committed[:0], written: s.track.written[:0], read: s.track.read[:0],
-		lengths: s.lengths[:0], ints: s.ints[:0], tensors: s.made}
+		lengths: s.lengths[:0], ints: s.ints[:0], tensors: s.made,
+		log: opLog{counts: s.log.counts[:0], labels: s.log.labels[:0], ends: s.log.ends[:0]}}
 	s.owned, s.committed, s.lengths, s.ints, s.tensors, s.lists, s.partial = nil, nil, nil, nil, nil, nil, nil
 	s.track = hazards{}
+	s.log = opLog{}
 	s.be.keepLists(l)
 }
 
@@ -510,7 +530,8 @@ func (bs *bufferSet) remove(b metal.Buffer) {
 // so the roles are stated once, in package metal; a buffer bound with no
 // access declared is refused, since its hazards would be unknown.
 type hazards struct {
-	cb metal.CommandBuffer
+	cb  metal.CommandBuffer
+	log *opLog // the stream's, to label each dispatch
 	// The buffers read and written since the last barrier. A run between
 	// barriers touches a handful of buffers, so two small sets (slices,
 	// scanned) are cheaper than maps.
@@ -532,6 +553,12 @@ func (h *hazards) Dispatch(p metal.Pipeline, groups, threads metal.Size3, args .
 	}
 	if hazard {
 		h.Barrier()
+	}
+	if h.log != nil {
+		h.log.dispatched(p.Kernel())
+		if end := labelDispatch(h.cb, h.log, p.Kernel()); end != nil {
+			defer end()
+		}
 	}
 	if err := h.cb.Dispatch(p, groups, threads, args...); err != nil {
 		return err

@@ -16,6 +16,7 @@
 package metalcuda
 
 import (
+	"context"
 	"fmt"
 	"os"
 
@@ -38,11 +39,13 @@ func init() {
 }
 
 // Open returns a backend named "metal-cuda" on a new CUDA device opened with
-// opts. Close closes the device.
+// opts, once it passed the self-test (gpu.Open). Close closes the device.
 func Open(opts cuda.Options) (*gpu.Backend, error) {
 	dev, err := cuda.Open(opts)
 	if err != nil {
 		return nil, fmt.Errorf("metalcuda: %w", err)
 	}
-	return gpu.NewOwning(Name, dev), nil
+	ctx, cancel := context.WithTimeout(context.Background(), gpu.SelfTestTimeout)
+	defer cancel()
+	return gpu.Open(ctx, Name, dev)
 }

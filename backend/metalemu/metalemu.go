@@ -13,6 +13,7 @@
 package metalemu
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/laya-metal/laya/backend"
@@ -28,11 +29,13 @@ func init() {
 }
 
 // Open returns a backend named "metal-emu" on a new emulator device opened
-// with opts. Close closes the device.
+// with opts, once it passed the self-test (gpu.Open). Close closes the device.
 func Open(opts emu.Options) (*gpu.Backend, error) {
 	dev, err := emu.Open(opts)
 	if err != nil {
 		return nil, fmt.Errorf("metalemu: %w", err)
 	}
-	return gpu.NewOwning(Name, dev), nil
+	ctx, cancel := context.WithTimeout(context.Background(), gpu.SelfTestTimeout)
+	defer cancel()
+	return gpu.Open(ctx, Name, dev)
 }

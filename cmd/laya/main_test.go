@@ -26,7 +26,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"predict", "--model", predictModel}, "laya predict: give --request FILE, or --state with --questions or --preset"},
 		{[]string{"predict", "--model", predictModel, "--state", "x", "--preset", "nope"}, `laya predict: --preset "nope": use triage, email, guard, moderation or router`},
 		{[]string{"predict", "--model", predictModel, "extra"}, `laya predict: unexpected argument "extra": every input is given by a flag or on stdin`},
-		{[]string{"predict", "--model", predictModel, "--backend", "nope", "--state", "x", "--preset", "triage"}, `laya predict: laya: backend: unknown backend "nope"; registered: cpu`},
+		{[]string{"predict", "--model", predictModel, "--backend", "nope", "--state", "x", "--preset", "triage"}, `laya predict: laya: backend: unknown backend "nope"; registered: auto, cpu`},
 		{[]string{"inspect"}, "laya inspect: --model DIR is required"},
 		{[]string{"synth", "--preset", "huge", "--out", "x"}, `laya synth: --preset "huge": want english, multilingual or tiny`},
 		{[]string{"synth"}, "laya synth: --out DIR is required"},

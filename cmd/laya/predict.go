@@ -42,8 +42,10 @@ forbid the network) with a progress bar, and reused from there.
 (customer messages, field "message"), email ("body"), guard (LLM prompts,
 "prompt"), moderation ("post") or router ("request").
 
---backend picks the compute engine; this build has: %s. cpu runs
-everywhere; metal (the Apple GPU) is there on macOS on Apple Silicon.
+--backend picks the compute engine; this build has: %s. auto (the
+default) is metal on Apple Silicon when the GPU passes its self-test, else cpu,
+and says why on stderr; cpu runs everywhere; metal (the Apple GPU) is there on
+macOS on Apple Silicon, and naming it means metal or an error.
 
 --state takes the text itself, @FILE to read it from a file, or - for stdin;
 it is used as text unless it parses as a JSON object or list; --state '' is an
@@ -64,7 +66,7 @@ Flags:
 func runPredict(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("predict", fmt.Sprintf(predictUsage, backendList()), stderr)
 	model := fs.String("model", "", "Laya checkpoint `DIR`")
-	backend := fs.String("backend", "cpu", "compute `backend`: "+backendList())
+	backend := fs.String("backend", "auto", "compute `backend`: "+backendList())
 	batchSize := fs.Int("batch-size", 16, "question rows per forward batch")
 	requestArg := fs.String("request", "", "request JSON `FILE`, or - for stdin")
 	stateArg := fs.String("state", "", "state `TEXT`, @FILE, or - for stdin")
@@ -90,6 +92,7 @@ func runPredict(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return err
 	}
 	defer agent.Close()
+	printBackendNote(stderr, agent)
 	res, err := agent.Predict(ctx, state, questions)
 	if err != nil {
 		return err

@@ -72,7 +72,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	maxLoaded := fs.Int("max-loaded", 3, "with --router: checkpoints kept resident (least recently used evicted)")
 	autoTask := fs.Bool("auto-task", os.Getenv("LAYA_AUTO_TASK") == "1", "with --router: route typed-decisions workflows automatically (LAYA_AUTO_TASK)")
 	addr := fs.String("addr", envAddr(cfg.Addr), "listen `address` (host:port; LAYA_HOST, LAYA_PORT)")
-	backend := fs.String("backend", "cpu", "compute `backend`")
+	backend := fs.String("backend", "auto", "compute `backend`: "+backendList())
 	batchSize := fs.Int("batch-size", 0, "question rows per padded forward batch (default LAYA_BATCH_MAX)")
 	logLevel := fs.String("log-level", envOr("LAYA_LOG_LEVEL", "info"), "log `level`: debug, info, warn, error (LAYA_LOG_LEVEL)")
 	logFormat := fs.String("log-format", envOr("LAYA_LOG_FORMAT", "json"), "log `format`: json (one object per line) or text (LAYA_LOG_FORMAT)")
@@ -97,7 +97,12 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	default:
 		return usagef("--log-format %q: want json or text", *logFormat)
 	}
-	cfg.Addr, cfg.Device = *addr, *backend
+	cfg.Addr = *addr
+	resolved, device, err := resolveBackend(*backend, stderr)
+	if err != nil {
+		return err
+	}
+	*backend, cfg.Device = resolved, device
 	if *batchSize == 0 {
 		// One padded forward holds up to LAYA_BATCH_MAX rows, the knob upstream sizes
 		// device memory with.

@@ -30,7 +30,7 @@ func init() {
 // not the model, keeps the snake alive.
 const defaultSnakeModel = "testdata/oracle/checkpoints/real-en"
 
-const snakeUsage = `Usage: laya snake [--model DIR|ORG/NAME] [--backend cpu] [--fps 12] [--steps N]
+const snakeUsage = `Usage: laya snake [--model DIR|ORG/NAME] [--backend auto] [--fps 12] [--steps N]
                   [--width 24] [--height 16] [--seed 7] [--initial-length 6]
                   [--unassisted] [--record FILE] [--headless [--json]]
        laya snake benchmark [flags]   (laya snake benchmark -h)
@@ -85,7 +85,7 @@ func (f *snakeFlags) register(fs interface {
 	BoolVar(*bool, string, bool, string)
 }) {
 	fs.StringVar(&f.model, "model", defaultSnakeModel, "Laya checkpoint `DIR` or Hub id")
-	fs.StringVar(&f.backend, "backend", "cpu", "compute `backend`: "+backendList())
+	fs.StringVar(&f.backend, "backend", "auto", "compute `backend`: "+backendList())
 	fs.IntVar(&f.batchSize, "batch-size", 3, "question rows per forward batch (3 questions per tick)")
 	fs.IntVar(&f.width, "width", snake.DefaultGame.Width, "board width in cells (≥ 4; one side even)")
 	fs.IntVar(&f.height, "height", snake.DefaultGame.Height, "board height in cells (≥ 4; one side even)")
@@ -114,8 +114,15 @@ func (f *snakeFlags) load(ctx context.Context, stderr io.Writer) (*laya.Agent, e
 	if f.batchSize < 1 {
 		return nil, usagef("--batch-size %d must be at least 1", f.batchSize)
 	}
-	return laya.Load(ctx, f.model, laya.WithBackend(f.backend), laya.WithBatchSize(f.batchSize),
+	agent, err := laya.Load(ctx, f.model, laya.WithBackend(f.backend), laya.WithBatchSize(f.batchSize),
 		laya.WithHub(progressClient(stderr)))
+	if err != nil {
+		return nil, err
+	}
+	// Reports and titles name the backend that runs, not "auto".
+	f.backend = agent.Backend()
+	printBackendNote(stderr, agent)
+	return agent, nil
 }
 
 func checkFPS(fps float64) error {
@@ -264,7 +271,7 @@ func playTUI(ctx context.Context, loop *snake.Loop, sf snakeFlags, steps int) (s
 	return tui.Run(ctx, screen, loop, tui.Options{Title: title, Steps: steps})
 }
 
-const snakeBenchUsage = `Usage: laya snake benchmark [--model DIR|ORG/NAME] [--backend cpu]
+const snakeBenchUsage = `Usage: laya snake benchmark [--model DIR|ORG/NAME] [--backend auto]
                             [--seeds 101,102,103] [--rates 10,20,40,80,160,320] [--steps 150]
                             [--raw-steps 200] [--json] [--output FILE]
 

@@ -114,6 +114,11 @@ func (d *device) Name() string {
 	return fmt.Sprintf("msl-emu (%s%s)", d.opts.Schedule, mode)
 }
 
+// Fingerprint implements metal.Fingerprinter: the compiled library's path
+// is a hash of the sources, the compiler and the flags; the name adds the
+// schedule and ASan mode.
+func (d *device) Fingerprint() string { return d.lib.path + "|" + d.Name() }
+
 // Close releases the pipelines. The shared object stays loaded: other
 // devices of this process may use it, and unloading code that created
 // thread-locals is not safe.

@@ -7,8 +7,7 @@ package emu_test
 // through metal/internal/metaltest.
 
 import (
-	"math"
-
+	"github.com/laya-metal/laya/metal/internal/kernelref"
 	"github.com/laya-metal/laya/metal/internal/metaltest"
 )
 
@@ -25,23 +24,5 @@ var (
 )
 
 // softmaxRef is the row-wise softmax in float64, the reference of the racy
-// softmax test (the kernels' own references live in package metal).
-func softmaxRef(in []float32, rows, cols int) []float64 {
-	out := make([]float64, len(in))
-	for r := 0; r < rows; r++ {
-		row := in[r*cols : (r+1)*cols]
-		mx := math.Inf(-1)
-		for _, v := range row {
-			mx = math.Max(mx, float64(v))
-		}
-		sum := 0.0
-		for c, v := range row {
-			out[r*cols+c] = math.Exp(float64(v) - mx)
-			sum += out[r*cols+c]
-		}
-		for c := range row {
-			out[r*cols+c] /= sum
-		}
-	}
-	return out
-}
+// softmax test (package metal/internal/kernelref holds the kernels').
+var softmaxRef = kernelref.Softmax

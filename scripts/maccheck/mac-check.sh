@@ -19,11 +19,12 @@
 # are skipped. Progress goes to stderr, the report to stdout.
 #
 # Environment: LAYA_CHECK_FULL=1 is --full; BENCH_RUNS (default 20) timed
-# runs per benchmark workload.
+# runs per benchmark workload; SOAK_REQUESTS (default 10000) requests of
+# the laya serve soak; MAC_CHECK_PORT (default 18931) its loopback port.
 set -uo pipefail
 
 usage() {
-	sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'
 }
 
 full="${LAYA_CHECK_FULL:-0}"
@@ -157,13 +158,82 @@ run "GPU model tests" model.log \
 run "RSS after load" rss.log \
 	go test -count=1 -v -run '^TestRSSAfterLoadGPU$' ./backend/gpu/
 
-# The same GPU tests under Apple's validation layers: Metal API validation
-# and the Objective-C runtime's report of autoreleases without a pool.
+# The same GPU tests (the device tests and the model's goldens) under
+# Apple's validation layers: shader validation (out-of-bounds and other
+# faults inside kernels, which Apple GPUs otherwise turn into zeros or
+# garbage), Metal API validation, and the Objective-C runtime's report of
+# autoreleases without a pool. Validation also turns on the backend's
+# dispatch labels, so a message names the operation and kernel.
 run "validation pass" validation.log \
-	env MTL_DEBUG_LAYER=1 OBJC_DEBUG_MISSING_POOLS=YES \
+	env MTL_SHADER_VALIDATION=1 MTL_DEBUG_LAYER=1 OBJC_DEBUG_MISSING_POOLS=YES \
 	go test -count=1 -v -run '^TestDevice|GPU$' -skip '^TestRSSAfterLoadGPU$' ./metal/ ./backend/gpu/
 
+# Dispatch and Barrier run without an autorelease pool of their own; if the
+# driver autoreleases there after all, the pass above counts missing pools,
+# and this rerun says whether pools in those two calls cure it.
+if grep -q 'MISSING POOLS' "$logdir/validation.log" 2>/dev/null; then
+	run "pools in Dispatch and Barrier" pools.log \
+		env LAYA_METAL_ENCODE_POOLS=1 OBJC_DEBUG_MISSING_POOLS=YES \
+		go test -count=1 -v -run '^TestDevice|GPU$' -skip '^TestRSSAfterLoadGPU$' ./metal/ ./backend/gpu/
+fi
+
+# A user with the Command Line Tools builds with cgo by default: the real
+# runtime/cgo, the external linker and another SDK version in the binary.
 if [[ -n "$clang_bin" ]]; then
+	run "GPU device tests (cgo)" device-cgo.log \
+		env CGO_ENABLED=1 go test -count=1 -v -run '^TestDevice|^TestMsgSend' ./metal/
+else
+	record "GPU device tests (cgo)" SKIP 0 "" "no clang"
+fi
+
+# laya predict on the GPU against the CPU, request by request: the same
+# choices, probabilities within the parity rule (scripts/maccheck parity).
+predict_parity() {
+	local laya="$logdir/laya" rc=0 req name
+	go build -o "$laya" ./cmd/laya || return 1
+	for req in testdata/requests/*.json; do
+		name="$(basename "$req")"
+		"$laya" predict --backend cpu --model testdata/oracle/checkpoints/real-en --request "$req" >"$logdir/predict-cpu-$name" || rc=1
+		"$laya" predict --backend metal --model testdata/oracle/checkpoints/real-en --request "$req" >"$logdir/predict-metal-$name" || rc=1
+		go run ./scripts/maccheck parity "$logdir/predict-cpu-$name" "$logdir/predict-metal-$name" || rc=1
+	done
+	return $rc
+}
+run "predict parity" parity.log predict_parity
+
+# SOAK_REQUESTS requests through laya serve --backend metal with the
+# server's RSS sampled: a leak per request (an autorelease pool missing on a
+# path every request takes) shows as RSS still growing in the second half.
+serve_soak() {
+	local laya="$logdir/laya" port="${MAC_CHECK_PORT:-18931}" pid rc i
+	go build -o "$laya" ./cmd/laya || return 1
+	"$laya" serve --backend metal --model testdata/oracle/checkpoints/real-en --addr "127.0.0.1:$port" \
+		--log-level warn >"$logdir/serve-server.log" 2>&1 &
+	pid=$!
+	for i in $(seq 1 120); do
+		if curl -fsS "http://127.0.0.1:$port/ready" >/dev/null 2>&1; then
+			break
+		fi
+		if ! kill -0 "$pid" 2>/dev/null; then
+			echo "laya serve exited during start-up (serve-server.log)"
+			return 1
+		fi
+		sleep 1
+		[[ $i -eq 120 ]] && echo "laya serve not ready after 120 s"
+	done
+	curl -fsS "http://127.0.0.1:$port/health"
+	echo
+	go run ./scripts/maccheck soak "http://127.0.0.1:$port/v1/systemone" "${SOAK_REQUESTS:-10000}" "$pid" testdata/requests/email.json
+	rc=$?
+	kill "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	return $rc
+}
+run "serve soak" soak.log serve_soak
+
+if [[ -n "$clang_bin" ]]; then
+	# The emulator has never run on macOS: its steps have a verdict of
+	# their own and do not decide the GPU's.
 	run "emulator tests" emu.log \
 		go test -count=1 -skip '^TestDevice|GPU$' ./metal/... ./backend/gpu/ ./backend/metalemu/ ./kernels/
 else

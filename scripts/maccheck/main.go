@@ -7,6 +7,12 @@
 // Usage:
 //
 //	go run ./scripts/maccheck report DIR
+//	go run ./scripts/maccheck parity WANT.json GOT.json
+//	go run ./scripts/maccheck soak URL N PID BODY.json
+//
+// parity holds one laya predict answer to another (the GPU's to the
+// CPU's): the same JSON, numbers within parityTolerance. soak sends N
+// requests to a running laya serve and samples its RSS (process PID).
 //
 // DIR holds steps.tsv (one step a line: name, PASS|FAIL|SKIP, seconds, log
 // file relative to DIR, note; tab-separated), env.txt (the environment
@@ -26,12 +32,24 @@ import (
 	"strings"
 )
 
+const usageText = `usage: go run ./scripts/maccheck report DIR
+       go run ./scripts/maccheck parity WANT.json GOT.json
+       go run ./scripts/maccheck soak URL N PID BODY.json`
+
 func main() {
-	if len(os.Args) != 3 || os.Args[1] != "report" {
-		fmt.Fprintln(os.Stderr, "usage: go run ./scripts/maccheck report DIR")
+	var err error
+	switch {
+	case len(os.Args) == 3 && os.Args[1] == "report":
+		err = writeReport(os.Stdout, os.Args[2])
+	case len(os.Args) == 4 && os.Args[1] == "parity":
+		err = parityFiles(os.Stdout, os.Args[2], os.Args[3])
+	case len(os.Args) == 6 && os.Args[1] == "soak":
+		err = soakCommand(os.Stdout, os.Args[2:])
+	default:
+		fmt.Fprintln(os.Stderr, usageText)
 		os.Exit(2)
 	}
-	if err := writeReport(os.Stdout, os.Args[2]); err != nil {
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "maccheck:", err)
 		os.Exit(1)
 	}
@@ -72,7 +90,39 @@ func parseSteps(r io.Reader) ([]step, error) {
 // failureRe matches the lines of a failing log worth sending back: test
 // failures with their file:line messages, panics, fatal errors, signals,
 // Objective-C exceptions and Metal's failed assertions.
-var failureRe = regexp.MustCompile(`^\s*--- FAIL|^FAIL\b|^\s+\S+\.go:\d+: |panic: |^fatal error: |\[signal |^SIG[A-Z]+: |^signal: |exception|Terminating app|failed assertion|^\S+\.go:\d+:\d+: `)
+//
+// The Metal compiler's diagnostics ("kernels/gemm.metal:12:5: error: …")
+// arrive inside a test's multi-line t.Fatalf, indented, so they are matched
+// anywhere on the line.
+var failureRe = regexp.MustCompile(`^\s*--- FAIL|^FAIL\b|^\s+\S+\.go:\d+: |panic: |^fatal error: |\[signal |^SIG[A-Z]+: |^signal: |exception|Terminating app|failed assertion|^\S+\.go:\d+:\d+: |` + compilerDiag)
+
+// compilerDiag matches a Metal compiler diagnostic of a .metal file (or of
+// Metal's "program_source" for a source compiled from memory).
+const compilerDiag = `(?:\S+\.metal|program_source):\d+:\d+: (?:fatal error|error|warning):`
+
+var compilerDiagRe = regexp.MustCompile(compilerDiag)
+
+// compilerDiagnostics returns the compiler diagnostics of log, trimmed and
+// without repeats, at most max of them.
+func compilerDiagnostics(log []byte, max int) []string {
+	var out []string
+	seen := map[string]bool{}
+	sc := bufio.NewScanner(bytes.NewReader(log))
+	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
+	for sc.Scan() {
+		l := sc.Text()
+		loc := compilerDiagRe.FindStringIndex(l)
+		if loc == nil {
+			continue
+		}
+		d := strings.TrimSpace(l[loc[0]:])
+		if !seen[d] && len(out) < max {
+			seen[d] = true
+			out = append(out, d)
+		}
+	}
+	return out
+}
 
 // failureLines returns up to max matching lines, in order, and how many
 // more matched.
@@ -191,10 +241,46 @@ func tableLines(log []byte) []string {
 	return out
 }
 
-// verdict is the report's last line.
+// isEmulatorStep reports the steps that check the MSL emulator on the Mac:
+// it has never run on macOS, so they have a verdict of their own and do
+// not sink the GPU's.
+func isEmulatorStep(s step) bool { return strings.HasPrefix(s.Name, "emulator") }
+
+// emulatorVerdict is the emulator steps' verdict line.
+func emulatorVerdict(steps []step) string {
+	var failed, ran, skipped []string
+	for _, s := range steps {
+		if !isEmulatorStep(s) {
+			continue
+		}
+		switch s.Status {
+		case "FAIL":
+			failed = append(failed, s.Name)
+		case "SKIP":
+			skipped = append(skipped, s.Name+" ("+s.Note+")")
+		default:
+			ran = append(ran, s.Name)
+		}
+	}
+	switch {
+	case len(failed) > 0:
+		return "EMULATOR VERDICT: FAIL: " + strings.Join(failed, "; ") + " (the GPU verdict below does not depend on it)"
+	case len(ran) > 0:
+		return "EMULATOR VERDICT: PASS"
+	case len(skipped) > 0:
+		return "EMULATOR VERDICT: NOT RUN: " + strings.Join(skipped, "; ")
+	}
+	return "EMULATOR VERDICT: NOT RUN"
+}
+
+// verdict is the report's last line: the GPU's verdict (the emulator steps
+// have emulatorVerdict).
 func verdict(steps []step, v validation, env map[string]string) string {
 	var failed, skipped []string
 	for _, s := range steps {
+		if isEmulatorStep(s) {
+			continue
+		}
 		switch s.Status {
 		case "FAIL":
 			failed = append(failed, s.Name)
@@ -305,12 +391,49 @@ func writeReport(w io.Writer, dir string) error {
 			p("%s", l)
 		}
 	}
+	if diags := compilerDiagnostics(all, 40); len(diags) > 0 {
+		p("")
+		p("== Metal compiler diagnostics (from every log)")
+		for _, l := range diags {
+			p("  %s", l)
+		}
+	}
+	if st := grepLines(all, "self-test "); len(st) > 0 {
+		p("")
+		p("== self-test at open (measured on this Mac)")
+		for _, l := range dedupe(st) {
+			p("%s", l)
+		}
+	}
 	val := countValidation(logsWith(dir, steps, "validation"))
 	p("")
-	p("== validation (MTL_DEBUG_LAYER=1, OBJC_DEBUG_MISSING_POOLS=YES)")
+	p("== validation (MTL_SHADER_VALIDATION=1, MTL_DEBUG_LAYER=1, OBJC_DEBUG_MISSING_POOLS=YES)")
 	p("warnings: %d (missing autorelease pools: %d, Metal validation: %d)", val.MissingPools+val.Metal, val.MissingPools, val.Metal)
 	for _, l := range val.Samples {
 		p("  %s", l)
+	}
+	if pools := logsWith(dir, steps, "pools"); len(pools) > 0 {
+		on := countValidation(pools)
+		p("")
+		p("== autorelease pools in Dispatch and Barrier (LAYA_METAL_ENCODE_POOLS=1)")
+		p("missing-pool warnings without them: %d; with them: %d", val.MissingPools, on.MissingPools)
+		if val.MissingPools > 0 && on.MissingPools == 0 {
+			p("the driver autoreleases while encoding: make SystemOptions.EncodePools the default")
+		}
+	}
+	if par := grepLines(all, "parity "); len(par) > 0 {
+		p("")
+		p("== laya predict --backend metal against --backend cpu")
+		for _, l := range par {
+			p("%s", l)
+		}
+	}
+	if soak := grepLines(all, "soak "); len(soak) > 0 {
+		p("")
+		p("== laya serve --backend metal soak (RSS sampled)")
+		for _, l := range soak {
+			p("%s", l)
+		}
 	}
 	if lat := tableLines(logsWith(dir, steps, "bench")); len(lat) > 0 {
 		p("")
@@ -353,6 +476,7 @@ func writeReport(w io.Writer, dir string) error {
 		}
 	}
 	p("")
+	p("%s", emulatorVerdict(steps))
 	p("%s", verdict(steps, val, env))
 	return nil
 }

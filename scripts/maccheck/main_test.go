@@ -126,14 +126,14 @@ func TestReportFailure(t *testing.T) {
 func TestVerdicts(t *testing.T) {
 	env := map[string]string{"chip": "Apple M4", "macos": "15.2"}
 	pass := []step{{Name: "a", Status: "PASS"}}
-	skip := append(pass, step{Name: "emulator tests", Status: "SKIP"})
+	skip := append(pass, step{Name: "GPU device tests (cgo)", Status: "SKIP"})
 	tests := []struct {
 		steps []step
 		v     validation
 		want  string
 	}{
 		{pass, validation{}, "VERDICT: PASS on Apple M4, macOS 15.2: the Metal backend works"},
-		{skip, validation{}, "VERDICT: PASS on Apple M4, macOS 15.2 (skipped: emulator tests)"},
+		{skip, validation{}, "VERDICT: PASS on Apple M4, macOS 15.2 (skipped: GPU device tests (cgo))"},
 		{pass, validation{Metal: 3}, "VERDICT: PASS WITH WARNINGS on Apple M4, macOS 15.2: 0 missing-pool and 3 Metal validation warnings"},
 		{append(skip, step{Name: "b", Status: "FAIL"}), validation{MissingPools: 1}, "VERDICT: FAIL on Apple M4, macOS 15.2: b"},
 	}

@@ -372,6 +372,7 @@ func TranslateFor(src Source, inc Includer, target Target) (*Unit, error) {
 		t.markUnsupported,
 		t.foldQualifiedMembers,
 		t.findKernels,
+		t.checkStrict,
 		t.findInstantiations,
 		t.checkDuplicateKernels,
 		t.rewriteThreadgroupDecls,

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/laya-metal/laya"
+	"github.com/laya-metal/laya/backend"
+)
+
+// printBackendNote writes the agent's backend line, if "auto" passed over a
+// better backend, to stderr: one line saying what runs and why, so a Mac user
+// whose GPU was refused learns it without asking.
+func printBackendNote(stderr io.Writer, agent *laya.Agent) {
+	for _, w := range agent.Warnings() {
+		if strings.HasPrefix(w, "backend "+backend.Auto+":") {
+			fmt.Fprintln(stderr, "laya: "+w)
+		}
+	}
+}
+
+// resolveBackend turns --backend auto into the backend it chooses here (the
+// choice is made once per process, so the models loaded after it use the
+// same one), with the device string /health reports: the name, and why a
+// better backend was passed over. Other names pass through.
+func resolveBackend(name string, stderr io.Writer) (resolved, device string, err error) {
+	if name != backend.Auto {
+		return name, name, nil
+	}
+	be, choice, err := backend.OpenAuto()
+	if err != nil {
+		return "", "", err
+	}
+	be.Close()
+	if !choice.Fallback() {
+		return choice.Name, choice.Name, nil
+	}
+	fmt.Fprintln(stderr, "laya: backend "+choice.String())
+	return choice.Name, fmt.Sprintf("%s (auto; %s)", choice.Name, choice.Passed), nil
+}
