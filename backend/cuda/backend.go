@@ -1,0 +1,473 @@
+//go:build linux
+
+package cuda
+
+import (
+	_ "embed"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"math"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"github.com/laya-metal/laya/backend"
+	"github.com/laya-metal/laya/internal/cudadrv"
+	"github.com/laya-metal/laya/weights"
+)
+
+//go:embed kernels.cu
+var kernelSource string
+
+var driverFuncs = []string{
+	"cuInit", "cuDriverGetVersion", "cuDeviceGetCount", "cuDeviceGet", "cuDeviceGetName", "cuDeviceGetAttribute",
+	"cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRelease_v2", "cuCtxSetCurrent", "cuCtxSynchronize",
+	"cuMemGetInfo_v2", "cuMemAlloc_v2", "cuMemFree_v2", "cuMemcpyHtoD_v2", "cuMemcpyHtoDAsync_v2",
+	"cuMemcpyDtoHAsync_v2", "cuMemsetD8Async", "cuMemHostAlloc", "cuMemFreeHost",
+	"cuModuleLoadData", "cuModuleUnload", "cuModuleGetFunction", "cuFuncSetAttribute", "cuLaunchKernel",
+	"cuStreamCreate", "cuStreamDestroy_v2", "cuStreamSynchronize", "cuStreamBeginCapture_v2", "cuStreamEndCapture",
+	"cuGraphInstantiateWithFlags", "cuGraphLaunch", "cuGraphExecDestroy", "cuGraphDestroy",
+	"cuEventCreate", "cuEventRecord", "cuEventSynchronize", "cuEventDestroy_v2",
+}
+
+// kernels are the entry points of kernels.cu.
+type kernels struct {
+	gather, layerNorm, biasAct, add, actMap, geglu, softmax, rope, attention, actFeatures, toF16, toBF16, packOut uintptr
+}
+
+// attentionSharedLimit is the dynamic shared memory the attention kernel is
+// allowed (Hopper and Ampere give a block up to 227 and 163 KiB).
+const attentionSharedLimit = 96 << 10
+
+// Backend is the cuda backend: weights resident in device memory, the
+// model's operations as CUDA kernels and cuBLAS GEMMs, and each request
+// shape replayed from a CUDA graph captured the second time it is seen.
+type Backend struct {
+	opts   Options
+	drv    *cudadrv.Driver
+	rtc    *cudadrv.NVRTC
+	blas   *cublas
+	w      *cudadrv.Worker
+	ctx    uintptr
+	dev    int32
+	gpu    string
+	arch   string
+	cc     [2]int
+	module uintptr
+	k      kernels
+	seed   maphash.Seed
+	alpha  *float32 // 1 and 0 for the GEMMs, read through host pointers
+	beta   *float32
+
+	// mu guards the fields below it; it is never held while waiting for
+	// the worker, whose functions take it.
+	mu        sync.Mutex
+	closed    bool
+	allocs    []uintptr  // weights and tables, freed at Close; the worker's
+	loadMu    sync.Mutex // serialises making rope tables and 16-bit weights
+	ropes     map[ropeKey]ropeTable
+	free      []*cstream // CUDA streams not in use
+	streams   []*cstream
+	cache     map[shapeKey][]*entry // entries not in use, by request shape
+	entries   int                   // entries alive
+	stats     Stats
+	graphsOff bool
+}
+
+type ropeKey struct {
+	theta   float64
+	headDim int
+}
+
+type ropeTable struct {
+	addr      uintptr
+	positions int
+}
+
+// Stats counts what the backend did, for benchmarks and tests.
+type Stats struct {
+	Captures, Replays, Eager int // segments captured, replayed, launched kernel by kernel
+	Entries                  int // request shapes cached (graphs with their memory)
+}
+
+// Open loads the CUDA driver, NVRTC and cuBLAS, takes the primary context
+// of GPU opts.Device and compiles the kernels for it.
+func Open(opts Options) (backend.Backend, error) {
+	b, err := open(opts)
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+func open(opts Options) (*Backend, error) {
+	if opts.MaxGraphs <= 0 {
+		opts.MaxGraphs = 64
+	}
+	drv, err := cudadrv.LoadDriver(opts.Driver, driverFuncs)
+	if err != nil {
+		return nil, err
+	}
+	one, zero := float32(1), float32(0)
+	b := &Backend{opts: opts, drv: drv, w: cudadrv.NewWorker(), seed: maphash.MakeSeed(), alpha: &one, beta: &zero,
+		ropes: map[ropeKey]ropeTable{}, cache: map[shapeKey][]*entry{}, graphsOff: opts.NoGraphs}
+	b.w.Do(func() { err = b.init() })
+	if err != nil {
+		return nil, err
+	}
+	if b.rtc, err = cudadrv.LoadNVRTC(opts.NVRTC); err != nil {
+		b.release()
+		return nil, err
+	}
+	if b.blas, err = loadCUBLAS(opts.CUBLAS); err != nil {
+		b.release()
+		return nil, err
+	}
+	cubin, err := b.rtc.Compile("kernels.cu", kernelSource, b.arch, []string{"-std=c++17", "-lineinfo"})
+	if err != nil {
+		b.release()
+		return nil, fmt.Errorf("cuda: %w", err)
+	}
+	b.w.Do(func() { err = b.load(cubin) })
+	if err != nil {
+		b.release()
+		return nil, err
+	}
+	return b, nil
+}
+
+// init runs on the worker thread: the device, its capability and the
+// primary context.
+func (b *Backend) init() error {
+	c := b.drv.Call
+	if err := c("cuInit", 0); err != nil {
+		return fmt.Errorf("%w: %w", ErrNoCUDA, err)
+	}
+	var count int32
+	if err := c("cuDeviceGetCount", uintptr(unsafe.Pointer(&count))); err != nil || count == 0 {
+		return fmt.Errorf("%w: the driver reports %d GPUs (%v)", ErrNoCUDA, count, err)
+	}
+	if b.opts.Device < 0 || b.opts.Device >= int(count) {
+		return fmt.Errorf("%w: device %d of %d", ErrNoCUDA, b.opts.Device, count)
+	}
+	if err := c("cuDeviceGet", uintptr(unsafe.Pointer(&b.dev)), uintptr(b.opts.Device)); err != nil {
+		return fmt.Errorf("%w: %w", ErrNoCUDA, err)
+	}
+	name := make([]byte, 256)
+	c("cuDeviceGetName", uintptr(unsafe.Pointer(&name[0])), 255, uintptr(b.dev))
+	b.gpu = strings.TrimRight(string(name), "\x00")
+	var major, minor int32
+	c("cuDeviceGetAttribute", uintptr(unsafe.Pointer(&major)), 75, uintptr(b.dev))
+	c("cuDeviceGetAttribute", uintptr(unsafe.Pointer(&minor)), 76, uintptr(b.dev))
+	b.cc = [2]int{int(major), int(minor)}
+	if b.cc[0] < MinComputeCapability[0] || b.cc[0] == MinComputeCapability[0] && b.cc[1] < MinComputeCapability[1] {
+		return fmt.Errorf("%w: %s has compute capability %d.%d; the kernels need %d.%d or newer", ErrUnsupportedGPU,
+			b.gpu, major, minor, MinComputeCapability[0], MinComputeCapability[1])
+	}
+	b.arch = fmt.Sprintf("sm_%d%d", major, minor)
+	if err := c("cuDevicePrimaryCtxRetain", uintptr(unsafe.Pointer(&b.ctx)), uintptr(b.dev)); err != nil {
+		return fmt.Errorf("%w: %w", ErrNoCUDA, err)
+	}
+	if err := c("cuCtxSetCurrent", b.ctx); err != nil {
+		return fmt.Errorf("%w: %w", ErrNoCUDA, err)
+	}
+	return nil
+}
+
+// load runs on the worker thread: the compiled module and its kernels.
+func (b *Backend) load(cubin []byte) error {
+	c := b.drv.Call
+	if err := c("cuModuleLoadData", uintptr(unsafe.Pointer(&b.module)), uintptr(unsafe.Pointer(&cubin[0]))); err != nil {
+		return fmt.Errorf("cuda: loading the kernels: %w", err)
+	}
+	for name, p := range map[string]*uintptr{
+		"gather_rows": &b.k.gather, "layer_norm": &b.k.layerNorm, "bias_act": &b.k.biasAct, "add": &b.k.add,
+		"act_map": &b.k.actMap, "geglu": &b.k.geglu, "softmax_rows": &b.k.softmax, "rope": &b.k.rope,
+		"attention": &b.k.attention, "act_features": &b.k.actFeatures, "to_f16": &b.k.toF16, "to_bf16": &b.k.toBF16,
+		"pack_out": &b.k.packOut,
+	} {
+		sym := cudadrv.CString(name)
+		if err := c("cuModuleGetFunction", uintptr(unsafe.Pointer(p)), b.module, uintptr(unsafe.Pointer(&sym[0]))); err != nil {
+			return fmt.Errorf("cuda: kernel %s: %w", name, err)
+		}
+	}
+	// CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: long attention rows
+	// keep their scores in shared memory.
+	if err := c("cuFuncSetAttribute", b.k.attention, 8, attentionSharedLimit); err != nil {
+		return fmt.Errorf("cuda: attention kernel: %w", err)
+	}
+	return nil
+}
+
+// Name is "cuda".
+func (b *Backend) Name() string { return Name }
+
+// Device describes the GPU and the precision, for reports.
+func (b *Backend) Device() string {
+	mode := "graphs"
+	if b.graphsOff {
+		mode = "no graphs"
+	}
+	return fmt.Sprintf("%s (%s, %s, %s)", b.gpu, b.arch, b.opts.Precision, mode)
+}
+
+// Precision is the precision the backend was opened with.
+func (b *Backend) Precision() Precision { return b.opts.Precision }
+
+// Stats reports the graph cache's counters so far.
+func (b *Backend) Stats() Stats {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.stats
+	s.Entries = b.entries
+	return s
+}
+
+// alloc takes n bytes of device memory; it runs on the worker thread.
+func (b *Backend) alloc(n int64, what string) (uintptr, error) {
+	var p uintptr
+	if err := b.drv.Call("cuMemAlloc_v2", uintptr(unsafe.Pointer(&p)), uintptr(max(n, 256))); err != nil {
+		var free, total uint64
+		b.drv.Call("cuMemGetInfo_v2", uintptr(unsafe.Pointer(&free)), uintptr(unsafe.Pointer(&total)))
+		var ce *cudadrv.Error
+		if errors.As(err, &ce) && ce.Code == cudadrv.ErrorOutOfMemory {
+			return 0, fmt.Errorf("%w: %s: %d bytes asked, %d of %d free on %s", ErrOutOfMemory, what, n, free, total, b.gpu)
+		}
+		return 0, fmt.Errorf("cuda: %s: %w", what, err)
+	}
+	return p, nil
+}
+
+// pinned takes n bytes of page-locked host memory; on the worker thread.
+func (b *Backend) pinned(n int64, what string) ([]byte, error) {
+	var p uintptr
+	if err := b.drv.Call("cuMemHostAlloc", uintptr(unsafe.Pointer(&p)), uintptr(max(n, 256)), 0); err != nil {
+		return nil, fmt.Errorf("%w: %s: %d bytes of pinned host memory: %w", ErrOutOfMemory, what, n, err)
+	}
+	return unsafe.Slice((*byte)(cudadrv.PtrAt(p, 0)), max(n, 256)), nil
+}
+
+// tensor is a device float32 matrix: a weight (stream nil) or a stream's
+// tensor, whose address is known once its segment is flushed.
+type tensor struct {
+	owner      *Backend
+	rows, cols int
+	addr       uintptr
+	half       uintptr // weights: the 16-bit copy the GEMMs read (FP16, BF16)
+
+	s       *stream
+	seg     int   // stream tensors: the segment that created them
+	id      int   // index among the segment's tensors
+	off     int64 // offset in the segment's arena, or staging when staged
+	staged  bool  // FromHost data, living in the segment's staging area
+	written bool  // an operation writes it before any reads it
+	zero    bool  // read before written: zeroed when its segment runs
+	snap    []byte
+}
+
+func (t *tensor) Rows() int { return t.rows }
+func (t *tensor) Cols() int { return t.cols }
+
+func (t *tensor) bytes() int64 { return int64(t.rows) * int64(t.cols) * 4 }
+
+// Upload copies a weight into device memory as float32, converted on the
+// host from the checkpoint's dtype.
+func (b *Backend) Upload(name string, dtype backend.DType, rows, cols int, raw []byte) (backend.Tensor, error) {
+	if err := backend.CheckUpload(name, dtype, rows, cols, len(raw)); err != nil {
+		return nil, fmt.Errorf("cuda: %w", err)
+	}
+	host := make([]float32, rows*cols)
+	if err := weights.DecodeFloat32(host, raw, dtype); err != nil {
+		return nil, fmt.Errorf("cuda: upload %s: %w", name, err)
+	}
+	t := &tensor{owner: b, rows: rows, cols: cols}
+	var err error
+	b.mu.Lock()
+	closed := b.closed
+	b.mu.Unlock()
+	if closed {
+		return nil, fmt.Errorf("cuda: upload %s: %w: the backend is closed", name, backend.ErrForeignTensor)
+	}
+	b.loadMu.Lock()
+	defer b.loadMu.Unlock()
+	b.w.Do(func() {
+		if t.addr, err = b.alloc(t.bytes(), "upload "+name); err != nil {
+			return
+		}
+		b.allocs = append(b.allocs, t.addr)
+		err = b.drv.Call("cuMemcpyHtoD_v2", t.addr, uintptr(unsafe.Pointer(&host[0])), uintptr(t.bytes()))
+		if err == nil && b.opts.Precision != FP32 && rows > 1 {
+			err = b.makeHalf(t)
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cuda: upload %s: %w", name, err)
+	}
+	return t, nil
+}
+
+// makeHalf makes a weight's 16-bit copy on the device; on the worker
+// thread. Vectors (rows = 1, biases and norms) stay float32 only; the GEMM
+// of a one-row weight converts it when first used.
+func (b *Backend) makeHalf(t *tensor) error {
+	n := int64(t.rows) * int64(t.cols)
+	p, err := b.alloc(n*2, "16-bit weight copy")
+	if err != nil {
+		return err
+	}
+	b.allocs = append(b.allocs, p)
+	fn := b.k.toF16
+	if b.opts.Precision == BF16 {
+		fn = b.k.toBF16
+	}
+	var l launcher
+	if err := l.launch(b.drv, fn, [3]int{gridFor(n), 1, 1}, 256, 0, 0, u64(p), u64(t.addr), uint64(n)); err != nil {
+		return err
+	}
+	if err := b.drv.Call("cuCtxSynchronize"); err != nil {
+		return err
+	}
+	t.half = p
+	return nil
+}
+
+// halfOf returns w's 16-bit copy, making it on first use.
+func (b *Backend) halfOf(w *tensor) (uintptr, error) {
+	b.loadMu.Lock()
+	defer b.loadMu.Unlock()
+	if w.half != 0 {
+		return w.half, nil
+	}
+	var err error
+	b.w.Do(func() { err = b.makeHalf(w) })
+	return w.half, err
+}
+
+// rope returns the device table of cos and sin for theta and headDim
+// covering positions [0, n), built as the cpu backend builds it. Tables are
+// kept until Close: captured graphs hold their addresses.
+func (b *Backend) ropeTable(theta float64, headDim, n int) (uintptr, error) {
+	b.loadMu.Lock()
+	defer b.loadMu.Unlock()
+	key := ropeKey{theta, headDim}
+	if t, ok := b.ropes[key]; ok && t.positions >= n {
+		return t.addr, nil
+	}
+	n = max(n, 8192)
+	half := headDim / 2
+	table := make([]float32, n*headDim)
+	base := float64(float32(theta))
+	invFreq := make([]float32, half)
+	for j := range invFreq {
+		exponent := float32(float32(2*j) / float32(headDim))
+		invFreq[j] = float32(1 / float64(float32(math.Pow(base, float64(exponent)))))
+	}
+	for p := range n {
+		row := table[p*headDim : (p+1)*headDim]
+		for j, f := range invFreq {
+			angle := float64(float32(p) * f)
+			row[j] = float32(math.Cos(angle))
+			row[half+j] = float32(math.Sin(angle))
+		}
+	}
+	var addr uintptr
+	var err error
+	b.w.Do(func() {
+		if addr, err = b.alloc(int64(len(table))*4, "rope table"); err != nil {
+			return
+		}
+		b.allocs = append(b.allocs, addr)
+		err = b.drv.Call("cuMemcpyHtoD_v2", addr, uintptr(unsafe.Pointer(&table[0])), uintptr(len(table)*4))
+	})
+	if err != nil {
+		return 0, err
+	}
+	b.ropes[key] = ropeTable{addr, n}
+	return addr, nil
+}
+
+// NewStream starts an empty stream.
+func (b *Backend) NewStream() backend.Stream {
+	s := &stream{be: b}
+	s.h.SetSeed(b.seed)
+	b.mu.Lock()
+	if b.closed {
+		s.closed = true
+		s.err = fmt.Errorf("cuda: %w: the backend is closed", backend.ErrForeignTensor)
+	}
+	b.mu.Unlock()
+	return s
+}
+
+// Close waits for the GPU and releases every weight, graph and buffer.
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	b.mu.Unlock()
+	return b.release()
+}
+
+func (b *Backend) release() error {
+	var err error
+	b.w.Do(func() {
+		if b.ctx == 0 {
+			return
+		}
+		err = b.drv.Call("cuCtxSynchronize")
+		for _, list := range b.cache {
+			for _, e := range list {
+				e.destroy(b)
+			}
+		}
+		b.cache = nil
+		for _, cs := range b.streams {
+			cs.destroy(b)
+		}
+		for _, p := range b.allocs {
+			b.drv.Call("cuMemFree_v2", p)
+		}
+		b.allocs = nil
+		if b.module != 0 {
+			b.drv.Call("cuModuleUnload", b.module)
+		}
+		b.drv.Call("cuDevicePrimaryCtxRelease_v2", uintptr(b.dev))
+		b.ctx = 0
+	})
+	if err != nil {
+		return fmt.Errorf("cuda: close: %w", err)
+	}
+	return nil
+}
+
+// launcher issues kernel launches; its parameter area is reused (the
+// driver copies parameters when a kernel is launched or captured).
+type launcher struct {
+	vals [16]uint64
+	ptrs [16]uintptr
+}
+
+func u64(p uintptr) uint64   { return uint64(p) }
+func i32(v int) uint64       { return uint64(uint32(int32(v))) }
+func f32(v float32) uint64   { return uint64(math.Float32bits(v)) }
+func gridFor(n int64) int    { return int(min(max((n+255)/256, 1), 132*8)) }
+func align(n, a int64) int64 { return (n + a - 1) &^ (a - 1) }
+func boolArg(v bool) uint64 {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+func (l *launcher) launch(drv *cudadrv.Driver, fn uintptr, grid [3]int, block, shared int, stream uintptr, args ...uint64) error {
+	for i, a := range args {
+		l.vals[i] = a
+		l.ptrs[i] = uintptr(unsafe.Pointer(&l.vals[i]))
+	}
+	return drv.Call("cuLaunchKernel", fn, uintptr(grid[0]), uintptr(grid[1]), uintptr(grid[2]), uintptr(block), 1, 1,
+		uintptr(shared), stream, uintptr(unsafe.Pointer(&l.ptrs[0])), 0)
+}

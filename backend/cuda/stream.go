@@ -1,0 +1,930 @@
+//go:build linux
+
+package cuda
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/maphash"
+	"math"
+	"unsafe"
+
+	"github.com/laya-metal/laya/backend"
+	"github.com/laya-metal/laya/internal/cudadrv"
+)
+
+// A stream records operations without running them. Read flushes what was
+// recorded as one segment: its tensors get addresses in an entry (device
+// memory, pinned staging areas and, from the second time the same shapes
+// come by, a captured CUDA graph) chosen by the segment's shape key, and
+// the segment runs with one host-to-device copy of its inputs (token ids,
+// row positions, FromHost data), its kernels, and one device-to-host copy
+// of the tensor read plus every small tensor the segment wrote, so that
+// the reads that follow (a request's act probabilities after its logits)
+// need no further synchronisation.
+type stream struct {
+	be     *Backend
+	err    error
+	closed bool
+
+	h     maphash.Hash
+	hb    [8]byte
+	seg   int
+	ops   []func(x *run) error
+	made  []*tensor // tensors of the current segment
+	wrote []*tensor // tensors the current segment writes
+	arena int64
+	temp  int64 // largest 16-bit operand scratch of the segment's GEMMs
+	stage []byte
+
+	entries []*entry // flushed segments, held until Close
+	cs      *cstream
+	wait    chan error // the last flush's completion, until received
+}
+
+// run is what a recorded operation needs to issue its kernels.
+type run struct {
+	l    launcher
+	b    *Backend
+	cs   *cstream
+	e    *entry
+	temp uintptr
+}
+
+// shapeKey identifies a segment's work: its operations, shapes and
+// parameters, the addresses of the tensors it reads from outside itself,
+// and the sizes of its memory areas.
+type shapeKey struct {
+	hash                uint64
+	arena, stage, out   int64
+	tensors, operations int
+}
+
+func (s *stream) mix(vs ...uint64) {
+	for _, v := range vs {
+		binary.LittleEndian.PutUint64(s.hb[:], v)
+		s.h.Write(s.hb[:])
+	}
+}
+
+// ref identifies t in the key: by index for the segment's own tensors
+// (whose addresses depend on the entry), else by address.
+func (s *stream) ref(t *tensor) uint64 {
+	if t == nil {
+		return 0
+	}
+	if t.s == s && t.seg == s.seg {
+		return 1<<63 | uint64(t.id)
+	}
+	return uint64(t.addr)
+}
+
+func (s *stream) fail(err error) {
+	if s.err == nil {
+		s.err = err
+	}
+}
+
+// begin checks that the operation may be recorded and its tensors are this
+// stream's or this backend's; it returns them as *tensor (nil stays nil).
+func (s *stream) begin(op string, ts ...backend.Tensor) ([]*tensor, bool) {
+	if s.err != nil {
+		return nil, false
+	}
+	if s.closed {
+		s.fail(fmt.Errorf("cuda: %s: %w: the stream is closed", op, backend.ErrForeignTensor))
+		return nil, false
+	}
+	out := make([]*tensor, len(ts))
+	for i, x := range ts {
+		if x == nil {
+			continue
+		}
+		t, ok := x.(*tensor)
+		if !ok || t != nil && (t.s == nil && t.owner != s.be || t.s != nil && t.s != s) {
+			s.fail(fmt.Errorf("cuda: %s: %w: operand %d (%T)", op, backend.ErrForeignTensor, i, x))
+			return nil, false
+		}
+		out[i] = t
+	}
+	return out, true
+}
+
+func (s *stream) check(err error) bool {
+	if err != nil {
+		s.fail(fmt.Errorf("cuda: %w", err))
+		return false
+	}
+	return true
+}
+
+// reads marks ts as read: a tensor of the segment read before anything
+// wrote it is zeroed when the segment runs (New's promise).
+func (s *stream) reads(ts ...*tensor) {
+	for _, t := range ts {
+		if t != nil && t.s == s && t.seg == s.seg && !t.written {
+			t.zero = true
+		}
+	}
+}
+
+// writes marks t as written by the segment: its snapshot is stale.
+func (s *stream) writes(t *tensor) {
+	if t.s == s {
+		t.snap = nil
+	}
+	if t.s == s && t.seg == s.seg {
+		t.written = true
+	}
+	for _, w := range s.wrote {
+		if w == t {
+			return
+		}
+	}
+	s.wrote = append(s.wrote, t)
+}
+
+func (s *stream) newTensor(rows, cols int) *tensor {
+	t := &tensor{owner: s.be, rows: rows, cols: cols, s: s, seg: s.seg, id: len(s.made), off: s.arena}
+	s.arena += align(t.bytes(), 256)
+	s.made = append(s.made, t)
+	return t
+}
+
+// stageBytes appends data to the segment's input area and returns its
+// offset there.
+func (s *stream) stageBytes(data []byte) int64 {
+	off := int64(len(s.stage))
+	s.stage = append(s.stage, data...)
+	if pad := int(align(int64(len(s.stage)), 256)) - len(s.stage); pad > 0 {
+		s.stage = append(s.stage, make([]byte, pad)...)
+	}
+	return off
+}
+
+func (s *stream) stageI32(v []int32) int64 {
+	if len(v) == 0 {
+		return s.stageBytes(nil)
+	}
+	return s.stageBytes(unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), len(v)*4))
+}
+
+func (s *stream) record(f func(x *run) error) { s.ops = append(s.ops, f) }
+
+const (
+	opNew = iota + 1
+	opFromHost
+	opGather
+	opLayerNorm
+	opLinear
+	opAdd
+	opActivate
+	opSoftmax
+	opGeGLU
+	opRope
+	opAttention
+	opActFeatures
+	opRead
+)
+
+func (s *stream) New(rows, cols int) backend.Tensor {
+	if err := backend.CheckDims(rows, cols); err != nil {
+		s.check(err)
+		return &tensor{owner: s.be, rows: max(rows, 1), cols: max(cols, 1), s: s, seg: -1}
+	}
+	if s.err != nil || s.closed {
+		return &tensor{owner: s.be, rows: rows, cols: cols, s: s, seg: -1}
+	}
+	s.mix(opNew, uint64(rows), uint64(cols))
+	return s.newTensor(rows, cols)
+}
+
+func (s *stream) FromHost(rows, cols int, data []float32) backend.Tensor {
+	if err := backend.CheckFromHost(rows, cols, len(data)); err != nil {
+		s.check(err)
+		return &tensor{owner: s.be, rows: max(rows, 1), cols: max(cols, 1), s: s, seg: -1}
+	}
+	if s.err != nil || s.closed {
+		return &tensor{owner: s.be, rows: rows, cols: cols, s: s, seg: -1}
+	}
+	s.mix(opFromHost, uint64(rows), uint64(cols))
+	t := &tensor{owner: s.be, rows: rows, cols: cols, s: s, seg: s.seg, id: len(s.made), staged: true, written: true}
+	t.off = s.stageBytes(unsafe.Slice((*byte)(unsafe.Pointer(&data[0])), len(data)*4))
+	s.made = append(s.made, t)
+	return t
+}
+
+func (s *stream) Gather(dst, table backend.Tensor, index []int32) {
+	ts, ok := s.begin("gather", dst, table)
+	if !ok || !s.check(backend.CheckGather(dst, table, index)) {
+		return
+	}
+	d, tb := ts[0], ts[1]
+	s.reads(tb)
+	s.writes(d)
+	off := s.stageI32(index)
+	n := len(index)
+	s.mix(opGather, s.ref(d), s.ref(tb), uint64(n))
+	s.record(func(x *run) error {
+		return x.l.launch(x.b.drv, x.b.k.gather, [3]int{n, 1, 1}, 128, 0, x.cs.stream, u64(d.addr), u64(tb.addr), u64(x.e.devIn)+uint64(off), i32(tb.cols))
+	})
+}
+
+func (s *stream) LayerNorm(dst, x, weight, bias backend.Tensor, eps float32) {
+	ts, ok := s.begin("layerNorm", dst, x, weight, bias)
+	if !ok || !s.check(backend.CheckLayerNorm(dst, x, weight, bias, eps)) {
+		return
+	}
+	d, in, w, b := ts[0], ts[1], ts[2], ts[3]
+	s.reads(in, w, b)
+	s.writes(d)
+	s.mix(opLayerNorm, s.ref(d), s.ref(in), s.ref(w), s.ref(b), uint64(in.rows), uint64(in.cols), f32(eps))
+	s.record(func(x *run) error {
+		var bp uintptr
+		if b != nil {
+			bp = b.addr
+		}
+		return x.l.launch(x.b.drv, x.b.k.layerNorm, [3]int{in.rows, 1, 1}, 256, 0, x.cs.stream, u64(d.addr), u64(in.addr), u64(w.addr), u64(bp), i32(in.cols), f32(eps))
+	})
+}
+
+func (s *stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activation) {
+	ts, ok := s.begin("linear", dst, x, weight, bias)
+	if !ok || !s.check(backend.CheckLinear(dst, x, weight, bias, act)) {
+		return
+	}
+	d, in, w, b := ts[0], ts[1], ts[2], ts[3]
+	s.reads(in, w, b)
+	s.writes(d)
+	m, k, n := in.rows, in.cols, w.rows
+	s.mix(opLinear, s.ref(d), s.ref(in), s.ref(w), s.ref(b), uint64(m), uint64(k), uint64(n), uint64(act))
+	prec := s.be.opts.Precision
+	var wHalf uintptr
+	if prec != FP32 {
+		need := align(int64(m)*int64(k)*2, 256)
+		if w.s == nil {
+			var err error
+			if wHalf, err = s.be.halfOf(w); err != nil {
+				s.fail(fmt.Errorf("cuda: linear: %w", err))
+				return
+			}
+		} else {
+			need += align(int64(n)*int64(k)*2, 256)
+		}
+		s.temp = max(s.temp, need)
+	}
+	s.record(func(x *run) error {
+		c := x.cs
+		var err error
+		if prec == FP32 {
+			err = x.b.blas.call("cublasSgemm_v2", x.b.blas.sgemm, c.blas, cublasOpT, cublasOpN, uintptr(n), uintptr(m), uintptr(k),
+				uintptr(unsafe.Pointer(x.b.alpha)), w.addr, uintptr(k), in.addr, uintptr(k), uintptr(unsafe.Pointer(x.b.beta)), d.addr, uintptr(n))
+		} else {
+			conv, typ := x.b.k.toF16, uintptr(cudaR16F)
+			if prec == BF16 {
+				conv, typ = x.b.k.toBF16, cudaR16BF
+			}
+			xh := x.temp
+			mk := int64(m) * int64(k)
+			if err = x.l.launch(x.b.drv, conv, [3]int{gridFor(mk), 1, 1}, 256, 0, c.stream, u64(xh), u64(in.addr), uint64(mk)); err != nil {
+				return err
+			}
+			wh := wHalf
+			if wh == 0 {
+				wh = xh + uintptr(align(mk*2, 256))
+				nk := int64(n) * int64(k)
+				if err = x.l.launch(x.b.drv, conv, [3]int{gridFor(nk), 1, 1}, 256, 0, c.stream, u64(wh), u64(w.addr), uint64(nk)); err != nil {
+					return err
+				}
+			}
+			err = x.b.blas.call("cublasGemmEx", x.b.blas.gemmEx, c.blas, cublasOpT, cublasOpN, uintptr(n), uintptr(m), uintptr(k),
+				uintptr(unsafe.Pointer(x.b.alpha)), wh, typ, uintptr(k), xh, typ, uintptr(k), uintptr(unsafe.Pointer(x.b.beta)),
+				d.addr, cudaR32F, uintptr(n), cublasCompute32F, cublasGemmDefault)
+		}
+		if err != nil {
+			return err
+		}
+		if b == nil && act == backend.Identity {
+			return nil
+		}
+		var bp uintptr
+		if b != nil {
+			bp = b.addr
+		}
+		total := int64(m) * int64(n)
+		return x.l.launch(x.b.drv, x.b.k.biasAct, [3]int{gridFor(total), 1, 1}, 256, 0, c.stream, u64(d.addr), u64(bp), uint64(total), i32(n), uint64(act))
+	})
+}
+
+func (s *stream) Add(dst, a, b backend.Tensor) {
+	ts, ok := s.begin("add", dst, a, b)
+	if !ok || !s.check(backend.CheckAdd(dst, a, b)) {
+		return
+	}
+	d, x, y := ts[0], ts[1], ts[2]
+	s.reads(x, y)
+	s.writes(d)
+	n := int64(d.rows) * int64(d.cols)
+	s.mix(opAdd, s.ref(d), s.ref(x), s.ref(y), uint64(n))
+	s.record(func(r *run) error {
+		return r.l.launch(r.b.drv, r.b.k.add, [3]int{gridFor(n), 1, 1}, 256, 0, r.cs.stream, u64(d.addr), u64(x.addr), u64(y.addr), uint64(n))
+	})
+}
+
+func (s *stream) Activate(dst, x backend.Tensor, act backend.Activation) {
+	ts, ok := s.begin("activate", dst, x)
+	if !ok || !s.check(backend.CheckActivate(dst, x, act)) {
+		return
+	}
+	d, in := ts[0], ts[1]
+	s.reads(in)
+	s.writes(d)
+	n := int64(d.rows) * int64(d.cols)
+	s.mix(opActivate, s.ref(d), s.ref(in), uint64(n), uint64(act))
+	s.record(func(r *run) error {
+		return r.l.launch(r.b.drv, r.b.k.actMap, [3]int{gridFor(n), 1, 1}, 256, 0, r.cs.stream, u64(d.addr), u64(in.addr), uint64(n), uint64(act))
+	})
+}
+
+func (s *stream) Softmax(dst, x backend.Tensor) {
+	ts, ok := s.begin("softmax", dst, x)
+	if !ok || !s.check(backend.CheckSoftmax(dst, x)) {
+		return
+	}
+	d, in := ts[0], ts[1]
+	s.reads(in)
+	s.writes(d)
+	s.mix(opSoftmax, s.ref(d), s.ref(in), uint64(in.rows), uint64(in.cols))
+	block := 128
+	if in.cols > 2048 {
+		block = 512
+	}
+	s.record(func(r *run) error {
+		return r.l.launch(r.b.drv, r.b.k.softmax, [3]int{in.rows, 1, 1}, block, 0, r.cs.stream, u64(d.addr), u64(in.addr), i32(in.cols))
+	})
+}
+
+func (s *stream) GeGLU(dst, x backend.Tensor) {
+	ts, ok := s.begin("geglu", dst, x)
+	if !ok || !s.check(backend.CheckGeGLU(dst, x)) {
+		return
+	}
+	d, in := ts[0], ts[1]
+	s.reads(in)
+	s.writes(d)
+	n := int64(d.rows) * int64(d.cols)
+	s.mix(opGeGLU, s.ref(d), s.ref(in), uint64(d.rows), uint64(d.cols))
+	s.record(func(r *run) error {
+		return r.l.launch(r.b.drv, r.b.k.geglu, [3]int{gridFor(n), 1, 1}, 256, 0, r.cs.stream, u64(d.addr), u64(in.addr), uint64(d.rows), i32(d.cols))
+	})
+}
+
+// positions returns each row's position in its batch row, for a layout
+// checked by CheckRope or CheckAttention, and each row's batch-row start
+// and length (the length is the row count of an unpadded layout without
+// Lengths).
+func positions(rows int, l backend.Layout) (pos, start, length []int32) {
+	pos, start, length = make([]int32, rows), make([]int32, rows), make([]int32, rows)
+	if l.Packed {
+		r := 0
+		for _, n := range l.Lengths {
+			for i := 0; i < n; i++ {
+				pos[r+i], start[r+i], length[r+i] = int32(i), int32(r), int32(n)
+			}
+			r += n
+		}
+		return
+	}
+	for r := range rows {
+		b := r / l.SeqLen
+		n := l.SeqLen
+		if b < len(l.Lengths) {
+			n = l.Lengths[b]
+		}
+		pos[r], start[r], length[r] = int32(r%l.SeqLen), int32(b*l.SeqLen), int32(n)
+	}
+	return
+}
+
+func (s *stream) Rope(qkv backend.Tensor, p backend.RopeParams) {
+	ts, ok := s.begin("rope", qkv)
+	if !ok || !s.check(backend.CheckRope(qkv, p)) {
+		return
+	}
+	t := ts[0]
+	table, err := s.be.ropeTable(p.Theta, p.HeadDim, p.SeqLen)
+	if err != nil {
+		s.fail(fmt.Errorf("cuda: rope: %w", err))
+		return
+	}
+	s.reads(t)
+	s.writes(t)
+	pos, _, _ := positions(t.rows, p.Layout)
+	off := s.stageI32(pos)
+	s.mix(opRope, s.ref(t), uint64(table), uint64(t.rows), uint64(p.Heads), uint64(p.HeadDim))
+	heads, dh := p.Heads, p.HeadDim
+	s.record(func(r *run) error {
+		return r.l.launch(r.b.drv, r.b.k.rope, [3]int{t.rows, 1, 1}, 256, 0, r.cs.stream, u64(t.addr), u64(table), u64(r.e.devIn)+uint64(off), i32(heads), i32(dh))
+	})
+}
+
+const attentionBlock = 128
+
+func (s *stream) Attention(dst, qkv backend.Tensor, p backend.AttentionParams) {
+	ts, ok := s.begin("attention", dst, qkv)
+	if !ok || !s.check(backend.CheckAttention(dst, qkv, p)) {
+		return
+	}
+	d, in := ts[0], ts[1]
+	window := p.SeqLen
+	if p.Sliding {
+		window = min(window, 2*p.Radius+1)
+	}
+	shared := (window + p.HeadDim + attentionBlock) * 4
+	if shared > attentionSharedLimit {
+		s.fail(fmt.Errorf("cuda: attention: %w: rows of %d keys with head dim %d need %d bytes of shared memory, the kernel has %d",
+			backend.ErrShape, window, p.HeadDim, shared, attentionSharedLimit))
+		return
+	}
+	s.reads(in)
+	s.writes(d)
+	pos, start, length := positions(in.rows, p.Layout)
+	meta := make([]int32, 3*in.rows)
+	for r := range pos {
+		meta[3*r], meta[3*r+1], meta[3*r+2] = start[r], length[r], pos[r]
+	}
+	off := s.stageI32(meta)
+	s.mix(opAttention, s.ref(d), s.ref(in), uint64(in.rows), uint64(p.Heads), uint64(p.HeadDim), f32(p.Scale), boolArg(p.Sliding), uint64(p.Radius), uint64(window))
+	heads, dh, scale, sliding, radius := p.Heads, p.HeadDim, p.Scale, p.Sliding, p.Radius
+	s.record(func(r *run) error {
+		return r.l.launch(r.b.drv, r.b.k.attention, [3]int{in.rows, heads, 1}, attentionBlock, shared, r.cs.stream, u64(d.addr), u64(in.addr),
+			u64(r.e.devIn)+uint64(off), i32(heads), i32(dh), f32(scale), boolArg(sliding), i32(radius), i32(window))
+	})
+}
+
+func (s *stream) ActFeatures(dst, cls, logits backend.Tensor, counts []int) {
+	ts, ok := s.begin("actFeatures", dst, cls, logits)
+	if !ok || !s.check(backend.CheckActFeatures(dst, cls, logits, counts)) {
+		return
+	}
+	d, c, z := ts[0], ts[1], ts[2]
+	s.reads(c, z)
+	s.writes(d)
+	meta := make([]int32, 2*len(counts))
+	at := 0
+	for b, k := range counts {
+		meta[2*b], meta[2*b+1] = int32(at), int32(k)
+		at += k
+	}
+	off := s.stageI32(meta)
+	rows, dim := c.rows, c.cols
+	s.mix(opActFeatures, s.ref(d), s.ref(c), s.ref(z), uint64(rows), uint64(dim))
+	s.record(func(r *run) error {
+		return r.l.launch(r.b.drv, r.b.k.actFeatures, [3]int{rows, 1, 1}, 128, 0, r.cs.stream, u64(d.addr), u64(c.addr), u64(z.addr),
+			u64(r.e.devIn)+uint64(off), i32(dim))
+	})
+}
+
+// PacksRows reports that the stream takes packed batches.
+func (s *stream) PacksRows() bool { return true }
+
+func (s *stream) Err() error { return s.err }
+
+// Read copies t into dst, flushing what was recorded first unless t was
+// brought back by an earlier flush and nothing wrote it since.
+func (s *stream) Read(ctx context.Context, t backend.Tensor, dst []float32) error {
+	ts, ok := s.begin("read", t)
+	if !ok {
+		return s.err
+	}
+	if !s.check(backend.CheckRead(t, len(dst))) {
+		return s.err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	x := ts[0]
+	snap := x.snap
+	if snap == nil {
+		var err error
+		if snap, err = s.flush(ctx, x); err != nil {
+			return err
+		}
+	}
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(&dst[0])), len(dst)*4), snap)
+	return nil
+}
+
+// readback is the tensors a flush brings back: target, then up to
+// maxSnapshots small tensors the segment wrote.
+func (s *stream) readback(target *tensor) []*tensor {
+	out := []*tensor{target}
+	for _, t := range s.wrote {
+		if t != target && int64(t.rows)*int64(t.cols) <= snapshotElements && len(out) < maxSnapshots {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+const (
+	snapshotElements = 4096
+	maxSnapshots     = 16
+)
+
+// flush runs the recorded segment and waits for it; it returns target's
+// data in pinned memory. Weights (shared by every stream) keep no snapshot.
+func (s *stream) flush(ctx context.Context, target *tensor) ([]byte, error) {
+	if err := s.finishWait(); err != nil {
+		return nil, err
+	}
+	b := s.be
+	back := s.readback(target)
+	s.reads(back...)
+	offs := make([]int64, len(back))
+	var out int64
+	for i, t := range back {
+		offs[i] = out
+		out += align(int64(t.rows)*int64(t.cols), 64)
+		s.mix(opRead, s.ref(t), uint64(t.rows), uint64(t.cols))
+	}
+	tableOff := s.stageBytes(make([]byte, 24*len(back)))
+	for _, t := range s.made {
+		if !t.staged && (t.zero || !t.written) {
+			s.mix(uint64(t.id))
+		}
+	}
+	arena := s.arena
+	tempOff := align(arena, 256)
+	key := shapeKey{hash: s.h.Sum64(), arena: tempOff + s.temp, stage: int64(len(s.stage)), out: out * 4, tensors: len(s.made), operations: len(s.ops)}
+	e := b.takeEntry(key)
+	var err error
+	b.w.Do(func() {
+		if s.cs == nil {
+			if s.cs, err = b.newCStream(); err != nil {
+				return
+			}
+		}
+		if e == nil {
+			if e, err = b.newEntry(key); err != nil {
+				return
+			}
+		}
+		for _, t := range s.made {
+			if t.staged {
+				t.addr = e.devIn + uintptr(t.off)
+			} else {
+				t.addr = e.arena + uintptr(t.off)
+			}
+		}
+		table := s.stage[tableOff:]
+		for i, t := range back {
+			binary.LittleEndian.PutUint64(table[24*i:], uint64(t.addr))
+			binary.LittleEndian.PutUint64(table[24*i+8:], uint64(t.rows)*uint64(t.cols))
+			binary.LittleEndian.PutUint64(table[24*i+16:], uint64(offs[i]))
+		}
+		copy(e.pinIn, s.stage)
+		x := &run{b: b, cs: s.cs, e: e, temp: e.arena + uintptr(tempOff)}
+		err = b.execute(s, x, tableOff, len(back))
+	})
+	if e != nil {
+		s.entries = append(s.entries, e)
+	}
+	s.seg++
+	s.ops, s.made, s.wrote, s.stage = s.ops[:0], nil, s.wrote[:0], s.stage[:0]
+	s.arena, s.temp = 0, 0
+	s.h.Reset()
+	if err != nil {
+		s.fail(fmt.Errorf("cuda: %w", err))
+		return nil, s.err
+	}
+	done := make(chan error, 1)
+	cs := s.cs
+	go func() {
+		var err error
+		cs.waiter.Do(func() { err = b.drv.Call("cuEventSynchronize", cs.event) })
+		done <- err
+	}()
+	s.wait = done
+	select {
+	case err = <-done:
+		s.wait = nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if err != nil {
+		s.fail(fmt.Errorf("cuda: a kernel failed: %w", err))
+		return nil, s.err
+	}
+	snap := e.pinOut[:target.bytes()]
+	for i, t := range back {
+		if t.s == s {
+			t.snap = e.pinOut[offs[i]*4 : (offs[i]+int64(t.rows)*int64(t.cols))*4]
+		}
+	}
+	return snap, nil
+}
+
+// finishWait waits for a flush whose Read stopped waiting (its context
+// ended): the entry is not reused before the GPU is done with it.
+func (s *stream) finishWait() error {
+	if s.wait == nil {
+		return nil
+	}
+	err := <-s.wait
+	s.wait = nil
+	if err != nil {
+		s.fail(fmt.Errorf("cuda: a kernel failed: %w", err))
+	}
+	return err
+}
+
+// Close waits for the stream's work and gives its entries and CUDA stream
+// back for the next request.
+func (s *stream) Close() {
+	if s.closed {
+		return
+	}
+	s.finishWait()
+	s.closed = true
+	b := s.be
+	for _, t := range s.made {
+		t.snap = nil
+	}
+	b.giveBack(s.entries, s.cs)
+	s.entries, s.cs = nil, nil
+}
+
+// Discard is a no-op: a segment's memory is its entry's, reused as a whole.
+func (s *stream) Discard(backend.Tensor) {}
+
+// entry is the memory (and, once captured, the CUDA graph) of one segment
+// shape: activations, the staged inputs (device and pinned host), and the
+// read-back area (device and pinned host).
+type entry struct {
+	key         shapeKey
+	arena       uintptr
+	devIn       uintptr
+	pinIn       []byte
+	devOut      uintptr
+	pinOut      []byte
+	graph, exec uintptr
+	seen        bool // ran once kernel by kernel: the next run captures
+	noGraph     bool // capture failed: always kernel by kernel
+}
+
+func (b *Backend) takeEntry(key shapeKey) *entry {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	list := b.cache[key]
+	if len(list) == 0 {
+		return nil
+	}
+	e := list[len(list)-1]
+	b.cache[key] = list[:len(list)-1]
+	return e
+}
+
+// newEntry allocates an entry's memory; on the worker thread.
+func (b *Backend) newEntry(key shapeKey) (*entry, error) {
+	e := &entry{key: key}
+	var err error
+	if e.arena, err = b.alloc(key.arena, "activations"); err != nil {
+		return nil, err
+	}
+	if e.devIn, err = b.alloc(key.stage, "inputs"); err != nil {
+		e.destroy(b)
+		return nil, err
+	}
+	if e.devOut, err = b.alloc(key.out, "outputs"); err != nil {
+		e.destroy(b)
+		return nil, err
+	}
+	if e.pinIn, err = b.pinned(key.stage, "inputs"); err != nil {
+		e.destroy(b)
+		return nil, err
+	}
+	if e.pinOut, err = b.pinned(key.out, "outputs"); err != nil {
+		e.destroy(b)
+		return nil, err
+	}
+	b.mu.Lock()
+	b.entries++
+	b.mu.Unlock()
+	return e, nil
+}
+
+// destroy frees an entry; on the worker thread.
+func (e *entry) destroy(b *Backend) {
+	if e.exec != 0 {
+		b.drv.Call("cuGraphExecDestroy", e.exec)
+	}
+	if e.graph != 0 {
+		b.drv.Call("cuGraphDestroy", e.graph)
+	}
+	for _, p := range []uintptr{e.arena, e.devIn, e.devOut} {
+		if p != 0 {
+			b.drv.Call("cuMemFree_v2", p)
+		}
+	}
+	for _, p := range [][]byte{e.pinIn, e.pinOut} {
+		if len(p) > 0 {
+			b.drv.Call("cuMemFreeHost", uintptr(unsafe.Pointer(&p[0])))
+		}
+	}
+}
+
+// giveBack returns a closed stream's entries to the cache (freeing those
+// over Options.MaxGraphs) and its CUDA stream to the pool.
+func (b *Backend) giveBack(entries []*entry, cs *cstream) {
+	var drop []*entry
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return
+	}
+	for _, e := range entries {
+		if b.entries > b.opts.MaxGraphs {
+			drop = append(drop, e)
+			b.entries--
+			continue
+		}
+		b.cache[e.key] = append(b.cache[e.key], e)
+	}
+	if cs != nil {
+		b.free = append(b.free, cs)
+	}
+	b.mu.Unlock()
+	if len(drop) > 0 {
+		b.w.Do(func() {
+			for _, e := range drop {
+				e.destroy(b)
+			}
+		})
+	}
+}
+
+// execute runs a bound segment on its CUDA stream: replaying its graph,
+// capturing it (the second time the shape is seen), or kernel by kernel;
+// on the worker thread.
+func (b *Backend) execute(s *stream, x *run, tableOff int64, nBack int) error {
+	e, cs := x.e, x.cs
+	issue := func() error {
+		if len(s.stage) > 0 {
+			if err := b.drv.Call("cuMemcpyHtoDAsync_v2", e.devIn, uintptr(unsafe.Pointer(&e.pinIn[0])), uintptr(len(s.stage)), cs.stream); err != nil {
+				return err
+			}
+		}
+		for _, t := range s.made {
+			if !t.staged && (t.zero || !t.written) {
+				if err := b.drv.Call("cuMemsetD8Async", t.addr, 0, uintptr(t.bytes()), cs.stream); err != nil {
+					return err
+				}
+			}
+		}
+		for _, op := range s.ops {
+			if err := op(x); err != nil {
+				return err
+			}
+		}
+		if err := x.l.launch(b.drv, b.k.packOut, [3]int{nBack, 1, 1}, 256, 0, cs.stream, u64(e.devOut), u64(e.devIn)+uint64(tableOff)); err != nil {
+			return err
+		}
+		return b.drv.Call("cuMemcpyDtoHAsync_v2", uintptr(unsafe.Pointer(&e.pinOut[0])), e.devOut, uintptr(e.key.out), cs.stream)
+	}
+	var err error
+	switch {
+	case e.exec != 0:
+		err = b.drv.Call("cuGraphLaunch", e.exec, cs.stream)
+		b.count(func(st *Stats) { st.Replays++ })
+	case e.seen && !e.noGraph && !b.graphsOff:
+		if err = b.capture(e, cs, issue); err != nil {
+			// A segment that cannot be captured still runs.
+			e.noGraph = true
+			err = issue()
+			b.count(func(st *Stats) { st.Eager++ })
+		} else {
+			err = b.drv.Call("cuGraphLaunch", e.exec, cs.stream)
+			b.count(func(st *Stats) { st.Captures++ })
+		}
+	default:
+		e.seen = true
+		err = issue()
+		b.count(func(st *Stats) { st.Eager++ })
+	}
+	if err != nil {
+		return err
+	}
+	return b.drv.Call("cuEventRecord", cs.event, cs.stream)
+}
+
+func (b *Backend) count(f func(*Stats)) {
+	b.mu.Lock()
+	f(&b.stats)
+	b.mu.Unlock()
+}
+
+// capture records issue's work on cs as e's graph and instantiates it.
+func (b *Backend) capture(e *entry, cs *cstream, issue func() error) error {
+	// CU_STREAM_CAPTURE_MODE_THREAD_LOCAL: a forbidden call made on this
+	// thread during capture fails rather than breaking another's capture.
+	if err := b.drv.Call("cuStreamBeginCapture_v2", cs.stream, 1); err != nil {
+		return err
+	}
+	ierr := issue()
+	var g uintptr
+	err := b.drv.Call("cuStreamEndCapture", cs.stream, uintptr(unsafe.Pointer(&g)))
+	if ierr != nil || err != nil {
+		if g != 0 {
+			b.drv.Call("cuGraphDestroy", g)
+		}
+		if ierr != nil {
+			return ierr
+		}
+		return err
+	}
+	var exec uintptr
+	if err := b.drv.Call("cuGraphInstantiateWithFlags", uintptr(unsafe.Pointer(&exec)), g, 0); err != nil {
+		b.drv.Call("cuGraphDestroy", g)
+		return err
+	}
+	e.graph, e.exec = g, exec
+	return nil
+}
+
+// cstream is a CUDA stream with what runs on it: a cuBLAS handle with its
+// own workspace, an event marking the last flush, and a thread to wait on
+// it.
+type cstream struct {
+	stream, event, blas, workspace uintptr
+	waiter                         *cudadrv.Worker
+}
+
+const cublasWorkspace = 32 << 20
+
+// newCStream takes a pooled CUDA stream or makes one; on the worker thread.
+func (b *Backend) newCStream() (*cstream, error) {
+	b.mu.Lock()
+	if n := len(b.free); n > 0 {
+		cs := b.free[n-1]
+		b.free = b.free[:n-1]
+		b.mu.Unlock()
+		return cs, nil
+	}
+	b.mu.Unlock()
+	cs := &cstream{}
+	c := b.drv.Call
+	// CU_STREAM_NON_BLOCKING: no implicit order with the legacy stream.
+	if err := c("cuStreamCreate", uintptr(unsafe.Pointer(&cs.stream)), 1); err != nil {
+		return nil, err
+	}
+	// CU_EVENT_DISABLE_TIMING.
+	if err := c("cuEventCreate", uintptr(unsafe.Pointer(&cs.event)), 2); err != nil {
+		return nil, err
+	}
+	var err error
+	if cs.workspace, err = b.alloc(cublasWorkspace, "cuBLAS workspace"); err != nil {
+		return nil, err
+	}
+	bl := b.blas
+	if err := bl.call("cublasCreate_v2", bl.create, uintptr(unsafe.Pointer(&cs.blas))); err != nil {
+		return nil, err
+	}
+	if err := bl.call("cublasSetStream_v2", bl.setStream, cs.blas, cs.stream); err != nil {
+		return nil, err
+	}
+	if err := bl.call("cublasSetWorkspace_v2", bl.setWorkspace, cs.blas, cs.workspace, cublasWorkspace); err != nil {
+		return nil, err
+	}
+	mode := uintptr(cublasDefaultMath)
+	if b.opts.Precision == FP32 {
+		mode = cublasPedantic
+	}
+	if err := bl.call("cublasSetMathMode", bl.setMathMode, cs.blas, mode); err != nil {
+		return nil, err
+	}
+	cs.waiter = cudadrv.NewWorker()
+	cs.waiter.Do(func() { err = c("cuCtxSetCurrent", b.ctx) })
+	if err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	b.streams = append(b.streams, cs)
+	b.mu.Unlock()
+	return cs, nil
+}
+
+// destroy releases a CUDA stream; on the worker thread.
+func (cs *cstream) destroy(b *Backend) {
+	if cs.blas != 0 {
+		b.blas.call("cublasDestroy_v2", b.blas.destroy, cs.blas)
+	}
+	if cs.workspace != 0 {
+		b.drv.Call("cuMemFree_v2", cs.workspace)
+	}
+	b.drv.Call("cuEventDestroy_v2", cs.event)
+	b.drv.Call("cuStreamDestroy_v2", cs.stream)
+}
+
+var _ = math.Float32bits
