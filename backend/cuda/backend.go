@@ -10,6 +10,7 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/laya-metal/laya/backend"
@@ -73,6 +74,10 @@ type Backend struct {
 	entries   int                   // entries alive
 	stats     Stats
 	graphsOff bool
+	opTimes   map[string]*backend.OpTime // while profiling
+
+	profiling atomic.Bool
+	deviceNs  atomic.Int64
 }
 
 type ropeKey struct {
@@ -262,8 +267,12 @@ type tensor struct {
 	off     int64 // offset in the segment's arena, or staging when staged
 	staged  bool  // FromHost data, living in the segment's staging area
 	written bool  // an operation writes it before any reads it
-	zero    bool  // read before written: zeroed when its segment runs
-	snap    []byte
+	h16     int64 // offset in the arena of a 16-bit copy its producer writes, or -1
+	// lastWriter is the segment's operation that last wrote the tensor,
+	// when that operation can also write a 16-bit copy (FP16, BF16).
+	lastWriter *op
+	zero       bool // read before written: zeroed when its segment runs
+	snap       []byte
 }
 
 func (t *tensor) Rows() int { return t.rows }

@@ -46,13 +46,29 @@ __device__ float block_max(float v, float* sh) {
 	return v;
 }
 
-// gelu is the exact erf form, as PyTorch's default "gelu".
-__device__ __forceinline__ float gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
+// gelu is the exact erf form, as PyTorch's default "gelu", written with
+// erfc so that the negative tail does not cancel, in double (as the cpu
+// backend): float32 erfc of a rounded argument is off by several ulps in
+// the tail, and H100/H200-class GPUs have the double rate to spare here.
+__device__ __forceinline__ float gelu(float x) {
+	double v = (double)x;
+	return (float)(0.5 * v * erfc(-v * 0.70710678118654752));
+}
 
 __device__ __forceinline__ float activate(float x, int act) {
 	if (act == ACT_GELU) return gelu(x);
 	if (act == ACT_RELU) return x > 0.0f ? x : 0.0f;
 	return x;
+}
+
+// to16 rounds v to fp16 (kind 1) or bf16 (kind 2), nearest even.
+__device__ __forceinline__ u16 to16(float v, int kind) {
+	u16 h;
+	if (kind == 2)
+		asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(v));
+	else
+		asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(v));
+	return h;
 }
 
 extern "C" __global__ void gather_rows(float* dst, const float* table, const int* index, int cols) {
@@ -63,7 +79,11 @@ extern "C" __global__ void gather_rows(float* dst, const float* table, const int
 
 // layer_norm: one block a row; two passes over the row (mean, then the
 // biased variance around it), as the reference computes them.
-extern "C" __global__ void layer_norm(float* dst, const float* x, const float* w, const float* b, int cols, float eps) {
+// Producers of GEMM inputs (layer_norm, geglu, attention) also write a
+// 16-bit copy h of their output when h is set (kind: see to16), so that the
+// GEMM that reads it needs no conversion of its own.
+extern "C" __global__ void layer_norm(float* dst, const float* x, const float* w, const float* b, int cols, float eps, u16* h,
+	int kind) {
 	__shared__ float sh[32];
 	const float* row = x + (long long)blockIdx.x * cols;
 	float* out = dst + (long long)blockIdx.x * cols;
@@ -79,7 +99,9 @@ extern "C" __global__ void layer_norm(float* dst, const float* x, const float* w
 	float inv = 1.0f / sqrtf(var + eps);
 	for (int c = threadIdx.x; c < cols; c += blockDim.x) {
 		float y = (row[c] - mean) * inv * w[c];
-		out[c] = b ? y + b[c] : y;
+		if (b) y += b[c];
+		out[c] = y;
+		if (h) h[(long long)blockIdx.x * cols + c] = to16(y, kind);
 	}
 }
 
@@ -101,13 +123,15 @@ extern "C" __global__ void act_map(float* dst, const float* x, long long n, int 
 		dst[i] = activate(x[i], act);
 }
 
-extern "C" __global__ void geglu(float* dst, const float* x, long long rows, int inner) {
+extern "C" __global__ void geglu(float* dst, const float* x, long long rows, int inner, u16* h, int kind) {
 	long long n = rows * inner;
 	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
 		long long r = i / inner;
 		int c = (int)(i - r * inner);
 		const float* in = x + r * 2 * inner;
-		dst[i] = gelu(in[c]) * in[inner + c];
+		float y = gelu(in[c]) * in[inner + c];
+		dst[i] = y;
+		if (h) h[i] = to16(y, kind);
 	}
 }
 
@@ -148,7 +172,7 @@ extern "C" __global__ void rope(float* qkv, const float* table, const int* pos, 
 // row's position in it. Scores live in dynamic shared memory (window
 // floats), then the query, then a reduction area of blockDim floats.
 extern "C" __global__ void attention(float* dst, const float* qkv, const int* meta, int heads, int headDim, float scale,
-	int sliding, int radius, int window) {
+	int sliding, int radius, int window, u16* hout, int kind) {
 	extern __shared__ float smem[];
 	__shared__ float sh[32];
 	float* sc = smem;
@@ -157,8 +181,12 @@ extern "C" __global__ void attention(float* dst, const float* qkv, const int* me
 	int r = blockIdx.x, h = blockIdx.y, width = heads * headDim;
 	int start = meta[3 * r], n = meta[3 * r + 1], i = meta[3 * r + 2];
 	float* out = dst + (long long)r * width + h * headDim;
+	u16* hrow = hout ? hout + (long long)r * width + h * headDim : 0;
 	if (i >= n) {
-		for (int d = threadIdx.x; d < headDim; d += blockDim.x) out[d] = 0.0f;
+		for (int d = threadIdx.x; d < headDim; d += blockDim.x) {
+			out[d] = 0.0f;
+			if (hrow) hrow[d] = 0;
+		}
 		return;
 	}
 	const float* base = qkv + (long long)start * 3 * width + h * headDim;
@@ -205,12 +233,14 @@ extern "C" __global__ void attention(float* dst, const float* qkv, const int* me
 			float acc = 0.0f;
 			for (int p = 0; p < parts; p++) acc += red[p * headDim + threadIdx.x];
 			out[threadIdx.x] = acc * inv;
+			if (hrow) hrow[threadIdx.x] = to16(acc * inv, kind);
 		}
 	} else {
 		for (int d = threadIdx.x; d < headDim; d += blockDim.x) {
 			float acc = 0.0f;
 			for (int j = 0; j < cnt; j++) acc += sc[j] * v[(long long)(lo + j) * 3 * width + d];
 			out[d] = acc * inv;
+			if (hrow) hrow[d] = to16(acc * inv, kind);
 		}
 	}
 }

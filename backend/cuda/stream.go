@@ -7,7 +7,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
-	"math"
 	"unsafe"
 
 	"github.com/laya-metal/laya/backend"
@@ -31,7 +30,7 @@ type stream struct {
 	h     maphash.Hash
 	hb    [8]byte
 	seg   int
-	ops   []func(x *run) error
+	ops   []*op
 	made  []*tensor // tensors of the current segment
 	wrote []*tensor // tensors the current segment writes
 	arena int64
@@ -133,6 +132,7 @@ func (s *stream) reads(ts ...*tensor) {
 func (s *stream) writes(t *tensor) {
 	if t.s == s {
 		t.snap = nil
+		t.lastWriter = nil
 	}
 	if t.s == s && t.seg == s.seg {
 		t.written = true
@@ -146,7 +146,7 @@ func (s *stream) writes(t *tensor) {
 }
 
 func (s *stream) newTensor(rows, cols int) *tensor {
-	t := &tensor{owner: s.be, rows: rows, cols: cols, s: s, seg: s.seg, id: len(s.made), off: s.arena}
+	t := &tensor{owner: s.be, rows: rows, cols: cols, s: s, seg: s.seg, id: len(s.made), off: s.arena, h16: -1}
 	s.arena += align(t.bytes(), 256)
 	s.made = append(s.made, t)
 	return t
@@ -170,7 +170,21 @@ func (s *stream) stageI32(v []int32) int64 {
 	return s.stageBytes(unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), len(v)*4))
 }
 
-func (s *stream) record(f func(x *run) error) { s.ops = append(s.ops, f) }
+func (s *stream) record(name string, f func(x *run) error) *op {
+	o := &op{name: name, issue: f}
+	s.ops = append(s.ops, o)
+	return o
+}
+
+// op is a recorded operation: its name (for Profiler), what issues it, and
+// what the peephole fusions need to know of it.
+type op struct {
+	name   string
+	issue  func(x *run) error
+	lin    *linearOp  // a Linear
+	add    [3]*tensor // an Add: dst, a, b
+	shadow *tensor    // a producer (LayerNorm, Attention, GeGLU) also writes this 16-bit copy of its output
+}
 
 const (
 	opNew = iota + 1
@@ -186,6 +200,8 @@ const (
 	opAttention
 	opActFeatures
 	opRead
+	opShadow
+	opFuse
 )
 
 func (s *stream) New(rows, cols int) backend.Tensor {
@@ -209,7 +225,7 @@ func (s *stream) FromHost(rows, cols int, data []float32) backend.Tensor {
 		return &tensor{owner: s.be, rows: rows, cols: cols, s: s, seg: -1}
 	}
 	s.mix(opFromHost, uint64(rows), uint64(cols))
-	t := &tensor{owner: s.be, rows: rows, cols: cols, s: s, seg: s.seg, id: len(s.made), staged: true, written: true}
+	t := &tensor{owner: s.be, rows: rows, cols: cols, s: s, seg: s.seg, id: len(s.made), staged: true, written: true, h16: -1}
 	t.off = s.stageBytes(unsafe.Slice((*byte)(unsafe.Pointer(&data[0])), len(data)*4))
 	s.made = append(s.made, t)
 	return t
@@ -226,7 +242,7 @@ func (s *stream) Gather(dst, table backend.Tensor, index []int32) {
 	off := s.stageI32(index)
 	n := len(index)
 	s.mix(opGather, s.ref(d), s.ref(tb), uint64(n))
-	s.record(func(x *run) error {
+	s.record("gather", func(x *run) error {
 		return x.l.launch(x.b.drv, x.b.k.gather, [3]int{n, 1, 1}, 128, 0, x.cs.stream, u64(d.addr), u64(tb.addr), u64(x.e.devIn)+uint64(off), i32(tb.cols))
 	})
 }
@@ -240,13 +256,16 @@ func (s *stream) LayerNorm(dst, x, weight, bias backend.Tensor, eps float32) {
 	s.reads(in, w, b)
 	s.writes(d)
 	s.mix(opLayerNorm, s.ref(d), s.ref(in), s.ref(w), s.ref(b), uint64(in.rows), uint64(in.cols), f32(eps))
-	s.record(func(x *run) error {
+	var o *op
+	o = s.record("layerNorm", func(x *run) error {
 		var bp uintptr
 		if b != nil {
 			bp = b.addr
 		}
-		return x.l.launch(x.b.drv, x.b.k.layerNorm, [3]int{in.rows, 1, 1}, 256, 0, x.cs.stream, u64(d.addr), u64(in.addr), u64(w.addr), u64(bp), i32(in.cols), f32(eps))
+		h, kind := x.shadowArgs(o)
+		return x.l.launch(x.b.drv, x.b.k.layerNorm, [3]int{in.rows, 1, 1}, 256, 0, x.cs.stream, u64(d.addr), u64(in.addr), u64(w.addr), u64(bp), i32(in.cols), f32(eps), h, kind)
 	})
+	d.lastWriter = o
 }
 
 func (s *stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activation) {
@@ -257,15 +276,30 @@ func (s *stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activat
 	d, in, w, b := ts[0], ts[1], ts[2], ts[3]
 	s.reads(in, w, b)
 	s.writes(d)
-	m, k, n := in.rows, in.cols, w.rows
+	lin := &linearOp{d: d, in: in, w: w, b: b, act: act, m: in.rows, k: in.cols, n: w.rows}
+	m, k, n := lin.m, lin.k, lin.n
 	s.mix(opLinear, s.ref(d), s.ref(in), s.ref(w), s.ref(b), uint64(m), uint64(k), uint64(n), uint64(act))
-	prec := s.be.opts.Precision
-	var wHalf uintptr
-	if prec != FP32 {
-		need := align(int64(m)*int64(k)*2, 256)
+	name := "linear"
+	if act != backend.Identity {
+		name += "+" + act.String()
+	}
+	if s.be.opts.Precision != FP32 {
+		var need int64
+		if in.s == s && in.seg == s.seg && in.lastWriter != nil {
+			// The operation that wrote x also writes its 16-bit copy.
+			if in.h16 < 0 {
+				in.h16 = s.arena
+				s.arena += align(int64(m)*int64(k)*2, 256)
+			}
+			in.lastWriter.shadow = in
+			lin.shadowIn = true
+			s.mix(opShadow)
+		} else {
+			need = align(int64(m)*int64(k)*2, 256)
+		}
 		if w.s == nil {
 			var err error
-			if wHalf, err = s.be.halfOf(w); err != nil {
+			if lin.wHalf, err = s.be.halfOf(w); err != nil {
 				s.fail(fmt.Errorf("cuda: linear: %w", err))
 				return
 			}
@@ -274,47 +308,83 @@ func (s *stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activat
 		}
 		s.temp = max(s.temp, need)
 	}
-	s.record(func(x *run) error {
-		c := x.cs
-		var err error
-		if prec == FP32 {
-			err = x.b.blas.call("cublasSgemm_v2", x.b.blas.sgemm, c.blas, cublasOpT, cublasOpN, uintptr(n), uintptr(m), uintptr(k),
-				uintptr(unsafe.Pointer(x.b.alpha)), w.addr, uintptr(k), in.addr, uintptr(k), uintptr(unsafe.Pointer(x.b.beta)), d.addr, uintptr(n))
-		} else {
-			conv, typ := x.b.k.toF16, uintptr(cudaR16F)
-			if prec == BF16 {
-				conv, typ = x.b.k.toBF16, cudaR16BF
-			}
-			xh := x.temp
-			mk := int64(m) * int64(k)
-			if err = x.l.launch(x.b.drv, conv, [3]int{gridFor(mk), 1, 1}, 256, 0, c.stream, u64(xh), u64(in.addr), uint64(mk)); err != nil {
-				return err
-			}
-			wh := wHalf
-			if wh == 0 {
-				wh = xh + uintptr(align(mk*2, 256))
-				nk := int64(n) * int64(k)
-				if err = x.l.launch(x.b.drv, conv, [3]int{gridFor(nk), 1, 1}, 256, 0, c.stream, u64(wh), u64(w.addr), uint64(nk)); err != nil {
-					return err
-				}
-			}
-			err = x.b.blas.call("cublasGemmEx", x.b.blas.gemmEx, c.blas, cublasOpT, cublasOpN, uintptr(n), uintptr(m), uintptr(k),
-				uintptr(unsafe.Pointer(x.b.alpha)), wh, typ, uintptr(k), xh, typ, uintptr(k), uintptr(unsafe.Pointer(x.b.beta)),
-				d.addr, cudaR32F, uintptr(n), cublasCompute32F, cublasGemmDefault)
+	o := s.record(name, lin.issue)
+	o.lin = lin
+}
+
+// linearOp is a recorded Linear; a residual Add after it may fold into it
+// (Discard).
+type linearOp struct {
+	d, in, w, b *tensor
+	act         backend.Activation
+	m, k, n     int
+	wHalf       uintptr
+	shadowIn    bool // in's 16-bit copy is written by its producer
+	accumulate  bool // d += x·Wᵀ: cuBLAS's beta = 1
+}
+
+func (lin *linearOp) issue(x *run) error {
+	c, bl := x.cs, x.b.blas
+	d, in, w, b := lin.d, lin.in, lin.w, lin.b
+	m, k, n := lin.m, lin.k, lin.n
+	beta := x.b.beta
+	if lin.accumulate {
+		beta = x.b.alpha
+	}
+	prec := x.b.opts.Precision
+	var err error
+	if prec == FP32 {
+		err = bl.call("cublasSgemm_v2", bl.sgemm, c.blas, cublasOpT, cublasOpN, uintptr(n), uintptr(m), uintptr(k),
+			uintptr(unsafe.Pointer(x.b.alpha)), w.addr, uintptr(k), in.addr, uintptr(k), uintptr(unsafe.Pointer(beta)), d.addr, uintptr(n))
+	} else {
+		conv, typ := x.b.k.toF16, uintptr(cudaR16F)
+		if prec == BF16 {
+			conv, typ = x.b.k.toBF16, cudaR16BF
 		}
-		if err != nil {
+		xh := x.temp
+		mk := int64(m) * int64(k)
+		if lin.shadowIn {
+			xh = x.e.arena + uintptr(in.h16)
+		} else if err = x.l.launch(x.b.drv, conv, [3]int{gridFor(mk), 1, 1}, 256, 0, c.stream, u64(xh), u64(in.addr), uint64(mk)); err != nil {
 			return err
 		}
-		if b == nil && act == backend.Identity {
-			return nil
+		wh := lin.wHalf
+		if wh == 0 {
+			wh = x.temp + uintptr(align(mk*2, 256))
+			nk := int64(n) * int64(k)
+			if err = x.l.launch(x.b.drv, conv, [3]int{gridFor(nk), 1, 1}, 256, 0, c.stream, u64(wh), u64(w.addr), uint64(nk)); err != nil {
+				return err
+			}
 		}
-		var bp uintptr
-		if b != nil {
-			bp = b.addr
-		}
-		total := int64(m) * int64(n)
-		return x.l.launch(x.b.drv, x.b.k.biasAct, [3]int{gridFor(total), 1, 1}, 256, 0, c.stream, u64(d.addr), u64(bp), uint64(total), i32(n), uint64(act))
-	})
+		err = bl.call("cublasGemmEx", bl.gemmEx, c.blas, cublasOpT, cublasOpN, uintptr(n), uintptr(m), uintptr(k),
+			uintptr(unsafe.Pointer(x.b.alpha)), wh, typ, uintptr(k), xh, typ, uintptr(k), uintptr(unsafe.Pointer(beta)),
+			d.addr, cudaR32F, uintptr(n), cublasCompute32F, cublasGemmDefault)
+	}
+	if err != nil {
+		return err
+	}
+	if b == nil && lin.act == backend.Identity {
+		return nil
+	}
+	var bp uintptr
+	if b != nil {
+		bp = b.addr
+	}
+	total := int64(m) * int64(n)
+	return x.l.launch(x.b.drv, x.b.k.biasAct, [3]int{gridFor(total), 1, 1}, 256, 0, c.stream, u64(d.addr), u64(bp), uint64(total), i32(n), uint64(lin.act))
+}
+
+// shadowArgs are the 16-bit copy's address and kind (0 none, 1 fp16,
+// 2 bf16) for a producer kernel of o.
+func (x *run) shadowArgs(o *op) (uint64, uint64) {
+	if o.shadow == nil {
+		return 0, 0
+	}
+	kind := uint64(1)
+	if x.b.opts.Precision == BF16 {
+		kind = 2
+	}
+	return u64(x.e.arena) + uint64(o.shadow.h16), kind
 }
 
 func (s *stream) Add(dst, a, b backend.Tensor) {
@@ -327,9 +397,10 @@ func (s *stream) Add(dst, a, b backend.Tensor) {
 	s.writes(d)
 	n := int64(d.rows) * int64(d.cols)
 	s.mix(opAdd, s.ref(d), s.ref(x), s.ref(y), uint64(n))
-	s.record(func(r *run) error {
+	o := s.record("add", func(r *run) error {
 		return r.l.launch(r.b.drv, r.b.k.add, [3]int{gridFor(n), 1, 1}, 256, 0, r.cs.stream, u64(d.addr), u64(x.addr), u64(y.addr), uint64(n))
 	})
+	o.add = [3]*tensor{d, x, y}
 }
 
 func (s *stream) Activate(dst, x backend.Tensor, act backend.Activation) {
@@ -342,7 +413,7 @@ func (s *stream) Activate(dst, x backend.Tensor, act backend.Activation) {
 	s.writes(d)
 	n := int64(d.rows) * int64(d.cols)
 	s.mix(opActivate, s.ref(d), s.ref(in), uint64(n), uint64(act))
-	s.record(func(r *run) error {
+	s.record("activate", func(r *run) error {
 		return r.l.launch(r.b.drv, r.b.k.actMap, [3]int{gridFor(n), 1, 1}, 256, 0, r.cs.stream, u64(d.addr), u64(in.addr), uint64(n), uint64(act))
 	})
 }
@@ -360,7 +431,7 @@ func (s *stream) Softmax(dst, x backend.Tensor) {
 	if in.cols > 2048 {
 		block = 512
 	}
-	s.record(func(r *run) error {
+	s.record("softmax", func(r *run) error {
 		return r.l.launch(r.b.drv, r.b.k.softmax, [3]int{in.rows, 1, 1}, block, 0, r.cs.stream, u64(d.addr), u64(in.addr), i32(in.cols))
 	})
 }
@@ -375,9 +446,12 @@ func (s *stream) GeGLU(dst, x backend.Tensor) {
 	s.writes(d)
 	n := int64(d.rows) * int64(d.cols)
 	s.mix(opGeGLU, s.ref(d), s.ref(in), uint64(d.rows), uint64(d.cols))
-	s.record(func(r *run) error {
-		return r.l.launch(r.b.drv, r.b.k.geglu, [3]int{gridFor(n), 1, 1}, 256, 0, r.cs.stream, u64(d.addr), u64(in.addr), uint64(d.rows), i32(d.cols))
+	var o *op
+	o = s.record("geglu", func(r *run) error {
+		h, kind := r.shadowArgs(o)
+		return r.l.launch(r.b.drv, r.b.k.geglu, [3]int{gridFor(n), 1, 1}, 256, 0, r.cs.stream, u64(d.addr), u64(in.addr), uint64(d.rows), i32(d.cols), h, kind)
 	})
+	d.lastWriter = o
 }
 
 // positions returns each row's position in its batch row, for a layout
@@ -424,7 +498,7 @@ func (s *stream) Rope(qkv backend.Tensor, p backend.RopeParams) {
 	off := s.stageI32(pos)
 	s.mix(opRope, s.ref(t), uint64(table), uint64(t.rows), uint64(p.Heads), uint64(p.HeadDim))
 	heads, dh := p.Heads, p.HeadDim
-	s.record(func(r *run) error {
+	s.record("rope", func(r *run) error {
 		return r.l.launch(r.b.drv, r.b.k.rope, [3]int{t.rows, 1, 1}, 256, 0, r.cs.stream, u64(t.addr), u64(table), u64(r.e.devIn)+uint64(off), i32(heads), i32(dh))
 	})
 }
@@ -457,10 +531,17 @@ func (s *stream) Attention(dst, qkv backend.Tensor, p backend.AttentionParams) {
 	off := s.stageI32(meta)
 	s.mix(opAttention, s.ref(d), s.ref(in), uint64(in.rows), uint64(p.Heads), uint64(p.HeadDim), f32(p.Scale), boolArg(p.Sliding), uint64(p.Radius), uint64(window))
 	heads, dh, scale, sliding, radius := p.Heads, p.HeadDim, p.Scale, p.Sliding, p.Radius
-	s.record(func(r *run) error {
+	attnName := "attention"
+	if sliding {
+		attnName = "attention (sliding)"
+	}
+	var o *op
+	o = s.record(attnName, func(r *run) error {
+		h, kind := r.shadowArgs(o)
 		return r.l.launch(r.b.drv, r.b.k.attention, [3]int{in.rows, heads, 1}, attentionBlock, shared, r.cs.stream, u64(d.addr), u64(in.addr),
-			u64(r.e.devIn)+uint64(off), i32(heads), i32(dh), f32(scale), boolArg(sliding), i32(radius), i32(window))
+			u64(r.e.devIn)+uint64(off), i32(heads), i32(dh), f32(scale), boolArg(sliding), i32(radius), i32(window), h, kind)
 	})
+	d.lastWriter = o
 }
 
 func (s *stream) ActFeatures(dst, cls, logits backend.Tensor, counts []int) {
@@ -480,7 +561,7 @@ func (s *stream) ActFeatures(dst, cls, logits backend.Tensor, counts []int) {
 	off := s.stageI32(meta)
 	rows, dim := c.rows, c.cols
 	s.mix(opActFeatures, s.ref(d), s.ref(c), s.ref(z), uint64(rows), uint64(dim))
-	s.record(func(r *run) error {
+	s.record("actFeatures", func(r *run) error {
 		return r.l.launch(r.b.drv, r.b.k.actFeatures, [3]int{rows, 1, 1}, 128, 0, r.cs.stream, u64(d.addr), u64(c.addr), u64(z.addr),
 			u64(r.e.devIn)+uint64(off), i32(dim))
 	})
@@ -603,7 +684,14 @@ func (s *stream) flush(ctx context.Context, target *tensor) ([]byte, error) {
 	cs := s.cs
 	go func() {
 		var err error
-		cs.waiter.Do(func() { err = b.drv.Call("cuEventSynchronize", cs.event) })
+		cs.waiter.Do(func() {
+			if err = b.drv.Call("cuEventSynchronize", cs.event); err == nil {
+				var ms float32
+				if b.drv.Call("cuEventElapsedTime", uintptr(unsafe.Pointer(&ms)), cs.start, cs.end) == nil {
+					b.deviceNs.Add(int64(float64(ms) * 1e6))
+				}
+			}
+		})
 		done <- err
 	}()
 	s.wait = done
@@ -656,8 +744,36 @@ func (s *stream) Close() {
 	s.entries, s.cs = nil, nil
 }
 
-// Discard is a no-op: a segment's memory is its entry's, reused as a whole.
-func (s *stream) Discard(backend.Tensor) {}
+// Discard folds a residual Add into the Linear before it: Linear(p, …)
+// then Add(x, x, p) then Discard(p) become one GEMM accumulating into x
+// (cuBLAS's beta = 1), as the Metal backend folds it. Memory is not
+// reclaimed: a segment's is its entry's, reused as a whole.
+func (s *stream) Discard(x backend.Tensor) {
+	t, ok := x.(*tensor)
+	n := len(s.ops)
+	if !ok || t == nil || t.s != s || t.seg != s.seg || s.err != nil || n < 2 {
+		return
+	}
+	l, a := s.ops[n-2].lin, s.ops[n-1].add
+	if l == nil || a[0] == nil || l.d != t || l.b != nil || l.act != backend.Identity || l.accumulate {
+		return
+	}
+	var into *tensor
+	switch {
+	case a[2] == t && a[0] == a[1]:
+		into = a[1]
+	case a[1] == t && a[0] == a[2]:
+		into = a[2]
+	default:
+		return
+	}
+	if into == t || into == l.in || into == l.w {
+		return
+	}
+	l.d, l.accumulate = into, true
+	s.ops = s.ops[:n-1]
+	s.mix(opFuse)
+}
 
 // entry is the memory (and, once captured, the CUDA graph) of one segment
 // shape: activations, the staged inputs (device and pinned host), and the
@@ -770,6 +886,12 @@ func (b *Backend) giveBack(entries []*entry, cs *cstream) {
 // on the worker thread.
 func (b *Backend) execute(s *stream, x *run, tableOff int64, nBack int) error {
 	e, cs := x.e, x.cs
+	var prof *opTimer
+	if b.profiling.Load() {
+		// Each operation between its own events, kernel by kernel.
+		prof = &opTimer{}
+		defer prof.release(b)
+	}
 	issue := func() error {
 		if len(s.stage) > 0 {
 			if err := b.drv.Call("cuMemcpyHtoDAsync_v2", e.devIn, uintptr(unsafe.Pointer(&e.pinIn[0])), uintptr(len(s.stage)), cs.stream); err != nil {
@@ -783,9 +905,19 @@ func (b *Backend) execute(s *stream, x *run, tableOff int64, nBack int) error {
 				}
 			}
 		}
-		for _, op := range s.ops {
-			if err := op(x); err != nil {
+		for _, o := range s.ops {
+			if prof != nil {
+				if err := prof.before(b, cs.stream); err != nil {
+					return err
+				}
+			}
+			if err := o.issue(x); err != nil {
 				return err
+			}
+			if prof != nil {
+				if err := prof.after(b, cs.stream, o.name); err != nil {
+					return err
+				}
 			}
 		}
 		if err := x.l.launch(b.drv, b.k.packOut, [3]int{nBack, 1, 1}, 256, 0, cs.stream, u64(e.devOut), u64(e.devIn)+uint64(tableOff)); err != nil {
@@ -793,8 +925,19 @@ func (b *Backend) execute(s *stream, x *run, tableOff int64, nBack int) error {
 		}
 		return b.drv.Call("cuMemcpyDtoHAsync_v2", uintptr(unsafe.Pointer(&e.pinOut[0])), e.devOut, uintptr(e.key.out), cs.stream)
 	}
+	if err := b.drv.Call("cuEventRecord", cs.start, cs.stream); err != nil {
+		return err
+	}
 	var err error
 	switch {
+	case prof != nil:
+		err = issue()
+		if err == nil {
+			err = b.drv.Call("cuStreamSynchronize", cs.stream)
+		}
+		if err == nil {
+			prof.collect(b)
+		}
 	case e.exec != 0:
 		err = b.drv.Call("cuGraphLaunch", e.exec, cs.stream)
 		b.count(func(st *Stats) { st.Replays++ })
@@ -814,6 +957,9 @@ func (b *Backend) execute(s *stream, x *run, tableOff int64, nBack int) error {
 		b.count(func(st *Stats) { st.Eager++ })
 	}
 	if err != nil {
+		return err
+	}
+	if err := b.drv.Call("cuEventRecord", cs.end, cs.stream); err != nil {
 		return err
 	}
 	return b.drv.Call("cuEventRecord", cs.event, cs.stream)
@@ -858,6 +1004,7 @@ func (b *Backend) capture(e *entry, cs *cstream, issue func() error) error {
 // it.
 type cstream struct {
 	stream, event, blas, workspace uintptr
+	start, end                     uintptr // timing events around each flush
 	waiter                         *cudadrv.Worker
 }
 
@@ -882,6 +1029,11 @@ func (b *Backend) newCStream() (*cstream, error) {
 	// CU_EVENT_DISABLE_TIMING.
 	if err := c("cuEventCreate", uintptr(unsafe.Pointer(&cs.event)), 2); err != nil {
 		return nil, err
+	}
+	for _, e := range []*uintptr{&cs.start, &cs.end} {
+		if err := c("cuEventCreate", uintptr(unsafe.Pointer(e)), 0); err != nil {
+			return nil, err
+		}
 	}
 	var err error
 	if cs.workspace, err = b.alloc(cublasWorkspace, "cuBLAS workspace"); err != nil {
@@ -923,8 +1075,8 @@ func (cs *cstream) destroy(b *Backend) {
 	if cs.workspace != 0 {
 		b.drv.Call("cuMemFree_v2", cs.workspace)
 	}
-	b.drv.Call("cuEventDestroy_v2", cs.event)
+	for _, e := range []uintptr{cs.event, cs.start, cs.end} {
+		b.drv.Call("cuEventDestroy_v2", e)
+	}
 	b.drv.Call("cuStreamDestroy_v2", cs.stream)
 }
-
-var _ = math.Float32bits

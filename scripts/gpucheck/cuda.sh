@@ -12,6 +12,9 @@
 #   bench        laya-bench end to end on full-size synthetic English and
 #                multilingual checkpoints, 1, 10 and 50 questions, each
 #                precision (PRECISIONS, default "fp32 fp16 bf16")
+#   profile      laya-bench --profile (per-operation GPU times, kernel by
+#                kernel) on the synthetic English checkpoint, 1 and 10
+#                questions, fp32 and fp16
 #   sanitize     compute-sanitizer memcheck and racecheck over the tiny-en
 #                goldens
 # Raw logs go to OUT; OUT/summary.md is the table.
@@ -63,6 +66,13 @@ for step in $steps; do
 					--warmup "${WARMUP:-5}" --runs "${RUNS:-50}" --format json >"$out/bench-$lang-$p.json" 2>"$out/bench-$lang-$p.err"
 				echo "| bench $lang $p | exit $? | bench-$lang-$p.json |" >>"$summary"
 			done
+		done
+		;;
+	profile)
+		for p in fp32 fp16; do
+			LAYA_CUDA=precision=$p "$bin/laya-bench" --backend cuda --synthetic english --questions 1,10 --warmup 3 --runs 10 \
+				--profile >"$out/profile-english-$p.md" 2>&1
+			echo "| profile english $p | exit $? | profile-english-$p.md |" >>"$summary"
 		done
 		;;
 	sanitize)

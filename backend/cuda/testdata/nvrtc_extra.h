@@ -2,7 +2,7 @@
 // for clang's CUDA front end as NVRTC declares it implicitly.
 #pragma once
 extern "C" {
-float erff(float);
-double exp(double); double log(double); double fmax(double, double);
+float erff(float); float erfcf(float);
+double exp(double); double erfc(double); double log(double); double fmax(double, double);
 }
 int max(int, int); int min(int, int);
