@@ -35,6 +35,7 @@ var driverFuncs = []string{
 // kernels are the entry points of kernels.cu.
 type kernels struct {
 	gather, layerNorm, biasAct, add, actMap, geglu, softmax, rope, attention, actFeatures, toF16, toBF16, packOut uintptr
+	attentionTiled                                                                                                map[int]uintptr // by head dim
 }
 
 // attentionSharedLimit is the dynamic shared memory the attention kernel is
@@ -183,6 +184,7 @@ func (b *Backend) init() error {
 // load runs on the worker thread: the compiled module and its kernels.
 func (b *Backend) load(cubin []byte) error {
 	c := b.drv.Call
+	b.k.attentionTiled = map[int]uintptr{}
 	if err := c("cuModuleLoadData", uintptr(unsafe.Pointer(&b.module)), uintptr(unsafe.Pointer(&cubin[0]))); err != nil {
 		return fmt.Errorf("cuda: loading the kernels: %w", err)
 	}
@@ -190,11 +192,15 @@ func (b *Backend) load(cubin []byte) error {
 		"gather_rows": &b.k.gather, "layer_norm": &b.k.layerNorm, "bias_act": &b.k.biasAct, "add": &b.k.add,
 		"act_map": &b.k.actMap, "geglu": &b.k.geglu, "softmax_rows": &b.k.softmax, "rope": &b.k.rope,
 		"attention": &b.k.attention, "act_features": &b.k.actFeatures, "to_f16": &b.k.toF16, "to_bf16": &b.k.toBF16,
-		"pack_out": &b.k.packOut,
+		"pack_out": &b.k.packOut, "attention32": new(uintptr), "attention64": new(uintptr), "attention128": new(uintptr),
 	} {
 		sym := cudadrv.CString(name)
 		if err := c("cuModuleGetFunction", uintptr(unsafe.Pointer(p)), b.module, uintptr(unsafe.Pointer(&sym[0]))); err != nil {
 			return fmt.Errorf("cuda: kernel %s: %w", name, err)
+		}
+		var dh int
+		if _, err := fmt.Sscanf(name, "attention%d", &dh); err == nil {
+			b.k.attentionTiled[dh] = *p
 		}
 	}
 	// CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: long attention rows

@@ -123,13 +123,17 @@ extern "C" __global__ void act_map(float* dst, const float* x, long long n, int 
 		dst[i] = activate(x[i], act);
 }
 
-extern "C" __global__ void geglu(float* dst, const float* x, long long rows, int inner, u16* h, int kind) {
+// geglu's GELU is gelu (double) in fp32 runs and the float32 erfc form when
+// its output feeds 16-bit GEMM operands anyway (fast != 0).
+extern "C" __global__ void geglu(float* dst, const float* x, long long rows, int inner, u16* h, int kind, int fast) {
 	long long n = rows * inner;
 	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
 		long long r = i / inner;
 		int c = (int)(i - r * inner);
 		const float* in = x + r * 2 * inner;
-		float y = gelu(in[c]) * in[inner + c];
+		float v = in[c];
+		float g = fast ? 0.5f * v * erfcf(-v * 0.70710678118654752f) : gelu(v);
+		float y = g * in[inner + c];
 		dst[i] = y;
 		if (h) h[i] = to16(y, kind);
 	}
@@ -302,4 +306,117 @@ extern "C" __global__ void pack_out(float* out, const u64* table) {
 	long long n = (long long)table[3 * blockIdx.x + 1];
 	float* o = out + table[3 * blockIdx.x + 2];
 	for (long long i = threadIdx.x; i < n; i += blockDim.x) o[i] = src[i];
+}
+
+// attn_tiled: flash-style attention for head dims of 32, 64 or 128. One
+// block of 8 warps per (tile of QT queries of one batch row, head): the
+// tile's keys stream through shared memory KC at a time, coalesced, and
+// each warp keeps an online softmax for its queries (lanes own keys for the
+// scores and head dimensions for the output). tiles holds five ints per
+// tile: its first row, the batch row's first row and real length, the
+// tile's first position and its query count. Queries at or past the real
+// length are padding: their output is zero.
+#define QT 16
+template <int DH>
+__device__ void attn_tiled(float* dst, const float* qkv, const int* tiles, int heads, float scale, int sliding, int radius,
+	u16* hout, int kind) {
+	const int KC = DH <= 64 ? 64 : 32, NC = DH / 32, NK = KC / 32;
+	__shared__ float K[KC][DH + 1];
+	__shared__ float V[KC][DH];
+	__shared__ float Q[QT][DH];
+	const int* t = tiles + 5 * blockIdx.x;
+	int r0 = t[0], start = t[1], n = t[2], pos0 = t[3], nq = t[4];
+	int h = blockIdx.y, width = heads * DH, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	for (int i = threadIdx.x; i < nq * DH; i += blockDim.x) {
+		int qi = i / DH, d = i - qi * DH;
+		Q[qi][d] = qkv[(long long)(r0 + qi) * 3 * width + h * DH + d];
+	}
+	int klo = 0, khi = n;
+	if (sliding) {
+		klo = max(0, pos0 - radius);
+		khi = min(n, pos0 + nq - 1 + radius + 1);
+	}
+	float m[QT / 8], l[QT / 8], acc[QT / 8][NC];
+	for (int a = 0; a < QT / 8; a++) {
+		m[a] = -3.402823466e38f;
+		l[a] = 0.0f;
+		for (int c = 0; c < NC; c++) acc[a][c] = 0.0f;
+	}
+	for (int kb = klo; kb < khi; kb += KC) {
+		__syncthreads();
+		for (int i = threadIdx.x; i < KC * DH; i += blockDim.x) {
+			int key = i / DH, d = i - key * DH, g = kb + key;
+			float kv = 0.0f, vv = 0.0f;
+			if (g < khi) {
+				const float* row = qkv + (long long)(start + g) * 3 * width + h * DH + d;
+				kv = row[width];
+				vv = row[2 * width];
+			}
+			K[key][d] = kv;
+			V[key][d] = vv;
+		}
+		__syncthreads();
+		for (int a = 0; a < QT / 8; a++) {
+			int qi = warp + 8 * a, pos = pos0 + qi;
+			if (qi >= nq || pos >= n) continue;
+			int lo = 0, hi = n;
+			if (sliding) {
+				lo = max(0, pos - radius);
+				hi = min(n, pos + radius + 1);
+			}
+			float s[NK];
+			bool ok[NK];
+			float cmax = -3.402823466e38f;
+			for (int kk = 0; kk < NK; kk++) {
+				int key = lane + 32 * kk, g = kb + key;
+				ok[kk] = g >= lo && g < hi;
+				float dot = 0.0f;
+				for (int d = 0; d < DH; d++) dot += Q[qi][d] * K[key][d];
+				s[kk] = dot * scale;
+				if (ok[kk]) cmax = fmaxf(cmax, s[kk]);
+			}
+			cmax = warp_max(cmax);
+			float mn = fmaxf(m[a], cmax);
+			float corr = expf(m[a] - mn);
+			float p[NK], ps = 0.0f;
+			for (int kk = 0; kk < NK; kk++) {
+				p[kk] = ok[kk] ? expf(s[kk] - mn) : 0.0f;
+				ps += p[kk];
+			}
+			l[a] = l[a] * corr + warp_sum(ps);
+			m[a] = mn;
+			for (int c = 0; c < NC; c++) acc[a][c] *= corr;
+			for (int kk = 0; kk < NK; kk++) {
+				for (int j = 0; j < 32; j++) {
+					float pj = __shfl_sync(0xffffffffu, p[kk], j);
+					for (int c = 0; c < NC; c++) acc[a][c] += pj * V[32 * kk + j][lane + 32 * c];
+				}
+			}
+		}
+	}
+	for (int a = 0; a < QT / 8; a++) {
+		int qi = warp + 8 * a, pos = pos0 + qi;
+		if (qi >= nq) continue;
+		long long o = (long long)(r0 + qi) * width + h * DH;
+		for (int c = 0; c < NC; c++) {
+			float y = pos < n ? acc[a][c] / l[a] : 0.0f;
+			dst[o + lane + 32 * c] = y;
+			if (hout) hout[o + lane + 32 * c] = to16(y, kind);
+		}
+	}
+}
+
+extern "C" __global__ void attention32(float* dst, const float* qkv, const int* tiles, int heads, float scale, int sliding,
+	int radius, u16* hout, int kind) {
+	attn_tiled<32>(dst, qkv, tiles, heads, scale, sliding, radius, hout, kind);
+}
+
+extern "C" __global__ void attention64(float* dst, const float* qkv, const int* tiles, int heads, float scale, int sliding,
+	int radius, u16* hout, int kind) {
+	attn_tiled<64>(dst, qkv, tiles, heads, scale, sliding, radius, hout, kind);
+}
+
+extern "C" __global__ void attention128(float* dst, const float* qkv, const int* tiles, int heads, float scale, int sliding,
+	int radius, u16* hout, int kind) {
+	attn_tiled<128>(dst, qkv, tiles, heads, scale, sliding, radius, hout, kind);
 }

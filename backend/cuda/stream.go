@@ -449,7 +449,8 @@ func (s *stream) GeGLU(dst, x backend.Tensor) {
 	var o *op
 	o = s.record("geglu", func(r *run) error {
 		h, kind := r.shadowArgs(o)
-		return r.l.launch(r.b.drv, r.b.k.geglu, [3]int{gridFor(n), 1, 1}, 256, 0, r.cs.stream, u64(d.addr), u64(in.addr), uint64(d.rows), i32(d.cols), h, kind)
+		return r.l.launch(r.b.drv, r.b.k.geglu, [3]int{gridFor(n), 1, 1}, 256, 0, r.cs.stream, u64(d.addr), u64(in.addr), uint64(d.rows), i32(d.cols), h, kind,
+			boolArg(r.b.opts.Precision != FP32))
 	})
 	d.lastWriter = o
 }
@@ -503,7 +504,10 @@ func (s *stream) Rope(qkv backend.Tensor, p backend.RopeParams) {
 	})
 }
 
-const attentionBlock = 128
+const (
+	attentionBlock = 128
+	tileQueries    = 16 // QT of kernels.cu
+)
 
 func (s *stream) Attention(dst, qkv backend.Tensor, p backend.AttentionParams) {
 	ts, ok := s.begin("attention", dst, qkv)
@@ -511,36 +515,61 @@ func (s *stream) Attention(dst, qkv backend.Tensor, p backend.AttentionParams) {
 		return
 	}
 	d, in := ts[0], ts[1]
+	tiled := s.be.k.attentionTiled[p.HeadDim]
 	window := p.SeqLen
 	if p.Sliding {
 		window = min(window, 2*p.Radius+1)
 	}
 	shared := (window + p.HeadDim + attentionBlock) * 4
-	if shared > attentionSharedLimit {
+	if tiled == 0 && shared > attentionSharedLimit {
 		s.fail(fmt.Errorf("cuda: attention: %w: rows of %d keys with head dim %d need %d bytes of shared memory, the kernel has %d",
 			backend.ErrShape, window, p.HeadDim, shared, attentionSharedLimit))
 		return
 	}
 	s.reads(in)
 	s.writes(d)
-	pos, start, length := positions(in.rows, p.Layout)
-	meta := make([]int32, 3*in.rows)
-	for r := range pos {
-		meta[3*r], meta[3*r+1], meta[3*r+2] = start[r], length[r], pos[r]
-	}
-	off := s.stageI32(meta)
-	s.mix(opAttention, s.ref(d), s.ref(in), uint64(in.rows), uint64(p.Heads), uint64(p.HeadDim), f32(p.Scale), boolArg(p.Sliding), uint64(p.Radius), uint64(window))
 	heads, dh, scale, sliding, radius := p.Heads, p.HeadDim, p.Scale, p.Sliding, p.Radius
-	attnName := "attention"
+	name := "attention"
 	if sliding {
-		attnName = "attention (sliding)"
+		name = "attention (sliding)"
 	}
+	s.mix(opAttention, s.ref(d), s.ref(in), uint64(in.rows), uint64(p.Heads), uint64(p.HeadDim), f32(p.Scale), boolArg(p.Sliding), uint64(p.Radius), uint64(window))
 	var o *op
-	o = s.record(attnName, func(r *run) error {
-		h, kind := r.shadowArgs(o)
-		return r.l.launch(r.b.drv, r.b.k.attention, [3]int{in.rows, heads, 1}, attentionBlock, shared, r.cs.stream, u64(d.addr), u64(in.addr),
-			u64(r.e.devIn)+uint64(off), i32(heads), i32(dh), f32(scale), boolArg(sliding), i32(radius), i32(window), h, kind)
-	})
+	if tiled != 0 {
+		// Tiles of up to tileQueries queries, none across batch rows.
+		var tiles []int32
+		at := 0
+		for _, n := range p.Lengths {
+			rows := p.SeqLen
+			if p.Packed {
+				rows = n
+			}
+			for q := 0; q < rows; q += tileQueries {
+				tiles = append(tiles, int32(at+q), int32(at), int32(n), int32(q), int32(min(tileQueries, rows-q)))
+			}
+			at += rows
+		}
+		off := s.stageI32(tiles)
+		nt := len(tiles) / 5
+		s.mix(uint64(nt))
+		o = s.record(name, func(r *run) error {
+			h, kind := r.shadowArgs(o)
+			return r.l.launch(r.b.drv, tiled, [3]int{nt, heads, 1}, 256, 0, r.cs.stream, u64(d.addr), u64(in.addr),
+				u64(r.e.devIn)+uint64(off), i32(heads), f32(scale), boolArg(sliding), i32(radius), h, kind)
+		})
+	} else {
+		pos, start, length := positions(in.rows, p.Layout)
+		meta := make([]int32, 3*in.rows)
+		for r := range pos {
+			meta[3*r], meta[3*r+1], meta[3*r+2] = start[r], length[r], pos[r]
+		}
+		off := s.stageI32(meta)
+		o = s.record(name, func(r *run) error {
+			h, kind := r.shadowArgs(o)
+			return r.l.launch(r.b.drv, r.b.k.attention, [3]int{in.rows, heads, 1}, attentionBlock, shared, r.cs.stream, u64(d.addr), u64(in.addr),
+				u64(r.e.devIn)+uint64(off), i32(heads), i32(dh), f32(scale), boolArg(sliding), i32(radius), i32(window), h, kind)
+		})
+	}
 	d.lastWriter = o
 }
 

@@ -63,7 +63,7 @@ for step in $steps; do
 		for lang in english multilingual; do
 			for p in ${PRECISIONS:-fp32 fp16 bf16}; do
 				LAYA_CUDA=precision=$p "$bin/laya-bench" --backend cuda --synthetic "$lang" --questions "${QUESTIONS:-1,10,50}" \
-					--warmup "${WARMUP:-5}" --runs "${RUNS:-50}" --format json >"$out/bench-$lang-$p.json" 2>"$out/bench-$lang-$p.err"
+					--warmup "${WARMUP:-5}" --runs "${RUNS:-50}" --batch-size 64 --format json >"$out/bench-$lang-$p.json" 2>"$out/bench-$lang-$p.err"
 				echo "| bench $lang $p | exit $? | bench-$lang-$p.json |" >>"$summary"
 			done
 		done
