@@ -34,8 +34,8 @@ var driverFuncs = []string{
 
 // kernels are the entry points of kernels.cu.
 type kernels struct {
-	gather, layerNorm, biasAct, add, actMap, geglu, softmax, rope, attention, actFeatures, toF16, toBF16, packOut uintptr
-	attentionTiled                                                                                                map[int]uintptr // by head dim
+	gather, layerNorm, biasAct, add, actMap, geglu, softmax, rope, attention, actFeatures, to16, packOut uintptr
+	attentionTiled                                                                                       map[int]uintptr // by head dim
 }
 
 // attentionSharedLimit is the dynamic shared memory the attention kernel is
@@ -191,7 +191,7 @@ func (b *Backend) load(cubin []byte) error {
 	for name, p := range map[string]*uintptr{
 		"gather_rows": &b.k.gather, "layer_norm": &b.k.layerNorm, "bias_act": &b.k.biasAct, "add": &b.k.add,
 		"act_map": &b.k.actMap, "geglu": &b.k.geglu, "softmax_rows": &b.k.softmax, "rope": &b.k.rope,
-		"attention": &b.k.attention, "act_features": &b.k.actFeatures, "to_f16": &b.k.toF16, "to_bf16": &b.k.toBF16,
+		"attention": &b.k.attention, "act_features": &b.k.actFeatures, "to_16": &b.k.to16,
 		"pack_out": &b.k.packOut, "attention32": new(uintptr), "attention64": new(uintptr), "attention128": new(uintptr),
 	} {
 		sym := cudadrv.CString(name)
@@ -332,12 +332,12 @@ func (b *Backend) makeHalf(t *tensor) error {
 		return err
 	}
 	b.allocs = append(b.allocs, p)
-	fn := b.k.toF16
+	kind := uint64(1)
 	if b.opts.Precision == BF16 {
-		fn = b.k.toBF16
+		kind = 2
 	}
 	var l launcher
-	if err := l.launch(b.drv, fn, [3]int{gridFor(n), 1, 1}, 256, 0, 0, u64(p), u64(t.addr), uint64(n)); err != nil {
+	if err := l.launch(b.drv, b.k.to16, [3]int{gridFor(n), 1, 1}, 256, 0, 0, u64(p), u64(t.addr), uint64(n), kind); err != nil {
 		return err
 	}
 	if err := b.drv.Call("cuCtxSynchronize"); err != nil {

@@ -102,7 +102,7 @@ func TestKernelsCompileWithClang(t *testing.T) {
 	}
 }
 
-var precisions = []cuda.Precision{cuda.FP32, cuda.FP16, cuda.BF16}
+var precisions = []cuda.Precision{cuda.FP32, cuda.FP16, cuda.BF16, cuda.FP16X2}
 
 // The backend conformance suite, in FP32 with graphs and kernel by kernel.
 func TestConformance(t *testing.T) {

@@ -61,7 +61,7 @@ __device__ __forceinline__ float activate(float x, int act) {
 	return x;
 }
 
-// to16 rounds v to fp16 (kind 1) or bf16 (kind 2), nearest even.
+// to16 rounds v to fp16 (kind 1 or 3) or bf16 (kind 2), nearest even.
 __device__ __forceinline__ u16 to16(float v, int kind) {
 	u16 h;
 	if (kind == 2)
@@ -69,6 +69,19 @@ __device__ __forceinline__ u16 to16(float v, int kind) {
 	else
 		asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(v));
 	return h;
+}
+
+// store16 writes v as a 16-bit GEMM operand at h[i]; kind 3 (FP16X2)
+// also writes the fp16 rounding of what the first term missed at h[i+lo],
+// so that two GEMMs on the terms give v to about 21 bits.
+__device__ __forceinline__ void store16(u16* h, long long i, long long lo, float v, int kind) {
+	u16 a = to16(v, kind);
+	h[i] = a;
+	if (kind == 3) {
+		float back;
+		asm("cvt.f32.f16 %0, %1;" : "=f"(back) : "h"(a));
+		h[i + lo] = to16(v - back, 1);
+	}
 }
 
 extern "C" __global__ void gather_rows(float* dst, const float* table, const int* index, int cols) {
@@ -83,7 +96,7 @@ extern "C" __global__ void gather_rows(float* dst, const float* table, const int
 // 16-bit copy h of their output when h is set (kind: see to16), so that the
 // GEMM that reads it needs no conversion of its own.
 extern "C" __global__ void layer_norm(float* dst, const float* x, const float* w, const float* b, int cols, float eps, u16* h,
-	int kind) {
+	int kind, long long lo) {
 	__shared__ float sh[32];
 	const float* row = x + (long long)blockIdx.x * cols;
 	float* out = dst + (long long)blockIdx.x * cols;
@@ -101,7 +114,7 @@ extern "C" __global__ void layer_norm(float* dst, const float* x, const float* w
 		float y = (row[c] - mean) * inv * w[c];
 		if (b) y += b[c];
 		out[c] = y;
-		if (h) h[(long long)blockIdx.x * cols + c] = to16(y, kind);
+		if (h) store16(h, (long long)blockIdx.x * cols + c, lo, y, kind);
 	}
 }
 
@@ -125,7 +138,7 @@ extern "C" __global__ void act_map(float* dst, const float* x, long long n, int 
 
 // geglu's GELU is gelu (double) in fp32 runs and the float32 erfc form when
 // its output feeds 16-bit GEMM operands anyway (fast != 0).
-extern "C" __global__ void geglu(float* dst, const float* x, long long rows, int inner, u16* h, int kind, int fast) {
+extern "C" __global__ void geglu(float* dst, const float* x, long long rows, int inner, u16* h, int kind, long long lo, int fast) {
 	long long n = rows * inner;
 	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
 		long long r = i / inner;
@@ -135,7 +148,7 @@ extern "C" __global__ void geglu(float* dst, const float* x, long long rows, int
 		float g = fast ? 0.5f * v * erfcf(-v * 0.70710678118654752f) : gelu(v);
 		float y = g * in[inner + c];
 		dst[i] = y;
-		if (h) h[i] = to16(y, kind);
+		if (h) store16(h, i, lo, y, kind);
 	}
 }
 
@@ -176,7 +189,7 @@ extern "C" __global__ void rope(float* qkv, const float* table, const int* pos, 
 // row's position in it. Scores live in dynamic shared memory (window
 // floats), then the query, then a reduction area of blockDim floats.
 extern "C" __global__ void attention(float* dst, const float* qkv, const int* meta, int heads, int headDim, float scale,
-	int sliding, int radius, int window, u16* hout, int kind) {
+	int sliding, int radius, int window, u16* hout, int kind, long long lo) {
 	extern __shared__ float smem[];
 	__shared__ float sh[32];
 	float* sc = smem;
@@ -185,11 +198,11 @@ extern "C" __global__ void attention(float* dst, const float* qkv, const int* me
 	int r = blockIdx.x, h = blockIdx.y, width = heads * headDim;
 	int start = meta[3 * r], n = meta[3 * r + 1], i = meta[3 * r + 2];
 	float* out = dst + (long long)r * width + h * headDim;
-	u16* hrow = hout ? hout + (long long)r * width + h * headDim : 0;
+	long long ho = (long long)r * width + h * headDim;
 	if (i >= n) {
 		for (int d = threadIdx.x; d < headDim; d += blockDim.x) {
 			out[d] = 0.0f;
-			if (hrow) hrow[d] = 0;
+			if (hout) store16(hout, ho + d, lo, 0.0f, kind);
 		}
 		return;
 	}
@@ -237,14 +250,14 @@ extern "C" __global__ void attention(float* dst, const float* qkv, const int* me
 			float acc = 0.0f;
 			for (int p = 0; p < parts; p++) acc += red[p * headDim + threadIdx.x];
 			out[threadIdx.x] = acc * inv;
-			if (hrow) hrow[threadIdx.x] = to16(acc * inv, kind);
+			if (hout) store16(hout, ho + threadIdx.x, lo, acc * inv, kind);
 		}
 	} else {
 		for (int d = threadIdx.x; d < headDim; d += blockDim.x) {
 			float acc = 0.0f;
 			for (int j = 0; j < cnt; j++) acc += sc[j] * v[(long long)(lo + j) * 3 * width + d];
 			out[d] = acc * inv;
-			if (hrow) hrow[d] = to16(acc * inv, kind);
+			if (hout) store16(hout, ho + d, lo, acc * inv, kind);
 		}
 	}
 }
@@ -281,21 +294,11 @@ extern "C" __global__ void act_features(float* dst, const float* cls, const floa
 	out[d + 3] = (float)(kk / 255.0);
 }
 
-// to_f16 and to_bf16 round float32 GEMM operands to 16 bits (nearest even).
-extern "C" __global__ void to_f16(u16* dst, const float* x, long long n) {
-	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
-		u16 h;
-		asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x[i]));
-		dst[i] = h;
-	}
-}
-
-extern "C" __global__ void to_bf16(u16* dst, const float* x, long long n) {
-	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
-		u16 h;
-		asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(x[i]));
-		dst[i] = h;
-	}
+// to_16 rounds float32 GEMM operands to 16 bits (kind: see store16; the
+// second term of kind 3 goes n elements after the first).
+extern "C" __global__ void to_16(u16* dst, const float* x, long long n, int kind) {
+	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+		store16(dst, i, n, x[i], kind);
 }
 
 // pack_out copies the tensors a request reads into one area, so that one
@@ -319,17 +322,17 @@ extern "C" __global__ void pack_out(float* out, const u64* table) {
 #define QT 16
 template <int DH>
 __device__ void attn_tiled(float* dst, const float* qkv, const int* tiles, int heads, float scale, int sliding, int radius,
-	u16* hout, int kind) {
+	u16* hout, int kind, long long lo) {
 	const int KC = DH <= 64 ? 64 : 32, NC = DH / 32, NK = KC / 32;
 	__shared__ float K[KC][DH + 1];
-	__shared__ float V[KC][DH];
-	__shared__ float Q[QT][DH];
+	__shared__ __align__(16) float V[KC][DH];
+	__shared__ __align__(16) float Q[QT][DH];
 	const int* t = tiles + 5 * blockIdx.x;
 	int r0 = t[0], start = t[1], n = t[2], pos0 = t[3], nq = t[4];
 	int h = blockIdx.y, width = heads * DH, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-	for (int i = threadIdx.x; i < nq * DH; i += blockDim.x) {
-		int qi = i / DH, d = i - qi * DH;
-		Q[qi][d] = qkv[(long long)(r0 + qi) * 3 * width + h * DH + d];
+	for (int i = threadIdx.x; i < nq * DH / 4; i += blockDim.x) {
+		int qi = i / (DH / 4), d = (i - qi * (DH / 4)) * 4;
+		*(float4*)&Q[qi][d] = *(const float4*)(qkv + (long long)(r0 + qi) * 3 * width + h * DH + d);
 	}
 	int klo = 0, khi = n;
 	if (sliding) {
@@ -344,16 +347,23 @@ __device__ void attn_tiled(float* dst, const float* qkv, const int* tiles, int h
 	}
 	for (int kb = klo; kb < khi; kb += KC) {
 		__syncthreads();
-		for (int i = threadIdx.x; i < KC * DH; i += blockDim.x) {
-			int key = i / DH, d = i - key * DH, g = kb + key;
-			float kv = 0.0f, vv = 0.0f;
+		// float4 loads, all issued before any is used: the loads' latency,
+		// not their bandwidth, bounds this loop.
+#pragma unroll
+		for (int i0 = 0; i0 < KC * DH / 4; i0 += 256) {
+			int i = i0 + threadIdx.x;
+			int key = i / (DH / 4), d = (i - key * (DH / 4)) * 4, g = kb + key;
+			float4 kv = make_float4(0.0f, 0.0f, 0.0f, 0.0f), vv = kv;
 			if (g < khi) {
 				const float* row = qkv + (long long)(start + g) * 3 * width + h * DH + d;
-				kv = row[width];
-				vv = row[2 * width];
+				kv = *(const float4*)(row + width);
+				vv = *(const float4*)(row + 2 * width);
 			}
-			K[key][d] = kv;
-			V[key][d] = vv;
+			K[key][d] = kv.x;
+			K[key][d + 1] = kv.y;
+			K[key][d + 2] = kv.z;
+			K[key][d + 3] = kv.w;
+			*(float4*)&V[key][d] = vv;
 		}
 		__syncthreads();
 		for (int a = 0; a < QT / 8; a++) {
@@ -401,22 +411,22 @@ __device__ void attn_tiled(float* dst, const float* qkv, const int* tiles, int h
 		for (int c = 0; c < NC; c++) {
 			float y = pos < n ? acc[a][c] / l[a] : 0.0f;
 			dst[o + lane + 32 * c] = y;
-			if (hout) hout[o + lane + 32 * c] = to16(y, kind);
+			if (hout) store16(hout, o + lane + 32 * c, lo, y, kind);
 		}
 	}
 }
 
 extern "C" __global__ void attention32(float* dst, const float* qkv, const int* tiles, int heads, float scale, int sliding,
-	int radius, u16* hout, int kind) {
-	attn_tiled<32>(dst, qkv, tiles, heads, scale, sliding, radius, hout, kind);
+	int radius, u16* hout, int kind, long long lo) {
+	attn_tiled<32>(dst, qkv, tiles, heads, scale, sliding, radius, hout, kind, lo);
 }
 
 extern "C" __global__ void attention64(float* dst, const float* qkv, const int* tiles, int heads, float scale, int sliding,
-	int radius, u16* hout, int kind) {
-	attn_tiled<64>(dst, qkv, tiles, heads, scale, sliding, radius, hout, kind);
+	int radius, u16* hout, int kind, long long lo) {
+	attn_tiled<64>(dst, qkv, tiles, heads, scale, sliding, radius, hout, kind, lo);
 }
 
 extern "C" __global__ void attention128(float* dst, const float* qkv, const int* tiles, int heads, float scale, int sliding,
-	int radius, u16* hout, int kind) {
-	attn_tiled<128>(dst, qkv, tiles, heads, scale, sliding, radius, hout, kind);
+	int radius, u16* hout, int kind, long long lo) {
+	attn_tiled<128>(dst, qkv, tiles, heads, scale, sliding, radius, hout, kind, lo);
 }

@@ -45,6 +45,11 @@ const (
 	FP16
 	// BF16 is FP16 with bfloat16 operands.
 	BF16
+	// FP16X2 is FP16 with each activation operand split into two fp16
+	// terms (the rounding and what it missed), two GEMMs summed in float32:
+	// activations keep about 21 bits, weights are rounded to fp16 (exact
+	// for fp16 checkpoints). The second GEMM finds the weights in L2.
+	FP16X2
 )
 
 func (p Precision) String() string {
@@ -55,18 +60,20 @@ func (p Precision) String() string {
 		return "fp16"
 	case BF16:
 		return "bf16"
+	case FP16X2:
+		return "fp16x2"
 	}
 	return fmt.Sprintf("Precision(%d)", uint8(p))
 }
 
-// ParsePrecision reads "fp32", "fp16" or "bf16".
+// ParsePrecision reads "fp32", "fp16", "bf16" or "fp16x2".
 func ParsePrecision(s string) (Precision, error) {
-	for _, p := range []Precision{FP32, FP16, BF16} {
+	for _, p := range []Precision{FP32, FP16, BF16, FP16X2} {
 		if strings.EqualFold(s, p.String()) {
 			return p, nil
 		}
 	}
-	return 0, fmt.Errorf("cuda: precision %q, want fp32, fp16 or bf16", s)
+	return 0, fmt.Errorf("cuda: precision %q, want fp32, fp16, bf16 or fp16x2", s)
 }
 
 // Options configure Open. The zero value runs on GPU 0 in FP32 with CUDA
@@ -90,7 +97,7 @@ type Options struct {
 
 // ParseOptions reads options from a comma-separated list, as the LAYA_CUDA
 // environment variable gives them to the registered backend:
-// precision=fp32|fp16|bf16, device=N, graphs=off, maxgraphs=N.
+// precision=fp32|fp16|bf16|fp16x2, device=N, graphs=off, maxgraphs=N.
 func ParseOptions(s string) (Options, error) {
 	var o Options
 	for _, f := range strings.Split(s, ",") {
@@ -116,7 +123,7 @@ func ParseOptions(s string) (Options, error) {
 				err = fmt.Errorf("cuda: graphs=%q, want on or off", v)
 			}
 		default:
-			err = fmt.Errorf("cuda: unknown option %q (precision=fp32|fp16|bf16, device=N, graphs=on|off, maxgraphs=N)", f)
+			err = fmt.Errorf("cuda: unknown option %q (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N)", f)
 		}
 		if err != nil {
 			return o, fmt.Errorf("cuda: option %q: %w", f, err)

@@ -262,8 +262,8 @@ func (s *stream) LayerNorm(dst, x, weight, bias backend.Tensor, eps float32) {
 		if b != nil {
 			bp = b.addr
 		}
-		h, kind := x.shadowArgs(o)
-		return x.l.launch(x.b.drv, x.b.k.layerNorm, [3]int{in.rows, 1, 1}, 256, 0, x.cs.stream, u64(d.addr), u64(in.addr), u64(w.addr), u64(bp), i32(in.cols), f32(eps), h, kind)
+		h, kind, lo := x.shadowArgs(o)
+		return x.l.launch(x.b.drv, x.b.k.layerNorm, [3]int{in.rows, 1, 1}, 256, 0, x.cs.stream, u64(d.addr), u64(in.addr), u64(w.addr), u64(bp), i32(in.cols), f32(eps), h, kind, lo)
 	})
 	d.lastWriter = o
 }
@@ -283,19 +283,20 @@ func (s *stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activat
 	if act != backend.Identity {
 		name += "+" + act.String()
 	}
-	if s.be.opts.Precision != FP32 {
+	if prec := s.be.opts.Precision; prec != FP32 {
 		var need int64
+		xBytes := align(int64(m)*int64(k)*2*int64(terms(prec)), 256)
 		if in.s == s && in.seg == s.seg && in.lastWriter != nil {
 			// The operation that wrote x also writes its 16-bit copy.
 			if in.h16 < 0 {
 				in.h16 = s.arena
-				s.arena += align(int64(m)*int64(k)*2, 256)
+				s.arena += xBytes
 			}
 			in.lastWriter.shadow = in
 			lin.shadowIn = true
 			s.mix(opShadow)
 		} else {
-			need = align(int64(m)*int64(k)*2, 256)
+			need = xBytes
 		}
 		if w.s == nil {
 			var err error
@@ -337,28 +338,40 @@ func (lin *linearOp) issue(x *run) error {
 		err = bl.call("cublasSgemm_v2", bl.sgemm, c.blas, cublasOpT, cublasOpN, uintptr(n), uintptr(m), uintptr(k),
 			uintptr(unsafe.Pointer(x.b.alpha)), w.addr, uintptr(k), in.addr, uintptr(k), uintptr(unsafe.Pointer(beta)), d.addr, uintptr(n))
 	} else {
-		conv, typ := x.b.k.toF16, uintptr(cudaR16F)
-		if prec == BF16 {
-			conv, typ = x.b.k.toBF16, cudaR16BF
+		kind, typ := uint64(1), uintptr(cudaR16F)
+		switch prec {
+		case BF16:
+			kind, typ = 2, cudaR16BF
+		case FP16X2:
+			kind = 3
 		}
 		xh := x.temp
 		mk := int64(m) * int64(k)
 		if lin.shadowIn {
 			xh = x.e.arena + uintptr(in.h16)
-		} else if err = x.l.launch(x.b.drv, conv, [3]int{gridFor(mk), 1, 1}, 256, 0, c.stream, u64(xh), u64(in.addr), uint64(mk)); err != nil {
+		} else if err = x.l.launch(x.b.drv, x.b.k.to16, [3]int{gridFor(mk), 1, 1}, 256, 0, c.stream, u64(xh), u64(in.addr), uint64(mk), kind); err != nil {
 			return err
 		}
 		wh := lin.wHalf
 		if wh == 0 {
-			wh = x.temp + uintptr(align(mk*2, 256))
+			wh = x.temp + uintptr(align(mk*2*int64(terms(prec)), 256))
 			nk := int64(n) * int64(k)
-			if err = x.l.launch(x.b.drv, conv, [3]int{gridFor(nk), 1, 1}, 256, 0, c.stream, u64(wh), u64(w.addr), uint64(nk)); err != nil {
+			if err = x.l.launch(x.b.drv, x.b.k.to16, [3]int{gridFor(nk), 1, 1}, 256, 0, c.stream, u64(wh), u64(w.addr), uint64(nk), min(kind, 2)); err != nil {
 				return err
 			}
 		}
-		err = bl.call("cublasGemmEx", bl.gemmEx, c.blas, cublasOpT, cublasOpN, uintptr(n), uintptr(m), uintptr(k),
-			uintptr(unsafe.Pointer(x.b.alpha)), wh, typ, uintptr(k), xh, typ, uintptr(k), uintptr(unsafe.Pointer(beta)),
-			d.addr, cudaR32F, uintptr(n), cublasCompute32F, cublasGemmDefault)
+		for term := range terms(prec) {
+			if term == 1 {
+				xh += uintptr(mk * 2)
+				beta = x.b.alpha
+			}
+			err = bl.call("cublasGemmEx", bl.gemmEx, c.blas, cublasOpT, cublasOpN, uintptr(n), uintptr(m), uintptr(k),
+				uintptr(unsafe.Pointer(x.b.alpha)), wh, typ, uintptr(k), xh, typ, uintptr(k), uintptr(unsafe.Pointer(beta)),
+				d.addr, cudaR32F, uintptr(n), cublasCompute32F, cublasGemmDefault)
+			if err != nil {
+				return err
+			}
+		}
 	}
 	if err != nil {
 		return err
@@ -374,17 +387,30 @@ func (lin *linearOp) issue(x *run) error {
 	return x.l.launch(x.b.drv, x.b.k.biasAct, [3]int{gridFor(total), 1, 1}, 256, 0, c.stream, u64(d.addr), u64(bp), uint64(total), i32(n), uint64(lin.act))
 }
 
-// shadowArgs are the 16-bit copy's address and kind (0 none, 1 fp16,
-// 2 bf16) for a producer kernel of o.
-func (x *run) shadowArgs(o *op) (uint64, uint64) {
+// terms is how many 16-bit terms an activation operand is split into.
+func terms(p Precision) int {
+	if p == FP16X2 {
+		return 2
+	}
+	return 1
+}
+
+// shadowArgs are, for a producer kernel of o, the 16-bit copy's address,
+// its kind (0 none, 1 fp16, 2 bf16, 3 fp16 in two terms: see kernels.cu's
+// store16) and the second term's offset in elements.
+func (x *run) shadowArgs(o *op) (uint64, uint64, uint64) {
 	if o.shadow == nil {
-		return 0, 0
+		return 0, 0, 0
 	}
 	kind := uint64(1)
-	if x.b.opts.Precision == BF16 {
+	switch x.b.opts.Precision {
+	case BF16:
 		kind = 2
+	case FP16X2:
+		kind = 3
 	}
-	return u64(x.e.arena) + uint64(o.shadow.h16), kind
+	t := o.shadow
+	return u64(x.e.arena) + uint64(t.h16), kind, uint64(t.rows) * uint64(t.cols)
 }
 
 func (s *stream) Add(dst, a, b backend.Tensor) {
@@ -448,8 +474,8 @@ func (s *stream) GeGLU(dst, x backend.Tensor) {
 	s.mix(opGeGLU, s.ref(d), s.ref(in), uint64(d.rows), uint64(d.cols))
 	var o *op
 	o = s.record("geglu", func(r *run) error {
-		h, kind := r.shadowArgs(o)
-		return r.l.launch(r.b.drv, r.b.k.geglu, [3]int{gridFor(n), 1, 1}, 256, 0, r.cs.stream, u64(d.addr), u64(in.addr), uint64(d.rows), i32(d.cols), h, kind,
+		h, kind, lo := r.shadowArgs(o)
+		return r.l.launch(r.b.drv, r.b.k.geglu, [3]int{gridFor(n), 1, 1}, 256, 0, r.cs.stream, u64(d.addr), u64(in.addr), uint64(d.rows), i32(d.cols), h, kind, lo,
 			boolArg(r.b.opts.Precision != FP32))
 	})
 	d.lastWriter = o
@@ -553,9 +579,9 @@ func (s *stream) Attention(dst, qkv backend.Tensor, p backend.AttentionParams) {
 		nt := len(tiles) / 5
 		s.mix(uint64(nt))
 		o = s.record(name, func(r *run) error {
-			h, kind := r.shadowArgs(o)
+			h, kind, lo := r.shadowArgs(o)
 			return r.l.launch(r.b.drv, tiled, [3]int{nt, heads, 1}, 256, 0, r.cs.stream, u64(d.addr), u64(in.addr),
-				u64(r.e.devIn)+uint64(off), i32(heads), f32(scale), boolArg(sliding), i32(radius), h, kind)
+				u64(r.e.devIn)+uint64(off), i32(heads), f32(scale), boolArg(sliding), i32(radius), h, kind, lo)
 		})
 	} else {
 		pos, start, length := positions(in.rows, p.Layout)
@@ -565,9 +591,9 @@ func (s *stream) Attention(dst, qkv backend.Tensor, p backend.AttentionParams) {
 		}
 		off := s.stageI32(meta)
 		o = s.record(name, func(r *run) error {
-			h, kind := r.shadowArgs(o)
+			h, kind, lo := r.shadowArgs(o)
 			return r.l.launch(r.b.drv, r.b.k.attention, [3]int{in.rows, heads, 1}, attentionBlock, shared, r.cs.stream, u64(d.addr), u64(in.addr),
-				u64(r.e.devIn)+uint64(off), i32(heads), i32(dh), f32(scale), boolArg(sliding), i32(radius), i32(window), h, kind)
+				u64(r.e.devIn)+uint64(off), i32(heads), i32(dh), f32(scale), boolArg(sliding), i32(radius), i32(window), h, kind, lo)
 		})
 	}
 	d.lastWriter = o

@@ -61,7 +61,7 @@ for step in $steps; do
 		;;
 	bench)
 		for lang in english multilingual; do
-			for p in ${PRECISIONS:-fp32 fp16 bf16}; do
+			for p in ${PRECISIONS:-fp32 fp16 bf16 fp16x2}; do
 				LAYA_CUDA=precision=$p "$bin/laya-bench" --backend cuda --synthetic "$lang" --questions "${QUESTIONS:-1,10,50}" \
 					--warmup "${WARMUP:-5}" --runs "${RUNS:-50}" --batch-size 64 --format json >"$out/bench-$lang-$p.json" 2>"$out/bench-$lang-$p.err"
 				echo "| bench $lang $p | exit $? | bench-$lang-$p.json |" >>"$summary"
@@ -69,7 +69,7 @@ for step in $steps; do
 		done
 		;;
 	profile)
-		for p in fp32 fp16; do
+		for p in fp32 fp16 fp16x2; do
 			LAYA_CUDA=precision=$p "$bin/laya-bench" --backend cuda --synthetic english --questions 1,10 --warmup 3 --runs 10 \
 				--profile >"$out/profile-english-$p.md" 2>&1
 			echo "| profile english $p | exit $? | profile-english-$p.md |" >>"$summary"

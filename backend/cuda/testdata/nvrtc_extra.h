@@ -6,3 +6,5 @@ float erff(float); float erfcf(float);
 double exp(double); double erfc(double); double log(double); double fmax(double, double);
 }
 int max(int, int); int min(int, int);
+float4 make_float4(float, float, float, float);
+#define __align__(n) __attribute__((aligned(n)))
