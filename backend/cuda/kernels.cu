@@ -189,7 +189,7 @@ extern "C" __global__ void rope(float* qkv, const float* table, const int* pos, 
 // row's position in it. Scores live in dynamic shared memory (window
 // floats), then the query, then a reduction area of blockDim floats.
 extern "C" __global__ void attention(float* dst, const float* qkv, const int* meta, int heads, int headDim, float scale,
-	int sliding, int radius, int window, u16* hout, int kind, long long lo) {
+	int sliding, int radius, int window, u16* hout, int kind, long long hlo) {
 	extern __shared__ float smem[];
 	__shared__ float sh[32];
 	float* sc = smem;
@@ -202,7 +202,7 @@ extern "C" __global__ void attention(float* dst, const float* qkv, const int* me
 	if (i >= n) {
 		for (int d = threadIdx.x; d < headDim; d += blockDim.x) {
 			out[d] = 0.0f;
-			if (hout) store16(hout, ho + d, lo, 0.0f, kind);
+			if (hout) store16(hout, ho + d, hlo, 0.0f, kind);
 		}
 		return;
 	}
@@ -250,14 +250,14 @@ extern "C" __global__ void attention(float* dst, const float* qkv, const int* me
 			float acc = 0.0f;
 			for (int p = 0; p < parts; p++) acc += red[p * headDim + threadIdx.x];
 			out[threadIdx.x] = acc * inv;
-			if (hout) store16(hout, ho + threadIdx.x, lo, acc * inv, kind);
+			if (hout) store16(hout, ho + threadIdx.x, hlo, acc * inv, kind);
 		}
 	} else {
 		for (int d = threadIdx.x; d < headDim; d += blockDim.x) {
 			float acc = 0.0f;
 			for (int j = 0; j < cnt; j++) acc += sc[j] * v[(long long)(lo + j) * 3 * width + d];
 			out[d] = acc * inv;
-			if (hout) store16(hout, ho + d, lo, acc * inv, kind);
+			if (hout) store16(hout, ho + d, hlo, acc * inv, kind);
 		}
 	}
 }
@@ -322,7 +322,7 @@ extern "C" __global__ void pack_out(float* out, const u64* table) {
 #define QT 16
 template <int DH>
 __device__ void attn_tiled(float* dst, const float* qkv, const int* tiles, int heads, float scale, int sliding, int radius,
-	u16* hout, int kind, long long lo) {
+	u16* hout, int kind, long long hlo) {
 	const int KC = DH <= 64 ? 64 : 32, NC = DH / 32, NK = KC / 32;
 	__shared__ float K[KC][DH + 1];
 	__shared__ __align__(16) float V[KC][DH];
@@ -411,22 +411,22 @@ __device__ void attn_tiled(float* dst, const float* qkv, const int* tiles, int h
 		for (int c = 0; c < NC; c++) {
 			float y = pos < n ? acc[a][c] / l[a] : 0.0f;
 			dst[o + lane + 32 * c] = y;
-			if (hout) store16(hout, o + lane + 32 * c, lo, y, kind);
+			if (hout) store16(hout, o + lane + 32 * c, hlo, y, kind);
 		}
 	}
 }
 
 extern "C" __global__ void attention32(float* dst, const float* qkv, const int* tiles, int heads, float scale, int sliding,
-	int radius, u16* hout, int kind, long long lo) {
-	attn_tiled<32>(dst, qkv, tiles, heads, scale, sliding, radius, hout, kind, lo);
+	int radius, u16* hout, int kind, long long hlo) {
+	attn_tiled<32>(dst, qkv, tiles, heads, scale, sliding, radius, hout, kind, hlo);
 }
 
 extern "C" __global__ void attention64(float* dst, const float* qkv, const int* tiles, int heads, float scale, int sliding,
-	int radius, u16* hout, int kind, long long lo) {
-	attn_tiled<64>(dst, qkv, tiles, heads, scale, sliding, radius, hout, kind, lo);
+	int radius, u16* hout, int kind, long long hlo) {
+	attn_tiled<64>(dst, qkv, tiles, heads, scale, sliding, radius, hout, kind, hlo);
 }
 
 extern "C" __global__ void attention128(float* dst, const float* qkv, const int* tiles, int heads, float scale, int sliding,
-	int radius, u16* hout, int kind, long long lo) {
-	attn_tiled<128>(dst, qkv, tiles, heads, scale, sliding, radius, hout, kind, lo);
+	int radius, u16* hout, int kind, long long hlo) {
+	attn_tiled<128>(dst, qkv, tiles, heads, scale, sliding, radius, hout, kind, hlo);
 }
