@@ -68,12 +68,20 @@ func (p Precision) String() string {
 
 // ParsePrecision reads "fp32", "fp16", "bf16" or "fp16x2".
 func ParsePrecision(s string) (Precision, error) {
+	p, err := parsePrecision(s)
+	if err != nil {
+		return 0, fmt.Errorf("cuda: %w", err)
+	}
+	return p, nil
+}
+
+func parsePrecision(s string) (Precision, error) {
 	for _, p := range []Precision{FP32, FP16, BF16, FP16X2} {
 		if strings.EqualFold(s, p.String()) {
 			return p, nil
 		}
 	}
-	return 0, fmt.Errorf("cuda: precision %q, want fp32, fp16, bf16 or fp16x2", s)
+	return 0, fmt.Errorf("precision %q, want fp32, fp16, bf16 or fp16x2", s)
 }
 
 // Options configure Open. The zero value runs on GPU 0 in FP32 with CUDA
@@ -109,7 +117,7 @@ func ParseOptions(s string) (Options, error) {
 		var err error
 		switch k {
 		case "precision":
-			o.Precision, err = ParsePrecision(v)
+			o.Precision, err = parsePrecision(v)
 		case "device":
 			o.Device, err = strconv.Atoi(v)
 		case "maxgraphs":
@@ -120,10 +128,10 @@ func ParseOptions(s string) (Options, error) {
 			case "off":
 				o.NoGraphs = true
 			default:
-				err = fmt.Errorf("cuda: graphs=%q, want on or off", v)
+				err = fmt.Errorf("graphs=%q, want on or off", v)
 			}
 		default:
-			err = fmt.Errorf("cuda: unknown option %q (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N)", f)
+			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N)")
 		}
 		if err != nil {
 			return o, fmt.Errorf("cuda: option %q: %w", f, err)
