@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"hash/maphash"
 	"math"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -91,12 +90,6 @@ type ropeTable struct {
 	positions int
 }
 
-// Stats counts what the backend did, for benchmarks and tests.
-type Stats struct {
-	Captures, Replays, Eager int // segments captured, replayed, launched kernel by kernel
-	Entries                  int // request shapes cached (graphs with their memory)
-}
-
 // Open loads the CUDA driver, NVRTC and cuBLAS, takes the primary context
 // of GPU opts.Device and compiles the kernels for it.
 func Open(opts Options) (backend.Backend, error) {
@@ -146,38 +139,19 @@ func open(opts Options) (*Backend, error) {
 // init runs on the worker thread: the device, its capability and the
 // primary context.
 func (b *Backend) init() error {
-	c := b.drv.Call
-	if err := c("cuInit", 0); err != nil {
-		return fmt.Errorf("%w: %w", ErrNoCUDA, err)
+	dev, err := b.drv.Primary(b.opts.Device, func(dev cudadrv.Device) error {
+		cc, least := dev.CC, MinComputeCapability
+		if cc[0] < least[0] || cc[0] == least[0] && cc[1] < least[1] {
+			return fmt.Errorf("%w: %s has compute capability %d.%d; the kernels need %d.%d or newer", ErrUnsupportedGPU,
+				dev.Name, cc[0], cc[1], least[0], least[1])
+		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	var count int32
-	if err := c("cuDeviceGetCount", uintptr(unsafe.Pointer(&count))); err != nil || count == 0 {
-		return fmt.Errorf("%w: the driver reports %d GPUs (%v)", ErrNoCUDA, count, err)
-	}
-	if b.opts.Device < 0 || b.opts.Device >= int(count) {
-		return fmt.Errorf("%w: device %d of %d", ErrNoCUDA, b.opts.Device, count)
-	}
-	if err := c("cuDeviceGet", uintptr(unsafe.Pointer(&b.dev)), uintptr(b.opts.Device)); err != nil {
-		return fmt.Errorf("%w: %w", ErrNoCUDA, err)
-	}
-	name := make([]byte, 256)
-	c("cuDeviceGetName", uintptr(unsafe.Pointer(&name[0])), 255, uintptr(b.dev))
-	b.gpu = strings.TrimRight(string(name), "\x00")
-	var major, minor int32
-	c("cuDeviceGetAttribute", uintptr(unsafe.Pointer(&major)), 75, uintptr(b.dev))
-	c("cuDeviceGetAttribute", uintptr(unsafe.Pointer(&minor)), 76, uintptr(b.dev))
-	b.cc = [2]int{int(major), int(minor)}
-	if b.cc[0] < MinComputeCapability[0] || b.cc[0] == MinComputeCapability[0] && b.cc[1] < MinComputeCapability[1] {
-		return fmt.Errorf("%w: %s has compute capability %d.%d; the kernels need %d.%d or newer", ErrUnsupportedGPU,
-			b.gpu, major, minor, MinComputeCapability[0], MinComputeCapability[1])
-	}
-	b.arch = fmt.Sprintf("sm_%d%d", major, minor)
-	if err := c("cuDevicePrimaryCtxRetain", uintptr(unsafe.Pointer(&b.ctx)), uintptr(b.dev)); err != nil {
-		return fmt.Errorf("%w: %w", ErrNoCUDA, err)
-	}
-	if err := c("cuCtxSetCurrent", b.ctx); err != nil {
-		return fmt.Errorf("%w: %w", ErrNoCUDA, err)
-	}
+	b.dev, b.ctx, b.gpu, b.cc = dev.Handle, dev.Ctx, dev.Name, dev.CC
+	b.arch = fmt.Sprintf("sm_%d%d", dev.CC[0], dev.CC[1])
 	return nil
 }
 
@@ -359,8 +333,8 @@ func (b *Backend) halfOf(w *tensor) (uintptr, error) {
 	return w.half, err
 }
 
-// rope returns the device table of cos and sin for theta and headDim
-// covering positions [0, n), built as the cpu backend builds it. Tables are
+// ropeTable returns the device copy of backend.RopeTable for theta and
+// headDim covering positions [0, n). Tables are
 // kept until Close: captured graphs hold their addresses.
 func (b *Backend) ropeTable(theta float64, headDim, n int) (uintptr, error) {
 	b.loadMu.Lock()
@@ -370,22 +344,7 @@ func (b *Backend) ropeTable(theta float64, headDim, n int) (uintptr, error) {
 		return t.addr, nil
 	}
 	n = max(n, 8192)
-	half := headDim / 2
-	table := make([]float32, n*headDim)
-	base := float64(float32(theta))
-	invFreq := make([]float32, half)
-	for j := range invFreq {
-		exponent := float32(float32(2*j) / float32(headDim))
-		invFreq[j] = float32(1 / float64(float32(math.Pow(base, float64(exponent)))))
-	}
-	for p := range n {
-		row := table[p*headDim : (p+1)*headDim]
-		for j, f := range invFreq {
-			angle := float64(float32(p) * f)
-			row[j] = float32(math.Cos(angle))
-			row[half+j] = float32(math.Sin(angle))
-		}
-	}
+	table := backend.RopeTable(theta, headDim, n)
 	var addr uintptr
 	var err error
 	b.w.Do(func() {

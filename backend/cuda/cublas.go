@@ -15,7 +15,6 @@ type cublas struct {
 	path                                     string
 	create, destroy, setStream, setWorkspace uintptr
 	setMathMode, sgemm, gemmEx, getVersion   uintptr
-	version                                  int32
 }
 
 func loadCUBLAS(explicit string) (*cublas, error) {

@@ -139,3 +139,9 @@ func ParseOptions(s string) (Options, error) {
 	}
 	return o, nil
 }
+
+// Stats counts what the backend did, for benchmarks and tests.
+type Stats struct {
+	Captures, Replays, Eager int // segments captured, replayed, launched kernel by kernel
+	Entries                  int // request shapes cached (graphs with their memory)
+}

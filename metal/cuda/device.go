@@ -137,36 +137,17 @@ func Open(opts Options) (metal.Device, error) {
 // init runs on the worker thread.
 func (d *device) init() error {
 	c := d.drv.call
-	if err := c("cuInit", 0); err != nil {
-		return fmt.Errorf("%w: %w", ErrNoCUDA, err)
+	dev, err := d.drv.Primary(d.opts.Device, func(dev cudadrv.Device) error {
+		if d.drv.Attribute(dev, 83) == 0 { // CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY
+			return fmt.Errorf("%w: %s has no managed memory", ErrNoCUDA, dev.Name)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	var count int32
-	if err := c("cuDeviceGetCount", uintptr(unsafe.Pointer(&count))); err != nil || count == 0 {
-		return fmt.Errorf("%w: the driver reports %d GPUs (%v)", ErrNoCUDA, count, err)
-	}
-	if d.opts.Device < 0 || d.opts.Device >= int(count) {
-		return fmt.Errorf("%w: device %d of %d", ErrNoCUDA, d.opts.Device, count)
-	}
-	if err := c("cuDeviceGet", uintptr(unsafe.Pointer(&d.dev)), uintptr(d.opts.Device)); err != nil {
-		return fmt.Errorf("%w: %w", ErrNoCUDA, err)
-	}
-	name := make([]byte, 256)
-	c("cuDeviceGetName", uintptr(unsafe.Pointer(&name[0])), 255, uintptr(d.dev))
-	d.name = strings.TrimRight(string(name), "\x00")
-	var major, minor, managed int32
-	c("cuDeviceGetAttribute", uintptr(unsafe.Pointer(&major)), 75, uintptr(d.dev))
-	c("cuDeviceGetAttribute", uintptr(unsafe.Pointer(&minor)), 76, uintptr(d.dev))
-	c("cuDeviceGetAttribute", uintptr(unsafe.Pointer(&managed)), 83, uintptr(d.dev))
-	if managed == 0 {
-		return fmt.Errorf("%w: %s has no managed memory", ErrNoCUDA, d.name)
-	}
-	d.arch = fmt.Sprintf("sm_%d%d", major, minor)
-	if err := c("cuDevicePrimaryCtxRetain", uintptr(unsafe.Pointer(&d.ctx)), uintptr(d.dev)); err != nil {
-		return fmt.Errorf("%w: %w", ErrNoCUDA, err)
-	}
-	if err := c("cuCtxSetCurrent", d.ctx); err != nil {
-		return fmt.Errorf("%w: %w", ErrNoCUDA, err)
-	}
+	d.dev, d.ctx, d.name = dev.Handle, dev.Ctx, dev.Name
+	d.arch = fmt.Sprintf("sm_%d%d", dev.CC[0], dev.CC[1])
 	var free, total uint64
 	if err := c("cuMemGetInfo_v2", uintptr(unsafe.Pointer(&free)), uintptr(unsafe.Pointer(&total))); err != nil {
 		return fmt.Errorf("%w: %w", ErrNoCUDA, err)
