@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds what scripts/gpucheck/cuda.sh runs on a CUDA host that has no Go:
-# the backend/cuda test binary and laya-bench (static, purego, no cgo), and
+# the backend/cuda test binary, laya-bench and laya -tags cuda (purego, no
+# cgo), cuda-cli.sh and
 # the run script itself, into DIR (default .gpu-cuda).
 #
 #   scripts/gpucheck/cuda-build.sh [DIR]
@@ -18,6 +19,8 @@ cd "$root"
 export CGO_ENABLED=0 GOOS=linux GOARCH=amd64
 go test -c -o "$dir/cuda.test" ./backend/cuda
 go build -o "$dir/laya-bench" ./cmd/laya-bench
+go build -tags cuda -o "$dir/laya" ./cmd/laya
+cp scripts/gpucheck/cuda-cli.sh "$dir/"
 cp scripts/gpucheck/cuda.sh "$dir/"
 echo "$root" >"$dir/srcroot"
 git rev-parse --short HEAD >"$dir/commit" 2>/dev/null || echo unknown >"$dir/commit"
