@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Builds what scripts/gpucheck/cuda.sh runs on a CUDA host that has no Go:
-# the backend/cuda test binary, laya-bench and laya -tags cuda (purego, no
-# cgo), cuda-cli.sh and
-# the run script itself, into DIR (default .gpu-cuda).
+# Builds what scripts/gpucheck/cuda.sh and cuda-cli.sh run on a CUDA host
+# that has no Go: the backend/cuda test binary, laya-bench and laya built
+# with -tags cuda (purego, no cgo), and both run scripts, into DIR (default
+# .gpu-cuda).
 #
 #   scripts/gpucheck/cuda-build.sh [DIR]
 #   # copy DIR to the CUDA host's checkout of this repository, then there:
