@@ -251,3 +251,59 @@ func TestForwardGoldens(t *testing.T) {
 		}
 	}
 }
+
+// Requests on several goroutines at once share the graph cache and the pool
+// of CUDA streams: every answer still holds the fp32 gates.
+func TestConcurrentRequests(t *testing.T) {
+	ckpt, err := weights.LoadCheckpoint(oracletest.Checkpoint("real-en"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ckpt.Close()
+	be := open(t, cuda.Options{MaxGraphs: 8})
+	defer be.Close()
+	parts, err := forwardpass.NewParts(be, ckpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := oracletest.Cases(t, "real-en")
+	ctx := context.Background()
+	errs := make(chan error, 8)
+	for g := range 8 {
+		go func() {
+			for i := range 12 {
+				c := cases[(g+i)%len(cases)]
+				run := parts.RunRows
+				if i%2 == 1 {
+					run = runPacked(parts)
+				}
+				logits, probs, err := run(ctx, be, oracleRows(c), int32(ckpt.Encoder.PadTokenID), nil)
+				if err != nil {
+					errs <- fmt.Errorf("goroutine %d case %s: %w", g, c.Name, err)
+					return
+				}
+				for r, want := range c.Rows {
+					for j, v := range want.Logits {
+						if d := math.Abs(v - float64(logits[r][j])); d > oracletest.LogitTol {
+							errs <- fmt.Errorf("goroutine %d case %s row %d logit %d off by %.2g", g, c.Name, r, j, d)
+							return
+						}
+					}
+					for j, v := range want.ActProbs {
+						if d := math.Abs(v - float64(probs[r][j])); d > oracletest.ActProbTol {
+							errs <- fmt.Errorf("goroutine %d case %s row %d act prob %d off by %.2g", g, c.Name, r, j, d)
+							return
+						}
+					}
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	t.Logf("CONCURRENT | %+v", be.(interface{ Stats() cuda.Stats }).Stats())
+}

@@ -693,7 +693,8 @@ func (s *stream) flush(ctx context.Context, target *tensor) ([]byte, error) {
 	}
 	arena := s.arena
 	tempOff := align(arena, 256)
-	key := shapeKey{hash: s.h.Sum64(), arena: tempOff + s.temp, stage: int64(len(s.stage)), out: out * 4, tensors: len(s.made), operations: len(s.ops)}
+	key := shapeKey{hash: s.h.Sum64(), arena: tempOff + align(s.temp, 256) + gemmWorkspace, stage: int64(len(s.stage)), out: out * 4,
+		tensors: len(s.made), operations: len(s.ops)}
 	e := b.takeEntry(key)
 	var err error
 	b.w.Do(func() {
@@ -941,6 +942,14 @@ func (b *Backend) giveBack(entries []*entry, cs *cstream) {
 // on the worker thread.
 func (b *Backend) execute(s *stream, x *run, tableOff int64, nBack int) error {
 	e, cs := x.e, x.cs
+	// The entry's own cuBLAS workspace: a captured GEMM keeps the address
+	// it was given, and the graph may replay on another CUDA stream (and
+	// handle) than the one that captured it, while that one runs other
+	// work.
+	ws := e.arena + uintptr(e.key.arena-gemmWorkspace)
+	if err := b.blas.call("cublasSetWorkspace_v2", b.blas.setWorkspace, cs.blas, ws, gemmWorkspace); err != nil {
+		return err
+	}
 	var prof *opTimer
 	if b.profiling.Load() {
 		// Each operation between its own events, kernel by kernel.
@@ -1054,16 +1063,18 @@ func (b *Backend) capture(e *entry, cs *cstream, issue func() error) error {
 	return nil
 }
 
-// cstream is a CUDA stream with what runs on it: a cuBLAS handle with its
-// own workspace, an event marking the last flush, and a thread to wait on
-// it.
+// cstream is a CUDA stream with what runs on it: a cuBLAS handle (whose
+// workspace each flush sets to its entry's), an event marking the last
+// flush, and a thread to wait on it.
 type cstream struct {
-	stream, event, blas, workspace uintptr
-	start, end                     uintptr // timing events around each flush
-	waiter                         *cudadrv.Worker
+	stream, event, blas uintptr
+	start, end          uintptr // timing events around each flush
+	waiter              *cudadrv.Worker
 }
 
-const cublasWorkspace = 32 << 20
+// gemmWorkspace is the cuBLAS workspace each entry carries at the end of
+// its activation memory.
+const gemmWorkspace = 8 << 20
 
 // newCStream takes a pooled CUDA stream or makes one; on the worker thread.
 func (b *Backend) newCStream() (*cstream, error) {
@@ -1091,17 +1102,11 @@ func (b *Backend) newCStream() (*cstream, error) {
 		}
 	}
 	var err error
-	if cs.workspace, err = b.alloc(cublasWorkspace, "cuBLAS workspace"); err != nil {
-		return nil, err
-	}
 	bl := b.blas
 	if err := bl.call("cublasCreate_v2", bl.create, uintptr(unsafe.Pointer(&cs.blas))); err != nil {
 		return nil, err
 	}
 	if err := bl.call("cublasSetStream_v2", bl.setStream, cs.blas, cs.stream); err != nil {
-		return nil, err
-	}
-	if err := bl.call("cublasSetWorkspace_v2", bl.setWorkspace, cs.blas, cs.workspace, cublasWorkspace); err != nil {
 		return nil, err
 	}
 	mode := uintptr(cublasDefaultMath)
@@ -1126,9 +1131,6 @@ func (b *Backend) newCStream() (*cstream, error) {
 func (cs *cstream) destroy(b *Backend) {
 	if cs.blas != 0 {
 		b.blas.call("cublasDestroy_v2", b.blas.destroy, cs.blas)
-	}
-	if cs.workspace != 0 {
-		b.drv.Call("cuMemFree_v2", cs.workspace)
 	}
 	for _, e := range []uintptr{cs.event, cs.start, cs.end} {
 		b.drv.Call("cuEventDestroy_v2", e)
