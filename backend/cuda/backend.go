@@ -71,6 +71,7 @@ type Backend struct {
 	free      []*cstream // CUDA streams not in use
 	streams   []*cstream
 	cache     map[shapeKey][]*entry // entries not in use, by request shape
+	idle      []*entry              // the same, least recently returned first
 	entries   int                   // entries alive
 	stats     Stats
 	graphsOff bool

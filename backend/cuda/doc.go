@@ -27,8 +27,12 @@
 // one host-to-device copy, one graph launch, one device-to-host copy of
 // the tensor read together with every small tensor the segment wrote (so
 // that the act probabilities read after the logits need no second trip),
-// and one synchronisation. After warm-up nothing is allocated on the
-// device per request; Options.MaxGraphs bounds the shapes kept.
+// and one synchronisation. Shapes are exact (a packed batch's token
+// count), not bucketed. Once a shape has been seen nothing is allocated on
+// the device for it while it stays cached: Options.MaxGraphs bounds the
+// entries, and the least recently returned idle ones are freed first. The
+// Go side still allocates its recording (a few hundred small objects a
+// request).
 //
 // Recording lets the backend fold what the model's code spells as separate
 // operations: a residual Add into the GEMM before it (cuBLAS's beta = 1,

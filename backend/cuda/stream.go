@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"unsafe"
 
 	"github.com/laya-metal/laya/backend"
@@ -855,6 +856,9 @@ func (b *Backend) takeEntry(key shapeKey) *entry {
 	}
 	e := list[len(list)-1]
 	b.cache[key] = list[:len(list)-1]
+	if i := slices.Index(b.idle, e); i >= 0 {
+		b.idle = slices.Delete(b.idle, i, i+1)
+	}
 	return e
 }
 
@@ -907,23 +911,41 @@ func (e *entry) destroy(b *Backend) {
 	}
 }
 
-// giveBack returns a closed stream's entries to the cache (freeing those
-// over Options.MaxGraphs) and its CUDA stream to the pool.
+// cacheLocked makes entries idle (cached for their shapes) and returns the
+// idle entries to free, least recently returned first, while more than
+// Options.MaxGraphs are alive. Entries in use are never chosen.
+func (b *Backend) cacheLocked(entries []*entry) (drop []*entry) {
+	for _, e := range entries {
+		b.cache[e.key] = append(b.cache[e.key], e)
+		b.idle = append(b.idle, e)
+	}
+	for b.entries > b.opts.MaxGraphs && len(b.idle) > 0 {
+		v := b.idle[0]
+		b.idle = b.idle[1:]
+		list := b.cache[v.key]
+		if i := slices.Index(list, v); i >= 0 {
+			list = slices.Delete(list, i, i+1)
+		}
+		if len(list) == 0 {
+			delete(b.cache, v.key)
+		} else {
+			b.cache[v.key] = list
+		}
+		b.entries--
+		drop = append(drop, v)
+	}
+	return drop
+}
+
+// giveBack returns a closed stream's entries to the cache (freeing the
+// oldest idle ones over Options.MaxGraphs) and its CUDA stream to the pool.
 func (b *Backend) giveBack(entries []*entry, cs *cstream) {
-	var drop []*entry
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
 		return
 	}
-	for _, e := range entries {
-		if b.entries > b.opts.MaxGraphs {
-			drop = append(drop, e)
-			b.entries--
-			continue
-		}
-		b.cache[e.key] = append(b.cache[e.key], e)
-	}
+	drop := b.cacheLocked(entries)
 	if cs != nil {
 		b.free = append(b.free, cs)
 	}
