@@ -29,6 +29,8 @@ var unavailable = map[string]string{
 	"metal-emu": "needs clang ≥ 16 and a blank import of github.com/laya-metal/laya/backend/metalemu",
 	"metal-cuda": "needs Linux with an NVIDIA GPU, its CUDA driver and NVRTC, and a blank import of " +
 		"github.com/laya-metal/laya/backend/metalcuda",
+	"cuda": "needs Linux with an NVIDIA GPU (compute capability 8.0 or newer), its driver, NVRTC and cuBLAS, and a blank " +
+		"import of github.com/laya-metal/laya/backend/cuda (laya: build with -tags cuda; laya-bench has it)",
 }
 
 // Register makes a backend available to Open under name. It is meant to be

@@ -1,8 +1,6 @@
 package cpu
 
 import (
-	"math"
-
 	"github.com/laya-metal/laya/backend"
 )
 
@@ -12,45 +10,17 @@ type ropeKey struct {
 	headDim int
 }
 
-// ropeTable returns cos and sin for positions [0, seqLen) as one slice
-// [seqLen][2][headDim/2] (cos then sin), cached per (theta, headDim) and
-// grown on demand.
-//
-// The values are rounded where HF transformers' ModernBertRotaryEmbedding
-// (default rope) rounds them in float32:
-//
-//	inv_freq = 1.0 / (base ** (arange(0, dim, 2).float() / dim))
-//	freqs    = inv_freq.float() @ position_ids.float()
-//	cos, sin = cat(freqs, freqs).cos(), .sin()
-//
-// Each float32 operation here is done in float64 and rounded to float32,
-// which is the correctly rounded float32 result that PyTorch's kernels also
-// give (or are within an ulp of).
+// ropeTable returns backend.RopeTable for positions [0, seqLen), cached per
+// (theta, headDim) and grown on demand.
 func (b *Backend) ropeTable(theta float64, headDim, seqLen int) []float32 {
-	half := headDim / 2
 	key := ropeKey{theta, headDim}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	table := b.ropes[key]
-	if len(table) >= seqLen*2*half {
+	if len(table) >= seqLen*headDim {
 		return table
 	}
-	n := max(seqLen, 512)
-	table = make([]float32, n*2*half)
-	base := float64(float32(theta))
-	invFreq := make([]float32, half)
-	for j := range invFreq {
-		exponent := float32(float32(2*j) / float32(headDim))
-		invFreq[j] = float32(1 / float64(float32(math.Pow(base, float64(exponent)))))
-	}
-	for p := range n {
-		row := table[p*2*half : (p+1)*2*half]
-		for j, f := range invFreq {
-			angle := float64(float32(p) * f)
-			row[j] = float32(math.Cos(angle))
-			row[half+j] = float32(math.Sin(angle))
-		}
-	}
+	table = backend.RopeTable(theta, headDim, max(seqLen, 512))
 	b.ropes[key] = table
 	return table
 }

@@ -28,7 +28,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--format", "xml", "--model", tinyModel}, `laya-bench: --format "xml": use md, json or gobench`, "laya-bench"},
 		{[]string{}, "laya-bench: no checkpoint: give --model DIR or --synthetic english|multilingual|tiny", "laya-bench"},
 		{[]string{"--synthetic", "huge"}, `laya-bench: --synthetic "huge": use english, multilingual or tiny`, "laya-bench"},
-		{[]string{"--model", tinyModel, "--backend", "nope"}, `laya-bench: backend: unknown backend "nope"; registered: auto, cpu, metal-emu`, "laya-bench"},
+		{[]string{"--model", tinyModel, "--backend", "nope"}, `laya-bench: backend: unknown backend "nope"; registered: auto, cpu, cuda, metal-emu`, "laya-bench"},
 		{[]string{"--model", tinyModel, "--joins", "--backend", "metal-emu"}, "laya-bench: --joins: only the cpu backend", "laya-bench"},
 		{[]string{"--model", tinyModel, "extra"}, `laya-bench: unexpected argument "extra"`, "laya-bench"},
 		{[]string{"--compare", "only-one"}, "laya-bench: --compare: want two configurations A B, got 1 arguments", "laya-bench --compare"},

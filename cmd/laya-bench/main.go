@@ -28,6 +28,7 @@ import (
 
 	"github.com/laya-metal/laya"
 	"github.com/laya-metal/laya/backend"
+	_ "github.com/laya-metal/laya/backend/cuda"     // --backend cuda
 	_ "github.com/laya-metal/laya/backend/metalemu" // --backend metal-emu
 	"github.com/laya-metal/laya/internal/cli"
 )

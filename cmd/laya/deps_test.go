@@ -32,6 +32,17 @@ func TestLayaLinksNoEmulator(t *testing.T) {
 	if !slices.ContainsFunc(deps, isEmulatorPackage) || !slices.Contains(deps, "github.com/ebitengine/purego") {
 		t.Errorf("with -tags metalemu laya links no emulator and no purego: %v", deps)
 	}
+	// The cuda backend likewise comes only with its tag, and without the
+	// emulator.
+	deps = goListDeps(t, "linux", "amd64", "-tags=cuda", cmd)
+	if !slices.Contains(deps, "github.com/laya-metal/laya/backend/cuda") || slices.ContainsFunc(deps, isEmulatorPackage) {
+		t.Errorf("with -tags cuda laya links no cuda backend, or the emulator: %v", deps)
+	}
+	for _, p := range goListDeps(t, "linux", "amd64", cmd) {
+		if p == "github.com/laya-metal/laya/backend/cuda" {
+			t.Errorf("laya links %s without -tags cuda", p)
+		}
+	}
 }
 
 // isEmulatorPackage reports the packages of the MSL emulator.

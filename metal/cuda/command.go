@@ -178,14 +178,14 @@ func (cb *commandBuffer) Commit() error {
 		// The worker runs encodings in the order they are handed over,
 		// which is the queue order.
 		d.queueMu.Lock()
-		d.w.do(func() { cb.err = cb.encode() })
+		d.w.Do(func() { cb.err = cb.encode() })
 		d.queueMu.Unlock()
 		if cb.err != nil {
-			d.w.do(cb.release) // events belong to the worker thread's context
+			d.w.Do(cb.release) // events belong to the worker thread's context
 			close(cb.done)
 			return
 		}
-		go d.waiter.do(cb.finish)
+		go d.waiter.Do(cb.finish)
 	})
 	return nil
 }

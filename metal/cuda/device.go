@@ -17,32 +17,12 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/laya-metal/laya/internal/cudadrv"
 	"github.com/laya-metal/laya/metal"
 	"github.com/laya-metal/laya/metal/internal/mslpp"
 )
 
 var _ metal.NoCopyDevice = (*device)(nil)
-
-// worker runs functions on one goroutine locked to its OS thread, where the
-// device's context is current.
-type worker struct{ ch chan func() }
-
-func newWorker() *worker {
-	w := &worker{ch: make(chan func())}
-	go func() {
-		runtime.LockOSThread()
-		for f := range w.ch {
-			f()
-		}
-	}()
-	return w
-}
-
-func (w *worker) do(f func()) {
-	done := make(chan struct{})
-	w.ch <- func() { f(); close(done) }
-	<-done
-}
 
 type unit struct {
 	src  metal.KernelSource
@@ -65,8 +45,8 @@ type device struct {
 	opts    Options
 	drv     *driver
 	rtc     *nvrtc
-	w       *worker
-	waiter  *worker
+	w       *cudadrv.Worker
+	waiter  *cudadrv.Worker
 	ctx     uintptr
 	dev     int32
 	name    string
@@ -111,13 +91,13 @@ func Open(opts Options) (metal.Device, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &device{opts: opts, drv: drv, w: newWorker(), waiter: newWorker(), kernels: map[string][]kernelRef{},
+	d := &device{opts: opts, drv: drv, w: cudadrv.NewWorker(), waiter: cudadrv.NewWorker(), kernels: map[string][]kernelRef{},
 		pipes: map[string]*pipeline{}, stats: map[string]*KernelTime{}}
-	d.w.do(func() { err = d.init() })
+	d.w.Do(func() { err = d.init() })
 	if err != nil {
 		return nil, err
 	}
-	d.waiter.do(func() { err = drv.call("cuCtxSetCurrent", d.ctx) })
+	d.waiter.Do(func() { err = drv.call("cuCtxSetCurrent", d.ctx) })
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNoCUDA, err)
 	}
@@ -157,36 +137,17 @@ func Open(opts Options) (metal.Device, error) {
 // init runs on the worker thread.
 func (d *device) init() error {
 	c := d.drv.call
-	if err := c("cuInit", 0); err != nil {
-		return fmt.Errorf("%w: %w", ErrNoCUDA, err)
+	dev, err := d.drv.Primary(d.opts.Device, func(dev cudadrv.Device) error {
+		if d.drv.Attribute(dev, 83) == 0 { // CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY
+			return fmt.Errorf("%w: %s has no managed memory", ErrNoCUDA, dev.Name)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	var count int32
-	if err := c("cuDeviceGetCount", uintptr(unsafe.Pointer(&count))); err != nil || count == 0 {
-		return fmt.Errorf("%w: the driver reports %d GPUs (%v)", ErrNoCUDA, count, err)
-	}
-	if d.opts.Device < 0 || d.opts.Device >= int(count) {
-		return fmt.Errorf("%w: device %d of %d", ErrNoCUDA, d.opts.Device, count)
-	}
-	if err := c("cuDeviceGet", uintptr(unsafe.Pointer(&d.dev)), uintptr(d.opts.Device)); err != nil {
-		return fmt.Errorf("%w: %w", ErrNoCUDA, err)
-	}
-	name := make([]byte, 256)
-	c("cuDeviceGetName", uintptr(unsafe.Pointer(&name[0])), 255, uintptr(d.dev))
-	d.name = strings.TrimRight(string(name), "\x00")
-	var major, minor, managed int32
-	c("cuDeviceGetAttribute", uintptr(unsafe.Pointer(&major)), 75, uintptr(d.dev))
-	c("cuDeviceGetAttribute", uintptr(unsafe.Pointer(&minor)), 76, uintptr(d.dev))
-	c("cuDeviceGetAttribute", uintptr(unsafe.Pointer(&managed)), 83, uintptr(d.dev))
-	if managed == 0 {
-		return fmt.Errorf("%w: %s has no managed memory", ErrNoCUDA, d.name)
-	}
-	d.arch = fmt.Sprintf("sm_%d%d", major, minor)
-	if err := c("cuDevicePrimaryCtxRetain", uintptr(unsafe.Pointer(&d.ctx)), uintptr(d.dev)); err != nil {
-		return fmt.Errorf("%w: %w", ErrNoCUDA, err)
-	}
-	if err := c("cuCtxSetCurrent", d.ctx); err != nil {
-		return fmt.Errorf("%w: %w", ErrNoCUDA, err)
-	}
+	d.dev, d.ctx, d.name = dev.Handle, dev.Ctx, dev.Name
+	d.arch = fmt.Sprintf("sm_%d%d", dev.CC[0], dev.CC[1])
 	var free, total uint64
 	if err := c("cuMemGetInfo_v2", uintptr(unsafe.Pointer(&free)), uintptr(unsafe.Pointer(&total))); err != nil {
 		return fmt.Errorf("%w: %w", ErrNoCUDA, err)
@@ -226,7 +187,7 @@ func (d *device) Close() error {
 	d.closed = true
 	d.mu.Unlock()
 	var err error
-	d.w.do(func() {
+	d.w.Do(func() {
 		err = d.drv.call("cuCtxSynchronize")
 		for _, u := range d.units {
 			for _, m := range u.mods {
@@ -270,7 +231,7 @@ func (b *buffer) Release() {
 	if b.released.Swap(true) || b.dev.isClosed() {
 		return
 	}
-	b.dev.w.do(func() {
+	b.dev.w.Do(func() {
 		if b.managed {
 			b.dev.drv.call("cuMemFree_v2", b.addr)
 		} else {
@@ -303,7 +264,7 @@ func (d *device) NewBuffer(size int) (metal.Buffer, error) {
 	d.memMu.Unlock()
 	var addr, free, total uint64
 	var err error
-	d.w.do(func() {
+	d.w.Do(func() {
 		// The budget above counts this device's buffers against the free
 		// memory at Open; the current free memory also counts other
 		// devices and processes. Managed memory beyond it can hang the GPU.
@@ -326,7 +287,7 @@ func (d *device) NewBuffer(size int) (metal.Buffer, error) {
 		d.memBudget += n
 		d.memMu.Unlock()
 		if addr != 0 {
-			d.w.do(func() { d.drv.call("cuMemFree_v2", uintptr(addr)) })
+			d.w.Do(func() { d.drv.call("cuMemFree_v2", uintptr(addr)) })
 		}
 		return nil, fmt.Errorf("%w: %d bytes: %w", ErrOutOfMemory, size, err)
 	}
@@ -355,7 +316,7 @@ func (d *device) NewBufferNoCopy(data []byte) (metal.Buffer, error) {
 	}
 	var err error
 	var dptr uint64
-	d.w.do(func() {
+	d.w.Do(func() {
 		// DEVICEMAP | READ_ONLY: an mmap'd file is read-only memory.
 		if err = d.drv.call("cuMemHostRegister_v2", base, uintptr(length), 2|8); err != nil {
 			return
@@ -368,7 +329,7 @@ func (d *device) NewBufferNoCopy(data []byte) (metal.Buffer, error) {
 		return nil, fmt.Errorf("%w: %w", metal.ErrNoCopy, err)
 	}
 	if uintptr(dptr) != base {
-		d.w.do(func() { d.drv.call("cuMemHostUnregister", base) })
+		d.w.Do(func() { d.drv.call("cuMemHostUnregister", base) })
 		return nil, fmt.Errorf("%w: the device address of registered memory differs from the host's", metal.ErrNoCopy)
 	}
 	return &buffer{dev: d, mem: data[:len(data):len(data)], addr: base}, nil
@@ -402,7 +363,7 @@ func (d *device) pinnedBlock() ([]byte, error) {
 	d.memMu.Unlock()
 	var p uintptr
 	var err error
-	d.w.do(func() { err = d.drv.call("cuMemHostAlloc", uintptr(unsafe.Pointer(&p)), pinnedSize, 1|2) })
+	d.w.Do(func() { err = d.drv.call("cuMemHostAlloc", uintptr(unsafe.Pointer(&p)), pinnedSize, 1|2) })
 	if err != nil {
 		return nil, fmt.Errorf("%w: pinned memory for inline constants: %w", ErrOutOfMemory, err)
 	}
@@ -487,7 +448,7 @@ func (d *device) Pipeline(kernel string, constants ...metal.Constant) (metal.Pip
 		}
 		el := time.Since(start)
 		var h uintptr
-		d.w.do(func() {
+		d.w.Do(func() {
 			err = d.drv.call("cuModuleLoadData", uintptr(unsafe.Pointer(&h)), uintptr(unsafe.Pointer(&cubin[0])))
 		})
 		runtime.KeepAlive(cubin)
@@ -511,7 +472,7 @@ func (d *device) Pipeline(kernel string, constants ...metal.Constant) (metal.Pip
 		}
 		sym := cString(fmt.Sprintf("mslk_%d", r.index))
 		var fn uintptr
-		d.w.do(func() {
+		d.w.Do(func() {
 			err = d.drv.call("cuModuleGetFunction", uintptr(unsafe.Pointer(&fn)), mod.handle, uintptr(unsafe.Pointer(&sym[0])))
 		})
 		runtime.KeepAlive(sym)
@@ -525,7 +486,7 @@ func (d *device) Pipeline(kernel string, constants ...metal.Constant) (metal.Pip
 		return nil, fmt.Errorf("%w: kernel %s (%s:%d) is not compiled: its #if conditions do not hold (%v)", metal.ErrPipeline, kernel, k.File, k.Line, err)
 	}
 	var maxT, static, regs int32
-	d.w.do(func() {
+	d.w.Do(func() {
 		d.drv.call("cuFuncGetAttribute", uintptr(unsafe.Pointer(&maxT)), 0, p.fn)
 		d.drv.call("cuFuncGetAttribute", uintptr(unsafe.Pointer(&static)), 1, p.fn)
 		d.drv.call("cuFuncGetAttribute", uintptr(unsafe.Pointer(&regs)), 4, p.fn)

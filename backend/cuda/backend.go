@@ -1,0 +1,448 @@
+//go:build linux
+
+package cuda
+
+import (
+	_ "embed"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"math"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/laya-metal/laya/backend"
+	"github.com/laya-metal/laya/internal/cudadrv"
+	"github.com/laya-metal/laya/weights"
+)
+
+//go:embed kernels.cu
+var kernelSource string
+
+var driverFuncs = []string{
+	"cuInit", "cuDriverGetVersion", "cuDeviceGetCount", "cuDeviceGet", "cuDeviceGetName", "cuDeviceGetAttribute",
+	"cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRelease_v2", "cuCtxSetCurrent", "cuCtxSynchronize",
+	"cuMemGetInfo_v2", "cuMemAlloc_v2", "cuMemFree_v2", "cuMemcpyHtoD_v2", "cuMemcpyHtoDAsync_v2",
+	"cuMemcpyDtoHAsync_v2", "cuMemsetD8Async", "cuMemHostAlloc", "cuMemFreeHost",
+	"cuModuleLoadData", "cuModuleUnload", "cuModuleGetFunction", "cuFuncSetAttribute", "cuLaunchKernel",
+	"cuStreamCreate", "cuStreamDestroy_v2", "cuStreamSynchronize", "cuStreamBeginCapture_v2", "cuStreamEndCapture",
+	"cuGraphInstantiateWithFlags", "cuGraphLaunch", "cuGraphExecDestroy", "cuGraphDestroy",
+	"cuEventCreate", "cuEventRecord", "cuEventSynchronize", "cuEventDestroy_v2",
+}
+
+// kernels are the entry points of kernels.cu.
+type kernels struct {
+	gather, layerNorm, biasAct, add, actMap, geglu, softmax, rope, attention, actFeatures, to16, packOut uintptr
+	attentionTiled                                                                                       map[int]uintptr // by head dim
+}
+
+// attentionSharedLimit is the dynamic shared memory the attention kernel is
+// allowed (Hopper and Ampere give a block up to 227 and 163 KiB).
+const attentionSharedLimit = 96 << 10
+
+// Backend is the cuda backend: weights resident in device memory, the
+// model's operations as CUDA kernels and cuBLAS GEMMs, and each request
+// shape replayed from a CUDA graph captured the second time it is seen.
+type Backend struct {
+	opts   Options
+	drv    *cudadrv.Driver
+	rtc    *cudadrv.NVRTC
+	blas   *cublas
+	w      *cudadrv.Worker
+	ctx    uintptr
+	dev    int32
+	gpu    string
+	arch   string
+	cc     [2]int
+	module uintptr
+	k      kernels
+	seed   maphash.Seed
+	alpha  *float32 // 1 and 0 for the GEMMs, read through host pointers
+	beta   *float32
+
+	// mu guards the fields below it; it is never held while waiting for
+	// the worker, whose functions take it.
+	mu        sync.Mutex
+	closed    bool
+	allocs    []uintptr  // weights and tables, freed at Close; the worker's
+	loadMu    sync.Mutex // serialises making rope tables and 16-bit weights
+	ropes     map[ropeKey]ropeTable
+	free      []*cstream // CUDA streams not in use
+	streams   []*cstream
+	cache     map[shapeKey][]*entry // entries not in use, by request shape
+	idle      []*entry              // the same, least recently returned first
+	entries   int                   // entries alive
+	stats     Stats
+	graphsOff bool
+	opTimes   map[string]*backend.OpTime // while profiling
+
+	profiling atomic.Bool
+	deviceNs  atomic.Int64
+}
+
+type ropeKey struct {
+	theta   float64
+	headDim int
+}
+
+type ropeTable struct {
+	addr      uintptr
+	positions int
+}
+
+// Open loads the CUDA driver, NVRTC and cuBLAS, takes the primary context
+// of GPU opts.Device and compiles the kernels for it.
+func Open(opts Options) (backend.Backend, error) {
+	b, err := open(opts)
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+func open(opts Options) (*Backend, error) {
+	if opts.MaxGraphs <= 0 {
+		opts.MaxGraphs = 64
+	}
+	drv, err := cudadrv.LoadDriver(opts.Driver, driverFuncs)
+	if err != nil {
+		return nil, err
+	}
+	one, zero := float32(1), float32(0)
+	b := &Backend{opts: opts, drv: drv, w: cudadrv.NewWorker(), seed: maphash.MakeSeed(), alpha: &one, beta: &zero,
+		ropes: map[ropeKey]ropeTable{}, cache: map[shapeKey][]*entry{}, graphsOff: opts.NoGraphs}
+	b.w.Do(func() { err = b.init() })
+	if err != nil {
+		return nil, err
+	}
+	if b.rtc, err = cudadrv.LoadNVRTC(opts.NVRTC); err != nil {
+		b.release()
+		return nil, err
+	}
+	if b.blas, err = loadCUBLAS(opts.CUBLAS); err != nil {
+		b.release()
+		return nil, err
+	}
+	cubin, err := b.rtc.Compile("kernels.cu", kernelSource, b.arch, []string{"-std=c++17", "-lineinfo"})
+	if err != nil {
+		b.release()
+		return nil, fmt.Errorf("cuda: %w", err)
+	}
+	b.w.Do(func() { err = b.load(cubin) })
+	if err != nil {
+		b.release()
+		return nil, err
+	}
+	return b, nil
+}
+
+// init runs on the worker thread: the device, its capability and the
+// primary context.
+func (b *Backend) init() error {
+	dev, err := b.drv.Primary(b.opts.Device, func(dev cudadrv.Device) error {
+		cc, least := dev.CC, MinComputeCapability
+		if cc[0] < least[0] || cc[0] == least[0] && cc[1] < least[1] {
+			return fmt.Errorf("%w: %s has compute capability %d.%d; the kernels need %d.%d or newer", ErrUnsupportedGPU,
+				dev.Name, cc[0], cc[1], least[0], least[1])
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	b.dev, b.ctx, b.gpu, b.cc = dev.Handle, dev.Ctx, dev.Name, dev.CC
+	b.arch = fmt.Sprintf("sm_%d%d", dev.CC[0], dev.CC[1])
+	return nil
+}
+
+// load runs on the worker thread: the compiled module and its kernels.
+func (b *Backend) load(cubin []byte) error {
+	c := b.drv.Call
+	b.k.attentionTiled = map[int]uintptr{}
+	if err := c("cuModuleLoadData", uintptr(unsafe.Pointer(&b.module)), uintptr(unsafe.Pointer(&cubin[0]))); err != nil {
+		return fmt.Errorf("cuda: loading the kernels: %w", err)
+	}
+	for name, p := range map[string]*uintptr{
+		"gather_rows": &b.k.gather, "layer_norm": &b.k.layerNorm, "bias_act": &b.k.biasAct, "add": &b.k.add,
+		"act_map": &b.k.actMap, "geglu": &b.k.geglu, "softmax_rows": &b.k.softmax, "rope": &b.k.rope,
+		"attention": &b.k.attention, "act_features": &b.k.actFeatures, "to_16": &b.k.to16,
+		"pack_out": &b.k.packOut, "attention32": new(uintptr), "attention64": new(uintptr), "attention128": new(uintptr),
+	} {
+		sym := cudadrv.CString(name)
+		if err := c("cuModuleGetFunction", uintptr(unsafe.Pointer(p)), b.module, uintptr(unsafe.Pointer(&sym[0]))); err != nil {
+			return fmt.Errorf("cuda: kernel %s: %w", name, err)
+		}
+		var dh int
+		if _, err := fmt.Sscanf(name, "attention%d", &dh); err == nil {
+			b.k.attentionTiled[dh] = *p
+		}
+	}
+	// CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: long attention rows
+	// keep their scores in shared memory.
+	if err := c("cuFuncSetAttribute", b.k.attention, 8, attentionSharedLimit); err != nil {
+		return fmt.Errorf("cuda: attention kernel: %w", err)
+	}
+	return nil
+}
+
+// Name is "cuda".
+func (b *Backend) Name() string { return Name }
+
+// Device describes the GPU and the precision, for reports.
+func (b *Backend) Device() string {
+	mode := "graphs"
+	if b.graphsOff {
+		mode = "no graphs"
+	}
+	return fmt.Sprintf("%s (%s, %s, %s)", b.gpu, b.arch, b.opts.Precision, mode)
+}
+
+// Precision is the precision the backend was opened with.
+func (b *Backend) Precision() Precision { return b.opts.Precision }
+
+// Stats reports the graph cache's counters so far.
+func (b *Backend) Stats() Stats {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.stats
+	s.Entries = b.entries
+	return s
+}
+
+// alloc takes n bytes of device memory; it runs on the worker thread.
+func (b *Backend) alloc(n int64, what string) (uintptr, error) {
+	var p uintptr
+	if err := b.drv.Call("cuMemAlloc_v2", uintptr(unsafe.Pointer(&p)), uintptr(max(n, 256))); err != nil {
+		var free, total uint64
+		b.drv.Call("cuMemGetInfo_v2", uintptr(unsafe.Pointer(&free)), uintptr(unsafe.Pointer(&total)))
+		var ce *cudadrv.Error
+		if errors.As(err, &ce) && ce.Code == cudadrv.ErrorOutOfMemory {
+			return 0, fmt.Errorf("%w: %s: %d bytes asked, %d of %d free on %s", ErrOutOfMemory, what, n, free, total, b.gpu)
+		}
+		return 0, fmt.Errorf("cuda: %s: %w", what, err)
+	}
+	return p, nil
+}
+
+// pinned takes n bytes of page-locked host memory; on the worker thread.
+func (b *Backend) pinned(n int64, what string) ([]byte, error) {
+	var p uintptr
+	if err := b.drv.Call("cuMemHostAlloc", uintptr(unsafe.Pointer(&p)), uintptr(max(n, 256)), 0); err != nil {
+		return nil, fmt.Errorf("%w: %s: %d bytes of pinned host memory: %w", ErrOutOfMemory, what, n, err)
+	}
+	return unsafe.Slice((*byte)(cudadrv.PtrAt(p, 0)), max(n, 256)), nil
+}
+
+// tensor is a device float32 matrix: a weight (stream nil) or a stream's
+// tensor, whose address is known once its segment is flushed.
+type tensor struct {
+	owner      *Backend
+	rows, cols int
+	addr       uintptr
+	half       uintptr // weights: the 16-bit copy the GEMMs read (FP16, BF16)
+
+	s       *stream
+	seg     int   // stream tensors: the segment that created them
+	id      int   // index among the segment's tensors
+	off     int64 // offset in the segment's arena, or staging when staged
+	staged  bool  // FromHost data, living in the segment's staging area
+	written bool  // an operation writes it before any reads it
+	h16     int64 // offset in the arena of a 16-bit copy its producer writes, or -1
+	// lastWriter is the segment's operation that last wrote the tensor,
+	// when that operation can also write a 16-bit copy (FP16, BF16).
+	lastWriter *op
+	zero       bool // read before written: zeroed when its segment runs
+	snap       []byte
+}
+
+func (t *tensor) Rows() int { return t.rows }
+func (t *tensor) Cols() int { return t.cols }
+
+func (t *tensor) bytes() int64 { return int64(t.rows) * int64(t.cols) * 4 }
+
+// Upload copies a weight into device memory as float32, converted on the
+// host from the checkpoint's dtype.
+func (b *Backend) Upload(name string, dtype backend.DType, rows, cols int, raw []byte) (backend.Tensor, error) {
+	if err := backend.CheckUpload(name, dtype, rows, cols, len(raw)); err != nil {
+		return nil, fmt.Errorf("cuda: %w", err)
+	}
+	host := make([]float32, rows*cols)
+	if err := weights.DecodeFloat32(host, raw, dtype); err != nil {
+		return nil, fmt.Errorf("cuda: upload %s: %w", name, err)
+	}
+	t := &tensor{owner: b, rows: rows, cols: cols}
+	var err error
+	b.mu.Lock()
+	closed := b.closed
+	b.mu.Unlock()
+	if closed {
+		return nil, fmt.Errorf("cuda: upload %s: %w: the backend is closed", name, backend.ErrForeignTensor)
+	}
+	b.loadMu.Lock()
+	defer b.loadMu.Unlock()
+	b.w.Do(func() {
+		if t.addr, err = b.alloc(t.bytes(), "upload "+name); err != nil {
+			return
+		}
+		b.allocs = append(b.allocs, t.addr)
+		err = b.drv.Call("cuMemcpyHtoD_v2", t.addr, uintptr(unsafe.Pointer(&host[0])), uintptr(t.bytes()))
+		if err == nil && b.opts.Precision != FP32 && rows > 1 {
+			err = b.makeHalf(t)
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cuda: upload %s: %w", name, err)
+	}
+	return t, nil
+}
+
+// makeHalf makes a weight's 16-bit copy on the device; on the worker
+// thread. Vectors (rows = 1, biases and norms) stay float32 only; the GEMM
+// of a one-row weight converts it when first used.
+func (b *Backend) makeHalf(t *tensor) error {
+	n := int64(t.rows) * int64(t.cols)
+	p, err := b.alloc(n*2, "16-bit weight copy")
+	if err != nil {
+		return err
+	}
+	b.allocs = append(b.allocs, p)
+	kind := uint64(1)
+	if b.opts.Precision == BF16 {
+		kind = 2
+	}
+	var l launcher
+	if err := l.launch(b.drv, b.k.to16, [3]int{gridFor(n), 1, 1}, 256, 0, 0, u64(p), u64(t.addr), uint64(n), kind); err != nil {
+		return err
+	}
+	if err := b.drv.Call("cuCtxSynchronize"); err != nil {
+		return err
+	}
+	t.half = p
+	return nil
+}
+
+// halfOf returns w's 16-bit copy, making it on first use.
+func (b *Backend) halfOf(w *tensor) (uintptr, error) {
+	b.loadMu.Lock()
+	defer b.loadMu.Unlock()
+	if w.half != 0 {
+		return w.half, nil
+	}
+	var err error
+	b.w.Do(func() { err = b.makeHalf(w) })
+	return w.half, err
+}
+
+// ropeTable returns the device copy of backend.RopeTable for theta and
+// headDim covering positions [0, n). Tables are
+// kept until Close: captured graphs hold their addresses.
+func (b *Backend) ropeTable(theta float64, headDim, n int) (uintptr, error) {
+	b.loadMu.Lock()
+	defer b.loadMu.Unlock()
+	key := ropeKey{theta, headDim}
+	if t, ok := b.ropes[key]; ok && t.positions >= n {
+		return t.addr, nil
+	}
+	n = max(n, 8192)
+	table := backend.RopeTable(theta, headDim, n)
+	var addr uintptr
+	var err error
+	b.w.Do(func() {
+		if addr, err = b.alloc(int64(len(table))*4, "rope table"); err != nil {
+			return
+		}
+		b.allocs = append(b.allocs, addr)
+		err = b.drv.Call("cuMemcpyHtoD_v2", addr, uintptr(unsafe.Pointer(&table[0])), uintptr(len(table)*4))
+	})
+	if err != nil {
+		return 0, err
+	}
+	b.ropes[key] = ropeTable{addr, n}
+	return addr, nil
+}
+
+// NewStream starts an empty stream.
+func (b *Backend) NewStream() backend.Stream {
+	s := &stream{be: b}
+	s.h.SetSeed(b.seed)
+	b.mu.Lock()
+	if b.closed {
+		s.closed = true
+		s.err = fmt.Errorf("cuda: %w: the backend is closed", backend.ErrForeignTensor)
+	}
+	b.mu.Unlock()
+	return s
+}
+
+// Close waits for the GPU and releases every weight, graph and buffer.
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	b.mu.Unlock()
+	return b.release()
+}
+
+func (b *Backend) release() error {
+	var err error
+	b.w.Do(func() {
+		if b.ctx == 0 {
+			return
+		}
+		err = b.drv.Call("cuCtxSynchronize")
+		for _, list := range b.cache {
+			for _, e := range list {
+				e.destroy(b)
+			}
+		}
+		b.cache = nil
+		for _, cs := range b.streams {
+			cs.destroy(b)
+		}
+		for _, p := range b.allocs {
+			b.drv.Call("cuMemFree_v2", p)
+		}
+		b.allocs = nil
+		if b.module != 0 {
+			b.drv.Call("cuModuleUnload", b.module)
+		}
+		b.drv.Call("cuDevicePrimaryCtxRelease_v2", uintptr(b.dev))
+		b.ctx = 0
+	})
+	if err != nil {
+		return fmt.Errorf("cuda: close: %w", err)
+	}
+	return nil
+}
+
+// launcher issues kernel launches; its parameter area is reused (the
+// driver copies parameters when a kernel is launched or captured).
+type launcher struct {
+	vals [16]uint64
+	ptrs [16]uintptr
+}
+
+func u64(p uintptr) uint64   { return uint64(p) }
+func i32(v int) uint64       { return uint64(uint32(int32(v))) }
+func f32(v float32) uint64   { return uint64(math.Float32bits(v)) }
+func gridFor(n int64) int    { return int(min(max((n+255)/256, 1), 132*8)) }
+func align(n, a int64) int64 { return (n + a - 1) &^ (a - 1) }
+func boolArg(v bool) uint64 {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+func (l *launcher) launch(drv *cudadrv.Driver, fn uintptr, grid [3]int, block, shared int, stream uintptr, args ...uint64) error {
+	for i, a := range args {
+		l.vals[i] = a
+		l.ptrs[i] = uintptr(unsafe.Pointer(&l.vals[i]))
+	}
+	return drv.Call("cuLaunchKernel", fn, uintptr(grid[0]), uintptr(grid[1]), uintptr(grid[2]), uintptr(block), 1, 1,
+		uintptr(shared), stream, uintptr(unsafe.Pointer(&l.ptrs[0])), 0)
+}

@@ -1,0 +1,309 @@
+package cuda_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/laya-metal/laya/backend"
+	"github.com/laya-metal/laya/backend/backendtest"
+	"github.com/laya-metal/laya/backend/cuda"
+	"github.com/laya-metal/laya/heads"
+	"github.com/laya-metal/laya/internal/forwardpass"
+	"github.com/laya-metal/laya/internal/oracletest"
+	"github.com/laya-metal/laya/weights"
+)
+
+// open opens the backend or skips the test where this machine has no CUDA
+// driver or GPU (CI); any other failure is a failure.
+func open(t testing.TB, opts cuda.Options) backend.Backend {
+	t.Helper()
+	be, err := cuda.Open(opts)
+	if errors.Is(err, cuda.ErrNoCUDA) {
+		t.Skipf("no CUDA driver or GPU here: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return be
+}
+
+func TestRegistered(t *testing.T) {
+	be, err := backend.Open(cuda.Name)
+	if errors.Is(err, cuda.ErrNoCUDA) {
+		t.Skipf("no CUDA driver or GPU here: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Close()
+	if be.Name() != cuda.Name {
+		t.Errorf("Name() = %q", be.Name())
+	}
+}
+
+// A driver that cannot be loaded is ErrNoCUDA, with the library named:
+// what CI (no GPU) and a GPU-less server see.
+func TestNoDriver(t *testing.T) {
+	_, err := cuda.Open(cuda.Options{Driver: "/nonexistent/libcuda.so.1"})
+	if !errors.Is(err, cuda.ErrNoCUDA) {
+		t.Fatalf("err = %v, want ErrNoCUDA", err)
+	}
+	if err := cuda.SelfTest(context.Background(), cuda.Options{Driver: "/nonexistent/libcuda.so.1"}); !errors.Is(err, cuda.ErrNoCUDA) {
+		t.Errorf("SelfTest: err = %v, want ErrNoCUDA", err)
+	}
+}
+
+func TestParseOptions(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want cuda.Options
+		bad  bool
+	}{
+		{"", cuda.Options{}, false},
+		{"precision=fp16, device=1", cuda.Options{Precision: cuda.FP16, Device: 1}, false},
+		{"precision=BF16,graphs=off,maxgraphs=8", cuda.Options{Precision: cuda.BF16, NoGraphs: true, MaxGraphs: 8}, false},
+		{"precision=fp8", cuda.Options{}, true},
+		{"graphs=maybe", cuda.Options{}, true},
+		{"device=x", cuda.Options{}, true},
+		{"fast", cuda.Options{}, true},
+	} {
+		got, err := cuda.ParseOptions(c.in)
+		if (err != nil) != c.bad || !c.bad && got != c.want {
+			t.Errorf("ParseOptions(%q) = %+v, %v; want %+v, error %v", c.in, got, err, c.want, c.bad)
+		}
+	}
+}
+
+// The kernels type-check with clang's CUDA front end against the stand-ins
+// for what NVRTC declares implicitly, so CI catches a broken kernel source
+// without a GPU or CUDA toolkit.
+func TestKernelsCompileWithClang(t *testing.T) {
+	clang, err := exec.LookPath("clang-19")
+	if err != nil {
+		t.Skipf("clang-19 not installed: the CUDA check needs it (%v)", err)
+	}
+	stub, err := filepath.Abs("../../metal/cuda/testdata/cuda_stub.h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	extra, err := filepath.Abs("testdata/nvrtc_extra.h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(clang, "-x", "cuda", "--cuda-gpu-arch=sm_90", "--cuda-device-only", "-nocudainc", "-nocudalib",
+		"-fsyntax-only", "-std=c++17", "-include", stub, "-include", extra, "kernels.cu")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("clang-19 rejects kernels.cu: %v\n%s", err, out)
+	}
+}
+
+var precisions = []cuda.Precision{cuda.FP32, cuda.FP16, cuda.BF16, cuda.FP16X2}
+
+// The backend conformance suite, in FP32 with graphs and kernel by kernel.
+func TestConformance(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		opts cuda.Options
+	}{{"graphs", cuda.Options{}}, {"nographs", cuda.Options{NoGraphs: true}}} {
+		t.Run(c.name, func(t *testing.T) {
+			open(t, c.opts).Close()
+			backendtest.Run(t, func() (backend.Backend, error) { return cuda.Open(c.opts) })
+		})
+	}
+}
+
+func TestSelfTest(t *testing.T) {
+	open(t, cuda.Options{}).Close()
+	for _, p := range precisions {
+		if err := cuda.SelfTest(context.Background(), cuda.Options{Precision: p}); err != nil {
+			t.Errorf("%v: %v", p, err)
+		}
+	}
+}
+
+func oracleRows(c oracletest.Case) []forwardpass.Row {
+	rows := make([]forwardpass.Row, len(c.Rows))
+	for i, r := range c.Rows {
+		rows[i] = forwardpass.Row{IDs: r.InputIDs, Markers: r.Markers, QType: heads.QType(r.QType)}
+	}
+	return rows
+}
+
+// temperature is the calibration temperature of a question: its bucket's,
+// else its type's.
+func temperature(ckpt *weights.Checkpoint, q heads.QType, options int) float64 {
+	if t, ok := ckpt.Agent.TemperatureByOptions[heads.Bucket(q, options)]; ok {
+		return t
+	}
+	return ckpt.Agent.Temperature[q]
+}
+
+// runPacked is forwardpass.RunRows the way the library runs a batch on
+// this backend: packed rows, the pruned pass.
+func runPacked(parts forwardpass.Parts) func(context.Context, backend.Backend, []forwardpass.Row, int32, backend.Observer) ([][]float32, [][]float32, error) {
+	return func(ctx context.Context, be backend.Backend, rows []forwardpass.Row, _ int32, _ backend.Observer) (logits, probs [][]float32, err error) {
+		b := forwardpass.Pack(rows)
+		s := be.NewStream()
+		defer s.Close()
+		out, err := parts.RunPruned(ctx, s, b)
+		if err != nil {
+			return nil, nil, err
+		}
+		z := make([]float32, len(b.MarkerRows))
+		nAct := out.ActProbs.Cols()
+		p := make([]float32, len(rows)*nAct)
+		if err := s.Read(ctx, out.Logits, z); err != nil {
+			return nil, nil, err
+		}
+		if err := s.Read(ctx, out.ActProbs, p); err != nil {
+			return nil, nil, err
+		}
+		for i := range rows {
+			logits = append(logits, z[:b.Counts[i]])
+			z = z[b.Counts[i]:]
+			probs = append(probs, p[i*nAct:(i+1)*nAct])
+		}
+		return logits, probs, nil
+	}
+}
+
+// Every golden case of every bundled checkpoint, in each precision, six
+// times over: right-padded and unpruned as upstream runs it, then packed
+// and pruned as the library runs it, each kernel by kernel, captured and
+// replayed. FP32 holds the cpu
+// backend's gates (logits within 1e-4, act probabilities within 1e-5);
+// FP16 and BF16 hold the reduced-precision gate: the same answer (argmax)
+// as upstream for every question and calibrated probabilities within 0.005.
+func TestForwardGoldens(t *testing.T) {
+	ctx := context.Background()
+	for _, prec := range precisions {
+		for _, name := range []string{"tiny-en", "tiny-ml", "real-en"} {
+			t.Run(fmt.Sprintf("%v/%s", prec, name), func(t *testing.T) {
+				ckpt, err := weights.LoadCheckpoint(oracletest.Checkpoint(name))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer ckpt.Close()
+				be := open(t, cuda.Options{Precision: prec})
+				defer be.Close()
+				parts, err := forwardpass.NewParts(be, ckpt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var worstLogit, worstAct, worstProb float64
+				rows, agree := 0, 0
+				for pass := range 6 {
+					for _, c := range oracletest.Cases(t, name) {
+						run := parts.RunRows
+						if pass >= 3 {
+							run = runPacked(parts)
+						}
+						logits, probs, err := run(ctx, be, oracleRows(c), int32(ckpt.Encoder.PadTokenID), nil)
+						if err != nil {
+							t.Fatalf("case %s pass %d: %v", c.Name, pass, err)
+						}
+						for i, want := range c.Rows {
+							where := fmt.Sprintf("case %s %s pass %d", c.Name, want.QID, pass)
+							if prec == cuda.FP32 {
+								worstLogit = max(worstLogit, oracletest.Compare(t, where+" logits", logits[i], want.Logits, oracletest.LogitTol))
+								worstAct = max(worstAct, oracletest.Compare(t, where+" act_probs", probs[i], want.ActProbs, oracletest.ActProbTol))
+								rows++
+								continue
+							}
+							wl := make([]float32, len(want.Logits))
+							for j, v := range want.Logits {
+								wl[j] = float32(v)
+								worstLogit = max(worstLogit, math.Abs(v-float64(logits[i][j])))
+							}
+							temp := temperature(ckpt, heads.QType(want.QType), len(wl))
+							pg, pw := heads.Softmax(logits[i], temp), heads.Softmax(wl, temp)
+							for j := range pg {
+								worstProb = max(worstProb, math.Abs(float64(pg[j]-pw[j])))
+							}
+							for j, v := range want.ActProbs {
+								worstAct = max(worstAct, math.Abs(v-float64(probs[i][j])))
+							}
+							rows++
+							if heads.Argmax(pg) == heads.Argmax(pw) {
+								agree++
+							} else {
+								t.Errorf("%s: answer %d, upstream %d (logits %v, want %v)", where, heads.Argmax(pg), heads.Argmax(pw), logits[i], want.Logits)
+							}
+						}
+					}
+				}
+				if prec != cuda.FP32 && (worstProb > 0.005 || worstAct > 0.005) {
+					t.Errorf("calibrated probabilities off by %.3g, act probabilities by %.3g: over 0.005", worstProb, worstAct)
+				}
+				st := be.(interface{ Stats() cuda.Stats }).Stats()
+				agreed := fmt.Sprintf("%d/%d", agree, rows)
+				if prec == cuda.FP32 {
+					agreed = "gated by |Δlogit|"
+				}
+				t.Logf("GOLDENS | %s | %v | %d rows | argmax %s | max |Δlogit| %.2g | max |Δcalibrated p| %.2g | max |Δact p| %.2g | %+v",
+					name, prec, rows, agreed, worstLogit, worstProb, worstAct, st)
+			})
+		}
+	}
+}
+
+// Requests on several goroutines at once share the graph cache and the pool
+// of CUDA streams: every answer still holds the fp32 gates.
+func TestConcurrentRequests(t *testing.T) {
+	ckpt, err := weights.LoadCheckpoint(oracletest.Checkpoint("real-en"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ckpt.Close()
+	be := open(t, cuda.Options{MaxGraphs: 8})
+	defer be.Close()
+	parts, err := forwardpass.NewParts(be, ckpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := oracletest.Cases(t, "real-en")
+	ctx := context.Background()
+	errs := make(chan error, 8)
+	for g := range 8 {
+		go func() {
+			for i := range 12 {
+				c := cases[(g+i)%len(cases)]
+				run := parts.RunRows
+				if i%2 == 1 {
+					run = runPacked(parts)
+				}
+				logits, probs, err := run(ctx, be, oracleRows(c), int32(ckpt.Encoder.PadTokenID), nil)
+				if err != nil {
+					errs <- fmt.Errorf("goroutine %d case %s: %w", g, c.Name, err)
+					return
+				}
+				for r, want := range c.Rows {
+					for j, v := range want.Logits {
+						if d := math.Abs(v - float64(logits[r][j])); d > oracletest.LogitTol {
+							errs <- fmt.Errorf("goroutine %d case %s row %d logit %d off by %.2g", g, c.Name, r, j, d)
+							return
+						}
+					}
+					for j, v := range want.ActProbs {
+						if d := math.Abs(v - float64(probs[r][j])); d > oracletest.ActProbTol {
+							errs <- fmt.Errorf("goroutine %d case %s row %d act prob %d off by %.2g", g, c.Name, r, j, d)
+							return
+						}
+					}
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	t.Logf("CONCURRENT | %+v", be.(interface{ Stats() cuda.Stats }).Stats())
+}

@@ -1,0 +1,68 @@
+// Package cuda registers the "cuda" backend: Laya's forward pass on an
+// NVIDIA GPU (compute capability 8.0 or newer) with its own CUDA kernels
+// (kernels.cu, compiled at Open by NVRTC for the GPU at hand) and cuBLAS
+// GEMMs, reached through purego: no cgo, and no CUDA at build time. The
+// driver (libcuda.so.1), NVRTC and cuBLAS are loaded when a backend is
+// opened, from the loader path, the CUDA toolkit or PyTorch's pip wheels;
+// the plumbing is shared with metal/cuda (package internal/cudadrv).
+//
+// Only programs that import it link it (purego makes a Linux binary
+// dynamically linked):
+//
+//	import _ "github.com/laya-metal/laya/backend/cuda"
+//
+// laya-bench imports it; the laya command has it when built with
+// -tags cuda.
+//
+// # How a request runs
+//
+// Weights are copied into device memory once, at Upload (as float32, plus
+// a 16-bit copy in the reduced precisions). A stream records operations
+// without running them; Read runs what was recorded as one segment. The
+// segment's shape (its operations, their shapes and parameters, the
+// addresses of what it reads from outside itself) picks an entry: the
+// activation memory, pinned host staging for its inputs (token ids, row
+// positions, FromHost data) and outputs, and, from the second time the
+// same shape comes by, a CUDA graph captured from it. A request is then
+// one host-to-device copy, one graph launch, one device-to-host copy of
+// the tensor read together with every small tensor the segment wrote (so
+// that the act probabilities read after the logits need no second trip),
+// and one synchronisation. Shapes are exact (a packed batch's token
+// count), not bucketed. Once a shape has been seen nothing is allocated on
+// the device for it while it stays cached: Options.MaxGraphs bounds the
+// entries, and the least recently returned idle ones are freed first. The
+// Go side still allocates its recording (a few hundred small objects a
+// request).
+//
+// Recording lets the backend fold what the model's code spells as separate
+// operations: a residual Add into the GEMM before it (cuBLAS's beta = 1,
+// on Discard), and, in the 16-bit precisions, the rounding of a GEMM's
+// input into the kernel that produced it (LayerNorm, attention, GeGLU).
+//
+// # Precisions
+//
+//   - FP32: float32 everywhere, TF32 off (cuBLAS pedantic math). It holds
+//     the cpu backend's parity gates against upstream (logits within 1e-4,
+//     act probabilities within 1e-5).
+//   - FP16X2 (the registered backend's default): fp16 weights, each GEMM
+//     activation operand split into two fp16 terms summed by two tensor-core
+//     GEMMs with float32 accumulation; everything else float32.
+//   - FP16 and BF16: one 16-bit term per operand, float32 accumulation.
+//
+// The reduced precisions are gated on every bundled golden: the same
+// answer as upstream for every question and calibrated probabilities
+// within 0.005. FP16X2 and FP16 are measured per checkpoint in
+// BENCHMARKS.md; FP16 misses the gate on near-ties of one checkpoint, BF16
+// on all three.
+//
+// # Options
+//
+// The environment variable LAYA_CUDA sets the registered backend's options,
+// comma-separated (ParseOptions): precision=fp32|fp16|bf16|fp16x2,
+// device=N, graphs=off, maxgraphs=N.
+//
+// SelfTest opens a backend and checks a small GEMM and attention against a
+// float64 reference; a caller choosing a backend automatically runs it
+// first, and it says why the cuda backend should not be picked (no driver,
+// NVRTC or cuBLAS, too old a GPU, too little memory, a wrong answer).
+package cuda

@@ -1,0 +1,147 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/laya-metal/laya/internal/cudadrv"
+)
+
+// Name is the name the backend is registered under.
+const Name = "cuda"
+
+// Errors of the backend besides backend's sentinels, checkable with
+// errors.Is. ErrNoCUDA and ErrNoNVRTC are the values metal/cuda returns too.
+var (
+	// ErrNoCUDA means no CUDA driver could be loaded or it reports no GPU.
+	ErrNoCUDA = cudadrv.ErrNoCUDA
+	// ErrNoNVRTC means the NVRTC runtime compiler could not be loaded.
+	ErrNoNVRTC = cudadrv.ErrNoNVRTC
+	// ErrNoCUBLAS means cuBLAS (libcublas.so) could not be loaded.
+	ErrNoCUBLAS = errors.New("cuda: cuBLAS (libcublas.so) not found")
+	// ErrUnsupportedGPU means the GPU's compute capability is below what
+	// the kernels need (MinComputeCapability).
+	ErrUnsupportedGPU = errors.New("cuda: unsupported GPU")
+	// ErrOutOfMemory means the GPU refused an allocation.
+	ErrOutOfMemory = errors.New("cuda: out of device memory")
+	// ErrSelfTest means the self-test computed a wrong answer.
+	ErrSelfTest = errors.New("cuda: self-test failed")
+)
+
+// MinComputeCapability is the oldest GPU generation the backend runs on
+// (major, minor): Ampere, whose instructions the bf16 rounding uses.
+var MinComputeCapability = [2]int{8, 0}
+
+// Precision is what the GEMMs read and how they accumulate.
+type Precision uint8
+
+const (
+	// FP32 is float32 everywhere, TF32 off: the parity precision.
+	FP32 Precision = iota
+	// FP16 rounds GEMM operands (weights and activations) to IEEE half and
+	// accumulates in float32 on tensor cores; everything else is float32.
+	FP16
+	// BF16 is FP16 with bfloat16 operands.
+	BF16
+	// FP16X2 is FP16 with each activation operand split into two fp16
+	// terms (the rounding and what it missed), two GEMMs summed in float32:
+	// activations keep about 21 bits, weights are rounded to fp16 (exact
+	// for fp16 checkpoints). The second GEMM finds the weights in L2.
+	FP16X2
+)
+
+func (p Precision) String() string {
+	switch p {
+	case FP32:
+		return "fp32"
+	case FP16:
+		return "fp16"
+	case BF16:
+		return "bf16"
+	case FP16X2:
+		return "fp16x2"
+	}
+	return fmt.Sprintf("Precision(%d)", uint8(p))
+}
+
+// ParsePrecision reads "fp32", "fp16", "bf16" or "fp16x2".
+func ParsePrecision(s string) (Precision, error) {
+	p, err := parsePrecision(s)
+	if err != nil {
+		return 0, fmt.Errorf("cuda: %w", err)
+	}
+	return p, nil
+}
+
+func parsePrecision(s string) (Precision, error) {
+	for _, p := range []Precision{FP32, FP16, BF16, FP16X2} {
+		if strings.EqualFold(s, p.String()) {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("precision %q, want fp32, fp16, bf16 or fp16x2", s)
+}
+
+// Options configure Open. The zero value runs on GPU 0 in FP32 with CUDA
+// graphs.
+type Options struct {
+	// Device is the CUDA device ordinal.
+	Device int
+	// Precision of the GEMMs.
+	Precision Precision
+	// NoGraphs launches every kernel of every request instead of replaying
+	// a captured CUDA graph (for comparison and debugging).
+	NoGraphs bool
+	// MaxGraphs bounds the cached request shapes (captured graphs with
+	// their activation memory); default 64.
+	MaxGraphs int
+	// Driver, NVRTC and CUBLAS name the libraries (default: libcuda.so.1,
+	// and libnvrtc.so and libcublas.so from the loader path, the CUDA
+	// toolkit or Python's nvidia packages).
+	Driver, NVRTC, CUBLAS string
+}
+
+// ParseOptions reads options from a comma-separated list, as the LAYA_CUDA
+// environment variable gives them to the registered backend:
+// precision=fp32|fp16|bf16|fp16x2, device=N, graphs=off, maxgraphs=N.
+func ParseOptions(s string) (Options, error) {
+	var o Options
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		k, v, _ := strings.Cut(f, "=")
+		var err error
+		switch k {
+		case "precision":
+			o.Precision, err = parsePrecision(v)
+		case "device":
+			o.Device, err = strconv.Atoi(v)
+		case "maxgraphs":
+			o.MaxGraphs, err = strconv.Atoi(v)
+		case "graphs":
+			switch v {
+			case "on":
+			case "off":
+				o.NoGraphs = true
+			default:
+				err = fmt.Errorf("graphs=%q, want on or off", v)
+			}
+		default:
+			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N)")
+		}
+		if err != nil {
+			return o, fmt.Errorf("cuda: option %q: %w", f, err)
+		}
+	}
+	return o, nil
+}
+
+// Stats counts what the backend did, for benchmarks and tests.
+type Stats struct {
+	Captures, Replays, Eager int // segments captured, replayed, launched kernel by kernel
+	Entries                  int // request shapes cached (graphs with their memory)
+}

@@ -1,0 +1,140 @@
+//go:build linux
+
+package cuda
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/laya-metal/laya/backend"
+)
+
+// The recording side of a stream needs no GPU: what is recorded, folded and
+// staged is checked here, in CI.
+
+func TestPositions(t *testing.T) {
+	for _, c := range []struct {
+		name              string
+		rows              int
+		layout            backend.Layout
+		pos, start, lengt []int32
+	}{
+		{"padded", 6, backend.Layout{SeqLen: 3, Lengths: []int{2, 3}},
+			[]int32{0, 1, 2, 0, 1, 2}, []int32{0, 0, 0, 3, 3, 3}, []int32{2, 2, 2, 3, 3, 3}},
+		{"packed", 5, backend.Layout{SeqLen: 3, Lengths: []int{2, 3}, Packed: true},
+			[]int32{0, 1, 0, 1, 2}, []int32{0, 0, 2, 2, 2}, []int32{2, 2, 3, 3, 3}},
+		{"no lengths", 4, backend.Layout{SeqLen: 2},
+			[]int32{0, 1, 0, 1}, []int32{0, 0, 2, 2}, []int32{2, 2, 2, 2}},
+	} {
+		pos, start, length := positions(c.rows, c.layout)
+		if !slices.Equal(pos, c.pos) || !slices.Equal(start, c.start) || !slices.Equal(length, c.lengt) {
+			t.Errorf("%s: positions %v, starts %v, lengths %v; want %v, %v, %v", c.name, pos, start, length, c.pos, c.start, c.lengt)
+		}
+	}
+}
+
+func recording(p Precision) *stream {
+	return &stream{be: &Backend{opts: Options{Precision: p}}}
+}
+
+// Linear(p, …), Add(x, x, p), Discard(p) fold into one GEMM accumulating
+// into x; anything else stays as recorded.
+func TestDiscardFoldsResidualAdd(t *testing.T) {
+	s := recording(FP32)
+	x := s.FromHost(2, 4, make([]float32, 8))
+	a := s.FromHost(2, 4, make([]float32, 8))
+	w := s.FromHost(4, 4, make([]float32, 16))
+	p := s.New(2, 4)
+	s.Linear(p, a, w, nil, backend.Identity)
+	s.Add(x, x, p)
+	s.Discard(p)
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.ops) != 1 || s.ops[0].lin == nil || !s.ops[0].lin.accumulate || s.ops[0].lin.d != x.(*tensor) {
+		t.Fatalf("ops after the fold: %d, first %+v", len(s.ops), s.ops[0])
+	}
+	// With a bias, or an Add that is not residual, nothing folds.
+	for _, c := range []struct {
+		name string
+		rec  func(s *stream, x, a, w, p, bias backend.Tensor)
+	}{
+		{"bias", func(s *stream, x, a, w, p, bias backend.Tensor) {
+			s.Linear(p, a, w, bias, backend.Identity)
+			s.Add(x, x, p)
+		}},
+		{"gelu", func(s *stream, x, a, w, p, bias backend.Tensor) {
+			s.Linear(p, a, w, nil, backend.GELU)
+			s.Add(x, x, p)
+		}},
+		{"into another", func(s *stream, x, a, w, p, bias backend.Tensor) {
+			s.Linear(p, a, w, nil, backend.Identity)
+			s.Add(a, x, p)
+		}},
+	} {
+		s := recording(FP32)
+		x := s.FromHost(2, 4, make([]float32, 8))
+		a := s.FromHost(2, 4, make([]float32, 8))
+		w := s.FromHost(4, 4, make([]float32, 16))
+		bias := s.FromHost(1, 4, make([]float32, 4))
+		p := s.New(2, 4)
+		c.rec(s, x, a, w, p, bias)
+		s.Discard(p)
+		if err := s.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if len(s.ops) != 2 {
+			t.Errorf("%s: %d ops, want 2 (no fold)", c.name, len(s.ops))
+		}
+	}
+}
+
+// In the 16-bit precisions the producer of a GEMM's input writes the
+// rounded copy; an input no producer wrote is converted by the GEMM.
+func TestShadowedGEMMInputs(t *testing.T) {
+	s := recording(FP16X2)
+	x := s.FromHost(3, 8, make([]float32, 24))
+	g := s.FromHost(1, 8, make([]float32, 8))
+	w := s.FromHost(5, 8, make([]float32, 40))
+	n := s.New(3, 8)
+	s.LayerNorm(n, x, g, nil, 1e-5)
+	y := s.New(3, 5)
+	s.Linear(y, n, w, nil, backend.Identity)
+	z := s.New(3, 5)
+	s.Linear(z, x, w, nil, backend.Identity)
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	ln, l1, l2 := s.ops[0], s.ops[1].lin, s.ops[2].lin
+	if ln.shadow != n.(*tensor) || !l1.shadowIn || l2.shadowIn {
+		t.Errorf("layerNorm writes the copy of %v, first GEMM reads a copy %v, second %v; want n, true, false", ln.shadow, l1.shadowIn, l2.shadowIn)
+	}
+	if got, want := s.temp, align(3*8*2*2, 256)+align(5*8*2*2, 256); got < want {
+		t.Errorf("scratch for the converted operands %d bytes, want at least %d", got, want)
+	}
+}
+
+// Over Options.MaxGraphs, the idle entries returned longest ago are freed;
+// entries in use are not, and a taken entry leaves the idle list.
+func TestCacheEvictsOldestIdle(t *testing.T) {
+	b := &Backend{opts: Options{MaxGraphs: 2}, cache: map[shapeKey][]*entry{}}
+	e := func(h uint64) *entry { return &entry{key: shapeKey{hash: h}} }
+	a, c, d := e(1), e(2), e(3)
+	b.entries = 3
+	if drop := b.cacheLocked([]*entry{a, c}); !slices.Equal(drop, []*entry{a}) {
+		t.Fatalf("dropped %v, want the oldest (a)", drop)
+	}
+	if got := b.takeEntry(shapeKey{hash: 1}); got != nil {
+		t.Errorf("a freed entry is still cached")
+	}
+	if got := b.takeEntry(shapeKey{hash: 2}); got != c {
+		t.Fatalf("takeEntry = %v, want c", got)
+	}
+	if drop := b.cacheLocked([]*entry{c}); len(drop) != 0 {
+		t.Errorf("dropped %v with 2 alive", drop)
+	}
+	b.entries++ // d, made by another stream meanwhile
+	if drop := b.cacheLocked([]*entry{d}); !slices.Equal(drop, []*entry{c}) || !slices.Equal(b.idle, []*entry{d}) {
+		t.Errorf("dropped %v, idle %v; want c dropped, d idle", drop, b.idle)
+	}
+}

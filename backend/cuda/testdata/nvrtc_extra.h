@@ -1,0 +1,10 @@
+// What kernels.cu uses beyond ../../metal/cuda/testdata/cuda_stub.h, declared
+// for clang's CUDA front end as NVRTC declares it implicitly.
+#pragma once
+extern "C" {
+float erff(float); float erfcf(float);
+double exp(double); double erfc(double); double log(double); double fmax(double, double);
+}
+int max(int, int); int min(int, int);
+float4 make_float4(float, float, float, float);
+#define __align__(n) __attribute__((aligned(n)))

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The cuda backend against PyTorch's best on the same GPU, in one run: for
+# each full-size synthetic checkpoint (English, multilingual), laya-bench
+# end to end (tokenize → forward → answer JSON) in each precision, then
+# torch_gpu_bench.py (eager fp32 and fp16, CUDA graph fp16, torch.compile
+# reduce-overhead fp16) on the same checkpoint files, ROUNDS rounds each.
+# Run from the repository root on the GPU host with binaries from
+# scripts/gpucheck/cuda-build.sh:
+#
+#   bash scripts/bench/cuda-torch/run.sh BIN OUT
+#
+# Writes OUT/laya-<preset>-<precision>-r<round>.json (laya-bench --format
+# json) and OUT/torch-<preset>.jsonl; summarize.py turns them into the
+# table's CSV.
+set -uo pipefail
+bin=$(cd "$1" && pwd)
+out=$2
+mkdir -p "$out"
+here=$(cd "$(dirname "$0")" && pwd)
+rounds=${ROUNDS:-3}
+for lang in english multilingual; do
+	for r in $(seq 1 "$rounds"); do
+		for p in ${PRECISIONS:-fp32 fp16}; do
+			LAYA_CUDA=precision=$p "$bin/laya-bench" --backend cuda --synthetic "$lang" --questions "${QUESTIONS:-1,10,50}" \
+				--warmup 10 --runs "${RUNS:-50}" --batch-size 64 --format json >"$out/laya-$lang-$p-r$r.json" 2>>"$out/laya.err"
+		done
+	done
+	ckpt=$HOME/.cache/laya-metal/synthetic/$lang
+	PYTHONUNBUFFERED=1 python3 "$here/torch_gpu_bench.py" "$ckpt" "${TORCH_MODES:-eager32,eager16,graph16,compile16}" \
+		--rounds "$rounds" --runs "${RUNS:-50}" --rows "${QUESTIONS:-1,10,50}" >"$out/torch-$lang.jsonl" 2>>"$out/torch.err"
+done
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv >"$out/gpu.csv"

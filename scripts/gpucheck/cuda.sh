@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# The cuda backend on an NVIDIA GPU, from binaries that
+# scripts/gpucheck/cuda-build.sh made. Run from the repository's root on a
+# CUDA host (driver, NVRTC, cuBLAS; compute-sanitizer for the sanitize step):
+#
+#   bash BIN/cuda.sh BIN OUT [STEP...]
+#
+# STEPs (default: selftest conformance goldens bench):
+#   selftest     cuda.SelfTest in every precision
+#   conformance  the backend conformance suite (graphs on and off)
+#   goldens      every oracle golden case in fp32, fp16 and bf16
+#   bench        laya-bench end to end on full-size synthetic English and
+#                multilingual checkpoints, 1, 10 and 50 questions, each
+#                precision (PRECISIONS, default "fp32 fp16 bf16")
+#   profile      laya-bench --profile (per-operation GPU times, kernel by
+#                kernel) on the synthetic English checkpoint, 1 and 10
+#                questions, fp32 and fp16
+#   sanitize     compute-sanitizer memcheck and racecheck over the tiny-en
+#                goldens
+# Raw logs go to OUT; OUT/summary.md is the table.
+set -uo pipefail
+bin=$(cd "$1" && pwd)
+out=$2
+shift 2
+steps=${*:-selftest conformance goldens bench}
+mkdir -p "$out"
+root=$(pwd)
+src=$(cat "$bin/srcroot")
+if [ "$src" != "$root" ] && [ ! -e "$src" ]; then
+	mkdir -p "$(dirname "$src")" && ln -s "$root" "$src"
+fi
+summary=$out/summary.md
+{
+	echo "# cuda backend on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1), commit $(cat "$bin/commit")"
+	echo
+	echo "| step | result | detail |"
+	echo "|---|---|---|"
+} >"$summary"
+
+row() {
+	local name=$1 log=$2 rc=$3
+	local res=PASS
+	[ "$rc" != 0 ] && res="FAIL (exit $rc)"
+	echo "| $name | $res | $(grep -c -- '--- PASS' "$log") passed, $(grep -c -- '--- FAIL' "$log") failed, $(grep -c -- '--- SKIP' "$log") skipped |" >>"$summary"
+}
+
+for step in $steps; do
+	case $step in
+	selftest)
+		"$bin/cuda.test" -test.v -test.count=1 -test.run 'TestSelfTest|TestRegistered|TestNoDriver' >"$out/selftest.log" 2>&1
+		row selftest "$out/selftest.log" $?
+		;;
+	conformance)
+		"$bin/cuda.test" -test.v -test.count=1 -test.run 'TestConformance' >"$out/conformance.log" 2>&1
+		row conformance "$out/conformance.log" $?
+		;;
+	goldens)
+		"$bin/cuda.test" -test.v -test.count=1 -test.run 'TestForwardGoldens' >"$out/goldens.log" 2>&1
+		row goldens "$out/goldens.log" $?
+		grep -o 'GOLDENS | .*' "$out/goldens.log" | sed 's/^GOLDENS/| goldens/;s/$/ |/' >>"$summary"
+		;;
+	bench)
+		for lang in english multilingual; do
+			for p in ${PRECISIONS:-fp32 fp16 bf16 fp16x2}; do
+				LAYA_CUDA=precision=$p "$bin/laya-bench" --backend cuda --synthetic "$lang" --questions "${QUESTIONS:-1,10,50}" \
+					--warmup "${WARMUP:-5}" --runs "${RUNS:-50}" --batch-size 64 --format json >"$out/bench-$lang-$p.json" 2>"$out/bench-$lang-$p.err"
+				echo "| bench $lang $p | exit $? | bench-$lang-$p.json |" >>"$summary"
+			done
+		done
+		;;
+	profile)
+		for p in fp32 fp16 fp16x2; do
+			LAYA_CUDA=precision=$p "$bin/laya-bench" --backend cuda --synthetic english --questions 1,10 --warmup 3 --runs 10 \
+				--profile >"$out/profile-english-$p.md" 2>&1
+			echo "| profile english $p | exit $? | profile-english-$p.md |" >>"$summary"
+		done
+		;;
+	sanitize)
+		for tool in memcheck racecheck; do
+			compute-sanitizer --tool "$tool" --print-limit 20 "$bin/cuda.test" -test.v -test.count=1 \
+				-test.run 'TestForwardGoldens/fp32/tiny-en' >"$out/sanitize-$tool.log" 2>&1
+			echo "| sanitize $tool | exit $? | $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitize-$tool.log" | tail -1) |" >>"$summary"
+		done
+		;;
+	*)
+		echo "cuda.sh: unknown step $step" >&2
+		exit 2
+		;;
+	esac
+done
+cat "$summary"
