@@ -91,7 +91,7 @@ func (s *single) load(ctx context.Context, _ []string) error {
 func (s *single) route(_ laya.State, qs laya.Questions, _ router.RouteOptions) (router.Decision, error) {
 	return router.Decision{
 		Model:    s.name,
-		Repo:     s.ref,
+		Repo:     publicRepo(s.ref),
 		Reason:   "the server's only checkpoint (--model)",
 		Workflow: router.MatchTypedDecisionsWorkflow(qs),
 	}, nil
@@ -153,16 +153,19 @@ func (m *routed) load(ctx context.Context, names []string) error {
 		for name := range m.r.Models() {
 			names = append(names, name)
 		}
-		// The residency cap decides how many stay; load the automatic routes first.
-		order := map[string]int{router.ModelEnglish: 0, router.ModelMultilingual: 1, router.ModelTypedDecisions: 2}
-		sortByRank(names, order)
-		names = names[:min(len(names), m.r.MaxLoaded())]
 	}
+	// The residency cap decides how many stay; load the automatic routes first.
+	order := map[string]int{router.ModelEnglish: 0, router.ModelMultilingual: 1, router.ModelTypedDecisions: 2}
+	sortByRank(names, order)
+	// --max-loaded is a hard cap: Router.Preload would raise it to hold every name.
+	names = names[:min(len(names), m.r.MaxLoaded())]
 	return m.r.Preload(ctx, names...)
 }
 
 func (m *routed) route(state laya.State, qs laya.Questions, opts router.RouteOptions) (router.Decision, error) {
-	return m.r.Route(state, qs, opts)
+	d, err := m.r.Route(state, qs, opts)
+	d.Repo = publicRepo(d.Repo)
+	return d, err
 }
 
 func (m *routed) predictor(ctx context.Context, key string) (batchPredictor, func(), error) {
