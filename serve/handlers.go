@@ -188,14 +188,14 @@ func (s *Server) runAdmitted(w http.ResponseWriter, r *http.Request, ds []decisi
 	}
 	defer release()
 	client := s.clientKey(r)
-	ok, probe, retry := s.breaker.allow(client)
+	ok, probe, retry := s.state.breakerAllow(r.Context(), client)
 	if !ok {
 		return nil, s.reject(503, "circuit_open", "inference circuit breaker is open", retry)
 	}
 	defer func() {
 		// Only inference failures and successes move the breaker.
 		inference := failure != nil && failure.status == 500
-		s.breaker.done(client, probe, failure == nil || inference, inference)
+		s.state.breakerDone(client, probe, failure == nil || inference, inference)
 	}()
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 	defer cancel()

@@ -32,11 +32,10 @@ type Server struct {
 	batcher *batcher
 	metrics *metrics
 	mux     *http.ServeMux
-	clients clientLimiter
+	state   stateStore    // per-client slots and breakers: in-process or Redis
 	reads   chan struct{} // a slot per body being read
 	// clientReads caps the bodies one client IP reads at once.
 	clientReads *bodyReads
-	breaker     *breaker
 	proxies     *trustedProxies // nil: X-Forwarded-For is ignored
 
 	inflight   atomic.Int64 // requests admitted past validation, until answered
@@ -73,11 +72,18 @@ func New(cfg Config, models Models) (*Server, error) {
 		}
 		s.proxies = t
 	}
-	s.clients = clientLimiter{max: cfg.ClientMaxInflight, n: map[string]int{}}
 	s.reads = make(chan struct{}, cfg.MaxBodyReads)
 	s.clientReads = &bodyReads{max: cfg.ClientMaxBodyReads, n: map[string]int{}}
-	s.breaker = newBreaker(cfg.BreakerThreshold, cfg.BreakerProbeSuccesses, cfg.BreakerCooldown)
 	s.metrics = newMetrics(s)
+	local := newLocalState(&s.cfg, s.inflight.Load)
+	s.state = local
+	if cfg.StateURL != "" {
+		rs, err := newRedisState(&s.cfg, local, s.metrics.reg, logger)
+		if err != nil {
+			return nil, err
+		}
+		s.state = rs
+	}
 	s.batcher = newBatcher(&s.cfg, models, s.metrics, func(msg string, args ...any) { logger.Warn(msg, args...) })
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("/v1/systemone", s.post(s.handleSystemone))
@@ -251,7 +257,7 @@ func (s *Server) stop(ctx context.Context) error {
 		}
 		hs.Close()
 	}
-	errs = append(errs, s.closeModels())
+	errs = append(errs, s.closeModels(), s.state.close())
 	err := errors.Join(errs...)
 	if errors.Is(err, context.DeadlineExceeded) {
 		s.log.Warn("shutdown grace spent; requests still running were cancelled")
@@ -391,19 +397,8 @@ func writeError(w http.ResponseWriter, e *apiError) {
 
 // clientLimiter caps each client's requests in flight.
 type clientLimiter struct {
-	max int
-	mu  sync.Mutex
-	n   map[string]int
-}
-
-func (c *clientLimiter) acquire(key string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.max > 0 && c.n[key] >= c.max {
-		return false
-	}
-	c.n[key]++
-	return true
+	mu sync.Mutex
+	n  map[string]int
 }
 
 func (c *clientLimiter) release(key string) {
@@ -440,12 +435,13 @@ func (s *Server) admit(r *http.Request) (release func(), e *apiError) {
 		return nil, errorf(503, "the model is still loading")
 	}
 	key := s.clientKey(r)
-	if !s.clients.acquire(key) {
+	releaseSlot, ok := s.state.acquire(r.Context(), key, s.cfg.ClientMaxInflight)
+	if !ok {
 		return nil, s.reject(429, "client_limit", "client concurrency limit exceeded", 0)
 	}
 	s.inflight.Add(1)
 	return func() {
 		s.inflight.Add(-1)
-		s.clients.release(key)
+		releaseSlot()
 	}, nil
 }
