@@ -118,6 +118,7 @@ func New(cfg Config, models Models) (*Server, error) {
 func (s *Server) Start(ctx context.Context) {
 	s.startOnce.Do(func() {
 		s.batcher.start(s.cfg.InferWorkers)
+		s.startIdleUnload()
 		if s.cfg.Lazy {
 			s.ready.Store(true)
 			return
