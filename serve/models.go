@@ -56,8 +56,8 @@ type single struct {
 
 	mu      sync.Mutex
 	agent   *laya.Agent
-	inUse   int       // passes holding agent
-	lastUse time.Time // when the last pass let go of it (or it loaded)
+	inUse   int        // passes holding agent
+	lastUse time.Time  // when the last pass let go of it (or it loaded)
 	loadMu  sync.Mutex // serialises lazy loads
 	given   bool       // the caller's agent (AgentModel): never unloaded
 }
