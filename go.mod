@@ -12,6 +12,7 @@ require (
 	golang.org/x/sys v0.50.0
 	golang.org/x/term v0.37.0
 	golang.org/x/text v0.44.0
+	gopkg.in/yaml.v3 v3.0.1
 )
 
 require (
