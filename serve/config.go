@@ -63,7 +63,8 @@ type Config struct {
 	// in a pass of its own.
 	BatchMaxTokens int
 	// ClientMaxInflight caps one client's requests in flight (429); 0 disables. The
-	// client is the x-laya-client header, else the bearer token, else the peer IP.
+	// client is the x-laya-client header from a caller holding APIKey or a trusted
+	// proxy, else the client IP (clientid.go).
 	ClientMaxInflight int
 	// BreakerThreshold consecutive inference failures open a client's circuit (503
 	// "inference circuit breaker is open" until BreakerCooldown has passed, then

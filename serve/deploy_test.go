@@ -318,4 +318,3 @@ func TestDockerfile(t *testing.T) {
 		t.Fatalf("docker build: %v\n%s", err, out)
 	}
 }
-
