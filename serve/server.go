@@ -153,7 +153,13 @@ func (s *Server) warmup(ctx context.Context) {
 	for _, key := range s.models.loaded() {
 		p, release, err := s.models.predictor(ctx, key)
 		if err == nil {
-			_, err = p.PredictBatch(ctx, []laya.Request{{State: laya.Text("warmup"), Questions: qs}})
+			req := laya.Request{State: laya.Text("warmup"), Questions: qs}
+			start := time.Now()
+			if _, err = p.PredictBatch(ctx, []laya.Request{req}); err == nil {
+				// The first real pass is planned against deadlines with this rate (a
+				// small pass's overheads make it a cautious one).
+				s.batcher.rates.observe(key, jobCost(req), time.Since(start))
+			}
 			release()
 		}
 		if err != nil {

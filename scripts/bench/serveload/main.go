@@ -7,7 +7,8 @@
 //   - load: for each concurrency, that many clients post BODY back to back for
 //     DURATION; a row has requests a second, P50/P99 latency, the statuses, the mean
 //     requests per forward pass (laya_batch_size over the level) and the server's
-//     peak RSS during the level (sampled from /proc every 20 ms, Linux only);
+//     peak RSS during the level (sampled from /proc every 20 ms, Linux only); with
+//     -once each client sends one request instead, a burst;
 //   - slowclient: 4 normal clients post back to back while 64 connections from
 //     another loopback address (127.0.0.2) misbehave (stalled headers, stalled
 //     bodies, bodies trickled at 100 bytes/s); a row has what the normal clients
@@ -55,6 +56,7 @@ func main() {
 	duration := flag.Duration("duration", 5*time.Second, "time at each concurrency")
 	loadOut := flag.String("load", "", "append the load rows to this CSV (none: skip the load run)")
 	slowOut := flag.String("slow", "", "append the slow-client rows to this CSV (none: skip)")
+	flag.BoolVar(&once, "once", false, "each client sends one request (a burst) instead of posting for -duration")
 	flag.Parse()
 	if *label == "" {
 		*label = lastElem(*model)
@@ -85,6 +87,9 @@ func main() {
 		check(appendCSV(*slowOut, []string{"checkpoint", "64 slow connections", "normal req/s", "P50 ms", "P99 ms", "normal statuses", "slow connections closed after"}, rows))
 	}
 }
+
+// once makes each load client send a single request.
+var once bool
 
 type server struct {
 	url string
@@ -233,6 +238,9 @@ func (s *server) clients(ctx context.Context, n int, body []byte, res *result) {
 				io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
 				res.add(strconv.Itoa(resp.StatusCode), time.Since(t0))
+				if once {
+					return
+				}
 				if resp.StatusCode == 503 || resp.StatusCode == 429 {
 					time.Sleep(50 * time.Millisecond) // as a client honouring Retry-After would, shortened
 				}
