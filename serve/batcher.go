@@ -264,7 +264,7 @@ func (b *batcher) pass(key string, group []*job) {
 		for _, j := range group {
 			cost += j.cost
 		}
-		b.rates.observe(key, cost, dur)
+		b.rates.observe(key, cost, dur, true)
 		b.metrics.batches.WithLabelValues("ok").Inc()
 		for i, j := range group {
 			j.done <- jobResult{answer: answers[i], inference: dur, batchSize: len(group)}

@@ -51,26 +51,42 @@ func jobCost(req laya.Request) int {
 }
 
 // passRates keeps each checkpoint's seconds per unit of cost: an exponentially
-// weighted mean over its passes.
+// weighted mean over its passes. The warm-up pass seeds it; a seed only splits
+// passes (a tiny pass's fixed costs make its rate far too high for long requests)
+// and never refuses a request, which takes a rate measured on requests' own passes.
 type passRates struct {
 	mu sync.Mutex
-	m  map[string]float64
+	m  map[string]rate
 }
 
-func (p *passRates) observe(key string, cost int, d time.Duration) {
+type rate struct {
+	perCost  float64 // seconds
+	measured bool    // from a pass of requests, not the warm-up seed
+}
+
+func (p *passRates) observe(key string, cost int, d time.Duration, measured bool) {
 	if cost <= 0 || d <= 0 {
 		return
 	}
-	rate := d.Seconds() / float64(cost)
+	r := rate{perCost: d.Seconds() / float64(cost), measured: measured}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.m == nil {
-		p.m = map[string]float64{}
+		p.m = map[string]rate{}
 	}
-	if old, ok := p.m[key]; ok {
-		rate = 0.7*old + 0.3*rate
+	if old, ok := p.m[key]; ok && old.measured && measured {
+		r.perCost = 0.7*old.perCost + 0.3*r.perCost
+	} else if ok && old.measured {
+		return // a seed does not overwrite a measurement
 	}
-	p.m[key] = rate
+	p.m[key] = r
+}
+
+// measured reports whether key's rate comes from its requests' passes.
+func (p *passRates) measured(key string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.m[key].measured
 }
 
 // estimate is how long a pass of cost is expected to take on key (0: no pass seen),
@@ -79,16 +95,17 @@ func (p *passRates) observe(key string, cost int, d time.Duration) {
 func (p *passRates) estimate(key string, cost int) time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return time.Duration(1.25 * p.m[key] * float64(cost) * float64(time.Second))
+	return time.Duration(1.25 * p.m[key].perCost * float64(cost) * float64(time.Second))
 }
 
 // plan splits one checkpoint's group into passes run one after another: earliest
 // deadline first, each ending (by the estimate) before the earliest deadline in it.
 // Requests that cannot finish even alone after the passes before them come back in
-// late. With no pass seen yet there is no estimate, and the group is one pass.
+// late (only once the rate is measured). With no rate yet the group is one pass.
 func (b *batcher) plan(key string, group []*job, now time.Time) (passes [][]*job, late []*job) {
 	slices.SortStableFunc(group, func(x, y *job) int { return x.deadline.Compare(y.deadline) })
 	start := now
+	refuse := b.rates.measured(key)
 	var pass []*job
 	cost := 0
 	flush := func() {
@@ -103,7 +120,7 @@ func (b *batcher) plan(key string, group []*job, now time.Time) (passes [][]*job
 		if len(pass) > 0 && start.Add(b.rates.estimate(key, cost+j.cost)).After(pass[0].deadline) {
 			flush()
 		}
-		if len(pass) == 0 && start.Add(b.rates.estimate(key, j.cost)).After(j.deadline) {
+		if refuse && len(pass) == 0 && start.Add(b.rates.estimate(key, j.cost)).After(j.deadline) {
 			late = append(late, j)
 			continue
 		}

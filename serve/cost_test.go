@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -103,5 +104,56 @@ func TestPassCostCap(t *testing.T) {
 		if n > 2 {
 			t.Errorf("a pass of %d long states (%v) over a cap of two", n, f.passes)
 		}
+	}
+}
+
+// TestPlan: passes end before their earliest deadline by the estimate; a request
+// that cannot finish alone is refused only on a measured rate, never on the warm-up's
+// seed (whose fixed costs overstate long requests: that refused everything once).
+func TestPlan(t *testing.T) {
+	now := time.Now()
+	jobs := func() []*job {
+		var js []*job
+		for i, d := range []time.Duration{4, 1, 3, 2} { // seconds, out of order
+			js = append(js, &job{cost: 100, deadline: now.Add(d * time.Second), req: laya.Request{MaxLen: i + 1}})
+		}
+		return js
+	}
+	shape := func(passes [][]*job) (out [][]int) {
+		for _, p := range passes {
+			var ids []int
+			for _, j := range p {
+				ids = append(ids, j.req.MaxLen)
+			}
+			out = append(out, ids)
+		}
+		return out
+	}
+	for _, tt := range []struct {
+		name     string
+		perCost  time.Duration // per unit of cost (estimates add a quarter)
+		measured bool
+		passes   string
+		late     int
+	}{
+		{"no rate: one pass", 0, false, "[[2 4 3 1]]", 0},
+		{"fast: one pass", time.Millisecond, true, "[[2 4 3 1]]", 0},
+		// 0.625 s a request with the quarter: 2 alone (two would end at 1.25 > 1 s),
+		// then 4 and 3 by 1.875 s (< 2 s), then 1 by 2.5 s.
+		{"measured 0.5 s", 5 * time.Millisecond, true, "[[2] [4 3] [1]]", 0},
+		// 1.25 s a request: 2 cannot end by 1 s; 4 by 1.25, 3 by 2.5, 1 by 3.75.
+		{"measured 1 s", 10 * time.Millisecond, true, "[[4] [3] [1]]", 1},
+		{"seeded 1 s", 10 * time.Millisecond, false, "[[2] [4] [3] [1]]", 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b := &batcher{}
+			if tt.perCost > 0 {
+				b.rates.observe("m", 1, tt.perCost, tt.measured)
+			}
+			passes, late := b.plan("m", jobs(), now)
+			if got := fmt.Sprint(shape(passes)); got != tt.passes || len(late) != tt.late {
+				t.Errorf("passes %s, %d late; want %s, %d late", got, len(late), tt.passes, tt.late)
+			}
+		})
 	}
 }

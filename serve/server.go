@@ -156,9 +156,8 @@ func (s *Server) warmup(ctx context.Context) {
 			req := laya.Request{State: laya.Text("warmup"), Questions: qs}
 			start := time.Now()
 			if _, err = p.PredictBatch(ctx, []laya.Request{req}); err == nil {
-				// The first real pass is planned against deadlines with this rate (a
-				// small pass's overheads make it a cautious one).
-				s.batcher.rates.observe(key, jobCost(req), time.Since(start))
+				// A seed for splitting the first real passes (see passRates).
+				s.batcher.rates.observe(key, jobCost(req), time.Since(start), false)
 			}
 			release()
 		}
