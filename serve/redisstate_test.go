@@ -160,6 +160,15 @@ func TestRedisSharedBreaker(t *testing.T) {
 			if want := map[bool]int64{true: 1, false: 0}[shared]; open != want {
 				t.Errorf("laya:brk:open holds %d clients, want %d", open, want)
 			}
+			if shared {
+				// Upstream's hash: failures, open_until (epoch ms), probe, probe_successes, seen.
+				h, _ := rs.rdb.HGetAll(context.Background(), "laya:brk:client:t1").Result()
+				until, _ := strconv.ParseInt(h["open_until"], 10, 64)
+				if h["failures"] != "2" || h["probe"] != "0" || h["probe_successes"] != "0" || h["seen"] == "" ||
+					until < time.Now().Add(25*time.Second).UnixMilli() {
+					t.Errorf("laya:brk:client:t1 = %v, want upstream's fields, open for the 30 s cooldown", h)
+				}
+			}
 		})
 	}
 }
