@@ -55,7 +55,7 @@
 //
 // # Limits on every route
 //
-// Every route reads its body through one helper, Server.readJSON (limits.go), and
+// Every route reads its body through one method, Server.readJSON (limits.go), and
 // so gets the same gates: the bearer key, draining, the read caps below, a JSON
 // object (a UTF-8 BOM accepted, as Python's json.loads accepts it in bytes), the
 // route's shape check, then Limits on whatever "state", "states" and "questions" the
