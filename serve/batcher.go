@@ -26,6 +26,8 @@ type job struct {
 	ctx      context.Context
 	key      string // checkpoint
 	req      laya.Request
+	cost     int       // estimated tokens × rows (jobCost)
+	deadline time.Time // when its caller stops waiting
 	enqueued time.Time
 	started  time.Time
 	done     chan jobResult // buffered: the dispatcher never blocks on a gone caller
@@ -45,6 +47,7 @@ type batcher struct {
 	log     func(msg string, args ...any)
 
 	queue  chan *job
+	rates  passRates
 	queued atomic.Int64 // reserved queue slots
 	active atomic.Int64 // requests in a pass
 
@@ -102,6 +105,14 @@ func (b *batcher) submit(jobs []*job) error {
 		}
 	}
 	now := time.Now()
+	for _, j := range jobs {
+		j.cost = jobCost(j.req)
+		if d, ok := j.ctx.Deadline(); ok {
+			j.deadline = d
+		} else {
+			j.deadline = now.Add(100 * 365 * 24 * time.Hour)
+		}
+	}
 	b.oldestMu.Lock()
 	for _, j := range jobs {
 		j.enqueued = now
@@ -140,27 +151,45 @@ func (b *batcher) start(n int) {
 
 // run dispatches until stop is closed and the queue is empty.
 func (b *batcher) run() {
+	// carry is a request taken from the queue that would have pushed a pass past
+	// BatchMaxTokens: it starts the next one.
+	var carry *job
 	for {
-		var first *job
-		select {
-		case first = <-b.queue:
-		case <-b.stop:
+		first := carry
+		carry = nil
+		if first == nil {
 			select {
 			case first = <-b.queue:
-			default:
-				return
+			case <-b.stop:
+				select {
+				case first = <-b.queue:
+				default:
+					return
+				}
 			}
+			b.take(first)
 		}
-		b.take(first)
 		batch := []*job{first}
-		if b.cfg.BatchWindow > 0 && b.cfg.BatchMax > 1 {
+		cost := first.cost
+		// add takes j into the batch, or keeps it for the next when it does not fit.
+		add := func(j *job) bool {
+			b.take(j)
+			if cost+j.cost > b.cfg.BatchMaxTokens {
+				carry = j
+				return false
+			}
+			batch, cost = append(batch, j), cost+j.cost
+			return true
+		}
+		if b.cfg.BatchWindow > 0 && b.cfg.BatchMax > 1 && cost < b.cfg.BatchMaxTokens {
 			timer := time.NewTimer(b.cfg.BatchWindow)
 		gather:
 			for len(batch) < b.cfg.BatchMax {
 				select {
 				case j := <-b.queue:
-					b.take(j)
-					batch = append(batch, j)
+					if !add(j) {
+						break gather
+					}
 				case <-timer.C:
 					break gather
 				case <-b.stop:
@@ -168,8 +197,9 @@ func (b *batcher) run() {
 					for len(batch) < b.cfg.BatchMax {
 						select {
 						case j := <-b.queue:
-							b.take(j)
-							batch = append(batch, j)
+							if !add(j) {
+								break gather
+							}
 						default:
 							break gather
 						}
@@ -199,7 +229,23 @@ func (b *batcher) dispatch(batch []*job) {
 		groups[j.key] = append(groups[j.key], j)
 	}
 	for _, key := range keys {
-		b.pass(key, groups[key])
+		passes, late := b.plan(key, groups[key], time.Now())
+		for _, j := range late {
+			j.done <- jobResult{err: context.DeadlineExceeded}
+		}
+		for _, p := range passes {
+			live := p[:0]
+			for _, j := range p {
+				if err := j.ctx.Err(); err != nil {
+					j.done <- jobResult{err: err} // its deadline passed during the passes before
+					continue
+				}
+				live = append(live, j)
+			}
+			if len(live) > 0 {
+				b.pass(key, live)
+			}
+		}
 	}
 }
 
@@ -214,6 +260,11 @@ func (b *batcher) pass(key string, group []*job) {
 	defer b.active.Add(-int64(len(group)))
 	answers, dur, err := b.predict(key, group)
 	if err == nil {
+		cost := 0
+		for _, j := range group {
+			cost += j.cost
+		}
+		b.rates.observe(key, cost, dur, true)
 		b.metrics.batches.WithLabelValues("ok").Inc()
 		for i, j := range group {
 			j.done <- jobResult{answer: answers[i], inference: dur, batchSize: len(group)}

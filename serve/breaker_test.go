@@ -84,6 +84,7 @@ func TestBreakerHTTP(t *testing.T) {
 	}
 	ts := startServer(t, f, func(c *Config) {
 		c.BreakerThreshold, c.BreakerCooldown, c.BreakerProbeSuccesses = 2, time.Second, 2
+		c.ProxyHeaders = true // the loopback peer is a trusted proxy, so x-laya-client names the client
 	})
 	as := func(client string) response {
 		return do(t, nil, "POST", ts.url+"/v1/systemone", smallRequest, map[string]string{"X-Laya-Client": client})

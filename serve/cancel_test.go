@@ -47,19 +47,28 @@ func TestBatchQueueAllOrNone(t *testing.T) {
 	f := newFake(t)
 	f.gate = make(chan struct{})
 	ts := startServer(t, f, func(c *Config) { c.QueueMax, c.BatchMax, c.BatchWindow = 3, 1, 0 })
-	done := make(chan int, 1)
+	done := make(chan int, 2)
 	go func() { done <- post(t, ts.url+"/v1/systemone", smallRequest).status }()
 	<-f.entered
-	r := post(t, ts.url+"/v1/systemone/batch", `{"states": ["a", "b", "c", "d"], "questions": {"q": {"type": "noul", "instructions": "x"}}}`)
+	go func() { done <- post(t, ts.url+"/v1/systemone", smallRequest).status }()
+	waitFor(t, "one queued", func() bool { return ts.batcher.depth() == 1 })
+	r := post(t, ts.url+"/v1/systemone/batch", `{"states": ["a", "b", "c"], "questions": {"q": {"type": "noul", "instructions": "x"}}}`)
 	if r.status != 503 || detail(t, r) != "request queue is full" {
-		t.Errorf("4 states into a queue of 3: %d %s", r.status, r.body)
+		t.Errorf("3 states into a queue of 3 holding 1: %d %s", r.status, r.body)
 	}
-	if d := ts.batcher.depth(); d != 0 {
-		t.Errorf("queue depth %d after the refused batch, want 0", d)
+	if d := ts.batcher.depth(); d != 1 {
+		t.Errorf("queue depth %d after the refused batch, want 1", d)
+	}
+	// More states than the queue holds can never be queued: not a retryable 503.
+	r = post(t, ts.url+"/v1/systemone/batch", `{"states": ["a", "b", "c", "d"], "questions": {"q": {"type": "noul", "instructions": "x"}}}`)
+	if r.status != 413 || r.header.Get("Retry-After") != "" || !strings.Contains(detail(t, r), "LAYA_QUEUE_MAX") {
+		t.Errorf("4 states into a queue of 3: %d %s %v", r.status, r.body, r.header)
 	}
 	close(f.gate)
-	if s := <-done; s != 200 {
-		t.Errorf("first request: %d", s)
+	for range 2 {
+		if s := <-done; s != 200 {
+			t.Errorf("single request: %d", s)
+		}
 	}
 	if r := post(t, ts.url+"/v1/systemone/batch", `{"states": ["a", "b", "c"], "questions": {"q": {"type": "noul", "instructions": "x"}}}`); r.status != 200 {
 		t.Errorf("3 states: %d %s", r.status, r.body)

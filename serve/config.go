@@ -22,6 +22,7 @@ type Limits struct {
 	ScoreLevels   int   // levels of one score question
 	TotalOptions  int   // options across all questions
 	BatchStates   int   // states of one /v1/systemone/batch request
+	TextChars     int   // characters of one instructions, criterion or level text
 	// TokenBudget caps a request's max_len and head_max_len (a 422 above it).
 	TokenBudget int
 }
@@ -49,8 +50,21 @@ type Config struct {
 	// bounds the memory concurrent near-limit bodies take (upstream #330). A stalled
 	// client holds a read for at most BodyTimeout, and nothing after it.
 	MaxBodyReads int
+	// ClientMaxBodyReads caps the bodies one client IP reads at once (503 past it), so
+	// that stalled connections from one address cannot hold every read slot.
+	ClientMaxBodyReads int
+	// MinBodyRate is the average transfer rate (bytes a second) a body must keep once
+	// BodyRateGrace has passed (408 below it); 0 leaves only BodyTimeout.
+	MinBodyRate   int64
+	BodyRateGrace time.Duration
+	// BatchMaxTokens caps the cost of one forward pass: the estimated tokens of its
+	// question rows (tokens × rows), so a pass of long states is smaller than a pass of
+	// short ones and its memory is bounded. A request costing more than the cap runs
+	// in a pass of its own.
+	BatchMaxTokens int
 	// ClientMaxInflight caps one client's requests in flight (429); 0 disables. The
-	// client is the x-laya-client header, else the bearer token, else the peer IP.
+	// client is the x-laya-client header from a caller holding APIKey or a trusted
+	// proxy, else the client IP (clientid.go).
 	ClientMaxInflight int
 	// BreakerThreshold consecutive inference failures open a client's circuit (503
 	// "inference circuit breaker is open" until BreakerCooldown has passed, then
@@ -80,6 +94,21 @@ type Config struct {
 	// WriteTimeout writing the answer, IdleTimeout a keep-alive connection's wait for
 	// its next request.
 	HeaderTimeout, BodyTimeout, WriteTimeout, IdleTimeout time.Duration
+	// StateURL (redis://…) shares the per-client cap, the in-flight count and (with
+	// SharedBreaker) the circuit breaker with every replica using the same Redis,
+	// in upstream's key layout (laya/redis_state.py). Empty keeps them in-process.
+	StateURL      string
+	SharedBreaker bool
+	// StateFailurePolicy is what a request meets while Redis is unreachable: "local"
+	// enforces the limits per replica, "open" lets requests through unlimited.
+	StateFailurePolicy string
+	// BreakerEntryTTL is how long a client's breaker entry in Redis outlives its last
+	// event: 0 is max(BreakerCooldown, 60 s) (upstream's "auto"), below 0 is upstream's
+	// "0" (no TTL; Redis still drops it after 24 h).
+	BreakerEntryTTL time.Duration
+	// IdleUnload gives a checkpoint's memory back after that long without a request;
+	// the next request loads it again (upstream LAYA_IDLE_UNLOAD_SECONDS). 0 keeps them.
+	IdleUnload time.Duration
 	// Device is what /health reports as the compute device (the backend name).
 	Device string
 	// Logger receives access logs (one JSON object per request) and errors; nil
@@ -96,6 +125,12 @@ func DefaultConfig() Config {
 		BatchMax:              16,
 		QueueMax:              64,
 		MaxBodyReads:          64,
+		ClientMaxBodyReads:    8,
+		MinBodyRate:           1024,
+		BodyRateGrace:         2 * time.Second,
+		BatchMaxTokens:        65536,
+		SharedBreaker:         true,
+		StateFailurePolicy:    "local",
 		BreakerCooldown:       30 * time.Second,
 		BreakerProbeSuccesses: 2,
 		ForwardedAllowIPs:     "127.0.0.1",
@@ -112,6 +147,7 @@ func DefaultConfig() Config {
 			ScoreLevels:   32,
 			TotalOptions:  512,
 			BatchStates:   64,
+			TextChars:     8192,
 			TokenBudget:   8192,
 		},
 		HeaderTimeout: 10 * time.Second,
@@ -131,10 +167,19 @@ var EnvVars = [][2]string{
 	{"LAYA_SHUTDOWN_GRACE_S", "drain budget on SIGTERM/SIGINT (30)"},
 	{"LAYA_INFER_WORKERS", "dispatchers, each one pass at a time (1)"},
 	{"LAYA_MAX_BODY_READS", "request bodies read at once; more get 503 (64)"},
+	{"LAYA_CLIENT_MAX_BODY_READS", "request bodies one client IP reads at once; more get 503 (8)"},
+	{"LAYA_MIN_BODY_RATE", "bytes/s a body must average after the grace; slower gets 408; 0 = off (1024)"},
+	{"LAYA_BODY_RATE_GRACE_S", "seconds before the minimum body rate applies (2)"},
+	{"LAYA_BATCH_MAX_TOKENS", "estimated tokens x rows of one forward pass (65536)"},
 	{"LAYA_CLIENT_MAX_INFLIGHT", "per-client requests in flight; over it 429; 0 = off (0)"},
 	{"LAYA_BREAKER_THRESHOLD", "consecutive inference failures opening a client's breaker; 0 = off (0)"},
 	{"LAYA_BREAKER_COOLDOWN_S", "seconds a breaker stays open before probes (30)"},
 	{"LAYA_BREAKER_PROBE_SUCCESSES", "probe successes in a row that close it (2)"},
+	{"LAYA_STATE_URL", "redis://host:port/db sharing client caps and breakers across replicas (unset)"},
+	{"LAYA_SHARED_BREAKER", "with LAYA_STATE_URL, share the breaker too (1)"},
+	{"LAYA_STATE_FAILURE_POLICY", "Redis unreachable: local (per-replica limits) or open (none) (local)"},
+	{"LAYA_BREAKER_ENTRY_TTL_S", "breaker entry lifetime; auto = max(cooldown, 60) (auto)"},
+	{"LAYA_IDLE_UNLOAD_SECONDS", "unload a checkpoint idle that long, reload on demand; 0 = never (0)"},
 	{"LAYA_PROXY_HEADERS", "trust X-Forwarded-For from LAYA_FORWARDED_ALLOW_IPS (0)"},
 	{"LAYA_FORWARDED_ALLOW_IPS", "proxies trusted: IPs, networks or * (127.0.0.1)"},
 	{"LAYA_API_KEY", "require Authorization: Bearer <key> (unset)"},
@@ -149,6 +194,7 @@ var EnvVars = [][2]string{
 	{"LAYA_MAX_CHOICE_OPTIONS", "options per choice question (100)"},
 	{"LAYA_MAX_SCORE_LEVELS", "levels per score question (32)"},
 	{"LAYA_MAX_TOTAL_OPTIONS", "options across questions (512)"},
+	{"LAYA_MAX_TEXT_CHARS", "characters of one instructions/criterion/level text (8192)"},
 	{"LAYA_MAX_BATCH_STATES", "states per /v1/systemone/batch (64)"},
 	{"LAYA_MAX_TOKEN_BUDGET", "cap on a request's max_len/head_max_len (8192)"},
 	{"LAYA_HEADER_TIMEOUT_S", "time to read request headers (10)"},
@@ -211,10 +257,35 @@ func (c *Config) FromEnv(getenv func(string) string) error {
 	seconds("LAYA_SHUTDOWN_GRACE_S", 0, func(d time.Duration) { c.ShutdownGrace = d })
 	num("LAYA_INFER_WORKERS", 1, func(v int) { c.InferWorkers = v })
 	num("LAYA_MAX_BODY_READS", 1, func(v int) { c.MaxBodyReads = v })
+	num("LAYA_CLIENT_MAX_BODY_READS", 1, func(v int) { c.ClientMaxBodyReads = v })
+	num("LAYA_MIN_BODY_RATE", 0, func(v int) { c.MinBodyRate = int64(v) })
+	seconds("LAYA_BODY_RATE_GRACE_S", 0, func(d time.Duration) { c.BodyRateGrace = d })
+	num("LAYA_BATCH_MAX_TOKENS", 1, func(v int) { c.BatchMaxTokens = v })
 	num("LAYA_CLIENT_MAX_INFLIGHT", 0, func(v int) { c.ClientMaxInflight = v })
 	num("LAYA_BREAKER_THRESHOLD", 0, func(v int) { c.BreakerThreshold = v })
 	seconds("LAYA_BREAKER_COOLDOWN_S", 0, func(d time.Duration) { c.BreakerCooldown = d })
 	num("LAYA_BREAKER_PROBE_SUCCESSES", 1, func(v int) { c.BreakerProbeSuccesses = v })
+	if u := strings.TrimSpace(getenv("LAYA_STATE_URL")); u != "" {
+		c.StateURL = u
+	}
+	boolean("LAYA_SHARED_BREAKER", func(b bool) { c.SharedBreaker = b })
+	if p := strings.ToLower(strings.TrimSpace(getenv("LAYA_STATE_FAILURE_POLICY"))); p != "" {
+		if p != "local" && p != "open" {
+			errs = append(errs, fmt.Errorf("%w: LAYA_STATE_FAILURE_POLICY must be 'local' or 'open', got %q", ErrConfig, p))
+		} else {
+			c.StateFailurePolicy = p
+		}
+	}
+	if raw := strings.ToLower(strings.TrimSpace(getenv("LAYA_BREAKER_ENTRY_TTL_S"))); raw == "auto" {
+		c.BreakerEntryTTL = 0
+	} else {
+		seconds("LAYA_BREAKER_ENTRY_TTL_S", 0, func(d time.Duration) {
+			if c.BreakerEntryTTL = d; d == 0 {
+				c.BreakerEntryTTL = -1 // upstream's 0: no TTL but Redis' 24 h safety expiry
+			}
+		})
+	}
+	seconds("LAYA_IDLE_UNLOAD_SECONDS", 0, func(d time.Duration) { c.IdleUnload = d })
 	boolean("LAYA_PROXY_HEADERS", func(b bool) { c.ProxyHeaders = b })
 	if ips := strings.TrimSpace(getenv("LAYA_FORWARDED_ALLOW_IPS")); ips != "" {
 		c.ForwardedAllowIPs = ips
@@ -243,6 +314,7 @@ func (c *Config) FromEnv(getenv func(string) string) error {
 	num("LAYA_MAX_CHOICE_OPTIONS", 1, func(v int) { c.Limits.ChoiceOptions = v })
 	num("LAYA_MAX_SCORE_LEVELS", 1, func(v int) { c.Limits.ScoreLevels = v })
 	num("LAYA_MAX_TOTAL_OPTIONS", 1, func(v int) { c.Limits.TotalOptions = v })
+	num("LAYA_MAX_TEXT_CHARS", 1, func(v int) { c.Limits.TextChars = v })
 	num("LAYA_MAX_BATCH_STATES", 1, func(v int) { c.Limits.BatchStates = v })
 	num("LAYA_MAX_TOKEN_BUDGET", 1, func(v int) { c.Limits.TokenBudget = v })
 	seconds("LAYA_HEADER_TIMEOUT_S", 0.001, func(d time.Duration) { c.HeaderTimeout = d })
@@ -257,14 +329,20 @@ func (c *Config) check() error {
 	switch {
 	case c.BatchWindow < 0:
 		return fmt.Errorf("%w: batch window %v, want ≥ 0", ErrConfig, c.BatchWindow)
-	case c.BatchMax < 1 || c.QueueMax < 1 || c.MaxBodyReads < 1 || c.InferWorkers < 1:
-		return fmt.Errorf("%w: batch max %d, queue max %d, max body reads %d and infer workers %d, want ≥ 1", ErrConfig, c.BatchMax, c.QueueMax, c.MaxBodyReads, c.InferWorkers)
+	case c.BatchMax < 1 || c.QueueMax < 1 || c.MaxBodyReads < 1 || c.ClientMaxBodyReads < 1 || c.InferWorkers < 1 || c.BatchMaxTokens < 1:
+		return fmt.Errorf("%w: batch max %d, queue max %d, max body reads %d, client max body reads %d, infer workers %d and batch max tokens %d, want ≥ 1",
+			ErrConfig, c.BatchMax, c.QueueMax, c.MaxBodyReads, c.ClientMaxBodyReads, c.InferWorkers, c.BatchMaxTokens)
+	case c.MinBodyRate < 0 || c.BodyRateGrace < 0 || c.IdleUnload < 0:
+		return fmt.Errorf("%w: minimum body rate, its grace and idle unload must be ≥ 0", ErrConfig)
+	case c.StateFailurePolicy != "local" && c.StateFailurePolicy != "open":
+		return fmt.Errorf("%w: state failure policy %q, want local or open", ErrConfig, c.StateFailurePolicy)
 	case c.RequestTimeout <= 0:
 		return fmt.Errorf("%w: request timeout %v, want > 0", ErrConfig, c.RequestTimeout)
 	case c.ClientMaxInflight < 0:
 		return fmt.Errorf("%w: client max in-flight %d, want ≥ 0", ErrConfig, c.ClientMaxInflight)
 	case c.Limits.BodyBytes < 1 || c.Limits.StateChars < 1 || c.Limits.Questions < 1 || c.Limits.ChoiceOptions < 1 ||
-		c.Limits.ScoreLevels < 1 || c.Limits.TotalOptions < 1 || c.Limits.BatchStates < 1 || c.Limits.TokenBudget < 1:
+		c.Limits.ScoreLevels < 1 || c.Limits.TotalOptions < 1 || c.Limits.BatchStates < 1 || c.Limits.TokenBudget < 1 ||
+		c.Limits.TextChars < 1:
 		return fmt.Errorf("%w: every limit must be ≥ 1, got %+v", ErrConfig, c.Limits)
 	case c.HeaderTimeout <= 0 || c.BodyTimeout <= 0 || c.WriteTimeout <= 0 || c.IdleTimeout <= 0:
 		return fmt.Errorf("%w: header, body, write and idle timeouts must be > 0", ErrConfig)

@@ -42,6 +42,9 @@ func TestStalledClients(t *testing.T) {
 	ts := startServer(t, realModel(t), func(c *Config) {
 		c.HeaderTimeout, c.BodyTimeout = 300*time.Millisecond, 400*time.Millisecond
 		c.QueueMax, c.ClientMaxInflight = 4, 2
+		// Every connection here comes from 127.0.0.1: the per-address read cap is
+		// TestSlowloris's.
+		c.ClientMaxBodyReads, c.MinBodyRate = 64, 0
 	})
 	var stalled []net.Conn
 	for i := range 12 {

@@ -30,8 +30,14 @@
 //   - POST /v1/predict: {"state", "questions"} → the library's JSON plus a newline, as
 //     laya predict prints it (with "routing" under the router).
 //   - GET /health, also as /healthz (liveness; 503 once a preload failed), GET /ready
-//     (200 with queue_depth, or 503 while loading or draining), POST /drain (stop intake
-//     before SIGTERM), GET /metrics (Prometheus, upstream's metric names and buckets).
+//     (200 with queue_depth, or 503 while loading or draining; without the key only
+//     ready or not), POST /drain[?timeout_s=N] (stop intake before SIGTERM, until
+//     POST /undrain or N seconds; both need the key, or a loopback peer when no key is
+//     set), GET /metrics (Prometheus, upstream's metric names and buckets).
+//
+// Checkpoints are shown by name, never by path: routing.repo of a local directory is
+// its last element, and load errors shown to clients have their paths cut the same
+// way (the log keeps them whole).
 //
 // A checkpoint that cannot load never stops a router: a failed preload leaves /ready and
 // /health at 503 with the cause in preload_error, and a request routed to a checkpoint
@@ -47,23 +53,75 @@
 // "inference circuit breaker is open", loading, a checkpoint that failed to load), 504 ("inference timed out") and 500
 // ("inference failed", the cause only in the log).
 //
+// # Limits on every route
+//
+// Every route reads its body through one method, Server.readJSON (limits.go), and
+// so gets the same gates: the bearer key, draining, the read caps below, a JSON
+// object (a UTF-8 BOM accepted, as Python's json.loads accepts it in bytes), the
+// route's shape check, then Limits on whatever "state", "states" and "questions" the
+// body holds (413 naming the limit: questions, options, levels, total options, state
+// characters, states, and Limits.TextChars per instructions, option or level text).
+// A route added later calls readJSON and inherits them all.
+//
+// # Reading bodies
+//
+// A body being read holds one of MaxBodyReads slots (memory), and one client address
+// (the peer, or the hop trusted proxies vouch for) at most ClientMaxBodyReads of them;
+// past either the request gets 503 "server busy, try again later" and its connection
+// is closed. A body must arrive at MinBodyRate bytes a second on average once
+// BodyRateGrace has passed (408), and within BodyTimeout in all: connections that
+// stall or trickle give their slots back within seconds, and one address cannot
+// starve the others (slowclient.go).
+//
+// # Client identity
+//
+// The per-client cap and breaker key a request by x-laya-client only when the caller
+// may name a tenant: it holds APIKey, or it is a trusted proxy (ProxyHeaders and
+// ForwardedAllowIPs). Otherwise the key is the client IP. So a caller can neither
+// escape its cap with a new name per request nor get another client refused by
+// sending its name, and holders of the one APIKey at different addresses are
+// different clients (clientid.go). Keys are upstream's "client:<name[:200]>" and
+// "ip:<address>"; the bearer credential is never a key.
+//
 // # Batching and admission
 //
-// A request is read (within BodyTimeout and Limits.BodyBytes, at most MaxBodyReads at
-// once) and validated before it takes anything else: a client that stalls holds only
-// its read, and only until BodyTimeout. It is then admitted (draining →
-// 503, the client's in-flight cap → 429), queued (QueueMax → 503) and answered by the
+// A request is read and validated before it takes anything else. It is then admitted
+// (draining → 503, the client's in-flight cap → 429), queued (QueueMax → 503; a batch
+// of more states than QueueMax → 413, since it could never fit) and answered by the
 // dispatcher, which takes the first queued request, waits up to BatchWindow for up to
-// BatchMax, groups them by checkpoint and answers each group with one
-// laya.Agent.PredictBatch: the question rows of every request, sorted by length, in
-// padded batches. Answers are byte-identical to single requests; a pass that fails is
+// BatchMax requests or BatchMaxTokens of cost (estimated tokens × rows), groups them
+// by checkpoint and answers each group with laya.Agent.PredictBatch: the question
+// rows of every request, sorted by length, in padded batches. The dispatcher learns
+// each checkpoint's seconds per unit of cost and plans a group's passes earliest
+// deadline first, each ending (by the estimate, plus a quarter) before the earliest
+// deadline in it; a request that cannot finish even alone is answered 504 at once
+// (cost.go). Answers are byte-identical to single requests; a pass that fails is
 // retried request by request. RequestTimeout covers queue wait and inference.
+//
+// # Replicas
+//
+// With Config.StateURL (LAYA_STATE_URL, redis://…) the per-client in-flight slots,
+// the global in-flight count and, with SharedBreaker, the breaker live in Redis in
+// upstream's layout (laya/redis_state.py: laya:adm:<client>, laya:inflight,
+// laya:brk:<client>, laya:brk:open, laya:brk:tracked), one Lua script per
+// transition, so every replica enforces one budget and Go and Python replicas can
+// share one Redis. A slot counter expires RequestTimeout + 5 s after it was taken, so
+// a dead replica's slots come back within that. When Redis does not answer within
+// 300 ms, StateFailurePolicy "local" decides with the replica's own limiter and
+// breaker and "open" lets the request through (laya_shared_state_errors_total,
+// laya_state_degraded); Redis is then left alone for a second.
+//
+// # Idle unload
+//
+// With IdleUnload (LAYA_IDLE_UNLOAD_SECONDS) a checkpoint no pass has used for that
+// long is closed; the next request that needs it loads it again, and /ready stays 200.
 //
 // # Shutdown
 //
-// Run's context ending (SIGTERM or SIGINT in laya serve) starts a drain: the listener
-// closes, new requests get 503, and every in-flight and queued request is answered
-// within ShutdownGrace; past it, passes still running are cancelled and their callers
+// Run's context ending (SIGTERM or SIGINT in laya serve) starts a drain: new requests
+// get 503 "server is shutting down" (new connections too: the listener stays open,
+// without keep-alive, until what was admitted is answered), and every in-flight and
+// queued request is answered within ShutdownGrace; past it, passes still running are cancelled and their callers
 // get 503. Run then closes the models and returns nil. (Upstream fails queued requests
 // with 503 at SIGTERM; here they are answered, since a deploy should not fail requests
 // the server already accepted.)
@@ -78,15 +136,15 @@
 // laya_request_latency_seconds, laya_queue_wait_seconds, laya_queue_oldest_seconds,
 // laya_inference_seconds, laya_batch_size, laya_batches_total{result},
 // laya_queue_depth, laya_active_requests, laya_inflight_total, laya_clients_active,
-// laya_circuits_open, laya_circuits_tracked, laya_models_loaded. Upstream's shared
-// (Redis) state is not implemented, so its metrics are absent.
+// laya_circuits_open, laya_circuits_tracked, laya_models_loaded; with StateURL also
+// laya_shared_state_errors_total{op}, laya_state_degraded and laya_state_backend{mode}.
 //
 // # Circuit breaker
 //
 // With BreakerThreshold > 0, that many inference failures in a row (500s) open the
 // client's circuit: its requests get 503 "inference circuit breaker is open" with the
 // cooldown left in Retry-After; after BreakerCooldown one probe at a time runs, and
-// BreakerProbeSuccesses successes in a row close it. Per client, as upstream keys it.
+// BreakerProbeSuccesses successes in a row close it. Per client (see Client identity).
 // Behind a proxy, ProxyHeaders takes the client IP from X-Forwarded-For as set by the
 // proxies in ForwardedAllowIPs (read right to left, so a client cannot pick it).
 package serve

@@ -59,21 +59,10 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request) {
 // handlePredict is POST /v1/predict: {"state", "questions"} answered with the library's
 // JSON byte for byte, as laya predict prints it (routing added under --router).
 func (s *Server) handlePredict(w http.ResponseWriter, r *http.Request) {
-	if !s.authorized(r) {
-		s.fail(w, "", errorf(401, "invalid or missing bearer token"))
-		return
-	}
-	raw, e := s.readBody(w, r)
+	raw, _, e := s.readJSON(w, r, nil)
 	if e != nil {
 		s.fail(w, "", e)
 		return
-	}
-	if len(raw) > 0 {
-		if _, bad := loneSurrogate(raw); bad {
-			_, e = parseBody(raw)
-			s.fail(w, "", e)
-			return
-		}
 	}
 	req, err := laya.ParseRequest(raw)
 	if err == nil {
@@ -127,26 +116,13 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, batch bool) (d [
 // queued and no slot is held yet.
 func (s *Server) readDecision(w http.ResponseWriter, r *http.Request, batch bool) ([]decision, controls, *apiError) {
 	var c controls
-	if !s.authorized(r) {
-		return nil, c, errorf(401, "invalid or missing bearer token")
-	}
-	if s.draining.Load() {
-		return nil, c, s.reject(503, "draining", errShuttingDown.Error(), 0)
-	}
-	raw, e := s.readBody(w, r)
-	if e != nil {
-		return nil, c, e
-	}
-	body, e := parseBody(raw)
-	if e != nil {
-		return nil, c, e
-	}
 	// Checked in upstream's order: the body's shape (400), the limits (413), the
 	// control fields (422), then the questions themselves (422).
-	lim := s.cfg.Limits
-	if _, ok := body.Get("questions"); !ok {
-		return nil, c, errorf(400, "request body must be an object with a 'questions' field")
+	_, body, e := s.readJSON(w, r, needQuestions)
+	if e != nil {
+		return nil, c, e
 	}
+	lim := s.cfg.Limits
 	var stateValues []pyjson.Value
 	if batch {
 		sv, ok := body.Get("states")
@@ -202,20 +178,24 @@ func (s *Server) readDecision(w http.ResponseWriter, r *http.Request, batch bool
 // runAdmitted admits the request, queues its decisions and waits for their answers
 // within the request timeout.
 func (s *Server) runAdmitted(w http.ResponseWriter, r *http.Request, ds []decision) (_ []jobResult, failure *apiError) {
+	if len(ds) > s.cfg.QueueMax {
+		// Never fits, however long the caller waits: not a retryable 503.
+		return nil, errorf(413, "too many states for the queue (%d > %d, LAYA_QUEUE_MAX)", len(ds), s.cfg.QueueMax)
+	}
 	release, e := s.admit(r)
 	if e != nil {
 		return nil, e
 	}
 	defer release()
 	client := s.clientKey(r)
-	ok, probe, retry := s.breaker.allow(client)
+	ok, probe, retry := s.state.breakerAllow(r.Context(), client)
 	if !ok {
 		return nil, s.reject(503, "circuit_open", "inference circuit breaker is open", retry)
 	}
 	defer func() {
 		// Only inference failures and successes move the breaker.
 		inference := failure != nil && failure.status == 500
-		s.breaker.done(client, probe, failure == nil || inference, inference)
+		s.state.breakerDone(client, probe, failure == nil || inference, inference)
 	}()
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 	defer cancel()
@@ -276,7 +256,7 @@ func (s *Server) resultError(r *http.Request, res jobResult) *apiError {
 		// unreachable): this request fails and says why; the server and the other
 		// checkpoints carry on, and the next request for it tries the load again.
 		s.log.Error("model failed to load", "error", err.Error())
-		return &apiError{status: 503, detail: err.Error()}
+		return &apiError{status: 503, detail: hidePaths(err.Error())}
 	case errors.Is(err, context.DeadlineExceeded):
 		return &apiError{status: 504, detail: "inference timed out"}
 	case r.Context().Err() != nil:
@@ -371,6 +351,17 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
+	if !s.authorized(r) {
+		// Readiness stays open to probes; what is resident, and why a load failed, is
+		// for key holders only (as /health).
+		if !s.Ready() {
+			w.Header().Set("Retry-After", "1")
+			writeJSON(w, 503, []byte(`{"detail":{"ready":false}}`))
+			return
+		}
+		writeJSON(w, 200, []byte(`{"status":"ready"}`))
+		return
+	}
 	loaded := names(s.models.loaded())
 	if !s.Ready() {
 		perr := pyjson.Null()
@@ -385,16 +376,6 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, 200, compact(pyjson.Object(member("status", pyjson.String("ready")), member("loaded", loaded),
 		member("device", pyjson.String(s.cfg.Device)), member("queue_depth", pyjson.Int(s.batcher.depth())))))
-}
-
-func (s *Server) handleDrain(w http.ResponseWriter, r *http.Request) {
-	if !s.authorized(r) {
-		writeError(w, errorf(401, "invalid or missing bearer token"))
-		return
-	}
-	s.Drain()
-	s.log.Info("draining on POST /drain")
-	writeJSON(w, 200, compact(pyjson.Object(member("status", pyjson.String("draining")), member("loaded", names(s.models.loaded())))))
 }
 
 // compact is v as Starlette's JSONResponse renders a Python dict: json.dumps with

@@ -157,7 +157,18 @@ func detail(t testing.TB, r response) string {
 // scrape parses /metrics with Prometheus' own text parser.
 func scrape(t testing.TB, url string) map[string]*dto.MetricFamily {
 	t.Helper()
-	r := do(t, nil, "GET", url+"/metrics", "", nil)
+	return scrapeWith(t, url, nil)
+}
+
+// scrapeKey scrapes a server that holds the key "k".
+func scrapeKey(t testing.TB, url string) map[string]*dto.MetricFamily {
+	t.Helper()
+	return scrapeWith(t, url, map[string]string{"Authorization": "Bearer k"})
+}
+
+func scrapeWith(t testing.TB, url string, header map[string]string) map[string]*dto.MetricFamily {
+	t.Helper()
+	r := do(t, nil, "GET", url+"/metrics", "", header)
 	if r.status != 200 {
 		t.Fatalf("/metrics: %d %s", r.status, r.body)
 	}

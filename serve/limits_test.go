@@ -152,6 +152,7 @@ func TestQueueAndClientLimits(t *testing.T) {
 	f.gate = make(chan struct{})
 	ts := startServer(t, f, func(c *Config) {
 		c.QueueMax, c.BatchMax, c.BatchWindow, c.ClientMaxInflight = 2, 1, 0, 2
+		c.ProxyHeaders = true // the loopback peer is a trusted proxy, so x-laya-client names the client
 	})
 	var wg sync.WaitGroup
 	statuses := make([]int, 3)

@@ -49,10 +49,11 @@ func newMetrics(s *Server) *metrics {
 	gauge("laya_queue_depth", "Requests waiting in the queue", func() float64 { return float64(s.batcher.depth()) })
 	gauge("laya_queue_oldest_seconds", "Age of the oldest request still waiting in the queue", func() float64 { return s.batcher.oldest().Seconds() })
 	gauge("laya_active_requests", "Requests currently dispatching", func() float64 { return float64(s.batcher.active.Load()) })
-	gauge("laya_inflight_total", "In-flight requests", func() float64 { return float64(s.inflight.Load()) })
-	gauge("laya_clients_active", "Clients with at least one request in flight", func() float64 { return float64(s.clients.active()) })
-	gauge("laya_circuits_open", "Clients whose inference breaker is currently open", func() float64 { o, _ := s.breaker.counts(); return float64(o) })
-	gauge("laya_circuits_tracked", "Clients with breaker state tracked (local view)", func() float64 { _, t := s.breaker.counts(); return float64(t) })
+	// Cluster-wide under LAYA_STATE_URL (laya_clients_active stays this replica's).
+	gauge("laya_inflight_total", "In-flight requests; cluster-wide under a shared store", func() float64 { return float64(s.state.snapshot().inflight) })
+	gauge("laya_clients_active", "Clients with at least one request in flight", func() float64 { return float64(s.state.snapshot().clientsActive) })
+	gauge("laya_circuits_open", "Clients whose inference breaker is currently open", func() float64 { return float64(s.state.snapshot().circuitsOpen) })
+	gauge("laya_circuits_tracked", "Clients with breaker state tracked (local view)", func() float64 { return float64(s.state.snapshot().circuitsTracked) })
 	gauge("laya_models_loaded", "Resident checkpoints", func() float64 { return float64(len(s.models.loaded())) })
 	return m
 }

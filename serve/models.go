@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/laya-metal/laya"
 	"github.com/laya-metal/laya/router"
@@ -53,9 +54,12 @@ type single struct {
 	opts []laya.Option
 	name string
 
-	mu     sync.Mutex
-	agent  *laya.Agent
-	loadMu sync.Mutex // serialises lazy loads
+	mu      sync.Mutex
+	agent   *laya.Agent
+	inUse   int        // passes holding agent
+	lastUse time.Time  // when the last pass let go of it (or it loaded)
+	loadMu  sync.Mutex // serialises lazy loads
+	given   bool       // the caller's agent (AgentModel): never unloaded
 }
 
 // SingleModel serves one checkpoint (a directory or Hub id, loaded with opts). Its
@@ -67,7 +71,7 @@ func SingleModel(ref string, opts ...laya.Option) Models {
 
 // AgentModel serves an Agent that is already loaded, under name.
 func AgentModel(name string, agent *laya.Agent) Models {
-	return &single{ref: agent.Dir(), name: name, agent: agent}
+	return &single{ref: agent.Dir(), name: name, agent: agent, given: true}
 }
 
 func (s *single) load(ctx context.Context, _ []string) error {
@@ -83,7 +87,7 @@ func (s *single) load(ctx context.Context, _ []string) error {
 		return fmt.Errorf("%w %s: %w", errLoad, s.ref, err)
 	}
 	s.mu.Lock()
-	s.agent = a
+	s.agent, s.lastUse = a, time.Now()
 	s.mu.Unlock()
 	return nil
 }
@@ -91,7 +95,7 @@ func (s *single) load(ctx context.Context, _ []string) error {
 func (s *single) route(_ laya.State, qs laya.Questions, _ router.RouteOptions) (router.Decision, error) {
 	return router.Decision{
 		Model:    s.name,
-		Repo:     s.ref,
+		Repo:     publicRepo(s.ref),
 		Reason:   "the server's only checkpoint (--model)",
 		Workflow: router.MatchTypedDecisionsWorkflow(qs),
 	}, nil
@@ -101,22 +105,53 @@ func (s *single) route(_ laya.State, qs laya.Questions, _ router.RouteOptions) (
 func noRelease() {}
 
 func (s *single) predictor(ctx context.Context, _ string) (batchPredictor, func(), error) {
-	s.mu.Lock()
-	a := s.agent
-	s.mu.Unlock()
-	if a != nil {
-		return a, noRelease, nil
+	if a, release := s.hold(); a != nil {
+		return a, release, nil
 	}
-	// Lazy (LAYA_PRELOAD=0): the first pass loads it. Only the dispatchers call this,
-	// and a load they share is one load.
+	// Lazy (LAYA_PRELOAD=0, or unloaded while idle): the first pass loads it. Only
+	// the dispatchers call this, and a load they share is one load.
 	s.loadMu.Lock()
 	defer s.loadMu.Unlock()
 	if err := s.load(ctx, nil); err != nil {
 		return nil, nil, err
 	}
+	if a, release := s.hold(); a != nil {
+		return a, release, nil
+	}
+	return nil, nil, fmt.Errorf("%w %s: unloaded while loading", errLoad, s.ref)
+}
+
+// hold takes the resident agent for one pass, or returns nil.
+func (s *single) hold() (*laya.Agent, func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.agent, noRelease, nil
+	if s.agent == nil {
+		return nil, nil
+	}
+	s.inUse++
+	var once sync.Once
+	return s.agent, func() {
+		once.Do(func() {
+			s.mu.Lock()
+			s.inUse--
+			s.lastUse = time.Now()
+			s.mu.Unlock()
+		})
+	}
+}
+
+// unloadIdle closes the agent when no pass has used it for idle.
+func (s *single) unloadIdle(idle time.Duration) []string {
+	s.mu.Lock()
+	a := s.agent
+	if a == nil || s.given || s.inUse > 0 || time.Since(s.lastUse) < idle {
+		s.mu.Unlock()
+		return nil
+	}
+	s.agent = nil
+	s.mu.Unlock()
+	a.Close()
+	return []string{s.name}
 }
 
 func (s *single) loaded() []string {
@@ -142,6 +177,9 @@ func (s *single) close() error {
 // router's residency cap.
 type routed struct {
 	r *router.Router
+
+	mu      sync.Mutex
+	lastUse map[string]time.Time
 }
 
 // RouterModels serves through r (see router.New: WithModels, WithMaxLoaded,
@@ -153,25 +191,37 @@ func (m *routed) load(ctx context.Context, names []string) error {
 		for name := range m.r.Models() {
 			names = append(names, name)
 		}
-		// The residency cap decides how many stay; load the automatic routes first.
-		order := map[string]int{router.ModelEnglish: 0, router.ModelMultilingual: 1, router.ModelTypedDecisions: 2}
-		sortByRank(names, order)
-		names = names[:min(len(names), m.r.MaxLoaded())]
 	}
+	// The residency cap decides how many stay; load the automatic routes first.
+	order := map[string]int{router.ModelEnglish: 0, router.ModelMultilingual: 1, router.ModelTypedDecisions: 2}
+	sortByRank(names, order)
+	// --max-loaded is a hard cap: Router.Preload would raise it to hold every name.
+	names = names[:min(len(names), m.r.MaxLoaded())]
 	return m.r.Preload(ctx, names...)
 }
 
 func (m *routed) route(state laya.State, qs laya.Questions, opts router.RouteOptions) (router.Decision, error) {
-	return m.r.Route(state, qs, opts)
+	d, err := m.r.Route(state, qs, opts)
+	d.Repo = publicRepo(d.Repo)
+	return d, err
 }
 
 func (m *routed) predictor(ctx context.Context, key string) (batchPredictor, func(), error) {
 	// Acquire, not Load: the router holds the model until release, so a request
 	// for another checkpoint past the residency cap cannot evict and close it under
 	// this pass (it is closed after the pass instead).
-	p, release, err := m.r.Acquire(ctx, key)
+	p, acquired, err := m.r.Acquire(ctx, key)
 	if err != nil {
 		return nil, nil, err
+	}
+	release := func() {
+		m.mu.Lock()
+		if m.lastUse == nil {
+			m.lastUse = map[string]time.Time{}
+		}
+		m.lastUse[key] = time.Now()
+		m.mu.Unlock()
+		acquired()
 	}
 	if bp, ok := p.(batchPredictor); ok {
 		return bp, release, nil
@@ -180,6 +230,34 @@ func (m *routed) predictor(ctx context.Context, key string) (batchPredictor, fun
 }
 
 func (m *routed) loaded() []string { return m.r.Loaded() }
+
+// unloadIdle unloads the checkpoints no pass has used for idle (one preloaded and
+// never used counts from when it was first seen here); the router closes a model a
+// pass still holds after that pass.
+func (m *routed) unloadIdle(idle time.Duration) []string {
+	now := time.Now()
+	var idleKeys []string
+	m.mu.Lock()
+	if m.lastUse == nil {
+		m.lastUse = map[string]time.Time{}
+	}
+	for _, key := range m.r.Loaded() {
+		last, ok := m.lastUse[key]
+		if !ok {
+			m.lastUse[key] = now
+			continue
+		}
+		if now.Sub(last) >= idle {
+			idleKeys = append(idleKeys, key)
+			delete(m.lastUse, key)
+		}
+	}
+	m.mu.Unlock()
+	if len(idleKeys) > 0 {
+		m.r.Unload(idleKeys...)
+	}
+	return idleKeys
+}
 
 func (m *routed) close() error { return m.r.Unload(m.r.Loaded()...) }
 

@@ -206,6 +206,9 @@ func parseQuestions(body pyjson.Value, lim Limits) (laya.Questions, *apiError) {
 		if m.Value.Kind() != pyjson.ObjectKind {
 			continue
 		}
+		if e := checkTexts(m.Key, m.Value, lim); e != nil {
+			return nil, e
+		}
 		typ, _ := m.Value.Get("type")
 		crit, _ := m.Value.Get("criteria")
 		n := 0

@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -34,15 +32,17 @@ type Server struct {
 	batcher *batcher
 	metrics *metrics
 	mux     *http.ServeMux
-	clients clientLimiter
+	state   stateStore    // per-client slots and breakers: in-process or Redis
 	reads   chan struct{} // a slot per body being read
-	breaker *breaker
-	proxies *trustedProxies // nil: X-Forwarded-For is ignored
+	// clientReads caps the bodies one client IP reads at once.
+	clientReads *bodyReads
+	proxies     *trustedProxies // nil: X-Forwarded-For is ignored
 
 	inflight   atomic.Int64 // requests admitted past validation, until answered
 	handling   atomic.Int64 // ServeHTTP calls running
 	ready      atomic.Bool
 	draining   atomic.Bool
+	ops        drainState
 	preloadErr atomic.Pointer[string]
 	// loadFailed carries the preload error of a single checkpoint to Run: a server
 	// with nothing it could ever answer stops instead of answering 503 forever.
@@ -72,10 +72,18 @@ func New(cfg Config, models Models) (*Server, error) {
 		}
 		s.proxies = t
 	}
-	s.clients = clientLimiter{max: cfg.ClientMaxInflight, n: map[string]int{}}
 	s.reads = make(chan struct{}, cfg.MaxBodyReads)
-	s.breaker = newBreaker(cfg.BreakerThreshold, cfg.BreakerProbeSuccesses, cfg.BreakerCooldown)
+	s.clientReads = &bodyReads{max: cfg.ClientMaxBodyReads, n: map[string]int{}}
 	s.metrics = newMetrics(s)
+	local := newLocalState(&s.cfg, s.inflight.Load)
+	s.state = local
+	if cfg.StateURL != "" {
+		rs, err := newRedisState(&s.cfg, local, s.metrics.reg, logger)
+		if err != nil {
+			return nil, err
+		}
+		s.state = rs
+	}
 	s.batcher = newBatcher(&s.cfg, models, s.metrics, func(msg string, args ...any) { logger.Warn(msg, args...) })
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("/v1/systemone", s.post(s.handleSystemone))
@@ -85,6 +93,7 @@ func New(cfg Config, models Models) (*Server, error) {
 	s.mux.HandleFunc("/healthz", s.get(s.handleHealth))
 	s.mux.HandleFunc("/ready", s.get(s.handleReady))
 	s.mux.HandleFunc("/drain", s.post(s.handleDrain))
+	s.mux.HandleFunc("/undrain", s.post(s.handleUndrain))
 	metricsHandler := promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})
 	s.mux.HandleFunc("/metrics", s.get(func(w http.ResponseWriter, r *http.Request) {
 		if !s.cfg.Metrics {
@@ -109,6 +118,7 @@ func New(cfg Config, models Models) (*Server, error) {
 func (s *Server) Start(ctx context.Context) {
 	s.startOnce.Do(func() {
 		s.batcher.start(s.cfg.InferWorkers)
+		s.startIdleUnload()
 		if s.cfg.Lazy {
 			s.ready.Store(true)
 			return
@@ -117,7 +127,8 @@ func (s *Server) Start(ctx context.Context) {
 			if err := s.models.load(ctx, s.cfg.Preload); err != nil {
 				// One line: a router's error joins one line per checkpoint that failed.
 				msg := strings.ReplaceAll(err.Error(), "\n", "; ")
-				s.preloadErr.Store(&msg)
+				public := hidePaths(msg)
+				s.preloadErr.Store(&public)
 				if _, one := s.models.(*single); one {
 					s.loadFailed <- err // buffered, and sent once
 					return
@@ -142,7 +153,12 @@ func (s *Server) warmup(ctx context.Context) {
 	for _, key := range s.models.loaded() {
 		p, release, err := s.models.predictor(ctx, key)
 		if err == nil {
-			_, err = p.PredictBatch(ctx, []laya.Request{{State: laya.Text("warmup"), Questions: qs}})
+			req := laya.Request{State: laya.Text("warmup"), Questions: qs}
+			start := time.Now()
+			if _, err = p.PredictBatch(ctx, []laya.Request{req}); err == nil {
+				// A seed for splitting the first real passes (see passRates).
+				s.batcher.rates.observe(key, jobCost(req), time.Since(start), false)
+			}
 			release()
 		}
 		if err != nil {
@@ -211,12 +227,17 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 // stop is Shutdown without its log line.
 func (s *Server) stop(ctx context.Context) error {
-	s.Drain()
+	s.beginStop()
 	s.httpMu.Lock()
 	hs := s.http
 	s.httpMu.Unlock()
 	var errs []error
 	if hs != nil {
+		// Until what was admitted is answered, the listener stays open: a new
+		// connection gets the contract's 503 "server is shutting down" (and
+		// Connection: close) instead of a refusal a client cannot tell from a crash.
+		hs.SetKeepAlivesEnabled(false)
+		s.waitAdmitted(ctx)
 		// Shutdown closes the listeners and idle connections and waits for handlers;
 		// handlers wait for their queued requests, which the dispatcher keeps serving.
 		done := make(chan error, 1)
@@ -242,13 +263,26 @@ func (s *Server) stop(ctx context.Context) error {
 		}
 		hs.Close()
 	}
-	errs = append(errs, s.closeModels())
+	errs = append(errs, s.closeModels(), s.state.close())
 	err := errors.Join(errs...)
 	if errors.Is(err, context.DeadlineExceeded) {
 		s.log.Warn("shutdown grace spent; requests still running were cancelled")
 		return nil // the grace is the budget: exceeding it is not a failure to stop
 	}
 	return err
+}
+
+// waitAdmitted waits until no admitted request is in flight or queued, or ctx ends.
+func (s *Server) waitAdmitted(ctx context.Context) {
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for s.inflight.Load() > 0 || s.batcher.depth() > 0 {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 func (s *Server) closeModels() error { return s.models.close() }
@@ -259,7 +293,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer s.handling.Add(-1)
 	start := time.Now()
 	rid := r.Header.Get("X-Request-Id")
-	if rid == "" || len(rid) > 128 {
+	if !validRequestID(rid) {
 		var b [8]byte
 		rand.Read(b[:])
 		rid = hex.EncodeToString(b[:])
@@ -369,19 +403,8 @@ func writeError(w http.ResponseWriter, e *apiError) {
 
 // clientLimiter caps each client's requests in flight.
 type clientLimiter struct {
-	max int
-	mu  sync.Mutex
-	n   map[string]int
-}
-
-func (c *clientLimiter) acquire(key string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.max > 0 && c.n[key] >= c.max {
-		return false
-	}
-	c.n[key]++
-	return true
+	mu sync.Mutex
+	n  map[string]int
 }
 
 func (c *clientLimiter) release(key string) {
@@ -396,53 +419,6 @@ func (c *clientLimiter) active() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.n)
-}
-
-// clientKey identifies the caller for the per-client cap and breaker: the
-// x-laya-client header, else the bearer credential, else the peer IP (docs/serving.md).
-func (s *Server) clientKey(r *http.Request) string {
-	if c := strings.TrimSpace(r.Header.Get("X-Laya-Client")); c != "" {
-		if len(c) > 64 {
-			// Keys are logged and held in a map: a long header is kept as a digest.
-			sum := sha256.Sum256([]byte(c))
-			c = "sha256:" + hex.EncodeToString(sum[:8])
-		}
-		return "client:" + c
-	}
-	if auth := r.Header.Get("Authorization"); strings.HasPrefix(auth, "Bearer ") {
-		// A digest, not the token: the key is logged.
-		sum := sha256.Sum256([]byte(auth[len("Bearer "):]))
-		return "bearer:" + hex.EncodeToString(sum[:6])
-	}
-	return "ip:" + peerIP(r, s.proxies)
-}
-
-// readBody reads the body within the size limit and the body timeout (413, 408).
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiError) {
-	lim := s.cfg.Limits.BodyBytes
-	if r.ContentLength > lim {
-		return nil, errorf(413, "request body too large")
-	}
-	select {
-	case s.reads <- struct{}{}:
-		defer func() { <-s.reads }()
-	default:
-		return nil, s.reject(503, "busy", "server busy, try again later", 0)
-	}
-	http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, lim))
-	var tooBig *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooBig):
-		return nil, errorf(413, "request body too large")
-	case err != nil:
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
-			return nil, errorf(408, "request body not received within %v", s.cfg.BodyTimeout)
-		}
-		return nil, errorf(400, "reading the request body: %v", err)
-	}
-	return body, nil
 }
 
 // reject counts a shed request under laya_rejections_total{reason} and makes its
@@ -465,12 +441,13 @@ func (s *Server) admit(r *http.Request) (release func(), e *apiError) {
 		return nil, errorf(503, "the model is still loading")
 	}
 	key := s.clientKey(r)
-	if !s.clients.acquire(key) {
+	releaseSlot, ok := s.state.acquire(r.Context(), key, s.cfg.ClientMaxInflight)
+	if !ok {
 		return nil, s.reject(429, "client_limit", "client concurrency limit exceeded", 0)
 	}
 	s.inflight.Add(1)
 	return func() {
 		s.inflight.Add(-1)
-		s.clients.release(key)
+		releaseSlot()
 	}, nil
 }

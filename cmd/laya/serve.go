@@ -35,7 +35,8 @@ and exits 0.
   POST /v1/systemone/batch  {"states": [...], "questions"} -> {"results": [...]}
   POST /v1/predict          {"state", "questions"} -> the JSON laya predict prints
   GET  /health  /ready      liveness; readiness (503 while loading or draining)
-  POST /drain               stop intake before SIGTERM
+  POST /drain               stop intake before SIGTERM (?timeout_s=N: for N s)
+  POST /undrain             resume intake
   GET  /metrics             Prometheus
 
 --model serves one checkpoint, and exits with the load error if it cannot load

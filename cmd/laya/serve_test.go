@@ -142,8 +142,21 @@ func TestServeSIGTERM(t *testing.T) {
 					t.Errorf("request %d after %v: %d %q", i, sig, statuses[i], bodies[i])
 				}
 			}
-			if _, err := http.Get(url + "/health"); err == nil {
-				t.Errorf("the server still accepts connections after %v", sig)
+			// Until the last admitted request is answered, a new connection is
+			// answered 503 (not refused); then the listener closes.
+			for closing := time.Now(); ; time.Sleep(5 * time.Millisecond) {
+				resp, err := http.Get(url + "/ready")
+				if err != nil {
+					break
+				}
+				resp.Body.Close()
+				if resp.StatusCode != 503 {
+					t.Errorf("/ready after %v: %d, want 503", sig, resp.StatusCode)
+				}
+				if time.Since(closing) > 5*time.Second {
+					t.Errorf("the server still accepts connections 5 s after its last request was answered (%v)", sig)
+					break
+				}
 			}
 			if err := cmd.Wait(); err != nil {
 				t.Errorf("exit after %v: %v, want 0", sig, err)

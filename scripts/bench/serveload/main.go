@@ -1,0 +1,370 @@
+// Command serveload measures laya serve under load and under slow clients, and
+// writes the rows of BENCHMARKS.md's serve-load and serve-slowclient tables.
+//
+// It starts the laya binary given (laya serve --model MODEL on a free loopback
+// port, with the LAYA_* settings of its own environment), then:
+//
+//   - load: for each concurrency, that many clients post BODY back to back for
+//     DURATION; a row has requests a second, P50/P99 latency, the statuses, the mean
+//     requests per forward pass (laya_batch_size over the level) and the server's
+//     peak RSS during the level (sampled from /proc every 20 ms, Linux only); with
+//     -once each client sends one request instead, a burst;
+//   - slowclient: 4 normal clients post back to back while 64 connections from
+//     another loopback address (127.0.0.2) misbehave (stalled headers, stalled
+//     bodies, bodies trickled at 100 bytes/s); a row has what the normal clients
+//     saw and how long the server kept the slow connections.
+//
+// Usage, from the module root:
+//
+//	go build -o /tmp/laya ./cmd/laya
+//	go run ./scripts/bench/serveload -laya /tmp/laya -model testdata/oracle/checkpoints/real-en \
+//	    -label real-en -c 1,8,32,64,128 -duration 5s -load OUT/serve-load.csv -slow OUT/serve-slowclient.csv
+//
+// Rows are appended to the CSV files (the header is written when a file is new),
+// so several checkpoints can share one table.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/csv"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+func main() {
+	laya := flag.String("laya", "./laya", "the laya binary")
+	model := flag.String("model", "testdata/oracle/checkpoints/real-en", "checkpoint `DIR` to serve")
+	label := flag.String("label", "", "checkpoint name in the table (default: the directory's name)")
+	bodyFile := flag.String("body", "testdata/requests/email.json", "request `FILE` posted to /v1/systemone")
+	levels := flag.String("c", "1,8,32,64,128", "concurrencies, comma-separated")
+	duration := flag.Duration("duration", 5*time.Second, "time at each concurrency")
+	loadOut := flag.String("load", "", "append the load rows to this CSV (none: skip the load run)")
+	slowOut := flag.String("slow", "", "append the slow-client rows to this CSV (none: skip)")
+	flag.BoolVar(&once, "once", false, "each client sends one request (a burst) instead of posting for -duration")
+	flag.Parse()
+	if *label == "" {
+		*label = lastElem(*model)
+	}
+	body, err := os.ReadFile(*bodyFile)
+	check(err)
+	srv, err := start(*laya, *model)
+	check(err)
+	defer srv.stop()
+	if *loadOut != "" {
+		var rows [][]string
+		for _, f := range strings.Split(*levels, ",") {
+			c, err := strconv.Atoi(strings.TrimSpace(f))
+			check(err)
+			row := srv.load(*label, c, *duration, body)
+			fmt.Println(strings.Join(row, "  "))
+			rows = append(rows, row)
+		}
+		check(appendCSV(*loadOut, []string{"checkpoint", "clients", "answered", "req/s", "P50 ms", "P99 ms", "statuses", "mean batch", "peak RSS MB"}, rows))
+	}
+	if *slowOut != "" {
+		var rows [][]string
+		for _, kind := range []string{"none", "stalled headers", "stalled bodies", "bodies at 100 B/s"} {
+			row := srv.slow(*label, kind, *duration, body)
+			fmt.Println(strings.Join(row, "  "))
+			rows = append(rows, row)
+		}
+		check(appendCSV(*slowOut, []string{"checkpoint", "64 slow connections", "normal req/s", "P50 ms", "P99 ms", "normal statuses", "slow connections closed after"}, rows))
+	}
+}
+
+// once makes each load client send a single request.
+var once bool
+
+type server struct {
+	url string
+	cmd *exec.Cmd
+}
+
+func start(bin, model string) (*server, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cmd := exec.Command(bin, "serve", "--model", model, "--addr", addr, "--log-level", "error")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	s := &server{url: "http://" + addr, cmd: cmd}
+	for deadline := time.Now().Add(5 * time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if resp, err := http.Get(s.url + "/ready"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return s, nil
+			}
+		}
+	}
+	s.stop()
+	return nil, errors.New("laya serve not ready within 5 minutes")
+}
+
+func (s *server) stop() {
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	s.cmd.Wait()
+}
+
+// batches reads laya_batch_size's sum and count from /metrics.
+func (s *server) batches() (sum, count float64) {
+	resp, err := http.Get(s.url + "/metrics")
+	if err != nil {
+		return 0, 0
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) != 2 {
+			continue
+		}
+		v, _ := strconv.ParseFloat(f[1], 64)
+		switch f[0] {
+		case "laya_batch_size_sum":
+			sum = v
+		case "laya_batch_size_count":
+			count = v
+		}
+	}
+	return sum, count
+}
+
+// rssPeak samples the server's resident set until stop, returning the peak in MB.
+func (s *server) rssPeak(stop <-chan struct{}) <-chan float64 {
+	out := make(chan float64, 1)
+	go func() {
+		peak := 0.0
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid)); err == nil {
+				for _, line := range strings.Split(string(b), "\n") {
+					if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+						kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+						peak = max(peak, kb/1024)
+					}
+				}
+			}
+			select {
+			case <-stop:
+				out <- peak
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return out
+}
+
+// result is what one set of clients saw.
+type result struct {
+	mu        sync.Mutex
+	latencies []time.Duration
+	statuses  map[string]int
+}
+
+func (r *result) add(status string, d time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.statuses == nil {
+		r.statuses = map[string]int{}
+	}
+	r.statuses[status]++
+	if status == "200" {
+		r.latencies = append(r.latencies, d)
+	}
+}
+
+func (r *result) percentile(p float64) string {
+	if len(r.latencies) == 0 {
+		return "–"
+	}
+	l := slices.Clone(r.latencies)
+	slices.Sort(l)
+	return strconv.FormatFloat(float64(l[min(len(l)-1, int(p*float64(len(l))))].Microseconds())/1000, 'f', 0, 64)
+}
+
+func (r *result) statusText() string {
+	var keys []string
+	for k := range r.statuses {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s×%d", k, r.statuses[k]))
+	}
+	return strings.Join(parts, " ")
+}
+
+// clients runs n clients posting body back to back until ctx ends.
+func (s *server) clients(ctx context.Context, n int, body []byte, res *result) {
+	tr := &http.Transport{MaxIdleConnsPerHost: n, DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}}).DialContext}
+	client := &http.Client{Transport: tr}
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				t0 := time.Now()
+				req, _ := http.NewRequestWithContext(context.WithoutCancel(ctx), "POST", s.url+"/v1/systemone", bytes.NewReader(body))
+				resp, err := client.Do(req)
+				if err != nil {
+					res.add("error", time.Since(t0))
+					continue
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				res.add(strconv.Itoa(resp.StatusCode), time.Since(t0))
+				if once {
+					return
+				}
+				if resp.StatusCode == 503 || resp.StatusCode == 429 {
+					time.Sleep(50 * time.Millisecond) // as a client honouring Retry-After would, shortened
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	tr.CloseIdleConnections()
+}
+
+func (s *server) load(label string, c int, d time.Duration, body []byte) []string {
+	sum0, n0 := s.batches()
+	stop := make(chan struct{})
+	peak := s.rssPeak(stop)
+	res := &result{}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	start := time.Now()
+	s.clients(ctx, c, body, res)
+	elapsed := time.Since(start)
+	cancel()
+	close(stop)
+	sum1, n1 := s.batches()
+	mean := "–"
+	if n1 > n0 {
+		mean = strconv.FormatFloat((sum1-sum0)/(n1-n0), 'f', 1, 64)
+	}
+	return []string{label, strconv.Itoa(c), strconv.Itoa(len(res.latencies)),
+		strconv.FormatFloat(float64(len(res.latencies))/elapsed.Seconds(), 'f', 1, 64),
+		res.percentile(0.50), res.percentile(0.99), res.statusText(), mean,
+		strconv.FormatFloat(<-peak, 'f', 0, 64)}
+}
+
+// slow runs 4 normal clients beside 64 misbehaving connections from 127.0.0.2.
+func (s *server) slow(label, kind string, d time.Duration, body []byte) []string {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	var closedAfter []time.Duration
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	var opened atomic.Int64
+	if kind != "none" {
+		for range 64 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}
+				conn, err := dialer.Dial("tcp", strings.TrimPrefix(s.url, "http://"))
+				if err != nil {
+					return
+				}
+				defer conn.Close()
+				opened.Add(1)
+				t0 := time.Now()
+				switch kind {
+				case "stalled headers":
+					fmt.Fprintf(conn, "POST /v1/systemone HTTP/1.1\r\nHost: x\r\n")
+				case "stalled bodies":
+					fmt.Fprintf(conn, "POST /v1/systemone HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n{", len(body))
+				case "bodies at 100 B/s":
+					fmt.Fprintf(conn, "POST /v1/systemone HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", len(body))
+					go func() {
+						for i := 0; i < len(body); i += 10 {
+							if _, err := conn.Write(body[i:min(i+10, len(body))]); err != nil {
+								return
+							}
+							time.Sleep(100 * time.Millisecond)
+						}
+					}()
+				}
+				// Held until the server closes it (or 60 s).
+				conn.SetReadDeadline(time.Now().Add(60 * time.Second))
+				io.Copy(io.Discard, conn)
+				mu.Lock()
+				closedAfter = append(closedAfter, time.Since(t0))
+				mu.Unlock()
+			}()
+		}
+		time.Sleep(300 * time.Millisecond) // the slow connections first
+	}
+	res := &result{}
+	start := time.Now()
+	s.clients(ctx, 4, body, res)
+	elapsed := time.Since(start)
+	wg.Wait()
+	closed := "–"
+	if len(closedAfter) > 0 {
+		slices.Sort(closedAfter)
+		closed = fmt.Sprintf("%.1f s median, %.1f s max (%d connections)", closedAfter[len(closedAfter)/2].Seconds(),
+			closedAfter[len(closedAfter)-1].Seconds(), opened.Load())
+	}
+	return []string{label, kind, strconv.FormatFloat(float64(len(res.latencies))/elapsed.Seconds(), 'f', 1, 64),
+		res.percentile(0.50), res.percentile(0.99), res.statusText(), closed}
+}
+
+func appendCSV(name string, header []string, rows [][]string) error {
+	_, err := os.Stat(name)
+	fresh := errors.Is(err, os.ErrNotExist)
+	f, err := os.OpenFile(name, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	w := csv.NewWriter(f)
+	if fresh {
+		w.Write(header)
+	}
+	w.WriteAll(rows)
+	if err := w.Error(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func lastElem(p string) string {
+	p = strings.TrimRight(p, "/")
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[i+1:]
+	}
+	return p
+}
+
+func check(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "serveload:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,123 @@
+package serve
+
+import (
+	"net/http"
+	"unicode/utf8"
+
+	"github.com/laya-metal/laya/pyjson"
+)
+
+// readJSON is how every route reads its body, so every route gets the same gates:
+// the bearer key (401), draining (503), the body read caps and rate (503, 408, 413,
+// slowclient.go), a JSON object (400, a UTF-8 BOM accepted), the route's own shape
+// check (400), then the request limits on whatever of "state", "states" and
+// "questions" the body holds (413, checkBodyLimits). A route added later calls it
+// and inherits them.
+func (s *Server) readJSON(w http.ResponseWriter, r *http.Request, shape func(pyjson.Value) *apiError) ([]byte, pyjson.Value, *apiError) {
+	if !s.authorized(r) {
+		return nil, pyjson.Value{}, errorf(401, "invalid or missing bearer token")
+	}
+	if s.draining.Load() {
+		return nil, pyjson.Value{}, s.reject(503, "draining", errShuttingDown.Error(), 0)
+	}
+	raw, e := s.readBody(w, r)
+	if e != nil {
+		return nil, pyjson.Value{}, e
+	}
+	body, e := parseBody(raw)
+	if e != nil {
+		return nil, body, e
+	}
+	if shape != nil {
+		if e := shape(body); e != nil {
+			return nil, body, e
+		}
+	}
+	if e := checkBodyLimits(body, s.cfg.Limits); e != nil {
+		return nil, body, e
+	}
+	return raw, body, nil
+}
+
+// needQuestions is the shape of a decision body: an object with "questions".
+func needQuestions(body pyjson.Value) *apiError {
+	if _, ok := body.Get("questions"); !ok {
+		return errorf(400, "request body must be an object with a 'questions' field")
+	}
+	return nil
+}
+
+// checkBodyLimits applies Limits to the fields of a request body (413 naming the
+// limit): the questions, their options and texts, the state or states and their
+// number.
+func checkBodyLimits(body pyjson.Value, lim Limits) *apiError {
+	if _, ok := body.Get("questions"); ok {
+		if _, e := parseQuestions(body, lim); e != nil {
+			return e
+		}
+	}
+	if sv, ok := body.Get("state"); ok && sv.Kind() != pyjson.NullKind {
+		if _, e := parseState(sv, true, lim); e != nil {
+			return e
+		}
+	}
+	if sv, ok := body.Get("states"); ok && sv.Kind() == pyjson.ArrayKind {
+		if n := len(sv.Items()); n > lim.BatchStates {
+			return errorf(413, "too many states (%d > %d)", n, lim.BatchStates)
+		}
+		for _, st := range sv.Items() {
+			if st.Kind() == pyjson.NullKind {
+				continue
+			}
+			if _, e := parseState(st, true, lim); e != nil {
+				return e
+			}
+		}
+	}
+	return nil
+}
+
+// checkTexts caps the text of one question: its instructions and every criterion or
+// level (a description string, or an object's string values).
+func checkTexts(id string, q pyjson.Value, lim Limits) *apiError {
+	long := func(what string, v pyjson.Value) *apiError {
+		if v.Kind() == pyjson.StringKind {
+			if n := utf8.RuneCountInString(v.Str()); n > lim.TextChars {
+				return errorf(413, "%s of %s too long (%d > %d chars)", what, pyjson.StrRepr(id), n, lim.TextChars)
+			}
+		}
+		return nil
+	}
+	if v, ok := q.Get("instructions"); ok {
+		if e := long("instructions", v); e != nil {
+			return e
+		}
+	}
+	crit, _ := q.Get("criteria")
+	var items []pyjson.Value
+	switch crit.Kind() {
+	case pyjson.ObjectKind:
+		for _, m := range crit.Members() {
+			if e := long("criterion key", pyjson.String(m.Key)); e != nil {
+				return e
+			}
+			items = append(items, m.Value)
+		}
+	case pyjson.ArrayKind:
+		items = crit.Items()
+	}
+	for _, it := range items {
+		if it.Kind() == pyjson.ObjectKind {
+			for _, m := range it.Members() {
+				if e := long("criterion", m.Value); e != nil {
+					return e
+				}
+			}
+			continue
+		}
+		if e := long("criterion", it); e != nil {
+			return e
+		}
+	}
+	return nil
+}
