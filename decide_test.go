@@ -1,0 +1,157 @@
+package laya
+
+import (
+	"errors"
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/laya-metal/laya/pyjson"
+)
+
+// testdata/decide/goldens.json is upstream's own planner (laya/structured.py) run by
+// scripts/goldens/decide/gen.py over the schemas it holds: the questions each schema
+// plans to, or upstream's rejection text, and the projection of given answers.
+func loadDecideGoldens(t *testing.T) []Value {
+	t.Helper()
+	raw, err := os.ReadFile("testdata/decide/goldens.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := pyjson.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases, _ := v.Get("cases")
+	if len(cases.Items()) < 30 {
+		t.Fatalf("only %d golden cases", len(cases.Items()))
+	}
+	return cases.Items()
+}
+
+func get(v Value, key string) Value {
+	x, _ := v.Get(key)
+	return x
+}
+
+// resultFromUpstream builds a Result from answers written in upstream's JSON shape.
+func resultFromUpstream(t *testing.T, answers Value) *Result {
+	t.Helper()
+	res := &Result{}
+	for _, m := range answers.Members() {
+		a := answer{id: m.Key}
+		conf := get(m.Value, "confidence").Float64()
+		probs := get(m.Value, "probabilities").Members()
+		switch get(m.Value, "type").Str() {
+		case "choice":
+			c := &ChoiceAnswer{Choice: get(m.Value, "choice").Str(), ChoiceValue: get(m.Value, "choice"), Confidence: conf}
+			for _, p := range probs {
+				c.Probabilities = append(c.Probabilities, LabelProbability{Label: p.Key, Value: pyjson.String(p.Key), Probability: p.Value.Float64()})
+			}
+			a.choice = c
+		case "score":
+			s := &ScoreAnswer{Score: get(m.Value, "score").Float64(), Confidence: conf}
+			for i := range probs {
+				s.Probabilities = append(s.Probabilities, get(get(m.Value, "probabilities"), strconv.Itoa(i)).Float64())
+			}
+			a.score = s
+		default:
+			a.noul = &NoulAnswer{Noul: get(m.Value, "noul").Float64(), Confidence: conf}
+		}
+		res.answers = append(res.answers, a)
+	}
+	return res
+}
+
+func TestPlanSchemaGoldens(t *testing.T) {
+	for _, c := range loadDecideGoldens(t) {
+		name := get(c, "name").Str()
+		t.Run(name, func(t *testing.T) {
+			plan, err := PlanSchema(get(c, "schema"))
+			if want, rejected := c.Get("error"); rejected {
+				var se *SchemaError
+				if !errors.As(err, &se) || !errors.Is(err, ErrSchema) {
+					t.Fatalf("err = %v, want the SchemaError %q", err, want.Str())
+				}
+				if se.Message != want.Str() {
+					t.Fatalf("message\n got %q\nwant %q", se.Message, want.Str())
+				}
+				if se.Error() != "laya: "+want.Str() {
+					t.Errorf("Error() = %q", se.Error())
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("PlanSchema: %v", err)
+			}
+			if got, want := plan.Questions().Value().String(), get(c, "questions").String(); got != want {
+				t.Fatalf("questions\n got %s\nwant %s", got, want)
+			}
+			if err := ValidateQuestions(plan.Questions()); err != nil {
+				t.Errorf("the planned questions do not validate: %v", err)
+			}
+			answers, ok := c.Get("answers")
+			if !ok {
+				return
+			}
+			d, err := plan.Project(resultFromUpstream(t, answers))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := d.Values.String(), get(c, "values").String(); got != want {
+				t.Errorf("values\n got %s\nwant %s", got, want)
+			}
+			dv := d.Value()
+			for _, key := range []string{"confidence", "probabilities"} {
+				if got, want := get(dv, key).String(), get(c, key).String(); got != want {
+					t.Errorf("%s\n got %s\nwant %s", key, got, want)
+				}
+			}
+		})
+	}
+}
+
+// The projection keeps the JSON type of an enum value: 2 stays an integer, 2.5 a float,
+// null a null.
+func TestProjectKeepsTypes(t *testing.T) {
+	plan, err := ParseSchema([]byte(`{"properties": {"v": {"enum": [2, 2.5, null, "2x"]}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		label string
+		kind  pyjson.Kind
+		float bool
+	}{{"2", pyjson.NumberKind, false}, {"2.5", pyjson.NumberKind, true}, {"null", pyjson.NullKind, false}, {"2x", pyjson.StringKind, false}} {
+		res := &Result{answers: []answer{{id: "v", choice: &ChoiceAnswer{Choice: tc.label}}}}
+		d, err := plan.Project(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := get(d.Values, "v")
+		if v.Kind() != tc.kind || (tc.kind == pyjson.NumberKind && v.IsFloat() != tc.float) {
+			t.Errorf("label %q projected to %s (%s)", tc.label, v, pyjson.TypeName(v))
+		}
+	}
+}
+
+// Local references: ours resolves "$defs" that upstream would reject; the goldens cover
+// the pydantic shapes, these the failures.
+func TestPlanSchemaRefErrors(t *testing.T) {
+	for _, tc := range []struct{ name, schema, want string }{
+		{"missing", `{"properties": {"a": {"$ref": "#/$defs/Nope"}}, "$defs": {}}`, `properties.a: $ref '#/$defs/Nope' names no local definition`},
+		{"chain", `{"properties": {"a": {"$ref": "#/$defs/A"}}, "$defs": {"A": {"$ref": "#/$defs/A"}}}`, `properties.a: $ref/recursion is not supported; flatten the schema`},
+		{"not-string", `{"properties": {"a": {"$ref": 3}}}`, `properties.a: $ref/recursion is not supported; flatten the schema`},
+		{"nested-object-def", `{"properties": {"a": {"$ref": "#/$defs/A"}}, "$defs": {"A": {"type": "object", "properties": {"x": {"type": "boolean"}}}}}`, `properties.a: nested objects are not supported; flatten the schema`},
+		{"def-not-object", `{"properties": {"a": {"$ref": "#/$defs/A"}}, "$defs": {"A": 1}}`, `properties.a: property must be an object, got int`},
+		{"enum-not-list", `{"properties": {"a": {"enum": "abc"}}}`, `properties.a: 'enum' must be a list, got str`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseSchema([]byte(tc.schema))
+			var se *SchemaError
+			if !errors.As(err, &se) || se.Message != tc.want {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
