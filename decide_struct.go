@@ -89,7 +89,7 @@ func buildStructPlan(t reflect.Type) (*Plan, error) {
 		if skip || (hasTag && tag == "-") {
 			continue
 		}
-		goName := t.Name() + "." + f.Name
+		goName := t.String() + "." + f.Name
 		prop, enum, err := fieldSchema(f.Type, tag)
 		if err != nil {
 			return nil, &SchemaError{Path: "properties." + name, Field: goName, Message: err.Error()}

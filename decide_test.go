@@ -2,8 +2,10 @@ package laya
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/laya-metal/laya/pyjson"
@@ -153,5 +155,47 @@ func TestPlanSchemaRefErrors(t *testing.T) {
 				t.Fatalf("err = %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// Hostile schemas fail fast with a SchemaError or a parse error, without recursing
+// into them or building anything their size.
+func TestPlanSchemaHostile(t *testing.T) {
+	deep := strings.Repeat(`{"anyOf": [`, 10000) + `{"type": "boolean"}` + strings.Repeat(`]}`, 10000)
+	manyProps := `{"properties": {` + strings.Repeat(`"p": {"type": "boolean"}, `, 0)
+	var b strings.Builder
+	b.WriteString(manyProps)
+	for i := range 10000 {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, `"p%d": {"type": "boolean"}`, i)
+	}
+	b.WriteString("}}")
+	hugeEnum := `{"properties": {"a": {"enum": [` + strings.TrimSuffix(strings.Repeat(`"x", `, 200000), ", ") + `]}}}`
+	wideUnion := `{"properties": {"a": {"anyOf": [` + strings.TrimSuffix(strings.Repeat(`{"type": "boolean"}, `, 100000), ", ") + `]}}}`
+	for _, tc := range []struct{ name, schema, want string }{
+		{"10k-deep", `{"properties": {"a": ` + deep + `}}`, "pyjson: invalid JSON"},
+		{"10k-properties", b.String(), "10000 properties exceeds MAX_PROPERTIES=32"},
+		{"huge-enum", hugeEnum, "properties.a: 200000 options exceeds MAX_OPTIONS=32"},
+		{"wide-union", wideUnion, "properties.a: 100000 variants in 'anyOf' cannot both be honoured"},
+		{"top-array", `[` + strings.Repeat(`1,`, 1000) + `1]`, "expected a JSON schema object, got list"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseSchema([]byte(tc.schema))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %.300v, want %q", err, tc.want)
+			}
+		})
+	}
+	// A Value built in Go is not depth-bounded by the parser: the planner reads a fixed
+	// number of levels, and the repr in its message is cut short.
+	v := pyjson.Object(pyjson.Member{Key: "x", Value: pyjson.Bool(true)})
+	for range 100000 {
+		v = pyjson.Object(pyjson.Member{Key: "not", Value: v})
+	}
+	_, err := PlanSchema(pyjson.Object(pyjson.Member{Key: "properties", Value: pyjson.Object(pyjson.Member{Key: "a", Value: v})}))
+	if err == nil || len(err.Error()) > 400 {
+		t.Fatalf("err = %.400v (%d bytes)", err, len(fmt.Sprint(err)))
 	}
 }
