@@ -373,3 +373,20 @@ func TestOpenAIRejections(t *testing.T) {
 		t.Fatalf("json_object through the client: %v", err)
 	}
 }
+
+// Under the router, /v1/models lists the router's model table.
+func TestOpenAIModelsRouter(t *testing.T) {
+	ts := startServer(t, RouterModels(testRouter(t)), nil)
+	client := openAIClient(ts, "x")
+	page, err := client.Models.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, m := range page.Data {
+		ids = append(ids, m.ID)
+	}
+	if strings.Join(ids, ",") != "english,multilingual,typed-decisions" {
+		t.Fatalf("models %v", ids)
+	}
+}
