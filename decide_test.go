@@ -199,3 +199,35 @@ func TestPlanSchemaHostile(t *testing.T) {
 		t.Fatalf("err = %.400v (%d bytes)", err, len(fmt.Sprint(err)))
 	}
 }
+
+// ParseResult reads back what Result writes: every oracle answer round-trips.
+func TestParseResultRoundTrip(t *testing.T) {
+	raw, err := os.ReadFile("testdata/oracle/goldens/real-en/cases.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := pyjson.Parse(raw)
+	cases, _ := v.Get("cases")
+	n := 0
+	for _, c := range cases.Items() {
+		aj, ok := c.Get("answer_json")
+		if !ok || aj.Kind() != pyjson.StringKind {
+			continue
+		}
+		res, err := ParseResult([]byte(aj.Str()))
+		if err != nil {
+			t.Fatalf("%s: %v", get(c, "name"), err)
+		}
+		want, _ := pyjson.Parse([]byte(aj.Str()))
+		if got := res.Value().String(); got != want.String() {
+			t.Errorf("%s:\n got %s\nwant %s", get(c, "name"), got, want)
+		}
+		n++
+	}
+	if n < 10 {
+		t.Fatalf("only %d cases", n)
+	}
+	if _, err := ParseResult([]byte(`{"answers": {"a": {"type": "x"}}}`)); err == nil {
+		t.Error("unknown answer type accepted")
+	}
+}
