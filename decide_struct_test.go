@@ -96,8 +96,8 @@ type badEnumNumber struct {
 	N int `json:"n" laya:"enum=1|two"`
 }
 type badDup struct {
-	A bool `json:"x"`
-	B bool `json:"x"`
+	X bool
+	Y bool `json:"X"`
 }
 type badEmpty struct {
 	hidden bool

@@ -117,6 +117,20 @@
 // Hostile input fails with one of these errors, never a panic (a fuzz test
 // drives arbitrary requests through the whole pipeline).
 //
+// # Structured decisions
+//
+// Decide answers a JSON schema in one pass: ParseSchema (or PlanSchema) plans one
+// question per property (enum/const → choice, boolean → noul, a bounded integer →
+// score, nullable spellings and local $defs references resolved), Plan.Decide asks
+// them, and Plan.Project maps the answers back onto the schema's values, with the
+// confidence and probabilities of each field in the Decision. DecideInto and PlanFor
+// take a Go struct instead: its fields and `laya` tags spell the same schema, through
+// the same planner, and the values are stored in the struct (a named type with
+// EnumValues is a Go enum). A schema outside the subset is a *SchemaError naming the
+// path (errors.Is ErrSchema). Decide runs on any Predictor; a RoutedPredictor (a
+// router's Predictor) also reports where the request went. The planner follows
+// upstream's laya/structured.py, message for message.
+//
 // # Backends
 //
 // The model runs on a backend (package backend) chosen by name with

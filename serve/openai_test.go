@@ -192,9 +192,9 @@ func TestOpenAIResponses(t *testing.T) {
 	}
 
 	resp, err = client.Responses.New(ctx, responses.ResponseNewParams{
-		Model: "laya",
-		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String(state)},
-		Tools: []responses.ToolUnionParam{responses.ToolParamOfFunction("escalate", ticketParams, false), responses.ToolParamOfFunction("route_ticket", ticketParams, false)},
+		Model:      "laya",
+		Input:      responses.ResponseNewParamsInputUnion{OfString: openai.String(state)},
+		Tools:      []responses.ToolUnionParam{responses.ToolParamOfFunction("escalate", ticketParams, false), responses.ToolParamOfFunction("route_ticket", ticketParams, false)},
 		ToolChoice: responses.ResponseNewParamsToolChoiceUnion{OfFunctionTool: &responses.ToolChoiceFunctionParam{Name: "route_ticket"}},
 	})
 	if err != nil {
