@@ -100,7 +100,7 @@ type badDup struct {
 	Y bool `json:"X"`
 }
 type badEmpty struct {
-	hidden bool
+	_ bool
 }
 
 func TestPlanForRejectionsNameTheField(t *testing.T) {

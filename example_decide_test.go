@@ -49,7 +49,25 @@ type Charges struct {
 	N int `json:"n" laya:"How many charges?;enum=1|2|3"`
 }
 
-// Answer into a Go struct: the struct is the schema, and the decided values are stored
+// Department is a Go enum: a named type that lists its values.
+type Department string
+
+const (
+	Billing   Department = "billing"
+	Technical Department = "technical"
+	Sales     Department = "sales"
+)
+
+func (Department) EnumValues() []any { return []any{Billing, Technical, Sales} }
+
+// Route uses the enum as a field type; a field of a named type with EnumValues is a
+// choice over its values, and the chosen constant is stored.
+type Route struct {
+	Dept Department `json:"dept" laya:"Route this ticket."`
+	Two  string     `json:"two" laya:"Two-way?;enum=yes|no"`
+}
+
+// Answer into Go structs: a struct is the schema, and the decided values are stored
 // in it with their Go types.
 func ExampleDecideInto() {
 	ctx := context.Background()
@@ -63,47 +81,17 @@ func ExampleDecideInto() {
 	var c Charges
 	d, err := laya.DecideInto(ctx, agent, state, &c)
 	if err != nil {
-		log.Fatal(err)
+		log.Fatal(err) // a *laya.SchemaError names the Go field, e.g. "laya: main.Ticket.Notes: properties.notes: …"
 	}
 	n, _ := d.Field("n")
 	fmt.Println(c.N, n.Confidence)
-	// Output:
-	// 2 0.0078
-}
 
-// Department is a Go enum: a named type that lists its values.
-type Department string
-
-const (
-	Billing   Department = "billing"
-	Technical Department = "technical"
-	Sales     Department = "sales"
-)
-
-func (Department) EnumValues() []any { return []any{Billing, Technical, Sales} }
-
-// Route uses the enum as a field type.
-type Route struct {
-	Dept Department `json:"dept" laya:"Route this ticket."`
-	Two  string     `json:"two" laya:"Two-way?;enum=yes|no"`
-}
-
-// A named type with EnumValues becomes a choice over its values, and the chosen
-// constant is stored.
-func ExampleEnum() {
-	ctx := context.Background()
-	agent, err := laya.Load(ctx, checkpoint)
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer agent.Close()
-
-	state, _ := laya.JSONState([]byte(ticketEmail))
 	var r Route
 	if _, err := laya.DecideInto(ctx, agent, state, &r); err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println(r.Dept == Technical, r.Two)
 	// Output:
+	// 2 0.0078
 	// true yes
 }

@@ -481,14 +481,24 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	s.handleOpenAI(w, r, true)
 }
 
-func (s *Server) handleOpenAI(w http.ResponseWriter, r *http.Request, responses bool) {
+// readAuthorized checks the bearer token and reads the body; when it fails it has
+// answered w, and ok is false.
+func (s *Server) readAuthorized(w http.ResponseWriter, r *http.Request) (raw []byte, ok bool) {
 	if !s.authorized(r) {
 		s.fail(w, "", errorf(401, "invalid or missing bearer token"))
-		return
+		return nil, false
 	}
 	raw, e := s.readBody(w, r)
 	if e != nil {
 		s.fail(w, "", e)
+		return nil, false
+	}
+	return raw, true
+}
+
+func (s *Server) handleOpenAI(w http.ResponseWriter, r *http.Request, responses bool) {
+	raw, ok := s.readAuthorized(w, r)
+	if !ok {
 		return
 	}
 	p, e := s.parseOpenAI(raw, responses)

@@ -33,13 +33,8 @@ func moderationThresholdFromEnv(getenv func(string) string, dst *float64) error 
 // questions; a score (severity) is put on 0..1 by its level count before it meets the
 // threshold, as upstream does.
 func (s *Server) handleModerations(w http.ResponseWriter, r *http.Request) {
-	if !s.authorized(r) {
-		s.fail(w, "", errorf(401, "invalid or missing bearer token"))
-		return
-	}
-	raw, e := s.readBody(w, r)
-	if e != nil {
-		s.fail(w, "", e)
+	raw, ok := s.readAuthorized(w, r)
+	if !ok {
 		return
 	}
 	body, e := parseBody(raw)
