@@ -231,3 +231,34 @@ func TestParseResultRoundTrip(t *testing.T) {
 		t.Error("unknown answer type accepted")
 	}
 }
+
+// A union of titled consts is an enum with labels: the model reads the titles (and the
+// branches' descriptions), the answer is the const.
+func TestPlanSchemaTitledConsts(t *testing.T) {
+	plan, err := ParseSchema([]byte(`{"properties": {"tier": {"description": "Which plan?", "oneOf": [
+	  {"const": 1, "title": "free", "description": "no payment"},
+	  {"const": 2, "title": "pro"},
+	  {"const": 3},
+	  {"type": "null"}]}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"tier": {"type": "choice", "instructions": "Which plan?", "criteria": {"free": "no payment", "pro": null, "3": null}}}`
+	if got := plan.Questions().Value().String(); got != want {
+		t.Fatalf("questions\n got %s\nwant %s", got, want)
+	}
+	res := &Result{answers: []answer{{id: "tier", choice: &ChoiceAnswer{Choice: "pro"}}}}
+	d, err := plan.Project(res)
+	if err != nil || d.Values.String() != `{"tier": 2}` {
+		t.Fatalf("values %v, %v", d, err)
+	}
+	// Mixed unions keep upstream's rule.
+	if _, err := ParseSchema([]byte(`{"properties": {"a": {"oneOf": [{"const": 1}, {"type": "boolean"}]}}}`)); err == nil ||
+		!strings.Contains(err.Error(), "2 variants in 'oneOf' cannot both be honoured") {
+		t.Errorf("mixed union: %v", err)
+	}
+	many := `{"properties": {"a": {"anyOf": [` + strings.TrimSuffix(strings.Repeat(`{"const": 1},`, 40), ",") + `]}}}`
+	if _, err := ParseSchema([]byte(many)); err == nil || !strings.Contains(err.Error(), "properties.a: 40 options exceeds MAX_OPTIONS=32") {
+		t.Errorf("40 consts: %v", err)
+	}
+}

@@ -249,6 +249,65 @@ func unwrapNullable(path string, prop Value, defs defTables) (Value, error) {
 	return pyjson.Object(merged...), nil
 }
 
+// labelledConsts plans a oneOf/anyOf whose every non-null branch is a const as a choice
+// whose option labels are the branches' titles: {"oneOf": [{"const": "b", "title":
+// "billing"}, …]}, the JSON Schema spelling of an enum with labels. The model reads the
+// title (a branch's description, when given, describes the option); the answer is the
+// const. Upstream rejects such a union as two or more variants.
+func labelledConsts(path, name string, prop Value) (PlanField, bool, error) {
+	branches, ok := prop.Get("oneOf")
+	if !ok {
+		branches, ok = prop.Get("anyOf")
+	}
+	if !ok || branches.Kind() != pyjson.ArrayKind {
+		return PlanField{}, false, nil
+	}
+	var consts []Value
+	for _, b := range branches.Items() {
+		if b.Kind() != pyjson.ObjectKind {
+			return PlanField{}, false, nil
+		}
+		if t, ok := b.Get("type"); ok && isStr(t, "null") && len(b.Members()) == 1 {
+			continue
+		}
+		if _, ok := b.Get("const"); !ok {
+			return PlanField{}, false, nil
+		}
+		consts = append(consts, b)
+	}
+	if len(consts) < 2 {
+		return PlanField{}, false, nil // one variant (or none): the nullable rules apply
+	}
+	if len(consts) > MaxSchemaOptions {
+		return PlanField{}, true, schemaErrorf(path, "%d options exceeds MAX_OPTIONS=%d", len(consts), MaxSchemaOptions)
+	}
+	description, _ := prop.Get("description")
+	f := PlanField{Name: name, Kind: FieldChoice, Labels: make([]string, len(consts)), Options: make([]Value, len(consts))}
+	criteria := make([]pyjson.Member, len(consts))
+	for i, b := range consts {
+		value, _ := b.Get("const")
+		label := "null"
+		if value.Kind() != pyjson.NullKind {
+			label = pyjson.Str(value)
+		}
+		if t, ok := b.Get("title"); ok && t.Kind() == pyjson.StringKind && t.Str() != "" {
+			label = t.Str()
+		}
+		desc, _ := b.Get("description")
+		if desc.Kind() != pyjson.StringKind {
+			desc = pyjson.Null()
+		}
+		f.Labels[i], f.Options[i] = label, value
+		criteria[i] = pyjson.Member{Key: label, Value: desc}
+	}
+	f.Question = pyjson.Object(
+		pyjson.Member{Key: "type", Value: pyjson.String("choice")},
+		pyjson.Member{Key: "instructions", Value: instructionsOr(description, "What is `"+name+"`?")},
+		pyjson.Member{Key: "criteria", Value: pyjson.Object(criteria...)},
+	)
+	return f, true, nil
+}
+
 func countNonNull(branches Value) int {
 	n := 0
 	for _, b := range branches.Items() {
@@ -267,6 +326,9 @@ func planField(path, name string, prop Value, defs defTables) (PlanField, error)
 	prop, err := resolveRef(path, prop, defs)
 	if err != nil {
 		return PlanField{}, err
+	}
+	if f, ok, err := labelledConsts(path, name, prop); ok || err != nil {
+		return f, err
 	}
 	if prop, err = unwrapNullable(path, prop, defs); err != nil {
 		return PlanField{}, err
