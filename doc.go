@@ -119,17 +119,9 @@
 //
 // # Structured decisions
 //
-// Decide answers a JSON schema in one pass: ParseSchema (or PlanSchema) plans one
-// question per property (enum/const → choice, boolean → noul, a bounded integer →
-// score, nullable spellings and local $defs references resolved), Plan.Decide asks
-// them, and Plan.Project maps the answers back onto the schema's values, with the
-// confidence and probabilities of each field in the Decision. DecideInto and PlanFor
-// take a Go struct instead: its fields and `laya` tags spell the same schema, through
-// the same planner, and the values are stored in the struct (a named type with
-// EnumValues is a Go enum). A schema outside the subset is a *SchemaError naming the
-// path (errors.Is ErrSchema). Decide runs on any Predictor; a RoutedPredictor (a
-// router's Predictor) also reports where the request went. The planner follows
-// upstream's laya/structured.py, message for message.
+// Package structured answers a JSON schema, or a Go struct, in one pass of any
+// Predictor: structured.Decide and structured.DecideInto. ParseResult reads a result
+// back from its JSON (a laya serve answer), for projection or for reading answers.
 //
 // # Backends
 //

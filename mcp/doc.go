@@ -9,7 +9,7 @@
 //   - laya_route: which checkpoint would answer, and why, without running one.
 //   - laya_shortlist: many-option choices cut to their k likeliest labels by the
 //     checkpoint's own embeddings, then answered (in-process backends only).
-//   - laya_decide: a JSON schema answered in one pass (laya.PlanSchema's subset),
+//   - laya_decide: a JSON schema answered in one pass (structured.PlanSchema's subset),
 //     values in the schema's shape with per-field confidence.
 //
 // Arguments are read in the order the client wrote them: a choice's options keep

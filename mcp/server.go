@@ -12,6 +12,7 @@ import (
 	"github.com/laya-metal/laya"
 	"github.com/laya-metal/laya/pyjson"
 	"github.com/laya-metal/laya/router"
+	"github.com/laya-metal/laya/structured"
 )
 
 // MaxBatch caps the requests of one laya_predict_batch call.
@@ -104,7 +105,7 @@ func NewServer(b Backend, version string) *sdk.Server {
 func errorResult(err error) *sdk.CallToolResult {
 	var te *toolError
 	var re *RemoteError
-	var se *laya.SchemaError
+	var se *structured.SchemaError
 	var qe *laya.QuestionError
 	switch {
 	case errors.As(err, &te):
@@ -290,7 +291,7 @@ func (h handlers) decide(ctx context.Context, args pyjson.Value) (pyjson.Value, 
 	if !ok {
 		return pyjson.Value{}, fail("invalid_schema", "schema is required: a JSON schema object with 'properties'")
 	}
-	plan, err := laya.PlanSchema(schema)
+	plan, err := structured.PlanSchema(schema)
 	if err != nil {
 		return pyjson.Value{}, err
 	}
@@ -301,7 +302,7 @@ func (h handlers) decide(ctx context.Context, args pyjson.Value) (pyjson.Value, 
 	return d.Value(), nil
 }
 
-// backendPredictor lets laya.Decide run on a Backend and report its routing.
+// backendPredictor lets structured.Decide run on a Backend and report its routing.
 type backendPredictor struct {
 	b     Backend
 	model string

@@ -7,10 +7,10 @@ import (
 )
 
 // Predictor returns the router as a laya.Predictor that routes every request with opts.
-// It is a laya.RoutedPredictor, so laya.Decide and laya.DecideInto report the routing
-// decision in Decision.Routing:
+// It is a structured.RoutedPredictor: structured.Decide and DecideInto put its routing
+// decision in Decision.Routing.
 //
-//	d, err := laya.Decide(ctx, r.Predictor(router.RouteOptions{}), state, schema)
+//	d, err := structured.Decide(ctx, r.Predictor(router.RouteOptions{}), state, schema)
 func (r *Router) Predictor(opts RouteOptions) *Routed { return &Routed{r: r, opts: opts} }
 
 // Routed is a Router bound to its route options; see Router.Predictor.

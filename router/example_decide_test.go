@@ -7,6 +7,7 @@ import (
 
 	"github.com/laya-metal/laya"
 	"github.com/laya-metal/laya/router"
+	"github.com/laya-metal/laya/structured"
 )
 
 // A router answers a schema through its Predictor, and the decision says where it
@@ -20,7 +21,7 @@ func ExampleRouter_Predictor() {
 	defer r.Unload()
 	state, _ := laya.JSONState([]byte(`{"from": "user@example.com", "subject": "Duplicate charge on invoice #4411",
 	  "body": "We were billed twice for March. Please refund the duplicate today or we will cancel our plan."}`))
-	d, err := laya.Decide(context.Background(), r.Predictor(router.RouteOptions{Lang: "en"}), state, []byte(`{"properties": {
+	d, err := structured.Decide(context.Background(), r.Predictor(router.RouteOptions{Lang: "en"}), state, []byte(`{"properties": {
 	  "dept": {"enum": ["billing", "technical", "sales"], "description": "Route this ticket."},
 	  "two": {"enum": ["yes", "no"], "description": "Two-way?"}}}`))
 	if err != nil {

@@ -31,7 +31,7 @@
 //     laya predict prints it (with "routing" under the router).
 //   - POST /v1/chat/completions, POST /v1/responses, POST /v1/moderations, GET /v1/models:
 //     OpenAI's wire format for structured output (upstream docs/openai.md). A
-//     response_format (text.format) json_schema is planned by laya.PlanSchema and
+//     response_format (text.format) json_schema is planned by structured.PlanSchema and
 //     answered as JSON text; tools (at most MaxTools functions) add a choice over the
 //     tool names to the same pass, unless tool_choice names one. Moderations run the
 //     moderation preset per input, flagged at Config.ModerationThreshold. 400 for what a

@@ -12,6 +12,7 @@ import (
 	"github.com/laya-metal/laya"
 	"github.com/laya-metal/laya/pyjson"
 	"github.com/laya-metal/laya/router"
+	"github.com/laya-metal/laya/structured"
 )
 
 // The OpenAI-compatible routes follow upstream's laya/openai_api.py and docs/openai.md
@@ -30,10 +31,10 @@ type chatPlan struct {
 	model string // as the client sent it
 	qs    laya.Questions
 	// schema mode
-	schema *laya.Plan
+	schema *structured.Plan
 	// tools mode: names in order, each tool's plan over namespaced properties
 	tools  []string
-	plans  map[string]*laya.Plan
+	plans  map[string]*structured.Plan
 	forced string
 }
 
@@ -140,10 +141,10 @@ func stateFromInput(v pyjson.Value, ok bool) (pyjson.Value, *apiError) {
 
 // planSchema plans a request's schema; a schema outside the subset is a 422 naming
 // the path, as upstream answers it.
-func planSchema(schema pyjson.Value) (*laya.Plan, *apiError) {
-	p, err := laya.PlanSchema(schema)
+func planSchema(schema pyjson.Value) (*structured.Plan, *apiError) {
+	p, err := structured.PlanSchema(schema)
 	if err != nil {
-		var se *laya.SchemaError
+		var se *structured.SchemaError
 		if errors.As(err, &se) {
 			return nil, errorf(422, "%s", se.Message)
 		}
@@ -197,7 +198,7 @@ func flatTool(t pyjson.Value) pyjson.Value {
 }
 
 // forcedTool is the function a tool_choice names ("" for "auto", "none", "required").
-func forcedTool(choice pyjson.Value, responses bool, names map[string]*laya.Plan) (string, *apiError) {
+func forcedTool(choice pyjson.Value, responses bool, names map[string]*structured.Plan) (string, *apiError) {
 	if choice.Kind() != pyjson.ObjectKind {
 		return "", nil
 	}
@@ -222,7 +223,7 @@ func (p *chatPlan) planTools(tools, choice pyjson.Value, responses bool) *apiErr
 	if n := len(tools.Items()); n > MaxTools {
 		return badRequest("%d tools exceeds MAX_TOOLS=%d", n, MaxTools)
 	}
-	p.plans = map[string]*laya.Plan{}
+	p.plans = map[string]*structured.Plan{}
 	var descriptions []pyjson.Member
 	for _, t := range tools.Items() {
 		if responses {

@@ -1,4 +1,4 @@
-package laya
+package structured
 
 import (
 	"context"
@@ -6,15 +6,16 @@ import (
 	"math/big"
 	"strconv"
 
+	"github.com/laya-metal/laya"
 	"github.com/laya-metal/laya/heads"
 	"github.com/laya-metal/laya/pyjson"
 )
 
-// RoutedPredictor is a Predictor that also says where it sent the request: Decide puts
+// RoutedPredictor is a laya.Predictor that also says where it sent the request: Decide puts
 // that routing into Decision.Routing. router.Router's Predictor method returns one.
 type RoutedPredictor interface {
-	Predictor
-	PredictRouted(ctx context.Context, state State, questions Questions) (*Result, Value, error)
+	laya.Predictor
+	PredictRouted(ctx context.Context, state laya.State, questions laya.Questions) (*laya.Result, laya.Value, error)
 }
 
 // FieldDecision is one decided field: its value, the answer's confidence and the
@@ -23,9 +24,9 @@ type RoutedPredictor interface {
 type FieldDecision struct {
 	Name          string
 	Kind          FieldKind
-	Value         Value
+	Value         laya.Value
 	Confidence    float64
-	Probabilities []LabelProbability
+	Probabilities []laya.LabelProbability
 }
 
 // Decision is a schema answered in one pass: the values in the schema's shape and, per
@@ -34,14 +35,14 @@ type Decision struct {
 	// Values is the JSON object of property → value, in schema order: choice values
 	// keep their JSON type (an enum of integers answers an integer), scores are
 	// integers, booleans are booleans.
-	Values Value
+	Values laya.Value
 	Fields []FieldDecision
-	Usage  Usage
+	Usage  laya.Usage
 	// Routing is the router's decision as JSON when a RoutedPredictor answered;
 	// null otherwise.
-	Routing Value
+	Routing laya.Value
 	// Result is the raw prediction the values were projected from.
-	Result *Result
+	Result *laya.Result
 }
 
 // Field returns the named field's decision.
@@ -56,7 +57,7 @@ func (d *Decision) Field(name string) (FieldDecision, bool) {
 
 // Value returns the decision as upstream's DecisionResult reads in JSON: values,
 // confidence, probabilities, usage and (when routed) routing.
-func (d *Decision) Value() Value {
+func (d *Decision) Value() laya.Value {
 	conf := make([]pyjson.Member, len(d.Fields))
 	probs := make([]pyjson.Member, len(d.Fields))
 	for i, f := range d.Fields {
@@ -89,7 +90,7 @@ func (d *Decision) MarshalJSON() ([]byte, error) { return d.Value().MarshalJSON(
 // router's Predictor) and returns the values in the schema's shape. See PlanSchema for
 // the supported subset; a schema outside it is a *SchemaError (errors.Is ErrSchema)
 // naming the path, before anything runs.
-func Decide(ctx context.Context, p Predictor, state State, schema []byte) (*Decision, error) {
+func Decide(ctx context.Context, p laya.Predictor, state laya.State, schema []byte) (*Decision, error) {
 	plan, err := ParseSchema(schema)
 	if err != nil {
 		return nil, err
@@ -98,11 +99,11 @@ func Decide(ctx context.Context, p Predictor, state State, schema []byte) (*Deci
 }
 
 // Decide asks the plan's questions about state on p and projects the answers.
-func (pl *Plan) Decide(ctx context.Context, p Predictor, state State) (*Decision, error) {
+func (pl *Plan) Decide(ctx context.Context, p laya.Predictor, state laya.State) (*Decision, error) {
 	qs := pl.Questions()
 	var (
-		res     *Result
-		routing Value
+		res     *laya.Result
+		routing laya.Value
 		err     error
 	)
 	if rp, ok := p.(RoutedPredictor); ok {
@@ -124,9 +125,9 @@ func (pl *Plan) Decide(ctx context.Context, p Predictor, state State) (*Decision
 // Project maps a prediction of the plan's questions onto the schema's values:
 // a choice's label back to its original value, a score to minimum + its likeliest
 // level, a noul to P(true) ≥ 0.5.
-func (pl *Plan) Project(res *Result) (*Decision, error) {
+func (pl *Plan) Project(res *laya.Result) (*Decision, error) {
 	if res == nil {
-		return nil, fmt.Errorf("laya: project: no result")
+		return nil, fmt.Errorf("structured: project: no result")
 	}
 	d := &Decision{Fields: make([]FieldDecision, len(pl.Fields)), Usage: res.Usage, Result: res}
 	values := make([]pyjson.Member, len(pl.Fields))
@@ -142,7 +143,7 @@ func (pl *Plan) Project(res *Result) (*Decision, error) {
 	return d, nil
 }
 
-func projectField(f PlanField, res *Result) (FieldDecision, error) {
+func projectField(f PlanField, res *laya.Result) (FieldDecision, error) {
 	fd := FieldDecision{Name: f.Name, Kind: f.Kind}
 	switch f.Kind {
 	case FieldNoul:
@@ -151,7 +152,7 @@ func projectField(f PlanField, res *Result) (FieldDecision, error) {
 			return fd, err
 		}
 		fd.Value, fd.Confidence = pyjson.Bool(a.Noul >= 0.5), a.Confidence
-		fd.Probabilities = []LabelProbability{
+		fd.Probabilities = []laya.LabelProbability{
 			{Label: "false", Value: pyjson.String("false"), Probability: heads.Round4(1 - a.Noul)},
 			{Label: "true", Value: pyjson.String("true"), Probability: a.Noul},
 		}
@@ -169,10 +170,10 @@ func projectField(f PlanField, res *Result) (FieldDecision, error) {
 		level := new(big.Int).Add(f.Minimum, big.NewInt(int64(best)))
 		fd.Value, _ = pyjson.Parse([]byte(level.String()))
 		fd.Confidence = a.Confidence
-		fd.Probabilities = make([]LabelProbability, len(a.Probabilities))
+		fd.Probabilities = make([]laya.LabelProbability, len(a.Probabilities))
 		for i, p := range a.Probabilities {
 			key := strconv.Itoa(i)
-			fd.Probabilities[i] = LabelProbability{Label: key, Value: pyjson.String(key), Probability: p}
+			fd.Probabilities[i] = laya.LabelProbability{Label: key, Value: pyjson.String(key), Probability: p}
 		}
 	default:
 		a, err := res.Choice(f.Name)

@@ -1,4 +1,4 @@
-package laya
+package structured
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/laya-metal/laya"
 	"github.com/laya-metal/laya/pyjson"
 )
 
@@ -133,7 +134,7 @@ func jsonName(f reflect.StructField) (name string, skip bool) {
 }
 
 // fieldSchema spells a Go field as the JSON schema property the planner reads.
-func fieldSchema(t reflect.Type, tag string) (Value, []reflect.Value, error) {
+func fieldSchema(t reflect.Type, tag string) (laya.Value, []reflect.Value, error) {
 	var (
 		members          []pyjson.Member
 		enumText         string
@@ -152,7 +153,7 @@ func fieldSchema(t reflect.Type, tag string) (Value, []reflect.Value, error) {
 			maxText = part[len("max="):]
 		default:
 			if _, dup := find(members, "description"); dup {
-				return Value{}, nil, fmt.Errorf("laya tag %q has two instructions; separate options with ';' as key=value", tag)
+				return laya.Value{}, nil, fmt.Errorf("laya tag %q has two instructions; separate options with ';' as key=value", tag)
 			}
 			members = append(members, pyjson.Member{Key: "description", Value: pyjson.String(part)})
 		}
@@ -161,7 +162,7 @@ func fieldSchema(t reflect.Type, tag string) (Value, []reflect.Value, error) {
 	for t.Kind() == reflect.Pointer {
 		t, nullable = t.Elem(), true
 	}
-	typeName := func(s string) Value {
+	typeName := func(s string) laya.Value {
 		if nullable {
 			return pyjson.Array(pyjson.String(s), pyjson.String("null"))
 		}
@@ -171,24 +172,24 @@ func fieldSchema(t reflect.Type, tag string) (Value, []reflect.Value, error) {
 	switch {
 	case t.Implements(enumType) || reflect.PointerTo(t).Implements(enumType):
 		values := reflect.New(t).Interface().(Enum).EnumValues()
-		items := make([]Value, len(values))
+		items := make([]laya.Value, len(values))
 		for i, v := range values {
 			rv := reflect.ValueOf(v)
 			if !rv.IsValid() || !rv.Type().ConvertibleTo(t) {
-				return Value{}, nil, fmt.Errorf("EnumValues of %s returned %T, not a %s", t, v, t)
+				return laya.Value{}, nil, fmt.Errorf("EnumValues of %s returned %T, not a %s", t, v, t)
 			}
 			raw, err := json.Marshal(v)
 			if err != nil {
-				return Value{}, nil, fmt.Errorf("enum value %v: %w", v, err)
+				return laya.Value{}, nil, fmt.Errorf("enum value %v: %w", v, err)
 			}
 			if items[i], err = pyjson.Parse(raw); err != nil {
-				return Value{}, nil, fmt.Errorf("enum value %v: %w", v, err)
+				return laya.Value{}, nil, fmt.Errorf("enum value %v: %w", v, err)
 			}
 			goEnum = append(goEnum, rv.Convert(t))
 		}
 		members = append(members, pyjson.Member{Key: "enum", Value: pyjson.Array(items...)})
 	case hasEnum:
-		var items []Value
+		var items []laya.Value
 		for s := range strings.SplitSeq(enumText, "|") {
 			switch t.Kind() {
 			case reflect.String:
@@ -197,15 +198,15 @@ func fieldSchema(t reflect.Type, tag string) (Value, []reflect.Value, error) {
 				reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
 				reflect.Float32, reflect.Float64:
 				if _, err := strconv.ParseFloat(s, 64); err != nil {
-					return Value{}, nil, fmt.Errorf("enum value %q is not a number", s)
+					return laya.Value{}, nil, fmt.Errorf("enum value %q is not a number", s)
 				}
 				v, err := pyjson.Parse([]byte(s))
 				if err != nil {
-					return Value{}, nil, fmt.Errorf("enum value %q is not a number", s)
+					return laya.Value{}, nil, fmt.Errorf("enum value %q is not a number", s)
 				}
 				items = append(items, v)
 			default:
-				return Value{}, nil, fmt.Errorf("enum= needs a string or number field, not %s", t)
+				return laya.Value{}, nil, fmt.Errorf("enum= needs a string or number field, not %s", t)
 			}
 		}
 		members = append(members, pyjson.Member{Key: "enum", Value: pyjson.Array(items...)})
@@ -230,7 +231,7 @@ func fieldSchema(t reflect.Type, tag string) (Value, []reflect.Value, error) {
 			continue
 		}
 		if _, err := strconv.ParseInt(b.text, 10, 64); err != nil {
-			return Value{}, nil, fmt.Errorf("%s=%q is not an integer", b.key[:3], b.text)
+			return laya.Value{}, nil, fmt.Errorf("%s=%q is not an integer", b.key[:3], b.text)
 		}
 		members = append(members, pyjson.Member{Key: b.key, Value: pyjson.Int(mustInt(b.text))})
 	}
@@ -242,13 +243,13 @@ func mustInt(s string) int64 {
 	return n
 }
 
-func find(ms []pyjson.Member, key string) (Value, bool) {
+func find(ms []pyjson.Member, key string) (laya.Value, bool) {
 	for _, m := range ms {
 		if m.Key == key {
 			return m.Value, true
 		}
 	}
-	return Value{}, false
+	return laya.Value{}, false
 }
 
 // DecideInto answers the struct *dst points to as a schema (see PlanFor) about state
@@ -256,11 +257,11 @@ func find(ms []pyjson.Member, key string) (Value, bool) {
 // confidence and probabilities per field.
 //
 //	var t Ticket
-//	d, err := laya.DecideInto(ctx, agent, laya.Text("I was charged twice"), &t)
-func DecideInto(ctx context.Context, p Predictor, state State, dst any) (*Decision, error) {
+//	d, err := structured.DecideInto(ctx, agent, laya.Text("I was charged twice"), &t)
+func DecideInto(ctx context.Context, p laya.Predictor, state laya.State, dst any) (*Decision, error) {
 	rv := reflect.ValueOf(dst)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
-		return nil, fmt.Errorf("laya: DecideInto needs a non-nil pointer to a struct, got %T", dst)
+		return nil, fmt.Errorf("structured: DecideInto needs a non-nil pointer to a struct, got %T", dst)
 	}
 	plan, err := planType(rv.Type().Elem())
 	if err != nil {
@@ -298,13 +299,13 @@ func (pl *Plan) store(d *Decision, dst reflect.Value) error {
 			continue
 		}
 		if err := setScalar(fv, val); err != nil {
-			return fmt.Errorf("laya: %s: %w", sf.goName, err)
+			return fmt.Errorf("structured: %s: %w", sf.goName, err)
 		}
 	}
 	return nil
 }
 
-func setScalar(fv reflect.Value, val Value) error {
+func setScalar(fv reflect.Value, val laya.Value) error {
 	switch fv.Kind() {
 	case reflect.Bool:
 		fv.SetBool(val.Bool())

@@ -1,4 +1,4 @@
-package laya
+package structured
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/laya-metal/laya"
 	"github.com/laya-metal/laya/pyjson"
 )
 
@@ -13,10 +14,10 @@ import (
 type fixedPredictor struct {
 	t       *testing.T
 	answers string
-	asked   Questions
+	asked   laya.Questions
 }
 
-func (f *fixedPredictor) Predict(_ context.Context, _ State, qs Questions) (*Result, error) {
+func (f *fixedPredictor) Predict(_ context.Context, _ laya.State, qs laya.Questions) (*laya.Result, error) {
 	f.asked = qs
 	v, err := pyjson.Parse([]byte(f.answers))
 	if err != nil {
@@ -51,7 +52,7 @@ func TestDecideIntoRoundTrip(t *testing.T) {
 	  "count": {"type": "choice", "choice": "2", "confidence": 0.1, "probabilities": {"1": 0.45, "2": 0.55}}}`}
 	var got ticket
 	got.hidden = 7
-	d, err := DecideInto(context.Background(), p, Text("x"), &got)
+	d, err := DecideInto(context.Background(), p, laya.Text("x"), &got)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,16 +110,16 @@ func TestPlanForRejectionsNameTheField(t *testing.T) {
 		plan func() (*Plan, error)
 		want string
 	}{
-		{"free-string", PlanFor[badString], "laya: laya.badString.Name: properties.name: a free string cannot be a fixed option set; use 'enum' or a boolean"},
-		{"slice", PlanFor[badSlice], "laya: laya.badSlice.Tags: properties.tags: arrays are not supported; ask one field per element"},
-		{"nested", PlanFor[badNested], "laya: laya.badNested.Addr: properties.addr: nested objects are not supported; flatten the schema"},
-		{"unbounded", PlanFor[badUnbounded], "laya: laya.badUnbounded.N: properties.n: a numeric field needs integer 'minimum' and 'maximum' to become a score"},
-		{"wide", PlanFor[badWide], "laya: laya.badWide.N: properties.n: 101 levels exceeds MAX_SCORE_LEVELS=10; narrow the range or use an enum"},
-		{"two-instructions", PlanFor[badTag], `laya: laya.badTag.N: laya tag "first;second" has two instructions; separate options with ';' as key=value`},
-		{"enum-number", PlanFor[badEnumNumber], `laya: laya.badEnumNumber.N: enum value "two" is not a number`},
-		{"duplicate-name", PlanFor[badDup], "laya: laya.badDup: two fields have the same JSON name"},
-		{"no-fields", PlanFor[badEmpty], "laya: laya.badEmpty: 'properties' must be a non-empty object"},
-		{"not-struct", PlanFor[int], "laya: int: expected a struct, got int"},
+		{"free-string", PlanFor[badString], "structured: structured.badString.Name: properties.name: a free string cannot be a fixed option set; use 'enum' or a boolean"},
+		{"slice", PlanFor[badSlice], "structured: structured.badSlice.Tags: properties.tags: arrays are not supported; ask one field per element"},
+		{"nested", PlanFor[badNested], "structured: structured.badNested.Addr: properties.addr: nested objects are not supported; flatten the schema"},
+		{"unbounded", PlanFor[badUnbounded], "structured: structured.badUnbounded.N: properties.n: a numeric field needs integer 'minimum' and 'maximum' to become a score"},
+		{"wide", PlanFor[badWide], "structured: structured.badWide.N: properties.n: 101 levels exceeds MAX_SCORE_LEVELS=10; narrow the range or use an enum"},
+		{"two-instructions", PlanFor[badTag], `structured: structured.badTag.N: laya tag "first;second" has two instructions; separate options with ';' as key=value`},
+		{"enum-number", PlanFor[badEnumNumber], `structured: structured.badEnumNumber.N: enum value "two" is not a number`},
+		{"duplicate-name", PlanFor[badDup], "structured: structured.badDup: two fields have the same JSON name"},
+		{"no-fields", PlanFor[badEmpty], "structured: structured.badEmpty: 'properties' must be a non-empty object"},
+		{"not-struct", PlanFor[int], "structured: int: expected a struct, got int"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := tc.plan()
@@ -132,7 +133,7 @@ func TestPlanForRejectionsNameTheField(t *testing.T) {
 func TestDecideIntoBadDestination(t *testing.T) {
 	p := &fixedPredictor{t: t}
 	for _, dst := range []any{nil, ticket{}, (*ticket)(nil), new(int)} {
-		if _, err := DecideInto(context.Background(), p, Text("x"), dst); err == nil || !strings.HasPrefix(err.Error(), "laya: ") {
+		if _, err := DecideInto(context.Background(), p, laya.Text("x"), dst); err == nil || !strings.HasPrefix(err.Error(), "structured: ") {
 			t.Errorf("DecideInto(%T) err = %v", dst, err)
 		}
 	}

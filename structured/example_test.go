@@ -1,4 +1,4 @@
-package laya_test
+package structured_test
 
 import (
 	"context"
@@ -6,7 +6,10 @@ import (
 	"log"
 
 	"github.com/laya-metal/laya"
+	"github.com/laya-metal/laya/structured"
 )
+
+const checkpoint = "../testdata/oracle/checkpoints/real-en" // or "convaiinnovations/laya"
 
 // The Decide examples ask, as a schema and as a struct, exactly the questions of the
 // golden cases "choice_list" and "choice_int_labels" (an enum plans to a choice over its
@@ -26,14 +29,14 @@ func ExampleDecide() {
 	defer agent.Close()
 
 	state, _ := laya.JSONState([]byte(ticketEmail))
-	d, err := laya.Decide(ctx, agent, state, []byte(`{
+	d, err := structured.Decide(ctx, agent, state, []byte(`{
 	  "type": "object",
 	  "properties": {
 	    "dept": {"type": "string", "enum": ["billing", "technical", "sales"], "description": "Route this ticket."},
 	    "two":  {"enum": ["yes", "no"], "description": "Two-way?"}
 	  }}`))
 	if err != nil {
-		log.Fatal(err) // a *laya.SchemaError names the property, e.g. "properties.x: arrays are not supported; …"
+		log.Fatal(err) // a *structured.SchemaError names the property, e.g. "properties.x: arrays are not supported; …"
 	}
 	fmt.Println(d.Values)
 	dept, _ := d.Field("dept")
@@ -79,15 +82,15 @@ func ExampleDecideInto() {
 
 	state, _ := laya.JSONState([]byte(ticketEmail))
 	var c Charges
-	d, err := laya.DecideInto(ctx, agent, state, &c)
+	d, err := structured.DecideInto(ctx, agent, state, &c)
 	if err != nil {
-		log.Fatal(err) // a *laya.SchemaError names the Go field, e.g. "laya: main.Ticket.Notes: properties.notes: …"
+		log.Fatal(err) // a *structured.SchemaError names the Go field, e.g. "structured: main.Ticket.Notes: properties.notes: …"
 	}
 	n, _ := d.Field("n")
 	fmt.Println(c.N, n.Confidence)
 
 	var r Route
-	if _, err := laya.DecideInto(ctx, agent, state, &r); err != nil {
+	if _, err := structured.DecideInto(ctx, agent, state, &r); err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println(r.Dept == Technical, r.Two)

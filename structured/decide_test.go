@@ -1,22 +1,22 @@
-package laya
+package structured
 
 import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/laya-metal/laya"
 	"github.com/laya-metal/laya/pyjson"
 )
 
 // testdata/decide/goldens.json is upstream's own planner (laya/structured.py) run by
 // scripts/goldens/decide/gen.py over the schemas it holds: the questions each schema
 // plans to, or upstream's rejection text, and the projection of given answers.
-func loadDecideGoldens(t *testing.T) []Value {
+func loadDecideGoldens(t *testing.T) []laya.Value {
 	t.Helper()
-	raw, err := os.ReadFile("testdata/decide/goldens.json")
+	raw, err := os.ReadFile("../testdata/decide/goldens.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,38 +31,29 @@ func loadDecideGoldens(t *testing.T) []Value {
 	return cases.Items()
 }
 
-func get(v Value, key string) Value {
+func get(v laya.Value, key string) laya.Value {
 	x, _ := v.Get(key)
 	return x
 }
 
 // resultFromUpstream builds a Result from answers written in upstream's JSON shape.
-func resultFromUpstream(t *testing.T, answers Value) *Result {
+func resultFromUpstream(t *testing.T, answers laya.Value) *laya.Result {
 	t.Helper()
-	res := &Result{}
-	for _, m := range answers.Members() {
-		a := answer{id: m.Key}
-		conf := get(m.Value, "confidence").Float64()
-		probs := get(m.Value, "probabilities").Members()
-		switch get(m.Value, "type").Str() {
-		case "choice":
-			c := &ChoiceAnswer{Choice: get(m.Value, "choice").Str(), ChoiceValue: get(m.Value, "choice"), Confidence: conf}
-			for _, p := range probs {
-				c.Probabilities = append(c.Probabilities, LabelProbability{Label: p.Key, Value: pyjson.String(p.Key), Probability: p.Value.Float64()})
-			}
-			a.choice = c
-		case "score":
-			s := &ScoreAnswer{Score: get(m.Value, "score").Float64(), Confidence: conf}
-			for i := range probs {
-				s.Probabilities = append(s.Probabilities, get(get(m.Value, "probabilities"), strconv.Itoa(i)).Float64())
-			}
-			a.score = s
-		default:
-			a.noul = &NoulAnswer{Noul: get(m.Value, "noul").Float64(), Confidence: conf}
-		}
-		res.answers = append(res.answers, a)
+	res, err := laya.ResultFromValue(pyjson.Object(pyjson.Member{Key: "answers", Value: answers}))
+	if err != nil {
+		t.Fatal(err)
 	}
 	return res
+}
+
+// choiceResult is a result whose one choice question id chose label.
+func choiceResult(t *testing.T, id, label string) *laya.Result {
+	t.Helper()
+	return resultFromUpstream(t, pyjson.Object(pyjson.Member{Key: id, Value: pyjson.Object(
+		pyjson.Member{Key: "type", Value: pyjson.String("choice")},
+		pyjson.Member{Key: "choice", Value: pyjson.String(label)},
+		pyjson.Member{Key: "probabilities", Value: pyjson.Object(pyjson.Member{Key: label, Value: pyjson.Float(1)})},
+	)}))
 }
 
 func TestPlanSchemaGoldens(t *testing.T) {
@@ -78,7 +69,7 @@ func TestPlanSchemaGoldens(t *testing.T) {
 				if se.Message != want.Str() {
 					t.Fatalf("message\n got %q\nwant %q", se.Message, want.Str())
 				}
-				if se.Error() != "laya: "+want.Str() {
+				if se.Error() != "structured: "+want.Str() {
 					t.Errorf("Error() = %q", se.Error())
 				}
 				return
@@ -89,7 +80,7 @@ func TestPlanSchemaGoldens(t *testing.T) {
 			if got, want := plan.Questions().Value().String(), get(c, "questions").String(); got != want {
 				t.Fatalf("questions\n got %s\nwant %s", got, want)
 			}
-			if err := ValidateQuestions(plan.Questions()); err != nil {
+			if err := laya.ValidateQuestions(plan.Questions()); err != nil {
 				t.Errorf("the planned questions do not validate: %v", err)
 			}
 			answers, ok := c.Get("answers")
@@ -125,7 +116,7 @@ func TestProjectKeepsTypes(t *testing.T) {
 		kind  pyjson.Kind
 		float bool
 	}{{"2", pyjson.NumberKind, false}, {"2.5", pyjson.NumberKind, true}, {"null", pyjson.NullKind, false}, {"2x", pyjson.StringKind, false}} {
-		res := &Result{answers: []answer{{id: "v", choice: &ChoiceAnswer{Choice: tc.label}}}}
+		res := choiceResult(t, "v", tc.label)
 		d, err := plan.Project(res)
 		if err != nil {
 			t.Fatal(err)
@@ -200,38 +191,6 @@ func TestPlanSchemaHostile(t *testing.T) {
 	}
 }
 
-// ParseResult reads back what Result writes: every oracle answer round-trips.
-func TestParseResultRoundTrip(t *testing.T) {
-	raw, err := os.ReadFile("testdata/oracle/goldens/real-en/cases.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, _ := pyjson.Parse(raw)
-	cases, _ := v.Get("cases")
-	n := 0
-	for _, c := range cases.Items() {
-		aj, ok := c.Get("answer_json")
-		if !ok || aj.Kind() != pyjson.StringKind {
-			continue
-		}
-		res, err := ParseResult([]byte(aj.Str()))
-		if err != nil {
-			t.Fatalf("%s: %v", get(c, "name"), err)
-		}
-		want, _ := pyjson.Parse([]byte(aj.Str()))
-		if got := res.Value().String(); got != want.String() {
-			t.Errorf("%s:\n got %s\nwant %s", get(c, "name"), got, want)
-		}
-		n++
-	}
-	if n < 10 {
-		t.Fatalf("only %d cases", n)
-	}
-	if _, err := ParseResult([]byte(`{"answers": {"a": {"type": "x"}}}`)); err == nil {
-		t.Error("unknown answer type accepted")
-	}
-}
-
 // A union of titled consts is an enum with labels: the model reads the titles (and the
 // branches' descriptions), the answer is the const.
 func TestPlanSchemaTitledConsts(t *testing.T) {
@@ -247,7 +206,7 @@ func TestPlanSchemaTitledConsts(t *testing.T) {
 	if got := plan.Questions().Value().String(); got != want {
 		t.Fatalf("questions\n got %s\nwant %s", got, want)
 	}
-	res := &Result{answers: []answer{{id: "tier", choice: &ChoiceAnswer{Choice: "pro"}}}}
+	res := choiceResult(t, "tier", "pro")
 	d, err := plan.Project(res)
 	if err != nil || d.Values.String() != `{"tier": 2}` {
 		t.Fatalf("values %v, %v", d, err)
