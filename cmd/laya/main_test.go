@@ -35,7 +35,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"route", "--state", "x", "--max-line-bytes", "-"}, `laya route: --max-line-bytes "-": want an integer (longest --batch line, in bytes)`},
 		{[]string{"snake", "--headless", "--fps", "-3"}, "laya snake: --fps: "},
 		{[]string{"presets", "nope"}, `laya presets: unknown preset "nope": use triage, email, guard, moderation or router`},
-		{[]string{"frobnicate"}, `laya: unknown command "frobnicate" (commands: inspect, predict, presets, route, serve, snake, synth, tokenize)`},
+		{[]string{"frobnicate"}, `laya: unknown command "frobnicate" (commands: inspect, mcp, predict, presets, route, serve, snake, synth, tokenize)`},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(context.Background(), tc.args, strings.NewReader(""), &stdout, &stderr)
