@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -286,6 +285,15 @@ func (p *chatPlan) planTools(tools, choice pyjson.Value, responses bool) *apiErr
 
 func truthyString(v pyjson.Value) bool { return v.Kind() == pyjson.StringKind && v.Str() != "" }
 
+// parseObject is parseBody for the OpenAI routes, whose bodies have no "questions".
+func parseObject(raw []byte) (pyjson.Value, *apiError) {
+	body, e := parseBody(raw)
+	if e != nil && e.detail == "request body must be an object with a 'questions' field" {
+		e = badRequest("request body must be an object")
+	}
+	return body, e
+}
+
 // rejectStreamAndN refuses what one decision cannot honour: a stream, or n > 1.
 func rejectStreamAndN(body pyjson.Value) *apiError {
 	if s, ok := body.Get("stream"); ok && s.Kind() != pyjson.NullKind && !(s.Kind() == pyjson.BoolKind && !s.Bool()) {
@@ -299,11 +307,8 @@ func rejectStreamAndN(body pyjson.Value) *apiError {
 
 // parseOpenAI reads a chat completions (responses false) or Responses request.
 func (s *Server) parseOpenAI(raw []byte, responses bool) (*chatPlan, *apiError) {
-	body, e := parseBody(raw)
+	body, e := parseObject(raw)
 	if e != nil {
-		if body.Kind() != pyjson.ObjectKind && e.detail != nil && strings.Contains(fmt.Sprint(e.detail), "'questions'") {
-			e = badRequest("request body must be an object")
-		}
 		return nil, e
 	}
 	if e := rejectStreamAndN(body); e != nil {

@@ -37,11 +37,8 @@ func (s *Server) handleModerations(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	body, e := parseBody(raw)
+	body, e := parseObject(raw)
 	if e != nil {
-		if body.Kind() != pyjson.ObjectKind && e.status == 400 {
-			e = badRequest("request body must be an object")
-		}
 		s.fail(w, "", e)
 		return
 	}

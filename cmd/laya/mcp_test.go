@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -57,5 +58,38 @@ func TestMCPUsageErrors(t *testing.T) {
 		if code := run(context.Background(), args, strings.NewReader(""), &stdout, &stderr); code != 2 || strings.Count(stderr.String(), "\n") != 2 || strings.Contains(stderr.String(), "mcp: mcp") {
 			t.Errorf("laya %v: exit %d, stderr %q", args, code, stderr.String())
 		}
+	}
+}
+
+// laya mcp --http serves the same tools over streamable HTTP, and stops with its context.
+func TestMCPCommandHTTP(t *testing.T) {
+	t.Setenv("LAYA_BASE_URL", "")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errR, errW := io.Pipe()
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"mcp", "--http", "127.0.0.1:0", "--model-dir", "english=../../testdata/oracle/checkpoints/real-en"}, nil, io.Discard, errW)
+		errW.Close()
+	}()
+	line, err := bufio.NewReader(errR).ReadString('\n')
+	url, ok := strings.CutPrefix(strings.TrimSpace(line), "laya mcp: streamable HTTP at ")
+	if err != nil || !ok {
+		t.Fatalf("first stderr line %q: %v", line, err)
+	}
+	go io.Copy(io.Discard, errR)
+	client := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "laya_route", Arguments: json.RawMessage(`{"state": "Bonjour, je voudrais un remboursement"}`)})
+	if err != nil || res.IsError || !strings.Contains(res.Content[0].(*sdk.TextContent).Text, `"model": "multilingual"`) {
+		t.Fatalf("laya_route over HTTP: %v %+v", err, res)
+	}
+	cs.Close()
+	cancel()
+	if code := <-done; code != 0 {
+		t.Fatalf("exit %d", code)
 	}
 }
