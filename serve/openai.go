@@ -516,7 +516,17 @@ func (s *Server) handleOpenAI(w http.ResponseWriter, r *http.Request, responses 
 	if !ok {
 		return
 	}
-	res := results[0].answer.Result
+	v, err := p.response(results[0].answer.Result, responses)
+	if err != nil {
+		s.log.Error("inference failed", "error", err.Error())
+		s.fail(w, "", errorf(500, "inference failed"))
+		return
+	}
+	s.answer(w, results, compact(v))
+}
+
+// response is the chat completion (or Responses) body of a plan's answers.
+func (p *chatPlan) response(res *laya.Result, responses bool) (pyjson.Value, error) {
 	var (
 		text     string
 		tool     string
@@ -526,14 +536,12 @@ func (s *Server) handleOpenAI(w http.ResponseWriter, r *http.Request, responses 
 	if toolMode {
 		var err error
 		if tool, args, err = p.toolCall(res); err != nil {
-			s.fail(w, "", errorf(500, "inference failed"))
-			return
+			return pyjson.Value{}, err
 		}
 	} else {
 		d, err := p.schema.Project(res)
 		if err != nil {
-			s.fail(w, "", errorf(500, "inference failed"))
-			return
+			return pyjson.Value{}, err
 		}
 		text = pyjson.Dumps(d.Values)
 	}
@@ -572,7 +580,7 @@ func (s *Server) handleOpenAI(w http.ResponseWriter, r *http.Request, responses 
 				member("finish_reason", pyjson.String(finish))))),
 			member("usage", openAIUsage(res.Usage, false)))
 	}
-	s.answer(w, results, compact(v))
+	return v, nil
 }
 
 // registerOpenAI adds the OpenAI-compatible routes.
