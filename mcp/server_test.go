@@ -45,7 +45,7 @@ func golden(t *testing.T, name string) (request, answers pyjson.Value) {
 	return
 }
 
-// connect runs the server over b and returns a client session on it (in-memory
+// connect runs the server over b and returns a client connected to it (in-memory
 // transports: the same JSON-RPC a stdio client speaks).
 func connect(t *testing.T, b mcp.Backend) *sdk.ClientSession {
 	t.Helper()
