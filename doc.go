@@ -117,6 +117,12 @@
 // Hostile input fails with one of these errors, never a panic (a fuzz test
 // drives arbitrary requests through the whole pipeline).
 //
+// # Structured decisions
+//
+// Package structured answers a JSON schema, or a Go struct, in one pass of any
+// Predictor: structured.Decide and structured.DecideInto. ParseResult reads a result
+// back from its JSON (a laya serve answer), for projection or for reading answers.
+//
 // # Backends
 //
 // The model runs on a backend (package backend) chosen by name with

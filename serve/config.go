@@ -79,6 +79,9 @@ type Config struct {
 	APIKey string
 	// JevStrict strips answers to the TypeSafe Jev contract (LAYA_JEV_STRICT).
 	JevStrict bool
+	// ModerationThreshold flags a /v1/moderations category at or above it
+	// (LAYA_MODERATION_THRESHOLD).
+	ModerationThreshold float64
 	// Metrics enables /metrics (404 when off).
 	Metrics bool
 	// Warmup runs one request per loaded checkpoint before /ready turns 200.
@@ -139,6 +142,7 @@ func DefaultConfig() Config {
 		ShutdownGrace:         30 * time.Second,
 		Metrics:               true,
 		Warmup:                true,
+		ModerationThreshold:   0.5,
 		Limits: Limits{
 			BodyBytes:     2 << 20,
 			StateChars:    50000,
@@ -184,6 +188,7 @@ var EnvVars = [][2]string{
 	{"LAYA_FORWARDED_ALLOW_IPS", "proxies trusted: IPs, networks or * (127.0.0.1)"},
 	{"LAYA_API_KEY", "require Authorization: Bearer <key> (unset)"},
 	{"LAYA_JEV_STRICT", "answer with the strict Jev contract only (0)"},
+	{"LAYA_MODERATION_THRESHOLD", "flag a /v1/moderations category at or above it, 0..1 (0.5)"},
 	{"LAYA_METRICS", "serve /metrics (1)"},
 	{"LAYA_WARMUP", "one warm-up pass per checkpoint before ready (1)"},
 	{"LAYA_PRELOAD", "load the checkpoints at start; 0 = on first use (1)"},
@@ -297,6 +302,7 @@ func (c *Config) FromEnv(getenv func(string) string) error {
 		c.APIKey = key
 	}
 	boolean("LAYA_JEV_STRICT", func(b bool) { c.JevStrict = b })
+	errs = append(errs, moderationThresholdFromEnv(getenv, &c.ModerationThreshold))
 	boolean("LAYA_METRICS", func(b bool) { c.Metrics = b })
 	boolean("LAYA_WARMUP", func(b bool) { c.Warmup = b })
 	boolean("LAYA_PRELOAD", func(b bool) { c.Lazy = !b })

@@ -29,6 +29,14 @@
 //     {"results": [...], "total_usage": {...}}; each state is routed and queued alone.
 //   - POST /v1/predict: {"state", "questions"} → the library's JSON plus a newline, as
 //     laya predict prints it (with "routing" under the router).
+//   - POST /v1/chat/completions, POST /v1/responses, POST /v1/moderations, GET /v1/models:
+//     OpenAI's wire format for structured output (upstream docs/openai.md). A
+//     response_format (text.format) json_schema is planned by structured.PlanSchema and
+//     answered as JSON text; tools (at most MaxTools functions) add a choice over the
+//     tool names to the same pass, unless tool_choice names one. Moderations run the
+//     moderation preset per input, flagged at Config.ModerationThreshold. 400 for what a
+//     decision model cannot do (no schema or tools, json_object, stream, n > 1), 422 for
+//     a schema outside the subset, naming its path.
 //   - GET /health, also as /healthz (liveness; 503 once a preload failed), GET /ready
 //     (200 with queue_depth, or 503 while loading or draining; without the key only
 //     ready or not), POST /drain[?timeout_s=N] (stop intake before SIGTERM, until

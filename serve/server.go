@@ -94,6 +94,7 @@ func New(cfg Config, models Models) (*Server, error) {
 	s.mux.HandleFunc("/ready", s.get(s.handleReady))
 	s.mux.HandleFunc("/drain", s.post(s.handleDrain))
 	s.mux.HandleFunc("/undrain", s.post(s.handleUndrain))
+	s.registerOpenAI()
 	metricsHandler := promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})
 	s.mux.HandleFunc("/metrics", s.get(func(w http.ResponseWriter, r *http.Request) {
 		if !s.cfg.Metrics {

@@ -41,7 +41,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"serve", "--model", "m", "--model-dir", "english=x"}, "laya serve: --model-dir needs --router"},
 		{[]string{"serve"}, "laya serve: --model DIR or --router is required"},
 		{[]string{"serve", "--router", "--max-loaded", "0"}, "laya serve: --max-loaded 0: want at least 1"},
-		{[]string{"frobnicate"}, `laya: unknown command "frobnicate" (commands: inspect, predict, presets, probe, route, serve, snake, synth, tokenize)`},
+		{[]string{"frobnicate"}, `laya: unknown command "frobnicate" (commands: inspect, mcp, predict, presets, probe, route, serve, snake, synth, tokenize)`},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(context.Background(), tc.args, strings.NewReader(""), &stdout, &stderr)

@@ -34,6 +34,8 @@ and exits 0.
                             state_token_counts} -> {model, answers, usage, routing}
   POST /v1/systemone/batch  {"states": [...], "questions"} -> {"results": [...]}
   POST /v1/predict          {"state", "questions"} -> the JSON laya predict prints
+  POST /v1/chat/completions, /v1/responses, /v1/moderations; GET /v1/models
+                            OpenAI's structured-output wire format (json_schema, tools)
   GET  /health  /ready      liveness; readiness (503 while loading or draining)
   POST /drain               stop intake before SIGTERM (?timeout_s=N: for N s)
   POST /undrain             resume intake
