@@ -68,11 +68,8 @@ func buildRows(b *sequenceBuilder, state State, qs []*question, count bool) ([]r
 	rows := make([]row, len(qs))
 	for i, q := range qs {
 		rows[i] = b.build(q, enc.IDs, enc.Left)
-		if len(rows[i].Markers) != len(q.options) {
-			e := questionErrorf(q.id, "")
-			e.msg = fmt.Sprintf("question %s options exceed head_max_len=%d", pyjson.StrRepr(q.id), b.headMaxLen)
-			e.tooMany = true
-			return nil, StateUsage{}, e
+		if err := checkMarkers(q, rows[i], b.headMaxLen); err != nil {
+			return nil, StateUsage{}, err
 		}
 		// The state tokens the row kept: all of it but the prefix and the closing [SEP].
 		kept := min(max(len(rows[i].IDs)-rows[i].PrefixLength-1, 0), len(enc.IDs))
@@ -85,6 +82,17 @@ func buildRows(b *sequenceBuilder, state State, qs []*question, count bool) ([]r
 		}
 	}
 	return rows, usage, nil
+}
+
+// checkMarkers refuses a question whose option markers do not all fit the row.
+func checkMarkers(q *question, r row, headMaxLen int) error {
+	if len(r.Markers) == r.Options.Options {
+		return nil
+	}
+	e := questionErrorf(q.id, "")
+	e.msg = fmt.Sprintf("question %s options exceed head_max_len=%d", pyjson.StrRepr(q.id), headMaxLen)
+	e.tooMany = true
+	return e
 }
 
 // prepareQuestions validates every question, then normalizes them; nothing is tokenized
