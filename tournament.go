@@ -202,7 +202,8 @@ func (a *Agent) PredictTournament(ctx context.Context, req Request) (*Result, er
 					Labels: len(bk.q.options), Groups: len(bk.rounds[0]), Rounds: len(bk.rounds), Rows: bk.rows})
 				continue
 			}
-			bk.alive = bk.alive[:0]
+			// A new slice: the groups of this round hold slices of the old one.
+			bk.alive = make([]int, 0, len(gs))
 			for _, g := range gs {
 				bk.alive = append(bk.alive, g.winner)
 			}
