@@ -69,7 +69,7 @@ func (r *Router) decision(key, reason string, det *lang.Analysis, workflow strin
 // anything. The only error is an unknown model name in opts.
 func (r *Router) Route(state laya.State, questions laya.Questions, opts RouteOptions) (Decision, error) {
 	if opts.Model != "" {
-		key, err := NormalizeModelName(opts.Model)
+		key, err := r.NormalizeModel(opts.Model)
 		if err != nil {
 			return Decision{}, err
 		}
@@ -80,7 +80,7 @@ func (r *Router) Route(state laya.State, questions laya.Questions, opts RouteOpt
 		if strings.ReplaceAll(strings.ToLower(task), "-", "_") == "typed_decisions" {
 			task = ModelTypedDecisions
 		}
-		key, err := NormalizeModelName(task)
+		key, err := r.NormalizeModel(task)
 		if err != nil {
 			return Decision{}, fmt.Errorf("task %q: %w", opts.Task, err)
 		}

@@ -163,8 +163,12 @@ func TestRouteErrors(t *testing.T) {
 			t.Errorf("Route(%+v) err = %v, want ErrUnknownModel listing the choices", ro, err)
 		}
 	}
-	if _, err := New(WithModels(map[string]string{"french": "x/y"})); !errors.Is(err, ErrUnknownModel) {
-		t.Errorf("WithModels with an unknown name: err = %v", err)
+	// A name that is no built-in is a model of the caller's own.
+	if r, err := New(WithModels(map[string]string{"French": "x/y"})); err != nil || r.Models()["french"] != "x/y" {
+		t.Errorf("WithModels with a new name: err = %v", err)
+	}
+	if _, err := New(WithModels(map[string]string{"french model": "x/y"})); err == nil || !strings.Contains(err.Error(), `"french model"`) {
+		t.Errorf("WithModels with a bad name: err = %v", err)
 	}
 	if _, err := New(WithDefaultModel("nope")); !errors.Is(err, ErrUnknownModel) {
 		t.Errorf("WithDefaultModel(nope): err = %v", err)

@@ -162,6 +162,11 @@ func (m *routed) load(ctx context.Context, names []string) error {
 }
 
 func (m *routed) route(state laya.State, qs laya.Questions, opts router.RouteOptions) (router.Decision, error) {
+	if opts.Model != "" {
+		if _, err := m.r.NormalizeModel(opts.Model); err != nil {
+			opts.Model = "" // an id such as "jev-1": the router chooses
+		}
+	}
 	return m.r.Route(state, qs, opts)
 }
 

@@ -152,7 +152,9 @@ func resolveModel(model string) string {
 	}
 	key, err := router.NormalizeModelName(model)
 	if err != nil {
-		return ""
+		// Maybe a model of the router's own (--model-dir name=…): the router
+		// decides, and ignores a name it does not know either.
+		return strings.TrimSpace(model)
 	}
 	return key
 }

@@ -28,7 +28,7 @@ func TestServeFlags(t *testing.T) {
 		{nil, "--model or --router is required"},
 		{[]string{"--model", predictModel, "--router"}, "not both"},
 		{[]string{"--model", predictModel, "--model-dir", "english=x"}, "--model-dir needs --router"},
-		{[]string{"--router", "--model-dir", "klingon=x"}, "unknown"},
+		{[]string{"--router", "--model-dir", "klingon model=x"}, "model name"},
 		{[]string{"--model", predictModel, "--log-level", "loud"}, "--log-level"},
 		{[]string{"--model", predictModel, "--log-format", "xml"}, "--log-format"},
 	} {
