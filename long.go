@@ -125,25 +125,15 @@ func (a *Agent) PredictLong(ctx context.Context, req Request, opts LongOptions) 
 	if err != nil {
 		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if len(req.Questions) == 0 {
-		return &Result{}, nil
-	}
-	net, done, err := a.acquire()
+	call, err := a.startCall(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	defer done()
-	qs, err := prepareQuestions(req.Questions)
-	if err != nil {
-		return nil, err
+	if call == nil {
+		return &Result{}, nil // no questions: no model
 	}
-	b, err := a.builderFor(req, net.maxLen)
-	if err != nil {
-		return nil, err
-	}
+	defer call.done()
+	net, qs, b := call.net, call.qs, call.b
 	left := req.State.isList()
 	rooms := make([]int, len(qs))
 	maxRoom := 0

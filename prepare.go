@@ -1,6 +1,7 @@
 package laya
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/laya-metal/laya/pyjson"
@@ -30,6 +31,40 @@ func (a *Agent) prepareRequest(req Request, positions int) ([]*question, []row, 
 		return nil, nil, StateUsage{}, err
 	}
 	return qs, rows, usage, nil
+}
+
+// call is one request's hold on the network, its validated questions and its
+// sequence builder.
+type call struct {
+	net  *network
+	done func()
+	qs   []*question
+	b    sequenceBuilder
+}
+
+// startCall validates a request and holds the network for it; a nil call
+// (and nil error) means the request has no questions. The caller ends a
+// call with done.
+func (a *Agent) startCall(ctx context.Context, req Request) (*call, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(req.Questions) == 0 {
+		return nil, nil
+	}
+	net, done, err := a.acquire()
+	if err != nil {
+		return nil, err
+	}
+	qs, err := prepareQuestions(req.Questions)
+	if err == nil {
+		var b sequenceBuilder
+		if b, err = a.builderFor(req, net.maxLen); err == nil {
+			return &call{net: net, done: done, qs: qs, b: b}, nil
+		}
+	}
+	done()
+	return nil, err
 }
 
 // builderFor is the sequence builder of one request: the checkpoint's windows unless

@@ -92,25 +92,15 @@ func (q *question) subQuestion(idx []int) *question {
 // are read from that distribution; the action is the final call's.
 // usage.tournament reports the labels, groups, rounds and rows of each.
 func (a *Agent) PredictTournament(ctx context.Context, req Request) (*Result, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if len(req.Questions) == 0 {
-		return &Result{}, nil
-	}
-	net, done, err := a.acquire()
+	call, err := a.startCall(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	defer done()
-	qs, err := prepareQuestions(req.Questions)
-	if err != nil {
-		return nil, err
+	if call == nil {
+		return &Result{}, nil // no questions: no model
 	}
-	b, err := a.builderFor(req, net.maxLen)
-	if err != nil {
-		return nil, err
-	}
+	defer call.done()
+	net, qs, b := call.net, call.qs, call.b
 	enc := b.encodeStateBounded(req.State, b.maxLen)
 	var plain []*question
 	var plainAt []int

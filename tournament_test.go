@@ -12,17 +12,17 @@ import (
 )
 
 // refGroups splits labels into ceil(n/16) groups whose sizes differ by at
-// most one, the larger ones first.
+// most one, the larger ones first: labels are dealt to the groups in turn to
+// size them, then cut in order.
 func refGroups(labels []int) [][]int {
-	g := int(math.Ceil(float64(len(labels)) / 16))
+	sizes := make([]int, int(math.Ceil(float64(len(labels))/16)))
+	for i := range labels {
+		sizes[i%len(sizes)]++
+	}
 	var out [][]int
-	for i, start := 0, 0; i < g; i++ {
-		size := len(labels) / g
-		if i < len(labels)%g {
-			size++
-		}
-		out = append(out, labels[start:start+size])
-		start += size
+	rest := labels
+	for _, n := range sizes {
+		out, rest = append(out, rest[:n]), rest[n:]
 	}
 	return out
 }

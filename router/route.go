@@ -120,9 +120,10 @@ func (r *Router) Route(state laya.State, questions laya.Questions, opts RouteOpt
 		reason = fmt.Sprintf("non-Latin script (%s, %.0f%% of letters); the English checkpoint cannot read it", det.Script, 100*det.NonLatinFraction)
 	case !det.IsEnglish && det.MixedSegment != "":
 		key = ModelMultilingual
-		seg, _ := runePrefix(det.MixedSegment, 60)
+		seg := []rune(det.MixedSegment) // at most 4000 characters
+		seg = seg[:min(len(seg), 60)]
 		reason = "Latin script, mostly English, but a line or field reads as " + pyjson.StrRepr(det.Language) +
-			" (" + pyjson.StrRepr(seg) + "); the English checkpoint cannot read it"
+			" (" + pyjson.StrRepr(string(seg)) + "); the English checkpoint cannot read it"
 	case !det.IsEnglish && det.Language != "":
 		key = ModelMultilingual
 		reason = "Latin script but language looks like " + pyjson.StrRepr(det.Language) + ", not English"
@@ -145,16 +146,4 @@ func englishOrMulti(en int) string {
 		return ModelEnglish
 	}
 	return ModelMultilingual
-}
-
-// runePrefix returns the first n characters of s (Python's s[:n]).
-func runePrefix(s string, n int) (string, bool) {
-	i := 0
-	for pos := range s {
-		if i == n {
-			return s[:pos], false
-		}
-		i++
-	}
-	return s, true
 }

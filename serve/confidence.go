@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/laya-metal/laya"
+	"github.com/laya-metal/laya/heads"
 	"github.com/laya-metal/laya/pyjson"
 )
 
@@ -90,16 +91,8 @@ func (g *confidenceGate) threshold(res *laya.Result, qid, typ string) float64 {
 			k = len(sc.Probabilities)
 		}
 	}
-	size := "11+"
-	switch {
-	case k <= 2:
-		size = "2"
-	case k <= 5:
-		size = "3-5"
-	case k <= 10:
-		size = "6-10"
-	}
-	if t, ok := g.buckets[typ+":"+size]; ok {
+	qt, _ := heads.ParseQType(typ)
+	if t, ok := g.buckets[heads.Bucket(qt, k)]; ok {
 		return t
 	}
 	return g.buckets["default"]
