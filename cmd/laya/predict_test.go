@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/laya-metal/laya"
+	"github.com/laya-metal/laya/preset"
+	"github.com/laya-metal/laya/pyjson"
 )
 
 const predictModel = "../../testdata/oracle/checkpoints/real-en"
@@ -254,6 +256,9 @@ func TestPredictLongAndTournament(t *testing.T) {
 		{[]string{"--long", "--max-windows", "3", "--state", long, "--questions", noul},
 			want(agent.PredictLong(ctx, laya.Request{State: laya.Text(long), Questions: qs}, laya.LongOptions{MaxWindows: 3}))},
 		{[]string{"--long", "--state", "short", "--questions", noul}, want(agent.Predict(ctx, laya.Text("short"), qs))},
+		{[]string{"--long", "--max-windows", "2", "--preset", "triage", "--state", `{"message": "` + long + `"}`},
+			want(agent.PredictLong(ctx, laya.Request{State: laya.ValueState(pyjson.Object(pyjson.Member{Key: "message", Value: pyjson.String(long)})),
+				Questions: preset.TriageQuestions()}, laya.LongOptions{MaxWindows: 2}))},
 		{[]string{"--tournament", "--state", "refund please", "--questions", choice},
 			want(agent.PredictTournament(ctx, laya.Request{State: laya.Text("refund please"), Questions: cqs}))},
 	} {
