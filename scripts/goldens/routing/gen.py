@@ -187,7 +187,7 @@ def build_states():
         for i, t in enumerate(texts):
             add("%s_%d" % (lg, i), t)
             add("%s_%d_upper" % (lg, i), t.upper())
-            add("%s_%d_ticket" % (lg, i), {"subject": "Order issue", "body": t, "priority": 2})
+            add("%s_%d_ticket" % (lg, i), {"subject": "Order problem", "body": t, "priority": 2})
             add("%s_%d_below_english" % (lg, i), ENGLISH[i % 6] + "\n" + ENGLISH[(i + 1) % 6] + "\n" + t)
             add("%s_%d_fields" % (lg, i), {"note": " ".join(ENGLISH[:6]), "message": t})
     for lg, t in SCRIPTS.items():
@@ -256,7 +256,8 @@ def main():
                 names.add(c["name"])
                 states.append({"name": c["name"], "state": c["state"]})
                 w = c["want"].get("detection", c["want"])
-                if w is not None and w != {k: v for k, v in lang.analyse(c["state"]).items() if k != "mixed_segment"}:
+                strip = lambda d: {k: v for k, v in d.items() if k != "mixed_segment"}
+                if w is not None and strip(w) != strip(lang.analyse(c["state"])):
                     changed += 1
     print("earlier cases whose detection upstream now answers differently: %d" % changed)
     for c in states:
