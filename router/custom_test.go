@@ -138,3 +138,19 @@ func TestRegisterAndUnregister(t *testing.T) {
 		t.Errorf("decision JSON %s", got)
 	}
 }
+
+// A predictor without PredictLong or PredictTournament (a custom loader's)
+// says so instead of answering another way.
+func TestLongAndTournamentNeedSupport(t *testing.T) {
+	r := mustRouter(t, WithLoader(newFakeLoader().load))
+	qs := laya.Questions{{ID: "q", Definition: laya.NoulQuestion("x")}}
+	if _, err := r.PredictLong(context.Background(), laya.Text("x"), qs, RouteOptions{}, laya.LongOptions{}); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("PredictLong: %v", err)
+	}
+	if _, err := r.PredictTournament(context.Background(), laya.Text("x"), qs, RouteOptions{}); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("PredictTournament: %v", err)
+	}
+	if _, err := r.PredictLong(context.Background(), laya.Text("x"), qs, RouteOptions{Model: "nope"}, laya.LongOptions{}); !errors.Is(err, ErrUnknownModel) {
+		t.Errorf("unknown model: %v", err)
+	}
+}
