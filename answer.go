@@ -78,6 +78,10 @@ type Usage struct {
 	InputTokens  int
 	OutputTokens int
 	Options      []OptionUsage
+	// Windows: the questions PredictLong read in more than one window.
+	Windows []WindowUsage
+	// Tournament: the choice questions PredictTournament answered in rounds.
+	Tournament []TournamentUsage
 }
 
 // answer is one question's answer; exactly one of the typed fields is set.
@@ -204,6 +208,12 @@ func (r *Result) Value() Value {
 			)}
 		}
 		usage = append(usage, pyjson.Member{Key: "options", Value: rawObject(opts)})
+	}
+	if len(r.Usage.Windows) > 0 {
+		usage = append(usage, pyjson.Member{Key: "windows", Value: windowsValue(r.Usage.Windows)})
+	}
+	if len(r.Usage.Tournament) > 0 {
+		usage = append(usage, pyjson.Member{Key: "tournament", Value: tournamentValue(r.Usage.Tournament)})
 	}
 	return pyjson.Object(
 		pyjson.Member{Key: "model", Value: pyjson.String(modelName)},

@@ -62,6 +62,28 @@
 // them; PredictBatch answers several requests with shared forward passes,
 // each answer the one PredictRequest gives for that request alone.
 //
+// # Long states and many options
+//
+// A row holds max_len tokens and the question takes its share first, so
+// Predict reads only the head of a long text (the newest turns of a
+// conversation). PredictLong reads the whole state: each question scans it in
+// windows as long as the room its row leaves, neighbours sharing
+// LongOptions.Overlap tokens, the last flush with the end, at most
+// LongOptions.MaxWindows per question (the scan budget, which also bounds how
+// much of a hostile state is tokenized). All windows run in one pass over
+// padded batches; a noul keeps its highest P(true), a score its highest level,
+// a choice its most confident window; Result.Usage.Windows says how each
+// question read the state. A state that fits is answered exactly as Predict
+// answers it.
+//
+// Every option of a choice shares head_max_len, so a choice of many labels
+// leaves each a few tokens. PredictTournament splits a choice of more than 16
+// labels into groups of at most 16, answers every group in one pass and lets
+// the winners meet in a final call; a label's probability is its share in its
+// group times its group winner's share in the later rounds
+// (Result.Usage.Tournament reports the rounds). The router has both
+// (router.Router.PredictLong, PredictTournament).
+//
 // # Answers
 //
 // Predict returns a *Result. Result.Choice, Result.Score and Result.Noul

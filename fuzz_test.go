@@ -3,6 +3,7 @@ package laya
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -25,6 +26,8 @@ func FuzzPredictJSON(f *testing.F) {
 		`{"state": "", "questions": {}}`,
 		`{"state": "x", "questions": {"n": {"type": "noul", "instructions": "x", "labels": {"false": "no", "true": "yes"}, "criteria": {"TRUE": "y"}}}}`,
 		`{"state": "x", "questions": {"q": {"type": "choice", "instructions": "x", "criteria": {}}}}`,
+		`{"state": "` + strings.Repeat("long state ", 200) + `", "questions": {"q": {"type": "noul", "instructions": "x"}}}`,
+		`{"state": "x", "questions": {"c": {"type": "choice", "instructions": "x", "criteria": ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q", 1, 1.0, true]}}}`,
 		`[]`, `{"state": 1e400}`, `{"state": "\ud800", "questions": {"q": 3}}`,
 	} {
 		f.Add([]byte(seed))
@@ -43,6 +46,22 @@ func FuzzPredictJSON(f *testing.F) {
 		}
 		if _, err := res.MarshalJSON(); err != nil {
 			t.Fatalf("%q: marshal: %v", request, err)
+		}
+		// What Predict accepts, the long and tournament calls accept too.
+		req, _ := ParseRequest(request)
+		long, err := fuzzAgent.PredictLong(context.Background(), req, LongOptions{MaxWindows: 3})
+		if err == nil {
+			_, err = long.MarshalJSON()
+		}
+		if err != nil && !errors.Is(err, ErrNonFinite) {
+			t.Fatalf("%q: PredictLong: %v", request, err)
+		}
+		tour, err := fuzzAgent.PredictTournament(context.Background(), req)
+		if err == nil {
+			_, err = tour.MarshalJSON()
+		}
+		if err != nil && !errors.Is(err, ErrNonFinite) {
+			t.Fatalf("%q: PredictTournament: %v", request, err)
 		}
 	})
 }

@@ -1,6 +1,7 @@
 package laya
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/laya-metal/laya/pyjson"
@@ -30,6 +31,40 @@ func (a *Agent) prepareRequest(req Request, positions int) ([]*question, []row, 
 		return nil, nil, StateUsage{}, err
 	}
 	return qs, rows, usage, nil
+}
+
+// call is one request's hold on the network, its validated questions and its
+// sequence builder.
+type call struct {
+	net  *network
+	done func()
+	qs   []*question
+	b    sequenceBuilder
+}
+
+// startCall validates a request and holds the network for it; a nil call
+// (and nil error) means the request has no questions. The caller ends a
+// call with done.
+func (a *Agent) startCall(ctx context.Context, req Request) (*call, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(req.Questions) == 0 {
+		return nil, nil
+	}
+	net, done, err := a.acquire()
+	if err != nil {
+		return nil, err
+	}
+	qs, err := prepareQuestions(req.Questions)
+	if err == nil {
+		var b sequenceBuilder
+		if b, err = a.builderFor(req, net.maxLen); err == nil {
+			return &call{net: net, done: done, qs: qs, b: b}, nil
+		}
+	}
+	done()
+	return nil, err
 }
 
 // builderFor is the sequence builder of one request: the checkpoint's windows unless
@@ -68,11 +103,8 @@ func buildRows(b *sequenceBuilder, state State, qs []*question, count bool) ([]r
 	rows := make([]row, len(qs))
 	for i, q := range qs {
 		rows[i] = b.build(q, enc.IDs, enc.Left)
-		if len(rows[i].Markers) != len(q.options) {
-			e := questionErrorf(q.id, "")
-			e.msg = fmt.Sprintf("question %s options exceed head_max_len=%d", pyjson.StrRepr(q.id), b.headMaxLen)
-			e.tooMany = true
-			return nil, StateUsage{}, e
+		if err := checkMarkers(q, rows[i], b.headMaxLen); err != nil {
+			return nil, StateUsage{}, err
 		}
 		// The state tokens the row kept: all of it but the prefix and the closing [SEP].
 		kept := min(max(len(rows[i].IDs)-rows[i].PrefixLength-1, 0), len(enc.IDs))
@@ -85,6 +117,17 @@ func buildRows(b *sequenceBuilder, state State, qs []*question, count bool) ([]r
 		}
 	}
 	return rows, usage, nil
+}
+
+// checkMarkers refuses a question whose option markers do not all fit the row.
+func checkMarkers(q *question, r row, headMaxLen int) error {
+	if len(r.Markers) == r.Options.Options {
+		return nil
+	}
+	e := questionErrorf(q.id, "")
+	e.msg = fmt.Sprintf("question %s options exceed head_max_len=%d", pyjson.StrRepr(q.id), headMaxLen)
+	e.tooMany = true
+	return e
 }
 
 // prepareQuestions validates every question, then normalizes them; nothing is tokenized

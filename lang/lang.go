@@ -21,7 +21,7 @@ const (
 	maxChars = 4000
 )
 
-// Thresholds, as laya-mlx names them.
+// Thresholds, as upstream names them.
 const (
 	// A diacritic rate at or above this is evidence the text is not English,
 	// even when no stopword list matches it.
@@ -33,6 +33,9 @@ const (
 	nonLatinFraction    = 0.2
 	nonLatinMinFraction = 0.1
 	nonLatinMinLetters  = 10
+	// One accented loanword or name (café, José) does not pull plain English off
+	// the English checkpoint unless the diacritic rate reaches this.
+	englishRescueDiacriticRate = 0.06
 )
 
 // Script names returned in Analysis.Script besides the named non-Latin ones.
@@ -52,15 +55,18 @@ type Share struct {
 type Analysis struct {
 	Script string // "latin", a named script ("han", "cyrillic", ...), "other" or "unknown"
 	// Profile lists each script's share of the letters: Latin first, then the
-	// others in the order they first occur (the order laya-mlx's dict has).
+	// others in the order they first occur (the order upstream's dict has).
 	Profile []Share
 	// Language is the best-effort Latin-script language ("en", "fr", "de",
-	// "es", "pt", "it", "nl", "ro", "bn", "az"), or "" when undecided or not Latin.
+	// "es", "pt", "it", "nl", "sv", "ro", "bn", "az"), or "" when undecided or not Latin.
 	Language          string
 	IsEnglish         bool    // the English checkpoint can be expected to read this state
 	LanguageUndecided bool    // nothing named the language
 	DiacriticRate     float64 // share of non-English diacritic letters, rounded to 4 places
 	NonLatinFraction  float64 // share of non-Latin letters, rounded to 4 places
+	// MixedSegment is the line or field, read on its own, that made a state which
+	// reads as English overall non-English (upstream "mixed_segment"), or "".
+	MixedSegment string
 }
 
 // Fraction returns the profile share of script (0 when absent).
@@ -75,26 +81,63 @@ func (a Analysis) Fraction(script string) float64 {
 
 // LatinEvidence is what the Latin-script language guess rests on.
 type LatinEvidence struct {
-	Language        string  // "" when undecided
-	EnglishHits     int     // English function words matched
-	DiacriticRate   float64 // unrounded
-	LooksNonEnglish bool    // DiacriticRate >= 0.02
+	Language      string  // "" when undecided
+	EnglishHits   int     // English function words matched
+	DiacriticRate float64 // unrounded
+	// LooksNonEnglish: DiacriticRate >= 0.02, or the words are Swedish-Danish
+	// ones and no English ones, and nothing named a language.
+	LooksNonEnglish bool
 }
 
 // Analyze detects the script and, for Latin text, the language of a state: a
 // JSON string, or a structure whose string leaves are read in document order
 // (see Text). Keys are ignored: they are usually English whatever the content
 // is. Build a state from Go values with pyjson.ValueOf or pyjson.String.
+//
+// A state that reads as English as a whole is read again line by line and
+// field by field, as upstream's analyse does: one non-English line or field is
+// enough to make it non-English (a Portuguese ticket under an English stack
+// trace), because the part a question is about is usually the customer's.
 func Analyze(state pyjson.Value) Analysis {
-	text := Text(state)
+	res := analyzeText(Text(state))
+	if res.Script == Latin && res.IsEnglish && severalParts(state) {
+		if language, seg, ok := nonEnglishSegment(state); ok {
+			res.Language, res.IsEnglish, res.LanguageUndecided, res.MixedSegment = language, false, false, seg
+		}
+	}
+	if k := state.Kind(); k == pyjson.StringKind || k == pyjson.NullKind || !res.IsEnglish {
+		return res
+	}
+	// A structured state can still hide a message past the segment scan's budget,
+	// or in a script the word lists do not name: every field is read on its own.
+	bestN := -1
+	var best *Analysis
+	collect(state, 0, func(leaf string) bool {
+		det := leafNonEnglish(leaf)
+		if det == nil {
+			return true
+		}
+		head, _ := prefixRunes(leaf, maxChars)
+		if n := countLetters(head); n > bestN {
+			bestN, best = n, det
+		}
+		return true
+	})
+	if best != nil {
+		res.Language, res.IsEnglish, res.LanguageUndecided = best.Language, false, best.LanguageUndecided
+	}
+	return res
+}
+
+// analyzeText is the detection of one flattened text, without the line scan.
+func analyzeText(text string) Analysis {
 	prof, letters, script := profile(text)
 	nonLatin := 0.0
 	if len(prof) > 0 {
 		nonLatin = round4(1 - shareOf(prof, Latin))
 	}
-	nNonLatin := math.RoundToEven(nonLatin * float64(letters))
-	if script == Latin && hasNonLatinWords(text) &&
-		(nonLatin >= nonLatinFraction || (nonLatin >= nonLatinMinFraction && nNonLatin >= nonLatinMinLetters)) {
+	carries := nonLatinCarries(nonLatin, letters)
+	if script == Latin && carries && hasNonLatinWords(text) {
 		best := -1.0
 		for _, s := range prof {
 			if s.Script != Latin && s.Fraction > best {
@@ -110,19 +153,30 @@ func Analyze(state pyjson.Value) Analysis {
 		return Analysis{Script: script, Profile: prof, LanguageUndecided: true, NonLatinFraction: nonLatin}
 	}
 	ev := LatinProfile(text)
+	language := ev.Language
+	if language != "" && language != "en" && !carries {
+		language = acronymVerdict(text, language, ev.DiacriticRate)
+	}
 	// Undecided is not English: a Latin-script language with no stopword list
 	// must not reach the English checkpoint silently, so non-English letters
 	// decide when no list does.
-	undecided := ev.Language == ""
+	undecided := language == ""
 	return Analysis{
 		Script:            Latin,
 		Profile:           prof,
-		Language:          ev.Language,
-		IsEnglish:         ev.Language == "en" || (undecided && !ev.LooksNonEnglish),
+		Language:          language,
+		IsEnglish:         language == "en" || (undecided && !ev.LooksNonEnglish),
 		LanguageUndecided: undecided,
 		DiacriticRate:     round4(ev.DiacriticRate),
 		NonLatinFraction:  nonLatin,
 	}
+}
+
+// nonLatinCarries: the non-Latin letters of a Latin-plurality text are enough to
+// carry it (a short message needs a 20% share, a long payload 10% and 10 letters).
+func nonLatinCarries(nonLatin float64, letters int) bool {
+	n := math.RoundToEven(nonLatin * float64(letters))
+	return nonLatin >= nonLatinFraction || (nonLatin >= nonLatinMinFraction && n >= nonLatinMinLetters)
 }
 
 // IsEnglish reports whether the English checkpoint can be expected to read state.
@@ -246,10 +300,15 @@ var (
 // LatinProfile scores Latin-script text against the function-word lists.
 // A non-English language is named only when it matched a word no other list
 // claims, and beats English by two hits (or ties it with at least two hits
-// when the text has non-English diacritics).
+// when the text has non-English diacritics). English keeps a text with one
+// accented loanword when two English-only function words vouch for it
+// (upstream #337).
 func LatinProfile(text string) LatinEvidence {
-	cleaned := strings.ReplaceAll(identifierPattern.ReplaceAllString(text, " "), "İ", "i")
-	words := wordPattern.FindAllString(strings.ToLower(cleaned), -1)
+	prose := text
+	if strings.ContainsAny(text, ".@") {
+		prose = identifierPattern.ReplaceAllString(text, " ")
+	}
+	words := wordPattern.FindAllString(strings.ToLower(strings.ReplaceAll(prose, "İ", "i")), -1)
 	lowered := strings.ToLower(text)
 	diac := 0
 	for _, r := range lowered {
@@ -260,16 +319,31 @@ func LatinProfile(text string) LatinEvidence {
 	// Python's "İ".lower() is two characters (i + U+0307); Go's is one.
 	length := utf8.RuneCountInString(lowered) + strings.Count(text, "İ")
 	rate := float64(diac) / float64(max(1, length))
-	ev := LatinEvidence{DiacriticRate: rate, LooksNonEnglish: rate >= nonEnglishDiacriticRate}
-	if len(words) < 4 {
+	nonEnglish := rate >= nonEnglishDiacriticRate
+	nordic := anyIn(words, nordicOverlap) && !anyIn(words, enOnlyWords)
+	ev := LatinEvidence{DiacriticRate: rate, LooksNonEnglish: nonEnglish}
+	if len(words) > 1 && len(words) < 4 && anyIn(words, shortSwedish) {
+		ev.Language = "sv"
 		return ev
+	}
+	if len(words) < 4 {
+		ev.LooksNonEnglish = nonEnglish || nordic
+		return ev
+	}
+	counts := make(map[string]int, len(words))
+	for _, w := range words {
+		counts[w]++
 	}
 	scores := make([]int, len(stops))
 	for i, l := range stops {
-		for _, w := range words {
-			if l.words[w] {
-				scores[i]++
+		for w, n := range counts {
+			if !l.words[w] {
+				continue
 			}
+			if enCollision[w] {
+				n = 1
+			}
+			scores[i] += n
 		}
 	}
 	en := scores[0] // stops[0] is English
@@ -277,7 +351,7 @@ func LatinProfile(text string) LatinEvidence {
 	// Only a language that matched a word of its own may be named; among
 	// those the first highest score wins, as Python's max() picks it.
 	for i, l := range stops[1:] {
-		if (bestLang == "" || scores[i+1] > best) && evidenced(words, l.words) {
+		if (bestLang == "" || scores[i+1] > best) && evidenced(counts, l.words) {
 			bestLang, best = l.lang, scores[i+1]
 		}
 	}
@@ -285,17 +359,49 @@ func LatinProfile(text string) LatinEvidence {
 	switch {
 	case bestLang != "" && best >= max(2, en+2):
 		ev.Language = bestLang
-	case bestLang != "" && ev.LooksNonEnglish && best >= max(2, en):
+	case bestLang == "sv" && counts["inte"] > 0 && counts["kan"] > 0 &&
+		(words[0] == "kan" || words[0] == "jag" || words[0] == "vi") && en <= 1:
+		// "kan inte logga in": a Swedish phrase with one English-shaped token.
 		ev.Language = bestLang
-	case en > 0 && !ev.LooksNonEnglish:
+	case bestLang != "" && nonEnglish && best >= max(2, en):
+		ev.Language = bestLang
+	case en > 0 && (!nonEnglish || englishRescued(counts, rate)):
 		ev.Language = "en"
 	}
+	ev.LooksNonEnglish = nonEnglish || (ev.Language == "" && nordic)
 	return ev
 }
 
-// evidenced: the text has a word of this list that no other list claims.
-func evidenced(words []string, list map[string]bool) bool {
+// englishRescued: two distinct English-only function words and at most one word
+// with a non-English letter outvote a marginal diacritic rate.
+func englishRescued(counts map[string]int, rate float64) bool {
+	if rate >= englishRescueDiacriticRate {
+		return false
+	}
+	en, accented := 0, 0
+	for w := range counts {
+		if enOnlyWords[w] {
+			en++
+		}
+		if strings.IndexFunc(w, func(r rune) bool { return diacritics[r] }) >= 0 {
+			accented++
+		}
+	}
+	return en >= 2 && accented <= 1
+}
+
+func anyIn(words []string, set map[string]bool) bool {
 	for _, w := range words {
+		if set[w] {
+			return true
+		}
+	}
+	return false
+}
+
+// evidenced: the text has a word of this list that no other list claims.
+func evidenced(counts map[string]int, list map[string]bool) bool {
+	for w := range counts {
 		if list[w] && !sharedWords[w] {
 			return true
 		}
@@ -315,34 +421,42 @@ func round4(x float64) float64 {
 }
 
 // Text flattens a state into the text detection reads, as upstream's
-// state_text does (laya/lang.py: " ".join(_iter_text(state))[:4000]): the
-// string leaves in document order, object keys ignored, numbers, booleans
-// and null skipped, a leaf nested deeper than 6 containers not read, joined
-// by single spaces and cut to 4000 characters. It stops reading leaves once
-// the cut is reached, so a huge state costs no more than its first 4000
-// characters of text.
+// state_text does (laya/lang.py): the string leaves in document order, object
+// keys ignored, numbers, booleans and null skipped, a leaf nested deeper than 6
+// containers not read, joined by single spaces within a budget of 4000
+// characters: a leaf is taken while the budget lasts (each costs its length
+// and one separator), the leaf that overflows it is cut to what is left, and
+// the joined text is cut to 4000 characters. A huge state costs no more than
+// its first 4000 characters of text.
 func Text(state pyjson.Value) string {
-	var b strings.Builder
-	n := 0 // characters written
-	first := true
+	var parts []string
+	budget := maxChars
 	collect(state, 0, func(leaf string) bool {
-		if !first {
-			b.WriteByte(' ')
-			n++
-			if n >= maxChars {
-				return false
-			}
+		if budget <= 0 {
+			return false
 		}
-		first = false
-		for _, r := range leaf {
-			b.WriteRune(r)
-			if n++; n >= maxChars {
-				return false
-			}
+		head, whole := prefixRunes(leaf, budget)
+		parts = append(parts, head)
+		if !whole {
+			return false
 		}
+		budget -= utf8.RuneCountInString(head) + 1
 		return true
 	})
-	return b.String()
+	text, _ := prefixRunes(strings.Join(parts, " "), maxChars)
+	return text
+}
+
+// prefixRunes returns the first n characters of s, and whether that is all of s.
+func prefixRunes(s string, n int) (string, bool) {
+	i := 0
+	for pos := range s {
+		if i == n {
+			return s[:pos], false
+		}
+		i++
+	}
+	return s, true
 }
 
 // collect calls leaf for every string leaf in document order until it

@@ -10,10 +10,11 @@ import (
 	"github.com/laya-metal/laya/pyjson"
 )
 
-// testdata/analyse.json holds states in many languages and scripts and the
-// result of laya-mlx's analyse() for each, produced by running its lang.py
-// algorithm under CPython 3.12 (so Python's isalpha, lower, re and round
-// decide the expected values, not this package).
+// testdata/analyse.json holds states in many languages and scripts (mixed
+// lines, acronyms, shouted text, Swedish, loanwords, codes) and the result of
+// upstream's analyse() for each, produced by scripts/goldens/routing/gen.py
+// running upstream's lang.py under CPython (so Python's isalpha, lower, re and
+// round decide the expected values, not this package).
 type analyzeCase struct {
 	Name  string          `json:"name"`
 	State json.RawMessage `json:"state"`
@@ -25,6 +26,7 @@ type analyzeCase struct {
 		LanguageUndecided bool            `json:"language_undecided"`
 		DiacriticRate     float64         `json:"diacritic_rate"`
 		NonLatinFraction  float64         `json:"non_latin_fraction"`
+		MixedSegment      *string         `json:"mixed_segment"`
 	} `json:"want"`
 }
 
@@ -57,13 +59,13 @@ func loadCases(t *testing.T) []analyzeCase {
 	if err := json.Unmarshal(b, &cases); err != nil {
 		t.Fatal(err)
 	}
-	if len(cases) < 50 {
+	if len(cases) < 300 {
 		t.Fatalf("only %d cases in testdata/analyse.json", len(cases))
 	}
 	return cases
 }
 
-func TestAnalyzeMatchesLayaMLX(t *testing.T) {
+func TestAnalyzeMatchesUpstream(t *testing.T) {
 	for _, tc := range loadCases(t) {
 		t.Run(tc.Name, func(t *testing.T) {
 			// Parsed as json.loads would, so key order is the document's.
@@ -73,9 +75,15 @@ func TestAnalyzeMatchesLayaMLX(t *testing.T) {
 			}
 			got := Analyze(state)
 			w := tc.Want
-			wantLang := ""
+			wantLang, wantMixed := "", ""
 			if w.Language != nil {
 				wantLang = *w.Language
+			}
+			if w.MixedSegment != nil {
+				wantMixed = *w.MixedSegment
+			}
+			if got.MixedSegment != wantMixed {
+				t.Errorf("MixedSegment = %q, want %q", got.MixedSegment, wantMixed)
 			}
 			if got.Script != w.Script || got.Language != wantLang || got.IsEnglish != w.IsEnglish ||
 				got.LanguageUndecided != w.LanguageUndecided || got.DiacriticRate != w.DiacriticRate ||
@@ -139,14 +147,19 @@ func TestStateShapes(t *testing.T) {
 		t.Errorf("zero Value: Text = %q", got)
 	}
 	long := strings.Repeat("é", 5000)
+	// 2000 + 1 + 1997 + 1 leave one character of budget: the third leaf gives "c".
+	if got := Text(pyjson.Array(pyjson.String(strings.Repeat("a", 2000)), pyjson.String(strings.Repeat("b", 1997)), pyjson.String("cd"))); got != strings.Repeat("a", 2000)+" "+strings.Repeat("b", 1997)+" c" {
+		t.Errorf("Text after the last cut: got ...%q", got[len(got)-4:])
+	}
 	if got := Text(pyjson.Array(pyjson.String(long), pyjson.String("next"))); len([]rune(got)) != maxChars {
 		t.Errorf("Text of a 5000-character leaf has %d characters, want %d", len([]rune(got)), maxChars)
 	}
 	if got := Text(pyjson.Array(pyjson.String(strings.Repeat("a", 3998)), pyjson.String("bcd"))); got != strings.Repeat("a", 3998)+" b" {
 		t.Errorf("Text budget: got ...%q", got[len(got)-4:])
 	}
-	// The cut counts the separators: a 3999-character leaf keeps the space after it.
-	if got := Text(pyjson.Array(pyjson.String(strings.Repeat("a", 3999)), pyjson.String("b"))); got != strings.Repeat("a", 3999)+" " {
+	// The budget counts the separators: a 3999-character leaf spends it all, so
+	// nothing follows it, not even the space.
+	if got := Text(pyjson.Array(pyjson.String(strings.Repeat("a", 3999)), pyjson.String("b"))); got != strings.Repeat("a", 3999) {
 		t.Errorf("Text at the boundary: got ...%q", got[len(got)-4:])
 	}
 	if got := Text(pyjson.Array(pyjson.String(strings.Repeat("é", 4000)), pyjson.String("b"))); got != strings.Repeat("é", 4000) {

@@ -2,8 +2,8 @@ package lang
 
 import "strings"
 
-// Function-word lists, verbatim from laya-mlx laya_mlx/lang.py (_STOP) at
-// tncki/laya-mlx@457bb780. Latin-script languages overlap heavily
+// Function-word lists, verbatim from upstream laya/lang.py (_STOP) as of
+// 0.3.29 (mirrored at tgundhus/laya@2d0be4e9). Latin-script languages overlap heavily
 // (de/la/le/un/e/que), so each hit is weighted and a margin is required before
 // calling something non-English. The Romance lists deliberately carry
 // unaccented function words too: states that lost their accents keep no
@@ -27,6 +27,12 @@ var stopLists = []struct {
 	{"pt", `os as que em um uma para com não é se do da dos das mas são está este esta muito pelo pela o e na nas nos ao aos por foi era ser sou tem tenho pode podem quero preciso eu meu minha seu sua isso isto aqui ali como quando onde porque mais já ainda agora hoje ontem dois três tudo nada obrigado olá você vocês voce voces vc vcs nao sao ja até tá pra gostaria obrigada também tambem estou estamos meus minhas nosso nossa consigo cadê boa tarde noite depois antes então entao ninguém ninguem alguém alguem nenhum nenhuma estava ficou fiz deu`},
 	{"it", `il lo gli che di per con non è si del della sono questo questa anche come più sono nella alla la le un uno una e ed o da su tra fra mi ci ne ho hai ha abbiamo avete hanno era stato stata devo deve devono voglio vorrei mio mia tuo sua quando dove perche molto poco sempre mai già ancora adesso oggi ieri grazie ciao scusa nel nell negli sul sulla sulle dal dalla dallo dagli dei delle dello degli agli alle col`},
 	{"nl", `het een van is op te dat niet met voor zijn aan door maar ook worden deze naar wordt`},
+	// Swedish function words and auxiliaries, then the support vocabulary and its
+	// ASCII spellings that ticket systems leave once they strip å, ä and ö (upstream
+	// docs/swedish.md). "i", "kan" and "har" are English or German too and stay out.
+	{"sv", `jag är och inte att från till behöver får skulle ska vill måste också dessa detta säger upp utan mitt min om kommer här två vi nästa gör göra ` +
+		`hjälp hjälpa mig återbetalning återbetala faktura gång gånger hittar inställningen inställningarna lösenord när öppnar spårningen ` +
+		`aterbetalning aterbetala behover fel ganger hjalp hjalpa installningen installningarna kraschar kvittot losenord nar oppnar paket skicka sparningen tva uppdaterats blivit debiterade appen`},
 	// Romanian words its Romance neighbours do not share (la, o, un, de, pe, ca
 	// are left out so that ro cannot steal a French/Spanish/Italian/Portuguese state).
 	{"ro", `și să este sunt care pentru din dar după până fără ale lui în fost acum vreau trebuie foarte acest această acesta aceasta mi ți vă nu`},
@@ -56,10 +62,33 @@ type stopList struct {
 	words map[string]bool
 }
 
+// shortSwedishWords name Swedish in a fragment of two or three words, below the
+// four words the general guess needs: support words specific enough on their own
+// ("glömt lösenord"), with their ASCII spellings. Generic ones (fel, paket, appen)
+// are not among them.
+const shortSwedishWords = `åtkomst atkomst lösenord losenord fakturan betalningen inloggningen glömt glomt behöver behover ` +
+	`återbetalning aterbetalning kvitto kvittot spårningen sparningen inställningen installningen felmeddelande abonnemanget`
+
+// nordicOverlapWords are Swedish words Danish and Norwegian share: they never name
+// Swedish alone, though a text of nothing else is not English either.
+const nordicOverlapWords = `hej ja nej jo tack mig min om kommer får skulle vi`
+
+// enCollisionWords are foreign function words that are also ordinary English
+// words (Italian "come", Spanish "son", Portuguese "do", German "im" for "I'm"): a
+// repeat of one is the same English word again, so each counts once (upstream #955).
+const enCollisionWords = `come son do care todo im per plus`
+
 var (
 	stops       []stopList
 	sharedWords = map[string]bool{} // claimed by more than one list: they name no language alone
 	diacritics  = map[rune]bool{}
+	// enOnlyWords are the English function words no other list holds.
+	enOnlyWords   = map[string]bool{}
+	shortSwedish  = map[string]bool{}
+	nordicOverlap = map[string]bool{}
+	enCollision   = map[string]bool{}
+	// stopsByLang indexes the word lists by language code.
+	stopsByLang = map[string]map[string]bool{}
 )
 
 func init() {
@@ -73,10 +102,31 @@ func init() {
 			count[w]++
 		}
 		stops = append(stops, stopList{lang: l.lang, words: set})
+		stopsByLang[l.lang] = set
 	}
 	for w, n := range count {
 		if n > 1 {
 			sharedWords[w] = true
+		}
+	}
+	for _, w := range strings.Fields(nordicOverlapWords) {
+		nordicOverlap[w] = true
+		sharedWords[w] = true
+	}
+	for w := range stops[0].words {
+		if !sharedWords[w] {
+			enOnlyWords[w] = true
+		}
+	}
+	for _, w := range strings.Fields(shortSwedishWords) {
+		shortSwedish[w] = true
+	}
+	for _, w := range strings.Fields(enCollisionWords) {
+		// Only a word some foreign list holds can collide.
+		for _, l := range stops[1:] {
+			if l.words[w] {
+				enCollision[w] = true
+			}
 		}
 	}
 	for _, r := range nonEnglishDiacritics {

@@ -132,7 +132,7 @@ func closeAll(cs []io.Closer) {
 // acquire returns the model for name, loading it if needed, and a release
 // function the caller must call when done with it.
 func (r *Router) acquire(ctx context.Context, name string) (laya.Predictor, func(), error) {
-	key, err := NormalizeModelName(name)
+	key, err := r.NormalizeModel(name)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -244,7 +244,7 @@ func (r *Router) Load(ctx context.Context, name string) (laya.Predictor, error) 
 // Attach registers an already-built model under name instead of loading a
 // second copy, raising the residency cap so it evicts nothing.
 func (r *Router) Attach(name string, model laya.Predictor) error {
-	key, err := NormalizeModelName(name)
+	key, err := r.NormalizeModel(name)
 	if err != nil {
 		return err
 	}
@@ -285,7 +285,7 @@ func (r *Router) Preload(ctx context.Context, names ...string) error {
 	r.mu.Unlock()
 	keys := make([]string, len(names))
 	for i, n := range names {
-		k, err := NormalizeModelName(n)
+		k, err := r.NormalizeModel(n)
 		if err != nil {
 			return err
 		}
@@ -328,7 +328,7 @@ func (r *Router) Unload(names ...string) error {
 		r.order = nil
 	}
 	for _, n := range names {
-		key, err := NormalizeModelName(n)
+		key, err := r.normalizeLocked(n)
 		if err != nil {
 			r.mu.Unlock()
 			closeAll(closers)

@@ -6,7 +6,7 @@ import (
 	"github.com/laya-metal/laya/pyjson"
 )
 
-// Value is the decision as laya-mlx writes result["routing"].
+// Value is the decision as upstream writes result["routing"].
 func (d Decision) Value() laya.Value {
 	detection, workflow := pyjson.Null(), pyjson.Null()
 	if d.Detection != nil {
@@ -32,9 +32,12 @@ func analysisValue(a lang.Analysis) laya.Value {
 	for i, s := range a.Profile {
 		profile[i] = pyjson.Member{Key: s.Script, Value: pyjson.Float(s.Fraction)}
 	}
-	language := pyjson.Null()
+	language, mixed := pyjson.Null(), pyjson.Null()
 	if a.Language != "" {
 		language = pyjson.String(a.Language)
+	}
+	if a.MixedSegment != "" {
+		mixed = pyjson.String(a.MixedSegment)
 	}
 	return pyjson.Object(
 		pyjson.Member{Key: "script", Value: pyjson.String(a.Script)},
@@ -44,6 +47,7 @@ func analysisValue(a lang.Analysis) laya.Value {
 		pyjson.Member{Key: "language_undecided", Value: pyjson.Bool(a.LanguageUndecided)},
 		pyjson.Member{Key: "diacritic_rate", Value: pyjson.Float(a.DiacriticRate)},
 		pyjson.Member{Key: "non_latin_fraction", Value: pyjson.Float(a.NonLatinFraction)},
+		pyjson.Member{Key: "mixed_segment", Value: mixed},
 	)
 }
 

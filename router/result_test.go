@@ -15,7 +15,7 @@ func TestRoutedResultJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := res.String()
-	want := `"routing": {"model": "multilingual", "repo": "convaiinnovations/laya/multilingual", "reason": "Latin script but language looks like 'fr', not English", "detection": {"script": "latin", "script_profile": {"latin": 1.0}, "language": "fr", "is_english": false, "language_undecided": false, "diacritic_rate": 0.0, "non_latin_fraction": 0.0}, "workflow": null}}`
+	want := `"routing": {"model": "multilingual", "repo": "convaiinnovations/laya/multilingual", "reason": "Latin script but language looks like 'fr', not English", "detection": {"script": "latin", "script_profile": {"latin": 1.0}, "language": "fr", "is_english": false, "language_undecided": false, "diacritic_rate": 0.0, "non_latin_fraction": 0.0, "mixed_segment": null}, "workflow": null}}`
 	if !strings.HasSuffix(got, want) || !strings.HasPrefix(got, `{"model": "laya-rl-agent"`) {
 		t.Errorf("routed result JSON =\n%s\nwant suffix\n%s", got, want)
 	}

@@ -10,7 +10,7 @@ import (
 )
 
 // The router sends each request to the Laya checkpoint suited to it, after
-// laya-mlx's laya_mlx/router.py (tncki/laya-mlx@457bb780; laya-spec §4.4).
+// upstream's laya/router.py (NandhaKishorM/laya@cc61b5fd; laya-spec §4.4).
 // The English checkpoint collapses on text it cannot read (near-random on
 // Hindi or Korean, with high confidence), so script is the primary signal and
 // Latin-script language the secondary one. typed-decisions is fine-tuned on
@@ -18,13 +18,16 @@ import (
 
 // englishFromCode reads a language code as a caller has it to hand ("en",
 // "EN", "en-US", "en_US", "en_US.UTF-8"): 1 English, 0 not English, -1 no
-// usable code (blank), which lets a hint abstain.
+// usable code, which lets a hint abstain. Codes that are valid but name no
+// language abstain too (upstream router.py): C, POSIX and C.UTF-8, what
+// minimal images set $LANG to, and ISO 639-2's und (undetermined), zxx (no
+// linguistic content) and mul (several languages).
 func englishFromCode(code string) int {
 	c := strings.ToLower(strings.TrimSpace(code))
 	c, _, _ = strings.Cut(c, ".")
 	primary, _, _ := strings.Cut(strings.ReplaceAll(c, "_", "-"), "-")
 	switch primary {
-	case "":
+	case "", "c", "posix", "und", "zxx", "mul":
 		return -1
 	case "en", "eng", "english":
 		return 1
@@ -66,7 +69,7 @@ func (r *Router) decision(key, reason string, det *lang.Analysis, workflow strin
 // anything. The only error is an unknown model name in opts.
 func (r *Router) Route(state laya.State, questions laya.Questions, opts RouteOptions) (Decision, error) {
 	if opts.Model != "" {
-		key, err := NormalizeModelName(opts.Model)
+		key, err := r.NormalizeModel(opts.Model)
 		if err != nil {
 			return Decision{}, err
 		}
@@ -77,7 +80,7 @@ func (r *Router) Route(state laya.State, questions laya.Questions, opts RouteOpt
 		if strings.ReplaceAll(strings.ToLower(task), "-", "_") == "typed_decisions" {
 			task = ModelTypedDecisions
 		}
-		key, err := NormalizeModelName(task)
+		key, err := r.NormalizeModel(task)
 		if err != nil {
 			return Decision{}, fmt.Errorf("task %q: %w", opts.Task, err)
 		}
@@ -115,6 +118,12 @@ func (r *Router) Route(state laya.State, questions laya.Questions, opts RouteOpt
 	case det.Script != lang.Latin:
 		key = ModelMultilingual
 		reason = fmt.Sprintf("non-Latin script (%s, %.0f%% of letters); the English checkpoint cannot read it", det.Script, 100*det.NonLatinFraction)
+	case !det.IsEnglish && det.MixedSegment != "":
+		key = ModelMultilingual
+		seg := []rune(det.MixedSegment) // at most 4000 characters
+		seg = seg[:min(len(seg), 60)]
+		reason = "Latin script, mostly English, but a line or field reads as " + pyjson.StrRepr(det.Language) +
+			" (" + pyjson.StrRepr(string(seg)) + "); the English checkpoint cannot read it"
 	case !det.IsEnglish && det.Language != "":
 		key = ModelMultilingual
 		reason = "Latin script but language looks like " + pyjson.StrRepr(det.Language) + ", not English"

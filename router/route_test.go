@@ -11,9 +11,10 @@ import (
 	"github.com/laya-metal/laya/pyjson"
 )
 
-// testdata/router/route.json: states with laya-mlx's routing decision
-// (model, reason, detection) computed by its router.py/lang.py under CPython.
-func TestRouteDetectionMatchesLayaMLX(t *testing.T) {
+// testdata/router/route.json: states (and language codes, as lang and as a
+// lang_guess hint) with upstream's routing decision (model, reason, detection)
+// computed by its router.py/lang.py under CPython (scripts/goldens/routing).
+func TestRouteDetectionMatchesUpstream(t *testing.T) {
 	b, err := os.ReadFile("../testdata/router/route.json")
 	if err != nil {
 		t.Fatal(err)
@@ -22,6 +23,8 @@ func TestRouteDetectionMatchesLayaMLX(t *testing.T) {
 		Name        string          `json:"name"`
 		State       json.RawMessage `json:"state"`
 		Code        *string         `json:"code"`
+		Lang        *string         `json:"lang"`
+		LangGuess   *string         `json:"lang_guess"`
 		WantEnglish *bool           `json:"want_english"`
 		Want        json.RawMessage `json:"want"`
 	}
@@ -49,7 +52,14 @@ func TestRouteDetectionMatchesLayaMLX(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := r.Route(state, nil, RouteOptions{})
+			var opts RouteOptions
+			if tc.Lang != nil {
+				opts.Lang = *tc.Lang
+			}
+			if tc.LangGuess != nil {
+				opts.LangGuess = func(laya.State) string { return *tc.LangGuess }
+			}
+			got, err := r.Route(state, nil, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -58,6 +68,12 @@ func TestRouteDetectionMatchesLayaMLX(t *testing.T) {
 			wantDet, _ := want.Get("detection")
 			if got.Model != wantModel.Str() || got.Reason != wantReason.Str() {
 				t.Errorf("Route = %s / %q, want %s / %q", got.Model, got.Reason, wantModel.Str(), wantReason.Str())
+			}
+			if wantDet.Kind() == pyjson.NullKind {
+				if got.Detection != nil {
+					t.Errorf("detection %+v, want none", *got.Detection)
+				}
+				return
 			}
 			if got.Detection == nil {
 				t.Fatal("no detection in a detection decision")
@@ -147,8 +163,12 @@ func TestRouteErrors(t *testing.T) {
 			t.Errorf("Route(%+v) err = %v, want ErrUnknownModel listing the choices", ro, err)
 		}
 	}
-	if _, err := New(WithModels(map[string]string{"french": "x/y"})); !errors.Is(err, ErrUnknownModel) {
-		t.Errorf("WithModels with an unknown name: err = %v", err)
+	// A name that is no built-in is a model of the caller's own.
+	if r, err := New(WithModels(map[string]string{"French": "x/y"})); err != nil || r.Models()["french"] != "x/y" {
+		t.Errorf("WithModels with a new name: err = %v", err)
+	}
+	if _, err := New(WithModels(map[string]string{"french model": "x/y"})); err == nil || !strings.Contains(err.Error(), `"french model"`) {
+		t.Errorf("WithModels with a bad name: err = %v", err)
 	}
 	if _, err := New(WithDefaultModel("nope")); !errors.Is(err, ErrUnknownModel) {
 		t.Errorf("WithDefaultModel(nope): err = %v", err)

@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 
@@ -17,15 +18,14 @@ type Loader func(ctx context.Context, name, ref string) (laya.Predictor, error)
 type Option func(*Router) error
 
 // WithModels overrides model references by name or alias, e.g.
-// WithModels(MLXModels()) or {"english": "/models/laya-en"}.
+// WithModels(MLXModels()) or {"english": "/models/laya-en"}; a name that is no
+// built-in adds a model of the caller's own, as WithModel does.
 func WithModels(models map[string]string) Option {
 	return func(r *Router) error {
 		for name, ref := range models {
-			key, err := NormalizeModelName(name)
-			if err != nil {
+			if err := WithModel(name, ref)(r); err != nil {
 				return err
 			}
-			r.models[key] = ref
 		}
 		return nil
 	}
@@ -51,12 +51,12 @@ func WithMaxLoaded(n int) Option {
 }
 
 // WithDefaultModel sets the model for states whose language nothing
-// identifies (default english).
+// identifies (default english): a built-in, or a model added by an option
+// before or after this one.
 func WithDefaultModel(name string) Option {
 	return func(r *Router) error {
-		key, err := NormalizeModelName(name)
-		r.defaultModel = key
-		return err
+		r.defaultModel = name
+		return nil
 	}
 }
 
@@ -131,6 +131,11 @@ func New(opts ...Option) (*Router, error) {
 			return nil, err
 		}
 	}
+	key, err := r.normalizeLocked(r.defaultModel)
+	if err != nil {
+		return nil, fmt.Errorf("router: default model: %w", err)
+	}
+	r.defaultModel = key
 	if r.loader == nil {
 		r.loader = func(ctx context.Context, name, ref string) (laya.Predictor, error) {
 			a, err := laya.Load(ctx, ref, r.loadOpts...)
@@ -144,7 +149,8 @@ func New(opts ...Option) (*Router, error) {
 	return r, nil
 }
 
-// Models returns the model table: canonical name → reference.
+// Models returns the model table: canonical name → reference, the built-ins
+// and the models added with WithModel, WithModels or Register.
 func (r *Router) Models() map[string]string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -165,6 +171,51 @@ func (r *Router) MaxLoaded() int {
 // Predict routes the request, loads the chosen model if needed and answers
 // every question on it in one pass.
 func (r *Router) Predict(ctx context.Context, state laya.State, questions laya.Questions, opts RouteOptions) (*Result, error) {
+	return r.run(ctx, state, questions, opts, func(model laya.Predictor, req laya.Request) (*laya.Result, error) {
+		if lp, ok := model.(langPredictor); ok {
+			return lp.PredictRequest(ctx, req)
+		}
+		return model.Predict(ctx, state, questions)
+	})
+}
+
+// ErrUnsupported reports a model that cannot answer the way asked (a custom
+// loader's predictor without PredictLong or PredictTournament).
+var ErrUnsupported = errors.New("router: the model does not support this")
+
+// PredictLong is Predict with laya.Agent.PredictLong on the chosen model: a
+// state longer than a row is read in windows. Detection reads the state's
+// first 4000 characters, as it does for Predict.
+func (r *Router) PredictLong(ctx context.Context, state laya.State, questions laya.Questions, opts RouteOptions, long laya.LongOptions) (*Result, error) {
+	return r.run(ctx, state, questions, opts, func(model laya.Predictor, req laya.Request) (*laya.Result, error) {
+		lp, ok := model.(interface {
+			PredictLong(context.Context, laya.Request, laya.LongOptions) (*laya.Result, error)
+		})
+		if !ok {
+			return nil, fmt.Errorf("%w: %T has no PredictLong", ErrUnsupported, model)
+		}
+		return lp.PredictLong(ctx, req, long)
+	})
+}
+
+// PredictTournament is Predict with laya.Agent.PredictTournament on the chosen
+// model: a choice of more than 16 labels is played in groups.
+func (r *Router) PredictTournament(ctx context.Context, state laya.State, questions laya.Questions, opts RouteOptions) (*Result, error) {
+	return r.run(ctx, state, questions, opts, func(model laya.Predictor, req laya.Request) (*laya.Result, error) {
+		tp, ok := model.(interface {
+			PredictTournament(context.Context, laya.Request) (*laya.Result, error)
+		})
+		if !ok {
+			return nil, fmt.Errorf("%w: %T has no PredictTournament", ErrUnsupported, model)
+		}
+		return tp.PredictTournament(ctx, req)
+	})
+}
+
+// run routes a request, holds the chosen model while answer runs on it, and
+// attaches the decision to the result.
+func (r *Router) run(ctx context.Context, state laya.State, questions laya.Questions, opts RouteOptions,
+	answer func(laya.Predictor, laya.Request) (*laya.Result, error)) (*Result, error) {
 	decision, err := r.Route(state, questions, opts)
 	if err != nil {
 		return nil, err
@@ -174,12 +225,7 @@ func (r *Router) Predict(ctx context.Context, state laya.State, questions laya.Q
 		return nil, err
 	}
 	defer release()
-	var res *laya.Result
-	if lp, ok := model.(langPredictor); ok {
-		res, err = lp.PredictRequest(ctx, laya.Request{State: state, Questions: questions, Lang: requestLang(opts, decision)})
-	} else {
-		res, err = model.Predict(ctx, state, questions)
-	}
+	res, err := answer(model, laya.Request{State: state, Questions: questions, Lang: requestLang(opts, decision)})
 	if err != nil {
 		return nil, err
 	}

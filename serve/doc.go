@@ -21,9 +21,10 @@
 //     lang_guess, max_len, head_max_len, min_confidence and state_token_counts →
 //     {"model", "answers", "usage", "routing"}, written as upstream's server writes it
 //     (Starlette: json.dumps with compact separators). answers are the library's values; usage adds truncated and truncated_questions
-//     always, state_tokens and state_tokens_dropped on request; min_confidence adds
-//     abstention ("passed", "abstained", "unevaluated"), abstention_threshold and
-//     low_confidence to every answer. Config.JevStrict strips the answer to the Jev
+//     always, state_tokens and state_tokens_dropped on request; min_confidence (a
+//     number, or {bucket: number} such as {"choice:3-5": 0.6, "default": 0.5}, a key
+//     that names no bucket refused) adds abstention ("passed", "abstained",
+//     "unevaluated"), abstention_threshold and low_confidence to every answer. Config.JevStrict strips the answer to the Jev
 //     contract.
 //   - POST /v1/systemone/batch: {"states": [...], "questions", ...} →
 //     {"results": [...], "total_usage": {...}}; each state is routed and queued alone.

@@ -201,6 +201,11 @@ func (m *routed) load(ctx context.Context, names []string) error {
 }
 
 func (m *routed) route(state laya.State, qs laya.Questions, opts router.RouteOptions) (router.Decision, error) {
+	if opts.Model != "" {
+		if _, err := m.r.NormalizeModel(opts.Model); err != nil {
+			opts.Model = "" // an id such as "jev-1": the router chooses
+		}
+	}
 	d, err := m.r.Route(state, qs, opts)
 	d.Repo = publicRepo(d.Repo)
 	return d, err

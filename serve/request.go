@@ -44,7 +44,7 @@ type controls struct {
 	lang        string
 	maxLen      int
 	headMaxLen  int
-	minConf     *float64
+	minConf     *confidenceGate
 	countTokens bool
 }
 
@@ -125,11 +125,9 @@ func parseControls(body pyjson.Value, lim Limits) (controls, *apiError) {
 		*f.dst = int(n)
 	}
 	if v, ok := body.Get("min_confidence"); ok && v.Kind() != pyjson.NullKind {
-		f, err := strconv.ParseFloat(v.Literal(), 64)
-		if v.Kind() != pyjson.NumberKind || err != nil || math.IsNaN(f) || f < 0 || f > 1 {
-			return c, errorf(422, "'min_confidence' must be a number between 0.0 and 1.0")
+		if c.minConf, e = parseMinConfidence(v); e != nil {
+			return c, e
 		}
-		c.minConf = &f
 	}
 	if v, ok := body.Get("state_token_counts"); ok && v.Kind() != pyjson.NullKind {
 		if v.Kind() != pyjson.BoolKind {
@@ -152,7 +150,9 @@ func resolveModel(model string) string {
 	}
 	key, err := router.NormalizeModelName(model)
 	if err != nil {
-		return ""
+		// Maybe a model of the router's own (--model-dir name=…): the router
+		// decides, and ignores a name it does not know either.
+		return strings.TrimSpace(model)
 	}
 	return key
 }

@@ -39,7 +39,7 @@ var jevKeys = map[string][]string{
 
 // answersValue is the result's answers member (answers, in res's question order) with
 // the abstention report added, or projected onto the Jev contract.
-func answersValue(res *laya.Result, answers pyjson.Value, minConf *float64, strict bool) pyjson.Value {
+func answersValue(res *laya.Result, answers pyjson.Value, minConf *confidenceGate, strict bool) pyjson.Value {
 	out := make([]pyjson.Member, 0, len(answers.Members()))
 	for _, a := range answers.Members() {
 		members := a.Value.Members()
@@ -57,7 +57,7 @@ func answersValue(res *laya.Result, answers pyjson.Value, minConf *float64, stri
 			}
 			members = kept
 		} else if minConf != nil {
-			members = append(append([]pyjson.Member(nil), members...), abstention(answerConfidence(res, a.Key, typ), *minConf)...)
+			members = append(append([]pyjson.Member(nil), members...), abstention(answerConfidence(res, a.Key, typ), minConf.threshold(res, a.Key, typ))...)
 		}
 		out = append(out, pyjson.Member{Key: a.Key, Value: pyjson.Object(members...)})
 	}

@@ -20,7 +20,7 @@ func TestUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"predict", "--nope"}, "laya predict: unknown flag --nope (flags: --backend, --batch-size, --model, --preset, --questions, --request, --state)"},
+		{[]string{"predict", "--nope"}, "laya predict: unknown flag --nope (flags: --backend, --batch-size, --long, --max-windows, --model, --overlap, --preset, --questions, --request, --state, --tournament)"},
 		{[]string{"predict", "--batch-size", "x"}, `laya predict: --batch-size "x": want an integer (question rows per forward batch)`},
 		{[]string{"predict", "--state", "x", "--preset", "triage"}, "laya predict: --model is required: a checkpoint DIR or a Hub id such as convaiinnovations/laya"},
 		{[]string{"predict", "--model", predictModel}, "laya predict: give --request FILE, or --state with --questions or --preset"},

@@ -20,6 +20,7 @@ func init() {
 }
 
 const predictUsage = `Usage: laya predict --model DIR|ORG/NAME [--backend cpu] [--batch-size N]
+                    [--long [--max-windows N] [--overlap N] | --tournament]
                     (--request FILE|- | --state TEXT|@FILE (--questions FILE|JSON | --preset NAME))
 
 Answers every question about the state in one encoder pass and prints the
@@ -52,7 +53,22 @@ it is used as text unless it parses as a JSON object or list; --state '' is an
 empty text. --questions takes a file name, or the JSON object itself when it
 starts with '{'.
 
+--long reads a state longer than a question's row in windows instead of
+cutting it (a text from its start, a list from its newest end, --max-windows
+per question, default 16, neighbours sharing --overlap tokens, default a
+quarter of the window): noul answers take the highest P(true), score answers
+the highest level, choice answers the most confident window; usage.windows
+says how each question read it. A state that fits is answered as without
+--long.
+
+--tournament plays a choice of more than 16 labels in groups of at most 16,
+each round in one pass, the group winners meeting in a final call;
+usage.tournament reports the rounds. Other questions are answered as usual.
+
 Example:
+  $ laya predict --model testdata/oracle/checkpoints/real-en --long --max-windows 4 \
+      --state @README.md --questions '{"go": {"type": "noul", "instructions": "Is this about Go?"}}'
+
   $ laya predict --model testdata/oracle/checkpoints/real-en \
       --request testdata/requests/email.json
   {"model": "laya-rl-agent", "answers": {"department": {"type": "choice", ...}}, "usage": {...}}
@@ -72,11 +88,25 @@ func runPredict(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	stateArg := fs.String("state", "", "state `TEXT`, @FILE, or - for stdin")
 	questionsArg := fs.String("questions", "", "questions JSON `FILE`, or the JSON itself")
 	preset := fs.String("preset", "", "built-in question set `NAME`: "+presetNames)
+	long := fs.Bool("long", false, "read a state longer than a row in windows")
+	maxWindows := fs.Int("max-windows", laya.DefaultMaxWindows, "with --long: the most windows per question (`N`, at most 256)")
+	overlap := fs.Int("overlap", 0, "with --long: tokens neighbouring windows share (`N`; 0: a quarter of the window)")
+	tournament := fs.Bool("tournament", false, "play a choice of more than 16 labels in groups of 16 and a final")
 	if help, err := parseFlags(fs, args); help || err != nil {
 		return err
 	}
 	if *model == "" {
 		return usagef("--model is required: a checkpoint DIR or a Hub id such as convaiinnovations/laya")
+	}
+	switch {
+	case *long && *tournament:
+		return usagef("give --long or --tournament, not both")
+	case !*long && (flagGiven(fs, "max-windows") || flagGiven(fs, "overlap")):
+		return usagef("--max-windows and --overlap need --long")
+	case *maxWindows < 1 || *maxWindows > laya.MaxLongWindows:
+		return usagef("--max-windows %d: want 1 to %d", *maxWindows, laya.MaxLongWindows)
+	case *overlap < 0:
+		return usagef("--overlap %d: want 0 or more tokens", *overlap)
 	}
 	var stateGiven *string // nil when --state is absent; --state '' is an empty state
 	if flagGiven(fs, "state") {
@@ -93,7 +123,16 @@ func runPredict(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	}
 	defer agent.Close()
 	printBackendNote(stderr, agent)
-	res, err := agent.Predict(ctx, state, questions)
+	var res *laya.Result
+	req := laya.Request{State: state, Questions: questions}
+	switch {
+	case *long:
+		res, err = agent.PredictLong(ctx, req, laya.LongOptions{MaxWindows: *maxWindows, Overlap: *overlap})
+	case *tournament:
+		res, err = agent.PredictTournament(ctx, req)
+	default:
+		res, err = agent.PredictRequest(ctx, req)
+	}
 	if err != nil {
 		return err
 	}

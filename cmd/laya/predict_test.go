@@ -4,10 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/laya-metal/laya"
+	"github.com/laya-metal/laya/preset"
+	"github.com/laya-metal/laya/pyjson"
 )
 
 const predictModel = "../../testdata/oracle/checkpoints/real-en"
@@ -99,6 +104,10 @@ func TestPredictCommandErrors(t *testing.T) {
 		{"missing model dir", []string{"--model", "./no/such/dir", "--state", "x", "--questions", noul}, "not a Laya checkpoint"},
 		{"hub id offline, not cached", []string{"--model", "nobody/no-such-laya", "--state", "x", "--questions", noul}, "HF_HUB_OFFLINE"},
 		{"bad batch size", []string{"--model", predictModel, "--batch-size", "0", "--state", "x", "--questions", noul}, "batch size 0"},
+		{"long and tournament", []string{"--model", predictModel, "--long", "--tournament", "--state", "x", "--questions", noul}, "give --long or --tournament, not both"},
+		{"windows without long", []string{"--model", predictModel, "--max-windows", "3", "--state", "x", "--questions", noul}, "need --long"},
+		{"too many windows", []string{"--model", predictModel, "--long", "--max-windows", "1000", "--state", "x", "--questions", noul}, "--max-windows 1000: want 1 to 256"},
+		{"negative overlap", []string{"--model", predictModel, "--long", "--overlap", "-1", "--state", "x", "--questions", noul}, "--overlap -1"},
 	} {
 		// A Hub id must never reach the network from a test.
 		t.Setenv("HF_HUB_OFFLINE", "1")
@@ -206,6 +215,59 @@ func TestPredictEmptyState(t *testing.T) {
 	for _, q := range qs {
 		if !strings.Contains(stdout.String(), `"`+q.ID+`": {"type"`) {
 			t.Errorf("--state '' --preset email: no answer for %q in %s", q.ID, stdout.String())
+		}
+	}
+}
+
+// --long and --tournament give the library's PredictLong and PredictTournament
+// answers; on a state that fits, --long is plain predict.
+func TestPredictLongAndTournament(t *testing.T) {
+	ctx := context.Background()
+	agent, err := laya.Load(ctx, predictModel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer agent.Close()
+	noul := `{"refund": {"type": "noul", "instructions": "Does the customer ask for money back?"}}`
+	qs, err := laya.ParseQuestions([]byte(noul))
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("I was charged twice for my order and nobody answers my emails. ", 60)
+	labels := make([]string, 20)
+	for i := range labels {
+		labels[i] = fmt.Sprintf("%q", fmt.Sprintf("team %d", i))
+	}
+	choice := `{"team": {"type": "choice", "instructions": "Which team?", "criteria": [` + strings.Join(labels, ", ") + `]}}`
+	cqs, err := laya.ParseQuestions([]byte(choice))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := func(res *laya.Result, err error) string {
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.String() + "\n"
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--long", "--max-windows", "3", "--state", long, "--questions", noul},
+			want(agent.PredictLong(ctx, laya.Request{State: laya.Text(long), Questions: qs}, laya.LongOptions{MaxWindows: 3}))},
+		{[]string{"--long", "--state", "short", "--questions", noul}, want(agent.Predict(ctx, laya.Text("short"), qs))},
+		{[]string{"--long", "--max-windows", "2", "--preset", "triage", "--state", `{"message": "` + long + `"}`},
+			want(agent.PredictLong(ctx, laya.Request{State: laya.ValueState(pyjson.Object(pyjson.Member{Key: "message", Value: pyjson.String(long)})),
+				Questions: preset.TriageQuestions()}, laya.LongOptions{MaxWindows: 2}))},
+		{[]string{"--tournament", "--state", "refund please", "--questions", choice},
+			want(agent.PredictTournament(ctx, laya.Request{State: laya.Text("refund please"), Questions: cqs}))},
+	} {
+		var stdout, stderr bytes.Buffer
+		if err := runPredict(ctx, append([]string{"--model", predictModel}, tc.args...), strings.NewReader(""), &stdout, &stderr); err != nil {
+			t.Fatalf("%v: %v", tc.args[:2], err)
+		}
+		if stdout.String() != tc.want {
+			t.Errorf("%v:\n got %s\nwant %s", tc.args[:2], stdout.String(), tc.want)
 		}
 	}
 }

@@ -145,11 +145,18 @@ func parseRouteArgs(args laya.Value, defaults batchDefaults) (batchDefaults, err
 			} else {
 				req.opts.Task = name
 			}
-		case "lang":
-			req.opts.Lang = pyjson.Str(v) // a blank code falls through to detection
-		case "lang_guess":
-			code := pyjson.Str(v)
-			req.opts.LangGuess = func(laya.State) string { return code }
+		case "lang", "lang_guess":
+			// Refused as laya serve refuses it: str(123) would name no language
+			// yet route as one.
+			if v.Kind() != pyjson.StringKind {
+				return req, fmt.Errorf("args.%s: must be a string, got %s", m.Key, pyjson.TypeName(v))
+			}
+			code := v.Str()
+			if m.Key == "lang" {
+				req.opts.Lang = code // a blank code falls through to detection
+			} else {
+				req.opts.LangGuess = func(laya.State) string { return code }
+			}
 		case "default":
 			name := pyjson.Str(v)
 			if _, err := router.NormalizeModelName(name); err != nil {

@@ -72,6 +72,13 @@ var batchCases = []batchCase{
 	{`{"state": "Mein Konto wurde zweimal belastet", "args": {"lang": "EN"}}`, "english", "explicit lang='EN'", "", ""},
 	{`{"state": "I was charged twice for my order, please refund it.", "args": {"lang": "  "}}`, "english", "English Latin text", "", "latin"},
 	{`{"state": "hi", "args": {"lang_guess": "pt"}}`, "multilingual", "lang_guess: the caller identified this as non-English text", "", ""},
+	{`{"state": "hi", "args": {"lang": 123}}`, "", "args.lang: must be a string, got int", "", ""},
+	{`{"state": "hi", "args": {"lang_guess": ["pt"]}}`, "", "args.lang_guess: must be a string, got list", "", ""},
+	// Codes that name no language abstain and fall through to detection.
+	{`{"state": "Mein Konto wurde zweimal belastet, bitte erstatten Sie mir den Betrag.", "args": {"lang": "C.UTF-8"}}`,
+		"multilingual", "Latin script but language looks like 'de', not English", "", "latin"},
+	{`{"state": "I was charged twice for my order, please refund it.", "args": {"lang": "und", "lang_guess": "zxx"}}`,
+		"english", "English Latin text", "", "latin"},
 	{`{"state": "", "args": {"default": "multilingual"}}`, "multilingual", "no letters detected in state; using default (multilingual)", "", "unknown"},
 	{`{"state": "", "args": {"default": "gpt"}}`, "", "unknown model", "", ""},
 	{`{"state": "x", "args": {"model": null, "task": null, "lang": null, "default": null, "auto_task_detection": null, "questions": null}}`,

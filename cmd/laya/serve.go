@@ -48,6 +48,9 @@ typed-decisions checkpoint as upstream's Router does, keeping at most
 and /ready names it when it was preloaded). Concurrent requests for one checkpoint share
 forward passes (LAYA_BATCH_WINDOW_MS, LAYA_BATCH_MAX). Errors are upstream's:
 {"detail": ...} with 400/401/413/422/429/503 (+Retry-After)/504/500.
+--model-dir NAME=DIR points a built-in at DIR, or adds a checkpoint of your
+own under any other NAME, which requests pick with "model": "NAME" and
+/v1/models lists.
 
 Environment (upstream's names and defaults):
 %s
@@ -57,6 +60,7 @@ Examples:
   $ LAYA_BATCH_WINDOW_MS=0 laya serve --model testdata/oracle/checkpoints/real-en --addr 127.0.0.1:9000
   $ laya serve --router --model-dir english=testdata/oracle/checkpoints/real-en \
         --model-dir multilingual=testdata/oracle/checkpoints/tiny-ml
+  $ laya serve --router --model-dir support-bot=testdata/oracle/checkpoints/tiny-en
 
 Flags:
 `
@@ -71,7 +75,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	model := fs.String("model", "", "serve one Laya checkpoint: `DIR` or Hub id")
 	useRouter := fs.Bool("router", false, "route between the english, multilingual and typed-decisions checkpoints")
 	var dirs modelDirs
-	fs.Var(&dirs, "model-dir", "with --router: `NAME=DIR` or NAME=ORG/NAME for one checkpoint (repeatable)")
+	fs.Var(&dirs, "model-dir", "with --router: `NAME=DIR` or NAME=ORG/NAME[/SUB][@REV] for one checkpoint, a built-in or your own (repeatable)")
 	maxLoaded := fs.Int("max-loaded", 3, "with --router: checkpoints kept resident (least recently used evicted)")
 	autoTask := fs.Bool("auto-task", os.Getenv("LAYA_AUTO_TASK") == "1", "with --router: route typed-decisions workflows automatically (LAYA_AUTO_TASK)")
 	addr := fs.String("addr", envAddr(cfg.Addr), "listen `address` (host:port; LAYA_HOST, LAYA_PORT)")
@@ -181,7 +185,9 @@ func (d *modelDirs) Set(v string) error {
 	if !ok || name == "" || ref == "" {
 		return fmt.Errorf("want NAME=DIR, got %q", v)
 	}
-	if _, err := router.NormalizeModelName(name); err != nil {
+	// Any name: a built-in (or alias) points that model elsewhere, another
+	// adds a model of your own (router.WithModel checks the name).
+	if _, err := router.New(router.WithModel(name, ref)); err != nil {
 		return err
 	}
 	if d.m == nil {

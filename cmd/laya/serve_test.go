@@ -26,7 +26,7 @@ func TestServeFlags(t *testing.T) {
 		want string
 	}{
 		// The other flag mistakes are in TestUsageErrors.
-		{[]string{"--router", "--model-dir", "klingon=x"}, "unknown"},
+		{[]string{"--router", "--model-dir", "klingon model=x"}, "model name"},
 	} {
 		err := runServe(context.Background(), tc.args, nil, io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
