@@ -104,6 +104,14 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	default:
 		return usagef("--log-format %q: want json or text", *logFormat)
 	}
+	switch {
+	case *useRouter && *model != "":
+		return usagef("give --model or --router, not both")
+	case !*useRouter && len(dirs.m) > 0:
+		return usagef("--model-dir needs --router")
+	case !*useRouter && *model == "":
+		return usagef("--model DIR or --router is required")
+	}
 	cfg.Addr = *addr
 	resolved, device, err := resolveBackend(*backend, stderr)
 	if err != nil {
@@ -119,10 +127,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		laya.WithHub(progressClient(stderr))}
 
 	var models serve.Models
-	switch {
-	case *useRouter && *model != "":
-		return usagef("give --model or --router, not both")
-	case *useRouter:
+	if *useRouter {
 		opts := []router.Option{router.WithMaxLoaded(*maxLoaded), router.WithLoadOptions(loadOpts...),
 			router.WithModels(dirs.m)}
 		if *autoTask {
@@ -143,13 +148,8 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			return err
 		}
 		models = serve.RouterModels(r)
-	case *model != "":
-		if len(dirs.m) > 0 {
-			return usagef("--model-dir needs --router")
-		}
+	} else {
 		models = serve.SingleModel(*model, loadOpts...)
-	default:
-		return usagef("--model DIR or --router is required")
 	}
 	srv, err := serve.New(cfg, models)
 	if err != nil {
