@@ -494,6 +494,12 @@ func (s *Server) readAuthorized(w http.ResponseWriter, r *http.Request) (raw []b
 		s.fail(w, "", errorf(401, "invalid or missing bearer token"))
 		return nil, false
 	}
+	// The gates of readJSON (limits.go) in its order; the body's own limits are
+	// checked on the state and questions it is turned into (parseOpenAI).
+	if s.draining.Load() {
+		s.fail(w, "", s.reject(503, "draining", errShuttingDown.Error(), 0))
+		return nil, false
+	}
 	raw, e := s.readBody(w, r)
 	if e != nil {
 		s.fail(w, "", e)

@@ -393,3 +393,18 @@ func TestOpenAIModelsRouter(t *testing.T) {
 		t.Fatalf("models %v", ids)
 	}
 }
+
+// A draining server refuses the OpenAI routes as it refuses the others, before
+// reading the body.
+func TestOpenAIWhileDraining(t *testing.T) {
+	ts := startServer(t, SingleModel(realEN), nil)
+	if r := post(t, ts.url+"/drain", ""); r.status != 200 {
+		t.Fatalf("POST /drain: %d %s", r.status, r.body)
+	}
+	body := `{"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"properties": {"ok": {"type": "boolean"}}}}}}`
+	for _, path := range []string{"/v1/chat/completions", "/v1/responses"} {
+		if r := post(t, ts.url+path, body); r.status != 503 || !strings.Contains(r.body, "shutting down") {
+			t.Errorf("%s while draining: %d %s, want 503 server is shutting down", path, r.status, r.body)
+		}
+	}
+}
