@@ -70,8 +70,8 @@ type device struct {
 	compileTime time.Duration
 	compiles    int
 
+	// queueMu keeps command buffers encoded in the order they are committed.
 	queueMu sync.Mutex
-	last    *commandBuffer
 }
 
 // Open loads the CUDA driver and NVRTC, takes the primary context of the
