@@ -8,16 +8,18 @@ import (
 	"testing"
 )
 
-// The README's "Where to change what" names files; a rename that leaves it
-// pointing at nothing fails here instead of misleading the next person.
+// docs/development.md's "Where to change what" names files; a rename that
+// leaves it pointing at nothing fails here instead of misleading the next
+// person.
 func TestReadmePathsExist(t *testing.T) {
-	b, err := os.ReadFile("README.md")
+	const doc = "docs/development.md"
+	b, err := os.ReadFile(doc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, section, ok := strings.Cut(string(b), "\n## Where to change what\n")
 	if !ok {
-		t.Fatal(`README.md has no "## Where to change what" section`)
+		t.Fatalf(`%s has no "## Where to change what" section`, doc)
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
 	paths := regexp.MustCompile("`([a-z][a-z0-9_]*(?:/[a-z0-9_.]+)*(?:\\.go|\\.metal|\\.json|\\.sh|/))`").FindAllStringSubmatch(section, -1)
@@ -27,7 +29,7 @@ func TestReadmePathsExist(t *testing.T) {
 	for _, m := range paths {
 		p := strings.TrimSuffix(m[1], "/")
 		if _, err := os.Stat(p); err != nil {
-			t.Errorf("README \"Where to change what\" names %s: %v", m[1], err)
+			t.Errorf("%s \"Where to change what\" names %s: %v", doc, m[1], err)
 		}
 	}
 }
