@@ -53,6 +53,9 @@ type Config struct {
 	// ClientMaxBodyReads caps the bodies one client IP reads at once (503 past it), so
 	// that stalled connections from one address cannot hold every read slot.
 	ClientMaxBodyReads int
+	// ClientMaxConns caps the connections one peer address holds open (past it a
+	// new connection gets 503 and is closed; trusted proxies are exempt); 0 disables.
+	ClientMaxConns int
 	// MinBodyRate is the average transfer rate (bytes a second) a body must keep once
 	// BodyRateGrace has passed (408 below it); 0 leaves only BodyTimeout.
 	MinBodyRate   int64
@@ -129,6 +132,7 @@ func DefaultConfig() Config {
 		QueueMax:              64,
 		MaxBodyReads:          64,
 		ClientMaxBodyReads:    8,
+		ClientMaxConns:        256,
 		MinBodyRate:           1024,
 		BodyRateGrace:         2 * time.Second,
 		BatchMaxTokens:        65536,
@@ -172,6 +176,7 @@ var EnvVars = [][2]string{
 	{"LAYA_INFER_WORKERS", "dispatchers, each one pass at a time (1)"},
 	{"LAYA_MAX_BODY_READS", "request bodies read at once; more get 503 (64)"},
 	{"LAYA_CLIENT_MAX_BODY_READS", "request bodies one client IP reads at once; more get 503 (8)"},
+	{"LAYA_CLIENT_MAX_CONNS", "connections one peer address holds open; more get 503; 0 = off (256)"},
 	{"LAYA_MIN_BODY_RATE", "bytes/s a body must average after the grace; slower gets 408; 0 = off (1024)"},
 	{"LAYA_BODY_RATE_GRACE_S", "seconds before the minimum body rate applies (2)"},
 	{"LAYA_BATCH_MAX_TOKENS", "estimated tokens x rows of one forward pass (65536)"},
@@ -263,6 +268,7 @@ func (c *Config) FromEnv(getenv func(string) string) error {
 	num("LAYA_INFER_WORKERS", 1, func(v int) { c.InferWorkers = v })
 	num("LAYA_MAX_BODY_READS", 1, func(v int) { c.MaxBodyReads = v })
 	num("LAYA_CLIENT_MAX_BODY_READS", 1, func(v int) { c.ClientMaxBodyReads = v })
+	num("LAYA_CLIENT_MAX_CONNS", 0, func(v int) { c.ClientMaxConns = v })
 	num("LAYA_MIN_BODY_RATE", 0, func(v int) { c.MinBodyRate = int64(v) })
 	seconds("LAYA_BODY_RATE_GRACE_S", 0, func(d time.Duration) { c.BodyRateGrace = d })
 	num("LAYA_BATCH_MAX_TOKENS", 1, func(v int) { c.BatchMaxTokens = v })
@@ -338,8 +344,8 @@ func (c *Config) check() error {
 	case c.BatchMax < 1 || c.QueueMax < 1 || c.MaxBodyReads < 1 || c.ClientMaxBodyReads < 1 || c.InferWorkers < 1 || c.BatchMaxTokens < 1:
 		return fmt.Errorf("%w: batch max %d, queue max %d, max body reads %d, client max body reads %d, infer workers %d and batch max tokens %d, want ≥ 1",
 			ErrConfig, c.BatchMax, c.QueueMax, c.MaxBodyReads, c.ClientMaxBodyReads, c.InferWorkers, c.BatchMaxTokens)
-	case c.MinBodyRate < 0 || c.BodyRateGrace < 0 || c.IdleUnload < 0:
-		return fmt.Errorf("%w: minimum body rate, its grace and idle unload must be ≥ 0", ErrConfig)
+	case c.MinBodyRate < 0 || c.BodyRateGrace < 0 || c.IdleUnload < 0 || c.ClientMaxConns < 0:
+		return fmt.Errorf("%w: minimum body rate, its grace, idle unload and client max conns must be ≥ 0", ErrConfig)
 	case c.StateFailurePolicy != "local" && c.StateFailurePolicy != "open":
 		return fmt.Errorf("%w: state failure policy %q, want local or open", ErrConfig, c.StateFailurePolicy)
 	case c.RequestTimeout <= 0:

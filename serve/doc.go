@@ -80,7 +80,10 @@
 // is closed. A body must arrive at MinBodyRate bytes a second on average once
 // BodyRateGrace has passed (408), and within BodyTimeout in all: connections that
 // stall or trickle give their slots back within seconds, and one address cannot
-// starve the others (slowclient.go).
+// starve the others (slowclient.go). Before its headers are in, a connection holds
+// no slot but a descriptor, for at most HeaderTimeout; one peer address holds at
+// most ClientMaxConns connections open (trusted proxies exempt), and a connection
+// past that is answered 503 and closed (connlimit.go).
 //
 // # Client identity
 //

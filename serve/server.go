@@ -194,6 +194,11 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	s.httpMu.Lock()
 	s.http = hs
 	s.httpMu.Unlock()
+	if s.cfg.ClientMaxConns > 0 {
+		ln = &connLimiter{Listener: ln, max: s.cfg.ClientMaxConns, n: map[string]int{},
+			exempt:  s.proxies.trusts,
+			refused: func() { s.metrics.rejections.WithLabelValues("client_conns").Inc() }}
+	}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	var loadErr error
