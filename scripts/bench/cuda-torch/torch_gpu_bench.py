@@ -11,10 +11,10 @@ Modes:
              the input copy in and the outputs' copy back per run
   compile16  torch.compile(mode="reduce-overhead") of eager16
 
-Two changes make capture possible, without changing the arithmetic: the
-batch's row index is made on the GPU (reference.Laya.forward builds it on
-the CPU), and transformers' mask helpers are told they are tracing, so they
-skip their host-side padding_mask.all() check and always build the mask.
+One change makes capture possible, without changing the arithmetic:
+transformers' mask helpers are told they are tracing, so they skip their
+host-side padding_mask.all() check and always build the mask (the batch's
+row index is already made on the model's device by reference.Laya.forward).
 
 Usage: python3 torch_gpu_bench.py CKPT MODES [--rounds R] [--runs N]
 Prints one JSON line per (mode, rows, round): median/min/p90 ms.
@@ -45,31 +45,6 @@ preset = os.path.basename(os.path.normpath(args.ckpt))
 counts = [int(x) for x in args.rows.split(",")]
 torch.manual_seed(0)
 
-
-def fwd(self, input_ids, attention_mask, marker_pos, marker_mask, qtype):
-    # reference.Laya.forward with the row index made on the model's device.
-    hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-    hidden = hidden + self.type_emb(qtype)[:, None, :]
-    pad = ~attention_mask.bool()
-    for layer in self.head.layers:
-        hidden = layer(hidden, src_key_padding_mask=pad)
-    rows = torch.arange(hidden.shape[0], device=hidden.device)[:, None]
-    markers = hidden[rows, marker_pos]
-    logits = self.scorer(markers).squeeze(-1).float()
-    logits = logits.masked_fill(~marker_mask, -1e4)
-    p = torch.softmax(logits, dim=-1)
-    k = marker_mask.sum(-1).clamp(min=2).float()
-    ent = -(p * torch.log(p.clamp(min=1e-9))).sum(-1) / torch.log(k)
-    if p.shape[1] >= 2:
-        top = torch.topk(p, 2, dim=-1).values
-    else:
-        top = torch.cat([p, torch.zeros_like(p)], dim=-1)
-    feats = torch.stack([top[:, 0], top[:, 0] - top[:, 1], ent, k / 255.0], dim=-1)
-    act_logits = self.act_head(torch.cat([hidden[:, 0, :].float(), feats], dim=-1))
-    return logits, act_logits, torch.softmax(act_logits, dim=-1)
-
-
-R.Laya.forward = fwd
 model, cfg, agent = R.load_model(args.ckpt, "sdpa")
 print(json.dumps({"preset": preset, "torch": torch.__version__, "gpu": torch.cuda.get_device_name(0),
                   "allow_tf32": torch.backends.cuda.matmul.allow_tf32}), flush=True)

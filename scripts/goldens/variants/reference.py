@@ -87,7 +87,9 @@ class Laya(nn.Module):
         pad = ~attention_mask.bool()
         for layer in self.head.layers:
             hidden = layer(hidden, src_key_padding_mask=pad)
-        rows = torch.arange(hidden.shape[0])[:, None]
+        # On the hidden states' device: a CPU index would make a CUDA run copy it
+        # across on every call, which CUDA graph capture refuses.
+        rows = torch.arange(hidden.shape[0], device=hidden.device)[:, None]
         markers = hidden[rows, marker_pos]
         logits = self.scorer(markers).squeeze(-1).float()
         logits = logits.masked_fill(~marker_mask, -1e4)
