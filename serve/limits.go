@@ -14,13 +14,7 @@ import (
 // "questions" the body holds (413, checkBodyLimits). A route added later calls it
 // and inherits them.
 func (s *Server) readJSON(w http.ResponseWriter, r *http.Request, shape func(pyjson.Value) *apiError) ([]byte, pyjson.Value, *apiError) {
-	if !s.authorized(r) {
-		return nil, pyjson.Value{}, errorf(401, "invalid or missing bearer token")
-	}
-	if s.draining.Load() {
-		return nil, pyjson.Value{}, s.reject(503, "draining", errShuttingDown.Error(), 0)
-	}
-	raw, e := s.readBody(w, r)
+	raw, e := s.readGated(w, r)
 	if e != nil {
 		return nil, pyjson.Value{}, e
 	}
@@ -37,6 +31,19 @@ func (s *Server) readJSON(w http.ResponseWriter, r *http.Request, shape func(pyj
 		return nil, body, e
 	}
 	return raw, body, nil
+}
+
+// readGated is the first half of readJSON, for routes whose body is not a decision
+// (the OpenAI routes check their limits on what they turn it into): the bearer key,
+// draining, then the body within the read caps and rate.
+func (s *Server) readGated(w http.ResponseWriter, r *http.Request) ([]byte, *apiError) {
+	if !s.authorized(r) {
+		return nil, errorf(401, "invalid or missing bearer token")
+	}
+	if s.draining.Load() {
+		return nil, s.reject(503, "draining", errShuttingDown.Error(), 0)
+	}
+	return s.readBody(w, r)
 }
 
 // needQuestions is the shape of a decision body: an object with "questions".

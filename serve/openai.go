@@ -487,20 +487,10 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	s.handleOpenAI(w, r, true)
 }
 
-// readAuthorized checks the bearer token and reads the body; when it fails it has
-// answered w, and ok is false.
+// readAuthorized reads the body through readJSON's gates (readGated); when it fails
+// it has answered w, and ok is false.
 func (s *Server) readAuthorized(w http.ResponseWriter, r *http.Request) (raw []byte, ok bool) {
-	if !s.authorized(r) {
-		s.fail(w, "", errorf(401, "invalid or missing bearer token"))
-		return nil, false
-	}
-	// The gates of readJSON (limits.go) in its order; the body's own limits are
-	// checked on the state and questions it is turned into (parseOpenAI).
-	if s.draining.Load() {
-		s.fail(w, "", s.reject(503, "draining", errShuttingDown.Error(), 0))
-		return nil, false
-	}
-	raw, e := s.readBody(w, r)
+	raw, e := s.readGated(w, r)
 	if e != nil {
 		s.fail(w, "", e)
 		return nil, false
