@@ -227,15 +227,17 @@ func (t *translation) checkRecursion(name, body string, base int) error {
 	return nil
 }
 
+// localIntRe is a local integer declaration: its qualifiers, then its name.
+var localIntRe = regexp.MustCompile(`(?:^|[;{}(])\s*((?:const\s+|constexpr\s+|thread\s+)*)(?:u?int|u?short|u?long|size_t|int\d+_t|uint\d+_t|auto)\s+([A-Za-z_]\w*)\s*[=;]`)
+
 func (t *translation) checkLocalArrays(params, body string, base int) error {
 	runtime := map[string]bool{}
-	for _, p := range splitTopLevel(attributeRe.ReplaceAllString(params, "")) {
+	for _, p := range splitTop(attrRe.ReplaceAllString(params, "")) {
 		if id := identRe.FindAllString(p, -1); len(id) > 0 {
 			runtime[id[len(id)-1]] = true
 		}
 	}
-	localRe := regexp.MustCompile(`(?:^|[;{}(])\s*((?:const\s+|constexpr\s+|thread\s+)*)(?:u?int|u?short|u?long|size_t|int\d+_t|uint\d+_t|auto)\s+([A-Za-z_]\w*)\s*[=;]`)
-	for _, d := range localRe.FindAllStringSubmatch(body, -1) {
+	for _, d := range localIntRe.FindAllStringSubmatch(body, -1) {
 		if !strings.Contains(d[1], "const") {
 			runtime[d[2]] = true
 		}
@@ -258,28 +260,6 @@ func (t *translation) checkLocalArrays(params, body string, base int) error {
 		}
 	}
 	return nil
-}
-
-var attributeRe = regexp.MustCompile(`\[\[.*?\]\]`)
-
-// splitTopLevel splits a parameter list at the commas outside brackets.
-func splitTopLevel(s string) []string {
-	var out []string
-	depth, start := 0, 0
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '(', '<', '[':
-			depth++
-		case ')', '>', ']':
-			depth--
-		case ',':
-			if depth == 0 {
-				out = append(out, s[start:i])
-				start = i + 1
-			}
-		}
-	}
-	return append(out, s[start:])
 }
 
 // blankStrings replaces the contents of string and character literals by
