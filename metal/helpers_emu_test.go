@@ -7,11 +7,13 @@ package metal_test
 // dot-import metal, the form Go's code review comments name for tests that
 // cannot be part of the package they test because of an import cycle. The
 // helpers they share with the emulator's own tests live in
-// metal/internal/metaltest; the unexported float64 references and dispatch
-// variants of kernel_*.go come through export_test.go.
+// metal/internal/metaltest; the float64 references come from
+// metal/internal/kernelref, and the unexported dispatch variants of
+// kernel_*.go through export_test.go.
 
 import (
 	. "github.com/laya-metal/laya/metal"
+	"github.com/laya-metal/laya/metal/internal/kernelref"
 	"github.com/laya-metal/laya/metal/internal/metaltest"
 )
 
@@ -26,19 +28,24 @@ var (
 	maxErr              = metaltest.MaxErr
 	wantInvalidDispatch = metaltest.WantInvalidDispatch
 
-	actFeaturesRef   = ExportActFeaturesRef
-	activateRef      = ExportActivateRef
-	gegluRef         = ExportGegluRef
-	geluRef          = ExportGeluRef
-	attentionRef     = ExportAttentionRef
-	vectorAddRef     = ExportVectorAddRef
-	gatherRowsRef    = ExportGatherRowsRef
-	gemmRef          = ExportGemmRef
-	layerNormRef     = ExportLayerNormRef
+	actFeaturesRef = kernelref.ActFeatures
+	gegluRef       = kernelref.Geglu
+	geluRef        = kernelref.Gelu
+	vectorAddRef   = kernelref.VectorAdd
+	gatherRowsRef  = kernelref.GatherRows
+	gemmRef        = kernelref.Gemm
+	layerNormRef   = kernelref.LayerNorm
+	ropeRef        = kernelref.Rope
+	softmaxRef     = kernelref.Softmax
+
 	layerNormThreads = ExportLayerNormThreads
-	ropeRef          = ExportRopeRef
-	softmaxRef       = ExportSoftmaxRef
 	softmaxThreads   = ExportSoftmaxThreads
 	ceilDiv          = ExportCeilDiv
 	paramStructs     = ExportParamStructs
 )
+
+func activateRef(in []float32, act Activation) []float64 { return kernelref.Activate(in, int(act)) }
+
+func attentionRef(qkv []float32, lengths []int, a AttentionShape) []float64 {
+	return kernelref.Attention(qkv, lengths, kernelref.AttentionShape(a))
+}
