@@ -32,12 +32,15 @@ func Variants(ctx context.Context, ckpt *weights.Checkpoint, batchSize, splitK i
 	var out []gpu.PipelineVariant
 	// Which kernel a GEMM takes depends on its rows (GEMV up to 8, split-K
 	// only where the tiles leave the GPU idle), so the shapes step through
-	// the row counts a batch can have, up to the largest.
+	// the row counts a batch can have, up to the largest. A batch size of
+	// 1 or 2, or a short max_len, repeats shapes; each is recorded once.
 	var reqs []Request
 	for _, q := range []int{1, 2, max(batchSize, 1)} {
 		for _, n := range []int{4, 17, 64, 160, maxLen} {
 			n = min(n, maxLen)
-			reqs = append(reqs, Request{Questions: q, Tokens: n, Markers: min(q+1, n-2)})
+			if req := (Request{Questions: q, Tokens: n, Markers: min(q+1, n-2)}); !slices.Contains(reqs, req) {
+				reqs = append(reqs, req)
+			}
 		}
 	}
 	for _, req := range reqs {
