@@ -77,6 +77,16 @@ func report(t *testing.T, dir string) string {
 	return b.String()
 }
 
+// reportHas fails the test for each of wants the report lacks.
+func reportHas(t *testing.T, got string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(got, want) {
+			t.Errorf("report lacks %q\n--- report:\n%s", want, got)
+		}
+	}
+}
+
 func TestReportFailure(t *testing.T) {
 	dir := writeFixture(t, "darwin vet\tPASS\t12.5\tvet.log\t\n"+
 		"GPU device tests\tFAIL\t8.0\tdevice.log\t\n"+
@@ -88,7 +98,7 @@ func TestReportFailure(t *testing.T) {
 		map[string]string{"vet.log": "", "device.log": deviceLog, "model.log": panicLog, "validation.log": validationLog,
 			"bench.log": benchLog, "rss.log": rssLog})
 	got := report(t, dir)
-	for _, want := range []string{
+	reportHas(t, got,
 		"macos:           15.1 (24B83)",
 		"[FAIL] GPU device tests",
 		"log: device.log  tests: 1 passed, 0 skipped",
@@ -110,11 +120,7 @@ func TestReportFailure(t *testing.T) {
 		"  [signal SIGSEGV: segmentation violation",
 		"  | \t/Users/x/laya-metal/metal/buffer_darwin.go:60 +0x2c",
 		"VERDICT: FAIL on Apple M2, macOS 15.1 (24B83): GPU device tests; model on the GPU",
-	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("report lacks %q\n--- report:\n%s", want, got)
-		}
-	}
+	)
 	if strings.Contains(got, "== failure: darwin vet") {
 		t.Error("a passing step is reported as a failure")
 	}
