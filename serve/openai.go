@@ -287,11 +287,7 @@ func truthyString(v pyjson.Value) bool { return v.Kind() == pyjson.StringKind &&
 
 // parseObject is parseBody for the OpenAI routes, whose bodies have no "questions".
 func parseObject(raw []byte) (pyjson.Value, *apiError) {
-	body, e := parseBody(raw)
-	if e != nil && e.detail == "request body must be an object with a 'questions' field" {
-		e = badRequest("request body must be an object")
-	}
-	return body, e
+	return parseBody(raw, "request body must be an object")
 }
 
 // rejectStreamAndN refuses what one decision cannot honour: a stream, or n > 1.

@@ -48,8 +48,9 @@ type controls struct {
 	countTokens bool
 }
 
-// parseBody reads the JSON body as an object (400 otherwise).
-func parseBody(raw []byte) (pyjson.Value, *apiError) {
+// parseBody reads the JSON body as an object (400 otherwise, notObject when it is
+// JSON of another kind).
+func parseBody(raw []byte, notObject string) (pyjson.Value, *apiError) {
 	if s, ok := loneSurrogate(raw); ok {
 		return pyjson.Value{}, errorf(400, "request body holds an unpaired surrogate escape %s; a JSON string must encode whole characters", s)
 	}
@@ -58,7 +59,7 @@ func parseBody(raw []byte) (pyjson.Value, *apiError) {
 		return v, errorf(400, "request body must be valid JSON")
 	}
 	if v.Kind() != pyjson.ObjectKind {
-		return v, errorf(400, "request body must be an object with a 'questions' field")
+		return v, errorf(400, "%s", notObject)
 	}
 	return v, nil
 }
