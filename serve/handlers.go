@@ -142,18 +142,13 @@ func (s *Server) readDecision(w http.ResponseWriter, r *http.Request, batch bool
 			return nil, c, errorf(400, "'state' is required")
 		}
 	}
-	qs, e := parseQuestions(body, lim)
-	if e != nil {
-		return nil, c, e
-	}
-	if n := len(stateValues); batch && n > lim.BatchStates {
-		return nil, c, errorf(413, "too many states (%d > %d)", n, lim.BatchStates)
-	}
+	// readJSON has held the questions, their options and texts, the states and
+	// their number to the limits (413): what is left is to build them.
+	qv, _ := body.Get("questions")
+	qs := questionsOf(qv)
 	states := make([]laya.State, len(stateValues))
 	for i, sv := range stateValues {
-		if states[i], e = parseState(sv, true, lim); e != nil {
-			return nil, c, e
-		}
+		states[i] = laya.ValueState(sv)
 	}
 	if c, e = parseControls(body, lim); e != nil {
 		return nil, c, e

@@ -201,9 +201,7 @@ func parseQuestions(body pyjson.Value, lim Limits) (laya.Questions, *apiError) {
 		return nil, errorf(413, "too many questions (%d > %d)", len(members), lim.Questions)
 	}
 	total := 0
-	qs := make(laya.Questions, len(members))
-	for i, m := range members {
-		qs[i] = laya.Question{ID: m.Key, Definition: m.Value}
+	for _, m := range members {
 		if m.Value.Kind() != pyjson.ObjectKind {
 			continue
 		}
@@ -235,7 +233,17 @@ func parseQuestions(body pyjson.Value, lim Limits) (laya.Questions, *apiError) {
 	if total > lim.TotalOptions {
 		return nil, errorf(413, "too many answer options across questions (%d > %d)", total, lim.TotalOptions)
 	}
-	return qs, nil
+	return questionsOf(qv), nil
+}
+
+// questionsOf is a "questions" object as Questions, in its written order.
+func questionsOf(qv pyjson.Value) laya.Questions {
+	members := qv.Members()
+	qs := make(laya.Questions, len(members))
+	for i, m := range members {
+		qs[i] = laya.Question{ID: m.Key, Definition: m.Value}
+	}
+	return qs
 }
 
 // parseState checks one state: present, not null, within the character limit.
