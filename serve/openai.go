@@ -409,15 +409,14 @@ func schemaFromFormat(f pyjson.Value, name string, responses bool) (pyjson.Value
 
 // answerPlan routes and runs a plan's questions through the queue like any decision.
 func (s *Server) answerPlan(w http.ResponseWriter, r *http.Request, state laya.State, qs laya.Questions, model string) ([]jobResult, bool) {
-	routing, err := s.models.route(state, qs, router.RouteOptions{Model: resolveModel(model)})
-	if err != nil {
-		s.fail(w, "", errorf(422, "%s", err.Error()))
+	d, e := s.routeDecision(state, qs, router.RouteOptions{Model: resolveModel(model)})
+	if e != nil {
+		s.fail(w, "", e)
 		return nil, false
 	}
-	d := []decision{{routing: routing, req: laya.Request{State: state, Questions: qs, Lang: requestLang("", routing)}}}
-	results, e := s.runAdmitted(w, r, d)
+	results, e := s.runAdmitted(w, r, []decision{d})
 	if e != nil {
-		s.fail(w, routing.Model, e)
+		s.fail(w, d.routing.Model, e)
 		return nil, false
 	}
 	return results, true
