@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -46,7 +47,7 @@ var tools = []struct {
 		" Returns answers with confidence and the routing decision." + guardrails + modelDoc,
 		`{"type": "object", "properties": {"state": ` + stateSchema + `, "questions": ` + questionsSchema + `, "model": ` + modelSchema + `}, "required": ["state", "questions"]}`},
 	{"laya_predict_batch", "Answer several independent requests, each {state, questions, model?}, and return their results in order." + guardrails,
-		`{"type": "object", "properties": {"requests": {"type": "array", "maxItems": 64, "items": {"type": "object", "properties": {"state": ` + stateSchema + `, "questions": ` + questionsSchema + `, "model": ` + modelSchema + `}, "required": ["state", "questions"]}}}, "required": ["requests"]}`},
+		`{"type": "object", "properties": {"requests": {"type": "array", "maxItems": ` + strconv.Itoa(MaxBatch) + `, "items": {"type": "object", "properties": {"state": ` + stateSchema + `, "questions": ` + questionsSchema + `, "model": ` + modelSchema + `}, "required": ["state", "questions"]}}}, "required": ["requests"]}`},
 	{"laya_route", "Decide which Laya checkpoint would answer, without running a forward pass (english vs multilingual vs typed-decisions), and say why." + modelDoc,
 		`{"type": "object", "properties": {"state": ` + stateSchema + `, "questions": ` + questionsSchema + `, "model": ` + modelSchema + `}, "required": ["state"]}`},
 	{"laya_shortlist", "Shortlist each many-option choice question to its k most likely labels by embedding similarity (the answering checkpoint's own encoder), then answer in one forward pass. Use it instead of laya_predict when a choice has more options than the guardrails allow." + guardrails + modelDoc,

@@ -1,9 +1,6 @@
 package serve
 
-import (
-	"net"
-	"net/http"
-)
+import "net/http"
 
 // Client identity (the key of the per-client cap, the breaker and their shared state
 // in Redis). The rule, in upstream's order where that order is safe:
@@ -31,11 +28,7 @@ func (s *Server) trustsClientHeader(r *http.Request) bool {
 	if s.cfg.APIKey != "" {
 		return s.authorized(r)
 	}
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	return s.proxies.trusts(host)
+	return s.proxies.trusts(remoteHost(r))
 }
 
 // truncateRunes keeps the first n characters of s, as Python's s[:n] does (upstream

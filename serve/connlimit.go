@@ -19,9 +19,7 @@ type connLimiter struct {
 	max     int
 	exempt  func(host string) bool
 	refused func()
-
-	mu sync.Mutex
-	n  map[string]int
+	open    clientLimiter
 }
 
 // tooManyConns is written to a connection over the cap before it is closed:
@@ -42,9 +40,7 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 		if splitErr != nil || l.exempt(host) {
 			return c, nil
 		}
-		l.mu.Lock()
-		if l.n[host] >= l.max {
-			l.mu.Unlock()
+		if !l.open.acquire(host, l.max) {
 			l.refused()
 			// A short deadline: a peer that does not read cannot hold Accept.
 			c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
@@ -52,17 +48,7 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 			c.Close()
 			continue
 		}
-		l.n[host]++
-		l.mu.Unlock()
-		return &countedConn{Conn: c, release: func() { l.release(host) }}, nil
-	}
-}
-
-func (l *connLimiter) release(host string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.n[host]--; l.n[host] <= 0 {
-		delete(l.n, host)
+		return &countedConn{Conn: c, release: func() { l.open.release(host) }}, nil
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"net"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 )
@@ -14,15 +13,6 @@ import (
 // closed; a slot comes back when one of its connections closes; a trusted proxy,
 // behind which every client shares one address, is not capped.
 func TestClientMaxConns(t *testing.T) {
-	dial := func(t *testing.T, url string) net.Conn {
-		t.Helper()
-		c, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
 	// status sends a request on c and reads the status line (0: none, the peer closed).
 	status := func(t *testing.T, c net.Conn) int {
 		t.Helper()

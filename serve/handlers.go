@@ -72,18 +72,17 @@ func (s *Server) handlePredict(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, "", errorf(400, "%s", err.Error()))
 		return
 	}
-	routing, err := s.models.route(req.State, req.Questions, router.RouteOptions{})
-	if err != nil {
-		s.fail(w, "", errorf(422, "%s", err.Error()))
+	d, e := s.routeDecision(req.State, req.Questions, router.RouteOptions{})
+	if e != nil {
+		s.fail(w, "", e)
 		return
 	}
-	d := []decision{{routing: routing, req: laya.Request{State: req.State, Questions: req.Questions, Lang: requestLang("", routing)}}}
-	results, e := s.runAdmitted(w, r, d)
+	results, e := s.runAdmitted(w, r, []decision{d})
 	if e != nil {
 		if e.status == 422 {
 			e.status = 400 // /v1/predict has always answered invalid questions with 400
 		}
-		s.fail(w, routing.Model, e)
+		s.fail(w, d.routing.Model, e)
 		return
 	}
 	res := results[0].answer.Result
@@ -91,9 +90,19 @@ func (s *Server) handlePredict(w http.ResponseWriter, r *http.Request) {
 	if _, one := s.models.(*single); one {
 		text = res.String()
 	} else {
-		text = (&router.Result{Result: res, Routing: routing}).String()
+		text = (&router.Result{Result: res, Routing: d.routing}).String()
 	}
 	s.answer(w, results, []byte(text+"\n"))
+}
+
+// routeDecision routes a request that has no per-call settings (422 when no
+// checkpoint can answer it).
+func (s *Server) routeDecision(state laya.State, qs laya.Questions, opts router.RouteOptions) (decision, *apiError) {
+	routing, err := s.models.route(state, qs, opts)
+	if err != nil {
+		return decision{}, errorf(422, "%s", err.Error())
+	}
+	return decision{routing: routing, req: laya.Request{State: state, Questions: qs, Lang: requestLang("", routing)}}, nil
 }
 
 // decide reads, routes and runs a decision body (both /v1/systemone routes). When it
@@ -142,18 +151,13 @@ func (s *Server) readDecision(w http.ResponseWriter, r *http.Request, batch bool
 			return nil, c, errorf(400, "'state' is required")
 		}
 	}
-	qs, e := parseQuestions(body, lim)
-	if e != nil {
-		return nil, c, e
-	}
-	if n := len(stateValues); batch && n > lim.BatchStates {
-		return nil, c, errorf(413, "too many states (%d > %d)", n, lim.BatchStates)
-	}
+	// readJSON has held the questions, their options and texts, the states and
+	// their number to the limits (413): what is left is to build them.
+	qv, _ := body.Get("questions")
+	qs := questionsOf(qv)
 	states := make([]laya.State, len(stateValues))
 	for i, sv := range stateValues {
-		if states[i], e = parseState(sv, true, lim); e != nil {
-			return nil, c, e
-		}
+		states[i] = laya.ValueState(sv)
 	}
 	if c, e = parseControls(body, lim); e != nil {
 		return nil, c, e

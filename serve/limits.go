@@ -18,7 +18,7 @@ func (s *Server) readJSON(w http.ResponseWriter, r *http.Request, shape func(pyj
 	if e != nil {
 		return nil, pyjson.Value{}, e
 	}
-	body, e := parseBody(raw)
+	body, e := parseBody(raw, "request body must be an object with a 'questions' field")
 	if e != nil {
 		return nil, body, e
 	}

@@ -287,11 +287,7 @@ func truthyString(v pyjson.Value) bool { return v.Kind() == pyjson.StringKind &&
 
 // parseObject is parseBody for the OpenAI routes, whose bodies have no "questions".
 func parseObject(raw []byte) (pyjson.Value, *apiError) {
-	body, e := parseBody(raw)
-	if e != nil && e.detail == "request body must be an object with a 'questions' field" {
-		e = badRequest("request body must be an object")
-	}
-	return body, e
+	return parseBody(raw, "request body must be an object")
 }
 
 // rejectStreamAndN refuses what one decision cannot honour: a stream, or n > 1.
@@ -413,15 +409,14 @@ func schemaFromFormat(f pyjson.Value, name string, responses bool) (pyjson.Value
 
 // answerPlan routes and runs a plan's questions through the queue like any decision.
 func (s *Server) answerPlan(w http.ResponseWriter, r *http.Request, state laya.State, qs laya.Questions, model string) ([]jobResult, bool) {
-	routing, err := s.models.route(state, qs, router.RouteOptions{Model: resolveModel(model)})
-	if err != nil {
-		s.fail(w, "", errorf(422, "%s", err.Error()))
+	d, e := s.routeDecision(state, qs, router.RouteOptions{Model: resolveModel(model)})
+	if e != nil {
+		s.fail(w, "", e)
 		return nil, false
 	}
-	d := []decision{{routing: routing, req: laya.Request{State: state, Questions: qs, Lang: requestLang("", routing)}}}
-	results, e := s.runAdmitted(w, r, d)
+	results, e := s.runAdmitted(w, r, []decision{d})
 	if e != nil {
-		s.fail(w, routing.Model, e)
+		s.fail(w, d.routing.Model, e)
 		return nil, false
 	}
 	return results, true

@@ -77,12 +77,10 @@ func (s *Server) handleModerations(w http.ResponseWriter, r *http.Request) {
 			s.fail(w, "", e)
 			return
 		}
-		routing, err := s.models.route(state, qs, router.RouteOptions{Model: resolveModel(model)})
-		if err != nil {
-			s.fail(w, "", errorf(422, "%s", err.Error()))
+		if ds[i], e = s.routeDecision(state, qs, router.RouteOptions{Model: resolveModel(model)}); e != nil {
+			s.fail(w, "", e)
 			return
 		}
-		ds[i] = decision{routing: routing, req: laya.Request{State: state, Questions: qs, Lang: requestLang("", routing)}}
 	}
 	results, e := s.runAdmitted(w, r, ds)
 	if e != nil {

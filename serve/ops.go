@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"net"
 	"net/http"
 	"net/netip"
 	"os"
@@ -36,11 +35,7 @@ func (s *Server) opsAllowed(r *http.Request) *apiError {
 		}
 		return nil
 	}
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	if a, err := netip.ParseAddr(host); err != nil || !a.Unmap().IsLoopback() {
+	if a, err := netip.ParseAddr(remoteHost(r)); err != nil || !a.Unmap().IsLoopback() {
 		return errorf(403, "%s is allowed from loopback only when LAYA_API_KEY is unset", r.URL.Path)
 	}
 	return nil

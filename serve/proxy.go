@@ -72,14 +72,20 @@ func (t *trustedProxies) trusts(host string) bool {
 	return false
 }
 
+// remoteHost is the peer's address without its port.
+func remoteHost(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
 // peerIP is the client's address: the peer, or behind trusted proxies the nearest
 // X-Forwarded-For entry that is not itself a trusted proxy (read right to left, so
 // that a client cannot choose it by prepending entries).
 func peerIP(r *http.Request, t *trustedProxies) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
+	host := remoteHost(r)
 	if !t.trusts(host) {
 		return host
 	}

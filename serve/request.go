@@ -48,8 +48,9 @@ type controls struct {
 	countTokens bool
 }
 
-// parseBody reads the JSON body as an object (400 otherwise).
-func parseBody(raw []byte) (pyjson.Value, *apiError) {
+// parseBody reads the JSON body as an object (400 otherwise, notObject when it is
+// JSON of another kind).
+func parseBody(raw []byte, notObject string) (pyjson.Value, *apiError) {
 	if s, ok := loneSurrogate(raw); ok {
 		return pyjson.Value{}, errorf(400, "request body holds an unpaired surrogate escape %s; a JSON string must encode whole characters", s)
 	}
@@ -58,7 +59,7 @@ func parseBody(raw []byte) (pyjson.Value, *apiError) {
 		return v, errorf(400, "request body must be valid JSON")
 	}
 	if v.Kind() != pyjson.ObjectKind {
-		return v, errorf(400, "request body must be an object with a 'questions' field")
+		return v, errorf(400, "%s", notObject)
 	}
 	return v, nil
 }
@@ -200,9 +201,7 @@ func parseQuestions(body pyjson.Value, lim Limits) (laya.Questions, *apiError) {
 		return nil, errorf(413, "too many questions (%d > %d)", len(members), lim.Questions)
 	}
 	total := 0
-	qs := make(laya.Questions, len(members))
-	for i, m := range members {
-		qs[i] = laya.Question{ID: m.Key, Definition: m.Value}
+	for _, m := range members {
 		if m.Value.Kind() != pyjson.ObjectKind {
 			continue
 		}
@@ -234,7 +233,17 @@ func parseQuestions(body pyjson.Value, lim Limits) (laya.Questions, *apiError) {
 	if total > lim.TotalOptions {
 		return nil, errorf(413, "too many answer options across questions (%d > %d)", total, lim.TotalOptions)
 	}
-	return qs, nil
+	return questionsOf(qv), nil
+}
+
+// questionsOf is a "questions" object as Questions, in its written order.
+func questionsOf(qv pyjson.Value) laya.Questions {
+	members := qv.Members()
+	qs := make(laya.Questions, len(members))
+	for i, m := range members {
+		qs[i] = laya.Question{ID: m.Key, Definition: m.Value}
+	}
+	return qs
 }
 
 // parseState checks one state: present, not null, within the character limit.

@@ -34,8 +34,8 @@ type Server struct {
 	mux     *http.ServeMux
 	state   stateStore    // per-client slots and breakers: in-process or Redis
 	reads   chan struct{} // a slot per body being read
-	// clientReads caps the bodies one client IP reads at once.
-	clientReads *bodyReads
+	// clientReads counts the bodies each client IP is sending (ClientMaxBodyReads).
+	clientReads clientLimiter
 	proxies     *trustedProxies // nil: X-Forwarded-For is ignored
 
 	inflight   atomic.Int64 // requests admitted past validation, until answered
@@ -73,7 +73,6 @@ func New(cfg Config, models Models) (*Server, error) {
 		s.proxies = t
 	}
 	s.reads = make(chan struct{}, cfg.MaxBodyReads)
-	s.clientReads = &bodyReads{max: cfg.ClientMaxBodyReads, n: map[string]int{}}
 	s.metrics = newMetrics(s)
 	local := newLocalState(&s.cfg, s.inflight.Load)
 	s.state = local
@@ -195,7 +194,7 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	s.http = hs
 	s.httpMu.Unlock()
 	if s.cfg.ClientMaxConns > 0 {
-		ln = &connLimiter{Listener: ln, max: s.cfg.ClientMaxConns, n: map[string]int{},
+		ln = &connLimiter{Listener: ln, max: s.cfg.ClientMaxConns,
 			exempt:  s.proxies.trusts,
 			refused: func() { s.metrics.rejections.WithLabelValues("client_conns").Inc() }}
 	}
@@ -407,10 +406,26 @@ func writeError(w http.ResponseWriter, e *apiError) {
 
 // --- admission ---------------------------------------------------------------
 
-// clientLimiter caps each client's requests in flight.
+// clientLimiter counts what each client holds at once (requests in flight, bodies
+// being read, connections), under a cap given per call. The zero value is ready.
 type clientLimiter struct {
 	mu sync.Mutex
 	n  map[string]int
+}
+
+// acquire takes one of key's slots, unless key holds limit already (limit ≤ 0:
+// unlimited).
+func (c *clientLimiter) acquire(key string, limit int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if limit > 0 && c.n[key] >= limit {
+		return false
+	}
+	if c.n == nil {
+		c.n = map[string]int{}
+	}
+	c.n[key]++
+	return true
 }
 
 func (c *clientLimiter) release(key string) {

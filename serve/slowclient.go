@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"sync"
 	"time"
 )
 
@@ -26,31 +25,6 @@ import (
 // bytes (upstream parses the raw body with it).
 var utf8BOM = []byte("\xef\xbb\xbf")
 
-// bodyReads counts the bodies being read, per client.
-type bodyReads struct {
-	mu  sync.Mutex
-	max int
-	n   map[string]int
-}
-
-func (b *bodyReads) acquire(key string) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.n[key] >= b.max {
-		return false
-	}
-	b.n[key]++
-	return true
-}
-
-func (b *bodyReads) release(key string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.n[key]--; b.n[key] <= 0 {
-		delete(b.n, key)
-	}
-}
-
 // readBody reads the body within the size limit, the body timeout and the minimum
 // transfer rate (413, 408), holding a read slot of the server's and of the client's
 // while it does (503 past either).
@@ -60,7 +34,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiE
 		return nil, errorf(413, "request body too large")
 	}
 	ip := peerIP(r, s.proxies)
-	if !s.clientReads.acquire(ip) {
+	if !s.clientReads.acquire(ip, s.cfg.ClientMaxBodyReads) {
 		return nil, s.busy(w)
 	}
 	defer s.clientReads.release(ip)

@@ -37,14 +37,13 @@ type localState struct {
 
 func newLocalState(cfg *Config, inflight func() int64) *localState {
 	return &localState{
-		clients:  clientLimiter{n: map[string]int{}},
 		breaker:  newBreaker(cfg.BreakerThreshold, cfg.BreakerProbeSuccesses, cfg.BreakerCooldown),
 		inflight: inflight,
 	}
 }
 
 func (l *localState) acquire(_ context.Context, key string, limit int) (func(), bool) {
-	if !l.clients.acquireLimit(key, limit) {
+	if !l.clients.acquire(key, limit) {
 		return nil, false
 	}
 	var once sync.Once
@@ -65,18 +64,6 @@ func (l *localState) snapshot() stateSnapshot {
 }
 
 func (l *localState) close() error { return nil }
-
-// acquireLimit is acquire with the cap given per call (a degraded Redis store keeps
-// enforcing its configured cap through it).
-func (c *clientLimiter) acquireLimit(key string, limit int) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if limit > 0 && c.n[key] >= limit {
-		return false
-	}
-	c.n[key]++
-	return true
-}
 
 // stateTimeout bounds one call to the shared store: a request must not wait on an
 // unreachable Redis for longer than this before the failure policy decides.
