@@ -155,11 +155,9 @@ func (a *Agent) PredictTournament(ctx context.Context, req Request) (*Result, er
 		}
 		k := 0
 		if first {
-			part := &Result{}
-			if len(plain) > 0 {
-				if part, err = assembleResult(plain, plainRows, outs[:len(plain)], temps); err != nil {
-					return nil, err
-				}
+			part, err := assembleResult(plain, plainRows, outs[:len(plain)], temps)
+			if err != nil {
+				return nil, err
 			}
 			for i, ans := range part.answers {
 				res.answers[plainAt[i]] = ans
