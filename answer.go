@@ -278,24 +278,33 @@ func actionValue(p float64) Value {
 	return pyjson.Object(pyjson.Member{Key: "act_probability", Value: pyjson.Float(p)})
 }
 
-// decodeAnswer turns one row's raw option logits and act probabilities into the answer.
-func decodeAnswer(q *question, logits, actProbs []float32, temps heads.Temperatures) (answer, error) {
-	k := len(q.options)
+// calibrated checks one row's outputs for k options of question q (all of them, or
+// a tournament group's) and returns the options' calibrated probabilities.
+func calibrated(q *question, k int, logits, actProbs []float32, temps heads.Temperatures) ([]float32, error) {
 	if len(logits) < k || len(actProbs) == 0 {
-		return answer{}, fmt.Errorf("laya: question %q: the network returned %d logits and %d act probabilities for %d options",
+		return nil, fmt.Errorf("laya: question %q: the network returned %d logits and %d act probabilities for %d options",
 			q.id, len(logits), len(actProbs), k)
 	}
 	logits = logits[:k]
 	for _, l := range logits {
 		if math.IsNaN(float64(l)) || math.IsInf(float64(l), 0) {
-			return answer{}, fmt.Errorf("%w: question %q has option logits %v", ErrNonFinite, q.id, logits)
+			return nil, fmt.Errorf("%w: question %q has option logits %v", ErrNonFinite, q.id, logits)
 		}
 	}
 	if math.IsNaN(float64(actProbs[0])) {
-		return answer{}, fmt.Errorf("%w: question %q has act probabilities %v", ErrNonFinite, q.id, actProbs)
+		return nil, fmt.Errorf("%w: question %q has act probabilities %v", ErrNonFinite, q.id, actProbs)
 	}
 	temperature, _ := temps.For(q.qtype, k)
-	p := heads.Softmax(logits, temperature)
+	return heads.Softmax(logits, temperature), nil
+}
+
+// decodeAnswer turns one row's raw option logits and act probabilities into the answer.
+func decodeAnswer(q *question, logits, actProbs []float32, temps heads.Temperatures) (answer, error) {
+	k := len(q.options)
+	p, err := calibrated(q, k, logits, actProbs, temps)
+	if err != nil {
+		return answer{}, err
+	}
 	act := heads.Round4(float64(actProbs[0]))
 	answerConf := heads.Round4(float64(heads.AnswerConfidence(p)))
 	a := answer{id: q.id}

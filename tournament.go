@@ -2,8 +2,6 @@ package laya
 
 import (
 	"context"
-	"fmt"
-	"math"
 
 	"github.com/laya-metal/laya/heads"
 	"github.com/laya-metal/laya/pyjson"
@@ -157,11 +155,9 @@ func (a *Agent) PredictTournament(ctx context.Context, req Request) (*Result, er
 		}
 		k := 0
 		if first {
-			part := &Result{}
-			if len(plain) > 0 {
-				if part, err = assembleResult(plain, plainRows, outs[:len(plain)], temps); err != nil {
-					return nil, err
-				}
+			part, err := assembleResult(plain, plainRows, outs[:len(plain)], temps)
+			if err != nil {
+				return nil, err
 			}
 			for i, ans := range part.answers {
 				res.answers[plainAt[i]] = ans
@@ -176,7 +172,7 @@ func (a *Agent) PredictTournament(ctx context.Context, req Request) (*Result, er
 			gs := round[bi]
 			for gi := range gs {
 				g := &gs[gi]
-				p, err := groupProbabilities(bk.q, len(g.labels), outs[k], temps)
+				p, err := calibrated(bk.q, len(g.labels), outs[k].Logits, outs[k].ActProbs, temps)
 				if err != nil {
 					return nil, err
 				}
@@ -202,21 +198,6 @@ func (a *Agent) PredictTournament(ctx context.Context, req Request) (*Result, er
 		brackets = next
 	}
 	return res, nil
-}
-
-// groupProbabilities is the calibrated distribution of one group's k labels.
-func groupProbabilities(q *question, k int, out rowOutput, temps heads.Temperatures) ([]float32, error) {
-	if len(out.Logits) < k || len(out.ActProbs) == 0 {
-		return nil, fmt.Errorf("laya: question %q: the network returned %d logits and %d act probabilities for %d options",
-			q.id, len(out.Logits), len(out.ActProbs), k)
-	}
-	for _, l := range out.Logits[:k] {
-		if math.IsNaN(float64(l)) || math.IsInf(float64(l), 0) || math.IsNaN(float64(out.ActProbs[0])) {
-			return nil, fmt.Errorf("%w: question %q has option logits %v", ErrNonFinite, q.id, out.Logits[:k])
-		}
-	}
-	temperature, _ := temps.For(q.qtype, k)
-	return heads.Softmax(out.Logits[:k], temperature), nil
 }
 
 // answer composes the tournament's answer from its rounds.

@@ -6,7 +6,6 @@ import (
 	"io"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 )
 
@@ -67,21 +66,28 @@ var modelAliases = map[string]string{
 // NormalizeModelName maps a model name or alias (any case) to its canonical
 // name, or fails with ErrUnknownModel listing the choices.
 func NormalizeModelName(name string) (string, error) {
-	key := strings.ToLower(strings.TrimSpace(name))
-	if canon, ok := modelAliases[key]; ok {
-		key = canon
-	}
+	key := canonicalName(name)
 	switch key {
 	case ModelEnglish, ModelMultilingual, ModelTypedDecisions:
 		return key, nil
 	}
-	aliases := make([]string, 0, len(modelAliases))
-	for a := range modelAliases {
-		aliases = append(aliases, a)
-	}
-	sort.Strings(aliases)
 	return "", fmt.Errorf("%w %q; choose one of [english multilingual typed-decisions] (or an alias: %s)",
-		ErrUnknownModel, name, strings.Join(aliases, ", "))
+		ErrUnknownModel, name, aliasList())
+}
+
+// canonicalName is name in the model table's spelling: trimmed, lower-cased, an
+// alias replaced by its model.
+func canonicalName(name string) string {
+	key := strings.ToLower(strings.TrimSpace(name))
+	if canon, ok := modelAliases[key]; ok {
+		return canon
+	}
+	return key
+}
+
+// aliasList is the aliases, sorted, as an unknown-model error lists them.
+func aliasList() string {
+	return strings.Join(slices.Sorted(maps.Keys(modelAliases)), ", ")
 }
 
 // ErrBuiltinModel reports an attempt to unregister one of the three built-in
@@ -92,10 +98,7 @@ var ErrBuiltinModel = errors.New("router: built-in model")
 // Register: a built-in name or alias selects that model; any other name is a
 // model of the caller's own, lower-cased, of letters, digits, '.', '_' and '-'.
 func modelKey(name string) (string, error) {
-	key := strings.ToLower(strings.TrimSpace(name))
-	if canon, ok := modelAliases[key]; ok {
-		return canon, nil
-	}
+	key := canonicalName(name) // an alias's model passes the rule below
 	if key == "" || len(key) > 64 || strings.IndexFunc(key, func(c rune) bool {
 		return !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-')
 	}) >= 0 {
@@ -115,16 +118,12 @@ func (r *Router) NormalizeModel(name string) (string, error) {
 
 // normalizeLocked is NormalizeModel; callers hold mu.
 func (r *Router) normalizeLocked(name string) (string, error) {
-	key := strings.ToLower(strings.TrimSpace(name))
-	if canon, ok := modelAliases[key]; ok {
-		key = canon
-	}
+	key := canonicalName(name)
 	if _, ok := r.models[key]; ok {
 		return key, nil
 	}
-	aliases := slices.Sorted(maps.Keys(modelAliases))
 	return "", fmt.Errorf("%w %q; choose one of %v (or an alias: %s)",
-		ErrUnknownModel, name, slices.Sorted(maps.Keys(r.models)), strings.Join(aliases, ", "))
+		ErrUnknownModel, name, slices.Sorted(maps.Keys(r.models)), aliasList())
 }
 
 // WithModel adds a model of the caller's own under name, or points a built-in

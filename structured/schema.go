@@ -287,10 +287,7 @@ func labelledConsts(path, name string, prop laya.Value) (PlanField, bool, error)
 	criteria := make([]pyjson.Member, len(consts))
 	for i, b := range consts {
 		value, _ := b.Get("const")
-		label := "null"
-		if value.Kind() != pyjson.NullKind {
-			label = pyjson.Str(value)
-		}
+		label := valueLabel(value)
 		if t, ok := b.Get("title"); ok && t.Kind() == pyjson.StringKind && t.Str() != "" {
 			label = t.Str()
 		}
@@ -301,12 +298,26 @@ func labelledConsts(path, name string, prop laya.Value) (PlanField, bool, error)
 		f.Labels[i], f.Options[i] = label, value
 		criteria[i] = pyjson.Member{Key: label, Value: desc}
 	}
-	f.Question = pyjson.Object(
+	f.Question = choiceQuestion(name, description, criteria)
+	return f, true, nil
+}
+
+// valueLabel is the option label of an enum or const value: Python's str() of it,
+// except "null" for null.
+func valueLabel(v laya.Value) string {
+	if v.Kind() == pyjson.NullKind {
+		return "null"
+	}
+	return pyjson.Str(v)
+}
+
+// choiceQuestion is the choice question a property with these criteria is asked as.
+func choiceQuestion(name string, description laya.Value, criteria []pyjson.Member) laya.Value {
+	return pyjson.Object(
 		pyjson.Member{Key: "type", Value: pyjson.String("choice")},
 		pyjson.Member{Key: "instructions", Value: instructionsOr(description, "What is `"+name+"`?")},
 		pyjson.Member{Key: "criteria", Value: pyjson.Object(criteria...)},
 	)
-	return f, true, nil
 }
 
 func countNonNull(branches laya.Value) int {
@@ -431,18 +442,10 @@ func enumField(path, name string, values []laya.Value, description laya.Value) (
 	f := PlanField{Name: name, Kind: FieldChoice, Labels: make([]string, len(values)), Options: values}
 	criteria := make([]pyjson.Member, len(values))
 	for i, v := range values {
-		label := "null"
-		if v.Kind() != pyjson.NullKind {
-			label = pyjson.Str(v)
-		}
-		f.Labels[i] = label
-		criteria[i] = pyjson.Member{Key: label, Value: pyjson.Null()}
+		f.Labels[i] = valueLabel(v)
+		criteria[i] = pyjson.Member{Key: f.Labels[i], Value: pyjson.Null()}
 	}
-	f.Question = pyjson.Object(
-		pyjson.Member{Key: "type", Value: pyjson.String("choice")},
-		pyjson.Member{Key: "instructions", Value: instructionsOr(description, "What is `"+name+"`?")},
-		pyjson.Member{Key: "criteria", Value: pyjson.Object(criteria...)},
-	)
+	f.Question = choiceQuestion(name, description, criteria)
 	return f, nil
 }
 

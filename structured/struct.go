@@ -230,17 +230,13 @@ func fieldSchema(t reflect.Type, tag string) (laya.Value, []reflect.Value, error
 		if b.text == "" {
 			continue
 		}
-		if _, err := strconv.ParseInt(b.text, 10, 64); err != nil {
+		n, err := strconv.ParseInt(b.text, 10, 64)
+		if err != nil {
 			return laya.Value{}, nil, fmt.Errorf("%s=%q is not an integer", b.key[:3], b.text)
 		}
-		members = append(members, pyjson.Member{Key: b.key, Value: pyjson.Int(mustInt(b.text))})
+		members = append(members, pyjson.Member{Key: b.key, Value: pyjson.Int(n)})
 	}
 	return pyjson.Object(members...), goEnum, nil
-}
-
-func mustInt(s string) int64 {
-	n, _ := strconv.ParseInt(s, 10, 64)
-	return n
 }
 
 func find(ms []pyjson.Member, key string) (laya.Value, bool) {
