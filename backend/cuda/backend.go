@@ -307,12 +307,8 @@ func (b *Backend) makeHalf(t *tensor) error {
 		return err
 	}
 	b.allocs = append(b.allocs, p)
-	kind := uint64(1)
-	if b.opts.Precision == BF16 {
-		kind = 2
-	}
 	var l launcher
-	if err := l.launch(b.drv, b.k.to16, [3]int{gridFor(n), 1, 1}, 256, 0, 0, u64(p), u64(t.addr), uint64(n), kind); err != nil {
+	if err := l.launch(b.drv, b.k.to16, [3]int{gridFor(n), 1, 1}, 256, 0, 0, u64(p), u64(t.addr), uint64(n), weightKind(b.opts.Precision)); err != nil {
 		return err
 	}
 	if err := b.drv.Call("cuCtxSynchronize"); err != nil {
