@@ -21,7 +21,7 @@ import (
 var kernelSource string
 
 var driverFuncs = []string{
-	"cuInit", "cuDriverGetVersion", "cuDeviceGetCount", "cuDeviceGet", "cuDeviceGetName", "cuDeviceGetAttribute",
+	"cuInit", "cuDeviceGetCount", "cuDeviceGet", "cuDeviceGetName", "cuDeviceGetAttribute",
 	"cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRelease_v2", "cuCtxSetCurrent", "cuCtxSynchronize",
 	"cuMemGetInfo_v2", "cuMemAlloc_v2", "cuMemFree_v2", "cuMemcpyHtoD_v2", "cuMemcpyHtoDAsync_v2",
 	"cuMemcpyDtoHAsync_v2", "cuMemsetD8Async", "cuMemHostAlloc", "cuMemFreeHost",
@@ -307,12 +307,8 @@ func (b *Backend) makeHalf(t *tensor) error {
 		return err
 	}
 	b.allocs = append(b.allocs, p)
-	kind := uint64(1)
-	if b.opts.Precision == BF16 {
-		kind = 2
-	}
 	var l launcher
-	if err := l.launch(b.drv, b.k.to16, [3]int{gridFor(n), 1, 1}, 256, 0, 0, u64(p), u64(t.addr), uint64(n), kind); err != nil {
+	if err := l.launch(b.drv, b.k.to16, [3]int{gridFor(n), 1, 1}, 256, 0, 0, u64(p), u64(t.addr), uint64(n), weightKind(b.opts.Precision)); err != nil {
 		return err
 	}
 	if err := b.drv.Call("cuCtxSynchronize"); err != nil {

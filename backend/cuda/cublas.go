@@ -12,9 +12,8 @@ import (
 // cublas holds the cuBLAS entry points the GEMMs use. cuBLAS runs on the
 // primary context, which is the one the backend retains.
 type cublas struct {
-	path                                     string
 	create, destroy, setStream, setWorkspace uintptr
-	setMathMode, sgemm, gemmEx, getVersion   uintptr
+	setMathMode, sgemm, gemmEx               uintptr
 }
 
 func loadCUBLAS(explicit string) (*cublas, error) {
@@ -23,11 +22,11 @@ func loadCUBLAS(explicit string) (*cublas, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNoCUBLAS, err)
 	}
-	c := &cublas{path: path}
+	c := &cublas{}
 	for name, p := range map[string]*uintptr{
 		"cublasCreate_v2": &c.create, "cublasDestroy_v2": &c.destroy, "cublasSetStream_v2": &c.setStream,
 		"cublasSetWorkspace_v2": &c.setWorkspace, "cublasSetMathMode": &c.setMathMode, "cublasSgemm_v2": &c.sgemm,
-		"cublasGemmEx": &c.gemmEx, "cublasGetVersion_v2": &c.getVersion,
+		"cublasGemmEx": &c.gemmEx,
 	} {
 		if *p, err = purego.Dlsym(h, name); err != nil {
 			return nil, fmt.Errorf("%w: %s has no %s", ErrNoCUBLAS, path, name)

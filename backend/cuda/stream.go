@@ -339,12 +339,9 @@ func (lin *linearOp) issue(x *run) error {
 		err = bl.call("cublasSgemm_v2", bl.sgemm, c.blas, cublasOpT, cublasOpN, uintptr(n), uintptr(m), uintptr(k),
 			uintptr(unsafe.Pointer(x.b.alpha)), w.addr, uintptr(k), in.addr, uintptr(k), uintptr(unsafe.Pointer(beta)), d.addr, uintptr(n))
 	} else {
-		kind, typ := uint64(1), uintptr(cudaR16F)
-		switch prec {
-		case BF16:
-			kind, typ = 2, cudaR16BF
-		case FP16X2:
-			kind = 3
+		kind, typ := operandKind(prec), uintptr(cudaR16F)
+		if prec == BF16 {
+			typ = cudaR16BF
 		}
 		xh := x.temp
 		mk := int64(m) * int64(k)
@@ -357,7 +354,7 @@ func (lin *linearOp) issue(x *run) error {
 		if wh == 0 {
 			wh = x.temp + uintptr(align(mk*2*int64(terms(prec)), 256))
 			nk := int64(n) * int64(k)
-			if err = x.l.launch(x.b.drv, x.b.k.to16, [3]int{gridFor(nk), 1, 1}, 256, 0, c.stream, u64(wh), u64(w.addr), uint64(nk), min(kind, 2)); err != nil {
+			if err = x.l.launch(x.b.drv, x.b.k.to16, [3]int{gridFor(nk), 1, 1}, 256, 0, c.stream, u64(wh), u64(w.addr), uint64(nk), weightKind(prec)); err != nil {
 				return err
 			}
 		}
@@ -396,22 +393,39 @@ func terms(p Precision) int {
 	return 1
 }
 
+// operandKind is how kernels.cu's to16 and store16 write a GEMM's 16-bit
+// activation operand in precision p: 1 fp16, 2 bf16, 3 fp16 in two terms;
+// 0 in FP32, which has no 16-bit operands.
+func operandKind(p Precision) uint64 {
+	switch p {
+	case FP16:
+		return 1
+	case BF16:
+		return 2
+	case FP16X2:
+		return 3
+	}
+	return 0
+}
+
+// weightKind is operandKind for a GEMM's weight, which is one term: fp16 in
+// FP16X2, the type its GEMMs read.
+func weightKind(p Precision) uint64 {
+	if p == FP16X2 {
+		return 1
+	}
+	return operandKind(p)
+}
+
 // shadowArgs are, for a producer kernel of o, the 16-bit copy's address,
-// its kind (0 none, 1 fp16, 2 bf16, 3 fp16 in two terms: see kernels.cu's
-// store16) and the second term's offset in elements.
+// its kind (operandKind; 0: no copy) and the second term's offset in
+// elements.
 func (x *run) shadowArgs(o *op) (uint64, uint64, uint64) {
 	if o.shadow == nil {
 		return 0, 0, 0
 	}
-	kind := uint64(1)
-	switch x.b.opts.Precision {
-	case BF16:
-		kind = 2
-	case FP16X2:
-		kind = 3
-	}
 	t := o.shadow
-	return u64(x.e.arena) + uint64(t.h16), kind, uint64(t.rows) * uint64(t.cols)
+	return u64(x.e.arena) + uint64(t.h16), operandKind(x.b.opts.Precision), uint64(t.rows) * uint64(t.cols)
 }
 
 func (s *stream) Add(dst, a, b backend.Tensor) {

@@ -138,3 +138,20 @@ func TestCacheEvictsOldestIdle(t *testing.T) {
 		t.Errorf("dropped %v, idle %v; want c dropped, d idle", drop, b.idle)
 	}
 }
+
+// A weight's 16-bit copy is one term of the type the GEMMs read: fp16 in
+// FP16X2 (only its activations are split in two), bf16 only in BF16.
+// Converted at Upload or inside a GEMM, a weight is written the same way.
+func TestWeightKindIsTheGEMMType(t *testing.T) {
+	for _, c := range []struct {
+		p             Precision
+		operand, want uint64
+	}{{FP16, 1, 1}, {BF16, 2, 2}, {FP16X2, 3, 1}} {
+		if got := operandKind(c.p); got != c.operand {
+			t.Errorf("%v: activation operands written as kind %d, want %d", c.p, got, c.operand)
+		}
+		if got := weightKind(c.p); got != c.want {
+			t.Errorf("%v: weights written as kind %d, want %d (kernels.cu's to16: 1 fp16, 2 bf16)", c.p, got, c.want)
+		}
+	}
+}

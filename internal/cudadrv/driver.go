@@ -16,8 +16,7 @@ import (
 // Calls that need a context must run on the thread where it is current
 // (Worker.Do).
 type Driver struct {
-	handle uintptr
-	fn     map[string]uintptr
+	fn map[string]uintptr
 }
 
 // LoadDriver dlopens the driver library (default libcuda.so.1) and looks up
@@ -32,7 +31,7 @@ func LoadDriver(name string, funcs []string) (*Driver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: loading %s: %v", ErrNoCUDA, name, err)
 	}
-	d := &Driver{handle: h, fn: map[string]uintptr{}}
+	d := &Driver{fn: map[string]uintptr{}}
 	for _, f := range append([]string{"cuGetErrorName", "cuGetErrorString"}, funcs...) {
 		p, err := purego.Dlsym(h, f)
 		if err != nil {

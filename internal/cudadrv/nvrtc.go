@@ -16,7 +16,7 @@ type NVRTC struct {
 	Path                                        string
 	Major, Minor                                int32
 	create, compileFn, logSize, getLog, destroy uintptr
-	cubinSize, getCubin, ptxSize, getPTX, vers  uintptr
+	cubinSize, getCubin, vers                   uintptr
 }
 
 // LoadNVRTC loads libnvrtc (explicit, or the first found in the loader path
@@ -31,7 +31,7 @@ func LoadNVRTC(explicit string) (*NVRTC, error) {
 	for name, p := range map[string]*uintptr{
 		"nvrtcCreateProgram": &n.create, "nvrtcCompileProgram": &n.compileFn, "nvrtcGetProgramLogSize": &n.logSize,
 		"nvrtcGetProgramLog": &n.getLog, "nvrtcDestroyProgram": &n.destroy, "nvrtcGetCUBINSize": &n.cubinSize,
-		"nvrtcGetCUBIN": &n.getCubin, "nvrtcGetPTXSize": &n.ptxSize, "nvrtcGetPTX": &n.getPTX, "nvrtcVersion": &n.vers,
+		"nvrtcGetCUBIN": &n.getCubin, "nvrtcVersion": &n.vers,
 	} {
 		if *p, err = purego.Dlsym(h, name); err != nil {
 			return nil, fmt.Errorf("%w: %s has no %s", ErrNoNVRTC, path, name)

@@ -9,7 +9,7 @@ import "github.com/laya-metal/laya/internal/cudadrv"
 type driver struct{ *cudadrv.Driver }
 
 var driverFuncs = []string{
-	"cuInit", "cuDriverGetVersion", "cuDeviceGetCount", "cuDeviceGet", "cuDeviceGetName", "cuDeviceGetAttribute",
+	"cuInit", "cuDeviceGetCount", "cuDeviceGet", "cuDeviceGetName", "cuDeviceGetAttribute",
 	"cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRelease_v2", "cuCtxSetCurrent", "cuCtxSynchronize",
 	"cuMemGetInfo_v2", "cuMemAllocManaged", "cuMemFree_v2", "cuMemsetD8_v2", "cuMemHostRegister_v2",
 	"cuMemHostUnregister", "cuMemHostGetDevicePointer_v2", "cuMemHostAlloc", "cuMemFreeHost",

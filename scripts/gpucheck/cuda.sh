@@ -8,13 +8,13 @@
 # STEPs (default: selftest conformance goldens bench):
 #   selftest     cuda.SelfTest in every precision
 #   conformance  the backend conformance suite (graphs on and off)
-#   goldens      every oracle golden case in fp32, fp16 and bf16
+#   goldens      every oracle golden case in fp32, fp16, bf16 and fp16x2
 #   bench        laya-bench end to end on full-size synthetic English and
 #                multilingual checkpoints, 1, 10 and 50 questions, each
-#                precision (PRECISIONS, default "fp32 fp16 bf16")
+#                precision (PRECISIONS, default "fp32 fp16 bf16 fp16x2")
 #   profile      laya-bench --profile (per-operation GPU times, kernel by
 #                kernel) on the synthetic English checkpoint, 1 and 10
-#                questions, fp32 and fp16
+#                questions, fp32, fp16 and fp16x2
 #   sanitize     compute-sanitizer memcheck and racecheck over the tiny-en
 #                goldens
 # Raw logs go to OUT; OUT/summary.md is the table.
