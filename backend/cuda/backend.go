@@ -33,8 +33,10 @@ var driverFuncs = []string{
 
 // kernels are the entry points of kernels.cu.
 type kernels struct {
-	gather, layerNorm, biasAct, add, actMap, geglu, softmax, rope, attention, actFeatures, to16, packOut uintptr
-	attentionTiled                                                                                       map[int]uintptr // by head dim
+	gather, layerNorm, layerNorm4, biasAct, add, actMap, geglu, softmax, rope, attention, actFeatures, to16, packOut uintptr
+	// attentionTiled holds the tiled attention kernels by head dim, for 1, 2
+	// and 4 queries a warp.
+	attentionTiled map[int]*[3]uintptr
 }
 
 // attentionSharedLimit is the dynamic shared memory the attention kernel is
@@ -55,6 +57,7 @@ type Backend struct {
 	gpu    string
 	arch   string
 	cc     [2]int
+	sms    int // streaming multiprocessors
 	module uintptr
 	k      kernels
 	seed   maphash.Seed
@@ -152,6 +155,7 @@ func (b *Backend) init() error {
 		return err
 	}
 	b.dev, b.ctx, b.gpu, b.cc = dev.Handle, dev.Ctx, dev.Name, dev.CC
+	b.sms = max(b.drv.Attribute(dev, 16), 1) // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
 	b.arch = fmt.Sprintf("sm_%d%d", dev.CC[0], dev.CC[1])
 	return nil
 }
@@ -159,29 +163,39 @@ func (b *Backend) init() error {
 // load runs on the worker thread: the compiled module and its kernels.
 func (b *Backend) load(cubin []byte) error {
 	c := b.drv.Call
-	b.k.attentionTiled = map[int]uintptr{}
+	b.k.attentionTiled = map[int]*[3]uintptr{}
 	if err := c("cuModuleLoadData", uintptr(unsafe.Pointer(&b.module)), uintptr(unsafe.Pointer(&cubin[0]))); err != nil {
 		return fmt.Errorf("cuda: loading the kernels: %w", err)
 	}
-	for name, p := range map[string]*uintptr{
-		"gather_rows": &b.k.gather, "layer_norm": &b.k.layerNorm, "bias_act": &b.k.biasAct, "add": &b.k.add,
-		"act_map": &b.k.actMap, "geglu": &b.k.geglu, "softmax_rows": &b.k.softmax, "rope": &b.k.rope,
-		"attention": &b.k.attention, "act_features": &b.k.actFeatures, "to_16": &b.k.to16,
-		"pack_out": &b.k.packOut, "attention32": new(uintptr), "attention64": new(uintptr), "attention128": new(uintptr),
-	} {
+	fns := map[string]*uintptr{
+		"gather_rows": &b.k.gather, "layer_norm": &b.k.layerNorm, "layer_norm4": &b.k.layerNorm4, "bias_act": &b.k.biasAct,
+		"add": &b.k.add, "act_map": &b.k.actMap, "geglu": &b.k.geglu, "softmax_rows": &b.k.softmax, "rope": &b.k.rope,
+		"attention": &b.k.attention, "act_features": &b.k.actFeatures, "to_16": &b.k.to16, "pack_out": &b.k.packOut,
+	}
+	for _, dh := range []int{32, 64, 128} {
+		b.k.attentionTiled[dh] = new([3]uintptr)
+		for i := range 3 {
+			fns[fmt.Sprintf("attention%d_%d", dh, 1<<i)] = &b.k.attentionTiled[dh][i]
+		}
+	}
+	for name, p := range fns {
 		sym := cudadrv.CString(name)
 		if err := c("cuModuleGetFunction", uintptr(unsafe.Pointer(p)), b.module, uintptr(unsafe.Pointer(&sym[0]))); err != nil {
 			return fmt.Errorf("cuda: kernel %s: %w", name, err)
 		}
-		var dh int
-		if _, err := fmt.Sscanf(name, "attention%d", &dh); err == nil {
-			b.k.attentionTiled[dh] = *p
-		}
 	}
 	// CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: long attention rows
-	// keep their scores in shared memory.
+	// keep their scores in shared memory, and the tiled kernels their
+	// chunks of keys and values.
 	if err := c("cuFuncSetAttribute", b.k.attention, 8, attentionSharedLimit); err != nil {
 		return fmt.Errorf("cuda: attention kernel: %w", err)
+	}
+	for dh, fs := range b.k.attentionTiled {
+		for i, f := range fs {
+			if err := c("cuFuncSetAttribute", f, 8, uintptr(attnShared(dh, 1<<i))); err != nil {
+				return fmt.Errorf("cuda: attention kernel for head dim %d: %w", dh, err)
+			}
+		}
 	}
 	return nil
 }
@@ -254,6 +268,22 @@ type tensor struct {
 	lastWriter *op
 	zero       bool // read before written: zeroed when its segment runs
 	snap       []byte
+	rope       *pendingRope // a Rope not recorded yet (see stream.Rope)
+	// In FP16X2 a GEMM writes the products of its input's two 16-bit terms
+	// separately (stacked), the second at twoOff in the arena, and the
+	// operations reading its output add them (see stream.Linear).
+	stacked bool
+	hasTwo  bool
+	twoOff  int64
+}
+
+// two is the element offset from t's data to its second term when t holds
+// two (stacked), else 0.
+func (t *tensor) two() int64 {
+	if !t.stacked {
+		return 0
+	}
+	return (t.twoOff - t.off) / 4
 }
 
 func (t *tensor) Rows() int { return t.rows }
@@ -361,7 +391,6 @@ func (b *Backend) ropeTable(theta float64, headDim, n int) (uintptr, error) {
 // NewStream starts an empty stream.
 func (b *Backend) NewStream() backend.Stream {
 	s := &stream{be: b}
-	s.h.SetSeed(b.seed)
 	b.mu.Lock()
 	if b.closed {
 		s.closed = true

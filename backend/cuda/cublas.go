@@ -13,7 +13,7 @@ import (
 // primary context, which is the one the backend retains.
 type cublas struct {
 	create, destroy, setStream, setWorkspace uintptr
-	setMathMode, sgemm, gemmEx               uintptr
+	setMathMode, sgemm, gemmEx, gemmBatched  uintptr
 }
 
 func loadCUBLAS(explicit string) (*cublas, error) {
@@ -26,7 +26,7 @@ func loadCUBLAS(explicit string) (*cublas, error) {
 	for name, p := range map[string]*uintptr{
 		"cublasCreate_v2": &c.create, "cublasDestroy_v2": &c.destroy, "cublasSetStream_v2": &c.setStream,
 		"cublasSetWorkspace_v2": &c.setWorkspace, "cublasSetMathMode": &c.setMathMode, "cublasSgemm_v2": &c.sgemm,
-		"cublasGemmEx": &c.gemmEx,
+		"cublasGemmEx": &c.gemmEx, "cublasGemmStridedBatchedEx": &c.gemmBatched,
 	} {
 		if *p, err = purego.Dlsym(h, name); err != nil {
 			return nil, fmt.Errorf("%w: %s has no %s", ErrNoCUBLAS, path, name)

@@ -84,6 +84,21 @@ __device__ __forceinline__ void store16(u16* h, long long i, long long lo, float
 	}
 }
 
+// ld4 reads four floats of a GEMM output; when the output holds two
+// terms (FP16X2 runs one GEMM over both 16-bit terms of its input, stacked
+// as twice the rows), the second term lies two elements on and is added.
+__device__ __forceinline__ float4 ld4(const float* p, long long two) {
+	float4 v = *(const float4*)p;
+	if (two) {
+		float4 w = *(const float4*)(p + two);
+		v.x += w.x;
+		v.y += w.y;
+		v.z += w.z;
+		v.w += w.w;
+	}
+	return v;
+}
+
 extern "C" __global__ void gather_rows(float* dst, const float* table, const int* index, int cols) {
 	const float* src = table + (long long)index[blockIdx.x] * cols;
 	float* out = dst + (long long)blockIdx.x * cols;
@@ -95,13 +110,24 @@ extern "C" __global__ void gather_rows(float* dst, const float* table, const int
 // Producers of GEMM inputs (layer_norm, geglu, attention) also write a
 // 16-bit copy h of their output when h is set (kind: see to16), so that the
 // GEMM that reads it needs no conversion of its own.
-extern "C" __global__ void layer_norm(float* dst, const float* x, const float* w, const float* b, int cols, float eps, u16* h,
-	int kind, long long lo) {
+// res set: x = x + res (+ its second term, rtwo elements on; see ld4)
+// first, written back to x: the residual Add before the norm, folded in.
+extern "C" __global__ void layer_norm(float* dst, float* x, const float* w, const float* b, int cols, float eps, u16* h,
+	int kind, long long lo, const float* res, long long rtwo) {
 	__shared__ float sh[32];
-	const float* row = x + (long long)blockIdx.x * cols;
+	float* row = x + (long long)blockIdx.x * cols;
 	float* out = dst + (long long)blockIdx.x * cols;
 	float s = 0.0f;
-	for (int c = threadIdx.x; c < cols; c += blockDim.x) s += row[c];
+	if (res) {
+		const float* p = res + (long long)blockIdx.x * cols;
+		for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+			float v = row[c] + (rtwo ? p[c] + p[c + rtwo] : p[c]);
+			row[c] = v;
+			s += v;
+		}
+	} else {
+		for (int c = threadIdx.x; c < cols; c += blockDim.x) s += row[c];
+	}
 	float mean = block_sum(s, sh) / cols;
 	float v = 0.0f;
 	for (int c = threadIdx.x; c < cols; c += blockDim.x) {
@@ -118,6 +144,52 @@ extern "C" __global__ void layer_norm(float* dst, const float* x, const float* w
 	}
 }
 
+// layer_norm4 is layer_norm for rows of at most 1024 columns, a multiple
+// of 4, with one float4 of the row in each thread's registers (blockDim =
+// cols/4 rounded up to whole warps): one read of the row instead of three,
+// and a block a row, since rows are few (about a hundred a question) and
+// spreading them over multiprocessors hides more memory latency than
+// packing several rows in a block.
+extern "C" __global__ void layer_norm4(float* dst, float* x, const float* w, const float* b, int cols, float eps, u16* h, int kind,
+	long long lo, const float* res, long long rtwo) {
+	__shared__ float sh[32];
+	long long r = blockIdx.x;
+	int c = 4 * threadIdx.x;
+	bool in = c < cols;
+	float* row = x + r * cols;
+	float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f), g = v, bb = v;
+	if (in) {
+		v = *(const float4*)(row + c);
+		g = *(const float4*)(w + c);
+		if (b) bb = *(const float4*)(b + c);
+		if (res) {
+			float4 a = ld4(res + r * cols + c, rtwo);
+			v.x += a.x;
+			v.y += a.y;
+			v.z += a.z;
+			v.w += a.w;
+			*(float4*)(row + c) = v;
+		}
+	}
+	float mean = block_sum(in ? (v.x + v.y) + (v.z + v.w) : 0.0f, sh) / cols;
+	float a0 = v.x - mean, a1 = v.y - mean, a2 = v.z - mean, a3 = v.w - mean;
+	float inv = 1.0f / sqrtf(block_sum(in ? (a0 * a0 + a1 * a1) + (a2 * a2 + a3 * a3) : 0.0f, sh) / cols + eps);
+	if (!in) return;
+	float4 y;
+	y.x = a0 * inv * g.x + bb.x;
+	y.y = a1 * inv * g.y + bb.y;
+	y.z = a2 * inv * g.z + bb.z;
+	y.w = a3 * inv * g.w + bb.w;
+	*(float4*)(dst + r * cols + c) = y;
+	if (h) {
+		long long i = r * cols + c;
+		store16(h, i, lo, y.x, kind);
+		store16(h, i + 1, lo, y.y, kind);
+		store16(h, i + 2, lo, y.z, kind);
+		store16(h, i + 3, lo, y.w, kind);
+	}
+}
+
 extern "C" __global__ void bias_act(float* y, const float* bias, long long n, int cols, int act) {
 	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
 		float v = y[i];
@@ -126,9 +198,14 @@ extern "C" __global__ void bias_act(float* y, const float* bias, long long n, in
 	}
 }
 
-extern "C" __global__ void add(float* dst, const float* a, const float* b, long long n) {
-	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
-		dst[i] = a[i] + b[i];
+// add: dst = a + b, where a or b may hold two terms (a2, b2: the second's
+// offset in elements, 0 for one; see ld4) and b may be null.
+extern "C" __global__ void add(float* dst, const float* a, long long a2, const float* b, long long b2, long long n) {
+	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+		float x = a2 ? a[i] + a[i + a2] : a[i];
+		if (b) x += b2 ? b[i] + b[i + b2] : b[i];
+		dst[i] = x;
+	}
 }
 
 extern "C" __global__ void act_map(float* dst, const float* x, long long n, int act) {
@@ -138,15 +215,18 @@ extern "C" __global__ void act_map(float* dst, const float* x, long long n, int 
 
 // geglu's GELU is gelu (double) in fp32 runs and the float32 erfc form when
 // its output feeds 16-bit GEMM operands anyway (fast != 0).
-extern "C" __global__ void geglu(float* dst, const float* x, long long rows, int inner, u16* h, int kind, long long lo, int fast) {
+// two: x holds two terms (see ld4).
+extern "C" __global__ void geglu(float* dst, const float* x, long long two, long long rows, int inner, u16* h, int kind, long long lo,
+	int fast) {
 	long long n = rows * inner;
 	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
 		long long r = i / inner;
 		int c = (int)(i - r * inner);
 		const float* in = x + r * 2 * inner;
-		float v = in[c];
+		float v = two ? in[c] + in[c + two] : in[c];
+		float u = two ? in[inner + c] + in[inner + c + two] : in[inner + c];
 		float g = fast ? 0.5f * v * erfcf(-v * 0.70710678118654752f) : gelu(v);
-		float y = g * in[inner + c];
+		float y = g * u;
 		dst[i] = y;
 		if (h) store16(h, i, lo, y, kind);
 	}
@@ -311,122 +391,216 @@ extern "C" __global__ void pack_out(float* out, const u64* table) {
 	for (long long i = threadIdx.x; i < n; i += blockDim.x) o[i] = src[i];
 }
 
-// attn_tiled: flash-style attention for head dims of 32, 64 or 128. One
-// block of 8 warps per (tile of QT queries of one batch row, head): the
-// tile's keys stream through shared memory KC at a time, coalesced, and
-// each warp keeps an online softmax for its queries (lanes own keys for the
-// scores and head dimensions for the output). tiles holds five ints per
-// tile: its first row, the batch row's first row and real length, the
-// tile's first position and its query count. Queries at or past the real
-// length are padding: their output is zero.
-#define QT 16
+// ld4rope reads elements d..d+3 of one head's q or k (row points at the
+// head's first element) rotated by RoPE for position pos, as rope does;
+// rope null: not rotated.
 template <int DH>
-__device__ void attn_tiled(float* dst, const float* qkv, const int* tiles, int heads, float scale, int sliding, int radius,
-	u16* hout, int kind, long long hlo) {
-	const int KC = DH <= 64 ? 64 : 32, NC = DH / 32, NK = KC / 32;
-	__shared__ float K[KC][DH + 1];
-	__shared__ __align__(16) float V[KC][DH];
-	__shared__ __align__(16) float Q[QT][DH];
+__device__ __forceinline__ float4 ld4rope(const float* row, long long two, int d, const float* rope, int pos) {
+	float4 x = ld4(row + d, two);
+	if (!rope) return x;
+	const int HALF = DH / 2;
+	bool first = d < HALF;
+	int j = first ? d : d - HALF;
+	float4 p = ld4(row + (first ? d + HALF : j), two);
+	const float* cs = rope + (long long)pos * DH;
+	float4 c = *(const float4*)(cs + j), s = *(const float4*)(cs + HALF + j);
+	if (first) return make_float4(x.x * c.x - p.x * s.x, x.y * c.y - p.y * s.y, x.z * c.z - p.z * s.z, x.w * c.w - p.w * s.w);
+	return make_float4(x.x * c.x + p.x * s.x, x.y * c.y + p.y * s.y, x.z * c.z + p.z * s.z, x.w * c.w + p.w * s.w);
+}
+
+// attn_tiled: flash-style attention for head dims of 32, 64 or 128. One
+// block of QW warps per (tile of up to QW·QPW queries of one batch row,
+// head); each warp keeps an online softmax for QPW queries. The tile's keys
+// and values stream through shared memory KC at a time, coalesced; lanes
+// own keys for the scores and DH/32 adjacent head dimensions for the
+// output. Shared memory bandwidth bounds this kernel, so a warp's queries
+// share each key and value it reads (QPW > 1 when there are enough tiles to
+// fill the GPU), and the scores' partial sums are independent chains.
+// tiles holds five ints per tile: its first row, the batch row's first row
+// and real length, the tile's first position and its query count. Queries
+// at or past the real length are padding: their output is zero. rope set:
+// q and k are rotated as they are loaded (the rope kernel folded in; a
+// key's position is its index in its batch row). two: see ld4. Dynamic
+// shared memory: attnShared in stream.go.
+#define QW 8
+template <int DH, int QPW>
+__device__ void attn_tiled(float* dst, const float* qkv, long long two, const int* tiles, int heads, float scale, int sliding,
+	int radius, const float* rope, u16* hout, int kind, long long hlo) {
+	// One query a warp is the small-batch case, where latency bounds the
+	// kernel: chunks twice as long halve its rounds of loads.
+	const int KC = (QPW == 1 ? 2 : 1) * (DH <= 64 ? 64 : 32), NK = KC / 32, VD = DH / 32, KS = DH + 4, D4 = DH / 4, QT = QW * QPW;
+	const int PS = QPW >= 4 ? 1 : 4 / QPW; // partial sums per score
+	extern __shared__ float4 smem4[];
+	// K rows are padded to DH+4 floats: a quarter-warp's float4 reads of
+	// eight consecutive keys then fall in distinct banks.
+	float* K = (float*)smem4;
+	float* V = K + KC * KS;
+	float* Q = V + KC * DH;
+	float* P = Q + QT * DH;
 	const int* t = tiles + 5 * blockIdx.x;
 	int r0 = t[0], start = t[1], n = t[2], pos0 = t[3], nq = t[4];
 	int h = blockIdx.y, width = heads * DH, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-	for (int i = threadIdx.x; i < nq * DH / 4; i += blockDim.x) {
-		int qi = i / (DH / 4), d = (i - qi * (DH / 4)) * 4;
-		*(float4*)&Q[qi][d] = *(const float4*)(qkv + (long long)(r0 + qi) * 3 * width + h * DH + d);
+	for (int i = threadIdx.x; i < nq * D4; i += blockDim.x) {
+		int qi = i / D4, d = (i - qi * D4) * 4;
+		*(float4*)&Q[qi * DH + d] = ld4rope<DH>(qkv + (long long)(r0 + qi) * 3 * width + h * DH, two, d, rope, pos0 + qi);
 	}
 	int klo = 0, khi = n;
 	if (sliding) {
 		klo = max(0, pos0 - radius);
 		khi = min(n, pos0 + nq - 1 + radius + 1);
 	}
-	float m[QT / 8], l[QT / 8], acc[QT / 8][NC];
-	for (int a = 0; a < QT / 8; a++) {
+	// Query a of this warp is tile row warp + QW·a.
+	bool active[QPW];
+	int lo[QPW], hi[QPW];
+	float m[QPW], l[QPW], acc[QPW][VD];
+#pragma unroll
+	for (int a = 0; a < QPW; a++) {
+		int qi = warp + QW * a, pos = pos0 + qi;
+		active[a] = qi < nq && pos < n;
+		lo[a] = sliding ? max(0, pos - radius) : 0;
+		hi[a] = sliding ? min(n, pos + radius + 1) : n;
 		m[a] = -3.402823466e38f;
 		l[a] = 0.0f;
-		for (int c = 0; c < NC; c++) acc[a][c] = 0.0f;
+#pragma unroll
+		for (int c = 0; c < VD; c++) acc[a][c] = 0.0f;
 	}
+	bool any = active[0];
 	for (int kb = klo; kb < khi; kb += KC) {
 		__syncthreads();
-		// float4 loads, all issued before any is used: the loads' latency,
-		// not their bandwidth, bounds this loop.
+		// All of a chunk's loads are issued before any is used: their
+		// latency, not their bandwidth, bounds this loop.
 #pragma unroll
-		for (int i0 = 0; i0 < KC * DH / 4; i0 += 256) {
+		for (int i0 = 0; i0 < KC * D4; i0 += QW * 32) {
 			int i = i0 + threadIdx.x;
-			int key = i / (DH / 4), d = (i - key * (DH / 4)) * 4, g = kb + key;
+			int key = i / D4, d = (i - key * D4) * 4, g = kb + key;
 			float4 kv = make_float4(0.0f, 0.0f, 0.0f, 0.0f), vv = kv;
 			if (g < khi) {
-				const float* row = qkv + (long long)(start + g) * 3 * width + h * DH + d;
-				kv = *(const float4*)(row + width);
-				vv = *(const float4*)(row + 2 * width);
+				const float* row = qkv + (long long)(start + g) * 3 * width + h * DH;
+				kv = ld4rope<DH>(row + width, two, d, rope, g);
+				vv = ld4(row + 2 * width + d, two);
 			}
-			K[key][d] = kv.x;
-			K[key][d + 1] = kv.y;
-			K[key][d + 2] = kv.z;
-			K[key][d + 3] = kv.w;
-			*(float4*)&V[key][d] = vv;
+			*(float4*)&K[key * KS + d] = kv;
+			*(float4*)&V[key * DH + d] = vv;
 		}
 		__syncthreads();
-		for (int a = 0; a < QT / 8; a++) {
-			int qi = warp + 8 * a, pos = pos0 + qi;
-			if (qi >= nq || pos >= n) continue;
-			int lo = 0, hi = n;
-			if (sliding) {
-				lo = max(0, pos - radius);
-				hi = min(n, pos + radius + 1);
-			}
-			float s[NK];
-			bool ok[NK];
-			float cmax = -3.402823466e38f;
-			for (int kk = 0; kk < NK; kk++) {
-				int key = lane + 32 * kk, g = kb + key;
-				ok[kk] = g >= lo && g < hi;
-				float dot = 0.0f;
-				for (int d = 0; d < DH; d++) dot += Q[qi][d] * K[key][d];
-				s[kk] = dot * scale;
-				if (ok[kk]) cmax = fmaxf(cmax, s[kk]);
-			}
-			cmax = warp_max(cmax);
-			float mn = fmaxf(m[a], cmax);
-			float corr = expf(m[a] - mn);
-			float p[NK], ps = 0.0f;
-			for (int kk = 0; kk < NK; kk++) {
-				p[kk] = ok[kk] ? expf(s[kk] - mn) : 0.0f;
-				ps += p[kk];
-			}
-			l[a] = l[a] * corr + warp_sum(ps);
-			m[a] = mn;
-			for (int c = 0; c < NC; c++) acc[a][c] *= corr;
-			for (int kk = 0; kk < NK; kk++) {
-				for (int j = 0; j < 32; j++) {
-					float pj = __shfl_sync(0xffffffffu, p[kk], j);
-					for (int c = 0; c < NC; c++) acc[a][c] += pj * V[32 * kk + j][lane + 32 * c];
+		if (!any) continue;
+		float sc[QPW][NK][PS];
+#pragma unroll
+		for (int a = 0; a < QPW; a++)
+#pragma unroll
+			for (int kk = 0; kk < NK; kk++)
+#pragma unroll
+				for (int e = 0; e < PS; e++) sc[a][kk][e] = 0.0f;
+#pragma unroll 4
+		for (int d = 0; d < D4; d++) {
+			float4 kv[NK];
+#pragma unroll
+			for (int kk = 0; kk < NK; kk++) kv[kk] = ((const float4*)&K[(lane + 32 * kk) * KS])[d];
+#pragma unroll
+			for (int a = 0; a < QPW; a++) {
+				float4 qv = ((const float4*)&Q[(warp + QW * a) * DH])[d];
+#pragma unroll
+				for (int kk = 0; kk < NK; kk++) {
+					if (PS == 4) {
+						sc[a][kk][0] += qv.x * kv[kk].x;
+						sc[a][kk][1 % PS] += qv.y * kv[kk].y;
+						sc[a][kk][2 % PS] += qv.z * kv[kk].z;
+						sc[a][kk][3 % PS] += qv.w * kv[kk].w;
+					} else if (PS == 2) {
+						sc[a][kk][0] += qv.x * kv[kk].x + qv.y * kv[kk].y;
+						sc[a][kk][1 % PS] += qv.z * kv[kk].z + qv.w * kv[kk].w;
+					} else {
+						sc[a][kk][0] += (qv.x * kv[kk].x + qv.y * kv[kk].y) + (qv.z * kv[kk].z + qv.w * kv[kk].w);
+					}
 				}
 			}
 		}
+#pragma unroll
+		for (int a = 0; a < QPW; a++) {
+			if (!active[a]) continue;
+			float s[NK], cmax = -3.402823466e38f;
+#pragma unroll
+			for (int kk = 0; kk < NK; kk++) {
+				int g = kb + lane + 32 * kk;
+				float dot = sc[a][kk][0];
+#pragma unroll
+				for (int e = 1; e < PS; e++) dot += sc[a][kk][e];
+				s[kk] = g >= lo[a] && g < hi[a] ? dot * scale : -3.402823466e38f;
+				cmax = fmaxf(cmax, s[kk]);
+			}
+			cmax = warp_max(cmax);
+			float mn = fmaxf(m[a], cmax);
+			float corr = expf(m[a] - mn), ps = 0.0f;
+			float* p = &P[(warp + QW * a) * KC];
+#pragma unroll
+			for (int kk = 0; kk < NK; kk++) {
+				int g = kb + lane + 32 * kk;
+				float e = g >= lo[a] && g < hi[a] ? expf(s[kk] - mn) : 0.0f;
+				p[lane + 32 * kk] = e;
+				ps += e;
+			}
+			l[a] = l[a] * corr + warp_sum(ps);
+			m[a] = mn;
+#pragma unroll
+			for (int c = 0; c < VD; c++) acc[a][c] *= corr;
+		}
+		__syncwarp();
+#pragma unroll 2
+		for (int j = 0; j < KC; j += 4) {
+			float vv[4][VD];
+#pragma unroll
+			for (int jj = 0; jj < 4; jj++) {
+				const float* vp = &V[(j + jj) * DH + VD * lane];
+				if constexpr (VD == 4) {
+					float4 x = *(const float4*)vp;
+					vv[jj][0] = x.x;
+					vv[jj][VD > 1 ? 1 : 0] = x.y;
+					vv[jj][VD > 2 ? 2 : 0] = x.z;
+					vv[jj][VD > 3 ? 3 : 0] = x.w;
+				} else if constexpr (VD == 2) {
+					float2 x = *(const float2*)vp;
+					vv[jj][0] = x.x;
+					vv[jj][VD > 1 ? 1 : 0] = x.y;
+				} else {
+					vv[jj][0] = vp[0];
+				}
+			}
+#pragma unroll
+			for (int a = 0; a < QPW; a++) {
+				if (!active[a]) continue;
+				float4 pa = *(const float4*)&P[(warp + QW * a) * KC + j];
+#pragma unroll
+				for (int c = 0; c < VD; c++) acc[a][c] += (pa.x * vv[0][c] + pa.y * vv[1][c]) + (pa.z * vv[2][c] + pa.w * vv[3][c]);
+			}
+		}
+		__syncwarp();
 	}
-	for (int a = 0; a < QT / 8; a++) {
-		int qi = warp + 8 * a, pos = pos0 + qi;
+#pragma unroll
+	for (int a = 0; a < QPW; a++) {
+		int qi = warp + QW * a;
 		if (qi >= nq) continue;
-		long long o = (long long)(r0 + qi) * width + h * DH;
-		for (int c = 0; c < NC; c++) {
-			float y = pos < n ? acc[a][c] / l[a] : 0.0f;
-			dst[o + lane + 32 * c] = y;
-			if (hout) store16(hout, o + lane + 32 * c, hlo, y, kind);
+		long long o = (long long)(r0 + qi) * width + h * DH + VD * lane;
+#pragma unroll
+		for (int c = 0; c < VD; c++) {
+			float y = active[a] ? acc[a][c] / l[a] : 0.0f;
+			dst[o + c] = y;
+			if (hout) store16(hout, o + c, hlo, y, kind);
 		}
 	}
 }
 
-extern "C" __global__ void attention32(float* dst, const float* qkv, const int* tiles, int heads, float scale, int sliding,
-	int radius, u16* hout, int kind, long long hlo) {
-	attn_tiled<32>(dst, qkv, tiles, heads, scale, sliding, radius, hout, kind, hlo);
-}
-
-extern "C" __global__ void attention64(float* dst, const float* qkv, const int* tiles, int heads, float scale, int sliding,
-	int radius, u16* hout, int kind, long long hlo) {
-	attn_tiled<64>(dst, qkv, tiles, heads, scale, sliding, radius, hout, kind, hlo);
-}
-
-extern "C" __global__ void attention128(float* dst, const float* qkv, const int* tiles, int heads, float scale, int sliding,
-	int radius, u16* hout, int kind, long long hlo) {
-	attn_tiled<128>(dst, qkv, tiles, heads, scale, sliding, radius, hout, kind, hlo);
-}
+#define ATTENTION(DH, QPW)                                                                                                   \
+	extern "C" __global__ void __launch_bounds__(QW * 32) attention##DH##_##QPW(float* dst, const float* qkv, long long two, \
+		const int* tiles, int heads, float scale, int sliding, int radius, const float* rope, u16* hout, int kind,           \
+		long long hlo) {                                                                                                     \
+		attn_tiled<DH, QPW>(dst, qkv, two, tiles, heads, scale, sliding, radius, rope, hout, kind, hlo);                      \
+	}
+ATTENTION(32, 1)
+ATTENTION(32, 2)
+ATTENTION(32, 4)
+ATTENTION(64, 1)
+ATTENTION(64, 2)
+ATTENTION(64, 4)
+ATTENTION(128, 1)
+ATTENTION(128, 2)
+ATTENTION(128, 4)

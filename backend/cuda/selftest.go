@@ -11,8 +11,9 @@ import (
 	"github.com/laya-metal/laya/backend"
 )
 
-// SelfTest opens a backend with opts, runs a small GEMM with bias and GELU
-// and a sliding-window attention on it twice (kernel by kernel, then from a
+// SelfTest opens a backend with opts, runs two small GEMMs (one with bias
+// and GELU, one plain), their sum and a sliding-window attention on it
+// three times (kernel by kernel, then from a
 // captured graph), checks both against a float64 reference computed here,
 // and closes the backend. A caller choosing a backend (an "auto" choice)
 // runs it first: it fails with the reason (ErrNoCUDA, ErrNoNVRTC,
@@ -61,7 +62,8 @@ func SelfTest(ctx context.Context, opts Options) error {
 			for j := range k {
 				s += float64(x[r*k+j]) * float64(w[c*k+j])
 			}
-			qkv[r*n+c] = 0.5 * s * (1 + math.Erf(s/math.Sqrt2))
+			plain := s - float64(bias[c])
+			qkv[r*n+c] = 0.5*s*(1+math.Erf(s/math.Sqrt2)) + plain
 		}
 	}
 	p := backend.AttentionParams{Layout: backend.Layout{SeqLen: m, Lengths: []int{m}}, Heads: heads, HeadDim: dh,
@@ -104,8 +106,12 @@ func SelfTest(ctx context.Context, opts Options) error {
 	for round := range 3 {
 		s := be.NewStream()
 		xt := s.FromHost(m, k, x)
-		q := s.New(m, n)
+		// A GEMM with bias and GELU, and a plain one (in FP16X2 its two
+		// products stay apart until the Add reads them).
+		q, plain := s.New(m, n), s.New(m, n)
 		s.Linear(q, xt, wt, bt, backend.GELU)
+		s.Linear(plain, xt, wt, nil, backend.Identity)
+		s.Add(q, q, plain)
 		out := s.New(m, width)
 		s.Attention(out, q, p)
 		got := make([]float32, m*width)

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
+	"math/bits"
 	"slices"
 	"unsafe"
 
@@ -28,15 +29,15 @@ type stream struct {
 	err    error
 	closed bool
 
-	h     maphash.Hash
-	hb    [8]byte
-	seg   int
-	ops   []*op
-	made  []*tensor // tensors of the current segment
-	wrote []*tensor // tensors the current segment writes
-	arena int64
-	temp  int64 // largest 16-bit operand scratch of the segment's GEMMs
-	stage []byte
+	words   []uint64 // what the segment's key hashes
+	seg     int
+	ops     []*op
+	made    []*tensor // tensors of the current segment
+	wrote   []*tensor // tensors the current segment writes
+	arena   int64
+	temp    int64 // largest 16-bit operand scratch of the segment's GEMMs
+	stage   []byte
+	layouts []stagedLayout // per-row metadata staged in this segment
 
 	entries []*entry // flushed segments, held until Close
 	cs      *cstream
@@ -61,12 +62,9 @@ type shapeKey struct {
 	tensors, operations int
 }
 
-func (s *stream) mix(vs ...uint64) {
-	for _, v := range vs {
-		binary.LittleEndian.PutUint64(s.hb[:], v)
-		s.h.Write(s.hb[:])
-	}
-}
+// mix adds vs to the segment's key. The words are hashed once, at flush:
+// hashing them one Write at a time cost tens of microseconds a request.
+func (s *stream) mix(vs ...uint64) { s.words = append(s.words, vs...) }
 
 // ref identifies t in the key: by index for the segment's own tensors
 // (whose addresses depend on the entry), else by address.
@@ -88,7 +86,16 @@ func (s *stream) fail(err error) {
 
 // begin checks that the operation may be recorded and its tensors are this
 // stream's or this backend's; it returns them as *tensor (nil stays nil).
+// It first records what an operand still owes (a pending rope, the sum of
+// stacked terms) unless the operation takes that operand as it is.
 func (s *stream) begin(op string, ts ...backend.Tensor) ([]*tensor, bool) {
+	return s.beginTaking(op, 0, 0, ts...)
+}
+
+// beginTaking is begin for an operation that overwrites its operands in
+// the bit set over without reading them, and reads the operands in the
+// bit set two as stacked terms if they are (tensor.two).
+func (s *stream) beginTaking(op string, over, two uint, ts ...backend.Tensor) ([]*tensor, bool) {
 	if s.err != nil {
 		return nil, false
 	}
@@ -108,7 +115,41 @@ func (s *stream) begin(op string, ts ...backend.Tensor) ([]*tensor, bool) {
 		}
 		out[i] = t
 	}
+	for _, t := range out {
+		if t == nil {
+			continue
+		}
+		read, whole := false, true // read at all; read only where it may be stacked
+		for j, u := range out {
+			if u == t && over&(1<<j) == 0 {
+				read = true
+				whole = whole && two&(1<<j) != 0
+			}
+		}
+		switch {
+		case !read:
+			// Overwritten: nothing it owes matters.
+			t.rope, t.stacked = nil, false
+			continue
+		case t.rope != nil:
+			s.pending(t)
+		}
+		if t.stacked && !whole {
+			s.sumTerms(t)
+		}
+	}
 	return out, true
+}
+
+// sumTerms adds t's stacked terms into its first.
+func (s *stream) sumTerms(t *tensor) {
+	two := t.two()
+	s.writes(t)
+	n := int64(t.rows) * int64(t.cols)
+	s.mix(opAdd, s.ref(t), uint64(two))
+	s.record("terms", func(r *run) error {
+		return r.l.launch(r.b.drv, r.b.k.add, [3]int{gridFor(n), 1, 1}, 256, 0, r.cs.stream, u64(t.addr), u64(t.addr), uint64(two), 0, 0, uint64(n))
+	})
 }
 
 func (s *stream) check(err error) bool {
@@ -131,6 +172,7 @@ func (s *stream) reads(ts ...*tensor) {
 
 // writes marks t as written by the segment: its snapshot is stale.
 func (s *stream) writes(t *tensor) {
+	t.stacked = false
 	if t.s == s {
 		t.snap = nil
 		t.lastWriter = nil
@@ -180,11 +222,12 @@ func (s *stream) record(name string, f func(x *run) error) *op {
 // op is a recorded operation: its name (for Profiler), what issues it, and
 // what the peephole fusions need to know of it.
 type op struct {
-	name   string
-	issue  func(x *run) error
-	lin    *linearOp  // a Linear
-	add    [3]*tensor // an Add: dst, a, b
-	shadow *tensor    // a producer (LayerNorm, Attention, GeGLU) also writes this 16-bit copy of its output
+	name     string
+	issue    func(x *run) error
+	lin      *linearOp    // a Linear
+	add      [3]*tensor   // an Add: dst, a, b
+	residual *residualAdd // an Add in place a LayerNorm may fold
+	shadow   *tensor      // a producer (LayerNorm, Attention, GeGLU) also writes this 16-bit copy of its output
 }
 
 const (
@@ -233,7 +276,7 @@ func (s *stream) FromHost(rows, cols int, data []float32) backend.Tensor {
 }
 
 func (s *stream) Gather(dst, table backend.Tensor, index []int32) {
-	ts, ok := s.begin("gather", dst, table)
+	ts, ok := s.beginTaking("gather", 1, 0, dst, table)
 	if !ok || !s.check(backend.CheckGather(dst, table, index)) {
 		return
 	}
@@ -249,28 +292,46 @@ func (s *stream) Gather(dst, table backend.Tensor, index []int32) {
 }
 
 func (s *stream) LayerNorm(dst, x, weight, bias backend.Tensor, eps float32) {
-	ts, ok := s.begin("layerNorm", dst, x, weight, bias)
+	ts, ok := s.beginTaking("layerNorm", 1, 0, dst, x, weight, bias)
 	if !ok || !s.check(backend.CheckLayerNorm(dst, x, weight, bias, eps)) {
 		return
 	}
 	d, in, w, b := ts[0], ts[1], ts[2], ts[3]
+	// x = x + p just before: the kernel adds p into x as it reads the row
+	// (one pass over x fewer, one kernel fewer: the residual Adds of FP16X2
+	// runs, whose GEMMs cannot fold them).
+	var res *residualAdd
+	if n := len(s.ops); n > 0 && s.ops[n-1].residual != nil && s.ops[n-1].residual.x == in && in.s == s && in.seg == s.seg {
+		res = s.ops[n-1].residual
+		s.ops = s.ops[:n-1]
+		s.mix(opFuse)
+	}
 	s.reads(in, w, b)
 	s.writes(d)
 	s.mix(opLayerNorm, s.ref(d), s.ref(in), s.ref(w), s.ref(b), uint64(in.rows), uint64(in.cols), f32(eps))
 	var o *op
 	o = s.record("layerNorm", func(x *run) error {
-		var bp uintptr
+		var bp, rp uintptr
+		var two int64
 		if b != nil {
 			bp = b.addr
 		}
+		if res != nil {
+			rp, two = res.p.addr, res.two
+		}
 		h, kind, lo := x.shadowArgs(o)
-		return x.l.launch(x.b.drv, x.b.k.layerNorm, [3]int{in.rows, 1, 1}, 256, 0, x.cs.stream, u64(d.addr), u64(in.addr), u64(w.addr), u64(bp), i32(in.cols), f32(eps), h, kind, lo)
+		fn, block := x.b.k.layerNorm, 256
+		if in.cols%4 == 0 && in.cols <= 1024 {
+			fn, block = x.b.k.layerNorm4, (in.cols/4+31)&^31
+		}
+		return x.l.launch(x.b.drv, fn, [3]int{in.rows, 1, 1}, block, 0, x.cs.stream, u64(d.addr), u64(in.addr), u64(w.addr), u64(bp), i32(in.cols), f32(eps), h, kind, lo,
+			u64(rp), uint64(two))
 	})
 	d.lastWriter = o
 }
 
 func (s *stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activation) {
-	ts, ok := s.begin("linear", dst, x, weight, bias)
+	ts, ok := s.beginTaking("linear", 1, 0, dst, x, weight, bias)
 	if !ok || !s.check(backend.CheckLinear(dst, x, weight, bias, act)) {
 		return
 	}
@@ -280,6 +341,20 @@ func (s *stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activat
 	lin := &linearOp{d: d, in: in, w: w, b: b, act: act, m: in.rows, k: in.cols, n: w.rows}
 	m, k, n := lin.m, lin.k, lin.n
 	s.mix(opLinear, s.ref(d), s.ref(in), s.ref(w), s.ref(b), uint64(m), uint64(k), uint64(n), uint64(act))
+	// FP16X2: one batched GEMM over both 16-bit terms of x reads the weight
+	// once (the second product finds it in L2) where two GEMMs read it
+	// twice; its two products stay apart (stacked) until what reads d adds
+	// them. Only a plain product into this segment's own tensor stacks: a
+	// bias or activation needs the sum first.
+	if s.be.opts.Precision == FP16X2 && b == nil && act == backend.Identity && d.s == s && d.seg == s.seg && !d.staged && d != in && d != w {
+		if !d.hasTwo {
+			d.twoOff, d.hasTwo = s.arena, true
+			s.arena += align(d.bytes(), 256)
+		}
+		d.stacked = true
+		lin.two = d.two()
+		s.mix(opShadow, uint64(lin.two))
+	}
 	name := "linear"
 	if act != backend.Identity {
 		name += "+" + act.String()
@@ -321,8 +396,9 @@ type linearOp struct {
 	act         backend.Activation
 	m, k, n     int
 	wHalf       uintptr
-	shadowIn    bool // in's 16-bit copy is written by its producer
-	accumulate  bool // d += x·Wᵀ: cuBLAS's beta = 1
+	shadowIn    bool  // in's 16-bit copy is written by its producer
+	accumulate  bool  // d += x·Wᵀ: cuBLAS's beta = 1
+	two         int64 // FP16X2 stacked: the second term's product goes two elements after d's
 }
 
 func (lin *linearOp) issue(x *run) error {
@@ -357,6 +433,11 @@ func (lin *linearOp) issue(x *run) error {
 			if err = x.l.launch(x.b.drv, x.b.k.to16, [3]int{gridFor(nk), 1, 1}, 256, 0, c.stream, u64(wh), u64(w.addr), uint64(nk), weightKind(prec)); err != nil {
 				return err
 			}
+		}
+		if lin.two != 0 {
+			return bl.call("cublasGemmStridedBatchedEx", bl.gemmBatched, c.blas, cublasOpT, cublasOpN, uintptr(n), uintptr(m), uintptr(k),
+				uintptr(unsafe.Pointer(x.b.alpha)), wh, typ, uintptr(k), 0, xh, typ, uintptr(k), uintptr(mk), uintptr(unsafe.Pointer(beta)),
+				d.addr, cudaR32F, uintptr(n), uintptr(lin.two), 2, cublasCompute32F, cublasGemmDefault)
 		}
 		for term := range terms(prec) {
 			if term == 1 {
@@ -429,23 +510,39 @@ func (x *run) shadowArgs(o *op) (uint64, uint64, uint64) {
 }
 
 func (s *stream) Add(dst, a, b backend.Tensor) {
-	ts, ok := s.begin("add", dst, a, b)
+	ts, ok := s.beginTaking("add", 1, 6, dst, a, b)
 	if !ok || !s.check(backend.CheckAdd(dst, a, b)) {
 		return
 	}
 	d, x, y := ts[0], ts[1], ts[2]
+	x2, y2 := x.two(), y.two()
 	s.reads(x, y)
 	s.writes(d)
 	n := int64(d.rows) * int64(d.cols)
-	s.mix(opAdd, s.ref(d), s.ref(x), s.ref(y), uint64(n))
+	s.mix(opAdd, s.ref(d), s.ref(x), s.ref(y), uint64(n), uint64(x2), uint64(y2))
 	o := s.record("add", func(r *run) error {
-		return r.l.launch(r.b.drv, r.b.k.add, [3]int{gridFor(n), 1, 1}, 256, 0, r.cs.stream, u64(d.addr), u64(x.addr), u64(y.addr), uint64(n))
+		return r.l.launch(r.b.drv, r.b.k.add, [3]int{gridFor(n), 1, 1}, 256, 0, r.cs.stream, u64(d.addr), u64(x.addr), uint64(x2), u64(y.addr), uint64(y2), uint64(n))
 	})
-	o.add = [3]*tensor{d, x, y}
+	if x2 == 0 && y2 == 0 {
+		o.add = [3]*tensor{d, x, y}
+	}
+	// x = x + p (or p + x): a LayerNorm of x next may do the sum itself.
+	switch {
+	case d == x && d != y && x2 == 0:
+		o.residual = &residualAdd{x: d, p: y, two: y2}
+	case d == y && d != x && y2 == 0:
+		o.residual = &residualAdd{x: d, p: x, two: x2}
+	}
+}
+
+// residualAdd is an Add of p (two: see tensor.two) into x in place.
+type residualAdd struct {
+	x, p *tensor
+	two  int64
 }
 
 func (s *stream) Activate(dst, x backend.Tensor, act backend.Activation) {
-	ts, ok := s.begin("activate", dst, x)
+	ts, ok := s.beginTaking("activate", 1, 0, dst, x)
 	if !ok || !s.check(backend.CheckActivate(dst, x, act)) {
 		return
 	}
@@ -460,7 +557,7 @@ func (s *stream) Activate(dst, x backend.Tensor, act backend.Activation) {
 }
 
 func (s *stream) Softmax(dst, x backend.Tensor) {
-	ts, ok := s.begin("softmax", dst, x)
+	ts, ok := s.beginTaking("softmax", 1, 0, dst, x)
 	if !ok || !s.check(backend.CheckSoftmax(dst, x)) {
 		return
 	}
@@ -478,19 +575,20 @@ func (s *stream) Softmax(dst, x backend.Tensor) {
 }
 
 func (s *stream) GeGLU(dst, x backend.Tensor) {
-	ts, ok := s.begin("geglu", dst, x)
+	ts, ok := s.beginTaking("geglu", 1, 2, dst, x)
 	if !ok || !s.check(backend.CheckGeGLU(dst, x)) {
 		return
 	}
 	d, in := ts[0], ts[1]
+	two := in.two()
 	s.reads(in)
 	s.writes(d)
 	n := int64(d.rows) * int64(d.cols)
-	s.mix(opGeGLU, s.ref(d), s.ref(in), uint64(d.rows), uint64(d.cols))
+	s.mix(opGeGLU, s.ref(d), s.ref(in), uint64(d.rows), uint64(d.cols), uint64(two))
 	var o *op
 	o = s.record("geglu", func(r *run) error {
 		h, kind, lo := r.shadowArgs(o)
-		return r.l.launch(r.b.drv, r.b.k.geglu, [3]int{gridFor(n), 1, 1}, 256, 0, r.cs.stream, u64(d.addr), u64(in.addr), uint64(d.rows), i32(d.cols), h, kind, lo,
+		return r.l.launch(r.b.drv, r.b.k.geglu, [3]int{gridFor(n), 1, 1}, 256, 0, r.cs.stream, u64(d.addr), u64(in.addr), uint64(two), uint64(d.rows), i32(d.cols), h, kind, lo,
 			boolArg(r.b.opts.Precision != FP32))
 	})
 	d.lastWriter = o
@@ -523,8 +621,12 @@ func positions(rows int, l backend.Layout) (pos, start, length []int32) {
 	return
 }
 
+// Rope does not record the rotation at once: the attention that reads the
+// tensor next rotates q and k as it loads them (the tiled kernels), which
+// saves a kernel and a pass over q and k per layer. Any other use of the
+// tensor, or a second attention, records the rope kernel first (pending).
 func (s *stream) Rope(qkv backend.Tensor, p backend.RopeParams) {
-	ts, ok := s.begin("rope", qkv)
+	ts, ok := s.beginTaking("rope", 0, 1, qkv)
 	if !ok || !s.check(backend.CheckRope(qkv, p)) {
 		return
 	}
@@ -534,35 +636,151 @@ func (s *stream) Rope(qkv backend.Tensor, p backend.RopeParams) {
 		s.fail(fmt.Errorf("cuda: rope: %w", err))
 		return
 	}
+	// Written when recorded (pending), and so still stacked if it is.
 	s.reads(t)
-	s.writes(t)
-	pos, _, _ := positions(t.rows, p.Layout)
-	off := s.stageI32(pos)
 	s.mix(opRope, s.ref(t), uint64(table), uint64(t.rows), uint64(p.Heads), uint64(p.HeadDim))
-	heads, dh := p.Heads, p.HeadDim
-	s.record("rope", func(r *run) error {
-		return r.l.launch(r.b.drv, r.b.k.rope, [3]int{t.rows, 1, 1}, 256, 0, r.cs.stream, u64(t.addr), u64(table), u64(r.e.devIn)+uint64(off), i32(heads), i32(dh))
+	t.rope = &pendingRope{table: table, heads: p.Heads, dh: p.HeadDim, layout: p.Layout}
+}
+
+// pendingRope is a Rope on a tensor not recorded yet.
+type pendingRope struct {
+	table     uintptr
+	heads, dh int
+	layout    backend.Layout
+}
+
+// folds reports whether an attention with p can apply r itself: the tiled
+// kernels rotate by each row's index in its batch row, which is r's
+// position when both see the same rows.
+func (r *pendingRope) folds(tiled *[3]uintptr, p backend.AttentionParams) bool {
+	return tiled != nil && r.heads == p.Heads && r.dh == p.HeadDim && r.layout.Packed == p.Packed && r.layout.SeqLen == p.SeqLen &&
+		(!p.Packed || slices.Equal(r.layout.Lengths, p.Lengths))
+}
+
+// pending records t's pending rope.
+func (s *stream) pending(t *tensor) {
+	r := t.rope
+	t.rope = nil
+	if t.stacked {
+		s.sumTerms(t)
+	}
+	s.writes(t)
+	off := s.stageLayout(layoutPositions, t.rows, r.layout, 0)
+	s.mix(opRope, s.ref(t))
+	heads, dh, table := r.heads, r.dh, r.table
+	s.record("rope", func(x *run) error {
+		return x.l.launch(x.b.drv, x.b.k.rope, [3]int{t.rows, 1, 1}, 256, 0, x.cs.stream, u64(t.addr), u64(table), u64(x.e.devIn)+uint64(off), i32(heads), i32(dh))
 	})
+}
+
+// Per-row metadata staged once per segment and shared by every layer's
+// operations that ask for the same layout.
+const (
+	layoutPositions = iota // positions: each row's position in its batch row
+	layoutTiles            // the tiled attention kernels' query tiles
+	layoutMeta             // the attention kernel's start, length, position per row
+)
+
+type stagedLayout struct {
+	what, rows int
+	qt         int // layoutTiles: queries a tile
+	packed     bool
+	seqLen     int
+	lengths    []int
+	off        int64
+}
+
+func (s *stream) stageLayout(what, rows int, l backend.Layout, qt int) int64 {
+	for _, c := range s.layouts {
+		if c.what == what && c.qt == qt && c.rows == rows && c.packed == l.Packed && c.seqLen == l.SeqLen && slices.Equal(c.lengths, l.Lengths) {
+			return c.off
+		}
+	}
+	var v []int32
+	switch what {
+	case layoutPositions:
+		v, _, _ = positions(rows, l)
+	case layoutTiles:
+		// Tiles of up to qt queries, none across batch rows.
+		at := 0
+		for _, n := range l.Lengths {
+			rows := l.SeqLen
+			if l.Packed {
+				rows = n
+			}
+			for q := 0; q < rows; q += qt {
+				v = append(v, int32(at+q), int32(at), int32(n), int32(q), int32(min(qt, rows-q)))
+			}
+			at += rows
+		}
+	case layoutMeta:
+		pos, start, length := positions(rows, l)
+		v = make([]int32, 3*rows)
+		for r := range pos {
+			v[3*r], v[3*r+1], v[3*r+2] = start[r], length[r], pos[r]
+		}
+	}
+	off := s.stageI32(v)
+	s.layouts = append(s.layouts, stagedLayout{what, rows, qt, l.Packed, l.SeqLen, slices.Clone(l.Lengths), off})
+	return off
 }
 
 const (
 	attentionBlock = 128
-	tileQueries    = 16 // QT of kernels.cu
+	tileWarps      = 8 // QW of kernels.cu
 )
 
+// attnShared is the dynamic shared memory of the tiled attention kernel
+// for head dim dh and qpw queries a warp (attn_tiled's K, V, Q and P).
+func attnShared(dh, qpw int) int {
+	kc := 64
+	if dh > 64 {
+		kc = 32
+	}
+	if qpw == 1 {
+		kc *= 2
+	}
+	qt := tileWarps * qpw
+	return 4 * (kc*(dh+4) + kc*dh + qt*dh + qt*kc)
+}
+
+// tilesOf counts the query tiles of qt queries of a layout.
+func tilesOf(l backend.Layout, qt int) int {
+	nt := 0
+	for _, n := range l.Lengths {
+		rows := l.SeqLen
+		if l.Packed {
+			rows = n
+		}
+		nt += (rows + qt - 1) / qt
+	}
+	return nt
+}
+
 func (s *stream) Attention(dst, qkv backend.Tensor, p backend.AttentionParams) {
-	ts, ok := s.begin("attention", dst, qkv)
+	tiled := s.be.k.attentionTiled[p.HeadDim]
+	// A rope pending on qkv folds into the tiled kernel; begin would
+	// record it otherwise.
+	var rope *pendingRope
+	if t, ok := qkv.(*tensor); ok && t != nil && t.rope != nil && t.s == s && t.rope.folds(tiled, p) {
+		rope, t.rope = t.rope, nil
+	}
+	var takes uint
+	if tiled != nil {
+		takes = 2
+	}
+	ts, ok := s.beginTaking("attention", 1, takes, dst, qkv)
 	if !ok || !s.check(backend.CheckAttention(dst, qkv, p)) {
 		return
 	}
 	d, in := ts[0], ts[1]
-	tiled := s.be.k.attentionTiled[p.HeadDim]
+	two := in.two()
 	window := p.SeqLen
 	if p.Sliding {
 		window = min(window, 2*p.Radius+1)
 	}
 	shared := (window + p.HeadDim + attentionBlock) * 4
-	if tiled == 0 && shared > attentionSharedLimit {
+	if tiled == nil && shared > attentionSharedLimit {
 		s.fail(fmt.Errorf("cuda: attention: %w: rows of %d keys with head dim %d need %d bytes of shared memory, the kernel has %d",
 			backend.ErrShape, window, p.HeadDim, shared, attentionSharedLimit))
 		return
@@ -576,35 +794,36 @@ func (s *stream) Attention(dst, qkv backend.Tensor, p backend.AttentionParams) {
 	}
 	s.mix(opAttention, s.ref(d), s.ref(in), uint64(in.rows), uint64(p.Heads), uint64(p.HeadDim), f32(p.Scale), boolArg(p.Sliding), uint64(p.Radius), uint64(window))
 	var o *op
-	if tiled != 0 {
-		// Tiles of up to tileQueries queries, none across batch rows.
-		var tiles []int32
-		at := 0
-		for _, n := range p.Lengths {
-			rows := p.SeqLen
-			if p.Packed {
-				rows = n
+	if tiled != nil {
+		// More queries a warp share each key and value read from shared
+		// memory, which bounds the kernel, but make fewer blocks: as many
+		// as still give every multiprocessor two.
+		qpw := 1
+		for _, q := range []int{4, 2} {
+			if tilesOf(p.Layout, tileWarps*q)*heads >= 2*s.be.sms {
+				qpw = q
+				break
 			}
-			for q := 0; q < rows; q += tileQueries {
-				tiles = append(tiles, int32(at+q), int32(at), int32(n), int32(q), int32(min(tileQueries, rows-q)))
-			}
-			at += rows
 		}
-		off := s.stageI32(tiles)
-		nt := len(tiles) / 5
-		s.mix(uint64(nt))
+		qt := tileWarps * qpw
+		off := s.stageLayout(layoutTiles, in.rows, p.Layout, qt)
+		nt := tilesOf(p.Layout, qt)
+		fn, shm := tiled[bits.TrailingZeros(uint(qpw))], attnShared(dh, qpw)
+		var table uintptr
+		if rope != nil {
+			table = rope.table
+			s.mix(opFuse)
+			// The rotation is still owed to whatever reads qkv next.
+			in.rope = rope
+		}
+		s.mix(uint64(nt), uint64(qpw), uint64(two))
 		o = s.record(name, func(r *run) error {
 			h, kind, lo := r.shadowArgs(o)
-			return r.l.launch(r.b.drv, tiled, [3]int{nt, heads, 1}, 256, 0, r.cs.stream, u64(d.addr), u64(in.addr),
-				u64(r.e.devIn)+uint64(off), i32(heads), f32(scale), boolArg(sliding), i32(radius), h, kind, lo)
+			return r.l.launch(r.b.drv, fn, [3]int{nt, heads, 1}, 32*tileWarps, shm, r.cs.stream, u64(d.addr), u64(in.addr), uint64(two),
+				u64(r.e.devIn)+uint64(off), i32(heads), f32(scale), boolArg(sliding), i32(radius), u64(table), h, kind, lo)
 		})
 	} else {
-		pos, start, length := positions(in.rows, p.Layout)
-		meta := make([]int32, 3*in.rows)
-		for r := range pos {
-			meta[3*r], meta[3*r+1], meta[3*r+2] = start[r], length[r], pos[r]
-		}
-		off := s.stageI32(meta)
+		off := s.stageLayout(layoutMeta, in.rows, p.Layout, 0)
 		o = s.record(name, func(r *run) error {
 			h, kind, lo := r.shadowArgs(o)
 			return r.l.launch(r.b.drv, r.b.k.attention, [3]int{in.rows, heads, 1}, attentionBlock, shared, r.cs.stream, u64(d.addr), u64(in.addr),
@@ -615,7 +834,7 @@ func (s *stream) Attention(dst, qkv backend.Tensor, p backend.AttentionParams) {
 }
 
 func (s *stream) ActFeatures(dst, cls, logits backend.Tensor, counts []int) {
-	ts, ok := s.begin("actFeatures", dst, cls, logits)
+	ts, ok := s.beginTaking("actFeatures", 1, 0, dst, cls, logits)
 	if !ok || !s.check(backend.CheckActFeatures(dst, cls, logits, counts)) {
 		return
 	}
@@ -708,7 +927,7 @@ func (s *stream) flush(ctx context.Context, target *tensor) ([]byte, error) {
 	}
 	arena := s.arena
 	tempOff := align(arena, 256)
-	key := shapeKey{hash: s.h.Sum64(), arena: tempOff + align(s.temp, 256) + gemmWorkspace, stage: int64(len(s.stage)), out: out * 4,
+	key := shapeKey{hash: maphash.Bytes(s.be.seed, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s.words))), 8*len(s.words))), arena: tempOff + align(s.temp, 256) + gemmWorkspace, stage: int64(len(s.stage)), out: out * 4,
 		tensors: len(s.made), operations: len(s.ops)}
 	e := b.takeEntry(key)
 	var err error
@@ -744,9 +963,9 @@ func (s *stream) flush(ctx context.Context, target *tensor) ([]byte, error) {
 		s.entries = append(s.entries, e)
 	}
 	s.seg++
-	s.ops, s.made, s.wrote, s.stage = s.ops[:0], nil, s.wrote[:0], s.stage[:0]
+	s.ops, s.made, s.wrote, s.stage, s.layouts = s.ops[:0], nil, s.wrote[:0], s.stage[:0], s.layouts[:0]
 	s.arena, s.temp = 0, 0
-	s.h.Reset()
+	s.words = s.words[:0]
 	if err != nil {
 		s.fail(fmt.Errorf("cuda: %w", err))
 		return nil, s.err
@@ -826,7 +1045,7 @@ func (s *stream) Discard(x backend.Tensor) {
 		return
 	}
 	l, a := s.ops[n-2].lin, s.ops[n-1].add
-	if l == nil || a[0] == nil || l.d != t || l.b != nil || l.act != backend.Identity || l.accumulate {
+	if l == nil || a[0] == nil || l.d != t || l.b != nil || l.act != backend.Identity || l.accumulate || l.two != 0 {
 		return
 	}
 	var into *tensor

@@ -155,3 +155,150 @@ func TestWeightKindIsTheGEMMType(t *testing.T) {
 		}
 	}
 }
+
+// recordingTiled is recording with a tiled attention kernel for head dim 4
+// and a rope table, so that Rope and Attention record without a GPU.
+func recordingTiled(p Precision) *stream {
+	s := recording(p)
+	s.be.k.attentionTiled = map[int]*[3]uintptr{4: {1, 1, 1}}
+	s.be.ropes = map[ropeKey]ropeTable{{10000, 4}: {addr: 1, positions: 1 << 20}}
+	return s
+}
+
+func names(s *stream) []string {
+	var out []string
+	for _, o := range s.ops {
+		out = append(out, o.name)
+	}
+	return out
+}
+
+// A Rope followed by the attention that reads its tensor folds into the
+// tiled kernel; anything else that touches the tensor first, or after,
+// gets the rope kernel recorded before it.
+func TestRopeFoldsIntoAttention(t *testing.T) {
+	layout := backend.Layout{SeqLen: 3, Lengths: []int{3, 2}, Packed: true}
+	rp := backend.RopeParams{Layout: layout, Heads: 2, HeadDim: 4, Theta: 10000}
+	ap := backend.AttentionParams{Layout: layout, Heads: 2, HeadDim: 4, Scale: 0.5}
+	for _, c := range []struct {
+		name string
+		rec  func(s *stream, qkv, out backend.Tensor)
+		want []string
+	}{
+		{"fold", func(s *stream, qkv, out backend.Tensor) {
+			s.Rope(qkv, rp)
+			s.Attention(out, qkv, ap)
+		}, []string{"attention"}},
+		{"read between", func(s *stream, qkv, out backend.Tensor) {
+			s.Rope(qkv, rp)
+			s.Add(qkv, qkv, qkv)
+			s.Attention(out, qkv, ap)
+		}, []string{"rope", "add", "attention"}},
+		{"read after", func(s *stream, qkv, out backend.Tensor) {
+			s.Rope(qkv, rp)
+			s.Attention(out, qkv, ap)
+			s.Add(qkv, qkv, qkv)
+		}, []string{"attention", "rope", "add"}},
+		{"two ropes", func(s *stream, qkv, out backend.Tensor) {
+			s.Rope(qkv, rp)
+			s.Rope(qkv, rp)
+			s.Attention(out, qkv, ap)
+		}, []string{"rope", "attention"}},
+		{"other layout", func(s *stream, qkv, out backend.Tensor) {
+			other := rp
+			other.Lengths = []int{2, 3}
+			s.Rope(qkv, other)
+			s.Attention(out, qkv, ap)
+		}, []string{"rope", "attention"}},
+	} {
+		s := recordingTiled(FP32)
+		qkv := s.FromHost(5, 24, make([]float32, 120))
+		out := s.New(5, 8)
+		c.rec(s, qkv, out)
+		if err := s.Err(); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got := names(s); !slices.Equal(got, c.want) {
+			t.Errorf("%s: recorded %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// Per-row metadata is staged once per layout, however many layers ask.
+func TestLayoutStagedOnce(t *testing.T) {
+	s := recordingTiled(FP32)
+	layout := backend.Layout{SeqLen: 4, Lengths: []int{4, 3}, Packed: true}
+	x := s.FromHost(7, 8, make([]float32, 56))
+	w := s.FromHost(24, 8, make([]float32, 192))
+	qkv := s.New(7, 24)
+	before := len(s.stage)
+	for range 3 {
+		out := s.New(7, 8)
+		s.Linear(qkv, x, w, nil, backend.Identity)
+		s.Rope(qkv, backend.RopeParams{Layout: layout, Heads: 2, HeadDim: 4, Theta: 10000})
+		s.Attention(out, qkv, backend.AttentionParams{Layout: layout, Heads: 2, HeadDim: 4, Scale: 0.5})
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(s.stage) - before; got != 256 {
+		t.Errorf("staged %d bytes for three layers, want one tile list (256 after alignment)", got)
+	}
+	if got := names(s); !slices.Equal(got, []string{"linear", "attention", "linear", "attention", "linear", "attention"}) {
+		t.Errorf("recorded %v: a rope owed by qkv is dropped when a GEMM overwrites it", got)
+	}
+}
+
+// In FP16X2 a plain GEMM into the segment's own tensor runs once over both
+// terms and leaves its products apart; a residual Add of them and the
+// LayerNorm after it fold into one kernel, GeGLU and attention read both
+// terms, and anything else gets the sum recorded first.
+func TestStackedTermsFP16X2(t *testing.T) {
+	s := recordingTiled(FP16X2)
+	x := s.FromHost(3, 8, make([]float32, 24))
+	g := s.FromHost(1, 8, make([]float32, 8))
+	w := s.FromHost(8, 8, make([]float32, 64))
+	w3 := s.FromHost(24, 8, make([]float32, 192))
+	n := s.New(3, 8)
+	p := s.New(3, 8)
+	s.LayerNorm(n, x, g, nil, 1e-5)
+	s.Linear(p, n, w, nil, backend.Identity)
+	if pt := p.(*tensor); !pt.stacked || s.ops[1].lin.two != pt.two() || pt.two() <= 0 {
+		t.Fatalf("plain FP16X2 GEMM: stacked %v, two %d", pt.stacked, pt.two())
+	}
+	s.Add(x, x, p)
+	s.Discard(p)
+	s.LayerNorm(n, x, g, nil, 1e-5)
+	qkv := s.New(3, 24)
+	s.Linear(qkv, n, w3, nil, backend.Identity)
+	layout := backend.Layout{SeqLen: 3, Lengths: []int{3}}
+	s.Rope(qkv, backend.RopeParams{Layout: layout, Heads: 2, HeadDim: 4, Theta: 10000})
+	out := s.New(3, 8)
+	s.Attention(out, qkv, backend.AttentionParams{Layout: layout, Heads: 2, HeadDim: 4, Scale: 0.5})
+	up := s.New(3, 16)
+	w16 := s.FromHost(16, 8, make([]float32, 128))
+	s.Linear(up, out, w16, nil, backend.Identity)
+	act := s.New(3, 8)
+	s.GeGLU(act, up)
+	s.Linear(p, act, w, nil, backend.Identity)
+	s.Softmax(n, p)
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"layerNorm", "linear", "layerNorm", "linear", "attention", "linear", "geglu", "linear", "terms", "softmax"}
+	if got := names(s); !slices.Equal(got, want) {
+		t.Errorf("recorded %v, want %v", got, want)
+	}
+	if qkv.(*tensor).rope == nil || !qkv.(*tensor).stacked {
+		t.Errorf("qkv after the folded attention: rope pending %v, stacked %v; want both (owed to later readers)",
+			qkv.(*tensor).rope != nil, qkv.(*tensor).stacked)
+	}
+	// In FP16 nothing stacks: the residual Add folds into the GEMM.
+	s = recordingTiled(FP16)
+	x = s.FromHost(3, 8, make([]float32, 24))
+	p = s.New(3, 8)
+	s.Linear(p, x, w, nil, backend.Identity)
+	if p.(*tensor).stacked {
+		t.Errorf("FP16 GEMM output stacked")
+	}
+}

@@ -8,3 +8,6 @@ double exp(double); double erfc(double); double log(double); double fmax(double,
 int max(int, int); int min(int, int);
 float4 make_float4(float, float, float, float);
 #define __align__(n) __attribute__((aligned(n)))
+__device__ void __syncwarp(unsigned mask = 0xffffffffu);
+#define __launch_bounds__(n) __attribute__((launch_bounds(n)))
+struct float2 { float x, y; };
