@@ -78,7 +78,7 @@ var (
 		"slow connections closed after"}
 )
 
-func run(args []string, stdout, stderr io.Writer) error {
+func run(args []string, stdout, stderr io.Writer) (err error) {
 	fs := flag.NewFlagSet("serveload", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	laya := fs.String("laya", "./laya", "the laya binary")
@@ -95,6 +95,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		serveArgs = append(serveArgs, v)
 		return nil
 	})
+	warmup := fs.Int("warmup", 0, "requests sent one at a time before the first level, not counted; any but a 200 stops the run")
 	readyWithin := fs.Duration("ready-timeout", 5*time.Minute, "give up when laya serve is not ready within this `long`")
 	fs.BoolVar(&once, "once", false, "each client sends one request (a burst) instead of posting for -duration")
 	if err := fs.Parse(args); err != nil {
@@ -127,12 +128,19 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer srv.stop()
-	device := srv.device
-	if device == "" {
-		// /ready names the device only to key holders; the flag is the next best.
-		device = cmp.Or(*backendName, "default")
+	defer func() {
+		// A server that crashed or failed its drain makes the rows suspect.
+		if serr := srv.stop(); err == nil {
+			err = serr
+		}
+	}()
+	for i := range *warmup {
+		if err := srv.warm(body); err != nil {
+			return fmt.Errorf("warm-up request %d of %d: %w", i+1, *warmup, err)
+		}
 	}
+	// /ready names the device to key holders only; the flag is the next best.
+	device := cmp.Or(srv.device, *backendName, "default")
 	if *loadOut != "" {
 		var rows [][]string
 		for _, c := range cs {
@@ -231,7 +239,7 @@ func start(bin, model string, extra []string, readyWithin time.Duration, stderr 
 
 // ready asks /ready once, keeping the device it names.
 func (s *server) ready() bool {
-	resp, err := http.Get(s.url + "/ready")
+	resp, err := http.DefaultClient.Do(s.newRequest(context.Background(), "GET", "/ready", nil))
 	if err != nil {
 		return false
 	}
@@ -244,9 +252,52 @@ func (s *server) ready() bool {
 	return resp.StatusCode == 200
 }
 
-func (s *server) stop() {
+// stop drains the server with SIGTERM; an error says it had exited before
+// (a crash) or that the drain failed.
+func (s *server) stop() error {
+	select {
+	case <-s.exited:
+		return fmt.Errorf("laya serve exited during the run (%v): %s", s.err, cmp.Or(s.first.String(), "it printed nothing"))
+	default:
+	}
 	s.cmd.Process.Signal(syscall.SIGTERM)
 	<-s.exited
+	if s.err != nil {
+		return fmt.Errorf("laya serve's drain failed (%v): %s", s.err, cmp.Or(s.first.String(), "it printed nothing"))
+	}
+	return nil
+}
+
+// newRequest is a request to the server carrying LAYA_API_KEY, when set, as
+// the bearer token (as laya probe does), so that a server with a key is
+// measured rather than answering 401.
+func (s *server) newRequest(ctx context.Context, method, path string, body []byte) *http.Request {
+	var r io.Reader
+	if body != nil {
+		r = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, s.url+path, r)
+	if err != nil {
+		panic(err) // s.url and path are ours
+	}
+	if key := os.Getenv("LAYA_API_KEY"); key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	return req
+}
+
+// warm posts body once and wants a 200.
+func (s *server) warm(body []byte) error {
+	resp, err := http.DefaultClient.Do(s.newRequest(context.Background(), "POST", "/v1/systemone", body))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 300))
+	if resp.StatusCode != 200 {
+		return fmt.Errorf("%s: %s", resp.Status, bytes.Join(bytes.Fields(b), []byte(" ")))
+	}
+	return nil
 }
 
 // firstLine keeps the first non-empty line written to it (cut at 4 KiB):
@@ -282,7 +333,7 @@ func (l *firstLine) String() string {
 
 // batches reads laya_batch_size's sum and count from /metrics.
 func (s *server) batches() (sum, count float64) {
-	resp, err := http.Get(s.url + "/metrics")
+	resp, err := http.DefaultClient.Do(s.newRequest(context.Background(), "GET", "/metrics", nil))
 	if err != nil {
 		return 0, 0
 	}
@@ -383,8 +434,7 @@ func (s *server) clients(ctx context.Context, n int, body []byte, res *result) {
 			defer wg.Done()
 			for ctx.Err() == nil {
 				t0 := time.Now()
-				req, _ := http.NewRequestWithContext(context.WithoutCancel(ctx), "POST", s.url+"/v1/systemone", bytes.NewReader(body))
-				resp, err := client.Do(req)
+				resp, err := client.Do(s.newRequest(context.WithoutCancel(ctx), "POST", "/v1/systemone", body))
 				if err != nil {
 					res.add("error", time.Since(t0))
 					continue
