@@ -78,8 +78,8 @@ if [ "$backend" = cuda ]; then
 		[ -n "$precision" ] || precision="default precision"
 	fi
 fi
-gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1)
-machine="${gpu:-no NVIDIA GPU found by nvidia-smi}, $(nproc) CPU cores"
+gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1 | sed 's/, */ (driver /; s/$/)/')
+machine="${gpu:-a machine where nvidia-smi found no GPU}, $(nproc) CPU cores"
 
 # shellwords prints its arguments as a shell would read them back, with BIN
 # for this script's binaries' directory.

@@ -23,16 +23,19 @@
 //	go run ./scripts/bench/serveload -laya /tmp/laya -model testdata/oracle/checkpoints/real-en \
 //	    -label real-en -c 1,8,32,64,128 -duration 5s -load OUT/serve-load.csv -slow OUT/serve-slowclient.csv
 //
-// The same on the cuda backend, batching up to 64 requests a pass:
+// On the cuda backend (laya built with -tags cuda), up to 64 requests a pass
+// (LAYA_BATCH_MAX) in padded forwards of up to 32 question rows (laya serve
+// --batch-size), after 5 requests that warm it up and must be answered:
 //
-//	serveload -laya BIN/laya -model /tmp/english-full -backend cuda -serve-arg=--batch-size=64 \
-//	    -c 1,8,64 -duration 5s -load OUT/serve-load-cuda.csv
+//	LAYA_BATCH_MAX=64 serveload -laya BIN/laya -model /tmp/english-full -backend cuda \
+//	    -serve-arg=--batch-size=32 -warmup 5 -c 1,8,64 -duration 5s -load OUT/serve-load-cuda.csv
 //
 // Rows are appended to the CSV files (the header is written when a file is new;
 // a file whose header differs is refused rather than mixed), so several
 // checkpoints can share one table. If laya serve exits before it is ready (a
 // backend that cannot open, a bad -serve-arg), serveload exits 1 at once with a
-// line naming laya serve's exit and the last line it printed.
+// line naming laya serve's exit and the first line it printed. With
+// LAYA_API_KEY set, every request carries it, as laya probe's do.
 package main
 
 import (
