@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/csv"
+	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"os/exec"
@@ -259,4 +261,84 @@ func TestFirstLine(t *testing.T) {
 			t.Errorf("%.30q: got %.30q, want %.30q", tt.writes, got, tt.want)
 		}
 	}
+}
+
+// scripts/gpucheck/cuda-serve.sh end to end on the cpu backend and the tiny
+// preset (LAYA_SERVE_BACKEND=cpu is the script's switch for machines without a
+// GPU): the CSV, run.json and summary it leaves, and its one-line failure.
+func TestCudaServeScript(t *testing.T) {
+	laya := buildLaya(t)
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	bin := t.TempDir()
+	if out, err := exec.Command("go", "build", "-o", filepath.Join(bin, "serveload"), ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	if err := os.Symlink(laya, filepath.Join(bin, "laya")); err != nil {
+		t.Fatal(err)
+	}
+	script, err := filepath.Abs("../../gpucheck/cuda-serve.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	runScript := func(out string, env ...string) (string, error) {
+		cmd := exec.Command(bash, script, bin, out)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), append([]string{"PRESETS=tiny", "LEVELS=1,2", "DURATION=300ms", "WORK=" + work}, env...)...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		return stderr.String(), err
+	}
+
+	out := t.TempDir()
+	if stderr, err := runScript(out, "LAYA_SERVE_BACKEND=cpu"); err != nil {
+		t.Fatalf("cuda-serve.sh: %v\n%s", err, stderr)
+	}
+	rows := readCSV(t, filepath.Join(out, "serve-load-cuda.csv"))
+	if len(rows) != 3 || !slices.Equal(rows[0], loadHeader) {
+		t.Fatalf("serve-load-cuda.csv:\n%q", rows)
+	}
+	for _, row := range rows[1:] {
+		if row[0] != "synthetic tiny (f16)" || row[1] != "cpu" || !strings.HasPrefix(row[8], "200×") {
+			t.Errorf("row %q: want synthetic tiny (f16) on cpu, answered", row)
+		}
+	}
+	var r struct {
+		Date, Commit, Machine, Software string
+		Commands                        []string
+	}
+	b, err := os.ReadFile(filepath.Join(out, "run.json"))
+	if err == nil {
+		err = json.Unmarshal(b, &r)
+	}
+	if err != nil || r.Date == "" || len(r.Commands) != 4 || !strings.Contains(r.Software, "refund.json") {
+		t.Errorf("run.json (%v):\n%s", err, b)
+	}
+	summary, _ := os.ReadFile(filepath.Join(out, "summary.md"))
+	if !strings.Contains(string(summary), "| synthetic tiny (f16) | cpu | 2 |") || !strings.Contains(string(summary), "- synthetic tiny (f16): most ") {
+		t.Errorf("summary.md:\n%s", summary)
+	}
+
+	stderr, err := runScript(t.TempDir(), "LAYA_SERVE_BACKEND=no-such-backend")
+	if code := exitCode(err); code != 1 {
+		t.Errorf("with a backend that cannot open: exit %d, want 1\n%s", code, stderr)
+	}
+	last := strings.TrimSpace(stderr[strings.LastIndex(strings.TrimRight(stderr, "\n"), "\n")+1:])
+	if !strings.HasPrefix(last, "cuda-serve: tiny: serveload: ") || !strings.Contains(last, `unknown backend "no-such-backend"`) {
+		t.Errorf("last line %q: want cuda-serve's one line naming the unknown backend", last)
+	}
+}
+
+func exitCode(err error) int {
+	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
 }
