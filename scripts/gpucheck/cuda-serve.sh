@@ -98,7 +98,7 @@ shellwords() {
 
 # json quotes a string for run.json.
 json() {
-	printf '"%s"' "$(printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g')"
+	printf '"%s"' "$(printf '%s' "$1" | tr '\n\t\r' '   ' | sed 's/\\/\\\\/g; s/"/\\"/g')"
 }
 
 # laya serve's settings, recorded in run.json: all set but this script's own

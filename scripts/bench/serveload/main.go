@@ -242,7 +242,7 @@ func start(bin, model string, extra []string, readyWithin time.Duration, stderr 
 
 // ready asks /ready once, keeping the device it names.
 func (s *server) ready() bool {
-	resp, err := http.DefaultClient.Do(s.newRequest(context.Background(), "GET", "/ready", nil))
+	resp, err := single.Do(s.newRequest(context.Background(), "GET", "/ready", nil))
 	if err != nil {
 		return false
 	}
@@ -264,12 +264,27 @@ func (s *server) stop() error {
 	default:
 	}
 	s.cmd.Process.Signal(syscall.SIGTERM)
-	<-s.exited
+	select {
+	case <-s.exited:
+	case <-time.After(stopWithin):
+		// Past laya serve's own drain budget (30 s by default): stuck, say
+		// in a device call, and not to be left running.
+		s.cmd.Process.Kill()
+		<-s.exited
+		return fmt.Errorf("laya serve still running %v after SIGTERM; killed", stopWithin)
+	}
 	if s.err != nil {
 		return fmt.Errorf("laya serve's drain failed (%v): %s", s.err, cmp.Or(s.first.String(), "it printed nothing"))
 	}
 	return nil
 }
+
+// stopWithin is how long stop waits for laya serve to drain and exit.
+const stopWithin = 2 * time.Minute
+
+// single sends serveload's own requests (/ready, /metrics, the warm-up),
+// bounded as the clients' are.
+var single = &http.Client{Timeout: 5 * time.Minute}
 
 // newRequest is a request to the server carrying LAYA_API_KEY, when set, as
 // the bearer token (as laya probe does), so that a server with a key is
@@ -291,7 +306,7 @@ func (s *server) newRequest(ctx context.Context, method, path string, body []byt
 
 // warm posts body once and wants a 200.
 func (s *server) warm(body []byte) error {
-	resp, err := http.DefaultClient.Do(s.newRequest(context.Background(), "POST", "/v1/systemone", body))
+	resp, err := single.Do(s.newRequest(context.Background(), "POST", "/v1/systemone", body))
 	if err != nil {
 		return err
 	}
@@ -336,7 +351,7 @@ func (l *firstLine) String() string {
 
 // batches reads laya_batch_size's sum and count from /metrics.
 func (s *server) batches() (sum, count float64) {
-	resp, err := http.DefaultClient.Do(s.newRequest(context.Background(), "GET", "/metrics", nil))
+	resp, err := single.Do(s.newRequest(context.Background(), "GET", "/metrics", nil))
 	if err != nil {
 		return 0, 0
 	}
@@ -429,7 +444,10 @@ func (r *result) statusText() string {
 // clients runs n clients posting body back to back until ctx ends.
 func (s *server) clients(ctx context.Context, n int, body []byte, res *result) {
 	tr := &http.Transport{MaxIdleConnsPerHost: n, DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}}).DialContext}
-	client := &http.Client{Transport: tr}
+	// Past laya serve's own request timeout (120 s by default) a request
+	// still unanswered means a wedged server: counted as an error rather
+	// than waited on for ever.
+	client := &http.Client{Transport: tr, Timeout: 5 * time.Minute}
 	var wg sync.WaitGroup
 	for range n {
 		wg.Add(1)
