@@ -129,6 +129,27 @@ func TestRender(t *testing.T) {
 			},
 		},
 		{
+			// As scripts/bench/serveload writes it (gpucheck/cuda-serve.sh's
+			// serve-load-cuda.csv): quoted labels with commas, "–" where a
+			// level ran no pass, several statuses in a cell.
+			name: "a serveload CSV",
+			kind: "csv:serve-load-cuda",
+			files: fstest.MapFS{
+				"benchmarks/results/2026-12-05-abc1234-serve-cuda/run.json": {Data: []byte(runJSON)},
+				"benchmarks/results/2026-12-05-abc1234-serve-cuda/serve-load-cuda.csv": {Data: []byte(
+					"checkpoint,backend,clients,answered,req/s,questions/s,P50 ms,P99 ms,statuses,mean batch,peak RSS MB\n" +
+						"\"synthetic english (full-size, f16), fp16x2\",cuda,1,812,162.3,162.3,6,9,200×812,1.0,1530\n" +
+						"\"synthetic english (full-size, f16), fp16x2\",cuda,128,0,0.0,0.0,–,–,503×90 error×2,–,1611\n")},
+			},
+			want: []string{
+				"Raw results: [`benchmarks/results/2026-12-05-abc1234-serve-cuda/`]",
+				"| checkpoint | backend | clients | answered | req/s | questions/s | P50 ms | P99 ms | statuses | mean batch | peak RSS MB |\n" +
+					"|---|---|---:|---:|---:|---:|---|---|---:|---|---:|\n" +
+					"| synthetic english (full-size, f16), fp16x2 | cuda | 1 | 812 | 162.3 | 162.3 | 6 | 9 | 200×812 | 1.0 | 1530 |\n" +
+					"| synthetic english (full-size, f16), fp16x2 | cuda | 128 | 0 | 0.0 | 0.0 | – | – | 503×90 error×2 | – | 1611 |\n",
+			},
+		},
+		{
 			name: "summary: ranges over presets and calls, per reference and core count",
 			kind: "summary",
 			files: fstest.MapFS{

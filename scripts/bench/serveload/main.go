@@ -2,13 +2,16 @@
 // writes the rows of BENCHMARKS.md's serve-load and serve-slowclient tables.
 //
 // It starts the laya binary given (laya serve --model MODEL on a free loopback
-// port, with the LAYA_* settings of its own environment), then:
+// port, with the LAYA_* settings of its own environment, on -backend and with
+// every -serve-arg appended), then:
 //
 //   - load: for each concurrency, that many clients post BODY back to back for
-//     DURATION; a row has requests a second, P50/P99 latency, the statuses, the mean
-//     requests per forward pass (laya_batch_size over the level) and the server's
-//     peak RSS during the level (sampled from /proc every 20 ms, Linux only); with
-//     -once each client sends one request instead, a burst;
+//     DURATION; a row has the compute device the server reports in /ready (so a
+//     table says which backend measured it), requests and questions a second
+//     (questions: the number in BODY's "questions" times req/s), P50/P99 latency,
+//     the statuses, the mean requests per forward pass (laya_batch_size over the
+//     level) and the server's peak RSS during the level (sampled from /proc every
+//     20 ms, Linux only); with -once each client sends one request instead, a burst;
 //   - slowclient: 4 normal clients post back to back while 64 connections from
 //     another loopback address (127.0.0.2) misbehave (stalled headers, stalled
 //     bodies, bodies trickled at 100 bytes/s); a row has what the normal clients
@@ -20,15 +23,28 @@
 //	go run ./scripts/bench/serveload -laya /tmp/laya -model testdata/oracle/checkpoints/real-en \
 //	    -label real-en -c 1,8,32,64,128 -duration 5s -load OUT/serve-load.csv -slow OUT/serve-slowclient.csv
 //
-// Rows are appended to the CSV files (the header is written when a file is new),
-// so several checkpoints can share one table.
+// On the cuda backend (laya built with -tags cuda), up to 64 requests a pass
+// (LAYA_BATCH_MAX) in padded forwards of up to 32 question rows (laya serve
+// --batch-size), after 5 requests that warm it up and must be answered:
+//
+//	LAYA_BATCH_MAX=64 serveload -laya BIN/laya -model /tmp/english-full -backend cuda \
+//	    -serve-arg=--batch-size=32 -warmup 5 -c 1,8,64 -duration 5s -load OUT/serve-load-cuda.csv
+//
+// Rows are appended to the CSV files (the header is written when a file is new;
+// a file whose header differs is refused rather than mixed), so several
+// checkpoints can share one table. If laya serve exits before it is ready (a
+// backend that cannot open, a bad -serve-arg), serveload exits 1 at once with a
+// line naming laya serve's exit and the first line it printed. With
+// LAYA_API_KEY set, every request carries it, as laya probe's do.
 package main
 
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/csv"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -48,87 +64,294 @@ import (
 )
 
 func main() {
-	laya := flag.String("laya", "./laya", "the laya binary")
-	model := flag.String("model", "testdata/oracle/checkpoints/real-en", "checkpoint `DIR` to serve")
-	label := flag.String("label", "", "checkpoint name in the table (default: the directory's name)")
-	bodyFile := flag.String("body", "testdata/requests/email.json", "request `FILE` posted to /v1/systemone")
-	levels := flag.String("c", "1,8,32,64,128", "concurrencies, comma-separated")
-	duration := flag.Duration("duration", 5*time.Second, "time at each concurrency")
-	loadOut := flag.String("load", "", "append the load rows to this CSV (none: skip the load run)")
-	slowOut := flag.String("slow", "", "append the slow-client rows to this CSV (none: skip)")
-	flag.BoolVar(&once, "once", false, "each client sends one request (a burst) instead of posting for -duration")
-	flag.Parse()
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "serveload:", err)
+		os.Exit(1)
+	}
+}
+
+// loadHeader and slowHeader are the CSV tables' columns.
+var (
+	loadHeader = []string{"checkpoint", "backend", "clients", "answered", "req/s", "questions/s", "P50 ms", "P99 ms",
+		"statuses", "mean batch", "peak RSS MB"}
+	slowHeader = []string{"checkpoint", "64 slow connections", "normal req/s", "P50 ms", "P99 ms", "normal statuses",
+		"slow connections closed after"}
+)
+
+func run(args []string, stdout, stderr io.Writer) (err error) {
+	fs := flag.NewFlagSet("serveload", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	laya := fs.String("laya", "./laya", "the laya binary")
+	model := fs.String("model", "testdata/oracle/checkpoints/real-en", "checkpoint `DIR` to serve")
+	label := fs.String("label", "", "checkpoint name in the table (default: the directory's name)")
+	bodyFile := fs.String("body", "testdata/requests/email.json", "request `FILE` posted to /v1/systemone")
+	levels := fs.String("c", "1,8,32,64,128", "concurrencies, comma-separated")
+	duration := fs.Duration("duration", 5*time.Second, "time at each concurrency")
+	loadOut := fs.String("load", "", "append the load rows to this CSV (none: skip the load run)")
+	slowOut := fs.String("slow", "", "append the slow-client rows to this CSV (none: skip)")
+	backendName := fs.String("backend", "", "laya serve --backend `NAME` (default: laya serve's own choice)")
+	var serveArgs []string
+	fs.Func("serve-arg", "one more argument for laya serve, as `-serve-arg=--batch-size=64` (repeatable)", func(v string) error {
+		serveArgs = append(serveArgs, v)
+		return nil
+	})
+	warmup := fs.Int("warmup", 0, "requests sent one at a time before the first level, not counted; any but a 200 stops the run")
+	readyWithin := fs.Duration("ready-timeout", 5*time.Minute, "give up when laya serve is not ready within this `long`")
+	fs.BoolVar(&once, "once", false, "each client sends one request (a burst) instead of posting for -duration")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q (serve flags go in -serve-arg)", fs.Arg(0))
+	}
 	if *label == "" {
 		*label = lastElem(*model)
 	}
+	var cs []int
+	for _, f := range strings.Split(*levels, ",") {
+		c, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || c < 1 {
+			return fmt.Errorf("-c %q: want positive concurrencies, comma-separated", *levels)
+		}
+		cs = append(cs, c)
+	}
 	body, err := os.ReadFile(*bodyFile)
-	check(err)
-	srv, err := start(*laya, *model)
-	check(err)
-	defer srv.stop()
+	if err != nil {
+		return err
+	}
+	questions := countQuestions(body)
+	serveFlags := slices.Clone(serveArgs)
+	if *backendName != "" {
+		serveFlags = append([]string{"--backend", *backendName}, serveFlags...)
+	}
+	srv, err := start(*laya, *model, serveFlags, *readyWithin, stderr)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// A server that crashed or failed its drain makes the rows suspect.
+		if serr := srv.stop(); err == nil {
+			err = serr
+		}
+	}()
+	for i := range *warmup {
+		if err := srv.warm(body); err != nil {
+			return fmt.Errorf("warm-up request %d of %d: %w", i+1, *warmup, err)
+		}
+	}
+	// /ready names the device to key holders only; the flag is the next best.
+	device := cmp.Or(srv.device, *backendName, "default")
 	if *loadOut != "" {
 		var rows [][]string
-		for _, f := range strings.Split(*levels, ",") {
-			c, err := strconv.Atoi(strings.TrimSpace(f))
-			check(err)
-			row := srv.load(*label, c, *duration, body)
-			fmt.Println(strings.Join(row, "  "))
+		for _, c := range cs {
+			row := srv.load(*label, device, questions, c, *duration, body)
+			fmt.Fprintln(stdout, strings.Join(row, "  "))
 			rows = append(rows, row)
 		}
-		check(appendCSV(*loadOut, []string{"checkpoint", "clients", "answered", "req/s", "P50 ms", "P99 ms", "statuses", "mean batch", "peak RSS MB"}, rows))
+		if err := appendCSV(*loadOut, loadHeader, rows); err != nil {
+			return err
+		}
 	}
 	if *slowOut != "" {
 		var rows [][]string
 		for _, kind := range []string{"none", "stalled headers", "stalled bodies", "bodies at 100 B/s"} {
 			row := srv.slow(*label, kind, *duration, body)
-			fmt.Println(strings.Join(row, "  "))
+			fmt.Fprintln(stdout, strings.Join(row, "  "))
 			rows = append(rows, row)
 		}
-		check(appendCSV(*slowOut, []string{"checkpoint", "64 slow connections", "normal req/s", "P50 ms", "P99 ms", "normal statuses", "slow connections closed after"}, rows))
+		if err := appendCSV(*slowOut, slowHeader, rows); err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+// countQuestions is the number of questions in a /v1/systemone body (an
+// object or a list under "questions"), or 0 when it has none that can be
+// counted.
+func countQuestions(body []byte) int {
+	var req struct {
+		Questions json.RawMessage `json:"questions"`
+	}
+	if json.Unmarshal(body, &req) != nil {
+		return 0
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(req.Questions, &m) == nil {
+		return len(m)
+	}
+	var l []json.RawMessage
+	if json.Unmarshal(req.Questions, &l) == nil {
+		return len(l)
+	}
+	return 0
 }
 
 // once makes each load client send a single request.
 var once bool
 
 type server struct {
-	url string
-	cmd *exec.Cmd
+	url    string
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when the process has exited
+	err    error         // cmd.Wait's result, once exited is closed
+	first  *firstLine
+	device string // what /ready reports as the compute device
 }
 
-func start(bin, model string) (*server, error) {
+func start(bin, model string, extra []string, readyWithin time.Duration, stderr io.Writer) (*server, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	cmd := exec.Command(bin, "serve", "--model", model, "--addr", addr, "--log-level", "error")
-	cmd.Stderr = os.Stderr
+	args := append([]string{"serve", "--model", model, "--addr", addr, "--log-level", "error"}, extra...)
+	cmd := exec.Command(bin, args...)
+	first := &firstLine{}
+	cmd.Stderr = io.MultiWriter(stderr, first)
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	s := &server{url: "http://" + addr, cmd: cmd}
-	for deadline := time.Now().Add(5 * time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if resp, err := http.Get(s.url + "/ready"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return s, nil
-			}
+	s := &server{url: "http://" + addr, cmd: cmd, exited: make(chan struct{}), first: first}
+	go func() {
+		s.err = cmd.Wait()
+		close(s.exited)
+	}()
+	deadline := time.After(readyWithin)
+	poll := time.NewTicker(100 * time.Millisecond)
+	defer poll.Stop()
+	for {
+		select {
+		case <-s.exited:
+			return nil, fmt.Errorf("laya %s exited before it was ready (%v): %s",
+				strings.Join(args, " "), s.err, cmp.Or(first.String(), "it printed nothing"))
+		case <-deadline:
+			s.stop()
+			return nil, fmt.Errorf("laya serve not ready within %v", readyWithin)
+		case <-poll.C:
+		}
+		if s.ready() {
+			return s, nil
 		}
 	}
-	s.stop()
-	return nil, errors.New("laya serve not ready within 5 minutes")
 }
 
-func (s *server) stop() {
+// ready asks /ready once, keeping the device it names.
+func (s *server) ready() bool {
+	resp, err := single.Do(s.newRequest(context.Background(), "GET", "/ready", nil))
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	var r struct {
+		Device string `json:"device"`
+	}
+	json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&r)
+	s.device = r.Device
+	return resp.StatusCode == 200
+}
+
+// stop drains the server with SIGTERM; an error says it had exited before
+// (a crash) or that the drain failed.
+func (s *server) stop() error {
+	select {
+	case <-s.exited:
+		return fmt.Errorf("laya serve exited during the run (%v): %s", s.err, cmp.Or(s.first.String(), "it printed nothing"))
+	default:
+	}
 	s.cmd.Process.Signal(syscall.SIGTERM)
-	s.cmd.Wait()
+	select {
+	case <-s.exited:
+	case <-time.After(stopWithin):
+		// Past laya serve's own drain budget (30 s by default): stuck, say
+		// in a device call, and not to be left running.
+		s.cmd.Process.Kill()
+		<-s.exited
+		return fmt.Errorf("laya serve still running %v after SIGTERM; killed", stopWithin)
+	}
+	if s.err != nil {
+		return fmt.Errorf("laya serve's drain failed (%v): %s", s.err, cmp.Or(s.first.String(), "it printed nothing"))
+	}
+	return nil
+}
+
+// stopWithin is how long stop waits for laya serve to drain and exit.
+const stopWithin = 2 * time.Minute
+
+// single sends serveload's own requests (/ready, /metrics, the warm-up),
+// bounded as the clients' are.
+var single = &http.Client{Timeout: 5 * time.Minute}
+
+// newRequest is a request to the server carrying LAYA_API_KEY, when set, as
+// the bearer token (as laya probe does), so that a server with a key is
+// measured rather than answering 401.
+func (s *server) newRequest(ctx context.Context, method, path string, body []byte) *http.Request {
+	var r io.Reader
+	if body != nil {
+		r = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, s.url+path, r)
+	if err != nil {
+		panic(err) // s.url and path are ours
+	}
+	if key := os.Getenv("LAYA_API_KEY"); key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	return req
+}
+
+// warm posts body once and wants a 200.
+func (s *server) warm(body []byte) error {
+	resp, err := single.Do(s.newRequest(context.Background(), "POST", "/v1/systemone", body))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 300))
+	if resp.StatusCode != 200 {
+		return fmt.Errorf("%s: %s", resp.Status, bytes.Join(bytes.Fields(b), []byte(" ")))
+	}
+	return nil
+}
+
+// firstLine keeps the first non-empty line written to it (cut at 4 KiB):
+// with --log-level error, what laya serve prints first is why it stopped,
+// the lines after it are usage hints or the unwinding.
+type firstLine struct {
+	mu   sync.Mutex
+	line []byte
+	done bool
+}
+
+func (l *firstLine) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, c := range p {
+		switch {
+		case l.done:
+			return len(p), nil
+		case c == '\n':
+			l.done = len(bytes.TrimSpace(l.line)) > 0
+		case len(l.line) < 4096:
+			l.line = append(l.line, c)
+		}
+	}
+	return len(p), nil
+}
+
+func (l *firstLine) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return string(bytes.TrimSpace(l.line))
 }
 
 // batches reads laya_batch_size's sum and count from /metrics.
 func (s *server) batches() (sum, count float64) {
-	resp, err := http.Get(s.url + "/metrics")
+	resp, err := single.Do(s.newRequest(context.Background(), "GET", "/metrics", nil))
 	if err != nil {
 		return 0, 0
 	}
@@ -221,7 +444,10 @@ func (r *result) statusText() string {
 // clients runs n clients posting body back to back until ctx ends.
 func (s *server) clients(ctx context.Context, n int, body []byte, res *result) {
 	tr := &http.Transport{MaxIdleConnsPerHost: n, DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}}).DialContext}
-	client := &http.Client{Transport: tr}
+	// Past laya serve's own request timeout (120 s by default) a request
+	// still unanswered means a wedged server: counted as an error rather
+	// than waited on for ever.
+	client := &http.Client{Transport: tr, Timeout: 5 * time.Minute}
 	var wg sync.WaitGroup
 	for range n {
 		wg.Add(1)
@@ -229,8 +455,7 @@ func (s *server) clients(ctx context.Context, n int, body []byte, res *result) {
 			defer wg.Done()
 			for ctx.Err() == nil {
 				t0 := time.Now()
-				req, _ := http.NewRequestWithContext(context.WithoutCancel(ctx), "POST", s.url+"/v1/systemone", bytes.NewReader(body))
-				resp, err := client.Do(req)
+				resp, err := client.Do(s.newRequest(context.WithoutCancel(ctx), "POST", "/v1/systemone", body))
 				if err != nil {
 					res.add("error", time.Since(t0))
 					continue
@@ -251,7 +476,7 @@ func (s *server) clients(ctx context.Context, n int, body []byte, res *result) {
 	tr.CloseIdleConnections()
 }
 
-func (s *server) load(label string, c int, d time.Duration, body []byte) []string {
+func (s *server) load(label, device string, questions, c int, d time.Duration, body []byte) []string {
 	sum0, n0 := s.batches()
 	stop := make(chan struct{})
 	peak := s.rssPeak(stop)
@@ -267,8 +492,13 @@ func (s *server) load(label string, c int, d time.Duration, body []byte) []strin
 	if n1 > n0 {
 		mean = strconv.FormatFloat((sum1-sum0)/(n1-n0), 'f', 1, 64)
 	}
-	return []string{label, strconv.Itoa(c), strconv.Itoa(len(res.latencies)),
-		strconv.FormatFloat(float64(len(res.latencies))/elapsed.Seconds(), 'f', 1, 64),
+	perSecond := float64(len(res.latencies)) / elapsed.Seconds()
+	qps := "–"
+	if questions > 0 {
+		qps = strconv.FormatFloat(perSecond*float64(questions), 'f', 1, 64)
+	}
+	return []string{label, device, strconv.Itoa(c), strconv.Itoa(len(res.latencies)),
+		strconv.FormatFloat(perSecond, 'f', 1, 64), qps,
 		res.percentile(0.50), res.percentile(0.99), res.statusText(), mean,
 		strconv.FormatFloat(<-peak, 'f', 0, 64)}
 }
@@ -338,6 +568,22 @@ func (s *server) slow(label, kind string, d time.Duration, body []byte) []string
 func appendCSV(name string, header []string, rows [][]string) error {
 	_, err := os.Stat(name)
 	fresh := errors.Is(err, os.ErrNotExist)
+	if !fresh {
+		// Rows under another table's header would render as a wrong table.
+		f, err := os.Open(name)
+		if err != nil {
+			return err
+		}
+		have, err := csv.NewReader(f).Read()
+		f.Close()
+		if err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		if have != nil && !slices.Equal(have, header) {
+			return fmt.Errorf("%s has the columns %q, not %q: write to a new file", name, have, header)
+		}
+		fresh = have == nil
+	}
 	f, err := os.OpenFile(name, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
@@ -360,11 +606,4 @@ func lastElem(p string) string {
 		return p[i+1:]
 	}
 	return p
-}
-
-func check(err error) {
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "serveload:", err)
-		os.Exit(1)
-	}
 }
