@@ -12,8 +12,8 @@ import (
 
 // Micro-batching after upstream's Batcher (laya/serving.py): one bounded queue; one
 // dispatcher takes the first waiting request, gathers more for up to the batch window
-// (or until BatchMax), groups them by checkpoint and answers each group with one
-// PredictBatch. A pass that fails is retried request by request, so one bad input does
+// (or until BatchMax; with BatchGreedy only those already queued), groups them by
+// checkpoint and answers each group with one PredictBatch. A pass that fails is retried request by request, so one bad input does
 // not fail its batch-mates.
 
 var (
@@ -181,7 +181,23 @@ func (b *batcher) run() {
 			batch, cost = append(batch, j), cost+j.cost
 			return true
 		}
-		if b.cfg.BatchWindow > 0 && b.cfg.BatchMax > 1 && cost < b.cfg.BatchMaxTokens {
+		// takeQueued adds what is already queued, waiting for nothing.
+		takeQueued := func() {
+			for len(batch) < b.cfg.BatchMax {
+				select {
+				case j := <-b.queue:
+					if !add(j) {
+						return
+					}
+				default:
+					return
+				}
+			}
+		}
+		switch {
+		case b.cfg.BatchGreedy:
+			takeQueued()
+		case b.cfg.BatchWindow > 0 && b.cfg.BatchMax > 1 && cost < b.cfg.BatchMaxTokens:
 			timer := time.NewTimer(b.cfg.BatchWindow)
 		gather:
 			for len(batch) < b.cfg.BatchMax {
@@ -194,16 +210,7 @@ func (b *batcher) run() {
 					break gather
 				case <-b.stop:
 					// Draining: take what is already queued, do not wait for more.
-					for len(batch) < b.cfg.BatchMax {
-						select {
-						case j := <-b.queue:
-							if !add(j) {
-								break gather
-							}
-						default:
-							break gather
-						}
-					}
+					takeQueued()
 					break gather
 				}
 			}

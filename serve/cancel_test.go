@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestClientDisconnectCancels: a client that leaves while its request is in a pass
@@ -72,5 +73,36 @@ func TestBatchQueueAllOrNone(t *testing.T) {
 	}
 	if r := post(t, ts.url+"/v1/systemone/batch", `{"states": ["a", "b", "c"], "questions": {"q": {"type": "noul", "instructions": "x"}}}`); r.status != 200 {
 		t.Errorf("3 states: %d %s", r.status, r.body)
+	}
+}
+
+// TestBatchGreedy: with BatchGreedy a lone request never waits out the window, and
+// the requests that queue during a pass make the next pass together.
+func TestBatchGreedy(t *testing.T) {
+	f := newFake(t)
+	f.gate = make(chan struct{})
+	ts := startServer(t, f, func(c *Config) { c.BatchGreedy, c.BatchWindow, c.BatchMax = true, time.Hour, 16 })
+	done := make(chan int, 4)
+	go func() { done <- post(t, ts.url+"/v1/systemone", smallRequest).status }()
+	select {
+	case n := <-f.entered:
+		if n != 1 {
+			t.Fatalf("first pass of %d requests, want 1", n)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no pass after 30 s: the lone request waited for the hour-long window")
+	}
+	for range 3 {
+		go func() { done <- post(t, ts.url+"/v1/systemone", smallRequest).status }()
+	}
+	waitFor(t, "three queued", func() bool { return ts.batcher.depth() == 3 })
+	close(f.gate)
+	if n := <-f.entered; n != 3 {
+		t.Errorf("second pass of %d requests, want the 3 queued during the first", n)
+	}
+	for range 4 {
+		if s := <-done; s != 200 {
+			t.Errorf("status %d", s)
+		}
 	}
 }

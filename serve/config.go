@@ -35,6 +35,11 @@ type Config struct {
 	// BatchWindow is how long the dispatcher waits for more requests after the first
 	// before a forward pass; 0 sends each request at once (no batching).
 	BatchWindow time.Duration
+	// BatchGreedy starts a pass at once with the requests already queued (up to
+	// BatchMax), never waiting out BatchWindow: batches form from what arrives during
+	// the pass before. For backends whose passes are short next to the window (GPUs),
+	// where a lone request would otherwise wait the whole window for company.
+	BatchGreedy bool
 	// BatchMax caps the requests answered by one forward pass.
 	BatchMax int
 	// QueueMax bounds the requests waiting for a pass; more get 503 + Retry-After.
@@ -169,6 +174,7 @@ func DefaultConfig() Config {
 // EnvVars lists the variables FromEnv reads, with what each sets.
 var EnvVars = [][2]string{
 	{"LAYA_BATCH_WINDOW_MS", "batch window in ms; 0 = no batching (10)"},
+	{"LAYA_BATCH_GREEDY", "1: a pass takes what is queued at once, no window; laya serve: on for GPU backends (0)"},
 	{"LAYA_BATCH_MAX", "requests per pass; laya serve: rows per padded forward too (16)"},
 	{"LAYA_QUEUE_MAX", "requests waiting; more get 503 (64)"},
 	{"LAYA_REQUEST_TIMEOUT_S", "queue wait + inference budget; past it 504 (120)"},
@@ -261,6 +267,7 @@ func (c *Config) FromEnv(getenv func(string) string) error {
 		}
 	}
 	num("LAYA_BATCH_WINDOW_MS", 0, func(v int) { c.BatchWindow = time.Duration(v) * time.Millisecond })
+	boolean("LAYA_BATCH_GREEDY", func(b bool) { c.BatchGreedy = b })
 	num("LAYA_BATCH_MAX", 1, func(v int) { c.BatchMax = v })
 	num("LAYA_QUEUE_MAX", 1, func(v int) { c.QueueMax = v })
 	seconds("LAYA_REQUEST_TIMEOUT_S", 0.001, func(d time.Duration) { c.RequestTimeout = d })

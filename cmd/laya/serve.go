@@ -118,6 +118,11 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return err
 	}
 	*backend, cfg.Device = resolved, device
+	if os.Getenv("LAYA_BATCH_GREEDY") == "" && resolved != "cpu" && resolved != "metal-emu" {
+		// A GPU's pass of one request takes a few milliseconds: waiting the whole
+		// window for company would multiply a lone request's latency.
+		cfg.BatchGreedy = true
+	}
 	if *batchSize == 0 {
 		// One padded forward holds up to LAYA_BATCH_MAX rows, the knob upstream sizes
 		// device memory with.

@@ -85,7 +85,9 @@ if args.goldens:
             gate = "holds (logits ≤ 1e-4, act p ≤ 1e-5)" if float(dl) <= 1e-4 and float(da) <= 1e-5 else "fails"
             agree = "-"
         else:
-            a, b = agree.split("/")
+            # "606/606", possibly followed by a note such as "(reported, not gated)".
+            a, b = re.match(r"(\d+)/(\d+)", agree).groups()
+            agree = f"{a}/{b}"
             ok = a == b and float(dp) <= 0.005 and float(da) <= 0.005
             gate = "holds (same answers, p within 0.005)" if ok else "fails"
         out.append([ck, prec, n, agree, dl, dp, da, gate])
