@@ -36,8 +36,12 @@
 //
 // Recording lets the backend fold what the model's code spells as separate
 // operations: a residual Add into the GEMM before it (cuBLAS's beta = 1,
-// on Discard), and, in the 16-bit precisions, the rounding of a GEMM's
-// input into the kernel that produced it (LayerNorm, attention, GeGLU).
+// on Discard) or, where the GEMM cannot take it (FP16X2), into the
+// LayerNorm after it; RoPE into the attention that reads q and k next (the
+// tiled kernels rotate them as they load them); and, in the 16-bit
+// precisions, the rounding of a GEMM's input into the kernel that produced
+// it (LayerNorm, attention, GeGLU). Per-row metadata (positions, attention
+// tiles) is staged once per request, whatever the number of layers.
 //
 // # Precisions
 //
@@ -45,8 +49,10 @@
 //     the cpu backend's parity gates against upstream (logits within 1e-4,
 //     act probabilities within 1e-5).
 //   - FP16X2 (the registered backend's default): fp16 weights, each GEMM
-//     activation operand split into two fp16 terms summed by two tensor-core
-//     GEMMs with float32 accumulation; everything else float32.
+//     activation operand split into two fp16 terms, both multiplied by one
+//     strided-batched tensor-core GEMM with float32 accumulation (the
+//     weight is read from memory once), whose two products the operation
+//     reading them adds; everything else float32.
 //   - FP16 and BF16: one 16-bit term per operand, float32 accumulation.
 //
 // The reduced precisions are gated on every bundled golden: the same
