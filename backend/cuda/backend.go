@@ -80,6 +80,7 @@ type Backend struct {
 	graphsOff bool
 	opTimes   map[string]*backend.OpTime // while profiling
 
+	bufs      sync.Pool // *recordBufs
 	profiling atomic.Bool
 	deviceNs  atomic.Int64
 }
@@ -391,6 +392,11 @@ func (b *Backend) ropeTable(theta float64, headDim, n int) (uintptr, error) {
 // NewStream starts an empty stream.
 func (b *Backend) NewStream() backend.Stream {
 	s := &stream{be: b}
+	if v, ok := b.bufs.Get().(*recordBufs); ok {
+		s.bufs, s.words, s.stage = v, v.words, v.stage
+	} else {
+		s.bufs = &recordBufs{}
+	}
 	b.mu.Lock()
 	if b.closed {
 		s.closed = true

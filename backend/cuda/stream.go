@@ -29,15 +29,17 @@ type stream struct {
 	err    error
 	closed bool
 
-	words   []uint64 // what the segment's key hashes
-	seg     int
-	ops     []*op
-	made    []*tensor // tensors of the current segment
-	wrote   []*tensor // tensors the current segment writes
-	arena   int64
-	temp    int64 // largest 16-bit operand scratch of the segment's GEMMs
-	stage   []byte
-	layouts []stagedLayout // per-row metadata staged in this segment
+	words    []uint64 // what the segment's key hashes
+	operands [4]*tensor
+	bufs     *recordBufs
+	seg      int
+	ops      []*op
+	made     []*tensor // tensors of the current segment
+	wrote    []*tensor // tensors the current segment writes
+	arena    int64
+	temp     int64 // largest 16-bit operand scratch of the segment's GEMMs
+	stage    []byte
+	layouts  []stagedLayout // per-row metadata staged in this segment
 
 	entries []*entry // flushed segments, held until Close
 	cs      *cstream
@@ -103,7 +105,13 @@ func (s *stream) beginTaking(op string, over, two uint, ts ...backend.Tensor) ([
 		s.fail(fmt.Errorf("cuda: %s: %w: the stream is closed", op, backend.ErrForeignTensor))
 		return nil, false
 	}
-	out := make([]*tensor, len(ts))
+	// The operands go back in a buffer of the stream's: every caller reads
+	// them before its next begin.
+	out := s.operands[:0]
+	if len(ts) > len(s.operands) {
+		out = make([]*tensor, 0, len(ts))
+	}
+	out = out[:len(ts)]
 	for i, x := range ts {
 		if x == nil {
 			continue
@@ -1032,6 +1040,19 @@ func (s *stream) Close() {
 	}
 	b.giveBack(s.entries, s.cs)
 	s.entries, s.cs = nil, nil
+	if s.bufs != nil {
+		s.bufs.words, s.bufs.stage = s.words[:0], s.stage[:0]
+		s.words, s.stage = nil, nil
+		b.bufs.Put(s.bufs)
+	}
+}
+
+// recordBufs are a closed stream's key words and staging buffer, kept for
+// the next stream: grown afresh for each request they cost more than the
+// rest of the recording.
+type recordBufs struct {
+	words []uint64
+	stage []byte
 }
 
 // Discard folds a residual Add into the Linear before it: Linear(p, …)

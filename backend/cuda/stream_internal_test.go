@@ -302,3 +302,62 @@ func TestStackedTermsFP16X2(t *testing.T) {
 		t.Errorf("FP16 GEMM output stacked")
 	}
 }
+
+// BenchmarkRecordForward records what the ModernBERT-large encoder asks of a
+// stream for one 93-token question (28 layers, the order of
+// encoder.ModernBERT.Forward), without running it: the host's share of a
+// request before the GPU starts.
+func BenchmarkRecordForward(b *testing.B) {
+	const rows, d, inner, heads, dh, layers = 93, 1024, 2624, 16, 64, 28
+	be := &Backend{opts: Options{Precision: FP16X2}}
+	be.k.attentionTiled = map[int]*[3]uintptr{dh: {1, 1, 1}}
+	be.ropes = map[ropeKey]ropeTable{{160000, dh}: {addr: 1, positions: 8192}, {10000, dh}: {addr: 1, positions: 8192}}
+	be.sms = 132
+	weight := func(r, c int) *tensor { return &tensor{owner: be, rows: r, cols: c, addr: 1, half: 1} }
+	type layer struct{ norm1, wqkv, wo, norm2, wi, wo2 *tensor }
+	ls := make([]layer, layers)
+	for i := range ls {
+		ls[i] = layer{weight(1, d), weight(3*d, d), weight(d, d), weight(1, d), weight(2*inner, d), weight(d, inner)}
+	}
+	emb, embNorm, final := weight(50368, d), weight(1, d), weight(1, d)
+	ids := make([]int32, rows)
+	layout := backend.Layout{SeqLen: rows, Lengths: []int{rows}, Packed: true}
+	b.ReportAllocs()
+	for b.Loop() {
+		s := be.NewStream().(*stream)
+		x := s.New(rows, d)
+		s.Gather(x, emb, ids)
+		s.LayerNorm(x, x, embNorm, nil, 1e-5)
+		normed, qkv, attn, proj := s.New(rows, d), s.New(rows, 3*d), s.New(rows, d), s.New(rows, d)
+		up, act := s.New(rows, 2*inner), s.New(rows, inner)
+		for i, l := range ls {
+			theta := 160000.0
+			if i%3 != 0 {
+				theta = 10000
+			}
+			s.LayerNorm(normed, x, l.norm1, nil, 1e-5)
+			s.Linear(qkv, normed, l.wqkv, nil, backend.Identity)
+			s.Discard(normed)
+			s.Rope(qkv, backend.RopeParams{Layout: layout, Heads: heads, HeadDim: dh, Theta: theta})
+			s.Attention(attn, qkv, backend.AttentionParams{Layout: layout, Heads: heads, HeadDim: dh, Scale: 0.125, Sliding: i%3 != 0, Radius: 64})
+			s.Discard(qkv)
+			s.Linear(proj, attn, l.wo, nil, backend.Identity)
+			s.Add(x, x, proj)
+			s.Discard(proj)
+			s.LayerNorm(normed, x, l.norm2, nil, 1e-5)
+			s.Linear(up, normed, l.wi, nil, backend.Identity)
+			s.Discard(normed)
+			s.GeGLU(act, up)
+			s.Discard(up)
+			s.Linear(proj, act, l.wo2, nil, backend.Identity)
+			s.Add(x, x, proj)
+			s.Discard(proj)
+		}
+		out := s.New(rows, d)
+		s.LayerNorm(out, x, final, nil, 1e-5)
+		if s.err != nil {
+			b.Fatal(s.err)
+		}
+		s.Close() // nothing ran: no GPU to wait for
+	}
+}
