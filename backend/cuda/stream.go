@@ -112,6 +112,7 @@ func (s *stream) beginTaking(op string, over, two uint, ts ...backend.Tensor) ([
 		out = make([]*tensor, 0, len(ts))
 	}
 	out = out[:len(ts)]
+	clear(out) // a nil operand (no bias) must not show the last operation's
 	for i, x := range ts {
 		if x == nil {
 			continue

@@ -361,3 +361,27 @@ func BenchmarkRecordForward(b *testing.B) {
 		s.Close() // nothing ran: no GPU to wait for
 	}
 }
+
+// A nil operand (no bias) is nil to the operation, whatever the operation
+// before it was given in that place.
+func TestNilOperandsStayNil(t *testing.T) {
+	s := recording(FP32)
+	x := s.FromHost(2, 4, make([]float32, 8))
+	w := s.FromHost(4, 4, make([]float32, 16))
+	bias := s.FromHost(1, 4, make([]float32, 4))
+	g := s.FromHost(1, 4, make([]float32, 4))
+	y, z, n := s.New(2, 4), s.New(2, 4), s.New(2, 4)
+	s.Linear(y, x, w, bias, backend.GELU)
+	s.Linear(z, x, w, nil, backend.GELU)
+	s.LayerNorm(n, x, g, bias, 1e-5)
+	s.LayerNorm(n, x, g, nil, 1e-5)
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if b := s.ops[1].lin.b; b != nil {
+		t.Errorf("a Linear without bias records bias %p, the one before's", b)
+	}
+	if len(s.ops) != 4 {
+		t.Fatalf("recorded %v", names(s))
+	}
+}
