@@ -339,7 +339,7 @@ func (b *Backend) makeHalf(t *tensor) error {
 	}
 	b.allocs = append(b.allocs, p)
 	var l launcher
-	if err := l.launch(b.drv, b.k.to16, [3]int{gridFor(n), 1, 1}, 256, 0, 0, u64(p), u64(t.addr), uint64(n), weightKind(b.opts.Precision)); err != nil {
+	if err := l.launch(b.drv, b.k.to16, [3]int{b.grid(n), 1, 1}, 256, 0, 0, u64(p), u64(t.addr), uint64(n), weightKind(b.opts.Precision)); err != nil {
 		return err
 	}
 	if err := b.drv.Call("cuCtxSynchronize"); err != nil {
@@ -457,11 +457,14 @@ type launcher struct {
 	ptrs [16]uintptr
 }
 
-func u64(p uintptr) uint64   { return uint64(p) }
-func i32(v int) uint64       { return uint64(uint32(int32(v))) }
-func f32(v float32) uint64   { return uint64(math.Float32bits(v)) }
-func gridFor(n int64) int    { return int(min(max((n+255)/256, 1), 132*8)) }
-func align(n, a int64) int64 { return (n + a - 1) &^ (a - 1) }
+func u64(p uintptr) uint64 { return uint64(p) }
+func i32(v int) uint64     { return uint64(uint32(int32(v))) }
+func f32(v float32) uint64 { return uint64(math.Float32bits(v)) }
+
+// grid is the blocks of 256 threads for a grid-stride kernel over n
+// elements: one per 256 up to eight per multiprocessor.
+func (b *Backend) grid(n int64) int { return int(min(max((n+255)/256, 1), int64(max(b.sms, 1))*8)) }
+func align(n, a int64) int64        { return (n + a - 1) &^ (a - 1) }
 func boolArg(v bool) uint64 {
 	if v {
 		return 1

@@ -157,7 +157,7 @@ func (s *stream) sumTerms(t *tensor) {
 	n := int64(t.rows) * int64(t.cols)
 	s.mix(opAdd, s.ref(t), uint64(two))
 	s.record("terms", func(r *run) error {
-		return r.l.launch(r.b.drv, r.b.k.add, [3]int{gridFor(n), 1, 1}, 256, 0, r.cs.stream, u64(t.addr), u64(t.addr), uint64(two), 0, 0, uint64(n))
+		return r.l.launch(r.b.drv, r.b.k.add, [3]int{r.b.grid(n), 1, 1}, 256, 0, r.cs.stream, u64(t.addr), u64(t.addr), uint64(two), 0, 0, uint64(n))
 	})
 }
 
@@ -432,14 +432,14 @@ func (lin *linearOp) issue(x *run) error {
 		mk := int64(m) * int64(k)
 		if lin.shadowIn {
 			xh = x.e.arena + uintptr(in.h16)
-		} else if err = x.l.launch(x.b.drv, x.b.k.to16, [3]int{gridFor(mk), 1, 1}, 256, 0, c.stream, u64(xh), u64(in.addr), uint64(mk), kind); err != nil {
+		} else if err = x.l.launch(x.b.drv, x.b.k.to16, [3]int{x.b.grid(mk), 1, 1}, 256, 0, c.stream, u64(xh), u64(in.addr), uint64(mk), kind); err != nil {
 			return err
 		}
 		wh := lin.wHalf
 		if wh == 0 {
 			wh = x.temp + uintptr(align(mk*2*int64(terms(prec)), 256))
 			nk := int64(n) * int64(k)
-			if err = x.l.launch(x.b.drv, x.b.k.to16, [3]int{gridFor(nk), 1, 1}, 256, 0, c.stream, u64(wh), u64(w.addr), uint64(nk), weightKind(prec)); err != nil {
+			if err = x.l.launch(x.b.drv, x.b.k.to16, [3]int{x.b.grid(nk), 1, 1}, 256, 0, c.stream, u64(wh), u64(w.addr), uint64(nk), weightKind(prec)); err != nil {
 				return err
 			}
 		}
@@ -472,7 +472,7 @@ func (lin *linearOp) issue(x *run) error {
 		bp = b.addr
 	}
 	total := int64(m) * int64(n)
-	return x.l.launch(x.b.drv, x.b.k.biasAct, [3]int{gridFor(total), 1, 1}, 256, 0, c.stream, u64(d.addr), u64(bp), uint64(total), i32(n), uint64(lin.act))
+	return x.l.launch(x.b.drv, x.b.k.biasAct, [3]int{x.b.grid(total), 1, 1}, 256, 0, c.stream, u64(d.addr), u64(bp), uint64(total), i32(n), uint64(lin.act))
 }
 
 // terms is how many 16-bit terms an activation operand is split into.
@@ -530,7 +530,7 @@ func (s *stream) Add(dst, a, b backend.Tensor) {
 	n := int64(d.rows) * int64(d.cols)
 	s.mix(opAdd, s.ref(d), s.ref(x), s.ref(y), uint64(n), uint64(x2), uint64(y2))
 	o := s.record("add", func(r *run) error {
-		return r.l.launch(r.b.drv, r.b.k.add, [3]int{gridFor(n), 1, 1}, 256, 0, r.cs.stream, u64(d.addr), u64(x.addr), uint64(x2), u64(y.addr), uint64(y2), uint64(n))
+		return r.l.launch(r.b.drv, r.b.k.add, [3]int{r.b.grid(n), 1, 1}, 256, 0, r.cs.stream, u64(d.addr), u64(x.addr), uint64(x2), u64(y.addr), uint64(y2), uint64(n))
 	})
 	if x2 == 0 && y2 == 0 {
 		o.add = [3]*tensor{d, x, y}
@@ -561,7 +561,7 @@ func (s *stream) Activate(dst, x backend.Tensor, act backend.Activation) {
 	n := int64(d.rows) * int64(d.cols)
 	s.mix(opActivate, s.ref(d), s.ref(in), uint64(n), uint64(act))
 	s.record("activate", func(r *run) error {
-		return r.l.launch(r.b.drv, r.b.k.actMap, [3]int{gridFor(n), 1, 1}, 256, 0, r.cs.stream, u64(d.addr), u64(in.addr), uint64(n), uint64(act))
+		return r.l.launch(r.b.drv, r.b.k.actMap, [3]int{r.b.grid(n), 1, 1}, 256, 0, r.cs.stream, u64(d.addr), u64(in.addr), uint64(n), uint64(act))
 	})
 }
 
@@ -597,7 +597,7 @@ func (s *stream) GeGLU(dst, x backend.Tensor) {
 	var o *op
 	o = s.record("geglu", func(r *run) error {
 		h, kind, lo := r.shadowArgs(o)
-		return r.l.launch(r.b.drv, r.b.k.geglu, [3]int{gridFor(n), 1, 1}, 256, 0, r.cs.stream, u64(d.addr), u64(in.addr), uint64(two), uint64(d.rows), i32(d.cols), h, kind, lo,
+		return r.l.launch(r.b.drv, r.b.k.geglu, [3]int{r.b.grid(n), 1, 1}, 256, 0, r.cs.stream, u64(d.addr), u64(in.addr), uint64(two), uint64(d.rows), i32(d.cols), h, kind, lo,
 			boolArg(r.b.opts.Precision != FP32))
 	})
 	d.lastWriter = o
