@@ -5,6 +5,7 @@ package metal_test
 import (
 	"testing"
 
+	"github.com/laya-metal/laya/internal/rotary"
 	. "github.com/laya-metal/laya/metal"
 	"github.com/laya-metal/laya/metal/emu"
 )
@@ -37,7 +38,7 @@ func TestModelKernelsASanEmu(t *testing.T) {
 	lengths := []int{19, 7}
 	qkv := pseudo(len(lengths)*seqLen*3*heads*headDim, 4, -2, 2)
 	bq := f32Buffer(t, d, qkv)
-	table := RopeTable(10000, headDim, seqLen)
+	table := rotary.Table(10000, headDim, seqLen)
 	if err := run(t, d, func(cb CommandBuffer) error {
 		return Rope(cb, k, bq, f32Buffer(t, d, table), len(lengths)*seqLen, seqLen, heads, headDim)
 	}); err != nil {

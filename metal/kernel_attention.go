@@ -28,7 +28,7 @@ type AttentionOp struct {
 	// whenever it is set.
 	Lengths       []int
 	LengthsBuffer Buffer
-	// Table, when set, is RopeTable(θ, HeadDim, ≥ SeqLen): q and k are
+	// Table, when set, is backend.RopeTable(θ, HeadDim, ≥ SeqLen): q and k are
 	// rotated as they are staged (Rope fused), qkv itself is not changed.
 	// Only the flash kernel does this (AttentionFusesRope).
 	Table Buffer

@@ -5,6 +5,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/laya-metal/laya/internal/rotary"
 	. "github.com/laya-metal/laya/metal"
 	"github.com/laya-metal/laya/metal/emu"
 )
@@ -29,7 +30,7 @@ func runAttentionCase(t *testing.T, d Device, k *Kernels, c attentionCase, inlin
 		Out: f32Buffer(t, d, pseudo(rows*width, 1, 1e30, 1e30))} // padded rows must be written
 	ref := qkv
 	if c.rope {
-		table := RopeTable(10000, c.headDim, c.seqLen)
+		table := rotary.Table(10000, c.headDim, c.seqLen)
 		op.Table = f32Buffer(t, d, table)
 		rotated := ropeRef(qkv, table, rows, c.seqLen, c.heads, c.headDim)
 		ref = make([]float32, len(rotated))

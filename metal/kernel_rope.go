@@ -1,46 +1,10 @@
 package metal
 
-import (
-	"fmt"
-	"math"
-)
-
-// RopeTable returns the cos/sin table that Rope reads: for each position
-// p < seqLen, headDim/2 cosines then headDim/2 sines ([seqLen][headDim]).
-//
-// The values are rounded where HF transformers' ModernBertRotaryEmbedding
-// (default rope) rounds them in float32:
-//
-//	inv_freq = 1.0 / (base ** (arange(0, dim, 2).float() / dim))
-//	freqs    = inv_freq.float() @ position_ids.float()
-//	cos, sin = freqs.cos(), freqs.sin()
-//
-// each float32 operation done in float64 and rounded once, which is the
-// correctly rounded result PyTorch's kernels give or are within an ulp of
-// (the same table as package backend/cpu's).
-func RopeTable(theta float64, headDim, seqLen int) []float32 {
-	half := headDim / 2
-	base := float64(float32(theta))
-	invFreq := make([]float32, half)
-	for j := range invFreq {
-		exponent := float32(float32(2*j) / float32(headDim))
-		invFreq[j] = float32(1 / float64(float32(math.Pow(base, float64(exponent)))))
-	}
-	table := make([]float32, seqLen*headDim)
-	for p := range seqLen {
-		row := table[p*headDim : (p+1)*headDim]
-		for j, f := range invFreq {
-			angle := float64(float32(p) * f)
-			row[j] = float32(math.Cos(angle))
-			row[half+j] = float32(math.Sin(angle))
-		}
-	}
-	return table
-}
+import "fmt"
 
 // Rope encodes the split-half rotary embedding, in place, of the q and k
 // parts of qkv [rows, 3·heads·headDim] (kernels/rope.metal, rope_f32): row r
-// is at position r mod seqLen, and table is RopeTable(θ, headDim, ≥ seqLen).
+// is at position r mod seqLen, and table is backend.RopeTable(θ, headDim, ≥ seqLen).
 func Rope(cb CommandBuffer, k *Kernels, qkv, table Buffer, rows, seqLen, heads, headDim int) error {
 	const name = "rope_f32"
 	width := heads * headDim

@@ -4,9 +4,9 @@ package metal_test
 
 import (
 	"fmt"
-	"math"
 	"testing"
 
+	"github.com/laya-metal/laya/internal/rotary"
 	. "github.com/laya-metal/laya/metal"
 	"github.com/laya-metal/laya/metal/emu"
 )
@@ -28,7 +28,7 @@ func TestRopeEmu(t *testing.T) {
 			name := fmt.Sprintf("%s %+v", s, c)
 			rows := c.batch * c.seqLen
 			qkv := pseudo(rows*3*c.heads*c.headDim, uint64(rows), -3, 3)
-			table := RopeTable(c.theta, c.headDim, c.seqLen)
+			table := rotary.Table(c.theta, c.headDim, c.seqLen)
 			want := ropeRef(qkv, table, rows, c.seqLen, c.heads, c.headDim)
 			bq, bt := f32Buffer(t, d, qkv), f32Buffer(t, d, table)
 			if err := run(t, d, func(cb CommandBuffer) error { return Rope(cb, k, bq, bt, rows, c.seqLen, c.heads, c.headDim) }); err != nil {
@@ -40,26 +40,5 @@ func TestRopeEmu(t *testing.T) {
 				t.Errorf("%s: element %d off by %.3g× tolerance", name, i, e)
 			}
 		}
-	}
-}
-
-// The table must hold the float32 angles of HF's rotary embedding, not
-// float64 ones: position 300 at inv_freq 1 is 300 rad either way, but at
-// other frequencies the rounded angle differs by more than cos can hide.
-func TestRopeTableRoundsLikeTorch(t *testing.T) {
-	const headDim, seqLen = 64, 4096
-	table := RopeTable(160000, headDim, seqLen)
-	if table[0] != 1 || table[headDim/2] != 0 {
-		t.Fatalf("position 0: cos %v sin %v, want 1 and 0", table[0], table[headDim/2])
-	}
-	p, j := seqLen-1, 3
-	invFreq := float32(1 / float64(float32(math.Pow(160000, float64(float32(2*j)/headDim)))))
-	angle := float64(float32(p) * invFreq)
-	if got, want := table[p*headDim+j], float32(math.Cos(angle)); got != want {
-		t.Errorf("cos at p=%d j=%d = %v, want %v", p, j, got, want)
-	}
-	exact := float64(p) / math.Pow(160000, float64(2*j)/headDim)
-	if math.Abs(math.Cos(exact)-math.Cos(angle)) < 1e-7 {
-		t.Logf("float32 and float64 angles agree here; the check above is still exact")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/laya-metal/laya/internal/half"
+	"github.com/laya-metal/laya/internal/rotary"
 	"github.com/laya-metal/laya/metal/internal/kernelref"
 )
 
@@ -385,7 +386,7 @@ func attentionCanary(h *canaryHost, what string, lengths []int, seqLen, heads, h
 	op := AttentionOp{QKV: h.f32(qkv), Out: h.poison(rows * width), Lengths: lengths, Shape: shape}
 	var table []float32
 	if rope {
-		table = RopeTable(10000, headDim, seqLen)
+		table = rotary.Table(10000, headDim, seqLen)
 		op.Table = h.f32(table)
 	}
 	name := "attention_f32"
@@ -458,7 +459,7 @@ func rowCanaries(h *canaryHost) []*canary {
 
 	const rRows, rSeq, rHeads, rDim = 7, 5, 2, 12
 	rQKV := canaryValues(rRows*3*rHeads*rDim, 230, -2, 2)
-	rTable := RopeTable(10000, rDim, rSeq)
+	rTable := rotary.Table(10000, rDim, rSeq)
 	rBuf, rTableBuf := h.f32(rQKV), h.f32(rTable)
 	cs = append(cs, &canary{kernel: "rope_f32", what: "in place", shape: fmt.Sprintf("rows=%d seq=%d heads=%d head_dim=%d", rRows, rSeq, rHeads, rDim),
 		out: rBuf, abs: 2e-5, rel: 2e-6,

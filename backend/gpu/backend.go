@@ -386,7 +386,7 @@ func (t *tensor) dense() (metal.Buffer, error) {
 	return t.denseBuf, t.denseErr
 }
 
-// rope returns a cos/sin table (metal.RopeTable) of at least seqLen
+// rope returns a cos/sin table (backend.RopeTable) of at least seqLen
 // positions. Tables only grow; a replaced one stays alive until Close, as a
 // recorded command buffer may still read it.
 func (b *Backend) rope(theta float64, headDim, seqLen int) (metal.Buffer, error) {
@@ -399,7 +399,7 @@ func (b *Backend) rope(theta float64, headDim, seqLen int) (metal.Buffer, error)
 	}
 	// 512 positions cover the usual inputs in one table.
 	n := max(seqLen, 512, 2*table.seqLen)
-	buf, err := b.newBuffer(f32Bytes(metal.RopeTable(theta, headDim, n)))
+	buf, err := b.newBuffer(f32Bytes(backend.RopeTable(theta, headDim, n)))
 	if err != nil {
 		return nil, err
 	}
