@@ -1,18 +1,10 @@
 package gpu
 
-import (
-	"context"
-
-	"github.com/laya-metal/laya/backend"
-)
+import "github.com/laya-metal/laya/backend"
 
 // "metal" is registered on darwin/arm64 only (the file name's build
 // constraint): Apple Silicon is the only place its kernels run. Intel Macs
 // have no Apple7 GPU family; OpenSystem explains that when called directly.
 func init() {
-	backend.Register("metal", func() (backend.Backend, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), SelfTestTimeout)
-		defer cancel()
-		return OpenSystem(ctx)
-	})
+	backend.Register("metal", func() (backend.Backend, error) { return WithSelfTestTimeout(OpenSystem) })
 }

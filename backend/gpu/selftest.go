@@ -18,6 +18,15 @@ var ErrSelfTest = metal.ErrSelfTest
 // openers take no context: a GPU that hangs is refused, not waited for.
 const SelfTestTimeout = time.Minute
 
+// WithSelfTestTimeout calls open, the opener of a registered backend, with a
+// context that ends after SelfTestTimeout, and releases it when open
+// returns.
+func WithSelfTestTimeout(open func(context.Context) (*Backend, error)) (*Backend, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), SelfTestTimeout)
+	defer cancel()
+	return open(ctx)
+}
+
 // passed holds the self-test reports of devices that passed, by
 // metal.Fingerprinter's fingerprint: a second emulator device built from
 // the same library need not run it again (tests open many).

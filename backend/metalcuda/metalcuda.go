@@ -45,7 +45,5 @@ func Open(opts cuda.Options) (*gpu.Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("metalcuda: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), gpu.SelfTestTimeout)
-	defer cancel()
-	return gpu.Open(ctx, Name, dev)
+	return gpu.WithSelfTestTimeout(func(ctx context.Context) (*gpu.Backend, error) { return gpu.Open(ctx, Name, dev) })
 }

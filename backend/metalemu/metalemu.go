@@ -35,7 +35,5 @@ func Open(opts emu.Options) (*gpu.Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("metalemu: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), gpu.SelfTestTimeout)
-	defer cancel()
-	return gpu.Open(ctx, Name, dev)
+	return gpu.WithSelfTestTimeout(func(ctx context.Context) (*gpu.Backend, error) { return gpu.Open(ctx, Name, dev) })
 }
