@@ -91,6 +91,7 @@ type Agent struct {
 	// langTemps are the checkpoint's per-language overrides, by LangKey.
 	langTemps map[string]heads.Temperatures
 	net       *network
+	auto      *backend.AutoChoice // what "auto" chose (AutoChoice); nil for a named backend
 
 	// mu guards closed. inflight counts the calls using net (see acquire): Close
 	// waits for them, since releasing the backend, or unmapping weights a GPU
@@ -143,7 +144,7 @@ func Load(ctx context.Context, pathOrRepo string, opts ...Option) (*Agent, error
 		ckpt.Close()
 		return nil, err
 	}
-	a := &Agent{dir: dir, ckpt: ckpt, warnings: ckpt.Agent.Warnings, tok: tok, net: net, backend: net.be.Name()}
+	a := &Agent{dir: dir, ckpt: ckpt, warnings: ckpt.Agent.Warnings, tok: tok, net: net, backend: net.be.Name(), auto: net.auto}
 	if prebuildPipelines != nil {
 		n, took, err := prebuildPipelines(ctx, net.be, ckpt, cfg.batchSize)
 		if err != nil {
@@ -221,6 +222,17 @@ func (a *Agent) DeviceSetup() DeviceSetup { return a.setup }
 // Backend returns the name of the backend the agent runs on: the one
 // "auto" chose, or the one named by WithBackend or WithBackendInstance.
 func (a *Agent) Backend() string { return a.backend }
+
+// AutoChoice says what the default backend, "auto", chose and which better
+// backend it passed over and why (AutoChoice.Fallback); ok is false when the
+// backend was named (WithBackend, WithBackendInstance). Warnings holds the
+// same note as text, for people; this is for programs.
+func (a *Agent) AutoChoice() (choice backend.AutoChoice, ok bool) {
+	if a.auto == nil {
+		return backend.AutoChoice{}, false
+	}
+	return *a.auto, true
+}
 
 // Warnings returns the load warnings upstream would print (temperatures it clamped)
 // and, when the backend was "auto" and a better one was passed over, one line saying

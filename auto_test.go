@@ -22,6 +22,9 @@ func TestDefaultBackendAutoPicksCPU(t *testing.T) {
 	if agent.Backend() != "cpu" {
 		t.Errorf("Backend() = %q, want cpu", agent.Backend())
 	}
+	if choice, ok := agent.AutoChoice(); !ok || choice.Name != "cpu" || !strings.Contains(choice.Passed, "metal needs macOS on Apple Silicon") {
+		t.Errorf("AutoChoice() = %+v, %v; want cpu, passing over metal because it needs macOS on Apple Silicon", choice, ok)
+	}
 	i := slices.IndexFunc(agent.Warnings(), func(w string) bool { return strings.HasPrefix(w, "backend auto: cpu (") })
 	if i < 0 || !strings.Contains(agent.Warnings()[i], "metal needs macOS on Apple Silicon") || strings.Contains(agent.Warnings()[i], "\n") {
 		t.Errorf("Warnings() = %q, want one line saying auto chose cpu because metal needs macOS on Apple Silicon", agent.Warnings())

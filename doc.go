@@ -154,7 +154,8 @@
 //     passes its self-test (a canary of every kernel against float64
 //     references), else "cpu". Off darwin/arm64 that is always "cpu". When it
 //     passes over "metal", Agent.Warnings says why in one line; Agent.Backend
-//     names the backend that runs. The order of candidates is one list in
+//     names the backend that runs, and Agent.AutoChoice says what auto chose
+//     and why, for programs. The order of candidates is one list in
 //     package backend (OpenAuto); emulated and translated devices are never
 //     among them.
 //   - "cpu", the reference: float32 throughout, assembly GEMM on amd64 and

@@ -3,21 +3,22 @@ package main
 import (
 	"fmt"
 	"io"
-	"strings"
 
-	"github.com/laya-metal/laya"
 	"github.com/laya-metal/laya/backend"
 )
 
 // printBackendNote writes the agent's backend line, if "auto" passed over a
 // better backend, to stderr: one line saying what runs and why, so a Mac user
 // whose GPU was refused learns it without asking.
-func printBackendNote(stderr io.Writer, agent *laya.Agent) {
-	for _, w := range agent.Warnings() {
-		if strings.HasPrefix(w, "backend "+backend.Auto+":") {
-			fmt.Fprintln(stderr, "laya: "+w)
-		}
+func printBackendNote(stderr io.Writer, agent autoChooser) {
+	if choice, ok := agent.AutoChoice(); ok && choice.Fallback() {
+		fmt.Fprintln(stderr, "laya: backend "+choice.String())
 	}
+}
+
+// autoChooser is the part of *laya.Agent printBackendNote reads.
+type autoChooser interface {
+	AutoChoice() (backend.AutoChoice, bool)
 }
 
 // resolveBackend turns --backend auto into the backend it chooses here (the
