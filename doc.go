@@ -61,6 +61,8 @@
 // (token windows), CountStateTokens. Predict is PredictRequest with none of
 // them; PredictBatch answers several requests with shared forward passes,
 // each answer the one PredictRequest gives for that request alone.
+// ParseRequest reads a request from JSON text; ValueRequest builds it from a
+// Value already decoded, as a server that checked the body's fields holds it.
 //
 // # Long states and many options
 //

@@ -34,6 +34,13 @@ func ParseRequest(data []byte) (Request, error) {
 	if err != nil {
 		return Request{}, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
 	}
+	return ValueRequest(v)
+}
+
+// ValueRequest is ParseRequest for a request already decoded, as a server that has
+// read the body to check it holds it: the same checks and errors, without decoding
+// the text again.
+func ValueRequest(v Value) (Request, error) {
 	if v.Kind() != pyjson.ObjectKind {
 		return Request{}, fmt.Errorf("%w: a request is a JSON object {\"state\": ..., \"questions\": {...}}, got %s", ErrInvalidRequest, pyjson.TypeName(v))
 	}

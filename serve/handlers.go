@@ -59,12 +59,12 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request) {
 // handlePredict is POST /v1/predict: {"state", "questions"} answered with the library's
 // JSON byte for byte, as laya predict prints it (routing added under --router).
 func (s *Server) handlePredict(w http.ResponseWriter, r *http.Request) {
-	raw, _, e := s.readJSON(w, r, nil)
+	_, body, e := s.readJSON(w, r, nil)
 	if e != nil {
 		s.fail(w, "", e)
 		return
 	}
-	req, err := laya.ParseRequest(raw)
+	req, err := laya.ValueRequest(body)
 	if err == nil {
 		err = laya.ValidateQuestions(req.Questions)
 	}

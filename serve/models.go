@@ -60,6 +60,8 @@ type single struct {
 	lastUse time.Time  // when the last pass let go of it (or it loaded)
 	loadMu  sync.Mutex // serialises lazy loads
 	given   bool       // the caller's agent (AgentModel): never unloaded
+
+	repos repoNames
 }
 
 // SingleModel serves one checkpoint (a directory or Hub id, loaded with opts). Its
@@ -95,7 +97,7 @@ func (s *single) load(ctx context.Context, _ []string) error {
 func (s *single) route(_ laya.State, qs laya.Questions, _ router.RouteOptions) (router.Decision, error) {
 	return router.Decision{
 		Model:    s.name,
-		Repo:     publicRepo(s.ref),
+		Repo:     s.repos.public(s.ref, func(string) bool { return true }),
 		Reason:   "the server's only checkpoint (--model)",
 		Workflow: router.MatchTypedDecisionsWorkflow(qs),
 	}, nil
@@ -180,6 +182,8 @@ type routed struct {
 
 	mu      sync.Mutex
 	lastUse map[string]time.Time
+
+	repos repoNames
 }
 
 // RouterModels serves through r (see router.New: WithModels, WithMaxLoaded,
@@ -207,8 +211,18 @@ func (m *routed) route(state laya.State, qs laya.Questions, opts router.RouteOpt
 		}
 	}
 	d, err := m.r.Route(state, qs, opts)
-	d.Repo = publicRepo(d.Repo)
+	d.Repo = m.repos.public(d.Repo, m.configured)
 	return d, err
+}
+
+// configured reports whether ref is in the router's model table.
+func (m *routed) configured(ref string) bool {
+	for _, r := range m.r.Models() {
+		if r == ref {
+			return true
+		}
+	}
+	return false
 }
 
 func (m *routed) predictor(ctx context.Context, key string) (batchPredictor, func(), error) {

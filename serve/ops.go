@@ -3,11 +3,9 @@ package serve
 import (
 	"net/http"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -148,20 +146,4 @@ func hidePaths(msg string) string {
 		sub := absPath.FindStringSubmatch(m)
 		return sub[1] + filepath.Base(sub[2])
 	})
-}
-
-// publicRepo is a routing block's repo as clients see it: a Hub id as it is, a local
-// directory by its name.
-func publicRepo(ref string) string {
-	local := strings.HasPrefix(ref, "/") || strings.HasPrefix(ref, ".") || strings.HasPrefix(ref, "~") ||
-		strings.Contains(ref, "\\") || strings.Count(ref, "/") > 2
-	if !local {
-		if _, err := os.Stat(ref); err == nil {
-			local = true
-		}
-	}
-	if !local {
-		return ref
-	}
-	return filepath.Base(filepath.Clean(ref))
 }

@@ -48,13 +48,17 @@ type controls struct {
 	countTokens bool
 }
 
+// decodeJSON decodes every request body. It is a variable so that a test can see
+// how many times a body is decoded, and which decoding the answer comes from.
+var decodeJSON = pyjson.Parse
+
 // parseBody reads the JSON body as an object (400 otherwise, notObject when it is
 // JSON of another kind).
 func parseBody(raw []byte, notObject string) (pyjson.Value, *apiError) {
 	if s, ok := loneSurrogate(raw); ok {
 		return pyjson.Value{}, errorf(400, "request body holds an unpaired surrogate escape %s; a JSON string must encode whole characters", s)
 	}
-	v, err := pyjson.Parse(raw)
+	v, err := decodeJSON(raw)
 	if err != nil {
 		return v, errorf(400, "request body must be valid JSON")
 	}
