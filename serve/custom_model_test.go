@@ -35,13 +35,15 @@ func TestCustomRouterModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct{ model, routed, reason string }{
-		{"Support-Bot", "support-bot", "explicit model='Support-Bot'"},
-		{"jev-1", "english", "English Latin text"},
+	for _, tc := range []struct{ field, model, routed, reason string }{
+		{"model", "Support-Bot", "support-bot", "explicit model='Support-Bot'"},
+		{"model", "jev-1", "english", "English Latin text"},
+		{"task", "Support-Bot", "support-bot", "explicit task='Support-Bot'"},
+		{"task", "english", "english", "explicit task='english'"},
 	} {
-		resp := post(t, ts.url+"/v1/systemone", `{"state": "`+state+`", "questions": `+qs+`, "model": "`+tc.model+`"}`)
+		resp := post(t, ts.url+"/v1/systemone", `{"state": "`+state+`", "questions": `+qs+`, "`+tc.field+`": "`+tc.model+`"}`)
 		if resp.status != 200 {
-			t.Fatalf("%s: status %d: %s", tc.model, resp.status, resp.body)
+			t.Fatalf("%s %s: status %d: %s", tc.field, tc.model, resp.status, resp.body)
 		}
 		got, err := pyjson.Parse([]byte(resp.body))
 		if err != nil {
@@ -61,6 +63,11 @@ func TestCustomRouterModel(t *testing.T) {
 				t.Errorf("answers %s\nwant %s", answers, wa)
 			}
 		}
+	}
+	// A task the router does not serve is still refused, naming it and the choices.
+	resp := post(t, ts.url+"/v1/systemone/batch", `{"states": ["`+state+`"], "questions": `+qs+`, "task": "billing-bot"}`)
+	if d := detail(t, resp); resp.status != 422 || !strings.HasPrefix(d, "unknown task 'billing-bot': ") || !strings.Contains(d, "support-bot") || strings.Contains(d, "\n") {
+		t.Errorf("unknown task: %d %s", resp.status, resp.body)
 	}
 	if !strings.Contains(strings.Join(r.Loaded(), ","), "support-bot") {
 		t.Errorf("loaded %v", r.Loaded())

@@ -159,7 +159,7 @@ func (s *Server) readDecision(w http.ResponseWriter, r *http.Request, batch bool
 	for i, sv := range stateValues {
 		states[i] = laya.ValueState(sv)
 	}
-	if c, e = parseControls(body, lim); e != nil {
+	if c, e = parseControls(body, lim, s.models); e != nil {
 		return nil, c, e
 	}
 	if err := laya.ValidateQuestions(qs); err != nil {

@@ -237,6 +237,9 @@ func (f *fakeModels) route(_ laya.State, qs laya.Questions, _ router.RouteOption
 func (f *fakeModels) predictor(context.Context, string) (batchPredictor, func(), error) {
 	return f, noRelease, nil
 }
+func (f *fakeModels) checkpoint(name string) (string, error) {
+	return router.NormalizeModelName(name)
+}
 func (f *fakeModels) loaded() []string { return []string{"fake"} }
 func (f *fakeModels) close() error     { return nil }
 

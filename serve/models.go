@@ -24,6 +24,9 @@ type Models interface {
 	// the caller until release is called (a router then cannot close it under a
 	// pass by evicting it).
 	predictor(ctx context.Context, key string) (_ batchPredictor, release func(), _ error)
+	// checkpoint maps a model or task name onto the checkpoint it names, or fails
+	// with router.ErrUnknownModel listing the names this server knows.
+	checkpoint(name string) (string, error)
 	// loaded names the resident checkpoints.
 	loaded() []string
 	close() error
@@ -102,6 +105,10 @@ func (s *single) route(_ laya.State, qs laya.Questions, _ router.RouteOptions) (
 		Workflow: router.MatchTypedDecisionsWorkflow(qs),
 	}, nil
 }
+
+// checkpoint accepts the router's built-in names, as a router would: the server's one
+// checkpoint answers whichever a request names.
+func (s *single) checkpoint(name string) (string, error) { return router.NormalizeModelName(name) }
 
 // noRelease is the release of a model nothing evicts.
 func noRelease() {}
@@ -214,6 +221,8 @@ func (m *routed) route(state laya.State, qs laya.Questions, opts router.RouteOpt
 	d.Repo = m.repos.public(d.Repo, m.configured)
 	return d, err
 }
+
+func (m *routed) checkpoint(name string) (string, error) { return m.r.NormalizeModel(name) }
 
 // configured reports whether ref is in the router's model table.
 func (m *routed) configured(ref string) bool {

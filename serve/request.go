@@ -68,8 +68,9 @@ func parseBody(raw []byte, notObject string) (pyjson.Value, *apiError) {
 	return v, nil
 }
 
-// parseControls reads and checks the optional fields (422 naming the field).
-func parseControls(body pyjson.Value, lim Limits) (controls, *apiError) {
+// parseControls reads and checks the optional fields (422 naming the field); a task
+// must name a checkpoint of m.
+func parseControls(body pyjson.Value, lim Limits, m Models) (controls, *apiError) {
 	var c controls
 	for _, h := range hookFields {
 		if _, ok := body.Get(h); ok {
@@ -95,7 +96,7 @@ func parseControls(body pyjson.Value, lim Limits) (controls, *apiError) {
 		return c, e
 	}
 	if c.route.Task != "" {
-		if err := checkTask(c.route.Task); err != nil {
+		if err := checkTask(c.route.Task, m); err != nil {
 			return c, err
 		}
 	}
@@ -162,13 +163,14 @@ func resolveModel(model string) string {
 	return key
 }
 
-// checkTask refuses a task the router cannot map to a checkpoint (422 naming it).
-func checkTask(task string) *apiError {
+// checkTask refuses a task that names no checkpoint of m (422 naming it): a router's
+// own models (router.WithModel, --model-dir NAME=DIR) are tasks as its built-ins are.
+func checkTask(task string, m Models) *apiError {
 	t := strings.ReplaceAll(strings.ToLower(task), "-", "_")
 	if t == "typed_decisions" {
 		return nil
 	}
-	if _, err := router.NormalizeModelName(task); err != nil {
+	if _, err := m.checkpoint(task); err != nil {
 		return errorf(422, "unknown task %s: %v", pyjson.StrRepr(task), err)
 	}
 	return nil
