@@ -18,8 +18,9 @@ COPY --from=build /out/laya /laya
 ENV LAYA_HOST=0.0.0.0 LAYA_PORT=8642 LAYA_LOG_FORMAT=json
 EXPOSE 8642
 USER nonroot:nonroot
-# No shell or curl in the image: the binary probes itself.
+# No shell or curl in the image: the binary probes itself, at LAYA_HOST:LAYA_PORT
+# (docker run -e LAYA_PORT=9000 moves the probe with the server).
 HEALTHCHECK --interval=10s --timeout=5s --start-period=120s --retries=3 \
-  CMD ["/laya", "probe", "--url", "http://127.0.0.1:8642/health"]
+  CMD ["/laya", "probe"]
 ENTRYPOINT ["/laya", "serve"]
 CMD ["--model", "/models/english"]

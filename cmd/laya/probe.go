@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 )
 
@@ -21,9 +23,10 @@ const probeUsage = `Usage: laya probe [--url URL] [--post] [--wait DURATION] [--
 Sends one request to a running laya serve and exits 0 when it answers 2xx, 1
 otherwise, printing the answer. For images with no shell or curl (the distroless
 image's HEALTHCHECK, a Kubernetes preStop hook). With LAYA_API_KEY set, the request
-carries it as the bearer token. Without --url it asks
-http://127.0.0.1:$LAYA_PORT/health (port 8642 by default). --wait sleeps after the answer: a preStop drain
-keeps the pod serving while the load balancer takes it out of rotation.
+carries it as the bearer token. Without --url it asks /health where laya serve
+listens: LAYA_HOST (127.0.0.1 when unset or 0.0.0.0, ::1 for ::) and LAYA_PORT
+(8642 when unset). --wait sleeps after the answer: a preStop drain keeps the pod
+serving while the load balancer takes it out of rotation.
 
 Examples:
   $ laya probe
@@ -35,7 +38,7 @@ Flags:
 
 func runProbe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("probe", probeUsage, stderr)
-	url := fs.String("url", "http://127.0.0.1:"+envOr("LAYA_PORT", "8642")+"/health", "`URL` to ask")
+	url := fs.String("url", "http://"+probeAddr()+"/health", "`URL` to ask")
 	post := fs.Bool("post", false, "POST instead of GET (/drain, /undrain)")
 	wait := fs.Duration("wait", 0, "sleep this `long` after the answer")
 	timeout := fs.Duration("timeout", 3*time.Second, "give up after this `long`")
@@ -75,4 +78,17 @@ func runProbe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return fmt.Errorf("%s %s: %s", method, *url, resp.Status)
 	}
 	return nil
+}
+
+// probeAddr is where laya serve listens by LAYA_HOST and LAYA_PORT, as a client
+// reaches it: a wildcard host is reached on loopback.
+func probeAddr() string {
+	host := strings.Trim(envOr("LAYA_HOST", "127.0.0.1"), "[]")
+	switch host {
+	case "0.0.0.0":
+		host = "127.0.0.1"
+	case "::":
+		host = "::1"
+	}
+	return net.JoinHostPort(host, envOr("LAYA_PORT", "8642"))
 }

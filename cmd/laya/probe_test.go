@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -53,5 +54,43 @@ func TestProbe(t *testing.T) {
 	}
 	if err := runProbe(context.Background(), []string{"--timeout", "0s"}, nil, io.Discard, io.Discard); err == nil {
 		t.Error("--timeout 0s accepted")
+	}
+}
+
+// TestProbeFollowsEnv: without --url, laya probe asks where laya serve listens by
+// LAYA_HOST and LAYA_PORT (the image's HEALTHCHECK relies on it), a wildcard host
+// on loopback.
+func TestProbeFollowsEnv(t *testing.T) {
+	for _, tc := range []struct{ host, port, want string }{
+		{"", "", "127.0.0.1:8642"},
+		{"0.0.0.0", "9000", "127.0.0.1:9000"},
+		{"::", "9000", "[::1]:9000"},
+		{"[::]", "9000", "[::1]:9000"},
+		{"10.1.2.3", " 9001 ", "10.1.2.3:9001"},
+		{"fd00::5", "9000", "[fd00::5]:9000"},
+	} {
+		t.Setenv("LAYA_HOST", tc.host)
+		t.Setenv("LAYA_PORT", tc.port)
+		if got := probeAddr(); got != tc.want {
+			t.Errorf("LAYA_HOST=%q LAYA_PORT=%q: probes %s, want %s", tc.host, tc.port, got, tc.want)
+		}
+	}
+	// A server bound to another loopback address than 127.0.0.1 answers the probe
+	// only when LAYA_HOST is read.
+	ln, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Skipf("no 127.0.0.2 here: %v", err)
+	}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"status":"ok"}`)
+	}))
+	srv.Listener = ln
+	srv.Start()
+	defer srv.Close()
+	host, port, _ := net.SplitHostPort(ln.Addr().String())
+	t.Setenv("LAYA_HOST", host)
+	t.Setenv("LAYA_PORT", port)
+	if err := runProbe(context.Background(), nil, nil, io.Discard, io.Discard); err != nil {
+		t.Errorf("laya probe with LAYA_HOST=%s LAYA_PORT=%s: %v", host, port, err)
 	}
 }
