@@ -66,10 +66,12 @@
 //
 // Every route reads its body through one method, Server.readJSON (limits.go), and
 // so gets the same gates: the bearer key, draining, the read caps below, a JSON
-// object (a UTF-8 BOM accepted, as Python's json.loads accepts it in bytes), the
-// route's shape check, then Limits on whatever "state", "states" and "questions" the
+// object (a UTF-8 BOM accepted, as Python's json.loads accepts it in bytes), then the
+// route's shape (400) and Limits on whatever "state", "states" and "questions" the
 // body holds (413 naming the limit: questions, options, levels, total options, state
-// characters, states, and Limits.TextChars per instructions, option or level text).
+// characters, states, and Limits.TextChars per instructions, option or level text),
+// in the order upstream checks them: a body wrong in shape is a 400 even when it is
+// also over a limit.
 // A route added later calls readJSON and inherits them all.
 //
 // # Reading bodies

@@ -59,16 +59,21 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request) {
 // handlePredict is POST /v1/predict: {"state", "questions"} answered with the library's
 // JSON byte for byte, as laya predict prints it (routing added under --router).
 func (s *Server) handlePredict(w http.ResponseWriter, r *http.Request) {
-	_, body, e := s.readJSON(w, r, nil)
+	// The request's shape (400) before the limits (413), as upstream orders its
+	// checks; the questions themselves after both (400).
+	var req laya.Request
+	_, _, e := s.readJSON(w, r, func(body pyjson.Value, lim Limits) *apiError {
+		var err error
+		if req, err = laya.ValueRequest(body); err != nil {
+			return errorf(400, "%s", err.Error())
+		}
+		return checkBodyLimits(body, lim)
+	})
 	if e != nil {
 		s.fail(w, "", e)
 		return
 	}
-	req, err := laya.ValueRequest(body)
-	if err == nil {
-		err = laya.ValidateQuestions(req.Questions)
-	}
-	if err != nil {
+	if err := laya.ValidateQuestions(req.Questions); err != nil {
 		s.fail(w, "", errorf(400, "%s", err.Error()))
 		return
 	}
@@ -125,34 +130,16 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, batch bool) (d [
 // queued and no slot is held yet.
 func (s *Server) readDecision(w http.ResponseWriter, r *http.Request, batch bool) ([]decision, controls, *apiError) {
 	var c controls
-	// Checked in upstream's order: the body's shape (400), the limits (413), the
-	// control fields (422), then the questions themselves (422).
-	_, body, e := s.readJSON(w, r, needQuestions)
+	// Checked in upstream's order: the body's shape and the limits (400, 413,
+	// checkDecision), the control fields (422), then the questions themselves (422).
+	_, body, e := s.readJSON(w, r, checkDecision(batch))
 	if e != nil {
 		return nil, c, e
 	}
 	lim := s.cfg.Limits
-	var stateValues []pyjson.Value
-	if batch {
-		sv, ok := body.Get("states")
-		if !ok || sv.Kind() != pyjson.ArrayKind || len(sv.Items()) == 0 {
-			return nil, c, errorf(400, "'states' must be a non-empty list")
-		}
-		stateValues = sv.Items()
-	} else {
-		sv, ok := body.Get("state")
-		if !ok {
-			sv = pyjson.Null()
-		}
-		stateValues = []pyjson.Value{sv}
-	}
-	for _, sv := range stateValues {
-		if sv.Kind() == pyjson.NullKind {
-			return nil, c, errorf(400, "'state' is required")
-		}
-	}
-	// readJSON has held the questions, their options and texts, the states and
-	// their number to the limits (413): what is left is to build them.
+	// checkDecision has held the questions, their options and texts, the states and
+	// their number to the limits: what is left is to build them.
+	stateValues, _ := decisionStates(body, batch)
 	qv, _ := body.Get("questions")
 	qs := questionsOf(qv)
 	states := make([]laya.State, len(stateValues))

@@ -9,11 +9,12 @@ import (
 
 // readJSON is how every route reads its body, so every route gets the same gates:
 // the bearer key (401), draining (503), the body read caps and rate (503, 408, 413,
-// slowclient.go), a JSON object (400, a UTF-8 BOM accepted), the route's own shape
-// check (400), then the request limits on whatever of "state", "states" and
-// "questions" the body holds (413, checkBodyLimits). A route added later calls it
-// and inherits them.
-func (s *Server) readJSON(w http.ResponseWriter, r *http.Request, shape func(pyjson.Value) *apiError) ([]byte, pyjson.Value, *apiError) {
+// slowclient.go), a JSON object (400, a UTF-8 BOM accepted), then check: the route's
+// shape (400) and the request limits (413) in the order upstream checks them. A nil
+// check is checkBodyLimits, the limits on whatever of "state", "states" and
+// "questions" the body holds; a route's own check ends with the same limits. A route
+// added later calls it and inherits them.
+func (s *Server) readJSON(w http.ResponseWriter, r *http.Request, check bodyCheck) ([]byte, pyjson.Value, *apiError) {
 	raw, e := s.readGated(w, r)
 	if e != nil {
 		return nil, pyjson.Value{}, e
@@ -22,16 +23,17 @@ func (s *Server) readJSON(w http.ResponseWriter, r *http.Request, shape func(pyj
 	if e != nil {
 		return nil, body, e
 	}
-	if shape != nil {
-		if e := shape(body); e != nil {
-			return nil, body, e
-		}
+	if check == nil {
+		check = checkBodyLimits
 	}
-	if e := checkBodyLimits(body, s.cfg.Limits); e != nil {
+	if e := check(body, s.cfg.Limits); e != nil {
 		return nil, body, e
 	}
 	return raw, body, nil
 }
+
+// bodyCheck checks a decoded body's shape and limits (400, 413).
+type bodyCheck func(body pyjson.Value, lim Limits) *apiError
 
 // readGated is the first half of readJSON, for routes whose body is not a decision
 // (the OpenAI routes check their limits on what they turn it into): the bearer key,
@@ -46,12 +48,56 @@ func (s *Server) readGated(w http.ResponseWriter, r *http.Request) ([]byte, *api
 	return s.readBody(w, r)
 }
 
-// needQuestions is the shape of a decision body: an object with "questions".
-func needQuestions(body pyjson.Value) *apiError {
-	if _, ok := body.Get("questions"); !ok {
-		return errorf(400, "request body must be an object with a 'questions' field")
+// checkDecision checks a /v1/systemone body (batch: /v1/systemone/batch) in
+// upstream's order (laya/serve.py: the body's shape, then _check_batch_limits and
+// _check_request_limits for each state): "questions" present (400); the states a
+// non-empty list (400) and their number (413); then state by state, present (400),
+// the questions with the first (400, 413), its characters (413). A body wrong in
+// shape is a 400 however far it is over a limit checked after.
+func checkDecision(batch bool) bodyCheck {
+	return func(body pyjson.Value, lim Limits) *apiError {
+		if _, ok := body.Get("questions"); !ok {
+			return errorf(400, "request body must be an object with a 'questions' field")
+		}
+		states, e := decisionStates(body, batch)
+		if e != nil {
+			return e
+		}
+		if batch && len(states) > lim.BatchStates {
+			return errorf(413, "too many states (%d > %d)", len(states), lim.BatchStates)
+		}
+		for i, sv := range states {
+			if sv.Kind() == pyjson.NullKind {
+				return errorf(400, "'state' is required")
+			}
+			if i == 0 {
+				if _, e := parseQuestions(body, lim); e != nil {
+					return e
+				}
+			}
+			if _, e := parseState(sv, true, lim); e != nil {
+				return e
+			}
+		}
+		return nil
 	}
-	return nil
+}
+
+// decisionStates is a decision body's "state" (a missing one as null), or its
+// "states" (400 unless a non-empty list).
+func decisionStates(body pyjson.Value, batch bool) ([]pyjson.Value, *apiError) {
+	if !batch {
+		sv, ok := body.Get("state")
+		if !ok {
+			sv = pyjson.Null()
+		}
+		return []pyjson.Value{sv}, nil
+	}
+	sv, ok := body.Get("states")
+	if !ok || sv.Kind() != pyjson.ArrayKind || len(sv.Items()) == 0 {
+		return nil, errorf(400, "'states' must be a non-empty list")
+	}
+	return sv.Items(), nil
 }
 
 // checkBodyLimits applies Limits to the fields of a request body (413 naming the
