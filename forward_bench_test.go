@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/laya-metal/laya/heads"
+	"github.com/laya-metal/laya/internal/forwardtest"
 	"github.com/laya-metal/laya/internal/oracletest"
 	"github.com/laya-metal/laya/weights/synthetic"
 )
@@ -20,9 +21,7 @@ func BenchmarkForward(b *testing.B) {
 		var rows []forwardRow
 		for _, c := range oracletest.Cases(b, "tiny-en") {
 			if c.Name == "lang_en" {
-				for _, r := range c.Rows {
-					rows = append(rows, forwardRowOf(r))
-				}
+				rows = append(rows, forwardtest.Rows(c.Rows)...)
 			}
 		}
 		if len(rows) == 0 {

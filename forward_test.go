@@ -9,14 +9,10 @@ import (
 
 	"github.com/laya-metal/laya/backend"
 	"github.com/laya-metal/laya/heads"
+	"github.com/laya-metal/laya/internal/forwardtest"
 	"github.com/laya-metal/laya/internal/oracletest"
 	"github.com/laya-metal/laya/weights"
 )
-
-// forwardRowOf is a golden row as the network takes it.
-func forwardRowOf(r oracletest.Row) forwardRow {
-	return forwardRow{IDs: r.InputIDs, Markers: r.Markers, QType: heads.QType(r.QType)}
-}
 
 func loadNetwork(t testing.TB, dir string, batchSize int) *network {
 	t.Helper()
@@ -64,10 +60,7 @@ func TestForwardGoldens(t *testing.T) {
 					if len(c.Rows) > batchSize && batchSize == 64 {
 						t.Fatalf("case %s has %d rows: raise the one-batch size", c.Name, len(c.Rows))
 					}
-					rows := make([]forwardRow, len(c.Rows))
-					for i, r := range c.Rows {
-						rows[i] = forwardRowOf(r)
-					}
+					rows := forwardtest.Rows(c.Rows)
 					got, err := n.forward(context.Background(), rows)
 					if err != nil {
 						t.Fatalf("case %s: %v", c.Name, err)
@@ -176,9 +169,7 @@ func TestForwardNameSchemes(t *testing.T) {
 	cases := oracletest.Cases(t, "tiny-ml")
 	var rows []forwardRow
 	for _, c := range cases {
-		for _, r := range c.Rows {
-			rows = append(rows, forwardRowOf(r))
-		}
+		rows = append(rows, forwardtest.Rows(c.Rows)...)
 	}
 	upstream, err := loadNetwork(t, oracletest.Checkpoint("tiny-ml"), 16).forward(context.Background(), rows)
 	if err != nil {
@@ -275,9 +266,7 @@ func TestForwardCancelled(t *testing.T) {
 func TestActLogitsOnRequest(t *testing.T) {
 	var rows []forwardRow
 	for _, c := range oracletest.Cases(t, "tiny-en") {
-		for _, r := range c.Rows {
-			rows = append(rows, forwardRowOf(r))
-		}
+		rows = append(rows, forwardtest.Rows(c.Rows)...)
 	}
 	ckpt, err := weights.LoadCheckpoint(oracletest.Checkpoint("tiny-en"))
 	if err != nil {

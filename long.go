@@ -135,10 +135,13 @@ func (a *Agent) PredictLong(ctx context.Context, req Request, opts LongOptions) 
 	defer call.done()
 	net, qs, b := call.net, call.qs, call.b
 	left := req.State.isList()
+	// Each question's prefix is tokenized once; every window's row reuses it.
+	prefixes := make([]rowPrefix, len(qs))
 	rooms := make([]int, len(qs))
 	maxRoom := 0
 	for i, q := range qs {
-		r := b.build(q, nil, left)
+		prefixes[i] = b.prefix(q)
+		r := b.withState(prefixes[i], nil, left)
 		if err := checkMarkers(q, r, b.headMaxLen); err != nil {
 			return nil, err
 		}
@@ -164,7 +167,7 @@ func (a *Agent) PredictLong(ctx context.Context, req Request, opts LongOptions) 
 		ws, cut := longWindows(len(ids), rooms[i], opts.Overlap, opts.MaxWindows, left)
 		spans[i] = span{len(rows), len(ws)}
 		for _, w := range ws {
-			rows = append(rows, b.build(q, ids[w.start:w.start+w.n], left))
+			rows = append(rows, b.withState(prefixes[i], ids[w.start:w.start+w.n], left))
 		}
 		if len(ws) > 1 || cut || !enc.Complete {
 			covered := ws[len(ws)-1].start + ws[len(ws)-1].n - ws[0].start

@@ -71,6 +71,21 @@ func (b *sequenceBuilder) scrubMask(s string) string {
 
 // build is build_sequence with return_stats=True for a tokenized state.
 func (b *sequenceBuilder) build(q *question, stateIDs []int, truncateLeft bool) row {
+	return b.withState(b.prefix(q), stateIDs, truncateLeft)
+}
+
+// rowPrefix is the part of a question's row that no state changes: [CLS], the
+// question, the options and their [SEP]. PredictLong tokenizes it once per
+// question and reuses it for every window of the state.
+type rowPrefix struct {
+	ids     []int
+	markers []int
+	qtype   heads.QType
+	options optionStats
+}
+
+// prefix tokenizes the question and its options within head_max_len.
+func (b *sequenceBuilder) prefix(q *question) rowPrefix {
 	headIDs := b.enc.Encode(q.qtype.String() + " question: " + b.scrubMask(q.instructions))
 	optIDs := make([][]int, len(q.options))
 	for i, opt := range q.options {
@@ -90,7 +105,7 @@ func (b *sequenceBuilder) build(q *question, stateIDs []int, truncateLeft bool) 
 	}
 	headIDs = headIDs[:min(len(headIDs), max(minQuestionTokens, budget))]
 
-	ids := make([]int, 0, b.maxLen+1)
+	ids := make([]int, 0, 2+len(headIDs)+totalLen(optIDs))
 	ids = append(ids, b.sp.CLS)
 	ids = append(ids, headIDs...)
 	ids = append(ids, b.sp.SEP)
@@ -100,6 +115,19 @@ func (b *sequenceBuilder) build(q *question, stateIDs []int, truncateLeft bool) 
 		ids = append(ids, o...)
 	}
 	ids = append(ids, b.sp.SEP)
+	return rowPrefix{
+		ids:     ids,
+		markers: markers,
+		qtype:   q.qtype,
+		options: optionStats{Options: len(optIDs), Distinct: distinctSpans(optIDs), TokensPerOption: perOption},
+	}
+}
+
+// withState completes a question's row with the state tokens its room holds.
+// p is only read, so one prefix serves any number of rows.
+func (b *sequenceBuilder) withState(p rowPrefix, stateIDs []int, truncateLeft bool) row {
+	ids := make([]int, 0, b.maxLen+1)
+	ids = append(ids, p.ids...)
 	prefix := len(ids)
 
 	room := max(0, b.maxLen-len(ids)-1)
@@ -115,8 +143,8 @@ func (b *sequenceBuilder) build(q *question, stateIDs []int, truncateLeft bool) 
 	if b.maxLen >= 0 && len(ids) > b.maxLen {
 		ids = ids[:b.maxLen]
 	}
-	kept := markers[:0]
-	for _, m := range markers {
+	kept := make([]int, 0, len(p.markers))
+	for _, m := range p.markers {
 		if m < b.maxLen {
 			kept = append(kept, m)
 		}
@@ -124,9 +152,9 @@ func (b *sequenceBuilder) build(q *question, stateIDs []int, truncateLeft bool) 
 	return row{
 		IDs:          ids,
 		Markers:      kept,
-		QType:        q.qtype,
+		QType:        p.qtype,
 		PrefixLength: min(prefix, len(ids)),
-		Options:      optionStats{Options: len(optIDs), Distinct: distinctSpans(optIDs), TokensPerOption: perOption},
+		Options:      p.options,
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/laya-metal/laya/internal/forwardtest"
 	"github.com/laya-metal/laya/internal/oracletest"
 	"github.com/laya-metal/laya/weights"
 )
@@ -169,10 +170,7 @@ func TestVariantsForwardMetalEmu(t *testing.T) {
 
 func checkVariantRows(t *testing.T, n *network, g variantGoldens) {
 	t.Helper()
-	rows := make([]forwardRow, len(g.Rows))
-	for i, r := range g.Rows {
-		rows[i] = forwardRowOf(r)
-	}
+	rows := forwardtest.Rows(g.Rows)
 	got, err := n.forward(context.Background(), rows)
 	if err != nil {
 		t.Fatal(err)

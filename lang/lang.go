@@ -98,6 +98,10 @@ type LatinEvidence struct {
 // field by field, as upstream's analyse does: one non-English line or field is
 // enough to make it non-English (a Portuguese ticket under an English stack
 // trace), because the part a question is about is usually the customer's.
+// A structured state that still reads as English has each of its fields read
+// on its own, as upstream does, up to about 256 KiB of field text in all (a
+// bound of ours; upstream reads every field): a hostile state of millions of
+// strings costs no more than that.
 func Analyze(state pyjson.Value) Analysis {
 	res := analyzeText(Text(state))
 	if res.Script == Latin && res.IsEnglish && severalParts(state) {
@@ -109,21 +113,9 @@ func Analyze(state pyjson.Value) Analysis {
 		return res
 	}
 	// A structured state can still hide a message past the segment scan's budget,
-	// or in a script the word lists do not name: every field is read on its own.
-	bestN := -1
-	var best *Analysis
-	collect(state, 0, func(leaf string) bool {
-		det := leafNonEnglish(leaf)
-		if det == nil {
-			return true
-		}
-		head, _ := prefixRunes(leaf, maxChars)
-		if n := countLetters(head); n > bestN {
-			bestN, best = n, det
-		}
-		return true
-	})
-	if best != nil {
+	// or in a script the word lists do not name: every field is read on its own,
+	// within fieldScanBudget.
+	if best := scanFields(state, fieldScanBudget); best != nil {
 		res.Language, res.IsEnglish, res.LanguageUndecided = best.Language, false, best.LanguageUndecided
 	}
 	return res

@@ -202,41 +202,105 @@ func nonEnglishSegment(state pyjson.Value) (language, segment string, ok bool) {
 	return language, segment, ok
 }
 
-// leafNonEnglish is the detection of the longest line of a string value that is
-// itself not safe for the English checkpoint, or nil. A one-word name, a
-// capitalised non-Latin name, code lines, acronyms and slash compounds do not
-// count, as in the segment scan. Each line is read up to 4000 characters.
-func leafNonEnglish(leaf string) *Analysis {
+// The field scan's bound, ours: upstream's analyse reads every string value of
+// a structured state on its own, each line up to 4000 characters, with no cap
+// on the total, so a state of millions of short strings costs an analysis of
+// each. scanFields stops once it has spent fieldScanBudget: each line it reads
+// costs its length in bytes plus fieldLineCost, the fixed price of analysing a
+// line however short (an empty value is one empty line). 256 KiB is 64 times
+// what the whole-state and segment scans read, so ordinary states, tickets
+// and conversations are read to their end, while the costliest hostile state
+// of BenchmarkAnalyzeHostile takes about a tenth of a second on one core. A
+// value the budget runs out in is read up to there; later values are not read.
+const (
+	fieldScanBudget = 256 << 10
+	fieldLineCost   = 64
+)
+
+// onFieldLine, when set, sees every line scanFields reads (tests count the
+// work with it).
+var onFieldLine func(line string)
+
+// scanFields reads the string values of state one by one, within budget, and
+// returns the detection of the non-English one with the most letters in its
+// first 4000 characters (the first of equals), or nil.
+func scanFields(state pyjson.Value, budget int) *Analysis {
 	bestN := -1
 	var best *Analysis
-	for line := range strings.SplitSeq(leaf, "\n") {
-		// Fewer than 7 characters cannot hold four words or 10 letters.
-		if utf8.RuneCountInString(line) < 7 {
-			continue
-		}
-		sample, _ := prefixRunes(line, maxChars)
-		if strings.TrimFunc(sample, pySpace) == "" || codeLine.MatchString(sample) {
-			continue
-		}
-		det := analyzeText(sample)
-		if det.IsEnglish {
-			continue
-		}
-		named := det.Language != "" && det.Language != "en" && namedProseLanguage(sample) != ""
-		if !named {
-			if det.Script != Latin && det.Script != Unknown {
-				if !hasNonLatinWords(sample) || countLetters(sample) < nonLatinMinLetters {
-					continue
-				}
-			} else if det.DiacriticRate < nonEnglishDiacriticRate || len(wordPattern.FindAllString(sample, -1)) < 4 {
-				continue
+	collect(state, 0, func(leaf string) bool {
+		det, spent := leafNonEnglish(leaf, budget)
+		budget -= spent
+		if det != nil {
+			head, _ := prefixRunes(leaf, maxChars)
+			if n := countLetters(head); n > bestN {
+				bestN, best = n, det
 			}
 		}
-		if n := countLetters(sample); n > bestN {
-			bestN, best = n, &det
+		return budget > 0
+	})
+	return best
+}
+
+// leafNonEnglish is the detection of the longest line of a string value that is
+// itself not safe for the English checkpoint, or nil, and the budget it spent
+// (see fieldScanBudget); it stops when budget is spent. A one-word name, a
+// capitalised non-Latin name, code lines, acronyms and slash compounds do not
+// count, as in the segment scan. Each line is read up to 4000 characters.
+func leafNonEnglish(leaf string, budget int) (*Analysis, int) {
+	bestN := -1
+	var best *Analysis
+	spent := 0
+	for rest, more := leaf, true; more && spent < budget; {
+		// The line's end is looked for only as far as the budget reaches, so
+		// one endless line costs no more than the budget either.
+		reach := min(len(rest), max(0, budget-spent-fieldLineCost))
+		for reach < len(rest) && reach > 0 && !utf8.RuneStart(rest[reach]) {
+			reach--
+		}
+		line := rest[:reach]
+		if i := strings.IndexByte(line, '\n'); i >= 0 {
+			line, rest = rest[:i], rest[i+1:]
+		} else {
+			more = false
+		}
+		spent += len(line) + fieldLineCost
+		if onFieldLine != nil {
+			onFieldLine(line)
+		}
+		if det, n := lineNonEnglish(line); det != nil && n > bestN {
+			bestN, best = n, det
 		}
 	}
-	return best
+	return best, spent
+}
+
+// lineNonEnglish is the detection of one line of a string value when that line
+// is itself not safe for the English checkpoint, or nil, and the letters of
+// the line's first 4000 characters, on which it was made.
+func lineNonEnglish(line string) (*Analysis, int) {
+	// Fewer than 7 characters cannot hold four words or 10 letters.
+	if _, whole := prefixRunes(line, 6); whole {
+		return nil, 0
+	}
+	sample, _ := prefixRunes(line, maxChars)
+	if strings.TrimFunc(sample, pySpace) == "" || codeLine.MatchString(sample) {
+		return nil, 0
+	}
+	det := analyzeText(sample)
+	if det.IsEnglish {
+		return nil, 0
+	}
+	named := det.Language != "" && det.Language != "en" && namedProseLanguage(sample) != ""
+	if !named {
+		if det.Script != Latin && det.Script != Unknown {
+			if !hasNonLatinWords(sample) || countLetters(sample) < nonLatinMinLetters {
+				return nil, 0
+			}
+		} else if det.DiacriticRate < nonEnglishDiacriticRate || len(wordPattern.FindAllString(sample, -1)) < 4 {
+			return nil, 0
+		}
+	}
+	return &det, countLetters(sample)
 }
 
 // countLetters counts Python str.isalpha characters.

@@ -14,6 +14,7 @@ import (
 	"github.com/laya-metal/laya/backend/cuda"
 	"github.com/laya-metal/laya/heads"
 	"github.com/laya-metal/laya/internal/forwardpass"
+	"github.com/laya-metal/laya/internal/forwardtest"
 	"github.com/laya-metal/laya/internal/oracletest"
 	"github.com/laya-metal/laya/weights"
 )
@@ -130,14 +131,6 @@ func TestSelfTest(t *testing.T) {
 	}
 }
 
-func oracleRows(c oracletest.Case) []forwardpass.Row {
-	rows := make([]forwardpass.Row, len(c.Rows))
-	for i, r := range c.Rows {
-		rows[i] = forwardpass.Row{IDs: r.InputIDs, Markers: r.Markers, QType: heads.QType(r.QType)}
-	}
-	return rows
-}
-
 // temperature is the calibration temperature of a question: its bucket's,
 // else its type's.
 func temperature(ckpt *weights.Checkpoint, q heads.QType, options int) float64 {
@@ -209,7 +202,7 @@ func TestForwardGoldens(t *testing.T) {
 						if pass >= 3 {
 							run = runPacked(parts)
 						}
-						logits, probs, err := run(ctx, be, oracleRows(c), int32(ckpt.Encoder.PadTokenID), nil)
+						logits, probs, err := run(ctx, be, forwardtest.Rows(c.Rows), int32(ckpt.Encoder.PadTokenID), nil)
 						if err != nil {
 							t.Fatalf("case %s pass %d: %v", c.Name, pass, err)
 						}
@@ -286,7 +279,7 @@ func TestConcurrentRequests(t *testing.T) {
 				if i%2 == 1 {
 					run = runPacked(parts)
 				}
-				logits, probs, err := run(ctx, be, oracleRows(c), int32(ckpt.Encoder.PadTokenID), nil)
+				logits, probs, err := run(ctx, be, forwardtest.Rows(c.Rows), int32(ckpt.Encoder.PadTokenID), nil)
 				if err != nil {
 					errs <- fmt.Errorf("goroutine %d case %s: %w", g, c.Name, err)
 					return

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/laya-metal/laya/backend"
-	"github.com/laya-metal/laya/heads"
 	"github.com/laya-metal/laya/internal/forwardpass"
+	"github.com/laya-metal/laya/internal/forwardtest"
 	"github.com/laya-metal/laya/internal/oracletest"
 	"github.com/laya-metal/laya/metal"
 	"github.com/laya-metal/laya/weights"
@@ -42,11 +42,7 @@ func loadModel(t testing.TB, be backend.Backend, checkpoint string) *model {
 // forward runs rows as one right-padded batch (upstream's collate_items)
 // and returns each row's logits and act probabilities.
 func (m *model) forward(ctx context.Context, be backend.Backend, rows []oracletest.Row) (logits, actProbs [][]float32, err error) {
-	layout := make([]forwardpass.Row, len(rows))
-	for b, r := range rows {
-		layout[b] = forwardpass.Row{IDs: r.InputIDs, Markers: r.Markers, QType: heads.QType(r.QType)}
-	}
-	return m.RunRows(ctx, be, layout, int32(m.ckpt.Encoder.PadTokenID), nil)
+	return m.RunRows(ctx, be, forwardtest.Rows(rows), int32(m.ckpt.Encoder.PadTokenID), nil)
 }
 
 // forwardModels pairs checkpoints with their goldens: fp32 (tiny-en), fp16

@@ -13,6 +13,7 @@ import (
 	_ "github.com/laya-metal/laya/backend/cpu"
 	"github.com/laya-metal/laya/heads"
 	"github.com/laya-metal/laya/internal/forwardpass"
+	"github.com/laya-metal/laya/internal/forwardtest"
 	"github.com/laya-metal/laya/internal/oracletest"
 	"github.com/laya-metal/laya/metal/cuda"
 	"github.com/laya-metal/laya/weights"
@@ -50,14 +51,6 @@ func (m *model) forwardObserved(ctx context.Context, be backend.Backend, rows []
 	return m.RunRows(ctx, be, rows, int32(m.ckpt.Encoder.PadTokenID), obs)
 }
 
-func oracleRows(c oracletest.Case) []forwardpass.Row {
-	rows := make([]forwardpass.Row, len(c.Rows))
-	for i, r := range c.Rows {
-		rows[i] = forwardpass.Row{IDs: r.InputIDs, Markers: r.Markers, QType: heads.QType(r.QType)}
-	}
-	return rows
-}
-
 // Every golden case of the three oracle checkpoints, on the GPU.
 func TestForwardGoldens(t *testing.T) {
 	for _, cfg := range []struct {
@@ -90,7 +83,7 @@ func forwardGoldens(t *testing.T, opts cuda.Options) {
 			var worstLogit, worstAct float64
 			rows := 0
 			for _, c := range oracletest.Cases(t, name) {
-				logits, probs, err := m.forward(ctx, be, oracleRows(c))
+				logits, probs, err := m.forward(ctx, be, forwardtest.Rows(c.Rows))
 				if err != nil {
 					t.Fatalf("case %s: %v", c.Name, err)
 				}
@@ -113,7 +106,7 @@ func syntheticRows(t *testing.T, base string, q, n int) []forwardpass.Row {
 	var src []forwardpass.Row
 	for _, c := range oracletest.Cases(t, base) {
 		if c.Name == "many_questions" || c.Name == "email" {
-			src = append(src, oracleRows(c)...)
+			src = append(src, forwardtest.Rows(c.Rows)...)
 		}
 	}
 	rows := make([]forwardpass.Row, q)
