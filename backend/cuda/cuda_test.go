@@ -13,6 +13,7 @@ import (
 	"github.com/laya-metal/laya/backend/backendtest"
 	"github.com/laya-metal/laya/backend/cuda"
 	"github.com/laya-metal/laya/heads"
+	"github.com/laya-metal/laya/internal/cudadrv/cudatest"
 	"github.com/laya-metal/laya/internal/forwardpass"
 	"github.com/laya-metal/laya/internal/forwardtest"
 	"github.com/laya-metal/laya/internal/oracletest"
@@ -24,23 +25,13 @@ import (
 func open(t testing.TB, opts cuda.Options) backend.Backend {
 	t.Helper()
 	be, err := cuda.Open(opts)
-	if errors.Is(err, cuda.ErrNoCUDA) {
-		t.Skipf("no CUDA driver or GPU here: %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	cudatest.Check(t, err)
 	return be
 }
 
 func TestRegistered(t *testing.T) {
 	be, err := backend.Open(cuda.Name)
-	if errors.Is(err, cuda.ErrNoCUDA) {
-		t.Skipf("no CUDA driver or GPU here: %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	cudatest.Check(t, err)
 	defer be.Close()
 	if be.Name() != cuda.Name {
 		t.Errorf("Name() = %q", be.Name())

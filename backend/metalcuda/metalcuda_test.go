@@ -1,13 +1,13 @@
 package metalcuda_test
 
 import (
-	"errors"
 	"testing"
 
 	"github.com/laya-metal/laya/backend"
 	"github.com/laya-metal/laya/backend/backendtest"
 	"github.com/laya-metal/laya/backend/gpu"
 	"github.com/laya-metal/laya/backend/metalcuda"
+	"github.com/laya-metal/laya/internal/cudadrv/cudatest"
 	"github.com/laya-metal/laya/metal/cuda"
 )
 
@@ -16,23 +16,13 @@ import (
 func open(t testing.TB, opts cuda.Options) *gpu.Backend {
 	t.Helper()
 	be, err := metalcuda.Open(opts)
-	if errors.Is(err, cuda.ErrNoCUDA) {
-		t.Skipf("no CUDA driver or GPU here: %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	cudatest.Check(t, err)
 	return be
 }
 
 func TestRegistered(t *testing.T) {
 	be, err := backend.Open(metalcuda.Name)
-	if errors.Is(err, cuda.ErrNoCUDA) {
-		t.Skipf("no CUDA driver or GPU here: %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	cudatest.Check(t, err)
 	defer be.Close()
 	if be.Name() != metalcuda.Name {
 		t.Errorf("Name() = %q", be.Name())

@@ -3,10 +3,10 @@ package cuda_test
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"math"
 	"testing"
 
+	"github.com/laya-metal/laya/internal/cudadrv/cudatest"
 	"github.com/laya-metal/laya/metal"
 	"github.com/laya-metal/laya/metal/cuda"
 )
@@ -16,12 +16,7 @@ import (
 func openDevice(t *testing.T, opts cuda.Options) metal.Device {
 	t.Helper()
 	dev, err := cuda.Open(opts)
-	if errors.Is(err, cuda.ErrNoCUDA) {
-		t.Skipf("no CUDA driver or GPU here: %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	cudatest.Check(t, err)
 	t.Cleanup(func() { dev.Close() })
 	return dev
 }
