@@ -271,10 +271,10 @@ type tensor struct {
 	snap       []byte
 	rope       *pendingRope // a Rope not recorded yet (see stream.Rope)
 	// In FP16X2 a GEMM writes the products of its input's two 16-bit terms
-	// separately (stacked), the second at twoOff in the arena, and the
-	// operations reading its output add them (see stream.Linear).
+	// separately (stacked), the second at twoOff in the arena (0: no room
+	// for it yet; it is always placed after t), and the operations reading
+	// its output add them (see stream.Linear).
 	stacked bool
-	hasTwo  bool
 	twoOff  int64
 }
 

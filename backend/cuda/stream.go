@@ -356,8 +356,8 @@ func (s *stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activat
 	// them. Only a plain product into this segment's own tensor stacks: a
 	// bias or activation needs the sum first.
 	if s.be.opts.Precision == FP16X2 && b == nil && act == backend.Identity && d.s == s && d.seg == s.seg && !d.staged && d != in && d != w {
-		if !d.hasTwo {
-			d.twoOff, d.hasTwo = s.arena, true
+		if d.twoOff == 0 {
+			d.twoOff = s.arena
 			s.arena += align(d.bytes(), 256)
 		}
 		d.stacked = true
