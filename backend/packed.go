@@ -21,6 +21,24 @@ func PacksRows(s Stream) bool {
 	return ok && p.PacksRows()
 }
 
+// TokenBucketer is implemented by streams that run packed batches faster
+// when their token count is a multiple of TokenBucket() (a GPU backend that
+// replays one recorded graph per shape: a bucket of token counts then
+// shares one graph instead of each count capturing its own). It is
+// optional; a model pads a packed batch up to the bucket with a row of pad
+// tokens of its own, whose outputs nothing reads.
+type TokenBucketer interface {
+	TokenBucket() int
+}
+
+// TokenBucket is s's token bucket, 1 (none) for a stream without one.
+func TokenBucket(s Stream) int {
+	if b, ok := s.(TokenBucketer); ok {
+		return max(b.TokenBucket(), 1)
+	}
+	return 1
+}
+
 // Layout says where a batch's rows lie in a tensor's rows: right-padded,
 // batch row b at tensor rows [b·SeqLen, (b+1)·SeqLen) with its first
 // Lengths[b] real, or, Packed, back to back without padding (SeqLen is then

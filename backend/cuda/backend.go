@@ -109,6 +109,9 @@ func open(opts Options) (*Backend, error) {
 	if opts.MaxGraphs <= 0 {
 		opts.MaxGraphs = 64
 	}
+	if opts.Bucket == 0 {
+		opts.Bucket = DefaultBucket
+	}
 	drv, err := cudadrv.LoadDriver(opts.Driver, driverFuncs)
 	if err != nil {
 		return nil, err

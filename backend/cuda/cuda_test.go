@@ -59,6 +59,9 @@ func TestParseOptions(t *testing.T) {
 		{"", cuda.Options{}, false},
 		{"precision=fp16, device=1", cuda.Options{Precision: cuda.FP16, Device: 1}, false},
 		{"precision=BF16,graphs=off,maxgraphs=8", cuda.Options{Precision: cuda.BF16, NoGraphs: true, MaxGraphs: 8}, false},
+		{"bucket=1, attnqpw=4", cuda.Options{Bucket: 1, QueriesPerWarp: 4}, false},
+		{"bucket=-2", cuda.Options{}, true},
+		{"attnqpw=3", cuda.Options{}, true},
 		{"precision=fp8", cuda.Options{}, true},
 		{"graphs=maybe", cuda.Options{}, true},
 		{"device=x", cuda.Options{}, true},
@@ -132,12 +135,13 @@ func temperature(ckpt *weights.Checkpoint, q heads.QType, options int) float64 {
 }
 
 // runPacked is forwardpass.RunRows the way the library runs a batch on
-// this backend: packed rows, the pruned pass.
+// this backend: packed rows filled up to the token bucket, the pruned
+// pass.
 func runPacked(parts forwardpass.Parts) func(context.Context, backend.Backend, []forwardpass.Row, int32, backend.Observer) ([][]float32, [][]float32, error) {
-	return func(ctx context.Context, be backend.Backend, rows []forwardpass.Row, _ int32, _ backend.Observer) (logits, probs [][]float32, err error) {
-		b := forwardpass.Pack(rows)
+	return func(ctx context.Context, be backend.Backend, rows []forwardpass.Row, pad int32, _ backend.Observer) (logits, probs [][]float32, err error) {
 		s := be.NewStream()
 		defer s.Close()
+		b := forwardpass.Layout(s, rows, pad)
 		out, err := parts.RunPruned(ctx, s, b)
 		if err != nil {
 			return nil, nil, err
@@ -299,4 +303,64 @@ func TestConcurrentRequests(t *testing.T) {
 		}
 	}
 	t.Logf("CONCURRENT | %+v", be.(interface{ Stats() cuda.Stats }).Stats())
+}
+
+// Requests whose token counts fall in one bucket replay one graph, and give
+// the answers they give with no bucket (each count its own graph).
+func TestBucketsShareGraphs(t *testing.T) {
+	ctx := context.Background()
+	ckpt, err := weights.LoadCheckpoint(oracletest.Checkpoint("tiny-en"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ckpt.Close()
+	pad := int32(ckpt.Encoder.PadTokenID)
+	answers := map[int][][]float32{}
+	perRequest := 0 // segments (flushes) a request makes
+	for _, bucket := range []int{1, 16} {
+		be := open(t, cuda.Options{Precision: cuda.FP16X2, Bucket: bucket})
+		parts, err := forwardpass.NewParts(be, ckpt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		run := runPacked(parts)
+		// Two questions of 17 to 32 tokens in all: one bucket of 16.
+		for n := 17; n <= 32; n++ {
+			rows := []forwardpass.Row{{IDs: make([]int, n/2), Markers: []int{1}}, {IDs: make([]int, n-n/2), Markers: []int{1, 2}, QType: 1}}
+			for _, r := range rows {
+				for i := range r.IDs {
+					r.IDs[i] = 5 + (i*7+n)%50
+				}
+			}
+			logits, _, err := run(ctx, be, rows, pad, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want, ok := answers[n]; ok {
+				for i := range want {
+					for j := range want[i] {
+						if d := math.Abs(float64(logits[i][j] - want[i][j])); d > 1e-3 {
+							t.Errorf("%d tokens, bucket %d: logit %d.%d %g, %g without a bucket", n, bucket, i, j, logits[i][j], want[i][j])
+						}
+					}
+				}
+			} else {
+				answers[n] = logits
+			}
+		}
+		st := be.(interface{ Stats() cuda.Stats }).Stats()
+		t.Logf("bucket %d: %+v", bucket, st)
+		if bucket == 1 {
+			perRequest = st.Entries / 16
+			if perRequest < 1 || st.Entries != 16*perRequest {
+				t.Errorf("no bucket: %d shapes for 16 token counts", st.Entries)
+			}
+		} else if st.Entries != 2*perRequest || st.Replays < 13*perRequest {
+			// 17–31 tokens fill up to 32 (one shape: three rows); 32 needs
+			// no fill (two rows).
+			t.Errorf("bucket 16: %+v; want 2 shapes (%d segments each), the one of 17–31 tokens captured once and replayed",
+				st, perRequest)
+		}
+		be.Close()
+	}
 }

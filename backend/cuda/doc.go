@@ -27,12 +27,16 @@
 // one host-to-device copy, one graph launch, one device-to-host copy of
 // the tensor read together with every small tensor the segment wrote (so
 // that the act probabilities read after the logits need no second trip),
-// and one synchronisation. Shapes are exact (a packed batch's token
-// count), not bucketed. Once a shape has been seen nothing is allocated on
-// the device for it while it stays cached: Options.MaxGraphs bounds the
-// entries, and the least recently returned idle ones are freed first. The
-// Go side still allocates its recording (a few hundred small objects a
-// request).
+// and one synchronisation. A packed batch's shape is its token count and
+// number of rows, not its rows' lengths (the attention kernels launch a
+// grid bounded by those two and skip the empty tiles), and the stream asks
+// for 16-token buckets (backend.TokenBucket): the model fills a batch up
+// to a multiple of 16 tokens with a row of its own, so that the requests
+// of a bucket replay one graph rather than each token count capturing its
+// own. Once a shape has been seen nothing is allocated on the device for
+// it while it stays cached: Options.MaxGraphs bounds the entries, and the
+// least recently returned idle ones are freed first. The Go side still
+// allocates its recording (a few hundred small objects a request).
 //
 // Recording lets the backend fold what the model's code spells as separate
 // operations: a residual Add into the GEMM before it (cuBLAS's beta = 1,
@@ -65,7 +69,9 @@
 //
 // The environment variable LAYA_CUDA sets the registered backend's options,
 // comma-separated (ParseOptions): precision=fp32|fp16|bf16|fp16x2,
-// device=N, graphs=off, maxgraphs=N.
+// device=N, graphs=off, maxgraphs=N, bucket=N (tokens; 1 turns the
+// buckets off) and attnqpw=1|2|4 (queries a warp of the attention kernels,
+// for measurements; by default chosen by the grid's size).
 //
 // SelfTest opens a backend and checks a small GEMM and attention against a
 // float64 reference; a caller choosing a backend automatically runs it

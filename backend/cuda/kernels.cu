@@ -417,11 +417,12 @@ __device__ __forceinline__ float4 ld4rope(const float* row, long long two, int d
 // share each key and value it reads (QPW > 1 when there are enough tiles to
 // fill the GPU), and the scores' partial sums are independent chains.
 // tiles holds five ints per tile: its first row, the batch row's first row
-// and real length, the tile's first position and its query count. Queries
-// at or past the real length are padding: their output is zero. rope set:
-// q and k are rotated as they are loaded (the rope kernel folded in; a
-// key's position is its index in its batch row). two: see ld4. Dynamic
-// shared memory: attnShared in stream.go.
+// and real length, the tile's first position and its query count (0: an
+// empty tile, nothing to do). Queries at or past the real length are
+// padding: their output is zero. rope set: q and k are rotated as they are
+// loaded (the rope kernel folded in; a key's position is its index in its
+// batch row). two: see ld4. Dynamic shared memory: attnShared in
+// stream.go.
 #define QW 8
 template <int DH, int QPW>
 __device__ void attn_tiled(float* dst, const float* qkv, long long two, const int* tiles, int heads, float scale, int sliding,
@@ -439,6 +440,7 @@ __device__ void attn_tiled(float* dst, const float* qkv, long long two, const in
 	float* P = Q + QT * DH;
 	const int* t = tiles + 5 * blockIdx.x;
 	int r0 = t[0], start = t[1], n = t[2], pos0 = t[3], nq = t[4];
+	if (nq == 0) return; // past the real tiles of a packed batch (tileGrid)
 	int h = blockIdx.y, width = heads * DH, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 	for (int i = threadIdx.x; i < nq * D4; i += blockDim.x) {
 		int qi = i / D4, d = (i - qi * D4) * 4;

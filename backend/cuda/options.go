@@ -94,6 +94,13 @@ type Options struct {
 	// NoGraphs launches every kernel of every request instead of replaying
 	// a captured CUDA graph (for comparison and debugging).
 	NoGraphs bool
+	// Bucket is the token bucket (backend.TokenBucket): a packed batch is
+	// filled up to a multiple of it, so that token counts within a bucket
+	// share one captured graph. 0 means DefaultBucket; 1 turns it off.
+	Bucket int
+	// QueriesPerWarp fixes how many queries a warp of the tiled attention
+	// kernels keeps (1, 2 or 4); 0 chooses by the grid's size.
+	QueriesPerWarp int
 	// MaxGraphs bounds the cached request shapes (captured graphs with
 	// their activation memory); default 64.
 	MaxGraphs int
@@ -105,7 +112,8 @@ type Options struct {
 
 // ParseOptions reads options from a comma-separated list, as the LAYA_CUDA
 // environment variable gives them to the registered backend:
-// precision=fp32|fp16|bf16|fp16x2, device=N, graphs=off, maxgraphs=N.
+// precision=fp32|fp16|bf16|fp16x2, device=N, graphs=off, maxgraphs=N,
+// bucket=N, attnqpw=0|1|2|4.
 func ParseOptions(s string) (Options, error) {
 	var o Options
 	for _, f := range strings.Split(s, ",") {
@@ -120,6 +128,16 @@ func ParseOptions(s string) (Options, error) {
 			o.Precision, err = parsePrecision(v)
 		case "device":
 			o.Device, err = strconv.Atoi(v)
+		case "bucket":
+			o.Bucket, err = strconv.Atoi(v)
+			if err == nil && o.Bucket < 0 {
+				err = fmt.Errorf("bucket=%d, want a token count (1: none)", o.Bucket)
+			}
+		case "attnqpw":
+			o.QueriesPerWarp, err = strconv.Atoi(v)
+			if err == nil && o.QueriesPerWarp != 0 && o.QueriesPerWarp != 1 && o.QueriesPerWarp != 2 && o.QueriesPerWarp != 4 {
+				err = fmt.Errorf("attnqpw=%d, want 1, 2 or 4 (0: by grid size)", o.QueriesPerWarp)
+			}
 		case "maxgraphs":
 			o.MaxGraphs, err = strconv.Atoi(v)
 		case "graphs":
@@ -131,7 +149,7 @@ func ParseOptions(s string) (Options, error) {
 				err = fmt.Errorf("graphs=%q, want on or off", v)
 			}
 		default:
-			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N)")
+			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, bucket=N, attnqpw=0|1|2|4)")
 		}
 		if err != nil {
 			return o, fmt.Errorf("cuda: option %q: %w", f, err)
@@ -139,6 +157,10 @@ func ParseOptions(s string) (Options, error) {
 	}
 	return o, nil
 }
+
+// DefaultBucket is the token bucket of Options' zero value: laya-mlx's
+// 16-token buckets.
+const DefaultBucket = 16
 
 // Stats counts what the backend did, for benchmarks and tests.
 type Stats struct {

@@ -699,6 +699,11 @@ type stagedLayout struct {
 	off        int64
 }
 
+// toLayout is the layout c was staged for.
+func (c stagedLayout) toLayout() backend.Layout {
+	return backend.Layout{Lengths: c.lengths, SeqLen: c.seqLen, Packed: c.packed}
+}
+
 func (s *stream) stageLayout(what, rows int, l backend.Layout, qt int) int64 {
 	for _, c := range s.layouts {
 		if c.what == what && c.qt == qt && c.rows == rows && c.packed == l.Packed && c.seqLen == l.SeqLen && slices.Equal(c.lengths, l.Lengths) {
@@ -722,6 +727,8 @@ func (s *stream) stageLayout(what, rows int, l backend.Layout, qt int) int64 {
 			}
 			at += rows
 		}
+		// Empty tiles (no queries) up to the grid.
+		v = append(v, make([]int32, 5*(tileGrid(l, rows, qt)-len(v)/5))...)
 	case layoutMeta:
 		pos, start, length := positions(rows, l)
 		v = make([]int32, 3*rows)
@@ -751,6 +758,19 @@ func attnShared(dh, qpw int) int {
 	}
 	qt := tileWarps * qpw
 	return 4 * (kc*(dh+4) + kc*dh + qt*dh + qt*kc)
+}
+
+// tileGrid is the blocks (query tiles of qt queries) the tiled attention
+// kernels launch over rows laid out as l. For a packed batch it is a bound
+// that depends on the token count and the number of batch rows, not on the
+// rows' lengths, so that one graph serves every request of a token bucket;
+// the tiles past the real ones are empty, and their blocks return at once.
+// Right-padded, it is the tiles.
+func tileGrid(l backend.Layout, rows, qt int) int {
+	if !l.Packed {
+		return tilesOf(l, qt)
+	}
+	return min(rows, (rows+qt-1)/qt+len(l.Lengths))
 }
 
 // tilesOf counts the query tiles of qt queries of a layout.
@@ -788,6 +808,11 @@ func (s *stream) Attention(dst, qkv backend.Tensor, p backend.AttentionParams) {
 	if p.Sliding {
 		window = min(window, 2*p.Radius+1)
 	}
+	if p.Packed {
+		// A capacity (scores in shared memory): rounded, so that a
+		// bucket's requests, whose longest rows differ, share a graph.
+		window = (window + 15) &^ 15
+	}
 	shared := (window + p.HeadDim + attentionBlock) * 4
 	if tiled == nil && shared > attentionSharedLimit {
 		s.fail(fmt.Errorf("cuda: attention: %w: rows of %d keys with head dim %d need %d bytes of shared memory, the kernel has %d",
@@ -801,22 +826,21 @@ func (s *stream) Attention(dst, qkv backend.Tensor, p backend.AttentionParams) {
 	if sliding {
 		name = "attention (sliding)"
 	}
-	s.mix(opAttention, s.ref(d), s.ref(in), uint64(in.rows), uint64(p.Heads), uint64(p.HeadDim), f32(p.Scale), boolArg(p.Sliding), uint64(p.Radius), uint64(window))
+	s.mix(opAttention, s.ref(d), s.ref(in), uint64(in.rows), uint64(p.Heads), uint64(p.HeadDim), f32(p.Scale), boolArg(p.Sliding), uint64(p.Radius))
 	var o *op
 	if tiled != nil {
 		// More queries a warp share each key and value read from shared
 		// memory, which bounds the kernel, but make fewer blocks: as many
 		// as still give every multiprocessor two.
-		qpw := 1
-		for _, q := range []int{4, 2} {
-			if tilesOf(p.Layout, tileWarps*q)*heads >= 2*s.be.sms {
+		qpw := s.be.opts.QueriesPerWarp
+		for _, q := range []int{4, 2, 1} {
+			if qpw == 0 && (q == 1 || tileGrid(p.Layout, in.rows, tileWarps*q)*heads >= 2*s.be.sms) {
 				qpw = q
-				break
 			}
 		}
 		qt := tileWarps * qpw
 		off := s.stageLayout(layoutTiles, in.rows, p.Layout, qt)
-		nt := tilesOf(p.Layout, qt)
+		nt := tileGrid(p.Layout, in.rows, qt)
 		fn, shm := tiled[bits.TrailingZeros(uint(qpw))], attnShared(dh, qpw)
 		var table uintptr
 		if rope != nil {
@@ -833,6 +857,7 @@ func (s *stream) Attention(dst, qkv backend.Tensor, p backend.AttentionParams) {
 		})
 	} else {
 		off := s.stageLayout(layoutMeta, in.rows, p.Layout, 0)
+		s.mix(uint64(window))
 		o = s.record(name, func(r *run) error {
 			h, kind, lo := r.shadowArgs(o)
 			return r.l.launch(r.b.drv, r.b.k.attention, [3]int{in.rows, heads, 1}, attentionBlock, shared, r.cs.stream, u64(d.addr), u64(in.addr),
@@ -867,6 +892,11 @@ func (s *stream) ActFeatures(dst, cls, logits backend.Tensor, counts []int) {
 
 // PacksRows reports that the stream takes packed batches.
 func (s *stream) PacksRows() bool { return true }
+
+// TokenBucket is Options.Bucket: the graph of a packed batch depends on its
+// token count and rows (tileGrid), so a model that fills its batches up to
+// a multiple of it replays one graph for the whole bucket.
+func (s *stream) TokenBucket() int { return s.be.opts.Bucket }
 
 func (s *stream) Err() error { return s.err }
 

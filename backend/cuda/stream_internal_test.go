@@ -3,6 +3,7 @@
 package cuda
 
 import (
+	"encoding/binary"
 	"slices"
 	"testing"
 
@@ -383,5 +384,65 @@ func TestNilOperandsStayNil(t *testing.T) {
 	}
 	if len(s.ops) != 4 {
 		t.Fatalf("recorded %v", names(s))
+	}
+}
+
+// A packed batch's graph depends on its token count and number of rows,
+// not on the rows' lengths: two requests filled up to one token bucket
+// record the same key, and the tile list staged for the attention has the
+// grid's length, real tiles first, empty ones after.
+func TestBucketSharesKey(t *testing.T) {
+	record := func(lengths []int) (*stream, []uint64) {
+		s := recordingTiled(FP16X2)
+		s.be.sms = 132
+		rows := 0
+		for _, n := range lengths {
+			rows += n
+		}
+		layout := backend.Layout{Lengths: lengths, SeqLen: slices.Max(lengths), Packed: true}
+		x := s.FromHost(rows, 8, make([]float32, rows*8))
+		w := s.FromHost(24, 8, make([]float32, 192))
+		qkv, out := s.New(rows, 24), s.New(rows, 8)
+		s.Linear(qkv, x, w, nil, backend.Identity)
+		s.Rope(qkv, backend.RopeParams{Layout: layout, Heads: 2, HeadDim: 4, Theta: 10000})
+		for _, sliding := range []bool{false, true} {
+			s.Attention(out, qkv, backend.AttentionParams{Layout: layout, Heads: 2, HeadDim: 4, Scale: 0.5, Sliding: sliding, Radius: 2})
+		}
+		if err := s.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return s, slices.Clone(s.words)
+	}
+	// 48 tokens in three rows, three ways; the last fills a bucket of 16.
+	ways := [][]int{{40, 5, 3}, {16, 16, 16}, {1, 1, 46}}
+	var first []uint64
+	for i, lengths := range ways {
+		s, words := record(lengths)
+		if i == 0 {
+			first = words
+		} else if !slices.Equal(words, first) {
+			t.Errorf("lengths %v record another key than %v", lengths, ways[0])
+		}
+		for _, c := range s.layouts {
+			if c.what != layoutTiles {
+				continue
+			}
+			grid := tileGrid(c.toLayout(), c.rows, c.qt)
+			tiles := tilesOf(c.toLayout(), c.qt)
+			if grid < tiles || grid > c.rows {
+				t.Errorf("lengths %v, %d a tile: grid %d for %d tiles of %d rows", lengths, c.qt, grid, tiles, c.rows)
+			}
+			staged := s.stage[c.off : c.off+int64(20*grid)]
+			for k := range grid {
+				nq := int32(binary.LittleEndian.Uint32(staged[20*k+16:]))
+				if (nq > 0) != (k < tiles) {
+					t.Errorf("lengths %v: tile %d of %d holds %d queries; want the %d real tiles first", lengths, k, grid, nq, tiles)
+				}
+			}
+		}
+	}
+	// A different number of rows is another shape.
+	if _, words := record([]int{24, 24}); slices.Equal(words, first) {
+		t.Errorf("two rows record the key of three")
 	}
 }

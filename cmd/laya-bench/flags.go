@@ -16,7 +16,7 @@ import (
 type options struct {
 	model, synthetic, tokenizer, backend, format string
 	questions                                    []int
-	warmup, runs, batchSize                      int
+	warmup, runs, batchSize, vary                int
 	long, profile                                bool
 	joins                                        bool // the cpu backend's idle time at joins
 	kernel                                       bool // the cpu backend's GEMM micro-kernel, in the forward and hot
@@ -45,6 +45,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.backend, "backend", "cpu", "compute backend: "+strings.Join(backend.Names(), ", "))
 	fs.StringVar(&questions, "questions", "1,5,10", "comma-separated question counts, one workload each")
 	fs.IntVar(&o.warmup, "warmup", 5, "untimed runs before timing")
+	fs.IntVar(&o.vary, "vary", 0, "cycle each workload's state through `N` token counts (request k has k mod N extra words), as real traffic varies: on cuda this shows what its token buckets buy (LAYA_CUDA=bucket=1 turns them off)")
 	fs.IntVar(&o.runs, "runs", 50, "timed runs per workload")
 	fs.IntVar(&o.batchSize, "batch-size", 16, "rows per padded forward batch")
 	fs.BoolVar(&o.long, "long", false, "use a long state that fills the context (full-context workload)")
@@ -67,6 +68,9 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	var err error
 	if o.questions, err = parseCounts(questions); err != nil {
 		return o, err
+	}
+	if o.vary < 0 {
+		return o, cli.Usagef("--vary %d: want a count of token counts (0: one)", o.vary)
 	}
 	if o.runs < 1 || o.warmup < 0 {
 		return o, cli.Usagef("--runs must be ≥ 1 and --warmup ≥ 0")

@@ -25,6 +25,26 @@ func TestRequestIsValidJSONWithOrderedQuestions(t *testing.T) {
 	}
 }
 
+// --vary's requests differ only in the state body's trailing words.
+func TestVariedRequests(t *testing.T) {
+	seen := map[string]bool{}
+	for extra := range 4 {
+		var req struct {
+			State struct{ Body string } `json:"state"`
+		}
+		if err := json.Unmarshal(variedRequest(3, false, extra), &req); err != nil {
+			t.Fatalf("%d extra words: %v", extra, err)
+		}
+		if !strings.HasSuffix(req.State.Body, "plan."+strings.Repeat(" ok", extra)) || seen[req.State.Body] {
+			t.Errorf("%d extra words: body %q", extra, req.State.Body)
+		}
+		seen[req.State.Body] = true
+	}
+	if !bytes.Equal(variedRequest(3, true, 0), request(3, true)) {
+		t.Errorf("no extra words is not request's")
+	}
+}
+
 // GPU time appears next to wall time on a backend that reports it, and
 // --profile lists the operations; the CPU backend has neither and refuses
 // --profile. --joins prints the CPU backend's worker time per call site,

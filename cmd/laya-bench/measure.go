@@ -71,10 +71,13 @@ type opProfile struct {
 // clock: requests run one at a time, so the difference of two readings is
 // one request's GPU time.
 func measure(ctx context.Context, agent *laya.Agent, timer backend.Timer, n int, o options, progress *cli.Progress) (result, error) {
-	req := request(n, o.long)
 	r := result{Questions: n}
 	var gpu time.Duration
+	calls := 0
 	once := func() (time.Duration, *laya.Result, error) {
+		// --vary: the k-th request's state has k mod N extra words.
+		req := variedRequest(n, o.long, calls%max(o.vary, 1))
+		calls++
 		var gpuStart time.Duration
 		if timer != nil {
 			gpuStart = timer.DeviceTime()

@@ -14,9 +14,16 @@ var templates = []string{
 
 const shortState = `{"from": "user@example.com", "subject": "Duplicate charge on invoice #4411", "body": "We were billed twice for March. Please refund the duplicate today or we will cancel our plan."}`
 
-func request(n int, long bool) []byte {
+func request(n int, long bool) []byte { return variedRequest(n, long, 0) }
+
+// variedRequest is request with extra one-token words at the end of the
+// state's body: --vary's requests of other token counts.
+func variedRequest(n int, long bool, extra int) []byte {
 	var b strings.Builder
 	state := shortState
+	if extra > 0 {
+		state = strings.Replace(state, `cancel our plan."}`, `cancel our plan.`+strings.Repeat(" ok", extra)+`"}`, 1)
+	}
 	if long {
 		body := strings.Repeat("The customer reports duplicate billing and requests a refund today. ", 200)
 		state = `{"subject": "Duplicate charge", "body": "` + body + `"}`

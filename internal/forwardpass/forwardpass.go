@@ -9,6 +9,7 @@ package forwardpass
 
 import (
 	"errors"
+	"slices"
 
 	"github.com/laya-metal/laya/backend"
 	"github.com/laya-metal/laya/encoder"
@@ -60,6 +61,32 @@ type Batch struct {
 	// MarkerRows is the flat position of every marker, row by row (its
 	// row's start plus its position): the rows the scorer reads.
 	MarkerRows []int32
+	// PadID is the pad token (Layout's pad), what Bucketed fills with.
+	PadID int32
+}
+
+// Bucketed is what the encoder and the decision head run for b on a stream
+// with a token bucket (backend.TokenBucket): a packed batch whose token
+// count is not a multiple of bucket gets one more row, of pad ids, filling
+// it up, so that the stream sees one shape for a bucket of token counts.
+// Attention never crosses rows and every other op is row-wise, so the fill
+// row changes nothing of the others; it is last, so every position of b's
+// rows is unchanged (CLSRows, MarkerRows and Counts stay b's). Otherwise it
+// is b's own ids, layout and question types.
+func (b Batch) Bucketed(bucket int) ([]int32, backend.Layout, []heads.QType) {
+	rows := len(b.IDs)
+	fill := (rows+bucket-1)/bucket*bucket - rows
+	if !b.Packed || bucket <= 1 || fill == 0 {
+		return b.IDs, b.Layout, b.QTypes
+	}
+	ids := make([]int32, rows+fill)
+	copy(ids, b.IDs)
+	for i := rows; i < len(ids); i++ {
+		ids[i] = b.PadID
+	}
+	l := backend.Layout{Lengths: append(slices.Clone(b.Lengths), fill), SeqLen: max(b.SeqLen, fill), Packed: true}
+	// The fill row's type is any valid one: nothing reads its outputs.
+	return ids, l, append(slices.Clone(b.QTypes), 0)
 }
 
 // Pad lays rows out as one right-padded batch, filling the padding with pad.
@@ -85,7 +112,9 @@ func Pack(rows []Row) Batch {
 // Layout is Pack's batch where s takes packed batches, else Pad's.
 func Layout(s backend.Stream, rows []Row, pad int32) Batch {
 	if backend.PacksRows(s) {
-		return Pack(rows)
+		b := Pack(rows)
+		b.PadID = pad
+		return b
 	}
 	return Pad(rows, pad)
 }
@@ -94,6 +123,7 @@ func Layout(s backend.Stream, rows []Row, pad int32) Batch {
 // up to seqLen when not packed.
 func lay(rows []Row, pad int32, packed bool, seqLen int) Batch {
 	b := Batch{
+		PadID:  pad,
 		Layout: backend.Layout{Lengths: make([]int, len(rows)), SeqLen: seqLen, Packed: packed},
 		QTypes: make([]heads.QType, len(rows)),
 		Counts: make([]int, len(rows)),

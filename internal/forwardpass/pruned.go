@@ -18,14 +18,16 @@ type Outputs struct {
 // the decision head's last layer computes only the rows the scorer and the
 // act head read ([CLS] of every row, then every marker), so its output row
 // b is [CLS] of batch row b and row B+i is marker i. Answers equal the
-// unpruned pass's: every other row of the last layer is never read.
+// unpruned pass's: every other row of the last layer is never read. On a
+// stream with a token bucket the encoder and decision head run b.Bucketed.
 func (p Parts) RunPruned(ctx context.Context, s backend.Stream, b Batch) (Outputs, error) {
-	hidden, err := p.Encoder.Forward(ctx, s, b.IDs, b.Layout, nil)
+	ids, layout, qtypes := b.Bucketed(backend.TokenBucket(s))
+	hidden, err := p.Encoder.Forward(ctx, s, ids, layout, nil)
 	if err != nil {
 		return Outputs{}, err
 	}
 	keep := slices.Concat(b.CLSRows(), b.MarkerRows)
-	kept, err := p.Decision.ForwardRows(ctx, s, hidden, b.QTypes, b.Layout, keep, nil)
+	kept, err := p.Decision.ForwardRows(ctx, s, hidden, qtypes, layout, keep, nil)
 	if err != nil {
 		return Outputs{}, err
 	}

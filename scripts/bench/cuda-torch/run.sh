@@ -10,8 +10,9 @@
 #   bash scripts/bench/cuda-torch/run.sh BIN OUT
 #
 # Writes OUT/laya-<preset>-<precision>-r<round>.json (laya-bench --format
-# json) and OUT/torch-<preset>.jsonl; summarize.py turns them into the
-# table's CSV.
+# json), OUT/laya-vary-<preset>-b<bucket>-r<round>.json (VARY token counts
+# cycled, default 32; 0 skips) and OUT/torch-<preset>.jsonl; summarize.py
+# turns them into the tables' CSV.
 set -uo pipefail
 bin=$(cd "$1" && pwd)
 out=$2
@@ -25,6 +26,17 @@ for lang in english multilingual; do
 				--warmup 10 --runs "${RUNS:-50}" --batch-size 64 --format json >"$out/laya-$lang-$p-r$r.json" 2>>"$out/laya.err"
 		done
 	done
+	# Requests cycling through VARY token counts (k extra words for request
+	# k), with the backend's token buckets and without: what real traffic,
+	# whose lengths vary, costs in captures.
+	if [ "${VARY:-32}" != 0 ]; then
+		for r in $(seq 1 "$rounds"); do
+			for b in 16 1; do
+				LAYA_CUDA=precision=fp16x2,bucket=$b "$bin/laya-bench" --backend cuda --synthetic "$lang" --questions 1,10 \
+					--vary "${VARY:-32}" --warmup 0 --runs 64 --batch-size 64 --format json >"$out/laya-vary-$lang-b$b-r$r.json" 2>>"$out/laya.err"
+			done
+		done
+	fi
 	ckpt=$HOME/.cache/laya-metal/synthetic/$lang
 	PYTHONUNBUFFERED=1 python3 "$here/torch_gpu_bench.py" "$ckpt" "${TORCH_MODES:-eager32,eager16,graph16,compile16}" \
 		--rounds "$rounds" --runs "${RUNS:-50}" --rows "${QUESTIONS:-1,10,50}" >"$out/torch-$lang.jsonl" 2>>"$out/torch.err"

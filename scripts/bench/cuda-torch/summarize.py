@@ -7,6 +7,9 @@
   cuda-precision.csv  (with --goldens LOG) per checkpoint and precision, the
                       golden test's agreement with upstream, from the
                       GOLDENS lines of backend/cuda's TestForwardGoldens
+  cuda-buckets.csv    (where run.sh left laya-vary-*.json) requests cycling
+                      through token counts (laya-bench --vary), with the
+                      cuda backend's 16-token buckets and without
 
 Usage: python3 summarize.py DIR [--goldens goldens.log]
 """
@@ -27,6 +30,8 @@ args = ap.parse_args()
 ours = {}  # (preset, questions, precision) -> [p50 per round]
 tokens = {}
 for f in sorted(glob.glob(os.path.join(args.dir, "laya-*-r*.json"))):
+    if os.path.basename(f).startswith("laya-vary-"):
+        continue
     preset, prec = re.match(r"laya-(\w+)-(\w+)-r\d+\.json", os.path.basename(f)).groups()
     for r in json.load(open(f))["results"]:
         ours.setdefault((preset, r["questions"], prec), []).append(r["p50_ms"])
@@ -92,4 +97,25 @@ if args.goldens:
             gate = "holds (same answers, p within 0.005)" if ok else "fails"
         out.append([ck, prec, n, agree, dl, dp, da, gate])
     with open(os.path.join(args.dir, "cuda-precision.csv"), "w", newline="") as f:
+        csv.writer(f).writerows(out)
+
+# laya-vary-<preset>-b<bucket>-r<round>.json: --vary runs, bucket 16 and 1.
+vary = {}  # (preset, questions, bucket) -> [(p50, mean)]
+cycle = {}
+for f in sorted(glob.glob(os.path.join(args.dir, "laya-vary-*-r*.json"))):
+    preset, bucket = re.match(r"laya-vary-(\w+)-b(\d+)-r\d+\.json", os.path.basename(f)).groups()
+    d = json.load(open(f))
+    for r in d["results"]:
+        vary.setdefault((preset, r["questions"], int(bucket)), []).append((r["p50_ms"], r["mean_ms"]))
+        cycle[(preset, r["questions"])] = r["input_tokens"]
+if vary:
+    out = [["model", "questions", "tokens of the first request", "16-token buckets P50 ms", "16-token buckets mean ms",
+            "no buckets P50 ms", "no buckets mean ms", "no buckets ÷ buckets (P50)"]]
+    for preset in ("english", "multilingual"):
+        for q in sorted({k[1] for k in vary if k[0] == preset}):
+            b16, b1 = vary.get((preset, q, 16), []), vary.get((preset, q, 1), [])
+            p16, p1 = med([x[0] for x in b16]), med([x[0] for x in b1])
+            out.append([preset, str(q), str(cycle[(preset, q)]), cell([x[0] for x in b16]), cell([x[1] for x in b16]),
+                        cell([x[0] for x in b1]), cell([x[1] for x in b1]), f"{p1 / p16:.2f}" if p16 and p1 else "-"])
+    with open(os.path.join(args.dir, "cuda-buckets.csv"), "w", newline="") as f:
         csv.writer(f).writerows(out)
