@@ -9,8 +9,8 @@
 //	go run ./scripts/bench/benchtables -check     # exit 1 if one is out of date
 //
 // A results folder is benchmarks/results/<date>-<commit>/ and holds a
-// run.json (date, commit, machine, commands, whether the numbers were
-// transcribed) and the files its run wrote:
+// run.json (date, optionally the time, commit, machine, commands, whether
+// the numbers were transcribed) and the files its run wrote:
 //
 //   - paired-<preset>-<cores>-q<questions>[-<tag>].json: one cell of
 //     scripts/bench/bench-torch/paired.sh (ours against PyTorch's forward);
@@ -25,8 +25,9 @@
 //	…generated…
 //	<!-- benchtables: end -->
 //
-// Each marked table is rendered from the newest folder (by name, so by
-// date) that has files of its kind; summary condenses the newest paired and
+// Each marked table is rendered from the newest folder (by the date its
+// name starts with, then run.json's optional "time" for runs of one date)
+// that has files of its kind; summary condenses the newest paired and
 // blaspaired tables into ranges of their ratios.
 package main
 
@@ -58,6 +59,9 @@ type run struct {
 	Commands    []string `json:"commands"`
 	Transcribed bool     `json:"transcribed"`
 	Notes       string   `json:"notes"`
+	// Time (optional, "15:04" UTC) orders the runs of one date, whose
+	// folder names differ only by commit.
+	Time string `json:"time"`
 }
 
 // cell is the part of paired.py's and blas_paired.py's JSON the table shows
@@ -191,21 +195,39 @@ func renderKind(kind string, fsys fs.FS) (string, error) {
 	return provenance(dir, r) + "\n" + table, nil
 }
 
-// latest finds the newest results folder (by name, so by date) with files
+// latest finds the newest results folder (by date, then time) with files
 // of kind, and returns it, its run.json and those files.
 func latest(kind string, fsys fs.FS) (string, run, []string, error) {
 	dirs, err := fs.ReadDir(fsys, resultsDir)
 	if err != nil {
 		return "", run{}, nil, err
 	}
-	var names []string
+	// Newest first: by date (the name's prefix), then by run.json's time
+	// where a date has several runs, then by name.
+	type folder struct{ name, time string }
+	var folders []folder
 	for _, d := range dirs {
-		if d.IsDir() {
-			names = append(names, d.Name())
+		if !d.IsDir() {
+			continue
 		}
+		var r run
+		if err := readJSON(fsys, path.Join(resultsDir, d.Name(), "run.json"), &r); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return "", run{}, nil, err
+		}
+		folders = append(folders, folder{d.Name(), r.Time})
 	}
-	sort.Sort(sort.Reverse(sort.StringSlice(names)))
-	for _, name := range names {
+	sort.Slice(folders, func(i, j int) bool {
+		a, b := folders[i], folders[j]
+		if da, db := a.name[:min(10, len(a.name))], b.name[:min(10, len(b.name))]; da != db {
+			return da > db
+		}
+		if a.time != b.time {
+			return a.time > b.time
+		}
+		return a.name > b.name
+	})
+	for _, f := range folders {
+		name := f.name
 		dir := path.Join(resultsDir, name)
 		entries, err := fs.ReadDir(fsys, dir)
 		if err != nil {

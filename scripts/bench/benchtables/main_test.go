@@ -100,6 +100,22 @@ func TestRender(t *testing.T) {
 			notWant: []string{"5,000.0 ms", "fffffff", "0000000"},
 		},
 		{
+			// Same date: the run with a later run.json time wins, whatever
+			// the commits' names; a run without a time is the day's earliest.
+			name: "runs of one date are ordered by their time",
+			kind: "csv:serve",
+			files: fstest.MapFS{
+				"benchmarks/results/2026-12-05-fffffff/run.json":  {Data: []byte(strings.Replace(runJSON, "abc1234", "fffffff", 1))},
+				"benchmarks/results/2026-12-05-fffffff/serve.csv": {Data: []byte("clients\nold\n")},
+				"benchmarks/results/2026-12-05-0000001/run.json":  {Data: []byte(strings.Replace(strings.Replace(runJSON, "abc1234", "0000001", 1), `"transcribed"`, `"time": "09:10", "transcribed"`, 1))},
+				"benchmarks/results/2026-12-05-0000001/serve.csv": {Data: []byte("clients\nmiddle\n")},
+				"benchmarks/results/2026-12-05-0000002/run.json":  {Data: []byte(strings.Replace(strings.Replace(runJSON, "abc1234", "0000002", 1), `"transcribed"`, `"time": "16:40", "transcribed"`, 1))},
+				"benchmarks/results/2026-12-05-0000002/serve.csv": {Data: []byte("clients\nnew\n")},
+			},
+			want:    []string{"| new |", "2026-12-05-0000002"},
+			notWant: []string{"| old |", "| middle |"},
+		},
+		{
 			name: "order: more cores first, then preset, questions, later calls; a note follows the workload",
 			kind: "paired",
 			files: fstest.MapFS{
