@@ -5,10 +5,13 @@ package cuda
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"math/bits"
+	"runtime"
 	"slices"
+	"time"
 	"unsafe"
 
 	"github.com/laya-metal/laya/backend"
@@ -970,7 +973,8 @@ func (s *stream) flush(ctx context.Context, target *tensor) ([]byte, error) {
 		tensors: len(s.made), operations: len(s.ops)}
 	e := b.takeEntry(key)
 	var err error
-	b.w.Do(func() {
+	var ready bool // the GPU finished while this thread polled
+	terr := b.onThread(func() {
 		if s.cs == nil {
 			if s.cs, err = b.newCStream(); err != nil {
 				return
@@ -996,8 +1000,13 @@ func (s *stream) flush(ctx context.Context, target *tensor) ([]byte, error) {
 		}
 		copy(e.pinIn, s.stage)
 		x := &run{b: b, cs: s.cs, e: e, temp: e.arena + uintptr(tempOff)}
-		err = b.execute(s, x, tableOff, len(back))
+		if err = b.execute(s, x, tableOff, len(back)); err == nil {
+			ready, err = b.poll(ctx, s.cs)
+		}
 	})
+	if err == nil {
+		err = terr
+	}
 	if e != nil {
 		s.entries = append(s.entries, e)
 	}
@@ -1009,6 +1018,26 @@ func (s *stream) flush(ctx context.Context, target *tensor) ([]byte, error) {
 		s.fail(fmt.Errorf("cuda: %w", err))
 		return nil, s.err
 	}
+	if !ready {
+		if err = s.waitLong(ctx); err != nil {
+			return nil, err
+		}
+	}
+	snap := e.pinOut[:target.bytes()]
+	for i, t := range back {
+		if t.s == s {
+			t.snap = e.pinOut[offs[i]*4 : (offs[i]+int64(t.rows)*int64(t.cols))*4]
+		}
+	}
+	return snap, nil
+}
+
+// waitLong waits for the flush poll gave up on (a long request, or ctx
+// ended) on the stream's waiter thread; if ctx ends first, the next flush
+// or Close waits for it (finishWait).
+func (s *stream) waitLong(ctx context.Context) error {
+	b := s.be
+	var err error
 	done := make(chan error, 1)
 	cs := s.cs
 	go func() {
@@ -1028,19 +1057,13 @@ func (s *stream) flush(ctx context.Context, target *tensor) ([]byte, error) {
 	case err = <-done:
 		s.wait = nil
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return ctx.Err()
 	}
 	if err != nil {
 		s.fail(fmt.Errorf("cuda: a kernel failed: %w", err))
-		return nil, s.err
+		return s.err
 	}
-	snap := e.pinOut[:target.bytes()]
-	for i, t := range back {
-		if t.s == s {
-			t.snap = e.pinOut[offs[i]*4 : (offs[i]+int64(t.rows)*int64(t.cols))*4]
-		}
-	}
-	return snap, nil
+	return nil
 }
 
 // finishWait waits for a flush whose Read stopped waiting (its context
@@ -1341,6 +1364,65 @@ func (b *Backend) count(f func(*Stats)) {
 	f(&b.stats)
 	b.mu.Unlock()
 }
+
+// onThread runs f on the calling goroutine's own OS thread with the
+// backend's context current, then makes the thread's previous context
+// current again. A request launches and waits where it runs: handing its
+// launch to the worker's thread and its wait to the stream's waiter cost
+// two to four thread wake-ups a request. A context may be current on many
+// threads, and what a flush calls is the driver's and cuBLAS's thread-safe
+// API on the request's own CUDA stream and cuBLAS handle; graph capture is
+// thread-local.
+func (b *Backend) onThread(f func()) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var prev uintptr
+	if err := b.drv.Call("cuCtxGetCurrent", uintptr(unsafe.Pointer(&prev))); err != nil {
+		return err
+	}
+	if prev != b.ctx {
+		if err := b.drv.Call("cuCtxSetCurrent", b.ctx); err != nil {
+			return err
+		}
+		defer b.drv.Call("cuCtxSetCurrent", prev)
+	}
+	f()
+	return nil
+}
+
+// pollFor is how long a flush polls its event on its own thread before it
+// leaves the wait to the stream's waiter thread: longer than a request of a
+// few questions takes, short enough that a long one does not hold the
+// thread (its hand-off then costs nothing next to it).
+const pollFor = 5 * time.Millisecond
+
+// poll waits for cs's last flush by polling its event from the calling
+// thread (the context current). It reports whether the flush completed
+// (its GPU time then counted); false, with no error, when ctx ended or
+// pollFor passed first.
+func (b *Backend) poll(ctx context.Context, cs *cstream) (bool, error) {
+	deadline := time.Now().Add(pollFor)
+	for i := 0; ; i++ {
+		err := b.drv.Call("cuEventQuery", cs.event)
+		var ce *cudadrv.Error
+		switch {
+		case err == nil:
+			var ms float32
+			if b.drv.Call("cuEventElapsedTime", uintptr(unsafe.Pointer(&ms)), cs.start, cs.end) == nil {
+				b.deviceNs.Add(int64(float64(ms) * 1e6))
+			}
+			return true, nil
+		case !errors.As(err, &ce) || ce.Code != cudaErrorNotReady:
+			return false, fmt.Errorf("a kernel failed: %w", err)
+		}
+		if i%32 == 31 && (ctx.Err() != nil || time.Now().After(deadline)) {
+			return false, nil
+		}
+	}
+}
+
+// cudaErrorNotReady is CUDA_ERROR_NOT_READY: an event not reached yet.
+const cudaErrorNotReady = 600
 
 // capture records issue's work on cs as e's graph and instantiates it.
 func (b *Backend) capture(e *entry, cs *cstream, issue func() error) error {
