@@ -27,7 +27,9 @@
 // one host-to-device copy, one graph launch, one device-to-host copy of
 // the tensor read together with every small tensor the segment wrote (so
 // that the act probabilities read after the logits need no second trip),
-// and one synchronisation. A packed batch's shape is its token count and
+// and one synchronisation, all on the request's own thread (the context
+// made current there; a wait past a few milliseconds goes to a waiter
+// thread). A packed batch's shape is its token count and
 // number of rows, not its rows' lengths (the attention kernels launch a
 // grid bounded by those two and skip the empty tiles), and the stream asks
 // for 16-token buckets (backend.TokenBucket): the model fills a batch up
