@@ -34,9 +34,9 @@ var driverFuncs = []string{
 // kernels are the entry points of kernels.cu.
 type kernels struct {
 	gather, layerNorm, layerNorm4, biasAct, add, actMap, geglu, softmax, rope, attention, actFeatures, to16, packOut uintptr
-	// attentionTiled holds the tiled attention kernels by head dim, for 1, 2
-	// and 4 queries a warp.
-	attentionTiled map[int]*[3]uintptr
+	// attentionTiled holds the tiled attention kernels by head dim: 8 warps
+	// of 1, 2 and 4 queries each, then 16 warps of 1.
+	attentionTiled map[int]*[4]uintptr
 }
 
 // attentionSharedLimit is the dynamic shared memory the attention kernel is
@@ -167,7 +167,7 @@ func (b *Backend) init() error {
 // load runs on the worker thread: the compiled module and its kernels.
 func (b *Backend) load(cubin []byte) error {
 	c := b.drv.Call
-	b.k.attentionTiled = map[int]*[3]uintptr{}
+	b.k.attentionTiled = map[int]*[4]uintptr{}
 	if err := c("cuModuleLoadData", uintptr(unsafe.Pointer(&b.module)), uintptr(unsafe.Pointer(&cubin[0]))); err != nil {
 		return fmt.Errorf("cuda: loading the kernels: %w", err)
 	}
@@ -177,10 +177,11 @@ func (b *Backend) load(cubin []byte) error {
 		"attention": &b.k.attention, "act_features": &b.k.actFeatures, "to_16": &b.k.to16, "pack_out": &b.k.packOut,
 	}
 	for _, dh := range []int{32, 64, 128} {
-		b.k.attentionTiled[dh] = new([3]uintptr)
+		b.k.attentionTiled[dh] = new([4]uintptr)
 		for i := range 3 {
 			fns[fmt.Sprintf("attention%d_%d", dh, 1<<i)] = &b.k.attentionTiled[dh][i]
 		}
+		fns[fmt.Sprintf("attention%d_1w16", dh)] = &b.k.attentionTiled[dh][3]
 	}
 	for name, p := range fns {
 		sym := cudadrv.CString(name)
@@ -196,7 +197,8 @@ func (b *Backend) load(cubin []byte) error {
 	}
 	for dh, fs := range b.k.attentionTiled {
 		for i, f := range fs {
-			if err := c("cuFuncSetAttribute", f, 8, uintptr(attnShared(dh, 1<<i))); err != nil {
+			qpw, warps := attnKernel(i)
+			if err := c("cuFuncSetAttribute", f, 8, uintptr(attnShared(dh, qpw, warps))); err != nil {
 				return fmt.Errorf("cuda: attention kernel for head dim %d: %w", dh, err)
 			}
 		}

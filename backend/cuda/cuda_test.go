@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -62,6 +63,8 @@ func TestParseOptions(t *testing.T) {
 		{"bucket=1, attnqpw=4", cuda.Options{Bucket: 1, QueriesPerWarp: 4}, false},
 		{"bucket=-2", cuda.Options{}, true},
 		{"attnqpw=3", cuda.Options{}, true},
+		{"attnwarps=16", cuda.Options{AttentionWarps: 16}, false},
+		{"attnwarps=12", cuda.Options{}, true},
 		{"precision=fp8", cuda.Options{}, true},
 		{"graphs=maybe", cuda.Options{}, true},
 		{"device=x", cuda.Options{}, true},
@@ -95,6 +98,17 @@ func TestKernelsCompileWithClang(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("clang-19 rejects kernels.cu: %v\n%s", err, out)
 	}
+}
+
+// testOptions are the options LAYA_CUDA_TEST_OPTIONS gives (ParseOptions'
+// form; the precision is the test's), so that the goldens run on a GPU with
+// other kernels chosen (attnqpw, attnwarps, bucket).
+func testOptions(t *testing.T) cuda.Options {
+	o, err := cuda.ParseOptions(os.Getenv("LAYA_CUDA_TEST_OPTIONS"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
 }
 
 var precisions = []cuda.Precision{cuda.FP32, cuda.FP16, cuda.BF16, cuda.FP16X2}
@@ -183,7 +197,9 @@ func TestForwardGoldens(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer ckpt.Close()
-				be := open(t, cuda.Options{Precision: prec})
+				opts := testOptions(t)
+				opts.Precision = prec
+				be := open(t, opts)
 				defer be.Close()
 				parts, err := forwardpass.NewParts(be, ckpt)
 				if err != nil {

@@ -72,8 +72,9 @@
 // The environment variable LAYA_CUDA sets the registered backend's options,
 // comma-separated (ParseOptions): precision=fp32|fp16|bf16|fp16x2,
 // device=N, graphs=off, maxgraphs=N, bucket=N (tokens; 1 turns the
-// buckets off) and attnqpw=1|2|4 (queries a warp of the attention kernels,
-// for measurements; by default chosen by the grid's size).
+// buckets off), and, for measurements, attnqpw=1|2|4 (queries a warp of the
+// attention kernels; by default chosen by the grid's size) and
+// attnwarps=8|16 (warps a block at one query a warp; default 16).
 //
 // SelfTest opens a backend and checks a small GEMM and attention against a
 // float64 reference; a caller choosing a backend automatically runs it

@@ -408,9 +408,31 @@ __device__ __forceinline__ float4 ld4rope(const float* row, long long two, int d
 	return make_float4(x.x * c.x + p.x * s.x, x.y * c.y + p.y * s.y, x.z * c.z + p.z * s.z, x.w * c.w + p.w * s.w);
 }
 
+// ld4rope2 reads elements j..j+3 and j+DH/2..j+DH/2+3 of one head's q or k
+// (j < DH/2) rotated by RoPE for position pos: both halves a rotation pairs,
+// each read once (ld4rope reads each twice, once for itself and once as the
+// other's partner). rope null: not rotated.
+template <int DH>
+__device__ __forceinline__ void ld4rope2(const float* row, long long two, int j, const float* rope, int pos, float4& lo,
+	float4& hi) {
+	const int HALF = DH / 2;
+	float4 a = ld4(row + j, two), b = ld4(row + j + HALF, two);
+	if (!rope) {
+		lo = a;
+		hi = b;
+		return;
+	}
+	const float* cs = rope + (long long)pos * DH;
+	float4 c = *(const float4*)(cs + j), s = *(const float4*)(cs + HALF + j);
+	lo = make_float4(a.x * c.x - b.x * s.x, a.y * c.y - b.y * s.y, a.z * c.z - b.z * s.z, a.w * c.w - b.w * s.w);
+	hi = make_float4(b.x * c.x + a.x * s.x, b.y * c.y + a.y * s.y, b.z * c.z + a.z * s.z, b.w * c.w + a.w * s.w);
+}
+
 // attn_tiled: flash-style attention for head dims of 32, 64 or 128. One
-// block of QW warps per (tile of up to QW·QPW queries of one batch row,
-// head); each warp keeps an online softmax for QPW queries. The tile's keys
+// block of QW warps (8, or 16 at one query a warp) per (tile of up to
+// QW·QPW queries of one batch row, head); each warp keeps an online softmax
+// for QPW queries. Keys and queries are read a rotation pair at a time
+// (ld4rope2). The tile's keys
 // and values stream through shared memory KC at a time, coalesced; lanes
 // own keys for the scores and DH/32 adjacent head dimensions for the
 // output. Shared memory bandwidth bounds this kernel, so a warp's queries
@@ -423,8 +445,7 @@ __device__ __forceinline__ float4 ld4rope(const float* row, long long two, int d
 // loaded (the rope kernel folded in; a key's position is its index in its
 // batch row). two: see ld4. Dynamic shared memory: attnShared in
 // stream.go.
-#define QW 8
-template <int DH, int QPW>
+template <int DH, int QPW, int QW>
 __device__ void attn_tiled(float* dst, const float* qkv, long long two, const int* tiles, int heads, float scale, int sliding,
 	int radius, const float* rope, u16* hout, int kind, long long hlo) {
 	// One query a warp is the small-batch case, where latency bounds the
@@ -442,9 +463,13 @@ __device__ void attn_tiled(float* dst, const float* qkv, long long two, const in
 	int r0 = t[0], start = t[1], n = t[2], pos0 = t[3], nq = t[4];
 	if (nq == 0) return; // past the real tiles of a packed batch (tileGrid)
 	int h = blockIdx.y, width = heads * DH, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-	for (int i = threadIdx.x; i < nq * D4; i += blockDim.x) {
-		int qi = i / D4, d = (i - qi * D4) * 4;
-		*(float4*)&Q[qi * DH + d] = ld4rope<DH>(qkv + (long long)(r0 + qi) * 3 * width + h * DH, two, d, rope, pos0 + qi);
+	const int H4 = D4 / 2; // float4s of half a head
+	for (int i = threadIdx.x; i < nq * H4; i += blockDim.x) {
+		int qi = i / H4, j = (i - qi * H4) * 4;
+		float4 lo, hi;
+		ld4rope2<DH>(qkv + (long long)(r0 + qi) * 3 * width + h * DH, two, j, rope, pos0 + qi, lo, hi);
+		*(float4*)&Q[qi * DH + j] = lo;
+		*(float4*)&Q[qi * DH + j + DH / 2] = hi;
 	}
 	int klo = 0, khi = n;
 	if (sliding) {
@@ -472,17 +497,20 @@ __device__ void attn_tiled(float* dst, const float* qkv, long long two, const in
 		// All of a chunk's loads are issued before any is used: their
 		// latency, not their bandwidth, bounds this loop.
 #pragma unroll
-		for (int i0 = 0; i0 < KC * D4; i0 += QW * 32) {
+		for (int i0 = 0; i0 < KC * H4; i0 += QW * 32) {
 			int i = i0 + threadIdx.x;
-			int key = i / D4, d = (i - key * D4) * 4, g = kb + key;
-			float4 kv = make_float4(0.0f, 0.0f, 0.0f, 0.0f), vv = kv;
+			int key = i / H4, d = (i - key * H4) * 4, g = kb + key;
+			float4 klo4 = make_float4(0.0f, 0.0f, 0.0f, 0.0f), khi4 = klo4, vlo = klo4, vhi = klo4;
 			if (g < khi) {
 				const float* row = qkv + (long long)(start + g) * 3 * width + h * DH;
-				kv = ld4rope<DH>(row + width, two, d, rope, g);
-				vv = ld4(row + 2 * width + d, two);
+				ld4rope2<DH>(row + width, two, d, rope, g, klo4, khi4);
+				vlo = ld4(row + 2 * width + d, two);
+				vhi = ld4(row + 2 * width + d + DH / 2, two);
 			}
-			*(float4*)&K[key * KS + d] = kv;
-			*(float4*)&V[key * DH + d] = vv;
+			*(float4*)&K[key * KS + d] = klo4;
+			*(float4*)&K[key * KS + d + DH / 2] = khi4;
+			*(float4*)&V[key * DH + d] = vlo;
+			*(float4*)&V[key * DH + d + DH / 2] = vhi;
 		}
 		__syncthreads();
 		if (!any) continue;
@@ -591,18 +619,23 @@ __device__ void attn_tiled(float* dst, const float* qkv, long long two, const in
 	}
 }
 
-#define ATTENTION(DH, QPW)                                                                                                   \
-	extern "C" __global__ void __launch_bounds__(QW * 32) attention##DH##_##QPW(float* dst, const float* qkv, long long two, \
-		const int* tiles, int heads, float scale, int sliding, int radius, const float* rope, u16* hout, int kind,           \
-		long long hlo) {                                                                                                     \
-		attn_tiled<DH, QPW>(dst, qkv, two, tiles, heads, scale, sliding, radius, rope, hout, kind, hlo);                      \
+// MINB: the blocks a multiprocessor fits by shared memory (attnShared), so
+// that registers do not cut that occupancy.
+#define ATTENTION(DH, QPW, QW, MINB, NAME)                                                                             \
+	extern "C" __global__ void __launch_bounds__(QW * 32, MINB) NAME(float* dst, const float* qkv, long long two,       \
+		const int* tiles,                                                                                            \
+		int heads, float scale, int sliding, int radius, const float* rope, u16* hout, int kind, long long hlo) {          \
+		attn_tiled<DH, QPW, QW>(dst, qkv, two, tiles, heads, scale, sliding, radius, rope, hout, kind, hlo);               \
 	}
-ATTENTION(32, 1)
-ATTENTION(32, 2)
-ATTENTION(32, 4)
-ATTENTION(64, 1)
-ATTENTION(64, 2)
-ATTENTION(64, 4)
-ATTENTION(128, 1)
-ATTENTION(128, 2)
-ATTENTION(128, 4)
+ATTENTION(32, 1, 8, 3, attention32_1)
+ATTENTION(32, 2, 8, 4, attention32_2)
+ATTENTION(32, 4, 8, 4, attention32_4)
+ATTENTION(32, 1, 16, 2, attention32_1w16)
+ATTENTION(64, 1, 8, 3, attention64_1)
+ATTENTION(64, 2, 8, 4, attention64_2)
+ATTENTION(64, 4, 8, 4, attention64_4)
+ATTENTION(64, 1, 16, 2, attention64_1w16)
+ATTENTION(128, 1, 8, 3, attention128_1)
+ATTENTION(128, 2, 8, 4, attention128_2)
+ATTENTION(128, 4, 8, 4, attention128_4)
+ATTENTION(128, 1, 16, 2, attention128_1w16)

@@ -101,6 +101,10 @@ type Options struct {
 	// QueriesPerWarp fixes how many queries a warp of the tiled attention
 	// kernels keeps (1, 2 or 4); 0 chooses by the grid's size.
 	QueriesPerWarp int
+	// AttentionWarps is the warps a block of the tiled attention kernels
+	// has at one query a warp: 16 (0 means 16: twice the queries share
+	// each key and value load) or 8. More queries a warp always run 8.
+	AttentionWarps int
 	// MaxGraphs bounds the cached request shapes (captured graphs with
 	// their activation memory); default 64.
 	MaxGraphs int
@@ -113,7 +117,7 @@ type Options struct {
 // ParseOptions reads options from a comma-separated list, as the LAYA_CUDA
 // environment variable gives them to the registered backend:
 // precision=fp32|fp16|bf16|fp16x2, device=N, graphs=off, maxgraphs=N,
-// bucket=N, attnqpw=0|1|2|4.
+// bucket=N, attnqpw=0|1|2|4, attnwarps=8|16.
 func ParseOptions(s string) (Options, error) {
 	var o Options
 	for _, f := range strings.Split(s, ",") {
@@ -138,6 +142,11 @@ func ParseOptions(s string) (Options, error) {
 			if err == nil && o.QueriesPerWarp != 0 && o.QueriesPerWarp != 1 && o.QueriesPerWarp != 2 && o.QueriesPerWarp != 4 {
 				err = fmt.Errorf("attnqpw=%d, want 1, 2 or 4 (0: by grid size)", o.QueriesPerWarp)
 			}
+		case "attnwarps":
+			o.AttentionWarps, err = strconv.Atoi(v)
+			if err == nil && o.AttentionWarps != 0 && o.AttentionWarps != 8 && o.AttentionWarps != 16 {
+				err = fmt.Errorf("attnwarps=%d, want 8 or 16", o.AttentionWarps)
+			}
 		case "maxgraphs":
 			o.MaxGraphs, err = strconv.Atoi(v)
 		case "graphs":
@@ -149,7 +158,7 @@ func ParseOptions(s string) (Options, error) {
 				err = fmt.Errorf("graphs=%q, want on or off", v)
 			}
 		default:
-			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, bucket=N, attnqpw=0|1|2|4)")
+			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, bucket=N, attnqpw=0|1|2|4, attnwarps=8|16)")
 		}
 		if err != nil {
 			return o, fmt.Errorf("cuda: option %q: %w", f, err)

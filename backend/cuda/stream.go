@@ -664,7 +664,7 @@ type pendingRope struct {
 // folds reports whether an attention with p can apply r itself: the tiled
 // kernels rotate by each row's index in its batch row, which is r's
 // position when both see the same rows.
-func (r *pendingRope) folds(tiled *[3]uintptr, p backend.AttentionParams) bool {
+func (r *pendingRope) folds(tiled *[4]uintptr, p backend.AttentionParams) bool {
 	return tiled != nil && r.heads == p.Heads && r.dh == p.HeadDim && r.layout.Packed == p.Packed && r.layout.SeqLen == p.SeqLen &&
 		(!p.Packed || slices.Equal(r.layout.Lengths, p.Lengths))
 }
@@ -746,12 +746,23 @@ func (s *stream) stageLayout(what, rows int, l backend.Layout, qt int) int64 {
 
 const (
 	attentionBlock = 128
-	tileWarps      = 8 // QW of kernels.cu
+	tileWarps      = 8 // QW of kernels.cu's attention{DH}_{QPW}
+	wideWarps      = 16
 )
 
+// attnKernel is the queries a warp and the warps of entry i of a head
+// dim's tiled attention kernels (kernels.attentionTiled).
+func attnKernel(i int) (qpw, warps int) {
+	if i == 3 {
+		return 1, wideWarps
+	}
+	return 1 << i, tileWarps
+}
+
 // attnShared is the dynamic shared memory of the tiled attention kernel
-// for head dim dh and qpw queries a warp (attn_tiled's K, V, Q and P).
-func attnShared(dh, qpw int) int {
+// for head dim dh, qpw queries a warp and warps warps (attn_tiled's K, V,
+// Q and P).
+func attnShared(dh, qpw, warps int) int {
 	kc := 64
 	if dh > 64 {
 		kc = 32
@@ -759,7 +770,7 @@ func attnShared(dh, qpw int) int {
 	if qpw == 1 {
 		kc *= 2
 	}
-	qt := tileWarps * qpw
+	qt := warps * qpw
 	return 4 * (kc*(dh+4) + kc*dh + qt*dh + qt*kc)
 }
 
@@ -841,10 +852,16 @@ func (s *stream) Attention(dst, qkv backend.Tensor, p backend.AttentionParams) {
 				qpw = q
 			}
 		}
-		qt := tileWarps * qpw
+		// One query a warp: sixteen warps a block share each key and value
+		// load between twice the queries (AttentionWarps).
+		warps, k := tileWarps, bits.TrailingZeros(uint(qpw))
+		if qpw == 1 && s.be.opts.AttentionWarps != tileWarps {
+			warps, k = wideWarps, 3
+		}
+		qt := warps * qpw
 		off := s.stageLayout(layoutTiles, in.rows, p.Layout, qt)
 		nt := tileGrid(p.Layout, in.rows, qt)
-		fn, shm := tiled[bits.TrailingZeros(uint(qpw))], attnShared(dh, qpw)
+		fn, shm := tiled[k], attnShared(dh, qpw, warps)
 		var table uintptr
 		if rope != nil {
 			table = rope.table
@@ -852,10 +869,10 @@ func (s *stream) Attention(dst, qkv backend.Tensor, p backend.AttentionParams) {
 			// The rotation is still owed to whatever reads qkv next.
 			in.rope = rope
 		}
-		s.mix(uint64(nt), uint64(qpw), uint64(two))
+		s.mix(uint64(nt), uint64(qpw), uint64(warps), uint64(two))
 		o = s.record(name, func(r *run) error {
 			h, kind, lo := r.shadowArgs(o)
-			return r.l.launch(r.b.drv, fn, [3]int{nt, heads, 1}, 32*tileWarps, shm, r.cs.stream, u64(d.addr), u64(in.addr), uint64(two),
+			return r.l.launch(r.b.drv, fn, [3]int{nt, heads, 1}, 32*warps, shm, r.cs.stream, u64(d.addr), u64(in.addr), uint64(two),
 				u64(r.e.devIn)+uint64(off), i32(heads), f32(scale), boolArg(sliding), i32(radius), u64(table), h, kind, lo)
 		})
 	} else {

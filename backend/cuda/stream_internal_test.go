@@ -161,7 +161,7 @@ func TestWeightKindIsTheGEMMType(t *testing.T) {
 // and a rope table, so that Rope and Attention record without a GPU.
 func recordingTiled(p Precision) *stream {
 	s := recording(p)
-	s.be.k.attentionTiled = map[int]*[3]uintptr{4: {1, 1, 1}}
+	s.be.k.attentionTiled = map[int]*[4]uintptr{4: {1, 1, 1, 1}}
 	s.be.ropes = map[ropeKey]ropeTable{{10000, 4}: {addr: 1, positions: 1 << 20}}
 	return s
 }
@@ -311,7 +311,7 @@ func TestStackedTermsFP16X2(t *testing.T) {
 func BenchmarkRecordForward(b *testing.B) {
 	const rows, d, inner, heads, dh, layers = 93, 1024, 2624, 16, 64, 28
 	be := &Backend{opts: Options{Precision: FP16X2}}
-	be.k.attentionTiled = map[int]*[3]uintptr{dh: {1, 1, 1}}
+	be.k.attentionTiled = map[int]*[4]uintptr{dh: {1, 1, 1, 1}}
 	be.ropes = map[ropeKey]ropeTable{{160000, dh}: {addr: 1, positions: 8192}, {10000, dh}: {addr: 1, positions: 8192}}
 	be.sms = 132
 	weight := func(r, c int) *tensor { return &tensor{owner: be, rows: r, cols: c, addr: 1, half: 1} }
@@ -444,5 +444,33 @@ func TestBucketSharesKey(t *testing.T) {
 	// A different number of rows is another shape.
 	if _, words := record([]int{24, 24}); slices.Equal(words, first) {
 		t.Errorf("two rows record the key of three")
+	}
+}
+
+// At one query a warp the tiled attention runs sixteen warps a block (tiles
+// of sixteen queries) unless AttentionWarps asks for eight; more queries a
+// warp run eight warps.
+func TestAttentionWarps(t *testing.T) {
+	for _, c := range []struct {
+		warps, rows, sms int
+		qt               int
+	}{
+		{0, 40, 132, 16},  // few tiles: one query a warp, sixteen warps
+		{8, 40, 132, 8},   // eight asked for
+		{16, 40, 132, 16}, // sixteen asked for
+		{0, 4000, 4, 32},  // many tiles: four queries a warp, eight warps
+	} {
+		s := recordingTiled(FP16X2)
+		s.be.sms = c.sms
+		s.be.opts.AttentionWarps = c.warps
+		layout := backend.Layout{Lengths: []int{c.rows}, SeqLen: c.rows, Packed: true}
+		qkv, out := s.New(c.rows, 24), s.New(c.rows, 8)
+		s.Attention(out, qkv, backend.AttentionParams{Layout: layout, Heads: 2, HeadDim: 4, Scale: 0.5})
+		if err := s.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if len(s.layouts) != 1 || s.layouts[0].qt != c.qt {
+			t.Errorf("warps %d, %d rows, %d SMs: tiles %+v, want %d queries a tile", c.warps, c.rows, c.sms, s.layouts, c.qt)
+		}
 	}
 }

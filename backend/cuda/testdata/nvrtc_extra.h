@@ -9,5 +9,5 @@ int max(int, int); int min(int, int);
 float4 make_float4(float, float, float, float);
 #define __align__(n) __attribute__((aligned(n)))
 __device__ void __syncwarp(unsigned mask = 0xffffffffu);
-#define __launch_bounds__(n) __attribute__((launch_bounds(n)))
+#define __launch_bounds__(...) __attribute__((launch_bounds(__VA_ARGS__)))
 struct float2 { float x, y; };
