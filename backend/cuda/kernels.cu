@@ -627,15 +627,12 @@ __device__ void attn_tiled(float* dst, const float* qkv, long long two, const in
 		int heads, float scale, int sliding, int radius, const float* rope, u16* hout, int kind, long long hlo) {          \
 		attn_tiled<DH, QPW, QW>(dst, qkv, two, tiles, heads, scale, sliding, radius, rope, hout, kind, hlo);               \
 	}
-ATTENTION(32, 1, 8, 3, attention32_1)
-ATTENTION(32, 2, 8, 4, attention32_2)
-ATTENTION(32, 4, 8, 4, attention32_4)
-ATTENTION(32, 1, 16, 2, attention32_1w16)
-ATTENTION(64, 1, 8, 3, attention64_1)
-ATTENTION(64, 2, 8, 4, attention64_2)
-ATTENTION(64, 4, 8, 4, attention64_4)
-ATTENTION(64, 1, 16, 2, attention64_1w16)
-ATTENTION(128, 1, 8, 3, attention128_1)
-ATTENTION(128, 2, 8, 4, attention128_2)
-ATTENTION(128, 4, 8, 4, attention128_4)
-ATTENTION(128, 1, 16, 2, attention128_1w16)
+// A head dim's kernels: 8 warps of 1, 2 and 4 queries, 16 warps of 1.
+#define ATTENTIONS(DH)                          \
+	ATTENTION(DH, 1, 8, 3, attention##DH##_1)   \
+	ATTENTION(DH, 2, 8, 4, attention##DH##_2)   \
+	ATTENTION(DH, 4, 8, 4, attention##DH##_4)   \
+	ATTENTION(DH, 1, 16, 2, attention##DH##_1w16)
+ATTENTIONS(32)
+ATTENTIONS(64)
+ATTENTIONS(128)
