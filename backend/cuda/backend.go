@@ -106,6 +106,9 @@ func Open(opts Options) (backend.Backend, error) {
 }
 
 func open(opts Options) (*Backend, error) {
+	if err := opts.check(); err != nil {
+		return nil, fmt.Errorf("cuda: options: %w", err)
+	}
 	if opts.MaxGraphs <= 0 {
 		opts.MaxGraphs = 64
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/laya-metal/laya/backend"
@@ -48,6 +49,22 @@ func TestNoDriver(t *testing.T) {
 	}
 	if err := cuda.SelfTest(context.Background(), cuda.Options{Driver: "/nonexistent/libcuda.so.1"}); !errors.Is(err, cuda.ErrNoCUDA) {
 		t.Errorf("SelfTest: err = %v, want ErrNoCUDA", err)
+	}
+}
+
+// Open refuses options out of range before it looks for a GPU: set in
+// the struct they are not read by ParseOptions.
+func TestOpenRefusesBadOptions(t *testing.T) {
+	for _, o := range []cuda.Options{{QueriesPerWarp: 3}, {AttentionWarps: 12}, {Bucket: -1}, {Precision: cuda.FP16X2 + 1}} {
+		be, err := cuda.Open(o)
+		if err == nil {
+			be.Close()
+			t.Errorf("Open(%+v) opened", o)
+			continue
+		}
+		if errors.Is(err, cuda.ErrNoCUDA) || !strings.Contains(err.Error(), "cuda: options:") {
+			t.Errorf("Open(%+v): %v, want the options refused", o, err)
+		}
 	}
 }
 

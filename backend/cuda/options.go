@@ -134,19 +134,10 @@ func ParseOptions(s string) (Options, error) {
 			o.Device, err = strconv.Atoi(v)
 		case "bucket":
 			o.Bucket, err = strconv.Atoi(v)
-			if err == nil && o.Bucket < 0 {
-				err = fmt.Errorf("bucket=%d, want a token count (1: none)", o.Bucket)
-			}
 		case "attnqpw":
 			o.QueriesPerWarp, err = strconv.Atoi(v)
-			if err == nil && o.QueriesPerWarp != 0 && o.QueriesPerWarp != 1 && o.QueriesPerWarp != 2 && o.QueriesPerWarp != 4 {
-				err = fmt.Errorf("attnqpw=%d, want 1, 2 or 4 (0: by grid size)", o.QueriesPerWarp)
-			}
 		case "attnwarps":
 			o.AttentionWarps, err = strconv.Atoi(v)
-			if err == nil && o.AttentionWarps != 0 && o.AttentionWarps != 8 && o.AttentionWarps != 16 {
-				err = fmt.Errorf("attnwarps=%d, want 8 or 16", o.AttentionWarps)
-			}
 		case "maxgraphs":
 			o.MaxGraphs, err = strconv.Atoi(v)
 		case "graphs":
@@ -160,11 +151,31 @@ func ParseOptions(s string) (Options, error) {
 		default:
 			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, bucket=N, attnqpw=0|1|2|4, attnwarps=8|16)")
 		}
+		if err == nil {
+			err = o.check()
+		}
 		if err != nil {
 			return o, fmt.Errorf("cuda: option %q: %w", f, err)
 		}
 	}
 	return o, nil
+}
+
+// check reports the first option out of its range: ParseOptions refuses it
+// as it reads it, Open before it touches a GPU (a queries-a-warp count the
+// kernels do not have would leave queries uncomputed).
+func (o Options) check() error {
+	switch {
+	case o.Precision > FP16X2:
+		return fmt.Errorf("precision %v, want fp32, fp16, bf16 or fp16x2", o.Precision)
+	case o.Bucket < 0:
+		return fmt.Errorf("bucket=%d, want a token count (1: none)", o.Bucket)
+	case o.QueriesPerWarp != 0 && o.QueriesPerWarp != 1 && o.QueriesPerWarp != 2 && o.QueriesPerWarp != 4:
+		return fmt.Errorf("attnqpw=%d, want 1, 2 or 4 (0: by grid size)", o.QueriesPerWarp)
+	case o.AttentionWarps != 0 && o.AttentionWarps != 8 && o.AttentionWarps != 16:
+		return fmt.Errorf("attnwarps=%d, want 8 or 16", o.AttentionWarps)
+	}
+	return nil
 }
 
 // DefaultBucket is the token bucket of Options' zero value: laya-mlx's

@@ -696,20 +696,14 @@ const (
 type stagedLayout struct {
 	what, rows int
 	qt         int // layoutTiles: queries a tile
-	packed     bool
-	seqLen     int
-	lengths    []int
+	layout     backend.Layout
 	off        int64
-}
-
-// toLayout is the layout c was staged for.
-func (c stagedLayout) toLayout() backend.Layout {
-	return backend.Layout{Lengths: c.lengths, SeqLen: c.seqLen, Packed: c.packed}
 }
 
 func (s *stream) stageLayout(what, rows int, l backend.Layout, qt int) int64 {
 	for _, c := range s.layouts {
-		if c.what == what && c.qt == qt && c.rows == rows && c.packed == l.Packed && c.seqLen == l.SeqLen && slices.Equal(c.lengths, l.Lengths) {
+		if c.what == what && c.qt == qt && c.rows == rows && c.layout.Packed == l.Packed && c.layout.SeqLen == l.SeqLen &&
+			slices.Equal(c.layout.Lengths, l.Lengths) {
 			return c.off
 		}
 	}
@@ -721,14 +715,14 @@ func (s *stream) stageLayout(what, rows int, l backend.Layout, qt int) int64 {
 		// Tiles of up to qt queries, none across batch rows.
 		at := 0
 		for _, n := range l.Lengths {
-			rows := l.SeqLen
+			span := l.SeqLen // the batch row's tensor rows
 			if l.Packed {
-				rows = n
+				span = n
 			}
-			for q := 0; q < rows; q += qt {
-				v = append(v, int32(at+q), int32(at), int32(n), int32(q), int32(min(qt, rows-q)))
+			for q := 0; q < span; q += qt {
+				v = append(v, int32(at+q), int32(at), int32(n), int32(q), int32(min(qt, span-q)))
 			}
-			at += rows
+			at += span
 		}
 		// Empty tiles (no queries) up to the grid.
 		v = append(v, make([]int32, 5*(tileGrid(l, rows, qt)-len(v)/5))...)
@@ -740,7 +734,8 @@ func (s *stream) stageLayout(what, rows int, l backend.Layout, qt int) int64 {
 		}
 	}
 	off := s.stageI32(v)
-	s.layouts = append(s.layouts, stagedLayout{what, rows, qt, l.Packed, l.SeqLen, slices.Clone(l.Lengths), off})
+	l.Lengths = slices.Clone(l.Lengths)
+	s.layouts = append(s.layouts, stagedLayout{what, rows, qt, l, off})
 	return off
 }
 
@@ -1061,10 +1056,7 @@ func (s *stream) waitLong(ctx context.Context) error {
 		var err error
 		cs.waiter.Do(func() {
 			if err = b.drv.Call("cuEventSynchronize", cs.event); err == nil {
-				var ms float32
-				if b.drv.Call("cuEventElapsedTime", uintptr(unsafe.Pointer(&ms)), cs.start, cs.end) == nil {
-					b.deviceNs.Add(int64(float64(ms) * 1e6))
-				}
+				b.countDeviceTime(cs)
 			}
 		})
 		done <- err
@@ -1424,10 +1416,7 @@ func (b *Backend) poll(ctx context.Context, cs *cstream) (bool, error) {
 		var ce *cudadrv.Error
 		switch {
 		case err == nil:
-			var ms float32
-			if b.drv.Call("cuEventElapsedTime", uintptr(unsafe.Pointer(&ms)), cs.start, cs.end) == nil {
-				b.deviceNs.Add(int64(float64(ms) * 1e6))
-			}
+			b.countDeviceTime(cs)
 			return true, nil
 		case !errors.As(err, &ce) || ce.Code != cudaErrorNotReady:
 			return false, fmt.Errorf("a kernel failed: %w", err)
@@ -1435,6 +1424,15 @@ func (b *Backend) poll(ctx context.Context, cs *cstream) (bool, error) {
 		if i%32 == 31 && (ctx.Err() != nil || time.Now().After(deadline)) {
 			return false, nil
 		}
+	}
+}
+
+// countDeviceTime adds the GPU time of cs's last flush, done, to the
+// backend's clock (backend.Timer).
+func (b *Backend) countDeviceTime(cs *cstream) {
+	var ms float32
+	if b.drv.Call("cuEventElapsedTime", uintptr(unsafe.Pointer(&ms)), cs.start, cs.end) == nil {
+		b.deviceNs.Add(int64(float64(ms) * 1e6))
 	}
 }
 

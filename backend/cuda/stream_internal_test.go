@@ -427,8 +427,8 @@ func TestBucketSharesKey(t *testing.T) {
 			if c.what != layoutTiles {
 				continue
 			}
-			grid := tileGrid(c.toLayout(), c.rows, c.qt)
-			tiles := tilesOf(c.toLayout(), c.qt)
+			grid := tileGrid(c.layout, c.rows, c.qt)
+			tiles := tilesOf(c.layout, c.qt)
 			if grid < tiles || grid > c.rows {
 				t.Errorf("lengths %v, %d a tile: grid %d for %d tiles of %d rows", lengths, c.qt, grid, tiles, c.rows)
 			}

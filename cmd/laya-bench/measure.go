@@ -73,10 +73,14 @@ type opProfile struct {
 func measure(ctx context.Context, agent *laya.Agent, timer backend.Timer, n int, o options, progress *cli.Progress) (result, error) {
 	r := result{Questions: n}
 	var gpu time.Duration
+	// --vary: the k-th request's state has k mod N extra words.
+	reqs := make([][]byte, max(o.vary, 1))
+	for k := range reqs {
+		reqs[k] = variedRequest(n, o.long, k)
+	}
 	calls := 0
 	once := func() (time.Duration, *laya.Result, error) {
-		// --vary: the k-th request's state has k mod N extra words.
-		req := variedRequest(n, o.long, calls%max(o.vary, 1))
+		req := reqs[calls%len(reqs)]
 		calls++
 		var gpuStart time.Duration
 		if timer != nil {
