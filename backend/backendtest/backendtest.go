@@ -451,9 +451,9 @@ func (c *suite) geglu(t *testing.T) {
 	}
 }
 
-// ropeRef rotates q and k as backend.RopeParams states, with inv_freq and
+// RopeRef rotates q and k as backend.RopeParams states, with inv_freq and
 // the angle rounded to float32 as PyTorch computes them.
-func ropeRef(qkv []float64, rows int, p backend.RopeParams) []float64 {
+func RopeRef(qkv []float64, rows int, p backend.RopeParams) []float64 {
 	out := append([]float64(nil), qkv...)
 	width := p.Heads * p.HeadDim
 	half := p.HeadDim / 2
@@ -493,14 +493,14 @@ func (c *suite) rope(t *testing.T) {
 		s.Rope(qkv, tc.p)
 		// Angles up to 39 rad: float32 sin/cos of them are within a few
 		// ulp of the angle (≈ 4e-6 absolute at 39), times |x| ≤ 2·√2.
-		near(t, fmt.Sprintf("batch %d %+v", tc.batch, tc.p), read(t, s, qkv), ropeRef(wide(xs), rows, tc.p), cols, 2e-5, 2e-6)
+		near(t, fmt.Sprintf("batch %d %+v", tc.batch, tc.p), read(t, s, qkv), RopeRef(wide(xs), rows, tc.p), cols, 2e-5, 2e-6)
 		s.Close()
 	}
 }
 
-// attentionRef is masked scaled-dot-product attention per
+// AttentionRef is masked scaled-dot-product attention per
 // backend.AttentionParams; padded query rows are zero.
-func attentionRef(qkv []float64, p backend.AttentionParams) []float64 {
+func AttentionRef(qkv []float64, p backend.AttentionParams) []float64 {
 	width := p.Heads * p.HeadDim
 	out := make([]float64, len(p.Lengths)*p.SeqLen*width)
 	for b, n := range p.Lengths {
@@ -554,7 +554,7 @@ func (c *suite) attention(t *testing.T) {
 		qkv := s.FromHost(rows, cols, xs)
 		dst := s.New(rows, p.Heads*p.HeadDim)
 		s.Attention(dst, qkv, p)
-		near(t, fmt.Sprintf("%+v", p), read(t, s, dst), attentionRef(wide(xs), p), p.Heads*p.HeadDim, 2e-6, 2e-5)
+		near(t, fmt.Sprintf("%+v", p), read(t, s, dst), AttentionRef(wide(xs), p), p.Heads*p.HeadDim, 2e-6, 2e-5)
 		s.Close()
 	}
 }
@@ -602,10 +602,10 @@ func (c *suite) packed(t *testing.T) {
 			s.Close()
 			continue
 		}
-		roped := ropeRef(wide(xs), padRows, rope)
+		roped := RopeRef(wide(xs), padRows, rope)
 		near(t, fmt.Sprintf("packed rope %+v", packedRope), read(t, s, qkv), packedRowsOf(roped, p.Lengths, p.SeqLen, cols), cols, 2e-5, 2e-6)
 		s.Attention(dst, qkv, packedAttn)
-		want := packedRowsOf(attentionRef(roped, p), p.Lengths, p.SeqLen, width)
+		want := packedRowsOf(AttentionRef(roped, p), p.Lengths, p.SeqLen, width)
 		near(t, fmt.Sprintf("packed attention %+v", p), read(t, s, dst), want, width, 2e-6, 2e-5)
 		s.Close()
 	}

@@ -37,6 +37,9 @@ type kernels struct {
 	// attentionTiled holds the tiled attention kernels by head dim: 8 warps
 	// of 1, 2 and 4 queries each, then 16 warps of 1.
 	attentionTiled map[int]*[4]uintptr
+	// attentionMMA holds the tensor-core attention kernels by head dim:
+	// [2, 4 or 8 warps a block][terms − 1].
+	attentionMMA map[int]*[3][2]uintptr
 }
 
 // attentionSharedLimit is the dynamic shared memory the attention kernel is
@@ -171,6 +174,7 @@ func (b *Backend) init() error {
 func (b *Backend) load(cubin []byte) error {
 	c := b.drv.Call
 	b.k.attentionTiled = map[int]*[4]uintptr{}
+	b.k.attentionMMA = map[int]*[3][2]uintptr{}
 	if err := c("cuModuleLoadData", uintptr(unsafe.Pointer(&b.module)), uintptr(unsafe.Pointer(&cubin[0]))); err != nil {
 		return fmt.Errorf("cuda: loading the kernels: %w", err)
 	}
@@ -185,6 +189,12 @@ func (b *Backend) load(cubin []byte) error {
 			fns[fmt.Sprintf("attention%d_%d", dh, 1<<i)] = &b.k.attentionTiled[dh][i]
 		}
 		fns[fmt.Sprintf("attention%d_1w16", dh)] = &b.k.attentionTiled[dh][3]
+		b.k.attentionMMA[dh] = new([3][2]uintptr)
+		for i := range 3 {
+			for terms := 1; terms <= 2; terms++ {
+				fns[fmt.Sprintf("attention_mma%d_%d_%d", dh, mmaWarps[i], terms)] = &b.k.attentionMMA[dh][i][terms-1]
+			}
+		}
 	}
 	for name, p := range fns {
 		sym := cudadrv.CString(name)
@@ -203,6 +213,15 @@ func (b *Backend) load(cubin []byte) error {
 			qpw, warps := attnKernel(i)
 			if err := c("cuFuncSetAttribute", f, 8, uintptr(attnShared(dh, qpw, warps))); err != nil {
 				return fmt.Errorf("cuda: attention kernel for head dim %d: %w", dh, err)
+			}
+		}
+	}
+	for dh, fs := range b.k.attentionMMA {
+		for i, byTerms := range fs {
+			for t, f := range byTerms {
+				if err := c("cuFuncSetAttribute", f, 8, uintptr(attnMMAShared(dh, mmaWarps[i], t+1))); err != nil {
+					return fmt.Errorf("cuda: tensor-core attention kernel for head dim %d: %w", dh, err)
+				}
 			}
 		}
 	}

@@ -397,3 +397,98 @@ func TestBucketsShareGraphs(t *testing.T) {
 		be.Close()
 	}
 }
+
+// Every attention kernel (tensor cores at 2, 4 and 8 warps a block and the
+// float32 tiled ones), with RoPE folded in, on packed batches against the
+// float64 reference: head dims 32, 64 and 128, rows longer than a chunk of
+// keys and than a tile of queries, a one-token row, sliding windows wider
+// and narrower than a chunk. Tolerances per precision: the float32 kernels
+// and FP16X2's two-term products about float32's, FP16's one rounding of
+// q, k, v and the probabilities to fp16 about 2^-11 relative.
+func TestAttentionKernels(t *testing.T) {
+	open(t, cuda.Options{}).Close()
+	cases := []backend.AttentionParams{
+		{Layout: backend.Layout{SeqLen: 130, Lengths: []int{93, 5, 130, 1, 17}}, Heads: 2, HeadDim: 64, Scale: 0.125, Sliding: true, Radius: 64},
+		{Layout: backend.Layout{SeqLen: 130, Lengths: []int{93, 5, 130, 1, 17}}, Heads: 3, HeadDim: 64, Scale: 0.125},
+		{Layout: backend.Layout{SeqLen: 40, Lengths: []int{40, 7, 33}}, Heads: 3, HeadDim: 32, Scale: 0.18, Sliding: true, Radius: 3},
+		{Layout: backend.Layout{SeqLen: 200, Lengths: []int{70, 200}}, Heads: 1, HeadDim: 128, Scale: 0.09},
+	}
+	type kernel struct {
+		name string
+		opts cuda.Options
+		tol  float64
+	}
+	var kernels []kernel
+	for _, p := range precisions {
+		tol := 2e-5
+		switch p {
+		case cuda.FP16:
+			tol = 2e-2
+		case cuda.FP16X2:
+			tol = 5e-5
+		}
+		kernels = append(kernels, kernel{p.String() + " simt", cuda.Options{Precision: p, SIMTAttention: true}, 2e-5})
+		if p == cuda.FP16 || p == cuda.FP16X2 {
+			for _, w := range []int{2, 4, 8} {
+				kernels = append(kernels, kernel{fmt.Sprintf("%v mma %d warps", p, w), cuda.Options{Precision: p, MMAWarps: w}, tol})
+			}
+		}
+	}
+	for _, k := range kernels {
+		t.Run(strings.ReplaceAll(k.name, " ", "_"), func(t *testing.T) {
+			be := open(t, k.opts)
+			defer be.Close()
+			for ci, p := range cases {
+				p.Packed = true
+				width, cols := p.Heads*p.HeadDim, 3*p.Heads*p.HeadDim
+				rope := backend.RopeParams{Layout: p.Layout, Heads: p.Heads, HeadDim: p.HeadDim, Theta: 160000}
+				// The reference runs on the padded layout.
+				padded := make([]float64, len(p.Lengths)*p.SeqLen*cols)
+				var in []float32
+				seed := uint64(ci + 1)
+				for b, n := range p.Lengths {
+					for i := range n * cols {
+						seed = seed*6364136223846793005 + 1442695040888963407
+						v := float32(int64(seed>>40)-1<<23) / float32(1<<22) // [-2, 2)
+						in = append(in, v)
+						padded[b*p.SeqLen*cols+i] = float64(v)
+					}
+				}
+				rows := len(in) / cols
+				padRope := rope
+				padRope.Packed, padRope.Lengths = false, nil
+				padAttn := p
+				padAttn.Packed = false
+				ref := backendtest.AttentionRef(backendtest.RopeRef(padded, len(p.Lengths)*p.SeqLen, padRope), padAttn)
+				s := be.NewStream()
+				qkv := s.FromHost(rows, cols, in)
+				dst := s.New(rows, width)
+				s.Rope(qkv, rope)
+				s.Attention(dst, qkv, p)
+				got := make([]float32, rows*width)
+				if err := s.Read(context.Background(), dst, got); err != nil {
+					t.Fatal(err)
+				}
+				s.Close()
+				worst, at := 0.0, 0
+				r := 0
+				for b, n := range p.Lengths {
+					for i := range n {
+						for c := range width {
+							want := ref[(b*p.SeqLen+i)*width+c]
+							if d := math.Abs(float64(got[r*width+c])-want) / (1 + math.Abs(want)); !(d <= worst) {
+								worst, at = d, r*width+c
+							}
+						}
+						r++
+					}
+				}
+				if !(worst <= k.tol) { // NaN fails
+					t.Errorf("case %d (%+v): output %d off by %.3g (relative to 1+|want|), tolerance %.3g", ci, p, at, worst, k.tol)
+				} else {
+					t.Logf("case %d: worst %.3g", ci, worst)
+				}
+			}
+		})
+	}
+}

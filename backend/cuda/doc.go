@@ -61,6 +61,13 @@
 //     reading them adds; everything else float32.
 //   - FP16 and BF16: one 16-bit term per operand, float32 accumulation.
 //
+// Attention in FP16 and FP16X2 runs on tensor cores (mma.sync, fp16
+// operands, float32 accumulation) where its grid fills the GPU (ten
+// questions and more): FP16 rounds q, k, v and the probabilities to fp16
+// once, FP16X2 splits each into two fp16 terms and keeps about float32's
+// accuracy. Below that (one question), and in FP32 and BF16, it runs on
+// float32 kernels, whose blocks start computing sooner.
+//
 // The reduced precisions are gated on every bundled golden: the same
 // answer as upstream for every question and calibrated probabilities
 // within 0.005. FP16X2 and FP16 are measured per checkpoint in
@@ -72,9 +79,12 @@
 // The environment variable LAYA_CUDA sets the registered backend's options,
 // comma-separated (ParseOptions): precision=fp32|fp16|bf16|fp16x2,
 // device=N, graphs=off, maxgraphs=N, bucket=N (tokens; 1 turns the
-// buckets off), and, for measurements, attnqpw=1|2|4 (queries a warp of the
-// attention kernels; by default chosen by the grid's size) and
-// attnwarps=8|16 (warps a block at one query a warp; default 16).
+// buckets off), and, for measurements, attn=mma|simt (simt keeps FP16 and
+// FP16X2 attention on the float32 kernels), mmawarps=2|4|8 (warps a block
+// of the tensor-core kernels, used whatever the grid's size), attnqpw=1|2|4
+// (queries a warp of the float32 kernels; by default chosen by the grid's
+// size) and attnwarps=8|16 (their warps a block at one query a warp; default
+// 16).
 //
 // SelfTest opens a backend and checks a small GEMM and attention against a
 // float64 reference; a caller choosing a backend automatically runs it

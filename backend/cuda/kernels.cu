@@ -636,3 +636,269 @@ __device__ void attn_tiled(float* dst, const float* qkv, long long two, const in
 ATTENTIONS(32)
 ATTENTIONS(64)
 ATTENTIONS(128)
+
+// ---- Attention on tensor cores (FP16 and FP16X2) ----
+
+typedef unsigned int u32;
+#define NEG_INF __int_as_float(0xff800000) // exp2f of it is 0
+
+// pack2 rounds x and y to fp16 into one register, x in the low half: the
+// lower column of an mma fragment.
+__device__ __forceinline__ u32 pack2(float x, float y) {
+	u32 r;
+	asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(y), "f"(x));
+	return r;
+}
+
+// split2 is pack2 into two terms, as store16 splits an FP16X2 operand: hi
+// the rounding, lo the rounding of what hi missed.
+__device__ __forceinline__ void split2(float x, float y, u32& hi, u32& lo) {
+	hi = pack2(x, y);
+	float bx, by;
+	asm("{.reg .f16 a, b;\n\tmov.b32 {a, b}, %2;\n\tcvt.f32.f16 %0, a;\n\tcvt.f32.f16 %1, b;\n\t}" : "=f"(bx), "=f"(by) : "r"(hi));
+	lo = pack2(x - bx, y - by);
+}
+
+// mma16816 is c += a·b for one m16n8k16 tile: a 16×16 fp16 (row), b 16×8
+// fp16 (col), c 16×8 float32, in the PTX ISA's fragment layouts.
+__device__ __forceinline__ void mma16816(float* c, const u32* a, u32 b0, u32 b1) {
+	asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+		: "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+		: "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// st4h writes four floats as fp16 at p[0..3] (and, TERMS 2, what that
+// missed at p[lo..lo+3]).
+template <int TERMS>
+__device__ __forceinline__ void st4h(u16* p, int lo, float4 v) {
+	u32 h0, h1, l0, l1;
+	if (TERMS == 2) {
+		split2(v.x, v.y, h0, l0);
+		split2(v.z, v.w, h1, l1);
+		*(uint2*)(p + lo) = make_uint2(l0, l1);
+	} else {
+		h0 = pack2(v.x, v.y);
+		h1 = pack2(v.z, v.w);
+	}
+	*(uint2*)p = make_uint2(h0, h1);
+}
+
+// ldsm4t loads four 8×8 fp16 matrices transposed (ldmatrix .trans): lanes
+// 8j..8j+7 give the addresses of matrix j's eight rows, and r[j] gets
+// elements (2·(lane%4), lane/4) and (2·(lane%4)+1, lane/4) of it, which is an
+// mma B fragment of a matrix stored k-major.
+__device__ __forceinline__ void ldsm4t(u32* r, const u16* p) {
+	asm volatile("{\n\t.reg .u64 a;\n\tcvta.to.shared.u64 a, %4;\n\tldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [a];\n\t}"
+		: "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+		: "l"(p)
+		: "memory");
+}
+
+// attn_mma: flash attention on tensor cores (mma.sync m16n8k16: fp16
+// operands, float32 accumulation) for the 16-bit precisions. One block of W
+// warps per (tile of up to 16·W queries of one batch row, head); warp w owns
+// tile rows 16w..16w+15 and keeps an online softmax for each (a thread for
+// two rows: g and g+8 of its warp's sixteen). A tile's keys and values
+// stream through shared memory KC at a time as fp16, keys rotated by RoPE as
+// they are loaded, both row-major: the scores' B fragments are 32-bit loads
+// of keys, the values' come transposed by ldmatrix. Rows are padded by 8
+// halves, which puts the eight rows a fragment load touches in distinct
+// banks. The scores' C
+// fragments are the probabilities' A fragments (as FlashAttention-2 keeps
+// them), so the probabilities never leave registers.
+// TERMS 1 (FP16) rounds q, k, v and the probabilities to fp16 once, as that
+// precision rounds a GEMM's operands; TERMS 2 (FP16X2) splits each into two
+// fp16 terms and multiplies hi·hi + hi·lo + lo·hi (three mma; lo·lo, about
+// 2^-22 of the product, is left out), which keeps about float32's accuracy.
+// tiles, masks, padding queries, rope, two, hout: as attn_tiled. Dynamic
+// shared memory: attnMmaShared in stream.go.
+template <int DH, int W, int TERMS>
+__device__ void attn_mma(float* dst, const float* qkv, long long two, const int* tiles, int heads, float scale, int sliding,
+	int radius, const float* rope, u16* hout, int kind, long long hlo) {
+	const int KC = 64, QT = 16 * W, KS = DH + 8, H4 = DH / 8, NT = KC / 8, KD = DH / 16, ND = DH / 8;
+	const int KT = KC * KS, QTS = QT * KS; // a term's halves
+	extern __shared__ float4 smem4[];
+	u16* Ks = (u16*)smem4;      // [TERMS][KC][KS]
+	u16* Vs = Ks + TERMS * KT;  // [TERMS][KC][KS]
+	u16* Qs = Vs + TERMS * KT;  // [TERMS][QT][KS]
+	const int* t = tiles + 5 * blockIdx.x;
+	int r0 = t[0], start = t[1], n = t[2], pos0 = t[3], nq = t[4];
+	if (nq == 0) return; // past the real tiles of a packed batch (tileGrid)
+	int h = blockIdx.y, width = heads * DH, lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, tq = lane & 3;
+	const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+	for (int i = threadIdx.x; i < QT * H4; i += 32 * W) {
+		int qi = i / H4, j = (i - qi * H4) * 4;
+		float4 lo = zero, hi = zero;
+		if (qi < nq) ld4rope2<DH>(qkv + (long long)(r0 + qi) * 3 * width + h * DH, two, j, rope, pos0 + qi, lo, hi);
+		st4h<TERMS>(Qs + qi * KS + j, QTS, lo);
+		st4h<TERMS>(Qs + qi * KS + j + DH / 2, QTS, hi);
+	}
+	__syncthreads();
+	int qr = 16 * warp + g; // this thread's rows: qr and qr + 8
+	u32 qa[TERMS][KD][4];
+#pragma unroll
+	for (int e = 0; e < TERMS; e++)
+#pragma unroll
+		for (int kd = 0; kd < KD; kd++) {
+			const u16* q = Qs + e * QTS + qr * KS + 16 * kd + 2 * tq;
+			qa[e][kd][0] = *(const u32*)q;
+			qa[e][kd][1] = *(const u32*)(q + 8 * KS);
+			qa[e][kd][2] = *(const u32*)(q + 8);
+			qa[e][kd][3] = *(const u32*)(q + 8 * KS + 8);
+		}
+	int pa = pos0 + qr, pb = pa + 8;
+	int loA = sliding ? max(0, pa - radius) : 0, hiA = sliding ? min(n, pa + radius + 1) : n;
+	int loB = sliding ? max(0, pb - radius) : 0, hiB = sliding ? min(n, pb + radius + 1) : n;
+	int klo = 0, khi = n;
+	if (sliding) {
+		klo = max(0, pos0 - radius);
+		khi = min(n, pos0 + nq - 1 + radius + 1);
+	}
+	bool busy = 16 * warp < nq;
+	const float sl2 = scale * 1.4426950408889634f; // exp2 of scores in log2 units
+	float mA = -1e30f, mB = -1e30f, lA = 0.0f, lB = 0.0f, o[ND][4];
+#pragma unroll
+	for (int nd = 0; nd < ND; nd++) o[nd][0] = o[nd][1] = o[nd][2] = o[nd][3] = 0.0f;
+	for (int kb = klo; kb < khi; kb += KC) {
+		__syncthreads();
+#pragma unroll 4
+		for (int i = threadIdx.x; i < KC * H4; i += 32 * W) {
+			int key = i / H4, d = (i - key * H4) * 4, gk = kb + key;
+			float4 k0 = zero, k1 = zero, v0 = zero, v1 = zero;
+			if (gk < khi) {
+				const float* row = qkv + (long long)(start + gk) * 3 * width + h * DH;
+				ld4rope2<DH>(row + width, two, d, rope, gk, k0, k1);
+				v0 = ld4(row + 2 * width + d, two);
+				v1 = ld4(row + 2 * width + d + DH / 2, two);
+			}
+			st4h<TERMS>(Ks + key * KS + d, KT, k0);
+			st4h<TERMS>(Ks + key * KS + d + DH / 2, KT, k1);
+			st4h<TERMS>(Vs + key * KS + d, KT, v0);
+			st4h<TERMS>(Vs + key * KS + d + DH / 2, KT, v1);
+		}
+		__syncthreads();
+		if (!busy) continue;
+		float s[NT][4];
+#pragma unroll
+		for (int nt = 0; nt < NT; nt++) {
+			s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
+			const u16* kp = Ks + (8 * nt + g) * KS + 2 * tq;
+#pragma unroll
+			for (int kd = 0; kd < KD; kd++) {
+				u32 b0 = *(const u32*)(kp + 16 * kd), b1 = *(const u32*)(kp + 16 * kd + 8);
+				mma16816(s[nt], qa[0][kd], b0, b1);
+				if (TERMS == 2) {
+					mma16816(s[nt], qa[0][kd], *(const u32*)(kp + KT + 16 * kd), *(const u32*)(kp + KT + 16 * kd + 8));
+					mma16816(s[nt], qa[TERMS - 1][kd], b0, b1);
+				}
+			}
+		}
+		float xa = -1e30f, xb = -1e30f;
+#pragma unroll
+		for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+			for (int e = 0; e < 2; e++) {
+				int key = kb + 8 * nt + 2 * tq + e;
+				s[nt][e] = key >= loA && key < hiA ? s[nt][e] * sl2 : NEG_INF;
+				s[nt][2 + e] = key >= loB && key < hiB ? s[nt][2 + e] * sl2 : NEG_INF;
+				xa = fmaxf(xa, s[nt][e]);
+				xb = fmaxf(xb, s[nt][2 + e]);
+			}
+		// A row's keys of the chunk lie with the four lanes of a quad.
+		xa = fmaxf(xa, __shfl_xor_sync(0xffffffffu, xa, 1));
+		xa = fmaxf(xa, __shfl_xor_sync(0xffffffffu, xa, 2));
+		xb = fmaxf(xb, __shfl_xor_sync(0xffffffffu, xb, 1));
+		xb = fmaxf(xb, __shfl_xor_sync(0xffffffffu, xb, 2));
+		float nA = fmaxf(mA, xa), nB = fmaxf(mB, xb), cA = exp2f(mA - nA), cB = exp2f(mB - nB), sA = 0.0f, sB = 0.0f;
+		mA = nA;
+		mB = nB;
+#pragma unroll
+		for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+			for (int e = 0; e < 2; e++) {
+				s[nt][e] = exp2f(s[nt][e] - nA);
+				s[nt][2 + e] = exp2f(s[nt][2 + e] - nB);
+				sA += s[nt][e];
+				sB += s[nt][2 + e];
+			}
+		lA = lA * cA + sA; // per lane; the quad's partial sums meet at the end
+		lB = lB * cB + sB;
+#pragma unroll
+		for (int nd = 0; nd < ND; nd++) {
+			o[nd][0] *= cA;
+			o[nd][1] *= cA;
+			o[nd][2] *= cB;
+			o[nd][3] *= cB;
+		}
+#pragma unroll
+		for (int kk = 0; kk < KC / 16; kk++) {
+			u32 p[TERMS][4];
+			if (TERMS == 2) {
+				split2(s[2 * kk][0], s[2 * kk][1], p[0][0], p[TERMS - 1][0]);
+				split2(s[2 * kk][2], s[2 * kk][3], p[0][1], p[TERMS - 1][1]);
+				split2(s[2 * kk + 1][0], s[2 * kk + 1][1], p[0][2], p[TERMS - 1][2]);
+				split2(s[2 * kk + 1][2], s[2 * kk + 1][3], p[0][3], p[TERMS - 1][3]);
+			} else {
+				p[0][0] = pack2(s[2 * kk][0], s[2 * kk][1]);
+				p[0][1] = pack2(s[2 * kk][2], s[2 * kk][3]);
+				p[0][2] = pack2(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+				p[0][3] = pack2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+			}
+			// Lane l points at key 16kk + 8·(l/8 % 2) + l%8, dims from
+			// 8·(nd + l/16): b[0], b[1] are head dims 8nd.., b[2], b[3] the
+			// next eight.
+			const u16* vp = Vs + (16 * kk + (lane & 15)) * KS + 8 * (lane >> 4);
+#pragma unroll
+			for (int nd = 0; nd < ND; nd += 2) {
+				u32 b[4], c[4];
+				ldsm4t(b, vp + 8 * nd);
+				mma16816(o[nd], p[0], b[0], b[1]);
+				mma16816(o[nd + 1], p[0], b[2], b[3]);
+				if (TERMS == 2) {
+					ldsm4t(c, vp + KT + 8 * nd);
+					mma16816(o[nd], p[0], c[0], c[1]);
+					mma16816(o[nd + 1], p[0], c[2], c[3]);
+					mma16816(o[nd], p[TERMS - 1], b[0], b[1]);
+					mma16816(o[nd + 1], p[TERMS - 1], b[2], b[3]);
+				}
+			}
+		}
+	}
+	lA += __shfl_xor_sync(0xffffffffu, lA, 1);
+	lA += __shfl_xor_sync(0xffffffffu, lA, 2);
+	lB += __shfl_xor_sync(0xffffffffu, lB, 1);
+	lB += __shfl_xor_sync(0xffffffffu, lB, 2);
+	if (!busy) return;
+#pragma unroll
+	for (int half = 0; half < 2; half++) {
+		int qi = qr + 8 * half;
+		if (qi >= nq) continue;
+		// Queries at or past the real length are padding: zero.
+		float inv = pos0 + qi < n ? 1.0f / (half ? lB : lA) : 0.0f;
+		long long ob = (long long)(r0 + qi) * width + h * DH + 2 * tq;
+#pragma unroll
+		for (int nd = 0; nd < ND; nd++) {
+			float y0 = o[nd][2 * half] * inv, y1 = o[nd][2 * half + 1] * inv;
+			*(float2*)(dst + ob + 8 * nd) = make_float2(y0, y1);
+			if (hout) {
+				store16(hout, ob + 8 * nd, hlo, y0, kind);
+				store16(hout, ob + 8 * nd + 1, hlo, y1, kind);
+			}
+		}
+	}
+}
+
+#define ATTENTION_MMA(DH, W, TERMS)                                                                                   \
+	extern "C" __global__ void __launch_bounds__(W * 32) attention_mma##DH##_##W##_##TERMS(float* dst, const float* qkv, \
+		long long two, const int* tiles, int heads, float scale, int sliding, int radius, const float* rope, u16* hout,   \
+		int kind, long long hlo) {                                                                                     \
+		attn_mma<DH, W, TERMS>(dst, qkv, two, tiles, heads, scale, sliding, radius, rope, hout, kind, hlo);              \
+	}
+// A head dim's tensor-core kernels: 2, 4 and 8 warps a block, one or two
+// terms.
+#define ATTENTIONS_MMA(DH)                                                                            \
+	ATTENTION_MMA(DH, 2, 1) ATTENTION_MMA(DH, 4, 1) ATTENTION_MMA(DH, 8, 1) ATTENTION_MMA(DH, 2, 2) \
+		ATTENTION_MMA(DH, 4, 2) ATTENTION_MMA(DH, 8, 2)
+ATTENTIONS_MMA(32)
+ATTENTIONS_MMA(64)
+ATTENTIONS_MMA(128)

@@ -105,6 +105,15 @@ type Options struct {
 	// has at one query a warp: 16 (0 means 16: twice the queries share
 	// each key and value load) or 8. More queries a warp always run 8.
 	AttentionWarps int
+	// SIMTAttention runs FP16 and FP16X2 attention on the float32 tiled
+	// kernels (as FP32 and BF16 always do) instead of tensor cores, for
+	// comparison.
+	SIMTAttention bool
+	// MMAWarps fixes the warps a block of the tensor-core attention kernels
+	// has (2, 4 or 8, sixteen queries each) and uses them whatever the
+	// grid's size; 0 means 4 where the grid fills the GPU, else the float32
+	// kernels.
+	MMAWarps int
 	// MaxGraphs bounds the cached request shapes (captured graphs with
 	// their activation memory); default 64.
 	MaxGraphs int
@@ -117,7 +126,8 @@ type Options struct {
 // ParseOptions reads options from a comma-separated list, as the LAYA_CUDA
 // environment variable gives them to the registered backend:
 // precision=fp32|fp16|bf16|fp16x2, device=N, graphs=off, maxgraphs=N,
-// bucket=N, attnqpw=0|1|2|4, attnwarps=8|16.
+// bucket=N, attn=mma|simt, mmawarps=0|2|4|8, attnqpw=0|1|2|4,
+// attnwarps=8|16.
 func ParseOptions(s string) (Options, error) {
 	var o Options
 	for _, f := range strings.Split(s, ",") {
@@ -138,6 +148,16 @@ func ParseOptions(s string) (Options, error) {
 			o.QueriesPerWarp, err = strconv.Atoi(v)
 		case "attnwarps":
 			o.AttentionWarps, err = strconv.Atoi(v)
+		case "mmawarps":
+			o.MMAWarps, err = strconv.Atoi(v)
+		case "attn":
+			switch v {
+			case "mma":
+			case "simt":
+				o.SIMTAttention = true
+			default:
+				err = fmt.Errorf("attn=%q, want mma or simt", v)
+			}
 		case "maxgraphs":
 			o.MaxGraphs, err = strconv.Atoi(v)
 		case "graphs":
@@ -149,7 +169,7 @@ func ParseOptions(s string) (Options, error) {
 				err = fmt.Errorf("graphs=%q, want on or off", v)
 			}
 		default:
-			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, bucket=N, attnqpw=0|1|2|4, attnwarps=8|16)")
+			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, bucket=N, attn=mma|simt, mmawarps=0|2|4|8, attnqpw=0|1|2|4, attnwarps=8|16)")
 		}
 		if err == nil {
 			err = o.check()
@@ -174,6 +194,8 @@ func (o Options) check() error {
 		return fmt.Errorf("attnqpw=%d, want 1, 2 or 4 (0: by grid size)", o.QueriesPerWarp)
 	case o.AttentionWarps != 0 && o.AttentionWarps != 8 && o.AttentionWarps != 16:
 		return fmt.Errorf("attnwarps=%d, want 8 or 16", o.AttentionWarps)
+	case o.MMAWarps != 0 && o.MMAWarps != 2 && o.MMAWarps != 4 && o.MMAWarps != 8:
+		return fmt.Errorf("mmawarps=%d, want 2, 4 or 8 (0: by grid size)", o.MMAWarps)
 	}
 	return nil
 }

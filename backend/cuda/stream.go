@@ -3,6 +3,7 @@
 package cuda
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -795,6 +796,56 @@ func tilesOf(l backend.Layout, qt int) int {
 	return nt
 }
 
+// attentionKernel picks the tiled attention kernel for p over rows rows:
+// its function, the queries of its tiles, its warps a block and its dynamic
+// shared memory.
+func (s *stream) attentionKernel(tiled *[4]uintptr, p backend.AttentionParams, rows int) (fn uintptr, qt, warps, shm int) {
+	o := s.be.opts
+	// FP16 and FP16X2 on tensor cores, at one or two fp16 terms, where a
+	// block of four warps a tile still gives every multiprocessor a block:
+	// on fewer blocks the float32 kernels, whose blocks start computing
+	// sooner, finish first (one question).
+	if mma := s.be.k.attentionMMA[p.HeadDim]; mma != nil && !o.SIMTAttention && (o.Precision == FP16 || o.Precision == FP16X2) &&
+		(o.MMAWarps != 0 || tileGrid(p.Layout, rows, 16*defaultMMAWarps)*p.Heads >= s.be.sms) {
+		terms := 1
+		if o.Precision == FP16X2 {
+			terms = 2
+		}
+		w := cmp.Or(o.MMAWarps, defaultMMAWarps)
+		return mma[slices.Index(mmaWarps[:], w)][terms-1], 16 * w, w, attnMMAShared(p.HeadDim, w, terms)
+	}
+	// More queries a warp share each key and value read from shared
+	// memory, which bounds the kernel, but make fewer blocks: as many as
+	// still give every multiprocessor two.
+	qpw := o.QueriesPerWarp
+	for _, q := range []int{4, 2, 1} {
+		if qpw == 0 && (q == 1 || tileGrid(p.Layout, rows, tileWarps*q)*p.Heads >= 2*s.be.sms) {
+			qpw = q
+		}
+	}
+	// One query a warp: sixteen warps a block share each key and value load
+	// between twice the queries (AttentionWarps).
+	warps, k := tileWarps, bits.TrailingZeros(uint(qpw))
+	if qpw == 1 && o.AttentionWarps != tileWarps {
+		warps, k = wideWarps, 3
+	}
+	return tiled[k], warps * qpw, warps, attnShared(p.HeadDim, qpw, warps)
+}
+
+// attnMMAShared is the dynamic shared memory of the tensor-core attention
+// kernel for head dim dh, w warps a block and terms fp16 terms (attn_mma's
+// K, V and Q: 64 keys a chunk, 16·w queries, rows padded by 8 halves).
+func attnMMAShared(dh, w, terms int) int {
+	const kc = 64
+	return 2 * terms * (2*kc + 16*w) * (dh + 8)
+}
+
+// mmaWarps are the warps a block of the tensor-core attention kernels
+// (kernels.attentionMMA) has, sixteen queries each.
+var mmaWarps = [3]int{2, 4, 8}
+
+const defaultMMAWarps = 4
+
 func (s *stream) Attention(dst, qkv backend.Tensor, p backend.AttentionParams) {
 	tiled := s.be.k.attentionTiled[p.HeadDim]
 	// A rope pending on qkv folds into the tiled kernel; begin would
@@ -838,25 +889,9 @@ func (s *stream) Attention(dst, qkv backend.Tensor, p backend.AttentionParams) {
 	s.mix(opAttention, s.ref(d), s.ref(in), uint64(in.rows), uint64(p.Heads), uint64(p.HeadDim), f32(p.Scale), boolArg(p.Sliding), uint64(p.Radius))
 	var o *op
 	if tiled != nil {
-		// More queries a warp share each key and value read from shared
-		// memory, which bounds the kernel, but make fewer blocks: as many
-		// as still give every multiprocessor two.
-		qpw := s.be.opts.QueriesPerWarp
-		for _, q := range []int{4, 2, 1} {
-			if qpw == 0 && (q == 1 || tileGrid(p.Layout, in.rows, tileWarps*q)*heads >= 2*s.be.sms) {
-				qpw = q
-			}
-		}
-		// One query a warp: sixteen warps a block share each key and value
-		// load between twice the queries (AttentionWarps).
-		warps, k := tileWarps, bits.TrailingZeros(uint(qpw))
-		if qpw == 1 && s.be.opts.AttentionWarps != tileWarps {
-			warps, k = wideWarps, 3
-		}
-		qt := warps * qpw
+		fn, qt, warps, shm := s.attentionKernel(tiled, p, in.rows)
 		off := s.stageLayout(layoutTiles, in.rows, p.Layout, qt)
 		nt := tileGrid(p.Layout, in.rows, qt)
-		fn, shm := tiled[k], attnShared(dh, qpw, warps)
 		var table uintptr
 		if rope != nil {
 			table = rope.table
@@ -864,7 +899,7 @@ func (s *stream) Attention(dst, qkv backend.Tensor, p backend.AttentionParams) {
 			// The rotation is still owed to whatever reads qkv next.
 			in.rope = rope
 		}
-		s.mix(uint64(nt), uint64(qpw), uint64(warps), uint64(two))
+		s.mix(uint64(nt), uint64(qt), uint64(warps), uint64(fn), uint64(two))
 		o = s.record(name, func(r *run) error {
 			h, kind, lo := r.shadowArgs(o)
 			return r.l.launch(r.b.drv, fn, [3]int{nt, heads, 1}, 32*warps, shm, r.cs.stream, u64(d.addr), u64(in.addr), uint64(two),

@@ -474,3 +474,51 @@ func TestAttentionWarps(t *testing.T) {
 		}
 	}
 }
+
+// The attention kernel by precision, options and grid: tensor cores (four
+// warps a block unless MMAWarps says) for FP16 and FP16X2 where a block a
+// tile fills the GPU (ten questions of 93 tokens, 16 heads), the float32
+// kernels where it does not (one question) and in FP32 and BF16.
+func TestAttentionKernelChoice(t *testing.T) {
+	const dh, heads = 64, 16
+	one := backend.AttentionParams{Layout: backend.Layout{SeqLen: 93, Lengths: []int{93, 3}, Packed: true}, Heads: heads, HeadDim: dh}
+	ten := one
+	ten.Lengths = []int{93, 93, 93, 93, 93, 93, 93, 93, 93, 93, 2}
+	rowsOf := func(p backend.AttentionParams) (n int) {
+		for _, l := range p.Lengths {
+			n += l
+		}
+		return n
+	}
+	const simt = uintptr(100)
+	for _, c := range []struct {
+		name   string
+		opts   Options
+		p      backend.AttentionParams
+		want   uintptr // simt: the float32 kernels; else attentionMMA's entry
+		warps  int
+		tileQs int
+	}{
+		{"fp16x2 ten", Options{Precision: FP16X2}, ten, 42, 4, 64},
+		{"fp16 ten", Options{Precision: FP16}, ten, 41, 4, 64},
+		{"fp16x2 one", Options{Precision: FP16X2}, one, simt, 16, 16},
+		{"fp16x2 one, mmawarps=8", Options{Precision: FP16X2, MMAWarps: 8}, one, 82, 8, 128},
+		{"fp16 ten, mmawarps=2", Options{Precision: FP16, MMAWarps: 2}, ten, 21, 2, 32},
+		{"fp16x2 ten, attn=simt", Options{Precision: FP16X2, SIMTAttention: true}, ten, simt + 2, 8, 32},
+		{"fp32 ten", Options{Precision: FP32}, ten, simt + 2, 8, 32},
+		{"bf16 ten", Options{Precision: BF16}, ten, simt + 2, 8, 32},
+	} {
+		be := &Backend{opts: c.opts, sms: 132}
+		tiled := &[4]uintptr{simt + 0, simt + 1, simt + 2, simt}
+		be.k.attentionTiled = map[int]*[4]uintptr{dh: tiled}
+		// Entry [warps index][terms-1] = 10·warps + terms.
+		be.k.attentionMMA = map[int]*[3][2]uintptr{dh: {{21, 22}, {41, 42}, {81, 82}}}
+		s := be.NewStream().(*stream)
+		fn, qt, warps, shm := s.attentionKernel(tiled, c.p, rowsOf(c.p))
+		if fn != c.want || warps != c.warps || qt != c.tileQs || shm <= 0 {
+			t.Errorf("%s: kernel %d, %d warps, tiles of %d, %d bytes; want kernel %d, %d warps, tiles of %d", c.name, fn, warps, qt, shm,
+				c.want, c.warps, c.tileQs)
+		}
+		s.Close()
+	}
+}

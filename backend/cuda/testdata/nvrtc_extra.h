@@ -11,3 +11,6 @@ float4 make_float4(float, float, float, float);
 __device__ void __syncwarp(unsigned mask = 0xffffffffu);
 #define __launch_bounds__(...) __attribute__((launch_bounds(__VA_ARGS__)))
 struct float2 { float x, y; };
+struct uint2 { unsigned x, y; };
+uint2 make_uint2(unsigned, unsigned);
+float2 make_float2(float, float);
