@@ -195,8 +195,56 @@ func runPacked(parts forwardpass.Parts) func(context.Context, backend.Backend, [
 	}
 }
 
-// Every golden case of every bundled checkpoint, in each precision, six
-// times over: right-padded and unpruned as upstream runs it, then packed
+// goldenSet is a checkpoint with golden rows: the oracle's (upstream's own
+// outputs) or a variant's (testdata/variants: shapes the oracle does not
+// cover, with goldens from a model built of torch's and transformers' own
+// modules), the latter in the reference's padded batches, since the act
+// features of a row depend on its batch.
+type goldenSet struct {
+	name, dir string
+	cases     []oracletest.Case
+}
+
+// variantsDir is the repository's testdata/variants.
+const variantsDir = "../../testdata/variants"
+
+func goldenSets(t *testing.T) []goldenSet {
+	var sets []goldenSet
+	for _, name := range []string{"tiny-en", "tiny-ml", "real-en"} {
+		sets = append(sets, goldenSet{name, oracletest.Checkpoint(name), oracletest.Cases(t, name)})
+	}
+	entries, err := os.ReadDir(variantsDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		dir := filepath.Join(variantsDir, e.Name())
+		if _, err := os.Stat(filepath.Join(dir, "goldens.json")); !e.IsDir() || err != nil {
+			continue
+		}
+		var g struct {
+			BatchSize int              `json:"batch_size"`
+			Rows      []oracletest.Row `json:"rows"`
+		}
+		oracletest.ReadJSON(t, filepath.Join(dir, "goldens.json"), &g)
+		if g.BatchSize < 1 || len(g.Rows) == 0 {
+			t.Fatalf("%s: batch size %d, %d rows", dir, g.BatchSize, len(g.Rows))
+		}
+		set := goldenSet{name: "variant-" + e.Name(), dir: dir}
+		for at := 0; at < len(g.Rows); at += g.BatchSize {
+			set.cases = append(set.cases, oracletest.Case{Name: fmt.Sprint(at / g.BatchSize), Rows: g.Rows[at:min(at+g.BatchSize, len(g.Rows))]})
+		}
+		sets = append(sets, set)
+	}
+	// The root package's variants test asks for at least five; so does this.
+	if len(sets) < 3+5 {
+		t.Fatalf("%s: %d variants, want at least 5", variantsDir, len(sets)-3)
+	}
+	return sets
+}
+
+// Every golden case of every bundled checkpoint and variant, in each
+// precision, six times over: right-padded and unpruned as upstream runs it, then packed
 // and pruned as the library runs it, each kernel by kernel, captured and
 // replayed. FP32 holds the cpu
 // backend's gates (logits within 1e-4, act probabilities within 1e-5);
@@ -206,10 +254,12 @@ func runPacked(parts forwardpass.Parts) func(context.Context, backend.Backend, [
 // reported, not failed: the documentation says they miss it (near-ties).
 func TestForwardGoldens(t *testing.T) {
 	ctx := context.Background()
+	sets := goldenSets(t)
 	for _, prec := range precisions {
-		for _, name := range []string{"tiny-en", "tiny-ml", "real-en"} {
+		for _, set := range sets {
+			name := set.name
 			t.Run(fmt.Sprintf("%v/%s", prec, name), func(t *testing.T) {
-				ckpt, err := weights.LoadCheckpoint(oracletest.Checkpoint(name))
+				ckpt, err := weights.LoadCheckpoint(set.dir)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -225,7 +275,7 @@ func TestForwardGoldens(t *testing.T) {
 				var worstLogit, worstAct, worstProb float64
 				rows, agree := 0, 0
 				for pass := range 6 {
-					for _, c := range oracletest.Cases(t, name) {
+					for _, c := range set.cases {
 						run := parts.RunRows
 						if pass >= 3 {
 							run = runPacked(parts)

@@ -7,7 +7,7 @@
 //
 // Usage:
 //
-//	parity --model DIR --rows rows.json [--backend cpu] [--batch 6] > ours.json
+//	parity --model DIR --rows rows.json [--backend cpu|cuda] [--batch 6] > ours.json
 //
 // rows.json: {"rows": [{"input_ids": [...], "markers": [...], "qtype": 0}]}.
 package main
@@ -22,6 +22,7 @@ import (
 
 	"github.com/laya-metal/laya/backend"
 	_ "github.com/laya-metal/laya/backend/cpu"
+	_ "github.com/laya-metal/laya/backend/cuda" // on a CUDA host; LAYA_CUDA sets its precision
 	"github.com/laya-metal/laya/heads"
 	"github.com/laya-metal/laya/internal/forwardpass"
 	"github.com/laya-metal/laya/weights"
