@@ -205,8 +205,10 @@ type goldenSet struct {
 	cases     []oracletest.Case
 }
 
-// variantsDir is the repository's testdata/variants.
-const variantsDir = "../../testdata/variants"
+// variantsDir is the repository's testdata/variants, found as oracletest
+// finds the oracle: from the source path, so that a test binary run from
+// another directory (on a GPU host without Go) finds it too.
+var variantsDir = filepath.Join(oracletest.Dir, "..", "variants")
 
 func goldenSets(t *testing.T) []goldenSet {
 	var sets []goldenSet
