@@ -12,6 +12,8 @@
 #   scripts/bench/bench-torch/build.sh               # on a machine with Go
 #   scripts/goldens/parity/run.sh [BIN] [WORK] [OUT]   # on the machine with PyTorch
 # Defaults: BIN=scripts/bench/bench-torch/bin, WORK=${TMPDIR:-/tmp}/laya-parity, OUT=WORK/out.
+# On a CUDA host, BACKEND=cuda PRECISIONS=fp32,fp16x2 runs ours on the cuda
+# backend once per precision (the reduced ones held to the answer gate).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 BIN=${1:-$HERE/../../bench/bench-torch/bin}
@@ -21,4 +23,5 @@ mkdir -p "$WORK" "$OUT"
 for preset in english multilingual; do
   "$HERE/../../bench/bench-torch/synth.sh" "$BIN" "$WORK" "$preset"
 done
-python3 "$HERE/parity.py" --bin "$BIN" --out "$OUT" "$WORK/english" "$WORK/multilingual"
+python3 "$HERE/parity.py" --bin "$BIN" --out "$OUT" --backend "${BACKEND:-cpu}" --precisions "${PRECISIONS:-}" \
+  "$WORK/english" "$WORK/multilingual"
