@@ -50,22 +50,25 @@ const attentionSharedLimit = 96 << 10
 // model's operations as CUDA kernels and cuBLAS GEMMs, and each request
 // shape replayed from a CUDA graph captured the second time it is seen.
 type Backend struct {
-	opts   Options
-	drv    *cudadrv.Driver
-	rtc    *cudadrv.NVRTC
-	blas   *cublas
-	w      *cudadrv.Worker
-	ctx    uintptr
-	dev    int32
-	gpu    string
-	arch   string
-	cc     [2]int
-	sms    int // streaming multiprocessors
-	module uintptr
-	k      kernels
-	seed   maphash.Seed
-	alpha  *float32 // 1 and 0 for the GEMMs, read through host pointers
-	beta   *float32
+	opts Options
+	drv  *cudadrv.Driver
+	rtc  *cudadrv.NVRTC
+	blas *cublas
+	w    *cudadrv.Worker
+	ctx  uintptr
+	dev  int32
+	gpu  string
+	arch string
+	cc   [2]int
+	sms  int // streaming multiprocessors
+	// sharedOptin is the dynamic shared memory a block may opt in to (227
+	// KiB on Hopper, 163 on the A100, 99 on other Ampere and Ada GPUs).
+	sharedOptin int
+	module      uintptr
+	k           kernels
+	seed        maphash.Seed
+	alpha       *float32 // 1 and 0 for the GEMMs, read through host pointers
+	beta        *float32
 
 	// mu guards the fields below it; it is never held while waiting for
 	// the worker, whose functions take it.
@@ -166,6 +169,7 @@ func (b *Backend) init() error {
 	}
 	b.dev, b.ctx, b.gpu, b.cc = dev.Handle, dev.Ctx, dev.Name, dev.CC
 	b.sms = max(b.drv.Attribute(dev, 16), 1) // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+	b.sharedOptin = b.drv.Attribute(dev, 97) // CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
 	b.arch = fmt.Sprintf("sm_%d%d", dev.CC[0], dev.CC[1])
 	return nil
 }
@@ -219,7 +223,14 @@ func (b *Backend) load(cubin []byte) error {
 	for dh, fs := range b.k.attentionMMA {
 		for i, byTerms := range fs {
 			for t, f := range byTerms {
-				if err := c("cuFuncSetAttribute", f, 8, uintptr(attnMMAShared(dh, mmaWarps[i], t+1))); err != nil {
+				shm := attnMMAShared(dh, mmaWarps[i], t+1)
+				if b.sharedOptin > 0 && shm > b.sharedOptin {
+					// Too big for this GPU (head dim 128 at four or eight
+					// warps on a 99 KiB one): Attention picks another.
+					fs[i][t] = 0
+					continue
+				}
+				if err := c("cuFuncSetAttribute", f, 8, uintptr(shm)); err != nil {
 					return fmt.Errorf("cuda: tensor-core attention kernel for head dim %d: %w", dh, err)
 				}
 			}

@@ -811,8 +811,14 @@ func (s *stream) attentionKernel(tiled *[4]uintptr, p backend.AttentionParams, r
 		if o.Precision == FP16X2 {
 			terms = 2
 		}
-		w := cmp.Or(o.MMAWarps, defaultMMAWarps)
-		return mma[slices.Index(mmaWarps[:], w)][terms-1], 16 * w, w, attnMMAShared(p.HeadDim, w, terms)
+		// A kernel whose shared memory this GPU does not have is 0 (load):
+		// fewer warps, else the float32 kernels.
+		for i := slices.Index(mmaWarps[:], cmp.Or(o.MMAWarps, defaultMMAWarps)); i >= 0; i-- {
+			if fn := mma[i][terms-1]; fn != 0 {
+				w := mmaWarps[i]
+				return fn, 16 * w, w, attnMMAShared(p.HeadDim, w, terms)
+			}
+		}
 	}
 	// More queries a warp share each key and value read from shared
 	// memory, which bounds the kernel, but make fewer blocks: as many as

@@ -5,6 +5,7 @@ package cuda
 import (
 	"encoding/binary"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/laya-metal/laya/backend"
@@ -507,12 +508,20 @@ func TestAttentionKernelChoice(t *testing.T) {
 		{"fp16x2 ten, attn=simt", Options{Precision: FP16X2, SIMTAttention: true}, ten, simt + 2, 8, 32},
 		{"fp32 ten", Options{Precision: FP32}, ten, simt + 2, 8, 32},
 		{"bf16 ten", Options{Precision: BF16}, ten, simt + 2, 8, 32},
+		// A GPU with less shared memory than the two-term kernels at four
+		// and eight warps need (load leaves them 0): two warps.
+		{"fp16x2 ten, small shared memory", Options{Precision: FP16X2}, ten, 22, 2, 32},
+		{"fp16x2 ten, mmawarps=8, small shared memory", Options{Precision: FP16X2, MMAWarps: 8}, ten, 22, 2, 32},
+		{"fp16 ten, small shared memory", Options{Precision: FP16}, ten, 41, 4, 64},
 	} {
 		be := &Backend{opts: c.opts, sms: 132}
 		tiled := &[4]uintptr{simt + 0, simt + 1, simt + 2, simt}
 		be.k.attentionTiled = map[int]*[4]uintptr{dh: tiled}
 		// Entry [warps index][terms-1] = 10·warps + terms.
 		be.k.attentionMMA = map[int]*[3][2]uintptr{dh: {{21, 22}, {41, 42}, {81, 82}}}
+		if strings.HasSuffix(c.name, "small shared memory") {
+			be.k.attentionMMA[dh][1][1], be.k.attentionMMA[dh][2][1] = 0, 0
+		}
 		s := be.NewStream().(*stream)
 		fn, qt, warps, shm := s.attentionKernel(tiled, c.p, rowsOf(c.p))
 		if fn != c.want || warps != c.warps || qt != c.tileQs || shm <= 0 {
