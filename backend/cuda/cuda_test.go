@@ -55,7 +55,7 @@ func TestNoDriver(t *testing.T) {
 // Open refuses options out of range before it looks for a GPU: set in
 // the struct they are not read by ParseOptions.
 func TestOpenRefusesBadOptions(t *testing.T) {
-	for _, o := range []cuda.Options{{QueriesPerWarp: 3}, {AttentionWarps: 12}, {Bucket: -1}, {Precision: cuda.FP16X2 + 1}} {
+	for _, o := range []cuda.Options{{QueriesPerWarp: 3}, {AttentionWarps: 12}, {MMAWarps: 16}, {Bucket: -1}, {Precision: cuda.FP16X2 + 1}} {
 		be, err := cuda.Open(o)
 		if err == nil {
 			be.Close()
@@ -82,6 +82,10 @@ func TestParseOptions(t *testing.T) {
 		{"attnqpw=3", cuda.Options{}, true},
 		{"attnwarps=16", cuda.Options{AttentionWarps: 16}, false},
 		{"attnwarps=12", cuda.Options{}, true},
+		{"attn=simt,mmawarps=8", cuda.Options{SIMTAttention: true, MMAWarps: 8}, false},
+		{"attn=simt,attn=mma,graphs=off,graphs=on", cuda.Options{}, false},
+		{"attn=tensor", cuda.Options{}, true},
+		{"mmawarps=1", cuda.Options{}, true},
 		{"precision=fp8", cuda.Options{}, true},
 		{"graphs=maybe", cuda.Options{}, true},
 		{"device=x", cuda.Options{}, true},

@@ -151,23 +151,11 @@ func ParseOptions(s string) (Options, error) {
 		case "mmawarps":
 			o.MMAWarps, err = strconv.Atoi(v)
 		case "attn":
-			switch v {
-			case "mma":
-			case "simt":
-				o.SIMTAttention = true
-			default:
-				err = fmt.Errorf("attn=%q, want mma or simt", v)
-			}
+			err = either(k, v, "mma", "simt", &o.SIMTAttention)
 		case "maxgraphs":
 			o.MaxGraphs, err = strconv.Atoi(v)
 		case "graphs":
-			switch v {
-			case "on":
-			case "off":
-				o.NoGraphs = true
-			default:
-				err = fmt.Errorf("graphs=%q, want on or off", v)
-			}
+			err = either(k, v, "on", "off", &o.NoGraphs)
 		default:
 			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, bucket=N, attn=mma|simt, mmawarps=0|2|4|8, attnqpw=0|1|2|4, attnwarps=8|16)")
 		}
@@ -179,6 +167,16 @@ func ParseOptions(s string) (Options, error) {
 		}
 	}
 	return o, nil
+}
+
+// either reads option k's value v, one of two words: *b is whether it is
+// the second.
+func either(k, v, first, second string, b *bool) error {
+	if v != first && v != second {
+		return fmt.Errorf("%s=%q, want %s or %s", k, v, first, second)
+	}
+	*b = v == second
+	return nil
 }
 
 // check reports the first option out of its range: ParseOptions refuses it
