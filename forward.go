@@ -247,8 +247,8 @@ func (n *network) runBatch(ctx context.Context, rows []forwardRow, obs backend.O
 // embed mean-pools the encoder's last hidden state (after final_norm, before
 // the decision head) over each row's real tokens: the embedding laya-mlx's
 // embed_fn_from_agent gives the shortlist. Rows run in batches of batchSize
-// (packed where the backend takes it, else padded); padded positions never
-// enter the mean.
+// (packed where the backend takes it, filled up to its token bucket, else
+// padded); padded and fill positions never enter the mean.
 func (n *network) embed(ctx context.Context, rows [][]int, batchSize int) ([][]float32, error) {
 	dim := n.parts.Encoder.Config().HiddenSize
 	out := make([][]float32, 0, len(rows))
@@ -263,12 +263,17 @@ func (n *network) embed(ctx context.Context, rows [][]int, batchSize int) ([][]f
 		}
 		s := n.be.NewStream()
 		batch := forwardpass.Layout(s, batchRows, n.padID)
-		hidden, err := n.parts.Encoder.Forward(ctx, s, batch.IDs, batch.Layout, nil)
+		// Filled up to the stream's token bucket, as a prediction's batch
+		// is: texts of many lengths then share a GPU backend's few graphs.
+		// The fill row is last, so every text's rows stay where batch has
+		// them.
+		ids, layout, _ := batch.Bucketed(backend.TokenBucket(s))
+		hidden, err := n.parts.Encoder.Forward(ctx, s, ids, layout, nil)
 		if err != nil {
 			s.Close()
 			return nil, err
 		}
-		host := make([]float32, len(batch.IDs)*dim)
+		host := make([]float32, len(ids)*dim)
 		err = s.Read(ctx, hidden, host)
 		s.Close()
 		if err != nil {

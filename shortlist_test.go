@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/laya-metal/laya/backend"
 	"github.com/laya-metal/laya/internal/oracletest"
 	"github.com/laya-metal/laya/pyjson"
 )
@@ -158,24 +159,58 @@ func TestAgentEmbedderMeansUpstreamHiddenStates(t *testing.T) {
 			row := dbg.InputIDs
 			longer := append(append([]int(nil), row...), row[1:9]...)
 			n := loadNetwork(t, oracletest.Checkpoint(m.checkpoint), 16)
-			// The row first, then second: its tokens start at 0 and
-			// after the longer row's (packed) or at the padded stride.
-			got, err := n.embed(context.Background(), [][]int{row, longer, row}, 3)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(got) != 3 || len(got[0]) != len(want) {
-				t.Fatalf("got %d vectors of %d, want 3 of %d", len(got), len(got[0]), len(want))
-			}
-			for _, at := range []int{0, 2} {
-				for j := range want {
-					if d := math.Abs(float64(got[at][j]) - want[j]); d > 5e-5 {
-						t.Fatalf("vector %d, dim %d: %v, upstream mean %v (|Δ| %.2g)", at, j, got[at][j], want[j], d)
+			// The same on streams that ask for 16-token buckets, as the
+			// cuda backend's do: the batch gets a fill row nothing reads.
+			var gathered []int
+			bucketed := loadNetwork(t, oracletest.Checkpoint(m.checkpoint), 16)
+			bucketed.be = bucketBackend{Backend: bucketed.be, bucket: 16, gathered: &gathered}
+			for _, net := range []*network{n, bucketed} {
+				// The row first, then second: its tokens start at 0 and
+				// after the longer row's (packed) or at the padded stride.
+				got, err := net.embed(context.Background(), [][]int{row, longer, row}, 3)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(got) != 3 || len(got[0]) != len(want) {
+					t.Fatalf("got %d vectors of %d, want 3 of %d", len(got), len(got[0]), len(want))
+				}
+				for _, at := range []int{0, 2} {
+					for j := range want {
+						if d := math.Abs(float64(got[at][j]) - want[j]); d > 5e-5 {
+							t.Fatalf("vector %d, dim %d: %v, upstream mean %v (|Δ| %.2g)", at, j, got[at][j], want[j], d)
+						}
 					}
 				}
 			}
+			if len(gathered) != 1 || gathered[0]%16 != 0 || gathered[0] < 3*len(row)+8 {
+				t.Errorf("the bucketed encoder gathered %v tokens, want one batch of a multiple of 16 ≥ %d", gathered, 3*len(row)+8)
+			}
 		})
 	}
+}
+
+// bucketBackend is a backend whose streams ask for token buckets
+// (backend.TokenBucketer), as a GPU backend's do, and note how many tokens
+// each Gather (the encoder's embedding lookup) takes.
+type bucketBackend struct {
+	backend.Backend
+	bucket   int
+	gathered *[]int
+}
+
+func (b bucketBackend) NewStream() backend.Stream { return bucketStream{b.Backend.NewStream(), b} }
+
+type bucketStream struct {
+	backend.Stream
+	b bucketBackend
+}
+
+func (s bucketStream) PacksRows() bool  { return backend.PacksRows(s.Stream) }
+func (s bucketStream) TokenBucket() int { return s.b.bucket }
+
+func (s bucketStream) Gather(dst, table backend.Tensor, index []int32) {
+	*s.b.gathered = append(*s.b.gathered, len(index))
+	s.Stream.Gather(dst, table, index)
 }
 
 // TestAgentEmbedderThroughLoad runs the public path: texts with special tokens,
