@@ -20,7 +20,27 @@ type Opener func() (Backend, error)
 var (
 	registryMu sync.RWMutex
 	openers    = map[string]Opener{}
+	traits     = map[string]Trait{}
 )
+
+// Trait is what a backend declares of itself when it registers, for
+// callers that choose a policy before opening one.
+type Trait uint8
+
+const (
+	// Accelerator marks a backend that runs on a GPU: a pass costs about
+	// the same for a few rows as for one, and one row takes milliseconds,
+	// so a server gives each pass what is queued rather than waiting for
+	// company (laya serve's LAYA_BATCH_GREEDY default).
+	Accelerator Trait = 1 << iota
+)
+
+// HasTrait reports whether the backend registered under name declared t.
+func HasTrait(name string, t Trait) bool {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	return traits[name]&t != 0
+}
 
 // unavailable names the backends this module has but a program may not link,
 // with what they need: Open's error says why instead of only "unknown".
@@ -33,10 +53,11 @@ var unavailable = map[string]string{
 		"import of github.com/laya-metal/laya/backend/cuda (laya: build with -tags cuda; laya-bench has it)",
 }
 
-// Register makes a backend available to Open under name. It is meant to be
-// called from a backend package's init function. It panics if open is nil or
-// name is empty or already registered.
-func Register(name string, open Opener) {
+// Register makes a backend available to Open under name, with the traits it
+// declares. It is meant to be called from a backend package's init
+// function. It panics if open is nil or name is empty or already
+// registered.
+func Register(name string, open Opener, ts ...Trait) {
 	if name == "" || open == nil {
 		panic("backend: Register with an empty name or a nil opener")
 	}
@@ -46,6 +67,9 @@ func Register(name string, open Opener) {
 		panic("backend: Register called twice for backend " + name)
 	}
 	openers[name] = open
+	for _, t := range ts {
+		traits[name] |= t
+	}
 }
 
 // Open opens the backend registered under name. For a name nobody

@@ -33,6 +33,20 @@ func TestRegisterRefusesDuplicate(t *testing.T) {
 	}
 }
 
+// Traits are the registering package's, by name; unknown names have none.
+func TestTraits(t *testing.T) {
+	open := func() (backend.Backend, error) { return cpu.New(), nil }
+	backend.Register("test-accelerator", open, backend.Accelerator)
+	for _, tt := range []struct {
+		name string
+		want bool
+	}{{"test-accelerator", true}, {"cpu", false}, {"test-nobody", false}} {
+		if got := backend.HasTrait(tt.name, backend.Accelerator); got != tt.want {
+			t.Errorf("HasTrait(%q, Accelerator) = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
 // An unknown or unavailable name says what this program has and what the
 // module's other backends need.
 func TestOpenUnknownSaysWhy(t *testing.T) {

@@ -548,3 +548,11 @@ func TestAttentionKernels(t *testing.T) {
 		})
 	}
 }
+
+// The registered backend declares itself an accelerator (laya serve batches
+// greedily on it by default); no GPU needed.
+func TestRegisteredAsAccelerator(t *testing.T) {
+	if !backend.HasTrait(cuda.Name, backend.Accelerator) {
+		t.Error("cuda is not registered with backend.Accelerator")
+	}
+}

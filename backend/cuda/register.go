@@ -20,5 +20,5 @@ func init() {
 			return nil, fmt.Errorf("cuda: LAYA_CUDA: %w", err)
 		}
 		return Open(opts)
-	})
+	}, backend.Accelerator)
 }

@@ -6,5 +6,5 @@ import "github.com/laya-metal/laya/backend"
 // constraint): Apple Silicon is the only place its kernels run. Intel Macs
 // have no Apple7 GPU family; OpenSystem explains that when called directly.
 func init() {
-	backend.Register("metal", func() (backend.Backend, error) { return WithSelfTestTimeout(OpenSystem) })
+	backend.Register("metal", func() (backend.Backend, error) { return WithSelfTestTimeout(OpenSystem) }, backend.Accelerator)
 }

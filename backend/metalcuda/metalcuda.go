@@ -35,7 +35,7 @@ func init() {
 			return nil, fmt.Errorf("metalcuda: LAYA_METAL_CUDA: %w", err)
 		}
 		return Open(opts)
-	})
+	}, backend.Accelerator)
 }
 
 // Open returns a backend named "metal-cuda" on a new CUDA device opened with

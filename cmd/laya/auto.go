@@ -40,3 +40,10 @@ func resolveBackend(name string, stderr io.Writer) (resolved, device string, err
 	fmt.Fprintln(stderr, "laya: backend "+choice.String())
 	return choice.Name, fmt.Sprintf("%s (auto; %s)", choice.Name, choice.Passed), nil
 }
+
+// greedyByDefault reports whether laya serve batches greedily on the
+// backend registered as name unless LAYA_BATCH_GREEDY says otherwise: on a
+// GPU's (backend.Accelerator), whose pass of one request takes a few
+// milliseconds, waiting the whole window for company would multiply a lone
+// request's latency.
+func greedyByDefault(name string) bool { return backend.HasTrait(name, backend.Accelerator) }

@@ -118,9 +118,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return err
 	}
 	*backend, cfg.Device = resolved, device
-	if os.Getenv("LAYA_BATCH_GREEDY") == "" && resolved != "cpu" && resolved != "metal-emu" {
-		// A GPU's pass of one request takes a few milliseconds: waiting the whole
-		// window for company would multiply a lone request's latency.
+	if os.Getenv("LAYA_BATCH_GREEDY") == "" && greedyByDefault(resolved) {
 		cfg.BatchGreedy = true
 	}
 	if *batchSize == 0 {
