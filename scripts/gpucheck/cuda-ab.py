@@ -1,0 +1,48 @@
+"""Summarizes cuda-ab.sh's folder as CSV on stdout: per variant, preset,
+precision and question count, the range over rounds of the P50 end to end and
+of the P50 GPU time (ms), and the GPU time against the first variant's
+(median of rounds; below 1 is faster): the first variant of
+OUT/variants.txt is the base.
+
+Usage: python3 scripts/gpucheck/cuda-ab.py OUT > OUT/cuda-ab.csv
+"""
+
+import csv
+import glob
+import json
+import os
+import re
+import statistics
+import sys
+
+cells = {}  # (name, preset, precision, questions) -> ([p50], [gpu p50])
+order = open(os.path.join(sys.argv[1], "variants.txt")).read().split()
+for f in sorted(glob.glob(os.path.join(sys.argv[1], "ab-*-r*.json"))):
+    m = re.match(r"ab-(.+)-(\w+)-(\w+)-r(\d+)\.json$", os.path.basename(f))
+    if not m or m.group(1) not in order:
+        continue
+    name, preset, prec, _ = m.groups()
+    try:
+        results = json.load(open(f))["results"]
+    except (ValueError, KeyError):
+        continue
+    for r in results:
+        e2e, gpu = cells.setdefault((name, preset, prec, r["questions"]), ([], []))
+        e2e.append(r["p50_ms"])
+        gpu.append(r.get("gpu_p50_ms", 0.0))
+
+
+def rng(v):
+    lo, hi = "%.2f" % min(v), "%.2f" % max(v)
+    return lo if lo == hi else lo + "–" + hi
+
+
+w = csv.writer(sys.stdout)
+w.writerow(["variant", "model", "precision", "questions", "P50 ms", "GPU P50 ms", "GPU ÷ " + (order[0] if order else "first")])
+for (name, preset, prec, q) in sorted(cells, key=lambda k: (k[1], k[2], k[3], order.index(k[0]))):
+    e2e, gpu = cells[(name, preset, prec, q)]
+    base = cells.get((order[0], preset, prec, q))
+    ratio = ""
+    if base and statistics.median(base[1]) > 0:
+        ratio = "%.3f" % (statistics.median(gpu) / statistics.median(base[1]))
+    w.writerow([name, preset, prec, q, rng(e2e), rng(gpu), ratio])
