@@ -110,9 +110,9 @@ type Options struct {
 	// comparison.
 	SIMTAttention bool
 	// MMAWarps fixes the warps a block of the tensor-core attention kernels
-	// has (2, 4 or 8, sixteen queries each) and uses them whatever the
-	// grid's size; 0 means 4 where the grid fills the GPU, else the float32
-	// kernels.
+	// has (2, 4 or 8, sixteen queries each; fewer where the GPU lacks the
+	// shared memory) and uses them whatever the grid's size; 0 means 4
+	// where the grid fills the GPU, else the float32 kernels.
 	MMAWarps int
 	// MaxGraphs bounds the cached request shapes (captured graphs with
 	// their activation memory); default 64.
