@@ -391,27 +391,10 @@ extern "C" __global__ void pack_out(float* out, const u64* table) {
 	for (long long i = threadIdx.x; i < n; i += blockDim.x) o[i] = src[i];
 }
 
-// ld4rope reads elements d..d+3 of one head's q or k (row points at the
-// head's first element) rotated by RoPE for position pos, as rope does;
-// rope null: not rotated.
-template <int DH>
-__device__ __forceinline__ float4 ld4rope(const float* row, long long two, int d, const float* rope, int pos) {
-	float4 x = ld4(row + d, two);
-	if (!rope) return x;
-	const int HALF = DH / 2;
-	bool first = d < HALF;
-	int j = first ? d : d - HALF;
-	float4 p = ld4(row + (first ? d + HALF : j), two);
-	const float* cs = rope + (long long)pos * DH;
-	float4 c = *(const float4*)(cs + j), s = *(const float4*)(cs + HALF + j);
-	if (first) return make_float4(x.x * c.x - p.x * s.x, x.y * c.y - p.y * s.y, x.z * c.z - p.z * s.z, x.w * c.w - p.w * s.w);
-	return make_float4(x.x * c.x + p.x * s.x, x.y * c.y + p.y * s.y, x.z * c.z + p.z * s.z, x.w * c.w + p.w * s.w);
-}
-
 // ld4rope2 reads elements j..j+3 and j+DH/2..j+DH/2+3 of one head's q or k
-// (j < DH/2) rotated by RoPE for position pos: both halves a rotation pairs,
-// each read once (ld4rope reads each twice, once for itself and once as the
-// other's partner). rope null: not rotated.
+// (row points at the head's first element; j < DH/2) rotated by RoPE for
+// position pos, as rope does: the two halves a rotation pairs, each read
+// once. rope null: not rotated.
 template <int DH>
 __device__ __forceinline__ void ld4rope2(const float* row, long long two, int j, const float* rope, int pos, float4& lo,
 	float4& hi) {
