@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/laya-metal/laya/backend"
+	"github.com/laya-metal/laya/internal/forwardtest"
 	"github.com/laya-metal/laya/internal/oracletest"
 	"github.com/laya-metal/laya/pyjson"
 )
@@ -163,7 +163,7 @@ func TestAgentEmbedderMeansUpstreamHiddenStates(t *testing.T) {
 			// cuda backend's do: the batch gets a fill row nothing reads.
 			var gathered []int
 			bucketed := loadNetwork(t, oracletest.Checkpoint(m.checkpoint), 16)
-			bucketed.be = bucketBackend{Backend: bucketed.be, bucket: 16, gathered: &gathered}
+			bucketed.be = forwardtest.Buckets(bucketed.be, 16, &gathered)
 			for _, net := range []*network{n, bucketed} {
 				// The row first, then second: its tokens start at 0 and
 				// after the longer row's (packed) or at the padded stride.
@@ -186,63 +186,5 @@ func TestAgentEmbedderMeansUpstreamHiddenStates(t *testing.T) {
 				t.Errorf("the bucketed encoder gathered %v tokens, want one batch of a multiple of 16 ≥ %d", gathered, 3*len(row)+8)
 			}
 		})
-	}
-}
-
-// bucketBackend is a backend whose streams ask for token buckets
-// (backend.TokenBucketer), as a GPU backend's do, and note how many tokens
-// each Gather (the encoder's embedding lookup) takes.
-type bucketBackend struct {
-	backend.Backend
-	bucket   int
-	gathered *[]int
-}
-
-func (b bucketBackend) NewStream() backend.Stream { return bucketStream{b.Backend.NewStream(), b} }
-
-type bucketStream struct {
-	backend.Stream
-	b bucketBackend
-}
-
-func (s bucketStream) PacksRows() bool  { return backend.PacksRows(s.Stream) }
-func (s bucketStream) TokenBucket() int { return s.b.bucket }
-
-func (s bucketStream) Gather(dst, table backend.Tensor, index []int32) {
-	*s.b.gathered = append(*s.b.gathered, len(index))
-	s.Stream.Gather(dst, table, index)
-}
-
-// TestAgentEmbedderThroughLoad runs the public path: texts with special tokens,
-// one vector of the encoder's width per text, long texts cut to maxLength
-// (which must not change a vector's width or fail), and PredictShortlist on it.
-func TestAgentEmbedderThroughLoad(t *testing.T) {
-	ctx := context.Background()
-	agent, err := Load(ctx, oracletest.Checkpoint("real-en"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer agent.Close()
-	embed := AgentEmbedder(agent, 16, 2)
-	vecs, err := embed.Embed(ctx, []string{"refund please", strings.Repeat("a long text ", 40), "x"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(vecs) != 3 {
-		t.Fatalf("%d vectors, want 3", len(vecs))
-	}
-	for i, v := range vecs {
-		if len(v) != agent.ckpt.Encoder.HiddenSize {
-			t.Errorf("vector %d has %d dims, want %d", i, len(v), agent.ckpt.Encoder.HiddenSize)
-		}
-	}
-	labels := []string{"billing", "refunds", "shipping", "returns", "technical", "sales"}
-	qs := Questions{{ID: "dept", Definition: ChoiceQuestion("Which team?", labels...)}}
-	res, err := PredictShortlist(ctx, agent, Text("I want my money back"), qs, AgentEmbedder(agent, 0, 0), 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(res.String(), `"shortlist": {"dept": {"labels": [`) {
-		t.Errorf("no shortlist for dept in %s", res)
 	}
 }

@@ -169,33 +169,12 @@ func temperature(ckpt *weights.Checkpoint, q heads.QType, options int) float64 {
 	return ckpt.Agent.Temperature[q]
 }
 
-// runPacked is forwardpass.RunRows the way the library runs a batch on
-// this backend: packed rows filled up to the token bucket, the pruned
-// pass.
+// runPacked is RunRows' signature for forwardpass.RunRowsPruned: packed rows
+// filled up to the token bucket, the pruned pass, as the library runs a
+// batch on this backend.
 func runPacked(parts forwardpass.Parts) func(context.Context, backend.Backend, []forwardpass.Row, int32, backend.Observer) ([][]float32, [][]float32, error) {
-	return func(ctx context.Context, be backend.Backend, rows []forwardpass.Row, pad int32, _ backend.Observer) (logits, probs [][]float32, err error) {
-		s := be.NewStream()
-		defer s.Close()
-		b := forwardpass.Layout(s, rows, pad)
-		out, err := parts.RunPruned(ctx, s, b)
-		if err != nil {
-			return nil, nil, err
-		}
-		z := make([]float32, len(b.MarkerRows))
-		nAct := out.ActProbs.Cols()
-		p := make([]float32, len(rows)*nAct)
-		if err := s.Read(ctx, out.Logits, z); err != nil {
-			return nil, nil, err
-		}
-		if err := s.Read(ctx, out.ActProbs, p); err != nil {
-			return nil, nil, err
-		}
-		for i := range rows {
-			logits = append(logits, z[:b.Counts[i]])
-			z = z[b.Counts[i]:]
-			probs = append(probs, p[i*nAct:(i+1)*nAct])
-		}
-		return logits, probs, nil
+	return func(ctx context.Context, be backend.Backend, rows []forwardpass.Row, pad int32, _ backend.Observer) ([][]float32, [][]float32, error) {
+		return parts.RunRowsPruned(ctx, be, rows, pad)
 	}
 }
 

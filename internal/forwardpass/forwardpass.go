@@ -75,8 +75,11 @@ type Batch struct {
 // is b's own ids, layout and question types.
 func (b Batch) Bucketed(bucket int) ([]int32, backend.Layout, []heads.QType) {
 	rows := len(b.IDs)
+	if !b.Packed || bucket <= 1 {
+		return b.IDs, b.Layout, b.QTypes
+	}
 	fill := (rows+bucket-1)/bucket*bucket - rows
-	if !b.Packed || bucket <= 1 || fill == 0 {
+	if fill == 0 {
 		return b.IDs, b.Layout, b.QTypes
 	}
 	ids := make([]int32, rows+fill)

@@ -76,6 +76,7 @@ func TestBucketed(t *testing.T) {
 		{"fills to 4", packed, 4, []int32{1, 5, 2, 1, 6, 6, 6, 2}, []int{3, 5}, 5, []heads.QType{2, 1}},
 		{"fills to 3", packed, 3, []int32{1, 5, 2, 1, 6, 6, 6, 2, 9}, []int{3, 5, 1}, 5, []heads.QType{2, 1, 0}},
 		{"no bucket", packed, 1, []int32{1, 5, 2, 1, 6, 6, 6, 2}, []int{3, 5}, 5, []heads.QType{2, 1}},
+		{"bucket 0: none", packed, 0, []int32{1, 5, 2, 1, 6, 6, 6, 2}, []int{3, 5}, 5, []heads.QType{2, 1}},
 		{"padded: never", Pad(rows, 9), 16, Pad(rows, 9).IDs, []int{3, 5}, 5, []heads.QType{2, 1}},
 	} {
 		ids, l, q := c.b.Bucketed(c.bucket)

@@ -10,6 +10,7 @@ import (
 	"github.com/laya-metal/laya/backend/cpu"
 	"github.com/laya-metal/laya/heads"
 	"github.com/laya-metal/laya/internal/forwardpass"
+	"github.com/laya-metal/laya/internal/forwardtest"
 	"github.com/laya-metal/laya/internal/oracletest"
 )
 
@@ -63,12 +64,32 @@ func TestPackedEqualsPadded(t *testing.T) {
 				}
 				rows = append(rows, forwardpass.Row{IDs: ids, Markers: markers, QType: heads.QType(i % 3)})
 			}
+			pad := int32(max(cfg.PadTokenID, 0))
 			run := func(b forwardpass.Batch) [3][]float32 { return readOutputs(t, be, b, parts.RunPruned) }
-			padded := run(forwardpass.Pad(rows, int32(max(cfg.PadTokenID, 0))))
+			padded := run(forwardpass.Pad(rows, pad))
 			packed := run(forwardpass.Pack(rows))
 			for i, what := range []string{"logits", "act logits", "act probs"} {
 				if fmt.Sprint(packed[i]) != fmt.Sprint(padded[i]) {
 					t.Errorf("%s: packed %v, padded %v", what, packed[i], padded[i])
+				}
+			}
+			// On streams with token buckets (a GPU backend's) the pass runs
+			// a fill row after the real ones, which must change nothing.
+			for _, bucket := range []int{16, 3} {
+				var gathered []int
+				logits, probs, err := parts.RunRowsPruned(context.Background(), forwardtest.Buckets(be, bucket, &gathered), rows, pad)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var flatLogits, flatProbs []float32
+				for i := range rows {
+					flatLogits, flatProbs = append(flatLogits, logits[i]...), append(flatProbs, probs[i]...)
+				}
+				if fmt.Sprint(flatLogits) != fmt.Sprint(padded[0]) || fmt.Sprint(flatProbs) != fmt.Sprint(padded[2]) {
+					t.Errorf("bucket %d: logits %v, act probs %v; padded %v, %v", bucket, flatLogits, flatProbs, padded[0], padded[2])
+				}
+				if len(gathered) == 0 || gathered[0]%bucket != 0 || gathered[0] <= 73 {
+					t.Errorf("bucket %d: the encoder gathered %v tokens, want a multiple of %d above the rows' 73", bucket, gathered, bucket)
 				}
 			}
 		})

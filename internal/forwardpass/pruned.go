@@ -77,16 +77,36 @@ func (p Parts) RunObserved(ctx context.Context, s backend.Stream, b Batch, obs b
 // whole-model tests hold to upstream's goldens, written once for all of
 // them.
 func (p Parts) RunRows(ctx context.Context, be backend.Backend, rows []Row, pad int32, obs backend.Observer) (logits, actProbs [][]float32, err error) {
-	b := Pad(rows, pad)
 	s := be.NewStream()
 	defer s.Close()
+	b := Pad(rows, pad)
 	out, err := p.RunObserved(ctx, s, b, obs)
 	if err != nil {
 		return nil, nil, err
 	}
+	return readRows(ctx, s, b, out)
+}
+
+// RunRowsPruned is RunRows the way the library runs a batch: laid out for
+// the stream (packed where it takes packed rows, filled up to its token
+// bucket) through RunPruned.
+func (p Parts) RunRowsPruned(ctx context.Context, be backend.Backend, rows []Row, pad int32) (logits, actProbs [][]float32, err error) {
+	s := be.NewStream()
+	defer s.Close()
+	b := Layout(s, rows, pad)
+	out, err := p.RunPruned(ctx, s, b)
+	if err != nil {
+		return nil, nil, err
+	}
+	return readRows(ctx, s, b, out)
+}
+
+// readRows reads back each row of b's scorer logits and act probabilities.
+func readRows(ctx context.Context, s backend.Stream, b Batch, out Outputs) (logits, actProbs [][]float32, err error) {
 	z := make([]float32, len(b.MarkerRows))
 	nAct := out.ActProbs.Cols()
-	probs := make([]float32, len(rows)*nAct)
+	rows := len(b.Lengths)
+	probs := make([]float32, rows*nAct)
 	if err := s.Read(ctx, out.Logits, z); err != nil {
 		return nil, nil, err
 	}

@@ -48,7 +48,7 @@ func main() {
 	dir := flag.String("model", "", "checkpoint directory")
 	rowsPath := flag.String("rows", "", "rows JSON file")
 	backendName := flag.String("backend", "cpu", "backend")
-	batch := flag.Int("batch", 6, "rows per padded batch")
+	batch := flag.Int("batch", 6, "rows per batch (the reference's padded batches)")
 	flag.Parse()
 	if *dir == "" || *rowsPath == "" || *batch < 1 {
 		flag.Usage()
@@ -90,7 +90,9 @@ func main() {
 	}
 }
 
-// run is one right-padded batch, as the library's forward runs it.
+// run is one batch as the library runs it on the backend: packed where the
+// backend takes packed rows (filled up to its token bucket), else right
+// padded, through the pruned pass.
 func (m *model) run(ctx context.Context, be backend.Backend, rows []row) ([]output, error) {
 	layout := make([]forwardpass.Row, len(rows))
 	for b, r := range rows {
@@ -99,28 +101,13 @@ func (m *model) run(ctx context.Context, be backend.Backend, rows []row) ([]outp
 		}
 		layout[b] = forwardpass.Row{IDs: r.InputIDs, Markers: r.Markers, QType: heads.QType(r.QType)}
 	}
-	batch := forwardpass.Pad(layout, int32(max(m.ckpt.Encoder.PadTokenID, 0)))
-	markerRows, counts := batch.MarkerRows, batch.Counts
-	s := be.NewStream()
-	defer s.Close()
-	pass, err := m.RunPruned(ctx, s, batch)
+	logits, probs, err := m.RunRowsPruned(ctx, be, layout, int32(max(m.ckpt.Encoder.PadTokenID, 0)))
 	if err != nil {
-		return nil, err
-	}
-	z, probs := pass.Logits, pass.ActProbs
-	zHost := make([]float32, len(markerRows))
-	nAct := probs.Cols()
-	probsHost := make([]float32, len(rows)*nAct)
-	if err := s.Read(ctx, z, zHost); err != nil {
-		return nil, err
-	}
-	if err := s.Read(ctx, probs, probsHost); err != nil {
 		return nil, err
 	}
 	out := make([]output, len(rows))
 	for b := range rows {
-		out[b] = output{Logits: zHost[:counts[b]], ActProbs: probsHost[b*nAct : (b+1)*nAct]}
-		zHost = zHost[counts[b]:]
+		out[b] = output{Logits: logits[b], ActProbs: probs[b]}
 	}
 	return out, nil
 }

@@ -6,8 +6,9 @@ scripts/goldens/variants/reference.py (lengths 5..200, all question types, 1..12
 options), runs them through the PyTorch model that reference.py builds from
 torch's and transformers' own modules (after checking that model against the
 upstream oracle goldens of tiny-en), runs the same rows through our forward
-(the static `parity` binary, scripts/goldens/parity/main.go, cpu backend) in the same
-padded batches, and reports max |delta logit| and max |delta act prob|.
+(the static `parity` binary, scripts/goldens/parity/main.go, on --backend, the
+same batches laid out as the library lays them), and reports max |delta logit|
+and max |delta act prob|.
 
 Usage (from the module root, on a machine with PyTorch and transformers):
     python3 scripts/goldens/parity/parity.py --bin BIN_DIR --out OUT_DIR CKPT_DIR ...
@@ -79,7 +80,8 @@ def main():
         for prec in args.precisions.split(",") if args.precisions else [""]:
             env = dict(os.environ)
             if prec:
-                env["LAYA_CUDA"] = "precision=" + prec
+                # Last wins in LAYA_CUDA: other options the caller set stay.
+                env["LAYA_CUDA"] = ",".join(o for o in (os.environ.get("LAYA_CUDA", ""), "precision=" + prec) if o)
             t0 = time.time()
             res = subprocess.run([os.path.join(args.bin, "parity"), "--model", ckpt, "--rows", rows_path,
                                   "--backend", args.backend, "--batch", str(reference.BATCH_SIZE)],
@@ -90,7 +92,8 @@ def main():
             d_act = max(reference.max_diff(g["act_probs"], w["act_probs"]) for g, w in zip(got, want))
             same = sum(argmax(g["logits"]) == argmax(w["logits"]) for g, w in zip(got, want))
             lens = [len(r["input_ids"]) for r in rows]
-            reduced = prec not in ("", "fp32")
+            # The cuda backend's own default (no precision given) is fp16x2.
+            reduced = prec not in ("", "fp32") or (prec == "" and args.backend == "cuda")
             entry = {"rows": len(rows), "tokens_min": min(lens), "tokens_max": max(lens),
                      "batch_size": reference.BATCH_SIZE, "backend": args.backend, "precision": prec or "default",
                      "max_abs_logit_diff": d_logit, "max_abs_act_prob_diff": d_act, "same_answer": same,
