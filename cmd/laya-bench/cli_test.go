@@ -31,6 +31,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--model", tinyModel, "--backend", "nope"}, `laya-bench: backend: unknown backend "nope"; registered: auto, cpu, cuda, metal-emu`, "laya-bench"},
 		{[]string{"--model", tinyModel, "--joins", "--backend", "metal-emu"}, "laya-bench: --joins: only the cpu backend", "laya-bench"},
 		{[]string{"--model", tinyModel, "extra"}, `laya-bench: unexpected argument "extra"`, "laya-bench"},
+		{[]string{"--model", tinyModel, "--vary", "4", "--long"}, "laya-bench: --vary: not with --long", "laya-bench"},
 		{[]string{"--compare", "only-one"}, "laya-bench: --compare: want two configurations A B, got 1 arguments", "laya-bench --compare"},
 		{[]string{"--compare", "--runs", "1", "a", "b"}, "laya-bench: --compare: --runs must be ≥ 2", "laya-bench --compare"},
 		{[]string{"--compare", "backend=nope,model=" + tinyModel, "backend=cpu,model=" + tinyModel}, `laya-bench: --compare backend=nope,model=` + tinyModel + `: laya: backend: unknown backend "nope"`, "laya-bench --compare"},

@@ -72,6 +72,10 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	if o.vary < 0 {
 		return o, cli.Usagef("--vary %d: want a count of token counts (0: one)", o.vary)
 	}
+	if o.vary > 0 && o.long {
+		// The long state fills the context: extra words would be cut off.
+		return o, cli.Usagef("--vary: not with --long, whose state fills the context")
+	}
 	if o.runs < 1 || o.warmup < 0 {
 		return o, cli.Usagef("--runs must be ≥ 1 and --warmup ≥ 0")
 	}
