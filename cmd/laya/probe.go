@@ -7,8 +7,9 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strings"
 	"time"
+
+	"github.com/laya-metal/laya/serve"
 )
 
 func init() {
@@ -83,12 +84,16 @@ func runProbe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 // probeAddr is where laya serve listens by LAYA_HOST and LAYA_PORT, as a client
 // reaches it: a wildcard host is reached on loopback.
 func probeAddr() string {
-	host := strings.Trim(envOr("LAYA_HOST", "127.0.0.1"), "[]")
+	addr := envAddr(serve.DefaultConfig().Addr)
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
 	switch host {
 	case "0.0.0.0":
 		host = "127.0.0.1"
 	case "::":
 		host = "::1"
 	}
-	return net.JoinHostPort(host, envOr("LAYA_PORT", "8642"))
+	return net.JoinHostPort(host, port)
 }

@@ -118,7 +118,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return err
 	}
 	*backend, cfg.Device = resolved, device
-	if os.Getenv("LAYA_BATCH_GREEDY") == "" && greedyByDefault(resolved) {
+	if envOr("LAYA_BATCH_GREEDY", "") == "" && greedyByDefault(resolved) { // unset or blank, as FromEnv reads it
 		cfg.BatchGreedy = true
 	}
 	if *batchSize == 0 {
@@ -209,10 +209,11 @@ func envOr(name, def string) string {
 }
 
 // envAddr is upstream's LAYA_HOST and LAYA_PORT as a listen address, over def.
+// An IPv6 host may come bracketed ([::]) or bare (::).
 func envAddr(def string) string {
 	host, port, err := net.SplitHostPort(def)
 	if err != nil {
 		return def
 	}
-	return net.JoinHostPort(envOr("LAYA_HOST", host), envOr("LAYA_PORT", port))
+	return net.JoinHostPort(strings.Trim(envOr("LAYA_HOST", host), "[]"), envOr("LAYA_PORT", port))
 }

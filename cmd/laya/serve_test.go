@@ -38,6 +38,13 @@ func TestServeFlags(t *testing.T) {
 	if got := envAddr("127.0.0.1:8642"); got != "0.0.0.0:9999" {
 		t.Errorf("LAYA_HOST/LAYA_PORT: %s", got)
 	}
+	// An IPv6 host, bracketed or not, is one listen address.
+	for _, host := range []string{"::", "[::]"} {
+		t.Setenv("LAYA_HOST", host)
+		if got := envAddr("127.0.0.1:8642"); got != "[::]:9999" {
+			t.Errorf("LAYA_HOST=%s: %s, want [::]:9999", host, got)
+		}
+	}
 	t.Setenv("LAYA_BATCH_MAX", "zero")
 	if err := runServe(context.Background(), []string{"--model", predictModel}, nil, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "LAYA_BATCH_MAX must be an integer") {
 		t.Errorf("bad LAYA_BATCH_MAX: %v", err)
