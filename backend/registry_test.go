@@ -3,6 +3,7 @@ package backend_test
 import (
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/laya-metal/laya/backend"
@@ -33,10 +34,15 @@ func TestRegisterRefusesDuplicate(t *testing.T) {
 	}
 }
 
+// registerAccelerator registers TestTraits' backend once, however often the
+// test runs (-count).
+var registerAccelerator sync.Once
+
 // Traits are the registering package's, by name; unknown names have none.
 func TestTraits(t *testing.T) {
-	open := func() (backend.Backend, error) { return cpu.New(), nil }
-	backend.Register("test-accelerator", open, backend.Accelerator)
+	registerAccelerator.Do(func() {
+		backend.Register("test-accelerator", func() (backend.Backend, error) { return cpu.New(), nil }, backend.Accelerator)
+	})
 	for _, tt := range []struct {
 		name string
 		want bool
