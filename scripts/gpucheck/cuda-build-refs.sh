@@ -20,6 +20,7 @@ for ref in "$@"; do
 	name=${ref//\//-}
 	tmp=$(mktemp -d)
 	git worktree add -q --detach "$tmp" "$ref"
+	trap 'git worktree remove --force "$tmp"' EXIT # also when a build fails
 	(
 		cd "$tmp"
 		export CGO_ENABLED=0 GOOS=linux GOARCH=amd64
@@ -30,5 +31,6 @@ for ref in "$@"; do
 		fi
 	)
 	git worktree remove --force "$tmp"
+	trap - EXIT
 	echo "$ref -> $dir/laya-bench-$name ($(git rev-parse --short "$ref"))"
 done

@@ -86,7 +86,7 @@ machine="${gpu:-a machine where nvidia-smi found no GPU}, $(nproc) CPU cores"
 shellwords() {
 	local a line=
 	for a in "$@"; do
-		a=${a/#$bin\//BIN/}
+		a=${a/#"$bin"\//BIN/}
 		if [[ $a =~ ^[A-Za-z0-9_./,=:+-]+$ ]]; then
 			line+=" $a"
 		else
@@ -165,6 +165,7 @@ done
 {
 	echo "{"
 	echo " \"date\": $(json "$(date -u +%F)"),"
+	echo " \"time\": $(json "$(date -u +%H:%M)"),"
 	echo " \"commit\": $(json "$commit"),"
 	echo " \"machine\": $(json "$machine"),"
 	echo " \"software\": $(json "laya serve --backend $backend${precision:+ in $precision$precision_note}, $settings${SERVE_ARGS:+, flags $SERVE_ARGS}, on loopback; synthetic checkpoints (laya synth, f16, seed 1: $presets); each request $body"),"

@@ -200,6 +200,7 @@ type server struct {
 	err    error         // cmd.Wait's result, once exited is closed
 	first  *firstLine
 	device string // what /ready reports as the compute device
+	key    string // LAYA_API_KEY, read once: the load loop's requests carry it
 }
 
 func start(bin, model string, extra []string, readyWithin time.Duration, stderr io.Writer) (*server, error) {
@@ -216,7 +217,7 @@ func start(bin, model string, extra []string, readyWithin time.Duration, stderr 
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	s := &server{url: "http://" + addr, cmd: cmd, exited: make(chan struct{}), first: first}
+	s := &server{url: "http://" + addr, cmd: cmd, exited: make(chan struct{}), first: first, key: os.Getenv("LAYA_API_KEY")}
 	go func() {
 		s.err = cmd.Wait()
 		close(s.exited)
@@ -298,8 +299,8 @@ func (s *server) newRequest(ctx context.Context, method, path string, body []byt
 	if err != nil {
 		panic(err) // s.url and path are ours
 	}
-	if key := os.Getenv("LAYA_API_KEY"); key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
+	if s.key != "" {
+		req.Header.Set("Authorization", "Bearer "+s.key)
 	}
 	return req
 }
