@@ -64,15 +64,16 @@
 //
 // # Limits on every route
 //
-// Every route reads its body through one method, Server.readJSON (limits.go), and
-// so gets the same gates: the bearer key, draining, the read caps below, a JSON
-// object (a UTF-8 BOM accepted, as Python's json.loads accepts it in bytes), then the
-// route's shape (400) and Limits on whatever "state", "states" and "questions" the
-// body holds (413 naming the limit: questions, options, levels, total options, state
-// characters, states, and Limits.TextChars per instructions, option or level text),
-// in the order upstream checks them: a body wrong in shape is a 400 even when it is
-// also over a limit.
-// A route added later calls readJSON and inherits them all.
+// Every decision route reads its body through one method, Server.readJSON
+// (limits.go), and so gets the same gates: the bearer key, draining, the read caps
+// below, a JSON object (a UTF-8 BOM accepted, as Python's json.loads accepts it in
+// bytes), then the route's check: its shape (400) and Limits on its "state" or
+// "states" and "questions" (413 naming the limit: questions, options, levels, total
+// options, state characters, states, and Limits.TextChars per instructions, option
+// or level text), in the order upstream checks them: a body wrong in shape is a 400
+// even when it is also over a limit. The OpenAI routes take the same gates up to the
+// body (Server.readGated) and check their limits on what they turn it into. A route
+// added later reads its body with one of the two and checks its limits.
 //
 // # Reading bodies
 //

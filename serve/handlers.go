@@ -62,12 +62,12 @@ func (s *Server) handlePredict(w http.ResponseWriter, r *http.Request) {
 	// The request's shape (400) before the limits (413), as upstream orders its
 	// checks; the questions themselves after both (400).
 	var req laya.Request
-	_, _, e := s.readJSON(w, r, func(body pyjson.Value, lim Limits) *apiError {
+	_, e := s.readJSON(w, r, func(body pyjson.Value, lim Limits) *apiError {
 		var err error
 		if req, err = laya.ValueRequest(body); err != nil {
 			return errorf(400, "%s", err.Error())
 		}
-		return checkBodyLimits(body, lim)
+		return checkRequestLimits(body, lim)
 	})
 	if e != nil {
 		s.fail(w, "", e)
@@ -132,7 +132,7 @@ func (s *Server) readDecision(w http.ResponseWriter, r *http.Request, batch bool
 	var c controls
 	// Checked in upstream's order: the body's shape and the limits (400, 413,
 	// checkDecision), the control fields (422), then the questions themselves (422).
-	_, body, e := s.readJSON(w, r, checkDecision(batch))
+	body, e := s.readJSON(w, r, checkDecision(batch))
 	if e != nil {
 		return nil, c, e
 	}

@@ -7,29 +7,23 @@ import (
 	"github.com/laya-metal/laya/pyjson"
 )
 
-// readJSON is how every route reads its body, so every route gets the same gates:
-// the bearer key (401), draining (503), the body read caps and rate (503, 408, 413,
-// slowclient.go), a JSON object (400, a UTF-8 BOM accepted), then check: the route's
-// shape (400) and the request limits (413) in the order upstream checks them. A nil
-// check is checkBodyLimits, the limits on whatever of "state", "states" and
-// "questions" the body holds; a route's own check ends with the same limits. A route
-// added later calls it and inherits them.
-func (s *Server) readJSON(w http.ResponseWriter, r *http.Request, check bodyCheck) ([]byte, pyjson.Value, *apiError) {
+// readJSON is how the decision routes read their bodies, so each gets the same
+// gates: the bearer key (401), draining (503), the body read caps and rate (503, 408,
+// 413, slowclient.go), a JSON object (400, a UTF-8 BOM accepted), then check: the
+// route's shape (400) and the request limits (413) in the order upstream checks them.
+func (s *Server) readJSON(w http.ResponseWriter, r *http.Request, check bodyCheck) (pyjson.Value, *apiError) {
 	raw, e := s.readGated(w, r)
 	if e != nil {
-		return nil, pyjson.Value{}, e
+		return pyjson.Value{}, e
 	}
 	body, e := parseBody(raw, "request body must be an object with a 'questions' field")
 	if e != nil {
-		return nil, body, e
-	}
-	if check == nil {
-		check = checkBodyLimits
+		return body, e
 	}
 	if e := check(body, s.cfg.Limits); e != nil {
-		return nil, body, e
+		return body, e
 	}
-	return raw, body, nil
+	return body, nil
 }
 
 // bodyCheck checks a decoded body's shape and limits (400, 413).
@@ -100,10 +94,9 @@ func decisionStates(body pyjson.Value, batch bool) ([]pyjson.Value, *apiError) {
 	return sv.Items(), nil
 }
 
-// checkBodyLimits applies Limits to the fields of a request body (413 naming the
-// limit): the questions, their options and texts, the state or states and their
-// number.
-func checkBodyLimits(body pyjson.Value, lim Limits) *apiError {
+// checkRequestLimits applies Limits to a {"state", "questions"} body (413 naming
+// the limit): the questions, their options and texts, the state.
+func checkRequestLimits(body pyjson.Value, lim Limits) *apiError {
 	if _, ok := body.Get("questions"); ok {
 		if _, e := parseQuestions(body, lim); e != nil {
 			return e
@@ -112,19 +105,6 @@ func checkBodyLimits(body pyjson.Value, lim Limits) *apiError {
 	if sv, ok := body.Get("state"); ok && sv.Kind() != pyjson.NullKind {
 		if _, e := parseState(sv, true, lim); e != nil {
 			return e
-		}
-	}
-	if sv, ok := body.Get("states"); ok && sv.Kind() == pyjson.ArrayKind {
-		if n := len(sv.Items()); n > lim.BatchStates {
-			return errorf(413, "too many states (%d > %d)", n, lim.BatchStates)
-		}
-		for _, st := range sv.Items() {
-			if st.Kind() == pyjson.NullKind {
-				continue
-			}
-			if _, e := parseState(st, true, lim); e != nil {
-				return e
-			}
 		}
 	}
 	return nil
