@@ -8,8 +8,9 @@ import (
 )
 
 // PredictLong builds each window's row from a prefix tokenized once per
-// question; every such row must equal the row build makes from scratch for
-// that window, the way a single-window request builds it.
+// question and reused: no window may change it, so every row must equal the
+// row a fresh prefix gives (build). What the rows hold is held to upstream's
+// goldens by long_test.go; this test guards the reuse.
 func TestPrefixRowsMatchBuild(t *testing.T) {
 	ctx := context.Background()
 	many := make([]string, 40)
