@@ -100,7 +100,7 @@ func (s *single) load(ctx context.Context, _ []string) error {
 func (s *single) route(_ laya.State, qs laya.Questions, _ router.RouteOptions) (router.Decision, error) {
 	return router.Decision{
 		Model:    s.name,
-		Repo:     s.repos.public(s.ref, func(string) bool { return true }),
+		Repo:     s.repos.public(s.ref),
 		Reason:   "the server's only checkpoint (--model)",
 		Workflow: router.MatchTypedDecisionsWorkflow(qs),
 	}, nil
@@ -218,21 +218,11 @@ func (m *routed) route(state laya.State, qs laya.Questions, opts router.RouteOpt
 		}
 	}
 	d, err := m.r.Route(state, qs, opts)
-	d.Repo = m.repos.public(d.Repo, m.configured)
+	d.Repo = m.repos.public(d.Repo)
 	return d, err
 }
 
 func (m *routed) checkpoint(name string) (string, error) { return m.r.NormalizeModel(name) }
-
-// configured reports whether ref is in the router's model table.
-func (m *routed) configured(ref string) bool {
-	for _, r := range m.r.Models() {
-		if r == ref {
-			return true
-		}
-	}
-	return false
-}
 
 func (m *routed) predictor(ctx context.Context, key string) (batchPredictor, func(), error) {
 	// Acquire, not Load: the router holds the model until release, so a request

@@ -10,9 +10,9 @@ import (
 
 // repoNames decides once per checkpoint reference how a routing block names it
 // (publicRepo). The decision may stat the filesystem, and every routed request
-// asks it; a reference means the same checkpoint for the life of the server.
-// Only references the server was configured with are kept, so the map is no
-// larger than its model table, whatever names clients send.
+// asks it; a reference means the same checkpoint for the life of the server. The
+// references come from the server's own model table (router.Decision.Repo), never
+// from a client, so the map is no larger than the table.
 type repoNames struct {
 	stat func(string) (fs.FileInfo, error) // os.Stat when nil
 
@@ -20,9 +20,8 @@ type repoNames struct {
 	names map[string]string
 }
 
-// public is ref as clients see it. The answer is kept when configured(ref) says
-// ref is one of the server's own checkpoints; configured is asked only on a miss.
-func (c *repoNames) public(ref string, configured func(string) bool) string {
+// public is ref as clients see it.
+func (c *repoNames) public(ref string) string {
 	if ref == "" {
 		return ""
 	}
@@ -37,14 +36,12 @@ func (c *repoNames) public(ref string, configured func(string) bool) string {
 		stat = os.Stat
 	}
 	name = publicRepo(ref, stat)
-	if configured(ref) {
-		c.mu.Lock()
-		if c.names == nil {
-			c.names = map[string]string{}
-		}
-		c.names[ref] = name
-		c.mu.Unlock()
+	c.mu.Lock()
+	if c.names == nil {
+		c.names = map[string]string{}
 	}
+	c.names[ref] = name
+	c.mu.Unlock()
 	return name
 }
 
