@@ -11,7 +11,6 @@ import (
 
 	"github.com/laya-metal/laya/backend"
 	_ "github.com/laya-metal/laya/backend/cpu"
-	"github.com/laya-metal/laya/heads"
 	"github.com/laya-metal/laya/internal/forwardpass"
 	"github.com/laya-metal/laya/internal/forwardtest"
 	"github.com/laya-metal/laya/internal/oracletest"
@@ -126,7 +125,7 @@ func syntheticRows(t *testing.T, base string, q, n int) []forwardpass.Row {
 		for j, p := range r.Markers {
 			markers[j] = p + extra
 		}
-		rows[i] = forwardpass.Row{IDs: ids, Markers: markers, QType: heads.QType(r.QType)}
+		rows[i] = forwardpass.Row{IDs: ids, Markers: markers, QType: r.QType}
 	}
 	return rows
 }

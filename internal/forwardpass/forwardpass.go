@@ -102,22 +102,21 @@ func Pad(rows []Row, pad int32) Batch {
 }
 
 // Pack lays rows out back to back without padding: row b starts where row
-// b−1 ends. Only streams that report backend.PacksRows run it; the answers
-// are the padded batch's (every op but attention and RoPE is row-wise).
-func Pack(rows []Row) Batch {
+// b−1 ends; pad is what Bucketed fills with. Only streams that report
+// backend.PacksRows run it; the answers are the padded batch's (every op but
+// attention and RoPE is row-wise).
+func Pack(rows []Row, pad int32) Batch {
 	seqLen := 0
 	for _, r := range rows {
 		seqLen = max(seqLen, len(r.IDs))
 	}
-	return lay(rows, 0, true, seqLen)
+	return lay(rows, pad, true, seqLen)
 }
 
 // Layout is Pack's batch where s takes packed batches, else Pad's.
 func Layout(s backend.Stream, rows []Row, pad int32) Batch {
 	if backend.PacksRows(s) {
-		b := Pack(rows)
-		b.PadID = pad
-		return b
+		return Pack(rows, pad)
 	}
 	return Pad(rows, pad)
 }

@@ -61,8 +61,7 @@ func TestPad(t *testing.T) {
 // of pad ids, last, and leaves everything else as it was.
 func TestBucketed(t *testing.T) {
 	rows := []Row{{IDs: []int{1, 5, 2}, Markers: []int{1}, QType: 2}, {IDs: []int{1, 6, 6, 6, 2}, Markers: []int{1, 2}, QType: 1}}
-	packed := Pack(rows)
-	packed.PadID = 9
+	packed := Pack(rows, 9)
 	for _, c := range []struct {
 		name    string
 		b       Batch

@@ -21,11 +21,11 @@ func TestPack(t *testing.T) {
 		{IDs: []int{1, 5, 2}, Markers: []int{1}, QType: 0},
 		{IDs: []int{1, 6, 6, 6, 2}, Markers: []int{1, 2, 3}, QType: 2},
 		{IDs: []int{1, 2}, Markers: []int{0}, QType: 1},
-	})
+	}, 9)
 	want := forwardpass.Batch{
 		IDs:    []int32{1, 5, 2, 1, 6, 6, 6, 2, 1, 2},
 		Layout: backend.Layout{SeqLen: 5, Packed: true, Lengths: []int{3, 5, 2}}, QTypes: []heads.QType{0, 2, 1}, Counts: []int{1, 3, 1},
-		MarkerRows: []int32{1, 4, 5, 6, 8},
+		MarkerRows: []int32{1, 4, 5, 6, 8}, PadID: 9,
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Pack = %+v, want %+v", got, want)
@@ -67,7 +67,7 @@ func TestPackedEqualsPadded(t *testing.T) {
 			pad := int32(max(cfg.PadTokenID, 0))
 			run := func(b forwardpass.Batch) [3][]float32 { return readOutputs(t, be, b, parts.RunPruned) }
 			padded := run(forwardpass.Pad(rows, pad))
-			packed := run(forwardpass.Pack(rows))
+			packed := run(forwardpass.Pack(rows, pad))
 			for i, what := range []string{"logits", "act logits", "act probs"} {
 				if fmt.Sprint(packed[i]) != fmt.Sprint(padded[i]) {
 					t.Errorf("%s: packed %v, padded %v", what, packed[i], padded[i])
