@@ -86,6 +86,8 @@ func TestParseOptions(t *testing.T) {
 		{"attn=simt,attn=mma,graphs=off,graphs=on", cuda.Options{}, false},
 		{"attn=tensor", cuda.Options{}, true},
 		{"mmawarps=1", cuda.Options{}, true},
+		{"precision=fp16x2,attnterms=1", cuda.Options{Precision: cuda.FP16X2, AttentionTerms: 1}, false},
+		{"attnterms=3", cuda.Options{}, true},
 		{"precision=fp8", cuda.Options{}, true},
 		{"graphs=maybe", cuda.Options{}, true},
 		{"device=x", cuda.Options{}, true},

@@ -114,6 +114,11 @@ type Options struct {
 	// shared memory) and uses them whatever the grid's size; 0 means 4
 	// where the grid fills the GPU, else the float32 kernels.
 	MMAWarps int
+	// AttentionTerms fixes the fp16 terms the tensor-core attention kernels
+	// split q, k, v and the probabilities into: 1 or 2; 0 means the
+	// precision's (1 for FP16, 2 for FP16X2). FP16X2 at one term keeps its
+	// GEMMs' 21-bit activations but rounds attention's operands to fp16.
+	AttentionTerms int
 	// MaxGraphs bounds the cached request shapes (captured graphs with
 	// their activation memory); default 64.
 	MaxGraphs int
@@ -126,8 +131,8 @@ type Options struct {
 // ParseOptions reads options from a comma-separated list, as the LAYA_CUDA
 // environment variable gives them to the registered backend:
 // precision=fp32|fp16|bf16|fp16x2, device=N, graphs=off, maxgraphs=N,
-// bucket=N, attn=mma|simt, mmawarps=0|2|4|8, attnqpw=0|1|2|4,
-// attnwarps=8|16.
+// bucket=N, attn=mma|simt, mmawarps=0|2|4|8, attnterms=0|1|2,
+// attnqpw=0|1|2|4, attnwarps=8|16.
 func ParseOptions(s string) (Options, error) {
 	var o Options
 	for _, f := range strings.Split(s, ",") {
@@ -150,6 +155,8 @@ func ParseOptions(s string) (Options, error) {
 			o.AttentionWarps, err = strconv.Atoi(v)
 		case "mmawarps":
 			o.MMAWarps, err = strconv.Atoi(v)
+		case "attnterms":
+			o.AttentionTerms, err = strconv.Atoi(v)
 		case "attn":
 			err = either(k, v, "mma", "simt", &o.SIMTAttention)
 		case "maxgraphs":
@@ -157,7 +164,7 @@ func ParseOptions(s string) (Options, error) {
 		case "graphs":
 			err = either(k, v, "on", "off", &o.NoGraphs)
 		default:
-			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, bucket=N, attn=mma|simt, mmawarps=0|2|4|8, attnqpw=0|1|2|4, attnwarps=8|16)")
+			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, bucket=N, attn=mma|simt, mmawarps=0|2|4|8, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16)")
 		}
 		if err == nil {
 			err = o.check()
@@ -194,6 +201,8 @@ func (o Options) check() error {
 		return fmt.Errorf("attnwarps=%d, want 8 or 16", o.AttentionWarps)
 	case o.MMAWarps != 0 && o.MMAWarps != 2 && o.MMAWarps != 4 && o.MMAWarps != 8:
 		return fmt.Errorf("mmawarps=%d, want 2, 4 or 8 (0: by grid size)", o.MMAWarps)
+	case o.AttentionTerms < 0 || o.AttentionTerms > 2:
+		return fmt.Errorf("attnterms=%d, want 1 or 2 (0: the precision's)", o.AttentionTerms)
 	}
 	return nil
 }

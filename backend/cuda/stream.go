@@ -811,6 +811,7 @@ func (s *stream) attentionKernel(tiled *[4]uintptr, p backend.AttentionParams, r
 		if o.Precision == FP16X2 {
 			terms = 2
 		}
+		terms = cmp.Or(o.AttentionTerms, terms)
 		// A kernel whose shared memory this GPU does not have is 0 (load):
 		// fewer warps, else the float32 kernels.
 		for i := slices.Index(mmaWarps[:], cmp.Or(o.MMAWarps, defaultMMAWarps)); i >= 0; i-- {

@@ -505,6 +505,8 @@ func TestAttentionKernelChoice(t *testing.T) {
 		{"fp16x2 one", Options{Precision: FP16X2}, one, simt, 16, 16},
 		{"fp16x2 one, mmawarps=8", Options{Precision: FP16X2, MMAWarps: 8}, one, 82, 8, 128},
 		{"fp16 ten, mmawarps=2", Options{Precision: FP16, MMAWarps: 2}, ten, 21, 2, 32},
+		{"fp16x2 ten, attnterms=1", Options{Precision: FP16X2, AttentionTerms: 1}, ten, 41, 4, 64},
+		{"fp16 ten, attnterms=2", Options{Precision: FP16, AttentionTerms: 2}, ten, 42, 4, 64},
 		{"fp16x2 ten, attn=simt", Options{Precision: FP16X2, SIMTAttention: true}, ten, simt + 2, 8, 32},
 		{"fp32 ten", Options{Precision: FP32}, ten, simt + 2, 8, 32},
 		{"bf16 ten", Options{Precision: BF16}, ten, simt + 2, 8, 32},
