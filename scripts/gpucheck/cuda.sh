@@ -8,7 +8,8 @@
 # STEPs (default: selftest conformance goldens bench):
 #   selftest     cuda.SelfTest in every precision
 #   conformance  the backend conformance suite (graphs on and off)
-#   goldens      every oracle golden case in fp32, fp16, bf16 and fp16x2
+#   goldens      every oracle golden case and variant in fp32, fp16, bf16 and
+#                fp16x2, and fp16/fp16x2 again on the tensor-core attention
 #   bench        laya-bench end to end on full-size synthetic English and
 #                multilingual checkpoints, 1, 10 and 50 questions, each
 #                precision (PRECISIONS, default "fp32 fp16 bf16 fp16x2")
