@@ -115,7 +115,9 @@ func (m *ModernBERT) Forward(ctx context.Context, s backend.Stream, ids []int32,
 		// Discard marks scratch tensors nobody reads again before they
 		// are overwritten, so a fusing backend need not store them (the
 		// Metal one folds the norm into this GEMM, the RoPE into the
-		// attention, the Adds and the GeGLU into GEMM epilogues).
+		// attention, the Adds and the GeGLU into GEMM epilogues; the CUDA
+		// one stores only the 16-bit copy of a norm, attention or GeGLU
+		// output that the next GEMM reads).
 		backend.Discard(s, normed)
 		s.Rope(qkv, backend.RopeParams{Layout: layout, Heads: heads, HeadDim: headDim, Theta: l.theta})
 		s.Attention(attn, qkv, backend.AttentionParams{
@@ -130,6 +132,7 @@ func (m *ModernBERT) Forward(ctx context.Context, s backend.Stream, ids []int32,
 		})
 		backend.Discard(s, qkv)
 		s.Linear(proj, attn, l.wo, nil, backend.Identity)
+		backend.Discard(s, attn)
 		s.Add(x, x, proj)
 		backend.Discard(s, proj)
 
@@ -139,6 +142,7 @@ func (m *ModernBERT) Forward(ctx context.Context, s backend.Stream, ids []int32,
 		s.GeGLU(act, up)
 		backend.Discard(s, up)
 		s.Linear(proj, act, l.mlpWo, nil, backend.Identity)
+		backend.Discard(s, act)
 		s.Add(x, x, proj)
 		backend.Discard(s, proj)
 		if err := s.Err(); err != nil {

@@ -167,6 +167,7 @@ func (m *Decision) forward(ctx context.Context, s backend.Stream, hidden backend
 			normed, proj, ffn = s.New(k, d), s.New(k, d), s.New(k, m.cfg.FFN)
 		}
 		s.Linear(proj, attn, l.outProjW, l.outProjB, backend.Identity)
+		backend.Discard(s, attn)
 		s.Add(h, h, proj)
 		backend.Discard(s, proj)
 
@@ -174,6 +175,7 @@ func (m *Decision) forward(ctx context.Context, s backend.Stream, hidden backend
 		s.Linear(ffn, normed, l.linear1W, l.linear1B, backend.ReLU)
 		backend.Discard(s, normed)
 		s.Linear(proj, ffn, l.linear2W, l.linear2B, backend.Identity)
+		backend.Discard(s, ffn)
 		s.Add(h, h, proj)
 		backend.Discard(s, proj)
 		if err := s.Err(); err != nil {

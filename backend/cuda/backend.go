@@ -305,9 +305,12 @@ type tensor struct {
 	// lastWriter is the segment's operation that last wrote the tensor,
 	// when that operation can also write a 16-bit copy (FP16, BF16).
 	lastWriter *op
-	zero       bool // read before written: zeroed when its segment runs
-	snap       []byte
-	rope       *pendingRope // a Rope not recorded yet (see stream.Rope)
+	// f32Read: its float32 contents were read since its last write by
+	// something other than a GEMM reading its 16-bit copy (see Discard).
+	f32Read bool
+	zero    bool // read before written: zeroed when its segment runs
+	snap    []byte
+	rope    *pendingRope // a Rope not recorded yet (see stream.Rope)
 	// In FP16X2 a GEMM writes the products of its input's two 16-bit terms
 	// separately (stacked), the second at twoOff in the arena (0: no room
 	// for it yet; it is always placed after t), and the operations reading

@@ -3,6 +3,7 @@ package cuda_test
 import (
 	"cmp"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -548,6 +549,202 @@ func TestAttentionKernels(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A producer (LayerNorm, attention, GeGLU) whose output is discarded after
+// the GEMMs that read its 16-bit copy stores only the copy. The GEMMs'
+// outputs are then those of the same recording without the Discards, bit
+// for bit, and near the float64 reference, run kernel by kernel, captured
+// and replayed; a Read of a discarded output is an error in the 16-bit
+// precisions and gives it in FP32, which has no copies. The attention runs
+// on the tiled kernels (head dim 32), the tensor-core ones (MMAWarps) and
+// the plain kernel (head dim 16).
+func TestDiscardedProducers(t *testing.T) {
+	open(t, cuda.Options{}).Close()
+	const d, inner, eps = 64, 48, 1e-5
+	layout := backend.Layout{SeqLen: 20, Lengths: []int{20, 13}}
+	rows := len(layout.Lengths) * layout.SeqLen
+	seed := uint64(7)
+	values := func(n int, scale float64) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			seed = seed*6364136223846793005 + 1442695040888963407
+			v[i] = float32(float64(int64(seed>>40)-1<<23) / float64(1<<23) * scale) // [-scale, scale)
+		}
+		return v
+	}
+	xs, gs, bs := values(rows*d, 2), values(d, 1), values(d, 0.5)
+	for i := range gs {
+		gs[i] += 1.5
+	}
+	wqkv, w1 := values(3*d*d, 1/math.Sqrt(d)), values(2*inner*d, 1/math.Sqrt(d))
+	wo, w2 := values(d*d, 1/math.Sqrt(d)), values(d*inner, 1/math.Sqrt(inner))
+	// The float64 reference.
+	matmul := func(x []float64, w []float32, m, k, n int) []float64 {
+		y := make([]float64, m*n)
+		for r := range m {
+			for c := range n {
+				acc := 0.0
+				for i := range k {
+					acc += x[r*k+i] * float64(w[c*k+i])
+				}
+				y[r*n+c] = acc
+			}
+		}
+		return y
+	}
+	normed := make([]float64, rows*d)
+	for r := range rows {
+		row := xs[r*d : (r+1)*d]
+		mean, v := 0.0, 0.0
+		for _, x := range row {
+			mean += float64(x)
+		}
+		mean /= d
+		for _, x := range row {
+			v += (float64(x) - mean) * (float64(x) - mean)
+		}
+		inv := 1 / math.Sqrt(v/d+eps)
+		for c, x := range row {
+			normed[r*d+c] = (float64(x)-mean)*inv*float64(gs[c]) + float64(bs[c])
+		}
+	}
+	up := matmul(normed, w1, rows, d, 2*inner)
+	act := make([]float64, rows*inner)
+	for r := range rows {
+		for c := range inner {
+			v, u := up[r*2*inner+c], up[r*2*inner+inner+c]
+			act[r*inner+c] = 0.5 * v * math.Erfc(-v/math.Sqrt2) * u
+		}
+	}
+	wantF := matmul(act, w2, rows, inner, d)
+
+	type attn struct {
+		name        string
+		heads, dh   int
+		mma         bool
+		wantO       []float64
+		attnWeights []float32
+	}
+	var attns []*attn
+	for _, a := range []attn{{name: "tiled", heads: 2, dh: 32}, {name: "mma", heads: 2, dh: 32, mma: true}, {name: "plain", heads: 4, dh: 16}} {
+		p := backend.AttentionParams{Layout: layout, Heads: a.heads, HeadDim: a.dh, Scale: float32(1 / math.Sqrt(float64(a.dh)))}
+		a.wantO = matmul(backendtest.AttentionRef(matmul(normed, wqkv, rows, d, 3*d), p), wo, rows, d, d)
+		attns = append(attns, &a)
+	}
+	raw := func(v []float32) []byte {
+		b := make([]byte, 4*len(v))
+		for i, x := range v {
+			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+		}
+		return b
+	}
+	tolerance := map[cuda.Precision]float64{cuda.FP32: 1e-4, cuda.FP16X2: 5e-3, cuda.FP16: 2e-2, cuda.BF16: 8e-2}
+	for _, prec := range precisions {
+		for _, a := range attns {
+			if a.mma && prec != cuda.FP16 && prec != cuda.FP16X2 {
+				continue
+			}
+			t.Run(fmt.Sprintf("%v_%s", prec, a.name), func(t *testing.T) {
+				opts := cuda.Options{Precision: prec}
+				if a.mma {
+					opts.MMAWarps = 4
+				}
+				be := open(t, opts)
+				defer be.Close()
+				upload := func(name string, r, c int, v []float32) backend.Tensor {
+					w, err := be.Upload(name, backend.F32, r, c, raw(v))
+					if err != nil {
+						t.Fatal(err)
+					}
+					return w
+				}
+				g, b := upload("g", 1, d, gs), upload("b", 1, d, bs)
+				Wqkv, W1, Wo, W2 := upload("wqkv", 3*d, d, wqkv), upload("w1", 2*inner, d, w1), upload("wo", d, d, wo), upload("w2", d, inner, w2)
+				p := backend.AttentionParams{Layout: layout, Heads: a.heads, HeadDim: a.dh, Scale: float32(1 / math.Sqrt(float64(a.dh)))}
+				// run records the layer and reads its two outputs, then
+				// the LayerNorm's.
+				run := func(discard bool) (o, f, n []float32, nerr error) {
+					s := be.NewStream()
+					defer s.Close()
+					dead := func(t backend.Tensor) {
+						if discard {
+							backend.Discard(s, t)
+						}
+					}
+					x := s.FromHost(rows, d, xs)
+					normedT, qkv, attnT, upT, actT := s.New(rows, d), s.New(rows, 3*d), s.New(rows, d), s.New(rows, 2*inner), s.New(rows, inner)
+					oT, fT := s.New(rows, d), s.New(rows, d)
+					s.LayerNorm(normedT, x, g, b, eps)
+					s.Linear(qkv, normedT, Wqkv, nil, backend.Identity)
+					s.Linear(upT, normedT, W1, nil, backend.Identity)
+					dead(normedT)
+					s.Attention(attnT, qkv, p)
+					s.Linear(oT, attnT, Wo, nil, backend.Identity)
+					dead(attnT)
+					s.GeGLU(actT, upT)
+					s.Linear(fT, actT, W2, nil, backend.Identity)
+					dead(actT)
+					o, f, n = make([]float32, rows*d), make([]float32, rows*d), make([]float32, rows*d)
+					for _, r := range []struct {
+						t   backend.Tensor
+						dst []float32
+					}{{oT, o}, {fT, f}} {
+						if err := s.Read(context.Background(), r.t, r.dst); err != nil {
+							t.Fatal(err)
+						}
+					}
+					return o, f, n, s.Read(context.Background(), normedT, n)
+				}
+				worst := func(got []float32, want []float64) (float64, int) {
+					w, at := 0.0, 0
+					for i := range want {
+						if e := math.Abs(float64(got[i])-want[i]) / (1 + math.Abs(want[i])); !(e <= w) {
+							w, at = e, i
+						}
+					}
+					return w, at
+				}
+				tol := tolerance[prec]
+				for i := range 3 { // kernel by kernel, captured, replayed
+					o, f, n, nerr := run(true)
+					ko, kf, kn, kerr := run(false)
+					if kerr != nil {
+						t.Fatalf("run %d: Read of the norm's output, not discarded: %v", i, kerr)
+					}
+					if prec == cuda.FP32 {
+						if nerr != nil {
+							t.Errorf("run %d: FP32: Read of a discarded norm's output: %v", i, nerr)
+						} else if e, at := worst(n, normed); !(e <= tol) {
+							t.Errorf("run %d: FP32: discarded norm's output %d off by %.3g", i, at, e)
+						}
+					} else if nerr == nil || !strings.Contains(nerr.Error(), "read of discarded tensor") {
+						t.Errorf("run %d: Read of the discarded norm's output: %v, want a read of discarded tensor error", i, nerr)
+					}
+					if e, at := worst(kn, normed); !(e <= tol) {
+						t.Errorf("run %d: norm's output %d off by %.3g", i, at, e)
+					}
+					for _, c := range []struct {
+						name      string
+						got, kept []float32
+						want      []float64
+					}{{"attention, Wo", o, ko, a.wantO}, {"GeGLU, W2", f, kf, wantF}} {
+						for j := range c.got {
+							if math.Float32bits(c.got[j]) != math.Float32bits(c.kept[j]) {
+								t.Errorf("run %d: %s: element %d %g with the Discards, %g without", i, c.name, j, c.got[j], c.kept[j])
+								break
+							}
+						}
+						if e, at := worst(c.got, c.want); !(e <= tol) { // NaN fails
+							t.Errorf("run %d: %s: element %d off by %.3g (relative to 1+|want|), tolerance %.3g", i, c.name, at, e, tol)
+						} else if i == 0 {
+							t.Logf("%s: worst %.3g", c.name, e)
+						}
+					}
+				}
+			})
+		}
 	}
 }
 

@@ -46,8 +46,10 @@
 // LayerNorm after it; RoPE into the attention that reads q and k next (the
 // tiled kernels rotate them as they load them); and, in the 16-bit
 // precisions, the rounding of a GEMM's input into the kernel that produced
-// it (LayerNorm, attention, GeGLU). Per-row metadata (positions, attention
-// tiles) is staged once per request, whatever the number of layers.
+// it (LayerNorm, attention, GeGLU), which stores only that 16-bit copy when
+// the model discards the output after the GEMMs and nothing else read it.
+// Per-row metadata (positions, attention tiles) is staged once per request,
+// whatever the number of layers.
 //
 // # Precisions
 //

@@ -109,7 +109,9 @@ extern "C" __global__ void gather_rows(float* dst, const float* table, const int
 // biased variance around it), as the reference computes them.
 // Producers of GEMM inputs (layer_norm, geglu, attention) also write a
 // 16-bit copy h of their output when h is set (kind: see to16), so that the
-// GEMM that reads it needs no conversion of its own.
+// GEMM that reads it needs no conversion of its own; dst null: only the
+// copy is stored (nothing reads the float32 output). dst is never read
+// back, so a layer_norm in place (dst == x) may skip it too.
 // res set: x = x + res (+ its second term, rtwo elements on; see ld4)
 // first, written back to x: the residual Add before the norm, folded in.
 extern "C" __global__ void layer_norm(float* dst, float* x, const float* w, const float* b, int cols, float eps, u16* h,
@@ -139,7 +141,7 @@ extern "C" __global__ void layer_norm(float* dst, float* x, const float* w, cons
 	for (int c = threadIdx.x; c < cols; c += blockDim.x) {
 		float y = (row[c] - mean) * inv * w[c];
 		if (b) y += b[c];
-		out[c] = y;
+		if (dst) out[c] = y;
 		if (h) store16(h, (long long)blockIdx.x * cols + c, lo, y, kind);
 	}
 }
@@ -180,7 +182,7 @@ extern "C" __global__ void layer_norm4(float* dst, float* x, const float* w, con
 	y.y = a1 * inv * g.y + bb.y;
 	y.z = a2 * inv * g.z + bb.z;
 	y.w = a3 * inv * g.w + bb.w;
-	*(float4*)(dst + r * cols + c) = y;
+	if (dst) *(float4*)(dst + r * cols + c) = y;
 	if (h) {
 		long long i = r * cols + c;
 		store16(h, i, lo, y.x, kind);
@@ -227,7 +229,7 @@ extern "C" __global__ void geglu(float* dst, const float* x, long long two, long
 		float u = two ? in[inner + c] + in[inner + c + two] : in[inner + c];
 		float g = fast ? 0.5f * v * erfcf(-v * 0.70710678118654752f) : gelu(v);
 		float y = g * u;
-		dst[i] = y;
+		if (dst) dst[i] = y;
 		if (h) store16(h, i, lo, y, kind);
 	}
 }
@@ -281,7 +283,7 @@ extern "C" __global__ void attention(float* dst, const float* qkv, const int* me
 	long long ho = (long long)r * width + h * headDim;
 	if (i >= n) {
 		for (int d = threadIdx.x; d < headDim; d += blockDim.x) {
-			out[d] = 0.0f;
+			if (dst) out[d] = 0.0f;
 			if (hout) store16(hout, ho + d, hlo, 0.0f, kind);
 		}
 		return;
@@ -329,14 +331,14 @@ extern "C" __global__ void attention(float* dst, const float* qkv, const int* me
 		if (threadIdx.x < headDim) {
 			float acc = 0.0f;
 			for (int p = 0; p < parts; p++) acc += red[p * headDim + threadIdx.x];
-			out[threadIdx.x] = acc * inv;
+			if (dst) out[threadIdx.x] = acc * inv;
 			if (hout) store16(hout, ho + threadIdx.x, hlo, acc * inv, kind);
 		}
 	} else {
 		for (int d = threadIdx.x; d < headDim; d += blockDim.x) {
 			float acc = 0.0f;
 			for (int j = 0; j < cnt; j++) acc += sc[j] * v[(long long)(lo + j) * 3 * width + d];
-			out[d] = acc * inv;
+			if (dst) out[d] = acc * inv;
 			if (hout) store16(hout, ho + d, hlo, acc * inv, kind);
 		}
 	}
@@ -426,8 +428,8 @@ __device__ __forceinline__ void ld4rope2(const float* row, long long two, int j,
 // empty tile, nothing to do). Queries at or past the real length are
 // padding: their output is zero. rope set: q and k are rotated as they are
 // loaded (the rope kernel folded in; a key's position is its index in its
-// batch row). two: see ld4. Dynamic shared memory: attnShared in
-// stream.go.
+// batch row). two: see ld4. hout, dst null: see layer_norm. Dynamic shared
+// memory: attnShared in stream.go.
 template <int DH, int QPW, int QW>
 __device__ void attn_tiled(float* dst, const float* qkv, long long two, const int* tiles, int heads, float scale, int sliding,
 	int radius, const float* rope, u16* hout, int kind, long long hlo) {
@@ -596,7 +598,7 @@ __device__ void attn_tiled(float* dst, const float* qkv, long long two, const in
 #pragma unroll
 		for (int c = 0; c < VD; c++) {
 			float y = active[a] ? acc[a][c] / l[a] : 0.0f;
-			dst[o + c] = y;
+			if (dst) dst[o + c] = y;
 			if (hout) store16(hout, o + c, hlo, y, kind);
 		}
 	}
@@ -862,7 +864,7 @@ __device__ void attn_mma(float* dst, const float* qkv, long long two, const int*
 #pragma unroll
 		for (int nd = 0; nd < ND; nd++) {
 			float y0 = o[nd][2 * half] * inv, y1 = o[nd][2 * half + 1] * inv;
-			*(float2*)(dst + ob + 8 * nd) = make_float2(y0, y1);
+			if (dst) *(float2*)(dst + ob + 8 * nd) = make_float2(y0, y1);
 			if (hout) {
 				store16(hout, ob + 8 * nd, hlo, y0, kind);
 				store16(hout, ob + 8 * nd + 1, hlo, y1, kind);

@@ -173,11 +173,16 @@ func (s *stream) check(err error) bool {
 	return true
 }
 
-// reads marks ts as read: a tensor of the segment read before anything
-// wrote it is zeroed when the segment runs (New's promise).
+// reads marks ts' float32 contents as read: a tensor of the segment read
+// before anything wrote it is zeroed when the segment runs (New's promise),
+// and a producer whose output was read keeps storing it (Discard).
 func (s *stream) reads(ts ...*tensor) {
 	for _, t := range ts {
-		if t != nil && t.s == s && t.seg == s.seg && !t.written {
+		if t == nil {
+			continue
+		}
+		t.f32Read = true
+		if t.s == s && t.seg == s.seg && !t.written {
 			t.zero = true
 		}
 	}
@@ -185,7 +190,7 @@ func (s *stream) reads(ts ...*tensor) {
 
 // writes marks t as written by the segment: its snapshot is stale.
 func (s *stream) writes(t *tensor) {
-	t.stacked = false
+	t.stacked, t.f32Read = false, false
 	if t.s == s {
 		t.snap = nil
 		t.lastWriter = nil
@@ -241,6 +246,9 @@ type op struct {
 	add      [3]*tensor   // an Add: dst, a, b
 	residual *residualAdd // an Add in place a LayerNorm may fold
 	shadow   *tensor      // a producer (LayerNorm, Attention, GeGLU) also writes this 16-bit copy of its output
+	// noF32: the producer stores only the 16-bit copy; its float32 output
+	// was discarded with no reader but the GEMMs of the copy (Discard).
+	noF32 bool
 }
 
 const (
@@ -259,6 +267,7 @@ const (
 	opRead
 	opShadow
 	opFuse
+	opNoF32
 )
 
 func (s *stream) New(rows, cols int) backend.Tensor {
@@ -337,7 +346,7 @@ func (s *stream) LayerNorm(dst, x, weight, bias backend.Tensor, eps float32) {
 		if in.cols%4 == 0 && in.cols <= 1024 {
 			fn, block = x.b.k.layerNorm4, (in.cols/4+31)&^31
 		}
-		return x.l.launch(x.b.drv, fn, [3]int{in.rows, 1, 1}, block, 0, x.cs.stream, u64(d.addr), u64(in.addr), u64(w.addr), u64(bp), i32(in.cols), f32(eps), h, kind, lo,
+		return x.l.launch(x.b.drv, fn, [3]int{in.rows, 1, 1}, block, 0, x.cs.stream, dstArg(o, d), u64(in.addr), u64(w.addr), u64(bp), i32(in.cols), f32(eps), h, kind, lo,
 			u64(rp), uint64(two))
 	})
 	d.lastWriter = o
@@ -349,6 +358,7 @@ func (s *stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activat
 		return
 	}
 	d, in, w, b := ts[0], ts[1], ts[2], ts[3]
+	read := in.f32Read
 	s.reads(in, w, b)
 	s.writes(d)
 	lin := &linearOp{d: d, in: in, w: w, b: b, act: act, m: in.rows, k: in.cols, n: w.rows}
@@ -383,6 +393,8 @@ func (s *stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activat
 			}
 			in.lastWriter.shadow = in
 			lin.shadowIn = true
+			// The GEMM reads the copy, not x's float32 contents.
+			in.f32Read = read || in == w || in == b
 			s.mix(opShadow)
 		} else {
 			need = xBytes
@@ -522,6 +534,15 @@ func (x *run) shadowArgs(o *op) (uint64, uint64, uint64) {
 	return u64(x.e.arena) + uint64(t.h16), operandKind(x.b.opts.Precision), uint64(t.rows) * uint64(t.cols)
 }
 
+// dstArg is the float32 output address a producer kernel of o is given:
+// null where o stores only its 16-bit copy (op.noF32).
+func dstArg(o *op, d *tensor) uint64 {
+	if o.noF32 {
+		return 0
+	}
+	return u64(d.addr)
+}
+
 func (s *stream) Add(dst, a, b backend.Tensor) {
 	ts, ok := s.beginTaking("add", 1, 6, dst, a, b)
 	if !ok || !s.check(backend.CheckAdd(dst, a, b)) {
@@ -601,7 +622,7 @@ func (s *stream) GeGLU(dst, x backend.Tensor) {
 	var o *op
 	o = s.record("geglu", func(r *run) error {
 		h, kind, lo := r.shadowArgs(o)
-		return r.l.launch(r.b.drv, r.b.k.geglu, [3]int{r.b.grid(n), 1, 1}, 256, 0, r.cs.stream, u64(d.addr), u64(in.addr), uint64(two), uint64(d.rows), i32(d.cols), h, kind, lo,
+		return r.l.launch(r.b.drv, r.b.k.geglu, [3]int{r.b.grid(n), 1, 1}, 256, 0, r.cs.stream, dstArg(o, d), u64(in.addr), uint64(two), uint64(d.rows), i32(d.cols), h, kind, lo,
 			boolArg(r.b.opts.Precision != FP32))
 	})
 	d.lastWriter = o
@@ -909,7 +930,7 @@ func (s *stream) Attention(dst, qkv backend.Tensor, p backend.AttentionParams) {
 		s.mix(uint64(nt), uint64(qt), uint64(warps), uint64(fn), uint64(two))
 		o = s.record(name, func(r *run) error {
 			h, kind, lo := r.shadowArgs(o)
-			return r.l.launch(r.b.drv, fn, [3]int{nt, heads, 1}, 32*warps, shm, r.cs.stream, u64(d.addr), u64(in.addr), uint64(two),
+			return r.l.launch(r.b.drv, fn, [3]int{nt, heads, 1}, 32*warps, shm, r.cs.stream, dstArg(o, d), u64(in.addr), uint64(two),
 				u64(r.e.devIn)+uint64(off), i32(heads), f32(scale), boolArg(sliding), i32(radius), u64(table), h, kind, lo)
 		})
 	} else {
@@ -917,7 +938,7 @@ func (s *stream) Attention(dst, qkv backend.Tensor, p backend.AttentionParams) {
 		s.mix(uint64(window))
 		o = s.record(name, func(r *run) error {
 			h, kind, lo := r.shadowArgs(o)
-			return r.l.launch(r.b.drv, r.b.k.attention, [3]int{in.rows, heads, 1}, attentionBlock, shared, r.cs.stream, u64(d.addr), u64(in.addr),
+			return r.l.launch(r.b.drv, r.b.k.attention, [3]int{in.rows, heads, 1}, attentionBlock, shared, r.cs.stream, dstArg(o, d), u64(in.addr),
 				u64(r.e.devIn)+uint64(off), i32(heads), i32(dh), f32(scale), boolArg(sliding), i32(radius), i32(window), h, kind, lo)
 		})
 	}
@@ -958,8 +979,14 @@ func (s *stream) TokenBucket() int { return s.be.opts.Bucket }
 func (s *stream) Err() error { return s.err }
 
 // Read copies t into dst, flushing what was recorded first unless t was
-// brought back by an earlier flush and nothing wrote it since.
+// brought back by an earlier flush and nothing wrote it since. A tensor
+// discarded after a producer that then stored only its 16-bit copy has no
+// float32 contents to read: that is an error, not whatever its memory held.
 func (s *stream) Read(ctx context.Context, t backend.Tensor, dst []float32) error {
+	if x, ok := t.(*tensor); ok && x != nil && x.s == s && s.err == nil && x.lastWriter != nil && x.lastWriter.noF32 {
+		s.fail(fmt.Errorf("cuda: read of discarded tensor [%d, %d]: its producer stored only the 16-bit copy a GEMM read", x.rows, x.cols))
+		return s.err
+	}
 	ts, ok := s.begin("read", t)
 	if !ok {
 		return s.err
@@ -983,11 +1010,12 @@ func (s *stream) Read(ctx context.Context, t backend.Tensor, dst []float32) erro
 }
 
 // readback is the tensors a flush brings back: target, then up to
-// maxSnapshots small tensors the segment wrote.
+// maxSnapshots small tensors the segment wrote and did not discard.
 func (s *stream) readback(target *tensor) []*tensor {
 	out := []*tensor{target}
 	for _, t := range s.wrote {
-		if t != target && int64(t.rows)*int64(t.cols) <= snapshotElements && len(out) < maxSnapshots {
+		if t != target && int64(t.rows)*int64(t.cols) <= snapshotElements && len(out) < maxSnapshots &&
+			(t.lastWriter == nil || !t.lastWriter.noF32) {
 			out = append(out, t)
 		}
 	}
@@ -1164,10 +1192,23 @@ type recordBufs struct {
 // then Add(x, x, p) then Discard(p) become one GEMM accumulating into x
 // (cuBLAS's beta = 1), as the Metal backend folds it. Memory is not
 // reclaimed: a segment's is its entry's, reused as a whole.
+//
+// In the 16-bit precisions it also drops a producer's float32 store: when
+// x was last written by a LayerNorm, attention or GeGLU whose 16-bit copy
+// GEMMs read, and nothing read x's float32 contents since (tensor.f32Read),
+// the producer writes the copy alone (GeGLU's output alone is [rows, 2624]
+// floats a layer on ModernBERT-large).
 func (s *stream) Discard(x backend.Tensor) {
 	t, ok := x.(*tensor)
+	if !ok || t == nil || t.s != s || t.seg != s.seg || s.err != nil {
+		return
+	}
+	if o := t.lastWriter; o != nil && o.shadow == t && !o.noF32 && !t.f32Read {
+		o.noF32 = true
+		s.mix(opNoF32, s.ref(t))
+	}
 	n := len(s.ops)
-	if !ok || t == nil || t.s != s || t.seg != s.seg || s.err != nil || n < 2 {
+	if n < 2 {
 		return
 	}
 	l, a := s.ops[n-2].lin, s.ops[n-1].add

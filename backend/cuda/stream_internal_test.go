@@ -3,6 +3,7 @@
 package cuda
 
 import (
+	"context"
 	"encoding/binary"
 	"slices"
 	"strings"
@@ -344,6 +345,7 @@ func BenchmarkRecordForward(b *testing.B) {
 			s.Attention(attn, qkv, backend.AttentionParams{Layout: layout, Heads: heads, HeadDim: dh, Scale: 0.125, Sliding: i%3 != 0, Radius: 64})
 			s.Discard(qkv)
 			s.Linear(proj, attn, l.wo, nil, backend.Identity)
+			s.Discard(attn)
 			s.Add(x, x, proj)
 			s.Discard(proj)
 			s.LayerNorm(normed, x, l.norm2, nil, 1e-5)
@@ -352,6 +354,7 @@ func BenchmarkRecordForward(b *testing.B) {
 			s.GeGLU(act, up)
 			s.Discard(up)
 			s.Linear(proj, act, l.wo2, nil, backend.Identity)
+			s.Discard(act)
 			s.Add(x, x, proj)
 			s.Discard(proj)
 		}
@@ -531,5 +534,194 @@ func TestAttentionKernelChoice(t *testing.T) {
 				c.want, c.warps, c.tileQs)
 		}
 		s.Close()
+	}
+}
+
+// In the 16-bit precisions a producer (LayerNorm, GeGLU, attention) whose
+// output is discarded after GEMMs read only its 16-bit copy stores just the
+// copy; in FP32 (no copies), with no GEMM of the copy, or where anything
+// else read the float32 output since it was written, it stores both.
+func TestDiscardSkipsFloat32Output(t *testing.T) {
+	layout := backend.Layout{SeqLen: 3, Lengths: []int{3}, Packed: true}
+	ap := backend.AttentionParams{Layout: layout, Heads: 2, HeadDim: 4, Scale: 0.5}
+	type operands struct{ x, g, w, w16, w24 backend.Tensor }
+	norm := func(s *stream, o operands) backend.Tensor {
+		n := s.New(3, 8)
+		s.LayerNorm(n, o.x, o.g, nil, 1e-5)
+		return n
+	}
+	for _, c := range []struct {
+		name string
+		// rec records the producer and what follows it, and returns the
+		// producer's output, discarded last.
+		rec  func(s *stream, o operands) backend.Tensor
+		skip bool // in FP16, BF16 and FP16X2
+	}{
+		{"layerNorm, linear", func(s *stream, o operands) backend.Tensor {
+			n := norm(s, o)
+			s.Linear(s.New(3, 8), n, o.w, nil, backend.Identity)
+			return n
+		}, true},
+		{"layerNorm, two linears", func(s *stream, o operands) backend.Tensor {
+			n := norm(s, o)
+			s.Linear(s.New(3, 24), n, o.w24, nil, backend.Identity)
+			s.Linear(s.New(3, 16), n, o.w16, nil, backend.GELU)
+			return n
+		}, true},
+		{"layerNorm in place, linear", func(s *stream, o operands) backend.Tensor {
+			s.LayerNorm(o.x, o.x, o.g, nil, 1e-5)
+			s.Linear(s.New(3, 8), o.x, o.w, nil, backend.Identity)
+			return o.x
+		}, true},
+		{"geglu, linear", func(s *stream, o operands) backend.Tensor {
+			up, act := s.New(3, 16), s.New(3, 8)
+			s.Linear(up, o.x, o.w16, nil, backend.Identity)
+			s.GeGLU(act, up)
+			s.Discard(up)
+			s.Linear(s.New(3, 8), act, o.w, nil, backend.Identity)
+			return act
+		}, true},
+		{"attention, linear", func(s *stream, o operands) backend.Tensor {
+			qkv, attn := s.New(3, 24), s.New(3, 8)
+			s.Linear(qkv, o.x, o.w24, nil, backend.Identity)
+			s.Rope(qkv, backend.RopeParams{Layout: layout, Heads: 2, HeadDim: 4, Theta: 10000})
+			s.Attention(attn, qkv, ap)
+			s.Discard(qkv)
+			s.Linear(s.New(3, 8), attn, o.w, nil, backend.Identity)
+			return attn
+		}, true},
+		{"written again after a read", func(s *stream, o operands) backend.Tensor {
+			n := norm(s, o)
+			s.Add(o.x, o.x, n)
+			s.LayerNorm(n, o.x, o.g, nil, 1e-5)
+			s.Linear(s.New(3, 8), n, o.w, nil, backend.Identity)
+			return n
+		}, true},
+		{"no linear", func(s *stream, o operands) backend.Tensor {
+			return norm(s, o)
+		}, false},
+		{"added after the linear", func(s *stream, o operands) backend.Tensor {
+			n := norm(s, o)
+			s.Linear(s.New(3, 8), n, o.w, nil, backend.Identity)
+			s.Add(o.x, o.x, n)
+			return n
+		}, false},
+		{"added before the linear", func(s *stream, o operands) backend.Tensor {
+			n := norm(s, o)
+			s.Add(o.x, o.x, n)
+			s.Linear(s.New(3, 8), n, o.w, nil, backend.Identity)
+			return n
+		}, false},
+		{"softmax of it", func(s *stream, o operands) backend.Tensor {
+			n := norm(s, o)
+			s.Linear(s.New(3, 8), n, o.w, nil, backend.Identity)
+			s.Softmax(s.New(3, 8), n)
+			return n
+		}, false},
+		{"normed again from it", func(s *stream, o operands) backend.Tensor {
+			n := norm(s, o)
+			s.Linear(s.New(3, 8), n, o.w, nil, backend.Identity)
+			s.LayerNorm(s.New(3, 8), n, o.g, nil, 1e-5)
+			return n
+		}, false},
+		{"a linear's weight", func(s *stream, o operands) backend.Tensor {
+			n := norm(s, o)
+			s.Linear(s.New(3, 8), n, o.w, nil, backend.Identity)
+			s.Linear(s.New(3, 3), o.x, n, nil, backend.Identity)
+			return n
+		}, false},
+		{"layerNorm in place with a residual folded in", func(s *stream, o operands) backend.Tensor {
+			// FP16X2: the Add folds into the LayerNorm, whose kernel
+			// still writes x + p into x before it normalises it.
+			p := s.New(3, 8)
+			s.Linear(p, o.x, o.w, nil, backend.Identity)
+			s.Add(o.x, o.x, p)
+			s.LayerNorm(o.x, o.x, o.g, nil, 1e-5)
+			s.Linear(s.New(3, 8), o.x, o.w, nil, backend.Identity)
+			return o.x
+		}, true},
+	} {
+		for _, p := range []Precision{FP32, FP16, BF16, FP16X2} {
+			s := recordingTiled(p)
+			o := operands{
+				x:   s.FromHost(3, 8, make([]float32, 24)),
+				g:   s.FromHost(1, 8, make([]float32, 8)),
+				w:   s.FromHost(8, 8, make([]float32, 64)),
+				w16: s.FromHost(16, 8, make([]float32, 128)),
+				w24: s.FromHost(24, 8, make([]float32, 192)),
+			}
+			out := c.rec(s, o).(*tensor)
+			producer := out.lastWriter
+			s.Discard(out)
+			if err := s.Err(); err != nil {
+				t.Fatalf("%s, %v: %v", c.name, p, err)
+			}
+			if producer == nil {
+				t.Fatalf("%s, %v: the discarded tensor has no producer", c.name, p)
+			}
+			want := c.skip && p != FP32
+			if producer.noF32 != want {
+				t.Errorf("%s, %v: %s stores only its 16-bit copy: %v, want %v", c.name, p, producer.name, producer.noF32, want)
+			}
+			for _, op := range s.ops {
+				if op.noF32 && op != producer {
+					t.Errorf("%s, %v: %s, not the discarded tensor's producer, skips its float32 output", c.name, p, op.name)
+				}
+			}
+		}
+	}
+}
+
+// A recording whose producer skips its float32 store has another key than
+// the same operations storing it; the next write of the tensor (the next
+// layer) stores it again; the float32 contents are not read back, and a
+// Read of them is an error.
+func TestDiscardedOutputKeyAndRead(t *testing.T) {
+	record := func(discard bool) (*stream, *tensor, *tensor) {
+		s := recording(FP16X2)
+		x := s.FromHost(3, 8, make([]float32, 24))
+		g := s.FromHost(1, 8, make([]float32, 8))
+		w := s.FromHost(8, 8, make([]float32, 64))
+		n, y := s.New(3, 8), s.New(3, 8)
+		s.LayerNorm(n, x, g, nil, 1e-5)
+		s.Linear(y, n, w, nil, backend.Identity)
+		if discard {
+			s.Discard(n)
+		}
+		if err := s.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return s, n.(*tensor), y.(*tensor)
+	}
+	kept, _, _ := record(false)
+	s, n, y := record(true)
+	if slices.Equal(s.words, kept.words) {
+		t.Errorf("a LayerNorm storing only its 16-bit copy records the key of one storing both")
+	}
+	if !s.ops[0].noF32 {
+		t.Fatalf("the discarded LayerNorm stores its float32 output")
+	}
+	for _, b := range s.readback(y) {
+		if b == n {
+			t.Errorf("the discarded tensor is brought back with %v", y)
+		}
+	}
+	err := s.Read(context.Background(), n, make([]float32, 24))
+	if err == nil || !strings.Contains(err.Error(), "cuda: read of discarded tensor") {
+		t.Errorf("Read of the discarded tensor: %v, want a read of discarded tensor error", err)
+	}
+
+	s, n, y = record(true)
+	g := s.FromHost(1, 8, make([]float32, 8))
+	s.LayerNorm(n, y, g, nil, 1e-5)
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if again := s.ops[len(s.ops)-1]; again.noF32 || n.lastWriter != again || !s.ops[0].noF32 {
+		t.Errorf("written again: the new LayerNorm skips %v, is n's writer %v; the first still skips %v; want false, true, true",
+			again.noF32, n.lastWriter == again, s.ops[0].noF32)
+	}
+	if !slices.Contains(s.readback(y), n) {
+		t.Errorf("written again, n is not brought back")
 	}
 }
