@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/laya-metal/laya/internal/cudadrv/cudatest"
 	"github.com/laya-metal/laya/internal/forwardpass"
 	"github.com/laya-metal/laya/internal/forwardtest"
+	"github.com/laya-metal/laya/internal/half"
 	"github.com/laya-metal/laya/internal/oracletest"
 	"github.com/laya-metal/laya/weights"
 )
@@ -86,6 +88,11 @@ func TestParseOptions(t *testing.T) {
 		{"attnwarps=12", cuda.Options{}, true},
 		{"attn=simt,mmawarps=8", cuda.Options{SIMTAttention: true, MMAWarps: 8}, false},
 		{"attn=simt,attn=mma,graphs=off,graphs=on", cuda.Options{}, false},
+		{"small=off", cuda.Options{NoSmallLinear: true}, false},
+		{"small=off,graphs=off,small=on", cuda.Options{NoGraphs: true}, false},
+		{"precision=bf16,small=off", cuda.Options{Precision: cuda.BF16, NoSmallLinear: true}, false},
+		{"small=no", cuda.Options{}, true},
+		{"small", cuda.Options{}, true},
 		{"attn=tensor", cuda.Options{}, true},
 		{"mmawarps=1", cuda.Options{}, true},
 		{"precision=fp16x2,attnterms=1", cuda.Options{Precision: cuda.FP16X2, AttentionTerms: 1}, false},
@@ -753,5 +760,305 @@ func TestDiscardedProducers(t *testing.T) {
 func TestRegisteredAsAccelerator(t *testing.T) {
 	if !backend.HasTrait(cuda.Name, backend.Accelerator) {
 		t.Error("cuda is not registered with backend.Accelerator")
+	}
+}
+
+// fewRows is how many rows the backend's Linears on few rows take at most
+// (Options.NoSmallLinear): beyond, cuBLAS.
+const fewRows = 16
+
+// uniform returns n deterministic values in [lo, hi), seed picking them.
+func uniform(n int, seed uint64, lo, hi float64) []float32 {
+	out := make([]float32, n)
+	for i := range out {
+		seed = seed*6364136223846793005 + 1442695040888963407
+		out[i] = float32(lo + (hi-lo)*float64(seed>>11)/(1<<53))
+	}
+	return out
+}
+
+// asWeight is w as precision p keeps a resident weight for its GEMMs: fp16
+// in FP16 and FP16X2, bf16 in BF16 (nearest even, as the GPU rounds).
+func asWeight(p cuda.Precision, w []float32) []float64 {
+	out := make([]float64, len(w))
+	for i, v := range w {
+		switch p {
+		case cuda.FP16, cuda.FP16X2:
+			v = half.Float16ToFloat32(half.Float32ToFloat16(v))
+		case cuda.BF16:
+			v = half.BFloat16ToFloat32(half.Float32ToBFloat16(v))
+		}
+		out[i] = float64(v)
+	}
+	return out
+}
+
+// gemmInput is the relative rounding of a cuBLAS GEMM's float32 input in
+// p: its 16-bit operand (one fp16 or bf16 term, or FP16X2's two fp16 terms,
+// about 2^-22 with a margin for the second term's subnormals).
+func gemmInput(p cuda.Precision) float64 {
+	switch p {
+	case cuda.FP16:
+		return 0x1p-11
+	case cuda.BF16:
+		return 0x1p-8
+	case cuda.FP16X2:
+		return 0x1p-21
+	}
+	return 0
+}
+
+func activation(a backend.Activation, v float64) float64 {
+	switch a {
+	case backend.GELU:
+		return 0.5 * v * math.Erfc(-v/math.Sqrt2)
+	case backend.ReLU:
+		return max(v, 0)
+	}
+	return v
+}
+
+// linearRef is a Linear in float64, want = act(x·wᵀ + b) for x [m, k] and
+// w [n, k] (b may be nil), with each output's tolerance: x's rounding ux
+// (relative; 0 where the kernel reads float32 x as it is) and xerr (the
+// absolute error of an x the GPU computed) carried through the product,
+// float32 accumulation as 4·sqrt(k) units of 2^-24 of Σ|x·w| (rounding
+// errors of random sign grow as sqrt(k); this is several times that, and
+// a hundred times below a dropped bias or residual of these tests'
+// sizes), the output's own rounding, and the activation's slope (GELU's
+// is below 1.13).
+func linearRef(x, w, b []float64, m, k, n int, act backend.Activation, ux, xerr float64) (want, tol []float64) {
+	want, tol = make([]float64, m*n), make([]float64, m*n)
+	acc := 4 * math.Sqrt(float64(k)) * 0x1p-24
+	for r := range m {
+		for j := range n {
+			var dot, abs, wabs float64
+			for l := range k {
+				p := x[r*k+l] * w[j*k+l]
+				dot += p
+				abs += math.Abs(p)
+				wabs += math.Abs(w[j*k+l])
+			}
+			if b != nil {
+				dot += b[j]
+				abs += math.Abs(b[j])
+			}
+			v := activation(act, dot)
+			want[r*n+j] = v
+			tol[r*n+j] = 1.13*((ux+acc)*abs+xerr*wabs) + 0x1p-22*math.Abs(v)
+		}
+	}
+	return want, tol
+}
+
+func float64s(v []float32) []float64 {
+	out := make([]float64, len(v))
+	for i, f := range v {
+		out[i] = float64(f)
+	}
+	return out
+}
+
+func rawF32(v []float32) []byte {
+	out := make([]byte, 4*len(v))
+	for i, f := range v {
+		binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(f))
+	}
+	return out
+}
+
+// near reports the first output off by more than its tolerance (NaN
+// fails) and returns the worst error relative to its tolerance.
+func near(t *testing.T, where string, got []float32, want, tol []float64) float64 {
+	t.Helper()
+	worst := 0.0
+	for i, w := range want {
+		d := math.Abs(float64(got[i]) - w)
+		if !(d <= tol[i]) {
+			t.Errorf("%s: output %d is %v, want %v (off by %.3g, tolerance %.3g)", where, i, got[i], w, d, tol[i])
+			return math.Inf(1)
+		}
+		worst = max(worst, d/tol[i])
+	}
+	return worst
+}
+
+// Linears on 16 rows or fewer run on the backend's own kernel (small=on),
+// more rows on cuBLAS: in every precision, with small=on and off, against
+// a float64 reference with the weights rounded as the precision keeps them
+// and x as it is (the kernel reads float32 x; cuBLAS's 16-bit operand
+// rounds it, which its tolerance allows: see linearRef). Shapes: 1, 3, 4
+// and 5 (either side of the kernel's two row counts), 16 and 17 rows; k
+// odd (37, 517, 1031), a multiple of 4 but not 8 (1028: float32 weights
+// in 16-byte loads, 16-bit ones one at a time) and of 8 (64, 1024, 2624);
+// 1, 7 and 300 outputs (1 and 7 leave a block's four columns part empty,
+// 1 is a weight without a 16-bit copy until a GEMM asks). Each with and
+// without bias, Identity, ReLU and GELU; then the residual fold (Linear,
+// Add, Discard: the product added into the Add's target), and a LayerNorm
+// feeding a Linear feeding a Linear (the 16-bit copies a producer writes
+// for cuBLAS, asked for or not) beside a GEMM whose weight is the
+// stream's (cuBLAS in the 16-bit precisions). All twice: kernel by kernel,
+// then captured in a graph.
+func TestFewRowsLinear(t *testing.T) {
+	open(t, cuda.Options{}).Close()
+	ctx := context.Background()
+	shapes := []struct{ m, k, n int }{
+		{1, 37, 7}, {1, 2624, 300}, {3, 517, 300}, {3, 1028, 1}, {4, 1031, 7}, {5, 64, 300},
+		{16, 1031, 300}, {16, 2624, 7}, {16, 37, 1}, {16, 1028, 300}, {17, 517, 300}, {17, 2624, 7},
+	}
+	variants := []struct {
+		bias bool
+		act  backend.Activation
+	}{{false, backend.Identity}, {true, backend.Identity}, {true, backend.ReLU}, {false, backend.GELU}, {true, backend.GELU}}
+	read := func(t *testing.T, s backend.Stream, x backend.Tensor) []float32 {
+		t.Helper()
+		out := make([]float32, x.Rows()*x.Cols())
+		if err := s.Read(ctx, x, out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	for _, p := range precisions {
+		for _, off := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%v/small=%v", p, map[bool]string{false: "on", true: "off"}[off]), func(t *testing.T) {
+				be := open(t, cuda.Options{Precision: p, NoSmallLinear: off})
+				defer be.Close()
+				ux := func(m int) float64 {
+					if !off && m <= fewRows {
+						return 0
+					}
+					return gemmInput(p)
+				}
+				upload := func(name string, rows, cols int, v []float32) backend.Tensor {
+					w, err := be.Upload(name, backend.F32, rows, cols, rawF32(v))
+					if err != nil {
+						t.Fatal(err)
+					}
+					return w
+				}
+				// Weights of magnitude 1/sqrt(k): outputs of about 1.
+				type linearCase struct {
+					x    []float32
+					w, b backend.Tensor
+					wr   []float64 // w as the precision rounds it
+					br   []float64
+				}
+				ws := make([]linearCase, len(shapes))
+				for i, sh := range shapes {
+					a := 1 / math.Sqrt(float64(sh.k))
+					w, b := uniform(sh.n*sh.k, uint64(3*i+1), -a, a), uniform(sh.n, uint64(3*i+2), -1, 1)
+					ws[i] = linearCase{uniform(sh.m*sh.k, uint64(3*i+3), -1, 1), upload(fmt.Sprint("w", i), sh.n, sh.k, w),
+						upload(fmt.Sprint("b", i), 1, sh.n, b), asWeight(p, w), float64s(b)}
+				}
+				worst := 0.0
+				for round := range 2 {
+					for i, sh := range shapes {
+						for _, v := range variants {
+							where := fmt.Sprintf("round %d, %+v, bias %v, %v", round, sh, v.bias, v.act)
+							c := ws[i]
+							var b backend.Tensor
+							var br []float64
+							if v.bias {
+								b, br = c.b, c.br
+							}
+							s := be.NewStream()
+							x := s.FromHost(sh.m, sh.k, c.x)
+							y := s.New(sh.m, sh.n)
+							s.Linear(y, x, c.w, b, v.act)
+							got := read(t, s, y)
+							s.Close()
+							want, tol := linearRef(float64s(c.x), c.wr, br, sh.m, sh.k, sh.n, v.act, ux(sh.m), 0)
+							worst = max(worst, near(t, where, got, want, tol))
+						}
+					}
+					// The residual fold: h += x·wᵀ.
+					for _, i := range []int{2, 6, 10} {
+						sh, c := shapes[i], ws[i]
+						h0 := uniform(sh.m*sh.n, uint64(100+i), -1, 1)
+						s := be.NewStream()
+						x := s.FromHost(sh.m, sh.k, c.x)
+						h := s.FromHost(sh.m, sh.n, h0)
+						prod := s.New(sh.m, sh.n)
+						s.Linear(prod, x, c.w, nil, backend.Identity)
+						s.Add(h, h, prod)
+						backend.Discard(s, prod)
+						got := read(t, s, h)
+						s.Close()
+						want, tol := linearRef(float64s(c.x), c.wr, nil, sh.m, sh.k, sh.n, backend.Identity, ux(sh.m), 0)
+						for j := range want {
+							want[j] += float64(h0[j])
+							tol[j] += 0x1p-23 * math.Abs(float64(h0[j]))
+						}
+						worst = max(worst, near(t, fmt.Sprintf("round %d, residual fold, %+v", round, sh), got, want, tol))
+					}
+					// LayerNorm → Linear (GELU) → Linear, and a GEMM on the
+					// stream's weight reading the norm after the first.
+					for _, m := range []int{3, fewRows, fewRows + 1} {
+						const k, n1, n2, n3 = 1024, 1032, 300, 64
+						seed := uint64(200 + m)
+						xs := uniform(m*k, seed, -1, 1)
+						gv := uniform(k, seed+1, 0.5, 1.5)
+						w1v, b1v := uniform(n1*k, seed+2, -1/32.0, 1/32.0), uniform(n1, seed+3, -1, 1)
+						w2v, b2v := uniform(n2*n1, seed+4, -1/32.0, 1/32.0), uniform(n2, seed+5, -1, 1)
+						w3v := uniform(n3*k, seed+6, -1/32.0, 1/32.0)
+						g, w1, b1 := upload("g", 1, k, gv), upload("w1", n1, k, w1v), upload("b1", 1, n1, b1v)
+						w2, b2 := upload("w2", n2, n1, w2v), upload("b2", 1, n2, b2v)
+						s := be.NewStream()
+						x := s.FromHost(m, k, xs)
+						nrm, y, z, u := s.New(m, k), s.New(m, n1), s.New(m, n2), s.New(m, n3)
+						s.LayerNorm(nrm, x, g, nil, 1e-5)
+						s.Linear(y, nrm, w1, b1, backend.GELU)
+						s.Linear(u, nrm, s.FromHost(n3, k, w3v), nil, backend.Identity)
+						s.Linear(z, y, w2, b2, backend.Identity)
+						gz := read(t, s, z)
+						gu := read(t, s, u)
+						s.Close()
+						norm := make([]float64, m*k)
+						for r := range m {
+							var mean, vr float64
+							for _, v := range xs[r*k : (r+1)*k] {
+								mean += float64(v)
+							}
+							mean /= k
+							for _, v := range xs[r*k : (r+1)*k] {
+								vr += (float64(v) - mean) * (float64(v) - mean)
+							}
+							inv := 1 / math.Sqrt(vr/k+1e-5)
+							for l := range k {
+								norm[r*k+l] = (float64(xs[r*k+l]) - mean) * inv * float64(gv[l])
+							}
+						}
+						// The norm's float32 error: a few units of 2^-24 of
+						// values below 3.
+						const normErr = 1e-5
+						yw, yt := linearRef(norm, asWeight(p, w1v), float64s(b1v), m, k, n1, backend.GELU, ux(m), normErr)
+						zw, zt := linearRef(yw, asWeight(p, w2v), float64s(b2v), m, n1, n2, backend.Identity, ux(m), slices.Max(yt))
+						// The stream's weight: cuBLAS in the 16-bit
+						// precisions (rounded operands), the kernel in FP32.
+						uw, ut := linearRef(norm, asWeight(p, w3v), nil, m, k, n3, backend.Identity, max(ux(m), gemmInput(p)), normErr)
+						where := fmt.Sprintf("round %d, %d rows, layer norm → linear → linear", round, m)
+						worst = max(worst, near(t, where, gz, zw, zt))
+						worst = max(worst, near(t, where+", beside a GEMM on the stream's weight", gu, uw, ut))
+					}
+				}
+				t.Logf("worst error %.3g of its tolerance", worst)
+				// The kernel the Linears ran on, by the profiler's names.
+				prof := be.(backend.Profiler)
+				prof.SetProfiling(true)
+				for _, m := range []int{1, fewRows, fewRows + 1} {
+					s := be.NewStream()
+					y := s.New(m, shapes[2].n)
+					s.Linear(y, s.FromHost(m, shapes[2].k, uniform(m*shapes[2].k, 7, -1, 1)), ws[2].w, ws[2].b, backend.GELU)
+					read(t, s, y)
+					s.Close()
+					small := slices.ContainsFunc(prof.OpTimes(), func(o backend.OpTime) bool { return strings.HasSuffix(o.Op, "(small)") })
+					if want := !off && m <= fewRows; small != want {
+						t.Errorf("%d rows: profiled %v; want the backend's own kernel %v", m, prof.OpTimes(), want)
+					}
+					prof.SetProfiling(true) // clears the times
+				}
+				prof.SetProfiling(false)
+			})
+		}
 	}
 }

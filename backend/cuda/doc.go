@@ -51,6 +51,14 @@
 // Per-row metadata (positions, attention tiles) is staged once per request,
 // whatever the number of layers.
 //
+// A Linear on 16 rows or fewer (the heads' marker and CLS rows) runs as one
+// kernel of the backend's own instead of cuBLAS: the product of the float32
+// input with the weight as the precision keeps it (float32, or its fp16 or
+// bf16 copy), accumulated in float32, with the bias, the activation and a
+// folded residual Add, where the GEMM path takes three or four launches.
+// Its input is not rounded to 16 bits, so in the reduced precisions these
+// Linears are a little more exact than the GEMMs.
+//
 // # Precisions
 //
 //   - FP32: float32 everywhere, TF32 off (cuBLAS pedantic math). It holds
@@ -85,8 +93,8 @@
 // FP16X2 attention on the float32 kernels), mmawarps=2|4|8 (warps a block
 // of the tensor-core kernels, used whatever the grid's size), attnqpw=1|2|4
 // (queries a warp of the float32 kernels; by default chosen by the grid's
-// size) and attnwarps=8|16 (their warps a block at one query a warp; default
-// 16).
+// size), attnwarps=8|16 (their warps a block at one query a warp; default
+// 16) and small=on|off (off runs the Linears on few rows on cuBLAS too).
 //
 // SelfTest opens a backend and checks a small GEMM and attention against a
 // float64 reference; a caller choosing a backend automatically runs it

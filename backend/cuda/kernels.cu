@@ -887,3 +887,187 @@ __device__ void attn_mma(float* dst, const float* qkv, long long two, const int*
 ATTENTIONS_MMA(32)
 ATTENTIONS_MMA(64)
 ATTENTIONS_MMA(128)
+
+// ---- Linears on few rows ----
+
+// linear_small's shape: x of at most LIN_ROWS rows (stream.go's smallRows),
+// LIN_R columns of the output (weight rows) a block, LIN_WARPS warps a block
+// splitting k (stream.go's smallCols and smallWarps).
+#define LIN_ROWS 16
+#define LIN_R 4
+#define LIN_WARPS 4
+
+// from16 widens one 16-bit weight of kind KIND (to16's: 1 fp16, 2 bf16);
+// both are exact in float32.
+template <int KIND>
+__device__ __forceinline__ float from16(u16 h) {
+	if constexpr (KIND == 2) {
+		return __uint_as_float((u32)h << 16);
+	} else {
+		float f;
+		asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+		return f;
+	}
+}
+
+// from16x2 widens the two 16-bit weights of q, the lower half first.
+template <int KIND>
+__device__ __forceinline__ void from16x2(u32 q, float& lo, float& hi) {
+	if constexpr (KIND == 2) {
+		lo = __uint_as_float(q << 16);
+		hi = __uint_as_float(q & 0xffff0000u);
+	} else {
+		asm("{.reg .f16 a, b;\n\tmov.b32 {a, b}, %2;\n\tcvt.f32.f16 %0, a;\n\tcvt.f32.f16 %1, b;\n\t}" : "=f"(lo), "=f"(hi) : "r"(q));
+	}
+}
+
+// ldf reads V floats at p: one element, or V/4 16-byte loads.
+template <int V>
+__device__ __forceinline__ void ldf(const float* p, float* v) {
+	if constexpr (V == 1) {
+		v[0] = p[0];
+	} else {
+#pragma unroll
+		for (int i = 0; i < V; i += 4) {
+			float4 q = *(const float4*)(p + i);
+			v[i] = q.x;
+			v[i + 1] = q.y;
+			v[i + 2] = q.z;
+			v[i + 3] = q.w;
+		}
+	}
+}
+
+// ldw reads V weights at element i of w as floats: KIND 0 float32 (V 4 or
+// 1), 1 fp16 or 2 bf16 (V 8, one 16-byte load, or 1).
+template <int KIND, int V>
+__device__ __forceinline__ void ldw(const void* w, long long i, float* v) {
+	static_assert(V == 1 || (KIND == 0 ? V == 4 : V == 8), "ldw: 16-byte loads or single elements");
+	if constexpr (KIND == 0) {
+		ldf<V>((const float*)w + i, v);
+	} else if constexpr (V == 1) {
+		v[0] = from16<KIND>(((const u16*)w)[i]);
+	} else {
+		uint4 q = *(const uint4*)((const u16*)w + i);
+		from16x2<KIND>(q.x, v[0], v[1]);
+		from16x2<KIND>(q.y, v[2], v[3]);
+		from16x2<KIND>(q.z, v[4], v[5]);
+		from16x2<KIND>(q.w, v[6], v[7]);
+	}
+}
+
+// warp_sums sums each of a lane's N values a[] (N a power of two) over the
+// warp, leaving the sums spread over the lanes: at offset O the lanes
+// whose bit O is set keep the upper half of what is left and the others
+// the lower half, each adding its partner's copy of the half it keeps (N/2
+// shuffles where N warp_sum calls take 5N). A lane ends with N/32 sums,
+// those of indices N/32·lane onward, or, N < 32, with sum lane/(32/N),
+// which 32/N lanes then hold.
+template <int N, int O>
+__device__ __forceinline__ void warp_sums(float* a, int lane) {
+	if constexpr (O > 0) {
+		if constexpr (N > 1) {
+			bool upper = (lane & O) != 0;
+#pragma unroll
+			for (int i = 0; i < N / 2; i++) {
+				// Each value read once: a select of two reads of a[] becomes
+				// a read at a selected index, which puts a[] in local memory.
+				float lo = a[i], hi = a[i + N / 2];
+				a[i] = (upper ? hi : lo) + __shfl_xor_sync(0xffffffffu, upper ? lo : hi, O);
+			}
+			warp_sums<N / 2, O / 2>(a, lane);
+		} else {
+			a[0] += __shfl_xor_sync(0xffffffffu, a[0], O);
+			warp_sums<1, O / 2>(a, lane);
+		}
+	}
+}
+
+// lin_small is linear_small for at most M rows, weights of kind KIND read
+// V at a time (V 1: rows not 16-byte aligned, k not a multiple of 4 or 8).
+// part is LIN_WARPS·M·LIN_R floats of shared memory.
+template <int KIND, int V, int M>
+__device__ void lin_small(float* d, const float* __restrict__ x, const void* __restrict__ w, const float* b, int m, int k, int n,
+	int act, int accum, float* part) {
+	const int N = M * LIN_R, PER = N >= 32 ? N / 32 : 1, SPAN = N >= 32 ? 1 : 32 / N;
+	int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, j0 = blockIdx.x * LIN_R;
+	long long wr[LIN_R];
+#pragma unroll
+	for (int j = 0; j < LIN_R; j++) wr[j] = (long long)min(j0 + j, n - 1) * k; // past n: the last row again, never written
+	float a[N];
+#pragma unroll
+	for (int i = 0; i < N; i++) a[i] = 0.0f;
+	for (int c = V * (32 * warp + lane); c < k; c += V * 32 * LIN_WARPS) {
+		float wv[LIN_R][V];
+#pragma unroll
+		for (int j = 0; j < LIN_R; j++) ldw<KIND, V>(w, wr[j] + c, wv[j]);
+#pragma unroll
+		for (int r = 0; r < M; r++) {
+			if (r < m) {
+				float xv[V];
+				ldf<V>(x + (long long)r * k + c, xv);
+#pragma unroll
+				for (int j = 0; j < LIN_R; j++)
+#pragma unroll
+					for (int e = 0; e < V; e++) a[r * LIN_R + j] = fmaf(xv[e], wv[j][e], a[r * LIN_R + j]);
+			}
+		}
+	}
+	warp_sums<N, 16>(a, lane);
+	if (lane % SPAN == 0)
+#pragma unroll
+		for (int i = 0; i < PER; i++) part[warp * N + lane / SPAN * PER + i] = a[i];
+	__syncthreads();
+	int t = threadIdx.x, r = t / LIN_R, col = j0 + t % LIN_R;
+	if (r >= m || col >= n) return;
+	float v = 0.0f;
+#pragma unroll
+	for (int q = 0; q < LIN_WARPS; q++) v += part[q * N + t];
+	long long o = (long long)r * n + col;
+	if (accum) v += d[o];
+	if (b) v += b[col];
+	d[o] = activate(v, act);
+}
+
+template <int M>
+__device__ __forceinline__ void lin_small_rows(float* d, const float* x, const void* w, int wkind, const float* b, int m, int k, int n,
+	int act, int accum, float* part) {
+	if (wkind == 1) {
+		if (k % 8 == 0)
+			lin_small<1, 8, M>(d, x, w, b, m, k, n, act, accum, part);
+		else
+			lin_small<1, 1, M>(d, x, w, b, m, k, n, act, accum, part);
+	} else if (wkind == 2) {
+		if (k % 8 == 0)
+			lin_small<2, 8, M>(d, x, w, b, m, k, n, act, accum, part);
+		else
+			lin_small<2, 1, M>(d, x, w, b, m, k, n, act, accum, part);
+	} else {
+		if (k % 4 == 0)
+			lin_small<0, 4, M>(d, x, w, b, m, k, n, act, accum, part);
+		else
+			lin_small<0, 1, M>(d, x, w, b, m, k, n, act, accum, part);
+	}
+}
+
+// linear_small: d = act(x·wᵀ + b), plus d's own value first when accum
+// (a residual Add folded in, the GEMM's beta = 1; Discard folds one only
+// without bias and activation), for x [m ≤ LIN_ROWS, k] and w [n, k], in
+// one launch where the GEMM path takes three or four (x's 16-bit copy, the
+// GEMM, often a split-K reduction, bias_act), each longer than the work at
+// these sizes. Block blockIdx.x computes columns LIN_R·blockIdx.x onward of
+// every row: its warps split k, each weight element is read once, by one
+// lane, in 16-byte loads, and each x element a lane reads from L1 serves
+// LIN_R weight rows. x is read as float32 as it is: no 16-bit copy to
+// write first, and more exact than the GEMM's rounded operand (FP16X2's
+// two terms included). w is the weight as the precision keeps it resident
+// (wkind 0 float32, 1 fp16, 2 bf16). Float32 accumulation: chains of
+// k/(32·LIN_WARPS) products a lane, then a tree over lanes and warps.
+extern "C" __global__ void __launch_bounds__(32 * LIN_WARPS) linear_small(float* d, const float* x, const void* w, int wkind,
+	const float* b, int m, int k, int n, int act, int accum) {
+	__shared__ float part[LIN_WARPS * LIN_ROWS * LIN_R];
+	if (m <= 4)
+		lin_small_rows<4>(d, x, w, wkind, b, m, k, n, act, accum, part);
+	else
+		lin_small_rows<LIN_ROWS>(d, x, w, wkind, b, m, k, n, act, accum, part);
+}

@@ -119,6 +119,11 @@ type Options struct {
 	// precision's (1 for FP16, 2 for FP16X2). FP16X2 at one term keeps its
 	// GEMMs' 21-bit activations but rounds attention's operands to fp16.
 	AttentionTerms int
+	// NoSmallLinear runs every Linear on cuBLAS, also those on 16 rows or
+	// fewer (the heads' marker and CLS rows), which otherwise run as one
+	// kernel of the backend's own (the product, bias, activation and a
+	// folded residual Add in one launch), for comparison.
+	NoSmallLinear bool
 	// MaxGraphs bounds the cached request shapes (captured graphs with
 	// their activation memory); default 64.
 	MaxGraphs int
@@ -132,7 +137,7 @@ type Options struct {
 // environment variable gives them to the registered backend:
 // precision=fp32|fp16|bf16|fp16x2, device=N, graphs=off, maxgraphs=N,
 // bucket=N, attn=mma|simt, mmawarps=0|2|4|8, attnterms=0|1|2,
-// attnqpw=0|1|2|4, attnwarps=8|16.
+// attnqpw=0|1|2|4, attnwarps=8|16, small=on|off.
 func ParseOptions(s string) (Options, error) {
 	var o Options
 	for _, f := range strings.Split(s, ",") {
@@ -163,8 +168,10 @@ func ParseOptions(s string) (Options, error) {
 			o.MaxGraphs, err = strconv.Atoi(v)
 		case "graphs":
 			err = either(k, v, "on", "off", &o.NoGraphs)
+		case "small":
+			err = either(k, v, "on", "off", &o.NoSmallLinear)
 		default:
-			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, bucket=N, attn=mma|simt, mmawarps=0|2|4|8, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16)")
+			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, bucket=N, attn=mma|simt, mmawarps=0|2|4|8, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off)")
 		}
 		if err == nil {
 			err = o.check()

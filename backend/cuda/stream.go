@@ -268,6 +268,7 @@ const (
 	opShadow
 	opFuse
 	opNoF32
+	opSmall
 )
 
 func (s *stream) New(rows, cols int) backend.Tensor {
@@ -361,15 +362,18 @@ func (s *stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activat
 	read := in.f32Read
 	s.reads(in, w, b)
 	s.writes(d)
-	lin := &linearOp{d: d, in: in, w: w, b: b, act: act, m: in.rows, k: in.cols, n: w.rows}
+	lin := &linearOp{d: d, in: in, w: w, b: b, act: act, m: in.rows, k: in.cols, n: w.rows, small: s.smallLinear(in.rows, w)}
 	m, k, n := lin.m, lin.k, lin.n
 	s.mix(opLinear, s.ref(d), s.ref(in), s.ref(w), s.ref(b), uint64(m), uint64(k), uint64(n), uint64(act))
+	if lin.small {
+		s.mix(opSmall)
+	}
 	// FP16X2: one batched GEMM over both 16-bit terms of x reads the weight
 	// once (the second product finds it in L2) where two GEMMs read it
 	// twice; its two products stay apart (stacked) until what reads d adds
 	// them. Only a plain product into this segment's own tensor stacks: a
-	// bias or activation needs the sum first.
-	if s.be.opts.Precision == FP16X2 && b == nil && act == backend.Identity && d.s == s && d.seg == s.seg && !d.staged && d != in && d != w {
+	// bias or activation needs the sum first. linear_small writes the sum.
+	if s.be.opts.Precision == FP16X2 && !lin.small && b == nil && act == backend.Identity && d.s == s && d.seg == s.seg && !d.staged && d != in && d != w {
 		if d.twoOff == 0 {
 			d.twoOff = s.arena
 			s.arena += align(d.bytes(), 256)
@@ -382,10 +386,19 @@ func (s *stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activat
 	if act != backend.Identity {
 		name += "+" + act.String()
 	}
+	if lin.small {
+		name += " (small)"
+	}
 	if prec := s.be.opts.Precision; prec != FP32 {
 		var need int64
 		xBytes := align(int64(m)*int64(k)*2*int64(terms(prec)), 256)
-		if in.s == s && in.seg == s.seg && in.lastWriter != nil {
+		switch {
+		case lin.small:
+			// linear_small reads x as float32: no 16-bit copy asked of its
+			// producer (one already asked for by another GEMM reading x is
+			// still written, and unused here). Nor does it write one of d:
+			// no Linear sets d.lastWriter, so a GEMM reading d converts it.
+		case in.s == s && in.seg == s.seg && in.lastWriter != nil:
 			// The operation that wrote x also writes its 16-bit copy.
 			if in.h16 < 0 {
 				in.h16 = s.arena
@@ -396,7 +409,7 @@ func (s *stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activat
 			// The GEMM reads the copy, not x's float32 contents.
 			in.f32Read = read || in == w || in == b
 			s.mix(opShadow)
-		} else {
+		default:
 			need = xBytes
 		}
 		if w.s == nil {
@@ -424,9 +437,44 @@ type linearOp struct {
 	shadowIn    bool  // in's 16-bit copy is written by its producer
 	accumulate  bool  // d += x·Wᵀ: cuBLAS's beta = 1
 	two         int64 // FP16X2 stacked: the second term's product goes two elements after d's
+	small       bool  // runs on linear_small (smallLinear)
+}
+
+// smallRows is the most rows of x a Linear runs on linear_small
+// (kernels.cu's LIN_ROWS), one launch for the product, bias, activation
+// and a folded residual, instead of cuBLAS: at one question the heads run
+// about a dozen Linears on a handful of marker and CLS rows, where the
+// GEMM path's three or four kernels (x's 16-bit copy, the GEMM and often a
+// split-K reduction, bias_act) cost microseconds each for a product that
+// reads its weight once. Its warps keep smallRows·smallCols accumulators
+// in registers, and its float32 multiply-adds grow with the rows where the
+// tensor-core GEMM's hardly do: 16 covers the heads' rows at a question
+// (its options' markers, its CLS row) and stays well inside both.
+const smallRows = 16
+
+// smallCols and smallWarps are linear_small's blocks (kernels.cu's LIN_R
+// and LIN_WARPS): the output columns (weight rows) a block computes, and
+// its warps, which split k.
+const (
+	smallCols  = 4
+	smallWarps = 4
+)
+
+// smallLinear reports whether a Linear of m rows by weight w runs on
+// linear_small: unless Options.NoSmallLinear, at most smallRows rows and a
+// weight in the form the precision reads at hand without a conversion: any
+// float32 weight in FP32, else a resident one, whose 16-bit copy the
+// kernel reads (halfOf). A weight written on the stream would need its
+// conversion first, which the GEMM path's scratch already provides.
+func (s *stream) smallLinear(m int, w *tensor) bool {
+	o := s.be.opts
+	return !o.NoSmallLinear && m <= smallRows && (o.Precision == FP32 || w.s == nil)
 }
 
 func (lin *linearOp) issue(x *run) error {
+	if lin.small {
+		return lin.issueSmall(x)
+	}
 	c, bl := x.cs, x.b.blas
 	d, in, w, b := lin.d, lin.in, lin.w, lin.b
 	m, k, n := lin.m, lin.k, lin.n
@@ -489,6 +537,22 @@ func (lin *linearOp) issue(x *run) error {
 	}
 	total := int64(m) * int64(n)
 	return x.l.launch(x.b.drv, x.b.k.biasAct, [3]int{x.b.grid(total), 1, 1}, 256, 0, c.stream, u64(d.addr), u64(bp), uint64(total), i32(n), uint64(lin.act))
+}
+
+// issueSmall launches linear_small: a block of smallWarps warps per
+// smallCols output columns.
+func (lin *linearOp) issueSmall(x *run) error {
+	wp, kind := lin.w.addr, uint64(0)
+	if prec := x.b.opts.Precision; prec != FP32 {
+		wp, kind = lin.wHalf, weightKind(prec)
+	}
+	var bp uintptr
+	if lin.b != nil {
+		bp = lin.b.addr
+	}
+	grid := (lin.n + smallCols - 1) / smallCols
+	return x.l.launch(x.b.drv, x.b.k.linearSmall, [3]int{grid, 1, 1}, 32*smallWarps, 0, x.cs.stream, u64(lin.d.addr), u64(lin.in.addr),
+		u64(wp), kind, u64(bp), i32(lin.m), i32(lin.k), i32(lin.n), uint64(lin.act), boolArg(lin.accumulate))
 }
 
 // terms is how many 16-bit terms an activation operand is split into.

@@ -5,6 +5,7 @@ package cuda
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -247,7 +248,7 @@ func TestLayoutStagedOnce(t *testing.T) {
 	if got := len(s.stage) - before; got != 256 {
 		t.Errorf("staged %d bytes for three layers, want one tile list (256 after alignment)", got)
 	}
-	if got := names(s); !slices.Equal(got, []string{"linear", "attention", "linear", "attention", "linear", "attention"}) {
+	if got := names(s); !slices.Equal(got, []string{"linear (small)", "attention", "linear (small)", "attention", "linear (small)", "attention"}) {
 		t.Errorf("recorded %v: a rope owed by qkv is dropped when a GEMM overwrites it", got)
 	}
 }
@@ -723,5 +724,160 @@ func TestDiscardedOutputKeyAndRead(t *testing.T) {
 	}
 	if !slices.Contains(s.readback(y), n) {
 		t.Errorf("written again, n is not brought back")
+	}
+}
+
+// resident is a weight as Upload leaves it, its 16-bit copy made, without
+// a GPU.
+func resident(be *Backend, rows, cols int) *tensor {
+	return &tensor{owner: be, rows: rows, cols: cols, addr: 1, half: 2}
+}
+
+// A Linear on at most smallRows rows runs on linear_small unless small=off:
+// in FP32 whatever its weight, in the 16-bit precisions with a resident
+// weight (the kernel reads its 16-bit copy). Then its input's producer is
+// not asked for a 16-bit copy, no scratch is reserved, and in FP16X2 its
+// output is one sum, not stacked terms; on cuBLAS all of that is as before.
+func TestSmallLinearChoice(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		opts     Options
+		rows     int
+		onStream bool // the weight is the stream's (FromHost), not resident
+		want     bool
+	}{
+		{"fp32, one row", Options{}, 1, false, true},
+		{"fp32, smallRows", Options{}, smallRows, false, true},
+		{"fp32, smallRows+1", Options{}, smallRows + 1, false, false},
+		{"fp32, the stream's weight", Options{}, 3, true, true},
+		{"fp32, small=off", Options{NoSmallLinear: true}, 1, false, false},
+		{"fp16x2, 3 rows", Options{Precision: FP16X2}, 3, false, true},
+		{"fp16x2, smallRows+1", Options{Precision: FP16X2}, smallRows + 1, false, false},
+		{"fp16x2, the stream's weight", Options{Precision: FP16X2}, 3, true, false},
+		{"fp16x2, small=off", Options{Precision: FP16X2, NoSmallLinear: true}, 3, false, false},
+		{"fp16, smallRows", Options{Precision: FP16}, smallRows, false, true},
+		{"bf16, one row", Options{Precision: BF16}, 1, false, true},
+		{"bf16, smallRows+1", Options{Precision: BF16}, smallRows + 1, false, false},
+	} {
+		s := &stream{be: &Backend{opts: c.opts}}
+		x := s.FromHost(c.rows, 8, make([]float32, c.rows*8))
+		g := s.FromHost(1, 8, make([]float32, 8))
+		n := s.New(c.rows, 8)
+		s.LayerNorm(n, x, g, nil, 1e-5)
+		var w backend.Tensor = resident(s.be, 5, 8)
+		if c.onStream {
+			w = s.FromHost(5, 8, make([]float32, 40))
+		}
+		y := s.New(c.rows, 5)
+		s.Linear(y, n, w, nil, backend.Identity)
+		if err := s.Err(); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		ln, lin := s.ops[0], s.ops[1].lin
+		if lin.small != c.want || strings.HasSuffix(s.ops[1].name, "(small)") != c.want {
+			t.Errorf("%s: small %v (op %q), want %v", c.name, lin.small, s.ops[1].name, c.want)
+			continue
+		}
+		prec := c.opts.Precision
+		switch {
+		case c.want:
+			if ln.shadow != nil || n.(*tensor).h16 >= 0 || lin.shadowIn || y.(*tensor).stacked || s.temp != 0 {
+				t.Errorf("%s: producer's copy %v (h16 %d), read %v, output stacked %v, scratch %d; want none",
+					c.name, ln.shadow, n.(*tensor).h16, lin.shadowIn, y.(*tensor).stacked, s.temp)
+			}
+			if want := uintptr(2); prec != FP32 && lin.wHalf != want {
+				t.Errorf("%s: weight copy %#x, want the resident one %#x", c.name, lin.wHalf, want)
+			}
+		case prec != FP32:
+			if ln.shadow != n.(*tensor) || !lin.shadowIn {
+				t.Errorf("%s: on cuBLAS: producer's copy %v, read %v; want n's, true", c.name, ln.shadow, lin.shadowIn)
+			}
+			if stacked := y.(*tensor).stacked; stacked != (prec == FP16X2) {
+				t.Errorf("%s: on cuBLAS: output stacked %v", c.name, stacked)
+			}
+		}
+	}
+}
+
+// The key of a segment whose Linear runs on linear_small is not that of
+// the same shapes on cuBLAS.
+func TestSmallLinearKey(t *testing.T) {
+	record := func(off bool) []uint64 {
+		s := &stream{be: &Backend{opts: Options{Precision: FP16, NoSmallLinear: off}}}
+		x := s.FromHost(3, 8, make([]float32, 24))
+		y := s.New(3, 5)
+		s.Linear(y, x, resident(s.be, 5, 8), nil, backend.GELU)
+		if err := s.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if s.ops[0].lin.small == off {
+			t.Fatalf("small=off %v: small %v", off, s.ops[0].lin.small)
+		}
+		return slices.Clone(s.words)
+	}
+	if on, off := record(false), record(true); slices.Equal(on, off) {
+		t.Errorf("linear_small and cuBLAS record one key %v", on)
+	}
+}
+
+// A 16-bit copy asked of a producer by one GEMM stays asked for when a
+// Linear on linear_small reads the same tensor, before it or after it.
+func TestSmallLinearBesideGEMM(t *testing.T) {
+	for _, smallFirst := range []bool{false, true} {
+		s := recording(FP16X2)
+		x := s.FromHost(3, 8, make([]float32, 24))
+		g := s.FromHost(1, 8, make([]float32, 8))
+		ws := s.FromHost(5, 8, make([]float32, 40)) // the stream's: cuBLAS
+		wr := resident(s.be, 6, 8)
+		n := s.New(3, 8)
+		s.LayerNorm(n, x, g, nil, 1e-5)
+		a, b := s.New(3, 5), s.New(3, 6)
+		if smallFirst {
+			s.Linear(b, n, wr, nil, backend.Identity)
+			s.Linear(a, n, ws, nil, backend.Identity)
+		} else {
+			s.Linear(a, n, ws, nil, backend.Identity)
+			s.Linear(b, n, wr, nil, backend.Identity)
+		}
+		if err := s.Err(); err != nil {
+			t.Fatal(err)
+		}
+		gemm, small := s.ops[1].lin, s.ops[2].lin
+		if smallFirst {
+			gemm, small = small, gemm
+		}
+		if s.ops[0].shadow != n.(*tensor) || n.(*tensor).h16 < 0 || !gemm.shadowIn || gemm.small || !small.small || small.shadowIn {
+			t.Errorf("small first %v: producer's copy %v, GEMM reads it %v (small %v), small Linear %v (reads a copy %v)",
+				smallFirst, s.ops[0].shadow, gemm.shadowIn, gemm.small, small.small, small.shadowIn)
+		}
+	}
+}
+
+// The residual Add after a Linear on linear_small folds into it as into a
+// GEMM: the kernel adds the product to the Add's target.
+func TestDiscardFoldsIntoSmallLinear(t *testing.T) {
+	for _, opts := range []Options{{}, {Precision: FP16X2}, {Precision: FP16}, {NoSmallLinear: true}, {Precision: BF16, NoSmallLinear: true}} {
+		s := &stream{be: &Backend{opts: opts}}
+		x := s.FromHost(2, 4, make([]float32, 8))
+		a := s.FromHost(2, 4, make([]float32, 8))
+		p := s.New(2, 4)
+		s.Linear(p, a, resident(s.be, 4, 4), nil, backend.Identity)
+		s.Add(x, x, p)
+		s.Discard(p)
+		if err := s.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if len(s.ops) != 1 || s.ops[0].lin.small == opts.NoSmallLinear || !s.ops[0].lin.accumulate || s.ops[0].lin.d != x.(*tensor) {
+			t.Errorf("%+v: recorded %v; want one Linear (small: %v) accumulating into x", opts, names(s), !opts.NoSmallLinear)
+		}
+	}
+}
+
+// linear_small's shape constants are the ones kernels.cu is written for.
+func TestSmallLinearMatchesKernel(t *testing.T) {
+	for name, v := range map[string]int{"LIN_ROWS": smallRows, "LIN_R": smallCols, "LIN_WARPS": smallWarps} {
+		if def := fmt.Sprintf("\n#define %s %d\n", name, v); !strings.Contains(kernelSource, def) {
+			t.Errorf("kernels.cu does not say %q", strings.TrimSpace(def))
+		}
 	}
 }

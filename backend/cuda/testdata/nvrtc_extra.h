@@ -14,3 +14,5 @@ struct float2 { float x, y; };
 struct uint2 { unsigned x, y; };
 uint2 make_uint2(unsigned, unsigned);
 float2 make_float2(float, float);
+struct uint4 { unsigned x, y, z, w; };
+float __uint_as_float(unsigned);
