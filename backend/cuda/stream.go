@@ -1376,11 +1376,11 @@ func (b *Backend) execute(s *stream, x *run, tableOff int64, nBack int) error {
 		defer prof.release(b)
 	}
 	// A shape is captured only once its entry has run kernel by kernel
-	// (e.seen, the default case below), with the same operations and
-	// shapes (they make its key), so its GEMMs are tuned (cuBLASLt) before
-	// any capture reads their algorithms; only a run profiled first
-	// leaves them untuned, and the capture then takes the heuristic's
-	// first choice.
+	// (e.seen, set in the default case below only, not by a profiled
+	// run), with the same operations and shapes (they make its key), so
+	// its GEMMs are tuned (cuBLASLt) before any capture reads their
+	// algorithms. A GEMM found untuned while capturing or profiling takes
+	// the heuristic's first choice.
 	x.tune = prof == nil
 	issue := func() error {
 		if len(s.stage) > 0 {
