@@ -70,6 +70,11 @@ type Backend struct {
 	alpha       *float32 // 1 and 0 for the GEMMs, read through host pointers
 	beta        *float32
 
+	// lt runs the FP16, BF16 and FP16X2 GEMMs; nil where they run on cuBLAS
+	// (Options.GEMMBLAS, FP32, or no cuBLASLt: ltMissing).
+	lt        *ltGEMMs
+	ltMissing bool
+
 	// mu guards the fields below it; it is never held while waiting for
 	// the worker, whose functions take it.
 	mu        sync.Mutex
@@ -139,6 +144,15 @@ func open(opts Options) (*Backend, error) {
 	if b.blas, err = loadCUBLAS(opts.CUBLAS); err != nil {
 		b.release()
 		return nil, err
+	}
+	if opts.Precision != FP32 && !opts.GEMMBLAS {
+		// Without cuBLASLt the GEMMs run on cuBLAS, as gemm=blas runs them
+		// (Device says so).
+		if lib, err := loadCUBLASLt(opts.CUBLAS); err == nil {
+			b.lt = &ltGEMMs{lib: lib, plans: map[ltKey]*ltPlan{}}
+		} else {
+			b.ltMissing = true
+		}
 	}
 	cubin, err := b.rtc.Compile("kernels.cu", kernelSource, b.arch, []string{"-std=c++17", "-lineinfo"})
 	if err != nil {
@@ -243,13 +257,26 @@ func (b *Backend) load(cubin []byte) error {
 // Name is "cuda".
 func (b *Backend) Name() string { return Name }
 
-// Device describes the GPU and the precision, for reports.
+// Device describes the GPU, the precision and what runs its GEMMs, for
+// reports.
 func (b *Backend) Device() string {
 	mode := "graphs"
 	if b.graphsOff {
 		mode = "no graphs"
 	}
-	return fmt.Sprintf("%s (%s, %s, %s)", b.gpu, b.arch, b.opts.Precision, mode)
+	gemm := ""
+	switch {
+	case b.opts.Precision == FP32:
+	case b.lt != nil && b.opts.NoTune:
+		gemm = ", cuBLASLt GEMMs untuned"
+	case b.lt != nil:
+		gemm = ", cuBLASLt GEMMs"
+	case b.ltMissing:
+		gemm = ", cuBLAS GEMMs (no cuBLASLt)"
+	default:
+		gemm = ", cuBLAS GEMMs"
+	}
+	return fmt.Sprintf("%s (%s, %s, %s%s)", b.gpu, b.arch, b.opts.Precision, mode, gemm)
 }
 
 // Precision is the precision the backend was opened with.
@@ -475,6 +502,9 @@ func (b *Backend) release() error {
 		b.cache = nil
 		for _, cs := range b.streams {
 			cs.destroy(b)
+		}
+		if b.lt != nil {
+			b.lt.release(b)
 		}
 		for _, p := range b.allocs {
 			b.drv.Call("cuMemFree_v2", p)

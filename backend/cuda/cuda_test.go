@@ -12,7 +12,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/laya-metal/laya/backend"
 	"github.com/laya-metal/laya/backend/backendtest"
@@ -95,6 +97,12 @@ func TestParseOptions(t *testing.T) {
 		{"small", cuda.Options{}, true},
 		{"attn=tensor", cuda.Options{}, true},
 		{"mmawarps=1", cuda.Options{}, true},
+		{"gemm=blas,tune=off", cuda.Options{GEMMBLAS: true, NoTune: true}, false},
+		{"gemm=blas,gemm=lt,tune=off,tune=on", cuda.Options{}, false},
+		{"precision=fp16,tune=off", cuda.Options{Precision: cuda.FP16, NoTune: true}, false},
+		{"gemm=cublas", cuda.Options{}, true},
+		{"gemm=", cuda.Options{}, true},
+		{"tune=yes", cuda.Options{}, true},
 		{"precision=fp16x2,attnterms=1", cuda.Options{Precision: cuda.FP16X2, AttentionTerms: 1}, false},
 		{"attnterms=3", cuda.Options{}, true},
 		{"precision=fp8", cuda.Options{}, true},
@@ -1058,6 +1066,220 @@ func TestFewRowsLinear(t *testing.T) {
 					prof.SetProfiling(true) // clears the times
 				}
 				prof.SetProfiling(false)
+			})
+		}
+	}
+}
+
+// gemmRef is the float64 product x·wᵀ (x m×k, w n×k) of the operands as
+// prec rounds them for the GEMM (weights to fp16 or bf16; x to fp16 or
+// bf16, or in FP16X2 to two fp16 terms, the second the rounding of what
+// the first missed), and the sum of its terms' magnitudes.
+func gemmRef(prec cuda.Precision, m, n, k int, x, w []float32) (p, mag []float64) {
+	round := func(v float32) float32 {
+		if prec == cuda.BF16 {
+			return half.BFloat16ToFloat32(half.Float32ToBFloat16(v))
+		}
+		return half.Float16ToFloat32(half.Float32ToFloat16(v))
+	}
+	xr, wr := make([]float64, m*k), make([]float64, n*k)
+	for i, v := range x {
+		hi := round(v)
+		xr[i] = float64(hi)
+		if prec == cuda.FP16X2 {
+			xr[i] += float64(round(v - hi))
+		}
+	}
+	for i, v := range w {
+		wr[i] = float64(round(v))
+	}
+	p, mag = make([]float64, m*n), make([]float64, m*n)
+	var wg sync.WaitGroup
+	for r := range m {
+		wg.Go(func() {
+			xs := xr[r*k : (r+1)*k]
+			for c := range n {
+				ws := wr[c*k : (c+1)*k]
+				var s, a float64
+				for j, v := range xs {
+					s += v * ws[j]
+					a += math.Abs(v * ws[j])
+				}
+				p[r*n+c], mag[r*n+c] = s, a
+			}
+		})
+	}
+	wg.Wait()
+	return p, mag
+}
+
+// Every GEMM path of Linear in the 16-bit precisions, cuBLASLt tuned and
+// untuned and cuBLAS, against a float64 reference from the operands as the
+// precision rounds them: m rows of 1 to 200, k up to 2624, n from 8 to
+// 3072; without and with a bias, Identity, ReLU (both epilogues of
+// cuBLASLt) and GELU (bias_act's); the residual fold (Linear, Add(x, x,
+// p), Discard(p): beta = 1); in FP16X2 the stacked product of a plain
+// Linear (the batched GEMM) and the two-term GEMMs of the others. Each
+// shape runs kernel by kernel (where cuBLASLt tunes) and then from a
+// captured graph. The products of 16-bit operands are exact in float32,
+// so only the float32 accumulation errs: at most about k·2⁻²⁴ times the
+// sum of the terms' magnitudes in order (a split-K sum does no worse); the
+// tolerance is eight times that, plus 1e-5 relative for the bias,
+// residual and GELU's float32 arithmetic. A dropped bias (values up to 1)
+// or residual (up to 2), or an algorithm writing anything else, is off by
+// orders of magnitude more.
+func TestLinearGEMMPaths(t *testing.T) {
+	open(t, cuda.Options{}).Close()
+	type shape struct{ m, k, n int }
+	var shapes []shape
+	for _, m := range []int{1, 17, 96, 200} {
+		for _, k := range []int{64, 1024, 2624} {
+			for _, n := range []int{8, 1024, 3072} {
+				shapes = append(shapes, shape{m, k, n})
+			}
+		}
+	}
+	uniform := func(seed *uint64, lo, hi float32) float32 {
+		*seed = *seed*6364136223846793005 + 1442695040888963407
+		return lo + (hi-lo)*float32(*seed>>40)/float32(1<<24)
+	}
+	type data struct{ x, w, bias, base []float32 }
+	inputs := make([]data, len(shapes))
+	for i, sh := range shapes {
+		seed := uint64(i + 1)
+		d := data{make([]float32, sh.m*sh.k), make([]float32, sh.n*sh.k), make([]float32, sh.n), make([]float32, sh.m*sh.n)}
+		for j := range d.x {
+			d.x[j] = uniform(&seed, -1, 1)
+		}
+		for j := range d.w {
+			d.w[j] = uniform(&seed, -1.0/16, 1.0/16)
+		}
+		for j := range d.bias {
+			d.bias[j] = uniform(&seed, -1, 1)
+		}
+		for j := range d.base {
+			d.base[j] = uniform(&seed, -2, 2)
+		}
+		inputs[i] = d
+	}
+	gelu := func(v float64) float64 { return 0.5 * v * (1 + math.Erf(v/math.Sqrt2)) }
+	relu := func(v float64) float64 { return max(v, 0) }
+	type variant struct {
+		name string
+		bias bool
+		act  backend.Activation
+		fold bool // the residual: base + x·wᵀ folded into the GEMM
+		f    func(v float64) float64
+	}
+	variants := []variant{
+		{"plain", false, backend.Identity, false, nil}, {"bias", true, backend.Identity, false, nil},
+		{"relu", false, backend.ReLU, false, relu}, {"bias+relu", true, backend.ReLU, false, relu},
+		{"gelu", false, backend.GELU, false, gelu}, {"bias+gelu", true, backend.GELU, false, gelu},
+		{"residual", false, backend.Identity, true, nil},
+	}
+	raw := func(v []float32) []byte { return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 4*len(v)) }
+	modes := []struct {
+		name string
+		opts cuda.Options
+	}{{"lt", cuda.Options{}}, {"lt-untuned", cuda.Options{NoTune: true}}, {"blas", cuda.Options{GEMMBLAS: true}}}
+	for _, prec := range []cuda.Precision{cuda.FP16, cuda.BF16, cuda.FP16X2} {
+		refs := make([][2][]float64, len(shapes))
+		for i, sh := range shapes {
+			p, mag := gemmRef(prec, sh.m, sh.n, sh.k, inputs[i].x, inputs[i].w)
+			refs[i] = [2][]float64{p, mag}
+		}
+		for _, md := range modes {
+			t.Run(fmt.Sprintf("%v/%s", prec, md.name), func(t *testing.T) {
+				opts := md.opts
+				opts.Precision = prec
+				be := open(t, opts)
+				defer be.Close()
+				dev := be.(interface{ Device() string }).Device()
+				if md.name != "blas" && strings.Contains(dev, "no cuBLASLt") {
+					t.Skipf("%s: libcublasLt not found", dev)
+				}
+				worst := 0.0
+				for i, sh := range shapes {
+					in := inputs[i]
+					w, err := be.Upload("w", backend.F32, sh.n, sh.k, raw(in.w))
+					if err != nil {
+						t.Fatal(err)
+					}
+					bias, err := be.Upload("bias", backend.F32, 1, sh.n, raw(in.bias))
+					if err != nil {
+						t.Fatal(err)
+					}
+					p, mag := refs[i][0], refs[i][1]
+					for pass := range 2 {
+						s := be.NewStream()
+						x := s.FromHost(sh.m, sh.k, in.x)
+						outs := make([]backend.Tensor, len(variants))
+						for vi, v := range variants {
+							var b backend.Tensor
+							if v.bias {
+								b = bias
+							}
+							if v.fold {
+								outs[vi] = s.FromHost(sh.m, sh.n, in.base)
+								tmp := s.New(sh.m, sh.n)
+								s.Linear(tmp, x, w, nil, v.act)
+								s.Add(outs[vi], outs[vi], tmp)
+								s.(backend.Discarder).Discard(tmp)
+								continue
+							}
+							outs[vi] = s.New(sh.m, sh.n)
+							s.Linear(outs[vi], x, w, b, v.act)
+						}
+						got := make([]float32, sh.m*sh.n)
+						for vi, v := range variants {
+							if err := s.Read(context.Background(), outs[vi], got); err != nil {
+								t.Fatalf("%+v %s pass %d: %v", sh, v.name, pass, err)
+							}
+							bad := 0
+							for r := range sh.m {
+								for c := range sh.n {
+									want := p[r*sh.n+c]
+									if v.bias {
+										want += float64(in.bias[c])
+									}
+									if v.fold {
+										want += float64(in.base[r*sh.n+c])
+									}
+									if v.f != nil {
+										want = v.f(want)
+									}
+									i := r*sh.n + c
+									d := math.Abs(float64(got[i]) - want)
+									tol := 8*float64(sh.k)*0x1p-24*mag[i] + 1e-5*(1+math.Abs(want))
+									if !(d <= tol) { // NaN fails
+										if bad++; bad <= 3 {
+											t.Errorf("%+v %s pass %d: [%d,%d] = %v, want %v (off by %.3g, tolerance %.3g)", sh, v.name, pass, r, c, got[i], want, d, tol)
+										}
+									}
+									worst = max(worst, d/tol)
+								}
+							}
+						}
+						s.Close()
+					}
+				}
+				st := be.(interface{ Stats() cuda.Stats }).Stats()
+				t.Logf("%s: worst error %.3g of the tolerance; %+v", dev, worst, st)
+				switch {
+				case md.name == "lt" && st.GEMMTuned == 0:
+					t.Errorf("no GEMM shape tuned (%+v)", st)
+				case md.name != "lt" && st.GEMMTuned != 0:
+					t.Errorf("%d GEMM shapes tuned (%+v)", st.GEMMTuned, st)
+				case md.name == "blas" && st.GEMMFallback != 0:
+					t.Errorf("cuBLAS run counted cuBLASLt fallbacks (%+v)", st)
+				case prec != cuda.FP16X2 && st.GEMMFallback != 0:
+					// Only the FP16X2 batch (one weight for both terms) may
+					// find cuBLASLt without an algorithm.
+					t.Errorf("cuBLASLt had no algorithm for %d shapes (%+v)", st.GEMMFallback, st)
+				}
+				if st.Captures == 0 {
+					t.Errorf("nothing captured (%+v)", st)
+				}
 			})
 		}
 	}

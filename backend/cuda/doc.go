@@ -1,9 +1,10 @@
 // Package cuda registers the "cuda" backend: Laya's forward pass on an
 // NVIDIA GPU (compute capability 8.0 or newer) with its own CUDA kernels
 // (kernels.cu, compiled at Open by NVRTC for the GPU at hand) and cuBLAS
-// GEMMs, reached through purego: no cgo, and no CUDA at build time. The
-// driver (libcuda.so.1), NVRTC and cuBLAS are loaded when a backend is
-// opened, from the loader path, the CUDA toolkit or PyTorch's pip wheels;
+// and cuBLASLt GEMMs, reached through purego: no cgo, and no CUDA at build
+// time. The driver (libcuda.so.1), NVRTC and cuBLAS (with cuBLASLt where
+// it is found) are loaded when a backend is opened, from the loader path,
+// the CUDA toolkit or PyTorch's pip wheels;
 // the plumbing is shared with metal/cuda (package internal/cudadrv).
 //
 // Only programs that import it link it (purego makes a Linux binary
@@ -71,6 +72,14 @@
 //     reading them adds; everything else float32.
 //   - FP16 and BF16: one 16-bit term per operand, float32 accumulation.
 //
+// The 16-bit GEMMs run on cuBLASLt, a Linear's bias and ReLU in the GEMM's
+// epilogue (GELU, the exact erf form, stays a kernel of its own: cuBLASLt's
+// is the tanh approximation). The first time a GEMM shape runs, kernel by
+// kernel, the heuristic's candidate algorithms are timed on it (into a
+// scratch output) and the fastest is kept for the backend's life; the
+// captured graph replays it. FP32 stays on cublasSgemm. Without
+// libcublasLt, or with gemm=blas, the 16-bit GEMMs run on cublasGemmEx.
+//
 // Attention in FP16 and FP16X2 runs on tensor cores (mma.sync, fp16
 // operands, float32 accumulation) where its grid fills the GPU (ten
 // questions and more): FP16 rounds q, k, v and the probabilities to fp16
@@ -91,10 +100,13 @@
 // device=N, graphs=off, maxgraphs=N, bucket=N (tokens; 1 turns the
 // buckets off), and, for measurements, attn=mma|simt (simt keeps FP16 and
 // FP16X2 attention on the float32 kernels), mmawarps=2|4|8 (warps a block
-// of the tensor-core kernels, used whatever the grid's size), attnqpw=1|2|4
+// of the tensor-core kernels, used whatever the grid's size), attnterms=1|2
+// (their fp16 terms; default the precision's), attnqpw=1|2|4
 // (queries a warp of the float32 kernels; by default chosen by the grid's
 // size), attnwarps=8|16 (their warps a block at one query a warp; default
-// 16) and small=on|off (off runs the Linears on few rows on cuBLAS too).
+// 16), small=on|off (off runs the Linears on few rows on cuBLAS too),
+// gemm=lt|blas (cuBLASLt, the default, or cuBLAS for the 16-bit GEMMs)
+// and tune=on|off (off: cuBLASLt's first heuristic choice, untimed).
 //
 // SelfTest opens a backend and checks a small GEMM and attention against a
 // float64 reference; a caller choosing a backend automatically runs it

@@ -127,6 +127,14 @@ type Options struct {
 	// MaxGraphs bounds the cached request shapes (captured graphs with
 	// their activation memory); default 64.
 	MaxGraphs int
+	// GEMMBLAS runs the FP16, BF16 and FP16X2 GEMMs through cublasGemmEx
+	// (cuBLAS's choice of kernel, bias and activation in a kernel of their
+	// own) instead of cuBLASLt, for comparison. FP32 always runs on
+	// cublasSgemm. Without libcublasLt they run on cuBLAS anyway.
+	GEMMBLAS bool
+	// NoTune takes cuBLASLt's first heuristic choice for every GEMM shape
+	// instead of timing its candidates the first time the shape runs.
+	NoTune bool
 	// Driver, NVRTC and CUBLAS name the libraries (default: libcuda.so.1,
 	// and libnvrtc.so and libcublas.so from the loader path, the CUDA
 	// toolkit or Python's nvidia packages).
@@ -137,7 +145,7 @@ type Options struct {
 // environment variable gives them to the registered backend:
 // precision=fp32|fp16|bf16|fp16x2, device=N, graphs=off, maxgraphs=N,
 // bucket=N, attn=mma|simt, mmawarps=0|2|4|8, attnterms=0|1|2,
-// attnqpw=0|1|2|4, attnwarps=8|16, small=on|off.
+// attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off.
 func ParseOptions(s string) (Options, error) {
 	var o Options
 	for _, f := range strings.Split(s, ",") {
@@ -170,8 +178,12 @@ func ParseOptions(s string) (Options, error) {
 			err = either(k, v, "on", "off", &o.NoGraphs)
 		case "small":
 			err = either(k, v, "on", "off", &o.NoSmallLinear)
+		case "gemm":
+			err = either(k, v, "lt", "blas", &o.GEMMBLAS)
+		case "tune":
+			err = either(k, v, "on", "off", &o.NoTune)
 		default:
-			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, bucket=N, attn=mma|simt, mmawarps=0|2|4|8, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off)")
+			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, bucket=N, attn=mma|simt, mmawarps=0|2|4|8, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off)")
 		}
 		if err == nil {
 			err = o.check()
@@ -222,4 +234,9 @@ const DefaultBucket = 16
 type Stats struct {
 	Captures, Replays, Eager int // segments captured, replayed, launched kernel by kernel
 	Entries                  int // request shapes cached (graphs with their memory)
+	// GEMMTuned counts the GEMM shapes whose cuBLASLt algorithm was
+	// chosen when they first ran kernel by kernel (the fastest of the
+	// heuristic's candidates where it offers several); GEMMFallback those
+	// cuBLASLt had no algorithm for, run by cuBLAS.
+	GEMMTuned, GEMMFallback int
 }

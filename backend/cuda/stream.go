@@ -57,6 +57,10 @@ type run struct {
 	cs   *cstream
 	e    *entry
 	temp uintptr
+	ws   uintptr // the entry's GEMM workspace (gemmWorkspace bytes)
+	// tune: the segment runs kernel by kernel, neither captured nor
+	// profiled, so a GEMM shape seen first may time its algorithms.
+	tune bool
 }
 
 // shapeKey identifies a segment's work: its operations, shapes and
@@ -484,6 +488,7 @@ func (lin *linearOp) issue(x *run) error {
 	}
 	prec := x.b.opts.Precision
 	var err error
+	fused := false // the GEMM applied the bias and activation
 	if prec == FP32 {
 		err = bl.call("cublasSgemm_v2", bl.sgemm, c.blas, cublasOpT, cublasOpN, uintptr(n), uintptr(m), uintptr(k),
 			uintptr(unsafe.Pointer(x.b.alpha)), w.addr, uintptr(k), in.addr, uintptr(k), uintptr(unsafe.Pointer(beta)), d.addr, uintptr(n))
@@ -508,14 +513,45 @@ func (lin *linearOp) issue(x *run) error {
 			}
 		}
 		if lin.two != 0 {
+			// Stacked: no bias or activation (see Linear).
+			if x.b.lt != nil {
+				done, err := x.gemmLt(&ltGEMM{m: m, n: n, k: k, typ: uint32(typ), batch: 2, strideB: mk, strideD: lin.two,
+					epilogue: ltEpilogueDefault, accumulate: lin.accumulate, a: wh, b: xh, d: d.addr})
+				if done || err != nil {
+					return err
+				}
+			}
 			return bl.call("cublasGemmStridedBatchedEx", bl.gemmBatched, c.blas, cublasOpT, cublasOpN, uintptr(n), uintptr(m), uintptr(k),
 				uintptr(unsafe.Pointer(x.b.alpha)), wh, typ, uintptr(k), 0, xh, typ, uintptr(k), uintptr(mk), uintptr(unsafe.Pointer(beta)),
 				d.addr, cudaR32F, uintptr(n), uintptr(lin.two), 2, cublasCompute32F, cublasGemmDefault)
 		}
+		// cuBLASLt applies the bias and ReLU in the GEMM's epilogue, on the
+		// last term's product (after beta·D has added the first's); GELU
+		// stays with bias_act.
+		epi, fuses := ltEpilogue(b != nil, lin.act)
+		acc := lin.accumulate
 		for term := range terms(prec) {
 			if term == 1 {
 				xh += uintptr(mk * 2)
-				beta = x.b.alpha
+				beta, acc = x.b.alpha, true
+			}
+			if x.b.lt != nil {
+				g := ltGEMM{m: m, n: n, k: k, typ: uint32(typ), batch: 1, epilogue: ltEpilogueDefault, accumulate: acc, a: wh, b: xh, d: d.addr}
+				last := term == terms(prec)-1
+				if last && fuses {
+					g.epilogue = epi
+					if b != nil {
+						g.bias = b.addr
+					}
+				}
+				done, err := x.gemmLt(&g)
+				if err != nil {
+					return err
+				}
+				if done {
+					fused = last && fuses
+					continue
+				}
 			}
 			err = bl.call("cublasGemmEx", bl.gemmEx, c.blas, cublasOpT, cublasOpN, uintptr(n), uintptr(m), uintptr(k),
 				uintptr(unsafe.Pointer(x.b.alpha)), wh, typ, uintptr(k), xh, typ, uintptr(k), uintptr(unsafe.Pointer(beta)),
@@ -528,7 +564,7 @@ func (lin *linearOp) issue(x *run) error {
 	if err != nil {
 		return err
 	}
-	if b == nil && lin.act == backend.Identity {
+	if fused || b == nil && lin.act == backend.Identity {
 		return nil
 	}
 	var bp uintptr
@@ -1436,12 +1472,22 @@ func (b *Backend) execute(s *stream, x *run, tableOff int64, nBack int) error {
 	if err := b.blas.call("cublasSetWorkspace_v2", b.blas.setWorkspace, cs.blas, ws, gemmWorkspace); err != nil {
 		return err
 	}
+	// cuBLASLt takes the workspace with each call: the same one, in stream
+	// order with cuBLAS's use of it.
+	x.ws = ws
 	var prof *opTimer
 	if b.profiling.Load() {
 		// Each operation between its own events, kernel by kernel.
 		prof = &opTimer{}
 		defer prof.release(b)
 	}
+	// A shape is captured only once its entry has run kernel by kernel
+	// (e.seen, set in the default case below only, not by a profiled
+	// run), with the same operations and shapes (they make its key), so
+	// its GEMMs are tuned (cuBLASLt) before any capture reads their
+	// algorithms. A GEMM found untuned while capturing or profiling takes
+	// the heuristic's first choice.
+	x.tune = prof == nil
 	issue := func() error {
 		if len(s.stage) > 0 {
 			if err := b.drv.Call("cuMemcpyHtoDAsync_v2", e.devIn, uintptr(unsafe.Pointer(&e.pinIn[0])), uintptr(len(s.stage)), cs.stream); err != nil {
@@ -1492,7 +1538,10 @@ func (b *Backend) execute(s *stream, x *run, tableOff int64, nBack int) error {
 		err = b.drv.Call("cuGraphLaunch", e.exec, cs.stream)
 		b.count(func(st *Stats) { st.Replays++ })
 	case e.seen && !e.noGraph && !b.graphsOff:
-		if err = b.capture(e, cs, issue); err != nil {
+		x.tune = false
+		err = b.capture(e, cs, issue)
+		x.tune = true
+		if err != nil {
 			// A segment that cannot be captured still runs.
 			e.noGraph = true
 			err = issue()
@@ -1615,10 +1664,11 @@ func (b *Backend) capture(e *entry, cs *cstream, issue func() error) error {
 }
 
 // cstream is a CUDA stream with what runs on it: a cuBLAS handle (whose
-// workspace each flush sets to its entry's), an event marking the last
-// flush, and a thread to wait on it.
+// workspace each flush sets to its entry's) and a cuBLASLt one, an event
+// marking the last flush, and a thread to wait on it.
 type cstream struct {
 	stream, event, blas uintptr
+	lt                  uintptr
 	start, end          uintptr // timing events around each flush
 	waiter              *cudadrv.Worker
 }
@@ -1667,6 +1717,11 @@ func (b *Backend) newCStream() (*cstream, error) {
 	if err := bl.call("cublasSetMathMode", bl.setMathMode, cs.blas, mode); err != nil {
 		return nil, err
 	}
+	if lt := b.lt; lt != nil {
+		if err := lt.lib.call("cublasLtCreate", lt.lib.create, uintptr(unsafe.Pointer(&cs.lt))); err != nil {
+			return nil, err
+		}
+	}
 	cs.waiter = cudadrv.NewWorker()
 	cs.waiter.Do(func() { err = c("cuCtxSetCurrent", b.ctx) })
 	if err != nil {
@@ -1682,6 +1737,9 @@ func (b *Backend) newCStream() (*cstream, error) {
 func (cs *cstream) destroy(b *Backend) {
 	if cs.blas != 0 {
 		b.blas.call("cublasDestroy_v2", b.blas.destroy, cs.blas)
+	}
+	if cs.lt != 0 {
+		b.lt.lib.call("cublasLtDestroy", b.lt.lib.destroy, cs.lt)
 	}
 	for _, e := range []uintptr{cs.event, cs.start, cs.end} {
 		b.drv.Call("cuEventDestroy_v2", e)

@@ -1,0 +1,567 @@
+//go:build linux
+
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+	"sync"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+	"github.com/laya-metal/laya/backend"
+	"github.com/laya-metal/laya/internal/cudadrv"
+)
+
+// cublasLt holds the cuBLASLt entry points the FP16, BF16 and FP16X2 GEMMs
+// use (FP32 stays on cublasSgemm, the parity path). Its handle, like
+// cuBLAS's, is a CUDA stream's (cstream.lt).
+type cublasLt struct {
+	path                                                  string
+	create, destroy, descCreate, descDestroy, descSet     uintptr
+	layoutCreate, layoutDestroy, layoutSet                uintptr
+	prefCreate, prefDestroy, prefSet, heuristic, matmulFn uintptr
+}
+
+// loadCUBLASLt loads libcublasLt, looking beside an explicitly named
+// libcublas too (cuBLAS itself links it, so a toolkit has both).
+func loadCUBLASLt(blasPath string) (*cublasLt, error) {
+	dirs := cudadrv.LibraryDirs
+	if blasPath != "" {
+		dirs = append([]string{filepath.Dir(blasPath)}, dirs...)
+	}
+	names := []string{"libcublasLt.so", "libcublasLt.so.13", "libcublasLt.so.12"}
+	h, path, err := cudadrv.FindLibrary("", names, dirs)
+	if err != nil {
+		return nil, fmt.Errorf("cuda: cuBLASLt (libcublasLt.so) not found: %v", err)
+	}
+	c := &cublasLt{path: path}
+	for name, p := range map[string]*uintptr{
+		"cublasLtCreate": &c.create, "cublasLtDestroy": &c.destroy, "cublasLtMatmulDescCreate": &c.descCreate,
+		"cublasLtMatmulDescDestroy": &c.descDestroy, "cublasLtMatmulDescSetAttribute": &c.descSet,
+		"cublasLtMatrixLayoutCreate": &c.layoutCreate, "cublasLtMatrixLayoutDestroy": &c.layoutDestroy,
+		"cublasLtMatrixLayoutSetAttribute": &c.layoutSet, "cublasLtMatmulPreferenceCreate": &c.prefCreate,
+		"cublasLtMatmulPreferenceDestroy": &c.prefDestroy, "cublasLtMatmulPreferenceSetAttribute": &c.prefSet,
+		"cublasLtMatmulAlgoGetHeuristic": &c.heuristic, "cublasLtMatmul": &c.matmulFn,
+	} {
+		if *p, err = purego.Dlsym(h, name); err != nil {
+			return nil, fmt.Errorf("cuda: cuBLASLt: %s has no %s", path, name)
+		}
+	}
+	return c, nil
+}
+
+// call invokes an entry point and turns a cublasStatus_t into an error
+// (*ltError).
+//
+//go:uintptrescapes
+func (c *cublasLt) call(name string, fn uintptr, args ...uintptr) error {
+	r, _, _ := purego.SyscallN(fn, args...)
+	if st := int32(r); st != 0 {
+		return &ltError{name, st}
+	}
+	return nil
+}
+
+// ltError is a cuBLASLt call's failure: its cublasStatus_t.
+type ltError struct {
+	call   string
+	status int32
+}
+
+func (e *ltError) Error() string {
+	return fmt.Sprintf("cuda: %s failed with cuBLAS status %d", e.call, e.status)
+}
+
+// cublasStatus_t values (cublas_api.h).
+const (
+	cublasStatusInvalidValue = 7  // CUBLAS_STATUS_INVALID_VALUE
+	cublasStatusNotSupported = 15 // CUBLAS_STATUS_NOT_SUPPORTED
+)
+
+// refused reports whether err is cublasLtMatmul turning a call down as it
+// checks it, before it launches anything.
+func refused(err error) bool {
+	var e *ltError
+	return errors.As(err, &e) && (e.status == cublasStatusInvalidValue || e.status == cublasStatusNotSupported)
+}
+
+// cuBLASLt enum values used, from cublasLt.h of CUDA 12.6 (as vendored in
+// github.com/zspace/system.cuda-12.6, include/cublasLt.h). The same values
+// are in NVIDIA's nvmath-python bindings generated from the CUDA 13
+// headers (nvmath.bindings.cublasLt: MatmulDescAttribute, Epilogue,
+// MatrixLayoutAttribute, MatmulPreferenceAttribute): the enums grow, their
+// values stay. An attribute set with the wrong size is refused
+// (CUBLAS_STATUS_INVALID_VALUE), so each comment names the C type too.
+const (
+	ltDescTransA       = 3  // CUBLASLT_MATMUL_DESC_TRANSA, int32_t (cublasOperation_t)
+	ltDescTransB       = 4  // CUBLASLT_MATMUL_DESC_TRANSB, int32_t
+	ltDescEpilogue     = 7  // CUBLASLT_MATMUL_DESC_EPILOGUE, uint32_t
+	ltDescBiasPointer  = 8  // CUBLASLT_MATMUL_DESC_BIAS_POINTER, const void*
+	ltDescBiasDataType = 26 // CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, int32_t (default -1: D's type)
+
+	ltLayoutBatchCount  = 5 // CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, int32_t
+	ltLayoutBatchOffset = 6 // CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, int64_t (elements)
+
+	ltPrefMaxWorkspace = 1 // CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, uint64_t
+	ltPrefAlignA       = 5 // CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, uint32_t; B, C, D are 6, 7, 8
+
+	ltEpilogueDefault  = 1 // CUBLASLT_EPILOGUE_DEFAULT
+	ltEpilogueReLU     = 2 // CUBLASLT_EPILOGUE_RELU
+	ltEpilogueBias     = 4 // CUBLASLT_EPILOGUE_BIAS
+	ltEpilogueReLUBias = 6 // CUBLASLT_EPILOGUE_RELU_BIAS (RELU | BIAS)
+)
+
+// ltAlgo is cublasLtMatmulAlgo_t (uint64_t data[8]).
+type ltAlgo [8]uint64
+
+// ltHeuristic is cublasLtMatmulHeuristicResult_t: the algorithm, its
+// workspace (size_t), its status (cublasStatus_t), its waves (float) and
+// four reserved ints.
+type ltHeuristic struct {
+	algo      ltAlgo
+	workspace uint64
+	state     int32
+	waves     float32
+	_         [4]int32
+}
+
+// The sizes the C structs have: an array of results is written by C.
+var (
+	_ = [1]struct{}{}[unsafe.Sizeof(ltAlgo{})-64]
+	_ = [1]struct{}{}[unsafe.Sizeof(ltHeuristic{})-96]
+)
+
+// ltEpilogue is the epilogue that applies a Linear's bias and activation
+// in the GEMM, and whether it does: GELU stays with the bias_act kernel,
+// whose GELU is the exact erf form (cuBLASLt's is the tanh approximation).
+func ltEpilogue(bias bool, act backend.Activation) (uint32, bool) {
+	switch {
+	case act == backend.Identity && bias:
+		return ltEpilogueBias, true
+	case act == backend.Identity:
+		return ltEpilogueDefault, true
+	case act == backend.ReLU && bias:
+		return ltEpilogueReLUBias, true
+	case act == backend.ReLU:
+		return ltEpilogueReLU, true
+	}
+	return ltEpilogueDefault, false
+}
+
+// ltGEMM is one cuBLASLt GEMM of a Linear: D[m×n] (row-major; fp32) =
+// B[m×k]·A[n×k]ᵀ with A the 16-bit weight and B the 16-bit activation, as
+// cuBLAS sees it column-major: D (n×m, ld n) = op_T(A) (k×n, ld k) · B
+// (k×m, ld k).
+type ltGEMM struct {
+	m, n, k int
+	typ     uint32 // cudaR16F or cudaR16BF
+	// batch is 1, or 2: FP16X2's two terms of B into two D (A's stride
+	// 0, one weight), strideB and strideD elements apart.
+	batch            int
+	strideB, strideD int64
+	epilogue         uint32
+	accumulate       bool // beta = 1: D += the product
+	a, b, d, bias    uintptr
+}
+
+// ltKey is everything an ltGEMM's descriptors and chosen algorithm depend
+// on; its addresses count only by their alignment.
+type ltKey struct {
+	m, n, k          int
+	typ              uint32
+	batch            int
+	strideB, strideD int64
+	epilogue         uint32
+	accumulate       bool
+	align            [4]uint32 // bytes, up to 256: A, B, C and D, bias
+}
+
+func (g *ltGEMM) key() ltKey {
+	k := ltKey{m: g.m, n: g.n, k: g.k, typ: g.typ, batch: g.batch, epilogue: g.epilogue, accumulate: g.accumulate}
+	if g.batch > 1 {
+		k.strideB, k.strideD = g.strideB, g.strideD
+	}
+	// A batch's second matrices lie a stride on: their alignment counts.
+	k.align = [4]uint32{alignment(g.a, 0), alignment(g.b, 2*k.strideB), alignment(g.d, 4*k.strideD), alignment(g.bias, 0)}
+	return k
+}
+
+// alignment is the largest power of two up to 256 dividing p and stride
+// (bytes). cuBLASLt's heuristic assumes 256 unless told less (its
+// MIN_ALIGNMENT preferences), and an algorithm it picks for 256 may fail or
+// misread a matrix that is less aligned: an FP16X2 second term starts m·k
+// halves after the first.
+func alignment(p uintptr, stride int64) uint32 {
+	v := uint64(p) | uint64(stride) | 256
+	return uint32(v & -v)
+}
+
+// ltPlan is a GEMM shape's descriptors and candidate algorithms (the
+// heuristic's, best guess first). none: cuBLASLt has no algorithm for it
+// (no candidates, or the call refused them), the cuBLAS call runs it.
+// pick, tuned and none are guarded by ltGEMMs.mu.
+type ltPlan struct {
+	desc, a, b, d uintptr // desc is 0 for a bias epilogue: each call makes its own with its bias
+	cands         []ltHeuristic
+	pick          int
+	tuned, none   bool
+}
+
+// ltGEMMs is a backend's cuBLASLt state: the plans of the shapes seen, and
+// the scratch output and events the tuning times candidates with.
+type ltGEMMs struct {
+	lib   *cublasLt
+	mu    sync.Mutex
+	plans map[ltKey]*ltPlan
+
+	tuneMu       sync.Mutex // serialises tuning: the fields below
+	scratch      uintptr
+	scratchBytes int64
+	retired      []uintptr // outgrown scratch, freed at Close (a free may synchronise the device)
+	start, end   uintptr
+}
+
+const (
+	ltCandidates = 16 // asked of the heuristic
+	tuneRounds   = 2  // each candidate's best of
+	tuneReps     = 4  // launches between a round's events
+	// maxTuneScratch bounds the scratch output: a GEMM whose output is
+	// larger takes the heuristic's first choice (at that size it is
+	// compute-bound, where the heuristic does well).
+	maxTuneScratch = 256 << 20
+)
+
+func ltSet[T int32 | uint32 | int64 | uint64](c *cublasLt, fn uintptr, name string, obj uintptr, attr int, v T) error {
+	return c.call(name, fn, obj, uintptr(attr), uintptr(unsafe.Pointer(&v)), unsafe.Sizeof(v))
+}
+
+// newDesc makes a matmul descriptor: fp32 compute and scale, A transposed,
+// epilogue epi with an fp32 bias at bias (0: none).
+func (c *cublasLt) newDesc(epi uint32, bias uintptr) (uintptr, error) {
+	var d uintptr
+	if err := c.call("cublasLtMatmulDescCreate", c.descCreate, uintptr(unsafe.Pointer(&d)), cublasCompute32F, cudaR32F); err != nil {
+		return 0, err
+	}
+	const set = "cublasLtMatmulDescSetAttribute"
+	err := ltSet(c, c.descSet, set, d, ltDescTransA, int32(cublasOpT))
+	if err == nil {
+		err = ltSet(c, c.descSet, set, d, ltDescTransB, int32(cublasOpN))
+	}
+	if err == nil {
+		err = ltSet(c, c.descSet, set, d, ltDescEpilogue, epi)
+	}
+	if err == nil && bias != 0 {
+		// The bias is fp32 whatever the operands (the default, D's type,
+		// is that too; set so that it does not depend on it).
+		if err = ltSet(c, c.descSet, set, d, ltDescBiasDataType, int32(cudaR32F)); err == nil {
+			err = ltSet(c, c.descSet, set, d, ltDescBiasPointer, uint64(bias))
+		}
+	}
+	if err != nil {
+		c.call("cublasLtMatmulDescDestroy", c.descDestroy, d)
+		return 0, err
+	}
+	return d, nil
+}
+
+// newLayout makes a column-major matrix layout, batched when batch > 1.
+func (c *cublasLt) newLayout(typ uint32, rows, cols, ld, batch int, stride int64) (uintptr, error) {
+	var l uintptr
+	if err := c.call("cublasLtMatrixLayoutCreate", c.layoutCreate, uintptr(unsafe.Pointer(&l)), uintptr(typ), uintptr(rows), uintptr(cols), uintptr(ld)); err != nil {
+		return 0, err
+	}
+	if batch > 1 {
+		const set = "cublasLtMatrixLayoutSetAttribute"
+		err := ltSet(c, c.layoutSet, set, l, ltLayoutBatchCount, int32(batch))
+		if err == nil {
+			err = ltSet(c, c.layoutSet, set, l, ltLayoutBatchOffset, stride)
+		}
+		if err != nil {
+			c.call("cublasLtMatrixLayoutDestroy", c.layoutDestroy, l)
+			return 0, err
+		}
+	}
+	return l, nil
+}
+
+// newPlan makes k's descriptors and asks the heuristic for candidates,
+// with desc when the call brings its own (a bias epilogue); h is a
+// cuBLASLt handle. A heuristic that refuses the shape leaves the plan
+// without candidates.
+func (c *cublasLt) newPlan(h uintptr, k ltKey, desc uintptr) (*ltPlan, error) {
+	p := &ltPlan{}
+	err := func() error {
+		var err error
+		if desc == 0 {
+			if p.desc, err = c.newDesc(k.epilogue, 0); err != nil {
+				return err
+			}
+			desc = p.desc
+		}
+		if p.a, err = c.newLayout(k.typ, k.k, k.n, k.k, k.batch, 0); err != nil {
+			return err
+		}
+		if p.b, err = c.newLayout(k.typ, k.k, k.m, k.k, k.batch, k.strideB); err != nil {
+			return err
+		}
+		if p.d, err = c.newLayout(cudaR32F, k.n, k.m, k.n, k.batch, k.strideD); err != nil {
+			return err
+		}
+		var pref uintptr
+		if err = c.call("cublasLtMatmulPreferenceCreate", c.prefCreate, uintptr(unsafe.Pointer(&pref))); err != nil {
+			return err
+		}
+		defer c.call("cublasLtMatmulPreferenceDestroy", c.prefDestroy, pref)
+		const set = "cublasLtMatmulPreferenceSetAttribute"
+		err = ltSet(c, c.prefSet, set, pref, ltPrefMaxWorkspace, uint64(gemmWorkspace))
+		for i, a := range [4]uint32{k.align[0], k.align[1], k.align[2], k.align[2]} { // A, B, C, D
+			if err == nil {
+				err = ltSet(c, c.prefSet, set, pref, ltPrefAlignA+i, a)
+			}
+		}
+		if err != nil {
+			return err
+		}
+		var res [ltCandidates]ltHeuristic
+		var got int32
+		if c.call("cublasLtMatmulAlgoGetHeuristic", c.heuristic, h, desc, p.a, p.b, p.d, p.d, pref, ltCandidates,
+			uintptr(unsafe.Pointer(&res[0])), uintptr(unsafe.Pointer(&got))) != nil {
+			return nil
+		}
+		for _, r := range res[:min(int(got), ltCandidates)] {
+			if r.state == 0 && r.workspace <= gemmWorkspace {
+				p.cands = append(p.cands, r)
+			}
+		}
+		return nil
+	}()
+	p.none = len(p.cands) == 0
+	if err != nil {
+		p.destroy(c)
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *ltPlan) destroy(c *cublasLt) {
+	if p.desc != 0 {
+		c.call("cublasLtMatmulDescDestroy", c.descDestroy, p.desc)
+	}
+	for _, l := range []uintptr{p.a, p.b, p.d} {
+		if l != 0 {
+			c.call("cublasLtMatrixLayoutDestroy", c.layoutDestroy, l)
+		}
+	}
+}
+
+// matmul issues D = alpha·op(A)·B + beta·D on stream with algorithm algo
+// and the workspace at ws (gemmWorkspace bytes).
+func (c *cublasLt) matmul(h, desc uintptr, p *ltPlan, alpha, beta *float32, a, b, d uintptr, algo *ltAlgo, ws, stream uintptr) error {
+	return c.call("cublasLtMatmul", c.matmulFn, h, desc, uintptr(unsafe.Pointer(alpha)), a, p.a, b, p.b, uintptr(unsafe.Pointer(beta)),
+		d, p.d, d, p.d, uintptr(unsafe.Pointer(algo)), ws, gemmWorkspace, stream)
+}
+
+// gemmLt runs g through cuBLASLt on x's CUDA stream; false (and no error)
+// where cuBLASLt has no algorithm for it and the caller's cuBLAS call
+// must. A shape's first run kernel by kernel (x.tune) times the
+// heuristic's candidates and keeps the fastest; a capture, or a profiled
+// run, takes what is kept, else the heuristic's first.
+func (x *run) gemmLt(g *ltGEMM) (bool, error) {
+	b, L := x.b, x.b.lt
+	c := L.lib
+	var desc uintptr
+	if g.bias != 0 {
+		var err error
+		if desc, err = c.newDesc(g.epilogue, g.bias); err != nil {
+			return false, err
+		}
+		// The descriptor's values are taken when the call is issued (and
+		// captured); it may go right after.
+		defer c.call("cublasLtMatmulDescDestroy", c.descDestroy, desc)
+	}
+	p, err := b.ltPlan(x.cs.lt, g.key(), desc)
+	if err != nil {
+		return false, err
+	}
+	if desc == 0 {
+		desc = p.desc
+	}
+	L.mu.Lock()
+	pick, tuned, none := p.pick, p.tuned, p.none
+	L.mu.Unlock()
+	if none {
+		return false, nil
+	}
+	if !tuned && x.tune && !b.opts.NoTune {
+		if pick, err = b.tune(x, p, g, desc); err != nil {
+			return false, err
+		}
+	}
+	beta := b.beta
+	if g.accumulate {
+		beta = b.alpha
+	}
+	err = c.matmul(x.cs.lt, desc, p, b.alpha, beta, g.a, g.b, g.d, &p.cands[pick].algo, x.ws, x.cs.stream)
+	if refused(err) {
+		// Nothing launched (nor captured): cuBLAS runs this shape from now
+		// on (the heuristic can offer what the call then refuses, as for
+		// a batch whose A does not move).
+		L.mu.Lock()
+		first := !p.none
+		p.none = true
+		L.mu.Unlock()
+		if first {
+			b.count(func(st *Stats) { st.GEMMFallback++ })
+		}
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// ltPlan returns key's plan, making it on first use with the cuBLASLt
+// handle h (and desc, see newPlan).
+func (b *Backend) ltPlan(h uintptr, key ltKey, desc uintptr) (*ltPlan, error) {
+	L := b.lt
+	L.mu.Lock()
+	defer L.mu.Unlock()
+	if p, ok := L.plans[key]; ok {
+		return p, nil
+	}
+	p, err := L.lib.newPlan(h, key, desc)
+	if err != nil {
+		return nil, err
+	}
+	L.plans[key] = p
+	if p.none {
+		b.count(func(st *Stats) { st.GEMMFallback++ })
+	}
+	return p, nil
+}
+
+// tune times p's candidates for g on x's CUDA stream and keeps the
+// fastest. The candidates write a scratch output, never g's: what the
+// segment computes does not depend on tuning (only on the algorithm
+// chosen). They run with g's beta (D = C = the scratch) and epilogue, so
+// that each is timed doing the work g's call does.
+func (b *Backend) tune(x *run, p *ltPlan, g *ltGEMM, desc uintptr) (int, error) {
+	L := b.lt
+	L.tuneMu.Lock()
+	defer L.tuneMu.Unlock()
+	L.mu.Lock()
+	pick, tuned := p.pick, p.tuned
+	L.mu.Unlock()
+	if tuned {
+		return pick, nil
+	}
+	pick, err := b.timeCandidates(x, p, g, desc)
+	if err != nil {
+		return 0, err
+	}
+	L.mu.Lock()
+	p.pick, p.tuned = pick, true
+	L.mu.Unlock()
+	b.count(func(st *Stats) { st.GEMMTuned++ })
+	return pick, nil
+}
+
+// timeCandidates returns the index of p's fastest candidate for g: each
+// one launched once (a candidate the library refuses is skipped), then
+// its best of tuneRounds rounds of tuneReps launches between two events.
+// With tuneMu held.
+func (b *Backend) timeCandidates(x *run, p *ltPlan, g *ltGEMM, desc uintptr) (int, error) {
+	L, c := b.lt, b.lt.lib
+	need := (int64(g.batch-1)*g.strideD + int64(g.m)*int64(g.n)) * 4
+	if len(p.cands) < 2 || need > maxTuneScratch {
+		return 0, nil
+	}
+	if need > L.scratchBytes {
+		size := min(max(need, 2*L.scratchBytes, 1<<20), maxTuneScratch)
+		addr, err := b.alloc(size, "GEMM tuning scratch")
+		if err != nil {
+			// No room to time candidates in: the heuristic's choice.
+			return 0, nil
+		}
+		if L.scratch != 0 {
+			L.retired = append(L.retired, L.scratch)
+		}
+		L.scratch, L.scratchBytes = addr, size
+	}
+	if L.start == 0 {
+		for _, e := range []*uintptr{&L.start, &L.end} {
+			if err := b.drv.Call("cuEventCreate", uintptr(unsafe.Pointer(e)), 0); err != nil {
+				return 0, err
+			}
+		}
+	}
+	beta := b.beta
+	if g.accumulate {
+		beta = b.alpha
+	}
+	launch := func(i int) error {
+		return c.matmul(x.cs.lt, desc, p, b.alpha, beta, g.a, g.b, L.scratch, &p.cands[i].algo, x.ws, x.cs.stream)
+	}
+	best := make([]float32, len(p.cands))
+	runs := make([]bool, len(p.cands))
+	for i := range p.cands {
+		best[i], runs[i] = float32(math.Inf(1)), launch(i) == nil
+	}
+	s := x.cs.stream
+	for range tuneRounds {
+		for i := range p.cands {
+			if !runs[i] {
+				continue
+			}
+			if err := b.drv.Call("cuEventRecord", L.start, s); err != nil {
+				return 0, err
+			}
+			for range tuneReps {
+				if err := launch(i); err != nil {
+					return 0, err
+				}
+			}
+			if err := b.drv.Call("cuEventRecord", L.end, s); err != nil {
+				return 0, err
+			}
+			if err := b.drv.Call("cuEventSynchronize", L.end); err != nil {
+				return 0, err
+			}
+			var ms float32
+			if err := b.drv.Call("cuEventElapsedTime", uintptr(unsafe.Pointer(&ms)), L.start, L.end); err != nil {
+				return 0, err
+			}
+			best[i] = min(best[i], ms)
+		}
+	}
+	// None runs: the first, whose call is then refused too.
+	pick := 0
+	for i := range best {
+		if runs[i] && (!runs[pick] || best[i] < best[pick]) {
+			pick = i
+		}
+	}
+	return pick, nil
+}
+
+// release frees the plans, the scratch and the events; on the worker
+// thread, the GPU idle.
+func (L *ltGEMMs) release(b *Backend) {
+	for _, p := range L.plans {
+		p.destroy(L.lib)
+	}
+	L.plans = nil
+	for _, a := range append(L.retired, L.scratch) {
+		if a != 0 {
+			b.drv.Call("cuMemFree_v2", a)
+		}
+	}
+	L.retired, L.scratch, L.scratchBytes = nil, 0, 0
+	for _, e := range []uintptr{L.start, L.end} {
+		if e != 0 {
+			b.drv.Call("cuEventDestroy_v2", e)
+		}
+	}
+	L.start, L.end = 0, 0
+}

@@ -1,0 +1,122 @@
+//go:build linux
+
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"unsafe"
+
+	"github.com/laya-metal/laya/backend"
+)
+
+// The key of a cuBLASLt plan tells apart every call whose descriptors or
+// algorithm could differ: a plan found for another beta or epilogue would
+// drop a residual or a bias, or add one that is not there.
+func TestLtKeyTellsCallsApart(t *testing.T) {
+	base := ltGEMM{m: 96, n: 1024, k: 1024, typ: cudaR16F, batch: 1, epilogue: ltEpilogueDefault, a: 1 << 20, b: 2 << 20, d: 3 << 20}
+	// Other addresses of the same alignment share the plan.
+	moved := base
+	moved.a, moved.b, moved.d = 9<<20, 10<<20+256, 11<<20+512
+	if base.key() != moved.key() {
+		t.Errorf("same call at other 256-byte-aligned addresses: keys %+v and %+v differ", base.key(), moved.key())
+	}
+	// A stride means nothing to one matrix.
+	unbatched := base
+	unbatched.strideB, unbatched.strideD = 96*1024, 96*1024
+	if base.key() != unbatched.key() {
+		t.Errorf("strides of an unbatched call change its key")
+	}
+	variants := map[string]func(g *ltGEMM){
+		"beta 1":          func(g *ltGEMM) { g.accumulate = true },
+		"bias epilogue":   func(g *ltGEMM) { g.epilogue, g.bias = ltEpilogueBias, 4<<20 },
+		"relu epilogue":   func(g *ltGEMM) { g.epilogue = ltEpilogueReLU },
+		"relu+bias":       func(g *ltGEMM) { g.epilogue, g.bias = ltEpilogueReLUBias, 4<<20 },
+		"bf16":            func(g *ltGEMM) { g.typ = cudaR16BF },
+		"m":               func(g *ltGEMM) { g.m++ },
+		"n":               func(g *ltGEMM) { g.n = 3072 },
+		"k":               func(g *ltGEMM) { g.k = 2624 },
+		"batched":         func(g *ltGEMM) { g.batch, g.strideB, g.strideD = 2, 96*1024, 96*1024 },
+		"batch stride":    func(g *ltGEMM) { g.batch, g.strideB, g.strideD = 2, 96*1024, 96*1024+64 },
+		"second term":     func(g *ltGEMM) { g.b += 17 * 64 * 2 }, // 2176 bytes on: 128-byte aligned
+		"misaligned bias": func(g *ltGEMM) { g.epilogue, g.bias = ltEpilogueBias, 4<<20+32 },
+	}
+	seen := map[ltKey]string{base.key(): "base"}
+	for name, f := range variants {
+		g := base
+		f(&g)
+		k := g.key()
+		if other, ok := seen[k]; ok {
+			t.Errorf("%s: same key as %s (%+v)", name, other, k)
+		}
+		seen[k] = name
+	}
+}
+
+func TestAlignment(t *testing.T) {
+	for _, c := range []struct {
+		p      uintptr
+		stride int64
+		want   uint32
+	}{
+		{0, 0, 256}, {1 << 21, 0, 256}, {1<<21 + 2176, 0, 128}, {1 << 21, 2176, 128}, {1<<21 + 2, 0, 2}, {1 << 21, 96 * 1024 * 4, 256},
+	} {
+		if got := alignment(c.p, c.stride); got != c.want {
+			t.Errorf("alignment(%#x, %d) = %d, want %d", c.p, c.stride, got, c.want)
+		}
+	}
+}
+
+// Bias and ReLU go into the epilogue; GELU never does (cuBLASLt's is the
+// tanh form, the model's the erf one).
+func TestLtEpilogue(t *testing.T) {
+	for _, c := range []struct {
+		bias  bool
+		act   backend.Activation
+		epi   uint32
+		fuses bool
+	}{
+		{false, backend.Identity, ltEpilogueDefault, true},
+		{true, backend.Identity, ltEpilogueBias, true},
+		{false, backend.ReLU, ltEpilogueReLU, true},
+		{true, backend.ReLU, ltEpilogueReLUBias, true},
+		{false, backend.GELU, ltEpilogueDefault, false},
+		{true, backend.GELU, ltEpilogueDefault, false},
+	} {
+		epi, fuses := ltEpilogue(c.bias, c.act)
+		if epi != c.epi || fuses != c.fuses {
+			t.Errorf("ltEpilogue(%v, %v) = %d, %v; want %d, %v", c.bias, c.act, epi, fuses, c.epi, c.fuses)
+		}
+	}
+	// The header's values (cublasLt.h): RELU_BIAS is RELU | BIAS.
+	if ltEpilogueReLUBias != ltEpilogueReLU|ltEpilogueBias {
+		t.Errorf("CUBLASLT_EPILOGUE_RELU_BIAS %d is not RELU | BIAS", ltEpilogueReLUBias)
+	}
+	if unsafe.Sizeof(ltHeuristic{}) != 96 || unsafe.Offsetof(ltHeuristic{}.state) != 72 {
+		t.Errorf("cublasLtMatmulHeuristicResult_t: %d bytes, state at %d", unsafe.Sizeof(ltHeuristic{}), unsafe.Offsetof(ltHeuristic{}.state))
+	}
+}
+
+// Only a call turned down as cuBLASLt checks it falls back to cuBLAS; a
+// failure once launched is an error.
+func TestRefused(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{&ltError{"cublasLtMatmul", cublasStatusInvalidValue}, true},
+		{&ltError{"cublasLtMatmul", cublasStatusNotSupported}, true},
+		{fmt.Errorf("wrapped: %w", &ltError{"cublasLtMatmul", cublasStatusNotSupported}), true},
+		{&ltError{"cublasLtMatmul", 13}, false}, // CUBLAS_STATUS_EXECUTION_FAILED
+		{errors.New("cuda: something else"), false},
+		{nil, false},
+	} {
+		if got := refused(c.err); got != c.want {
+			t.Errorf("refused(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+	if got := (&ltError{"cublasLtMatmul", 7}).Error(); got != "cuda: cublasLtMatmul failed with cuBLAS status 7" {
+		t.Errorf("error text %q", got)
+	}
+}
