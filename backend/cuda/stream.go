@@ -6,7 +6,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/maphash"
 	"math/bits"
@@ -1608,14 +1607,15 @@ const pollFor = 5 * time.Millisecond
 func (b *Backend) poll(ctx context.Context, cs *cstream) (bool, error) {
 	deadline := time.Now().Add(pollFor)
 	for i := 0; ; i++ {
-		err := b.drv.Call("cuEventQuery", cs.event)
-		var ce *cudadrv.Error
-		switch {
-		case err == nil:
+		// The raw result: building an error for every not-ready answer
+		// cost more than the query.
+		switch r := b.drv.Result("cuEventQuery", cs.event); r {
+		case 0:
 			b.countDeviceTime(cs)
 			return true, nil
-		case !errors.As(err, &ce) || ce.Code != cudaErrorNotReady:
-			return false, fmt.Errorf("a kernel failed: %w", err)
+		case cudaErrorNotReady:
+		default:
+			return false, fmt.Errorf("a kernel failed: %w", &cudadrv.Error{Call: "cuEventQuery", Code: r, Text: b.drv.ErrorText(r)})
 		}
 		if i%32 == 31 && (ctx.Err() != nil || time.Now().After(deadline)) {
 			return false, nil

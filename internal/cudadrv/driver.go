@@ -51,6 +51,17 @@ func LoadDriver(name string, funcs []string) (*Driver, error) {
 	return d, nil
 }
 
+// Result invokes an entry point and returns its CUresult as it is, for a
+// caller that expects a non-zero result on its fast path (cuEventQuery's
+// CUDA_ERROR_NOT_READY while it polls) and should not pay for Call's error
+// text each time.
+//
+//go:uintptrescapes
+func (d *Driver) Result(name string, args ...uintptr) int32 {
+	r, _, _ := purego.SyscallN(d.fn[name], args...)
+	return int32(r)
+}
+
 // Call invokes an entry point and turns a CUresult into an error naming the
 // call. Like purego.SyscallN, it keeps the memory of pointers converted to
 // uintptr in its arguments alive and in place (on the heap) over the call.
