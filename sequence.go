@@ -1,8 +1,10 @@
 package laya
 
 import (
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/laya-metal/laya/heads"
 )
@@ -24,6 +26,46 @@ const (
 // tok(text, add_special_tokens=False)["input_ids"].
 type tokenEncoder interface {
 	Encode(text string) []int
+}
+
+// encodeCache remembers the token ids of short texts: a question's
+// instruction line and its options repeat from request to request (a
+// template, a fixed label set), and tokenizing them again was a third of a
+// 50-question request's host time. Bounded: texts over encodeCacheText
+// bytes pass through, and a full cache starts over.
+type encodeCache struct {
+	enc tokenEncoder
+	mu  sync.Mutex
+	ids map[string][]int
+}
+
+const (
+	encodeCacheText    = 512  // bytes of the longest text kept
+	encodeCacheEntries = 4096 // texts kept before starting over
+)
+
+func newEncodeCache(enc tokenEncoder) *encodeCache {
+	return &encodeCache{enc: enc, ids: map[string][]int{}}
+}
+
+// Encode returns a copy, which the caller may change.
+func (c *encodeCache) Encode(text string) []int {
+	if len(text) > encodeCacheText {
+		return c.enc.Encode(text)
+	}
+	c.mu.Lock()
+	ids, ok := c.ids[text]
+	c.mu.Unlock()
+	if !ok {
+		ids = c.enc.Encode(text)
+		c.mu.Lock()
+		if len(c.ids) >= encodeCacheEntries {
+			clear(c.ids)
+		}
+		c.ids[text] = ids
+		c.mu.Unlock()
+	}
+	return slices.Clone(ids)
 }
 
 // specialTokens are the ids build_sequence places itself, and the mask literal it scrubs.

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/laya-metal/laya/heads"
@@ -188,4 +191,70 @@ func TestBuildRules(t *testing.T) {
 			t.Errorf("first option spans %d tokens, want 49 ([MASK] + 48)", r.Markers[1]-r.Markers[0])
 		}
 	})
+}
+
+// countingEncoder is charEncoder that counts the texts it was asked for.
+type countingEncoder struct {
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+func (e *countingEncoder) Encode(s string) []int {
+	e.mu.Lock()
+	e.calls[s]++
+	e.mu.Unlock()
+	return charEncoder{}.Encode(s)
+}
+
+// The encode cache gives the tokenizer's ids, asks the tokenizer once per
+// short text, passes long texts through, hands out copies, and stays
+// within its bound.
+func TestEncodeCache(t *testing.T) {
+	enc := &countingEncoder{calls: map[string]int{}}
+	c := newEncodeCache(enc)
+	long := strings.Repeat("x", encodeCacheText+1)
+	for range 3 {
+		for _, s := range []string{"", " yes", "choice question: pick one", long} {
+			if got, want := c.Encode(s), (charEncoder{}).Encode(s); !slices.Equal(got, want) {
+				t.Fatalf("Encode(%.20q) = %v, want %v", s, got, want)
+			}
+		}
+	}
+	if n := enc.calls[" yes"]; n != 1 {
+		t.Errorf("a short text was tokenized %d times, want once", n)
+	}
+	if n := enc.calls[long]; n != 3 {
+		t.Errorf("a text over %d bytes was tokenized %d times, want every time (3)", encodeCacheText, n)
+	}
+	ids := c.Encode(" yes")
+	ids[0] = -1
+	if got := c.Encode(" yes"); got[0] != ' ' {
+		t.Errorf("changing a returned slice changed the cache: %v", got)
+	}
+	for i := range 2*encodeCacheEntries + 10 {
+		c.Encode(strconv.Itoa(i))
+	}
+	if n := len(c.ids); n > encodeCacheEntries {
+		t.Errorf("the cache holds %d texts, bound %d", n, encodeCacheEntries)
+	}
+}
+
+// Requests on many goroutines share one agent's cache (run with -race).
+func TestEncodeCacheConcurrent(t *testing.T) {
+	c := newEncodeCache(charEncoder{})
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 3 * encodeCacheEntries / 2 {
+				s := strconv.Itoa((i * (g + 1)) % 5000)
+				if got := c.Encode(s); !slices.Equal(got, charEncoder{}.Encode(s)) {
+					t.Errorf("Encode(%q) = %v", s, got)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
