@@ -158,7 +158,8 @@ func Load(ctx context.Context, pathOrRepo string, opts ...Option) (*Agent, error
 		a.warnings = append(slices.Clip(a.warnings), "backend "+net.auto.String())
 	}
 	a.builder = sequenceBuilder{
-		enc:        newEncodeCache(tok),
+		enc:        tok,
+		short:      newEncodeCache(tok),
 		sp:         specialTokens{CLS: sp.CLS, SEP: sp.SEP, MASK: sp.MASK, MaskToken: sp.MaskToken},
 		maxLen:     ckpt.Agent.MaxLen,
 		headMaxLen: ckpt.Agent.HeadMaxLen,

@@ -31,8 +31,10 @@ type tokenEncoder interface {
 // encodeCache remembers the token ids of short texts: a question's
 // instruction line and its options repeat from request to request (a
 // template, a fixed label set), and tokenizing them again was a third of a
-// 50-question request's host time. Bounded: texts over encodeCacheText
-// bytes pass through, and a full cache starts over.
+// 50-question request's host time. States, which rarely repeat, do not go
+// through it (they would push the templates out). Bounded: texts over
+// encodeCacheText bytes pass through, and a full cache starts over (at most
+// about 4 MiB of ids).
 type encodeCache struct {
 	enc tokenEncoder
 	mu  sync.Mutex
@@ -40,8 +42,8 @@ type encodeCache struct {
 }
 
 const (
-	encodeCacheText    = 512  // bytes of the longest text kept
-	encodeCacheEntries = 4096 // texts kept before starting over
+	encodeCacheText    = 256  // bytes of the longest text kept
+	encodeCacheEntries = 2048 // texts kept before starting over
 )
 
 func newEncodeCache(enc tokenEncoder) *encodeCache {
@@ -76,7 +78,10 @@ type specialTokens struct {
 
 // sequenceBuilder turns a state and questions into token rows.
 type sequenceBuilder struct {
-	enc        tokenEncoder
+	enc tokenEncoder
+	// short encodes a question's line and options, which repeat across
+	// requests (an encodeCache); nil: enc.
+	short      tokenEncoder
 	sp         specialTokens
 	maxLen     int
 	headMaxLen int
@@ -128,11 +133,15 @@ type rowPrefix struct {
 
 // prefix tokenizes the question and its options within head_max_len.
 func (b *sequenceBuilder) prefix(q *question) rowPrefix {
-	headIDs := b.enc.Encode(q.qtype.String() + " question: " + b.scrubMask(q.instructions))
+	short := b.short
+	if short == nil {
+		short = b.enc
+	}
+	headIDs := short.Encode(q.qtype.String() + " question: " + b.scrubMask(q.instructions))
 	optIDs := make([][]int, len(q.options))
 	for i, opt := range q.options {
 		// The leading space is part of the option text (laya-spec §2.4).
-		text := b.enc.Encode(" " + b.scrubMask(opt))
+		text := short.Encode(" " + b.scrubMask(opt))
 		text = text[:min(len(text), maxOptionTokens)]
 		optIDs[i] = append([]int{b.sp.MASK}, text...)
 	}

@@ -148,7 +148,13 @@ func open(opts Options) (*Backend, error) {
 	if opts.Precision != FP32 && !opts.GEMMBLAS {
 		// Without cuBLASLt the GEMMs run on cuBLAS, as gemm=blas runs them
 		// (Device says so).
-		if lib, err := loadCUBLASLt(opts.CUBLAS); err == nil {
+		lib, err := loadCUBLASLt(b.blas.path)
+		if err == nil {
+			// On the worker's thread, where the context is current, as
+			// every stream's handle is made.
+			b.w.Do(func() { err = lib.probe() })
+		}
+		if err == nil {
 			b.lt = &ltGEMMs{lib: lib, plans: map[ltKey]*ltPlan{}}
 		} else {
 			b.ltMissing = true

@@ -12,6 +12,7 @@ import (
 // cublas holds the cuBLAS entry points the GEMMs use. cuBLAS runs on the
 // primary context, which is the one the backend retains.
 type cublas struct {
+	path                                     string // the library found
 	create, destroy, setStream, setWorkspace uintptr
 	setMathMode, sgemm, gemmEx, gemmBatched  uintptr
 }
@@ -22,7 +23,7 @@ func loadCUBLAS(explicit string) (*cublas, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNoCUBLAS, err)
 	}
-	c := &cublas{}
+	c := &cublas{path: path}
 	for name, p := range map[string]*uintptr{
 		"cublasCreate_v2": &c.create, "cublasDestroy_v2": &c.destroy, "cublasSetStream_v2": &c.setStream,
 		"cublasSetWorkspace_v2": &c.setWorkspace, "cublasSetMathMode": &c.setMathMode, "cublasSgemm_v2": &c.sgemm,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -25,14 +26,13 @@ type cublasLt struct {
 	prefCreate, prefDestroy, prefSet, heuristic, matmulFn uintptr
 }
 
-// loadCUBLASLt loads libcublasLt, looking beside an explicitly named
-// libcublas too (cuBLAS itself links it, so a toolkit has both).
+// loadCUBLASLt loads the libcublasLt of the libcublas found at blasPath:
+// cuBLAS links its own toolkit's cuBLASLt, so the name with cuBLAS's major
+// version (its soname) finds the one already loaded, and its directory is
+// searched first; one of another toolkit could not be relied on to pair
+// with it.
 func loadCUBLASLt(blasPath string) (*cublasLt, error) {
-	dirs := cudadrv.LibraryDirs
-	if blasPath != "" {
-		dirs = append([]string{filepath.Dir(blasPath)}, dirs...)
-	}
-	names := []string{"libcublasLt.so", "libcublasLt.so.13", "libcublasLt.so.12"}
+	names, dirs := ltSearch(blasPath)
 	h, path, err := cudadrv.FindLibrary("", names, dirs)
 	if err != nil {
 		return nil, fmt.Errorf("cuda: cuBLASLt (libcublasLt.so) not found: %v", err)
@@ -51,6 +51,30 @@ func loadCUBLASLt(blasPath string) (*cublasLt, error) {
 		}
 	}
 	return c, nil
+}
+
+// ltSearch is the names and directories loadCUBLASLt tries for the
+// libcublas at blasPath.
+func ltSearch(blasPath string) (names, dirs []string) {
+	names, dirs = []string{"libcublasLt.so", "libcublasLt.so.13", "libcublasLt.so.12"}, cudadrv.LibraryDirs
+	if blasPath == "" {
+		return names, dirs
+	}
+	dirs = append([]string{filepath.Dir(blasPath)}, dirs...)
+	if _, version, ok := strings.Cut(filepath.Base(blasPath), ".so."); ok {
+		names = []string{"libcublasLt.so." + strings.SplitN(version, ".", 2)[0]}
+	}
+	return names, dirs
+}
+
+// probe makes and drops a handle: a library that cannot is left out at
+// Open (the GEMMs run on cuBLAS) rather than failing every request.
+func (c *cublasLt) probe() error {
+	var h uintptr
+	if err := c.call("cublasLtCreate", c.create, uintptr(unsafe.Pointer(&h))); err != nil {
+		return err
+	}
+	return c.call("cublasLtDestroy", c.destroy, h)
 }
 
 // call invokes an entry point and turns a cublasStatus_t into an error
@@ -404,21 +428,33 @@ func (x *run) gemmLt(g *ltGEMM) (bool, error) {
 	if g.accumulate {
 		beta = b.alpha
 	}
-	err = c.matmul(x.cs.lt, desc, p, b.alpha, beta, g.a, g.b, g.d, &p.cands[pick].algo, x.ws, x.cs.stream)
-	if refused(err) {
-		// Nothing launched (nor captured): cuBLAS runs this shape from now
-		// on (the heuristic can offer what the call then refuses, as for
-		// a batch whose A does not move).
-		L.mu.Lock()
-		first := !p.none
-		p.none = true
-		L.mu.Unlock()
-		if first {
-			b.count(func(st *Stats) { st.GEMMFallback++ })
+	for {
+		err = c.matmul(x.cs.lt, desc, p, b.alpha, beta, g.a, g.b, g.d, &p.cands[pick].algo, x.ws, x.cs.stream)
+		if !refused(err) {
+			return err == nil, err
 		}
-		return false, nil
+		// Nothing launched (nor captured): the next candidate from now on,
+		// and once the library has refused them all, cuBLAS (the heuristic
+		// can offer what the call then refuses, as for a batch whose A
+		// does not move).
+		L.mu.Lock()
+		if p.pick == pick {
+			p.pick = pick + 1
+		}
+		pick = p.pick
+		out := pick >= len(p.cands)
+		first := out && !p.none
+		if out {
+			p.none = true
+		}
+		L.mu.Unlock()
+		if out {
+			if first {
+				b.count(func(st *Stats) { st.GEMMFallback++ })
+			}
+			return false, nil
+		}
 	}
-	return err == nil, err
 }
 
 // ltPlan returns key's plan, making it on first use with the cuBLASLt
@@ -427,6 +463,9 @@ func (b *Backend) ltPlan(h uintptr, key ltKey, desc uintptr) (*ltPlan, error) {
 	L := b.lt
 	L.mu.Lock()
 	defer L.mu.Unlock()
+	if L.plans == nil {
+		return nil, errors.New("cuda: the backend is closed")
+	}
 	if p, ok := L.plans[key]; ok {
 		return p, nil
 	}
@@ -456,9 +495,13 @@ func (b *Backend) tune(x *run, p *ltPlan, g *ltGEMM, desc uintptr) (int, error) 
 	if tuned {
 		return pick, nil
 	}
+	// A failure while timing (an event, a candidate the library took and
+	// then failed) leaves the heuristic's choice: tuning only ranks
+	// algorithms that all compute the product, and a broken context fails
+	// the request's own calls next anyway.
 	pick, err := b.timeCandidates(x, p, g, desc)
 	if err != nil {
-		return 0, err
+		pick = 0
 	}
 	L.mu.Lock()
 	p.pick, p.tuned = pick, true
@@ -490,11 +533,18 @@ func (b *Backend) timeCandidates(x *run, p *ltPlan, g *ltGEMM, desc uintptr) (in
 		L.scratch, L.scratchBytes = addr, size
 	}
 	if L.start == 0 {
-		for _, e := range []*uintptr{&L.start, &L.end} {
-			if err := b.drv.Call("cuEventCreate", uintptr(unsafe.Pointer(e)), 0); err != nil {
+		// Both or neither: a start without an end would be recorded
+		// against a null event by every later tuning.
+		var ev [2]uintptr
+		for i := range ev {
+			if err := b.drv.Call("cuEventCreate", uintptr(unsafe.Pointer(&ev[i])), 0); err != nil {
+				if ev[0] != 0 {
+					b.drv.Call("cuEventDestroy_v2", ev[0])
+				}
 				return 0, err
 			}
 		}
+		L.start, L.end = ev[0], ev[1]
 	}
 	beta := b.beta
 	if g.accumulate {
@@ -548,10 +598,12 @@ func (b *Backend) timeCandidates(x *run, p *ltPlan, g *ltGEMM, desc uintptr) (in
 // release frees the plans, the scratch and the events; on the worker
 // thread, the GPU idle.
 func (L *ltGEMMs) release(b *Backend) {
+	L.mu.Lock()
 	for _, p := range L.plans {
 		p.destroy(L.lib)
 	}
 	L.plans = nil
+	L.mu.Unlock()
 	for _, a := range append(L.retired, L.scratch) {
 		if a != 0 {
 			b.drv.Call("cuMemFree_v2", a)

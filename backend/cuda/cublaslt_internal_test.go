@@ -5,6 +5,7 @@ package cuda
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"unsafe"
 
@@ -118,5 +119,30 @@ func TestRefused(t *testing.T) {
 	}
 	if got := (&ltError{"cublasLtMatmul", 7}).Error(); got != "cuda: cublasLtMatmul failed with cuBLAS status 7" {
 		t.Errorf("error text %q", got)
+	}
+}
+
+// cuBLASLt is looked for as cuBLAS's own toolkit ships it: by cuBLAS's
+// major version (the soname cuBLAS loaded it under) and in its directory
+// first.
+func TestLtSearch(t *testing.T) {
+	for _, c := range []struct {
+		blas      string
+		names     []string
+		firstDirs string
+	}{
+		{"/usr/local/cuda-13.0/lib64/libcublas.so.13", []string{"libcublasLt.so.13"}, "/usr/local/cuda-13.0/lib64"},
+		{"/opt/x/libcublas.so.12.9.1.4", []string{"libcublasLt.so.12"}, "/opt/x"},
+		{"/opt/y/libcublas.so", []string{"libcublasLt.so", "libcublasLt.so.13", "libcublasLt.so.12"}, "/opt/y"},
+		{"libcublas.so.13", []string{"libcublasLt.so.13"}, "."},
+		{"", []string{"libcublasLt.so", "libcublasLt.so.13", "libcublasLt.so.12"}, ""},
+	} {
+		names, dirs := ltSearch(c.blas)
+		if !slices.Equal(names, c.names) {
+			t.Errorf("ltSearch(%q) names %v, want %v", c.blas, names, c.names)
+		}
+		if c.firstDirs != "" && (len(dirs) == 0 || dirs[0] != c.firstDirs) {
+			t.Errorf("ltSearch(%q) dirs %v, want %s first", c.blas, dirs, c.firstDirs)
+		}
 	}
 }

@@ -181,11 +181,12 @@ func (s *stream) check(err error) bool {
 // and a producer whose output was read keeps storing it (Discard).
 func (s *stream) reads(ts ...*tensor) {
 	for _, t := range ts {
-		if t == nil {
+		if t == nil || t.s != s {
+			// A resident weight is every stream's: nothing of it to track.
 			continue
 		}
 		t.f32Read = true
-		if t.s == s && t.seg == s.seg && !t.written {
+		if t.seg == s.seg && !t.written {
 			t.zero = true
 		}
 	}
@@ -1689,43 +1690,49 @@ func (b *Backend) newCStream() (*cstream, error) {
 	b.mu.Unlock()
 	cs := &cstream{}
 	c := b.drv.Call
+	// What was made before a failure is given back (destroy skips what
+	// was not).
+	fail := func(err error) (*cstream, error) {
+		cs.destroy(b)
+		return nil, err
+	}
 	// CU_STREAM_NON_BLOCKING: no implicit order with the legacy stream.
 	if err := c("cuStreamCreate", uintptr(unsafe.Pointer(&cs.stream)), 1); err != nil {
-		return nil, err
+		return fail(err)
 	}
 	// CU_EVENT_DISABLE_TIMING.
 	if err := c("cuEventCreate", uintptr(unsafe.Pointer(&cs.event)), 2); err != nil {
-		return nil, err
+		return fail(err)
 	}
 	for _, e := range []*uintptr{&cs.start, &cs.end} {
 		if err := c("cuEventCreate", uintptr(unsafe.Pointer(e)), 0); err != nil {
-			return nil, err
+			return fail(err)
 		}
 	}
 	var err error
 	bl := b.blas
 	if err := bl.call("cublasCreate_v2", bl.create, uintptr(unsafe.Pointer(&cs.blas))); err != nil {
-		return nil, err
+		return fail(err)
 	}
 	if err := bl.call("cublasSetStream_v2", bl.setStream, cs.blas, cs.stream); err != nil {
-		return nil, err
+		return fail(err)
 	}
 	mode := uintptr(cublasDefaultMath)
 	if b.opts.Precision == FP32 {
 		mode = cublasPedantic
 	}
 	if err := bl.call("cublasSetMathMode", bl.setMathMode, cs.blas, mode); err != nil {
-		return nil, err
+		return fail(err)
 	}
 	if lt := b.lt; lt != nil {
 		if err := lt.lib.call("cublasLtCreate", lt.lib.create, uintptr(unsafe.Pointer(&cs.lt))); err != nil {
-			return nil, err
+			return fail(err)
 		}
 	}
 	cs.waiter = cudadrv.NewWorker()
 	cs.waiter.Do(func() { err = c("cuCtxSetCurrent", b.ctx) })
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	b.mu.Lock()
 	b.streams = append(b.streams, cs)
@@ -1742,7 +1749,11 @@ func (cs *cstream) destroy(b *Backend) {
 		b.lt.lib.call("cublasLtDestroy", b.lt.lib.destroy, cs.lt)
 	}
 	for _, e := range []uintptr{cs.event, cs.start, cs.end} {
-		b.drv.Call("cuEventDestroy_v2", e)
+		if e != 0 {
+			b.drv.Call("cuEventDestroy_v2", e)
+		}
 	}
-	b.drv.Call("cuStreamDestroy_v2", cs.stream)
+	if cs.stream != 0 {
+		b.drv.Call("cuStreamDestroy_v2", cs.stream)
+	}
 }
