@@ -74,6 +74,9 @@ type Backend struct {
 	// (Options.GEMMBLAS, FP32, or no cuBLASLt: ltMissing).
 	lt        *ltGEMMs
 	ltMissing bool
+	// cubinCached: Open loaded the kernels from Options.KernelCache
+	// instead of compiling them.
+	cubinCached bool
 
 	// mu guards the fields below it; it is never held while waiting for
 	// the worker, whose functions take it.
@@ -160,13 +163,27 @@ func open(opts Options) (*Backend, error) {
 			b.ltMissing = true
 		}
 	}
-	cubin, err := b.rtc.Compile("kernels.cu", kernelSource, b.arch, []string{"-std=c++17", "-lineinfo"})
-	if err != nil {
-		b.release()
-		return nil, fmt.Errorf("cuda: %w", err)
+	flags := []string{"-std=c++17", "-lineinfo"}
+	dir := opts.KernelCache
+	switch dir {
+	case "":
+		dir = kernelCacheDir()
+	case "off":
+		dir = ""
 	}
-	b.w.Do(func() { err = b.load(cubin) })
-	if err != nil {
+	key := cubinKey(append([]string{kernelSource, b.arch, fmt.Sprint(b.rtc.Major, ".", b.rtc.Minor)}, flags...)...)
+	compile := func() ([]byte, error) {
+		cubin, err := b.rtc.Compile("kernels.cu", kernelSource, b.arch, flags)
+		if err != nil {
+			return nil, fmt.Errorf("cuda: %w", err)
+		}
+		return cubin, nil
+	}
+	load := func(cubin []byte) (err error) {
+		b.w.Do(func() { err = b.load(cubin) })
+		return err
+	}
+	if b.cubinCached, err = loadCubin(dir, key, compile, load); err != nil {
 		b.release()
 		return nil, err
 	}
@@ -196,6 +213,16 @@ func (b *Backend) init() error {
 
 // load runs on the worker thread: the compiled module and its kernels.
 func (b *Backend) load(cubin []byte) error {
+	err := b.loadModule(cubin)
+	if err != nil && b.module != 0 {
+		// A cached cubin refused half way is compiled and loaded again.
+		b.drv.Call("cuModuleUnload", b.module)
+		b.module = 0
+	}
+	return err
+}
+
+func (b *Backend) loadModule(cubin []byte) error {
 	c := b.drv.Call
 	b.k.attentionTiled = map[int]*[4]uintptr{}
 	b.k.attentionMMA = map[int]*[3][2]uintptr{}
@@ -294,6 +321,7 @@ func (b *Backend) Stats() Stats {
 	defer b.mu.Unlock()
 	s := b.stats
 	s.Entries = b.entries
+	s.KernelsCached = b.cubinCached
 	return s
 }
 

@@ -105,6 +105,9 @@ func TestParseOptions(t *testing.T) {
 		{"tune=yes", cuda.Options{}, true},
 		{"precision=fp16x2,attnterms=1", cuda.Options{Precision: cuda.FP16X2, AttentionTerms: 1}, false},
 		{"attnterms=3", cuda.Options{}, true},
+		{"cache=off", cuda.Options{KernelCache: "off"}, false},
+		{"cache=/tmp/k,precision=fp16", cuda.Options{KernelCache: "/tmp/k", Precision: cuda.FP16}, false},
+		{"cache=", cuda.Options{}, true},
 		{"precision=fp8", cuda.Options{}, true},
 		{"graphs=maybe", cuda.Options{}, true},
 		{"device=x", cuda.Options{}, true},
@@ -1285,4 +1288,28 @@ func TestLinearGEMMPaths(t *testing.T) {
 			})
 		}
 	}
+}
+
+// The second Open with the same kernel cache loads the cubin the first
+// kept, and the backend it opens computes as a compiled one does.
+func TestKernelCache(t *testing.T) {
+	dir := t.TempDir()
+	for i, want := range []bool{false, true} {
+		be := open(t, cuda.Options{KernelCache: dir})
+		if got := be.(interface{ Stats() cuda.Stats }).Stats().KernelsCached; got != want {
+			t.Errorf("open %d: kernels from the cache %v, want %v", i+1, got, want)
+		}
+		be.Close()
+	}
+	if err := cuda.SelfTest(context.Background(), cuda.Options{KernelCache: dir}); err != nil {
+		t.Errorf("self-test on cached kernels: %v", err)
+	}
+	if files, _ := filepath.Glob(filepath.Join(dir, "*.cubin")); len(files) != 1 {
+		t.Errorf("cache holds %v, want one cubin", files)
+	}
+	be := open(t, cuda.Options{KernelCache: "off"})
+	if be.(interface{ Stats() cuda.Stats }).Stats().KernelsCached {
+		t.Error("cache=off loaded cached kernels")
+	}
+	be.Close()
 }

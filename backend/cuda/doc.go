@@ -1,6 +1,7 @@
 // Package cuda registers the "cuda" backend: Laya's forward pass on an
 // NVIDIA GPU (compute capability 8.0 or newer) with its own CUDA kernels
-// (kernels.cu, compiled at Open by NVRTC for the GPU at hand) and cuBLAS
+// (kernels.cu, compiled by NVRTC for the GPU at hand at the first Open and
+// kept in the user cache directory for the next ones) and cuBLAS
 // and cuBLASLt GEMMs, reached through purego: no cgo, and no CUDA at build
 // time. The driver (libcuda.so.1), NVRTC and cuBLAS (with cuBLASLt where
 // it is found) are loaded when a backend is opened, from the loader path,
@@ -106,7 +107,9 @@
 // size), attnwarps=8|16 (their warps a block at one query a warp; default
 // 16), small=on|off (off runs the Linears on few rows on cuBLAS too),
 // gemm=lt|blas (cuBLASLt, the default, or cuBLAS for the 16-bit GEMMs)
-// and tune=on|off (off: cuBLASLt's first heuristic choice, untimed).
+// and tune=on|off (off: cuBLASLt's first heuristic choice, untimed);
+// cache=DIR|off keeps the compiled kernels in DIR instead of
+// os.UserCacheDir()/laya-metal/cuda, or compiles them at every Open.
 //
 // SelfTest opens a backend and checks a small GEMM and attention against a
 // float64 reference; a caller choosing a backend automatically runs it

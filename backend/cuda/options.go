@@ -139,13 +139,18 @@ type Options struct {
 	// and libnvrtc.so and libcublas.so from the loader path, the CUDA
 	// toolkit or Python's nvidia packages).
 	Driver, NVRTC, CUBLAS string
+	// KernelCache is the directory the compiled kernels are kept in
+	// between processes (default: os.UserCacheDir()/laya-metal/cuda);
+	// "off" compiles them at every Open.
+	KernelCache string
 }
 
 // ParseOptions reads options from a comma-separated list, as the LAYA_CUDA
 // environment variable gives them to the registered backend:
 // precision=fp32|fp16|bf16|fp16x2, device=N, graphs=off, maxgraphs=N,
 // bucket=N, attn=mma|simt, mmawarps=0|2|4|8, attnterms=0|1|2,
-// attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off.
+// attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off,
+// cache=DIR|off.
 func ParseOptions(s string) (Options, error) {
 	var o Options
 	for _, f := range strings.Split(s, ",") {
@@ -176,6 +181,11 @@ func ParseOptions(s string) (Options, error) {
 			o.MaxGraphs, err = strconv.Atoi(v)
 		case "graphs":
 			err = either(k, v, "on", "off", &o.NoGraphs)
+		case "cache":
+			if v == "" {
+				err = errors.New("cache=DIR or cache=off")
+			}
+			o.KernelCache = v
 		case "small":
 			err = either(k, v, "on", "off", &o.NoSmallLinear)
 		case "gemm":
@@ -183,7 +193,7 @@ func ParseOptions(s string) (Options, error) {
 		case "tune":
 			err = either(k, v, "on", "off", &o.NoTune)
 		default:
-			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, bucket=N, attn=mma|simt, mmawarps=0|2|4|8, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off)")
+			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, bucket=N, attn=mma|simt, mmawarps=0|2|4|8, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off, cache=DIR|off)")
 		}
 		if err == nil {
 			err = o.check()
@@ -239,4 +249,7 @@ type Stats struct {
 	// heuristic's candidates where it offers several); GEMMFallback those
 	// cuBLASLt had no algorithm for, run by cuBLAS.
 	GEMMTuned, GEMMFallback int
+	// KernelsCached: Open loaded the kernels Options.KernelCache kept
+	// instead of compiling them.
+	KernelsCached bool
 }

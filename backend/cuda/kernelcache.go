@@ -1,0 +1,91 @@
+package cuda
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"os"
+	"path/filepath"
+)
+
+// The kernels' cubin is kept on disk between processes: NVRTC compiling
+// kernels.cu (every head dim's and precision's variants) is most of a
+// second of each Open, which a one-shot `laya predict` or a restarted
+// server pays every time. The file is named by a hash of everything the
+// cubin depends on (the source, the target, the flags, NVRTC's version),
+// so a changed kernel or toolkit never meets an old cubin; one the driver
+// refuses anyway (a file cut short, an older driver) is compiled again and
+// replaced.
+
+// kernelCacheDir is where Options.KernelCache "" keeps cubins.
+func kernelCacheDir() string {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(base, "laya-metal", "cuda")
+}
+
+// cubinKey names a cubin by what it is compiled from.
+func cubinKey(parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		// Length-prefixed, so that no two lists hash alike.
+		var n [8]byte
+		for i, l := 0, uint64(len(p)); i < 8; i, l = i+1, l>>8 {
+			n[i] = byte(l)
+		}
+		h.Write(n[:])
+		h.Write([]byte(p))
+	}
+	return hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// loadCubin loads the cubin named key from dir when it is there and load
+// takes it; else it compiles one, loads it and keeps it in dir. dir ""
+// keeps nothing. A cache that cannot be read or written only costs the
+// compile: the error is load's or compile's. fromCache reports a hit.
+func loadCubin(dir, key string, compile func() ([]byte, error), load func([]byte) error) (fromCache bool, err error) {
+	var path string
+	if dir != "" {
+		path = filepath.Join(dir, key+".cubin")
+		if b, err := os.ReadFile(path); err == nil && len(b) > 0 {
+			if load(b) == nil {
+				return true, nil
+			}
+			os.Remove(path)
+		}
+	}
+	cubin, err := compile()
+	if err != nil {
+		return false, err
+	}
+	if err := load(cubin); err != nil {
+		return false, err
+	}
+	if path != "" {
+		writeCubin(path, cubin)
+	}
+	return false, nil
+}
+
+// writeCubin writes b to path through a temporary file and a rename, so
+// that another process never reads half a cubin; failures are ignored
+// (a read-only or full disk only costs the next Open its compile).
+func writeCubin(path string, b []byte) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".cubin-*")
+	if err != nil {
+		return
+	}
+	_, err = tmp.Write(b)
+	err = errors.Join(err, tmp.Close())
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+}
