@@ -96,7 +96,17 @@ type ltError struct {
 }
 
 func (e *ltError) Error() string {
+	if name, ok := cublasStatusNames[e.status]; ok {
+		return fmt.Sprintf("cuda: %s failed with %s (cuBLAS status %d)", e.call, name, e.status)
+	}
 	return fmt.Sprintf("cuda: %s failed with cuBLAS status %d", e.call, e.status)
+}
+
+// cublasStatusNames are cublasStatus_t's names (cublas_api.h).
+var cublasStatusNames = map[int32]string{
+	1: "CUBLAS_STATUS_NOT_INITIALIZED", 3: "CUBLAS_STATUS_ALLOC_FAILED", 7: "CUBLAS_STATUS_INVALID_VALUE",
+	8: "CUBLAS_STATUS_ARCH_MISMATCH", 11: "CUBLAS_STATUS_MAPPING_ERROR", 13: "CUBLAS_STATUS_EXECUTION_FAILED",
+	14: "CUBLAS_STATUS_INTERNAL_ERROR", 15: "CUBLAS_STATUS_NOT_SUPPORTED", 16: "CUBLAS_STATUS_LICENSE_ERROR",
 }
 
 // cublasStatus_t values (cublas_api.h).

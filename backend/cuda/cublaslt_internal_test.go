@@ -117,8 +117,16 @@ func TestRefused(t *testing.T) {
 			t.Errorf("refused(%v) = %v, want %v", c.err, got, c.want)
 		}
 	}
-	if got := (&ltError{"cublasLtMatmul", 7}).Error(); got != "cuda: cublasLtMatmul failed with cuBLAS status 7" {
-		t.Errorf("error text %q", got)
+	for _, c := range []struct {
+		status int32
+		want   string
+	}{
+		{7, "cuda: cublasLtMatmul failed with CUBLAS_STATUS_INVALID_VALUE (cuBLAS status 7)"},
+		{99, "cuda: cublasLtMatmul failed with cuBLAS status 99"},
+	} {
+		if got := (&ltError{"cublasLtMatmul", c.status}).Error(); got != c.want {
+			t.Errorf("error text %q, want %q", got, c.want)
+		}
 	}
 }
 
