@@ -10,6 +10,9 @@
 #   conformance  the backend conformance suite (graphs on and off)
 #   goldens      every oracle golden case and variant in fp32, fp16, bf16 and
 #                fp16x2, and fp16/fp16x2 again on the tensor-core attention
+#   tests        every test of the backend/cuda test binary (the kernels against
+#                float64: attention, few-rows Linear, GEMM paths; discarded
+#                outputs, concurrency, buckets, the kernel cache; and the above)
 #   bench        laya-bench end to end on full-size synthetic English and
 #                multilingual checkpoints, 1, 10 and 50 questions, each
 #                precision (PRECISIONS, default "fp32 fp16 bf16 fp16x2")
@@ -18,6 +21,10 @@
 #                questions, fp32, fp16 and fp16x2
 #   sanitize     compute-sanitizer memcheck and racecheck over the tiny-en
 #                goldens
+#   kernels      ncu kernel times of one laya-bench request (English 1, 10, 50
+#                questions; PRECISIONS, default fp16x2), summed by kernel into
+#                kernel-sums.csv (scripts/gpucheck/ncu-sums.py; ncu on PATH or
+#                in /usr/local/cuda/bin)
 # Raw logs go to OUT; OUT/summary.md is the table.
 set -uo pipefail
 bin=$(cd "$1" && pwd)
@@ -54,6 +61,22 @@ for step in $steps; do
 	conformance)
 		"$bin/cuda.test" -test.v -test.count=1 -test.run 'TestConformance' >"$out/conformance.log" 2>&1
 		row conformance "$out/conformance.log" $?
+		;;
+	tests)
+		"$bin/cuda.test" -test.v -test.count=1 >"$out/tests.log" 2>&1
+		row tests "$out/tests.log" $?
+		;;
+	kernels)
+		ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+		for p in ${PRECISIONS:-fp16x2}; do
+			for q in 1 10 50; do
+				LAYA_CUDA=graphs=off,precision=$p "$ncu" --metrics gpu__time_duration.sum --clock-control none --cache-control none \
+					--csv --print-units base "$bin/laya-bench" --backend cuda --synthetic english --questions "$q" --warmup 1 --runs 1 \
+					--batch-size 64 >"$out/ncu-en$q-$p.csv" 2>"$out/ncu-en$q-$p.err"
+			done
+		done
+		python3 "$root/scripts/gpucheck/ncu-sums.py" "$out"/ncu-*.csv >"$out/kernel-sums.csv"
+		echo "| kernels | exit $? | kernel-sums.csv |" >>"$summary"
 		;;
 	goldens)
 		"$bin/cuda.test" -test.v -test.count=1 -test.run 'TestForwardGoldens' >"$out/goldens.log" 2>&1
