@@ -123,6 +123,16 @@ type Timer interface {
 	DeviceTime() time.Duration
 }
 
+// Counter is implemented by backends that count what they did, by name
+// (the cuda backend: request shapes captured as graphs, graph replays,
+// segments run kernel by kernel, GEMM shapes tuned, ...). The counts only
+// grow, except gauges a backend says are (a cache's entries): benchmarks
+// take the difference of two readings, so that a timed request that ran
+// kernel by kernel instead of replaying its graph shows.
+type Counter interface {
+	Counters() map[string]int
+}
+
 // OpTime is the device time spent in one kind of operation.
 type OpTime struct {
 	Op    string // "linear+gelu", "attention", …

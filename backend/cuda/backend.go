@@ -325,6 +325,14 @@ func (b *Backend) Stats() Stats {
 	return s
 }
 
+// Counters is Stats by name (backend.Counter): "captures", "replays",
+// "eager", "entries" (a gauge), "gemm_tuned", "gemm_fallback".
+func (b *Backend) Counters() map[string]int {
+	s := b.Stats()
+	return map[string]int{"captures": s.Captures, "replays": s.Replays, "eager": s.Eager, "entries": s.Entries,
+		"gemm_tuned": s.GEMMTuned, "gemm_fallback": s.GEMMFallback}
+}
+
 // alloc takes n bytes of device memory; it runs on the worker thread.
 func (b *Backend) alloc(n int64, what string) (uintptr, error) {
 	var p uintptr

@@ -27,7 +27,8 @@ type options struct {
 	cpuProfile                                   string
 	version                                      bool
 
-	cpu *cpu.Backend // the backend --joins and --kernel profile
+	cpu *cpu.Backend    // the backend --joins and --kernel profile
+	be  backend.Backend // the backend measured: its counters (backend.Counter) go with each result
 }
 
 // parseOptions reads the command line of a benchmark run (or --plan) and

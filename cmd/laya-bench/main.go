@@ -59,6 +59,10 @@ buffers' device time) is reported next to the wall time. --profile then runs
 --runs more requests with every operation submitted and waited for alone and
 prints each operation's GPU time per request: the per-operation syncs inflate
 those times, so they rank operations rather than add up to the request's.
+On cuda the same (GPU time: events around each request's work), and
+--format json adds backend_counters: what the backend did over the timed
+requests (graph replays, captures, segments run kernel by kernel, GEMM
+shapes tuned), so a timed request that missed its graph shows.
 
 On cpu, --joins records every parallel operation of the timed requests and
 prints, per call site, how long its workers were held (wall time × workers)

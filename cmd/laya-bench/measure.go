@@ -31,6 +31,10 @@ type result struct {
 	GPUP50MS     float64   `json:"gpu_p50_ms,omitempty"`
 	GPUMeanMS    float64   `json:"gpu_mean_ms,omitempty"`
 	GPUSamplesMS []float64 `json:"gpu_samples_ms,omitempty"`
+	// Counters are the backend's counts over the timed requests
+	// (backend.Counter), e.g. the cuda backend's graph replays and
+	// segments run kernel by kernel.
+	Counters map[string]int `json:"backend_counters,omitempty"`
 	// Profile is the GPU time per operation and request (--profile).
 	Profile []opProfile `json:"profile,omitempty"`
 	// Joins is the cpu backend's worker time per call site and request
@@ -109,6 +113,11 @@ func measure(ctx context.Context, agent *laya.Agent, timer backend.Timer, n int,
 		defer o.cpu.SetProfile(cpu.Profile{})
 	}
 	var hot []float64
+	counter, _ := o.be.(backend.Counter)
+	var before map[string]int
+	if counter != nil {
+		before = counter.Counters()
+	}
 	for i := 0; i < o.runs; i++ {
 		progress.Printf("laya-bench: %d questions: run %d of %d", n, i+1, o.runs)
 		d, _, err := once()
@@ -126,6 +135,12 @@ func measure(ctx context.Context, agent *laya.Agent, timer backend.Timer, n int,
 		r.SamplesMS = append(r.SamplesMS, ms(d))
 		if timer != nil {
 			r.GPUSamplesMS = append(r.GPUSamplesMS, ms(gpu))
+		}
+	}
+	if counter != nil {
+		r.Counters = map[string]int{}
+		for k, v := range counter.Counters() {
+			r.Counters[k] = v - before[k]
 		}
 	}
 	if o.joins {
@@ -194,6 +209,7 @@ func measureAll(ctx context.Context, agent *laya.Agent, be backend.Backend, o op
 	timer, _ := be.(backend.Timer)
 	profiler, _ := be.(backend.Profiler)
 	o.cpu, _ = be.(*cpu.Backend)
+	o.be = be
 	var results []result
 	for _, n := range o.questions {
 		r, err := measure(ctx, agent, timer, n, o, progress)

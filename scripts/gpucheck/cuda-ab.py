@@ -2,7 +2,10 @@
 precision and question count, the range over rounds of the P50 end to end and
 of the P50 GPU time (ms), and the GPU time against the first variant's
 (median of rounds; below 1 is faster): the first variant of
-OUT/variants.txt is the base.
+OUT/variants.txt is the base. Where laya-bench reported the backend's
+counters, the last column sums the timed requests that ran kernel by kernel
+or were captured instead of replaying a graph (0 is what a steady
+benchmark should show).
 
 Usage: python3 scripts/gpucheck/cuda-ab.py OUT > OUT/cuda-ab.csv
 """
@@ -15,7 +18,7 @@ import re
 import statistics
 import sys
 
-cells = {}  # (name, preset, precision, questions) -> ([p50], [gpu p50])
+cells = {}  # (name, preset, precision, questions) -> ([p50], [gpu p50], [not replayed])
 order = open(os.path.join(sys.argv[1], "variants.txt")).read().split()
 for f in sorted(glob.glob(os.path.join(sys.argv[1], "ab-*-r*.json"))):
     m = re.match(r"ab-(.+)-(\w+)-(\w+)-r(\d+)\.json$", os.path.basename(f))
@@ -27,9 +30,12 @@ for f in sorted(glob.glob(os.path.join(sys.argv[1], "ab-*-r*.json"))):
     except (ValueError, KeyError):
         continue
     for r in results:
-        e2e, gpu = cells.setdefault((name, preset, prec, r["questions"]), ([], []))
+        e2e, gpu, missed = cells.setdefault((name, preset, prec, r["questions"]), ([], [], []))
         e2e.append(r["p50_ms"])
         gpu.append(r.get("gpu_p50_ms", 0.0))
+        c = r.get("backend_counters")
+        if c is not None:
+            missed.append(c.get("eager", 0) + c.get("captures", 0))
 
 
 def rng(v):
@@ -38,11 +44,12 @@ def rng(v):
 
 
 w = csv.writer(sys.stdout)
-w.writerow(["variant", "model", "precision", "questions", "P50 ms", "GPU P50 ms", "GPU ÷ " + (order[0] if order else "first")])
+w.writerow(["variant", "model", "precision", "questions", "P50 ms", "GPU P50 ms", "GPU ÷ " + (order[0] if order else "first"),
+            "not replayed"])
 for (name, preset, prec, q) in sorted(cells, key=lambda k: (k[1], k[2], k[3], order.index(k[0]))):
-    e2e, gpu = cells[(name, preset, prec, q)]
+    e2e, gpu, missed = cells[(name, preset, prec, q)]
     base = cells.get((order[0], preset, prec, q))
     ratio = ""
     if base and statistics.median(base[1]) > 0:
         ratio = "%.3f" % (statistics.median(gpu) / statistics.median(base[1]))
-    w.writerow([name, preset, prec, q, rng(e2e), rng(gpu), ratio])
+    w.writerow([name, preset, prec, q, rng(e2e), rng(gpu), ratio, sum(missed) if missed else "-"])
