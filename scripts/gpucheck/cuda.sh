@@ -20,7 +20,9 @@
 #                kernel) on the synthetic English checkpoint, 1 and 10
 #                questions, fp32, fp16 and fp16x2
 #   sanitize     compute-sanitizer memcheck and racecheck over the tiny-en
-#                goldens
+#                goldens (fp32, and fp16x2 with the tensor-core attention), the
+#                few-rows Linear kernel and the producers that skip their
+#                float32 output
 #   kernels      ncu kernel times of one laya-bench request (English 1, 10, 50
 #                questions; PRECISIONS, default fp16x2), summed by kernel into
 #                kernel-sums.csv (scripts/gpucheck/ncu-sums.py; ncu on PATH or
@@ -102,7 +104,7 @@ for step in $steps; do
 	sanitize)
 		for tool in memcheck racecheck; do
 			compute-sanitizer --tool "$tool" --print-limit 20 "$bin/cuda.test" -test.v -test.count=1 \
-				-test.run 'TestForwardGoldens/fp32/tiny-en' >"$out/sanitize-$tool.log" 2>&1
+				-test.run 'TestForwardGoldens/(fp32|fp16x2\+mma)/tiny-en$|TestFewRowsLinear|TestDiscardedProducers' >"$out/sanitize-$tool.log" 2>&1
 			echo "| sanitize $tool | exit $? | $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitize-$tool.log" | tail -1) |" >>"$summary"
 		done
 		;;
