@@ -1,11 +1,13 @@
 package cuda
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 )
 
 // The kernels' cubin is kept on disk between processes: NVRTC compiling
@@ -65,8 +67,36 @@ func loadCubin(dir, key string, compile func() ([]byte, error), load func([]byte
 	}
 	if path != "" {
 		writeCubin(path, cubin)
+		pruneCubins(dir, keptCubins)
 	}
 	return false, nil
+}
+
+// keptCubins bounds the cache: each build of the kernels, toolkit and GPU
+// architecture leaves its own cubin (a few MiB), and only the latest few
+// are met again.
+const keptCubins = 8
+
+// pruneCubins removes all but the keep most recently written cubins of dir.
+func pruneCubins(dir string, keep int) {
+	paths, _ := filepath.Glob(filepath.Join(dir, "*.cubin"))
+	if len(paths) <= keep {
+		return
+	}
+	type file struct {
+		path string
+		mod  int64
+	}
+	var files []file
+	for _, p := range paths {
+		if fi, err := os.Stat(p); err == nil {
+			files = append(files, file{p, fi.ModTime().UnixNano()})
+		}
+	}
+	slices.SortFunc(files, func(a, b file) int { return cmp.Compare(b.mod, a.mod) })
+	for _, f := range files[min(keep, len(files)):] {
+		os.Remove(f.path)
+	}
 }
 
 // writeCubin writes b to path through a temporary file and a rename, so

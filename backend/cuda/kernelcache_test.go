@@ -3,9 +3,11 @@ package cuda
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // The kernel cache compiles once per key and loads the kept cubin after;
@@ -89,5 +91,33 @@ func TestCubinKey(t *testing.T) {
 	}
 	if cubinKey("a", "b") != cubinKey("a", "b") {
 		t.Error("cubinKey is not deterministic")
+	}
+}
+
+// The cache keeps the most recently written cubins and drops the rest.
+func TestPruneCubins(t *testing.T) {
+	dir := t.TempDir()
+	base := time.Now().Add(-time.Hour)
+	for i := range keptCubins + 3 {
+		p := filepath.Join(dir, fmt.Sprintf("k%02d.cubin", i))
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		mod := base.Add(time.Duration(i) * time.Minute)
+		os.Chtimes(p, mod, mod)
+	}
+	os.WriteFile(filepath.Join(dir, "other.txt"), nil, 0o644)
+	pruneCubins(dir, keptCubins)
+	left, _ := filepath.Glob(filepath.Join(dir, "*.cubin"))
+	if len(left) != keptCubins {
+		t.Fatalf("%d cubins left, want %d: %v", len(left), keptCubins, left)
+	}
+	for i := range 3 {
+		if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("k%02d.cubin", i))); err == nil {
+			t.Errorf("the old cubin k%02d was kept", i)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "other.txt")); err != nil {
+		t.Error("a file that is not a cubin was removed")
 	}
 }
