@@ -1484,10 +1484,9 @@ func (b *Backend) execute(s *stream, x *run, tableOff int64, nBack int) error {
 	// A shape is captured only once its entry has run kernel by kernel
 	// (e.seen, set in the default case below only, not by a profiled
 	// run), with the same operations and shapes (they make its key), so
-	// its GEMMs are tuned (cuBLASLt) before any capture reads their
-	// algorithms. A GEMM found untuned while capturing or profiling takes
-	// the heuristic's first choice.
-	x.tune = prof == nil
+	// its GEMMs are tuned (cuBLASLt, x.tune: that run only) before any
+	// capture reads their algorithms. A GEMM found untuned while capturing
+	// or profiling takes the heuristic's first choice.
 	issue := func() error {
 		if len(s.stage) > 0 {
 			if err := b.drv.Call("cuMemcpyHtoDAsync_v2", e.devIn, uintptr(unsafe.Pointer(&e.pinIn[0])), uintptr(len(s.stage)), cs.stream); err != nil {
@@ -1538,10 +1537,7 @@ func (b *Backend) execute(s *stream, x *run, tableOff int64, nBack int) error {
 		err = b.drv.Call("cuGraphLaunch", e.exec, cs.stream)
 		b.count(func(st *Stats) { st.Replays++ })
 	case e.seen && !e.noGraph && !b.graphsOff:
-		x.tune = false
-		err = b.capture(e, cs, issue)
-		x.tune = true
-		if err != nil {
+		if err = b.capture(e, cs, issue); err != nil {
 			// A segment that cannot be captured still runs.
 			e.noGraph = true
 			err = issue()
@@ -1551,7 +1547,7 @@ func (b *Backend) execute(s *stream, x *run, tableOff int64, nBack int) error {
 			b.count(func(st *Stats) { st.Captures++ })
 		}
 	default:
-		e.seen = true
+		e.seen, x.tune = true, true
 		err = issue()
 		b.count(func(st *Stats) { st.Eager++ })
 	}
