@@ -153,45 +153,36 @@ type Options struct {
 // cache=DIR|off.
 func ParseOptions(s string) (Options, error) {
 	var o Options
+	ints := map[string]*int{"device": &o.Device, "bucket": &o.Bucket, "attnqpw": &o.QueriesPerWarp,
+		"attnwarps": &o.AttentionWarps, "mmawarps": &o.MMAWarps, "attnterms": &o.AttentionTerms, "maxgraphs": &o.MaxGraphs}
+	// Two-word options: the words, and the field that is whether it is
+	// the second.
+	words := map[string]struct {
+		first, second string
+		b             *bool
+	}{"attn": {"mma", "simt", &o.SIMTAttention}, "graphs": {"on", "off", &o.NoGraphs},
+		"small": {"on", "off", &o.NoSmallLinear}, "gemm": {"lt", "blas", &o.GEMMBLAS}, "tune": {"on", "off", &o.NoTune}}
 	for _, f := range strings.Split(s, ",") {
 		f = strings.TrimSpace(f)
 		if f == "" {
 			continue
 		}
 		k, v, _ := strings.Cut(f, "=")
+		p, isInt := ints[k]
+		w, isWords := words[k]
 		var err error
-		switch k {
-		case "precision":
+		switch {
+		case isInt:
+			*p, err = strconv.Atoi(v)
+		case isWords:
+			err = either(k, v, w.first, w.second, w.b)
+		case k == "precision":
 			o.Precision, err = parsePrecision(v)
-		case "device":
-			o.Device, err = strconv.Atoi(v)
-		case "bucket":
-			o.Bucket, err = strconv.Atoi(v)
-		case "attnqpw":
-			o.QueriesPerWarp, err = strconv.Atoi(v)
-		case "attnwarps":
-			o.AttentionWarps, err = strconv.Atoi(v)
-		case "mmawarps":
-			o.MMAWarps, err = strconv.Atoi(v)
-		case "attnterms":
-			o.AttentionTerms, err = strconv.Atoi(v)
-		case "attn":
-			err = either(k, v, "mma", "simt", &o.SIMTAttention)
-		case "maxgraphs":
-			o.MaxGraphs, err = strconv.Atoi(v)
-		case "graphs":
-			err = either(k, v, "on", "off", &o.NoGraphs)
-		case "cache":
+		case k == "cache":
 			if v == "" {
 				err = errors.New("cache=DIR or cache=off")
 			}
 			o.KernelCache = v
-		case "small":
-			err = either(k, v, "on", "off", &o.NoSmallLinear)
-		case "gemm":
-			err = either(k, v, "lt", "blas", &o.GEMMBLAS)
-		case "tune":
-			err = either(k, v, "on", "off", &o.NoTune)
 		default:
 			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, bucket=N, attn=mma|simt, mmawarps=0|2|4|8, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off, cache=DIR|off)")
 		}
