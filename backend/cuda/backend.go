@@ -163,27 +163,7 @@ func open(opts Options) (*Backend, error) {
 			b.ltMissing = true
 		}
 	}
-	flags := []string{"-std=c++17", "-lineinfo"}
-	dir := opts.KernelCache
-	switch dir {
-	case "":
-		dir = kernelCacheDir()
-	case "off":
-		dir = ""
-	}
-	key := cubinKey(append([]string{kernelSource, b.arch, fmt.Sprint(b.rtc.Major, ".", b.rtc.Minor)}, flags...)...)
-	compile := func() ([]byte, error) {
-		cubin, err := b.rtc.Compile("kernels.cu", kernelSource, b.arch, flags)
-		if err != nil {
-			return nil, fmt.Errorf("cuda: %w", err)
-		}
-		return cubin, nil
-	}
-	load := func(cubin []byte) (err error) {
-		b.w.Do(func() { err = b.load(cubin) })
-		return err
-	}
-	if b.cubinCached, err = loadCubin(dir, key, compile, load); err != nil {
+	if err = b.loadKernels(); err != nil {
 		b.release()
 		return nil, err
 	}
@@ -209,6 +189,27 @@ func (b *Backend) init() error {
 	b.sharedOptin = b.drv.Attribute(dev, 97) // CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
 	b.arch = fmt.Sprintf("sm_%d%d", dev.CC[0], dev.CC[1])
 	return nil
+}
+
+// loadKernels loads kernels.cu's cubin, compiled by NVRTC or kept from an
+// earlier Open (Options.KernelCache).
+func (b *Backend) loadKernels() error {
+	flags := []string{"-std=c++17", "-lineinfo"}
+	key := cubinKey(append([]string{kernelSource, b.arch, fmt.Sprint(b.rtc.Major, ".", b.rtc.Minor)}, flags...)...)
+	compile := func() ([]byte, error) {
+		cubin, err := b.rtc.Compile("kernels.cu", kernelSource, b.arch, flags)
+		if err != nil {
+			return nil, fmt.Errorf("cuda: %w", err)
+		}
+		return cubin, nil
+	}
+	load := func(cubin []byte) (err error) {
+		b.w.Do(func() { err = b.load(cubin) })
+		return err
+	}
+	var err error
+	b.cubinCached, err = loadCubin(kernelCacheDir(b.opts.KernelCache), key, compile, load)
+	return err
 }
 
 // load runs on the worker thread: the compiled module and its kernels.

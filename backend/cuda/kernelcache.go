@@ -19,13 +19,20 @@ import (
 // refuses anyway (a file cut short, an older driver) is compiled again and
 // replaced.
 
-// kernelCacheDir is where Options.KernelCache "" keeps cubins.
-func kernelCacheDir() string {
-	base, err := os.UserCacheDir()
-	if err != nil {
+// kernelCacheDir is the directory Options.KernelCache opt names: "" the
+// user cache directory's, "off" none ("").
+func kernelCacheDir(opt string) string {
+	switch opt {
+	case "off":
 		return ""
+	case "":
+		base, err := os.UserCacheDir()
+		if err != nil {
+			return ""
+		}
+		return filepath.Join(base, "laya-metal", "cuda")
 	}
-	return filepath.Join(base, "laya-metal", "cuda")
+	return opt
 }
 
 // cubinKey names a cubin by what it is compiled from.

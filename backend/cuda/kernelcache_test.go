@@ -121,3 +121,21 @@ func TestPruneCubins(t *testing.T) {
 		t.Error("a file that is not a cubin was removed")
 	}
 }
+
+// cache=off keeps nothing, a directory is itself, and the default is the
+// user cache directory's laya-metal/cuda.
+func TestKernelCacheDir(t *testing.T) {
+	if got := kernelCacheDir("off"); got != "" {
+		t.Errorf(`kernelCacheDir("off") = %q, want ""`, got)
+	}
+	if got := kernelCacheDir("/tmp/k"); got != "/tmp/k" {
+		t.Errorf(`kernelCacheDir("/tmp/k") = %q`, got)
+	}
+	t.Setenv("XDG_CACHE_HOME", "/tmp/xdg")
+	t.Setenv("HOME", "/tmp/home")
+	if base, err := os.UserCacheDir(); err == nil {
+		if got, want := kernelCacheDir(""), filepath.Join(base, "laya-metal", "cuda"); got != want {
+			t.Errorf(`kernelCacheDir("") = %q, want %q`, got, want)
+		}
+	}
+}
