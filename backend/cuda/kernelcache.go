@@ -3,6 +3,7 @@ package cuda
 import (
 	"cmp"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"os"
@@ -40,11 +41,7 @@ func cubinKey(parts ...string) string {
 	h := sha256.New()
 	for _, p := range parts {
 		// Length-prefixed, so that no two lists hash alike.
-		var n [8]byte
-		for i, l := 0, uint64(len(p)); i < 8; i, l = i+1, l>>8 {
-			n[i] = byte(l)
-		}
-		h.Write(n[:])
+		h.Write(binary.LittleEndian.AppendUint64(nil, uint64(len(p))))
 		h.Write([]byte(p))
 	}
 	return hex.EncodeToString(h.Sum(nil))[:32]
