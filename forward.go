@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/laya-metal/laya/backend"
@@ -155,17 +156,78 @@ func (n *network) forward(ctx context.Context, rows []forwardRow) ([]rowOutput, 
 		sorted[i] = rows[k]
 	}
 	out := make([]rowOutput, len(rows))
+	var near []int // rows of a reduced-precision batch to run again (refine)
 	for start := 0; start < len(sorted); start += n.batchSize {
 		end := min(start+n.batchSize, len(sorted))
-		res, err := n.runBatch(ctx, sorted[start:end], nil)
+		s, margin := n.stream(sorted[start:end])
+		res, err := n.runBatch(ctx, s, sorted[start:end], nil)
 		if err != nil {
 			return nil, err
 		}
 		for i, o := range res {
 			out[order[start+i]] = o
+			if margin > 0 && o.nearTie(margin) {
+				near = append(near, order[start+i])
+			}
 		}
 	}
+	if err := n.refine(ctx, rows, near, out); err != nil {
+		return nil, err
+	}
 	return out, nil
+}
+
+// stream is the stream a batch of rows runs on, and the margin under which
+// its rows' answers are refined: the backend's reduced precision where it
+// has one for a batch of this many tokens (backend.Refiner), else a plain
+// stream (margin 0).
+func (n *network) stream(rows []forwardRow) (backend.Stream, float32) {
+	if r, ok := n.be.(backend.Refiner); ok {
+		tokens := 0
+		for _, row := range rows {
+			tokens += len(row.IDs)
+		}
+		if s, margin := r.ReducedStream(tokens); s != nil {
+			return s, margin
+		}
+	}
+	return n.be.NewStream(), 0
+}
+
+// nearTie reports whether a row run in a reduced precision may answer
+// differently in the backend's own: its option logits are a near-tie, or an
+// act probability is not finite.
+func (o rowOutput) nearTie(margin float32) bool {
+	for _, p := range o.ActProbs {
+		if p != p || math.IsInf(float64(p), 0) {
+			return true
+		}
+	}
+	return backend.NearTie(o.Logits, margin)
+}
+
+// refine runs rows[idx] again on plain streams (the backend's own
+// precision, which holds the parity gate) and puts their outputs in out: the
+// near-ties of batches run in a reduced precision. Rows never see each
+// other in a batch, so a batch of only these rows answers them as their
+// first batch would have in this precision.
+func (n *network) refine(ctx context.Context, rows []forwardRow, idx []int, out []rowOutput) error {
+	slices.SortStableFunc(idx, func(a, b int) int { return len(rows[a].IDs) - len(rows[b].IDs) })
+	for start := 0; start < len(idx); start += n.batchSize {
+		part := idx[start:min(start+n.batchSize, len(idx))]
+		batch := make([]forwardRow, len(part))
+		for i, k := range part {
+			batch[i] = rows[k]
+		}
+		res, err := n.runBatch(ctx, n.be.NewStream(), batch, nil)
+		if err != nil {
+			return err
+		}
+		for i, k := range part {
+			out[k] = res[i]
+		}
+	}
+	return nil
 }
 
 func (n *network) checkRow(r forwardRow) error {
@@ -191,12 +253,11 @@ func (n *network) checkRow(r forwardRow) error {
 	return nil
 }
 
-// runBatch runs one batch and reads back its outputs: packed (no padding)
+// runBatch runs one batch on s, which it closes, and reads back its outputs: packed (no padding)
 // on a stream that takes it, else right-padded (the layout of upstream's
 // collate_items). An observer always sees the padded layout, the one
 // upstream's intermediate states have.
-func (n *network) runBatch(ctx context.Context, rows []forwardRow, obs backend.Observer) ([]rowOutput, error) {
-	s := n.be.NewStream()
+func (n *network) runBatch(ctx context.Context, s backend.Stream, rows []forwardRow, obs backend.Observer) ([]rowOutput, error) {
 	defer s.Close()
 	var batch forwardpass.Batch
 	var pass forwardpass.Outputs

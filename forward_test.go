@@ -145,7 +145,7 @@ func TestForwardDebugHidden(t *testing.T) {
 					t.Logf("%-14s max |Δ| %.2g (scale %.3g)", key, worst, scale)
 				}
 			}
-			out, err := n.runBatch(context.Background(), []forwardRow{{IDs: dbg.InputIDs, Markers: dbg.Markers, QType: heads.QType(dbg.QType)}}, obs)
+			out, err := n.runBatch(context.Background(), n.be.NewStream(), []forwardRow{{IDs: dbg.InputIDs, Markers: dbg.Markers, QType: heads.QType(dbg.QType)}}, obs)
 			if err != nil {
 				t.Fatal(err)
 			}

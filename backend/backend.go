@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/laya-metal/laya/weights"
@@ -121,6 +122,38 @@ type Timer interface {
 	// DeviceTime is the device time of all work finished so far, by every
 	// stream of the backend.
 	DeviceTime() time.Duration
+}
+
+// Refiner is implemented by backends with a precision faster than their
+// streams' own whose decisions a caller must check (the cuda backend: GEMM
+// operands in one fp16 term instead of fp16x2's two). A model runs a batch
+// of tokens tokens on the stream ReducedStream returns, then every row
+// whose two largest option logits lie closer than margin (or that has a
+// non-finite output) again on a NewStream, whose outputs replace the
+// reduced ones: near-ties are where a reduced precision flips an answer,
+// and rows never see each other in a batch, so re-running some rows
+// changes no other. A nil stream (a batch too small for the reduced
+// precision to pay, or refining off) means NewStream for the whole batch.
+type Refiner interface {
+	ReducedStream(tokens int) (s Stream, margin float32)
+}
+
+// NearTie reports whether the answer to a row of option logits could differ
+// between two runs whose logits differ by less than margin/2 each: its two
+// largest logits lie closer than margin, or a logit is not finite.
+func NearTie(logits []float32, margin float32) bool {
+	first, second := float32(math.Inf(-1)), float32(math.Inf(-1))
+	for _, v := range logits {
+		if v != v || math.IsInf(float64(v), 0) {
+			return true
+		}
+		if v > first {
+			first, second = v, first
+		} else if v > second {
+			second = v
+		}
+	}
+	return len(logits) > 1 && first-second < margin
 }
 
 // Counter is implemented by backends that count what they did, by name

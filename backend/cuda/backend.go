@@ -310,7 +310,11 @@ func (b *Backend) Device() string {
 	default:
 		gemm = ", cuBLAS GEMMs"
 	}
-	return fmt.Sprintf("%s (%s, %s, %s%s)", b.gpu, b.arch, b.opts.Precision, mode, gemm)
+	prec := b.opts.Precision.String()
+	if b.opts.refining() {
+		prec += fmt.Sprintf(" (fp16 from %d tokens, logit gaps under %g refined)", b.opts.refineTokens(), b.opts.Refine)
+	}
+	return fmt.Sprintf("%s (%s, %s, %s%s)", b.gpu, b.arch, prec, mode, gemm)
 }
 
 // Precision is the precision the backend was opened with.
@@ -327,11 +331,12 @@ func (b *Backend) Stats() Stats {
 }
 
 // Counters is Stats by name (backend.Counter): "captures", "replays",
-// "eager", "entries" (a gauge), "gemm_tuned", "gemm_fallback".
+// "eager", "entries" (a gauge), "gemm_tuned", "gemm_fallback", "streams",
+// "reduced_streams".
 func (b *Backend) Counters() map[string]int {
 	s := b.Stats()
 	return map[string]int{"captures": s.Captures, "replays": s.Replays, "eager": s.Eager, "entries": s.Entries,
-		"gemm_tuned": s.GEMMTuned, "gemm_fallback": s.GEMMFallback}
+		"gemm_tuned": s.GEMMTuned, "gemm_fallback": s.GEMMFallback, "streams": s.Streams, "reduced_streams": s.ReducedStreams}
 }
 
 // alloc takes n bytes of device memory; it runs on the worker thread.
@@ -501,9 +506,25 @@ func (b *Backend) ropeTable(theta float64, headDim, n int) (uintptr, error) {
 	return addr, nil
 }
 
-// NewStream starts an empty stream.
-func (b *Backend) NewStream() backend.Stream {
-	s := &stream{be: b}
+// NewStream starts an empty stream in the backend's precision.
+func (b *Backend) NewStream() backend.Stream { return b.newStream(b.opts.Precision) }
+
+// ReducedStream is backend.Refiner: in FP16X2 with Options.Refine set, a
+// batch of at least Options.RefineTokens tokens gets a stream whose GEMMs
+// and tensor-core attention read their activations in one fp16 term (FP16:
+// the same fp16 weights, half the GEMM work), with Refine as the margin
+// under which the model runs a row again on NewStream. Smaller batches,
+// where FP16X2's second term costs little, and other precisions get nil.
+func (b *Backend) ReducedStream(tokens int) (backend.Stream, float32) {
+	o := b.opts
+	if !o.refining() || tokens < o.refineTokens() {
+		return nil, 0
+	}
+	return b.newStream(FP16), o.Refine
+}
+
+func (b *Backend) newStream(prec Precision) *stream {
+	s := &stream{be: b, prec: prec}
 	if v, ok := b.bufs.Get().(*recordBufs); ok {
 		s.bufs, s.words, s.stage = v, v.words, v.stage
 	} else {
@@ -513,6 +534,11 @@ func (b *Backend) NewStream() backend.Stream {
 	if b.closed {
 		s.closed = true
 		s.err = fmt.Errorf("cuda: %w: the backend is closed", backend.ErrForeignTensor)
+	}
+	if prec != b.opts.Precision {
+		b.stats.ReducedStreams++
+	} else {
+		b.stats.Streams++
 	}
 	b.mu.Unlock()
 	return s

@@ -61,7 +61,8 @@ func TestNoDriver(t *testing.T) {
 // Open refuses options out of range before it looks for a GPU: set in
 // the struct they are not read by ParseOptions.
 func TestOpenRefusesBadOptions(t *testing.T) {
-	for _, o := range []cuda.Options{{QueriesPerWarp: 3}, {AttentionWarps: 12}, {MMAWarps: 16}, {Bucket: -1}, {Precision: cuda.FP16X2 + 1}} {
+	for _, o := range []cuda.Options{{QueriesPerWarp: 3}, {AttentionWarps: 12}, {MMAWarps: 16}, {Bucket: -1}, {Precision: cuda.FP16X2 + 1},
+		{Refine: -1}, {Refine: float32(math.NaN())}, {RefineTokens: -5}} {
 		be, err := cuda.Open(o)
 		if err == nil {
 			be.Close()
@@ -108,6 +109,14 @@ func TestParseOptions(t *testing.T) {
 		{"cache=off", cuda.Options{KernelCache: "off"}, false},
 		{"cache=/tmp/k,precision=fp16", cuda.Options{KernelCache: "/tmp/k", Precision: cuda.FP16}, false},
 		{"cache=", cuda.Options{}, true},
+		{"precision=fp16x2,refine=0.05,refinetokens=128", cuda.Options{Precision: cuda.FP16X2, Refine: 0.05, RefineTokens: 128}, false},
+		{"refine=0.1,refine=off", cuda.Options{}, false},
+		{"refine=0", cuda.Options{}, true},
+		{"refine=-0.1", cuda.Options{}, true},
+		{"refine=NaN", cuda.Options{}, true},
+		{"refine=inf", cuda.Options{}, true},
+		{"refine=", cuda.Options{}, true},
+		{"refinetokens=-1", cuda.Options{}, true},
 		{"precision=fp8", cuda.Options{}, true},
 		{"graphs=maybe", cuda.Options{}, true},
 		{"device=x", cuda.Options{}, true},
@@ -200,6 +209,59 @@ func runPacked(parts forwardpass.Parts) func(context.Context, backend.Backend, [
 	}
 }
 
+// runRefined runs rows as the model does on a backend.Refiner: all of them
+// on its reduced stream, then the near-ties again on a plain one, alone in
+// their batch. It adds the rows it ran again to refined.
+func runRefined(ctx context.Context, be backend.Backend, run func(context.Context, backend.Backend, []forwardpass.Row, int32, backend.Observer) ([][]float32, [][]float32, error),
+	rows []forwardpass.Row, pad int32, refined int) ([][]float32, [][]float32, int, error) {
+	var margin float32
+	reduced := streamsOf{be, func() backend.Stream {
+		s, m := be.(backend.Refiner).ReducedStream(1 << 30)
+		if s == nil {
+			panic("no reduced stream")
+		}
+		margin = m
+		return s
+	}}
+	logits, probs, err := run(ctx, reduced, rows, pad, nil)
+	if err != nil {
+		return nil, nil, refined, err
+	}
+	var again []int
+	for i := range rows {
+		nonFinite := false
+		for _, p := range probs[i] {
+			nonFinite = nonFinite || math.IsNaN(float64(p)) || math.IsInf(float64(p), 0)
+		}
+		if nonFinite || backend.NearTie(logits[i], margin) {
+			again = append(again, i)
+		}
+	}
+	if len(again) == 0 {
+		return logits, probs, refined, nil
+	}
+	sub := make([]forwardpass.Row, len(again))
+	for j, i := range again {
+		sub[j] = rows[i]
+	}
+	l2, p2, err := run(ctx, be, sub, pad, nil)
+	if err != nil {
+		return nil, nil, refined, err
+	}
+	for j, i := range again {
+		logits[i], probs[i] = l2[j], p2[j]
+	}
+	return logits, probs, refined + len(again), nil
+}
+
+// streamsOf is a backend whose NewStream is another's kind of stream.
+type streamsOf struct {
+	backend.Backend
+	newStream func() backend.Stream
+}
+
+func (s streamsOf) NewStream() backend.Stream { return s.newStream() }
+
 // goldenSet is a checkpoint with golden rows: the oracle's (upstream's own
 // outputs) or a variant's (testdata/variants: shapes the oracle does not
 // cover, with goldens from a model built of torch's and transformers' own
@@ -262,23 +324,34 @@ func goldenSets(t *testing.T) []goldenSet {
 // FP16 and FP16X2 run once more with the tensor-core attention forced
 // ("+mma"): the goldens' batches are too small to fill the GPU, where
 // Attention picks the float32 kernels, so without it no golden would reach
-// the kernels ten questions and more run.
+// the kernels ten questions and more run. FP16X2 runs a third time as the
+// registered backend does with refinement on ("+refine", every batch
+// reduced): each batch in FP16 first, then its near-ties (backend.NearTie
+// at DefaultRefine) again in FP16X2, held to FP16X2's gate. The reduced
+// precisions' rows report their largest spread of logit errors (the most
+// a gap between two of a row's logits moved): a refinement margin above
+// it on every golden leaves no answer of the reduced run that FP16X2
+// would not give.
 func TestForwardGoldens(t *testing.T) {
 	ctx := context.Background()
 	sets := goldenSets(t)
 	type config struct {
-		prec cuda.Precision
-		mma  bool
+		prec   cuda.Precision
+		mma    bool
+		refine bool
 	}
 	var configs []config
 	for _, prec := range precisions {
 		configs = append(configs, config{prec: prec})
 	}
-	configs = append(configs, config{cuda.FP16, true}, config{cuda.FP16X2, true})
+	configs = append(configs, config{cuda.FP16, true, false}, config{cuda.FP16X2, true, false}, config{cuda.FP16X2, false, true})
 	for _, cf := range configs {
 		prec, label := cf.prec, cf.prec.String()
 		if cf.mma {
 			label += "+mma"
+		}
+		if cf.refine {
+			label += "+refine"
 		}
 		for _, set := range sets {
 			name := set.name
@@ -293,21 +366,30 @@ func TestForwardGoldens(t *testing.T) {
 				if cf.mma {
 					opts.MMAWarps = cmp.Or(opts.MMAWarps, 4)
 				}
+				if cf.refine {
+					opts.Refine, opts.RefineTokens = cuda.DefaultRefine, 1
+				}
 				be := open(t, opts)
 				defer be.Close()
 				parts, err := forwardpass.NewParts(be, ckpt)
 				if err != nil {
 					t.Fatal(err)
 				}
-				var worstLogit, worstAct, worstProb float64
-				rows, agree := 0, 0
+				var worstLogit, worstAct, worstProb, worstSpread float64
+				rows, agree, refined := 0, 0, 0
 				for pass := range 6 {
 					for _, c := range set.cases {
 						run := parts.RunRows
 						if pass >= 3 {
 							run = runPacked(parts)
 						}
-						logits, probs, err := run(ctx, be, forwardtest.Rows(c.Rows), int32(ckpt.Encoder.PadTokenID), nil)
+						rowsIn := forwardtest.Rows(c.Rows)
+						var logits, probs [][]float32
+						if cf.refine {
+							logits, probs, refined, err = runRefined(ctx, be, run, rowsIn, int32(ckpt.Encoder.PadTokenID), refined)
+						} else {
+							logits, probs, err = run(ctx, be, rowsIn, int32(ckpt.Encoder.PadTokenID), nil)
+						}
 						if err != nil {
 							t.Fatalf("case %s pass %d: %v", c.Name, pass, err)
 						}
@@ -320,10 +402,13 @@ func TestForwardGoldens(t *testing.T) {
 								continue
 							}
 							wl := make([]float32, len(want.Logits))
+							lo, hi := math.Inf(1), math.Inf(-1)
 							for j, v := range want.Logits {
 								wl[j] = float32(v)
 								worstLogit = max(worstLogit, math.Abs(v-float64(logits[i][j])))
+								lo, hi = min(lo, float64(logits[i][j])-v), max(hi, float64(logits[i][j])-v)
 							}
+							worstSpread = max(worstSpread, hi-lo)
 							temp := temperature(ckpt, heads.QType(want.QType), len(wl))
 							pg, pw := heads.Softmax(logits[i], temp), heads.Softmax(wl, temp)
 							for j := range pg {
@@ -346,14 +431,17 @@ func TestForwardGoldens(t *testing.T) {
 				}
 				st := be.(interface{ Stats() cuda.Stats }).Stats()
 				agreed := fmt.Sprintf("%d/%d", agree, rows)
+				if cf.refine {
+					agreed += fmt.Sprintf(" (%d refined)", refined)
+				}
 				switch {
 				case prec == cuda.FP32:
 					agreed = "gated by |Δlogit|"
 				case !gated[prec]:
 					agreed += " (reported, not gated)"
 				}
-				t.Logf("GOLDENS | %s | %s | %d rows | argmax %s | max |Δlogit| %.2g | max |Δcalibrated p| %.2g | max |Δact p| %.2g | %+v",
-					name, label, rows, agreed, worstLogit, worstProb, worstAct, st)
+				t.Logf("GOLDENS | %s | %s | %d rows | argmax %s | max |Δlogit| %.2g | max logit error spread %.2g | max |Δcalibrated p| %.2g | max |Δact p| %.2g | %+v",
+					name, label, rows, agreed, worstLogit, worstSpread, worstProb, worstAct, st)
 			})
 		}
 	}

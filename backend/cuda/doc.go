@@ -94,10 +94,28 @@
 // BENCHMARKS.md; FP16 misses the gate on near-ties of one checkpoint, BF16
 // on all three.
 //
+// # Refinement
+//
+// FP16X2's second term doubles the GEMMs' tensor-core work, which costs
+// little at one question (the GEMMs wait on the weights, and the second
+// product finds them in L2) and up to half the request's GPU time at fifty.
+// So with Options.Refine (the registered backend's default: refine=0.1),
+// a batch of at least Options.RefineTokens tokens (default 256, four short
+// questions) runs in FP16 first (backend.Refiner: the same fp16 weights,
+// one term), and only the rows whose two largest option logits lie closer
+// than the margin run again in FP16X2, whose outputs replace theirs. FP16
+// moves a gap between two logits of a row by at most 0.027 on every
+// bundled golden (TestForwardGoldens reports it per checkpoint), so above
+// the margin its answer is FP16X2's; on the goldens 3–8 % of the rows are
+// refined. The answers are FP16X2's, the probabilities of rows not refined
+// FP16's (within 0.005 of upstream's). refine=off runs every batch in
+// FP16X2; Stats counts the streams of each kind.
+//
 // # Options
 //
 // The environment variable LAYA_CUDA sets the registered backend's options,
-// comma-separated (ParseOptions): precision=fp32|fp16|bf16|fp16x2,
+// comma-separated (ParseOptions): precision=fp32|fp16|bf16|fp16x2
+// (default fp16x2 with refine=0.1),
 // device=N, graphs=off, maxgraphs=N, bucket=N (tokens; 1 turns the
 // buckets off), and, for measurements, attn=mma|simt (simt keeps FP16 and
 // FP16X2 attention on the float32 kernels), mmawarps=2|4|8 (warps a block
@@ -109,7 +127,8 @@
 // gemm=lt|blas (cuBLASLt, the default, or cuBLAS for the 16-bit GEMMs)
 // and tune=on|off (off: cuBLASLt's first heuristic choice, untimed);
 // cache=DIR|off keeps the compiled kernels in DIR instead of
-// os.UserCacheDir()/laya-metal/cuda, or compiles them at every Open.
+// os.UserCacheDir()/laya-metal/cuda, or compiles them at every Open;
+// refine=MARGIN|off and refinetokens=N set the refinement (above).
 //
 // SelfTest opens a backend and checks a small GEMM and attention against a
 // float64 reference; a caller choosing a backend automatically runs it

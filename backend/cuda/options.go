@@ -1,8 +1,10 @@
 package cuda
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -139,6 +141,16 @@ type Options struct {
 	// and libnvrtc.so and libcublas.so from the loader path, the CUDA
 	// toolkit or Python's nvidia packages).
 	Driver, NVRTC, CUBLAS string
+	// Refine, in FP16X2, runs batches of at least RefineTokens tokens in
+	// FP16 first (backend.Refiner: about half the GEMM work where the GEMMs
+	// are compute-bound) and only the rows whose two largest option logits
+	// lie closer than Refine again in FP16X2, so that every answer is
+	// FP16X2's. 0 (or refine=off) turns it off; the registered backend's
+	// default is DefaultRefine.
+	Refine float32
+	// RefineTokens is the fewest tokens a batch runs in FP16 first; 0 means
+	// DefaultRefineTokens.
+	RefineTokens int
 	// KernelCache is the directory the compiled kernels are kept in
 	// between processes (default: os.UserCacheDir()/laya-metal/cuda);
 	// "off" compiles them at every Open.
@@ -150,11 +162,11 @@ type Options struct {
 // precision=fp32|fp16|bf16|fp16x2, device=N, graphs=off, maxgraphs=N,
 // bucket=N, attn=mma|simt, mmawarps=0|2|4|8, attnterms=0|1|2,
 // attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off,
-// cache=DIR|off.
+// cache=DIR|off, refine=MARGIN|off, refinetokens=N.
 func ParseOptions(s string) (Options, error) {
 	var o Options
 	ints := map[string]*int{"device": &o.Device, "bucket": &o.Bucket, "attnqpw": &o.QueriesPerWarp,
-		"attnwarps": &o.AttentionWarps, "mmawarps": &o.MMAWarps, "attnterms": &o.AttentionTerms, "maxgraphs": &o.MaxGraphs}
+		"attnwarps": &o.AttentionWarps, "mmawarps": &o.MMAWarps, "attnterms": &o.AttentionTerms, "maxgraphs": &o.MaxGraphs, "refinetokens": &o.RefineTokens}
 	// Two-word options: the words, and the field that is whether it is
 	// the second.
 	words := map[string]struct {
@@ -178,13 +190,15 @@ func ParseOptions(s string) (Options, error) {
 			err = either(k, v, w.first, w.second, w.b)
 		case k == "precision":
 			o.Precision, err = parsePrecision(v)
+		case k == "refine":
+			o.Refine, err = parseMargin(v)
 		case k == "cache":
 			if v == "" {
 				err = errors.New("cache=DIR or cache=off")
 			}
 			o.KernelCache = v
 		default:
-			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, bucket=N, attn=mma|simt, mmawarps=0|2|4|8, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off, cache=DIR|off)")
+			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, bucket=N, attn=mma|simt, mmawarps=0|2|4|8, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off, cache=DIR|off, refine=MARGIN|off, refinetokens=N)")
 		}
 		if err == nil {
 			err = o.check()
@@ -194,6 +208,18 @@ func ParseOptions(s string) (Options, error) {
 		}
 	}
 	return o, nil
+}
+
+// parseMargin reads refine's value: a logit margin, or off (0).
+func parseMargin(v string) (float32, error) {
+	if v == "off" {
+		return 0, nil
+	}
+	f, err := strconv.ParseFloat(v, 32)
+	if err != nil || !(f > 0) || math.IsInf(f, 0) {
+		return 0, fmt.Errorf("refine=%q, want a logit margin above 0, or off", v)
+	}
+	return float32(f), nil
 }
 
 // either reads option k's value v, one of two words: *b is whether it is
@@ -221,11 +247,34 @@ func (o Options) check() error {
 		return fmt.Errorf("attnwarps=%d, want 8 or 16", o.AttentionWarps)
 	case o.MMAWarps != 0 && o.MMAWarps != 2 && o.MMAWarps != 4 && o.MMAWarps != 8:
 		return fmt.Errorf("mmawarps=%d, want 2, 4 or 8 (0: by grid size)", o.MMAWarps)
+	case o.Refine < 0 || o.Refine != o.Refine || math.IsInf(float64(o.Refine), 0):
+		return fmt.Errorf("refine=%g, want a logit margin above 0, or 0 (off)", o.Refine)
+	case o.RefineTokens < 0:
+		return fmt.Errorf("refinetokens=%d, want a token count (0: %d)", o.RefineTokens, DefaultRefineTokens)
 	case o.AttentionTerms < 0 || o.AttentionTerms > 2:
 		return fmt.Errorf("attnterms=%d, want 1 or 2 (0: the precision's)", o.AttentionTerms)
 	}
 	return nil
 }
+
+// DefaultRefine is the registered backend's Options.Refine: the logit
+// margin under which a row run in FP16 first runs again in FP16X2. It is
+// more than three times the most FP16 moved the gap between two logits of a
+// row on any bundled golden (0.027, with the tensor-core attention), so
+// that the rows it keeps answer as FP16X2 does.
+const DefaultRefine = 0.1
+
+// DefaultRefineTokens is the fewest tokens a batch runs in FP16 first
+// (Options.RefineTokens): measured on the H200, FP16 takes 9–15 % off
+// FP16X2's GPU time at one to three short questions (up to about 260
+// tokens), where the GEMMs wait on the weights that FP16X2's second term
+// finds in L2, and 23–27 % from four on; below, a refined row would cost
+// more than FP16 saves.
+const DefaultRefineTokens = 256
+
+func (o Options) refining() bool { return o.Precision == FP16X2 && o.Refine > 0 }
+
+func (o Options) refineTokens() int { return cmp.Or(o.RefineTokens, DefaultRefineTokens) }
 
 // DefaultBucket is the token bucket of Options' zero value: laya-mlx's
 // 16-token buckets.
@@ -240,6 +289,10 @@ type Stats struct {
 	// heuristic's candidates where it offers several); GEMMFallback those
 	// cuBLASLt had no algorithm for, run by cuBLAS.
 	GEMMTuned, GEMMFallback int
+	// Streams counts the streams started in the backend's precision,
+	// ReducedStreams those in FP16 first (Options.Refine): of a request
+	// that ran reduced, a stream in its own precision is its refinement.
+	Streams, ReducedStreams int
 	// KernelsCached: Open loaded the kernels Options.KernelCache kept
 	// instead of compiling them.
 	KernelsCached bool

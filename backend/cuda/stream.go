@@ -29,6 +29,7 @@ import (
 // need no further synchronisation.
 type stream struct {
 	be     *Backend
+	prec   Precision // the backend's, or FP16 on a reduced stream (Backend.ReducedStream)
 	err    error
 	closed bool
 
@@ -57,6 +58,7 @@ type run struct {
 	e    *entry
 	temp uintptr
 	ws   uintptr // the entry's GEMM workspace (gemmWorkspace bytes)
+	prec Precision
 	// tune: the segment runs kernel by kernel, neither captured nor
 	// profiled, so a GEMM shape seen first may time its algorithms.
 	tune bool
@@ -67,6 +69,7 @@ type run struct {
 // and the sizes of its memory areas.
 type shapeKey struct {
 	hash                uint64
+	prec                Precision // a reduced stream's segments are their own
 	arena, stage, out   int64
 	tensors, operations int
 }
@@ -377,7 +380,7 @@ func (s *stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activat
 	// twice; its two products stay apart (stacked) until what reads d adds
 	// them. Only a plain product into this segment's own tensor stacks: a
 	// bias or activation needs the sum first. linear_small writes the sum.
-	if s.be.opts.Precision == FP16X2 && !lin.small && b == nil && act == backend.Identity && d.s == s && d.seg == s.seg && !d.staged && d != in && d != w {
+	if s.prec == FP16X2 && !lin.small && b == nil && act == backend.Identity && d.s == s && d.seg == s.seg && !d.staged && d != in && d != w {
 		if d.twoOff == 0 {
 			d.twoOff = s.arena
 			s.arena += align(d.bytes(), 256)
@@ -393,7 +396,7 @@ func (s *stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activat
 	if lin.small {
 		name += " (small)"
 	}
-	if prec := s.be.opts.Precision; prec != FP32 {
+	if prec := s.prec; prec != FP32 {
 		var need int64
 		xBytes := align(int64(m)*int64(k)*2*int64(terms(prec)), 256)
 		switch {
@@ -471,8 +474,7 @@ const (
 // kernel reads (halfOf). A weight written on the stream would need its
 // conversion first, which the GEMM path's scratch already provides.
 func (s *stream) smallLinear(m int, w *tensor) bool {
-	o := s.be.opts
-	return !o.NoSmallLinear && m <= smallRows && (o.Precision == FP32 || w.s == nil)
+	return !s.be.opts.NoSmallLinear && m <= smallRows && (s.prec == FP32 || w.s == nil)
 }
 
 func (lin *linearOp) issue(x *run) error {
@@ -486,7 +488,7 @@ func (lin *linearOp) issue(x *run) error {
 	if lin.accumulate {
 		beta = x.b.alpha
 	}
-	prec := x.b.opts.Precision
+	prec := x.prec
 	var err error
 	fused := false // the GEMM applied the bias and activation
 	if prec == FP32 {
@@ -579,7 +581,7 @@ func (lin *linearOp) issue(x *run) error {
 // smallCols output columns.
 func (lin *linearOp) issueSmall(x *run) error {
 	wp, kind := lin.w.addr, uint64(0)
-	if prec := x.b.opts.Precision; prec != FP32 {
+	if prec := x.prec; prec != FP32 {
 		wp, kind = lin.wHalf, weightKind(prec)
 	}
 	var bp uintptr
@@ -631,7 +633,7 @@ func (x *run) shadowArgs(o *op) (uint64, uint64, uint64) {
 		return 0, 0, 0
 	}
 	t := o.shadow
-	return u64(x.e.arena) + uint64(t.h16), operandKind(x.b.opts.Precision), uint64(t.rows) * uint64(t.cols)
+	return u64(x.e.arena) + uint64(t.h16), operandKind(x.prec), uint64(t.rows) * uint64(t.cols)
 }
 
 // dstArg is the float32 output address a producer kernel of o is given:
@@ -723,7 +725,7 @@ func (s *stream) GeGLU(dst, x backend.Tensor) {
 	o = s.record("geglu", func(r *run) error {
 		h, kind, lo := r.shadowArgs(o)
 		return r.l.launch(r.b.drv, r.b.k.geglu, [3]int{r.b.grid(n), 1, 1}, 256, 0, r.cs.stream, dstArg(o, d), u64(in.addr), uint64(two), uint64(d.rows), i32(d.cols), h, kind, lo,
-			boolArg(r.b.opts.Precision != FP32))
+			boolArg(r.prec != FP32))
 	})
 	d.lastWriter = o
 }
@@ -926,10 +928,10 @@ func (s *stream) attentionKernel(tiled *[4]uintptr, p backend.AttentionParams, r
 	// block of four warps a tile still gives every multiprocessor a block:
 	// on fewer blocks the float32 kernels, whose blocks start computing
 	// sooner, finish first (one question).
-	if mma := s.be.k.attentionMMA[p.HeadDim]; mma != nil && !o.SIMTAttention && (o.Precision == FP16 || o.Precision == FP16X2) &&
+	if mma := s.be.k.attentionMMA[p.HeadDim]; mma != nil && !o.SIMTAttention && (s.prec == FP16 || s.prec == FP16X2) &&
 		(o.MMAWarps != 0 || tileGrid(p.Layout, rows, 16*defaultMMAWarps)*p.Heads >= s.be.sms) {
 		terms := 1
-		if o.Precision == FP16X2 {
+		if s.prec == FP16X2 {
 			terms = 2
 		}
 		terms = cmp.Or(o.AttentionTerms, terms)
@@ -1151,7 +1153,7 @@ func (s *stream) flush(ctx context.Context, target *tensor) ([]byte, error) {
 	}
 	arena := s.arena
 	tempOff := align(arena, 256)
-	key := shapeKey{hash: maphash.Bytes(s.be.seed, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s.words))), 8*len(s.words))), arena: tempOff + align(s.temp, 256) + gemmWorkspace, stage: int64(len(s.stage)), out: out * 4,
+	key := shapeKey{prec: s.prec, hash: maphash.Bytes(s.be.seed, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s.words))), 8*len(s.words))), arena: tempOff + align(s.temp, 256) + gemmWorkspace, stage: int64(len(s.stage)), out: out * 4,
 		tensors: len(s.made), operations: len(s.ops)}
 	e := b.takeEntry(key)
 	var err error
@@ -1181,7 +1183,7 @@ func (s *stream) flush(ctx context.Context, target *tensor) ([]byte, error) {
 			binary.LittleEndian.PutUint64(table[24*i+16:], uint64(offs[i]))
 		}
 		copy(e.pinIn, s.stage)
-		x := &run{b: b, cs: s.cs, e: e, temp: e.arena + uintptr(tempOff)}
+		x := &run{b: b, cs: s.cs, e: e, temp: e.arena + uintptr(tempOff), prec: s.prec}
 		if err = b.execute(s, x, tableOff, len(back)); err == nil {
 			ready, err = b.poll(ctx, s.cs)
 		}

@@ -38,7 +38,7 @@ func TestPositions(t *testing.T) {
 }
 
 func recording(p Precision) *stream {
-	return &stream{be: &Backend{opts: Options{Precision: p}}}
+	return &stream{be: &Backend{opts: Options{Precision: p}}, prec: p}
 }
 
 // Linear(p, …), Add(x, x, p), Discard(p) fold into one GEMM accumulating
@@ -759,7 +759,7 @@ func TestSmallLinearChoice(t *testing.T) {
 		{"bf16, one row", Options{Precision: BF16}, 1, false, true},
 		{"bf16, smallRows+1", Options{Precision: BF16}, smallRows + 1, false, false},
 	} {
-		s := &stream{be: &Backend{opts: c.opts}}
+		s := &stream{be: &Backend{opts: c.opts}, prec: c.opts.Precision}
 		x := s.FromHost(c.rows, 8, make([]float32, c.rows*8))
 		g := s.FromHost(1, 8, make([]float32, 8))
 		n := s.New(c.rows, 8)
@@ -803,7 +803,7 @@ func TestSmallLinearChoice(t *testing.T) {
 // the same shapes on cuBLAS.
 func TestSmallLinearKey(t *testing.T) {
 	record := func(off bool) []uint64 {
-		s := &stream{be: &Backend{opts: Options{Precision: FP16, NoSmallLinear: off}}}
+		s := &stream{be: &Backend{opts: Options{Precision: FP16, NoSmallLinear: off}}, prec: FP16}
 		x := s.FromHost(3, 8, make([]float32, 24))
 		y := s.New(3, 5)
 		s.Linear(y, x, resident(s.be, 5, 8), nil, backend.GELU)
@@ -857,7 +857,7 @@ func TestSmallLinearBesideGEMM(t *testing.T) {
 // GEMM: the kernel adds the product to the Add's target.
 func TestDiscardFoldsIntoSmallLinear(t *testing.T) {
 	for _, opts := range []Options{{}, {Precision: FP16X2}, {Precision: FP16}, {NoSmallLinear: true}, {Precision: BF16, NoSmallLinear: true}} {
-		s := &stream{be: &Backend{opts: opts}}
+		s := &stream{be: &Backend{opts: opts}, prec: opts.Precision}
 		x := s.FromHost(2, 4, make([]float32, 8))
 		a := s.FromHost(2, 4, make([]float32, 8))
 		p := s.New(2, 4)
@@ -878,6 +878,70 @@ func TestSmallLinearMatchesKernel(t *testing.T) {
 	for name, v := range map[string]int{"LIN_ROWS": smallRows, "LIN_R": smallCols, "LIN_WARPS": smallWarps} {
 		if def := fmt.Sprintf("\n#define %s %d\n", name, v); !strings.Contains(kernelSource, def) {
 			t.Errorf("kernels.cu does not say %q", strings.TrimSpace(def))
+		}
+	}
+}
+
+// ReducedStream gives FP16X2 with Refine a stream in FP16 from
+// RefineTokens tokens on, nothing otherwise; a reduced stream records its
+// GEMMs in one term (no stacked products, half the 16-bit operand), and
+// the counters tell the two kinds of stream apart.
+func TestReducedStream(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		opts   Options
+		tokens int
+		want   bool
+	}{
+		{"fp16x2, refine, enough tokens", Options{Precision: FP16X2, Refine: 0.1}, DefaultRefineTokens, true},
+		{"fp16x2, refine, too few tokens", Options{Precision: FP16X2, Refine: 0.1}, DefaultRefineTokens - 1, false},
+		{"fp16x2, refine, refinetokens=8", Options{Precision: FP16X2, Refine: 0.1, RefineTokens: 8}, 8, true},
+		{"fp16x2, refine off", Options{Precision: FP16X2}, 1 << 20, false},
+		{"fp16, refine", Options{Precision: FP16, Refine: 0.1}, 1 << 20, false},
+		{"fp32, refine", Options{Refine: 0.1}, 1 << 20, false},
+	} {
+		b := &Backend{opts: c.opts}
+		s, margin := b.ReducedStream(c.tokens)
+		if (s != nil) != c.want {
+			t.Errorf("%s: stream %v, want one %v", c.name, s != nil, c.want)
+			continue
+		}
+		if !c.want {
+			if margin != 0 {
+				t.Errorf("%s: margin %g without a stream", c.name, margin)
+			}
+			continue
+		}
+		if margin != c.opts.Refine {
+			t.Errorf("%s: margin %g, want %g", c.name, margin, c.opts.Refine)
+		}
+		st := b.Stats()
+		if st.ReducedStreams != 1 || st.Streams != 0 {
+			t.Errorf("%s: stats %+v, want one reduced stream", c.name, st)
+		}
+		var arenas []int64
+		for _, rs := range []*stream{s.(*stream), b.newStream(b.opts.Precision)} {
+			x := rs.FromHost(20, 8, make([]float32, 160))
+			g := rs.FromHost(1, 8, make([]float32, 8))
+			n := rs.New(20, 8)
+			rs.LayerNorm(n, x, g, nil, 1e-5)
+			y := rs.New(20, 5)
+			rs.Linear(y, n, resident(b, 5, 8), nil, backend.Identity)
+			if err := rs.Err(); err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			reduced := rs.prec == FP16
+			if stacked := y.(*tensor).stacked; stacked == reduced {
+				t.Errorf("%s: stream in %v: output stacked %v", c.name, rs.prec, stacked)
+			}
+			arenas = append(arenas, rs.arena)
+		}
+		// FP16X2's arena holds n's second term and y's second product.
+		if want := align(20*8*2*2, 256) - align(20*8*2, 256) + align(20*5*4, 256); arenas[1]-arenas[0] != want {
+			t.Errorf("%s: arenas %v, want FP16X2's %d bytes more", c.name, arenas, want)
+		}
+		if st := b.Stats(); st.ReducedStreams != 1 || st.Streams != 1 {
+			t.Errorf("%s: stats %+v, want one stream of each", c.name, st)
 		}
 	}
 }

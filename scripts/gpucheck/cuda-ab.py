@@ -3,9 +3,12 @@ precision and question count, the range over rounds of the P50 end to end and
 of the P50 GPU time (ms), and the GPU time against the first variant's
 (median of rounds; below 1 is faster): the first variant of
 OUT/variants.txt is the base. Where laya-bench reported the backend's
-counters, the last column sums the timed requests that ran kernel by kernel
+counters, "not replayed" sums the timed requests that ran kernel by kernel
 or were captured instead of replaying a graph (0 is what a steady
-benchmark should show).
+benchmark should show), and "reduced/refined" the streams run in fp16 first
+and in the backend's own precision over the timed requests (with
+refinement on, a request that ran reduced and then in its own precision had
+near-ties refined).
 
 Usage: python3 scripts/gpucheck/cuda-ab.py OUT > OUT/cuda-ab.csv
 """
@@ -18,7 +21,7 @@ import re
 import statistics
 import sys
 
-cells = {}  # (name, preset, precision, questions) -> ([p50], [gpu p50], [not replayed])
+cells = {}  # (name, preset, precision, questions) -> ([p50], [gpu p50], [not replayed], [(reduced, plain)])
 order = open(os.path.join(sys.argv[1], "variants.txt")).read().split()
 for f in sorted(glob.glob(os.path.join(sys.argv[1], "ab-*-r*.json"))):
     m = re.match(r"ab-(.+)-(\w+)-(\w+)-r(\d+)\.json$", os.path.basename(f))
@@ -30,12 +33,14 @@ for f in sorted(glob.glob(os.path.join(sys.argv[1], "ab-*-r*.json"))):
     except (ValueError, KeyError):
         continue
     for r in results:
-        e2e, gpu, missed = cells.setdefault((name, preset, prec, r["questions"]), ([], [], []))
+        e2e, gpu, missed, streams = cells.setdefault((name, preset, prec, r["questions"]), ([], [], [], []))
         e2e.append(r["p50_ms"])
         gpu.append(r.get("gpu_p50_ms", 0.0))
         c = r.get("backend_counters")
         if c is not None:
             missed.append(c.get("eager", 0) + c.get("captures", 0))
+            if "streams" in c:
+                streams.append((c.get("reduced_streams", 0), c["streams"]))
 
 
 def rng(v):
@@ -45,11 +50,12 @@ def rng(v):
 
 w = csv.writer(sys.stdout)
 w.writerow(["variant", "model", "precision", "questions", "P50 ms", "GPU P50 ms", "GPU ÷ " + (order[0] if order else "first"),
-            "not replayed"])
+            "not replayed", "reduced/refined"])
 for (name, preset, prec, q) in sorted(cells, key=lambda k: (k[1], k[2], k[3], order.index(k[0]))):
-    e2e, gpu, missed = cells[(name, preset, prec, q)]
+    e2e, gpu, missed, streams = cells[(name, preset, prec, q)]
     base = cells.get((order[0], preset, prec, q))
     ratio = ""
     if base and statistics.median(base[1]) > 0:
         ratio = "%.3f" % (statistics.median(gpu) / statistics.median(base[1]))
-    w.writerow([name, preset, prec, q, rng(e2e), rng(gpu), ratio, sum(missed) if missed else "-"])
+    red = "%d/%d" % (sum(a for a, _ in streams), sum(b for _, b in streams)) if streams else "-"
+    w.writerow([name, preset, prec, q, rng(e2e), rng(gpu), ratio, sum(missed) if missed else "-", red])

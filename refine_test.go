@@ -1,0 +1,198 @@
+package laya
+
+import (
+	"context"
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/laya-metal/laya/backend"
+	"github.com/laya-metal/laya/backend/cpu"
+	"github.com/laya-metal/laya/internal/forwardtest"
+	"github.com/laya-metal/laya/internal/oracletest"
+	"github.com/laya-metal/laya/weights"
+)
+
+// refiner is a cpu backend with a backend.Refiner whose "reduced" streams
+// add skew·(j mod 3) to the j-th value of every read: outputs that move by
+// up to 2·skew, as a reduced precision's would.
+type refiner struct {
+	backend.Backend
+	margin    float32
+	minTokens int
+	skew      float32
+
+	plain, reduced int
+}
+
+func (r *refiner) NewStream() backend.Stream {
+	r.plain++
+	return r.Backend.NewStream()
+}
+
+func (r *refiner) ReducedStream(tokens int) (backend.Stream, float32) {
+	if tokens < r.minTokens {
+		return nil, 0
+	}
+	r.reduced++
+	return skewed{r.Backend.NewStream(), r.skew}, r.margin
+}
+
+type skewed struct {
+	backend.Stream
+	skew float32
+}
+
+func (s skewed) Read(ctx context.Context, t backend.Tensor, dst []float32) error {
+	err := s.Stream.Read(ctx, t, dst)
+	for j := range dst {
+		dst[j] += s.skew * float32(j%3)
+	}
+	return err
+}
+
+// gap is the distance between a row's two largest logits.
+func gap(logits []float32) float32 {
+	s := slices.Clone(logits)
+	slices.Sort(s)
+	if len(s) < 2 {
+		return float32(math.Inf(1))
+	}
+	return s[len(s)-1] - s[len(s)-2]
+}
+
+func sameOutputs(a, b rowOutput, tol float64) bool {
+	near := func(x, y []float32) bool {
+		if len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if math.Abs(float64(x[i]-y[i])) > tol {
+				return false
+			}
+		}
+		return true
+	}
+	return near(a.Logits, b.Logits) && near(a.ActProbs, b.ActProbs)
+}
+
+// A network on a backend.Refiner runs each batch on the reduced stream and
+// exactly the rows whose reduced logits are a near-tie again on a plain one,
+// whose outputs replace the reduced ones; a batch below the reduced
+// stream's token count runs plain. The expected rows come from the exact
+// outputs: a row whose exact gap is more than 2·skew (the most the skew
+// moves a gap) from the margin is refined or not for sure.
+func TestRefineNearTies(t *testing.T) {
+	ckpt, err := weights.LoadCheckpoint(oracletest.Checkpoint("tiny-en"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ckpt.Close()
+	var rows []forwardRow
+	for _, c := range oracletest.Cases(t, "tiny-en") {
+		rows = append(rows, forwardtest.Rows(c.Rows)...)
+	}
+	exactNet, err := newNetwork(ckpt, networkOptions{BatchSize: 8, PadID: ckpt.Encoder.PadTokenID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer exactNet.close()
+	exact, err := exactNet.forward(context.Background(), rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gaps := make([]float32, len(rows))
+	for i, o := range exact {
+		gaps[i] = gap(o.Logits)
+	}
+	sorted := slices.Clone(gaps)
+	slices.Sort(sorted)
+	median := sorted[len(sorted)/2]
+
+	for _, c := range []struct {
+		name      string
+		margin    float32
+		minTokens int
+		skew      float32
+	}{
+		{"margin at the median gap", median, 1, 1e-3},
+		{"every row refined", 1e9, 1, 0.5},
+		{"no row refined", 1e-9, 1, 0},
+		{"batches too small to reduce", median, 1 << 30, 0.5},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			be := &refiner{Backend: cpu.New(), margin: c.margin, minTokens: c.minTokens, skew: c.skew}
+			n, err := newNetwork(ckpt, networkOptions{Instance: be, BatchSize: 8, PadID: ckpt.Encoder.PadTokenID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer n.close()
+			be.plain = 0
+			got, err := n.forward(context.Background(), rows)
+			if err != nil {
+				t.Fatal(err)
+			}
+			batches := (len(rows) + 7) / 8
+			if c.minTokens > 1 {
+				if be.reduced != 0 || be.plain != batches {
+					t.Errorf("%d reduced and %d plain streams, want 0 and %d", be.reduced, be.plain, batches)
+				}
+				for i := range rows {
+					if !sameOutputs(got[i], exact[i], 1e-5) {
+						t.Errorf("row %d: %v, want the exact %v", i, got[i], exact[i])
+					}
+				}
+				return
+			}
+			if be.reduced != batches {
+				t.Errorf("%d reduced streams, want %d", be.reduced, batches)
+			}
+			again, kept := 0, 0
+			for i := range rows {
+				refined := sameOutputs(got[i], exact[i], 1e-5)
+				switch {
+				case gaps[i] < c.margin-2*c.skew && !refined:
+					t.Errorf("row %d: gap %g under the margin %g, not refined", i, gaps[i], c.margin)
+				case gaps[i] >= c.margin+2*c.skew && refined && c.skew > 0:
+					t.Errorf("row %d: gap %g over the margin %g, refined", i, gaps[i], c.margin)
+				}
+				switch {
+				case refined && c.skew > 0:
+					again++
+				case len(rows[i].Markers) > 1:
+					kept++ // a row of one option is never a tie
+				}
+			}
+			if want := (again + 7) / 8; c.skew > 0 && be.plain != want {
+				t.Errorf("%d plain streams for %d refined rows, want %d", be.plain, again, want)
+			}
+			if c.margin == 1e9 && kept != 0 || c.margin == 1e-9 && be.plain != 0 {
+				t.Errorf("%d rows kept, %d plain streams", kept, be.plain)
+			}
+			t.Logf("%d rows: %d refined, %d kept", len(rows), again, kept)
+		})
+	}
+}
+
+// NearTie: a gap under the margin, or a value that is not a number.
+func TestNearTie(t *testing.T) {
+	inf := float32(math.Inf(1))
+	for _, c := range []struct {
+		logits []float32
+		margin float32
+		want   bool
+	}{
+		{[]float32{1, 2, 3}, 0.5, false},
+		{[]float32{1, 2.9, 3}, 0.5, true},
+		{[]float32{3, 1, 2.9}, 0.5, true},
+		{[]float32{3, 3}, 1e-9, true},
+		{[]float32{5}, 1e9, false},
+		{[]float32{1, float32(math.NaN())}, 0.1, true},
+		{[]float32{1, -inf}, 0.1, true},
+		{nil, 1, false},
+	} {
+		if got := backend.NearTie(c.logits, c.margin); got != c.want {
+			t.Errorf("NearTie(%v, %g) = %v, want %v", c.logits, c.margin, got, c.want)
+		}
+	}
+}
