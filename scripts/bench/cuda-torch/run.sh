@@ -21,9 +21,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 rounds=${ROUNDS:-3}
 for lang in english multilingual; do
 	for r in $(seq 1 "$rounds"); do
+		# A word may add options after a colon ("fp16x2:refine=off"), its
+		# files then named fp16x2_refine_off.
 		for p in ${PRECISIONS:-fp32 fp16}; do
-			LAYA_CUDA=precision=$p "$bin/laya-bench" --backend cuda --synthetic "$lang" --questions "${QUESTIONS:-1,10,50}" \
-				--warmup 10 --runs "${RUNS:-50}" --batch-size 64 --format json >"$out/laya-$lang-$p-r$r.json" 2>>"$out/laya.err"
+			label=$(echo "$p" | tr ':=,' '___')
+			LAYA_CUDA=precision=${p/:/,} "$bin/laya-bench" --backend cuda --synthetic "$lang" --questions "${QUESTIONS:-1,10,50}" \
+				--warmup 10 --runs "${RUNS:-50}" --batch-size 64 --format json >"$out/laya-$lang-$label-r$r.json" 2>>"$out/laya.err"
 		done
 	done
 	# Requests cycling through VARY token counts (k extra words for request

@@ -56,13 +56,18 @@ def med(xs):
     return statistics.median(xs) if xs else None
 
 
-precisions = [p for p in ("fp32", "fp16x2", "fp16") if any(k[2] == p for k in ours)]
+# run.sh names a precision with options (PRECISIONS word "fp16x2:refine=off")
+# fp16x2_refine_off; the plain names are the registered backend's defaults.
+known = ("fp32", "fp16x2", "fp16x2_refine_off", "fp16")
+precisions = [p for p in known if any(k[2] == p for k in ours)]
+precisions += sorted({k[2] for k in ours} - set(known))
 modes = [("eager32", "PyTorch eager fp32"), ("eager16", "PyTorch eager fp16"), ("graph16+io", "PyTorch CUDA graph fp16"),
          ("compile16", "PyTorch compile fp16")]
 # A mode the run left out (TORCH_MODES) gets no column.
 modes = [m for m in modes if any(k[2] == m[0] for k in torch)]
 header = ["model", "questions", "tokens (ours / PyTorch)"] + [f"cuda {p} ms" for p in precisions] + [m[1] + " ms" for m in modes]
-header += ["PyTorch best ÷ cuda fp16x2", "PyTorch best ÷ cuda fp16"]
+ratios = [p for p in precisions if p != "fp32"]
+header += [f"PyTorch best ÷ cuda {p}" for p in ratios]
 rows = []
 for preset in ("english", "multilingual"):
     for q in sorted({k[1] for k in ours if k[0] == preset}):
@@ -70,7 +75,7 @@ for preset in ("english", "multilingual"):
         row += [cell(ours.get((preset, q, p), [])) for p in precisions]
         row += [cell(torch.get((preset, q, m), [])) for m, _ in modes]
         best = min((med(torch[(preset, q, m)]) for m in ("graph16+io", "compile16") if (preset, q, m) in torch), default=None)
-        for p in ("fp16x2", "fp16"):
+        for p in ratios:
             o = med(ours.get((preset, q, p), []))
             row.append(f"{best / o:.2f}" if best and o else "-")
         rows.append(row)
@@ -84,7 +89,7 @@ if args.goldens:
             "max |Δact p|", "gate"]]
     for line in open(args.goldens):
         m = re.search(r"GOLDENS \| (\S+) \| (\S+) \| (\d+) rows \| argmax (.*?) \| max \|Δlogit\| (\S+) \| "
-                      r"max \|Δcalibrated p\| (\S+) \| max \|Δact p\| (\S+) \|", line)
+                      r"(?:max logit error spread \S+ \| )?max \|Δcalibrated p\| (\S+) \| max \|Δact p\| (\S+) \|", line)
         if not m:
             continue
         ck, prec, n, agree, dl, dp, da = m.groups()
