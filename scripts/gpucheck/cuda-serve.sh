@@ -77,6 +77,9 @@ if [ "$backend" = cuda ]; then
 		precision_note=" (the backend's default)"
 		[ -n "$precision" ] || precision="default precision"
 	fi
+	# Refinement (fp16x2's default) likewise, when LAYA_CUDA names it.
+	refine=$(printf '%s\n' "${LAYA_CUDA:-}" | tr ',' '\n' | sed -n 's/^ *refine *= *//p' | tail -n 1)
+	[ -z "$refine" ] || precision="$precision refine=$refine"
 fi
 gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1 | sed 's/, */ (driver /; s/$/)/')
 machine="${gpu:-a machine where nvidia-smi found no GPU}, $(nproc) CPU cores"
