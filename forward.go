@@ -164,11 +164,16 @@ func (n *network) forward(ctx context.Context, rows []forwardRow) ([]rowOutput, 
 		if err != nil {
 			return nil, err
 		}
+		again := 0
 		for i, o := range res {
 			out[order[start+i]] = o
 			if margin > 0 && o.nearTie(margin) {
 				near = append(near, order[start+i])
+				again++
 			}
+		}
+		if margin > 0 {
+			n.be.(backend.Refiner).Refined(end-start, again)
 		}
 	}
 	if err := n.refine(ctx, rows, near, out); err != nil {

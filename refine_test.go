@@ -23,6 +23,12 @@ type refiner struct {
 	skew      float32
 
 	plain, reduced int
+	rows, again    int // as Refined reported them
+}
+
+func (r *refiner) Refined(rows, again int) {
+	r.rows += rows
+	r.again += again
 }
 
 func (r *refiner) NewStream() backend.Stream {
@@ -162,6 +168,9 @@ func TestRefineNearTies(t *testing.T) {
 				case len(rows[i].Markers) > 1:
 					kept++ // a row of one option is never a tie
 				}
+			}
+			if be.rows != len(rows) || c.skew > 0 && be.again != again {
+				t.Errorf("Refined told of %d rows, %d run again; want %d, %d", be.rows, be.again, len(rows), again)
 			}
 			if want := (again + 7) / 8; c.skew > 0 && be.plain != want {
 				t.Errorf("%d plain streams for %d refined rows, want %d", be.plain, again, want)

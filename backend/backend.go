@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 	"time"
 
 	"github.com/laya-metal/laya/weights"
@@ -133,9 +134,62 @@ type Timer interface {
 // reduced ones: near-ties are where a reduced precision flips an answer,
 // and rows never see each other in a batch, so re-running some rows
 // changes no other. A nil stream (a batch too small for the reduced
-// precision to pay, or refining off) means NewStream for the whole batch.
+// precision to pay, refining off, or a RefineGate closed) means NewStream
+// for the whole batch. After a reduced batch the model reports, through
+// Refined, how many of its rows it ran again.
 type Refiner interface {
 	ReducedStream(tokens int) (s Stream, margin float32)
+	Refined(rows, again int)
+}
+
+// RefineGate is a Refiner's account of whether running reduced first
+// pays: a batch's reduced run saves a share of its plain cost, and each row
+// run again costs a plain run of that row, so once more than MaxShare of
+// the rows of recent reduced batches ran again, reducing loses, and Open
+// says no, except for every ProbeEvery-th batch, whose outcome keeps the
+// account current. Traffic of real decisions, few of them near-ties, keeps
+// it open; a checkpoint whose options tie throughout (random weights)
+// closes it. The zero value is open. It is safe for concurrent use.
+type RefineGate struct {
+	mu    sync.Mutex
+	share float64 // moving average of the share of rows run again, per reduced batch
+	shut  int     // batches told no since the last reduced one
+}
+
+const (
+	// MaxShare is the share of rows run again above which RefineGate
+	// closes: about where the fp16 pass plus the fp16x2 pass over the
+	// rows run again costs fp16x2 alone at ten and fifty questions (cuda
+	// backend, H200).
+	MaxShare = 0.25
+	// ProbeEvery: a closed RefineGate still opens for one batch in this
+	// many.
+	ProbeEvery = 8
+	// refineWeight is the weight of a batch's share in the moving average.
+	refineWeight = 0.25
+)
+
+// Open reports whether the next batch (of enough tokens to be reduced)
+// should run reduced first.
+func (g *RefineGate) Open() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.share <= MaxShare || g.shut >= ProbeEvery-1 {
+		g.shut = 0
+		return true
+	}
+	g.shut++
+	return false
+}
+
+// Observe adds a reduced batch of rows rows, again of which ran again.
+func (g *RefineGate) Observe(rows, again int) {
+	if rows <= 0 {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.share += refineWeight * (float64(min(max(again, 0), rows))/float64(rows) - g.share)
 }
 
 // NearTie reports whether the answer to a row of option logits could differ

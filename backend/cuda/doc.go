@@ -108,8 +108,13 @@
 // bundled golden (TestForwardGoldens reports it per checkpoint), so above
 // the margin its answer is FP16X2's; on the goldens 3–8 % of the rows are
 // refined. The answers are FP16X2's, the probabilities of rows not refined
-// FP16's (within 0.005 of upstream's). refine=off runs every batch in
-// FP16X2; Stats counts the streams of each kind.
+// FP16's (within 0.005 of upstream's). Where near-ties are common (a
+// checkpoint of random weights, whose options score alike) the second pass
+// costs more than the first saves: once more than a quarter of the rows of
+// recent reduced batches ran again, batches run in FP16X2 directly, but
+// one in eight, whose outcome keeps the account (backend.RefineGate).
+// refine=off runs every batch in FP16X2; Stats counts the streams of each
+// kind.
 //
 // # Options
 //
