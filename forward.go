@@ -62,7 +62,8 @@ type network struct {
 	vocab     int
 	maxLen    int // max_position_embeddings
 	nAct      int
-	actLogits bool // read ActLogits back (networkOptions.ActLogits)
+	actLogits bool               // read ActLogits back (networkOptions.ActLogits)
+	gate      backend.RefineGate // whether running reduced first pays (stream)
 }
 
 func newNetwork(ckpt *weights.Checkpoint, opts networkOptions) (*network, error) {
@@ -141,6 +142,17 @@ func (n *network) close() error {
 // PredictBatch) would otherwise pad every short row to the longest one. Rows never
 // see each other in a batch, so the order changes no answer.
 func (n *network) forward(ctx context.Context, rows []forwardRow) ([]rowOutput, error) {
+	return n.forwardRows(ctx, rows, true)
+}
+
+// forwardExact is forward on the backend's own precision only, never a
+// reduced one (backend.Refiner): for callers that compare rows with each
+// other, where a near-tie between two rows' answers is not one within a row.
+func (n *network) forwardExact(ctx context.Context, rows []forwardRow) ([]rowOutput, error) {
+	return n.forwardRows(ctx, rows, false)
+}
+
+func (n *network) forwardRows(ctx context.Context, rows []forwardRow, reduce bool) ([]rowOutput, error) {
 	for i, r := range rows {
 		if err := n.checkRow(r); err != nil {
 			return nil, fmt.Errorf("row %d: %w", i, err)
@@ -159,7 +171,7 @@ func (n *network) forward(ctx context.Context, rows []forwardRow) ([]rowOutput, 
 	var near []int // rows of a reduced-precision batch to run again (refine)
 	for start := 0; start < len(sorted); start += n.batchSize {
 		end := min(start+n.batchSize, len(sorted))
-		s, margin := n.stream(sorted[start:end])
+		s, margin := n.stream(sorted[start:end], reduce)
 		res, err := n.runBatch(ctx, s, sorted[start:end], nil)
 		if err != nil {
 			return nil, err
@@ -173,7 +185,7 @@ func (n *network) forward(ctx context.Context, rows []forwardRow) ([]rowOutput, 
 			}
 		}
 		if margin > 0 {
-			n.be.(backend.Refiner).Refined(end-start, again)
+			n.gate.Observe(end-start, again)
 		}
 	}
 	if err := n.refine(ctx, rows, near, out); err != nil {
@@ -184,10 +196,10 @@ func (n *network) forward(ctx context.Context, rows []forwardRow) ([]rowOutput, 
 
 // stream is the stream a batch of rows runs on, and the margin under which
 // its rows' answers are refined: the backend's reduced precision where it
-// has one for a batch of this many tokens (backend.Refiner), else a plain
-// stream (margin 0).
-func (n *network) stream(rows []forwardRow) (backend.Stream, float32) {
-	if r, ok := n.be.(backend.Refiner); ok {
+// has one for a batch of this many tokens (backend.Refiner) and the
+// network's gate is open, else a plain stream (margin 0).
+func (n *network) stream(rows []forwardRow, reduce bool) (backend.Stream, float32) {
+	if r, ok := n.be.(backend.Refiner); ok && reduce && n.gate.Open() {
 		tokens := 0
 		for _, row := range rows {
 			tokens += len(row.IDs)
@@ -214,8 +226,9 @@ func (o rowOutput) nearTie(margin float32) bool {
 // refine runs rows[idx] again on plain streams (the backend's own
 // precision, which holds the parity gate) and puts their outputs in out: the
 // near-ties of batches run in a reduced precision. Rows never see each
-// other in a batch, so a batch of only these rows answers them as their
-// first batch would have in this precision.
+// other in a batch, so a batch of only these rows answers them in this
+// precision as any batch would (to its rounding: a batch of other sizes may
+// take other kernels).
 func (n *network) refine(ctx context.Context, rows []forwardRow, idx []int, out []rowOutput) error {
 	slices.SortStableFunc(idx, func(a, b int) int { return len(rows[a].IDs) - len(rows[b].IDs) })
 	for start := 0; start < len(idx); start += n.batchSize {

@@ -106,7 +106,10 @@ func longWindows(n, room, overlap, budget int, fromEnd bool) ([]window, bool) {
 
 // PredictLong answers every question about a state that may be longer than a
 // row can hold. A state that fits every question's row is answered exactly as
-// PredictRequest answers it, byte for byte. A longer one is read in windows:
+// PredictRequest answers it, byte for byte (on a backend that runs batches in
+// a reduced precision first, backend.Refiner, to that precision's rounding:
+// which batches do depends on their size and on recent near-ties). A longer
+// one is read in windows, which run in the backend's own precision only:
 // for each question, spans of the state as long as the room its row leaves
 // (max_len minus the question, its options and three special tokens),
 // neighbours sharing opts.Overlap tokens, the last span flush with the end.
@@ -179,7 +182,14 @@ func (a *Agent) PredictLong(ctx context.Context, req Request, opts LongOptions) 
 	for i, r := range rows {
 		fwd[i] = r.forwardRow()
 	}
-	outs, err := net.forward(ctx, fwd)
+	// Windows of one question compete (the best one answers), and a
+	// reduced precision's refinement only looks within a row: several
+	// windows run in the backend's own precision only.
+	forward := net.forward
+	if len(rows) > len(qs) {
+		forward = net.forwardExact
+	}
+	outs, err := forward(ctx, fwd)
 	if err != nil {
 		return nil, err
 	}

@@ -23,12 +23,6 @@ type refiner struct {
 	skew      float32
 
 	plain, reduced int
-	rows, again    int // as Refined reported them
-}
-
-func (r *refiner) Refined(rows, again int) {
-	r.rows += rows
-	r.again += again
 }
 
 func (r *refiner) NewStream() backend.Stream {
@@ -113,22 +107,26 @@ func TestRefineNearTies(t *testing.T) {
 	}
 	sorted := slices.Clone(gaps)
 	slices.Sort(sorted)
-	median := sorted[len(sorted)/2]
+	// A tenth of the rows under the margin: few enough that the network's
+	// gate (backend.RefineGate) stays open over the batches of 8.
+	tenth := sorted[len(sorted)/10]
 
 	for _, c := range []struct {
 		name      string
 		margin    float32
 		minTokens int
 		skew      float32
+		batch     int
 	}{
-		{"margin at the median gap", median, 1, 1e-3},
-		{"every row refined", 1e9, 1, 0.5},
-		{"no row refined", 1e-9, 1, 0},
-		{"batches too small to reduce", median, 1 << 30, 0.5},
+		{"margin at the tenth gap", tenth, 1, 1e-3, 8},
+		// One batch: a gate closes after a few batches refined throughout.
+		{"every row refined", 1e9, 1, 0.5, len(rows)},
+		{"no row refined", 1e-9, 1, 0, 8},
+		{"batches too small to reduce", tenth, 1 << 30, 0.5, 8},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			be := &refiner{Backend: cpu.New(), margin: c.margin, minTokens: c.minTokens, skew: c.skew}
-			n, err := newNetwork(ckpt, networkOptions{Instance: be, BatchSize: 8, PadID: ckpt.Encoder.PadTokenID})
+			n, err := newNetwork(ckpt, networkOptions{Instance: be, BatchSize: c.batch, PadID: ckpt.Encoder.PadTokenID})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -138,7 +136,7 @@ func TestRefineNearTies(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			batches := (len(rows) + 7) / 8
+			batches := (len(rows) + c.batch - 1) / c.batch
 			if c.minTokens > 1 {
 				if be.reduced != 0 || be.plain != batches {
 					t.Errorf("%d reduced and %d plain streams, want 0 and %d", be.reduced, be.plain, batches)
@@ -169,10 +167,7 @@ func TestRefineNearTies(t *testing.T) {
 					kept++ // a row of one option is never a tie
 				}
 			}
-			if be.rows != len(rows) || c.skew > 0 && be.again != again {
-				t.Errorf("Refined told of %d rows, %d run again; want %d, %d", be.rows, be.again, len(rows), again)
-			}
-			if want := (again + 7) / 8; c.skew > 0 && be.plain != want {
+			if want := (again + c.batch - 1) / c.batch; c.skew > 0 && be.plain != want {
 				t.Errorf("%d plain streams for %d refined rows, want %d", be.plain, again, want)
 			}
 			if c.margin == 1e9 && kept != 0 || c.margin == 1e-9 && be.plain != 0 {
@@ -203,5 +198,66 @@ func TestNearTie(t *testing.T) {
 		if got := backend.NearTie(c.logits, c.margin); got != c.want {
 			t.Errorf("NearTie(%v, %g) = %v, want %v", c.logits, c.margin, got, c.want)
 		}
+	}
+}
+
+// Once most rows of reduced batches run again, the network's gate sends
+// batches to plain streams, but for a probe one batch in ProbeEvery; a long
+// state's windows never run reduced.
+func TestRefineGateCloses(t *testing.T) {
+	ckpt, err := weights.LoadCheckpoint(oracletest.Checkpoint("tiny-en"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ckpt.Close()
+	rows := forwardtest.Rows(oracletest.Cases(t, "tiny-en")[0].Rows)
+	be := &refiner{Backend: cpu.New(), margin: 1e9, minTokens: 1}
+	n, err := newNetwork(ckpt, networkOptions{Instance: be, BatchSize: len(rows), PadID: ckpt.Encoder.PadTokenID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.close()
+	const calls = 6 * backend.ProbeEvery
+	for range calls {
+		if _, err := n.forward(context.Background(), rows); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The first few batches run reduced until the moving average passes
+	// MaxShare; then one in ProbeEvery.
+	if be.reduced > 6+calls/backend.ProbeEvery || be.reduced < calls/backend.ProbeEvery {
+		t.Errorf("%d of %d batches reduced with every row refined, want a few and then one in %d", be.reduced, calls, backend.ProbeEvery)
+	}
+	before := be.reduced
+	if _, err := n.forwardExact(context.Background(), rows); err != nil {
+		t.Fatal(err)
+	}
+	if be.reduced != before {
+		t.Error("forwardExact ran a batch reduced")
+	}
+}
+
+// PredictLong's windows compete with each other, which a row's own near-tie
+// check does not cover: a long state runs no batch reduced, a state that
+// fits runs as PredictRequest does.
+func TestPredictLongNotReduced(t *testing.T) {
+	ctx := context.Background()
+	be := &refiner{Backend: cpu.New(), margin: 1e-9, minTokens: 1}
+	agent, err := Load(ctx, checkpointDir("tiny-en"), WithBackendInstance(be), WithBatchSize(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer agent.Close()
+	if _, err := agent.PredictLong(ctx, Request{State: Text(longText(60)), Questions: longQuestions()}, LongOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if be.reduced != 0 {
+		t.Errorf("a long state ran %d batches reduced", be.reduced)
+	}
+	if _, err := agent.PredictLong(ctx, Request{State: Text(longText(1)), Questions: longQuestions()}, LongOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if be.reduced == 0 {
+		t.Error("a state that fits ran no batch reduced, as PredictRequest would")
 	}
 }

@@ -134,22 +134,28 @@ type Timer interface {
 // reduced ones: near-ties are where a reduced precision flips an answer,
 // and rows never see each other in a batch, so re-running some rows
 // changes no other. A nil stream (a batch too small for the reduced
-// precision to pay, refining off, or a RefineGate closed) means NewStream
-// for the whole batch. After a reduced batch the model reports, through
-// Refined, how many of its rows it ran again.
+// precision to pay, or refining off) means NewStream for the whole batch.
+//
+// Only decisions taken by a row's own argmax are covered: a caller that
+// compares rows with each other (the best of a long state's windows) runs
+// them on NewStream. Whether a row runs reduced depends on its batch (its
+// token count) and on the caller's RefineGate, so the probabilities of rows
+// that are not near-ties may differ between two runs by the reduced
+// precision's error.
 type Refiner interface {
 	ReducedStream(tokens int) (s Stream, margin float32)
-	Refined(rows, again int)
 }
 
-// RefineGate is a Refiner's account of whether running reduced first
-// pays: a batch's reduced run saves a share of its plain cost, and each row
-// run again costs a plain run of that row, so once more than MaxShare of
-// the rows of recent reduced batches ran again, reducing loses, and Open
-// says no, except for every ProbeEvery-th batch, whose outcome keeps the
-// account current. Traffic of real decisions, few of them near-ties, keeps
-// it open; a checkpoint whose options tie throughout (random weights)
-// closes it. The zero value is open. It is safe for concurrent use.
+// RefineGate is a Refiner's caller's account of whether running reduced
+// first pays: a batch's reduced run saves a share of its plain cost, and
+// each row run again costs a plain run of that row, so once more than
+// MaxShare of the rows of recent reduced batches ran again, reducing
+// loses, and Open says no, except for every ProbeEvery-th batch, whose
+// outcome keeps the account current. Traffic of real decisions, few of
+// them near-ties, keeps it open; a checkpoint whose options tie throughout
+// (random weights) closes it. One gate a checkpoint: near-ties are the
+// checkpoint's and its traffic's, not the backend's. The zero value is
+// open. It is safe for concurrent use.
 type RefineGate struct {
 	mu    sync.Mutex
 	share float64 // moving average of the share of rows run again, per reduced batch
@@ -169,8 +175,9 @@ const (
 	refineWeight = 0.25
 )
 
-// Open reports whether the next batch (of enough tokens to be reduced)
-// should run reduced first.
+// Open reports whether the next batch should run reduced first (asked for
+// every batch a Refiner may reduce: a closed gate also counts the batches
+// too small to reduce towards its next probe).
 func (g *RefineGate) Open() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()

@@ -94,8 +94,6 @@ type Backend struct {
 	graphsOff bool
 	opTimes   map[string]*backend.OpTime // while profiling
 
-	refineGate backend.RefineGate // whether FP16 first still pays (ReducedStream)
-
 	bufs      sync.Pool // *recordBufs
 	profiling atomic.Bool
 	deviceNs  atomic.Int64
@@ -516,20 +514,14 @@ func (b *Backend) NewStream() backend.Stream { return b.newStream(b.opts.Precisi
 // and tensor-core attention read their activations in one fp16 term (FP16:
 // the same fp16 weights, half the GEMM work), with Refine as the margin
 // under which the model runs a row again on NewStream. Smaller batches,
-// where FP16X2's second term costs little, other precisions, and batches
-// while too many rows of recent reduced ones ran again (backend.RefineGate)
-// get nil.
+// where FP16X2's second term costs little, and other precisions get nil.
 func (b *Backend) ReducedStream(tokens int) (backend.Stream, float32) {
 	o := b.opts
-	if !o.refining() || tokens < o.refineTokens() || !b.refineGate.Open() {
+	if !o.refining() || tokens < o.refineTokens() {
 		return nil, 0
 	}
 	return b.newStream(FP16), o.Refine
 }
-
-// Refined is backend.Refiner: the outcome of a reduced stream's batch,
-// which keeps the backend's RefineGate.
-func (b *Backend) Refined(rows, again int) { b.refineGate.Observe(rows, again) }
 
 func (b *Backend) newStream(prec Precision) *stream {
 	s := &stream{be: b, prec: prec}

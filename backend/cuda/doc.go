@@ -100,21 +100,26 @@
 // little at one question (the GEMMs wait on the weights, and the second
 // product finds them in L2) and up to half the request's GPU time at fifty.
 // So with Options.Refine (the registered backend's default: refine=0.1),
-// a batch of at least Options.RefineTokens tokens (default 256, four short
-// questions) runs in FP16 first (backend.Refiner: the same fp16 weights,
+// a batch of at least Options.RefineTokens tokens (default 256, about four
+// short questions) runs in FP16 first (backend.Refiner: the same fp16 weights,
 // one term), and only the rows whose two largest option logits lie closer
-// than the margin run again in FP16X2, whose outputs replace theirs. FP16
-// moves a gap between two logits of a row by at most 0.027 on every
-// bundled golden (TestForwardGoldens reports it per checkpoint), so above
-// the margin its answer is FP16X2's; on the goldens 3–8 % of the rows are
-// refined. The answers are FP16X2's, the probabilities of rows not refined
-// FP16's (within 0.005 of upstream's). Where near-ties are common (a
-// checkpoint of random weights, whose options score alike) the second pass
-// costs more than the first saves: once more than a quarter of the rows of
-// recent reduced batches ran again, batches run in FP16X2 directly, but
-// one in eight, whose outcome keeps the account (backend.RefineGate).
-// refine=off runs every batch in FP16X2; Stats counts the streams of each
-// kind.
+// than the margin run again in FP16X2, whose outputs replace theirs. On
+// every bundled golden FP16 moved the gap between two logits of a row by
+// at most 0.027 from upstream's (TestForwardGoldens reports it per
+// checkpoint), so a row's argmax (a choice, a tournament group's winner)
+// kept from FP16 is the one FP16X2 gives, as far as the goldens' error
+// bound goes; on the goldens 3–8 % of the rows are refined. The
+// probabilities, scores and noul values of rows not refined are FP16's
+// (within 0.005 of upstream's), and which batches run reduced depends on
+// their size and on recent near-ties, so they may differ from call to call
+// by FP16's error. Where near-ties are common (a checkpoint of random
+// weights, whose options score alike) the second pass costs more than the
+// first saves: the model then runs batches in FP16X2 directly but one in
+// eight (backend.RefineGate, one a checkpoint). A long state's windows,
+// which compete with each other, run in FP16X2 only. Reduced and FP16X2
+// segments capture graphs of their own, both counted against maxgraphs;
+// attnterms, when set, applies to both. refine=off runs every batch in
+// FP16X2; Stats counts the streams of each kind.
 //
 // # Options
 //

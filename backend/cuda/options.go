@@ -144,8 +144,8 @@ type Options struct {
 	// Refine, in FP16X2, runs batches of at least RefineTokens tokens in
 	// FP16 first (backend.Refiner: about half the GEMM work where the GEMMs
 	// are compute-bound) and only the rows whose two largest option logits
-	// lie closer than Refine again in FP16X2, so that every answer is
-	// FP16X2's. 0 (or refine=off) turns it off; the registered backend's
+	// lie closer than Refine again in FP16X2, so that a row's argmax is
+	// FP16X2's (doc.go, Refinement). 0 (or refine=off) turns it off; the registered backend's
 	// default is DefaultRefine.
 	Refine float32
 	// RefineTokens is the fewest tokens a batch runs in FP16 first; 0 means
@@ -265,11 +265,11 @@ func (o Options) check() error {
 const DefaultRefine = 0.1
 
 // DefaultRefineTokens is the fewest tokens a batch runs in FP16 first
-// (Options.RefineTokens): measured on the H200, FP16 takes 9–15 % off
-// FP16X2's GPU time at one to three short questions (up to about 260
-// tokens), where the GEMMs wait on the weights that FP16X2's second term
-// finds in L2, and 23–27 % from four on; below, a refined row would cost
-// more than FP16 saves.
+// (Options.RefineTokens): measured on the H200 with laya-bench's short
+// questions, FP16 takes 9–15 % off FP16X2's GPU time at one to three of
+// them (under 256 tokens), where the GEMMs wait on the weights that
+// FP16X2's second term finds in L2, and 23–27 % at four; below, a refined
+// row would cost more than FP16 saves.
 const DefaultRefineTokens = 256
 
 func (o Options) refining() bool { return o.Precision == FP16X2 && o.Refine > 0 }
@@ -289,9 +289,9 @@ type Stats struct {
 	// heuristic's candidates where it offers several); GEMMFallback those
 	// cuBLASLt had no algorithm for, run by cuBLAS.
 	GEMMTuned, GEMMFallback int
-	// Streams counts the streams started in the backend's precision,
-	// ReducedStreams those in FP16 first (Options.Refine): of a request
-	// that ran reduced, a stream in its own precision is its refinement.
+	// Streams counts the streams started in the backend's precision (plain
+	// batches, refinements, embeddings), ReducedStreams those in FP16 first
+	// (Options.Refine, ReducedStream).
 	Streams, ReducedStreams int
 	// KernelsCached: Open loaded the kernels Options.KernelCache kept
 	// instead of compiling them.
