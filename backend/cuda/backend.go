@@ -33,7 +33,7 @@ var driverFuncs = []string{
 
 // kernels are the entry points of kernels.cu.
 type kernels struct {
-	gather, layerNorm, layerNorm4, biasAct, add, actMap, geglu, softmax, rope, attention, actFeatures, to16, packOut, linearSmall uintptr
+	gather, layerNorm, layerNorm4, biasAct, add, actMap, geglu, geglu4, softmax, rope, attention, actFeatures, to16, packOut, linearSmall uintptr
 	// attentionTiled holds the tiled attention kernels by head dim: 8 warps
 	// of 1, 2 and 4 queries each, then 16 warps of 1.
 	attentionTiled map[int]*[4]uintptr
@@ -232,7 +232,7 @@ func (b *Backend) loadModule(cubin []byte) error {
 	}
 	fns := map[string]*uintptr{
 		"gather_rows": &b.k.gather, "layer_norm": &b.k.layerNorm, "layer_norm4": &b.k.layerNorm4, "bias_act": &b.k.biasAct,
-		"add": &b.k.add, "act_map": &b.k.actMap, "geglu": &b.k.geglu, "softmax_rows": &b.k.softmax, "rope": &b.k.rope,
+		"add": &b.k.add, "act_map": &b.k.actMap, "geglu": &b.k.geglu, "geglu4": &b.k.geglu4, "softmax_rows": &b.k.softmax, "rope": &b.k.rope,
 		"attention": &b.k.attention, "act_features": &b.k.actFeatures, "to_16": &b.k.to16, "pack_out": &b.k.packOut,
 		"linear_small": &b.k.linearSmall,
 	}

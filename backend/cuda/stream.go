@@ -721,10 +721,18 @@ func (s *stream) GeGLU(dst, x backend.Tensor) {
 	s.writes(d)
 	n := int64(d.rows) * int64(d.cols)
 	s.mix(opGeGLU, s.ref(d), s.ref(in), uint64(d.rows), uint64(d.cols), uint64(two))
+	vec := s.be.opts.VecGeGLU && d.cols%4 == 0 && two%4 == 0 && n/4 < 1<<31
+	if vec {
+		s.mix(opGeGLU)
+	}
 	var o *op
 	o = s.record("geglu", func(r *run) error {
 		h, kind, lo := r.shadowArgs(o)
-		return r.l.launch(r.b.drv, r.b.k.geglu, [3]int{r.b.grid(n), 1, 1}, 256, 0, r.cs.stream, dstArg(o, d), u64(in.addr), uint64(two), uint64(d.rows), i32(d.cols), h, kind, lo,
+		fn, grid := r.b.k.geglu, r.b.grid(n)
+		if vec && lo%4 == 0 && in.addr%16 == 0 && d.addr%16 == 0 {
+			fn, grid = r.b.k.geglu4, r.b.grid(n/4)
+		}
+		return r.l.launch(r.b.drv, fn, [3]int{grid, 1, 1}, 256, 0, r.cs.stream, dstArg(o, d), u64(in.addr), uint64(two), uint64(d.rows), i32(d.cols), h, kind, lo,
 			boolArg(r.prec != FP32))
 	})
 	d.lastWriter = o
