@@ -527,6 +527,7 @@ func (b *Backend) newStream(prec Precision) *stream {
 	s := &stream{be: b, prec: prec}
 	if v, ok := b.bufs.Get().(*recordBufs); ok {
 		s.bufs, s.words, s.stage = v, v.words, v.stage
+		s.opSlab, s.linSlab, s.ops = v.opSlab, v.linSlab, v.ops
 	} else {
 		s.bufs = &recordBufs{}
 	}

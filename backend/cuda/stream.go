@@ -45,6 +45,9 @@ type stream struct {
 	stage    []byte
 	layouts  []stagedLayout // per-row metadata staged in this segment
 
+	opSlab  []op       // where record takes its ops from
+	linSlab []linearOp // where Linear takes its linearOps from
+
 	entries []*entry // flushed segments, held until Close
 	cs      *cstream
 	wait    chan error // the last flush's completion, until received
@@ -166,7 +169,7 @@ func (s *stream) sumTerms(t *tensor) {
 	s.writes(t)
 	n := int64(t.rows) * int64(t.cols)
 	s.mix(opAdd, s.ref(t), uint64(two))
-	s.record("terms", func(r *run) error {
+	s.record("terms", func(o *op, r *run) error {
 		return r.l.launch(r.b.drv, r.b.k.add, [3]int{r.b.grid(n), 1, 1}, 256, 0, r.cs.stream, u64(t.addr), u64(t.addr), uint64(two), 0, 0, uint64(n))
 	})
 }
@@ -238,21 +241,46 @@ func (s *stream) stageI32(v []int32) int64 {
 	return s.stageBytes(unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), len(v)*4))
 }
 
-func (s *stream) record(name string, f func(x *run) error) *op {
-	o := &op{name: name, issue: f}
+func (s *stream) record(name string, f func(o *op, x *run) error) *op {
+	if len(s.opSlab) == cap(s.opSlab) {
+		// A new slab; the full one stays where it is, its ops held by
+		// pointer (s.ops, tensors' lastWriter).
+		s.opSlab = make([]op, 0, max(64, 2*cap(s.opSlab)))
+	}
+	s.opSlab = append(s.opSlab, op{name: name, issue: f})
+	o := &s.opSlab[len(s.opSlab)-1]
 	s.ops = append(s.ops, o)
 	return o
+}
+
+// newLinear is a zeroed linearOp from the stream's slab (see record).
+func (s *stream) newLinear() *linearOp {
+	if len(s.linSlab) == cap(s.linSlab) {
+		s.linSlab = make([]linearOp, 0, max(32, 2*cap(s.linSlab)))
+	}
+	s.linSlab = append(s.linSlab, linearOp{})
+	return &s.linSlab[len(s.linSlab)-1]
+}
+
+// issueOp issues o: a Linear through its linearOp (recorded without a
+// closure), anything else through its issue function.
+func (o *op) issueOp(x *run) error {
+	if o.issue == nil {
+		return o.lin.issue(x)
+	}
+	return o.issue(o, x)
 }
 
 // op is a recorded operation: its name (for Profiler), what issues it, and
 // what the peephole fusions need to know of it.
 type op struct {
 	name     string
-	issue    func(x *run) error
-	lin      *linearOp    // a Linear
-	add      [3]*tensor   // an Add: dst, a, b
-	residual *residualAdd // an Add in place a LayerNorm may fold
-	shadow   *tensor      // a producer (LayerNorm, Attention, GeGLU) also writes this 16-bit copy of its output
+	issue    func(o *op, x *run) error // o itself: closures need not capture it
+	lin      *linearOp                 // a Linear
+	add      [3]*tensor                // an Add: dst, a, b
+	residual *residualAdd              // an Add in place a LayerNorm may fold (&res)
+	res      residualAdd
+	shadow   *tensor // a producer (LayerNorm, Attention, GeGLU) also writes this 16-bit copy of its output
 	// noF32: the producer stores only the 16-bit copy; its float32 output
 	// was discarded with no reader but the GEMMs of the copy (Discard).
 	noF32 bool
@@ -316,7 +344,7 @@ func (s *stream) Gather(dst, table backend.Tensor, index []int32) {
 	off := s.stageI32(index)
 	n := len(index)
 	s.mix(opGather, s.ref(d), s.ref(tb), uint64(n))
-	s.record("gather", func(x *run) error {
+	s.record("gather", func(o *op, x *run) error {
 		return x.l.launch(x.b.drv, x.b.k.gather, [3]int{n, 1, 1}, 128, 0, x.cs.stream, u64(d.addr), u64(tb.addr), u64(x.e.devIn)+uint64(off), i32(tb.cols))
 	})
 }
@@ -339,8 +367,7 @@ func (s *stream) LayerNorm(dst, x, weight, bias backend.Tensor, eps float32) {
 	s.reads(in, w, b)
 	s.writes(d)
 	s.mix(opLayerNorm, s.ref(d), s.ref(in), s.ref(w), s.ref(b), uint64(in.rows), uint64(in.cols), f32(eps))
-	var o *op
-	o = s.record("layerNorm", func(x *run) error {
+	o := s.record("layerNorm", func(o *op, x *run) error {
 		var bp, rp uintptr
 		var two int64
 		if b != nil {
@@ -369,7 +396,8 @@ func (s *stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activat
 	read := in.f32Read
 	s.reads(in, w, b)
 	s.writes(d)
-	lin := &linearOp{d: d, in: in, w: w, b: b, act: act, m: in.rows, k: in.cols, n: w.rows, small: s.smallLinear(in.rows, w)}
+	lin := s.newLinear()
+	*lin = linearOp{d: d, in: in, w: w, b: b, act: act, m: in.rows, k: in.cols, n: w.rows, small: s.smallLinear(in.rows, w)}
 	m, k, n := lin.m, lin.k, lin.n
 	s.mix(opLinear, s.ref(d), s.ref(in), s.ref(w), s.ref(b), uint64(m), uint64(k), uint64(n), uint64(act))
 	if lin.small {
@@ -430,7 +458,7 @@ func (s *stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activat
 		}
 		s.temp = max(s.temp, need)
 	}
-	o := s.record(name, lin.issue)
+	o := s.record(name, nil)
 	o.lin = lin
 }
 
@@ -656,7 +684,7 @@ func (s *stream) Add(dst, a, b backend.Tensor) {
 	s.writes(d)
 	n := int64(d.rows) * int64(d.cols)
 	s.mix(opAdd, s.ref(d), s.ref(x), s.ref(y), uint64(n), uint64(x2), uint64(y2))
-	o := s.record("add", func(r *run) error {
+	o := s.record("add", func(o *op, r *run) error {
 		return r.l.launch(r.b.drv, r.b.k.add, [3]int{r.b.grid(n), 1, 1}, 256, 0, r.cs.stream, u64(d.addr), u64(x.addr), uint64(x2), u64(y.addr), uint64(y2), uint64(n))
 	})
 	if x2 == 0 && y2 == 0 {
@@ -665,9 +693,11 @@ func (s *stream) Add(dst, a, b backend.Tensor) {
 	// x = x + p (or p + x): a LayerNorm of x next may do the sum itself.
 	switch {
 	case d == x && d != y && x2 == 0:
-		o.residual = &residualAdd{x: d, p: y, two: y2}
+		o.res = residualAdd{x: d, p: y, two: y2}
+		o.residual = &o.res
 	case d == y && d != x && y2 == 0:
-		o.residual = &residualAdd{x: d, p: x, two: x2}
+		o.res = residualAdd{x: d, p: x, two: x2}
+		o.residual = &o.res
 	}
 }
 
@@ -687,7 +717,7 @@ func (s *stream) Activate(dst, x backend.Tensor, act backend.Activation) {
 	s.writes(d)
 	n := int64(d.rows) * int64(d.cols)
 	s.mix(opActivate, s.ref(d), s.ref(in), uint64(n), uint64(act))
-	s.record("activate", func(r *run) error {
+	s.record("activate", func(o *op, r *run) error {
 		return r.l.launch(r.b.drv, r.b.k.actMap, [3]int{r.b.grid(n), 1, 1}, 256, 0, r.cs.stream, u64(d.addr), u64(in.addr), uint64(n), uint64(act))
 	})
 }
@@ -705,7 +735,7 @@ func (s *stream) Softmax(dst, x backend.Tensor) {
 	if in.cols > 2048 {
 		block = 512
 	}
-	s.record("softmax", func(r *run) error {
+	s.record("softmax", func(o *op, r *run) error {
 		return r.l.launch(r.b.drv, r.b.k.softmax, [3]int{in.rows, 1, 1}, block, 0, r.cs.stream, u64(d.addr), u64(in.addr), i32(in.cols))
 	})
 }
@@ -725,8 +755,7 @@ func (s *stream) GeGLU(dst, x backend.Tensor) {
 	if vec {
 		s.mix(opGeGLU)
 	}
-	var o *op
-	o = s.record("geglu", func(r *run) error {
+	o := s.record("geglu", func(o *op, r *run) error {
 		h, kind, lo := r.shadowArgs(o)
 		fn, grid := r.b.k.geglu, r.b.grid(n)
 		if vec && lo%4 == 0 && in.addr%16 == 0 && d.addr%16 == 0 {
@@ -812,7 +841,7 @@ func (s *stream) pending(t *tensor) {
 	off := s.stageLayout(layoutPositions, t.rows, r.layout, 0)
 	s.mix(opRope, s.ref(t))
 	heads, dh, table := r.heads, r.dh, r.table
-	s.record("rope", func(x *run) error {
+	s.record("rope", func(o *op, x *run) error {
 		return x.l.launch(x.b.drv, x.b.k.rope, [3]int{t.rows, 1, 1}, 256, 0, x.cs.stream, u64(t.addr), u64(table), u64(x.e.devIn)+uint64(off), i32(heads), i32(dh))
 	})
 }
@@ -1038,7 +1067,7 @@ func (s *stream) Attention(dst, qkv backend.Tensor, p backend.AttentionParams) {
 			in.rope = rope
 		}
 		s.mix(uint64(nt), uint64(qt), uint64(warps), uint64(fn), uint64(two))
-		o = s.record(name, func(r *run) error {
+		o = s.record(name, func(o *op, r *run) error {
 			h, kind, lo := r.shadowArgs(o)
 			return r.l.launch(r.b.drv, fn, [3]int{nt, heads, 1}, 32*warps, shm, r.cs.stream, dstArg(o, d), u64(in.addr), uint64(two),
 				u64(r.e.devIn)+uint64(off), i32(heads), f32(scale), boolArg(sliding), i32(radius), u64(table), h, kind, lo)
@@ -1046,7 +1075,7 @@ func (s *stream) Attention(dst, qkv backend.Tensor, p backend.AttentionParams) {
 	} else {
 		off := s.stageLayout(layoutMeta, in.rows, p.Layout, 0)
 		s.mix(uint64(window))
-		o = s.record(name, func(r *run) error {
+		o = s.record(name, func(o *op, r *run) error {
 			h, kind, lo := r.shadowArgs(o)
 			return r.l.launch(r.b.drv, r.b.k.attention, [3]int{in.rows, heads, 1}, attentionBlock, shared, r.cs.stream, dstArg(o, d), u64(in.addr),
 				u64(r.e.devIn)+uint64(off), i32(heads), i32(dh), f32(scale), boolArg(sliding), i32(radius), i32(window), h, kind, lo)
@@ -1072,7 +1101,7 @@ func (s *stream) ActFeatures(dst, cls, logits backend.Tensor, counts []int) {
 	off := s.stageI32(meta)
 	rows, dim := c.rows, c.cols
 	s.mix(opActFeatures, s.ref(d), s.ref(c), s.ref(z), uint64(rows), uint64(dim))
-	s.record("actFeatures", func(r *run) error {
+	s.record("actFeatures", func(o *op, r *run) error {
 		return r.l.launch(r.b.drv, r.b.k.actFeatures, [3]int{rows, 1, 1}, 128, 0, r.cs.stream, u64(d.addr), u64(c.addr), u64(z.addr),
 			u64(r.e.devIn)+uint64(off), i32(dim))
 	})
@@ -1284,18 +1313,27 @@ func (s *stream) Close() {
 	b.giveBack(s.entries, s.cs)
 	s.entries, s.cs = nil, nil
 	if s.bufs != nil {
+		// The last (largest) slabs go to the next stream, cleared: their
+		// ops held closures and tensors of this one.
+		clear(s.opSlab)
+		clear(s.linSlab)
+		clear(s.ops[:cap(s.ops)])
 		s.bufs.words, s.bufs.stage = s.words[:0], s.stage[:0]
-		s.words, s.stage = nil, nil
+		s.bufs.opSlab, s.bufs.linSlab, s.bufs.ops = s.opSlab[:0], s.linSlab[:0], s.ops[:0]
+		s.words, s.stage, s.opSlab, s.linSlab, s.ops = nil, nil, nil, nil, nil
 		b.bufs.Put(s.bufs)
 	}
 }
 
-// recordBufs are a closed stream's key words and staging buffer, kept for
-// the next stream: grown afresh for each request they cost more than the
-// rest of the recording.
+// recordBufs are a closed stream's key words, staging buffer and the slabs
+// its operations were recorded in, kept for the next stream: grown afresh
+// for each request they cost more than the rest of the recording.
 type recordBufs struct {
-	words []uint64
-	stage []byte
+	words   []uint64
+	stage   []byte
+	opSlab  []op
+	linSlab []linearOp
+	ops     []*op
 }
 
 // Discard folds a residual Add into the Linear before it: Linear(p, …)
@@ -1516,7 +1554,7 @@ func (b *Backend) execute(s *stream, x *run, tableOff int64, nBack int) error {
 					return err
 				}
 			}
-			if err := o.issue(x); err != nil {
+			if err := o.issueOp(x); err != nil {
 				return err
 			}
 			if prof != nil {
