@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 )
 
@@ -189,5 +190,42 @@ func TestPairwiseSumGrouping(t *testing.T) {
 	// 100000008 + -99999992 = 16, plus a8=3 → 19.
 	if got := sum32(a); got != 19 {
 		t.Errorf("sum32 = %v, want 19", got)
+	}
+}
+
+// Round4's shortcut agrees with rounding the exact decimal expansion
+// (strconv's fixed formatting, parsed back) bit for bit: over random values of
+// every magnitude the shortcut takes, four-decimal values, and values a few
+// ulps either side of a tie.
+func TestRound4Shortcut(t *testing.T) {
+	ref := func(x float64) float64 {
+		r, _ := strconv.ParseFloat(strconv.FormatFloat(x, 'f', 4, 64), 64)
+		return r
+	}
+	seed := uint64(3)
+	next := func() uint64 {
+		seed ^= seed << 13
+		seed ^= seed >> 7
+		seed ^= seed << 17
+		return seed
+	}
+	unit := func() float64 { return float64(next()>>11) / (1 << 53) }
+	for i := range 300000 {
+		var x float64
+		switch i % 4 {
+		case 0:
+			x = (unit()*2 - 1) * math.Pow(10, float64(int(next()%11)-6))
+		case 1:
+			x = unit()
+		case 2:
+			x = float64(int64(next()%2000000)-1000000) / 1e4
+		default:
+			// Near a tie k+0.5 (in units of 1e-4), a few ulps off.
+			x = (float64(int64(next()%2000000)-1000000) + 0.5) / 1e4
+			x = math.Float64frombits(math.Float64bits(x) + next()%9 - 4)
+		}
+		if got, want := Round4(x), ref(x); math.Float64bits(got) != math.Float64bits(want) {
+			t.Fatalf("Round4(%v) = %v, want %v", x, got, want)
+		}
 	}
 }

@@ -54,6 +54,9 @@ func write(buf *bytes.Buffer, v Value) {
 // literal: integers verbatim (Python ints are unbounded), floats as
 // float.__repr__.
 func number(v Value) string {
+	if v.canon {
+		return v.text
+	}
 	if v.IsFloat() {
 		return FloatLiteral(v.Float64())
 	}

@@ -3,6 +3,8 @@ package pyjson
 import (
 	"errors"
 	"math"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -384,6 +386,49 @@ func TestObjectKeepsFirstPositionLastValue(t *testing.T) {
 	for i, m := range v.Members() {
 		if m.Key != string(rune('a'+i)) || m.Value.Literal() != Int(int64(i+20)).Literal() {
 			t.Errorf("member %d = %s: %s", i, m.Key, m.Value)
+		}
+	}
+}
+
+// FloatRepr lays the fixed form out from the exponent form's digits; strconv's
+// own fixed formatting (the same shortest digits found again) is the
+// reference, over random bit patterns and over four-decimal values, which the
+// answers are.
+func TestFloatReprFixedLayout(t *testing.T) {
+	ref := func(f float64) string {
+		sci := strconv.FormatFloat(f, 'e', -1, 64)
+		exp, _ := strconv.Atoi(sci[strings.IndexByte(sci, 'e')+1:])
+		if exp+1 <= -4 || exp+1 > 16 {
+			return sci
+		}
+		fixed := strconv.FormatFloat(f, 'f', -1, 64)
+		if !strings.Contains(fixed, ".") {
+			fixed += ".0"
+		}
+		return fixed
+	}
+	seed := uint64(1)
+	next := func() uint64 {
+		seed ^= seed << 13
+		seed ^= seed >> 7
+		seed ^= seed << 17
+		return seed
+	}
+	for i := range 200000 {
+		var f float64
+		switch i % 3 {
+		case 0:
+			f = math.Float64frombits(next())
+		case 1:
+			f = float64(int64(next()%2000000)-1000000) / 1e4
+		default:
+			f = float64(next()%1e6) * math.Pow(10, float64(int(next()%40)-20))
+		}
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			continue
+		}
+		if got, want := FloatRepr(f), ref(f); got != want {
+			t.Fatalf("FloatRepr(%v) = %q, want %q", f, got, want)
 		}
 	}
 }

@@ -41,18 +41,57 @@ func FloatRepr(f float64) string {
 	if s, ok := nonFinite(f, false); ok {
 		return s
 	}
-	sci := strconv.FormatFloat(f, 'e', -1, 64) // d[.ddd]e±XX, at least two exponent digits
-	ePos := strings.IndexByte(sci, 'e')
-	exp, _ := strconv.Atoi(sci[ePos+1:])
+	// One shortest formatting in exponent form gives the digits and the
+	// point; the fixed form is laid out from them (strconv's 'f' with -1
+	// would find the same digits a second time).
+	var buf [32]byte
+	sci := strconv.AppendFloat(buf[:0], f, 'e', -1, 64) // [-]d[.ddd]e±XX, at least two exponent digits
+	ePos := len(sci) - 1
+	for sci[ePos] != 'e' {
+		ePos--
+	}
+	exp := 0
+	for _, c := range sci[ePos+2:] {
+		exp = 10*exp + int(c-'0')
+	}
+	if sci[ePos+1] == '-' {
+		exp = -exp
+	}
 	decpt := exp + 1 // the value is 0.DIGITS × 10^decpt
 	if decpt <= -4 || decpt > 16 {
-		return sci
+		return string(sci)
 	}
-	fixed := strconv.FormatFloat(f, 'f', -1, 64)
-	if !strings.ContainsAny(fixed, ".") {
-		fixed += ".0"
+	var out [40]byte
+	fixed := out[:0]
+	mant := sci[:ePos]
+	if mant[0] == '-' {
+		fixed = append(fixed, '-')
+		mant = mant[1:]
 	}
-	return fixed
+	var digits [20]byte
+	d := append(digits[:0], mant[0])
+	if len(mant) > 1 {
+		d = append(d, mant[2:]...) // past the point
+	}
+	switch {
+	case decpt <= 0:
+		fixed = append(fixed, "0."...)
+		for range -decpt {
+			fixed = append(fixed, '0')
+		}
+		fixed = append(fixed, d...)
+	case decpt >= len(d):
+		fixed = append(fixed, d...)
+		for range decpt - len(d) {
+			fixed = append(fixed, '0')
+		}
+		fixed = append(fixed, ".0"...)
+	default:
+		fixed = append(fixed, d[:decpt]...)
+		fixed = append(fixed, '.')
+		fixed = append(fixed, d[decpt:]...)
+	}
+	return string(fixed)
 }
 
 // FloatLiteral is a float as json.dumps writes it: repr, with NaN, Infinity

@@ -37,6 +37,7 @@ type Value struct {
 	kind    Kind
 	b       bool
 	text    string // string content, or the number literal
+	canon   bool   // text is already json.dumps' spelling of the number (Float)
 	items   []Value
 	members []Member
 }
@@ -60,7 +61,7 @@ func String(s string) Value { return Value{kind: StringKind, text: s} }
 func Int(n int64) Value { return Value{kind: NumberKind, text: strconv.FormatInt(n, 10)} }
 
 // Float returns a JSON float; it is written as Python's repr of f (1.0, 1e-05, NaN).
-func Float(f float64) Value { return Value{kind: NumberKind, text: FloatLiteral(f)} }
+func Float(f float64) Value { return Value{kind: NumberKind, text: FloatLiteral(f), canon: true} }
 
 // Array returns a JSON array of the items.
 func Array(items ...Value) Value {
