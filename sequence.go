@@ -177,11 +177,14 @@ func (b *sequenceBuilder) prefix(q *question) rowPrefix {
 // withState completes a question's row with the state tokens its room holds.
 // p is only read, so one prefix serves any number of rows.
 func (b *sequenceBuilder) withState(p rowPrefix, stateIDs []int, truncateLeft bool) row {
-	ids := make([]int, 0, b.maxLen+1)
+	room := max(0, b.maxLen-len(p.ids)-1)
+	// Sized to what the row holds, not to the agent's max_len (512 and 1024
+	// tokens in the published configs: 4 and 8 KiB a row for a question of a
+	// hundred).
+	ids := make([]int, 0, len(p.ids)+min(len(stateIDs), room)+1)
 	ids = append(ids, p.ids...)
 	prefix := len(ids)
 
-	room := max(0, b.maxLen-len(ids)-1)
 	var st []int
 	if truncateLeft {
 		// Not state[-room:]: with room 0 that would be the whole state (upstream #112).
