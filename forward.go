@@ -199,13 +199,18 @@ func (n *network) forwardRows(ctx context.Context, rows []forwardRow, reduce boo
 // has one for a batch of this many tokens (backend.Refiner) and the
 // network's gate is open, else a plain stream (margin 0).
 func (n *network) stream(rows []forwardRow, reduce bool) (backend.Stream, float32) {
-	if r, ok := n.be.(backend.Refiner); ok && reduce && n.gate.Open() {
+	if r, ok := n.be.(backend.Refiner); ok && reduce {
 		tokens := 0
 		for _, row := range rows {
 			tokens += len(row.IDs)
 		}
+		// The gate is asked only for batches the backend would reduce, so
+		// that its probes are not spent on small ones.
 		if s, margin := r.ReducedStream(tokens); s != nil {
-			return s, margin
+			if n.gate.Open() {
+				return s, margin
+			}
+			s.Close()
 		}
 	}
 	return n.be.NewStream(), 0

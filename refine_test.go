@@ -34,16 +34,23 @@ func (r *refiner) ReducedStream(tokens int) (backend.Stream, float32) {
 	if tokens < r.minTokens {
 		return nil, 0
 	}
-	r.reduced++
-	return skewed{r.Backend.NewStream(), r.skew}, r.margin
+	return &skewed{Stream: r.Backend.NewStream(), skew: r.skew, r: r}, r.margin
 }
 
+// skewed counts itself in r.reduced when it is first read: a reduced stream
+// the network closes unused (its gate shut) did not run.
 type skewed struct {
 	backend.Stream
 	skew float32
+	r    *refiner
+	read bool
 }
 
-func (s skewed) Read(ctx context.Context, t backend.Tensor, dst []float32) error {
+func (s *skewed) Read(ctx context.Context, t backend.Tensor, dst []float32) error {
+	if !s.read {
+		s.read = true
+		s.r.reduced++
+	}
 	err := s.Stream.Read(ctx, t, dst)
 	for j := range dst {
 		dst[j] += s.skew * float32(j%3)

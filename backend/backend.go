@@ -153,7 +153,7 @@ type Refiner interface {
 // loses, and Open says no, except for every ProbeEvery-th batch, whose
 // outcome keeps the account current. Traffic of real decisions, few of
 // them near-ties, keeps it open; a checkpoint whose options tie throughout
-// (random weights) closes it. One gate a checkpoint: near-ties are the
+// (random weights) closes it. One gate a loaded model: near-ties are the
 // checkpoint's and its traffic's, not the backend's. The zero value is
 // open. It is safe for concurrent use.
 type RefineGate struct {
@@ -175,9 +175,8 @@ const (
 	refineWeight = 0.25
 )
 
-// Open reports whether the next batch should run reduced first (asked for
-// every batch a Refiner may reduce: a closed gate also counts the batches
-// too small to reduce towards its next probe).
+// Open reports whether the next batch, one the Refiner offered a reduced
+// stream for, should run reduced first.
 func (g *RefineGate) Open() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()

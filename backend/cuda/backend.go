@@ -536,11 +536,6 @@ func (b *Backend) newStream(prec Precision) *stream {
 		s.closed = true
 		s.err = fmt.Errorf("cuda: %w: the backend is closed", backend.ErrForeignTensor)
 	}
-	if prec != b.opts.Precision {
-		b.stats.ReducedStreams++
-	} else {
-		b.stats.Streams++
-	}
 	b.mu.Unlock()
 	return s
 }

@@ -294,9 +294,9 @@ type Stats struct {
 	// heuristic's candidates where it offers several); GEMMFallback those
 	// cuBLASLt had no algorithm for, run by cuBLAS.
 	GEMMTuned, GEMMFallback int
-	// Streams counts the streams started in the backend's precision (plain
-	// batches, refinements, embeddings), ReducedStreams those in FP16 first
-	// (Options.Refine, ReducedStream).
+	// Streams counts the streams that ran in the backend's precision (plain
+	// batches, refinements, embeddings), ReducedStreams those that ran in
+	// FP16 first (Options.Refine, ReducedStream).
 	Streams, ReducedStreams int
 	// KernelsCached: Open loaded the kernels Options.KernelCache kept
 	// instead of compiling them.

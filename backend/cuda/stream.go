@@ -752,10 +752,11 @@ func (s *stream) GeGLU(dst, x backend.Tensor) {
 	n := int64(d.rows) * int64(d.cols)
 	s.mix(opGeGLU, s.ref(d), s.ref(in), uint64(d.rows), uint64(d.cols), uint64(two))
 	vec := s.be.opts.VecGeGLU && d.cols%4 == 0 && two%4 == 0 && n/4 < 1<<31
+	name := "geglu"
 	if vec {
-		s.mix(opGeGLU)
+		name = "geglu4" // the profiler's name: which kernel ran
 	}
-	o := s.record("geglu", func(o *op, r *run) error {
+	o := s.record(name, func(o *op, r *run) error {
 		h, kind, lo := r.shadowArgs(o)
 		fn, grid := r.b.k.geglu, r.b.grid(n)
 		if vec && lo%4 == 0 && in.addr%16 == 0 && d.addr%16 == 0 {
@@ -1122,7 +1123,9 @@ func (s *stream) Err() error { return s.err }
 // discarded after a producer that then stored only its 16-bit copy has no
 // float32 contents to read: that is an error, not whatever its memory held.
 func (s *stream) Read(ctx context.Context, t backend.Tensor, dst []float32) error {
-	if x, ok := t.(*tensor); ok && x != nil && x.s == s && s.err == nil && x.lastWriter != nil && x.lastWriter.noF32 {
+	// A closed stream's ops went back to the pool with its slabs: begin
+	// refuses it before a tensor's lastWriter is looked at.
+	if x, ok := t.(*tensor); ok && x != nil && x.s == s && !s.closed && s.err == nil && x.lastWriter != nil && x.lastWriter.noF32 {
 		s.fail(fmt.Errorf("cuda: read of discarded tensor [%d, %d]: its producer stored only the 16-bit copy a GEMM read", x.rows, x.cols))
 		return s.err
 	}
@@ -1173,6 +1176,18 @@ func (s *stream) flush(ctx context.Context, target *tensor) ([]byte, error) {
 		return nil, err
 	}
 	b := s.be
+	if s.seg == 0 {
+		// Streams are counted once they run: a reduced stream the model
+		// closed unused (its gate shut) is not one.
+		reduced := s.prec != b.opts.Precision
+		b.count(func(st *Stats) {
+			if reduced {
+				st.ReducedStreams++
+			} else {
+				st.Streams++
+			}
+		})
+	}
 	back := s.readback(target)
 	s.reads(back...)
 	offs := make([]int64, len(back))
@@ -1348,7 +1363,7 @@ type recordBufs struct {
 // floats a layer on ModernBERT-large).
 func (s *stream) Discard(x backend.Tensor) {
 	t, ok := x.(*tensor)
-	if !ok || t == nil || t.s != s || t.seg != s.seg || s.err != nil {
+	if !ok || t == nil || t.s != s || t.seg != s.seg || s.err != nil || s.closed {
 		return
 	}
 	if o := t.lastWriter; o != nil && o.shadow == t && !o.noF32 && !t.f32Read {
