@@ -1,6 +1,6 @@
 // Package backend is the contract between the Laya model code (packages
 // encoder and heads) and the machines that run it: a pure-Go CPU reference
-// (package backend/cpu) and the Metal GPU backend.
+// (package backend/cpu), the Metal GPU backend and the cuda backend.
 //
 // The contract is shaped for a GPU. Tensors are opaque handles owned by the
 // backend; weights are uploaded once; a forward pass records operations on a
@@ -12,4 +12,13 @@
 // records the first error and turns the rest of the stream into no-ops;
 // Stream.Read and Stream.Err report it. This keeps model code reading like
 // the model diagram instead of a wall of error checks.
+//
+// Beyond Backend and Stream, a backend may implement optional interfaces,
+// which callers find by type assertion: on a Backend, MappedUploader and
+// MappingForgetter (weights read in place from a checkpoint's mapping),
+// Timer (device time), Counter (what it did, by name), Profiler (time per
+// operation) and Refiner (a faster reduced precision whose near-ties the
+// model runs again; RefineGate keeps its account); on a Stream, RowPacker
+// (batches without padding), TokenBucketer (token counts bucketed to share
+// recorded work) and Discarder (a tensor nothing reads any more).
 package backend
