@@ -6,7 +6,8 @@
 // backend; weights are uploaded once; a forward pass records operations on a
 // Stream, which may run them asynchronously, and Stream.Read is the only
 // point where the host waits for results. Every operation computes in
-// float32 with float32 (or wider) accumulation.
+// float32 with float32 (or wider) accumulation, except where a backend
+// documents a reduced precision (the cuda backend's 16-bit GEMM operands).
 //
 // Errors are sticky, like a command encoder's: an operation with a bad shape
 // records the first error and turns the rest of the stream into no-ops;
