@@ -14,7 +14,8 @@ import (
 // SelfTest opens a backend with opts, runs two small GEMMs (one with bias
 // and GELU, one plain), their sum and a sliding-window attention on it
 // three times (kernel by kernel, then from a
-// captured graph), checks both against a float64 reference computed here,
+// captured graph), on its streams and, with refinement on, on its reduced
+// ones, checks both against a float64 reference computed here,
 // and closes the backend. A caller choosing a backend (an "auto" choice)
 // runs it first: it fails with the reason (ErrNoCUDA, ErrNoNVRTC,
 // ErrNoCUBLAS, ErrUnsupportedGPU, ErrOutOfMemory, ErrSelfTest) where
@@ -103,8 +104,22 @@ func SelfTest(ctx context.Context, opts Options) error {
 	if opts.Precision != FP32 {
 		tol = 2e-2
 	}
-	for round := range 3 {
-		s := be.NewStream()
+	// With refinement on, the FP16 streams ReducedStream hands out are
+	// checked too: answers taken from them are only re-run on near-ties.
+	type kind struct {
+		name      string
+		newStream func() backend.Stream
+	}
+	kinds := []kind{{opts.Precision.String(), be.NewStream}}
+	if opts.refining() {
+		kinds = append(kinds, kind{"fp16 first (refine)", func() backend.Stream {
+			s, _ := be.(backend.Refiner).ReducedStream(math.MaxInt)
+			return s
+		}})
+	}
+	for round := range 3 * len(kinds) {
+		kd := kinds[round%len(kinds)]
+		s := kd.newStream()
 		xt := s.FromHost(m, k, x)
 		// A GEMM with bias and GELU, and a plain one (in FP16X2 its two
 		// products stay apart until the Add reads them).
@@ -122,7 +137,7 @@ func SelfTest(ctx context.Context, opts Options) error {
 		}
 		for i, v := range want {
 			if d := math.Abs(float64(got[i]) - v); !(d <= tol*(1+math.Abs(v))) {
-				return fmt.Errorf("%w: round %d (%v): attention output %d is %v, want %v", ErrSelfTest, round, opts.Precision, i, got[i], v)
+				return fmt.Errorf("%w: round %d (%s): attention output %d is %v, want %v", ErrSelfTest, round/len(kinds), kd.name, i, got[i], v)
 			}
 		}
 	}
