@@ -62,7 +62,9 @@ those times, so they rank operations rather than add up to the request's.
 On cuda the same (GPU time: events around each request's work), and
 --format json adds backend_counters: what the backend did over the timed
 requests (graph replays, captures, segments run kernel by kernel, GEMM
-shapes tuned), so a timed request that missed its graph shows.
+shapes tuned, streams run in fp16 first and in the backend's precision),
+so a timed request that missed its graph, or whose near-ties were run
+again, shows.
 
 On cpu, --joins records every parallel operation of the timed requests and
 prints, per call site, how long its workers were held (wall time × workers)
