@@ -228,27 +228,25 @@ func (o rowOutput) nearTie(margin float32) bool {
 	return backend.NearTie(o.Logits, margin)
 }
 
-// refine runs rows[idx] again on plain streams (the backend's own
-// precision, which holds the parity gate) and puts their outputs in out: the
-// near-ties of batches run in a reduced precision. Rows never see each
-// other in a batch, so a batch of only these rows answers them in this
-// precision as any batch would (to its rounding: a batch of other sizes may
-// take other kernels).
+// refine runs rows[idx] again in the backend's own precision (which holds
+// the parity gate) and puts their outputs in out: the near-ties of batches
+// run in a reduced precision. Rows never see each other in a batch, so
+// batches of only these rows answer them in this precision as any batch
+// would (to its rounding: a batch of other sizes may take other kernels).
 func (n *network) refine(ctx context.Context, rows []forwardRow, idx []int, out []rowOutput) error {
-	slices.SortStableFunc(idx, func(a, b int) int { return len(rows[a].IDs) - len(rows[b].IDs) })
-	for start := 0; start < len(idx); start += n.batchSize {
-		part := idx[start:min(start+n.batchSize, len(idx))]
-		batch := make([]forwardRow, len(part))
-		for i, k := range part {
-			batch[i] = rows[k]
-		}
-		res, err := n.runBatch(ctx, n.be.NewStream(), batch, nil)
-		if err != nil {
-			return err
-		}
-		for i, k := range part {
-			out[k] = res[i]
-		}
+	if len(idx) == 0 {
+		return nil
+	}
+	again := make([]forwardRow, len(idx))
+	for i, k := range idx {
+		again[i] = rows[k]
+	}
+	res, err := n.forwardExact(ctx, again)
+	if err != nil {
+		return err
+	}
+	for i, k := range idx {
+		out[k] = res[i]
 	}
 	return nil
 }
@@ -276,9 +274,9 @@ func (n *network) checkRow(r forwardRow) error {
 	return nil
 }
 
-// runBatch runs one batch on s, which it closes, and reads back its outputs: packed (no padding)
-// on a stream that takes it, else right-padded (the layout of upstream's
-// collate_items). An observer always sees the padded layout, the one
+// runBatch runs one batch on s, which it closes, and reads back its
+// outputs: packed (no padding) on a stream that takes it, else right-padded
+// (the layout of upstream's collate_items). An observer always sees the padded layout, the one
 // upstream's intermediate states have.
 func (n *network) runBatch(ctx context.Context, s backend.Stream, rows []forwardRow, obs backend.Observer) ([]rowOutput, error) {
 	defer s.Close()
