@@ -242,24 +242,23 @@ func (s *stream) stageI32(v []int32) int64 {
 }
 
 func (s *stream) record(name string, f func(o *op, x *run) error) *op {
-	if len(s.opSlab) == cap(s.opSlab) {
-		// A new slab; the full one stays where it is, its ops held by
-		// pointer (s.ops, tensors' lastWriter).
-		s.opSlab = make([]op, 0, max(64, 2*cap(s.opSlab)))
-	}
-	s.opSlab = append(s.opSlab, op{name: name, issue: f})
-	o := &s.opSlab[len(s.opSlab)-1]
+	o := fromSlab(&s.opSlab, 64)
+	o.name, o.issue = name, f
 	s.ops = append(s.ops, o)
 	return o
 }
 
-// newLinear is a zeroed linearOp from the stream's slab (see record).
-func (s *stream) newLinear() *linearOp {
-	if len(s.linSlab) == cap(s.linSlab) {
-		s.linSlab = make([]linearOp, 0, max(32, 2*cap(s.linSlab)))
+// fromSlab is a zeroed T from *slab, a new slab (twice the last, at least
+// first long) when it is full: the full one stays where it is, its elements
+// held by pointer (s.ops, tensors' lastWriter), and Close hands the last one
+// to the next stream.
+func fromSlab[T any](slab *[]T, first int) *T {
+	if len(*slab) == cap(*slab) {
+		*slab = make([]T, 0, max(first, 2*cap(*slab)))
 	}
-	s.linSlab = append(s.linSlab, linearOp{})
-	return &s.linSlab[len(s.linSlab)-1]
+	var zero T
+	*slab = append(*slab, zero)
+	return &(*slab)[len(*slab)-1]
 }
 
 // issueOp issues o: a Linear through its linearOp (recorded without a
@@ -396,7 +395,7 @@ func (s *stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activat
 	read := in.f32Read
 	s.reads(in, w, b)
 	s.writes(d)
-	lin := s.newLinear()
+	lin := fromSlab(&s.linSlab, 32)
 	*lin = linearOp{d: d, in: in, w: w, b: b, act: act, m: in.rows, k: in.cols, n: w.rows, small: s.smallLinear(in.rows, w)}
 	m, k, n := lin.m, lin.k, lin.n
 	s.mix(opLinear, s.ref(d), s.ref(in), s.ref(w), s.ref(b), uint64(m), uint64(k), uint64(n), uint64(act))
