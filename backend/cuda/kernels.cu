@@ -216,7 +216,13 @@ extern "C" __global__ void act_map(float* dst, const float* x, long long n, int 
 }
 
 // geglu's GELU is gelu (double) in fp32 runs and the float32 erfc form when
-// its output feeds 16-bit GEMM operands anyway (fast != 0).
+// its output feeds 16-bit GEMM operands anyway (fast != 0); geglu and
+// geglu4 share it, so that they agree bit for bit.
+__device__ __forceinline__ float geglu1(float v, float u, int fast) {
+	float g = fast ? 0.5f * v * erfcf(-v * 0.70710678118654752f) : gelu(v);
+	return g * u;
+}
+
 // two: x holds two terms (see ld4).
 extern "C" __global__ void geglu(float* dst, const float* x, long long two, long long rows, int inner, u16* h, int kind, long long lo,
 	int fast) {
@@ -227,8 +233,7 @@ extern "C" __global__ void geglu(float* dst, const float* x, long long two, long
 		const float* in = x + r * 2 * inner;
 		float v = two ? in[c] + in[c + two] : in[c];
 		float u = two ? in[inner + c] + in[inner + c + two] : in[inner + c];
-		float g = fast ? 0.5f * v * erfcf(-v * 0.70710678118654752f) : gelu(v);
-		float y = g * u;
+		float y = geglu1(v, u, fast);
 		if (dst) dst[i] = y;
 		if (h) store16(h, i, lo, y, kind);
 	}
@@ -237,8 +242,8 @@ extern "C" __global__ void geglu(float* dst, const float* x, long long two, long
 // geglu4 is geglu for inner, two and lo multiples of 4 and fewer than 2³¹
 // float4s: a thread takes a float4 of the values and of the gates (16-byte
 // loads, as the GEMM wrote them) and finds their row with one 32-bit
-// division, where geglu pays a 64-bit one for every element. Each element's
-// arithmetic is geglu's, so the two agree bit for bit.
+// division, where geglu pays a 64-bit one for every element. Each element
+// is geglu1, as in geglu.
 extern "C" __global__ void geglu4(float* dst, const float* x, long long two, int rows, int inner, u16* h, int kind, long long lo,
 	int fast) {
 	unsigned q = (unsigned)inner / 4, n4 = (unsigned)rows * q;
@@ -246,12 +251,7 @@ extern "C" __global__ void geglu4(float* dst, const float* x, long long two, int
 		unsigned r = i / q, c = 4 * (i - r * q);
 		const float* in = x + (long long)r * 2 * inner + c;
 		float4 v = ld4(in, two), u = ld4(in + inner, two);
-		float a[4] = {v.x, v.y, v.z, v.w}, b[4] = {u.x, u.y, u.z, u.w}, y[4];
-#pragma unroll
-		for (int e = 0; e < 4; e++) {
-			float g = fast ? 0.5f * a[e] * erfcf(-a[e] * 0.70710678118654752f) : gelu(a[e]);
-			y[e] = g * b[e];
-		}
+		float y[4] = {geglu1(v.x, u.x, fast), geglu1(v.y, u.y, fast), geglu1(v.z, u.z, fast), geglu1(v.w, u.w, fast)};
 		long long o = 4LL * i;
 		if (dst) *(float4*)(dst + o) = make_float4(y[0], y[1], y[2], y[3]);
 		if (h) {
