@@ -149,8 +149,8 @@ type Options struct {
 	// FP16 first (backend.Refiner: about half the GEMM work where the GEMMs
 	// are compute-bound) and only the rows whose two largest option logits
 	// lie closer than Refine again in FP16X2, so that a row's argmax is
-	// FP16X2's (doc.go, Refinement). 0 (or refine=off) turns it off; the registered backend's
-	// default is DefaultRefine.
+	// FP16X2's (doc.go, Refinement). 0 (or refine=off) turns it off; the
+	// registered backend's default is DefaultRefine.
 	Refine float32
 	// RefineTokens is the fewest tokens a batch runs in FP16 first; 0 means
 	// DefaultRefineTokens.
