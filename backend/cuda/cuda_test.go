@@ -1438,7 +1438,7 @@ func TestVecGeGLU(t *testing.T) {
 				for k, vec := range []bool{false, true} {
 					// Untuned: two backends' timed GEMM choices could differ
 					// in their last bits, which this test is not about.
-					be := open(t, cuda.Options{Precision: prec, VecGeGLU: vec, NoTune: true})
+					be := open(t, cuda.Options{Precision: prec, ScalarGeGLU: !vec, NoTune: true})
 					upload := func(name string, r, c int, v []float32) backend.Tensor {
 						w, err := be.Upload(name, backend.F32, r, c, raw(v))
 						if err != nil {

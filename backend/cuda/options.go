@@ -134,10 +134,11 @@ type Options struct {
 	// own) instead of cuBLASLt, for comparison. FP32 always runs on
 	// cublasSgemm. Without libcublasLt they run on cuBLAS anyway.
 	GEMMBLAS bool
-	// VecGeGLU runs GeGLU on geglu4 (a float4 a thread, one 32-bit division
-	// a float4) where the shapes allow, instead of geglu (an element a
-	// thread, a 64-bit division each); the two agree bit for bit.
-	VecGeGLU bool
+	// ScalarGeGLU runs GeGLU on geglu (an element a thread, a 64-bit
+	// division each) instead of geglu4 (a float4 a thread, one 32-bit
+	// division a float4, where the widths are multiples of 4), for
+	// comparison; the two agree bit for bit.
+	ScalarGeGLU bool
 	// NoTune takes cuBLASLt's first heuristic choice for every GEMM shape
 	// instead of timing its candidates the first time the shape runs.
 	NoTune bool
@@ -166,7 +167,7 @@ type Options struct {
 // precision=fp32|fp16|bf16|fp16x2, device=N, graphs=off, maxgraphs=N,
 // bucket=N, attn=mma|simt, mmawarps=0|2|4|8, attnterms=0|1|2,
 // attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off,
-// geglu=scalar|vec, cache=DIR|off, refine=MARGIN|off, refinetokens=N.
+// geglu=vec|scalar, cache=DIR|off, refine=MARGIN|off, refinetokens=N.
 func ParseOptions(s string) (Options, error) {
 	var o Options
 	ints := map[string]*int{"device": &o.Device, "bucket": &o.Bucket, "attnqpw": &o.QueriesPerWarp,
@@ -178,7 +179,7 @@ func ParseOptions(s string) (Options, error) {
 		b             *bool
 	}{"attn": {"mma", "simt", &o.SIMTAttention}, "graphs": {"on", "off", &o.NoGraphs},
 		"small": {"on", "off", &o.NoSmallLinear}, "gemm": {"lt", "blas", &o.GEMMBLAS}, "tune": {"on", "off", &o.NoTune},
-		"geglu": {"scalar", "vec", &o.VecGeGLU}}
+		"geglu": {"vec", "scalar", &o.ScalarGeGLU}}
 	for _, f := range strings.Split(s, ",") {
 		f = strings.TrimSpace(f)
 		if f == "" {
@@ -203,7 +204,7 @@ func ParseOptions(s string) (Options, error) {
 			}
 			o.KernelCache = v
 		default:
-			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, bucket=N, attn=mma|simt, mmawarps=0|2|4|8, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off, geglu=scalar|vec, cache=DIR|off, refine=MARGIN|off, refinetokens=N)")
+			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, bucket=N, attn=mma|simt, mmawarps=0|2|4|8, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off, geglu=vec|scalar, cache=DIR|off, refine=MARGIN|off, refinetokens=N)")
 		}
 		if err == nil {
 			err = o.check()

@@ -750,7 +750,7 @@ func (s *stream) GeGLU(dst, x backend.Tensor) {
 	s.writes(d)
 	n := int64(d.rows) * int64(d.cols)
 	s.mix(opGeGLU, s.ref(d), s.ref(in), uint64(d.rows), uint64(d.cols), uint64(two))
-	vec := s.be.opts.VecGeGLU && d.cols%4 == 0 && two%4 == 0 && n/4 < 1<<31
+	vec := !s.be.opts.ScalarGeGLU && d.cols%4 == 0 && two%4 == 0 && n/4 < 1<<31
 	name := "geglu"
 	if vec {
 		name = "geglu4" // the profiler's name: which kernel ran

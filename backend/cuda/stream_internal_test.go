@@ -289,7 +289,7 @@ func TestStackedTermsFP16X2(t *testing.T) {
 	if err := s.Err(); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"layerNorm", "linear", "layerNorm", "linear", "attention", "linear", "geglu", "linear", "terms", "softmax"}
+	want := []string{"layerNorm", "linear", "layerNorm", "linear", "attention", "linear", "geglu4", "linear", "terms", "softmax"}
 	if got := names(s); !slices.Equal(got, want) {
 		t.Errorf("recorded %v, want %v", got, want)
 	}
@@ -940,9 +940,9 @@ func TestReducedStream(t *testing.T) {
 	}
 }
 
-// geglu=vec records geglu4 where the widths allow (a multiple of 4 of inner
-// and of a stacked input's second-term offset), geglu otherwise and without
-// the option.
+// geglu=vec (the default) records geglu4 where the widths allow (a multiple
+// of 4 of inner and of a stacked input's second-term offset), geglu
+// otherwise and with geglu=scalar.
 func TestVecGeGLUChoice(t *testing.T) {
 	for _, c := range []struct {
 		name        string
@@ -950,10 +950,10 @@ func TestVecGeGLUChoice(t *testing.T) {
 		rows, inner int
 		want        string
 	}{
-		{"vec", Options{Precision: FP16, VecGeGLU: true}, 20, 48, "geglu4"},
-		{"vec, fp16x2 stacked", Options{Precision: FP16X2, VecGeGLU: true}, 20, 48, "geglu4"},
-		{"vec, inner 6", Options{Precision: FP16, VecGeGLU: true}, 20, 6, "geglu"},
-		{"scalar", Options{Precision: FP16}, 20, 48, "geglu"},
+		{"vec", Options{Precision: FP16}, 20, 48, "geglu4"},
+		{"vec, fp16x2 stacked", Options{Precision: FP16X2}, 20, 48, "geglu4"},
+		{"vec, inner 6", Options{Precision: FP16}, 20, 6, "geglu"},
+		{"scalar", Options{Precision: FP16, ScalarGeGLU: true}, 20, 48, "geglu"},
 	} {
 		s := &stream{be: &Backend{opts: c.opts}, prec: c.opts.Precision}
 		x := s.FromHost(c.rows, 8, make([]float32, c.rows*8))
