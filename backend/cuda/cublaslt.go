@@ -192,6 +192,7 @@ func ltEpilogue(bias bool, act backend.Activation) (uint32, bool) {
 type ltGEMM struct {
 	m, n, k int
 	typ     uint32 // cudaR16F or cudaR16BF
+	dtyp    uint32 // D's: cudaR32F, or cudaR16F (a GEMM written for GeGLU alone)
 	// batch is 1, or 2: FP16X2's two terms of B into two D (A's stride
 	// 0, one weight), strideB and strideD elements apart.
 	batch            int
@@ -205,7 +206,7 @@ type ltGEMM struct {
 // on; its addresses count only by their alignment.
 type ltKey struct {
 	m, n, k          int
-	typ              uint32
+	typ, dtyp        uint32
 	batch            int
 	strideB, strideD int64
 	epilogue         uint32
@@ -214,7 +215,7 @@ type ltKey struct {
 }
 
 func (g *ltGEMM) key() ltKey {
-	k := ltKey{m: g.m, n: g.n, k: g.k, typ: g.typ, batch: g.batch, epilogue: g.epilogue, accumulate: g.accumulate}
+	k := ltKey{m: g.m, n: g.n, k: g.k, typ: g.typ, dtyp: g.dtyp, batch: g.batch, epilogue: g.epilogue, accumulate: g.accumulate}
 	if g.batch > 1 {
 		k.strideB, k.strideD = g.strideB, g.strideD
 	}
@@ -341,7 +342,7 @@ func (c *cublasLt) newPlan(h uintptr, k ltKey, desc uintptr) (*ltPlan, error) {
 		if p.b, err = c.newLayout(k.typ, k.k, k.m, k.k, k.batch, k.strideB); err != nil {
 			return err
 		}
-		if p.d, err = c.newLayout(cudaR32F, k.n, k.m, k.n, k.batch, k.strideD); err != nil {
+		if p.d, err = c.newLayout(k.dtyp, k.n, k.m, k.n, k.batch, k.strideD); err != nil {
 			return err
 		}
 		var pref uintptr

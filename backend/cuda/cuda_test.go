@@ -1409,7 +1409,10 @@ func TestKernelCache(t *testing.T) {
 // every precision: on a GEMM's output (two stacked terms in FP16X2 on more
 // than smallRows rows) and on a few-rows Linear's, writing the float32
 // output and the 16-bit copy the next GEMM reads; an inner width that is not
-// a multiple of 4 falls back to geglu.
+// a multiple of 4 falls back to geglu. With the GEMM's output discarded
+// after the GeGLU, FP16 writes it as fp16 (tensor.halfLin): geglu and geglu4
+// still agree, and the results stay within fp16's rounding of the float32
+// path's; the other precisions do not change.
 func TestVecGeGLU(t *testing.T) {
 	open(t, cuda.Options{}).Close()
 	const d = 32
@@ -1434,40 +1437,71 @@ func TestVecGeGLU(t *testing.T) {
 		w1, w2 := values(2*sh.inner*d, 1/math.Sqrt(d)), values(d*sh.inner, 1/math.Sqrt(float64(sh.inner)))
 		for _, prec := range precisions {
 			t.Run(fmt.Sprintf("%v/%dx%d", prec, sh.rows, sh.inner), func(t *testing.T) {
-				var got [2][2][]float32 // [scalar, vec][act, f]
+				var got [2][2][2][]float32 // [scalar, vec][kept, discarded][act, f]
 				for k, vec := range []bool{false, true} {
-					// Untuned: two backends' timed GEMM choices could differ
-					// in their last bits, which this test is not about.
-					be := open(t, cuda.Options{Precision: prec, ScalarGeGLU: !vec, NoTune: true})
-					upload := func(name string, r, c int, v []float32) backend.Tensor {
-						w, err := be.Upload(name, backend.F32, r, c, raw(v))
-						if err != nil {
-							t.Fatal(err)
+					for dk, discard := range []bool{false, true} {
+						// Untuned: two backends' timed GEMM choices could
+						// differ in their last bits, which this test is not
+						// about.
+						be := open(t, cuda.Options{Precision: prec, ScalarGeGLU: !vec, NoTune: true})
+						upload := func(name string, r, c int, v []float32) backend.Tensor {
+							w, err := be.Upload(name, backend.F32, r, c, raw(v))
+							if err != nil {
+								t.Fatal(err)
+							}
+							return w
 						}
-						return w
-					}
-					g, W1, W2 := upload("g", 1, d, gs), upload("w1", 2*sh.inner, d, w1), upload("w2", d, sh.inner, w2)
-					s := be.NewStream()
-					x := s.FromHost(sh.rows, d, xs)
-					n, up, act, f := s.New(sh.rows, d), s.New(sh.rows, 2*sh.inner), s.New(sh.rows, sh.inner), s.New(sh.rows, d)
-					s.LayerNorm(n, x, g, nil, 1e-5)
-					s.Linear(up, n, W1, nil, backend.Identity)
-					s.GeGLU(act, up)
-					s.Linear(f, act, W2, nil, backend.Identity)
-					got[k] = [2][]float32{make([]float32, sh.rows*sh.inner), make([]float32, sh.rows*d)}
-					for i, tn := range []backend.Tensor{act, f} {
-						if err := s.Read(context.Background(), tn, got[k][i]); err != nil {
-							t.Fatal(err)
+						g, W1, W2 := upload("g", 1, d, gs), upload("w1", 2*sh.inner, d, w1), upload("w2", d, sh.inner, w2)
+						s := be.NewStream()
+						x := s.FromHost(sh.rows, d, xs)
+						n, up, act, f := s.New(sh.rows, d), s.New(sh.rows, 2*sh.inner), s.New(sh.rows, sh.inner), s.New(sh.rows, d)
+						s.LayerNorm(n, x, g, nil, 1e-5)
+						s.Linear(up, n, W1, nil, backend.Identity)
+						s.GeGLU(act, up)
+						if discard {
+							backend.Discard(s, up)
 						}
+						s.Linear(f, act, W2, nil, backend.Identity)
+						got[k][dk] = [2][]float32{make([]float32, sh.rows*sh.inner), make([]float32, sh.rows*d)}
+						for i, tn := range []backend.Tensor{act, f} {
+							if err := s.Read(context.Background(), tn, got[k][dk][i]); err != nil {
+								t.Fatal(err)
+							}
+						}
+						s.Close()
+						be.Close()
 					}
-					s.Close()
-					be.Close()
 				}
 				for i, name := range []string{"geglu output", "next GEMM's output"} {
-					for j := range got[0][i] {
-						if math.Float32bits(got[0][i][j]) != math.Float32bits(got[1][i][j]) {
-							t.Fatalf("%s %d: geglu %v, geglu4 %v", name, j, got[0][i][j], got[1][i][j])
+					for dk := range 2 {
+						for j := range got[0][dk][i] {
+							if math.Float32bits(got[0][dk][i][j]) != math.Float32bits(got[1][dk][i][j]) {
+								t.Fatalf("%s %d (discarded %v): geglu %v, geglu4 %v", name, j, dk == 1, got[0][dk][i][j], got[1][dk][i][j])
+							}
 						}
+					}
+					kept, disc := got[0][0][i], got[0][1][i]
+					if prec != cuda.FP16 {
+						if !slices.Equal(kept, disc) {
+							t.Fatalf("%s: discarding the GEMM's output changed %v's results", name, prec)
+						}
+						continue
+					}
+					// fp16 rounding of the GeGLU's inputs moves each output
+					// by a few of fp16's ulps of the row's largest; the
+					// float32 bits of a GEMM output read as fp16 would not.
+					big, differ := 0.0, false
+					for _, v := range kept {
+						big = max(big, math.Abs(float64(v)))
+					}
+					for j := range kept {
+						if e := math.Abs(float64(disc[j] - kept[j])); e > big/256 {
+							t.Fatalf("%s %d: %v with the GEMM's output in fp16, %v in float32", name, j, disc[j], kept[j])
+						}
+						differ = differ || disc[j] != kept[j]
+					}
+					if !differ && sh.rows > 16 {
+						t.Errorf("%s: the same with the GEMM's output discarded: not written in fp16?", name)
 					}
 				}
 			})

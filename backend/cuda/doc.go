@@ -52,6 +52,10 @@
 // precisions, the rounding of a GEMM's input into the kernel that produced
 // it (LayerNorm, attention, GeGLU), which stores only that 16-bit copy when
 // the model discards the output after the GEMMs and nothing else read it.
+// In FP16 a GEMM whose output only a GeGLU reads before the model discards
+// it writes that output as fp16 (its float32 sum rounded once, which the
+// GeGLU's own fp16 output then rounds again): half the bytes written and
+// read where GeGLU is bound by memory.
 // Per-row metadata (positions, attention tiles) is staged once per request,
 // whatever the number of layers.
 //

@@ -71,6 +71,13 @@ __device__ __forceinline__ u16 to16(float v, int kind) {
 	return h;
 }
 
+// f16to32 widens an fp16 value.
+__device__ __forceinline__ float f16to32(u16 h) {
+	float v;
+	asm("cvt.f32.f16 %0, %1;" : "=f"(v) : "h"(h));
+	return v;
+}
+
 // store16 writes v as a 16-bit GEMM operand at h[i]; kind 3 (FP16X2)
 // also writes the fp16 rounding of what the first term missed at h[i+lo],
 // so that two GEMMs on the terms give v to about 21 bits.
@@ -223,34 +230,57 @@ __device__ __forceinline__ float geglu1(float v, float u, int fast) {
 	return g * u;
 }
 
-// two: x holds two terms (see ld4).
-extern "C" __global__ void geglu(float* dst, const float* x, long long two, long long rows, int inner, u16* h, int kind, long long lo,
-	int fast) {
+// two: x holds two terms (see ld4). hin: x holds fp16 values instead
+// (u16, one term), as a GEMM writes them for geglu alone in FP16 (stream.go,
+// Discard): half the bytes to read.
+extern "C" __global__ void geglu(float* dst, const void* x, long long two, long long rows, int inner, u16* h, int kind, long long lo,
+	int fast, int hin) {
 	long long n = rows * inner;
 	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
 		long long r = i / inner;
 		int c = (int)(i - r * inner);
-		const float* in = x + r * 2 * inner;
-		float v = two ? in[c] + in[c + two] : in[c];
-		float u = two ? in[inner + c] + in[inner + c + two] : in[inner + c];
+		float v, u;
+		if (hin) {
+			const u16* in = (const u16*)x + r * 2 * inner;
+			v = f16to32(in[c]);
+			u = f16to32(in[inner + c]);
+		} else {
+			const float* in = (const float*)x + r * 2 * inner;
+			v = two ? in[c] + in[c + two] : in[c];
+			u = two ? in[inner + c] + in[inner + c + two] : in[inner + c];
+		}
 		float y = geglu1(v, u, fast);
 		if (dst) dst[i] = y;
 		if (h) store16(h, i, lo, y, kind);
 	}
 }
 
+// ld4h reads four fp16 values (8 bytes) as floats.
+__device__ __forceinline__ float4 ld4h(const u16* p) {
+	uint2 w = *(const uint2*)p;
+	return make_float4(f16to32((u16)(w.x & 0xffffu)), f16to32((u16)(w.x >> 16)), f16to32((u16)(w.y & 0xffffu)), f16to32((u16)(w.y >> 16)));
+}
+
 // geglu4 is geglu for inner, two and lo multiples of 4 and fewer than 2³¹
 // float4s: a thread takes a float4 of the values and of the gates (16-byte
-// loads, as the GEMM wrote them) and finds their row with one 32-bit
-// division, where geglu pays a 64-bit one for every element. Each element
-// is geglu1, as in geglu.
-extern "C" __global__ void geglu4(float* dst, const float* x, long long two, int rows, int inner, u16* h, int kind, long long lo,
-	int fast) {
+// loads, as the GEMM wrote them; 8-byte ones of fp16 with hin) and finds
+// their row with one 32-bit division, where geglu pays a 64-bit one for
+// every element. Each element is geglu1, as in geglu.
+extern "C" __global__ void geglu4(float* dst, const void* x, long long two, int rows, int inner, u16* h, int kind, long long lo,
+	int fast, int hin) {
 	unsigned q = (unsigned)inner / 4, n4 = (unsigned)rows * q;
 	for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += gridDim.x * blockDim.x) {
 		unsigned r = i / q, c = 4 * (i - r * q);
-		const float* in = x + (long long)r * 2 * inner + c;
-		float4 v = ld4(in, two), u = ld4(in + inner, two);
+		float4 v, u;
+		if (hin) {
+			const u16* in = (const u16*)x + (long long)r * 2 * inner + c;
+			v = ld4h(in);
+			u = ld4h(in + inner);
+		} else {
+			const float* in = (const float*)x + (long long)r * 2 * inner + c;
+			v = ld4(in, two);
+			u = ld4(in + inner, two);
+		}
 		float y[4] = {geglu1(v.x, u.x, fast), geglu1(v.y, u.y, fast), geglu1(v.z, u.z, fast), geglu1(v.w, u.w, fast)};
 		long long o = 4LL * i;
 		if (dst) *(float4*)(dst + o) = make_float4(y[0], y[1], y[2], y[3]);

@@ -201,6 +201,7 @@ func (s *stream) reads(ts ...*tensor) {
 // writes marks t as written by the segment: its snapshot is stale.
 func (s *stream) writes(t *tensor) {
 	t.stacked, t.f32Read = false, false
+	t.halfLin, t.halfReader, t.f16 = nil, nil, false
 	if t.s == s {
 		t.snap = nil
 		t.lastWriter = nil
@@ -280,6 +281,7 @@ type op struct {
 	residual *residualAdd              // an Add in place a LayerNorm may fold (&res)
 	res      residualAdd
 	shadow   *tensor // a producer (LayerNorm, Attention, GeGLU) also writes this 16-bit copy of its output
+	halfIn   bool    // a GeGLU reads its input as fp16 (tensor.halfLin)
 	// noF32: the producer stores only the 16-bit copy; its float32 output
 	// was discarded with no reader but the GEMMs of the copy (Discard).
 	noF32 bool
@@ -303,6 +305,7 @@ const (
 	opFuse
 	opNoF32
 	opSmall
+	opHalf
 )
 
 func (s *stream) New(rows, cols int) backend.Tensor {
@@ -459,6 +462,9 @@ func (s *stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activat
 	}
 	o := s.record(name, nil)
 	o.lin = lin
+	if s.prec == FP16 && !lin.small && lin.two == 0 && b == nil && act == backend.Identity && d.s == s && d.seg == s.seg && !d.staged && d != in && d != w {
+		d.halfLin = lin
+	}
 }
 
 // linearOp is a recorded Linear; a residual Add after it may fold into it
@@ -470,6 +476,7 @@ type linearOp struct {
 	wHalf       uintptr
 	shadowIn    bool  // in's 16-bit copy is written by its producer
 	accumulate  bool  // d += x·Wᵀ: cuBLAS's beta = 1
+	halfOut     bool  // d is written as fp16 (tensor.halfLin)
 	two         int64 // FP16X2 stacked: the second term's product goes two elements after d's
 	small       bool  // runs on linear_small (smallLinear)
 }
@@ -559,13 +566,17 @@ func (lin *linearOp) issue(x *run) error {
 		// stays with bias_act.
 		epi, fuses := ltEpilogue(b != nil, lin.act)
 		acc := lin.accumulate
+		dtyp := uint32(cudaR32F)
+		if lin.halfOut {
+			dtyp = cudaR16F
+		}
 		for term := range terms(prec) {
 			if term == 1 {
 				xh += uintptr(mk * 2)
 				beta, acc = x.b.alpha, true
 			}
 			if x.b.lt != nil {
-				g := ltGEMM{m: m, n: n, k: k, typ: uint32(typ), batch: 1, epilogue: ltEpilogueDefault, accumulate: acc, a: wh, b: xh, d: d.addr}
+				g := ltGEMM{m: m, n: n, k: k, typ: uint32(typ), dtyp: dtyp, batch: 1, epilogue: ltEpilogueDefault, accumulate: acc, a: wh, b: xh, d: d.addr}
 				last := term == terms(prec)-1
 				if last && fuses {
 					g.epilogue = epi
@@ -584,7 +595,7 @@ func (lin *linearOp) issue(x *run) error {
 			}
 			err = bl.call("cublasGemmEx", bl.gemmEx, c.blas, cublasOpT, cublasOpN, uintptr(n), uintptr(m), uintptr(k),
 				uintptr(unsafe.Pointer(x.b.alpha)), wh, typ, uintptr(k), xh, typ, uintptr(k), uintptr(unsafe.Pointer(beta)),
-				d.addr, cudaR32F, uintptr(n), cublasCompute32F, cublasGemmDefault)
+				d.addr, uintptr(dtyp), uintptr(n), cublasCompute32F, cublasGemmDefault)
 			if err != nil {
 				return err
 			}
@@ -746,6 +757,9 @@ func (s *stream) GeGLU(dst, x backend.Tensor) {
 	}
 	d, in := ts[0], ts[1]
 	two := in.two()
+	// The GEMM that wrote in may write it as fp16 for this GeGLU alone:
+	// nothing read it since, and (Discard) nothing will.
+	half := in.halfLin != nil && !in.f32Read && two == 0
 	s.reads(in)
 	s.writes(d)
 	n := int64(d.rows) * int64(d.cols)
@@ -762,9 +776,12 @@ func (s *stream) GeGLU(dst, x backend.Tensor) {
 			fn, grid = r.b.k.geglu4, r.b.grid(n/4)
 		}
 		return r.l.launch(r.b.drv, fn, [3]int{grid, 1, 1}, 256, 0, r.cs.stream, dstArg(o, d), u64(in.addr), uint64(two), uint64(d.rows), i32(d.cols), h, kind, lo,
-			boolArg(r.prec != FP32))
+			boolArg(r.prec != FP32), boolArg(o.halfIn))
 	})
 	d.lastWriter = o
+	if half {
+		in.f32Read, in.halfReader = false, o
+	}
 }
 
 // positions returns each row's position in its batch row, for a layout
@@ -1155,7 +1172,7 @@ func (s *stream) Read(ctx context.Context, t backend.Tensor, dst []float32) erro
 func (s *stream) readback(target *tensor) []*tensor {
 	out := []*tensor{target}
 	for _, t := range s.wrote {
-		if t != target && int64(t.rows)*int64(t.cols) <= snapshotElements && len(out) < maxSnapshots &&
+		if t != target && int64(t.rows)*int64(t.cols) <= snapshotElements && len(out) < maxSnapshots && !t.f16 &&
 			(t.lastWriter == nil || !t.lastWriter.noF32) {
 			out = append(out, t)
 		}
@@ -1368,6 +1385,11 @@ func (s *stream) Discard(x backend.Tensor) {
 	if o := t.lastWriter; o != nil && o.shadow == t && !o.noF32 && !t.f32Read {
 		o.noF32 = true
 		s.mix(opNoF32, s.ref(t))
+	}
+	if l, g := t.halfLin, t.halfReader; l != nil && g != nil && !t.f32Read && l.d == t && !l.accumulate {
+		l.halfOut, g.halfIn, t.f16 = true, true, true
+		t.halfLin, t.halfReader = nil, nil
+		s.mix(opHalf, s.ref(t))
 	}
 	n := len(s.ops)
 	if n < 2 {

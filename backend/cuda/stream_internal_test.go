@@ -972,3 +972,62 @@ func TestVecGeGLUChoice(t *testing.T) {
 		}
 	}
 }
+
+// In FP16 a GEMM whose output only a GeGLU reads and which is then
+// discarded writes it as fp16 and the GeGLU reads it so; not when anything
+// else reads the output, when it is kept, in the other precisions, nor for
+// a GEMM with a bias.
+func TestHalfGeGLUInput(t *testing.T) {
+	for _, c := range []struct {
+		name                string
+		prec                Precision
+		bias, readAfter     bool
+		readBefore, discard bool
+		want                bool
+	}{
+		{"fp16, discarded", FP16, false, false, false, true, true},
+		{"fp16, kept", FP16, false, false, false, false, false},
+		{"fp16, read after the GeGLU", FP16, false, true, false, true, false},
+		{"fp16, read before the GeGLU", FP16, false, false, true, true, false},
+		{"fp16, bias", FP16, true, false, false, true, false},
+		{"fp16x2", FP16X2, false, false, false, true, false},
+		{"bf16", BF16, false, false, false, true, false},
+		{"fp32", FP32, false, false, false, true, false},
+	} {
+		s := &stream{be: &Backend{}, prec: c.prec}
+		const rows, inner = 20, 48
+		x := s.FromHost(rows, 8, make([]float32, rows*8))
+		up, act, sum := s.New(rows, 2*inner), s.New(rows, inner), s.New(rows, 2*inner)
+		w := s.FromHost(2*inner, 8, make([]float32, 2*inner*8))
+		var b backend.Tensor
+		if c.bias {
+			b = s.FromHost(1, 2*inner, make([]float32, 2*inner))
+		}
+		s.Linear(up, x, w, b, backend.Identity)
+		lin := s.ops[len(s.ops)-1].lin
+		if c.readBefore {
+			s.Add(sum, up, up)
+		}
+		s.GeGLU(act, up)
+		geglu := s.ops[len(s.ops)-1]
+		if c.readAfter {
+			s.Add(sum, up, up)
+		}
+		words := len(s.words)
+		if c.discard {
+			s.Discard(up)
+		}
+		if err := s.Err(); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if lin.halfOut != c.want || geglu.halfIn != c.want || up.(*tensor).f16 != c.want {
+			t.Errorf("%s: GEMM fp16 out %v, GeGLU fp16 in %v, tensor fp16 %v; want %v", c.name, lin.halfOut, geglu.halfIn, up.(*tensor).f16, c.want)
+		}
+		if keyed := len(s.words) > words; c.want && !keyed {
+			t.Errorf("%s: the choice is not in the segment's key", c.name)
+		}
+		if slices.Contains(s.readback(act.(*tensor)), up.(*tensor)) == c.want {
+			t.Errorf("%s: an fp16 output is read back as float32, or a float32 one is not", c.name)
+		}
+	}
+}
