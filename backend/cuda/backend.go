@@ -38,8 +38,8 @@ type kernels struct {
 	// of 1, 2 and 4 queries each, then 16 warps of 1.
 	attentionTiled map[int]*[4]uintptr
 	// attentionMMA holds the tensor-core attention kernels by head dim:
-	// [2, 4 or 8 warps a block][terms − 1].
-	attentionMMA map[int]*[3][2]uintptr
+	// [2, 4 or 8 warps a block][terms − 1, or 2: one term reading fp16 qkv].
+	attentionMMA map[int]*[3][3]uintptr
 }
 
 // attentionSharedLimit is the dynamic shared memory the attention kernel is
@@ -226,7 +226,7 @@ func (b *Backend) load(cubin []byte) error {
 func (b *Backend) loadModule(cubin []byte) error {
 	c := b.drv.Call
 	b.k.attentionTiled = map[int]*[4]uintptr{}
-	b.k.attentionMMA = map[int]*[3][2]uintptr{}
+	b.k.attentionMMA = map[int]*[3][3]uintptr{}
 	if err := c("cuModuleLoadData", uintptr(unsafe.Pointer(&b.module)), uintptr(unsafe.Pointer(&cubin[0]))); err != nil {
 		return fmt.Errorf("cuda: loading the kernels: %w", err)
 	}
@@ -242,11 +242,12 @@ func (b *Backend) loadModule(cubin []byte) error {
 			fns[fmt.Sprintf("attention%d_%d", dh, 1<<i)] = &b.k.attentionTiled[dh][i]
 		}
 		fns[fmt.Sprintf("attention%d_1w16", dh)] = &b.k.attentionTiled[dh][3]
-		b.k.attentionMMA[dh] = new([3][2]uintptr)
+		b.k.attentionMMA[dh] = new([3][3]uintptr)
 		for i := range 3 {
 			for terms := 1; terms <= 2; terms++ {
 				fns[fmt.Sprintf("attention_mma%d_%d_%d", dh, mmaWarps[i], terms)] = &b.k.attentionMMA[dh][i][terms-1]
 			}
+			fns[fmt.Sprintf("attention_mma%d_%d_1h", dh, mmaWarps[i])] = &b.k.attentionMMA[dh][i][2]
 		}
 	}
 	for name, p := range fns {
@@ -272,7 +273,11 @@ func (b *Backend) loadModule(cubin []byte) error {
 	for dh, fs := range b.k.attentionMMA {
 		for i, byTerms := range fs {
 			for t, f := range byTerms {
-				shm := attnMMAShared(dh, mmaWarps[i], t+1)
+				terms := t + 1
+				if t == 2 {
+					terms = 1 // fp16 qkv: one term's shared memory
+				}
+				shm := attnMMAShared(dh, mmaWarps[i], terms)
 				if b.sharedOptin > 0 && shm > b.sharedOptin {
 					// Too big for this GPU (head dim 128 at four or eight
 					// warps on a 99 KiB one): Attention picks another.

@@ -1508,3 +1508,94 @@ func TestVecGeGLU(t *testing.T) {
 		}
 	}
 }
+
+// In FP16 a qkv GEMM whose output only the tensor-core attention reads
+// (its RoPE folded in) before the model discards it writes fp16, which the
+// attention reads: the output stays within FP16's tolerance of the float64
+// reference, and differs from the same recording with qkv kept (fp16 q and
+// k rotated, then rounded again), which shows that the fp16 path ran. Each
+// qkv element is x_i + ⅓·x_{i+1} (a two-entry weight row), so that the
+// GEMM's float32 output is not already an fp16 value.
+func TestHalfAttention(t *testing.T) {
+	open(t, cuda.Options{}).Close()
+	cases := []backend.AttentionParams{
+		{Layout: backend.Layout{SeqLen: 130, Lengths: []int{93, 5, 130, 1, 17}}, Heads: 2, HeadDim: 64, Scale: 0.125, Sliding: true, Radius: 64},
+		{Layout: backend.Layout{SeqLen: 40, Lengths: []int{40, 7, 33}}, Heads: 3, HeadDim: 32, Scale: 0.18},
+	}
+	third := float64(half.Float16ToFloat32(half.Float32ToFloat16(1.0 / 3)))
+	for _, w := range []int{2, 4, 8} {
+		be := open(t, cuda.Options{Precision: cuda.FP16, MMAWarps: w, NoTune: true})
+		for ci, p := range cases {
+			p.Packed = true
+			width, cols := p.Heads*p.HeadDim, 3*p.Heads*p.HeadDim
+			rope := backend.RopeParams{Layout: p.Layout, Heads: p.Heads, HeadDim: p.HeadDim, Theta: 160000}
+			rows := 0
+			for _, n := range p.Lengths {
+				rows += n
+			}
+			in := uniform(rows*cols, uint64(ci+7), -2, 2)
+			weight := make([]float32, cols*cols)
+			for i := range cols {
+				weight[i*cols+i], weight[i*cols+(i+1)%cols] = 1, float32(third)
+			}
+			// The reference's qkv: the GEMM of fp16 x with the fp16 weight,
+			// on the padded layout.
+			padded := make([]float64, len(p.Lengths)*p.SeqLen*cols)
+			x16 := asWeight(cuda.FP16, in)
+			r := 0
+			for b, n := range p.Lengths {
+				for i := range n {
+					for c := range cols {
+						padded[(b*p.SeqLen+i)*cols+c] = x16[r*cols+c] + third*x16[r*cols+(c+1)%cols]
+					}
+					r++
+				}
+			}
+			padRope, padAttn := rope, p
+			padRope.Packed, padRope.Lengths, padAttn.Packed = false, nil, false
+			ref := backendtest.AttentionRef(backendtest.RopeRef(padded, len(p.Lengths)*p.SeqLen, padRope), padAttn)
+			W, err := be.Upload(fmt.Sprintf("w%d", ci), backend.F32, cols, cols, rawF32(weight))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got [2][]float32 // qkv kept, discarded
+			for k, discard := range []bool{false, true} {
+				s := be.NewStream()
+				x, qkv, dst := s.FromHost(rows, cols, in), s.New(rows, cols), s.New(rows, width)
+				s.Linear(qkv, x, W, nil, backend.Identity)
+				s.Rope(qkv, rope)
+				s.Attention(dst, qkv, p)
+				if discard {
+					backend.Discard(s, qkv)
+				}
+				got[k] = make([]float32, rows*width)
+				if err := s.Read(context.Background(), dst, got[k]); err != nil {
+					t.Fatal(err)
+				}
+				s.Close()
+			}
+			worst, differ := 0.0, false
+			r = 0
+			for b, n := range p.Lengths {
+				for i := range n {
+					for c := range width {
+						want := ref[(b*p.SeqLen+i)*width+c]
+						v := got[1][r*width+c]
+						if d := math.Abs(float64(v)-want) / (1 + math.Abs(want)); !(d <= worst) {
+							worst = d
+						}
+						differ = differ || v != got[0][r*width+c]
+					}
+					r++
+				}
+			}
+			if !(worst <= 2e-2) {
+				t.Errorf("%d warps, case %d: fp16 qkv: off by %.3g (relative to 1+|want|), tolerance 2e-2", w, ci, worst)
+			}
+			if !differ {
+				t.Errorf("%d warps, case %d: the same output with qkv discarded: did the GEMM write fp16?", w, ci)
+			}
+		}
+		be.Close()
+	}
+}

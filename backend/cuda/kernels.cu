@@ -450,15 +450,21 @@ extern "C" __global__ void pack_out(float* out, const u64* table) {
 	for (long long i = threadIdx.x; i < n; i += blockDim.x) o[i] = src[i];
 }
 
-// ld4rope2 reads elements j..j+3 and j+DH/2..j+DH/2+3 of one head's q or k
-// (row points at the head's first element; j < DH/2) rotated by RoPE for
-// position pos, as rope does: the two halves a rotation pairs, each read
-// once. rope null: not rotated.
-template <int DH>
-__device__ __forceinline__ void ld4rope2(const float* row, long long two, int j, const float* rope, int pos, float4& lo,
-	float4& hi) {
+// ld4x reads four values at element i of x: float32 (ld4, two terms when
+// two is set), or with HIN fp16 values (ld4h), as a GEMM writes qkv for the
+// attention alone in FP16 (stream.go, Discard).
+template <bool HIN>
+__device__ __forceinline__ float4 ld4x(const void* x, long long i, long long two) {
+	if (HIN) return ld4h((const u16*)x + i);
+	return ld4((const float*)x + i, two);
+}
+
+// ld4rope2x is ld4rope2 at element row of x (HIN: see ld4x).
+template <int DH, bool HIN>
+__device__ __forceinline__ void ld4rope2x(const void* x, long long row, long long two, int j, const float* rope, int pos,
+	float4& lo, float4& hi) {
 	const int HALF = DH / 2;
-	float4 a = ld4(row + j, two), b = ld4(row + j + HALF, two);
+	float4 a = ld4x<HIN>(x, row + j, two), b = ld4x<HIN>(x, row + j + HALF, two);
 	if (!rope) {
 		lo = a;
 		hi = b;
@@ -468,6 +474,16 @@ __device__ __forceinline__ void ld4rope2(const float* row, long long two, int j,
 	float4 c = *(const float4*)(cs + j), s = *(const float4*)(cs + HALF + j);
 	lo = make_float4(a.x * c.x - b.x * s.x, a.y * c.y - b.y * s.y, a.z * c.z - b.z * s.z, a.w * c.w - b.w * s.w);
 	hi = make_float4(b.x * c.x + a.x * s.x, b.y * c.y + a.y * s.y, b.z * c.z + a.z * s.z, b.w * c.w + a.w * s.w);
+}
+
+// ld4rope2 reads elements j..j+3 and j+DH/2..j+DH/2+3 of one head's q or k
+// (row points at the head's first element; j < DH/2) rotated by RoPE for
+// position pos, as rope does: the two halves a rotation pairs, each read
+// once. rope null: not rotated.
+template <int DH>
+__device__ __forceinline__ void ld4rope2(const float* row, long long two, int j, const float* rope, int pos, float4& lo,
+	float4& hi) {
+	ld4rope2x<DH, false>(row, 0, two, j, rope, pos, lo, hi);
 }
 
 // attn_tiled: flash-style attention for head dims of 32, 64 or 128. One
@@ -754,8 +770,8 @@ __device__ __forceinline__ void ldsm4t(u32* r, const u16* p) {
 // 2^-22 of the product, is left out), which keeps about float32's accuracy.
 // tiles, masks, padding queries, rope, two, hout: as attn_tiled. Dynamic
 // shared memory: attnMmaShared in stream.go.
-template <int DH, int W, int TERMS>
-__device__ void attn_mma(float* dst, const float* qkv, long long two, const int* tiles, int heads, float scale, int sliding,
+template <int DH, int W, int TERMS, bool HIN>
+__device__ void attn_mma(float* dst, const void* qkv, long long two, const int* tiles, int heads, float scale, int sliding,
 	int radius, const float* rope, u16* hout, int kind, long long hlo) {
 	const int KC = 64, QT = 16 * W, KS = DH + 8, H4 = DH / 8, NT = KC / 8, KD = DH / 16, ND = DH / 8;
 	const int KT = KC * KS, QTS = QT * KS; // a term's halves
@@ -771,7 +787,7 @@ __device__ void attn_mma(float* dst, const float* qkv, long long two, const int*
 	for (int i = threadIdx.x; i < QT * H4; i += 32 * W) {
 		int qi = i / H4, j = (i - qi * H4) * 4;
 		float4 lo = zero, hi = zero;
-		if (qi < nq) ld4rope2<DH>(qkv + (long long)(r0 + qi) * 3 * width + h * DH, two, j, rope, pos0 + qi, lo, hi);
+		if (qi < nq) ld4rope2x<DH, HIN>(qkv, (long long)(r0 + qi) * 3 * width + h * DH, two, j, rope, pos0 + qi, lo, hi);
 		st4h<TERMS>(Qs + qi * KS + j, QTS, lo);
 		st4h<TERMS>(Qs + qi * KS + j + DH / 2, QTS, hi);
 	}
@@ -808,10 +824,10 @@ __device__ void attn_mma(float* dst, const float* qkv, long long two, const int*
 			int key = i / H4, d = (i - key * H4) * 4, gk = kb + key;
 			float4 k0 = zero, k1 = zero, v0 = zero, v1 = zero;
 			if (gk < khi) {
-				const float* row = qkv + (long long)(start + gk) * 3 * width + h * DH;
-				ld4rope2<DH>(row + width, two, d, rope, gk, k0, k1);
-				v0 = ld4(row + 2 * width + d, two);
-				v1 = ld4(row + 2 * width + d + DH / 2, two);
+				long long row = (long long)(start + gk) * 3 * width + h * DH;
+				ld4rope2x<DH, HIN>(qkv, row + width, two, d, rope, gk, k0, k1);
+				v0 = ld4x<HIN>(qkv, row + 2 * width + d, two);
+				v1 = ld4x<HIN>(qkv, row + 2 * width + d + DH / 2, two);
 			}
 			st4h<TERMS>(Ks + key * KS + d, KT, k0);
 			st4h<TERMS>(Ks + key * KS + d + DH / 2, KT, k1);
@@ -930,17 +946,18 @@ __device__ void attn_mma(float* dst, const float* qkv, long long two, const int*
 	}
 }
 
-#define ATTENTION_MMA(DH, W, TERMS)                                                                                   \
-	extern "C" __global__ void __launch_bounds__(W * 32) attention_mma##DH##_##W##_##TERMS(float* dst, const float* qkv, \
+#define ATTENTION_MMA(DH, W, TERMS, HIN, SUFFIX)                                                                      \
+	extern "C" __global__ void __launch_bounds__(W * 32) attention_mma##DH##_##W##_##SUFFIX(float* dst, const void* qkv, \
 		long long two, const int* tiles, int heads, float scale, int sliding, int radius, const float* rope, u16* hout,   \
 		int kind, long long hlo) {                                                                                     \
-		attn_mma<DH, W, TERMS>(dst, qkv, two, tiles, heads, scale, sliding, radius, rope, hout, kind, hlo);              \
+		attn_mma<DH, W, TERMS, HIN>(dst, qkv, two, tiles, heads, scale, sliding, radius, rope, hout, kind, hlo);         \
 	}
 // A head dim's tensor-core kernels: 2, 4 and 8 warps a block, one or two
-// terms.
-#define ATTENTIONS_MMA(DH)                                                                            \
-	ATTENTION_MMA(DH, 2, 1) ATTENTION_MMA(DH, 4, 1) ATTENTION_MMA(DH, 8, 1) ATTENTION_MMA(DH, 2, 2) \
-		ATTENTION_MMA(DH, 4, 2) ATTENTION_MMA(DH, 8, 2)
+// terms, and one term reading fp16 qkv (suffix 1h).
+#define ATTENTIONS_MMA(DH)                                                                                             \
+	ATTENTION_MMA(DH, 2, 1, false, 1) ATTENTION_MMA(DH, 4, 1, false, 1) ATTENTION_MMA(DH, 8, 1, false, 1)              \
+		ATTENTION_MMA(DH, 2, 2, false, 2) ATTENTION_MMA(DH, 4, 2, false, 2) ATTENTION_MMA(DH, 8, 2, false, 2)          \
+			ATTENTION_MMA(DH, 2, 1, true, 1h) ATTENTION_MMA(DH, 4, 1, true, 1h) ATTENTION_MMA(DH, 8, 1, true, 1h)
 ATTENTIONS_MMA(32)
 ATTENTIONS_MMA(64)
 ATTENTIONS_MMA(128)

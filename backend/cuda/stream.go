@@ -281,7 +281,7 @@ type op struct {
 	residual *residualAdd              // an Add in place a LayerNorm may fold (&res)
 	res      residualAdd
 	shadow   *tensor // a producer (LayerNorm, Attention, GeGLU) also writes this 16-bit copy of its output
-	halfIn   bool    // a GeGLU reads its input as fp16 (tensor.halfLin)
+	halfIn   bool    // a GeGLU or attention reads its input as fp16 (tensor.halfLin)
 	// noF32: the producer stores only the 16-bit copy; its float32 output
 	// was discarded with no reader but the GEMMs of the copy (Discard).
 	noF32 bool
@@ -827,9 +827,10 @@ func (s *stream) Rope(qkv backend.Tensor, p backend.RopeParams) {
 		return
 	}
 	// Written when recorded (pending), and so still stacked if it is.
+	halfOK := t.halfLin != nil && !t.f32Read
 	s.reads(t)
 	s.mix(opRope, s.ref(t), uint64(table), uint64(t.rows), uint64(p.Heads), uint64(p.HeadDim))
-	t.rope = &pendingRope{table: table, heads: p.Heads, dh: p.HeadDim, layout: p.Layout}
+	t.rope = &pendingRope{table: table, heads: p.Heads, dh: p.HeadDim, layout: p.Layout, halfOK: halfOK}
 }
 
 // pendingRope is a Rope on a tensor not recorded yet.
@@ -837,6 +838,10 @@ type pendingRope struct {
 	table     uintptr
 	heads, dh int
 	layout    backend.Layout
+	// halfOK: the tensor's GEMM could still write it as fp16 (tensor.halfLin)
+	// when the Rope was recorded; an attention that folds the rotation
+	// reads it first.
+	halfOK bool
 }
 
 // folds reports whether an attention with p can apply r itself: the tiled
@@ -976,7 +981,7 @@ func tilesOf(l backend.Layout, qt int) int {
 // attentionKernel picks the tiled attention kernel for p over rows rows:
 // its function, the queries of its tiles, its warps a block and its dynamic
 // shared memory.
-func (s *stream) attentionKernel(tiled *[4]uintptr, p backend.AttentionParams, rows int) (fn uintptr, qt, warps, shm int) {
+func (s *stream) attentionKernel(tiled *[4]uintptr, p backend.AttentionParams, rows int) (fn, half uintptr, qt, warps, shm int) {
 	o := s.be.opts
 	// FP16 and FP16X2 on tensor cores, at one or two fp16 terms, where a
 	// block of four warps a tile still gives every multiprocessor a block:
@@ -994,7 +999,10 @@ func (s *stream) attentionKernel(tiled *[4]uintptr, p backend.AttentionParams, r
 		for i := slices.Index(mmaWarps[:], cmp.Or(o.MMAWarps, defaultMMAWarps)); i >= 0; i-- {
 			if fn := mma[i][terms-1]; fn != 0 {
 				w := mmaWarps[i]
-				return fn, 16 * w, w, attnMMAShared(p.HeadDim, w, terms)
+				if terms == 1 {
+					half = mma[i][2]
+				}
+				return fn, half, 16 * w, w, attnMMAShared(p.HeadDim, w, terms)
 			}
 		}
 	}
@@ -1013,7 +1021,7 @@ func (s *stream) attentionKernel(tiled *[4]uintptr, p backend.AttentionParams, r
 	if qpw == 1 && o.AttentionWarps != tileWarps {
 		warps, k = wideWarps, 3
 	}
-	return tiled[k], warps * qpw, warps, attnShared(p.HeadDim, qpw, warps)
+	return tiled[k], 0, warps * qpw, warps, attnShared(p.HeadDim, qpw, warps)
 }
 
 // attnMMAShared is the dynamic shared memory of the tensor-core attention
@@ -1048,6 +1056,8 @@ func (s *stream) Attention(dst, qkv backend.Tensor, p backend.AttentionParams) {
 	}
 	d, in := ts[0], ts[1]
 	two := in.two()
+	// Nothing read qkv since its GEMM (a folded rope's own read aside).
+	unread := in.halfLin != nil && two == 0 && (rope == nil && !in.f32Read || rope != nil && rope.halfOK)
 	window := p.SeqLen
 	if p.Sliding {
 		window = min(window, 2*p.Radius+1)
@@ -1073,7 +1083,8 @@ func (s *stream) Attention(dst, qkv backend.Tensor, p backend.AttentionParams) {
 	s.mix(opAttention, s.ref(d), s.ref(in), uint64(in.rows), uint64(p.Heads), uint64(p.HeadDim), f32(p.Scale), boolArg(p.Sliding), uint64(p.Radius))
 	var o *op
 	if tiled != nil {
-		fn, qt, warps, shm := s.attentionKernel(tiled, p, in.rows)
+		fn, halfFn, qt, warps, shm := s.attentionKernel(tiled, p, in.rows)
+		half := unread && halfFn != 0
 		off := s.stageLayout(layoutTiles, in.rows, p.Layout, qt)
 		nt := tileGrid(p.Layout, in.rows, qt)
 		var table uintptr
@@ -1086,9 +1097,16 @@ func (s *stream) Attention(dst, qkv backend.Tensor, p backend.AttentionParams) {
 		s.mix(uint64(nt), uint64(qt), uint64(warps), uint64(fn), uint64(two))
 		o = s.record(name, func(o *op, r *run) error {
 			h, kind, lo := r.shadowArgs(o)
-			return r.l.launch(r.b.drv, fn, [3]int{nt, heads, 1}, 32*warps, shm, r.cs.stream, dstArg(o, d), u64(in.addr), uint64(two),
+			f := fn
+			if o.halfIn {
+				f = halfFn
+			}
+			return r.l.launch(r.b.drv, f, [3]int{nt, heads, 1}, 32*warps, shm, r.cs.stream, dstArg(o, d), u64(in.addr), uint64(two),
 				u64(r.e.devIn)+uint64(off), i32(heads), f32(scale), boolArg(sliding), i32(radius), u64(table), h, kind, lo)
 		})
+		if half {
+			in.f32Read, in.halfReader = false, o
+		}
 	} else {
 		off := s.stageLayout(layoutMeta, in.rows, p.Layout, 0)
 		s.mix(uint64(window))

@@ -523,16 +523,25 @@ func TestAttentionKernelChoice(t *testing.T) {
 		be := &Backend{opts: c.opts, sms: 132}
 		tiled := &[4]uintptr{simt + 0, simt + 1, simt + 2, simt}
 		be.k.attentionTiled = map[int]*[4]uintptr{dh: tiled}
-		// Entry [warps index][terms-1] = 10·warps + terms.
-		be.k.attentionMMA = map[int]*[3][2]uintptr{dh: {{21, 22}, {41, 42}, {81, 82}}}
+		// Entry [warps index][terms-1] = 10·warps + terms; [2], one term
+		// reading fp16 qkv, 10·warps + 5.
+		be.k.attentionMMA = map[int]*[3][3]uintptr{dh: {{21, 22, 25}, {41, 42, 45}, {81, 82, 85}}}
 		if strings.HasSuffix(c.name, "small shared memory") {
 			be.k.attentionMMA[dh][1][1], be.k.attentionMMA[dh][2][1] = 0, 0
 		}
 		s := be.NewStream().(*stream)
-		fn, qt, warps, shm := s.attentionKernel(tiled, c.p, rowsOf(c.p))
+		fn, half, qt, warps, shm := s.attentionKernel(tiled, c.p, rowsOf(c.p))
 		if fn != c.want || warps != c.warps || qt != c.tileQs || shm <= 0 {
 			t.Errorf("%s: kernel %d, %d warps, tiles of %d, %d bytes; want kernel %d, %d warps, tiles of %d", c.name, fn, warps, qt, shm,
 				c.want, c.warps, c.tileQs)
+		}
+		// Only the one-term tensor-core kernels have an fp16-input twin.
+		if wantHalf := uintptr(0); c.want%10 == 1 && c.want < simt {
+			if wantHalf = c.want + 4; half != wantHalf {
+				t.Errorf("%s: fp16-input kernel %d, want %d", c.name, half, wantHalf)
+			}
+		} else if half != 0 {
+			t.Errorf("%s: fp16-input kernel %d, want none", c.name, half)
 		}
 		s.Close()
 	}
@@ -1029,5 +1038,62 @@ func TestHalfGeGLUInput(t *testing.T) {
 		if slices.Contains(s.readback(act.(*tensor)), up.(*tensor)) == c.want {
 			t.Errorf("%s: an fp16 output is read back as float32, or a float32 one is not", c.name)
 		}
+	}
+}
+
+// In FP16 the qkv GEMM writes fp16 for a tensor-core attention that folds
+// its RoPE and is the only reader before the model discards qkv; not when
+// something else reads qkv, when it is kept, at two terms, or on the float32
+// kernels.
+func TestHalfAttentionInput(t *testing.T) {
+	const dh, heads, rows = 4, 2, 20
+	layout := backend.Layout{SeqLen: rows, Lengths: []int{rows}, Packed: true}
+	for _, c := range []struct {
+		name             string
+		opts             Options
+		readAfter, unrot bool
+		discard          bool
+		want             bool
+	}{
+		{"fp16, discarded", Options{Precision: FP16, MMAWarps: 4}, false, false, true, true},
+		{"fp16, no rope", Options{Precision: FP16, MMAWarps: 4}, false, true, true, true},
+		{"fp16, kept", Options{Precision: FP16, MMAWarps: 4}, false, false, false, false},
+		{"fp16, read after the attention", Options{Precision: FP16, MMAWarps: 4}, true, false, true, false},
+		{"fp16, attnterms=2", Options{Precision: FP16, MMAWarps: 4, AttentionTerms: 2}, false, false, true, false},
+		{"fp16, float32 kernels", Options{Precision: FP16, SIMTAttention: true}, false, false, true, false},
+		{"fp16x2", Options{Precision: FP16X2, MMAWarps: 4}, false, false, true, false},
+	} {
+		be := &Backend{opts: c.opts, sms: 132}
+		tiled := &[4]uintptr{100, 101, 102, 100}
+		be.k.attentionTiled = map[int]*[4]uintptr{dh: tiled}
+		be.k.attentionMMA = map[int]*[3][3]uintptr{dh: {{21, 22, 25}, {41, 42, 45}, {81, 82, 85}}}
+		be.ropes = map[ropeKey]ropeTable{{10000, dh}: {addr: 1, positions: 8192}}
+		s := be.NewStream().(*stream)
+		x := s.FromHost(rows, 8, make([]float32, rows*8))
+		w := s.FromHost(3*heads*dh, 8, make([]float32, 3*heads*dh*8))
+		qkv, out, sum := s.New(rows, 3*heads*dh), s.New(rows, heads*dh), s.New(rows, 3*heads*dh)
+		s.Linear(qkv, x, w, nil, backend.Identity)
+		lin := s.ops[len(s.ops)-1].lin
+		if !c.unrot {
+			s.Rope(qkv, backend.RopeParams{Layout: layout, Heads: heads, HeadDim: dh, Theta: 10000})
+		}
+		s.Attention(out, qkv, backend.AttentionParams{Layout: layout, Heads: heads, HeadDim: dh, Scale: 0.5})
+		attn := s.ops[len(s.ops)-1]
+		if c.readAfter {
+			s.Add(sum, qkv, qkv)
+		}
+		if c.discard {
+			s.Discard(qkv)
+		}
+		if err := s.Err(); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if attn.name != "attention" {
+			t.Fatalf("%s: the last operation is %q", c.name, attn.name)
+		}
+		if lin.halfOut != c.want || attn.halfIn != c.want {
+			t.Errorf("%s: GEMM fp16 out %v, attention fp16 in %v; want %v", c.name, lin.halfOut, attn.halfIn, c.want)
+		}
+		s.Close()
 	}
 }
