@@ -111,7 +111,7 @@
 // one term), and only the rows whose two largest option logits lie closer
 // than the margin run again in FP16X2, whose outputs replace theirs. On
 // every bundled golden FP16 moved the gap between two logits of a row by
-// at most 0.027 from upstream's (TestForwardGoldens reports it per
+// at most 0.036 from upstream's (TestForwardGoldens reports it per
 // checkpoint), so a row's argmax (a choice, a tournament group's winner)
 // kept from FP16 is the one FP16X2 gives, as far as the goldens' error
 // bound goes; on the goldens 3–8 % of the rows are refined. The
