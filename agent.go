@@ -160,6 +160,7 @@ func Load(ctx context.Context, pathOrRepo string, opts ...Option) (*Agent, error
 	a.builder = sequenceBuilder{
 		enc:        tok,
 		short:      newEncodeCache(tok),
+		prefixes:   newPrefixCache(),
 		sp:         specialTokens{CLS: sp.CLS, SEP: sp.SEP, MASK: sp.MASK, MaskToken: sp.MaskToken},
 		maxLen:     ckpt.Agent.MaxLen,
 		headMaxLen: ckpt.Agent.HeadMaxLen,

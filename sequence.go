@@ -1,6 +1,7 @@
 package laya
 
 import (
+	"encoding/binary"
 	"slices"
 	"strconv"
 	"strings"
@@ -76,12 +77,51 @@ type specialTokens struct {
 	MaskToken      string
 }
 
+// prefixCache remembers rows' prefixes by everything a prefix depends on
+// beyond its agent (tokenizer, special tokens): the question's type,
+// instructions and options and head_max_len. A request of fifty template
+// questions spent two fifths of its preparation building the same few
+// prefixes again (encoding cache lookups, copies, distinctSpans). The
+// cached prefixes are shared and only read (withState copies them).
+// Bounded like encodeCache: longer keys pass through, and a full cache
+// starts over.
+type prefixCache struct {
+	mu   sync.Mutex
+	m    map[string]rowPrefix
+	size int // key bytes and token ids held
+}
+
+const (
+	prefixCacheKey     = 2048    // bytes of the longest key kept
+	prefixCacheEntries = 1024    // prefixes kept before starting over
+	prefixCacheSize    = 1 << 20 // key bytes and ids (a request's head_max_len can make prefixes long)
+)
+
+func newPrefixCache() *prefixCache { return &prefixCache{m: map[string]rowPrefix{}} }
+
+// prefixKey appends q's key at head_max_len headMax to dst: its fields
+// length-prefixed, so that no two questions share one.
+func prefixKey(dst []byte, q *question, headMax int) []byte {
+	dst = append(dst, byte(q.qtype))
+	dst = binary.AppendUvarint(dst, uint64(headMax))
+	dst = binary.AppendUvarint(dst, uint64(len(q.instructions)))
+	dst = append(dst, q.instructions...)
+	dst = binary.AppendUvarint(dst, uint64(len(q.options)))
+	for _, o := range q.options {
+		dst = binary.AppendUvarint(dst, uint64(len(o)))
+		dst = append(dst, o...)
+	}
+	return dst
+}
+
 // sequenceBuilder turns a state and questions into token rows.
 type sequenceBuilder struct {
 	enc tokenEncoder
 	// short encodes a question's line and options, which repeat across
 	// requests (an encodeCache); nil: enc.
-	short      tokenEncoder
+	short tokenEncoder
+	// prefixes keeps the prefixes of the questions seen (nil: none kept).
+	prefixes   *prefixCache
 	sp         specialTokens
 	maxLen     int
 	headMaxLen int
@@ -131,8 +171,39 @@ type rowPrefix struct {
 	options optionStats
 }
 
-// prefix tokenizes the question and its options within head_max_len.
+// prefix tokenizes the question and its options within head_max_len, or
+// finds them in b.prefixes. The result is shared: callers only read it.
 func (b *sequenceBuilder) prefix(q *question) rowPrefix {
+	c := b.prefixes
+	if c == nil {
+		return b.newPrefix(q)
+	}
+	var buf [256]byte
+	key := prefixKey(buf[:0], q, b.headMaxLen)
+	if len(key) > prefixCacheKey {
+		return b.newPrefix(q)
+	}
+	c.mu.Lock()
+	p, ok := c.m[string(key)]
+	c.mu.Unlock()
+	if ok {
+		return p
+	}
+	p = b.newPrefix(q)
+	size := len(key) + len(p.ids) + len(p.markers)
+	c.mu.Lock()
+	if len(c.m) >= prefixCacheEntries || c.size+size > prefixCacheSize {
+		clear(c.m)
+		c.size = 0
+	}
+	c.m[string(key)] = p
+	c.size += size
+	c.mu.Unlock()
+	return p
+}
+
+// newPrefix is prefix without the cache.
+func (b *sequenceBuilder) newPrefix(q *question) rowPrefix {
 	short := b.short
 	if short == nil {
 		short = b.enc

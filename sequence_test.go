@@ -3,6 +3,7 @@ package laya
 import (
 	"errors"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -257,4 +258,77 @@ func TestEncodeCacheConcurrent(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// The prefix cache gives what building the prefix gives, for questions that
+// differ only where a careless key would not tell them apart (the type,
+// head_max_len, an option holding a separator); asks the tokenizer nothing
+// the second time; hands out prefixes that building rows on them does not
+// change; passes long keys through; and stays within its bound.
+func TestPrefixCache(t *testing.T) {
+	const cls, sep, mask = 1001, 1002, 1004
+	enc := &countingEncoder{calls: map[string]int{}}
+	b := sequenceBuilder{enc: enc, prefixes: newPrefixCache(), sp: specialTokens{CLS: cls, SEP: sep, MASK: mask, MaskToken: "<m>"}, maxLen: 64}
+	qs := []*question{
+		{qtype: heads.Choice, instructions: "pick<m>", options: []string{"a\x00b"}},
+		{qtype: heads.Choice, instructions: "pick<m>", options: []string{"a", "b"}},
+		{qtype: heads.Choice, instructions: "pick<m>\x01\x01a", options: []string{"b"}},
+		{qtype: heads.Score, instructions: "pick<m>", options: []string{"a", "b"}},
+		{qtype: heads.Noul, instructions: "is it", options: []string{"no", "yes"}},
+		{qtype: heads.Choice, instructions: "long options", options: []string{strings.Repeat("x", 60), strings.Repeat("x", 61), "y"}},
+	}
+	for _, headMax := range []int{40, 12} {
+		b.headMaxLen = headMax
+		for round := range 2 {
+			before := len(enc.calls)
+			for _, q := range qs {
+				want := b.newPrefix(q)
+				got := b.prefix(q)
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("head_max_len %d, %q %q: cached prefix %+v, built %+v", headMax, q.instructions, q.options, got, want)
+				}
+				r := b.withState(got, []int{'s', 't'}, false)
+				r.IDs[0], r.Markers[0] = -1, -1
+				if again := b.prefix(q); !reflect.DeepEqual(again, want) {
+					t.Fatalf("a row built on the cached prefix changed it: %+v, want %+v", again, want)
+				}
+			}
+			if round == 1 {
+				// newPrefix asks again for its own comparison; prefix must not
+				// have added texts of its own.
+				if n := len(enc.calls); n != before {
+					t.Errorf("head_max_len %d: the second round tokenized %d new texts", headMax, n-before)
+				}
+			}
+		}
+	}
+	n := len(b.prefixes.m)
+	long := &question{qtype: heads.Noul, instructions: strings.Repeat("z", prefixCacheKey), options: []string{"no", "yes"}}
+	if got, want := b.prefix(long), b.newPrefix(long); !reflect.DeepEqual(got, want) || len(b.prefixes.m) != n {
+		t.Errorf("a key over %d bytes: cached %d entries (had %d), prefix equal %v", prefixCacheKey, len(b.prefixes.m), n, reflect.DeepEqual(got, want))
+	}
+	for i := range 2*prefixCacheEntries + 10 {
+		b.prefix(&question{qtype: heads.Noul, instructions: strconv.Itoa(i), options: []string{"no", "yes"}})
+	}
+	if n := len(b.prefixes.m); n > prefixCacheEntries {
+		t.Errorf("the cache holds %d prefixes, bound %d", n, prefixCacheEntries)
+	}
+	// Long prefixes (a request's head_max_len) fill it by size first.
+	b.headMaxLen = 4000
+	cleared := false
+	for i := range 700 {
+		before := len(b.prefixes.m)
+		b.prefix(&question{qtype: heads.Choice, instructions: strconv.Itoa(i) + strings.Repeat("i", 1900), options: []string{"o", "p"}})
+		cleared = cleared || len(b.prefixes.m) < before
+		held := 0
+		for k, p := range b.prefixes.m {
+			held += len(k) + len(p.ids) + len(p.markers)
+		}
+		if held != b.prefixes.size || held > prefixCacheSize {
+			t.Fatalf("the cache holds %d key bytes and ids (counted %d), bound %d", held, b.prefixes.size, prefixCacheSize)
+		}
+	}
+	if !cleared {
+		t.Error("700 prefixes of about 4000 key bytes and ids never filled the cache")
+	}
 }

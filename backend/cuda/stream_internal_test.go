@@ -312,9 +312,23 @@ func TestStackedTermsFP16X2(t *testing.T) {
 // encoder.ModernBERT.Forward), without running it: the host's share of a
 // request before the GPU starts.
 func BenchmarkRecordForward(b *testing.B) {
-	const rows, d, inner, heads, dh, layers = 93, 1024, 2624, 16, 64, 28
-	be := &Backend{opts: Options{Precision: FP16X2}}
+	for _, q := range []int{1, 50} {
+		b.Run(fmt.Sprintf("questions=%d", q), func(b *testing.B) { benchRecordForward(b, q) })
+	}
+}
+
+// benchRecordForward records a ModernBERT-large forward over q packed
+// rows of 93 tokens, the FP16 recording of the reduced run at q ≥ 4.
+func benchRecordForward(b *testing.B, q int) {
+	const n, d, inner, heads, dh, layers = 93, 1024, 2624, 16, 64, 28
+	rows := q * n
+	prec := FP16X2
+	if q >= 4 {
+		prec = FP16
+	}
+	be := &Backend{opts: Options{Precision: prec}}
 	be.k.attentionTiled = map[int]*[4]uintptr{dh: {1, 1, 1, 1}}
+	be.k.attentionMMA = map[int]*[3][3]uintptr{dh: {{2, 2, 2}, {2, 2, 2}, {2, 2, 2}}}
 	be.ropes = map[ropeKey]ropeTable{{160000, dh}: {addr: 1, positions: 8192}, {10000, dh}: {addr: 1, positions: 8192}}
 	be.sms = 132
 	weight := func(r, c int) *tensor { return &tensor{owner: be, rows: r, cols: c, addr: 1, half: 1} }
@@ -325,7 +339,11 @@ func BenchmarkRecordForward(b *testing.B) {
 	}
 	emb, embNorm, final := weight(50368, d), weight(1, d), weight(1, d)
 	ids := make([]int32, rows)
-	layout := backend.Layout{SeqLen: rows, Lengths: []int{rows}, Packed: true}
+	lengths := make([]int, q)
+	for i := range lengths {
+		lengths[i] = n
+	}
+	layout := backend.Layout{SeqLen: n, Lengths: lengths, Packed: true}
 	b.ReportAllocs()
 	for b.Loop() {
 		s := be.NewStream().(*stream)
