@@ -168,7 +168,8 @@ func (n *network) forwardRows(ctx context.Context, rows []forwardRow, reduce boo
 		sorted[i] = rows[k]
 	}
 	out := make([]rowOutput, len(rows))
-	var near []int // rows of a reduced-precision batch to run again (refine)
+	var near, kept []int   // rows of reduced-precision batches to run again (refine), and the others
+	var base, used float32 // the backend's margin, and the largest the batches used
 	for start := 0; start < len(sorted); start += n.batchSize {
 		end := min(start+n.batchSize, len(sorted))
 		s, margin := n.stream(sorted[start:end], reduce)
@@ -176,20 +177,54 @@ func (n *network) forwardRows(ctx context.Context, rows []forwardRow, reduce boo
 		if err != nil {
 			return nil, err
 		}
+		m := n.gate.Margin(margin)
 		again := 0
 		for i, o := range res {
-			out[order[start+i]] = o
-			if margin > 0 && o.nearTie(margin) {
-				near = append(near, order[start+i])
+			k := order[start+i]
+			out[k] = o
+			switch {
+			case margin <= 0:
+			case o.nearTie(m):
+				near = append(near, k)
 				again++
+			default:
+				kept = append(kept, k)
 			}
 		}
 		if margin > 0 {
 			n.gate.Observe(end-start, again)
+			base, used = max(base, margin), max(used, m)
 		}
 	}
-	if err := n.refine(ctx, rows, near, out); err != nil {
-		return nil, err
+	// The refined rows show how far the reduced run moved their gaps; where
+	// that grows the margin (RefineGate), the rows kept under the smaller
+	// one are looked at again.
+	for len(near) > 0 {
+		reduced := make([][]float32, len(near))
+		for i, k := range near {
+			reduced[i] = out[k].Logits
+		}
+		if err := n.refine(ctx, rows, near, out); err != nil {
+			return nil, err
+		}
+		for i, k := range near {
+			n.gate.ObserveSpread(backend.Spread(reduced[i], out[k].Logits))
+		}
+		m := n.gate.Margin(base)
+		if m <= used {
+			break
+		}
+		used = m
+		var still []int
+		near = nil
+		for _, k := range kept {
+			if out[k].nearTie(m) {
+				near = append(near, k)
+			} else {
+				still = append(still, k)
+			}
+		}
+		kept = still
 	}
 	return out, nil
 }

@@ -185,6 +185,67 @@ func TestRefineNearTies(t *testing.T) {
 	}
 }
 
+// A reduced precision that moves gaps by more than the Refiner's margin
+// allows for: the rows refined show it (backend.Spread), the network's gate
+// grows its margin to twice the largest move, and the rows kept under the
+// smaller margin are looked at again. No row is kept that is a near-tie
+// under the grown margin; refined rows are the exact ones.
+func TestRefineMarginGrows(t *testing.T) {
+	ckpt, err := weights.LoadCheckpoint(oracletest.Checkpoint("tiny-en"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ckpt.Close()
+	var rows []forwardRow
+	for _, c := range oracletest.Cases(t, "tiny-en") {
+		rows = append(rows, forwardtest.Rows(c.Rows)...)
+	}
+	exactNet, err := newNetwork(ckpt, networkOptions{BatchSize: 8, PadID: ckpt.Encoder.PadTokenID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer exactNet.close()
+	exact, err := exactNet.forward(context.Background(), rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gaps := make([]float32, len(rows))
+	for i, o := range exact {
+		gaps[i] = gap(o.Logits)
+	}
+	slices.Sort(gaps)
+	margin := gaps[len(gaps)/20]
+	// One batch, so that the gate, which closes once many rows run again,
+	// does not send the rest to plain streams before they show anything.
+	be := &refiner{Backend: cpu.New(), margin: margin, minTokens: 1, skew: 2 * margin}
+	n, err := newNetwork(ckpt, networkOptions{Instance: be, BatchSize: len(rows), PadID: ckpt.Encoder.PadTokenID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.close()
+	got, err := n.forward(context.Background(), rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grown := n.gate.Margin(margin)
+	if grown <= margin {
+		t.Fatalf("margin %g after refining rows moved by up to %g: did not grow", grown, 4*margin)
+	}
+	refined := 0
+	for i := range rows {
+		if sameOutputs(got[i], exact[i], 1e-5) {
+			refined++
+			continue
+		}
+		if g := gap(got[i].Logits); len(rows[i].Markers) > 1 && g < grown {
+			t.Errorf("row %d kept with a gap of %g, under the grown margin %g", i, g, grown)
+		} else if g < margin {
+			t.Errorf("row %d kept with a gap of %g, under the margin %g", i, g, margin)
+		}
+	}
+	t.Logf("margin %g grew to %g; %d of %d rows refined", margin, grown, refined, len(rows))
+}
+
 // NearTie: a gap under the margin, or a value that is not a number.
 func TestNearTie(t *testing.T) {
 	inf := float32(math.Inf(1))

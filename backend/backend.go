@@ -135,6 +135,8 @@ type Timer interface {
 // and rows never see each other in a batch, so re-running some rows
 // changes no other. A nil stream (a batch too small for the reduced
 // precision to pay, or refining off) means NewStream for the whole batch.
+// The margin is the backend's calibration; a caller's RefineGate may grow
+// it for the checkpoint at hand (RefineGate.Margin).
 //
 // Only decisions taken by a row's own argmax are covered: a caller that
 // compares rows with each other (the best of a long state's windows) runs
@@ -156,10 +158,17 @@ type Refiner interface {
 // (random weights) closes it. One gate a loaded model: near-ties are the
 // checkpoint's and its traffic's, not the backend's. The zero value is
 // open. It is safe for concurrent use.
+//
+// It also keeps the margin honest for the checkpoint at hand: a Refiner's
+// margin is calibrated on known checkpoints, and a refined row shows how
+// far the reduced run moved the gaps between its logits (ObserveSpread).
+// Once a move over half the margin is seen, Margin answers twice the
+// largest, so that a kept row's gap stays at least twice any move seen.
 type RefineGate struct {
-	mu    sync.Mutex
-	share float64 // moving average of the share of rows run again, per reduced batch
-	shut  int     // batches told no since the last reduced one
+	mu     sync.Mutex
+	share  float64 // moving average of the share of rows run again, per reduced batch
+	shut   int     // batches told no since the last reduced one
+	spread float32 // the largest move of a gap between two logits a refined row showed
 }
 
 const (
@@ -196,6 +205,47 @@ func (g *RefineGate) Observe(rows, again int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.share += refineWeight * (float64(min(max(again, 0), rows))/float64(rows) - g.share)
+}
+
+// Margin is the near-tie margin to use for a Refiner's margin: margin, or
+// twice the largest spread ObserveSpread saw where that is more.
+func (g *RefineGate) Margin(margin float32) float32 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return max(margin, 2*g.spread)
+}
+
+// ObserveSpread adds a refined row's spread: how far its reduced run moved
+// the gap between two of its logits (Spread). Spreads that are not finite
+// say nothing of the rounding and are left out.
+func (g *RefineGate) ObserveSpread(spread float32) {
+	if !(spread >= 0) || math.IsInf(float64(spread), 0) {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.spread = max(g.spread, spread)
+}
+
+// Spread is the most the gap between two of a row's logits moved from
+// reduced to exact: max(exact−reduced) − min(exact−reduced) over the
+// logits where both are finite (0 for rows of other lengths).
+func Spread(reduced, exact []float32) float32 {
+	if len(reduced) != len(exact) {
+		return 0
+	}
+	lo, hi := float32(math.Inf(1)), float32(math.Inf(-1))
+	for i, r := range reduced {
+		d := exact[i] - r
+		if d != d || math.IsInf(float64(d), 0) {
+			continue
+		}
+		lo, hi = min(lo, d), max(hi, d)
+	}
+	if hi < lo {
+		return 0
+	}
+	return hi - lo
 }
 
 // NearTie reports whether the answer to a row of option logits could differ

@@ -2,6 +2,7 @@ package backend_test
 
 import (
 	"errors"
+	"math"
 	"slices"
 	"testing"
 
@@ -79,6 +80,47 @@ func TestRefineGate(t *testing.T) {
 		h.Observe(0, 5)
 		if !h.Open() {
 			t.Fatal("closed at a share of exactly MaxShare")
+		}
+	}
+}
+
+// Spread is the most a gap between two logits moved, over the finite ones;
+// RefineGate's Margin is the Refiner's until a spread over half of it is
+// seen, then twice the largest spread, and never shrinks.
+func TestRefineGateMargin(t *testing.T) {
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
+	for _, c := range []struct {
+		reduced, exact []float32
+		want           float32
+	}{
+		{[]float32{1, 2, 3}, []float32{1, 2, 3}, 0},
+		{[]float32{1, 2, 3}, []float32{1.5, 2.5, 3.5}, 0}, // every logit moved alike: no gap moved
+		{[]float32{1, 2, 3}, []float32{1.25, 2, 2.5}, 0.75},
+		{[]float32{1, nan, 3}, []float32{1, 5, 3.5}, 0.5},
+		{[]float32{1, 2, inf}, []float32{1, 2.5, 3}, 0.5},
+		{[]float32{1, 2}, []float32{1, 2, 3}, 0},
+		{nil, nil, 0},
+	} {
+		if got := backend.Spread(c.reduced, c.exact); math.Abs(float64(got-c.want)) > 1e-6 {
+			t.Errorf("Spread(%v, %v) = %g, want %g", c.reduced, c.exact, got, c.want)
+		}
+	}
+	var g backend.RefineGate
+	for _, c := range []struct {
+		observe, margin, want float32
+	}{
+		{0, 0.1, 0.1},
+		{0.04, 0.1, 0.1}, // twice 0.04 is under the margin
+		{0.08, 0.1, 0.16},
+		{0.02, 0.1, 0.16}, // a smaller spread does not shrink it
+		{nan, 0.1, 0.16},
+		{inf, 0.1, 0.16},
+		{-1, 0.1, 0.16},
+		{0, 0.5, 0.5},
+	} {
+		g.ObserveSpread(c.observe)
+		if got := g.Margin(c.margin); math.Abs(float64(got-c.want)) > 1e-6 {
+			t.Errorf("after a spread of %g: Margin(%g) = %g, want %g", c.observe, c.margin, got, c.want)
 		}
 	}
 }

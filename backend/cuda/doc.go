@@ -114,7 +114,9 @@
 // at most 0.036 from upstream's (TestForwardGoldens reports it per
 // checkpoint), so a row's argmax (a choice, a tournament group's winner)
 // kept from FP16 is the one FP16X2 gives, as far as the goldens' error
-// bound goes; on the goldens 3–8 % of the rows are refined. The
+// bound goes (a model's refined rows also show how far FP16 moved their
+// gaps, and a move over half the margin grows the model's margin to twice
+// it: backend.RefineGate); on the goldens 3–8 % of the rows are refined. The
 // probabilities, scores and noul values of rows not refined are FP16's
 // (within 0.005 of upstream's), and which batches run reduced depends on
 // their size and on recent near-ties, so they may differ from call to call
