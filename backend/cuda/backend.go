@@ -398,11 +398,12 @@ type tensor struct {
 	// its output add them (see stream.Linear).
 	stacked bool
 	twoOff  int64
-	// In FP16 a GEMM whose output only a GeGLU reads, and which is then
-	// discarded, writes that output as fp16 (half the bytes written and
-	// read, the same rounding the GeGLU's own 16-bit output then adds):
-	// halfLin is the Linear that last wrote t and may do so, halfReader
-	// the GeGLU that read t since, the only reader; f16: t holds fp16.
+	// In FP16 a GEMM whose output only a GeGLU or a tensor-core attention
+	// reads, and which is then discarded, writes that output as fp16 (half
+	// the bytes written and read; FP16 rounds those kernels' outputs to
+	// fp16 anyway): halfLin is the Linear that last wrote t and may do so,
+	// halfReader the GeGLU or attention that read t since, its only reader;
+	// f16: t holds fp16.
 	halfLin    *linearOp
 	halfReader *op
 	f16        bool

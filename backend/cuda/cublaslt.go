@@ -192,7 +192,7 @@ func ltEpilogue(bias bool, act backend.Activation) (uint32, bool) {
 type ltGEMM struct {
 	m, n, k int
 	typ     uint32 // cudaR16F or cudaR16BF
-	dtyp    uint32 // D's: cudaR32F, or cudaR16F (a GEMM written for GeGLU alone)
+	dtyp    uint32 // D's: cudaR32F, or cudaR16F (an output for one GeGLU or attention alone)
 	// batch is 1, or 2: FP16X2's two terms of B into two D (A's stride
 	// 0, one weight), strideB and strideD elements apart.
 	batch            int

@@ -52,10 +52,13 @@
 // precisions, the rounding of a GEMM's input into the kernel that produced
 // it (LayerNorm, attention, GeGLU), which stores only that 16-bit copy when
 // the model discards the output after the GEMMs and nothing else read it.
-// In FP16 a GEMM whose output only a GeGLU reads before the model discards
-// it writes that output as fp16 (its float32 sum rounded once, which the
-// GeGLU's own fp16 output then rounds again): half the bytes written and
-// read where GeGLU is bound by memory.
+// In FP16 a GEMM whose output only a GeGLU, or only a tensor-core
+// attention, reads before the model discards it writes that output as fp16
+// (its float32 sum rounded once; those kernels' fp16 outputs, and the
+// attention's operands, are rounded again): half the bytes written and
+// read. An output over fp16's range becomes infinite there, as any FP16
+// activation copy does; refinement reruns such rows (non-finite outputs
+// count as near-ties).
 // Per-row metadata (positions, attention tiles) is staged once per request,
 // whatever the number of layers.
 //

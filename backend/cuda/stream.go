@@ -759,7 +759,7 @@ func (s *stream) GeGLU(dst, x backend.Tensor) {
 	two := in.two()
 	// The GEMM that wrote in may write it as fp16 for this GeGLU alone:
 	// nothing read it since, and (Discard) nothing will.
-	half := in.halfLin != nil && !in.f32Read && two == 0
+	half := in.halfLin != nil && in.halfReader == nil && !in.f32Read && two == 0
 	s.reads(in)
 	s.writes(d)
 	n := int64(d.rows) * int64(d.cols)
@@ -827,7 +827,7 @@ func (s *stream) Rope(qkv backend.Tensor, p backend.RopeParams) {
 		return
 	}
 	// Written when recorded (pending), and so still stacked if it is.
-	halfOK := t.halfLin != nil && !t.f32Read
+	halfOK := t.halfLin != nil && t.halfReader == nil && !t.f32Read
 	s.reads(t)
 	s.mix(opRope, s.ref(t), uint64(table), uint64(t.rows), uint64(p.Heads), uint64(p.HeadDim))
 	t.rope = &pendingRope{table: table, heads: p.Heads, dh: p.HeadDim, layout: p.Layout, halfOK: halfOK}
@@ -1057,7 +1057,7 @@ func (s *stream) Attention(dst, qkv backend.Tensor, p backend.AttentionParams) {
 	d, in := ts[0], ts[1]
 	two := in.two()
 	// Nothing read qkv since its GEMM (a folded rope's own read aside).
-	unread := in.halfLin != nil && two == 0 && (rope == nil && !in.f32Read || rope != nil && rope.halfOK)
+	unread := in.halfLin != nil && in.halfReader == nil && two == 0 && (rope == nil && !in.f32Read || rope != nil && rope.halfOK)
 	window := p.SeqLen
 	if p.Sliding {
 		window = min(window, 2*p.Radius+1)
@@ -1161,6 +1161,10 @@ func (s *stream) Read(ctx context.Context, t backend.Tensor, dst []float32) erro
 	// refuses it before a tensor's lastWriter is looked at.
 	if x, ok := t.(*tensor); ok && x != nil && x.s == s && !s.closed && s.err == nil && x.lastWriter != nil && x.lastWriter.noF32 {
 		s.fail(fmt.Errorf("cuda: read of discarded tensor [%d, %d]: its producer stored only the 16-bit copy a GEMM read", x.rows, x.cols))
+		return s.err
+	}
+	if x, ok := t.(*tensor); ok && x != nil && x.s == s && !s.closed && s.err == nil && x.f16 {
+		s.fail(fmt.Errorf("cuda: read of discarded tensor [%d, %d]: its GEMM wrote it in fp16 for its one reader", x.rows, x.cols))
 		return s.err
 	}
 	ts, ok := s.begin("read", t)

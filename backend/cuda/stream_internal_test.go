@@ -1001,25 +1001,27 @@ func TestVecGeGLUChoice(t *testing.T) {
 }
 
 // In FP16 a GEMM whose output only a GeGLU reads and which is then
-// discarded writes it as fp16 and the GeGLU reads it so; not when anything
-// else reads the output, when it is kept, in the other precisions, nor for
-// a GEMM with a bias.
+// discarded writes it as fp16 and the GeGLU reads it so, and a Read of it
+// fails; not when anything else reads the output (a second GeGLU too), when
+// it is kept, in the other precisions, nor for a GEMM with a bias.
 func TestHalfGeGLUInput(t *testing.T) {
 	for _, c := range []struct {
 		name                string
 		prec                Precision
 		bias, readAfter     bool
 		readBefore, discard bool
+		twice               bool
 		want                bool
 	}{
-		{"fp16, discarded", FP16, false, false, false, true, true},
-		{"fp16, kept", FP16, false, false, false, false, false},
-		{"fp16, read after the GeGLU", FP16, false, true, false, true, false},
-		{"fp16, read before the GeGLU", FP16, false, false, true, true, false},
-		{"fp16, bias", FP16, true, false, false, true, false},
-		{"fp16x2", FP16X2, false, false, false, true, false},
-		{"bf16", BF16, false, false, false, true, false},
-		{"fp32", FP32, false, false, false, true, false},
+		{"fp16, discarded", FP16, false, false, false, true, false, true},
+		{"fp16, kept", FP16, false, false, false, false, false, false},
+		{"fp16, read after the GeGLU", FP16, false, true, false, true, false, false},
+		{"fp16, read before the GeGLU", FP16, false, false, true, true, false, false},
+		{"fp16, a second GeGLU", FP16, false, false, false, true, true, false},
+		{"fp16, bias", FP16, true, false, false, true, false, false},
+		{"fp16x2", FP16X2, false, false, false, true, false, false},
+		{"bf16", BF16, false, false, false, true, false, false},
+		{"fp32", FP32, false, false, false, true, false, false},
 	} {
 		s := &stream{be: &Backend{}, prec: c.prec}
 		const rows, inner = 20, 48
@@ -1037,6 +1039,11 @@ func TestHalfGeGLUInput(t *testing.T) {
 		}
 		s.GeGLU(act, up)
 		geglu := s.ops[len(s.ops)-1]
+		second := geglu
+		if c.twice {
+			s.GeGLU(s.New(rows, inner), up)
+			second = s.ops[len(s.ops)-1]
+		}
 		if c.readAfter {
 			s.Add(sum, up, up)
 		}
@@ -1047,14 +1054,20 @@ func TestHalfGeGLUInput(t *testing.T) {
 		if err := s.Err(); err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
-		if lin.halfOut != c.want || geglu.halfIn != c.want || up.(*tensor).f16 != c.want {
-			t.Errorf("%s: GEMM fp16 out %v, GeGLU fp16 in %v, tensor fp16 %v; want %v", c.name, lin.halfOut, geglu.halfIn, up.(*tensor).f16, c.want)
+		if lin.halfOut != c.want || geglu.halfIn != c.want || second.halfIn != c.want || up.(*tensor).f16 != c.want {
+			t.Errorf("%s: GEMM fp16 out %v, GeGLUs fp16 in %v and %v, tensor fp16 %v; want %v", c.name, lin.halfOut, geglu.halfIn, second.halfIn,
+				up.(*tensor).f16, c.want)
 		}
 		if keyed := len(s.words) > words; c.want && !keyed {
 			t.Errorf("%s: the choice is not in the segment's key", c.name)
 		}
 		if slices.Contains(s.readback(act.(*tensor)), up.(*tensor)) == c.want {
 			t.Errorf("%s: an fp16 output is read back as float32, or a float32 one is not", c.name)
+		}
+		if c.want {
+			if err := s.Read(context.Background(), up, make([]float32, rows*2*inner)); err == nil || !strings.Contains(err.Error(), "fp16") {
+				t.Errorf("%s: Read of the fp16 output: %v, want an error", c.name, err)
+			}
 		}
 	}
 }
@@ -1071,15 +1084,20 @@ func TestHalfAttentionInput(t *testing.T) {
 		opts             Options
 		readAfter, unrot bool
 		discard          bool
+		then             string // a second reader: "attention" (the rope still owed), "geglu", "rope+attention"
 		want             bool
 	}{
-		{"fp16, discarded", Options{Precision: FP16, MMAWarps: 4}, false, false, true, true},
-		{"fp16, no rope", Options{Precision: FP16, MMAWarps: 4}, false, true, true, true},
-		{"fp16, kept", Options{Precision: FP16, MMAWarps: 4}, false, false, false, false},
-		{"fp16, read after the attention", Options{Precision: FP16, MMAWarps: 4}, true, false, true, false},
-		{"fp16, attnterms=2", Options{Precision: FP16, MMAWarps: 4, AttentionTerms: 2}, false, false, true, false},
-		{"fp16, float32 kernels", Options{Precision: FP16, SIMTAttention: true}, false, false, true, false},
-		{"fp16x2", Options{Precision: FP16X2, MMAWarps: 4}, false, false, true, false},
+		{"fp16, discarded", Options{Precision: FP16, MMAWarps: 4}, false, false, true, "", true},
+		{"fp16, no rope", Options{Precision: FP16, MMAWarps: 4}, false, true, true, "", true},
+		{"fp16, kept", Options{Precision: FP16, MMAWarps: 4}, false, false, false, "", false},
+		{"fp16, read after the attention", Options{Precision: FP16, MMAWarps: 4}, true, false, true, "", false},
+		{"fp16, a second attention", Options{Precision: FP16, MMAWarps: 4}, false, false, true, "attention", false},
+		{"fp16, no rope, a second attention", Options{Precision: FP16, MMAWarps: 4}, false, true, true, "attention", false},
+		{"fp16, a GeGLU after", Options{Precision: FP16, MMAWarps: 4}, false, true, true, "geglu", false},
+		{"fp16, a GeGLU before", Options{Precision: FP16, MMAWarps: 4}, false, false, true, "geglu first", false},
+		{"fp16, attnterms=2", Options{Precision: FP16, MMAWarps: 4, AttentionTerms: 2}, false, false, true, "", false},
+		{"fp16, float32 kernels", Options{Precision: FP16, SIMTAttention: true}, false, false, true, "", false},
+		{"fp16x2", Options{Precision: FP16X2, MMAWarps: 4}, false, false, true, "", false},
 	} {
 		be := &Backend{opts: c.opts, sms: 132}
 		tiled := &[4]uintptr{100, 101, 102, 100}
@@ -1092,11 +1110,26 @@ func TestHalfAttentionInput(t *testing.T) {
 		qkv, out, sum := s.New(rows, 3*heads*dh), s.New(rows, heads*dh), s.New(rows, 3*heads*dh)
 		s.Linear(qkv, x, w, nil, backend.Identity)
 		lin := s.ops[len(s.ops)-1].lin
+		var first *op
+		if c.then == "geglu first" {
+			s.GeGLU(s.New(rows, 3*heads*dh/2), qkv)
+			first = s.ops[len(s.ops)-1]
+		}
 		if !c.unrot {
 			s.Rope(qkv, backend.RopeParams{Layout: layout, Heads: heads, HeadDim: dh, Theta: 10000})
 		}
-		s.Attention(out, qkv, backend.AttentionParams{Layout: layout, Heads: heads, HeadDim: dh, Scale: 0.5})
+		ap := backend.AttentionParams{Layout: layout, Heads: heads, HeadDim: dh, Scale: 0.5}
+		s.Attention(out, qkv, ap)
 		attn := s.ops[len(s.ops)-1]
+		second := attn
+		switch c.then {
+		case "attention":
+			s.Attention(s.New(rows, heads*dh), qkv, ap)
+			second = s.ops[len(s.ops)-1]
+		case "geglu":
+			s.GeGLU(s.New(rows, 3*heads*dh/2), qkv)
+			second = s.ops[len(s.ops)-1]
+		}
 		if c.readAfter {
 			s.Add(sum, qkv, qkv)
 		}
@@ -1109,8 +1142,8 @@ func TestHalfAttentionInput(t *testing.T) {
 		if attn.name != "attention" {
 			t.Fatalf("%s: the last operation is %q", c.name, attn.name)
 		}
-		if lin.halfOut != c.want || attn.halfIn != c.want {
-			t.Errorf("%s: GEMM fp16 out %v, attention fp16 in %v; want %v", c.name, lin.halfOut, attn.halfIn, c.want)
+		if lin.halfOut != c.want || attn.halfIn != c.want || second.halfIn != c.want || first != nil && first.halfIn {
+			t.Errorf("%s: GEMM fp16 out %v, attention fp16 in %v, its other reader %v; want %v", c.name, lin.halfOut, attn.halfIn, second.halfIn, c.want)
 		}
 		s.Close()
 	}
