@@ -224,6 +224,10 @@ func (n *network) forwardRows(ctx context.Context, rows []forwardRow, reduce boo
 				still = append(still, k)
 			}
 		}
+		if len(near) > 0 {
+			// The gate's account: these rows of reduced batches run again too.
+			n.gate.Observe(len(kept), len(near))
+		}
 		kept = still
 	}
 	return out, nil

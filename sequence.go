@@ -94,7 +94,7 @@ type prefixCache struct {
 const (
 	prefixCacheKey     = 2048    // bytes of the longest key kept
 	prefixCacheEntries = 1024    // prefixes kept before starting over
-	prefixCacheSize    = 1 << 20 // key bytes and ids (a request's head_max_len can make prefixes long)
+	prefixCacheSize    = 1 << 20 // key bytes plus ids (8 bytes each): at most about 8 MiB; a request's head_max_len can make prefixes long
 )
 
 func newPrefixCache() *prefixCache { return &prefixCache{m: map[string]rowPrefix{}} }
@@ -192,13 +192,16 @@ func (b *sequenceBuilder) prefix(q *question) rowPrefix {
 	p = b.newPrefix(q)
 	size := len(key) + len(p.ids) + len(p.markers)
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[string(key)]; ok {
+		return p // another request built it meanwhile
+	}
 	if len(c.m) >= prefixCacheEntries || c.size+size > prefixCacheSize {
 		clear(c.m)
 		c.size = 0
 	}
 	c.m[string(key)] = p
 	c.size += size
-	c.mu.Unlock()
 	return p
 }
 

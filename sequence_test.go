@@ -332,3 +332,34 @@ func TestPrefixCache(t *testing.T) {
 		t.Error("700 prefixes of about 4000 key bytes and ids never filled the cache")
 	}
 }
+
+// Requests on many goroutines share one agent's prefix cache (run with
+// -race): each gets the prefix built alone, and the cache's count of what
+// it holds stays exact.
+func TestPrefixCacheConcurrent(t *testing.T) {
+	const cls, sep, mask = 1001, 1002, 1004
+	b := sequenceBuilder{enc: charEncoder{}, prefixes: newPrefixCache(), sp: specialTokens{CLS: cls, SEP: sep, MASK: mask, MaskToken: "<m>"},
+		maxLen: 64, headMaxLen: 40}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 3 * prefixCacheEntries / 2 {
+				q := &question{qtype: heads.Noul, instructions: strconv.Itoa((i * (g + 1)) % 2000), options: []string{"no", "yes"}}
+				if got, want := b.prefix(q), b.newPrefix(q); !reflect.DeepEqual(got, want) {
+					t.Errorf("prefix(%q) = %+v, want %+v", q.instructions, got, want)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	held := 0
+	for k, p := range b.prefixes.m {
+		held += len(k) + len(p.ids) + len(p.markers)
+	}
+	if held != b.prefixes.size {
+		t.Errorf("the cache holds %d key bytes and ids, counted %d", held, b.prefixes.size)
+	}
+}

@@ -163,7 +163,10 @@ type Refiner interface {
 // margin is calibrated on known checkpoints, and a refined row shows how
 // far the reduced run moved the gaps between its logits (ObserveSpread).
 // Once a move over half the margin is seen, Margin answers twice the
-// largest, so that a kept row's gap stays at least twice any move seen.
+// largest, so that a kept row's gap stays at least twice any move seen. It
+// never shrinks: a checkpoint that rounds badly once may again, and the
+// cost of a margin too large is speed (more rows run again, and then the
+// gate closes), where one too small costs answers.
 type RefineGate struct {
 	mu     sync.Mutex
 	share  float64 // moving average of the share of rows run again, per reduced batch
