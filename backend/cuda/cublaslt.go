@@ -3,6 +3,7 @@
 package cuda
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -260,9 +261,8 @@ type ltGEMMs struct {
 }
 
 const (
-	ltCandidates = 16 // asked of the heuristic
-	tuneRounds   = 2  // each candidate's best of
-	tuneReps     = 4  // launches between a round's events
+	tuneRounds = 2 // each candidate's best of
+	tuneReps   = 4 // launches between a round's events
 	// maxTuneScratch bounds the scratch output: a GEMM whose output is
 	// larger takes the heuristic's first choice (at that size it is
 	// compute-bound, where the heuristic does well).
@@ -326,7 +326,7 @@ func (c *cublasLt) newLayout(typ uint32, rows, cols, ld, batch int, stride int64
 // with desc when the call brings its own (a bias epilogue); h is a
 // cuBLASLt handle. A heuristic that refuses the shape leaves the plan
 // without candidates.
-func (c *cublasLt) newPlan(h uintptr, k ltKey, desc uintptr) (*ltPlan, error) {
+func (c *cublasLt) newPlan(h uintptr, k ltKey, desc uintptr, cands int) (*ltPlan, error) {
 	p := &ltPlan{}
 	err := func() error {
 		var err error
@@ -360,13 +360,13 @@ func (c *cublasLt) newPlan(h uintptr, k ltKey, desc uintptr) (*ltPlan, error) {
 		if err != nil {
 			return err
 		}
-		var res [ltCandidates]ltHeuristic
+		res := make([]ltHeuristic, cands)
 		var got int32
-		if c.call("cublasLtMatmulAlgoGetHeuristic", c.heuristic, h, desc, p.a, p.b, p.d, p.d, pref, ltCandidates,
+		if c.call("cublasLtMatmulAlgoGetHeuristic", c.heuristic, h, desc, p.a, p.b, p.d, p.d, pref, uintptr(cands),
 			uintptr(unsafe.Pointer(&res[0])), uintptr(unsafe.Pointer(&got))) != nil {
 			return nil
 		}
-		for _, r := range res[:min(int(got), ltCandidates)] {
+		for _, r := range res[:min(int(got), cands)] {
 			if r.state == 0 && r.workspace <= gemmWorkspace {
 				p.cands = append(p.cands, r)
 			}
@@ -480,7 +480,7 @@ func (b *Backend) ltPlan(h uintptr, key ltKey, desc uintptr) (*ltPlan, error) {
 	if p, ok := L.plans[key]; ok {
 		return p, nil
 	}
-	p, err := L.lib.newPlan(h, key, desc)
+	p, err := L.lib.newPlan(h, key, desc, cmp.Or(b.opts.TuneCandidates, DefaultTuneCandidates))
 	if err != nil {
 		return nil, err
 	}

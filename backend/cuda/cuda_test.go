@@ -104,6 +104,9 @@ func TestParseOptions(t *testing.T) {
 		{"gemm=cublas", cuda.Options{}, true},
 		{"gemm=", cuda.Options{}, true},
 		{"tune=yes", cuda.Options{}, true},
+		{"tunecands=64", cuda.Options{TuneCandidates: 64}, false},
+		{"tunecands=129", cuda.Options{}, true},
+		{"tunecands=-1", cuda.Options{}, true},
 		{"precision=fp16x2,attnterms=1", cuda.Options{Precision: cuda.FP16X2, AttentionTerms: 1}, false},
 		{"attnterms=3", cuda.Options{}, true},
 		{"cache=off", cuda.Options{KernelCache: "off"}, false},
@@ -1275,7 +1278,8 @@ func TestLinearGEMMPaths(t *testing.T) {
 	modes := []struct {
 		name string
 		opts cuda.Options
-	}{{"lt", cuda.Options{}}, {"lt-untuned", cuda.Options{NoTune: true}}, {"blas", cuda.Options{GEMMBLAS: true}}}
+	}{{"lt", cuda.Options{}}, {"lt-untuned", cuda.Options{NoTune: true}}, {"lt-64-candidates", cuda.Options{TuneCandidates: 64}},
+		{"blas", cuda.Options{GEMMBLAS: true}}}
 	for _, prec := range []cuda.Precision{cuda.FP16, cuda.BF16, cuda.FP16X2} {
 		refs := make([][2][]float64, len(shapes))
 		for i, sh := range shapes {

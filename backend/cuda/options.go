@@ -142,6 +142,11 @@ type Options struct {
 	// NoTune takes cuBLASLt's first heuristic choice for every GEMM shape
 	// instead of timing its candidates the first time the shape runs.
 	NoTune bool
+	// TuneCandidates is how many of the heuristic's algorithms a GEMM shape
+	// times (1 to MaxTuneCandidates; 0 means DefaultTuneCandidates): more
+	// lets the heuristic's later offers (other tiles, split-K) compete, at
+	// the cost of a longer first run of each shape.
+	TuneCandidates int
 	// Driver, NVRTC and CUBLAS name the libraries (default: libcuda.so.1,
 	// and libnvrtc.so and libcublas.so from the loader path, the CUDA
 	// toolkit or Python's nvidia packages).
@@ -167,11 +172,11 @@ type Options struct {
 // precision=fp32|fp16|bf16|fp16x2, device=N, graphs=off, maxgraphs=N,
 // bucket=N, attn=mma|simt, mmawarps=0|2|4|8, attnterms=0|1|2,
 // attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off,
-// geglu=vec|scalar, cache=DIR|off, refine=MARGIN|off, refinetokens=N.
+// tunecands=N, geglu=vec|scalar, cache=DIR|off, refine=MARGIN|off, refinetokens=N.
 func ParseOptions(s string) (Options, error) {
 	var o Options
 	ints := map[string]*int{"device": &o.Device, "bucket": &o.Bucket, "attnqpw": &o.QueriesPerWarp,
-		"attnwarps": &o.AttentionWarps, "mmawarps": &o.MMAWarps, "attnterms": &o.AttentionTerms, "maxgraphs": &o.MaxGraphs, "refinetokens": &o.RefineTokens}
+		"attnwarps": &o.AttentionWarps, "mmawarps": &o.MMAWarps, "attnterms": &o.AttentionTerms, "maxgraphs": &o.MaxGraphs, "refinetokens": &o.RefineTokens, "tunecands": &o.TuneCandidates}
 	// Two-word options: the words, and the field that is whether it is
 	// the second.
 	words := map[string]struct {
@@ -204,7 +209,7 @@ func ParseOptions(s string) (Options, error) {
 			}
 			o.KernelCache = v
 		default:
-			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, bucket=N, attn=mma|simt, mmawarps=0|2|4|8, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off, geglu=vec|scalar, cache=DIR|off, refine=MARGIN|off, refinetokens=N)")
+			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, bucket=N, attn=mma|simt, mmawarps=0|2|4|8, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off, tunecands=N, geglu=vec|scalar, cache=DIR|off, refine=MARGIN|off, refinetokens=N)")
 		}
 		if err == nil {
 			err = o.check()
@@ -259,9 +264,18 @@ func (o Options) check() error {
 		return fmt.Errorf("refinetokens=%d, want a token count (0: %d)", o.RefineTokens, DefaultRefineTokens)
 	case o.AttentionTerms < 0 || o.AttentionTerms > 2:
 		return fmt.Errorf("attnterms=%d, want 1 or 2 (0: the precision's)", o.AttentionTerms)
+	case o.TuneCandidates < 0 || o.TuneCandidates > MaxTuneCandidates:
+		return fmt.Errorf("tunecands=%d, want 1 to %d (0: %d)", o.TuneCandidates, MaxTuneCandidates, DefaultTuneCandidates)
 	}
 	return nil
 }
+
+// DefaultTuneCandidates and MaxTuneCandidates bound Options.TuneCandidates:
+// the heuristic's algorithms a GEMM shape times the first time it runs.
+const (
+	DefaultTuneCandidates = 16
+	MaxTuneCandidates     = 128
+)
 
 // DefaultRefine is the registered backend's Options.Refine: the logit
 // margin under which a row run in FP16 first runs again in FP16X2. It is
