@@ -83,19 +83,16 @@ func sameOutputs(a, b rowOutput, tol float64) bool {
 	return near(a.Logits, b.Logits) && near(a.ActProbs, b.ActProbs)
 }
 
-// A network on a backend.Refiner runs each batch on the reduced stream and
-// exactly the rows whose reduced logits are a near-tie again on a plain one,
-// whose outputs replace the reduced ones; a batch below the reduced
-// stream's token count runs plain. The expected rows come from the exact
-// outputs: a row whose exact gap is more than 2·skew (the most the skew
-// moves a gap) from the margin is refined or not for sure.
-func TestRefineNearTies(t *testing.T) {
+// tinyRows loads tiny-en (closed at the test's end) and returns every
+// golden row with its outputs on a plain network and the gap between their
+// two largest logits.
+func tinyRows(t *testing.T) (ckpt *weights.Checkpoint, rows []forwardRow, exact []rowOutput, gaps []float32) {
+	t.Helper()
 	ckpt, err := weights.LoadCheckpoint(oracletest.Checkpoint("tiny-en"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ckpt.Close()
-	var rows []forwardRow
+	t.Cleanup(func() { ckpt.Close() })
 	for _, c := range oracletest.Cases(t, "tiny-en") {
 		rows = append(rows, forwardtest.Rows(c.Rows)...)
 	}
@@ -104,14 +101,24 @@ func TestRefineNearTies(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer exactNet.close()
-	exact, err := exactNet.forward(context.Background(), rows)
-	if err != nil {
+	if exact, err = exactNet.forward(context.Background(), rows); err != nil {
 		t.Fatal(err)
 	}
-	gaps := make([]float32, len(rows))
+	gaps = make([]float32, len(rows))
 	for i, o := range exact {
 		gaps[i] = gap(o.Logits)
 	}
+	return ckpt, rows, exact, gaps
+}
+
+// A network on a backend.Refiner runs each batch on the reduced stream and
+// exactly the rows whose reduced logits are a near-tie again on a plain one,
+// whose outputs replace the reduced ones; a batch below the reduced
+// stream's token count runs plain. The expected rows come from the exact
+// outputs: a row whose exact gap is more than 2·skew (the most the skew
+// moves a gap) from the margin is refined or not for sure.
+func TestRefineNearTies(t *testing.T) {
+	ckpt, rows, exact, gaps := tinyRows(t)
 	sorted := slices.Clone(gaps)
 	slices.Sort(sorted)
 	// A tenth of the rows under the margin: few enough that the network's
@@ -191,28 +198,7 @@ func TestRefineNearTies(t *testing.T) {
 // smaller margin are looked at again. No row is kept that is a near-tie
 // under the grown margin; refined rows are the exact ones.
 func TestRefineMarginGrows(t *testing.T) {
-	ckpt, err := weights.LoadCheckpoint(oracletest.Checkpoint("tiny-en"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ckpt.Close()
-	var rows []forwardRow
-	for _, c := range oracletest.Cases(t, "tiny-en") {
-		rows = append(rows, forwardtest.Rows(c.Rows)...)
-	}
-	exactNet, err := newNetwork(ckpt, networkOptions{BatchSize: 8, PadID: ckpt.Encoder.PadTokenID})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer exactNet.close()
-	exact, err := exactNet.forward(context.Background(), rows)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gaps := make([]float32, len(rows))
-	for i, o := range exact {
-		gaps[i] = gap(o.Logits)
-	}
+	ckpt, rows, exact, gaps := tinyRows(t)
 	slices.Sort(gaps)
 	margin := gaps[len(gaps)/20]
 	// One batch, so that the gate, which closes once many rows run again,
