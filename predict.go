@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/laya-metal/laya/heads"
+	"github.com/laya-metal/laya/internal/phase"
 	"github.com/laya-metal/laya/weights"
 )
 
@@ -29,7 +30,12 @@ func (a *Agent) PredictRequest(ctx context.Context, req Request) (*Result, error
 // PredictJSON answers a raw request {"state": …, "questions": {…}}, keeping the order of
 // its questions, criteria and state objects.
 func (a *Agent) PredictJSON(ctx context.Context, request []byte) (*Result, error) {
+	pt := phase.From(ctx)
+	start := pt.Start()
 	req, err := ParseRequest(request)
+	if pt != nil {
+		pt.Add(&pt.Parse, start)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -91,6 +97,8 @@ func (a *Agent) PredictBatch(ctx context.Context, reqs []Request) ([]BatchAnswer
 	}
 	var work []pending
 	var fwd []forwardRow
+	pt := phase.From(ctx)
+	start := pt.Start()
 	for i, req := range reqs {
 		if len(req.Questions) == 0 {
 			answers[i].Result = &Result{}
@@ -107,6 +115,9 @@ func (a *Agent) PredictBatch(ctx context.Context, reqs []Request) ([]BatchAnswer
 			fwd = append(fwd, r.forwardRow())
 		}
 	}
+	if pt != nil {
+		start = pt.Add(&pt.Prepare, start)
+	}
 	if len(fwd) == 0 {
 		return answers, nil
 	}
@@ -116,9 +127,15 @@ func (a *Agent) PredictBatch(ctx context.Context, reqs []Request) ([]BatchAnswer
 	if err != nil {
 		return nil, err
 	}
+	if pt != nil {
+		start = pt.Add(&pt.Forward, start)
+	}
 	for _, p := range work {
 		res, err := assembleResult(p.qs, p.rows, outs[p.first:p.first+len(p.rows)], a.temperatures(reqs[p.index].Lang))
 		answers[p.index].Result, answers[p.index].Err = res, err
+	}
+	if pt != nil {
+		pt.Add(&pt.Assemble, start)
 	}
 	return answers, nil
 }

@@ -6,7 +6,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/laya-metal/laya/internal/phase"
 	"github.com/laya-metal/laya/pyjson"
 )
 
@@ -152,5 +154,25 @@ func TestPredictRequestWindows(t *testing.T) {
 		if _, err := agent.PredictRequest(ctx, req); !errors.Is(err, ErrInvalidRequest) {
 			t.Errorf("max_len %d, head_max_len %d: %v, want ErrInvalidRequest", req.MaxLen, req.HeadMaxLen, err)
 		}
+	}
+}
+
+// A request whose context carries phase.Times gets the time of each of its
+// phases added: every phase took some, and together no more than the call.
+func TestPredictPhases(t *testing.T) {
+	ctx := context.Background()
+	agent, err := Load(ctx, checkpointDir("tiny-en"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer agent.Close()
+	var pt phase.Times
+	start := time.Now()
+	if _, err := agent.PredictJSON(phase.With(ctx, &pt), []byte(`{"state": {"body": "refund the duplicate charge"}, "questions": {"q": {"type": "noul", "instructions": "A refund?"}}}`)); err != nil {
+		t.Fatal(err)
+	}
+	wall := time.Since(start)
+	if pt.Parse <= 0 || pt.Prepare <= 0 || pt.Forward <= 0 || pt.Assemble <= 0 || pt.Parse+pt.Prepare+pt.Forward+pt.Assemble > wall {
+		t.Errorf("phases %+v, call %v", pt, wall)
 	}
 }

@@ -66,6 +66,11 @@ shapes tuned, streams run in fp16 first and in the backend's precision),
 so a timed request that missed its graph, or whose near-ties were run
 again, shows.
 
+On every backend --format json adds host_ms: the median time of each phase
+of the timed requests (parsing the JSON, preparing the rows, the forward,
+assembling the answers, the rest), and on one that reports GPU time the
+forward's time beyond it (recording, launching, waiting, reading back).
+
 On cpu, --joins records every parallel operation of the timed requests and
 prints, per call site, how long its workers were held (wall time × workers)
 and how much of that they computed: the rest is idle time at the hand-offs

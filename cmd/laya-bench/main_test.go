@@ -66,7 +66,9 @@ func TestDeviceTimeColumns(t *testing.T) {
 		{"cpu joins", []string{"--backend", "cpu", "--joins"}, []string{"Worker time per parallel operation", "call site", "idle", "late ms"}, nil, ""},
 		{"joins elsewhere", []string{"--backend", "metal-emu", "--joins"}, nil, nil, "only the cpu backend"},
 		{"kernel elsewhere", []string{"--backend", "metal-emu", "--kernel"}, nil, nil, "only the cpu backend"},
-		{"json", []string{"--backend", "metal-emu", "--format", "json", "--profile"}, []string{`"gpu_samples_ms"`, `"op": "layerNorm+linear+geglu"`}, nil, ""},
+		{"json", []string{"--backend", "metal-emu", "--format", "json", "--profile"},
+			[]string{`"gpu_samples_ms"`, `"op": "layerNorm+linear+geglu"`, `"host_ms"`, `"forward_beyond_gpu"`}, nil, ""},
+		{"json cpu", []string{"--backend", "cpu", "--format", "json"}, []string{`"host_ms"`, `"prepare"`}, []string{`"forward_beyond_gpu"`}, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

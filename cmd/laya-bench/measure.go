@@ -11,6 +11,7 @@ import (
 	"github.com/laya-metal/laya/backend"
 	"github.com/laya-metal/laya/backend/cpu"
 	"github.com/laya-metal/laya/internal/cli"
+	"github.com/laya-metal/laya/internal/phase"
 	"github.com/laya-metal/laya/internal/stats"
 )
 
@@ -31,6 +32,9 @@ type result struct {
 	GPUP50MS     float64   `json:"gpu_p50_ms,omitempty"`
 	GPUMeanMS    float64   `json:"gpu_mean_ms,omitempty"`
 	GPUSamplesMS []float64 `json:"gpu_samples_ms,omitempty"`
+	// Host is the median of each phase of the timed requests on the host
+	// (--format json), and what the forward took beyond the device's time.
+	Host *hostRow `json:"host_ms,omitempty"`
 	// Counters are the backend's counts over the timed requests
 	// (backend.Counter), e.g. the cuda backend's graph replays and
 	// segments run kernel by kernel.
@@ -43,6 +47,20 @@ type result struct {
 	// Kernel is the cpu backend's GEMM micro-kernel in the timed requests
 	// and alone on hot operands (--kernel).
 	Kernel *kernelRow `json:"kernel,omitempty"`
+}
+
+// hostRow is where the timed requests' wall time went, medians over them
+// (internal/phase): parsing the JSON, preparing the rows, the forward
+// (device time included; beyond_gpu is the forward less the request's
+// device time, on backends that report it), assembling the answers, and
+// the rest of the wall time.
+type hostRow struct {
+	Parse     float64 `json:"parse"`
+	Prepare   float64 `json:"prepare"`
+	Forward   float64 `json:"forward"`
+	BeyondGPU float64 `json:"forward_beyond_gpu,omitempty"`
+	Assemble  float64 `json:"assemble"`
+	Other     float64 `json:"other"`
 }
 
 // kernelRow is --kernel's measurement of one workload.
@@ -83,6 +101,7 @@ func measure(ctx context.Context, agent *laya.Agent, timer backend.Timer, n int,
 		reqs[k] = variedRequest(n, o.long, k)
 	}
 	calls := 0
+	var pt phase.Times // the last request's
 	once := func() (time.Duration, *laya.Result, error) {
 		req := reqs[calls%len(reqs)]
 		calls++
@@ -90,7 +109,8 @@ func measure(ctx context.Context, agent *laya.Agent, timer backend.Timer, n int,
 		if timer != nil {
 			gpuStart = timer.DeviceTime()
 		}
-		elapsed, out, err := timeRequest(ctx, agent, req)
+		pt = phase.Times{}
+		elapsed, out, err := timeRequest(phase.With(ctx, &pt), agent, req)
 		if timer != nil {
 			gpu = timer.DeviceTime() - gpuStart
 		}
@@ -113,6 +133,7 @@ func measure(ctx context.Context, agent *laya.Agent, timer backend.Timer, n int,
 		defer o.cpu.SetProfile(cpu.Profile{})
 	}
 	var hot []float64
+	var host [6][]float64 // hostRow's fields, a sample a timed request
 	counter, _ := o.be.(backend.Counter)
 	var before map[string]int
 	if counter != nil {
@@ -135,6 +156,21 @@ func measure(ctx context.Context, agent *laya.Agent, timer backend.Timer, n int,
 		r.SamplesMS = append(r.SamplesMS, ms(d))
 		if timer != nil {
 			r.GPUSamplesMS = append(r.GPUSamplesMS, ms(gpu))
+		}
+		for k, v := range [6]float64{ms(pt.Parse), ms(pt.Prepare), ms(pt.Forward), ms(pt.Forward - gpu), ms(pt.Assemble),
+			ms(d - pt.Parse - pt.Prepare - pt.Forward - pt.Assemble)} {
+			host[k] = append(host[k], v)
+		}
+	}
+	if o.runs > 0 {
+		med := func(v []float64) float64 {
+			v = append([]float64(nil), v...)
+			sort.Float64s(v)
+			return stats.Percentile(v, 50)
+		}
+		r.Host = &hostRow{Parse: med(host[0]), Prepare: med(host[1]), Forward: med(host[2]), Assemble: med(host[4]), Other: med(host[5])}
+		if timer != nil {
+			r.Host.BeyondGPU = med(host[3])
 		}
 	}
 	if counter != nil {
