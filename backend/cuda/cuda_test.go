@@ -1603,3 +1603,53 @@ func TestHalfAttention(t *testing.T) {
 		be.Close()
 	}
 }
+
+// One packed forward of one tiny-en case in each precision and attention
+// kind, kernel by kernel, captured and replayed: every kernel a forward runs
+// (the float32 and tensor-core attention, GEMM outputs in fp16 for GeGLU and
+// attention, the few-rows Linear, the heads) at a size compute-sanitizer's
+// racecheck gets through (scripts/gpucheck/cuda.sh, sanitize). FP32's
+// logits are held to upstream's, as a sign the forward ran;
+// TestForwardGoldens is the parity test.
+func TestSanitizerForward(t *testing.T) {
+	open(t, cuda.Options{}).Close()
+	ctx := context.Background()
+	ckpt, err := weights.LoadCheckpoint(oracletest.Checkpoint("tiny-en"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ckpt.Close()
+	c := oracletest.Cases(t, "tiny-en")[0]
+	for _, cf := range []struct {
+		name string
+		opts cuda.Options
+	}{
+		{"fp32", cuda.Options{Precision: cuda.FP32}},
+		{"bf16", cuda.Options{Precision: cuda.BF16}},
+		{"fp16x2", cuda.Options{Precision: cuda.FP16X2}},
+		{"fp16+mma", cuda.Options{Precision: cuda.FP16, MMAWarps: 4}},
+		{"fp16x2+mma", cuda.Options{Precision: cuda.FP16X2, MMAWarps: 4}},
+	} {
+		t.Run(cf.name, func(t *testing.T) {
+			be := open(t, cf.opts)
+			defer be.Close()
+			parts, err := forwardpass.NewParts(be, ckpt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			run := runPacked(parts)
+			for pass := range 3 {
+				logits, _, err := run(ctx, be, forwardtest.Rows(c.Rows), int32(ckpt.Encoder.PadTokenID), nil)
+				if err != nil {
+					t.Fatalf("pass %d: %v", pass, err)
+				}
+				if cf.opts.Precision != cuda.FP32 {
+					continue
+				}
+				for i, want := range c.Rows {
+					oracletest.Compare(t, fmt.Sprintf("case %s %s pass %d logits", c.Name, want.QID, pass), logits[i], want.Logits, oracletest.LogitTol)
+				}
+			}
+		})
+	}
+}

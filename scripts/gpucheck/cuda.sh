@@ -19,10 +19,12 @@
 #   profile      laya-bench --profile (per-operation GPU times, kernel by
 #                kernel) on the synthetic English checkpoint, 1 and 10
 #                questions, fp32, fp16 and fp16x2
-#   sanitize     compute-sanitizer memcheck and racecheck over the tiny-en
-#                goldens (fp32, and fp16x2 with the tensor-core attention), the
-#                few-rows Linear kernel and the producers that skip their
-#                float32 output
+#   sanitize     compute-sanitizer memcheck over the tiny-en goldens (fp32,
+#                and fp16x2 with the tensor-core attention), the few-rows
+#                Linear kernel, the producers that skip their float32 output
+#                and one forward per precision and attention kind
+#                (TestSanitizerForward); racecheck over that forward and the
+#                fp16-input attention kernels
 #   kernels      ncu kernel times of one laya-bench request (English 1, 10, 50
 #                questions; PRECISIONS, default fp16x2), summed by kernel into
 #                kernel-sums.csv (scripts/gpucheck/ncu-sums.py; ncu on PATH or
@@ -102,13 +104,17 @@ for step in $steps; do
 		done
 		;;
 	sanitize)
-		# go test splits -run at its slashes: one pattern a run.
-		for tool in memcheck racecheck; do
-			for run in goldens:'TestForwardGoldens/^(fp32|fp16x2\+mma)$/^tiny-en$' kernels:'^(TestFewRowsLinear|TestDiscardedProducers)$'; do
-				log=$out/sanitize-$tool-${run%%:*}.log
-				compute-sanitizer --tool "$tool" --print-limit 20 "$bin/cuda.test" -test.v -test.count=1 -test.run "${run#*:}" >"$log" 2>&1
-				echo "| sanitize $tool ${run%%:*} | exit $? | $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1) |" >>"$summary"
-			done
+		# go test splits -run at its slashes: one pattern a run. racecheck
+		# follows every shared-memory access, too slow for the goldens: it
+		# runs the one-forward-per-kernel-kind test and the fp16-input
+		# kernels' own tests.
+		for run in memcheck:goldens:'TestForwardGoldens/^(fp32|fp16x2\+mma)$/^tiny-en$' \
+			memcheck:kernels:'^(TestFewRowsLinear|TestDiscardedProducers|TestSanitizerForward)$' \
+			racecheck:forward:'^(TestSanitizerForward|TestHalfAttention)$'; do
+			IFS=: read -r tool name pattern <<<"$run"
+			log=$out/sanitize-$tool-$name.log
+			compute-sanitizer --tool "$tool" --print-limit 20 "$bin/cuda.test" -test.v -test.count=1 -test.run "$pattern" >"$log" 2>&1
+			echo "| sanitize $tool $name | exit $? | $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1) |" >>"$summary"
 		done
 		;;
 	*)
