@@ -172,27 +172,32 @@ func (n *network) forwardRows(ctx context.Context, rows []forwardRow, reduce boo
 	var base, used float32 // the backend's margin, and the largest the batches used
 	for start := 0; start < len(sorted); start += n.batchSize {
 		end := min(start+n.batchSize, len(sorted))
-		s, margin := n.stream(sorted[start:end], reduce)
+		s, margin, declined := n.stream(sorted[start:end], reduce)
 		res, err := n.runBatch(ctx, s, sorted[start:end], nil)
 		if err != nil {
 			return nil, err
 		}
-		m := n.gate.Margin(margin)
+		m := n.gate.Margin(max(margin, declined))
 		again := 0
 		for i, o := range res {
 			k := order[start+i]
 			out[k] = o
 			switch {
-			case margin <= 0:
-			case o.nearTie(m):
+			case margin > 0 && o.nearTie(m):
 				near = append(near, k)
 				again++
-			default:
+			case margin > 0:
 				kept = append(kept, k)
+			case declined > 0 && o.nearTie(m):
+				// Run plain because the gate was closed: its near-ties
+				// keep the gate's account current.
+				again++
 			}
 		}
-		if margin > 0 {
+		if margin > 0 || declined > 0 {
 			n.gate.Observe(end-start, again)
+		}
+		if margin > 0 {
 			base, used = max(base, margin), max(used, m)
 		}
 	}
@@ -236,8 +241,9 @@ func (n *network) forwardRows(ctx context.Context, rows []forwardRow, reduce boo
 // stream is the stream a batch of rows runs on, and the margin under which
 // its rows' answers are refined: the backend's reduced precision where it
 // has one for a batch of this many tokens (backend.Refiner) and the
-// network's gate is open, else a plain stream (margin 0).
-func (n *network) stream(rows []forwardRow, reduce bool) (backend.Stream, float32) {
+// network's gate is open, else a plain stream (margin 0). declined is the
+// margin of a reduced stream the gate turned down (else 0).
+func (n *network) stream(rows []forwardRow, reduce bool) (s backend.Stream, margin, declined float32) {
 	if r, ok := n.be.(backend.Refiner); ok && reduce {
 		tokens := 0
 		for _, row := range rows {
@@ -247,12 +253,13 @@ func (n *network) stream(rows []forwardRow, reduce bool) (backend.Stream, float3
 		// that its probes are not spent on small ones.
 		if s, margin := r.ReducedStream(tokens); s != nil {
 			if n.gate.Open() {
-				return s, margin
+				return s, margin, 0
 			}
 			s.Close()
+			return n.be.NewStream(), 0, margin
 		}
 	}
-	return n.be.NewStream(), 0
+	return n.be.NewStream(), 0, 0
 }
 
 // nearTie reports whether a row run in a reduced precision may answer

@@ -151,13 +151,15 @@ type Refiner interface {
 // RefineGate is a Refiner's caller's account of whether running reduced
 // first pays: a batch's reduced run saves a share of its plain cost, and
 // each row run again costs a plain run of that row, so once more than
-// MaxShare of the rows of recent reduced batches ran again, reducing
-// loses, and Open says no, except for every ProbeEvery-th batch, whose
-// outcome keeps the account current. Traffic of real decisions, few of
-// them near-ties, keeps it open; a checkpoint whose options tie throughout
-// (random weights) closes it. One gate a loaded model: near-ties are the
-// checkpoint's and its traffic's, not the backend's. The zero value is
-// open. It is safe for concurrent use.
+// MaxShare of the rows of recent batches were near-ties, reducing loses,
+// and Open says no. The caller then runs those batches plain and still
+// reports their near-ties, counted on the plain outputs (Observe), which
+// keeps the account current at no cost: traffic whose near-ties stop opens
+// it again. Traffic of real decisions, few of them near-ties, keeps it
+// open; a checkpoint whose options tie throughout (random weights) closes
+// it. One gate a loaded model: near-ties are the checkpoint's and its
+// traffic's, not the backend's. The zero value is open. It is safe for
+// concurrent use.
 //
 // It also keeps the margin honest for the checkpoint at hand: a Refiner's
 // margin is calibrated on known checkpoints, and a refined row shows how
@@ -169,8 +171,7 @@ type Refiner interface {
 // gate closes), where one too small costs answers.
 type RefineGate struct {
 	mu     sync.Mutex
-	share  float64 // moving average of the share of rows run again, per reduced batch
-	shut   int     // batches told no since the last reduced one
+	share  float64 // moving average of the share of near-tie rows, per batch observed
 	spread float32 // the largest move of a gap between two logits a refined row showed
 }
 
@@ -180,9 +181,6 @@ const (
 	// rows run again costs fp16x2 alone at ten and fifty questions (cuda
 	// backend, H200).
 	MaxShare = 0.25
-	// ProbeEvery: a closed RefineGate still opens for one batch in this
-	// many.
-	ProbeEvery = 8
 	// refineWeight is the weight of a batch's share in the moving average.
 	refineWeight = 0.25
 )
@@ -192,15 +190,13 @@ const (
 func (g *RefineGate) Open() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.share <= MaxShare || g.shut >= ProbeEvery-1 {
-		g.shut = 0
-		return true
-	}
-	g.shut++
-	return false
+	return g.share <= MaxShare
 }
 
-// Observe adds a reduced batch of rows rows, again of which ran again.
+// Observe adds a batch of rows rows, again of which were near-ties: run
+// again after a reduced run, or, in a batch run plain while the gate was
+// closed, near-ties of the plain outputs at the margin the reduced run
+// would have had.
 func (g *RefineGate) Observe(rows, again int) {
 	if rows <= 0 {
 		return

@@ -125,9 +125,10 @@
 // their size and on recent near-ties, so they may differ from call to call
 // by FP16's error. Where near-ties are common (a checkpoint of random
 // weights, whose options score alike) the second pass costs more than the
-// first saves: the model then runs batches in FP16X2 directly but one in
-// eight (backend.RefineGate, one per loaded model). A long state's windows,
-// which compete with each other, run in FP16X2 only. Reduced and FP16X2
+// first saves: the model then runs batches in FP16X2 directly, whose own
+// near-ties tell it when to go back (backend.RefineGate, one per loaded
+// model). A long state's windows, which compete with each other, run in
+// FP16X2 only. Reduced and FP16X2
 // segments capture graphs of their own, both counted against maxgraphs;
 // attnterms, when set, applies to both. refine=off runs every batch in
 // FP16X2; Stats counts the streams of each kind.
