@@ -249,8 +249,8 @@ func (n *network) stream(rows []forwardRow, reduce bool) (s backend.Stream, marg
 		for _, row := range rows {
 			tokens += len(row.IDs)
 		}
-		// The gate is asked only for batches the backend would reduce, so
-		// that its probes are not spent on small ones.
+		// The gate is asked only for batches the backend would reduce:
+		// small ones, which never run reduced, leave its account alone.
 		if s, margin := r.ReducedStream(tokens); s != nil {
 			if n.gate.Open() {
 				return s, margin, 0

@@ -154,8 +154,8 @@ type Refiner interface {
 // MaxShare of the rows of recent batches were near-ties, reducing loses,
 // and Open says no. The caller then runs those batches plain and still
 // reports their near-ties, counted on the plain outputs (Observe), which
-// keeps the account current at no cost: traffic whose near-ties stop opens
-// it again. Traffic of real decisions, few of them near-ties, keeps it
+// keeps the account current without running anything twice: traffic
+// whose near-ties fall under ReopenShare opens it again. Traffic of real decisions, few of them near-ties, keeps it
 // open; a checkpoint whose options tie throughout (random weights) closes
 // it. One gate a loaded model: near-ties are the checkpoint's and its
 // traffic's, not the backend's. The zero value is open. It is safe for
@@ -172,15 +172,20 @@ type Refiner interface {
 type RefineGate struct {
 	mu     sync.Mutex
 	share  float64 // moving average of the share of near-tie rows, per batch observed
+	closed bool    // Open said no last (it reopens lower: ReopenShare)
 	spread float32 // the largest move of a gap between two logits a refined row showed
 }
 
 const (
-	// MaxShare is the share of rows run again above which RefineGate
+	// MaxShare is the share of near-tie rows above which RefineGate
 	// closes: about where the fp16 pass plus the fp16x2 pass over the
 	// rows run again costs fp16x2 alone at ten and fifty questions (cuda
 	// backend, H200).
 	MaxShare = 0.25
+	// ReopenShare is the share under which a closed RefineGate opens
+	// again: lower than MaxShare, so that traffic whose share hovers at
+	// MaxShare does not switch precision batch by batch.
+	ReopenShare = 0.75 * MaxShare
 	// refineWeight is the weight of a batch's share in the moving average.
 	refineWeight = 0.25
 )
@@ -190,7 +195,12 @@ const (
 func (g *RefineGate) Open() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.share <= MaxShare
+	limit := MaxShare
+	if g.closed {
+		limit = ReopenShare
+	}
+	g.closed = g.share > limit
+	return !g.closed
 }
 
 // Observe adds a batch of rows rows, again of which were near-ties: run

@@ -41,7 +41,7 @@ func TestDType(t *testing.T) {
 // RefineGate opens while few rows of the batches it is told of are
 // near-ties, closes once more than MaxShare of them are (the caller, which
 // then runs batches plain, still tells it their near-ties), and opens again
-// once the share falls.
+// once the share falls under ReopenShare, not before.
 func TestRefineGate(t *testing.T) {
 	var g backend.RefineGate
 	for i := range 20 {
@@ -61,6 +61,16 @@ func TestRefineGate(t *testing.T) {
 	}
 	if opened > 5 || g.Open() {
 		t.Errorf("opened %d of 40 batches with every row a near-tie, want the first few only", opened)
+	}
+	// A share between ReopenShare and MaxShare keeps it closed.
+	if !(0.22 > backend.ReopenShare && 0.22 <= backend.MaxShare) {
+		t.Fatalf("22 near-ties of 100 are not between ReopenShare %g and MaxShare %g", backend.ReopenShare, backend.MaxShare)
+	}
+	for range 40 {
+		g.Observe(100, 22) // between ReopenShare and MaxShare
+		if g.Open() {
+			t.Fatal("reopened at a share above ReopenShare")
+		}
 	}
 	// The near-ties stop: the share falls and the gate opens for good.
 	for range 20 {

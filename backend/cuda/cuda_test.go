@@ -1626,6 +1626,7 @@ func TestSanitizerForward(t *testing.T) {
 	}{
 		{"fp32", cuda.Options{Precision: cuda.FP32}},
 		{"bf16", cuda.Options{Precision: cuda.BF16}},
+		{"fp16", cuda.Options{Precision: cuda.FP16}},
 		{"fp16x2", cuda.Options{Precision: cuda.FP16X2}},
 		{"fp16+mma", cuda.Options{Precision: cuda.FP16, MMAWarps: 4}},
 		{"fp16x2+mma", cuda.Options{Precision: cuda.FP16X2, MMAWarps: 4}},

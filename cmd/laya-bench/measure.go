@@ -51,16 +51,16 @@ type result struct {
 
 // hostRow is where the timed requests' wall time went, medians over them
 // (internal/phase): parsing the JSON, preparing the rows, the forward
-// (device time included; beyond_gpu is the forward less the request's
+// (device time included; BeyondGPU is the forward less the request's
 // device time, on backends that report it), assembling the answers, and
-// the rest of the wall time.
+// the rest of the wall time (taking hold of the network among it).
 type hostRow struct {
-	Parse     float64 `json:"parse"`
-	Prepare   float64 `json:"prepare"`
-	Forward   float64 `json:"forward"`
-	BeyondGPU float64 `json:"forward_beyond_gpu,omitempty"`
-	Assemble  float64 `json:"assemble"`
-	Other     float64 `json:"other"`
+	Parse     float64  `json:"parse"`
+	Prepare   float64  `json:"prepare"`
+	Forward   float64  `json:"forward"`
+	BeyondGPU *float64 `json:"forward_beyond_gpu,omitempty"`
+	Assemble  float64  `json:"assemble"`
+	Other     float64  `json:"other"`
 }
 
 // kernelRow is --kernel's measurement of one workload.
@@ -170,7 +170,8 @@ func measure(ctx context.Context, agent *laya.Agent, timer backend.Timer, n int,
 		}
 		r.Host = &hostRow{Parse: med(host[0]), Prepare: med(host[1]), Forward: med(host[2]), Assemble: med(host[4]), Other: med(host[5])}
 		if timer != nil {
-			r.Host.BeyondGPU = med(host[3])
+			b := med(host[3])
+			r.Host.BeyondGPU = &b
 		}
 	}
 	if counter != nil {

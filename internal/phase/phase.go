@@ -10,7 +10,8 @@ import (
 )
 
 // Times is the time a request spent in each phase, added up over the
-// requests that carried it.
+// requests that carried it. It is not safe for concurrent use: one request
+// at a time.
 type Times struct {
 	Parse    time.Duration // the request's JSON into a state and questions
 	Prepare  time.Duration // validating the questions and tokenizing their rows
