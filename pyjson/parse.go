@@ -70,7 +70,41 @@ func Parse(data []byte) (Value, error) {
 
 type parser struct {
 	data []byte
+	// keys interns the object keys seen: a request's questions repeat the
+	// same few ("type", "instructions", "criteria"), each a string of its
+	// own otherwise.
+	keys map[string]string
 }
+
+// key is str for an object's key, interned in p.keys.
+func (p *parser) key(i int) (string, int, error) {
+	d := p.data
+	j := i
+	for j < len(d) && d[j] != '"' && d[j] != '\\' && d[j] > 0x1f {
+		j++
+	}
+	if j < len(d) && d[j] == '"' && j-i <= maxInternedKey {
+		if k, ok := p.keys[string(d[i:j])]; ok {
+			return k, j + 1, nil
+		}
+		k := string(d[i:j])
+		if p.keys == nil {
+			p.keys = map[string]string{}
+		}
+		if len(p.keys) < maxInternedKeys {
+			p.keys[k] = k
+		}
+		return k, j + 1, nil
+	}
+	return p.str(i) // escapes, errors and long keys: as any string
+}
+
+// maxInternedKey and maxInternedKeys bound p.keys: an object of many long
+// distinct keys (a state) gains nothing from it.
+const (
+	maxInternedKey  = 64
+	maxInternedKeys = 256
+)
 
 // fail reports msg at byte offset pos, located as CPython locates it.
 func (p *parser) fail(msg string, pos int) error {
@@ -152,7 +186,7 @@ func (p *parser) object(i, depth int) (Value, int, error) {
 		if i >= len(p.data) || p.data[i] != '"' {
 			return Value{}, i, p.fail("Expecting property name enclosed in double quotes", i)
 		}
-		key, end, err := p.str(i + 1)
+		key, end, err := p.key(i + 1)
 		if err != nil {
 			return Value{}, end, err
 		}
@@ -191,6 +225,9 @@ func (p *parser) array(i, depth int) (Value, int, error) {
 		item, end, err := p.value(i, depth)
 		if err != nil {
 			return Value{}, end, err
+		}
+		if len(v.items) == 0 {
+			v.items = make([]Value, 0, 4) // most arrays are short: one allocation, not three
 		}
 		v.items = append(v.items, item)
 		i = p.skipSpace(end)

@@ -2,6 +2,7 @@ package pyjson
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -150,6 +151,8 @@ func TestParseErrors(t *testing.T) {
 		{`{"spam":42 "ham"`, "Expecting ',' delimiter", 11},
 		{`[{"spam":42]`, "Expecting ',' delimiter", 11},
 		{`{"spam":42,}`, "Illegal trailing comma before end of object", 10},
+		{"{\"sp\x01am\":1}", "Invalid control character at", 4},
+		{"{\"a\":1,\"a\nb\":2}", "Invalid control character at", 9},
 		{`[]]`, "Extra data", 2},
 		{`{}}`, "Extra data", 2},
 		{`[],[]`, "Extra data", 2},
@@ -430,5 +433,43 @@ func TestFloatReprFixedLayout(t *testing.T) {
 		if got, want := FloatRepr(f), ref(f); got != want {
 			t.Fatalf("FloatRepr(%v) = %q, want %q", f, got, want)
 		}
+	}
+}
+
+// Keys are interned within a parse: a key spelled with an escape is the
+// same key as one without, repeated keys keep their first place and last
+// value (Python's dict), and a long key or many distinct ones parse as any.
+func TestObjectKeys(t *testing.T) {
+	long := strings.Repeat("k", 100)
+	in := `[{"type": 1, "ty\u0070e": 2, "x": [3]}, {"type": 4}, {"` + long + `": 5, "` + long + `": 6}]`
+	v, err := Parse([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := v.Items()
+	if m := items[0].Members(); len(m) != 2 || m[0].Key != "type" || m[0].Value.Float64() != 2 || m[1].Key != "x" {
+		t.Errorf("first object: %+v", m)
+	}
+	if m := items[1].Members(); len(m) != 1 || m[0].Key != "type" || m[0].Value.Float64() != 4 {
+		t.Errorf("second object: %+v", m)
+	}
+	if m := items[2].Members(); len(m) != 1 || m[0].Key != long || m[0].Value.Float64() != 6 {
+		t.Errorf("third object: %d members", len(m))
+	}
+	var b strings.Builder
+	b.WriteString("{")
+	for i := range 1000 {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `"k%d": %d`, i, i)
+	}
+	b.WriteString("}")
+	v, err = Parse([]byte(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := v.Members(); len(m) != 1000 || m[999].Key != "k999" || m[999].Value.Float64() != 999 {
+		t.Errorf("1000 distinct keys: %d members", len(m))
 	}
 }

@@ -99,6 +99,9 @@ type objectBuilder struct {
 const scanLimit = 16
 
 func (b *objectBuilder) set(key string, val Value) {
+	if len(b.members) == 0 && cap(b.members) == 0 {
+		b.members = make([]Member, 0, 4) // most objects are small: one allocation, not three
+	}
 	if b.index == nil {
 		for i := range b.members {
 			if b.members[i].Key == key {
