@@ -336,12 +336,13 @@ func (b *Backend) Stats() Stats {
 }
 
 // Counters is Stats by name (backend.Counter): "captures", "replays",
-// "eager", "entries" (a gauge), "gemm_tuned", "gemm_fallback", "streams",
-// "reduced_streams".
+// "eager", "entries" (a gauge), "gemm_tuned", "gemm_fallback",
+// "gemm_splitk", "streams", "reduced_streams".
 func (b *Backend) Counters() map[string]int {
 	s := b.Stats()
 	return map[string]int{"captures": s.Captures, "replays": s.Replays, "eager": s.Eager, "entries": s.Entries,
-		"gemm_tuned": s.GEMMTuned, "gemm_fallback": s.GEMMFallback, "streams": s.Streams, "reduced_streams": s.ReducedStreams}
+		"gemm_tuned": s.GEMMTuned, "gemm_fallback": s.GEMMFallback, "gemm_splitk": s.GEMMSplitK, "streams": s.Streams,
+		"reduced_streams": s.ReducedStreams}
 }
 
 // alloc takes n bytes of device memory; it runs on the worker thread.

@@ -25,6 +25,9 @@ type cublasLt struct {
 	create, destroy, descCreate, descDestroy, descSet     uintptr
 	layoutCreate, layoutDestroy, layoutSet                uintptr
 	prefCreate, prefDestroy, prefSet, heuristic, matmulFn uintptr
+	// Optional (0 where the library lacks them): what split-K
+	// candidates need (splitKCandidates).
+	capGet, cfgGet, cfgSet, check uintptr
 }
 
 // loadCUBLASLt loads the libcublasLt of the libcublas found at blasPath:
@@ -50,6 +53,12 @@ func loadCUBLASLt(blasPath string) (*cublasLt, error) {
 		if *p, err = purego.Dlsym(h, name); err != nil {
 			return nil, fmt.Errorf("cuda: cuBLASLt: %s has no %s", path, name)
 		}
+	}
+	for name, p := range map[string]*uintptr{
+		"cublasLtMatmulAlgoCapGetAttribute": &c.capGet, "cublasLtMatmulAlgoConfigGetAttribute": &c.cfgGet,
+		"cublasLtMatmulAlgoConfigSetAttribute": &c.cfgSet, "cublasLtMatmulAlgoCheck": &c.check,
+	} {
+		*p, _ = purego.Dlsym(h, name)
 	}
 	return c, nil
 }
@@ -142,6 +151,14 @@ const (
 
 	ltPrefMaxWorkspace = 1 // CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, uint64_t
 	ltPrefAlignA       = 5 // CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, uint32_t; B, C, D are 6, 7, 8
+
+	ltCapSplitK        = 0 // CUBLASLT_ALGO_CAP_SPLITK_SUPPORT, int32_t
+	ltCapReductionMask = 1 // CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK, uint32_t
+	ltConfigSplitK     = 2 // CUBLASLT_ALGO_CONFIG_SPLITK_NUM, uint32_t
+	ltConfigReduction  = 3 // CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, uint32_t
+	ltReductionInPlace = 1 // CUBLASLT_REDUCTION_SCHEME_INPLACE: partial sums added in D's type, in D
+	ltReductionCompute = 2 // CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE: in float32, in the workspace, then reduced
+	ltReductionOutput  = 4 // CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE: in D's type, in the workspace
 
 	ltEpilogueDefault  = 1 // CUBLASLT_EPILOGUE_DEFAULT
 	ltEpilogueReLU     = 2 // CUBLASLT_EPILOGUE_RELU
@@ -242,6 +259,7 @@ func alignment(p uintptr, stride int64) uint32 {
 type ltPlan struct {
 	desc, a, b, d uintptr // desc is 0 for a bias epilogue: each call makes its own with its bias
 	cands         []ltHeuristic
+	split         int // cands from here on are split-K variants (splitKCandidates)
 	pick          int
 	tuned, none   bool
 }
@@ -326,7 +344,7 @@ func (c *cublasLt) newLayout(typ uint32, rows, cols, ld, batch int, stride int64
 // with desc when the call brings its own (a bias epilogue); h is a
 // cuBLASLt handle. A heuristic that refuses the shape leaves the plan
 // without candidates.
-func (c *cublasLt) newPlan(h uintptr, k ltKey, desc uintptr, cands int) (*ltPlan, error) {
+func (c *cublasLt) newPlan(h uintptr, k ltKey, desc uintptr, cands int, splitK bool) (*ltPlan, error) {
 	p := &ltPlan{}
 	err := func() error {
 		var err error
@@ -371,6 +389,10 @@ func (c *cublasLt) newPlan(h uintptr, k ltKey, desc uintptr, cands int) (*ltPlan
 				p.cands = append(p.cands, r)
 			}
 		}
+		p.split = len(p.cands)
+		if splitK {
+			p.cands = append(p.cands, c.splitKCandidates(h, desc, p, k)...)
+		}
 		return nil
 	}()
 	p.none = len(p.cands) == 0
@@ -379,6 +401,84 @@ func (c *cublasLt) newPlan(h uintptr, k ltKey, desc uintptr, cands int) (*ltPlan
 		return nil, err
 	}
 	return p, nil
+}
+
+// splitKFactors are the K splits offered for an algorithm that takes them
+// and runs unsplit.
+var splitKFactors = [...]uint32{2, 4, 8}
+
+// minSplitK is the fewest k each part of a split keeps.
+const minSplitK = 128
+
+// splitKCandidates are p's candidates again with K split in 2, 4 or 8
+// parts, where the algorithm supports it and cuBLASLt accepts the result
+// within the workspace: a GEMM of few rows (one question: 96) covers the
+// outputs with fewer blocks than the GPU has multiprocessors, each walking
+// all of k, and splitting k gives it more blocks (Options.SplitK). Their
+// partial sums meet in float32 (the compute type's reduction) where the
+// algorithm offers it; in D itself or in D's type only when D is float32.
+func (c *cublasLt) splitKCandidates(h, desc uintptr, p *ltPlan, k ltKey) []ltHeuristic {
+	if c.capGet == 0 || c.cfgGet == 0 || c.cfgSet == 0 || c.check == 0 {
+		return nil
+	}
+	var out []ltHeuristic
+	for _, r := range p.cands {
+		var support int32
+		var mask, cur uint32
+		var written uint64
+		if c.call("cublasLtMatmulAlgoCapGetAttribute", c.capGet, uintptr(unsafe.Pointer(&r.algo)), ltCapSplitK, uintptr(unsafe.Pointer(&support)),
+			4, uintptr(unsafe.Pointer(&written))) != nil || support == 0 {
+			continue
+		}
+		if c.call("cublasLtMatmulAlgoCapGetAttribute", c.capGet, uintptr(unsafe.Pointer(&r.algo)), ltCapReductionMask, uintptr(unsafe.Pointer(&mask)),
+			4, uintptr(unsafe.Pointer(&written))) != nil {
+			continue
+		}
+		if c.call("cublasLtMatmulAlgoConfigGetAttribute", c.cfgGet, uintptr(unsafe.Pointer(&r.algo)), ltConfigSplitK, uintptr(unsafe.Pointer(&cur)),
+			4, uintptr(unsafe.Pointer(&written))) != nil || cur > 1 {
+			continue
+		}
+		scheme := reductionScheme(mask, k.dtyp)
+		if scheme == 0 {
+			continue
+		}
+		for _, n := range splitKFactors {
+			if k.k/int(n) < minSplitK {
+				break
+			}
+			a := r.algo
+			if c.call("cublasLtMatmulAlgoConfigSetAttribute", c.cfgSet, uintptr(unsafe.Pointer(&a)), ltConfigSplitK, uintptr(unsafe.Pointer(&n)), 4) != nil ||
+				c.call("cublasLtMatmulAlgoConfigSetAttribute", c.cfgSet, uintptr(unsafe.Pointer(&a)), ltConfigReduction, uintptr(unsafe.Pointer(&scheme)), 4) != nil {
+				continue
+			}
+			var res ltHeuristic
+			if c.call("cublasLtMatmulAlgoCheck", c.check, h, desc, p.a, p.b, p.d, p.d, uintptr(unsafe.Pointer(&a)), uintptr(unsafe.Pointer(&res))) != nil ||
+				res.state != 0 || res.workspace > gemmWorkspace {
+				continue
+			}
+			res.algo = a
+			out = append(out, res)
+		}
+	}
+	return out
+}
+
+// reductionScheme is the split-K reduction to ask of an algorithm whose
+// supported schemes are mask, for a D of type dtyp: float32 partial sums
+// where offered, else D's own type when D is float32; 0 for none (an fp16
+// D would round each part).
+func reductionScheme(mask, dtyp uint32) uint32 {
+	switch {
+	case mask&ltReductionCompute != 0:
+		return ltReductionCompute
+	case dtyp != cudaR32F:
+		return 0
+	case mask&ltReductionOutput != 0:
+		return ltReductionOutput
+	case mask&ltReductionInPlace != 0:
+		return ltReductionInPlace
+	}
+	return 0
 }
 
 func (p *ltPlan) destroy(c *cublasLt) {
@@ -480,7 +580,7 @@ func (b *Backend) ltPlan(h uintptr, key ltKey, desc uintptr) (*ltPlan, error) {
 	if p, ok := L.plans[key]; ok {
 		return p, nil
 	}
-	p, err := L.lib.newPlan(h, key, desc, cmp.Or(b.opts.TuneCandidates, DefaultTuneCandidates))
+	p, err := L.lib.newPlan(h, key, desc, cmp.Or(b.opts.TuneCandidates, DefaultTuneCandidates), b.opts.SplitK)
 	if err != nil {
 		return nil, err
 	}
@@ -517,7 +617,12 @@ func (b *Backend) tune(x *run, p *ltPlan, g *ltGEMM, desc uintptr) (int, error) 
 	L.mu.Lock()
 	p.pick, p.tuned = pick, true
 	L.mu.Unlock()
-	b.count(func(st *Stats) { st.GEMMTuned++ })
+	b.count(func(st *Stats) {
+		st.GEMMTuned++
+		if pick >= p.split {
+			st.GEMMSplitK++
+		}
+	})
 	return pick, nil
 }
 

@@ -154,3 +154,23 @@ func TestLtSearch(t *testing.T) {
 		}
 	}
 }
+
+// A split's partial sums meet in float32 where the algorithm offers it,
+// else in D's type only when D is float32: an fp16 D would round each part.
+func TestReductionScheme(t *testing.T) {
+	for _, c := range []struct {
+		mask, dtyp, want uint32
+	}{
+		{ltReductionInPlace | ltReductionCompute | ltReductionOutput, cudaR32F, ltReductionCompute},
+		{ltReductionInPlace | ltReductionCompute | ltReductionOutput, cudaR16F, ltReductionCompute},
+		{ltReductionInPlace | ltReductionOutput, cudaR32F, ltReductionOutput},
+		{ltReductionInPlace | ltReductionOutput, cudaR16F, 0},
+		{ltReductionInPlace, cudaR32F, ltReductionInPlace},
+		{ltReductionInPlace, cudaR16F, 0},
+		{0, cudaR32F, 0},
+	} {
+		if got := reductionScheme(c.mask, c.dtyp); got != c.want {
+			t.Errorf("reductionScheme(%#x, %d) = %d, want %d", c.mask, c.dtyp, got, c.want)
+		}
+	}
+}

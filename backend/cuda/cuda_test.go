@@ -105,6 +105,9 @@ func TestParseOptions(t *testing.T) {
 		{"gemm=", cuda.Options{}, true},
 		{"tune=yes", cuda.Options{}, true},
 		{"tunecands=64", cuda.Options{TuneCandidates: 64}, false},
+		{"splitk=on", cuda.Options{SplitK: true}, false},
+		{"splitk=on,splitk=off", cuda.Options{}, false},
+		{"splitk=2", cuda.Options{}, true},
 		{"tunecands=129", cuda.Options{}, true},
 		{"tunecands=-1", cuda.Options{}, true},
 		{"precision=fp16x2,attnterms=1", cuda.Options{Precision: cuda.FP16X2, AttentionTerms: 1}, false},
@@ -1279,6 +1282,7 @@ func TestLinearGEMMPaths(t *testing.T) {
 		name string
 		opts cuda.Options
 	}{{"lt", cuda.Options{}}, {"lt-untuned", cuda.Options{NoTune: true}}, {"lt-64-candidates", cuda.Options{TuneCandidates: 64}},
+		{"lt-splitk", cuda.Options{SplitK: true}},
 		{"blas", cuda.Options{GEMMBLAS: true}}}
 	for _, prec := range []cuda.Precision{cuda.FP16, cuda.BF16, cuda.FP16X2} {
 		refs := make([][2][]float64, len(shapes))

@@ -147,6 +147,11 @@ type Options struct {
 	// lets the heuristic's later offers (other tiles, split-K) compete, at
 	// the cost of a longer first run of each shape.
 	TuneCandidates int
+	// SplitK adds to each GEMM shape's timed candidates the heuristic's
+	// algorithms again with k split in 2, 4 or 8 parts, where they take it
+	// (a GEMM of few rows covers its outputs with fewer blocks than the GPU
+	// has multiprocessors); without tuning (NoTune) it changes nothing.
+	SplitK bool
 	// Driver, NVRTC and CUBLAS name the libraries (default: libcuda.so.1,
 	// and libnvrtc.so and libcublas.so from the loader path, the CUDA
 	// toolkit or Python's nvidia packages).
@@ -172,7 +177,7 @@ type Options struct {
 // precision=fp32|fp16|bf16|fp16x2, device=N, graphs=off, maxgraphs=N,
 // bucket=N, attn=mma|simt, mmawarps=0|2|4|8, attnterms=0|1|2,
 // attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off,
-// tunecands=N, geglu=vec|scalar, cache=DIR|off, refine=MARGIN|off, refinetokens=N.
+// tunecands=N, splitk=off|on, geglu=vec|scalar, cache=DIR|off, refine=MARGIN|off, refinetokens=N.
 func ParseOptions(s string) (Options, error) {
 	var o Options
 	ints := map[string]*int{"device": &o.Device, "bucket": &o.Bucket, "attnqpw": &o.QueriesPerWarp,
@@ -184,7 +189,7 @@ func ParseOptions(s string) (Options, error) {
 		b             *bool
 	}{"attn": {"mma", "simt", &o.SIMTAttention}, "graphs": {"on", "off", &o.NoGraphs},
 		"small": {"on", "off", &o.NoSmallLinear}, "gemm": {"lt", "blas", &o.GEMMBLAS}, "tune": {"on", "off", &o.NoTune},
-		"geglu": {"vec", "scalar", &o.ScalarGeGLU}}
+		"geglu": {"vec", "scalar", &o.ScalarGeGLU}, "splitk": {"off", "on", &o.SplitK}}
 	for _, f := range strings.Split(s, ",") {
 		f = strings.TrimSpace(f)
 		if f == "" {
@@ -209,7 +214,7 @@ func ParseOptions(s string) (Options, error) {
 			}
 			o.KernelCache = v
 		default:
-			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, bucket=N, attn=mma|simt, mmawarps=0|2|4|8, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off, tunecands=N, geglu=vec|scalar, cache=DIR|off, refine=MARGIN|off, refinetokens=N)")
+			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, bucket=N, attn=mma|simt, mmawarps=0|2|4|8, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off, tunecands=N, splitk=off|on, geglu=vec|scalar, cache=DIR|off, refine=MARGIN|off, refinetokens=N)")
 		}
 		if err == nil {
 			err = o.check()
@@ -310,6 +315,9 @@ type Stats struct {
 	// heuristic's candidates where it offers several); GEMMFallback those
 	// cuBLASLt had no algorithm for, run by cuBLAS.
 	GEMMTuned, GEMMFallback int
+	// GEMMSplitK counts the tuned shapes whose fastest candidate splits k
+	// (Options.SplitK).
+	GEMMSplitK int
 	// Streams counts the streams that ran in the backend's precision (plain
 	// batches, refinements, embeddings), ReducedStreams those that ran in
 	// FP16 first (Options.Refine, ReducedStream).
