@@ -149,8 +149,9 @@ const (
 	ltLayoutBatchCount  = 5 // CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, int32_t
 	ltLayoutBatchOffset = 6 // CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, int64_t (elements)
 
-	ltPrefMaxWorkspace = 1 // CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, uint64_t
-	ltPrefAlignA       = 5 // CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, uint32_t; B, C, D are 6, 7, 8
+	ltPrefMaxWorkspace  = 1 // CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, uint64_t
+	ltPrefReductionMask = 3 // CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, uint32_t
+	ltPrefAlignA        = 5 // CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, uint32_t; B, C, D are 6, 7, 8
 
 	ltCapSplitK        = 0 // CUBLASLT_ALGO_CAP_SPLITK_SUPPORT, int32_t
 	ltCapReductionMask = 1 // CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK, uint32_t
@@ -375,6 +376,11 @@ func (c *cublasLt) newPlan(h uintptr, k ltKey, desc uintptr, cands int, splitK b
 				err = ltSet(c, c.prefSet, set, pref, ltPrefAlignA+i, a)
 			}
 		}
+		if err == nil && k.dtyp != cudaR32F {
+			// An fp16 D: a split's partial sums in float32 only, not in D. A
+			// library that refuses the preference keeps its default.
+			ltSet(c, c.prefSet, set, pref, ltPrefReductionMask, uint32(ltReductionCompute))
+		}
 		if err != nil {
 			return err
 		}
@@ -580,7 +586,9 @@ func (b *Backend) ltPlan(h uintptr, key ltKey, desc uintptr) (*ltPlan, error) {
 	if p, ok := L.plans[key]; ok {
 		return p, nil
 	}
-	p, err := L.lib.newPlan(h, key, desc, cmp.Or(b.opts.TuneCandidates, DefaultTuneCandidates), b.opts.SplitK)
+	// Split candidates only compete when timed: untuned, the heuristic's
+	// first choice runs, and a refusal falls back to cuBLAS as before.
+	p, err := L.lib.newPlan(h, key, desc, cmp.Or(b.opts.TuneCandidates, DefaultTuneCandidates), b.opts.SplitK && !b.opts.NoTune)
 	if err != nil {
 		return nil, err
 	}

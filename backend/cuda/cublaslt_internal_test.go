@@ -3,13 +3,16 @@
 package cuda
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"testing"
 	"unsafe"
 
 	"github.com/laya-metal/laya/backend"
+	"github.com/laya-metal/laya/internal/half"
 )
 
 // The key of a cuBLASLt plan tells apart every call whose descriptors or
@@ -173,4 +176,86 @@ func TestReductionScheme(t *testing.T) {
 			t.Errorf("reductionScheme(%#x, %d) = %d, want %d", c.mask, c.dtyp, got, c.want)
 		}
 	}
+}
+
+// With splitk=on a GEMM of few rows gets split-K variants of the
+// heuristic's candidates where the library takes them, and every one
+// computes the product: each is made the shape's pick in turn and run
+// kernel by kernel against a float64 product of the fp16 operands.
+func TestSplitKCandidates(t *testing.T) {
+	be, err := Open(Options{Precision: FP16, SplitK: true, NoGraphs: true, NoSmallLinear: true})
+	if err != nil {
+		t.Skipf("no CUDA GPU here: %v", err)
+	}
+	defer be.Close()
+	b := be.(*Backend)
+	if b.lt == nil {
+		t.Skip("no cuBLASLt")
+	}
+	const m, k, n = 96, 1024, 1024
+	seed := uint64(5)
+	values := func(count int, scale float32) []float32 {
+		v := make([]float32, count)
+		for i := range v {
+			seed = seed*6364136223846793005 + 1442695040888963407
+			v[i] = (float32(seed>>40)/float32(1<<24)*2 - 1) * scale
+		}
+		return v
+	}
+	x, w := values(m*k, 1), values(n*k, 1.0/32)
+	raw := unsafe.Slice((*byte)(unsafe.Pointer(&w[0])), 4*len(w))
+	W, err := be.Upload("w", backend.F32, n, k, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func() []float32 {
+		s := be.NewStream()
+		defer s.Close()
+		xt := s.FromHost(m, k, x)
+		y := s.New(m, n)
+		s.Linear(y, xt, W, nil, backend.Identity)
+		got := make([]float32, m*n)
+		if err := s.Read(context.Background(), y, got); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	run() // the shape's first run times its candidates
+	var p *ltPlan
+	b.lt.mu.Lock()
+	for key, q := range b.lt.plans {
+		if key.m == m && key.n == n && key.k == k {
+			p = q
+		}
+	}
+	b.lt.mu.Unlock()
+	if p == nil {
+		t.Fatal("no cuBLASLt plan for the shape")
+	}
+	if len(p.cands) == p.split {
+		t.Skipf("cuBLASLt took no split of its %d candidates: splitk=on changes nothing here", p.split)
+	}
+	h16 := func(v float32) float64 { return float64(half.Float16ToFloat32(half.Float32ToFloat16(v))) }
+	want, mag := make([]float64, m*n), make([]float64, m*n)
+	for r := range m {
+		for c := range n {
+			for j := range k {
+				v := h16(x[r*k+j]) * h16(w[c*k+j])
+				want[r*n+c] += v
+				mag[r*n+c] += math.Abs(v)
+			}
+		}
+	}
+	for i := p.split; i < len(p.cands); i++ {
+		b.lt.mu.Lock()
+		p.pick = i
+		b.lt.mu.Unlock()
+		got := run()
+		for j, v := range got {
+			if d := math.Abs(float64(v) - want[j]); !(d <= 8*k*0x1p-24*mag[j]+1e-5) {
+				t.Fatalf("split candidate %d of %d: output %d is %v, want %v", i-p.split, len(p.cands)-p.split, j, v, want[j])
+			}
+		}
+	}
+	t.Logf("%d heuristic candidates, %d split variants, all within the tolerance", p.split, len(p.cands)-p.split)
 }
