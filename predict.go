@@ -33,9 +33,7 @@ func (a *Agent) PredictJSON(ctx context.Context, request []byte) (*Result, error
 	pt := phase.From(ctx)
 	start := pt.Start()
 	req, err := ParseRequest(request)
-	if pt != nil {
-		pt.Add(&pt.Parse, start)
-	}
+	pt.Add(phase.Parse, start)
 	if err != nil {
 		return nil, err
 	}
@@ -115,9 +113,7 @@ func (a *Agent) PredictBatch(ctx context.Context, reqs []Request) ([]BatchAnswer
 			fwd = append(fwd, r.forwardRow())
 		}
 	}
-	if pt != nil {
-		start = pt.Add(&pt.Prepare, start)
-	}
+	start = pt.Add(phase.Prepare, start)
 	if len(fwd) == 0 {
 		return answers, nil
 	}
@@ -127,16 +123,12 @@ func (a *Agent) PredictBatch(ctx context.Context, reqs []Request) ([]BatchAnswer
 	if err != nil {
 		return nil, err
 	}
-	if pt != nil {
-		start = pt.Add(&pt.Forward, start)
-	}
+	start = pt.Add(phase.Forward, start)
 	for _, p := range work {
 		res, err := assembleResult(p.qs, p.rows, outs[p.first:p.first+len(p.rows)], a.temperatures(reqs[p.index].Lang))
 		answers[p.index].Result, answers[p.index].Err = res, err
 	}
-	if pt != nil {
-		pt.Add(&pt.Assemble, start)
-	}
+	pt.Add(phase.Assemble, start)
 	return answers, nil
 }
 

@@ -172,7 +172,8 @@ func TestPredictPhases(t *testing.T) {
 		t.Fatal(err)
 	}
 	wall := time.Since(start)
-	if pt.Parse <= 0 || pt.Prepare <= 0 || pt.Forward <= 0 || pt.Assemble <= 0 || pt.Parse+pt.Prepare+pt.Forward+pt.Assemble > wall {
-		t.Errorf("phases %+v, call %v", pt, wall)
+	if pt[phase.Parse] <= 0 || pt[phase.Prepare] <= 0 || pt[phase.Forward] <= 0 || pt[phase.Assemble] <= 0 ||
+		pt[phase.Parse]+pt[phase.Prepare]+pt[phase.Forward]+pt[phase.Assemble] > wall {
+		t.Errorf("phases %v, call %v", pt, wall)
 	}
 }

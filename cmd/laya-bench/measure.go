@@ -157,8 +157,8 @@ func measure(ctx context.Context, agent *laya.Agent, timer backend.Timer, n int,
 		if timer != nil {
 			r.GPUSamplesMS = append(r.GPUSamplesMS, ms(gpu))
 		}
-		for k, v := range [6]float64{ms(pt.Parse), ms(pt.Prepare), ms(pt.Forward), ms(pt.Forward - gpu), ms(pt.Assemble),
-			ms(d - pt.Parse - pt.Prepare - pt.Forward - pt.Assemble)} {
+		for k, v := range [6]float64{ms(pt[phase.Parse]), ms(pt[phase.Prepare]), ms(pt[phase.Forward]), ms(pt[phase.Forward] - gpu),
+			ms(pt[phase.Assemble]), ms(d - pt[phase.Parse] - pt[phase.Prepare] - pt[phase.Forward] - pt[phase.Assemble])} {
 			host[k] = append(host[k], v)
 		}
 	}

@@ -9,15 +9,21 @@ import (
 	"time"
 )
 
+// Phase is a part of a request.
+type Phase int
+
+const (
+	Parse    Phase = iota // the request's JSON into a state and questions
+	Prepare               // validating the questions and tokenizing their rows
+	Forward               // the network: recording, running (the device's time included) and reading back
+	Assemble              // the answers from the network's outputs
+	phases
+)
+
 // Times is the time a request spent in each phase, added up over the
 // requests that carried it. It is not safe for concurrent use: one request
 // at a time.
-type Times struct {
-	Parse    time.Duration // the request's JSON into a state and questions
-	Prepare  time.Duration // validating the questions and tokenizing their rows
-	Forward  time.Duration // the network: recording, running (the device's time included) and reading back
-	Assemble time.Duration // the answers from the network's outputs
-}
+type Times [phases]time.Duration
 
 type key struct{}
 
@@ -30,18 +36,21 @@ func From(ctx context.Context) *Times {
 	return t
 }
 
-// Add adds the time since start to *d (one of t's fields) and returns now,
-// the next phase's start.
-func (t *Times) Add(d *time.Duration, start time.Time) time.Time {
-	now := time.Now()
-	*d += now.Sub(start)
-	return now
-}
-
-// Start is time.Now when t is not nil.
+// Start is time.Now, or nothing when t is nil.
 func (t *Times) Start() time.Time {
 	if t == nil {
 		return time.Time{}
 	}
 	return time.Now()
+}
+
+// Add adds the time since start to phase p and returns now, the next
+// phase's start; when t is nil it does nothing.
+func (t *Times) Add(p Phase, start time.Time) time.Time {
+	if t == nil {
+		return start
+	}
+	now := time.Now()
+	t[p] += now.Sub(start)
+	return now
 }
