@@ -410,6 +410,10 @@ type tensor struct {
 	f16        bool
 }
 
+// halfUnread reports whether t's GEMM may still write it as fp16 for one
+// reader: it may (halfLin), and nothing has read t since.
+func (t *tensor) halfUnread() bool { return t.halfLin != nil && t.halfReader == nil && !t.f32Read }
+
 // two is the element offset from t's data to its second term when t holds
 // two (stacked), else 0.
 func (t *tensor) two() int64 {

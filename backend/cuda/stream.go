@@ -759,7 +759,7 @@ func (s *stream) GeGLU(dst, x backend.Tensor) {
 	two := in.two()
 	// The GEMM that wrote in may write it as fp16 for this GeGLU alone:
 	// nothing read it since, and (Discard) nothing will.
-	half := in.halfLin != nil && in.halfReader == nil && !in.f32Read && two == 0
+	half := in.halfUnread() && two == 0
 	s.reads(in)
 	s.writes(d)
 	n := int64(d.rows) * int64(d.cols)
@@ -827,7 +827,7 @@ func (s *stream) Rope(qkv backend.Tensor, p backend.RopeParams) {
 		return
 	}
 	// Written when recorded (pending), and so still stacked if it is.
-	halfOK := t.halfLin != nil && t.halfReader == nil && !t.f32Read
+	halfOK := t.halfUnread()
 	s.reads(t)
 	s.mix(opRope, s.ref(t), uint64(table), uint64(t.rows), uint64(p.Heads), uint64(p.HeadDim))
 	t.rope = &pendingRope{table: table, heads: p.Heads, dh: p.HeadDim, layout: p.Layout, halfOK: halfOK}
@@ -1056,8 +1056,9 @@ func (s *stream) Attention(dst, qkv backend.Tensor, p backend.AttentionParams) {
 	}
 	d, in := ts[0], ts[1]
 	two := in.two()
-	// Nothing read qkv since its GEMM (a folded rope's own read aside).
-	unread := in.halfLin != nil && in.halfReader == nil && two == 0 && (rope == nil && !in.f32Read || rope != nil && rope.halfOK)
+	// Nothing read qkv since its GEMM: a folded rope's own read aside, and
+	// no attention before this one folded the same rope (it stays owed).
+	unread := two == 0 && (rope == nil && in.halfUnread() || rope != nil && rope.halfOK && in.halfReader == nil)
 	window := p.SeqLen
 	if p.Sliding {
 		window = min(window, 2*p.Radius+1)
