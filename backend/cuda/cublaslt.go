@@ -427,21 +427,14 @@ func (c *cublasLt) splitKCandidates(h, desc uintptr, p *ltPlan, k ltKey) []ltHeu
 	if c.capGet == 0 || c.cfgGet == 0 || c.cfgSet == 0 || c.check == 0 {
 		return nil
 	}
+	const capGet, cfgGet = "cublasLtMatmulAlgoCapGetAttribute", "cublasLtMatmulAlgoConfigGetAttribute"
 	var out []ltHeuristic
 	for _, r := range p.cands {
 		var support int32
 		var mask, cur uint32
-		var written uint64
-		if c.call("cublasLtMatmulAlgoCapGetAttribute", c.capGet, uintptr(unsafe.Pointer(&r.algo)), ltCapSplitK, uintptr(unsafe.Pointer(&support)),
-			4, uintptr(unsafe.Pointer(&written))) != nil || support == 0 {
-			continue
-		}
-		if c.call("cublasLtMatmulAlgoCapGetAttribute", c.capGet, uintptr(unsafe.Pointer(&r.algo)), ltCapReductionMask, uintptr(unsafe.Pointer(&mask)),
-			4, uintptr(unsafe.Pointer(&written))) != nil {
-			continue
-		}
-		if c.call("cublasLtMatmulAlgoConfigGetAttribute", c.cfgGet, uintptr(unsafe.Pointer(&r.algo)), ltConfigSplitK, uintptr(unsafe.Pointer(&cur)),
-			4, uintptr(unsafe.Pointer(&written))) != nil || cur > 1 {
+		if !c.algoAttr(capGet, c.capGet, &r.algo, ltCapSplitK, unsafe.Pointer(&support)) || support == 0 ||
+			!c.algoAttr(capGet, c.capGet, &r.algo, ltCapReductionMask, unsafe.Pointer(&mask)) ||
+			!c.algoAttr(cfgGet, c.cfgGet, &r.algo, ltConfigSplitK, unsafe.Pointer(&cur)) || cur > 1 {
 			continue
 		}
 		scheme := reductionScheme(mask, k.dtyp)
@@ -467,6 +460,13 @@ func (c *cublasLt) splitKCandidates(h, desc uintptr, p *ltPlan, k ltKey) []ltHeu
 		}
 	}
 	return out
+}
+
+// algoAttr reads the 4-byte attribute attr of algo into v through fn, a
+// capability or configuration getter named name; false where it fails.
+func (c *cublasLt) algoAttr(name string, fn uintptr, algo *ltAlgo, attr int, v unsafe.Pointer) bool {
+	var written uint64
+	return c.call(name, fn, uintptr(unsafe.Pointer(algo)), uintptr(attr), uintptr(v), 4, uintptr(unsafe.Pointer(&written))) == nil
 }
 
 // reductionScheme is the split-K reduction to ask of an algorithm whose
