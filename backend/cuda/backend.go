@@ -25,7 +25,7 @@ var driverFuncs = []string{
 	"cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRelease_v2", "cuCtxSetCurrent", "cuCtxGetCurrent", "cuCtxSynchronize",
 	"cuMemGetInfo_v2", "cuMemAlloc_v2", "cuMemFree_v2", "cuMemcpyHtoD_v2", "cuMemcpyHtoDAsync_v2",
 	"cuMemcpyDtoHAsync_v2", "cuMemsetD8Async", "cuMemHostAlloc", "cuMemFreeHost",
-	"cuModuleLoadData", "cuModuleUnload", "cuModuleGetFunction", "cuFuncSetAttribute", "cuLaunchKernel",
+	"cuModuleLoadData", "cuModuleUnload", "cuModuleGetFunction", "cuFuncSetAttribute", "cuLaunchKernel", "cuLaunchKernelEx",
 	"cuStreamCreate", "cuStreamDestroy_v2", "cuStreamSynchronize", "cuStreamBeginCapture_v2", "cuStreamEndCapture",
 	"cuGraphInstantiateWithFlags", "cuGraphLaunch", "cuGraphExecDestroy", "cuGraphDestroy",
 	"cuEventCreate", "cuEventRecord", "cuEventSynchronize", "cuEventQuery", "cuEventDestroy_v2",
@@ -40,6 +40,8 @@ type kernels struct {
 	// attentionMMA holds the tensor-core attention kernels by head dim:
 	// [2, 4 or 8 warps a block][terms − 1, or 2: one term reading fp16 qkv].
 	attentionMMA map[int]*[3][3]uintptr
+	// linearMMA holds linear_mma by terms − 1.
+	linearMMA [2]uintptr
 }
 
 // attentionSharedLimit is the dynamic shared memory the attention kernel is
@@ -61,6 +63,12 @@ type Backend struct {
 	arch string
 	cc   [2]int
 	sms  int // streaming multiprocessors
+	// pdl: the kernels of requests launch with programmatic dependent
+	// launch (Options.PDL on a GPU of compute capability 9.0 or newer,
+	// whose kernels wait for the kernel before them with
+	// griddepcontrol.wait: an older GPU's would not, and must not be
+	// launched so).
+	pdl bool
 	// sharedOptin is the dynamic shared memory a block may opt in to (227
 	// KiB on Hopper, 163 on the A100, 99 on other Ampere and Ada GPUs).
 	sharedOptin int
@@ -188,6 +196,7 @@ func (b *Backend) init() error {
 	b.sms = max(b.drv.Attribute(dev, 16), 1) // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
 	b.sharedOptin = b.drv.Attribute(dev, 97) // CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
 	b.arch = fmt.Sprintf("sm_%d%d", dev.CC[0], dev.CC[1])
+	b.pdl = b.opts.PDL && dev.CC[0] >= 9
 	return nil
 }
 
@@ -234,7 +243,7 @@ func (b *Backend) loadModule(cubin []byte) error {
 		"gather_rows": &b.k.gather, "layer_norm": &b.k.layerNorm, "layer_norm4": &b.k.layerNorm4, "bias_act": &b.k.biasAct,
 		"add": &b.k.add, "act_map": &b.k.actMap, "geglu": &b.k.geglu, "geglu4": &b.k.geglu4, "softmax_rows": &b.k.softmax, "rope": &b.k.rope,
 		"attention": &b.k.attention, "act_features": &b.k.actFeatures, "to_16": &b.k.to16, "pack_out": &b.k.packOut,
-		"linear_small": &b.k.linearSmall,
+		"linear_small": &b.k.linearSmall, "linear_mma_1": &b.k.linearMMA[0], "linear_mma_2": &b.k.linearMMA[1],
 	}
 	for _, dh := range []int{32, 64, 128} {
 		b.k.attentionTiled[dh] = new([4]uintptr)
@@ -268,6 +277,11 @@ func (b *Backend) loadModule(cubin []byte) error {
 			if err := c("cuFuncSetAttribute", f, 8, uintptr(attnShared(dh, qpw, warps))); err != nil {
 				return fmt.Errorf("cuda: attention kernel for head dim %d: %w", dh, err)
 			}
+		}
+	}
+	for _, f := range b.k.linearMMA {
+		if err := c("cuFuncSetAttribute", f, 8, uintptr(b.lmmaShared())); err != nil {
+			return fmt.Errorf("cuda: linear_mma kernel: %w", err)
 		}
 	}
 	for dh, fs := range b.k.attentionMMA {
@@ -607,10 +621,14 @@ func (b *Backend) release() error {
 }
 
 // launcher issues kernel launches; its parameter area is reused (the
-// driver copies parameters when a kernel is launched or captured).
+// driver copies parameters when a kernel is launched or captured). pdl
+// launches with programmatic dependent launch (Backend.pdl).
 type launcher struct {
 	vals [16]uint64
 	ptrs [16]uintptr
+	pdl  bool
+	cfg  launchConfig
+	attr launchAttr
 }
 
 func u64(p uintptr) uint64 { return uint64(p) }
@@ -632,6 +650,9 @@ func (l *launcher) launch(drv *cudadrv.Driver, fn uintptr, grid [3]int, block, s
 	for i, a := range args {
 		l.vals[i] = a
 		l.ptrs[i] = uintptr(unsafe.Pointer(&l.vals[i]))
+	}
+	if l.pdl {
+		return l.launchEx(drv.Call, fn, grid, block, shared, stream)
 	}
 	return drv.Call("cuLaunchKernel", fn, uintptr(grid[0]), uintptr(grid[1]), uintptr(grid[2]), uintptr(block), 1, 1,
 		uintptr(shared), stream, uintptr(unsafe.Pointer(&l.ptrs[0])), 0)

@@ -1283,7 +1283,10 @@ func TestLinearGEMMPaths(t *testing.T) {
 		opts cuda.Options
 	}{{"lt", cuda.Options{}}, {"lt-untuned", cuda.Options{NoTune: true}}, {"lt-64-candidates", cuda.Options{TuneCandidates: 64}},
 		{"lt-splitk", cuda.Options{SplitK: true}},
-		{"blas", cuda.Options{GEMMBLAS: true}}}
+		{"blas", cuda.Options{GEMMBLAS: true}},
+		// linear_mma for every shape here (FP16 and FP16X2; BF16 stays on
+		// cuBLASLt), launched plain and with programmatic dependent launch.
+		{"mma", cuda.Options{MMARows: cuda.MaxMMARows}}, {"mma-pdl", cuda.Options{MMARows: cuda.MaxMMARows, PDL: true}}}
 	for _, prec := range []cuda.Precision{cuda.FP16, cuda.BF16, cuda.FP16X2} {
 		refs := make([][2][]float64, len(shapes))
 		for i, sh := range shapes {
@@ -1370,7 +1373,13 @@ func TestLinearGEMMPaths(t *testing.T) {
 				st := be.(interface{ Stats() cuda.Stats }).Stats()
 				t.Logf("%s: worst error %.3g of the tolerance; %+v", dev, worst, st)
 				tunes := !md.opts.GEMMBLAS && !md.opts.NoTune
+				own := md.opts.MMARows > 0 && prec != cuda.BF16
 				switch {
+				case own && (st.GEMMOwn != len(shapes)*len(variants) || st.GEMMTuned != 0):
+					t.Errorf("%d GEMMs on linear_mma, %d shapes tuned; want %d and none (%+v)", st.GEMMOwn, st.GEMMTuned, len(shapes)*len(variants), st)
+				case own:
+				case !own && st.GEMMOwn != 0:
+					t.Errorf("%d GEMMs on linear_mma (%+v)", st.GEMMOwn, st)
 				case tunes && st.GEMMTuned == 0:
 					t.Errorf("no GEMM shape tuned (%+v)", st)
 				case !tunes && st.GEMMTuned != 0:
@@ -1635,6 +1644,9 @@ func TestSanitizerForward(t *testing.T) {
 		{"fp16x2", cuda.Options{Precision: cuda.FP16X2}},
 		{"fp16+mma", cuda.Options{Precision: cuda.FP16, MMAWarps: 4}},
 		{"fp16x2+mma", cuda.Options{Precision: cuda.FP16X2, MMAWarps: 4}},
+		// The GEMMs on linear_mma, every kernel launched with PDL.
+		{"fp16+own", cuda.Options{Precision: cuda.FP16, MMARows: cuda.MaxMMARows, PDL: true}},
+		{"fp16x2+own", cuda.Options{Precision: cuda.FP16X2, MMARows: cuda.MaxMMARows, PDL: true}},
 	} {
 		t.Run(cf.name, func(t *testing.T) {
 			be := open(t, cf.opts)

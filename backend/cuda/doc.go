@@ -90,6 +90,29 @@
 // captured graph replays it. FP32 stays on cublasSgemm. Without
 // libcublasLt, or with gemm=blas, the 16-bit GEMMs run on cublasGemmEx.
 //
+// # GEMMs of few rows
+//
+// At a question or two (about a hundred rows) a forward is a chain of a
+// few hundred kernels each shorter than a launch's latency: the GEMMs read
+// their weights once, and cuBLAS's kernels start late and cover the GPU
+// with few blocks. With Options.MMARows such a GEMM runs on linear_mma
+// instead: the weight split over blocks by 64 output columns and by k
+// (planLinearMMA: chunks of 256, 128 or 64 as the grid then gives each
+// multiprocessor two blocks), each block copying its slice of the weight
+// into shared memory first, then x (FP16X2's two terms, multiplied and
+// summed in the kernel: no stacked products for the reader to add), fp16
+// tensor-core products with float32 accumulation, and the splits added in
+// their order by the last block of a tile to finish (so that the result
+// does not depend on which block that is), which applies the bias,
+// activation, folded residual and fp16 output. With Options.PDL every
+// kernel of the backend's own is launched with programmatic dependent
+// launch: it may start while the kernel before it finishes and waits for
+// it in the kernel (griddepcontrol.wait), and linear_mma copies its weight
+// slice before it waits, so that the weights stream in while the kernel
+// before finishes. Both are off by default until measured. The kernels'
+// arithmetic and bookkeeping are checked without a GPU by running them on
+// the CPU (emu_internal_test.go).
+//
 // Attention in FP16 and FP16X2 runs on tensor cores (mma.sync, fp16
 // operands, float32 accumulation) where its grid fills the GPU (ten
 // questions and more): FP16 rounds q, k, v and the probabilities to fp16
@@ -150,7 +173,11 @@
 // and tune=on|off (off: cuBLASLt's first heuristic choice, untimed),
 // tunecands=N (how many of the heuristic's algorithms are timed; 16),
 // splitk=off|on (on: also time them with k split in 2, 4 or 8 parts),
-// geglu=vec|scalar (vec, the default: GeGLU a float4 a thread where the
+// mmarows=N (the FP16 and FP16X2 GEMMs of at most N rows on linear_mma,
+// the backend's own tensor-core kernel: see GEMMs of few rows; 0, the
+// default, keeps them on cuBLAS), pdl=off|on (programmatic dependent
+// launch of the backend's own kernels on compute capability 9.0 and
+// newer), geglu=vec|scalar (vec, the default: GeGLU a float4 a thread where the
 // widths allow, bit for bit scalar's, 7 % less GPU time at ten and fifty
 // English questions on an H200);
 // cache=DIR|off keeps the compiled kernels in DIR instead of

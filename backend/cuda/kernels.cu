@@ -6,7 +6,108 @@
 // graph serves every request of the same shapes.
 
 typedef unsigned short u16;
+typedef unsigned int u32;
 typedef unsigned long long u64;
+
+// ---- PTX primitives ----
+// Every inline PTX instruction of this file is in one of these functions, so
+// that the tests' CPU emulator of the kernels (testdata/emu/cuemu.h), which
+// compiles this file as C++ with LAYA_CUDA_EMU defined, can stand in for
+// them with its own definitions of the same names.
+#ifndef LAYA_CUDA_EMU
+// to16 rounds v to fp16 (kind 1 or 3) or bf16 (kind 2), nearest even.
+__device__ __forceinline__ u16 to16(float v, int kind) {
+	u16 h;
+	if (kind == 2)
+		asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(v));
+	else
+		asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(v));
+	return h;
+}
+
+// f16to32 widens an fp16 value.
+__device__ __forceinline__ float f16to32(u16 h) {
+	float v;
+	asm("cvt.f32.f16 %0, %1;" : "=f"(v) : "h"(h));
+	return v;
+}
+
+// pack2 rounds x and y to fp16 into one register, x in the low half: the
+// lower column of an mma fragment.
+__device__ __forceinline__ u32 pack2(float x, float y) {
+	u32 r;
+	asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(y), "f"(x));
+	return r;
+}
+
+// unpack2 widens the two fp16 values of q, the low half into lo.
+__device__ __forceinline__ void unpack2(u32 q, float& lo, float& hi) {
+	asm("{.reg .f16 a, b;\n\tmov.b32 {a, b}, %2;\n\tcvt.f32.f16 %0, a;\n\tcvt.f32.f16 %1, b;\n\t}" : "=f"(lo), "=f"(hi) : "r"(q));
+}
+
+// mma16816 is c += a·b for one m16n8k16 tile: a 16×16 fp16 (row), b 16×8
+// fp16 (col), c 16×8 float32, in the PTX ISA's fragment layouts.
+__device__ __forceinline__ void mma16816(float* c, const u32* a, u32 b0, u32 b1) {
+	asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+		: "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+		: "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// ldsm4t loads four 8×8 fp16 matrices transposed (ldmatrix .trans): lanes
+// 8j..8j+7 give the addresses of matrix j's eight rows, and r[j] gets
+// elements (2·(lane%4), lane/4) and (2·(lane%4)+1, lane/4) of it, which is an
+// mma B fragment of a matrix stored k-major.
+__device__ __forceinline__ void ldsm4t(u32* r, const u16* p) {
+	asm volatile("{\n\t.reg .u64 a;\n\tcvta.to.shared.u64 a, %4;\n\tldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [a];\n\t}"
+		: "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+		: "l"(p)
+		: "memory");
+}
+
+// cp_async16 copies 16 bytes from global g to shared s without holding the
+// thread (cp.async, sm_80): the copies of a thread complete at
+// cp_async_wait_all. Both addresses are 16-byte aligned.
+__device__ __forceinline__ void cp_async16(void* s, const void* g) {
+	asm volatile("{\n\t.reg .u64 a;\n\tcvta.to.shared.u64 a, %0;\n\tcp.async.cg.shared.global [a], [%1], 16;\n\t}" ::"l"(s), "l"(g)
+		: "memory");
+}
+
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
+
+// ldcg reads a float from L2 (ld.global.cg): data other blocks of the
+// same grid wrote, which this multiprocessor's L1 may hold stale.
+__device__ __forceinline__ float ldcg(const float* p) {
+	float v;
+	asm volatile("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(p) : "memory");
+	return v;
+}
+
+// pdl_wait and pdl_launch are programmatic dependent launch (sm_90): a
+// kernel launched with it (Options.PDL) may start while the kernel before
+// it finishes, and pdl_wait holds it until that kernel's writes are
+// visible; pdl_launch lets the kernel after it start early in turn. Every
+// kernel calls pdl_wait before it reads anything another kernel wrote
+// (KERNEL_ENTRY, or linear_mma after loading its weights), so that a kernel
+// that waits sees the writes of every kernel before it. On older GPUs, and
+// for a kernel launched without it, they do nothing.
+__device__ __forceinline__ void pdl_wait() {
+#if __CUDA_ARCH__ >= 900
+	asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void pdl_launch() {
+#if __CUDA_ARCH__ >= 900
+	asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+#endif
+
+// KERNEL_ENTRY starts every kernel but linear_mma: nothing to do before
+// the kernel before it has finished (pdl_wait).
+#define KERNEL_ENTRY \
+	pdl_wait();      \
+	pdl_launch();
 
 #define ACT_IDENTITY 0
 #define ACT_GELU 1
@@ -61,22 +162,6 @@ __device__ __forceinline__ float activate(float x, int act) {
 	return x;
 }
 
-// to16 rounds v to fp16 (kind 1 or 3) or bf16 (kind 2), nearest even.
-__device__ __forceinline__ u16 to16(float v, int kind) {
-	u16 h;
-	if (kind == 2)
-		asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(v));
-	else
-		asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(v));
-	return h;
-}
-
-// f16to32 widens an fp16 value.
-__device__ __forceinline__ float f16to32(u16 h) {
-	float v;
-	asm("cvt.f32.f16 %0, %1;" : "=f"(v) : "h"(h));
-	return v;
-}
 
 // store16 writes v as a 16-bit GEMM operand at h[i]; kind 3 (FP16X2)
 // also writes the fp16 rounding of what the first term missed at h[i+lo],
@@ -84,11 +169,7 @@ __device__ __forceinline__ float f16to32(u16 h) {
 __device__ __forceinline__ void store16(u16* h, long long i, long long lo, float v, int kind) {
 	u16 a = to16(v, kind);
 	h[i] = a;
-	if (kind == 3) {
-		float back;
-		asm("cvt.f32.f16 %0, %1;" : "=f"(back) : "h"(a));
-		h[i + lo] = to16(v - back, 1);
-	}
+	if (kind == 3) h[i + lo] = to16(v - f16to32(a), 1);
 }
 
 // ld4 reads four floats of a GEMM output; when the output holds two
@@ -107,6 +188,7 @@ __device__ __forceinline__ float4 ld4(const float* p, long long two) {
 }
 
 extern "C" __global__ void gather_rows(float* dst, const float* table, const int* index, int cols) {
+	KERNEL_ENTRY
 	const float* src = table + (long long)index[blockIdx.x] * cols;
 	float* out = dst + (long long)blockIdx.x * cols;
 	for (int c = threadIdx.x; c < cols; c += blockDim.x) out[c] = src[c];
@@ -123,6 +205,7 @@ extern "C" __global__ void gather_rows(float* dst, const float* table, const int
 // first, written back to x: the residual Add before the norm, folded in.
 extern "C" __global__ void layer_norm(float* dst, float* x, const float* w, const float* b, int cols, float eps, u16* h,
 	int kind, long long lo, const float* res, long long rtwo) {
+	KERNEL_ENTRY
 	__shared__ float sh[32];
 	float* row = x + (long long)blockIdx.x * cols;
 	float* out = dst + (long long)blockIdx.x * cols;
@@ -161,6 +244,7 @@ extern "C" __global__ void layer_norm(float* dst, float* x, const float* w, cons
 // packing several rows in a block.
 extern "C" __global__ void layer_norm4(float* dst, float* x, const float* w, const float* b, int cols, float eps, u16* h, int kind,
 	long long lo, const float* res, long long rtwo) {
+	KERNEL_ENTRY
 	__shared__ float sh[32];
 	long long r = blockIdx.x;
 	int c = 4 * threadIdx.x;
@@ -200,6 +284,7 @@ extern "C" __global__ void layer_norm4(float* dst, float* x, const float* w, con
 }
 
 extern "C" __global__ void bias_act(float* y, const float* bias, long long n, int cols, int act) {
+	KERNEL_ENTRY
 	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
 		float v = y[i];
 		if (bias) v += bias[i % cols];
@@ -210,6 +295,7 @@ extern "C" __global__ void bias_act(float* y, const float* bias, long long n, in
 // add: dst = a + b, where a or b may hold two terms (a2, b2: the second's
 // offset in elements, 0 for one; see ld4) and b may be null.
 extern "C" __global__ void add(float* dst, const float* a, long long a2, const float* b, long long b2, long long n) {
+	KERNEL_ENTRY
 	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
 		float x = a2 ? a[i] + a[i + a2] : a[i];
 		if (b) x += b2 ? b[i] + b[i + b2] : b[i];
@@ -218,6 +304,7 @@ extern "C" __global__ void add(float* dst, const float* a, long long a2, const f
 }
 
 extern "C" __global__ void act_map(float* dst, const float* x, long long n, int act) {
+	KERNEL_ENTRY
 	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
 		dst[i] = activate(x[i], act);
 }
@@ -235,6 +322,7 @@ __device__ __forceinline__ float geglu1(float v, float u, int fast) {
 // Discard): half the bytes to read.
 extern "C" __global__ void geglu(float* dst, const void* x, long long two, long long rows, int inner, u16* h, int kind, long long lo,
 	int fast, int hin) {
+	KERNEL_ENTRY
 	long long n = rows * inner;
 	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
 		long long r = i / inner;
@@ -268,6 +356,7 @@ __device__ __forceinline__ float4 ld4h(const u16* p) {
 // every element. Each element is geglu1, as in geglu.
 extern "C" __global__ void geglu4(float* dst, const void* x, long long two, int rows, int inner, u16* h, int kind, long long lo,
 	int fast, int hin) {
+	KERNEL_ENTRY
 	unsigned q = (unsigned)inner / 4, n4 = (unsigned)rows * q;
 	for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += gridDim.x * blockDim.x) {
 		unsigned r = i / q, c = 4 * (i - r * q);
@@ -292,6 +381,7 @@ extern "C" __global__ void geglu4(float* dst, const void* x, long long two, int 
 }
 
 extern "C" __global__ void softmax_rows(float* dst, const float* x, int cols) {
+	KERNEL_ENTRY
 	__shared__ float sh[32];
 	const float* row = x + (long long)blockIdx.x * cols;
 	float* out = dst + (long long)blockIdx.x * cols;
@@ -309,6 +399,7 @@ extern "C" __global__ void softmax_rows(float* dst, const float* x, int cols) {
 // position, cos of the Dh/2 angles then their sin (computed on the host as
 // the cpu backend does); pos[r] is the row's position.
 extern "C" __global__ void rope(float* qkv, const float* table, const int* pos, int heads, int headDim) {
+	KERNEL_ENTRY
 	int half = headDim / 2, width = heads * headDim;
 	float* row = qkv + (long long)blockIdx.x * 3 * width;
 	const float* cs = table + (long long)pos[blockIdx.x] * headDim;
@@ -329,6 +420,7 @@ extern "C" __global__ void rope(float* qkv, const float* table, const int* pos, 
 // floats), then the query, then a reduction area of blockDim floats.
 extern "C" __global__ void attention(float* dst, const float* qkv, const int* meta, int heads, int headDim, float scale,
 	int sliding, int radius, int window, u16* hout, int kind, long long hlo) {
+	KERNEL_ENTRY
 	extern __shared__ float smem[];
 	__shared__ float sh[32];
 	float* sc = smem;
@@ -405,6 +497,7 @@ extern "C" __global__ void attention(float* dst, const float* qkv, const int* me
 // of its first logit and its count. The statistics are computed in double,
 // as the reference states them.
 extern "C" __global__ void act_features(float* dst, const float* cls, const float* logits, const int* meta, int d) {
+	KERNEL_ENTRY
 	int b = blockIdx.x;
 	float* out = dst + (long long)b * (d + 4);
 	for (int c = threadIdx.x; c < d; c += blockDim.x) out[c] = cls[(long long)b * d + c];
@@ -436,6 +529,7 @@ extern "C" __global__ void act_features(float* dst, const float* cls, const floa
 // to_16 rounds float32 GEMM operands to 16 bits (kind: see store16; the
 // second term of kind 3 goes n elements after the first).
 extern "C" __global__ void to_16(u16* dst, const float* x, long long n, int kind) {
+	KERNEL_ENTRY
 	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
 		store16(dst, i, n, x[i], kind);
 }
@@ -444,6 +538,7 @@ extern "C" __global__ void to_16(u16* dst, const float* x, long long n, int kind
 // device-to-host copy brings them all back. table holds, per tensor, its
 // address, its element count and its offset (elements) in out.
 extern "C" __global__ void pack_out(float* out, const u64* table) {
+	KERNEL_ENTRY
 	const float* src = (const float*)table[3 * blockIdx.x];
 	long long n = (long long)table[3 * blockIdx.x + 1];
 	float* o = out + table[3 * blockIdx.x + 2];
@@ -683,6 +778,7 @@ __device__ void attn_tiled(float* dst, const float* qkv, long long two, const in
 	extern "C" __global__ void __launch_bounds__(QW * 32, MINB) NAME(float* dst, const float* qkv, long long two,       \
 		const int* tiles,                                                                                            \
 		int heads, float scale, int sliding, int radius, const float* rope, u16* hout, int kind, long long hlo) {          \
+		KERNEL_ENTRY                                                                                                       \
 		attn_tiled<DH, QPW, QW>(dst, qkv, two, tiles, heads, scale, sliding, radius, rope, hout, kind, hlo);               \
 	}
 // A head dim's kernels: 8 warps of 1, 2 and 4 queries, 16 warps of 1.
@@ -697,32 +793,15 @@ ATTENTIONS(128)
 
 // ---- Attention on tensor cores (FP16 and FP16X2) ----
 
-typedef unsigned int u32;
 #define NEG_INF __int_as_float(0xff800000) // exp2f of it is 0
-
-// pack2 rounds x and y to fp16 into one register, x in the low half: the
-// lower column of an mma fragment.
-__device__ __forceinline__ u32 pack2(float x, float y) {
-	u32 r;
-	asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(y), "f"(x));
-	return r;
-}
 
 // split2 is pack2 into two terms, as store16 splits an FP16X2 operand: hi
 // the rounding, lo the rounding of what hi missed.
 __device__ __forceinline__ void split2(float x, float y, u32& hi, u32& lo) {
 	hi = pack2(x, y);
 	float bx, by;
-	asm("{.reg .f16 a, b;\n\tmov.b32 {a, b}, %2;\n\tcvt.f32.f16 %0, a;\n\tcvt.f32.f16 %1, b;\n\t}" : "=f"(bx), "=f"(by) : "r"(hi));
+	unpack2(hi, bx, by);
 	lo = pack2(x - bx, y - by);
-}
-
-// mma16816 is c += a·b for one m16n8k16 tile: a 16×16 fp16 (row), b 16×8
-// fp16 (col), c 16×8 float32, in the PTX ISA's fragment layouts.
-__device__ __forceinline__ void mma16816(float* c, const u32* a, u32 b0, u32 b1) {
-	asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-		: "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-		: "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
 // st4h writes four floats as fp16 at p[0..3] (and, TERMS 2, what that
@@ -739,17 +818,6 @@ __device__ __forceinline__ void st4h(u16* p, int lo, float4 v) {
 		h1 = pack2(v.z, v.w);
 	}
 	*(uint2*)p = make_uint2(h0, h1);
-}
-
-// ldsm4t loads four 8×8 fp16 matrices transposed (ldmatrix .trans): lanes
-// 8j..8j+7 give the addresses of matrix j's eight rows, and r[j] gets
-// elements (2·(lane%4), lane/4) and (2·(lane%4)+1, lane/4) of it, which is an
-// mma B fragment of a matrix stored k-major.
-__device__ __forceinline__ void ldsm4t(u32* r, const u16* p) {
-	asm volatile("{\n\t.reg .u64 a;\n\tcvta.to.shared.u64 a, %4;\n\tldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [a];\n\t}"
-		: "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-		: "l"(p)
-		: "memory");
 }
 
 // attn_mma: flash attention on tensor cores (mma.sync m16n8k16: fp16
@@ -950,6 +1018,7 @@ __device__ void attn_mma(float* dst, const void* qkv, long long two, const int* 
 	extern "C" __global__ void __launch_bounds__(W * 32) attention_mma##DH##_##W##_##SUFFIX(float* dst, const void* qkv, \
 		long long two, const int* tiles, int heads, float scale, int sliding, int radius, const float* rope, u16* hout,   \
 		int kind, long long hlo) {                                                                                     \
+		KERNEL_ENTRY                                                                                                     \
 		attn_mma<DH, W, TERMS, HIN>(dst, qkv, two, tiles, heads, scale, sliding, radius, rope, hout, kind, hlo);         \
 	}
 // A head dim's tensor-core kernels: 2, 4 and 8 warps a block, one or two
@@ -978,9 +1047,7 @@ __device__ __forceinline__ float from16(u16 h) {
 	if constexpr (KIND == 2) {
 		return __uint_as_float((u32)h << 16);
 	} else {
-		float f;
-		asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
-		return f;
+		return f16to32(h);
 	}
 }
 
@@ -991,7 +1058,7 @@ __device__ __forceinline__ void from16x2(u32 q, float& lo, float& hi) {
 		lo = __uint_as_float(q << 16);
 		hi = __uint_as_float(q & 0xffff0000u);
 	} else {
-		asm("{.reg .f16 a, b;\n\tmov.b32 {a, b}, %2;\n\tcvt.f32.f16 %0, a;\n\tcvt.f32.f16 %1, b;\n\t}" : "=f"(lo), "=f"(hi) : "r"(q));
+		unpack2(q, lo, hi);
 	}
 }
 
@@ -1139,9 +1206,164 @@ __device__ __forceinline__ void lin_small_rows(float* d, const float* x, const v
 // k/(32·LIN_WARPS) products a lane, then a tree over lanes and warps.
 extern "C" __global__ void __launch_bounds__(32 * LIN_WARPS) linear_small(float* d, const float* x, const void* w, int wkind,
 	const float* b, int m, int k, int n, int act, int accum) {
+	KERNEL_ENTRY
 	__shared__ float part[LIN_WARPS * LIN_ROWS * LIN_R];
 	if (m <= 4)
 		lin_small_rows<4>(d, x, w, wkind, b, m, k, n, act, accum, part);
 	else
 		lin_small_rows<LIN_ROWS>(d, x, w, wkind, b, m, k, n, act, accum, part);
+}
+
+// ---- GEMMs of few rows on tensor cores ----
+
+// linear_mma's shape (stream.go's mmaCols, mmaTiles and mmaWarps): a block
+// computes LMMA_BN output columns (weight rows) of up to 16·LMMA_MT rows of
+// x over one split of k; each of its LMMA_WARPS warps takes 16 of the
+// columns for all the rows.
+#define LMMA_BN 64
+#define LMMA_MT 8
+#define LMMA_WARPS 4
+
+// lmma_finish is linear_mma's epilogue for output element o (column col):
+// bias, d's own value first when accum (a residual Add folded in), the
+// activation, then d as float32 or, half, as fp16.
+__device__ __forceinline__ void lmma_finish(void* d, long long o, int col, float v, const float* bias, int act, int accum, int half) {
+	if (accum) v += ((const float*)d)[o];
+	if (bias) v += bias[col];
+	v = activate(v, act);
+	if (half)
+		((u16*)d)[o] = to16(v, 1);
+	else
+		((float*)d)[o] = v;
+}
+
+// lin_mma: d = act(x·wᵀ + b) (+ d first when accum) for x [m, k] as TERMS
+// fp16 terms (the second xlo elements after the first: FP16X2's split
+// operand, both multiplied and summed here, where cuBLAS leaves two
+// products for the reader to add) and w [n, k] fp16, k a multiple of 16;
+// fp16 operands on tensor cores (mma.sync m16n8k16), float32 accumulation.
+// It is for a GEMM of few rows (a question or two: about a hundred), which
+// streams its weight once and whose cuBLAS kernels start late and cover
+// the GPU with few blocks: here the weight is split over blocks by output
+// columns and by k (gridDim.y splits of kc), and a block copies its slice of
+// the weight into shared memory before it waits for the kernel before it
+// (pdl_wait), so that with programmatic dependent launch the weight streams
+// in while that kernel finishes. x follows, then the products. A split's
+// sums go to part ([split][m][n] floats) and the last block of a tile to
+// arrive (counted in sem, one counter a tile, zero between launches: that
+// block resets it) adds the splits in their order, so that the result does
+// not depend on which block came last, and applies the epilogue. Shared
+// memory: (LMMA_BN + TERMS·rows rounded up to 16)·(kc + 8) halves
+// (stream.go's mmaShared); rows are padded by 8 halves, which puts the
+// eight rows a fragment load touches in distinct banks.
+template <int TERMS>
+__device__ void lin_mma(void* d, const u16* x, long long xlo, const u16* w, const float* bias, int m, int k, int n, int act,
+	int accum, int half, int kc, float* part, int* sem) {
+	__shared__ int last;
+	extern __shared__ float4 smem4[];
+	const int KS = kc + 8, NT = 32 * LMMA_WARPS;
+	int n0 = blockIdx.x * LMMA_BN, split = blockIdx.y, m0 = blockIdx.z * 16 * LMMA_MT;
+	int k0 = split * kc, kn = min(kc, k - k0), c8 = kn / 8;
+	int rows = min(16 * LMMA_MT, m - m0), rp = (rows + 15) & ~15;
+	int tid = threadIdx.x;
+	u16* Ws = (u16*)smem4; // [LMMA_BN][KS]
+	u16* As = Ws + LMMA_BN * KS; // [TERMS][rp][KS]
+	const uint4 zero = {0u, 0u, 0u, 0u};
+	for (int i = tid; i < LMMA_BN * c8; i += NT) {
+		int r = i / c8, c = i - r * c8;
+		u16* s = Ws + r * KS + 8 * c;
+		if (n0 + r < n)
+			cp_async16(s, w + (long long)(n0 + r) * k + k0 + 8 * c);
+		else
+			*(uint4*)s = zero;
+	}
+	pdl_wait();
+	pdl_launch();
+	for (int e = 0; e < TERMS; e++)
+		for (int i = tid; i < rp * c8; i += NT) {
+			int r = i / c8, c = i - r * c8;
+			u16* s = As + (e * rp + r) * KS + 8 * c;
+			if (r < rows)
+				cp_async16(s, x + e * xlo + (long long)(m0 + r) * k + k0 + 8 * c);
+			else
+				*(uint4*)s = zero;
+		}
+	cp_async_wait_all();
+	__syncthreads();
+	int lane = tid & 31, warp = tid >> 5, g = lane >> 2, tq = lane & 3, mts = rp / 16;
+	float acc[LMMA_MT][2][4];
+#pragma unroll
+	for (int mt = 0; mt < LMMA_MT; mt++)
+#pragma unroll
+		for (int nt = 0; nt < 2; nt++) acc[mt][nt][0] = acc[mt][nt][1] = acc[mt][nt][2] = acc[mt][nt][3] = 0.0f;
+	// Fragments as attn_mma's scores: A from rows g and g+8 of a 16-row
+	// tile, B from weight row g of an 8-column tile (w is stored as the
+	// "col" operand, k contiguous).
+	for (int kk = 0; kk < kn; kk += 16) {
+		u32 b[2][2];
+#pragma unroll
+		for (int nt = 0; nt < 2; nt++) {
+			const u16* bp = Ws + (16 * warp + 8 * nt + g) * KS + kk + 2 * tq;
+			b[nt][0] = *(const u32*)bp;
+			b[nt][1] = *(const u32*)(bp + 8);
+		}
+#pragma unroll
+		for (int mt = 0; mt < LMMA_MT; mt++) {
+			if (mt < mts) {
+#pragma unroll
+				for (int e = 0; e < TERMS; e++) {
+					const u16* ap = As + (e * rp + 16 * mt + g) * KS + kk + 2 * tq;
+					u32 a[4] = {*(const u32*)ap, *(const u32*)(ap + 8 * KS), *(const u32*)(ap + 8), *(const u32*)(ap + 8 * KS + 8)};
+					mma16816(acc[mt][0], a, b[0][0], b[0][1]);
+					mma16816(acc[mt][1], a, b[1][0], b[1][1]);
+				}
+			}
+		}
+	}
+	int splits = gridDim.y;
+	float* p = splits > 1 ? part + (long long)split * m * n : nullptr;
+#pragma unroll
+	for (int mt = 0; mt < LMMA_MT; mt++)
+#pragma unroll
+		for (int nt = 0; nt < 2; nt++)
+#pragma unroll
+			for (int e = 0; e < 4; e++) {
+				int r = 16 * mt + g + 8 * (e >> 1), col = n0 + 16 * warp + 8 * nt + 2 * tq + (e & 1);
+				if (r >= rows || col >= n) continue;
+				long long o = (long long)(m0 + r) * n + col;
+				if (p)
+					p[o] = acc[mt][nt][e];
+				else
+					lmma_finish(d, o, col, acc[mt][nt][e], bias, act, accum, half);
+			}
+	if (!p) return;
+	// Split-K: the last block of the tile to finish adds the splits.
+	int tile = blockIdx.z * gridDim.x + blockIdx.x;
+	__threadfence();
+	__syncthreads();
+	if (tid == 0) last = atomicAdd(sem + tile, 1) == splits - 1;
+	__syncthreads();
+	if (!last) return;
+	__threadfence();
+	for (int i = tid; i < rows * LMMA_BN; i += NT) {
+		int r = i / LMMA_BN, col = n0 + (i - r * LMMA_BN);
+		if (col >= n) continue;
+		long long o = (long long)(m0 + r) * n + col;
+		float v = 0.0f;
+		for (int s = 0; s < splits; s++) v += ldcg(part + (long long)s * m * n + o);
+		lmma_finish(d, o, col, v, bias, act, accum, half);
+	}
+	if (tid == 0) sem[tile] = 0;
+}
+
+// linear_mma_1 and linear_mma_2: lin_mma for one fp16 term (FP16) and two
+// (FP16X2). Grid: (⌈n/LMMA_BN⌉, splits, ⌈m/(16·LMMA_MT)⌉).
+extern "C" __global__ void __launch_bounds__(32 * LMMA_WARPS) linear_mma_1(void* d, const u16* x, long long xlo, const u16* w,
+	const float* bias, int m, int k, int n, int act, int accum, int half, int kc, float* part, int* sem) {
+	lin_mma<1>(d, x, xlo, w, bias, m, k, n, act, accum, half, kc, part, sem);
+}
+
+extern "C" __global__ void __launch_bounds__(32 * LMMA_WARPS) linear_mma_2(void* d, const u16* x, long long xlo, const u16* w,
+	const float* bias, int m, int k, int n, int act, int accum, int half, int kc, float* part, int* sem) {
+	lin_mma<2>(d, x, xlo, w, bias, m, k, n, act, accum, half, kc, part, sem);
 }

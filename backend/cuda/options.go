@@ -152,6 +152,21 @@ type Options struct {
 	// (a GEMM of few rows covers its outputs with fewer blocks than the GPU
 	// has multiprocessors); without tuning (NoTune) it changes nothing.
 	SplitK bool
+	// MMARows runs the FP16 and FP16X2 GEMMs of at most this many rows (a
+	// question or two: about a hundred) on linear_mma, a tensor-core kernel
+	// of the backend's own, instead of cuBLAS: the weight split over blocks
+	// by columns and by k, copied into shared memory before the kernel
+	// waits for the one before it (with PDL, while that one finishes), and
+	// FP16X2's two terms summed in the kernel; 0 (the default) keeps every
+	// GEMM on cuBLAS. Weights written on the stream, k not a multiple of 16,
+	// and an fp16 output with a residual folded in stay on cuBLAS.
+	MMARows int
+	// PDL launches the backend's own kernels with programmatic dependent
+	// launch (compute capability 9.0 and newer; elsewhere it changes
+	// nothing): a kernel may start while the one before it finishes and
+	// waits in the kernel for its results, which hides part of each
+	// launch's latency in a forward of a few hundred short kernels.
+	PDL bool
 	// Driver, NVRTC and CUBLAS name the libraries (default: libcuda.so.1,
 	// and libnvrtc.so and libcublas.so from the loader path, the CUDA
 	// toolkit or Python's nvidia packages).
@@ -177,11 +192,12 @@ type Options struct {
 // precision=fp32|fp16|bf16|fp16x2, device=N, graphs=off, maxgraphs=N,
 // bucket=N, attn=mma|simt, mmawarps=0|2|4|8, attnterms=0|1|2,
 // attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off,
-// tunecands=N, splitk=off|on, geglu=vec|scalar, cache=DIR|off, refine=MARGIN|off, refinetokens=N.
+// tunecands=N, splitk=off|on, mmarows=N, pdl=off|on, geglu=vec|scalar, cache=DIR|off,
+// refine=MARGIN|off, refinetokens=N.
 func ParseOptions(s string) (Options, error) {
 	var o Options
 	ints := map[string]*int{"device": &o.Device, "bucket": &o.Bucket, "attnqpw": &o.QueriesPerWarp,
-		"attnwarps": &o.AttentionWarps, "mmawarps": &o.MMAWarps, "attnterms": &o.AttentionTerms, "maxgraphs": &o.MaxGraphs, "refinetokens": &o.RefineTokens, "tunecands": &o.TuneCandidates}
+		"attnwarps": &o.AttentionWarps, "mmawarps": &o.MMAWarps, "attnterms": &o.AttentionTerms, "maxgraphs": &o.MaxGraphs, "refinetokens": &o.RefineTokens, "tunecands": &o.TuneCandidates, "mmarows": &o.MMARows}
 	// Two-word options: the words, and the field that is whether it is
 	// the second.
 	words := map[string]struct {
@@ -189,7 +205,7 @@ func ParseOptions(s string) (Options, error) {
 		b             *bool
 	}{"attn": {"mma", "simt", &o.SIMTAttention}, "graphs": {"on", "off", &o.NoGraphs},
 		"small": {"on", "off", &o.NoSmallLinear}, "gemm": {"lt", "blas", &o.GEMMBLAS}, "tune": {"on", "off", &o.NoTune},
-		"geglu": {"vec", "scalar", &o.ScalarGeGLU}, "splitk": {"off", "on", &o.SplitK}}
+		"geglu": {"vec", "scalar", &o.ScalarGeGLU}, "splitk": {"off", "on", &o.SplitK}, "pdl": {"off", "on", &o.PDL}}
 	for _, f := range strings.Split(s, ",") {
 		f = strings.TrimSpace(f)
 		if f == "" {
@@ -214,7 +230,7 @@ func ParseOptions(s string) (Options, error) {
 			}
 			o.KernelCache = v
 		default:
-			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, bucket=N, attn=mma|simt, mmawarps=0|2|4|8, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off, tunecands=N, splitk=off|on, geglu=vec|scalar, cache=DIR|off, refine=MARGIN|off, refinetokens=N)")
+			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, bucket=N, attn=mma|simt, mmawarps=0|2|4|8, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off, tunecands=N, splitk=off|on, mmarows=N, pdl=off|on, geglu=vec|scalar, cache=DIR|off, refine=MARGIN|off, refinetokens=N)")
 		}
 		if err == nil {
 			err = o.check()
@@ -269,11 +285,17 @@ func (o Options) check() error {
 		return fmt.Errorf("refinetokens=%d, want a token count (0: %d)", o.RefineTokens, DefaultRefineTokens)
 	case o.AttentionTerms < 0 || o.AttentionTerms > 2:
 		return fmt.Errorf("attnterms=%d, want 1 or 2 (0: the precision's)", o.AttentionTerms)
+	case o.MMARows < 0 || o.MMARows > MaxMMARows:
+		return fmt.Errorf("mmarows=%d, want 0 (off) to %d rows", o.MMARows, MaxMMARows)
 	case o.TuneCandidates < 0 || o.TuneCandidates > MaxTuneCandidates:
 		return fmt.Errorf("tunecands=%d, want 1 to %d (0: %d)", o.TuneCandidates, MaxTuneCandidates, DefaultTuneCandidates)
 	}
 	return nil
 }
+
+// MaxMMARows bounds Options.MMARows: linear_mma keeps a split's rows of x
+// in shared memory, and is made for GEMMs that read their weight once.
+const MaxMMARows = 256
 
 // DefaultTuneCandidates and MaxTuneCandidates bound Options.TuneCandidates:
 // the heuristic's algorithms a GEMM shape times the first time it runs.
@@ -318,6 +340,9 @@ type Stats struct {
 	// GEMMSplitK counts the tuned shapes whose fastest candidate splits k
 	// (Options.SplitK).
 	GEMMSplitK int
+	// GEMMOwn counts the GEMMs that ran on linear_mma (Options.MMARows) in
+	// the first run of their segment's shape, kernel by kernel.
+	GEMMOwn int
 	// Streams counts the streams that ran in the backend's precision (plain
 	// batches, refinements, embeddings), ReducedStreams those that ran in
 	// FP16 first (Options.Refine, ReducedStream).

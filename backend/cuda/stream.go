@@ -42,6 +42,8 @@ type stream struct {
 	wrote    []*tensor // tensors the current segment writes
 	arena    int64
 	temp     int64 // largest 16-bit operand scratch of the segment's GEMMs
+	mmaPart  int64 // largest split-sum workspace of the segment's linear_mma GEMMs
+	mmaSem   int64 // most tiles of one of them: the counters of their splits
 	stage    []byte
 	layouts  []stagedLayout // per-row metadata staged in this segment
 
@@ -61,7 +63,11 @@ type run struct {
 	e    *entry
 	temp uintptr
 	ws   uintptr // the entry's GEMM workspace (gemmWorkspace bytes)
-	prec Precision
+	// linear_mma's split sums and split counters (mmaSemBytes; zero
+	// between launches, once the entry has zeroed them: entry.semZeroed).
+	mmaPart, mmaSem uintptr
+	mmaSemBytes     int64
+	prec            Precision
 	// tune: the segment runs kernel by kernel, neither captured nor
 	// profiled, so a GEMM shape seen first may time its algorithms.
 	tune bool
@@ -306,6 +312,7 @@ const (
 	opNoF32
 	opSmall
 	opHalf
+	opMMA
 )
 
 func (s *stream) New(rows, cols int) backend.Tensor {
@@ -404,13 +411,19 @@ func (s *stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activat
 	s.mix(opLinear, s.ref(d), s.ref(in), s.ref(w), s.ref(b), uint64(m), uint64(k), uint64(n), uint64(act))
 	if lin.small {
 		s.mix(opSmall)
+	} else if lin.mma = s.mmaLinear(m, k, w); lin.mma {
+		p, _ := planLinearMMA(m, n, k, terms(s.prec), s.be.sms, s.be.lmmaShared())
+		s.mmaPart = max(s.mmaPart, p.partBytes(m, n))
+		s.mmaSem = max(s.mmaSem, int64(p.tilesN*p.tilesM))
+		s.mix(opMMA)
 	}
 	// FP16X2: one batched GEMM over both 16-bit terms of x reads the weight
 	// once (the second product finds it in L2) where two GEMMs read it
 	// twice; its two products stay apart (stacked) until what reads d adds
 	// them. Only a plain product into this segment's own tensor stacks: a
-	// bias or activation needs the sum first. linear_small writes the sum.
-	if s.prec == FP16X2 && !lin.small && b == nil && act == backend.Identity && d.s == s && d.seg == s.seg && !d.staged && d != in && d != w {
+	// bias or activation needs the sum first. linear_small and linear_mma
+	// write the sum.
+	if s.prec == FP16X2 && !lin.small && !lin.mma && b == nil && act == backend.Identity && d.s == s && d.seg == s.seg && !d.staged && d != in && d != w {
 		if d.twoOff == 0 {
 			d.twoOff = s.arena
 			s.arena += align(d.bytes(), 256)
@@ -479,6 +492,7 @@ type linearOp struct {
 	halfOut     bool  // d is written as fp16 (tensor.halfLin)
 	two         int64 // FP16X2 stacked: the second term's product goes two elements after d's
 	small       bool  // runs on linear_small (smallLinear)
+	mma         bool  // runs on linear_mma (mmaLinear)
 }
 
 // smallRows is the most rows of x a Linear runs on linear_small
@@ -541,6 +555,11 @@ func (lin *linearOp) issue(x *run) error {
 			return err
 		}
 		wh := lin.wHalf
+		if lin.mma && !(lin.halfOut && lin.accumulate) {
+			// linear_mma reads d as float32 to add the residual: an fp16 d
+			// with one folded in stays on cuBLAS.
+			return lin.issueMMA(x, xh, wh)
+		}
 		if wh == 0 {
 			wh = x.temp + uintptr(align(mk*2*int64(terms(prec)), 256))
 			nk := int64(n) * int64(k)
@@ -1243,8 +1262,13 @@ func (s *stream) flush(ctx context.Context, target *tensor) ([]byte, error) {
 		}
 	}
 	arena := s.arena
+	// The activations, then the GEMMs' 16-bit operand scratch, linear_mma's
+	// split sums and counters, and cuBLAS's workspace last (execute).
 	tempOff := align(arena, 256)
-	key := shapeKey{prec: s.prec, hash: maphash.Bytes(s.be.seed, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s.words))), 8*len(s.words))), arena: tempOff + align(s.temp, 256) + gemmWorkspace, stage: int64(len(s.stage)), out: out * 4,
+	partOff := tempOff + align(s.temp, 256)
+	semOff := partOff + align(s.mmaPart, 256)
+	semBytes := 4 * s.mmaSem
+	key := shapeKey{prec: s.prec, hash: maphash.Bytes(s.be.seed, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s.words))), 8*len(s.words))), arena: semOff + align(semBytes, 256) + gemmWorkspace, stage: int64(len(s.stage)), out: out * 4,
 		tensors: len(s.made), operations: len(s.ops)}
 	e := b.takeEntry(key)
 	var err error
@@ -1274,7 +1298,9 @@ func (s *stream) flush(ctx context.Context, target *tensor) ([]byte, error) {
 			binary.LittleEndian.PutUint64(table[24*i+16:], uint64(offs[i]))
 		}
 		copy(e.pinIn, s.stage)
-		x := &run{b: b, cs: s.cs, e: e, temp: e.arena + uintptr(tempOff), prec: s.prec}
+		x := &run{b: b, cs: s.cs, e: e, temp: e.arena + uintptr(tempOff), prec: s.prec,
+			mmaPart: e.arena + uintptr(partOff), mmaSem: e.arena + uintptr(semOff), mmaSemBytes: semBytes}
+		x.l.pdl = b.pdl
 		if err = b.execute(s, x, tableOff, len(back)); err == nil {
 			ready, err = b.poll(ctx, s.cs)
 		}
@@ -1287,7 +1313,7 @@ func (s *stream) flush(ctx context.Context, target *tensor) ([]byte, error) {
 	}
 	s.seg++
 	s.ops, s.made, s.wrote, s.stage, s.layouts = s.ops[:0], nil, s.wrote[:0], s.stage[:0], s.layouts[:0]
-	s.arena, s.temp = 0, 0
+	s.arena, s.temp, s.mmaPart, s.mmaSem = 0, 0, 0, 0
 	s.words = s.words[:0]
 	if err != nil {
 		s.fail(fmt.Errorf("cuda: %w", err))
@@ -1452,6 +1478,9 @@ type entry struct {
 	graph, exec uintptr
 	seen        bool // ran once kernel by kernel: the next run captures
 	noGraph     bool // capture failed: always kernel by kernel
+	// semZeroed: linear_mma's split counters were zeroed (once: the last
+	// block of a tile resets its counter).
+	semZeroed bool
 }
 
 func (b *Backend) takeEntry(key shapeKey) *entry {
@@ -1629,6 +1658,13 @@ func (b *Backend) execute(s *stream, x *run, tableOff int64, nBack int) error {
 	}
 	if err := b.drv.Call("cuEventRecord", cs.start, cs.stream); err != nil {
 		return err
+	}
+	if !e.semZeroed && x.mmaSemBytes > 0 {
+		// Outside any capture: before the first run, which is never one.
+		if err := b.drv.Call("cuMemsetD8Async", x.mmaSem, 0, uintptr(x.mmaSemBytes), cs.stream); err != nil {
+			return err
+		}
+		e.semZeroed = true
 	}
 	var err error
 	switch {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/laya-metal/laya/backend"
 )
@@ -1146,5 +1147,61 @@ func TestHalfAttentionInput(t *testing.T) {
 			t.Errorf("%s: GEMM fp16 out %v, attention fp16 in %v, its other reader %v; want %v", c.name, lin.halfOut, attn.halfIn, second.halfIn, c.want)
 		}
 		s.Close()
+	}
+}
+
+// launchConfig and launchAttr are cuda.h's CUlaunchConfig and
+// CUlaunchAttribute, which cuLaunchKernelEx reads: the sizes and offsets of
+// the C structs on a 64-bit host.
+func TestLaunchConfigLayout(t *testing.T) {
+	var c launchConfig
+	var a launchAttr
+	for _, f := range []struct {
+		name      string
+		got, want uintptr
+	}{
+		{"sizeof(CUlaunchConfig)", unsafe.Sizeof(c), 56},
+		{"CUlaunchConfig.sharedMemBytes", unsafe.Offsetof(c.shared), 24},
+		{"CUlaunchConfig.hStream", unsafe.Offsetof(c.stream), 32},
+		{"CUlaunchConfig.attrs", unsafe.Offsetof(c.attrs), 40},
+		{"CUlaunchConfig.numAttrs", unsafe.Offsetof(c.nattrs), 48},
+		{"sizeof(CUlaunchAttribute)", unsafe.Sizeof(a), 72},
+		{"CUlaunchAttribute.value", unsafe.Offsetof(a.value), 8},
+	} {
+		if f.got != f.want {
+			t.Errorf("%s = %d, want %d", f.name, f.got, f.want)
+		}
+	}
+}
+
+// planLinearMMA takes the longest k chunk that still gives each
+// multiprocessor two blocks, else the shortest that fits, within the
+// shared memory it is given.
+func TestPlanLinearMMA(t *testing.T) {
+	for _, c := range []struct {
+		m, n, k, terms, sms, shared int
+		want                        lmmaPlan
+		ok                          bool
+	}{
+		// ModernBERT-large at one question (96 rows) on an H200: Wqkv,
+		// Wo, Wi and the MLP's Wo.
+		{96, 3072, 1024, 2, 132, lmmaSharedLimit, lmmaPlan{kc: 128, splits: 8, tilesN: 48, tilesM: 1, shared: (64 + 192) * 136 * 2}, true},
+		{96, 1024, 1024, 2, 132, lmmaSharedLimit, lmmaPlan{kc: 64, splits: 16, tilesN: 16, tilesM: 1, shared: (64 + 192) * 72 * 2}, true},
+		// (256 would give two blocks each too, but two terms of 96 rows
+		// of it take 132 KiB.)
+		{96, 5248, 1024, 2, 132, lmmaSharedLimit, lmmaPlan{kc: 128, splits: 8, tilesN: 82, tilesM: 1, shared: (64 + 192) * 136 * 2}, true},
+		{96, 5248, 1024, 1, 132, lmmaSharedLimit, lmmaPlan{kc: 256, splits: 4, tilesN: 82, tilesM: 1, shared: (64 + 96) * 264 * 2}, true},
+		{96, 1024, 2624, 1, 132, lmmaSharedLimit, lmmaPlan{kc: 128, splits: 21, tilesN: 16, tilesM: 1, shared: (64 + 96) * 136 * 2}, true},
+		// k shorter than a chunk: one split of all of it.
+		{17, 64, 48, 1, 132, lmmaSharedLimit, lmmaPlan{kc: 48, splits: 1, tilesN: 1, tilesM: 1, shared: (64 + 32) * 56 * 2}, true},
+		// 200 rows: two row blocks, each of up to 128 rows' shared memory.
+		{200, 1024, 1024, 1, 4, lmmaSharedLimit, lmmaPlan{kc: 128, splits: 8, tilesN: 16, tilesM: 2, shared: (64 + 128) * 136 * 2}, true},
+		// Too little shared memory for even the shortest chunk.
+		{128, 1024, 1024, 2, 132, 20 << 10, lmmaPlan{tilesN: 16, tilesM: 1}, false},
+	} {
+		got, ok := planLinearMMA(c.m, c.n, c.k, c.terms, c.sms, c.shared)
+		if ok != c.ok || ok && got != c.want {
+			t.Errorf("planLinearMMA(%d, %d, %d, %d terms, %d SMs, %d) = %+v, %v; want %+v, %v", c.m, c.n, c.k, c.terms, c.sms, c.shared, got, ok, c.want, c.ok)
+		}
 	}
 }

@@ -25,6 +25,10 @@
 #                and one forward per precision and attention kind
 #                (TestSanitizerForward); racecheck over that forward and the
 #                fp16-input attention kernels
+#   own          the goldens (and bucketed graphs) with OWN_OPTIONS (default
+#                mmarows=256,pdl=on: the GEMMs of few rows on linear_mma,
+#                programmatic dependent launch), and memcheck and racecheck
+#                over one such forward in fp16 and fp16x2
 #   kernels      ncu kernel times of one laya-bench request (English 1, 10, 50
 #                questions; PRECISIONS, default fp16x2), summed by kernel into
 #                kernel-sums.csv (scripts/gpucheck/ncu-sums.py; ncu on PATH or
@@ -86,6 +90,19 @@ for step in $steps; do
 		"$bin/cuda.test" -test.v -test.count=1 -test.run 'TestForwardGoldens' >"$out/goldens.log" 2>&1
 		row goldens "$out/goldens.log" $?
 		grep -o 'GOLDENS | .*' "$out/goldens.log" | sed 's/^GOLDENS/| goldens/;s/$/ |/' >>"$summary"
+		;;
+	own)
+		# The goldens and the sanitizers with the GEMMs of few rows on
+		# linear_mma and programmatic dependent launch (OWN_OPTIONS).
+		opts=${OWN_OPTIONS:-mmarows=256,pdl=on}
+		LAYA_CUDA_TEST_OPTIONS=$opts "$bin/cuda.test" -test.v -test.count=1 -test.run 'TestForwardGoldens|TestBucketsShareGraphs' >"$out/own.log" 2>&1
+		row "own ($opts)" "$out/own.log" $?
+		grep -o 'GOLDENS | .*' "$out/own.log" | sed "s/^GOLDENS/| own goldens/;s/\$/ |/" >>"$summary"
+		for tool in memcheck racecheck; do
+			log=$out/sanitize-$tool-own.log
+			compute-sanitizer --tool "$tool" --print-limit 20 "$bin/cuda.test" -test.v -test.count=1 -test.run '^TestSanitizerForward$/own$' >"$log" 2>&1
+			echo "| sanitize $tool own | exit $? | $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1) |" >>"$summary"
+		done
 		;;
 	bench)
 		for lang in english multilingual; do

@@ -16,3 +16,4 @@ uint2 make_uint2(unsigned, unsigned);
 float2 make_float2(float, float);
 struct uint4 { unsigned x, y, z, w; };
 float __uint_as_float(unsigned);
+__device__ int atomicAdd(int*, int);

@@ -1,0 +1,194 @@
+//go:build linux
+
+package cuda
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// The kernel emulator: kernels.cu compiled as C++ for the CPU against
+// testdata/emu/cuemu.h, every GPU thread an OS thread, so that kernels run
+// in `go test` without a GPU. It checks a kernel's indexing, fragments,
+// synchronisation and split-K bookkeeping against a float64 reference;
+// nothing of speed, and nothing of what only the hardware decides (the
+// order of a tensor core's sums, the memory model beyond what one block at
+// a time shows). It needs clang++ (clang-19, as the kernels' compile check).
+
+// emuArg is a kernel argument: a value as launcher passes it, or the
+// address of an emulator buffer plus a byte offset.
+type emuArg struct {
+	buf   int // the buffer's index, where isBuf
+	off   int64
+	val   uint64
+	isBuf bool
+}
+
+func emuVal(v uint64) emuArg         { return emuArg{val: v} }
+func emuBuf(i int, off int64) emuArg { return emuArg{buf: i, off: off, isBuf: true} }
+func emuInt(v int) emuArg            { return emuVal(i32(v)) }
+func emuF32(v float32) emuArg        { return emuVal(f32(v)) }
+
+type emuLaunch struct {
+	name          string
+	grid          [3]int
+	threads, smem int
+	args          []emuArg
+}
+
+var (
+	emuOnce sync.Once
+	emuPath string
+	emuErr  error
+)
+
+// emuRunner builds the emulator once per test process (kept in the user
+// cache directory, keyed by its sources and the compiler, between runs).
+func emuRunner(t *testing.T) string {
+	t.Helper()
+	clang, err := exec.LookPath("clang++-19")
+	if err != nil {
+		t.Skipf("clang++-19 not installed: the kernel emulator needs it (%v)", err)
+	}
+	emuOnce.Do(func() { emuPath, emuErr = buildEmu(clang) })
+	if emuErr != nil {
+		t.Fatal(emuErr)
+	}
+	return emuPath
+}
+
+var externShared = regexp.MustCompile(`extern __shared__ (\w+) (\w+)\[\];`)
+
+// kernelDecl matches a kernel's declaration in kernels.cu preprocessed with
+// __global__ marked.
+var kernelDecl = regexp.MustCompile(`extern "C" __laya_global__ void (\w+)\(([^)]*)\)`)
+
+func buildEmu(clang string) (string, error) {
+	shim, err := os.ReadFile("testdata/emu/cuemu.h")
+	if err != nil {
+		return "", err
+	}
+	runner, err := os.ReadFile("testdata/emu/runner.cpp")
+	if err != nil {
+		return "", err
+	}
+	src := externShared.ReplaceAllString(kernelSource, "$1* $2 = ($1*)cuemu::dyn_smem;")
+	version, _ := exec.Command(clang, "--version").Output()
+	sum := sha256.Sum256([]byte(strings.Join([]string{string(shim), string(runner), src, string(version)}, "\x00")))
+	base, err := os.UserCacheDir()
+	if err != nil {
+		base = os.TempDir()
+	}
+	dir := filepath.Join(base, "laya-metal", "cuemu", hex.EncodeToString(sum[:8]))
+	bin := filepath.Join(dir, "cuemu")
+	if _, err := os.Stat(bin); err == nil {
+		return bin, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	// The kernels and their parameters, from the source preprocessed with
+	// __global__ marked (the tensor-core attention kernels are macros).
+	pre := exec.Command(clang, "-x", "c++", "-std=c++20", "-E", "-P", "-DLAYA_CUDA_EMU", "-D__global__=__laya_global__",
+		"-D__launch_bounds__(...)=", "-D__device__=", "-D__forceinline__=", "-D__shared__=", "-")
+	pre.Stdin = strings.NewReader(src)
+	var preOut, preErr bytes.Buffer
+	pre.Stdout, pre.Stderr = &preOut, &preErr
+	if err := pre.Run(); err != nil {
+		return "", fmt.Errorf("cuemu: preprocessing kernels.cu: %v\n%s", err, preErr.String())
+	}
+	var table strings.Builder
+	table.WriteString("struct cuemu_kernel { const char* name; void (*call)(const u64*); };\nstatic const cuemu_kernel cuemu_kernels[] = {\n")
+	n := 0
+	for _, m := range kernelDecl.FindAllStringSubmatch(preOut.String(), -1) {
+		var args []string
+		for i, p := range strings.Split(m[2], ",") {
+			p = strings.TrimSpace(p)
+			typ := strings.TrimSpace(p[:strings.LastIndexAny(p, " *&")+1])
+			args = append(args, fmt.Sprintf("cuemu_arg<%s>(a[%d])", typ, i))
+		}
+		fmt.Fprintf(&table, "\t{\"%s\", [](const u64* a) { %s(%s); }},\n", m[1], m[1], strings.Join(args, ", "))
+		n++
+	}
+	table.WriteString("};\n")
+	if n == 0 {
+		return "", fmt.Errorf("cuemu: no kernels found in kernels.cu")
+	}
+	unit := "#include \"cuemu.h\"\n" +
+		"template <class T> T cuemu_arg(u64 v) { T t; memcpy(&t, &v, sizeof t); return t; }\n" +
+		"#line 1 \"kernels.cu\"\n" + src + "\n" + table.String() + "#include \"runner.cpp\"\n"
+	unitPath := filepath.Join(dir, "unit.cpp")
+	if err := os.WriteFile(unitPath, []byte(unit), 0o644); err != nil {
+		return "", err
+	}
+	incl, err := filepath.Abs("testdata/emu")
+	if err != nil {
+		return "", err
+	}
+	tmp := bin + fmt.Sprintf(".%d", os.Getpid())
+	cmd := exec.Command(clang, "-std=c++20", "-O1", "-pthread", "-w", "-fwrapv", "-I", incl, "-o", tmp, unitPath)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("cuemu: compiling the emulator: %v\n%s", err, out)
+	}
+	return bin, os.Rename(tmp, bin)
+}
+
+// emuRun runs launches on buffers (copied) and returns the buffers after
+// them.
+func emuRun(t *testing.T, bufs [][]byte, launches ...emuLaunch) [][]byte {
+	t.Helper()
+	bin := emuRunner(t)
+	var in bytes.Buffer
+	w := func(v any) { binary.Write(&in, binary.LittleEndian, v) }
+	w(uint32(len(bufs)))
+	for _, b := range bufs {
+		w(uint64(len(b)))
+		in.Write(b)
+	}
+	w(uint32(len(launches)))
+	for _, l := range launches {
+		w(uint32(len(l.name)))
+		in.WriteString(l.name)
+		w([5]uint32{uint32(l.grid[0]), uint32(l.grid[1]), uint32(l.grid[2]), uint32(l.threads), uint32(l.smem)})
+		w(uint32(len(l.args)))
+		for _, a := range l.args {
+			if a.isBuf {
+				w(uint32(1))
+				w(uint32(a.buf))
+				w(uint64(a.off))
+			} else {
+				w(uint32(0))
+				w(a.val)
+			}
+		}
+	}
+	dir := t.TempDir()
+	inPath, outPath := filepath.Join(dir, "in"), filepath.Join(dir, "out")
+	if err := os.WriteFile(inPath, in.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(bin, inPath, outPath).CombinedOutput(); err != nil {
+		t.Fatalf("cuemu: %v\n%s", err, out)
+	}
+	raw, err := os.ReadFile(outPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := make([][]byte, len(bufs))
+	for i := range res {
+		n := binary.LittleEndian.Uint64(raw)
+		res[i] = raw[8 : 8+n]
+		raw = raw[8+n:]
+	}
+	return res
+}

@@ -1,0 +1,252 @@
+//go:build linux
+
+package cuda
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/laya-metal/laya/internal/half"
+)
+
+func f32Bytes(v []float32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return b
+}
+
+func bytesF32(b []byte) []float32 {
+	v := make([]float32, len(b)/4)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return v
+}
+
+func u16Bytes(v []uint16) []byte {
+	b := make([]byte, 2*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint16(b[2*i:], x)
+	}
+	return b
+}
+
+// The emulator's mma and ldmatrix fragments, checked on a kernel that is
+// verified on a GPU (TestHalfAttention and the goldens on the H200):
+// attention_mma in one and two terms against float64 attention. A wrong
+// fragment layout in cuemu.h fails here before it can pass a new kernel
+// written against the same mistake.
+func TestEmuAttentionMMA(t *testing.T) {
+	const dh, heads, warps = 64, 2, 2
+	width := heads * dh
+	// Two batch rows: 40 tokens (two tiles of 32 queries) and 17.
+	lens := []int{40, 17}
+	rows := lens[0] + lens[1]
+	rng := rand.New(rand.NewPCG(3, 4))
+	qkv := make([]float32, rows*3*width)
+	for i := range qkv {
+		qkv[i] = float32(rng.NormFloat64())
+	}
+	qt := 16 * warps
+	var tiles []int32
+	start := 0
+	for _, n := range lens {
+		for p := 0; p < n; p += qt {
+			tiles = append(tiles, int32(start+p), int32(start), int32(n), int32(p), int32(min(qt, n-p)))
+		}
+		start += n
+	}
+	tileBytes := make([]byte, 4*len(tiles))
+	for i, v := range tiles {
+		binary.LittleEndian.PutUint32(tileBytes[4*i:], uint32(v))
+	}
+	scale := float32(1 / math.Sqrt(dh))
+	for _, terms := range []int{1, 2} {
+		t.Run(fmt.Sprintf("terms=%d", terms), func(t *testing.T) {
+			dst := make([]float32, rows*width)
+			out := emuRun(t, [][]byte{f32Bytes(dst), f32Bytes(qkv), tileBytes}, emuLaunch{
+				name: fmt.Sprintf("attention_mma%d_%d_%d", dh, warps, terms), grid: [3]int{len(tiles) / 5, heads, 1},
+				threads: 32 * warps, smem: attnMMAShared(dh, warps, terms),
+				args: []emuArg{emuBuf(0, 0), emuBuf(1, 0), emuVal(0), emuBuf(2, 0), emuInt(heads), emuF32(scale), emuInt(0),
+					emuInt(0), emuVal(0), emuVal(0), emuInt(0), emuVal(0)},
+			})
+			got := bytesF32(out[0])
+			tol := 2e-4
+			if terms == 1 {
+				tol = 1e-2 // q, k, v and the probabilities rounded to fp16
+			}
+			worst := 0.0
+			start := 0
+			for _, n := range lens {
+				for h := range heads {
+					for i := range n {
+						q := qkv[(start+i)*3*width+h*dh:]
+						s := make([]float64, n)
+						mx := math.Inf(-1)
+						for j := range n {
+							k := qkv[(start+j)*3*width+width+h*dh:]
+							for d := range dh {
+								s[j] += float64(q[d]) * float64(k[d])
+							}
+							s[j] *= float64(scale)
+							mx = math.Max(mx, s[j])
+						}
+						sum := 0.0
+						for j := range s {
+							s[j] = math.Exp(s[j] - mx)
+							sum += s[j]
+						}
+						for d := range dh {
+							want := 0.0
+							for j := range n {
+								want += s[j] / sum * float64(qkv[(start+j)*3*width+2*width+h*dh+d])
+							}
+							g := float64(got[(start+i)*width+h*dh+d])
+							if e := math.Abs(g - want); !(e <= tol) {
+								t.Fatalf("row %d head %d dim %d: %g, want %g", start+i, h, d, g, want)
+							} else {
+								worst = math.Max(worst, e)
+							}
+						}
+					}
+				}
+				start += n
+			}
+			t.Logf("largest error %.3g", worst)
+		})
+	}
+}
+
+// linear_mma against float64 products of its fp16 operands: row counts
+// across 16-row tiles and blocks of 128 rows, column counts across partial
+// tiles, k in one split and in several (an uneven last one), one and two
+// terms, bias, activations, a folded residual and fp16 outputs, and the
+// splits planLinearMMA chooses.
+func TestEmuLinearMMA(t *testing.T) {
+	type tc struct {
+		m, n, k, terms, kc int // kc 0: planLinearMMA's for sms
+		sms                int
+		bias               bool
+		act                int
+		accum, half        bool
+	}
+	cases := []tc{
+		{m: 1, n: 64, k: 16, terms: 1, kc: 16},
+		{m: 17, n: 72, k: 48, terms: 2, kc: 16, bias: true, act: 2},
+		{m: 96, n: 130, k: 80, terms: 1, kc: 32, half: true},
+		{m: 96, n: 200, k: 256, terms: 2, kc: 64, accum: true},
+		{m: 130, n: 64, k: 64, terms: 2, kc: 64, act: 1, bias: true},
+		{m: 200, n: 96, k: 32, terms: 1, kc: 16, accum: true},
+		{m: 93, n: 128, k: 1024, terms: 2, sms: 4},
+		{m: 96, n: 64, k: 256, terms: 1, sms: 132, half: true},
+	}
+	for _, c := range cases {
+		name := fmt.Sprintf("m=%d,n=%d,k=%d,terms=%d,kc=%d,sms=%d,bias=%v,act=%d,accum=%v,half=%v", c.m, c.n, c.k, c.terms, c.kc, c.sms,
+			c.bias, c.act, c.accum, c.half)
+		t.Run(name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(c.m), uint64(c.n*c.k)))
+			// x's terms as the producers store them: the fp16 rounding of
+			// each value, then the rounding of what it missed.
+			x := make([]uint16, c.terms*c.m*c.k)
+			xv := make([]float64, c.m*c.k)
+			for i := range xv {
+				v := float32(rng.NormFloat64())
+				h := half.Float32ToFloat16(v)
+				x[i] = h
+				xv[i] = float64(half.Float16ToFloat32(h))
+				if c.terms == 2 {
+					l := half.Float32ToFloat16(v - half.Float16ToFloat32(h))
+					x[c.m*c.k+i] = l
+					xv[i] += float64(half.Float16ToFloat32(l))
+				}
+			}
+			w := make([]uint16, c.n*c.k)
+			for i := range w {
+				w[i] = half.Float32ToFloat16(float32(rng.NormFloat64() * 0.05))
+			}
+			bias := make([]float32, c.n)
+			for i := range bias {
+				bias[i] = float32(rng.NormFloat64())
+			}
+			d0 := make([]float32, c.m*c.n)
+			for i := range d0 {
+				d0[i] = float32(rng.NormFloat64())
+			}
+			var p lmmaPlan
+			if c.kc == 0 {
+				var ok bool
+				if p, ok = planLinearMMA(c.m, c.n, c.k, c.terms, c.sms, lmmaSharedLimit); !ok {
+					t.Fatal("no plan")
+				}
+				t.Logf("plan %+v", p)
+			} else {
+				p = lmmaPlan{kc: c.kc, splits: (c.k + c.kc - 1) / c.kc, tilesN: (c.n + lmmaCols - 1) / lmmaCols,
+					tilesM: (c.m + 16*lmmaTiles - 1) / (16 * lmmaTiles), shared: lmmaShared(c.kc, c.m, c.terms)}
+			}
+			dBytes := f32Bytes(d0)
+			if c.half {
+				dBytes = make([]byte, 2*c.m*c.n)
+			}
+			part := make([]byte, max(p.partBytes(c.m, c.n), 4))
+			sem := make([]byte, 4*p.tilesN*p.tilesM)
+			biasArg := emuVal(0)
+			if c.bias {
+				biasArg = emuBuf(3, 0)
+			}
+			launch := emuLaunch{name: fmt.Sprintf("linear_mma_%d", c.terms), grid: [3]int{p.tilesN, p.splits, p.tilesM},
+				threads: 32 * lmmaWarps, smem: p.shared,
+				args: []emuArg{emuBuf(0, 0), emuBuf(1, 0), emuVal(uint64(c.m * c.k)), emuBuf(2, 0), biasArg, emuInt(c.m), emuInt(c.k),
+					emuInt(c.n), emuVal(uint64(c.act)), emuVal(boolArg(c.accum)), emuVal(boolArg(c.half)), emuInt(p.kc),
+					emuBuf(4, 0), emuBuf(5, 0)}}
+			out := emuRun(t, [][]byte{dBytes, u16Bytes(x), u16Bytes(w), f32Bytes(bias), part, sem}, launch)
+			// The split counters are back at zero for the next launch.
+			for i, b := range out[5] {
+				if b != 0 {
+					t.Fatalf("split counter byte %d is %d after the launch, want 0", i, b)
+				}
+			}
+			worst := 0.0
+			for r := range c.m {
+				for col := range c.n {
+					ref, mag := 0.0, 0.0
+					for k := range c.k {
+						v := xv[r*c.k+k] * float64(half.Float16ToFloat32(w[col*c.k+k]))
+						ref += v
+						mag += math.Abs(v)
+					}
+					if c.accum {
+						ref += float64(d0[r*c.n+col])
+					}
+					if c.bias {
+						ref += float64(bias[col])
+					}
+					switch c.act {
+					case 1:
+						ref = 0.5 * ref * math.Erfc(-ref*0.70710678118654752)
+					case 2:
+						ref = math.Max(ref, 0)
+					}
+					var got float64
+					tol := 4e-7*(mag+math.Abs(ref)) + 1e-6
+					if c.half {
+						got = float64(half.Float16ToFloat32(binary.LittleEndian.Uint16(out[0][2*(r*c.n+col):])))
+						tol += math.Abs(ref) / 1024
+					} else {
+						got = float64(math.Float32frombits(binary.LittleEndian.Uint32(out[0][4*(r*c.n+col):])))
+					}
+					if e := math.Abs(got - ref); !(e <= tol) {
+						t.Fatalf("d[%d][%d] = %g, want %g (±%.2g)", r, col, got, ref, tol)
+					} else {
+						worst = math.Max(worst, e)
+					}
+				}
+			}
+			t.Logf("largest error %.3g", worst)
+		})
+	}
+}

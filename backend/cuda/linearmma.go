@@ -1,0 +1,147 @@
+//go:build linux
+
+package cuda
+
+import "unsafe"
+
+// linear_mma's block (kernels.cu's LMMA_BN, LMMA_MT and LMMA_WARPS): the
+// output columns (weight rows) a block computes, its 16-row tiles of x,
+// and its warps, each 16 of the columns for every row.
+const (
+	lmmaCols  = 64
+	lmmaTiles = 8
+	lmmaWarps = 4
+)
+
+// lmmaSharedLimit is the most dynamic shared memory linear_mma's plans ask
+// of a block (bounded by the GPU's opt-in limit): two blocks a
+// multiprocessor on Hopper, so that one copies its weights in while
+// another computes.
+const lmmaSharedLimit = 96 << 10
+
+// lmmaPlan is how linear_mma runs a GEMM: its grid (column tiles, k
+// splits of kc, row blocks) and dynamic shared memory.
+type lmmaPlan struct {
+	kc, splits, tilesN, tilesM, shared int
+}
+
+// partBytes is the split sums' workspace: splits·m·n floats (none
+// unsplit).
+func (p lmmaPlan) partBytes(m, n int) int64 {
+	if p.splits <= 1 {
+		return 0
+	}
+	return int64(p.splits) * int64(m) * int64(n) * 4
+}
+
+// lmmaShared is linear_mma's dynamic shared memory for k chunks of kc and
+// rows of x a block (rounded up to 16): the weight slice and each term of
+// x, rows padded by 8 halves.
+func lmmaShared(kc, rows, terms int) int {
+	rp := (min(rows, 16*lmmaTiles) + 15) &^ 15
+	return (lmmaCols + terms*rp) * (kc + 8) * 2
+}
+
+// planLinearMMA splits a GEMM of m rows, n output columns and depth k (a
+// multiple of 16) for linear_mma on a GPU of sms multiprocessors with
+// sharedMax bytes of shared memory a block: the longest k chunk (256, 128
+// or 64; all of k when shorter) whose grid still gives every
+// multiprocessor two blocks, else the shortest that fits. A short chunk
+// makes more blocks, each with less to wait for, at the price of more
+// partial sums to add. ok is false where not even the shortest fits.
+func planLinearMMA(m, n, k, terms, sms, sharedMax int) (p lmmaPlan, ok bool) {
+	p.tilesN = (n + lmmaCols - 1) / lmmaCols
+	p.tilesM = (m + 16*lmmaTiles - 1) / (16 * lmmaTiles)
+	for _, kc := range []int{256, 128, 64} {
+		kc = min(kc, k)
+		shared := lmmaShared(kc, m, terms)
+		if shared > sharedMax {
+			continue
+		}
+		p.kc, p.splits, p.shared, ok = kc, (k+kc-1)/kc, shared, true
+		if p.tilesN*p.tilesM*p.splits >= 2*sms {
+			break
+		}
+	}
+	return p, ok
+}
+
+// mmaLinear reports whether a Linear of m rows, depth k and weight w runs
+// on linear_mma (Options.MMARows): FP16 or FP16X2, a resident weight (whose
+// fp16 copy the kernel starts loading before the kernel before it has
+// finished), and k a multiple of 16.
+func (s *stream) mmaLinear(m, k int, w *tensor) bool {
+	rows := s.be.opts.MMARows
+	if rows == 0 || m > rows || s.prec != FP16 && s.prec != FP16X2 || w.s != nil || k%16 != 0 {
+		return false
+	}
+	_, ok := planLinearMMA(m, w.rows, k, terms(s.prec), s.be.sms, s.be.lmmaShared())
+	return ok
+}
+
+// lmmaShared is the shared memory linear_mma may ask of a block here.
+func (b *Backend) lmmaShared() int {
+	if b.sharedOptin > 0 {
+		return min(lmmaSharedLimit, b.sharedOptin)
+	}
+	return lmmaSharedLimit
+}
+
+// issueMMA launches linear_mma on x's 16-bit copy xh (its terms m·k
+// elements apart) and the weight's fp16 copy wh.
+func (lin *linearOp) issueMMA(x *run, xh, wh uintptr) error {
+	t := terms(x.prec)
+	p, _ := planLinearMMA(lin.m, lin.n, lin.k, t, x.b.sms, x.b.lmmaShared())
+	var bp uintptr
+	if lin.b != nil {
+		bp = lin.b.addr
+	}
+	if x.tune {
+		x.b.count(func(st *Stats) { st.GEMMOwn++ })
+	}
+	return x.l.launch(x.b.drv, x.b.k.linearMMA[t-1], [3]int{p.tilesN, p.splits, p.tilesM}, 32*lmmaWarps, p.shared, x.cs.stream,
+		u64(lin.d.addr), u64(xh), uint64(int64(lin.m)*int64(lin.k)), u64(wh), u64(bp), i32(lin.m), i32(lin.k), i32(lin.n),
+		uint64(lin.act), boolArg(lin.accumulate), boolArg(lin.halfOut), i32(p.kc), u64(x.mmaPart), u64(x.mmaSem))
+}
+
+// launchConfig and launchAttr are the driver's CUlaunchConfig and
+// CUlaunchAttribute (cuda.h, CUDA 11.8 and later), for cuLaunchKernelEx:
+// an attribute is its id, padding to 8 bytes, and a 64-byte value union.
+type launchConfig struct {
+	grid   [3]uint32
+	block  [3]uint32
+	shared uint32
+	_      uint32
+	stream uintptr
+	attrs  uintptr
+	nattrs uint32
+	_      uint32
+}
+
+type launchAttr struct {
+	id    uint32
+	_     uint32
+	value [64]byte
+}
+
+// launchAttrProgrammaticStreamSerialization is
+// CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION: its value, an int,
+// non-zero lets the kernel start before the one before it in the stream
+// has finished (the kernel waits for it with griddepcontrol.wait).
+const launchAttrProgrammaticStreamSerialization = 6
+
+// launchEx is launch through cuLaunchKernelEx with programmatic stream
+// serialization allowed; l.ptrs holds the arguments.
+func (l *launcher) launchEx(call func(string, ...uintptr) error, fn uintptr, grid [3]int, block, shared int, stream uintptr) error {
+	l.attr = launchAttr{id: launchAttrProgrammaticStreamSerialization}
+	l.attr.value[0] = 1
+	l.cfg = launchConfig{
+		grid:   [3]uint32{uint32(grid[0]), uint32(grid[1]), uint32(grid[2])},
+		block:  [3]uint32{uint32(block), 1, 1},
+		shared: uint32(shared),
+		stream: stream,
+		attrs:  uintptr(unsafe.Pointer(&l.attr)),
+		nattrs: 1,
+	}
+	return call("cuLaunchKernelEx", uintptr(unsafe.Pointer(&l.cfg)), fn, uintptr(unsafe.Pointer(&l.ptrs[0])), 0)
+}

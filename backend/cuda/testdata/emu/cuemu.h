@@ -1,0 +1,231 @@
+// cuemu.h: what kernels.cu needs of CUDA, for running its kernels on the
+// CPU in the tests (emu_internal_test.go) where there is no GPU. kernels.cu
+// is compiled as C++ after it, with LAYA_CUDA_EMU defined, which replaces its
+// PTX primitives (inline assembly) with the functions below; every GPU
+// thread of a block is an OS thread, blocks run one after another.
+//
+// The warp-wide instructions (shuffles, mma.sync, ldmatrix) exchange their
+// operands through a per-warp area between two barriers, and compute from
+// the PTX ISA's definitions of the fragments (mma m16n8k16 .row.col with
+// fp16 operands, ldmatrix .x4 .trans); nothing of it comes from the
+// kernels, so a kernel that misreads a fragment computes a wrong product
+// here as on the GPU. The tests check the emulator's fragments on a kernel
+// verified on a GPU (attention_mma) before they trust it with new ones.
+//
+// Dynamic shared memory is filled with 0xff bytes (NaN as float and as
+// fp16) before each block, so that a read of shared memory the block never
+// wrote shows in its results.
+#pragma once
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <atomic>
+#include <barrier>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#define LAYA_CUDA_EMU 1
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+// Function-local __shared__ variables are statics: the block's threads
+// share them, and blocks run one at a time. (emu_internal_test.go rewrites
+// "extern __shared__" declarations into reads of cuemu::dyn_smem.)
+#define __shared__ static
+
+typedef unsigned short u16;
+typedef unsigned int u32;
+typedef unsigned long long u64;
+
+struct cuemu_dim3 {
+	unsigned x, y, z;
+};
+struct alignas(16) float4 {
+	float x, y, z, w;
+};
+struct alignas(8) float2 {
+	float x, y;
+};
+struct alignas(16) uint4 {
+	unsigned x, y, z, w;
+};
+struct alignas(8) uint2 {
+	unsigned x, y;
+};
+inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
+inline float2 make_float2(float x, float y) { return float2{x, y}; }
+inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return uint4{x, y, z, w}; }
+inline uint2 make_uint2(unsigned x, unsigned y) { return uint2{x, y}; }
+
+extern thread_local cuemu_dim3 threadIdx, blockIdx;
+extern cuemu_dim3 blockDim, gridDim;
+
+template <class A, class B>
+inline std::common_type_t<A, B> min(A a, B b) {
+	return a < b ? a : b;
+}
+template <class A, class B>
+inline std::common_type_t<A, B> max(A a, B b) {
+	return a < b ? b : a;
+}
+
+inline float __int_as_float(int v) {
+	float f;
+	memcpy(&f, &v, 4);
+	return f;
+}
+inline float __uint_as_float(unsigned v) {
+	float f;
+	memcpy(&f, &v, 4);
+	return f;
+}
+inline unsigned __float_as_uint(float f) {
+	unsigned v;
+	memcpy(&v, &f, 4);
+	return v;
+}
+inline int __float_as_int(float f) {
+	int v;
+	memcpy(&v, &f, 4);
+	return v;
+}
+
+namespace cuemu {
+
+// Block is what a block's threads share: its barriers and each warp's
+// exchange area.
+struct Warp {
+	std::barrier<>* bar;
+	u64 v[32];
+	u32 a[32][4], b[32][2];
+	const void* p[32];
+};
+struct Block {
+	std::barrier<>* bar;
+	std::vector<Warp> warps;
+};
+extern thread_local Block* block;
+extern unsigned char* dyn_smem;
+
+inline unsigned lane() { return threadIdx.x & 31; }
+inline Warp& warp() { return block->warps[threadIdx.x >> 5]; }
+inline void warp_sync() { warp().bar->arrive_and_wait(); }
+
+// f2h rounds f to fp16, nearest even (cvt.rn.f16.f32), f32 to bf16 likewise.
+inline u16 f2h(float f) {
+	u32 x = __float_as_uint(f), sign = (x >> 16) & 0x8000, ax = x & 0x7fffffffu;
+	if (ax >= 0x7f800000u) return (u16)(sign | 0x7c00 | (ax > 0x7f800000u ? 0x200 : 0));
+	if (ax >= 0x477ff000u) return (u16)(sign | 0x7c00); // 65520 and up round to infinity
+	if (ax < 0x38800000u) {                            // below fp16's smallest normal: units of 2^-24
+		float q = __uint_as_float(ax) * 16777216.0f;
+		return (u16)(sign | (u32)nearbyintf(q));
+	}
+	u32 mant = ax & 0x7fffff, h = ((((ax >> 23) - 127 + 15)) << 10) | (mant >> 13), rem = mant & 0x1fff;
+	if (rem > 0x1000 || (rem == 0x1000 && (h & 1))) h++;
+	return (u16)(sign | h);
+}
+inline float h2f(u16 h) {
+	u32 e = (h >> 10) & 0x1f, m = h & 0x3ff;
+	float v;
+	if (e == 0)
+		v = (float)m * 5.9604644775390625e-8f;
+	else if (e == 31)
+		v = m ? NAN : INFINITY;
+	else
+		v = ldexpf((float)(1024 + m), (int)e - 25);
+	return (h & 0x8000) ? -v : v;
+}
+inline u16 f2bf(float f) {
+	u32 b = __float_as_uint(f);
+	if ((b & 0x7fffffffu) > 0x7f800000u) return (u16)((b >> 16) | 0x40);
+	b += 0x7fff + ((b >> 16) & 1);
+	return (u16)(b >> 16);
+}
+
+} // namespace cuemu
+
+inline void __syncthreads() { cuemu::block->bar->arrive_and_wait(); }
+inline void __syncwarp(unsigned = 0xffffffffu) { cuemu::warp_sync(); }
+inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+inline int atomicAdd(int* p, int v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
+
+template <class T>
+inline T __shfl_xor_sync(unsigned, T v, int o) {
+	static_assert(sizeof(T) <= 8, "shuffle of at most 8 bytes");
+	cuemu::Warp& w = cuemu::warp();
+	unsigned l = cuemu::lane();
+	memcpy(&w.v[l], &v, sizeof v);
+	w.bar->arrive_and_wait();
+	T r;
+	memcpy(&r, &w.v[l ^ (unsigned)o], sizeof r);
+	w.bar->arrive_and_wait();
+	return r;
+}
+
+// The PTX primitives of kernels.cu.
+
+inline u16 to16(float v, int kind) { return kind == 2 ? cuemu::f2bf(v) : cuemu::f2h(v); }
+inline float f16to32(u16 h) { return cuemu::h2f(h); }
+inline u32 pack2(float x, float y) { return (u32)cuemu::f2h(x) | (u32)cuemu::f2h(y) << 16; }
+inline void unpack2(u32 q, float& lo, float& hi) {
+	lo = cuemu::h2f((u16)(q & 0xffff));
+	hi = cuemu::h2f((u16)(q >> 16));
+}
+
+// mma16816: D = A·B + C for A 16×16 (row), B 16×8 (col), fp16, C and D
+// float32. Lane l = 4g + t holds A's (g, 2t..2t+1) in a[0], (g+8, 2t..) in
+// a[1], (g, 2t+8..) in a[2], (g+8, 2t+8..) in a[3]; B's (2t..2t+1, g) in b0
+// and (2t+8.., g) in b1; C's (g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1)
+// (the lower column of a pair in the lower half of a register).
+inline void mma16816(float* c, const u32* a, u32 b0, u32 b1) {
+	cuemu::Warp& w = cuemu::warp();
+	unsigned l = cuemu::lane();
+	for (int i = 0; i < 4; i++) w.a[l][i] = a[i];
+	w.b[l][0] = b0;
+	w.b[l][1] = b1;
+	w.bar->arrive_and_wait();
+	float A[16][16], B[16][8];
+	for (int L = 0; L < 32; L++) {
+		int g = L >> 2, t = L & 3;
+		for (int i = 0; i < 4; i++) {
+			int r = g + 8 * (i & 1), col = 2 * t + 8 * (i >> 1);
+			unpack2(w.a[L][i], A[r][col], A[r][col + 1]);
+		}
+		for (int i = 0; i < 2; i++) unpack2(w.b[L][i], B[2 * t + 8 * i][g], B[2 * t + 8 * i + 1][g]);
+	}
+	w.bar->arrive_and_wait();
+	int g = l >> 2, t = l & 3;
+	for (int i = 0; i < 4; i++) {
+		int r = g + 8 * (i >> 1), col = 2 * t + (i & 1);
+		float s = c[i];
+		for (int k = 0; k < 16; k++) s = fmaf(A[r][k], B[k][col], s);
+		c[i] = s;
+	}
+}
+
+// ldsm4t: ldmatrix .x4 .trans: lanes 8j..8j+7 address the rows of matrix
+// j; r[j] of lane l holds its elements (2(l%4), l/4) and (2(l%4)+1, l/4).
+inline void ldsm4t(u32* r, const u16* p) {
+	cuemu::Warp& w = cuemu::warp();
+	unsigned l = cuemu::lane();
+	w.p[l] = p;
+	w.bar->arrive_and_wait();
+	for (int j = 0; j < 4; j++) {
+		const u16* r0 = (const u16*)w.p[8 * j + 2 * (l & 3)];
+		const u16* r1 = (const u16*)w.p[8 * j + 2 * (l & 3) + 1];
+		r[j] = (u32)r0[l >> 2] | (u32)r1[l >> 2] << 16;
+	}
+	w.bar->arrive_and_wait();
+}
+
+inline void cp_async16(void* s, const void* g) { memcpy(s, g, 16); }
+inline void cp_async_wait_all() {}
+inline float ldcg(const float* p) { return *(const volatile float*)p; }
+inline void pdl_wait() {}
+inline void pdl_launch() {}
