@@ -38,8 +38,8 @@ type kernels struct {
 	// of 1, 2 and 4 queries each, then 16 warps of 1.
 	attentionTiled map[int]*[4]uintptr
 	// attentionMMA holds the tensor-core attention kernels by head dim:
-	// [2, 4 or 8 warps a block][terms − 1, or 2: one term reading fp16 qkv].
-	attentionMMA map[int]*[3][3]uintptr
+	// [1, 2, 4 or 8 warps a block][terms − 1, or 2: one term reading fp16 qkv].
+	attentionMMA map[int]*[4][3]uintptr
 	// linearMMA holds linear_mma by terms − 1.
 	linearMMA [2]uintptr
 }
@@ -235,7 +235,7 @@ func (b *Backend) load(cubin []byte) error {
 func (b *Backend) loadModule(cubin []byte) error {
 	c := b.drv.Call
 	b.k.attentionTiled = map[int]*[4]uintptr{}
-	b.k.attentionMMA = map[int]*[3][3]uintptr{}
+	b.k.attentionMMA = map[int]*[4][3]uintptr{}
 	if err := c("cuModuleLoadData", uintptr(unsafe.Pointer(&b.module)), uintptr(unsafe.Pointer(&cubin[0]))); err != nil {
 		return fmt.Errorf("cuda: loading the kernels: %w", err)
 	}
@@ -251,8 +251,8 @@ func (b *Backend) loadModule(cubin []byte) error {
 			fns[fmt.Sprintf("attention%d_%d", dh, 1<<i)] = &b.k.attentionTiled[dh][i]
 		}
 		fns[fmt.Sprintf("attention%d_1w16", dh)] = &b.k.attentionTiled[dh][3]
-		b.k.attentionMMA[dh] = new([3][3]uintptr)
-		for i := range 3 {
+		b.k.attentionMMA[dh] = new([4][3]uintptr)
+		for i := range mmaWarps {
 			for terms := 1; terms <= 2; terms++ {
 				fns[fmt.Sprintf("attention_mma%d_%d_%d", dh, mmaWarps[i], terms)] = &b.k.attentionMMA[dh][i][terms-1]
 			}

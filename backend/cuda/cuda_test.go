@@ -97,7 +97,8 @@ func TestParseOptions(t *testing.T) {
 		{"small=no", cuda.Options{}, true},
 		{"small", cuda.Options{}, true},
 		{"attn=tensor", cuda.Options{}, true},
-		{"mmawarps=1", cuda.Options{}, true},
+		{"mmawarps=1", cuda.Options{MMAWarps: 1}, false},
+		{"mmawarps=3", cuda.Options{}, true},
 		{"gemm=blas,tune=off", cuda.Options{GEMMBLAS: true, NoTune: true}, false},
 		{"gemm=blas,gemm=lt,tune=off,tune=on", cuda.Options{}, false},
 		{"precision=fp16,tune=off", cuda.Options{Precision: cuda.FP16, NoTune: true}, false},
@@ -603,7 +604,7 @@ func TestAttentionKernels(t *testing.T) {
 		}
 		kernels = append(kernels, kernel{p.String() + " simt", cuda.Options{Precision: p, SIMTAttention: true}, 2e-5})
 		if p == cuda.FP16 || p == cuda.FP16X2 {
-			for _, w := range []int{2, 4, 8} {
+			for _, w := range []int{1, 2, 4, 8} {
 				kernels = append(kernels, kernel{fmt.Sprintf("%v mma %d warps", p, w), cuda.Options{Precision: p, MMAWarps: w}, tol})
 			}
 		}
@@ -1541,7 +1542,7 @@ func TestHalfAttention(t *testing.T) {
 		{Layout: backend.Layout{SeqLen: 40, Lengths: []int{40, 7, 33}}, Heads: 3, HeadDim: 32, Scale: 0.18},
 	}
 	third := float64(half.Float16ToFloat32(half.Float32ToFloat16(1.0 / 3)))
-	for _, w := range []int{2, 4, 8} {
+	for _, w := range []int{1, 2, 4, 8} {
 		be := open(t, cuda.Options{Precision: cuda.FP16, MMAWarps: w, NoTune: true})
 		for ci, p := range cases {
 			p.Packed = true

@@ -163,7 +163,7 @@
 // (default fp16x2 with refine=0.1),
 // device=N, graphs=off, maxgraphs=N, bucket=N (tokens; 1 turns the
 // buckets off), and, for measurements, attn=mma|simt (simt keeps FP16 and
-// FP16X2 attention on the float32 kernels), mmawarps=2|4|8 (warps a block
+// FP16X2 attention on the float32 kernels), mmawarps=1|2|4|8 (warps a block
 // of the tensor-core kernels, used whatever the grid's size), attnterms=1|2
 // (their fp16 terms; default the precision's), attnqpw=1|2|4
 // (queries a warp of the float32 kernels; by default chosen by the grid's

@@ -42,9 +42,10 @@ func u16Bytes(v []uint16) []byte {
 // fragment layout in cuemu.h fails here before it can pass a new kernel
 // written against the same mistake.
 func TestEmuAttentionMMA(t *testing.T) {
-	const dh, heads, warps = 64, 2, 2
+	const dh, heads = 64, 2
 	width := heads * dh
-	// Two batch rows: 40 tokens (two tiles of 32 queries) and 17.
+	// Two batch rows: 40 tokens (two tiles at two warps) and 17. Two warps
+	// a block is the GPU-verified kernel; one is checked here first.
 	lens := []int{40, 17}
 	rows := lens[0] + lens[1]
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -52,6 +53,14 @@ func TestEmuAttentionMMA(t *testing.T) {
 	for i := range qkv {
 		qkv[i] = float32(rng.NormFloat64())
 	}
+	for _, warps := range []int{1, 2} {
+		t.Run(fmt.Sprintf("warps=%d", warps), func(t *testing.T) { emuAttentionMMA(t, dh, heads, warps, lens, qkv) })
+	}
+}
+
+func emuAttentionMMA(t *testing.T, dh, heads, warps int, lens []int, qkv []float32) {
+	width := heads * dh
+	rows := lens[0] + lens[1]
 	qt := 16 * warps
 	var tiles []int32
 	start := 0
@@ -65,7 +74,7 @@ func TestEmuAttentionMMA(t *testing.T) {
 	for i, v := range tiles {
 		binary.LittleEndian.PutUint32(tileBytes[4*i:], uint32(v))
 	}
-	scale := float32(1 / math.Sqrt(dh))
+	scale := float32(1 / math.Sqrt(float64(dh)))
 	for _, terms := range []int{1, 2} {
 		t.Run(fmt.Sprintf("terms=%d", terms), func(t *testing.T) {
 			dst := make([]float32, rows*width)

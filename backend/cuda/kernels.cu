@@ -1021,12 +1021,12 @@ __device__ void attn_mma(float* dst, const void* qkv, long long two, const int* 
 		KERNEL_ENTRY                                                                                                     \
 		attn_mma<DH, W, TERMS, HIN>(dst, qkv, two, tiles, heads, scale, sliding, radius, rope, hout, kind, hlo);         \
 	}
-// A head dim's tensor-core kernels: 2, 4 and 8 warps a block, one or two
-// terms, and one term reading fp16 qkv (suffix 1h).
-#define ATTENTIONS_MMA(DH)                                                                                             \
-	ATTENTION_MMA(DH, 2, 1, false, 1) ATTENTION_MMA(DH, 4, 1, false, 1) ATTENTION_MMA(DH, 8, 1, false, 1)              \
-		ATTENTION_MMA(DH, 2, 2, false, 2) ATTENTION_MMA(DH, 4, 2, false, 2) ATTENTION_MMA(DH, 8, 2, false, 2)          \
-			ATTENTION_MMA(DH, 2, 1, true, 1h) ATTENTION_MMA(DH, 4, 1, true, 1h) ATTENTION_MMA(DH, 8, 1, true, 1h)
+// A head dim's tensor-core kernels: 1, 2, 4 and 8 warps a block, one or
+// two terms, and one term reading fp16 qkv (suffix 1h).
+#define ATTENTIONS_MMA_W(DH, W) \
+	ATTENTION_MMA(DH, W, 1, false, 1) ATTENTION_MMA(DH, W, 2, false, 2) ATTENTION_MMA(DH, W, 1, true, 1h)
+#define ATTENTIONS_MMA(DH) \
+	ATTENTIONS_MMA_W(DH, 1) ATTENTIONS_MMA_W(DH, 2) ATTENTIONS_MMA_W(DH, 4) ATTENTIONS_MMA_W(DH, 8)
 ATTENTIONS_MMA(32)
 ATTENTIONS_MMA(64)
 ATTENTIONS_MMA(128)

@@ -112,7 +112,7 @@ type Options struct {
 	// comparison.
 	SIMTAttention bool
 	// MMAWarps fixes the warps a block of the tensor-core attention kernels
-	// has (2, 4 or 8, sixteen queries each; fewer where the GPU lacks the
+	// has (1, 2, 4 or 8, sixteen queries each; fewer where the GPU lacks the
 	// shared memory) and uses them whatever the grid's size; 0 means 4
 	// where the grid fills the GPU, else the float32 kernels.
 	MMAWarps int
@@ -190,7 +190,7 @@ type Options struct {
 // ParseOptions reads options from a comma-separated list, as the LAYA_CUDA
 // environment variable gives them to the registered backend:
 // precision=fp32|fp16|bf16|fp16x2, device=N, graphs=off, maxgraphs=N,
-// bucket=N, attn=mma|simt, mmawarps=0|2|4|8, attnterms=0|1|2,
+// bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnterms=0|1|2,
 // attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off,
 // tunecands=N, splitk=off|on, mmarows=N, pdl=off|on, geglu=vec|scalar, cache=DIR|off,
 // refine=MARGIN|off, refinetokens=N.
@@ -230,7 +230,7 @@ func ParseOptions(s string) (Options, error) {
 			}
 			o.KernelCache = v
 		default:
-			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, bucket=N, attn=mma|simt, mmawarps=0|2|4|8, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off, tunecands=N, splitk=off|on, mmarows=N, pdl=off|on, geglu=vec|scalar, cache=DIR|off, refine=MARGIN|off, refinetokens=N)")
+			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off, tunecands=N, splitk=off|on, mmarows=N, pdl=off|on, geglu=vec|scalar, cache=DIR|off, refine=MARGIN|off, refinetokens=N)")
 		}
 		if err == nil {
 			err = o.check()
@@ -277,8 +277,8 @@ func (o Options) check() error {
 		return fmt.Errorf("attnqpw=%d, want 1, 2 or 4 (0: by grid size)", o.QueriesPerWarp)
 	case o.AttentionWarps != 0 && o.AttentionWarps != 8 && o.AttentionWarps != 16:
 		return fmt.Errorf("attnwarps=%d, want 8 or 16", o.AttentionWarps)
-	case o.MMAWarps != 0 && o.MMAWarps != 2 && o.MMAWarps != 4 && o.MMAWarps != 8:
-		return fmt.Errorf("mmawarps=%d, want 2, 4 or 8 (0: by grid size)", o.MMAWarps)
+	case o.MMAWarps != 0 && o.MMAWarps != 1 && o.MMAWarps != 2 && o.MMAWarps != 4 && o.MMAWarps != 8:
+		return fmt.Errorf("mmawarps=%d, want 1, 2, 4 or 8 (0: by grid size)", o.MMAWarps)
 	case o.Refine < 0 || o.Refine != o.Refine || math.IsInf(float64(o.Refine), 0):
 		return fmt.Errorf("refine=%g, want a logit margin above 0, or 0 (off)", o.Refine)
 	case o.RefineTokens < 0:

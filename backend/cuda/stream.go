@@ -1053,7 +1053,7 @@ func attnMMAShared(dh, w, terms int) int {
 
 // mmaWarps are the warps a block of the tensor-core attention kernels
 // (kernels.attentionMMA) has, sixteen queries each.
-var mmaWarps = [3]int{2, 4, 8}
+var mmaWarps = [4]int{1, 2, 4, 8}
 
 const defaultMMAWarps = 4
 

@@ -329,7 +329,7 @@ func benchRecordForward(b *testing.B, q int) {
 	}
 	be := &Backend{opts: Options{Precision: prec}}
 	be.k.attentionTiled = map[int]*[4]uintptr{dh: {1, 1, 1, 1}}
-	be.k.attentionMMA = map[int]*[3][3]uintptr{dh: {{2, 2, 2}, {2, 2, 2}, {2, 2, 2}}}
+	be.k.attentionMMA = map[int]*[4][3]uintptr{dh: {{2, 2, 2}, {2, 2, 2}, {2, 2, 2}, {2, 2, 2}}}
 	be.ropes = map[ropeKey]ropeTable{{160000, dh}: {addr: 1, positions: 8192}, {10000, dh}: {addr: 1, positions: 8192}}
 	be.sms = 132
 	weight := func(r, c int) *tensor { return &tensor{owner: be, rows: r, cols: c, addr: 1, half: 1} }
@@ -528,6 +528,7 @@ func TestAttentionKernelChoice(t *testing.T) {
 		{"fp16x2 one", Options{Precision: FP16X2}, one, simt, 16, 16},
 		{"fp16x2 one, mmawarps=8", Options{Precision: FP16X2, MMAWarps: 8}, one, 82, 8, 128},
 		{"fp16 ten, mmawarps=2", Options{Precision: FP16, MMAWarps: 2}, ten, 21, 2, 32},
+		{"fp16x2 one, mmawarps=1", Options{Precision: FP16X2, MMAWarps: 1}, one, 12, 1, 16},
 		{"fp16x2 ten, attnterms=1", Options{Precision: FP16X2, AttentionTerms: 1}, ten, 41, 4, 64},
 		{"fp16 ten, attnterms=2", Options{Precision: FP16, AttentionTerms: 2}, ten, 42, 4, 64},
 		{"fp16x2 ten, attn=simt", Options{Precision: FP16X2, SIMTAttention: true}, ten, simt + 2, 8, 32},
@@ -544,9 +545,9 @@ func TestAttentionKernelChoice(t *testing.T) {
 		be.k.attentionTiled = map[int]*[4]uintptr{dh: tiled}
 		// Entry [warps index][terms-1] = 10·warps + terms; [2], one term
 		// reading fp16 qkv, 10·warps + 5.
-		be.k.attentionMMA = map[int]*[3][3]uintptr{dh: {{21, 22, 25}, {41, 42, 45}, {81, 82, 85}}}
+		be.k.attentionMMA = map[int]*[4][3]uintptr{dh: {{11, 12, 15}, {21, 22, 25}, {41, 42, 45}, {81, 82, 85}}}
 		if strings.HasSuffix(c.name, "small shared memory") {
-			be.k.attentionMMA[dh][1][1], be.k.attentionMMA[dh][2][1] = 0, 0
+			be.k.attentionMMA[dh][2][1], be.k.attentionMMA[dh][3][1] = 0, 0
 		}
 		s := be.NewStream().(*stream)
 		fn, half, qt, warps, shm := s.attentionKernel(tiled, c.p, rowsOf(c.p))
@@ -1103,7 +1104,7 @@ func TestHalfAttentionInput(t *testing.T) {
 		be := &Backend{opts: c.opts, sms: 132}
 		tiled := &[4]uintptr{100, 101, 102, 100}
 		be.k.attentionTiled = map[int]*[4]uintptr{dh: tiled}
-		be.k.attentionMMA = map[int]*[3][3]uintptr{dh: {{21, 22, 25}, {41, 42, 45}, {81, 82, 85}}}
+		be.k.attentionMMA = map[int]*[4][3]uintptr{dh: {{11, 12, 15}, {21, 22, 25}, {41, 42, 45}, {81, 82, 85}}}
 		be.ropes = map[ropeKey]ropeTable{{10000, dh}: {addr: 1, positions: 8192}}
 		s := be.NewStream().(*stream)
 		x := s.FromHost(rows, 8, make([]float32, rows*8))
