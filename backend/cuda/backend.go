@@ -40,8 +40,8 @@ type kernels struct {
 	// attentionMMA holds the tensor-core attention kernels by head dim:
 	// [1, 2, 4 or 8 warps a block][terms − 1, or 2: one term reading fp16 qkv].
 	attentionMMA map[int]*[4][3]uintptr
-	// linearMMA holds linear_mma by terms − 1.
-	linearMMA [2]uintptr
+	// linearMMA holds linear_mma by [terms − 1][4 or 8 warps].
+	linearMMA [2][2]uintptr
 }
 
 // attentionSharedLimit is the dynamic shared memory the attention kernel is
@@ -243,7 +243,8 @@ func (b *Backend) loadModule(cubin []byte) error {
 		"gather_rows": &b.k.gather, "layer_norm": &b.k.layerNorm, "layer_norm4": &b.k.layerNorm4, "bias_act": &b.k.biasAct,
 		"add": &b.k.add, "act_map": &b.k.actMap, "geglu": &b.k.geglu, "geglu4": &b.k.geglu4, "softmax_rows": &b.k.softmax, "rope": &b.k.rope,
 		"attention": &b.k.attention, "act_features": &b.k.actFeatures, "to_16": &b.k.to16, "pack_out": &b.k.packOut,
-		"linear_small": &b.k.linearSmall, "linear_mma_1": &b.k.linearMMA[0], "linear_mma_2": &b.k.linearMMA[1],
+		"linear_small": &b.k.linearSmall, "linear_mma_1_4": &b.k.linearMMA[0][0], "linear_mma_2_4": &b.k.linearMMA[1][0],
+		"linear_mma_1_8": &b.k.linearMMA[0][1], "linear_mma_2_8": &b.k.linearMMA[1][1],
 	}
 	for _, dh := range []int{32, 64, 128} {
 		b.k.attentionTiled[dh] = new([4]uintptr)
@@ -279,9 +280,11 @@ func (b *Backend) loadModule(cubin []byte) error {
 			}
 		}
 	}
-	for _, f := range b.k.linearMMA {
-		if err := c("cuFuncSetAttribute", f, 8, uintptr(b.lmmaShared())); err != nil {
-			return fmt.Errorf("cuda: linear_mma kernel: %w", err)
+	for _, fs := range b.k.linearMMA {
+		for _, f := range fs {
+			if err := c("cuFuncSetAttribute", f, 8, uintptr(b.lmmaShared())); err != nil {
+				return fmt.Errorf("cuda: linear_mma kernel: %w", err)
+			}
 		}
 	}
 	for dh, fs := range b.k.attentionMMA {

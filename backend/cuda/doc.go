@@ -96,7 +96,7 @@
 // few hundred kernels each shorter than a launch's latency: the GEMMs read
 // their weights once, and cuBLAS's kernels start late and cover the GPU
 // with few blocks. With Options.MMARows such a GEMM runs on linear_mma
-// instead: the weight split over blocks by 64 output columns and by k
+// instead: the weight split over blocks by 64 output columns (mmacols) and by k
 // (planLinearMMA: chunks of 256, 128 or 64 as the grid then gives each
 // multiprocessor two blocks), each block copying its slice of the weight
 // into shared memory first, then x (FP16X2's two terms, multiplied and
@@ -175,7 +175,8 @@
 // splitk=off|on (on: also time them with k split in 2, 4 or 8 parts),
 // mmarows=N (the FP16 and FP16X2 GEMMs of at most N rows on linear_mma,
 // the backend's own tensor-core kernel: see GEMMs of few rows; 0, the
-// default, keeps them on cuBLAS), pdl=off|on (programmatic dependent
+// default, keeps them on cuBLAS), mmacols=64|128 (its output columns a
+// block), pdl=off|on (programmatic dependent
 // launch of the backend's own kernels on compute capability 9.0 and
 // newer), geglu=vec|scalar (vec, the default: GeGLU a float4 a thread where the
 // widths allow, bit for bit scalar's, 7 % less GPU time at ten and fifty

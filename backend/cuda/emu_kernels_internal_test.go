@@ -3,6 +3,7 @@
 package cuda
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -139,6 +140,7 @@ func emuAttentionMMA(t *testing.T, dh, heads, warps int, lens []int, qkv []float
 func TestEmuLinearMMA(t *testing.T) {
 	type tc struct {
 		m, n, k, terms, kc int // kc 0: planLinearMMA's for sms
+		warps              int // 0: 4
 		sms                int
 		bias               bool
 		act                int
@@ -152,11 +154,14 @@ func TestEmuLinearMMA(t *testing.T) {
 		{m: 130, n: 64, k: 64, terms: 2, kc: 64, act: 1, bias: true},
 		{m: 200, n: 96, k: 32, terms: 1, kc: 16, accum: true},
 		{m: 93, n: 128, k: 1024, terms: 2, sms: 4},
+		{m: 96, n: 300, k: 96, terms: 2, kc: 32, warps: 8, accum: true},
+		{m: 40, n: 128, k: 512, terms: 1, warps: 8, sms: 2, bias: true, act: 1},
 		{m: 96, n: 64, k: 256, terms: 1, sms: 132, half: true},
 	}
 	for _, c := range cases {
-		name := fmt.Sprintf("m=%d,n=%d,k=%d,terms=%d,kc=%d,sms=%d,bias=%v,act=%d,accum=%v,half=%v", c.m, c.n, c.k, c.terms, c.kc, c.sms,
-			c.bias, c.act, c.accum, c.half)
+		c.warps = cmp.Or(c.warps, 4)
+		name := fmt.Sprintf("m=%d,n=%d,k=%d,terms=%d,warps=%d,kc=%d,sms=%d,bias=%v,act=%d,accum=%v,half=%v", c.m, c.n, c.k, c.terms,
+			c.warps, c.kc, c.sms, c.bias, c.act, c.accum, c.half)
 		t.Run(name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(c.m), uint64(c.n*c.k)))
 			// x's terms as the producers store them: the fp16 rounding of
@@ -189,13 +194,13 @@ func TestEmuLinearMMA(t *testing.T) {
 			var p lmmaPlan
 			if c.kc == 0 {
 				var ok bool
-				if p, ok = planLinearMMA(c.m, c.n, c.k, c.terms, c.sms, lmmaSharedLimit); !ok {
+				if p, ok = planLinearMMA(c.m, c.n, c.k, c.terms, c.warps, c.sms, lmmaSharedLimit); !ok {
 					t.Fatal("no plan")
 				}
 				t.Logf("plan %+v", p)
 			} else {
-				p = lmmaPlan{kc: c.kc, splits: (c.k + c.kc - 1) / c.kc, tilesN: (c.n + lmmaCols - 1) / lmmaCols,
-					tilesM: (c.m + 16*lmmaTiles - 1) / (16 * lmmaTiles), shared: lmmaShared(c.kc, c.m, c.terms)}
+				p = lmmaPlan{warps: c.warps, kc: c.kc, splits: (c.k + c.kc - 1) / c.kc, tilesN: (c.n + 16*c.warps - 1) / (16 * c.warps),
+					tilesM: (c.m + 16*lmmaTiles - 1) / (16 * lmmaTiles), shared: lmmaShared(c.kc, c.m, c.terms, c.warps)}
 			}
 			dBytes := f32Bytes(d0)
 			if c.half {
@@ -207,8 +212,8 @@ func TestEmuLinearMMA(t *testing.T) {
 			if c.bias {
 				biasArg = emuBuf(3, 0)
 			}
-			launch := emuLaunch{name: fmt.Sprintf("linear_mma_%d", c.terms), grid: [3]int{p.tilesN, p.splits, p.tilesM},
-				threads: 32 * lmmaWarps, smem: p.shared,
+			launch := emuLaunch{name: fmt.Sprintf("linear_mma_%d_%d", c.terms, p.warps), grid: [3]int{p.tilesN, p.splits, p.tilesM},
+				threads: 32 * p.warps, smem: p.shared,
 				args: []emuArg{emuBuf(0, 0), emuBuf(1, 0), emuVal(uint64(c.m * c.k)), emuBuf(2, 0), biasArg, emuInt(c.m), emuInt(c.k),
 					emuInt(c.n), emuVal(uint64(c.act)), emuVal(boolArg(c.accum)), emuVal(boolArg(c.half)), emuInt(p.kc),
 					emuBuf(4, 0), emuBuf(5, 0)}}

@@ -1216,13 +1216,11 @@ extern "C" __global__ void __launch_bounds__(32 * LIN_WARPS) linear_small(float*
 
 // ---- GEMMs of few rows on tensor cores ----
 
-// linear_mma's shape (stream.go's mmaCols, mmaTiles and mmaWarps): a block
-// computes LMMA_BN output columns (weight rows) of up to 16·LMMA_MT rows of
-// x over one split of k; each of its LMMA_WARPS warps takes 16 of the
-// columns for all the rows.
-#define LMMA_BN 64
+// linear_mma's shape (linearmma.go's lmmaTiles): a block of WARPS warps (4
+// or 8) computes 16·WARPS output columns (weight rows) of up to 16·LMMA_MT
+// rows of x over one split of k; each warp takes 16 of the columns for all
+// the rows.
 #define LMMA_MT 8
-#define LMMA_WARPS 4
 
 // lmma_finish is linear_mma's epilogue for output element o (column col):
 // bias, d's own value first when accum (a residual Add folded in), the
@@ -1253,23 +1251,23 @@ __device__ __forceinline__ void lmma_finish(void* d, long long o, int col, float
 // arrive (counted in sem, one counter a tile, zero between launches: that
 // block resets it) adds the splits in their order, so that the result does
 // not depend on which block came last, and applies the epilogue. Shared
-// memory: (LMMA_BN + TERMS·rows rounded up to 16)·(kc + 8) halves
+// memory: (16·WARPS + TERMS·rows rounded up to 16)·(kc + 8) halves
 // (stream.go's mmaShared); rows are padded by 8 halves, which puts the
 // eight rows a fragment load touches in distinct banks.
-template <int TERMS>
+template <int TERMS, int WARPS>
 __device__ void lin_mma(void* d, const u16* x, long long xlo, const u16* w, const float* bias, int m, int k, int n, int act,
 	int accum, int half, int kc, float* part, int* sem) {
 	__shared__ int last;
 	extern __shared__ float4 smem4[];
-	const int KS = kc + 8, NT = 32 * LMMA_WARPS;
-	int n0 = blockIdx.x * LMMA_BN, split = blockIdx.y, m0 = blockIdx.z * 16 * LMMA_MT;
+	const int KS = kc + 8, NT = 32 * WARPS, BN = 16 * WARPS;
+	int n0 = blockIdx.x * BN, split = blockIdx.y, m0 = blockIdx.z * 16 * LMMA_MT;
 	int k0 = split * kc, kn = min(kc, k - k0), c8 = kn / 8;
 	int rows = min(16 * LMMA_MT, m - m0), rp = (rows + 15) & ~15;
 	int tid = threadIdx.x;
-	u16* Ws = (u16*)smem4; // [LMMA_BN][KS]
-	u16* As = Ws + LMMA_BN * KS; // [TERMS][rp][KS]
+	u16* Ws = (u16*)smem4; // [BN][KS]
+	u16* As = Ws + BN * KS; // [TERMS][rp][KS]
 	const uint4 zero = {0u, 0u, 0u, 0u};
-	for (int i = tid; i < LMMA_BN * c8; i += NT) {
+	for (int i = tid; i < BN * c8; i += NT) {
 		int r = i / c8, c = i - r * c8;
 		u16* s = Ws + r * KS + 8 * c;
 		if (n0 + r < n)
@@ -1345,8 +1343,8 @@ __device__ void lin_mma(void* d, const u16* x, long long xlo, const u16* w, cons
 	__syncthreads();
 	if (!last) return;
 	__threadfence();
-	for (int i = tid; i < rows * LMMA_BN; i += NT) {
-		int r = i / LMMA_BN, col = n0 + (i - r * LMMA_BN);
+	for (int i = tid; i < rows * BN; i += NT) {
+		int r = i / BN, col = n0 + (i - r * BN);
 		if (col >= n) continue;
 		long long o = (long long)(m0 + r) * n + col;
 		float v = 0.0f;
@@ -1356,14 +1354,15 @@ __device__ void lin_mma(void* d, const u16* x, long long xlo, const u16* w, cons
 	if (tid == 0) sem[tile] = 0;
 }
 
-// linear_mma_1 and linear_mma_2: lin_mma for one fp16 term (FP16) and two
-// (FP16X2). Grid: (⌈n/LMMA_BN⌉, splits, ⌈m/(16·LMMA_MT)⌉).
-extern "C" __global__ void __launch_bounds__(32 * LMMA_WARPS) linear_mma_1(void* d, const u16* x, long long xlo, const u16* w,
-	const float* bias, int m, int k, int n, int act, int accum, int half, int kc, float* part, int* sem) {
-	lin_mma<1>(d, x, xlo, w, bias, m, k, n, act, accum, half, kc, part, sem);
-}
-
-extern "C" __global__ void __launch_bounds__(32 * LMMA_WARPS) linear_mma_2(void* d, const u16* x, long long xlo, const u16* w,
-	const float* bias, int m, int k, int n, int act, int accum, int half, int kc, float* part, int* sem) {
-	lin_mma<2>(d, x, xlo, w, bias, m, k, n, act, accum, half, kc, part, sem);
-}
+// linear_mma_TERMS_WARPS: lin_mma for one fp16 term (FP16) or two
+// (FP16X2), 4 or 8 warps a block. Grid: (⌈n/(16·WARPS)⌉, splits,
+// ⌈m/(16·LMMA_MT)⌉).
+#define LINEAR_MMA(TERMS, WARPS)                                                                                          \
+	extern "C" __global__ void __launch_bounds__(32 * WARPS) linear_mma_##TERMS##_##WARPS(void* d, const u16* x, long long xlo, \
+		const u16* w, const float* bias, int m, int k, int n, int act, int accum, int half, int kc, float* part, int* sem) {    \
+		lin_mma<TERMS, WARPS>(d, x, xlo, w, bias, m, k, n, act, accum, half, kc, part, sem);                             \
+	}
+LINEAR_MMA(1, 4)
+LINEAR_MMA(2, 4)
+LINEAR_MMA(1, 8)
+LINEAR_MMA(2, 8)

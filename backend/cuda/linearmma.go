@@ -2,16 +2,18 @@
 
 package cuda
 
-import "unsafe"
-
-// linear_mma's block (kernels.cu's LMMA_BN, LMMA_MT and LMMA_WARPS): the
-// output columns (weight rows) a block computes, its 16-row tiles of x,
-// and its warps, each 16 of the columns for every row.
-const (
-	lmmaCols  = 64
-	lmmaTiles = 8
-	lmmaWarps = 4
+import (
+	"cmp"
+	"unsafe"
 )
+
+// lmmaTiles is kernels.cu's LMMA_MT: linear_mma's 16-row tiles of x a
+// block. Its warps (Options.MMACols / 16: 4 or 8) take 16 output columns
+// (weight rows) each, for every row.
+const lmmaTiles = 8
+
+// DefaultMMACols is Options.MMACols' default.
+const DefaultMMACols = 64
 
 // lmmaSharedLimit is the most dynamic shared memory linear_mma's plans ask
 // of a block (bounded by the GPU's opt-in limit): two blocks a
@@ -22,7 +24,7 @@ const lmmaSharedLimit = 96 << 10
 // lmmaPlan is how linear_mma runs a GEMM: its grid (column tiles, k
 // splits of kc, row blocks) and dynamic shared memory.
 type lmmaPlan struct {
-	kc, splits, tilesN, tilesM, shared int
+	warps, kc, splits, tilesN, tilesM, shared int
 }
 
 // partBytes is the split sums' workspace: splits·m·n floats (none
@@ -34,27 +36,29 @@ func (p lmmaPlan) partBytes(m, n int) int64 {
 	return int64(p.splits) * int64(m) * int64(n) * 4
 }
 
-// lmmaShared is linear_mma's dynamic shared memory for k chunks of kc and
-// rows of x a block (rounded up to 16): the weight slice and each term of
-// x, rows padded by 8 halves.
-func lmmaShared(kc, rows, terms int) int {
+// lmmaShared is linear_mma's dynamic shared memory for k chunks of kc,
+// rows of x a block (rounded up to 16) and warps: the weight slice and
+// each term of x, rows padded by 8 halves.
+func lmmaShared(kc, rows, terms, warps int) int {
 	rp := (min(rows, 16*lmmaTiles) + 15) &^ 15
-	return (lmmaCols + terms*rp) * (kc + 8) * 2
+	return (16*warps + terms*rp) * (kc + 8) * 2
 }
 
 // planLinearMMA splits a GEMM of m rows, n output columns and depth k (a
-// multiple of 16) for linear_mma on a GPU of sms multiprocessors with
+// multiple of 16) for linear_mma blocks of warps warps (16·warps columns)
+// on a GPU of sms multiprocessors with
 // sharedMax bytes of shared memory a block: the longest k chunk (256, 128
 // or 64; all of k when shorter) whose grid still gives every
 // multiprocessor two blocks, else the shortest that fits. A short chunk
 // makes more blocks, each with less to wait for, at the price of more
 // partial sums to add. ok is false where not even the shortest fits.
-func planLinearMMA(m, n, k, terms, sms, sharedMax int) (p lmmaPlan, ok bool) {
-	p.tilesN = (n + lmmaCols - 1) / lmmaCols
+func planLinearMMA(m, n, k, terms, warps, sms, sharedMax int) (p lmmaPlan, ok bool) {
+	p.warps = warps
+	p.tilesN = (n + 16*warps - 1) / (16 * warps)
 	p.tilesM = (m + 16*lmmaTiles - 1) / (16 * lmmaTiles)
 	for _, kc := range []int{256, 128, 64} {
 		kc = min(kc, k)
-		shared := lmmaShared(kc, m, terms)
+		shared := lmmaShared(kc, m, terms, warps)
 		if shared > sharedMax {
 			continue
 		}
@@ -75,8 +79,13 @@ func (s *stream) mmaLinear(m, k int, w *tensor) bool {
 	if rows == 0 || m > rows || s.prec != FP16 && s.prec != FP16X2 || w.s != nil || k%16 != 0 {
 		return false
 	}
-	_, ok := planLinearMMA(m, w.rows, k, terms(s.prec), s.be.sms, s.be.lmmaShared())
+	_, ok := s.be.planLinearMMA(m, w.rows, k, terms(s.prec))
 	return ok
+}
+
+// planLinearMMA is planLinearMMA on this GPU with Options.MMACols.
+func (b *Backend) planLinearMMA(m, n, k, terms int) (lmmaPlan, bool) {
+	return planLinearMMA(m, n, k, terms, cmp.Or(b.opts.MMACols, DefaultMMACols)/16, b.sms, b.lmmaShared())
 }
 
 // lmmaShared is the shared memory linear_mma may ask of a block here.
@@ -91,7 +100,7 @@ func (b *Backend) lmmaShared() int {
 // elements apart) and the weight's fp16 copy wh.
 func (lin *linearOp) issueMMA(x *run, xh, wh uintptr) error {
 	t := terms(x.prec)
-	p, _ := planLinearMMA(lin.m, lin.n, lin.k, t, x.b.sms, x.b.lmmaShared())
+	p, _ := x.b.planLinearMMA(lin.m, lin.n, lin.k, t)
 	var bp uintptr
 	if lin.b != nil {
 		bp = lin.b.addr
@@ -99,7 +108,7 @@ func (lin *linearOp) issueMMA(x *run, xh, wh uintptr) error {
 	if x.tune {
 		x.b.count(func(st *Stats) { st.GEMMOwn++ })
 	}
-	return x.l.launch(x.b.drv, x.b.k.linearMMA[t-1], [3]int{p.tilesN, p.splits, p.tilesM}, 32*lmmaWarps, p.shared, x.cs.stream,
+	return x.l.launch(x.b.drv, x.b.k.linearMMA[t-1][p.warps/8], [3]int{p.tilesN, p.splits, p.tilesM}, 32*p.warps, p.shared, x.cs.stream,
 		u64(lin.d.addr), u64(xh), uint64(int64(lin.m)*int64(lin.k)), u64(wh), u64(bp), i32(lin.m), i32(lin.k), i32(lin.n),
 		uint64(lin.act), boolArg(lin.accumulate), boolArg(lin.halfOut), i32(p.kc), u64(x.mmaPart), u64(x.mmaSem))
 }

@@ -161,6 +161,11 @@ type Options struct {
 	// GEMM on cuBLAS. Weights written on the stream, k not a multiple of 16,
 	// and an fp16 output with a residual folded in stay on cuBLAS.
 	MMARows int
+	// MMACols is the output columns a linear_mma block computes: 64 (0
+	// means DefaultMMACols) or 128, in twice the warps; each block reads
+	// its rows of x whole, so wider blocks read x fewer times, in fewer,
+	// longer blocks.
+	MMACols int
 	// PDL launches the backend's own kernels with programmatic dependent
 	// launch (compute capability 9.0 and newer; elsewhere it changes
 	// nothing): a kernel may start while the one before it finishes and
@@ -192,12 +197,12 @@ type Options struct {
 // precision=fp32|fp16|bf16|fp16x2, device=N, graphs=off, maxgraphs=N,
 // bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnterms=0|1|2,
 // attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off,
-// tunecands=N, splitk=off|on, mmarows=N, pdl=off|on, geglu=vec|scalar, cache=DIR|off,
+// tunecands=N, splitk=off|on, mmarows=N, mmacols=64|128, pdl=off|on, geglu=vec|scalar, cache=DIR|off,
 // refine=MARGIN|off, refinetokens=N.
 func ParseOptions(s string) (Options, error) {
 	var o Options
 	ints := map[string]*int{"device": &o.Device, "bucket": &o.Bucket, "attnqpw": &o.QueriesPerWarp,
-		"attnwarps": &o.AttentionWarps, "mmawarps": &o.MMAWarps, "attnterms": &o.AttentionTerms, "maxgraphs": &o.MaxGraphs, "refinetokens": &o.RefineTokens, "tunecands": &o.TuneCandidates, "mmarows": &o.MMARows}
+		"attnwarps": &o.AttentionWarps, "mmawarps": &o.MMAWarps, "attnterms": &o.AttentionTerms, "maxgraphs": &o.MaxGraphs, "refinetokens": &o.RefineTokens, "tunecands": &o.TuneCandidates, "mmarows": &o.MMARows, "mmacols": &o.MMACols}
 	// Two-word options: the words, and the field that is whether it is
 	// the second.
 	words := map[string]struct {
@@ -230,7 +235,7 @@ func ParseOptions(s string) (Options, error) {
 			}
 			o.KernelCache = v
 		default:
-			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off, tunecands=N, splitk=off|on, mmarows=N, pdl=off|on, geglu=vec|scalar, cache=DIR|off, refine=MARGIN|off, refinetokens=N)")
+			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off, tunecands=N, splitk=off|on, mmarows=N, mmacols=64|128, pdl=off|on, geglu=vec|scalar, cache=DIR|off, refine=MARGIN|off, refinetokens=N)")
 		}
 		if err == nil {
 			err = o.check()
@@ -285,6 +290,8 @@ func (o Options) check() error {
 		return fmt.Errorf("refinetokens=%d, want a token count (0: %d)", o.RefineTokens, DefaultRefineTokens)
 	case o.AttentionTerms < 0 || o.AttentionTerms > 2:
 		return fmt.Errorf("attnterms=%d, want 1 or 2 (0: the precision's)", o.AttentionTerms)
+	case o.MMACols != 0 && o.MMACols != 64 && o.MMACols != 128:
+		return fmt.Errorf("mmacols=%d, want 64 or 128", o.MMACols)
 	case o.MMARows < 0 || o.MMARows > MaxMMARows:
 		return fmt.Errorf("mmarows=%d, want 0 (off) to %d rows", o.MMARows, MaxMMARows)
 	case o.TuneCandidates < 0 || o.TuneCandidates > MaxTuneCandidates:

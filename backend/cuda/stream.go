@@ -412,7 +412,7 @@ func (s *stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activat
 	if lin.small {
 		s.mix(opSmall)
 	} else if lin.mma = s.mmaLinear(m, k, w); lin.mma {
-		p, _ := planLinearMMA(m, n, k, terms(s.prec), s.be.sms, s.be.lmmaShared())
+		p, _ := s.be.planLinearMMA(m, n, k, terms(s.prec))
 		s.mmaPart = max(s.mmaPart, p.partBytes(m, n))
 		s.mmaSem = max(s.mmaSem, int64(p.tilesN*p.tilesM))
 		s.mix(opMMA)

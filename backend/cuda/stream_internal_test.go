@@ -1180,29 +1180,32 @@ func TestLaunchConfigLayout(t *testing.T) {
 // shared memory it is given.
 func TestPlanLinearMMA(t *testing.T) {
 	for _, c := range []struct {
-		m, n, k, terms, sms, shared int
-		want                        lmmaPlan
-		ok                          bool
+		m, n, k, terms, warps, sms, shared int
+		want                               lmmaPlan
+		ok                                 bool
 	}{
 		// ModernBERT-large at one question (96 rows) on an H200: Wqkv,
 		// Wo, Wi and the MLP's Wo.
-		{96, 3072, 1024, 2, 132, lmmaSharedLimit, lmmaPlan{kc: 128, splits: 8, tilesN: 48, tilesM: 1, shared: (64 + 192) * 136 * 2}, true},
-		{96, 1024, 1024, 2, 132, lmmaSharedLimit, lmmaPlan{kc: 64, splits: 16, tilesN: 16, tilesM: 1, shared: (64 + 192) * 72 * 2}, true},
+		{96, 3072, 1024, 2, 4, 132, lmmaSharedLimit, lmmaPlan{warps: 4, kc: 128, splits: 8, tilesN: 48, tilesM: 1, shared: (64 + 192) * 136 * 2}, true},
+		{96, 1024, 1024, 2, 4, 132, lmmaSharedLimit, lmmaPlan{warps: 4, kc: 64, splits: 16, tilesN: 16, tilesM: 1, shared: (64 + 192) * 72 * 2}, true},
 		// (256 would give two blocks each too, but two terms of 96 rows
 		// of it take 132 KiB.)
-		{96, 5248, 1024, 2, 132, lmmaSharedLimit, lmmaPlan{kc: 128, splits: 8, tilesN: 82, tilesM: 1, shared: (64 + 192) * 136 * 2}, true},
-		{96, 5248, 1024, 1, 132, lmmaSharedLimit, lmmaPlan{kc: 256, splits: 4, tilesN: 82, tilesM: 1, shared: (64 + 96) * 264 * 2}, true},
-		{96, 1024, 2624, 1, 132, lmmaSharedLimit, lmmaPlan{kc: 128, splits: 21, tilesN: 16, tilesM: 1, shared: (64 + 96) * 136 * 2}, true},
+		{96, 5248, 1024, 2, 4, 132, lmmaSharedLimit, lmmaPlan{warps: 4, kc: 128, splits: 8, tilesN: 82, tilesM: 1, shared: (64 + 192) * 136 * 2}, true},
+		{96, 5248, 1024, 1, 4, 132, lmmaSharedLimit, lmmaPlan{warps: 4, kc: 256, splits: 4, tilesN: 82, tilesM: 1, shared: (64 + 96) * 264 * 2}, true},
+		{96, 1024, 2624, 1, 4, 132, lmmaSharedLimit, lmmaPlan{warps: 4, kc: 128, splits: 21, tilesN: 16, tilesM: 1, shared: (64 + 96) * 136 * 2}, true},
 		// k shorter than a chunk: one split of all of it.
-		{17, 64, 48, 1, 132, lmmaSharedLimit, lmmaPlan{kc: 48, splits: 1, tilesN: 1, tilesM: 1, shared: (64 + 32) * 56 * 2}, true},
+		{17, 64, 48, 1, 4, 132, lmmaSharedLimit, lmmaPlan{warps: 4, kc: 48, splits: 1, tilesN: 1, tilesM: 1, shared: (64 + 32) * 56 * 2}, true},
 		// 200 rows: two row blocks, each of up to 128 rows' shared memory.
-		{200, 1024, 1024, 1, 4, lmmaSharedLimit, lmmaPlan{kc: 128, splits: 8, tilesN: 16, tilesM: 2, shared: (64 + 128) * 136 * 2}, true},
+		{200, 1024, 1024, 1, 4, 4, lmmaSharedLimit, lmmaPlan{warps: 4, kc: 128, splits: 8, tilesN: 16, tilesM: 2, shared: (64 + 128) * 136 * 2}, true},
+		// 128 columns a block: half the tiles, each chunk of k longer
+		// for the blocks to stay two a multiprocessor.
+		{96, 3072, 1024, 2, 8, 132, lmmaSharedLimit, lmmaPlan{warps: 8, kc: 64, splits: 16, tilesN: 24, tilesM: 1, shared: (128 + 192) * 72 * 2}, true},
 		// Too little shared memory for even the shortest chunk.
-		{128, 1024, 1024, 2, 132, 20 << 10, lmmaPlan{tilesN: 16, tilesM: 1}, false},
+		{128, 1024, 1024, 2, 4, 132, 20 << 10, lmmaPlan{warps: 4, tilesN: 16, tilesM: 1}, false},
 	} {
-		got, ok := planLinearMMA(c.m, c.n, c.k, c.terms, c.sms, c.shared)
+		got, ok := planLinearMMA(c.m, c.n, c.k, c.terms, c.warps, c.sms, c.shared)
 		if ok != c.ok || ok && got != c.want {
-			t.Errorf("planLinearMMA(%d, %d, %d, %d terms, %d SMs, %d) = %+v, %v; want %+v, %v", c.m, c.n, c.k, c.terms, c.sms, c.shared, got, ok, c.want, c.ok)
+			t.Errorf("planLinearMMA(%d, %d, %d, %d terms, %d warps, %d SMs, %d) = %+v, %v; want %+v, %v", c.m, c.n, c.k, c.terms, c.warps, c.sms, c.shared, got, ok, c.want, c.ok)
 		}
 	}
 }
