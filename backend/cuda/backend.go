@@ -25,7 +25,7 @@ var driverFuncs = []string{
 	"cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRelease_v2", "cuCtxSetCurrent", "cuCtxGetCurrent", "cuCtxSynchronize",
 	"cuMemGetInfo_v2", "cuMemAlloc_v2", "cuMemFree_v2", "cuMemcpyHtoD_v2", "cuMemcpyHtoDAsync_v2",
 	"cuMemcpyDtoHAsync_v2", "cuMemsetD8Async", "cuMemHostAlloc", "cuMemFreeHost",
-	"cuModuleLoadData", "cuModuleUnload", "cuModuleGetFunction", "cuFuncSetAttribute", "cuLaunchKernel", "cuLaunchKernelEx",
+	"cuModuleLoadData", "cuModuleUnload", "cuModuleGetFunction", "cuFuncSetAttribute", "cuLaunchKernel",
 	"cuStreamCreate", "cuStreamDestroy_v2", "cuStreamSynchronize", "cuStreamBeginCapture_v2", "cuStreamEndCapture",
 	"cuGraphInstantiateWithFlags", "cuGraphLaunch", "cuGraphExecDestroy", "cuGraphDestroy",
 	"cuEventCreate", "cuEventRecord", "cuEventSynchronize", "cuEventQuery", "cuEventDestroy_v2",
@@ -137,7 +137,8 @@ func open(opts Options) (*Backend, error) {
 	if opts.Bucket == 0 {
 		opts.Bucket = DefaultBucket
 	}
-	drv, err := cudadrv.LoadDriver(opts.Driver, driverFuncs)
+	// cuLaunchKernelEx (CUDA 11.8 and later) only for Options.PDL.
+	drv, err := cudadrv.LoadDriver(opts.Driver, driverFuncs, "cuLaunchKernelEx")
 	if err != nil {
 		return nil, err
 	}
@@ -196,7 +197,7 @@ func (b *Backend) init() error {
 	b.sms = max(b.drv.Attribute(dev, 16), 1) // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
 	b.sharedOptin = b.drv.Attribute(dev, 97) // CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
 	b.arch = fmt.Sprintf("sm_%d%d", dev.CC[0], dev.CC[1])
-	b.pdl = b.opts.PDL && dev.CC[0] >= 9
+	b.pdl = b.opts.PDL && dev.CC[0] >= 9 && b.drv.Has("cuLaunchKernelEx")
 	return nil
 }
 
@@ -655,7 +656,7 @@ func (l *launcher) launch(drv *cudadrv.Driver, fn uintptr, grid [3]int, block, s
 		l.ptrs[i] = uintptr(unsafe.Pointer(&l.vals[i]))
 	}
 	if l.pdl {
-		return l.launchEx(drv.Call, fn, grid, block, shared, stream)
+		return l.launchEx(drv, fn, grid, block, shared, stream)
 	}
 	return drv.Call("cuLaunchKernel", fn, uintptr(grid[0]), uintptr(grid[1]), uintptr(grid[2]), uintptr(block), 1, 1,
 		uintptr(shared), stream, uintptr(unsafe.Pointer(&l.ptrs[0])), 0)

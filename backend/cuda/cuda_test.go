@@ -1279,6 +1279,15 @@ func TestLinearGEMMPaths(t *testing.T) {
 		{"residual", false, backend.Identity, true, nil},
 	}
 	raw := func(v []float32) []byte { return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 4*len(v)) }
+	// The GeGLU check runs on the wide products (n ≥ 64), which the model's
+	// GEMMs that feed a GeGLU are.
+	withGLU := func(n int) bool { return n >= 64 && n%8 == 0 }
+	boolInt := func(b bool) int {
+		if b {
+			return 1
+		}
+		return 0
+	}
 	modes := []struct {
 		name string
 		opts cuda.Options
@@ -1318,9 +1327,21 @@ func TestLinearGEMMPaths(t *testing.T) {
 						t.Fatal(err)
 					}
 					p, mag := refs[i][0], refs[i][1]
-					for pass := range 2 {
+					// Kernel by kernel, captured, replayed.
+					for pass := range 3 {
 						s := be.NewStream()
 						x := s.FromHost(sh.m, sh.k, in.x)
+						// A GeGLU of the product: in FP16 the GEMM writes its
+						// output as fp16 for the GeGLU alone (Discard).
+						hn := sh.n / 2
+						var glu backend.Tensor
+						if withGLU(sh.n) {
+							glu = s.New(sh.m, hn)
+							tmp := s.New(sh.m, sh.n)
+							s.Linear(tmp, x, w, nil, backend.Identity)
+							s.GeGLU(glu, tmp)
+							s.(backend.Discarder).Discard(tmp)
+						}
 						outs := make([]backend.Tensor, len(variants))
 						for vi, v := range variants {
 							var b backend.Tensor
@@ -1339,6 +1360,32 @@ func TestLinearGEMMPaths(t *testing.T) {
 							s.Linear(outs[vi], x, w, b, v.act)
 						}
 						got := make([]float32, sh.m*sh.n)
+						if glu != nil {
+							if err := s.Read(context.Background(), glu, got[:sh.m*hn]); err != nil {
+								t.Fatalf("%+v geglu pass %d: %v", sh, pass, err)
+							}
+							bad := 0
+							for r := range sh.m {
+								for c := range hn {
+									i, j := r*sh.n+c, r*sh.n+hn+c
+									v, u := p[i], p[j]
+									// Each operand's GEMM error, and fp16's rounding
+									// of it where the GEMM writes fp16.
+									ev := 8*float64(sh.k)*0x1p-24*mag[i] + 1e-5*(1+math.Abs(v)) + math.Abs(v)*0x1p-11
+									eu := 8*float64(sh.k)*0x1p-24*mag[j] + 1e-5*(1+math.Abs(u)) + math.Abs(u)*0x1p-11
+									want := gelu(v) * u
+									tol := 1.2*math.Abs(u)*ev + math.Abs(gelu(v))*eu + 1e-5*(1+math.Abs(want))
+									g := float64(got[r*hn+c])
+									if d := math.Abs(g - want); !(d <= tol) {
+										if bad++; bad <= 3 {
+											t.Errorf("%+v geglu pass %d: [%d,%d] = %v, want %v (off by %.3g, tolerance %.3g)", sh, pass, r, c, g, want, d, tol)
+										}
+									} else {
+										worst = max(worst, d/tol)
+									}
+								}
+							}
+						}
 						for vi, v := range variants {
 							if err := s.Read(context.Background(), outs[vi], got); err != nil {
 								t.Fatalf("%+v %s pass %d: %v", sh, v.name, pass, err)
@@ -1375,9 +1422,15 @@ func TestLinearGEMMPaths(t *testing.T) {
 				t.Logf("%s: worst error %.3g of the tolerance; %+v", dev, worst, st)
 				tunes := !md.opts.GEMMBLAS && !md.opts.NoTune
 				own := md.opts.MMARows > 0 && prec != cuda.BF16
+				gemms := 0 // each shape's, in the run kernel by kernel
+				for _, sh := range shapes {
+					gemms += len(variants) + boolInt(withGLU(sh.n))
+				}
 				switch {
-				case own && (st.GEMMOwn != len(shapes)*len(variants) || st.GEMMTuned != 0):
-					t.Errorf("%d GEMMs on linear_mma, %d shapes tuned; want %d and none (%+v)", st.GEMMOwn, st.GEMMTuned, len(shapes)*len(variants), st)
+				case own && (st.GEMMOwn != gemms || st.GEMMTuned != 0):
+					t.Errorf("%d GEMMs on linear_mma, %d shapes tuned; want %d and none (%+v)", st.GEMMOwn, st.GEMMTuned, gemms, st)
+				case st.PDLRefused != 0:
+					t.Errorf("%d captures refused programmatic dependent launches (%+v)", st.PDLRefused, st)
 				case own:
 				case !own && st.GEMMOwn != 0:
 					t.Errorf("%d GEMMs on linear_mma (%+v)", st.GEMMOwn, st)

@@ -67,7 +67,10 @@ func emuRunner(t *testing.T) string {
 	return emuPath
 }
 
-var externShared = regexp.MustCompile(`extern __shared__ (\w+) (\w+)\[\];`)
+var (
+	externShared = regexp.MustCompile(`extern __shared__ (\w+) (\w+)\[\];`)
+	staticShared = regexp.MustCompile(`__shared__ (\w+) (\w+)((\[[^\]]*\])?);`)
+)
 
 // kernelDecl matches a kernel's declaration in kernels.cu preprocessed with
 // __global__ marked.
@@ -83,6 +86,7 @@ func buildEmu(clang string) (string, error) {
 		return "", err
 	}
 	src := externShared.ReplaceAllString(kernelSource, "$1* $2 = ($1*)cuemu::dyn_smem;")
+	src = staticShared.ReplaceAllString(src, "static $1 $2$3; cuemu::shared_static(&$2, sizeof $2);")
 	version, _ := exec.Command(clang, "--version").Output()
 	sum := sha256.Sum256([]byte(strings.Join([]string{string(shim), string(runner), src, string(version)}, "\x00")))
 	base, err := os.UserCacheDir()
@@ -100,7 +104,7 @@ func buildEmu(clang string) (string, error) {
 	// The kernels and their parameters, from the source preprocessed with
 	// __global__ marked (the tensor-core attention kernels are macros).
 	pre := exec.Command(clang, "-x", "c++", "-std=c++20", "-E", "-P", "-DLAYA_CUDA_EMU", "-D__global__=__laya_global__",
-		"-D__launch_bounds__(...)=", "-D__device__=", "-D__forceinline__=", "-D__shared__=", "-")
+		"-D__launch_bounds__(...)=", "-D__device__=", "-D__forceinline__=", "-")
 	pre.Stdin = strings.NewReader(src)
 	var preOut, preErr bytes.Buffer
 	pre.Stdout, pre.Stderr = &preOut, &preErr

@@ -5,6 +5,8 @@ package cuda
 import (
 	"cmp"
 	"unsafe"
+
+	"github.com/laya-metal/laya/internal/cudadrv"
 )
 
 // lmmaTiles is kernels.cu's LMMA_MT: linear_mma's 16-row tiles of x a
@@ -140,8 +142,10 @@ type launchAttr struct {
 const launchAttrProgrammaticStreamSerialization = 6
 
 // launchEx is launch through cuLaunchKernelEx with programmatic stream
-// serialization allowed; l.ptrs holds the arguments.
-func (l *launcher) launchEx(call func(string, ...uintptr) error, fn uintptr, grid [3]int, block, shared int, stream uintptr) error {
+// serialization allowed; l.ptrs holds the arguments. drv.Call is called
+// directly, so that its go:uintptrescapes keeps l (the configuration and
+// the attribute it points to) on the heap over the call.
+func (l *launcher) launchEx(drv *cudadrv.Driver, fn uintptr, grid [3]int, block, shared int, stream uintptr) error {
 	l.attr = launchAttr{id: launchAttrProgrammaticStreamSerialization}
 	l.attr.value[0] = 1
 	l.cfg = launchConfig{
@@ -152,5 +156,5 @@ func (l *launcher) launchEx(call func(string, ...uintptr) error, fn uintptr, gri
 		attrs:  uintptr(unsafe.Pointer(&l.attr)),
 		nattrs: 1,
 	}
-	return call("cuLaunchKernelEx", uintptr(unsafe.Pointer(&l.cfg)), fn, uintptr(unsafe.Pointer(&l.ptrs[0])), 0)
+	return drv.Call("cuLaunchKernelEx", uintptr(unsafe.Pointer(&l.cfg)), fn, uintptr(unsafe.Pointer(&l.ptrs[0])), 0)
 }

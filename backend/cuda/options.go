@@ -347,6 +347,9 @@ type Stats struct {
 	// GEMMSplitK counts the tuned shapes whose fastest candidate splits k
 	// (Options.SplitK).
 	GEMMSplitK int
+	// PDLRefused counts the captures that failed with programmatic
+	// dependent launches (Options.PDL) and were taken again without them.
+	PDLRefused int
 	// GEMMOwn counts the GEMMs that ran on linear_mma (Options.MMARows) in
 	// the first run of their segment's shape, kernel by kernel.
 	GEMMOwn int

@@ -1680,7 +1680,16 @@ func (b *Backend) execute(s *stream, x *run, tableOff int64, nBack int) error {
 		err = b.drv.Call("cuGraphLaunch", e.exec, cs.stream)
 		b.count(func(st *Stats) { st.Replays++ })
 	case e.seen && !e.noGraph && !b.graphsOff:
-		if err = b.capture(e, cs, issue); err != nil {
+		err = b.capture(e, cs, issue)
+		if err != nil && x.l.pdl {
+			// A driver that cannot capture programmatic launches (some
+			// refuse them in graphs) still gets the graph, without them.
+			x.l.pdl = false
+			if err = b.capture(e, cs, issue); err == nil {
+				b.count(func(st *Stats) { st.PDLRefused++ })
+			}
+		}
+		if err != nil {
 			// A segment that cannot be captured still runs.
 			e.noGraph = true
 			err = issue()

@@ -22,8 +22,9 @@ type Driver struct {
 // LoadDriver dlopens the driver library (default libcuda.so.1) and looks up
 // funcs by their exported names (the _v2 names are the ABI that cuda.h's
 // macros select), plus cuGetErrorName, cuGetErrorString and
-// cuEventElapsedTime (its _v2 where the driver has one, CUDA 12.8+).
-func LoadDriver(name string, funcs []string) (*Driver, error) {
+// cuEventElapsedTime (its _v2 where the driver has one, CUDA 12.8+), and
+// the optional ones where the driver has them (Has).
+func LoadDriver(name string, funcs []string, optional ...string) (*Driver, error) {
 	if name == "" {
 		name = "libcuda.so.1"
 	}
@@ -39,6 +40,11 @@ func LoadDriver(name string, funcs []string) (*Driver, error) {
 		}
 		d.fn[f] = p
 	}
+	for _, f := range optional {
+		if p, err := purego.Dlsym(h, f); err == nil {
+			d.fn[f] = p
+		}
+	}
 	for _, f := range []string{"cuEventElapsedTime_v2", "cuEventElapsedTime"} {
 		if p, err := purego.Dlsym(h, f); err == nil {
 			d.fn["cuEventElapsedTime"] = p
@@ -50,6 +56,10 @@ func LoadDriver(name string, funcs []string) (*Driver, error) {
 	}
 	return d, nil
 }
+
+// Has reports whether the driver has entry point name (one of LoadDriver's
+// optional ones).
+func (d *Driver) Has(name string) bool { return d.fn[name] != 0 }
 
 // Result invokes an entry point and returns its CUresult as it is, for a
 // caller that expects a non-zero result on its fast path (cuEventQuery's

@@ -12,9 +12,15 @@
 // here as on the GPU. The tests check the emulator's fragments on a kernel
 // verified on a GPU (attention_mma) before they trust it with new ones.
 //
-// Dynamic shared memory is filled with 0xff bytes (NaN as float and as
-// fp16) before each block, so that a read of shared memory the block never
-// wrote shows in its results.
+// Shared memory, dynamic and static, is filled with 0xff bytes (NaN as
+// float and as fp16) before each block, so that a read of shared memory the
+// block never wrote shows in its results; a cp.async copy lands only when
+// its thread waits for it (cp_async_wait_all), its destination poisoned
+// until then; blocks run in a shuffled order (CUEMU_SEED), so that which
+// block of a grid comes last varies; and what the GPU leaves undefined or
+// faults on is refused with a message: a warp-wide instruction in a warp
+// some of whose lanes have returned, a cp.async or ldmatrix address that is
+// not 16-byte aligned, a thread returning with copies in flight.
 #pragma once
 
 #include <math.h>
@@ -25,6 +31,9 @@
 
 #include <atomic>
 #include <barrier>
+#include <memory>
+#include <mutex>
+#include <set>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -34,10 +43,11 @@
 #define __device__
 #define __forceinline__ inline
 #define __launch_bounds__(...)
-// Function-local __shared__ variables are statics: the block's threads
-// share them, and blocks run one at a time. (emu_internal_test.go rewrites
-// "extern __shared__" declarations into reads of cuemu::dyn_smem.)
-#define __shared__ static
+// Function-local __shared__ variables are statics (the block's threads
+// share them, and blocks run one at a time): emu_internal_test.go rewrites
+// each declaration into one that registers it (cuemu::shared_static) to be
+// poisoned before each block, and "extern __shared__" ones into reads of
+// cuemu::dyn_smem.
 
 typedef unsigned short u16;
 typedef unsigned int u32;
@@ -102,20 +112,56 @@ namespace cuemu {
 // exchange area.
 struct Warp {
 	std::barrier<>* bar;
+	std::atomic<int> exited{0};
 	u64 v[32];
 	u32 a[32][4], b[32][2];
 	const void* p[32];
 };
 struct Block {
 	std::barrier<>* bar;
-	std::vector<Warp> warps;
+	Warp* warps;
 };
 extern thread_local Block* block;
 extern unsigned char* dyn_smem;
 
+[[noreturn]] inline void fail(const char* what) {
+	fprintf(stderr, "cuemu: block (%u,%u,%u) thread %u: %s\n", blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, what);
+	exit(3);
+}
+
 inline unsigned lane() { return threadIdx.x & 31; }
 inline Warp& warp() { return block->warps[threadIdx.x >> 5]; }
 inline void warp_sync() { warp().bar->arrive_and_wait(); }
+
+// collective is the first barrier of a warp-wide instruction: every lane
+// that has not returned has arrived, and none may have.
+inline void collective(Warp& w, const char* what) {
+	w.bar->arrive_and_wait();
+	if (w.exited.load() != 0) fail(what);
+}
+
+// The registered static __shared__ variables.
+struct Static {
+	void* p;
+	size_t n;
+	bool operator<(const Static& o) const { return p < o.p; }
+};
+extern std::mutex statics_mu;
+extern std::set<Static> statics;
+
+// shared_static registers a static __shared__ variable, poisoning it the
+// first time (the runner poisons it before every later block).
+inline void shared_static(void* p, size_t n) {
+	std::lock_guard<std::mutex> g(statics_mu);
+	if (statics.insert(Static{p, n}).second) memset(p, 0xff, n);
+}
+
+// A thread's cp.async copies in flight.
+struct Copy {
+	void* s;
+	const void* g;
+};
+extern thread_local std::vector<Copy> copies;
 
 // f2h rounds f to fp16, nearest even (cvt.rn.f16.f32), f32 to bf16 likewise.
 inline u16 f2h(float f) {
@@ -161,7 +207,7 @@ inline T __shfl_xor_sync(unsigned, T v, int o) {
 	cuemu::Warp& w = cuemu::warp();
 	unsigned l = cuemu::lane();
 	memcpy(&w.v[l], &v, sizeof v);
-	w.bar->arrive_and_wait();
+	cuemu::collective(w, "shuffle in a warp with returned lanes");
 	T r;
 	memcpy(&r, &w.v[l ^ (unsigned)o], sizeof r);
 	w.bar->arrive_and_wait();
@@ -189,7 +235,7 @@ inline void mma16816(float* c, const u32* a, u32 b0, u32 b1) {
 	for (int i = 0; i < 4; i++) w.a[l][i] = a[i];
 	w.b[l][0] = b0;
 	w.b[l][1] = b1;
-	w.bar->arrive_and_wait();
+	cuemu::collective(w, "mma.sync in a warp with returned lanes");
 	float A[16][16], B[16][8];
 	for (int L = 0; L < 32; L++) {
 		int g = L >> 2, t = L & 3;
@@ -214,8 +260,9 @@ inline void mma16816(float* c, const u32* a, u32 b0, u32 b1) {
 inline void ldsm4t(u32* r, const u16* p) {
 	cuemu::Warp& w = cuemu::warp();
 	unsigned l = cuemu::lane();
+	if ((uintptr_t)p % 16) cuemu::fail("ldmatrix row address not 16-byte aligned");
 	w.p[l] = p;
-	w.bar->arrive_and_wait();
+	cuemu::collective(w, "ldmatrix in a warp with returned lanes");
 	for (int j = 0; j < 4; j++) {
 		const u16* r0 = (const u16*)w.p[8 * j + 2 * (l & 3)];
 		const u16* r1 = (const u16*)w.p[8 * j + 2 * (l & 3) + 1];
@@ -224,8 +271,15 @@ inline void ldsm4t(u32* r, const u16* p) {
 	w.bar->arrive_and_wait();
 }
 
-inline void cp_async16(void* s, const void* g) { memcpy(s, g, 16); }
-inline void cp_async_wait_all() {}
+inline void cp_async16(void* s, const void* g) {
+	if ((uintptr_t)s % 16 || (uintptr_t)g % 16) cuemu::fail("cp.async address not 16-byte aligned");
+	memset(s, 0xff, 16);
+	cuemu::copies.push_back(cuemu::Copy{s, g});
+}
+inline void cp_async_wait_all() {
+	for (const auto& c : cuemu::copies) memcpy(c.s, c.g, 16);
+	cuemu::copies.clear();
+}
 inline float ldcg(const float* p) { return *(const volatile float*)p; }
 inline void pdl_wait() {}
 inline void pdl_launch() {}

@@ -13,6 +13,9 @@ thread_local cuemu_dim3 threadIdx, blockIdx;
 cuemu_dim3 blockDim, gridDim;
 thread_local cuemu::Block* cuemu::block;
 unsigned char* cuemu::dyn_smem;
+std::mutex cuemu::statics_mu;
+std::set<cuemu::Static> cuemu::statics;
+thread_local std::vector<cuemu::Copy> cuemu::copies;
 
 namespace {
 
@@ -28,39 +31,53 @@ T get() {
 	return v;
 }
 
+u64 seed = 1;
+
+// next is xorshift64*: the blocks' order.
+u64 next() {
+	seed ^= seed >> 12;
+	seed ^= seed << 25;
+	seed ^= seed >> 27;
+	return seed * 2685821657736338717ull;
+}
+
 void run(void (*call)(const u64*), const u64* args, cuemu_dim3 grid, unsigned threads, size_t shared) {
 	gridDim = grid;
 	blockDim = cuemu_dim3{threads, 1, 1};
 	std::vector<unsigned char> smem(shared + 16);
 	cuemu::dyn_smem = (unsigned char*)(((uintptr_t)smem.data() + 15) & ~(uintptr_t)15);
+	std::vector<cuemu_dim3> order;
 	for (unsigned z = 0; z < grid.z; z++)
 		for (unsigned y = 0; y < grid.y; y++)
-			for (unsigned x = 0; x < grid.x; x++) {
-				memset(cuemu::dyn_smem, 0xff, shared);
-				cuemu::Block blk;
-				std::barrier<> bar((ptrdiff_t)threads);
-				blk.bar = &bar;
-				unsigned nw = (threads + 31) / 32;
-				blk.warps.resize(nw);
-				std::vector<std::barrier<>*> wbars;
-				for (unsigned w = 0; w < nw; w++) {
-					wbars.push_back(new std::barrier<>((ptrdiff_t)std::min(32u, threads - 32 * w)));
-					blk.warps[w].bar = wbars.back();
-				}
-				std::vector<std::thread> ts;
-				for (unsigned t = 0; t < threads; t++)
-					ts.emplace_back([&, t] {
-						threadIdx = cuemu_dim3{t, 0, 0};
-						blockIdx = cuemu_dim3{x, y, z};
-						cuemu::block = &blk;
-						call(args);
-						// A thread that returns leaves the barriers to the others.
-						blk.warps[t >> 5].bar->arrive_and_drop();
-						bar.arrive_and_drop();
-					});
-				for (auto& t : ts) t.join();
-				for (auto* b : wbars) delete b;
-			}
+			for (unsigned x = 0; x < grid.x; x++) order.push_back(cuemu_dim3{x, y, z});
+	for (size_t i = order.size(); i > 1; i--) std::swap(order[i - 1], order[next() % i]);
+	for (const cuemu_dim3 b : order) {
+		memset(cuemu::dyn_smem, 0xff, shared);
+		for (const auto& st : cuemu::statics) memset(st.p, 0xff, st.n);
+		std::barrier<> bar((ptrdiff_t)threads);
+		unsigned nw = (threads + 31) / 32;
+		std::vector<cuemu::Warp> warps(nw);
+		std::vector<std::unique_ptr<std::barrier<>>> wbars;
+		for (unsigned w = 0; w < nw; w++) {
+			wbars.push_back(std::make_unique<std::barrier<>>((ptrdiff_t)std::min(32u, threads - 32 * w)));
+			warps[w].bar = wbars.back().get();
+		}
+		cuemu::Block blk{&bar, warps.data()};
+		std::vector<std::thread> ts;
+		for (unsigned t = 0; t < threads; t++)
+			ts.emplace_back([&, t] {
+				threadIdx = cuemu_dim3{t, 0, 0};
+				blockIdx = b;
+				cuemu::block = &blk;
+				call(args);
+				if (!cuemu::copies.empty()) cuemu::fail("returned with cp.async copies in flight");
+				// A thread that returns leaves the barriers to the others.
+				blk.warps[t >> 5].exited++;
+				blk.warps[t >> 5].bar->arrive_and_drop();
+				bar.arrive_and_drop();
+			});
+		for (auto& t : ts) t.join();
+	}
 }
 
 } // namespace
@@ -70,6 +87,7 @@ int main(int argc, char** argv) {
 		fprintf(stderr, "usage: cuemu IN OUT\n");
 		return 2;
 	}
+	if (const char* s = getenv("CUEMU_SEED")) seed = strtoull(s, nullptr, 10) | 1;
 	in = fopen(argv[1], "rb");
 	if (!in) {
 		perror(argv[1]);
