@@ -426,6 +426,13 @@ type tensor struct {
 	halfLin    *linearOp
 	halfReader *op
 	f16        bool
+	// The same for a GeGLU fused into the linear_mma GEMM whose output it
+	// alone reads, in FP16 and FP16X2 (Discard): gluLin the Linear,
+	// gluReader the GeGLU; fused: the GEMM writes the GeGLU's outputs and
+	// not t.
+	gluLin    *linearOp
+	gluReader *op
+	fused     bool
 }
 
 // halfUnread reports whether t's GEMM may still write it as fp16 for one
@@ -628,8 +635,8 @@ func (b *Backend) release() error {
 // driver copies parameters when a kernel is launched or captured). pdl
 // launches with programmatic dependent launch (Backend.pdl).
 type launcher struct {
-	vals [16]uint64
-	ptrs [16]uintptr
+	vals [20]uint64
+	ptrs [20]uintptr
 	pdl  bool
 	cfg  launchConfig
 	attr launchAttr

@@ -104,7 +104,11 @@
 // tensor-core products with float32 accumulation, and the splits added in
 // their order by the last block of a tile to finish (so that the result
 // does not depend on which block that is), which applies the bias,
-// activation, folded residual and fp16 output. With Options.PDL every
+// activation, folded residual and fp16 output, or, where the GEMM's output
+// only a GeGLU reads before the model discards it, the GeGLU itself (its
+// float32 output and 16-bit copy; the GeGLU then launches nothing and the
+// product is never written: a block's columns are matching halves of the
+// gate and value rows, in FP16 and FP16X2). With Options.PDL every
 // kernel of the backend's own is launched with programmatic dependent
 // launch: it may start while the kernel before it finishes and waits for
 // it in the kernel (griddepcontrol.wait), and linear_mma copies its weight

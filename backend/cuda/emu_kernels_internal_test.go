@@ -164,25 +164,7 @@ func TestEmuLinearMMA(t *testing.T) {
 			c.warps, c.kc, c.sms, c.bias, c.act, c.accum, c.half)
 		t.Run(name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(c.m), uint64(c.n*c.k)))
-			// x's terms as the producers store them: the fp16 rounding of
-			// each value, then the rounding of what it missed.
-			x := make([]uint16, c.terms*c.m*c.k)
-			xv := make([]float64, c.m*c.k)
-			for i := range xv {
-				v := float32(rng.NormFloat64())
-				h := half.Float32ToFloat16(v)
-				x[i] = h
-				xv[i] = float64(half.Float16ToFloat32(h))
-				if c.terms == 2 {
-					l := half.Float32ToFloat16(v - half.Float16ToFloat32(h))
-					x[c.m*c.k+i] = l
-					xv[i] += float64(half.Float16ToFloat32(l))
-				}
-			}
-			w := make([]uint16, c.n*c.k)
-			for i := range w {
-				w[i] = half.Float32ToFloat16(float32(rng.NormFloat64() * 0.05))
-			}
+			x, w, prod, mags := lmmaOperands(rng, c.m, c.n, c.k, c.terms)
 			bias := make([]float32, c.n)
 			for i := range bias {
 				bias[i] = float32(rng.NormFloat64())
@@ -227,12 +209,7 @@ func TestEmuLinearMMA(t *testing.T) {
 			worst := 0.0
 			for r := range c.m {
 				for col := range c.n {
-					ref, mag := 0.0, 0.0
-					for k := range c.k {
-						v := xv[r*c.k+k] * float64(half.Float16ToFloat32(w[col*c.k+k]))
-						ref += v
-						mag += math.Abs(v)
-					}
+					ref, mag := prod[r*c.n+col], mags[r*c.n+col]
 					if c.accum {
 						ref += float64(d0[r*c.n+col])
 					}
@@ -263,4 +240,129 @@ func TestEmuLinearMMA(t *testing.T) {
 			t.Logf("largest error %.3g", worst)
 		})
 	}
+}
+
+// lmmaOperands are random operands of linear_mma: x's terms as the
+// producers store them (the fp16 rounding of each value, then the rounding
+// of what it missed), an fp16 weight, and their float64 product with the
+// sums of its terms' magnitudes.
+func lmmaOperands(rng *rand.Rand, m, n, k, terms int) (x, w []uint16, prod, mag []float64) {
+	x = make([]uint16, terms*m*k)
+	xv := make([]float64, m*k)
+	for i := range xv {
+		v := float32(rng.NormFloat64())
+		h := half.Float32ToFloat16(v)
+		x[i] = h
+		xv[i] = float64(half.Float16ToFloat32(h))
+		if terms == 2 {
+			l := half.Float32ToFloat16(v - half.Float16ToFloat32(h))
+			x[m*k+i] = l
+			xv[i] += float64(half.Float16ToFloat32(l))
+		}
+	}
+	w = make([]uint16, n*k)
+	for i := range w {
+		w[i] = half.Float32ToFloat16(float32(rng.NormFloat64() * 0.05))
+	}
+	prod, mag = make([]float64, m*n), make([]float64, m*n)
+	for r := range m {
+		for c := range n {
+			for j := range k {
+				v := xv[r*k+j] * float64(half.Float16ToFloat32(w[c*k+j]))
+				prod[r*n+c] += v
+				mag[r*n+c] += math.Abs(v)
+			}
+		}
+	}
+	return x, w, prod, mag
+}
+
+// linear_mma with the GeGLU that reads its product fused in: the GeGLU's
+// float32 output (or none) and its 16-bit copy in one term or two, against
+// the float64 GeGLU of the float64 product, across partial tiles of
+// output pairs, one split and several, 4 and 8 warps.
+func TestEmuLinearMMAGeGLU(t *testing.T) {
+	for _, c := range []struct {
+		m, inner, k, terms, kc, warps, kind int
+		noF32                               bool
+	}{
+		{m: 17, inner: 40, k: 48, terms: 1, kc: 16, warps: 4, kind: 1},
+		{m: 96, inner: 100, k: 64, terms: 2, kc: 64, warps: 4, kind: 3},
+		{m: 96, inner: 64, k: 96, terms: 2, kc: 32, warps: 8, kind: 3, noF32: true},
+		{m: 130, inner: 72, k: 32, terms: 1, kc: 32, warps: 8, kind: 1},
+	} {
+		t.Run(fmt.Sprintf("m=%d,inner=%d,k=%d,terms=%d,kc=%d,warps=%d,kind=%d,noF32=%v", c.m, c.inner, c.k, c.terms, c.kc, c.warps,
+			c.kind, c.noF32), func(t *testing.T) {
+			n := 2 * c.inner
+			rng := rand.New(rand.NewPCG(uint64(c.m), uint64(c.inner)))
+			x, w, prod, mags := lmmaOperands(rng, c.m, n, c.k, c.terms)
+			p := lmmaPlan{warps: c.warps, kc: c.kc, splits: (c.k + c.kc - 1) / c.kc, tilesN: (n + 16*c.warps - 1) / (16 * c.warps),
+				tilesM: (c.m + 16*lmmaTiles - 1) / (16 * lmmaTiles), shared: lmmaShared(c.kc, c.m, c.terms, c.warps)}
+			lo := c.m * c.inner
+			gdArg := emuBuf(6, 0)
+			if c.noF32 {
+				gdArg = emuVal(0)
+			}
+			out := emuRun(t, [][]byte{make([]byte, 4), u16Bytes(x), u16Bytes(w), make([]byte, 4), make([]byte, p.partBytes(c.m, n)),
+				make([]byte, 4*p.tilesN*p.tilesM), make([]byte, 4*c.m*c.inner), make([]byte, 2*2*lo)},
+				emuLaunch{name: fmt.Sprintf("linear_mma_%d_%d", c.terms, c.warps), grid: [3]int{p.tilesN, p.splits, p.tilesM},
+					threads: 32 * c.warps, smem: p.shared,
+					args: []emuArg{emuBuf(0, 0), emuBuf(1, 0), emuVal(uint64(c.m * c.k)), emuBuf(2, 0), emuVal(0), emuInt(c.m),
+						emuInt(c.k), emuInt(n), emuVal(0), emuVal(0), emuVal(0), emuInt(p.kc), emuBuf(4, 0), emuBuf(5, 0),
+						emuInt(c.inner), gdArg, emuBuf(7, 0), emuInt(c.kind), emuVal(uint64(lo))}})
+			gd, gh := bytesF32(out[6]), out[7]
+			h16 := func(i int) uint16 { return binary.LittleEndian.Uint16(gh[2*i:]) }
+			worst := 0.0
+			for r := range c.m {
+				for j := range c.inner {
+					i, o := r*n+j, r*c.inner+j
+					v, u := prod[i], prod[i+c.inner]
+					g := 0.5 * v * math.Erfc(-v*0.70710678118654752)
+					want := g * u
+					// The GEMM's float32 sums, then float32's erfc.
+					ev, eu := 4e-7*mags[i]+1e-7, 4e-7*mags[i+c.inner]+1e-7
+					tol := 1.2*math.Abs(u)*ev + math.Abs(g)*eu + 2e-6*math.Abs(want) + 1e-7
+					// The 16-bit copy is of the float32 value the kernel
+					// computed: store16's terms of it, bit for bit.
+					y := float32(want)
+					if !c.noF32 {
+						y = gd[o]
+						if e := math.Abs(float64(y) - want); !(e <= tol) {
+							t.Fatalf("gd[%d][%d] = %g, want %g (±%.2g)", r, j, y, want, tol)
+						} else {
+							worst = math.Max(worst, e/tol)
+						}
+					}
+					hi := h16(o)
+					if got := float64(half.Float16ToFloat32(hi)); !(math.Abs(got-want) <= tol+math.Abs(want)/1024) {
+						t.Fatalf("gh[%d][%d] = %g, want %g", r, j, got, want)
+					}
+					if c.noF32 {
+						continue
+					}
+					if want := half.Float32ToFloat16(y); hi != want {
+						t.Fatalf("gh[%d][%d] = %#04x, want %#04x, the fp16 rounding of %g", r, j, hi, want, y)
+					}
+					if c.kind == 3 {
+						if got, want := h16(o+lo), half.Float32ToFloat16(y-half.Float16ToFloat32(hi)); got != want {
+							t.Fatalf("gh's second term [%d][%d] = %#04x, want %#04x", r, j, got, want)
+						}
+					}
+				}
+			}
+			if !bytesZero(out[5]) {
+				t.Errorf("split counters %v after the launch, want zeros", out[5])
+			}
+			t.Logf("largest error %.3g of the tolerance", worst)
+		})
+	}
+}
+
+func bytesZero(b []byte) bool {
+	for _, v := range b {
+		if v != 0 {
+			return false
+		}
+	}
+	return true
 }

@@ -1252,26 +1252,41 @@ __device__ __forceinline__ void lmma_finish(void* d, long long o, int col, float
 // block resets it) adds the splits in their order, so that the result does
 // not depend on which block came last, and applies the epilogue. Shared
 // memory: (16·WARPS + TERMS·rows rounded up to 16)·(kc + 8) halves
-// (stream.go's mmaShared); rows are padded by 8 halves, which puts the
+// (linearmma.go's lmmaShared); rows are padded by 8 halves, which puts the
 // eight rows a fragment load touches in distinct banks.
+//
+// inner > 0 fuses the GeGLU that alone reads the product in place of the
+// epilogue: n = 2·inner, the first half of a row the GELU's inputs, the
+// second what multiplies them, as geglu reads them. A block's first
+// 8·WARPS columns are weight rows j0.. of the first half and the others the
+// same rows of the second, so that its last block has both halves of its
+// outputs; it writes geglu1 of them to gd (unless null) and their 16-bit
+// copy to gh (store16's kind and lo, unless null), as geglu would, and d is
+// not written. The sums go through part even unsplit.
 template <int TERMS, int WARPS>
 __device__ void lin_mma(void* d, const u16* x, long long xlo, const u16* w, const float* bias, int m, int k, int n, int act,
-	int accum, int half, int kc, float* part, int* sem) {
+	int accum, int half, int kc, float* part, int* sem, int inner, float* gd, u16* gh, int gkind, long long glo) {
 	__shared__ int last;
 	extern __shared__ float4 smem4[];
-	const int KS = kc + 8, NT = 32 * WARPS, BN = 16 * WARPS;
-	int n0 = blockIdx.x * BN, split = blockIdx.y, m0 = blockIdx.z * 16 * LMMA_MT;
+	const int KS = kc + 8, NT = 32 * WARPS, BN = 16 * WARPS, HB = BN / 2;
+	int n0 = blockIdx.x * BN, j0 = blockIdx.x * HB, split = blockIdx.y, m0 = blockIdx.z * 16 * LMMA_MT;
 	int k0 = split * kc, kn = min(kc, k - k0), c8 = kn / 8;
 	int rows = min(16 * LMMA_MT, m - m0), rp = (rows + 15) & ~15;
 	int tid = threadIdx.x;
+	// The weight row of the block's column c, or -1 past the weight.
+	auto wrow = [&](int c) -> int {
+		if (!inner) return n0 + c < n ? n0 + c : -1;
+		int j = j0 + (c < HB ? c : c - HB);
+		return j >= inner ? -1 : c < HB ? j : inner + j;
+	};
 	u16* Ws = (u16*)smem4; // [BN][KS]
 	u16* As = Ws + BN * KS; // [TERMS][rp][KS]
 	const uint4 zero = {0u, 0u, 0u, 0u};
 	for (int i = tid; i < BN * c8; i += NT) {
-		int r = i / c8, c = i - r * c8;
+		int r = i / c8, c = i - r * c8, wr = wrow(r);
 		u16* s = Ws + r * KS + 8 * c;
-		if (n0 + r < n)
-			cp_async16(s, w + (long long)(n0 + r) * k + k0 + 8 * c);
+		if (wr >= 0)
+			cp_async16(s, w + (long long)wr * k + k0 + 8 * c);
 		else
 			*(uint4*)s = zero;
 	}
@@ -1319,15 +1334,15 @@ __device__ void lin_mma(void* d, const u16* x, long long xlo, const u16* w, cons
 		}
 	}
 	int splits = gridDim.y;
-	float* p = splits > 1 ? part + (long long)split * m * n : nullptr;
+	float* p = splits > 1 || inner ? part + (long long)split * m * n : nullptr;
 #pragma unroll
 	for (int mt = 0; mt < LMMA_MT; mt++)
 #pragma unroll
 		for (int nt = 0; nt < 2; nt++)
 #pragma unroll
 			for (int e = 0; e < 4; e++) {
-				int r = 16 * mt + g + 8 * (e >> 1), col = n0 + 16 * warp + 8 * nt + 2 * tq + (e & 1);
-				if (r >= rows || col >= n) continue;
+				int r = 16 * mt + g + 8 * (e >> 1), col = wrow(16 * warp + 8 * nt + 2 * tq + (e & 1));
+				if (r >= rows || col < 0) continue;
 				long long o = (long long)(m0 + r) * n + col;
 				if (p)
 					p[o] = acc[mt][nt][e];
@@ -1335,7 +1350,7 @@ __device__ void lin_mma(void* d, const u16* x, long long xlo, const u16* w, cons
 					lmma_finish(d, o, col, acc[mt][nt][e], bias, act, accum, half);
 			}
 	if (!p) return;
-	// Split-K: the last block of the tile to finish adds the splits.
+	// The last block of the tile to finish adds the splits.
 	int tile = blockIdx.z * gridDim.x + blockIdx.x;
 	__threadfence();
 	__syncthreads();
@@ -1343,13 +1358,31 @@ __device__ void lin_mma(void* d, const u16* x, long long xlo, const u16* w, cons
 	__syncthreads();
 	if (!last) return;
 	__threadfence();
-	for (int i = tid; i < rows * BN; i += NT) {
-		int r = i / BN, col = n0 + (i - r * BN);
-		if (col >= n) continue;
-		long long o = (long long)(m0 + r) * n + col;
-		float v = 0.0f;
-		for (int s = 0; s < splits; s++) v += ldcg(part + (long long)s * m * n + o);
-		lmma_finish(d, o, col, v, bias, act, accum, half);
+	long long mn = (long long)m * n;
+	if (inner) {
+		for (int i = tid; i < rows * HB; i += NT) {
+			int r = i / HB, j = j0 + (i - r * HB);
+			if (j >= inner) continue;
+			long long o = (long long)(m0 + r) * n + j;
+			float v = 0.0f, u = 0.0f;
+			for (int s = 0; s < splits; s++) {
+				v += ldcg(part + s * mn + o);
+				u += ldcg(part + s * mn + o + inner);
+			}
+			float y = geglu1(v, u, 1);
+			long long go = (long long)(m0 + r) * inner + j;
+			if (gd) gd[go] = y;
+			if (gh) store16(gh, go, glo, y, gkind);
+		}
+	} else {
+		for (int i = tid; i < rows * BN; i += NT) {
+			int r = i / BN, col = n0 + (i - r * BN);
+			if (col >= n) continue;
+			long long o = (long long)(m0 + r) * n + col;
+			float v = 0.0f;
+			for (int s = 0; s < splits; s++) v += ldcg(part + s * mn + o);
+			lmma_finish(d, o, col, v, bias, act, accum, half);
+		}
 	}
 	if (tid == 0) sem[tile] = 0;
 }
@@ -1359,8 +1392,9 @@ __device__ void lin_mma(void* d, const u16* x, long long xlo, const u16* w, cons
 // ⌈m/(16·LMMA_MT)⌉).
 #define LINEAR_MMA(TERMS, WARPS)                                                                                          \
 	extern "C" __global__ void __launch_bounds__(32 * WARPS) linear_mma_##TERMS##_##WARPS(void* d, const u16* x, long long xlo, \
-		const u16* w, const float* bias, int m, int k, int n, int act, int accum, int half, int kc, float* part, int* sem) {    \
-		lin_mma<TERMS, WARPS>(d, x, xlo, w, bias, m, k, n, act, accum, half, kc, part, sem);                             \
+		const u16* w, const float* bias, int m, int k, int n, int act, int accum, int half, int kc, float* part, int* sem,       \
+		int inner, float* gd, u16* gh, int gkind, long long glo) {                                                             \
+		lin_mma<TERMS, WARPS>(d, x, xlo, w, bias, m, k, n, act, accum, half, kc, part, sem, inner, gd, gh, gkind, glo);       \
 	}
 LINEAR_MMA(1, 4)
 LINEAR_MMA(2, 4)

@@ -30,11 +30,9 @@ type lmmaPlan struct {
 }
 
 // partBytes is the split sums' workspace: splits·m·n floats (none
-// unsplit).
+// unsplit, unless a GeGLU is fused in, whose sums always go through it).
+// Recording sizes it before it knows of a GeGLU: always for one split.
 func (p lmmaPlan) partBytes(m, n int) int64 {
-	if p.splits <= 1 {
-		return 0
-	}
 	return int64(p.splits) * int64(m) * int64(n) * 4
 }
 
@@ -107,12 +105,20 @@ func (lin *linearOp) issueMMA(x *run, xh, wh uintptr) error {
 	if lin.b != nil {
 		bp = lin.b.addr
 	}
+	var inner int
+	var gd, gh, gkind, glo uint64
+	if g := lin.glu; g != nil {
+		inner = lin.n / 2
+		gd = dstArg(g, g.glu)
+		gh, gkind, glo = x.shadowArgs(g)
+	}
 	if x.tune {
 		x.b.count(func(st *Stats) { st.GEMMOwn++ })
 	}
 	return x.l.launch(x.b.drv, x.b.k.linearMMA[t-1][p.warps/8], [3]int{p.tilesN, p.splits, p.tilesM}, 32*p.warps, p.shared, x.cs.stream,
 		u64(lin.d.addr), u64(xh), uint64(int64(lin.m)*int64(lin.k)), u64(wh), u64(bp), i32(lin.m), i32(lin.k), i32(lin.n),
-		uint64(lin.act), boolArg(lin.accumulate), boolArg(lin.halfOut), i32(p.kc), u64(x.mmaPart), u64(x.mmaSem))
+		uint64(lin.act), boolArg(lin.accumulate), boolArg(lin.halfOut), i32(p.kc), u64(x.mmaPart), u64(x.mmaSem),
+		i32(inner), gd, gh, gkind, glo)
 }
 
 // launchConfig and launchAttr are the driver's CUlaunchConfig and

@@ -208,6 +208,7 @@ func (s *stream) reads(ts ...*tensor) {
 func (s *stream) writes(t *tensor) {
 	t.stacked, t.f32Read = false, false
 	t.halfLin, t.halfReader, t.f16 = nil, nil, false
+	t.gluLin, t.gluReader, t.fused = nil, nil, false
 	if t.s == s {
 		t.snap = nil
 		t.lastWriter = nil
@@ -288,6 +289,8 @@ type op struct {
 	res      residualAdd
 	shadow   *tensor // a producer (LayerNorm, Attention, GeGLU) also writes this 16-bit copy of its output
 	halfIn   bool    // a GeGLU or attention reads its input as fp16 (tensor.halfLin)
+	glu      *tensor // a GeGLU's output
+	fused    bool    // a GeGLU its GEMM computes (linearOp.glu): nothing to launch
 	// noF32: the producer stores only the 16-bit copy; its float32 output
 	// was discarded with no reader but the GEMMs of the copy (Discard).
 	noF32 bool
@@ -313,6 +316,7 @@ const (
 	opSmall
 	opHalf
 	opMMA
+	opGLU
 )
 
 func (s *stream) New(rows, cols int) backend.Tensor {
@@ -478,6 +482,9 @@ func (s *stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activat
 	if s.prec == FP16 && !lin.small && lin.two == 0 && b == nil && act == backend.Identity && d.s == s && d.seg == s.seg && !d.staged && d != in && d != w {
 		d.halfLin = lin
 	}
+	if lin.mma && b == nil && act == backend.Identity && d.s == s && d.seg == s.seg && !d.staged && d != in && d != w && n%2 == 0 {
+		d.gluLin = lin
+	}
 }
 
 // linearOp is a recorded Linear; a residual Add after it may fold into it
@@ -489,6 +496,7 @@ type linearOp struct {
 	wHalf       uintptr
 	shadowIn    bool  // in's 16-bit copy is written by its producer
 	accumulate  bool  // d += x·Wᵀ: cuBLAS's beta = 1
+	glu         *op   // the GeGLU linear_mma computes in place of d (tensor.gluLin)
 	halfOut     bool  // d is written as fp16 (tensor.halfLin)
 	two         int64 // FP16X2 stacked: the second term's product goes two elements after d's
 	small       bool  // runs on linear_small (smallLinear)
@@ -777,8 +785,10 @@ func (s *stream) GeGLU(dst, x backend.Tensor) {
 	d, in := ts[0], ts[1]
 	two := in.two()
 	// The GEMM that wrote in may write it as fp16 for this GeGLU alone:
-	// nothing read it since, and (Discard) nothing will.
+	// nothing read it since, and (Discard) nothing will; or, on
+	// linear_mma, compute this GeGLU itself.
 	half := in.halfUnread() && two == 0
+	glu := in.gluLin != nil && in.gluReader == nil && !in.f32Read
 	s.reads(in)
 	s.writes(d)
 	n := int64(d.rows) * int64(d.cols)
@@ -789,6 +799,9 @@ func (s *stream) GeGLU(dst, x backend.Tensor) {
 		name = "geglu4" // the profiler's name: which kernel ran
 	}
 	o := s.record(name, func(o *op, r *run) error {
+		if o.fused {
+			return nil // its GEMM computed it
+		}
 		h, kind, lo := r.shadowArgs(o)
 		fn, grid := r.b.k.geglu, r.b.grid(n)
 		if vec && lo%4 == 0 && in.addr%16 == 0 && d.addr%16 == 0 {
@@ -798,8 +811,12 @@ func (s *stream) GeGLU(dst, x backend.Tensor) {
 			boolArg(r.prec != FP32), boolArg(o.halfIn))
 	})
 	d.lastWriter = o
+	o.glu = d
 	if half {
 		in.f32Read, in.halfReader = false, o
+	}
+	if glu {
+		in.f32Read, in.gluReader = false, o
 	}
 }
 
@@ -1187,6 +1204,10 @@ func (s *stream) Read(ctx context.Context, t backend.Tensor, dst []float32) erro
 		s.fail(fmt.Errorf("cuda: read of discarded tensor [%d, %d]: its GEMM wrote it in fp16 for its one reader", x.rows, x.cols))
 		return s.err
 	}
+	if x, ok := t.(*tensor); ok && x != nil && x.s == s && !s.closed && s.err == nil && x.fused {
+		s.fail(fmt.Errorf("cuda: read of discarded tensor [%d, %d]: its GEMM computed its one reader, a GeGLU, instead", x.rows, x.cols))
+		return s.err
+	}
 	ts, ok := s.begin("read", t)
 	if !ok {
 		return s.err
@@ -1214,7 +1235,7 @@ func (s *stream) Read(ctx context.Context, t backend.Tensor, dst []float32) erro
 func (s *stream) readback(target *tensor) []*tensor {
 	out := []*tensor{target}
 	for _, t := range s.wrote {
-		if t != target && int64(t.rows)*int64(t.cols) <= snapshotElements && len(out) < maxSnapshots && !t.f16 &&
+		if t != target && int64(t.rows)*int64(t.cols) <= snapshotElements && len(out) < maxSnapshots && !t.f16 && !t.fused &&
 			(t.lastWriter == nil || !t.lastWriter.noF32) {
 			out = append(out, t)
 		}
@@ -1434,6 +1455,12 @@ func (s *stream) Discard(x backend.Tensor) {
 	if o := t.lastWriter; o != nil && o.shadow == t && !o.noF32 && !t.f32Read {
 		o.noF32 = true
 		s.mix(opNoF32, s.ref(t))
+	}
+	if l, g := t.gluLin, t.gluReader; l != nil && g != nil && !t.f32Read && l.d == t && !l.accumulate && !g.fused {
+		// The GeGLU goes into its GEMM's epilogue: t is never written.
+		l.glu, g.fused, t.fused = g, true, true
+		t.halfLin, t.halfReader, t.gluLin, t.gluReader = nil, nil, nil, nil
+		s.mix(opGLU, s.ref(t))
 	}
 	if l, g := t.halfLin, t.halfReader; l != nil && g != nil && !t.f32Read && l.d == t && !l.accumulate {
 		l.halfOut, g.halfIn, t.f16 = true, true, true

@@ -1209,3 +1209,75 @@ func TestPlanLinearMMA(t *testing.T) {
 		}
 	}
 }
+
+// On linear_mma (FP16 and FP16X2) a GEMM whose output only a GeGLU reads
+// and which is then discarded computes the GeGLU itself: the GeGLU launches
+// nothing, the output is never written, and a Read of it fails; not when
+// anything else reads the output, when it is kept, for a GEMM with a bias,
+// on cuBLAS (more rows than mmarows), nor in BF16.
+func TestGeGLUFusedIntoLinearMMA(t *testing.T) {
+	const rows, inner, k = 20, 48, 64
+	for _, c := range []struct {
+		name                string
+		prec                Precision
+		mmaRows             int
+		bias, readAfter     bool
+		readBefore, discard bool
+		want                bool
+	}{
+		{"fp16, discarded", FP16, 128, false, false, false, true, true},
+		{"fp16x2, discarded", FP16X2, 128, false, false, false, true, true},
+		{"fp16, kept", FP16, 128, false, false, false, false, false},
+		{"fp16, read after the GeGLU", FP16, 128, false, true, false, true, false},
+		{"fp16, read before the GeGLU", FP16, 128, false, false, true, true, false},
+		{"fp16, bias", FP16, 128, true, false, false, true, false},
+		{"fp16, on cuBLAS", FP16, rows - 1, false, false, false, true, false},
+		{"bf16", BF16, 128, false, false, false, true, false},
+	} {
+		be := &Backend{opts: Options{Precision: c.prec, MMARows: c.mmaRows}, sms: 132}
+		s := be.NewStream().(*stream)
+		x := s.FromHost(rows, k, make([]float32, rows*k))
+		up, act, sum := s.New(rows, 2*inner), s.New(rows, inner), s.New(rows, 2*inner)
+		w := &tensor{owner: be, rows: 2 * inner, cols: k, addr: 1, half: 1}
+		var b backend.Tensor
+		if c.bias {
+			b = s.FromHost(1, 2*inner, make([]float32, 2*inner))
+		}
+		s.Linear(up, x, w, b, backend.Identity)
+		lin := s.ops[len(s.ops)-1].lin
+		if c.readBefore {
+			s.Add(sum, up, up)
+		}
+		s.GeGLU(act, up)
+		geglu := s.ops[len(s.ops)-1]
+		if c.readAfter {
+			s.Add(sum, up, up)
+		}
+		words := len(s.words)
+		if c.discard {
+			s.Discard(up)
+		}
+		if err := s.Err(); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		fused := lin.glu == geglu
+		if fused != c.want || geglu.fused != c.want || up.(*tensor).fused != c.want {
+			t.Errorf("%s: GEMM computes the GeGLU %v, GeGLU fused %v, output unwritten %v; want %v", c.name, fused, geglu.fused,
+				up.(*tensor).fused, c.want)
+		}
+		if c.want && (lin.halfOut || geglu.halfIn) {
+			t.Errorf("%s: fused, and also an fp16 output (%v) or input (%v)", c.name, lin.halfOut, geglu.halfIn)
+		}
+		if keyed := len(s.words) > words; c.want && !keyed {
+			t.Errorf("%s: the choice is not in the segment's key", c.name)
+		}
+		if c.want && slices.Contains(s.readback(act.(*tensor)), up.(*tensor)) {
+			t.Errorf("%s: the unwritten output is read back", c.name)
+		}
+		if c.want {
+			if err := s.Read(context.Background(), up, make([]float32, rows*2*inner)); err == nil || !strings.Contains(err.Error(), "GeGLU") {
+				t.Errorf("%s: Read of the unwritten output: %v, want an error", c.name, err)
+			}
+		}
+	}
+}
