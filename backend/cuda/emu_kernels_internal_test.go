@@ -79,13 +79,17 @@ func emuAttentionMMA(t *testing.T, dh, heads, warps int, lens []int, qkv []float
 	for _, terms := range []int{1, 2} {
 		t.Run(fmt.Sprintf("terms=%d", terms), func(t *testing.T) {
 			dst := make([]float32, rows*width)
-			out := emuRun(t, [][]byte{f32Bytes(dst), f32Bytes(qkv), tileBytes}, emuLaunch{
+			// The output's 16-bit copy for the GEMM after: fp16, or two
+			// fp16 terms (kind 3) lo elements apart.
+			kind, lo := 2*terms-1, rows*width
+			out := emuRun(t, [][]byte{f32Bytes(dst), f32Bytes(qkv), tileBytes, make([]byte, 2*2*lo)}, emuLaunch{
 				name: fmt.Sprintf("attention_mma%d_%d_%d", dh, warps, terms), grid: [3]int{len(tiles) / 5, heads, 1},
 				threads: 32 * warps, smem: attnMMAShared(dh, warps, terms),
 				args: []emuArg{emuBuf(0, 0), emuBuf(1, 0), emuVal(0), emuBuf(2, 0), emuInt(heads), emuF32(scale), emuInt(0),
-					emuInt(0), emuVal(0), emuVal(0), emuInt(0), emuVal(0)},
+					emuInt(0), emuVal(0), emuBuf(3, 0), emuInt(kind), emuVal(uint64(lo))},
 			})
 			got := bytesF32(out[0])
+			check16(t, got, out[3], lo, kind)
 			tol := 2e-4
 			if terms == 1 {
 				tol = 1e-2 // q, k, v and the probabilities rounded to fp16
@@ -365,4 +369,86 @@ func bytesZero(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// check16 checks a producer's 16-bit copy h of its float32 output y as
+// store16 writes it: y's fp16 rounding, and for kind 3 the rounding of what
+// that missed lo elements on, bit for bit.
+func check16(t *testing.T, y []float32, h []byte, lo, kind int) {
+	t.Helper()
+	at := func(i int) uint16 { return binary.LittleEndian.Uint16(h[2*i:]) }
+	for i, v := range y {
+		hi := half.Float32ToFloat16(v)
+		if got := at(i); got != hi {
+			t.Fatalf("16-bit copy [%d] = %#04x, want %#04x, the fp16 rounding of %g", i, got, hi, v)
+		}
+		if kind == 3 {
+			if got, want := at(i+lo), half.Float32ToFloat16(v-half.Float16ToFloat32(hi)); got != want {
+				t.Fatalf("16-bit copy's second term [%d] = %#04x, want %#04x", i, got, want)
+			}
+		}
+	}
+}
+
+// layer_norm4 and geglu4 against float64, and their 16-bit copies (four
+// halves a store) against store16's, in one term and two.
+func TestEmuProducers(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	normal := func(n int) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(rng.NormFloat64())
+		}
+		return v
+	}
+	for _, kind := range []int{1, 3} {
+		t.Run(fmt.Sprintf("layer_norm4/kind=%d", kind), func(t *testing.T) {
+			const rows, cols = 5, 200
+			x, w, b, res := normal(rows*cols), normal(cols), normal(cols), normal(rows*cols)
+			lo := rows * cols
+			out := emuRun(t, [][]byte{make([]byte, 4*rows*cols), f32Bytes(x), f32Bytes(w), f32Bytes(b), make([]byte, 2*2*lo), f32Bytes(res)},
+				emuLaunch{name: "layer_norm4", grid: [3]int{rows, 1, 1}, threads: 64, args: []emuArg{emuBuf(0, 0), emuBuf(1, 0),
+					emuBuf(2, 0), emuBuf(3, 0), emuInt(cols), emuF32(1e-5), emuBuf(4, 0), emuInt(kind), emuVal(uint64(lo)), emuBuf(5, 0),
+					emuVal(0)}})
+			y := bytesF32(out[0])
+			for r := range rows {
+				var mean, v float64
+				for c := range cols {
+					mean += float64(x[r*cols+c] + res[r*cols+c])
+				}
+				mean /= cols
+				for c := range cols {
+					d := float64(x[r*cols+c]+res[r*cols+c]) - mean
+					v += d * d
+				}
+				inv := 1 / math.Sqrt(v/cols+1e-5)
+				for c := range cols {
+					want := (float64(x[r*cols+c]+res[r*cols+c])-mean)*inv*float64(w[c]) + float64(b[c])
+					if got := float64(y[r*cols+c]); !(math.Abs(got-want) <= 1e-5*(1+math.Abs(want))) {
+						t.Fatalf("[%d][%d] = %g, want %g", r, c, got, want)
+					}
+				}
+			}
+			check16(t, y, out[4], lo, kind)
+		})
+		t.Run(fmt.Sprintf("geglu4/kind=%d", kind), func(t *testing.T) {
+			const rows, inner = 3, 40
+			x := normal(rows * 2 * inner)
+			lo := rows * inner
+			out := emuRun(t, [][]byte{make([]byte, 4*rows*inner), f32Bytes(x), make([]byte, 2*2*lo)},
+				emuLaunch{name: "geglu4", grid: [3]int{2, 1, 1}, threads: 32, args: []emuArg{emuBuf(0, 0), emuBuf(1, 0), emuVal(0),
+					emuInt(rows), emuInt(inner), emuBuf(2, 0), emuInt(kind), emuVal(uint64(lo)), emuInt(1), emuInt(0)}})
+			y := bytesF32(out[0])
+			for r := range rows {
+				for c := range inner {
+					v, u := float64(x[r*2*inner+c]), float64(x[r*2*inner+inner+c])
+					want := 0.5 * v * math.Erfc(-v*0.70710678118654752) * u
+					if got := float64(y[r*inner+c]); !(math.Abs(got-want) <= 1e-6*(1+math.Abs(want))) {
+						t.Fatalf("[%d][%d] = %g, want %g", r, c, got, want)
+					}
+				}
+			}
+			check16(t, y, out[2], lo, kind)
+		})
+	}
 }
