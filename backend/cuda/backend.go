@@ -104,7 +104,10 @@ type Backend struct {
 
 	bufs      sync.Pool // *recordBufs
 	profiling atomic.Bool
-	deviceNs  atomic.Int64
+	// pdlUncaptured: a capture failed with programmatic dependent launches
+	// and succeeded without (Stats.PDLRefused); later captures go without.
+	pdlUncaptured atomic.Bool
+	deviceNs      atomic.Int64
 }
 
 type ropeKey struct {

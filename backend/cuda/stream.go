@@ -788,7 +788,13 @@ func (s *stream) GeGLU(dst, x backend.Tensor) {
 	// nothing read it since, and (Discard) nothing will; or, on
 	// linear_mma, compute this GeGLU itself.
 	half := in.halfUnread() && two == 0
-	glu := in.gluLin != nil && in.gluReader == nil && !in.f32Read
+	// Fused, the GeGLU runs where its GEMM does: only right after it, with
+	// nothing (an fp16 reader either) having read in, and not writing the
+	// GEMM's own input (whose 16-bit copy the GEMM is still reading).
+	glu := false
+	if l := in.gluLin; l != nil && in.gluReader == nil && in.halfReader == nil && !in.f32Read && d != l.in {
+		glu = len(s.ops) > 0 && s.ops[len(s.ops)-1].lin == l
+	}
 	s.reads(in)
 	s.writes(d)
 	n := int64(d.rows) * int64(d.cols)
@@ -1459,6 +1465,7 @@ func (s *stream) Discard(x backend.Tensor) {
 	if l, g := t.gluLin, t.gluReader; l != nil && g != nil && !t.f32Read && l.d == t && !l.accumulate && !g.fused {
 		// The GeGLU goes into its GEMM's epilogue: t is never written.
 		l.glu, g.fused, t.fused = g, true, true
+		g.name += " (in its GEMM)"
 		t.halfLin, t.halfReader, t.gluLin, t.gluReader = nil, nil, nil, nil
 		s.mix(opGLU, s.ref(t))
 	}
@@ -1707,12 +1714,15 @@ func (b *Backend) execute(s *stream, x *run, tableOff int64, nBack int) error {
 		err = b.drv.Call("cuGraphLaunch", e.exec, cs.stream)
 		b.count(func(st *Stats) { st.Replays++ })
 	case e.seen && !e.noGraph && !b.graphsOff:
+		x.l.pdl = x.l.pdl && !b.pdlUncaptured.Load()
 		err = b.capture(e, cs, issue)
 		if err != nil && x.l.pdl {
 			// A driver that cannot capture programmatic launches (some
-			// refuse them in graphs) still gets the graph, without them.
+			// refuse them in graphs) still gets the graph, without them,
+			// and the next shapes capture without them at once.
 			x.l.pdl = false
 			if err = b.capture(e, cs, issue); err == nil {
+				b.pdlUncaptured.Store(true)
 				b.count(func(st *Stats) { st.PDLRefused++ })
 			}
 		}

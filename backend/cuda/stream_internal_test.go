@@ -1281,3 +1281,95 @@ func TestGeGLUFusedIntoLinearMMA(t *testing.T) {
 		}
 	}
 }
+
+// The GeGLU goes into its GEMM only where moving it there changes nothing:
+// not after a tensor-core attention read the product as fp16 (it would
+// read a product never written), not past an operation between the GEMM
+// and the GeGLU (which would see the GeGLU's output too early), and not
+// when the GeGLU writes the GEMM's own input (whose 16-bit copy the GEMM's
+// other blocks are still reading). ModernBERT's order, layer after layer
+// on the same tensors, still fuses, with the GeGLU's float32 output dropped.
+func TestGeGLUFusionOrder(t *testing.T) {
+	const rows = 20
+	t.Run("after an fp16 attention", func(t *testing.T) {
+		const dh, heads = 4, 2
+		layout := backend.Layout{SeqLen: rows, Lengths: []int{rows}, Packed: true}
+		be := &Backend{opts: Options{Precision: FP16, MMAWarps: 4, MMARows: 128}, sms: 132}
+		be.k.attentionTiled = map[int]*[4]uintptr{dh: {100, 101, 102, 100}}
+		be.k.attentionMMA = map[int]*[4][3]uintptr{dh: {{11, 12, 15}, {21, 22, 25}, {41, 42, 45}, {81, 82, 85}}}
+		s := be.NewStream().(*stream)
+		x := s.FromHost(rows, 16, make([]float32, rows*16))
+		w := &tensor{owner: be, rows: 3 * heads * dh, cols: 16, addr: 1, half: 1}
+		qkv, out := s.New(rows, 3*heads*dh), s.New(rows, heads*dh)
+		s.Linear(qkv, x, w, nil, backend.Identity)
+		s.Attention(out, qkv, backend.AttentionParams{Layout: layout, Heads: heads, HeadDim: dh, Scale: 0.5})
+		attn := s.ops[len(s.ops)-1]
+		s.GeGLU(s.New(rows, 3*heads*dh/2), qkv)
+		g := s.ops[len(s.ops)-1]
+		s.Discard(qkv)
+		if g.fused {
+			t.Errorf("GeGLU fused (attention reads fp16: %v), though an attention read the product first", attn.halfIn)
+		}
+	})
+	t.Run("an operation between", func(t *testing.T) {
+		const inner, k = 48, 64
+		be := &Backend{opts: Options{Precision: FP16, MMARows: 128}, sms: 132}
+		s := be.NewStream().(*stream)
+		x := s.FromHost(rows, k, make([]float32, rows*k))
+		up, act, sum := s.New(rows, 2*inner), s.New(rows, inner), s.New(rows, inner)
+		w := &tensor{owner: be, rows: 2 * inner, cols: k, addr: 1, half: 1}
+		s.Linear(up, x, w, nil, backend.Identity)
+		lin := s.ops[len(s.ops)-1].lin
+		s.Add(sum, act, act)
+		s.GeGLU(act, up)
+		s.Discard(up)
+		if lin.glu != nil {
+			t.Errorf("GeGLU fused past an Add that reads its output")
+		}
+	})
+	t.Run("writing the GEMM's input", func(t *testing.T) {
+		const inner = 64
+		be := &Backend{opts: Options{Precision: FP16, MMARows: 128}, sms: 132}
+		s := be.NewStream().(*stream)
+		xin := s.FromHost(rows, inner, make([]float32, rows*inner))
+		h := s.New(rows, inner)
+		s.LayerNorm(h, xin, s.FromHost(1, inner, make([]float32, inner)), nil, 1e-5)
+		up := s.New(rows, 2*inner)
+		s.Linear(up, h, &tensor{owner: be, rows: 2 * inner, cols: inner, addr: 1, half: 1}, nil, backend.Identity)
+		lin := s.ops[len(s.ops)-1].lin
+		s.GeGLU(h, up)
+		s.Discard(up)
+		s.Linear(s.New(rows, 8), h, &tensor{owner: be, rows: 8, cols: inner, addr: 2, half: 2}, nil, backend.Identity)
+		if lin.glu != nil {
+			t.Errorf("GeGLU fused into the GEMM whose input it writes")
+		}
+	})
+	t.Run("ModernBERT's order", func(t *testing.T) {
+		const hid, inner = 64, 96
+		for _, p := range []Precision{FP16, FP16X2} {
+			be := &Backend{opts: Options{Precision: p, MMARows: 128}, sms: 132}
+			s := be.NewStream().(*stream)
+			xin := s.FromHost(rows, hid, make([]float32, rows*hid))
+			lw := s.FromHost(1, hid, make([]float32, hid))
+			normed, up, act, proj := s.New(rows, hid), s.New(rows, 2*inner), s.New(rows, inner), s.New(rows, hid)
+			wi := &tensor{owner: be, rows: 2 * inner, cols: hid, addr: 1, half: 1}
+			wo := &tensor{owner: be, rows: hid, cols: inner, addr: 2, half: 2}
+			for layer := range 3 {
+				s.LayerNorm(normed, xin, lw, nil, 1e-5)
+				s.Linear(up, normed, wi, nil, backend.Identity)
+				lin := s.ops[len(s.ops)-1].lin
+				s.Discard(normed)
+				s.GeGLU(act, up)
+				g := s.ops[len(s.ops)-1]
+				s.Discard(up)
+				s.Linear(proj, act, wo, nil, backend.Identity)
+				s.Discard(act)
+				s.Add(xin, xin, proj)
+				s.Discard(proj)
+				if lin.glu != g || !g.fused || !g.noF32 {
+					t.Errorf("%v layer %d: fused %v, float32 output dropped %v; want both", p, layer, lin.glu == g, g.noF32)
+				}
+			}
+		}
+	})
+}
