@@ -29,9 +29,9 @@ type lmmaPlan struct {
 	warps, kc, splits, tilesN, tilesM, shared int
 }
 
-// partBytes is the split sums' workspace: splits·m·n floats (none
-// unsplit, unless a GeGLU is fused in, whose sums always go through it).
-// Recording sizes it before it knows of a GeGLU: always for one split.
+// partBytes is the split sums' workspace: splits·m·n floats, an unsplit
+// GEMM's too, since a GeGLU fused in later (Discard) sends even one
+// split's sums through it.
 func (p lmmaPlan) partBytes(m, n int) int64 {
 	return int64(p.splits) * int64(m) * int64(n) * 4
 }
@@ -46,10 +46,10 @@ func lmmaShared(kc, rows, terms, warps int) int {
 
 // planLinearMMA splits a GEMM of m rows, n output columns and depth k (a
 // multiple of 16) for linear_mma blocks of warps warps (16·warps columns)
-// on a GPU of sms multiprocessors with
-// sharedMax bytes of shared memory a block: the longest k chunk (256, 128
-// or 64; all of k when shorter) whose grid still gives every
-// multiprocessor two blocks, else the shortest that fits. A short chunk
+// on a GPU of sms multiprocessors with sharedMax bytes of shared memory a
+// block: the longest k chunk (256, 128 or 64; all of k when shorter) whose
+// grid still gives every multiprocessor two blocks, else the shortest that
+// fits. A short chunk
 // makes more blocks, each with less to wait for, at the price of more
 // partial sums to add. ok is false where not even the shortest fits.
 func planLinearMMA(m, n, k, terms, warps, sms, sharedMax int) (p lmmaPlan, ok bool) {
