@@ -111,8 +111,10 @@ func buildEmu(clang string) (string, error) {
 	if err := pre.Run(); err != nil {
 		return "", fmt.Errorf("cuemu: preprocessing kernels.cu: %v\n%s", err, preErr.String())
 	}
+	// The table: each kernel's name, its parameter count (a launch passes
+	// that many 8-byte argument slots) and a wrapper taking them.
 	var table strings.Builder
-	table.WriteString("struct cuemu_kernel { const char* name; void (*call)(const u64*); };\nstatic const cuemu_kernel cuemu_kernels[] = {\n")
+	table.WriteString("struct cuemu_kernel { const char* name; unsigned nargs; void (*call)(const u64*); };\nstatic const cuemu_kernel cuemu_kernels[] = {\n")
 	n := 0
 	for _, m := range kernelDecl.FindAllStringSubmatch(preOut.String(), -1) {
 		var args []string
@@ -121,7 +123,7 @@ func buildEmu(clang string) (string, error) {
 			typ := strings.TrimSpace(p[:strings.LastIndexAny(p, " *&")+1])
 			args = append(args, fmt.Sprintf("cuemu_arg<%s>(a[%d])", typ, i))
 		}
-		fmt.Fprintf(&table, "\t{\"%s\", [](const u64* a) { %s(%s); }},\n", m[1], m[1], strings.Join(args, ", "))
+		fmt.Fprintf(&table, "\t{\"%s\", %d, [](const u64* a) { %s(%s); }},\n", m[1], len(args), m[1], strings.Join(args, ", "))
 		n++
 	}
 	table.WriteString("};\n")

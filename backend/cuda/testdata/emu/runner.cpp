@@ -117,14 +117,20 @@ int main(int argc, char** argv) {
 				a = (u64)(uintptr_t)bufs.at(b).data() + get<u64>();
 			}
 		}
-		void (*call)(const u64*) = nullptr;
-		for (const auto& k : cuemu_kernels)
-			if (name == k.name) call = k.call;
-		if (!call) {
+		const cuemu_kernel* k = nullptr;
+		for (const auto& kk : cuemu_kernels)
+			if (name == kk.name) k = &kk;
+		if (!k) {
 			fprintf(stderr, "cuemu: no kernel %s\n", name.c_str());
 			return 2;
 		}
-		run(call, args.data(), grid, threads, shared);
+		// The wrapper reads nargs arguments, as the GPU reads the
+		// parameters the kernel declares, whatever the launch passed.
+		if (args.size() != k->nargs) {
+			fprintf(stderr, "cuemu: %s takes %u arguments, given %zu\n", k->name, k->nargs, args.size());
+			return 2;
+		}
+		run(k->call, args.data(), grid, threads, shared);
 	}
 	FILE* out = fopen(argv[2], "wb");
 	if (!out) {
