@@ -18,8 +18,8 @@ import (
 )
 
 // The kernel emulator: kernels.cu compiled as C++ for the CPU against
-// testdata/emu/cuemu.h, every GPU thread an OS thread, so that kernels run
-// in `go test` without a GPU. It checks a kernel's indexing, fragments,
+// testdata/emu/cuemu.h, every GPU thread a fiber (testdata/emu/cuemu_run.h),
+// so that kernels run in `go test` without a GPU. It checks a kernel's indexing, fragments,
 // synchronisation and split-K bookkeeping against a float64 reference;
 // nothing of speed, and nothing of what only the hardware decides (the
 // order of a tensor core's sums, the memory model beyond what one block at
@@ -53,7 +53,8 @@ var (
 )
 
 // emuRunner builds the emulator once per test process (kept in the user
-// cache directory, keyed by its sources and the compiler, between runs).
+// cache directory, keyed by its sources, the compiler and its flags,
+// between runs).
 func emuRunner(t *testing.T) string {
 	t.Helper()
 	clang, err := exec.LookPath("clang++-19")
@@ -77,18 +78,21 @@ var (
 var kernelDecl = regexp.MustCompile(`extern "C" __laya_global__ void (\w+)\(([^)]*)\)`)
 
 func buildEmu(clang string) (string, error) {
-	shim, err := os.ReadFile("testdata/emu/cuemu.h")
-	if err != nil {
-		return "", err
-	}
-	runner, err := os.ReadFile("testdata/emu/runner.cpp")
-	if err != nil {
-		return "", err
+	var srcs []string
+	for _, f := range []string{"cuemu.h", "cuemu_run.h", "runner.cpp"} {
+		b, err := os.ReadFile(filepath.Join("testdata/emu", f))
+		if err != nil {
+			return "", err
+		}
+		srcs = append(srcs, string(b))
 	}
 	src := externShared.ReplaceAllString(kernelSource, "$1* $2 = ($1*)cuemu::dyn_smem;")
 	src = staticShared.ReplaceAllString(src, "static $1 $2$3; cuemu::shared_static(&$2, sizeof $2);")
+	// UBSan's alignment check refuses a vector load or store (float4, uint2,
+	// ...) at an address the GPU would fault on.
+	flags := []string{"-std=c++20", "-O1", "-pthread", "-w", "-fwrapv", "-fsanitize=alignment", "-fno-sanitize-recover=alignment"}
 	version, _ := exec.Command(clang, "--version").Output()
-	sum := sha256.Sum256([]byte(strings.Join([]string{string(shim), string(runner), src, string(version)}, "\x00")))
+	sum := sha256.Sum256([]byte(strings.Join(append(srcs, src, string(version), strings.Join(flags, " ")), "\x00")))
 	base, err := os.UserCacheDir()
 	if err != nil {
 		base = os.TempDir()
@@ -142,10 +146,7 @@ func buildEmu(clang string) (string, error) {
 		return "", err
 	}
 	tmp := bin + fmt.Sprintf(".%d", os.Getpid())
-	// UBSan's alignment check refuses a vector load or store (float4, uint2,
-	// ...) at an address the GPU would fault on.
-	cmd := exec.Command(clang, "-std=c++20", "-O1", "-pthread", "-w", "-fwrapv", "-fsanitize=alignment",
-		"-fno-sanitize-recover=alignment", "-I", incl, "-o", tmp, unitPath)
+	cmd := exec.Command(clang, append(flags, "-I", incl, "-o", tmp, unitPath)...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("cuemu: compiling the emulator: %v\n%s", err, out)
 	}
