@@ -8,10 +8,12 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -46,26 +48,42 @@ type emuLaunch struct {
 	args          []emuArg
 }
 
-var (
-	emuOnce sync.Once
-	emuPath string
-	emuErr  error
-)
+// emuBuild is one build of the emulator, made once per test process and
+// kept in the user cache directory, keyed by its sources, the compiler and
+// its flags, between runs.
+type emuBuild struct {
+	once sync.Once
+	path string
+	err  error
+}
 
-// emuRunner builds the emulator once per test process (kept in the user
-// cache directory, keyed by its sources, the compiler and its flags,
-// between runs).
+var emuProgram, emuLibrary emuBuild
+
+// emuRunner is the emulator as a program (runner.cpp) that runs launches
+// from a file (emuRun).
 func emuRunner(t *testing.T) string {
+	t.Helper()
+	return emuProgram.get(t, "runner.cpp", false)
+}
+
+// emuLib is the emulator as a fake CUDA stack (fakecuda.cpp): one shared
+// library with the driver, NVRTC and cuBLAS entry points the backend loads.
+func emuLib(t *testing.T) string {
+	t.Helper()
+	return emuLibrary.get(t, "fakecuda.cpp", true)
+}
+
+func (e *emuBuild) get(t *testing.T, main string, shared bool) string {
 	t.Helper()
 	clang, err := exec.LookPath("clang++-19")
 	if err != nil {
 		t.Skipf("clang++-19 not installed: the kernel emulator needs it (%v)", err)
 	}
-	emuOnce.Do(func() { emuPath, emuErr = buildEmu(clang) })
-	if emuErr != nil {
-		t.Fatal(emuErr)
+	e.once.Do(func() { e.path, e.err = buildEmu(clang, main, shared) })
+	if e.err != nil {
+		t.Fatal(e.err)
 	}
-	return emuPath
+	return e.path
 }
 
 var (
@@ -77,9 +95,11 @@ var (
 // __global__ marked.
 var kernelDecl = regexp.MustCompile(`extern "C" __laya_global__ void (\w+)\(([^)]*)\)`)
 
-func buildEmu(clang string) (string, error) {
+// buildEmu compiles kernels.cu for the CPU against cuemu.h with main
+// (testdata/emu): a program, or with shared a shared library.
+func buildEmu(clang, main string, shared bool) (string, error) {
 	var srcs []string
-	for _, f := range []string{"cuemu.h", "cuemu_run.h", "runner.cpp"} {
+	for _, f := range []string{"cuemu.h", "cuemu_run.h", main} {
 		b, err := os.ReadFile(filepath.Join("testdata/emu", f))
 		if err != nil {
 			return "", err
@@ -91,14 +111,32 @@ func buildEmu(clang string) (string, error) {
 	// UBSan's alignment check refuses a vector load or store (float4, uint2,
 	// ...) at an address the GPU would fault on.
 	flags := []string{"-std=c++20", "-O1", "-pthread", "-w", "-fwrapv", "-fsanitize=alignment", "-fno-sanitize-recover=alignment"}
+	if shared {
+		// The library's own entry points only (the kernels are extern "C"
+		// too, with names as common as add), the UBSan runtime as a shared
+		// library found where clang keeps it, and the FNV-1a hash of the
+		// kernels.cu it runs, which its NVRTC compiles and no other.
+		arch := map[string]string{"amd64": "x86_64", "arm64": "aarch64"}[runtime.GOARCH]
+		rt, err := exec.Command(clang, "-print-file-name=libclang_rt.ubsan_standalone-"+arch+".so").Output()
+		if err != nil {
+			return "", fmt.Errorf("cuemu: finding the UBSan runtime: %v", err)
+		}
+		h := fnv.New64a()
+		h.Write([]byte(kernelSource))
+		flags = append(flags, "-shared", "-fPIC", "-fvisibility=hidden", "-shared-libsan",
+			"-Wl,-rpath,"+filepath.Dir(strings.TrimSpace(string(rt))), fmt.Sprintf("-DCUEMU_SOURCE_HASH=%#xull", h.Sum64()))
+	}
 	version, _ := exec.Command(clang, "--version").Output()
-	sum := sha256.Sum256([]byte(strings.Join(append(srcs, src, string(version), strings.Join(flags, " ")), "\x00")))
+	sum := sha256.Sum256([]byte(strings.Join(append(srcs, main, src, string(version), strings.Join(flags, " ")), "\x00")))
 	base, err := os.UserCacheDir()
 	if err != nil {
 		base = os.TempDir()
 	}
 	dir := filepath.Join(base, "laya-metal", "cuemu", hex.EncodeToString(sum[:8]))
 	bin := filepath.Join(dir, "cuemu")
+	if shared {
+		bin = filepath.Join(dir, "libcuemu.so")
+	}
 	if _, err := os.Stat(bin); err == nil {
 		return bin, nil
 	}
@@ -115,7 +153,7 @@ func buildEmu(clang string) (string, error) {
 	if err := pre.Run(); err != nil {
 		return "", fmt.Errorf("cuemu: preprocessing kernels.cu: %v\n%s", err, preErr.String())
 	}
-	// The table: each kernel's name, its parameter count (a launch passes
+	// The table: each kernel's name, its parameter count (a launch reads
 	// that many 8-byte argument slots) and a wrapper taking them.
 	var table strings.Builder
 	table.WriteString("struct cuemu_kernel { const char* name; unsigned nargs; void (*call)(const u64*); };\nstatic const cuemu_kernel cuemu_kernels[] = {\n")
@@ -136,8 +174,8 @@ func buildEmu(clang string) (string, error) {
 	}
 	unit := "#include \"cuemu.h\"\n" +
 		"template <class T> T cuemu_arg(u64 v) { T t; memcpy(&t, &v, sizeof t); return t; }\n" +
-		"#line 1 \"kernels.cu\"\n" + src + "\n" + table.String() + "#include \"runner.cpp\"\n"
-	unitPath := filepath.Join(dir, "unit.cpp")
+		"#line 1 \"kernels.cu\"\n" + src + "\n" + table.String() + "#include \"" + main + "\"\n"
+	unitPath := filepath.Join(dir, strings.TrimSuffix(main, ".cpp")+"_unit.cpp")
 	if err := os.WriteFile(unitPath, []byte(unit), 0o644); err != nil {
 		return "", err
 	}
