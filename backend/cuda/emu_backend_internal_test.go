@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/laya-metal/laya/backend"
+	"github.com/laya-metal/laya/backend/backendtest"
 	"github.com/laya-metal/laya/heads"
 	"github.com/laya-metal/laya/internal/forwardpass"
 	"github.com/laya-metal/laya/internal/forwardtest"
@@ -35,7 +37,6 @@ var emuGoldenCases = []string{"head_budget", "lang_en", "twenty_options"}
 // reports (near-ties of the real models flip answers), the probabilities'
 // half of it.
 func TestEmuBackendGoldens(t *testing.T) {
-	lib := emuLib(t)
 	ckpt, err := weights.LoadCheckpoint(oracletest.Checkpoint("tiny-en"))
 	if err != nil {
 		t.Fatal(err)
@@ -53,6 +54,7 @@ func TestEmuBackendGoldens(t *testing.T) {
 	if len(cases) != len(emuGoldenCases) {
 		t.Fatalf("found %d of the cases %v", len(cases), emuGoldenCases)
 	}
+	base := emuOptions(t)
 	for _, cf := range []struct {
 		name string
 		opts Options
@@ -65,15 +67,8 @@ func TestEmuBackendGoldens(t *testing.T) {
 		t.Run(cf.name, func(t *testing.T) {
 			start := time.Now()
 			opts := cf.opts
-			// No kernel cache: the fake cubin has a real one's key (sm_90,
-			// NVRTC 13.0), and a GPU's backend would find it there.
-			opts.Driver, opts.NVRTC, opts.CUBLAS, opts.KernelCache = lib, lib, lib, "off"
-			if lt, err := loadCUBLASLt(lib); err == nil {
-				// A real cuBLASLt in the loader path (a CUDA host) would get
-				// this library's host pointers: its GEMMs stay on cuBLAS.
-				t.Logf("%s found: gemm=blas", lt.path)
-				opts.GEMMBLAS = true
-			}
+			opts.Driver, opts.NVRTC, opts.CUBLAS = base.Driver, base.NVRTC, base.CUBLAS
+			opts.KernelCache, opts.GEMMBLAS = base.KernelCache, base.GEMMBLAS
 			be, err := Open(opts)
 			if err != nil {
 				t.Fatal(err)
@@ -180,6 +175,46 @@ func TestEmuBackendGoldens(t *testing.T) {
 				worstAct, st, time.Since(start).Round(time.Millisecond))
 		})
 	}
+}
+
+// The backend conformance suite (every operation against float64, every
+// contract rejection) on the emulator in FP32, with graphs and kernel by
+// kernel, as TestConformance runs it on a GPU; and the self-test in every
+// precision (BF16's only run here).
+func TestEmuBackendConformance(t *testing.T) {
+	base := emuOptions(t)
+	for _, c := range []struct {
+		name     string
+		noGraphs bool
+	}{{"graphs", false}, {"nographs", true}} {
+		t.Run(c.name, func(t *testing.T) {
+			opts := base
+			opts.NoGraphs = c.noGraphs
+			backendtest.Run(t, func() (backend.Backend, error) { return Open(opts) })
+		})
+	}
+	for _, p := range []Precision{FP32, FP16, BF16, FP16X2} {
+		opts := base
+		opts.Precision = p
+		if err := SelfTest(context.Background(), opts); err != nil {
+			t.Errorf("self-test in %v: %v", p, err)
+		}
+	}
+}
+
+// emuOptions are the options that open the backend on libcuemu.so.
+func emuOptions(t *testing.T) Options {
+	lib := emuLib(t)
+	// No kernel cache: the fake cubin has a real one's key (sm_90, NVRTC
+	// 13.0), where a GPU's backend would find it.
+	opts := Options{Driver: lib, NVRTC: lib, CUBLAS: lib, KernelCache: "off"}
+	if lt, err := loadCUBLASLt(lib); err == nil {
+		// A real cuBLASLt in the loader path (a CUDA host) would get this
+		// library's host pointers: the GEMMs stay on cuBLAS.
+		t.Logf("%s found: gemm=blas", lt.path)
+		opts.GEMMBLAS = true
+	}
+	return opts
 }
 
 // emuTemperature is the calibration temperature of a question: its
