@@ -8,18 +8,20 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
 )
 
 // The kernel emulator: kernels.cu compiled as C++ for the CPU against
-// testdata/emu/cuemu.h, every GPU thread an OS thread, so that kernels run
-// in `go test` without a GPU. It checks a kernel's indexing, fragments,
+// testdata/emu/cuemu.h, every GPU thread a fiber (testdata/emu/cuemu_run.h),
+// so that kernels run in `go test` without a GPU. It checks a kernel's indexing, fragments,
 // synchronisation and split-K bookkeeping against a float64 reference;
 // nothing of speed, and nothing of what only the hardware decides (the
 // order of a tensor core's sums, the memory model beyond what one block at
@@ -46,25 +48,42 @@ type emuLaunch struct {
 	args          []emuArg
 }
 
-var (
-	emuOnce sync.Once
-	emuPath string
-	emuErr  error
-)
+// emuBuild is one build of the emulator, made once per test process and
+// kept in the user cache directory, keyed by its sources, the compiler and
+// its flags, between runs.
+type emuBuild struct {
+	once sync.Once
+	path string
+	err  error
+}
 
-// emuRunner builds the emulator once per test process (kept in the user
-// cache directory, keyed by its sources and the compiler, between runs).
+var emuProgram, emuLibrary emuBuild
+
+// emuRunner is the emulator as a program (runner.cpp) that runs launches
+// from a file (emuRun).
 func emuRunner(t *testing.T) string {
+	t.Helper()
+	return emuProgram.get(t, "runner.cpp", false)
+}
+
+// emuLib is the emulator as a fake CUDA stack (fakecuda.cpp): one shared
+// library with the driver, NVRTC and cuBLAS entry points the backend loads.
+func emuLib(t *testing.T) string {
+	t.Helper()
+	return emuLibrary.get(t, "fakecuda.cpp", true)
+}
+
+func (e *emuBuild) get(t *testing.T, main string, shared bool) string {
 	t.Helper()
 	clang, err := exec.LookPath("clang++-19")
 	if err != nil {
 		t.Skipf("clang++-19 not installed: the kernel emulator needs it (%v)", err)
 	}
-	emuOnce.Do(func() { emuPath, emuErr = buildEmu(clang) })
-	if emuErr != nil {
-		t.Fatal(emuErr)
+	e.once.Do(func() { e.path, e.err = buildEmu(clang, main, shared) })
+	if e.err != nil {
+		t.Fatal(e.err)
 	}
-	return emuPath
+	return e.path
 }
 
 var (
@@ -76,25 +95,48 @@ var (
 // __global__ marked.
 var kernelDecl = regexp.MustCompile(`extern "C" __laya_global__ void (\w+)\(([^)]*)\)`)
 
-func buildEmu(clang string) (string, error) {
-	shim, err := os.ReadFile("testdata/emu/cuemu.h")
-	if err != nil {
-		return "", err
-	}
-	runner, err := os.ReadFile("testdata/emu/runner.cpp")
-	if err != nil {
-		return "", err
+// buildEmu compiles kernels.cu for the CPU against cuemu.h with main
+// (testdata/emu): a program, or with shared a shared library.
+func buildEmu(clang, main string, shared bool) (string, error) {
+	var srcs []string
+	for _, f := range []string{"cuemu.h", "cuemu_run.h", main} {
+		b, err := os.ReadFile(filepath.Join("testdata/emu", f))
+		if err != nil {
+			return "", err
+		}
+		srcs = append(srcs, string(b))
 	}
 	src := externShared.ReplaceAllString(kernelSource, "$1* $2 = ($1*)cuemu::dyn_smem;")
 	src = staticShared.ReplaceAllString(src, "static $1 $2$3; cuemu::shared_static(&$2, sizeof $2);")
+	// UBSan's alignment check refuses a vector load or store (float4, uint2,
+	// ...) at an address the GPU would fault on.
+	flags := []string{"-std=c++20", "-O1", "-pthread", "-w", "-fwrapv", "-fsanitize=alignment", "-fno-sanitize-recover=alignment"}
+	if shared {
+		// The library's own entry points only (the kernels are extern "C"
+		// too, with names as common as add), the UBSan runtime as a shared
+		// library found where clang keeps it, and the FNV-1a hash of the
+		// kernels.cu it runs, which its NVRTC compiles and no other.
+		arch := map[string]string{"amd64": "x86_64", "arm64": "aarch64"}[runtime.GOARCH]
+		rt, err := exec.Command(clang, "-print-file-name=libclang_rt.ubsan_standalone-"+arch+".so").Output()
+		if err != nil {
+			return "", fmt.Errorf("cuemu: finding the UBSan runtime: %v", err)
+		}
+		h := fnv.New64a()
+		h.Write([]byte(kernelSource))
+		flags = append(flags, "-shared", "-fPIC", "-fvisibility=hidden", "-shared-libsan",
+			"-Wl,-rpath,"+filepath.Dir(strings.TrimSpace(string(rt))), fmt.Sprintf("-DCUEMU_SOURCE_HASH=%#xull", h.Sum64()))
+	}
 	version, _ := exec.Command(clang, "--version").Output()
-	sum := sha256.Sum256([]byte(strings.Join([]string{string(shim), string(runner), src, string(version)}, "\x00")))
+	sum := sha256.Sum256([]byte(strings.Join(append(srcs, main, src, string(version), strings.Join(flags, " ")), "\x00")))
 	base, err := os.UserCacheDir()
 	if err != nil {
 		base = os.TempDir()
 	}
 	dir := filepath.Join(base, "laya-metal", "cuemu", hex.EncodeToString(sum[:8]))
 	bin := filepath.Join(dir, "cuemu")
+	if shared {
+		bin = filepath.Join(dir, "libcuemu.so")
+	}
 	if _, err := os.Stat(bin); err == nil {
 		return bin, nil
 	}
@@ -111,8 +153,10 @@ func buildEmu(clang string) (string, error) {
 	if err := pre.Run(); err != nil {
 		return "", fmt.Errorf("cuemu: preprocessing kernels.cu: %v\n%s", err, preErr.String())
 	}
+	// The table: each kernel's name, its parameter count (a launch reads
+	// that many 8-byte argument slots) and a wrapper taking them.
 	var table strings.Builder
-	table.WriteString("struct cuemu_kernel { const char* name; void (*call)(const u64*); };\nstatic const cuemu_kernel cuemu_kernels[] = {\n")
+	table.WriteString("struct cuemu_kernel { const char* name; unsigned nargs; void (*call)(const u64*); };\nstatic const cuemu_kernel cuemu_kernels[] = {\n")
 	n := 0
 	for _, m := range kernelDecl.FindAllStringSubmatch(preOut.String(), -1) {
 		var args []string
@@ -121,7 +165,7 @@ func buildEmu(clang string) (string, error) {
 			typ := strings.TrimSpace(p[:strings.LastIndexAny(p, " *&")+1])
 			args = append(args, fmt.Sprintf("cuemu_arg<%s>(a[%d])", typ, i))
 		}
-		fmt.Fprintf(&table, "\t{\"%s\", [](const u64* a) { %s(%s); }},\n", m[1], m[1], strings.Join(args, ", "))
+		fmt.Fprintf(&table, "\t{\"%s\", %d, [](const u64* a) { %s(%s); }},\n", m[1], len(args), m[1], strings.Join(args, ", "))
 		n++
 	}
 	table.WriteString("};\n")
@@ -130,8 +174,8 @@ func buildEmu(clang string) (string, error) {
 	}
 	unit := "#include \"cuemu.h\"\n" +
 		"template <class T> T cuemu_arg(u64 v) { T t; memcpy(&t, &v, sizeof t); return t; }\n" +
-		"#line 1 \"kernels.cu\"\n" + src + "\n" + table.String() + "#include \"runner.cpp\"\n"
-	unitPath := filepath.Join(dir, "unit.cpp")
+		"#line 1 \"kernels.cu\"\n" + src + "\n" + table.String() + "#include \"" + main + "\"\n"
+	unitPath := filepath.Join(dir, strings.TrimSuffix(main, ".cpp")+"_unit.cpp")
 	if err := os.WriteFile(unitPath, []byte(unit), 0o644); err != nil {
 		return "", err
 	}
@@ -140,10 +184,7 @@ func buildEmu(clang string) (string, error) {
 		return "", err
 	}
 	tmp := bin + fmt.Sprintf(".%d", os.Getpid())
-	// UBSan's alignment check refuses a vector load or store (float4, uint2,
-	// ...) at an address the GPU would fault on.
-	cmd := exec.Command(clang, "-std=c++20", "-O1", "-pthread", "-w", "-fwrapv", "-fsanitize=alignment",
-		"-fno-sanitize-recover=alignment", "-I", incl, "-o", tmp, unitPath)
+	cmd := exec.Command(clang, append(flags, "-I", incl, "-o", tmp, unitPath)...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("cuemu: compiling the emulator: %v\n%s", err, out)
 	}

@@ -202,7 +202,7 @@ func TestEmuLinearMMA(t *testing.T) {
 				threads: 32 * p.warps, smem: p.shared,
 				args: []emuArg{emuBuf(0, 0), emuBuf(1, 0), emuVal(uint64(c.m * c.k)), emuBuf(2, 0), biasArg, emuInt(c.m), emuInt(c.k),
 					emuInt(c.n), emuVal(uint64(c.act)), emuVal(boolArg(c.accum)), emuVal(boolArg(c.half)), emuInt(p.kc),
-					emuBuf(4, 0), emuBuf(5, 0)}}
+					emuBuf(4, 0), emuBuf(5, 0), emuInt(0), emuVal(0), emuVal(0), emuInt(0), emuVal(0)}} // no GeGLU
 			out := emuRun(t, [][]byte{dBytes, u16Bytes(x), u16Bytes(w), f32Bytes(bias), part, sem}, launch)
 			// The split counters are back at zero for the next launch.
 			for i, b := range out[5] {

@@ -1,8 +1,16 @@
 // cuemu.h: what kernels.cu needs of CUDA, for running its kernels on the
 // CPU in the tests (emu_internal_test.go) where there is no GPU. kernels.cu
 // is compiled as C++ after it, with LAYA_CUDA_EMU defined, which replaces its
-// PTX primitives (inline assembly) with the functions below; every GPU
-// thread of a block is an OS thread, blocks run one after another.
+// PTX primitives (inline assembly) with the functions below. Every GPU
+// thread of a block is a fiber, a stack of its own (cuemu_run.h), and the
+// block's fibers take turns on one OS thread, each running until it waits
+// at a barrier; blocks run one after another. (An OS thread per GPU
+// thread spent its time creating threads and waking them at barriers: the
+// backend's forward pass of one 54-token row took minutes, where fibers
+// take a fifth of a second.) Threads meet only at the barriers, as on the
+// GPU, so a kernel that reads what another thread writes without a barrier
+// between them reads the value before the write whenever the reader runs
+// first: the fibers take their turns in a shuffled order, block by block.
 //
 // The warp-wide instructions (shuffles, mma.sync, ldmatrix) exchange their
 // operands through a per-warp area between two barriers, and compute from
@@ -30,11 +38,9 @@
 #include <string.h>
 
 #include <atomic>
-#include <barrier>
 #include <memory>
 #include <mutex>
 #include <set>
-#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -73,7 +79,9 @@ inline float2 make_float2(float x, float y) { return float2{x, y}; }
 inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return uint4{x, y, z, w}; }
 inline uint2 make_uint2(unsigned x, unsigned y) { return uint2{x, y}; }
 
-extern thread_local cuemu_dim3 threadIdx, blockIdx;
+// Plain globals: the fibers of a block share their OS thread, and the
+// scheduler sets threadIdx before it runs one.
+extern cuemu_dim3 threadIdx, blockIdx;
 extern cuemu_dim3 blockDim, gridDim;
 
 template <class A, class B>
@@ -108,20 +116,54 @@ inline int __float_as_int(float f) {
 
 namespace cuemu {
 
+// yield lets the block's other threads run (cuemu_run.h); progress counts
+// arrivals at barriers and returns, so that the scheduler tells a
+// deadlock (a round of turns without any) from threads that wait.
+void yield();
+extern u64 progress;
+
+// Barrier is std::barrier's arrive_and_wait and arrive_and_drop among a
+// block's fibers: a thread that waits yields until the phase moves on.
+struct Barrier {
+	int expected, arrived = 0;
+	unsigned phase = 0;
+	explicit Barrier(int n) : expected(n) {}
+	void complete() {
+		if (arrived == expected) {
+			arrived = 0;
+			phase++;
+		}
+	}
+	void arrive_and_wait() {
+		unsigned ph = phase;
+		arrived++;
+		progress++;
+		complete();
+		while (phase == ph) yield();
+	}
+	// arrive_and_drop arrives for the current phase and leaves the later
+	// ones to the others.
+	void arrive_and_drop() {
+		expected--;
+		progress++;
+		complete();
+	}
+};
+
 // Block is what a block's threads share: its barriers and each warp's
 // exchange area.
 struct Warp {
-	std::barrier<>* bar;
-	std::atomic<int> exited{0};
+	Barrier* bar;
+	int exited = 0;
 	u64 v[32];
 	u32 a[32][4], b[32][2];
 	const void* p[32];
 };
 struct Block {
-	std::barrier<>* bar;
+	Barrier* bar;
 	Warp* warps;
 };
-extern thread_local Block* block;
+extern Block* block;
 extern unsigned char* dyn_smem;
 
 [[noreturn]] inline void fail(const char* what) {
@@ -137,7 +179,7 @@ inline void warp_sync() { warp().bar->arrive_and_wait(); }
 // that has not returned has arrived, and none may have.
 inline void collective(Warp& w, const char* what) {
 	w.bar->arrive_and_wait();
-	if (w.exited.load() != 0) fail(what);
+	if (w.exited != 0) fail(what);
 }
 
 // The registered static __shared__ variables.
@@ -156,12 +198,12 @@ inline void shared_static(void* p, size_t n) {
 	if (statics.insert(Static{p, n}).second) memset(p, 0xff, n);
 }
 
-// A thread's cp.async copies in flight.
+// The running thread's cp.async copies in flight.
 struct Copy {
 	void* s;
 	const void* g;
 };
-extern thread_local std::vector<Copy> copies;
+extern std::vector<Copy>* copies;
 
 // f2h rounds f to fp16, nearest even (cvt.rn.f16.f32), f32 to bf16 likewise.
 inline u16 f2h(float f) {
@@ -177,15 +219,13 @@ inline u16 f2h(float f) {
 	return (u16)(sign | h);
 }
 inline float h2f(u16 h) {
-	u32 e = (h >> 10) & 0x1f, m = h & 0x3ff;
-	float v;
-	if (e == 0)
-		v = (float)m * 5.9604644775390625e-8f;
-	else if (e == 31)
-		v = m ? NAN : INFINITY;
-	else
-		v = ldexpf((float)(1024 + m), (int)e - 25);
-	return (h & 0x8000) ? -v : v;
+	u32 e = (h >> 10) & 0x1f, m = h & 0x3ff, sign = (u32)(h & 0x8000) << 16;
+	if (e == 0) {
+		float v = (float)m * 5.9604644775390625e-8f;
+		return sign ? -v : v;
+	}
+	if (e == 31) return sign ? (m ? -NAN : -INFINITY) : (m ? NAN : INFINITY);
+	return __uint_as_float(sign | (e + 112) << 23 | m << 13); // rebiased exponent, the mantissa widened
 }
 inline u16 f2bf(float f) {
 	u32 b = __float_as_uint(f);
@@ -236,21 +276,22 @@ inline void mma16816(float* c, const u32* a, u32 b0, u32 b1) {
 	w.b[l][0] = b0;
 	w.b[l][1] = b1;
 	cuemu::collective(w, "mma.sync in a warp with returned lanes");
-	float A[16][16], B[16][8];
-	for (int L = 0; L < 32; L++) {
-		int g = L >> 2, t = L & 3;
-		for (int i = 0; i < 4; i++) {
-			int r = g + 8 * (i & 1), col = 2 * t + 8 * (i >> 1);
-			unpack2(w.a[L][i], A[r][col], A[r][col + 1]);
-		}
-		for (int i = 0; i < 2; i++) unpack2(w.b[L][i], B[2 * t + 8 * i][g], B[2 * t + 8 * i + 1][g]);
-	}
-	w.bar->arrive_and_wait();
+	// The lane's rows of A, g and g+8 (A[h]: row g+8h), from the lanes
+	// 4g..4g+3 holding them, and its columns of B, 2t and 2t+1 (B[j]:
+	// column 2t+j), from lanes 4(2t+j)..: the rest of the operands it
+	// does not read.
 	int g = l >> 2, t = l & 3;
+	float A[2][16], B[2][16];
+	for (int h = 0; h < 2; h++)
+		for (int tl = 0; tl < 4; tl++)
+			for (int q = 0; q < 2; q++) unpack2(w.a[4 * g + tl][h + 2 * q], A[h][2 * tl + 8 * q], A[h][2 * tl + 8 * q + 1]);
+	for (int j = 0; j < 2; j++)
+		for (int tl = 0; tl < 4; tl++)
+			for (int i = 0; i < 2; i++) unpack2(w.b[4 * (2 * t + j) + tl][i], B[j][2 * tl + 8 * i], B[j][2 * tl + 8 * i + 1]);
+	w.bar->arrive_and_wait();
 	for (int i = 0; i < 4; i++) {
-		int r = g + 8 * (i >> 1), col = 2 * t + (i & 1);
 		float s = c[i];
-		for (int k = 0; k < 16; k++) s = fmaf(A[r][k], B[k][col], s);
+		for (int k = 0; k < 16; k++) s = fmaf(A[i >> 1][k], B[i & 1][k], s);
 		c[i] = s;
 	}
 }
@@ -274,11 +315,11 @@ inline void ldsm4t(u32* r, const u16* p) {
 inline void cp_async16(void* s, const void* g) {
 	if ((uintptr_t)s % 16 || (uintptr_t)g % 16) cuemu::fail("cp.async address not 16-byte aligned");
 	memset(s, 0xff, 16);
-	cuemu::copies.push_back(cuemu::Copy{s, g});
+	cuemu::copies->push_back(cuemu::Copy{s, g});
 }
 inline void cp_async_wait_all() {
-	for (const auto& c : cuemu::copies) memcpy(c.s, c.g, 16);
-	cuemu::copies.clear();
+	for (const auto& c : *cuemu::copies) memcpy(c.s, c.g, 16);
+	cuemu::copies->clear();
 }
 inline float ldcg(const float* p) { return *(const volatile float*)p; }
 inline void pdl_wait() {}

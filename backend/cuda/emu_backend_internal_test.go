@@ -1,0 +1,252 @@
+//go:build linux
+
+package cuda
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/laya-metal/laya/backend"
+	"github.com/laya-metal/laya/backend/backendtest"
+	"github.com/laya-metal/laya/heads"
+	"github.com/laya-metal/laya/internal/forwardpass"
+	"github.com/laya-metal/laya/internal/forwardtest"
+	"github.com/laya-metal/laya/internal/oracletest"
+	"github.com/laya-metal/laya/weights"
+)
+
+// emuGoldenCases are the tiny-en golden cases the emulated backend runs:
+// one row of 54 tokens, three of 77, 68 and 77, one of the full 128.
+var emuGoldenCases = []string{"head_budget", "lang_en", "twenty_options"}
+
+// The whole backend on the kernel emulator: Open loads libcuemu.so
+// (testdata/emu/fakecuda.cpp) as its driver, NVRTC and cuBLAS, and
+// tiny-en oracle goldens run through it as TestForwardGoldens runs them on
+// a GPU: the backend's own recording, planning, graph capture and replay,
+// argument packing and launches, with every kernel on the emulator and the
+// GEMMs in double. Each case runs right-padded, then packed and pruned;
+// each kernel by kernel, captured, and replayed, with a run of other
+// tokens replayed in between (so that a replay must compute). FP32 holds
+// the cpu backend's gates (logits within 1e-4, act probabilities within
+// 1e-5), FP16X2 the reduced-precision gate (upstream's answers, calibrated
+// and act probabilities within 0.005); FP16, which TestForwardGoldens only
+// reports (near-ties of the real models flip answers), the probabilities'
+// half of it.
+func TestEmuBackendGoldens(t *testing.T) {
+	ckpt, err := weights.LoadCheckpoint(oracletest.Checkpoint("tiny-en"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ckpt.Close()
+	all := oracletest.Cases(t, "tiny-en")
+	var cases []oracletest.Case
+	for _, name := range emuGoldenCases {
+		for _, c := range all {
+			if c.Name == name {
+				cases = append(cases, c)
+			}
+		}
+	}
+	if len(cases) != len(emuGoldenCases) {
+		t.Fatalf("found %d of the cases %v", len(cases), emuGoldenCases)
+	}
+	base := emuOptions(t)
+	for _, cf := range []struct {
+		name string
+		opts Options
+	}{
+		{"FP32", Options{Precision: FP32}},
+		{"FP16X2", Options{Precision: FP16X2}},
+		{"FP16X2+mmarows+pdl", Options{Precision: FP16X2, MMARows: MaxMMARows, PDL: true}},
+		{"FP16+mmarows+pdl", Options{Precision: FP16, MMARows: MaxMMARows, PDL: true}},
+	} {
+		t.Run(cf.name, func(t *testing.T) {
+			start := time.Now()
+			opts := cf.opts
+			opts.Driver, opts.NVRTC, opts.CUBLAS = base.Driver, base.NVRTC, base.CUBLAS
+			opts.KernelCache, opts.GEMMBLAS = base.KernelCache, base.GEMMBLAS
+			be, err := Open(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer be.Close()
+			b := be.(*Backend)
+			t.Logf("%s", b.Device())
+			if b.lt != nil || opts.PDL != b.pdl {
+				t.Fatalf("cuBLASLt %v, PDL %v: want no cuBLASLt, PDL %v", b.lt != nil, b.pdl, opts.PDL)
+			}
+			parts, err := forwardpass.NewParts(be, ckpt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			pad := int32(ckpt.Encoder.PadTokenID)
+			var worstLogit, worstAct, worstProb float64
+			rows := 0
+			check := func(where string, want oracletest.Row, logits, probs []float32) {
+				rows++
+				if opts.Precision == FP32 {
+					worstLogit = max(worstLogit, oracletest.Compare(t, where+" logits", logits, want.Logits, oracletest.LogitTol))
+					worstAct = max(worstAct, oracletest.Compare(t, where+" act_probs", probs, want.ActProbs, oracletest.ActProbTol))
+					return
+				}
+				wl := make([]float32, len(want.Logits))
+				for j, v := range want.Logits {
+					wl[j] = float32(v)
+					worstLogit = max(worstLogit, math.Abs(v-float64(logits[j])))
+				}
+				temp := emuTemperature(ckpt, heads.QType(want.QType), len(wl))
+				pg, pw := heads.Softmax(logits, temp), heads.Softmax(wl, temp)
+				// max keeps a NaN, which fails the gate below.
+				for j := range pg {
+					worstProb = max(worstProb, math.Abs(float64(pg[j]-pw[j])))
+				}
+				for j, v := range want.ActProbs {
+					worstAct = max(worstAct, math.Abs(v-float64(probs[j])))
+				}
+				if opts.Precision == FP16X2 && heads.Argmax(pg) != heads.Argmax(pw) {
+					t.Errorf("%s: answer %d, upstream %d (logits %v, want %v)", where, heads.Argmax(pg), heads.Argmax(pw), logits, want.Logits)
+				}
+			}
+			for _, packed := range []bool{false, true} {
+				mode := "padded"
+				run := func(r []forwardpass.Row) ([][]float32, [][]float32, error) {
+					return parts.RunRows(ctx, be, r, pad, nil)
+				}
+				if packed {
+					mode = "packed"
+					run = func(r []forwardpass.Row) ([][]float32, [][]float32, error) {
+						return parts.RunRowsPruned(ctx, be, r, pad)
+					}
+				}
+				for _, c := range cases {
+					in := forwardtest.Rows(c.Rows)
+					// Kernel by kernel, captured, and replayed; in between,
+					// other tokens in the same shapes, replayed, whose answers
+					// must move (by units; 0.1 is far above any precision's
+					// error): a replay that ran nothing would return the last
+					// run's.
+					var last [][]float32
+					for step, rowsIn := range [][]forwardpass.Row{in, in, emuOtherTokens(in), in} {
+						before := b.Stats()
+						logits, probs, err := run(rowsIn)
+						if err != nil {
+							t.Fatalf("case %s %s step %d: %v", c.Name, mode, step, err)
+						}
+						// Every segment of the run, kernel by kernel (step 0),
+						// captured (1) or replayed (2, 3).
+						st := b.Stats()
+						ran := [3]int{st.Eager - before.Eager, st.Captures - before.Captures, st.Replays - before.Replays}
+						how := min(step, 2)
+						if ran[how] == 0 || ran[0]+ran[1]+ran[2] != ran[how] {
+							t.Fatalf("case %s %s step %d: segments run kernel by kernel, captured, replayed: %v", c.Name, mode, step, ran)
+						}
+						if step == 2 {
+							moved := 0.0
+							for i := range logits {
+								for j, v := range logits[i] {
+									moved = max(moved, math.Abs(float64(v-last[i][j])))
+								}
+							}
+							if !(moved > 0.1) {
+								t.Fatalf("case %s %s: other tokens moved no logit by more than %.2g", c.Name, mode, moved)
+							}
+							continue
+						}
+						last = logits
+						for i, want := range c.Rows {
+							check(fmt.Sprintf("case %s %s %s step %d", c.Name, want.QID, mode, step), want, logits[i], probs[i])
+						}
+					}
+				}
+			}
+			if opts.Precision != FP32 && !(worstProb <= 0.005 && worstAct <= 0.005) {
+				t.Errorf("calibrated probabilities off by %.3g, act probabilities by %.3g: over 0.005", worstProb, worstAct)
+			}
+			st := b.Stats()
+			if opts.MMARows > 0 && st.GEMMOwn == 0 {
+				t.Errorf("stats %+v: no GEMM ran on linear_mma", st)
+			}
+			t.Logf("%d rows | max |Δlogit| %.2g | max |Δcalibrated p| %.2g | max |Δact p| %.2g | %+v | %v", rows, worstLogit, worstProb,
+				worstAct, st, time.Since(start).Round(time.Millisecond))
+		})
+	}
+}
+
+// The backend conformance suite (every operation against float64, every
+// contract rejection) on the emulator in FP32, with graphs and kernel by
+// kernel, as TestConformance runs it on a GPU; and the self-test in every
+// precision (BF16's only run here).
+func TestEmuBackendConformance(t *testing.T) {
+	base := emuOptions(t)
+	for _, c := range []struct {
+		name     string
+		noGraphs bool
+	}{{"graphs", false}, {"nographs", true}} {
+		t.Run(c.name, func(t *testing.T) {
+			opts := base
+			opts.NoGraphs = c.noGraphs
+			backendtest.Run(t, func() (backend.Backend, error) { return Open(opts) })
+		})
+	}
+	for _, p := range []Precision{FP32, FP16, BF16, FP16X2} {
+		opts := base
+		opts.Precision = p
+		if err := SelfTest(context.Background(), opts); err != nil {
+			t.Errorf("self-test in %v: %v", p, err)
+		}
+	}
+}
+
+// emuOptions are the options that open the backend on libcuemu.so.
+func emuOptions(t *testing.T) Options {
+	lib := emuLib(t)
+	// No kernel cache: the fake cubin has a real one's key (sm_90, NVRTC
+	// 13.0), where a GPU's backend would find it.
+	opts := Options{Driver: lib, NVRTC: lib, CUBLAS: lib, KernelCache: "off"}
+	if lt, err := loadCUBLASLt(lib); err == nil {
+		// A real cuBLASLt in the loader path (a CUDA host) would get this
+		// library's host pointers: the GEMMs stay on cuBLAS.
+		t.Logf("%s found: gemm=blas", lt.path)
+		opts.GEMMBLAS = true
+	}
+	return opts
+}
+
+// emuTemperature is the calibration temperature of a question: its
+// bucket's, else its type's.
+func emuTemperature(ckpt *weights.Checkpoint, q heads.QType, options int) float64 {
+	if t, ok := ckpt.Agent.TemperatureByOptions[heads.Bucket(q, options)]; ok {
+		return t
+	}
+	return ckpt.Agent.Temperature[q]
+}
+
+// emuOtherTokens is rows with the tokens between the first and the last
+// that are not markers reversed: the same lengths and markers (the same
+// shapes), other answers.
+func emuOtherTokens(rows []forwardpass.Row) []forwardpass.Row {
+	out := make([]forwardpass.Row, len(rows))
+	for i, r := range rows {
+		marker := map[int]bool{}
+		for _, m := range r.Markers {
+			marker[m] = true
+		}
+		var at []int
+		for p := 1; p < len(r.IDs)-1; p++ {
+			if !marker[p] {
+				at = append(at, p)
+			}
+		}
+		ids := slices.Clone(r.IDs)
+		for k, p := range at {
+			ids[p] = r.IDs[at[len(at)-1-k]]
+		}
+		out[i] = forwardpass.Row{IDs: ids, Markers: r.Markers, QType: r.QType}
+	}
+	return out
+}
