@@ -63,6 +63,9 @@ func TestEmuBackendGoldens(t *testing.T) {
 		{"FP16X2", Options{Precision: FP16X2}},
 		{"FP16X2+mmarows+pdl", Options{Precision: FP16X2, MMARows: MaxMMARows, PDL: true}},
 		{"FP16+mmarows+pdl", Options{Precision: FP16, MMARows: MaxMMARows, PDL: true}},
+		// The other few-rows kernels: linear_mma at 128 columns a block,
+		// the tensor-core attention at one warp.
+		{"FP16X2+mmarows+mmacols=128+mmawarps=1", Options{Precision: FP16X2, MMARows: MaxMMARows, MMACols: 128, MMAWarps: 1}},
 	} {
 		t.Run(cf.name, func(t *testing.T) {
 			start := time.Now()
