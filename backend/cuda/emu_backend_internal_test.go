@@ -19,9 +19,17 @@ import (
 	"github.com/laya-metal/laya/weights"
 )
 
-// emuGoldenCases are the tiny-en golden cases the emulated backend runs:
-// one row of 54 tokens, three of 77, 68 and 77, one of the full 128.
-var emuGoldenCases = []string{"head_budget", "lang_en", "twenty_options"}
+// emuGoldenSets are the golden cases the emulated backend runs: on tiny-en
+// (head dim 32) one row of 54 tokens, three of 77, 68 and 77, one of the
+// full 128; on tiny-ml (head dim 64, as the real models', and a 16-token
+// sliding window) three rows of 87 to 108 tokens and one of 126.
+var emuGoldenSets = []struct {
+	checkpoint string
+	cases      []string
+}{
+	{"tiny-en", []string{"head_budget", "lang_en", "twenty_options"}},
+	{"tiny-ml", []string{"lang_zh", "twenty_options"}},
+}
 
 // The whole backend on the kernel emulator: Open loads libcuemu.so
 // (testdata/emu/fakecuda.cpp) as its driver, NVRTC and cuBLAS, and
@@ -37,12 +45,18 @@ var emuGoldenCases = []string{"head_budget", "lang_en", "twenty_options"}
 // reports (near-ties of the real models flip answers), the probabilities'
 // half of it.
 func TestEmuBackendGoldens(t *testing.T) {
-	ckpt, err := weights.LoadCheckpoint(oracletest.Checkpoint("tiny-en"))
+	for _, set := range emuGoldenSets {
+		t.Run(set.checkpoint, func(t *testing.T) { emuBackendGoldens(t, set.checkpoint, set.cases) })
+	}
+}
+
+func emuBackendGoldens(t *testing.T, checkpoint string, emuGoldenCases []string) {
+	ckpt, err := weights.LoadCheckpoint(oracletest.Checkpoint(checkpoint))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ckpt.Close()
-	all := oracletest.Cases(t, "tiny-en")
+	all := oracletest.Cases(t, checkpoint)
 	var cases []oracletest.Case
 	for _, name := range emuGoldenCases {
 		for _, c := range all {
