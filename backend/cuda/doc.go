@@ -115,7 +115,9 @@
 // slice before it waits, so that the weights stream in while the kernel
 // before finishes. Both are off by default until measured. The kernels'
 // arithmetic and bookkeeping are checked without a GPU by running them on
-// the CPU (emu_internal_test.go).
+// the CPU (emu_internal_test.go), and so is the whole backend, on a fake
+// driver, NVRTC and cuBLAS over that emulator (emu_backend_internal_test.go:
+// goldens in every precision, these paths included).
 //
 // Attention in FP16 and FP16X2 runs on tensor cores (mma.sync, fp16
 // operands, float32 accumulation) where its grid fills the GPU (ten
