@@ -121,27 +121,19 @@ func buildEmu(clang, main string, shared bool) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("cuemu: finding the UBSan runtime: %v", err)
 		}
+		if _, err := os.Stat(strings.TrimSpace(string(rt))); err != nil {
+			// LLVM's per-target layout: clang prints the bare name, and the
+			// runtime lies in its runtime directory.
+			dir, err := exec.Command(clang, "-print-runtime-dir").Output()
+			if err != nil {
+				return "", fmt.Errorf("cuemu: finding the UBSan runtime: %v", err)
+			}
+			rt = []byte(filepath.Join(strings.TrimSpace(string(dir)), "libclang_rt.ubsan_standalone.so"))
+		}
 		h := fnv.New64a()
 		h.Write([]byte(kernelSource))
 		flags = append(flags, "-shared", "-fPIC", "-fvisibility=hidden", "-shared-libsan",
 			"-Wl,-rpath,"+filepath.Dir(strings.TrimSpace(string(rt))), fmt.Sprintf("-DCUEMU_SOURCE_HASH=%#xull", h.Sum64()))
-	}
-	version, _ := exec.Command(clang, "--version").Output()
-	sum := sha256.Sum256([]byte(strings.Join(append(srcs, main, src, string(version), strings.Join(flags, " ")), "\x00")))
-	base, err := os.UserCacheDir()
-	if err != nil {
-		base = os.TempDir()
-	}
-	dir := filepath.Join(base, "laya-metal", "cuemu", hex.EncodeToString(sum[:8]))
-	bin := filepath.Join(dir, "cuemu")
-	if shared {
-		bin = filepath.Join(dir, "libcuemu.so")
-	}
-	if _, err := os.Stat(bin); err == nil {
-		return bin, nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
 	}
 	// The kernels and their parameters, from the source preprocessed with
 	// __global__ marked (the tensor-core attention kernels are macros).
@@ -175,20 +167,66 @@ func buildEmu(clang, main string, shared bool) (string, error) {
 	unit := "#include \"cuemu.h\"\n" +
 		"template <class T> T cuemu_arg(u64 v) { T t; memcpy(&t, &v, sizeof t); return t; }\n" +
 		"#line 1 \"kernels.cu\"\n" + src + "\n" + table.String() + "#include \"" + main + "\"\n"
-	unitPath := filepath.Join(dir, strings.TrimSuffix(main, ".cpp")+"_unit.cpp")
-	if err := os.WriteFile(unitPath, []byte(unit), 0o644); err != nil {
-		return "", err
+	// The cache key is everything the build reads: the generated unit, the
+	// headers and main it includes, the flags and the compiler.
+	version, _ := exec.Command(clang, "--version").Output()
+	sum := sha256.Sum256([]byte(strings.Join(append(srcs, main, unit, string(version), strings.Join(flags, " ")), "\x00")))
+	name := "cuemu"
+	if shared {
+		name = "libcuemu.so"
+	}
+	// The user's cache directory keeps builds between runs; without one
+	// (or where it cannot be written) a private temporary directory, not
+	// kept: a shared, predictable path would run what another user left.
+	dir, cached := "", false
+	if base, err := os.UserCacheDir(); err == nil {
+		dir = filepath.Join(base, "laya-metal", "cuemu", hex.EncodeToString(sum[:8]))
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			return filepath.Join(dir, name), nil
+		}
+		cached = os.MkdirAll(dir, 0o755) == nil
+	}
+	if !cached {
+		var err error
+		if dir, err = os.MkdirTemp("", "cuemu-"); err != nil {
+			return "", err
+		}
 	}
 	incl, err := filepath.Abs("testdata/emu")
 	if err != nil {
 		return "", err
 	}
-	tmp := bin + fmt.Sprintf(".%d", os.Getpid())
-	cmd := exec.Command(clang, append(flags, "-I", incl, "-o", tmp, unitPath)...)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("cuemu: compiling the emulator: %v\n%s", err, out)
+	// Unique names for the unit and the output, renamed into place: builds
+	// of the same sources in two test processes do not overwrite each
+	// other's files.
+	unitFile, err := os.CreateTemp(dir, strings.TrimSuffix(main, ".cpp")+"-unit-*.cpp")
+	if err != nil {
+		return "", err
 	}
-	return bin, os.Rename(tmp, bin)
+	defer os.Remove(unitFile.Name())
+	if _, err := unitFile.WriteString(unit); err != nil {
+		unitFile.Close()
+		return "", err
+	}
+	if err := unitFile.Close(); err != nil {
+		return "", err
+	}
+	out, err := os.CreateTemp(dir, name+".tmp-*")
+	if err != nil {
+		return "", err
+	}
+	out.Close()
+	cmd := exec.Command(clang, append(flags, "-I", incl, "-o", out.Name(), unitFile.Name())...)
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		os.Remove(out.Name())
+		return "", fmt.Errorf("cuemu: compiling the emulator: %v\n%s", err, msg)
+	}
+	bin := filepath.Join(dir, name)
+	if err := os.Rename(out.Name(), bin); err != nil {
+		os.Remove(out.Name())
+		return "", err
+	}
+	return bin, nil
 }
 
 // emuRun runs launches on buffers (copied) and returns the buffers after

@@ -36,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <memory>
@@ -168,7 +169,10 @@ extern unsigned char* dyn_smem;
 
 [[noreturn]] inline void fail(const char* what) {
 	fprintf(stderr, "cuemu: block (%u,%u,%u) thread %u: %s\n", blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, what);
-	exit(3);
+	fflush(stderr);
+	// _exit: loaded into a Go test process (fakecuda.cpp), no C++
+	// destructors may run under the Go threads still going.
+	_exit(3);
 }
 
 inline unsigned lane() { return threadIdx.x & 31; }

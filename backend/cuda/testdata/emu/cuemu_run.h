@@ -153,7 +153,8 @@ inline Fiber* fiber(unsigned t) {
 		void* m = mmap(nullptr, fiberStack + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 		if (m == MAP_FAILED) {
 			perror("cuemu: a fiber's stack");
-			exit(3);
+			fflush(stderr);
+			_exit(3);
 		}
 		mprotect(m, page, PROT_NONE);
 		auto f = std::make_unique<Fiber>();
