@@ -75,6 +75,11 @@ func emuLib(t *testing.T) string {
 
 func (e *emuBuild) get(t *testing.T, main string, shared bool) string {
 	t.Helper()
+	// Read here so that go test's cache, which records the environment a
+	// test reads through os.Getenv, reruns the tests when they change: the
+	// emulator reads them itself.
+	os.Getenv("CUEMU_SEED")
+	os.Getenv("CUEMU_TRACE")
 	clang, err := exec.LookPath("clang++-19")
 	if err != nil {
 		t.Skipf("clang++-19 not installed: the kernel emulator needs it (%v)", err)
