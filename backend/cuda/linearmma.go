@@ -71,16 +71,15 @@ func planLinearMMA(m, n, k, terms, warps, sms, sharedMax int) (p lmmaPlan, ok bo
 }
 
 // mmaLinear reports whether a Linear of m rows, depth k and weight w runs
-// on linear_mma (Options.MMARows): FP16 or FP16X2, a resident weight (whose
-// fp16 copy the kernel starts loading before the kernel before it has
-// finished), and k a multiple of 16.
-func (s *stream) mmaLinear(m, k int, w *tensor) bool {
+// on linear_mma (Options.MMARows), and its plan: FP16 or FP16X2, a resident
+// weight (whose fp16 copy the kernel starts loading before the kernel
+// before it has finished), and k a multiple of 16.
+func (s *stream) mmaLinear(m, k int, w *tensor) (lmmaPlan, bool) {
 	rows := s.be.opts.MMARows
 	if rows == 0 || m > rows || s.prec != FP16 && s.prec != FP16X2 || w.s != nil || k%16 != 0 {
-		return false
+		return lmmaPlan{}, false
 	}
-	_, ok := s.be.planLinearMMA(m, w.rows, k, terms(s.prec))
-	return ok
+	return s.be.planLinearMMA(m, w.rows, k, terms(s.prec))
 }
 
 // planLinearMMA is planLinearMMA on this GPU with Options.MMACols.
@@ -99,8 +98,7 @@ func (b *Backend) lmmaShared() int {
 // issueMMA launches linear_mma on x's 16-bit copy xh (its terms m·k
 // elements apart) and the weight's fp16 copy wh.
 func (lin *linearOp) issueMMA(x *run, xh, wh uintptr) error {
-	t := terms(x.prec)
-	p, _ := x.b.planLinearMMA(lin.m, lin.n, lin.k, t)
+	t, p := terms(x.prec), lin.plan
 	var bp uintptr
 	if lin.b != nil {
 		bp = lin.b.addr

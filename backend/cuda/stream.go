@@ -415,19 +415,23 @@ func (s *stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activat
 	s.mix(opLinear, s.ref(d), s.ref(in), s.ref(w), s.ref(b), uint64(m), uint64(k), uint64(n), uint64(act))
 	if lin.small {
 		s.mix(opSmall)
-	} else if lin.mma = s.mmaLinear(m, k, w); lin.mma {
-		p, _ := s.be.planLinearMMA(m, n, k, terms(s.prec))
+	} else if p, ok := s.mmaLinear(m, k, w); ok {
+		lin.mma, lin.plan = true, p
 		s.mmaPart = max(s.mmaPart, p.partBytes(m, n))
 		s.mmaSem = max(s.mmaSem, int64(p.tilesN*p.tilesM))
 		s.mix(opMMA)
 	}
+	// plain: a product into this segment's own tensor, which neither x nor
+	// the weight is, with no bias or activation, whose way of being written
+	// the choices below (stacked terms, an fp16 output, a fused GeGLU) may
+	// change.
+	plain := b == nil && act == backend.Identity && d.s == s && d.seg == s.seg && !d.staged && d != in && d != w
 	// FP16X2: one batched GEMM over both 16-bit terms of x reads the weight
 	// once (the second product finds it in L2) where two GEMMs read it
 	// twice; its two products stay apart (stacked) until what reads d adds
-	// them. Only a plain product into this segment's own tensor stacks: a
-	// bias or activation needs the sum first. linear_small and linear_mma
-	// write the sum.
-	if s.prec == FP16X2 && !lin.small && !lin.mma && b == nil && act == backend.Identity && d.s == s && d.seg == s.seg && !d.staged && d != in && d != w {
+	// them. Only a plain product stacks: a bias or activation needs the sum
+	// first. linear_small and linear_mma write the sum.
+	if s.prec == FP16X2 && !lin.small && !lin.mma && plain {
 		if d.twoOff == 0 {
 			d.twoOff = s.arena
 			s.arena += align(d.bytes(), 256)
@@ -479,10 +483,10 @@ func (s *stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activat
 	}
 	o := s.record(name, nil)
 	o.lin = lin
-	if s.prec == FP16 && !lin.small && lin.two == 0 && b == nil && act == backend.Identity && d.s == s && d.seg == s.seg && !d.staged && d != in && d != w {
+	if s.prec == FP16 && !lin.small && lin.two == 0 && plain {
 		d.halfLin = lin
 	}
-	if lin.mma && b == nil && act == backend.Identity && d.s == s && d.seg == s.seg && !d.staged && d != in && d != w && n%2 == 0 {
+	if lin.mma && plain && n%2 == 0 {
 		d.gluLin = lin
 	}
 }
@@ -500,7 +504,8 @@ type linearOp struct {
 	halfOut     bool  // d is written as fp16 (tensor.halfLin)
 	two         int64 // FP16X2 stacked: the second term's product goes two elements after d's
 	small       bool  // runs on linear_small (smallLinear)
-	mma         bool  // runs on linear_mma (mmaLinear)
+	mma         bool  // runs on linear_mma (mmaLinear), as plan says
+	plan        lmmaPlan
 }
 
 // smallRows is the most rows of x a Linear runs on linear_small
