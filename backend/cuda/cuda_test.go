@@ -159,6 +159,91 @@ func TestKernelsCompileWithClang(t *testing.T) {
 	}
 }
 
+// The kernels' PTX, inline assembly included, assembles with NVIDIA's ptxas
+// for the oldest GPU the backend accepts (sm_80) and for the first with
+// programmatic dependent launch (sm_90), so an instruction, operand type or
+// state space that only a GPU's NVRTC would refuse fails CI instead of Open.
+// clang-19 writes the PTX (NVRTC's own front end is not here); ptxas is the
+// one LAYA_PTXAS names, else the one on PATH (CI takes it from Debian's
+// nvidia-cuda-toolkit). Relocatable assembly (-c) leaves the libm calls
+// (-fno-builtin keeps them calls) to a link that never happens, and the
+// launch bounds are dropped: clang leaves big device functions uninlined, and
+// ptxas refuses an entry whose register cap is below its callee's, which
+// says nothing of the instructions.
+func TestKernelsAssembleWithPtxas(t *testing.T) {
+	clang, err := exec.LookPath("clang-19")
+	if err != nil {
+		t.Skipf("clang-19 not installed: the PTX check needs it (%v)", err)
+	}
+	ptxas := os.Getenv("LAYA_PTXAS")
+	if ptxas == "" {
+		if ptxas, err = exec.LookPath("ptxas"); err != nil {
+			t.Skip("no ptxas: set LAYA_PTXAS or put one on PATH (Debian non-free's nvidia-cuda-toolkit has one)")
+		}
+	}
+	dir := t.TempDir()
+	noBounds := filepath.Join(dir, "no_launch_bounds.h")
+	if err := os.WriteFile(noBounds, []byte("#undef __launch_bounds__\n#define __launch_bounds__(...)\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stub, err := filepath.Abs("../../metal/cuda/testdata/cuda_stub.h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	extra, err := filepath.Abs("testdata/nvrtc_extra.h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := filepath.Abs("kernels.cu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What each target's PTX must hold, so that a primitive compiled out
+	// (a wrong __CUDA_ARCH__ test, an emulator-only branch) cannot pass
+	// unassembled.
+	for _, c := range []struct {
+		arch       string
+		want, none []string
+	}{
+		{"sm_80", []string{"mma.sync.aligned.m16n8k16", "ldmatrix.sync.aligned", "cp.async.cg.shared.global", "cp.async.wait_all", "ld.global.cg"},
+			[]string{"griddepcontrol"}},
+		{"sm_90", []string{"mma.sync.aligned.m16n8k16", "ldmatrix.sync.aligned", "cp.async.cg.shared.global", "cp.async.wait_all", "ld.global.cg",
+			"griddepcontrol.wait", "griddepcontrol.launch_dependents"}, nil},
+	} {
+		t.Run(c.arch, func(t *testing.T) {
+			t.Parallel()
+			ptx := filepath.Join(dir, c.arch+".ptx")
+			cmd := exec.Command(clang, "-x", "cuda", "--cuda-gpu-arch="+c.arch, "--cuda-device-only", "-nocudainc", "-nocudalib",
+				"-O3", "-fno-builtin", "-S", "-o", ptx, "-std=c++17", "-include", stub, "-include", extra, "-include", noBounds, src)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("clang-19 cannot write kernels.cu's PTX for %s: %v\n%s", c.arch, err, out)
+			}
+			text, err := os.ReadFile(ptx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(string(text), w) {
+					t.Errorf("%s PTX has no %q", c.arch, w)
+				}
+			}
+			for _, w := range c.none {
+				if strings.Contains(string(text), w) {
+					t.Errorf("%s PTX has %q, which needs a newer GPU", c.arch, w)
+				}
+			}
+			cmd = exec.Command(ptxas, "-c", "-arch="+c.arch, "-O0", "-o", filepath.Join(dir, c.arch+".cubin"), ptx)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				lines := strings.SplitAfter(string(out), "\n")
+				if len(lines) > 40 {
+					lines = append(lines[:40], fmt.Sprintf("... and %d more lines\n", len(lines)-40))
+				}
+				t.Fatalf("ptxas (%s) refuses kernels.cu's PTX for %s: %v\n%s", ptxas, c.arch, err, strings.Join(lines, ""))
+			}
+		})
+	}
+}
+
 // testOptions are the options LAYA_CUDA_TEST_OPTIONS gives (ParseOptions'
 // form; the precision is the test's), so that the goldens run on a GPU with
 // other kernels chosen (attnqpw, attnwarps, bucket).
