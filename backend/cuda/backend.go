@@ -436,6 +436,15 @@ type tensor struct {
 	gluLin    *linearOp
 	gluReader *op
 	fused     bool
+	// And for a LayerNorm in the linear_mma GEMMs around it (Discard):
+	// statLin, the linear_mma GEMM that last added into t (a residual
+	// folded in), may also write t's row statistics; lnReader, the
+	// linear_mma GEMM that alone read t, the output of a LayerNorm that
+	// may run in it; lnFused: it does, and t is never written.
+	statLin  *linearOp
+	statSeg  int // the segment of statLin
+	lnReader *linearOp
+	lnFused  bool
 }
 
 // halfUnread reports whether t's GEMM may still write it as fp16 for one
@@ -638,8 +647,8 @@ func (b *Backend) release() error {
 // driver copies parameters when a kernel is launched or captured). pdl
 // launches with programmatic dependent launch (Backend.pdl).
 type launcher struct {
-	vals [20]uint64
-	ptrs [20]uintptr
+	vals [28]uint64
+	ptrs [28]uintptr
 	pdl  bool
 	cfg  launchConfig
 	attr launchAttr

@@ -108,7 +108,14 @@
 // only a GeGLU reads before the model discards it, the GeGLU itself (its
 // float32 output and 16-bit copy; the GeGLU then launches nothing and the
 // product is never written: a block's columns are matching halves of the
-// gate and value rows, in FP16 and FP16X2). With Options.PDL every
+// gate and value rows, in FP16 and FP16X2). A LayerNorm of the residual
+// stream between two such GEMMs (the one adding into it, the one alone
+// reading its output: each layer's two, after the first) runs in them
+// unless mmaln=off: the first also writes each row's mean and sum of
+// squared deviations over each of its column tiles, the second combines
+// them in tile order (Chan's pairwise update) and normalises its slices of
+// the rows as it reads them, and the LayerNorm launches nothing. With
+// Options.PDL every
 // kernel of the backend's own is launched with programmatic dependent
 // launch: it may start while the kernel before it finishes and waits for
 // it in the kernel (griddepcontrol.wait), and linear_mma copies its weight
@@ -182,7 +189,8 @@
 // mmarows=N (the FP16 and FP16X2 GEMMs of at most N rows on linear_mma,
 // the backend's own tensor-core kernel: see GEMMs of few rows; 0, the
 // default, keeps them on cuBLAS), mmacols=64|128 (its output columns a
-// block), pdl=off|on (programmatic dependent
+// block), mmaln=on|off (off keeps the LayerNorms between linear_mma GEMMs
+// kernels of their own), pdl=off|on (programmatic dependent
 // launch of the backend's own kernels on compute capability 9.0 and
 // newer), geglu=vec|scalar (vec, the default: GeGLU a float4 a thread where the
 // widths allow, bit for bit scalar's, 7 % less GPU time at ten and fifty

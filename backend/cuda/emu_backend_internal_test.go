@@ -78,8 +78,9 @@ var emuConfigs = []emuConfig{
 	{"FP16X2+mmarows+pdl", Options{Precision: FP16X2, MMARows: MaxMMARows, PDL: true}},
 	{"FP16+mmarows+pdl", Options{Precision: FP16, MMARows: MaxMMARows, PDL: true}},
 	// The other few-rows kernels: linear_mma at 128 columns a block,
-	// the tensor-core attention at one warp.
-	{"FP16X2+mmarows+mmacols=128+mmawarps=1", Options{Precision: FP16X2, MMARows: MaxMMARows, MMACols: 128, MMAWarps: 1}},
+	// the tensor-core attention at one warp;
+	// with the LayerNorms kernels of their own.
+	{"FP16X2+mmarows+mmacols=128+mmawarps=1+mmaln=off", Options{Precision: FP16X2, MMARows: MaxMMARows, MMACols: 128, MMAWarps: 1, MMANoLN: true}},
 }
 
 // Two rows of each variant's goldens (testdata/variants: shapes the oracle
@@ -255,6 +256,11 @@ func emuBackendGoldens(t *testing.T, dir string, cases []oracletest.Case, config
 			st := b.Stats()
 			if opts.MMARows > 0 && st.GEMMOwn == 0 {
 				t.Errorf("stats %+v: no GEMM ran on linear_mma", st)
+			}
+			// Every checkpoint here has a LayerNorm between two linear_mma
+			// GEMMs (the attention output's and the MLP input's).
+			if fused, want := st.LayerNormsInGEMM > 0, opts.MMARows > 0 && !opts.MMANoLN; fused != want {
+				t.Errorf("stats %+v: LayerNorms in a GEMM %v, want %v", st, fused, want)
 			}
 			t.Logf("%d rows | max |Δlogit| %.2g | max |Δcalibrated p| %.2g | max |Δact p| %.2g | %+v | %v", rows, worstLogit, worstProb,
 				worstAct, st, time.Since(start).Round(time.Millisecond))

@@ -202,7 +202,8 @@ func TestEmuLinearMMA(t *testing.T) {
 				threads: 32 * p.warps, smem: p.shared,
 				args: []emuArg{emuBuf(0, 0), emuBuf(1, 0), emuVal(uint64(c.m * c.k)), emuBuf(2, 0), biasArg, emuInt(c.m), emuInt(c.k),
 					emuInt(c.n), emuVal(uint64(c.act)), emuVal(boolArg(c.accum)), emuVal(boolArg(c.half)), emuInt(p.kc),
-					emuBuf(4, 0), emuBuf(5, 0), emuInt(0), emuVal(0), emuVal(0), emuInt(0), emuVal(0)}} // no GeGLU
+					emuBuf(4, 0), emuBuf(5, 0), emuInt(0), emuVal(0), emuVal(0), emuInt(0), emuVal(0), // no GeGLU
+					emuVal(0), emuVal(0), emuVal(0), emuInt(0), emuInt(0), emuVal(0), emuVal(0), emuF32(0)}} // nor LayerNorm
 			out := emuRun(t, [][]byte{dBytes, u16Bytes(x), u16Bytes(w), f32Bytes(bias), part, sem}, launch)
 			// The split counters are back at zero for the next launch.
 			for i, b := range out[5] {
@@ -313,7 +314,8 @@ func TestEmuLinearMMAGeGLU(t *testing.T) {
 					threads: 32 * c.warps, smem: p.shared,
 					args: []emuArg{emuBuf(0, 0), emuBuf(1, 0), emuVal(uint64(c.m * c.k)), emuBuf(2, 0), emuVal(0), emuInt(c.m),
 						emuInt(c.k), emuInt(n), emuVal(0), emuVal(0), emuVal(0), emuInt(p.kc), emuBuf(4, 0), emuBuf(5, 0),
-						emuInt(c.inner), gdArg, emuBuf(7, 0), emuInt(c.kind), emuVal(uint64(lo))}})
+						emuInt(c.inner), gdArg, emuBuf(7, 0), emuInt(c.kind), emuVal(uint64(lo)),
+						emuVal(0), emuVal(0), emuVal(0), emuInt(0), emuInt(0), emuVal(0), emuVal(0), emuF32(0)}})
 			gd, gh := bytesF32(out[6]), out[7]
 			h16 := func(i int) uint16 { return binary.LittleEndian.Uint16(gh[2*i:]) }
 			worst := 0.0
@@ -356,6 +358,131 @@ func TestEmuLinearMMAGeGLU(t *testing.T) {
 			}
 			if !bytesZero(out[5]) {
 				t.Errorf("split counters %v after the launch, want zeros", out[5])
+			}
+			t.Logf("largest error %.3g of the tolerance", worst)
+		})
+	}
+}
+
+// A LayerNorm run by the two linear_mma GEMMs around it: the first adds
+// its product into the residual stream x and writes its tiles' row
+// statistics, the second normalises x's rows from them as it reads its
+// k-slices, in one fp16 term or two; against float64 (x's update, the
+// LayerNorm of the float64 x, the product of its terms' roundings). Rows
+// across 16-row tiles and two row blocks, hidden sizes with a partial last
+// column tile, 4 and 8 warps on either side, one split and several, a
+// LayerNorm bias or none, and rows whose mean is far from zero next to
+// their spread (where a one-pass variance would cancel).
+func TestEmuLinearMMALayerNorm(t *testing.T) {
+	for _, c := range []struct {
+		m, hidden, k1, n2, terms int
+		wp, wc, kcp, kcc         int // the two GEMMs' warps and k chunks
+		bias                     bool
+	}{
+		{m: 93, hidden: 336, k1: 128, n2: 96, terms: 2, wp: 4, wc: 4, kcp: 64, kcc: 64, bias: true},
+		{m: 130, hidden: 208, k1: 64, n2: 64, terms: 1, wp: 8, wc: 8, kcp: 32, kcc: 208},
+		{m: 17, hidden: 64, k1: 32, n2: 80, terms: 2, wp: 4, wc: 8, kcp: 32, kcc: 32, bias: true},
+		{m: 40, hidden: 160, k1: 48, n2: 128, terms: 1, wp: 8, wc: 4, kcp: 16, kcc: 64},
+	} {
+		t.Run(fmt.Sprintf("m=%d,hidden=%d,k1=%d,n2=%d,terms=%d,warps=%d/%d,kc=%d/%d,bias=%v", c.m, c.hidden, c.k1, c.n2, c.terms,
+			c.wp, c.wc, c.kcp, c.kcc, c.bias), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(c.m), uint64(c.hidden)))
+			a1, w1, prod1, _ := lmmaOperands(rng, c.m, c.hidden, c.k1, c.terms)
+			plan := func(m, n, k, warps, kc int) lmmaPlan {
+				return lmmaPlan{warps: warps, kc: kc, splits: (k + kc - 1) / kc, tilesN: (n + 16*warps - 1) / (16 * warps),
+					tilesM: (m + 16*lmmaTiles - 1) / (16 * lmmaTiles), shared: lmmaShared(kc, m, c.terms, warps)}
+			}
+			pp, pc := plan(c.m, c.hidden, c.k1, c.wp, c.kcp), plan(c.m, c.n2, c.hidden, c.wc, c.kcc)
+			x0 := make([]float32, c.m*c.hidden)
+			for r := range c.m {
+				offset := 20 * rng.NormFloat64()
+				for j := range c.hidden {
+					x0[r*c.hidden+j] = float32(offset + 0.5*rng.NormFloat64())
+				}
+			}
+			w2 := make([]uint16, c.n2*c.hidden)
+			for i := range w2 {
+				w2[i] = half.Float32ToFloat16(float32(rng.NormFloat64() * 0.05))
+			}
+			g, b := make([]float32, c.hidden), make([]float32, c.hidden)
+			for j := range g {
+				g[j], b[j] = float32(1+0.2*rng.NormFloat64()), float32(0.1*rng.NormFloat64())
+			}
+			const eps = 1e-5
+			lnb := emuVal(0)
+			if c.bias {
+				lnb = emuBuf(8, 0)
+			}
+			part := max(pp.partBytes(c.m, c.hidden), pc.partBytes(c.m, c.n2))
+			sem := 4 * max(pp.tilesN*pp.tilesM, pc.tilesN*pc.tilesM)
+			none := []emuArg{emuVal(0), emuVal(0), emuVal(0), emuInt(0), emuInt(0), emuVal(0), emuVal(0), emuF32(0)}
+			out := emuRun(t, [][]byte{f32Bytes(x0), u16Bytes(a1), u16Bytes(w1), make([]byte, 8*pp.tilesN*c.m), make([]byte, part),
+				make([]byte, sem), u16Bytes(w2), f32Bytes(g), f32Bytes(b), make([]byte, 4*c.m*c.n2)},
+				emuLaunch{name: fmt.Sprintf("linear_mma_%d_%d", c.terms, c.wp), grid: [3]int{pp.tilesN, pp.splits, pp.tilesM},
+					threads: 32 * c.wp, smem: pp.shared,
+					args: append([]emuArg{emuBuf(0, 0), emuBuf(1, 0), emuVal(uint64(c.m * c.k1)), emuBuf(2, 0), emuVal(0), emuInt(c.m),
+						emuInt(c.k1), emuInt(c.hidden), emuVal(0), emuVal(1), emuVal(0), emuInt(pp.kc), emuBuf(4, 0), emuBuf(5, 0),
+						emuInt(0), emuVal(0), emuVal(0), emuInt(0), emuVal(0), emuBuf(3, 0)}, none[1:]...)},
+				emuLaunch{name: fmt.Sprintf("linear_mma_%d_%d", c.terms, c.wc), grid: [3]int{pc.tilesN, pc.splits, pc.tilesM},
+					threads: 32 * c.wc, smem: pc.shared,
+					args: []emuArg{emuBuf(9, 0), emuVal(0), emuVal(0), emuBuf(6, 0), emuVal(0), emuInt(c.m), emuInt(c.hidden),
+						emuInt(c.n2), emuVal(0), emuVal(0), emuVal(0), emuInt(pc.kc), emuBuf(4, 0), emuBuf(5, 0),
+						emuInt(0), emuVal(0), emuVal(0), emuInt(0), emuVal(0),
+						emuVal(0), emuBuf(0, 0), emuBuf(3, 0), emuInt(pp.tilesN), emuInt(16 * c.wp), emuBuf(7, 0), lnb, emuF32(eps)}})
+			x, y := bytesF32(out[0]), bytesF32(out[9])
+			if !bytesZero(out[5]) {
+				t.Errorf("split counters %v after the launches, want zeros", out[5])
+			}
+			// The float32 sums of the first GEMM (as TestEmuLinearMMA holds
+			// them), then the LayerNorm and the second product in float64 of
+			// x as the kernel left it: its rounding is the first GEMM's.
+			worst := 0.0
+			for r := range c.m {
+				mean, m2 := 0.0, 0.0
+				for j := range c.hidden {
+					want := float64(x0[r*c.hidden+j]) + prod1[r*c.hidden+j]
+					got := float64(x[r*c.hidden+j])
+					if e := math.Abs(got - want); !(e <= 4e-7*math.Abs(want)+2e-5) {
+						t.Fatalf("x[%d][%d] = %g, want %g", r, j, got, want)
+					}
+					mean += got
+				}
+				mean /= float64(c.hidden)
+				for j := range c.hidden {
+					d := float64(x[r*c.hidden+j]) - mean
+					m2 += d * d
+				}
+				inv := 1 / math.Sqrt(m2/float64(c.hidden)+eps)
+				normed := make([]float64, c.hidden)
+				for j := range normed {
+					normed[j] = (float64(x[r*c.hidden+j])-mean)*inv*float64(g[j]) + float64(b[j])
+					if !c.bias {
+						normed[j] -= float64(b[j])
+					}
+				}
+				for col := range c.n2 {
+					want, mag := 0.0, 0.0
+					for j, v := range normed {
+						p := v * float64(half.Float16ToFloat32(w2[col*c.hidden+j]))
+						want += p
+						mag += math.Abs(p)
+					}
+					// One fp16 term rounds each normalised value by up to
+					// 2⁻¹¹ of it; two leave float32's rounding of the
+					// normalisation (whose mean and variance come in
+					// another order than float64's), a few units in 2⁻²³.
+					rel := 1.0 / 2048
+					if c.terms == 2 {
+						rel = 2e-6
+					}
+					tol := rel*mag + 4e-7*mag + 1e-6
+					got := float64(y[r*c.n2+col])
+					if e := math.Abs(got - want); !(e <= tol) {
+						t.Fatalf("y[%d][%d] = %g, want %g (±%.2g)", r, col, got, want, tol)
+					} else {
+						worst = math.Max(worst, e/tol)
+					}
+				}
 			}
 			t.Logf("largest error %.3g of the tolerance", worst)
 		})

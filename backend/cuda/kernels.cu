@@ -1234,8 +1234,9 @@ extern "C" __global__ void __launch_bounds__(32 * LIN_WARPS) linear_small(float*
 
 // lmma_finish is linear_mma's epilogue for output element o (column col):
 // bias, d's own value first when accum (a residual Add folded in), the
-// activation, then d as float32 or, half, as fp16.
-__device__ __forceinline__ void lmma_finish(void* d, long long o, int col, float v, const float* bias, int act, int accum, int half) {
+// activation, then d as float32 or, half, as fp16. It returns the value
+// (before any rounding to fp16).
+__device__ __forceinline__ float lmma_finish(void* d, long long o, int col, float v, const float* bias, int act, int accum, int half) {
 	if (accum) v += ((const float*)d)[o];
 	if (bias) v += bias[col];
 	v = activate(v, act);
@@ -1243,6 +1244,7 @@ __device__ __forceinline__ void lmma_finish(void* d, long long o, int col, float
 		((u16*)d)[o] = to16(v, 1);
 	else
 		((float*)d)[o] = v;
+	return v;
 }
 
 // lin_mma: d = act(x·wᵀ + b) (+ d first when accum) for x [m, k] as TERMS
@@ -1273,10 +1275,29 @@ __device__ __forceinline__ void lmma_finish(void* d, long long o, int col, float
 // outputs; it writes geglu1 of them to gd (unless null) and their 16-bit
 // copy to gh (store16's kind and lo, unless null), as geglu would, and d is
 // not written. The sums go through part even unsplit.
+//
+// A LayerNorm between two of these GEMMs runs in them instead of a kernel
+// of its own (stream.go, Discard): rows need all their columns for their
+// mean and variance, which no block of either GEMM has. stat non-null: the
+// GEMM that writes the LayerNorm's input (the residual stream, a residual
+// Add folded in) also writes, for each of its column tiles and rows, the
+// mean and the sum of squared deviations of the tile's outputs
+// (stat[tile·m + row]; the sums go through part even unsplit, so that the
+// last block has whole rows of its tile). lnx non-null: the GEMM that reads
+// the LayerNorm's output instead reads its input lnx [m, k] as float32,
+// combines the lntiles tiles' statistics of each row (of lnw columns, the
+// last of what remains: Chan et al.'s pairwise update, in tile order, so
+// that the result does not depend on the schedule) into its mean and
+// 1/sqrt(variance + eps), and normalises its k-slice of the rows, times lng
+// plus lnb (unless null), into its TERMS fp16 terms as layer_norm4 and
+// store16 would have written them.
 template <int TERMS, int WARPS>
 __device__ void lin_mma(void* d, const u16* x, long long xlo, const u16* w, const float* bias, int m, int k, int n, int act,
-	int accum, int half, int kc, float* part, int* sem, int inner, float* gd, u16* gh, int gkind, long long glo) {
+	int accum, int half, int kc, float* part, int* sem, int inner, float* gd, u16* gh, int gkind, long long glo, float2* stat,
+	const float* lnx, const float2* lnstat, int lntiles, int lnw, const float* lng, const float* lnb, float eps) {
 	__shared__ int last;
+	__shared__ float lnMean[16 * LMMA_MT];
+	__shared__ float lnInv[16 * LMMA_MT];
 	extern __shared__ float4 smem4[];
 	const int KS = kc + 8, NT = 32 * WARPS, BN = 16 * WARPS, HB = BN / 2;
 	int n0 = blockIdx.x * BN, j0 = blockIdx.x * HB, split = blockIdx.y, m0 = blockIdx.z * 16 * LMMA_MT;
@@ -1302,15 +1323,57 @@ __device__ void lin_mma(void* d, const u16* x, long long xlo, const u16* w, cons
 	}
 	pdl_wait();
 	pdl_launch();
-	for (int e = 0; e < TERMS; e++)
+	if (lnx) {
+		for (int r = tid; r < rows; r += NT) {
+			float mean = 0.0f, m2 = 0.0f;
+			int cnt = 0;
+			for (int t = 0; t < lntiles; t++) {
+				int nb = min(lnw, k - t * lnw);
+				float2 st = lnstat[(long long)t * m + m0 + r];
+				float delta = st.x - mean;
+				int nn = cnt + nb;
+				mean += delta * ((float)nb / (float)nn);
+				m2 += st.y + delta * delta * ((float)cnt * (float)nb / (float)nn);
+				cnt = nn;
+			}
+			lnMean[r] = mean;
+			lnInv[r] = 1.0f / sqrtf(m2 / (float)k + eps);
+		}
+		__syncthreads();
 		for (int i = tid; i < rp * c8; i += NT) {
 			int r = i / c8, c = i - r * c8;
-			u16* s = As + (e * rp + r) * KS + 8 * c;
-			if (r < rows)
-				cp_async16(s, x + e * xlo + (long long)(m0 + r) * k + k0 + 8 * c);
-			else
-				*(uint4*)s = zero;
+			u16* s = As + r * KS + 8 * c;
+			if (r >= rows) {
+				for (int e = 0; e < TERMS; e++) *(uint4*)(s + e * rp * KS) = zero;
+				continue;
+			}
+			int col = k0 + 8 * c;
+			const float* xp = lnx + (long long)(m0 + r) * k + col;
+			float mean = lnMean[r], inv = lnInv[r];
+#pragma unroll
+			for (int h4 = 0; h4 < 2; h4++) {
+				float4 v = *(const float4*)(xp + 4 * h4), g = *(const float4*)(lng + col + 4 * h4), bb = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+				if (lnb) bb = *(const float4*)(lnb + col + 4 * h4);
+				// layer_norm4's arithmetic, element for element.
+				float4 y;
+				y.x = (v.x - mean) * inv * g.x + bb.x;
+				y.y = (v.y - mean) * inv * g.y + bb.y;
+				y.z = (v.z - mean) * inv * g.z + bb.z;
+				y.w = (v.w - mean) * inv * g.w + bb.w;
+				st4h<TERMS>(s + 4 * h4, rp * KS, y);
+			}
 		}
+	} else {
+		for (int e = 0; e < TERMS; e++)
+			for (int i = tid; i < rp * c8; i += NT) {
+				int r = i / c8, c = i - r * c8;
+				u16* s = As + (e * rp + r) * KS + 8 * c;
+				if (r < rows)
+					cp_async16(s, x + e * xlo + (long long)(m0 + r) * k + k0 + 8 * c);
+				else
+					*(uint4*)s = zero;
+			}
+	}
 	cp_async_wait_all();
 	__syncthreads();
 	int lane = tid & 31, warp = tid >> 5, g = lane >> 2, tq = lane & 3, mts = rp / 16;
@@ -1344,7 +1407,7 @@ __device__ void lin_mma(void* d, const u16* x, long long xlo, const u16* w, cons
 		}
 	}
 	int splits = gridDim.y;
-	float* p = splits > 1 || inner ? part + (long long)split * m * n : nullptr;
+	float* p = splits > 1 || inner || stat ? part + (long long)split * m * n : nullptr;
 #pragma unroll
 	for (int mt = 0; mt < LMMA_MT; mt++)
 #pragma unroll
@@ -1384,6 +1447,32 @@ __device__ void lin_mma(void* d, const u16* x, long long xlo, const u16* w, cons
 			if (gd) gd[go] = y;
 			if (gh) store16(gh, go, glo, y, gkind);
 		}
+	} else if (stat) {
+		// A warp a row, its lanes over the tile's columns: the row's
+		// outputs stay in registers for the second pass.
+		int cols = min(BN, n - n0);
+		for (int r = warp; r < rows; r += WARPS) {
+			float y[BN / 32], sum = 0.0f;
+#pragma unroll
+			for (int q = 0; q < BN / 32; q++) {
+				int c = lane + 32 * q;
+				y[q] = 0.0f;
+				if (c >= cols) continue;
+				long long o = (long long)(m0 + r) * n + n0 + c;
+				float v = 0.0f;
+				for (int s = 0; s < splits; s++) v += ldcg(part + s * mn + o);
+				y[q] = lmma_finish(d, o, n0 + c, v, bias, act, accum, half);
+				sum += y[q];
+			}
+			float mean = warp_sum(sum) / (float)cols, m2 = 0.0f;
+#pragma unroll
+			for (int q = 0; q < BN / 32; q++) {
+				float dv = y[q] - mean;
+				if (lane + 32 * q < cols) m2 += dv * dv;
+			}
+			m2 = warp_sum(m2);
+			if (lane == 0) stat[(long long)blockIdx.x * m + m0 + r] = make_float2(mean, m2);
+		}
 	} else {
 		for (int i = tid; i < rows * BN; i += NT) {
 			int r = i / BN, col = n0 + (i - r * BN);
@@ -1403,8 +1492,10 @@ __device__ void lin_mma(void* d, const u16* x, long long xlo, const u16* w, cons
 #define LINEAR_MMA(TERMS, WARPS)                                                                                          \
 	extern "C" __global__ void __launch_bounds__(32 * WARPS) linear_mma_##TERMS##_##WARPS(void* d, const u16* x, long long xlo, \
 		const u16* w, const float* bias, int m, int k, int n, int act, int accum, int half, int kc, float* part, int* sem,       \
-		int inner, float* gd, u16* gh, int gkind, long long glo) {                                                             \
-		lin_mma<TERMS, WARPS>(d, x, xlo, w, bias, m, k, n, act, accum, half, kc, part, sem, inner, gd, gh, gkind, glo);       \
+		int inner, float* gd, u16* gh, int gkind, long long glo, float2* stat, const float* lnx, const float2* lnstat,         \
+		int lntiles, int lnw, const float* lng, const float* lnb, float eps) {                                                 \
+		lin_mma<TERMS, WARPS>(d, x, xlo, w, bias, m, k, n, act, accum, half, kc, part, sem, inner, gd, gh, gkind, glo, stat,  \
+			lnx, lnstat, lntiles, lnw, lng, lnb, eps);                                                                    \
 	}
 LINEAR_MMA(1, 4)
 LINEAR_MMA(2, 4)

@@ -110,13 +110,31 @@ func (lin *linearOp) issueMMA(x *run, xh, wh uintptr) error {
 		gd = dstArg(g, g.glu)
 		gh, gkind, glo = x.shadowArgs(g)
 	}
+	var stat, lnx, lnstat, lntiles, lnw, lng, lnb, eps uint64
+	if lin.stat {
+		stat = u64(x.e.arena) + uint64(lin.statOff)
+	}
+	if f := lin.ln; f != nil {
+		src := f.src
+		lnx, lnstat = u64(f.x.addr), u64(x.e.arena)+uint64(src.statOff)
+		lntiles, lnw = i32(src.plan.tilesN), i32(16*src.plan.warps)
+		lng, eps = u64(f.w.addr), f32(f.eps)
+		if f.b != nil {
+			lnb = u64(f.b.addr)
+		}
+	}
 	if x.tune {
-		x.b.count(func(st *Stats) { st.GEMMOwn++ })
+		x.b.count(func(st *Stats) {
+			st.GEMMOwn++
+			if lin.ln != nil {
+				st.LayerNormsInGEMM++
+			}
+		})
 	}
 	return x.l.launch(x.b.drv, x.b.k.linearMMA[t-1][p.warps/8], [3]int{p.tilesN, p.splits, p.tilesM}, 32*p.warps, p.shared, x.cs.stream,
 		u64(lin.d.addr), u64(xh), uint64(int64(lin.m)*int64(lin.k)), u64(wh), u64(bp), i32(lin.m), i32(lin.k), i32(lin.n),
 		uint64(lin.act), boolArg(lin.accumulate), boolArg(lin.halfOut), i32(p.kc), u64(x.mmaPart), u64(x.mmaSem),
-		i32(inner), gd, gh, gkind, glo)
+		i32(inner), gd, gh, gkind, glo, stat, lnx, lnstat, lntiles, lnw, lng, lnb, eps)
 }
 
 // launchConfig and launchAttr are the driver's CUlaunchConfig and

@@ -166,6 +166,13 @@ type Options struct {
 	// its rows of x whole, so wider blocks read x fewer times, in fewer,
 	// longer blocks.
 	MMACols int
+	// MMANoLN keeps every LayerNorm a kernel of its own. Otherwise, with
+	// MMARows, a LayerNorm of the residual stream between two linear_mma
+	// GEMMs (the one adding into it, the one alone reading its output) runs
+	// in them: the first also writes each row's statistics over its column
+	// tiles, the second normalises the rows as it reads them, one kernel
+	// fewer.
+	MMANoLN bool
 	// PDL launches the backend's own kernels with programmatic dependent
 	// launch (compute capability 9.0 and newer; elsewhere it changes
 	// nothing): a kernel may start while the one before it finishes and
@@ -197,7 +204,7 @@ type Options struct {
 // precision=fp32|fp16|bf16|fp16x2, device=N, graphs=off, maxgraphs=N,
 // bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnterms=0|1|2,
 // attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off,
-// tunecands=N, splitk=off|on, mmarows=N, mmacols=64|128, pdl=off|on, geglu=vec|scalar, cache=DIR|off,
+// tunecands=N, splitk=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, pdl=off|on, geglu=vec|scalar, cache=DIR|off,
 // refine=MARGIN|off, refinetokens=N.
 func ParseOptions(s string) (Options, error) {
 	var o Options
@@ -210,7 +217,7 @@ func ParseOptions(s string) (Options, error) {
 		b             *bool
 	}{"attn": {"mma", "simt", &o.SIMTAttention}, "graphs": {"on", "off", &o.NoGraphs},
 		"small": {"on", "off", &o.NoSmallLinear}, "gemm": {"lt", "blas", &o.GEMMBLAS}, "tune": {"on", "off", &o.NoTune},
-		"geglu": {"vec", "scalar", &o.ScalarGeGLU}, "splitk": {"off", "on", &o.SplitK}, "pdl": {"off", "on", &o.PDL}}
+		"geglu": {"vec", "scalar", &o.ScalarGeGLU}, "splitk": {"off", "on", &o.SplitK}, "pdl": {"off", "on", &o.PDL}, "mmaln": {"on", "off", &o.MMANoLN}}
 	for _, f := range strings.Split(s, ",") {
 		f = strings.TrimSpace(f)
 		if f == "" {
@@ -235,7 +242,7 @@ func ParseOptions(s string) (Options, error) {
 			}
 			o.KernelCache = v
 		default:
-			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off, tunecands=N, splitk=off|on, mmarows=N, mmacols=64|128, pdl=off|on, geglu=vec|scalar, cache=DIR|off, refine=MARGIN|off, refinetokens=N)")
+			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off, tunecands=N, splitk=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, pdl=off|on, geglu=vec|scalar, cache=DIR|off, refine=MARGIN|off, refinetokens=N)")
 		}
 		if err == nil {
 			err = o.check()
@@ -353,6 +360,9 @@ type Stats struct {
 	// GEMMOwn counts the GEMMs that ran on linear_mma (Options.MMARows) in
 	// the first run of their segment's shape, kernel by kernel.
 	GEMMOwn int
+	// LayerNormsInGEMM counts, of those, the ones that also computed the
+	// LayerNorm of their input (Options.MMANoLN).
+	LayerNormsInGEMM int
 	// Streams counts the streams that ran in the backend's precision (plain
 	// batches, refinements, embeddings), ReducedStreams those that ran in
 	// FP16 first (Options.Refine, ReducedStream).

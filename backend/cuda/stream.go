@@ -198,6 +198,7 @@ func (s *stream) reads(ts ...*tensor) {
 			continue
 		}
 		t.f32Read = true
+		t.lnReader = nil
 		if t.seg == s.seg && !t.written {
 			t.zero = true
 		}
@@ -209,6 +210,7 @@ func (s *stream) writes(t *tensor) {
 	t.stacked, t.f32Read = false, false
 	t.halfLin, t.halfReader, t.f16 = nil, nil, false
 	t.gluLin, t.gluReader, t.fused = nil, nil, false
+	t.statLin, t.lnReader, t.lnFused = nil, nil, false
 	if t.s == s {
 		t.snap = nil
 		t.lastWriter = nil
@@ -290,7 +292,8 @@ type op struct {
 	shadow   *tensor // a producer (LayerNorm, Attention, GeGLU) also writes this 16-bit copy of its output
 	halfIn   bool    // a GeGLU or attention reads its input as fp16 (tensor.halfLin)
 	glu      *tensor // a GeGLU's output
-	fused    bool    // a GeGLU its GEMM computes (linearOp.glu): nothing to launch
+	fused    bool    // a GeGLU or LayerNorm its GEMM computes (linearOp.glu, .ln): nothing to launch
+	ln       *lnFuse // a LayerNorm a linear_mma GEMM reading its output could compute
 	// noF32: the producer stores only the 16-bit copy; its float32 output
 	// was discarded with no reader but the GEMMs of the copy (Discard).
 	noF32 bool
@@ -317,6 +320,7 @@ const (
 	opHalf
 	opMMA
 	opGLU
+	opLN
 )
 
 func (s *stream) New(rows, cols int) backend.Tensor {
@@ -377,10 +381,22 @@ func (s *stream) LayerNorm(dst, x, weight, bias backend.Tensor, eps float32) {
 		s.ops = s.ops[:n-1]
 		s.mix(opFuse)
 	}
+	// A LayerNorm of the residual stream right after the linear_mma GEMM
+	// that added into it may run in the linear_mma GEMM that alone reads
+	// it (Discard): its weights resident, 16-byte aligned for the kernel's
+	// float4 reads.
+	var ln *lnFuse
+	if src := in.statLin; src != nil && in.statSeg == s.seg && res == nil && d != in && src.n == in.cols && in.cols%8 == 0 && w.s == nil && w.addr%16 == 0 &&
+		(b == nil || b.s == nil && b.addr%16 == 0) {
+		ln = &lnFuse{x: in, w: w, b: b, eps: eps, src: src}
+	}
 	s.reads(in, w, b)
 	s.writes(d)
 	s.mix(opLayerNorm, s.ref(d), s.ref(in), s.ref(w), s.ref(b), uint64(in.rows), uint64(in.cols), f32(eps))
 	o := s.record("layerNorm", func(o *op, x *run) error {
+		if o.fused {
+			return nil // its GEMM computes it
+		}
 		var bp, rp uintptr
 		var two int64
 		if b != nil {
@@ -397,6 +413,7 @@ func (s *stream) LayerNorm(dst, x, weight, bias backend.Tensor, eps float32) {
 		return x.l.launch(x.b.drv, fn, [3]int{in.rows, 1, 1}, block, 0, x.cs.stream, dstArg(o, d), u64(in.addr), u64(w.addr), u64(bp), i32(in.cols), f32(eps), h, kind, lo,
 			u64(rp), uint64(two))
 	})
+	o.ln = ln
 	d.lastWriter = o
 }
 
@@ -489,6 +506,12 @@ func (s *stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activat
 	if lin.mma && plain && n%2 == 0 {
 		d.gluLin = lin
 	}
+	// The LayerNorm just before, which wrote x, may run in this GEMM
+	// (Discard) if nothing else reads x (reads and writes forget lnReader).
+	if p := in.lastWriter; lin.mma && !read && p != nil && p.ln != nil && len(s.ops) > 1 && s.ops[len(s.ops)-2] == p &&
+		d != p.ln.x && d != in && in.halfReader == nil && in.gluReader == nil {
+		in.lnReader = lin
+	}
 }
 
 // linearOp is a recorded Linear; a residual Add after it may fold into it
@@ -498,14 +521,29 @@ type linearOp struct {
 	act         backend.Activation
 	m, k, n     int
 	wHalf       uintptr
-	shadowIn    bool  // in's 16-bit copy is written by its producer
-	accumulate  bool  // d += x·Wᵀ: cuBLAS's beta = 1
-	glu         *op   // the GeGLU linear_mma computes in place of d (tensor.gluLin)
-	halfOut     bool  // d is written as fp16 (tensor.halfLin)
-	two         int64 // FP16X2 stacked: the second term's product goes two elements after d's
-	small       bool  // runs on linear_small (smallLinear)
-	mma         bool  // runs on linear_mma (mmaLinear), as plan says
-	plan        lmmaPlan
+	shadowIn    bool // in's 16-bit copy is written by its producer
+	accumulate  bool // d += x·Wᵀ: cuBLAS's beta = 1
+	glu         *op  // the GeGLU linear_mma computes in place of d (tensor.gluLin)
+	halfOut     bool // d is written as fp16 (tensor.halfLin)
+	// stat: linear_mma also writes the row statistics of each of its
+	// column tiles at statOff in the arena, for a LayerNorm of d that a
+	// later GEMM computes (ln of that GEMM).
+	stat    bool
+	statOff int64
+	ln      *lnFuse // the LayerNorm of x this GEMM computes as it reads x
+	two     int64   // FP16X2 stacked: the second term's product goes two elements after d's
+	small   bool    // runs on linear_small (smallLinear)
+	mma     bool    // runs on linear_mma (mmaLinear), as plan says
+	plan    lmmaPlan
+}
+
+// lnFuse is a LayerNorm (of x, weight w, bias b) run by the linear_mma
+// GEMM that reads its output, from the statistics that src, the linear_mma
+// GEMM that last added into x, writes (Discard).
+type lnFuse struct {
+	x, w, b *tensor
+	eps     float32
+	src     *linearOp
 }
 
 // smallRows is the most rows of x a Linear runs on linear_small
@@ -1207,6 +1245,10 @@ func (s *stream) Err() error { return s.err }
 func (s *stream) Read(ctx context.Context, t backend.Tensor, dst []float32) error {
 	// A closed stream's ops went back to the pool with its slabs: begin
 	// refuses it before a tensor's lastWriter is looked at.
+	if x, ok := t.(*tensor); ok && x != nil && x.s == s && !s.closed && s.err == nil && x.lnFused {
+		s.fail(fmt.Errorf("cuda: read of discarded tensor [%d, %d]: its one reader, a GEMM, normalised its input itself", x.rows, x.cols))
+		return s.err
+	}
 	if x, ok := t.(*tensor); ok && x != nil && x.s == s && !s.closed && s.err == nil && x.lastWriter != nil && x.lastWriter.noF32 {
 		s.fail(fmt.Errorf("cuda: read of discarded tensor [%d, %d]: its producer stored only the 16-bit copy a GEMM read", x.rows, x.cols))
 		return s.err
@@ -1343,10 +1385,7 @@ func (s *stream) flush(ctx context.Context, target *tensor) ([]byte, error) {
 	if e != nil {
 		s.entries = append(s.entries, e)
 	}
-	s.seg++
-	s.ops, s.made, s.wrote, s.stage, s.layouts = s.ops[:0], nil, s.wrote[:0], s.stage[:0], s.layouts[:0]
-	s.arena, s.temp, s.mmaPart, s.mmaSem = 0, 0, 0, 0
-	s.words = s.words[:0]
+	s.nextSegment()
 	if err != nil {
 		s.fail(fmt.Errorf("cuda: %w", err))
 		return nil, s.err
@@ -1363,6 +1402,14 @@ func (s *stream) flush(ctx context.Context, target *tensor) ([]byte, error) {
 		}
 	}
 	return snap, nil
+}
+
+// nextSegment starts recording the segment after the one flushed.
+func (s *stream) nextSegment() {
+	s.seg++
+	s.ops, s.made, s.wrote, s.stage, s.layouts = s.ops[:0], nil, s.wrote[:0], s.stage[:0], s.layouts[:0]
+	s.arena, s.temp, s.mmaPart, s.mmaSem = 0, 0, 0, 0
+	s.words = s.words[:0]
 }
 
 // waitLong waits for the flush poll gave up on (a long request, or ctx
@@ -1474,6 +1521,20 @@ func (s *stream) Discard(x backend.Tensor) {
 		t.halfLin, t.halfReader, t.gluLin, t.gluReader = nil, nil, nil, nil
 		s.mix(opGLU, s.ref(t))
 	}
+	if c, o := t.lnReader, t.lastWriter; c != nil && o != nil && o.ln != nil && !o.fused && !t.f32Read && !s.be.opts.MMANoLN {
+		// The GEMM reading t normalises x itself from its producer's
+		// statistics: the LayerNorm launches nothing and t is never
+		// written.
+		src := o.ln.src
+		if !src.stat {
+			src.stat, src.statOff = true, s.arena
+			s.arena += align(int64(src.plan.tilesN)*int64(src.m)*8, 256)
+		}
+		c.ln, o.fused, t.lnFused = o.ln, true, true
+		o.name += " (in its GEMM)"
+		t.lnReader = nil
+		s.mix(opLN, s.ref(t))
+	}
 	if l, g := t.halfLin, t.halfReader; l != nil && g != nil && !t.f32Read && l.d == t && !l.accumulate {
 		l.halfOut, g.halfIn, t.f16 = true, true, true
 		t.halfLin, t.halfReader = nil, nil
@@ -1502,6 +1563,10 @@ func (s *stream) Discard(x backend.Tensor) {
 	l.d, l.accumulate = into, true
 	s.ops = s.ops[:n-1]
 	s.mix(opFuse)
+	if l.mma && l.glu == nil && !l.halfOut && into.s == s {
+		// A LayerNorm of into may come next (LayerNorm, Discard).
+		into.statLin, into.statSeg = l, s.seg
+	}
 }
 
 // entry is the memory (and, once captured, the CUDA graph) of one segment

@@ -1373,3 +1373,87 @@ func TestGeGLUFusionOrder(t *testing.T) {
 		}
 	})
 }
+
+// A LayerNorm of the residual stream runs in the linear_mma GEMMs around
+// it (the one that added into x writes its row statistics, the one that
+// alone reads the LayerNorm's output normalises x itself) only where that
+// changes nothing: ModernBERT's order fuses, layer after layer; a reader of
+// the output besides the GEMM, an operation between the LayerNorm and the
+// GEMM, a write of x between its GEMM and the LayerNorm, a kept output, a
+// flush in between, cuBLAS on either side, and mmaln=off do not.
+func TestLayerNormFusedIntoLinearMMA(t *testing.T) {
+	const rows, d, k2 = 20, 64, 96
+	for _, c := range []struct {
+		name string
+		opts Options
+		// between: after the residual GEMM and before the LayerNorm;
+		// after: between the LayerNorm and its GEMM; late: after the GEMM,
+		// before the output's Discard.
+		between, after, late func(s *stream, x, normed, spare backend.Tensor)
+		keep                 bool
+		want                 bool
+	}{
+		{name: "modernbert order", opts: Options{MMARows: 128}, want: true},
+		{name: "mmaln=off", opts: Options{MMARows: 128, MMANoLN: true}},
+		{name: "on cuBLAS", opts: Options{MMARows: rows - 1}},
+		{name: "output kept", opts: Options{MMARows: 128}, keep: true},
+		{name: "x written before the LayerNorm", opts: Options{MMARows: 128},
+			between: func(s *stream, x, _, spare backend.Tensor) { s.Add(x, x, spare) }},
+		{name: "x read before the LayerNorm", opts: Options{MMARows: 128}, want: true,
+			between: func(s *stream, x, _, spare backend.Tensor) { s.Add(spare, x, x) }},
+		// As a Read's flush leaves the stream.
+		{name: "flush before the LayerNorm", opts: Options{MMARows: 128},
+			between: func(s *stream, _, _, _ backend.Tensor) { s.nextSegment() }},
+		{name: "an operation between the LayerNorm and its GEMM", opts: Options{MMARows: 128},
+			after: func(s *stream, _, _, spare backend.Tensor) { s.Add(spare, spare, spare) }},
+		{name: "output read again after its GEMM", opts: Options{MMARows: 128},
+			late: func(s *stream, _, normed, spare backend.Tensor) { s.Add(spare, normed, normed) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			be := &Backend{opts: c.opts, sms: 132}
+			be.opts.Precision = FP16X2
+			s := be.NewStream().(*stream)
+			weight := func(r, c int) *tensor { return &tensor{owner: be, rows: r, cols: c, addr: 256, half: 256} }
+			a := s.FromHost(rows, k2, make([]float32, rows*k2))
+			x, proj, normed, out, spare := s.New(rows, d), s.New(rows, d), s.New(rows, d), s.New(rows, 3*d), s.New(rows, d)
+			s.Linear(proj, a, weight(d, k2), nil, backend.Identity)
+			s.Add(x, x, proj)
+			s.Discard(proj)
+			producer := s.ops[len(s.ops)-1].lin
+			if c.between != nil {
+				c.between(s, x, normed, spare)
+			}
+			s.LayerNorm(normed, x, weight(1, d), weight(1, d), 1e-5)
+			ln := s.ops[len(s.ops)-1]
+			if c.after != nil {
+				c.after(s, x, normed, spare)
+			}
+			s.Linear(out, normed, weight(3*d, d), nil, backend.Identity)
+			consumer := s.ops[len(s.ops)-1].lin
+			if c.late != nil {
+				c.late(s, x, normed, spare)
+			}
+			words := len(s.words)
+			if !c.keep {
+				s.Discard(normed)
+			}
+			if err := s.Err(); err != nil {
+				t.Fatal(err)
+			}
+			fused := consumer.ln != nil && consumer.ln == ln.ln && ln.fused && producer.stat && consumer.ln.src == producer
+			if fused != c.want || ln.fused != c.want || normed.(*tensor).lnFused != c.want {
+				t.Fatalf("fused %v (LayerNorm launches nothing %v, output unwritten %v, statistics written %v); want %v", fused, ln.fused,
+					normed.(*tensor).lnFused, producer.stat, c.want)
+			}
+			if !c.want {
+				return
+			}
+			if len(s.words) == words {
+				t.Error("the choice is not in the segment's key")
+			}
+			if err := s.Read(context.Background(), normed, make([]float32, rows*d)); err == nil || !strings.Contains(err.Error(), "normalised") {
+				t.Errorf("Read of the unwritten output: %v, want an error", err)
+			}
+		})
+	}
+}
