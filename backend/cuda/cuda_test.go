@@ -143,23 +143,30 @@ func TestParseOptions(t *testing.T) {
 // for what NVRTC declares implicitly, so CI catches a broken kernel source
 // without a GPU or CUDA toolkit.
 func TestKernelsCompileWithClang(t *testing.T) {
-	clang, err := exec.LookPath("clang-19")
-	if err != nil {
-		t.Skipf("clang-19 not installed: the CUDA check needs it (%v)", err)
-	}
-	stub, err := filepath.Abs("../../metal/cuda/testdata/cuda_stub.h")
-	if err != nil {
-		t.Fatal(err)
-	}
-	extra, err := filepath.Abs("testdata/nvrtc_extra.h")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(clang, "-x", "cuda", "--cuda-gpu-arch=sm_90", "--cuda-device-only", "-nocudainc", "-nocudalib",
-		"-fsyntax-only", "-std=c++17", "-include", stub, "-include", extra, "kernels.cu")
+	clang, includes := clangCUDA(t)
+	cmd := exec.Command(clang, append([]string{"-x", "cuda", "--cuda-gpu-arch=sm_90", "--cuda-device-only", "-nocudainc", "-nocudalib",
+		"-fsyntax-only", "-std=c++17"}, slices.Concat(includes, []string{"kernels.cu"})...)...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("clang-19 rejects kernels.cu: %v\n%s", err, out)
 	}
+}
+
+// clangCUDA is clang-19 (or skips the test) and the -include flags of the
+// stand-ins for what NVRTC declares implicitly.
+func clangCUDA(t *testing.T) (string, []string) {
+	clang, err := exec.LookPath("clang-19")
+	if err != nil {
+		t.Skipf("clang-19 not installed: the CUDA checks need it (%v)", err)
+	}
+	var includes []string
+	for _, h := range []string{"../../metal/cuda/testdata/cuda_stub.h", "testdata/nvrtc_extra.h"} {
+		abs, err := filepath.Abs(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		includes = append(includes, "-include", abs)
+	}
+	return clang, includes
 }
 
 // The kernels' PTX, inline assembly included, assembles with NVIDIA's ptxas
@@ -174,12 +181,10 @@ func TestKernelsCompileWithClang(t *testing.T) {
 // ptxas refuses an entry whose register cap is below its callee's, which
 // says nothing of the instructions.
 func TestKernelsAssembleWithPtxas(t *testing.T) {
-	clang, err := exec.LookPath("clang-19")
-	if err != nil {
-		t.Skipf("clang-19 not installed: the PTX check needs it (%v)", err)
-	}
+	clang, includes := clangCUDA(t)
 	ptxas := os.Getenv("LAYA_PTXAS")
 	if ptxas == "" {
+		var err error
 		if ptxas, err = exec.LookPath("ptxas"); err != nil {
 			t.Skip("no ptxas: set LAYA_PTXAS or put one on PATH (Debian non-free's nvidia-cuda-toolkit has one)")
 		}
@@ -187,14 +192,6 @@ func TestKernelsAssembleWithPtxas(t *testing.T) {
 	dir := t.TempDir()
 	noBounds := filepath.Join(dir, "no_launch_bounds.h")
 	if err := os.WriteFile(noBounds, []byte("#undef __launch_bounds__\n#define __launch_bounds__(...)\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	stub, err := filepath.Abs("../../metal/cuda/testdata/cuda_stub.h")
-	if err != nil {
-		t.Fatal(err)
-	}
-	extra, err := filepath.Abs("testdata/nvrtc_extra.h")
-	if err != nil {
 		t.Fatal(err)
 	}
 	src, err := filepath.Abs("kernels.cu")
@@ -216,8 +213,8 @@ func TestKernelsAssembleWithPtxas(t *testing.T) {
 		t.Run(c.arch, func(t *testing.T) {
 			t.Parallel()
 			ptx := filepath.Join(dir, c.arch+".ptx")
-			cmd := exec.Command(clang, "-x", "cuda", "--cuda-gpu-arch="+c.arch, "--cuda-device-only", "-nocudainc", "-nocudalib",
-				"-O3", "-fno-builtin", "-S", "-o", ptx, "-std=c++17", "-include", stub, "-include", extra, "-include", noBounds, src)
+			cmd := exec.Command(clang, append([]string{"-x", "cuda", "--cuda-gpu-arch=" + c.arch, "--cuda-device-only", "-nocudainc",
+				"-nocudalib", "-O3", "-fno-builtin", "-S", "-o", ptx, "-std=c++17"}, slices.Concat(includes, []string{"-include", noBounds, src})...)...)
 			if out, err := cmd.CombinedOutput(); err != nil {
 				t.Fatalf("clang-19 cannot write kernels.cu's PTX for %s: %v\n%s", c.arch, err, out)
 			}
