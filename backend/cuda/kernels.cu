@@ -1290,7 +1290,8 @@ __device__ __forceinline__ float lmma_finish(void* d, long long o, int col, floa
 // that the result does not depend on the schedule) into its mean and
 // 1/sqrt(variance + eps), and normalises its k-slice of the rows, times lng
 // plus lnb (unless null), into its TERMS fp16 terms as layer_norm4 and
-// store16 would have written them.
+// store16 would have written them (to the last bits of the mean and
+// variance, which they sum in another order).
 template <int TERMS, int WARPS>
 __device__ void lin_mma(void* d, const u16* x, long long xlo, const u16* w, const float* bias, int m, int k, int n, int act,
 	int accum, int half, int kc, float* part, int* sem, int inner, float* gd, u16* gh, int gkind, long long glo, float2* stat,
@@ -1354,7 +1355,8 @@ __device__ void lin_mma(void* d, const u16* x, long long xlo, const u16* w, cons
 			for (int h4 = 0; h4 < 2; h4++) {
 				float4 v = *(const float4*)(xp + 4 * h4), g = *(const float4*)(lng + col + 4 * h4), bb = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 				if (lnb) bb = *(const float4*)(lnb + col + 4 * h4);
-				// layer_norm4's arithmetic, element for element.
+				// layer_norm4's formula (its mean and variance summed in
+				// another order: the last bits may differ).
 				float4 y;
 				y.x = (v.x - mean) * inv * g.x + bb.x;
 				y.y = (v.y - mean) * inv * g.y + bb.y;

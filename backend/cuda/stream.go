@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"math/bits"
@@ -537,6 +538,10 @@ type linearOp struct {
 	plan    lmmaPlan
 }
 
+// writesLNInput reports whether the GEMM, computing a LayerNorm of x as it
+// reads x (ln), would write d = x, which its blocks read to the end.
+func (lin *linearOp) writesLNInput(d *tensor) bool { return lin.ln != nil && d == lin.ln.x }
+
 // lnFuse is a LayerNorm (of x, weight w, bias b) run by the linear_mma
 // GEMM that reads its output, from the statistics that src, the linear_mma
 // GEMM that last added into x, writes (Discard).
@@ -606,6 +611,11 @@ func (lin *linearOp) issue(x *run) error {
 			return err
 		}
 		wh := lin.wHalf
+		if lin.ln != nil && !(lin.mma && !(lin.halfOut && lin.accumulate)) {
+			// Only linear_mma computes the LayerNorm, whose output was
+			// never written.
+			return errors.New("a LayerNorm fused into a GEMM off linear_mma")
+		}
 		if lin.mma && !(lin.halfOut && lin.accumulate) {
 			// linear_mma reads d as float32 to add the residual: an fp16 d
 			// with one folded in stays on cuBLAS.
@@ -835,7 +845,7 @@ func (s *stream) GeGLU(dst, x backend.Tensor) {
 	// nothing (an fp16 reader either) having read in, and not writing the
 	// GEMM's own input (whose 16-bit copy the GEMM is still reading).
 	glu := false
-	if l := in.gluLin; l != nil && in.gluReader == nil && in.halfReader == nil && !in.f32Read && d != l.in {
+	if l := in.gluLin; l != nil && in.gluReader == nil && in.halfReader == nil && !in.f32Read && d != l.in && !l.writesLNInput(d) {
 		glu = len(s.ops) > 0 && s.ops[len(s.ops)-1].lin == l
 	}
 	s.reads(in)
@@ -1514,14 +1524,17 @@ func (s *stream) Discard(x backend.Tensor) {
 		o.noF32 = true
 		s.mix(opNoF32, s.ref(t))
 	}
-	if l, g := t.gluLin, t.gluReader; l != nil && g != nil && !t.f32Read && l.d == t && !l.accumulate && !g.fused {
+	if l, g := t.gluLin, t.gluReader; l != nil && g != nil && !t.f32Read && l.d == t && !l.accumulate && !g.fused && !l.writesLNInput(g.glu) {
 		// The GeGLU goes into its GEMM's epilogue: t is never written.
 		l.glu, g.fused, t.fused = g, true, true
 		g.name += " (in its GEMM)"
 		t.halfLin, t.halfReader, t.gluLin, t.gluReader = nil, nil, nil, nil
 		s.mix(opGLU, s.ref(t))
 	}
-	if c, o := t.lnReader, t.lastWriter; c != nil && o != nil && o.ln != nil && !o.fused && !t.f32Read && !s.be.opts.MMANoLN {
+	// Not where the GEMM writes x (a residual folded in, its GeGLU's output):
+	// its tiles' last blocks would write x while other blocks still read it.
+	if c, o := t.lnReader, t.lastWriter; c != nil && o != nil && o.ln != nil && !o.fused && !t.f32Read && !s.be.opts.MMANoLN &&
+		c.d != o.ln.x && (c.glu == nil || c.glu.glu != o.ln.x) {
 		// The GEMM reading t normalises x itself from its producer's
 		// statistics: the LayerNorm launches nothing and t is never
 		// written.
@@ -1557,7 +1570,7 @@ func (s *stream) Discard(x backend.Tensor) {
 	default:
 		return
 	}
-	if into == t || into == l.in || into == l.w {
+	if into == t || into == l.in || into == l.w || l.writesLNInput(into) {
 		return
 	}
 	l.d, l.accumulate = into, true

@@ -1457,3 +1457,93 @@ func TestLayerNormFusedIntoLinearMMA(t *testing.T) {
 		})
 	}
 }
+
+// The GEMM that computes a LayerNorm of x never writes x, in whichever
+// order the writes come (its blocks read x to the end): not a residual Add
+// of its product folded into it (x += W·LN(x), a pre-norm block), not a
+// GeGLU of its product fused into it that writes x, before or after the
+// LayerNorm's fusion is decided. Nor does a GEMM off linear_mma (k not a
+// multiple of 16, though the LayerNorm's row statistics could be had)
+// take the LayerNorm.
+func TestLayerNormFusionNeverWritesItsInput(t *testing.T) {
+	const rows, k2 = 20, 96
+	record := func(t *testing.T, d int) (s *stream, x, normed backend.Tensor, ln *op, weight func(r, c int) *tensor) {
+		be := &Backend{opts: Options{Precision: FP16X2, MMARows: 128}, sms: 132}
+		s = be.NewStream().(*stream)
+		weight = func(r, c int) *tensor { return &tensor{owner: be, rows: r, cols: c, addr: 256, half: 256} }
+		a := s.FromHost(rows, k2, make([]float32, rows*k2))
+		x, proj, normed := s.New(rows, d), s.New(rows, d), s.New(rows, d)
+		s.Linear(proj, a, weight(d, k2), nil, backend.Identity)
+		s.Add(x, x, proj)
+		s.Discard(proj)
+		s.LayerNorm(normed, x, weight(1, d), nil, 1e-5)
+		ln = s.ops[len(s.ops)-1]
+		if ln.ln == nil {
+			t.Fatal("the LayerNorm of the residual stream is not a candidate")
+		}
+		return s, x, normed, ln, weight
+	}
+	check := func(t *testing.T, s *stream, x backend.Tensor, ln *op, lin *linearOp) {
+		t.Helper()
+		if err := s.Err(); err != nil {
+			t.Fatal(err)
+		}
+		writes := lin.d == x.(*tensor) || lin.glu != nil && lin.glu.glu == x.(*tensor)
+		if lin.ln != nil && writes || ln.fused && lin.ln == nil {
+			t.Errorf("the GEMM computes the LayerNorm %v and writes x %v; the LayerNorm launches nothing %v", lin.ln != nil, writes,
+				ln.fused)
+		}
+		if !writes && !(lin.ln != nil && ln.fused) {
+			t.Errorf("the GEMM does not write x, and the LayerNorm did not go into it")
+		}
+	}
+	for _, lnFirst := range []bool{true, false} {
+		t.Run(fmt.Sprintf("residual folded, LayerNorm decided first %v", lnFirst), func(t *testing.T) {
+			const d = 64
+			s, x, normed, ln, weight := record(t, d)
+			p2 := s.New(rows, d)
+			s.Linear(p2, normed, weight(d, d), nil, backend.Identity)
+			lin := s.ops[len(s.ops)-1].lin
+			if lnFirst {
+				s.Discard(normed)
+			}
+			s.Add(x, x, p2)
+			s.Discard(p2)
+			if !lnFirst {
+				s.Discard(normed)
+			}
+			check(t, s, x, ln, lin)
+		})
+		t.Run(fmt.Sprintf("GeGLU into x, LayerNorm decided first %v", lnFirst), func(t *testing.T) {
+			const d = 64
+			s, x, normed, ln, weight := record(t, d)
+			up := s.New(rows, 2*d)
+			s.Linear(up, normed, weight(2*d, d), nil, backend.Identity)
+			lin := s.ops[len(s.ops)-1].lin
+			if lnFirst {
+				s.Discard(normed)
+			}
+			s.GeGLU(x, up)
+			s.Discard(up)
+			if !lnFirst {
+				s.Discard(normed)
+			}
+			check(t, s, x, ln, lin)
+		})
+	}
+	t.Run("k no multiple of 16", func(t *testing.T) {
+		const d = 72
+		s, x, normed, ln, weight := record(t, d)
+		out := s.New(rows, 3*d)
+		s.Linear(out, normed, weight(3*d, d), nil, backend.Identity)
+		lin := s.ops[len(s.ops)-1].lin
+		s.Discard(normed)
+		if err := s.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if lin.mma || lin.ln != nil || ln.fused || x.(*tensor).statLin == nil {
+			t.Errorf("GEMM on linear_mma %v, computes the LayerNorm %v, the LayerNorm launches nothing %v, statistics offered %v; want "+
+				"neither, with statistics offered", lin.mma, lin.ln != nil, ln.fused, x.(*tensor).statLin != nil)
+		}
+	})
+}
