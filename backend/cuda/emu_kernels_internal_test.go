@@ -378,14 +378,17 @@ func TestEmuLinearMMALayerNorm(t *testing.T) {
 		m, hidden, k1, n2, terms int
 		wp, wc, kcp, kcc         int // the two GEMMs' warps and k chunks
 		bias                     bool
+		glu                      bool // the second GEMM computes the GeGLU of its product (as Wi's)
 	}{
 		{m: 93, hidden: 336, k1: 128, n2: 96, terms: 2, wp: 4, wc: 4, kcp: 64, kcc: 64, bias: true},
 		{m: 130, hidden: 208, k1: 64, n2: 64, terms: 1, wp: 8, wc: 8, kcp: 32, kcc: 208},
 		{m: 17, hidden: 64, k1: 32, n2: 80, terms: 2, wp: 4, wc: 8, kcp: 32, kcc: 32, bias: true},
 		{m: 40, hidden: 160, k1: 48, n2: 128, terms: 1, wp: 8, wc: 4, kcp: 16, kcc: 64},
+		{m: 93, hidden: 128, k1: 64, n2: 160, terms: 2, wp: 4, wc: 4, kcp: 64, kcc: 64, bias: true, glu: true},
+		{m: 24, hidden: 96, k1: 32, n2: 96, terms: 1, wp: 8, wc: 8, kcp: 32, kcc: 32, glu: true},
 	} {
-		t.Run(fmt.Sprintf("m=%d,hidden=%d,k1=%d,n2=%d,terms=%d,warps=%d/%d,kc=%d/%d,bias=%v", c.m, c.hidden, c.k1, c.n2, c.terms,
-			c.wp, c.wc, c.kcp, c.kcc, c.bias), func(t *testing.T) {
+		t.Run(fmt.Sprintf("m=%d,hidden=%d,k1=%d,n2=%d,terms=%d,warps=%d/%d,kc=%d/%d,bias=%v,glu=%v", c.m, c.hidden, c.k1, c.n2, c.terms,
+			c.wp, c.wc, c.kcp, c.kcc, c.bias, c.glu), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(c.m), uint64(c.hidden)))
 			a1, w1, prod1, _ := lmmaOperands(rng, c.m, c.hidden, c.k1, c.terms)
 			plan := func(m, n, k, warps, kc int) lmmaPlan {
@@ -416,8 +419,12 @@ func TestEmuLinearMMALayerNorm(t *testing.T) {
 			part := max(pp.partBytes(c.m, c.hidden), pc.partBytes(c.m, c.n2))
 			sem := 4 * max(pp.tilesN*pp.tilesM, pc.tilesN*pc.tilesM)
 			none := []emuArg{emuVal(0), emuVal(0), emuVal(0), emuInt(0), emuInt(0), emuVal(0), emuVal(0), emuF32(0)}
+			inner, gd := 0, emuVal(0)
+			if c.glu {
+				inner, gd = c.n2/2, emuBuf(10, 0)
+			}
 			out := emuRun(t, [][]byte{f32Bytes(x0), u16Bytes(a1), u16Bytes(w1), make([]byte, 8*pp.tilesN*c.m), make([]byte, part),
-				make([]byte, sem), u16Bytes(w2), f32Bytes(g), f32Bytes(b), make([]byte, 4*c.m*c.n2)},
+				make([]byte, sem), u16Bytes(w2), f32Bytes(g), f32Bytes(b), make([]byte, 4*c.m*c.n2), make([]byte, 4*c.m*max(inner, 1))},
 				emuLaunch{name: fmt.Sprintf("linear_mma_%d_%d", c.terms, c.wp), grid: [3]int{pp.tilesN, pp.splits, pp.tilesM},
 					threads: 32 * c.wp, smem: pp.shared,
 					args: append([]emuArg{emuBuf(0, 0), emuBuf(1, 0), emuVal(uint64(c.m * c.k1)), emuBuf(2, 0), emuVal(0), emuInt(c.m),
@@ -427,9 +434,9 @@ func TestEmuLinearMMALayerNorm(t *testing.T) {
 					threads: 32 * c.wc, smem: pc.shared,
 					args: []emuArg{emuBuf(9, 0), emuVal(0), emuVal(0), emuBuf(6, 0), emuVal(0), emuInt(c.m), emuInt(c.hidden),
 						emuInt(c.n2), emuVal(0), emuVal(0), emuVal(0), emuInt(pc.kc), emuBuf(4, 0), emuBuf(5, 0),
-						emuInt(0), emuVal(0), emuVal(0), emuInt(0), emuVal(0),
+						emuInt(inner), gd, emuVal(0), emuInt(0), emuVal(0),
 						emuVal(0), emuBuf(0, 0), emuBuf(3, 0), emuInt(pp.tilesN), emuInt(16 * c.wp), emuBuf(7, 0), lnb, emuF32(eps)}})
-			x, y := bytesF32(out[0]), bytesF32(out[9])
+			x, y, glu := bytesF32(out[0]), bytesF32(out[9]), bytesF32(out[10])
 			if !bytesZero(out[5]) {
 				t.Errorf("split counters %v after the launches, want zeros", out[5])
 			}
@@ -460,11 +467,12 @@ func TestEmuLinearMMALayerNorm(t *testing.T) {
 						normed[j] -= float64(b[j])
 					}
 				}
+				want, errs := make([]float64, c.n2), make([]float64, c.n2)
 				for col := range c.n2 {
-					want, mag := 0.0, 0.0
+					mag := 0.0
 					for j, v := range normed {
 						p := v * float64(half.Float16ToFloat32(w2[col*c.hidden+j]))
-						want += p
+						want[col] += p
 						mag += math.Abs(p)
 					}
 					// One fp16 term rounds each normalised value by up to
@@ -475,10 +483,28 @@ func TestEmuLinearMMALayerNorm(t *testing.T) {
 					if c.terms == 2 {
 						rel = 2e-6
 					}
-					tol := rel*mag + 4e-7*mag + 1e-6
+					errs[col] = rel*mag + 4e-7*mag + 1e-6
+				}
+				for col := range c.n2 {
+					if c.glu {
+						break
+					}
 					got := float64(y[r*c.n2+col])
-					if e := math.Abs(got - want); !(e <= tol) {
-						t.Fatalf("y[%d][%d] = %g, want %g (±%.2g)", r, col, got, want, tol)
+					if e := math.Abs(got - want[col]); !(e <= errs[col]) {
+						t.Fatalf("y[%d][%d] = %g, want %g (±%.2g)", r, col, got, want[col], errs[col])
+					} else {
+						worst = math.Max(worst, e/errs[col])
+					}
+				}
+				for j := range inner {
+					// The GeGLU of the product's halves, as in
+					// TestEmuLinearMMAGeGLU.
+					v, u := want[j], want[j+inner]
+					gv := 0.5 * v * math.Erfc(-v*0.70710678118654752)
+					tol := 1.2*math.Abs(u)*errs[j] + math.Abs(gv)*errs[j+inner] + 2e-6*math.Abs(gv*u) + 1e-7
+					got := float64(glu[r*inner+j])
+					if e := math.Abs(got - gv*u); !(e <= tol) {
+						t.Fatalf("geglu[%d][%d] = %g, want %g (±%.2g)", r, j, got, gv*u, tol)
 					} else {
 						worst = math.Max(worst, e/tol)
 					}
