@@ -301,59 +301,6 @@ func runPacked(parts forwardpass.Parts) func(context.Context, backend.Backend, [
 	}
 }
 
-// runRefined runs rows as the model does on a backend.Refiner: all of them
-// on its reduced stream, then the near-ties again on a plain one, alone in
-// their batch. It adds the rows it ran again to refined.
-func runRefined(ctx context.Context, be backend.Backend, run func(context.Context, backend.Backend, []forwardpass.Row, int32, backend.Observer) ([][]float32, [][]float32, error),
-	rows []forwardpass.Row, pad int32, refined int) ([][]float32, [][]float32, int, error) {
-	var margin float32
-	reduced := streamsOf{be, func() backend.Stream {
-		s, m := be.(backend.Refiner).ReducedStream(1 << 30)
-		if s == nil {
-			panic("no reduced stream")
-		}
-		margin = m
-		return s
-	}}
-	logits, probs, err := run(ctx, reduced, rows, pad, nil)
-	if err != nil {
-		return nil, nil, refined, err
-	}
-	var again []int
-	for i := range rows {
-		nonFinite := false
-		for _, p := range probs[i] {
-			nonFinite = nonFinite || math.IsNaN(float64(p)) || math.IsInf(float64(p), 0)
-		}
-		if nonFinite || backend.NearTie(logits[i], margin) {
-			again = append(again, i)
-		}
-	}
-	if len(again) == 0 {
-		return logits, probs, refined, nil
-	}
-	sub := make([]forwardpass.Row, len(again))
-	for j, i := range again {
-		sub[j] = rows[i]
-	}
-	l2, p2, err := run(ctx, be, sub, pad, nil)
-	if err != nil {
-		return nil, nil, refined, err
-	}
-	for j, i := range again {
-		logits[i], probs[i] = l2[j], p2[j]
-	}
-	return logits, probs, refined + len(again), nil
-}
-
-// streamsOf is a backend whose NewStream is another's kind of stream.
-type streamsOf struct {
-	backend.Backend
-	newStream func() backend.Stream
-}
-
-func (s streamsOf) NewStream() backend.Stream { return s.newStream() }
-
 // goldenSet is a checkpoint with golden rows: the oracle's (upstream's own
 // outputs) or a variant's (testdata/variants: shapes the oracle does not
 // cover, with goldens from a model built of torch's and transformers' own
@@ -478,7 +425,7 @@ func TestForwardGoldens(t *testing.T) {
 						rowsIn := forwardtest.Rows(c.Rows)
 						var logits, probs [][]float32
 						if cf.refine {
-							logits, probs, refined, err = runRefined(ctx, be, run, rowsIn, int32(ckpt.Encoder.PadTokenID), refined)
+							logits, probs, refined, err = forwardtest.RunRefined(ctx, be, run, rowsIn, int32(ckpt.Encoder.PadTokenID), refined)
 						} else {
 							logits, probs, err = run(ctx, be, rowsIn, int32(ckpt.Encoder.PadTokenID), nil)
 						}
