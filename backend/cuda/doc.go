@@ -110,7 +110,8 @@
 // product is never written: a block's columns are matching halves of the
 // gate and value rows, in FP16 and FP16X2). A LayerNorm of the residual
 // stream between two such GEMMs (the one adding into it, the one alone
-// reading its output: each layer's two, after the first) runs in them
+// reading its output: in ModernBERT every LayerNorm of the encoder but the
+// embeddings' and the final one) runs in them
 // unless mmaln=off: the first also writes each row's mean and sum of
 // squared deviations over each of its column tiles, the second combines
 // them in tile order (Chan's pairwise update) and normalises its slices of

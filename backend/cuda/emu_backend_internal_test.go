@@ -79,7 +79,7 @@ var emuConfigs = []emuConfig{
 	{"FP16+mmarows+pdl", Options{Precision: FP16, MMARows: MaxMMARows, PDL: true}},
 	// Every batch in FP16 first, its near-ties again in FP16X2, as the
 	// registered backend runs them, on the few-rows kernels.
-	{"FP16X2+refine+mmarows+pdl", Options{Precision: FP16X2, Refine: DefaultRefine, RefineTokens: 1, MMARows: MaxMMARows, PDL: true}},
+	{"FP16X2+refine+mmarows+pdl", Options{Precision: FP16X2, Refine: DefaultRefine, MMARows: MaxMMARows, PDL: true}},
 	// The other few-rows kernels: linear_mma at 128 columns a block,
 	// the tensor-core attention at one warp;
 	// with the LayerNorms kernels of their own.
@@ -120,27 +120,41 @@ func TestEmuBackendVariants(t *testing.T) {
 			// The emulator is slow on the 200-token rows (and on the
 			// float32 attention, which head dims 16 and 48 take): the
 			// longest row of at most 64 tokens (past every variant's
-			// window) and the shortest, of any batch. The reference ran the
-			// rows in padded batches, and a row's act features depend on
-			// its batch, so only the logits and answers are compared.
+			// window) and the shortest, of any batch, each with two
+			// options or more (one option's answer and calibrated
+			// probability are always the same). The reference ran the rows
+			// in padded batches, and a row's act features depend on its
+			// batch, so only the logits and answers are compared.
 			var rows []oracletest.Row
 			for _, r := range g.Rows {
-				if len(r.InputIDs) <= 64 {
+				if len(r.InputIDs) <= 64 && len(r.Logits) >= 2 {
 					r.ActProbs = nil
 					rows = append(rows, r)
 				}
 			}
 			slices.SortStableFunc(rows, func(a, b oracletest.Row) int { return len(b.InputIDs) - len(a.InputIDs) })
 			if len(rows) < 2 || len(rows[0].InputIDs) < 40 {
-				t.Fatalf("%d rows of at most 64 tokens, want two, one of at least 40", len(rows))
+				t.Fatalf("%d rows of at most 64 tokens and two options or more, want two, one of at least 40 tokens", len(rows))
 			}
 			cases := []oracletest.Case{{Name: "short", Rows: []oracletest.Row{rows[0], rows[len(rows)-1]}}}
-			emuBackendGoldens(t, vdir, cases, []emuConfig{emuConfigs[2], emuConfigs[5]})
+			emuBackendGoldens(t, vdir, cases, []emuConfig{emuConfigNamed(t, "FP16X2+mmarows+pdl"),
+				emuConfigNamed(t, "FP16X2+mmarows+mmacols=128+mmawarps=1+mmaln=off")})
 		})
 	}
 	if n < 5 {
 		t.Fatalf("%s: %d variants, want at least 5", dir, n)
 	}
+}
+
+// emuConfigNamed is the emuConfigs entry of that name.
+func emuConfigNamed(t *testing.T, name string) emuConfig {
+	for _, c := range emuConfigs {
+		if c.name == name {
+			return c
+		}
+	}
+	t.Fatalf("no emulator configuration %q", name)
+	return emuConfig{}
 }
 
 func emuBackendGoldens(t *testing.T, dir string, cases []oracletest.Case, configs []emuConfig) {
@@ -173,9 +187,15 @@ func emuBackendGoldens(t *testing.T, dir string, cases []oracletest.Case, config
 			ctx := context.Background()
 			pad := int32(ckpt.Encoder.PadTokenID)
 			var worstLogit, worstAct, worstProb float64
-			rows := 0
+			rows, refined := 0, 0
 			check := func(where string, want oracletest.Row, logits, probs []float32) {
 				rows++
+				for _, p := range probs {
+					if math.IsNaN(float64(p)) || math.IsInf(float64(p), 0) {
+						t.Errorf("%s: act probabilities %v", where, probs)
+						break
+					}
+				}
 				if opts.Precision == FP32 {
 					worstLogit = max(worstLogit, oracletest.Compare(t, where+" logits", logits, want.Logits, oracletest.LogitTol))
 					if want.ActProbs != nil {
@@ -212,7 +232,8 @@ func emuBackendGoldens(t *testing.T, dir string, cases []oracletest.Case, config
 				}
 				run := func(r []forwardpass.Row) ([][]float32, [][]float32, error) {
 					if opts.Refine > 0 {
-						logits, probs, _, err := forwardtest.RunRefined(ctx, be, runOn, r, pad, 0)
+						logits, probs, n, err := forwardtest.RunRefined(ctx, be, runOn, r, pad, refined)
+						refined = n
 						return logits, probs, err
 					}
 					return runOn(ctx, be, r, pad, nil)
@@ -237,8 +258,8 @@ func emuBackendGoldens(t *testing.T, dir string, cases []oracletest.Case, config
 						ran := [3]int{st.Eager - before.Eager, st.Captures - before.Captures, st.Replays - before.Replays}
 						how := min(step, 2)
 						// A refined run's near-ties are a batch of their
-						// own, whose shape other tokens may change.
-						if ran[how] == 0 || ran[0]+ran[1]+ran[2] != ran[how] && opts.Refine == 0 {
+						// own, whose shape other tokens (step 2) may change.
+						if ran[how] == 0 || ran[0]+ran[1]+ran[2] != ran[how] && !(opts.Refine > 0 && step == 2) {
 							t.Fatalf("case %s %s step %d: segments run kernel by kernel, captured, replayed: %v", c.Name, mode, step, ran)
 						}
 						if step == 2 {
@@ -266,6 +287,20 @@ func emuBackendGoldens(t *testing.T, dir string, cases []oracletest.Case, config
 			st := b.Stats()
 			if (opts.Refine > 0) != (st.ReducedStreams > 0) {
 				t.Errorf("stats %+v: reduced streams with refine=%v", st, opts.Refine)
+			}
+			// A golden near-tie well inside the margin is refined.
+			nearTie := false
+			for _, c := range cases {
+				for _, r := range c.Rows {
+					l := make([]float32, len(r.Logits))
+					for j, v := range r.Logits {
+						l[j] = float32(v)
+					}
+					nearTie = nearTie || backend.NearTie(l, opts.Refine/2)
+				}
+			}
+			if opts.Refine > 0 && nearTie && refined == 0 {
+				t.Errorf("no row refined, though a golden's two largest logits lie within %g", opts.Refine/2)
 			}
 			if opts.MMARows > 0 && st.GEMMOwn == 0 {
 				t.Errorf("stats %+v: no GEMM ran on linear_mma", st)

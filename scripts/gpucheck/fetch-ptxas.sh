@@ -6,12 +6,19 @@
 # The binary comes from the distribution's nvidia-cuda-toolkit package (Debian
 # non-free; bookworm's is CUDA 11.8, whose ptxas knows sm_80 to sm_90 and PTX
 # ISA 7.8). apt runs with a private source list and state under the cache
-# directory, so the system's apt configuration is not touched, and the package
-# is unpacked there, not installed. Later runs reuse it.
+# directory (LAYA_PTXAS_DIR, default $XDG_CACHE_HOME or ~/.cache, then
+# laya-metal/ptxas), so the system's apt sources and state are not touched (its
+# apt.conf.d, proxies included, still applies), and the package is unpacked
+# there, not installed. Later runs reuse it; concurrent runs wait for each
+# other.
 set -euo pipefail
 
 dir="${LAYA_PTXAS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/laya-metal/ptxas}"
+mkdir -p "$dir"
+dir=$(cd "$dir" && pwd)
 bin="$dir/root/usr/bin/ptxas"
+exec 9>"$dir/lock"
+flock 9
 if [ -x "$bin" ] && "$bin" --version >/dev/null 2>&1; then
   echo "$bin"
   exit 0
@@ -20,15 +27,20 @@ fi
 # shellcheck disable=SC1091
 . /etc/os-release
 suite="${VERSION_CODENAME:?no VERSION_CODENAME in /etc/os-release}"
+keyring=/usr/share/keyrings/debian-archive-keyring.gpg
+signed=""
+if [ -f "$keyring" ]; then
+  signed="[signed-by=$keyring] "
+fi
+rm -rf "$dir"/download.* "$dir/root.new"
 mkdir -p "$dir/apt/lists/partial" "$dir/apt/cache/archives/partial"
-echo "deb http://deb.debian.org/debian $suite non-free" >"$dir/apt/sources.list"
+echo "deb ${signed}http://deb.debian.org/debian $suite non-free" >"$dir/apt/sources.list"
 opts=(-o "Dir::Etc::SourceList=$dir/apt/sources.list" -o Dir::Etc::SourceParts=/nonexistent
   -o "Dir::State::Lists=$dir/apt/lists" -o "Dir::Cache=$dir/apt/cache" -o APT::Sandbox::User=root -qq)
-apt-get "${opts[@]}" update >&2
+apt-get "${opts[@]}" --error-on=any update >&2
 tmp=$(mktemp -d "$dir/download.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 (cd "$tmp" && apt-get "${opts[@]}" download nvidia-cuda-toolkit >&2)
-rm -rf "$dir/root.new"
 mkdir -p "$dir/root.new"
 dpkg-deb --fsys-tarfile "$tmp"/nvidia-cuda-toolkit_*.deb | tar -x -C "$dir/root.new" ./usr/bin/ptxas
 "$dir/root.new/usr/bin/ptxas" --version >/dev/null
