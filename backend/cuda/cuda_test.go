@@ -205,10 +205,10 @@ func TestKernelsAssembleWithPtxas(t *testing.T) {
 		arch       string
 		want, none []string
 	}{
-		{"sm_80", []string{"mma.sync.aligned.m16n8k16", "ldmatrix.sync.aligned", "cp.async.cg.shared.global", "cp.async.wait_all", "ld.global.cg"},
-			[]string{"griddepcontrol"}},
+		{"sm_80", []string{"mma.sync.aligned.m16n8k16", "ldmatrix.sync.aligned", "cp.async.cg.shared.global", "cp.async.wait_all", "ld.global.cg",
+			"cvt.rn.f16x2.f32", "cvt.rn.bf16.f32"}, []string{"griddepcontrol"}},
 		{"sm_90", []string{"mma.sync.aligned.m16n8k16", "ldmatrix.sync.aligned", "cp.async.cg.shared.global", "cp.async.wait_all", "ld.global.cg",
-			"griddepcontrol.wait", "griddepcontrol.launch_dependents"}, nil},
+			"cvt.rn.f16x2.f32", "cvt.rn.bf16.f32", "griddepcontrol.wait", "griddepcontrol.launch_dependents"}, nil},
 	} {
 		t.Run(c.arch, func(t *testing.T) {
 			t.Parallel()
