@@ -111,17 +111,15 @@
 // gate and value rows, in FP16 and FP16X2). A LayerNorm of the residual
 // stream between two such GEMMs (the one adding into it, the one alone
 // reading its output: in ModernBERT every LayerNorm of the encoder but the
-// embeddings' and the final one) runs in them
-// unless mmaln=off: the first also writes each row's mean and sum of
-// squared deviations over each of its column tiles, the second combines
-// them in tile order (Chan's pairwise update) and normalises its slices of
-// the rows as it reads them, and the LayerNorm launches nothing. With
-// Options.PDL every
-// kernel of the backend's own is launched with programmatic dependent
-// launch: it may start while the kernel before it finishes and waits for
-// it in the kernel (griddepcontrol.wait), and linear_mma copies its weight
-// slice before it waits, so that the weights stream in while the kernel
-// before finishes. Both are off by default until measured. The kernels'
+// embeddings' and the final one) runs in them unless mmaln=off: the first
+// also writes each row's mean and sum of squared deviations over each of
+// its column tiles, the second combines them in tile order (Chan's pairwise
+// update) and normalises its slices of the rows as it reads them, and the
+// LayerNorm launches nothing. With Options.PDL every kernel of the
+// backend's own is launched with programmatic dependent launch: it may
+// start while the kernel before it finishes and waits for it in the kernel
+// (griddepcontrol.wait), and linear_mma copies its weight slice before it
+// waits, so that the weights stream in while the kernel before finishes. Both are off by default until measured. The kernels'
 // arithmetic and bookkeeping are checked without a GPU by running them on
 // the CPU (emu_internal_test.go), and so is the whole backend, on a fake
 // driver, NVRTC and cuBLAS over that emulator (emu_backend_internal_test.go:
