@@ -40,6 +40,9 @@ type kernels struct {
 	// attentionMMA holds the tensor-core attention kernels by head dim:
 	// [1, 2, 4 or 8 warps a block][terms − 1, or 2: one term reading fp16 qkv].
 	attentionMMA map[int]*[4][3]uintptr
+	// attentionSplit holds the tensor-core attention kernels whose four
+	// warps split a 16-query tile's keys, by head dim: [terms − 1, or 2].
+	attentionSplit map[int]*[3]uintptr
 	// linearMMA holds linear_mma by [terms − 1][4 or 8 warps].
 	linearMMA [2][2]uintptr
 }
@@ -240,6 +243,7 @@ func (b *Backend) loadModule(cubin []byte) error {
 	c := b.drv.Call
 	b.k.attentionTiled = map[int]*[4]uintptr{}
 	b.k.attentionMMA = map[int]*[4][3]uintptr{}
+	b.k.attentionSplit = map[int]*[3]uintptr{}
 	if err := c("cuModuleLoadData", uintptr(unsafe.Pointer(&b.module)), uintptr(unsafe.Pointer(&cubin[0]))); err != nil {
 		return fmt.Errorf("cuda: loading the kernels: %w", err)
 	}
@@ -262,6 +266,10 @@ func (b *Backend) loadModule(cubin []byte) error {
 				fns[fmt.Sprintf("attention_mma%d_%d_%d", dh, mmaWarps[i], terms)] = &b.k.attentionMMA[dh][i][terms-1]
 			}
 			fns[fmt.Sprintf("attention_mma%d_%d_1h", dh, mmaWarps[i])] = &b.k.attentionMMA[dh][i][2]
+		}
+		b.k.attentionSplit[dh] = new([3]uintptr)
+		for t, suffix := range []string{"1", "2", "1h"} {
+			fns[fmt.Sprintf("attention_mma%d_4s_%s", dh, suffix)] = &b.k.attentionSplit[dh][t]
 		}
 	}
 	for name, p := range fns {
@@ -308,6 +316,22 @@ func (b *Backend) loadModule(cubin []byte) error {
 				if err := c("cuFuncSetAttribute", f, 8, uintptr(shm)); err != nil {
 					return fmt.Errorf("cuda: tensor-core attention kernel for head dim %d: %w", dh, err)
 				}
+			}
+		}
+	}
+	for dh, fs := range b.k.attentionSplit {
+		for t, f := range fs {
+			terms := t + 1
+			if t == 2 {
+				terms = 1 // fp16 qkv: one term
+			}
+			shm := attnSplitShared(dh, terms)
+			if b.sharedOptin > 0 && shm > b.sharedOptin {
+				fs[t] = 0
+				continue
+			}
+			if err := c("cuFuncSetAttribute", f, 8, uintptr(shm)); err != nil {
+				return fmt.Errorf("cuda: key-split tensor-core attention kernel for head dim %d: %w", dh, err)
 			}
 		}
 	}

@@ -98,6 +98,7 @@ func TestParseOptions(t *testing.T) {
 		{"small", cuda.Options{}, true},
 		{"attn=tensor", cuda.Options{}, true},
 		{"mmawarps=1", cuda.Options{MMAWarps: 1}, false},
+		{"attnsplit=on", cuda.Options{AttentionSplit: true}, false},
 		{"mmawarps=3", cuda.Options{}, true},
 		{"gemm=blas,tune=off", cuda.Options{GEMMBLAS: true, NoTune: true}, false},
 		{"gemm=blas,gemm=lt,tune=off,tune=on", cuda.Options{}, false},
@@ -639,6 +640,7 @@ func TestAttentionKernels(t *testing.T) {
 			for _, w := range []int{1, 2, 4, 8} {
 				kernels = append(kernels, kernel{fmt.Sprintf("%v mma %d warps", p, w), cuda.Options{Precision: p, MMAWarps: w}, tol})
 			}
+			kernels = append(kernels, kernel{fmt.Sprintf("%v mma key-split", p), cuda.Options{Precision: p, AttentionSplit: true}, tol})
 		}
 	}
 	for _, k := range kernels {
@@ -1627,8 +1629,13 @@ func TestHalfAttention(t *testing.T) {
 		{Layout: backend.Layout{SeqLen: 40, Lengths: []int{40, 7, 33}}, Heads: 3, HeadDim: 32, Scale: 0.18},
 	}
 	third := float64(half.Float16ToFloat32(half.Float32ToFloat16(1.0 / 3)))
-	for _, w := range []int{1, 2, 4, 8} {
-		be := open(t, cuda.Options{Precision: cuda.FP16, MMAWarps: w, NoTune: true})
+	for _, w := range []int{1, 2, 4, 8, 0} {
+		// 0: the key-split kernels.
+		be := open(t, cuda.Options{Precision: cuda.FP16, MMAWarps: w, AttentionSplit: w == 0, NoTune: true})
+		kernel := fmt.Sprintf("%d warps", w)
+		if w == 0 {
+			kernel = "key-split"
+		}
 		for ci, p := range cases {
 			p.Packed = true
 			width, cols := p.Heads*p.HeadDim, 3*p.Heads*p.HeadDim
@@ -1694,10 +1701,10 @@ func TestHalfAttention(t *testing.T) {
 				}
 			}
 			if !(worst <= 2e-2) {
-				t.Errorf("%d warps, case %d: fp16 qkv: off by %.3g (relative to 1+|want|), tolerance 2e-2", w, ci, worst)
+				t.Errorf("%s, case %d: fp16 qkv: off by %.3g (relative to 1+|want|), tolerance 2e-2", kernel, ci, worst)
 			}
 			if !differ {
-				t.Errorf("%d warps, case %d: the same output with qkv discarded: did the GEMM write fp16?", w, ci)
+				t.Errorf("%s, case %d: the same output with qkv discarded: did the GEMM write fp16?", kernel, ci)
 			}
 		}
 		be.Close()
@@ -1733,6 +1740,7 @@ func TestSanitizerForward(t *testing.T) {
 		// The GEMMs on linear_mma, every kernel launched with PDL.
 		{"fp16+own", cuda.Options{Precision: cuda.FP16, MMARows: cuda.MaxMMARows, PDL: true}},
 		{"fp16x2+own", cuda.Options{Precision: cuda.FP16X2, MMARows: cuda.MaxMMARows, PDL: true}},
+		{"fp16x2+own+attnsplit", cuda.Options{Precision: cuda.FP16X2, MMARows: cuda.MaxMMARows, PDL: true, AttentionSplit: true}},
 	} {
 		t.Run(cf.name, func(t *testing.T) {
 			be := open(t, cf.opts)

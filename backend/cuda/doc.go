@@ -176,7 +176,11 @@
 // device=N, graphs=off, maxgraphs=N, bucket=N (tokens; 1 turns the
 // buckets off), and, for measurements, attn=mma|simt (simt keeps FP16 and
 // FP16X2 attention on the float32 kernels), mmawarps=1|2|4|8 (warps a block
-// of the tensor-core kernels, used whatever the grid's size), attnterms=1|2
+// of the tensor-core kernels, used whatever the grid's size),
+// attnsplit=off|on (on: the tensor-core kernels whose four warps share a
+// tile of 16 queries and split its keys, whatever the grid's size; more
+// warps loading a tile's keys where a question makes few tiles; not yet
+// measured), attnterms=1|2
 // (their fp16 terms; default the precision's), attnqpw=1|2|4
 // (queries a warp of the float32 kernels; by default chosen by the grid's
 // size), attnwarps=8|16 (their warps a block at one query a warp; default

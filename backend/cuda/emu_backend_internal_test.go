@@ -78,8 +78,10 @@ var emuConfigs = []emuConfig{
 	{"FP16X2+mmarows+pdl", Options{Precision: FP16X2, MMARows: MaxMMARows, PDL: true}},
 	{"FP16+mmarows+pdl", Options{Precision: FP16, MMARows: MaxMMARows, PDL: true}},
 	// Every batch in FP16 first, its near-ties again in FP16X2, as the
-	// registered backend runs them, on the few-rows kernels.
-	{"FP16X2+refine+mmarows+pdl", Options{Precision: FP16X2, Refine: DefaultRefine, MMARows: MaxMMARows, PDL: true}},
+	// registered backend runs them, on the few-rows kernels and the
+	// key-split attention.
+	{"FP16X2+refine+mmarows+pdl+attnsplit", Options{Precision: FP16X2, Refine: DefaultRefine, MMARows: MaxMMARows, PDL: true,
+		AttentionSplit: true}},
 	// The other few-rows kernels: linear_mma at 128 columns a block,
 	// the tensor-core attention at one warp;
 	// with the LayerNorms kernels of their own.
@@ -138,7 +140,7 @@ func TestEmuBackendVariants(t *testing.T) {
 			}
 			cases := []oracletest.Case{{Name: "short", Rows: []oracletest.Row{rows[0], rows[len(rows)-1]}}}
 			emuBackendGoldens(t, vdir, cases, []emuConfig{emuConfigNamed(t, "FP16X2+mmarows+pdl"),
-				emuConfigNamed(t, "FP16X2+mmarows+mmacols=128+mmawarps=1+mmaln=off")})
+				emuConfigNamed(t, "FP16X2+mmarows+mmacols=128+mmawarps=1+mmaln=off"), emuConfigNamed(t, "FP16X2+refine+mmarows+pdl+attnsplit")})
 		})
 	}
 	if n < 5 {

@@ -55,14 +55,34 @@ func TestEmuAttentionMMA(t *testing.T) {
 		qkv[i] = float32(rng.NormFloat64())
 	}
 	for _, warps := range []int{1, 2} {
-		t.Run(fmt.Sprintf("warps=%d", warps), func(t *testing.T) { emuAttentionMMA(t, dh, heads, warps, lens, qkv) })
+		t.Run(fmt.Sprintf("warps=%d", warps), func(t *testing.T) { emuAttentionMMA(t, dh, heads, warps, false, lens, qkv) })
 	}
 }
 
-func emuAttentionMMA(t *testing.T, dh, heads, warps int, lens []int, qkv []float32) {
+// The key-split tensor-core attention (four warps sharing a tile of 16
+// queries, each a quarter of every chunk's keys) against float64: rows of
+// 93 keys (two chunks, the second partly empty) and 17, head dims 32, 64
+// and 128.
+func TestEmuAttentionMMASplit(t *testing.T) {
+	const heads = 2
+	lens := []int{93, 17}
+	for _, dh := range []int{32, 64, 128} {
+		rng := rand.New(rand.NewPCG(5, uint64(dh)))
+		qkv := make([]float32, (lens[0]+lens[1])*3*heads*dh)
+		for i := range qkv {
+			qkv[i] = float32(rng.NormFloat64())
+		}
+		t.Run(fmt.Sprintf("dh=%d", dh), func(t *testing.T) { emuAttentionMMA(t, dh, heads, splitWarps, true, lens, qkv) })
+	}
+}
+
+func emuAttentionMMA(t *testing.T, dh, heads, warps int, split bool, lens []int, qkv []float32) {
 	width := heads * dh
 	rows := lens[0] + lens[1]
 	qt := 16 * warps
+	if split {
+		qt = 16
+	}
 	var tiles []int32
 	start := 0
 	for _, n := range lens {
@@ -82,9 +102,12 @@ func emuAttentionMMA(t *testing.T, dh, heads, warps int, lens []int, qkv []float
 			// The output's 16-bit copy for the GEMM after: fp16, or two
 			// fp16 terms (kind 3) lo elements apart.
 			kind, lo := 2*terms-1, rows*width
+			name, smem := fmt.Sprintf("attention_mma%d_%d_%d", dh, warps, terms), attnMMAShared(dh, warps, terms)
+			if split {
+				name, smem = fmt.Sprintf("attention_mma%d_%ds_%d", dh, warps, terms), attnSplitShared(dh, terms)
+			}
 			out := emuRun(t, [][]byte{f32Bytes(dst), f32Bytes(qkv), tileBytes, make([]byte, 2*2*lo)}, emuLaunch{
-				name: fmt.Sprintf("attention_mma%d_%d_%d", dh, warps, terms), grid: [3]int{len(tiles) / 5, heads, 1},
-				threads: 32 * warps, smem: attnMMAShared(dh, warps, terms),
+				name: name, grid: [3]int{len(tiles) / 5, heads, 1}, threads: 32 * warps, smem: smem,
 				args: []emuArg{emuBuf(0, 0), emuBuf(1, 0), emuVal(0), emuBuf(2, 0), emuInt(heads), emuF32(scale), emuInt(0),
 					emuInt(0), emuVal(0), emuBuf(3, 0), emuInt(kind), emuVal(uint64(lo))},
 			})

@@ -851,10 +851,19 @@ __device__ __forceinline__ void st4h(u16* p, int lo, float4 v) {
 // 2^-22 of the product, is left out), which keeps about float32's accuracy.
 // tiles, masks, padding queries, rope, two, hout: as attn_tiled. Dynamic
 // shared memory: attnMmaShared in stream.go.
-template <int DH, int W, int TERMS, bool HIN>
+//
+// SPLIT: the block's W warps share one tile of 16 queries and split each
+// chunk's keys instead, warp w the 16 from 16w (flash-decoding's split
+// within a block), so that a question's few tiles load their keys and
+// values with W warps; at the end the warps' softmax states meet in shared
+// memory (the chunks' space) and every thread finishes some outputs.
+template <int DH, int W, int TERMS, bool HIN, bool SPLIT>
 __device__ void attn_mma(float* dst, const void* qkv, long long two, const int* tiles, int heads, float scale, int sliding,
 	int radius, const float* rope, u16* hout, int kind, long long hlo) {
-	const int KC = 64, QT = 16 * W, KS = DH + 8, H4 = DH / 8, NT = KC / 8, KD = DH / 16, ND = DH / 8;
+	const int KC = 64, QT = SPLIT ? 16 : 16 * W, KS = DH + 8, H4 = DH / 8, KD = DH / 16, ND = DH / 8;
+	// The 8-key score tiles of a chunk a warp computes, and the 16-key
+	// steps of its probabilities times values.
+	const int NT = SPLIT ? 2 : KC / 8, KK = SPLIT ? 1 : KC / 16;
 	const int KT = KC * KS, QTS = QT * KS; // a term's halves
 	extern __shared__ float4 smem4[];
 	u16* Ks = (u16*)smem4;      // [TERMS][KC][KS]
@@ -873,7 +882,8 @@ __device__ void attn_mma(float* dst, const void* qkv, long long two, const int* 
 		st4h<TERMS>(Qs + qi * KS + j + DH / 2, QTS, hi);
 	}
 	__syncthreads();
-	int qr = 16 * warp + g; // this thread's rows: qr and qr + 8
+	int qr = SPLIT ? g : 16 * warp + g; // this thread's rows: qr and qr + 8
+	int nt0 = SPLIT ? 2 * warp : 0;     // its first score tile of a chunk
 	u32 qa[TERMS][KD][4];
 #pragma unroll
 	for (int e = 0; e < TERMS; e++)
@@ -893,7 +903,7 @@ __device__ void attn_mma(float* dst, const void* qkv, long long two, const int* 
 		klo = max(0, pos0 - radius);
 		khi = min(n, pos0 + nq - 1 + radius + 1);
 	}
-	bool busy = 16 * warp < nq;
+	bool busy = SPLIT || 16 * warp < nq;
 	const float sl2 = scale * 1.4426950408889634f; // exp2 of scores in log2 units
 	float mA = -1e30f, mB = -1e30f, lA = 0.0f, lB = 0.0f, o[ND][4];
 #pragma unroll
@@ -921,7 +931,7 @@ __device__ void attn_mma(float* dst, const void* qkv, long long two, const int* 
 #pragma unroll
 		for (int nt = 0; nt < NT; nt++) {
 			s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
-			const u16* kp = Ks + (8 * nt + g) * KS + 2 * tq;
+			const u16* kp = Ks + (8 * (nt0 + nt) + g) * KS + 2 * tq;
 #pragma unroll
 			for (int kd = 0; kd < KD; kd++) {
 				u32 b0 = *(const u32*)(kp + 16 * kd), b1 = *(const u32*)(kp + 16 * kd + 8);
@@ -937,7 +947,7 @@ __device__ void attn_mma(float* dst, const void* qkv, long long two, const int* 
 		for (int nt = 0; nt < NT; nt++)
 #pragma unroll
 			for (int e = 0; e < 2; e++) {
-				int key = kb + 8 * nt + 2 * tq + e;
+				int key = kb + 8 * (nt0 + nt) + 2 * tq + e;
 				s[nt][e] = key >= loA && key < hiA ? s[nt][e] * sl2 : NEG_INF;
 				s[nt][2 + e] = key >= loB && key < hiB ? s[nt][2 + e] * sl2 : NEG_INF;
 				xa = fmaxf(xa, s[nt][e]);
@@ -970,7 +980,7 @@ __device__ void attn_mma(float* dst, const void* qkv, long long two, const int* 
 			o[nd][3] *= cB;
 		}
 #pragma unroll
-		for (int kk = 0; kk < KC / 16; kk++) {
+		for (int kk = 0; kk < KK; kk++) {
 			u32 p[TERMS][4];
 			if (TERMS == 2) {
 				split2(s[2 * kk][0], s[2 * kk][1], p[0][0], p[TERMS - 1][0]);
@@ -986,7 +996,7 @@ __device__ void attn_mma(float* dst, const void* qkv, long long two, const int* 
 			// Lane l points at key 16kk + 8·(l/8 % 2) + l%8, dims from
 			// 8·(nd + l/16): b[0], b[1] are head dims 8nd.., b[2], b[3] the
 			// next eight.
-			const u16* vp = Vs + (16 * kk + (lane & 15)) * KS + 8 * (lane >> 4);
+			const u16* vp = Vs + (16 * (SPLIT ? warp : kk) + (lane & 15)) * KS + 8 * (lane >> 4);
 #pragma unroll
 			for (int nd = 0; nd < ND; nd += 2) {
 				u32 b[4], c[4];
@@ -1007,6 +1017,52 @@ __device__ void attn_mma(float* dst, const void* qkv, long long two, const int* 
 	lA += __shfl_xor_sync(0xffffffffu, lA, 2);
 	lB += __shfl_xor_sync(0xffffffffu, lB, 1);
 	lB += __shfl_xor_sync(0xffffffffu, lB, 2);
+	if (SPLIT) {
+		// Each warp's maximum, sum and unnormalised outputs of the 16
+		// rows, then the rows' outputs from all of them.
+		__syncthreads(); // no warp reads the chunk any more
+		float* cm = (float*)smem4;
+		float* cl = cm + 16 * W;
+		float* co = cl + 16 * W; // [W][16][DH]
+		if (tq == 0) {
+			cm[16 * warp + g] = mA;
+			cm[16 * warp + g + 8] = mB;
+			cl[16 * warp + g] = lA;
+			cl[16 * warp + g + 8] = lB;
+		}
+#pragma unroll
+		for (int nd = 0; nd < ND; nd++) {
+			float* ra = co + (16 * warp + g) * DH + 8 * nd + 2 * tq;
+			ra[0] = o[nd][0];
+			ra[1] = o[nd][1];
+			ra[8 * DH] = o[nd][2];
+			ra[8 * DH + 1] = o[nd][3];
+		}
+		__syncthreads();
+		for (int i = threadIdx.x; i < 16 * DH / 2; i += 32 * W) {
+			int qi = i / (DH / 2), c = 2 * (i - qi * (DH / 2));
+			if (qi >= nq) continue;
+			float m = -1e30f;
+#pragma unroll
+			for (int w = 0; w < W; w++) m = fmaxf(m, cm[16 * w + qi]);
+			float l = 0.0f, y0 = 0.0f, y1 = 0.0f;
+#pragma unroll
+			for (int w = 0; w < W; w++) {
+				float f = exp2f(cm[16 * w + qi] - m);
+				l += f * cl[16 * w + qi];
+				y0 += f * co[(16 * w + qi) * DH + c];
+				y1 += f * co[(16 * w + qi) * DH + c + 1];
+			}
+			// Queries at or past the real length are padding: zero.
+			float inv = pos0 + qi < n ? 1.0f / l : 0.0f;
+			y0 *= inv;
+			y1 *= inv;
+			long long ob = (long long)(r0 + qi) * width + h * DH + c;
+			if (dst) *(float2*)(dst + ob) = make_float2(y0, y1);
+			if (hout) store16x2(hout, ob, hlo, y0, y1, kind);
+		}
+		return;
+	}
 	if (!busy) return;
 #pragma unroll
 	for (int half = 0; half < 2; half++) {
@@ -1024,19 +1080,24 @@ __device__ void attn_mma(float* dst, const void* qkv, long long two, const int* 
 	}
 }
 
-#define ATTENTION_MMA(DH, W, TERMS, HIN, SUFFIX)                                                                      \
-	extern "C" __global__ void __launch_bounds__(W * 32) attention_mma##DH##_##W##_##SUFFIX(float* dst, const void* qkv, \
-		long long two, const int* tiles, int heads, float scale, int sliding, int radius, const float* rope, u16* hout,   \
-		int kind, long long hlo) {                                                                                     \
+#define ATTENTION_MMA(DH, W, TERMS, HIN, SPLIT, NAME)                                                                  \
+	extern "C" __global__ void __launch_bounds__(W * 32) NAME(float* dst, const void* qkv, long long two, const int* tiles, \
+		int heads, float scale, int sliding, int radius, const float* rope, u16* hout, int kind, long long hlo) {        \
 		KERNEL_ENTRY                                                                                                     \
-		attn_mma<DH, W, TERMS, HIN>(dst, qkv, two, tiles, heads, scale, sliding, radius, rope, hout, kind, hlo);         \
+		attn_mma<DH, W, TERMS, HIN, SPLIT>(dst, qkv, two, tiles, heads, scale, sliding, radius, rope, hout, kind, hlo);  \
 	}
 // A head dim's tensor-core kernels: 1, 2, 4 and 8 warps a block, one or
-// two terms, and one term reading fp16 qkv (suffix 1h).
-#define ATTENTIONS_MMA_W(DH, W) \
-	ATTENTION_MMA(DH, W, 1, false, 1) ATTENTION_MMA(DH, W, 2, false, 2) ATTENTION_MMA(DH, W, 1, true, 1h)
-#define ATTENTIONS_MMA(DH) \
-	ATTENTIONS_MMA_W(DH, 1) ATTENTIONS_MMA_W(DH, 2) ATTENTIONS_MMA_W(DH, 4) ATTENTIONS_MMA_W(DH, 8)
+// two terms, and one term reading fp16 qkv (suffix 1h); and four warps
+// splitting the keys of a 16-query tile (4s).
+#define ATTENTIONS_MMA_W(DH, W)                                                                                        \
+	ATTENTION_MMA(DH, W, 1, false, false, attention_mma##DH##_##W##_1)                                                 \
+	ATTENTION_MMA(DH, W, 2, false, false, attention_mma##DH##_##W##_2)                                                 \
+	ATTENTION_MMA(DH, W, 1, true, false, attention_mma##DH##_##W##_1h)
+#define ATTENTIONS_MMA(DH)                                                                                             \
+	ATTENTIONS_MMA_W(DH, 1) ATTENTIONS_MMA_W(DH, 2) ATTENTIONS_MMA_W(DH, 4) ATTENTIONS_MMA_W(DH, 8)                   \
+	ATTENTION_MMA(DH, 4, 1, false, true, attention_mma##DH##_4s_1)                                                     \
+	ATTENTION_MMA(DH, 4, 2, false, true, attention_mma##DH##_4s_2)                                                     \
+	ATTENTION_MMA(DH, 4, 1, true, true, attention_mma##DH##_4s_1h)
 ATTENTIONS_MMA(32)
 ATTENTIONS_MMA(64)
 ATTENTIONS_MMA(128)

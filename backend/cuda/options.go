@@ -116,6 +116,11 @@ type Options struct {
 	// shared memory) and uses them whatever the grid's size; 0 means 4
 	// where the grid fills the GPU, else the float32 kernels.
 	MMAWarps int
+	// AttentionSplit runs the FP16 and FP16X2 attention on the tensor-core
+	// kernels whose four warps share a tile of 16 queries and split its keys
+	// (attnsplit=on): four times the warps loading each tile's keys and
+	// values where a question makes few tiles.
+	AttentionSplit bool
 	// AttentionTerms fixes the fp16 terms the tensor-core attention kernels
 	// split q, k, v and the probabilities into: 1 or 2; 0 means the
 	// precision's (1 for FP16, 2 for FP16X2). FP16X2 at one term keeps its
@@ -202,7 +207,7 @@ type Options struct {
 // ParseOptions reads options from a comma-separated list, as the LAYA_CUDA
 // environment variable gives them to the registered backend:
 // precision=fp32|fp16|bf16|fp16x2, device=N, graphs=off, maxgraphs=N,
-// bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnterms=0|1|2,
+// bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnsplit=off|on, attnterms=0|1|2,
 // attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off,
 // tunecands=N, splitk=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, pdl=off|on, geglu=vec|scalar, cache=DIR|off,
 // refine=MARGIN|off, refinetokens=N.
@@ -217,7 +222,7 @@ func ParseOptions(s string) (Options, error) {
 		b             *bool
 	}{"attn": {"mma", "simt", &o.SIMTAttention}, "graphs": {"on", "off", &o.NoGraphs},
 		"small": {"on", "off", &o.NoSmallLinear}, "gemm": {"lt", "blas", &o.GEMMBLAS}, "tune": {"on", "off", &o.NoTune},
-		"geglu": {"vec", "scalar", &o.ScalarGeGLU}, "splitk": {"off", "on", &o.SplitK}, "pdl": {"off", "on", &o.PDL}, "mmaln": {"on", "off", &o.MMANoLN}}
+		"geglu": {"vec", "scalar", &o.ScalarGeGLU}, "splitk": {"off", "on", &o.SplitK}, "pdl": {"off", "on", &o.PDL}, "mmaln": {"on", "off", &o.MMANoLN}, "attnsplit": {"off", "on", &o.AttentionSplit}}
 	for _, f := range strings.Split(s, ",") {
 		f = strings.TrimSpace(f)
 		if f == "" {
@@ -242,7 +247,7 @@ func ParseOptions(s string) (Options, error) {
 			}
 			o.KernelCache = v
 		default:
-			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off, tunecands=N, splitk=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, pdl=off|on, geglu=vec|scalar, cache=DIR|off, refine=MARGIN|off, refinetokens=N)")
+			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnsplit=off|on, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off, tunecands=N, splitk=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, pdl=off|on, geglu=vec|scalar, cache=DIR|off, refine=MARGIN|off, refinetokens=N)")
 		}
 		if err == nil {
 			err = o.check()

@@ -1083,12 +1083,18 @@ func (s *stream) attentionKernel(tiled *[4]uintptr, p backend.AttentionParams, r
 	// on fewer blocks the float32 kernels, whose blocks start computing
 	// sooner, finish first (one question).
 	if mma := s.be.k.attentionMMA[p.HeadDim]; mma != nil && !o.SIMTAttention && (s.prec == FP16 || s.prec == FP16X2) &&
-		(o.MMAWarps != 0 || tileGrid(p.Layout, rows, 16*defaultMMAWarps)*p.Heads >= s.be.sms) {
+		(o.MMAWarps != 0 || o.AttentionSplit || tileGrid(p.Layout, rows, 16*defaultMMAWarps)*p.Heads >= s.be.sms) {
 		terms := 1
 		if s.prec == FP16X2 {
 			terms = 2
 		}
 		terms = cmp.Or(o.AttentionTerms, terms)
+		if sp := s.be.k.attentionSplit[p.HeadDim]; o.AttentionSplit && sp != nil && sp[terms-1] != 0 {
+			if terms == 1 {
+				half = sp[2]
+			}
+			return sp[terms-1], half, 16, splitWarps, attnSplitShared(p.HeadDim, terms)
+		}
 		// A kernel whose shared memory this GPU does not have is 0 (load):
 		// fewer warps, else the float32 kernels.
 		for i := slices.Index(mmaWarps[:], cmp.Or(o.MMAWarps, defaultMMAWarps)); i >= 0; i-- {
@@ -1125,6 +1131,16 @@ func (s *stream) attentionKernel(tiled *[4]uintptr, p backend.AttentionParams, r
 func attnMMAShared(dh, w, terms int) int {
 	const kc = 64
 	return 2 * terms * (2*kc + 16*w) * (dh + 8)
+}
+
+// splitWarps are the warps of the key-split tensor-core attention kernels
+// (kernels.attentionSplit), which share one tile of 16 queries.
+const splitWarps = 4
+
+// attnSplitShared is their dynamic shared memory: a 16-query tile's chunks,
+// or, if more, the warps' softmax states and outputs they combine at the end.
+func attnSplitShared(dh, terms int) int {
+	return max(2*terms*(2*64+16)*(dh+8), 4*16*splitWarps*(dh+2))
 }
 
 // mmaWarps are the warps a block of the tensor-core attention kernels

@@ -539,6 +539,14 @@ func TestAttentionKernelChoice(t *testing.T) {
 		{"fp16x2 ten, small shared memory", Options{Precision: FP16X2}, ten, 22, 2, 32},
 		{"fp16x2 ten, mmawarps=8, small shared memory", Options{Precision: FP16X2, MMAWarps: 8}, ten, 22, 2, 32},
 		{"fp16 ten, small shared memory", Options{Precision: FP16}, ten, 41, 4, 64},
+		// attnsplit: the key-split kernels (50 + terms; 55 fp16 input), 16
+		// queries a tile, whatever the grid or mmawarps; without one, the
+		// four-warp tensor-core kernel; never in FP32.
+		{"fp16x2 one, attnsplit", Options{Precision: FP16X2, AttentionSplit: true}, one, 52, 4, 16},
+		{"fp16 one, attnsplit", Options{Precision: FP16, AttentionSplit: true}, one, 51, 4, 16},
+		{"fp16x2 ten, attnsplit, mmawarps=8", Options{Precision: FP16X2, AttentionSplit: true, MMAWarps: 8}, ten, 52, 4, 16},
+		{"fp16x2 one, attnsplit, no split kernel", Options{Precision: FP16X2, AttentionSplit: true}, one, 42, 4, 64},
+		{"fp32 one, attnsplit", Options{Precision: FP32, AttentionSplit: true}, one, simt, 16, 16},
 	} {
 		be := &Backend{opts: c.opts, sms: 132}
 		tiled := &[4]uintptr{simt + 0, simt + 1, simt + 2, simt}
@@ -548,6 +556,10 @@ func TestAttentionKernelChoice(t *testing.T) {
 		be.k.attentionMMA = map[int]*[4][3]uintptr{dh: {{11, 12, 15}, {21, 22, 25}, {41, 42, 45}, {81, 82, 85}}}
 		if strings.HasSuffix(c.name, "small shared memory") {
 			be.k.attentionMMA[dh][2][1], be.k.attentionMMA[dh][3][1] = 0, 0
+		}
+		be.k.attentionSplit = map[int]*[3]uintptr{dh: {51, 52, 55}}
+		if strings.HasSuffix(c.name, "no split kernel") {
+			be.k.attentionSplit[dh][1] = 0
 		}
 		s := be.NewStream().(*stream)
 		fn, half, qt, warps, shm := s.attentionKernel(tiled, c.p, rowsOf(c.p))
