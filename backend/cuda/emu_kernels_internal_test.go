@@ -44,61 +44,120 @@ func u16Bytes(v []uint16) []byte {
 // written against the same mistake.
 func TestEmuAttentionMMA(t *testing.T) {
 	const dh, heads = 64, 2
-	width := heads * dh
 	// Two batch rows: 40 tokens (two tiles at two warps) and 17. Two warps
 	// a block is the GPU-verified kernel; one is checked here first.
-	lens := []int{40, 17}
-	rows := lens[0] + lens[1]
-	rng := rand.New(rand.NewPCG(3, 4))
-	qkv := make([]float32, rows*3*width)
-	for i := range qkv {
-		qkv[i] = float32(rng.NormFloat64())
-	}
+	l := emuAttnLayout{lens: []int{40, 17}}
+	qkv := emuQKV(l, heads, dh, 3, 4, 1)
 	for _, warps := range []int{1, 2} {
-		t.Run(fmt.Sprintf("warps=%d", warps), func(t *testing.T) { emuAttentionMMA(t, dh, heads, warps, false, lens, qkv) })
+		t.Run(fmt.Sprintf("warps=%d", warps), func(t *testing.T) { emuAttentionMMA(t, dh, heads, warps, false, l, qkv) })
 	}
 }
 
 // The key-split tensor-core attention (four warps sharing a tile of 16
 // queries, each a quarter of every chunk's keys) against float64: rows of
-// 93 keys (two chunks, the second partly empty) and 17, head dims 32, 64
-// and 128.
+// 93 keys (two chunks, the second partly empty) and 17, packed and
+// right-padded to 100 (padding queries must come out zero), with and
+// without a sliding window, head dims 32, 64 and 128; and scores 64 times
+// larger (in two terms: one fp16 term's rounding of such q and k moves the
+// answer beyond the tolerance), whose softmax overflows float32 unless each
+// row's maximum over all four warps is taken out.
 func TestEmuAttentionMMASplit(t *testing.T) {
 	const heads = 2
-	lens := []int{93, 17}
-	for _, dh := range []int{32, 64, 128} {
-		rng := rand.New(rand.NewPCG(5, uint64(dh)))
-		qkv := make([]float32, (lens[0]+lens[1])*3*heads*dh)
-		for i := range qkv {
-			qkv[i] = float32(rng.NormFloat64())
+	for _, c := range []struct {
+		l     emuAttnLayout
+		gain  float64
+		heads []int
+		terms []int
+	}{
+		{emuAttnLayout{lens: []int{93, 17}}, 1, []int{32, 64, 128}, nil},
+		{emuAttnLayout{lens: []int{93, 17}, seqLen: 100, radius: 8}, 1, []int{64, 128}, nil},
+		{emuAttnLayout{lens: []int{93, 17}, radius: 20}, 1, []int{32}, nil},
+		{emuAttnLayout{lens: []int{93, 17}}, 8, []int{64}, []int{2}},
+	} {
+		for _, dh := range c.heads {
+			qkv := emuQKV(c.l, heads, dh, 5, uint64(dh), c.gain)
+			t.Run(fmt.Sprintf("dh=%d,seqlen=%d,radius=%d,gain=%g", dh, c.l.seqLen, c.l.radius, c.gain), func(t *testing.T) {
+				emuAttentionMMA(t, dh, heads, splitWarps, true, c.l, qkv, c.terms...)
+			})
 		}
-		t.Run(fmt.Sprintf("dh=%d", dh), func(t *testing.T) { emuAttentionMMA(t, dh, heads, splitWarps, true, lens, qkv) })
 	}
 }
 
-func emuAttentionMMA(t *testing.T, dh, heads, warps int, split bool, lens []int, qkv []float32) {
+// emuAttnLayout is a batch for the attention tests: its rows' lengths,
+// packed (seqLen 0) or right-padded to seqLen, and a sliding window's
+// radius (0: none).
+type emuAttnLayout struct {
+	lens           []int
+	seqLen, radius int
+}
+
+// rows is the tensor rows of the batch.
+func (l emuAttnLayout) rows() int {
+	if l.seqLen > 0 {
+		return len(l.lens) * l.seqLen
+	}
+	n := 0
+	for _, k := range l.lens {
+		n += k
+	}
+	return n
+}
+
+// start and span are batch row b's first tensor row and its tensor rows.
+func (l emuAttnLayout) start(b int) (start, span int) {
+	if l.seqLen > 0 {
+		return b * l.seqLen, l.seqLen
+	}
+	for _, k := range l.lens[:b] {
+		start += k
+	}
+	return start, l.lens[b]
+}
+
+// emuQKV is a random qkv for l: normal values, queries and keys times gain.
+func emuQKV(l emuAttnLayout, heads, dh int, seed1, seed2 uint64, gain float64) []float32 {
 	width := heads * dh
-	rows := lens[0] + lens[1]
+	rng := rand.New(rand.NewPCG(seed1, seed2))
+	qkv := make([]float32, l.rows()*3*width)
+	for i := range qkv {
+		v := rng.NormFloat64()
+		if i%(3*width) < 2*width {
+			v *= gain
+		}
+		qkv[i] = float32(v)
+	}
+	return qkv
+}
+
+func emuAttentionMMA(t *testing.T, dh, heads, warps int, split bool, l emuAttnLayout, qkv []float32, termsList ...int) {
+	width := heads * dh
+	rows := l.rows()
 	qt := 16 * warps
 	if split {
 		qt = 16
 	}
 	var tiles []int32
-	start := 0
-	for _, n := range lens {
-		for p := 0; p < n; p += qt {
-			tiles = append(tiles, int32(start+p), int32(start), int32(n), int32(p), int32(min(qt, n-p)))
+	for b, n := range l.lens {
+		start, span := l.start(b)
+		for p := 0; p < span; p += qt {
+			tiles = append(tiles, int32(start+p), int32(start), int32(n), int32(p), int32(min(qt, span-p)))
 		}
-		start += n
 	}
 	tileBytes := make([]byte, 4*len(tiles))
 	for i, v := range tiles {
 		binary.LittleEndian.PutUint32(tileBytes[4*i:], uint32(v))
 	}
 	scale := float32(1 / math.Sqrt(float64(dh)))
-	for _, terms := range []int{1, 2} {
+	if termsList == nil {
+		termsList = []int{1, 2}
+	}
+	for _, terms := range termsList {
 		t.Run(fmt.Sprintf("terms=%d", terms), func(t *testing.T) {
+			// NaN everywhere first: every row, padding included, is written.
 			dst := make([]float32, rows*width)
+			for i := range dst {
+				dst[i] = float32(math.NaN())
+			}
 			// The output's 16-bit copy for the GEMM after: fp16, or two
 			// fp16 terms (kind 3) lo elements apart.
 			kind, lo := 2*terms-1, rows*width
@@ -108,8 +167,8 @@ func emuAttentionMMA(t *testing.T, dh, heads, warps int, split bool, lens []int,
 			}
 			out := emuRun(t, [][]byte{f32Bytes(dst), f32Bytes(qkv), tileBytes, make([]byte, 2*2*lo)}, emuLaunch{
 				name: name, grid: [3]int{len(tiles) / 5, heads, 1}, threads: 32 * warps, smem: smem,
-				args: []emuArg{emuBuf(0, 0), emuBuf(1, 0), emuVal(0), emuBuf(2, 0), emuInt(heads), emuF32(scale), emuInt(0),
-					emuInt(0), emuVal(0), emuBuf(3, 0), emuInt(kind), emuVal(uint64(lo))},
+				args: []emuArg{emuBuf(0, 0), emuBuf(1, 0), emuVal(0), emuBuf(2, 0), emuInt(heads), emuF32(scale),
+					emuVal(boolArg(l.radius > 0)), emuInt(l.radius), emuVal(0), emuBuf(3, 0), emuInt(kind), emuVal(uint64(lo))},
 			})
 			got := bytesF32(out[0])
 			check16(t, got, out[3], lo, kind)
@@ -118,20 +177,26 @@ func emuAttentionMMA(t *testing.T, dh, heads, warps int, split bool, lens []int,
 				tol = 1e-2 // q, k, v and the probabilities rounded to fp16
 			}
 			worst := 0.0
-			start := 0
-			for _, n := range lens {
+			for b, n := range l.lens {
+				start, span := l.start(b)
 				for h := range heads {
-					for i := range n {
-						q := qkv[(start+i)*3*width+h*dh:]
+					for i := range span {
 						s := make([]float64, n)
 						mx := math.Inf(-1)
-						for j := range n {
-							k := qkv[(start+j)*3*width+width+h*dh:]
-							for d := range dh {
-								s[j] += float64(q[d]) * float64(k[d])
+						if i < n {
+							q := qkv[(start+i)*3*width+h*dh:]
+							for j := range n {
+								if l.radius > 0 && (j < i-l.radius || j > i+l.radius) {
+									s[j] = math.Inf(-1)
+									continue
+								}
+								k := qkv[(start+j)*3*width+width+h*dh:]
+								for d := range dh {
+									s[j] += float64(q[d]) * float64(k[d])
+								}
+								s[j] *= float64(scale)
+								mx = math.Max(mx, s[j])
 							}
-							s[j] *= float64(scale)
-							mx = math.Max(mx, s[j])
 						}
 						sum := 0.0
 						for j := range s {
@@ -139,9 +204,11 @@ func emuAttentionMMA(t *testing.T, dh, heads, warps int, split bool, lens []int,
 							sum += s[j]
 						}
 						for d := range dh {
-							want := 0.0
-							for j := range n {
-								want += s[j] / sum * float64(qkv[(start+j)*3*width+2*width+h*dh+d])
+							want := 0.0 // a padding query's output
+							if i < n {
+								for j := range n {
+									want += s[j] / sum * float64(qkv[(start+j)*3*width+2*width+h*dh+d])
+								}
 							}
 							g := float64(got[(start+i)*width+h*dh+d])
 							if e := math.Abs(g - want); !(e <= tol) {
@@ -152,7 +219,6 @@ func emuAttentionMMA(t *testing.T, dh, heads, warps int, split bool, lens []int,
 						}
 					}
 				}
-				start += n
 			}
 			t.Logf("largest error %.3g", worst)
 		})

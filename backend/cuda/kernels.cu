@@ -860,6 +860,7 @@ __device__ __forceinline__ void st4h(u16* p, int lo, float4 v) {
 template <int DH, int W, int TERMS, bool HIN, bool SPLIT>
 __device__ void attn_mma(float* dst, const void* qkv, long long two, const int* tiles, int heads, float scale, int sliding,
 	int radius, const float* rope, u16* hout, int kind, long long hlo) {
+	static_assert(!SPLIT || W == 4, "the key-split kernel's four warps take 16 keys each of a 64-key chunk");
 	const int KC = 64, QT = SPLIT ? 16 : 16 * W, KS = DH + 8, H4 = DH / 8, KD = DH / 16, ND = DH / 8;
 	// The 8-key score tiles of a chunk a warp computes, and the 16-key
 	// steps of its probabilities times values.

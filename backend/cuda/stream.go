@@ -1081,7 +1081,9 @@ func (s *stream) attentionKernel(tiled *[4]uintptr, p backend.AttentionParams, r
 	// FP16 and FP16X2 on tensor cores, at one or two fp16 terms, where a
 	// block of four warps a tile still gives every multiprocessor a block:
 	// on fewer blocks the float32 kernels, whose blocks start computing
-	// sooner, finish first (one question).
+	// sooner, finish first (one question). MMAWarps and AttentionSplit ask
+	// for the tensor cores whatever the grid (without a key-split kernel for
+	// the terms, AttentionSplit gets the four-warp one).
 	if mma := s.be.k.attentionMMA[p.HeadDim]; mma != nil && !o.SIMTAttention && (s.prec == FP16 || s.prec == FP16X2) &&
 		(o.MMAWarps != 0 || o.AttentionSplit || tileGrid(p.Layout, rows, 16*defaultMMAWarps)*p.Heads >= s.be.sms) {
 		terms := 1

@@ -546,6 +546,7 @@ func TestAttentionKernelChoice(t *testing.T) {
 		{"fp16 one, attnsplit", Options{Precision: FP16, AttentionSplit: true}, one, 51, 4, 16},
 		{"fp16x2 ten, attnsplit, mmawarps=8", Options{Precision: FP16X2, AttentionSplit: true, MMAWarps: 8}, ten, 52, 4, 16},
 		{"fp16x2 one, attnsplit, no split kernel", Options{Precision: FP16X2, AttentionSplit: true}, one, 42, 4, 64},
+		{"fp16x2 one, attnsplit, attnterms=1", Options{Precision: FP16X2, AttentionSplit: true, AttentionTerms: 1}, one, 51, 4, 16},
 		{"fp32 one, attnsplit", Options{Precision: FP32, AttentionSplit: true}, one, simt, 16, 16},
 	} {
 		be := &Backend{opts: c.opts, sms: 132}
@@ -563,7 +564,11 @@ func TestAttentionKernelChoice(t *testing.T) {
 		}
 		s := be.NewStream().(*stream)
 		fn, half, qt, warps, shm := s.attentionKernel(tiled, c.p, rowsOf(c.p))
-		if fn != c.want || warps != c.warps || qt != c.tileQs || shm <= 0 {
+		wantShm := shm > 0
+		if c.want == 51 || c.want == 52 { // the key-split kernels' own size
+			wantShm = shm == attnSplitShared(dh, int(c.want-50))
+		}
+		if fn != c.want || warps != c.warps || qt != c.tileQs || !wantShm {
 			t.Errorf("%s: kernel %d, %d warps, tiles of %d, %d bytes; want kernel %d, %d warps, tiles of %d", c.name, fn, warps, qt, shm,
 				c.want, c.warps, c.tileQs)
 		}
