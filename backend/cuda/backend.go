@@ -299,40 +299,37 @@ func (b *Backend) loadModule(cubin []byte) error {
 			}
 		}
 	}
-	for dh, fs := range b.k.attentionMMA {
-		for i, byTerms := range fs {
-			for t, f := range byTerms {
-				terms := t + 1
-				if t == 2 {
-					terms = 1 // fp16 qkv: one term's shared memory
-				}
-				shm := attnMMAShared(dh, mmaWarps[i], terms)
-				if b.sharedOptin > 0 && shm > b.sharedOptin {
-					// Too big for this GPU (head dim 128 at four or eight
-					// warps on a 99 KiB one): Attention picks another.
-					fs[i][t] = 0
-					continue
-				}
-				if err := c("cuFuncSetAttribute", f, 8, uintptr(shm)); err != nil {
-					return fmt.Errorf("cuda: tensor-core attention kernel for head dim %d: %w", dh, err)
-				}
-			}
-		}
-	}
-	for dh, fs := range b.k.attentionSplit {
+	// A tensor-core attention kernel whose shared memory this GPU does not
+	// have (head dim 128 at four or eight warps on a 99 KiB one) is 0:
+	// Attention picks another. Its entries are [terms − 1, or 2: one term
+	// reading fp16 qkv].
+	fit := func(fs *[3]uintptr, dh int, shared func(terms int) int) error {
 		for t, f := range fs {
 			terms := t + 1
 			if t == 2 {
-				terms = 1 // fp16 qkv: one term
+				terms = 1
 			}
-			shm := attnSplitShared(dh, terms)
+			shm := shared(terms)
 			if b.sharedOptin > 0 && shm > b.sharedOptin {
 				fs[t] = 0
 				continue
 			}
 			if err := c("cuFuncSetAttribute", f, 8, uintptr(shm)); err != nil {
-				return fmt.Errorf("cuda: key-split tensor-core attention kernel for head dim %d: %w", dh, err)
+				return fmt.Errorf("cuda: tensor-core attention kernel for head dim %d: %w", dh, err)
 			}
+		}
+		return nil
+	}
+	for dh, fs := range b.k.attentionMMA {
+		for i := range fs {
+			if err := fit(&fs[i], dh, func(terms int) int { return attnMMAShared(dh, mmaWarps[i], terms) }); err != nil {
+				return err
+			}
+		}
+	}
+	for dh, fs := range b.k.attentionSplit {
+		if err := fit(fs, dh, func(terms int) int { return attnSplitShared(dh, terms) }); err != nil {
+			return err
 		}
 	}
 	return nil
