@@ -387,7 +387,9 @@ func (s *stream) LayerNorm(dst, x, weight, bias backend.Tensor, eps float32) {
 	// it (Discard): its weights resident, 16-byte aligned for the kernel's
 	// float4 reads.
 	var ln *lnFuse
-	if src := in.statLin; src != nil && in.statSeg == s.seg && res == nil && d != in && src.n == in.cols && in.cols%8 == 0 && w.s == nil && w.addr%16 == 0 &&
+	// (A residual folded into this LayerNorm was an Add, whose write of x
+	// forgot statLin.)
+	if src := in.statLin; src != nil && in.statSeg == s.seg && d != in && in.cols%8 == 0 && w.s == nil && w.addr%16 == 0 &&
 		(b == nil || b.s == nil && b.addr%16 == 0) {
 		ln = &lnFuse{x: in, w: w, b: b, eps: eps, src: src}
 	}
@@ -611,15 +613,15 @@ func (lin *linearOp) issue(x *run) error {
 			return err
 		}
 		wh := lin.wHalf
-		if lin.ln != nil && !(lin.mma && !(lin.halfOut && lin.accumulate)) {
-			// Only linear_mma computes the LayerNorm, whose output was
-			// never written.
-			return errors.New("a LayerNorm fused into a GEMM off linear_mma")
-		}
 		if lin.mma && !(lin.halfOut && lin.accumulate) {
 			// linear_mma reads d as float32 to add the residual: an fp16 d
 			// with one folded in stays on cuBLAS.
 			return lin.issueMMA(x, xh, wh)
+		}
+		if lin.ln != nil {
+			// Only linear_mma computes the LayerNorm, whose output was
+			// never written.
+			return errors.New("a LayerNorm fused into a GEMM off linear_mma")
 		}
 		if wh == 0 {
 			wh = x.temp + uintptr(align(mk*2*int64(terms(prec)), 256))
