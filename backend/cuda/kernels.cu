@@ -258,6 +258,14 @@ extern "C" __global__ void layer_norm(float* dst, float* x, const float* w, cons
 	}
 }
 
+// ln_apply is a LayerNorm's output for four values v of a row of that mean
+// and 1/sqrt(variance + eps), weights g and bias b: layer_norm4's, and
+// linear_mma's where a LayerNorm runs in it.
+__device__ __forceinline__ float4 ln_apply(float4 v, float mean, float inv, float4 g, float4 b) {
+	return make_float4((v.x - mean) * inv * g.x + b.x, (v.y - mean) * inv * g.y + b.y, (v.z - mean) * inv * g.z + b.z,
+		(v.w - mean) * inv * g.w + b.w);
+}
+
 // layer_norm4 is layer_norm for rows of at most 1024 columns, a multiple
 // of 4, with one float4 of the row in each thread's registers (blockDim =
 // cols/4 rounded up to whole warps): one read of the row instead of three,
@@ -290,11 +298,7 @@ extern "C" __global__ void layer_norm4(float* dst, float* x, const float* w, con
 	float a0 = v.x - mean, a1 = v.y - mean, a2 = v.z - mean, a3 = v.w - mean;
 	float inv = 1.0f / sqrtf(block_sum(in ? (a0 * a0 + a1 * a1) + (a2 * a2 + a3 * a3) : 0.0f, sh) / cols + eps);
 	if (!in) return;
-	float4 y;
-	y.x = a0 * inv * g.x + bb.x;
-	y.y = a1 * inv * g.y + bb.y;
-	y.z = a2 * inv * g.z + bb.z;
-	y.w = a3 * inv * g.w + bb.w;
+	float4 y = ln_apply(v, mean, inv, g, bb);
 	if (dst) *(float4*)(dst + r * cols + c) = y;
 	if (h) store16x4(h, r * cols + c, lo, y, kind);
 }
@@ -1419,12 +1423,7 @@ __device__ void lin_mma(void* d, const u16* x, long long xlo, const u16* w, cons
 				if (lnb) bb = *(const float4*)(lnb + col + 4 * h4);
 				// layer_norm4's formula (its mean and variance summed in
 				// another order: the last bits may differ).
-				float4 y;
-				y.x = (v.x - mean) * inv * g.x + bb.x;
-				y.y = (v.y - mean) * inv * g.y + bb.y;
-				y.z = (v.z - mean) * inv * g.z + bb.z;
-				y.w = (v.w - mean) * inv * g.w + bb.w;
-				st4h<TERMS>(s + 4 * h4, rp * KS, y);
+				st4h<TERMS>(s + 4 * h4, rp * KS, ln_apply(v, mean, inv, g, bb));
 			}
 		}
 	} else {
