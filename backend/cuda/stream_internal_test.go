@@ -1391,6 +1391,45 @@ func TestGeGLUFusionOrder(t *testing.T) {
 	})
 }
 
+// residualLN is what recordResidualLN recorded.
+type residualLN struct {
+	s                *stream
+	x, normed, spare backend.Tensor
+	producer         *linearOp // the GEMM that added into x
+	ln               *op       // the LayerNorm of x into normed
+	weight           func(rows, cols int) *tensor
+}
+
+// recordResidualLN records on an FP16X2 stream with opts a GEMM of 96-deep
+// rows adding into x [rows, d] (a residual Add folded in), then between
+// (if any), then the LayerNorm of x into normed, with a bias or without:
+// the start of ModernBERT's layers. Weights are resident, 256-byte aligned.
+func recordResidualLN(opts Options, rows, d int, bias bool, between func(s *stream, x, normed, spare backend.Tensor)) residualLN {
+	const k = 96
+	opts.Precision = FP16X2
+	be := &Backend{opts: opts, sms: 132}
+	r := residualLN{s: be.NewStream().(*stream)}
+	s := r.s
+	r.weight = func(rows, cols int) *tensor { return &tensor{owner: be, rows: rows, cols: cols, addr: 256, half: 256} }
+	a := s.FromHost(rows, k, make([]float32, rows*k))
+	var proj backend.Tensor
+	r.x, proj, r.normed, r.spare = s.New(rows, d), s.New(rows, d), s.New(rows, d), s.New(rows, d)
+	s.Linear(proj, a, r.weight(d, k), nil, backend.Identity)
+	s.Add(r.x, r.x, proj)
+	s.Discard(proj)
+	r.producer = s.ops[len(s.ops)-1].lin
+	if between != nil {
+		between(s, r.x, r.normed, r.spare)
+	}
+	var b backend.Tensor
+	if bias {
+		b = r.weight(1, d)
+	}
+	s.LayerNorm(r.normed, r.x, r.weight(1, d), b, 1e-5)
+	r.ln = s.ops[len(s.ops)-1]
+	return r
+}
+
 // A LayerNorm of the residual stream runs in the linear_mma GEMMs around
 // it (the one that added into x writes its row statistics, the one that
 // alone reads the LayerNorm's output normalises x itself) only where that
@@ -1399,7 +1438,7 @@ func TestGeGLUFusionOrder(t *testing.T) {
 // GEMM, a write of x between its GEMM and the LayerNorm, a kept output, a
 // flush in between, cuBLAS on either side, and mmaln=off do not.
 func TestLayerNormFusedIntoLinearMMA(t *testing.T) {
-	const rows, d, k2 = 20, 64, 96
+	const rows, d = 20, 64
 	for _, c := range []struct {
 		name string
 		opts Options
@@ -1427,21 +1466,9 @@ func TestLayerNormFusedIntoLinearMMA(t *testing.T) {
 			late: func(s *stream, _, normed, spare backend.Tensor) { s.Add(spare, normed, normed) }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			be := &Backend{opts: c.opts, sms: 132}
-			be.opts.Precision = FP16X2
-			s := be.NewStream().(*stream)
-			weight := func(r, c int) *tensor { return &tensor{owner: be, rows: r, cols: c, addr: 256, half: 256} }
-			a := s.FromHost(rows, k2, make([]float32, rows*k2))
-			x, proj, normed, out, spare := s.New(rows, d), s.New(rows, d), s.New(rows, d), s.New(rows, 3*d), s.New(rows, d)
-			s.Linear(proj, a, weight(d, k2), nil, backend.Identity)
-			s.Add(x, x, proj)
-			s.Discard(proj)
-			producer := s.ops[len(s.ops)-1].lin
-			if c.between != nil {
-				c.between(s, x, normed, spare)
-			}
-			s.LayerNorm(normed, x, weight(1, d), weight(1, d), 1e-5)
-			ln := s.ops[len(s.ops)-1]
+			r := recordResidualLN(c.opts, rows, d, true, c.between)
+			s, x, normed, spare, producer, ln, weight := r.s, r.x, r.normed, r.spare, r.producer, r.ln, r.weight
+			out := s.New(rows, 3*d)
 			if c.after != nil {
 				c.after(s, x, normed, spare)
 			}
@@ -1483,22 +1510,13 @@ func TestLayerNormFusedIntoLinearMMA(t *testing.T) {
 // multiple of 16, though the LayerNorm's row statistics could be had)
 // take the LayerNorm.
 func TestLayerNormFusionNeverWritesItsInput(t *testing.T) {
-	const rows, k2 = 20, 96
+	const rows = 20
 	record := func(t *testing.T, d int) (s *stream, x, normed backend.Tensor, ln *op, weight func(r, c int) *tensor) {
-		be := &Backend{opts: Options{Precision: FP16X2, MMARows: 128}, sms: 132}
-		s = be.NewStream().(*stream)
-		weight = func(r, c int) *tensor { return &tensor{owner: be, rows: r, cols: c, addr: 256, half: 256} }
-		a := s.FromHost(rows, k2, make([]float32, rows*k2))
-		x, proj, normed := s.New(rows, d), s.New(rows, d), s.New(rows, d)
-		s.Linear(proj, a, weight(d, k2), nil, backend.Identity)
-		s.Add(x, x, proj)
-		s.Discard(proj)
-		s.LayerNorm(normed, x, weight(1, d), nil, 1e-5)
-		ln = s.ops[len(s.ops)-1]
-		if ln.ln == nil {
+		r := recordResidualLN(Options{MMARows: 128}, rows, d, false, nil)
+		if r.ln.ln == nil {
 			t.Fatal("the LayerNorm of the residual stream is not a candidate")
 		}
-		return s, x, normed, ln, weight
+		return r.s, r.x, r.normed, r.ln, r.weight
 	}
 	check := func(t *testing.T, s *stream, x backend.Tensor, ln *op, lin *linearOp) {
 		t.Helper()
