@@ -293,15 +293,6 @@ func temperature(ckpt *weights.Checkpoint, q heads.QType, options int) float64 {
 	return ckpt.Agent.Temperature[q]
 }
 
-// runPacked is RunRows' signature for forwardpass.RunRowsPruned: packed rows
-// filled up to the token bucket, the pruned pass, as the library runs a
-// batch on this backend.
-func runPacked(parts forwardpass.Parts) func(context.Context, backend.Backend, []forwardpass.Row, int32, backend.Observer) ([][]float32, [][]float32, error) {
-	return func(ctx context.Context, be backend.Backend, rows []forwardpass.Row, pad int32, _ backend.Observer) ([][]float32, [][]float32, error) {
-		return parts.RunRowsPruned(ctx, be, rows, pad)
-	}
-}
-
 // goldenSet is a checkpoint with golden rows: the oracle's (upstream's own
 // outputs) or a variant's (testdata/variants: shapes the oracle does not
 // cover, with goldens from a model built of torch's and transformers' own
@@ -421,7 +412,7 @@ func TestForwardGoldens(t *testing.T) {
 					for _, c := range set.cases {
 						run := parts.RunRows
 						if pass >= 3 {
-							run = runPacked(parts)
+							run = forwardtest.RunPacked(parts)
 						}
 						rowsIn := forwardtest.Rows(c.Rows)
 						var logits, probs [][]float32
@@ -513,7 +504,7 @@ func TestConcurrentRequests(t *testing.T) {
 				c := cases[(g+i)%len(cases)]
 				run := parts.RunRows
 				if i%2 == 1 {
-					run = runPacked(parts)
+					run = forwardtest.RunPacked(parts)
 				}
 				logits, probs, err := run(ctx, be, forwardtest.Rows(c.Rows), int32(ckpt.Encoder.PadTokenID), nil)
 				if err != nil {
@@ -564,7 +555,7 @@ func TestBucketsShareGraphs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		run := runPacked(parts)
+		run := forwardtest.RunPacked(parts)
 		// Two questions of 17 to 32 tokens in all: one bucket of 16.
 		for n := 17; n <= 32; n++ {
 			rows := []forwardpass.Row{{IDs: make([]int, n/2), Markers: []int{1}}, {IDs: make([]int, n-n/2), Markers: []int{1, 2}, QType: 1}}
@@ -1749,7 +1740,7 @@ func TestSanitizerForward(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			run := runPacked(parts)
+			run := forwardtest.RunPacked(parts)
 			for pass := range 3 {
 				logits, _, err := run(ctx, be, forwardtest.Rows(c.Rows), int32(ckpt.Encoder.PadTokenID), nil)
 				if err != nil {

@@ -228,9 +228,7 @@ func emuBackendGoldens(t *testing.T, dir string, cases []oracletest.Case, config
 				var runOn forwardtest.RunFunc = parts.RunRows
 				if packed {
 					mode = "packed"
-					runOn = func(ctx context.Context, be backend.Backend, r []forwardpass.Row, pad int32, _ backend.Observer) ([][]float32, [][]float32, error) {
-						return parts.RunRowsPruned(ctx, be, r, pad)
-					}
+					runOn = forwardtest.RunPacked(parts)
 				}
 				run := func(r []forwardpass.Row) ([][]float32, [][]float32, error) {
 					if opts.Refine > 0 {

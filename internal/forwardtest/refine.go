@@ -11,6 +11,15 @@ import (
 // RunFunc runs rows on a backend, as forwardpass.Parts' runners do.
 type RunFunc func(ctx context.Context, be backend.Backend, rows []forwardpass.Row, pad int32, obs backend.Observer) ([][]float32, [][]float32, error)
 
+// RunPacked is a RunFunc for parts.RunRowsPruned: packed rows filled up to
+// the token bucket, the pruned pass, as the library runs a batch on a
+// backend that packs rows.
+func RunPacked(parts forwardpass.Parts) RunFunc {
+	return func(ctx context.Context, be backend.Backend, rows []forwardpass.Row, pad int32, _ backend.Observer) ([][]float32, [][]float32, error) {
+		return parts.RunRowsPruned(ctx, be, rows, pad)
+	}
+}
+
 // RunRefined runs rows as the model does on a backend.Refiner: all of them
 // on its reduced stream, then the near-ties (backend.NearTie at the
 // reduced stream's margin) and the rows with a non-finite probability
