@@ -250,6 +250,11 @@ func TestEmuLinearMMA(t *testing.T) {
 		{m: 96, n: 300, k: 96, terms: 2, kc: 32, warps: 8, accum: true},
 		{m: 40, n: 128, k: 512, terms: 1, warps: 8, sms: 2, bias: true, act: 1},
 		{m: 96, n: 64, k: 256, terms: 1, sms: 132, half: true},
+		// 17 splits: the last block adds them in batches of LMMA_SUMS,
+		// the last batch partly filled; four outputs a thread and one (n
+		// no multiple of 4).
+		{m: 33, n: 96, k: 272, terms: 1, kc: 16, accum: true},
+		{m: 33, n: 98, k: 272, terms: 2, kc: 16, bias: true},
 	}
 	for _, c := range cases {
 		c.warps = cmp.Or(c.warps, 4)
@@ -384,6 +389,10 @@ func TestEmuLinearMMAGeGLU(t *testing.T) {
 		{m: 96, inner: 100, k: 64, terms: 2, kc: 64, warps: 4, kind: 3},
 		{m: 96, inner: 64, k: 96, terms: 2, kc: 32, warps: 8, kind: 3, noF32: true},
 		{m: 130, inner: 72, k: 32, terms: 1, kc: 32, warps: 8, kind: 1},
+		// More splits than the last block loads at once; inner no multiple
+		// of 4 (one output a thread) and a multiple (four).
+		{m: 20, inner: 42, k: 160, terms: 2, kc: 16, warps: 4, kind: 3},
+		{m: 40, inner: 36, k: 176, terms: 1, kc: 16, warps: 4, kind: 1},
 	} {
 		t.Run(fmt.Sprintf("m=%d,inner=%d,k=%d,terms=%d,kc=%d,warps=%d,kind=%d,noF32=%v", c.m, c.inner, c.k, c.terms, c.kc, c.warps,
 			c.kind, c.noF32), func(t *testing.T) {

@@ -82,6 +82,13 @@ __device__ __forceinline__ float ldcg(const float* p) {
 	return v;
 }
 
+// ldcg4 is ldcg for four floats at a 16-byte aligned p.
+__device__ __forceinline__ float4 ldcg4(const float* p) {
+	float4 v;
+	asm volatile("ld.global.cg.v4.f32 {%0,%1,%2,%3}, [%4];" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p) : "memory");
+	return v;
+}
+
 // pdl_wait and pdl_launch are programmatic dependent launch (sm_90): a
 // kernel launched with it (Options.PDL) may start while the kernel before
 // it finishes, and pdl_wait holds it until that kernel's writes are
@@ -1313,6 +1320,49 @@ __device__ __forceinline__ float lmma_finish(void* d, long long o, int col, floa
 	return v;
 }
 
+// LMMA_SUMS is how many of a tile's split sums lmma_sum and lmma_sum4
+// load before they add the first: the loads of a batch are in flight
+// together, where one add after each load would wait out a trip to L2 a
+// split (the last block of a tile adds them all, and did little else).
+#define LMMA_SUMS 8
+
+// lmma_sum adds the splits' sums at p (splits of them, mn floats apart) in
+// split order, from 0: the same float32 sum however the loads are batched.
+__device__ __forceinline__ float lmma_sum(const float* p, long long mn, int splits) {
+	float v = 0.0f;
+	for (int s0 = 0; s0 < splits; s0 += LMMA_SUMS) {
+		float a[LMMA_SUMS];
+#pragma unroll
+		for (int j = 0; j < LMMA_SUMS; j++)
+			if (s0 + j < splits) a[j] = ldcg(p + (s0 + j) * mn);
+#pragma unroll
+		for (int j = 0; j < LMMA_SUMS; j++)
+			if (s0 + j < splits) v += a[j];
+	}
+	return v;
+}
+
+// lmma_sum4 is lmma_sum for four consecutive outputs at a 16-byte aligned p
+// (mn a multiple of 4).
+__device__ __forceinline__ float4 lmma_sum4(const float* p, long long mn, int splits) {
+	float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+	for (int s0 = 0; s0 < splits; s0 += LMMA_SUMS) {
+		float4 a[LMMA_SUMS];
+#pragma unroll
+		for (int j = 0; j < LMMA_SUMS; j++)
+			if (s0 + j < splits) a[j] = ldcg4(p + (s0 + j) * mn);
+#pragma unroll
+		for (int j = 0; j < LMMA_SUMS; j++)
+			if (s0 + j < splits) {
+				v.x += a[j].x;
+				v.y += a[j].y;
+				v.z += a[j].z;
+				v.w += a[j].w;
+			}
+	}
+	return v;
+}
+
 // lin_mma: d = act(x·wᵀ + b) (+ d first when accum) for x [m, k] as TERMS
 // fp16 terms (the second xlo elements after the first: FP16X2's split
 // operand, both multiplied and summed here, where cuBLAS leaves two
@@ -1495,17 +1545,26 @@ __device__ void lin_mma(void* d, const u16* x, long long xlo, const u16* w, cons
 	if (!last) return;
 	__threadfence();
 	long long mn = (long long)m * n;
-	if (inner) {
+	// Four outputs a thread where rows of part start 16 bytes apart (n,
+	// inner a multiple of 4; a tile's columns start at multiples of 8).
+	if (inner && inner % 4 == 0) {
+		const int Q = HB / 4;
+		for (int i = tid; i < rows * Q; i += NT) {
+			int r = i / Q, j = j0 + 4 * (i - r * Q);
+			if (j >= inner) continue;
+			long long o = (long long)(m0 + r) * n + j;
+			float4 v = lmma_sum4(part + o, mn, splits), u = lmma_sum4(part + o + inner, mn, splits);
+			float4 y = make_float4(geglu1(v.x, u.x, 1), geglu1(v.y, u.y, 1), geglu1(v.z, u.z, 1), geglu1(v.w, u.w, 1));
+			long long go = (long long)(m0 + r) * inner + j;
+			if (gd) *(float4*)(gd + go) = y;
+			if (gh) store16x4(gh, go, glo, y, gkind);
+		}
+	} else if (inner) {
 		for (int i = tid; i < rows * HB; i += NT) {
 			int r = i / HB, j = j0 + (i - r * HB);
 			if (j >= inner) continue;
 			long long o = (long long)(m0 + r) * n + j;
-			float v = 0.0f, u = 0.0f;
-			for (int s = 0; s < splits; s++) {
-				v += ldcg(part + s * mn + o);
-				u += ldcg(part + s * mn + o + inner);
-			}
-			float y = geglu1(v, u, 1);
+			float y = geglu1(lmma_sum(part + o, mn, splits), lmma_sum(part + o + inner, mn, splits), 1);
 			long long go = (long long)(m0 + r) * inner + j;
 			if (gd) gd[go] = y;
 			if (gh) store16(gh, go, glo, y, gkind);
@@ -1522,9 +1581,7 @@ __device__ void lin_mma(void* d, const u16* x, long long xlo, const u16* w, cons
 				y[q] = 0.0f;
 				if (c >= cols) continue;
 				long long o = (long long)(m0 + r) * n + n0 + c;
-				float v = 0.0f;
-				for (int s = 0; s < splits; s++) v += ldcg(part + s * mn + o);
-				y[q] = lmma_finish(d, o, n0 + c, v, bias, act, accum, half);
+				y[q] = lmma_finish(d, o, n0 + c, lmma_sum(part + o, mn, splits), bias, act, accum, half);
 				sum += y[q];
 			}
 			float mean = warp_sum(sum) / (float)cols, m2 = 0.0f;
@@ -1536,14 +1593,24 @@ __device__ void lin_mma(void* d, const u16* x, long long xlo, const u16* w, cons
 			m2 = warp_sum(m2);
 			if (lane == 0) stat[(long long)blockIdx.x * m + m0 + r] = make_float2(mean, m2);
 		}
+	} else if (n % 4 == 0) {
+		const int Q = BN / 4;
+		for (int i = tid; i < rows * Q; i += NT) {
+			int r = i / Q, col = n0 + 4 * (i - r * Q);
+			if (col >= n) continue;
+			long long o = (long long)(m0 + r) * n + col;
+			float4 v = lmma_sum4(part + o, mn, splits);
+			lmma_finish(d, o, col, v.x, bias, act, accum, half);
+			lmma_finish(d, o + 1, col + 1, v.y, bias, act, accum, half);
+			lmma_finish(d, o + 2, col + 2, v.z, bias, act, accum, half);
+			lmma_finish(d, o + 3, col + 3, v.w, bias, act, accum, half);
+		}
 	} else {
 		for (int i = tid; i < rows * BN; i += NT) {
 			int r = i / BN, col = n0 + (i - r * BN);
 			if (col >= n) continue;
 			long long o = (long long)(m0 + r) * n + col;
-			float v = 0.0f;
-			for (int s = 0; s < splits; s++) v += ldcg(part + s * mn + o);
-			lmma_finish(d, o, col, v, bias, act, accum, half);
+			lmma_finish(d, o, col, lmma_sum(part + o, mn, splits), bias, act, accum, half);
 		}
 	}
 	if (tid == 0) sem[tile] = 0;

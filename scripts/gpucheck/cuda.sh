@@ -18,7 +18,7 @@
 #                precision (PRECISIONS, default "fp32 fp16 bf16 fp16x2")
 #   profile      laya-bench --profile (per-operation GPU times, kernel by
 #                kernel) on the synthetic English checkpoint, 1 and 10
-#                questions, fp32, fp16 and fp16x2
+#                questions, PROFILE_PRECISIONS (default fp32 fp16 fp16x2)
 #   sanitize     compute-sanitizer memcheck over the tiny-en goldens (fp32,
 #                and fp16x2 with the tensor-core attention), the few-rows
 #                Linear kernel, the producers that skip their float32 output
@@ -33,6 +33,8 @@
 #                questions; PRECISIONS, default fp16x2), summed by kernel into
 #                kernel-sums.csv (scripts/gpucheck/ncu-sums.py; ncu on PATH or
 #                in /usr/local/cuda/bin)
+# EXTRA (LAYA_CUDA options, e.g. mmarows=256,pdl=on) is added after the
+# precision in the bench, profile and kernels steps.
 # Raw logs go to OUT; OUT/summary.md is the table.
 set -uo pipefail
 bin=$(cd "$1" && pwd)
@@ -79,7 +81,7 @@ for step in $steps; do
 		ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 		for p in ${PRECISIONS:-fp16x2}; do
 			for q in 1 10 50; do
-				LAYA_CUDA=graphs=off,precision=$p "$ncu" --metrics gpu__time_duration.sum --clock-control none --cache-control none \
+				LAYA_CUDA=graphs=off,precision=$p${EXTRA:+,$EXTRA} "$ncu" --metrics gpu__time_duration.sum --clock-control none --cache-control none \
 					--csv --print-units base "$bin/laya-bench" --backend cuda --synthetic english --questions "$q" --warmup 1 --runs 1 \
 					--batch-size 64 >"$out/ncu-en$q-$p.csv" 2>"$out/ncu-en$q-$p.err"
 			done
@@ -108,15 +110,15 @@ for step in $steps; do
 	bench)
 		for lang in english multilingual; do
 			for p in ${PRECISIONS:-fp32 fp16 bf16 fp16x2}; do
-				LAYA_CUDA=precision=$p "$bin/laya-bench" --backend cuda --synthetic "$lang" --questions "${QUESTIONS:-1,10,50}" \
+				LAYA_CUDA=precision=$p${EXTRA:+,$EXTRA} "$bin/laya-bench" --backend cuda --synthetic "$lang" --questions "${QUESTIONS:-1,10,50}" \
 					--warmup "${WARMUP:-5}" --runs "${RUNS:-50}" --batch-size 64 --format json >"$out/bench-$lang-$p.json" 2>"$out/bench-$lang-$p.err"
 				echo "| bench $lang $p | exit $? | bench-$lang-$p.json |" >>"$summary"
 			done
 		done
 		;;
 	profile)
-		for p in fp32 fp16 fp16x2; do
-			LAYA_CUDA=precision=$p "$bin/laya-bench" --backend cuda --synthetic english --questions 1,10 --warmup 3 --runs 10 \
+		for p in ${PROFILE_PRECISIONS:-fp32 fp16 fp16x2}; do
+			LAYA_CUDA=precision=$p${EXTRA:+,$EXTRA} "$bin/laya-bench" --backend cuda --synthetic english --questions 1,10 --warmup 3 --runs 10 \
 				--profile >"$out/profile-english-$p.md" 2>&1
 			echo "| profile english $p | exit $? | profile-english-$p.md |" >>"$summary"
 		done

@@ -326,5 +326,10 @@ inline void cp_async_wait_all() {
 	cuemu::copies->clear();
 }
 inline float ldcg(const float* p) { return *(const volatile float*)p; }
+inline float4 ldcg4(const float* p) {
+	if ((uintptr_t)p % 16) cuemu::fail("ld.global.cg.v4 address not 16-byte aligned");
+	const volatile float* q = p;
+	return float4{q[0], q[1], q[2], q[3]};
+}
 inline void pdl_wait() {}
 inline void pdl_launch() {}
