@@ -1305,6 +1305,13 @@ extern "C" __global__ void __launch_bounds__(32 * LIN_WARPS) linear_small(float*
 // the rows.
 #define LMMA_MT 8
 
+// lmma_act is activate out of line. lin_mma's epilogue is unrolled over a
+// thread's 64 outputs, and gelu's double-precision erfc inlined in every
+// copy once made a GEMM of this kind tens of thousands of instructions long,
+// stalled on fetching them (docs/cuda-perf-log.md); in Laya's GEMMs the
+// activation is the rare case.
+__device__ __attribute__((noinline)) float lmma_act(float x, int act) { return activate(x, act); }
+
 // lmma_finish is linear_mma's epilogue for output element o (column col):
 // bias, d's own value first when accum (a residual Add folded in), the
 // activation, then d as float32 or, half, as fp16. It returns the value
@@ -1312,7 +1319,7 @@ extern "C" __global__ void __launch_bounds__(32 * LIN_WARPS) linear_small(float*
 __device__ __forceinline__ float lmma_finish(void* d, long long o, int col, float v, const float* bias, int act, int accum, int half) {
 	if (accum) v += ((const float*)d)[o];
 	if (bias) v += bias[col];
-	v = activate(v, act);
+	if (act) v = lmma_act(v, act);
 	if (half)
 		((u16*)d)[o] = to16(v, 1);
 	else
