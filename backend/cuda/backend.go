@@ -67,10 +67,10 @@ type Backend struct {
 	cc   [2]int
 	sms  int // streaming multiprocessors
 	// pdl: the kernels of requests launch with programmatic dependent
-	// launch (Options.PDL on a GPU of compute capability 9.0 or newer,
-	// whose kernels wait for the kernel before them with
+	// launch (unless Options.NoPDL), on a GPU of compute capability 9.0 or
+	// newer, whose kernels wait for the kernel before them with
 	// griddepcontrol.wait: an older GPU's would not, and must not be
-	// launched so).
+	// launched so.
 	pdl bool
 	// sharedOptin is the dynamic shared memory a block may opt in to (227
 	// KiB on Hopper, 163 on the A100, 99 on other Ampere and Ada GPUs).
@@ -143,7 +143,8 @@ func open(opts Options) (*Backend, error) {
 	if opts.Bucket == 0 {
 		opts.Bucket = DefaultBucket
 	}
-	// cuLaunchKernelEx (CUDA 11.8 and later) only for Options.PDL.
+	// cuLaunchKernelEx (CUDA 11.8 and later) only for programmatic
+	// dependent launch.
 	drv, err := cudadrv.LoadDriver(opts.Driver, driverFuncs, "cuLaunchKernelEx")
 	if err != nil {
 		return nil, err
@@ -203,7 +204,7 @@ func (b *Backend) init() error {
 	b.sms = max(b.drv.Attribute(dev, 16), 1) // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
 	b.sharedOptin = b.drv.Attribute(dev, 97) // CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
 	b.arch = fmt.Sprintf("sm_%d%d", dev.CC[0], dev.CC[1])
-	b.pdl = b.opts.PDL && dev.CC[0] >= 9 && b.drv.Has("cuLaunchKernelEx")
+	b.pdl = !b.opts.NoPDL && dev.CC[0] >= 9 && b.drv.Has("cuLaunchKernelEx")
 	return nil
 }
 

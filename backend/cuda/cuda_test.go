@@ -110,6 +110,9 @@ func TestParseOptions(t *testing.T) {
 		{"splitk=on", cuda.Options{SplitK: true}, false},
 		{"mmarows=256,mmaln=off", cuda.Options{MMARows: 256, MMANoLN: true}, false},
 		{"mmaln=off,mmaln=on", cuda.Options{}, false},
+		{"pdl=off", cuda.Options{NoPDL: true}, false},
+		{"pdl=off,pdl=on", cuda.Options{}, false},
+		{"pdl=yes", cuda.Options{}, true},
 		{"mmaln=no", cuda.Options{}, true},
 		{"splitk=on,splitk=off", cuda.Options{}, false},
 		{"splitk=2", cuda.Options{}, true},
@@ -1321,7 +1324,7 @@ func TestLinearGEMMPaths(t *testing.T) {
 		{"blas", cuda.Options{GEMMBLAS: true}},
 		// linear_mma for every shape here (FP16 and FP16X2; BF16 stays on
 		// cuBLASLt), launched plain and with programmatic dependent launch.
-		{"mma", cuda.Options{MMARows: cuda.MaxMMARows}}, {"mma-pdl", cuda.Options{MMARows: cuda.MaxMMARows, PDL: true}}}
+		{"mma", cuda.Options{MMARows: cuda.MaxMMARows}}, {"mma-nopdl", cuda.Options{MMARows: cuda.MaxMMARows, NoPDL: true}}}
 	for _, prec := range []cuda.Precision{cuda.FP16, cuda.BF16, cuda.FP16X2} {
 		refs := make([][2][]float64, len(shapes))
 		for i, sh := range shapes {
@@ -1726,12 +1729,14 @@ func TestSanitizerForward(t *testing.T) {
 		{"bf16", cuda.Options{Precision: cuda.BF16}},
 		{"fp16", cuda.Options{Precision: cuda.FP16}},
 		{"fp16x2", cuda.Options{Precision: cuda.FP16X2}},
+		{"fp16x2+nopdl", cuda.Options{Precision: cuda.FP16X2, NoPDL: true}},
 		{"fp16+mma", cuda.Options{Precision: cuda.FP16, MMAWarps: 4}},
 		{"fp16x2+mma", cuda.Options{Precision: cuda.FP16X2, MMAWarps: 4}},
-		// The GEMMs on linear_mma, every kernel launched with PDL.
-		{"fp16+own", cuda.Options{Precision: cuda.FP16, MMARows: cuda.MaxMMARows, PDL: true}},
-		{"fp16x2+own", cuda.Options{Precision: cuda.FP16X2, MMARows: cuda.MaxMMARows, PDL: true}},
-		{"fp16x2+own+attnsplit", cuda.Options{Precision: cuda.FP16X2, MMARows: cuda.MaxMMARows, PDL: true, AttentionSplit: true}},
+		// The GEMMs on linear_mma (every precision launches its kernels
+		// with PDL by default).
+		{"fp16+own", cuda.Options{Precision: cuda.FP16, MMARows: cuda.MaxMMARows}},
+		{"fp16x2+own", cuda.Options{Precision: cuda.FP16X2, MMARows: cuda.MaxMMARows}},
+		{"fp16x2+own+attnsplit", cuda.Options{Precision: cuda.FP16X2, MMARows: cuda.MaxMMARows, AttentionSplit: true}},
 	} {
 		t.Run(cf.name, func(t *testing.T) {
 			be := open(t, cf.opts)

@@ -115,15 +115,25 @@
 // also writes each row's mean and sum of squared deviations over each of
 // its column tiles, the second combines them in tile order (Chan's pairwise
 // update) and normalises its slices of the rows as it reads them, and the
-// LayerNorm launches nothing. With Options.PDL every kernel of the
-// backend's own is launched with programmatic dependent launch: it may
-// start while the kernel before it finishes and waits for it in the kernel
-// (griddepcontrol.wait), and linear_mma copies its weight slice before it
-// waits, so that the weights stream in while the kernel before finishes. Both are off by default until measured. The kernels'
-// arithmetic and bookkeeping are checked without a GPU by running them on
-// the CPU (emu_internal_test.go), and so is the whole backend, on a fake
-// driver, NVRTC and cuBLAS over that emulator (emu_backend_internal_test.go:
-// goldens in every precision, these paths included).
+// LayerNorm launches nothing. On an H200 this is correct (every golden,
+// compute-sanitizer's memcheck) and slower: one English question took
+// 3.7–5.5 times cuBLASLt's GPU time (docs/cuda-perf-log.md), so it stays
+// off by default. The kernels' arithmetic and bookkeeping are also checked
+// without a GPU by running them on the CPU (emu_internal_test.go), and so
+// is the whole backend, on a fake driver, NVRTC and cuBLAS over that
+// emulator (emu_backend_internal_test.go: goldens in every precision, these
+// paths included).
+//
+// # Programmatic dependent launch
+//
+// On compute capability 9.0 and newer every kernel of the backend's own is
+// launched with programmatic dependent launch (cuLaunchKernelEx; pdl=off,
+// Options.NoPDL, launches them the plain way): it may start while the
+// kernel before it finishes and waits for it in the kernel
+// (griddepcontrol.wait) before it reads or writes anything another kernel
+// touches; linear_mma copies its weight slice before it waits. A capture
+// the driver refuses so is taken again without (Stats.PDLRefused). On an
+// H200 it takes 4–13 % off a request's GPU time at one and ten questions.
 //
 // Attention in FP16 and FP16X2 runs on tensor cores (mma.sync, fp16
 // operands, float32 accumulation) where its grid fills the GPU (ten
@@ -179,8 +189,8 @@
 // of the tensor-core kernels, used whatever the grid's size),
 // attnsplit=off|on (on: the tensor-core kernels whose four warps share a
 // tile of 16 queries and split its keys, whatever the grid's size; more
-// warps loading a tile's keys where a question makes few tiles; not yet
-// measured), attnterms=1|2
+// warps loading a tile's keys where a question makes few tiles; on an H200
+// within the spread at one question, 4–5 % slower at ten), attnterms=1|2
 // (their fp16 terms; default the precision's), attnqpw=1|2|4
 // (queries a warp of the float32 kernels; by default chosen by the grid's
 // size), attnwarps=8|16 (their warps a block at one query a warp; default
@@ -193,9 +203,8 @@
 // the backend's own tensor-core kernel: see GEMMs of few rows; 0, the
 // default, keeps them on cuBLAS), mmacols=64|128 (its output columns a
 // block), mmaln=on|off (off keeps the LayerNorms between linear_mma GEMMs
-// kernels of their own), pdl=off|on (programmatic dependent
-// launch of the backend's own kernels on compute capability 9.0 and
-// newer), geglu=vec|scalar (vec, the default: GeGLU a float4 a thread where the
+// kernels of their own), pdl=on|off (off: the backend's own kernels
+// without programmatic dependent launch), geglu=vec|scalar (vec, the default: GeGLU a float4 a thread where the
 // widths allow, bit for bit scalar's, 7 % less GPU time at ten and fifty
 // English questions on an H200);
 // cache=DIR|off keeps the compiled kernels in DIR instead of

@@ -74,14 +74,15 @@ type emuConfig struct {
 
 var emuConfigs = []emuConfig{
 	{"FP32", Options{Precision: FP32}},
-	{"FP16X2", Options{Precision: FP16X2}},
-	{"FP16X2+mmarows+pdl", Options{Precision: FP16X2, MMARows: MaxMMARows, PDL: true}},
-	{"FP16+mmarows+pdl", Options{Precision: FP16, MMARows: MaxMMARows, PDL: true}},
+	// Programmatic dependent launch is the default (the emulated GPU is
+	// sm_90): one configuration launches the plain way.
+	{"FP16X2+pdl=off", Options{Precision: FP16X2, NoPDL: true}},
+	{"FP16X2+mmarows", Options{Precision: FP16X2, MMARows: MaxMMARows}},
+	{"FP16+mmarows", Options{Precision: FP16, MMARows: MaxMMARows}},
 	// Every batch in FP16 first, its near-ties again in FP16X2, as the
 	// registered backend runs them, on the few-rows kernels and the
 	// key-split attention.
-	{"FP16X2+refine+mmarows+pdl+attnsplit", Options{Precision: FP16X2, Refine: DefaultRefine, MMARows: MaxMMARows, PDL: true,
-		AttentionSplit: true}},
+	{"FP16X2+refine+mmarows+attnsplit", Options{Precision: FP16X2, Refine: DefaultRefine, MMARows: MaxMMARows, AttentionSplit: true}},
 	// The other few-rows kernels: linear_mma at 128 columns a block,
 	// the tensor-core attention at one warp;
 	// with the LayerNorms kernels of their own.
@@ -139,8 +140,8 @@ func TestEmuBackendVariants(t *testing.T) {
 				t.Fatalf("%d rows of at most 64 tokens and two options or more, want two, one of at least 40 tokens", len(rows))
 			}
 			cases := []oracletest.Case{{Name: "short", Rows: []oracletest.Row{rows[0], rows[len(rows)-1]}}}
-			emuBackendGoldens(t, vdir, cases, []emuConfig{emuConfigNamed(t, "FP16X2+mmarows+pdl"),
-				emuConfigNamed(t, "FP16X2+mmarows+mmacols=128+mmawarps=1+mmaln=off"), emuConfigNamed(t, "FP16X2+refine+mmarows+pdl+attnsplit")})
+			emuBackendGoldens(t, vdir, cases, []emuConfig{emuConfigNamed(t, "FP16X2+mmarows"),
+				emuConfigNamed(t, "FP16X2+mmarows+mmacols=128+mmawarps=1+mmaln=off"), emuConfigNamed(t, "FP16X2+refine+mmarows+attnsplit")})
 		})
 	}
 	if n < 5 {
@@ -179,8 +180,8 @@ func emuBackendGoldens(t *testing.T, dir string, cases []oracletest.Case, config
 			defer be.Close()
 			b := be.(*Backend)
 			t.Logf("%s", b.Device())
-			if b.lt != nil || opts.PDL != b.pdl {
-				t.Fatalf("cuBLASLt %v, PDL %v: want no cuBLASLt, PDL %v", b.lt != nil, b.pdl, opts.PDL)
+			if b.lt != nil || opts.NoPDL == b.pdl {
+				t.Fatalf("cuBLASLt %v, PDL %v: want no cuBLASLt, PDL %v", b.lt != nil, b.pdl, !opts.NoPDL)
 			}
 			parts, err := forwardpass.NewParts(be, ckpt)
 			if err != nil {

@@ -178,12 +178,14 @@ type Options struct {
 	// tiles, the second normalises the rows as it reads them, one kernel
 	// fewer.
 	MMANoLN bool
-	// PDL launches the backend's own kernels with programmatic dependent
-	// launch (compute capability 9.0 and newer; elsewhere it changes
-	// nothing): a kernel may start while the one before it finishes and
-	// waits in the kernel for its results, which hides part of each
-	// launch's latency in a forward of a few hundred short kernels.
-	PDL bool
+	// NoPDL launches the backend's own kernels the plain way. Otherwise,
+	// on compute capability 9.0 and newer, they launch with programmatic
+	// dependent launch: a kernel may start while the one before it
+	// finishes and waits in the kernel for its results, which hides part
+	// of each launch's latency in a forward of a few hundred short kernels
+	// (on an H200, 4–13 % of a request's GPU time at one and ten
+	// questions; docs/cuda-perf-log.md).
+	NoPDL bool
 	// Driver, NVRTC and CUBLAS name the libraries (default: libcuda.so.1,
 	// and libnvrtc.so and libcublas.so from the loader path, the CUDA
 	// toolkit or Python's nvidia packages).
@@ -209,7 +211,7 @@ type Options struct {
 // precision=fp32|fp16|bf16|fp16x2, device=N, graphs=off, maxgraphs=N,
 // bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnsplit=off|on, attnterms=0|1|2,
 // attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off,
-// tunecands=N, splitk=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, pdl=off|on, geglu=vec|scalar, cache=DIR|off,
+// tunecands=N, splitk=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, pdl=on|off, geglu=vec|scalar, cache=DIR|off,
 // refine=MARGIN|off, refinetokens=N.
 func ParseOptions(s string) (Options, error) {
 	var o Options
@@ -222,7 +224,7 @@ func ParseOptions(s string) (Options, error) {
 		b             *bool
 	}{"attn": {"mma", "simt", &o.SIMTAttention}, "graphs": {"on", "off", &o.NoGraphs},
 		"small": {"on", "off", &o.NoSmallLinear}, "gemm": {"lt", "blas", &o.GEMMBLAS}, "tune": {"on", "off", &o.NoTune},
-		"geglu": {"vec", "scalar", &o.ScalarGeGLU}, "splitk": {"off", "on", &o.SplitK}, "pdl": {"off", "on", &o.PDL}, "mmaln": {"on", "off", &o.MMANoLN}, "attnsplit": {"off", "on", &o.AttentionSplit}}
+		"geglu": {"vec", "scalar", &o.ScalarGeGLU}, "splitk": {"off", "on", &o.SplitK}, "pdl": {"on", "off", &o.NoPDL}, "mmaln": {"on", "off", &o.MMANoLN}, "attnsplit": {"off", "on", &o.AttentionSplit}}
 	for _, f := range strings.Split(s, ",") {
 		f = strings.TrimSpace(f)
 		if f == "" {
@@ -247,7 +249,7 @@ func ParseOptions(s string) (Options, error) {
 			}
 			o.KernelCache = v
 		default:
-			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnsplit=off|on, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off, tunecands=N, splitk=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, pdl=off|on, geglu=vec|scalar, cache=DIR|off, refine=MARGIN|off, refinetokens=N)")
+			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnsplit=off|on, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off, tunecands=N, splitk=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, pdl=on|off, geglu=vec|scalar, cache=DIR|off, refine=MARGIN|off, refinetokens=N)")
 		}
 		if err == nil {
 			err = o.check()
@@ -360,7 +362,8 @@ type Stats struct {
 	// (Options.SplitK).
 	GEMMSplitK int
 	// PDLRefused counts the captures that failed with programmatic
-	// dependent launches (Options.PDL) and were taken again without them.
+	// dependent launches (without Options.NoPDL) and were taken again
+	// without them.
 	PDLRefused int
 	// GEMMOwn counts the GEMMs that ran on linear_mma (Options.MMARows) in
 	// the first run of their segment's shape, kernel by kernel.

@@ -26,14 +26,14 @@
 #                (TestSanitizerForward); racecheck over that forward and the
 #                fp16-input attention kernels
 #   own          the goldens (and bucketed graphs) with OWN_OPTIONS (default
-#                mmarows=256,pdl=on: the GEMMs of few rows on linear_mma,
-#                programmatic dependent launch), and memcheck and racecheck
+#                mmarows=256: the GEMMs of few rows on linear_mma), and
+#                memcheck and racecheck
 #                over one such forward in fp16 and fp16x2
 #   kernels      ncu kernel times of one laya-bench request (English 1, 10, 50
 #                questions; PRECISIONS, default fp16x2), summed by kernel into
 #                kernel-sums.csv (scripts/gpucheck/ncu-sums.py; ncu on PATH or
 #                in /usr/local/cuda/bin)
-# EXTRA (LAYA_CUDA options, e.g. mmarows=256,pdl=on) is added after the
+# EXTRA (LAYA_CUDA options, e.g. pdl=off) is added after the
 # precision in the bench, profile and kernels steps.
 # Raw logs go to OUT; OUT/summary.md is the table.
 set -uo pipefail
@@ -96,8 +96,8 @@ for step in $steps; do
 		;;
 	own)
 		# The goldens and the sanitizers with the GEMMs of few rows on
-		# linear_mma and programmatic dependent launch (OWN_OPTIONS).
-		opts=${OWN_OPTIONS:-mmarows=256,pdl=on}
+		# linear_mma (OWN_OPTIONS).
+		opts=${OWN_OPTIONS:-mmarows=256}
 		LAYA_CUDA_TEST_OPTIONS=$opts "$bin/cuda.test" -test.v -test.count=1 -test.run 'TestForwardGoldens|TestBucketsShareGraphs' >"$out/own.log" 2>&1
 		row "own ($opts)" "$out/own.log" $?
 		grep -o 'GOLDENS | .*' "$out/own.log" | sed "s/^GOLDENS/| own goldens/;s/\$/ |/" >>"$summary"
