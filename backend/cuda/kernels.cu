@@ -1327,45 +1327,36 @@ __device__ __forceinline__ float lmma_finish(void* d, long long o, int col, floa
 	return v;
 }
 
-// LMMA_SUMS is how many of a tile's split sums lmma_sum and lmma_sum4
-// load before they add the first: the loads of a batch are in flight
-// together, where one add after each load would wait out a trip to L2 a
-// split (the last block of a tile adds them all, and did little else).
+// LMMA_SUMS is how many of a tile's split sums lmma_sum loads before it
+// adds the first: the loads of a batch are in flight together, where one
+// add after each load would wait out a trip to L2 a split (the last block
+// of a tile adds them all, and did little else).
 #define LMMA_SUMS 8
 
 // lmma_sum adds the splits' sums at p (splits of them, mn floats apart) in
-// split order, from 0: the same float32 sum however the loads are batched.
-__device__ __forceinline__ float lmma_sum(const float* p, long long mn, int splits) {
-	float v = 0.0f;
-	for (int s0 = 0; s0 < splits; s0 += LMMA_SUMS) {
-		float a[LMMA_SUMS];
-#pragma unroll
-		for (int j = 0; j < LMMA_SUMS; j++)
-			if (s0 + j < splits) a[j] = ldcg(p + (s0 + j) * mn);
-#pragma unroll
-		for (int j = 0; j < LMMA_SUMS; j++)
-			if (s0 + j < splits) v += a[j];
-	}
-	return v;
+// split order, from 0: the same float32 sums however the loads are
+// batched. T float4 adds four consecutive outputs (p 16-byte aligned, mn a
+// multiple of 4).
+__device__ __forceinline__ void lmma_load(float& v, const float* p) { v = ldcg(p); }
+__device__ __forceinline__ void lmma_load(float4& v, const float* p) { v = ldcg4(p); }
+__device__ __forceinline__ void lmma_add(float& v, float a) { v += a; }
+__device__ __forceinline__ void lmma_add(float4& v, float4 a) {
+	v.x += a.x;
+	v.y += a.y;
+	v.z += a.z;
+	v.w += a.w;
 }
-
-// lmma_sum4 is lmma_sum for four consecutive outputs at a 16-byte aligned p
-// (mn a multiple of 4).
-__device__ __forceinline__ float4 lmma_sum4(const float* p, long long mn, int splits) {
-	float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+template <typename T>
+__device__ __forceinline__ T lmma_sum(const float* p, long long mn, int splits) {
+	T v = {};
 	for (int s0 = 0; s0 < splits; s0 += LMMA_SUMS) {
-		float4 a[LMMA_SUMS];
+		T a[LMMA_SUMS];
 #pragma unroll
 		for (int j = 0; j < LMMA_SUMS; j++)
-			if (s0 + j < splits) a[j] = ldcg4(p + (s0 + j) * mn);
+			if (s0 + j < splits) lmma_load(a[j], p + (s0 + j) * mn);
 #pragma unroll
 		for (int j = 0; j < LMMA_SUMS; j++)
-			if (s0 + j < splits) {
-				v.x += a[j].x;
-				v.y += a[j].y;
-				v.z += a[j].z;
-				v.w += a[j].w;
-			}
+			if (s0 + j < splits) lmma_add(v, a[j]);
 	}
 	return v;
 }
@@ -1560,7 +1551,7 @@ __device__ void lin_mma(void* d, const u16* x, long long xlo, const u16* w, cons
 			int r = i / Q, j = j0 + 4 * (i - r * Q);
 			if (j >= inner) continue;
 			long long o = (long long)(m0 + r) * n + j;
-			float4 v = lmma_sum4(part + o, mn, splits), u = lmma_sum4(part + o + inner, mn, splits);
+			float4 v = lmma_sum<float4>(part + o, mn, splits), u = lmma_sum<float4>(part + o + inner, mn, splits);
 			float4 y = make_float4(geglu1(v.x, u.x, 1), geglu1(v.y, u.y, 1), geglu1(v.z, u.z, 1), geglu1(v.w, u.w, 1));
 			long long go = (long long)(m0 + r) * inner + j;
 			if (gd) *(float4*)(gd + go) = y;
@@ -1571,7 +1562,7 @@ __device__ void lin_mma(void* d, const u16* x, long long xlo, const u16* w, cons
 			int r = i / HB, j = j0 + (i - r * HB);
 			if (j >= inner) continue;
 			long long o = (long long)(m0 + r) * n + j;
-			float y = geglu1(lmma_sum(part + o, mn, splits), lmma_sum(part + o + inner, mn, splits), 1);
+			float y = geglu1(lmma_sum<float>(part + o, mn, splits), lmma_sum<float>(part + o + inner, mn, splits), 1);
 			long long go = (long long)(m0 + r) * inner + j;
 			if (gd) gd[go] = y;
 			if (gh) store16(gh, go, glo, y, gkind);
@@ -1588,7 +1579,7 @@ __device__ void lin_mma(void* d, const u16* x, long long xlo, const u16* w, cons
 				y[q] = 0.0f;
 				if (c >= cols) continue;
 				long long o = (long long)(m0 + r) * n + n0 + c;
-				y[q] = lmma_finish(d, o, n0 + c, lmma_sum(part + o, mn, splits), bias, act, accum, half);
+				y[q] = lmma_finish(d, o, n0 + c, lmma_sum<float>(part + o, mn, splits), bias, act, accum, half);
 				sum += y[q];
 			}
 			float mean = warp_sum(sum) / (float)cols, m2 = 0.0f;
@@ -1606,7 +1597,7 @@ __device__ void lin_mma(void* d, const u16* x, long long xlo, const u16* w, cons
 			int r = i / Q, col = n0 + 4 * (i - r * Q);
 			if (col >= n) continue;
 			long long o = (long long)(m0 + r) * n + col;
-			float4 v = lmma_sum4(part + o, mn, splits);
+			float4 v = lmma_sum<float4>(part + o, mn, splits);
 			lmma_finish(d, o, col, v.x, bias, act, accum, half);
 			lmma_finish(d, o + 1, col + 1, v.y, bias, act, accum, half);
 			lmma_finish(d, o + 2, col + 2, v.z, bias, act, accum, half);
@@ -1617,7 +1608,7 @@ __device__ void lin_mma(void* d, const u16* x, long long xlo, const u16* w, cons
 			int r = i / BN, col = n0 + (i - r * BN);
 			if (col >= n) continue;
 			long long o = (long long)(m0 + r) * n + col;
-			lmma_finish(d, o, col, lmma_sum(part + o, mn, splits), bias, act, accum, half);
+			lmma_finish(d, o, col, lmma_sum<float>(part + o, mn, splits), bias, act, accum, half);
 		}
 	}
 	if (tid == 0) sem[tile] = 0;
