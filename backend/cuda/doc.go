@@ -115,9 +115,9 @@
 // also writes each row's mean and sum of squared deviations over each of
 // its column tiles, the second combines them in tile order (Chan's pairwise
 // update) and normalises its slices of the rows as it reads them, and the
-// LayerNorm launches nothing. On an H200 this is correct (every golden,
-// compute-sanitizer's memcheck) and slower: one English question took
-// 3.7–5.5 times cuBLASLt's GPU time (docs/cuda-perf-log.md), so it stays
+// LayerNorm launches nothing. On an H200 it runs clean under
+// compute-sanitizer's memcheck and is slower: one question took 3.7–5.7
+// times the default path's GPU time (docs/cuda-perf-log.md), so it stays
 // off by default. The kernels' arithmetic and bookkeeping are also checked
 // without a GPU by running them on the CPU (emu_internal_test.go), and so
 // is the whole backend, on a fake driver, NVRTC and cuBLAS over that
@@ -133,7 +133,7 @@
 // (griddepcontrol.wait) before it reads or writes anything another kernel
 // touches; linear_mma copies its weight slice before it waits. A capture
 // the driver refuses so is taken again without (Stats.PDLRefused). On an
-// H200 it takes 4–13 % off a request's GPU time at one and ten questions.
+// H200 it takes 4–7 % off a request's GPU time at one and ten questions.
 //
 // Attention in FP16 and FP16X2 runs on tensor cores (mma.sync, fp16
 // operands, float32 accumulation) where its grid fills the GPU (ten

@@ -90,7 +90,7 @@ __device__ __forceinline__ float4 ldcg4(const float* p) {
 }
 
 // pdl_wait and pdl_launch are programmatic dependent launch (sm_90): a
-// kernel launched with it (Options.PDL) may start while the kernel before
+// kernel launched with it (unless Options.NoPDL) may start while the kernel before
 // it finishes, and pdl_wait holds it until that kernel's writes are
 // visible; pdl_launch lets the kernel after it start early in turn. Every
 // kernel calls pdl_wait before it reads anything another kernel wrote

@@ -183,7 +183,7 @@ type Options struct {
 	// dependent launch: a kernel may start while the one before it
 	// finishes and waits in the kernel for its results, which hides part
 	// of each launch's latency in a forward of a few hundred short kernels
-	// (on an H200, 4–13 % of a request's GPU time at one and ten
+	// (on an H200, 4–7 % of a request's GPU time at one and ten
 	// questions; docs/cuda-perf-log.md).
 	NoPDL bool
 	// Driver, NVRTC and CUBLAS name the libraries (default: libcuda.so.1,
