@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -214,11 +215,9 @@ func (b *Backend) loadKernels() error {
 	flags := []string{"-std=c++17", "-lineinfo"}
 	key := cubinKey(append([]string{kernelSource, b.arch, fmt.Sprint(b.rtc.Major, ".", b.rtc.Minor)}, flags...)...)
 	compile := func() ([]byte, error) {
-		cubin, err := b.rtc.Compile("kernels.cu", kernelSource, b.arch, flags)
-		if err != nil {
-			return nil, fmt.Errorf("cuda: %w", err)
-		}
-		return cubin, nil
+		return compileKernels(func(extra ...string) ([]byte, error) {
+			return b.rtc.Compile("kernels.cu", kernelSource, b.arch, append(slices.Clip(flags), extra...))
+		}, int(b.rtc.Major), int(b.rtc.Minor))
 	}
 	load := func(cubin []byte) (err error) {
 		b.w.Do(func() { err = b.load(cubin) })
@@ -227,6 +226,26 @@ func (b *Backend) loadKernels() error {
 	var err error
 	b.cubinCached, err = loadCubin(kernelCacheDir(b.opts.KernelCache), key, compile, load)
 	return err
+}
+
+// compileKernels compiles kernels.cu with compile (which adds its
+// arguments to the flags) for NVRTC major.minor. The first compile on a
+// machine took about a minute on the H200 host (NVRTC 13, sm_90: dozens of
+// kernels, most of them templates unrolled over a head dim or a tile), so
+// from NVRTC 12.1 on it runs the optimizer on every core
+// (--split-compile=0: the same passes, per kernel, in parallel); should
+// that be refused, it compiles again without.
+func compileKernels(compile func(extra ...string) ([]byte, error), major, minor int) ([]byte, error) {
+	if major > 12 || major == 12 && minor >= 1 {
+		if cubin, err := compile("--split-compile=0"); err == nil {
+			return cubin, nil
+		}
+	}
+	cubin, err := compile()
+	if err != nil {
+		return nil, fmt.Errorf("cuda: %w", err)
+	}
+	return cubin, nil
 }
 
 // load runs on the worker thread: the compiled module and its kernels.

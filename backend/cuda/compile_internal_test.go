@@ -1,0 +1,57 @@
+//go:build linux
+
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/laya-metal/laya/internal/cudadrv"
+)
+
+// kernels.cu compiles with the optimizer on every core from NVRTC 12.1 on,
+// and again without that flag where it is refused; a program NVRTC rejects
+// either way is an ErrCompile prefixed with the package.
+func TestCompileKernels(t *testing.T) {
+	for _, c := range []struct {
+		major, minor int
+		refuseSplit  bool // the compiler fails with --split-compile
+		broken       bool // and without
+		want         []string
+	}{
+		{11, 8, false, false, []string{""}},
+		{12, 0, false, false, []string{""}},
+		{12, 1, false, false, []string{"--split-compile=0"}},
+		{13, 0, false, false, []string{"--split-compile=0"}},
+		{13, 0, true, false, []string{"--split-compile=0", ""}},
+		{13, 0, true, true, []string{"--split-compile=0", ""}},
+		{12, 0, false, true, []string{""}},
+	} {
+		t.Run(fmt.Sprintf("%d.%d,refuse=%v,broken=%v", c.major, c.minor, c.refuseSplit, c.broken), func(t *testing.T) {
+			var calls []string
+			cubin, err := compileKernels(func(extra ...string) ([]byte, error) {
+				calls = append(calls, strings.Join(extra, " "))
+				if c.broken || c.refuseSplit && len(extra) > 0 {
+					return nil, fmt.Errorf("%w: kernels.cu: refused", cudadrv.ErrCompile)
+				}
+				return []byte("cubin " + strings.Join(extra, " ")), nil
+			}, c.major, c.minor)
+			if !slices.Equal(calls, c.want) {
+				t.Errorf("compiled with %q, want %q", calls, c.want)
+			}
+			switch {
+			case c.broken:
+				if !errors.Is(err, cudadrv.ErrCompile) || !strings.HasPrefix(err.Error(), "cuda: ") {
+					t.Errorf("err %v, want a cuda: ErrCompile", err)
+				}
+			case err != nil:
+				t.Errorf("err %v", err)
+			case string(cubin) != "cubin "+c.want[len(c.want)-1]:
+				t.Errorf("cubin %q, want the last compile's", cubin)
+			}
+		})
+	}
+}
