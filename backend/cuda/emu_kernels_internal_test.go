@@ -703,3 +703,34 @@ func TestEmuProducers(t *testing.T) {
 		})
 	}
 }
+
+// linear_mma's last block adds a tile's split sums in split order whether
+// it takes four outputs a thread (n a multiple of 4) or one: the same
+// product with one weight row more (n 97 against 96) must agree bit for bit
+// on the columns both have, for more splits than it loads at once.
+func TestEmuLinearMMASumOrder(t *testing.T) {
+	const m, k, kc, warps = 33, 272, 16, 4
+	rng := rand.New(rand.NewPCG(7, 97))
+	x, w, _, _ := lmmaOperands(rng, m, 97, k, 1)
+	run := func(n int) []float32 {
+		p := lmmaPlan{warps: warps, kc: kc, splits: k / kc, tilesN: (n + 16*warps - 1) / (16 * warps), tilesM: 1,
+			shared: lmmaShared(kc, m, 1, warps)}
+		launch := emuLaunch{name: fmt.Sprintf("linear_mma_1_%d", warps), grid: [3]int{p.tilesN, p.splits, p.tilesM},
+			threads: 32 * warps, smem: p.shared,
+			args: []emuArg{emuBuf(0, 0), emuBuf(1, 0), emuVal(uint64(m * k)), emuBuf(2, 0), emuVal(0), emuInt(m), emuInt(k),
+				emuInt(n), emuVal(0), emuVal(0), emuVal(0), emuInt(kc),
+				emuBuf(3, 0), emuBuf(4, 0), emuInt(0), emuVal(0), emuVal(0), emuInt(0), emuVal(0),
+				emuVal(0), emuVal(0), emuVal(0), emuInt(0), emuInt(0), emuVal(0), emuVal(0), emuF32(0)}}
+		out := emuRun(t, [][]byte{make([]byte, 4*m*n), u16Bytes(x), u16Bytes(w[:n*k]), make([]byte, p.partBytes(m, n)),
+			make([]byte, 4*p.tilesN*p.tilesM)}, launch)
+		return bytesF32(out[0])
+	}
+	four, one := run(96), run(97)
+	for r := range m {
+		for c := range 96 {
+			if a, b := four[r*96+c], one[r*97+c]; math.Float32bits(a) != math.Float32bits(b) {
+				t.Fatalf("d[%d][%d]: %g with four outputs a thread, %g with one", r, c, a, b)
+			}
+		}
+	}
+}
