@@ -279,8 +279,7 @@ func TestEmuLinearMMA(t *testing.T) {
 				}
 				t.Logf("plan %+v", p)
 			} else {
-				p = lmmaPlan{warps: c.warps, kc: c.kc, splits: (c.k + c.kc - 1) / c.kc, tilesN: (c.n + 16*c.warps - 1) / (16 * c.warps),
-					tilesM: (c.m + 16*lmmaTiles - 1) / (16 * lmmaTiles), shared: lmmaShared(c.kc, c.m, c.terms, c.warps)}
+				p = lmmaPlanKC(c.m, c.n, c.k, c.terms, c.warps, c.kc)
 			}
 			dBytes := f32Bytes(d0)
 			if c.half {
@@ -292,12 +291,9 @@ func TestEmuLinearMMA(t *testing.T) {
 			if c.bias {
 				biasArg = emuBuf(3, 0)
 			}
-			launch := emuLaunch{name: fmt.Sprintf("linear_mma_%d_%d", c.terms, p.warps), grid: [3]int{p.tilesN, p.splits, p.tilesM},
-				threads: 32 * p.warps, smem: p.shared,
-				args: []emuArg{emuBuf(0, 0), emuBuf(1, 0), emuVal(uint64(c.m * c.k)), emuBuf(2, 0), biasArg, emuInt(c.m), emuInt(c.k),
-					emuInt(c.n), emuVal(uint64(c.act)), emuVal(boolArg(c.accum)), emuVal(boolArg(c.half)), emuInt(p.kc),
-					emuBuf(4, 0), emuBuf(5, 0), emuInt(0), emuVal(0), emuVal(0), emuInt(0), emuVal(0), // no GeGLU
-					emuVal(0), emuVal(0), emuVal(0), emuInt(0), emuInt(0), emuVal(0), emuVal(0), emuF32(0)}} // nor LayerNorm
+			launch := lmmaArgs{d: emuBuf(0, 0), x: emuBuf(1, 0), xlo: emuVal(uint64(c.m * c.k)), w: emuBuf(2, 0), bias: biasArg,
+				m: emuInt(c.m), k: emuInt(c.k), n: emuInt(c.n), act: emuVal(uint64(c.act)), accum: emuVal(boolArg(c.accum)),
+				half: emuVal(boolArg(c.half)), part: emuBuf(4, 0), sem: emuBuf(5, 0)}.launch(c.terms, p)
 			out := emuRun(t, [][]byte{dBytes, u16Bytes(x), u16Bytes(w), f32Bytes(bias), part, sem}, launch)
 			// The split counters are back at zero for the next launch.
 			for i, b := range out[5] {
@@ -399,8 +395,7 @@ func TestEmuLinearMMAGeGLU(t *testing.T) {
 			n := 2 * c.inner
 			rng := rand.New(rand.NewPCG(uint64(c.m), uint64(c.inner)))
 			x, w, prod, mags := lmmaOperands(rng, c.m, n, c.k, c.terms)
-			p := lmmaPlan{warps: c.warps, kc: c.kc, splits: (c.k + c.kc - 1) / c.kc, tilesN: (n + 16*c.warps - 1) / (16 * c.warps),
-				tilesM: (c.m + 16*lmmaTiles - 1) / (16 * lmmaTiles), shared: lmmaShared(c.kc, c.m, c.terms, c.warps)}
+			p := lmmaPlanKC(c.m, n, c.k, c.terms, c.warps, c.kc)
 			lo := c.m * c.inner
 			gdArg := emuBuf(6, 0)
 			if c.noF32 {
@@ -408,12 +403,9 @@ func TestEmuLinearMMAGeGLU(t *testing.T) {
 			}
 			out := emuRun(t, [][]byte{make([]byte, 4), u16Bytes(x), u16Bytes(w), make([]byte, 4), make([]byte, p.partBytes(c.m, n)),
 				make([]byte, 4*p.tilesN*p.tilesM), make([]byte, 4*c.m*c.inner), make([]byte, 2*2*lo)},
-				emuLaunch{name: fmt.Sprintf("linear_mma_%d_%d", c.terms, c.warps), grid: [3]int{p.tilesN, p.splits, p.tilesM},
-					threads: 32 * c.warps, smem: p.shared,
-					args: []emuArg{emuBuf(0, 0), emuBuf(1, 0), emuVal(uint64(c.m * c.k)), emuBuf(2, 0), emuVal(0), emuInt(c.m),
-						emuInt(c.k), emuInt(n), emuVal(0), emuVal(0), emuVal(0), emuInt(p.kc), emuBuf(4, 0), emuBuf(5, 0),
-						emuInt(c.inner), gdArg, emuBuf(7, 0), emuInt(c.kind), emuVal(uint64(lo)),
-						emuVal(0), emuVal(0), emuVal(0), emuInt(0), emuInt(0), emuVal(0), emuVal(0), emuF32(0)}})
+				lmmaArgs{d: emuBuf(0, 0), x: emuBuf(1, 0), xlo: emuVal(uint64(c.m * c.k)), w: emuBuf(2, 0), m: emuInt(c.m), k: emuInt(c.k),
+					n: emuInt(n), part: emuBuf(4, 0), sem: emuBuf(5, 0), inner: emuInt(c.inner), gd: gdArg, gh: emuBuf(7, 0),
+					gkind: emuInt(c.kind), glo: emuVal(uint64(lo))}.launch(c.terms, p))
 			gd, gh := bytesF32(out[6]), out[7]
 			h16 := func(i int) uint16 { return binary.LittleEndian.Uint16(gh[2*i:]) }
 			worst := 0.0
@@ -489,11 +481,7 @@ func TestEmuLinearMMALayerNorm(t *testing.T) {
 			c.wp, c.wc, c.kcp, c.kcc, c.bias, c.glu), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(c.m), uint64(c.hidden)))
 			a1, w1, prod1, _ := lmmaOperands(rng, c.m, c.hidden, c.k1, c.terms)
-			plan := func(m, n, k, warps, kc int) lmmaPlan {
-				return lmmaPlan{warps: warps, kc: kc, splits: (k + kc - 1) / kc, tilesN: (n + 16*warps - 1) / (16 * warps),
-					tilesM: (m + 16*lmmaTiles - 1) / (16 * lmmaTiles), shared: lmmaShared(kc, m, c.terms, warps)}
-			}
-			pp, pc := plan(c.m, c.hidden, c.k1, c.wp, c.kcp), plan(c.m, c.n2, c.hidden, c.wc, c.kcc)
+			pp, pc := lmmaPlanKC(c.m, c.hidden, c.k1, c.terms, c.wp, c.kcp), lmmaPlanKC(c.m, c.n2, c.hidden, c.terms, c.wc, c.kcc)
 			x0 := make([]float32, c.m*c.hidden)
 			for r := range c.m {
 				offset := 20 * rng.NormFloat64()
@@ -516,24 +504,21 @@ func TestEmuLinearMMALayerNorm(t *testing.T) {
 			}
 			part := max(pp.partBytes(c.m, c.hidden), pc.partBytes(c.m, c.n2))
 			sem := 4 * max(pp.tilesN*pp.tilesM, pc.tilesN*pc.tilesM)
-			none := []emuArg{emuVal(0), emuVal(0), emuVal(0), emuInt(0), emuInt(0), emuVal(0), emuVal(0), emuF32(0)}
 			inner, gd := 0, emuVal(0)
 			if c.glu {
 				inner, gd = c.n2/2, emuBuf(10, 0)
 			}
 			out := emuRun(t, [][]byte{f32Bytes(x0), u16Bytes(a1), u16Bytes(w1), make([]byte, 8*pp.tilesN*c.m), make([]byte, part),
 				make([]byte, sem), u16Bytes(w2), f32Bytes(g), f32Bytes(b), make([]byte, 4*c.m*c.n2), make([]byte, 4*c.m*max(inner, 1))},
-				emuLaunch{name: fmt.Sprintf("linear_mma_%d_%d", c.terms, c.wp), grid: [3]int{pp.tilesN, pp.splits, pp.tilesM},
-					threads: 32 * c.wp, smem: pp.shared,
-					args: append([]emuArg{emuBuf(0, 0), emuBuf(1, 0), emuVal(uint64(c.m * c.k1)), emuBuf(2, 0), emuVal(0), emuInt(c.m),
-						emuInt(c.k1), emuInt(c.hidden), emuVal(0), emuVal(1), emuVal(0), emuInt(pp.kc), emuBuf(4, 0), emuBuf(5, 0),
-						emuInt(0), emuVal(0), emuVal(0), emuInt(0), emuVal(0), emuBuf(3, 0)}, none[1:]...)},
-				emuLaunch{name: fmt.Sprintf("linear_mma_%d_%d", c.terms, c.wc), grid: [3]int{pc.tilesN, pc.splits, pc.tilesM},
-					threads: 32 * c.wc, smem: pc.shared,
-					args: []emuArg{emuBuf(9, 0), emuVal(0), emuVal(0), emuBuf(6, 0), emuVal(0), emuInt(c.m), emuInt(c.hidden),
-						emuInt(c.n2), emuVal(0), emuVal(0), emuVal(0), emuInt(pc.kc), emuBuf(4, 0), emuBuf(5, 0),
-						emuInt(inner), gd, emuVal(0), emuInt(0), emuVal(0),
-						emuVal(0), emuBuf(0, 0), emuBuf(3, 0), emuInt(pp.tilesN), emuInt(16 * c.wp), emuBuf(7, 0), lnb, emuF32(eps)}})
+				// The residual GEMM: x += a1·w1ᵀ, and its row statistics.
+				lmmaArgs{d: emuBuf(0, 0), x: emuBuf(1, 0), xlo: emuVal(uint64(c.m * c.k1)), w: emuBuf(2, 0), m: emuInt(c.m),
+					k: emuInt(c.k1), n: emuInt(c.hidden), accum: emuVal(1), part: emuBuf(4, 0), sem: emuBuf(5, 0),
+					stat: emuBuf(3, 0)}.launch(c.terms, pp),
+				// The GEMM of the LayerNorm of x, which it computes from x and
+				// those statistics (no 16-bit x).
+				lmmaArgs{d: emuBuf(9, 0), w: emuBuf(6, 0), m: emuInt(c.m), k: emuInt(c.hidden), n: emuInt(c.n2), part: emuBuf(4, 0),
+					sem: emuBuf(5, 0), inner: emuInt(inner), gd: gd, lnx: emuBuf(0, 0), lnstat: emuBuf(3, 0),
+					lntiles: emuInt(pp.tilesN), lnw: emuInt(16 * c.wp), lng: emuBuf(7, 0), lnb: lnb, eps: emuF32(eps)}.launch(c.terms, pc))
 			x, y, glu := bytesF32(out[0]), bytesF32(out[9]), bytesF32(out[10])
 			if !bytesZero(out[5]) {
 				t.Errorf("split counters %v after the launches, want zeros", out[5])
@@ -713,14 +698,9 @@ func TestEmuLinearMMASumOrder(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 97))
 	x, w, _, _ := lmmaOperands(rng, m, 97, k, 1)
 	run := func(n int) []float32 {
-		p := lmmaPlan{warps: warps, kc: kc, splits: k / kc, tilesN: (n + 16*warps - 1) / (16 * warps), tilesM: 1,
-			shared: lmmaShared(kc, m, 1, warps)}
-		launch := emuLaunch{name: fmt.Sprintf("linear_mma_1_%d", warps), grid: [3]int{p.tilesN, p.splits, p.tilesM},
-			threads: 32 * warps, smem: p.shared,
-			args: []emuArg{emuBuf(0, 0), emuBuf(1, 0), emuVal(uint64(m * k)), emuBuf(2, 0), emuVal(0), emuInt(m), emuInt(k),
-				emuInt(n), emuVal(0), emuVal(0), emuVal(0), emuInt(kc),
-				emuBuf(3, 0), emuBuf(4, 0), emuInt(0), emuVal(0), emuVal(0), emuInt(0), emuVal(0),
-				emuVal(0), emuVal(0), emuVal(0), emuInt(0), emuInt(0), emuVal(0), emuVal(0), emuF32(0)}}
+		p := lmmaPlanKC(m, n, k, 1, warps, kc)
+		launch := lmmaArgs{d: emuBuf(0, 0), x: emuBuf(1, 0), xlo: emuVal(uint64(m * k)), w: emuBuf(2, 0), m: emuInt(m), k: emuInt(k),
+			n: emuInt(n), part: emuBuf(3, 0), sem: emuBuf(4, 0)}.launch(1, p)
 		out := emuRun(t, [][]byte{make([]byte, 4*m*n), u16Bytes(x), u16Bytes(w[:n*k]), make([]byte, p.partBytes(m, n)),
 			make([]byte, 4*p.tilesN*p.tilesM)}, launch)
 		return bytesF32(out[0])
@@ -733,4 +713,27 @@ func TestEmuLinearMMASumOrder(t *testing.T) {
 			}
 		}
 	}
+}
+
+// lmmaPlanKC is the plan of a linear_mma GEMM split into k chunks of kc,
+// where a test picks the chunk instead of planLinearMMA.
+func lmmaPlanKC(m, n, k, terms, warps, kc int) lmmaPlan {
+	return lmmaPlan{warps: warps, kc: kc, splits: (k + kc - 1) / kc, tilesN: (n + 16*warps - 1) / (16 * warps),
+		tilesM: (m + 16*lmmaTiles - 1) / (16 * lmmaTiles), shared: lmmaShared(kc, m, terms, warps)}
+}
+
+// lmmaArgs names linear_mma's arguments, which launch passes in lin_mma's
+// order (kc from the plan); one a test leaves out is 0: no bias, no GeGLU,
+// no LayerNorm statistics or LayerNorm.
+type lmmaArgs struct {
+	d, x, xlo, w, bias, m, k, n, act, accum, half, part, sem emuArg
+	inner, gd, gh, gkind, glo                                emuArg
+	stat, lnx, lnstat, lntiles, lnw, lng, lnb, eps           emuArg
+}
+
+func (a lmmaArgs) launch(terms int, p lmmaPlan) emuLaunch {
+	return emuLaunch{name: fmt.Sprintf("linear_mma_%d_%d", terms, p.warps), grid: [3]int{p.tilesN, p.splits, p.tilesM},
+		threads: 32 * p.warps, smem: p.shared,
+		args: []emuArg{a.d, a.x, a.xlo, a.w, a.bias, a.m, a.k, a.n, a.act, a.accum, a.half, emuInt(p.kc), a.part, a.sem,
+			a.inner, a.gd, a.gh, a.gkind, a.glo, a.stat, a.lnx, a.lnstat, a.lntiles, a.lnw, a.lng, a.lnb, a.eps}}
 }
