@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"maps"
 	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/laya-metal/laya/backend"
@@ -77,6 +79,7 @@ type Backend struct {
 	// KiB on Hopper, 163 on the A100, 99 on other Ampere and Ada GPUs).
 	sharedOptin int
 	module      uintptr
+	kernelNames map[string]uintptr // every kernel loaded, by name (KernelResources)
 	k           kernels
 	seed        maphash.Seed
 	alpha       *float32 // 1 and 0 for the GEMMs, read through host pointers
@@ -146,7 +149,7 @@ func open(opts Options) (*Backend, error) {
 	}
 	// cuLaunchKernelEx (CUDA 11.8 and later) only for programmatic
 	// dependent launch.
-	drv, err := cudadrv.LoadDriver(opts.Driver, driverFuncs, "cuLaunchKernelEx")
+	drv, err := cudadrv.LoadDriver(opts.Driver, driverFuncs, "cuLaunchKernelEx", "cuFuncGetAttribute")
 	if err != nil {
 		return nil, err
 	}
@@ -212,19 +215,33 @@ func (b *Backend) init() error {
 // loadKernels loads kernels.cu's cubin, compiled by NVRTC or kept from an
 // earlier Open (Options.KernelCache).
 func (b *Backend) loadKernels() error {
-	flags := []string{"-std=c++17", "-lineinfo"}
+	flags := append([]string{"-std=c++17", "-lineinfo"}, defineFlags(b.opts.Defines)...)
 	key := cubinKey(append([]string{kernelSource, b.arch, fmt.Sprint(b.rtc.Major, ".", b.rtc.Minor)}, flags...)...)
+	dir := kernelCacheDir(b.opts.KernelCache)
 	compile := func() ([]byte, error) {
-		return compileKernels(func(extra ...string) ([]byte, error) {
+		start := time.Now()
+		if log := b.opts.Log; log != nil {
+			kept := "not kept: cache=off"
+			if dir != "" {
+				kept = "kept in " + dir
+			}
+			log(fmt.Sprintf("cuda: compiling the kernels for %s with NVRTC %d.%d (once a build and GPU: up to a minute or two; %s)",
+				b.arch, b.rtc.Major, b.rtc.Minor, kept))
+		}
+		cubin, err := compileKernels(func(extra ...string) ([]byte, error) {
 			return b.rtc.Compile("kernels.cu", kernelSource, b.arch, append(slices.Clip(flags), extra...))
 		}, int(b.rtc.Major), int(b.rtc.Minor))
+		if log := b.opts.Log; log != nil && err == nil {
+			log(fmt.Sprintf("cuda: kernels compiled in %.1f s", time.Since(start).Seconds()))
+		}
+		return cubin, err
 	}
 	load := func(cubin []byte) (err error) {
 		b.w.Do(func() { err = b.load(cubin) })
 		return err
 	}
 	var err error
-	b.cubinCached, err = loadCubin(kernelCacheDir(b.opts.KernelCache), key, compile, load)
+	b.cubinCached, err = loadCubin(dir, key, compile, load)
 	return err
 }
 
@@ -234,11 +251,18 @@ func (b *Backend) loadKernels() error {
 // kernels, most of them templates unrolled over a head dim or a tile), so
 // from NVRTC 12.1 on it runs the optimizer on every core
 // (--split-compile=0: the same passes, per kernel, in parallel); should
-// that be refused, it compiles again without.
+// that be refused (an option this NVRTC does not take, a failure of its
+// own), it compiles again without. A source with errors fails at once:
+// compiling it twice would only double the wait for the same log.
 func compileKernels(compile func(extra ...string) ([]byte, error), major, minor int) ([]byte, error) {
 	if major > 12 || major == 12 && minor >= 1 {
-		if cubin, err := compile("--split-compile=0"); err == nil {
+		cubin, err := compile("--split-compile=0")
+		if err == nil {
 			return cubin, nil
+		}
+		if errors.Is(err, cudadrv.ErrProgram) {
+			// The source's own errors: a plain compile finds them again.
+			return nil, fmt.Errorf("cuda: %w", err)
 		}
 	}
 	cubin, err := compile()
@@ -292,11 +316,13 @@ func (b *Backend) loadModule(cubin []byte) error {
 			fns[fmt.Sprintf("attention_mma%d_4s_%s", dh, suffix)] = &b.k.attentionSplit[dh][t]
 		}
 	}
+	b.kernelNames = make(map[string]uintptr, len(fns))
 	for name, p := range fns {
 		sym := cudadrv.CString(name)
 		if err := c("cuModuleGetFunction", uintptr(unsafe.Pointer(p)), b.module, uintptr(unsafe.Pointer(&sym[0]))); err != nil {
 			return fmt.Errorf("cuda: kernel %s: %w", name, err)
 		}
+		b.kernelNames[name] = *p
 	}
 	// CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: long attention rows
 	// keep their scores in shared memory, and the tiled kernels their
@@ -353,6 +379,56 @@ func (b *Backend) loadModule(cubin []byte) error {
 		}
 	}
 	return nil
+}
+
+// KernelResources reports every kernel the backend loaded, by name: what
+// Options.Defines' tunables change, measured where it is decided (the
+// GPU's own compile) rather than guessed from the source.
+func (b *Backend) KernelResources() ([]KernelResource, error) {
+	if !b.drv.Has("cuFuncGetAttribute") {
+		return nil, fmt.Errorf("cuda: the driver has no cuFuncGetAttribute")
+	}
+	regsPerSM := b.drv.Attribute(cudadrv.Device{Handle: b.dev}, 82)    // CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR
+	threadsPerSM := b.drv.Attribute(cudadrv.Device{Handle: b.dev}, 39) // CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR
+	var out []KernelResource
+	var err error
+	b.w.Do(func() {
+		for _, name := range slices.Sorted(maps.Keys(b.kernelNames)) {
+			f := b.kernelNames[name]
+			if f == 0 {
+				continue
+			}
+			r := KernelResource{Name: name}
+			// CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK 0, SHARED_SIZE_BYTES 1,
+			// LOCAL_SIZE_BYTES 3, NUM_REGS 4.
+			for _, a := range []struct {
+				attr uintptr
+				v    *int
+			}{{0, &r.MaxThreads}, {1, &r.SharedBytes}, {3, &r.LocalBytes}, {4, &r.Registers}} {
+				var v int32
+				if err = b.drv.Call("cuFuncGetAttribute", uintptr(unsafe.Pointer(&v)), a.attr, f); err != nil {
+					err = fmt.Errorf("cuda: kernel %s: %w", name, err)
+					return
+				}
+				*a.v = int(v)
+			}
+			r.WarpsPerSM = warpsByRegisters(r.Registers, regsPerSM, threadsPerSM)
+			out = append(out, r)
+		}
+	})
+	return out, err
+}
+
+// warpsByRegisters is how many warps of regs registers a thread fit
+// regsPerSM registers, allocated 256 to a warp at a time, and at most
+// threadsPerSM/32.
+func warpsByRegisters(regs, regsPerSM, threadsPerSM int) int {
+	most := threadsPerSM / 32
+	if regs <= 0 {
+		return most
+	}
+	perWarp := (regs*32 + 255) / 256 * 256
+	return min(most, regsPerSM/perWarp)
 }
 
 // Name is "cuda".

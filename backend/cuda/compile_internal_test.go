@@ -13,13 +13,15 @@ import (
 )
 
 // kernels.cu compiles with the optimizer on every core from NVRTC 12.1 on,
-// and again without that flag where it is refused; a program NVRTC rejects
-// either way is an ErrCompile prefixed with the package.
+// and again without that flag where it is refused, but not where the
+// program itself has errors (ErrProgram), which a second compile would
+// only report again; a program NVRTC rejects is an ErrCompile prefixed
+// with the package.
 func TestCompileKernels(t *testing.T) {
 	for _, c := range []struct {
 		major, minor int
 		refuseSplit  bool // the compiler fails with --split-compile
-		broken       bool // and without
+		broken       bool // the program has errors
 		want         []string
 	}{
 		{11, 8, false, false, []string{""}},
@@ -27,15 +29,18 @@ func TestCompileKernels(t *testing.T) {
 		{12, 1, false, false, []string{"--split-compile=0"}},
 		{13, 0, false, false, []string{"--split-compile=0"}},
 		{13, 0, true, false, []string{"--split-compile=0", ""}},
-		{13, 0, true, true, []string{"--split-compile=0", ""}},
+		{13, 0, true, true, []string{"--split-compile=0"}},
 		{12, 0, false, true, []string{""}},
 	} {
 		t.Run(fmt.Sprintf("%d.%d,refuse=%v,broken=%v", c.major, c.minor, c.refuseSplit, c.broken), func(t *testing.T) {
 			var calls []string
 			cubin, err := compileKernels(func(extra ...string) ([]byte, error) {
 				calls = append(calls, strings.Join(extra, " "))
-				if c.broken || c.refuseSplit && len(extra) > 0 {
-					return nil, fmt.Errorf("%w: kernels.cu: refused", cudadrv.ErrCompile)
+				if c.broken {
+					return nil, fmt.Errorf("%w: %w: kernels.cu: errors", cudadrv.ErrCompile, cudadrv.ErrProgram)
+				}
+				if c.refuseSplit && len(extra) > 0 {
+					return nil, fmt.Errorf("%w: kernels.cu: an option refused", cudadrv.ErrCompile)
 				}
 				return []byte("cubin " + strings.Join(extra, " ")), nil
 			}, c.major, c.minor)
@@ -53,5 +58,17 @@ func TestCompileKernels(t *testing.T) {
 				t.Errorf("cubin %q, want the last compile's", cubin)
 			}
 		})
+	}
+}
+
+// Registers are allocated 256 to a warp: a thread's count rounds up to a
+// multiple of 8, and the multiprocessor's thread limit caps the result.
+func TestWarpsByRegisters(t *testing.T) {
+	for _, c := range []struct{ regs, want int }{
+		{0, 64}, {16, 64}, {32, 64}, {33, 51}, {40, 51}, {64, 32}, {128, 16}, {168, 12}, {201, 9}, {255, 8},
+	} {
+		if got := warpsByRegisters(c.regs, 65536, 2048); got != c.want {
+			t.Errorf("warpsByRegisters(%d) = %d, want %d", c.regs, got, c.want)
+		}
 	}
 }

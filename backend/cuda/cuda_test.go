@@ -10,7 +10,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -135,9 +138,17 @@ func TestParseOptions(t *testing.T) {
 		{"graphs=maybe", cuda.Options{}, true},
 		{"device=x", cuda.Options{}, true},
 		{"fast", cuda.Options{}, true},
+		{"define=ATTN_MMA_MINB=2,define=LMMA_MINB=3", cuda.Options{Defines: map[string]int{"ATTN_MMA_MINB": 2, "LMMA_MINB": 3}}, false},
+		{"define=ATTN_MMA_UNROLL=1,define=ATTN_MMA_UNROLL=2", cuda.Options{Defines: map[string]int{"ATTN_MMA_UNROLL": 2}}, false},
+		{"define=ATTN_MMA_MINB=9", cuda.Options{}, true},
+		{"define=ATTN_MMA_MINB=0", cuda.Options{}, true},
+		{"define=NO_SUCH=1", cuda.Options{}, true},
+		{"define=ATTN_MINB", cuda.Options{}, true},
+		{"define=ATTN_MINB=x", cuda.Options{}, true},
+		{"define=", cuda.Options{}, true},
 	} {
 		got, err := cuda.ParseOptions(c.in)
-		if (err != nil) != c.bad || !c.bad && got != c.want {
+		if (err != nil) != c.bad || !c.bad && !reflect.DeepEqual(got, c.want) {
 			t.Errorf("ParseOptions(%q) = %+v, %v; want %+v, error %v", c.in, got, err, c.want, c.bad)
 		}
 	}
@@ -146,12 +157,54 @@ func TestParseOptions(t *testing.T) {
 // The kernels type-check with clang's CUDA front end against the stand-ins
 // for what NVRTC declares implicitly, so CI catches a broken kernel source
 // without a GPU or CUDA toolkit.
+// Every tunable (cuda.KernelTunables) at its least and greatest value
+// compiles too.
 func TestKernelsCompileWithClang(t *testing.T) {
 	clang, includes := clangCUDA(t)
-	cmd := exec.Command(clang, append([]string{"-x", "cuda", "--cuda-gpu-arch=sm_90", "--cuda-device-only", "-nocudainc", "-nocudalib",
-		"-fsyntax-only", "-std=c++17"}, slices.Concat(includes, []string{"kernels.cu"})...)...)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("clang-19 rejects kernels.cu: %v\n%s", err, out)
+	sets := [][]string{nil, nil, nil}
+	for _, tu := range cuda.KernelTunables {
+		sets[1] = append(sets[1], fmt.Sprintf("-D%s=%d", tu.Name, tu.Min))
+		sets[2] = append(sets[2], fmt.Sprintf("-D%s=%d", tu.Name, tu.Max))
+	}
+	for _, defines := range sets {
+		cmd := exec.Command(clang, slices.Concat([]string{"-x", "cuda", "--cuda-gpu-arch=sm_90", "--cuda-device-only", "-nocudainc", "-nocudalib",
+			"-fsyntax-only", "-std=c++17"}, defines, includes, []string{"kernels.cu"})...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("clang-19 rejects kernels.cu with %q: %v\n%s", defines, err, out)
+		}
+	}
+}
+
+// cuda.KernelTunables lists the tunables kernels.cu's "Tunables" section
+// defines (an #ifndef NAME / #define NAME VALUE pair each), with the same
+// defaults, and no other.
+func TestKernelTunablesMirrorSource(t *testing.T) {
+	src, err := os.ReadFile("kernels.cu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(src), "// ---- Tunables ----")
+	if !ok {
+		t.Fatal("kernels.cu has no Tunables section")
+	}
+	section, _, _ = strings.Cut(section, "\n// ---- ")
+	got := map[string]int{}
+	for _, m := range regexp.MustCompile(`#ifndef (\w+)\n#define (\w+) (-?\d+)\n#endif`).FindAllStringSubmatch(section, -1) {
+		if m[1] != m[2] {
+			t.Errorf("#ifndef %s defines %s", m[1], m[2])
+		}
+		v, _ := strconv.Atoi(m[3])
+		got[m[1]] = v
+	}
+	want := map[string]int{}
+	for _, tu := range cuda.KernelTunables {
+		want[tu.Name] = tu.Def
+		if tu.Def < tu.Min || tu.Def > tu.Max {
+			t.Errorf("%s: default %d outside %d to %d", tu.Name, tu.Def, tu.Min, tu.Max)
+		}
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("kernels.cu's tunables and defaults %v, KernelTunables %v", got, want)
 	}
 }
 
@@ -275,6 +328,39 @@ func TestConformance(t *testing.T) {
 			open(t, c.opts).Close()
 			backendtest.Run(t, func() (backend.Backend, error) { return cuda.Open(c.opts) })
 		})
+	}
+}
+
+// TestKernelResources reports what every kernel takes of a multiprocessor
+// as this GPU's NVRTC compiled it (with LAYA_CUDA_TEST_OPTIONS, e.g.
+// define=ATTN_MMA_MINB=3), and writes the table as Markdown to the file
+// LAYA_CUDA_RESOURCES names, if any: registers, spills and the warps a
+// multiprocessor holds decide how much latency a kernel can hide.
+func TestKernelResources(t *testing.T) {
+	be := open(t, testOptions(t))
+	defer be.Close()
+	rs, err := be.(interface {
+		KernelResources() ([]cuda.KernelResource, error)
+	}).KernelResources()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "| kernel | registers | local bytes | static shared | max threads | warps/SM (registers) |\n|---|---:|---:|---:|---:|---:|\n")
+	for _, r := range rs {
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d |\n", r.Name, r.Registers, r.LocalBytes, r.SharedBytes, r.MaxThreads, r.WarpsPerSM)
+		if r.Registers <= 0 || r.MaxThreads < 32 || r.WarpsPerSM <= 0 {
+			t.Errorf("%s: %+v, want registers, a warp's threads and a warp a multiprocessor at least", r.Name, r)
+		}
+	}
+	if len(rs) < 20 {
+		t.Errorf("%d kernels reported, want every kernel the backend loads", len(rs))
+	}
+	t.Logf("%s (%s):\n%s", be.(interface{ Device() string }).Device(), os.Getenv("LAYA_CUDA_TEST_OPTIONS"), b.String())
+	if path := os.Getenv("LAYA_CUDA_RESOURCES"); path != "" {
+		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

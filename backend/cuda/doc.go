@@ -209,7 +209,18 @@
 // English questions on an H200);
 // cache=DIR|off keeps the compiled kernels in DIR instead of
 // os.UserCacheDir()/laya-metal/cuda, or compiles them at every Open;
-// refine=MARGIN|off and refinetokens=N set the refinement (above).
+// refine=MARGIN|off and refinetokens=N set the refinement (above);
+// define=NAME=VALUE (repeatable) sets one of kernels.cu's compile-time
+// tunables (KernelTunables: the blocks a multiprocessor of the attention
+// kernels and linear_mma, a cap on their registers; the unroll of the
+// tensor-core attention's loads), for comparing variants of a kernel on a
+// GPU; KernelResources reports each kernel's registers and spills as the
+// GPU's compiler built it.
+//
+// The first Open on a machine, and the first after an upgrade or with
+// other tunables, compiles kernels.cu (about a minute on an H200 host);
+// Options.Log hears of it, and the registered backend writes that to
+// standard error. Later Opens load the kept cubin in well under a second.
 //
 // SelfTest opens a backend and checks a small GEMM and attention against a
 // float64 reference; a caller choosing a backend automatically runs it

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -389,4 +390,27 @@ func emuOtherTokens(rows []forwardpass.Row) []forwardpass.Row {
 		out[i] = forwardpass.Row{IDs: ids, Markers: r.Markers, QType: r.QType}
 	}
 	return out
+}
+
+// The first Open with no kept kernels says it compiles them, and how long
+// that took (Options.Log); one that finds them kept says nothing.
+func TestEmuOpenLogsCompile(t *testing.T) {
+	opts := emuOptions(t)
+	opts.KernelCache = t.TempDir()
+	for i, want := range []int{2, 0} {
+		var msgs []string
+		opts.Log = func(m string) { msgs = append(msgs, m) }
+		be, err := Open(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		be.Close()
+		if len(msgs) != want {
+			t.Fatalf("open %d logged %q, want %d messages", i, msgs, want)
+		}
+		if want > 0 && (!strings.Contains(msgs[0], "compiling the kernels for sm_") || !strings.Contains(msgs[0], opts.KernelCache) ||
+			!strings.HasPrefix(msgs[1], "cuda: kernels compiled in ")) {
+			t.Errorf("logged %q", msgs)
+		}
+	}
 }

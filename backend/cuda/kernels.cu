@@ -9,6 +9,54 @@ typedef unsigned short u16;
 typedef unsigned int u32;
 typedef unsigned long long u64;
 
+// ---- Tunables ----
+// Compile-time choices a build may set with -DNAME=N (Options.Defines; the
+// registered backend's LAYA_CUDA=define=NAME=N), so that a GPU run compares
+// variants of a kernel built from this one source, without copies of it.
+// options.go's kernelTunables lists them with their ranges (a test holds
+// the two lists equal); the defaults are the kernels the backend ships.
+//
+// ATTN_MMA_MINB: the blocks a multiprocessor must be able to hold of each
+// tensor-core attention kernel (__launch_bounds__' second argument), which
+// caps a thread's registers at 65536 / (ATTN_MMA_MINB · 32 · warps); 1
+// leaves them to the compiler.
+#ifndef ATTN_MMA_MINB
+#define ATTN_MMA_MINB 1
+#endif
+// ATTN_MMA_UNROLL: the iterations of the tensor-core attention's key and
+// value loads a thread unrolls (their loads in flight together, and the
+// registers holding them).
+#ifndef ATTN_MMA_UNROLL
+#define ATTN_MMA_UNROLL 4
+#endif
+// ATTN_MINB: 0 keeps each tiled (float32) attention kernel's own minimum
+// of blocks a multiprocessor (what its shared memory allows); N sets every
+// one's to N.
+#ifndef ATTN_MINB
+#define ATTN_MINB 0
+#endif
+// LMMA_MINB: linear_mma's blocks a multiprocessor, as ATTN_MMA_MINB.
+#ifndef LMMA_MINB
+#define LMMA_MINB 1
+#endif
+// The launch bounds with a minimum only where one is asked for, so that
+// the defaults compile exactly as the bounds without one.
+#if ATTN_MMA_MINB > 1
+#define ATTN_MMA_BOUNDS(threads) __launch_bounds__(threads, ATTN_MMA_MINB)
+#else
+#define ATTN_MMA_BOUNDS(threads) __launch_bounds__(threads)
+#endif
+#if LMMA_MINB > 1
+#define LMMA_BOUNDS(threads) __launch_bounds__(threads, LMMA_MINB)
+#else
+#define LMMA_BOUNDS(threads) __launch_bounds__(threads)
+#endif
+// The unroll counts as class constants: #pragma unroll takes a constant
+// expression, where a macro in a pragma is expanded by some compilers only.
+struct tunables {
+	static const int attn_mma_unroll = ATTN_MMA_UNROLL;
+};
+
 // ---- PTX primitives ----
 // Every inline PTX instruction of this file is in one of these functions, so
 // that the tests' CPU emulator of the kernels (testdata/emu/cuemu.h), which
@@ -799,7 +847,7 @@ __device__ void attn_tiled(float* dst, const float* qkv, long long two, const in
 // MINB: the blocks a multiprocessor fits by shared memory (attnShared), so
 // that registers do not cut that occupancy.
 #define ATTENTION(DH, QPW, QW, MINB, NAME)                                                                             \
-	extern "C" __global__ void __launch_bounds__(QW * 32, MINB) NAME(float* dst, const float* qkv, long long two,       \
+	extern "C" __global__ void __launch_bounds__(QW * 32, ATTN_MINB > 0 ? ATTN_MINB : MINB) NAME(float* dst, const float* qkv, long long two,       \
 		const int* tiles,                                                                                            \
 		int heads, float scale, int sliding, int radius, const float* rope, u16* hout, int kind, long long hlo) {          \
 		KERNEL_ENTRY                                                                                                       \
@@ -922,7 +970,7 @@ __device__ void attn_mma(float* dst, const void* qkv, long long two, const int* 
 	for (int nd = 0; nd < ND; nd++) o[nd][0] = o[nd][1] = o[nd][2] = o[nd][3] = 0.0f;
 	for (int kb = klo; kb < khi; kb += KC) {
 		__syncthreads();
-#pragma unroll 4
+#pragma unroll (tunables::attn_mma_unroll)
 		for (int i = threadIdx.x; i < KC * H4; i += 32 * W) {
 			int key = i / H4, d = (i - key * H4) * 4, gk = kb + key;
 			float4 k0 = zero, k1 = zero, v0 = zero, v1 = zero;
@@ -1093,7 +1141,7 @@ __device__ void attn_mma(float* dst, const void* qkv, long long two, const int* 
 }
 
 #define ATTENTION_MMA(DH, W, TERMS, HIN, SPLIT, NAME)                                                                  \
-	extern "C" __global__ void __launch_bounds__(W * 32) NAME(float* dst, const void* qkv, long long two, const int* tiles, \
+	extern "C" __global__ void ATTN_MMA_BOUNDS(W * 32) NAME(float* dst, const void* qkv, long long two, const int* tiles, \
 		int heads, float scale, int sliding, int radius, const float* rope, u16* hout, int kind, long long hlo) {        \
 		KERNEL_ENTRY                                                                                                     \
 		attn_mma<DH, W, TERMS, HIN, SPLIT>(dst, qkv, two, tiles, heads, scale, sliding, radius, rope, hout, kind, hlo);  \
@@ -1618,7 +1666,7 @@ __device__ void lin_mma(void* d, const u16* x, long long xlo, const u16* w, cons
 // (FP16X2), 4 or 8 warps a block. Grid: (⌈n/(16·WARPS)⌉, splits,
 // ⌈m/(16·LMMA_MT)⌉).
 #define LINEAR_MMA(TERMS, WARPS)                                                                                          \
-	extern "C" __global__ void __launch_bounds__(32 * WARPS) linear_mma_##TERMS##_##WARPS(void* d, const u16* x, long long xlo, \
+	extern "C" __global__ void LMMA_BOUNDS(32 * WARPS) linear_mma_##TERMS##_##WARPS(void* d, const u16* x, long long xlo, \
 		const u16* w, const float* bias, int m, int k, int n, int act, int accum, int half, int kc, float* part, int* sem,       \
 		int inner, float* gd, u16* gh, int gkind, long long glo, float2* stat, const float* lnx, const float2* lnstat,         \
 		int lntiles, int lnw, const float* lng, const float* lnb, float eps) {                                                 \

@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -204,6 +206,72 @@ type Options struct {
 	// between processes (default: os.UserCacheDir()/laya-metal/cuda);
 	// "off" compiles them at every Open.
 	KernelCache string
+	// Defines sets tunables of kernels.cu, which NVRTC then compiles with
+	// -DNAME=VALUE (define=NAME=VALUE; KernelTunables lists them, their
+	// ranges and defaults): the blocks a multiprocessor must hold of a
+	// kernel (a cap on its registers), how far a loop unrolls. They are for
+	// measuring variants of a kernel on a GPU from one build; the defaults
+	// are what the backend ships, and each set of them is a cubin of its
+	// own in KernelCache.
+	Defines map[string]int
+	// Log, when set, is told of long work before it starts: the first
+	// Open on a machine (or after an upgrade) compiles the kernels, which
+	// takes about a minute. The registered backend writes it to standard
+	// error.
+	Log func(msg string)
+}
+
+// KernelTunable is one of kernels.cu's compile-time tunables
+// (Options.Defines).
+type KernelTunable struct {
+	Name          string
+	Min, Max, Def int
+	Doc           string
+}
+
+// KernelTunables are kernels.cu's tunables, as its "Tunables" section
+// defines them (a test holds the two equal).
+var KernelTunables = []KernelTunable{
+	{"ATTN_MINB", 0, 8, 0, "blocks a multiprocessor of each tiled float32 attention kernel (0: each kernel's own)"},
+	{"ATTN_MMA_MINB", 1, 8, 1, "blocks a multiprocessor of each tensor-core attention kernel (a register cap)"},
+	{"ATTN_MMA_UNROLL", 1, 8, 4, "unroll of the tensor-core attention's key and value loads"},
+	{"LMMA_MINB", 1, 4, 1, "blocks a multiprocessor of linear_mma (a register cap)"},
+}
+
+func kernelTunable(name string) (KernelTunable, bool) {
+	for _, t := range KernelTunables {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return KernelTunable{}, false
+}
+
+// parseDefine reads define's value, NAME=VALUE, into o.Defines.
+func (o *Options) parseDefine(v string) error {
+	name, val, ok := strings.Cut(v, "=")
+	if !ok {
+		return fmt.Errorf("define=%q, want define=NAME=VALUE", v)
+	}
+	n, err := strconv.Atoi(val)
+	if err != nil {
+		return fmt.Errorf("define=%q: %q is not an integer", v, val)
+	}
+	if o.Defines == nil {
+		o.Defines = map[string]int{}
+	}
+	o.Defines[name] = n
+	return nil
+}
+
+// defineFlags are NVRTC's -D flags for defines, in name order (they are
+// part of the cubin's cache key).
+func defineFlags(defines map[string]int) []string {
+	var flags []string
+	for _, name := range slices.Sorted(maps.Keys(defines)) {
+		flags = append(flags, fmt.Sprintf("-D%s=%d", name, defines[name]))
+	}
+	return flags
 }
 
 // ParseOptions reads options from a comma-separated list, as the LAYA_CUDA
@@ -212,7 +280,7 @@ type Options struct {
 // bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnsplit=off|on, attnterms=0|1|2,
 // attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off,
 // tunecands=N, splitk=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, pdl=on|off, geglu=vec|scalar, cache=DIR|off,
-// refine=MARGIN|off, refinetokens=N.
+// refine=MARGIN|off, refinetokens=N, define=NAME=VALUE (repeatable: Options.Defines).
 func ParseOptions(s string) (Options, error) {
 	var o Options
 	ints := map[string]*int{"device": &o.Device, "bucket": &o.Bucket, "attnqpw": &o.QueriesPerWarp,
@@ -243,13 +311,15 @@ func ParseOptions(s string) (Options, error) {
 			o.Precision, err = parsePrecision(v)
 		case k == "refine":
 			o.Refine, err = parseMargin(v)
+		case k == "define":
+			err = o.parseDefine(v)
 		case k == "cache":
 			if v == "" {
 				err = errors.New("cache=DIR or cache=off")
 			}
 			o.KernelCache = v
 		default:
-			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnsplit=off|on, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off, tunecands=N, splitk=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, pdl=on|off, geglu=vec|scalar, cache=DIR|off, refine=MARGIN|off, refinetokens=N)")
+			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnsplit=off|on, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off, tunecands=N, splitk=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, pdl=on|off, geglu=vec|scalar, cache=DIR|off, refine=MARGIN|off, refinetokens=N, define=NAME=VALUE)")
 		}
 		if err == nil {
 			err = o.check()
@@ -310,6 +380,20 @@ func (o Options) check() error {
 		return fmt.Errorf("mmarows=%d, want 0 (off) to %d rows", o.MMARows, MaxMMARows)
 	case o.TuneCandidates < 0 || o.TuneCandidates > MaxTuneCandidates:
 		return fmt.Errorf("tunecands=%d, want 1 to %d (0: %d)", o.TuneCandidates, MaxTuneCandidates, DefaultTuneCandidates)
+	}
+	for _, name := range slices.Sorted(maps.Keys(o.Defines)) {
+		v := o.Defines[name]
+		t, ok := kernelTunable(name)
+		if !ok {
+			names := make([]string, len(KernelTunables))
+			for i, t := range KernelTunables {
+				names[i] = t.Name
+			}
+			return fmt.Errorf("define=%s=%d: no such kernel tunable (%s)", name, v, strings.Join(names, ", "))
+		}
+		if v < t.Min || v > t.Max {
+			return fmt.Errorf("define=%s=%d, want %d to %d (default %d)", name, v, t.Min, t.Max, t.Def)
+		}
 	}
 	return nil
 }
@@ -378,4 +462,20 @@ type Stats struct {
 	// KernelsCached: Open loaded the kernels Options.KernelCache kept
 	// instead of compiling them.
 	KernelsCached bool
+}
+
+// KernelResource is what one of the backend's kernels, as compiled for
+// this GPU, takes of a multiprocessor (the driver's function attributes):
+// a kernel that holds few warps a multiprocessor hides little of its
+// memory latency, and one with local memory spilled registers.
+type KernelResource struct {
+	Name        string
+	Registers   int // a thread's
+	LocalBytes  int // a thread's local memory: spilled registers, arrays indexed at run time
+	SharedBytes int // a block's static shared memory (the dynamic part comes with each launch)
+	MaxThreads  int // the most threads a block may have (launch bounds, registers)
+	// WarpsPerSM is the most warps of the kernel a multiprocessor holds
+	// by their registers alone (allocated 256 to a warp at a time), before
+	// shared memory and block sizes limit them further.
+	WarpsPerSM int
 }

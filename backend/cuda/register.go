@@ -19,6 +19,7 @@ func init() {
 		if err != nil {
 			return nil, fmt.Errorf("cuda: LAYA_CUDA: %w", err)
 		}
+		opts.Log = func(msg string) { fmt.Fprintln(os.Stderr, msg) }
 		return Open(opts)
 	}, backend.Accelerator)
 }

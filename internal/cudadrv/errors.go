@@ -11,4 +11,9 @@ var (
 	ErrNoNVRTC = errors.New("cuda: NVRTC (libnvrtc.so) not found")
 	// ErrCompile means NVRTC refused a program; the error carries its log.
 	ErrCompile = errors.New("cuda: NVRTC compilation failed")
+	// ErrProgram is the ErrCompile of a program with errors in it
+	// (NVRTC_ERROR_COMPILATION), as opposed to an option NVRTC does not
+	// take or a failure of its own: compiling it again with other options
+	// fails the same way.
+	ErrProgram = errors.New("the program has errors")
 )

@@ -45,7 +45,8 @@ func LoadNVRTC(explicit string) (*NVRTC, error) {
 type Header struct{ Name, Text string }
 
 // Compile compiles one translation unit to a cubin for arch (e.g. "sm_90").
-// A refused program's error wraps ErrCompile and carries NVRTC's log.
+// A refused program's error wraps ErrCompile (and ErrProgram where the
+// source has errors) and carries NVRTC's log.
 func (n *NVRTC) Compile(name, src, arch string, options []string, headers ...Header) ([]byte, error) {
 	csrc, cname := CString(src), CString(name)
 	var hdrs, hdrNames []uintptr
@@ -82,8 +83,11 @@ func (n *NVRTC) Compile(name, src, arch string, options []string, headers ...Hea
 	runtime.KeepAlive(copts)
 	runtime.KeepAlive(ptrs)
 	runtime.KeepAlive(keep)
+	if r == nvrtcErrorCompilation {
+		return nil, fmt.Errorf("%w: %w: %s (NVRTC %d.%d, %s):\n%s", ErrCompile, ErrProgram, name, n.Major, n.Minor, arch, n.log(prog))
+	}
 	if r != 0 {
-		return nil, fmt.Errorf("%w: %s (NVRTC %d.%d, %s):\n%s", ErrCompile, name, n.Major, n.Minor, arch, n.log(prog))
+		return nil, fmt.Errorf("%w: %s (NVRTC %d.%d, %s, result %d):\n%s", ErrCompile, name, n.Major, n.Minor, arch, r, n.log(prog))
 	}
 	var size uintptr
 	purego.SyscallN(n.cubinSize, prog, uintptr(unsafe.Pointer(&size)))
@@ -105,3 +109,8 @@ func (n *NVRTC) log(prog uintptr) string {
 	purego.SyscallN(n.getLog, prog, uintptr(unsafe.Pointer(&b[0])))
 	return string(b[:size-1])
 }
+
+// nvrtcErrorCompilation is NVRTC_ERROR_COMPILATION (nvrtc.h): the program
+// has errors, where NVRTC_ERROR_INVALID_OPTION (5) and others are about
+// the options or NVRTC itself.
+const nvrtcErrorCompilation = 6

@@ -29,6 +29,12 @@
 #                mmarows=256: the GEMMs of few rows on linear_mma), and
 #                memcheck and racecheck
 #                over one such forward in fp16 and fp16x2
+#   resources    every kernel's registers, local memory (spills) and warps a
+#                multiprocessor as compiled here (TestKernelResources), with no
+#                options and each of RESOURCE_OPTIONS, to resources-N.md
+#   inspect      ncu --set full of single launches (INSPECT: KERNEL:QUESTIONS:OPTIONS
+#                ..., default linear_mma at one question with mmarows=256 and the
+#                fp16 tensor-core attention at fifty), to inspect-N.csv
 #   kernels      ncu kernel times of one laya-bench request (English 1, 10, 50
 #                questions; PRECISIONS, default fp16x2), summed by kernel into
 #                kernel-sums.csv (scripts/gpucheck/ncu-sums.py; ncu on PATH or
@@ -88,6 +94,37 @@ for step in $steps; do
 		done
 		python3 "$root/scripts/gpucheck/ncu-sums.py" "$out"/ncu-*.csv >"$out/kernel-sums.csv"
 		echo "| kernels | exit $? | kernel-sums.csv |" >>"$summary"
+		;;
+	inspect)
+		# ncu's full sections (stall reasons, memory traffic, occupancy,
+		# launch statistics) of single launches: each of INSPECT (space-
+		# separated) is KERNEL_REGEX:QUESTIONS:LAYA_CUDA options, the 21st
+		# launch of a matching kernel in a kernel-by-kernel request of the
+		# synthetic English checkpoint.
+		ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+		n=0
+		for spec in ${INSPECT:-linear_mma:1:mmarows=256,mmaln=off attention_mma64_4_1h:50:}; do
+			IFS=: read -r kernel q opts <<<"$spec"
+			LAYA_CUDA=graphs=off${opts:+,$opts} "$ncu" --set full -k "regex:$kernel" --launch-skip 20 --launch-count 1 \
+				--csv --page details --print-units base "$bin/laya-bench" --backend cuda --synthetic english --questions "$q" \
+				--warmup 1 --runs 1 --batch-size 64 >"$out/inspect-$n.csv" 2>"$out/inspect-$n.err"
+			echo "| inspect $spec | exit $? | inspect-$n.csv |" >>"$summary"
+			n=$((n + 1))
+		done
+		;;
+	resources)
+		# Registers, local memory (spills) and register-limited warps a
+		# multiprocessor of every kernel as this GPU's NVRTC compiled it,
+		# with no options and with each of RESOURCE_OPTIONS (space-separated
+		# LAYA_CUDA option sets, e.g. "define=ATTN_MMA_MINB=3
+		# define=ATTN_MINB=1"; each compiles the kernels once more).
+		n=0
+		for opts in "" ${RESOURCE_OPTIONS:-}; do
+			LAYA_CUDA_TEST_OPTIONS="$opts" LAYA_CUDA_RESOURCES="$out/resources-$n.md" "$bin/cuda.test" -test.v -test.count=1 \
+				-test.run '^TestKernelResources$' >"$out/resources-$n.log" 2>&1
+			row "resources ${opts:-(defaults)}" "$out/resources-$n.log" $?
+			n=$((n + 1))
+		done
 		;;
 	goldens)
 		"$bin/cuda.test" -test.v -test.count=1 -test.run 'TestForwardGoldens' >"$out/goldens.log" 2>&1

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# An estimate, without a GPU, of what each cuda kernel takes of a
+# multiprocessor: clang-19 writes kernels.cu's PTX (everything inlined, as
+# NVRTC does) and Debian's ptxas (CUDA 11.8, scripts/gpucheck/fetch-ptxas.sh)
+# assembles it for sm_90 with -v. Neither is the GPU's own compiler (NVRTC's
+# front end, a newer ptxas), so the numbers are a guide to where registers
+# spill or cut occupancy, not a measurement: on a GPU,
+# `cuda.test -test.run TestKernelResources -test.v` reports the real ones.
+#
+#   bash scripts/gpucheck/ptxas-resources.sh [-DNAME=VALUE ...] [KERNEL_REGEX]
+#
+# The -D flags set kernels.cu's tunables (cuda.KernelTunables); the table
+# (kernel, registers, stack bytes, spill stores/loads, warps a multiprocessor
+# by registers) goes to standard output.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+defines=()
+filter=.
+for a in "$@"; do
+	case $a in
+	-D*) defines+=("$a") ;;
+	*) filter=$a ;;
+	esac
+done
+ptxas=${LAYA_PTXAS:-$(bash "$root/scripts/gpucheck/fetch-ptxas.sh")}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$root/backend/cuda"
+clang-19 -x cuda --cuda-gpu-arch=sm_90 --cuda-device-only -nocudainc -nocudalib -O3 -fno-builtin -mllvm -inline-threshold=1000000 \
+	-S -o "$tmp/k.ptx" -std=c++17 "${defines[@]}" -include ../../metal/cuda/testdata/cuda_stub.h -include testdata/nvrtc_extra.h \
+	kernels.cu 2>"$tmp/clang.err" || { cat "$tmp/clang.err" >&2; exit 1; }
+"$ptxas" -c -arch=sm_90 -O3 -v -o "$tmp/k.cubin" "$tmp/k.ptx" 2>&1 | FILTER=$filter python3 -c '
+import os, re, sys
+flt = re.compile(os.environ["FILTER"])
+print("| kernel | registers | stack bytes | spill stores | spill loads | warps/SM (registers) |")
+print("|---|---:|---:|---:|---:|---:|")
+name, frame = None, ("0", "0", "0")
+for line in sys.stdin:
+    m = re.search(r"Compiling entry function \x27(\w+)\x27", line)
+    if m:
+        name = m.group(1)
+        continue
+    m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", line)
+    if m:
+        frame = m.groups()
+        continue
+    m = re.search(r"Used (\d+) registers", line)
+    if m and name and flt.search(name):
+        regs = int(m.group(1))
+        warps = min(64, 65536 // ((regs * 32 + 255) // 256 * 256))
+        print(f"| {name} | {regs} | {frame[0]} | {frame[1]} | {frame[2]} | {warps} |")
+        name = None
+'
