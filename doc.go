@@ -134,7 +134,11 @@
 //   - ErrUnknownQuestion, ErrWrongKind: a Result has no such question, or it
 //     is of another type. ErrInvalidShortlist: a bad k or embedder output.
 //   - ErrClosed: the Agent was closed. ErrNonFinite: the model produced NaN or
-//     infinite outputs (a broken checkpoint or backend).
+//     infinite outputs (a broken checkpoint or backend). Rows whose outputs
+//     overflow a backend's own precision first run again in a wider one
+//     where it has one (backend.Widener: the cuda backend's 16-bit
+//     precisions, whose activations overflow past 65504, in float32), so
+//     only outputs not finite there fail.
 //   - A cancelled or expired context ends Load and Predict with ctx.Err(),
 //     possibly wrapped: errors.Is(err, context.Canceled) holds.
 //

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 
 	"github.com/laya-metal/laya/backend"
@@ -148,11 +147,27 @@ func (n *network) forward(ctx context.Context, rows []forwardRow) ([]rowOutput, 
 // forwardExact is forward on the backend's own precision only, never a
 // reduced one (backend.Refiner): for callers that compare rows with each
 // other, where a near-tie between two rows' answers is not one within a row.
+// A row whose outputs overflow the backend's precision still runs again in
+// a wider one (widen), as in forward: its only other answer is an error.
 func (n *network) forwardExact(ctx context.Context, rows []forwardRow) ([]rowOutput, error) {
 	return n.forwardRows(ctx, rows, false)
 }
 
+// forwardRows is runRows, then widen on the rows still not finite.
 func (n *network) forwardRows(ctx context.Context, rows []forwardRow, reduce bool) ([]rowOutput, error) {
+	out, err := n.runRows(ctx, rows, reduce)
+	if err != nil {
+		return nil, err
+	}
+	if err := n.widen(ctx, rows, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// runRows runs rows in batches, reduced first where reduce and the backend
+// offers it (stream), refining the near-ties of reduced batches.
+func (n *network) runRows(ctx context.Context, rows []forwardRow, reduce bool) ([]rowOutput, error) {
 	for i, r := range rows {
 		if err := n.checkRow(r); err != nil {
 			return nil, fmt.Errorf("row %d: %w", i, err)
@@ -266,12 +281,13 @@ func (n *network) stream(rows []forwardRow, reduce bool) (s backend.Stream, marg
 // differently in the backend's own: its option logits are a near-tie, or an
 // act probability is not finite.
 func (o rowOutput) nearTie(margin float32) bool {
-	for _, p := range o.ActProbs {
-		if p != p || math.IsInf(float64(p), 0) {
-			return true
-		}
-	}
-	return backend.NearTie(o.Logits, margin)
+	return !backend.Finite(o.ActProbs) || backend.NearTie(o.Logits, margin)
+}
+
+// finite reports whether every output an answer is made of (the option
+// logits, the act probabilities) is finite.
+func (o rowOutput) finite() bool {
+	return backend.Finite(o.Logits) && backend.Finite(o.ActProbs)
 }
 
 // refine runs rows[idx] again in the backend's own precision (which holds
@@ -279,6 +295,7 @@ func (o rowOutput) nearTie(margin float32) bool {
 // run in a reduced precision. Rows never see each other in a batch, so
 // batches of only these rows answer them in this precision as any batch
 // would (to its rounding: a batch of other sizes may take other kernels).
+// A row this leaves non-finite is widen's, once, with the others.
 func (n *network) refine(ctx context.Context, rows []forwardRow, idx []int, out []rowOutput) error {
 	if len(idx) == 0 {
 		return nil
@@ -287,12 +304,53 @@ func (n *network) refine(ctx context.Context, rows []forwardRow, idx []int, out 
 	for i, k := range idx {
 		again[i] = rows[k]
 	}
-	res, err := n.forwardExact(ctx, again)
+	res, err := n.runRows(ctx, again, false)
 	if err != nil {
 		return err
 	}
 	for i, k := range idx {
 		out[k] = res[i]
+	}
+	return nil
+}
+
+// widen runs the rows whose outputs are not finite again on the backend's
+// wider precision (backend.Widener), in batches of batchSize, shortest
+// first, and puts their outputs in out: an activation past the range of
+// the backend's own precision (fp16's 65504 in the cuda backend's GEMM
+// operands) makes a row's outputs NaN there, where a wider one answers it
+// as upstream does. Finite rows never run again. A row still not finite,
+// or any on a backend that is no Widener, keeps its outputs, which the
+// answer reports as ErrNonFinite.
+func (n *network) widen(ctx context.Context, rows []forwardRow, out []rowOutput) error {
+	w, ok := n.be.(backend.Widener)
+	if !ok {
+		return nil
+	}
+	var idx []int
+	for k, o := range out {
+		if !o.finite() {
+			idx = append(idx, k)
+		}
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return len(rows[a].IDs) - len(rows[b].IDs) })
+	for start := 0; start < len(idx); start += n.batchSize {
+		s := w.WideStream()
+		if s == nil {
+			return nil
+		}
+		batch := idx[start:min(start+n.batchSize, len(idx))]
+		again := make([]forwardRow, len(batch))
+		for i, k := range batch {
+			again[i] = rows[k]
+		}
+		res, err := n.runBatch(ctx, s, again, nil)
+		if err != nil {
+			return err
+		}
+		for i, k := range batch {
+			out[k] = res[i]
+		}
 	}
 	return nil
 }

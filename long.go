@@ -109,7 +109,7 @@ func longWindows(n, room, overlap, budget int, fromEnd bool) ([]window, bool) {
 // PredictRequest answers it, byte for byte (on a backend that runs batches in
 // a reduced precision first, backend.Refiner, to that precision's rounding:
 // which batches do depends on their size and on recent near-ties). A longer
-// one is read in windows, which run in the backend's own precision only:
+// one is read in windows, which never run in a reduced precision:
 // for each question, spans of the state as long as the room its row leaves
 // (max_len minus the question, its options and three special tokens),
 // neighbours sharing opts.Overlap tokens, the last span flush with the end.
@@ -184,7 +184,9 @@ func (a *Agent) PredictLong(ctx context.Context, req Request, opts LongOptions) 
 	}
 	// Windows of one question compete (the best one answers), and a
 	// reduced precision's refinement only looks within a row: several
-	// windows run in the backend's own precision only.
+	// windows run in the backend's own precision, never a reduced one. A
+	// window whose outputs overflow it runs in a wider one (widen), which
+	// is closer to upstream, not further: the alternative is no answer.
 	forward := net.forward
 	if len(rows) > len(qs) {
 		forward = net.forwardExact

@@ -148,6 +148,24 @@ type Refiner interface {
 	ReducedStream(tokens int) (s Stream, margin float32)
 }
 
+// Widener is implemented by backends whose streams compute in a precision
+// with a narrower range than float32 somewhere, and that also hold what a
+// wider one needs (the cuda backend: its fp16 GEMM operands overflow past
+// 65504, and its float32 weights stay resident next to their fp16
+// copies). A model runs every row whose outputs are not finite (Finite)
+// after NewStream, and after any refinement (Refiner), again on a stream
+// WideStream returns, whose outputs replace the others: an activation
+// beyond the narrow precision's range turns a row's outputs into NaN there,
+// and the wide stream answers it as the backend's widest precision does,
+// more slowly. Finite rows never run on it, and rows never see each other
+// in a batch, so re-running some rows changes no other. A row still not
+// finite on the wide stream is the checkpoint's: its outputs stand.
+type Widener interface {
+	// WideStream starts a stream in a precision wider than NewStream's;
+	// nil when NewStream's is already the widest.
+	WideStream() Stream
+}
+
 // RefineGate is a Refiner's caller's account of whether running reduced
 // first pays: a batch's reduced run saves a share of its plain cost, and
 // each row run again costs a plain run of that row, so once more than
@@ -261,11 +279,11 @@ func Spread(reduced, exact []float32) float32 {
 // between two runs whose logits differ by less than margin/2 each: its two
 // largest logits lie closer than margin, or a logit is not finite.
 func NearTie(logits []float32, margin float32) bool {
+	if !Finite(logits) {
+		return true
+	}
 	first, second := float32(math.Inf(-1)), float32(math.Inf(-1))
 	for _, v := range logits {
-		if v != v || math.IsInf(float64(v), 0) {
-			return true
-		}
 		if v > first {
 			first, second = v, first
 		} else if v > second {
@@ -273,6 +291,16 @@ func NearTie(logits []float32, margin float32) bool {
 		}
 	}
 	return len(logits) > 1 && first-second < margin
+}
+
+// Finite reports whether every value is a number other than ±Inf.
+func Finite(values []float32) bool {
+	for _, v := range values {
+		if v != v || math.IsInf(float64(v), 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // Counter is implemented by backends that count what they did, by name

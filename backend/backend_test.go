@@ -133,3 +133,23 @@ func TestRefineGateMargin(t *testing.T) {
 		}
 	}
 }
+
+// Finite: NaN and either infinity are not; the largest float32, the
+// smallest subnormal and an empty row are.
+func TestFinite(t *testing.T) {
+	inf := float32(math.Inf(1))
+	for _, c := range []struct {
+		values []float32
+		want   bool
+	}{
+		{nil, true},
+		{[]float32{0, -1, math.MaxFloat32, -math.MaxFloat32, math.SmallestNonzeroFloat32}, true},
+		{[]float32{1, float32(math.NaN())}, false},
+		{[]float32{inf, 1}, false},
+		{[]float32{1, 2, -inf}, false},
+	} {
+		if got := backend.Finite(c.values); got != c.want {
+			t.Errorf("Finite(%v) = %v, want %v", c.values, got, c.want)
+		}
+	}
+}

@@ -18,8 +18,10 @@
 // which callers find by type assertion: on a Backend, MappedUploader and
 // MappingForgetter (weights read in place from a checkpoint's mapping),
 // Timer (device time), Counter (what it did, by name), Profiler (time per
-// operation) and Refiner (a faster reduced precision whose near-ties the
-// model runs again; RefineGate keeps its account); on a Stream, RowPacker
+// operation), Refiner (a faster reduced precision whose near-ties the
+// model runs again; RefineGate keeps its account) and Widener (a wider
+// precision for the rows whose outputs overflowed the streams' own); on a
+// Stream, RowPacker
 // (batches without padding), TokenBucketer (token counts bucketed to share
 // recorded work) and Discarder (a tensor nothing reads any more).
 package backend

@@ -475,12 +475,12 @@ func (b *Backend) Stats() Stats {
 
 // Counters is Stats by name (backend.Counter): "captures", "replays",
 // "eager", "entries" (a gauge), "gemm_tuned", "gemm_fallback",
-// "gemm_splitk", "streams", "reduced_streams".
+// "gemm_splitk", "streams", "reduced_streams", "wide_streams".
 func (b *Backend) Counters() map[string]int {
 	s := b.Stats()
 	return map[string]int{"captures": s.Captures, "replays": s.Replays, "eager": s.Eager, "entries": s.Entries,
 		"gemm_tuned": s.GEMMTuned, "gemm_fallback": s.GEMMFallback, "gemm_splitk": s.GEMMSplitK, "streams": s.Streams,
-		"reduced_streams": s.ReducedStreams}
+		"reduced_streams": s.ReducedStreams, "wide_streams": s.WideStreams}
 }
 
 // alloc takes n bytes of device memory; it runs on the worker thread.
@@ -694,6 +694,18 @@ func (b *Backend) ReducedStream(tokens int) (backend.Stream, float32) {
 		return nil, 0
 	}
 	return b.newStream(FP16), o.Refine
+}
+
+// WideStream is backend.Widener: in FP16X2, FP16 and BF16, a stream in
+// FP32 on the same resident float32 weights the 16-bit copies were made
+// from (cuBLAS's pedantic float32 GEMMs, as an FP32 backend runs them), for
+// the rows whose outputs came out non-finite: an activation past fp16's
+// 65504 is infinite in a 16-bit GEMM operand. nil in FP32.
+func (b *Backend) WideStream() backend.Stream {
+	if b.opts.Precision == FP32 {
+		return nil
+	}
+	return b.newStream(FP32)
 }
 
 func (b *Backend) newStream(prec Precision) *stream {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -19,6 +20,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/laya-metal/laya"
 	"github.com/laya-metal/laya/backend"
 	"github.com/laya-metal/laya/backend/backendtest"
 	"github.com/laya-metal/laya/backend/cuda"
@@ -568,6 +570,159 @@ func TestForwardGoldens(t *testing.T) {
 			})
 		}
 	}
+}
+
+// wideRequest is three rows, one of each question type.
+var wideRequest = []byte(`{"state": "I was charged twice for March and the box arrived damaged.", "questions": {
+	"refund": {"type": "noul", "instructions": "Does the customer ask for money back?"},
+	"dept": {"type": "choice", "instructions": "Which team should answer?", "criteria": ["billing", "shipping", "technical"]},
+	"anger": {"type": "score", "instructions": "How angry is the customer?", "criteria": ["calm", "annoyed", "furious"]}}}`)
+
+// A checkpoint whose activations outgrow fp16 (tiny-en and real-en with
+// their embedding norm weight times 1e6: its output, layer 0's Wqkv
+// operand, as ModernBERT's first layer has no attention norm, is then past
+// 65504 at every token), answered through the model. In FP16X2 and FP16
+// every row's outputs are NaN, and a request fails with ErrNonFinite where
+// the backend offers no FP32 streams; with them (backend.Widener) the
+// model runs those rows again in FP32, kernel by kernel, captured and
+// replayed, and answers as the FP32 backend does: every number of the
+// answer within 2e-4 (FP32's parity gate on logits, 1e-4, plus the
+// answers' rounding to four decimals). With refinement the rows run in
+// FP16, FP16X2, then FP32.
+func TestWideStreamOverflow(t *testing.T) {
+	ctx := context.Background()
+	for _, name := range []string{"tiny-en", "real-en"} {
+		t.Run(name, func(t *testing.T) {
+			scaled := func(be backend.Backend, noWide bool) *forwardtest.Scaled {
+				return &forwardtest.Scaled{Backend: be, Weight: "encoder.embeddings.norm.weight", Factor: 1e6, NoWide: noWide}
+			}
+			// answer runs the request times times on one agent, each answer
+			// within tol of the first's.
+			answer := func(t *testing.T, be *forwardtest.Scaled, times int) (string, error) {
+				agent, err := laya.Load(ctx, oracletest.Checkpoint(name), laya.WithBackendInstance(be), laya.WithBatchSize(2))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer agent.Close()
+				if !be.Uploaded() {
+					t.Fatalf("no weight %s uploaded", be.Weight)
+				}
+				var first string
+				for i := range times {
+					res, err := agent.PredictJSON(ctx, wideRequest)
+					if err != nil {
+						return "", err
+					}
+					if i == 0 {
+						first = res.String()
+					} else if err := closeJSON(res.String(), first, 2e-4); err != nil {
+						t.Errorf("run %d against run 0: %v", i, err)
+					}
+				}
+				return first, nil
+			}
+			opts := testOptions(t)
+			opts.Precision = cuda.FP32
+			ref := open(t, opts)
+			defer ref.Close()
+			if ref.(backend.Widener).WideStream() != nil {
+				t.Error("FP32 offers a wider stream")
+			}
+			want, err := answer(t, scaled(ref, false), 1)
+			if err != nil {
+				t.Fatalf("FP32: %v", err)
+			}
+			for _, cf := range []struct {
+				name   string
+				prec   cuda.Precision
+				refine bool
+			}{{"FP16X2", cuda.FP16X2, false}, {"FP16X2+refine", cuda.FP16X2, true}, {"FP16", cuda.FP16, false}} {
+				t.Run(cf.name, func(t *testing.T) {
+					o := testOptions(t)
+					o.Precision = cf.prec
+					if cf.refine {
+						o.Refine, o.RefineTokens = cuda.DefaultRefine, 1
+					}
+					be := open(t, o)
+					defer be.Close()
+					stats := be.(interface{ Stats() cuda.Stats }).Stats
+					if _, err := answer(t, scaled(be, true), 1); !errors.Is(err, laya.ErrNonFinite) {
+						t.Fatalf("without FP32 streams: err = %v, want ErrNonFinite", err)
+					}
+					if st := stats(); st.WideStreams != 0 {
+						t.Fatalf("without FP32 streams: %+v", st)
+					}
+					before := stats()
+					got, err := answer(t, scaled(be, false), 3)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := closeJSON(got, want, 2e-4); err != nil {
+						t.Errorf("against FP32: %v\n%s\nFP32: %s", err, got, want)
+					}
+					st := stats()
+					if st.WideStreams == 0 || be.(backend.Counter).Counters()["wide_streams"] != st.WideStreams {
+						t.Errorf("%+v: no FP32 stream counted", st)
+					}
+					if cf.refine != (st.ReducedStreams > 0) {
+						t.Errorf("%+v: reduced streams with refine=%v", st, cf.refine)
+					}
+					if o.NoGraphs == (st.Captures > before.Captures && st.Replays > before.Replays) {
+						t.Errorf("%+v: captures and replays with graphs=%v", st, !o.NoGraphs)
+					}
+					t.Logf("WIDE | %s | %s | %s | %+v", name, cf.name, got, st)
+				})
+			}
+		})
+	}
+}
+
+// closeJSON compares two JSON texts: the same structure and strings, and
+// numbers within tol.
+func closeJSON(got, want string, tol float64) error {
+	var g, w any
+	if err := json.Unmarshal([]byte(got), &g); err != nil {
+		return err
+	}
+	if err := json.Unmarshal([]byte(want), &w); err != nil {
+		return err
+	}
+	var walk func(path string, g, w any) error
+	walk = func(path string, g, w any) error {
+		switch w := w.(type) {
+		case map[string]any:
+			gm, ok := g.(map[string]any)
+			if !ok || len(gm) != len(w) {
+				return fmt.Errorf("%s: %v, want %v", path, g, w)
+			}
+			for k, v := range w {
+				if err := walk(path+"."+k, gm[k], v); err != nil {
+					return err
+				}
+			}
+		case []any:
+			gs, ok := g.([]any)
+			if !ok || len(gs) != len(w) {
+				return fmt.Errorf("%s: %v, want %v", path, g, w)
+			}
+			for i, v := range w {
+				if err := walk(fmt.Sprintf("%s[%d]", path, i), gs[i], v); err != nil {
+					return err
+				}
+			}
+		case float64:
+			gf, ok := g.(float64)
+			if !ok || !(math.Abs(gf-w) <= tol) {
+				return fmt.Errorf("%s: %v, want %v within %g", path, g, w, tol)
+			}
+		default:
+			if g != w {
+				return fmt.Errorf("%s: %v, want %v", path, g, w)
+			}
+		}
+		return nil
+	}
+	return walk("", g, w)
 }
 
 // Requests on several goroutines at once share the graph cache and the pool

@@ -58,7 +58,8 @@
 // attention's operands, are rounded again): half the bytes written and
 // read. An output over fp16's range becomes infinite there, as any FP16
 // activation copy does; refinement reruns such rows (non-finite outputs
-// count as near-ties).
+// count as near-ties), and a row whose outputs stay non-finite runs in
+// FP32 (see Precisions).
 // Per-row metadata (positions, attention tiles) is staged once per request,
 // whatever the number of layers.
 //
@@ -81,6 +82,19 @@
 //     weight is read from memory once), whose two products the operation
 //     reading them adds; everything else float32.
 //   - FP16 and BF16: one 16-bit term per operand, float32 accumulation.
+//
+// An activation past fp16's 65504 becomes infinite in an FP16 GEMM or
+// attention operand, and in FP16X2's first term, and the row's outputs
+// NaN. The weights' float32 copies stay resident next to their 16-bit ones
+// (the 16-bit copies are made from them), so in every 16-bit precision the
+// backend is a backend.Widener: the model runs the rows whose outputs are
+// not finite, after any refinement, again on an FP32 stream (WideStream),
+// whose outputs are the FP32 backend's. A checkpoint whose activations
+// reach that far so answers as upstream does, more slowly, instead of
+// failing with laya.ErrNonFinite; finite rows never run twice for it. A
+// row still not finite in FP32 is reported as before. Its segments capture
+// graphs of their own, counted against maxgraphs, and Stats.WideStreams
+// counts its streams; where most rows need it, precision=fp32 costs less.
 //
 // The 16-bit GEMMs run on cuBLASLt, a Linear's bias and ReLU in the GEMM's
 // epilogue (GELU, the exact erf form, stays a kernel of its own: cuBLASLt's

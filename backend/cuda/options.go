@@ -457,8 +457,10 @@ type Stats struct {
 	LayerNormsInGEMM int
 	// Streams counts the streams that ran in the backend's precision (plain
 	// batches, refinements, embeddings), ReducedStreams those that ran in
-	// FP16 first (Options.Refine, ReducedStream).
-	Streams, ReducedStreams int
+	// FP16 first (Options.Refine, ReducedStream), WideStreams those that
+	// ran in FP32 in a 16-bit precision (WideStream: rows whose outputs
+	// were not finite).
+	Streams, ReducedStreams, WideStreams int
 	// KernelsCached: Open loaded the kernels Options.KernelCache kept
 	// instead of compiling them.
 	KernelsCached bool

@@ -14,8 +14,9 @@ import (
 // SelfTest opens a backend with opts, runs two small GEMMs (one with bias
 // and GELU, one plain), their sum and a sliding-window attention on it
 // three times (kernel by kernel, then from a
-// captured graph), on its streams and, with refinement on, on its reduced
-// ones, checks both against a float64 reference computed here,
+// captured graph), on its streams (with refinement on, its reduced ones
+// too; in a 16-bit precision, its wide FP32 ones too), checks them against
+// a float64 reference computed here,
 // and closes the backend. A caller choosing a backend (an "auto" choice)
 // runs it first: it fails with the reason (ErrNoCUDA, ErrNoNVRTC,
 // ErrNoCUBLAS, ErrUnsupportedGPU, ErrOutOfMemory, ErrSelfTest) where
@@ -106,16 +107,22 @@ func SelfTest(ctx context.Context, opts Options) error {
 	}
 	// With refinement on, the FP16 streams ReducedStream hands out are
 	// checked too: answers taken from them are only re-run on near-ties.
+	// So are the FP32 streams of a 16-bit precision (WideStream), to
+	// float32's tolerance: the rows they answer have no other answer.
 	type kind struct {
 		name      string
 		newStream func() backend.Stream
+		tol       float64
 	}
-	kinds := []kind{{opts.Precision.String(), be.NewStream}}
+	kinds := []kind{{opts.Precision.String(), be.NewStream, tol}}
 	if opts.refining() {
 		kinds = append(kinds, kind{"fp16 first (refine)", func() backend.Stream {
 			s, _ := be.(backend.Refiner).ReducedStream(math.MaxInt)
 			return s
-		}})
+		}, tol})
+	}
+	if opts.Precision != FP32 {
+		kinds = append(kinds, kind{"fp32 (wide)", be.(backend.Widener).WideStream, 1e-5})
 	}
 	for round := range 3 * len(kinds) {
 		kd := kinds[round%len(kinds)]
@@ -136,7 +143,7 @@ func SelfTest(ctx context.Context, opts Options) error {
 			return err
 		}
 		for i, v := range want {
-			if d := math.Abs(float64(got[i]) - v); !(d <= tol*(1+math.Abs(v))) {
+			if d := math.Abs(float64(got[i]) - v); !(d <= kd.tol*(1+math.Abs(v))) {
 				return fmt.Errorf("%w: round %d (%s): attention output %d is %v, want %v", ErrSelfTest, round/len(kinds), kd.name, i, got[i], v)
 			}
 		}

@@ -1341,12 +1341,15 @@ func (s *stream) flush(ctx context.Context, target *tensor) ([]byte, error) {
 	if s.seg == 0 {
 		// Streams are counted once they run: a reduced stream the model
 		// closed unused (its gate shut) is not one.
-		reduced := s.prec != b.opts.Precision
+		prec := s.prec
 		b.count(func(st *Stats) {
-			if reduced {
-				st.ReducedStreams++
-			} else {
+			switch {
+			case prec == b.opts.Precision:
 				st.Streams++
+			case prec == FP32:
+				st.WideStreams++
+			default:
+				st.ReducedStreams++
 			}
 		})
 	}
@@ -1745,6 +1748,11 @@ func (b *Backend) execute(s *stream, x *run, tableOff int64, nBack int) error {
 	if err := b.blas.call("cublasSetWorkspace_v2", b.blas.setWorkspace, cs.blas, ws, gemmWorkspace); err != nil {
 		return err
 	}
+	// A wide stream's float32 GEMMs may come to a handle a 16-bit
+	// segment used last, and the other way round.
+	if err := cs.setMath(b, x.prec); err != nil {
+		return err
+	}
 	// cuBLASLt takes the workspace with each call: the same one, in stream
 	// order with cuBLAS's use of it.
 	x.ws = ws
@@ -1970,6 +1978,34 @@ type cstream struct {
 	lt                  uintptr
 	start, end          uintptr // timing events around each flush
 	waiter              *cudadrv.Worker
+	// math is the blas handle's math mode (mathMode): the pool serves the
+	// segments of every precision a backend runs.
+	math uintptr
+}
+
+// mathMode is the cuBLAS math mode of a precision's GEMMs: float32's are
+// the parity path (pedantic: no TF32), the 16-bit ones take cuBLAS's
+// default.
+func mathMode(p Precision) uintptr {
+	if p == FP32 {
+		return cublasPedantic
+	}
+	return cublasDefaultMath
+}
+
+// setMath puts cs's blas handle in the math mode of prec's GEMMs, with the
+// backend's context current. The mode is read when a GEMM is issued (and
+// kept by a capture), so it is set before a segment's first.
+func (cs *cstream) setMath(b *Backend, prec Precision) error {
+	mode := mathMode(prec)
+	if cs.math == mode {
+		return nil
+	}
+	if err := b.blas.call("cublasSetMathMode", b.blas.setMathMode, cs.blas, mode); err != nil {
+		return err
+	}
+	cs.math = mode
+	return nil
 }
 
 // gemmWorkspace is the cuBLAS workspace each entry carries at the end of
@@ -2015,11 +2051,8 @@ func (b *Backend) newCStream() (*cstream, error) {
 	if err := bl.call("cublasSetStream_v2", bl.setStream, cs.blas, cs.stream); err != nil {
 		return fail(err)
 	}
-	mode := uintptr(cublasDefaultMath)
-	if b.opts.Precision == FP32 {
-		mode = cublasPedantic
-	}
-	if err := bl.call("cublasSetMathMode", bl.setMathMode, cs.blas, mode); err != nil {
+	cs.math = ^uintptr(0)
+	if err := cs.setMath(b, b.opts.Precision); err != nil {
 		return fail(err)
 	}
 	if lt := b.lt; lt != nil {

@@ -273,6 +273,7 @@ enum : int {
 };
 enum : int { R32F = 0, R16F = 2, R16BF = 14 };
 constexpr int compute32F = 68; // CUBLAS_COMPUTE_32F
+constexpr int pedanticMath = 2; // CUBLAS_PEDANTIC_MATH
 
 struct Blas {
 	Stream* stream = &legacy;
@@ -345,6 +346,12 @@ int gemm(const char* call, void* h, int ta, int tb, int m, int n, int k, const v
 	bool outOK = ct == at || ct == R32F;
 	if (!sameIn || !outOK || compute != compute32F)
 		return refuse(BLAS_NOT_SUPPORTED, "%s: types %d %d %d, compute type %d", call, at, bt, ct, compute);
+	// The backend's float32 GEMMs are its parity path, in pedantic math
+	// (no TF32 on a GPU), its 16-bit ones in the default math; one pooled
+	// handle runs the segments of both (a 16-bit backend's wide streams),
+	// so its mode must follow each.
+	if ((at == R32F) != (bl->math == pedanticMath))
+		return refuse(BLAS_NOT_SUPPORTED, "%s: type %d operands in math mode %d", call, at, bl->math);
 	Operand a{A, at, lda, ta ? k : m, ta ? m : k, sa}, b{B, bt, ldb, tb ? n : k, tb ? k : n, sb}, c{C, ct, ldc, m, n, sc};
 	if (!fits(a, batch) || !fits(b, batch) || !fits(c, batch))
 		return refuse(BLAS_EXECUTION_FAILED, "%s: an operand leaves device memory (m %d n %d k %d, ld %d %d %d)", call, m, n, k,
