@@ -339,7 +339,10 @@ func TestConformance(t *testing.T) {
 // LAYA_CUDA_RESOURCES names, if any: registers, spills and the warps a
 // multiprocessor holds decide how much latency a kernel can hide.
 func TestKernelResources(t *testing.T) {
-	be := open(t, testOptions(t))
+	opts := testOptions(t)
+	// How long a compile took, where the kernels were not kept yet.
+	opts.Log = func(msg string) { t.Log(msg) }
+	be := open(t, opts)
 	defer be.Close()
 	rs, err := be.(interface {
 		KernelResources() ([]cuda.KernelResource, error)

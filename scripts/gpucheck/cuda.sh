@@ -31,7 +31,9 @@
 #                over one such forward in fp16 and fp16x2
 #   resources    every kernel's registers, local memory (spills) and warps a
 #                multiprocessor as compiled here (TestKernelResources), with no
-#                options and each of RESOURCE_OPTIONS, to resources-N.md
+#                options and each of RESOURCE_OPTIONS, to resources-N.md; the
+#                logs time each compile, and the kernel cache then holds every
+#                set for the bench steps and cuda-ab.sh
 #   inspect      ncu --set full of single launches (INSPECT: KERNEL:QUESTIONS:OPTIONS
 #                ..., default linear_mma at one question with mmarows=256 and the
 #                fp16 tensor-core attention at fifty), to inspect-N.csv
@@ -41,6 +43,11 @@
 #                in /usr/local/cuda/bin)
 # EXTRA (LAYA_CUDA options, e.g. pdl=off) is added after the
 # precision in the bench, profile and kernels steps.
+# Compiled kernels: a fresh machine compiles kernels.cu at the first Open
+# (about a minute, and again for each set of define= tunables). Cubins in
+# BIN/kcache are put in the kernel cache first; KEEP_KERNELS=1 copies the
+# cache's cubins to OUT/kcache at the end, to carry into the next machine's
+# BIN/kcache (each is a few MiB).
 # Raw logs go to OUT; OUT/summary.md is the table.
 set -uo pipefail
 bin=$(cd "$1" && pwd)
@@ -52,6 +59,10 @@ root=$(pwd)
 src=$(cat "$bin/srcroot")
 if [ "$src" != "$root" ] && [ ! -e "$src" ]; then
 	mkdir -p "$(dirname "$src")" && ln -s "$root" "$src"
+fi
+kcache=${XDG_CACHE_HOME:-$HOME/.cache}/laya-metal/cuda
+if [ -d "$bin/kcache" ]; then
+	mkdir -p "$kcache" && cp "$bin"/kcache/*.cubin "$kcache"/ 2>/dev/null
 fi
 summary=$out/summary.md
 {
@@ -117,12 +128,25 @@ for step in $steps; do
 		# multiprocessor of every kernel as this GPU's NVRTC compiled it,
 		# with no options and with each of RESOURCE_OPTIONS (space-separated
 		# LAYA_CUDA option sets, e.g. "define=ATTN_MMA_MINB=3
-		# define=ATTN_MINB=1"; each compiles the kernels once more).
+		# define=ATTN_MINB=1"). Each set not yet in the kernel cache is
+		# compiled, the log says how long it took: the defaults alone
+		# first (that time is the first Open's on a fresh machine), the
+		# others side by side, which also readies them for the bench steps.
+		resources() {
+			LAYA_CUDA_TEST_OPTIONS="$2" LAYA_CUDA_RESOURCES="$out/resources-$1.md" "$bin/cuda.test" -test.v -test.count=1 \
+				-test.run '^TestKernelResources$' >"$out/resources-$1.log" 2>&1
+			echo $? >"$out/resources-$1.rc"
+		}
+		resources 0 ""
+		n=1
+		for opts in ${RESOURCE_OPTIONS:-}; do
+			resources $n "$opts" &
+			n=$((n + 1))
+		done
+		wait
 		n=0
 		for opts in "" ${RESOURCE_OPTIONS:-}; do
-			LAYA_CUDA_TEST_OPTIONS="$opts" LAYA_CUDA_RESOURCES="$out/resources-$n.md" "$bin/cuda.test" -test.v -test.count=1 \
-				-test.run '^TestKernelResources$' >"$out/resources-$n.log" 2>&1
-			row "resources ${opts:-(defaults)}" "$out/resources-$n.log" $?
+			row "resources ${opts:-(defaults)}" "$out/resources-$n.log" "$(cat "$out/resources-$n.rc")"
 			n=$((n + 1))
 		done
 		;;
@@ -181,3 +205,6 @@ for step in $steps; do
 	esac
 done
 cat "$summary"
+if [ "${KEEP_KERNELS:-0}" = 1 ]; then
+	mkdir -p "$out/kcache" && cp "$kcache"/*.cubin "$out/kcache"/ 2>/dev/null
+fi
