@@ -136,8 +136,8 @@
 //   - ErrClosed: the Agent was closed. ErrNonFinite: the model produced NaN or
 //     infinite outputs (a broken checkpoint or backend). Rows whose outputs
 //     overflow a backend's own precision first run again in a wider one
-//     where it has one (backend.Widener: the cuda backend's 16-bit
-//     precisions, whose activations overflow past 65504, in float32), so
+//     where it has one (backend.Widener: the cuda backend's fp16 and fp16x2,
+//     whose activations overflow past 65504, run such rows in float32), so
 //     only outputs not finite there fail.
 //   - A cancelled or expired context ends Load and Predict with ctx.Err(),
 //     possibly wrapped: errors.Is(err, context.Canceled) holds.

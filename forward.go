@@ -436,51 +436,88 @@ func (n *network) runBatch(ctx context.Context, s backend.Stream, rows []forward
 // (packed where the backend takes it, filled up to its token bucket, else
 // padded); padded and fill positions never enter the mean.
 func (n *network) embed(ctx context.Context, rows [][]int, batchSize int) ([][]float32, error) {
-	dim := n.parts.Encoder.Config().HiddenSize
 	out := make([][]float32, 0, len(rows))
 	for start := 0; start < len(rows); start += batchSize {
 		texts := rows[start:min(start+batchSize, len(rows))]
-		batchRows := make([]forwardRow, len(texts))
 		for i, r := range texts {
 			if len(r) == 0 || len(r) > n.maxLen {
 				return nil, fmt.Errorf("%w: text %d has %d tokens, want 1 to %d", errBadRow, start+i, len(r), n.maxLen)
 			}
-			batchRows[i] = forwardRow{IDs: r}
 		}
-		s := n.be.NewStream()
-		batch := forwardpass.Layout(s, batchRows, n.padID)
-		// Filled up to the stream's token bucket, as a prediction's batch
-		// is: texts of many lengths then share a GPU backend's few graphs.
-		// The fill row is last, so every text's rows stay where batch has
-		// them.
-		ids, layout, _ := batch.Bucketed(backend.TokenBucket(s))
-		hidden, err := n.parts.Encoder.Forward(ctx, s, ids, layout, nil)
+		vecs, err := n.embedBatch(ctx, n.be.NewStream(), texts)
 		if err != nil {
-			s.Close()
 			return nil, err
 		}
-		host := make([]float32, len(ids)*dim)
-		err = s.Read(ctx, hidden, host)
-		s.Close()
-		if err != nil {
-			return nil, fmt.Errorf("laya: embed: %w", err)
+		// As widen does for answers: a text whose vector overflowed the
+		// backend's precision runs again in a wider one, where there is
+		// one, rather than reach the cosine scores as NaN.
+		var again []int
+		for i, v := range vecs {
+			if !backend.Finite(v) {
+				again = append(again, i)
+			}
 		}
-		for b, first := range batch.Starts() {
-			// Sum in float64: the mean of up to max_len vectors should not
-			// depend on summation order more than float32 rounding allows.
-			n := batch.Lengths[b]
-			sum := make([]float64, dim)
-			for p := first; p < first+n; p++ {
-				for j, v := range host[p*dim : (p+1)*dim] {
-					sum[j] += float64(v)
+		if w, ok := n.be.(backend.Widener); ok && len(again) > 0 {
+			if s := w.WideStream(); s != nil {
+				redo := make([][]int, len(again))
+				for j, i := range again {
+					redo[j] = texts[i]
+				}
+				wide, err := n.embedBatch(ctx, s, redo)
+				if err != nil {
+					return nil, err
+				}
+				for j, i := range again {
+					vecs[i] = wide[j]
 				}
 			}
-			vec := make([]float32, dim)
-			for j := range vec {
-				vec[j] = float32(sum[j] / float64(n))
-			}
-			out = append(out, vec)
 		}
+		out = append(out, vecs...)
+	}
+	return out, nil
+}
+
+// embedBatch is embed's mean-pooled vectors of texts, run on s, which it
+// closes.
+func (n *network) embedBatch(ctx context.Context, s backend.Stream, texts [][]int) ([][]float32, error) {
+	dim := n.parts.Encoder.Config().HiddenSize
+	batchRows := make([]forwardRow, len(texts))
+	for i, r := range texts {
+		batchRows[i] = forwardRow{IDs: r}
+	}
+	batch := forwardpass.Layout(s, batchRows, n.padID)
+	// Filled up to the stream's token bucket, as a prediction's batch
+	// is: texts of many lengths then share a GPU backend's few graphs.
+	// The fill row is last, so every text's rows stay where batch has
+	// them.
+	ids, layout, _ := batch.Bucketed(backend.TokenBucket(s))
+	hidden, err := n.parts.Encoder.Forward(ctx, s, ids, layout, nil)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	host := make([]float32, len(ids)*dim)
+	err = s.Read(ctx, hidden, host)
+	s.Close()
+	if err != nil {
+		return nil, fmt.Errorf("laya: embed: %w", err)
+	}
+	out := make([][]float32, 0, len(texts))
+	for b, first := range batch.Starts() {
+		// Sum in float64: the mean of up to max_len vectors should not
+		// depend on summation order more than float32 rounding allows.
+		n := batch.Lengths[b]
+		sum := make([]float64, dim)
+		for p := first; p < first+n; p++ {
+			for j, v := range host[p*dim : (p+1)*dim] {
+				sum[j] += float64(v)
+			}
+		}
+		vec := make([]float32, dim)
+		for j := range vec {
+			vec[j] = float32(sum[j] / float64(n))
+		}
+		out = append(out, vec)
 	}
 	return out, nil
 }

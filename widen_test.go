@@ -321,3 +321,61 @@ func halfToken(t *testing.T, rows []string) int32 {
 }
 
 func abs(x int) int { return max(x, -x) }
+
+// The shortlist's embeddings widen as answers do: a text whose vector is
+// not finite on the backend's streams runs again on its wide stream, and
+// every vector is a plain cpu agent's, bit for bit; without a Widener the
+// overflowed vectors stay NaN.
+func TestWidenEmbeddings(t *testing.T) {
+	ctx := context.Background()
+	texts := []string{"refund my order", "the parcel arrived broken", "where is my invoice", "refund the invoice please", "hello"}
+	embed := func(be backend.Backend) [][]float32 {
+		t.Helper()
+		a, err := Load(ctx, checkpointDir("tiny-en"), WithBackendInstance(be))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close()
+		vecs, err := AgentEmbedder(a, 0, 2).Embed(ctx, texts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return vecs
+	}
+	want := embed(cpu.New())
+	rec := &overflow{Backend: cpu.New(), poison: -1}
+	embed(rec)
+	rows := rec.rows[plainKind]
+	for _, c := range []struct {
+		name string
+		wrap func(*overflow) backend.Backend
+		wide bool
+	}{
+		{"Widener", func(o *overflow) backend.Backend { return overflowWide{o} }, true},
+		{"no Widener", func(o *overflow) backend.Backend { return o }, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o := &overflow{Backend: cpu.New(), poison: halfToken(t, rows)}
+			got := embed(c.wrap(o))
+			if len(o.poisoned[plainKind]) == 0 || len(distinct(o.poisoned[plainKind])) == len(distinct(rows)) {
+				t.Fatalf("%d of %d texts overflowed, want some", len(distinct(o.poisoned[plainKind])), len(distinct(rows)))
+			}
+			nan := 0
+			for i := range texts {
+				switch {
+				case backend.Finite(got[i]) && slices.Equal(got[i], want[i]):
+				case !backend.Finite(got[i]) && !c.wide:
+					nan++
+				default:
+					t.Errorf("text %d %q: vector %v…, want %v…", i, texts[i], got[i][:3], want[i][:3])
+				}
+			}
+			if !c.wide && nan != len(distinct(o.poisoned[plainKind])) {
+				t.Errorf("%d vectors not finite, %d texts overflowed", nan, len(distinct(o.poisoned[plainKind])))
+			}
+			if wide := o.rows[wideKind]; c.wide && !slices.Equal(distinct(wide), distinct(o.poisoned[plainKind])) {
+				t.Errorf("texts run wide %v, want the overflowed ones %v", wide, o.poisoned[plainKind])
+			}
+		})
+	}
+}

@@ -221,11 +221,11 @@ func (b *Backend) loadKernels() error {
 	compile := func() ([]byte, error) {
 		start := time.Now()
 		if log := b.opts.Log; log != nil {
-			kept := "not kept: cache=off"
+			kept := "not kept: no cache directory"
 			if dir != "" {
 				kept = "kept in " + dir
 			}
-			log(fmt.Sprintf("cuda: compiling the kernels for %s with NVRTC %d.%d (once a build and GPU: up to a minute or two; %s)",
+			log(fmt.Sprintf("cuda: compiling the kernels for %s with NVRTC %d.%d (once a build and GPU: about a minute; %s)",
 				b.arch, b.rtc.Major, b.rtc.Minor, kept))
 		}
 		cubin, err := compileKernels(func(extra ...string) ([]byte, error) {
@@ -388,6 +388,12 @@ func (b *Backend) KernelResources() ([]KernelResource, error) {
 	if !b.drv.Has("cuFuncGetAttribute") {
 		return nil, fmt.Errorf("cuda: the driver has no cuFuncGetAttribute")
 	}
+	b.mu.Lock()
+	closed := b.closed
+	b.mu.Unlock()
+	if closed {
+		return nil, fmt.Errorf("cuda: %w: the backend is closed", backend.ErrForeignTensor)
+	}
 	regsPerSM := b.drv.Attribute(cudadrv.Device{Handle: b.dev}, 82)    // CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR
 	threadsPerSM := b.drv.Attribute(cudadrv.Device{Handle: b.dev}, 39) // CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR
 	var out []KernelResource
@@ -420,15 +426,17 @@ func (b *Backend) KernelResources() ([]KernelResource, error) {
 }
 
 // warpsByRegisters is how many warps of regs registers a thread fit
-// regsPerSM registers, allocated 256 to a warp at a time, and at most
-// threadsPerSM/32.
+// regsPerSM registers, at most threadsPerSM/32: a multiprocessor's
+// registers are four partitions, one to each scheduler, and a warp takes
+// its registers 256 at a time from one of them (cuda_occupancy.h's
+// register limit).
 func warpsByRegisters(regs, regsPerSM, threadsPerSM int) int {
 	most := threadsPerSM / 32
 	if regs <= 0 {
 		return most
 	}
 	perWarp := (regs*32 + 255) / 256 * 256
-	return min(most, regsPerSM/perWarp)
+	return min(most, regsPerSM/4/perWarp*4)
 }
 
 // Name is "cuda".
@@ -700,7 +708,9 @@ func (b *Backend) ReducedStream(tokens int) (backend.Stream, float32) {
 // FP32 on the same resident float32 weights the 16-bit copies were made
 // from (cuBLAS's pedantic float32 GEMMs, as an FP32 backend runs them), for
 // the rows whose outputs came out non-finite: an activation past fp16's
-// 65504 is infinite in a 16-bit GEMM operand. nil in FP32.
+// 65504 is infinite in an FP16 or FP16X2 GEMM operand (BF16 has float32's
+// range; its rows run wide only where something else went non-finite).
+// nil in FP32.
 func (b *Backend) WideStream() backend.Stream {
 	if b.opts.Precision == FP32 {
 		return nil

@@ -61,11 +61,12 @@ func TestCompileKernels(t *testing.T) {
 	}
 }
 
-// Registers are allocated 256 to a warp: a thread's count rounds up to a
-// multiple of 8, and the multiprocessor's thread limit caps the result.
+// Registers are allocated 256 to a warp from one of four partitions: a
+// thread's count rounds up to a multiple of 8, each partition holds whole
+// warps, and the multiprocessor's thread limit caps the result.
 func TestWarpsByRegisters(t *testing.T) {
 	for _, c := range []struct{ regs, want int }{
-		{0, 64}, {16, 64}, {32, 64}, {33, 51}, {40, 51}, {64, 32}, {128, 16}, {168, 12}, {201, 9}, {255, 8},
+		{0, 64}, {16, 64}, {32, 64}, {33, 48}, {40, 48}, {64, 32}, {80, 24}, {128, 16}, {168, 12}, {201, 8}, {255, 8},
 	} {
 		if got := warpsByRegisters(c.regs, 65536, 2048); got != c.want {
 			t.Errorf("warpsByRegisters(%d) = %d, want %d", c.regs, got, c.want)

@@ -13,13 +13,13 @@ typedef unsigned long long u64;
 // Compile-time choices a build may set with -DNAME=N (Options.Defines; the
 // registered backend's LAYA_CUDA=define=NAME=N), so that a GPU run compares
 // variants of a kernel built from this one source, without copies of it.
-// options.go's kernelTunables lists them with their ranges (a test holds
+// options.go's KernelTunables lists them with their ranges (a test holds
 // the two lists equal); the defaults are the kernels the backend ships.
 //
 // ATTN_MMA_MINB: the blocks a multiprocessor must be able to hold of each
 // tensor-core attention kernel (__launch_bounds__' second argument), which
-// caps a thread's registers at 65536 / (ATTN_MMA_MINB · 32 · warps); 1
-// leaves them to the compiler.
+// caps a thread's registers at about 65536 / (ATTN_MMA_MINB · 32 · warps)
+// (rounded down to a multiple of 8); 1 leaves them to the compiler.
 #ifndef ATTN_MMA_MINB
 #define ATTN_MMA_MINB 1
 #endif
@@ -31,7 +31,8 @@ typedef unsigned long long u64;
 #endif
 // ATTN_MINB: 0 keeps each tiled (float32) attention kernel's own minimum
 // of blocks a multiprocessor (what its shared memory allows); N sets every
-// one's to N.
+// one's to N, or to as many as a multiprocessor's 64 warps hold (4 of the
+// sixteen-warp kernels), which the compiler would otherwise ignore.
 #ifndef ATTN_MINB
 #define ATTN_MINB 0
 #endif
@@ -845,9 +846,10 @@ __device__ void attn_tiled(float* dst, const float* qkv, long long two, const in
 }
 
 // MINB: the blocks a multiprocessor fits by shared memory (attnShared), so
-// that registers do not cut that occupancy.
+// that registers do not cut that occupancy; ATTN_MINB overrides it.
+#define ATTN_TILED_MINB(QW, MINB) (ATTN_MINB > 0 ? (ATTN_MINB < 64 / (QW) ? ATTN_MINB : 64 / (QW)) : (MINB))
 #define ATTENTION(DH, QPW, QW, MINB, NAME)                                                                             \
-	extern "C" __global__ void __launch_bounds__(QW * 32, ATTN_MINB > 0 ? ATTN_MINB : MINB) NAME(float* dst, const float* qkv, long long two,       \
+	extern "C" __global__ void __launch_bounds__(QW * 32, ATTN_TILED_MINB(QW, MINB)) NAME(float* dst, const float* qkv, long long two,       \
 		const int* tiles,                                                                                            \
 		int heads, float scale, int sliding, int radius, const float* rope, u16* hout, int kind, long long hlo) {          \
 		KERNEL_ENTRY                                                                                                       \

@@ -214,10 +214,10 @@ type Options struct {
 	// are what the backend ships, and each set of them is a cubin of its
 	// own in KernelCache.
 	Defines map[string]int
-	// Log, when set, is told of long work before it starts: the first
-	// Open on a machine (or after an upgrade) compiles the kernels, which
-	// takes about a minute. The registered backend writes it to standard
-	// error.
+	// Log, when set, is told of long work as it starts and when it ends:
+	// the first Open on a machine (or after an upgrade, or with other
+	// Defines) compiles the kernels, which takes about a minute. The
+	// registered backend writes it to standard error.
 	Log func(msg string)
 }
 
@@ -477,7 +477,8 @@ type KernelResource struct {
 	SharedBytes int // a block's static shared memory (the dynamic part comes with each launch)
 	MaxThreads  int // the most threads a block may have (launch bounds, registers)
 	// WarpsPerSM is the most warps of the kernel a multiprocessor holds
-	// by their registers alone (allocated 256 to a warp at a time), before
-	// shared memory and block sizes limit them further.
+	// by their registers alone (256 at a time to a warp, from one of four
+	// partitions), before shared memory and block sizes limit them
+	// further.
 	WarpsPerSM int
 }

@@ -114,12 +114,13 @@ for step in $steps; do
 		# synthetic English checkpoint.
 		ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 		n=0
-		for spec in ${INSPECT:-linear_mma:1:mmarows=256,mmaln=off attention_mma64_4_1h:50:}; do
+		read -ra specs <<<"${INSPECT:-linear_mma:1:mmarows=256,mmaln=off attention_mma64_4_1h:50:}"
+		for spec in "${specs[@]}"; do
 			IFS=: read -r kernel q opts <<<"$spec"
 			LAYA_CUDA=graphs=off${opts:+,$opts} "$ncu" --set full -k "regex:$kernel" --launch-skip 20 --launch-count 1 \
 				--csv --page details --print-units base "$bin/laya-bench" --backend cuda --synthetic english --questions "$q" \
 				--warmup 1 --runs 1 --batch-size 64 >"$out/inspect-$n.csv" 2>"$out/inspect-$n.err"
-			echo "| inspect $spec | exit $? | inspect-$n.csv |" >>"$summary"
+			echo "| inspect ${spec//|/\\|} | exit $? | inspect-$n.csv |" >>"$summary"
 			n=$((n + 1))
 		done
 		;;
@@ -129,9 +130,10 @@ for step in $steps; do
 		# with no options and with each of RESOURCE_OPTIONS (space-separated
 		# LAYA_CUDA option sets, e.g. "define=ATTN_MMA_MINB=3
 		# define=ATTN_MINB=1"). Each set not yet in the kernel cache is
-		# compiled, the log says how long it took: the defaults alone
-		# first (that time is the first Open's on a fresh machine), the
-		# others side by side, which also readies them for the bench steps.
+		# compiled, and the log says how long it took: the defaults alone
+		# first (on a fresh machine with no BIN/kcache, the first Open's
+		# time), the others side by side, which also readies them for the
+		# bench steps (the cache keeps the 8 latest cubins).
 		resources() {
 			LAYA_CUDA_TEST_OPTIONS="$2" LAYA_CUDA_RESOURCES="$out/resources-$1.md" "$bin/cuda.test" -test.v -test.count=1 \
 				-test.run '^TestKernelResources$' >"$out/resources-$1.log" 2>&1
@@ -139,13 +141,14 @@ for step in $steps; do
 		}
 		resources 0 ""
 		n=1
-		for opts in ${RESOURCE_OPTIONS:-}; do
+		read -ra sets <<<"${RESOURCE_OPTIONS:-}"
+		for opts in "${sets[@]}"; do
 			resources $n "$opts" &
 			n=$((n + 1))
 		done
 		wait
 		n=0
-		for opts in "" ${RESOURCE_OPTIONS:-}; do
+		for opts in "" "${sets[@]}"; do
 			row "resources ${opts:-(defaults)}" "$out/resources-$n.log" "$(cat "$out/resources-$n.rc")"
 			n=$((n + 1))
 		done

@@ -29,7 +29,14 @@ cd "$root/backend/cuda"
 clang-19 -x cuda --cuda-gpu-arch=sm_90 --cuda-device-only -nocudainc -nocudalib -O3 -fno-builtin -mllvm -inline-threshold=1000000 \
 	-S -o "$tmp/k.ptx" -std=c++17 "${defines[@]}" -include ../../metal/cuda/testdata/cuda_stub.h -include testdata/nvrtc_extra.h \
 	kernels.cu 2>"$tmp/clang.err" || { cat "$tmp/clang.err" >&2; exit 1; }
-"$ptxas" -c -arch=sm_90 -O3 -v -o "$tmp/k.cubin" "$tmp/k.ptx" 2>&1 | FILTER=$filter python3 -c '
+if ! "$ptxas" -c -arch=sm_90 -O3 -v -o "$tmp/k.cubin" "$tmp/k.ptx" >"$tmp/ptxas.log" 2>&1; then
+	grep -v '^ptxas info' "$tmp/ptxas.log" >&2 || true
+	echo "ptxas-resources: $ptxas refused the PTX" >&2
+	exit 1
+fi
+# What ptxas says besides the figures (a launch bound it ignores) matters.
+grep -v -e '^ptxas info' -e '^    [0-9]* bytes stack frame' "$tmp/ptxas.log" >&2 || true
+FILTER=$filter python3 -c '
 import os, re, sys
 flt = re.compile(os.environ["FILTER"])
 print("| kernel | registers | stack bytes | spill stores | spill loads | warps/SM (registers) |")
@@ -47,7 +54,8 @@ for line in sys.stdin:
     m = re.search(r"Used (\d+) registers", line)
     if m and name and flt.search(name):
         regs = int(m.group(1))
-        warps = min(64, 65536 // ((regs * 32 + 255) // 256 * 256))
+        # Four register partitions of 16384, whole warps in each.
+        warps = min(64, 16384 // ((regs * 32 + 255) // 256 * 256) * 4)
         print(f"| {name} | {regs} | {frame[0]} | {frame[1]} | {frame[2]} | {warps} |")
         name = None
-'
+' <"$tmp/ptxas.log"
