@@ -34,6 +34,9 @@
 #                options and each of RESOURCE_OPTIONS, to resources-N.md; the
 #                logs time each compile, and the kernel cache then holds every
 #                set for the bench steps and cuda-ab.sh
+#   timeline     nsys over replayed English requests (1 and 10 questions), each
+#                graph kernel traced: kernel time against the idle between
+#                kernels, by kernel (timeline-enQ.md; scripts/gpucheck/nsys-gaps.py)
 #   inspect      ncu --set full of single launches (INSPECT: KERNEL:QUESTIONS:OPTIONS
 #                ..., default linear_mma at one question with mmarows=256 and the
 #                fp16 tensor-core attention at fifty), to inspect-N.csv
@@ -105,6 +108,23 @@ for step in $steps; do
 		done
 		python3 "$root/scripts/gpucheck/ncu-sums.py" "$out"/ncu-*.csv >"$out/kernel-sums.csv"
 		echo "| kernels | exit $? | kernel-sums.csv |" >>"$summary"
+		;;
+	timeline)
+		# nsys over replayed requests (English, 1 and 10 questions,
+		# PRECISIONS' first, default fp16x2, plus EXTRA), each kernel of the
+		# graph traced: how much of a forward's GPU time is kernels and how
+		# much the idle between them (scripts/gpucheck/nsys-gaps.py).
+		nsys=$(command -v nsys || echo /usr/local/cuda/bin/nsys)
+		p=${PRECISIONS:-fp16x2}
+		p=${p%% *}
+		for q in 1 10; do
+			LAYA_CUDA=precision=$p${EXTRA:+,$EXTRA} "$nsys" profile --cuda-graph-trace=node --trace=cuda --sample=none \
+				--cpuctxsw=none --export=sqlite --force-overwrite=true -o "$out/timeline-en$q" "$bin/laya-bench" --backend cuda \
+				--synthetic english --questions "$q" --warmup 5 --runs 20 --batch-size 64 >"$out/timeline-en$q.log" 2>&1 &&
+				python3 "$root/scripts/gpucheck/nsys-gaps.py" "$out/timeline-en$q.sqlite" >"$out/timeline-en$q.md" 2>>"$out/timeline-en$q.log"
+			echo "| timeline English $q ($p) | exit $? | timeline-en$q.md |" >>"$summary"
+			rm -f "$out/timeline-en$q.nsys-rep"
+		done
 		;;
 	inspect)
 		# ncu's full sections (stall reasons, memory traffic, occupancy,
