@@ -10,6 +10,8 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -78,7 +80,7 @@ type Backend struct {
 	// sharedOptin is the dynamic shared memory a block may opt in to (227
 	// KiB on Hopper, 163 on the A100, 99 on other Ampere and Ada GPUs).
 	sharedOptin int
-	module      uintptr
+	modules     []uintptr          // the loaded parts of kernels.cu
 	kernelNames map[string]uintptr // every kernel loaded, by name (KernelResources)
 	k           kernels
 	seed        maphash.Seed
@@ -212,12 +214,82 @@ func (b *Backend) init() error {
 	return nil
 }
 
-// loadKernels loads kernels.cu's cubin, compiled by NVRTC or kept from an
-// earlier Open (Options.KernelCache).
+// loadKernels loads kernels.cu's cubins, compiled by NVRTC or kept from an
+// earlier Open (Options.KernelCache): the core's, and the extras' where
+// this Open needs them (needExtras).
 func (b *Backend) loadKernels() error {
-	flags := append([]string{"-std=c++17", "-lineinfo"}, defineFlags(b.opts.Defines)...)
+	parts := []int{partCore}
+	if b.needExtras() {
+		parts = append(parts, partExtras)
+	}
+	b.cubinCached = true
+	for _, part := range parts {
+		cached, err := b.loadPart(part)
+		if err != nil {
+			return err
+		}
+		b.cubinCached = b.cubinCached && cached
+	}
+	var err error
+	b.w.Do(func() { err = b.setKernelAttributes() })
+	return err
+}
+
+// The parts of kernels.cu (its LAYA_PART), each compiled as a program of
+// its own: a first Open compiles the core only, unless options or the GPU
+// ask for the extras (about two thirds of the code).
+const (
+	partCore   = 1
+	partExtras = 2
+)
+
+// needExtras reports whether this Open uses kernels of the extras:
+// linear_mma (Options.MMARows), the tensor-core attention at other than
+// four warps (Options.MMAWarps, or a GPU without the shared memory of
+// the four-warp kernels, whose head dims then take fewer), or its
+// key-split kernels (Options.AttentionSplit).
+func (b *Backend) needExtras() bool {
+	o := b.opts
+	if o.MMARows > 0 || o.MMAWarps != 0 && o.MMAWarps != defaultMMAWarps || o.AttentionSplit {
+		return true
+	}
+	for _, dh := range attnHeadDims {
+		if b.sharedOptin > 0 && attnMMAShared(dh, defaultMMAWarps, 2) > b.sharedOptin {
+			return true
+		}
+	}
+	return false
+}
+
+// attnHeadDims are the head dims kernels.cu's attention kernels are
+// compiled for.
+var attnHeadDims = []int{32, 64, 128}
+
+// extraKernel reports whether the kernel named name is in the extras
+// (kernels.cu's LAYA_EXTRAS): linear_mma, and the tensor-core attention
+// at 1, 2 or 8 warps and its key-split kernels.
+func extraKernel(name string) bool {
+	if strings.HasPrefix(name, "linear_mma_") {
+		return true
+	}
+	rest, ok := strings.CutPrefix(name, "attention_mma")
+	if !ok {
+		return false
+	}
+	_, warps, _ := strings.Cut(rest, "_")
+	return !strings.HasPrefix(warps, strconv.Itoa(defaultMMAWarps)+"_")
+}
+
+// loadPart loads part's cubin (compiling it where it is not kept) and its
+// kernels; cached reports that it was kept.
+func (b *Backend) loadPart(part int) (cached bool, err error) {
+	flags := append([]string{"-std=c++17", "-lineinfo", fmt.Sprintf("-DLAYA_PART=%d", part)}, defineFlags(b.opts.Defines)...)
 	key := cubinKey(append([]string{kernelSource, b.arch, fmt.Sprint(b.rtc.Major, ".", b.rtc.Minor)}, flags...)...)
 	dir := kernelCacheDir(b.opts.KernelCache)
+	what := "the kernels"
+	if part == partExtras {
+		what = "the optional kernels"
+	}
 	compile := func() ([]byte, error) {
 		start := time.Now()
 		if log := b.opts.Log; log != nil {
@@ -225,24 +297,22 @@ func (b *Backend) loadKernels() error {
 			if dir != "" {
 				kept = "kept in " + dir
 			}
-			log(fmt.Sprintf("cuda: compiling the kernels for %s with NVRTC %d.%d (once a build and GPU: about a minute; %s)",
-				b.arch, b.rtc.Major, b.rtc.Minor, kept))
+			log(fmt.Sprintf("cuda: compiling %s for %s with NVRTC %d.%d (once a build and GPU: up to a minute; %s)",
+				what, b.arch, b.rtc.Major, b.rtc.Minor, kept))
 		}
 		cubin, err := compileKernels(func(extra ...string) ([]byte, error) {
 			return b.rtc.Compile("kernels.cu", kernelSource, b.arch, append(slices.Clip(flags), extra...))
 		}, int(b.rtc.Major), int(b.rtc.Minor))
 		if log := b.opts.Log; log != nil && err == nil {
-			log(fmt.Sprintf("cuda: kernels compiled in %.1f s", time.Since(start).Seconds()))
+			log(fmt.Sprintf("cuda: %s compiled in %.1f s", what, time.Since(start).Seconds()))
 		}
 		return cubin, err
 	}
 	load := func(cubin []byte) (err error) {
-		b.w.Do(func() { err = b.load(cubin) })
+		b.w.Do(func() { err = b.loadModule(part, cubin) })
 		return err
 	}
-	var err error
-	b.cubinCached, err = loadCubin(dir, key, compile, load)
-	return err
+	return loadCubin(dir, key, compile, load)
 }
 
 // compileKernels compiles kernels.cu with compile (which adds its
@@ -272,24 +342,45 @@ func compileKernels(compile func(extra ...string) ([]byte, error), major, minor 
 	return cubin, nil
 }
 
-// load runs on the worker thread: the compiled module and its kernels.
-func (b *Backend) load(cubin []byte) error {
-	err := b.loadModule(cubin)
-	if err != nil && b.module != 0 {
-		// A cached cubin refused half way is compiled and loaded again.
-		b.drv.Call("cuModuleUnload", b.module)
-		b.module = 0
+// loadModule runs on the worker thread: part's module and its kernels. A
+// module refused half way (a cached cubin cut short) is unloaded, and
+// loadCubin compiles it again.
+func (b *Backend) loadModule(part int, cubin []byte) error {
+	c := b.drv.Call
+	if b.kernelNames == nil {
+		b.kernelNames = map[string]uintptr{}
 	}
-	return err
+	var m uintptr
+	if err := c("cuModuleLoadData", uintptr(unsafe.Pointer(&m)), uintptr(unsafe.Pointer(&cubin[0]))); err != nil {
+		return fmt.Errorf("cuda: loading the kernels: %w", err)
+	}
+	for name, p := range b.kernelTable() {
+		if extraKernel(name) != (part == partExtras) {
+			continue
+		}
+		sym := cudadrv.CString(name)
+		if err := c("cuModuleGetFunction", uintptr(unsafe.Pointer(p)), m, uintptr(unsafe.Pointer(&sym[0]))); err != nil {
+			c("cuModuleUnload", m)
+			return fmt.Errorf("cuda: kernel %s: %w", name, err)
+		}
+		b.kernelNames[name] = *p
+	}
+	b.modules = append(b.modules, m)
+	return nil
 }
 
-func (b *Backend) loadModule(cubin []byte) error {
-	c := b.drv.Call
-	b.k.attentionTiled = map[int]*[4]uintptr{}
-	b.k.attentionMMA = map[int]*[4][3]uintptr{}
-	b.k.attentionSplit = map[int]*[3]uintptr{}
-	if err := c("cuModuleLoadData", uintptr(unsafe.Pointer(&b.module)), uintptr(unsafe.Pointer(&cubin[0]))); err != nil {
-		return fmt.Errorf("cuda: loading the kernels: %w", err)
+// kernelTable is where each kernel of kernels.cu goes in b.k, by name; a
+// kernel of a part not loaded stays 0.
+func (b *Backend) kernelTable() map[string]*uintptr {
+	if b.k.attentionTiled == nil {
+		b.k.attentionTiled = map[int]*[4]uintptr{}
+		b.k.attentionMMA = map[int]*[4][3]uintptr{}
+		b.k.attentionSplit = map[int]*[3]uintptr{}
+		for _, dh := range attnHeadDims {
+			b.k.attentionTiled[dh] = new([4]uintptr)
+			b.k.attentionMMA[dh] = new([4][3]uintptr)
+			b.k.attentionSplit[dh] = new([3]uintptr)
+		}
 	}
 	fns := map[string]*uintptr{
 		"gather_rows": &b.k.gather, "layer_norm": &b.k.layerNorm, "layer_norm4": &b.k.layerNorm4, "bias_act": &b.k.biasAct,
@@ -298,32 +389,29 @@ func (b *Backend) loadModule(cubin []byte) error {
 		"linear_small": &b.k.linearSmall, "linear_mma_1_4": &b.k.linearMMA[0][0], "linear_mma_2_4": &b.k.linearMMA[1][0],
 		"linear_mma_1_8": &b.k.linearMMA[0][1], "linear_mma_2_8": &b.k.linearMMA[1][1],
 	}
-	for _, dh := range []int{32, 64, 128} {
-		b.k.attentionTiled[dh] = new([4]uintptr)
+	for _, dh := range attnHeadDims {
 		for i := range 3 {
 			fns[fmt.Sprintf("attention%d_%d", dh, 1<<i)] = &b.k.attentionTiled[dh][i]
 		}
 		fns[fmt.Sprintf("attention%d_1w16", dh)] = &b.k.attentionTiled[dh][3]
-		b.k.attentionMMA[dh] = new([4][3]uintptr)
 		for i := range mmaWarps {
 			for terms := 1; terms <= 2; terms++ {
 				fns[fmt.Sprintf("attention_mma%d_%d_%d", dh, mmaWarps[i], terms)] = &b.k.attentionMMA[dh][i][terms-1]
 			}
 			fns[fmt.Sprintf("attention_mma%d_%d_1h", dh, mmaWarps[i])] = &b.k.attentionMMA[dh][i][2]
 		}
-		b.k.attentionSplit[dh] = new([3]uintptr)
 		for t, suffix := range []string{"1", "2", "1h"} {
 			fns[fmt.Sprintf("attention_mma%d_4s_%s", dh, suffix)] = &b.k.attentionSplit[dh][t]
 		}
 	}
-	b.kernelNames = make(map[string]uintptr, len(fns))
-	for name, p := range fns {
-		sym := cudadrv.CString(name)
-		if err := c("cuModuleGetFunction", uintptr(unsafe.Pointer(p)), b.module, uintptr(unsafe.Pointer(&sym[0]))); err != nil {
-			return fmt.Errorf("cuda: kernel %s: %w", name, err)
-		}
-		b.kernelNames[name] = *p
-	}
+	return fns
+}
+
+// setKernelAttributes runs on the worker thread once the parts are loaded:
+// the dynamic shared memory each kernel may ask for, and 0 for a
+// tensor-core attention kernel this GPU has too little of it for.
+func (b *Backend) setKernelAttributes() error {
+	c := b.drv.Call
 	// CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: long attention rows
 	// keep their scores in shared memory, and the tiled kernels their
 	// chunks of keys and values.
@@ -340,6 +428,9 @@ func (b *Backend) loadModule(cubin []byte) error {
 	}
 	for _, fs := range b.k.linearMMA {
 		for _, f := range fs {
+			if f == 0 {
+				continue // the extras are not loaded
+			}
 			if err := c("cuFuncSetAttribute", f, 8, uintptr(b.lmmaShared())); err != nil {
 				return fmt.Errorf("cuda: linear_mma kernel: %w", err)
 			}
@@ -356,8 +447,8 @@ func (b *Backend) loadModule(cubin []byte) error {
 				terms = 1
 			}
 			shm := shared(terms)
-			if b.sharedOptin > 0 && shm > b.sharedOptin {
-				fs[t] = 0
+			if f == 0 || b.sharedOptin > 0 && shm > b.sharedOptin {
+				fs[t] = 0 // not loaded (the extras), or too big
 				continue
 			}
 			if err := c("cuFuncSetAttribute", f, 8, uintptr(shm)); err != nil {
@@ -770,9 +861,10 @@ func (b *Backend) release() error {
 			b.drv.Call("cuMemFree_v2", p)
 		}
 		b.allocs = nil
-		if b.module != 0 {
-			b.drv.Call("cuModuleUnload", b.module)
+		for _, m := range b.modules {
+			b.drv.Call("cuModuleUnload", m)
 		}
+		b.modules = nil
 		b.drv.Call("cuDevicePrimaryCtxRelease_v2", uintptr(b.dev))
 		b.ctx = 0
 	})

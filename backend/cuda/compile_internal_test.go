@@ -5,6 +5,8 @@ package cuda
 import (
 	"errors"
 	"fmt"
+	"os/exec"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -71,5 +73,52 @@ func TestWarpsByRegisters(t *testing.T) {
 		if got := warpsByRegisters(c.regs, 65536, 2048); got != c.want {
 			t.Errorf("warpsByRegisters(%d) = %d, want %d", c.regs, got, c.want)
 		}
+	}
+}
+
+// Each kernel the backend looks up is compiled in the part of kernels.cu
+// extraKernel puts it in (LAYA_PART 1 the core, 2 the extras) and in no
+// other, and neither part has a kernel the backend does not know: a
+// kernel on the wrong side would be missing from an Open that loads the
+// core only. clang-19 writes each part's PTX (the GPU's NVRTC is not
+// here); its entries are the kernels.
+func TestKernelPartsMirrorSource(t *testing.T) {
+	clang, err := exec.LookPath("clang-19")
+	if err != nil {
+		t.Skipf("clang-19 not installed: %v", err)
+	}
+	entry := regexp.MustCompile(`\.entry (\w+)\(`)
+	entries := map[int]map[string]bool{}
+	for _, part := range []int{partCore, partExtras} {
+		out, err := exec.Command(clang, "-x", "cuda", "--cuda-gpu-arch=sm_90", "--cuda-device-only", "-nocudainc", "-nocudalib", "-O1", "-fno-builtin",
+			"-w", "-S", "-o", "-", "-std=c++17", fmt.Sprintf("-DLAYA_PART=%d", part), "-include", "../../metal/cuda/testdata/cuda_stub.h",
+			"-include", "testdata/nvrtc_extra.h", "kernels.cu").Output()
+		if err != nil {
+			t.Fatalf("clang-19, part %d: %v", part, err)
+		}
+		entries[part] = map[string]bool{}
+		for _, m := range entry.FindAllStringSubmatch(string(out), -1) {
+			entries[part][m[1]] = true
+		}
+	}
+	table := (&Backend{}).kernelTable()
+	for name := range table {
+		want, other := partCore, partExtras
+		if extraKernel(name) {
+			want, other = partExtras, partCore
+		}
+		if !entries[want][name] || entries[other][name] {
+			t.Errorf("%s: in part %d %v, in part %d %v; want only in part %d", name, want, entries[want][name], other, entries[other][name], want)
+		}
+	}
+	for part, es := range entries {
+		for name := range es {
+			if _, ok := table[name]; !ok {
+				t.Errorf("part %d has kernel %s, which the backend does not look up", part, name)
+			}
+		}
+	}
+	if len(entries[partCore]) == 0 || len(entries[partExtras]) == 0 {
+		t.Errorf("entries: core %d, extras %d", len(entries[partCore]), len(entries[partExtras]))
 	}
 }

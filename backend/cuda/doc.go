@@ -232,9 +232,14 @@
 // GPU's compiler built it.
 //
 // The first Open on a machine, and the first after an upgrade or with
-// other tunables, compiles kernels.cu (about a minute on an H200 host);
-// Options.Log hears of it, and the registered backend writes that to
-// standard error. Later Opens load the kept cubin in well under a second.
+// other tunables, compiles kernels.cu (the whole file took about a minute
+// on an H200 host); Options.Log hears of it, and the registered backend
+// writes that to standard error. Later Opens load the kept cubins in well
+// under a second. kernels.cu compiles in two parts: the core, which every
+// Open loads, and the extras (linear_mma, the tensor-core attention at 1,
+// 2 and 8 warps and its key-split kernels, about two thirds of the code),
+// which only an Open whose options use them compiles and loads, or one on
+// a GPU without the shared memory of the four-warp attention.
 //
 // SelfTest opens a backend and checks a small GEMM and attention against a
 // float64 reference; a caller choosing a backend automatically runs it

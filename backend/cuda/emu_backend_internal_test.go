@@ -409,7 +409,7 @@ func TestEmuOpenLogsCompile(t *testing.T) {
 			t.Fatalf("open %d logged %q, want %d messages", i, msgs, want)
 		}
 		if want > 0 && (!strings.Contains(msgs[0], "compiling the kernels for sm_") || !strings.Contains(msgs[0], opts.KernelCache) ||
-			!strings.HasPrefix(msgs[1], "cuda: kernels compiled in ")) {
+			!strings.HasPrefix(msgs[1], "cuda: the kernels compiled in ")) {
 			t.Errorf("logged %q", msgs)
 		}
 	}

@@ -9,6 +9,22 @@ typedef unsigned short u16;
 typedef unsigned int u32;
 typedef unsigned long long u64;
 
+// ---- Parts ----
+// LAYA_PART 1 compiles the core, the kernels every Open loads; 2 the
+// extras, which only options (linear_mma, the tensor-core attention at 1,
+// 2 or 8 warps, its key-split kernels) or a GPU short of shared memory for
+// the four-warp attention ask for; undefined, both (the CPU emulator, the
+// compile checks). The extras are about two thirds of the PTX, and so of a
+// first Open's compile (backend.go's kernelParts names each part's
+// kernels; a test holds the lists to the source).
+#ifndef LAYA_PART
+#define LAYA_CORE 1
+#define LAYA_EXTRAS 1
+#else
+#define LAYA_CORE (LAYA_PART == 1)
+#define LAYA_EXTRAS (LAYA_PART == 2)
+#endif
+
 // ---- Tunables ----
 // Compile-time choices a build may set with -DNAME=N (Options.Defines; the
 // registered backend's LAYA_CUDA=define=NAME=N), so that a GPU run compares
@@ -265,12 +281,14 @@ __device__ __forceinline__ float4 ld4(const float* p, long long two) {
 	return v;
 }
 
+#if LAYA_CORE
 extern "C" __global__ void gather_rows(float* dst, const float* table, const int* index, int cols) {
 	KERNEL_ENTRY
 	const float* src = table + (long long)index[blockIdx.x] * cols;
 	float* out = dst + (long long)blockIdx.x * cols;
 	for (int c = threadIdx.x; c < cols; c += blockDim.x) out[c] = src[c];
 }
+#endif
 
 // layer_norm: one block a row; two passes over the row (mean, then the
 // biased variance around it), as the reference computes them.
@@ -281,6 +299,7 @@ extern "C" __global__ void gather_rows(float* dst, const float* table, const int
 // back, so a layer_norm in place (dst == x) may skip it too.
 // res set: x = x + res (+ its second term, rtwo elements on; see ld4)
 // first, written back to x: the residual Add before the norm, folded in.
+#if LAYA_CORE
 extern "C" __global__ void layer_norm(float* dst, float* x, const float* w, const float* b, int cols, float eps, u16* h,
 	int kind, long long lo, const float* res, long long rtwo) {
 	KERNEL_ENTRY
@@ -313,6 +332,7 @@ extern "C" __global__ void layer_norm(float* dst, float* x, const float* w, cons
 		if (h) store16(h, (long long)blockIdx.x * cols + c, lo, y, kind);
 	}
 }
+#endif
 
 // ln_apply is a LayerNorm's output for four values v of a row of that mean
 // and 1/sqrt(variance + eps), weights g and bias b: layer_norm4's, and
@@ -328,6 +348,7 @@ __device__ __forceinline__ float4 ln_apply(float4 v, float mean, float inv, floa
 // and a block a row, since rows are few (about a hundred a question) and
 // spreading them over multiprocessors hides more memory latency than
 // packing several rows in a block.
+#if LAYA_CORE
 extern "C" __global__ void layer_norm4(float* dst, float* x, const float* w, const float* b, int cols, float eps, u16* h, int kind,
 	long long lo, const float* res, long long rtwo) {
 	KERNEL_ENTRY
@@ -358,7 +379,9 @@ extern "C" __global__ void layer_norm4(float* dst, float* x, const float* w, con
 	if (dst) *(float4*)(dst + r * cols + c) = y;
 	if (h) store16x4(h, r * cols + c, lo, y, kind);
 }
+#endif
 
+#if LAYA_CORE
 extern "C" __global__ void bias_act(float* y, const float* bias, long long n, int cols, int act) {
 	KERNEL_ENTRY
 	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
@@ -367,9 +390,11 @@ extern "C" __global__ void bias_act(float* y, const float* bias, long long n, in
 		y[i] = activate(v, act);
 	}
 }
+#endif
 
 // add: dst = a + b, where a or b may hold two terms (a2, b2: the second's
 // offset in elements, 0 for one; see ld4) and b may be null.
+#if LAYA_CORE
 extern "C" __global__ void add(float* dst, const float* a, long long a2, const float* b, long long b2, long long n) {
 	KERNEL_ENTRY
 	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
@@ -378,12 +403,15 @@ extern "C" __global__ void add(float* dst, const float* a, long long a2, const f
 		dst[i] = x;
 	}
 }
+#endif
 
+#if LAYA_CORE
 extern "C" __global__ void act_map(float* dst, const float* x, long long n, int act) {
 	KERNEL_ENTRY
 	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
 		dst[i] = activate(x[i], act);
 }
+#endif
 
 // geglu's GELU is gelu (double) in fp32 runs and the float32 erfc form when
 // its output feeds 16-bit GEMM operands anyway (fast != 0); geglu and
@@ -396,6 +424,7 @@ __device__ __forceinline__ float geglu1(float v, float u, int fast) {
 // two: x holds two terms (see ld4). hin: x holds fp16 values instead
 // (u16, one term), as a GEMM writes them for geglu alone in FP16 (stream.go,
 // Discard): half the bytes to read.
+#if LAYA_CORE
 extern "C" __global__ void geglu(float* dst, const void* x, long long two, long long rows, int inner, u16* h, int kind, long long lo,
 	int fast, int hin) {
 	KERNEL_ENTRY
@@ -418,6 +447,7 @@ extern "C" __global__ void geglu(float* dst, const void* x, long long two, long 
 		if (h) store16(h, i, lo, y, kind);
 	}
 }
+#endif
 
 // ld4h reads four fp16 values (8 bytes) as floats.
 __device__ __forceinline__ float4 ld4h(const u16* p) {
@@ -430,6 +460,7 @@ __device__ __forceinline__ float4 ld4h(const u16* p) {
 // loads, as the GEMM wrote them; 8-byte ones of fp16 with hin) and finds
 // their row with one 32-bit division, where geglu pays a 64-bit one for
 // every element. Each element is geglu1, as in geglu.
+#if LAYA_CORE
 extern "C" __global__ void geglu4(float* dst, const void* x, long long two, int rows, int inner, u16* h, int kind, long long lo,
 	int fast, int hin) {
 	KERNEL_ENTRY
@@ -452,7 +483,9 @@ extern "C" __global__ void geglu4(float* dst, const void* x, long long two, int 
 		if (h) store16x4(h, o, lo, make_float4(y[0], y[1], y[2], y[3]), kind);
 	}
 }
+#endif
 
+#if LAYA_CORE
 extern "C" __global__ void softmax_rows(float* dst, const float* x, int cols) {
 	KERNEL_ENTRY
 	__shared__ float sh[32];
@@ -467,10 +500,12 @@ extern "C" __global__ void softmax_rows(float* dst, const float* x, int cols) {
 	float inv = 1.0f / s;
 	for (int c = threadIdx.x; c < cols; c += blockDim.x) out[c] = expf(row[c] - m) * inv;
 }
+#endif
 
 // rope rotates q and k of row blockIdx.x in place; table holds, for each
 // position, cos of the Dh/2 angles then their sin (computed on the host as
 // the cpu backend does); pos[r] is the row's position.
+#if LAYA_CORE
 extern "C" __global__ void rope(float* qkv, const float* table, const int* pos, int heads, int headDim) {
 	KERNEL_ENTRY
 	int half = headDim / 2, width = heads * headDim;
@@ -486,11 +521,13 @@ extern "C" __global__ void rope(float* qkv, const float* table, const int* pos, 
 		x[j + half] = x1 * c + x0 * s;
 	}
 }
+#endif
 
 // attention: one block per (query row, head). meta holds three ints per
 // row: the first row of its batch row, the batch row's real length and the
 // row's position in it. Scores live in dynamic shared memory (window
 // floats), then the query, then a reduction area of blockDim floats.
+#if LAYA_CORE
 extern "C" __global__ void attention(float* dst, const float* qkv, const int* meta, int heads, int headDim, float scale,
 	int sliding, int radius, int window, u16* hout, int kind, long long hlo) {
 	KERNEL_ENTRY
@@ -565,10 +602,12 @@ extern "C" __global__ void attention(float* dst, const float* qkv, const int* me
 		}
 	}
 }
+#endif
 
 // act_features: one block per batch row b; meta holds, per row, the offset
 // of its first logit and its count. The statistics are computed in double,
 // as the reference states them.
+#if LAYA_CORE
 extern "C" __global__ void act_features(float* dst, const float* cls, const float* logits, const int* meta, int d) {
 	KERNEL_ENTRY
 	int b = blockIdx.x;
@@ -598,18 +637,22 @@ extern "C" __global__ void act_features(float* dst, const float* cls, const floa
 	out[d + 2] = (float)(ent / log(kk));
 	out[d + 3] = (float)(kk / 255.0);
 }
+#endif
 
 // to_16 rounds float32 GEMM operands to 16 bits (kind: see store16; the
 // second term of kind 3 goes n elements after the first).
+#if LAYA_CORE
 extern "C" __global__ void to_16(u16* dst, const float* x, long long n, int kind) {
 	KERNEL_ENTRY
 	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
 		store16(dst, i, n, x[i], kind);
 }
+#endif
 
 // pack_out copies the tensors a request reads into one area, so that one
 // device-to-host copy brings them all back. table holds, per tensor, its
 // address, its element count and its offset (elements) in out.
+#if LAYA_CORE
 extern "C" __global__ void pack_out(float* out, const u64* table) {
 	KERNEL_ENTRY
 	const float* src = (const float*)table[3 * blockIdx.x];
@@ -617,6 +660,7 @@ extern "C" __global__ void pack_out(float* out, const u64* table) {
 	float* o = out + table[3 * blockIdx.x + 2];
 	for (long long i = threadIdx.x; i < n; i += blockDim.x) o[i] = src[i];
 }
+#endif
 
 // ld4x reads four values at element i of x: float32 (ld4, two terms when
 // two is set), or with HIN fp16 values (ld4h), as a GEMM writes qkv for the
@@ -861,9 +905,11 @@ __device__ void attn_tiled(float* dst, const float* qkv, long long two, const in
 	ATTENTION(DH, 2, 8, 4, attention##DH##_2)   \
 	ATTENTION(DH, 4, 8, 4, attention##DH##_4)   \
 	ATTENTION(DH, 1, 16, 2, attention##DH##_1w16)
+#if LAYA_CORE
 ATTENTIONS(32)
 ATTENTIONS(64)
 ATTENTIONS(128)
+#endif
 
 // ---- Attention on tensor cores (FP16 and FP16X2) ----
 
@@ -1155,14 +1201,23 @@ __device__ void attn_mma(float* dst, const void* qkv, long long two, const int* 
 	ATTENTION_MMA(DH, W, 1, false, false, attention_mma##DH##_##W##_1)                                                 \
 	ATTENTION_MMA(DH, W, 2, false, false, attention_mma##DH##_##W##_2)                                                 \
 	ATTENTION_MMA(DH, W, 1, true, false, attention_mma##DH##_##W##_1h)
-#define ATTENTIONS_MMA(DH)                                                                                             \
-	ATTENTIONS_MMA_W(DH, 1) ATTENTIONS_MMA_W(DH, 2) ATTENTIONS_MMA_W(DH, 4) ATTENTIONS_MMA_W(DH, 8)                   \
+// The four-warp kernels are the core's (the default); the others, and the
+// key-split ones, only options or a GPU short of shared memory ask for.
+#define ATTENTIONS_MMA_EXTRA(DH)                                                                                       \
+	ATTENTIONS_MMA_W(DH, 1) ATTENTIONS_MMA_W(DH, 2) ATTENTIONS_MMA_W(DH, 8)                                           \
 	ATTENTION_MMA(DH, 4, 1, false, true, attention_mma##DH##_4s_1)                                                     \
 	ATTENTION_MMA(DH, 4, 2, false, true, attention_mma##DH##_4s_2)                                                     \
 	ATTENTION_MMA(DH, 4, 1, true, true, attention_mma##DH##_4s_1h)
-ATTENTIONS_MMA(32)
-ATTENTIONS_MMA(64)
-ATTENTIONS_MMA(128)
+#if LAYA_CORE
+ATTENTIONS_MMA_W(32, 4)
+ATTENTIONS_MMA_W(64, 4)
+ATTENTIONS_MMA_W(128, 4)
+#endif
+#if LAYA_EXTRAS
+ATTENTIONS_MMA_EXTRA(32)
+ATTENTIONS_MMA_EXTRA(64)
+ATTENTIONS_MMA_EXTRA(128)
+#endif
 
 // ---- Linears on few rows ----
 
@@ -1337,6 +1392,7 @@ __device__ __forceinline__ void lin_small_rows(float* d, const float* x, const v
 // two terms included). w is the weight as the precision keeps it resident
 // (wkind 0 float32, 1 fp16, 2 bf16). Float32 accumulation: chains of
 // k/(32·LIN_WARPS) products a lane, then a tree over lanes and warps.
+#if LAYA_CORE
 extern "C" __global__ void __launch_bounds__(32 * LIN_WARPS) linear_small(float* d, const float* x, const void* w, int wkind,
 	const float* b, int m, int k, int n, int act, int accum) {
 	KERNEL_ENTRY
@@ -1346,6 +1402,7 @@ extern "C" __global__ void __launch_bounds__(32 * LIN_WARPS) linear_small(float*
 	else
 		lin_small_rows<LIN_ROWS>(d, x, w, wkind, b, m, k, n, act, accum, part);
 }
+#endif
 
 // ---- GEMMs of few rows on tensor cores ----
 
@@ -1675,7 +1732,9 @@ __device__ void lin_mma(void* d, const u16* x, long long xlo, const u16* w, cons
 		lin_mma<TERMS, WARPS>(d, x, xlo, w, bias, m, k, n, act, accum, half, kc, part, sem, inner, gd, gh, gkind, glo, stat,  \
 			lnx, lnstat, lntiles, lnw, lng, lnb, eps);                                                                    \
 	}
+#if LAYA_EXTRAS
 LINEAR_MMA(1, 4)
 LINEAR_MMA(2, 4)
 LINEAR_MMA(1, 8)
 LINEAR_MMA(2, 8)
+#endif

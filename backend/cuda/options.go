@@ -216,7 +216,7 @@ type Options struct {
 	Defines map[string]int
 	// Log, when set, is told of long work as it starts and when it ends:
 	// the first Open on a machine (or after an upgrade, or with other
-	// Defines) compiles the kernels, which takes about a minute. The
+	// Defines) compiles the kernels, which takes up to a minute. The
 	// registered backend writes it to standard error.
 	Log func(msg string)
 }
