@@ -3,6 +3,7 @@
 package cuda
 
 import (
+	"cmp"
 	_ "embed"
 	"errors"
 	"fmt"
@@ -237,7 +238,7 @@ func (b *Backend) loadKernels() error {
 
 // The parts of kernels.cu (its LAYA_PART), each compiled as a program of
 // its own: a first Open compiles the core only, unless options or the GPU
-// ask for the extras (about two thirds of the code).
+// ask for the extras (about two thirds of the PTX).
 const (
 	partCore   = 1
 	partExtras = 2
@@ -245,16 +246,21 @@ const (
 
 // needExtras reports whether this Open uses kernels of the extras:
 // linear_mma (Options.MMARows), the tensor-core attention at other than
-// four warps (Options.MMAWarps, or a GPU without the shared memory of
-// the four-warp kernels, whose head dims then take fewer), or its
-// key-split kernels (Options.AttentionSplit).
+// four warps (Options.MMAWarps, or, in the precisions that use it, a GPU
+// without the shared memory of the four-warp kernels, whose head dims then
+// take fewer), or its key-split kernels (Options.AttentionSplit).
 func (b *Backend) needExtras() bool {
 	o := b.opts
 	if o.MMARows > 0 || o.MMAWarps != 0 && o.MMAWarps != defaultMMAWarps || o.AttentionSplit {
 		return true
 	}
+	if b.sharedOptin <= 0 || o.Precision != FP16 && o.Precision != FP16X2 {
+		return false
+	}
+	// FP16X2's reduced streams are FP16's: one term fits where two do.
+	t := cmp.Or(o.AttentionTerms, terms(o.Precision))
 	for _, dh := range attnHeadDims {
-		if b.sharedOptin > 0 && attnMMAShared(dh, defaultMMAWarps, 2) > b.sharedOptin {
+		if attnMMAShared(dh, defaultMMAWarps, t) > b.sharedOptin {
 			return true
 		}
 	}

@@ -94,7 +94,11 @@ func TestKernelPartsMirrorSource(t *testing.T) {
 			"-w", "-S", "-o", "-", "-std=c++17", fmt.Sprintf("-DLAYA_PART=%d", part), "-include", "../../metal/cuda/testdata/cuda_stub.h",
 			"-include", "testdata/nvrtc_extra.h", "kernels.cu").Output()
 		if err != nil {
-			t.Fatalf("clang-19, part %d: %v", part, err)
+			var stderr []byte
+			if ee, ok := err.(*exec.ExitError); ok {
+				stderr = ee.Stderr
+			}
+			t.Fatalf("clang-19, part %d: %v\n%s", part, err, stderr)
 		}
 		entries[part] = map[string]bool{}
 		for _, m := range entry.FindAllStringSubmatch(string(out), -1) {
@@ -120,5 +124,37 @@ func TestKernelPartsMirrorSource(t *testing.T) {
 	}
 	if len(entries[partCore]) == 0 || len(entries[partExtras]) == 0 {
 		t.Errorf("entries: core %d, extras %d", len(entries[partCore]), len(entries[partExtras]))
+	}
+}
+
+// The extras compile where an option asks for their kernels, or where the
+// GPU's shared memory cannot hold a four-warp tensor-core attention kernel
+// a precision uses (head dim 128 in two terms needs 104448 bytes), whose
+// head dims then fall back to fewer warps.
+func TestNeedExtras(t *testing.T) {
+	for _, c := range []struct {
+		opts   Options
+		shared int
+		want   bool
+	}{
+		{Options{Precision: FP16X2}, 232448, false},
+		{Options{Precision: FP16X2}, 166912, false},
+		{Options{Precision: FP16X2}, 101376, true},
+		{Options{Precision: FP16X2, AttentionTerms: 1}, 101376, false},
+		{Options{Precision: FP16}, 101376, false},
+		{Options{Precision: FP16, AttentionTerms: 2}, 101376, true},
+		{Options{Precision: FP32}, 101376, false},
+		{Options{Precision: BF16}, 49152, false},
+		{Options{Precision: FP16X2}, 0, false},
+		{Options{Precision: FP16X2, MMAWarps: 4}, 232448, false},
+		{Options{Precision: FP16X2, MMAWarps: 8}, 232448, true},
+		{Options{Precision: FP16X2, AttentionSplit: true}, 232448, true},
+		{Options{Precision: FP16X2, MMARows: 256}, 232448, true},
+		{Options{Precision: FP32, MMARows: 256}, 232448, true},
+	} {
+		b := &Backend{opts: c.opts, sharedOptin: c.shared}
+		if got := b.needExtras(); got != c.want {
+			t.Errorf("%+v, %d bytes: needExtras %v, want %v", c.opts, c.shared, got, c.want)
+		}
 	}
 }

@@ -1739,8 +1739,10 @@ func TestKernelCache(t *testing.T) {
 	if err := cuda.SelfTest(context.Background(), cuda.Options{KernelCache: dir}); err != nil {
 		t.Errorf("self-test on cached kernels: %v", err)
 	}
-	if files, _ := filepath.Glob(filepath.Join(dir, "*.cubin")); len(files) != 1 {
-		t.Errorf("cache holds %v, want one cubin", files)
+	// The core's cubin, and the extras' on a GPU whose shared memory
+	// cannot hold the four-warp tensor-core attention.
+	if files, _ := filepath.Glob(filepath.Join(dir, "*.cubin")); len(files) != 1 && len(files) != 2 {
+		t.Errorf("cache holds %v, want the core's cubin (and the extras')", files)
 	}
 	be := open(t, cuda.Options{KernelCache: "off"})
 	if be.(interface{ Stats() cuda.Stats }).Stats().KernelsCached {

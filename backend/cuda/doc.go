@@ -237,7 +237,7 @@
 // writes that to standard error. Later Opens load the kept cubins in well
 // under a second. kernels.cu compiles in two parts: the core, which every
 // Open loads, and the extras (linear_mma, the tensor-core attention at 1,
-// 2 and 8 warps and its key-split kernels, about two thirds of the code),
+// 2 and 8 warps and its key-split kernels, about two thirds of the PTX),
 // which only an Open whose options use them compiles and loads, or one on
 // a GPU without the shared memory of the four-warp attention.
 //

@@ -76,9 +76,9 @@ func loadCubin(dir, key string, compile func() ([]byte, error), load func([]byte
 	return false, nil
 }
 
-// keptCubins bounds the cache: each build of the kernels, toolkit and GPU
-// architecture leaves its own cubin (a few MiB), and only the latest few
-// are met again.
+// keptCubins bounds the cache: each build of the kernels, toolkit, GPU
+// architecture and set of tunables leaves its own cubin (a few MiB), two
+// where it needed the extras, and only the latest few are met again.
 const keptCubins = 8
 
 // pruneCubins removes all but the keep most recently written cubins of dir.

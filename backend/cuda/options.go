@@ -212,7 +212,7 @@ type Options struct {
 	// kernel (a cap on its registers), how far a loop unrolls. They are for
 	// measuring variants of a kernel on a GPU from one build; the defaults
 	// are what the backend ships, and each set of them is a cubin of its
-	// own in KernelCache.
+	// own in KernelCache (two where the extras are needed).
 	Defines map[string]int
 	// Log, when set, is told of long work as it starts and when it ends:
 	// the first Open on a machine (or after an upgrade, or with other

@@ -1099,7 +1099,8 @@ func (s *stream) attentionKernel(tiled *[4]uintptr, p backend.AttentionParams, r
 			}
 			return sp[terms-1], half, 16, splitWarps, attnSplitShared(p.HeadDim, terms)
 		}
-		// A kernel whose shared memory this GPU does not have is 0 (load):
+		// A kernel whose shared memory this GPU does not have, or of the
+		// extras where they are not loaded, is 0 (setKernelAttributes):
 		// fewer warps, else the float32 kernels.
 		for i := slices.Index(mmaWarps[:], cmp.Or(o.MMAWarps, defaultMMAWarps)); i >= 0; i-- {
 			if fn := mma[i][terms-1]; fn != 0 {

@@ -535,7 +535,7 @@ func TestAttentionKernelChoice(t *testing.T) {
 		{"fp32 ten", Options{Precision: FP32}, ten, simt + 2, 8, 32},
 		{"bf16 ten", Options{Precision: BF16}, ten, simt + 2, 8, 32},
 		// A GPU with less shared memory than the two-term kernels at four
-		// and eight warps need (load leaves them 0): two warps.
+		// and eight warps need (setKernelAttributes leaves them 0): two warps.
 		{"fp16x2 ten, small shared memory", Options{Precision: FP16X2}, ten, 22, 2, 32},
 		{"fp16x2 ten, mmawarps=8, small shared memory", Options{Precision: FP16X2, MMAWarps: 8}, ten, 22, 2, 32},
 		{"fp16 ten, small shared memory", Options{Precision: FP16}, ten, 41, 4, 64},

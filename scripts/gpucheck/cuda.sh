@@ -31,7 +31,7 @@
 #                over one such forward in fp16 and fp16x2
 #   resources    every kernel's registers, local memory (spills) and warps a
 #                multiprocessor as compiled here (TestKernelResources), with no
-#                options and each of RESOURCE_OPTIONS, to resources-N.md; the
+#                options (the core's kernels) and each of RESOURCE_OPTIONS, to resources-N.md; the
 #                logs time each compile, and the kernel cache then holds every
 #                set for the bench steps and cuda-ab.sh
 #   timeline     nsys over replayed English requests (1 and 10 questions), each
@@ -153,7 +153,9 @@ for step in $steps; do
 		# compiled, and the log says how long it took: the defaults alone
 		# first (on a fresh machine with no BIN/kcache, the first Open's
 		# time), the others side by side, which also readies them for the
-		# bench steps (the cache keeps the 8 latest cubins).
+		# bench steps (the cache keeps the 8 latest cubins; a set that
+		# needs the extras takes two). Without options only the core's
+		# kernels load: mmarows=256,mmawarps=8,attnsplit=on adds the others.
 		resources() {
 			LAYA_CUDA_TEST_OPTIONS="$2" LAYA_CUDA_RESOURCES="$out/resources-$1.md" "$bin/cuda.test" -test.v -test.count=1 \
 				-test.run '^TestKernelResources$' >"$out/resources-$1.log" 2>&1
