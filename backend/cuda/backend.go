@@ -223,14 +223,23 @@ func (b *Backend) loadKernels() error {
 	if b.needExtras() {
 		parts = append(parts, partExtras)
 	}
-	b.cubinCached = true
-	for _, part := range parts {
-		cached, err := b.loadPart(part)
-		if err != nil {
-			return err
-		}
-		b.cubinCached = b.cubinCached && cached
+	// The parts compile side by side (NVRTC takes concurrent programs;
+	// their modules load one after the other on the worker thread).
+	cached := make([]bool, len(parts))
+	errs := make([]error, len(parts))
+	var wg sync.WaitGroup
+	for i, part := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cached[i], errs[i] = b.loadPart(part)
+		}()
 	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	b.cubinCached = !slices.Contains(cached, false)
 	var err error
 	b.w.Do(func() { err = b.setKernelAttributes() })
 	return err
