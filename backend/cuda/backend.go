@@ -11,8 +11,6 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -81,8 +79,7 @@ type Backend struct {
 	// sharedOptin is the dynamic shared memory a block may opt in to (227
 	// KiB on Hopper, 163 on the A100, 99 on other Ampere and Ada GPUs).
 	sharedOptin int
-	modules     []uintptr          // the loaded parts of kernels.cu
-	kernelNames map[string]uintptr // every kernel loaded, by name (KernelResources)
+	modules     []uintptr // the loaded parts of kernels.cu
 	k           kernels
 	seed        maphash.Seed
 	alpha       *float32 // 1 and 0 for the GEMMs, read through host pointers
@@ -280,21 +277,6 @@ func (b *Backend) needExtras() bool {
 // compiled for.
 var attnHeadDims = []int{32, 64, 128}
 
-// extraKernel reports whether the kernel named name is in the extras
-// (kernels.cu's LAYA_EXTRAS): linear_mma, and the tensor-core attention
-// at 1, 2 or 8 warps and its key-split kernels.
-func extraKernel(name string) bool {
-	if strings.HasPrefix(name, "linear_mma_") {
-		return true
-	}
-	rest, ok := strings.CutPrefix(name, "attention_mma")
-	if !ok {
-		return false
-	}
-	_, warps, _ := strings.Cut(rest, "_")
-	return !strings.HasPrefix(warps, strconv.Itoa(defaultMMAWarps)+"_")
-}
-
 // loadPart loads part's cubin (compiling it where it is not kept) and its
 // kernels; cached reports that it was kept.
 func (b *Backend) loadPart(part int) (cached bool, err error) {
@@ -362,31 +344,35 @@ func compileKernels(compile func(extra ...string) ([]byte, error), major, minor 
 // loadCubin compiles it again.
 func (b *Backend) loadModule(part int, cubin []byte) error {
 	c := b.drv.Call
-	if b.kernelNames == nil {
-		b.kernelNames = map[string]uintptr{}
-	}
 	var m uintptr
 	if err := c("cuModuleLoadData", uintptr(unsafe.Pointer(&m)), uintptr(unsafe.Pointer(&cubin[0]))); err != nil {
 		return fmt.Errorf("cuda: loading the kernels: %w", err)
 	}
-	for name, p := range b.kernelTable() {
-		if extraKernel(name) != (part == partExtras) {
+	for name, k := range b.kernelTable() {
+		if k.part != part {
 			continue
 		}
 		sym := cudadrv.CString(name)
-		if err := c("cuModuleGetFunction", uintptr(unsafe.Pointer(p)), m, uintptr(unsafe.Pointer(&sym[0]))); err != nil {
+		if err := c("cuModuleGetFunction", uintptr(unsafe.Pointer(k.fn)), m, uintptr(unsafe.Pointer(&sym[0]))); err != nil {
 			c("cuModuleUnload", m)
 			return fmt.Errorf("cuda: kernel %s: %w", name, err)
 		}
-		b.kernelNames[name] = *p
 	}
 	b.modules = append(b.modules, m)
 	return nil
 }
 
-// kernelTable is where each kernel of kernels.cu goes in b.k, by name; a
-// kernel of a part not loaded stays 0.
-func (b *Backend) kernelTable() map[string]*uintptr {
+// kernelSlot is where a kernel of kernels.cu goes in Backend.k, and the
+// part of kernels.cu (LAYA_PART) that compiles it.
+type kernelSlot struct {
+	fn   *uintptr
+	part int
+}
+
+// kernelTable is every kernel of kernels.cu by name; a kernel of a part
+// not loaded stays 0. The extras are linear_mma, and the tensor-core
+// attention at other than four warps and its key-split kernels.
+func (b *Backend) kernelTable() map[string]kernelSlot {
 	if b.k.attentionTiled == nil {
 		b.k.attentionTiled = map[int]*[4]uintptr{}
 		b.k.attentionMMA = map[int]*[4][3]uintptr{}
@@ -397,26 +383,37 @@ func (b *Backend) kernelTable() map[string]*uintptr {
 			b.k.attentionSplit[dh] = new([3]uintptr)
 		}
 	}
-	fns := map[string]*uintptr{
+	fns := map[string]kernelSlot{}
+	for name, p := range map[string]*uintptr{
 		"gather_rows": &b.k.gather, "layer_norm": &b.k.layerNorm, "layer_norm4": &b.k.layerNorm4, "bias_act": &b.k.biasAct,
 		"add": &b.k.add, "act_map": &b.k.actMap, "geglu": &b.k.geglu, "geglu4": &b.k.geglu4, "softmax_rows": &b.k.softmax, "rope": &b.k.rope,
 		"attention": &b.k.attention, "act_features": &b.k.actFeatures, "to_16": &b.k.to16, "pack_out": &b.k.packOut,
-		"linear_small": &b.k.linearSmall, "linear_mma_1_4": &b.k.linearMMA[0][0], "linear_mma_2_4": &b.k.linearMMA[1][0],
-		"linear_mma_1_8": &b.k.linearMMA[0][1], "linear_mma_2_8": &b.k.linearMMA[1][1],
+		"linear_small": &b.k.linearSmall,
+	} {
+		fns[name] = kernelSlot{p, partCore}
+	}
+	for t := range b.k.linearMMA {
+		for w, warps := range []int{4, 8} {
+			fns[fmt.Sprintf("linear_mma_%d_%d", t+1, warps)] = kernelSlot{&b.k.linearMMA[t][w], partExtras}
+		}
 	}
 	for _, dh := range attnHeadDims {
 		for i := range 3 {
-			fns[fmt.Sprintf("attention%d_%d", dh, 1<<i)] = &b.k.attentionTiled[dh][i]
+			fns[fmt.Sprintf("attention%d_%d", dh, 1<<i)] = kernelSlot{&b.k.attentionTiled[dh][i], partCore}
 		}
-		fns[fmt.Sprintf("attention%d_1w16", dh)] = &b.k.attentionTiled[dh][3]
-		for i := range mmaWarps {
-			for terms := 1; terms <= 2; terms++ {
-				fns[fmt.Sprintf("attention_mma%d_%d_%d", dh, mmaWarps[i], terms)] = &b.k.attentionMMA[dh][i][terms-1]
+		fns[fmt.Sprintf("attention%d_1w16", dh)] = kernelSlot{&b.k.attentionTiled[dh][3], partCore}
+		for i, w := range mmaWarps {
+			part := partExtras
+			if w == defaultMMAWarps {
+				part = partCore
 			}
-			fns[fmt.Sprintf("attention_mma%d_%d_1h", dh, mmaWarps[i])] = &b.k.attentionMMA[dh][i][2]
+			for terms := 1; terms <= 2; terms++ {
+				fns[fmt.Sprintf("attention_mma%d_%d_%d", dh, w, terms)] = kernelSlot{&b.k.attentionMMA[dh][i][terms-1], part}
+			}
+			fns[fmt.Sprintf("attention_mma%d_%d_1h", dh, w)] = kernelSlot{&b.k.attentionMMA[dh][i][2], part}
 		}
 		for t, suffix := range []string{"1", "2", "1h"} {
-			fns[fmt.Sprintf("attention_mma%d_4s_%s", dh, suffix)] = &b.k.attentionSplit[dh][t]
+			fns[fmt.Sprintf("attention_mma%d_4s_%s", dh, suffix)] = kernelSlot{&b.k.attentionSplit[dh][t], partExtras}
 		}
 	}
 	return fns
@@ -505,10 +502,11 @@ func (b *Backend) KernelResources() ([]KernelResource, error) {
 	var out []KernelResource
 	var err error
 	b.w.Do(func() {
-		for _, name := range slices.Sorted(maps.Keys(b.kernelNames)) {
-			f := b.kernelNames[name]
+		table := b.kernelTable()
+		for _, name := range slices.Sorted(maps.Keys(table)) {
+			f := *table[name].fn
 			if f == 0 {
-				continue
+				continue // a part not loaded
 			}
 			r := KernelResource{Name: name}
 			// CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK 0, SHARED_SIZE_BYTES 1,

@@ -77,7 +77,7 @@ func TestWarpsByRegisters(t *testing.T) {
 }
 
 // Each kernel the backend looks up is compiled in the part of kernels.cu
-// extraKernel puts it in (LAYA_PART 1 the core, 2 the extras) and in no
+// kernelTable puts it in (LAYA_PART 1 the core, 2 the extras) and in no
 // other, and neither part has a kernel the backend does not know: a
 // kernel on the wrong side would be missing from an Open that loads the
 // core only. clang-19 writes each part's PTX (the GPU's NVRTC is not
@@ -106,9 +106,9 @@ func TestKernelPartsMirrorSource(t *testing.T) {
 		}
 	}
 	table := (&Backend{}).kernelTable()
-	for name := range table {
+	for name, k := range table {
 		want, other := partCore, partExtras
-		if extraKernel(name) {
+		if k.part == partExtras {
 			want, other = partExtras, partCore
 		}
 		if !entries[want][name] || entries[other][name] {

@@ -15,8 +15,8 @@ typedef unsigned long long u64;
 // 2 or 8 warps, its key-split kernels) or a GPU short of shared memory for
 // the four-warp attention ask for; undefined, both (the CPU emulator, the
 // compile checks). The extras are about two thirds of the PTX, and so of a
-// first Open's compile (backend.go's extraKernel says which part each
-// kernel of kernelTable is in; a test holds it to the source).
+// first Open's compile (backend.go's kernelTable says which part each
+// kernel is in; a test holds it to the source).
 #ifndef LAYA_PART
 #define LAYA_CORE 1
 #define LAYA_EXTRAS 1
