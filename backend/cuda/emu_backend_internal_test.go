@@ -344,7 +344,7 @@ func TestEmuBackendConformance(t *testing.T) {
 }
 
 // emuOptions are the options that open the backend on libcuemu.so.
-func emuOptions(t *testing.T) Options {
+func emuOptions(t testing.TB) Options {
 	lib := emuLib(t)
 	// No kernel cache: the fake cubin has a real one's key (sm_90, NVRTC
 	// 13.0), where a GPU's backend would find it.

@@ -61,19 +61,19 @@ var emuProgram, emuLibrary emuBuild
 
 // emuRunner is the emulator as a program (runner.cpp) that runs launches
 // from a file (emuRun).
-func emuRunner(t *testing.T) string {
+func emuRunner(t testing.TB) string {
 	t.Helper()
 	return emuProgram.get(t, "runner.cpp", false)
 }
 
 // emuLib is the emulator as a fake CUDA stack (fakecuda.cpp): one shared
 // library with the driver, NVRTC and cuBLAS entry points the backend loads.
-func emuLib(t *testing.T) string {
+func emuLib(t testing.TB) string {
 	t.Helper()
 	return emuLibrary.get(t, "fakecuda.cpp", true)
 }
 
-func (e *emuBuild) get(t *testing.T, main string, shared bool) string {
+func (e *emuBuild) get(t testing.TB, main string, shared bool) string {
 	t.Helper()
 	// Read here so that go test's cache, which records the environment a
 	// test reads through os.Getenv, reruns the tests when they change: the

@@ -32,6 +32,7 @@
 
 #include "cuemu_run.h"
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -111,6 +112,11 @@ bool initialized;
 // trace (CUEMU_TRACE set) writes each kernel's grid and time on stderr as
 // it runs: where the emulator's time goes.
 const bool trace = getenv("CUEMU_TRACE") != nullptr;
+
+// skipWork (cuemu_skip_work) leaves kernels and GEMMs unrun, everything
+// else as it is: the host's share of a request, timed without the
+// emulator's compute (BenchmarkEmuHostForward).
+std::atomic<bool> skipWork{false};
 
 struct Context {
 	int refs;
@@ -255,6 +261,7 @@ int launch(const char* call, void* f, const unsigned grid[3], const unsigned blo
 	cuemu_dim3 g{grid[0], grid[1], grid[2]};
 	unsigned threads = block[0];
 	return issue(s, [k, g, threads, shared, args = std::move(args)] {
+		if (skipWork) return;
 		auto t0 = std::chrono::steady_clock::now();
 		cuemu::run(k->call, args.data(), g, threads, shared);
 		if (trace)
@@ -358,6 +365,7 @@ int gemm(const char* call, void* h, int ta, int tb, int m, int n, int k, const v
 		              lda, ldb, ldc);
 	float alpha = *(const float*)alphap, beta = *(const float*)betap;
 	return issue(bl->stream, [=] {
+		if (skipWork) return;
 		std::vector<double> opA((size_t)m * k), opB((size_t)n * k);
 		for (int q = 0; q < batch; q++) {
 			const char* pa = (const char*)A + q * sa * (long long)typeSize(at);
@@ -404,6 +412,8 @@ constexpr size_t cubinBytes = 16;
 using namespace fake;
 
 // The driver.
+
+CUEMU_API void cuemu_skip_work(int on) { skipWork = on != 0; }
 
 CUEMU_API int cuGetErrorName(int code, const char** s) {
 	for (const auto& e : errorNames)
