@@ -11,7 +11,15 @@
 # apt.conf.d, proxies included, still applies), and the package is unpacked
 # there, not installed. Later runs reuse it; concurrent runs wait for each
 # other.
+#
+# With --sass it also unpacks the package's cuobjdump and nvdisasm beside it
+# (51 MB more), which disassemble a cubin to SASS without a GPU
+# (scripts/gpucheck/ptxas-resources.sh's SASS_DIR).
 set -euo pipefail
+tools=(ptxas)
+if [ "${1:-}" = --sass ]; then
+  tools+=(cuobjdump nvdisasm)
+fi
 
 dir="${LAYA_PTXAS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/laya-metal/ptxas}"
 mkdir -p "$dir"
@@ -19,7 +27,11 @@ dir=$(cd "$dir" && pwd)
 bin="$dir/root/usr/bin/ptxas"
 exec 9>"$dir/lock"
 flock 9
-if [ -x "$bin" ] && "$bin" --version >/dev/null 2>&1; then
+have=true
+for t in "${tools[@]}"; do
+  [ -x "$dir/root/usr/bin/$t" ] || have=false
+done
+if $have && "$bin" --version >/dev/null 2>&1; then
   echo "$bin"
   exit 0
 fi
@@ -42,7 +54,7 @@ tmp=$(mktemp -d "$dir/download.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 (cd "$tmp" && apt-get "${opts[@]}" download nvidia-cuda-toolkit >&2)
 mkdir -p "$dir/root.new"
-dpkg-deb --fsys-tarfile "$tmp"/nvidia-cuda-toolkit_*.deb | tar -x -C "$dir/root.new" ./usr/bin/ptxas
+dpkg-deb --fsys-tarfile "$tmp"/nvidia-cuda-toolkit_*.deb | tar -x -C "$dir/root.new" "${tools[@]/#/./usr/bin/}"
 "$dir/root.new/usr/bin/ptxas" --version >/dev/null
 rm -rf "$dir/root"
 mv "$dir/root.new" "$dir/root"

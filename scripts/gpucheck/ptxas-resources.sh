@@ -11,7 +11,10 @@
 #
 # The -D flags set kernels.cu's tunables (cuda.KernelTunables); the table
 # (kernel, registers, stack bytes, spill stores/loads, warps a multiprocessor
-# by registers) goes to standard output.
+# by registers) goes to standard output. SASS_DIR=DIR also writes each listed
+# kernel's SASS (the same package's cuobjdump, fetch-ptxas.sh --sass) to
+# DIR/KERNEL.sass: what ptxas made of a loop, read without a GPU (NVRTC's may
+# differ).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 defines=()
@@ -22,7 +25,13 @@ for a in "$@"; do
 	*) filter=$a ;;
 	esac
 done
-ptxas=${LAYA_PTXAS:-$(bash "$root/scripts/gpucheck/fetch-ptxas.sh")}
+if [ -n "${SASS_DIR:-}" ]; then
+	ptxas=$(bash "$root/scripts/gpucheck/fetch-ptxas.sh" --sass)
+	mkdir -p "$SASS_DIR"
+	SASS_DIR=$(cd "$SASS_DIR" && pwd)
+else
+	ptxas=${LAYA_PTXAS:-$(bash "$root/scripts/gpucheck/fetch-ptxas.sh")}
+fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$root/backend/cuda"
@@ -59,3 +68,10 @@ for line in sys.stdin:
         print(f"| {name} | {regs} | {frame[0]} | {frame[1]} | {frame[2]} | {warps} |")
         name = None
 ' <"$tmp/ptxas.log"
+if [ -n "${SASS_DIR:-}" ]; then
+	bin=$(dirname "$ptxas")
+	grep -o "Compiling entry function '[A-Za-z0-9_]*'" "$tmp/ptxas.log" | cut -d"'" -f2 | grep -E -- "$filter" |
+		while read -r k; do
+			PATH="$bin:$PATH" cuobjdump -sass -fun "$k" "$tmp/k.cubin" >"$SASS_DIR/$k.sass"
+		done
+fi

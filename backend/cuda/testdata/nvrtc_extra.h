@@ -10,10 +10,12 @@ float4 make_float4(float, float, float, float);
 #define __align__(n) __attribute__((aligned(n)))
 __device__ void __syncwarp(unsigned mask = 0xffffffffu);
 #define __launch_bounds__(...) __attribute__((launch_bounds(__VA_ARGS__)))
-struct float2 { float x, y; };
-struct uint2 { unsigned x, y; };
+// The vector types aligned as NVRTC's own, so that their accesses compile
+// to single wide loads and stores, as on the GPU.
+struct __attribute__((aligned(8))) float2 { float x, y; };
+struct __attribute__((aligned(8))) uint2 { unsigned x, y; };
 uint2 make_uint2(unsigned, unsigned);
 float2 make_float2(float, float);
-struct uint4 { unsigned x, y, z, w; };
+struct __attribute__((aligned(16))) uint4 { unsigned x, y, z, w; };
 float __uint_as_float(unsigned);
 __device__ int atomicAdd(int*, int);

@@ -43,7 +43,9 @@ __device__ float __shfl_xor_sync(unsigned, float, int, int = 32);
 // look-alikes here makes the check catch MSL names that would resolve to
 // them instead of the shim's.
 struct uint3 { unsigned x, y, z; };
-struct float4 { float x, y, z, w; };
+// Aligned as NVRTC's own (__builtin_align__), so that a float4 access
+// compiles to one 16-byte load or store, as on the GPU.
+struct __attribute__((aligned(16))) float4 { float x, y, z, w; };
 struct dim3 { unsigned x, y, z; };
 float exp(float); float max(float, float); float min(float, float);
 __device__ float __int_as_float(int);
