@@ -586,28 +586,66 @@ func (b *Backend) Stats() Stats {
 }
 
 // Counters is Stats by name (backend.Counter): "captures", "replays",
-// "eager", "entries" (a gauge), "gemm_tuned", "gemm_fallback",
+// "eager", "entries" (a gauge), "evicted", "gemm_tuned", "gemm_fallback",
 // "gemm_splitk", "streams", "reduced_streams", "wide_streams".
 func (b *Backend) Counters() map[string]int {
 	s := b.Stats()
-	return map[string]int{"captures": s.Captures, "replays": s.Replays, "eager": s.Eager, "entries": s.Entries,
+	return map[string]int{"captures": s.Captures, "replays": s.Replays, "eager": s.Eager, "entries": s.Entries, "evicted": s.Evicted,
 		"gemm_tuned": s.GEMMTuned, "gemm_fallback": s.GEMMFallback, "gemm_splitk": s.GEMMSplitK, "streams": s.Streams,
 		"reduced_streams": s.ReducedStreams, "wide_streams": s.WideStreams}
 }
 
-// alloc takes n bytes of device memory; it runs on the worker thread.
+// alloc takes n bytes of device memory, on a thread with the context
+// current (the worker's, or a flushing request's). Where the GPU refuses
+// it, the idle request shapes' memory is freed (evictIdle) and it asks
+// once more: cached shapes are a speed-up, and up to Options.MaxGraphs of
+// them (a long request's activations alone can take gigabytes) would
+// otherwise fail a request, or a weight's 16-bit copy, that fits without
+// them.
 func (b *Backend) alloc(n int64, what string) (uintptr, error) {
 	var p uintptr
-	if err := b.drv.Call("cuMemAlloc_v2", uintptr(unsafe.Pointer(&p)), uintptr(max(n, 256))); err != nil {
+	err := b.drv.Call("cuMemAlloc_v2", uintptr(unsafe.Pointer(&p)), uintptr(max(n, 256)))
+	var ce *cudadrv.Error
+	if errors.As(err, &ce) && ce.Code == cudadrv.ErrorOutOfMemory && b.evictIdle() > 0 {
+		err = b.drv.Call("cuMemAlloc_v2", uintptr(unsafe.Pointer(&p)), uintptr(max(n, 256)))
+	}
+	if err != nil {
 		var free, total uint64
 		b.drv.Call("cuMemGetInfo_v2", uintptr(unsafe.Pointer(&free)), uintptr(unsafe.Pointer(&total)))
-		var ce *cudadrv.Error
 		if errors.As(err, &ce) && ce.Code == cudadrv.ErrorOutOfMemory {
 			return 0, fmt.Errorf("%w: %s: %d bytes asked, %d of %d free on %s", ErrOutOfMemory, what, n, free, total, b.gpu)
 		}
 		return 0, fmt.Errorf("cuda: %s: %w", what, err)
 	}
 	return p, nil
+}
+
+// evictIdle frees every cached request shape no stream is using (its
+// graph and memory) and returns how many it freed; on a thread with the
+// context current. An idle entry's last run has finished: a stream gives
+// its entries back when it closes, after waiting for them.
+func (b *Backend) evictIdle() int {
+	b.mu.Lock()
+	drop := b.idle
+	b.idle = nil
+	for _, e := range drop {
+		list := b.cache[e.key]
+		if i := slices.Index(list, e); i >= 0 {
+			list = slices.Delete(list, i, i+1)
+		}
+		if len(list) == 0 {
+			delete(b.cache, e.key)
+		} else {
+			b.cache[e.key] = list
+		}
+	}
+	b.entries -= len(drop)
+	b.stats.Evicted += len(drop)
+	b.mu.Unlock()
+	for _, e := range drop {
+		e.destroy(b)
+	}
+	return len(drop)
 }
 
 // pinned takes n bytes of page-locked host memory; on the worker thread.

@@ -77,6 +77,7 @@ func BenchmarkEmuHostForward(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			b.ReportMetric(float64(be.(*Backend).Stats().Replays-before.Replays)/float64(b.N), "replays/op")
 			if st := be.(*Backend).Stats(); st.Replays-before.Replays < b.N {
 				b.Fatalf("%d replays in %d requests: each should replay its graph", st.Replays-before.Replays, b.N)
 			}
@@ -87,14 +88,7 @@ func BenchmarkEmuHostForward(b *testing.B) {
 // emuSkipWork is libcuemu.so's cuemu_skip_work: on, its kernels and GEMMs
 // do nothing.
 func emuSkipWork(b *testing.B, lib string) func(bool) {
-	h, err := purego.Dlopen(lib, purego.RTLD_NOW|purego.RTLD_GLOBAL)
-	if err != nil {
-		b.Fatal(err)
-	}
-	fn, err := purego.Dlsym(h, "cuemu_skip_work")
-	if err != nil {
-		b.Fatal(err)
-	}
+	fn := emuSym(b, lib, "cuemu_skip_work")
 	return func(on bool) {
 		v := uintptr(0)
 		if on {

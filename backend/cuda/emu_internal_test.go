@@ -17,6 +17,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/ebitengine/purego"
 )
 
 // The kernel emulator: kernels.cu compiled as C++ for the CPU against
@@ -71,6 +73,21 @@ func emuRunner(t testing.TB) string {
 func emuLib(t testing.TB) string {
 	t.Helper()
 	return emuLibrary.get(t, "fakecuda.cpp", true)
+}
+
+// emuSym is the address of one of libcuemu.so's own controls (the
+// library the backend has loaded, or loads the same way).
+func emuSym(t testing.TB, lib, name string) uintptr {
+	t.Helper()
+	h, err := purego.Dlopen(lib, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn, err := purego.Dlsym(h, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fn
 }
 
 func (e *emuBuild) get(t testing.TB, main string, shared bool) string {

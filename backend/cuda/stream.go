@@ -12,6 +12,7 @@ import (
 	"math/bits"
 	"runtime"
 	"slices"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -1315,10 +1316,13 @@ func (s *stream) Read(ctx context.Context, t backend.Tensor, dst []float32) erro
 }
 
 // readback is the tensors a flush brings back: target, then up to
-// maxSnapshots small tensors the segment wrote and did not discard.
+// maxSnapshots small tensors the segment wrote and did not discard, the
+// last written first: a model's outputs come last (the scorer's logits,
+// then the act head's), and a short batch's early small tensors would
+// otherwise take their places, costing the next Read a flush of its own.
 func (s *stream) readback(target *tensor) []*tensor {
 	out := []*tensor{target}
-	for _, t := range s.wrote {
+	for _, t := range slices.Backward(s.wrote) {
 		if t != target && int64(t.rows)*int64(t.cols) <= snapshotElements && len(out) < maxSnapshots && !t.f16 && !t.fused &&
 			(t.lastWriter == nil || !t.lastWriter.noF32) {
 			out = append(out, t)
@@ -1421,7 +1425,12 @@ func (s *stream) flush(ctx context.Context, target *tensor) ([]byte, error) {
 	}
 	s.nextSegment()
 	if err != nil {
-		s.fail(fmt.Errorf("cuda: %w", err))
+		if !strings.HasPrefix(err.Error(), "cuda: ") {
+			// Driver and cuBLAS errors; the backend's own (an allocation
+			// the GPU refused) carry the prefix already.
+			err = fmt.Errorf("cuda: %w", err)
+		}
+		s.fail(err)
 		return nil, s.err
 	}
 	if !ready {

@@ -126,8 +126,10 @@ thread_local Context* current;
 // The device's shared memory a block may opt in to, and the dynamic
 // shared memory a kernel gets without opting in.
 constexpr int sharedOptin = 232448, sharedDefault = 48 << 10;
-// deviceBytes is the memory cuMemGetInfo reports, an H200's.
-constexpr size_t deviceBytes = (size_t)143771 << 20;
+// deviceBytes is the memory cuMemGetInfo reports and cuMemAlloc hands
+// out, an H200's unless a test makes the GPU smaller (cuemu_set_free).
+constexpr size_t h200Bytes = (size_t)143771 << 20;
+size_t deviceBytes = h200Bytes;
 
 std::map<uintptr_t, size_t> allocs; // device allocations by address
 size_t allocated;
@@ -414,6 +416,14 @@ using namespace fake;
 // The driver.
 
 CUEMU_API void cuemu_skip_work(int on) { skipWork = on != 0; }
+
+// cuemu_set_free leaves free bytes of device memory beyond what is
+// allocated now (the GPU shrinks to that); free 0 with reset set restores
+// the H200's memory.
+CUEMU_API void cuemu_set_free(size_t free, int reset) {
+	std::lock_guard<std::mutex> lock(mu);
+	deviceBytes = reset ? h200Bytes : allocated + free;
+}
 
 CUEMU_API int cuGetErrorName(int code, const char** s) {
 	for (const auto& e : errorNames)
