@@ -343,9 +343,12 @@ func compileKernels(compile func(extra ...string) ([]byte, error), major, minor 
 // module refused half way (a cached cubin cut short) is unloaded, and
 // loadCubin compiles it again.
 func (b *Backend) loadModule(part int, cubin []byte) error {
-	c := b.drv.Call
+	// b.drv.Call is called directly, never through a func value: only a
+	// direct call keeps go:uintptrescapes, which moves m to the heap; on
+	// the stack it could move with a stack growth inside the call, and the
+	// driver would write the module's handle where m no longer is.
 	var m uintptr
-	if err := c("cuModuleLoadData", uintptr(unsafe.Pointer(&m)), uintptr(unsafe.Pointer(&cubin[0]))); err != nil {
+	if err := b.drv.Call("cuModuleLoadData", uintptr(unsafe.Pointer(&m)), uintptr(unsafe.Pointer(&cubin[0]))); err != nil {
 		return fmt.Errorf("cuda: loading the kernels: %w", err)
 	}
 	for name, k := range b.kernelTable() {
@@ -353,8 +356,8 @@ func (b *Backend) loadModule(part int, cubin []byte) error {
 			continue
 		}
 		sym := cudadrv.CString(name)
-		if err := c("cuModuleGetFunction", uintptr(unsafe.Pointer(k.fn)), m, uintptr(unsafe.Pointer(&sym[0]))); err != nil {
-			c("cuModuleUnload", m)
+		if err := b.drv.Call("cuModuleGetFunction", uintptr(unsafe.Pointer(k.fn)), m, uintptr(unsafe.Pointer(&sym[0]))); err != nil {
+			b.drv.Call("cuModuleUnload", m)
 			return fmt.Errorf("cuda: kernel %s: %w", name, err)
 		}
 	}
@@ -423,17 +426,16 @@ func (b *Backend) kernelTable() map[string]kernelSlot {
 // the dynamic shared memory each kernel may ask for, and 0 for a
 // tensor-core attention kernel this GPU has too little of it for.
 func (b *Backend) setKernelAttributes() error {
-	c := b.drv.Call
 	// CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: long attention rows
 	// keep their scores in shared memory, and the tiled kernels their
 	// chunks of keys and values.
-	if err := c("cuFuncSetAttribute", b.k.attention, 8, attentionSharedLimit); err != nil {
+	if err := b.drv.Call("cuFuncSetAttribute", b.k.attention, 8, attentionSharedLimit); err != nil {
 		return fmt.Errorf("cuda: attention kernel: %w", err)
 	}
 	for dh, fs := range b.k.attentionTiled {
 		for i, f := range fs {
 			qpw, warps := attnKernel(i)
-			if err := c("cuFuncSetAttribute", f, 8, uintptr(attnShared(dh, qpw, warps))); err != nil {
+			if err := b.drv.Call("cuFuncSetAttribute", f, 8, uintptr(attnShared(dh, qpw, warps))); err != nil {
 				return fmt.Errorf("cuda: attention kernel for head dim %d: %w", dh, err)
 			}
 		}
@@ -443,7 +445,7 @@ func (b *Backend) setKernelAttributes() error {
 			if f == 0 {
 				continue // the extras are not loaded
 			}
-			if err := c("cuFuncSetAttribute", f, 8, uintptr(b.lmmaShared())); err != nil {
+			if err := b.drv.Call("cuFuncSetAttribute", f, 8, uintptr(b.lmmaShared())); err != nil {
 				return fmt.Errorf("cuda: linear_mma kernel: %w", err)
 			}
 		}
@@ -463,7 +465,7 @@ func (b *Backend) setKernelAttributes() error {
 				fs[t] = 0 // not loaded (the extras), or too big
 				continue
 			}
-			if err := c("cuFuncSetAttribute", f, 8, uintptr(shm)); err != nil {
+			if err := b.drv.Call("cuFuncSetAttribute", f, 8, uintptr(shm)); err != nil {
 				return fmt.Errorf("cuda: tensor-core attention kernel for head dim %d: %w", dh, err)
 			}
 		}

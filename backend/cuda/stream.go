@@ -2033,7 +2033,6 @@ func (b *Backend) newCStream() (*cstream, error) {
 	}
 	b.mu.Unlock()
 	cs := &cstream{}
-	c := b.drv.Call
 	// What was made before a failure is given back (destroy skips what
 	// was not).
 	fail := func(err error) (*cstream, error) {
@@ -2041,15 +2040,15 @@ func (b *Backend) newCStream() (*cstream, error) {
 		return nil, err
 	}
 	// CU_STREAM_NON_BLOCKING: no implicit order with the legacy stream.
-	if err := c("cuStreamCreate", uintptr(unsafe.Pointer(&cs.stream)), 1); err != nil {
+	if err := b.drv.Call("cuStreamCreate", uintptr(unsafe.Pointer(&cs.stream)), 1); err != nil {
 		return fail(err)
 	}
 	// CU_EVENT_DISABLE_TIMING.
-	if err := c("cuEventCreate", uintptr(unsafe.Pointer(&cs.event)), 2); err != nil {
+	if err := b.drv.Call("cuEventCreate", uintptr(unsafe.Pointer(&cs.event)), 2); err != nil {
 		return fail(err)
 	}
 	for _, e := range []*uintptr{&cs.start, &cs.end} {
-		if err := c("cuEventCreate", uintptr(unsafe.Pointer(e)), 0); err != nil {
+		if err := b.drv.Call("cuEventCreate", uintptr(unsafe.Pointer(e)), 0); err != nil {
 			return fail(err)
 		}
 	}
@@ -2071,7 +2070,7 @@ func (b *Backend) newCStream() (*cstream, error) {
 		}
 	}
 	cs.waiter = cudadrv.NewWorker()
-	cs.waiter.Do(func() { err = c("cuCtxSetCurrent", b.ctx) })
+	cs.waiter.Do(func() { err = b.drv.Call("cuCtxSetCurrent", b.ctx) })
 	if err != nil {
 		return fail(err)
 	}

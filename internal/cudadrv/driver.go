@@ -74,7 +74,11 @@ func (d *Driver) Result(name string, args ...uintptr) int32 {
 
 // Call invokes an entry point and turns a CUresult into an error naming the
 // call. Like purego.SyscallN, it keeps the memory of pointers converted to
-// uintptr in its arguments alive and in place (on the heap) over the call.
+// uintptr in its arguments alive and in place (on the heap) over the call,
+// but only where it is called directly: through a func value (c :=
+// d.Call) the compiler cannot apply go:uintptrescapes, a local whose
+// address is passed stays on the stack, and a stack growth inside the
+// call moves it away from the address the driver writes to.
 //
 //go:uintptrescapes
 func (d *Driver) Call(name string, args ...uintptr) error {

@@ -203,17 +203,16 @@ func (cb *commandBuffer) Wait(ctx context.Context) (metal.Timing, error) {
 // encode issues every dispatch; it runs on the worker thread.
 func (cb *commandBuffer) encode() error {
 	d := cb.dev
-	c := d.drv.call
 	S := d.streams
-	if err := c("cuEventCreate", uintptr(unsafe.Pointer(&cb.start)), 0); err != nil {
+	if err := d.drv.call("cuEventCreate", uintptr(unsafe.Pointer(&cb.start)), 0); err != nil {
 		return fmt.Errorf("%w: %w", metal.ErrGPUExecution, err)
 	}
-	if err := c("cuEventCreate", uintptr(unsafe.Pointer(&cb.end)), 0); err != nil {
+	if err := d.drv.call("cuEventCreate", uintptr(unsafe.Pointer(&cb.end)), 0); err != nil {
 		return fmt.Errorf("%w: %w", metal.ErrGPUExecution, err)
 	}
-	c("cuEventRecord", cb.start, S[0])
+	d.drv.call("cuEventRecord", cb.start, S[0])
 	for _, s := range S[1:] {
-		c("cuStreamWaitEvent", s, cb.start, 0)
+		d.drv.call("cuStreamWaitEvent", s, cb.start, 0)
 	}
 	var rng *rand.Rand
 	if d.opts.Shuffle != 0 {
@@ -237,12 +236,12 @@ func (cb *commandBuffer) encode() error {
 			return
 		}
 		for i := 1; i < len(S); i++ {
-			c("cuEventRecord", d.joins[i], S[i])
-			c("cuStreamWaitEvent", S[0], d.joins[i], 0)
+			d.drv.call("cuEventRecord", d.joins[i], S[i])
+			d.drv.call("cuStreamWaitEvent", S[0], d.joins[i], 0)
 		}
-		c("cuEventRecord", d.joins[0], S[0])
+		d.drv.call("cuEventRecord", d.joins[0], S[0])
 		for i := 1; i < len(S); i++ {
-			c("cuStreamWaitEvent", S[i], d.joins[0], 0)
+			d.drv.call("cuStreamWaitEvent", S[i], d.joins[0], 0)
 		}
 	}
 	for j := range cb.ops {
@@ -255,7 +254,7 @@ func (cb *commandBuffer) encode() error {
 	}
 	flush()
 	join()
-	c("cuEventRecord", cb.end, S[0])
+	d.drv.call("cuEventRecord", cb.end, S[0])
 	return err
 }
 

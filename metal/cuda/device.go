@@ -136,7 +136,6 @@ func Open(opts Options) (metal.Device, error) {
 
 // init runs on the worker thread.
 func (d *device) init() error {
-	c := d.drv.call
 	dev, err := d.drv.Primary(d.opts.Device, func(dev cudadrv.Device) error {
 		if d.drv.Attribute(dev, 83) == 0 { // CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY
 			return fmt.Errorf("%w: %s has no managed memory", ErrNoCUDA, dev.Name)
@@ -149,16 +148,16 @@ func (d *device) init() error {
 	d.dev, d.ctx, d.name = dev.Handle, dev.Ctx, dev.Name
 	d.arch = fmt.Sprintf("sm_%d%d", dev.CC[0], dev.CC[1])
 	var free, total uint64
-	if err := c("cuMemGetInfo_v2", uintptr(unsafe.Pointer(&free)), uintptr(unsafe.Pointer(&total))); err != nil {
+	if err := d.drv.call("cuMemGetInfo_v2", uintptr(unsafe.Pointer(&free)), uintptr(unsafe.Pointer(&total))); err != nil {
 		return fmt.Errorf("%w: %w", ErrNoCUDA, err)
 	}
 	d.memBudget = int64(free) - d.opts.MemoryMargin
 	for i := 0; i < d.opts.Streams; i++ {
 		var s, e uintptr
-		if err := c("cuStreamCreate", uintptr(unsafe.Pointer(&s)), 1); err != nil {
+		if err := d.drv.call("cuStreamCreate", uintptr(unsafe.Pointer(&s)), 1); err != nil {
 			return err
 		}
-		if err := c("cuEventCreate", uintptr(unsafe.Pointer(&e)), 2); err != nil {
+		if err := d.drv.call("cuEventCreate", uintptr(unsafe.Pointer(&e)), 2); err != nil {
 			return err
 		}
 		d.streams, d.joins = append(d.streams, s), append(d.joins, e)
