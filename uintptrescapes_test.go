@@ -17,8 +17,10 @@ import (
 // value (c := d.Call), a local whose address is passed stays on the stack,
 // a stack growth inside the call moves it, and the driver writes where it
 // no longer is (a module handle that read back as 0 made an Open fail now
-// and then). No package that calls through purego takes such a function
-// as a value.
+// and then). No package that calls through purego binds such a function
+// to a variable, the idiom that did it; other ways of taking it as a
+// value (an argument, a field, a method expression) the syntax alone
+// cannot tell from a field of the same name, and are not checked.
 func TestUintptrEscapesCalledDirectly(t *testing.T) {
 	fset := token.NewFileSet()
 	files := map[string][]*ast.File{} // by directory

@@ -126,9 +126,10 @@ func CheckGather(dst, table Tensor, index []int32) error {
 	if dst.Rows() != len(index) || dst.Cols() != d {
 		return shapeErr(op, "dst [%d, %d] for %d rows of width %d", dst.Rows(), dst.Cols(), len(index), d)
 	}
+	rows := table.Rows()
 	for i, r := range index {
-		if r < 0 || int(r) >= table.Rows() {
-			return shapeErr(op, "index[%d] = %d outside the table's %d rows", i, r, table.Rows())
+		if r < 0 || int(r) >= rows {
+			return shapeErr(op, "index[%d] = %d outside the table's %d rows", i, r, rows)
 		}
 	}
 	if aliased(dst, table) {

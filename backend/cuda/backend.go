@@ -599,46 +599,78 @@ func (b *Backend) Counters() map[string]int {
 
 // alloc takes n bytes of device memory, on a thread with the context
 // current (the worker's, or a flushing request's). Where the GPU refuses
-// it, the idle request shapes' memory is freed (evictIdle) and it asks
-// once more: cached shapes are a speed-up, and up to Options.MaxGraphs of
-// them (a long request's activations alone can take gigabytes) would
-// otherwise fail a request, or a weight's 16-bit copy, that fits without
-// them.
+// it, idle request shapes are freed for it (evictFor) and it asks again:
+// cached shapes are a speed-up, and up to Options.MaxGraphs of them (a
+// long request's activations alone can take gigabytes) would otherwise
+// fail a request, or a weight's 16-bit copy, that fits without them.
 func (b *Backend) alloc(n int64, what string) (uintptr, error) {
-	var p uintptr
-	err := b.drv.Call("cuMemAlloc_v2", uintptr(unsafe.Pointer(&p)), uintptr(max(n, 256)))
-	var ce *cudadrv.Error
-	if errors.As(err, &ce) && ce.Code == cudadrv.ErrorOutOfMemory && b.evictIdle() > 0 {
-		err = b.drv.Call("cuMemAlloc_v2", uintptr(unsafe.Pointer(&p)), uintptr(max(n, 256)))
+	p, err := b.allocOnce(n)
+	for isOutOfMemory(err) && b.evictFor(n) {
+		p, err = b.allocOnce(n)
 	}
 	if err != nil {
-		var free, total uint64
-		b.drv.Call("cuMemGetInfo_v2", uintptr(unsafe.Pointer(&free)), uintptr(unsafe.Pointer(&total)))
-		if errors.As(err, &ce) && ce.Code == cudadrv.ErrorOutOfMemory {
-			return 0, fmt.Errorf("%w: %s: %d bytes asked, %d of %d free on %s", ErrOutOfMemory, what, n, free, total, b.gpu)
-		}
-		return 0, fmt.Errorf("cuda: %s: %w", what, err)
+		return 0, b.allocError(n, what, err)
 	}
 	return p, nil
 }
 
-// evictIdle frees every cached request shape no stream is using (its
-// graph and memory) and returns how many it freed; on a thread with the
-// context current. An idle entry's last run has finished: a stream gives
-// its entries back when it closes, after waiting for them.
-func (b *Backend) evictIdle() int {
+// allocSpare is alloc for memory the backend can do without (the GEMM
+// tuning's scratch): it frees no cached shape for it.
+func (b *Backend) allocSpare(n int64, what string) (uintptr, error) {
+	p, err := b.allocOnce(n)
+	if err != nil {
+		return 0, b.allocError(n, what, err)
+	}
+	return p, nil
+}
+
+func (b *Backend) allocOnce(n int64) (uintptr, error) {
+	var p uintptr
+	err := b.drv.Call("cuMemAlloc_v2", uintptr(unsafe.Pointer(&p)), uintptr(max(n, 256)))
+	return p, err
+}
+
+func isOutOfMemory(err error) bool {
+	var ce *cudadrv.Error
+	return errors.As(err, &ce) && ce.Code == cudadrv.ErrorOutOfMemory
+}
+
+func (b *Backend) allocError(n int64, what string, err error) error {
+	if isOutOfMemory(err) {
+		free, total := b.memInfo()
+		return fmt.Errorf("%w: %s: %d bytes asked, %d of %d free on %s", ErrOutOfMemory, what, n, free, total, b.gpu)
+	}
+	return fmt.Errorf("cuda: %s: %w", what, err)
+}
+
+func (b *Backend) memInfo() (free, total int64) {
+	var f, t uint64
+	b.drv.Call("cuMemGetInfo_v2", uintptr(unsafe.Pointer(&f)), uintptr(unsafe.Pointer(&t)))
+	return int64(f), int64(t)
+}
+
+// evictFor frees idle request shapes (their graphs and memory), least
+// recently returned first, until what they held and the free memory
+// together cover n bytes; on a thread with the context current. It
+// reports whether it freed any: none when none is idle, or when all of
+// them with the free memory would still not hold n (a request that cannot
+// fit does not empty the cache). An idle entry's last run has finished: a
+// stream gives its entries back when it closes, after waiting for them.
+func (b *Backend) evictFor(n int64) bool {
+	free, _ := b.memInfo()
 	b.mu.Lock()
-	drop := b.idle
-	b.idle = nil
-	for _, e := range drop {
-		list := b.cache[e.key]
-		if i := slices.Index(list, e); i >= 0 {
-			list = slices.Delete(list, i, i+1)
-		}
-		if len(list) == 0 {
-			delete(b.cache, e.key)
-		} else {
-			b.cache[e.key] = list
+	var idle int64
+	for _, e := range b.idle {
+		idle += e.bytes()
+	}
+	var drop []*entry
+	if free+idle >= n {
+		for got := free; len(b.idle) > 0 && (got < n || len(drop) == 0); {
+			e := b.idle[0]
+			b.idle = b.idle[1:]
+			b.uncacheLocked(e)
+			drop = append(drop, e)
+			got += e.bytes()
 		}
 	}
 	b.entries -= len(drop)
@@ -647,7 +679,7 @@ func (b *Backend) evictIdle() int {
 	for _, e := range drop {
 		e.destroy(b)
 	}
-	return len(drop)
+	return len(drop) > 0
 }
 
 // pinned takes n bytes of page-locked host memory; on the worker thread.
@@ -898,12 +930,17 @@ func (b *Backend) release() error {
 			return
 		}
 		err = b.drv.Call("cuCtxSynchronize")
-		for _, list := range b.cache {
+		// Under mu: an allocation still running on another thread
+		// (evictFor) must not find these entries to free again.
+		b.mu.Lock()
+		cache := b.cache
+		b.cache, b.idle = nil, nil
+		b.mu.Unlock()
+		for _, list := range cache {
 			for _, e := range list {
 				e.destroy(b)
 			}
 		}
-		b.cache = nil
 		for _, cs := range b.streams {
 			cs.destroy(b)
 		}

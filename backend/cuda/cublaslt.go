@@ -646,7 +646,7 @@ func (b *Backend) timeCandidates(x *run, p *ltPlan, g *ltGEMM, desc uintptr) (in
 	}
 	if need > L.scratchBytes {
 		size := min(max(need, 2*L.scratchBytes, 1<<20), maxTuneScratch)
-		addr, err := b.alloc(size, "GEMM tuning scratch")
+		addr, err := b.allocSpare(size, "GEMM tuning scratch")
 		if err != nil {
 			// No room to time candidates in: the heuristic's choice.
 			return 0, nil

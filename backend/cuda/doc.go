@@ -27,9 +27,9 @@
 // positions, FromHost data) and outputs, and, from the second time the
 // same shape comes by, a CUDA graph captured from it. A request is then
 // one host-to-device copy, one graph launch, one device-to-host copy of
-// the tensor read together with up to sixteen small tensors the segment
-// wrote, the last written first (so that the act probabilities read after
-// the logits need no second trip),
+// the tensor read together with up to fifteen small tensors the segment
+// wrote, the latest first (so that the act probabilities read after the
+// logits need no second trip),
 // and one synchronisation, all on the request's own thread (the context
 // made current there; a wait past a few milliseconds goes to a waiter
 // thread). A packed batch's shape is its token count and
@@ -41,12 +41,13 @@
 // own. Once a shape has been seen nothing is allocated on the device for
 // it while it stays cached: Options.MaxGraphs bounds the entries, and the
 // least recently returned idle ones are freed first; when the GPU refuses
-// an allocation, every idle entry is freed and it is asked for once more
+// an allocation, idle entries are freed in that order until it fits
 // (Stats.Evicted), so that cached shapes never fail a request that fits
-// without them. The Go side still
-// allocates part of its recording (about two hundred small objects for a
-// ModernBERT-large forward, the operations' closures and tensors; the
-// operations themselves are taken from slabs the stream before left).
+// without them (none is freed for one that would not fit even so). The Go
+// side still allocates part of its recording (about two hundred small
+// objects for a ModernBERT-large forward, the operations' closures and
+// tensors; the operations themselves are taken from slabs the stream
+// before left).
 //
 // Recording lets the backend fold what the model's code spells as separate
 // operations: a residual Add into the GEMM before it (cuBLAS's beta = 1,

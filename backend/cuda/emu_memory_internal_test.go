@@ -5,11 +5,13 @@ package cuda
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/ebitengine/purego"
 
+	"github.com/laya-metal/laya/backend"
 	"github.com/laya-metal/laya/heads"
 	"github.com/laya-metal/laya/internal/forwardpass"
 	"github.com/laya-metal/laya/internal/oracletest"
@@ -17,19 +19,29 @@ import (
 )
 
 // A GPU whose memory the cached request shapes have filled still runs a
-// new shape: the allocation it refuses is asked for again after the idle
-// shapes are freed. A shape that does not fit even then fails with
-// ErrOutOfMemory, naming what it asked for, and the backend runs the next
-// request that fits. On the emulator, whose GPU a test can shrink.
+// new shape: the allocation it refuses is asked for again after idle
+// shapes, oldest first, are freed, as many as it needs. A shape that could
+// not fit even without all of them fails with ErrOutOfMemory, naming what
+// it asked for, and frees none; a shape a stream still holds is never
+// freed; and the backend runs the next request that fits. On the
+// emulator, whose GPU a test can shrink.
 func TestEmuOutOfMemoryEvictsIdleShapes(t *testing.T) {
 	lib := emuLib(t)
 	setFree := emuSym(t, lib, "cuemu_set_free")
 	shrink := func(free int64) { purego.SyscallN(setFree, uintptr(free), 0) }
-	defer purego.SyscallN(setFree, 0, 1)
-	b, run := emuQuestions(t, FP32)
-	// The largest shape's entry first, alone, to learn its size.
+	restore := func() { purego.SyscallN(setFree, 0, 1) }
+	defer restore()
+	m := emuTinyModel(t, FP32)
+	b := m.b
+	evictAll := func() {
+		b.onThread(func() {
+			for b.evictFor(0) {
+			}
+		})
+	}
+	// The largest one-question shape first, alone, to learn its size.
 	const big = 120
-	if err := run(big); err != nil {
+	if err := m.run(m.rows(big, 1)); err != nil {
 		t.Fatal(err)
 	}
 	var need int64
@@ -39,49 +51,89 @@ func TestEmuOutOfMemoryEvictsIdleShapes(t *testing.T) {
 	if st := b.Stats(); st.Entries != 1 || need == 0 {
 		t.Fatalf("stats %+v after one request: want one cached shape", st)
 	}
-	b.onThread(func() { b.evictIdle() })
+	evictAll()
 	for _, n := range []int{40, 72, 100} {
-		before := b.Stats()
-		if err := run(n); err != nil {
+		if err := m.run(m.rows(n, 1)); err != nil {
 			t.Fatal(err)
-		}
-		// One segment a request (readback): one new shape each.
-		if st := b.Stats(); st.Eager-before.Eager != 1 || st.Captures != before.Captures || st.Replays != before.Replays {
-			t.Fatalf("a question of %d tokens: stats %+v after %+v, want one segment run kernel by kernel", n, st, before)
 		}
 	}
 	if st := b.Stats(); st.Entries != 3 {
 		t.Fatalf("stats %+v: want three cached shapes", st)
 	}
 	// Room for all but the last byte of the big shape's activations: the
-	// three idle shapes must go for it to run.
+	// oldest idle shape (40 tokens) is enough to free.
 	shrink(need - 1)
 	before := b.Stats()
-	if err := run(big); err != nil {
-		t.Fatalf("a shape that fits once the idle ones are freed: %v", err)
+	if err := m.run(m.rows(big, 1)); err != nil {
+		t.Fatalf("a shape that fits once an idle one is freed: %v", err)
 	}
-	if st := b.Stats(); st.Evicted-before.Evicted != 3 || st.Entries != 1 {
-		t.Errorf("stats %+v: want the three idle shapes evicted and the big one cached", st)
+	if st := b.Stats(); st.Evicted-before.Evicted != 1 || st.Entries != 3 {
+		t.Errorf("stats %+v after %+v: want the oldest idle shape evicted, three cached", st, before)
 	}
-	// Nothing idle to free (the big shape's entry is idle now: evict it
-	// first) and no room: a clear error, and the backend goes on.
-	b.onThread(func() { b.evictIdle() })
+	// No room, and forty big questions need more than every idle shape
+	// holds (each holds its 8 MiB cuBLAS workspace and well under 1 MiB of
+	// tiny-en's activations): a clear error, and the cache stays.
 	shrink(0)
-	err := run(big)
+	before = b.Stats()
+	err := m.run(m.rows(big, 40))
 	if !errors.Is(err, ErrOutOfMemory) || !strings.HasPrefix(err.Error(), "cuda: out of device memory: activations: ") {
 		t.Fatalf("a shape with no room: %v, want ErrOutOfMemory for its activations", err)
 	}
-	purego.SyscallN(setFree, 0, 1)
-	if err := run(40); err != nil {
+	if st := b.Stats(); st.Evicted != before.Evicted || st.Entries != before.Entries {
+		t.Errorf("stats %+v after %+v: a shape that cannot fit evicted", st, before)
+	}
+	restore()
+	if err := m.run(m.rows(40, 1)); err != nil {
 		t.Fatalf("a request after the refused one: %v", err)
+	}
+
+	// A stream holding its shape (read, not closed) while another request
+	// needs memory that only an idle shape can give: the idle one goes, the
+	// held one stays, and replays the same answers once given back.
+	evictAll()
+	held := m.rows(64, 1)
+	s := b.NewStream()
+	want, err := m.logits(s, held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.run(m.rows(110, 1)); err != nil { // idle once it returns
+		t.Fatal(err)
+	}
+	shrink(0)
+	before = b.Stats()
+	if err := m.run(m.rows(90, 1)); err != nil {
+		t.Fatalf("a shape the idle one makes room for: %v", err)
+	}
+	if st := b.Stats(); st.Evicted-before.Evicted != 1 {
+		t.Errorf("stats %+v after %+v: want the one idle shape evicted", st, before)
+	}
+	s.Close()
+	before = b.Stats()
+	s = b.NewStream()
+	got, err := m.logits(s, held)
+	s.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := b.Stats(); st.Eager != before.Eager {
+		t.Errorf("stats %+v after %+v: the held shape ran kernel by kernel again, want its cached entry", st, before)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("the held shape's logits %v, then %v", want, got)
 	}
 }
 
-// emuQuestions opens the emulated backend in precision p with tiny-en's
-// parts and returns it with a function that runs one question of n tokens
-// on it as the library runs a batch: [CLS], words, two [MASK] options,
-// [SEP] (tiny-en's ids).
-func emuQuestions(t *testing.T, p Precision) (*Backend, func(n int) error) {
+// emuTiny is tiny-en's parts on the emulated backend.
+type emuTiny struct {
+	b     *Backend
+	parts forwardpass.Parts
+	pad   int32
+}
+
+// emuTinyModel opens the emulated backend in precision p with tiny-en's
+// parts, closed when the test ends.
+func emuTinyModel(t *testing.T, p Precision) *emuTiny {
 	ckpt, err := weights.LoadCheckpoint(oracletest.Checkpoint("tiny-en"))
 	if err != nil {
 		t.Fatal(err)
@@ -98,17 +150,39 @@ func emuQuestions(t *testing.T, p Precision) (*Backend, func(n int) error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pad := int32(ckpt.Encoder.PadTokenID)
-	return be.(*Backend), func(n int) error {
+	return &emuTiny{be.(*Backend), parts, int32(ckpt.Encoder.PadTokenID)}
+}
+
+// rows is k questions of n tokens each: [CLS], words, two [MASK] options,
+// [SEP] (tiny-en's ids).
+func (m *emuTiny) rows(n, k int) []forwardpass.Row {
+	out := make([]forwardpass.Row, k)
+	for r := range out {
 		ids := make([]int, n)
 		for i := range ids {
-			ids[i] = 10 + (7*i)%600
+			ids[i] = 10 + (7*i+r)%600
 		}
 		ids[0], ids[n-1], ids[5], ids[9] = 631, 632, 634, 634
-		rows := []forwardpass.Row{{IDs: ids, Markers: []int{5, 9}, QType: heads.QType(0)}}
-		_, _, err := parts.RunRowsPruned(context.Background(), be, rows, pad)
-		return err
+		out[r] = forwardpass.Row{IDs: ids, Markers: []int{5, 9}, QType: heads.QType(0)}
 	}
+	return out
+}
+
+// run runs rows as the library runs a batch, on a stream of its own.
+func (m *emuTiny) run(rows []forwardpass.Row) error {
+	_, _, err := m.parts.RunRowsPruned(context.Background(), m.b, rows, m.pad)
+	return err
+}
+
+// logits runs rows on s and reads their scorer logits, leaving s open.
+func (m *emuTiny) logits(s backend.Stream, rows []forwardpass.Row) ([]float32, error) {
+	b := forwardpass.Layout(s, rows, m.pad)
+	out, err := m.parts.RunPruned(context.Background(), s, b)
+	if err != nil {
+		return nil, err
+	}
+	z := make([]float32, len(b.MarkerRows))
+	return z, s.Read(context.Background(), out.Logits, z)
 }
 
 // A request runs as one segment (one graph launch and one wait on a GPU),
@@ -117,11 +191,12 @@ func emuQuestions(t *testing.T, p Precision) (*Backend, func(n int) error) {
 // back too (readback), where a short batch's own small tensors once took
 // the places of the outputs.
 func TestEmuShortRequestOneSegment(t *testing.T) {
-	b, run := emuQuestions(t, FP16X2)
+	m := emuTinyModel(t, FP16X2)
+	b := m.b
 	for _, n := range []int{12, 40, 64, 100} {
 		for step := range 3 {
 			before := b.Stats()
-			if err := run(n); err != nil {
+			if err := m.run(m.rows(n, 1)); err != nil {
 				t.Fatal(err)
 			}
 			st := b.Stats()

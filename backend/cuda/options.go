@@ -437,8 +437,9 @@ const DefaultBucket = 16
 type Stats struct {
 	Captures, Replays, Eager int // segments captured, replayed, launched kernel by kernel
 	Entries                  int // request shapes cached (graphs with their memory)
-	// Evicted counts the idle cached shapes freed because the GPU refused
-	// an allocation (their memory was then asked for again).
+	// Evicted counts the idle cached shapes freed, least recently used
+	// first, because the GPU refused an allocation that their memory then
+	// made room for.
 	Evicted int
 	// GEMMTuned counts the GEMM shapes whose cuBLASLt algorithm was
 	// chosen when they first ran kernel by kernel (the fastest of the

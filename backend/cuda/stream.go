@@ -1316,14 +1316,15 @@ func (s *stream) Read(ctx context.Context, t backend.Tensor, dst []float32) erro
 }
 
 // readback is the tensors a flush brings back: target, then up to
-// maxSnapshots small tensors the segment wrote and did not discard, the
-// last written first: a model's outputs come last (the scorer's logits,
-// then the act head's), and a short batch's early small tensors would
-// otherwise take their places, costing the next Read a flush of its own.
+// maxSnapshots − 1 small tensors the segment wrote and did not discard,
+// the latest first (by their first write in the segment, s.wrote's order):
+// a model's outputs come last (the scorer's logits, then the act head's),
+// and a short batch's early small tensors would otherwise take their
+// places, costing the next Read a flush of its own.
 func (s *stream) readback(target *tensor) []*tensor {
 	out := []*tensor{target}
 	for _, t := range slices.Backward(s.wrote) {
-		if t != target && int64(t.rows)*int64(t.cols) <= snapshotElements && len(out) < maxSnapshots && !t.f16 && !t.fused &&
+		if t != target && int64(t.rows)*int64(t.cols) <= snapshotElements && len(out) < maxSnapshots && !t.f16 && !t.fused && !t.lnFused &&
 			(t.lastWriter == nil || !t.lastWriter.noF32) {
 			out = append(out, t)
 		}
@@ -1648,7 +1649,8 @@ func (b *Backend) takeEntry(key shapeKey) *entry {
 	return e
 }
 
-// newEntry allocates an entry's memory; on the worker thread.
+// newEntry allocates an entry's memory, on a thread with the context
+// current (a flushing request's).
 func (b *Backend) newEntry(key shapeKey) (*entry, error) {
 	e := &entry{key: key}
 	var err error
@@ -1677,7 +1679,13 @@ func (b *Backend) newEntry(key shapeKey) (*entry, error) {
 	return e, nil
 }
 
-// destroy frees an entry; on the worker thread.
+// destroy frees an entry, on a thread with the context current (the
+// worker's, or one whose allocation needed the memory, evictFor).
+// bytes is the device memory an entry holds.
+func (e *entry) bytes() int64 {
+	return max(e.key.arena, 256) + max(e.key.stage, 256) + max(e.key.out, 256)
+}
+
 func (e *entry) destroy(b *Backend) {
 	if e.exec != 0 {
 		b.drv.Call("cuGraphExecDestroy", e.exec)
@@ -1708,19 +1716,24 @@ func (b *Backend) cacheLocked(entries []*entry) (drop []*entry) {
 	for b.entries > b.opts.MaxGraphs && len(b.idle) > 0 {
 		v := b.idle[0]
 		b.idle = b.idle[1:]
-		list := b.cache[v.key]
-		if i := slices.Index(list, v); i >= 0 {
-			list = slices.Delete(list, i, i+1)
-		}
-		if len(list) == 0 {
-			delete(b.cache, v.key)
-		} else {
-			b.cache[v.key] = list
-		}
+		b.uncacheLocked(v)
 		b.entries--
 		drop = append(drop, v)
 	}
 	return drop
+}
+
+// uncacheLocked takes an entry out of its shape's list (b.mu held).
+func (b *Backend) uncacheLocked(e *entry) {
+	list := b.cache[e.key]
+	if i := slices.Index(list, e); i >= 0 {
+		list = slices.Delete(list, i, i+1)
+	}
+	if len(list) == 0 {
+		delete(b.cache, e.key)
+	} else {
+		b.cache[e.key] = list
+	}
 }
 
 // giveBack returns a closed stream's entries to the cache (freeing the

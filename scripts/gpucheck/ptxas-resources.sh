@@ -14,7 +14,8 @@
 # by registers) goes to standard output. SASS_DIR=DIR also writes each listed
 # kernel's SASS (the same package's cuobjdump, fetch-ptxas.sh --sass) to
 # DIR/KERNEL.sass: what ptxas made of a loop, read without a GPU (NVRTC's may
-# differ).
+# differ). SASS_DIR takes the package's ptxas, not LAYA_PTXAS, whose
+# directory may lack the disassembler.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 defines=()
@@ -70,7 +71,7 @@ for line in sys.stdin:
 ' <"$tmp/ptxas.log"
 if [ -n "${SASS_DIR:-}" ]; then
 	bin=$(dirname "$ptxas")
-	grep -o "Compiling entry function '[A-Za-z0-9_]*'" "$tmp/ptxas.log" | cut -d"'" -f2 | grep -E -- "$filter" |
+	{ grep -o "Compiling entry function '[A-Za-z0-9_]*'" "$tmp/ptxas.log" | cut -d"'" -f2 | grep -E -- "$filter" || true; } |
 		while read -r k; do
 			PATH="$bin:$PATH" cuobjdump -sass -fun "$k" "$tmp/k.cubin" >"$SASS_DIR/$k.sass"
 		done
