@@ -24,7 +24,18 @@ var (
 	ErrForeignTensor = errors.New("backend: foreign or released tensor")
 	// ErrUnknownBackend reports a backend name nobody registered.
 	ErrUnknownBackend = errors.New("backend: unknown backend")
+	// ErrDeviceLost reports a device the backend can no longer use for the
+	// rest of the process (a GPU context after a kernel fault, which CUDA
+	// keeps failing every later call with): only a new process recovers, so
+	// a server should stop reporting itself healthy (Healther).
+	ErrDeviceLost = errors.New("backend: device lost, restart the process")
 )
+
+// Healther is implemented by backends that can lose their device for good
+// (ErrDeviceLost): Health returns that error once it happened, else nil.
+type Healther interface {
+	Health() error
+}
 
 // DType is the element type of uploaded weight data: the checkpoint's own
 // (weights.F32, weights.F16, weights.BF16), so weights upload as stored.

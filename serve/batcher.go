@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/laya-metal/laya"
+	"github.com/laya-metal/laya/backend"
 )
 
 // Micro-batching after upstream's Batcher (laya/serving.py): one bounded queue; one
@@ -46,10 +47,14 @@ type batcher struct {
 	metrics *metrics
 	log     func(msg string, args ...any)
 
-	queue  chan *job
-	rates  passRates
-	queued atomic.Int64 // reserved queue slots
-	active atomic.Int64 // requests in a pass
+	queue chan *job
+	rates passRates
+	// deviceLost is the first pass error that wrapped backend.ErrDeviceLost:
+	// the backend cannot run again in this process, so /health and /ready
+	// report it (and admission refuses) until a restart.
+	deviceLost atomic.Pointer[string]
+	queued     atomic.Int64 // reserved queue slots
+	active     atomic.Int64 // requests in a pass
 
 	// oldestMu guards waiting: enqueue times of queued jobs, oldest first, for
 	// laya_queue_oldest_seconds.
@@ -332,6 +337,12 @@ func (b *batcher) predict(key string, jobs []*job) ([]laya.BatchAnswer, time.Dur
 	if err == nil {
 		b.metrics.inference.Observe(dur.Seconds())
 		b.metrics.batchSize.Observe(float64(len(jobs)))
+	}
+	if errors.Is(err, backend.ErrDeviceLost) {
+		msg := err.Error()
+		if b.deviceLost.CompareAndSwap(nil, &msg) {
+			b.log("device lost: /health and /ready report 503 until the server restarts", "model", key, "error", msg)
+		}
 	}
 	if err != nil && b.hardCtx.Err() != nil {
 		err = errShuttingDown

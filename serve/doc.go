@@ -55,6 +55,11 @@
 // it loads it again. A single checkpoint (SingleModel) that fails to preload has nothing
 // to serve: Run stops and returns the load error.
 //
+// A backend that loses its device for the rest of the process (backend.ErrDeviceLost: a
+// GPU context after a kernel fault) turns /health and /ready to 503 from the pass that
+// met it on, with the cause in device_error for key holders, and new requests get 503:
+// liveness fails so that the process is restarted, the one way to recover.
+//
 // Errors are upstream's: {"detail": ...} with 400 (malformed body, missing or null
 // state, unpaired surrogate escapes), 401 (bearer token), 413 (Limits), 422 (invalid
 // question or control field), 429 (client cap), 503 + Retry-After (1 s; "request queue is

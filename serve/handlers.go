@@ -327,6 +327,16 @@ func names(ns []string) pyjson.Value {
 func member(k string, v pyjson.Value) pyjson.Member { return pyjson.Member{Key: k, Value: v} }
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	if p := s.batcher.deviceLost.Load(); p != nil {
+		// Liveness fails: only a restart brings the device back. What failed
+		// is for key holders (as what is resident).
+		detail := []pyjson.Member{member("status", pyjson.String("error"))}
+		if s.authorized(r) {
+			detail = append(detail, member("device_error", pyjson.String(*p)))
+		}
+		writeJSON(w, 503, compact(pyjson.Object(member("detail", pyjson.Object(detail...)))))
+		return
+	}
 	if p := s.preloadErr.Load(); p != nil {
 		writeJSON(w, 503, compact(pyjson.Object(member("detail", pyjson.Object(
 			member("status", pyjson.String("error")), member("preload_error", pyjson.String(*p)))))))
@@ -360,9 +370,13 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 			perr = pyjson.String(*p)
 		}
 		w.Header().Set("Retry-After", "1")
+		derr := pyjson.Null()
+		if p := s.batcher.deviceLost.Load(); p != nil {
+			derr = pyjson.String(*p)
+		}
 		writeJSON(w, 503, compact(pyjson.Object(member("detail", pyjson.Object(
 			member("ready", pyjson.Bool(false)), member("draining", pyjson.Bool(s.draining.Load())),
-			member("preload_error", perr), member("loaded", loaded))))))
+			member("preload_error", perr), member("device_error", derr), member("loaded", loaded))))))
 		return
 	}
 	writeJSON(w, 200, compact(pyjson.Object(member("status", pyjson.String("ready")), member("loaded", loaded),

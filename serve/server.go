@@ -167,8 +167,11 @@ func (s *Server) warmup(ctx context.Context) {
 	}
 }
 
-// Ready reports whether the models are loaded and the server is not draining.
-func (s *Server) Ready() bool { return s.ready.Load() && !s.draining.Load() }
+// Ready reports whether the models are loaded, the server is not draining and its
+// device was not lost (backend.ErrDeviceLost).
+func (s *Server) Ready() bool {
+	return s.ready.Load() && !s.draining.Load() && s.batcher.deviceLost.Load() == nil
+}
 
 // Drain stops intake: new requests get 503 and /ready turns 503, while in-flight and
 // queued requests still finish (what POST /drain does, before SIGTERM).
@@ -454,6 +457,9 @@ func (s *Server) reject(status int, reason, detail string, retryAfter int) *apiE
 func (s *Server) admit(r *http.Request) (release func(), e *apiError) {
 	if s.draining.Load() {
 		return nil, s.reject(503, "draining", errShuttingDown.Error(), 0)
+	}
+	if s.batcher.deviceLost.Load() != nil {
+		return nil, errorf(503, "the device is lost; the server must be restarted")
 	}
 	if !s.ready.Load() {
 		if p := s.preloadErr.Load(); p != nil {

@@ -60,6 +60,10 @@ const attentionSharedLimit = 96 << 10
 // shape replayed from a CUDA graph captured the second time it is seen.
 type Backend struct {
 	opts Options
+	// lost is the first error after which the context is unusable
+	// (cudadrv.ContextLost), wrapping backend.ErrDeviceLost: every stream
+	// from then on fails with it at once (Health).
+	lost atomic.Pointer[error]
 	drv  *cudadrv.Driver
 	rtc  *cudadrv.NVRTC
 	blas *cublas
@@ -908,7 +912,31 @@ func (b *Backend) newStream(prec Precision) *stream {
 		s.err = fmt.Errorf("cuda: %w: the backend is closed", backend.ErrForeignTensor)
 	}
 	b.mu.Unlock()
+	if err := b.Health(); err != nil && s.err == nil {
+		s.err = err
+	}
 	return s
+}
+
+// Health is backend.Healther: nil while the GPU's context works; once a
+// call failed in a way CUDA does not recover from within the process (a
+// kernel's illegal address, say), that error, wrapping
+// backend.ErrDeviceLost, which every later stream fails with at once.
+func (b *Backend) Health() error {
+	if p := b.lost.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// deviceLost records err, a failure cudadrv.ContextLost reports, as the
+// backend's (the first one stays) and returns it wrapped for the caller.
+func (b *Backend) deviceLost(err error) error {
+	lost := fmt.Errorf("cuda: %s: %w: %w", b.gpu, backend.ErrDeviceLost, err)
+	if b.lost.CompareAndSwap(nil, &lost) && b.opts.Log != nil {
+		b.opts.Log(lost.Error())
+	}
+	return lost
 }
 
 // Close waits for the GPU and releases every weight, graph and buffer.

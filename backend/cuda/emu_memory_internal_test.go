@@ -206,3 +206,46 @@ func TestEmuShortRequestOneSegment(t *testing.T) {
 		}
 	}
 }
+
+// A context CUDA gives up on (a kernel's illegal address, every later
+// call failing with it) fails the request that met it with
+// backend.ErrDeviceLost and the driver's words, turns Health, and fails
+// every later request at once, even where the driver would answer again:
+// only a new process recovers, and a server must learn it (Healther).
+func TestEmuDeviceLost(t *testing.T) {
+	lib := emuLib(t)
+	setSticky := emuSym(t, lib, "cuemu_set_sticky")
+	defer purego.SyscallN(setSticky, 0)
+	m := emuTinyModel(t, FP16X2)
+	var logged []string
+	m.b.opts.Log = func(msg string) { logged = append(logged, msg) }
+	if err := m.run(m.rows(40, 1)); err != nil || m.b.Health() != nil {
+		t.Fatalf("a request on a working GPU: %v, health %v", err, m.b.Health())
+	}
+	purego.SyscallN(setSticky, 700)
+	err := m.run(m.rows(40, 1))
+	if !errors.Is(err, backend.ErrDeviceLost) || !strings.Contains(err.Error(), "CUDA_ERROR_ILLEGAL_ADDRESS") {
+		t.Fatalf("a request meeting an illegal address: %v, want ErrDeviceLost naming it", err)
+	}
+	if h := m.b.Health(); !errors.Is(h, backend.ErrDeviceLost) {
+		t.Errorf("health after it: %v, want ErrDeviceLost", h)
+	}
+	if len(logged) != 1 || !strings.Contains(logged[0], "device lost") {
+		t.Errorf("logged %q, want the loss once", logged)
+	}
+	// The driver answering again does not make the context whole: later
+	// requests still fail, before they reach it.
+	purego.SyscallN(setSticky, 0)
+	before := m.b.Stats()
+	for range 2 {
+		if err := m.run(m.rows(72, 1)); !errors.Is(err, backend.ErrDeviceLost) {
+			t.Fatalf("a request after the loss: %v, want ErrDeviceLost", err)
+		}
+	}
+	if st := m.b.Stats(); st.Eager+st.Captures+st.Replays != before.Eager+before.Captures+before.Replays {
+		t.Errorf("stats %+v after %+v: a request ran after the loss", st, before)
+	}
+	if len(logged) != 1 {
+		t.Errorf("logged %q, want the loss once", logged)
+	}
+}

@@ -216,7 +216,8 @@ type Options struct {
 	Defines map[string]int
 	// Log, when set, is told of long work as it starts and when it ends:
 	// the first Open on a machine (or after an upgrade, or with other
-	// Defines) compiles the kernels, which takes up to a minute. The
+	// Defines) compiles the kernels, which takes up to a minute. It is also
+	// told, once, that the GPU's context was lost (Backend.Health). The
 	// registered backend writes it to standard error.
 	Log func(msg string)
 }

@@ -103,6 +103,9 @@ func (s *stream) ref(t *tensor) uint64 {
 
 func (s *stream) fail(err error) {
 	if s.err == nil {
+		if cudadrv.ContextLost(err) {
+			err = s.be.deviceLost(err)
+		}
 		s.err = err
 	}
 }

@@ -3,6 +3,7 @@
 package cudadrv
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -117,6 +118,25 @@ const (
 	ErrorOutOfMemory = 2
 	ErrorNoDevice    = 100
 )
+
+// ContextLost reports whether err is a driver error after which the
+// context is unusable: cuda.h documents each of these as leaving "the
+// process in an inconsistent state", every later call failing the same
+// way, until the process is relaunched (an illegal address, a launch
+// timeout, a device-side assert, a hardware stack error, an illegal
+// instruction, a misaligned address, an invalid address space or program
+// counter, a kernel's exception).
+func ContextLost(err error) bool {
+	var e *Error
+	if !errors.As(err, &e) {
+		return false
+	}
+	switch e.Code {
+	case 700, 702, 710, 714, 715, 716, 717, 718, 719:
+		return true
+	}
+	return false
+}
 
 // GoString copies a NUL-terminated C string.
 func GoString(p uintptr) string {

@@ -92,6 +92,7 @@ const ErrorName errorNames[] = {
     {CAPTURE_UNMATCHED, "CUDA_ERROR_STREAM_CAPTURE_UNMATCHED", "operation not permitted on a stream that is not capturing"},
     {CAPTURED_EVENT, "CUDA_ERROR_CAPTURED_EVENT", "operation not permitted on an event last recorded in a capturing stream"},
     {CAPTURE_WRONG_THREAD, "CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD", "a thread-local capture ended on another thread"},
+    {700, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
 };
 
 // refuse reports why a call fails and returns code: the backend's error
@@ -215,8 +216,13 @@ int issue(Stream* s, Op op) {
 	return SUCCESS;
 }
 
+// sticky, when non-zero (cuemu_set_sticky), is the error every call on
+// the context returns, as CUDA does after a kernel's illegal address.
+int sticky;
+
 // need is what every call on the context checks first.
 int need() {
+	if (sticky) return sticky;
 	if (!initialized) return NOT_INITIALIZED;
 	if (!current || current->refs == 0) return INVALID_CONTEXT;
 	return SUCCESS;
@@ -420,6 +426,11 @@ CUEMU_API void cuemu_skip_work(int on) { skipWork = on != 0; }
 // cuemu_set_free leaves free bytes of device memory beyond what is
 // allocated now (the GPU shrinks to that); free 0 with reset set restores
 // the H200's memory.
+CUEMU_API void cuemu_set_sticky(int code) {
+	std::lock_guard<std::mutex> lock(mu);
+	sticky = code;
+}
+
 CUEMU_API void cuemu_set_free(size_t free, int reset) {
 	std::lock_guard<std::mutex> lock(mu);
 	deviceBytes = reset ? h200Bytes : allocated + free;
