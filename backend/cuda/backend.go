@@ -701,7 +701,7 @@ type tensor struct {
 	owner      *Backend
 	rows, cols int
 	addr       uintptr
-	half       uintptr // weights: the 16-bit copy the GEMMs read (FP16, BF16)
+	half       atomic.Uintptr // weights: the 16-bit copy the GEMMs read (FP16, BF16), made once (halfOf)
 
 	s       *stream
 	seg     int   // stream tensors: the segment that created them
@@ -823,20 +823,24 @@ func (b *Backend) makeHalf(t *tensor) error {
 	if err := b.drv.Call("cuCtxSynchronize"); err != nil {
 		return err
 	}
-	t.half = p
+	t.half.Store(p)
 	return nil
 }
 
-// halfOf returns w's 16-bit copy, making it on first use.
+// halfOf returns w's 16-bit copy, making it on first use. Every GEMM a
+// request records asks: the lock is taken only while there is none.
 func (b *Backend) halfOf(w *tensor) (uintptr, error) {
+	if h := w.half.Load(); h != 0 {
+		return h, nil
+	}
 	b.loadMu.Lock()
 	defer b.loadMu.Unlock()
-	if w.half != 0 {
-		return w.half, nil
+	if h := w.half.Load(); h != 0 {
+		return h, nil
 	}
 	var err error
 	b.w.Do(func() { err = b.makeHalf(w) })
-	return w.half, err
+	return w.half.Load(), err
 }
 
 // ropeTable returns the device copy of backend.RopeTable for theta and

@@ -266,13 +266,15 @@ func (s *stream) record(name string, f func(o *op, x *run) error) *op {
 // fromSlab is a zeroed T from *slab, a new slab (twice the last, at least
 // first long) when it is full: the full one stays where it is, its elements
 // held by pointer (s.ops, tensors' lastWriter), and Close hands the last one
-// to the next stream.
+// to the next stream. A slab's elements past its length are zero (make's,
+// or cleared by the Close that handed it on), so taking one is only
+// extending the length: no copy of a zero value, whose pointers the
+// collector would have to see written.
 func fromSlab[T any](slab *[]T, first int) *T {
 	if len(*slab) == cap(*slab) {
 		*slab = make([]T, 0, max(first, 2*cap(*slab)))
 	}
-	var zero T
-	*slab = append(*slab, zero)
+	*slab = (*slab)[:len(*slab)+1]
 	return &(*slab)[len(*slab)-1]
 }
 

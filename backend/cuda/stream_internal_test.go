@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -332,7 +333,7 @@ func benchRecordForward(b *testing.B, q int) {
 	be.k.attentionMMA = map[int]*[4][3]uintptr{dh: {{2, 2, 2}, {2, 2, 2}, {2, 2, 2}, {2, 2, 2}}}
 	be.ropes = map[ropeKey]ropeTable{{160000, dh}: {addr: 1, positions: 8192}, {10000, dh}: {addr: 1, positions: 8192}}
 	be.sms = 132
-	weight := func(r, c int) *tensor { return &tensor{owner: be, rows: r, cols: c, addr: 1, half: 1} }
+	weight := func(r, c int) *tensor { return residentWeight(be, r, c, 1, 1) }
 	type layer struct{ norm1, wqkv, wo, norm2, wi, wo2 *tensor }
 	ls := make([]layer, layers)
 	for i := range ls {
@@ -776,7 +777,7 @@ func TestDiscardedOutputKeyAndRead(t *testing.T) {
 // resident is a weight as Upload leaves it, its 16-bit copy made, without
 // a GPU.
 func resident(be *Backend, rows, cols int) *tensor {
-	return &tensor{owner: be, rows: rows, cols: cols, addr: 1, half: 2}
+	return residentWeight(be, rows, cols, 1, 2)
 }
 
 // A Linear on at most smallRows rows runs on linear_small unless small=off:
@@ -1255,7 +1256,7 @@ func TestGeGLUFusedIntoLinearMMA(t *testing.T) {
 		s := be.NewStream().(*stream)
 		x := s.FromHost(rows, k, make([]float32, rows*k))
 		up, act, sum := s.New(rows, 2*inner), s.New(rows, inner), s.New(rows, 2*inner)
-		w := &tensor{owner: be, rows: 2 * inner, cols: k, addr: 1, half: 1}
+		w := residentWeight(be, 2*inner, k, 1, 1)
 		var b backend.Tensor
 		if c.bias {
 			b = s.FromHost(1, 2*inner, make([]float32, 2*inner))
@@ -1316,7 +1317,7 @@ func TestGeGLUFusionOrder(t *testing.T) {
 		be.k.attentionMMA = map[int]*[4][3]uintptr{dh: {{11, 12, 15}, {21, 22, 25}, {41, 42, 45}, {81, 82, 85}}}
 		s := be.NewStream().(*stream)
 		x := s.FromHost(rows, 16, make([]float32, rows*16))
-		w := &tensor{owner: be, rows: 3 * heads * dh, cols: 16, addr: 1, half: 1}
+		w := residentWeight(be, 3*heads*dh, 16, 1, 1)
 		qkv, out := s.New(rows, 3*heads*dh), s.New(rows, heads*dh)
 		s.Linear(qkv, x, w, nil, backend.Identity)
 		s.Attention(out, qkv, backend.AttentionParams{Layout: layout, Heads: heads, HeadDim: dh, Scale: 0.5})
@@ -1334,7 +1335,7 @@ func TestGeGLUFusionOrder(t *testing.T) {
 		s := be.NewStream().(*stream)
 		x := s.FromHost(rows, k, make([]float32, rows*k))
 		up, act, sum := s.New(rows, 2*inner), s.New(rows, inner), s.New(rows, inner)
-		w := &tensor{owner: be, rows: 2 * inner, cols: k, addr: 1, half: 1}
+		w := residentWeight(be, 2*inner, k, 1, 1)
 		s.Linear(up, x, w, nil, backend.Identity)
 		lin := s.ops[len(s.ops)-1].lin
 		s.Add(sum, act, act)
@@ -1352,11 +1353,11 @@ func TestGeGLUFusionOrder(t *testing.T) {
 		h := s.New(rows, inner)
 		s.LayerNorm(h, xin, s.FromHost(1, inner, make([]float32, inner)), nil, 1e-5)
 		up := s.New(rows, 2*inner)
-		s.Linear(up, h, &tensor{owner: be, rows: 2 * inner, cols: inner, addr: 1, half: 1}, nil, backend.Identity)
+		s.Linear(up, h, residentWeight(be, 2*inner, inner, 1, 1), nil, backend.Identity)
 		lin := s.ops[len(s.ops)-1].lin
 		s.GeGLU(h, up)
 		s.Discard(up)
-		s.Linear(s.New(rows, 8), h, &tensor{owner: be, rows: 8, cols: inner, addr: 2, half: 2}, nil, backend.Identity)
+		s.Linear(s.New(rows, 8), h, residentWeight(be, 8, inner, 2, 2), nil, backend.Identity)
 		if lin.glu != nil {
 			t.Errorf("GeGLU fused into the GEMM whose input it writes")
 		}
@@ -1369,8 +1370,8 @@ func TestGeGLUFusionOrder(t *testing.T) {
 			xin := s.FromHost(rows, hid, make([]float32, rows*hid))
 			lw := s.FromHost(1, hid, make([]float32, hid))
 			normed, up, act, proj := s.New(rows, hid), s.New(rows, 2*inner), s.New(rows, inner), s.New(rows, hid)
-			wi := &tensor{owner: be, rows: 2 * inner, cols: hid, addr: 1, half: 1}
-			wo := &tensor{owner: be, rows: hid, cols: inner, addr: 2, half: 2}
+			wi := residentWeight(be, 2*inner, hid, 1, 1)
+			wo := residentWeight(be, hid, inner, 2, 2)
 			for layer := range 3 {
 				s.LayerNorm(normed, xin, lw, nil, 1e-5)
 				s.Linear(up, normed, wi, nil, backend.Identity)
@@ -1410,7 +1411,7 @@ func recordResidualLN(opts Options, rows, d int, bias bool, between func(s *stre
 	be := &Backend{opts: opts, sms: 132}
 	r := residualLN{s: be.NewStream().(*stream)}
 	s := r.s
-	r.weight = func(rows, cols int) *tensor { return &tensor{owner: be, rows: rows, cols: cols, addr: 256, half: 256} }
+	r.weight = func(rows, cols int) *tensor { return residentWeight(be, rows, cols, 256, 256) }
 	a := s.FromHost(rows, k, make([]float32, rows*k))
 	var proj backend.Tensor
 	r.x, proj, r.normed, r.spare = s.New(rows, d), s.New(rows, d), s.New(rows, d), s.New(rows, d)
@@ -1581,4 +1582,47 @@ func TestLayerNormFusionNeverWritesItsInput(t *testing.T) {
 				"neither, with statistics offered", lin.mma, lin.ln != nil, ln.fused, x.(*tensor).statLin != nil)
 		}
 	})
+}
+
+// A stream's slabs go to the next stream cleared to their capacity: the
+// next one takes operations from them without zeroing (fromSlab), so an
+// operation left from the last request would be recorded as this one's.
+func TestClosedStreamSlabsAreZero(t *testing.T) {
+	be := &Backend{opts: Options{Precision: FP32}}
+	s := be.NewStream().(*stream)
+	x := s.FromHost(2, 4, make([]float32, 8))
+	w := s.FromHost(4, 4, make([]float32, 16))
+	for range 40 {
+		p := s.New(2, 4)
+		s.Linear(p, x, w, nil, backend.Identity)
+		s.Add(x, x, p)
+		s.Discard(p)
+		s.GeGLU(s.New(2, 2), x)
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.opSlab) == 0 || len(s.linSlab) == 0 {
+		t.Fatalf("recorded %d operations and %d Linears from the slabs, want some", len(s.opSlab), len(s.linSlab))
+	}
+	bufs := s.bufs
+	s.Close()
+	for i, o := range bufs.opSlab[:cap(bufs.opSlab)] {
+		if !reflect.ValueOf(o).IsZero() {
+			t.Fatalf("operation %d of the handed-on slab is %q, want zero", i, o.name)
+		}
+	}
+	for i, l := range bufs.linSlab[:cap(bufs.linSlab)] {
+		if !reflect.ValueOf(l).IsZero() {
+			t.Fatalf("Linear %d of the handed-on slab is not zero", i)
+		}
+	}
+}
+
+// residentWeight is a weight tensor of be at addr with its 16-bit copy at
+// half, as Upload and halfOf leave one.
+func residentWeight(be *Backend, rows, cols int, addr, half uintptr) *tensor {
+	t := &tensor{owner: be, rows: rows, cols: cols, addr: addr}
+	t.half.Store(half)
+	return t
 }
