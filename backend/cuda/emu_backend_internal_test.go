@@ -414,3 +414,27 @@ func TestEmuOpenLogsCompile(t *testing.T) {
 		}
 	}
 }
+
+// The emulator as a fake CUDA stack for any program: with LAYA_CUEMU_OUT
+// set this writes libcuemu.so's path there (scripts/gpucheck/cuemu.sh), for
+// LAYA_CUDA=driver=PATH,nvrtc=PATH,cublas=PATH, which runs laya-bench or
+// laya serve on the CPU as on a GPU (slowly: a small checkpoint).
+func TestEmuLibrary(t *testing.T) {
+	lib := emuLib(t)
+	if out := os.Getenv("LAYA_CUEMU_OUT"); out != "" {
+		if err := os.WriteFile(out, []byte(lib+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opts := emuOptions(t)
+	o, err := ParseOptions("driver=" + lib + ",nvrtc=" + lib + ",cublas=" + lib + ",cache=off")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.GEMMBLAS = opts.GEMMBLAS
+	be, err := Open(o)
+	if err != nil {
+		t.Fatalf("opening the emulator named by options: %v", err)
+	}
+	be.Close()
+}

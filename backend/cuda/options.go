@@ -281,7 +281,10 @@ func defineFlags(defines map[string]int) []string {
 // bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnsplit=off|on, attnterms=0|1|2,
 // attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off,
 // tunecands=N, splitk=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, pdl=on|off, geglu=vec|scalar, cache=DIR|off,
-// refine=MARGIN|off, refinetokens=N, define=NAME=VALUE (repeatable: Options.Defines).
+// refine=MARGIN|off, refinetokens=N, define=NAME=VALUE (repeatable: Options.Defines),
+// driver=PATH, nvrtc=PATH, cublas=PATH (the libraries: a CUDA install outside the
+// loader path, or the tests' kernel emulator, which then runs every command that takes
+// LAYA_CUDA on the CPU).
 func ParseOptions(s string) (Options, error) {
 	var o Options
 	ints := map[string]*int{"device": &o.Device, "bucket": &o.Bucket, "attnqpw": &o.QueriesPerWarp,
@@ -319,8 +322,13 @@ func ParseOptions(s string) (Options, error) {
 				err = errors.New("cache=DIR or cache=off")
 			}
 			o.KernelCache = v
+		case k == "driver" || k == "nvrtc" || k == "cublas":
+			if v == "" {
+				err = fmt.Errorf("%s=PATH of the library", k)
+			}
+			*map[string]*string{"driver": &o.Driver, "nvrtc": &o.NVRTC, "cublas": &o.CUBLAS}[k] = v
 		default:
-			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnsplit=off|on, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off, tunecands=N, splitk=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, pdl=on|off, geglu=vec|scalar, cache=DIR|off, refine=MARGIN|off, refinetokens=N, define=NAME=VALUE)")
+			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnsplit=off|on, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off, tunecands=N, splitk=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, pdl=on|off, geglu=vec|scalar, cache=DIR|off, refine=MARGIN|off, refinetokens=N, define=NAME=VALUE, driver=PATH, nvrtc=PATH, cublas=PATH)")
 		}
 		if err == nil {
 			err = o.check()

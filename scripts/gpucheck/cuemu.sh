@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Prints the path of the kernel emulator built as a fake CUDA stack
+# (backend/cuda/testdata/emu, clang++-19): with it, the cuda backend runs on
+# the CPU in any program that reads LAYA_CUDA, so that the GPU host's scripts
+# can be tried here first, on a small checkpoint (every kernel runs on the
+# CPU):
+#
+#   lib=$(bash scripts/gpucheck/cuemu.sh)
+#   LAYA_CUDA=driver=$lib,nvrtc=$lib,cublas=$lib,cache=off \
+#     go run ./cmd/laya-bench --backend cuda --synthetic tiny --questions 1,4 --runs 3
+#
+# The library runs only the kernels.cu it was built from: rebuild it (run
+# this again) after kernels.cu changes.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+tmp=$(mktemp)
+trap 'rm -f "$tmp"' EXIT
+(cd "$root" && LAYA_CUEMU_OUT=$tmp go test -count=1 -run '^TestEmuLibrary$' ./backend/cuda/ >&2)
+cat "$tmp"
