@@ -283,7 +283,8 @@ func (b *batcher) pass(key string, group []*job) {
 		}
 		return
 	}
-	if len(group) == 1 || b.hardCtx.Err() != nil {
+	// A lost device fails every request the same way: no use retrying them one by one.
+	if len(group) == 1 || b.hardCtx.Err() != nil || errors.Is(err, backend.ErrDeviceLost) {
 		b.metrics.batches.WithLabelValues("error").Inc()
 		for _, j := range group {
 			j.done <- jobResult{err: err, inference: dur, batchSize: len(group)}
@@ -338,16 +339,23 @@ func (b *batcher) predict(key string, jobs []*job) ([]laya.BatchAnswer, time.Dur
 		b.metrics.inference.Observe(dur.Seconds())
 		b.metrics.batchSize.Observe(float64(len(jobs)))
 	}
-	if errors.Is(err, backend.ErrDeviceLost) {
-		msg := err.Error()
-		if b.deviceLost.CompareAndSwap(nil, &msg) {
-			b.log("device lost: /health and /ready report 503 until the server restarts", "model", key, "error", msg)
-		}
-	}
+	b.noteDeviceLost(key, err)
 	if err != nil && b.hardCtx.Err() != nil {
 		err = errShuttingDown
 	}
 	return answers, dur, err
+}
+
+// noteDeviceLost records err when it wraps backend.ErrDeviceLost (the first one
+// stays): from then on /health and /ready report it and admission refuses.
+func (b *batcher) noteDeviceLost(key string, err error) {
+	if !errors.Is(err, backend.ErrDeviceLost) {
+		return
+	}
+	msg := err.Error()
+	if b.deviceLost.CompareAndSwap(nil, &msg) {
+		b.log("device lost: /health and /ready report 503 until the server restarts", "model", key, "error", msg)
+	}
 }
 
 // shutdown lets the dispatcher finish the queue, cancelling passes once ctx ends.

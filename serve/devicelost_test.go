@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/laya-metal/laya/backend"
 )
@@ -55,5 +56,23 @@ func TestDeviceLostFailsHealth(t *testing.T) {
 	r := do(t, nil, "POST", ts.url+"/v1/systemone", smallRequest, key)
 	if r.status != 503 || !strings.Contains(r.body, "device is lost") {
 		t.Errorf("a request after the loss: %d %s, want 503 saying the device is lost", r.status, r.body)
+	}
+}
+
+// A device lost in the warm-up pass is reported as one lost in a request's.
+func TestDeviceLostInWarmup(t *testing.T) {
+	f := newFake(t)
+	f.fail = func(int) error { return fmt.Errorf("laya: forward: %w", backend.ErrDeviceLost) }
+	ts := startServer(t, f, func(c *Config) { c.Warmup = true })
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r := do(t, nil, "GET", ts.url+"/health", "", nil)
+		if r.status == 503 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/health after a warm-up on a lost device: %d %s, want 503", r.status, r.body)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/laya-metal/laya"
+	"github.com/laya-metal/laya/backend"
 	"github.com/laya-metal/laya/pyjson"
 	"github.com/laya-metal/laya/router"
 )
@@ -242,6 +243,8 @@ func (s *Server) resultError(r *http.Request, res jobResult) *apiError {
 		return &apiError{status: 503, detail: errShuttingDown.Error(), reason: "draining"}
 	case errors.Is(err, errNotLoaded):
 		return errorf(503, "the model is still loading")
+	case errors.Is(err, backend.ErrDeviceLost):
+		return errorf(503, "the device is lost; the server must be restarted")
 	case isLoadError(err):
 		// The checkpoint this request needs cannot load (a missing directory, the Hub
 		// unreachable): this request fails and says why; the server and the other

@@ -163,6 +163,7 @@ func (s *Server) warmup(ctx context.Context) {
 		}
 		if err != nil {
 			s.log.Warn("warm-up failed", "model", key, "error", err.Error())
+			s.batcher.noteDeviceLost(key, err)
 		}
 	}
 }

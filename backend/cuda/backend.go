@@ -175,7 +175,7 @@ func open(opts Options) (*Backend, error) {
 	if opts.Precision != FP32 && !opts.GEMMBLAS {
 		// Without cuBLASLt the GEMMs run on cuBLAS, as gemm=blas runs them
 		// (Device says so).
-		lib, err := loadCUBLASLt(b.blas.path)
+		lib, err := loadCUBLASLt(b.blas.path, opts.CUBLAS != "")
 		if err == nil {
 			// On the worker's thread, where the context is current, as
 			// every stream's handle is made.
@@ -285,7 +285,14 @@ var attnHeadDims = []int{32, 64, 128}
 // kernels; cached reports that it was kept.
 func (b *Backend) loadPart(part int) (cached bool, err error) {
 	flags := append([]string{"-std=c++17", "-lineinfo", fmt.Sprintf("-DLAYA_PART=%d", part)}, defineFlags(b.opts.Defines)...)
-	key := cubinKey(append([]string{kernelSource, b.arch, fmt.Sprint(b.rtc.Major, ".", b.rtc.Minor)}, flags...)...)
+	parts := []string{kernelSource, b.arch, fmt.Sprint(b.rtc.Major, ".", b.rtc.Minor)}
+	if b.opts.NVRTC != "" {
+		// An NVRTC named by path keys its own cubins: the kernel emulator's
+		// reports a GPU's version and architecture, and its stand-in cubins
+		// must never be taken for a GPU's.
+		parts = append(parts, "nvrtc="+b.opts.NVRTC)
+	}
+	key := cubinKey(append(parts, flags...)...)
 	dir := kernelCacheDir(b.opts.KernelCache)
 	what := "the kernels"
 	if part == partExtras {
@@ -788,6 +795,9 @@ func (b *Backend) Upload(name string, dtype backend.DType, rows, cols int, raw [
 	if closed {
 		return nil, fmt.Errorf("cuda: upload %s: %w: the backend is closed", name, backend.ErrForeignTensor)
 	}
+	if err := b.Health(); err != nil {
+		return nil, err
+	}
 	b.loadMu.Lock()
 	defer b.loadMu.Unlock()
 	b.w.Do(func() {
@@ -800,6 +810,9 @@ func (b *Backend) Upload(name string, dtype backend.DType, rows, cols int, raw [
 			err = b.makeHalf(t)
 		}
 	})
+	if cudadrv.ContextLost(err) {
+		err = b.deviceLost(err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("cuda: upload %s: %w", name, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -34,10 +35,25 @@ type cublasLt struct {
 // cuBLAS links its own toolkit's cuBLASLt, so the name with cuBLAS's major
 // version (its soname) finds the one already loaded, and its directory is
 // searched first; one of another toolkit could not be relied on to pair
-// with it.
-func loadCUBLASLt(blasPath string) (*cublasLt, error) {
+// with it. beside (a cuBLAS named by path, Options.CUBLAS) takes only the
+// one in its directory, or none: the kernel emulator named so has none,
+// and a CUDA install elsewhere on the machine would be handed its memory.
+func loadCUBLASLt(blasPath string, beside bool) (*cublasLt, error) {
 	names, dirs := ltSearch(blasPath)
-	h, path, err := cudadrv.FindLibrary("", names, dirs)
+	var h uintptr
+	var path string
+	var err error
+	if beside {
+		err = fmt.Errorf("none of %s beside %s", strings.Join(names, ", "), blasPath)
+		for _, n := range names {
+			if p := filepath.Join(filepath.Dir(blasPath), n); fileExists(p) {
+				h, path, err = cudadrv.FindLibrary(p, nil, nil)
+				break
+			}
+		}
+	} else {
+		h, path, err = cudadrv.FindLibrary("", names, dirs)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("cuda: cuBLASLt (libcublasLt.so) not found: %v", err)
 	}
@@ -740,4 +756,9 @@ func (L *ltGEMMs) release(b *Backend) {
 		}
 	}
 	L.start, L.end = 0, 0
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }

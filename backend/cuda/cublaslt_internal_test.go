@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -258,4 +260,15 @@ func TestSplitKCandidates(t *testing.T) {
 		}
 	}
 	t.Logf("%d heuristic candidates, %d split variants, all within the tolerance", p.split, len(p.cands)-p.split)
+}
+
+// A cuBLAS named by path takes the cuBLASLt beside it or none, never one
+// the loader path or a toolkit directory would find: the kernel emulator,
+// named so, has none, and another install's would be given its memory.
+func TestCUBLASLtBesideNamedCUBLAS(t *testing.T) {
+	dir := t.TempDir()
+	_, err := loadCUBLASLt(filepath.Join(dir, "libcublas.so.13"), true)
+	if err == nil || !strings.Contains(err.Error(), "libcublasLt.so.13 beside "+dir) {
+		t.Fatalf("no cuBLASLt beside a named cuBLAS: %v, want it not found there", err)
+	}
 }

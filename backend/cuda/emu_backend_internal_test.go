@@ -349,7 +349,7 @@ func emuOptions(t testing.TB) Options {
 	// No kernel cache: the fake cubin has a real one's key (sm_90, NVRTC
 	// 13.0), where a GPU's backend would find it.
 	opts := Options{Driver: lib, NVRTC: lib, CUBLAS: lib, KernelCache: "off"}
-	if lt, err := loadCUBLASLt(lib); err == nil {
+	if lt, err := loadCUBLASLt(lib, false); err == nil {
 		// A real cuBLASLt in the loader path (a CUDA host) would get this
 		// library's host pointers: the GEMMs stay on cuBLAS.
 		t.Logf("%s found: gemm=blas", lt.path)

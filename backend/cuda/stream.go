@@ -1502,8 +1502,9 @@ func (s *stream) finishWait() error {
 	s.wait = nil
 	if err != nil {
 		s.fail(fmt.Errorf("cuda: a kernel failed: %w", err))
+		return s.err // the wrapped one: a lost device says so
 	}
-	return err
+	return nil
 }
 
 // Close waits for the stream's work and gives its entries and CUDA stream
@@ -1684,13 +1685,13 @@ func (b *Backend) newEntry(key shapeKey) (*entry, error) {
 	return e, nil
 }
 
-// destroy frees an entry, on a thread with the context current (the
-// worker's, or one whose allocation needed the memory, evictFor).
 // bytes is the device memory an entry holds.
 func (e *entry) bytes() int64 {
 	return max(e.key.arena, 256) + max(e.key.stage, 256) + max(e.key.out, 256)
 }
 
+// destroy frees an entry, on a thread with the context current (the
+// worker's, or one whose allocation needed the memory, evictFor).
 func (e *entry) destroy(b *Backend) {
 	if e.exec != 0 {
 		b.drv.Call("cuGraphExecDestroy", e.exec)

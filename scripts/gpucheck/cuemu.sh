@@ -16,4 +16,8 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
 (cd "$root" && LAYA_CUEMU_OUT=$tmp go test -count=1 -run '^TestEmuLibrary$' ./backend/cuda/ >&2)
+if [ ! -s "$tmp" ]; then
+	echo "cuemu: the emulator was not built (is clang++-19 installed?)" >&2
+	exit 1
+fi
 cat "$tmp"
