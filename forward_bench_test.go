@@ -67,15 +67,8 @@ func syntheticEnglish(b *testing.B) string {
 	spec := synthetic.English()
 	spec.TokenizerDir = filepath.Join("testdata", "tokenizers", "modernbert")
 	dir := filepath.Join(os.TempDir(), fmt.Sprintf("laya-bench-%s-%v-seed%d", spec.Name, spec.DType, spec.Seed))
-	if _, err := os.Stat(filepath.Join(dir, "model.safetensors")); err != nil {
-		tmp := dir + ".partial"
-		os.RemoveAll(tmp)
-		if err := synthetic.Write(tmp, spec); err != nil {
-			b.Fatal(err)
-		}
-		if err := os.Rename(tmp, dir); err != nil {
-			b.Fatal(err)
-		}
+	if err := synthetic.WriteOnce(dir, spec); err != nil {
+		b.Fatal(err)
 	}
 	return dir
 }

@@ -104,15 +104,8 @@ func emuSkipWork(b *testing.B, lib string) func(bool) {
 func syntheticCheckpoint(b *testing.B, spec synthetic.Spec) string {
 	spec.TokenizerDir = filepath.Join("..", "..", "testdata", "tokenizers", "modernbert")
 	dir := filepath.Join(os.TempDir(), fmt.Sprintf("laya-bench-%s-%v-seed%d", spec.Name, spec.DType, spec.Seed))
-	if _, err := os.Stat(filepath.Join(dir, "model.safetensors")); err != nil {
-		tmp := dir + ".partial"
-		os.RemoveAll(tmp)
-		if err := synthetic.Write(tmp, spec); err != nil {
-			b.Fatal(err)
-		}
-		if err := os.Rename(tmp, dir); err != nil {
-			b.Fatal(err)
-		}
+	if err := synthetic.WriteOnce(dir, spec); err != nil {
+		b.Fatal(err)
 	}
 	return dir
 }

@@ -177,6 +177,24 @@ func (s Spec) validate() error {
 	return nil
 }
 
+// WriteOnce writes spec's checkpoint into dir unless a checkpoint is there
+// already (its weights file): written under dir.partial first and renamed,
+// so that an interrupted write is never taken for a checkpoint. For
+// benchmarks that keep a full-size checkpoint between runs.
+func WriteOnce(dir string, spec Spec) error {
+	if _, err := os.Stat(filepath.Join(dir, weights.WeightsFile)); err == nil {
+		return nil
+	}
+	tmp := dir + ".partial"
+	if err := os.RemoveAll(tmp); err != nil {
+		return err
+	}
+	if err := Write(tmp, spec); err != nil {
+		return err
+	}
+	return os.Rename(tmp, dir)
+}
+
 // Write writes a complete checkpoint into dir (created if needed):
 // rl_agent_config.json, encoder/config.json, tokenizer/, model.safetensors
 // (streamed, one tensor chunk in memory at a time) and, with MLXNames,

@@ -174,3 +174,38 @@ func BenchmarkWriteSyntheticTiny(b *testing.B) {
 		}
 	}
 }
+
+// WriteOnce writes a checkpoint the first time only, through a temporary
+// directory, and takes a later call's directory as it is; a failed write
+// leaves no checkpoint behind.
+func TestWriteOnce(t *testing.T) {
+	spec := Tiny()
+	spec.TokenizerDir = modernBertTokenizerDir
+	dir := filepath.Join(t.TempDir(), "tiny")
+	if err := WriteOnce(dir, spec); err != nil {
+		t.Fatal(err)
+	}
+	w := filepath.Join(dir, weights.WeightsFile)
+	first, err := os.Stat(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir + ".partial"); !os.IsNotExist(err) {
+		t.Errorf("the temporary directory is left: %v", err)
+	}
+	spec.Seed++ // other weights: a second write would change the file
+	if err := WriteOnce(dir, spec); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := os.Stat(w); err != nil || !again.ModTime().Equal(first.ModTime()) || again.Size() != first.Size() {
+		t.Errorf("the checkpoint was written again (%v)", err)
+	}
+	bad := filepath.Join(t.TempDir(), "bad")
+	spec.TokenizerDir = ""
+	if err := WriteOnce(bad, spec); err == nil {
+		t.Fatal("a spec without a tokenizer was written")
+	}
+	if _, err := os.Stat(bad); !os.IsNotExist(err) {
+		t.Errorf("a failed write left %s: %v", bad, err)
+	}
+}
