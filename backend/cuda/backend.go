@@ -811,7 +811,7 @@ func (b *Backend) Upload(name string, dtype backend.DType, rows, cols int, raw [
 		}
 	})
 	if cudadrv.ContextLost(err) {
-		err = b.deviceLost(err)
+		return nil, b.deviceLost(fmt.Errorf("upload %s: %w", name, err))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("cuda: upload %s: %w", name, err)
