@@ -57,6 +57,9 @@ func TestDeviceLostFailsHealth(t *testing.T) {
 	if r.status != 503 || !strings.Contains(r.body, "device is lost") {
 		t.Errorf("a request after the loss: %d %s, want 503 saying the device is lost", r.status, r.body)
 	}
+	if f := scrapeWith(t, ts.url, key)["laya_device_lost"]; f == nil || len(f.Metric) != 1 || f.Metric[0].GetGauge().GetValue() != 1 {
+		t.Errorf("laya_device_lost after the loss: %v, want 1", f)
+	}
 }
 
 // A device lost in the warm-up pass is reported as one lost in a request's.

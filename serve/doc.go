@@ -156,7 +156,7 @@
 // laya_request_latency_seconds, laya_queue_wait_seconds, laya_queue_oldest_seconds,
 // laya_inference_seconds, laya_batch_size, laya_batches_total{result},
 // laya_queue_depth, laya_active_requests, laya_inflight_total, laya_clients_active,
-// laya_circuits_open, laya_circuits_tracked, laya_models_loaded; with StateURL also
+// laya_circuits_open, laya_circuits_tracked, laya_models_loaded, laya_device_lost; with StateURL also
 // laya_shared_state_errors_total{op}, laya_state_degraded and laya_state_backend{mode}.
 //
 // # Circuit breaker

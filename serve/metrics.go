@@ -55,5 +55,11 @@ func newMetrics(s *Server) *metrics {
 	gauge("laya_circuits_open", "Clients whose inference breaker is currently open", func() float64 { return float64(s.state.snapshot().circuitsOpen) })
 	gauge("laya_circuits_tracked", "Clients with breaker state tracked (local view)", func() float64 { return float64(s.state.snapshot().circuitsTracked) })
 	gauge("laya_models_loaded", "Resident checkpoints", func() float64 { return float64(len(s.models.loaded())) })
+	gauge("laya_device_lost", "1 once the backend lost its device (restart the process), else 0", func() float64 {
+		if s.batcher.deviceLost.Load() != nil {
+			return 1
+		}
+		return 0
+	})
 	return m
 }
