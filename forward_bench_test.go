@@ -3,7 +3,6 @@ package laya
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -66,8 +65,8 @@ func benchForward(b *testing.B, n *network, rows []forwardRow) {
 func syntheticEnglish(b *testing.B) string {
 	spec := synthetic.English()
 	spec.TokenizerDir = filepath.Join("testdata", "tokenizers", "modernbert")
-	dir := filepath.Join(os.TempDir(), fmt.Sprintf("laya-bench-%s-%v-seed%d", spec.Name, spec.DType, spec.Seed))
-	if err := synthetic.WriteOnce(dir, spec); err != nil {
+	dir, err := synthetic.TempCheckpoint(spec)
+	if err != nil {
 		b.Fatal(err)
 	}
 	return dir

@@ -226,6 +226,9 @@ func (s *Server) runAdmitted(w http.ResponseWriter, r *http.Request, ds []decisi
 var errClientGone = &apiError{status: 499, detail: "client closed request"}
 
 // resultError maps a job's outcome to the HTTP error upstream answers.
+// deviceLostDetail answers requests once the backend lost its device.
+const deviceLostDetail = "the device is lost; the server must be restarted"
+
 func (s *Server) resultError(r *http.Request, res jobResult) *apiError {
 	err := res.err
 	if err == nil {
@@ -244,7 +247,7 @@ func (s *Server) resultError(r *http.Request, res jobResult) *apiError {
 	case errors.Is(err, errNotLoaded):
 		return errorf(503, "the model is still loading")
 	case errors.Is(err, backend.ErrDeviceLost):
-		return errorf(503, "the device is lost; the server must be restarted")
+		return errorf(503, "%s", deviceLostDetail)
 	case isLoadError(err):
 		// The checkpoint this request needs cannot load (a missing directory, the Hub
 		// unreachable): this request fails and says why; the server and the other

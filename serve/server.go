@@ -460,7 +460,7 @@ func (s *Server) admit(r *http.Request) (release func(), e *apiError) {
 		return nil, s.reject(503, "draining", errShuttingDown.Error(), 0)
 	}
 	if s.batcher.deviceLost.Load() != nil {
-		return nil, errorf(503, "the device is lost; the server must be restarted")
+		return nil, errorf(503, "%s", deviceLostDetail)
 	}
 	if !s.ready.Load() {
 		if p := s.preloadErr.Load(); p != nil {

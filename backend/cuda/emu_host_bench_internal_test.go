@@ -5,7 +5,6 @@ package cuda
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -99,12 +98,13 @@ func emuSkipWork(b *testing.B, lib string) func(bool) {
 	}
 }
 
-// syntheticCheckpoint writes spec's checkpoint once into the temporary
-// directory (the root package's benchmarks share it) and returns its path.
+// syntheticCheckpoint is spec's checkpoint, written once (the root
+// package's benchmarks share it), with the repository's ModernBERT
+// tokenizer.
 func syntheticCheckpoint(b *testing.B, spec synthetic.Spec) string {
 	spec.TokenizerDir = filepath.Join("..", "..", "testdata", "tokenizers", "modernbert")
-	dir := filepath.Join(os.TempDir(), fmt.Sprintf("laya-bench-%s-%v-seed%d", spec.Name, spec.DType, spec.Seed))
-	if err := synthetic.WriteOnce(dir, spec); err != nil {
+	dir, err := synthetic.TempCheckpoint(spec)
+	if err != nil {
 		b.Fatal(err)
 	}
 	return dir

@@ -195,6 +195,14 @@ func WriteOnce(dir string, spec Spec) error {
 	return os.Rename(tmp, dir)
 }
 
+// TempCheckpoint is WriteOnce into os.TempDir(), in a directory named by
+// spec's name, dtype and seed (not its tokenizer), and returns it: the
+// benchmarks of one spec, in any package, share one copy.
+func TempCheckpoint(spec Spec) (string, error) {
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("laya-bench-%s-%v-seed%d", spec.Name, spec.DType, spec.Seed))
+	return dir, WriteOnce(dir, spec)
+}
+
 // Write writes a complete checkpoint into dir (created if needed):
 // rl_agent_config.json, encoder/config.json, tokenizer/, model.safetensors
 // (streamed, one tensor chunk in memory at a time) and, with MLXNames,
