@@ -23,5 +23,6 @@
 // precision for the rows whose outputs overflowed the streams' own); on a
 // Stream, RowPacker
 // (batches without padding), TokenBucketer (token counts bucketed to share
-// recorded work) and Discarder (a tensor nothing reads any more).
+// recorded work), Discarder (a tensor nothing reads any more) and Submitter
+// (a point where recorded work may start on the device).
 package backend

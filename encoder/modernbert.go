@@ -149,6 +149,9 @@ func (m *ModernBERT) Forward(ctx context.Context, s backend.Stream, ids []int32,
 			return nil, fmt.Errorf("encoder layer %d: %w", i, err)
 		}
 		observe(s, "layer", i, x)
+		// Between layers only x is live: a recording backend may start
+		// the layers so far while it records the next.
+		backend.Submit(s)
 	}
 	out := s.New(rows, d)
 	s.LayerNorm(out, x, m.finalNorm, nil, eps)

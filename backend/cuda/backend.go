@@ -146,7 +146,10 @@ func open(opts Options) (*Backend, error) {
 		return nil, fmt.Errorf("cuda: options: %w", err)
 	}
 	if opts.MaxGraphs <= 0 {
-		opts.MaxGraphs = 64
+		opts.MaxGraphs = 128
+	}
+	if opts.SubmitOps == 0 {
+		opts.SubmitOps = DefaultSubmitOps
 	}
 	if opts.Bucket == 0 {
 		opts.Bucket = DefaultBucket
@@ -599,11 +602,11 @@ func (b *Backend) Stats() Stats {
 }
 
 // Counters is Stats by name (backend.Counter): "captures", "replays",
-// "eager", "entries" (a gauge), "evicted", "gemm_tuned", "gemm_fallback",
+// "eager", "entries" (a gauge), "evicted", "submitted", "gemm_tuned", "gemm_fallback",
 // "gemm_splitk", "streams", "reduced_streams", "wide_streams".
 func (b *Backend) Counters() map[string]int {
 	s := b.Stats()
-	return map[string]int{"captures": s.Captures, "replays": s.Replays, "eager": s.Eager, "entries": s.Entries, "evicted": s.Evicted,
+	return map[string]int{"captures": s.Captures, "replays": s.Replays, "eager": s.Eager, "entries": s.Entries, "evicted": s.Evicted, "submitted": s.Submitted,
 		"gemm_tuned": s.GEMMTuned, "gemm_fallback": s.GEMMFallback, "gemm_splitk": s.GEMMSplitK, "streams": s.Streams,
 		"reduced_streams": s.ReducedStreams, "wide_streams": s.WideStreams}
 }
@@ -726,6 +729,10 @@ type tensor struct {
 	zero    bool // read before written: zeroed when its segment runs
 	snap    []byte
 	rope    *pendingRope // a Rope not recorded yet (see stream.Rope)
+	// dead: discarded since its last write (backend.Discarder), so a
+	// segment started early (stream.Submit) leaves it behind and the next
+	// segment makes it anew.
+	dead bool
 	// In FP16X2 a GEMM writes the products of its input's two 16-bit terms
 	// separately (stacked), the second at twoOff in the arena (0: no room
 	// for it yet; it is always placed after t), and the operations reading
@@ -916,7 +923,7 @@ func (b *Backend) WideStream() backend.Stream {
 }
 
 func (b *Backend) newStream(prec Precision) *stream {
-	s := &stream{be: b, prec: prec}
+	s := &stream{be: b, prec: prec, submitAt: b.opts.SubmitOps}
 	if v, ok := b.bufs.Get().(*recordBufs); ok {
 		s.bufs, s.words, s.stage = v, v.words, v.stage
 		s.opSlab, s.linSlab, s.ops = v.opSlab, v.linSlab, v.ops

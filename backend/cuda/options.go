@@ -133,9 +133,18 @@ type Options struct {
 	// kernel of the backend's own (the product, bias, activation and a
 	// folded residual Add in one launch), for comparison.
 	NoSmallLinear bool
-	// MaxGraphs bounds the cached request shapes (captured graphs with
-	// their activation memory); default 64.
+	// MaxGraphs bounds the cached segments (captured graphs with their
+	// activation memory; a request shape is one to three of them, see
+	// SubmitOps); default 128.
 	MaxGraphs int
+	// SubmitOps is when a stream starts recorded work on the GPU before a
+	// Read needs it (backend.Submitter: the encoder's layer boundaries):
+	// at the first hint once its segment has SubmitOps operations, then
+	// once the next has four times that, so that the GPU starts on the
+	// first layer while the host records the next few, and runs those
+	// while it records the rest. 0 means DefaultSubmitOps; negative
+	// (submit=off) records a forward whole and starts it at the Read.
+	SubmitOps int
 	// GEMMBLAS runs the FP16, BF16 and FP16X2 GEMMs through cublasGemmEx
 	// (cuBLAS's choice of kernel, bias and activation in a kernel of their
 	// own) instead of cuBLASLt, for comparison. FP32 always runs on
@@ -278,7 +287,7 @@ func defineFlags(defines map[string]int) []string {
 // ParseOptions reads options from a comma-separated list, as the LAYA_CUDA
 // environment variable gives them to the registered backend:
 // precision=fp32|fp16|bf16|fp16x2, device=N, graphs=off, maxgraphs=N,
-// bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnsplit=off|on, attnterms=0|1|2,
+// submit=N|off, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnsplit=off|on, attnterms=0|1|2,
 // attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off,
 // tunecands=N, splitk=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, pdl=on|off, geglu=vec|scalar, cache=DIR|off,
 // refine=MARGIN|off, refinetokens=N, define=NAME=VALUE (repeatable: Options.Defines),
@@ -315,6 +324,8 @@ func ParseOptions(s string) (Options, error) {
 			o.Precision, err = parsePrecision(v)
 		case k == "refine":
 			o.Refine, err = parseMargin(v)
+		case k == "submit":
+			o.SubmitOps, err = parseSubmit(v)
 		case k == "define":
 			err = o.parseDefine(v)
 		case k == "cache":
@@ -328,7 +339,7 @@ func ParseOptions(s string) (Options, error) {
 			}
 			*map[string]*string{"driver": &o.Driver, "nvrtc": &o.NVRTC, "cublas": &o.CUBLAS}[k] = v
 		default:
-			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnsplit=off|on, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off, tunecands=N, splitk=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, pdl=on|off, geglu=vec|scalar, cache=DIR|off, refine=MARGIN|off, refinetokens=N, define=NAME=VALUE, driver=PATH, nvrtc=PATH, cublas=PATH)")
+			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, submit=N|off, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnsplit=off|on, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off, tunecands=N, splitk=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, pdl=on|off, geglu=vec|scalar, cache=DIR|off, refine=MARGIN|off, refinetokens=N, define=NAME=VALUE, driver=PATH, nvrtc=PATH, cublas=PATH)")
 		}
 		if err == nil {
 			err = o.check()
@@ -338,6 +349,18 @@ func ParseOptions(s string) (Options, error) {
 		}
 	}
 	return o, nil
+}
+
+// parseSubmit reads submit's value: operations, or off (negative).
+func parseSubmit(v string) (int, error) {
+	if v == "off" {
+		return -1, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		return 0, errors.New("submit=N (operations, at least 1) or submit=off")
+	}
+	return n, nil
 }
 
 // parseMargin reads refine's value: a logit margin, or off (0).
@@ -442,10 +465,19 @@ func (o Options) refineTokens() int { return cmp.Or(o.RefineTokens, DefaultRefin
 // 16-token buckets.
 const DefaultBucket = 16
 
+// DefaultSubmitOps is Options.SubmitOps' zero value: about the embeddings
+// and one encoder layer, whose GPU time (tens of microseconds a layer at
+// one question on an H200) covers recording the next four; those cover
+// recording the rest.
+const DefaultSubmitOps = 8
+
 // Stats counts what the backend did, for benchmarks and tests.
 type Stats struct {
 	Captures, Replays, Eager int // segments captured, replayed, launched kernel by kernel
-	Entries                  int // request shapes cached (graphs with their memory)
+	Entries                  int // segments cached (graphs with their memory)
+	// Submitted counts the segments started before a Read needed them
+	// (Options.SubmitOps), also counted above.
+	Submitted int
 	// Evicted counts the idle cached shapes freed, least recently used
 	// first, because the GPU refused an allocation that their memory then
 	// made room for.

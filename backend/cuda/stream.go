@@ -55,6 +55,12 @@ type stream struct {
 	entries []*entry // flushed segments, held until Close
 	cs      *cstream
 	wait    chan error // the last flush's completion, until received
+
+	// submitAt is the operations a segment needs for Submit to start it
+	// (negative: never); open: a segment started by Submit has not been
+	// waited for (its GPU time span began with it).
+	submitAt int
+	open     bool
 }
 
 // run is what a recorded operation needs to issue its kernels.
@@ -212,7 +218,7 @@ func (s *stream) reads(ts ...*tensor) {
 
 // writes marks t as written by the segment: its snapshot is stale.
 func (s *stream) writes(t *tensor) {
-	t.stacked, t.f32Read = false, false
+	t.stacked, t.f32Read, t.dead = false, false, false
 	t.halfLin, t.halfReader, t.f16 = nil, nil, false
 	t.gluLin, t.gluReader, t.fused = nil, nil, false
 	t.statLin, t.lnReader, t.lnFused = nil, nil, false
@@ -1344,6 +1350,8 @@ const (
 
 // flush runs the recorded segment and waits for it; it returns target's
 // data in pinned memory. Weights (shared by every stream) keep no snapshot.
+// With no target (Submit) it starts the segment and returns at once: the
+// next flush's wait, or Close, waits for both.
 func (s *stream) flush(ctx context.Context, target *tensor) ([]byte, error) {
 	if err := s.finishWait(); err != nil {
 		return nil, err
@@ -1364,7 +1372,10 @@ func (s *stream) flush(ctx context.Context, target *tensor) ([]byte, error) {
 			}
 		})
 	}
-	back := s.readback(target)
+	var back []*tensor
+	if target != nil {
+		back = s.readback(target)
+	}
 	s.reads(back...)
 	offs := make([]int64, len(back))
 	var out int64
@@ -1419,7 +1430,9 @@ func (s *stream) flush(ctx context.Context, target *tensor) ([]byte, error) {
 		x := &run{b: b, cs: s.cs, e: e, temp: e.arena + uintptr(tempOff), prec: s.prec,
 			mmaPart: e.arena + uintptr(partOff), mmaSem: e.arena + uintptr(semOff), mmaSemBytes: semBytes}
 		x.l.pdl = b.pdl
-		if err = b.execute(s, x, tableOff, len(back)); err == nil {
+		err = b.execute(s, x, tableOff, len(back))
+		s.open = target == nil
+		if err == nil && target != nil {
 			ready, err = b.poll(ctx, s.cs)
 		}
 	})
@@ -1438,6 +1451,10 @@ func (s *stream) flush(ctx context.Context, target *tensor) ([]byte, error) {
 		}
 		s.fail(err)
 		return nil, s.err
+	}
+	if target == nil {
+		b.count(func(st *Stats) { st.Submitted++ })
+		return nil, nil
 	}
 	if !ready {
 		if err = s.waitLong(ctx); err != nil {
@@ -1507,6 +1524,56 @@ func (s *stream) finishWait() error {
 	return nil
 }
 
+// Submit is backend.Submitter: at the model's hint, once the segment has
+// submitAt operations (Options.SubmitOps, then four times that, then no
+// more), it starts the segment on the GPU without waiting for it and goes
+// on recording the next, so that the host's recording of the later layers
+// overlaps the GPU's running of the first, where it otherwise came before
+// it whole (a tenth of one English question's time on an H200).
+//
+// The tensors the model discarded are made anew in the next segment (the
+// encoder's scratch tensors, reused by every layer): the fusions that
+// depend on a tensor being the segment's own (a producer storing only its
+// 16-bit copy, FP16X2's stacked products, a residual Add folded into its
+// GEMM) keep working across the split. The tensors still live (the residual
+// stream) stay where they are: later segments read and write them by
+// address, which their keys include, so a shape's segments are cached and
+// captured as a chain (a segment's entry is found again whenever the one
+// before it is).
+func (s *stream) Submit() {
+	if s.err != nil || s.closed || s.submitAt < 0 || len(s.ops) < s.submitAt {
+		return
+	}
+	made := s.made
+	if _, err := s.flush(context.Background(), nil); err != nil {
+		return
+	}
+	if s.submitAt >= 4*s.be.opts.SubmitOps {
+		s.submitAt = -1
+	} else {
+		s.submitAt *= 4
+	}
+	for _, t := range made {
+		if t.dead && !t.staged {
+			s.remake(t)
+		}
+	}
+}
+
+// remake moves a discarded tensor of a started segment into the one being
+// recorded, as New would make it.
+func (s *stream) remake(t *tensor) {
+	t.seg, t.id, t.off, t.addr = s.seg, len(s.made), s.arena, 0
+	t.written, t.zero, t.f32Read, t.snap, t.rope = false, false, false, nil, nil
+	t.h16, t.lastWriter, t.stacked, t.twoOff = -1, nil, false, 0
+	t.halfLin, t.halfReader, t.f16 = nil, nil, false
+	t.gluLin, t.gluReader, t.fused = nil, nil, false
+	t.statLin, t.statSeg, t.lnReader, t.lnFused = nil, 0, nil, false
+	s.arena += align(t.bytes(), 256)
+	s.made = append(s.made, t)
+	s.mix(opNew, uint64(t.rows), uint64(t.cols))
+}
+
 // Close waits for the stream's work and gives its entries and CUDA stream
 // back for the next request.
 func (s *stream) Close() {
@@ -1514,6 +1581,13 @@ func (s *stream) Close() {
 		return
 	}
 	s.finishWait()
+	if s.open {
+		// A segment Submit started and no Read waited for: its entry and
+		// staged inputs are not reused before the GPU is done with them.
+		cs := s.cs
+		s.be.onThread(func() { s.be.drv.Call("cuEventSynchronize", cs.event) })
+		s.open = false
+	}
 	s.closed = true
 	b := s.be
 	for _, t := range s.made {
@@ -1557,7 +1631,11 @@ type recordBufs struct {
 // floats a layer on ModernBERT-large).
 func (s *stream) Discard(x backend.Tensor) {
 	t, ok := x.(*tensor)
-	if !ok || t == nil || t.s != s || t.seg != s.seg || s.err != nil || s.closed {
+	if !ok || t == nil || t.s != s || s.err != nil || s.closed {
+		return
+	}
+	t.dead = true
+	if t.seg != s.seg {
 		return
 	}
 	if o := t.lastWriter; o != nil && o.shadow == t && !o.noF32 && !t.f32Read {
@@ -1825,13 +1903,20 @@ func (b *Backend) execute(s *stream, x *run, tableOff int64, nBack int) error {
 				}
 			}
 		}
+		if nBack == 0 {
+			return nil // started early (Submit): nothing read back
+		}
 		if err := x.l.launch(b.drv, b.k.packOut, [3]int{nBack, 1, 1}, 256, 0, cs.stream, u64(e.devOut), u64(e.devIn)+uint64(tableOff)); err != nil {
 			return err
 		}
 		return b.drv.Call("cuMemcpyDtoHAsync_v2", uintptr(unsafe.Pointer(&e.pinOut[0])), e.devOut, uintptr(e.key.out), cs.stream)
 	}
-	if err := b.drv.Call("cuEventRecord", cs.start, cs.stream); err != nil {
-		return err
+	// The GPU time counted is from the first segment started since the
+	// last wait to the end of the one waited for.
+	if !s.open {
+		if err := b.drv.Call("cuEventRecord", cs.start, cs.stream); err != nil {
+			return err
+		}
 	}
 	if !e.semZeroed && x.mmaSemBytes > 0 {
 		// Outside any capture: before the first run, which is never one.

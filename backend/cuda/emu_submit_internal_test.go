@@ -1,0 +1,108 @@
+//go:build linux
+
+package cuda
+
+import (
+	"context"
+	"math"
+	"testing"
+
+	"github.com/laya-metal/laya/backend"
+)
+
+// Starting a forward's first layers before the Read (Submit, at the
+// encoder's layer boundaries) changes when the GPU runs them, not what it
+// computes: the scorer's logits and the act head's probabilities are bit
+// for bit those of the forward recorded whole, in each precision, whether
+// the segments run kernel by kernel, are captured, or replay their graphs
+// (a chain of entries whose keys hold the addresses of the residual stream
+// the first one made).
+func TestEmuSubmitMatchesWhole(t *testing.T) {
+	for _, p := range []Precision{FP32, FP16, FP16X2} {
+		t.Run(p.String(), func(t *testing.T) {
+			whole := emuTinyModelWith(t, p, func(o *Options) { o.SubmitOps = -1 })
+			split := emuTinyModelWith(t, p, func(o *Options) { o.SubmitOps = 1 })
+			for _, shape := range [][2]int{{12, 1}, {40, 3}, {100, 2}} {
+				rows := whole.rows(shape[0], shape[1])
+				for step := range 3 {
+					before := split.b.Stats()
+					wl, wa, err := whole.parts.RunRowsPruned(context.Background(), whole.b, rows, whole.pad)
+					if err != nil {
+						t.Fatal(err)
+					}
+					sl, sa, err := split.parts.RunRowsPruned(context.Background(), split.b, rows, split.pad)
+					if err != nil {
+						t.Fatal(err)
+					}
+					sameBits(t, shape, "logits", wl, sl)
+					sameBits(t, shape, "act probabilities", wa, sa)
+					st := split.b.Stats()
+					// submit=1: after the first layer, then after the
+					// second (four times one operation), then no more.
+					if early := st.Submitted - before.Submitted; early != 2 {
+						t.Errorf("%v run %d: %d segments started early, want 2", shape, step, early)
+					}
+					ran := st.Eager + st.Captures + st.Replays - before.Eager - before.Captures - before.Replays
+					if ran != 3 {
+						t.Errorf("%v run %d: %d segments, want 3", shape, step, ran)
+					}
+					if step == 2 && st.Replays-before.Replays != 3 {
+						t.Errorf("%v run %d: stats %+v after %+v, want every segment replayed", shape, step, st, before)
+					}
+				}
+			}
+			if st := whole.b.Stats(); st.Submitted != 0 {
+				t.Errorf("submit=off: %d segments started early", st.Submitted)
+			}
+		})
+	}
+}
+
+func sameBits(t *testing.T, shape [2]int, what string, want, got [][]float32) {
+	t.Helper()
+	if len(want) != len(got) {
+		t.Fatalf("%v %s: %d rows, want %d", shape, what, len(got), len(want))
+	}
+	for i := range want {
+		if len(want[i]) != len(got[i]) {
+			t.Fatalf("%v %s row %d: %d values, want %d", shape, what, i, len(got[i]), len(want[i]))
+		}
+		for j := range want[i] {
+			if math.Float32bits(want[i][j]) != math.Float32bits(got[i][j]) {
+				t.Errorf("%v %s row %d [%d]: %v started early, %v recorded whole", shape, what, i, j, got[i][j], want[i][j])
+				return
+			}
+		}
+	}
+}
+
+// A stream closed with segments started and no Read waits for them
+// before its entries serve the next request (a model that failed after
+// its first layers, a cancelled request): the next request's staged
+// inputs would otherwise overwrite what the GPU has yet to copy.
+func TestEmuSubmitThenClose(t *testing.T) {
+	m := emuTinyModelWith(t, FP16X2, func(o *Options) { o.SubmitOps = 1 })
+	rows := m.rows(40, 2)
+	want, _, err := m.parts.RunRowsPruned(context.Background(), m.b, rows, m.pad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		s := m.b.NewStream()
+		x := s.New(4, 8)
+		s.FromHost(4, 8, make([]float32, 32))
+		for range 3 {
+			s.Add(x, x, x)
+			backend.Submit(s)
+		}
+		s.Close()
+		if s.(*stream).open {
+			t.Fatal("closed with a started segment not waited for")
+		}
+	}
+	got, _, err := m.parts.RunRowsPruned(context.Background(), m.b, rows, m.pad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameBits(t, [2]int{40, 2}, "logits", want, got)
+}
