@@ -61,27 +61,38 @@ func BenchmarkEmuHostForward(b *testing.B) {
 			ids[0], ids[92] = 50281, 50282 // ModernBERT's [CLS] … [SEP]
 			rows[i] = forwardpass.Row{IDs: ids, Markers: []int{20, 25}, QType: heads.QType(i % 3)}
 		}
-		b.Run(fmt.Sprintf("questions=%d", q), func(b *testing.B) {
-			ctx := context.Background()
-			// Kernel by kernel, then captured: the loop replays.
-			for range 2 {
-				if _, _, err := parts.RunRowsPruned(ctx, be, rows, pad); err != nil {
-					b.Fatal(err)
+		// The default, and a forward recorded whole before it starts
+		// (submit=off): on a GPU the first overlaps most of its recording
+		// with the GPU's work; here it shows what the extra segments cost.
+		for _, submit := range []int{DefaultSubmitOps, -1} {
+			name := fmt.Sprintf("questions=%d/submit=%d", q, submit)
+			if submit < 0 {
+				name = fmt.Sprintf("questions=%d/submit=off", q)
+			}
+			b.Run(name, func(b *testing.B) {
+				be.(*Backend).opts.SubmitOps = submit
+				ctx := context.Background()
+				// Kernel by kernel, then captured: the loop replays.
+				for range 2 {
+					if _, _, err := parts.RunRowsPruned(ctx, be, rows, pad); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-			before := be.(*Backend).Stats()
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, _, err := parts.RunRowsPruned(ctx, be, rows, pad); err != nil {
-					b.Fatal(err)
+				before := be.(*Backend).Stats()
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, _, err := parts.RunRowsPruned(ctx, be, rows, pad); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-			replays := be.(*Backend).Stats().Replays - before.Replays
-			b.ReportMetric(float64(replays)/float64(b.N), "replays/op")
-			if replays != b.N {
-				b.Fatalf("%d replays in %d requests: each should replay its one graph", replays, b.N)
-			}
-		})
+				st := be.(*Backend).Stats()
+				replays, early := st.Replays-before.Replays, st.Submitted-before.Submitted
+				b.ReportMetric(float64(replays)/float64(b.N), "replays/op")
+				if replays != b.N+early || st.Eager+st.Captures != before.Eager+before.Captures {
+					b.Fatalf("%d replays in %d requests, %d segments started early: each should replay its graphs, and wait once", replays, b.N, early)
+				}
+			})
+		}
 	}
 }
 
