@@ -12,14 +12,16 @@
 # Writes OUT/laya-<preset>-<precision>-r<round>.json (laya-bench --format
 # json), OUT/laya-vary-<preset>-b<bucket>-r<round>.json (VARY token counts
 # cycled, default 32; 0 skips) and OUT/torch-<preset>.jsonl; summarize.py
-# turns them into the tables' CSV.
+# turns them into the tables' CSV. LANGS (default "english multilingual")
+# picks the checkpoints, so that a run too long for one command can be
+# two.
 set -uo pipefail
 bin=$(cd "$1" && pwd)
 out=$2
 mkdir -p "$out"
 here=$(cd "$(dirname "$0")" && pwd)
 rounds=${ROUNDS:-3}
-for lang in english multilingual; do
+for lang in ${LANGS:-english multilingual}; do
 	for r in $(seq 1 "$rounds"); do
 		# A word may add options after a colon ("fp16x2:refine=off"), its
 		# files then named fp16x2_refine_off.
