@@ -4,10 +4,12 @@ package cuda
 
 import (
 	"context"
+	"maps"
 	"math"
 	"testing"
 
 	"github.com/laya-metal/laya/backend"
+	"github.com/laya-metal/laya/internal/forwardpass"
 )
 
 // Starting a forward's first layers before the Read (Submit, at the
@@ -54,8 +56,39 @@ func TestEmuSubmitMatchesWhole(t *testing.T) {
 			if st := whole.b.Stats(); st.Submitted != 0 {
 				t.Errorf("submit=off: %d segments started early", st.Submitted)
 			}
+			// The same kernels: the fusions that need a tensor of the
+			// segment's own (a residual Add folded into a GEMM or a
+			// LayerNorm, FP16X2's stacked products, 16-bit-only outputs)
+			// hold across a split. But for one: in FP16X2 a layer ends
+			// with the residual Add its GEMM could not take, which the
+			// next layer's LayerNorm takes instead (a kernel fewer); a
+			// split between the two keeps the Add's kernel.
+			rows := whole.rows(40, 3)
+			w, sp := emuOpCounts(t, whole, rows), emuOpCounts(t, split, rows)
+			if p == FP16X2 {
+				w["add"] += 2
+			}
+			if !maps.Equal(w, sp) {
+				t.Errorf("operations launched: %v started early, %v recorded whole (adjusted)", sp, w)
+			}
 		})
 	}
+}
+
+// emuOpCounts runs rows once with m's backend profiling, and counts the
+// operations launched by name.
+func emuOpCounts(t *testing.T, m *emuTiny, rows []forwardpass.Row) map[string]int {
+	t.Helper()
+	m.b.SetProfiling(true)
+	defer m.b.SetProfiling(false)
+	if err := m.run(rows); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, o := range m.b.OpTimes() {
+		out[o.Op] += o.Count
+	}
+	return out
 }
 
 func sameBits(t *testing.T, shape [2]int, what string, want, got [][]float32) {
