@@ -32,14 +32,23 @@
 // logits need no second trip),
 // and one synchronisation, all on the request's own thread (the context
 // made current there; a wait past a few milliseconds goes to a waiter
-// thread). A packed batch's shape is its token count and
+// thread). The encoder tells the stream where its layers end
+// (backend.Submitter): there the stream starts the first layer, and later
+// the next four, as segments of their own without waiting for them, so that
+// the GPU runs them while the host records the rest (Options.SubmitOps);
+// a request of one short question otherwise waited for the whole
+// forward's recording, about a tenth of its time on an H200, before the
+// GPU began. The later segments read and write the earlier one's residual
+// stream by address and remake the scratch tensors the model discarded;
+// the one Read waits for all of them. A packed batch's shape is its token count and
 // number of rows, not its rows' lengths (the attention kernels launch a
 // grid bounded by those two and skip the empty tiles), and the stream asks
 // for 16-token buckets (backend.TokenBucket): the model fills a batch up
 // to a multiple of 16 tokens with a row of its own, so that the requests
 // of a bucket replay one graph rather than each token count capturing its
 // own. Once a shape has been seen nothing is allocated on the device for
-// it while it stays cached: Options.MaxGraphs bounds the entries, and the
+// it while it stays cached: Options.MaxGraphs bounds the entries (one to
+// three a request shape), and the
 // least recently returned idle ones are freed first; when the GPU refuses
 // an allocation, idle entries are freed in that order until it fits
 // (Stats.Evicted), so that cached shapes never fail a request that fits
