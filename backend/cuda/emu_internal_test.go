@@ -69,7 +69,8 @@ func emuRunner(t testing.TB) string {
 }
 
 // emuLib is the emulator as a fake CUDA stack (fakecuda.cpp): one shared
-// library with the driver, NVRTC and cuBLAS entry points the backend loads.
+// library with the driver, NVRTC, cuBLAS and cuBLASLt entry points the
+// backend loads, and a libcublasLt.so link to it beside it (emuLinkLt).
 func emuLib(t testing.TB) string {
 	t.Helper()
 	return emuLibrary.get(t, "fakecuda.cpp", true)
@@ -120,13 +121,18 @@ var kernelDecl = regexp.MustCompile(`extern "C" __laya_global__ void (\w+)\(([^)
 // buildEmu compiles kernels.cu for the CPU against cuemu.h with main
 // (testdata/emu): a program, or with shared a shared library.
 func buildEmu(clang, main string, shared bool) (string, error) {
+	// Every file of testdata/emu: main includes some of the others.
+	files, err := filepath.Glob("testdata/emu/*")
+	if err != nil {
+		return "", err
+	}
 	var srcs []string
-	for _, f := range []string{"cuemu.h", "cuemu_run.h", main} {
-		b, err := os.ReadFile(filepath.Join("testdata/emu", f))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
 		if err != nil {
 			return "", err
 		}
-		srcs = append(srcs, string(b))
+		srcs = append(srcs, f, string(b))
 	}
 	src := externShared.ReplaceAllString(kernelSource, "$1* $2 = ($1*)cuemu::dyn_smem;")
 	src = staticShared.ReplaceAllString(src, "static $1 $2$3; cuemu::shared_static(&$2, sizeof $2);")
@@ -154,7 +160,11 @@ func buildEmu(clang, main string, shared bool) (string, error) {
 		}
 		h := fnv.New64a()
 		h.Write([]byte(kernelSource))
-		flags = append(flags, "-shared", "-fPIC", "-fvisibility=hidden", "-shared-libsan",
+		script, err := filepath.Abs("testdata/emu/libcuemu.map")
+		if err != nil {
+			return "", err
+		}
+		flags = append(flags, "-shared", "-fPIC", "-fvisibility=hidden", "-shared-libsan", "-Wl,--version-script="+script,
 			"-Wl,-rpath,"+filepath.Dir(strings.TrimSpace(string(rt))), fmt.Sprintf("-DCUEMU_SOURCE_HASH=%#xull", h.Sum64()))
 	}
 	// The kernels and their parameters, from the source preprocessed with
@@ -204,7 +214,7 @@ func buildEmu(clang, main string, shared bool) (string, error) {
 	if base, err := os.UserCacheDir(); err == nil {
 		dir = filepath.Join(base, "laya-metal", "cuemu", hex.EncodeToString(sum[:8]))
 		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
-			return filepath.Join(dir, name), nil
+			return emuLinkLt(filepath.Join(dir, name), shared)
 		}
 		cached = os.MkdirAll(dir, 0o755) == nil
 	}
@@ -248,7 +258,35 @@ func buildEmu(clang, main string, shared bool) (string, error) {
 		os.Remove(out.Name())
 		return "", err
 	}
-	return bin, nil
+	return emuLinkLt(bin, shared)
+}
+
+// emuLinkLt puts a libcublasLt.so beside the shared library lib, a link to
+// it: the backend takes the cuBLASLt beside a cuBLAS named by path, under
+// the names ltSearch gives a path without a version (libcublasLt.so
+// first), and the loader resolves the link to the library already loaded
+// as the driver, so that its cuBLASLt shares the emulated GPU. A copy would
+// load as a second library with a GPU of its own.
+func emuLinkLt(lib string, shared bool) (string, error) {
+	if !shared {
+		return lib, nil
+	}
+	link := filepath.Join(filepath.Dir(lib), "libcublasLt.so")
+	if target, err := os.Readlink(link); err == nil && target == filepath.Base(lib) {
+		return lib, nil
+	}
+	// Made aside and renamed into place: another test process may be
+	// making the same link.
+	tmp := fmt.Sprintf("%s.tmp-%d", link, os.Getpid())
+	os.Remove(tmp)
+	if err := os.Symlink(filepath.Base(lib), tmp); err != nil {
+		return "", fmt.Errorf("cuemu: linking cuBLASLt to the emulator: %v", err)
+	}
+	if err := os.Rename(tmp, link); err != nil {
+		os.Remove(tmp)
+		return "", fmt.Errorf("cuemu: linking cuBLASLt to the emulator: %v", err)
+	}
+	return lib, nil
 }
 
 // emuRun runs launches on buffers (copied) and returns the buffers after

@@ -23,8 +23,9 @@
 // synchronous copies, synchronising), which also spoil the capture.
 //
 // cuBLAS computes each GEMM in double from its operands as stored and
-// rounds once; there is no cuBLASLt here, so the backend runs its 16-bit
-// GEMMs through cublasGemmEx.
+// rounds once. cuBLASLt (fakecublaslt.cpp, included at the end) computes
+// in float32, as CUBLAS_COMPUTE_32F does, with its epilogues, batches and
+// split K; the backend finds it as the libcublasLt.so beside this library.
 //
 // Every entry point holds one mutex: the backend calls from its worker
 // thread, its streams' waiter threads and requests' own threads, and the
@@ -345,6 +346,20 @@ bool fits(const Operand& o, int batch) {
 	return true;
 }
 
+// loadOps reads batch q's op(A) (m×k, ta: A is stored transposed) by rows
+// and op(B) (k×n, tb likewise) by columns into opA and opB, k contiguous.
+template <class T>
+void loadOps(std::vector<T>& opA, std::vector<T>& opB, const Operand& a, int ta, const Operand& b, int tb, int m, int n, int k, int q) {
+	opA.resize((size_t)m * k);
+	opB.resize((size_t)n * k);
+	const char* pa = (const char*)a.p + q * a.stride * (long long)typeSize(a.t);
+	const char* pb = (const char*)b.p + q * b.stride * (long long)typeSize(b.t);
+	for (int i = 0; i < m; i++)
+		for (int l = 0; l < k; l++) opA[(size_t)i * k + l] = load(pa, a.t, ta ? l + (size_t)i * a.ld : i + (size_t)l * a.ld);
+	for (int j = 0; j < n; j++)
+		for (int l = 0; l < k; l++) opB[(size_t)j * k + l] = load(pb, b.t, tb ? j + (size_t)l * b.ld : l + (size_t)j * b.ld);
+}
+
 // gemm is C = alpha·op(A)·op(B) + beta·C, column-major, in batches (cuBLAS
 // semantics: with beta 0, C is not read, so NaN there does not spread).
 int gemm(const char* call, void* h, int ta, int tb, int m, int n, int k, const void* alphap, const void* A, int at, int lda,
@@ -374,16 +389,10 @@ int gemm(const char* call, void* h, int ta, int tb, int m, int n, int k, const v
 	float alpha = *(const float*)alphap, beta = *(const float*)betap;
 	return issue(bl->stream, [=] {
 		if (skipWork) return;
-		std::vector<double> opA((size_t)m * k), opB((size_t)n * k);
+		std::vector<double> opA, opB;
 		for (int q = 0; q < batch; q++) {
-			const char* pa = (const char*)A + q * sa * (long long)typeSize(at);
-			const char* pb = (const char*)B + q * sb * (long long)typeSize(bt);
 			char* pc = (char*)C + q * sc * (long long)typeSize(ct);
-			// op(A) by rows and op(B) by columns, k contiguous.
-			for (int i = 0; i < m; i++)
-				for (int l = 0; l < k; l++) opA[(size_t)i * k + l] = load(pa, at, ta ? l + (size_t)i * lda : i + (size_t)l * lda);
-			for (int j = 0; j < n; j++)
-				for (int l = 0; l < k; l++) opB[(size_t)j * k + l] = load(pb, bt, tb ? j + (size_t)l * ldb : l + (size_t)j * ldb);
+			loadOps(opA, opB, a, ta, b, tb, m, n, k, q);
 			for (int j = 0; j < n; j++)
 				for (int i = 0; i < m; i++) {
 					double s = 0;
@@ -991,3 +1000,5 @@ CUEMU_API int cublasGemmStridedBatchedEx(void* h, int ta, int tb, int m, int n, 
 	return gemm("cublasGemmStridedBatchedEx", h, ta, tb, m, n, k, alpha, A, at, lda, sa, B, bt, ldb, sb, beta, C, ct, ldc, sc, batch,
 	            compute);
 }
+
+#include "fakecublaslt.cpp"
