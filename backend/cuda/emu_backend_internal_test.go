@@ -35,18 +35,20 @@ var emuGoldenSets = []struct {
 }
 
 // The whole backend on the kernel emulator: Open loads libcuemu.so
-// (testdata/emu/fakecuda.cpp) as its driver, NVRTC and cuBLAS, and
-// tiny-en oracle goldens run through it as TestForwardGoldens runs them on
-// a GPU: the backend's own recording, planning, graph capture and replay,
-// argument packing and launches, with every kernel on the emulator and the
-// GEMMs in double. Each case runs right-padded, then packed and pruned;
-// each kernel by kernel, captured, and replayed, with a run of other
-// tokens replayed in between (so that a replay must compute). FP32 holds
-// the cpu backend's gates (logits within 1e-4, act probabilities within
-// 1e-5), FP16X2 the reduced-precision gate (upstream's answers, calibrated
-// and act probabilities within 0.005); FP16, which TestForwardGoldens only
-// reports (near-ties of the real models flip answers), the probabilities'
-// half of it.
+// (testdata/emu/fakecuda.cpp) as its driver, NVRTC, cuBLAS and cuBLASLt,
+// and tiny-en oracle goldens run through it as TestForwardGoldens runs them
+// on a GPU: the backend's own recording, planning, graph capture and
+// replay, argument packing and launches, with every kernel on the emulator,
+// the float32 GEMMs in double (cuBLAS) and the 16-bit ones accumulated in
+// float32 on cuBLASLt, each shape's candidates timed, with bias and ReLU
+// epilogues (once on cuBLAS: gemm=blas). Each case runs right-padded, then
+// packed and pruned; each kernel by kernel, captured, and replayed, with a
+// run of other tokens replayed in between (so that a replay must compute).
+// FP32 holds the cpu backend's gates (logits within 1e-4, act
+// probabilities within 1e-5), FP16X2 the reduced-precision gate
+// (upstream's answers, calibrated and act probabilities within 0.005);
+// FP16, which TestForwardGoldens only reports (near-ties of the real
+// models flip answers), the probabilities' half of it.
 func TestEmuBackendGoldens(t *testing.T) {
 	for _, set := range emuGoldenSets {
 		t.Run(set.checkpoint, func(t *testing.T) {
@@ -78,6 +80,10 @@ var emuConfigs = []emuConfig{
 	// Programmatic dependent launch is the default (the emulated GPU is
 	// sm_90): one configuration launches the plain way.
 	{"FP16X2+pdl=off", Options{Precision: FP16X2, NoPDL: true}},
+	// The 16-bit GEMMs run on cuBLASLt by default (in FP16 some write fp16
+	// outputs); on cuBLAS with gemm=blas.
+	{"FP16", Options{Precision: FP16}},
+	{"FP16X2+gemm=blas", Options{Precision: FP16X2, GEMMBLAS: true}},
 	{"FP16X2+mmarows", Options{Precision: FP16X2, MMARows: MaxMMARows}},
 	{"FP16+mmarows", Options{Precision: FP16, MMARows: MaxMMARows}},
 	// Every batch in FP16 first, its near-ties again in FP16X2, as the
@@ -173,7 +179,7 @@ func emuBackendGoldens(t *testing.T, dir string, cases []oracletest.Case, config
 			start := time.Now()
 			opts := cf.opts
 			opts.Driver, opts.NVRTC, opts.CUBLAS = base.Driver, base.NVRTC, base.CUBLAS
-			opts.KernelCache, opts.GEMMBLAS = base.KernelCache, base.GEMMBLAS
+			opts.KernelCache, opts.GEMMBLAS = base.KernelCache, base.GEMMBLAS || opts.GEMMBLAS
 			be, err := Open(opts)
 			if err != nil {
 				t.Fatal(err)
@@ -181,8 +187,8 @@ func emuBackendGoldens(t *testing.T, dir string, cases []oracletest.Case, config
 			defer be.Close()
 			b := be.(*Backend)
 			t.Logf("%s", b.Device())
-			if b.lt != nil || opts.NoPDL == b.pdl {
-				t.Fatalf("cuBLASLt %v, PDL %v: want no cuBLASLt, PDL %v", b.lt != nil, b.pdl, !opts.NoPDL)
+			if lt := emuLt(opts); (b.lt != nil) != lt || opts.NoPDL == b.pdl {
+				t.Fatalf("cuBLASLt %v, PDL %v: want cuBLASLt %v, PDL %v", b.lt != nil, b.pdl, lt, !opts.NoPDL)
 			}
 			parts, err := forwardpass.NewParts(be, ckpt)
 			if err != nil {
@@ -307,6 +313,12 @@ func emuBackendGoldens(t *testing.T, dir string, cases []oracletest.Case, config
 			if opts.MMARows > 0 && st.GEMMOwn == 0 {
 				t.Errorf("stats %+v: no GEMM ran on linear_mma", st)
 			}
+			// The GEMMs ran on cuBLASLt where they should (each shape timed
+			// the first time: some shape is, unless linear_mma takes them
+			// all), none refused to cuBLAS; on cuBLAS, nothing was tuned.
+			if lt := emuLt(opts); st.GEMMFallback != 0 || !lt && st.GEMMTuned != 0 || lt && opts.MMARows == 0 && st.GEMMTuned == 0 {
+				t.Errorf("stats %+v: with cuBLASLt %v, want GEMM shapes tuned on it (none without) and none fallen back to cuBLAS", st, lt)
+			}
 			// Every checkpoint here has a LayerNorm between two linear_mma
 			// GEMMs (the attention output's and the MLP input's).
 			if fused, want := st.LayerNormsInGEMM > 0, opts.MMARows > 0 && !opts.MMANoLN; fused != want {
@@ -343,20 +355,37 @@ func TestEmuBackendConformance(t *testing.T) {
 	}
 }
 
-// emuOptions are the options that open the backend on libcuemu.so.
+// emuOptions are the options that open the backend on libcuemu.so, its
+// 16-bit GEMMs on the emulator's cuBLASLt (the libcublasLt.so beside it,
+// emuLinkLt), except on a host with a real cuBLASLt.
 func emuOptions(t testing.TB) Options {
 	lib := emuLib(t)
 	// No kernel cache: the fake cubin has a real one's key (sm_90, NVRTC
 	// 13.0), where a GPU's backend would find it.
 	opts := Options{Driver: lib, NVRTC: lib, CUBLAS: lib, KernelCache: "off"}
-	if lt, err := loadCUBLASLt(lib, false); err == nil {
-		// A real cuBLASLt in the loader path (a CUDA host) would get this
-		// library's host pointers: the GEMMs stay on cuBLAS.
-		t.Logf("%s found: gemm=blas", lt.path)
+	// The cuBLASLt the backend takes beside the emulator must be the
+	// emulator itself, loaded once: another library there would be handed
+	// its host pointers, a copy would have a GPU of its own.
+	lt, err := loadCUBLASLt(lib, true)
+	if err != nil {
+		t.Fatalf("the emulator's cuBLASLt: %v", err)
+	}
+	if lt.create != emuSym(t, lib, "cublasLtCreate") {
+		t.Fatalf("%s beside the emulator is another library than %s", lt.path, lib)
+	}
+	if real, err := loadCUBLASLt("", false); err == nil {
+		// A real cuBLASLt in the loader path (a CUDA host): should anything
+		// reach it, it would get this library's host pointers. The GEMMs
+		// stay on cuBLAS.
+		t.Logf("%s found: gemm=blas", real.path)
 		opts.GEMMBLAS = true
 	}
 	return opts
 }
+
+// emuLt reports whether the backend opened with opts runs its 16-bit
+// GEMMs on the emulator's cuBLASLt.
+func emuLt(opts Options) bool { return opts.Precision != FP32 && !opts.GEMMBLAS }
 
 // emuTemperature is the calibration temperature of a question: its
 // bucket's, else its type's.
@@ -427,7 +456,7 @@ func TestEmuLibrary(t *testing.T) {
 		}
 	}
 	opts := emuOptions(t)
-	o, err := ParseOptions("driver=" + lib + ",nvrtc=" + lib + ",cublas=" + lib + ",cache=off")
+	o, err := ParseOptions("precision=fp16x2,driver=" + lib + ",nvrtc=" + lib + ",cublas=" + lib + ",cache=off")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -436,5 +465,9 @@ func TestEmuLibrary(t *testing.T) {
 	if err != nil {
 		t.Fatalf("opening the emulator named by options: %v", err)
 	}
-	be.Close()
+	defer be.Close()
+	// Its cuBLASLt found beside it, as the default path wants.
+	if b := be.(*Backend); (b.lt != nil) != emuLt(o) {
+		t.Errorf("%s: cuBLASLt %v, want %v", b.Device(), b.lt != nil, emuLt(o))
+	}
 }
