@@ -190,11 +190,29 @@ func TestSplitKCandidates(t *testing.T) {
 		t.Skipf("no CUDA GPU here: %v", err)
 	}
 	defer be.Close()
-	b := be.(*Backend)
+	splitKCandidatesRun(t, be.(*Backend), 96, 1024, 1024, false)
+}
+
+// The same on the kernel emulator's cuBLASLt, which must offer split
+// variants (of two of its three algorithms), on a smaller product.
+func TestEmuSplitKCandidates(t *testing.T) {
+	opts := emuOptions(t)
+	opts.Precision, opts.SplitK, opts.NoGraphs, opts.NoSmallLinear = FP16, true, true, true
+	be, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Close()
+	splitKCandidatesRun(t, be.(*Backend), 24, 1024, 160, true)
+}
+
+// splitKCandidatesRun is TestSplitKCandidates on b, for an m×k by k×n
+// product; must: the library must offer split variants.
+func splitKCandidatesRun(t *testing.T, b *Backend, m, k, n int, must bool) {
+	be := backend.Backend(b)
 	if b.lt == nil {
 		t.Skip("no cuBLASLt")
 	}
-	const m, k, n = 96, 1024, 1024
 	seed := uint64(5)
 	values := func(count int, scale float32) []float32 {
 		v := make([]float32, count)
@@ -223,6 +241,9 @@ func TestSplitKCandidates(t *testing.T) {
 		return got
 	}
 	run() // the shape's first run times its candidates
+	if st := b.Stats(); must && (st.GEMMTuned == 0 || st.GEMMFallback != 0) {
+		t.Fatalf("stats %+v: the GEMM was not tuned on cuBLASLt", st)
+	}
 	var p *ltPlan
 	b.lt.mu.Lock()
 	for key, q := range b.lt.plans {
@@ -235,6 +256,9 @@ func TestSplitKCandidates(t *testing.T) {
 		t.Fatal("no cuBLASLt plan for the shape")
 	}
 	if len(p.cands) == p.split {
+		if must {
+			t.Fatalf("cuBLASLt took no split of its %d candidates", p.split)
+		}
 		t.Skipf("cuBLASLt took no split of its %d candidates: splitk=on changes nothing here", p.split)
 	}
 	h16 := func(v float32) float64 { return float64(half.Float16ToFloat32(half.Float32ToFloat16(v))) }
@@ -254,7 +278,7 @@ func TestSplitKCandidates(t *testing.T) {
 		b.lt.mu.Unlock()
 		got := run()
 		for j, v := range got {
-			if d := math.Abs(float64(v) - want[j]); !(d <= 8*k*0x1p-24*mag[j]+1e-5) {
+			if d := math.Abs(float64(v) - want[j]); !(d <= 8*float64(k)*0x1p-24*mag[j]+1e-5) {
 				t.Fatalf("split candidate %d of %d: output %d is %v, want %v", i-p.split, len(p.cands)-p.split, j, v, want[j])
 			}
 		}
@@ -264,7 +288,8 @@ func TestSplitKCandidates(t *testing.T) {
 
 // A cuBLAS named by path takes the cuBLASLt beside it or none, never one
 // the loader path or a toolkit directory would find: the kernel emulator,
-// named so, has none, and another install's would be given its memory.
+// named so, takes its own (the link emuLinkLt puts beside it), and another
+// install's would be given its memory.
 func TestCUBLASLtBesideNamedCUBLAS(t *testing.T) {
 	dir := t.TempDir()
 	_, err := loadCUBLASLt(filepath.Join(dir, "libcublas.so.13"), true)
