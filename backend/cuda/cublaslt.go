@@ -36,8 +36,9 @@ type cublasLt struct {
 // version (its soname) finds the one already loaded, and its directory is
 // searched first; one of another toolkit could not be relied on to pair
 // with it. beside (a cuBLAS named by path, Options.CUBLAS) takes only the
-// one in its directory, or none: the kernel emulator named so has none,
-// and a CUDA install elsewhere on the machine would be handed its memory.
+// one in its directory, or none: the kernel emulator named so has its own
+// there (a link to itself), and a CUDA install elsewhere on the machine
+// would be handed its memory.
 func loadCUBLASLt(blasPath string, beside bool) (*cublasLt, error) {
 	names, dirs := ltSearch(blasPath)
 	var h uintptr

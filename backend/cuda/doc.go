@@ -148,9 +148,10 @@
 // times the default path's GPU time (docs/cuda-perf-log.md), so it stays
 // off by default. The kernels' arithmetic and bookkeeping are also checked
 // without a GPU by running them on the CPU (emu_internal_test.go), and so
-// is the whole backend, on a fake driver, NVRTC and cuBLAS over that
-// emulator (emu_backend_internal_test.go: goldens in every precision, these
-// paths included).
+// is the whole backend, on a fake driver, NVRTC, cuBLAS and cuBLASLt over
+// that emulator (emu_backend_internal_test.go: goldens in every precision,
+// these paths included, the 16-bit GEMMs on the default path, cuBLASLt
+// with its tuning, epilogues and split K, and on cuBLAS).
 //
 // # Programmatic dependent launch
 //

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Prints the path of the kernel emulator built as a fake CUDA stack
-# (backend/cuda/testdata/emu, clang++-19): with it, the cuda backend runs on
+# (backend/cuda/testdata/emu, clang++-19: the driver, NVRTC and cuBLAS, and
+# cuBLASLt through the libcublasLt.so link made beside it, which the backend
+# takes for the cuBLAS named by path): with it, the cuda backend runs on
 # the CPU in any program that reads LAYA_CUDA, so that the GPU host's scripts
 # can be tried here first, on a small checkpoint (every kernel runs on the
 # CPU):
