@@ -212,8 +212,9 @@
 // The environment variable LAYA_CUDA sets the registered backend's options,
 // comma-separated (ParseOptions): precision=fp32|fp16|bf16|fp16x2
 // (default fp16x2 with refine=0.1),
-// device=N, graphs=off, maxgraphs=N, bucket=N (tokens; 1 turns the
-// buckets off), and, for measurements, attn=mma|simt (simt keeps FP16 and
+// device=N, graphs=off, maxgraphs=N (segments cached), submit=N|off
+// (segments started while the host records the rest: above), bucket=N
+// (tokens; 1 turns the buckets off), and, for measurements, attn=mma|simt (simt keeps FP16 and
 // FP16X2 attention on the float32 kernels), mmawarps=1|2|4|8 (warps a block
 // of the tensor-core kernels, used whatever the grid's size),
 // attnsplit=off|on (on: the tensor-core kernels whose four warps share a

@@ -4,11 +4,11 @@ package cuda
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"math"
 	"testing"
 
-	"github.com/laya-metal/laya/backend"
 	"github.com/laya-metal/laya/internal/forwardpass"
 )
 
@@ -109,33 +109,89 @@ func sameBits(t *testing.T, shape [2]int, what string, want, got [][]float32) {
 	}
 }
 
-// A stream closed with segments started and no Read waits for them
-// before its entries serve the next request (a model that failed after
-// its first layers, a cancelled request): the next request's staged
-// inputs would otherwise overwrite what the GPU has yet to copy.
+// A stream closed with segments started and no Read waits for them (a
+// request cancelled after its first layers): the entries go back to the
+// cache, and the next request of the shape, taking them, computes what the
+// forward recorded whole does.
 func TestEmuSubmitThenClose(t *testing.T) {
-	m := emuTinyModelWith(t, FP16X2, func(o *Options) { o.SubmitOps = 1 })
-	rows := m.rows(40, 2)
-	want, _, err := m.parts.RunRowsPruned(context.Background(), m.b, rows, m.pad)
+	whole := emuTinyModelWith(t, FP16X2, func(o *Options) { o.SubmitOps = -1 })
+	split := emuTinyModelWith(t, FP16X2, func(o *Options) { o.SubmitOps = 1 })
+	rows := whole.rows(40, 2)
+	want, _, err := whole.parts.RunRowsPruned(context.Background(), whole.b, rows, whole.pad)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for range 2 {
-		s := m.b.NewStream()
-		x := s.New(4, 8)
-		s.FromHost(4, 8, make([]float32, 32))
-		for range 3 {
-			s.Add(x, x, x)
-			backend.Submit(s)
+	for step := range 3 {
+		ctx, cancel := context.WithCancel(context.Background())
+		s := &cancelAtSubmit{split.b.NewStream().(*stream), cancel}
+		_, err := split.parts.RunPruned(ctx, s, forwardpass.Layout(s, rows, split.pad))
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("run %d: %v, want the forward cancelled after its first layer", step, err)
+		}
+		if s.started != 1 {
+			t.Fatalf("run %d: %d segments started before the cancel, want 1", step, s.started)
 		}
 		s.Close()
-		if s.(*stream).open {
-			t.Fatal("closed with a started segment not waited for")
+		if s.started != 0 {
+			t.Fatalf("run %d: closed with %d started segments not waited for", step, s.started)
+		}
+		got, _, err := split.parts.RunRowsPruned(context.Background(), split.b, rows, split.pad)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameBits(t, [2]int{40, 2}, "logits", want, got)
+	}
+}
+
+// cancelAtSubmit is a stream that cancels its request's context at the
+// first Submit, after starting the segment.
+type cancelAtSubmit struct {
+	*stream
+	cancel func()
+}
+
+func (c *cancelAtSubmit) Submit() {
+	c.stream.Submit()
+	c.cancel()
+}
+
+// Two streams of one shape at once each start their own chain of segments
+// (the first's entries are held, so the second's first segment takes
+// another entry, and its later segments keys of their own), and with room
+// for fewer entries than a request has segments the cache frees later
+// segments before earlier ones: every result is the whole forward's.
+func TestEmuSubmitChains(t *testing.T) {
+	whole := emuTinyModelWith(t, FP16X2, func(o *Options) { o.SubmitOps = -1 })
+	for _, maxGraphs := range []int{0, 2} {
+		split := emuTinyModelWith(t, FP16X2, func(o *Options) { o.SubmitOps, o.MaxGraphs = 1, maxGraphs })
+		shapes := [][]forwardpass.Row{whole.rows(40, 2), whole.rows(12, 1), whole.rows(100, 1)}
+		var want [][]float32
+		for _, rows := range shapes {
+			s := whole.b.NewStream()
+			w, err := whole.logits(s, rows)
+			s.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, w)
+		}
+		for step := range 3 {
+			for i, rows := range shapes {
+				s1, s2 := split.b.NewStream(), split.b.NewStream()
+				g1, err1 := split.logits(s1, rows)
+				g2, err2 := split.logits(s2, rows)
+				s1.Close()
+				s2.Close()
+				if err1 != nil || err2 != nil {
+					t.Fatal(err1, err2)
+				}
+				shape := [2]int{len(rows[0].IDs), len(rows)}
+				sameBits(t, shape, "logits (first stream)", [][]float32{want[i]}, [][]float32{g1})
+				sameBits(t, shape, "logits (second stream)", [][]float32{want[i]}, [][]float32{g2})
+			}
+			if st := split.b.Stats(); maxGraphs > 0 && st.Entries > maxGraphs {
+				t.Errorf("maxgraphs=%d, run %d: %d entries cached", maxGraphs, step, st.Entries)
+			}
 		}
 	}
-	got, _, err := m.parts.RunRowsPruned(context.Background(), m.b, rows, m.pad)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sameBits(t, [2]int{40, 2}, "logits", want, got)
 }

@@ -57,10 +57,10 @@ type stream struct {
 	wait    chan error // the last flush's completion, until received
 
 	// submitAt is the operations a segment needs for Submit to start it
-	// (negative: never); open: a segment started by Submit has not been
-	// waited for (its GPU time span began with it).
+	// (negative: never); started counts the segments Submit started since
+	// the last wait (each timed by its own pair of events: cstream.spans).
 	submitAt int
-	open     bool
+	started  int
 }
 
 // run is what a recorded operation needs to issue its kernels.
@@ -972,8 +972,10 @@ func (s *stream) pending(t *tensor) {
 	}
 	s.writes(t)
 	off := s.stageLayout(layoutPositions, t.rows, r.layout, 0)
-	s.mix(opRope, s.ref(t))
+	// Its parameters again: the Rope that set them may have been recorded
+	// in an earlier segment, whose key had them.
 	heads, dh, table := r.heads, r.dh, r.table
+	s.mix(opRope, s.ref(t), uint64(table), uint64(t.rows), uint64(heads), uint64(dh))
 	s.record("rope", func(o *op, x *run) error {
 		return x.l.launch(x.b.drv, x.b.k.rope, [3]int{t.rows, 1, 1}, 256, 0, x.cs.stream, u64(t.addr), u64(table), u64(x.e.devIn)+uint64(off), i32(heads), i32(dh))
 	})
@@ -1221,7 +1223,7 @@ func (s *stream) Attention(dst, qkv backend.Tensor, p backend.AttentionParams) {
 		var table uintptr
 		if rope != nil {
 			table = rope.table
-			s.mix(opFuse)
+			s.mix(opFuse, uint64(table))
 			// The rotation is still owed to whatever reads qkv next.
 			in.rope = rope
 		}
@@ -1388,7 +1390,7 @@ func (s *stream) flush(ctx context.Context, target *tensor) ([]byte, error) {
 	}
 	tableOff := s.stageBytes(make([]byte, 24*len(back)))
 	for _, t := range s.made {
-		if !t.staged && (t.zero || !t.written) {
+		if t.zeroed() {
 			s.mix(uint64(t.id))
 		}
 	}
@@ -1433,8 +1435,15 @@ func (s *stream) flush(ctx context.Context, target *tensor) ([]byte, error) {
 			mmaPart: e.arena + uintptr(partOff), mmaSem: e.arena + uintptr(semOff), mmaSemBytes: semBytes}
 		x.l.pdl = b.pdl
 		err = b.execute(s, x, tableOff, len(back))
-		s.open = target == nil
-		if err == nil && target != nil {
+		switch {
+		case err != nil:
+			// Close synchronises the CUDA stream (s.err): what this and
+			// any started segment issued is done before their entries
+			// serve another request.
+		case target == nil:
+			s.started++
+		default:
+			s.started = 0
 			ready, err = b.poll(ctx, s.cs)
 		}
 	})
@@ -1570,6 +1579,16 @@ func (s *stream) Submit() {
 	}
 }
 
+// zeroed reports whether t is zeroed when its segment runs: New's promise
+// for a tensor read before written, or never written, unless the model
+// discarded it (its contents unspecified: a scratch tensor Submit made anew
+// for layers that, after the last split, never come).
+func (t *tensor) zeroed() bool { return !t.staged && !t.dead && (t.zero || !t.written) }
+
+// maxSpans is the segments a stream runs between two waits that are timed
+// apart: the two Submit starts and the Read's (more share the last pair).
+const maxSpans = 3
+
 // submitArenaMax is the largest segment (its activations, in bytes) that
 // Submit splits: beyond it (a hundred English questions and more) the
 // host's recording is a few percent of the GPU's time, and another copy of
@@ -1597,12 +1616,14 @@ func (s *stream) Close() {
 		return
 	}
 	s.finishWait()
-	if s.open {
-		// A segment Submit started and no Read waited for: its entry and
-		// staged inputs are not reused before the GPU is done with them.
-		cs := s.cs
-		s.be.onThread(func() { s.be.drv.Call("cuEventSynchronize", cs.event) })
-		s.open = false
+	if cs := s.cs; cs != nil && (s.started > 0 || s.err != nil) {
+		// Segments Submit started and no Read waited for, or a flush that
+		// failed after issuing part of its work: the entries and staged
+		// inputs are not reused (nor freed) before the GPU is done with
+		// them. The stream, not its event: a failed flush may have issued
+		// work after the event it last recorded.
+		s.be.onThread(func() { s.be.drv.Call("cuStreamSynchronize", cs.stream) })
+		s.started = 0
 	}
 	s.closed = true
 	b := s.be
@@ -1809,7 +1830,11 @@ func (e *entry) destroy(b *Backend) {
 // idle entries to free, least recently returned first, while more than
 // Options.MaxGraphs are alive. Entries in use are never chosen.
 func (b *Backend) cacheLocked(entries []*entry) (drop []*entry) {
-	for _, e := range entries {
+	// A stream's later segments first: their keys hold the addresses of
+	// the earlier ones (Submit), so an earlier entry freed before them
+	// would leave them unreachable, while a later one freed leaves the
+	// earlier ones of use.
+	for _, e := range slices.Backward(entries) {
 		b.cache[e.key] = append(b.cache[e.key], e)
 		b.idle = append(b.idle, e)
 	}
@@ -1898,7 +1923,7 @@ func (b *Backend) execute(s *stream, x *run, tableOff int64, nBack int) error {
 			}
 		}
 		for _, t := range s.made {
-			if !t.staged && (t.zero || !t.written) {
+			if t.zeroed() {
 				if err := b.drv.Call("cuMemsetD8Async", t.addr, 0, uintptr(t.bytes()), cs.stream); err != nil {
 					return err
 				}
@@ -1927,12 +1952,13 @@ func (b *Backend) execute(s *stream, x *run, tableOff int64, nBack int) error {
 		}
 		return b.drv.Call("cuMemcpyDtoHAsync_v2", uintptr(unsafe.Pointer(&e.pinOut[0])), e.devOut, uintptr(e.key.out), cs.stream)
 	}
-	// The GPU time counted is from the first segment started since the
-	// last wait to the end of the one waited for.
-	if !s.open {
-		if err := b.drv.Call("cuEventRecord", cs.start, cs.stream); err != nil {
-			return err
-		}
+	// Each segment since the last wait between a pair of events of its
+	// own: the GPU time counted is their sum, not the span from the first
+	// to the last, which would count the GPU waiting for the host.
+	span := min(s.started, maxSpans-1)
+	cs.spans = span + 1
+	if err := b.drv.Call("cuEventRecord", cs.ev[span][0], cs.stream); err != nil {
+		return err
 	}
 	if !e.semZeroed && x.mmaSemBytes > 0 {
 		// Outside any capture: before the first run, which is never one.
@@ -1984,7 +2010,7 @@ func (b *Backend) execute(s *stream, x *run, tableOff int64, nBack int) error {
 	if err != nil {
 		return err
 	}
-	if err := b.drv.Call("cuEventRecord", cs.end, cs.stream); err != nil {
+	if err := b.drv.Call("cuEventRecord", cs.ev[span][1], cs.stream); err != nil {
 		return err
 	}
 	return b.drv.Call("cuEventRecord", cs.event, cs.stream)
@@ -2060,12 +2086,14 @@ func (b *Backend) poll(ctx context.Context, cs *cstream) (bool, error) {
 // more of latency at most, several times fewer queries (and allocations).
 const pollGap = time.Microsecond
 
-// countDeviceTime adds the GPU time of cs's last flush, done, to the
-// backend's clock (backend.Timer).
+// countDeviceTime adds the GPU time of cs's last flush, done, and of the
+// segments started before it, to the backend's clock (backend.Timer).
 func (b *Backend) countDeviceTime(cs *cstream) {
-	var ms float32
-	if b.drv.Call("cuEventElapsedTime", uintptr(unsafe.Pointer(&ms)), cs.start, cs.end) == nil {
-		b.deviceNs.Add(int64(float64(ms) * 1e6))
+	for _, ev := range cs.ev[:cs.spans] {
+		var ms float32
+		if b.drv.Call("cuEventElapsedTime", uintptr(unsafe.Pointer(&ms)), ev[0], ev[1]) == nil {
+			b.deviceNs.Add(int64(float64(ms) * 1e6))
+		}
 	}
 }
 
@@ -2106,8 +2134,11 @@ func (b *Backend) capture(e *entry, cs *cstream, issue func() error) error {
 type cstream struct {
 	stream, event, blas uintptr
 	lt                  uintptr
-	start, end          uintptr // timing events around each flush
-	waiter              *cudadrv.Worker
+	// ev are the timing events around each segment since the last wait,
+	// spans of them used.
+	ev     [maxSpans][2]uintptr
+	spans  int
+	waiter *cudadrv.Worker
 	// math is the blas handle's math mode (mathMode): the pool serves the
 	// segments of every precision a backend runs.
 	math uintptr
@@ -2167,9 +2198,11 @@ func (b *Backend) newCStream() (*cstream, error) {
 	if err := b.drv.Call("cuEventCreate", uintptr(unsafe.Pointer(&cs.event)), 2); err != nil {
 		return fail(err)
 	}
-	for _, e := range []*uintptr{&cs.start, &cs.end} {
-		if err := b.drv.Call("cuEventCreate", uintptr(unsafe.Pointer(e)), 0); err != nil {
-			return fail(err)
+	for i := range cs.ev {
+		for j := range cs.ev[i] {
+			if err := b.drv.Call("cuEventCreate", uintptr(unsafe.Pointer(&cs.ev[i][j])), 0); err != nil {
+				return fail(err)
+			}
 		}
 	}
 	var err error
@@ -2208,7 +2241,11 @@ func (cs *cstream) destroy(b *Backend) {
 	if cs.lt != 0 {
 		b.lt.lib.call("cublasLtDestroy", b.lt.lib.destroy, cs.lt)
 	}
-	for _, e := range []uintptr{cs.event, cs.start, cs.end} {
+	events := []uintptr{cs.event}
+	for _, ev := range cs.ev {
+		events = append(events, ev[0], ev[1])
+	}
+	for _, e := range events {
 		if e != 0 {
 			b.drv.Call("cuEventDestroy_v2", e)
 		}
