@@ -120,28 +120,30 @@ func TestShadowedGEMMInputs(t *testing.T) {
 	}
 }
 
-// Over Options.MaxGraphs, the idle entries returned longest ago are freed;
-// entries in use are not, and a taken entry leaves the idle list.
+// Over Options.MaxGraphs, the idle entries returned longest ago are freed,
+// of one stream's the later segments first (their keys hold the earlier
+// ones' addresses); entries in use are not, and a taken entry leaves the
+// idle list.
 func TestCacheEvictsOldestIdle(t *testing.T) {
 	b := &Backend{opts: Options{MaxGraphs: 2}, cache: map[shapeKey][]*entry{}}
 	e := func(h uint64) *entry { return &entry{key: shapeKey{hash: h}} }
 	a, c, d := e(1), e(2), e(3)
 	b.entries = 3
-	if drop := b.cacheLocked([]*entry{a, c}); !slices.Equal(drop, []*entry{a}) {
-		t.Fatalf("dropped %v, want the oldest (a)", drop)
+	if drop := b.cacheLocked([]*entry{a, c}); !slices.Equal(drop, []*entry{c}) {
+		t.Fatalf("dropped %v, want the later segment (c)", drop)
 	}
-	if got := b.takeEntry(shapeKey{hash: 1}); got != nil {
+	if got := b.takeEntry(shapeKey{hash: 2}); got != nil {
 		t.Errorf("a freed entry is still cached")
 	}
-	if got := b.takeEntry(shapeKey{hash: 2}); got != c {
-		t.Fatalf("takeEntry = %v, want c", got)
+	if got := b.takeEntry(shapeKey{hash: 1}); got != a {
+		t.Fatalf("takeEntry = %v, want a", got)
 	}
-	if drop := b.cacheLocked([]*entry{c}); len(drop) != 0 {
+	if drop := b.cacheLocked([]*entry{a}); len(drop) != 0 {
 		t.Errorf("dropped %v with 2 alive", drop)
 	}
 	b.entries++ // d, made by another stream meanwhile
-	if drop := b.cacheLocked([]*entry{d}); !slices.Equal(drop, []*entry{c}) || !slices.Equal(b.idle, []*entry{d}) {
-		t.Errorf("dropped %v, idle %v; want c dropped, d idle", drop, b.idle)
+	if drop := b.cacheLocked([]*entry{d}); !slices.Equal(drop, []*entry{a}) || !slices.Equal(b.idle, []*entry{d}) {
+		t.Errorf("dropped %v, idle %v; want a dropped, d idle", drop, b.idle)
 	}
 }
 
