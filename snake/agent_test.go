@@ -75,11 +75,12 @@ func TestRealModelUnderAnImpossibleDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := l.Summary()
-	// Most ticks miss (a 0.1 ms budget against a model of ~1 ms), not a
-	// fixed count: a late answer can land within a later tick's budget,
-	// and how often depends on the machine (52 of 60 once the CPU engine
-	// got faster).
-	if !s.Alive || s.Steps != 60 || s.DeadlineMisses < s.Steps/2 {
+	// Ticks miss (a 0.1 ms budget against a model of ~1 ms), but not a
+	// fixed count or share: a late answer can land within a later tick's
+	// budget, and how often depends on the machine and its load (52 of 60
+	// once the CPU engine got faster, 28 on a busy CI runner). The first
+	// tick cannot be answered in time.
+	if !s.Alive || s.Steps != 60 || s.DeadlineMisses == 0 {
 		t.Fatalf("%+v", s)
 	}
 	// The loop's Close does not wait for stale Predicts; the deferred agent.Close does.
