@@ -129,6 +129,19 @@ __device__ __forceinline__ void ldsm4t(u32* r, const u16* p) {
 		: "memory");
 }
 
+// ldsm4 loads four 8×8 fp16 matrices (ldmatrix): lanes 8j..8j+7 give the
+// addresses of matrix j's eight rows, and r[j] gets elements (lane/4,
+// 2·(lane%4)) and (lane/4, 2·(lane%4)+1) of it: an mma A fragment's register
+// of a row-major tile, or a B fragment's of a matrix stored n-major (k
+// contiguous), one instruction where four 32-bit loads from shared memory
+// were.
+__device__ __forceinline__ void ldsm4(u32* r, const u16* p) {
+	asm volatile("{\n\t.reg .u64 a;\n\tcvta.to.shared.u64 a, %4;\n\tldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [a];\n\t}"
+		: "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+		: "l"(p)
+		: "memory");
+}
+
 // cp_async16 copies 16 bytes from global g to shared s without holding the
 // thread (cp.async, sm_80): the copies of a thread complete at
 // cp_async_wait_all. Both addresses are 16-byte aligned.
@@ -1468,6 +1481,31 @@ __device__ __forceinline__ T lmma_sum(const float* p, long long mn, int splits) 
 	return v;
 }
 
+// lmma_sum2 is lmma_sum of two outputs at p and q at once: both outputs'
+// loads in flight together, where the last block of a tile, the only one
+// adding its splits, otherwise waits out one batch of trips to L2 after
+// another. Each sum is lmma_sum's, in the same order.
+template <typename T>
+__device__ __forceinline__ void lmma_sum2(const float* p, const float* q, long long mn, int splits, T& v, T& u) {
+	v = T{};
+	u = T{};
+	for (int s0 = 0; s0 < splits; s0 += LMMA_SUMS) {
+		T a[LMMA_SUMS], b[LMMA_SUMS];
+#pragma unroll
+		for (int j = 0; j < LMMA_SUMS; j++)
+			if (s0 + j < splits) {
+				lmma_load(a[j], p + (s0 + j) * mn);
+				lmma_load(b[j], q + (s0 + j) * mn);
+			}
+#pragma unroll
+		for (int j = 0; j < LMMA_SUMS; j++)
+			if (s0 + j < splits) {
+				lmma_add(v, a[j]);
+				lmma_add(u, b[j]);
+			}
+	}
+}
+
 // lin_mma: d = act(x·wᵀ + b) (+ d first when accum) for x [m, k] as TERMS
 // fp16 terms (the second xlo elements after the first: FP16X2's split
 // operand, both multiplied and summed here, where cuBLAS leaves two
@@ -1517,6 +1555,7 @@ template <int TERMS, int WARPS>
 __device__ void lin_mma(void* d, const u16* x, long long xlo, const u16* w, const float* bias, int m, int k, int n, int act,
 	int accum, int half, int kc, float* part, int* sem, int inner, float* gd, u16* gh, int gkind, long long glo, float2* stat,
 	const float* lnx, const float2* lnstat, int lntiles, int lnw, const float* lng, const float* lnb, float eps) {
+	static_assert(WARPS % 4 == 0, "the epilogue pairs a lane's columns: BN a multiple of 64");
 	__shared__ int last;
 	__shared__ float lnMean[16 * LMMA_MT];
 	__shared__ float lnInv[16 * LMMA_MT];
@@ -1526,6 +1565,14 @@ __device__ void lin_mma(void* d, const u16* x, long long xlo, const u16* w, cons
 	int k0 = split * kc, kn = min(kc, k - k0), c8 = kn / 8;
 	int rows = min(16 * LMMA_MT, m - m0), rp = (rows + 15) & ~15;
 	int tid = threadIdx.x;
+	// The copies below take the 16-byte chunks of a row c8p at a time, c8p
+	// c8 rounded up to a power of two, so that a thread finds its row and
+	// chunk by shifts: a division by c8 in every copy was tens of
+	// instructions each, in a kernel whose time went to issuing
+	// instructions (ncu: docs/cuda-perf-log.md).
+	int csh = 0;
+	while ((1 << csh) < c8) csh++;
+	const int cm = (1 << csh) - 1;
 	// The weight row of the block's column c, or -1 past the weight.
 	auto wrow = [&](int c) -> int {
 		if (!inner) return n0 + c < n ? n0 + c : -1;
@@ -1535,8 +1582,9 @@ __device__ void lin_mma(void* d, const u16* x, long long xlo, const u16* w, cons
 	u16* Ws = (u16*)smem4; // [BN][KS]
 	u16* As = Ws + BN * KS; // [TERMS][rp][KS]
 	const uint4 zero = {0u, 0u, 0u, 0u};
-	for (int i = tid; i < BN * c8; i += NT) {
-		int r = i / c8, c = i - r * c8, wr = wrow(r);
+	for (int i = tid; i < BN << csh; i += NT) {
+		int r = i >> csh, c = i & cm, wr = wrow(r);
+		if (c >= c8) continue;
 		u16* s = Ws + r * KS + 8 * c;
 		if (wr >= 0)
 			cp_async16(s, w + (long long)wr * k + k0 + 8 * c);
@@ -1562,8 +1610,9 @@ __device__ void lin_mma(void* d, const u16* x, long long xlo, const u16* w, cons
 			lnInv[r] = 1.0f / sqrtf(m2 / (float)k + eps);
 		}
 		__syncthreads();
-		for (int i = tid; i < rp * c8; i += NT) {
-			int r = i / c8, c = i - r * c8;
+		for (int i = tid; i < rp << csh; i += NT) {
+			int r = i >> csh, c = i & cm;
+			if (c >= c8) continue;
 			u16* s = As + r * KS + 8 * c;
 			if (r >= rows) {
 				for (int e = 0; e < TERMS; e++) *(uint4*)(s + e * rp * KS) = zero;
@@ -1583,8 +1632,9 @@ __device__ void lin_mma(void* d, const u16* x, long long xlo, const u16* w, cons
 		}
 	} else {
 		for (int e = 0; e < TERMS; e++)
-			for (int i = tid; i < rp * c8; i += NT) {
-				int r = i / c8, c = i - r * c8;
+			for (int i = tid; i < rp << csh; i += NT) {
+				int r = i >> csh, c = i & cm;
+				if (c >= c8) continue;
 				u16* s = As + (e * rp + r) * KS + 8 * c;
 				if (r < rows)
 					cp_async16(s, x + e * xlo + (long long)(m0 + r) * k + k0 + 8 * c);
@@ -1600,47 +1650,72 @@ __device__ void lin_mma(void* d, const u16* x, long long xlo, const u16* w, cons
 	for (int mt = 0; mt < LMMA_MT; mt++)
 #pragma unroll
 		for (int nt = 0; nt < 2; nt++) acc[mt][nt][0] = acc[mt][nt][1] = acc[mt][nt][2] = acc[mt][nt][3] = 0.0f;
-	// Fragments as attn_mma's scores: A from rows g and g+8 of a 16-row
-	// tile, B from weight row g of an 8-column tile (w is stored as the
-	// "col" operand, k contiguous).
+	// Fragments by ldmatrix: A's four 8×8 matrices are rows 0–7 and 8–15
+	// of the tile at k 0–7, then both at k 8–15 (lane l addresses row l%16
+	// at k 8·(l/16)); B's are the weight rows of the warp's first 8
+	// columns at k 0–7 and 8–15, then its next 8 (w is stored as the "col"
+	// operand, k contiguous: lane l addresses row 8·(l/16) + l%8 at k
+	// 8·(l/8%2)).
+	const u16* bq = Ws + (16 * warp + 8 * (lane >> 4) + (lane & 7)) * KS + 8 * ((lane >> 3) & 1);
+	const u16* aq = As + (lane & 15) * KS + 8 * (lane >> 4);
 	for (int kk = 0; kk < kn; kk += 16) {
-		u32 b[2][2];
-#pragma unroll
-		for (int nt = 0; nt < 2; nt++) {
-			const u16* bp = Ws + (16 * warp + 8 * nt + g) * KS + kk + 2 * tq;
-			b[nt][0] = *(const u32*)bp;
-			b[nt][1] = *(const u32*)(bp + 8);
-		}
+		u32 b[4];
+		ldsm4(b, bq + kk);
 #pragma unroll
 		for (int mt = 0; mt < LMMA_MT; mt++) {
 			if (mt < mts) {
 #pragma unroll
 				for (int e = 0; e < TERMS; e++) {
-					const u16* ap = As + (e * rp + 16 * mt + g) * KS + kk + 2 * tq;
-					u32 a[4] = {*(const u32*)ap, *(const u32*)(ap + 8 * KS), *(const u32*)(ap + 8), *(const u32*)(ap + 8 * KS + 8)};
-					mma16816(acc[mt][0], a, b[0][0], b[0][1]);
-					mma16816(acc[mt][1], a, b[1][0], b[1][1]);
+					u32 a[4];
+					ldsm4(a, aq + (e * rp + 16 * mt) * KS + kk);
+					mma16816(acc[mt][0], a, b[0], b[1]);
+					mma16816(acc[mt][1], a, b[2], b[3]);
 				}
 			}
 		}
 	}
 	int splits = gridDim.y;
 	float* p = splits > 1 || inner || stat ? part + (long long)split * m * n : nullptr;
+	// The products go out through shared memory (the operands' space,
+	// done with: rows of BN + 8 floats, lmmaShared), so that what follows
+	// is a short loop of coalesced stores. Written from the fragments
+	// straight to global memory, unrolled over a thread's outputs, the
+	// epilogue was most of the kernel's thousands of instructions, each
+	// fetched once a warp, and half of each stored sector was wasted.
+	const int CS = BN + 8;
+	float* Cs = (float*)smem4;
+	__syncthreads();
 #pragma unroll
 	for (int mt = 0; mt < LMMA_MT; mt++)
+		if (mt < mts)
 #pragma unroll
-		for (int nt = 0; nt < 2; nt++)
+			for (int nt = 0; nt < 2; nt++)
 #pragma unroll
-			for (int e = 0; e < 4; e++) {
-				int r = 16 * mt + g + 8 * (e >> 1), col = wrow(16 * warp + 8 * nt + 2 * tq + (e & 1));
-				if (r >= rows || col < 0) continue;
-				long long o = (long long)(m0 + r) * n + col;
-				if (p)
-					p[o] = acc[mt][nt][e];
-				else
-					lmma_finish(d, o, col, acc[mt][nt][e], bias, act, accum, half);
-			}
-	if (!p) return;
+				for (int h = 0; h < 2; h++)
+					*(float2*)&Cs[(16 * mt + g + 8 * h) * CS + 16 * warp + 8 * nt + 2 * tq] =
+						make_float2(acc[mt][nt][2 * h], acc[mt][nt][2 * h + 1]);
+	__syncthreads();
+	if (!p) {
+		for (int i = tid; i < rows * BN; i += NT) {
+			int r = i / BN, c = i - r * BN, col = n0 + c;
+			if (col < n) lmma_finish(d, (long long)(m0 + r) * n + col, col, Cs[r * CS + c], bias, act, accum, half);
+		}
+		return;
+	}
+	if (n % 4 == 0 && inner % 4 == 0) {
+		// Four columns of a block never straddle a half of a GeGLU's
+		// weight rows (HB is a multiple of 4) nor the end of either.
+		const int Q = BN / 4;
+		for (int i = tid; i < rows * Q; i += NT) {
+			int r = i / Q, c = 4 * (i - r * Q), col = wrow(c);
+			if (col >= 0) *(float4*)&p[(long long)(m0 + r) * n + col] = *(const float4*)&Cs[r * CS + c];
+		}
+	} else {
+		for (int i = tid; i < rows * BN; i += NT) {
+			int r = i / BN, c = i - r * BN, col = wrow(c);
+			if (col >= 0) p[(long long)(m0 + r) * n + col] = Cs[r * CS + c];
+		}
+	}
 	// The last block of the tile to finish adds the splits.
 	int tile = blockIdx.z * gridDim.x + blockIdx.x;
 	__threadfence();
@@ -1658,7 +1733,8 @@ __device__ void lin_mma(void* d, const u16* x, long long xlo, const u16* w, cons
 			int r = i / Q, j = j0 + 4 * (i - r * Q);
 			if (j >= inner) continue;
 			long long o = (long long)(m0 + r) * n + j;
-			float4 v = lmma_sum<float4>(part + o, mn, splits), u = lmma_sum<float4>(part + o + inner, mn, splits);
+			float4 v, u;
+			lmma_sum2(part + o, part + o + inner, mn, splits, v, u);
 			float4 y = make_float4(geglu1(v.x, u.x, 1), geglu1(v.y, u.y, 1), geglu1(v.z, u.z, 1), geglu1(v.w, u.w, 1));
 			long long go = (long long)(m0 + r) * inner + j;
 			if (gd) *(float4*)(gd + go) = y;
@@ -1669,7 +1745,9 @@ __device__ void lin_mma(void* d, const u16* x, long long xlo, const u16* w, cons
 			int r = i / HB, j = j0 + (i - r * HB);
 			if (j >= inner) continue;
 			long long o = (long long)(m0 + r) * n + j;
-			float y = geglu1(lmma_sum<float>(part + o, mn, splits), lmma_sum<float>(part + o + inner, mn, splits), 1);
+			float v, u;
+			lmma_sum2(part + o, part + o + inner, mn, splits, v, u);
+			float y = geglu1(v, u, 1);
 			long long go = (long long)(m0 + r) * inner + j;
 			if (gd) gd[go] = y;
 			if (gh) store16(gh, go, glo, y, gkind);
@@ -1680,14 +1758,23 @@ __device__ void lin_mma(void* d, const u16* x, long long xlo, const u16* w, cons
 		int cols = min(BN, n - n0);
 		for (int r = warp; r < rows; r += WARPS) {
 			float y[BN / 32], sum = 0.0f;
+			// Two of a lane's columns at a time (BN / 32 is even); past
+			// the tile's columns the second loads the first's again.
 #pragma unroll
-			for (int q = 0; q < BN / 32; q++) {
+			for (int q = 0; q < BN / 32; q += 2) {
 				int c = lane + 32 * q;
-				y[q] = 0.0f;
+				y[q] = y[q + 1] = 0.0f;
 				if (c >= cols) continue;
 				long long o = (long long)(m0 + r) * n + n0 + c;
-				y[q] = lmma_finish(d, o, n0 + c, lmma_sum<float>(part + o, mn, splits), bias, act, accum, half);
+				bool two = c + 32 < cols;
+				float v, u;
+				lmma_sum2(part + o, part + (two ? o + 32 : o), mn, splits, v, u);
+				y[q] = lmma_finish(d, o, n0 + c, v, bias, act, accum, half);
 				sum += y[q];
+				if (two) {
+					y[q + 1] = lmma_finish(d, o + 32, n0 + c + 32, u, bias, act, accum, half);
+					sum += y[q + 1];
+				}
 			}
 			float mean = warp_sum(sum) / (float)cols, m2 = 0.0f;
 #pragma unroll
@@ -1699,16 +1786,28 @@ __device__ void lin_mma(void* d, const u16* x, long long xlo, const u16* w, cons
 			if (lane == 0) stat[(long long)blockIdx.x * m + m0 + r] = make_float2(mean, m2);
 		}
 	} else if (n % 4 == 0) {
+		// Two float4s a thread at a time, the second NT places on (or,
+		// past the tile, the first again).
 		const int Q = BN / 4;
-		for (int i = tid; i < rows * Q; i += NT) {
-			int r = i / Q, col = n0 + 4 * (i - r * Q);
-			if (col >= n) continue;
-			long long o = (long long)(m0 + r) * n + col;
-			float4 v = lmma_sum<float4>(part + o, mn, splits);
-			lmma_finish(d, o, col, v.x, bias, act, accum, half);
-			lmma_finish(d, o + 1, col + 1, v.y, bias, act, accum, half);
-			lmma_finish(d, o + 2, col + 2, v.z, bias, act, accum, half);
-			lmma_finish(d, o + 3, col + 3, v.w, bias, act, accum, half);
+		for (int i = tid; i < rows * Q; i += 2 * NT) {
+			int r = i / Q, col = n0 + 4 * (i - r * Q), i2 = i + NT, r2 = i2 / Q, col2 = n0 + 4 * (i2 - r2 * Q);
+			bool one = col < n, two = i2 < rows * Q && col2 < n;
+			if (!one && !two) continue;
+			long long o = (long long)(m0 + r) * n + col, o2 = (long long)(m0 + r2) * n + col2;
+			float4 v, u;
+			lmma_sum2(part + (one ? o : o2), part + (two ? o2 : o), mn, splits, v, u);
+			if (one) {
+				lmma_finish(d, o, col, v.x, bias, act, accum, half);
+				lmma_finish(d, o + 1, col + 1, v.y, bias, act, accum, half);
+				lmma_finish(d, o + 2, col + 2, v.z, bias, act, accum, half);
+				lmma_finish(d, o + 3, col + 3, v.w, bias, act, accum, half);
+			}
+			if (two) {
+				lmma_finish(d, o2, col2, u.x, bias, act, accum, half);
+				lmma_finish(d, o2 + 1, col2 + 1, u.y, bias, act, accum, half);
+				lmma_finish(d, o2 + 2, col2 + 2, u.z, bias, act, accum, half);
+				lmma_finish(d, o2 + 3, col2 + 3, u.w, bias, act, accum, half);
+			}
 		}
 	} else {
 		for (int i = tid; i < rows * BN; i += NT) {

@@ -38,10 +38,12 @@ func (p lmmaPlan) partBytes(m, n int) int64 {
 
 // lmmaShared is linear_mma's dynamic shared memory for k chunks of kc,
 // rows of x a block (rounded up to 16) and warps: the weight slice and
-// each term of x, rows padded by 8 halves.
+// each term of x, rows padded by 8 halves; or, where more, the block's
+// float32 products that go out through the same space, rows padded by 8
+// floats.
 func lmmaShared(kc, rows, terms, warps int) int {
 	rp := (min(rows, 16*lmmaTiles) + 15) &^ 15
-	return (16*warps + terms*rp) * (kc + 8) * 2
+	return max((16*warps+terms*rp)*(kc+8)*2, rp*(16*warps+8)*4)
 }
 
 // planLinearMMA splits a GEMM of m rows, n output columns and depth k (a

@@ -1218,8 +1218,9 @@ func TestPlanLinearMMA(t *testing.T) {
 		// 200 rows: two row blocks, each of up to 128 rows' shared memory.
 		{200, 1024, 1024, 1, 4, 4, lmmaSharedLimit, lmmaPlan{warps: 4, kc: 128, splits: 8, tilesN: 16, tilesM: 2, shared: (64 + 128) * 136 * 2}, true},
 		// 128 columns a block: half the tiles, each chunk of k longer
-		// for the blocks to stay two a multiprocessor.
-		{96, 3072, 1024, 2, 8, 132, lmmaSharedLimit, lmmaPlan{warps: 8, kc: 64, splits: 16, tilesN: 24, tilesM: 1, shared: (128 + 192) * 72 * 2}, true},
+		// for the blocks to stay two a multiprocessor; its float32
+		// products (96 rows of 128 + 8) take more than its operands.
+		{96, 3072, 1024, 2, 8, 132, lmmaSharedLimit, lmmaPlan{warps: 8, kc: 64, splits: 16, tilesN: 24, tilesM: 1, shared: 96 * 136 * 4}, true},
 		// Too little shared memory for even the shortest chunk.
 		{128, 1024, 1024, 2, 4, 132, 20 << 10, lmmaPlan{warps: 4, tilesN: 16, tilesM: 1}, false},
 	} {

@@ -316,6 +316,21 @@ inline void ldsm4t(u32* r, const u16* p) {
 	w.bar->arrive_and_wait();
 }
 
+// ldsm4: ldmatrix .x4: lanes 8j..8j+7 address the rows of matrix j; r[j]
+// of lane l holds its elements (l/4, 2(l%4)) and (l/4, 2(l%4)+1).
+inline void ldsm4(u32* r, const u16* p) {
+	cuemu::Warp& w = cuemu::warp();
+	unsigned l = cuemu::lane();
+	if ((uintptr_t)p % 16) cuemu::fail("ldmatrix row address not 16-byte aligned");
+	w.p[l] = p;
+	cuemu::collective(w, "ldmatrix in a warp with returned lanes");
+	for (int j = 0; j < 4; j++) {
+		const u16* row = (const u16*)w.p[8 * j + (l >> 2)];
+		r[j] = (u32)row[2 * (l & 3)] | (u32)row[2 * (l & 3) + 1] << 16;
+	}
+	w.bar->arrive_and_wait();
+}
+
 inline void cp_async16(void* s, const void* g) {
 	if ((uintptr_t)s % 16 || (uintptr_t)g % 16) cuemu::fail("cp.async address not 16-byte aligned");
 	memset(s, 0xff, 16);
