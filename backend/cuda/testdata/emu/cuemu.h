@@ -300,36 +300,31 @@ inline void mma16816(float* c, const u32* a, u32 b0, u32 b1) {
 	}
 }
 
-// ldsm4t: ldmatrix .x4 .trans: lanes 8j..8j+7 address the rows of matrix
-// j; r[j] of lane l holds its elements (2(l%4), l/4) and (2(l%4)+1, l/4).
-inline void ldsm4t(u32* r, const u16* p) {
+// ldsm: ldmatrix .x4, lanes 8j..8j+7 addressing the rows of matrix j. r[j]
+// of lane l holds elements (l/4, 2(l%4)) and (l/4, 2(l%4)+1) of it, or
+// with trans (2(l%4), l/4) and (2(l%4)+1, l/4).
+inline void ldsm(u32* r, const u16* p, bool trans) {
 	cuemu::Warp& w = cuemu::warp();
 	unsigned l = cuemu::lane();
 	if ((uintptr_t)p % 16) cuemu::fail("ldmatrix row address not 16-byte aligned");
 	w.p[l] = p;
 	cuemu::collective(w, "ldmatrix in a warp with returned lanes");
 	for (int j = 0; j < 4; j++) {
-		const u16* r0 = (const u16*)w.p[8 * j + 2 * (l & 3)];
-		const u16* r1 = (const u16*)w.p[8 * j + 2 * (l & 3) + 1];
-		r[j] = (u32)r0[l >> 2] | (u32)r1[l >> 2] << 16;
+		u16 lo, hi;
+		if (trans) {
+			lo = ((const u16*)w.p[8 * j + 2 * (l & 3)])[l >> 2];
+			hi = ((const u16*)w.p[8 * j + 2 * (l & 3) + 1])[l >> 2];
+		} else {
+			const u16* row = (const u16*)w.p[8 * j + (l >> 2)];
+			lo = row[2 * (l & 3)];
+			hi = row[2 * (l & 3) + 1];
+		}
+		r[j] = (u32)lo | (u32)hi << 16;
 	}
 	w.bar->arrive_and_wait();
 }
-
-// ldsm4: ldmatrix .x4: lanes 8j..8j+7 address the rows of matrix j; r[j]
-// of lane l holds its elements (l/4, 2(l%4)) and (l/4, 2(l%4)+1).
-inline void ldsm4(u32* r, const u16* p) {
-	cuemu::Warp& w = cuemu::warp();
-	unsigned l = cuemu::lane();
-	if ((uintptr_t)p % 16) cuemu::fail("ldmatrix row address not 16-byte aligned");
-	w.p[l] = p;
-	cuemu::collective(w, "ldmatrix in a warp with returned lanes");
-	for (int j = 0; j < 4; j++) {
-		const u16* row = (const u16*)w.p[8 * j + (l >> 2)];
-		r[j] = (u32)row[2 * (l & 3)] | (u32)row[2 * (l & 3) + 1] << 16;
-	}
-	w.bar->arrive_and_wait();
-}
+inline void ldsm4t(u32* r, const u16* p) { ldsm(r, p, true); }
+inline void ldsm4(u32* r, const u16* p) { ldsm(r, p, false); }
 
 inline void cp_async16(void* s, const void* g) {
 	if ((uintptr_t)s % 16 || (uintptr_t)g % 16) cuemu::fail("cp.async address not 16-byte aligned");
