@@ -142,6 +142,30 @@ __device__ __forceinline__ void ldsm4(u32* r, const u16* p) {
 		: "memory");
 }
 
+// smem_addr is p's address in the shared state space, 32 bits: what
+// ldsm4a and cp_async16a take. A loop that steps such an address by a
+// constant costs an add an access, where a generic pointer costs a 64-bit
+// conversion and address computation each (in linear_mma's inner loop,
+// most of its instructions: ncu, docs/cuda-perf-log.md).
+__device__ __forceinline__ u32 smem_addr(const void* p) {
+	u32 a;
+	asm("{\n\t.reg .u64 g;\n\tcvta.to.shared.u64 g, %1;\n\tcvt.u32.u64 %0, g;\n\t}" : "=r"(a) : "l"(p));
+	return a;
+}
+
+// ldsm4a is ldsm4 at shared address a.
+__device__ __forceinline__ void ldsm4a(u32* r, u32 a) {
+	asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+		: "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+		: "r"(a)
+		: "memory");
+}
+
+// cp_async16a is cp_async16 to shared address s.
+__device__ __forceinline__ void cp_async16a(u32 s, const void* g) {
+	asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(g) : "memory");
+}
+
 // cp_async16 copies 16 bytes from global g to shared s without holding the
 // thread (cp.async, sm_80): the copies of a thread complete at
 // cp_async_wait_all. Both addresses are 16-byte aligned.
@@ -1582,15 +1606,18 @@ __device__ void lin_mma(void* d, const u16* x, long long xlo, const u16* w, cons
 	u16* Ws = (u16*)smem4; // [BN][KS]
 	u16* As = Ws + BN * KS; // [TERMS][rp][KS]
 	const uint4 zero = {0u, 0u, 0u, 0u};
-	for (int i = tid; i < BN << csh; i += NT) {
-		int r = i >> csh, c = i & cm, wr = wrow(r);
-		if (c >= c8) continue;
-		u16* s = Ws + r * KS + 8 * c;
-		if (wr >= 0)
-			cp_async16(s, w + (long long)wr * k + k0 + 8 * c);
-		else
-			*(uint4*)s = zero;
-	}
+	// A thread copies chunk cc of rows rr, rr + rstep, ...: the block's
+	// NT threads cover rstep rows a step (NT ≥ c8p: kc ≤ 256).
+	const int cc = tid & cm, rr = tid >> csh, rstep = NT >> csh;
+	const u32 sW = smem_addr(Ws), sA = smem_addr(As);
+	if (cc < c8)
+		for (int r = rr; r < BN; r += rstep) {
+			int wr = wrow(r);
+			if (wr >= 0)
+				cp_async16a(sW + 2 * (r * KS + 8 * cc), w + (long long)wr * k + k0 + 8 * cc);
+			else
+				*(uint4*)(Ws + r * KS + 8 * cc) = zero;
+		}
 	pdl_wait();
 	pdl_launch();
 	if (lnx) {
@@ -1631,15 +1658,17 @@ __device__ void lin_mma(void* d, const u16* x, long long xlo, const u16* w, cons
 			}
 		}
 	} else {
-		for (int e = 0; e < TERMS; e++)
-			for (int i = tid; i < rp << csh; i += NT) {
-				int r = i >> csh, c = i & cm;
-				if (c >= c8) continue;
-				u16* s = As + (e * rp + r) * KS + 8 * c;
-				if (r < rows)
-					cp_async16(s, x + e * xlo + (long long)(m0 + r) * k + k0 + 8 * c);
-				else
-					*(uint4*)s = zero;
+		if (cc < c8)
+#pragma unroll
+			for (int e = 0; e < TERMS; e++) {
+				const u16* g = x + e * xlo + (long long)(m0 + rr) * k + k0 + 8 * cc;
+				u32 sa = sA + 2 * ((e * rp + rr) * KS + 8 * cc);
+				for (int r = rr; r < rp; r += rstep, g += (long long)rstep * k, sa += 2 * rstep * KS) {
+					if (r < rows)
+						cp_async16a(sa, g);
+					else
+						*(uint4*)(As + (e * rp + r) * KS + 8 * cc) = zero;
+				}
 			}
 	}
 	cp_async_wait_all();
@@ -1656,23 +1685,26 @@ __device__ void lin_mma(void* d, const u16* x, long long xlo, const u16* w, cons
 	// columns at k 0–7 and 8–15, then its next 8 (w is stored as the "col"
 	// operand, k contiguous: lane l addresses row 8·(l/16) + l%8 at k
 	// 8·(l/8%2)).
-	const u16* bq = Ws + (16 * warp + 8 * (lane >> 4) + (lane & 7)) * KS + 8 * ((lane >> 3) & 1);
-	const u16* aq = As + (lane & 15) * KS + 8 * (lane >> 4);
+	// A term's row tiles after one another (the same sums in the same
+	// order as each tile's terms together: a tile's accumulators take
+	// term 0 then term 1 at each step of k), so that consecutive products
+	// add into different accumulators.
+	const u32 bq = sW + 2 * ((16 * warp + 8 * (lane >> 4) + (lane & 7)) * KS + 8 * ((lane >> 3) & 1));
+	const u32 aq = sA + 2 * ((lane & 15) * KS + 8 * (lane >> 4));
+	const u32 tileBytes = 2 * 16 * KS, termBytes = 2 * rp * KS;
 	for (int kk = 0; kk < kn; kk += 16) {
 		u32 b[4];
-		ldsm4(b, bq + kk);
+		ldsm4a(b, bq + 2 * kk);
 #pragma unroll
-		for (int mt = 0; mt < LMMA_MT; mt++) {
-			if (mt < mts) {
+		for (int e = 0; e < TERMS; e++)
 #pragma unroll
-				for (int e = 0; e < TERMS; e++) {
+			for (int mt = 0; mt < LMMA_MT; mt++)
+				if (mt < mts) {
 					u32 a[4];
-					ldsm4(a, aq + (e * rp + 16 * mt) * KS + kk);
+					ldsm4a(a, aq + e * termBytes + mt * tileBytes + 2 * kk);
 					mma16816(acc[mt][0], a, b[0], b[1]);
 					mma16816(acc[mt][1], a, b[2], b[3]);
 				}
-			}
-		}
 	}
 	int splits = gridDim.y;
 	float* p = splits > 1 || inner || stat ? part + (long long)split * m * n : nullptr;

@@ -326,11 +326,22 @@ inline void ldsm(u32* r, const u16* p, bool trans) {
 inline void ldsm4t(u32* r, const u16* p) { ldsm(r, p, true); }
 inline void ldsm4(u32* r, const u16* p) { ldsm(r, p, false); }
 
+// smem_addr, ldsm4a and cp_async16a: a 32-bit shared address is an offset
+// into the block's dynamic shared memory (the only kind kernels.cu
+// addresses so).
+inline u32 smem_addr(const void* p) {
+	const unsigned char* b = (const unsigned char*)p;
+	if (b < cuemu::dyn_smem) cuemu::fail("a shared address below dynamic shared memory");
+	return (u32)(b - cuemu::dyn_smem);
+}
+inline void ldsm4a(u32* r, u32 a) { ldsm4(r, (const u16*)(cuemu::dyn_smem + a)); }
+
 inline void cp_async16(void* s, const void* g) {
 	if ((uintptr_t)s % 16 || (uintptr_t)g % 16) cuemu::fail("cp.async address not 16-byte aligned");
 	memset(s, 0xff, 16);
 	cuemu::copies->push_back(cuemu::Copy{s, g});
 }
+inline void cp_async16a(u32 s, const void* g) { cp_async16(cuemu::dyn_smem + s, g); }
 inline void cp_async_wait_all() {
 	for (const auto& c : *cuemu::copies) memcpy(c.s, c.g, 16);
 	cuemu::copies->clear();
