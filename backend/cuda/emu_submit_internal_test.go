@@ -12,6 +12,12 @@ import (
 	"github.com/laya-metal/laya/internal/forwardpass"
 )
 
+// The tests here compare two backends bit for bit, so both take cuBLASLt's
+// first heuristic choice for each GEMM (NoTune): timed, each would pick its
+// own, and the emulated cuBLASLt's candidates include a split of k whose
+// sums differ in the last bits (which one wins depends on the machine's
+// load).
+
 // Starting a forward's first layers before the Read (Submit, at the
 // encoder's layer boundaries) changes when the GPU runs them, not what it
 // computes: the scorer's logits and the act head's probabilities are bit
@@ -22,8 +28,8 @@ import (
 func TestEmuSubmitMatchesWhole(t *testing.T) {
 	for _, p := range []Precision{FP32, FP16, FP16X2} {
 		t.Run(p.String(), func(t *testing.T) {
-			whole := emuTinyModelWith(t, p, func(o *Options) { o.SubmitOps = -1 })
-			split := emuTinyModelWith(t, p, func(o *Options) { o.SubmitOps = 1 })
+			whole := emuTinyModelWith(t, p, func(o *Options) { o.SubmitOps, o.NoTune = -1, true })
+			split := emuTinyModelWith(t, p, func(o *Options) { o.SubmitOps, o.NoTune = 1, true })
 			for _, shape := range [][2]int{{12, 1}, {40, 3}, {100, 2}} {
 				rows := whole.rows(shape[0], shape[1])
 				for step := range 3 {
@@ -114,8 +120,8 @@ func sameBits(t *testing.T, shape [2]int, what string, want, got [][]float32) {
 // cache, and the next request of the shape, taking them, computes what the
 // forward recorded whole does.
 func TestEmuSubmitThenClose(t *testing.T) {
-	whole := emuTinyModelWith(t, FP16X2, func(o *Options) { o.SubmitOps = -1 })
-	split := emuTinyModelWith(t, FP16X2, func(o *Options) { o.SubmitOps = 1 })
+	whole := emuTinyModelWith(t, FP16X2, func(o *Options) { o.SubmitOps, o.NoTune = -1, true })
+	split := emuTinyModelWith(t, FP16X2, func(o *Options) { o.SubmitOps, o.NoTune = 1, true })
 	rows := whole.rows(40, 2)
 	want, _, err := whole.parts.RunRowsPruned(context.Background(), whole.b, rows, whole.pad)
 	if err != nil {
@@ -161,9 +167,9 @@ func (c *cancelAtSubmit) Submit() {
 // for fewer entries than a request has segments the cache frees later
 // segments before earlier ones: every result is the whole forward's.
 func TestEmuSubmitChains(t *testing.T) {
-	whole := emuTinyModelWith(t, FP16X2, func(o *Options) { o.SubmitOps = -1 })
+	whole := emuTinyModelWith(t, FP16X2, func(o *Options) { o.SubmitOps, o.NoTune = -1, true })
 	for _, maxGraphs := range []int{0, 2} {
-		split := emuTinyModelWith(t, FP16X2, func(o *Options) { o.SubmitOps, o.MaxGraphs = 1, maxGraphs })
+		split := emuTinyModelWith(t, FP16X2, func(o *Options) { o.SubmitOps, o.MaxGraphs, o.NoTune = 1, maxGraphs, true })
 		shapes := [][]forwardpass.Row{whole.rows(40, 2), whole.rows(12, 1), whole.rows(100, 1)}
 		var want [][]float32
 		for _, rows := range shapes {
