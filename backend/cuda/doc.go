@@ -143,10 +143,12 @@
 // also writes each row's mean and sum of squared deviations over each of
 // its column tiles, the second combines them in tile order (Chan's pairwise
 // update) and normalises its slices of the rows as it reads them, and the
-// LayerNorm launches nothing. On an H200 it runs clean under
-// compute-sanitizer's memcheck and is slower: one question took 3.7–5.7
-// times the default path's GPU time (docs/cuda-perf-log.md), so it stays
-// off by default. The kernels' arithmetic and bookkeeping are also checked
+// LayerNorm launches nothing. On an H200 and an H100 it runs clean under
+// compute-sanitizer's memcheck and is slower: one question took 2.9 times
+// the default path's GPU time on an H100 (4.0 with the LayerNorm in it;
+// docs/cuda-perf-log.md: each block reads x whole for its slice of k, and
+// the last block of a column tile adds the splits alone), so it stays off
+// by default. The kernels' arithmetic and bookkeeping are also checked
 // without a GPU by running them on the CPU (emu_internal_test.go), and so
 // is the whole backend, on a fake driver, NVRTC, cuBLAS and cuBLASLt over
 // that emulator (emu_backend_internal_test.go: goldens in every precision,
