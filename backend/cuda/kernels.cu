@@ -129,19 +129,6 @@ __device__ __forceinline__ void ldsm4t(u32* r, const u16* p) {
 		: "memory");
 }
 
-// ldsm4 loads four 8×8 fp16 matrices (ldmatrix): lanes 8j..8j+7 give the
-// addresses of matrix j's eight rows, and r[j] gets elements (lane/4,
-// 2·(lane%4)) and (lane/4, 2·(lane%4)+1) of it: an mma A fragment's register
-// of a row-major tile, or a B fragment's of a matrix stored n-major (k
-// contiguous), one instruction where four 32-bit loads from shared memory
-// were.
-__device__ __forceinline__ void ldsm4(u32* r, const u16* p) {
-	asm volatile("{\n\t.reg .u64 a;\n\tcvta.to.shared.u64 a, %4;\n\tldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [a];\n\t}"
-		: "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-		: "l"(p)
-		: "memory");
-}
-
 // smem_addr is p's address in the shared state space, 32 bits: what
 // ldsm4a and cp_async16a take. A loop that steps such an address by a
 // constant costs an add an access, where a generic pointer costs a 64-bit
@@ -153,7 +140,12 @@ __device__ __forceinline__ u32 smem_addr(const void* p) {
 	return a;
 }
 
-// ldsm4a is ldsm4 at shared address a.
+// ldsm4a loads four 8×8 fp16 matrices (ldmatrix) from shared address a:
+// lanes 8j..8j+7 give the addresses of matrix j's eight rows, and r[j] gets
+// elements (lane/4, 2·(lane%4)) and (lane/4, 2·(lane%4)+1) of it: an mma A
+// fragment's register of a row-major tile, or a B fragment's of a matrix
+// stored n-major (k contiguous), one instruction where four 32-bit loads
+// from shared memory were.
 __device__ __forceinline__ void ldsm4a(u32* r, u32 a) {
 	asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
 		: "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
@@ -161,17 +153,11 @@ __device__ __forceinline__ void ldsm4a(u32* r, u32 a) {
 		: "memory");
 }
 
-// cp_async16a is cp_async16 to shared address s.
+// cp_async16a copies 16 bytes from global g to shared address s without
+// holding the thread (cp.async, sm_80): the copies of a thread complete at
+// cp_async_wait_all. Both addresses are 16-byte aligned.
 __device__ __forceinline__ void cp_async16a(u32 s, const void* g) {
 	asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(g) : "memory");
-}
-
-// cp_async16 copies 16 bytes from global g to shared s without holding the
-// thread (cp.async, sm_80): the copies of a thread complete at
-// cp_async_wait_all. Both addresses are 16-byte aligned.
-__device__ __forceinline__ void cp_async16(void* s, const void* g) {
-	asm volatile("{\n\t.reg .u64 a;\n\tcvta.to.shared.u64 a, %0;\n\tcp.async.cg.shared.global [a], [%1], 16;\n\t}" ::"l"(s), "l"(g)
-		: "memory");
 }
 
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
