@@ -143,6 +143,22 @@ struct LtPref {
 };
 std::set<LtPref*> ltPrefs;
 
+// handOut records obj, made by a Create call, among the live objects of its
+// kind and gives it to the caller; takeBack is the Destroy that ends it,
+// refused with status (naming call and what) for one live does not hold.
+template <class T>
+int handOut(std::set<T*>& live, void** out, T* obj) {
+	live.insert(obj);
+	*out = obj;
+	return BLAS_SUCCESS;
+}
+template <class T>
+int takeBack(std::set<T*>& live, void* p, int status, const char* call, const char* what) {
+	if (!live.erase((T*)p)) return refuse(status, "%s: no %s %p", call, what, p);
+	delete (T*)p;
+	return BLAS_SUCCESS;
+}
+
 // LtAlgoKind is one of the algorithms the heuristic offers: they compute
 // the same products, and differ in what they support.
 struct LtAlgoKind {
@@ -395,33 +411,23 @@ CUEMU_API int cublasLtCreate(void** h) {
 	std::lock_guard<std::mutex> lock(mu);
 	if (!h) return BLAS_INVALID_VALUE;
 	if (!initialized || !current) return BLAS_NOT_INITIALIZED;
-	LtHandle* l = new LtHandle{};
-	ltHandles.insert(l);
-	*h = l;
-	return BLAS_SUCCESS;
+	return handOut(ltHandles, h, new LtHandle{});
 }
 
 CUEMU_API int cublasLtDestroy(void* h) {
 	std::lock_guard<std::mutex> lock(mu);
-	if (!ltHandles.erase((LtHandle*)h)) return BLAS_NOT_INITIALIZED;
-	delete (LtHandle*)h;
-	return BLAS_SUCCESS;
+	return takeBack(ltHandles, h, BLAS_NOT_INITIALIZED, "cublasLtDestroy", "handle");
 }
 
 CUEMU_API int cublasLtMatmulDescCreate(void** desc, int compute, int scale) {
 	std::lock_guard<std::mutex> lock(mu);
 	if (!desc) return BLAS_INVALID_VALUE;
-	LtDesc* d = new LtDesc{compute, scale};
-	ltDescs.insert(d);
-	*desc = d;
-	return BLAS_SUCCESS;
+	return handOut(ltDescs, desc, new LtDesc{compute, scale});
 }
 
 CUEMU_API int cublasLtMatmulDescDestroy(void* desc) {
 	std::lock_guard<std::mutex> lock(mu);
-	if (!ltDescs.erase((LtDesc*)desc)) return refuse(BLAS_INVALID_VALUE, "cublasLtMatmulDescDestroy: no descriptor %p", desc);
-	delete (LtDesc*)desc;
-	return BLAS_SUCCESS;
+	return takeBack(ltDescs, desc, BLAS_INVALID_VALUE, "cublasLtMatmulDescDestroy", "descriptor");
 }
 
 CUEMU_API int cublasLtMatmulDescSetAttribute(void* desc, int attr, const void* buf, size_t n) {
@@ -459,17 +465,12 @@ CUEMU_API int cublasLtMatmulDescSetAttribute(void* desc, int attr, const void* b
 CUEMU_API int cublasLtMatrixLayoutCreate(void** layout, unsigned type, u64 rows, u64 cols, int64_t ld) {
 	std::lock_guard<std::mutex> lock(mu);
 	if (!layout) return BLAS_INVALID_VALUE;
-	LtLayout* l = new LtLayout{type, 0, rows, cols, ld};
-	ltLayouts.insert(l);
-	*layout = l;
-	return BLAS_SUCCESS;
+	return handOut(ltLayouts, layout, new LtLayout{type, 0, rows, cols, ld});
 }
 
 CUEMU_API int cublasLtMatrixLayoutDestroy(void* layout) {
 	std::lock_guard<std::mutex> lock(mu);
-	if (!ltLayouts.erase((LtLayout*)layout)) return refuse(BLAS_INVALID_VALUE, "cublasLtMatrixLayoutDestroy: no layout %p", layout);
-	delete (LtLayout*)layout;
-	return BLAS_SUCCESS;
+	return takeBack(ltLayouts, layout, BLAS_INVALID_VALUE, "cublasLtMatrixLayoutDestroy", "layout");
 }
 
 CUEMU_API int cublasLtMatrixLayoutSetAttribute(void* layout, int attr, const void* buf, size_t n) {
@@ -501,17 +502,12 @@ CUEMU_API int cublasLtMatrixLayoutSetAttribute(void* layout, int attr, const voi
 CUEMU_API int cublasLtMatmulPreferenceCreate(void** pref) {
 	std::lock_guard<std::mutex> lock(mu);
 	if (!pref) return BLAS_INVALID_VALUE;
-	LtPref* p = new LtPref{};
-	ltPrefs.insert(p);
-	*pref = p;
-	return BLAS_SUCCESS;
+	return handOut(ltPrefs, pref, new LtPref{});
 }
 
 CUEMU_API int cublasLtMatmulPreferenceDestroy(void* pref) {
 	std::lock_guard<std::mutex> lock(mu);
-	if (!ltPrefs.erase((LtPref*)pref)) return refuse(BLAS_INVALID_VALUE, "cublasLtMatmulPreferenceDestroy: no preference %p", pref);
-	delete (LtPref*)pref;
-	return BLAS_SUCCESS;
+	return takeBack(ltPrefs, pref, BLAS_INVALID_VALUE, "cublasLtMatmulPreferenceDestroy", "preference");
 }
 
 CUEMU_API int cublasLtMatmulPreferenceSetAttribute(void* pref, int attr, const void* buf, size_t n) {
