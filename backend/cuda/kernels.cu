@@ -1457,16 +1457,19 @@ __device__ __forceinline__ float lmma_finish(void* d, long long o, int col, floa
 	return v;
 }
 
-// LMMA_SUMS is how many of a tile's split sums lmma_sum loads before it
+// LMMA_SUMS is how many of a tile's split sums lmma_sum2 loads before it
 // adds the first: the loads of a batch are in flight together, where one
 // add after each load would wait out a trip to L2 a split (the last block
 // of a tile adds them all, and did little else).
 #define LMMA_SUMS 8
 
-// lmma_sum adds the splits' sums at p (splits of them, mn floats apart) in
-// split order, from 0: the same float32 sums however the loads are
-// batched. T float4 adds four consecutive outputs (p 16-byte aligned, mn a
-// multiple of 4).
+// lmma_sum2 adds the splits' sums at p and at q (splits of each, mn floats
+// apart) into v and u, each in split order from 0: the same float32 sums
+// however the loads are batched. Both outputs' loads are in flight
+// together, where the last block of a tile, the only one adding its
+// splits, otherwise waits out one batch of trips to L2 after another; a
+// single output passes q = p. T float4 adds four consecutive outputs (p
+// and q 16-byte aligned, mn a multiple of 4).
 __device__ __forceinline__ void lmma_load(float& v, const float* p) { v = ldcg(p); }
 __device__ __forceinline__ void lmma_load(float4& v, const float* p) { v = ldcg4(p); }
 __device__ __forceinline__ void lmma_add(float& v, float a) { v += a; }
@@ -1476,25 +1479,6 @@ __device__ __forceinline__ void lmma_add(float4& v, float4 a) {
 	v.z += a.z;
 	v.w += a.w;
 }
-template <typename T>
-__device__ __forceinline__ T lmma_sum(const float* p, long long mn, int splits) {
-	T v = {};
-	for (int s0 = 0; s0 < splits; s0 += LMMA_SUMS) {
-		T a[LMMA_SUMS];
-#pragma unroll
-		for (int j = 0; j < LMMA_SUMS; j++)
-			if (s0 + j < splits) lmma_load(a[j], p + (s0 + j) * mn);
-#pragma unroll
-		for (int j = 0; j < LMMA_SUMS; j++)
-			if (s0 + j < splits) lmma_add(v, a[j]);
-	}
-	return v;
-}
-
-// lmma_sum2 is lmma_sum of two outputs at p and q at once: both outputs'
-// loads in flight together, where the last block of a tile, the only one
-// adding its splits, otherwise waits out one batch of trips to L2 after
-// another. Each sum is lmma_sum's, in the same order.
 template <typename T>
 __device__ __forceinline__ void lmma_sum2(const float* p, const float* q, long long mn, int splits, T& v, T& u) {
 	v = T{};
@@ -1832,7 +1816,9 @@ __device__ void lin_mma(void* d, const u16* x, long long xlo, const u16* w, cons
 			int r = i / BN, col = n0 + (i - r * BN);
 			if (col >= n) continue;
 			long long o = (long long)(m0 + r) * n + col;
-			lmma_finish(d, o, col, lmma_sum<float>(part + o, mn, splits), bias, act, accum, half);
+			float v, u;
+			lmma_sum2(part + o, part + o, mn, splits, v, u);
+			lmma_finish(d, o, col, v, bias, act, accum, half);
 		}
 	}
 	if (tid == 0) sem[tile] = 0;
