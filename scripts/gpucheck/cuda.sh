@@ -34,9 +34,10 @@
 #                options (the core's kernels) and each of RESOURCE_OPTIONS, to resources-N.md; the
 #                logs time each compile, and the kernel cache then holds every
 #                set for the bench steps and cuda-ab.sh
-#   timeline     nsys over replayed English requests (1 and 10 questions), each
-#                graph kernel traced: kernel time against the idle between
-#                kernels, by kernel (timeline-enQ.md; scripts/gpucheck/nsys-gaps.py)
+#   timeline     every kernel of replayed English requests (1 and 10 questions)
+#                traced through CUPTI (scripts/gpucheck/cupti-trace.c, built
+#                with the host's gcc): kernel time against the idle between
+#                kernels, by kernel (timeline-enQ.md; scripts/gpucheck/kernel-gaps.py)
 #   inspect      ncu --set full of single launches (INSPECT: KERNEL:QUESTIONS:OPTIONS
 #                ..., default linear_mma at one question with mmarows=256 and the
 #                fp16 tensor-core attention at fifty), to inspect-N.csv
@@ -110,20 +111,25 @@ for step in $steps; do
 		echo "| kernels | exit $? | kernel-sums.csv |" >>"$summary"
 		;;
 	timeline)
-		# nsys over replayed requests (English, 1 and 10 questions,
-		# PRECISIONS' first, default fp16x2, plus EXTRA), each kernel of the
-		# graph traced: how much of a forward's GPU time is kernels and how
-		# much the idle between them (scripts/gpucheck/nsys-gaps.py).
-		nsys=$(command -v nsys || echo /usr/local/cuda/bin/nsys)
+		# Every kernel's GPU start and end over replayed requests (English,
+		# 1 and 10 questions, PRECISIONS' first, default fp16x2, plus EXTRA),
+		# graph nodes each on their own, from a CUPTI injection library
+		# built here (scripts/gpucheck/cupti-trace.c; the host has CUPTI but
+		# no Nsight Systems importer): how much of a forward's GPU time is
+		# kernels and how much the idle between them
+		# (scripts/gpucheck/kernel-gaps.py).
+		cuda=${CUDA_HOME:-/usr/local/cuda}
+		gcc -O2 -shared -fPIC -o "$out/libcupti-trace.so" "$root/scripts/gpucheck/cupti-trace.c" -I"$cuda/include" \
+			-L"$cuda/lib64" -Wl,-rpath,"$cuda/lib64" -lcupti -lpthread >"$out/cupti-trace.log" 2>&1 ||
+			echo "| timeline: build cupti-trace | FAIL | cupti-trace.log |" >>"$summary"
 		p=${PRECISIONS:-fp16x2}
 		p=${p%% *}
 		for q in 1 10; do
-			LAYA_CUDA=precision=$p${EXTRA:+,$EXTRA} "$nsys" profile --cuda-graph-trace=node --trace=cuda --sample=none \
-				--cpuctxsw=none --export=sqlite --force-overwrite=true -o "$out/timeline-en$q" "$bin/laya-bench" --backend cuda \
-				--synthetic english --questions "$q" --warmup 5 --runs 20 --batch-size 64 >"$out/timeline-en$q.log" 2>&1 &&
-				python3 "$root/scripts/gpucheck/nsys-gaps.py" "$out/timeline-en$q.sqlite" >"$out/timeline-en$q.md" 2>>"$out/timeline-en$q.log"
+			CUDA_INJECTION64_PATH="$out/libcupti-trace.so" CUPTI_TRACE_OUT="$out/timeline-en$q.csv" \
+				LAYA_CUDA=precision=$p${EXTRA:+,$EXTRA} "$bin/laya-bench" --backend cuda --synthetic english \
+				--questions "$q" --warmup 5 --runs 20 --batch-size 64 >"$out/timeline-en$q.log" 2>&1 &&
+				python3 "$root/scripts/gpucheck/kernel-gaps.py" "$out/timeline-en$q.csv" >"$out/timeline-en$q.md" 2>>"$out/timeline-en$q.log"
 			echo "| timeline English $q ($p) | exit $? | timeline-en$q.md |" >>"$summary"
-			rm -f "$out/timeline-en$q.nsys-rep"
 		done
 		;;
 	inspect)
