@@ -7,7 +7,7 @@
  * device host has CUPTI but no Nsight Systems importer.
  *
  *   gcc -O2 -shared -fPIC -o libcupti-trace.so scripts/gpucheck/cupti-trace.c \
- *       -I/usr/local/cuda/include -L/usr/local/cuda/lib64 -lcupti
+ *       -I/usr/local/cuda/include -L/usr/local/cuda/lib64 -lcupti -lpthread
  *   CUDA_INJECTION64_PATH=$PWD/libcupti-trace.so CUPTI_TRACE_OUT=kernels.csv laya-bench ...
  *   python3 scripts/gpucheck/kernel-gaps.py kernels.csv
  *
@@ -45,8 +45,6 @@ static void CUPTIAPI requested(uint8_t **buffer, size_t *size, size_t *maxRecord
 
 static void CUPTIAPI completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size, size_t valid) {
 	CUpti_Activity *rec = NULL;
-	(void)ctx;
-	(void)stream;
 	(void)size;
 	while (out && cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
 		if (rec->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || rec->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
