@@ -39,8 +39,9 @@ var driverFuncs = []string{
 type kernels struct {
 	gather, layerNorm, layerNorm4, biasAct, add, actMap, geglu, geglu4, softmax, rope, attention, actFeatures, to16, packOut, linearSmall uintptr
 	// attentionTiled holds the tiled attention kernels by head dim: 8 warps
-	// of 1, 2 and 4 queries each, then 16 warps of 1.
-	attentionTiled map[int]*[4]uintptr
+	// of 1, 2 and 4 queries each, then 16 warps of 1, then attn_reg's 16
+	// warps sharing 16 queries (regKernel).
+	attentionTiled map[int]*[5]uintptr
 	// attentionMMA holds the tensor-core attention kernels by head dim:
 	// [1, 2, 4 or 8 warps a block][terms − 1, or 2: one term reading fp16 qkv].
 	attentionMMA map[int]*[4][3]uintptr
@@ -391,11 +392,11 @@ type kernelSlot struct {
 // attention at other than four warps and its key-split kernels.
 func (b *Backend) kernelTable() map[string]kernelSlot {
 	if b.k.attentionTiled == nil {
-		b.k.attentionTiled = map[int]*[4]uintptr{}
+		b.k.attentionTiled = map[int]*[5]uintptr{}
 		b.k.attentionMMA = map[int]*[4][3]uintptr{}
 		b.k.attentionSplit = map[int]*[3]uintptr{}
 		for _, dh := range attnHeadDims {
-			b.k.attentionTiled[dh] = new([4]uintptr)
+			b.k.attentionTiled[dh] = new([5]uintptr)
 			b.k.attentionMMA[dh] = new([4][3]uintptr)
 			b.k.attentionSplit[dh] = new([3]uintptr)
 		}
@@ -419,6 +420,7 @@ func (b *Backend) kernelTable() map[string]kernelSlot {
 			fns[fmt.Sprintf("attention%d_%d", dh, 1<<i)] = kernelSlot{&b.k.attentionTiled[dh][i], partCore}
 		}
 		fns[fmt.Sprintf("attention%d_1w16", dh)] = kernelSlot{&b.k.attentionTiled[dh][3], partCore}
+		fns[fmt.Sprintf("attention%d_r16", dh)] = kernelSlot{&b.k.attentionTiled[dh][regKernel], partCore}
 		for i, w := range mmaWarps {
 			part := partExtras
 			if w == defaultMMAWarps {
@@ -448,8 +450,7 @@ func (b *Backend) setKernelAttributes() error {
 	}
 	for dh, fs := range b.k.attentionTiled {
 		for i, f := range fs {
-			qpw, warps := attnKernel(i)
-			if err := b.drv.Call("cuFuncSetAttribute", f, 8, uintptr(attnShared(dh, qpw, warps))); err != nil {
+			if err := b.drv.Call("cuFuncSetAttribute", f, 8, uintptr(tiledShared(dh, i))); err != nil {
 				return fmt.Errorf("cuda: attention kernel for head dim %d: %w", dh, err)
 			}
 		}

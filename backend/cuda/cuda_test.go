@@ -1990,6 +1990,9 @@ func TestSanitizerForward(t *testing.T) {
 		{"fp16+own", cuda.Options{Precision: cuda.FP16, MMARows: cuda.MaxMMARows}},
 		{"fp16x2+own", cuda.Options{Precision: cuda.FP16X2, MMARows: cuda.MaxMMARows}},
 		{"fp16x2+own+attnsplit", cuda.Options{Precision: cuda.FP16X2, MMARows: cuda.MaxMMARows, AttentionSplit: true}},
+		// The float32 attention of few tiles on attn_reg.
+		{"fp32+attnreg", cuda.Options{Precision: cuda.FP32, RegAttention: true}},
+		{"fp16x2+attnreg", cuda.Options{Precision: cuda.FP16X2, RegAttention: true}},
 	} {
 		t.Run(cf.name, func(t *testing.T) {
 			be := open(t, cf.opts)

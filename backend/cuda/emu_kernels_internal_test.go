@@ -737,3 +737,140 @@ func (a lmmaArgs) launch(terms int, p lmmaPlan) emuLaunch {
 		args: []emuArg{a.d, a.x, a.xlo, a.w, a.bias, a.m, a.k, a.n, a.act, a.accum, a.half, emuInt(p.kc), a.part, a.sem,
 			a.inner, a.gd, a.gh, a.gkind, a.glo, a.stat, a.lnx, a.lnstat, a.lntiles, a.lnw, a.lng, a.lnb, a.eps}}
 }
+
+// attn_reg (the float32 attention whose sixteen warps share a tile's 16
+// queries) against float64 attention, RoPE and a qkv of two float32 terms
+// included: rows shorter than a chunk, rows of several chunks (with and
+// without a sliding window whose span crosses chunk boundaries), right
+// padding (padding queries must come out zero, every row written), head
+// dims 32, 64 and 128; and its output's two fp16 terms (check16).
+func TestEmuAttentionReg(t *testing.T) {
+	const heads = 2
+	for _, c := range []struct {
+		l   emuAttnLayout
+		dhs []int
+	}{
+		{emuAttnLayout{lens: []int{93, 17}}, []int{32, 64, 128}},
+		{emuAttnLayout{lens: []int{93, 17}, seqLen: 100}, []int{64}},
+		{emuAttnLayout{lens: []int{300, 5}, radius: 64}, []int{64, 128}},
+		{emuAttnLayout{lens: []int{200}}, []int{32, 64}},
+		{emuAttnLayout{lens: []int{150, 40}, seqLen: 160, radius: 20}, []int{128}},
+	} {
+		for _, dh := range c.dhs {
+			t.Run(fmt.Sprintf("dh=%d,lens=%v,seqlen=%d,radius=%d", dh, c.l.lens, c.l.seqLen, c.l.radius), func(t *testing.T) {
+				emuAttentionReg(t, dh, heads, c.l)
+			})
+		}
+	}
+}
+
+func emuAttentionReg(t *testing.T, dh, heads int, l emuAttnLayout) {
+	width := heads * dh
+	rows := l.rows()
+	const qt = 16
+	var tiles []int32
+	maxLen := 0
+	for b, n := range l.lens {
+		start, span := l.start(b)
+		maxLen = max(maxLen, span)
+		for p := 0; p < span; p += qt {
+			tiles = append(tiles, int32(start+p), int32(start), int32(n), int32(p), int32(min(qt, span-p)))
+		}
+	}
+	tileBytes := make([]byte, 4*len(tiles))
+	for i, v := range tiles {
+		binary.LittleEndian.PutUint32(tileBytes[4*i:], uint32(v))
+	}
+	// Two terms: a GEMM's float32 output of the stacked fp16 terms, the
+	// second two elements on (ld4), small beside the first.
+	rng := rand.New(rand.NewPCG(uint64(dh), uint64(rows)))
+	n1 := rows * 3 * width
+	qkv := make([]float32, 2*n1)
+	for i := range qkv {
+		qkv[i] = float32(rng.NormFloat64())
+		if i >= n1 {
+			qkv[i] *= 1.0 / 512
+		}
+	}
+	// RoPE: each position's cosines, then sines, of DH/2 angles.
+	rope := make([]float32, maxLen*dh)
+	for p := range maxLen {
+		for j := range dh / 2 {
+			a := float64(p) * math.Pow(10000, -2*float64(j)/float64(dh))
+			rope[p*dh+j], rope[p*dh+dh/2+j] = float32(math.Cos(a)), float32(math.Sin(a))
+		}
+	}
+	// x is element d of the rotated q (part 0) or k (1) of tensor row r,
+	// position pos, head h, as float64 from the float32 the kernel sums.
+	x := func(part, r, pos, h, d int) float64 {
+		at := func(d int) float64 {
+			i := r*3*width + part*width + h*dh + d
+			return float64(qkv[i] + qkv[i+n1])
+		}
+		half := dh / 2
+		j := d % half
+		a, b := at(j), at(j+half)
+		c, s := float64(rope[pos*dh+j]), float64(rope[pos*dh+half+j])
+		if d < half {
+			return a*c - b*s
+		}
+		return b*c + a*s
+	}
+	dst := make([]float32, rows*width)
+	for i := range dst {
+		dst[i] = float32(math.NaN())
+	}
+	kind, lo := 3, rows*width
+	scale := float32(1 / math.Sqrt(float64(dh)))
+	out := emuRun(t, [][]byte{f32Bytes(dst), f32Bytes(qkv), tileBytes, make([]byte, 2*2*lo), f32Bytes(rope)}, emuLaunch{
+		name: fmt.Sprintf("attention%d_r16", dh), grid: [3]int{len(tiles) / 5, heads, 1}, threads: 32 * wideWarps, smem: attnRegShared(dh),
+		args: []emuArg{emuBuf(0, 0), emuBuf(1, 0), emuVal(uint64(n1)), emuBuf(2, 0), emuInt(heads), emuF32(scale),
+			emuVal(boolArg(l.radius > 0)), emuInt(l.radius), emuBuf(4, 0), emuBuf(3, 0), emuInt(kind), emuVal(uint64(lo))},
+	})
+	got := bytesF32(out[0])
+	check16(t, got, out[3], lo, kind)
+	worst := 0.0
+	for b, n := range l.lens {
+		start, span := l.start(b)
+		for h := range heads {
+			for i := range span {
+				s := make([]float64, n)
+				mx := math.Inf(-1)
+				if i < n {
+					for j := range n {
+						if l.radius > 0 && (j < i-l.radius || j > i+l.radius) {
+							s[j] = math.Inf(-1)
+							continue
+						}
+						for d := range dh {
+							s[j] += x(0, start+i, i, h, d) * x(1, start+j, j, h, d)
+						}
+						s[j] *= float64(scale)
+						mx = math.Max(mx, s[j])
+					}
+				}
+				sum := 0.0
+				for j := range s {
+					s[j] = math.Exp(s[j] - mx)
+					sum += s[j]
+				}
+				for d := range dh {
+					want := 0.0 // a padding query's output
+					if i < n {
+						for j := range n {
+							v := (start+j)*3*width + 2*width + h*dh + d
+							want += s[j] / sum * float64(qkv[v]+qkv[v+n1])
+						}
+					}
+					g := float64(got[(start+i)*width+h*dh+d])
+					if e := math.Abs(g - want); !(e <= 1e-5) {
+						t.Fatalf("row %d head %d dim %d: %g, want %g", start+i, h, d, g, want)
+					} else {
+						worst = math.Max(worst, e)
+					}
+				}
+			}
+		}
+	}
+	t.Logf("largest error %.3g", worst)
+}

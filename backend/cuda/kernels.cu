@@ -934,6 +934,223 @@ ATTENTIONS(64)
 ATTENTIONS(128)
 #endif
 
+// attn_reg: the float32 attention for one query tile a (batch row, head)
+// block when there are too few tiles to fill the GPU (one question). The
+// tiled kernels give each warp a query and each query reads every key and
+// value of the chunk from shared memory, which bounds them (about 1 MB of
+// shared-memory reads a block at 16 queries and 128 keys); here the block's
+// sixteen warps share the tile's 16 queries instead and each thread keeps a
+// small tile of products in registers, so that a key or value read from
+// shared memory serves several queries: the scores as 2 queries × KC/64
+// keys a thread, the output as 4 queries × 4 dims over a key group a warp,
+// the groups' sums added at the end. The queries and the first chunk's keys
+// and values are loaded in one round of loads. Between the two products
+// the scores go through shared memory, where a warp a query takes its row's
+// online-softmax step. Same arguments, tiles (16 queries each), masks,
+// padding and outputs as attn_tiled; dynamic shared memory: attnRegShared
+// in stream.go.
+template <int DH>
+__device__ void attn_reg(float* dst, const float* qkv, long long two, const int* tiles, int heads, float scale, int sliding,
+	int radius, const float* rope, u16* hout, int kind, long long hlo) {
+	const int QT = 16, NT = 512, KC = DH <= 64 ? 128 : 64, KS = DH + 4, PS = KC + 4, H4 = DH / 8, D4 = DH / 4;
+	// Scores: a warp KW keys of all 16 queries; a thread queries qg and
+	// qg + 8 against NKT keys 4 apart.
+	const int KW = KC / 16, NKT = KW / 4;
+	// Output: NS slices of 32 dims, G key groups of KG keys; warp w the
+	// slice w % NS of group w / NS.
+	const int NS = DH / 32, G = 16 / NS, KG = KC / G;
+	const float NEG = -3.402823466e38f;
+	static_assert(KW % 4 == 0 && KG % 4 == 0, "tile shapes");
+	static_assert(G * QT * DH <= KC * (KS + DH), "the groups' sums fit where the keys and values were");
+	extern __shared__ float4 smem4[];
+	float* K = (float*)smem4;    // [KC][KS]
+	float* V = K + KC * KS;      // [KC][DH]
+	float* Q = V + KC * DH;      // [QT][KS]
+	float* P = Q + QT * KS;      // [QT][PS]
+	float* C = P + QT * PS;      // [QT] each query's rescale of this chunk
+	float* L = C + QT;           // [QT] each query's softmax sum
+	const int* t = tiles + 5 * blockIdx.x;
+	int r0 = t[0], start = t[1], n = t[2], pos0 = t[3], nq = t[4];
+	if (nq == 0) return; // past the real tiles of a packed batch (tileGrid)
+	int h = blockIdx.y, width = heads * DH, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+	int klo = 0, khi = n;
+	if (sliding) {
+		klo = max(0, pos0 - radius);
+		khi = min(n, pos0 + nq - 1 + radius + 1);
+	}
+	// The queries' rotated halves, loaded with the first chunk.
+	float4 qa = make_float4(0.0f, 0.0f, 0.0f, 0.0f), qb = qa;
+	int qi0 = tid / H4, qj = (tid - qi0 * H4) * 4;
+	if (tid < QT * H4 && qi0 < nq)
+		ld4rope2<DH>(qkv + (long long)(r0 + qi0) * 3 * width + h * DH, two, qj, rope, pos0 + qi0, qa, qb);
+	// This thread's softmax row (warp = query) and output queries.
+	float m = NEG, l = 0.0f;
+	int wq = warp, wpos = pos0 + wq;
+	bool wactive = wq < nq && wpos < n;
+	int wlo = sliding ? max(0, wpos - radius) : 0, whi = sliding ? min(n, wpos + radius + 1) : n;
+	const int qg = lane & 7, kg = lane >> 3; // scores
+	const int qi = lane & 3, di = lane >> 2; // output
+	const int slice = warp % NS, grp = warp / NS, d0 = slice * 32 + di * 4;
+	float acc[4][4];
+#pragma unroll
+	for (int a = 0; a < 4; a++)
+#pragma unroll
+		for (int c = 0; c < 4; c++) acc[a][c] = 0.0f;
+	for (int kb = klo; kb < khi; kb += KC) {
+		if (kb != klo) __syncthreads(); // the last chunk's products are done
+		const int NL = KC * H4 / NT > 0 ? KC * H4 / NT : 1;
+		float4 k0[NL], k1[NL], v0[NL], v1[NL];
+#pragma unroll
+		for (int e = 0; e < NL; e++) {
+			int i = tid + NT * e, key = i / H4, d = (i - key * H4) * 4, g = kb + key;
+			k0[e] = k1[e] = v0[e] = v1[e] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+			if (i < KC * H4 && g < khi) {
+				const float* row = qkv + (long long)(start + g) * 3 * width + h * DH;
+				ld4rope2<DH>(row + width, two, d, rope, g, k0[e], k1[e]);
+				v0[e] = ld4(row + 2 * width + d, two);
+				v1[e] = ld4(row + 2 * width + d + DH / 2, two);
+			}
+		}
+		if (kb == klo && tid < QT * H4) {
+			*(float4*)&Q[qi0 * KS + qj] = qa;
+			*(float4*)&Q[qi0 * KS + qj + DH / 2] = qb;
+		}
+#pragma unroll
+		for (int e = 0; e < NL; e++) {
+			int i = tid + NT * e, key = i / H4, d = (i - key * H4) * 4;
+			if (i < KC * H4) {
+				*(float4*)&K[key * KS + d] = k0[e];
+				*(float4*)&K[key * KS + d + DH / 2] = k1[e];
+				*(float4*)&V[key * DH + d] = v0[e];
+				*(float4*)&V[key * DH + d + DH / 2] = v1[e];
+			}
+		}
+		__syncthreads();
+		// Scores, two partial sums each.
+		{
+			float s[2][NKT][2];
+#pragma unroll
+			for (int a = 0; a < 2; a++)
+#pragma unroll
+				for (int e = 0; e < NKT; e++) s[a][e][0] = s[a][e][1] = 0.0f;
+#pragma unroll 4
+			for (int d = 0; d < D4; d++) {
+				float4 q[2], k[NKT];
+#pragma unroll
+				for (int a = 0; a < 2; a++) q[a] = ((const float4*)&Q[(qg + 8 * a) * KS])[d];
+#pragma unroll
+				for (int e = 0; e < NKT; e++) k[e] = ((const float4*)&K[(warp * KW + kg + 4 * e) * KS])[d];
+#pragma unroll
+				for (int a = 0; a < 2; a++)
+#pragma unroll
+					for (int e = 0; e < NKT; e++) {
+						s[a][e][0] += q[a].x * k[e].x + q[a].y * k[e].y;
+						s[a][e][1] += q[a].z * k[e].z + q[a].w * k[e].w;
+					}
+			}
+#pragma unroll
+			for (int a = 0; a < 2; a++) {
+				int q = qg + 8 * a, pos = pos0 + q;
+				bool act = q < nq && pos < n;
+				int lo = sliding ? max(0, pos - radius) : 0, hi = sliding ? min(n, pos + radius + 1) : n;
+#pragma unroll
+				for (int e = 0; e < NKT; e++) {
+					int key = warp * KW + kg + 4 * e, g = kb + key;
+					P[q * PS + key] = act && g >= lo && g < hi ? (s[a][e][0] + s[a][e][1]) * scale : NEG;
+				}
+			}
+		}
+		__syncthreads();
+		// The online softmax step of query warp over this chunk.
+		{
+			float sv[KC / 32], cmax = NEG;
+#pragma unroll
+			for (int j = 0; j < KC / 32; j++) {
+				sv[j] = P[wq * PS + lane + 32 * j];
+				cmax = fmaxf(cmax, sv[j]);
+			}
+			cmax = warp_max(cmax);
+			float mn = fmaxf(m, cmax), ps = 0.0f;
+#pragma unroll
+			for (int j = 0; j < KC / 32; j++) {
+				float e = sv[j] == NEG ? 0.0f : expf(sv[j] - mn);
+				P[wq * PS + lane + 32 * j] = e;
+				ps += e;
+			}
+			float corr = expf(m - mn);
+			l = l * corr + warp_sum(ps);
+			m = mn;
+			if (lane == 0) C[wq] = corr;
+		}
+		__syncthreads();
+		// Probabilities times values: queries qi + 4a, dims d0..d0+3, keys
+		// of group grp.
+		{
+#pragma unroll
+			for (int a = 0; a < 4; a++) {
+				float c = C[qi + 4 * a];
+#pragma unroll
+				for (int e = 0; e < 4; e++) acc[a][e] *= c;
+			}
+#pragma unroll 2
+			for (int j = grp * KG; j < grp * KG + KG; j += 4) {
+				float4 p[4], v[4];
+#pragma unroll
+				for (int a = 0; a < 4; a++) p[a] = *(const float4*)&P[(qi + 4 * a) * PS + j];
+#pragma unroll
+				for (int e = 0; e < 4; e++) v[e] = *(const float4*)&V[(j + e) * DH + d0];
+#pragma unroll
+				for (int a = 0; a < 4; a++) {
+					acc[a][0] += (p[a].x * v[0].x + p[a].y * v[1].x) + (p[a].z * v[2].x + p[a].w * v[3].x);
+					acc[a][1] += (p[a].x * v[0].y + p[a].y * v[1].y) + (p[a].z * v[2].y + p[a].w * v[3].y);
+					acc[a][2] += (p[a].x * v[0].z + p[a].y * v[1].z) + (p[a].z * v[2].z + p[a].w * v[3].z);
+					acc[a][3] += (p[a].x * v[0].w + p[a].y * v[1].w) + (p[a].z * v[2].w + p[a].w * v[3].w);
+				}
+			}
+		}
+	}
+	// The groups' sums meet where the keys and values were.
+	__syncthreads();
+	float* R = K; // [G][QT][DH]
+#pragma unroll
+	for (int a = 0; a < 4; a++)
+		*(float4*)&R[(grp * QT + qi + 4 * a) * DH + d0] = make_float4(acc[a][0], acc[a][1], acc[a][2], acc[a][3]);
+	if (lane == 0) L[wq] = wactive ? l : 0.0f;
+	__syncthreads();
+	for (int i = tid; i < QT * D4; i += NT) {
+		int q = i / D4, d = (i - q * D4) * 4;
+		if (q >= nq) continue;
+		float4 y = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+		float lq = L[q];
+		if (lq > 0.0f) {
+#pragma unroll
+			for (int g = 0; g < G; g++) {
+				float4 r = *(const float4*)&R[(g * QT + q) * DH + d];
+				y.x += r.x;
+				y.y += r.y;
+				y.z += r.z;
+				y.w += r.w;
+			}
+			y = make_float4(y.x / lq, y.y / lq, y.z / lq, y.w / lq);
+		}
+		long long o = (long long)(r0 + q) * width + h * DH + d;
+		if (dst) *(float4*)&dst[o] = y;
+		if (hout) store16x4(hout, o, hlo, y, kind);
+	}
+}
+
+#define ATTENTION_REG(DH)                                                                                                    \
+	extern "C" __global__ void __launch_bounds__(512, 1) attention##DH##_r16(float* dst, const float* qkv, long long two,       \
+		const int* tiles, int heads, float scale, int sliding, int radius, const float* rope, u16* hout, int kind, long long hlo) { \
+		KERNEL_ENTRY                                                                                                         \
+		attn_reg<DH>(dst, qkv, two, tiles, heads, scale, sliding, radius, rope, hout, kind, hlo);                             \
+	}
+#if LAYA_CORE
+ATTENTION_REG(32)
+ATTENTION_REG(64)
+ATTENTION_REG(128)
+#endif
+
 // ---- Attention on tensor cores (FP16 and FP16X2) ----
 
 #define NEG_INF __int_as_float(0xff800000) // exp2f of it is 0

@@ -958,7 +958,7 @@ type pendingRope struct {
 // folds reports whether an attention with p can apply r itself: the tiled
 // kernels rotate by each row's index in its batch row, which is r's
 // position when both see the same rows.
-func (r *pendingRope) folds(tiled *[4]uintptr, p backend.AttentionParams) bool {
+func (r *pendingRope) folds(tiled *[5]uintptr, p backend.AttentionParams) bool {
 	return tiled != nil && r.heads == p.Heads && r.dh == p.HeadDim && r.layout.Packed == p.Packed && r.layout.SeqLen == p.SeqLen &&
 		(!p.Packed || slices.Equal(r.layout.Lengths, p.Lengths))
 }
@@ -1041,13 +1041,40 @@ const (
 	wideWarps      = 16
 )
 
+// regKernel is attn_reg's entry in a head dim's tiled attention kernels
+// (kernels.attentionTiled): sixteen warps sharing a tile of 16 queries.
+const regKernel = 4
+
 // attnKernel is the queries a warp and the warps of entry i of a head
 // dim's tiled attention kernels (kernels.attentionTiled).
 func attnKernel(i int) (qpw, warps int) {
-	if i == 3 {
+	if i >= 3 {
 		return 1, wideWarps
 	}
 	return 1 << i, tileWarps
+}
+
+// tiledShared is the dynamic shared memory of entry i of a head dim's
+// tiled attention kernels.
+func tiledShared(dh, i int) int {
+	if i == regKernel {
+		return attnRegShared(dh)
+	}
+	qpw, warps := attnKernel(i)
+	return attnShared(dh, qpw, warps)
+}
+
+// attnRegShared is attn_reg's dynamic shared memory for head dim dh: a
+// chunk's keys (rows padded by 4 floats) and values, the tile's queries
+// (padded alike), its scores (rows of the chunk padded by 4) and a float a
+// query for the rescale and the sum.
+func attnRegShared(dh int) int {
+	kc := 128
+	if dh > 64 {
+		kc = 64
+	}
+	const qt = 16
+	return 4 * (kc*(dh+4) + kc*dh + qt*(dh+4) + qt*(kc+4) + 2*qt)
 }
 
 // attnShared is the dynamic shared memory of the tiled attention kernel
@@ -1094,7 +1121,7 @@ func tilesOf(l backend.Layout, qt int) int {
 // attentionKernel picks the tiled attention kernel for p over rows rows:
 // its function, the queries of its tiles, its warps a block and its dynamic
 // shared memory.
-func (s *stream) attentionKernel(tiled *[4]uintptr, p backend.AttentionParams, rows int) (fn, half uintptr, qt, warps, shm int) {
+func (s *stream) attentionKernel(tiled *[5]uintptr, p backend.AttentionParams, rows int) (fn, half uintptr, qt, warps, shm int) {
 	o := s.be.opts
 	// FP16 and FP16X2 on tensor cores, at one or two fp16 terms, where a
 	// block of four warps a tile still gives every multiprocessor a block:
@@ -1141,6 +1168,9 @@ func (s *stream) attentionKernel(tiled *[4]uintptr, p backend.AttentionParams, r
 	// between twice the queries (AttentionWarps).
 	warps, k := tileWarps, bits.TrailingZeros(uint(qpw))
 	if qpw == 1 && o.AttentionWarps != tileWarps {
+		if o.RegAttention && tiled[regKernel] != 0 {
+			return tiled[regKernel], 0, 16, wideWarps, attnRegShared(p.HeadDim)
+		}
 		warps, k = wideWarps, 3
 	}
 	return tiled[k], 0, warps * qpw, warps, attnShared(p.HeadDim, qpw, warps)

@@ -168,7 +168,7 @@ func TestWeightKindIsTheGEMMType(t *testing.T) {
 // and a rope table, so that Rope and Attention record without a GPU.
 func recordingTiled(p Precision) *stream {
 	s := recording(p)
-	s.be.k.attentionTiled = map[int]*[4]uintptr{4: {1, 1, 1, 1}}
+	s.be.k.attentionTiled = map[int]*[5]uintptr{4: {1, 1, 1, 1}}
 	s.be.ropes = map[ropeKey]ropeTable{{10000, 4}: {addr: 1, positions: 1 << 20}}
 	return s
 }
@@ -331,7 +331,7 @@ func benchRecordForward(b *testing.B, q int) {
 		prec = FP16
 	}
 	be := &Backend{opts: Options{Precision: prec}}
-	be.k.attentionTiled = map[int]*[4]uintptr{dh: {1, 1, 1, 1}}
+	be.k.attentionTiled = map[int]*[5]uintptr{dh: {1, 1, 1, 1}}
 	be.k.attentionMMA = map[int]*[4][3]uintptr{dh: {{2, 2, 2}, {2, 2, 2}, {2, 2, 2}, {2, 2, 2}}}
 	be.ropes = map[ropeKey]ropeTable{{160000, dh}: {addr: 1, positions: 8192}, {10000, dh}: {addr: 1, positions: 8192}}
 	be.sms = 132
@@ -553,8 +553,8 @@ func TestAttentionKernelChoice(t *testing.T) {
 		{"fp32 one, attnsplit", Options{Precision: FP32, AttentionSplit: true}, one, simt, 16, 16},
 	} {
 		be := &Backend{opts: c.opts, sms: 132}
-		tiled := &[4]uintptr{simt + 0, simt + 1, simt + 2, simt}
-		be.k.attentionTiled = map[int]*[4]uintptr{dh: tiled}
+		tiled := &[5]uintptr{simt + 0, simt + 1, simt + 2, simt}
+		be.k.attentionTiled = map[int]*[5]uintptr{dh: tiled}
 		// Entry [warps index][terms-1] = 10·warps + terms; [2], one term
 		// reading fp16 qkv, 10·warps + 5.
 		be.k.attentionMMA = map[int]*[4][3]uintptr{dh: {{11, 12, 15}, {21, 22, 25}, {41, 42, 45}, {81, 82, 85}}}
@@ -1122,8 +1122,8 @@ func TestHalfAttentionInput(t *testing.T) {
 		{"fp16x2", Options{Precision: FP16X2, MMAWarps: 4}, false, false, true, "", false},
 	} {
 		be := &Backend{opts: c.opts, sms: 132}
-		tiled := &[4]uintptr{100, 101, 102, 100}
-		be.k.attentionTiled = map[int]*[4]uintptr{dh: tiled}
+		tiled := &[5]uintptr{100, 101, 102, 100}
+		be.k.attentionTiled = map[int]*[5]uintptr{dh: tiled}
 		be.k.attentionMMA = map[int]*[4][3]uintptr{dh: {{11, 12, 15}, {21, 22, 25}, {41, 42, 45}, {81, 82, 85}}}
 		be.ropes = map[ropeKey]ropeTable{{10000, dh}: {addr: 1, positions: 8192}}
 		s := be.NewStream().(*stream)
@@ -1316,7 +1316,7 @@ func TestGeGLUFusionOrder(t *testing.T) {
 		const dh, heads = 4, 2
 		layout := backend.Layout{SeqLen: rows, Lengths: []int{rows}, Packed: true}
 		be := &Backend{opts: Options{Precision: FP16, MMAWarps: 4, MMARows: 128}, sms: 132}
-		be.k.attentionTiled = map[int]*[4]uintptr{dh: {100, 101, 102, 100}}
+		be.k.attentionTiled = map[int]*[5]uintptr{dh: {100, 101, 102, 100}}
 		be.k.attentionMMA = map[int]*[4][3]uintptr{dh: {{11, 12, 15}, {21, 22, 25}, {41, 42, 45}, {81, 82, 85}}}
 		s := be.NewStream().(*stream)
 		x := s.FromHost(rows, 16, make([]float32, rows*16))
