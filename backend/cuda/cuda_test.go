@@ -104,6 +104,7 @@ func TestParseOptions(t *testing.T) {
 		{"attn=tensor", cuda.Options{}, true},
 		{"mmawarps=1", cuda.Options{MMAWarps: 1}, false},
 		{"attnsplit=on", cuda.Options{AttentionSplit: true}, false},
+		{"attnreg=off", cuda.Options{NoRegAttention: true}, false},
 		{"mmawarps=3", cuda.Options{}, true},
 		{"gemm=blas,tune=off", cuda.Options{GEMMBLAS: true, NoTune: true}, false},
 		{"gemm=blas,gemm=lt,tune=off,tune=on", cuda.Options{}, false},
@@ -1990,9 +1991,9 @@ func TestSanitizerForward(t *testing.T) {
 		{"fp16+own", cuda.Options{Precision: cuda.FP16, MMARows: cuda.MaxMMARows}},
 		{"fp16x2+own", cuda.Options{Precision: cuda.FP16X2, MMARows: cuda.MaxMMARows}},
 		{"fp16x2+own+attnsplit", cuda.Options{Precision: cuda.FP16X2, MMARows: cuda.MaxMMARows, AttentionSplit: true}},
-		// The float32 attention of few tiles on attn_reg.
-		{"fp32+attnreg", cuda.Options{Precision: cuda.FP32, RegAttention: true}},
-		{"fp16x2+attnreg", cuda.Options{Precision: cuda.FP16X2, RegAttention: true}},
+		// The float32 attention of few tiles on the tiled kernel's warp a
+		// query instead of attn_reg.
+		{"fp32+attnreg=off", cuda.Options{Precision: cuda.FP32, NoRegAttention: true}},
 	} {
 		t.Run(cf.name, func(t *testing.T) {
 			be := open(t, cf.opts)

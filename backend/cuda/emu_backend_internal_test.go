@@ -94,11 +94,9 @@ var emuConfigs = []emuConfig{
 	// the tensor-core attention at one warp;
 	// with the LayerNorms kernels of their own.
 	{"FP16X2+mmarows+mmacols=128+mmawarps=1+mmaln=off", Options{Precision: FP16X2, MMARows: MaxMMARows, MMACols: 128, MMAWarps: 1, MMANoLN: true}},
-	// The float32 attention of few tiles on attn_reg, in FP32 (held to
-	// upstream's logits like the rest) and in FP16X2, which takes it at one
-	// question.
-	{"FP32+attnreg", Options{Precision: FP32, RegAttention: true}},
-	{"FP16X2+attnreg", Options{Precision: FP16X2, RegAttention: true}},
+	// The float32 attention of few tiles on the tiled kernel's warp a
+	// query instead of attn_reg.
+	{"FP32+attnreg=off", Options{Precision: FP32, NoRegAttention: true}},
 }
 
 // Two rows of each variant's goldens (testdata/variants: shapes the oracle

@@ -123,11 +123,11 @@ type Options struct {
 	// (attnsplit=on): four times the warps loading each tile's keys and
 	// values where a question makes few tiles.
 	AttentionSplit bool
-	// RegAttention runs the float32 attention at one query a warp (few
-	// tiles: one question) on the kernel whose sixteen warps share a tile's
-	// queries and keep products in registers (attnreg=on) instead of the
-	// tiled kernel's warp a query.
-	RegAttention bool
+	// NoRegAttention runs the float32 attention at one query a warp (few
+	// tiles: one question) on the tiled kernel's sixteen warps of a query
+	// each (attnreg=off) instead of attn_reg, whose sixteen warps share the
+	// tile's queries and keep products in registers, for comparison.
+	NoRegAttention bool
 	// AttentionTerms fixes the fp16 terms the tensor-core attention kernels
 	// split q, k, v and the probabilities into: 1 or 2; 0 means the
 	// precision's (1 for FP16, 2 for FP16X2). FP16X2 at one term keeps its
@@ -292,7 +292,7 @@ func defineFlags(defines map[string]int) []string {
 // ParseOptions reads options from a comma-separated list, as the LAYA_CUDA
 // environment variable gives them to the registered backend:
 // precision=fp32|fp16|bf16|fp16x2, device=N, graphs=off, maxgraphs=N,
-// submit=N|off, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnsplit=off|on, attnreg=off|on, attnterms=0|1|2,
+// submit=N|off, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnsplit=off|on, attnreg=on|off, attnterms=0|1|2,
 // attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off,
 // tunecands=N, splitk=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, pdl=on|off, geglu=vec|scalar, cache=DIR|off,
 // refine=MARGIN|off, refinetokens=N, define=NAME=VALUE (repeatable: Options.Defines),
@@ -310,7 +310,7 @@ func ParseOptions(s string) (Options, error) {
 		b             *bool
 	}{"attn": {"mma", "simt", &o.SIMTAttention}, "graphs": {"on", "off", &o.NoGraphs},
 		"small": {"on", "off", &o.NoSmallLinear}, "gemm": {"lt", "blas", &o.GEMMBLAS}, "tune": {"on", "off", &o.NoTune},
-		"geglu": {"vec", "scalar", &o.ScalarGeGLU}, "splitk": {"off", "on", &o.SplitK}, "pdl": {"on", "off", &o.NoPDL}, "mmaln": {"on", "off", &o.MMANoLN}, "attnsplit": {"off", "on", &o.AttentionSplit}, "attnreg": {"off", "on", &o.RegAttention}}
+		"geglu": {"vec", "scalar", &o.ScalarGeGLU}, "splitk": {"off", "on", &o.SplitK}, "pdl": {"on", "off", &o.NoPDL}, "mmaln": {"on", "off", &o.MMANoLN}, "attnsplit": {"off", "on", &o.AttentionSplit}, "attnreg": {"on", "off", &o.NoRegAttention}}
 	for _, f := range strings.Split(s, ",") {
 		f = strings.TrimSpace(f)
 		if f == "" {
@@ -344,7 +344,7 @@ func ParseOptions(s string) (Options, error) {
 			}
 			*map[string]*string{"driver": &o.Driver, "nvrtc": &o.NVRTC, "cublas": &o.CUBLAS}[k] = v
 		default:
-			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, submit=N|off, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnsplit=off|on, attnreg=off|on, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off, tunecands=N, splitk=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, pdl=on|off, geglu=vec|scalar, cache=DIR|off, refine=MARGIN|off, refinetokens=N, define=NAME=VALUE, driver=PATH, nvrtc=PATH, cublas=PATH)")
+			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, submit=N|off, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnsplit=off|on, attnreg=on|off, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off, tunecands=N, splitk=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, pdl=on|off, geglu=vec|scalar, cache=DIR|off, refine=MARGIN|off, refinetokens=N, define=NAME=VALUE, driver=PATH, nvrtc=PATH, cublas=PATH)")
 		}
 		if err == nil {
 			err = o.check()

@@ -1168,7 +1168,7 @@ func (s *stream) attentionKernel(tiled *[5]uintptr, p backend.AttentionParams, r
 	// between twice the queries (AttentionWarps).
 	warps, k := tileWarps, bits.TrailingZeros(uint(qpw))
 	if qpw == 1 && o.AttentionWarps != tileWarps {
-		if o.RegAttention && tiled[regKernel] != 0 {
+		if !o.NoRegAttention && tiled[regKernel] != 0 {
 			return tiled[regKernel], 0, 16, wideWarps, attnRegShared(p.HeadDim)
 		}
 		warps, k = wideWarps, 3

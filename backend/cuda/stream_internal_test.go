@@ -505,7 +505,9 @@ func TestAttentionWarps(t *testing.T) {
 // The attention kernel by precision, options and grid: tensor cores (four
 // warps a block unless MMAWarps says) for FP16 and FP16X2 where a block a
 // tile fills the GPU (ten questions of 93 tokens, 16 heads), the float32
-// kernels where it does not (one question) and in FP32 and BF16.
+// kernels where it does not (one question) and in FP32 and BF16; of
+// those, at one query a warp, attn_reg unless attnreg=off, eight warps are
+// asked for or it is not loaded.
 func TestAttentionKernelChoice(t *testing.T) {
 	const dh, heads = 64, 16
 	one := backend.AttentionParams{Layout: backend.Layout{SeqLen: 93, Lengths: []int{93, 3}, Packed: true}, Heads: heads, HeadDim: dh}
@@ -528,7 +530,11 @@ func TestAttentionKernelChoice(t *testing.T) {
 	}{
 		{"fp16x2 ten", Options{Precision: FP16X2}, ten, 42, 4, 64},
 		{"fp16 ten", Options{Precision: FP16}, ten, 41, 4, 64},
-		{"fp16x2 one", Options{Precision: FP16X2}, one, simt, 16, 16},
+		{"fp16x2 one", Options{Precision: FP16X2}, one, simt + regKernel, 16, 16},
+		{"fp16x2 one, attnreg=off", Options{Precision: FP16X2, NoRegAttention: true}, one, simt, 16, 16},
+		{"fp32 one", Options{Precision: FP32}, one, simt + regKernel, 16, 16},
+		{"fp32 one, attnwarps=8", Options{Precision: FP32, AttentionWarps: 8}, one, simt, 8, 8},
+		{"fp32 one, no attn_reg", Options{Precision: FP32}, one, simt, 16, 16},
 		{"fp16x2 one, mmawarps=8", Options{Precision: FP16X2, MMAWarps: 8}, one, 82, 8, 128},
 		{"fp16 ten, mmawarps=2", Options{Precision: FP16, MMAWarps: 2}, ten, 21, 2, 32},
 		{"fp16x2 one, mmawarps=1", Options{Precision: FP16X2, MMAWarps: 1}, one, 12, 1, 16},
@@ -550,10 +556,13 @@ func TestAttentionKernelChoice(t *testing.T) {
 		{"fp16x2 ten, attnsplit, mmawarps=8", Options{Precision: FP16X2, AttentionSplit: true, MMAWarps: 8}, ten, 52, 4, 16},
 		{"fp16x2 one, attnsplit, no split kernel", Options{Precision: FP16X2, AttentionSplit: true}, one, 42, 4, 64},
 		{"fp16x2 one, attnsplit, attnterms=1", Options{Precision: FP16X2, AttentionSplit: true, AttentionTerms: 1}, one, 51, 4, 16},
-		{"fp32 one, attnsplit", Options{Precision: FP32, AttentionSplit: true}, one, simt, 16, 16},
+		{"fp32 one, attnsplit", Options{Precision: FP32, AttentionSplit: true}, one, simt + regKernel, 16, 16},
 	} {
 		be := &Backend{opts: c.opts, sms: 132}
-		tiled := &[5]uintptr{simt + 0, simt + 1, simt + 2, simt}
+		tiled := &[5]uintptr{simt + 0, simt + 1, simt + 2, simt, simt + regKernel}
+		if strings.HasSuffix(c.name, "no attn_reg") {
+			tiled[regKernel] = 0
+		}
 		be.k.attentionTiled = map[int]*[5]uintptr{dh: tiled}
 		// Entry [warps index][terms-1] = 10·warps + terms; [2], one term
 		// reading fp16 qkv, 10·warps + 5.
@@ -570,6 +579,9 @@ func TestAttentionKernelChoice(t *testing.T) {
 		wantShm := shm > 0
 		if c.want == 51 || c.want == 52 { // the key-split kernels' own size
 			wantShm = shm == attnSplitShared(dh, int(c.want-50))
+		}
+		if c.want == simt+regKernel {
+			wantShm = shm == attnRegShared(dh)
 		}
 		if fn != c.want || warps != c.warps || qt != c.tileQs || !wantShm {
 			t.Errorf("%s: kernel %d, %d warps, tiles of %d, %d bytes; want kernel %d, %d warps, tiles of %d", c.name, fn, warps, qt, shm,
