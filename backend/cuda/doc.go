@@ -171,7 +171,13 @@
 // questions and more): FP16 rounds q, k, v and the probabilities to fp16
 // once, FP16X2 splits each into two fp16 terms and keeps about float32's
 // accuracy. Below that (one question), and in FP32 and BF16, it runs on
-// float32 kernels, whose blocks start computing sooner.
+// float32 kernels, whose blocks start computing sooner. Where those make
+// few tiles (one question: a tile of 16 queries a block) the block's
+// sixteen warps share its queries (attn_reg): each thread keeps a few
+// queries' products with a few keys, or a few queries' outputs over a few
+// dimensions, in registers, so that a key or value read from shared memory
+// serves several queries, where the tiled kernels give each warp a query
+// that reads every key and value of the chunk itself.
 //
 // The reduced precisions are gated on every bundled golden: the same
 // answer as upstream for every question and calibrated probabilities
@@ -226,7 +232,8 @@
 // (their fp16 terms; default the precision's), attnqpw=1|2|4
 // (queries a warp of the float32 kernels; by default chosen by the grid's
 // size), attnwarps=8|16 (their warps a block at one query a warp; default
-// 16), small=on|off (off runs the Linears on few rows on cuBLAS too),
+// 16), attnreg=on|off (off: the tiled kernel's warp a query where attn_reg
+// would run), small=on|off (off runs the Linears on few rows on cuBLAS too),
 // gemm=lt|blas (cuBLASLt, the default, or cuBLAS for the 16-bit GEMMs)
 // and tune=on|off (off: cuBLASLt's first heuristic choice, untimed),
 // tunecands=N (how many of the heuristic's algorithms are timed; 16),

@@ -939,13 +939,16 @@ ATTENTIONS(128)
 // tiled kernels give each warp a query and each query reads every key and
 // value of the chunk from shared memory, which bounds them (about 1 MB of
 // shared-memory reads a block at 16 queries and 128 keys); here the block's
-// sixteen warps share the tile's 16 queries instead and each thread keeps a
-// small tile of products in registers, so that a key or value read from
-// shared memory serves several queries: the scores as 2 queries × KC/64
-// keys a thread, the output as 4 queries × 4 dims over a key group a warp,
-// the groups' sums added at the end. The queries and the first chunk's keys
-// and values are loaded in one round of loads. Between the two products
-// the scores go through shared memory, where a warp a query takes its row's
+// warps share the tile's 16 queries instead and each thread keeps a tile of
+// products in registers, so that a key or value read from shared memory
+// serves several queries: the scores as 4 queries × 4 keys a thread over
+// KC/32 warps (the rest wait: a 128-bit shared-memory load costs the same
+// four wavefronts whatever it multicasts, so fewer, larger thread tiles
+// read less), the output as 4 queries × 4 dims a thread over a key group a
+// warp, the groups' sums added at the end. Products are fused multiply-adds
+// into a few independent sums. The queries and the first chunk's keys and
+// values are loaded in one round of loads. Between the two products the
+// scores go through shared memory, where a warp a query takes its row's
 // online-softmax step. Same arguments, tiles (16 queries each), masks,
 // padding and outputs as attn_tiled; dynamic shared memory: attnRegShared
 // in stream.go.
@@ -953,15 +956,16 @@ template <int DH>
 __device__ void attn_reg(float* dst, const float* qkv, long long two, const int* tiles, int heads, float scale, int sliding,
 	int radius, const float* rope, u16* hout, int kind, long long hlo) {
 	const int QT = 16, NT = 512, KC = DH <= 64 ? 128 : 64, KS = DH + 4, PS = KC + 4, H4 = DH / 8, D4 = DH / 4;
-	// Scores: a warp KW keys of all 16 queries; a thread queries qg and
-	// qg + 8 against NKT keys 4 apart.
-	const int KW = KC / 16, NKT = KW / 4;
 	// Output: NS slices of 32 dims, G key groups of KG keys; warp w the
 	// slice w % NS of group w / NS.
 	const int NS = DH / 32, G = 16 / NS, KG = KC / G;
 	const float NEG = -3.402823466e38f;
-	static_assert(KW % 4 == 0 && KG % 4 == 0, "tile shapes");
-	static_assert(G * QT * DH <= KC * (KS + DH), "the groups' sums fit where the keys and values were");
+	static_assert(KC % 32 == 0 && KG % 4 == 0, "tile shapes");
+	// The groups' sums, rows padded by 8 floats (a quarter-warp's stores of
+	// four rows fall in distinct banks), where the chunk's keys, values,
+	// queries and scores were.
+	const int RS = DH + 8;
+	static_assert(G * QT * RS <= KC * (KS + DH) + QT * (KS + PS), "the groups' sums fit");
 	extern __shared__ float4 smem4[];
 	float* K = (float*)smem4;    // [KC][KS]
 	float* V = K + KC * KS;      // [KC][DH]
@@ -988,7 +992,6 @@ __device__ void attn_reg(float* dst, const float* qkv, long long two, const int*
 	int wq = warp, wpos = pos0 + wq;
 	bool wactive = wq < nq && wpos < n;
 	int wlo = sliding ? max(0, wpos - radius) : 0, whi = sliding ? min(n, wpos + radius + 1) : n;
-	const int qg = lane & 7, kg = lane >> 3; // scores
 	const int qi = lane & 3, di = lane >> 2; // output
 	const int slice = warp % NS, grp = warp / NS, d0 = slice * 32 + di * 4;
 	float acc[4][4];
@@ -1026,37 +1029,41 @@ __device__ void attn_reg(float* dst, const float* qkv, long long two, const int*
 			}
 		}
 		__syncthreads();
-		// Scores, two partial sums each.
-		{
-			float s[2][NKT][2];
+		// Scores: warp w < KC/32 takes keys 32w..32w+31, a thread queries
+		// qg + 4a and keys 32w + kg + 8e: sixteen independent sums.
+		if (warp < KC / 32) {
+			const int qg = lane & 3, kg = lane >> 2;
+			float s[4][4];
 #pragma unroll
-			for (int a = 0; a < 2; a++)
+			for (int a = 0; a < 4; a++)
 #pragma unroll
-				for (int e = 0; e < NKT; e++) s[a][e][0] = s[a][e][1] = 0.0f;
-#pragma unroll 4
+				for (int e = 0; e < 4; e++) s[a][e] = 0.0f;
+#pragma unroll 2
 			for (int d = 0; d < D4; d++) {
-				float4 q[2], k[NKT];
+				float4 q[4], k[4];
 #pragma unroll
-				for (int a = 0; a < 2; a++) q[a] = ((const float4*)&Q[(qg + 8 * a) * KS])[d];
+				for (int a = 0; a < 4; a++) q[a] = ((const float4*)&Q[(qg + 4 * a) * KS])[d];
 #pragma unroll
-				for (int e = 0; e < NKT; e++) k[e] = ((const float4*)&K[(warp * KW + kg + 4 * e) * KS])[d];
+				for (int e = 0; e < 4; e++) k[e] = ((const float4*)&K[(32 * warp + kg + 8 * e) * KS])[d];
 #pragma unroll
-				for (int a = 0; a < 2; a++)
+				for (int a = 0; a < 4; a++)
 #pragma unroll
-					for (int e = 0; e < NKT; e++) {
-						s[a][e][0] += q[a].x * k[e].x + q[a].y * k[e].y;
-						s[a][e][1] += q[a].z * k[e].z + q[a].w * k[e].w;
+					for (int e = 0; e < 4; e++) {
+						s[a][e] = fmaf(q[a].x, k[e].x, s[a][e]);
+						s[a][e] = fmaf(q[a].y, k[e].y, s[a][e]);
+						s[a][e] = fmaf(q[a].z, k[e].z, s[a][e]);
+						s[a][e] = fmaf(q[a].w, k[e].w, s[a][e]);
 					}
 			}
 #pragma unroll
-			for (int a = 0; a < 2; a++) {
-				int q = qg + 8 * a, pos = pos0 + q;
+			for (int a = 0; a < 4; a++) {
+				int q = qg + 4 * a, pos = pos0 + q;
 				bool act = q < nq && pos < n;
 				int lo = sliding ? max(0, pos - radius) : 0, hi = sliding ? min(n, pos + radius + 1) : n;
 #pragma unroll
-				for (int e = 0; e < NKT; e++) {
-					int key = warp * KW + kg + 4 * e, g = kb + key;
-					P[q * PS + key] = act && g >= lo && g < hi ? (s[a][e][0] + s[a][e][1]) * scale : NEG;
+				for (int e = 0; e < 4; e++) {
+					int key = 32 * warp + kg + 8 * e, g = kb + key;
+					P[q * PS + key] = act && g >= lo && g < hi ? s[a][e] * scale : NEG;
 				}
 			}
 		}
@@ -1101,20 +1108,24 @@ __device__ void attn_reg(float* dst, const float* qkv, long long two, const int*
 				for (int e = 0; e < 4; e++) v[e] = *(const float4*)&V[(j + e) * DH + d0];
 #pragma unroll
 				for (int a = 0; a < 4; a++) {
-					acc[a][0] += (p[a].x * v[0].x + p[a].y * v[1].x) + (p[a].z * v[2].x + p[a].w * v[3].x);
-					acc[a][1] += (p[a].x * v[0].y + p[a].y * v[1].y) + (p[a].z * v[2].y + p[a].w * v[3].y);
-					acc[a][2] += (p[a].x * v[0].z + p[a].y * v[1].z) + (p[a].z * v[2].z + p[a].w * v[3].z);
-					acc[a][3] += (p[a].x * v[0].w + p[a].y * v[1].w) + (p[a].z * v[2].w + p[a].w * v[3].w);
+					float pa[4] = {p[a].x, p[a].y, p[a].z, p[a].w};
+#pragma unroll
+					for (int e = 0; e < 4; e++) {
+						acc[a][0] = fmaf(pa[e], v[e].x, acc[a][0]);
+						acc[a][1] = fmaf(pa[e], v[e].y, acc[a][1]);
+						acc[a][2] = fmaf(pa[e], v[e].z, acc[a][2]);
+						acc[a][3] = fmaf(pa[e], v[e].w, acc[a][3]);
+					}
 				}
 			}
 		}
 	}
-	// The groups' sums meet where the keys and values were.
+	// The groups' sums meet.
 	__syncthreads();
-	float* R = K; // [G][QT][DH]
+	float* R = K; // [G][QT][RS]
 #pragma unroll
 	for (int a = 0; a < 4; a++)
-		*(float4*)&R[(grp * QT + qi + 4 * a) * DH + d0] = make_float4(acc[a][0], acc[a][1], acc[a][2], acc[a][3]);
+		*(float4*)&R[(grp * QT + qi + 4 * a) * RS + d0] = make_float4(acc[a][0], acc[a][1], acc[a][2], acc[a][3]);
 	if (lane == 0) L[wq] = wactive ? l : 0.0f;
 	__syncthreads();
 	for (int i = tid; i < QT * D4; i += NT) {
@@ -1125,7 +1136,7 @@ __device__ void attn_reg(float* dst, const float* qkv, long long two, const int*
 		if (lq > 0.0f) {
 #pragma unroll
 			for (int g = 0; g < G; g++) {
-				float4 r = *(const float4*)&R[(g * QT + q) * DH + d];
+				float4 r = *(const float4*)&R[(g * QT + q) * RS + d];
 				y.x += r.x;
 				y.y += r.y;
 				y.z += r.z;
