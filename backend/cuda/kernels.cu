@@ -1133,7 +1133,10 @@ __device__ void attn_reg(float* dst, const float* qkv, long long two, const int*
 		if (q >= nq) continue;
 		float4 y = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 		float lq = L[q];
-		if (lq > 0.0f) {
+		// A padding query's output is zero; a real one's is divided even
+		// when its sum is not finite, so that an overflow upstream shows
+		// as NaN (the model then runs the row again wider).
+		if (pos0 + q < n) {
 #pragma unroll
 			for (int g = 0; g < G; g++) {
 				float4 r = *(const float4*)&R[(g * QT + q) * RS + d];
