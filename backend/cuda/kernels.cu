@@ -989,9 +989,8 @@ __device__ void attn_reg(float* dst, const float* qkv, long long two, const int*
 		ld4rope2<DH>(qkv + (long long)(r0 + qi0) * 3 * width + h * DH, two, qj, rope, pos0 + qi0, qa, qb);
 	// This thread's softmax row (warp = query) and output queries.
 	float m = NEG, l = 0.0f;
-	int wq = warp, wpos = pos0 + wq;
-	bool wactive = wq < nq && wpos < n;
-	int wlo = sliding ? max(0, wpos - radius) : 0, whi = sliding ? min(n, wpos + radius + 1) : n;
+	int wq = warp;
+	bool wactive = wq < nq && pos0 + wq < n;
 	const int qi = lane & 3, di = lane >> 2; // output
 	const int slice = warp % NS, grp = warp / NS, d0 = slice * 32 + di * 4;
 	float acc[4][4];
