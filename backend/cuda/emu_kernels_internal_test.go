@@ -176,51 +176,8 @@ func emuAttentionMMA(t *testing.T, dh, heads, warps int, split bool, l emuAttnLa
 			if terms == 1 {
 				tol = 1e-2 // q, k, v and the probabilities rounded to fp16
 			}
-			worst := 0.0
-			for b, n := range l.lens {
-				start, span := l.start(b)
-				for h := range heads {
-					for i := range span {
-						s := make([]float64, n)
-						mx := math.Inf(-1)
-						if i < n {
-							q := qkv[(start+i)*3*width+h*dh:]
-							for j := range n {
-								if l.radius > 0 && (j < i-l.radius || j > i+l.radius) {
-									s[j] = math.Inf(-1)
-									continue
-								}
-								k := qkv[(start+j)*3*width+width+h*dh:]
-								for d := range dh {
-									s[j] += float64(q[d]) * float64(k[d])
-								}
-								s[j] *= float64(scale)
-								mx = math.Max(mx, s[j])
-							}
-						}
-						sum := 0.0
-						for j := range s {
-							s[j] = math.Exp(s[j] - mx)
-							sum += s[j]
-						}
-						for d := range dh {
-							want := 0.0 // a padding query's output
-							if i < n {
-								for j := range n {
-									want += s[j] / sum * float64(qkv[(start+j)*3*width+2*width+h*dh+d])
-								}
-							}
-							g := float64(got[(start+i)*width+h*dh+d])
-							if e := math.Abs(g - want); !(e <= tol) {
-								t.Fatalf("row %d head %d dim %d: %g, want %g", start+i, h, d, g, want)
-							} else {
-								worst = math.Max(worst, e)
-							}
-						}
-					}
-				}
-			}
-			t.Logf("largest error %.3g", worst)
+			at := func(part, r, _, h, d int) float64 { return float64(qkv[r*3*width+part*width+h*dh+d]) }
+			t.Logf("largest error %.3g", emuAttnCheck(t, l, heads, dh, float64(scale), tol, at, got))
 		})
 	}
 }
@@ -800,12 +757,16 @@ func emuAttentionReg(t *testing.T, dh, heads int, l emuAttnLayout) {
 			rope[p*dh+j], rope[p*dh+dh/2+j] = float32(math.Cos(a)), float32(math.Sin(a))
 		}
 	}
-	// x is element d of the rotated q (part 0) or k (1) of tensor row r,
-	// position pos, head h, as float64 from the float32 the kernel sums.
+	// x is element d of the rotated q (part 0) or k (1), or of v (2), of
+	// tensor row r, position pos, head h, as float64 from the float32 the
+	// kernel sums.
 	x := func(part, r, pos, h, d int) float64 {
 		at := func(d int) float64 {
 			i := r*3*width + part*width + h*dh + d
 			return float64(qkv[i] + qkv[i+n1])
+		}
+		if part == 2 {
+			return at(d)
 		}
 		half := dh / 2
 		j := d % half
@@ -829,6 +790,18 @@ func emuAttentionReg(t *testing.T, dh, heads int, l emuAttnLayout) {
 	})
 	got := bytesF32(out[0])
 	check16(t, got, out[3], lo, kind)
+	t.Logf("largest error %.3g", emuAttnCheck(t, l, heads, dh, float64(scale), 1e-5, x, got))
+}
+
+// emuAttnCheck holds an attention kernel's float32 output got for l to
+// float64 attention within tol and returns the largest error: at(part, r,
+// pos, h, d) is element d of head h of the query (part 0), key (1) or
+// value (2) of tensor row r at position pos, as the kernel should see it.
+// Every row is checked, a padding query's output against zero.
+func emuAttnCheck(t *testing.T, l emuAttnLayout, heads, dh int, scale, tol float64,
+	at func(part, r, pos, h, d int) float64, got []float32) float64 {
+	t.Helper()
+	width := heads * dh
 	worst := 0.0
 	for b, n := range l.lens {
 		start, span := l.start(b)
@@ -843,9 +816,9 @@ func emuAttentionReg(t *testing.T, dh, heads int, l emuAttnLayout) {
 							continue
 						}
 						for d := range dh {
-							s[j] += x(0, start+i, i, h, d) * x(1, start+j, j, h, d)
+							s[j] += at(0, start+i, i, h, d) * at(1, start+j, j, h, d)
 						}
-						s[j] *= float64(scale)
+						s[j] *= scale
 						mx = math.Max(mx, s[j])
 					}
 				}
@@ -858,12 +831,11 @@ func emuAttentionReg(t *testing.T, dh, heads int, l emuAttnLayout) {
 					want := 0.0 // a padding query's output
 					if i < n {
 						for j := range n {
-							v := (start+j)*3*width + 2*width + h*dh + d
-							want += s[j] / sum * float64(qkv[v]+qkv[v+n1])
+							want += s[j] / sum * at(2, start+j, j, h, d)
 						}
 					}
 					g := float64(got[(start+i)*width+h*dh+d])
-					if e := math.Abs(g - want); !(e <= 1e-5) {
+					if e := math.Abs(g - want); !(e <= tol) {
 						t.Fatalf("row %d head %d dim %d: %g, want %g", start+i, h, d, g, want)
 					} else {
 						worst = math.Max(worst, e)
@@ -872,5 +844,5 @@ func emuAttentionReg(t *testing.T, dh, heads int, l emuAttnLayout) {
 			}
 		}
 	}
-	t.Logf("largest error %.3g", worst)
+	return worst
 }
