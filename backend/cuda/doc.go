@@ -35,7 +35,8 @@
 // thread). The encoder tells the stream where its layers end
 // (backend.Submitter): there the stream starts the first layer, and later
 // the next four, as segments of their own without waiting for them, so that
-// the GPU runs them while the host records the rest (Options.SubmitOps);
+// the GPU runs them while the host records the rest (Options.SubmitOps;
+// Options.SubmitSplits starts more, each four times the one before);
 // a request of one short question otherwise waited for the whole
 // forward's recording, about a tenth of its time on an H200, before the
 // GPU began. The later segments read and write the earlier one's residual
@@ -221,7 +222,9 @@
 // comma-separated (ParseOptions): precision=fp32|fp16|bf16|fp16x2
 // (default fp16x2 with refine=0.1),
 // device=N, graphs=off, maxgraphs=N (segments cached), submit=N|off
-// (segments started while the host records the rest: above), bucket=N
+// (segments started while the host records the rest: above), splits=N
+// (how many start early, each four times the operations of the one
+// before; default 2), bucket=N
 // (tokens; 1 turns the buckets off), and, for measurements, attn=mma|simt (simt keeps FP16 and
 // FP16X2 attention on the float32 kernels), mmawarps=1|2|4|8 (warps a block
 // of the tensor-core kernels, used whatever the grid's size),

@@ -5,6 +5,7 @@ package cuda
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"math"
 	"testing"
@@ -199,5 +200,40 @@ func TestEmuSubmitChains(t *testing.T) {
 				t.Errorf("maxgraphs=%d, run %d: %d entries cached", maxGraphs, step, st.Entries)
 			}
 		}
+	}
+}
+
+// splits=N starts N segments early, each once the one being recorded has
+// four times the operations of the one before (submit=1: the first layer,
+// then the next, then the next two of tiny-en's four layers, whose last
+// boundary is the encoder's end), and the answer stays the forward
+// recorded whole, bit for bit, kernel by kernel, captured and replayed.
+func TestEmuSubmitSplits(t *testing.T) {
+	whole := emuTinyModelWith(t, FP16X2, func(o *Options) { o.SubmitOps, o.NoTune = -1, true })
+	rows := whole.rows(40, 3)
+	for _, c := range []struct{ splits, early int }{{1, 1}, {2, 2}, {3, 3}, {MaxSubmitSplits, 3}} {
+		t.Run(fmt.Sprintf("splits=%d", c.splits), func(t *testing.T) {
+			split := emuTinyModelWith(t, FP16X2, func(o *Options) { o.SubmitOps, o.SubmitSplits, o.NoTune = 1, c.splits, true })
+			for step := range 3 {
+				before := split.b.Stats()
+				wl, wa, err := whole.parts.RunRowsPruned(context.Background(), whole.b, rows, whole.pad)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sl, sa, err := split.parts.RunRowsPruned(context.Background(), split.b, rows, split.pad)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sameBits(t, [2]int{40, 3}, "logits", wl, sl)
+				sameBits(t, [2]int{40, 3}, "act probabilities", wa, sa)
+				st := split.b.Stats()
+				if early := st.Submitted - before.Submitted; early != c.early {
+					t.Errorf("run %d: %d segments started early, want %d", step, early, c.early)
+				}
+				if step == 2 && st.Replays-before.Replays != c.early+1 {
+					t.Errorf("run %d: stats %+v after %+v, want every segment replayed", step, st, before)
+				}
+			}
+		})
 	}
 }

@@ -58,9 +58,11 @@ type stream struct {
 
 	// submitAt is the operations a segment needs for Submit to start it
 	// (negative: never); started counts the segments Submit started since
-	// the last wait (each timed by its own pair of events: cstream.spans).
+	// the last wait (each timed by its own pair of events: cstream.spans),
+	// splits those it started in all.
 	submitAt int
 	started  int
+	splits   int
 }
 
 // run is what a recorded operation needs to issue its kernels.
@@ -1566,8 +1568,8 @@ func (s *stream) finishWait() error {
 }
 
 // Submit is backend.Submitter: at the model's hint, once the segment has
-// submitAt operations (Options.SubmitOps, then four times that, then no
-// more), it starts the segment on the GPU without waiting for it and goes
+// submitAt operations (Options.SubmitOps, then four times that, and so on
+// for Options.SubmitSplits segments, then no more), it starts the segment on the GPU without waiting for it and goes
 // on recording the next, so that the host's recording of the later layers
 // overlaps the GPU's running of the first, where it otherwise came before
 // it whole (a tenth of one English question's time on an H200).
@@ -1597,7 +1599,7 @@ func (s *stream) Submit() {
 	if _, err := s.flush(context.Background(), nil); err != nil {
 		return
 	}
-	if s.submitAt >= 4*s.be.opts.SubmitOps {
+	if s.splits++; s.splits >= cmp.Or(s.be.opts.SubmitSplits, DefaultSubmitSplits) {
 		s.submitAt = -1
 	} else {
 		s.submitAt *= 4
