@@ -35,16 +35,7 @@ func TestEmuSubmitMatchesWhole(t *testing.T) {
 				rows := whole.rows(shape[0], shape[1])
 				for step := range 3 {
 					before := split.b.Stats()
-					wl, wa, err := whole.parts.RunRowsPruned(context.Background(), whole.b, rows, whole.pad)
-					if err != nil {
-						t.Fatal(err)
-					}
-					sl, sa, err := split.parts.RunRowsPruned(context.Background(), split.b, rows, split.pad)
-					if err != nil {
-						t.Fatal(err)
-					}
-					sameBits(t, shape, "logits", wl, sl)
-					sameBits(t, shape, "act probabilities", wa, sa)
+					emuSameForward(t, whole, split, rows, shape)
 					st := split.b.Stats()
 					// submit=1: after the first layer, then after the
 					// second (four times one operation), then no more.
@@ -216,16 +207,7 @@ func TestEmuSubmitSplits(t *testing.T) {
 			split := emuTinyModelWith(t, FP16X2, func(o *Options) { o.SubmitOps, o.SubmitSplits, o.NoTune = 1, c.splits, true })
 			for step := range 3 {
 				before := split.b.Stats()
-				wl, wa, err := whole.parts.RunRowsPruned(context.Background(), whole.b, rows, whole.pad)
-				if err != nil {
-					t.Fatal(err)
-				}
-				sl, sa, err := split.parts.RunRowsPruned(context.Background(), split.b, rows, split.pad)
-				if err != nil {
-					t.Fatal(err)
-				}
-				sameBits(t, [2]int{40, 3}, "logits", wl, sl)
-				sameBits(t, [2]int{40, 3}, "act probabilities", wa, sa)
+				emuSameForward(t, whole, split, rows, [2]int{40, 3})
 				st := split.b.Stats()
 				if early := st.Submitted - before.Submitted; early != c.early {
 					t.Errorf("run %d: %d segments started early, want %d", step, early, c.early)
@@ -236,4 +218,20 @@ func TestEmuSubmitSplits(t *testing.T) {
 			}
 		})
 	}
+}
+
+// emuSameForward runs rows (shape: tokens, rows) through both models and
+// holds split's logits and act probabilities to whole's, bit for bit.
+func emuSameForward(t *testing.T, whole, split *emuTiny, rows []forwardpass.Row, shape [2]int) {
+	t.Helper()
+	wl, wa, err := whole.parts.RunRowsPruned(context.Background(), whole.b, rows, whole.pad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sl, sa, err := split.parts.RunRowsPruned(context.Background(), split.b, rows, split.pad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameBits(t, shape, "logits", wl, sl)
+	sameBits(t, shape, "act probabilities", wa, sa)
 }
