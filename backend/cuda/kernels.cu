@@ -721,6 +721,21 @@ __device__ __forceinline__ void ld4rope2(const float* row, long long two, int j,
 	ld4rope2x<DH, false>(row, 0, two, j, rope, pos, lo, hi);
 }
 
+// ld_kv reads elements d..d+3 and d+DH/2..d+DH/2+3 of head h of the key
+// (rotated by RoPE for position g, as ld4rope2) and the value of position g
+// of a batch row whose first tensor row is start; zeros at or past khi (a
+// chunk's keys past its row's or window's end). two: see ld4.
+template <int DH>
+__device__ __forceinline__ void ld_kv(const float* qkv, long long two, int start, int g, int khi, int width, int h, int d,
+	const float* rope, float4& k0, float4& k1, float4& v0, float4& v1) {
+	k0 = k1 = v0 = v1 = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+	if (g >= khi) return;
+	const float* row = qkv + (long long)(start + g) * 3 * width + h * DH;
+	ld4rope2<DH>(row + width, two, d, rope, g, k0, k1);
+	v0 = ld4(row + 2 * width + d, two);
+	v1 = ld4(row + 2 * width + d + DH / 2, two);
+}
+
 // attn_tiled: flash-style attention for head dims of 32, 64 or 128. One
 // block of QW warps (8, or 16 at one query a warp) per (tile of up to
 // QW·QPW queries of one batch row, head); each warp keeps an online softmax
@@ -792,14 +807,9 @@ __device__ void attn_tiled(float* dst, const float* qkv, long long two, const in
 #pragma unroll
 		for (int i0 = 0; i0 < KC * H4; i0 += QW * 32) {
 			int i = i0 + threadIdx.x;
-			int key = i / H4, d = (i - key * H4) * 4, g = kb + key;
-			float4 klo4 = make_float4(0.0f, 0.0f, 0.0f, 0.0f), khi4 = klo4, vlo = klo4, vhi = klo4;
-			if (g < khi) {
-				const float* row = qkv + (long long)(start + g) * 3 * width + h * DH;
-				ld4rope2<DH>(row + width, two, d, rope, g, klo4, khi4);
-				vlo = ld4(row + 2 * width + d, two);
-				vhi = ld4(row + 2 * width + d + DH / 2, two);
-			}
+			int key = i / H4, d = (i - key * H4) * 4;
+			float4 klo4, khi4, vlo, vhi;
+			ld_kv<DH>(qkv, two, start, kb + key, khi, width, h, d, rope, klo4, khi4, vlo, vhi);
 			*(float4*)&K[key * KS + d] = klo4;
 			*(float4*)&K[key * KS + d + DH / 2] = khi4;
 			*(float4*)&V[key * DH + d] = vlo;
@@ -990,7 +1000,6 @@ __device__ void attn_reg(float* dst, const float* qkv, long long two, const int*
 	// This thread's softmax row (warp = query) and output queries.
 	float m = NEG, l = 0.0f;
 	int wq = warp;
-	bool wactive = wq < nq && pos0 + wq < n;
 	const int qi = lane & 3, di = lane >> 2; // output
 	const int slice = warp % NS, grp = warp / NS, d0 = slice * 32 + di * 4;
 	float acc[4][4];
@@ -1004,14 +1013,8 @@ __device__ void attn_reg(float* dst, const float* qkv, long long two, const int*
 		float4 k0[NL], k1[NL], v0[NL], v1[NL];
 #pragma unroll
 		for (int e = 0; e < NL; e++) {
-			int i = tid + NT * e, key = i / H4, d = (i - key * H4) * 4, g = kb + key;
-			k0[e] = k1[e] = v0[e] = v1[e] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-			if (i < KC * H4 && g < khi) {
-				const float* row = qkv + (long long)(start + g) * 3 * width + h * DH;
-				ld4rope2<DH>(row + width, two, d, rope, g, k0[e], k1[e]);
-				v0[e] = ld4(row + 2 * width + d, two);
-				v1[e] = ld4(row + 2 * width + d + DH / 2, two);
-			}
+			int i = tid + NT * e, key = i / H4, d = (i - key * H4) * 4;
+			if (i < KC * H4) ld_kv<DH>(qkv, two, start, kb + key, khi, width, h, d, rope, k0[e], k1[e], v0[e], v1[e]);
 		}
 		if (kb == klo && tid < QT * H4) {
 			*(float4*)&Q[qi0 * KS + qj] = qa;
@@ -1125,7 +1128,7 @@ __device__ void attn_reg(float* dst, const float* qkv, long long two, const int*
 #pragma unroll
 	for (int a = 0; a < 4; a++)
 		*(float4*)&R[(grp * QT + qi + 4 * a) * RS + d0] = make_float4(acc[a][0], acc[a][1], acc[a][2], acc[a][3]);
-	if (lane == 0) L[wq] = wactive ? l : 0.0f;
+	if (lane == 0) L[wq] = l; // read for real queries only
 	__syncthreads();
 	for (int i = tid; i < QT * D4; i += NT) {
 		int q = i / D4, d = (i - q * D4) * 4;

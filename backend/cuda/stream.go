@@ -1569,10 +1569,11 @@ func (s *stream) finishWait() error {
 
 // Submit is backend.Submitter: at the model's hint, once the segment has
 // submitAt operations (Options.SubmitOps, then four times that, and so on
-// for Options.SubmitSplits segments, then no more), it starts the segment on the GPU without waiting for it and goes
-// on recording the next, so that the host's recording of the later layers
-// overlaps the GPU's running of the first, where it otherwise came before
-// it whole (a tenth of one English question's time on an H200).
+// for Options.SubmitSplits segments, then no more), it starts the segment
+// on the GPU without waiting for it and goes on recording the next, so
+// that the host's recording of the later layers overlaps the GPU's running
+// of the first, where it otherwise came before it whole (a tenth of one
+// English question's time on an H200).
 //
 // The tensors the model discarded are made anew in the next segment (the
 // encoder's scratch tensors, reused by every layer): the fusions that
