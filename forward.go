@@ -267,7 +267,7 @@ func (n *network) stream(rows []forwardRow, reduce bool) (s backend.Stream, marg
 		// The gate is asked only for batches the backend would reduce:
 		// small ones, which never run reduced, leave its account alone.
 		if s, margin := r.ReducedStream(tokens); s != nil {
-			if n.gate.Open() {
+			if n.gate.Open(tokens) {
 				return s, margin, 0
 			}
 			s.Close()

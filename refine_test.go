@@ -281,7 +281,7 @@ func TestRefineGateCloses(t *testing.T) {
 	}
 	// The first few batches run reduced until the moving average passes
 	// MaxShare; none after.
-	if be.reduced > 6 || be.reduced == 0 || n.gate.Open() {
+	if be.reduced > 6 || be.reduced == 0 || n.gate.Open(backend.SmallTokens) {
 		t.Errorf("%d of %d batches reduced with every row refined, want the first few only", be.reduced, calls)
 	}
 	before := be.reduced

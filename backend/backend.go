@@ -180,7 +180,8 @@ type Widener interface {
 // RefineGate is a Refiner's caller's account of whether running reduced
 // first pays: a batch's reduced run saves a share of its plain cost, and
 // each row run again costs a plain run of that row, so once more than
-// MaxShare of the rows of recent batches were near-ties, reducing loses,
+// MaxShare of the rows of recent batches were near-ties (SmallShare for a
+// batch of one to three questions, which saves less), reducing loses,
 // and Open says no. The caller then runs those batches plain and still
 // reports their near-ties, counted on the plain outputs (Observe), which
 // keeps the account current without running anything twice: traffic
@@ -207,26 +208,38 @@ type RefineGate struct {
 
 const (
 	// MaxShare is the share of near-tie rows above which RefineGate
-	// closes: about where the fp16 pass plus the fp16x2 pass over the
-	// rows run again costs fp16x2 alone at ten and fifty questions (cuda
-	// backend, H200).
+	// closes for batches of SmallTokens tokens or more: about where the
+	// fp16 pass plus the fp16x2 pass over the rows run again costs fp16x2
+	// alone at ten and fifty questions (cuda backend, H200).
 	MaxShare = 0.25
+	// SmallShare is MaxShare for batches under SmallTokens tokens (one to
+	// three short questions): their reduced run saves only 9–15 % of the
+	// plain run (cuda backend), and a near-tie runs about the whole batch
+	// again, so reducing pays only while fewer than about one row in ten
+	// is a near-tie.
+	SmallShare = 0.1
+	// SmallTokens is the size from which a batch is held to MaxShare.
+	SmallTokens = 256
 	// ReopenShare is the share under which a closed RefineGate opens
-	// again: lower than MaxShare, so that traffic whose share hovers at
-	// MaxShare does not switch precision batch by batch.
+	// again for a large batch: lower than MaxShare, so that traffic whose
+	// share hovers at MaxShare does not switch precision batch by batch
+	// (a small batch's is as far under SmallShare).
 	ReopenShare = 0.75 * MaxShare
 	// refineWeight is the weight of a batch's share in the moving average.
 	refineWeight = 0.25
 )
 
-// Open reports whether the next batch, one the Refiner offered a reduced
-// stream for, should run reduced first.
-func (g *RefineGate) Open() bool {
+// Open reports whether the next batch, one of tokens tokens that the
+// Refiner offered a reduced stream for, should run reduced first.
+func (g *RefineGate) Open(tokens int) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	limit := MaxShare
+	if tokens < SmallTokens {
+		limit = SmallShare
+	}
 	if g.closed {
-		limit = ReopenShare
+		limit *= ReopenShare / MaxShare
 	}
 	g.closed = g.share > limit
 	return !g.closed

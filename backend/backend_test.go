@@ -45,7 +45,7 @@ func TestDType(t *testing.T) {
 func TestRefineGate(t *testing.T) {
 	var g backend.RefineGate
 	for i := range 20 {
-		if !g.Open() {
+		if !g.Open(backend.SmallTokens) {
 			t.Fatalf("batch %d: closed with no rows run again", i)
 		}
 		g.Observe(10, 0)
@@ -54,12 +54,12 @@ func TestRefineGate(t *testing.T) {
 	// few batches, and the gate stays closed while they last.
 	opened := 0
 	for range 40 {
-		if g.Open() {
+		if g.Open(backend.SmallTokens) {
 			opened++
 		}
 		g.Observe(10, 10)
 	}
-	if opened > 5 || g.Open() {
+	if opened > 5 || g.Open(backend.SmallTokens) {
 		t.Errorf("opened %d of 40 batches with every row a near-tie, want the first few only", opened)
 	}
 	// A share between ReopenShare and MaxShare keeps it closed.
@@ -68,7 +68,7 @@ func TestRefineGate(t *testing.T) {
 	}
 	for range 40 {
 		g.Observe(100, 22) // between ReopenShare and MaxShare
-		if g.Open() {
+		if g.Open(backend.SmallTokens) {
 			t.Fatal("reopened at a share above ReopenShare")
 		}
 	}
@@ -77,7 +77,7 @@ func TestRefineGate(t *testing.T) {
 		g.Observe(10, 0)
 	}
 	for i := range 10 {
-		if !g.Open() {
+		if !g.Open(backend.SmallTokens) {
 			t.Fatalf("batch %d: closed after the near-ties stopped", i)
 		}
 		g.Observe(10, 0)
@@ -87,9 +87,44 @@ func TestRefineGate(t *testing.T) {
 	for range 50 {
 		h.Observe(4, 1)
 		h.Observe(0, 5)
-		if !h.Open() {
+		if !h.Open(backend.SmallTokens) {
 			t.Fatal("closed at a share of exactly MaxShare")
 		}
+	}
+}
+
+// A small batch (one to three questions) saves less by running reduced
+// than a large one, so the gate holds it to SmallShare: a share of
+// near-ties between SmallShare and MaxShare runs large batches reduced and
+// small ones plain, and small ones reopen under 0.75 SmallShare.
+func TestRefineGateSmallBatches(t *testing.T) {
+	small, large := backend.SmallTokens-1, backend.SmallTokens
+	if !(0.15 > backend.SmallShare && 0.15 < backend.ReopenShare) {
+		t.Fatalf("0.15 is not between SmallShare %g and ReopenShare %g", backend.SmallShare, backend.ReopenShare)
+	}
+	var g backend.RefineGate
+	for range 40 {
+		g.Observe(100, 15)
+	}
+	if g.Open(small) {
+		t.Error("a small batch ran reduced at a share of 0.15")
+	}
+	if !g.Open(large) {
+		t.Error("a large batch ran plain at a share of 0.15")
+	}
+	// Closed for a small batch, it reopens only under 0.75 SmallShare.
+	g.Open(small)
+	for range 40 {
+		g.Observe(100, 9) // under SmallShare, over 0.75 of it
+	}
+	if g.Open(small) {
+		t.Error("reopened for a small batch at a share above 0.75 SmallShare")
+	}
+	for range 40 {
+		g.Observe(100, 5)
+	}
+	if !g.Open(small) {
+		t.Error("closed for a small batch at a share of 0.05")
 	}
 }
 

@@ -192,8 +192,8 @@
 // little at one question (the GEMMs wait on the weights, and the second
 // product finds them in L2) and up to half the request's GPU time at fifty.
 // So with Options.Refine (the registered backend's default: refine=0.1),
-// a batch of at least Options.RefineTokens tokens (default 256, about four
-// short questions) runs in FP16 first (backend.Refiner: the same fp16 weights,
+// a batch of at least Options.RefineTokens tokens (default 64: one short
+// question) runs in FP16 first (backend.Refiner: the same fp16 weights,
 // one term), and only the rows whose two largest option logits lie closer
 // than the margin run again in FP16X2, whose outputs replace theirs. On
 // every bundled golden FP16 moved the gap between two logits of a row by
@@ -210,7 +210,10 @@
 // weights, whose options score alike) the second pass costs more than the
 // first saves: the model then runs batches in FP16X2 directly, whose own
 // near-ties tell it when to go back (backend.RefineGate, one per loaded
-// model). A long state's windows, which compete with each other, run in
+// model; batches of one to three questions, which save less, go plain from
+// a lower share of near-ties). A question refined alone runs twice, its
+// request taking about 1.9 times as long as in FP16X2 directly: the
+// median request gains, a near-tie's pays. A long state's windows, which compete with each other, run in
 // FP16X2 only. Reduced and FP16X2
 // segments capture graphs of their own, both counted against maxgraphs;
 // attnterms, when set, applies to both. refine=off runs every batch in

@@ -464,12 +464,14 @@ const (
 const DefaultRefine = 0.1
 
 // DefaultRefineTokens is the fewest tokens a batch runs in FP16 first
-// (Options.RefineTokens): measured on the H200 with laya-bench's short
-// questions, FP16 takes 9–15 % off FP16X2's GPU time at one to three of
-// them (under 256 tokens), where the GEMMs wait on the weights that
-// FP16X2's second term finds in L2, and 23–27 % at four; below, a refined
-// row would cost more than FP16 saves.
-const DefaultRefineTokens = 256
+// (Options.RefineTokens): one short question. Measured with laya-bench's
+// questions of 93 tokens, FP16 first takes 12 % off one English question
+// end to end (H100) and 23–47 % from four questions on (H200); at one to
+// three questions a near-tie runs about the whole batch again, so the
+// model's RefineGate holds batches under backend.SmallTokens to a lower
+// share of near-ties (backend.SmallShare). Under 64 tokens the GEMMs
+// wait on latency alone and FP16 saves too little to risk a second run.
+const DefaultRefineTokens = 64
 
 func (o Options) refining() bool { return o.Precision == FP16X2 && o.Refine > 0 }
 
