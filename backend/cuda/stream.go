@@ -1619,8 +1619,8 @@ func (s *stream) Submit() {
 func (t *tensor) zeroed() bool { return !t.staged && !t.dead && (t.zero || !t.written) }
 
 // maxSpans is the segments a stream runs between two waits that are timed
-// apart: the two Submit starts and the Read's (more share the last pair).
-const maxSpans = 3
+// apart: each Submit start (MaxSubmitSplits of them) and the Read's.
+const maxSpans = MaxSubmitSplits + 1
 
 // submitArenaMax is the largest segment (its activations, in bytes) that
 // Submit splits: beyond it (a hundred English questions and more) the
