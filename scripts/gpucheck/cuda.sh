@@ -34,7 +34,8 @@
 #                options (the core's kernels) and each of RESOURCE_OPTIONS, to resources-N.md; the
 #                logs time each compile, and the kernel cache then holds every
 #                set for the bench steps and cuda-ab.sh
-#   timeline     every kernel of replayed English requests (1 and 10 questions)
+#   timeline     every kernel of replayed English requests (TIMELINE_QUESTIONS,
+#                default "1 10")
 #                traced through CUPTI (scripts/gpucheck/cupti-trace.c, built
 #                with the host's gcc): kernel time against the idle between
 #                kernels, by kernel (timeline-enQ.md; scripts/gpucheck/kernel-gaps.py)
@@ -112,7 +113,8 @@ for step in $steps; do
 		;;
 	timeline)
 		# Every kernel's GPU start and end over replayed requests (English,
-		# 1 and 10 questions, PRECISIONS' first, default fp16x2, plus EXTRA),
+		# TIMELINE_QUESTIONS, default "1 10", PRECISIONS' first, default
+		# fp16x2, plus EXTRA),
 		# graph nodes each on their own, from a CUPTI injection library
 		# built here (scripts/gpucheck/cupti-trace.c; the host has CUPTI but
 		# no Nsight Systems importer): how much of a forward's GPU time is
@@ -124,7 +126,7 @@ for step in $steps; do
 			echo "| timeline: build cupti-trace | FAIL | cupti-trace.log |" >>"$summary"
 		p=${PRECISIONS:-fp16x2}
 		p=${p%% *}
-		for q in 1 10; do
+		for q in ${TIMELINE_QUESTIONS:-1 10}; do
 			CUDA_INJECTION64_PATH="$out/libcupti-trace.so" CUPTI_TRACE_OUT="$out/timeline-en$q.csv" \
 				LAYA_CUDA=precision=$p${EXTRA:+,$EXTRA} "$bin/laya-bench" --backend cuda --synthetic english \
 				--questions "$q" --warmup 5 --runs 20 --batch-size 64 >"$out/timeline-en$q.log" 2>&1 &&
