@@ -1245,20 +1245,12 @@ __device__ void attn_mma(float* dst, const void* qkv, long long two, const int* 
 		st4h<TERMS>(Qs + qi * KS + j, QTS, lo);
 		st4h<TERMS>(Qs + qi * KS + j + DH / 2, QTS, hi);
 	}
-	__syncthreads();
+	// The queries' fragments are read once the first chunk's keys and
+	// values are in too: one round of loads from memory and one barrier
+	// before the first products, not two.
 	int qr = SPLIT ? g : 16 * warp + g; // this thread's rows: qr and qr + 8
 	int nt0 = SPLIT ? 2 * warp : 0;     // its first score tile of a chunk
 	u32 qa[TERMS][KD][4];
-#pragma unroll
-	for (int e = 0; e < TERMS; e++)
-#pragma unroll
-		for (int kd = 0; kd < KD; kd++) {
-			const u16* q = Qs + e * QTS + qr * KS + 16 * kd + 2 * tq;
-			qa[e][kd][0] = *(const u32*)q;
-			qa[e][kd][1] = *(const u32*)(q + 8 * KS);
-			qa[e][kd][2] = *(const u32*)(q + 8);
-			qa[e][kd][3] = *(const u32*)(q + 8 * KS + 8);
-		}
 	int pa = pos0 + qr, pb = pa + 8;
 	int loA = sliding ? max(0, pa - radius) : 0, hiA = sliding ? min(n, pa + radius + 1) : n;
 	int loB = sliding ? max(0, pb - radius) : 0, hiB = sliding ? min(n, pb + radius + 1) : n;
@@ -1291,6 +1283,18 @@ __device__ void attn_mma(float* dst, const void* qkv, long long two, const int* 
 		}
 		__syncthreads();
 		if (!busy) continue;
+		if (kb == klo) {
+#pragma unroll
+			for (int e = 0; e < TERMS; e++)
+#pragma unroll
+				for (int kd = 0; kd < KD; kd++) {
+					const u16* q = Qs + e * QTS + qr * KS + 16 * kd + 2 * tq;
+					qa[e][kd][0] = *(const u32*)q;
+					qa[e][kd][1] = *(const u32*)(q + 8 * KS);
+					qa[e][kd][2] = *(const u32*)(q + 8);
+					qa[e][kd][3] = *(const u32*)(q + 8 * KS + 8);
+				}
+		}
 		float s[NT][4];
 #pragma unroll
 		for (int nt = 0; nt < NT; nt++) {
