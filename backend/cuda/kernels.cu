@@ -56,6 +56,12 @@ typedef unsigned long long u64;
 #ifndef LMMA_MINB
 #define LMMA_MINB 1
 #endif
+// GEGLU_ERF: 1 computes GeGLU's GELU as 0.5·v·(1 + erf(v/√2)) where its
+// output is one 16-bit term (fp16, bf16), 0 as 0.5·v·erfc(−v/√2) there
+// too, as FP16X2's two terms always do (geglu1).
+#ifndef GEGLU_ERF
+#define GEGLU_ERF 1
+#endif
 // The launch bounds with a minimum only where one is asked for, so that
 // the defaults compile exactly as the bounds without one.
 #if ATTN_MMA_MINB > 1
@@ -436,11 +442,23 @@ extern "C" __global__ void act_map(float* dst, const float* x, long long n, int 
 }
 #endif
 
-// geglu's GELU is gelu (double) in fp32 runs and the float32 erfc form when
-// its output feeds 16-bit GEMM operands anyway (fast != 0); geglu and
-// geglu4 share it, so that they agree bit for bit.
-__device__ __forceinline__ float geglu1(float v, float u, int fast) {
-	float g = fast ? 0.5f * v * erfcf(-v * 0.70710678118654752f) : gelu(v);
+// geglu's GELU is gelu (double) in fp32 runs and float32 when its output
+// feeds 16-bit GEMM operands anyway (fast != 0): the erfc form for FP16X2
+// (kind 3), whose two terms keep float32's precision, and for one 16-bit
+// term (kind 1 fp16, 2 bf16) the erf form (GEGLU_ERF), cheaper (erff has no reciprocal), whose
+// error where 1 + erf cancels (v below about −3, |GELU| under 0.004) is a
+// few float32 ulps of 1 times v, under the 16-bit rounding of the GEMM
+// sums it joins. In FP16 runs GeGLU is compute-bound at ten and fifty
+// questions (docs/cuda-perf-log.md). geglu, geglu4 and linear_mma's
+// fused GeGLU share it, so that they agree bit for bit.
+__device__ __forceinline__ float geglu1(float v, float u, int fast, int kind) {
+	float g;
+	if (!fast)
+		g = gelu(v);
+	else if (GEGLU_ERF && (kind == 1 || kind == 2))
+		g = 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
+	else
+		g = 0.5f * v * erfcf(-v * 0.70710678118654752f);
 	return g * u;
 }
 
@@ -465,7 +483,7 @@ extern "C" __global__ void geglu(float* dst, const void* x, long long two, long 
 			v = two ? in[c] + in[c + two] : in[c];
 			u = two ? in[inner + c] + in[inner + c + two] : in[inner + c];
 		}
-		float y = geglu1(v, u, fast);
+		float y = geglu1(v, u, fast, kind);
 		if (dst) dst[i] = y;
 		if (h) store16(h, i, lo, y, kind);
 	}
@@ -500,7 +518,7 @@ extern "C" __global__ void geglu4(float* dst, const void* x, long long two, int 
 			v = ld4(in, two);
 			u = ld4(in + inner, two);
 		}
-		float y[4] = {geglu1(v.x, u.x, fast), geglu1(v.y, u.y, fast), geglu1(v.z, u.z, fast), geglu1(v.w, u.w, fast)};
+		float y[4] = {geglu1(v.x, u.x, fast, kind), geglu1(v.y, u.y, fast, kind), geglu1(v.z, u.z, fast, kind), geglu1(v.w, u.w, fast, kind)};
 		long long o = 4LL * i;
 		if (dst) *(float4*)(dst + o) = make_float4(y[0], y[1], y[2], y[3]);
 		if (h) store16x4(h, o, lo, make_float4(y[0], y[1], y[2], y[3]), kind);
@@ -2012,7 +2030,7 @@ __device__ void lin_mma(void* d, const u16* x, long long xlo, const u16* w, cons
 			long long o = (long long)(m0 + r) * n + j;
 			float4 v, u;
 			lmma_sum2(part + o, part + o + inner, mn, splits, v, u);
-			float4 y = make_float4(geglu1(v.x, u.x, 1), geglu1(v.y, u.y, 1), geglu1(v.z, u.z, 1), geglu1(v.w, u.w, 1));
+			float4 y = make_float4(geglu1(v.x, u.x, 1, gkind), geglu1(v.y, u.y, 1, gkind), geglu1(v.z, u.z, 1, gkind), geglu1(v.w, u.w, 1, gkind));
 			long long go = (long long)(m0 + r) * inner + j;
 			if (gd) *(float4*)(gd + go) = y;
 			if (gh) store16x4(gh, go, glo, y, gkind);
@@ -2024,7 +2042,7 @@ __device__ void lin_mma(void* d, const u16* x, long long xlo, const u16* w, cons
 			long long o = (long long)(m0 + r) * n + j;
 			float v, u;
 			lmma_sum2(part + o, part + o + inner, mn, splits, v, u);
-			float y = geglu1(v, u, 1);
+			float y = geglu1(v, u, 1, gkind);
 			long long go = (long long)(m0 + r) * inner + j;
 			if (gd) gd[go] = y;
 			if (gh) store16(gh, go, glo, y, gkind);
