@@ -22,6 +22,8 @@ import csv
 import statistics
 import sys
 
+from kernelclass import kernel_class
+
 
 def flushes(path):
     with open(path, newline="") as f:
@@ -44,18 +46,11 @@ def summarize(flush):
         idle = max(0, start - reach)
         busy += max(0, end - max(start, reach))
         reach = max(reach, end)
-        p = per[simplify(name)]
+        p = per[kernel_class(name)]
         p[0] += 1
         p[1] += end - start
         p[2] += idle
     return span, busy, span - busy, per
-
-
-def simplify(name):
-    # cuBLASLt's kernels carry their tile configuration in the name.
-    if name.startswith("nvjet") or "gemm" in name.lower() or "splitKreduce" in name:
-        return "cuBLAS GEMM"
-    return name
 
 
 def main():

@@ -7,14 +7,15 @@
     python3 scripts/gpucheck/ncu-sums.py ncu-*.csv > kernel-sums.csv
 
 Only the timed request counts: the kernels after the warm-up's last pack_out
-up to the request's own. cuBLAS's GEMM and split-K reduce kernels are summed
-together. Rows: run (the file's NAME), kernel, launches, total µs, µs each;
+up to the request's own. cuBLAS's kernels (GEMMs, GEMVs, split-K reductions)
+are summed together (kernelclass.py, as kernel-gaps.py does). Rows: run (the file's NAME), kernel, launches, total µs, µs each;
 a TOTAL row a run.
 """
 import collections
 import csv
-import re
 import sys
+
+from kernelclass import kernel_class
 
 out=[]
 for path in sys.argv[1:]:
@@ -34,8 +35,7 @@ for path in sys.argv[1:]:
     if len(packs)>=2: ks=ks[packs[-2]+1:packs[-1]+1]
     agg=collections.OrderedDict()
     for k,v in ks:
-        kk=k.split('(')[0]
-        if re.search(r'gemm|Kernel|cutlass|splitK|sm90|xmma|nvjet',kk,re.I) and not kk.startswith(('attention','layer','geglu')): kk='cuBLAS GEMM (and split-K reduce)'
+        kk=kernel_class(k)
         a=agg.setdefault(kk,[0,0.0]); a[0]+=1; a[1]+=v/1000
     tot=sum(a[1] for a in agg.values())
     for kk,(n,us) in sorted(agg.items(),key=lambda x:-x[1][1]):
