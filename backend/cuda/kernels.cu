@@ -1256,36 +1256,12 @@ __device__ void attn_mma(float* dst, const void* qkv, long long two, const int* 
 	if (nq == 0) return; // past the real tiles of a packed batch (tileGrid)
 	int h = blockIdx.y, width = heads * DH, lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, tq = lane & 3;
 	const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-	// A thread's loads of the queries, then of each chunk, all issued
-	// before the first use of a value: in a loop that uses each load's
-	// value before the next load, or guards a load by a branch (which no
-	// load is moved above), every iteration waits out a round trip to
-	// memory. So each load reads a row that exists (the last query or key
-	// in place of one past the end) and a select zeroes what it read for
-	// those. The chunk's go ATTN_MMA_UNROLL iterations at a time, which
-	// bounds their registers where a block has few warps.
-	const int QI = (QT * H4 + 32 * W - 1) / (32 * W), KI = (KC * H4 + 32 * W - 1) / (32 * W);
-	const int KU = KI < tunables::attn_mma_unroll ? KI : tunables::attn_mma_unroll;
-	{
-		float4 lo[QI], hi[QI];
-#pragma unroll
-		for (int it = 0; it < QI; it++) {
-			int i = min(threadIdx.x + 32 * W * it, QT * H4 - 1), qi = i / H4, j = (i - qi * H4) * 4, qc = min(qi, nq - 1);
-			ld4rope2x<DH, HIN>(qkv, (long long)(r0 + qc) * 3 * width + h * DH, two, j, rope, pos0 + qc, lo[it], hi[it]);
-		}
-#pragma unroll
-		for (int it = 0; it < QI; it++) {
-			int qi = (threadIdx.x + 32 * W * it) / H4;
-			lo[it] = qi < nq ? lo[it] : zero;
-			hi[it] = qi < nq ? hi[it] : zero;
-		}
-#pragma unroll
-		for (int it = 0; it < QI; it++) {
-			int i = threadIdx.x + 32 * W * it, qi = i / H4, j = (i - qi * H4) * 4;
-			if (i >= QT * H4) break;
-			st4h<TERMS>(Qs + qi * KS + j, QTS, lo[it]);
-			st4h<TERMS>(Qs + qi * KS + j + DH / 2, QTS, hi[it]);
-		}
+	for (int i = threadIdx.x; i < QT * H4; i += 32 * W) {
+		int qi = i / H4, j = (i - qi * H4) * 4;
+		float4 lo = zero, hi = zero;
+		if (qi < nq) ld4rope2x<DH, HIN>(qkv, (long long)(r0 + qi) * 3 * width + h * DH, two, j, rope, pos0 + qi, lo, hi);
+		st4h<TERMS>(Qs + qi * KS + j, QTS, lo);
+		st4h<TERMS>(Qs + qi * KS + j + DH / 2, QTS, hi);
 	}
 	// The queries' fragments are read once the first chunk's keys and
 	// values are in too: one round of loads from memory and one barrier
@@ -1308,34 +1284,20 @@ __device__ void attn_mma(float* dst, const void* qkv, long long two, const int* 
 	for (int nd = 0; nd < ND; nd++) o[nd][0] = o[nd][1] = o[nd][2] = o[nd][3] = 0.0f;
 	for (int kb = klo; kb < khi; kb += KC) {
 		__syncthreads();
-		for (int i0 = 0; i0 < KI; i0 += KU) {
-			float4 k0[KU], k1[KU], v0[KU], v1[KU];
-#pragma unroll
-			for (int u = 0; u < KU; u++) {
-				int i = min(threadIdx.x + 32 * W * min(i0 + u, KI - 1), KC * H4 - 1), key = i / H4, d = (i - key * H4) * 4;
-				int gk = min(kb + key, khi - 1); // kb < khi
+#pragma unroll (tunables::attn_mma_unroll)
+		for (int i = threadIdx.x; i < KC * H4; i += 32 * W) {
+			int key = i / H4, d = (i - key * H4) * 4, gk = kb + key;
+			float4 k0 = zero, k1 = zero, v0 = zero, v1 = zero;
+			if (gk < khi) {
 				long long row = (long long)(start + gk) * 3 * width + h * DH;
-				ld4rope2x<DH, HIN>(qkv, row + width, two, d, rope, gk, k0[u], k1[u]);
-				v0[u] = ld4x<HIN>(qkv, row + 2 * width + d, two);
-				v1[u] = ld4x<HIN>(qkv, row + 2 * width + d + DH / 2, two);
+				ld4rope2x<DH, HIN>(qkv, row + width, two, d, rope, gk, k0, k1);
+				v0 = ld4x<HIN>(qkv, row + 2 * width + d, two);
+				v1 = ld4x<HIN>(qkv, row + 2 * width + d + DH / 2, two);
 			}
-#pragma unroll
-			for (int u = 0; u < KU; u++) {
-				bool in = kb + (threadIdx.x + 32 * W * (i0 + u)) / H4 < khi;
-				k0[u] = in ? k0[u] : zero;
-				k1[u] = in ? k1[u] : zero;
-				v0[u] = in ? v0[u] : zero;
-				v1[u] = in ? v1[u] : zero;
-			}
-#pragma unroll
-			for (int u = 0; u < KU; u++) {
-				int i = threadIdx.x + 32 * W * (i0 + u), key = i / H4, d = (i - key * H4) * 4;
-				if (i0 + u >= KI || i >= KC * H4) break;
-				st4h<TERMS>(Ks + key * KS + d, KT, k0[u]);
-				st4h<TERMS>(Ks + key * KS + d + DH / 2, KT, k1[u]);
-				st4h<TERMS>(Vs + key * KS + d, KT, v0[u]);
-				st4h<TERMS>(Vs + key * KS + d + DH / 2, KT, v1[u]);
-			}
+			st4h<TERMS>(Ks + key * KS + d, KT, k0);
+			st4h<TERMS>(Ks + key * KS + d + DH / 2, KT, k1);
+			st4h<TERMS>(Vs + key * KS + d, KT, v0);
+			st4h<TERMS>(Vs + key * KS + d + DH / 2, KT, v1);
 		}
 		__syncthreads();
 		if (!busy) continue;
