@@ -61,6 +61,13 @@ type emuBuild struct {
 
 var emuProgram, emuLibrary emuBuild
 
+// emuTuned are runner builds with kernels.cu's tunables set, by their
+// defines (emuRunnerTuned).
+var (
+	emuTunedMu sync.Mutex
+	emuTuned   = map[string]*emuBuild{}
+)
+
 // emuRunner is the emulator as a program (runner.cpp) that runs launches
 // from a file (emuRun).
 func emuRunner(t testing.TB) string {
@@ -91,7 +98,7 @@ func emuSym(t testing.TB, lib, name string) uintptr {
 	return fn
 }
 
-func (e *emuBuild) get(t testing.TB, main string, shared bool) string {
+func (e *emuBuild) get(t testing.TB, main string, shared bool, defines ...string) string {
 	t.Helper()
 	// Read here so that go test's cache, which records the environment a
 	// test reads through os.Getenv, reruns the tests when they change: the
@@ -102,7 +109,7 @@ func (e *emuBuild) get(t testing.TB, main string, shared bool) string {
 	if err != nil {
 		t.Skipf("clang++-19 not installed: the kernel emulator needs it (%v)", err)
 	}
-	e.once.Do(func() { e.path, e.err = buildEmu(clang, main, shared) })
+	e.once.Do(func() { e.path, e.err = buildEmu(clang, main, shared, defines...) })
 	if e.err != nil {
 		t.Fatal(e.err)
 	}
@@ -119,8 +126,9 @@ var (
 var kernelDecl = regexp.MustCompile(`extern "C" __laya_global__ void (\w+)\(([^)]*)\)`)
 
 // buildEmu compiles kernels.cu for the CPU against cuemu.h with main
-// (testdata/emu): a program, or with shared a shared library.
-func buildEmu(clang, main string, shared bool) (string, error) {
+// (testdata/emu): a program, or with shared a shared library; defines
+// (NAME=VALUE) set its tunables.
+func buildEmu(clang, main string, shared bool, defines ...string) (string, error) {
 	// Every file of testdata/emu: main includes some of the others.
 	files, err := filepath.Glob("testdata/emu/*")
 	if err != nil {
@@ -139,6 +147,9 @@ func buildEmu(clang, main string, shared bool) (string, error) {
 	// UBSan's alignment check refuses a vector load or store (float4, uint2,
 	// ...) at an address the GPU would fault on.
 	flags := []string{"-std=c++20", "-O1", "-pthread", "-w", "-fwrapv", "-fsanitize=alignment", "-fno-sanitize-recover=alignment"}
+	for _, d := range defines {
+		flags = append(flags, "-D"+d)
+	}
 	if shared {
 		// The library's own entry points only (the kernels are extern "C"
 		// too, with names as common as add), the UBSan runtime as a shared
@@ -289,11 +300,31 @@ func emuLinkLt(lib string, shared bool) (string, error) {
 	return lib, nil
 }
 
+// emuRunnerTuned is the emulator as a program with kernels.cu's tunables
+// set (NAME=VALUE each), built once per set.
+func emuRunnerTuned(t testing.TB, defines ...string) string {
+	t.Helper()
+	key := strings.Join(defines, " ")
+	emuTunedMu.Lock()
+	b := emuTuned[key]
+	if b == nil {
+		b = new(emuBuild)
+		emuTuned[key] = b
+	}
+	emuTunedMu.Unlock()
+	return b.get(t, "runner.cpp", false, defines...)
+}
+
 // emuRun runs launches on buffers (copied) and returns the buffers after
 // them.
 func emuRun(t *testing.T, bufs [][]byte, launches ...emuLaunch) [][]byte {
 	t.Helper()
-	bin := emuRunner(t)
+	return emuRunOn(t, emuRunner(t), bufs, launches...)
+}
+
+// emuRunOn is emuRun on the emulator program bin (emuRunnerTuned's).
+func emuRunOn(t *testing.T, bin string, bufs [][]byte, launches ...emuLaunch) [][]byte {
+	t.Helper()
 	var in bytes.Buffer
 	w := func(v any) { binary.Write(&in, binary.LittleEndian, v) }
 	w(uint32(len(bufs)))

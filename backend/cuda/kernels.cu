@@ -57,10 +57,10 @@ typedef unsigned long long u64;
 #define LMMA_MINB 1
 #endif
 // GEGLU_ERF: 1 computes GeGLU's GELU as 0.5·v·(1 + erf(v/√2)) where its
-// output is one 16-bit term (fp16, bf16), 0 as 0.5·v·erfc(−v/√2) there
-// too, as FP16X2's two terms always do (geglu1).
+// output is one 16-bit term (fp16, bf16); 0 (the default) as
+// 0.5·v·erfc(−v/√2) there too, as FP16X2's two terms always do (geglu1).
 #ifndef GEGLU_ERF
-#define GEGLU_ERF 1
+#define GEGLU_ERF 0
 #endif
 // The launch bounds with a minimum only where one is asked for, so that
 // the defaults compile exactly as the bounds without one.
@@ -442,15 +442,15 @@ extern "C" __global__ void act_map(float* dst, const float* x, long long n, int 
 }
 #endif
 
-// geglu's GELU is gelu (double) in fp32 runs and float32 when its output
-// feeds 16-bit GEMM operands anyway (fast != 0): the erfc form for FP16X2
-// (kind 3), whose two terms keep float32's precision, and for one 16-bit
-// term (kind 1 fp16, 2 bf16) the erf form (GEGLU_ERF), cheaper (erff has no reciprocal), whose
-// error where 1 + erf cancels (v below about −3, |GELU| under 0.004) is a
-// few float32 ulps of 1 times v, under the 16-bit rounding of the GEMM
-// sums it joins. In FP16 runs GeGLU is compute-bound at ten and fifty
-// questions (docs/cuda-perf-log.md). geglu, geglu4 and linear_mma's
-// fused GeGLU share it, so that they agree bit for bit.
+// geglu's GELU is gelu (double) in fp32 runs and the float32 erfc form when
+// its output feeds 16-bit GEMM operands anyway (fast != 0). With GEGLU_ERF,
+// one 16-bit term (kind 1 fp16, 2 bf16; not FP16X2's two, which keep
+// float32's precision) takes the erf form instead, for GeGLU is
+// compute-bound in the fp16 runs of ten and fifty questions
+// (docs/cuda-perf-log.md): its error where 1 + erf cancels (v below about
+// −3, |GELU| under 0.004) is a few float32 ulps of 1 times v, under the
+// 16-bit rounding of the GEMM sums it joins. geglu, geglu4 and
+// linear_mma's fused GeGLU share it, so that they agree bit for bit.
 __device__ __forceinline__ float geglu1(float v, float u, int fast, int kind) {
 	float g;
 	if (!fast)
