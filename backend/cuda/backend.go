@@ -38,6 +38,9 @@ var driverFuncs = []string{
 // kernels are the entry points of kernels.cu.
 type kernels struct {
 	gather, layerNorm, layerNorm4, biasAct, add, actMap, geglu, geglu4, softmax, rope, attention, actFeatures, to16, packOut, linearSmall uintptr
+	// clusterProbe is cluster_probe, the cluster primitives' check
+	// (TestClusterProbe).
+	clusterProbe uintptr
 	// attentionTiled holds the tiled attention kernels by head dim: 8 warps
 	// of 1, 2 and 4 queries each, then 16 warps of 1, then attn_reg's 16
 	// warps sharing 16 queries (regKernel).
@@ -50,6 +53,9 @@ type kernels struct {
 	attentionSplit map[int]*[3]uintptr
 	// linearMMA holds linear_mma by [terms − 1][4 or 8 warps].
 	linearMMA [2][2]uintptr
+	// linearCl is linear_cl_4: linear_mma's GEMM with its splits of k
+	// summed in a cluster (not yet on a request's path: TestEmuLinearCl).
+	linearCl uintptr
 }
 
 // attentionSharedLimit is the dynamic shared memory the attention kernel is
@@ -81,6 +87,9 @@ type Backend struct {
 	// griddepcontrol.wait: an older GPU's would not, and must not be
 	// launched so.
 	pdl bool
+	// clusters: the GPU launches thread block clusters (compute capability
+	// 9.0, cuLaunchKernelEx), which linear_cl needs (Options.ClusterRows).
+	clusters bool
 	// sharedOptin is the dynamic shared memory a block may opt in to (227
 	// KiB on Hopper, 163 on the A100, 99 on other Ampere and Ada GPUs).
 	sharedOptin int
@@ -217,6 +226,7 @@ func (b *Backend) init() error {
 	b.sharedOptin = b.drv.Attribute(dev, 97) // CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
 	b.arch = fmt.Sprintf("sm_%d%d", dev.CC[0], dev.CC[1])
 	b.pdl = !b.opts.NoPDL && dev.CC[0] >= 9 && b.drv.Has("cuLaunchKernelEx")
+	b.clusters = dev.CC[0] >= 9 && b.drv.Has("cuLaunchKernelEx")
 	return nil
 }
 
@@ -265,7 +275,7 @@ const (
 // take fewer), or its key-split kernels (Options.AttentionSplit).
 func (b *Backend) needExtras() bool {
 	o := b.opts
-	if o.MMARows > 0 || o.MMAWarps != 0 && o.MMAWarps != defaultMMAWarps || o.AttentionSplit {
+	if o.MMARows > 0 || o.ClusterRows > 0 || o.MMAWarps != 0 && o.MMAWarps != defaultMMAWarps || o.AttentionSplit {
 		return true
 	}
 	if b.sharedOptin <= 0 || o.Precision != FP16 && o.Precision != FP16X2 {
@@ -410,6 +420,8 @@ func (b *Backend) kernelTable() map[string]kernelSlot {
 	} {
 		fns[name] = kernelSlot{p, partCore}
 	}
+	fns["cluster_probe"] = kernelSlot{&b.k.clusterProbe, partCore}
+	fns["linear_cl_4"] = kernelSlot{&b.k.linearCl, partExtras}
 	for t := range b.k.linearMMA {
 		for w, warps := range []int{4, 8} {
 			fns[fmt.Sprintf("linear_mma_%d_%d", t+1, warps)] = kernelSlot{&b.k.linearMMA[t][w], partExtras}
@@ -463,6 +475,11 @@ func (b *Backend) setKernelAttributes() error {
 			if err := b.drv.Call("cuFuncSetAttribute", f, 8, uintptr(b.lmmaShared())); err != nil {
 				return fmt.Errorf("cuda: linear_mma kernel: %w", err)
 			}
+		}
+	}
+	if b.k.linearCl != 0 {
+		if err := b.drv.Call("cuFuncSetAttribute", b.k.linearCl, 8, uintptr(b.clShared())); err != nil {
+			return fmt.Errorf("cuda: linear_cl kernel: %w", err)
 		}
 	}
 	// A tensor-core attention kernel whose shared memory this GPU does not
@@ -1021,11 +1038,11 @@ func (b *Backend) release() error {
 // driver copies parameters when a kernel is launched or captured). pdl
 // launches with programmatic dependent launch (Backend.pdl).
 type launcher struct {
-	vals [28]uint64
-	ptrs [28]uintptr
-	pdl  bool
-	cfg  launchConfig
-	attr launchAttr
+	vals  [28]uint64
+	ptrs  [28]uintptr
+	pdl   bool
+	cfg   launchConfig
+	attrs [2]launchAttr
 }
 
 func u64(p uintptr) uint64 { return uint64(p) }

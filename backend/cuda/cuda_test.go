@@ -67,7 +67,7 @@ func TestNoDriver(t *testing.T) {
 // the struct they are not read by ParseOptions.
 func TestOpenRefusesBadOptions(t *testing.T) {
 	for _, o := range []cuda.Options{{QueriesPerWarp: 3}, {AttentionWarps: 12}, {MMAWarps: 16}, {Bucket: -1}, {Precision: cuda.FP16X2 + 1},
-		{Refine: -1}, {Refine: float32(math.NaN())}, {RefineTokens: -5}} {
+		{Refine: -1}, {Refine: float32(math.NaN())}, {RefineTokens: -5}, {ClusterRows: -1}, {ClusterRows: cuda.MaxMMARows + 1}} {
 		be, err := cuda.Open(o)
 		if err == nil {
 			be.Close()
@@ -118,6 +118,8 @@ func TestParseOptions(t *testing.T) {
 		{"tunecands=64", cuda.Options{TuneCandidates: 64}, false},
 		{"splitk=on", cuda.Options{SplitK: true}, false},
 		{"mmarows=256,mmaln=off", cuda.Options{MMARows: 256, MMANoLN: true}, false},
+		{"clrows=128", cuda.Options{ClusterRows: 128}, false},
+		{"clrows=-1", cuda.Options{}, true},
 		{"mmaln=off,mmaln=on", cuda.Options{}, false},
 		{"submit=off", cuda.Options{SubmitOps: -1}, false},
 		{"submit=16", cuda.Options{SubmitOps: 16}, false},

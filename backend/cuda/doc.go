@@ -248,7 +248,10 @@
 // the backend's own tensor-core kernel: see GEMMs of few rows; 0, the
 // default, keeps them on cuBLAS), mmacols=64|128 (its output columns a
 // block), mmaln=on|off (off keeps the LayerNorms between linear_mma GEMMs
-// kernels of their own), pdl=on|off (off: the backend's own kernels
+// kernels of their own), clrows=N (the GEMMs of one fp16 term of at most N
+// rows on linear_cl, whose clusters of blocks split k and add their
+// products in shared memory; needs compute capability 9.0; 0, the
+// default, keeps them on cuBLAS; not yet measured on a GPU), pdl=on|off (off: the backend's own kernels
 // without programmatic dependent launch), geglu=vec|scalar (vec, the default: GeGLU a float4 a thread where the
 // widths allow, bit for bit scalar's, 7 % less GPU time at ten and fifty
 // English questions on an H200);

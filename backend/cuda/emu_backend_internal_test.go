@@ -86,6 +86,9 @@ var emuConfigs = []emuConfig{
 	{"FP16X2+gemm=blas", Options{Precision: FP16X2, GEMMBLAS: true}},
 	{"FP16X2+mmarows", Options{Precision: FP16X2, MMARows: MaxMMARows}},
 	{"FP16+mmarows", Options{Precision: FP16, MMARows: MaxMMARows}},
+	// The GEMMs of few rows on linear_cl, in FP16 and in FP16X2's reduced
+	// streams (every batch in FP16 first).
+	{"FP16X2+refine+clrows", Options{Precision: FP16X2, Refine: DefaultRefine, RefineTokens: 1, ClusterRows: MaxMMARows}},
 	// Every batch in FP16 first, its near-ties again in FP16X2, as the
 	// registered backend runs them, on the few-rows kernels and the
 	// key-split attention.
@@ -313,13 +316,14 @@ func emuBackendGoldens(t *testing.T, dir string, cases []oracletest.Case, config
 			if opts.Refine > 0 && nearTie && refined == 0 {
 				t.Errorf("no row refined, though a golden's two largest logits lie within %g", opts.Refine/2)
 			}
-			if opts.MMARows > 0 && st.GEMMOwn == 0 {
-				t.Errorf("stats %+v: no GEMM ran on linear_mma", st)
+			if (opts.MMARows > 0 || opts.ClusterRows > 0) && st.GEMMOwn == 0 {
+				t.Errorf("stats %+v: no GEMM ran on linear_mma or linear_cl", st)
 			}
 			// The GEMMs ran on cuBLASLt where they should (each shape timed
-			// the first time: some shape is, unless linear_mma takes them
-			// all), none refused to cuBLAS; on cuBLAS, nothing was tuned.
-			if lt := emuLt(opts); st.GEMMFallback != 0 || !lt && st.GEMMTuned != 0 || lt && opts.MMARows == 0 && st.GEMMTuned == 0 {
+			// the first time: some shape is, unless linear_mma or
+			// linear_cl takes them all), none refused to cuBLAS; on cuBLAS,
+			// nothing was tuned.
+			if lt := emuLt(opts); st.GEMMFallback != 0 || !lt && st.GEMMTuned != 0 || lt && opts.MMARows == 0 && opts.ClusterRows == 0 && st.GEMMTuned == 0 {
 				t.Errorf("stats %+v: with cuBLASLt %v, want GEMM shapes tuned on it (none without) and none fallen back to cuBLAS", st, lt)
 			}
 			// Every checkpoint here has a LayerNorm between two linear_mma

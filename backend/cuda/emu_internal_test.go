@@ -26,8 +26,9 @@ import (
 // so that kernels run in `go test` without a GPU. It checks a kernel's indexing, fragments,
 // synchronisation and split-K bookkeeping against a float64 reference;
 // nothing of speed, and nothing of what only the hardware decides (the
-// order of a tensor core's sums, the memory model beyond what one block at
-// a time shows). It needs clang++ (clang-19, as the kernels' compile check).
+// order of a tensor core's sums, the memory model beyond what one block, or
+// one thread block cluster, at a time shows). It needs clang++ (clang-19,
+// as the kernels' compile check).
 
 // emuArg is a kernel argument: a value as launcher passes it, or the
 // address of an emulator buffer plus a byte offset.
@@ -47,6 +48,7 @@ type emuLaunch struct {
 	name          string
 	grid          [3]int
 	threads, smem int
+	cluster       int // blocks a cluster along x (0: no clusters)
 	args          []emuArg
 }
 
@@ -336,7 +338,7 @@ func emuRunOn(t *testing.T, bin string, bufs [][]byte, launches ...emuLaunch) []
 	for _, l := range launches {
 		w(uint32(len(l.name)))
 		in.WriteString(l.name)
-		w([5]uint32{uint32(l.grid[0]), uint32(l.grid[1]), uint32(l.grid[2]), uint32(l.threads), uint32(l.smem)})
+		w([6]uint32{uint32(l.grid[0]), uint32(l.grid[1]), uint32(l.grid[2]), uint32(l.threads), uint32(l.smem), uint32(max(l.cluster, 1))})
 		w(uint32(len(l.args)))
 		for _, a := range l.args {
 			if a.isBuf {

@@ -259,40 +259,48 @@ func TestEmuLinearMMA(t *testing.T) {
 					t.Fatalf("split counter byte %d is %d after the launch, want 0", i, b)
 				}
 			}
-			worst := 0.0
-			for r := range c.m {
-				for col := range c.n {
-					ref, mag := prod[r*c.n+col], mags[r*c.n+col]
-					if c.accum {
-						ref += float64(d0[r*c.n+col])
-					}
-					if c.bias {
-						ref += float64(bias[col])
-					}
-					switch c.act {
-					case 1:
-						ref = 0.5 * ref * math.Erfc(-ref*0.70710678118654752)
-					case 2:
-						ref = math.Max(ref, 0)
-					}
-					var got float64
-					tol := 4e-7*(mag+math.Abs(ref)) + 1e-6
-					if c.half {
-						got = float64(half.Float16ToFloat32(binary.LittleEndian.Uint16(out[0][2*(r*c.n+col):])))
-						tol += math.Abs(ref) / 1024
-					} else {
-						got = float64(math.Float32frombits(binary.LittleEndian.Uint32(out[0][4*(r*c.n+col):])))
-					}
-					if e := math.Abs(got - ref); !(e <= tol) {
-						t.Fatalf("d[%d][%d] = %g, want %g (±%.2g)", r, col, got, ref, tol)
-					} else {
-						worst = math.Max(worst, e)
-					}
-				}
-			}
-			t.Logf("largest error %.3g", worst)
+			lmmaCheck(t, out[0], prod, mags, d0, bias, c.m, c.n, c.bias, c.act, c.accum, c.half)
 		})
 	}
+}
+
+// lmmaCheck holds a GEMM's output d (float32, or fp16 where half) to the
+// float64 product prod (mags: the sums of its terms' magnitudes), plus d0
+// where accum, plus the bias where withBias, then the activation.
+func lmmaCheck(t *testing.T, d []byte, prod, mags []float64, d0, bias []float32, m, n int, withBias bool, act int, accum, half16 bool) {
+	t.Helper()
+	worst := 0.0
+	for r := range m {
+		for col := range n {
+			ref, mag := prod[r*n+col], mags[r*n+col]
+			if accum {
+				ref += float64(d0[r*n+col])
+			}
+			if withBias {
+				ref += float64(bias[col])
+			}
+			switch act {
+			case 1:
+				ref = 0.5 * ref * math.Erfc(-ref*0.70710678118654752)
+			case 2:
+				ref = math.Max(ref, 0)
+			}
+			var got float64
+			tol := 4e-7*(mag+math.Abs(ref)) + 1e-6
+			if half16 {
+				got = float64(half.Float16ToFloat32(binary.LittleEndian.Uint16(d[2*(r*n+col):])))
+				tol += math.Abs(ref) / 1024
+			} else {
+				got = float64(math.Float32frombits(binary.LittleEndian.Uint32(d[4*(r*n+col):])))
+			}
+			if e := math.Abs(got - ref); !(e <= tol) {
+				t.Fatalf("d[%d][%d] = %g, want %g (±%.2g)", r, col, got, ref, tol)
+			} else {
+				worst = math.Max(worst, e)
+			}
+		}
+	}
+	t.Logf("largest error %.3g", worst)
 }
 
 // lmmaOperands are random operands of linear_mma: x's terms as the
@@ -854,4 +862,57 @@ func emuAttnCheck(t *testing.T, l emuAttnLayout, heads, dh int, scale, tol float
 		}
 	}
 	return worst
+}
+
+// linear_cl (linear_mma's GEMM with its splits of k summed in a cluster)
+// against float64: clusters of one to eight blocks, a last slice of k
+// shorter than the others, row and column tiles partly filled, two row
+// blocks, bias, activations, the residual added, fp16 outputs.
+func TestEmuLinearCl(t *testing.T) {
+	cases := []struct {
+		m, n, k, kc int
+		bias        bool
+		act         int
+		accum, half bool
+	}{
+		{m: 1, n: 64, k: 16, kc: 16},
+		{m: 17, n: 72, k: 48, kc: 16, bias: true, act: 2},
+		{m: 93, n: 130, k: 1024, kc: 128, half: true},
+		{m: 96, n: 200, k: 256, kc: 64, accum: true},
+		{m: 130, n: 64, k: 64, kc: 16, act: 1, bias: true},
+		{m: 33, n: 98, k: 272, kc: 48, bias: true, accum: true},
+		{m: 5, n: 40, k: 112, kc: 16},
+	}
+	const warps = 4
+	for _, c := range cases {
+		splits := (c.k + c.kc - 1) / c.kc
+		name := fmt.Sprintf("m=%d,n=%d,k=%d,kc=%d,cluster=%d,bias=%v,act=%d,accum=%v,half=%v", c.m, c.n, c.k, c.kc, splits, c.bias,
+			c.act, c.accum, c.half)
+		t.Run(name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(c.m), uint64(c.n*c.k+1)))
+			x, w, prod, mags := lmmaOperands(rng, c.m, c.n, c.k, 1)
+			bias, d0 := make([]float32, c.n), make([]float32, c.m*c.n)
+			for i := range bias {
+				bias[i] = float32(rng.NormFloat64())
+			}
+			for i := range d0 {
+				d0[i] = float32(rng.NormFloat64())
+			}
+			dBytes := f32Bytes(d0)
+			if c.half {
+				dBytes = make([]byte, 2*c.m*c.n)
+			}
+			biasArg := emuVal(0)
+			if c.bias {
+				biasArg = emuBuf(3, 0)
+			}
+			tilesN, tilesM := (c.n+16*warps-1)/(16*warps), (c.m+16*lmmaTiles-1)/(16*lmmaTiles)
+			launch := emuLaunch{name: "linear_cl_4", grid: [3]int{tilesN * splits, 1, tilesM}, threads: 32 * warps,
+				smem: lmmaShared(c.kc, c.m, 1, warps), cluster: splits, args: []emuArg{emuBuf(0, 0), emuBuf(1, 0), emuBuf(2, 0),
+					biasArg, emuInt(c.m), emuInt(c.k), emuInt(c.n), emuVal(uint64(c.act)), emuVal(boolArg(c.accum)),
+					emuVal(boolArg(c.half)), emuInt(c.kc)}}
+			out := emuRun(t, [][]byte{dBytes, u16Bytes(x), u16Bytes(w), f32Bytes(bias)}, launch)
+			lmmaCheck(t, out[0], prod, mags, d0, bias, c.m, c.n, c.bias, c.act, c.accum, c.half)
+		})
+	}
 }

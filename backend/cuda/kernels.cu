@@ -202,6 +202,61 @@ __device__ __forceinline__ void pdl_launch() {
 	asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
+
+// Thread block clusters (sm_90): blocks launched together in a cluster
+// (launchCluster) read each other's shared memory. cluster_ctarank and
+// cluster_nctarank are the block's rank in its cluster and the cluster's
+// blocks; cluster_sync is a barrier of every thread of the cluster, whose
+// shared-memory writes before it the cluster's reads after it see
+// (barrier.cluster's default release and acquire: PTX 7.8 has no
+// qualifiers for them); cluster_map maps a 32-bit shared address of this
+// block to the same offset in block rank's shared memory (mapa), and
+// ld_cluster4 loads 16 bytes through such an address. A block must not
+// return while another may still read its shared memory: a cluster_sync
+// after the last such read. Before sm_90 a block is a cluster of one.
+__device__ __forceinline__ u32 cluster_ctarank() {
+	u32 r = 0;
+#if __CUDA_ARCH__ >= 900
+	asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+#endif
+	return r;
+}
+
+__device__ __forceinline__ u32 cluster_nctarank() {
+	u32 r = 1;
+#if __CUDA_ARCH__ >= 900
+	asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(r));
+#endif
+	return r;
+}
+
+__device__ __forceinline__ void cluster_sync() {
+#if __CUDA_ARCH__ >= 900
+	asm volatile("barrier.cluster.arrive.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+#else
+	__syncthreads();
+#endif
+}
+
+__device__ __forceinline__ u32 cluster_map(u32 a, u32 rank) {
+#if __CUDA_ARCH__ >= 900
+	u32 r;
+	asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(rank));
+	return r;
+#else
+	return a;
+#endif
+}
+
+__device__ __forceinline__ float4 ld_cluster4(u32 a) {
+	float4 v;
+#if __CUDA_ARCH__ >= 900
+	asm volatile("ld.shared::cluster.v4.f32 {%0,%1,%2,%3}, [%4];" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(a) : "memory");
+#else
+	asm volatile("ld.shared.v4.f32 {%0,%1,%2,%3}, [%4];" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(a) : "memory");
+#endif
+	return v;
+}
 #endif
 
 // KERNEL_ENTRY starts every kernel but linear_mma: nothing to do before
@@ -2095,4 +2150,157 @@ LINEAR_MMA(1, 4)
 LINEAR_MMA(2, 4)
 LINEAR_MMA(1, 8)
 LINEAR_MMA(2, 8)
+#endif
+
+// ---- Thread block clusters ----
+
+// cluster_probe checks the cluster primitives (TestClusterProbe on a GPU,
+// TestEmuCluster on the emulator, which models them): each thread writes
+// (rank, thread, block, clusters' blocks) to its block's shared memory,
+// and after cluster_sync reads what the next thread of the next block in
+// the cluster wrote, into out[block·threads + thread]. Dynamic shared
+// memory: 16 bytes a thread.
+#if LAYA_CORE
+extern "C" __global__ void cluster_probe(float4* out) {
+	KERNEL_ENTRY
+	extern __shared__ float4 smem4[];
+	u32 rank = cluster_ctarank(), size = cluster_nctarank(), t = threadIdx.x;
+	smem4[t] = make_float4((float)rank, (float)t, (float)blockIdx.x, (float)size);
+	cluster_sync();
+	u32 peer = cluster_map(smem_addr(smem4 + (t + 1) % blockDim.x), (rank + 1) % size);
+	out[blockIdx.x * blockDim.x + t] = ld_cluster4(peer);
+	cluster_sync(); // no block returns while the one before it still reads
+}
+#endif
+
+// ---- A GEMM of few rows over a cluster ----
+
+// linear_cl is linear_mma's GEMM of few rows (one fp16 term, no fusions)
+// with its splits of k summed on chip: the S blocks of a cluster (S the
+// cluster's size, along x: blockIdx.x = tile·S + rank) take the S slices
+// of k, kc long, of one tile of BN = 16·WARPS output columns (weight rows)
+// and up to 16·LMMA_MT rows of x (blockIdx.z), each loading its slices of
+// x and of the weight whole, the weight's before it waits for the kernel
+// before it (pdl_wait). Each block leaves its float32 products in its
+// shared memory; after the cluster's barrier block rank adds, for the
+// tile's rows rank, rank + S, ..., the S blocks' products in rank order
+// (the same float32 sums whatever ran first) and writes d as
+// lmma_finish does. Where linear_mma's last block of a tile read every
+// split's sums from L2 alone, here the cluster's blocks share the adding
+// and the sums never leave the multiprocessors. Dynamic shared memory:
+// lmmaShared(kc, rows, 1, WARPS).
+template <int WARPS>
+__device__ void lin_cl(void* d, const u16* x, const u16* w, const float* bias, int m, int k, int n, int act, int accum, int half,
+	int kc) {
+	extern __shared__ float4 smem4[];
+	const int KS = kc + 8, NT = 32 * WARPS, BN = 16 * WARPS, CS = BN + 8;
+	const int S = (int)cluster_nctarank(), rank = (int)cluster_ctarank();
+	int n0 = (blockIdx.x / S) * BN, m0 = blockIdx.z * 16 * LMMA_MT;
+	int k0 = rank * kc, kn = max(0, min(kc, k - k0)), c8 = kn / 8;
+	int rows = min(16 * LMMA_MT, m - m0), rp = (rows + 15) & ~15;
+	int tid = threadIdx.x;
+	// A thread copies chunk cc of rows rr, rr + rstep, ... (as lin_mma).
+	int csh = 0;
+	while ((1 << csh) < c8) csh++;
+	const int cm = (1 << csh) - 1;
+	u16* Ws = (u16*)smem4; // [BN][KS]
+	u16* As = Ws + BN * KS; // [rp][KS]
+	const uint4 zero = {0u, 0u, 0u, 0u};
+	const int cc = tid & cm, rr = tid >> csh, rstep = NT >> csh;
+	const u32 sW = smem_addr(Ws), sA = smem_addr(As);
+	if (cc < c8)
+		for (int r = rr; r < BN; r += rstep) {
+			if (n0 + r < n)
+				cp_async16a(sW + 2 * (r * KS + 8 * cc), w + (long long)(n0 + r) * k + k0 + 8 * cc);
+			else
+				*(uint4*)(Ws + r * KS + 8 * cc) = zero;
+		}
+	pdl_wait();
+	pdl_launch();
+	if (cc < c8) {
+		const u16* g = x + (long long)(m0 + rr) * k + k0 + 8 * cc;
+		u32 sa = sA + 2 * (rr * KS + 8 * cc);
+		for (int r = rr; r < rp; r += rstep, g += (long long)rstep * k, sa += 2 * rstep * KS) {
+			if (r < rows)
+				cp_async16a(sa, g);
+			else
+				*(uint4*)(As + r * KS + 8 * cc) = zero;
+		}
+	}
+	cp_async_wait_all();
+	__syncthreads();
+	int lane = tid & 31, warp = tid >> 5, g = lane >> 2, tq = lane & 3, mts = rp / 16;
+	float acc[LMMA_MT][2][4];
+#pragma unroll
+	for (int mt = 0; mt < LMMA_MT; mt++)
+#pragma unroll
+		for (int nt = 0; nt < 2; nt++) acc[mt][nt][0] = acc[mt][nt][1] = acc[mt][nt][2] = acc[mt][nt][3] = 0.0f;
+	// The fragments as lin_mma loads them (ldmatrix; the warp's 16 weight
+	// rows, every row tile of x).
+	const u32 bq = sW + 2 * ((16 * warp + 8 * (lane >> 4) + (lane & 7)) * KS + 8 * ((lane >> 3) & 1));
+	const u32 aq = sA + 2 * ((lane & 15) * KS + 8 * (lane >> 4));
+	const u32 tileBytes = 2 * 16 * KS;
+	for (int kk = 0; kk < kn; kk += 16) {
+		u32 b[4];
+		ldsm4a(b, bq + 2 * kk);
+#pragma unroll
+		for (int mt = 0; mt < LMMA_MT; mt++)
+			if (mt < mts) {
+				u32 a[4];
+				ldsm4a(a, aq + mt * tileBytes + 2 * kk);
+				mma16816(acc[mt][0], a, b[0], b[1]);
+				mma16816(acc[mt][1], a, b[2], b[3]);
+			}
+	}
+	// The block's products into its shared memory (the operands' space,
+	// done with: rows of BN + 8 floats), for the cluster to add.
+	float* Cs = (float*)smem4;
+	__syncthreads();
+#pragma unroll
+	for (int mt = 0; mt < LMMA_MT; mt++)
+		if (mt < mts)
+#pragma unroll
+			for (int nt = 0; nt < 2; nt++)
+#pragma unroll
+				for (int h = 0; h < 2; h++)
+					*(float2*)&Cs[(16 * mt + g + 8 * h) * CS + 16 * warp + 8 * nt + 2 * tq] =
+						make_float2(acc[mt][nt][2 * h], acc[mt][nt][2 * h + 1]);
+	cluster_sync();
+	// This block's rows of the tile: four columns a thread, the S blocks'
+	// loads in flight before the first add.
+	const int Q = BN / 4, mine = rows > rank ? (rows - rank + S - 1) / S : 0;
+	for (int i = tid; i < mine * Q; i += NT) {
+		int r = rank + S * (i / Q), c = 4 * (i % Q);
+		u32 a = smem_addr(Cs + r * CS + c);
+		float4 p[8];
+#pragma unroll
+		for (int s = 0; s < 8; s++)
+			if (s < S) p[s] = ld_cluster4(cluster_map(a, s));
+		float4 v = p[0];
+#pragma unroll
+		for (int s = 1; s < 8; s++)
+			if (s < S) {
+				v.x += p[s].x;
+				v.y += p[s].y;
+				v.z += p[s].z;
+				v.w += p[s].w;
+			}
+		long long o = (long long)(m0 + r) * n + n0 + c;
+		float y[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+		for (int e = 0; e < 4; e++)
+			if (n0 + c + e < n) lmma_finish(d, o + e, n0 + c + e, y[e], bias, act, accum, half);
+	}
+	cluster_sync(); // no block returns while another still reads its products
+}
+
+// linear_cl_WARPS: lin_cl for 4 warps a block. Grid: (⌈n/(16·WARPS)⌉·S,
+// 1, ⌈m/(16·LMMA_MT)⌉), launched in clusters of S ≤ 8 along x.
+#define LINEAR_CL(WARPS)                                                                                              \
+	extern "C" __global__ void __launch_bounds__(32 * WARPS) linear_cl_##WARPS(void* d, const u16* x, const u16* w,      \
+		const float* bias, int m, int k, int n, int act, int accum, int half, int kc) {                                    \
+		lin_cl<WARPS>(d, x, w, bias, m, k, n, act, accum, half, kc);                                                       \
+	}
+#if LAYA_EXTRAS
+LINEAR_CL(4)
 #endif

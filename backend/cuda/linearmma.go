@@ -4,6 +4,7 @@ package cuda
 
 import (
 	"cmp"
+	"encoding/binary"
 	"unsafe"
 
 	"github.com/laya-metal/laya/internal/cudadrv"
@@ -165,20 +166,52 @@ type launchAttr struct {
 // has finished (the kernel waits for it with griddepcontrol.wait).
 const launchAttrProgrammaticStreamSerialization = 6
 
+// launchAttrClusterDimension is CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION: its
+// value three unsigned ints, a cluster's blocks along x, y and z (sm_90;
+// each dividing the grid's).
+const launchAttrClusterDimension = 4
+
 // launchEx is launch through cuLaunchKernelEx with programmatic stream
 // serialization allowed; l.ptrs holds the arguments. drv.Call is called
 // directly, so that its go:uintptrescapes keeps l (the configuration and
 // the attribute it points to) on the heap over the call.
 func (l *launcher) launchEx(drv *cudadrv.Driver, fn uintptr, grid [3]int, block, shared int, stream uintptr) error {
-	l.attr = launchAttr{id: launchAttrProgrammaticStreamSerialization}
-	l.attr.value[0] = 1
+	return l.launchAttrs(drv, fn, grid, block, shared, stream, 1)
+}
+
+// launchAttrs is launchEx in clusters of cluster blocks along x (1: none),
+// with programmatic stream serialization where l.pdl.
+func (l *launcher) launchAttrs(drv *cudadrv.Driver, fn uintptr, grid [3]int, block, shared int, stream uintptr, cluster int) error {
+	n := 0
+	if l.pdl {
+		l.attrs[n] = launchAttr{id: launchAttrProgrammaticStreamSerialization}
+		l.attrs[n].value[0] = 1
+		n++
+	}
+	if cluster > 1 {
+		l.attrs[n] = launchAttr{id: launchAttrClusterDimension}
+		binary.LittleEndian.PutUint32(l.attrs[n].value[0:], uint32(cluster))
+		binary.LittleEndian.PutUint32(l.attrs[n].value[4:], 1)
+		binary.LittleEndian.PutUint32(l.attrs[n].value[8:], 1)
+		n++
+	}
 	l.cfg = launchConfig{
 		grid:   [3]uint32{uint32(grid[0]), uint32(grid[1]), uint32(grid[2])},
 		block:  [3]uint32{uint32(block), 1, 1},
 		shared: uint32(shared),
 		stream: stream,
-		attrs:  uintptr(unsafe.Pointer(&l.attr)),
-		nattrs: 1,
+		attrs:  uintptr(unsafe.Pointer(&l.attrs[0])),
+		nattrs: uint32(n),
 	}
 	return drv.Call("cuLaunchKernelEx", uintptr(unsafe.Pointer(&l.cfg)), fn, uintptr(unsafe.Pointer(&l.ptrs[0])), 0)
+}
+
+// launchCluster is launch in clusters of cluster blocks along x (compute
+// capability 9.0 and cuLaunchKernelEx; the grid's x a multiple of it).
+func (l *launcher) launchCluster(drv *cudadrv.Driver, fn uintptr, grid [3]int, block, shared int, stream uintptr, cluster int, args ...uint64) error {
+	for i, a := range args {
+		l.vals[i] = a
+		l.ptrs[i] = uintptr(unsafe.Pointer(&l.vals[i]))
+	}
+	return l.launchAttrs(drv, fn, grid, block, shared, stream, cluster)
 }

@@ -189,6 +189,16 @@ type Options struct {
 	// GEMM on cuBLAS. Weights written on the stream, k not a multiple of 16,
 	// and an fp16 output with a residual folded in stay on cuBLAS.
 	MMARows int
+	// ClusterRows runs the GEMMs of one fp16 term (FP16, and FP16X2's
+	// reduced streams) of at most this many rows on linear_cl, a kernel of
+	// the backend's own whose clusters of blocks split k and add their
+	// products in the multiprocessors' shared memory, on GPUs with thread
+	// block clusters (compute capability 9.0); 0 (the default) keeps them
+	// on cuBLAS (or linear_mma, which MMARows takes first). Its speed
+	// against cuBLASLt is not yet measured. Weights written on the stream,
+	// k not a multiple of 16, and an fp16 output with a residual folded in
+	// stay on cuBLAS.
+	ClusterRows int
 	// MMACols is the output columns a linear_mma block computes: 64 (0
 	// means DefaultMMACols) or 128, in twice the warps; each block reads
 	// its rows of x whole, so wider blocks read x fewer times, in fewer,
@@ -302,7 +312,7 @@ func defineFlags(defines map[string]int) []string {
 // precision=fp32|fp16|bf16|fp16x2, device=N, graphs=off, maxgraphs=N,
 // submit=N|off, splits=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnsplit=off|on, attnreg=on|off, attnterms=0|1|2,
 // attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off,
-// tunecands=N, splitk=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, pdl=on|off, geglu=vec|scalar, cache=DIR|off,
+// tunecands=N, splitk=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, clrows=N, pdl=on|off, geglu=vec|scalar, cache=DIR|off,
 // refine=MARGIN|off, refinetokens=N, define=NAME=VALUE (repeatable: Options.Defines),
 // driver=PATH, nvrtc=PATH, cublas=PATH (the libraries: a CUDA install outside the
 // loader path, or the tests' kernel emulator, which then runs every command that takes
@@ -310,7 +320,7 @@ func defineFlags(defines map[string]int) []string {
 func ParseOptions(s string) (Options, error) {
 	var o Options
 	ints := map[string]*int{"device": &o.Device, "bucket": &o.Bucket, "attnqpw": &o.QueriesPerWarp,
-		"attnwarps": &o.AttentionWarps, "mmawarps": &o.MMAWarps, "attnterms": &o.AttentionTerms, "maxgraphs": &o.MaxGraphs, "refinetokens": &o.RefineTokens, "tunecands": &o.TuneCandidates, "splits": &o.SubmitSplits, "mmarows": &o.MMARows, "mmacols": &o.MMACols}
+		"attnwarps": &o.AttentionWarps, "mmawarps": &o.MMAWarps, "attnterms": &o.AttentionTerms, "maxgraphs": &o.MaxGraphs, "refinetokens": &o.RefineTokens, "tunecands": &o.TuneCandidates, "splits": &o.SubmitSplits, "mmarows": &o.MMARows, "mmacols": &o.MMACols, "clrows": &o.ClusterRows}
 	// Two-word options: the words, and the field that is whether it is
 	// the second.
 	words := map[string]struct {
@@ -352,7 +362,7 @@ func ParseOptions(s string) (Options, error) {
 			}
 			*map[string]*string{"driver": &o.Driver, "nvrtc": &o.NVRTC, "cublas": &o.CUBLAS}[k] = v
 		default:
-			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, submit=N|off, splits=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnsplit=off|on, attnreg=on|off, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off, tunecands=N, splitk=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, pdl=on|off, geglu=vec|scalar, cache=DIR|off, refine=MARGIN|off, refinetokens=N, define=NAME=VALUE, driver=PATH, nvrtc=PATH, cublas=PATH)")
+			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, submit=N|off, splits=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnsplit=off|on, attnreg=on|off, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off, tunecands=N, splitk=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, clrows=N, pdl=on|off, geglu=vec|scalar, cache=DIR|off, refine=MARGIN|off, refinetokens=N, define=NAME=VALUE, driver=PATH, nvrtc=PATH, cublas=PATH)")
 		}
 		if err == nil {
 			err = o.check()
@@ -423,6 +433,8 @@ func (o Options) check() error {
 		return fmt.Errorf("mmacols=%d, want 64 or 128", o.MMACols)
 	case o.MMARows < 0 || o.MMARows > MaxMMARows:
 		return fmt.Errorf("mmarows=%d, want 0 (off) to %d rows", o.MMARows, MaxMMARows)
+	case o.ClusterRows < 0 || o.ClusterRows > MaxMMARows:
+		return fmt.Errorf("clrows=%d, want 0 (off) to %d rows", o.ClusterRows, MaxMMARows)
 	case o.SubmitSplits < 0 || o.SubmitSplits > MaxSubmitSplits:
 		return fmt.Errorf("splits=%d, want 1 to %d (0: %d)", o.SubmitSplits, MaxSubmitSplits, DefaultSubmitSplits)
 	case o.TuneCandidates < 0 || o.TuneCandidates > MaxTuneCandidates:
@@ -445,8 +457,9 @@ func (o Options) check() error {
 	return nil
 }
 
-// MaxMMARows bounds Options.MMARows: linear_mma keeps a split's rows of x
-// in shared memory, and is made for GEMMs that read their weight once.
+// MaxMMARows bounds Options.MMARows and ClusterRows: linear_mma and
+// linear_cl keep a split's rows of x in shared memory, and are made for
+// GEMMs that read their weight once.
 const MaxMMARows = 256
 
 // DefaultTuneCandidates and MaxTuneCandidates bound Options.TuneCandidates:
@@ -519,8 +532,9 @@ type Stats struct {
 	// dependent launches (without Options.NoPDL) and were taken again
 	// without them.
 	PDLRefused int
-	// GEMMOwn counts the GEMMs that ran on linear_mma (Options.MMARows) in
-	// the first run of their segment's shape, kernel by kernel.
+	// GEMMOwn counts the GEMMs that ran on linear_mma (Options.MMARows) or
+	// linear_cl (Options.ClusterRows) in the first run of their segment's
+	// shape, kernel by kernel.
 	GEMMOwn int
 	// LayerNormsInGEMM counts, of those, the ones that also computed the
 	// LayerNorm of their input (Options.MMANoLN).

@@ -336,6 +336,7 @@ const (
 	opMMA
 	opGLU
 	opLN
+	opCl
 )
 
 func (s *stream) New(rows, cols int) backend.Tensor {
@@ -456,6 +457,9 @@ func (s *stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activat
 		s.mmaPart = max(s.mmaPart, p.partBytes(m, n))
 		s.mmaSem = max(s.mmaSem, int64(p.tilesN*p.tilesM))
 		s.mix(opMMA)
+	} else if p, ok := s.clLinear(m, k, w); ok {
+		lin.cl, lin.clPlan = true, p
+		s.mix(opCl)
 	}
 	// plain: a product into this segment's own tensor, which neither x nor
 	// the weight is, with no bias or activation, whose way of being written
@@ -554,6 +558,8 @@ type linearOp struct {
 	small   bool    // runs on linear_small (smallLinear)
 	mma     bool    // runs on linear_mma (mmaLinear), as plan says
 	plan    lmmaPlan
+	cl      bool // runs on linear_cl (clLinear), as clPlan says
+	clPlan  clPlan
 }
 
 // writesLNInput reports whether the GEMM, computing a LayerNorm of x as it
@@ -633,6 +639,9 @@ func (lin *linearOp) issue(x *run) error {
 			// linear_mma reads d as float32 to add the residual: an fp16 d
 			// with one folded in stays on cuBLAS.
 			return lin.issueMMA(x, xh, wh)
+		}
+		if lin.cl && !(lin.halfOut && lin.accumulate) {
+			return lin.issueCl(x, xh, wh) // as linear_mma
 		}
 		if lin.ln != nil {
 			// Only linear_mma computes the LayerNorm, whose output was

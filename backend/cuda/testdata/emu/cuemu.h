@@ -4,7 +4,8 @@
 // PTX primitives (inline assembly) with the functions below. Every GPU
 // thread of a block is a fiber, a stack of its own (cuemu_run.h), and the
 // block's fibers take turns on one OS thread, each running until it waits
-// at a barrier; blocks run one after another. (An OS thread per GPU
+// at a barrier; blocks run one after another (a cluster's blocks
+// together: Cluster). (An OS thread per GPU
 // thread spent its time creating threads and waking them at barriers: the
 // backend's forward pass of one 54-token row took minutes, where fibers
 // take a fifth of a second.) Threads meet only at the barriers, as on the
@@ -166,6 +167,23 @@ struct Block {
 };
 extern Block* block;
 extern unsigned char* dyn_smem;
+
+// Cluster is the running block's thread block cluster (sm_90): its blocks
+// run together, their fibers taking turns as one set (cuemu_run.h), each
+// block with dynamic shared memory of its own (smem[rank], bytes long),
+// which the others read through cluster_map's addresses until its threads
+// have all returned (then it is poisoned), and all of its threads meet at
+// bar (cluster_sync). A launch without clusters runs
+// clusters of one block. Kernels launched in clusters of more keep their
+// shared memory dynamic: a static __shared__ variable is a global of the
+// emulator, one for all the blocks that run together.
+struct Cluster {
+	unsigned size, rank;
+	Barrier* bar;
+	unsigned char* const* smem;
+	size_t bytes;
+};
+extern Cluster cluster;
 
 [[noreturn]] inline void fail(const char* what) {
 	fprintf(stderr, "cuemu: block (%u,%u,%u) thread %u: %s\n", blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, what);
@@ -354,3 +372,25 @@ inline float4 ldcg4(const float* p) {
 }
 inline void pdl_wait() {}
 inline void pdl_launch() {}
+
+// The cluster primitives: a cluster shared address (cluster_map's) has bit
+// 31 set, the block's rank in bits 24–30 and the offset into its dynamic
+// shared memory below.
+inline u32 cluster_ctarank() { return cuemu::cluster.rank; }
+inline u32 cluster_nctarank() { return cuemu::cluster.size; }
+inline void cluster_sync() { cuemu::cluster.bar->arrive_and_wait(); }
+inline u32 cluster_map(u32 a, u32 rank) {
+	if (rank >= cuemu::cluster.size) cuemu::fail("mapa to a rank outside the cluster");
+	if (a >= cuemu::cluster.bytes) cuemu::fail("mapa of an address outside the block's dynamic shared memory");
+	return 1u << 31 | rank << 24 | a;
+}
+inline float4 ld_cluster4(u32 a) {
+	if (!(a >> 31)) cuemu::fail("ld.shared::cluster of an address that mapa did not make");
+	unsigned rank = (a >> 24) & 0x7f;
+	u32 off = a & 0xffffff;
+	if (off % 16) cuemu::fail("ld.shared::cluster.v4 address not 16-byte aligned");
+	if (off + 16 > cuemu::cluster.bytes) cuemu::fail("ld.shared::cluster past the block's dynamic shared memory");
+	float4 v;
+	memcpy(&v, cuemu::cluster.smem[rank] + off, 16);
+	return v;
+}

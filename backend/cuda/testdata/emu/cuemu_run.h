@@ -25,6 +25,7 @@ cuemu_dim3 threadIdx, blockIdx;
 cuemu_dim3 blockDim, gridDim;
 cuemu::Block* cuemu::block;
 unsigned char* cuemu::dyn_smem;
+cuemu::Cluster cuemu::cluster;
 std::mutex cuemu::statics_mu;
 std::set<cuemu::Static> cuemu::statics;
 std::vector<cuemu::Copy>* cuemu::copies;
@@ -110,6 +111,8 @@ inline void start(Context& c, unsigned char* lo, unsigned char* hi, void (*entry
 // turns an overflow into a fault.
 constexpr size_t fiberStack = 512 << 10;
 
+// A fiber is thread tid % blockDim.x of block tid / blockDim.x of the
+// running cluster.
 struct Fiber {
 	Context ctx;
 	unsigned tid;
@@ -121,10 +124,9 @@ inline Context scheduler;
 inline Fiber* running;
 inline std::vector<std::unique_ptr<Fiber>> fibers;
 
-// The block the fibers run: its kernel and arguments, and its barriers.
+// The kernel the fibers run and its arguments.
 inline void (*blockCall)(const u64*);
 inline const u64* blockArgs;
-inline Block* blockShared;
 
 void yield() { switch_to(running->ctx, scheduler); }
 
@@ -135,11 +137,18 @@ inline void fiber_main() {
 		Fiber* f = running;
 		blockCall(blockArgs);
 		if (!f->copies.empty()) fail("returned with cp.async copies in flight");
-		// A thread that returns leaves the barriers to the others.
-		Warp& w = blockShared->warps[f->tid >> 5];
+		// A thread that returns leaves the barriers to the others
+		// (threadIdx and block are still its own: the scheduler sets
+		// them each time it resumes this fiber).
+		Warp& w = block->warps[threadIdx.x >> 5];
 		w.exited++;
 		w.bar->arrive_and_drop();
-		blockShared->bar->arrive_and_drop();
+		block->bar->arrive_and_drop();
+		cluster.bar->arrive_and_drop();
+		// A block whose threads have all returned has no shared memory
+		// left for its cluster's others to read (poisoned: a read after it
+		// shows as NaN, where a GPU reads what it will).
+		if (cluster.size > 1 && block->bar->expected == 0) memset(dyn_smem, 0xff, cluster.bytes);
 		f->done = true;
 		progress++;
 		switch_to(f->ctx, scheduler);
@@ -193,43 +202,61 @@ inline const cuemu_kernel* kernel(const char* name) {
 }
 
 // run runs a grid of blocks of threads (blockDim.y and z are 1) with
-// shared bytes of dynamic shared memory, one block after another in a
-// shuffled order, on the calling thread. Launches must not overlap: the
-// grid, its shared memory and the fibers are globals.
-inline void run(void (*call)(const u64*), const u64* args, cuemu_dim3 grid, unsigned threads, size_t shared) {
+// shared bytes of dynamic shared memory, in clusters of csize blocks along
+// x (grid.x a multiple of it; 1: no clusters), one cluster after another
+// in a shuffled order, on the calling thread. Launches must not overlap:
+// the grid, its shared memory and the fibers are globals.
+inline void run(void (*call)(const u64*), const u64* args, cuemu_dim3 grid, unsigned threads, size_t shared, unsigned csize = 1) {
+	if (csize == 0 || grid.x % csize) fail("a grid whose x is no multiple of its cluster size");
 	gridDim = grid;
 	blockDim = cuemu_dim3{threads, 1, 1};
 	blockCall = call;
 	blockArgs = args;
-	std::vector<unsigned char> smem(shared + 16);
-	dyn_smem = (unsigned char*)(((uintptr_t)smem.data() + 15) & ~(uintptr_t)15);
-	std::vector<cuemu_dim3> order;
+	std::vector<std::vector<unsigned char>> smems(csize, std::vector<unsigned char>(shared + 16));
+	std::vector<unsigned char*> bases(csize);
+	for (unsigned r = 0; r < csize; r++) bases[r] = (unsigned char*)(((uintptr_t)smems[r].data() + 15) & ~(uintptr_t)15);
+	cluster.size = csize;
+	cluster.smem = bases.data();
+	cluster.bytes = shared;
+	std::vector<cuemu_dim3> order; // each cluster's first block
 	for (unsigned z = 0; z < grid.z; z++)
 		for (unsigned y = 0; y < grid.y; y++)
-			for (unsigned x = 0; x < grid.x; x++) order.push_back(cuemu_dim3{x, y, z});
+			for (unsigned x = 0; x < grid.x; x += csize) order.push_back(cuemu_dim3{x, y, z});
 	shuffle(order);
 	std::vector<Fiber*> turns;
-	for (unsigned t = 0; t < threads; t++) turns.push_back(fiber(t));
+	for (unsigned t = 0; t < csize * threads; t++) turns.push_back(fiber(t));
 	unsigned nw = (threads + 31) / 32;
 	for (const cuemu_dim3 b : order) {
-		memset(dyn_smem, 0xff, shared);
+		for (unsigned char* base : bases) memset(base, 0xff, shared);
 		for (const auto& st : statics) memset(st.p, 0xff, st.n);
-		Barrier bar((int)threads);
-		std::vector<Warp> warps(nw);
-		std::vector<Barrier> wbars;
-		for (unsigned w = 0; w < nw; w++) wbars.emplace_back((int)std::min(32u, threads - 32 * w));
-		for (unsigned w = 0; w < nw; w++) warps[w].bar = &wbars[w];
-		Block blk{&bar, warps.data()};
-		block = blockShared = &blk;
-		blockIdx = b;
+		std::vector<Barrier> bars, wbars;
+		std::vector<std::vector<Warp>> warps(csize, std::vector<Warp>(nw));
+		std::vector<Block> blocks;
+		bars.reserve(csize);
+		wbars.reserve(csize * nw);
+		for (unsigned r = 0; r < csize; r++) {
+			bars.emplace_back((int)threads);
+			for (unsigned w = 0; w < nw; w++) {
+				wbars.emplace_back((int)std::min(32u, threads - 32 * w));
+				warps[r][w].bar = &wbars.back();
+			}
+			blocks.push_back(Block{&bars[r], warps[r].data()});
+		}
+		Barrier cbar((int)(csize * threads));
+		cluster.bar = &cbar;
 		shuffle(turns);
 		for (Fiber* f : turns) f->done = false;
-		for (unsigned live = threads; live > 0;) {
+		for (unsigned live = csize * threads; live > 0;) {
 			u64 before = progress;
 			for (Fiber* f : turns) {
 				if (f->done) continue;
+				unsigned r = f->tid / threads;
 				running = f;
-				threadIdx = cuemu_dim3{f->tid, 0, 0};
+				block = &blocks[r];
+				dyn_smem = bases[r];
+				cluster.rank = r;
+				blockIdx = cuemu_dim3{b.x + r, b.y, b.z};
+				threadIdx = cuemu_dim3{f->tid % threads, 0, 0};
 				copies = &f->copies;
 				switch_to(scheduler, f->ctx);
 				if (f->done) live--;

@@ -248,7 +248,7 @@ struct LaunchConfig {
 static_assert(sizeof(LaunchAttr) == 72 && sizeof(LaunchConfig) == 56, "cuda.h's layouts");
 
 int launch(const char* call, void* f, const unsigned grid[3], const unsigned block[3], unsigned shared, void* hs, void** params,
-           void** extra) {
+           void** extra, unsigned csize = 1) {
 	int ki = kernelIndex(f);
 	if (ki < 0) return refuse(INVALID_HANDLE, "%s: not a kernel", call);
 	const cuemu_kernel* k = &cuemu_kernels[ki];
@@ -260,6 +260,8 @@ int launch(const char* call, void* f, const unsigned grid[3], const unsigned blo
 	if (block[1] != 1 || block[2] != 1)
 		return refuse(NOT_SUPPORTED, "%s %s: the emulator runs blocks of x threads only, not %ux%ux%u", call, k->name, block[0],
 		              block[1], block[2]);
+	if (csize > 8 || grid[0] % csize)
+		return refuse(INVALID_VALUE, "%s %s: clusters of %u blocks (at most 8, dividing the grid's %u)", call, k->name, csize, grid[0]);
 	if ((int)shared > maxShared[ki])
 		return refuse(INVALID_VALUE, "%s %s: %u bytes of dynamic shared memory, %d allowed", call, k->name, shared, maxShared[ki]);
 	std::vector<u64> args(k->nargs);
@@ -269,10 +271,10 @@ int launch(const char* call, void* f, const unsigned grid[3], const unsigned blo
 	}
 	cuemu_dim3 g{grid[0], grid[1], grid[2]};
 	unsigned threads = block[0];
-	return issue(s, [k, g, threads, shared, args = std::move(args)] {
+	return issue(s, [k, g, threads, shared, csize, args = std::move(args)] {
 		if (skipWork) return;
 		auto t0 = std::chrono::steady_clock::now();
-		cuemu::run(k->call, args.data(), g, threads, shared);
+		cuemu::run(k->call, args.data(), g, threads, shared, csize);
 		if (trace)
 			fprintf(stderr, "cuemu: %s <<<(%u,%u,%u), %u, %u>>> %.3f ms\n", k->name, g.x, g.y, g.z, threads, shared,
 			        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
@@ -701,11 +703,24 @@ CUEMU_API int cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, uns
 CUEMU_API int cuLaunchKernelEx(const LaunchConfig* cfg, void* f, void** params, void** extra) {
 	NEED();
 	if (!cfg || (cfg->nattrs && !cfg->attrs)) return INVALID_VALUE;
-	for (unsigned i = 0; i < cfg->nattrs; i++)
-		// CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION: the
-		// emulator's kernels run one after another anyway.
-		if (cfg->attrs[i].id != 6) return refuse(INVALID_VALUE, "cuLaunchKernelEx: launch attribute %u unknown here", cfg->attrs[i].id);
-	return launch("cuLaunchKernelEx", f, cfg->grid, cfg->block, cfg->shared, cfg->stream, params, extra);
+	unsigned csize = 1;
+	for (unsigned i = 0; i < cfg->nattrs; i++) {
+		const LaunchAttr& a = cfg->attrs[i];
+		if (a.id == 4) {
+			// CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION: x, y, z; the emulator
+			// runs clusters along x.
+			unsigned d[3];
+			memcpy(d, a.value, sizeof d);
+			if (d[1] != 1 || d[2] != 1 || d[0] == 0)
+				return refuse(NOT_SUPPORTED, "cuLaunchKernelEx: clusters of %ux%ux%u blocks, the emulator's are along x", d[0], d[1], d[2]);
+			csize = d[0];
+		} else if (a.id != 6) {
+			// 6, CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION: the
+			// emulator's kernels run one after another anyway.
+			return refuse(INVALID_VALUE, "cuLaunchKernelEx: launch attribute %u unknown here", a.id);
+		}
+	}
+	return launch("cuLaunchKernelEx", f, cfg->grid, cfg->block, cfg->shared, cfg->stream, params, extra, csize);
 }
 
 CUEMU_API int cuStreamCreate(void** hs, unsigned flags) {

@@ -6,7 +6,8 @@
 //
 // Input, little-endian: u32 buffers, each u64 size and its bytes; u32
 // launches, each u32 name length and the name, u32 grid x, y, z, block
-// (threads), dynamic shared bytes, u32 arguments, each u32 kind (0: the u64
+// (threads), dynamic shared bytes, cluster (blocks along x, 1 for none),
+// u32 arguments, each u32 kind (0: the u64
 // value as the launcher passes it; 1: u32 buffer and u64 byte offset, its
 // address). Output: the buffers, each u64 size and its bytes.
 
@@ -52,7 +53,7 @@ int main(int argc, char** argv) {
 		std::string name(get<u32>(), '\0');
 		if (!name.empty() && fread(name.data(), 1, name.size(), in) != name.size()) return 2;
 		cuemu_dim3 grid{get<u32>(), get<u32>(), get<u32>()};
-		u32 threads = get<u32>(), shared = get<u32>();
+		u32 threads = get<u32>(), shared = get<u32>(), csize = get<u32>();
 		std::vector<u64> args(get<u32>());
 		for (auto& a : args) {
 			if (get<u32>() == 0) {
@@ -71,7 +72,7 @@ int main(int argc, char** argv) {
 			fprintf(stderr, "cuemu: %s takes %u arguments, given %zu\n", k->name, k->nargs, args.size());
 			return 2;
 		}
-		cuemu::run(k->call, args.data(), grid, threads, shared);
+		cuemu::run(k->call, args.data(), grid, threads, shared, csize);
 	}
 	FILE* out = fopen(argv[2], "wb");
 	if (!out) {
