@@ -204,9 +204,9 @@ __device__ __forceinline__ void pdl_launch() {
 }
 
 // Thread block clusters (sm_90): blocks launched together in a cluster
-// (launchCluster) read each other's shared memory. cluster_ctarank and
-// cluster_nctarank are the block's rank in its cluster and the cluster's
-// blocks; cluster_sync is a barrier of every thread of the cluster, whose
+// (launchCluster) read each other's shared memory. cluster_id is the
+// block's rank in its cluster (x) and the cluster's blocks (y);
+// cluster_sync is a barrier of every thread of the cluster, whose
 // shared-memory writes before it the cluster's reads after it see
 // (barrier.cluster's default release and acquire: PTX 7.8 has no
 // qualifiers for them); cluster_map maps a 32-bit shared address of this
@@ -214,18 +214,10 @@ __device__ __forceinline__ void pdl_launch() {
 // ld_cluster4 loads 16 bytes through such an address. A block must not
 // return while another may still read its shared memory: a cluster_sync
 // after the last such read. Before sm_90 a block is a cluster of one.
-__device__ __forceinline__ u32 cluster_ctarank() {
-	u32 r = 0;
+__device__ __forceinline__ uint2 cluster_id() {
+	uint2 r = make_uint2(0u, 1u);
 #if __CUDA_ARCH__ >= 900
-	asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-#endif
-	return r;
-}
-
-__device__ __forceinline__ u32 cluster_nctarank() {
-	u32 r = 1;
-#if __CUDA_ARCH__ >= 900
-	asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(r));
+	asm volatile("mov.u32 %0, %%cluster_ctarank;\n\tmov.u32 %1, %%cluster_nctarank;" : "=r"(r.x), "=r"(r.y));
 #endif
 	return r;
 }
@@ -1855,6 +1847,81 @@ __device__ __forceinline__ void lmma_sum2(const float* p, const float* q, long l
 // plus lnb (unless null), into its TERMS fp16 terms as layer_norm4 and
 // store16 would have written them (to the last bits of the mean and
 // variance, which they sum in another order).
+// lmma_copy_x starts the copies of rows m0.. of x's TERMS terms (xlo
+// elements apart; rows of them, zeros up to rp) from k0 on, c8 chunks of 8
+// elements, into As ([TERMS][rp][KS], at shared address sA): this
+// thread's chunk cc of rows rr, rr + rstep, ... (linear_mma, linear_cl).
+template <int TERMS>
+__device__ __forceinline__ void lmma_copy_x(const u16* x, long long xlo, int m0, int k, int k0, int rows, int rp, int KS, u16* As,
+	u32 sA, int cc, int c8, int rr, int rstep) {
+	const uint4 zero = {0u, 0u, 0u, 0u};
+	if (cc < c8)
+#pragma unroll
+		for (int e = 0; e < TERMS; e++) {
+			const u16* g = x + e * xlo + (long long)(m0 + rr) * k + k0 + 8 * cc;
+			u32 sa = sA + 2 * ((e * rp + rr) * KS + 8 * cc);
+			for (int r = rr; r < rp; r += rstep, g += (long long)rstep * k, sa += 2 * rstep * KS) {
+				if (r < rows)
+					cp_async16a(sa, g);
+				else
+					*(uint4*)(As + (e * rp + r) * KS + 8 * cc) = zero;
+			}
+		}
+}
+
+// lmma_products is a warp's products over kn of k: acc[mt][nt] the rows
+// of x's tile mt (every term) times the weight rows 16·warp + 8·nt ..
+// (the weight at shared address sW, [BN][KS]; x at sA, [TERMS][rp][KS]).
+// Fragments by ldmatrix: A's four 8×8 matrices are rows 0–7 and 8–15 of
+// the tile at k 0–7, then both at k 8–15 (lane l addresses row l%16 at k
+// 8·(l/16)); B's are the weight rows of the warp's first 8 columns at k
+// 0–7 and 8–15, then its next 8 (w is stored as the "col" operand, k
+// contiguous: lane l addresses row 8·(l/16) + l%8 at k 8·(l/8%2)). A
+// term's row tiles after one another (the same sums in the same order as
+// each tile's terms together: a tile's accumulators take term 0 then term
+// 1 at each step of k), so that consecutive products add into different
+// accumulators.
+template <int TERMS>
+__device__ __forceinline__ void lmma_products(float (&acc)[LMMA_MT][2][4], u32 sW, u32 sA, int KS, int rp, int kn, int warp, int lane) {
+	const int mts = rp / 16;
+#pragma unroll
+	for (int mt = 0; mt < LMMA_MT; mt++)
+#pragma unroll
+		for (int nt = 0; nt < 2; nt++) acc[mt][nt][0] = acc[mt][nt][1] = acc[mt][nt][2] = acc[mt][nt][3] = 0.0f;
+	const u32 bq = sW + 2 * ((16 * warp + 8 * (lane >> 4) + (lane & 7)) * KS + 8 * ((lane >> 3) & 1));
+	const u32 aq = sA + 2 * ((lane & 15) * KS + 8 * (lane >> 4));
+	const u32 tileBytes = 2 * 16 * KS, termBytes = 2 * rp * KS;
+	for (int kk = 0; kk < kn; kk += 16) {
+		u32 b[4];
+		ldsm4a(b, bq + 2 * kk);
+#pragma unroll
+		for (int e = 0; e < TERMS; e++)
+#pragma unroll
+			for (int mt = 0; mt < LMMA_MT; mt++)
+				if (mt < mts) {
+					u32 a[4];
+					ldsm4a(a, aq + e * termBytes + mt * tileBytes + 2 * kk);
+					mma16816(acc[mt][0], a, b[0], b[1]);
+					mma16816(acc[mt][1], a, b[2], b[3]);
+				}
+	}
+}
+
+// lmma_stage writes a warp's products (lmma_products) to Cs, rows of CS
+// floats: tile mt's rows, the warp's 16 columns.
+__device__ __forceinline__ void lmma_stage(float* Cs, int CS, const float (&acc)[LMMA_MT][2][4], int mts, int warp, int lane) {
+	int g = lane >> 2, tq = lane & 3;
+#pragma unroll
+	for (int mt = 0; mt < LMMA_MT; mt++)
+		if (mt < mts)
+#pragma unroll
+			for (int nt = 0; nt < 2; nt++)
+#pragma unroll
+				for (int h = 0; h < 2; h++)
+					*(float2*)&Cs[(16 * mt + g + 8 * h) * CS + 16 * warp + 8 * nt + 2 * tq] =
+						make_float2(acc[mt][nt][2 * h], acc[mt][nt][2 * h + 1]);
+}
+
 template <int TERMS, int WARPS>
 __device__ void lin_mma(void* d, const u16* x, long long xlo, const u16* w, const float* bias, int m, int k, int n, int act,
 	int accum, int half, int kc, float* part, int* sem, int inner, float* gd, u16* gh, int gkind, long long glo, float2* stat,
@@ -1938,54 +2005,13 @@ __device__ void lin_mma(void* d, const u16* x, long long xlo, const u16* w, cons
 			}
 		}
 	} else {
-		if (cc < c8)
-#pragma unroll
-			for (int e = 0; e < TERMS; e++) {
-				const u16* g = x + e * xlo + (long long)(m0 + rr) * k + k0 + 8 * cc;
-				u32 sa = sA + 2 * ((e * rp + rr) * KS + 8 * cc);
-				for (int r = rr; r < rp; r += rstep, g += (long long)rstep * k, sa += 2 * rstep * KS) {
-					if (r < rows)
-						cp_async16a(sa, g);
-					else
-						*(uint4*)(As + (e * rp + r) * KS + 8 * cc) = zero;
-				}
-			}
+		lmma_copy_x<TERMS>(x, xlo, m0, k, k0, rows, rp, KS, As, sA, cc, c8, rr, rstep);
 	}
 	cp_async_wait_all();
 	__syncthreads();
-	int lane = tid & 31, warp = tid >> 5, g = lane >> 2, tq = lane & 3, mts = rp / 16;
+	int lane = tid & 31, warp = tid >> 5, mts = rp / 16;
 	float acc[LMMA_MT][2][4];
-#pragma unroll
-	for (int mt = 0; mt < LMMA_MT; mt++)
-#pragma unroll
-		for (int nt = 0; nt < 2; nt++) acc[mt][nt][0] = acc[mt][nt][1] = acc[mt][nt][2] = acc[mt][nt][3] = 0.0f;
-	// Fragments by ldmatrix: A's four 8×8 matrices are rows 0–7 and 8–15
-	// of the tile at k 0–7, then both at k 8–15 (lane l addresses row l%16
-	// at k 8·(l/16)); B's are the weight rows of the warp's first 8
-	// columns at k 0–7 and 8–15, then its next 8 (w is stored as the "col"
-	// operand, k contiguous: lane l addresses row 8·(l/16) + l%8 at k
-	// 8·(l/8%2)).
-	// A term's row tiles after one another (the same sums in the same
-	// order as each tile's terms together: a tile's accumulators take
-	// term 0 then term 1 at each step of k), so that consecutive products
-	// add into different accumulators.
-	const u32 bq = sW + 2 * ((16 * warp + 8 * (lane >> 4) + (lane & 7)) * KS + 8 * ((lane >> 3) & 1));
-	const u32 aq = sA + 2 * ((lane & 15) * KS + 8 * (lane >> 4));
-	const u32 tileBytes = 2 * 16 * KS, termBytes = 2 * rp * KS;
-	for (int kk = 0; kk < kn; kk += 16) {
-		u32 b[4];
-		ldsm4a(b, bq + 2 * kk);
-#pragma unroll
-		for (int e = 0; e < TERMS; e++)
-#pragma unroll
-			for (int mt = 0; mt < LMMA_MT; mt++)
-				if (mt < mts) {
-					u32 a[4];
-					ldsm4a(a, aq + e * termBytes + mt * tileBytes + 2 * kk);
-					mma16816(acc[mt][0], a, b[0], b[1]);
-					mma16816(acc[mt][1], a, b[2], b[3]);
-				}
-	}
+	lmma_products<TERMS>(acc, sW, sA, KS, rp, kn, warp, lane);
 	int splits = gridDim.y;
 	float* p = splits > 1 || inner || stat ? part + (long long)split * m * n : nullptr;
 	// The products go out through shared memory (the operands' space,
@@ -1997,15 +2023,7 @@ __device__ void lin_mma(void* d, const u16* x, long long xlo, const u16* w, cons
 	const int CS = BN + 8;
 	float* Cs = (float*)smem4;
 	__syncthreads();
-#pragma unroll
-	for (int mt = 0; mt < LMMA_MT; mt++)
-		if (mt < mts)
-#pragma unroll
-			for (int nt = 0; nt < 2; nt++)
-#pragma unroll
-				for (int h = 0; h < 2; h++)
-					*(float2*)&Cs[(16 * mt + g + 8 * h) * CS + 16 * warp + 8 * nt + 2 * tq] =
-						make_float2(acc[mt][nt][2 * h], acc[mt][nt][2 * h + 1]);
+	lmma_stage(Cs, CS, acc, mts, warp, lane);
 	__syncthreads();
 	if (!p) {
 		for (int i = tid; i < rows * BN; i += NT) {
@@ -2164,7 +2182,8 @@ LINEAR_MMA(2, 8)
 extern "C" __global__ void cluster_probe(float4* out) {
 	KERNEL_ENTRY
 	extern __shared__ float4 smem4[];
-	u32 rank = cluster_ctarank(), size = cluster_nctarank(), t = threadIdx.x;
+	uint2 id = cluster_id();
+	u32 rank = id.x, size = id.y, t = threadIdx.x;
 	smem4[t] = make_float4((float)rank, (float)t, (float)blockIdx.x, (float)size);
 	cluster_sync();
 	u32 peer = cluster_map(smem_addr(smem4 + (t + 1) % blockDim.x), (rank + 1) % size);
@@ -2194,7 +2213,8 @@ __device__ void lin_cl(void* d, const u16* x, const u16* w, const float* bias, i
 	int kc) {
 	extern __shared__ float4 smem4[];
 	const int KS = kc + 8, NT = 32 * WARPS, BN = 16 * WARPS, CS = BN + 8;
-	const int S = (int)cluster_nctarank(), rank = (int)cluster_ctarank();
+	const uint2 id = cluster_id();
+	const int S = (int)id.y, rank = (int)id.x;
 	int n0 = (blockIdx.x / S) * BN, m0 = blockIdx.z * 16 * LMMA_MT;
 	int k0 = rank * kc, kn = max(0, min(kc, k - k0)), c8 = kn / 8;
 	int rows = min(16 * LMMA_MT, m - m0), rp = (rows + 15) & ~15;
@@ -2217,54 +2237,17 @@ __device__ void lin_cl(void* d, const u16* x, const u16* w, const float* bias, i
 		}
 	pdl_wait();
 	pdl_launch();
-	if (cc < c8) {
-		const u16* g = x + (long long)(m0 + rr) * k + k0 + 8 * cc;
-		u32 sa = sA + 2 * (rr * KS + 8 * cc);
-		for (int r = rr; r < rp; r += rstep, g += (long long)rstep * k, sa += 2 * rstep * KS) {
-			if (r < rows)
-				cp_async16a(sa, g);
-			else
-				*(uint4*)(As + r * KS + 8 * cc) = zero;
-		}
-	}
+	lmma_copy_x<1>(x, 0, m0, k, k0, rows, rp, KS, As, sA, cc, c8, rr, rstep);
 	cp_async_wait_all();
 	__syncthreads();
-	int lane = tid & 31, warp = tid >> 5, g = lane >> 2, tq = lane & 3, mts = rp / 16;
+	int lane = tid & 31, warp = tid >> 5;
 	float acc[LMMA_MT][2][4];
-#pragma unroll
-	for (int mt = 0; mt < LMMA_MT; mt++)
-#pragma unroll
-		for (int nt = 0; nt < 2; nt++) acc[mt][nt][0] = acc[mt][nt][1] = acc[mt][nt][2] = acc[mt][nt][3] = 0.0f;
-	// The fragments as lin_mma loads them (ldmatrix; the warp's 16 weight
-	// rows, every row tile of x).
-	const u32 bq = sW + 2 * ((16 * warp + 8 * (lane >> 4) + (lane & 7)) * KS + 8 * ((lane >> 3) & 1));
-	const u32 aq = sA + 2 * ((lane & 15) * KS + 8 * (lane >> 4));
-	const u32 tileBytes = 2 * 16 * KS;
-	for (int kk = 0; kk < kn; kk += 16) {
-		u32 b[4];
-		ldsm4a(b, bq + 2 * kk);
-#pragma unroll
-		for (int mt = 0; mt < LMMA_MT; mt++)
-			if (mt < mts) {
-				u32 a[4];
-				ldsm4a(a, aq + mt * tileBytes + 2 * kk);
-				mma16816(acc[mt][0], a, b[0], b[1]);
-				mma16816(acc[mt][1], a, b[2], b[3]);
-			}
-	}
+	lmma_products<1>(acc, sW, sA, KS, rp, kn, warp, lane);
 	// The block's products into its shared memory (the operands' space,
 	// done with: rows of BN + 8 floats), for the cluster to add.
 	float* Cs = (float*)smem4;
 	__syncthreads();
-#pragma unroll
-	for (int mt = 0; mt < LMMA_MT; mt++)
-		if (mt < mts)
-#pragma unroll
-			for (int nt = 0; nt < 2; nt++)
-#pragma unroll
-				for (int h = 0; h < 2; h++)
-					*(float2*)&Cs[(16 * mt + g + 8 * h) * CS + 16 * warp + 8 * nt + 2 * tq] =
-						make_float2(acc[mt][nt][2 * h], acc[mt][nt][2 * h + 1]);
+	lmma_stage(Cs, CS, acc, rp / 16, warp, lane);
 	cluster_sync();
 	// This block's rows of the tile: four columns a thread, the S blocks'
 	// loads in flight before the first add.

@@ -376,8 +376,7 @@ inline void pdl_launch() {}
 // The cluster primitives: a cluster shared address (cluster_map's) has bit
 // 31 set, the block's rank in bits 24–30 and the offset into its dynamic
 // shared memory below.
-inline u32 cluster_ctarank() { return cuemu::cluster.rank; }
-inline u32 cluster_nctarank() { return cuemu::cluster.size; }
+inline uint2 cluster_id() { return uint2{cuemu::cluster.rank, cuemu::cluster.size}; }
 inline void cluster_sync() { cuemu::cluster.bar->arrive_and_wait(); }
 inline u32 cluster_map(u32 a, u32 rank) {
 	if (rank >= cuemu::cluster.size) cuemu::fail("mapa to a rank outside the cluster");
