@@ -54,7 +54,7 @@ type kernels struct {
 	// linearMMA holds linear_mma by [terms − 1][4 or 8 warps].
 	linearMMA [2][2]uintptr
 	// linearCl is linear_cl_4: linear_mma's GEMM with its splits of k
-	// summed in a cluster (not yet on a request's path: TestEmuLinearCl).
+	// summed in a cluster (Options.ClusterRows).
 	linearCl uintptr
 }
 
