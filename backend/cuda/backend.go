@@ -420,7 +420,7 @@ func (b *Backend) kernelTable() map[string]kernelSlot {
 	} {
 		fns[name] = kernelSlot{p, partCore}
 	}
-	fns["cluster_probe"] = kernelSlot{&b.k.clusterProbe, partCore}
+	fns["cluster_probe"] = kernelSlot{&b.k.clusterProbe, partExtras}
 	fns["linear_cl_4"] = kernelSlot{&b.k.linearCl, partExtras}
 	for t := range b.k.linearMMA {
 		for w, warps := range []int{4, 8} {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -67,7 +68,7 @@ var clusterCases = []struct{ blocks, threads, csize int }{{8, 48, 1}, {8, 48, 2}
 // of its cluster wrote to its shared memory (the emulator's model of them,
 // TestEmuCluster, is held to this).
 func TestClusterProbe(t *testing.T) {
-	be, err := Open(Options{})
+	be, err := Open(Options{ClusterRows: MaxMMARows}) // the extras, cluster_probe's part
 	cudatest.Check(t, err)
 	defer be.Close()
 	b := be.(*Backend)
@@ -87,7 +88,9 @@ func TestClusterProbe(t *testing.T) {
 // cluster launch attribute as the fake driver reads it, and the emulator's
 // clusters.
 func TestEmuClusterProbe(t *testing.T) {
-	be, err := Open(emuOptions(t))
+	opts := emuOptions(t)
+	opts.ClusterRows = MaxMMARows // the extras, cluster_probe's part
+	be, err := Open(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,6 +152,15 @@ func TestPlanLinearCl(t *testing.T) {
 		p, ok := planLinearCl(93, c.n, c.k, 132, c.shared)
 		if ok != c.ok || ok && (p.splits != c.splits || p.kc != c.kc || p.tilesN != (c.n+63)/64 || p.tilesM != 1 || p.shared > c.shared) {
 			t.Errorf("%s: plan %+v, ok %v; want %d splits of %d, ok %v", c.name, p, ok, c.splits, c.kc, c.ok)
+		}
+	}
+}
+
+// linear_cl's constants are the ones kernels.cu is written for.
+func TestLinearClMatchesKernel(t *testing.T) {
+	for name, v := range map[string]int{"LCL_SPLITS": maxClusterSplits, "LMMA_MT": lmmaTiles} {
+		if def := fmt.Sprintf("\n#define %s %d\n", name, v); !strings.Contains(kernelSource, def) {
+			t.Errorf("kernels.cu does not say %q", strings.TrimSpace(def))
 		}
 	}
 }

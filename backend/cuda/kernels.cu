@@ -2177,8 +2177,9 @@ LINEAR_MMA(2, 8)
 // (rank, thread, block, clusters' blocks) to its block's shared memory,
 // and after cluster_sync reads what the next thread of the next block in
 // the cluster wrote, into out[block·threads + thread]. Dynamic shared
-// memory: 16 bytes a thread.
-#if LAYA_CORE
+// memory: 16 bytes a thread. With linear_cl among the extras: what needs
+// clusters loads it.
+#if LAYA_EXTRAS
 extern "C" __global__ void cluster_probe(float4* out) {
 	KERNEL_ENTRY
 	extern __shared__ float4 smem4[];
@@ -2193,6 +2194,10 @@ extern "C" __global__ void cluster_probe(float4* out) {
 #endif
 
 // ---- A GEMM of few rows over a cluster ----
+
+// LCL_SPLITS is the most blocks of a cluster linear_cl adds the products
+// of (linearcl.go's maxClusterSplits: a portable cluster's).
+#define LCL_SPLITS 8
 
 // linear_cl is linear_mma's GEMM of few rows (one fp16 term, no fusions)
 // with its splits of k summed on chip: the S blocks of a cluster (S the
@@ -2255,19 +2260,14 @@ __device__ void lin_cl(void* d, const u16* x, const u16* w, const float* bias, i
 	for (int i = tid; i < mine * Q; i += NT) {
 		int r = rank + S * (i / Q), c = 4 * (i % Q);
 		u32 a = smem_addr(Cs + r * CS + c);
-		float4 p[8];
+		float4 p[LCL_SPLITS];
 #pragma unroll
-		for (int s = 0; s < 8; s++)
+		for (int s = 0; s < LCL_SPLITS; s++)
 			if (s < S) p[s] = ld_cluster4(cluster_map(a, s));
 		float4 v = p[0];
 #pragma unroll
-		for (int s = 1; s < 8; s++)
-			if (s < S) {
-				v.x += p[s].x;
-				v.y += p[s].y;
-				v.z += p[s].z;
-				v.w += p[s].w;
-			}
+		for (int s = 1; s < LCL_SPLITS; s++)
+			if (s < S) lmma_add(v, p[s]);
 		long long o = (long long)(m0 + r) * n + n0 + c;
 		float y[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
@@ -2278,7 +2278,7 @@ __device__ void lin_cl(void* d, const u16* x, const u16* w, const float* bias, i
 }
 
 // linear_cl_WARPS: lin_cl for 4 warps a block. Grid: (⌈n/(16·WARPS)⌉·S,
-// 1, ⌈m/(16·LMMA_MT)⌉), launched in clusters of S ≤ 8 along x.
+// 1, ⌈m/(16·LMMA_MT)⌉), launched in clusters of S ≤ LCL_SPLITS along x.
 #define LINEAR_CL(WARPS)                                                                                              \
 	extern "C" __global__ void __launch_bounds__(32 * WARPS) linear_cl_##WARPS(void* d, const u16* x, const u16* w,      \
 		const float* bias, int m, int k, int n, int act, int accum, int half, int kc) {                                    \

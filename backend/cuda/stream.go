@@ -635,13 +635,12 @@ func (lin *linearOp) issue(x *run) error {
 			return err
 		}
 		wh := lin.wHalf
-		if lin.mma && !(lin.halfOut && lin.accumulate) {
-			// linear_mma reads d as float32 to add the residual: an fp16 d
-			// with one folded in stays on cuBLAS.
+		// linear_mma and linear_cl read d as float32 to add the residual:
+		// an fp16 d with one folded in stays on cuBLAS.
+		if own := !(lin.halfOut && lin.accumulate); own && lin.mma {
 			return lin.issueMMA(x, xh, wh)
-		}
-		if lin.cl && !(lin.halfOut && lin.accumulate) {
-			return lin.issueCl(x, xh, wh) // as linear_mma
+		} else if own && lin.cl {
+			return lin.issueCl(x, xh, wh)
 		}
 		if lin.ln != nil {
 			// Only linear_mma computes the LayerNorm, whose output was

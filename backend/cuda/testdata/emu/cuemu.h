@@ -173,10 +173,10 @@ extern unsigned char* dyn_smem;
 // block with dynamic shared memory of its own (smem[rank], bytes long),
 // which the others read through cluster_map's addresses until its threads
 // have all returned (then it is poisoned), and all of its threads meet at
-// bar (cluster_sync). A launch without clusters runs
-// clusters of one block. Kernels launched in clusters of more keep their
-// shared memory dynamic: a static __shared__ variable is a global of the
-// emulator, one for all the blocks that run together.
+// bar (cluster_sync). A launch without clusters runs clusters of one
+// block. Kernels launched in clusters of more keep their shared memory
+// dynamic: a static __shared__ variable is a global of the emulator, one
+// for all the blocks that run together.
 struct Cluster {
 	unsigned size, rank;
 	Barrier* bar;
