@@ -1996,6 +1996,8 @@ func TestSanitizerForward(t *testing.T) {
 		{"fp16+own", cuda.Options{Precision: cuda.FP16, MMARows: cuda.MaxMMARows}},
 		{"fp16x2+own", cuda.Options{Precision: cuda.FP16X2, MMARows: cuda.MaxMMARows}},
 		{"fp16x2+own+attnsplit", cuda.Options{Precision: cuda.FP16X2, MMARows: cuda.MaxMMARows, AttentionSplit: true}},
+		// The GEMMs of one fp16 term on linear_cl (thread block clusters).
+		{"fp16+cl", cuda.Options{Precision: cuda.FP16, ClusterRows: cuda.MaxMMARows}},
 		// The float32 attention of few tiles on the tiled kernel's warp a
 		// query instead of attn_reg.
 		{"fp32+attnreg=off", cuda.Options{Precision: cuda.FP32, NoRegAttention: true}},

@@ -194,8 +194,9 @@ type Options struct {
 	// the backend's own whose clusters of blocks split k and add their
 	// products in the multiprocessors' shared memory, on GPUs with thread
 	// block clusters (compute capability 9.0); 0 (the default) keeps them
-	// on cuBLAS (or linear_mma, which MMARows takes first). Its speed
-	// against cuBLASLt is not yet measured. Weights written on the stream,
+	// on cuBLAS (or linear_mma, which MMARows takes first). It is slower
+	// than cuBLASLt: one English question took 1.85 times the default's
+	// GPU time on an H100 (docs/cuda-perf-log.md). Weights written on the stream,
 	// k not a multiple of 16, and an fp16 output with a residual folded in
 	// stay on cuBLAS.
 	ClusterRows int
