@@ -151,9 +151,10 @@ func buildEmu(clang, main string, shared bool, defines ...string) (string, error
 	// ...) at an address the GPU would fault on.
 	flags := []string{"-std=c++20", "-O1", "-pthread", "-w", "-fwrapv", "-fsanitize=alignment", "-fno-sanitize-recover=alignment"}
 	if runtime.GOARCH == "amd64" && cpu.X86.HasFMA {
-		// fmaf inline (mma16816 makes 16 a lane an output) instead of a
-		// call into libm: about a tenth of the emulated goldens' time. No
-		// contraction, so that a*b+c rounds twice as it did without FMA.
+		// fmaf inline instead of a call into libm (mma16816 makes sixteen
+		// for each output element): about a tenth of the emulated goldens'
+		// time. No contraction, so that a*b+c still rounds twice, as it
+		// did without FMA instructions.
 		flags = append(flags, "-mfma", "-ffp-contract=off")
 	}
 	for _, d := range defines {
