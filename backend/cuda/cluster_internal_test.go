@@ -137,19 +137,22 @@ func TestEmuCluster(t *testing.T) {
 func TestPlanLinearCl(t *testing.T) {
 	const optin, lmma = 232448, lmmaSharedLimit
 	for _, c := range []struct {
-		name         string
-		n, k, shared int
-		splits, kc   int
-		ok           bool
+		name            string
+		m, n, k, shared int
+		splits, kc      int
+		ok              bool
 	}{
-		{"qkv", 3072, 1024, optin, 3, 352, true},
-		{"qkv, linear_mma's shared memory", 3072, 1024, lmma, 4, 256, true},
-		{"attention output", 1024, 1024, optin, 8, 128, true},
-		{"MLP input", 5248, 1024, optin, 2, 512, true},
-		{"MLP output", 1024, 2624, optin, 8, 336, true},
-		{"MLP output, linear_mma's shared memory", 1024, 2624, lmma, 0, 0, false},
+		{"qkv", 93, 3072, 1024, optin, 3, 352, true},
+		{"qkv, linear_mma's shared memory", 93, 3072, 1024, lmma, 4, 256, true},
+		{"attention output", 93, 1024, 1024, optin, 8, 128, true},
+		{"MLP input", 93, 5248, 1024, optin, 2, 512, true},
+		{"MLP output", 93, 1024, 2624, optin, 8, 336, true},
+		{"MLP output, linear_mma's shared memory", 93, 1024, 2624, lmma, 0, 0, false},
+		// Three slices of 1376 would fit the shared memory of 16 rows,
+		// each more 16-byte chunks than the block has threads.
+		{"wide and deep, few rows", 16, 8448, 4096, optin, 4, 1024, true},
 	} {
-		p, ok := planLinearCl(93, c.n, c.k, 132, c.shared)
+		p, ok := planLinearCl(c.m, c.n, c.k, 132, c.shared)
 		if ok != c.ok || ok && (p.splits != c.splits || p.kc != c.kc || p.tilesN != (c.n+63)/64 || p.tilesM != 1 || p.shared > c.shared) {
 			t.Errorf("%s: plan %+v, ok %v; want %d splits of %d, ok %v", c.name, p, ok, c.splits, c.kc, c.ok)
 		}

@@ -865,8 +865,8 @@ func emuAttnCheck(t *testing.T, l emuAttnLayout, heads, dh int, scale, tol float
 }
 
 // linear_cl (linear_mma's GEMM with its splits of k summed in a cluster)
-// against float64: clusters of one to eight blocks, a last slice of k
-// shorter than the others, row and column tiles partly filled, two row
+// against float64: clusters of one to eight blocks, slices of k up to the
+// longest (clMaxK), a last one shorter than the others, row and column tiles partly filled, two row
 // blocks, bias, activations, the residual added, fp16 outputs.
 func TestEmuLinearCl(t *testing.T) {
 	cases := []struct {
@@ -882,6 +882,7 @@ func TestEmuLinearCl(t *testing.T) {
 		{m: 130, n: 64, k: 64, kc: 16, act: 1, bias: true},
 		{m: 33, n: 98, k: 272, kc: 48, bias: true, accum: true},
 		{m: 5, n: 40, k: 112, kc: 16},
+		{m: 16, n: 64, k: 2048, kc: clMaxK}, // a row's chunks one a thread
 	}
 	const warps = 4
 	for _, c := range cases {

@@ -10,6 +10,11 @@ const clWarps = 4
 // slices of k linear_cl splits a GEMM into.
 const maxClusterSplits = 8
 
+// clMaxK is the longest slice of k a linear_cl block copies: its threads
+// take a row's 16-byte chunks (kc/8, rounded up to a power of two) in one
+// step, so there may be at most as many as the block has threads.
+const clMaxK = 8 * 32 * clWarps
+
 // clPlan is how linear_cl runs a GEMM: the slice of k each block of a
 // cluster takes (kc, a multiple of 16), the cluster's blocks (splits), the
 // tiles of 64 output columns and of 128 rows, and the dynamic shared memory
@@ -22,8 +27,8 @@ type clPlan struct {
 // multiple of 16) into clusters of linear_cl blocks on a GPU of sms
 // multiprocessors with sharedMax bytes of shared memory a block: the
 // fewest slices of k (a cluster's blocks, at most maxClusterSplits) whose
-// blocks give every multiprocessor one, each slice's operands within
-// sharedMax; else the most that fit. Fewer slices leave fewer products to
+// blocks give every multiprocessor one, each slice at most clMaxK long and
+// its operands within sharedMax; else the most that fit. Fewer slices leave fewer products to
 // add, more make shorter blocks. ok is false where not even the most fit.
 // A first rule, for measurements on a GPU to revise (it does not weigh
 // how many blocks a multiprocessor holds at once).
@@ -33,7 +38,7 @@ func planLinearCl(m, n, k, sms, sharedMax int) (p clPlan, ok bool) {
 	for s := 1; s <= maxClusterSplits; s++ {
 		kc := (k/16 + s - 1) / s * 16
 		shared := lmmaShared(kc, m, 1, clWarps)
-		if shared > sharedMax {
+		if kc > clMaxK || shared > sharedMax {
 			continue
 		}
 		p.kc, p.splits, p.shared, ok = kc, (k+kc-1)/kc, shared, true
