@@ -1060,13 +1060,18 @@ func boolArg(v bool) uint64 {
 	return 0
 }
 
-func (l *launcher) launch(drv *cudadrv.Driver, fn uintptr, grid [3]int, block, shared int, stream uintptr, args ...uint64) error {
+// setArgs puts a launch's arguments in l.vals, their addresses in l.ptrs.
+func (l *launcher) setArgs(args []uint64) {
 	for i, a := range args {
 		l.vals[i] = a
 		l.ptrs[i] = uintptr(unsafe.Pointer(&l.vals[i]))
 	}
+}
+
+func (l *launcher) launch(drv *cudadrv.Driver, fn uintptr, grid [3]int, block, shared int, stream uintptr, args ...uint64) error {
+	l.setArgs(args)
 	if l.pdl {
-		return l.launchEx(drv, fn, grid, block, shared, stream)
+		return l.launchAttrs(drv, fn, grid, block, shared, stream, 1)
 	}
 	return drv.Call("cuLaunchKernel", fn, uintptr(grid[0]), uintptr(grid[1]), uintptr(grid[2]), uintptr(block), 1, 1,
 		uintptr(shared), stream, uintptr(unsafe.Pointer(&l.ptrs[0])), 0)

@@ -1802,51 +1802,35 @@ __device__ __forceinline__ void lmma_sum2(const float* p, const float* q, long l
 	}
 }
 
-// lin_mma: d = act(x·wᵀ + b) (+ d first when accum) for x [m, k] as TERMS
-// fp16 terms (the second xlo elements after the first: FP16X2's split
-// operand, both multiplied and summed here, where cuBLAS leaves two
-// products for the reader to add) and w [n, k] fp16, k a multiple of 16;
-// fp16 operands on tensor cores (mma.sync m16n8k16), float32 accumulation.
-// It is for a GEMM of few rows (a question or two: about a hundred), which
-// streams its weight once and whose cuBLAS kernels start late and cover
-// the GPU with few blocks: here the weight is split over blocks by output
-// columns and by k (gridDim.y splits of kc), and a block copies its slice of
-// the weight into shared memory before it waits for the kernel before it
-// (pdl_wait), so that with programmatic dependent launch the weight streams
-// in while that kernel finishes. x follows, then the products. A split's
-// sums go to part ([split][m][n] floats) and the last block of a tile to
-// arrive (counted in sem, one counter a tile, zero between launches: that
-// block resets it) adds the splits in their order, so that the result does
-// not depend on which block came last, and applies the epilogue. Shared
-// memory: (16·WARPS + TERMS·rows rounded up to 16)·(kc + 8) halves
-// (linearmma.go's lmmaShared); rows are padded by 8 halves, which puts the
-// eight rows a fragment load touches in distinct banks.
-//
-// inner > 0 fuses the GeGLU that alone reads the product in place of the
-// epilogue: n = 2·inner, the first half of a row the GELU's inputs, the
-// second what multiplies them, as geglu reads them. A block's first
-// 8·WARPS columns are weight rows j0.. of the first half and the others the
-// same rows of the second, so that its last block has both halves of its
-// outputs; it writes geglu1 of them to gd (unless null) and their 16-bit
-// copy to gh (store16's kind and lo, unless null), as geglu would, and d is
-// not written. The sums go through part even unsplit.
-//
-// A LayerNorm between two of these GEMMs runs in them instead of a kernel
-// of its own (stream.go, Discard): rows need all their columns for their
-// mean and variance, which no block of either GEMM has. stat non-null: the
-// GEMM that writes the LayerNorm's input (the residual stream, a residual
-// Add folded in) also writes, for each of its column tiles and rows, the
-// mean and the sum of squared deviations of the tile's outputs
-// (stat[tile·m + row]; the sums go through part even unsplit, so that the
-// last block has whole rows of its tile). lnx non-null: the GEMM that reads
-// the LayerNorm's output instead reads its input lnx [m, k] as float32,
-// combines the lntiles tiles' statistics of each row (of lnw columns, the
-// last of what remains: Chan et al.'s pairwise update, in tile order, so
-// that the result does not depend on the schedule) into its mean and
-// 1/sqrt(variance + eps), and normalises its k-slice of the rows, times lng
-// plus lnb (unless null), into its TERMS fp16 terms as layer_norm4 and
-// store16 would have written them (to the last bits of the mean and
-// variance, which they sum in another order).
+// lmma_chunk_shift is log2 of c8 16-byte chunks (a row of a k-slice)
+// rounded up to a power of two, c8p: linear_mma's and linear_cl's copies
+// take a row's chunks c8p at a time, so that a thread finds its row and
+// chunk by shifts (a division by c8 in every copy was tens of
+// instructions each, in a kernel whose time went to issuing instructions:
+// ncu, docs/cuda-perf-log.md).
+__device__ __forceinline__ int lmma_chunk_shift(int c8) {
+	int csh = 0;
+	while ((1 << csh) < c8) csh++;
+	return csh;
+}
+
+// lmma_copy_w starts the copies of the weight's rows row(0) .. row(BN − 1)
+// (−1: past the weight, zeros) from k0 on into Ws ([BN][KS], at shared
+// address sW): this thread's chunk cc (of c8) of rows rr, rr + rstep, ...
+template <class Row>
+__device__ __forceinline__ void lmma_copy_w(const u16* w, int k, int k0, int BN, int KS, u16* Ws, u32 sW, int cc, int c8, int rr,
+	int rstep, Row row) {
+	const uint4 zero = {0u, 0u, 0u, 0u};
+	if (cc >= c8) return;
+	for (int r = rr; r < BN; r += rstep) {
+		int wr = row(r);
+		if (wr >= 0)
+			cp_async16a(sW + 2 * (r * KS + 8 * cc), w + (long long)wr * k + k0 + 8 * cc);
+		else
+			*(uint4*)(Ws + r * KS + 8 * cc) = zero;
+	}
+}
+
 // lmma_copy_x starts the copies of rows m0.. of x's TERMS terms (xlo
 // elements apart; rows of them, zeros up to rp) from k0 on, c8 chunks of 8
 // elements, into As ([TERMS][rp][KS], at shared address sA): this
@@ -1922,6 +1906,51 @@ __device__ __forceinline__ void lmma_stage(float* Cs, int CS, const float (&acc)
 						make_float2(acc[mt][nt][2 * h], acc[mt][nt][2 * h + 1]);
 }
 
+// lin_mma: d = act(x·wᵀ + b) (+ d first when accum) for x [m, k] as TERMS
+// fp16 terms (the second xlo elements after the first: FP16X2's split
+// operand, both multiplied and summed here, where cuBLAS leaves two
+// products for the reader to add) and w [n, k] fp16, k a multiple of 16;
+// fp16 operands on tensor cores (mma.sync m16n8k16), float32 accumulation.
+// It is for a GEMM of few rows (a question or two: about a hundred), which
+// streams its weight once and whose cuBLAS kernels start late and cover
+// the GPU with few blocks: here the weight is split over blocks by output
+// columns and by k (gridDim.y splits of kc), and a block copies its slice of
+// the weight into shared memory before it waits for the kernel before it
+// (pdl_wait), so that with programmatic dependent launch the weight streams
+// in while that kernel finishes. x follows, then the products. A split's
+// sums go to part ([split][m][n] floats) and the last block of a tile to
+// arrive (counted in sem, one counter a tile, zero between launches: that
+// block resets it) adds the splits in their order, so that the result does
+// not depend on which block came last, and applies the epilogue. Shared
+// memory: (16·WARPS + TERMS·rows rounded up to 16)·(kc + 8) halves
+// (linearmma.go's lmmaShared); rows are padded by 8 halves, which puts the
+// eight rows a fragment load touches in distinct banks.
+//
+// inner > 0 fuses the GeGLU that alone reads the product in place of the
+// epilogue: n = 2·inner, the first half of a row the GELU's inputs, the
+// second what multiplies them, as geglu reads them. A block's first
+// 8·WARPS columns are weight rows j0.. of the first half and the others the
+// same rows of the second, so that its last block has both halves of its
+// outputs; it writes geglu1 of them to gd (unless null) and their 16-bit
+// copy to gh (store16's kind and lo, unless null), as geglu would, and d is
+// not written. The sums go through part even unsplit.
+//
+// A LayerNorm between two of these GEMMs runs in them instead of a kernel
+// of its own (stream.go, Discard): rows need all their columns for their
+// mean and variance, which no block of either GEMM has. stat non-null: the
+// GEMM that writes the LayerNorm's input (the residual stream, a residual
+// Add folded in) also writes, for each of its column tiles and rows, the
+// mean and the sum of squared deviations of the tile's outputs
+// (stat[tile·m + row]; the sums go through part even unsplit, so that the
+// last block has whole rows of its tile). lnx non-null: the GEMM that reads
+// the LayerNorm's output instead reads its input lnx [m, k] as float32,
+// combines the lntiles tiles' statistics of each row (of lnw columns, the
+// last of what remains: Chan et al.'s pairwise update, in tile order, so
+// that the result does not depend on the schedule) into its mean and
+// 1/sqrt(variance + eps), and normalises its k-slice of the rows, times lng
+// plus lnb (unless null), into its TERMS fp16 terms as layer_norm4 and
+// store16 would have written them (to the last bits of the mean and
+// variance, which they sum in another order).
 template <int TERMS, int WARPS>
 __device__ void lin_mma(void* d, const u16* x, long long xlo, const u16* w, const float* bias, int m, int k, int n, int act,
 	int accum, int half, int kc, float* part, int* sem, int inner, float* gd, u16* gh, int gkind, long long glo, float2* stat,
@@ -1936,14 +1965,7 @@ __device__ void lin_mma(void* d, const u16* x, long long xlo, const u16* w, cons
 	int k0 = split * kc, kn = min(kc, k - k0), c8 = kn / 8;
 	int rows = min(16 * LMMA_MT, m - m0), rp = (rows + 15) & ~15;
 	int tid = threadIdx.x;
-	// The copies below take the 16-byte chunks of a row c8p at a time, c8p
-	// c8 rounded up to a power of two, so that a thread finds its row and
-	// chunk by shifts: a division by c8 in every copy was tens of
-	// instructions each, in a kernel whose time went to issuing
-	// instructions (ncu: docs/cuda-perf-log.md).
-	int csh = 0;
-	while ((1 << csh) < c8) csh++;
-	const int cm = (1 << csh) - 1;
+	const int csh = lmma_chunk_shift(c8), cm = (1 << csh) - 1;
 	// The weight row of the block's column c, or -1 past the weight.
 	auto wrow = [&](int c) -> int {
 		if (!inner) return n0 + c < n ? n0 + c : -1;
@@ -1957,14 +1979,7 @@ __device__ void lin_mma(void* d, const u16* x, long long xlo, const u16* w, cons
 	// NT threads cover rstep rows a step (NT ≥ c8p: kc ≤ 256).
 	const int cc = tid & cm, rr = tid >> csh, rstep = NT >> csh;
 	const u32 sW = smem_addr(Ws), sA = smem_addr(As);
-	if (cc < c8)
-		for (int r = rr; r < BN; r += rstep) {
-			int wr = wrow(r);
-			if (wr >= 0)
-				cp_async16a(sW + 2 * (r * KS + 8 * cc), w + (long long)wr * k + k0 + 8 * cc);
-			else
-				*(uint4*)(Ws + r * KS + 8 * cc) = zero;
-		}
+	lmma_copy_w(w, k, k0, BN, KS, Ws, sW, cc, c8, rr, rstep, wrow);
 	pdl_wait();
 	pdl_launch();
 	if (lnx) {
@@ -2224,22 +2239,14 @@ __device__ void lin_cl(void* d, const u16* x, const u16* w, const float* bias, i
 	int k0 = rank * kc, kn = max(0, min(kc, k - k0)), c8 = kn / 8;
 	int rows = min(16 * LMMA_MT, m - m0), rp = (rows + 15) & ~15;
 	int tid = threadIdx.x;
-	// A thread copies chunk cc of rows rr, rr + rstep, ... (as lin_mma).
-	int csh = 0;
-	while ((1 << csh) < c8) csh++;
-	const int cm = (1 << csh) - 1;
+	// A thread copies chunk cc of rows rr, rr + rstep, ... (as lin_mma;
+	// NT ≥ c8p: kc ≤ 8·NT, linearcl.go's clMaxK).
+	const int csh = lmma_chunk_shift(c8), cm = (1 << csh) - 1;
 	u16* Ws = (u16*)smem4; // [BN][KS]
 	u16* As = Ws + BN * KS; // [rp][KS]
-	const uint4 zero = {0u, 0u, 0u, 0u};
 	const int cc = tid & cm, rr = tid >> csh, rstep = NT >> csh;
 	const u32 sW = smem_addr(Ws), sA = smem_addr(As);
-	if (cc < c8)
-		for (int r = rr; r < BN; r += rstep) {
-			if (n0 + r < n)
-				cp_async16a(sW + 2 * (r * KS + 8 * cc), w + (long long)(n0 + r) * k + k0 + 8 * cc);
-			else
-				*(uint4*)(Ws + r * KS + 8 * cc) = zero;
-		}
+	lmma_copy_w(w, k, k0, BN, KS, Ws, sW, cc, c8, rr, rstep, [&](int c) { return n0 + c < n ? n0 + c : -1; });
 	pdl_wait();
 	pdl_launch();
 	lmma_copy_x<1>(x, 0, m0, k, k0, rows, rp, KS, As, sA, cc, c8, rr, rstep);

@@ -171,16 +171,11 @@ const launchAttrProgrammaticStreamSerialization = 6
 // each dividing the grid's).
 const launchAttrClusterDimension = 4
 
-// launchEx is launch through cuLaunchKernelEx with programmatic stream
-// serialization allowed; l.ptrs holds the arguments. drv.Call is called
-// directly, so that its go:uintptrescapes keeps l (the configuration and
-// the attribute it points to) on the heap over the call.
-func (l *launcher) launchEx(drv *cudadrv.Driver, fn uintptr, grid [3]int, block, shared int, stream uintptr) error {
-	return l.launchAttrs(drv, fn, grid, block, shared, stream, 1)
-}
-
-// launchAttrs is launchEx in clusters of cluster blocks along x (1: none),
-// with programmatic stream serialization where l.pdl.
+// launchAttrs launches through cuLaunchKernelEx in clusters of cluster
+// blocks along x (1: none), with programmatic stream serialization allowed
+// where l.pdl; l.ptrs holds the arguments. drv.Call is called directly,
+// so that its go:uintptrescapes keeps l (the configuration and the
+// attributes it points to) on the heap over the call.
 func (l *launcher) launchAttrs(drv *cudadrv.Driver, fn uintptr, grid [3]int, block, shared int, stream uintptr, cluster int) error {
 	n := 0
 	if l.pdl {
@@ -209,9 +204,6 @@ func (l *launcher) launchAttrs(drv *cudadrv.Driver, fn uintptr, grid [3]int, blo
 // launchCluster is launch in clusters of cluster blocks along x (compute
 // capability 9.0 and cuLaunchKernelEx; the grid's x a multiple of it).
 func (l *launcher) launchCluster(drv *cudadrv.Driver, fn uintptr, grid [3]int, block, shared int, stream uintptr, cluster int, args ...uint64) error {
-	for i, a := range args {
-		l.vals[i] = a
-		l.ptrs[i] = uintptr(unsafe.Pointer(&l.vals[i]))
-	}
+	l.setArgs(args)
 	return l.launchAttrs(drv, fn, grid, block, shared, stream, cluster)
 }
