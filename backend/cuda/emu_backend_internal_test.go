@@ -81,9 +81,10 @@ var emuConfigs = []emuConfig{
 	// sm_90): one configuration launches the plain way.
 	{"FP16X2+pdl=off", Options{Precision: FP16X2, NoPDL: true}},
 	// The 16-bit GEMMs run on cuBLASLt by default (in FP16 some write fp16
-	// outputs); on cuBLAS with gemm=blas.
-	{"FP16", Options{Precision: FP16}},
-	{"FP16X2+gemm=blas", Options{Precision: FP16X2, GEMMBLAS: true}},
+	// outputs); on cuBLAS with gemm=blas. Both with their LayerNorms and
+	// GeGLUs asking L2 for the next GEMMs' weights (l2pf).
+	{"FP16+l2pf", Options{Precision: FP16, PrefetchRows: 1 << 20}},
+	{"FP16X2+gemm=blas+l2pf", Options{Precision: FP16X2, GEMMBLAS: true, PrefetchRows: 1 << 20}},
 	{"FP16X2+mmarows", Options{Precision: FP16X2, MMARows: MaxMMARows}},
 	{"FP16+mmarows", Options{Precision: FP16, MMARows: MaxMMARows}},
 	// The GEMMs of few rows on linear_cl, in FP16 and in FP16X2's reduced

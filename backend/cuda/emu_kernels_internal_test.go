@@ -611,7 +611,7 @@ func TestEmuProducers(t *testing.T) {
 			out := emuRun(t, [][]byte{make([]byte, 4*rows*cols), f32Bytes(x), f32Bytes(w), f32Bytes(b), make([]byte, 2*2*lo), f32Bytes(res)},
 				emuLaunch{name: "layer_norm4", grid: [3]int{rows, 1, 1}, threads: 64, args: []emuArg{emuBuf(0, 0), emuBuf(1, 0),
 					emuBuf(2, 0), emuBuf(3, 0), emuInt(cols), emuF32(1e-5), emuBuf(4, 0), emuInt(kind), emuVal(uint64(lo)), emuBuf(5, 0),
-					emuVal(0)}})
+					emuVal(0), emuBuf(2, 0), emuVal(4 * cols), emuVal(0), emuVal(0)}}) // prefetching w
 			y := bytesF32(out[0])
 			for r := range rows {
 				var mean, v float64
@@ -646,7 +646,8 @@ func TestEmuProducers(t *testing.T) {
 				lo := rows * inner
 				out := emuRunOn(t, emuRunnerTuned(t, tuned...), [][]byte{make([]byte, 4*rows*inner), f32Bytes(x), make([]byte, 2*2*lo)},
 					emuLaunch{name: "geglu4", grid: [3]int{2, 1, 1}, threads: 32, args: []emuArg{emuBuf(0, 0), emuBuf(1, 0), emuVal(0),
-						emuInt(rows), emuInt(inner), emuBuf(2, 0), emuInt(kind), emuVal(uint64(lo)), emuInt(1), emuInt(0)}})
+						emuInt(rows), emuInt(inner), emuBuf(2, 0), emuInt(kind), emuVal(uint64(lo)), emuInt(1), emuInt(0),
+						emuVal(0), emuVal(0), emuBuf(1, 0), emuVal(4 * 2 * rows * inner)}}) // prefetching x
 				y := bytesF32(out[0])
 				for r := range rows {
 					for c := range inner {

@@ -203,6 +203,26 @@ __device__ __forceinline__ void pdl_launch() {
 #endif
 }
 
+// l2_prefetch asks L2 for bytes at p (16-byte aligned, a multiple of 16)
+// without waiting: this thread's share (part of parts) of its 16 KB chunks,
+// in one cp.async.bulk.prefetch each (sm_90; a 128-byte line at a time
+// before). The kernels that run just before GEMMs of few rows on cuBLAS
+// ask for those GEMMs' weights (PF_PARAMS): at one question a GEMM waits
+// on its weight's loads from HBM, k-step after k-step, and finds them in
+// L2 instead (stream.go, Options.PrefetchRows).
+#define PF_CHUNK 16384
+__device__ __forceinline__ void l2_prefetch(const char* p, long long bytes, long long part, long long parts) {
+#if __CUDA_ARCH__ >= 900
+	for (long long o = part * PF_CHUNK; o < bytes; o += parts * PF_CHUNK) {
+		unsigned n = (unsigned)min((long long)PF_CHUNK, bytes - o);
+		asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p + o), "r"(n) : "memory");
+	}
+#elif __CUDA_ARCH__ >= 800
+	for (long long o = part * 128; o < bytes; o += parts * 128)
+		asm volatile("prefetch.global.L2 [%0];" ::"l"(p + o) : "memory");
+#endif
+}
+
 // Thread block clusters (sm_90): blocks launched together in a cluster
 // (launchCluster) read each other's shared memory. cluster_id is the
 // block's rank in its cluster (x) and the cluster's blocks (y);
@@ -256,6 +276,18 @@ __device__ __forceinline__ float4 ld_cluster4(u32 a) {
 #define KERNEL_ENTRY \
 	pdl_wait();      \
 	pdl_launch();
+
+// PF_PARAMS and PF_ENTRY: a kernel of one-dimensional grid that may run
+// just before GEMMs whose weights it asks L2 for (two ranges, bytes 0:
+// none), before it waits for the kernel before it: the weights are never
+// written on the GPU.
+#define PF_PARAMS , const char *pf0, long long pn0, const char *pf1, long long pn1
+#define PF_ENTRY                                                                                    \
+	{                                                                                               \
+		long long part = (long long)threadIdx.x * gridDim.x + blockIdx.x, parts = (long long)gridDim.x * blockDim.x; \
+		if (pn0) l2_prefetch(pf0, pn0, part, parts);                                                \
+		if (pn1) l2_prefetch(pf1, pn1, part, parts);                                                \
+	}
 
 #define ACT_IDENTITY 0
 #define ACT_GELU 1
@@ -377,7 +409,8 @@ extern "C" __global__ void gather_rows(float* dst, const float* table, const int
 // first, written back to x: the residual Add before the norm, folded in.
 #if LAYA_CORE
 extern "C" __global__ void layer_norm(float* dst, float* x, const float* w, const float* b, int cols, float eps, u16* h,
-	int kind, long long lo, const float* res, long long rtwo) {
+	int kind, long long lo, const float* res, long long rtwo PF_PARAMS) {
+	PF_ENTRY
 	KERNEL_ENTRY
 	__shared__ float sh[32];
 	float* row = x + (long long)blockIdx.x * cols;
@@ -426,7 +459,8 @@ __device__ __forceinline__ float4 ln_apply(float4 v, float mean, float inv, floa
 // packing several rows in a block.
 #if LAYA_CORE
 extern "C" __global__ void layer_norm4(float* dst, float* x, const float* w, const float* b, int cols, float eps, u16* h, int kind,
-	long long lo, const float* res, long long rtwo) {
+	long long lo, const float* res, long long rtwo PF_PARAMS) {
+	PF_ENTRY
 	KERNEL_ENTRY
 	__shared__ float sh[32];
 	long long r = blockIdx.x;
@@ -514,7 +548,8 @@ __device__ __forceinline__ float geglu1(float v, float u, int fast, int kind) {
 // Discard): half the bytes to read.
 #if LAYA_CORE
 extern "C" __global__ void geglu(float* dst, const void* x, long long two, long long rows, int inner, u16* h, int kind, long long lo,
-	int fast, int hin) {
+	int fast, int hin PF_PARAMS) {
+	PF_ENTRY
 	KERNEL_ENTRY
 	long long n = rows * inner;
 	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
@@ -550,7 +585,8 @@ __device__ __forceinline__ float4 ld4h(const u16* p) {
 // every element. Each element is geglu1, as in geglu.
 #if LAYA_CORE
 extern "C" __global__ void geglu4(float* dst, const void* x, long long two, int rows, int inner, u16* h, int kind, long long lo,
-	int fast, int hin) {
+	int fast, int hin PF_PARAMS) {
+	PF_ENTRY
 	KERNEL_ENTRY
 	unsigned q = (unsigned)inner / 4, n4 = (unsigned)rows * q;
 	for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += gridDim.x * blockDim.x) {

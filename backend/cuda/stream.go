@@ -46,8 +46,12 @@ type stream struct {
 	temp     int64 // largest 16-bit operand scratch of the segment's GEMMs
 	mmaPart  int64 // largest split-sum workspace of the segment's linear_mma GEMMs
 	mmaSem   int64 // most tiles of one of them: the counters of their splits
-	stage    []byte
-	layouts  []stagedLayout // per-row metadata staged in this segment
+	// pfHost is the segment's last recorded LayerNorm or GeGLU, which asks
+	// L2 for the weights of the cuBLAS GEMMs recorded after it
+	// (Options.PrefetchRows).
+	pfHost  *op
+	stage   []byte
+	layouts []stagedLayout // per-row metadata staged in this segment
 
 	opSlab  []op       // where record takes its ops from
 	linSlab []linearOp // where Linear takes its linearOps from
@@ -312,6 +316,21 @@ type op struct {
 	// noF32: the producer stores only the 16-bit copy; its float32 output
 	// was discarded with no reader but the GEMMs of the copy (Discard).
 	noF32 bool
+	// pf: the weights (16-bit copies) of up to two GEMMs after this
+	// LayerNorm or GeGLU that it asks L2 for (stream.pfHost).
+	pf [2]pfRange
+}
+
+// pfRange is device memory a kernel asks L2 for: bytes at addr, both
+// multiples of 16.
+type pfRange struct {
+	addr  uintptr
+	bytes int64
+}
+
+// pfArgs are o's prefetch arguments (PF_PARAMS).
+func (o *op) pfArgs() []uint64 {
+	return []uint64{u64(o.pf[0].addr), uint64(o.pf[0].bytes), u64(o.pf[1].addr), uint64(o.pf[1].bytes)}
 }
 
 const (
@@ -430,11 +449,13 @@ func (s *stream) LayerNorm(dst, x, weight, bias backend.Tensor, eps float32) {
 		if in.cols%4 == 0 && in.cols <= 1024 {
 			fn, block = x.b.k.layerNorm4, (in.cols/4+31)&^31
 		}
+		pf := o.pfArgs()
 		return x.l.launch(x.b.drv, fn, [3]int{in.rows, 1, 1}, block, 0, x.cs.stream, dstArg(o, d), u64(in.addr), u64(w.addr), u64(bp), i32(in.cols), f32(eps), h, kind, lo,
-			u64(rp), uint64(two))
+			u64(rp), uint64(two), pf[0], pf[1], pf[2], pf[3])
 	})
 	o.ln = ln
 	d.lastWriter = o
+	s.pfHost = o
 }
 
 func (s *stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activation) {
@@ -523,6 +544,7 @@ func (s *stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activat
 	}
 	o := s.record(name, nil)
 	o.lin = lin
+	s.prefetch(lin)
 	if s.prec == FP16 && !lin.small && lin.two == 0 && plain {
 		d.halfLin = lin
 	}
@@ -534,6 +556,23 @@ func (s *stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activat
 	if p := in.lastWriter; lin.mma && !read && p != nil && p.ln != nil && len(s.ops) > 1 && s.ops[len(s.ops)-2] == p &&
 		d != p.ln.x && d != in && in.halfReader == nil && in.gluReader == nil {
 		in.lnReader = lin
+	}
+}
+
+// prefetch has the segment's last LayerNorm or GeGLU ask L2 for lin's
+// weight (Options.PrefetchRows): a resident weight's 16-bit copy read by a
+// cuBLAS GEMM of few enough rows, while the host has room for it. The
+// host's kernel runs before the GEMM, and asks as it starts.
+func (s *stream) prefetch(lin *linearOp) {
+	h := s.pfHost
+	if h == nil || lin.m > s.be.opts.PrefetchRows || lin.wHalf == 0 || lin.small || lin.mma || lin.cl {
+		return
+	}
+	for i := range h.pf {
+		if h.pf[i].bytes == 0 {
+			h.pf[i] = pfRange{lin.wHalf, int64(lin.n) * int64(lin.k) * 2 &^ 15}
+			return
+		}
 	}
 }
 
@@ -892,11 +931,13 @@ func (s *stream) GeGLU(dst, x backend.Tensor) {
 		if vec && lo%4 == 0 && in.addr%16 == 0 && d.addr%16 == 0 {
 			fn, grid = r.b.k.geglu4, r.b.grid(n/4)
 		}
+		pf := o.pfArgs()
 		return r.l.launch(r.b.drv, fn, [3]int{grid, 1, 1}, 256, 0, r.cs.stream, dstArg(o, d), u64(in.addr), uint64(two), uint64(d.rows), i32(d.cols), h, kind, lo,
-			boolArg(r.prec != FP32), boolArg(o.halfIn))
+			boolArg(r.prec != FP32), boolArg(o.halfIn), pf[0], pf[1], pf[2], pf[3])
 	})
 	d.lastWriter = o
 	o.glu = d
+	s.pfHost = o
 	if half {
 		in.f32Read, in.halfReader = false, o
 	}
@@ -1526,6 +1567,7 @@ func (s *stream) nextSegment() {
 	s.seg++
 	s.ops, s.made, s.wrote, s.stage, s.layouts = s.ops[:0], nil, s.wrote[:0], s.stage[:0], s.layouts[:0]
 	s.arena, s.temp, s.mmaPart, s.mmaSem = 0, 0, 0, 0
+	s.pfHost = nil
 	s.words = s.words[:0]
 }
 

@@ -1641,3 +1641,73 @@ func residentWeight(be *Backend, rows, cols int, addr, half uintptr) *tensor {
 	t.half.Store(half)
 	return t
 }
+
+// With PrefetchRows, each LayerNorm and GeGLU asks L2 for the weights of
+// the cuBLAS GEMMs recorded after it, up to two and up to the next such
+// kernel: an encoder layer's first LayerNorm for the qkv and attention
+// output weights, its second for the MLP input's, the GeGLU for the MLP
+// output's. GEMMs of more rows, on linear_small, or of a weight written
+// on the stream are not asked for; nor is anything without the option.
+func TestPrefetchWeights(t *testing.T) {
+	const rows, d, inner = 20, 16, 24
+	layer := func(s *stream, be *Backend, m int, base uintptr) (ln1, ln2, glu *op) {
+		w := func(r, c int, i uintptr) *tensor { return residentWeight(be, r, c, base+i, base+0x1000*i) }
+		wqkv, wo, wi, wo2 := w(3*d, d, 1), w(d, d, 2), w(2*inner, d, 3), w(d, inner, 4)
+		g := s.FromHost(1, d, make([]float32, d))
+		x := s.FromHost(m, d, make([]float32, m*d))
+		n := s.New(m, d)
+		s.LayerNorm(n, x, g, nil, 1e-5)
+		ln1 = s.ops[len(s.ops)-1]
+		qkv := s.New(m, 3*d)
+		s.Linear(qkv, n, wqkv, nil, backend.Identity)
+		a := s.New(m, d)
+		layout := backend.Layout{SeqLen: m, Lengths: []int{m}}
+		s.Attention(a, qkv, backend.AttentionParams{Layout: layout, Heads: 2, HeadDim: d / 2, Scale: 0.5})
+		p := s.New(m, d)
+		s.Linear(p, a, wo, nil, backend.Identity)
+		s.Add(x, x, p)
+		s.Discard(p)
+		s.LayerNorm(n, x, g, nil, 1e-5)
+		ln2 = s.ops[len(s.ops)-1]
+		up := s.New(m, 2*inner)
+		s.Linear(up, n, wi, nil, backend.Identity)
+		act := s.New(m, inner)
+		s.GeGLU(act, up)
+		glu = s.ops[len(s.ops)-1]
+		s.Linear(p, act, wo2, nil, backend.Identity)
+		if err := s.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return ln1, ln2, glu
+	}
+	r := func(i uintptr, n, k int) pfRange { return pfRange{0x10000 + 0x1000*i, int64(2 * n * k)} }
+	for _, c := range []struct {
+		name string
+		pf   int
+		m    int
+		prec Precision
+		want [3][2]pfRange
+	}{
+		{"fp16", rows, rows, FP16, [3][2]pfRange{{r(1, 3*d, d), r(2, d, d)}, {r(3, 2*inner, d)}, {r(4, d, inner)}}},
+		{"fp16x2", 1 << 20, rows, FP16X2, [3][2]pfRange{{r(1, 3*d, d), r(2, d, d)}, {r(3, 2*inner, d)}, {r(4, d, inner)}}},
+		{"more rows than l2pf", rows - 1, rows, FP16, [3][2]pfRange{}},
+		{"off", 0, rows, FP16X2, [3][2]pfRange{}},
+		{"linear_small", 1 << 20, smallRows, FP16, [3][2]pfRange{}},
+		{"fp32", 1 << 20, rows, FP32, [3][2]pfRange{}},
+	} {
+		be := &Backend{opts: Options{Precision: c.prec, PrefetchRows: c.pf}}
+		s := be.newStream(c.prec)
+		ln1, ln2, glu := layer(s, be, c.m, 0x10000)
+		if got := [3][2]pfRange{ln1.pf, ln2.pf, glu.pf}; got != c.want {
+			t.Errorf("%s: LayerNorm, LayerNorm, GeGLU prefetch %v, want %v", c.name, got, c.want)
+		}
+	}
+	// A segment's first GEMMs have no host before them in it.
+	be := &Backend{opts: Options{Precision: FP16, PrefetchRows: 1 << 20}}
+	s := be.newStream(FP16)
+	layer(s, be, rows, 0x10000)
+	s.nextSegment()
+	if s.pfHost != nil {
+		t.Errorf("a new segment starts with the last one's prefetching kernel")
+	}
+}

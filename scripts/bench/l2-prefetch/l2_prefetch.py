@@ -1,0 +1,165 @@
+"""Does a GEMM of few rows run faster when its weight is already in L2?
+
+Laya's encoder at one question runs 4 GEMMs a layer on ~93 rows whose
+weights (2-11 MB each, fp16) come from HBM every time: cuBLASLt takes
+5-9 us for each on an H100/H200, several times the weight's streaming time.
+This measures, per GEMM shape, in CUDA graphs of 28 layers with distinct
+weights (as the model's, too large together for L2):
+
+  cold       a short elementwise kernel (standing in for a LayerNorm), then
+             the GEMM: its weight comes from HBM
+  warm       the same with one weight for every layer: it comes from L2
+  bulk       the cold case with a kernel issuing cp.async.bulk.prefetch.L2
+             for the weight just before the short kernel (what a kernel of
+             ours before the GEMM could issue itself)
+  line       the same with prefetch.global.L2::evict_last, a 128-byte line
+             a thread step
+  short      the short kernel alone
+  ahead      the cold case with the next layer's weight prefetched (bulk)
+             before the GEMM, so that it streams in while this one runs
+
+Prints one JSON line per (shape, mode, round): us per layer (GEMM + short
+kernel), median over replays. Needs PyTorch on CUDA and NVRTC (ctypes).
+
+Usage: python3 l2_prefetch.py [--rows 93] [--rounds 3] [--reps 30]
+"""
+
+import argparse
+import ctypes
+import glob
+import json
+import os
+import statistics
+
+import torch
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--rows", type=int, default=93)
+ap.add_argument("--rounds", type=int, default=3)
+ap.add_argument("--reps", type=int, default=30)
+ap.add_argument("--layers", type=int, default=28)
+ap.add_argument("--hidden", type=int, default=1024)
+ap.add_argument("--inter", type=int, default=2624)
+args = ap.parse_args()
+
+SRC = r"""
+extern "C" __global__ void bulk(const char* p, long long bytes, long long chunk) {
+    long long i = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * chunk;
+    if (i >= bytes) return;
+    long long n = bytes - i < chunk ? bytes - i : chunk;
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" :: "l"(p + i), "r"((unsigned)n) : "memory");
+}
+extern "C" __global__ void line(const char* p, long long bytes) {
+    long long step = (long long)gridDim.x * blockDim.x * 128;
+    for (long long i = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * 128; i < bytes; i += step)
+        asm volatile("prefetch.global.L2::evict_last [%0];" :: "l"(p + i) : "memory");
+}
+"""
+
+
+def lib(names):
+    for n in names:
+        for p in glob.glob(n):
+            try:
+                return ctypes.CDLL(p)
+            except OSError:
+                pass
+    raise SystemExit("not found: %s" % names)
+
+
+torch.cuda.init()
+torch.zeros(1, device="cuda")
+cuda = lib(["/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/usr/lib64/libcuda.so.1", "libcuda.so.1"])
+site = os.path.dirname(os.path.dirname(torch.__file__))
+nvrtc = lib(["/usr/local/cuda/lib64/libnvrtc.so*", site + "/nvidia/cu*/lib/libnvrtc.so*", site + "/nvidia/cuda_nvrtc/lib/libnvrtc.so*"])
+
+prog = ctypes.c_void_p()
+assert nvrtc.nvrtcCreateProgram(ctypes.byref(prog), SRC.encode(), b"pf.cu", 0, None, None) == 0
+cc = torch.cuda.get_device_capability()
+opts = [("--gpu-architecture=compute_%d%d" % cc).encode()]
+arr = (ctypes.c_char_p * len(opts))(*opts)
+rc = nvrtc.nvrtcCompileProgram(prog, len(opts), arr)
+if rc != 0:
+    n = ctypes.c_size_t()
+    nvrtc.nvrtcGetProgramLogSize(prog, ctypes.byref(n))
+    buf = ctypes.create_string_buffer(n.value)
+    nvrtc.nvrtcGetProgramLog(prog, buf)
+    raise SystemExit(buf.value.decode())
+n = ctypes.c_size_t()
+nvrtc.nvrtcGetPTXSize(prog, ctypes.byref(n))
+ptx = ctypes.create_string_buffer(n.value)
+nvrtc.nvrtcGetPTX(prog, ptx)
+mod = ctypes.c_void_p()
+assert cuda.cuModuleLoadData(ctypes.byref(mod), ptx) == 0
+fns = {}
+for name in ("bulk", "line"):
+    f = ctypes.c_void_p()
+    assert cuda.cuModuleGetFunction(ctypes.byref(f), mod, name.encode()) == 0
+    fns[name] = f
+
+
+def launch(fn, grid, block, *argv):
+    ptrs = (ctypes.c_void_p * len(argv))(*[ctypes.cast(ctypes.pointer(a), ctypes.c_void_p) for a in argv])
+    s = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+    rc = cuda.cuLaunchKernel(fns[fn], grid, 1, 1, block, 1, 1, 0, s, ptrs, None)
+    assert rc == 0, rc
+
+
+def prefetch(t, how):
+    p, b = ctypes.c_void_p(t.data_ptr()), t.numel() * t.element_size()
+    if how == "bulk":
+        chunk = 16384
+        th = (b + chunk - 1) // chunk
+        launch("bulk", (th + 127) // 128, 128, p, ctypes.c_longlong(b), ctypes.c_longlong(chunk))
+    else:
+        launch("line", 264, 256, p, ctypes.c_longlong(b))
+
+
+H, I, L, M = args.hidden, args.inter, args.layers, args.rows
+shapes = {"qkv": (H, 3 * H), "attn_out": (H, H), "mlp_in": (H, 2 * I), "mlp_out": (I, H)}
+dev = "cuda"
+for name, (k, n) in shapes.items():
+    ws = [torch.randn(n, k, device=dev, dtype=torch.half) * 0.02 for _ in range(L)]
+    x = torch.randn(M, k, device=dev, dtype=torch.half)
+    y = torch.empty(M, n, device=dev, dtype=torch.half)
+    s = torch.randn(M, H, device=dev)
+
+    def body(mode):
+        for l in range(L):
+            w = ws[0] if mode == "warm" else ws[l]
+            if mode in ("bulk", "line"):
+                prefetch(w, mode)
+            s.mul_(1.0001)  # the short kernel before the GEMM
+            if mode == "ahead" and l + 1 < L:
+                prefetch(ws[l + 1], "bulk")
+            if mode != "short":
+                torch.matmul(x, w.t(), out=y)
+
+    graphs = {}
+    for mode in ("short", "cold", "warm", "bulk", "line", "ahead"):
+        st = torch.cuda.Stream()
+        st.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(st):
+            body(mode)  # cuBLAS workspace and plans before capture
+        torch.cuda.current_stream().wait_stream(st)
+        torch.cuda.synchronize()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            body(mode)
+        graphs[mode] = g
+    flush = torch.empty(512 * 1024 * 1024 // 4, device=dev)
+    for r in range(args.rounds):
+        for mode, g in graphs.items():
+            ts = []
+            for _ in range(args.reps):
+                flush.add_(1.0)  # L2 holds nothing of the weights at the start
+                a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                a.record()
+                g.replay()
+                b.record()
+                b.synchronize()
+                ts.append(a.elapsed_time(b) * 1000 / L)
+            print(json.dumps({"gpu": torch.cuda.get_device_name(), "shape": name, "k": k, "n": n, "rows": M, "mode": mode,
+                              "round": r, "us_per_layer": round(statistics.median(ts), 3), "min": round(min(ts), 3)}), flush=True)
+    del ws, flush
+    torch.cuda.empty_cache()
