@@ -203,24 +203,18 @@ __device__ __forceinline__ void pdl_launch() {
 #endif
 }
 
-// l2_prefetch asks L2 for bytes at p (16-byte aligned, a multiple of 16)
-// without waiting: this thread's share (part of parts) of its 16 KB chunks,
-// in one cp.async.bulk.prefetch each (sm_90; a 128-byte line at a time
-// before). The kernels that run just before GEMMs of few rows on cuBLAS
-// ask for those GEMMs' weights (PF_PARAMS): at one question a GEMM waits
-// on its weight's loads from HBM, k-step after k-step, and finds them in
-// L2 instead (stream.go, Options.PrefetchRows).
-#define PF_CHUNK 16384
+// l2_prefetch asks L2 for bytes at p without waiting: this thread's share
+// (part of parts) of its 128-byte lines, a prefetch.global.L2 each. The
+// kernels that run just before GEMMs of few rows on cuBLAS ask for those
+// GEMMs' weights (PF_PARAMS): at one question a GEMM waits on its weight's
+// loads from HBM, k-step after k-step, and finds them in L2 instead
+// (stream.go, Options.PrefetchRows). (sm_90's cp.async.bulk.prefetch.L2
+// asks for kilobytes in one instruction, but needs PTX 8.0, which the
+// ptxas of the compile checks predates; a weight of 10 MB is about four
+// lines a thread of a LayerNorm's grid.)
 __device__ __forceinline__ void l2_prefetch(const char* p, long long bytes, long long part, long long parts) {
-#if __CUDA_ARCH__ >= 900
-	for (long long o = part * PF_CHUNK; o < bytes; o += parts * PF_CHUNK) {
-		unsigned n = (unsigned)min((long long)PF_CHUNK, bytes - o);
-		asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p + o), "r"(n) : "memory");
-	}
-#elif __CUDA_ARCH__ >= 800
 	for (long long o = part * 128; o < bytes; o += parts * 128)
 		asm volatile("prefetch.global.L2 [%0];" ::"l"(p + o) : "memory");
-#endif
 }
 
 // Thread block clusters (sm_90): blocks launched together in a cluster

@@ -374,16 +374,11 @@ inline void pdl_wait() {}
 inline void pdl_launch() {}
 
 // l2_prefetch changes nothing but must name memory the kernel could read:
-// PTX's bulk prefetch wants a 16-byte aligned address and a size in 16s,
-// and each chunk's first and last bytes are read, so that a range past an
-// allocation fails as a load would.
+// the first byte of each of this thread's lines is read, so that a range
+// past an allocation fails as a load would.
 inline void l2_prefetch(const char* p, long long bytes, long long part, long long parts) {
 	if ((uintptr_t)p % 16 || bytes % 16) cuemu::fail("l2_prefetch: address or size not a multiple of 16");
-	for (long long o = part * 16384; o < bytes; o += parts * 16384) {
-		long long n = bytes - o < 16384 ? bytes - o : 16384;
-		(void)*(const volatile char*)(p + o);
-		(void)*(const volatile char*)(p + o + n - 1);
-	}
+	for (long long o = part * 128; o < bytes; o += parts * 128) (void)*(const volatile char*)(p + o);
 }
 
 // The cluster primitives: a cluster shared address (cluster_map's) has bit
