@@ -208,6 +208,11 @@ type Options struct {
 	// nothing. At one question a GEMM's weight streams in far faster than
 	// the GEMM takes: it waits on each k-step's loads.
 	PrefetchRows int
+	// PrefetchDepth is which kernel before such a GEMM asks for its weight:
+	// the last LayerNorm or GeGLU before it (1, or 0), or the one before
+	// that (2: a layer's second LayerNorm asks for the MLP output's weight,
+	// its GeGLU for the next layer's qkv and attention output), and so on.
+	PrefetchDepth int
 	// MMACols is the output columns a linear_mma block computes: 64 (0
 	// means DefaultMMACols) or 128, in twice the warps; each block reads
 	// its rows of x whole, so wider blocks read x fewer times, in fewer,
@@ -321,7 +326,7 @@ func defineFlags(defines map[string]int) []string {
 // precision=fp32|fp16|bf16|fp16x2, device=N, graphs=off, maxgraphs=N,
 // submit=N|off, splits=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnsplit=off|on, attnreg=on|off, attnterms=0|1|2,
 // attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off,
-// tunecands=N, splitk=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, clrows=N, l2pf=N, pdl=on|off, geglu=vec|scalar, cache=DIR|off,
+// tunecands=N, splitk=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, clrows=N, l2pf=N, l2pfdepth=N, pdl=on|off, geglu=vec|scalar, cache=DIR|off,
 // refine=MARGIN|off, refinetokens=N, define=NAME=VALUE (repeatable: Options.Defines),
 // driver=PATH, nvrtc=PATH, cublas=PATH (the libraries: a CUDA install outside the
 // loader path, or the tests' kernel emulator, which then runs every command that takes
@@ -329,7 +334,7 @@ func defineFlags(defines map[string]int) []string {
 func ParseOptions(s string) (Options, error) {
 	var o Options
 	ints := map[string]*int{"device": &o.Device, "bucket": &o.Bucket, "attnqpw": &o.QueriesPerWarp,
-		"attnwarps": &o.AttentionWarps, "mmawarps": &o.MMAWarps, "attnterms": &o.AttentionTerms, "maxgraphs": &o.MaxGraphs, "refinetokens": &o.RefineTokens, "tunecands": &o.TuneCandidates, "splits": &o.SubmitSplits, "mmarows": &o.MMARows, "mmacols": &o.MMACols, "clrows": &o.ClusterRows, "l2pf": &o.PrefetchRows}
+		"attnwarps": &o.AttentionWarps, "mmawarps": &o.MMAWarps, "attnterms": &o.AttentionTerms, "maxgraphs": &o.MaxGraphs, "refinetokens": &o.RefineTokens, "tunecands": &o.TuneCandidates, "splits": &o.SubmitSplits, "mmarows": &o.MMARows, "mmacols": &o.MMACols, "clrows": &o.ClusterRows, "l2pf": &o.PrefetchRows, "l2pfdepth": &o.PrefetchDepth}
 	// Two-word options: the words, and the field that is whether it is
 	// the second.
 	words := map[string]struct {
@@ -371,7 +376,7 @@ func ParseOptions(s string) (Options, error) {
 			}
 			*map[string]*string{"driver": &o.Driver, "nvrtc": &o.NVRTC, "cublas": &o.CUBLAS}[k] = v
 		default:
-			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, submit=N|off, splits=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnsplit=off|on, attnreg=on|off, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off, tunecands=N, splitk=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, clrows=N, l2pf=N, pdl=on|off, geglu=vec|scalar, cache=DIR|off, refine=MARGIN|off, refinetokens=N, define=NAME=VALUE, driver=PATH, nvrtc=PATH, cublas=PATH)")
+			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, submit=N|off, splits=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnsplit=off|on, attnreg=on|off, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off, tunecands=N, splitk=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, clrows=N, l2pf=N, l2pfdepth=N, pdl=on|off, geglu=vec|scalar, cache=DIR|off, refine=MARGIN|off, refinetokens=N, define=NAME=VALUE, driver=PATH, nvrtc=PATH, cublas=PATH)")
 		}
 		if err == nil {
 			err = o.check()
@@ -446,6 +451,8 @@ func (o Options) check() error {
 		return fmt.Errorf("clrows=%d, want 0 (off) to %d rows", o.ClusterRows, MaxMMARows)
 	case o.PrefetchRows < 0:
 		return fmt.Errorf("l2pf=%d, want 0 (off) or the most rows of a GEMM whose weight is prefetched", o.PrefetchRows)
+	case o.PrefetchDepth < 0 || o.PrefetchDepth > 4:
+		return fmt.Errorf("l2pfdepth=%d, want 1 to 4 (0: 1)", o.PrefetchDepth)
 	case o.SubmitSplits < 0 || o.SubmitSplits > MaxSubmitSplits:
 		return fmt.Errorf("splits=%d, want 1 to %d (0: %d)", o.SubmitSplits, MaxSubmitSplits, DefaultSubmitSplits)
 	case o.TuneCandidates < 0 || o.TuneCandidates > MaxTuneCandidates:

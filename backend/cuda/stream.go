@@ -46,10 +46,10 @@ type stream struct {
 	temp     int64 // largest 16-bit operand scratch of the segment's GEMMs
 	mmaPart  int64 // largest split-sum workspace of the segment's linear_mma GEMMs
 	mmaSem   int64 // most tiles of one of them: the counters of their splits
-	// pfHost is the segment's last recorded LayerNorm or GeGLU, which asks
-	// L2 for the weights of the cuBLAS GEMMs recorded after it
-	// (Options.PrefetchRows).
-	pfHost  *op
+	// pfHosts are the segment's LayerNorms and GeGLUs in order, which ask
+	// L2 for the weights of the cuBLAS GEMMs recorded after them
+	// (Options.PrefetchRows, PrefetchDepth).
+	pfHosts []*op
 	stage   []byte
 	layouts []stagedLayout // per-row metadata staged in this segment
 
@@ -317,7 +317,7 @@ type op struct {
 	// was discarded with no reader but the GEMMs of the copy (Discard).
 	noF32 bool
 	// pf: the weights (16-bit copies) of up to two GEMMs after this
-	// LayerNorm or GeGLU that it asks L2 for (stream.pfHost).
+	// LayerNorm or GeGLU that it asks L2 for (stream.pfHosts).
 	pf [2]pfRange
 }
 
@@ -455,7 +455,7 @@ func (s *stream) LayerNorm(dst, x, weight, bias backend.Tensor, eps float32) {
 	})
 	o.ln = ln
 	d.lastWriter = o
-	s.pfHost = o
+	s.pfHosts = append(s.pfHosts, o)
 }
 
 func (s *stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activation) {
@@ -559,19 +559,23 @@ func (s *stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activat
 	}
 }
 
-// prefetch has the segment's last LayerNorm or GeGLU ask L2 for lin's
+// prefetch has one of the segment's LayerNorms and GeGLUs ask L2 for lin's
 // weight (Options.PrefetchRows): a resident weight's 16-bit copy read by a
-// cuBLAS GEMM of few enough rows, while the host has room for it. The
-// host's kernel runs before the GEMM, and asks as it starts.
+// cuBLAS GEMM of few enough rows. The kernel asks as it starts: the last
+// one recorded before the GEMM, or with PrefetchDepth d the d-th last (the
+// segment's first if it has fewer), for a longer lead; each asks for up to
+// two weights, a full one leaving the GEMM to the next.
 func (s *stream) prefetch(lin *linearOp) {
-	h := s.pfHost
-	if h == nil || lin.m > s.be.opts.PrefetchRows || lin.wHalf == 0 || lin.small || lin.mma || lin.cl {
+	hs := s.pfHosts
+	if len(hs) == 0 || lin.m > s.be.opts.PrefetchRows || lin.wHalf == 0 || lin.small || lin.mma || lin.cl {
 		return
 	}
-	for i := range h.pf {
-		if h.pf[i].bytes == 0 {
-			h.pf[i] = pfRange{lin.wHalf, int64(lin.n) * int64(lin.k) * 2 &^ 15}
-			return
+	for _, h := range hs[max(0, len(hs)-max(1, s.be.opts.PrefetchDepth)):] {
+		for i := range h.pf {
+			if h.pf[i].bytes == 0 {
+				h.pf[i] = pfRange{lin.wHalf, int64(lin.n) * int64(lin.k) * 2 &^ 15}
+				return
+			}
 		}
 	}
 }
@@ -937,7 +941,7 @@ func (s *stream) GeGLU(dst, x backend.Tensor) {
 	})
 	d.lastWriter = o
 	o.glu = d
-	s.pfHost = o
+	s.pfHosts = append(s.pfHosts, o)
 	if half {
 		in.f32Read, in.halfReader = false, o
 	}
@@ -1567,7 +1571,7 @@ func (s *stream) nextSegment() {
 	s.seg++
 	s.ops, s.made, s.wrote, s.stage, s.layouts = s.ops[:0], nil, s.wrote[:0], s.stage[:0], s.layouts[:0]
 	s.arena, s.temp, s.mmaPart, s.mmaSem = 0, 0, 0, 0
-	s.pfHost = nil
+	s.pfHosts = s.pfHosts[:0]
 	s.words = s.words[:0]
 }
 

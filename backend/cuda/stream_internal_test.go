@@ -1702,12 +1702,25 @@ func TestPrefetchWeights(t *testing.T) {
 			t.Errorf("%s: LayerNorm, LayerNorm, GeGLU prefetch %v, want %v", c.name, got, c.want)
 		}
 	}
+	// At depth 2 a layer's GeGLU asks for the next layer's qkv and
+	// attention output weights, its second LayerNorm for its MLP output's;
+	// the first LayerNorm, full, leaves the MLP input's to the second.
+	be2 := &Backend{opts: Options{Precision: FP16, PrefetchRows: rows, PrefetchDepth: 2}}
+	s2 := be2.newStream(FP16)
+	a1, a2, ag := layer(s2, be2, rows, 0x10000)
+	b1, b2, bg := layer(s2, be2, rows, 0x20000)
+	r2 := func(i uintptr, n, k int) pfRange { return pfRange{0x20000 + 0x1000*i, int64(2 * n * k)} }
+	want := [6][2]pfRange{{r(1, 3*d, d), r(2, d, d)}, {r(3, 2*inner, d), r(4, d, inner)}, {r2(1, 3*d, d), r2(2, d, d)},
+		{r2(3, 2*inner, d)}, {r2(4, d, inner)}, {}}
+	if got := [6][2]pfRange{a1.pf, a2.pf, ag.pf, b1.pf, b2.pf, bg.pf}; got != want {
+		t.Errorf("depth 2: two layers' LayerNorm, LayerNorm, GeGLU prefetch %v, want %v", got, want)
+	}
 	// A segment's first GEMMs have no host before them in it.
 	be := &Backend{opts: Options{Precision: FP16, PrefetchRows: 1 << 20}}
 	s := be.newStream(FP16)
 	layer(s, be, rows, 0x10000)
 	s.nextSegment()
-	if s.pfHost != nil {
+	if len(s.pfHosts) != 0 {
 		t.Errorf("a new segment starts with the last one's prefetching kernel")
 	}
 }
