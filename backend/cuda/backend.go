@@ -93,6 +93,7 @@ type Backend struct {
 	// sharedOptin is the dynamic shared memory a block may opt in to (227
 	// KiB on Hopper, 163 on the A100, 99 on other Ampere and Ada GPUs).
 	sharedOptin int
+	l2          int64     // L2 bytes (Options.TuneCold)
 	modules     []uintptr // the loaded parts of kernels.cu
 	k           kernels
 	seed        maphash.Seed
@@ -223,6 +224,7 @@ func (b *Backend) init() error {
 	}
 	b.dev, b.ctx, b.gpu, b.cc = dev.Handle, dev.Ctx, dev.Name, dev.CC
 	b.sms = max(b.drv.Attribute(dev, 16), 1) // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+	b.l2 = int64(b.drv.Attribute(dev, 38))   // CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE
 	b.sharedOptin = b.drv.Attribute(dev, 97) // CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
 	b.arch = fmt.Sprintf("sm_%d%d", dev.CC[0], dev.CC[1])
 	b.pdl = !b.opts.NoPDL && dev.CC[0] >= 9 && b.drv.Has("cuLaunchKernelEx")

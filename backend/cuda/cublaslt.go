@@ -293,6 +293,8 @@ type ltGEMMs struct {
 	scratch      uintptr
 	scratchBytes int64
 	retired      []uintptr // outgrown scratch, freed at Close (a free may synchronise the device)
+	cold         uintptr   // the weights' region of Options.TuneCold, coldBytes long (zeros)
+	coldBytes    int64
 	start, end   uintptr
 }
 
@@ -691,8 +693,9 @@ func (b *Backend) timeCandidates(x *run, p *ltPlan, g *ltGEMM, desc uintptr) (in
 	if g.accumulate {
 		beta = b.alpha
 	}
+	weight := b.coldWeights(x, g, int64(g.n)*int64(g.k)*2)
 	launch := func(i int) error {
-		return c.matmul(x.cs.lt, desc, p, b.alpha, beta, g.a, g.b, L.scratch, &p.cands[i].algo, x.ws, x.cs.stream)
+		return c.matmul(x.cs.lt, desc, p, b.alpha, beta, weight(), g.b, L.scratch, &p.cands[i].algo, x.ws, x.cs.stream)
 	}
 	best := make([]float32, len(p.cands))
 	runs := make([]bool, len(p.cands))
@@ -736,6 +739,42 @@ func (b *Backend) timeCandidates(x *run, p *ltPlan, g *ltGEMM, desc uintptr) (in
 	return pick, nil
 }
 
+// coldWeights returns where a timed launch reads its weight of wbytes:
+// g.a's own, or with Options.TuneCold the next of the slots of a region
+// three times the L2 (made on first use, zeros), so that each launch finds
+// its weight in HBM as a forward's GEMMs do, having touched twice the L2
+// since it last read that slot. Without the room (or an L2 size), g.a.
+// With tuneMu held.
+func (b *Backend) coldWeights(x *run, g *ltGEMM, wbytes int64) func() uintptr {
+	L := b.lt
+	stride := align(wbytes, 256)
+	if !b.opts.TuneCold || b.l2 <= 0 {
+		return func() uintptr { return g.a }
+	}
+	if L.cold == 0 {
+		size := 3 * b.l2
+		addr, err := b.allocSpare(size, "GEMM tuning weights")
+		if err != nil {
+			return func() uintptr { return g.a }
+		}
+		if err := b.drv.Call("cuMemsetD8Async", addr, 0, uintptr(size), x.cs.stream); err != nil {
+			b.drv.Call("cuMemFree_v2", addr)
+			return func() uintptr { return g.a }
+		}
+		L.cold, L.coldBytes = addr, size
+	}
+	slots := L.coldBytes / stride
+	if slots < 3 {
+		return func() uintptr { return g.a }
+	}
+	turn := int64(0)
+	return func() uintptr {
+		a := L.cold + uintptr(turn%slots*stride)
+		turn++
+		return a
+	}
+}
+
 // release frees the plans, the scratch and the events; on the worker
 // thread, the GPU idle.
 func (L *ltGEMMs) release(b *Backend) {
@@ -745,12 +784,12 @@ func (L *ltGEMMs) release(b *Backend) {
 	}
 	L.plans = nil
 	L.mu.Unlock()
-	for _, a := range append(L.retired, L.scratch) {
+	for _, a := range append(L.retired, L.scratch, L.cold) {
 		if a != 0 {
 			b.drv.Call("cuMemFree_v2", a)
 		}
 	}
-	L.retired, L.scratch, L.scratchBytes = nil, 0, 0
+	L.retired, L.scratch, L.scratchBytes, L.cold, L.coldBytes = nil, 0, 0, 0, 0
 	for _, e := range []uintptr{L.start, L.end} {
 		if e != 0 {
 			b.drv.Call("cuEventDestroy_v2", e)

@@ -297,3 +297,31 @@ func TestCUBLASLtBesideNamedCUBLAS(t *testing.T) {
 		t.Fatalf("no cuBLASLt beside a named cuBLAS: %v, want it not found there", err)
 	}
 }
+
+// With TuneCold, timed launches read their weight from consecutive slots
+// of the cold region, wrapping before its end; without it, or with a
+// region of fewer than three slots, from the GEMM's own weight.
+func TestColdWeights(t *testing.T) {
+	const base, size = 0x100000, 10 << 10
+	g := &ltGEMM{a: 0x42}
+	for _, c := range []struct {
+		name   string
+		cold   bool
+		wbytes int64
+		want   []uintptr
+	}{
+		{"off", false, 1000, []uintptr{0x42, 0x42, 0x42}},
+		{"cold", true, 3000, []uintptr{base, base + 3072, base + 6144, base, base + 3072}},
+		{"too big", true, 4000, []uintptr{0x42, 0x42}},
+	} {
+		b := &Backend{opts: Options{TuneCold: c.cold}, l2: 1 << 20, lt: &ltGEMMs{cold: base, coldBytes: size}}
+		w := b.coldWeights(nil, g, c.wbytes)
+		var got []uintptr
+		for range c.want {
+			got = append(got, w())
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s: weights at %#x, want %#x", c.name, got, c.want)
+		}
+	}
+}

@@ -180,6 +180,11 @@ type Options struct {
 	// (a GEMM of few rows covers its outputs with fewer blocks than the GPU
 	// has multiprocessors); without tuning (NoTune) it changes nothing.
 	SplitK bool
+	// TuneCold times each candidate reading its weight from somewhere
+	// else each launch, in a region three times the GPU's L2, as a forward
+	// does, whose every GEMM reads another layer's weight from HBM; by
+	// default a candidate's launches read one weight, in L2 after the first.
+	TuneCold bool
 	// MMARows runs the FP16 and FP16X2 GEMMs of at most this many rows (a
 	// question or two: about a hundred) on linear_mma, a tensor-core kernel
 	// of the backend's own, instead of cuBLAS: the weight split over blocks
@@ -326,7 +331,7 @@ func defineFlags(defines map[string]int) []string {
 // precision=fp32|fp16|bf16|fp16x2, device=N, graphs=off, maxgraphs=N,
 // submit=N|off, splits=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnsplit=off|on, attnreg=on|off, attnterms=0|1|2,
 // attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off,
-// tunecands=N, splitk=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, clrows=N, l2pf=N, l2pfdepth=N, pdl=on|off, geglu=vec|scalar, cache=DIR|off,
+// tunecands=N, splitk=off|on, tunecold=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, clrows=N, l2pf=N, l2pfdepth=N, pdl=on|off, geglu=vec|scalar, cache=DIR|off,
 // refine=MARGIN|off, refinetokens=N, define=NAME=VALUE (repeatable: Options.Defines),
 // driver=PATH, nvrtc=PATH, cublas=PATH (the libraries: a CUDA install outside the
 // loader path, or the tests' kernel emulator, which then runs every command that takes
@@ -342,7 +347,7 @@ func ParseOptions(s string) (Options, error) {
 		b             *bool
 	}{"attn": {"mma", "simt", &o.SIMTAttention}, "graphs": {"on", "off", &o.NoGraphs},
 		"small": {"on", "off", &o.NoSmallLinear}, "gemm": {"lt", "blas", &o.GEMMBLAS}, "tune": {"on", "off", &o.NoTune},
-		"geglu": {"vec", "scalar", &o.ScalarGeGLU}, "splitk": {"off", "on", &o.SplitK}, "pdl": {"on", "off", &o.NoPDL}, "mmaln": {"on", "off", &o.MMANoLN}, "attnsplit": {"off", "on", &o.AttentionSplit}, "attnreg": {"on", "off", &o.NoRegAttention}}
+		"geglu": {"vec", "scalar", &o.ScalarGeGLU}, "splitk": {"off", "on", &o.SplitK}, "tunecold": {"off", "on", &o.TuneCold}, "pdl": {"on", "off", &o.NoPDL}, "mmaln": {"on", "off", &o.MMANoLN}, "attnsplit": {"off", "on", &o.AttentionSplit}, "attnreg": {"on", "off", &o.NoRegAttention}}
 	for _, f := range strings.Split(s, ",") {
 		f = strings.TrimSpace(f)
 		if f == "" {
@@ -376,7 +381,7 @@ func ParseOptions(s string) (Options, error) {
 			}
 			*map[string]*string{"driver": &o.Driver, "nvrtc": &o.NVRTC, "cublas": &o.CUBLAS}[k] = v
 		default:
-			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, submit=N|off, splits=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnsplit=off|on, attnreg=on|off, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off, tunecands=N, splitk=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, clrows=N, l2pf=N, l2pfdepth=N, pdl=on|off, geglu=vec|scalar, cache=DIR|off, refine=MARGIN|off, refinetokens=N, define=NAME=VALUE, driver=PATH, nvrtc=PATH, cublas=PATH)")
+			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, submit=N|off, splits=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnsplit=off|on, attnreg=on|off, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off, tunecands=N, splitk=off|on, tunecold=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, clrows=N, l2pf=N, l2pfdepth=N, pdl=on|off, geglu=vec|scalar, cache=DIR|off, refine=MARGIN|off, refinetokens=N, define=NAME=VALUE, driver=PATH, nvrtc=PATH, cublas=PATH)")
 		}
 		if err == nil {
 			err = o.check()

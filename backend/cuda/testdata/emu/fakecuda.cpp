@@ -515,6 +515,7 @@ CUEMU_API int cuDeviceGetAttribute(int* v, int attr, int dev) {
 	    {10, 32},          // WARP_SIZE
 	    {12, 65536},       // MAX_REGISTERS_PER_BLOCK
 	    {16, 132},         // MULTIPROCESSOR_COUNT
+	    {38, 52428800},    // L2_CACHE_SIZE
 	    {39, 2048},        // MAX_THREADS_PER_MULTIPROCESSOR
 	    {75, 9},           // COMPUTE_CAPABILITY_MAJOR
 	    {76, 0},           // COMPUTE_CAPABILITY_MINOR
