@@ -205,8 +205,9 @@ type Options struct {
 	// k not a multiple of 16, and an fp16 output with a residual folded in
 	// stay on cuBLAS.
 	ClusterRows int
-	// PrefetchRows has the backend's kernel just before a cuBLAS GEMM of
-	// 16-bit operands and at most this many rows (a LayerNorm or a GeGLU:
+	// PrefetchRows has the backend's kernel just before a cuBLAS (or
+	// linear_small) GEMM of 16-bit operands and at most this many rows (a
+	// LayerNorm or a GeGLU:
 	// the one recorded last before it in its segment, which takes up to
 	// two GEMMs) ask L2 for that GEMM's weight as it starts, so that the
 	// GEMM reads it from L2 rather than HBM; 0 (the default) asks for

@@ -1643,11 +1643,12 @@ func residentWeight(be *Backend, rows, cols int, addr, half uintptr) *tensor {
 }
 
 // With PrefetchRows, each LayerNorm and GeGLU asks L2 for the weights of
-// the cuBLAS GEMMs recorded after it, up to two and up to the next such
-// kernel: an encoder layer's first LayerNorm for the qkv and attention
-// output weights, its second for the MLP input's, the GeGLU for the MLP
-// output's. GEMMs of more rows, on linear_small, or of a weight written
-// on the stream are not asked for; nor is anything without the option.
+// the cuBLAS (or linear_small) GEMMs recorded after it, up to two and up
+// to the next such kernel: an encoder layer's first LayerNorm for the qkv
+// and attention output weights, its second for the MLP input's, the GeGLU
+// for the MLP output's. GEMMs of more rows, or of a weight written on the
+// stream (FP32: none are 16-bit copies) are not asked for; nor is anything
+// without the option.
 func TestPrefetchWeights(t *testing.T) {
 	const rows, d, inner = 20, 16, 24
 	layer := func(s *stream, be *Backend, m int, base uintptr) (ln1, ln2, glu *op) {
@@ -1692,7 +1693,7 @@ func TestPrefetchWeights(t *testing.T) {
 		{"fp16x2", 1 << 20, rows, FP16X2, [3][2]pfRange{{r(1, 3*d, d), r(2, d, d)}, {r(3, 2*inner, d)}, {r(4, d, inner)}}},
 		{"more rows than l2pf", rows - 1, rows, FP16, [3][2]pfRange{}},
 		{"off", 0, rows, FP16X2, [3][2]pfRange{}},
-		{"linear_small", 1 << 20, smallRows, FP16, [3][2]pfRange{}},
+		{"linear_small", 1 << 20, smallRows, FP16, [3][2]pfRange{{r(1, 3*d, d), r(2, d, d)}, {r(3, 2*inner, d)}, {r(4, d, inner)}}},
 		{"fp32", 1 << 20, rows, FP32, [3][2]pfRange{}},
 	} {
 		be := &Backend{opts: Options{Precision: c.prec, PrefetchRows: c.pf}}
