@@ -184,6 +184,7 @@ type Options struct {
 	// else each launch, in a region three times the GPU's L2, as a forward
 	// does, whose every GEMM reads another layer's weight from HBM; by
 	// default a candidate's launches read one weight, in L2 after the first.
+	// On an H200 it chose no faster algorithms (docs/cuda-perf-log.md).
 	TuneCold bool
 	// MMARows runs the FP16 and FP16X2 GEMMs of at most this many rows (a
 	// question or two: about a hundred) on linear_mma, a tensor-core kernel
@@ -212,7 +213,8 @@ type Options struct {
 	// two GEMMs) ask L2 for that GEMM's weight as it starts, so that the
 	// GEMM reads it from L2 rather than HBM; 0 (the default) asks for
 	// nothing. At one question a GEMM's weight streams in far faster than
-	// the GEMM takes: it waits on each k-step's loads.
+	// the GEMM takes; but on an H200 prefetching cost 2–6 % of one
+	// question's GPU time (docs/cuda-perf-log.md).
 	PrefetchRows int
 	// PrefetchDepth is which kernel before such a GEMM asks for its weight:
 	// the last LayerNorm or GeGLU before it (1, or 0), or the one before
