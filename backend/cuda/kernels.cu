@@ -206,9 +206,10 @@ __device__ __forceinline__ void pdl_launch() {
 // l2_prefetch asks L2 for bytes at p without waiting: this thread's share
 // (part of parts) of its 128-byte lines, a prefetch.global.L2 each. The
 // kernels that run just before GEMMs of few rows on cuBLAS ask for those
-// GEMMs' weights (PF_PARAMS): at one question a GEMM waits on its weight's
-// loads from HBM, k-step after k-step, and finds them in L2 instead
-// (stream.go, Options.PrefetchRows). (sm_90's cp.async.bulk.prefetch.L2
+// GEMMs' weights (PF_PARAMS) with Options.PrefetchRows, so that a GEMM
+// waiting on its weight's loads k-step after k-step finds them in L2: off
+// by default, since on an H200 it cost one question 2–6 % of its GPU time
+// (docs/cuda-perf-log.md). (sm_90's cp.async.bulk.prefetch.L2
 // asks for kilobytes in one instruction, but needs PTX 8.0, which the
 // ptxas of the compile checks predates; a weight of 10 MB is about four
 // lines a thread of a LayerNorm's grid.)

@@ -329,8 +329,8 @@ type pfRange struct {
 }
 
 // pfArgs are o's prefetch arguments (PF_PARAMS).
-func (o *op) pfArgs() []uint64 {
-	return []uint64{u64(o.pf[0].addr), uint64(o.pf[0].bytes), u64(o.pf[1].addr), uint64(o.pf[1].bytes)}
+func (o *op) pfArgs() [4]uint64 {
+	return [4]uint64{u64(o.pf[0].addr), uint64(o.pf[0].bytes), u64(o.pf[1].addr), uint64(o.pf[1].bytes)}
 }
 
 const (
@@ -562,10 +562,10 @@ func (s *stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activat
 // prefetch has one of the segment's LayerNorms and GeGLUs ask L2 for lin's
 // weight (Options.PrefetchRows): a resident weight's 16-bit copy read by a
 // cuBLAS GEMM of few enough rows, or by linear_small (the heads' Linears,
-// which wait on their weights' loads as much). The kernel asks as it starts: the last
-// one recorded before the GEMM, or with PrefetchDepth d the d-th last (the
-// segment's first if it has fewer), for a longer lead; each asks for up to
-// two weights, a full one leaving the GEMM to the next.
+// which wait on their weights' loads as much). The kernel asks as it
+// starts: the last one recorded before the GEMM, or with PrefetchDepth d
+// the d-th last (the segment's first if it has fewer), for a longer lead;
+// each asks for up to two weights, a full one leaving the GEMM to the next.
 func (s *stream) prefetch(lin *linearOp) {
 	hs := s.pfHosts
 	if len(hs) == 0 || lin.m > s.be.opts.PrefetchRows || lin.wHalf == 0 || lin.mma || lin.cl {
