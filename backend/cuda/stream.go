@@ -455,7 +455,7 @@ func (s *stream) LayerNorm(dst, x, weight, bias backend.Tensor, eps float32) {
 	})
 	o.ln = ln
 	d.lastWriter = o
-	s.pfHosts = append(s.pfHosts, o)
+	s.prefetchHost(o)
 }
 
 func (s *stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activation) {
@@ -556,6 +556,15 @@ func (s *stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activat
 	if p := in.lastWriter; lin.mma && !read && p != nil && p.ln != nil && len(s.ops) > 1 && s.ops[len(s.ops)-2] == p &&
 		d != p.ln.x && d != in && in.halfReader == nil && in.gluReader == nil {
 		in.lnReader = lin
+	}
+}
+
+// prefetchHost notes o, a LayerNorm or GeGLU, as a kernel that may ask L2
+// for the weights of GEMMs recorded after it; without Options.PrefetchRows
+// none is kept.
+func (s *stream) prefetchHost(o *op) {
+	if s.be.opts.PrefetchRows > 0 {
+		s.pfHosts = append(s.pfHosts, o)
 	}
 }
 
@@ -942,7 +951,7 @@ func (s *stream) GeGLU(dst, x backend.Tensor) {
 	})
 	d.lastWriter = o
 	o.glu = d
-	s.pfHosts = append(s.pfHosts, o)
+	s.prefetchHost(o)
 	if half {
 		in.f32Read, in.halfReader = false, o
 	}
