@@ -286,7 +286,7 @@ func (b *Backend) needExtras() bool {
 	// FP16X2's reduced streams are FP16's: one term fits where two do.
 	t := cmp.Or(o.AttentionTerms, terms(o.Precision))
 	for _, dh := range attnHeadDims {
-		if attnMMAShared(dh, defaultMMAWarps, t) > b.sharedOptin {
+		if attnMMAShared(dh, defaultMMAWarps, t, b.mmaKC()) > b.sharedOptin {
 			return true
 		}
 	}
@@ -507,7 +507,7 @@ func (b *Backend) setKernelAttributes() error {
 	}
 	for dh, fs := range b.k.attentionMMA {
 		for i := range fs {
-			if err := fit(&fs[i], dh, func(terms int) int { return attnMMAShared(dh, mmaWarps[i], terms) }); err != nil {
+			if err := fit(&fs[i], dh, func(terms int) int { return attnMMAShared(dh, mmaWarps[i], terms, b.mmaKC()) }); err != nil {
 				return err
 			}
 		}

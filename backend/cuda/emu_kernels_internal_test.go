@@ -54,6 +54,29 @@ func TestEmuAttentionMMA(t *testing.T) {
 	}
 }
 
+// The tensor-core attention built with other chunks of keys
+// (ATTN_MMA_KC16): 128 keys (a short row's keys in one chunk, rows of 93
+// and 17, and one of 140 in two, the second partly filled), 32 (several
+// chunks a row), with four and eight warps, a sliding window across chunk
+// boundaries and right padding, in one and two terms, against float64.
+func TestEmuAttentionMMAChunks(t *testing.T) {
+	const dh, heads = 64, 2
+	for _, c := range []struct {
+		kc16, warps int
+		l           emuAttnLayout
+	}{
+		{8, 4, emuAttnLayout{lens: []int{93, 17, 140}}},
+		{8, 8, emuAttnLayout{lens: []int{93, 17, 140}, radius: 40}},
+		{8, 8, emuAttnLayout{lens: []int{93, 17}, seqLen: 100}},
+		{2, 4, emuAttnLayout{lens: []int{93, 17}, radius: 20}},
+	} {
+		qkv := emuQKV(c.l, heads, dh, uint64(c.kc16), uint64(c.warps), 1)
+		t.Run(fmt.Sprintf("kc=%d,warps=%d,seqlen=%d,radius=%d", 16*c.kc16, c.warps, c.l.seqLen, c.l.radius), func(t *testing.T) {
+			emuAttentionMMATuned(t, c.kc16, dh, heads, c.warps, false, c.l, qkv)
+		})
+	}
+}
+
 // The key-split tensor-core attention (four warps sharing a tile of 16
 // queries, each a quarter of every chunk's keys) against float64: rows of
 // 93 keys (two chunks, the second partly empty) and 17, packed and
@@ -131,6 +154,16 @@ func emuQKV(l emuAttnLayout, heads, dh int, seed1, seed2 uint64, gain float64) [
 }
 
 func emuAttentionMMA(t *testing.T, dh, heads, warps int, split bool, l emuAttnLayout, qkv []float32, termsList ...int) {
+	emuAttentionMMATuned(t, 4, dh, heads, warps, split, l, qkv, termsList...)
+}
+
+// emuAttentionMMATuned is emuAttentionMMA on kernels built with chunks of
+// 16·kc16 keys (ATTN_MMA_KC16; 4 is the default build).
+func emuAttentionMMATuned(t *testing.T, kc16, dh, heads, warps int, split bool, l emuAttnLayout, qkv []float32, termsList ...int) {
+	bin := emuRunner(t)
+	if kc16 != 4 {
+		bin = emuRunnerTuned(t, fmt.Sprintf("ATTN_MMA_KC16=%d", kc16))
+	}
 	width := heads * dh
 	rows := l.rows()
 	qt := 16 * warps
@@ -162,11 +195,11 @@ func emuAttentionMMA(t *testing.T, dh, heads, warps int, split bool, l emuAttnLa
 			// The output's 16-bit copy for the GEMM after: fp16, or two
 			// fp16 terms (kind 3) lo elements apart.
 			kind, lo := 2*terms-1, rows*width
-			name, smem := fmt.Sprintf("attention_mma%d_%d_%d", dh, warps, terms), attnMMAShared(dh, warps, terms)
+			name, smem := fmt.Sprintf("attention_mma%d_%d_%d", dh, warps, terms), attnMMAShared(dh, warps, terms, 16*kc16)
 			if split {
 				name, smem = fmt.Sprintf("attention_mma%d_%ds_%d", dh, warps, terms), attnSplitShared(dh, terms)
 			}
-			out := emuRun(t, [][]byte{f32Bytes(dst), f32Bytes(qkv), tileBytes, make([]byte, 2*2*lo)}, emuLaunch{
+			out := emuRunOn(t, bin, [][]byte{f32Bytes(dst), f32Bytes(qkv), tileBytes, make([]byte, 2*2*lo)}, emuLaunch{
 				name: name, grid: [3]int{len(tiles) / 5, heads, 1}, threads: 32 * warps, smem: smem,
 				args: []emuArg{emuBuf(0, 0), emuBuf(1, 0), emuVal(0), emuBuf(2, 0), emuInt(heads), emuF32(scale),
 					emuVal(boolArg(l.radius > 0)), emuInt(l.radius), emuVal(0), emuBuf(3, 0), emuInt(kind), emuVal(uint64(lo))},

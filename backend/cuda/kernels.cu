@@ -45,6 +45,13 @@ typedef unsigned long long u64;
 #ifndef ATTN_MMA_UNROLL
 #define ATTN_MMA_UNROLL 4
 #endif
+// ATTN_MMA_KC16: the keys of a chunk of the tensor-core attention (not the
+// key-split kernels', 64), in sixteens: 8 takes a row of up to 128 keys in
+// one round of loads and one pair of barriers, for more registers of scores
+// a thread (stream.go's attnMMAShared reads it too).
+#ifndef ATTN_MMA_KC16
+#define ATTN_MMA_KC16 4
+#endif
 // ATTN_MINB: 0 keeps each tiled (float32) attention kernel's own minimum
 // of blocks a multiprocessor (what its shared memory allows); N sets every
 // one's to N, or to as many as a multiprocessor's 64 warps hold (4 of the
@@ -1320,7 +1327,7 @@ template <int DH, int W, int TERMS, bool HIN, bool SPLIT>
 __device__ void attn_mma(float* dst, const void* qkv, long long two, const int* tiles, int heads, float scale, int sliding,
 	int radius, const float* rope, u16* hout, int kind, long long hlo) {
 	static_assert(!SPLIT || W == 4, "the key-split kernel's four warps take 16 keys each of a 64-key chunk");
-	const int KC = 64, QT = SPLIT ? 16 : 16 * W, KS = DH + 8, H4 = DH / 8, KD = DH / 16, ND = DH / 8;
+	const int KC = SPLIT ? 64 : 16 * ATTN_MMA_KC16, QT = SPLIT ? 16 : 16 * W, KS = DH + 8, H4 = DH / 8, KD = DH / 16, ND = DH / 8;
 	// The 8-key score tiles of a chunk a warp computes, and the 16-key
 	// steps of its probabilities times values.
 	const int NT = SPLIT ? 2 : KC / 8, KK = SPLIT ? 1 : KC / 16;

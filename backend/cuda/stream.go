@@ -1216,7 +1216,7 @@ func (s *stream) attentionKernel(tiled *[5]uintptr, p backend.AttentionParams, r
 				if terms == 1 {
 					half = mma[i][2]
 				}
-				return fn, half, 16 * w, w, attnMMAShared(p.HeadDim, w, terms)
+				return fn, half, 16 * w, w, attnMMAShared(p.HeadDim, w, terms, s.be.mmaKC())
 			}
 		}
 	}
@@ -1243,10 +1243,18 @@ func (s *stream) attentionKernel(tiled *[5]uintptr, p backend.AttentionParams, r
 
 // attnMMAShared is the dynamic shared memory of the tensor-core attention
 // kernel for head dim dh, w warps a block and terms fp16 terms (attn_mma's
-// K, V and Q: 64 keys a chunk, 16·w queries, rows padded by 8 halves).
-func attnMMAShared(dh, w, terms int) int {
-	const kc = 64
+// K, V and Q: kc keys a chunk, 16·w queries, rows padded by 8 halves).
+func attnMMAShared(dh, w, terms, kc int) int {
 	return 2 * terms * (2*kc + 16*w) * (dh + 8)
+}
+
+// mmaKC is the keys a chunk of the tensor-core attention kernels as
+// compiled (the ATTN_MMA_KC16 tunable, Options.Defines).
+func (b *Backend) mmaKC() int {
+	if v, ok := b.opts.Defines["ATTN_MMA_KC16"]; ok {
+		return 16 * v
+	}
+	return 64
 }
 
 // splitWarps are the warps of the key-split tensor-core attention kernels
