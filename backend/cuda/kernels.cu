@@ -45,10 +45,10 @@ typedef unsigned long long u64;
 #ifndef ATTN_MMA_UNROLL
 #define ATTN_MMA_UNROLL 4
 #endif
-// ATTN_MMA_KC16: the keys of a chunk of the tensor-core attention (not the
-// key-split kernels', 64), in sixteens: 8 takes a row of up to 128 keys in
-// one round of loads and one pair of barriers, for more registers of scores
-// a thread (stream.go's attnMMAShared reads it too).
+// ATTN_MMA_KC16: the keys a chunk of the tensor-core attention loads (not
+// the key-split kernels', 64), in sixteens: 8 takes a row of up to 128 keys
+// in one round of loads and one pair of barriers, its scores still computed
+// 64 keys at a time (stream.go's attnMMAShared reads it too).
 #ifndef ATTN_MMA_KC16
 #define ATTN_MMA_KC16 4
 #endif
@@ -63,11 +63,11 @@ typedef unsigned long long u64;
 #ifndef LMMA_MINB
 #define LMMA_MINB 1
 #endif
-// GEGLU_ERF: 1 computes GeGLU's GELU as 0.5·v·(1 + erf(v/√2)) where its
-// output is one 16-bit term (fp16, bf16); 0 (the default) as
-// 0.5·v·erfc(−v/√2) there too, as FP16X2's two terms always do (geglu1).
+// GEGLU_ERF: 1 (the default) computes GeGLU's GELU as 0.5·v·(1 + erf(v/√2))
+// where its output is one 16-bit term (fp16, bf16); 0 as 0.5·v·erfc(−v/√2)
+// there too, as FP16X2's two terms always do (geglu1).
 #ifndef GEGLU_ERF
-#define GEGLU_ERF 0
+#define GEGLU_ERF 1
 #endif
 // The launch bounds with a minimum only where one is asked for, so that
 // the defaults compile exactly as the bounds without one.
@@ -526,11 +526,12 @@ extern "C" __global__ void act_map(float* dst, const float* x, long long n, int 
 #endif
 
 // geglu's GELU is gelu (double) in fp32 runs and the float32 erfc form when
-// its output feeds 16-bit GEMM operands anyway (fast != 0). With GEGLU_ERF,
-// one 16-bit term (kind 1 fp16, 2 bf16; not FP16X2's two, which keep
-// float32's precision) takes the erf form instead, for GeGLU is
-// compute-bound in the fp16 runs of ten and fifty questions
-// (docs/cuda-perf-log.md): its error where 1 + erf cancels (v below about
+// its output feeds 16-bit GEMM operands anyway (fast != 0). With GEGLU_ERF
+// (the default), one 16-bit term (kind 1 fp16, 2 bf16; not FP16X2's two,
+// which keep float32's precision) takes the erf form instead, for GeGLU is
+// compute-bound in the fp16 runs of ten and fifty questions and erff costs
+// less than erfcf: 2–3 % of English GPU time on an H200
+// (docs/cuda-perf-log.md). Its error where 1 + erf cancels (v below about
 // −3, |GELU| under 0.004) is a few float32 ulps of 1 times v, under the
 // 16-bit rounding of the GEMM sums it joins. geglu, geglu4 and
 // linear_mma's fused GeGLU share it, so that they agree bit for bit.
@@ -1330,7 +1331,7 @@ __device__ void attn_mma(float* dst, const void* qkv, long long two, const int* 
 	const int KC = SPLIT ? 64 : 16 * ATTN_MMA_KC16, QT = SPLIT ? 16 : 16 * W, KS = DH + 8, H4 = DH / 8, KD = DH / 16, ND = DH / 8;
 	// The 8-key score tiles of a chunk a warp computes, and the 16-key
 	// steps of its probabilities times values.
-	const int NT = SPLIT ? 2 : KC / 8, KK = SPLIT ? 1 : KC / 16;
+	const int SC = KC < 64 ? KC : 64, NT = SPLIT ? 2 : SC / 8, KK = SPLIT ? 1 : SC / 16;
 	const int KT = KC * KS, QTS = QT * KS; // a term's halves
 	extern __shared__ float4 smem4[];
 	u16* Ks = (u16*)smem4;      // [TERMS][KC][KS]
@@ -1398,88 +1399,92 @@ __device__ void attn_mma(float* dst, const void* qkv, long long two, const int* 
 					qa[e][kd][3] = *(const u32*)(q + 8 * KS + 8);
 				}
 		}
-		float s[NT][4];
+		// The chunk's keys SC at a time: a chunk longer than 64 keys loads
+		// them in one round, its scores stay a 64-key step's registers.
+		for (int sb = 0; sb < KC && kb + sb < khi; sb += SC) {
+			float s[NT][4];
 #pragma unroll
-		for (int nt = 0; nt < NT; nt++) {
-			s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
-			const u16* kp = Ks + (8 * (nt0 + nt) + g) * KS + 2 * tq;
+			for (int nt = 0; nt < NT; nt++) {
+				s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
+				const u16* kp = Ks + (sb + 8 * (nt0 + nt) + g) * KS + 2 * tq;
 #pragma unroll
-			for (int kd = 0; kd < KD; kd++) {
-				u32 b0 = *(const u32*)(kp + 16 * kd), b1 = *(const u32*)(kp + 16 * kd + 8);
-				mma16816(s[nt], qa[0][kd], b0, b1);
-				if (TERMS == 2) {
-					mma16816(s[nt], qa[0][kd], *(const u32*)(kp + KT + 16 * kd), *(const u32*)(kp + KT + 16 * kd + 8));
-					mma16816(s[nt], qa[TERMS - 1][kd], b0, b1);
+				for (int kd = 0; kd < KD; kd++) {
+					u32 b0 = *(const u32*)(kp + 16 * kd), b1 = *(const u32*)(kp + 16 * kd + 8);
+					mma16816(s[nt], qa[0][kd], b0, b1);
+					if (TERMS == 2) {
+						mma16816(s[nt], qa[0][kd], *(const u32*)(kp + KT + 16 * kd), *(const u32*)(kp + KT + 16 * kd + 8));
+						mma16816(s[nt], qa[TERMS - 1][kd], b0, b1);
+					}
 				}
 			}
-		}
-		float xa = -1e30f, xb = -1e30f;
+			float xa = -1e30f, xb = -1e30f;
 #pragma unroll
-		for (int nt = 0; nt < NT; nt++)
+			for (int nt = 0; nt < NT; nt++)
 #pragma unroll
-			for (int e = 0; e < 2; e++) {
-				int key = kb + 8 * (nt0 + nt) + 2 * tq + e;
-				s[nt][e] = key >= loA && key < hiA ? s[nt][e] * sl2 : NEG_INF;
-				s[nt][2 + e] = key >= loB && key < hiB ? s[nt][2 + e] * sl2 : NEG_INF;
-				xa = fmaxf(xa, s[nt][e]);
-				xb = fmaxf(xb, s[nt][2 + e]);
+				for (int e = 0; e < 2; e++) {
+					int key = kb + sb + 8 * (nt0 + nt) + 2 * tq + e;
+					s[nt][e] = key >= loA && key < hiA ? s[nt][e] * sl2 : NEG_INF;
+					s[nt][2 + e] = key >= loB && key < hiB ? s[nt][2 + e] * sl2 : NEG_INF;
+					xa = fmaxf(xa, s[nt][e]);
+					xb = fmaxf(xb, s[nt][2 + e]);
+				}
+			// A row's keys of the chunk lie with the four lanes of a quad.
+			xa = fmaxf(xa, __shfl_xor_sync(0xffffffffu, xa, 1));
+			xa = fmaxf(xa, __shfl_xor_sync(0xffffffffu, xa, 2));
+			xb = fmaxf(xb, __shfl_xor_sync(0xffffffffu, xb, 1));
+			xb = fmaxf(xb, __shfl_xor_sync(0xffffffffu, xb, 2));
+			float nA = fmaxf(mA, xa), nB = fmaxf(mB, xb), cA = exp2f(mA - nA), cB = exp2f(mB - nB), sA = 0.0f, sB = 0.0f;
+			mA = nA;
+			mB = nB;
+#pragma unroll
+			for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+				for (int e = 0; e < 2; e++) {
+					s[nt][e] = exp2f(s[nt][e] - nA);
+					s[nt][2 + e] = exp2f(s[nt][2 + e] - nB);
+					sA += s[nt][e];
+					sB += s[nt][2 + e];
+				}
+			lA = lA * cA + sA; // per lane; the quad's partial sums meet at the end
+			lB = lB * cB + sB;
+#pragma unroll
+			for (int nd = 0; nd < ND; nd++) {
+				o[nd][0] *= cA;
+				o[nd][1] *= cA;
+				o[nd][2] *= cB;
+				o[nd][3] *= cB;
 			}
-		// A row's keys of the chunk lie with the four lanes of a quad.
-		xa = fmaxf(xa, __shfl_xor_sync(0xffffffffu, xa, 1));
-		xa = fmaxf(xa, __shfl_xor_sync(0xffffffffu, xa, 2));
-		xb = fmaxf(xb, __shfl_xor_sync(0xffffffffu, xb, 1));
-		xb = fmaxf(xb, __shfl_xor_sync(0xffffffffu, xb, 2));
-		float nA = fmaxf(mA, xa), nB = fmaxf(mB, xb), cA = exp2f(mA - nA), cB = exp2f(mB - nB), sA = 0.0f, sB = 0.0f;
-		mA = nA;
-		mB = nB;
 #pragma unroll
-		for (int nt = 0; nt < NT; nt++)
-#pragma unroll
-			for (int e = 0; e < 2; e++) {
-				s[nt][e] = exp2f(s[nt][e] - nA);
-				s[nt][2 + e] = exp2f(s[nt][2 + e] - nB);
-				sA += s[nt][e];
-				sB += s[nt][2 + e];
-			}
-		lA = lA * cA + sA; // per lane; the quad's partial sums meet at the end
-		lB = lB * cB + sB;
-#pragma unroll
-		for (int nd = 0; nd < ND; nd++) {
-			o[nd][0] *= cA;
-			o[nd][1] *= cA;
-			o[nd][2] *= cB;
-			o[nd][3] *= cB;
-		}
-#pragma unroll
-		for (int kk = 0; kk < KK; kk++) {
-			u32 p[TERMS][4];
-			if (TERMS == 2) {
-				split2(s[2 * kk][0], s[2 * kk][1], p[0][0], p[TERMS - 1][0]);
-				split2(s[2 * kk][2], s[2 * kk][3], p[0][1], p[TERMS - 1][1]);
-				split2(s[2 * kk + 1][0], s[2 * kk + 1][1], p[0][2], p[TERMS - 1][2]);
-				split2(s[2 * kk + 1][2], s[2 * kk + 1][3], p[0][3], p[TERMS - 1][3]);
-			} else {
-				p[0][0] = pack2(s[2 * kk][0], s[2 * kk][1]);
-				p[0][1] = pack2(s[2 * kk][2], s[2 * kk][3]);
-				p[0][2] = pack2(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-				p[0][3] = pack2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
-			}
-			// Lane l points at key 16kk + 8·(l/8 % 2) + l%8, dims from
-			// 8·(nd + l/16): b[0], b[1] are head dims 8nd.., b[2], b[3] the
-			// next eight.
-			const u16* vp = Vs + (16 * (SPLIT ? warp : kk) + (lane & 15)) * KS + 8 * (lane >> 4);
-#pragma unroll
-			for (int nd = 0; nd < ND; nd += 2) {
-				u32 b[4], c[4];
-				ldsm4t(b, vp + 8 * nd);
-				mma16816(o[nd], p[0], b[0], b[1]);
-				mma16816(o[nd + 1], p[0], b[2], b[3]);
+			for (int kk = 0; kk < KK; kk++) {
+				u32 p[TERMS][4];
 				if (TERMS == 2) {
-					ldsm4t(c, vp + KT + 8 * nd);
-					mma16816(o[nd], p[0], c[0], c[1]);
-					mma16816(o[nd + 1], p[0], c[2], c[3]);
-					mma16816(o[nd], p[TERMS - 1], b[0], b[1]);
-					mma16816(o[nd + 1], p[TERMS - 1], b[2], b[3]);
+					split2(s[2 * kk][0], s[2 * kk][1], p[0][0], p[TERMS - 1][0]);
+					split2(s[2 * kk][2], s[2 * kk][3], p[0][1], p[TERMS - 1][1]);
+					split2(s[2 * kk + 1][0], s[2 * kk + 1][1], p[0][2], p[TERMS - 1][2]);
+					split2(s[2 * kk + 1][2], s[2 * kk + 1][3], p[0][3], p[TERMS - 1][3]);
+				} else {
+					p[0][0] = pack2(s[2 * kk][0], s[2 * kk][1]);
+					p[0][1] = pack2(s[2 * kk][2], s[2 * kk][3]);
+					p[0][2] = pack2(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+					p[0][3] = pack2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+				}
+				// Lane l points at key 16kk + 8·(l/8 % 2) + l%8, dims from
+				// 8·(nd + l/16): b[0], b[1] are head dims 8nd.., b[2], b[3] the
+				// next eight.
+				const u16* vp = Vs + (sb + 16 * (SPLIT ? warp : kk) + (lane & 15)) * KS + 8 * (lane >> 4);
+#pragma unroll
+				for (int nd = 0; nd < ND; nd += 2) {
+					u32 b[4], c[4];
+					ldsm4t(b, vp + 8 * nd);
+					mma16816(o[nd], p[0], b[0], b[1]);
+					mma16816(o[nd + 1], p[0], b[2], b[3]);
+					if (TERMS == 2) {
+						ldsm4t(c, vp + KT + 8 * nd);
+						mma16816(o[nd], p[0], c[0], c[1]);
+						mma16816(o[nd + 1], p[0], c[2], c[3]);
+						mma16816(o[nd], p[TERMS - 1], b[0], b[1]);
+						mma16816(o[nd + 1], p[TERMS - 1], b[2], b[3]);
+					}
 				}
 			}
 		}

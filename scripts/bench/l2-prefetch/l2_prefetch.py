@@ -57,9 +57,25 @@ extern "C" __global__ void line(const char* p, long long bytes) {
 """
 
 
+def loaded(stem):
+    """The path of a library this process has mapped (torch loads the
+    driver where the host keeps it), or None."""
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                path = line.split()[-1]
+                if os.path.basename(path).startswith(stem):
+                    return path
+    except OSError:
+        pass
+    return None
+
+
 def lib(names):
     for n in names:
-        for p in glob.glob(n):
+        # A bare name is for the dynamic loader's own search, which glob
+        # does not do.
+        for p in glob.glob(n) if "/" in n else [n]:
             try:
                 return ctypes.CDLL(p)
             except OSError:
@@ -69,7 +85,7 @@ def lib(names):
 
 torch.cuda.init()
 torch.zeros(1, device="cuda")
-cuda = lib(["/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/usr/lib64/libcuda.so.1", "libcuda.so.1"])
+cuda = lib([p for p in [loaded("libcuda.so")] if p] + ["/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/usr/lib64/libcuda.so.1", "libcuda.so.1"])
 site = os.path.dirname(os.path.dirname(torch.__file__))
 nvrtc = lib(["/usr/local/cuda/lib64/libnvrtc.so*", site + "/nvidia/cu*/lib/libnvrtc.so*", site + "/nvidia/cuda_nvrtc/lib/libnvrtc.so*"])
 
