@@ -230,33 +230,37 @@ type ltGEMM struct {
 	typ     uint32 // cudaR16F or cudaR16BF
 	dtyp    uint32 // D's: cudaR32F, or cudaR16F (an output for one GeGLU or attention alone)
 	// batch is 1, or 2: FP16X2's two terms of B into two D (A's stride
-	// 0, one weight), strideB and strideD elements apart.
-	batch            int
-	strideB, strideD int64
-	epilogue         uint32
-	accumulate       bool // beta = 1: D += the product
-	a, b, d, bias    uintptr
+	// 0, one weight), strideB and strideD elements apart; or the two
+	// halves of k (Options.KBatchRows: k is then a half, ld the whole,
+	// strideA and strideB k elements apart in A's and B's rows).
+	batch                     int
+	strideA, strideB, strideD int64
+	ld                        int // A's and B's leading dimension; 0: k
+	epilogue                  uint32
+	accumulate                bool // beta = 1: D += the product
+	a, b, d, bias             uintptr
 }
 
 // ltKey is everything an ltGEMM's descriptors and chosen algorithm depend
 // on; its addresses count only by their alignment.
 type ltKey struct {
-	m, n, k          int
-	typ, dtyp        uint32
-	batch            int
-	strideB, strideD int64
-	epilogue         uint32
-	accumulate       bool
-	align            [4]uint32 // bytes, up to 256: A, B, C and D, bias
+	m, n, k, ld               int
+	typ, dtyp                 uint32
+	batch                     int
+	strideA, strideB, strideD int64
+	epilogue                  uint32
+	accumulate                bool
+	align                     [4]uint32 // bytes, up to 256: A, B, C and D, bias
 }
 
 func (g *ltGEMM) key() ltKey {
-	k := ltKey{m: g.m, n: g.n, k: g.k, typ: g.typ, dtyp: g.dtyp, batch: g.batch, epilogue: g.epilogue, accumulate: g.accumulate}
+	k := ltKey{m: g.m, n: g.n, k: g.k, ld: cmp.Or(g.ld, g.k), typ: g.typ, dtyp: g.dtyp, batch: g.batch, epilogue: g.epilogue,
+		accumulate: g.accumulate}
 	if g.batch > 1 {
-		k.strideB, k.strideD = g.strideB, g.strideD
+		k.strideA, k.strideB, k.strideD = g.strideA, g.strideB, g.strideD
 	}
 	// A batch's second matrices lie a stride on: their alignment counts.
-	k.align = [4]uint32{alignment(g.a, 0), alignment(g.b, 2*k.strideB), alignment(g.d, 4*k.strideD), alignment(g.bias, 0)}
+	k.align = [4]uint32{alignment(g.a, 2*k.strideA), alignment(g.b, 2*k.strideB), alignment(g.d, 4*k.strideD), alignment(g.bias, 0)}
 	return k
 }
 
@@ -374,10 +378,10 @@ func (c *cublasLt) newPlan(h uintptr, k ltKey, desc uintptr, cands int, splitK b
 			}
 			desc = p.desc
 		}
-		if p.a, err = c.newLayout(k.typ, k.k, k.n, k.k, k.batch, 0); err != nil {
+		if p.a, err = c.newLayout(k.typ, k.k, k.n, k.ld, k.batch, k.strideA); err != nil {
 			return err
 		}
-		if p.b, err = c.newLayout(k.typ, k.k, k.m, k.k, k.batch, k.strideB); err != nil {
+		if p.b, err = c.newLayout(k.typ, k.k, k.m, k.ld, k.batch, k.strideB); err != nil {
 			return err
 		}
 		if p.d, err = c.newLayout(k.dtyp, k.n, k.m, k.n, k.batch, k.strideD); err != nil {

@@ -252,7 +252,11 @@
 // rows on linear_cl, whose clusters of blocks split k and add their
 // products in shared memory; needs compute capability 9.0; 0, the
 // default, keeps them on cuBLAS; on an H100 one English question took
-// 1.85 times the default's GPU time with it), pdl=on|off (off: the backend's own kernels
+// 1.85 times the default's GPU time with it), kbatch=N (each plain GEMM
+// of one fp16 term and at most N rows on cuBLAS as one batch of two GEMMs
+// over k's halves, their products stacked for the reader to add, as
+// FP16X2's terms are: twice the blocks, each half as long; 0, the
+// default, keeps them whole), pdl=on|off (off: the backend's own kernels
 // without programmatic dependent launch), geglu=vec|scalar (vec, the default: GeGLU a float4 a thread where the
 // widths allow, bit for bit scalar's, 7 % less GPU time at ten and fifty
 // English questions on an H200);

@@ -92,6 +92,10 @@ var emuConfigs = []emuConfig{
 	// The GEMMs of few rows on linear_cl, in FP16 and in FP16X2's reduced
 	// streams (every batch in FP16 first).
 	{"FP16X2+refine+clrows", Options{Precision: FP16X2, Refine: DefaultRefine, RefineTokens: 1, ClusterRows: MaxMMARows}},
+	// Every batch in FP16 first with each plain GEMM split over k's
+	// halves (kbatch: stacked products, their residual Adds in the
+	// LayerNorms), its near-ties again in FP16X2.
+	{"FP16X2+refine+kbatch", Options{Precision: FP16X2, Refine: DefaultRefine, RefineTokens: 1, KBatchRows: 1 << 20}},
 	// Every batch in FP16 first, its near-ties again in FP16X2, as the
 	// registered backend runs them, on the few-rows kernels and the
 	// key-split attention.

@@ -206,6 +206,16 @@ type Options struct {
 	// k not a multiple of 16, and an fp16 output with a residual folded in
 	// stay on cuBLAS.
 	ClusterRows int
+	// KBatchRows runs each plain product (no bias or activation: every
+	// GEMM of the ModernBERT encoder) of one fp16 term (FP16, and FP16X2's
+	// reduced streams) of at most this many rows on cuBLAS as two GEMMs
+	// over the two halves of k in one strided batch, whose two float32
+	// products stay apart for what reads them to add, as FP16X2's two
+	// terms' do: twice the blocks, each walking half of k, where a GEMM of
+	// one question covers the GPU with few blocks that each wait out every
+	// step of k. 0 (the default) keeps each such GEMM whole; k must be a
+	// multiple of 32.
+	KBatchRows int
 	// PrefetchRows has the backend's kernel just before a cuBLAS (or
 	// linear_small) GEMM of 16-bit operands and at most this many rows (a
 	// LayerNorm or a GeGLU:
@@ -335,7 +345,7 @@ func defineFlags(defines map[string]int) []string {
 // precision=fp32|fp16|bf16|fp16x2, device=N, graphs=off, maxgraphs=N,
 // submit=N|off, splits=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnsplit=off|on, attnreg=on|off, attnterms=0|1|2,
 // attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off,
-// tunecands=N, splitk=off|on, tunecold=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, clrows=N, l2pf=N, l2pfdepth=N, pdl=on|off, geglu=vec|scalar, cache=DIR|off,
+// tunecands=N, splitk=off|on, tunecold=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, clrows=N, kbatch=N, l2pf=N, l2pfdepth=N, pdl=on|off, geglu=vec|scalar, cache=DIR|off,
 // refine=MARGIN|off, refinetokens=N, define=NAME=VALUE (repeatable: Options.Defines),
 // driver=PATH, nvrtc=PATH, cublas=PATH (the libraries: a CUDA install outside the
 // loader path, or the tests' kernel emulator, which then runs every command that takes
@@ -343,7 +353,7 @@ func defineFlags(defines map[string]int) []string {
 func ParseOptions(s string) (Options, error) {
 	var o Options
 	ints := map[string]*int{"device": &o.Device, "bucket": &o.Bucket, "attnqpw": &o.QueriesPerWarp,
-		"attnwarps": &o.AttentionWarps, "mmawarps": &o.MMAWarps, "attnterms": &o.AttentionTerms, "maxgraphs": &o.MaxGraphs, "refinetokens": &o.RefineTokens, "tunecands": &o.TuneCandidates, "splits": &o.SubmitSplits, "mmarows": &o.MMARows, "mmacols": &o.MMACols, "clrows": &o.ClusterRows, "l2pf": &o.PrefetchRows, "l2pfdepth": &o.PrefetchDepth}
+		"attnwarps": &o.AttentionWarps, "mmawarps": &o.MMAWarps, "attnterms": &o.AttentionTerms, "maxgraphs": &o.MaxGraphs, "refinetokens": &o.RefineTokens, "tunecands": &o.TuneCandidates, "splits": &o.SubmitSplits, "mmarows": &o.MMARows, "mmacols": &o.MMACols, "clrows": &o.ClusterRows, "kbatch": &o.KBatchRows, "l2pf": &o.PrefetchRows, "l2pfdepth": &o.PrefetchDepth}
 	// Two-word options: the words, and the field that is whether it is
 	// the second.
 	words := map[string]struct {
@@ -385,7 +395,7 @@ func ParseOptions(s string) (Options, error) {
 			}
 			*map[string]*string{"driver": &o.Driver, "nvrtc": &o.NVRTC, "cublas": &o.CUBLAS}[k] = v
 		default:
-			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, submit=N|off, splits=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnsplit=off|on, attnreg=on|off, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off, tunecands=N, splitk=off|on, tunecold=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, clrows=N, l2pf=N, l2pfdepth=N, pdl=on|off, geglu=vec|scalar, cache=DIR|off, refine=MARGIN|off, refinetokens=N, define=NAME=VALUE, driver=PATH, nvrtc=PATH, cublas=PATH)")
+			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, submit=N|off, splits=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnsplit=off|on, attnreg=on|off, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off, tunecands=N, splitk=off|on, tunecold=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, clrows=N, kbatch=N, l2pf=N, l2pfdepth=N, pdl=on|off, geglu=vec|scalar, cache=DIR|off, refine=MARGIN|off, refinetokens=N, define=NAME=VALUE, driver=PATH, nvrtc=PATH, cublas=PATH)")
 		}
 		if err == nil {
 			err = o.check()
@@ -458,6 +468,8 @@ func (o Options) check() error {
 		return fmt.Errorf("mmarows=%d, want 0 (off) to %d rows", o.MMARows, MaxMMARows)
 	case o.ClusterRows < 0 || o.ClusterRows > MaxMMARows:
 		return fmt.Errorf("clrows=%d, want 0 (off) to %d rows", o.ClusterRows, MaxMMARows)
+	case o.KBatchRows < 0:
+		return fmt.Errorf("kbatch=%d, want 0 (off) or the most rows of a GEMM split over k's halves", o.KBatchRows)
 	case o.PrefetchRows < 0:
 		return fmt.Errorf("l2pf=%d, want 0 (off) or the most rows of a GEMM whose weight is prefetched", o.PrefetchRows)
 	case o.PrefetchDepth < 0 || o.PrefetchDepth > 4:

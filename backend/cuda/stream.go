@@ -356,6 +356,7 @@ const (
 	opGLU
 	opLN
 	opCl
+	opKBatch
 )
 
 func (s *stream) New(rows, cols int) backend.Tensor {
@@ -501,6 +502,18 @@ func (s *stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activat
 		lin.two = d.two()
 		s.mix(opShadow, uint64(lin.two))
 	}
+	// KBatchRows: a plain product of one fp16 term and few rows on cuBLAS
+	// as one batch of two GEMMs over k's halves, stacked as FP16X2's
+	// products are (its readers add the two).
+	if s.prec == FP16 && !lin.small && !lin.mma && !lin.cl && plain && m <= s.be.opts.KBatchRows && k%32 == 0 {
+		if d.twoOff == 0 {
+			d.twoOff = s.arena
+			s.arena += align(d.bytes(), 256)
+		}
+		d.stacked = true
+		lin.two, lin.khalf = d.two(), true
+		s.mix(opKBatch, uint64(lin.two))
+	}
 	name := "linear"
 	if act != backend.Identity {
 		name += "+" + act.String()
@@ -608,6 +621,7 @@ type linearOp struct {
 	statOff int64
 	ln      *lnFuse // the LayerNorm of x this GEMM computes as it reads x
 	two     int64   // FP16X2 stacked: the second term's product goes two elements after d's
+	khalf   bool    // stacked, the products of k's two halves (Options.KBatchRows)
 	small   bool    // runs on linear_small (smallLinear)
 	mma     bool    // runs on linear_mma (mmaLinear), as plan says
 	plan    lmmaPlan
@@ -706,6 +720,21 @@ func (lin *linearOp) issue(x *run) error {
 			if err = x.l.launch(x.b.drv, x.b.k.to16, [3]int{x.b.grid(nk), 1, 1}, 256, 0, c.stream, u64(wh), u64(w.addr), uint64(nk), weightKind(prec)); err != nil {
 				return err
 			}
+		}
+		if lin.khalf {
+			// Stacked over k's halves: A's and B's second matrices start
+			// half a row on (see Linear).
+			kh := int64(k / 2)
+			if x.b.lt != nil {
+				done, err := x.gemmLt(&ltGEMM{m: m, n: n, k: k / 2, ld: k, typ: uint32(typ), batch: 2, strideA: kh, strideB: kh,
+					strideD: lin.two, epilogue: ltEpilogueDefault, accumulate: lin.accumulate, a: wh, b: xh, d: d.addr})
+				if done || err != nil {
+					return err
+				}
+			}
+			return bl.call("cublasGemmStridedBatchedEx", bl.gemmBatched, c.blas, cublasOpT, cublasOpN, uintptr(n), uintptr(m), uintptr(k/2),
+				uintptr(unsafe.Pointer(x.b.alpha)), wh, typ, uintptr(k), uintptr(kh), xh, typ, uintptr(k), uintptr(kh), uintptr(unsafe.Pointer(beta)),
+				d.addr, cudaR32F, uintptr(n), uintptr(lin.two), 2, cublasCompute32F, cublasGemmDefault)
 		}
 		if lin.two != 0 {
 			// Stacked: no bias or activation (see Linear).

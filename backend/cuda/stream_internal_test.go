@@ -1725,3 +1725,61 @@ func TestPrefetchWeights(t *testing.T) {
 		t.Errorf("a new segment starts with the last one's prefetching kernel")
 	}
 }
+
+// With KBatchRows a plain FP16 GEMM of at most that many rows, k a multiple
+// of 32, runs as one batch over k's halves and leaves the two products
+// stacked as FP16X2's terms are (its residual Add then folds into the
+// LayerNorm after it); one with a bias, more rows, another k, or the option
+// off stays whole, and FP16X2 stacks by its terms, not by k.
+func TestKBatchStacks(t *testing.T) {
+	for _, c := range []struct {
+		name          string
+		prec          Precision
+		rows, m, k    int
+		bias          bool
+		khalf, stacks bool
+	}{
+		{"fp16", FP16, 8, 3, 64, false, true, true},
+		{"more rows", FP16, 8, 9, 64, false, false, false},
+		{"k=48", FP16, 8, 3, 48, false, false, false},
+		{"bias", FP16, 8, 3, 64, true, false, false},
+		{"off", FP16, 0, 3, 64, false, false, false},
+		{"fp16x2", FP16X2, 8, 3, 64, false, false, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := recordingTiled(c.prec)
+			s.be.opts.KBatchRows = c.rows
+			h := s.FromHost(c.m, 16, make([]float32, c.m*16))
+			g := s.FromHost(1, 16, make([]float32, 16))
+			x := s.FromHost(c.m, c.k, make([]float32, c.m*c.k))
+			w := s.FromHost(16, c.k, make([]float32, 16*c.k))
+			var b backend.Tensor
+			if c.bias {
+				b = s.FromHost(1, 16, make([]float32, 16))
+			}
+			p := s.New(c.m, 16)
+			s.Linear(p, x, w, b, backend.Identity)
+			lin := s.ops[len(s.ops)-1].lin
+			pt := p.(*tensor)
+			if lin.khalf != c.khalf || pt.stacked != c.stacks || (lin.two != 0) != c.stacks || c.stacks && lin.two != pt.two() {
+				t.Fatalf("khalf %v, stacked %v, two %d (tensor's %d); want khalf %v, stacked %v", lin.khalf, pt.stacked, lin.two, pt.two(),
+					c.khalf, c.stacks)
+			}
+			s.Add(h, h, p)
+			s.Discard(p)
+			n := s.New(c.m, 16)
+			s.LayerNorm(n, h, g, nil, 1e-5)
+			if err := s.Err(); err != nil {
+				t.Fatal(err)
+			}
+			// Stacked: the Add folds into the LayerNorm; FP16's whole
+			// product takes the Add into the GEMM (beta = 1).
+			if got := names(s); len(got) != 2 || got[0] != "linear" || got[1] != "layerNorm" {
+				t.Errorf("recorded %v, want the GEMM and the LayerNorm", got)
+			}
+			if !c.stacks && c.prec == FP16 && !c.bias && !lin.accumulate {
+				t.Errorf("FP16's whole product did not take the residual Add")
+			}
+		})
+	}
+}
