@@ -120,6 +120,12 @@ func TestParseOptions(t *testing.T) {
 		{"mmarows=256,mmaln=off", cuda.Options{MMARows: 256, MMANoLN: true}, false},
 		{"clrows=128", cuda.Options{ClusterRows: 128}, false},
 		{"clrows=-1", cuda.Options{}, true},
+		// The registered backend's defaults, and LAYA_CUDA after them.
+		{fmt.Sprintf("precision=%v,refine=%g,kbatch=%d,kbatch=0", cuda.DefaultPrecision, cuda.DefaultRefine, cuda.DefaultKBatchRows),
+			cuda.Options{Precision: cuda.DefaultPrecision, Refine: cuda.DefaultRefine}, false},
+		{fmt.Sprintf("precision=%v,refine=%g,kbatch=%d", cuda.DefaultPrecision, cuda.DefaultRefine, cuda.DefaultKBatchRows),
+			cuda.Options{Precision: cuda.DefaultPrecision, Refine: cuda.DefaultRefine, KBatchRows: cuda.DefaultKBatchRows}, false},
+		{"kbatch=-1", cuda.Options{}, true},
 		{"mmaln=off,mmaln=on", cuda.Options{}, false},
 		{"submit=off", cuda.Options{SubmitOps: -1}, false},
 		{"submit=16", cuda.Options{SubmitOps: 16}, false},

@@ -213,8 +213,8 @@ type Options struct {
 	// products stay apart for what reads them to add, as FP16X2's two
 	// terms' do: twice the blocks, each walking half of k, where a GEMM of
 	// one question covers the GPU with few blocks that each wait out every
-	// step of k. 0 (the default) keeps each such GEMM whole; k must be a
-	// multiple of 32.
+	// step of k. The registered backend's default is DefaultKBatchRows; 0
+	// keeps each such GEMM whole; k must be a multiple of 32.
 	KBatchRows int
 	// PrefetchRows has the backend's kernel just before a cuBLAS (or
 	// linear_small) GEMM of 16-bit operands and at most this many rows (a
@@ -515,6 +515,15 @@ const (
 // GEMM outputs GeGLU and attention read in fp16; 0.027 before those), so
 // that the rows it keeps answer as FP16X2 does.
 const DefaultRefine = 0.1
+
+// DefaultKBatchRows is the registered backend's Options.KBatchRows: one
+// short question's GEMMs (93 rows) run over k's halves. Measured on an
+// H100, one English question took 0.968 of the GPU time of whole GEMMs
+// (splitting up to 256 rows: ten and fifty questions unchanged), and every
+// GEMM split made ten questions 1.29 times slower and fifty 1.54, where
+// the GEMMs already cover the GPU and their readers then read two float32
+// products instead of one 16-bit one (docs/cuda-perf-log.md).
+const DefaultKBatchRows = 128
 
 // DefaultRefineTokens is the fewest tokens a batch runs in FP16 first
 // (Options.RefineTokens): one short question. Measured with laya-bench's

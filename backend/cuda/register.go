@@ -15,7 +15,8 @@ const DefaultPrecision = FP16X2
 
 func init() {
 	backend.Register(Name, func() (backend.Backend, error) {
-		opts, err := ParseOptions(fmt.Sprintf("precision=%v,refine=%g,%s", DefaultPrecision, DefaultRefine, os.Getenv("LAYA_CUDA")))
+		opts, err := ParseOptions(fmt.Sprintf("precision=%v,refine=%g,kbatch=%d,%s", DefaultPrecision, DefaultRefine, DefaultKBatchRows,
+			os.Getenv("LAYA_CUDA")))
 		if err != nil {
 			return nil, fmt.Errorf("cuda: LAYA_CUDA: %w", err)
 		}
