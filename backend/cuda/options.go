@@ -518,8 +518,8 @@ const DefaultRefine = 0.1
 
 // DefaultKBatchRows is the registered backend's Options.KBatchRows: one
 // short question's GEMMs (93 rows) run over k's halves. Measured on an
-// H100, one English question took 0.968 of the GPU time of whole GEMMs
-// (splitting up to 256 rows: ten and fifty questions unchanged), and every
+// H100, one English question took 0.968 and 0.986 of the GPU time of whole
+// GEMMs in two calls (ten and fifty questions unchanged), and every
 // GEMM split made ten questions 1.29 times slower and fifty 1.54, where
 // the GEMMs already cover the GPU and their readers then read two float32
 // products instead of one 16-bit one (docs/cuda-perf-log.md).
