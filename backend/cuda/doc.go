@@ -257,7 +257,8 @@
 // over k's halves, their products stacked for the reader to add, as
 // FP16X2's terms are: twice the blocks, each half as long; the registered
 // backend's default is 128, one question, 1–3 % less GPU time for one
-// English question on an H100; 0 keeps them whole), pdl=on|off (off: the backend's own kernels
+// English question on an H100; 0 keeps them whole), kbatchk=N (the least
+// k such a GEMM splits at; 0, the default, any), pdl=on|off (off: the backend's own kernels
 // without programmatic dependent launch), geglu=vec|scalar (vec, the default: GeGLU a float4 a thread where the
 // widths allow, bit for bit scalar's, 7 % less GPU time at ten and fifty
 // English questions on an H200);

@@ -216,6 +216,11 @@ type Options struct {
 	// step of k. The registered backend's default is DefaultKBatchRows; 0
 	// keeps each such GEMM whole; k must be a multiple of 32.
 	KBatchRows int
+	// KBatchMinK is the least k a GEMM splits at under KBatchRows (0: any):
+	// a product's readers then read two float32 terms, where a whole
+	// product of one question may be written as fp16 for GeGLU, so that
+	// splitting pays most where k's chain is longest (the MLP output).
+	KBatchMinK int
 	// PrefetchRows has the backend's kernel just before a cuBLAS (or
 	// linear_small) GEMM of 16-bit operands and at most this many rows (a
 	// LayerNorm or a GeGLU:
@@ -345,7 +350,7 @@ func defineFlags(defines map[string]int) []string {
 // precision=fp32|fp16|bf16|fp16x2, device=N, graphs=off, maxgraphs=N,
 // submit=N|off, splits=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnsplit=off|on, attnreg=on|off, attnterms=0|1|2,
 // attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off,
-// tunecands=N, splitk=off|on, tunecold=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, clrows=N, kbatch=N, l2pf=N, l2pfdepth=N, pdl=on|off, geglu=vec|scalar, cache=DIR|off,
+// tunecands=N, splitk=off|on, tunecold=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, clrows=N, kbatch=N, kbatchk=N, l2pf=N, l2pfdepth=N, pdl=on|off, geglu=vec|scalar, cache=DIR|off,
 // refine=MARGIN|off, refinetokens=N, define=NAME=VALUE (repeatable: Options.Defines),
 // driver=PATH, nvrtc=PATH, cublas=PATH (the libraries: a CUDA install outside the
 // loader path, or the tests' kernel emulator, which then runs every command that takes
@@ -353,7 +358,7 @@ func defineFlags(defines map[string]int) []string {
 func ParseOptions(s string) (Options, error) {
 	var o Options
 	ints := map[string]*int{"device": &o.Device, "bucket": &o.Bucket, "attnqpw": &o.QueriesPerWarp,
-		"attnwarps": &o.AttentionWarps, "mmawarps": &o.MMAWarps, "attnterms": &o.AttentionTerms, "maxgraphs": &o.MaxGraphs, "refinetokens": &o.RefineTokens, "tunecands": &o.TuneCandidates, "splits": &o.SubmitSplits, "mmarows": &o.MMARows, "mmacols": &o.MMACols, "clrows": &o.ClusterRows, "kbatch": &o.KBatchRows, "l2pf": &o.PrefetchRows, "l2pfdepth": &o.PrefetchDepth}
+		"attnwarps": &o.AttentionWarps, "mmawarps": &o.MMAWarps, "attnterms": &o.AttentionTerms, "maxgraphs": &o.MaxGraphs, "refinetokens": &o.RefineTokens, "tunecands": &o.TuneCandidates, "splits": &o.SubmitSplits, "mmarows": &o.MMARows, "mmacols": &o.MMACols, "clrows": &o.ClusterRows, "kbatch": &o.KBatchRows, "kbatchk": &o.KBatchMinK, "l2pf": &o.PrefetchRows, "l2pfdepth": &o.PrefetchDepth}
 	// Two-word options: the words, and the field that is whether it is
 	// the second.
 	words := map[string]struct {
@@ -395,7 +400,7 @@ func ParseOptions(s string) (Options, error) {
 			}
 			*map[string]*string{"driver": &o.Driver, "nvrtc": &o.NVRTC, "cublas": &o.CUBLAS}[k] = v
 		default:
-			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, submit=N|off, splits=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnsplit=off|on, attnreg=on|off, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off, tunecands=N, splitk=off|on, tunecold=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, clrows=N, kbatch=N, l2pf=N, l2pfdepth=N, pdl=on|off, geglu=vec|scalar, cache=DIR|off, refine=MARGIN|off, refinetokens=N, define=NAME=VALUE, driver=PATH, nvrtc=PATH, cublas=PATH)")
+			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, submit=N|off, splits=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnsplit=off|on, attnreg=on|off, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off, tunecands=N, splitk=off|on, tunecold=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, clrows=N, kbatch=N, kbatchk=N, l2pf=N, l2pfdepth=N, pdl=on|off, geglu=vec|scalar, cache=DIR|off, refine=MARGIN|off, refinetokens=N, define=NAME=VALUE, driver=PATH, nvrtc=PATH, cublas=PATH)")
 		}
 		if err == nil {
 			err = o.check()
@@ -470,6 +475,8 @@ func (o Options) check() error {
 		return fmt.Errorf("clrows=%d, want 0 (off) to %d rows", o.ClusterRows, MaxMMARows)
 	case o.KBatchRows < 0:
 		return fmt.Errorf("kbatch=%d, want 0 (off) or the most rows of a GEMM split over k's halves", o.KBatchRows)
+	case o.KBatchMinK < 0:
+		return fmt.Errorf("kbatchk=%d, want 0 (any) or the least k of a GEMM split over k's halves", o.KBatchMinK)
 	case o.PrefetchRows < 0:
 		return fmt.Errorf("l2pf=%d, want 0 (off) or the most rows of a GEMM whose weight is prefetched", o.PrefetchRows)
 	case o.PrefetchDepth < 0 || o.PrefetchDepth > 4:

@@ -505,7 +505,8 @@ func (s *stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activat
 	// KBatchRows: a plain product of one fp16 term and few rows on cuBLAS
 	// as one batch of two GEMMs over k's halves, stacked as FP16X2's
 	// products are (its readers add the two).
-	if s.prec == FP16 && !lin.small && !lin.mma && !lin.cl && plain && m <= s.be.opts.KBatchRows && k%32 == 0 {
+	if s.prec == FP16 && !lin.small && !lin.mma && !lin.cl && plain && m <= s.be.opts.KBatchRows && k%32 == 0 &&
+		k >= s.be.opts.KBatchMinK {
 		if d.twoOff == 0 {
 			d.twoOff = s.arena
 			s.arena += align(d.bytes(), 256)

@@ -1729,8 +1729,9 @@ func TestPrefetchWeights(t *testing.T) {
 // With KBatchRows a plain FP16 GEMM of at most that many rows, k a multiple
 // of 32, runs as one batch over k's halves and leaves the two products
 // stacked as FP16X2's terms are (its residual Add then folds into the
-// LayerNorm after it); one with a bias, more rows, another k, or the option
-// off stays whole, and FP16X2 stacks by its terms, not by k.
+// LayerNorm after it); one with a bias, more rows, another k, k under
+// KBatchMinK, or the option off stays whole, and FP16X2 stacks by its
+// terms, not by k.
 func TestKBatchStacks(t *testing.T) {
 	for _, c := range []struct {
 		name          string
@@ -1738,17 +1739,20 @@ func TestKBatchStacks(t *testing.T) {
 		rows, m, k    int
 		bias          bool
 		khalf, stacks bool
+		mink          int
 	}{
-		{"fp16", FP16, 8, 3, 64, false, true, true},
-		{"more rows", FP16, 8, 9, 64, false, false, false},
-		{"k=48", FP16, 8, 3, 48, false, false, false},
-		{"bias", FP16, 8, 3, 64, true, false, false},
-		{"off", FP16, 0, 3, 64, false, false, false},
-		{"fp16x2", FP16X2, 8, 3, 64, false, false, true},
+		{"fp16", FP16, 8, 3, 64, false, true, true, 0},
+		{"more rows", FP16, 8, 9, 64, false, false, false, 0},
+		{"k=48", FP16, 8, 3, 48, false, false, false, 0},
+		{"bias", FP16, 8, 3, 64, true, false, false, 0},
+		{"off", FP16, 0, 3, 64, false, false, false, 0},
+		{"kbatchk=96", FP16, 8, 3, 64, false, false, false, 96},
+		{"kbatchk=64", FP16, 8, 3, 64, false, true, true, 64},
+		{"fp16x2", FP16X2, 8, 3, 64, false, false, true, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := recordingTiled(c.prec)
-			s.be.opts.KBatchRows = c.rows
+			s.be.opts.KBatchRows, s.be.opts.KBatchMinK = c.rows, c.mink
 			h := s.FromHost(c.m, 16, make([]float32, c.m*16))
 			g := s.FromHost(1, 16, make([]float32, 16))
 			x := s.FromHost(c.m, c.k, make([]float32, c.m*c.k))
