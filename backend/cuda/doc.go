@@ -118,6 +118,12 @@
 // scratch output) and the fastest is kept for the backend's life; the
 // captured graph replays it. FP32 stays on cublasSgemm. Without
 // libcublasLt, or with gemm=blas, the 16-bit GEMMs run on cublasGemmEx.
+// A GEMM of one question (Options.KBatchRows) covers the GPU with about a
+// hundred blocks that each walk all of k: one of one fp16 term without
+// bias or activation runs as one strided batch of two GEMMs over k's
+// halves instead, twice the blocks, and its two float32 products stay
+// apart, as FP16X2's two terms' do, for the kernel reading them to add
+// (a residual Add of them folds into the LayerNorm after it).
 //
 // # GEMMs of few rows
 //
