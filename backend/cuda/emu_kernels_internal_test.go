@@ -3,6 +3,7 @@
 package cuda
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/binary"
 	"fmt"
@@ -73,6 +74,82 @@ func TestEmuAttentionMMAChunks(t *testing.T) {
 		qkv := emuQKV(c.l, heads, dh, uint64(c.kc16), uint64(c.warps), 1)
 		t.Run(fmt.Sprintf("kc=%d,warps=%d,seqlen=%d,radius=%d", 16*c.kc16, c.warps, c.l.seqLen, c.l.radius), func(t *testing.T) {
 			emuAttentionMMATuned(t, c.kc16, dh, heads, c.warps, false, c.l, qkv)
+		})
+	}
+}
+
+// ATTN_MMA_LEAN: the tensor-core attention reading fp16 q, k, v in one
+// term (the kernels of the fp16 pass, suffix 1h), its values copied into
+// shared memory as they are and its masks skipped on key steps inside
+// every row's window, gives the default build's outputs bit for bit: rows
+// of 93 and 17 tokens (a full chunk and partial ones), right padding,
+// sliding windows that cover a whole step or cut into it, head dims 32, 64
+// and 128, the key-split kernel, and chunks of 128 keys; and those outputs
+// lie within fp16's tolerance of float64.
+func TestEmuAttentionMMALean(t *testing.T) {
+	const heads = 2
+	for _, c := range []struct {
+		dh, warps int
+		split     bool
+		kc16      int
+		l         emuAttnLayout
+	}{
+		{64, 4, false, 4, emuAttnLayout{lens: []int{93, 17}}},
+		{64, 4, false, 4, emuAttnLayout{lens: []int{93, 17}, seqLen: 100, radius: 64}},
+		{32, 4, false, 4, emuAttnLayout{lens: []int{140, 17}, radius: 20}},
+		{128, 4, false, 4, emuAttnLayout{lens: []int{93, 40}}},
+		{64, 4, true, 4, emuAttnLayout{lens: []int{93, 17}, radius: 40}},
+		{64, 4, false, 8, emuAttnLayout{lens: []int{140, 93}, radius: 64}},
+	} {
+		name := fmt.Sprintf("dh=%d,split=%v,kc=%d,seqlen=%d,radius=%d", c.dh, c.split, 16*c.kc16, c.l.seqLen, c.l.radius)
+		t.Run(name, func(t *testing.T) {
+			width := heads * c.dh
+			rows := c.l.rows()
+			qkv := emuQKV(c.l, heads, c.dh, uint64(c.dh), uint64(c.kc16), 1)
+			h16 := make([]uint16, len(qkv))
+			for i, v := range qkv {
+				h16[i] = half.Float32ToFloat16(v)
+				qkv[i] = half.Float16ToFloat32(h16[i]) // the reference's inputs: what the kernel reads
+			}
+			qt, kernel, smem := 16*c.warps, fmt.Sprintf("attention_mma%d_%d_1h", c.dh, c.warps), attnMMAShared(c.dh, c.warps, 1, 16*c.kc16)
+			if c.split {
+				qt, kernel, smem = 16, fmt.Sprintf("attention_mma%d_%ds_1h", c.dh, c.warps), attnSplitShared(c.dh, 1)
+			}
+			var tiles []int32
+			for b, n := range c.l.lens {
+				start, span := c.l.start(b)
+				for p := 0; p < span; p += qt {
+					tiles = append(tiles, int32(start+p), int32(start), int32(n), int32(p), int32(min(qt, span-p)))
+				}
+			}
+			tileBytes := make([]byte, 4*len(tiles))
+			for i, v := range tiles {
+				binary.LittleEndian.PutUint32(tileBytes[4*i:], uint32(v))
+			}
+			scale := float32(1 / math.Sqrt(float64(c.dh)))
+			lo := rows * width
+			run := func(defines ...string) [][]byte {
+				dst := make([]float32, rows*width)
+				for i := range dst {
+					dst[i] = float32(math.NaN())
+				}
+				return emuRunOn(t, emuRunnerTuned(t, defines...), [][]byte{f32Bytes(dst), u16Bytes(h16), tileBytes, make([]byte, 2*lo)},
+					emuLaunch{name: kernel, grid: [3]int{len(tiles) / 5, heads, 1}, threads: 32 * c.warps, smem: smem,
+						args: []emuArg{emuBuf(0, 0), emuBuf(1, 0), emuVal(0), emuBuf(2, 0), emuInt(heads), emuF32(scale),
+							emuVal(boolArg(c.l.radius > 0)), emuInt(c.l.radius), emuVal(0), emuBuf(3, 0), emuInt(1), emuVal(uint64(lo))}})
+			}
+			var base []string
+			if c.kc16 != 4 {
+				base = []string{fmt.Sprintf("ATTN_MMA_KC16=%d", c.kc16)}
+			}
+			want, got := run(base...), run(append(base, "ATTN_MMA_LEAN=1")...)
+			for i := range want {
+				if !bytes.Equal(got[i], want[i]) {
+					t.Fatalf("buffer %d differs from the default build's", i)
+				}
+			}
+			at := func(part, r, _, h, d int) float64 { return float64(qkv[r*3*width+part*width+h*c.dh+d]) }
+			t.Logf("largest error %.3g", emuAttnCheck(t, c.l, heads, c.dh, float64(scale), 1e-2, at, bytesF32(got[0])))
 		})
 	}
 }

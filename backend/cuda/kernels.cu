@@ -52,6 +52,14 @@ typedef unsigned long long u64;
 #ifndef ATTN_MMA_KC16
 #define ATTN_MMA_KC16 4
 #endif
+// ATTN_MMA_LEAN: 1 gives the tensor-core attention of one fp16 term
+// reading fp16 q, k, v (the fp16 pass of ten questions and more) fewer
+// instructions, bit for bit the same outputs: the values copied into shared
+// memory as they are (cp.async) instead of widened and narrowed again, and
+// a key step wholly inside every row's window scaled without the masks.
+#ifndef ATTN_MMA_LEAN
+#define ATTN_MMA_LEAN 0
+#endif
 // ATTN_MINB: 0 keeps each tiled (float32) attention kernel's own minimum
 // of blocks a multiprocessor (what its shared memory allows); N sets every
 // one's to N, or to as many as a multiprocessor's 64 warps hold (4 of the
@@ -1333,6 +1341,9 @@ __device__ void attn_mma(float* dst, const void* qkv, long long two, const int* 
 	// steps of its probabilities times values.
 	const int SC = KC < 64 ? KC : 64, NT = SPLIT ? 2 : SC / 8, KK = SPLIT ? 1 : SC / 16;
 	const int KT = KC * KS, QTS = QT * KS; // a term's halves
+	// LEANV: the values as fp16, copied straight into shared memory (a
+	// widened fp16 value narrows back to itself).
+	constexpr bool LEANV = ATTN_MMA_LEAN && HIN && TERMS == 1;
 	extern __shared__ float4 smem4[];
 	u16* Ks = (u16*)smem4;      // [TERMS][KC][KS]
 	u16* Vs = Ks + TERMS * KT;  // [TERMS][KC][KS]
@@ -1377,13 +1388,30 @@ __device__ void attn_mma(float* dst, const void* qkv, long long two, const int* 
 			if (gk < khi) {
 				long long row = (long long)(start + gk) * 3 * width + h * DH;
 				ld4rope2x<DH, HIN>(qkv, row + width, two, d, rope, gk, k0, k1);
-				v0 = ld4x<HIN>(qkv, row + 2 * width + d, two);
-				v1 = ld4x<HIN>(qkv, row + 2 * width + d + DH / 2, two);
+				if (!LEANV) {
+					v0 = ld4x<HIN>(qkv, row + 2 * width + d, two);
+					v1 = ld4x<HIN>(qkv, row + 2 * width + d + DH / 2, two);
+				}
 			}
 			st4h<TERMS>(Ks + key * KS + d, KT, k0);
 			st4h<TERMS>(Ks + key * KS + d + DH / 2, KT, k1);
-			st4h<TERMS>(Vs + key * KS + d, KT, v0);
-			st4h<TERMS>(Vs + key * KS + d + DH / 2, KT, v1);
+			if (!LEANV) {
+				st4h<TERMS>(Vs + key * KS + d, KT, v0);
+				st4h<TERMS>(Vs + key * KS + d + DH / 2, KT, v1);
+			}
+		}
+		if (LEANV) {
+			// A key's DH values are DH/8 16-byte chunks, in place.
+			const uint4 none = {0u, 0u, 0u, 0u};
+			for (int i = threadIdx.x; i < KC * (DH / 8); i += 32 * W) {
+				int key = i / (DH / 8), c = 8 * (i - key * (DH / 8)), gk = kb + key;
+				u16* v = Vs + key * KS + c;
+				if (gk < khi)
+					cp_async16a(smem_addr(v), (const u16*)qkv + (long long)(start + gk) * 3 * width + 2 * width + h * DH + c);
+				else
+					*(uint4*)v = none;
+			}
+			cp_async_wait_all();
 		}
 		__syncthreads();
 		if (!busy) continue;
@@ -1402,6 +1430,12 @@ __device__ void attn_mma(float* dst, const void* qkv, long long two, const int* 
 		// The chunk's keys SC at a time: a chunk longer than 64 keys loads
 		// them in one round, its scores stay a 64-key step's registers.
 		for (int sb = 0; sb < KC && kb + sb < khi; sb += SC) {
+			// full: every key of the step lies in the window of every row of
+			// the warp's (the rows from rb, sixteen, their windows moving
+			// with them), so the masks would pass every score.
+			const int rb = SPLIT ? pos0 : pos0 + 16 * warp, kf = kb + sb;
+			const bool full = ATTN_MMA_LEAN && kf >= (sliding ? max(0, rb + 15 - radius) : 0) &&
+				kf + SC <= (sliding ? min(n, rb + radius + 1) : n);
 			float s[NT][4];
 #pragma unroll
 			for (int nt = 0; nt < NT; nt++) {
@@ -1422,9 +1456,14 @@ __device__ void attn_mma(float* dst, const void* qkv, long long two, const int* 
 			for (int nt = 0; nt < NT; nt++)
 #pragma unroll
 				for (int e = 0; e < 2; e++) {
-					int key = kb + sb + 8 * (nt0 + nt) + 2 * tq + e;
-					s[nt][e] = key >= loA && key < hiA ? s[nt][e] * sl2 : NEG_INF;
-					s[nt][2 + e] = key >= loB && key < hiB ? s[nt][2 + e] * sl2 : NEG_INF;
+					if (full) {
+						s[nt][e] *= sl2;
+						s[nt][2 + e] *= sl2;
+					} else {
+						int key = kb + sb + 8 * (nt0 + nt) + 2 * tq + e;
+						s[nt][e] = key >= loA && key < hiA ? s[nt][e] * sl2 : NEG_INF;
+						s[nt][2 + e] = key >= loB && key < hiB ? s[nt][2 + e] * sl2 : NEG_INF;
+					}
 					xa = fmaxf(xa, s[nt][e]);
 					xb = fmaxf(xb, s[nt][2 + e]);
 				}
