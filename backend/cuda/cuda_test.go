@@ -470,7 +470,8 @@ func goldenSets(t *testing.T) []goldenSet {
 // Attention picks the float32 kernels, so without it no golden would reach
 // the kernels ten questions and more run. FP16X2 runs a third time as the
 // registered backend does with refinement on ("+refine", every batch
-// reduced): each batch in FP16 first, then its near-ties (backend.NearTie
+// reduced, its GEMMs of one question over k's halves as DefaultKBatchRows
+// splits them): each batch in FP16 first, then its near-ties (backend.NearTie
 // at DefaultRefine) again in FP16X2, held to FP16X2's gate. The reduced
 // precisions' rows report their largest spread of logit errors (the most
 // a gap between two of a row's logits moved): a refinement margin above
@@ -512,6 +513,7 @@ func TestForwardGoldens(t *testing.T) {
 				}
 				if cf.refine {
 					opts.Refine, opts.RefineTokens = cuda.DefaultRefine, 1
+					opts.KBatchRows = cmp.Or(opts.KBatchRows, cuda.DefaultKBatchRows)
 				}
 				be := open(t, opts)
 				defer be.Close()
