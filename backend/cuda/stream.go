@@ -494,12 +494,7 @@ func (s *stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activat
 	// them. Only a plain product stacks: a bias or activation needs the sum
 	// first. linear_small and linear_mma write the sum.
 	if s.prec == FP16X2 && !lin.small && !lin.mma && plain {
-		if d.twoOff == 0 {
-			d.twoOff = s.arena
-			s.arena += align(d.bytes(), 256)
-		}
-		d.stacked = true
-		lin.two = d.two()
+		lin.two = s.stack(d)
 		s.mix(opShadow, uint64(lin.two))
 	}
 	// KBatchRows: a plain product of one fp16 term and few rows on cuBLAS
@@ -507,12 +502,7 @@ func (s *stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activat
 	// products are (its readers add the two).
 	if s.prec == FP16 && !lin.small && !lin.mma && !lin.cl && plain && m <= s.be.opts.KBatchRows && k%32 == 0 &&
 		k >= s.be.opts.KBatchMinK {
-		if d.twoOff == 0 {
-			d.twoOff = s.arena
-			s.arena += align(d.bytes(), 256)
-		}
-		d.stacked = true
-		lin.two, lin.khalf = d.two(), true
+		lin.two, lin.khalf = s.stack(d), true
 		s.mix(opKBatch, uint64(lin.two))
 	}
 	name := "linear"
@@ -571,6 +561,18 @@ func (s *stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activat
 		d != p.ln.x && d != in && in.halfReader == nil && in.gluReader == nil {
 		in.lnReader = lin
 	}
+}
+
+// stack has d, a GEMM's product, written as two stacked terms (an arena
+// slot for the second the first time) and returns the elements between
+// them (tensor.two).
+func (s *stream) stack(d *tensor) int64 {
+	if d.twoOff == 0 {
+		d.twoOff = s.arena
+		s.arena += align(d.bytes(), 256)
+	}
+	d.stacked = true
+	return d.two()
 }
 
 // prefetchHost notes o, a LayerNorm or GeGLU, as a kernel that may ask L2
@@ -722,32 +724,23 @@ func (lin *linearOp) issue(x *run) error {
 				return err
 			}
 		}
-		if lin.khalf {
-			// Stacked over k's halves: A's and B's second matrices start
-			// half a row on (see Linear).
-			kh := int64(k / 2)
+		if lin.two != 0 {
+			// Stacked: no bias or activation (see Linear). A batch of two:
+			// FP16X2's two terms of x (mk apart) by the one weight, or
+			// (khalf) k's two halves of both, half a row apart.
+			kb, sa, sb := k, int64(0), mk
+			if lin.khalf {
+				kb, sa, sb = k/2, int64(k/2), int64(k/2)
+			}
 			if x.b.lt != nil {
-				done, err := x.gemmLt(&ltGEMM{m: m, n: n, k: k / 2, ld: k, typ: uint32(typ), batch: 2, strideA: kh, strideB: kh,
+				done, err := x.gemmLt(&ltGEMM{m: m, n: n, k: kb, ld: k, typ: uint32(typ), batch: 2, strideA: sa, strideB: sb,
 					strideD: lin.two, epilogue: ltEpilogueDefault, accumulate: lin.accumulate, a: wh, b: xh, d: d.addr})
 				if done || err != nil {
 					return err
 				}
 			}
-			return bl.call("cublasGemmStridedBatchedEx", bl.gemmBatched, c.blas, cublasOpT, cublasOpN, uintptr(n), uintptr(m), uintptr(k/2),
-				uintptr(unsafe.Pointer(x.b.alpha)), wh, typ, uintptr(k), uintptr(kh), xh, typ, uintptr(k), uintptr(kh), uintptr(unsafe.Pointer(beta)),
-				d.addr, cudaR32F, uintptr(n), uintptr(lin.two), 2, cublasCompute32F, cublasGemmDefault)
-		}
-		if lin.two != 0 {
-			// Stacked: no bias or activation (see Linear).
-			if x.b.lt != nil {
-				done, err := x.gemmLt(&ltGEMM{m: m, n: n, k: k, typ: uint32(typ), batch: 2, strideB: mk, strideD: lin.two,
-					epilogue: ltEpilogueDefault, accumulate: lin.accumulate, a: wh, b: xh, d: d.addr})
-				if done || err != nil {
-					return err
-				}
-			}
-			return bl.call("cublasGemmStridedBatchedEx", bl.gemmBatched, c.blas, cublasOpT, cublasOpN, uintptr(n), uintptr(m), uintptr(k),
-				uintptr(unsafe.Pointer(x.b.alpha)), wh, typ, uintptr(k), 0, xh, typ, uintptr(k), uintptr(mk), uintptr(unsafe.Pointer(beta)),
+			return bl.call("cublasGemmStridedBatchedEx", bl.gemmBatched, c.blas, cublasOpT, cublasOpN, uintptr(n), uintptr(m), uintptr(kb),
+				uintptr(unsafe.Pointer(x.b.alpha)), wh, typ, uintptr(k), uintptr(sa), xh, typ, uintptr(k), uintptr(sb), uintptr(unsafe.Pointer(beta)),
 				d.addr, cudaR32F, uintptr(n), uintptr(lin.two), 2, cublasCompute32F, cublasGemmDefault)
 		}
 		// cuBLASLt applies the bias and ReLU in the GEMM's epilogue, on the
