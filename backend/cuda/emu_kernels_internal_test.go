@@ -115,17 +115,7 @@ func TestEmuAttentionMMALean(t *testing.T) {
 			if c.split {
 				qt, kernel, smem = 16, fmt.Sprintf("attention_mma%d_%ds_1h", c.dh, c.warps), attnSplitShared(c.dh, 1)
 			}
-			var tiles []int32
-			for b, n := range c.l.lens {
-				start, span := c.l.start(b)
-				for p := 0; p < span; p += qt {
-					tiles = append(tiles, int32(start+p), int32(start), int32(n), int32(p), int32(min(qt, span-p)))
-				}
-			}
-			tileBytes := make([]byte, 4*len(tiles))
-			for i, v := range tiles {
-				binary.LittleEndian.PutUint32(tileBytes[4*i:], uint32(v))
-			}
+			tileBytes, ntiles := c.l.tiles(qt)
 			scale := float32(1 / math.Sqrt(float64(c.dh)))
 			lo := rows * width
 			run := func(defines ...string) [][]byte {
@@ -134,7 +124,7 @@ func TestEmuAttentionMMALean(t *testing.T) {
 					dst[i] = float32(math.NaN())
 				}
 				return emuRunOn(t, emuRunnerTuned(t, defines...), [][]byte{f32Bytes(dst), u16Bytes(h16), tileBytes, make([]byte, 2*lo)},
-					emuLaunch{name: kernel, grid: [3]int{len(tiles) / 5, heads, 1}, threads: 32 * c.warps, smem: smem,
+					emuLaunch{name: kernel, grid: [3]int{ntiles, heads, 1}, threads: 32 * c.warps, smem: smem,
 						args: []emuArg{emuBuf(0, 0), emuBuf(1, 0), emuVal(0), emuBuf(2, 0), emuInt(heads), emuF32(scale),
 							emuVal(boolArg(c.l.radius > 0)), emuInt(c.l.radius), emuVal(0), emuBuf(3, 0), emuInt(1), emuVal(uint64(lo))}})
 			}
@@ -215,6 +205,24 @@ func (l emuAttnLayout) start(b int) (start, span int) {
 	return start, l.lens[b]
 }
 
+// tiles is l's tile list for tiles of qt queries, as the stream stages it
+// (five int32 a tile: first query row, the row's first tensor row, its
+// length, the tile's first position, its queries), and the tiles' count.
+func (l emuAttnLayout) tiles(qt int) ([]byte, int) {
+	var tiles []int32
+	for b, n := range l.lens {
+		start, span := l.start(b)
+		for p := 0; p < span; p += qt {
+			tiles = append(tiles, int32(start+p), int32(start), int32(n), int32(p), int32(min(qt, span-p)))
+		}
+	}
+	buf := make([]byte, 4*len(tiles))
+	for i, v := range tiles {
+		binary.LittleEndian.PutUint32(buf[4*i:], uint32(v))
+	}
+	return buf, len(tiles) / 5
+}
+
 // emuQKV is a random qkv for l: normal values, queries and keys times gain.
 func emuQKV(l emuAttnLayout, heads, dh int, seed1, seed2 uint64, gain float64) []float32 {
 	width := heads * dh
@@ -247,17 +255,7 @@ func emuAttentionMMATuned(t *testing.T, kc16, dh, heads, warps int, split bool, 
 	if split {
 		qt = 16
 	}
-	var tiles []int32
-	for b, n := range l.lens {
-		start, span := l.start(b)
-		for p := 0; p < span; p += qt {
-			tiles = append(tiles, int32(start+p), int32(start), int32(n), int32(p), int32(min(qt, span-p)))
-		}
-	}
-	tileBytes := make([]byte, 4*len(tiles))
-	for i, v := range tiles {
-		binary.LittleEndian.PutUint32(tileBytes[4*i:], uint32(v))
-	}
+	tileBytes, ntiles := l.tiles(qt)
 	scale := float32(1 / math.Sqrt(float64(dh)))
 	if termsList == nil {
 		termsList = []int{1, 2}
@@ -277,7 +275,7 @@ func emuAttentionMMATuned(t *testing.T, kc16, dh, heads, warps int, split bool, 
 				name, smem = fmt.Sprintf("attention_mma%d_%ds_%d", dh, warps, terms), attnSplitShared(dh, terms)
 			}
 			out := emuRunOn(t, bin, [][]byte{f32Bytes(dst), f32Bytes(qkv), tileBytes, make([]byte, 2*2*lo)}, emuLaunch{
-				name: name, grid: [3]int{len(tiles) / 5, heads, 1}, threads: 32 * warps, smem: smem,
+				name: name, grid: [3]int{ntiles, heads, 1}, threads: 32 * warps, smem: smem,
 				args: []emuArg{emuBuf(0, 0), emuBuf(1, 0), emuVal(0), emuBuf(2, 0), emuInt(heads), emuF32(scale),
 					emuVal(boolArg(l.radius > 0)), emuInt(l.radius), emuVal(0), emuBuf(3, 0), emuInt(kind), emuVal(uint64(lo))},
 			})
@@ -854,18 +852,11 @@ func emuAttentionReg(t *testing.T, dh, heads int, l emuAttnLayout) {
 	width := heads * dh
 	rows := l.rows()
 	const qt = 16
-	var tiles []int32
+	tileBytes, ntiles := l.tiles(qt)
 	maxLen := 0
-	for b, n := range l.lens {
-		start, span := l.start(b)
+	for b := range l.lens {
+		_, span := l.start(b)
 		maxLen = max(maxLen, span)
-		for p := 0; p < span; p += qt {
-			tiles = append(tiles, int32(start+p), int32(start), int32(n), int32(p), int32(min(qt, span-p)))
-		}
-	}
-	tileBytes := make([]byte, 4*len(tiles))
-	for i, v := range tiles {
-		binary.LittleEndian.PutUint32(tileBytes[4*i:], uint32(v))
 	}
 	// Two terms: a GEMM's float32 output of the stacked fp16 terms, the
 	// second two elements on (ld4), small beside the first.
@@ -913,7 +904,7 @@ func emuAttentionReg(t *testing.T, dh, heads int, l emuAttnLayout) {
 	kind, lo := 3, rows*width
 	scale := float32(1 / math.Sqrt(float64(dh)))
 	out := emuRun(t, [][]byte{f32Bytes(dst), f32Bytes(qkv), tileBytes, make([]byte, 2*2*lo), f32Bytes(rope)}, emuLaunch{
-		name: fmt.Sprintf("attention%d_r16", dh), grid: [3]int{len(tiles) / 5, heads, 1}, threads: 32 * wideWarps, smem: attnRegShared(dh),
+		name: fmt.Sprintf("attention%d_r16", dh), grid: [3]int{ntiles, heads, 1}, threads: 32 * wideWarps, smem: attnRegShared(dh),
 		args: []emuArg{emuBuf(0, 0), emuBuf(1, 0), emuVal(uint64(n1)), emuBuf(2, 0), emuInt(heads), emuF32(scale),
 			emuVal(boolArg(l.radius > 0)), emuInt(l.radius), emuBuf(4, 0), emuBuf(3, 0), emuInt(kind), emuVal(uint64(lo))},
 	})

@@ -1272,12 +1272,14 @@ func attnMMAShared(dh, w, terms, kc int) int {
 }
 
 // mmaKC is the keys a chunk of the tensor-core attention kernels as
-// compiled (the ATTN_MMA_KC16 tunable, Options.Defines).
+// compiled (the ATTN_MMA_KC16 tunable: Options.Defines, else its default).
 func (b *Backend) mmaKC() int {
-	if v, ok := b.opts.Defines["ATTN_MMA_KC16"]; ok {
-		return 16 * v
+	v, ok := b.opts.Defines["ATTN_MMA_KC16"]
+	if !ok {
+		t, _ := kernelTunable("ATTN_MMA_KC16")
+		v = t.Def
 	}
-	return 64
+	return 16 * v
 }
 
 // splitWarps are the warps of the key-split tensor-core attention kernels
