@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -141,6 +142,112 @@ func TestEmuAttentionMMALean(t *testing.T) {
 			at := func(part, r, _, h, d int) float64 { return float64(qkv[r*3*width+part*width+h*c.dh+d]) }
 			t.Logf("largest error %.3g", emuAttnCheck(t, c.l, heads, c.dh, float64(scale), 1e-2, at, bytesF32(got[0])))
 		})
+	}
+}
+
+// ATTN_SKIP=1: the attention kernels leaving out a chunk's keys past the
+// tile's last one give the outputs of the default build, which computes
+// and masks them, bit for bit: attn_reg on two float32 terms with RoPE, the
+// tensor-core kernels on float32 in one and two terms, on fp16 in one, the
+// key-split kernel, and 128-key chunks; rows of 93 and 17 (a chunk partly
+// filled), 140 (a second chunk), right padding, and sliding windows whose
+// tiles end short of a chunk. (The default build's outputs are held to
+// float64 by TestEmuAttentionReg and the TestEmuAttentionMMA tests.)
+func TestEmuAttentionSkip(t *testing.T) {
+	const heads = 2
+	layouts := []emuAttnLayout{
+		{lens: []int{93, 17}},
+		{lens: []int{93, 17}, seqLen: 100, radius: 64},
+		{lens: []int{140, 17}, radius: 20},
+	}
+	type kernel struct {
+		name      string
+		dh, qt    int
+		warps     int
+		smem      int
+		half, reg bool
+		terms     int
+		kc16      int
+	}
+	var kernels []kernel
+	for _, dh := range []int{32, 64, 128} {
+		kernels = append(kernels, kernel{name: fmt.Sprintf("attention%d_r16", dh), dh: dh, qt: 16, warps: wideWarps, smem: attnRegShared(dh), reg: true, terms: 2})
+	}
+	for _, k := range []struct{ dh, terms int }{{64, 1}, {64, 2}, {32, 1}, {128, 2}} {
+		kernels = append(kernels, kernel{name: fmt.Sprintf("attention_mma%d_4_%d", k.dh, k.terms), dh: k.dh, qt: 64, warps: 4,
+			smem: attnMMAShared(k.dh, 4, k.terms, 64), terms: k.terms, kc16: 4})
+	}
+	kernels = append(kernels,
+		kernel{name: "attention_mma64_4_1h", dh: 64, qt: 64, warps: 4, smem: attnMMAShared(64, 4, 1, 64), half: true, terms: 1, kc16: 4},
+		kernel{name: "attention_mma64_4s_2", dh: 64, qt: 16, warps: 4, smem: attnSplitShared(64, 2), terms: 2, kc16: 4},
+		kernel{name: "attention_mma64_8_1h", dh: 64, qt: 128, warps: 8, smem: attnMMAShared(64, 8, 1, 128), half: true, terms: 1, kc16: 8},
+		kernel{name: "attention_mma64_4_2", dh: 64, qt: 64, warps: 4, smem: attnMMAShared(64, 4, 2, 128), terms: 2, kc16: 8})
+	for _, k := range kernels {
+		for _, l := range layouts {
+			t.Run(fmt.Sprintf("%s,kc=%d,lens=%v,seqlen=%d,radius=%d", k.name, 16*k.kc16, l.lens, l.seqLen, l.radius), func(t *testing.T) {
+				width, rows := heads*k.dh, l.rows()
+				qkv := emuQKV(l, heads, k.dh, uint64(k.dh), uint64(rows), 1)
+				var in []byte
+				two := 0
+				switch {
+				case k.half:
+					h16 := make([]uint16, len(qkv))
+					for i, v := range qkv {
+						h16[i] = half.Float32ToFloat16(v)
+					}
+					in = u16Bytes(h16)
+				case k.reg:
+					// A second float32 term, small beside the first (ld4).
+					two = len(qkv)
+					for _, v := range slices.Clone(qkv) {
+						qkv = append(qkv, v/512)
+					}
+					in = f32Bytes(qkv)
+				default:
+					in = f32Bytes(qkv)
+				}
+				maxLen := slices.Max(append(slices.Clone(l.lens), l.seqLen))
+				rope := make([]float32, maxLen*k.dh)
+				for p := range maxLen {
+					for j := range k.dh / 2 {
+						a := float64(p) * math.Pow(10000, -2*float64(j)/float64(k.dh))
+						rope[p*k.dh+j], rope[p*k.dh+k.dh/2+j] = float32(math.Cos(a)), float32(math.Sin(a))
+					}
+				}
+				ropeArg := emuVal(0)
+				if k.reg {
+					ropeArg = emuBuf(4, 0)
+				}
+				tileBytes, ntiles := l.tiles(k.qt)
+				dst := make([]float32, rows*width)
+				for i := range dst {
+					dst[i] = float32(math.NaN())
+				}
+				kind, lo := 2*k.terms-1, rows*width
+				launch := emuLaunch{name: k.name, grid: [3]int{ntiles, heads, 1}, threads: 32 * k.warps, smem: k.smem,
+					args: []emuArg{emuBuf(0, 0), emuBuf(1, 0), emuVal(uint64(two)), emuBuf(2, 0), emuInt(heads), emuF32(float32(1 / math.Sqrt(float64(k.dh)))),
+						emuVal(boolArg(l.radius > 0)), emuInt(l.radius), ropeArg, emuBuf(3, 0), emuInt(kind), emuVal(uint64(lo))}}
+				bufs := [][]byte{f32Bytes(dst), in, tileBytes, make([]byte, 2*2*lo), f32Bytes(rope)}
+				var defines []string
+				if k.kc16 != 4 {
+					defines = append(defines, fmt.Sprintf("ATTN_MMA_KC16=%d", k.kc16))
+				}
+				bin := emuRunner(t)
+				if defines != nil {
+					bin = emuRunnerTuned(t, defines...)
+				}
+				all := emuRunOn(t, bin, bufs, launch)
+				skip := emuRunOn(t, emuRunnerTuned(t, append(defines, "ATTN_SKIP=1")...), bufs, launch)
+				for i := range all {
+					if !bytes.Equal(skip[i], all[i]) {
+						t.Fatalf("buffer %d differs from the default build's, which computes every key", i)
+					}
+				}
+				if slices.ContainsFunc(bytesF32(skip[0]), func(v float32) bool { return v != v }) {
+					t.Fatal("a row of the output was not written")
+				}
+			})
+		}
 	}
 }
 

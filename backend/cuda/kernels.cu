@@ -77,6 +77,17 @@ typedef unsigned long long u64;
 #ifndef GEGLU_ERF
 #define GEGLU_ERF 1
 #endif
+// ATTN_SKIP: 1 has attn_reg and the tensor-core attention leave out the
+// products of a chunk's keys past the tile's last one (a row of 93 keys
+// fills 93 of a 128-key chunk; a sliding window's tile fewer): their
+// probabilities are exactly 0, so the outputs are the same bit for bit. 0
+// (the default) computes and masks them: the kernels wait on their loads
+// and barriers more than on those products, and the branches cost the
+// tensor-core kernel's scheduling about what they save (an H100 measured
+// no gain; docs/cuda-perf-log.md).
+#ifndef ATTN_SKIP
+#define ATTN_SKIP 0
+#endif
 // The launch bounds with a minimum only where one is asked for, so that
 // the defaults compile exactly as the bounds without one.
 #if ATTN_MMA_MINB > 1
@@ -1121,12 +1132,17 @@ __device__ void attn_reg(float* dst, const float* qkv, long long two, const int*
 		for (int c = 0; c < 4; c++) acc[a][c] = 0.0f;
 	for (int kb = klo; kb < khi; kb += KC) {
 		if (kb != klo) __syncthreads(); // the last chunk's products are done
+		// The chunk's keys a product reads: up to the end of the 32-key
+		// score warp holding the last key (key groups of KG divide 32), the
+		// keys past the last one zeros (ld_kv); ATTN_SKIP leaves out the rest,
+		// whose probabilities are 0 and whose scores are masked.
+		const int kend = ATTN_SKIP ? min(KC, (khi - kb + 31) & ~31) : KC;
 		const int NL = KC * H4 / NT > 0 ? KC * H4 / NT : 1;
 		float4 k0[NL], k1[NL], v0[NL], v1[NL];
 #pragma unroll
 		for (int e = 0; e < NL; e++) {
 			int i = tid + NT * e, key = i / H4, d = (i - key * H4) * 4;
-			if (i < KC * H4) ld_kv<DH>(qkv, two, start, kb + key, khi, width, h, d, rope, k0[e], k1[e], v0[e], v1[e]);
+			if (i < kend * H4) ld_kv<DH>(qkv, two, start, kb + key, khi, width, h, d, rope, k0[e], k1[e], v0[e], v1[e]);
 		}
 		if (kb == klo && tid < QT * H4) {
 			*(float4*)&Q[qi0 * KS + qj] = qa;
@@ -1135,7 +1151,7 @@ __device__ void attn_reg(float* dst, const float* qkv, long long two, const int*
 #pragma unroll
 		for (int e = 0; e < NL; e++) {
 			int i = tid + NT * e, key = i / H4, d = (i - key * H4) * 4;
-			if (i < KC * H4) {
+			if (i < kend * H4) {
 				*(float4*)&K[key * KS + d] = k0[e];
 				*(float4*)&K[key * KS + d + DH / 2] = k1[e];
 				*(float4*)&V[key * DH + d] = v0[e];
@@ -1152,8 +1168,10 @@ __device__ void attn_reg(float* dst, const float* qkv, long long two, const int*
 			for (int a = 0; a < 4; a++)
 #pragma unroll
 				for (int e = 0; e < 4; e++) s[a][e] = 0.0f;
+			// A warp wholly past the last key leaves its scores to the mask.
+			const int d4 = 32 * warp < kend ? D4 : 0;
 #pragma unroll 2
-			for (int d = 0; d < D4; d++) {
+			for (int d = 0; d < d4; d++) {
 				float4 q[4], k[4];
 #pragma unroll
 				for (int a = 0; a < 4; a++) q[a] = ((const float4*)&Q[(qg + 4 * a) * KS])[d];
@@ -1213,8 +1231,10 @@ __device__ void attn_reg(float* dst, const float* qkv, long long two, const int*
 #pragma unroll
 				for (int e = 0; e < 4; e++) acc[a][e] *= c;
 			}
+			// A group wholly past the last key adds only zeros: left out.
+			const int jend = grp * KG < kend ? grp * KG + KG : grp * KG;
 #pragma unroll 2
-			for (int j = grp * KG; j < grp * KG + KG; j += 4) {
+			for (int j = grp * KG; j < jend; j += 4) {
 				float4 p[4], v[4];
 #pragma unroll
 				for (int a = 0; a < 4; a++) p[a] = *(const float4*)&P[(qi + 4 * a) * PS + j];
@@ -1380,9 +1400,13 @@ __device__ void attn_mma(float* dst, const void* qkv, long long two, const int* 
 #pragma unroll
 	for (int nd = 0; nd < ND; nd++) o[nd][0] = o[nd][1] = o[nd][2] = o[nd][3] = 0.0f;
 	for (int kb = klo; kb < khi; kb += KC) {
+		// The chunk's keys a product reads: to the end of the 16-key step
+		// holding the last key, those past it zeros; ATTN_SKIP leaves out
+		// the rest, whose probabilities are 0 and whose scores are masked.
+		const int kend = ATTN_SKIP ? min(KC, (khi - kb + 15) & ~15) : KC;
 		__syncthreads();
 #pragma unroll (tunables::attn_mma_unroll)
-		for (int i = threadIdx.x; i < KC * H4; i += 32 * W) {
+		for (int i = threadIdx.x; i < kend * H4; i += 32 * W) {
 			int key = i / H4, d = (i - key * H4) * 4, gk = kb + key;
 			float4 k0 = zero, k1 = zero, v0 = zero, v1 = zero;
 			if (gk < khi) {
@@ -1403,7 +1427,7 @@ __device__ void attn_mma(float* dst, const void* qkv, long long two, const int* 
 		if (LEANV) {
 			// A key's DH values are DH/8 16-byte chunks, in place.
 			const uint4 none = {0u, 0u, 0u, 0u};
-			for (int i = threadIdx.x; i < KC * (DH / 8); i += 32 * W) {
+			for (int i = threadIdx.x; i < kend * (DH / 8); i += 32 * W) {
 				int key = i / (DH / 8), c = 8 * (i - key * (DH / 8)), gk = kb + key;
 				u16* v = Vs + key * KS + c;
 				if (gk < khi)
@@ -1436,10 +1460,14 @@ __device__ void attn_mma(float* dst, const void* qkv, long long two, const int* 
 			const int rb = SPLIT ? pos0 : pos0 + 16 * warp, kf = kb + sb;
 			const bool full = ATTN_MMA_LEAN && kf >= (sliding ? max(0, rb + 15 - radius) : 0) &&
 				kf + SC <= (sliding ? min(n, rb + radius + 1) : n);
+			// live: the step's 8-key score tiles holding a key (the rest are
+			// masked whatever their products, and their probabilities 0).
+			const int live = ATTN_SKIP ? (kend - sb + 7) / 8 - nt0 : NT;
 			float s[NT][4];
 #pragma unroll
 			for (int nt = 0; nt < NT; nt++) {
 				s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
+				if (nt >= live) continue;
 				const u16* kp = Ks + (sb + 8 * (nt0 + nt) + g) * KS + 2 * tq;
 #pragma unroll
 				for (int kd = 0; kd < KD; kd++) {
@@ -1479,8 +1507,8 @@ __device__ void attn_mma(float* dst, const void* qkv, long long two, const int* 
 			for (int nt = 0; nt < NT; nt++)
 #pragma unroll
 				for (int e = 0; e < 2; e++) {
-					s[nt][e] = exp2f(s[nt][e] - nA);
-					s[nt][2 + e] = exp2f(s[nt][2 + e] - nB);
+					s[nt][e] = nt < live ? exp2f(s[nt][e] - nA) : 0.0f;
+					s[nt][2 + e] = nt < live ? exp2f(s[nt][2 + e] - nB) : 0.0f;
 					sA += s[nt][e];
 					sB += s[nt][2 + e];
 				}
@@ -1495,6 +1523,7 @@ __device__ void attn_mma(float* dst, const void* qkv, long long two, const int* 
 			}
 #pragma unroll
 			for (int kk = 0; kk < KK; kk++) {
+				if (2 * kk >= live) continue; // its probabilities are all 0
 				u32 p[TERMS][4];
 				if (TERMS == 2) {
 					split2(s[2 * kk][0], s[2 * kk][1], p[0][0], p[TERMS - 1][0]);
