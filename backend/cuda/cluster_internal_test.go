@@ -141,19 +141,26 @@ func TestPlanLinearCl(t *testing.T) {
 		m, n, k, shared int
 		splits, kc      int
 		ok              bool
+		kg              int // 0: 1
 	}{
-		{"qkv", 93, 3072, 1024, optin, 3, 352, true},
-		{"qkv, linear_mma's shared memory", 93, 3072, 1024, lmma, 4, 256, true},
-		{"attention output", 93, 1024, 1024, optin, 8, 128, true},
-		{"MLP input", 93, 5248, 1024, optin, 2, 512, true},
-		{"MLP output", 93, 1024, 2624, optin, 8, 336, true},
-		{"MLP output, linear_mma's shared memory", 93, 1024, 2624, lmma, 0, 0, false},
+		{"qkv", 93, 3072, 1024, optin, 3, 352, true, 0},
+		{"qkv, linear_mma's shared memory", 93, 3072, 1024, lmma, 4, 256, true, 0},
+		{"attention output", 93, 1024, 1024, optin, 8, 128, true, 0},
+		{"MLP input", 93, 5248, 1024, optin, 2, 512, true, 0},
+		{"MLP output", 93, 1024, 2624, optin, 8, 336, true, 0},
+		{"MLP output, linear_mma's shared memory", 93, 1024, 2624, lmma, 0, 0, false, 0},
 		// Three slices of 1376 would fit the shared memory of 16 rows,
 		// each more 16-byte chunks than the block has threads.
-		{"wide and deep, few rows", 16, 8448, 4096, optin, 4, 1024, true},
+		{"wide and deep, few rows", 16, 8448, 4096, optin, 4, 1024, true, 0},
+		// Four k-groups: their products (96 rows of 72 floats each) need
+		// more shared memory than a short slice's operands.
+		{"attention output, four k-groups", 93, 1024, 1024, optin, 8, 128, true, 4},
+		{"qkv, four k-groups", 93, 3072, 1024, optin, 3, 352, true, 4},
 	} {
-		p, ok := planLinearCl(c.m, c.n, c.k, 132, c.shared)
-		if ok != c.ok || ok && (p.splits != c.splits || p.kc != c.kc || p.tilesN != (c.n+63)/64 || p.tilesM != 1 || p.shared > c.shared) {
+		kg, rp := max(c.kg, 1), (min(c.m, 128)+15)&^15
+		p, ok := planLinearCl(c.m, c.n, c.k, kg, 132, c.shared)
+		if ok != c.ok || ok && (p.splits != c.splits || p.kc != c.kc || p.tilesN != (c.n+63)/64 || p.tilesM != 1 || p.shared > c.shared ||
+			p.kg != kg || p.shared < kg*rp*72*4) {
 			t.Errorf("%s: plan %+v, ok %v; want %d splits of %d, ok %v", c.name, p, ok, c.splits, c.kc, c.ok)
 		}
 	}

@@ -1077,7 +1077,9 @@ func emuAttnCheck(t *testing.T, l emuAttnLayout, heads, dh int, scale, tol float
 // linear_cl (linear_mma's GEMM with its splits of k summed in a cluster)
 // against float64: clusters of one to eight blocks, slices of k up to the
 // longest (clMaxK), a last one shorter than the others, row and column tiles partly filled, two row
-// blocks, bias, activations, the residual added, fp16 outputs.
+// blocks, bias, activations, the residual added, fp16 outputs; and built
+// with two, three and four k-groups a block (LCL_KG), a slice's groups
+// uneven or some of them empty.
 func TestEmuLinearCl(t *testing.T) {
 	cases := []struct {
 		m, n, k, kc int
@@ -1095,10 +1097,14 @@ func TestEmuLinearCl(t *testing.T) {
 		{m: 16, n: 64, k: 2048, kc: clMaxK}, // a row's chunks one a thread
 	}
 	const warps = 4
-	for _, c := range cases {
+	for _, tc := range []struct {
+		c  int // the case
+		kg int
+	}{{0, 1}, {1, 1}, {2, 1}, {3, 1}, {4, 1}, {5, 1}, {6, 1}, {7, 1}, {2, 4}, {3, 4}, {5, 2}, {6, 4}, {7, 3}} {
+		c, kg := cases[tc.c], tc.kg
 		splits := (c.k + c.kc - 1) / c.kc
-		name := fmt.Sprintf("m=%d,n=%d,k=%d,kc=%d,cluster=%d,bias=%v,act=%d,accum=%v,half=%v", c.m, c.n, c.k, c.kc, splits, c.bias,
-			c.act, c.accum, c.half)
+		name := fmt.Sprintf("m=%d,n=%d,k=%d,kc=%d,cluster=%d,bias=%v,act=%d,accum=%v,half=%v,kg=%d", c.m, c.n, c.k, c.kc, splits, c.bias,
+			c.act, c.accum, c.half, kg)
 		t.Run(name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(c.m), uint64(c.n*c.k+1)))
 			x, w, prod, mags := lmmaOperands(rng, c.m, c.n, c.k, 1)
@@ -1118,11 +1124,15 @@ func TestEmuLinearCl(t *testing.T) {
 				biasArg = emuBuf(3, 0)
 			}
 			tilesN, tilesM := (c.n+16*warps-1)/(16*warps), (c.m+16*lmmaTiles-1)/(16*lmmaTiles)
-			launch := emuLaunch{name: "linear_cl_4", grid: [3]int{tilesN * splits, 1, tilesM}, threads: 32 * warps,
-				smem: lmmaShared(c.kc, c.m, 1, warps), cluster: splits, args: []emuArg{emuBuf(0, 0), emuBuf(1, 0), emuBuf(2, 0),
+			launch := emuLaunch{name: "linear_cl_4", grid: [3]int{tilesN * splits, 1, tilesM}, threads: 32 * warps * kg,
+				smem: lclShared(c.kc, c.m, kg), cluster: splits, args: []emuArg{emuBuf(0, 0), emuBuf(1, 0), emuBuf(2, 0),
 					biasArg, emuInt(c.m), emuInt(c.k), emuInt(c.n), emuVal(uint64(c.act)), emuVal(boolArg(c.accum)),
 					emuVal(boolArg(c.half)), emuInt(c.kc)}}
-			out := emuRun(t, [][]byte{dBytes, u16Bytes(x), u16Bytes(w), f32Bytes(bias)}, launch)
+			bin := emuRunner(t)
+			if kg != 1 {
+				bin = emuRunnerTuned(t, fmt.Sprintf("LCL_KG=%d", kg))
+			}
+			out := emuRunOn(t, bin, [][]byte{dBytes, u16Bytes(x), u16Bytes(w), f32Bytes(bias)}, launch)
 			lmmaCheck(t, out[0], prod, mags, d0, bias, c.m, c.n, c.bias, c.act, c.accum, c.half)
 		})
 	}

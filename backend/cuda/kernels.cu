@@ -88,6 +88,15 @@ typedef unsigned long long u64;
 #ifndef ATTN_SKIP
 #define ATTN_SKIP 0
 #endif
+// LCL_KG: the warps of a linear_cl block that share each 16 output
+// columns, each taking a k-group of the block's slice of k (their products
+// then added in shared memory, in group order, before the cluster adds the
+// blocks'): 1 runs four warps a block, one a multiprocessor's scheduler,
+// which cannot hide the tensor cores' latency; 4 runs sixteen (linearcl.go
+// reads it too).
+#ifndef LCL_KG
+#define LCL_KG 1
+#endif
 // The launch bounds with a minimum only where one is asked for, so that
 // the defaults compile exactly as the bounds without one.
 #if ATTN_MMA_MINB > 1
@@ -2337,13 +2346,15 @@ extern "C" __global__ void cluster_probe(float4* out) {
 // (the same float32 sums whatever ran first) and writes d as
 // lmma_finish does. Where linear_mma's last block of a tile read every
 // split's sums from L2 alone, here the cluster's blocks share the adding
-// and the sums never leave the multiprocessors. Dynamic shared memory:
-// lmmaShared(kc, rows, 1, WARPS).
-template <int WARPS>
+// and the sums never leave the multiprocessors. KG warps share each 16
+// columns (LCL_KG), each over a k-group of the block's slice; the groups'
+// products meet in shared memory first. Dynamic shared memory:
+// lclShared in linearcl.go.
+template <int WARPS, int KG>
 __device__ void lin_cl(void* d, const u16* x, const u16* w, const float* bias, int m, int k, int n, int act, int accum, int half,
 	int kc) {
 	extern __shared__ float4 smem4[];
-	const int KS = kc + 8, NT = 32 * WARPS, BN = 16 * WARPS, CS = BN + 8;
+	const int KS = kc + 8, NT = 32 * WARPS * KG, BN = 16 * WARPS, CS = BN + 8;
 	const uint2 id = cluster_id();
 	const int S = (int)id.y, rank = (int)id.x;
 	int n0 = (blockIdx.x / S) * BN, m0 = blockIdx.z * 16 * LMMA_MT;
@@ -2363,14 +2374,27 @@ __device__ void lin_cl(void* d, const u16* x, const u16* w, const float* bias, i
 	lmma_copy_x<1>(x, 0, m0, k, k0, rows, rp, KS, As, sA, cc, c8, rr, rstep);
 	cp_async_wait_all();
 	__syncthreads();
-	int lane = tid & 31, warp = tid >> 5;
+	int lane = tid & 31, warp = tid >> 5, cw = warp % WARPS, kg = warp / WARPS;
+	// This warp's k-group: 16-multiples of the slice, the last shorter.
+	const int kq = (kn / 16 + KG - 1) / KG * 16, ks = kg * kq;
 	float acc[LMMA_MT][2][4];
-	lmma_products<1>(acc, sW, sA, KS, rp, kn, warp, lane);
+	lmma_products<1>(acc, sW + 2 * ks, sA + 2 * ks, KS, rp, max(0, min(kq, kn - ks)), cw, lane);
 	// The block's products into its shared memory (the operands' space,
-	// done with: rows of BN + 8 floats), for the cluster to add.
+	// done with: rows of BN + 8 floats, a region a k-group), the groups'
+	// added into the first in group order, for the cluster to add.
 	float* Cs = (float*)smem4;
 	__syncthreads();
-	lmma_stage(Cs, CS, acc, rp / 16, warp, lane);
+	lmma_stage(Cs + kg * rp * CS, CS, acc, rp / 16, cw, lane);
+	if (KG > 1) {
+		__syncthreads();
+		for (int i = tid; i < rp * (BN / 4); i += NT) {
+			float* c = Cs + (i / (BN / 4)) * CS + 4 * (i % (BN / 4));
+			float4 v = *(float4*)c;
+#pragma unroll
+			for (int g = 1; g < KG; g++) lmma_add(v, *(const float4*)(c + g * rp * CS));
+			*(float4*)c = v;
+		}
+	}
 	cluster_sync();
 	// This block's rows of the tile: four columns a thread, the S blocks'
 	// loads in flight before the first add.
@@ -2395,12 +2419,13 @@ __device__ void lin_cl(void* d, const u16* x, const u16* w, const float* bias, i
 	cluster_sync(); // no block returns while another still reads its products
 }
 
-// linear_cl_WARPS: lin_cl for 4 warps a block. Grid: (⌈n/(16·WARPS)⌉·S,
-// 1, ⌈m/(16·LMMA_MT)⌉), launched in clusters of S ≤ LCL_SPLITS along x.
+// linear_cl_WARPS: lin_cl for 16·WARPS columns a block, 32·WARPS·LCL_KG
+// threads. Grid: (⌈n/(16·WARPS)⌉·S, 1, ⌈m/(16·LMMA_MT)⌉), launched in
+// clusters of S ≤ LCL_SPLITS along x.
 #define LINEAR_CL(WARPS)                                                                                              \
-	extern "C" __global__ void __launch_bounds__(32 * WARPS) linear_cl_##WARPS(void* d, const u16* x, const u16* w,      \
-		const float* bias, int m, int k, int n, int act, int accum, int half, int kc) {                                    \
-		lin_cl<WARPS>(d, x, w, bias, m, k, n, act, accum, half, kc);                                                       \
+	extern "C" __global__ void __launch_bounds__(32 * WARPS * LCL_KG) linear_cl_##WARPS(void* d, const u16* x,         \
+		const u16* w, const float* bias, int m, int k, int n, int act, int accum, int half, int kc) {                      \
+		lin_cl<WARPS, LCL_KG>(d, x, w, bias, m, k, n, act, accum, half, kc);                                               \
 	}
 #if LAYA_EXTRAS
 LINEAR_CL(4)

@@ -17,10 +17,30 @@ const clMaxK = 8 * 32 * clWarps
 
 // clPlan is how linear_cl runs a GEMM: the slice of k each block of a
 // cluster takes (kc, a multiple of 16), the cluster's blocks (splits), the
-// tiles of 64 output columns and of 128 rows, and the dynamic shared memory
-// a block.
+// tiles of 64 output columns and of 128 rows, the dynamic shared memory a
+// block, and the warps sharing each 16 columns over k-groups (kg, the
+// kernels' LCL_KG).
 type clPlan struct {
-	kc, splits, tilesN, tilesM, shared int
+	kc, splits, tilesN, tilesM, shared, kg int
+}
+
+// lclShared is a linear_cl block's dynamic shared memory for slices of kc,
+// rows rows and kg k-groups: its operands, or, where more, the k-groups'
+// float32 products (rows of 64 + 8 floats) that meet there.
+func lclShared(kc, rows, kg int) int {
+	rp := (min(rows, 16*lmmaTiles) + 15) &^ 15
+	return max(lmmaShared(kc, rows, 1, clWarps), kg*rp*(16*clWarps+8)*4)
+}
+
+// clKG is the k-groups linear_cl is compiled with (the LCL_KG tunable:
+// Options.Defines, else its default).
+func (b *Backend) clKG() int {
+	v, ok := b.opts.Defines["LCL_KG"]
+	if !ok {
+		t, _ := kernelTunable("LCL_KG")
+		v = t.Def
+	}
+	return v
 }
 
 // planLinearCl splits a GEMM of m rows, n output columns and depth k (a
@@ -32,12 +52,13 @@ type clPlan struct {
 // add, more make shorter blocks. ok is false where not even the most fit.
 // A first rule, for measurements on a GPU to revise (it does not weigh
 // how many blocks a multiprocessor holds at once).
-func planLinearCl(m, n, k, sms, sharedMax int) (p clPlan, ok bool) {
+func planLinearCl(m, n, k, kg, sms, sharedMax int) (p clPlan, ok bool) {
+	p.kg = kg
 	p.tilesN = (n + 16*clWarps - 1) / (16 * clWarps)
 	p.tilesM = (m + 16*lmmaTiles - 1) / (16 * lmmaTiles)
 	for s := 1; s <= maxClusterSplits; s++ {
 		kc := (k/16 + s - 1) / s * 16
-		shared := lmmaShared(kc, m, 1, clWarps)
+		shared := lclShared(kc, m, kg)
 		if kc > clMaxK || shared > sharedMax {
 			continue
 		}
@@ -58,7 +79,7 @@ func (s *stream) clLinear(m, k int, w *tensor) (clPlan, bool) {
 	if rows == 0 || m > rows || s.prec != FP16 || w.s != nil || k%16 != 0 || !s.be.clusters {
 		return clPlan{}, false
 	}
-	return planLinearCl(m, w.rows, k, s.be.sms, s.be.clShared())
+	return planLinearCl(m, w.rows, k, s.be.clKG(), s.be.sms, s.be.clShared())
 }
 
 // clShared is the shared memory linear_cl may ask of a block here: all a
@@ -83,7 +104,7 @@ func (lin *linearOp) issueCl(x *run, xh, wh uintptr) error {
 	if x.tune {
 		x.b.count(func(st *Stats) { st.GEMMOwn++ })
 	}
-	return x.l.launchCluster(x.b.drv, x.b.k.linearCl, [3]int{p.tilesN * p.splits, 1, p.tilesM}, 32*clWarps, p.shared, x.cs.stream,
+	return x.l.launchCluster(x.b.drv, x.b.k.linearCl, [3]int{p.tilesN * p.splits, 1, p.tilesM}, 32*clWarps*p.kg, p.shared, x.cs.stream,
 		p.splits, u64(lin.d.addr), u64(xh), u64(wh), u64(bp), i32(lin.m), i32(lin.k), i32(lin.n), uint64(lin.act),
 		boolArg(lin.accumulate), boolArg(lin.halfOut), i32(p.kc))
 }

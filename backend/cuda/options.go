@@ -307,6 +307,7 @@ var KernelTunables = []KernelTunable{
 	{"ATTN_MMA_KC16", 2, 8, 4, "keys a chunk of the tensor-core attention, in sixteens"},
 	{"ATTN_MMA_LEAN", 0, 1, 0, "the fp16 tensor-core attention's values copied as they are, its masks skipped where they pass all"},
 	{"ATTN_SKIP", 0, 1, 0, "the attention kernels leave out the products of a chunk's keys past its tile's last (bit for bit the same)"},
+	{"LCL_KG", 1, 4, 1, "warps of a linear_cl block sharing each 16 output columns over k-groups (clrows)"},
 	{"LMMA_MINB", 1, 4, 1, "blocks a multiprocessor of linear_mma (a register cap)"},
 	{"GEGLU_ERF", 0, 1, 1, "GeGLU's GELU for one 16-bit term: 1 the erf form, 0 the erfc form (FP16X2's)"},
 }
