@@ -201,8 +201,9 @@ type Options struct {
 	// products in the multiprocessors' shared memory, on GPUs with thread
 	// block clusters (compute capability 9.0); 0 (the default) keeps them
 	// on cuBLAS (or linear_mma, which MMARows takes first). It is slower
-	// than cuBLASLt: one English question took 1.85 times the default's
-	// GPU time on an H100 (docs/cuda-perf-log.md). Weights written on the stream,
+	// than cuBLASLt: one English question took 1.85–1.95 times the
+	// default's GPU time on an H100, 1.76 with two k-groups a block (the
+	// LCL_KG tunable; docs/cuda-perf-log.md). Weights written on the stream,
 	// k not a multiple of 16, and an fp16 output with a residual folded in
 	// stay on cuBLAS.
 	ClusterRows int
