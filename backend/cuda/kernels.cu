@@ -91,9 +91,10 @@ typedef unsigned long long u64;
 // LCL_KG: the warps of a linear_cl block that share each 16 output
 // columns, each taking a k-group of the block's slice of k (their products
 // then added in shared memory, in group order, before the cluster adds the
-// blocks'): 1 runs four warps a block, one a multiprocessor's scheduler,
-// which cannot hide the tensor cores' latency; 4 runs sixteen (linearcl.go
-// reads it too).
+// blocks'): 1 runs four warps a block, one a scheduler; 4 runs sixteen. On
+// an H100 more warps left the kernel as long (its time is in its copies
+// and barriers, not its products: docs/cuda-perf-log.md). linearcl.go
+// reads it too.
 #ifndef LCL_KG
 #define LCL_KG 1
 #endif
