@@ -206,14 +206,7 @@ func TestEmuAttentionSkip(t *testing.T) {
 				default:
 					in = f32Bytes(qkv)
 				}
-				maxLen := slices.Max(append(slices.Clone(l.lens), l.seqLen))
-				rope := make([]float32, maxLen*k.dh)
-				for p := range maxLen {
-					for j := range k.dh / 2 {
-						a := float64(p) * math.Pow(10000, -2*float64(j)/float64(k.dh))
-						rope[p*k.dh+j], rope[p*k.dh+k.dh/2+j] = float32(math.Cos(a)), float32(math.Sin(a))
-					}
-				}
+				rope := emuRope(slices.Max(append(slices.Clone(l.lens), l.seqLen)), k.dh)
 				ropeArg := emuVal(0)
 				if k.reg {
 					ropeArg = emuBuf(4, 0)
@@ -328,6 +321,20 @@ func (l emuAttnLayout) tiles(qt int) ([]byte, int) {
 		binary.LittleEndian.PutUint32(buf[4*i:], uint32(v))
 	}
 	return buf, len(tiles) / 5
+}
+
+// emuRope is a RoPE table (θ 10000) for positions 0..n−1 and head dim dh,
+// as the attention kernels read it: each position's cosines, then sines,
+// of dh/2 angles.
+func emuRope(n, dh int) []float32 {
+	rope := make([]float32, n*dh)
+	for p := range n {
+		for j := range dh / 2 {
+			a := float64(p) * math.Pow(10000, -2*float64(j)/float64(dh))
+			rope[p*dh+j], rope[p*dh+dh/2+j] = float32(math.Cos(a)), float32(math.Sin(a))
+		}
+	}
+	return rope
 }
 
 // emuQKV is a random qkv for l: normal values, queries and keys times gain.
@@ -976,14 +983,7 @@ func emuAttentionReg(t *testing.T, dh, heads int, l emuAttnLayout) {
 			qkv[i] *= 1.0 / 512
 		}
 	}
-	// RoPE: each position's cosines, then sines, of DH/2 angles.
-	rope := make([]float32, maxLen*dh)
-	for p := range maxLen {
-		for j := range dh / 2 {
-			a := float64(p) * math.Pow(10000, -2*float64(j)/float64(dh))
-			rope[p*dh+j], rope[p*dh+dh/2+j] = float32(math.Cos(a)), float32(math.Sin(a))
-		}
-	}
+	rope := emuRope(maxLen, dh)
 	// x is element d of the rotated q (part 0) or k (1), or of v (2), of
 	// tensor row r, position pos, head h, as float64 from the float32 the
 	// kernel sums.

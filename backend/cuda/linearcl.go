@@ -32,16 +32,8 @@ func lclShared(kc, rows, kg int) int {
 	return max(lmmaShared(kc, rows, 1, clWarps), kg*rp*(16*clWarps+8)*4)
 }
 
-// clKG is the k-groups linear_cl is compiled with (the LCL_KG tunable:
-// Options.Defines, else its default).
-func (b *Backend) clKG() int {
-	v, ok := b.opts.Defines["LCL_KG"]
-	if !ok {
-		t, _ := kernelTunable("LCL_KG")
-		v = t.Def
-	}
-	return v
-}
+// clKG is the k-groups linear_cl is compiled with (the LCL_KG tunable).
+func (b *Backend) clKG() int { return b.tunable("LCL_KG") }
 
 // planLinearCl splits a GEMM of m rows, n output columns and depth k (a
 // multiple of 16) into clusters of linear_cl blocks on a GPU of sms

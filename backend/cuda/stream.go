@@ -1272,15 +1272,8 @@ func attnMMAShared(dh, w, terms, kc int) int {
 }
 
 // mmaKC is the keys a chunk of the tensor-core attention kernels as
-// compiled (the ATTN_MMA_KC16 tunable: Options.Defines, else its default).
-func (b *Backend) mmaKC() int {
-	v, ok := b.opts.Defines["ATTN_MMA_KC16"]
-	if !ok {
-		t, _ := kernelTunable("ATTN_MMA_KC16")
-		v = t.Def
-	}
-	return 16 * v
-}
+// compiled (the ATTN_MMA_KC16 tunable).
+func (b *Backend) mmaKC() int { return 16 * b.tunable("ATTN_MMA_KC16") }
 
 // splitWarps are the warps of the key-split tensor-core attention kernels
 // (kernels.attentionSplit), which share one tile of 16 queries.
