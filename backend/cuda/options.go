@@ -313,16 +313,6 @@ var KernelTunables = []KernelTunable{
 	{"GEGLU_ERF", 0, 1, 1, "GeGLU's GELU for one 16-bit term: 1 the erf form, 0 the erfc form (FP16X2's)"},
 }
 
-// tunable is the value the kernels were compiled with for one of
-// KernelTunables: Options.Defines', else its default.
-func (b *Backend) tunable(name string) int {
-	if v, ok := b.opts.Defines[name]; ok {
-		return v
-	}
-	t, _ := kernelTunable(name)
-	return t.Def
-}
-
 func kernelTunable(name string) (KernelTunable, bool) {
 	for _, t := range KernelTunables {
 		if t.Name == name {

@@ -1271,6 +1271,16 @@ func attnMMAShared(dh, w, terms, kc int) int {
 	return 2 * terms * (2*kc + 16*w) * (dh + 8)
 }
 
+// tunable is the value the kernels were compiled with for one of
+// KernelTunables: Options.Defines', else its default.
+func (b *Backend) tunable(name string) int {
+	if v, ok := b.opts.Defines[name]; ok {
+		return v
+	}
+	t, _ := kernelTunable(name)
+	return t.Def
+}
+
 // mmaKC is the keys a chunk of the tensor-core attention kernels as
 // compiled (the ATTN_MMA_KC16 tunable).
 func (b *Backend) mmaKC() int { return 16 * b.tunable("ATTN_MMA_KC16") }
