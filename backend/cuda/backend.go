@@ -53,7 +53,7 @@ type kernels struct {
 	attentionSplit map[int]*[3]uintptr
 	// linearMMA holds linear_mma by [terms − 1][4 or 8 warps].
 	linearMMA [2][2]uintptr
-	// linearCl is linear_cl_4: linear_mma's GEMM with its splits of k
+	// linearCl is linear_cl: a GEMM of few rows whose splits of k are
 	// summed in a cluster (Options.ClusterRows).
 	linearCl uintptr
 }
@@ -90,6 +90,8 @@ type Backend struct {
 	// clusters: the GPU launches thread block clusters (compute capability
 	// 9.0, cuLaunchKernelEx), which linear_cl needs (Options.ClusterRows).
 	clusters bool
+	// clWaves: how many linear_cl blocks run at once, by cluster size.
+	clWaves clWaves
 	// sharedOptin is the dynamic shared memory a block may opt in to (227
 	// KiB on Hopper, 163 on the A100, 99 on other Ampere and Ada GPUs).
 	sharedOptin int
@@ -167,7 +169,7 @@ func open(opts Options) (*Backend, error) {
 	}
 	// cuLaunchKernelEx (CUDA 11.8 and later) only for programmatic
 	// dependent launch.
-	drv, err := cudadrv.LoadDriver(opts.Driver, driverFuncs, "cuLaunchKernelEx", "cuFuncGetAttribute")
+	drv, err := cudadrv.LoadDriver(opts.Driver, driverFuncs, "cuLaunchKernelEx", "cuFuncGetAttribute", "cuOccupancyMaxActiveClusters")
 	if err != nil {
 		return nil, err
 	}
@@ -423,7 +425,7 @@ func (b *Backend) kernelTable() map[string]kernelSlot {
 		fns[name] = kernelSlot{p, partCore}
 	}
 	fns["cluster_probe"] = kernelSlot{&b.k.clusterProbe, partExtras}
-	fns["linear_cl_4"] = kernelSlot{&b.k.linearCl, partExtras}
+	fns["linear_cl"] = kernelSlot{&b.k.linearCl, partExtras}
 	for t := range b.k.linearMMA {
 		for w, warps := range []int{4, 8} {
 			fns[fmt.Sprintf("linear_mma_%d_%d", t+1, warps)] = kernelSlot{&b.k.linearMMA[t][w], partExtras}
@@ -483,6 +485,7 @@ func (b *Backend) setKernelAttributes() error {
 		if err := b.drv.Call("cuFuncSetAttribute", b.k.linearCl, 8, uintptr(b.clShared())); err != nil {
 			return fmt.Errorf("cuda: linear_cl kernel: %w", err)
 		}
+		b.clWaves = clusterWaves(b.drv, b.k.linearCl, b.clShared())
 	}
 	// A tensor-core attention kernel whose shared memory this GPU does not
 	// have (head dim 128 at four or eight warps on a 99 KiB one) is 0:

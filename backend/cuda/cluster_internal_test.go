@@ -132,43 +132,47 @@ func TestEmuCluster(t *testing.T) {
 }
 
 // planLinearCl's first rule on an H100's or H200's 132 multiprocessors, at
-// one question (93 rows): the fewest slices of k whose blocks cover the
-// GPU, each within the shared memory; none where eight slices do not fit.
+// one English question (93 rows) and two (200): of the tiles and slices
+// whose operands fit, the least work a block times the waves (estimated:
+// clusters of three and five filling 120 multiprocessors, of eight 128;
+// or as the driver says); none where nothing fits.
 func TestPlanLinearCl(t *testing.T) {
-	const optin, lmma = 232448, lmmaSharedLimit
+	const optin = 232448
+	var threes clWaves
+	threes[3] = 132 // a driver with GPCs of 18 (or 15) multiprocessors
 	for _, c := range []struct {
-		name            string
-		m, n, k, shared int
-		splits, kc      int
-		ok              bool
-		kg              int // 0: 1
+		name                 string
+		m, n, k, cols, share int
+		waves                *clWaves
+		bn, splits, kc       int // 0: no plan
 	}{
-		{"qkv", 93, 3072, 1024, optin, 3, 352, true, 0},
-		{"qkv, linear_mma's shared memory", 93, 3072, 1024, lmma, 4, 256, true, 0},
-		{"attention output", 93, 1024, 1024, optin, 8, 128, true, 0},
-		{"MLP input", 93, 5248, 1024, optin, 2, 512, true, 0},
-		{"MLP output", 93, 1024, 2624, optin, 8, 336, true, 0},
-		{"MLP output, linear_mma's shared memory", 93, 1024, 2624, lmma, 0, 0, false, 0},
-		// Three slices of 1376 would fit the shared memory of 16 rows,
-		// each more 16-byte chunks than the block has threads.
-		{"wide and deep, few rows", 16, 8448, 4096, optin, 4, 1024, true, 0},
-		// Four k-groups: their products (96 rows of 72 floats each) need
-		// more shared memory than a short slice's operands.
-		{"attention output, four k-groups", 93, 1024, 1024, optin, 8, 128, true, 4},
-		{"qkv, four k-groups", 93, 3072, 1024, optin, 3, 352, true, 4},
+		// 24 tiles of 128 in clusters of five: 120 blocks, one wave.
+		{"qkv", 93, 3072, 1024, 0, optin, nil, 128, 5, 208},
+		// Forced to 64 columns: three waves of 128-deep slices do less a
+		// block than one of two 512-deep ones.
+		{"qkv, tiles of 64", 93, 3072, 1024, 64, optin, nil, 64, 8, 128},
+		{"attention output", 93, 1024, 1024, 0, optin, nil, 64, 8, 128},
+		// 41 tiles of 128: 123 blocks in clusters of three take two
+		// estimated waves, eight 128-deep slices three; where the driver
+		// runs 44 clusters of three at once, one.
+		{"MLP input", 93, 5248, 1024, 0, optin, nil, 128, 8, 128},
+		{"MLP input, 44 clusters of three", 93, 5248, 1024, 0, optin, &threes, 128, 3, 352},
+		{"MLP output", 93, 1024, 2624, 0, optin, nil, 64, 8, 336},
+		{"MLP output, 64 KiB of shared memory", 93, 1024, 2624, 0, 64 << 10, nil, 0, 0, 0},
+		{"attention output, two questions", 200, 1024, 1024, 0, optin, nil, 128, 8, 128},
 	} {
-		kg, rp := max(c.kg, 1), (min(c.m, 128)+15)&^15
-		p, ok := planLinearCl(c.m, c.n, c.k, kg, 132, c.shared)
-		if ok != c.ok || ok && (p.splits != c.splits || p.kc != c.kc || p.tilesN != (c.n+63)/64 || p.tilesM != 1 || p.shared > c.shared ||
-			p.kg != kg || p.shared < kg*rp*72*4) {
-			t.Errorf("%s: plan %+v, ok %v; want %d splits of %d, ok %v", c.name, p, ok, c.splits, c.kc, c.ok)
+		p, ok := planLinearCl(c.m, c.n, c.k, c.cols, 132, c.share, c.waves)
+		want := c.bn != 0
+		if ok != want || ok && (p.bn != c.bn || p.splits != c.splits || p.kc != c.kc || p.tilesN != (c.n+c.bn-1)/c.bn ||
+			p.tilesM != (c.m+127)/128 || p.shared > c.share || p.shared != lclShared(c.kc, c.m, c.bn)) {
+			t.Errorf("%s: plan %+v, ok %v; want tiles of %d, %d splits of %d, ok %v", c.name, p, ok, c.bn, c.splits, c.kc, want)
 		}
 	}
 }
 
 // linear_cl's constants are the ones kernels.cu is written for.
 func TestLinearClMatchesKernel(t *testing.T) {
-	for name, v := range map[string]int{"LCL_SPLITS": maxClusterSplits, "LMMA_MT": lmmaTiles} {
+	for name, v := range map[string]int{"LCL_SPLITS": maxClusterSplits, "LMMA_MT": lmmaTiles, "LCL_WARPS": clWarps, "LCL_XC": clChunk} {
 		if def := fmt.Sprintf("\n#define %s %d\n", name, v); !strings.Contains(kernelSource, def) {
 			t.Errorf("kernels.cu does not say %q", strings.TrimSpace(def))
 		}

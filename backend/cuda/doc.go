@@ -255,10 +255,11 @@
 // default, keeps them on cuBLAS), mmacols=64|128 (its output columns a
 // block), mmaln=on|off (off keeps the LayerNorms between linear_mma GEMMs
 // kernels of their own), clrows=N (the GEMMs of one fp16 term of at most N
-// rows on linear_cl, whose clusters of blocks split k and add their
-// products in shared memory; needs compute capability 9.0; 0, the
-// default, keeps them on cuBLAS; on an H100 one English question took
-// 1.85 times the default's GPU time with it), kbatch=N (each plain GEMM
+// rows on linear_cl, one wave of clusters whose blocks copy their weight
+// before the kernel before them ends and add their slices of k in shared
+// memory; needs compute capability 9.0; 0, the default, keeps them on
+// cuBLAS), clcols=32|64|128 (its tiles' output columns; 0, the default,
+// lets its plan choose for each GEMM), kbatch=N (each plain GEMM
 // of one fp16 term and at most N rows on cuBLAS as one batch of two GEMMs
 // over k's halves, their products stacked for the reader to add, as
 // FP16X2's terms are: twice the blocks, each half as long; the registered

@@ -1074,37 +1074,36 @@ func emuAttnCheck(t *testing.T, l emuAttnLayout, heads, dh int, scale, tol float
 	return worst
 }
 
-// linear_cl (linear_mma's GEMM with its splits of k summed in a cluster)
-// against float64: clusters of one to eight blocks, slices of k up to the
-// longest (clMaxK), a last one shorter than the others, row and column tiles partly filled, two row
-// blocks, bias, activations, the residual added, fp16 outputs; and built
-// with two, three and four k-groups a block (LCL_KG), a slice's groups
-// uneven or some of them empty.
+// linear_cl (a GEMM of few rows whose splits of k are summed in a
+// cluster) against float64: clusters of one to eight blocks, tiles of 32,
+// 64 and 128 columns (four, two and one k-groups a block), slices of k
+// shorter than a chunk of x, of several chunks with the last one short, of
+// more chunks than copy groups may wait apart (nine), a last slice shorter
+// than the others, row and column tiles partly filled, two row blocks,
+// bias, activations, the residual added, fp16 outputs, and rows whose
+// length is not a multiple of four (each output stored alone).
 func TestEmuLinearCl(t *testing.T) {
-	cases := []struct {
-		m, n, k, kc int
-		bias        bool
-		act         int
-		accum, half bool
+	for _, c := range []struct {
+		m, n, k, kc, bn int
+		bias            bool
+		act             int
+		accum, half     bool
 	}{
-		{m: 1, n: 64, k: 16, kc: 16},
-		{m: 17, n: 72, k: 48, kc: 16, bias: true, act: 2},
-		{m: 93, n: 130, k: 1024, kc: 128, half: true},
-		{m: 96, n: 200, k: 256, kc: 64, accum: true},
-		{m: 130, n: 64, k: 64, kc: 16, act: 1, bias: true},
-		{m: 33, n: 98, k: 272, kc: 48, bias: true, accum: true},
-		{m: 5, n: 40, k: 112, kc: 16},
-		{m: 16, n: 64, k: 2048, kc: clMaxK}, // a row's chunks one a thread
-	}
-	const warps = 4
-	for _, tc := range []struct {
-		c  int // the case
-		kg int
-	}{{0, 1}, {1, 1}, {2, 1}, {3, 1}, {4, 1}, {5, 1}, {6, 1}, {7, 1}, {2, 4}, {3, 4}, {5, 2}, {6, 4}, {7, 3}} {
-		c, kg := cases[tc.c], tc.kg
+		{m: 1, n: 64, k: 16, kc: 16, bn: 64},
+		{m: 17, n: 72, k: 48, kc: 16, bn: 64, bias: true, act: 2},
+		{m: 93, n: 130, k: 1024, kc: 208, bn: 128, half: true},
+		{m: 96, n: 200, k: 256, kc: 64, bn: 128, accum: true},
+		{m: 130, n: 64, k: 64, kc: 16, bn: 64, act: 1, bias: true},
+		{m: 33, n: 98, k: 272, kc: 48, bn: 128, bias: true, accum: true},
+		{m: 5, n: 40, k: 112, kc: 16, bn: 32},
+		{m: 16, n: 64, k: 2048, kc: 576, bn: 64},
+		{m: 128, n: 256, k: 320, kc: 160, bn: 128, bias: true, half: true},
+		{m: 113, n: 100, k: 512, kc: 128, bn: 32, act: 1},
+		{m: 40, n: 192, k: 96, kc: 96, bn: 64, accum: true, act: 2},
+	} {
 		splits := (c.k + c.kc - 1) / c.kc
-		name := fmt.Sprintf("m=%d,n=%d,k=%d,kc=%d,cluster=%d,bias=%v,act=%d,accum=%v,half=%v,kg=%d", c.m, c.n, c.k, c.kc, splits, c.bias,
-			c.act, c.accum, c.half, kg)
+		name := fmt.Sprintf("m=%d,n=%d,k=%d,kc=%d,bn=%d,cluster=%d,bias=%v,act=%d,accum=%v,half=%v", c.m, c.n, c.k, c.kc, c.bn, splits,
+			c.bias, c.act, c.accum, c.half)
 		t.Run(name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(c.m), uint64(c.n*c.k+1)))
 			x, w, prod, mags := lmmaOperands(rng, c.m, c.n, c.k, 1)
@@ -1123,16 +1122,12 @@ func TestEmuLinearCl(t *testing.T) {
 			if c.bias {
 				biasArg = emuBuf(3, 0)
 			}
-			tilesN, tilesM := (c.n+16*warps-1)/(16*warps), (c.m+16*lmmaTiles-1)/(16*lmmaTiles)
-			launch := emuLaunch{name: "linear_cl_4", grid: [3]int{tilesN * splits, 1, tilesM}, threads: 32 * warps * kg,
-				smem: lclShared(c.kc, c.m, kg), cluster: splits, args: []emuArg{emuBuf(0, 0), emuBuf(1, 0), emuBuf(2, 0),
+			tilesN, tilesM := (c.n+c.bn-1)/c.bn, (c.m+16*lmmaTiles-1)/(16*lmmaTiles)
+			launch := emuLaunch{name: "linear_cl", grid: [3]int{tilesN * splits, 1, tilesM}, threads: 32 * clWarps,
+				smem: lclShared(c.kc, c.m, c.bn), cluster: splits, args: []emuArg{emuBuf(0, 0), emuBuf(1, 0), emuBuf(2, 0),
 					biasArg, emuInt(c.m), emuInt(c.k), emuInt(c.n), emuVal(uint64(c.act)), emuVal(boolArg(c.accum)),
-					emuVal(boolArg(c.half)), emuInt(c.kc)}}
-			bin := emuRunner(t)
-			if kg != 1 {
-				bin = emuRunnerTuned(t, fmt.Sprintf("LCL_KG=%d", kg))
-			}
-			out := emuRunOn(t, bin, [][]byte{dBytes, u16Bytes(x), u16Bytes(w), f32Bytes(bias)}, launch)
+					emuVal(boolArg(c.half)), emuInt(c.kc), emuInt(c.bn)}}
+			out := emuRunOn(t, emuRunner(t), [][]byte{dBytes, u16Bytes(x), u16Bytes(w), f32Bytes(bias)}, launch)
 			lmmaCheck(t, out[0], prod, mags, d0, bias, c.m, c.n, c.bias, c.act, c.accum, c.half)
 		})
 	}

@@ -88,16 +88,6 @@ typedef unsigned long long u64;
 #ifndef ATTN_SKIP
 #define ATTN_SKIP 0
 #endif
-// LCL_KG: the warps of a linear_cl block that share each 16 output
-// columns, each taking a k-group of the block's slice of k (their products
-// then added in shared memory, in group order, before the cluster adds the
-// blocks'): 1 runs four warps a block, one a scheduler; 4 runs sixteen. On
-// an H100 more warps left the kernel as long (its time is in its copies
-// and barriers, not its products: docs/cuda-perf-log.md). linearcl.go
-// reads it too.
-#ifndef LCL_KG
-#define LCL_KG 1
-#endif
 // The launch bounds with a minimum only where one is asked for, so that
 // the defaults compile exactly as the bounds without one.
 #if ATTN_MMA_MINB > 1
@@ -203,6 +193,25 @@ __device__ __forceinline__ void cp_async16a(u32 s, const void* g) {
 }
 
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
+
+// cp_async_commit closes this thread's copies since the last into a group;
+// cp_async_wait_group(n) waits until at most the n most recent groups are
+// in flight (n past 7 waits as for 7: longer, never shorter). A kernel that
+// copies its operands in chunks, one group each, starts on the first
+// chunk while the others land.
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+__device__ __forceinline__ void cp_async_wait_group(int n) {
+	switch (n) {
+	case 0: asm volatile("cp.async.wait_group 0;" ::: "memory"); break;
+	case 1: asm volatile("cp.async.wait_group 1;" ::: "memory"); break;
+	case 2: asm volatile("cp.async.wait_group 2;" ::: "memory"); break;
+	case 3: asm volatile("cp.async.wait_group 3;" ::: "memory"); break;
+	case 4: asm volatile("cp.async.wait_group 4;" ::: "memory"); break;
+	case 5: asm volatile("cp.async.wait_group 5;" ::: "memory"); break;
+	case 6: asm volatile("cp.async.wait_group 6;" ::: "memory"); break;
+	default: asm volatile("cp.async.wait_group 7;" ::: "memory"); break;
+	}
+}
 
 // ldcg reads a float from L2 (ld.global.cg): data other blocks of the
 // same grid wrote, which this multiprocessor's L1 may hold stale.
@@ -2335,74 +2344,179 @@ extern "C" __global__ void cluster_probe(float4* out) {
 // of (linearcl.go's maxClusterSplits: a portable cluster's).
 #define LCL_SPLITS 8
 
-// linear_cl is linear_mma's GEMM of few rows (one fp16 term, no fusions)
-// with its splits of k summed on chip: the S blocks of a cluster (S the
-// cluster's size, along x: blockIdx.x = tile·S + rank) take the S slices
-// of k, kc long, of one tile of BN = 16·WARPS output columns (weight rows)
-// and up to 16·LMMA_MT rows of x (blockIdx.z), each loading its slices of
-// x and of the weight whole, the weight's before it waits for the kernel
-// before it (pdl_wait). Each block leaves its float32 products in its
-// shared memory; after the cluster's barrier block rank adds, for the
-// tile's rows rank, rank + S, ..., the S blocks' products in rank order
-// (the same float32 sums whatever ran first) and writes d as
-// lmma_finish does. Where linear_mma's last block of a tile read every
-// split's sums from L2 alone, here the cluster's blocks share the adding
-// and the sums never leave the multiprocessors. KG warps share each 16
-// columns (LCL_KG), each over a k-group of the block's slice; the groups'
-// products meet in shared memory first. Dynamic shared memory:
-// lclShared in linearcl.go.
-template <int WARPS, int KG>
+// LCL_WARPS is a linear_cl block's warps (linearcl.go's clWarps).
+#define LCL_WARPS 8
+
+// LCL_XC is the k of one of linear_cl's chunks of x (linearcl.go's
+// clChunk): x comes in chunks, one copy group each, and the products start
+// on the first while the rest land.
+#define LCL_XC 64
+
+// lcl_finish4 is lmma_finish for the four outputs o.. (columns col..) of a
+// row: one 16- or 8-byte store where the row holds all four and n keeps
+// them aligned, else one at a time.
+__device__ __forceinline__ void lcl_finish4(void* d, long long o, int col, int n, float4 v, const float* bias, int act, int accum,
+	int half) {
+	if ((n & 3) || col + 3 >= n) {
+		float y[4] = {v.x, v.y, v.z, v.w};
+		for (int e = 0; e < 4 && col + e < n; e++) lmma_finish(d, o + e, col + e, y[e], bias, act, accum, half);
+		return;
+	}
+	if (accum) lmma_add(v, *(const float4*)((const float*)d + o));
+	if (bias) {
+		v.x += bias[col];
+		v.y += bias[col + 1];
+		v.z += bias[col + 2];
+		v.w += bias[col + 3];
+	}
+	if (act) {
+		v.x = lmma_act(v.x, act);
+		v.y = lmma_act(v.y, act);
+		v.z = lmma_act(v.z, act);
+		v.w = lmma_act(v.w, act);
+	}
+	if (half)
+		*(uint2*)((u16*)d + o) = make_uint2(pack2(v.x, v.y), pack2(v.z, v.w));
+	else
+		*(float4*)((float*)d + o) = v;
+}
+
+// linear_cl: d = act(x·wᵀ + b) (+ d first when accum) for x [m, k] one fp16
+// term and w [n, k] fp16, k a multiple of 16, float32 accumulation on
+// tensor cores (mma.sync m16n8k16), for GEMMs of few rows (a question: about
+// a hundred), which read their weight once and whose cuBLAS kernels wait
+// out one wave of loads after the kernel before them ends.
+//
+// The grid is one wave: a cluster of S blocks (along x: blockIdx.x =
+// tile·S + rank) takes one tile of bn output columns (weight rows) and up to
+// 16·LMMA_MT rows of x (blockIdx.z), each block one slice of k, kc long (the
+// last shorter). A block copies its slice of the weight into shared memory
+// before it waits for the kernel before it (pdl_wait), so that with
+// programmatic dependent launch the weight streams in while that kernel
+// finishes; then its slice of x, in chunks of LCL_XC, one copy group each,
+// the products starting on the first chunk while the others land. Its
+// eight warps split into bn/32 column groups of 32 columns, two row groups
+// (every other 16 rows: 64 accumulators a thread, where all the rows took
+// 255 registers and spilled) and 128/bn k-groups, a group taking every
+// (128/bn)-th 16 of k of each chunk; the groups' float32 products meet in
+// shared memory in group order. After
+// the cluster's barrier block rank adds, for the tile's rows rank, rank +
+// S, ..., the S blocks' products in rank order (the same float32 sums
+// whatever ran first) and writes d as lmma_finish does, four columns a
+// thread. Shared memory (linearcl.go's lclShared): the operands, (bn + rows
+// rounded up to 16)·(kc + 8) halves, rows padded by 8 halves so that the
+// eight rows a fragment load touches are in distinct banks; or, where more,
+// the k-groups' products, rows of bn + 8 floats.
 __device__ void lin_cl(void* d, const u16* x, const u16* w, const float* bias, int m, int k, int n, int act, int accum, int half,
-	int kc) {
+	int kc, int bn) {
 	extern __shared__ float4 smem4[];
-	const int KS = kc + 8, NT = 32 * WARPS * KG, BN = 16 * WARPS, CS = BN + 8;
+	const int NT = 32 * LCL_WARPS, CG = bn / 32, KG = LCL_WARPS / 2 / CG, KS = kc + 8, CS = bn + 8;
 	const uint2 id = cluster_id();
 	const int S = (int)id.y, rank = (int)id.x;
-	int n0 = (blockIdx.x / S) * BN, m0 = blockIdx.z * 16 * LMMA_MT;
-	int k0 = rank * kc, kn = max(0, min(kc, k - k0)), c8 = kn / 8;
-	int rows = min(16 * LMMA_MT, m - m0), rp = (rows + 15) & ~15;
-	int tid = threadIdx.x;
-	// A thread copies chunk cc of rows rr, rr + rstep, ... (as lin_mma;
-	// NT ≥ c8p: kc ≤ 8·NT, linearcl.go's clMaxK).
-	const int csh = lmma_chunk_shift(c8), cm = (1 << csh) - 1;
-	u16* Ws = (u16*)smem4; // [BN][KS]
-	u16* As = Ws + BN * KS; // [rp][KS]
-	const int cc = tid & cm, rr = tid >> csh, rstep = NT >> csh;
+	const int n0 = (blockIdx.x / S) * bn, m0 = blockIdx.z * 16 * LMMA_MT;
+	const int k0 = rank * kc, kn = max(0, min(kc, k - k0)), chunks = (kn + LCL_XC - 1) / LCL_XC;
+	const int rows = min(16 * LMMA_MT, m - m0), rp = (rows + 15) & ~15;
+	const int tid = threadIdx.x;
+	u16* Ws = (u16*)smem4; // [bn][KS]
+	u16* As = Ws + bn * KS; // [rp][KS]
 	const u32 sW = smem_addr(Ws), sA = smem_addr(As);
-	lmma_copy_w(w, k, k0, BN, KS, Ws, sW, cc, c8, rr, rstep, [&](int c) { return n0 + c < n ? n0 + c : -1; });
+	const uint4 zero = {0u, 0u, 0u, 0u};
+	// A thread copies 16-byte piece pc of a chunk's row (a chunk's row is
+	// at most eight) for rows pr, pr + NT/8, ...
+	const int pc = tid & 7, pr = tid >> 3;
+	for (int c = 0; c < chunks; c++) {
+		const int kq = c * LCL_XC;
+		if (8 * pc < min(LCL_XC, kn - kq))
+			for (int r = pr; r < bn; r += NT / 8) {
+				if (n0 + r < n)
+					cp_async16a(sW + 2 * (r * KS + kq + 8 * pc), w + (long long)(n0 + r) * k + k0 + kq + 8 * pc);
+				else
+					*(uint4*)(Ws + r * KS + kq + 8 * pc) = zero;
+			}
+	}
+	cp_async_commit();
 	pdl_wait();
 	pdl_launch();
-	lmma_copy_x<1>(x, 0, m0, k, k0, rows, rp, KS, As, sA, cc, c8, rr, rstep);
-	cp_async_wait_all();
-	__syncthreads();
-	int lane = tid & 31, warp = tid >> 5, cw = warp % WARPS, kg = warp / WARPS;
-	// This warp's k-group: 16-multiples of the slice, the last shorter.
-	const int kq = (kn / 16 + KG - 1) / KG * 16, ks = kg * kq;
-	float acc[LMMA_MT][2][4];
-	lmma_products<1>(acc, sW + 2 * ks, sA + 2 * ks, KS, rp, max(0, min(kq, kn - ks)), cw, lane);
-	// The block's products into its shared memory (the operands' space,
-	// done with: rows of BN + 8 floats, a region a k-group), the groups'
-	// added into the first in group order, for the cluster to add.
+	for (int c = 0; c < chunks; c++) {
+		const int kq = c * LCL_XC;
+		if (8 * pc < min(LCL_XC, kn - kq))
+			for (int r = pr; r < rp; r += NT / 8) {
+				if (r < rows)
+					cp_async16a(sA + 2 * (r * KS + kq + 8 * pc), x + (long long)(m0 + r) * k + k0 + kq + 8 * pc);
+				else
+					*(uint4*)(As + r * KS + kq + 8 * pc) = zero;
+			}
+		cp_async_commit();
+	}
+	const int lane = tid & 31, warp = tid >> 5, cg = warp % CG, rg = warp / CG & 1, kg = warp / CG / 2, mts = rp / 16;
+	// acc[j] is the row tile 2j + rg: the two row groups take every other.
+	float acc[LMMA_MT / 2][4][4];
+#pragma unroll
+	for (int mt = 0; mt < LMMA_MT / 2; mt++)
+#pragma unroll
+		for (int nt = 0; nt < 4; nt++) acc[mt][nt][0] = acc[mt][nt][1] = acc[mt][nt][2] = acc[mt][nt][3] = 0.0f;
+	// Fragments by ldmatrix, as lmma_products loads them: B's first four
+	// matrices the group's columns 0–15, its second four 16–31.
+	const u32 bq = sW + 2 * ((32 * cg + 8 * (lane >> 4) + (lane & 7)) * KS + 8 * ((lane >> 3) & 1));
+	const u32 aq = sA + 2 * ((lane & 15) * KS + 8 * (lane >> 4));
+	const u32 tileBytes = 2 * 16 * KS;
+	for (int c = 0; c < chunks; c++) {
+		cp_async_wait_group(chunks - 1 - c);
+		__syncthreads();
+		const int ke = min((c + 1) * LCL_XC, kn);
+		for (int kk = c * LCL_XC + 16 * kg; kk < ke; kk += 16 * KG) {
+			u32 b[8];
+			ldsm4a(b, bq + 2 * kk);
+			ldsm4a(b + 4, bq + tileBytes + 2 * kk);
+#pragma unroll
+			for (int j = 0; j < LMMA_MT / 2; j++)
+				if (2 * j + rg < mts) {
+					u32 a[4];
+					ldsm4a(a, aq + (2 * j + rg) * tileBytes + 2 * kk);
+					mma16816(acc[j][0], a, b[0], b[1]);
+					mma16816(acc[j][1], a, b[2], b[3]);
+					mma16816(acc[j][2], a, b[4], b[5]);
+					mma16816(acc[j][3], a, b[6], b[7]);
+				}
+		}
+	}
+	// The products into shared memory (the operands' space, done with: a
+	// region of rp rows of CS floats a k-group), the groups' added into
+	// the first in group order, for the cluster to add.
 	float* Cs = (float*)smem4;
 	__syncthreads();
-	lmma_stage(Cs + kg * rp * CS, CS, acc, rp / 16, cw, lane);
+	{
+		float* Cg = Cs + kg * rp * CS;
+		const int g = lane >> 2, tq = lane & 3;
+#pragma unroll
+		for (int j = 0; j < LMMA_MT / 2; j++)
+			if (2 * j + rg < mts)
+#pragma unroll
+				for (int nt = 0; nt < 4; nt++)
+#pragma unroll
+					for (int h = 0; h < 2; h++)
+						*(float2*)&Cg[(16 * (2 * j + rg) + g + 8 * h) * CS + 32 * cg + 8 * nt + 2 * tq] =
+							make_float2(acc[j][nt][2 * h], acc[j][nt][2 * h + 1]);
+	}
+	// Quads of four columns: bn/4 a row, a power of two.
+	const int qsh = lmma_chunk_shift(bn / 4), Q = 1 << qsh;
 	if (KG > 1) {
 		__syncthreads();
-		for (int i = tid; i < rp * (BN / 4); i += NT) {
-			float* c = Cs + (i / (BN / 4)) * CS + 4 * (i % (BN / 4));
+		for (int i = tid; i < rp * Q; i += NT) {
+			float* c = Cs + (i >> qsh) * CS + 4 * (i & (Q - 1));
 			float4 v = *(float4*)c;
-#pragma unroll
 			for (int g = 1; g < KG; g++) lmma_add(v, *(const float4*)(c + g * rp * CS));
 			*(float4*)c = v;
 		}
 	}
 	cluster_sync();
-	// This block's rows of the tile: four columns a thread, the S blocks'
-	// loads in flight before the first add.
-	const int Q = BN / 4, mine = rows > rank ? (rows - rank + S - 1) / S : 0;
+	// This block's rows of the tile, the S blocks' loads in flight before
+	// the first add.
+	const int mine = rows > rank ? (rows - rank + S - 1) / S : 0;
 	for (int i = tid; i < mine * Q; i += NT) {
-		int r = rank + S * (i / Q), c = 4 * (i % Q);
-		u32 a = smem_addr(Cs + r * CS + c);
+		const int r = rank + S * (i >> qsh), c = 4 * (i & (Q - 1));
+		if (n0 + c >= n) continue;
+		const u32 a = smem_addr(Cs + r * CS + c);
 		float4 p[LCL_SPLITS];
 #pragma unroll
 		for (int s = 0; s < LCL_SPLITS; s++)
@@ -2411,23 +2525,17 @@ __device__ void lin_cl(void* d, const u16* x, const u16* w, const float* bias, i
 #pragma unroll
 		for (int s = 1; s < LCL_SPLITS; s++)
 			if (s < S) lmma_add(v, p[s]);
-		long long o = (long long)(m0 + r) * n + n0 + c;
-		float y[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-		for (int e = 0; e < 4; e++)
-			if (n0 + c + e < n) lmma_finish(d, o + e, n0 + c + e, y[e], bias, act, accum, half);
+		lcl_finish4(d, (long long)(m0 + r) * n + n0 + c, n0 + c, n, v, bias, act, accum, half);
 	}
 	cluster_sync(); // no block returns while another still reads its products
 }
 
-// linear_cl_WARPS: lin_cl for 16·WARPS columns a block, 32·WARPS·LCL_KG
-// threads. Grid: (⌈n/(16·WARPS)⌉·S, 1, ⌈m/(16·LMMA_MT)⌉), launched in
-// clusters of S ≤ LCL_SPLITS along x.
-#define LINEAR_CL(WARPS)                                                                                              \
-	extern "C" __global__ void __launch_bounds__(32 * WARPS * LCL_KG) linear_cl_##WARPS(void* d, const u16* x,         \
-		const u16* w, const float* bias, int m, int k, int n, int act, int accum, int half, int kc) {                      \
-		lin_cl<WARPS, LCL_KG>(d, x, w, bias, m, k, n, act, accum, half, kc);                                               \
-	}
+// linear_cl: lin_cl, 32·LCL_WARPS threads a block. Grid: (⌈n/bn⌉·S, 1,
+// ⌈m/(16·LMMA_MT)⌉), launched in clusters of S ≤ LCL_SPLITS along x; bn
+// 32, 64 or 128.
 #if LAYA_EXTRAS
-LINEAR_CL(4)
+extern "C" __global__ void __launch_bounds__(32 * LCL_WARPS, 1) linear_cl(void* d, const u16* x, const u16* w, const float* bias,
+	int m, int k, int n, int act, int accum, int half, int kc, int bn) {
+	lin_cl(d, x, w, bias, m, k, n, act, accum, half, kc, bn);
+}
 #endif

@@ -2,61 +2,127 @@
 
 package cuda
 
-// clWarps is linear_cl's warps a block (kernels.cu's linear_cl_4): 64
-// output columns a tile.
-const clWarps = 4
+import (
+	"encoding/binary"
+	"unsafe"
+
+	"github.com/laya-metal/laya/internal/cudadrv"
+)
+
+// clWarps is a linear_cl block's warps (kernels.cu's LCL_WARPS): bn/32
+// column groups of 32 columns times two row groups times 128/bn k-groups.
+const clWarps = 8
+
+// clChunk is the k of one of linear_cl's chunks of x (LCL_XC): a k-group
+// takes every (128/bn)-th 16 of each chunk, so the chunk holds a whole
+// number of rounds of the most k-groups (four, at bn = 32).
+const clChunk = 64
 
 // maxClusterSplits is the most blocks of a portable cluster: the most
 // slices of k linear_cl splits a GEMM into.
 const maxClusterSplits = 8
 
-// clMaxK is the longest slice of k a linear_cl block copies: its threads
-// take a row's 16-byte chunks (kc/8, rounded up to a power of two) in one
-// step, so there may be at most as many as the block has threads.
-const clMaxK = 8 * 32 * clWarps
+// clCols are the column tiles linear_cl takes, widest first.
+var clCols = []int{128, 64, 32}
 
-// clPlan is how linear_cl runs a GEMM: the slice of k each block of a
-// cluster takes (kc, a multiple of 16), the cluster's blocks (splits), the
-// tiles of 64 output columns and of 128 rows, the dynamic shared memory a
-// block, and the warps sharing each 16 columns over k-groups (kg, the
-// kernels' LCL_KG).
+// gpcSMs is the multiprocessors a cluster may count on finding together in
+// one of the GPU's processing clusters (a GPC: 16 to 18 on an H100 or
+// H200), for a driver that does not say how many clusters run at once. A
+// cluster's blocks run on one GPC, so clusters of s blocks fill about
+// sms/gpcSMs·⌊gpcSMs/s⌋·s multiprocessors in one wave: five blocks a
+// cluster leave one of sixteen idle, seven two.
+const gpcSMs = 16
+
+// clWaves is, for each cluster size s (index; 2 to maxClusterSplits), the
+// linear_cl blocks that run at once in clusters of s, one a
+// multiprocessor; 0 where the driver did not say (the gpcSMs estimate).
+type clWaves [maxClusterSplits + 1]int
+
+// wave is the blocks of clusters of s that run at once on sms
+// multiprocessors: all of them for blocks of no cluster.
+func (w *clWaves) wave(s, sms int) int {
+	if s == 1 {
+		return sms
+	}
+	if w != nil && w[s] > 0 {
+		return w[s]
+	}
+	return max(1, sms/gpcSMs) * (gpcSMs / s) * s
+}
+
+// clusterWaves asks the driver (cuOccupancyMaxActiveClusters) how many
+// clusters of each size of linear_cl blocks fn of shared bytes of dynamic
+// shared memory run at once.
+func clusterWaves(drv *cudadrv.Driver, fn uintptr, shared int) (w clWaves) {
+	if !drv.Has("cuOccupancyMaxActiveClusters") {
+		return w
+	}
+	for s := 2; s <= maxClusterSplits; s++ {
+		var attr launchAttr
+		attr.id = launchAttrClusterDimension
+		binary.LittleEndian.PutUint32(attr.value[0:], uint32(s))
+		binary.LittleEndian.PutUint32(attr.value[4:], 1)
+		binary.LittleEndian.PutUint32(attr.value[8:], 1)
+		cfg := launchConfig{grid: [3]uint32{uint32(s * 64), 1, 1}, block: [3]uint32{32 * clWarps, 1, 1}, shared: uint32(shared),
+			attrs: uintptr(unsafe.Pointer(&attr)), nattrs: 1}
+		var n int32
+		if drv.Call("cuOccupancyMaxActiveClusters", uintptr(unsafe.Pointer(&n)), fn, uintptr(unsafe.Pointer(&cfg))) == nil && n > 0 {
+			w[s] = int(n) * s
+		}
+	}
+	return w
+}
+
+// clPlan is how linear_cl runs a GEMM: the tile of output columns (bn), the
+// slice of k each block of a cluster takes (kc, a multiple of 16), the
+// cluster's blocks (splits), the tiles of bn columns and of 128 rows, and
+// the dynamic shared memory a block.
 type clPlan struct {
-	kc, splits, tilesN, tilesM, shared, kg int
+	bn, kc, splits, tilesN, tilesM, shared int
 }
 
 // lclShared is a linear_cl block's dynamic shared memory for slices of kc,
-// rows rows and kg k-groups: its operands, or, where more, the k-groups'
-// float32 products (rows of 64 + 8 floats) that meet there.
-func lclShared(kc, rows, kg int) int {
+// rows rows and bn columns: its operands, or, where more, its k-groups'
+// float32 products (rows of bn + 8 floats) that meet there.
+func lclShared(kc, rows, bn int) int {
 	rp := (min(rows, 16*lmmaTiles) + 15) &^ 15
-	return max(lmmaShared(kc, rows, 1, clWarps), kg*rp*(16*clWarps+8)*4)
+	kg := clWarps * 16 / bn
+	return max((bn+rp)*(kc+8)*2, kg*rp*(bn+8)*4)
 }
-
-// clKG is the k-groups linear_cl is compiled with (the LCL_KG tunable).
-func (b *Backend) clKG() int { return b.tunable("LCL_KG") }
 
 // planLinearCl splits a GEMM of m rows, n output columns and depth k (a
 // multiple of 16) into clusters of linear_cl blocks on a GPU of sms
-// multiprocessors with sharedMax bytes of shared memory a block: the
-// fewest slices of k (a cluster's blocks, at most maxClusterSplits) whose
-// blocks give every multiprocessor one, each slice at most clMaxK long and
-// its operands within sharedMax; else the most that fit. Fewer slices leave fewer products to
-// add, more make shorter blocks. ok is false where not even the most fit.
-// A first rule, for measurements on a GPU to revise (it does not weigh
-// how many blocks a multiprocessor holds at once).
-func planLinearCl(m, n, k, kg, sms, sharedMax int) (p clPlan, ok bool) {
-	p.kg = kg
-	p.tilesN = (n + 16*clWarps - 1) / (16 * clWarps)
-	p.tilesM = (m + 16*lmmaTiles - 1) / (16 * lmmaTiles)
-	for s := 1; s <= maxClusterSplits; s++ {
-		kc := (k/16 + s - 1) / s * 16
-		shared := lclShared(kc, m, kg)
-		if kc > clMaxK || shared > sharedMax {
+// multiprocessors with sharedMax bytes of shared memory a block. Of the
+// column tiles (cols, or each of clCols where cols is 0) and slices of k
+// (one to maxClusterSplits a cluster) whose operands fit, it takes the
+// plan whose blocks each do least: after its wait a block copies its
+// slice of x (rows·kc) and multiplies it by its slice of the weight
+// (bn·kc, on as many warps whatever bn), counted as kc·(rows + 2·bn), times
+// the waves its clusters take (waves). Ties go to the wider tile, whose
+// grid copies x fewer times. A first rule, for measurements on a GPU to
+// revise. ok is false where no plan fits.
+func planLinearCl(m, n, k, cols, sms, sharedMax int, waves *clWaves) (p clPlan, ok bool) {
+	rp := (min(m, 16*lmmaTiles) + 15) &^ 15
+	tilesM := (m + 16*lmmaTiles - 1) / (16 * lmmaTiles)
+	best := 0
+	for _, bn := range clCols {
+		if cols != 0 && bn != cols {
 			continue
 		}
-		p.kc, p.splits, p.shared, ok = kc, (k+kc-1)/kc, shared, true
-		if p.tilesN*p.tilesM*p.splits >= sms {
-			break
+		tilesN := (n + bn - 1) / bn
+		for s := 1; s <= maxClusterSplits; s++ {
+			kc := (k/16 + s - 1) / s * 16
+			splits := (k + kc - 1) / kc
+			shared := lclShared(kc, m, bn)
+			if splits != s || shared > sharedMax {
+				continue
+			}
+			blocks := tilesN * splits * tilesM
+			wave := waves.wave(splits, sms)
+			cost := (blocks + wave - 1) / wave * kc * (rp + 2*bn)
+			if !ok || cost < best {
+				p, best, ok = clPlan{bn: bn, kc: kc, splits: splits, tilesN: tilesN, tilesM: tilesM, shared: shared}, cost, true
+			}
 		}
 	}
 	return p, ok
@@ -71,13 +137,11 @@ func (s *stream) clLinear(m, k int, w *tensor) (clPlan, bool) {
 	if rows == 0 || m > rows || s.prec != FP16 || w.s != nil || k%16 != 0 || !s.be.clusters {
 		return clPlan{}, false
 	}
-	return planLinearCl(m, w.rows, k, s.be.clKG(), s.be.sms, s.be.clShared())
+	return planLinearCl(m, w.rows, k, s.be.opts.ClusterCols, s.be.sms, s.be.clShared(), &s.be.clWaves)
 }
 
 // clShared is the shared memory linear_cl may ask of a block here: all a
-// block may opt in to, for a slice of k long enough that eight of them
-// cover the MLP output's 2624 (one block a multiprocessor where it takes
-// more than half).
+// block may opt in to (one block a multiprocessor: its grid is one wave).
 func (b *Backend) clShared() int {
 	if b.sharedOptin > 0 {
 		return b.sharedOptin
@@ -96,7 +160,7 @@ func (lin *linearOp) issueCl(x *run, xh, wh uintptr) error {
 	if x.tune {
 		x.b.count(func(st *Stats) { st.GEMMOwn++ })
 	}
-	return x.l.launchCluster(x.b.drv, x.b.k.linearCl, [3]int{p.tilesN * p.splits, 1, p.tilesM}, 32*clWarps*p.kg, p.shared, x.cs.stream,
+	return x.l.launchCluster(x.b.drv, x.b.k.linearCl, [3]int{p.tilesN * p.splits, 1, p.tilesM}, 32*clWarps, p.shared, x.cs.stream,
 		p.splits, u64(lin.d.addr), u64(xh), u64(wh), u64(bp), i32(lin.m), i32(lin.k), i32(lin.n), uint64(lin.act),
-		boolArg(lin.accumulate), boolArg(lin.halfOut), i32(p.kc))
+		boolArg(lin.accumulate), boolArg(lin.halfOut), i32(p.kc), i32(p.bn))
 }

@@ -197,16 +197,18 @@ type Options struct {
 	MMARows int
 	// ClusterRows runs the GEMMs of one fp16 term (FP16, and FP16X2's
 	// reduced streams) of at most this many rows on linear_cl, a kernel of
-	// the backend's own whose clusters of blocks split k and add their
-	// products in the multiprocessors' shared memory, on GPUs with thread
-	// block clusters (compute capability 9.0); 0 (the default) keeps them
-	// on cuBLAS (or linear_mma, which MMARows takes first). It is slower
-	// than cuBLASLt: one English question took 1.85–1.95 times the
-	// default's GPU time on an H100, 1.76 with two k-groups a block (the
-	// LCL_KG tunable; docs/cuda-perf-log.md). Weights written on the stream,
-	// k not a multiple of 16, and an fp16 output with a residual folded in
-	// stay on cuBLAS.
+	// the backend's own for GEMMs of a question or two: one wave of
+	// clusters whose blocks each copy their slice of the weight before the
+	// kernel waits for the one before it, take x in chunks under the
+	// products, and add their slices of k in the multiprocessors' shared
+	// memory; on GPUs with thread block clusters (compute capability 9.0).
+	// 0 (the default) keeps them on cuBLAS (or linear_mma, which MMARows
+	// takes first). Weights written on the stream, k not a multiple of 16,
+	// and an fp16 output with a residual folded in stay on cuBLAS.
 	ClusterRows int
+	// ClusterCols is the output columns of a linear_cl tile: 32, 64 or
+	// 128; 0 (the default) lets its plan choose for each GEMM.
+	ClusterCols int
 	// KBatchRows runs each plain product (no bias or activation: every
 	// GEMM of the ModernBERT encoder) of one fp16 term (FP16, and FP16X2's
 	// reduced streams) of at most this many rows on cuBLAS as two GEMMs
@@ -308,7 +310,6 @@ var KernelTunables = []KernelTunable{
 	{"ATTN_MMA_KC16", 2, 8, 4, "keys a chunk of the tensor-core attention, in sixteens"},
 	{"ATTN_MMA_LEAN", 0, 1, 0, "the fp16 tensor-core attention's values copied as they are, its masks skipped where they pass all"},
 	{"ATTN_SKIP", 0, 1, 0, "the attention kernels leave out the products of a chunk's keys past its tile's last (bit for bit the same)"},
-	{"LCL_KG", 1, 4, 1, "warps of a linear_cl block sharing each 16 output columns over k-groups (clrows)"},
 	{"LMMA_MINB", 1, 4, 1, "blocks a multiprocessor of linear_mma (a register cap)"},
 	{"GEGLU_ERF", 0, 1, 1, "GeGLU's GELU for one 16-bit term: 1 the erf form, 0 the erfc form (FP16X2's)"},
 }
@@ -354,7 +355,7 @@ func defineFlags(defines map[string]int) []string {
 // precision=fp32|fp16|bf16|fp16x2, device=N, graphs=off, maxgraphs=N,
 // submit=N|off, splits=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnsplit=off|on, attnreg=on|off, attnterms=0|1|2,
 // attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off,
-// tunecands=N, splitk=off|on, tunecold=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, clrows=N, kbatch=N, kbatchk=N, l2pf=N, l2pfdepth=N, pdl=on|off, geglu=vec|scalar, cache=DIR|off,
+// tunecands=N, splitk=off|on, tunecold=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, clrows=N, clcols=32|64|128, kbatch=N, kbatchk=N, l2pf=N, l2pfdepth=N, pdl=on|off, geglu=vec|scalar, cache=DIR|off,
 // refine=MARGIN|off, refinetokens=N, define=NAME=VALUE (repeatable: Options.Defines),
 // driver=PATH, nvrtc=PATH, cublas=PATH (the libraries: a CUDA install outside the
 // loader path, or the tests' kernel emulator, which then runs every command that takes
@@ -362,7 +363,7 @@ func defineFlags(defines map[string]int) []string {
 func ParseOptions(s string) (Options, error) {
 	var o Options
 	ints := map[string]*int{"device": &o.Device, "bucket": &o.Bucket, "attnqpw": &o.QueriesPerWarp,
-		"attnwarps": &o.AttentionWarps, "mmawarps": &o.MMAWarps, "attnterms": &o.AttentionTerms, "maxgraphs": &o.MaxGraphs, "refinetokens": &o.RefineTokens, "tunecands": &o.TuneCandidates, "splits": &o.SubmitSplits, "mmarows": &o.MMARows, "mmacols": &o.MMACols, "clrows": &o.ClusterRows, "kbatch": &o.KBatchRows, "kbatchk": &o.KBatchMinK, "l2pf": &o.PrefetchRows, "l2pfdepth": &o.PrefetchDepth}
+		"attnwarps": &o.AttentionWarps, "mmawarps": &o.MMAWarps, "attnterms": &o.AttentionTerms, "maxgraphs": &o.MaxGraphs, "refinetokens": &o.RefineTokens, "tunecands": &o.TuneCandidates, "splits": &o.SubmitSplits, "mmarows": &o.MMARows, "mmacols": &o.MMACols, "clrows": &o.ClusterRows, "clcols": &o.ClusterCols, "kbatch": &o.KBatchRows, "kbatchk": &o.KBatchMinK, "l2pf": &o.PrefetchRows, "l2pfdepth": &o.PrefetchDepth}
 	// Two-word options: the words, and the field that is whether it is
 	// the second.
 	words := map[string]struct {
@@ -404,7 +405,7 @@ func ParseOptions(s string) (Options, error) {
 			}
 			*map[string]*string{"driver": &o.Driver, "nvrtc": &o.NVRTC, "cublas": &o.CUBLAS}[k] = v
 		default:
-			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, submit=N|off, splits=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnsplit=off|on, attnreg=on|off, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off, tunecands=N, splitk=off|on, tunecold=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, clrows=N, kbatch=N, kbatchk=N, l2pf=N, l2pfdepth=N, pdl=on|off, geglu=vec|scalar, cache=DIR|off, refine=MARGIN|off, refinetokens=N, define=NAME=VALUE, driver=PATH, nvrtc=PATH, cublas=PATH)")
+			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, submit=N|off, splits=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnsplit=off|on, attnreg=on|off, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off, tunecands=N, splitk=off|on, tunecold=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, clrows=N, clcols=32|64|128, kbatch=N, kbatchk=N, l2pf=N, l2pfdepth=N, pdl=on|off, geglu=vec|scalar, cache=DIR|off, refine=MARGIN|off, refinetokens=N, define=NAME=VALUE, driver=PATH, nvrtc=PATH, cublas=PATH)")
 		}
 		if err == nil {
 			err = o.check()
@@ -477,6 +478,8 @@ func (o Options) check() error {
 		return fmt.Errorf("mmarows=%d, want 0 (off) to %d rows", o.MMARows, MaxMMARows)
 	case o.ClusterRows < 0 || o.ClusterRows > MaxMMARows:
 		return fmt.Errorf("clrows=%d, want 0 (off) to %d rows", o.ClusterRows, MaxMMARows)
+	case o.ClusterCols != 0 && o.ClusterCols != 32 && o.ClusterCols != 64 && o.ClusterCols != 128:
+		return fmt.Errorf("clcols=%d, want 32, 64 or 128 (0: the plan's)", o.ClusterCols)
 	case o.KBatchRows < 0:
 		return fmt.Errorf("kbatch=%d, want 0 (off) or the most rows of a GEMM split over k's halves", o.KBatchRows)
 	case o.KBatchMinK < 0:

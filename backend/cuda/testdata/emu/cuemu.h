@@ -220,7 +220,8 @@ inline void shared_static(void* p, size_t n) {
 	if (statics.insert(Static{p, n}).second) memset(p, 0xff, n);
 }
 
-// The running thread's cp.async copies in flight.
+// The running thread's cp.async copies in flight (s null: a commit, the
+// end of a group).
 struct Copy {
 	void* s;
 	const void* g;
@@ -361,8 +362,27 @@ inline void cp_async16(void* s, const void* g) {
 }
 inline void cp_async16a(u32 s, const void* g) { cp_async16(cuemu::dyn_smem + s, g); }
 inline void cp_async_wait_all() {
-	for (const auto& c : *cuemu::copies) memcpy(c.s, c.g, 16);
+	for (const auto& c : *cuemu::copies)
+		if (c.s) memcpy(c.s, c.g, 16);
 	cuemu::copies->clear();
+}
+// A commit is a copy of nothing that ends its group; cp_async_wait_group(n)
+// lands the copies of every group but the n most recent (at most 7, as
+// kernels.cu's switch waits), leaving theirs and those not yet committed
+// poisoned.
+inline void cp_async_commit() { cuemu::copies->push_back(cuemu::Copy{nullptr, nullptr}); }
+inline void cp_async_wait_group(int n) {
+	if (n > 7) n = 7;
+	auto& v = *cuemu::copies;
+	int seen = 0;
+	for (size_t i = v.size(); i-- > 0;) {
+		if (v[i].s) continue;
+		if (seen++ < n) continue;
+		for (size_t j = 0; j <= i; j++)
+			if (v[j].s) memcpy(v[j].s, v[j].g, 16);
+		v.erase(v.begin(), v.begin() + i + 1);
+		return;
+	}
 }
 inline float ldcg(const float* p) { return *(const volatile float*)p; }
 inline float4 ldcg4(const float* p) {
