@@ -485,7 +485,7 @@ func (b *Backend) setKernelAttributes() error {
 		if err := b.drv.Call("cuFuncSetAttribute", b.k.linearCl, 8, uintptr(b.clShared())); err != nil {
 			return fmt.Errorf("cuda: linear_cl kernel: %w", err)
 		}
-		b.clWaves = clusterWaves(b.drv, b.k.linearCl, b.clShared())
+		b.clWaves = clusterWaves(b.drv, b.k.linearCl, b.clShared(), b.clWarps())
 	}
 	// A tensor-core attention kernel whose shared memory this GPU does not
 	// have (head dim 128 at four or eight warps on a 99 KiB one) is 0:

@@ -172,9 +172,13 @@ func TestPlanLinearCl(t *testing.T) {
 
 // linear_cl's constants are the ones kernels.cu is written for.
 func TestLinearClMatchesKernel(t *testing.T) {
-	for name, v := range map[string]int{"LCL_SPLITS": maxClusterSplits, "LMMA_MT": lmmaTiles, "LCL_WARPS": clWarps, "LCL_XC": clChunk} {
+	for name, v := range map[string]int{"LCL_SPLITS": maxClusterSplits, "LMMA_MT": lmmaTiles, "LCL_XC": clChunk} {
 		if def := fmt.Sprintf("\n#define %s %d\n", name, v); !strings.Contains(kernelSource, def) {
 			t.Errorf("kernels.cu does not say %q", strings.TrimSpace(def))
 		}
+	}
+	// Backend.clWarps: 8 << LCL_W16.
+	if def := "\n#define LCL_WARPS (LCL_W16 ? 16 : 8)\n"; !strings.Contains(kernelSource, def) {
+		t.Errorf("kernels.cu does not say %q", strings.TrimSpace(def))
 	}
 }

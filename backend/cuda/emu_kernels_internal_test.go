@@ -1081,13 +1081,15 @@ func emuAttnCheck(t *testing.T, l emuAttnLayout, heads, dh int, scale, tol float
 // more chunks than copy groups may wait apart (nine), a last slice shorter
 // than the others, row and column tiles partly filled, two row blocks,
 // bias, activations, the residual added, fp16 outputs, and rows whose
-// length is not a multiple of four (each output stored alone).
+// length is not a multiple of four (each output stored alone); and
+// several of them on sixteen warps a block (LCL_W16), four row groups.
 func TestEmuLinearCl(t *testing.T) {
 	for _, c := range []struct {
 		m, n, k, kc, bn int
 		bias            bool
 		act             int
 		accum, half     bool
+		w16             bool
 	}{
 		{m: 1, n: 64, k: 16, kc: 16, bn: 64},
 		{m: 17, n: 72, k: 48, kc: 16, bn: 64, bias: true, act: 2},
@@ -1100,10 +1102,14 @@ func TestEmuLinearCl(t *testing.T) {
 		{m: 128, n: 256, k: 320, kc: 160, bn: 128, bias: true, half: true},
 		{m: 113, n: 100, k: 512, kc: 128, bn: 32, act: 1},
 		{m: 40, n: 192, k: 96, kc: 96, bn: 64, accum: true, act: 2},
+		{m: 93, n: 130, k: 1024, kc: 208, bn: 128, half: true, w16: true},
+		{m: 33, n: 98, k: 272, kc: 48, bn: 128, bias: true, accum: true, w16: true},
+		{m: 130, n: 64, k: 64, kc: 16, bn: 64, act: 1, bias: true, w16: true},
+		{m: 113, n: 100, k: 512, kc: 128, bn: 32, act: 1, w16: true},
 	} {
 		splits := (c.k + c.kc - 1) / c.kc
-		name := fmt.Sprintf("m=%d,n=%d,k=%d,kc=%d,bn=%d,cluster=%d,bias=%v,act=%d,accum=%v,half=%v", c.m, c.n, c.k, c.kc, c.bn, splits,
-			c.bias, c.act, c.accum, c.half)
+		name := fmt.Sprintf("m=%d,n=%d,k=%d,kc=%d,bn=%d,cluster=%d,bias=%v,act=%d,accum=%v,half=%v,w16=%v", c.m, c.n, c.k, c.kc, c.bn,
+			splits, c.bias, c.act, c.accum, c.half, c.w16)
 		t.Run(name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(c.m), uint64(c.n*c.k+1)))
 			x, w, prod, mags := lmmaOperands(rng, c.m, c.n, c.k, 1)
@@ -1123,11 +1129,15 @@ func TestEmuLinearCl(t *testing.T) {
 				biasArg = emuBuf(3, 0)
 			}
 			tilesN, tilesM := (c.n+c.bn-1)/c.bn, (c.m+16*lmmaTiles-1)/(16*lmmaTiles)
-			launch := emuLaunch{name: "linear_cl", grid: [3]int{tilesN * splits, 1, tilesM}, threads: 32 * clWarps,
+			warps, bin := 8, emuRunner(t)
+			if c.w16 {
+				warps, bin = 16, emuRunnerTuned(t, "LCL_W16=1")
+			}
+			launch := emuLaunch{name: "linear_cl", grid: [3]int{tilesN * splits, 1, tilesM}, threads: 32 * warps,
 				smem: lclShared(c.kc, c.m, c.bn), cluster: splits, args: []emuArg{emuBuf(0, 0), emuBuf(1, 0), emuBuf(2, 0),
 					biasArg, emuInt(c.m), emuInt(c.k), emuInt(c.n), emuVal(uint64(c.act)), emuVal(boolArg(c.accum)),
 					emuVal(boolArg(c.half)), emuInt(c.kc), emuInt(c.bn)}}
-			out := emuRunOn(t, emuRunner(t), [][]byte{dBytes, u16Bytes(x), u16Bytes(w), f32Bytes(bias)}, launch)
+			out := emuRunOn(t, bin, [][]byte{dBytes, u16Bytes(x), u16Bytes(w), f32Bytes(bias)}, launch)
 			lmmaCheck(t, out[0], prod, mags, d0, bias, c.m, c.n, c.bias, c.act, c.accum, c.half)
 		})
 	}

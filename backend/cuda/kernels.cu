@@ -88,6 +88,11 @@ typedef unsigned long long u64;
 #ifndef ATTN_SKIP
 #define ATTN_SKIP 0
 #endif
+// LCL_W16: 1 runs linear_cl on sixteen warps a block, four a scheduler,
+// each with half the row tiles of eight's (0).
+#ifndef LCL_W16
+#define LCL_W16 0
+#endif
 // The launch bounds with a minimum only where one is asked for, so that
 // the defaults compile exactly as the bounds without one.
 #if ATTN_MMA_MINB > 1
@@ -2344,8 +2349,14 @@ extern "C" __global__ void cluster_probe(float4* out) {
 // of (linearcl.go's maxClusterSplits: a portable cluster's).
 #define LCL_SPLITS 8
 
-// LCL_WARPS is a linear_cl block's warps (linearcl.go's clWarps).
-#define LCL_WARPS 8
+// LCL_WARPS is a linear_cl block's warps (LCL_W16; linearcl.go's
+// clWarps): bn/32 column groups of 32 columns times LCL_RG row groups times
+// 128/bn k-groups.
+#define LCL_WARPS (LCL_W16 ? 16 : 8)
+// LCL_RG is linear_cl's row groups: its warps over four.
+#define LCL_RG (LCL_WARPS / 4)
+// LCL_MT is a linear_cl warp's row tiles.
+#define LCL_MT (LMMA_MT / LCL_RG)
 
 // LCL_XC is the k of one of linear_cl's chunks of x (linearcl.go's
 // clChunk): x comes in chunks, one copy group each, and the products start
@@ -2395,11 +2406,11 @@ __device__ __forceinline__ void lcl_finish4(void* d, long long o, int col, int n
 // programmatic dependent launch the weight streams in while that kernel
 // finishes; then its slice of x, in chunks of LCL_XC, one copy group each,
 // the products starting on the first chunk while the others land. Its
-// eight warps split into bn/32 column groups of 32 columns, two row groups
-// (every other 16 rows: 64 accumulators a thread, where all the rows took
-// 255 registers and spilled) and 128/bn k-groups, a group taking every
-// (128/bn)-th 16 of k of each chunk; the groups' float32 products meet in
-// shared memory in group order. After
+// LCL_WARPS warps split into bn/32 column groups of 32 columns, LCL_WARPS/4
+// row groups (at eight warps every other 16 rows: 64 accumulators a
+// thread, where all the rows took 255 registers and spilled) and 128/bn
+// k-groups, a group taking every (128/bn)-th 16 of k of each chunk; the
+// groups' float32 products meet in shared memory in group order. After
 // the cluster's barrier block rank adds, for the tile's rows rank, rank +
 // S, ..., the S blocks' products in rank order (the same float32 sums
 // whatever ran first) and writes d as lmma_finish does, four columns a
@@ -2410,7 +2421,7 @@ __device__ __forceinline__ void lcl_finish4(void* d, long long o, int col, int n
 __device__ void lin_cl(void* d, const u16* x, const u16* w, const float* bias, int m, int k, int n, int act, int accum, int half,
 	int kc, int bn) {
 	extern __shared__ float4 smem4[];
-	const int NT = 32 * LCL_WARPS, CG = bn / 32, KG = LCL_WARPS / 2 / CG, KS = kc + 8, CS = bn + 8;
+	const int NT = 32 * LCL_WARPS, CG = bn / 32, KG = 4 / CG, KS = kc + 8, CS = bn + 8;
 	const uint2 id = cluster_id();
 	const int S = (int)id.y, rank = (int)id.x;
 	const int n0 = (blockIdx.x / S) * bn, m0 = blockIdx.z * 16 * LMMA_MT;
@@ -2448,36 +2459,63 @@ __device__ void lin_cl(void* d, const u16* x, const u16* w, const float* bias, i
 			}
 		cp_async_commit();
 	}
-	const int lane = tid & 31, warp = tid >> 5, cg = warp % CG, rg = warp / CG & 1, kg = warp / CG / 2, mts = rp / 16;
-	// acc[j] is the row tile 2j + rg: the two row groups take every other.
-	float acc[LMMA_MT / 2][4][4];
+	const int lane = tid & 31, warp = tid >> 5, cg = warp % CG, rg = warp / CG % LCL_RG, kg = warp / CG / LCL_RG, mts = rp / 16;
+	// acc[j] is the row tile LCL_RG·j + rg: the row groups take every
+	// LCL_RG-th.
+	float acc[LCL_MT][4][4];
 #pragma unroll
-	for (int mt = 0; mt < LMMA_MT / 2; mt++)
+	for (int mt = 0; mt < LCL_MT; mt++)
 #pragma unroll
 		for (int nt = 0; nt < 4; nt++) acc[mt][nt][0] = acc[mt][nt][1] = acc[mt][nt][2] = acc[mt][nt][3] = 0.0f;
 	// Fragments by ldmatrix, as lmma_products loads them: B's first four
-	// matrices the group's columns 0–15, its second four 16–31.
+	// matrices the group's columns 0–15, its second four 16–31. A step's
+	// fragments all load before its products, and the next step's before
+	// this one's products (two sets, in turn): each ldmatrix into one
+	// register set before the products that read it left every product
+	// waiting out a load (ncu: 7.2 cycles an instruction, two warps a
+	// scheduler).
 	const u32 bq = sW + 2 * ((32 * cg + 8 * (lane >> 4) + (lane & 7)) * KS + 8 * ((lane >> 3) & 1));
 	const u32 aq = sA + 2 * ((lane & 15) * KS + 8 * (lane >> 4));
 	const u32 tileBytes = 2 * 16 * KS;
+	auto frags = [&](u32(&b)[8], u32(&a)[LCL_MT][4], int kk) {
+		ldsm4a(b, bq + 2 * kk);
+		ldsm4a(b + 4, bq + tileBytes + 2 * kk);
+#pragma unroll
+		for (int j = 0; j < LCL_MT; j++)
+			if (LCL_RG * j + rg < mts) ldsm4a(a[j], aq + (LCL_RG * j + rg) * tileBytes + 2 * kk);
+	};
+	auto products = [&](const u32(&b)[8], const u32(&a)[LCL_MT][4]) {
+#pragma unroll
+		for (int j = 0; j < LCL_MT; j++)
+			if (LCL_RG * j + rg < mts) {
+				mma16816(acc[j][0], a[j], b[0], b[1]);
+				mma16816(acc[j][1], a[j], b[2], b[3]);
+				mma16816(acc[j][2], a[j], b[4], b[5]);
+				mma16816(acc[j][3], a[j], b[6], b[7]);
+			}
+	};
 	for (int c = 0; c < chunks; c++) {
 		cp_async_wait_group(chunks - 1 - c);
 		__syncthreads();
-		const int ke = min((c + 1) * LCL_XC, kn);
-		for (int kk = c * LCL_XC + 16 * kg; kk < ke; kk += 16 * KG) {
-			u32 b[8];
-			ldsm4a(b, bq + 2 * kk);
-			ldsm4a(b + 4, bq + tileBytes + 2 * kk);
-#pragma unroll
-			for (int j = 0; j < LMMA_MT / 2; j++)
-				if (2 * j + rg < mts) {
-					u32 a[4];
-					ldsm4a(a, aq + (2 * j + rg) * tileBytes + 2 * kk);
-					mma16816(acc[j][0], a, b[0], b[1]);
-					mma16816(acc[j][1], a, b[2], b[3]);
-					mma16816(acc[j][2], a, b[4], b[5]);
-					mma16816(acc[j][3], a, b[6], b[7]);
-				}
+		const int ke = min((c + 1) * LCL_XC, kn), step = 16 * KG;
+		int kk = c * LCL_XC + 16 * kg;
+		if (kk >= ke) continue;
+		u32 b0[8], b1[8], a0[LCL_MT][4], a1[LCL_MT][4];
+		frags(b0, a0, kk);
+		for (;;) {
+			if (kk + step >= ke) {
+				products(b0, a0);
+				break;
+			}
+			frags(b1, a1, kk + step);
+			products(b0, a0);
+			kk += 2 * step;
+			if (kk >= ke) {
+				products(b1, a1);
+				break;
+			}
+			frags(b0, a0, kk);
+			products(b1, a1);
 		}
 	}
 	// The products into shared memory (the operands' space, done with: a
@@ -2489,13 +2527,13 @@ __device__ void lin_cl(void* d, const u16* x, const u16* w, const float* bias, i
 		float* Cg = Cs + kg * rp * CS;
 		const int g = lane >> 2, tq = lane & 3;
 #pragma unroll
-		for (int j = 0; j < LMMA_MT / 2; j++)
-			if (2 * j + rg < mts)
+		for (int j = 0; j < LCL_MT; j++)
+			if (LCL_RG * j + rg < mts)
 #pragma unroll
 				for (int nt = 0; nt < 4; nt++)
 #pragma unroll
 					for (int h = 0; h < 2; h++)
-						*(float2*)&Cg[(16 * (2 * j + rg) + g + 8 * h) * CS + 32 * cg + 8 * nt + 2 * tq] =
+						*(float2*)&Cg[(16 * (LCL_RG * j + rg) + g + 8 * h) * CS + 32 * cg + 8 * nt + 2 * tq] =
 							make_float2(acc[j][nt][2 * h], acc[j][nt][2 * h + 1]);
 	}
 	// Quads of four columns: bn/4 a row, a power of two.

@@ -9,9 +9,10 @@ import (
 	"github.com/laya-metal/laya/internal/cudadrv"
 )
 
-// clWarps is a linear_cl block's warps (kernels.cu's LCL_WARPS): bn/32
-// column groups of 32 columns times two row groups times 128/bn k-groups.
-const clWarps = 8
+// clWarps is a linear_cl block's warps as compiled (kernels.cu's
+// LCL_WARPS, from the LCL_W16 tunable): bn/32 column groups of 32 columns
+// times clWarps/4 row groups times 128/bn k-groups.
+func (b *Backend) clWarps() int { return 8 << b.tunable("LCL_W16") }
 
 // clChunk is the k of one of linear_cl's chunks of x (LCL_XC): a k-group
 // takes every (128/bn)-th 16 of each chunk, so the chunk holds a whole
@@ -53,7 +54,7 @@ func (w *clWaves) wave(s, sms int) int {
 // clusterWaves asks the driver (cuOccupancyMaxActiveClusters) how many
 // clusters of each size of linear_cl blocks fn of shared bytes of dynamic
 // shared memory run at once.
-func clusterWaves(drv *cudadrv.Driver, fn uintptr, shared int) (w clWaves) {
+func clusterWaves(drv *cudadrv.Driver, fn uintptr, shared, warps int) (w clWaves) {
 	if !drv.Has("cuOccupancyMaxActiveClusters") {
 		return w
 	}
@@ -63,7 +64,7 @@ func clusterWaves(drv *cudadrv.Driver, fn uintptr, shared int) (w clWaves) {
 		binary.LittleEndian.PutUint32(attr.value[0:], uint32(s))
 		binary.LittleEndian.PutUint32(attr.value[4:], 1)
 		binary.LittleEndian.PutUint32(attr.value[8:], 1)
-		cfg := launchConfig{grid: [3]uint32{uint32(s * 64), 1, 1}, block: [3]uint32{32 * clWarps, 1, 1}, shared: uint32(shared),
+		cfg := launchConfig{grid: [3]uint32{uint32(s * 64), 1, 1}, block: [3]uint32{uint32(32 * warps), 1, 1}, shared: uint32(shared),
 			attrs: uintptr(unsafe.Pointer(&attr)), nattrs: 1}
 		var n int32
 		if drv.Call("cuOccupancyMaxActiveClusters", uintptr(unsafe.Pointer(&n)), fn, uintptr(unsafe.Pointer(&cfg))) == nil && n > 0 {
@@ -86,7 +87,7 @@ type clPlan struct {
 // float32 products (rows of bn + 8 floats) that meet there.
 func lclShared(kc, rows, bn int) int {
 	rp := (min(rows, 16*lmmaTiles) + 15) &^ 15
-	kg := clWarps * 16 / bn
+	kg := 128 / bn
 	return max((bn+rp)*(kc+8)*2, kg*rp*(bn+8)*4)
 }
 
@@ -160,7 +161,7 @@ func (lin *linearOp) issueCl(x *run, xh, wh uintptr) error {
 	if x.tune {
 		x.b.count(func(st *Stats) { st.GEMMOwn++ })
 	}
-	return x.l.launchCluster(x.b.drv, x.b.k.linearCl, [3]int{p.tilesN * p.splits, 1, p.tilesM}, 32*clWarps, p.shared, x.cs.stream,
+	return x.l.launchCluster(x.b.drv, x.b.k.linearCl, [3]int{p.tilesN * p.splits, 1, p.tilesM}, 32*x.b.clWarps(), p.shared, x.cs.stream,
 		p.splits, u64(lin.d.addr), u64(xh), u64(wh), u64(bp), i32(lin.m), i32(lin.k), i32(lin.n), uint64(lin.act),
 		boolArg(lin.accumulate), boolArg(lin.halfOut), i32(p.kc), i32(p.bn))
 }
