@@ -84,6 +84,37 @@ func TestClusterProbe(t *testing.T) {
 	}
 }
 
+// linear_cl's plans on this GPU for one question (93 rows) of the two
+// encoders' GEMMs, with the clusters the driver says run at once: every
+// shape has a plan within the GPU's shared memory, each wave no more blocks
+// than the driver runs.
+func TestLinearClPlans(t *testing.T) {
+	be, err := Open(Options{ClusterRows: MaxMMARows})
+	cudatest.Check(t, err)
+	defer be.Close()
+	b := be.(*Backend)
+	if !b.clusters {
+		t.Skipf("%s: compute capability %d.%d, no thread block clusters", b.gpu, b.cc[0], b.cc[1])
+	}
+	t.Logf("%s, %d multiprocessors, %d warps a block: blocks a wave by cluster size %v", b.gpu, b.sms, b.clWarps(), b.clWaves)
+	for _, c := range []struct {
+		name string
+		n, k int
+	}{
+		{"ModernBERT-large qkv", 3072, 1024}, {"attention output", 1024, 1024}, {"MLP input", 5248, 1024}, {"MLP output", 1024, 2624},
+		{"mmBERT-base qkv", 2304, 768}, {"attention output", 768, 768}, {"MLP input", 2304, 768}, {"MLP output", 768, 1152},
+	} {
+		p, ok := planLinearCl(93, c.n, c.k, b.opts.ClusterCols, b.sms, b.clShared(), &b.clWaves)
+		if !ok || p.shared > b.clShared() {
+			t.Errorf("%s (%d×%d): plan %+v, ok %v", c.name, c.n, c.k, p, ok)
+			continue
+		}
+		blocks := p.tilesN * p.splits * p.tilesM
+		t.Logf("%s (%d×%d): %d-column tiles, %d slices of %d, %d blocks (%d a wave), %d bytes of shared memory", c.name, c.n, c.k,
+			p.bn, p.splits, p.kc, blocks, b.clWaves.wave(p.splits, b.sms), p.shared)
+	}
+}
+
 // The same probe through the backend's launcher on the emulated GPU: the
 // cluster launch attribute as the fake driver reads it, and the emulator's
 // clusters.
@@ -133,9 +164,10 @@ func TestEmuCluster(t *testing.T) {
 
 // planLinearCl's first rule on an H100's or H200's 132 multiprocessors, at
 // one English question (93 rows) and two (200): of the tiles and slices
-// whose operands fit, the least work a block times the waves (estimated:
-// clusters of three and five filling 120 multiprocessors, of eight 128;
-// or as the driver says); none where nothing fits.
+// whose operands fit, the least work a block (its copies, products and
+// adding) times the waves (estimated: clusters of three and five filling
+// 120 multiprocessors, of eight 128; or as the driver says); none where
+// nothing fits.
 func TestPlanLinearCl(t *testing.T) {
 	const optin = 232448
 	var threes clWaves
@@ -148,14 +180,15 @@ func TestPlanLinearCl(t *testing.T) {
 	}{
 		// 24 tiles of 128 in clusters of five: 120 blocks, one wave.
 		{"qkv", 93, 3072, 1024, 0, optin, nil, 128, 5, 208},
-		// Forced to 64 columns: three waves of 128-deep slices do less a
-		// block than one of two 512-deep ones.
-		{"qkv, tiles of 64", 93, 3072, 1024, 64, optin, nil, 64, 8, 128},
+		// Forced to 64 columns: two waves of five 208-deep slices do less
+		// a block than one of two 512-deep ones or three of eight
+		// 128-deep ones, whose adding counts eight times.
+		{"qkv, tiles of 64", 93, 3072, 1024, 64, optin, nil, 64, 5, 208},
 		{"attention output", 93, 1024, 1024, 0, optin, nil, 64, 8, 128},
 		// 41 tiles of 128: 123 blocks in clusters of three take two
-		// estimated waves, eight 128-deep slices three; where the driver
-		// runs 44 clusters of three at once, one.
-		{"MLP input", 93, 5248, 1024, 0, optin, nil, 128, 8, 128},
+		// estimated waves, in clusters of five two of shorter slices;
+		// where the driver runs 44 clusters of three at once, one.
+		{"MLP input", 93, 5248, 1024, 0, optin, nil, 128, 5, 208},
 		{"MLP input, 44 clusters of three", 93, 5248, 1024, 0, optin, &threes, 128, 3, 352},
 		{"MLP output", 93, 1024, 2624, 0, optin, nil, 64, 8, 336},
 		{"MLP output, 64 KiB of shared memory", 93, 1024, 2624, 0, 64 << 10, nil, 0, 0, 0},

@@ -98,10 +98,13 @@ func lclShared(kc, rows, bn int) int {
 // (one to maxClusterSplits a cluster) whose operands fit, it takes the
 // plan whose blocks each do least: after its wait a block copies its
 // slice of x (rows·kc) and multiplies it by its slice of the weight
-// (bn·kc, on as many warps whatever bn), counted as kc·(rows + 2·bn), times
-// the waves its clusters take (waves). Ties go to the wider tile, whose
-// grid copies x fewer times. A first rule, for measurements on a GPU to
-// revise. ok is false where no plan fits.
+// (bn·kc, on as many warps whatever bn), counted as kc·(rows + 2·bn), and,
+// split, adds its share of the cluster's float32 products (rows·bn over
+// the cluster's shared memory, counted twice: ncu put a quarter to two
+// fifths of the kernel's samples there), all times the waves its clusters
+// take (waves). Ties go to the wider tile, whose grid copies x fewer times.
+// A first rule, for measurements on a GPU to revise. ok is false where no
+// plan fits.
 func planLinearCl(m, n, k, cols, sms, sharedMax int, waves *clWaves) (p clPlan, ok bool) {
 	rp := (min(m, 16*lmmaTiles) + 15) &^ 15
 	tilesM := (m + 16*lmmaTiles - 1) / (16 * lmmaTiles)
@@ -120,7 +123,11 @@ func planLinearCl(m, n, k, cols, sms, sharedMax int, waves *clWaves) (p clPlan, 
 			}
 			blocks := tilesN * splits * tilesM
 			wave := waves.wave(splits, sms)
-			cost := (blocks + wave - 1) / wave * kc * (rp + 2*bn)
+			work := kc * (rp + 2*bn)
+			if splits > 1 {
+				work += 2 * rp * bn
+			}
+			cost := (blocks + wave - 1) / wave * work
 			if !ok || cost < best {
 				p, best, ok = clPlan{bn: bn, kc: kc, splits: splits, tilesN: tilesN, tilesM: tilesM, shared: shared}, cost, true
 			}
