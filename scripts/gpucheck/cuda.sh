@@ -42,6 +42,13 @@
 #   inspect      ncu --set full of single launches (INSPECT: KERNEL:QUESTIONS:OPTIONS
 #                ..., default linear_mma at one question with mmarows=256 and the
 #                fp16 tensor-core attention at fifty), to inspect-N.csv
+#   phases       ncu's per-instruction view (stall samples, instructions
+#                executed) of PHASES_COUNT (default 4) consecutive launches of
+#                the kernel PHASES_KERNEL (default linear_cl) from the 21st on,
+#                at one English question with PHASES_OPTIONS (default
+#                clrows=128), graphs off, summed between the kernel's barriers
+#                and copy fences (phases.md; scripts/gpucheck/ncu-phases.py;
+#                the SASS view itself gzipped to phases-sass.csv.gz)
 #   kernels      ncu kernel times of one laya-bench request (English 1, 10, 50
 #                questions; PRECISIONS, default fp16x2), summed by kernel into
 #                kernel-sums.csv (scripts/gpucheck/ncu-sums.py; ncu on PATH or
@@ -151,6 +158,18 @@ for step in $steps; do
 			echo "| inspect ${spec//|/\\|} | exit $? | inspect-$n.csv |" >>"$summary"
 			n=$((n + 1))
 		done
+		;;
+	phases)
+		ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+		LAYA_CUDA=graphs=off,${PHASES_OPTIONS:-clrows=128} "$ncu" --set full --import-source no -k "regex:${PHASES_KERNEL:-linear_cl}" \
+			--launch-skip 20 --launch-count "${PHASES_COUNT:-4}" -o "$out/phases" "$bin/laya-bench" --backend cuda --synthetic english \
+			--questions 1 --warmup 1 --runs 1 --batch-size 64 >"$out/phases.log" 2>&1 &&
+			"$ncu" -i "$out/phases.ncu-rep" --csv --page source --print-source sass >"$out/phases-sass.csv" 2>>"$out/phases.log" &&
+			"$ncu" -i "$out/phases.ncu-rep" --csv --page details --print-units base >"$out/phases-details.csv" 2>>"$out/phases.log" &&
+			python3 "$root/scripts/gpucheck/ncu-phases.py" "$out/phases-sass.csv" >"$out/phases.md" 2>>"$out/phases.log"
+		echo "| phases ${PHASES_KERNEL:-linear_cl} (${PHASES_OPTIONS:-clrows=128}) | exit $? | phases.md |" >>"$summary"
+		gzip -f "$out/phases-sass.csv" "$out/phases-details.csv" 2>/dev/null
+		rm -f "$out/phases.ncu-rep"
 		;;
 	resources)
 		# Registers, local memory (spills) and register-limited warps a
