@@ -2484,12 +2484,17 @@ __device__ void lin_cl(void* d, const u16* x, const u16* w, const float* bias, i
 	const u32 bq = sW + 2 * ((32 * cg + 8 * (lane >> 4) + (lane & 7)) * KS + 8 * ((lane >> 3) & 1));
 	const u32 aq = sA + 2 * ((lane & 15) * KS + 8 * (lane >> 4));
 	const u32 tileBytes = 2 * 16 * KS;
+	// Each row tile's fragment address, computed once (recomputed at every
+	// step, predicated, it was a third of the loop's instructions).
+	u32 at[LCL_MT];
+#pragma unroll
+	for (int j = 0; j < LCL_MT; j++) at[j] = aq + (LCL_RG * j + rg) * tileBytes;
 	auto frags = [&](u32(&b)[8], u32(&a)[LCL_MT][4], int kk) {
 		ldsm4a(b, bq + 2 * kk);
 		ldsm4a(b + 4, bq + tileBytes + 2 * kk);
 #pragma unroll
 		for (int j = 0; j < LCL_MT; j++)
-			if (LCL_RG * j + rg < mts) ldsm4a(a[j], aq + (LCL_RG * j + rg) * tileBytes + 2 * kk);
+			if (LCL_RG * j + rg < mts) ldsm4a(a[j], at[j] + 2 * kk);
 	};
 	auto products = [&](const u32(&b)[8], const u32(&a)[LCL_MT][4]) {
 #pragma unroll
@@ -2563,20 +2568,31 @@ __device__ void lin_cl(void* d, const u16* x, const u16* w, const float* bias, i
 #pragma unroll
 	for (int s = 0; s < LCL_SPLITS; s++)
 		if (s < S) peer[s] = cluster_map(smem_addr(Cs), s);
-	const int mine = rows > rank ? (rows - rank + S - 1) / S : 0;
-	for (int i = tid; i < mine * Q; i += NT) {
-		const int r = rank + S * (i >> qsh), c = 4 * (i & (Q - 1));
-		if (n0 + c >= n) continue;
-		const u32 off = 4 * (r * CS + c);
-		float4 p[LCL_SPLITS];
+	// Two quads a thread a pass, both sets of loads in flight before the
+	// first add (ncu: a quarter of the kernel's samples in this loop, each
+	// pass waiting out one round of the cluster's loads).
+	const int mine = rows > rank ? (rows - rank + S - 1) / S : 0, quads = mine * Q;
+	for (int i0 = tid; i0 < quads; i0 += 2 * NT) {
+		float4 p[2][LCL_SPLITS];
 #pragma unroll
-		for (int s = 0; s < LCL_SPLITS; s++)
-			if (s < S) p[s] = ld_cluster4(peer[s] + off);
-		float4 v = p[0];
+		for (int u = 0; u < 2; u++) {
+			const int i = i0 + u * NT, r = rank + S * (i >> qsh), c = 4 * (i & (Q - 1));
+			if (i >= quads || n0 + c >= n) continue;
+			const u32 off = 4 * (r * CS + c);
 #pragma unroll
-		for (int s = 1; s < LCL_SPLITS; s++)
-			if (s < S) lmma_add(v, p[s]);
-		lcl_finish4(d, (long long)(m0 + r) * n + n0 + c, n0 + c, n, v, bias, act, accum, half);
+			for (int s = 0; s < LCL_SPLITS; s++)
+				if (s < S) p[u][s] = ld_cluster4(peer[s] + off);
+		}
+#pragma unroll
+		for (int u = 0; u < 2; u++) {
+			const int i = i0 + u * NT, r = rank + S * (i >> qsh), c = 4 * (i & (Q - 1));
+			if (i >= quads || n0 + c >= n) continue;
+			float4 v = p[u][0];
+#pragma unroll
+			for (int s = 1; s < LCL_SPLITS; s++)
+				if (s < S) lmma_add(v, p[u][s]);
+			lcl_finish4(d, (long long)(m0 + r) * n + n0 + c, n0 + c, n, v, bias, act, accum, half);
+		}
 	}
 	cluster_sync(); // no block returns while another still reads its products
 }
