@@ -67,7 +67,7 @@ func TestNoDriver(t *testing.T) {
 // the struct they are not read by ParseOptions.
 func TestOpenRefusesBadOptions(t *testing.T) {
 	for _, o := range []cuda.Options{{QueriesPerWarp: 3}, {AttentionWarps: 12}, {MMAWarps: 16}, {Bucket: -1}, {Precision: cuda.FP16X2 + 1},
-		{Refine: -1}, {Refine: float32(math.NaN())}, {RefineTokens: -5}, {ClusterRows: -1}, {ClusterRows: cuda.MaxMMARows + 1}} {
+		{Refine: -1}, {Refine: float32(math.NaN())}, {RefineTokens: -5}, {ClusterRows: -1}, {ClusterRows: cuda.MaxMMARows + 1}, {ClusterCols: 48}, {ClusterCols: 256}} {
 		be, err := cuda.Open(o)
 		if err == nil {
 			be.Close()
@@ -120,6 +120,8 @@ func TestParseOptions(t *testing.T) {
 		{"mmarows=256,mmaln=off", cuda.Options{MMARows: 256, MMANoLN: true}, false},
 		{"clrows=128", cuda.Options{ClusterRows: 128}, false},
 		{"clrows=-1", cuda.Options{}, true},
+		{"clrows=128,clcols=64", cuda.Options{ClusterRows: 128, ClusterCols: 64}, false},
+		{"clcols=96", cuda.Options{}, true},
 		// The registered backend's defaults, and LAYA_CUDA after them.
 		{fmt.Sprintf("precision=%v,refine=%g,kbatch=%d,kbatch=0", cuda.DefaultPrecision, cuda.DefaultRefine, cuda.DefaultKBatchRows),
 			cuda.Options{Precision: cuda.DefaultPrecision, Refine: cuda.DefaultRefine}, false},

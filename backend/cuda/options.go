@@ -203,8 +203,10 @@ type Options struct {
 	// products, and add their slices of k in the multiprocessors' shared
 	// memory; on GPUs with thread block clusters (compute capability 9.0).
 	// 0 (the default) keeps them on cuBLAS (or linear_mma, which MMARows
-	// takes first). Weights written on the stream, k not a multiple of 16,
-	// and an fp16 output with a residual folded in stay on cuBLAS.
+	// takes first). It is slower than cuBLASLt: one English question took
+	// 1.48 times the default's GPU time on an H100 (docs/cuda-perf-log.md).
+	// Weights written on the stream, k not a multiple of 16, and an fp16
+	// output with a residual folded in stay on cuBLAS.
 	ClusterRows int
 	// ClusterCols is the output columns of a linear_cl tile: 32, 64 or
 	// 128; 0 (the default) lets its plan choose for each GEMM.
