@@ -2398,8 +2398,8 @@ __device__ __forceinline__ void lcl_finish4(void* d, long long o, int col, int n
 // a hundred), which read their weight once and whose cuBLAS kernels wait
 // out one wave of loads after the kernel before them ends.
 //
-// The grid is one wave: a cluster of S blocks (along x: blockIdx.x =
-// tile·S + rank) takes one tile of bn output columns (weight rows) and up to
+// The grid (in as few waves as linearcl.go's plan finds best, often one):
+// a cluster of S blocks (along x: blockIdx.x = tile·S + rank) takes one tile of bn output columns (weight rows) and up to
 // 16·LMMA_MT rows of x (blockIdx.z), each block one slice of k, kc long (the
 // last shorter). A block copies its slice of the weight into shared memory
 // before it waits for the kernel before it (pdl_wait), so that with
