@@ -86,8 +86,8 @@ func TestClusterProbe(t *testing.T) {
 
 // linear_cl's plans on this GPU for one question (93 rows) of the two
 // encoders' GEMMs, with the clusters the driver says run at once: every
-// shape has a plan within the GPU's shared memory, each wave no more blocks
-// than the driver runs.
+// shape has a plan within the GPU's shared memory; the log lists each
+// plan and the blocks a wave.
 func TestLinearClPlans(t *testing.T) {
 	be, err := Open(Options{ClusterRows: MaxMMARows})
 	cudatest.Check(t, err)

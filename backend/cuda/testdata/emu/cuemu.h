@@ -24,8 +24,9 @@
 // Shared memory, dynamic and static, is filled with 0xff bytes (NaN as
 // float and as fp16) before each block, so that a read of shared memory the
 // block never wrote shows in its results; a cp.async copy lands only when
-// its thread waits for it (cp_async_wait_all), its destination poisoned
-// until then; blocks run in a shuffled order (CUEMU_SEED), so that which
+// its thread waits for it (cp_async_wait_all, or cp_async_wait_group for
+// its group), its destination poisoned until then; blocks run in a
+// shuffled order (CUEMU_SEED), so that which
 // block of a grid comes last varies; and what the GPU leaves undefined or
 // faults on is refused with a message: a warp-wide instruction in a warp
 // some of whose lanes have returned, a cp.async or ldmatrix address that is
