@@ -1938,8 +1938,8 @@ __device__ __forceinline__ void lmma_sum2(const float* p, const float* q, long l
 }
 
 // lmma_chunk_shift is log2 of c8 16-byte chunks (a row of a k-slice)
-// rounded up to a power of two, c8p: linear_mma's and linear_cl's copies
-// take a row's chunks c8p at a time, so that a thread finds its row and
+// rounded up to a power of two, c8p: linear_mma's copies take a row's
+// chunks c8p at a time, so that a thread finds its row and
 // chunk by shifts (a division by c8 in every copy was tens of
 // instructions each, in a kernel whose time went to issuing instructions:
 // ncu, docs/cuda-perf-log.md).
@@ -1969,7 +1969,7 @@ __device__ __forceinline__ void lmma_copy_w(const u16* w, int k, int k0, int BN,
 // lmma_copy_x starts the copies of rows m0.. of x's TERMS terms (xlo
 // elements apart; rows of them, zeros up to rp) from k0 on, c8 chunks of 8
 // elements, into As ([TERMS][rp][KS], at shared address sA): this
-// thread's chunk cc of rows rr, rr + rstep, ... (linear_mma, linear_cl).
+// thread's chunk cc of rows rr, rr + rstep, ... (linear_mma).
 template <int TERMS>
 __device__ __forceinline__ void lmma_copy_x(const u16* x, long long xlo, int m0, int k, int k0, int rows, int rp, int KS, u16* As,
 	u32 sA, int cc, int c8, int rr, int rstep) {
@@ -2399,9 +2399,9 @@ __device__ __forceinline__ void lcl_finish4(void* d, long long o, int col, int n
 // out one wave of loads after the kernel before them ends.
 //
 // The grid (in as few waves as linearcl.go's plan finds best, often one):
-// a cluster of S blocks (along x: blockIdx.x = tile·S + rank) takes one tile of bn output columns (weight rows) and up to
-// 16·LMMA_MT rows of x (blockIdx.z), each block one slice of k, kc long (the
-// last shorter). A block copies its slice of the weight into shared memory
+// a cluster of S blocks (along x: blockIdx.x = tile·S + rank) takes one
+// tile of bn output columns (weight rows) and up to 16·LMMA_MT rows of x
+// (blockIdx.z), each block one slice of k, kc long (the last shorter). A block copies its slice of the weight into shared memory
 // before it waits for the kernel before it (pdl_wait), so that with
 // programmatic dependent launch the weight streams in while that kernel
 // finishes; then its slice of x, in chunks of LCL_XC, one copy group each,
