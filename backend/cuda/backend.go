@@ -51,6 +51,9 @@ type kernels struct {
 	// attentionSplit holds the tensor-core attention kernels whose four
 	// warps split a 16-query tile's keys, by head dim: [terms − 1, or 2].
 	attentionSplit map[int]*[3]uintptr
+	// attentionRows holds the whole-row tensor-core attention kernels
+	// (attn_rows) by head dim: [4 or 8 warps][terms − 1, or 2].
+	attentionRows map[int]*[2][3]uintptr
 	// linearMMA holds linear_mma by [terms − 1][4 or 8 warps].
 	linearMMA [2][2]uintptr
 	// linearCl is linear_cl: a GEMM of few rows whose splits of k are
@@ -279,7 +282,8 @@ const (
 // take fewer), or its key-split kernels (Options.AttentionSplit).
 func (b *Backend) needExtras() bool {
 	o := b.opts
-	if o.MMARows > 0 || o.ClusterRows > 0 || o.MMAWarps != 0 && o.MMAWarps != defaultMMAWarps || o.AttentionSplit {
+	if o.MMARows > 0 || o.ClusterRows > 0 || o.MMAWarps != 0 && o.MMAWarps != defaultMMAWarps || o.AttentionSplit ||
+		o.RowWarps > 0 && o.RowWarps != defaultRowsWarps {
 		return true
 	}
 	if b.sharedOptin <= 0 || o.Precision != FP16 && o.Precision != FP16X2 {
@@ -409,7 +413,9 @@ func (b *Backend) kernelTable() map[string]kernelSlot {
 		b.k.attentionTiled = map[int]*[5]uintptr{}
 		b.k.attentionMMA = map[int]*[4][3]uintptr{}
 		b.k.attentionSplit = map[int]*[3]uintptr{}
+		b.k.attentionRows = map[int]*[2][3]uintptr{}
 		for _, dh := range attnHeadDims {
+			b.k.attentionRows[dh] = new([2][3]uintptr)
 			b.k.attentionTiled[dh] = new([5]uintptr)
 			b.k.attentionMMA[dh] = new([4][3]uintptr)
 			b.k.attentionSplit[dh] = new([3]uintptr)
@@ -449,6 +455,13 @@ func (b *Backend) kernelTable() map[string]kernelSlot {
 		}
 		for t, suffix := range []string{"1", "2", "1h"} {
 			fns[fmt.Sprintf("attention_mma%d_4s_%s", dh, suffix)] = kernelSlot{&b.k.attentionSplit[dh][t], partExtras}
+			for i, w := range rowsWarps {
+				part := partExtras
+				if w == defaultRowsWarps {
+					part = partCore
+				}
+				fns[fmt.Sprintf("attention_rows%d_%d_%s", dh, w, suffix)] = kernelSlot{&b.k.attentionRows[dh][i][t], part}
+			}
 		}
 	}
 	return fns
@@ -511,6 +524,13 @@ func (b *Backend) setKernelAttributes() error {
 	for dh, fs := range b.k.attentionMMA {
 		for i := range fs {
 			if err := fit(&fs[i], dh, func(terms int) int { return attnMMAShared(dh, mmaWarps[i], terms, b.mmaKC()) }); err != nil {
+				return err
+			}
+		}
+	}
+	for dh, fs := range b.k.attentionRows {
+		for i := range fs {
+			if err := fit(&fs[i], dh, func(terms int) int { return attnRowsShared(dh, terms) }); err != nil {
 				return err
 			}
 		}

@@ -104,6 +104,10 @@ func TestParseOptions(t *testing.T) {
 		{"attn=tensor", cuda.Options{}, true},
 		{"mmawarps=1", cuda.Options{MMAWarps: 1}, false},
 		{"attnsplit=on", cuda.Options{AttentionSplit: true}, false},
+		{"attnrows=8", cuda.Options{RowWarps: 8}, false},
+		{"attnrows=8,attnrows=off", cuda.Options{RowWarps: -1}, false},
+		{"attnrows=2", cuda.Options{}, true},
+		{"attnrows=on", cuda.Options{}, true},
 		{"attnreg=off", cuda.Options{NoRegAttention: true}, false},
 		{"submit=16,splits=3", cuda.Options{SubmitOps: 16, SubmitSplits: 3}, false},
 		{"splits=7", cuda.Options{}, true},
@@ -867,11 +871,12 @@ func TestBucketsShareGraphs(t *testing.T) {
 	}
 }
 
-// Every attention kernel (tensor cores at 2, 4 and 8 warps a block and the
-// float32 tiled ones), with RoPE folded in, on packed batches against the
-// float64 reference: head dims 32, 64 and 128, rows longer than a chunk of
-// keys and than a tile of queries, a one-token row, sliding windows wider
-// and narrower than a chunk. Tolerances per precision: the float32 kernels
+// Every attention kernel (tensor cores at 2, 4 and 8 warps a block, the
+// whole-row ones at 4 and 8, and the float32 tiled ones), with RoPE folded
+// in, on packed batches against the float64 reference: head dims 32, 64
+// and 128, rows longer than a chunk of keys and than a tile of queries, a
+// one-token row, sliding windows wider and narrower than a chunk, and
+// rows the whole-row kernels take (at most 128 tokens). Tolerances per precision: the float32 kernels
 // and FP16X2's two-term products about float32's, FP16's one rounding of
 // q, k, v and the probabilities to fp16 about 2^-11 relative.
 func TestAttentionKernels(t *testing.T) {
@@ -881,6 +886,9 @@ func TestAttentionKernels(t *testing.T) {
 		{Layout: backend.Layout{SeqLen: 130, Lengths: []int{93, 5, 130, 1, 17}}, Heads: 3, HeadDim: 64, Scale: 0.125},
 		{Layout: backend.Layout{SeqLen: 40, Lengths: []int{40, 7, 33}}, Heads: 3, HeadDim: 32, Scale: 0.18, Sliding: true, Radius: 3},
 		{Layout: backend.Layout{SeqLen: 200, Lengths: []int{70, 200}}, Heads: 1, HeadDim: 128, Scale: 0.09},
+		// Rows that fit the whole-row kernels (at most 128 tokens).
+		{Layout: backend.Layout{SeqLen: 128, Lengths: []int{93, 5, 128, 1, 17}}, Heads: 2, HeadDim: 64, Scale: 0.125, Sliding: true, Radius: 20},
+		{Layout: backend.Layout{SeqLen: 100, Lengths: []int{70, 100}}, Heads: 2, HeadDim: 128, Scale: 0.09},
 	}
 	type kernel struct {
 		name string
@@ -902,6 +910,9 @@ func TestAttentionKernels(t *testing.T) {
 				kernels = append(kernels, kernel{fmt.Sprintf("%v mma %d warps", p, w), cuda.Options{Precision: p, MMAWarps: w}, tol})
 			}
 			kernels = append(kernels, kernel{fmt.Sprintf("%v mma key-split", p), cuda.Options{Precision: p, AttentionSplit: true}, tol})
+			for _, w := range []int{4, 8} {
+				kernels = append(kernels, kernel{fmt.Sprintf("%v rows %d warps", p, w), cuda.Options{Precision: p, RowWarps: w, MMAWarps: 4}, tol})
+			}
 		}
 	}
 	for _, k := range kernels {

@@ -104,6 +104,10 @@ var emuConfigs = []emuConfig{
 	// the tensor-core attention at one warp;
 	// with the LayerNorms kernels of their own.
 	{"FP16X2+mmarows+mmacols=128+mmawarps=1+mmaln=off", Options{Precision: FP16X2, MMARows: MaxMMARows, MMACols: 128, MMAWarps: 1, MMANoLN: true}},
+	// Every batch in FP16 first, its near-ties again in FP16X2, with the
+	// attention on the whole-row tensor-core kernels at eight warps (an
+	// extras kernel), whatever the grid (mmawarps).
+	{"FP16X2+refine+attnrows=8+mmawarps=4", Options{Precision: FP16X2, Refine: DefaultRefine, RefineTokens: 1, RowWarps: 8, MMAWarps: 4}},
 	// The float32 attention of few tiles on the tiled kernel's warp a
 	// query instead of attn_reg.
 	{"FP32+attnreg=off", Options{Precision: FP32, NoRegAttention: true}},

@@ -1142,3 +1142,132 @@ func TestEmuLinearCl(t *testing.T) {
 		})
 	}
 }
+
+// The whole-row tensor-core attention (attn_rows: a block a batch row and
+// head, the row's queries, keys and values loaded once) against float64,
+// and bit for bit against the tiled tensor-core kernel (attn_mma at four
+// warps, tiles of 64 queries) wherever both start their key steps at the
+// same key (no sliding window, or a radius of 64 or more): rows of 93, 17
+// and 128 tokens (the longest it takes), right padding to 100 (padding
+// queries come out zero), sliding windows of radius 20 and 64, RoPE folded
+// in and not, head dims 32, 64 and 128, four and eight warps, float32
+// input in one and two terms (a second float32 term, as FP16X2's stacked
+// products give) and fp16 input (cp.async), and empty tiles past the real
+// ones (a packed grid's bound) that must leave the output alone.
+func TestEmuAttentionRows(t *testing.T) {
+	const heads = 2
+	type input int
+	const (
+		f32one input = iota // float32 qkv, one fp16 term
+		f32two              // float32 qkv plus a second float32 term, two fp16 terms
+		f16                 // fp16 qkv, one term
+	)
+	for _, c := range []struct {
+		dh, warps int
+		in        input
+		rope      bool
+		l         emuAttnLayout
+	}{
+		{64, 4, f16, true, emuAttnLayout{lens: []int{93, 17, 128}}},
+		{64, 4, f16, false, emuAttnLayout{lens: []int{93, 17}, seqLen: 100, radius: 64}},
+		{64, 4, f16, true, emuAttnLayout{lens: []int{93, 128, 17}, radius: 20}},
+		{64, 8, f16, true, emuAttnLayout{lens: []int{93, 17}}},
+		{64, 4, f32two, true, emuAttnLayout{lens: []int{93, 17, 128}}},
+		{64, 4, f32two, false, emuAttnLayout{lens: []int{93, 40}, radius: 20}},
+		{64, 8, f32two, true, emuAttnLayout{lens: []int{93, 17}, seqLen: 100, radius: 64}},
+		{64, 4, f32one, true, emuAttnLayout{lens: []int{93, 17}}},
+		{32, 4, f16, true, emuAttnLayout{lens: []int{128, 17}, radius: 20}},
+		{32, 4, f32two, false, emuAttnLayout{lens: []int{93, 17}}},
+		{128, 4, f16, true, emuAttnLayout{lens: []int{93, 40}}},
+		{128, 4, f32two, true, emuAttnLayout{lens: []int{93, 17}, radius: 64}},
+	} {
+		terms, suffix := 1, "1h"
+		switch c.in {
+		case f32one:
+			suffix = "1"
+		case f32two:
+			terms, suffix = 2, "2"
+		}
+		name := fmt.Sprintf("dh=%d,warps=%d,%s,rope=%v,lens=%v,seqlen=%d,radius=%d", c.dh, c.warps, suffix, c.rope, c.l.lens, c.l.seqLen, c.l.radius)
+		t.Run(name, func(t *testing.T) {
+			width, rows := heads*c.dh, c.l.rows()
+			qkv := emuQKV(c.l, heads, c.dh, uint64(c.dh), uint64(rows+c.warps), 1)
+			var in []byte
+			two := 0
+			switch c.in {
+			case f16:
+				h16 := make([]uint16, len(qkv))
+				for i, v := range qkv {
+					h16[i] = half.Float32ToFloat16(v)
+					qkv[i] = half.Float16ToFloat32(h16[i])
+				}
+				in = u16Bytes(h16)
+			case f32two:
+				two = len(qkv)
+				for _, v := range slices.Clone(qkv) {
+					qkv = append(qkv, v/512)
+				}
+				in = f32Bytes(qkv)
+			default:
+				in = f32Bytes(qkv)
+			}
+			// What the kernel should see: the terms summed, q and k rotated.
+			table := emuRope(slices.Max(append(slices.Clone(c.l.lens), c.l.seqLen)), c.dh)
+			elem := func(part, r, h, d int) float64 {
+				i := r*3*width + part*width + h*c.dh + d
+				v := float64(qkv[i])
+				if two > 0 {
+					v += float64(qkv[two+i])
+				}
+				return v
+			}
+			at := func(part, r, pos, h, d int) float64 {
+				v := elem(part, r, h, d)
+				if !c.rope || part == 2 {
+					return v
+				}
+				half := c.dh / 2
+				j := d % half
+				cs, sn := float64(table[pos*c.dh+j]), float64(table[pos*c.dh+half+j])
+				if d < half {
+					return v*cs - elem(part, r, h, d+half)*sn
+				}
+				return v*cs + elem(part, r, h, d-half)*sn
+			}
+			ropeArg := emuVal(0)
+			if c.rope {
+				ropeArg = emuBuf(4, 0)
+			}
+			scale := float32(1 / math.Sqrt(float64(c.dh)))
+			kind, lo := 2*terms-1, rows*width
+			launch := func(kernel string, qt, warps, smem, empty int) [][]byte {
+				tileBytes, ntiles := c.l.tiles(qt)
+				tileBytes = append(tileBytes, make([]byte, 4*5*empty)...)
+				dst := make([]float32, rows*width)
+				for i := range dst {
+					dst[i] = float32(math.NaN())
+				}
+				return emuRunOn(t, emuRunner(t), [][]byte{f32Bytes(dst), in, tileBytes, make([]byte, 2*2*lo), f32Bytes(table)},
+					emuLaunch{name: kernel, grid: [3]int{ntiles + empty, heads, 1}, threads: 32 * warps, smem: smem,
+						args: []emuArg{emuBuf(0, 0), emuBuf(1, 0), emuVal(uint64(two)), emuBuf(2, 0), emuInt(heads), emuF32(scale),
+							emuVal(boolArg(c.l.radius > 0)), emuInt(c.l.radius), ropeArg, emuBuf(3, 0), emuInt(kind), emuVal(uint64(lo))}})
+			}
+			got := launch(fmt.Sprintf("attention_rows%d_%d_%s", c.dh, c.warps, suffix), rowsKeys, c.warps, attnRowsShared(c.dh, terms), 3)
+			y := bytesF32(got[0])
+			check16(t, y, got[3], lo, kind)
+			tol := 2e-4
+			if terms == 1 {
+				tol = 1e-2 // q, k, v and the probabilities rounded to fp16
+			}
+			t.Logf("largest error %.3g", emuAttnCheck(t, c.l, heads, c.dh, float64(scale), tol, at, y))
+			if c.l.radius == 0 || c.l.radius >= 64 {
+				want := launch(fmt.Sprintf("attention_mma%d_4_%s", c.dh, suffix), 64, 4, attnMMAShared(c.dh, 4, terms, 64), 0)
+				for _, i := range []int{0, 3} { // the outputs (their tiles differ)
+					if !bytes.Equal(got[i], want[i]) {
+						t.Fatalf("buffer %d differs from attn_mma's", i)
+					}
+				}
+			}
+		})
+	}
+}

@@ -841,6 +841,17 @@ __device__ __forceinline__ float4 ld4x(const void* x, long long i, long long two
 	return ld4((const float*)x + i, two);
 }
 
+// rope4 rotates elements j..j+3 (a) and j+DH/2..j+DH/2+3 (b) of a head's
+// q or k by RoPE for position pos: rope holds each position's DH/2
+// cosines, then its DH/2 sines.
+template <int DH>
+__device__ __forceinline__ void rope4(float4 a, float4 b, const float* rope, int pos, int j, float4& lo, float4& hi) {
+	const float* cs = rope + (long long)pos * DH;
+	float4 c = *(const float4*)(cs + j), s = *(const float4*)(cs + DH / 2 + j);
+	lo = make_float4(a.x * c.x - b.x * s.x, a.y * c.y - b.y * s.y, a.z * c.z - b.z * s.z, a.w * c.w - b.w * s.w);
+	hi = make_float4(b.x * c.x + a.x * s.x, b.y * c.y + a.y * s.y, b.z * c.z + a.z * s.z, b.w * c.w + a.w * s.w);
+}
+
 // ld4rope2x is ld4rope2 at element row of x (HIN: see ld4x).
 template <int DH, bool HIN>
 __device__ __forceinline__ void ld4rope2x(const void* x, long long row, long long two, int j, const float* rope, int pos,
@@ -852,10 +863,7 @@ __device__ __forceinline__ void ld4rope2x(const void* x, long long row, long lon
 		hi = b;
 		return;
 	}
-	const float* cs = rope + (long long)pos * DH;
-	float4 c = *(const float4*)(cs + j), s = *(const float4*)(cs + HALF + j);
-	lo = make_float4(a.x * c.x - b.x * s.x, a.y * c.y - b.y * s.y, a.z * c.z - b.z * s.z, a.w * c.w - b.w * s.w);
-	hi = make_float4(b.x * c.x + a.x * s.x, b.y * c.y + a.y * s.y, b.z * c.z + a.z * s.z, b.w * c.w + a.w * s.w);
+	rope4<DH>(a, b, rope, pos, j, lo, hi);
 }
 
 // ld4rope2 reads elements j..j+3 and j+DH/2..j+DH/2+3 of one head's q or k
@@ -1352,6 +1360,116 @@ __device__ __forceinline__ void st4h(u16* p, int lo, float4 v) {
 	*(uint2*)p = make_uint2(h0, h1);
 }
 
+// attn_mma_step is one step of NT 8-key score tiles of the tensor-core
+// attention's online softmax (attn_mma, attn_rows) for a thread's two rows,
+// g and g + 8 of its warp's sixteen: kp0 is the thread's first key of the
+// step in shared memory (row g of the first tile, its 2·tq-th element; a
+// tile is 8 rows on), vp0 its lane's row of the first 16-key step of the
+// values (ldsm4t's; the next is 16 rows on), KT the halves between two
+// terms, key0 the position of kp0's key (its tile's keys are key0 + 8nt +
+// e). Scores are masked to the rows' windows [loA, hiA) and [loB, hiB)
+// unless full (every key inside both); tiles from live on are left out,
+// their probabilities 0. The scores' C fragments are the probabilities' A
+// fragments, as FlashAttention-2 keeps them.
+template <int DH, int TERMS, int NT>
+__device__ __forceinline__ void attn_mma_step(const u16* kp0, const u16* vp0, int KT, const u32 (&qa)[TERMS][DH / 16][4], int key0,
+	bool full, int live, int loA, int hiA, int loB, int hiB, float sl2, float& mA, float& mB, float& lA, float& lB,
+	float (&o)[DH / 8][4]) {
+	const int KS = DH + 8, KD = DH / 16, ND = DH / 8, KK = NT / 2;
+	float s[NT][4];
+#pragma unroll
+	for (int nt = 0; nt < NT; nt++) {
+		s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
+		if (nt >= live) continue;
+		const u16* kp = kp0 + 8 * nt * KS;
+#pragma unroll
+		for (int kd = 0; kd < KD; kd++) {
+			u32 b0 = *(const u32*)(kp + 16 * kd), b1 = *(const u32*)(kp + 16 * kd + 8);
+			mma16816(s[nt], qa[0][kd], b0, b1);
+			if (TERMS == 2) {
+				mma16816(s[nt], qa[0][kd], *(const u32*)(kp + KT + 16 * kd), *(const u32*)(kp + KT + 16 * kd + 8));
+				mma16816(s[nt], qa[TERMS - 1][kd], b0, b1);
+			}
+		}
+	}
+	float xa = -1e30f, xb = -1e30f;
+#pragma unroll
+	for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+		for (int e = 0; e < 2; e++) {
+			if (full) {
+				s[nt][e] *= sl2;
+				s[nt][2 + e] *= sl2;
+			} else {
+				int key = key0 + 8 * nt + e;
+				s[nt][e] = key >= loA && key < hiA ? s[nt][e] * sl2 : NEG_INF;
+				s[nt][2 + e] = key >= loB && key < hiB ? s[nt][2 + e] * sl2 : NEG_INF;
+			}
+			xa = fmaxf(xa, s[nt][e]);
+			xb = fmaxf(xb, s[nt][2 + e]);
+		}
+	// A row's keys of the chunk lie with the four lanes of a quad.
+	xa = fmaxf(xa, __shfl_xor_sync(0xffffffffu, xa, 1));
+	xa = fmaxf(xa, __shfl_xor_sync(0xffffffffu, xa, 2));
+	xb = fmaxf(xb, __shfl_xor_sync(0xffffffffu, xb, 1));
+	xb = fmaxf(xb, __shfl_xor_sync(0xffffffffu, xb, 2));
+	float nA = fmaxf(mA, xa), nB = fmaxf(mB, xb), cA = exp2f(mA - nA), cB = exp2f(mB - nB), sA = 0.0f, sB = 0.0f;
+	mA = nA;
+	mB = nB;
+#pragma unroll
+	for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+		for (int e = 0; e < 2; e++) {
+			s[nt][e] = nt < live ? exp2f(s[nt][e] - nA) : 0.0f;
+			s[nt][2 + e] = nt < live ? exp2f(s[nt][2 + e] - nB) : 0.0f;
+			sA += s[nt][e];
+			sB += s[nt][2 + e];
+		}
+	lA = lA * cA + sA; // per lane; the quad's partial sums meet at the end
+	lB = lB * cB + sB;
+#pragma unroll
+	for (int nd = 0; nd < ND; nd++) {
+		o[nd][0] *= cA;
+		o[nd][1] *= cA;
+		o[nd][2] *= cB;
+		o[nd][3] *= cB;
+	}
+#pragma unroll
+	for (int kk = 0; kk < KK; kk++) {
+		if (2 * kk >= live) continue; // its probabilities are all 0
+		u32 p[TERMS][4];
+		if (TERMS == 2) {
+			split2(s[2 * kk][0], s[2 * kk][1], p[0][0], p[TERMS - 1][0]);
+			split2(s[2 * kk][2], s[2 * kk][3], p[0][1], p[TERMS - 1][1]);
+			split2(s[2 * kk + 1][0], s[2 * kk + 1][1], p[0][2], p[TERMS - 1][2]);
+			split2(s[2 * kk + 1][2], s[2 * kk + 1][3], p[0][3], p[TERMS - 1][3]);
+		} else {
+			p[0][0] = pack2(s[2 * kk][0], s[2 * kk][1]);
+			p[0][1] = pack2(s[2 * kk][2], s[2 * kk][3]);
+			p[0][2] = pack2(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+			p[0][3] = pack2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+		}
+		// Lane l points at key 16kk + 8·(l/8 % 2) + l%8, dims from
+		// 8·(nd + l/16): b[0], b[1] are head dims 8nd.., b[2], b[3] the
+		// next eight.
+		const u16* vp = vp0 + 16 * kk * KS;
+#pragma unroll
+		for (int nd = 0; nd < ND; nd += 2) {
+			u32 b[4], c[4];
+			ldsm4t(b, vp + 8 * nd);
+			mma16816(o[nd], p[0], b[0], b[1]);
+			mma16816(o[nd + 1], p[0], b[2], b[3]);
+			if (TERMS == 2) {
+				ldsm4t(c, vp + KT + 8 * nd);
+				mma16816(o[nd], p[0], c[0], c[1]);
+				mma16816(o[nd + 1], p[0], c[2], c[3]);
+				mma16816(o[nd], p[TERMS - 1], b[0], b[1]);
+				mma16816(o[nd + 1], p[TERMS - 1], b[2], b[3]);
+			}
+		}
+	}
+}
+
 // attn_mma: flash attention on tensor cores (mma.sync m16n8k16: fp16
 // operands, float32 accumulation) for the 16-bit precisions. One block of W
 // warps per (tile of up to 16·W queries of one batch row, head); warp w owns
@@ -1487,98 +1605,9 @@ __device__ void attn_mma(float* dst, const void* qkv, long long two, const int* 
 			// live: the step's 8-key score tiles holding a key (the rest are
 			// masked whatever their products, and their probabilities 0).
 			const int live = ATTN_SKIP ? (kend - sb + 7) / 8 - nt0 : NT;
-			float s[NT][4];
-#pragma unroll
-			for (int nt = 0; nt < NT; nt++) {
-				s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
-				if (nt >= live) continue;
-				const u16* kp = Ks + (sb + 8 * (nt0 + nt) + g) * KS + 2 * tq;
-#pragma unroll
-				for (int kd = 0; kd < KD; kd++) {
-					u32 b0 = *(const u32*)(kp + 16 * kd), b1 = *(const u32*)(kp + 16 * kd + 8);
-					mma16816(s[nt], qa[0][kd], b0, b1);
-					if (TERMS == 2) {
-						mma16816(s[nt], qa[0][kd], *(const u32*)(kp + KT + 16 * kd), *(const u32*)(kp + KT + 16 * kd + 8));
-						mma16816(s[nt], qa[TERMS - 1][kd], b0, b1);
-					}
-				}
-			}
-			float xa = -1e30f, xb = -1e30f;
-#pragma unroll
-			for (int nt = 0; nt < NT; nt++)
-#pragma unroll
-				for (int e = 0; e < 2; e++) {
-					if (full) {
-						s[nt][e] *= sl2;
-						s[nt][2 + e] *= sl2;
-					} else {
-						int key = kb + sb + 8 * (nt0 + nt) + 2 * tq + e;
-						s[nt][e] = key >= loA && key < hiA ? s[nt][e] * sl2 : NEG_INF;
-						s[nt][2 + e] = key >= loB && key < hiB ? s[nt][2 + e] * sl2 : NEG_INF;
-					}
-					xa = fmaxf(xa, s[nt][e]);
-					xb = fmaxf(xb, s[nt][2 + e]);
-				}
-			// A row's keys of the chunk lie with the four lanes of a quad.
-			xa = fmaxf(xa, __shfl_xor_sync(0xffffffffu, xa, 1));
-			xa = fmaxf(xa, __shfl_xor_sync(0xffffffffu, xa, 2));
-			xb = fmaxf(xb, __shfl_xor_sync(0xffffffffu, xb, 1));
-			xb = fmaxf(xb, __shfl_xor_sync(0xffffffffu, xb, 2));
-			float nA = fmaxf(mA, xa), nB = fmaxf(mB, xb), cA = exp2f(mA - nA), cB = exp2f(mB - nB), sA = 0.0f, sB = 0.0f;
-			mA = nA;
-			mB = nB;
-#pragma unroll
-			for (int nt = 0; nt < NT; nt++)
-#pragma unroll
-				for (int e = 0; e < 2; e++) {
-					s[nt][e] = nt < live ? exp2f(s[nt][e] - nA) : 0.0f;
-					s[nt][2 + e] = nt < live ? exp2f(s[nt][2 + e] - nB) : 0.0f;
-					sA += s[nt][e];
-					sB += s[nt][2 + e];
-				}
-			lA = lA * cA + sA; // per lane; the quad's partial sums meet at the end
-			lB = lB * cB + sB;
-#pragma unroll
-			for (int nd = 0; nd < ND; nd++) {
-				o[nd][0] *= cA;
-				o[nd][1] *= cA;
-				o[nd][2] *= cB;
-				o[nd][3] *= cB;
-			}
-#pragma unroll
-			for (int kk = 0; kk < KK; kk++) {
-				if (2 * kk >= live) continue; // its probabilities are all 0
-				u32 p[TERMS][4];
-				if (TERMS == 2) {
-					split2(s[2 * kk][0], s[2 * kk][1], p[0][0], p[TERMS - 1][0]);
-					split2(s[2 * kk][2], s[2 * kk][3], p[0][1], p[TERMS - 1][1]);
-					split2(s[2 * kk + 1][0], s[2 * kk + 1][1], p[0][2], p[TERMS - 1][2]);
-					split2(s[2 * kk + 1][2], s[2 * kk + 1][3], p[0][3], p[TERMS - 1][3]);
-				} else {
-					p[0][0] = pack2(s[2 * kk][0], s[2 * kk][1]);
-					p[0][1] = pack2(s[2 * kk][2], s[2 * kk][3]);
-					p[0][2] = pack2(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-					p[0][3] = pack2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
-				}
-				// Lane l points at key 16kk + 8·(l/8 % 2) + l%8, dims from
-				// 8·(nd + l/16): b[0], b[1] are head dims 8nd.., b[2], b[3] the
-				// next eight.
-				const u16* vp = Vs + (sb + 16 * (SPLIT ? warp : kk) + (lane & 15)) * KS + 8 * (lane >> 4);
-#pragma unroll
-				for (int nd = 0; nd < ND; nd += 2) {
-					u32 b[4], c[4];
-					ldsm4t(b, vp + 8 * nd);
-					mma16816(o[nd], p[0], b[0], b[1]);
-					mma16816(o[nd + 1], p[0], b[2], b[3]);
-					if (TERMS == 2) {
-						ldsm4t(c, vp + KT + 8 * nd);
-						mma16816(o[nd], p[0], c[0], c[1]);
-						mma16816(o[nd + 1], p[0], c[2], c[3]);
-						mma16816(o[nd], p[TERMS - 1], b[0], b[1]);
-						mma16816(o[nd + 1], p[TERMS - 1], b[2], b[3]);
-					}
-				}
-			}
+			attn_mma_step<DH, TERMS, NT>(Ks + (sb + 8 * nt0 + g) * KS + 2 * tq,
+				Vs + (sb + 16 * (SPLIT ? warp : 0) + (lane & 15)) * KS + 8 * (lane >> 4), KT, qa, kf + 8 * nt0 + 2 * tq, full, live,
+				loA, hiA, loB, hiB, sl2, mA, mB, lA, lB, o);
 		}
 	}
 	lA += __shfl_xor_sync(0xffffffffu, lA, 1);
@@ -1677,6 +1706,173 @@ ATTENTIONS_MMA_W(128, 4)
 ATTENTIONS_MMA_EXTRA(32)
 ATTENTIONS_MMA_EXTRA(64)
 ATTENTIONS_MMA_EXTRA(128)
+#endif
+
+// ATTN_ROWS_KEYS: the longest batch row attn_rows takes (stream.go's
+// rowsKeys).
+#define ATTN_ROWS_KEYS 128
+
+// attn_rows: attn_mma for batch rows of at most ATTN_ROWS_KEYS tokens, one
+// block of W warps per (batch row, head) instead of per (tile of 16·W
+// queries, head). The row's queries, keys and values come into shared
+// memory once, in one round of loads (cp.async for fp16 q, k, v in one
+// term, then RoPE on the queries and keys in place), where attn_mma loads
+// every tile's keys again, a chunk a round with a barrier between; then
+// the warps take the row's 16-query groups in turn (warp w the groups w,
+// w + W, ...), each over the 64-key steps of its group's windows with no
+// barrier between. attn_mma's arithmetic, step for step (attn_mma_step):
+// where both start their steps at the same key (no sliding window, or a
+// radius of 64 or more) the outputs are the same bit for bit. tiles: as
+// attn_mma's for tiles of ATTN_ROWS_KEYS queries, a tile a batch row (the
+// stream takes this kernel only where every row fits). Dynamic shared
+// memory: attnRowsShared in stream.go.
+template <int DH, int W, int TERMS, bool HIN>
+__device__ void attn_rows(float* dst, const void* qkv, long long two, const int* tiles, int heads, float scale, int sliding,
+	int radius, const float* rope, u16* hout, int kind, long long hlo) {
+	const int KR = ATTN_ROWS_KEYS, KS = DH + 8, H4 = DH / 8, KD = DH / 16, ND = DH / 8, NT = 8, T = KR * KS;
+	extern __shared__ float4 smem4[];
+	u16* Ks = (u16*)smem4;     // [TERMS][KR][KS]
+	u16* Vs = Ks + TERMS * T;  // [TERMS][KR][KS]
+	u16* Qs = Vs + TERMS * T;  // [TERMS][KR][KS]
+	const int* t = tiles + 5 * blockIdx.x;
+	int r0 = t[0], start = t[1], n = t[2], pos0 = t[3], nq = t[4];
+	if (nq == 0) return; // past the real tiles of a packed batch (tileGrid)
+	int h = blockIdx.y, width = heads * DH, lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, tq = lane & 3;
+	int klo = 0, khi = n;
+	if (sliding) {
+		klo = max(0, pos0 - radius);
+		khi = min(n, pos0 + nq - 1 + radius + 1);
+	}
+	// Keys and queries past the row's are zeros up to the steps' ends: a
+	// masked score's key and a probability of 0's value must be finite.
+	const int span = khi - klo, kpad = (span + 63) & ~63, qpad = (nq + 15) & ~15;
+	const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+	if (HIN && TERMS == 1) {
+		// 16-byte copies, DH/8 a row: queries, then keys, then values.
+		const uint4 none = {0u, 0u, 0u, 0u};
+		for (int i = threadIdx.x; i < (qpad + 2 * kpad) * (DH / 8); i += 32 * W) {
+			int r = i / (DH / 8), c = 8 * (i - r * (DH / 8)), part = r < qpad ? 0 : r < qpad + kpad ? 1 : 2;
+			int k = part == 0 ? r : part == 1 ? r - qpad : r - qpad - kpad;
+			u16* d = (part == 0 ? Qs : part == 1 ? Ks : Vs) + k * KS + c;
+			if (k < (part == 0 ? nq : span)) {
+				long long row = part == 0 ? r0 + k : start + klo + k;
+				cp_async16a(smem_addr(d), (const u16*)qkv + row * 3 * width + part * width + h * DH + c);
+			} else {
+				*(uint4*)d = none;
+			}
+		}
+		cp_async_wait_all();
+		if (rope) {
+			// Rotated in place, rounded to fp16 once, as ld4rope2x's values
+			// are on their way in.
+			__syncthreads();
+			for (int i = threadIdx.x; i < (nq + span) * H4; i += 32 * W) {
+				int r = i / H4, j = (i - r * H4) * 4;
+				u16* p = r < nq ? Qs + r * KS : Ks + (r - nq) * KS;
+				float4 lo, hi;
+				rope4<DH>(ld4h(p + j), ld4h(p + j + DH / 2), rope, r < nq ? pos0 + r : klo + r - nq, j, lo, hi);
+				st4h<1>(p + j, 0, lo);
+				st4h<1>(p + j + DH / 2, 0, hi);
+			}
+		}
+	} else {
+		for (int i = threadIdx.x; i < (qpad + kpad) * H4; i += 32 * W) {
+			int r = i / H4, j = (i - r * H4) * 4;
+			float4 a0 = zero, a1 = zero, v0 = zero, v1 = zero;
+			if (r < qpad) {
+				if (r < nq) ld4rope2x<DH, HIN>(qkv, (long long)(r0 + r) * 3 * width + h * DH, two, j, rope, pos0 + r, a0, a1);
+				st4h<TERMS>(Qs + r * KS + j, T, a0);
+				st4h<TERMS>(Qs + r * KS + j + DH / 2, T, a1);
+				continue;
+			}
+			int k = r - qpad;
+			if (k < span) {
+				long long row = (long long)(start + klo + k) * 3 * width + h * DH;
+				ld4rope2x<DH, HIN>(qkv, row + width, two, j, rope, klo + k, a0, a1);
+				v0 = ld4x<HIN>(qkv, row + 2 * width + j, two);
+				v1 = ld4x<HIN>(qkv, row + 2 * width + j + DH / 2, two);
+			}
+			st4h<TERMS>(Ks + k * KS + j, T, a0);
+			st4h<TERMS>(Ks + k * KS + j + DH / 2, T, a1);
+			st4h<TERMS>(Vs + k * KS + j, T, v0);
+			st4h<TERMS>(Vs + k * KS + j + DH / 2, T, v1);
+		}
+	}
+	__syncthreads();
+	const float sl2 = scale * 1.4426950408889634f; // exp2 of scores in log2 units
+	for (int grp = warp; 16 * grp < nq; grp += W) {
+		int qr = 16 * grp + g, pa = pos0 + qr, pb = pa + 8, rb = pos0 + 16 * grp;
+		int loA = sliding ? max(0, pa - radius) : 0, hiA = sliding ? min(n, pa + radius + 1) : n;
+		int loB = sliding ? max(0, pb - radius) : 0, hiB = sliding ? min(n, pb + radius + 1) : n;
+		u32 qa[TERMS][KD][4];
+#pragma unroll
+		for (int e = 0; e < TERMS; e++)
+#pragma unroll
+			for (int kd = 0; kd < KD; kd++) {
+				const u16* q = Qs + e * T + qr * KS + 16 * kd + 2 * tq;
+				qa[e][kd][0] = *(const u32*)q;
+				qa[e][kd][1] = *(const u32*)(q + 8 * KS);
+				qa[e][kd][2] = *(const u32*)(q + 8);
+				qa[e][kd][3] = *(const u32*)(q + 8 * KS + 8);
+			}
+		// The steps holding a key of the group's windows: a step wholly
+		// outside them changes no state (its probabilities are 0 and its
+		// rescale 1), so leaving it out keeps attn_mma's results.
+		int s0 = klo, s1 = khi;
+		if (sliding) {
+			s0 = klo + ((max(klo, rb - radius) - klo) & ~63);
+			s1 = min(khi, rb + 15 + radius + 1);
+		}
+		float mA = -1e30f, mB = -1e30f, lA = 0.0f, lB = 0.0f, o[ND][4];
+#pragma unroll
+		for (int nd = 0; nd < ND; nd++) o[nd][0] = o[nd][1] = o[nd][2] = o[nd][3] = 0.0f;
+		for (int kf = s0; kf < s1; kf += 64) {
+			int sb = kf - klo;
+			attn_mma_step<DH, TERMS, NT>(Ks + (sb + g) * KS + 2 * tq, Vs + (sb + (lane & 15)) * KS + 8 * (lane >> 4), T, qa,
+				kf + 2 * tq, false, NT, loA, hiA, loB, hiB, sl2, mA, mB, lA, lB, o);
+		}
+		lA += __shfl_xor_sync(0xffffffffu, lA, 1);
+		lA += __shfl_xor_sync(0xffffffffu, lA, 2);
+		lB += __shfl_xor_sync(0xffffffffu, lB, 1);
+		lB += __shfl_xor_sync(0xffffffffu, lB, 2);
+#pragma unroll
+		for (int half = 0; half < 2; half++) {
+			int qi = qr + 8 * half;
+			if (qi >= nq) continue;
+			// Queries at or past the real length are padding: zero.
+			float inv = pos0 + qi < n ? 1.0f / (half ? lB : lA) : 0.0f;
+			long long ob = (long long)(r0 + qi) * width + h * DH + 2 * tq;
+#pragma unroll
+			for (int nd = 0; nd < ND; nd++) {
+				float y0 = o[nd][2 * half] * inv, y1 = o[nd][2 * half + 1] * inv;
+				if (dst) *(float2*)(dst + ob + 8 * nd) = make_float2(y0, y1);
+				if (hout) store16x2(hout, ob + 8 * nd, hlo, y0, y1, kind);
+			}
+		}
+	}
+}
+
+#define ATTENTION_ROWS(DH, W, TERMS, HIN, NAME)                                                                        \
+	extern "C" __global__ void ATTN_MMA_BOUNDS(W * 32) NAME(float* dst, const void* qkv, long long two, const int* tiles, \
+		int heads, float scale, int sliding, int radius, const float* rope, u16* hout, int kind, long long hlo) {        \
+		KERNEL_ENTRY                                                                                                     \
+		attn_rows<DH, W, TERMS, HIN>(dst, qkv, two, tiles, heads, scale, sliding, radius, rope, hout, kind, hlo);        \
+	}
+// A head dim's whole-row kernels at W warps: one and two terms, and one
+// term reading fp16 qkv (suffix 1h), as attn_mma's.
+#define ATTENTIONS_ROWS_W(DH, W)                                                                                       \
+	ATTENTION_ROWS(DH, W, 1, false, attention_rows##DH##_##W##_1)                                                      \
+	ATTENTION_ROWS(DH, W, 2, false, attention_rows##DH##_##W##_2)                                                      \
+	ATTENTION_ROWS(DH, W, 1, true, attention_rows##DH##_##W##_1h)
+#if LAYA_CORE
+ATTENTIONS_ROWS_W(32, 4)
+ATTENTIONS_ROWS_W(64, 4)
+ATTENTIONS_ROWS_W(128, 4)
+#endif
+#if LAYA_EXTRAS
+ATTENTIONS_ROWS_W(32, 8)
+ATTENTIONS_ROWS_W(64, 8)
+ATTENTIONS_ROWS_W(128, 8)
 #endif
 
 // ---- Linears on few rows ----

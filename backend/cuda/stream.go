@@ -1230,6 +1230,20 @@ func (s *stream) attentionKernel(tiled *[5]uintptr, p backend.AttentionParams, r
 			}
 			return sp[terms-1], half, 16, splitWarps, attnSplitShared(p.HeadDim, terms)
 		}
+		// Rows of at most rowsKeys tokens: a block a (row, head) loads the
+		// row once (attn_rows), where a tile of 64 queries would load
+		// each of its keys again (MMAWarps then only says the tiled
+		// kernels' warps for rows that do not fit).
+		if rw := o.RowWarps; rw > 0 && rowsFit(p.Layout) {
+			if fs := s.be.k.attentionRows[p.HeadDim]; fs != nil {
+				if fn := fs[slices.Index(rowsWarps[:], rw)][terms-1]; fn != 0 {
+					if terms == 1 {
+						half = fs[slices.Index(rowsWarps[:], rw)][2]
+					}
+					return fn, half, rowsKeys, rw, attnRowsShared(p.HeadDim, terms)
+				}
+			}
+		}
 		// A kernel whose shared memory this GPU does not have, or of the
 		// extras where they are not loaded, is 0 (setKernelAttributes):
 		// fewer warps, else the float32 kernels.
@@ -1269,6 +1283,32 @@ func (s *stream) attentionKernel(tiled *[5]uintptr, p backend.AttentionParams, r
 // K, V and Q: kc keys a chunk, 16·w queries, rows padded by 8 halves).
 func attnMMAShared(dh, w, terms, kc int) int {
 	return 2 * terms * (2*kc + 16*w) * (dh + 8)
+}
+
+// rowsKeys is the longest batch row the whole-row tensor-core attention
+// takes (kernels.cu's ATTN_ROWS_KEYS): its tiles are a row each.
+const rowsKeys = 128
+
+// rowsWarps are the warps a block of the whole-row kernels
+// (kernels.attentionRows) may have; defaultRowsWarps' are in the core.
+var rowsWarps = [2]int{4, 8}
+
+const defaultRowsWarps = 4
+
+// rowsFit reports whether every batch row of l is at most rowsKeys tensor
+// rows, so that each is one tile of the whole-row kernels.
+func rowsFit(l backend.Layout) bool {
+	if !l.Packed {
+		return l.SeqLen <= rowsKeys
+	}
+	return len(l.Lengths) > 0 && slices.Max(l.Lengths) <= rowsKeys
+}
+
+// attnRowsShared is the whole-row kernels' dynamic shared memory for head
+// dim dh and terms fp16 terms: a row's keys, values and queries, rows
+// padded by 8 halves.
+func attnRowsShared(dh, terms int) int {
+	return 2 * terms * 3 * rowsKeys * (dh + 8)
 }
 
 // tunable is the value the kernels were compiled with for one of

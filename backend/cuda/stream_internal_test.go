@@ -513,6 +513,8 @@ func TestAttentionKernelChoice(t *testing.T) {
 	one := backend.AttentionParams{Layout: backend.Layout{SeqLen: 93, Lengths: []int{93, 3}, Packed: true}, Heads: heads, HeadDim: dh}
 	ten := one
 	ten.Lengths = []int{93, 93, 93, 93, 93, 93, 93, 93, 93, 93, 2}
+	long := ten
+	long.Lengths = []int{93, 93, 93, 93, 93, 93, 93, 93, 93, 129, 2}
 	rowsOf := func(p backend.AttentionParams) (n int) {
 		for _, l := range p.Lengths {
 			n += l
@@ -557,6 +559,18 @@ func TestAttentionKernelChoice(t *testing.T) {
 		{"fp16x2 one, attnsplit, no split kernel", Options{Precision: FP16X2, AttentionSplit: true}, one, 42, 4, 64},
 		{"fp16x2 one, attnsplit, attnterms=1", Options{Precision: FP16X2, AttentionSplit: true, AttentionTerms: 1}, one, 51, 4, 16},
 		{"fp32 one, attnsplit", Options{Precision: FP32, AttentionSplit: true}, one, simt + regKernel, 16, 16},
+		// attnrows: the whole-row kernels (200 + 10·warps + terms; + 4
+		// fp16 input), a tile a row, where the tensor-core kernels would
+		// run (with mmawarps, whatever the grid) and every row fits; not
+		// where a row is longer than rowsKeys or the kernel is not loaded.
+		{"fp16x2 ten, attnrows=4", Options{Precision: FP16X2, RowWarps: 4}, ten, 242, 4, rowsKeys},
+		{"fp16 ten, attnrows=8", Options{Precision: FP16, RowWarps: 8}, ten, 281, 8, rowsKeys},
+		{"fp16x2 ten, attnrows=off", Options{Precision: FP16X2, RowWarps: -1}, ten, 42, 4, 64},
+		{"fp16x2 one, attnrows=4", Options{Precision: FP16X2, RowWarps: 4}, one, simt + regKernel, 16, 16},
+		{"fp16x2 one, attnrows=4, mmawarps=8", Options{Precision: FP16X2, RowWarps: 4, MMAWarps: 8}, one, 242, 4, rowsKeys},
+		{"fp16x2 ten, attnrows=4, mmawarps=8, long row", Options{Precision: FP16X2, RowWarps: 4, MMAWarps: 8}, long, 82, 8, 128},
+		{"fp16x2 ten, attnrows=4, long row", Options{Precision: FP16X2, RowWarps: 4}, long, 42, 4, 64},
+		{"fp16x2 ten, attnrows=8, not loaded", Options{Precision: FP16X2, RowWarps: 8}, ten, 42, 4, 64},
 	} {
 		be := &Backend{opts: c.opts, sms: 132}
 		tiled := &[5]uintptr{simt + 0, simt + 1, simt + 2, simt, simt + regKernel}
@@ -571,6 +585,10 @@ func TestAttentionKernelChoice(t *testing.T) {
 			be.k.attentionMMA[dh][2][1], be.k.attentionMMA[dh][3][1] = 0, 0
 		}
 		be.k.attentionSplit = map[int]*[3]uintptr{dh: {51, 52, 55}}
+		be.k.attentionRows = map[int]*[2][3]uintptr{dh: {{241, 242, 245}, {281, 282, 285}}}
+		if strings.HasSuffix(c.name, "not loaded") {
+			be.k.attentionRows[dh][1] = [3]uintptr{}
+		}
 		if strings.HasSuffix(c.name, "no split kernel") {
 			be.k.attentionSplit[dh][1] = 0
 		}
@@ -583,12 +601,15 @@ func TestAttentionKernelChoice(t *testing.T) {
 		if c.want == simt+regKernel {
 			wantShm = shm == attnRegShared(dh)
 		}
+		if c.want > 200 {
+			wantShm = shm == attnRowsShared(dh, int(c.want%10))
+		}
 		if fn != c.want || warps != c.warps || qt != c.tileQs || !wantShm {
 			t.Errorf("%s: kernel %d, %d warps, tiles of %d, %d bytes; want kernel %d, %d warps, tiles of %d", c.name, fn, warps, qt, shm,
 				c.want, c.warps, c.tileQs)
 		}
 		// Only the one-term tensor-core kernels have an fp16-input twin.
-		if wantHalf := uintptr(0); c.want%10 == 1 && c.want < simt {
+		if wantHalf := uintptr(0); c.want%10 == 1 && (c.want < simt || c.want > 200) {
 			if wantHalf = c.want + 4; half != wantHalf {
 				t.Errorf("%s: fp16-input kernel %d, want %d", c.name, half, wantHalf)
 			}
@@ -934,9 +955,10 @@ func TestDiscardFoldsIntoSmallLinear(t *testing.T) {
 	}
 }
 
-// linear_small's shape constants are the ones kernels.cu is written for.
-func TestSmallLinearMatchesKernel(t *testing.T) {
-	for name, v := range map[string]int{"LIN_ROWS": smallRows, "LIN_R": smallCols, "LIN_WARPS": smallWarps} {
+// linear_small's shape constants, and the longest row of the whole-row
+// attention, are the ones kernels.cu is written for.
+func TestShapeConstantsMatchKernel(t *testing.T) {
+	for name, v := range map[string]int{"LIN_ROWS": smallRows, "LIN_R": smallCols, "LIN_WARPS": smallWarps, "ATTN_ROWS_KEYS": rowsKeys} {
 		if def := fmt.Sprintf("\n#define %s %d\n", name, v); !strings.Contains(kernelSource, def) {
 			t.Errorf("kernels.cu does not say %q", strings.TrimSpace(def))
 		}
