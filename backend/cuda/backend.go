@@ -52,8 +52,8 @@ type kernels struct {
 	// warps split a 16-query tile's keys, by head dim: [terms − 1, or 2].
 	attentionSplit map[int]*[3]uintptr
 	// attentionRows holds the whole-row tensor-core attention kernels
-	// (attn_rows) by head dim: [4 or 8 warps][terms − 1, or 2].
-	attentionRows map[int]*[2][3]uintptr
+	// (attn_rows) by head dim: [4, 6 or 8 warps][terms − 1, or 2].
+	attentionRows map[int]*[3][3]uintptr
 	// linearMMA holds linear_mma by [terms − 1][4 or 8 warps].
 	linearMMA [2][2]uintptr
 	// linearCl is linear_cl: a GEMM of few rows whose splits of k are
@@ -413,9 +413,9 @@ func (b *Backend) kernelTable() map[string]kernelSlot {
 		b.k.attentionTiled = map[int]*[5]uintptr{}
 		b.k.attentionMMA = map[int]*[4][3]uintptr{}
 		b.k.attentionSplit = map[int]*[3]uintptr{}
-		b.k.attentionRows = map[int]*[2][3]uintptr{}
+		b.k.attentionRows = map[int]*[3][3]uintptr{}
 		for _, dh := range attnHeadDims {
-			b.k.attentionRows[dh] = new([2][3]uintptr)
+			b.k.attentionRows[dh] = new([3][3]uintptr)
 			b.k.attentionTiled[dh] = new([5]uintptr)
 			b.k.attentionMMA[dh] = new([4][3]uintptr)
 			b.k.attentionSplit[dh] = new([3]uintptr)

@@ -872,7 +872,7 @@ func TestBucketsShareGraphs(t *testing.T) {
 }
 
 // Every attention kernel (tensor cores at 2, 4 and 8 warps a block, the
-// whole-row ones at 4 and 8, and the float32 tiled ones), with RoPE folded
+// whole-row ones at 4, 6 and 8, and the float32 tiled ones), with RoPE folded
 // in, on packed batches against the float64 reference: head dims 32, 64
 // and 128, rows longer than a chunk of keys and than a tile of queries, a
 // one-token row, sliding windows wider and narrower than a chunk, and
@@ -910,7 +910,7 @@ func TestAttentionKernels(t *testing.T) {
 				kernels = append(kernels, kernel{fmt.Sprintf("%v mma %d warps", p, w), cuda.Options{Precision: p, MMAWarps: w}, tol})
 			}
 			kernels = append(kernels, kernel{fmt.Sprintf("%v mma key-split", p), cuda.Options{Precision: p, AttentionSplit: true}, tol})
-			for _, w := range []int{4, 8} {
+			for _, w := range []int{4, 6, 8} {
 				kernels = append(kernels, kernel{fmt.Sprintf("%v rows %d warps", p, w), cuda.Options{Precision: p, RowWarps: w, MMAWarps: 4}, tol})
 			}
 		}

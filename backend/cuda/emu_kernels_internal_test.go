@@ -1150,7 +1150,7 @@ func TestEmuLinearCl(t *testing.T) {
 // same key (no sliding window, or a radius of 64 or more): rows of 93, 17
 // and 128 tokens (the longest it takes), right padding to 100 (padding
 // queries come out zero), sliding windows of radius 20 and 64, RoPE folded
-// in and not, head dims 32, 64 and 128, four and eight warps, float32
+// in and not, head dims 32, 64 and 128, four, six and eight warps, float32
 // input in one and two terms (a second float32 term, as FP16X2's stacked
 // products give) and fp16 input (cp.async), and empty tiles past the real
 // ones (a packed grid's bound) that must leave the output alone.
@@ -1172,6 +1172,8 @@ func TestEmuAttentionRows(t *testing.T) {
 		{64, 4, f16, false, emuAttnLayout{lens: []int{93, 17}, seqLen: 100, radius: 64}},
 		{64, 4, f16, true, emuAttnLayout{lens: []int{93, 128, 17}, radius: 20}},
 		{64, 8, f16, true, emuAttnLayout{lens: []int{93, 17}}},
+		{64, 6, f16, true, emuAttnLayout{lens: []int{93, 17, 128}, radius: 20}},
+		{64, 6, f32two, false, emuAttnLayout{lens: []int{128, 40}}},
 		{64, 4, f32two, true, emuAttnLayout{lens: []int{93, 17, 128}}},
 		{64, 4, f32two, false, emuAttnLayout{lens: []int{93, 40}, radius: 20}},
 		{64, 8, f32two, true, emuAttnLayout{lens: []int{93, 17}, seqLen: 100, radius: 64}},

@@ -39,6 +39,10 @@ typedef unsigned long long u64;
 #ifndef ATTN_MMA_MINB
 #define ATTN_MMA_MINB 1
 #endif
+// ATTN_ROWS_MINB: ATTN_MMA_MINB for the whole-row kernels (attn_rows).
+#ifndef ATTN_ROWS_MINB
+#define ATTN_ROWS_MINB 1
+#endif
 // ATTN_MMA_UNROLL: the iterations of the tensor-core attention's key and
 // value loads a thread unrolls (their loads in flight together, and the
 // registers holding them).
@@ -99,6 +103,11 @@ typedef unsigned long long u64;
 #define ATTN_MMA_BOUNDS(threads) __launch_bounds__(threads, ATTN_MMA_MINB)
 #else
 #define ATTN_MMA_BOUNDS(threads) __launch_bounds__(threads)
+#endif
+#if ATTN_ROWS_MINB > 1
+#define ATTN_ROWS_BOUNDS(threads) __launch_bounds__(threads, ATTN_ROWS_MINB)
+#else
+#define ATTN_ROWS_BOUNDS(threads) __launch_bounds__(threads)
 #endif
 #if LMMA_MINB > 1
 #define LMMA_BOUNDS(threads) __launch_bounds__(threads, LMMA_MINB)
@@ -1853,9 +1862,9 @@ __device__ void attn_rows(float* dst, const void* qkv, long long two, const int*
 }
 
 #define ATTENTION_ROWS(DH, W, TERMS, HIN, NAME)                                                                        \
-	extern "C" __global__ void ATTN_MMA_BOUNDS(W * 32) NAME(float* dst, const void* qkv, long long two, const int* tiles, \
-		int heads, float scale, int sliding, int radius, const float* rope, u16* hout, int kind, long long hlo) {        \
-		KERNEL_ENTRY                                                                                                     \
+	extern "C" __global__ void ATTN_ROWS_BOUNDS(W * 32) NAME(float* dst, const void* qkv, long long two, const int* tiles, \
+		int heads, float scale, int sliding, int radius, const float* rope, u16* hout, int kind, long long hlo) {         \
+		KERNEL_ENTRY                                                                                                      \
 		attn_rows<DH, W, TERMS, HIN>(dst, qkv, two, tiles, heads, scale, sliding, radius, rope, hout, kind, hlo);        \
 	}
 // A head dim's whole-row kernels at W warps: one and two terms, and one
@@ -1870,6 +1879,9 @@ ATTENTIONS_ROWS_W(64, 4)
 ATTENTIONS_ROWS_W(128, 4)
 #endif
 #if LAYA_EXTRAS
+ATTENTIONS_ROWS_W(32, 6)
+ATTENTIONS_ROWS_W(64, 6)
+ATTENTIONS_ROWS_W(128, 6)
 ATTENTIONS_ROWS_W(32, 8)
 ATTENTIONS_ROWS_W(64, 8)
 ATTENTIONS_ROWS_W(128, 8)

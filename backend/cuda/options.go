@@ -125,7 +125,7 @@ type Options struct {
 	AttentionSplit bool
 	// RowWarps runs the FP16 and FP16X2 attention of batches whose rows
 	// are all at most 128 tokens on the whole-row tensor-core kernels
-	// (attnrows=4|8: their warps a block; attn_rows), a block a (batch
+	// (attnrows=4|6|8: their warps a block; attn_rows), a block a (batch
 	// row, head) loading the row's queries, keys and values once, where
 	// the tensor-core kernels would run (with MMAWarps, whatever the
 	// grid's size); 0 or off (-1): the tiled tensor-core kernels.
@@ -315,6 +315,7 @@ type KernelTunable struct {
 var KernelTunables = []KernelTunable{
 	{"ATTN_MINB", 0, 8, 0, "blocks a multiprocessor of each tiled float32 attention kernel (0: each kernel's own)"},
 	{"ATTN_MMA_MINB", 1, 8, 1, "blocks a multiprocessor of each tensor-core attention kernel (a register cap)"},
+	{"ATTN_ROWS_MINB", 1, 8, 1, "blocks a multiprocessor of each whole-row tensor-core attention kernel (a register cap; attnrows)"},
 	{"ATTN_MMA_UNROLL", 1, 8, 4, "unroll of the tensor-core attention's key and value loads"},
 	{"ATTN_MMA_KC16", 2, 8, 4, "keys a chunk of the tensor-core attention, in sixteens"},
 	{"ATTN_MMA_LEAN", 0, 1, 0, "the fp16 tensor-core attention's values copied as they are, its masks skipped where they pass all"},
@@ -363,7 +364,7 @@ func defineFlags(defines map[string]int) []string {
 // ParseOptions reads options from a comma-separated list, as the LAYA_CUDA
 // environment variable gives them to the registered backend:
 // precision=fp32|fp16|bf16|fp16x2, device=N, graphs=off, maxgraphs=N,
-// submit=N|off, splits=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnrows=4|8|off, attnsplit=off|on, attnreg=on|off, attnterms=0|1|2,
+// submit=N|off, splits=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnrows=4|6|8|off, attnsplit=off|on, attnreg=on|off, attnterms=0|1|2,
 // attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off,
 // tunecands=N, splitk=off|on, tunecold=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, clrows=N, clcols=32|64|128, kbatch=N, kbatchk=N, l2pf=N, l2pfdepth=N, pdl=on|off, geglu=vec|scalar, cache=DIR|off,
 // refine=MARGIN|off, refinetokens=N, define=NAME=VALUE (repeatable: Options.Defines),
@@ -420,7 +421,7 @@ func ParseOptions(s string) (Options, error) {
 			}
 			*map[string]*string{"driver": &o.Driver, "nvrtc": &o.NVRTC, "cublas": &o.CUBLAS}[k] = v
 		default:
-			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, submit=N|off, splits=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnrows=4|8|off, attnsplit=off|on, attnreg=on|off, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off, tunecands=N, splitk=off|on, tunecold=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, clrows=N, clcols=32|64|128, kbatch=N, kbatchk=N, l2pf=N, l2pfdepth=N, pdl=on|off, geglu=vec|scalar, cache=DIR|off, refine=MARGIN|off, refinetokens=N, define=NAME=VALUE, driver=PATH, nvrtc=PATH, cublas=PATH)")
+			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, submit=N|off, splits=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnrows=4|6|8|off, attnsplit=off|on, attnreg=on|off, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off, tunecands=N, splitk=off|on, tunecold=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, clrows=N, clcols=32|64|128, kbatch=N, kbatchk=N, l2pf=N, l2pfdepth=N, pdl=on|off, geglu=vec|scalar, cache=DIR|off, refine=MARGIN|off, refinetokens=N, define=NAME=VALUE, driver=PATH, nvrtc=PATH, cublas=PATH)")
 		}
 		if err == nil {
 			err = o.check()
@@ -481,8 +482,8 @@ func (o Options) check() error {
 		return fmt.Errorf("attnwarps=%d, want 8 or 16", o.AttentionWarps)
 	case o.MMAWarps != 0 && o.MMAWarps != 1 && o.MMAWarps != 2 && o.MMAWarps != 4 && o.MMAWarps != 8:
 		return fmt.Errorf("mmawarps=%d, want 1, 2, 4 or 8 (0: by grid size)", o.MMAWarps)
-	case o.RowWarps != 0 && o.RowWarps != -1 && o.RowWarps != 4 && o.RowWarps != 8:
-		return fmt.Errorf("attnrows=%d, want 4 or 8 (warps a block), or off", o.RowWarps)
+	case o.RowWarps != 0 && o.RowWarps != -1 && o.RowWarps != 4 && o.RowWarps != 6 && o.RowWarps != 8:
+		return fmt.Errorf("attnrows=%d, want 4, 6 or 8 (warps a block), or off", o.RowWarps)
 	case o.Refine < 0 || o.Refine != o.Refine || math.IsInf(float64(o.Refine), 0):
 		return fmt.Errorf("refine=%g, want a logit margin above 0, or 0 (off)", o.Refine)
 	case o.RefineTokens < 0:

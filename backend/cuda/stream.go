@@ -1291,7 +1291,7 @@ const rowsKeys = 128
 
 // rowsWarps are the warps a block of the whole-row kernels
 // (kernels.attentionRows) may have; defaultRowsWarps' are in the core.
-var rowsWarps = [2]int{4, 8}
+var rowsWarps = [3]int{4, 6, 8}
 
 const defaultRowsWarps = 4
 

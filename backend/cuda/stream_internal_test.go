@@ -585,9 +585,9 @@ func TestAttentionKernelChoice(t *testing.T) {
 			be.k.attentionMMA[dh][2][1], be.k.attentionMMA[dh][3][1] = 0, 0
 		}
 		be.k.attentionSplit = map[int]*[3]uintptr{dh: {51, 52, 55}}
-		be.k.attentionRows = map[int]*[2][3]uintptr{dh: {{241, 242, 245}, {281, 282, 285}}}
+		be.k.attentionRows = map[int]*[3][3]uintptr{dh: {{241, 242, 245}, {261, 262, 265}, {281, 282, 285}}}
 		if strings.HasSuffix(c.name, "not loaded") {
-			be.k.attentionRows[dh][1] = [3]uintptr{}
+			be.k.attentionRows[dh][2] = [3]uintptr{}
 		}
 		if strings.HasSuffix(c.name, "no split kernel") {
 			be.k.attentionSplit[dh][1] = 0
