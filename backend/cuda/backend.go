@@ -276,10 +276,12 @@ const (
 )
 
 // needExtras reports whether this Open uses kernels of the extras:
-// linear_mma (Options.MMARows), the tensor-core attention at other than
-// four warps (Options.MMAWarps, or, in the precisions that use it, a GPU
-// without the shared memory of the four-warp kernels, whose head dims then
-// take fewer), or its key-split kernels (Options.AttentionSplit).
+// linear_mma (Options.MMARows), linear_cl (Options.ClusterRows), the
+// tensor-core attention at other than four warps (Options.MMAWarps, or,
+// in the precisions that use it, a GPU without the shared memory of the
+// four-warp kernels, whose head dims then take fewer), its key-split
+// kernels (Options.AttentionSplit) or the whole-row ones at six or eight
+// warps (Options.RowWarps).
 func (b *Backend) needExtras() bool {
 	o := b.opts
 	if o.MMARows > 0 || o.ClusterRows > 0 || o.MMAWarps != 0 && o.MMAWarps != defaultMMAWarps || o.AttentionSplit ||
@@ -406,8 +408,9 @@ type kernelSlot struct {
 }
 
 // kernelTable is every kernel of kernels.cu by name; a kernel of a part
-// not loaded stays 0. The extras are linear_mma, and the tensor-core
-// attention at other than four warps and its key-split kernels.
+// not loaded stays 0. The extras are linear_mma, linear_cl, and the
+// tensor-core attention at other than four warps, its key-split kernels
+// and the whole-row ones at six and eight.
 func (b *Backend) kernelTable() map[string]kernelSlot {
 	if b.k.attentionTiled == nil {
 		b.k.attentionTiled = map[int]*[5]uintptr{}

@@ -11,9 +11,10 @@ typedef unsigned long long u64;
 
 // ---- Parts ----
 // LAYA_PART 1 compiles the core, the kernels every Open loads; 2 the
-// extras, which only options (linear_mma, the tensor-core attention at 1,
-// 2 or 8 warps, its key-split kernels) or a GPU short of shared memory for
-// the four-warp attention ask for; undefined, both (the CPU emulator, the
+// extras, which only options (linear_mma, linear_cl, the tensor-core
+// attention at 1, 2 or 8 warps, its key-split kernels, the whole-row ones
+// at 6 or 8) or a GPU short of shared memory for the four-warp attention
+// ask for; undefined, both (the CPU emulator, the
 // compile checks). The extras are about two thirds of the PTX, and so of a
 // first Open's compile (backend.go's kernelTable says which part each
 // kernel is in; a test holds it to the source).
