@@ -326,9 +326,8 @@ __device__ __forceinline__ float4 ld_cluster4(u32 a) {
 }
 #endif
 
-// KERNEL_ENTRY starts every kernel but linear_mma, linear_cl and
-// linear_small: nothing to do before the kernel before it has finished
-// (pdl_wait).
+// KERNEL_ENTRY starts every kernel but linear_mma: nothing to do before
+// the kernel before it has finished (pdl_wait).
 #define KERNEL_ENTRY \
 	pdl_wait();      \
 	pdl_launch();
@@ -1897,10 +1896,6 @@ ATTENTIONS_ROWS_W(128, 8)
 #define LIN_ROWS 16
 #define LIN_R 4
 #define LIN_WARPS 4
-// LIN_PRE: how much of each of its 16-bit weight rows a block of
-// linear_small copies into shared memory before it waits for the kernel
-// before it (stream.go's smallPre; the rest of a longer row is read after).
-#define LIN_PRE 4096
 
 // from16 widens one 16-bit weight of kind KIND (to16's: 1 fp16, 2 bf16);
 // both are exact in float32.
@@ -1988,44 +1983,22 @@ __device__ __forceinline__ void warp_sums(float* a, int lane) {
 
 // lin_small is linear_small for at most M rows, weights of kind KIND read
 // V at a time (V 1: rows not 16-byte aligned, k not a multiple of 4 or 8).
-// part is LIN_WARPS·M·LIN_R floats of shared memory; sw, for 16-bit
-// weights read 8 at a time, LIN_R·min(k, LIN_PRE) halves.
-//
-// Such weights are the resident 16-bit copies (stream.go's smallLinear
-// takes no other in the 16-bit precisions), which nothing on the GPU
-// writes: each lane copies the parts of its rows it will read (cp.async)
-// before it waits for the kernel before it, so that under programmatic
-// dependent launch they are on their way while that kernel finishes, and
-// reads them back itself (its own copies: no barrier). The tail kernels of
-// a question are a chain of these, each waiting on the one before.
+// part is LIN_WARPS·M·LIN_R floats of shared memory.
 template <int KIND, int V, int M>
 __device__ void lin_small(float* d, const float* __restrict__ x, const void* __restrict__ w, const float* b, int m, int k, int n,
-	int act, int accum, float* part, u16* sw) {
+	int act, int accum, float* part) {
 	const int N = M * LIN_R, PER = N >= 32 ? N / 32 : 1, SPAN = N >= 32 ? 1 : 32 / N;
 	int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, j0 = blockIdx.x * LIN_R;
 	long long wr[LIN_R];
 #pragma unroll
 	for (int j = 0; j < LIN_R; j++) wr[j] = (long long)min(j0 + j, n - 1) * k; // past n: the last row again, never written
-	constexpr bool PRE = KIND != 0 && V == 8;
-	const int kp = PRE ? min(k, LIN_PRE) : 0, c0 = V * (32 * warp + lane), step = V * 32 * LIN_WARPS;
-	for (int c = c0; c < kp; c += step)
-#pragma unroll
-		for (int j = 0; j < LIN_R; j++) cp_async16a(smem_addr(sw + j * kp + c), (const u16*)w + wr[j] + c);
-	pdl_wait();
-	pdl_launch();
 	float a[N];
 #pragma unroll
 	for (int i = 0; i < N; i++) a[i] = 0.0f;
-	if (PRE) cp_async_wait_all();
-	for (int c = c0; c < k; c += step) {
+	for (int c = V * (32 * warp + lane); c < k; c += V * 32 * LIN_WARPS) {
 		float wv[LIN_R][V];
 #pragma unroll
-		for (int j = 0; j < LIN_R; j++) {
-			if (c < kp)
-				ldw<KIND, V>(sw, j * kp + c, wv[j]);
-			else
-				ldw<KIND, V>(w, wr[j] + c, wv[j]);
-		}
+		for (int j = 0; j < LIN_R; j++) ldw<KIND, V>(w, wr[j] + c, wv[j]);
 #pragma unroll
 		for (int r = 0; r < M; r++) {
 			if (r < m) {
@@ -2056,22 +2029,22 @@ __device__ void lin_small(float* d, const float* __restrict__ x, const void* __r
 
 template <int M>
 __device__ __forceinline__ void lin_small_rows(float* d, const float* x, const void* w, int wkind, const float* b, int m, int k, int n,
-	int act, int accum, float* part, u16* sw) {
+	int act, int accum, float* part) {
 	if (wkind == 1) {
 		if (k % 8 == 0)
-			lin_small<1, 8, M>(d, x, w, b, m, k, n, act, accum, part, sw);
+			lin_small<1, 8, M>(d, x, w, b, m, k, n, act, accum, part);
 		else
-			lin_small<1, 1, M>(d, x, w, b, m, k, n, act, accum, part, sw);
+			lin_small<1, 1, M>(d, x, w, b, m, k, n, act, accum, part);
 	} else if (wkind == 2) {
 		if (k % 8 == 0)
-			lin_small<2, 8, M>(d, x, w, b, m, k, n, act, accum, part, sw);
+			lin_small<2, 8, M>(d, x, w, b, m, k, n, act, accum, part);
 		else
-			lin_small<2, 1, M>(d, x, w, b, m, k, n, act, accum, part, sw);
+			lin_small<2, 1, M>(d, x, w, b, m, k, n, act, accum, part);
 	} else {
 		if (k % 4 == 0)
-			lin_small<0, 4, M>(d, x, w, b, m, k, n, act, accum, part, sw);
+			lin_small<0, 4, M>(d, x, w, b, m, k, n, act, accum, part);
 		else
-			lin_small<0, 1, M>(d, x, w, b, m, k, n, act, accum, part, sw);
+			lin_small<0, 1, M>(d, x, w, b, m, k, n, act, accum, part);
 	}
 }
 
@@ -2088,17 +2061,15 @@ __device__ __forceinline__ void lin_small_rows(float* d, const float* x, const v
 // two terms included). w is the weight as the precision keeps it resident
 // (wkind 0 float32, 1 fp16, 2 bf16). Float32 accumulation: chains of
 // k/(32·LIN_WARPS) products a lane, then a tree over lanes and warps.
-// Dynamic shared memory: smallShared in stream.go (lin_small's sw).
 #if LAYA_CORE
 extern "C" __global__ void __launch_bounds__(32 * LIN_WARPS) linear_small(float* d, const float* x, const void* w, int wkind,
 	const float* b, int m, int k, int n, int act, int accum) {
+	KERNEL_ENTRY
 	__shared__ float part[LIN_WARPS * LIN_ROWS * LIN_R];
-	extern __shared__ float4 smem4[];
-	u16* sw = (u16*)smem4;
 	if (m <= 4)
-		lin_small_rows<4>(d, x, w, wkind, b, m, k, n, act, accum, part, sw);
+		lin_small_rows<4>(d, x, w, wkind, b, m, k, n, act, accum, part);
 	else
-		lin_small_rows<LIN_ROWS>(d, x, w, wkind, b, m, k, n, act, accum, part, sw);
+		lin_small_rows<LIN_ROWS>(d, x, w, wkind, b, m, k, n, act, accum, part);
 }
 #endif
 

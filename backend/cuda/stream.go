@@ -671,20 +671,6 @@ const (
 // float32 weight in FP32, else a resident one, whose 16-bit copy the
 // kernel reads (halfOf). A weight written on the stream would need its
 // conversion first, which the GEMM path's scratch already provides.
-// smallPre is the k of each weight row linear_small copies into shared
-// memory before it waits for the kernel before it (kernels.cu's LIN_PRE).
-const smallPre = 4096
-
-// smallShared is linear_small's dynamic shared memory for weights of kind
-// (0 float32, 1 fp16, 2 bf16) and rows of k: the part of its smallCols
-// 16-bit rows it copies early, read 8 at a time (k a multiple of 8).
-func smallShared(kind, k int) int {
-	if kind == 0 || k%8 != 0 {
-		return 0
-	}
-	return 2 * smallCols * min(k, smallPre)
-}
-
 func (s *stream) smallLinear(m int, w *tensor) bool {
 	return !s.be.opts.NoSmallLinear && m <= smallRows && (s.prec == FP32 || w.s == nil)
 }
@@ -823,7 +809,7 @@ func (lin *linearOp) issueSmall(x *run) error {
 		bp = lin.b.addr
 	}
 	grid := (lin.n + smallCols - 1) / smallCols
-	return x.l.launch(x.b.drv, x.b.k.linearSmall, [3]int{grid, 1, 1}, 32*smallWarps, smallShared(int(kind), lin.k), x.cs.stream, u64(lin.d.addr), u64(lin.in.addr),
+	return x.l.launch(x.b.drv, x.b.k.linearSmall, [3]int{grid, 1, 1}, 32*smallWarps, 0, x.cs.stream, u64(lin.d.addr), u64(lin.in.addr),
 		u64(wp), kind, u64(bp), i32(lin.m), i32(lin.k), i32(lin.n), uint64(lin.act), boolArg(lin.accumulate))
 }
 

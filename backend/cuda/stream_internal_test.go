@@ -958,7 +958,7 @@ func TestDiscardFoldsIntoSmallLinear(t *testing.T) {
 // linear_small's shape constants, and the longest row of the whole-row
 // attention, are the ones kernels.cu is written for.
 func TestShapeConstantsMatchKernel(t *testing.T) {
-	for name, v := range map[string]int{"LIN_ROWS": smallRows, "LIN_R": smallCols, "LIN_WARPS": smallWarps, "LIN_PRE": smallPre, "ATTN_ROWS_KEYS": rowsKeys} {
+	for name, v := range map[string]int{"LIN_ROWS": smallRows, "LIN_R": smallCols, "LIN_WARPS": smallWarps, "ATTN_ROWS_KEYS": rowsKeys} {
 		if def := fmt.Sprintf("\n#define %s %d\n", name, v); !strings.Contains(kernelSource, def) {
 			t.Errorf("kernels.cu does not say %q", strings.TrimSpace(def))
 		}
