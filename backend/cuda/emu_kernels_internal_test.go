@@ -1273,3 +1273,99 @@ func TestEmuAttentionRows(t *testing.T) {
 		})
 	}
 }
+
+// linear_small against float64 products of the weights it reads: float32,
+// fp16 and bf16 weights; rows of k = 1024, 4096 and 4104 (16-byte loads),
+// 1028 (16-byte loads of float32 only) and 1030 (single elements); one to
+// sixteen rows (both row counts the kernel is built for); a partial last
+// block of columns; bias, GELU and ReLU, and the residual folded in.
+func TestEmuLinearSmall(t *testing.T) {
+	for _, c := range []struct {
+		kind, m, k, n, act int
+		bias, accum        bool
+	}{
+		{kind: 1, m: 1, k: 1024, n: 64},
+		{kind: 1, m: 5, k: 4096, n: 9, bias: true, act: 1},
+		{kind: 1, m: 16, k: 4104, n: 13, accum: true},
+		{kind: 2, m: 4, k: 1024, n: 40, bias: true, act: 2},
+		{kind: 2, m: 3, k: 4104, n: 8, accum: true, bias: true},
+		{kind: 1, m: 2, k: 1028, n: 7, bias: true},
+		{kind: 1, m: 6, k: 1030, n: 5},
+		{kind: 0, m: 4, k: 1028, n: 11, bias: true, act: 1},
+		{kind: 0, m: 9, k: 1030, n: 6, accum: true},
+	} {
+		t.Run(fmt.Sprintf("kind=%d,m=%d,k=%d,n=%d,act=%d,bias=%v,accum=%v", c.kind, c.m, c.k, c.n, c.act, c.bias, c.accum), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(c.k), uint64(c.m*100+c.n)))
+			x := make([]float32, c.m*c.k)
+			for i := range x {
+				x[i] = float32(rng.NormFloat64())
+			}
+			// The weights as the kernel reads them, and their bytes.
+			wf := make([]float64, c.n*c.k)
+			var wb []byte
+			switch c.kind {
+			case 0:
+				w := make([]float32, len(wf))
+				for i := range w {
+					w[i] = float32(rng.NormFloat64() / 32)
+					wf[i] = float64(w[i])
+				}
+				wb = f32Bytes(w)
+			default:
+				w := make([]uint16, len(wf))
+				for i := range w {
+					v := float32(rng.NormFloat64() / 32)
+					if c.kind == 1 {
+						w[i] = half.Float32ToFloat16(v)
+						wf[i] = float64(half.Float16ToFloat32(w[i]))
+					} else {
+						w[i] = uint16(math.Float32bits(v) >> 16) // bf16 by truncation: what the kernel reads is what counts
+						wf[i] = float64(math.Float32frombits(uint32(w[i]) << 16))
+					}
+				}
+				wb = u16Bytes(w)
+			}
+			bias := make([]float32, c.n)
+			for i := range bias {
+				bias[i] = float32(rng.NormFloat64())
+			}
+			d := make([]float32, c.m*c.n)
+			for i := range d {
+				d[i] = float32(rng.NormFloat64())
+			}
+			biasArg := emuVal(0)
+			if c.bias {
+				biasArg = emuBuf(3, 0)
+			}
+			out := emuRun(t, [][]byte{f32Bytes(d), f32Bytes(x), wb, f32Bytes(bias)}, emuLaunch{
+				name: "linear_small", grid: [3]int{(c.n + smallCols - 1) / smallCols, 1, 1}, threads: 32 * smallWarps,
+				args: []emuArg{emuBuf(0, 0), emuBuf(1, 0), emuBuf(2, 0), emuInt(c.kind), biasArg, emuInt(c.m), emuInt(c.k), emuInt(c.n),
+					emuInt(c.act), emuVal(boolArg(c.accum))},
+			})
+			got := bytesF32(out[0])
+			for r := range c.m {
+				for j := range c.n {
+					want := 0.0
+					for i := range c.k {
+						want += float64(x[r*c.k+i]) * wf[j*c.k+i]
+					}
+					if c.accum {
+						want += float64(d[r*c.n+j])
+					}
+					if c.bias {
+						want += float64(bias[j])
+					}
+					switch c.act {
+					case 1:
+						want = 0.5 * want * (1 + math.Erf(want/math.Sqrt2))
+					case 2:
+						want = math.Max(want, 0)
+					}
+					if e := math.Abs(float64(got[r*c.n+j]) - want); !(e <= 2e-5*math.Sqrt(float64(c.k))) {
+						t.Fatalf("row %d column %d: %g, want %g", r, j, got[r*c.n+j], want)
+					}
+				}
+			}
+		})
+	}
+}
