@@ -243,9 +243,9 @@
 // within the spread at one question, 4–5 % slower at ten),
 // attnrows=4|6|8|off (batches whose rows are all at most 128 tokens on
 // attn_rows, a block of that many warps a batch row and head, the row
-// loaded once; off by default: on an H100 within about 2 % of the
-// default at ten and fifty questions but for eight warps at ten
-// multilingual ones, 4–6 % faster), attnterms=1|2
+// loaded once; off by default: on an H100 at ten and fifty questions six
+// warps level with the default, four and eight up to 6 % slower but for
+// eight at ten multilingual questions, 4–6 % faster), attnterms=1|2
 // (their fp16 terms; default the precision's), attnqpw=1|2|4
 // (queries a warp of the float32 kernels; by default chosen by the grid's
 // size), attnwarps=8|16 (their warps a block at one query a warp; default
