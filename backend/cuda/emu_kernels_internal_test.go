@@ -187,25 +187,7 @@ func TestEmuAttentionSkip(t *testing.T) {
 			t.Run(fmt.Sprintf("%s,kc=%d,lens=%v,seqlen=%d,radius=%d", k.name, 16*k.kc16, l.lens, l.seqLen, l.radius), func(t *testing.T) {
 				width, rows := heads*k.dh, l.rows()
 				qkv := emuQKV(l, heads, k.dh, uint64(k.dh), uint64(rows), 1)
-				var in []byte
-				two := 0
-				switch {
-				case k.half:
-					h16 := make([]uint16, len(qkv))
-					for i, v := range qkv {
-						h16[i] = half.Float32ToFloat16(v)
-					}
-					in = u16Bytes(h16)
-				case k.reg:
-					// A second float32 term, small beside the first (ld4).
-					two = len(qkv)
-					for _, v := range slices.Clone(qkv) {
-						qkv = append(qkv, v/512)
-					}
-					in = f32Bytes(qkv)
-				default:
-					in = f32Bytes(qkv)
-				}
+				_, in, two := emuAttnInput(qkv, k.half, k.reg)
 				rope := emuRope(slices.Max(append(slices.Clone(l.lens), l.seqLen)), k.dh)
 				ropeArg := emuVal(0)
 				if k.reg {
@@ -350,6 +332,30 @@ func emuQKV(l emuAttnLayout, heads, dh int, seed1, seed2 uint64, gain float64) [
 		qkv[i] = float32(v)
 	}
 	return qkv
+}
+
+// emuAttnInput is qkv as an attention kernel's input: fp16 (half), or
+// float32 with a second float32 term small beside the first, two elements
+// on (twoTerms: ld4's layout), or float32 as it is; and the values the
+// kernel reads (fp16's rounding, or qkv and its second term after it).
+func emuAttnInput(qkv []float32, half16, twoTerms bool) (seen []float32, in []byte, two int) {
+	switch {
+	case half16:
+		h16 := make([]uint16, len(qkv))
+		seen = make([]float32, len(qkv))
+		for i, v := range qkv {
+			h16[i] = half.Float32ToFloat16(v)
+			seen[i] = half.Float16ToFloat32(h16[i])
+		}
+		return seen, u16Bytes(h16), 0
+	case twoTerms:
+		seen = slices.Clone(qkv)
+		for _, v := range qkv {
+			seen = append(seen, v/512)
+		}
+		return seen, f32Bytes(seen), len(qkv)
+	}
+	return qkv, f32Bytes(qkv), 0
 }
 
 func emuAttentionMMA(t *testing.T, dh, heads, warps int, split bool, l emuAttnLayout, qkv []float32, termsList ...int) {
@@ -1194,25 +1200,7 @@ func TestEmuAttentionRows(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			width, rows := heads*c.dh, c.l.rows()
 			qkv := emuQKV(c.l, heads, c.dh, uint64(c.dh), uint64(rows+c.warps), 1)
-			var in []byte
-			two := 0
-			switch c.in {
-			case f16:
-				h16 := make([]uint16, len(qkv))
-				for i, v := range qkv {
-					h16[i] = half.Float32ToFloat16(v)
-					qkv[i] = half.Float16ToFloat32(h16[i])
-				}
-				in = u16Bytes(h16)
-			case f32two:
-				two = len(qkv)
-				for _, v := range slices.Clone(qkv) {
-					qkv = append(qkv, v/512)
-				}
-				in = f32Bytes(qkv)
-			default:
-				in = f32Bytes(qkv)
-			}
+			qkv, in, two := emuAttnInput(qkv, c.in == f16, c.in == f32two)
 			// What the kernel should see: the terms summed, q and k rotated.
 			table := emuRope(slices.Max(append(slices.Clone(c.l.lens), c.l.seqLen)), c.dh)
 			elem := func(part, r, h, d int) float64 {

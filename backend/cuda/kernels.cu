@@ -1480,6 +1480,56 @@ __device__ __forceinline__ void attn_mma_step(const u16* kp0, const u16* vp0, in
 	}
 }
 
+// attn_mma_q loads a thread's A fragments of its warp's 16 queries (row g
+// of q, its 2·tq-th element; TERMS terms QT halves apart) for every 16 of
+// the head dim.
+template <int DH, int TERMS>
+__device__ __forceinline__ void attn_mma_q(u32 (&qa)[TERMS][DH / 16][4], const u16* q0, int QT) {
+	const int KS = DH + 8;
+#pragma unroll
+	for (int e = 0; e < TERMS; e++)
+#pragma unroll
+		for (int kd = 0; kd < DH / 16; kd++) {
+			const u16* q = q0 + e * QT + 16 * kd;
+			qa[e][kd][0] = *(const u32*)q;
+			qa[e][kd][1] = *(const u32*)(q + 8 * KS);
+			qa[e][kd][2] = *(const u32*)(q + 8);
+			qa[e][kd][3] = *(const u32*)(q + 8 * KS + 8);
+		}
+}
+
+// attn_mma_sum adds a row's softmax sums over the quad whose lanes hold its
+// keys.
+__device__ __forceinline__ void attn_mma_sum(float& lA, float& lB) {
+	lA += __shfl_xor_sync(0xffffffffu, lA, 1);
+	lA += __shfl_xor_sync(0xffffffffu, lA, 2);
+	lB += __shfl_xor_sync(0xffffffffu, lB, 1);
+	lB += __shfl_xor_sync(0xffffffffu, lB, 2);
+}
+
+// attn_mma_out writes a thread's outputs of its two rows, qr and qr + 8 of
+// the tile (position pos0 + qr; none at or past nq), normalised by their
+// sums: ob0 is the tile's first row's element of this thread (its head's,
+// 2·tq on), a row width on from the next.
+template <int DH>
+__device__ __forceinline__ void attn_mma_out(const float (&o)[DH / 8][4], float lA, float lB, int qr, int nq, int pos0, int n,
+	long long ob0, int width, float* dst, u16* hout, long long hlo, int kind) {
+#pragma unroll
+	for (int half = 0; half < 2; half++) {
+		int qi = qr + 8 * half;
+		if (qi >= nq) continue;
+		// Queries at or past the real length are padding: zero.
+		float inv = pos0 + qi < n ? 1.0f / (half ? lB : lA) : 0.0f;
+		long long ob = ob0 + (long long)qi * width;
+#pragma unroll
+		for (int nd = 0; nd < DH / 8; nd++) {
+			float y0 = o[nd][2 * half] * inv, y1 = o[nd][2 * half + 1] * inv;
+			if (dst) *(float2*)(dst + ob + 8 * nd) = make_float2(y0, y1);
+			if (hout) store16x2(hout, ob + 8 * nd, hlo, y0, y1, kind);
+		}
+	}
+}
+
 // attn_mma: flash attention on tensor cores (mma.sync m16n8k16: fp16
 // operands, float32 accumulation) for the 16-bit precisions. One block of W
 // warps per (tile of up to 16·W queries of one batch row, head); warp w owns
@@ -1591,18 +1641,7 @@ __device__ void attn_mma(float* dst, const void* qkv, long long two, const int* 
 		}
 		__syncthreads();
 		if (!busy) continue;
-		if (kb == klo) {
-#pragma unroll
-			for (int e = 0; e < TERMS; e++)
-#pragma unroll
-				for (int kd = 0; kd < KD; kd++) {
-					const u16* q = Qs + e * QTS + qr * KS + 16 * kd + 2 * tq;
-					qa[e][kd][0] = *(const u32*)q;
-					qa[e][kd][1] = *(const u32*)(q + 8 * KS);
-					qa[e][kd][2] = *(const u32*)(q + 8);
-					qa[e][kd][3] = *(const u32*)(q + 8 * KS + 8);
-				}
-		}
+		if (kb == klo) attn_mma_q<DH, TERMS>(qa, Qs + qr * KS + 2 * tq, QTS);
 		// The chunk's keys SC at a time: a chunk longer than 64 keys loads
 		// them in one round, its scores stay a 64-key step's registers.
 		for (int sb = 0; sb < KC && kb + sb < khi; sb += SC) {
@@ -1620,10 +1659,7 @@ __device__ void attn_mma(float* dst, const void* qkv, long long two, const int* 
 				loA, hiA, loB, hiB, sl2, mA, mB, lA, lB, o);
 		}
 	}
-	lA += __shfl_xor_sync(0xffffffffu, lA, 1);
-	lA += __shfl_xor_sync(0xffffffffu, lA, 2);
-	lB += __shfl_xor_sync(0xffffffffu, lB, 1);
-	lB += __shfl_xor_sync(0xffffffffu, lB, 2);
+	attn_mma_sum(lA, lB);
 	if (SPLIT) {
 		// Each warp's maximum, sum and unnormalised outputs of the 16
 		// rows, then the rows' outputs from all of them.
@@ -1671,20 +1707,7 @@ __device__ void attn_mma(float* dst, const void* qkv, long long two, const int* 
 		return;
 	}
 	if (!busy) return;
-#pragma unroll
-	for (int half = 0; half < 2; half++) {
-		int qi = qr + 8 * half;
-		if (qi >= nq) continue;
-		// Queries at or past the real length are padding: zero.
-		float inv = pos0 + qi < n ? 1.0f / (half ? lB : lA) : 0.0f;
-		long long ob = (long long)(r0 + qi) * width + h * DH + 2 * tq;
-#pragma unroll
-		for (int nd = 0; nd < ND; nd++) {
-			float y0 = o[nd][2 * half] * inv, y1 = o[nd][2 * half + 1] * inv;
-			if (dst) *(float2*)(dst + ob + 8 * nd) = make_float2(y0, y1);
-			if (hout) store16x2(hout, ob + 8 * nd, hlo, y0, y1, kind);
-		}
-	}
+	attn_mma_out<DH>(o, lA, lB, qr, nq, pos0, n, (long long)r0 * width + h * DH + 2 * tq, width, dst, hout, hlo, kind);
 }
 
 #define ATTENTION_MMA(DH, W, TERMS, HIN, SPLIT, NAME)                                                                  \
@@ -1815,16 +1838,7 @@ __device__ void attn_rows(float* dst, const void* qkv, long long two, const int*
 		int loA = sliding ? max(0, pa - radius) : 0, hiA = sliding ? min(n, pa + radius + 1) : n;
 		int loB = sliding ? max(0, pb - radius) : 0, hiB = sliding ? min(n, pb + radius + 1) : n;
 		u32 qa[TERMS][KD][4];
-#pragma unroll
-		for (int e = 0; e < TERMS; e++)
-#pragma unroll
-			for (int kd = 0; kd < KD; kd++) {
-				const u16* q = Qs + e * T + qr * KS + 16 * kd + 2 * tq;
-				qa[e][kd][0] = *(const u32*)q;
-				qa[e][kd][1] = *(const u32*)(q + 8 * KS);
-				qa[e][kd][2] = *(const u32*)(q + 8);
-				qa[e][kd][3] = *(const u32*)(q + 8 * KS + 8);
-			}
+		attn_mma_q<DH, TERMS>(qa, Qs + qr * KS + 2 * tq, T);
 		// The steps holding a key of the group's windows: a step wholly
 		// outside them changes no state (its probabilities are 0 and its
 		// rescale 1), so leaving it out keeps attn_mma's results.
@@ -1841,24 +1855,8 @@ __device__ void attn_rows(float* dst, const void* qkv, long long two, const int*
 			attn_mma_step<DH, TERMS, NT>(Ks + (sb + g) * KS + 2 * tq, Vs + (sb + (lane & 15)) * KS + 8 * (lane >> 4), T, qa,
 				kf + 2 * tq, false, NT, loA, hiA, loB, hiB, sl2, mA, mB, lA, lB, o);
 		}
-		lA += __shfl_xor_sync(0xffffffffu, lA, 1);
-		lA += __shfl_xor_sync(0xffffffffu, lA, 2);
-		lB += __shfl_xor_sync(0xffffffffu, lB, 1);
-		lB += __shfl_xor_sync(0xffffffffu, lB, 2);
-#pragma unroll
-		for (int half = 0; half < 2; half++) {
-			int qi = qr + 8 * half;
-			if (qi >= nq) continue;
-			// Queries at or past the real length are padding: zero.
-			float inv = pos0 + qi < n ? 1.0f / (half ? lB : lA) : 0.0f;
-			long long ob = (long long)(r0 + qi) * width + h * DH + 2 * tq;
-#pragma unroll
-			for (int nd = 0; nd < ND; nd++) {
-				float y0 = o[nd][2 * half] * inv, y1 = o[nd][2 * half + 1] * inv;
-				if (dst) *(float2*)(dst + ob + 8 * nd) = make_float2(y0, y1);
-				if (hout) store16x2(hout, ob + 8 * nd, hlo, y0, y1, kind);
-			}
-		}
+		attn_mma_sum(lA, lB);
+		attn_mma_out<DH>(o, lA, lB, qr, nq, pos0, n, (long long)r0 * width + h * DH + 2 * tq, width, dst, hout, hlo, kind);
 	}
 }
 
