@@ -3,14 +3,17 @@
 # (backend/cuda), which assembles the cuda kernels' PTX on a machine with no GPU
 # and no CUDA toolkit: `export LAYA_PTXAS=$(bash scripts/gpucheck/fetch-ptxas.sh)`.
 #
-# The binary comes from the distribution's nvidia-cuda-toolkit package (Debian
-# non-free; bookworm's is CUDA 11.8, whose ptxas knows sm_80 to sm_90 and PTX
-# ISA 7.8). apt runs with a private source list and state under the cache
-# directory (LAYA_PTXAS_DIR, default $XDG_CACHE_HOME or ~/.cache, then
-# laya-metal/ptxas), so the system's apt sources and state are not touched (its
-# apt.conf.d, proxies included, still applies), and the package is unpacked
-# there, not installed. Later runs reuse it; concurrent runs wait for each
-# other.
+# The binary comes from Debian non-free's nvidia-cuda-toolkit package of the
+# suite LAYA_PTXAS_SUITE names, default trixie: CUDA 12.4, whose ptxas knows
+# sm_80 to sm_90a and PTX ISA 8.4 (wgmma, the bulk and tensor copies, the
+# cluster barriers' .relaxed), where bookworm's CUDA 11.8 stops at PTX 7.8; the
+# package holds NVIDIA's own builds, and its ptxas runs on bookworm too. apt
+# runs with a private source list and state under the cache directory
+# (LAYA_PTXAS_DIR, default $XDG_CACHE_HOME or ~/.cache, then
+# laya-metal/ptxas/SUITE), so the system's apt sources and state are not
+# touched (its apt.conf.d, proxies included, still applies), and the package is
+# unpacked there, not installed. Later runs reuse it; concurrent runs wait for
+# each other.
 #
 # With --sass it also unpacks the package's cuobjdump and nvdisasm beside it
 # (51 MB more), which disassemble a cubin to SASS without a GPU
@@ -21,7 +24,8 @@ if [ "${1:-}" = --sass ]; then
   tools+=(cuobjdump nvdisasm)
 fi
 
-dir="${LAYA_PTXAS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/laya-metal/ptxas}"
+suite="${LAYA_PTXAS_SUITE:-trixie}"
+dir="${LAYA_PTXAS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/laya-metal/ptxas/$suite}"
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
 bin="$dir/root/usr/bin/ptxas"
@@ -36,9 +40,6 @@ if $have && "$bin" --version >/dev/null 2>&1; then
   exit 0
 fi
 
-# shellcheck disable=SC1091
-. /etc/os-release
-suite="${VERSION_CODENAME:?no VERSION_CODENAME in /etc/os-release}"
 keyring=/usr/share/keyrings/debian-archive-keyring.gpg
 signed=""
 if [ -f "$keyring" ]; then

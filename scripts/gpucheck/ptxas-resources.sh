@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # An estimate, without a GPU, of what each cuda kernel takes of a
 # multiprocessor: clang-19 writes kernels.cu's PTX (everything inlined, as
-# NVRTC does) and Debian's ptxas (CUDA 11.8, scripts/gpucheck/fetch-ptxas.sh)
+# NVRTC does) and Debian's ptxas (CUDA 12.4, scripts/gpucheck/fetch-ptxas.sh)
 # assembles it for sm_90 with -v. Neither is the GPU's own compiler (NVRTC's
 # front end, a newer ptxas), so the numbers are a guide to where registers
 # spill or cut occupancy, not a measurement: on a GPU,
