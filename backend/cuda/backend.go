@@ -280,12 +280,11 @@ const (
 // tensor-core attention at other than four warps (Options.MMAWarps, or,
 // in the precisions that use it, a GPU without the shared memory of the
 // four-warp kernels, whose head dims then take fewer), its key-split
-// kernels (Options.AttentionSplit) or the whole-row ones at six or eight
-// warps (Options.RowWarps).
+// kernels (Options.AttentionSplit) or the whole-row ones
+// (Options.RowWarps).
 func (b *Backend) needExtras() bool {
 	o := b.opts
-	if o.MMARows > 0 || o.ClusterRows > 0 || o.MMAWarps != 0 && o.MMAWarps != defaultMMAWarps || o.AttentionSplit ||
-		o.RowWarps > 0 && o.RowWarps != defaultRowsWarps {
+	if o.MMARows > 0 || o.ClusterRows > 0 || o.MMAWarps != 0 && o.MMAWarps != defaultMMAWarps || o.AttentionSplit || o.RowWarps > 0 {
 		return true
 	}
 	if b.sharedOptin <= 0 || o.Precision != FP16 && o.Precision != FP16X2 {
@@ -410,7 +409,7 @@ type kernelSlot struct {
 // kernelTable is every kernel of kernels.cu by name; a kernel of a part
 // not loaded stays 0. The extras are linear_mma, linear_cl, and the
 // tensor-core attention at other than four warps, its key-split kernels
-// and the whole-row ones at six and eight.
+// and the whole-row ones.
 func (b *Backend) kernelTable() map[string]kernelSlot {
 	if b.k.attentionTiled == nil {
 		b.k.attentionTiled = map[int]*[5]uintptr{}
@@ -459,11 +458,7 @@ func (b *Backend) kernelTable() map[string]kernelSlot {
 		for t, suffix := range []string{"1", "2", "1h"} {
 			fns[fmt.Sprintf("attention_mma%d_4s_%s", dh, suffix)] = kernelSlot{&b.k.attentionSplit[dh][t], partExtras}
 			for i, w := range rowsWarps {
-				part := partExtras
-				if w == defaultRowsWarps {
-					part = partCore
-				}
-				fns[fmt.Sprintf("attention_rows%d_%d_%s", dh, w, suffix)] = kernelSlot{&b.k.attentionRows[dh][i][t], part}
+				fns[fmt.Sprintf("attention_rows%d_%d_%s", dh, w, suffix)] = kernelSlot{&b.k.attentionRows[dh][i][t], partExtras}
 			}
 		}
 	}

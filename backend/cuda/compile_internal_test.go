@@ -149,7 +149,7 @@ func TestNeedExtras(t *testing.T) {
 		{Options{Precision: FP16X2, MMAWarps: 4}, 232448, false},
 		{Options{Precision: FP16X2, MMAWarps: 8}, 232448, true},
 		{Options{Precision: FP16X2, AttentionSplit: true}, 232448, true},
-		{Options{Precision: FP16X2, RowWarps: 4}, 232448, false},
+		{Options{Precision: FP16X2, RowWarps: 4}, 232448, true},
 		{Options{Precision: FP16X2, RowWarps: 6}, 232448, true},
 		{Options{Precision: FP16X2, RowWarps: -1}, 232448, false},
 		{Options{Precision: FP16X2, ClusterRows: 128}, 232448, true},

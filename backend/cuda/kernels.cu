@@ -12,8 +12,8 @@ typedef unsigned long long u64;
 // ---- Parts ----
 // LAYA_PART 1 compiles the core, the kernels every Open loads; 2 the
 // extras, which only options (linear_mma, linear_cl, the tensor-core
-// attention at 1, 2 or 8 warps, its key-split kernels, the whole-row ones
-// at 6 or 8) or a GPU short of shared memory for the four-warp attention
+// attention at 1, 2 or 8 warps, its key-split kernels, the whole-row
+// ones) or a GPU short of shared memory for the four-warp attention
 // ask for; undefined, both (the CPU emulator, the
 // compile checks). The extras are about two thirds of the PTX, and so of a
 // first Open's compile (backend.go's kernelTable says which part each
@@ -1872,12 +1872,12 @@ __device__ void attn_rows(float* dst, const void* qkv, long long two, const int*
 	ATTENTION_ROWS(DH, W, 1, false, attention_rows##DH##_##W##_1)                                                      \
 	ATTENTION_ROWS(DH, W, 2, false, attention_rows##DH##_##W##_2)                                                      \
 	ATTENTION_ROWS(DH, W, 1, true, attention_rows##DH##_##W##_1h)
-#if LAYA_CORE
+// Opt-in (attnrows): the extras, so that an Open without it does not
+// compile them.
+#if LAYA_EXTRAS
 ATTENTIONS_ROWS_W(32, 4)
 ATTENTIONS_ROWS_W(64, 4)
 ATTENTIONS_ROWS_W(128, 4)
-#endif
-#if LAYA_EXTRAS
 ATTENTIONS_ROWS_W(32, 6)
 ATTENTIONS_ROWS_W(64, 6)
 ATTENTIONS_ROWS_W(128, 6)

@@ -1290,10 +1290,8 @@ func attnMMAShared(dh, w, terms, kc int) int {
 const rowsKeys = 128
 
 // rowsWarps are the warps a block of the whole-row kernels
-// (kernels.attentionRows) may have; defaultRowsWarps' are in the core.
+// (kernels.attentionRows, all in the extras) may have.
 var rowsWarps = [3]int{4, 6, 8}
-
-const defaultRowsWarps = 4
 
 // rowsFit reports whether every batch row of l is at most rowsKeys tensor
 // rows, so that each is one tile of the whole-row kernels.
