@@ -1889,6 +1889,43 @@ func TestVecGeGLU(t *testing.T) {
 	}
 }
 
+// gelu_exp (define GEGLU_EXP=1) on the GPU, whose rcp.approx and ex2.approx
+// the emulator's TestEmuGeluExp stands in for with correctly rounded ones:
+// GeGLU's float32 output in FP16 and FP16X2 against float64's GELU at
+// 20,001 inputs from −10 to 10 (u = 1), within that test's bounds.
+func TestGeluExp(t *testing.T) {
+	const n = 20000
+	inner := n + 4
+	x := make([]float32, 2*inner)
+	for i := range inner {
+		x[i] = -10 + 20*float32(min(i, n))/n
+		x[inner+i] = 1
+	}
+	for _, prec := range []cuda.Precision{cuda.FP16, cuda.FP16X2} {
+		be := open(t, cuda.Options{Precision: prec, Defines: map[string]int{"GEGLU_EXP": 1}})
+		s := be.NewStream()
+		up, act := s.FromHost(1, 2*inner, x), s.New(1, inner)
+		s.GeGLU(act, up)
+		y := make([]float32, inner)
+		if err := s.Read(context.Background(), act, y); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		be.Close()
+		for i := range inner {
+			v := float64(x[i])
+			want := 0.5 * v * math.Erfc(-v*0.70710678118654752)
+			bound := 2e-6
+			if v < -5 {
+				bound = 1e-5
+			}
+			if got := float64(y[i]); !(math.Abs(got-want) <= bound*math.Abs(want)) {
+				t.Fatalf("%v: GELU(%g) = %g, want %g (relative error %.3g)", prec, v, got, want, math.Abs(got-want)/math.Abs(want))
+			}
+		}
+	}
+}
+
 // In FP16 a qkv GEMM whose output only the tensor-core attention reads
 // (its RoPE folded in) before the model discards it writes fp16, which the
 // attention reads: the output stays within FP16's tolerance of the float64

@@ -79,6 +79,32 @@ func TestEmuAttentionMMAChunks(t *testing.T) {
 	}
 }
 
+// ATTN_EX2: the tensor-core attention with its scale applied in the
+// exponent and ex2.approx.ftz, against float64 within the default build's
+// bounds: rows of 93, 17 and 140 tokens, right padding, sliding windows that
+// cover a step or cut into it (masked scores), head dims 32, 64 and 128, the
+// key-split kernel (whose merge takes the same exp2), one and two terms.
+func TestEmuAttentionEx2(t *testing.T) {
+	const heads = 2
+	bin := emuRunnerTuned(t, "ATTN_EX2=1")
+	for _, c := range []struct {
+		dh, warps int
+		split     bool
+		l         emuAttnLayout
+	}{
+		{64, 4, false, emuAttnLayout{lens: []int{93, 17}}},
+		{64, 4, false, emuAttnLayout{lens: []int{93, 17}, seqLen: 100, radius: 64}},
+		{32, 4, false, emuAttnLayout{lens: []int{140, 17}, radius: 20}},
+		{128, 4, false, emuAttnLayout{lens: []int{93}}},
+		{64, 4, true, emuAttnLayout{lens: []int{140, 17}, radius: 40}},
+	} {
+		qkv := emuQKV(c.l, heads, c.dh, uint64(c.dh), uint64(c.warps), 1)
+		t.Run(fmt.Sprintf("dh=%d,split=%v,lens=%v,seqlen=%d,radius=%d", c.dh, c.split, c.l.lens, c.l.seqLen, c.l.radius), func(t *testing.T) {
+			emuAttentionMMAOn(t, bin, 4, c.dh, heads, c.warps, c.split, c.l, qkv)
+		})
+	}
+}
+
 // ATTN_MMA_LEAN: the tensor-core attention reading fp16 q, k, v in one
 // term (the kernels of the fp16 pass, suffix 1h), its values copied into
 // shared memory as they are and its masks skipped on key steps inside
@@ -369,6 +395,12 @@ func emuAttentionMMATuned(t *testing.T, kc16, dh, heads, warps int, split bool, 
 	if kc16 != 4 {
 		bin = emuRunnerTuned(t, fmt.Sprintf("ATTN_MMA_KC16=%d", kc16))
 	}
+	emuAttentionMMAOn(t, bin, kc16, dh, heads, warps, split, l, qkv, termsList...)
+}
+
+// emuAttentionMMAOn is emuAttentionMMATuned on the emulator bin, whose
+// build has chunks of 16·kc16 keys.
+func emuAttentionMMAOn(t *testing.T, bin string, kc16, dh, heads, warps int, split bool, l emuAttnLayout, qkv []float32, termsList ...int) {
 	width := heads * dh
 	rows := l.rows()
 	qt := 16 * warps
@@ -820,8 +852,8 @@ func check16(t *testing.T, y []float32, h []byte, lo, kind int) {
 	}
 }
 
-// layer_norm4 and geglu4 against float64, and their 16-bit copies (four
-// halves a store) against store16's, in one term and two.
+// layer_norm4, layer_norm_w and geglu4 against float64, and their 16-bit
+// copies (four halves a store) against store16's, in one term and two.
 func TestEmuProducers(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	normal := func(n int) []float32 {
@@ -861,11 +893,61 @@ func TestEmuProducers(t *testing.T) {
 			}
 			check16(t, y, out[4], lo, kind)
 		})
+		// layer_norm_w: a warp a row, two rows a block (the last block's
+		// second warp past the rows), widths of five and eight float4s a
+		// lane, a residual of one term and of two.
+		for _, cols := range []int{640, 1024} {
+			for _, two := range []bool{false, true} {
+				t.Run(fmt.Sprintf("layer_norm_w/kind=%d/cols=%d/two=%v", kind, cols, two), func(t *testing.T) {
+					const rows = 5
+					x, w, b, res := normal(rows*cols), normal(cols), normal(cols), normal(2*rows*cols)
+					rtwo := 0
+					if two {
+						rtwo = rows * cols
+					}
+					lo := rows * cols
+					out := emuRun(t, [][]byte{make([]byte, 4*rows*cols), f32Bytes(x), f32Bytes(w), f32Bytes(b), make([]byte, 2*2*lo), f32Bytes(res)},
+						emuLaunch{name: "layer_norm_w", grid: [3]int{(rows + 1) / 2, 1, 1}, threads: 64, args: []emuArg{emuBuf(0, 0), emuBuf(1, 0),
+							emuBuf(2, 0), emuBuf(3, 0), emuInt(cols), emuF32(1e-5), emuBuf(4, 0), emuInt(kind), emuVal(uint64(lo)), emuBuf(5, 0),
+							emuVal(uint64(rtwo)), emuInt(rows), emuVal(0), emuVal(0), emuVal(0), emuVal(0)}})
+					y, xs := bytesF32(out[0]), bytesF32(out[1])
+					for r := range rows {
+						sum := func(c int) float32 {
+							v := x[r*cols+c] + res[r*cols+c]
+							if two {
+								v = x[r*cols+c] + (res[r*cols+c] + res[rtwo+r*cols+c])
+							}
+							return v
+						}
+						var mean, v float64
+						for c := range cols {
+							if got, want := xs[r*cols+c], sum(c); got != want {
+								t.Fatalf("x[%d][%d] = %g after the residual, want %g", r, c, got, want)
+							}
+							mean += float64(sum(c))
+						}
+						mean /= float64(cols)
+						for c := range cols {
+							d := float64(sum(c)) - mean
+							v += d * d
+						}
+						inv := 1 / math.Sqrt(v/float64(cols)+1e-5)
+						for c := range cols {
+							want := (float64(sum(c))-mean)*inv*float64(w[c]) + float64(b[c])
+							if got := float64(y[r*cols+c]); !(math.Abs(got-want) <= 1e-5*(1+math.Abs(want))) {
+								t.Fatalf("[%d][%d] = %g, want %g", r, c, got, want)
+							}
+						}
+					}
+					check16(t, y, out[4], lo, kind)
+				})
+			}
+		}
 		// The default build (GEGLU_ERF=1) takes the erf form for one 16-bit
 		// term (kind 1), GEGLU_ERF=0 the erfc form throughout: the
 		// same float64 GELU within the same bound, the GELU's inputs
 		// reaching −9, where 1 + erf cancels.
-		for _, tuned := range [][]string{nil, {"GEGLU_ERF=0"}} {
+		for _, tuned := range [][]string{nil, {"GEGLU_ERF=0"}, {"GEGLU_EXP=1"}} {
 			t.Run(fmt.Sprintf("geglu4/kind=%d%s", kind, strings.Join(append([]string{""}, tuned...), "/")), func(t *testing.T) {
 				const rows, inner = 3, 40
 				x := normal(rows * 2 * inner)
@@ -890,6 +972,44 @@ func TestEmuProducers(t *testing.T) {
 				check16(t, y, out[2], lo, kind)
 			})
 		}
+	}
+}
+
+// gelu_exp (GEGLU_EXP=1) against float64's GELU at 40,001 inputs from −10 to
+// 10, through geglu4 with u = 1, in one 16-bit term and FP16X2's two: a
+// relative error of at most 2e-6 down to v = −5 (the erf form's 1 + erf has
+// cancelled long before: it fails there by far; a coefficient off in its
+// fifth digit fails too) and 1e-5 below it, where E's exponent, about
+// −0.72·v² rounded to float32, has lost that much (5e-6 at −10; 1.1e-6 at
+// −4 and 4e-7 around 0 in a float32 model of it with the GPU's
+// approximations a few ulps off).
+func TestEmuGeluExp(t *testing.T) {
+	const n = 40000
+	inner := n + 4
+	x := make([]float32, 2*inner)
+	for i := range inner {
+		x[i] = -10 + 20*float32(min(i, n))/n
+		x[inner+i] = 1
+	}
+	run := emuRunnerTuned(t, "GEGLU_EXP=1")
+	for _, kind := range []int{1, 3} {
+		out := emuRunOn(t, run, [][]byte{make([]byte, 4*inner), f32Bytes(x), make([]byte, 2*2*inner)},
+			emuLaunch{name: "geglu4", grid: [3]int{64, 1, 1}, threads: 128, args: []emuArg{emuBuf(0, 0), emuBuf(1, 0), emuVal(0),
+				emuInt(1), emuInt(inner), emuBuf(2, 0), emuInt(kind), emuVal(uint64(inner)), emuInt(1), emuInt(0),
+				emuVal(0), emuVal(0), emuVal(0), emuVal(0)}})
+		y := bytesF32(out[0])
+		for i := range inner {
+			v := float64(x[i])
+			want := 0.5 * v * math.Erfc(-v*0.70710678118654752)
+			bound := 2e-6
+			if v < -5 {
+				bound = 1e-5
+			}
+			if got := float64(y[i]); !(math.Abs(got-want) <= bound*math.Abs(want)) {
+				t.Fatalf("kind %d: GELU(%g) = %g, want %g (relative error %.3g)", kind, v, got, want, math.Abs(got-want)/math.Abs(want))
+			}
+		}
+		check16(t, y, out[2], inner, kind)
 	}
 }
 

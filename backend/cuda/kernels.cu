@@ -82,6 +82,12 @@ typedef unsigned long long u64;
 #ifndef GEGLU_ERF
 #define GEGLU_ERF 1
 #endif
+// GEGLU_EXP: 1 computes every GeGLU whose output feeds 16-bit operands
+// (both 16-bit precisions, FP16X2's two terms included) with gelu_exp,
+// one exp2 of a polynomial, instead of erff or erfcf (geglu1).
+#ifndef GEGLU_EXP
+#define GEGLU_EXP 0
+#endif
 // ATTN_SKIP: 1 has attn_reg and the tensor-core attention leave out the
 // products of a chunk's keys past the tile's last one (a row of 93 keys
 // fills 93 of a 128-key chunk; a sliding window's tile fewer): their
@@ -92,6 +98,20 @@ typedef unsigned long long u64;
 // no gain; docs/cuda-perf-log.md).
 #ifndef ATTN_SKIP
 #define ATTN_SKIP 0
+#endif
+// ATTN_EX2: 1 gives the tensor-core attention's softmax fewer instructions
+// a score: the scale applied inside the exponent (2^(s·scale − max), one
+// fmaf, where 0 multiplies each score first and subtracts after) and
+// ex2.approx.ftz for exp2f (attn_exp2).
+#ifndef ATTN_EX2
+#define ATTN_EX2 0
+#endif
+// LN_ROWS: N from 1 to 8 runs the LayerNorms of 512 to 1024 columns (a
+// multiple of 128) as layer_norm_w, a warp a row and N rows a block; 0 (the
+// default) as layer_norm4, a block a row. Read by the host, which launches
+// them.
+#ifndef LN_ROWS
+#define LN_ROWS 0
 #endif
 // LCL_W16: 1 runs linear_cl on sixteen warps a block, four a scheduler,
 // each with half the row tiles of eight's (0).
@@ -241,6 +261,22 @@ __device__ __forceinline__ float4 ldcg4(const float* p) {
 	float4 v;
 	asm volatile("ld.global.cg.v4.f32 {%0,%1,%2,%3}, [%4];" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p) : "memory");
 	return v;
+}
+
+// rcp_approx and ex2_approx are the multifunction unit's 1/x and 2^x
+// (rcp.approx.ftz, ex2.approx.ftz: about one and two ulps, subnormals
+// flushed to zero), one instruction each where 1.0f/x and exp2f are a
+// correctly rounded sequence with a slow path and a denormal fix-up.
+__device__ __forceinline__ float rcp_approx(float x) {
+	float r;
+	asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+	return r;
+}
+
+__device__ __forceinline__ float ex2_approx(float x) {
+	float r;
+	asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+	return r;
 }
 
 // pdl_wait and pdl_launch are programmatic dependent launch (sm_90): a
@@ -546,6 +582,69 @@ extern "C" __global__ void layer_norm4(float* dst, float* x, const float* w, con
 }
 #endif
 
+// layer_norm_w is layer_norm4 with a warp a row instead of a block, for
+// rows of 128·V columns, V from 4 to 8 (512 to 1024: both encoders' and
+// their heads' widths): each lane holds V float4s of its row, all loaded
+// before the first sum, and the mean and variance are summed by shuffles
+// alone, where layer_norm4's block waits at two barriers for each. A block
+// takes blockDim.x/32 consecutive rows (host: LN_ROWS).
+template <int V>
+__device__ __forceinline__ void ln_warp(float* dst, float* x, const float* w, const float* b, int cols, float eps, u16* h, int kind,
+	long long lo, const float* res, long long rtwo, long long r) {
+	int lane = threadIdx.x & 31;
+	float* row = x + r * cols;
+	float4 v[V];
+#pragma unroll
+	for (int i = 0; i < V; i++) v[i] = *(const float4*)(row + 4 * (lane + 32 * i));
+	if (res) {
+#pragma unroll
+		for (int i = 0; i < V; i++) {
+			int c = 4 * (lane + 32 * i);
+			float4 a = ld4(res + r * cols + c, rtwo);
+			v[i].x += a.x;
+			v[i].y += a.y;
+			v[i].z += a.z;
+			v[i].w += a.w;
+			*(float4*)(row + c) = v[i];
+		}
+	}
+	float s = 0.0f;
+#pragma unroll
+	for (int i = 0; i < V; i++) s += (v[i].x + v[i].y) + (v[i].z + v[i].w);
+	float mean = warp_sum(s) / cols, q = 0.0f;
+#pragma unroll
+	for (int i = 0; i < V; i++) {
+		float a0 = v[i].x - mean, a1 = v[i].y - mean, a2 = v[i].z - mean, a3 = v[i].w - mean;
+		q += (a0 * a0 + a1 * a1) + (a2 * a2 + a3 * a3);
+	}
+	float inv = 1.0f / sqrtf(warp_sum(q) / cols + eps);
+#pragma unroll
+	for (int i = 0; i < V; i++) {
+		int c = 4 * (lane + 32 * i);
+		float4 g = *(const float4*)(w + c), bb = b ? *(const float4*)(b + c) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+		float4 y = ln_apply(v[i], mean, inv, g, bb);
+		if (dst) *(float4*)(dst + r * cols + c) = y;
+		if (h) store16x4(h, r * cols + c, lo, y, kind);
+	}
+}
+
+#if LAYA_CORE
+extern "C" __global__ void __launch_bounds__(256) layer_norm_w(float* dst, float* x, const float* w, const float* b, int cols, float eps,
+	u16* h, int kind, long long lo, const float* res, long long rtwo, int rows PF_PARAMS) {
+	PF_ENTRY
+	KERNEL_ENTRY
+	long long r = (long long)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+	if (r >= rows) return; // a whole warp: its row is past the last
+	switch (cols / 128) {
+	case 4: ln_warp<4>(dst, x, w, b, cols, eps, h, kind, lo, res, rtwo, r); break;
+	case 5: ln_warp<5>(dst, x, w, b, cols, eps, h, kind, lo, res, rtwo, r); break;
+	case 6: ln_warp<6>(dst, x, w, b, cols, eps, h, kind, lo, res, rtwo, r); break;
+	case 7: ln_warp<7>(dst, x, w, b, cols, eps, h, kind, lo, res, rtwo, r); break;
+	default: ln_warp<8>(dst, x, w, b, cols, eps, h, kind, lo, res, rtwo, r); break;
+	}
+}
+#endif
+
 #if LAYA_CORE
 extern "C" __global__ void bias_act(float* y, const float* bias, long long n, int cols, int act) {
 	KERNEL_ENTRY
@@ -578,6 +677,36 @@ extern "C" __global__ void act_map(float* dst, const float* x, long long n, int 
 }
 #endif
 
+// gelu_exp is GELU(v) = v·Φ(v) from Φ's tail E(s) = Φ(−s) = erfc(s/√2)/2,
+// s = |v|, in one exp2 and one reciprocal of the multifunction unit and
+// no branch: Numerical Recipes' erfc (Press et al., 2nd ed., §6.2, erfcc:
+// erfc(z) = t·exp(−z² + P(t)), t = 1/(1 + z/2), P of degree 9 from a
+// Chebyshev fit, relative error under 1.2e-7 for every z ≥ 0; 1.05e-7 on
+// [0, 7] in exact arithmetic, checked with mpmath), with z = s/√2, the
+// factor 1/2 and log2(e) folded into the coefficients, so that
+// E = t·2^(P'(t) − s²·log2(e)/2). Φ = 1 − E for v ≥ 0 and E below it:
+// E's error is relative in the negative tail (where 0.5·v·(1 + erf) cancels)
+// and under a float32 ulp of 1 above it, a few float32 ulps in all
+// (TestEmuGeluExp), where libdevice's erff and erfcf take two polynomial
+// branches (a warp with inputs on both sides runs both) and ncu counted
+// about 65 instructions an element in GeGLU at fifty questions.
+__device__ __forceinline__ float gelu_exp(float v) {
+	const float L2E = 1.4426950408889634f;
+	float s = fabsf(v), t = rcp_approx(fmaf(s, 0.35355339059327376f, 1.0f)); // 1/(1 + z/2)
+	float p = 0.17087277f * L2E;
+	p = fmaf(p, t, -0.82215223f * L2E);
+	p = fmaf(p, t, 1.48851587f * L2E);
+	p = fmaf(p, t, -1.13520398f * L2E);
+	p = fmaf(p, t, 0.27886807f * L2E);
+	p = fmaf(p, t, -0.18628806f * L2E);
+	p = fmaf(p, t, 0.09678418f * L2E);
+	p = fmaf(p, t, 0.37409196f * L2E);
+	p = fmaf(p, t, 1.00002368f * L2E);
+	p = fmaf(p, t, -1.26551223f * L2E - 1.0f); // − 1: the factor 1/2
+	float e = t * ex2_approx(fmaf(-s, s * (0.5f * L2E), p));
+	return v * (v >= 0.0f ? 1.0f - e : e);
+}
+
 // geglu's GELU is gelu (double) in fp32 runs and the float32 erfc form when
 // its output feeds 16-bit GEMM operands anyway (fast != 0). With GEGLU_ERF
 // (the default), one 16-bit term (kind 1 fp16, 2 bf16; not FP16X2's two,
@@ -592,6 +721,8 @@ __device__ __forceinline__ float geglu1(float v, float u, int fast, int kind) {
 	float g;
 	if (!fast)
 		g = gelu(v);
+	else if (GEGLU_EXP)
+		g = gelu_exp(v);
 	else if (GEGLU_ERF && (kind == 1 || kind == 2))
 		g = 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
 	else
@@ -1370,6 +1501,12 @@ __device__ __forceinline__ void st4h(u16* p, int lo, float4 v) {
 	*(uint2*)p = make_uint2(h0, h1);
 }
 
+// attn_exp2 is the tensor-core attention's 2^x: exp2f, or with ATTN_EX2
+// the multifunction unit's alone (ex2.approx.ftz: the same approximation
+// without exp2f's handling of subnormal results, probabilities under 2^-126
+// of the row's largest).
+__device__ __forceinline__ float attn_exp2(float x) { return ATTN_EX2 ? ex2_approx(x) : exp2f(x); }
+
 // attn_mma_step is one step of NT 8-key score tiles of the tensor-core
 // attention's online softmax (attn_mma, attn_rows) for a thread's two rows,
 // g and g + 8 of its warp's sixteen: kp0 is the thread's first key of the
@@ -1407,7 +1544,13 @@ __device__ __forceinline__ void attn_mma_step(const u16* kp0, const u16* vp0, in
 	for (int nt = 0; nt < NT; nt++)
 #pragma unroll
 		for (int e = 0; e < 2; e++) {
-			if (full) {
+			if (ATTN_EX2) { // scaled in the exponent's fmaf below
+				if (!full) {
+					int key = key0 + 8 * nt + e;
+					s[nt][e] = key >= loA && key < hiA ? s[nt][e] : NEG_INF;
+					s[nt][2 + e] = key >= loB && key < hiB ? s[nt][2 + e] : NEG_INF;
+				}
+			} else if (full) {
 				s[nt][e] *= sl2;
 				s[nt][2 + e] *= sl2;
 			} else {
@@ -1423,15 +1566,24 @@ __device__ __forceinline__ void attn_mma_step(const u16* kp0, const u16* vp0, in
 	xa = fmaxf(xa, __shfl_xor_sync(0xffffffffu, xa, 2));
 	xb = fmaxf(xb, __shfl_xor_sync(0xffffffffu, xb, 1));
 	xb = fmaxf(xb, __shfl_xor_sync(0xffffffffu, xb, 2));
-	float nA = fmaxf(mA, xa), nB = fmaxf(mB, xb), cA = exp2f(mA - nA), cB = exp2f(mB - nB), sA = 0.0f, sB = 0.0f;
+	if (ATTN_EX2) { // sl2 > 0: the maximum of the scaled scores
+		xa *= sl2;
+		xb *= sl2;
+	}
+	float nA = fmaxf(mA, xa), nB = fmaxf(mB, xb), cA = attn_exp2(mA - nA), cB = attn_exp2(mB - nB), sA = 0.0f, sB = 0.0f;
 	mA = nA;
 	mB = nB;
 #pragma unroll
 	for (int nt = 0; nt < NT; nt++)
 #pragma unroll
 		for (int e = 0; e < 2; e++) {
-			s[nt][e] = nt < live ? exp2f(s[nt][e] - nA) : 0.0f;
-			s[nt][2 + e] = nt < live ? exp2f(s[nt][2 + e] - nB) : 0.0f;
+			if (ATTN_EX2) {
+				s[nt][e] = nt < live ? ex2_approx(fmaf(s[nt][e], sl2, -nA)) : 0.0f;
+				s[nt][2 + e] = nt < live ? ex2_approx(fmaf(s[nt][2 + e], sl2, -nB)) : 0.0f;
+			} else {
+				s[nt][e] = nt < live ? exp2f(s[nt][e] - nA) : 0.0f;
+				s[nt][2 + e] = nt < live ? exp2f(s[nt][2 + e] - nB) : 0.0f;
+			}
 			sA += s[nt][e];
 			sB += s[nt][2 + e];
 		}
@@ -1691,7 +1843,7 @@ __device__ void attn_mma(float* dst, const void* qkv, long long two, const int* 
 			float l = 0.0f, y0 = 0.0f, y1 = 0.0f;
 #pragma unroll
 			for (int w = 0; w < W; w++) {
-				float f = exp2f(cm[16 * w + qi] - m);
+				float f = attn_exp2(cm[16 * w + qi] - m);
 				l += f * cl[16 * w + qi];
 				y0 += f * co[(16 * w + qi) * DH + c];
 				y1 += f * co[(16 * w + qi) * DH + c + 1];

@@ -282,6 +282,11 @@ inline T __shfl_xor_sync(unsigned, T v, int o) {
 
 inline u16 to16(float v, int kind) { return kind == 2 ? cuemu::f2bf(v) : cuemu::f2h(v); }
 inline float f16to32(u16 h) { return cuemu::h2f(h); }
+// rcp.approx.ftz and ex2.approx.ftz, here correctly rounded: the GPU's
+// are within an ulp or two of these, which the tests' bounds allow for.
+inline float cuemu_ftz(float x) { return fabsf(x) < 1.17549435e-38f ? copysignf(0.0f, x) : x; }
+inline float rcp_approx(float x) { return cuemu_ftz(1.0f / cuemu_ftz(x)); }
+inline float ex2_approx(float x) { return cuemu_ftz(exp2f(x)); }
 inline u32 pack2(float x, float y) { return (u32)cuemu::f2h(x) | (u32)cuemu::f2h(y) << 16; }
 inline void unpack2(u32 q, float& lo, float& hi) {
 	lo = cuemu::h2f((u16)(q & 0xffff));
