@@ -1390,7 +1390,7 @@ func TestEmuAttentionRows(t *testing.T) {
 func TestEmuLinearSmall(t *testing.T) {
 	for _, c := range []struct {
 		kind, m, k, n, act int
-		bias, accum        bool
+		bias, accum, lm8   bool // lm8: the LIN_M8=1 build
 	}{
 		{kind: 1, m: 1, k: 1024, n: 64},
 		{kind: 1, m: 5, k: 4096, n: 9, bias: true, act: 1},
@@ -1401,8 +1401,17 @@ func TestEmuLinearSmall(t *testing.T) {
 		{kind: 1, m: 6, k: 1030, n: 5},
 		{kind: 0, m: 4, k: 1028, n: 11, bias: true, act: 1},
 		{kind: 0, m: 9, k: 1030, n: 6, accum: true},
+		{kind: 1, m: 8, k: 1024, n: 21, bias: true, lm8: true},
+		{kind: 1, m: 5, k: 4104, n: 9, accum: true, lm8: true},
+		{kind: 0, m: 7, k: 1030, n: 6, act: 2, lm8: true},
+		{kind: 2, m: 3, k: 1024, n: 8, lm8: true},
+		{kind: 1, m: 12, k: 1024, n: 8, lm8: true},
 	} {
-		t.Run(fmt.Sprintf("kind=%d,m=%d,k=%d,n=%d,act=%d,bias=%v,accum=%v", c.kind, c.m, c.k, c.n, c.act, c.bias, c.accum), func(t *testing.T) {
+		run := emuRunner(t)
+		if c.lm8 {
+			run = emuRunnerTuned(t, "LIN_M8=1")
+		}
+		t.Run(fmt.Sprintf("kind=%d,m=%d,k=%d,n=%d,act=%d,bias=%v,accum=%v,LIN_M8=%v", c.kind, c.m, c.k, c.n, c.act, c.bias, c.accum, c.lm8), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(c.k), uint64(c.m*100+c.n)))
 			x := make([]float32, c.m*c.k)
 			for i := range x {
@@ -1445,7 +1454,7 @@ func TestEmuLinearSmall(t *testing.T) {
 			if c.bias {
 				biasArg = emuBuf(3, 0)
 			}
-			out := emuRun(t, [][]byte{f32Bytes(d), f32Bytes(x), wb, f32Bytes(bias)}, emuLaunch{
+			out := emuRunOn(t, run, [][]byte{f32Bytes(d), f32Bytes(x), wb, f32Bytes(bias)}, emuLaunch{
 				name: "linear_small", grid: [3]int{(c.n + smallCols - 1) / smallCols, 1, 1}, threads: 32 * smallWarps,
 				args: []emuArg{emuBuf(0, 0), emuBuf(1, 0), emuBuf(2, 0), emuInt(c.kind), biasArg, emuInt(c.m), emuInt(c.k), emuInt(c.n),
 					emuInt(c.act), emuVal(boolArg(c.accum))},

@@ -113,6 +113,12 @@ typedef unsigned long long u64;
 #ifndef LN_ROWS
 #define LN_ROWS 0
 #endif
+// LIN_M8: 1 gives linear_small a build for five to eight rows (32
+// accumulators a lane and 31 shuffles to sum them), which 0 runs in the
+// sixteen rows' (64 and 62).
+#ifndef LIN_M8
+#define LIN_M8 0
+#endif
 // LCL_W16: 1 runs linear_cl on sixteen warps a block, four a scheduler,
 // each with half the row tiles of eight's (0).
 #ifndef LCL_W16
@@ -2218,6 +2224,8 @@ extern "C" __global__ void __launch_bounds__(32 * LIN_WARPS) linear_small(float*
 	__shared__ float part[LIN_WARPS * LIN_ROWS * LIN_R];
 	if (m <= 4)
 		lin_small_rows<4>(d, x, w, wkind, b, m, k, n, act, accum, part);
+	else if (LIN_M8 && m <= 8)
+		lin_small_rows<8>(d, x, w, wkind, b, m, k, n, act, accum, part);
 	else
 		lin_small_rows<LIN_ROWS>(d, x, w, wkind, b, m, k, n, act, accum, part);
 }
