@@ -975,6 +975,46 @@ func TestEmuProducers(t *testing.T) {
 	}
 }
 
+// geglu4 on fp16 inputs (hin: a GEMM wrote them for it) four a thread and,
+// GEGLU_V8, eight: the same outputs bit for bit, within float32's rounding of
+// float64 on the fp16 values, for inner widths of 8k and 8k + 4 (which the
+// eight-wide loop leaves to the four-wide one), one 16-bit term and two.
+func TestEmuGeGLUHalfIn(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, inner := range []int{48, 44} {
+		for _, kind := range []int{1, 3} {
+			const rows = 5
+			x := make([]uint16, rows*2*inner)
+			for i := range x {
+				x[i] = half.Float32ToFloat16(float32(3 * rng.NormFloat64()))
+			}
+			lo := rows * inner
+			var outs [2][][]byte
+			for b, tuned := range [][]string{nil, {"GEGLU_V8=1"}} {
+				outs[b] = emuRunOn(t, emuRunnerTuned(t, tuned...), [][]byte{make([]byte, 4*rows*inner), u16Bytes(x), make([]byte, 2*2*lo)},
+					emuLaunch{name: "geglu4", grid: [3]int{3, 1, 1}, threads: 32, args: []emuArg{emuBuf(0, 0), emuBuf(1, 0), emuVal(0),
+						emuInt(rows), emuInt(inner), emuBuf(2, 0), emuInt(kind), emuVal(uint64(lo)), emuInt(1), emuInt(1),
+						emuVal(0), emuVal(0), emuVal(0), emuVal(0)}})
+			}
+			if !bytes.Equal(outs[0][0], outs[1][0]) || !bytes.Equal(outs[0][2], outs[1][2]) {
+				t.Fatalf("inner %d kind %d: GEGLU_V8 changed geglu4's outputs", inner, kind)
+			}
+			y := bytesF32(outs[1][0])
+			for r := range rows {
+				for c := range inner {
+					v := float64(half.Float16ToFloat32(x[r*2*inner+c]))
+					u := float64(half.Float16ToFloat32(x[r*2*inner+inner+c]))
+					want := 0.5 * v * math.Erfc(-v*0.70710678118654752) * u
+					if got := float64(y[r*inner+c]); !(math.Abs(got-want) <= 1e-6*(1+math.Abs(want))) {
+						t.Fatalf("inner %d kind %d [%d][%d] = %g, want %g", inner, kind, r, c, got, want)
+					}
+				}
+			}
+			check16(t, y, outs[1][2], lo, kind)
+		}
+	}
+}
+
 // gelu_exp (GEGLU_EXP=1) against float64's GELU at 40,001 inputs from −10 to
 // 10, through geglu4 with u = 1, in one 16-bit term and FP16X2's two: a
 // relative error of at most 2e-6 down to v = −5 (the erf form's 1 + erf has

@@ -88,6 +88,11 @@ typedef unsigned long long u64;
 #ifndef GEGLU_EXP
 #define GEGLU_EXP 0
 #endif
+// GEGLU_V8: 1 has geglu4 take eight fp16 inputs a thread (16-byte loads)
+// where a GEMM wrote them as fp16 for it (hin) and the width allows.
+#ifndef GEGLU_V8
+#define GEGLU_V8 0
+#endif
 // ATTN_SKIP: 1 has attn_reg and the tensor-core attention leave out the
 // products of a chunk's keys past the tile's last one (a row of 93 keys
 // fills 93 of a 128-key chunk; a sliding window's tile fewer): their
@@ -782,6 +787,38 @@ extern "C" __global__ void geglu4(float* dst, const void* x, long long two, int 
 	PF_ENTRY
 	KERNEL_ENTRY
 	unsigned q = (unsigned)inner / 4, n4 = (unsigned)rows * q;
+	if (GEGLU_V8 && hin && q % 2 == 0 && lo % 8 == 0) {
+		// Eight fp16 values and gates a thread: 16-byte loads, one row
+		// division for eight elements.
+		unsigned q8 = q / 2, n8 = n4 / 2;
+		for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n8; i += gridDim.x * blockDim.x) {
+			unsigned r = i / q8, c = 8 * (i - r * q8);
+			const u16* in = (const u16*)x + (long long)r * 2 * inner + c;
+			uint4 a = *(const uint4*)in, g = *(const uint4*)(in + inner);
+			float v[8], u[8], y[8];
+			unpack2(a.x, v[0], v[1]);
+			unpack2(a.y, v[2], v[3]);
+			unpack2(a.z, v[4], v[5]);
+			unpack2(a.w, v[6], v[7]);
+			unpack2(g.x, u[0], u[1]);
+			unpack2(g.y, u[2], u[3]);
+			unpack2(g.z, u[4], u[5]);
+			unpack2(g.w, u[6], u[7]);
+#pragma unroll
+			for (int e = 0; e < 8; e++) y[e] = geglu1(v[e], u[e], fast, kind);
+			long long o = 8LL * i;
+			float4 y0 = make_float4(y[0], y[1], y[2], y[3]), y1 = make_float4(y[4], y[5], y[6], y[7]);
+			if (dst) {
+				*(float4*)(dst + o) = y0;
+				*(float4*)(dst + o + 4) = y1;
+			}
+			if (h) {
+				store16x4(h, o, lo, y0, kind);
+				store16x4(h, o + 4, lo, y1, kind);
+			}
+		}
+		return;
+	}
 	for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += gridDim.x * blockDim.x) {
 		unsigned r = i / q, c = 4 * (i - r * q);
 		float4 v, u;

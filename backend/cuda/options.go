@@ -327,6 +327,7 @@ var KernelTunables = []KernelTunable{
 	{"LMMA_MINB", 1, 4, 1, "blocks a multiprocessor of linear_mma (a register cap)"},
 	{"GEGLU_ERF", 0, 1, 1, "GeGLU's GELU for one 16-bit term: 1 the erf form, 0 the erfc form (FP16X2's)"},
 	{"GEGLU_EXP", 0, 1, 0, "GeGLU's GELU wherever it feeds 16-bit operands: 1 one exp2 of a polynomial (gelu_exp), 0 libdevice's erff or erfcf"},
+	{"GEGLU_V8", 0, 1, 0, "geglu4 reads eight fp16 inputs a thread where a GEMM wrote them as fp16 for it, instead of four"},
 }
 
 func kernelTunable(name string) (KernelTunable, bool) {
