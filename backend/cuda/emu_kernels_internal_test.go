@@ -894,9 +894,9 @@ func TestEmuProducers(t *testing.T) {
 			check16(t, y, out[4], lo, kind)
 		})
 		// layer_norm_w: a warp a row, two rows a block (the last block's
-		// second warp past the rows), widths of five and eight float4s a
-		// lane, a residual of one term and of two.
-		for _, cols := range []int{640, 1024} {
+		// second warp past the rows), widths of one, five and eight float4s
+		// a lane, a residual of one term and of two.
+		for _, cols := range []int{128, 640, 1024} {
 			for _, two := range []bool{false, true} {
 				t.Run(fmt.Sprintf("layer_norm_w/kind=%d/cols=%d/two=%v", kind, cols, two), func(t *testing.T) {
 					const rows = 5

@@ -111,7 +111,7 @@ typedef unsigned long long u64;
 #ifndef ATTN_EX2
 #define ATTN_EX2 0
 #endif
-// LN_ROWS: N from 1 to 8 runs the LayerNorms of 512 to 1024 columns (a
+// LN_ROWS: N from 1 to 8 runs the LayerNorms of up to 1024 columns (a
 // multiple of 128) as layer_norm_w, a warp a row and N rows a block; 0 (the
 // default) as layer_norm4, a block a row. Read by the host, which launches
 // them.
@@ -594,7 +594,7 @@ extern "C" __global__ void layer_norm4(float* dst, float* x, const float* w, con
 #endif
 
 // layer_norm_w is layer_norm4 with a warp a row instead of a block, for
-// rows of 128·V columns, V from 4 to 8 (512 to 1024: both encoders' and
+// rows of 128·V columns, V from 1 to 8 (up to 1024: both encoders' and
 // their heads' widths): each lane holds V float4s of its row, all loaded
 // before the first sum, and the mean and variance are summed by shuffles
 // alone, where layer_norm4's block waits at two barriers for each. A block
@@ -647,6 +647,9 @@ extern "C" __global__ void __launch_bounds__(256) layer_norm_w(float* dst, float
 	long long r = (long long)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
 	if (r >= rows) return; // a whole warp: its row is past the last
 	switch (cols / 128) {
+	case 1: ln_warp<1>(dst, x, w, b, cols, eps, h, kind, lo, res, rtwo, r); break;
+	case 2: ln_warp<2>(dst, x, w, b, cols, eps, h, kind, lo, res, rtwo, r); break;
+	case 3: ln_warp<3>(dst, x, w, b, cols, eps, h, kind, lo, res, rtwo, r); break;
 	case 4: ln_warp<4>(dst, x, w, b, cols, eps, h, kind, lo, res, rtwo, r); break;
 	case 5: ln_warp<5>(dst, x, w, b, cols, eps, h, kind, lo, res, rtwo, r); break;
 	case 6: ln_warp<6>(dst, x, w, b, cols, eps, h, kind, lo, res, rtwo, r); break;

@@ -321,7 +321,7 @@ var KernelTunables = []KernelTunable{
 	{"ATTN_MMA_LEAN", 0, 1, 0, "the fp16 tensor-core attention's values copied as they are, its masks skipped where they pass all"},
 	{"ATTN_SKIP", 0, 1, 0, "the attention kernels leave out the products of a chunk's keys past its tile's last (bit for bit the same)"},
 	{"ATTN_EX2", 0, 1, 0, "the tensor-core attention's scale applied in its exponent's fmaf, and ex2.approx.ftz for exp2f"},
-	{"LN_ROWS", 0, 8, 0, "LayerNorms of 512 to 1024 columns (multiples of 128) a warp a row, N rows a block (layer_norm_w); 0 a block a row (layer_norm4)"},
+	{"LN_ROWS", 0, 8, 0, "LayerNorms of up to 1024 columns (multiples of 128) a warp a row, N rows a block (layer_norm_w); 0 a block a row (layer_norm4)"},
 	{"LIN_M8", 0, 1, 0, "linear_small built for five to eight rows, where 0 runs them in the sixteen rows' build"},
 	{"LCL_W16", 0, 1, 0, "linear_cl on sixteen warps a block instead of eight, each with half the row tiles (clrows)"},
 	{"LMMA_MINB", 1, 4, 1, "blocks a multiprocessor of linear_mma (a register cap)"},

@@ -447,7 +447,7 @@ func (s *stream) LayerNorm(dst, x, weight, bias backend.Tensor, eps float32) {
 		}
 		h, kind, lo := x.shadowArgs(o)
 		pf := o.pfArgs()
-		if n := x.b.tunable("LN_ROWS"); n > 0 && in.cols%128 == 0 && in.cols >= 512 && in.cols <= 1024 {
+		if n := x.b.tunable("LN_ROWS"); n > 0 && in.cols%128 == 0 && in.cols <= 1024 {
 			return x.l.launch(x.b.drv, x.b.k.layerNormW, [3]int{(in.rows + n - 1) / n, 1, 1}, 32*n, 0, x.cs.stream, dstArg(o, d), u64(in.addr),
 				u64(w.addr), u64(bp), i32(in.cols), f32(eps), h, kind, lo, u64(rp), uint64(two), i32(in.rows), pf[0], pf[1], pf[2], pf[3])
 		}
