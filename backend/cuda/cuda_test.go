@@ -1892,15 +1892,10 @@ func TestVecGeGLU(t *testing.T) {
 // gelu_exp (define GEGLU_EXP=1) on the GPU, whose rcp.approx and ex2.approx
 // the emulator's TestEmuGeluExp stands in for with correctly rounded ones:
 // GeGLU's float32 output in FP16 and FP16X2 against float64's GELU at
-// 20,001 inputs from −10 to 10 (u = 1), within that test's bounds.
+// 20,001 inputs from −10 to 10 (cuda.GeluInputs), within cuda.CheckGeluExp's
+// bounds.
 func TestGeluExp(t *testing.T) {
-	const n = 20000
-	inner := n + 4
-	x := make([]float32, 2*inner)
-	for i := range inner {
-		x[i] = -10 + 20*float32(min(i, n))/n
-		x[inner+i] = 1
-	}
+	x, inner := cuda.GeluInputs(20000)
 	for _, prec := range []cuda.Precision{cuda.FP16, cuda.FP16X2} {
 		be := open(t, cuda.Options{Precision: prec, Defines: map[string]int{"GEGLU_EXP": 1}})
 		s := be.NewStream()
@@ -1913,14 +1908,8 @@ func TestGeluExp(t *testing.T) {
 		s.Close()
 		be.Close()
 		for i := range inner {
-			v := float64(x[i])
-			want := 0.5 * v * math.Erfc(-v*0.70710678118654752)
-			bound := 2e-6
-			if v < -5 {
-				bound = 1e-5
-			}
-			if got := float64(y[i]); !(math.Abs(got-want) <= bound*math.Abs(want)) {
-				t.Fatalf("%v: GELU(%g) = %g, want %g (relative error %.3g)", prec, v, got, want, math.Abs(got-want)/math.Abs(want))
+			if err := cuda.CheckGeluExp(float64(x[i]), y[i]); err != nil {
+				t.Fatalf("%v: %v", prec, err)
 			}
 		}
 	}
