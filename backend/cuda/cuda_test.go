@@ -1889,7 +1889,7 @@ func TestVecGeGLU(t *testing.T) {
 	}
 }
 
-// gelu_exp (define GEGLU_EXP=1) on the GPU, whose rcp.approx and ex2.approx
+// gelu_exp (the default, GEGLU_EXP=1) on the GPU, whose rcp.approx and ex2.approx
 // the emulator's TestEmuGeluExp stands in for with correctly rounded ones:
 // GeGLU's float32 output in FP16 and FP16X2 against float64's GELU at
 // 20,001 inputs from −10 to 10 (cuda.GeluInputs), within cuda.CheckGeluExp's
@@ -1897,7 +1897,7 @@ func TestVecGeGLU(t *testing.T) {
 func TestGeluExp(t *testing.T) {
 	x, inner := cuda.GeluInputs(20000)
 	for _, prec := range []cuda.Precision{cuda.FP16, cuda.FP16X2} {
-		be := open(t, cuda.Options{Precision: prec, Defines: map[string]int{"GEGLU_EXP": 1}})
+		be := open(t, cuda.Options{Precision: prec})
 		s := be.NewStream()
 		up, act := s.FromHost(1, 2*inner, x), s.New(1, inner)
 		s.GeGLU(act, up)

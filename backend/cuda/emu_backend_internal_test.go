@@ -108,12 +108,6 @@ var emuConfigs = []emuConfig{
 	// attention on the whole-row tensor-core kernels at eight warps (an
 	// extras kernel), whatever the grid (mmawarps).
 	{"FP16X2+refine+attnrows=8+mmawarps=4", Options{Precision: FP16X2, Refine: DefaultRefine, RefineTokens: 1, RowWarps: 8, MMAWarps: 4}},
-	// Every batch in FP16 first, its near-ties again in FP16X2, with the
-	// kernel tunables of fewer instructions: GeGLU by gelu_exp eight fp16
-	// inputs a thread, the attention's scale in its exponent, LayerNorm a
-	// warp a row, linear_small's build for up to eight rows.
-	{"FP16X2+refine+lean-tunables", Options{Precision: FP16X2, Refine: DefaultRefine, RefineTokens: 1,
-		Defines: map[string]int{"GEGLU_EXP": 1, "GEGLU_V8": 1, "ATTN_EX2": 1, "LN_ROWS": 4, "LIN_M8": 1}}},
 	// The float32 attention of few tiles on the tiled kernel's warp a
 	// query instead of attn_reg.
 	{"FP32+attnreg=off", Options{Precision: FP32, NoRegAttention: true}},

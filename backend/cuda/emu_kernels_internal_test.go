@@ -79,14 +79,16 @@ func TestEmuAttentionMMAChunks(t *testing.T) {
 	}
 }
 
-// ATTN_EX2: the tensor-core attention with its scale applied in the
-// exponent and ex2.approx.ftz, against float64 within the default build's
-// bounds: rows of 93, 17 and 140 tokens, right padding, sliding windows that
-// cover a step or cut into it (masked scores), head dims 32, 64 and 128, the
-// key-split kernel (whose merge takes the same exp2), one and two terms.
-func TestEmuAttentionEx2(t *testing.T) {
+// ATTN_EX2=0: the tensor-core attention with each score scaled before its
+// exp2f (the default, 1, scales inside the exponent's fmaf and takes
+// ex2.approx.ftz; the other tensor-core attention tests run it), against
+// float64 within the same bounds: rows of 93, 17 and 140 tokens, right
+// padding, sliding windows that cover a step or cut into it (masked scores),
+// head dims 32, 64 and 128, the key-split kernel (whose merge takes the same
+// exp2), one and two terms.
+func TestEmuAttentionEx2Off(t *testing.T) {
 	const heads = 2
-	bin := emuRunnerTuned(t, "ATTN_EX2=1")
+	bin := emuRunnerTuned(t, "ATTN_EX2=0")
 	for _, c := range []struct {
 		dh, warps int
 		split     bool
@@ -852,8 +854,8 @@ func check16(t *testing.T, y []float32, h []byte, lo, kind int) {
 	}
 }
 
-// layer_norm4, layer_norm_w and geglu4 against float64, and their 16-bit
-// copies (four halves a store) against store16's, in one term and two.
+// layer_norm4 and geglu4 against float64, and their 16-bit copies (four
+// halves a store) against store16's, in one term and two.
 func TestEmuProducers(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	normal := func(n int) []float32 {
@@ -893,61 +895,12 @@ func TestEmuProducers(t *testing.T) {
 			}
 			check16(t, y, out[4], lo, kind)
 		})
-		// layer_norm_w: a warp a row, two rows a block (the last block's
-		// second warp past the rows), widths of one, five and eight float4s
-		// a lane, a residual of one term and of two.
-		for _, cols := range []int{128, 640, 1024} {
-			for _, two := range []bool{false, true} {
-				t.Run(fmt.Sprintf("layer_norm_w/kind=%d/cols=%d/two=%v", kind, cols, two), func(t *testing.T) {
-					const rows = 5
-					x, w, b, res := normal(rows*cols), normal(cols), normal(cols), normal(2*rows*cols)
-					rtwo := 0
-					if two {
-						rtwo = rows * cols
-					}
-					lo := rows * cols
-					out := emuRun(t, [][]byte{make([]byte, 4*rows*cols), f32Bytes(x), f32Bytes(w), f32Bytes(b), make([]byte, 2*2*lo), f32Bytes(res)},
-						emuLaunch{name: "layer_norm_w", grid: [3]int{(rows + 1) / 2, 1, 1}, threads: 64, args: []emuArg{emuBuf(0, 0), emuBuf(1, 0),
-							emuBuf(2, 0), emuBuf(3, 0), emuInt(cols), emuF32(1e-5), emuBuf(4, 0), emuInt(kind), emuVal(uint64(lo)), emuBuf(5, 0),
-							emuVal(uint64(rtwo)), emuInt(rows), emuVal(0), emuVal(0), emuVal(0), emuVal(0)}})
-					y, xs := bytesF32(out[0]), bytesF32(out[1])
-					for r := range rows {
-						sum := func(c int) float32 {
-							v := x[r*cols+c] + res[r*cols+c]
-							if two {
-								v = x[r*cols+c] + (res[r*cols+c] + res[rtwo+r*cols+c])
-							}
-							return v
-						}
-						var mean, v float64
-						for c := range cols {
-							if got, want := xs[r*cols+c], sum(c); got != want {
-								t.Fatalf("x[%d][%d] = %g after the residual, want %g", r, c, got, want)
-							}
-							mean += float64(sum(c))
-						}
-						mean /= float64(cols)
-						for c := range cols {
-							d := float64(sum(c)) - mean
-							v += d * d
-						}
-						inv := 1 / math.Sqrt(v/float64(cols)+1e-5)
-						for c := range cols {
-							want := (float64(sum(c))-mean)*inv*float64(w[c]) + float64(b[c])
-							if got := float64(y[r*cols+c]); !(math.Abs(got-want) <= 1e-5*(1+math.Abs(want))) {
-								t.Fatalf("[%d][%d] = %g, want %g", r, c, got, want)
-							}
-						}
-					}
-					check16(t, y, out[4], lo, kind)
-				})
-			}
-		}
-		// The default build (GEGLU_ERF=1) takes the erf form for one 16-bit
-		// term (kind 1), GEGLU_ERF=0 the erfc form throughout: the
-		// same float64 GELU within the same bound, the GELU's inputs
-		// reaching −9, where 1 + erf cancels.
-		for _, tuned := range [][]string{nil, {"GEGLU_ERF=0"}, {"GEGLU_EXP=1"}} {
+		// The default build (GEGLU_EXP=1) takes gelu_exp; GEGLU_EXP=0 the
+		// erf form for one 16-bit term (kind 1) and the erfc form for two,
+		// and with GEGLU_ERF=0 the erfc form throughout: the same float64
+		// GELU within the same bound, the GELU's inputs reaching −9, where
+		// 1 + erf cancels.
+		for _, tuned := range [][]string{nil, {"GEGLU_EXP=0"}, {"GEGLU_EXP=0", "GEGLU_ERF=0"}} {
 			t.Run(fmt.Sprintf("geglu4/kind=%d%s", kind, strings.Join(append([]string{""}, tuned...), "/")), func(t *testing.T) {
 				const rows, inner = 3, 40
 				x := normal(rows * 2 * inner)
@@ -975,54 +928,44 @@ func TestEmuProducers(t *testing.T) {
 	}
 }
 
-// geglu4 on fp16 inputs (hin: a GEMM wrote them for it) four a thread and,
-// GEGLU_V8, eight: the same outputs bit for bit, within float32's rounding of
-// float64 on the fp16 values, for inner widths of 8k and 8k + 4 (which the
-// eight-wide loop leaves to the four-wide one), one 16-bit term and two.
+// geglu4 on fp16 inputs (hin: a GEMM wrote them for it, FP16's GeGLU whose
+// GEMM output nothing else reads) against float64 on the fp16 values, and
+// its 16-bit copy, in one 16-bit term and two.
 func TestEmuGeGLUHalfIn(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
-	for _, inner := range []int{48, 44} {
-		for _, kind := range []int{1, 3} {
-			const rows = 5
-			x := make([]uint16, rows*2*inner)
-			for i := range x {
-				x[i] = half.Float32ToFloat16(float32(3 * rng.NormFloat64()))
-			}
-			lo := rows * inner
-			var outs [2][][]byte
-			for b, tuned := range [][]string{nil, {"GEGLU_V8=1"}} {
-				outs[b] = emuRunOn(t, emuRunnerTuned(t, tuned...), [][]byte{make([]byte, 4*rows*inner), u16Bytes(x), make([]byte, 2*2*lo)},
-					emuLaunch{name: "geglu4", grid: [3]int{3, 1, 1}, threads: 32, args: []emuArg{emuBuf(0, 0), emuBuf(1, 0), emuVal(0),
-						emuInt(rows), emuInt(inner), emuBuf(2, 0), emuInt(kind), emuVal(uint64(lo)), emuInt(1), emuInt(1),
-						emuVal(0), emuVal(0), emuVal(0), emuVal(0)}})
-			}
-			if !bytes.Equal(outs[0][0], outs[1][0]) || !bytes.Equal(outs[0][2], outs[1][2]) {
-				t.Fatalf("inner %d kind %d: GEGLU_V8 changed geglu4's outputs", inner, kind)
-			}
-			y := bytesF32(outs[1][0])
-			for r := range rows {
-				for c := range inner {
-					v := float64(half.Float16ToFloat32(x[r*2*inner+c]))
-					u := float64(half.Float16ToFloat32(x[r*2*inner+inner+c]))
-					want := 0.5 * v * math.Erfc(-v*0.70710678118654752) * u
-					if got := float64(y[r*inner+c]); !(math.Abs(got-want) <= 1e-6*(1+math.Abs(want))) {
-						t.Fatalf("inner %d kind %d [%d][%d] = %g, want %g", inner, kind, r, c, got, want)
-					}
+	for _, kind := range []int{1, 3} {
+		const rows, inner = 5, 44
+		x := make([]uint16, rows*2*inner)
+		for i := range x {
+			x[i] = half.Float32ToFloat16(float32(3 * rng.NormFloat64()))
+		}
+		lo := rows * inner
+		out := emuRun(t, [][]byte{make([]byte, 4*rows*inner), u16Bytes(x), make([]byte, 2*2*lo)},
+			emuLaunch{name: "geglu4", grid: [3]int{3, 1, 1}, threads: 32, args: []emuArg{emuBuf(0, 0), emuBuf(1, 0), emuVal(0),
+				emuInt(rows), emuInt(inner), emuBuf(2, 0), emuInt(kind), emuVal(uint64(lo)), emuInt(1), emuInt(1),
+				emuVal(0), emuVal(0), emuVal(0), emuVal(0)}})
+		y := bytesF32(out[0])
+		for r := range rows {
+			for c := range inner {
+				v := float64(half.Float16ToFloat32(x[r*2*inner+c]))
+				u := float64(half.Float16ToFloat32(x[r*2*inner+inner+c]))
+				want := 0.5 * v * math.Erfc(-v*0.70710678118654752) * u
+				if got := float64(y[r*inner+c]); !(math.Abs(got-want) <= 1e-6*(1+math.Abs(want))) {
+					t.Fatalf("kind %d [%d][%d] = %g, want %g", kind, r, c, got, want)
 				}
 			}
-			check16(t, y, outs[1][2], lo, kind)
 		}
+		check16(t, y, out[2], lo, kind)
 	}
 }
 
-// gelu_exp (GEGLU_EXP=1) against float64's GELU at 40,001 inputs from −10 to
-// 10 (GeluInputs), through geglu4 with u = 1, in one 16-bit term and FP16X2's
-// two, within CheckGeluExp's bounds.
+// gelu_exp (the default, GEGLU_EXP=1) against float64's GELU at 40,001
+// inputs from −10 to 10 (GeluInputs), through geglu4 with u = 1, in one 16-bit
+// term and FP16X2's two, within CheckGeluExp's bounds.
 func TestEmuGeluExp(t *testing.T) {
 	x, inner := GeluInputs(40000)
-	run := emuRunnerTuned(t, "GEGLU_EXP=1")
 	for _, kind := range []int{1, 3} {
-		out := emuRunOn(t, run, [][]byte{make([]byte, 4*inner), f32Bytes(x), make([]byte, 2*2*inner)},
+		out := emuRun(t, [][]byte{make([]byte, 4*inner), f32Bytes(x), make([]byte, 2*2*inner)},
 			emuLaunch{name: "geglu4", grid: [3]int{64, 1, 1}, threads: 128, args: []emuArg{emuBuf(0, 0), emuBuf(1, 0), emuVal(0),
 				emuInt(1), emuInt(inner), emuBuf(2, 0), emuInt(kind), emuVal(uint64(inner)), emuInt(1), emuInt(0),
 				emuVal(0), emuVal(0), emuVal(0), emuVal(0)}})
@@ -1413,7 +1356,7 @@ func TestEmuAttentionRows(t *testing.T) {
 func TestEmuLinearSmall(t *testing.T) {
 	for _, c := range []struct {
 		kind, m, k, n, act int
-		bias, accum, lm8   bool // lm8: the LIN_M8=1 build
+		bias, accum        bool
 	}{
 		{kind: 1, m: 1, k: 1024, n: 64},
 		{kind: 1, m: 5, k: 4096, n: 9, bias: true, act: 1},
@@ -1424,17 +1367,8 @@ func TestEmuLinearSmall(t *testing.T) {
 		{kind: 1, m: 6, k: 1030, n: 5},
 		{kind: 0, m: 4, k: 1028, n: 11, bias: true, act: 1},
 		{kind: 0, m: 9, k: 1030, n: 6, accum: true},
-		{kind: 1, m: 8, k: 1024, n: 21, bias: true, lm8: true},
-		{kind: 1, m: 5, k: 4104, n: 9, accum: true, lm8: true},
-		{kind: 0, m: 7, k: 1030, n: 6, act: 2, lm8: true},
-		{kind: 2, m: 3, k: 1024, n: 8, lm8: true},
-		{kind: 1, m: 12, k: 1024, n: 8, lm8: true},
 	} {
-		run := emuRunner(t)
-		if c.lm8 {
-			run = emuRunnerTuned(t, "LIN_M8=1")
-		}
-		t.Run(fmt.Sprintf("kind=%d,m=%d,k=%d,n=%d,act=%d,bias=%v,accum=%v,LIN_M8=%v", c.kind, c.m, c.k, c.n, c.act, c.bias, c.accum, c.lm8), func(t *testing.T) {
+		t.Run(fmt.Sprintf("kind=%d,m=%d,k=%d,n=%d,act=%d,bias=%v,accum=%v", c.kind, c.m, c.k, c.n, c.act, c.bias, c.accum), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(c.k), uint64(c.m*100+c.n)))
 			x := make([]float32, c.m*c.k)
 			for i := range x {
@@ -1477,7 +1411,7 @@ func TestEmuLinearSmall(t *testing.T) {
 			if c.bias {
 				biasArg = emuBuf(3, 0)
 			}
-			out := emuRunOn(t, run, [][]byte{f32Bytes(d), f32Bytes(x), wb, f32Bytes(bias)}, emuLaunch{
+			out := emuRun(t, [][]byte{f32Bytes(d), f32Bytes(x), wb, f32Bytes(bias)}, emuLaunch{
 				name: "linear_small", grid: [3]int{(c.n + smallCols - 1) / smallCols, 1, 1}, threads: 32 * smallWarps,
 				args: []emuArg{emuBuf(0, 0), emuBuf(1, 0), emuBuf(2, 0), emuInt(c.kind), biasArg, emuInt(c.m), emuInt(c.k), emuInt(c.n),
 					emuInt(c.act), emuVal(boolArg(c.accum))},

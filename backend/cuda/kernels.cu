@@ -76,22 +76,18 @@ typedef unsigned long long u64;
 #ifndef LMMA_MINB
 #define LMMA_MINB 1
 #endif
-// GEGLU_ERF: 1 (the default) computes GeGLU's GELU as 0.5·v·(1 + erf(v/√2))
-// where its output is one 16-bit term (fp16, bf16); 0 as 0.5·v·erfc(−v/√2)
-// there too, as FP16X2's two terms always do (geglu1).
+// GEGLU_ERF: with GEGLU_EXP=0, 1 (the default) computes GeGLU's GELU as
+// 0.5·v·(1 + erf(v/√2)) where its output is one 16-bit term (fp16, bf16); 0
+// as 0.5·v·erfc(−v/√2) there too, as FP16X2's two terms do (geglu1).
 #ifndef GEGLU_ERF
 #define GEGLU_ERF 1
 #endif
-// GEGLU_EXP: 1 computes every GeGLU whose output feeds 16-bit operands
-// (both 16-bit precisions, FP16X2's two terms included) with gelu_exp,
-// one exp2 of a polynomial, instead of erff or erfcf (geglu1).
+// GEGLU_EXP: 1 (the default) computes every GeGLU whose output feeds 16-bit
+// operands (both 16-bit precisions, FP16X2's two terms included) with
+// gelu_exp, one exp2 of a polynomial; 0 with libdevice's erff or erfcf
+// (GEGLU_ERF; geglu1).
 #ifndef GEGLU_EXP
-#define GEGLU_EXP 0
-#endif
-// GEGLU_V8: 1 has geglu4 take eight fp16 inputs a thread (16-byte loads)
-// where a GEMM wrote them as fp16 for it (hin) and the width allows.
-#ifndef GEGLU_V8
-#define GEGLU_V8 0
+#define GEGLU_EXP 1
 #endif
 // ATTN_SKIP: 1 has attn_reg and the tensor-core attention leave out the
 // products of a chunk's keys past the tile's last one (a row of 93 keys
@@ -104,25 +100,12 @@ typedef unsigned long long u64;
 #ifndef ATTN_SKIP
 #define ATTN_SKIP 0
 #endif
-// ATTN_EX2: 1 gives the tensor-core attention's softmax fewer instructions
-// a score: the scale applied inside the exponent (2^(s·scale − max), one
-// fmaf, where 0 multiplies each score first and subtracts after) and
-// ex2.approx.ftz for exp2f (attn_exp2).
+// ATTN_EX2: 1 (the default) gives the tensor-core attention's softmax fewer
+// instructions a score: the scale applied inside the exponent (2^(s·scale −
+// max), one fmaf, where 0 multiplies each score first and subtracts after)
+// and ex2.approx.ftz for exp2f (attn_exp2).
 #ifndef ATTN_EX2
-#define ATTN_EX2 0
-#endif
-// LN_ROWS: N from 1 to 8 runs the LayerNorms of up to 1024 columns (a
-// multiple of 128) as layer_norm_w, a warp a row and N rows a block; 0 (the
-// default) as layer_norm4, a block a row. Read by the host, which launches
-// them.
-#ifndef LN_ROWS
-#define LN_ROWS 0
-#endif
-// LIN_M8: 1 gives linear_small a build for five to eight rows (32
-// accumulators a lane and 31 shuffles to sum them), which 0 runs in the
-// sixteen rows' (64 and 62).
-#ifndef LIN_M8
-#define LIN_M8 0
+#define ATTN_EX2 1
 #endif
 // LCL_W16: 1 runs linear_cl on sixteen warps a block, four a scheduler,
 // each with half the row tiles of eight's (0).
@@ -593,72 +576,6 @@ extern "C" __global__ void layer_norm4(float* dst, float* x, const float* w, con
 }
 #endif
 
-// layer_norm_w is layer_norm4 with a warp a row instead of a block, for
-// rows of 128·V columns, V from 1 to 8 (up to 1024: both encoders' and
-// their heads' widths): each lane holds V float4s of its row, all loaded
-// before the first sum, and the mean and variance are summed by shuffles
-// alone, where layer_norm4's block waits at two barriers for each. A block
-// takes blockDim.x/32 consecutive rows (host: LN_ROWS).
-template <int V>
-__device__ __forceinline__ void ln_warp(float* dst, float* x, const float* w, const float* b, int cols, float eps, u16* h, int kind,
-	long long lo, const float* res, long long rtwo, long long r) {
-	int lane = threadIdx.x & 31;
-	float* row = x + r * cols;
-	float4 v[V];
-#pragma unroll
-	for (int i = 0; i < V; i++) v[i] = *(const float4*)(row + 4 * (lane + 32 * i));
-	if (res) {
-#pragma unroll
-		for (int i = 0; i < V; i++) {
-			int c = 4 * (lane + 32 * i);
-			float4 a = ld4(res + r * cols + c, rtwo);
-			v[i].x += a.x;
-			v[i].y += a.y;
-			v[i].z += a.z;
-			v[i].w += a.w;
-			*(float4*)(row + c) = v[i];
-		}
-	}
-	float s = 0.0f;
-#pragma unroll
-	for (int i = 0; i < V; i++) s += (v[i].x + v[i].y) + (v[i].z + v[i].w);
-	float mean = warp_sum(s) / cols, q = 0.0f;
-#pragma unroll
-	for (int i = 0; i < V; i++) {
-		float a0 = v[i].x - mean, a1 = v[i].y - mean, a2 = v[i].z - mean, a3 = v[i].w - mean;
-		q += (a0 * a0 + a1 * a1) + (a2 * a2 + a3 * a3);
-	}
-	float inv = 1.0f / sqrtf(warp_sum(q) / cols + eps);
-#pragma unroll
-	for (int i = 0; i < V; i++) {
-		int c = 4 * (lane + 32 * i);
-		float4 g = *(const float4*)(w + c), bb = b ? *(const float4*)(b + c) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-		float4 y = ln_apply(v[i], mean, inv, g, bb);
-		if (dst) *(float4*)(dst + r * cols + c) = y;
-		if (h) store16x4(h, r * cols + c, lo, y, kind);
-	}
-}
-
-#if LAYA_CORE
-extern "C" __global__ void __launch_bounds__(256) layer_norm_w(float* dst, float* x, const float* w, const float* b, int cols, float eps,
-	u16* h, int kind, long long lo, const float* res, long long rtwo, int rows PF_PARAMS) {
-	PF_ENTRY
-	KERNEL_ENTRY
-	long long r = (long long)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
-	if (r >= rows) return; // a whole warp: its row is past the last
-	switch (cols / 128) {
-	case 1: ln_warp<1>(dst, x, w, b, cols, eps, h, kind, lo, res, rtwo, r); break;
-	case 2: ln_warp<2>(dst, x, w, b, cols, eps, h, kind, lo, res, rtwo, r); break;
-	case 3: ln_warp<3>(dst, x, w, b, cols, eps, h, kind, lo, res, rtwo, r); break;
-	case 4: ln_warp<4>(dst, x, w, b, cols, eps, h, kind, lo, res, rtwo, r); break;
-	case 5: ln_warp<5>(dst, x, w, b, cols, eps, h, kind, lo, res, rtwo, r); break;
-	case 6: ln_warp<6>(dst, x, w, b, cols, eps, h, kind, lo, res, rtwo, r); break;
-	case 7: ln_warp<7>(dst, x, w, b, cols, eps, h, kind, lo, res, rtwo, r); break;
-	default: ln_warp<8>(dst, x, w, b, cols, eps, h, kind, lo, res, rtwo, r); break;
-	}
-}
-#endif
-
 #if LAYA_CORE
 extern "C" __global__ void bias_act(float* y, const float* bias, long long n, int cols, int act) {
 	KERNEL_ENTRY
@@ -721,15 +638,16 @@ __device__ __forceinline__ float gelu_exp(float v) {
 	return v * (v >= 0.0f ? 1.0f - e : e);
 }
 
-// geglu's GELU is gelu (double) in fp32 runs and the float32 erfc form when
-// its output feeds 16-bit GEMM operands anyway (fast != 0). With GEGLU_ERF
-// (the default), one 16-bit term (kind 1 fp16, 2 bf16; not FP16X2's two,
-// which keep float32's precision) takes the erf form instead, for GeGLU is
-// compute-bound in the fp16 runs of ten and fifty questions and erff costs
-// less than erfcf: 2–3 % of English GPU time on an H200
-// (docs/cuda-perf-log.md). Its error where 1 + erf cancels (v below about
-// −3, |GELU| under 0.004) is a few float32 ulps of 1 times v, under the
-// 16-bit rounding of the GEMM sums it joins. geglu, geglu4 and
+// geglu's GELU is gelu (double) in fp32 runs and, when its output feeds
+// 16-bit GEMM operands anyway (fast != 0), gelu_exp (GEGLU_EXP, the
+// default: GeGLU was bound by its instructions in the fp16 runs of ten and
+// fifty questions, and gelu_exp took 1.6–2.3 % off English GPU time there
+// on an H100, docs/cuda-perf-log.md). With GEGLU_EXP=0, the float32 erfc
+// form, or with GEGLU_ERF (its default) for one 16-bit term (kind 1 fp16, 2
+// bf16; not FP16X2's two, which keep float32's precision) the erf form,
+// erff costing less than erfcf, whose error where 1 + erf cancels (v below
+// about −3, |GELU| under 0.004) is a few float32 ulps of 1 times v, under
+// the 16-bit rounding of the GEMM sums it joins. geglu, geglu4 and
 // linear_mma's fused GeGLU share it, so that they agree bit for bit.
 __device__ __forceinline__ float geglu1(float v, float u, int fast, int kind) {
 	float g;
@@ -790,38 +708,6 @@ extern "C" __global__ void geglu4(float* dst, const void* x, long long two, int 
 	PF_ENTRY
 	KERNEL_ENTRY
 	unsigned q = (unsigned)inner / 4, n4 = (unsigned)rows * q;
-	if (GEGLU_V8 && hin && q % 2 == 0 && lo % 8 == 0) {
-		// Eight fp16 values and gates a thread: 16-byte loads, one row
-		// division for eight elements.
-		unsigned q8 = q / 2, n8 = n4 / 2;
-		for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n8; i += gridDim.x * blockDim.x) {
-			unsigned r = i / q8, c = 8 * (i - r * q8);
-			const u16* in = (const u16*)x + (long long)r * 2 * inner + c;
-			uint4 a = *(const uint4*)in, g = *(const uint4*)(in + inner);
-			float v[8], u[8], y[8];
-			unpack2(a.x, v[0], v[1]);
-			unpack2(a.y, v[2], v[3]);
-			unpack2(a.z, v[4], v[5]);
-			unpack2(a.w, v[6], v[7]);
-			unpack2(g.x, u[0], u[1]);
-			unpack2(g.y, u[2], u[3]);
-			unpack2(g.z, u[4], u[5]);
-			unpack2(g.w, u[6], u[7]);
-#pragma unroll
-			for (int e = 0; e < 8; e++) y[e] = geglu1(v[e], u[e], fast, kind);
-			long long o = 8LL * i;
-			float4 y0 = make_float4(y[0], y[1], y[2], y[3]), y1 = make_float4(y[4], y[5], y[6], y[7]);
-			if (dst) {
-				*(float4*)(dst + o) = y0;
-				*(float4*)(dst + o + 4) = y1;
-			}
-			if (h) {
-				store16x4(h, o, lo, y0, kind);
-				store16x4(h, o + 4, lo, y1, kind);
-			}
-		}
-		return;
-	}
 	for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += gridDim.x * blockDim.x) {
 		unsigned r = i / q, c = 4 * (i - r * q);
 		float4 v, u;
@@ -2264,8 +2150,6 @@ extern "C" __global__ void __launch_bounds__(32 * LIN_WARPS) linear_small(float*
 	__shared__ float part[LIN_WARPS * LIN_ROWS * LIN_R];
 	if (m <= 4)
 		lin_small_rows<4>(d, x, w, wkind, b, m, k, n, act, accum, part);
-	else if (LIN_M8 && m <= 8)
-		lin_small_rows<8>(d, x, w, wkind, b, m, k, n, act, accum, part);
 	else
 		lin_small_rows<LIN_ROWS>(d, x, w, wkind, b, m, k, n, act, accum, part);
 }

@@ -320,14 +320,11 @@ var KernelTunables = []KernelTunable{
 	{"ATTN_MMA_KC16", 2, 8, 4, "keys a chunk of the tensor-core attention, in sixteens"},
 	{"ATTN_MMA_LEAN", 0, 1, 0, "the fp16 tensor-core attention's values copied as they are, its masks skipped where they pass all"},
 	{"ATTN_SKIP", 0, 1, 0, "the attention kernels leave out the products of a chunk's keys past its tile's last (bit for bit the same)"},
-	{"ATTN_EX2", 0, 1, 0, "the tensor-core attention's scale applied in its exponent's fmaf, and ex2.approx.ftz for exp2f"},
-	{"LN_ROWS", 0, 8, 0, "LayerNorms of up to 1024 columns (multiples of 128) a warp a row, N rows a block (layer_norm_w); 0 a block a row (layer_norm4)"},
-	{"LIN_M8", 0, 1, 0, "linear_small built for five to eight rows, where 0 runs them in the sixteen rows' build"},
+	{"ATTN_EX2", 0, 1, 1, "the tensor-core attention's scale applied in its exponent's fmaf, and ex2.approx.ftz for exp2f (0: scaled first, exp2f)"},
 	{"LCL_W16", 0, 1, 0, "linear_cl on sixteen warps a block instead of eight, each with half the row tiles (clrows)"},
 	{"LMMA_MINB", 1, 4, 1, "blocks a multiprocessor of linear_mma (a register cap)"},
-	{"GEGLU_ERF", 0, 1, 1, "GeGLU's GELU for one 16-bit term: 1 the erf form, 0 the erfc form (FP16X2's)"},
-	{"GEGLU_EXP", 0, 1, 0, "GeGLU's GELU wherever it feeds 16-bit operands: 1 one exp2 of a polynomial (gelu_exp), 0 libdevice's erff or erfcf"},
-	{"GEGLU_V8", 0, 1, 0, "geglu4 reads eight fp16 inputs a thread where a GEMM wrote them as fp16 for it, instead of four"},
+	{"GEGLU_ERF", 0, 1, 1, "with GEGLU_EXP=0, GeGLU's GELU for one 16-bit term: 1 the erf form, 0 the erfc form (FP16X2's)"},
+	{"GEGLU_EXP", 0, 1, 1, "GeGLU's GELU wherever it feeds 16-bit operands: 1 one exp2 of a polynomial (gelu_exp), 0 libdevice's erff or erfcf (GEGLU_ERF)"},
 }
 
 func kernelTunable(name string) (KernelTunable, bool) {

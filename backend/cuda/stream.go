@@ -446,15 +446,11 @@ func (s *stream) LayerNorm(dst, x, weight, bias backend.Tensor, eps float32) {
 			rp, two = res.p.addr, res.two
 		}
 		h, kind, lo := x.shadowArgs(o)
-		pf := o.pfArgs()
-		if n := x.b.tunable("LN_ROWS"); n > 0 && in.cols%128 == 0 && in.cols <= 1024 {
-			return x.l.launch(x.b.drv, x.b.k.layerNormW, [3]int{(in.rows + n - 1) / n, 1, 1}, 32*n, 0, x.cs.stream, dstArg(o, d), u64(in.addr),
-				u64(w.addr), u64(bp), i32(in.cols), f32(eps), h, kind, lo, u64(rp), uint64(two), i32(in.rows), pf[0], pf[1], pf[2], pf[3])
-		}
 		fn, block := x.b.k.layerNorm, 256
 		if in.cols%4 == 0 && in.cols <= 1024 {
 			fn, block = x.b.k.layerNorm4, (in.cols/4+31)&^31
 		}
+		pf := o.pfArgs()
 		return x.l.launch(x.b.drv, fn, [3]int{in.rows, 1, 1}, block, 0, x.cs.stream, dstArg(o, d), u64(in.addr), u64(w.addr), u64(bp), i32(in.cols), f32(eps), h, kind, lo,
 			u64(rp), uint64(two), pf[0], pf[1], pf[2], pf[3])
 	})
