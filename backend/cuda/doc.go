@@ -281,10 +281,11 @@
 // define=NAME=VALUE (repeatable) sets one of kernels.cu's compile-time
 // tunables (KernelTunables: the blocks a multiprocessor of the attention
 // kernels and linear_mma, a cap on their registers; the unroll of the
-// tensor-core attention's loads, its chunk of keys and its lean form;
-// GeGLU's GELU in
-// the erf form for one 16-bit term, the default, or the erfc form), for
-// comparing variants of a kernel on a GPU;
+// tensor-core attention's loads, its chunk of keys, its lean form and
+// whether its scale is applied inside the exponent (ATTN_EX2, the
+// default); GeGLU's GELU as one exp2 of a polynomial (GEGLU_EXP, the
+// default) or libdevice's erf or erfc form), for comparing variants of a
+// kernel on a GPU;
 // KernelResources reports each kernel's registers and spills as the GPU's
 // compiler built it.
 //
