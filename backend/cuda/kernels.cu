@@ -616,11 +616,12 @@ extern "C" __global__ void act_map(float* dst, const float* x, long long n, int 
 // [0, 7] in exact arithmetic, checked with mpmath), with z = s/√2, the
 // factor 1/2 and log2(e) folded into the coefficients, so that
 // E = t·2^(P'(t) − s²·log2(e)/2). Φ = 1 − E for v ≥ 0 and E below it:
-// E's error is relative in the negative tail (where 0.5·v·(1 + erf) cancels)
-// and under a float32 ulp of 1 above it, a few float32 ulps in all
-// (TestEmuGeluExp), where libdevice's erff and erfcf take two polynomial
-// branches (a warp with inputs on both sides runs both) and ncu counted
-// about 65 instructions an element in GeGLU at fifty questions.
+// E's error is relative in the negative tail (where 0.5·v·(1 + erf) cancels),
+// a few float32 ulps down to v ≈ −4 and growing with v² below it, as the
+// exponent's rounding to float32 does (5e-6 at −10), and under a float32 ulp
+// of 1 for v ≥ 0 (TestEmuGeluExp's bounds). libdevice's erff and erfcf take
+// two polynomial branches (a warp with inputs on both sides runs both), and
+// ncu counted about 65 instructions an element in GeGLU at fifty questions.
 __device__ __forceinline__ float gelu_exp(float v) {
 	const float L2E = 1.4426950408889634f;
 	float s = fabsf(v), t = rcp_approx(fmaf(s, 0.35355339059327376f, 1.0f)); // 1/(1 + z/2)
@@ -644,8 +645,8 @@ __device__ __forceinline__ float gelu_exp(float v) {
 // fifty questions, and gelu_exp took 1.6–2.3 % off English GPU time there
 // on an H100, docs/cuda-perf-log.md). With GEGLU_EXP=0, the float32 erfc
 // form, or with GEGLU_ERF (its default) for one 16-bit term (kind 1 fp16, 2
-// bf16; not FP16X2's two, which keep float32's precision) the erf form,
-// erff costing less than erfcf, whose error where 1 + erf cancels (v below
+// bf16; not FP16X2's two, which keep float32's precision) the erf form:
+// erff costs less than erfcf, and its error where 1 + erf cancels (v below
 // about −3, |GELU| under 0.004) is a few float32 ulps of 1 times v, under
 // the 16-bit rounding of the GEMM sums it joins. geglu, geglu4 and
 // linear_mma's fused GeGLU share it, so that they agree bit for bit.
