@@ -483,14 +483,8 @@ func TestEmuLinearMMA(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(c.m), uint64(c.n*c.k)))
 			x, w, prod, mags := lmmaOperands(rng, c.m, c.n, c.k, c.terms)
-			bias := make([]float32, c.n)
-			for i := range bias {
-				bias[i] = float32(rng.NormFloat64())
-			}
-			d0 := make([]float32, c.m*c.n)
-			for i := range d0 {
-				d0[i] = float32(rng.NormFloat64())
-			}
+			bias := normals(rng, c.n)
+			d0 := normals(rng, c.m*c.n)
 			var p lmmaPlan
 			if c.kc == 0 {
 				var ok bool
@@ -858,13 +852,7 @@ func check16(t *testing.T, y []float32, h []byte, lo, kind int) {
 // halves a store) against store16's, in one term and two.
 func TestEmuProducers(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	normal := func(n int) []float32 {
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = float32(rng.NormFloat64())
-		}
-		return v
-	}
+	normal := func(n int) []float32 { return normals(rng, n) }
 	for _, kind := range []int{1, 3} {
 		t.Run(fmt.Sprintf("layer_norm4/kind=%d", kind), func(t *testing.T) {
 			const rows, cols = 5, 200
@@ -977,6 +965,15 @@ func TestEmuGeluExp(t *testing.T) {
 		}
 		check16(t, y, out[2], inner, kind)
 	}
+}
+
+// normals is n standard normal draws of rng, as float32.
+func normals(rng *rand.Rand, n int) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(rng.NormFloat64())
+	}
+	return v
 }
 
 // linear_mma's last block adds a tile's split sums in split order whether
@@ -1205,13 +1202,8 @@ func TestEmuLinearCl(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(c.m), uint64(c.n*c.k+1)))
 			x, w, prod, mags := lmmaOperands(rng, c.m, c.n, c.k, 1)
-			bias, d0 := make([]float32, c.n), make([]float32, c.m*c.n)
-			for i := range bias {
-				bias[i] = float32(rng.NormFloat64())
-			}
-			for i := range d0 {
-				d0[i] = float32(rng.NormFloat64())
-			}
+			bias := normals(rng, c.n)
+			d0 := normals(rng, c.m*c.n)
 			dBytes := f32Bytes(d0)
 			if c.half {
 				dBytes = make([]byte, 2*c.m*c.n)
@@ -1370,10 +1362,7 @@ func TestEmuLinearSmall(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("kind=%d,m=%d,k=%d,n=%d,act=%d,bias=%v,accum=%v", c.kind, c.m, c.k, c.n, c.act, c.bias, c.accum), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(c.k), uint64(c.m*100+c.n)))
-			x := make([]float32, c.m*c.k)
-			for i := range x {
-				x[i] = float32(rng.NormFloat64())
-			}
+			x := normals(rng, c.m*c.k)
 			// The weights as the kernel reads them, and their bytes.
 			wf := make([]float64, c.n*c.k)
 			var wb []byte
@@ -1399,14 +1388,8 @@ func TestEmuLinearSmall(t *testing.T) {
 				}
 				wb = u16Bytes(w)
 			}
-			bias := make([]float32, c.n)
-			for i := range bias {
-				bias[i] = float32(rng.NormFloat64())
-			}
-			d := make([]float32, c.m*c.n)
-			for i := range d {
-				d[i] = float32(rng.NormFloat64())
-			}
+			bias := normals(rng, c.n)
+			d := normals(rng, c.m*c.n)
 			biasArg := emuVal(0)
 			if c.bias {
 				biasArg = emuBuf(3, 0)

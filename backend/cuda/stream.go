@@ -1236,9 +1236,10 @@ func (s *stream) attentionKernel(tiled *[5]uintptr, p backend.AttentionParams, r
 		// kernels' warps for rows that do not fit).
 		if rw := o.RowWarps; rw > 0 && rowsFit(p.Layout) {
 			if fs := s.be.k.attentionRows[p.HeadDim]; fs != nil {
-				if fn := fs[slices.Index(rowsWarps[:], rw)][terms-1]; fn != 0 {
+				row := fs[slices.Index(rowsWarps[:], rw)]
+				if fn := row[terms-1]; fn != 0 {
 					if terms == 1 {
-						half = fs[slices.Index(rowsWarps[:], rw)][2]
+						half = row[2]
 					}
 					return fn, half, rowsKeys, rw, attnRowsShared(p.HeadDim, terms)
 				}
