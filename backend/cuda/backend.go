@@ -59,6 +59,9 @@ type kernels struct {
 	// linearCl is linear_cl: a GEMM of few rows whose splits of k are
 	// summed in a cluster (Options.ClusterRows).
 	linearCl uintptr
+	// linearWG is linear_wg: linear_cl's plan on warpgroup products
+	// (Options.WGRows).
+	linearWG uintptr
 }
 
 // attentionSharedLimit is the dynamic shared memory the attention kernel is
@@ -95,6 +98,12 @@ type Backend struct {
 	clusters bool
 	// clWaves: how many linear_cl blocks run at once, by cluster size.
 	clWaves clWaves
+	// wgmma: the kernels are compiled for sm_90a, the architecture-specific
+	// target whose warpgroup products linear_wg needs (Options.WGRows on a
+	// GPU of compute capability 9.0 exactly); wgWaves is clWaves for
+	// linear_wg's blocks.
+	wgmma   bool
+	wgWaves clWaves
 	// sharedOptin is the dynamic shared memory a block may opt in to (227
 	// KiB on Hopper, 163 on the A100, 99 on other Ampere and Ada GPUs).
 	sharedOptin int
@@ -234,6 +243,9 @@ func (b *Backend) init() error {
 	b.arch = fmt.Sprintf("sm_%d%d", dev.CC[0], dev.CC[1])
 	b.pdl = !b.opts.NoPDL && dev.CC[0] >= 9 && b.drv.Has("cuLaunchKernelEx")
 	b.clusters = dev.CC[0] >= 9 && b.drv.Has("cuLaunchKernelEx")
+	if b.opts.WGRows > 0 && b.clusters && dev.CC == [2]int{9, 0} {
+		b.wgmma, b.arch = true, "sm_90a"
+	}
 	return nil
 }
 
@@ -276,15 +288,16 @@ const (
 )
 
 // needExtras reports whether this Open uses kernels of the extras:
-// linear_mma (Options.MMARows), linear_cl (Options.ClusterRows), the
-// tensor-core attention at other than four warps (Options.MMAWarps, or,
+// linear_mma (Options.MMARows), linear_cl (Options.ClusterRows), linear_wg
+// (Options.WGRows), the tensor-core attention at other than four warps
+// (Options.MMAWarps, or,
 // in the precisions that use it, a GPU without the shared memory of the
 // four-warp kernels, whose head dims then take fewer), its key-split
 // kernels (Options.AttentionSplit) or the whole-row ones
 // (Options.RowWarps).
 func (b *Backend) needExtras() bool {
 	o := b.opts
-	if o.MMARows > 0 || o.ClusterRows > 0 || o.MMAWarps != 0 && o.MMAWarps != defaultMMAWarps || o.AttentionSplit || o.RowWarps > 0 {
+	if o.MMARows > 0 || o.ClusterRows > 0 || o.WGRows > 0 || o.MMAWarps != 0 && o.MMAWarps != defaultMMAWarps || o.AttentionSplit || o.RowWarps > 0 {
 		return true
 	}
 	if b.sharedOptin <= 0 || o.Precision != FP16 && o.Precision != FP16X2 {
@@ -434,6 +447,7 @@ func (b *Backend) kernelTable() map[string]kernelSlot {
 	}
 	fns["cluster_probe"] = kernelSlot{&b.k.clusterProbe, partExtras}
 	fns["linear_cl"] = kernelSlot{&b.k.linearCl, partExtras}
+	fns["linear_wg"] = kernelSlot{&b.k.linearWG, partExtras}
 	for t := range b.k.linearMMA {
 		for w, warps := range []int{4, 8} {
 			fns[fmt.Sprintf("linear_mma_%d_%d", t+1, warps)] = kernelSlot{&b.k.linearMMA[t][w], partExtras}
@@ -497,6 +511,12 @@ func (b *Backend) setKernelAttributes() error {
 			return fmt.Errorf("cuda: linear_cl kernel: %w", err)
 		}
 		b.clWaves = clusterWaves(b.drv, b.k.linearCl, b.clShared(), b.clWarps())
+	}
+	if b.k.linearWG != 0 {
+		if err := b.drv.Call("cuFuncSetAttribute", b.k.linearWG, 8, uintptr(b.clShared())); err != nil {
+			return fmt.Errorf("cuda: linear_wg kernel: %w", err)
+		}
+		b.wgWaves = clusterWaves(b.drv, b.k.linearWG, b.clShared(), 4)
 	}
 	// A tensor-core attention kernel whose shared memory this GPU does not
 	// have (head dim 128 at four or eight warps on a 99 KiB one) is 0:

@@ -67,7 +67,8 @@ func TestNoDriver(t *testing.T) {
 // the struct they are not read by ParseOptions.
 func TestOpenRefusesBadOptions(t *testing.T) {
 	for _, o := range []cuda.Options{{QueriesPerWarp: 3}, {AttentionWarps: 12}, {MMAWarps: 16}, {Bucket: -1}, {Precision: cuda.FP16X2 + 1},
-		{Refine: -1}, {Refine: float32(math.NaN())}, {RefineTokens: -5}, {ClusterRows: -1}, {ClusterRows: cuda.MaxMMARows + 1}, {ClusterCols: 48}, {ClusterCols: 256}} {
+		{Refine: -1}, {Refine: float32(math.NaN())}, {RefineTokens: -5}, {ClusterRows: -1}, {ClusterRows: cuda.MaxMMARows + 1}, {ClusterCols: 48}, {ClusterCols: 256},
+		{WGRows: -1}, {WGRows: cuda.MaxMMARows + 1}, {WGSplits: -1}, {WGSplits: 9}} {
 		be, err := cuda.Open(o)
 		if err == nil {
 			be.Close()
@@ -125,6 +126,9 @@ func TestParseOptions(t *testing.T) {
 		{"clrows=128", cuda.Options{ClusterRows: 128}, false},
 		{"clrows=-1", cuda.Options{}, true},
 		{"clrows=128,clcols=64", cuda.Options{ClusterRows: 128, ClusterCols: 64}, false},
+		{"wgrows=128,wgsplits=4", cuda.Options{WGRows: 128, WGSplits: 4}, false},
+		{"wgrows=300", cuda.Options{}, true},
+		{"wgsplits=9", cuda.Options{}, true},
 		{"clcols=96", cuda.Options{}, true},
 		// The registered backend's defaults, and LAYA_CUDA after them.
 		{fmt.Sprintf("precision=%v,refine=%g,kbatch=%d,kbatch=0", cuda.DefaultPrecision, cuda.DefaultRefine, cuda.DefaultKBatchRows),
@@ -292,7 +296,11 @@ func TestKernelsAssembleWithPtxas(t *testing.T) {
 		{"sm_80", []string{"mma.sync.aligned.m16n8k16", "ldmatrix.sync.aligned", "cp.async.cg.shared.global", "cp.async.wait_all", "ld.global.cg",
 			"cvt.rn.f16x2.f32", "cvt.rn.bf16.f32"}, []string{"griddepcontrol"}},
 		{"sm_90", []string{"mma.sync.aligned.m16n8k16", "ldmatrix.sync.aligned", "cp.async.cg.shared.global", "cp.async.wait_all", "ld.global.cg",
-			"cvt.rn.f16x2.f32", "cvt.rn.bf16.f32", "griddepcontrol.wait", "griddepcontrol.launch_dependents"}, nil},
+			"cvt.rn.f16x2.f32", "cvt.rn.bf16.f32", "griddepcontrol.wait", "griddepcontrol.launch_dependents"}, []string{"wgmma"}},
+		// sm_90a: linear_wg's warpgroup products, architecture-specific.
+		{"sm_90a", []string{"wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16", "wgmma.mma_async.sync.aligned.m64n96k16.f32.f16.f16",
+			"wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16", "wgmma.fence.sync.aligned", "wgmma.commit_group.sync.aligned",
+			"wgmma.wait_group.sync.aligned", "fence.proxy.async.shared::cta", "mapa.shared::cluster"}, nil},
 	} {
 		t.Run(c.arch, func(t *testing.T) {
 			t.Parallel()
@@ -1602,7 +1610,13 @@ func TestLinearGEMMPaths(t *testing.T) {
 		{"blas", cuda.Options{GEMMBLAS: true}},
 		// linear_mma for every shape here (FP16 and FP16X2; BF16 stays on
 		// cuBLASLt), launched plain and with programmatic dependent launch.
-		{"mma", cuda.Options{MMARows: cuda.MaxMMARows}}, {"mma-nopdl", cuda.Options{MMARows: cuda.MaxMMARows, NoPDL: true}}}
+		{"mma", cuda.Options{MMARows: cuda.MaxMMARows}}, {"mma-nopdl", cuda.Options{MMARows: cuda.MaxMMARows, NoPDL: true}},
+		// linear_cl and linear_wg (FP16 and FP16X2's reduced streams:
+		// here, FP16), linear_wg in its plan's clusters and in clusters of
+		// five (where the slices fit), launched plain once.
+		{"cl", cuda.Options{ClusterRows: cuda.MaxMMARows}}, {"wg", cuda.Options{WGRows: cuda.MaxMMARows}},
+		{"wg-splits=5", cuda.Options{WGRows: cuda.MaxMMARows, WGSplits: 5}},
+		{"wg-nopdl", cuda.Options{WGRows: cuda.MaxMMARows, NoPDL: true}}}
 	for _, prec := range []cuda.Precision{cuda.FP16, cuda.BF16, cuda.FP16X2} {
 		refs := make([][2][]float64, len(shapes))
 		for i, sh := range shapes {
@@ -2043,8 +2057,10 @@ func TestSanitizerForward(t *testing.T) {
 		{"fp16+own", cuda.Options{Precision: cuda.FP16, MMARows: cuda.MaxMMARows}},
 		{"fp16x2+own", cuda.Options{Precision: cuda.FP16X2, MMARows: cuda.MaxMMARows}},
 		{"fp16x2+own+attnsplit", cuda.Options{Precision: cuda.FP16X2, MMARows: cuda.MaxMMARows, AttentionSplit: true}},
-		// The GEMMs of one fp16 term on linear_cl (thread block clusters).
+		// The GEMMs of one fp16 term on linear_cl (thread block clusters)
+		// and on linear_wg (warpgroup products).
 		{"fp16+cl", cuda.Options{Precision: cuda.FP16, ClusterRows: cuda.MaxMMARows}},
+		{"fp16+wg", cuda.Options{Precision: cuda.FP16, WGRows: cuda.MaxMMARows}},
 		// The float32 attention of few tiles on the tiled kernel's warp a
 		// query instead of attn_reg.
 		{"fp32+attnreg=off", cuda.Options{Precision: cuda.FP32, NoRegAttention: true}},

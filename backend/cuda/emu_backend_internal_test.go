@@ -92,6 +92,11 @@ var emuConfigs = []emuConfig{
 	// The GEMMs of few rows on linear_cl, in FP16 and in FP16X2's reduced
 	// streams (every batch in FP16 first).
 	{"FP16X2+refine+clrows", Options{Precision: FP16X2, Refine: DefaultRefine, RefineTokens: 1, ClusterRows: MaxMMARows}},
+	// On linear_wg (warpgroup products; the emulated GPU is an sm_90),
+	// in FP16, whatever slices of k its plan takes, and in clusters of
+	// three where they fit.
+	{"FP16+wgrows", Options{Precision: FP16, WGRows: MaxMMARows}},
+	{"FP16X2+refine+wgrows+wgsplits=3", Options{Precision: FP16X2, Refine: DefaultRefine, RefineTokens: 1, WGRows: MaxMMARows, WGSplits: 3}},
 	// Every batch in FP16 first with each plain GEMM split over k's
 	// halves (kbatch: stacked products, their residual Adds in the
 	// LayerNorms), its near-ties again in FP16X2.
@@ -327,14 +332,15 @@ func emuBackendGoldens(t *testing.T, dir string, cases []oracletest.Case, config
 			if opts.Refine > 0 && nearTie && refined == 0 {
 				t.Errorf("no row refined, though a golden's two largest logits lie within %g", opts.Refine/2)
 			}
-			if (opts.MMARows > 0 || opts.ClusterRows > 0) && st.GEMMOwn == 0 {
-				t.Errorf("stats %+v: no GEMM ran on linear_mma or linear_cl", st)
+			own := opts.MMARows > 0 || opts.ClusterRows > 0 || opts.WGRows > 0
+			if own && st.GEMMOwn == 0 {
+				t.Errorf("stats %+v: no GEMM ran on linear_mma, linear_cl or linear_wg", st)
 			}
 			// The GEMMs ran on cuBLASLt where they should (each shape timed
-			// the first time: some shape is, unless linear_mma or
-			// linear_cl takes them all), none refused to cuBLAS; on cuBLAS,
-			// nothing was tuned.
-			if lt := emuLt(opts); st.GEMMFallback != 0 || !lt && st.GEMMTuned != 0 || lt && opts.MMARows == 0 && opts.ClusterRows == 0 && st.GEMMTuned == 0 {
+			// the first time: some shape is, unless linear_mma, linear_cl
+			// or linear_wg takes them all), none refused to cuBLAS; on
+			// cuBLAS, nothing was tuned.
+			if lt := emuLt(opts); st.GEMMFallback != 0 || !lt && st.GEMMTuned != 0 || lt && !own && st.GEMMTuned == 0 {
 				t.Errorf("stats %+v: with cuBLASLt %v, want GEMM shapes tuned on it (none without) and none fallen back to cuBLAS", st, lt)
 			}
 			// Every checkpoint here has a LayerNorm between two linear_mma

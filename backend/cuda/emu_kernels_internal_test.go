@@ -1227,6 +1227,64 @@ func TestEmuLinearCl(t *testing.T) {
 	}
 }
 
+// linear_wg (linear_cl's plan on warpgroup products) against float64 on
+// the emulator, whose wgmma computes from the PTX ISA's descriptor,
+// swizzle and fragment layouts when a wg_wait lets a product finish:
+// slices of k whole in shared memory and through rings of three to five
+// chunks (a chunk copied into a slot before the products reading it are
+// waited for computes wrong products), k not a multiple of 64 (the last
+// chunk part zeros), clusters of one to seven, a second tile of rows,
+// every padded row count, the epilogues.
+func TestEmuLinearWg(t *testing.T) {
+	for _, c := range []struct {
+		m, n, k, splits, ring int
+		bias                  bool
+		act                   int
+		accum, half           bool
+	}{
+		{m: 93, n: 130, k: 1024, splits: 2, ring: 8, half: true},
+		{m: 93, n: 130, k: 1024, splits: 1, ring: 4},
+		{m: 17, n: 72, k: 200, splits: 2, ring: 2, bias: true, act: 2},
+		{m: 130, n: 64, k: 64, splits: 1, ring: 1, act: 1, bias: true},
+		{m: 40, n: 192, k: 640, splits: 3, ring: 3, accum: true},
+		{m: 128, n: 256, k: 320, splits: 1, ring: 5, bias: true, half: true},
+		{m: 1, n: 64, k: 8, splits: 1, ring: 1},
+		{m: 64, n: 100, k: 2624, splits: 7, ring: 3, accum: true, act: 2},
+		{m: 70, n: 64, k: 448, splits: 1, ring: 3, bias: true},
+	} {
+		kb := (c.k + wgChunk - 1) / wgChunk
+		chunks := (kb + c.splits - 1) / c.splits
+		kc := chunks * wgChunk
+		if (kb+chunks-1)/chunks != c.splits || c.ring > chunks || c.ring < chunks && c.ring < 3 {
+			t.Fatalf("m=%d n=%d k=%d: %d splits of %d chunks, ring %d: not a plan linear_wg takes", c.m, c.n, c.k, c.splits, chunks, c.ring)
+		}
+		np := wgRowsPadded(c.m)
+		name := fmt.Sprintf("m=%d,n=%d,k=%d,kc=%d,cluster=%d,ring=%d,np=%d,bias=%v,act=%d,accum=%v,half=%v", c.m, c.n, c.k, kc, c.splits,
+			c.ring, np, c.bias, c.act, c.accum, c.half)
+		t.Run(name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(c.m), uint64(c.n*c.k+2)))
+			x, w, prod, mags := lmmaOperands(rng, c.m, c.n, c.k, 1)
+			bias := normals(rng, c.n)
+			d0 := normals(rng, c.m*c.n)
+			dBytes := f32Bytes(d0)
+			if c.half {
+				dBytes = make([]byte, 2*c.m*c.n)
+			}
+			biasArg := emuVal(0)
+			if c.bias {
+				biasArg = emuBuf(3, 0)
+			}
+			tilesN, tilesM := (c.n+wgCols-1)/wgCols, (c.m+wgRows-1)/wgRows
+			launch := emuLaunch{name: "linear_wg", grid: [3]int{tilesN * c.splits, 1, tilesM}, threads: 128,
+				smem: lwgShared(kc, np, c.ring), cluster: c.splits, args: []emuArg{emuBuf(0, 0), emuBuf(1, 0), emuBuf(2, 0),
+					biasArg, emuInt(c.m), emuInt(c.k), emuInt(c.n), emuVal(uint64(c.act)), emuVal(boolArg(c.accum)),
+					emuVal(boolArg(c.half)), emuInt(kc), emuInt(c.ring), emuInt(np)}}
+			out := emuRunOn(t, emuRunner(t), [][]byte{dBytes, u16Bytes(x), u16Bytes(w), f32Bytes(bias)}, launch)
+			lmmaCheck(t, out[0], prod, mags, d0, bias, c.m, c.n, c.bias, c.act, c.accum, c.half)
+		})
+	}
+}
+
 // The whole-row tensor-core attention (attn_rows: a block a batch row and
 // head, the row's queries, keys and values loaded once) against float64,
 // and bit for bit against the tiled tensor-core kernel (attn_mma at four

@@ -257,6 +257,71 @@ __device__ __forceinline__ float4 ldcg4(const float* p) {
 	return v;
 }
 
+// Warpgroup GEMMs (wgmma, sm_90a only: the architecture-specific target,
+// __CUDA_ARCH_FEAT_SM90_ALL): a warpgroup of four warps multiplies a
+// 64×16 tile of A by a 16×N tile of B into 64×N float32 accumulators
+// spread over its 128 threads, both operands read from shared memory
+// through 64-bit descriptors (wg_desc) without passing through registers,
+// asynchronously: wg_commit closes the products issued since the last into
+// a group, wg_wait<n> waits until at most n groups are in flight, and
+// wg_fence orders the warpgroup's register accesses before the products
+// that follow it. Shared memory written other than by the products' own
+// reads (cp.async, plain stores) must be made visible to them by
+// fence_async_smem (fence.proxy.async) and a barrier first.
+template <int N>
+__device__ __forceinline__ void wgmma_f16(float* d, u64 da, u64 db);
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+template <>
+__device__ __forceinline__ void wgmma_f16<32>(float* d, u64 da, u64 db) {
+	asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %18, 0;\n\t"
+		"wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, %16, %17, p, 1, 1, 0, 0;\n\t}"
+		: "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+		: "l"(da), "l"(db), "r"(1)
+		: "memory");
+}
+template <>
+__device__ __forceinline__ void wgmma_f16<64>(float* d, u64 da, u64 db) {
+	asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %34, 0;\n\t"
+		"wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, %32, %33, p, 1, 1, 0, 0;\n\t}"
+		: "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+		: "l"(da), "l"(db), "r"(1)
+		: "memory");
+}
+template <>
+__device__ __forceinline__ void wgmma_f16<96>(float* d, u64 da, u64 db) {
+	asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %50, 0;\n\t"
+		"wgmma.mma_async.sync.aligned.m64n96k16.f32.f16.f16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47}, %48, %49, p, 1, 1, 0, 0;\n\t}"
+		: "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
+		: "l"(da), "l"(db), "r"(1)
+		: "memory");
+}
+template <>
+__device__ __forceinline__ void wgmma_f16<128>(float* d, u64 da, u64 db) {
+	asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %66, 0;\n\t"
+		"wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, %64, %65, p, 1, 1, 0, 0;\n\t}"
+		: "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+		: "l"(da), "l"(db), "r"(1)
+		: "memory");
+}
+__device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int n>
+__device__ __forceinline__ void wg_wait() {
+	asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(n) : "memory");
+}
+__device__ __forceinline__ void fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+#else
+// Elsewhere the products are never launched (linear_wg needs sm_90a); the
+// declarations keep the kernel compiling.
+template <int N>
+__device__ __forceinline__ void wgmma_f16(float*, u64, u64) {}
+__device__ __forceinline__ void wg_fence() {}
+__device__ __forceinline__ void wg_commit() {}
+template <int n>
+__device__ __forceinline__ void wg_wait() {}
+__device__ __forceinline__ void fence_async_smem() {}
+#endif
+
 // rcp_approx and ex2_approx are the multifunction unit's 1/x and 2^x
 // (rcp.approx.ftz, ex2.approx.ftz: about one and two ulps, subnormals
 // flushed to zero), one instruction each where 1.0f/x and exp2f are a
@@ -2684,6 +2749,52 @@ __device__ __forceinline__ void lcl_finish4(void* d, long long o, int col, int n
 		*(float4*)((float*)d + o) = v;
 }
 
+// lcl_add_finish is the end of a GEMM over a cluster (linear_cl,
+// linear_wg), after the cluster's barrier: block rank adds, for the tile's
+// rows rank, rank + S, ..., the S blocks' float32 products in rank order
+// (each block's in its shared memory at Cs, a row of bn columns every CS
+// floats) and writes d as lmma_finish does, four columns a thread, NT
+// threads a block.
+__device__ __forceinline__ void lcl_add_finish(float* Cs, int CS, int bn, int NT, int S, int rank, int rows, int m0, int n0, void* d,
+	int n, const float* bias, int act, int accum, int half) {
+	const int tid = threadIdx.x, qsh = lmma_chunk_shift(bn / 4), Q = 1 << qsh;
+	// This block's rows of the tile, the S blocks' loads in flight before
+	// the first add; each block's products at its mapped address of Cs
+	// plus the offset (a block's window of the cluster's shared memory is
+	// contiguous), mapped once.
+	u32 peer[LCL_SPLITS];
+#pragma unroll
+	for (int s = 0; s < LCL_SPLITS; s++)
+		if (s < S) peer[s] = cluster_map(smem_addr(Cs), s);
+	// Two quads a thread a pass, both sets of loads in flight before the
+	// first add (ncu: a quarter of the kernel's samples in this loop, each
+	// pass waiting out one round of the cluster's loads).
+	const int mine = rows > rank ? (rows - rank + S - 1) / S : 0, quads = mine * Q;
+	for (int i0 = tid; i0 < quads; i0 += 2 * NT) {
+		float4 p[2][LCL_SPLITS];
+#pragma unroll
+		for (int u = 0; u < 2; u++) {
+			const int i = i0 + u * NT, r = rank + S * (i >> qsh), c = 4 * (i & (Q - 1));
+			if (i >= quads || n0 + c >= n) continue;
+			const u32 off = 4 * (r * CS + c);
+#pragma unroll
+			for (int s = 0; s < LCL_SPLITS; s++)
+				if (s < S) p[u][s] = ld_cluster4(peer[s] + off);
+		}
+#pragma unroll
+		for (int u = 0; u < 2; u++) {
+			const int i = i0 + u * NT, r = rank + S * (i >> qsh), c = 4 * (i & (Q - 1));
+			if (i >= quads || n0 + c >= n) continue;
+			float4 v = p[u][0];
+#pragma unroll
+			for (int s = 1; s < LCL_SPLITS; s++)
+				if (s < S) lmma_add(v, p[u][s]);
+			lcl_finish4(d, (long long)(m0 + r) * n + n0 + c, n0 + c, n, v, bias, act, accum, half);
+		}
+	}
+	cluster_sync(); // no block returns while another still reads its products
+}
+
 // linear_cl: d = act(x·wᵀ + b) (+ d first when accum) for x [m, k] one fp16
 // term and w [n, k] fp16, k a multiple of 16, float32 accumulation on
 // tensor cores (mma.sync m16n8k16), for GEMMs of few rows (a question: about
@@ -2852,41 +2963,7 @@ __device__ void lin_cl(void* d, const u16* x, const u16* w, const float* bias, i
 		}
 	}
 	cluster_sync();
-	// This block's rows of the tile, the S blocks' loads in flight before
-	// the first add; each block's products at its mapped address of Cs
-	// plus the offset (a block's window of the cluster's shared memory is
-	// contiguous), mapped once.
-	u32 peer[LCL_SPLITS];
-#pragma unroll
-	for (int s = 0; s < LCL_SPLITS; s++)
-		if (s < S) peer[s] = cluster_map(smem_addr(Cs), s);
-	// Two quads a thread a pass, both sets of loads in flight before the
-	// first add (ncu: a quarter of the kernel's samples in this loop, each
-	// pass waiting out one round of the cluster's loads).
-	const int mine = rows > rank ? (rows - rank + S - 1) / S : 0, quads = mine * Q;
-	for (int i0 = tid; i0 < quads; i0 += 2 * NT) {
-		float4 p[2][LCL_SPLITS];
-#pragma unroll
-		for (int u = 0; u < 2; u++) {
-			const int i = i0 + u * NT, r = rank + S * (i >> qsh), c = 4 * (i & (Q - 1));
-			if (i >= quads || n0 + c >= n) continue;
-			const u32 off = 4 * (r * CS + c);
-#pragma unroll
-			for (int s = 0; s < LCL_SPLITS; s++)
-				if (s < S) p[u][s] = ld_cluster4(peer[s] + off);
-		}
-#pragma unroll
-		for (int u = 0; u < 2; u++) {
-			const int i = i0 + u * NT, r = rank + S * (i >> qsh), c = 4 * (i & (Q - 1));
-			if (i >= quads || n0 + c >= n) continue;
-			float4 v = p[u][0];
-#pragma unroll
-			for (int s = 1; s < LCL_SPLITS; s++)
-				if (s < S) lmma_add(v, p[u][s]);
-			lcl_finish4(d, (long long)(m0 + r) * n + n0 + c, n0 + c, n, v, bias, act, accum, half);
-		}
-	}
-	cluster_sync(); // no block returns while another still reads its products
+	lcl_add_finish(Cs, CS, bn, NT, S, rank, rows, m0, n0, d, n, bias, act, accum, half);
 }
 
 // linear_cl: lin_cl, 32·LCL_WARPS threads a block. Grid: (⌈n/bn⌉·S, 1,
@@ -2896,5 +2973,162 @@ __device__ void lin_cl(void* d, const u16* x, const u16* w, const float* bias, i
 extern "C" __global__ void __launch_bounds__(32 * LCL_WARPS, 1) linear_cl(void* d, const u16* x, const u16* w, const float* bias,
 	int m, int k, int n, int act, int accum, int half, int kc, int bn) {
 	lin_cl(d, x, w, bias, m, k, n, act, accum, half, kc, bn);
+}
+#endif
+
+// ---- A GEMM of few rows on warpgroup products ----
+
+// LWG_BN is linear_wg's tile of output columns (weight rows): wgmma's 64
+// rows, one warpgroup a block. LWG_ROWS is the most rows of x a block takes
+// (blockIdx.z tiles them), LWG_CS the row of its float32 products in
+// shared memory: 68 floats, so that a warp's stores of its fragments (two
+// rows of each of four column pairs, eight rows apart) fall in 32 distinct
+// banks, and a row stays 16-byte aligned for the cluster's float4 adds.
+#define LWG_BN 64
+#define LWG_ROWS 128
+#define LWG_CS 68
+
+// lwg_piece is the offset, in a K-major tile of rows of 64 fp16 values (128
+// bytes) with the 128-byte swizzle, of 16-byte piece p (0–7) of row r:
+// piece p XOR r mod 8, eight-row groups 1024 bytes apart, what wgmma reads
+// through wg_desc (the tile 1024-byte aligned).
+__device__ __forceinline__ u32 lwg_piece(int r, int p) { return (u32)r * 128 + (u32)((p ^ (r & 7)) << 4); }
+
+// wg_desc is the wgmma descriptor of such a tile at shared address a: the
+// 128-byte swizzle, eight-row groups 1024 bytes apart (the stride byte
+// offset; the leading one is unused by this layout, 16 as CUTLASS sets it).
+// A step of 16 along k is a start address 32 bytes on.
+__device__ __forceinline__ u64 wg_desc(u32 a) {
+	return (u64)((a & 0x3ffff) >> 4) | (u64)(16 >> 4) << 16 | (u64)(1024 >> 4) << 32 | (u64)1 << 62;
+}
+
+// lin_wg: d = act(x·wᵀ + b) (+ d first when accum) for x [m, k] one fp16
+// term and w [n, k] fp16, k a multiple of 8, float32 accumulation on
+// warpgroup products (wgmma, sm_90a), for GEMMs of few rows, like
+// linear_cl. The product is taken transposed, dᵀ = w·xᵀ: the weight's 64
+// rows of a tile are wgmma's 64 rows (its M, fixed) and x's rows, NP of
+// them (m rounded up to 32), its N, so that one product instruction covers
+// a question's hundred rows.
+//
+// The grid and clusters are linear_cl's (linearcl.go's planLinearWg): a
+// cluster of S blocks takes a tile of 64 output columns and up to LWG_ROWS
+// rows, each block a slice of k, kc long (a multiple of 64). A block
+// copies its whole slice of the weight into shared memory before it waits
+// for the kernel before it (pdl_wait), then x in chunks of 64 of k, one
+// copy group each, through a ring of R slots (R = the chunks: all of x's
+// slice; else at least 3, a chunk copied two chunks after the one whose
+// slot it takes, once every warp has waited for that chunk's products);
+// the products of a chunk start as soon as it lands, four wgmma of 16 of
+// k, and run while the next chunks land. Both operands are stored as
+// wgmma reads them (lwg_piece). The products then go to shared memory
+// (LWG_CS floats a row) for the cluster's adding and the coalesced writes
+// of lcl_add_finish. Shared memory (linearcl.go's lwgShared): 1024 bytes
+// of alignment, then the weight's slice (8 KiB a chunk) and the ring (NP
+// rows of 128 bytes a slot).
+template <int NP>
+__device__ void lin_wg(void* d, const u16* x, const u16* w, const float* bias, int m, int k, int n, int act, int accum, int half,
+	int kc, int R) {
+	extern __shared__ float4 smem4[];
+	const int NT = 128;
+	const uint2 id = cluster_id();
+	const int S = (int)id.y, rank = (int)id.x;
+	const int n0 = (blockIdx.x / S) * LWG_BN, m0 = blockIdx.z * LWG_ROWS;
+	const int k0 = rank * kc, kn = max(0, min(kc, k - k0)), chunks = (kn + 63) / 64;
+	const int rows = min(LWG_ROWS, m - m0);
+	const int tid = threadIdx.x;
+	const u32 s0 = smem_addr(smem4), base = (s0 + 1023) & ~1023u;
+	char* const gs = (char*)smem4 + (base - s0);
+	const u32 sW = base, sX = base + (u32)chunks * 8192;
+	const uint4 zero = {0u, 0u, 0u, 0u};
+	// The weight: row r's pieces (chunk q/8, piece q%8), consecutive
+	// threads on consecutive pieces of a row; past n or past k, zeros.
+	{
+		const int P = 8 * chunks;
+		for (int i = tid; i < LWG_BN * P; i += NT) {
+			const int r = i / P, q = i - r * P;
+			const u32 off = (u32)(q >> 3) * 8192 + lwg_piece(r, q & 7);
+			if (n0 + r < n && 8 * q < kn)
+				cp_async16a(sW + off, w + (long long)(n0 + r) * k + k0 + 8 * q);
+			else
+				*(uint4*)(gs + off) = zero;
+		}
+	}
+	cp_async_commit();
+	pdl_wait();
+	pdl_launch();
+	// Chunk c of x into slot c % R, one group.
+	auto copyX = [&](int c) {
+		const u32 slot = (u32)(c % R) * (NP * 128);
+		for (int i = tid; i < NP * 8; i += NT) {
+			const int r = i >> 3, p = i & 7, kq = 64 * c + 8 * p;
+			const u32 off = slot + lwg_piece(r, p);
+			if (r < rows && kq < kn)
+				cp_async16a(sX + off, x + (long long)(m0 + r) * k + k0 + kq);
+			else
+				*(uint4*)(gs + (sX - sW) + off) = zero;
+		}
+		cp_async_commit();
+	};
+	for (int c = 0; c < min(R, chunks); c++) copyX(c);
+	float acc[NP / 2];
+#pragma unroll
+	for (int i = 0; i < NP / 2; i++) acc[i] = 0.0f;
+	for (int c = 0; c < chunks; c++) {
+		// The groups committed after chunk c's: with all of x's slice in
+		// slots, the later chunks'; through the ring, the rest of the
+		// first R and one an iteration before this (empty in the first
+		// two), or, for a chunk copied in iteration c − R + 2, that
+		// iteration's successors.
+		cp_async_wait_group(R >= chunks ? chunks - 1 - c : c < R ? R - 1 : R - 3);
+		fence_async_smem();
+		__syncthreads();
+		if (R < chunks) {
+			// Every warp has waited for chunk c − 2's products (wg_wait<1>
+			// after chunk c − 1's): its slot takes chunk c − 2 + R.
+			if (c >= 2 && c - 2 + R < chunks)
+				copyX(c - 2 + R);
+			else
+				cp_async_commit();
+		}
+		wg_fence();
+		const u32 a = sW + (u32)c * 8192, b = sX + (u32)(c % R) * (NP * 128);
+#pragma unroll
+		for (int kk = 0; kk < 4; kk++) wgmma_f16<NP>(acc, wg_desc(a + 32 * kk), wg_desc(b + 32 * kk));
+		wg_commit();
+		wg_wait<1>();
+	}
+	wg_wait<0>();
+	// The products into shared memory (the operands', done with), as
+	// [row of x][column] for the cluster and the writes: thread 32w + l
+	// holds columns 16w + l/4 (+8) of rows 8i + 2(l%4) (+1).
+	__syncthreads();
+	float* Cs = (float*)gs;
+	{
+		const int wq = tid >> 5, l = tid & 31, col = 16 * wq + (l >> 2), r0 = 2 * (l & 3);
+#pragma unroll
+		for (int i = 0; i < NP / 8; i++) {
+			const int r = 8 * i + r0;
+			Cs[r * LWG_CS + col] = acc[4 * i];
+			Cs[(r + 1) * LWG_CS + col] = acc[4 * i + 1];
+			Cs[r * LWG_CS + col + 8] = acc[4 * i + 2];
+			Cs[(r + 1) * LWG_CS + col + 8] = acc[4 * i + 3];
+		}
+	}
+	cluster_sync();
+	lcl_add_finish(Cs, LWG_CS, LWG_BN, NT, S, rank, rows, m0, n0, d, n, bias, act, accum, half);
+}
+
+// linear_wg: lin_wg for np = x's rows a block rounded up to 32 (32, 64, 96
+// or 128), one warpgroup. Grid: (⌈n/64⌉·S, 1, ⌈m/128⌉), in clusters of S ≤
+// LCL_SPLITS along x; R the ring's slots (see lin_wg).
+#if LAYA_EXTRAS
+extern "C" __global__ void __launch_bounds__(128, 1) linear_wg(void* d, const u16* x, const u16* w, const float* bias, int m, int k,
+	int n, int act, int accum, int half, int kc, int R, int np) {
+	switch (np) {
+	case 32: lin_wg<32>(d, x, w, bias, m, k, n, act, accum, half, kc, R); break;
+	case 64: lin_wg<64>(d, x, w, bias, m, k, n, act, accum, half, kc, R); break;
+	case 96: lin_wg<96>(d, x, w, bias, m, k, n, act, accum, half, kc, R); break;
+	default: lin_wg<128>(d, x, w, bias, m, k, n, act, accum, half, kc, R); break;
+	}
 }
 #endif

@@ -80,6 +80,9 @@ func clusterWaves(drv *cudadrv.Driver, fn uintptr, shared, warps int) (w clWaves
 // the dynamic shared memory a block.
 type clPlan struct {
 	bn, kc, splits, tilesN, tilesM, shared int
+	// linear_wg's: the ring's chunks of x and the rows of x a block
+	// multiplies (wgRowsPadded).
+	ring, np int
 }
 
 // lclShared is a linear_cl block's dynamic shared memory for slices of kc,
@@ -171,4 +174,106 @@ func (lin *linearOp) issueCl(x *run, xh, wh uintptr) error {
 	return x.l.launchCluster(x.b.drv, x.b.k.linearCl, [3]int{p.tilesN * p.splits, 1, p.tilesM}, 32*x.b.clWarps(), p.shared, x.cs.stream,
 		p.splits, u64(lin.d.addr), u64(xh), u64(wh), u64(bp), i32(lin.m), i32(lin.k), i32(lin.n), uint64(lin.act),
 		boolArg(lin.accumulate), boolArg(lin.halfOut), i32(p.kc), i32(p.bn))
+}
+
+// wgChunk is the k of one of linear_wg's chunks (kernels.cu's 64-wide
+// swizzled rows: 128 bytes of fp16), wgCols its tile's output columns
+// (LWG_BN, wgmma's 64 rows), wgRows the most rows of x a block takes
+// (LWG_ROWS), wgCS its products' row in shared memory (LWG_CS floats).
+const (
+	wgChunk = 64
+	wgCols  = 64
+	wgRows  = 128
+	wgCS    = 68
+)
+
+// wgRowsPadded is the rows of x a linear_wg block multiplies, np: m's rows
+// of one tile rounded up to 32 (the kernel's instantiations 32 to 128).
+func wgRowsPadded(m int) int { return (min(m, wgRows) + 31) &^ 31 }
+
+// lwgShared is a linear_wg block's dynamic shared memory for slices of kc
+// (a multiple of wgChunk), np rows of x and a ring of r chunks of x: 1024
+// bytes to align the swizzled tiles, the weight's slice and the ring, or,
+// where more, the float32 products.
+func lwgShared(kc, np, r int) int {
+	return 1024 + max(kc/wgChunk*wgCols*wgChunk*2+r*np*wgChunk*2, np*wgCS*4)
+}
+
+// planLinearWg splits a GEMM of m rows, n output columns and depth k into
+// clusters of linear_wg blocks, as planLinearCl does for linear_cl: tiles
+// of wgCols columns, each cluster's blocks a slice of k a whole number of
+// chunks, the whole of a block's weight slice in shared memory (sharedMax
+// a block) with a ring of at least three chunks of x (all of the slice's
+// chunks where they fit, up to eight). splits forces the slices of k (0:
+// the plan's). Of the plans that fit it takes the one whose blocks each
+// do least after their wait, times the waves: x's chunks copied and
+// multiplied, about kc·np/32 cycles on an H100's multiprocessor (64 bytes
+// of L2 a cycle; the products, at 4,096 fp16 operations a cycle, as long),
+// plus, split, the cluster's adding (np·64 floats over its shared memory,
+// about 8·np cycles) and two cluster barriers (counted as 1,000 cycles: a
+// guess for measurements to revise). The plan's ring is its shared field's
+// r (clPlan.ring).
+func planLinearWg(m, n, k, splits, sms, sharedMax int, waves *clWaves) (p clPlan, ok bool) {
+	np := wgRowsPadded(m)
+	tilesM := (m + wgRows - 1) / wgRows
+	tilesN := (n + wgCols - 1) / wgCols
+	kb := (k + wgChunk - 1) / wgChunk
+	best := 0
+	for s := 1; s <= maxClusterSplits; s++ {
+		if splits != 0 && s != splits {
+			continue
+		}
+		chunks := (kb + s - 1) / s
+		kc := chunks * wgChunk
+		if (kb+chunks-1)/chunks != s {
+			continue
+		}
+		ring := min(chunks, 8)
+		for ring >= 3 && lwgShared(kc, np, ring) > sharedMax {
+			ring--
+		}
+		if ring < chunks && ring < 3 || lwgShared(kc, np, ring) > sharedMax {
+			continue
+		}
+		blocks := tilesN * s * tilesM
+		wave := waves.wave(s, sms)
+		work := kc * np / 32
+		if s > 1 {
+			work += 8*np + 1000
+		}
+		cost := (blocks + wave - 1) / wave * work
+		if !ok || cost < best {
+			p = clPlan{bn: wgCols, kc: kc, splits: s, tilesN: tilesN, tilesM: tilesM, shared: lwgShared(kc, np, ring), ring: ring, np: np}
+			best, ok = cost, true
+		}
+	}
+	return p, ok
+}
+
+// wgLinear reports whether a Linear of m rows, depth k and weight w runs
+// on linear_wg (Options.WGRows), and its plan: one fp16 term (FP16, and
+// FP16X2's reduced streams), a resident weight, k a multiple of 8, and the
+// kernels compiled for sm_90a.
+func (s *stream) wgLinear(m, k int, w *tensor) (clPlan, bool) {
+	rows := s.be.opts.WGRows
+	if rows == 0 || m > rows || s.prec != FP16 || w.s != nil || k%8 != 0 || !s.be.wgmma {
+		return clPlan{}, false
+	}
+	return planLinearWg(m, w.rows, k, s.be.opts.WGSplits, s.be.sms, s.be.clShared(), &s.be.wgWaves)
+}
+
+// issueWg launches linear_wg on x's fp16 copy xh and the weight's wh, in
+// clusters of the plan's splits.
+func (lin *linearOp) issueWg(x *run, xh, wh uintptr) error {
+	p := lin.clPlan
+	var bp uintptr
+	if lin.b != nil {
+		bp = lin.b.addr
+	}
+	if x.tune {
+		x.b.count(func(st *Stats) { st.GEMMOwn++ })
+	}
+	return x.l.launchCluster(x.b.drv, x.b.k.linearWG, [3]int{p.tilesN * p.splits, 1, p.tilesM}, 128, p.shared, x.cs.stream,
+		p.splits, u64(lin.d.addr), u64(xh), u64(wh), u64(bp), i32(lin.m), i32(lin.k), i32(lin.n), uint64(lin.act),
+		boolArg(lin.accumulate), boolArg(lin.halfOut), i32(p.kc), i32(p.ring), i32(p.np))
 }

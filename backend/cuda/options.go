@@ -218,6 +218,21 @@ type Options struct {
 	// ClusterCols is the output columns of a linear_cl tile: 32, 64 or
 	// 128; 0 (the default) lets its plan choose for each GEMM.
 	ClusterCols int
+	// WGRows runs the GEMMs of one fp16 term (FP16, and FP16X2's reduced
+	// streams) of at most this many rows on linear_wg, linear_cl's plan on
+	// warpgroup products (wgmma): tiles of 64 output columns a block of
+	// one warpgroup, the block's whole slice of the weight copied before
+	// the kernel waits for the one before it, x through a ring of chunks,
+	// k split over a cluster where that takes fewer waves. It needs an
+	// sm_90 GPU (wgmma is specific to that architecture: H100, H200) and
+	// goes before linear_cl (ClusterRows); 0, the default, keeps them on
+	// cuBLAS. Weights written on the stream, k not a multiple of 8, and an
+	// fp16 output with a residual folded in stay on cuBLAS.
+	WGRows int
+	// WGSplits forces linear_wg's slices of k a cluster (1 to 8, where
+	// the slices fit in shared memory); 0 (the default) lets its plan
+	// choose for each GEMM.
+	WGSplits int
 	// KBatchRows runs each plain product (no bias or activation: every
 	// GEMM of the ModernBERT encoder) of one fp16 term (FP16, and FP16X2's
 	// reduced streams) of at most this many rows on cuBLAS as two GEMMs
@@ -368,7 +383,7 @@ func defineFlags(defines map[string]int) []string {
 // precision=fp32|fp16|bf16|fp16x2, device=N, graphs=off, maxgraphs=N,
 // submit=N|off, splits=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnrows=4|6|8|off, attnsplit=off|on, attnreg=on|off, attnterms=0|1|2,
 // attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off,
-// tunecands=N, splitk=off|on, tunecold=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, clrows=N, clcols=32|64|128, kbatch=N, kbatchk=N, l2pf=N, l2pfdepth=N, pdl=on|off, geglu=vec|scalar, cache=DIR|off,
+// tunecands=N, splitk=off|on, tunecold=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, clrows=N, clcols=32|64|128, wgrows=N, wgsplits=N, kbatch=N, kbatchk=N, l2pf=N, l2pfdepth=N, pdl=on|off, geglu=vec|scalar, cache=DIR|off,
 // refine=MARGIN|off, refinetokens=N, define=NAME=VALUE (repeatable: Options.Defines),
 // driver=PATH, nvrtc=PATH, cublas=PATH (the libraries: a CUDA install outside the
 // loader path, or the tests' kernel emulator, which then runs every command that takes
@@ -376,7 +391,7 @@ func defineFlags(defines map[string]int) []string {
 func ParseOptions(s string) (Options, error) {
 	var o Options
 	ints := map[string]*int{"device": &o.Device, "bucket": &o.Bucket, "attnqpw": &o.QueriesPerWarp,
-		"attnwarps": &o.AttentionWarps, "mmawarps": &o.MMAWarps, "attnterms": &o.AttentionTerms, "maxgraphs": &o.MaxGraphs, "refinetokens": &o.RefineTokens, "tunecands": &o.TuneCandidates, "splits": &o.SubmitSplits, "mmarows": &o.MMARows, "mmacols": &o.MMACols, "clrows": &o.ClusterRows, "clcols": &o.ClusterCols, "kbatch": &o.KBatchRows, "kbatchk": &o.KBatchMinK, "l2pf": &o.PrefetchRows, "l2pfdepth": &o.PrefetchDepth}
+		"attnwarps": &o.AttentionWarps, "mmawarps": &o.MMAWarps, "attnterms": &o.AttentionTerms, "maxgraphs": &o.MaxGraphs, "refinetokens": &o.RefineTokens, "tunecands": &o.TuneCandidates, "splits": &o.SubmitSplits, "mmarows": &o.MMARows, "mmacols": &o.MMACols, "clrows": &o.ClusterRows, "clcols": &o.ClusterCols, "wgrows": &o.WGRows, "wgsplits": &o.WGSplits, "kbatch": &o.KBatchRows, "kbatchk": &o.KBatchMinK, "l2pf": &o.PrefetchRows, "l2pfdepth": &o.PrefetchDepth}
 	// Two-word options: the words, and the field that is whether it is
 	// the second.
 	words := map[string]struct {
@@ -423,7 +438,7 @@ func ParseOptions(s string) (Options, error) {
 			}
 			*map[string]*string{"driver": &o.Driver, "nvrtc": &o.NVRTC, "cublas": &o.CUBLAS}[k] = v
 		default:
-			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, submit=N|off, splits=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnrows=4|6|8|off, attnsplit=off|on, attnreg=on|off, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off, tunecands=N, splitk=off|on, tunecold=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, clrows=N, clcols=32|64|128, kbatch=N, kbatchk=N, l2pf=N, l2pfdepth=N, pdl=on|off, geglu=vec|scalar, cache=DIR|off, refine=MARGIN|off, refinetokens=N, define=NAME=VALUE, driver=PATH, nvrtc=PATH, cublas=PATH)")
+			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, submit=N|off, splits=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnrows=4|6|8|off, attnsplit=off|on, attnreg=on|off, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gemm=lt|blas, tune=on|off, tunecands=N, splitk=off|on, tunecold=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, clrows=N, clcols=32|64|128, wgrows=N, wgsplits=N, kbatch=N, kbatchk=N, l2pf=N, l2pfdepth=N, pdl=on|off, geglu=vec|scalar, cache=DIR|off, refine=MARGIN|off, refinetokens=N, define=NAME=VALUE, driver=PATH, nvrtc=PATH, cublas=PATH)")
 		}
 		if err == nil {
 			err = o.check()
@@ -500,6 +515,10 @@ func (o Options) check() error {
 		return fmt.Errorf("clrows=%d, want 0 (off) to %d rows", o.ClusterRows, MaxMMARows)
 	case o.ClusterCols != 0 && o.ClusterCols != 32 && o.ClusterCols != 64 && o.ClusterCols != 128:
 		return fmt.Errorf("clcols=%d, want 32, 64 or 128 (0: the plan's)", o.ClusterCols)
+	case o.WGRows < 0 || o.WGRows > MaxMMARows:
+		return fmt.Errorf("wgrows=%d, want 0 (off) to %d rows", o.WGRows, MaxMMARows)
+	case o.WGSplits < 0 || o.WGSplits > 8:
+		return fmt.Errorf("wgsplits=%d, want 0 (the plan's) to 8, a portable cluster's blocks", o.WGSplits)
 	case o.KBatchRows < 0:
 		return fmt.Errorf("kbatch=%d, want 0 (off) or the most rows of a GEMM split over k's halves", o.KBatchRows)
 	case o.KBatchMinK < 0:
@@ -530,8 +549,8 @@ func (o Options) check() error {
 	return nil
 }
 
-// MaxMMARows bounds Options.MMARows and ClusterRows: linear_mma and
-// linear_cl keep a split's rows of x in shared memory, and are made for
+// MaxMMARows bounds Options.MMARows, ClusterRows and WGRows: linear_mma,
+// linear_cl and linear_wg keep a split's rows of x in shared memory, and are made for
 // GEMMs that read their weight once.
 const MaxMMARows = 256
 
@@ -614,9 +633,9 @@ type Stats struct {
 	// dependent launches (without Options.NoPDL) and were taken again
 	// without them.
 	PDLRefused int
-	// GEMMOwn counts the GEMMs that ran on linear_mma (Options.MMARows) or
-	// linear_cl (Options.ClusterRows) in the first run of their segment's
-	// shape, kernel by kernel.
+	// GEMMOwn counts the GEMMs that ran on linear_mma (Options.MMARows),
+	// linear_cl (Options.ClusterRows) or linear_wg (Options.WGRows) in the
+	// first run of their segment's shape, kernel by kernel.
 	GEMMOwn int
 	// LayerNormsInGEMM counts, of those, the ones that also computed the
 	// LayerNorm of their input (Options.MMANoLN).

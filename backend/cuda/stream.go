@@ -357,6 +357,7 @@ const (
 	opLN
 	opCl
 	opKBatch
+	opWG
 )
 
 func (s *stream) New(rows, cols int) backend.Tensor {
@@ -479,6 +480,9 @@ func (s *stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activat
 		s.mmaPart = max(s.mmaPart, p.partBytes(m, n))
 		s.mmaSem = max(s.mmaSem, int64(p.tilesN*p.tilesM))
 		s.mix(opMMA)
+	} else if p, ok := s.wgLinear(m, k, w); ok {
+		lin.wg, lin.clPlan = true, p
+		s.mix(opWG, uint64(p.splits))
 	} else if p, ok := s.clLinear(m, k, w); ok {
 		lin.cl, lin.clPlan = true, p
 		s.mix(opCl)
@@ -500,7 +504,7 @@ func (s *stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activat
 	// KBatchRows: a plain product of one fp16 term and few rows on cuBLAS
 	// as one batch of two GEMMs over k's halves, stacked as FP16X2's
 	// products are (its readers add the two).
-	if s.prec == FP16 && !lin.small && !lin.mma && !lin.cl && plain && m <= s.be.opts.KBatchRows && k%32 == 0 &&
+	if s.prec == FP16 && !lin.small && !lin.mma && !lin.cl && !lin.wg && plain && m <= s.be.opts.KBatchRows && k%32 == 0 &&
 		k >= s.be.opts.KBatchMinK {
 		lin.two, lin.khalf = s.stack(d), true
 		s.mix(opKBatch, uint64(lin.two))
@@ -593,7 +597,7 @@ func (s *stream) prefetchHost(o *op) {
 // each asks for up to two weights, a full one leaving the GEMM to the next.
 func (s *stream) prefetch(lin *linearOp) {
 	hs := s.pfHosts
-	if len(hs) == 0 || lin.m > s.be.opts.PrefetchRows || lin.wHalf == 0 || lin.mma || lin.cl {
+	if len(hs) == 0 || lin.m > s.be.opts.PrefetchRows || lin.wHalf == 0 || lin.mma || lin.cl || lin.wg {
 		return
 	}
 	for _, h := range hs[max(0, len(hs)-max(1, s.be.opts.PrefetchDepth)):] {
@@ -629,6 +633,7 @@ type linearOp struct {
 	mma     bool    // runs on linear_mma (mmaLinear), as plan says
 	plan    lmmaPlan
 	cl      bool // runs on linear_cl (clLinear), as clPlan says
+	wg      bool // runs on linear_wg (wgLinear), as clPlan says
 	clPlan  clPlan
 }
 
@@ -711,6 +716,8 @@ func (lin *linearOp) issue(x *run) error {
 			return lin.issueMMA(x, xh, wh)
 		} else if own && lin.cl {
 			return lin.issueCl(x, xh, wh)
+		} else if own && lin.wg {
+			return lin.issueWg(x, xh, wh)
 		}
 		if lin.ln != nil {
 			// Only linear_mma computes the LayerNorm, whose output was

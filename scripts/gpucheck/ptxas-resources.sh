@@ -11,7 +11,8 @@
 #
 # The -D flags set kernels.cu's tunables (cuda.KernelTunables); the table
 # (kernel, registers, stack bytes, spill stores/loads, warps a multiprocessor
-# by registers) goes to standard output. SASS_DIR=DIR also writes each listed
+# by registers) goes to standard output. ARCH=sm_90a assembles for the
+# architecture-specific target (linear_wg's wgmma). SASS_DIR=DIR also writes each listed
 # kernel's SASS (the same package's cuobjdump, fetch-ptxas.sh --sass) to
 # DIR/KERNEL.sass: what ptxas made of a loop, read without a GPU (NVRTC's may
 # differ). SASS_DIR takes the package's ptxas, not LAYA_PTXAS, whose
@@ -36,10 +37,10 @@ fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$root/backend/cuda"
-clang-19 -x cuda --cuda-gpu-arch=sm_90 --cuda-device-only -nocudainc -nocudalib -O3 -fno-builtin -mllvm -inline-threshold=1000000 \
+clang-19 -x cuda --cuda-gpu-arch="${ARCH:-sm_90}" --cuda-device-only -nocudainc -nocudalib -O3 -fno-builtin -mllvm -inline-threshold=1000000 \
 	-S -o "$tmp/k.ptx" -std=c++17 "${defines[@]}" -include ../../metal/cuda/testdata/cuda_stub.h -include testdata/nvrtc_extra.h \
 	kernels.cu 2>"$tmp/clang.err" || { cat "$tmp/clang.err" >&2; exit 1; }
-if ! "$ptxas" -c -arch=sm_90 -O3 -v -o "$tmp/k.cubin" "$tmp/k.ptx" >"$tmp/ptxas.log" 2>&1; then
+if ! "$ptxas" -c -arch="${ARCH:-sm_90}" -O3 -v -o "$tmp/k.cubin" "$tmp/k.ptx" >"$tmp/ptxas.log" 2>&1; then
 	grep -v '^ptxas info' "$tmp/ptxas.log" >&2 || true
 	echo "ptxas-resources: $ptxas refused the PTX" >&2
 	exit 1

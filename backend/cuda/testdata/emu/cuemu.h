@@ -229,6 +229,21 @@ struct Copy {
 };
 extern std::vector<Copy>* copies;
 
+// The running thread's warpgroup products (wgmma) in flight: the
+// accumulators, N, the operands' descriptors and the group (a commit
+// closes one).
+struct WG {
+	float* d;
+	int n;
+	u64 da, db;
+	int group;
+};
+struct WGState {
+	std::vector<WG> pending;
+	int committed = 0;
+};
+extern WGState* wgs;
+
 // f2h rounds f to fp16, nearest even (cvt.rn.f16.f32), f32 to bf16 likewise.
 inline u16 f2h(float f) {
 	u32 x = __float_as_uint(f), sign = (x >> 16) & 0x8000, ax = x & 0x7fffffffu;
@@ -396,6 +411,60 @@ inline float4 ldcg4(const float* p) {
 	const volatile float* q = p;
 	return float4{q[0], q[1], q[2], q[3]};
 }
+// The warpgroup products (wgmma m64nNk16, fp16 operands in shared memory
+// through descriptors, float32 accumulators). A product is computed when a
+// wg_wait lets it finish, from shared memory as it is then, so that a
+// kernel that overwrites an operand before waiting for the product reading
+// it computes a wrong product here too. The descriptor (PTX ISA, "Matrix
+// Descriptor Format"): bits 0-13 the start address / 16, 16-29 the
+// leading byte offset / 16, 32-45 the stride byte offset / 16, 62-63 the
+// swizzle (1: 128 bytes, the only one modelled). A K-major operand with
+// the 128-byte swizzle holds rows of 64 fp16 values (128 bytes) in groups
+// of eight rows, each group stride bytes on; the 16-byte piece at byte b
+// of row r lies at piece b/16 XOR (r mod 8), that is, address bits 4-6
+// XOR bits 7-9. Thread t = 32w + l of the warpgroup holds, for each
+// 8-column slice i of the 64×N product, d[4i..4i+3] = rows 16w + l/4 and
+// 16w + l/4 + 8, columns 8i + 2(l%4) and 8i + 2(l%4) + 1 (PTX ISA,
+// "Register Fragments and Shared Memory Matrix Layouts", wgmma's D).
+inline float wg_operand(u64 desc, int r, int k) {
+	if ((desc >> 62) != 1) cuemu::fail("wgmma descriptor: only the 128-byte swizzle is modelled");
+	u32 start = (u32)(desc & 0x3fff) << 4, stride = (u32)((desc >> 32) & 0x3fff) << 4;
+	u32 a = start + (u32)(r / 8) * stride + (u32)(r % 8) * 128 + 2 * (u32)k;
+	a ^= ((a >> 7) & 7) << 4;
+	u16 h;
+	memcpy(&h, cuemu::dyn_smem + a, 2);
+	return cuemu::h2f(h);
+}
+inline void wg_compute(const cuemu::WG& p) {
+	unsigned t = threadIdx.x & 127, w = t >> 5, l = t & 31;
+	for (int i = 0; i < p.n / 8; i++)
+		for (int e = 0; e < 4; e++) {
+			int row = 16 * w + l / 4 + 8 * (e >> 1), col = 8 * i + 2 * (l % 4) + (e & 1);
+			float s = p.d[4 * i + e];
+			for (int k = 0; k < 16; k++) s = fmaf(wg_operand(p.da, row, k), wg_operand(p.db, col, k), s);
+			p.d[4 * i + e] = s;
+		}
+}
+template <int N>
+inline void wgmma_f16(float* d, u64 da, u64 db) {
+	if (blockDim.x % 128) cuemu::fail("wgmma in a block that is not whole warpgroups");
+	cuemu::wgs->pending.push_back(cuemu::WG{d, N, da, db, cuemu::wgs->committed});
+}
+inline void wg_fence() {}
+inline void wg_commit() { cuemu::wgs->committed++; }
+template <int n>
+inline void wg_wait() {
+	auto& v = cuemu::wgs->pending;
+	size_t kept = 0;
+	for (size_t i = 0; i < v.size(); i++) {
+		if (v[i].group < cuemu::wgs->committed - n)
+			wg_compute(v[i]);
+		else
+			v[kept++] = v[i];
+	}
+	v.resize(kept);
+}
+inline void fence_async_smem() {}
 inline void pdl_wait() {}
 inline void pdl_launch() {}
 

@@ -29,6 +29,7 @@ cuemu::Cluster cuemu::cluster;
 std::mutex cuemu::statics_mu;
 std::set<cuemu::Static> cuemu::statics;
 std::vector<cuemu::Copy>* cuemu::copies;
+cuemu::WGState* cuemu::wgs;
 u64 cuemu::progress;
 
 #if defined(__x86_64__) && !defined(CUEMU_UCONTEXT)
@@ -118,6 +119,7 @@ struct Fiber {
 	unsigned tid;
 	bool done;
 	std::vector<Copy> copies;
+	WGState wg;
 };
 
 inline Context scheduler;
@@ -139,6 +141,8 @@ inline void fiber_main() {
 		for (const auto& c : f->copies)
 			if (c.s) fail("returned with cp.async copies in flight");
 		f->copies.clear(); // commits of empty groups
+		if (!f->wg.pending.empty()) fail("returned with wgmma products in flight");
+		f->wg.committed = 0;
 		// A thread that returns leaves the barriers to the others
 		// (threadIdx and block are still its own: the scheduler sets
 		// them each time it resumes this fiber).
@@ -260,6 +264,7 @@ inline void run(void (*call)(const u64*), const u64* args, cuemu_dim3 grid, unsi
 				blockIdx = cuemu_dim3{b.x + r, b.y, b.z};
 				threadIdx = cuemu_dim3{f->tid % threads, 0, 0};
 				copies = &f->copies;
+				wgs = &f->wg;
 				switch_to(scheduler, f->ctx);
 				if (f->done) live--;
 			}
