@@ -92,11 +92,9 @@ var emuConfigs = []emuConfig{
 	// The GEMMs of few rows on linear_cl, in FP16 and in FP16X2's reduced
 	// streams (every batch in FP16 first).
 	{"FP16X2+refine+clrows", Options{Precision: FP16X2, Refine: DefaultRefine, RefineTokens: 1, ClusterRows: MaxMMARows}},
-	// On linear_wg (warpgroup products; the emulated GPU is an sm_90),
-	// in FP16, whatever slices of k its plan takes, and in clusters of
-	// three where they fit.
-	{"FP16+wgrows", Options{Precision: FP16, WGRows: MaxMMARows}},
-	{"FP16X2+refine+wgrows+wgsplits=3", Options{Precision: FP16X2, Refine: DefaultRefine, RefineTokens: 1, WGRows: MaxMMARows, WGSplits: 3}},
+	// The GEMMs of few rows on linear_wg (warpgroup products; the
+	// emulated GPU is an sm_90) in FP16X2's reduced streams.
+	{"FP16X2+refine+wgrows", Options{Precision: FP16X2, Refine: DefaultRefine, RefineTokens: 1, WGRows: MaxMMARows}},
 	// Every batch in FP16 first with each plain GEMM split over k's
 	// halves (kbatch: stacked products, their residual Adds in the
 	// LayerNorms), its near-ties again in FP16X2.

@@ -1234,7 +1234,8 @@ func TestEmuLinearCl(t *testing.T) {
 // chunks (a chunk copied into a slot before the products reading it are
 // waited for computes wrong products), k not a multiple of 64 (the last
 // chunk part zeros), clusters of one to seven, a second tile of rows,
-// every padded row count, the epilogues.
+// every padded row count, the epilogues (act 2: ReLU; linear_wg takes no
+// GELU).
 func TestEmuLinearWg(t *testing.T) {
 	for _, c := range []struct {
 		m, n, k, splits, ring int
@@ -1245,7 +1246,7 @@ func TestEmuLinearWg(t *testing.T) {
 		{m: 93, n: 130, k: 1024, splits: 2, ring: 8, half: true},
 		{m: 93, n: 130, k: 1024, splits: 1, ring: 4},
 		{m: 17, n: 72, k: 200, splits: 2, ring: 2, bias: true, act: 2},
-		{m: 130, n: 64, k: 64, splits: 1, ring: 1, act: 1, bias: true},
+		{m: 130, n: 64, k: 64, splits: 1, ring: 1, act: 2, bias: true},
 		{m: 40, n: 192, k: 640, splits: 3, ring: 3, accum: true},
 		{m: 128, n: 256, k: 320, splits: 1, ring: 5, bias: true, half: true},
 		{m: 1, n: 64, k: 8, splits: 1, ring: 1},

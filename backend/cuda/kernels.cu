@@ -2236,14 +2236,28 @@ extern "C" __global__ void __launch_bounds__(32 * LIN_WARPS) linear_small(float*
 // activation is the rare case.
 __device__ __attribute__((noinline)) float lmma_act(float x, int act) { return activate(x, act); }
 
+// lcl_act is an epilogue's activation: out of line (lmma_act), or, RELU,
+// ReLU inline and nothing else. A call anywhere in a kernel with warpgroup
+// products makes ptxas wait for each product before issuing the next
+// (C7509, "serialized due to the presence of Extern calls"), so linear_wg
+// takes no GELU (linearcl.go's wgLinear) and its epilogue no call.
+template <bool RELU>
+__device__ __forceinline__ float lcl_act(float v, int act) {
+	if constexpr (RELU)
+		return act == ACT_RELU ? (v > 0.0f ? v : 0.0f) : v;
+	else
+		return lmma_act(v, act);
+}
+
 // lmma_finish is linear_mma's epilogue for output element o (column col):
 // bias, d's own value first when accum (a residual Add folded in), the
-// activation, then d as float32 or, half, as fp16. It returns the value
-// (before any rounding to fp16).
+// activation (lcl_act's), then d as float32 or, half, as fp16. It returns
+// the value (before any rounding to fp16).
+template <bool RELU = false>
 __device__ __forceinline__ float lmma_finish(void* d, long long o, int col, float v, const float* bias, int act, int accum, int half) {
 	if (accum) v += ((const float*)d)[o];
 	if (bias) v += bias[col];
-	if (act) v = lmma_act(v, act);
+	if (act) v = lcl_act<RELU>(v, act);
 	if (half)
 		((u16*)d)[o] = to16(v, 1);
 	else
@@ -2723,11 +2737,12 @@ extern "C" __global__ void cluster_probe(float4* out) {
 // lcl_finish4 is lmma_finish for the four outputs o.. (columns col..) of a
 // row: one 16- or 8-byte store where the row holds all four and n keeps
 // them aligned, else one at a time.
+template <bool RELU>
 __device__ __forceinline__ void lcl_finish4(void* d, long long o, int col, int n, float4 v, const float* bias, int act, int accum,
 	int half) {
 	if ((n & 3) || col + 3 >= n) {
 		float y[4] = {v.x, v.y, v.z, v.w};
-		for (int e = 0; e < 4 && col + e < n; e++) lmma_finish(d, o + e, col + e, y[e], bias, act, accum, half);
+		for (int e = 0; e < 4 && col + e < n; e++) lmma_finish<RELU>(d, o + e, col + e, y[e], bias, act, accum, half);
 		return;
 	}
 	if (accum) lmma_add(v, *(const float4*)((const float*)d + o));
@@ -2738,10 +2753,10 @@ __device__ __forceinline__ void lcl_finish4(void* d, long long o, int col, int n
 		v.w += bias[col + 3];
 	}
 	if (act) {
-		v.x = lmma_act(v.x, act);
-		v.y = lmma_act(v.y, act);
-		v.z = lmma_act(v.z, act);
-		v.w = lmma_act(v.w, act);
+		v.x = lcl_act<RELU>(v.x, act);
+		v.y = lcl_act<RELU>(v.y, act);
+		v.z = lcl_act<RELU>(v.z, act);
+		v.w = lcl_act<RELU>(v.w, act);
 	}
 	if (half)
 		*(uint2*)((u16*)d + o) = make_uint2(pack2(v.x, v.y), pack2(v.z, v.w));
@@ -2753,8 +2768,9 @@ __device__ __forceinline__ void lcl_finish4(void* d, long long o, int col, int n
 // linear_wg), after the cluster's barrier: block rank adds, for the tile's
 // rows rank, rank + S, ..., the S blocks' float32 products in rank order
 // (each block's in its shared memory at Cs, a row of bn columns every CS
-// floats) and writes d as lmma_finish does, four columns a thread, NT
-// threads a block.
+// floats) and writes d as lmma_finish<RELU> does, four columns a thread,
+// NT threads a block.
+template <bool RELU>
 __device__ __forceinline__ void lcl_add_finish(float* Cs, int CS, int bn, int NT, int S, int rank, int rows, int m0, int n0, void* d,
 	int n, const float* bias, int act, int accum, int half) {
 	const int tid = threadIdx.x, qsh = lmma_chunk_shift(bn / 4), Q = 1 << qsh;
@@ -2789,7 +2805,7 @@ __device__ __forceinline__ void lcl_add_finish(float* Cs, int CS, int bn, int NT
 #pragma unroll
 			for (int s = 1; s < LCL_SPLITS; s++)
 				if (s < S) lmma_add(v, p[u][s]);
-			lcl_finish4(d, (long long)(m0 + r) * n + n0 + c, n0 + c, n, v, bias, act, accum, half);
+			lcl_finish4<RELU>(d, (long long)(m0 + r) * n + n0 + c, n0 + c, n, v, bias, act, accum, half);
 		}
 	}
 	cluster_sync(); // no block returns while another still reads its products
@@ -2963,7 +2979,7 @@ __device__ void lin_cl(void* d, const u16* x, const u16* w, const float* bias, i
 		}
 	}
 	cluster_sync();
-	lcl_add_finish(Cs, CS, bn, NT, S, rank, rows, m0, n0, d, n, bias, act, accum, half);
+	lcl_add_finish<false>(Cs, CS, bn, NT, S, rank, rows, m0, n0, d, n, bias, act, accum, half);
 }
 
 // linear_cl: lin_cl, 32·LCL_WARPS threads a block. Grid: (⌈n/bn⌉·S, 1,
@@ -3002,8 +3018,9 @@ __device__ __forceinline__ u64 wg_desc(u32 a) {
 	return (u64)((a & 0x3ffff) >> 4) | (u64)(16 >> 4) << 16 | (u64)(1024 >> 4) << 32 | (u64)1 << 62;
 }
 
-// lin_wg: d = act(x·wᵀ + b) (+ d first when accum) for x [m, k] one fp16
-// term and w [n, k] fp16, k a multiple of 8, float32 accumulation on
+// lin_wg: d = act(x·wᵀ + b) (+ d first when accum; act none or ReLU: see
+// lcl_act) for x [m, k] one fp16 term and w [n, k] fp16, k a multiple of
+// 8, float32 accumulation on
 // warpgroup products (wgmma, sm_90a), for GEMMs of few rows, like
 // linear_cl. The product is taken transposed, dᵀ = w·xᵀ: the weight's 64
 // rows of a tile are wgmma's 64 rows (its M, fixed) and x's rows, NP of
@@ -3115,7 +3132,7 @@ __device__ void lin_wg(void* d, const u16* x, const u16* w, const float* bias, i
 		}
 	}
 	cluster_sync();
-	lcl_add_finish(Cs, LWG_CS, LWG_BN, NT, S, rank, rows, m0, n0, d, n, bias, act, accum, half);
+	lcl_add_finish<true>(Cs, LWG_CS, LWG_BN, NT, S, rank, rows, m0, n0, d, n, bias, act, accum, half);
 }
 
 // linear_wg: lin_wg for np = x's rows a block rounded up to 32 (32, 64, 96

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"unsafe"
 
+	"github.com/laya-metal/laya/backend"
 	"github.com/laya-metal/laya/internal/cudadrv"
 )
 
@@ -250,13 +251,14 @@ func planLinearWg(m, n, k, splits, sms, sharedMax int, waves *clWaves) (p clPlan
 	return p, ok
 }
 
-// wgLinear reports whether a Linear of m rows, depth k and weight w runs
-// on linear_wg (Options.WGRows), and its plan: one fp16 term (FP16, and
-// FP16X2's reduced streams), a resident weight, k a multiple of 8, and the
-// kernels compiled for sm_90a.
-func (s *stream) wgLinear(m, k int, w *tensor) (clPlan, bool) {
+// wgLinear reports whether a Linear of m rows, depth k, weight w and
+// activation act runs on linear_wg (Options.WGRows), and its plan: one
+// fp16 term (FP16, and FP16X2's reduced streams), a resident weight, k a
+// multiple of 8, no GELU (kernels.cu's lcl_act: its epilogue calls
+// nothing), and the kernels compiled for sm_90a.
+func (s *stream) wgLinear(m, k int, w *tensor, act backend.Activation) (clPlan, bool) {
 	rows := s.be.opts.WGRows
-	if rows == 0 || m > rows || s.prec != FP16 || w.s != nil || k%8 != 0 || !s.be.wgmma {
+	if rows == 0 || m > rows || s.prec != FP16 || w.s != nil || k%8 != 0 || act == backend.GELU || !s.be.wgmma {
 		return clPlan{}, false
 	}
 	return planLinearWg(m, w.rows, k, s.be.opts.WGSplits, s.be.sms, s.be.clShared(), &s.be.wgWaves)

@@ -480,7 +480,7 @@ func (s *stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activat
 		s.mmaPart = max(s.mmaPart, p.partBytes(m, n))
 		s.mmaSem = max(s.mmaSem, int64(p.tilesN*p.tilesM))
 		s.mix(opMMA)
-	} else if p, ok := s.wgLinear(m, k, w); ok {
+	} else if p, ok := s.wgLinear(m, k, w, act); ok {
 		lin.wg, lin.clPlan = true, p
 		s.mix(opWG, uint64(p.splits))
 	} else if p, ok := s.clLinear(m, k, w); ok {
