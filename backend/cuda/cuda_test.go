@@ -68,7 +68,7 @@ func TestNoDriver(t *testing.T) {
 func TestOpenRefusesBadOptions(t *testing.T) {
 	for _, o := range []cuda.Options{{QueriesPerWarp: 3}, {AttentionWarps: 12}, {MMAWarps: 16}, {Bucket: -1}, {Precision: cuda.FP16X2 + 1},
 		{Refine: -1}, {Refine: float32(math.NaN())}, {RefineTokens: -5}, {ClusterRows: -1}, {ClusterRows: cuda.MaxMMARows + 1}, {ClusterCols: 48}, {ClusterCols: 256},
-		{WGRows: -1}, {WGRows: cuda.MaxMMARows + 1}, {WGSplits: -1}, {WGSplits: 9}} {
+		{WGRows: -1}, {WGRows: cuda.MaxMMARows + 1}, {WGSplits: -1}, {WGSplits: 9}, {WGRing: 2}, {WGRing: 9}} {
 		be, err := cuda.Open(o)
 		if err == nil {
 			be.Close()
@@ -128,6 +128,8 @@ func TestParseOptions(t *testing.T) {
 		{"clrows=128,clcols=64", cuda.Options{ClusterRows: 128, ClusterCols: 64}, false},
 		{"wgrows=128,wgsplits=4", cuda.Options{WGRows: 128, WGSplits: 4}, false},
 		{"wgrows=300", cuda.Options{}, true},
+		{"wgrows=128,wgring=3", cuda.Options{WGRows: 128, WGRing: 3}, false},
+		{"wgring=2", cuda.Options{}, true},
 		{"wgsplits=9", cuda.Options{}, true},
 		{"clcols=96", cuda.Options{}, true},
 		// The registered backend's defaults, and LAYA_CUDA after them.

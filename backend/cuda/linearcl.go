@@ -205,16 +205,18 @@ func lwgShared(kc, np, r int) int {
 // of wgCols columns, each cluster's blocks a slice of k a whole number of
 // chunks, the whole of a block's weight slice in shared memory (sharedMax
 // a block) with a ring of at least three chunks of x (all of the slice's
-// chunks where they fit, up to eight). splits forces the slices of k (0:
-// the plan's). Of the plans that fit it takes the one whose blocks each
+// chunks where they fit, up to maxRing, 0 for eight). splits forces the
+// slices of k (0: the plan's). Of the plans that fit it takes the one whose blocks each
 // do least after their wait, times the waves: x's chunks copied and
 // multiplied, about kc·np/32 cycles on an H100's multiprocessor (64 bytes
 // of L2 a cycle; the products, at 4,096 fp16 operations a cycle, as long),
 // plus, split, the cluster's adding (np·64 floats over its shared memory,
 // about 8·np cycles) and two cluster barriers (counted as 1,000 cycles: a
-// guess for measurements to revise). The plan's ring is its shared field's
-// r (clPlan.ring).
-func planLinearWg(m, n, k, splits, sms, sharedMax int, waves *clWaves) (p clPlan, ok bool) {
+// guess for measurements to revise).
+func planLinearWg(m, n, k, splits, maxRing, sms, sharedMax int, waves *clWaves) (p clPlan, ok bool) {
+	if maxRing == 0 {
+		maxRing = 8
+	}
 	np := wgRowsPadded(m)
 	tilesM := (m + wgRows - 1) / wgRows
 	tilesN := (n + wgCols - 1) / wgCols
@@ -229,7 +231,7 @@ func planLinearWg(m, n, k, splits, sms, sharedMax int, waves *clWaves) (p clPlan
 		if (kb+chunks-1)/chunks != s {
 			continue
 		}
-		ring := min(chunks, 8)
+		ring := min(chunks, maxRing)
 		for ring >= 3 && lwgShared(kc, np, ring) > sharedMax {
 			ring--
 		}
@@ -261,7 +263,7 @@ func (s *stream) wgLinear(m, k int, w *tensor, act backend.Activation) (clPlan, 
 	if rows == 0 || m > rows || s.prec != FP16 || w.s != nil || k%8 != 0 || act == backend.GELU || !s.be.wgmma {
 		return clPlan{}, false
 	}
-	return planLinearWg(m, w.rows, k, s.be.opts.WGSplits, s.be.sms, s.be.clShared(), &s.be.wgWaves)
+	return planLinearWg(m, w.rows, k, s.be.opts.WGSplits, s.be.opts.WGRing, s.be.sms, s.be.clShared(), &s.be.wgWaves)
 }
 
 // issueWg launches linear_wg on x's fp16 copy xh and the weight's wh, in
