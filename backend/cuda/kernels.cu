@@ -3057,30 +3057,40 @@ __device__ void lin_wg(void* d, const u16* x, const u16* w, const float* bias, i
 	char* const gs = (char*)smem4 + (base - s0);
 	const u32 sW = base, sX = base + (u32)chunks * 8192;
 	const uint4 zero = {0u, 0u, 0u, 0u};
-	// The weight: row r's pieces (chunk q/8, piece q%8), consecutive
-	// threads on consecutive pieces of a row; past n or past k, zeros.
+	// The weight: thread t takes rows t/16, t/16 + 8, ... and of each the
+	// pieces q = t%16, t%16 + 16, ... (chunk q/8, piece q%8), sixteen
+	// threads on 256 consecutive bytes of a row; past n or past k, zeros.
+	// Rows 8 apart and pieces 16 apart keep a thread's swizzle (q%8 XOR
+	// r%8) the same, so that its addresses step by constants (an index
+	// divided by the row's pieces took most of the loop).
 	{
-		const int P = 8 * chunks;
-		for (int i = tid; i < LWG_BN * P; i += NT) {
-			const int r = i / P, q = i - r * P;
-			const u32 off = (u32)(q >> 3) * 8192 + lwg_piece(r, q & 7);
-			if (n0 + r < n && 8 * q < kn)
-				cp_async16a(sW + off, w + (long long)(n0 + r) * k + k0 + 8 * q);
-			else
-				*(uint4*)(gs + off) = zero;
+		const int q0 = tid & 15, r0 = tid >> 4, P = 8 * chunks;
+		const u32 o0 = lwg_piece(r0, q0 & 7) + (u32)(q0 >> 3) * 8192;
+		for (int r = r0; r < LWG_BN; r += 8) {
+			const u16* g = w + (long long)(n0 + r) * k + k0 + 8 * q0;
+			u32 off = o0 + (u32)(r - r0) * 128;
+			for (int q = q0; q < P; q += 16, g += 128, off += 2 * 8192) {
+				if (n0 + r < n && 8 * q < kn)
+					cp_async16a(sW + off, g);
+				else
+					*(uint4*)(gs + off) = zero;
+			}
 		}
 	}
 	cp_async_commit();
 	pdl_wait();
 	pdl_launch();
 	// Chunk c of x into slot c % R, one group.
+	// Thread t copies piece t%8 of rows t/8, t/8 + 16, ... (a fixed
+	// swizzle again).
+	const int xp = tid & 7, xr = tid >> 3;
 	auto copyX = [&](int c) {
-		const u32 slot = (u32)(c % R) * (NP * 128);
-		for (int i = tid; i < NP * 8; i += NT) {
-			const int r = i >> 3, p = i & 7, kq = 64 * c + 8 * p;
-			const u32 off = slot + lwg_piece(r, p);
+		const int kq = 64 * c + 8 * xp;
+		u32 off = (u32)(c % R) * (NP * 128) + lwg_piece(xr, xp);
+		const u16* g = x + (long long)(m0 + xr) * k + k0 + kq;
+		for (int r = xr; r < NP; r += NT / 8, off += 16 * 128, g += (long long)16 * k) {
 			if (r < rows && kq < kn)
-				cp_async16a(sX + off, x + (long long)(m0 + r) * k + k0 + kq);
+				cp_async16a(sX + off, g);
 			else
 				*(uint4*)(gs + (sX - sW) + off) = zero;
 		}
