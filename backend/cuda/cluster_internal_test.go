@@ -220,43 +220,47 @@ func TestLinearClMatchesKernel(t *testing.T) {
 // with 227 KiB of shared memory a block, at one English question (93 rows:
 // 96 padded) and for mmBERT-base's qkv: the least estimated work a block
 // (its chunks of x; split, the cluster's adding and barriers) times the
-// waves; forced splits, a capped ring; none where no slice fits.
+// waves; two terms of x, forced splits, a capped ring; none where no
+// slice fits.
 func TestPlanLinearWg(t *testing.T) {
 	const optin = 232448
 	for _, c := range []struct {
-		name                            string
-		m, n, k, splits, maxRing, share int
-		wantSplits, kc, ring, np        int // wantSplits 0: no plan
+		name                                   string
+		m, n, k, terms, splits, maxRing, share int
+		wantSplits, kc, ring, np               int // wantSplits 0: no plan
 	}{
 		// 48 tiles whole over k: 1,024 deep, the weight's 128 KiB and a
 		// ring of eight of x's sixteen chunks.
-		{"qkv", 93, 3072, 1024, 0, 0, optin, 1, 1024, 8, 96},
+		{"qkv", 93, 3072, 1024, 1, 0, 0, optin, 1, 1024, 8, 96},
 		// 16 tiles: clusters of eight fill the GPU once.
-		{"attention output", 93, 1024, 1024, 0, 0, optin, 8, 128, 2, 96},
-		{"MLP input", 93, 5248, 1024, 0, 0, optin, 1, 1024, 8, 96},
+		{"attention output", 93, 1024, 1024, 1, 0, 0, optin, 8, 128, 2, 96},
+		{"MLP input", 93, 5248, 1024, 1, 0, 0, optin, 1, 1024, 8, 96},
 		// 41 chunks: a slice of all of them does not fit; seven slices of
 		// six chunks, 112 blocks in clusters of seven.
-		{"MLP output", 93, 1024, 2624, 0, 0, optin, 7, 384, 6, 96},
-		{"mmBERT-base qkv", 93, 2304, 768, 0, 0, optin, 1, 768, 8, 96},
-		{"qkv in two slices", 93, 3072, 1024, 2, 0, optin, 2, 512, 8, 96},
+		{"MLP output", 93, 1024, 2624, 1, 0, 0, optin, 7, 384, 6, 96},
+		{"mmBERT-base qkv", 93, 2304, 768, 1, 0, 0, optin, 1, 768, 8, 96},
+		{"qkv in two slices", 93, 3072, 1024, 1, 2, 0, optin, 2, 512, 8, 96},
+		// Two terms of x (FP16X2): twice the chunks to copy and multiply
+		// make two slices cheaper, with a ring of six slots of both.
+		{"qkv, two terms", 93, 3072, 1024, 2, 0, 0, optin, 2, 512, 6, 96},
 		// A ring of three: 169 KiB.
-		{"qkv, a ring of three", 93, 3072, 1024, 0, 3, optin, 1, 1024, 3, 96},
+		{"qkv, a ring of three", 93, 3072, 1024, 1, 0, 3, optin, 1, 1024, 3, 96},
 		// Forced to a cluster size no slicing gives (41 chunks in six
 		// slices of seven, never eight).
-		{"MLP output in eight slices", 93, 1024, 2624, 8, 0, optin, 0, 0, 0, 0},
+		{"MLP output in eight slices", 93, 1024, 2624, 1, 8, 0, optin, 0, 0, 0, 0},
 		// 128 rows a block: a ring of six.
-		{"two questions' qkv", 200, 3072, 1024, 0, 0, optin, 1, 1024, 6, 128},
+		{"two questions' qkv", 200, 3072, 1024, 1, 0, 0, optin, 1, 1024, 6, 128},
 		// A row's chunks of x cost less than a cluster's adding.
-		{"a row", 1, 1024, 1024, 0, 0, optin, 1, 1024, 8, 32},
+		{"a row", 1, 1024, 1024, 1, 0, 0, optin, 1, 1024, 8, 32},
 		// Only slices of two chunks fit.
-		{"qkv, 64 KiB of shared memory", 93, 3072, 1024, 0, 0, 64 << 10, 8, 128, 2, 96},
-		{"MLP output, 16 KiB of shared memory", 93, 1024, 2624, 0, 0, 16 << 10, 0, 0, 0, 0},
+		{"qkv, 64 KiB of shared memory", 93, 3072, 1024, 1, 0, 0, 64 << 10, 8, 128, 2, 96},
+		{"MLP output, 16 KiB of shared memory", 93, 1024, 2624, 1, 0, 0, 16 << 10, 0, 0, 0, 0},
 	} {
-		p, ok := planLinearWg(c.m, c.n, c.k, c.splits, c.maxRing, 132, c.share, nil)
+		p, ok := planLinearWg(c.m, c.n, c.k, c.terms, c.splits, c.maxRing, 132, c.share, nil)
 		want := c.wantSplits != 0
 		if ok != want || ok && (p.splits != c.wantSplits || p.kc != c.kc || p.ring != c.ring || p.np != c.np || p.bn != wgCols ||
 			p.tilesN != (c.n+wgCols-1)/wgCols || p.tilesM != (c.m+wgRows-1)/wgRows || p.shared > c.share ||
-			p.shared != lwgShared(c.kc, c.np, c.ring)) {
+			p.shared != lwgShared(c.kc, c.np, c.terms, c.ring)) {
 			t.Errorf("%s: plan %+v, ok %v; want %d splits of %d, a ring of %d, %d rows, ok %v", c.name, p, ok, c.wantSplits, c.kc, c.ring,
 				c.np, want)
 		}

@@ -1238,10 +1238,10 @@ func TestEmuLinearCl(t *testing.T) {
 // GELU).
 func TestEmuLinearWg(t *testing.T) {
 	for _, c := range []struct {
-		m, n, k, splits, ring int
-		bias                  bool
-		act                   int
-		accum, half           bool
+		m, n, k, splits, ring, terms int
+		bias                         bool
+		act                          int
+		accum, half                  bool
 	}{
 		{m: 93, n: 130, k: 1024, splits: 2, ring: 8, half: true},
 		{m: 93, n: 130, k: 1024, splits: 1, ring: 4},
@@ -1252,6 +1252,8 @@ func TestEmuLinearWg(t *testing.T) {
 		{m: 1, n: 64, k: 8, splits: 1, ring: 1},
 		{m: 64, n: 100, k: 2624, splits: 7, ring: 3, accum: true, act: 2},
 		{m: 70, n: 64, k: 448, splits: 1, ring: 3, bias: true},
+		{m: 93, n: 130, k: 1024, splits: 1, ring: 4, terms: 2, half: true},
+		{m: 40, n: 192, k: 640, splits: 3, ring: 3, terms: 2, accum: true, act: 2},
 	} {
 		kb := (c.k + wgChunk - 1) / wgChunk
 		chunks := (kb + c.splits - 1) / c.splits
@@ -1259,12 +1261,12 @@ func TestEmuLinearWg(t *testing.T) {
 		if (kb+chunks-1)/chunks != c.splits || c.ring > chunks || c.ring < chunks && c.ring < 3 {
 			t.Fatalf("m=%d n=%d k=%d: %d splits of %d chunks, ring %d: not a plan linear_wg takes", c.m, c.n, c.k, c.splits, chunks, c.ring)
 		}
-		np := wgRowsPadded(c.m)
-		name := fmt.Sprintf("m=%d,n=%d,k=%d,kc=%d,cluster=%d,ring=%d,np=%d,bias=%v,act=%d,accum=%v,half=%v", c.m, c.n, c.k, kc, c.splits,
-			c.ring, np, c.bias, c.act, c.accum, c.half)
+		np, terms := wgRowsPadded(c.m), max(c.terms, 1)
+		name := fmt.Sprintf("m=%d,n=%d,k=%d,kc=%d,cluster=%d,ring=%d,np=%d,terms=%d,bias=%v,act=%d,accum=%v,half=%v", c.m, c.n, c.k, kc,
+			c.splits, c.ring, np, terms, c.bias, c.act, c.accum, c.half)
 		t.Run(name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(c.m), uint64(c.n*c.k+2)))
-			x, w, prod, mags := lmmaOperands(rng, c.m, c.n, c.k, 1)
+			x, w, prod, mags := lmmaOperands(rng, c.m, c.n, c.k, terms)
 			bias := normals(rng, c.n)
 			d0 := normals(rng, c.m*c.n)
 			dBytes := f32Bytes(d0)
@@ -1277,7 +1279,8 @@ func TestEmuLinearWg(t *testing.T) {
 			}
 			tilesN, tilesM := (c.n+wgCols-1)/wgCols, (c.m+wgRows-1)/wgRows
 			launch := emuLaunch{name: "linear_wg", grid: [3]int{tilesN * c.splits, 1, tilesM}, threads: 128,
-				smem: lwgShared(kc, np, c.ring), cluster: c.splits, args: []emuArg{emuBuf(0, 0), emuBuf(1, 0), emuBuf(2, 0),
+				smem: lwgShared(kc, np, terms, c.ring), cluster: c.splits, args: []emuArg{emuBuf(0, 0), emuBuf(1, 0),
+					emuVal(uint64((terms - 1) * c.m * c.k)), emuBuf(2, 0),
 					biasArg, emuInt(c.m), emuInt(c.k), emuInt(c.n), emuVal(uint64(c.act)), emuVal(boolArg(c.accum)),
 					emuVal(boolArg(c.half)), emuInt(kc), emuInt(c.ring), emuInt(np)}}
 			out := emuRunOn(t, emuRunner(t), [][]byte{dBytes, u16Bytes(x), u16Bytes(w), f32Bytes(bias)}, launch)

@@ -3019,7 +3019,7 @@ __device__ __forceinline__ u64 wg_desc(u32 a) {
 }
 
 // lin_wg: d = act(x·wᵀ + b) (+ d first when accum; act none or ReLU: see
-// lcl_act) for x [m, k] one fp16 term and w [n, k] fp16, k a multiple of
+// lcl_act) for x [m, k] of one fp16 term or two (FP16X2) and w [n, k] fp16, k a multiple of
 // 8, float32 accumulation on
 // warpgroup products (wgmma, sm_90a), for GEMMs of few rows, like
 // linear_cl. The product is taken transposed, dᵀ = w·xᵀ: the weight's 64
@@ -3041,10 +3041,10 @@ __device__ __forceinline__ u64 wg_desc(u32 a) {
 // (LWG_CS floats a row) for the cluster's adding and the coalesced writes
 // of lcl_add_finish. Shared memory (linearcl.go's lwgShared): 1024 bytes
 // of alignment, then the weight's slice (8 KiB a chunk) and the ring (NP
-// rows of 128 bytes a slot).
+// rows of 128 bytes a slot, a term).
 template <int NP>
-__device__ void lin_wg(void* d, const u16* x, const u16* w, const float* bias, int m, int k, int n, int act, int accum, int half,
-	int kc, int R) {
+__device__ void lin_wg(void* d, const u16* x, long long xlo, const u16* w, const float* bias, int m, int k, int n, int act, int accum,
+	int half, int kc, int R) {
 	extern __shared__ float4 smem4[];
 	const int NT = 128;
 	const uint2 id = cluster_id();
@@ -3055,7 +3055,10 @@ __device__ void lin_wg(void* d, const u16* x, const u16* w, const float* bias, i
 	const int tid = threadIdx.x;
 	const u32 s0 = smem_addr(smem4), base = (s0 + 1023) & ~1023u;
 	char* const gs = (char*)smem4 + (base - s0);
-	const u32 sW = base, sX = base + (u32)chunks * 8192;
+	// FP16X2: x's second term xlo elements on (0: one term), each chunk's
+	// two terms in one slot, both multiplied into the same accumulators.
+	const int terms = xlo ? 2 : 1;
+	const u32 sW = base, sX = base + (u32)chunks * 8192, slotBytes = (u32)terms * (NP * 128);
 	const uint4 zero = {0u, 0u, 0u, 0u};
 	// The weight: thread t takes rows t/16, t/16 + 8, ... and of each the
 	// pieces q = t%16, t%16 + 16, ... (chunk q/8, piece q%8), sixteen
@@ -3086,13 +3089,15 @@ __device__ void lin_wg(void* d, const u16* x, const u16* w, const float* bias, i
 	const int xp = tid & 7, xr = tid >> 3;
 	auto copyX = [&](int c) {
 		const int kq = 64 * c + 8 * xp;
-		u32 off = (u32)(c % R) * (NP * 128) + lwg_piece(xr, xp);
-		const u16* g = x + (long long)(m0 + xr) * k + k0 + kq;
-		for (int r = xr; r < NP; r += NT / 8, off += 16 * 128, g += (long long)16 * k) {
-			if (r < rows && kq < kn)
-				cp_async16a(sX + off, g);
-			else
-				*(uint4*)(gs + (sX - sW) + off) = zero;
+		for (int t = 0; t < terms; t++) {
+			u32 off = (u32)(c % R) * slotBytes + (u32)t * (NP * 128) + lwg_piece(xr, xp);
+			const u16* g = x + t * xlo + (long long)(m0 + xr) * k + k0 + kq;
+			for (int r = xr; r < NP; r += NT / 8, off += 16 * 128, g += (long long)16 * k) {
+				if (r < rows && kq < kn)
+					cp_async16a(sX + off, g);
+				else
+					*(uint4*)(gs + (sX - sW) + off) = zero;
+			}
 		}
 		cp_async_commit();
 	};
@@ -3118,9 +3123,12 @@ __device__ void lin_wg(void* d, const u16* x, const u16* w, const float* bias, i
 				cp_async_commit();
 		}
 		wg_fence();
-		const u32 a = sW + (u32)c * 8192, b = sX + (u32)(c % R) * (NP * 128);
+		const u32 a = sW + (u32)c * 8192, b = sX + (u32)(c % R) * slotBytes;
 #pragma unroll
 		for (int kk = 0; kk < 4; kk++) wgmma_f16<NP>(acc, wg_desc(a + 32 * kk), wg_desc(b + 32 * kk));
+		if (terms == 2)
+#pragma unroll
+			for (int kk = 0; kk < 4; kk++) wgmma_f16<NP>(acc, wg_desc(a + 32 * kk), wg_desc(b + NP * 128 + 32 * kk));
 		wg_commit();
 		wg_wait<1>();
 	}
@@ -3146,16 +3154,17 @@ __device__ void lin_wg(void* d, const u16* x, const u16* w, const float* bias, i
 }
 
 // linear_wg: lin_wg for np = x's rows a block rounded up to 32 (32, 64, 96
-// or 128), one warpgroup. Grid: (⌈n/64⌉·S, 1, ⌈m/128⌉), in clusters of S ≤
+// or 128), one warpgroup; x's second term (FP16X2) xlo elements after its
+// first, or xlo 0 for one term. Grid: (⌈n/64⌉·S, 1, ⌈m/128⌉), in clusters of S ≤
 // LCL_SPLITS along x; R the ring's slots (see lin_wg).
 #if LAYA_EXTRAS
-extern "C" __global__ void __launch_bounds__(128, 1) linear_wg(void* d, const u16* x, const u16* w, const float* bias, int m, int k,
-	int n, int act, int accum, int half, int kc, int R, int np) {
+extern "C" __global__ void __launch_bounds__(128, 1) linear_wg(void* d, const u16* x, long long xlo, const u16* w, const float* bias,
+	int m, int k, int n, int act, int accum, int half, int kc, int R, int np) {
 	switch (np) {
-	case 32: lin_wg<32>(d, x, w, bias, m, k, n, act, accum, half, kc, R); break;
-	case 64: lin_wg<64>(d, x, w, bias, m, k, n, act, accum, half, kc, R); break;
-	case 96: lin_wg<96>(d, x, w, bias, m, k, n, act, accum, half, kc, R); break;
-	default: lin_wg<128>(d, x, w, bias, m, k, n, act, accum, half, kc, R); break;
+	case 32: lin_wg<32>(d, x, xlo, w, bias, m, k, n, act, accum, half, kc, R); break;
+	case 64: lin_wg<64>(d, x, xlo, w, bias, m, k, n, act, accum, half, kc, R); break;
+	case 96: lin_wg<96>(d, x, xlo, w, bias, m, k, n, act, accum, half, kc, R); break;
+	default: lin_wg<128>(d, x, xlo, w, bias, m, k, n, act, accum, half, kc, R); break;
 	}
 }
 #endif

@@ -193,11 +193,11 @@ const (
 func wgRowsPadded(m int) int { return (min(m, wgRows) + 31) &^ 31 }
 
 // lwgShared is a linear_wg block's dynamic shared memory for slices of kc
-// (a multiple of wgChunk), np rows of x and a ring of r chunks of x: 1024
-// bytes to align the swizzled tiles, the weight's slice and the ring, or,
-// where more, the float32 products.
-func lwgShared(kc, np, r int) int {
-	return 1024 + max(kc/wgChunk*wgCols*wgChunk*2+r*np*wgChunk*2, np*wgCS*4)
+// (a multiple of wgChunk), np rows of x of terms terms and a ring of r
+// chunks of x: 1024 bytes to align the swizzled tiles, the weight's slice
+// and the ring, or, where more, the float32 products.
+func lwgShared(kc, np, terms, r int) int {
+	return 1024 + max(kc/wgChunk*wgCols*wgChunk*2+r*terms*np*wgChunk*2, np*wgCS*4)
 }
 
 // planLinearWg splits a GEMM of m rows, n output columns and depth k into
@@ -213,7 +213,7 @@ func lwgShared(kc, np, r int) int {
 // plus, split, the cluster's adding (np·64 floats over its shared memory,
 // about 8·np cycles) and two cluster barriers (counted as 1,000 cycles: a
 // guess for measurements to revise).
-func planLinearWg(m, n, k, splits, maxRing, sms, sharedMax int, waves *clWaves) (p clPlan, ok bool) {
+func planLinearWg(m, n, k, terms, splits, maxRing, sms, sharedMax int, waves *clWaves) (p clPlan, ok bool) {
 	if maxRing == 0 {
 		maxRing = 8
 	}
@@ -232,21 +232,21 @@ func planLinearWg(m, n, k, splits, maxRing, sms, sharedMax int, waves *clWaves) 
 			continue
 		}
 		ring := min(chunks, maxRing)
-		for ring >= 3 && lwgShared(kc, np, ring) > sharedMax {
+		for ring >= 3 && lwgShared(kc, np, terms, ring) > sharedMax {
 			ring--
 		}
-		if ring < chunks && ring < 3 || lwgShared(kc, np, ring) > sharedMax {
+		if ring < chunks && ring < 3 || lwgShared(kc, np, terms, ring) > sharedMax {
 			continue
 		}
 		blocks := tilesN * s * tilesM
 		wave := waves.wave(s, sms)
-		work := kc * np / 32
+		work := terms * kc * np / 32
 		if s > 1 {
 			work += 8*np + 1000
 		}
 		cost := (blocks + wave - 1) / wave * work
 		if !ok || cost < best {
-			p = clPlan{bn: wgCols, kc: kc, splits: s, tilesN: tilesN, tilesM: tilesM, shared: lwgShared(kc, np, ring), ring: ring, np: np}
+			p = clPlan{bn: wgCols, kc: kc, splits: s, tilesN: tilesN, tilesM: tilesM, shared: lwgShared(kc, np, terms, ring), ring: ring, np: np}
 			best, ok = cost, true
 		}
 	}
@@ -254,30 +254,35 @@ func planLinearWg(m, n, k, splits, maxRing, sms, sharedMax int, waves *clWaves) 
 }
 
 // wgLinear reports whether a Linear of m rows, depth k, weight w and
-// activation act runs on linear_wg (Options.WGRows), and its plan: one
-// fp16 term (FP16, and FP16X2's reduced streams), a resident weight, k a
-// multiple of 8, no GELU (kernels.cu's lcl_act: its epilogue calls
+// activation act runs on linear_wg (Options.WGRows), and its plan: FP16 or
+// FP16X2 (both terms of x multiplied in the kernel), a resident weight, k
+// a multiple of 8, no GELU (kernels.cu's lcl_act: its epilogue calls
 // nothing), and the kernels compiled for sm_90a.
 func (s *stream) wgLinear(m, k int, w *tensor, act backend.Activation) (clPlan, bool) {
 	rows := s.be.opts.WGRows
-	if rows == 0 || m > rows || s.prec != FP16 || w.s != nil || k%8 != 0 || act == backend.GELU || !s.be.wgmma {
+	if rows == 0 || m > rows || s.prec != FP16 && s.prec != FP16X2 || w.s != nil || k%8 != 0 || act == backend.GELU || !s.be.wgmma {
 		return clPlan{}, false
 	}
-	return planLinearWg(m, w.rows, k, s.be.opts.WGSplits, s.be.opts.WGRing, s.be.sms, s.be.clShared(), &s.be.wgWaves)
+	return planLinearWg(m, w.rows, k, terms(s.prec), s.be.opts.WGSplits, s.be.opts.WGRing, s.be.sms, s.be.clShared(), &s.be.wgWaves)
 }
 
-// issueWg launches linear_wg on x's fp16 copy xh and the weight's wh, in
-// clusters of the plan's splits.
+// issueWg launches linear_wg on x's 16-bit copy xh (FP16X2's terms m·k
+// elements apart) and the weight's fp16 copy wh, in clusters of the plan's
+// splits.
 func (lin *linearOp) issueWg(x *run, xh, wh uintptr) error {
 	p := lin.clPlan
 	var bp uintptr
 	if lin.b != nil {
 		bp = lin.b.addr
 	}
+	var xlo int64
+	if terms(x.prec) == 2 {
+		xlo = int64(lin.m) * int64(lin.k)
+	}
 	if x.tune {
 		x.b.count(func(st *Stats) { st.GEMMOwn++ })
 	}
 	return x.l.launchCluster(x.b.drv, x.b.k.linearWG, [3]int{p.tilesN * p.splits, 1, p.tilesM}, 128, p.shared, x.cs.stream,
-		p.splits, u64(lin.d.addr), u64(xh), u64(wh), u64(bp), i32(lin.m), i32(lin.k), i32(lin.n), uint64(lin.act),
+		p.splits, u64(lin.d.addr), u64(xh), uint64(xlo), u64(wh), u64(bp), i32(lin.m), i32(lin.k), i32(lin.n), uint64(lin.act),
 		boolArg(lin.accumulate), boolArg(lin.halfOut), i32(p.kc), i32(p.ring), i32(p.np))
 }

@@ -218,8 +218,8 @@ type Options struct {
 	// ClusterCols is the output columns of a linear_cl tile: 32, 64 or
 	// 128; 0 (the default) lets its plan choose for each GEMM.
 	ClusterCols int
-	// WGRows runs the GEMMs of one fp16 term (FP16, and FP16X2's reduced
-	// streams) of at most this many rows on linear_wg, linear_cl's plan on
+	// WGRows runs the FP16 and FP16X2 GEMMs (both of FP16X2's terms of x in
+	// one kernel) of at most this many rows on linear_wg, linear_cl's plan on
 	// warpgroup products (wgmma): tiles of 64 output columns a block of
 	// one warpgroup, the block's whole slice of the weight copied before
 	// the kernel waits for the one before it, x through a ring of chunks,

@@ -496,8 +496,8 @@ func (s *stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activat
 	// once (the second product finds it in L2) where two GEMMs read it
 	// twice; its two products stay apart (stacked) until what reads d adds
 	// them. Only a plain product stacks: a bias or activation needs the sum
-	// first. linear_small and linear_mma write the sum.
-	if s.prec == FP16X2 && !lin.small && !lin.mma && plain {
+	// first. linear_small, linear_mma and linear_wg write the sum.
+	if s.prec == FP16X2 && !lin.small && !lin.mma && !lin.wg && plain {
 		lin.two = s.stack(d)
 		s.mix(opShadow, uint64(lin.two))
 	}
