@@ -205,14 +205,15 @@ func lwgShared(kc, np, terms, r int) int {
 // of wgCols columns, each cluster's blocks a slice of k a whole number of
 // chunks, the whole of a block's weight slice in shared memory (sharedMax
 // a block) with a ring of at least three chunks of x (all of the slice's
-// chunks where they fit, up to maxRing, 0 for eight). splits forces the
-// slices of k (0: the plan's). Of the plans that fit it takes the one whose blocks each
-// do least after their wait, times the waves: x's chunks copied and
-// multiplied, about kc·np/32 cycles on an H100's multiprocessor (64 bytes
-// of L2 a cycle; the products, at 4,096 fp16 operations a cycle, as long),
-// plus, split, the cluster's adding (np·64 floats over its shared memory,
-// about 8·np cycles) and two cluster barriers (counted as 1,000 cycles: a
-// guess for measurements to revise).
+// chunks where they fit, up to maxRing, 0 for eight; terms, x's terms, in
+// each slot). splits forces the slices of k (0: the plan's). Of the plans
+// that fit it takes the one whose blocks each do least after their wait,
+// times the waves: x's chunks copied and multiplied, about terms·kc·np/32
+// cycles on an H100's multiprocessor (64 bytes of L2 a cycle; the
+// products, at 4,096 fp16 operations a cycle, as long), plus, split, the
+// cluster's adding (np·64 floats over its shared memory, about 8·np
+// cycles) and two cluster barriers (counted as 1,000 cycles: a guess for
+// measurements to revise).
 func planLinearWg(m, n, k, terms, splits, maxRing, sms, sharedMax int, waves *clWaves) (p clPlan, ok bool) {
 	if maxRing == 0 {
 		maxRing = 8
