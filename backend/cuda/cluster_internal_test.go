@@ -243,7 +243,7 @@ func TestPlanLinearWg(t *testing.T) {
 		// Two terms of x (FP16X2): twice the chunks to copy and multiply
 		// make two slices cheaper, with a ring of six slots of both.
 		{"qkv, two terms", 93, 3072, 1024, 2, 0, 0, optin, 2, 512, 6, 96},
-		// A ring of three: 169 KiB.
+		// A ring of three: 165 KiB.
 		{"qkv, a ring of three", 93, 3072, 1024, 1, 0, 3, optin, 1, 1024, 3, 96},
 		// Forced to a cluster size no slicing gives (41 chunks in six
 		// slices of seven, never eight).

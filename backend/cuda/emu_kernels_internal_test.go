@@ -1163,6 +1163,38 @@ func emuAttnCheck(t *testing.T, l emuAttnLayout, heads, dh int, scale, tol float
 	return worst
 }
 
+// emuGEMM is a few-rows GEMM kernel's test operands: lmmaOperands' x, w
+// and float64 product, a bias and d's first value (a folded residual),
+// and the launch's buffers: d (float32, or fp16 zeros for a half output),
+// x, w and the bias (buffer 3, biasArg; none without one).
+type emuGEMM struct {
+	x, w       []uint16
+	prod, mags []float64
+	bias, d0   []float32
+	dBytes     []byte
+	biasArg    emuArg
+}
+
+func newEmuGEMM(rng *rand.Rand, m, n, k, terms int, withBias, half bool) emuGEMM {
+	var g emuGEMM
+	g.x, g.w, g.prod, g.mags = lmmaOperands(rng, m, n, k, terms)
+	g.bias, g.d0 = normals(rng, n), normals(rng, m*n)
+	g.dBytes = f32Bytes(g.d0)
+	if half {
+		g.dBytes = make([]byte, 2*m*n)
+	}
+	g.biasArg = emuVal(0)
+	if withBias {
+		g.biasArg = emuBuf(3, 0)
+	}
+	return g
+}
+
+// bufs is the launch's buffers 0 to 3.
+func (g emuGEMM) bufs() [][]byte {
+	return [][]byte{g.dBytes, u16Bytes(g.x), u16Bytes(g.w), f32Bytes(g.bias)}
+}
+
 // linear_cl (a GEMM of few rows whose splits of k are summed in a
 // cluster) against float64: clusters of one to eight blocks, tiles of 32,
 // 64 and 128 columns (four, two and one k-groups a block), slices of k
@@ -1200,18 +1232,7 @@ func TestEmuLinearCl(t *testing.T) {
 		name := fmt.Sprintf("m=%d,n=%d,k=%d,kc=%d,bn=%d,cluster=%d,bias=%v,act=%d,accum=%v,half=%v,w16=%v", c.m, c.n, c.k, c.kc, c.bn,
 			splits, c.bias, c.act, c.accum, c.half, c.w16)
 		t.Run(name, func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(uint64(c.m), uint64(c.n*c.k+1)))
-			x, w, prod, mags := lmmaOperands(rng, c.m, c.n, c.k, 1)
-			bias := normals(rng, c.n)
-			d0 := normals(rng, c.m*c.n)
-			dBytes := f32Bytes(d0)
-			if c.half {
-				dBytes = make([]byte, 2*c.m*c.n)
-			}
-			biasArg := emuVal(0)
-			if c.bias {
-				biasArg = emuBuf(3, 0)
-			}
+			g := newEmuGEMM(rand.New(rand.NewPCG(uint64(c.m), uint64(c.n*c.k+1))), c.m, c.n, c.k, 1, c.bias, c.half)
 			tilesN, tilesM := (c.n+c.bn-1)/c.bn, (c.m+16*lmmaTiles-1)/(16*lmmaTiles)
 			warps, bin := 8, emuRunner(t)
 			if c.w16 {
@@ -1219,10 +1240,10 @@ func TestEmuLinearCl(t *testing.T) {
 			}
 			launch := emuLaunch{name: "linear_cl", grid: [3]int{tilesN * splits, 1, tilesM}, threads: 32 * warps,
 				smem: lclShared(c.kc, c.m, c.bn), cluster: splits, args: []emuArg{emuBuf(0, 0), emuBuf(1, 0), emuBuf(2, 0),
-					biasArg, emuInt(c.m), emuInt(c.k), emuInt(c.n), emuVal(uint64(c.act)), emuVal(boolArg(c.accum)),
+					g.biasArg, emuInt(c.m), emuInt(c.k), emuInt(c.n), emuVal(uint64(c.act)), emuVal(boolArg(c.accum)),
 					emuVal(boolArg(c.half)), emuInt(c.kc), emuInt(c.bn)}}
-			out := emuRunOn(t, bin, [][]byte{dBytes, u16Bytes(x), u16Bytes(w), f32Bytes(bias)}, launch)
-			lmmaCheck(t, out[0], prod, mags, d0, bias, c.m, c.n, c.bias, c.act, c.accum, c.half)
+			out := emuRunOn(t, bin, g.bufs(), launch)
+			lmmaCheck(t, out[0], g.prod, g.mags, g.d0, g.bias, c.m, c.n, c.bias, c.act, c.accum, c.half)
 		})
 	}
 }
@@ -1265,26 +1286,15 @@ func TestEmuLinearWg(t *testing.T) {
 		name := fmt.Sprintf("m=%d,n=%d,k=%d,kc=%d,cluster=%d,ring=%d,np=%d,terms=%d,bias=%v,act=%d,accum=%v,half=%v", c.m, c.n, c.k, kc,
 			c.splits, c.ring, np, terms, c.bias, c.act, c.accum, c.half)
 		t.Run(name, func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(uint64(c.m), uint64(c.n*c.k+2)))
-			x, w, prod, mags := lmmaOperands(rng, c.m, c.n, c.k, terms)
-			bias := normals(rng, c.n)
-			d0 := normals(rng, c.m*c.n)
-			dBytes := f32Bytes(d0)
-			if c.half {
-				dBytes = make([]byte, 2*c.m*c.n)
-			}
-			biasArg := emuVal(0)
-			if c.bias {
-				biasArg = emuBuf(3, 0)
-			}
+			g := newEmuGEMM(rand.New(rand.NewPCG(uint64(c.m), uint64(c.n*c.k+2))), c.m, c.n, c.k, terms, c.bias, c.half)
 			tilesN, tilesM := (c.n+wgCols-1)/wgCols, (c.m+wgRows-1)/wgRows
 			launch := emuLaunch{name: "linear_wg", grid: [3]int{tilesN * c.splits, 1, tilesM}, threads: 128,
 				smem: lwgShared(kc, np, terms, c.ring), cluster: c.splits, args: []emuArg{emuBuf(0, 0), emuBuf(1, 0),
 					emuVal(uint64((terms - 1) * c.m * c.k)), emuBuf(2, 0),
-					biasArg, emuInt(c.m), emuInt(c.k), emuInt(c.n), emuVal(uint64(c.act)), emuVal(boolArg(c.accum)),
+					g.biasArg, emuInt(c.m), emuInt(c.k), emuInt(c.n), emuVal(uint64(c.act)), emuVal(boolArg(c.accum)),
 					emuVal(boolArg(c.half)), emuInt(kc), emuInt(c.ring), emuInt(np)}}
-			out := emuRunOn(t, emuRunner(t), [][]byte{dBytes, u16Bytes(x), u16Bytes(w), f32Bytes(bias)}, launch)
-			lmmaCheck(t, out[0], prod, mags, d0, bias, c.m, c.n, c.bias, c.act, c.accum, c.half)
+			out := emuRunOn(t, emuRunner(t), g.bufs(), launch)
+			lmmaCheck(t, out[0], g.prod, g.mags, g.d0, g.bias, c.m, c.n, c.bias, c.act, c.accum, c.half)
 		})
 	}
 }
