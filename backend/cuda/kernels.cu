@@ -262,10 +262,11 @@ __device__ __forceinline__ float4 ldcg4(const float* p) {
 // 64×16 tile of A by a 16×N tile of B into 64×N float32 accumulators
 // spread over its 128 threads, both operands read from shared memory
 // through 64-bit descriptors (wg_desc) without passing through registers,
-// asynchronously: wg_commit closes the products issued since the last into
-// a group, wg_wait<n> waits until at most n groups are in flight, and
-// wg_fence orders the warpgroup's register accesses before the products
-// that follow it. Shared memory written other than by the products' own
+// the products added to the accumulators (scale-d 1), asynchronously:
+// wg_commit closes the products issued since the last into a group,
+// wg_wait<n> waits until at most n groups are in flight, and wg_fence
+// orders the warpgroup's register accesses before the products that follow
+// it. Shared memory written other than by the products' own
 // reads (cp.async, plain stores) must be made visible to them by
 // fence_async_smem (fence.proxy.async) and a barrier first.
 template <int N>
