@@ -226,7 +226,9 @@ type Options struct {
 	// k split over a cluster where that takes fewer waves. It needs an
 	// sm_90 GPU (wgmma is specific to that architecture: H100, H200) and
 	// goes before linear_cl (ClusterRows); 0, the default, keeps them on
-	// cuBLAS. Weights written on the stream, k not a multiple of 8, and an
+	// cuBLAS. It is slower than cuBLASLt: one English question took 1.59
+	// times the default's GPU time on an H100 (docs/cuda-perf-log.md).
+	// Weights written on the stream, k not a multiple of 8, a GELU, and an
 	// fp16 output with a residual folded in stay on cuBLAS.
 	WGRows int
 	// WGSplits forces linear_wg's slices of k a cluster (1 to 8, where
