@@ -290,10 +290,9 @@ const (
 // needExtras reports whether this Open uses kernels of the extras:
 // linear_mma (Options.MMARows), linear_cl (Options.ClusterRows), linear_wg
 // (Options.WGRows), the tensor-core attention at other than four warps
-// (Options.MMAWarps, or,
-// in the precisions that use it, a GPU without the shared memory of the
-// four-warp kernels, whose head dims then take fewer), its key-split
-// kernels (Options.AttentionSplit) or the whole-row ones
+// (Options.MMAWarps, or, in the precisions that use it, a GPU without the
+// shared memory of the four-warp kernels, whose head dims then take fewer),
+// its key-split kernels (Options.AttentionSplit) or the whole-row ones
 // (Options.RowWarps).
 func (b *Backend) needExtras() bool {
 	o := b.opts

@@ -3013,17 +3013,18 @@ __device__ __forceinline__ u32 lwg_piece(int r, int p) { return (u32)r * 128 + (
 
 // wg_desc is the wgmma descriptor of such a tile at shared address a: the
 // 128-byte swizzle, eight-row groups 1024 bytes apart (the stride byte
-// offset; the leading one is unused by this layout, 16 as CUTLASS sets it).
+// offset; the leading byte offset, unused by this layout, is set to 16).
 // A step of 16 along k is a start address 32 bytes on.
 __device__ __forceinline__ u64 wg_desc(u32 a) {
 	return (u64)((a & 0x3ffff) >> 4) | (u64)(16 >> 4) << 16 | (u64)(1024 >> 4) << 32 | (u64)1 << 62;
 }
 
 // lin_wg: d = act(x·wᵀ + b) (+ d first when accum; act none or ReLU: see
-// lcl_act) for x [m, k] of one fp16 term or two (FP16X2) and w [n, k] fp16, k a multiple of
-// 8, float32 accumulation on
-// warpgroup products (wgmma, sm_90a), for GEMMs of few rows, like
-// linear_cl. The product is taken transposed, dᵀ = w·xᵀ: the weight's 64
+// lcl_act) for x [m, k] of one fp16 term or two (FP16X2) and w [n, k]
+// fp16, k a multiple of 8, float32 accumulation on warpgroup products
+// (wgmma, sm_90a), for GEMMs of few rows, like linear_cl; as built, slower
+// than cuBLASLt (docs/cuda-perf-log.md: bound by its copies' instructions
+// on one warpgroup a multiprocessor). The product is taken transposed, dᵀ = w·xᵀ: the weight's 64
 // rows of a tile are wgmma's 64 rows (its M, fixed) and x's rows, NP of
 // them (m rounded up to 32), its N, so that one product instruction covers
 // a question's hundred rows.
@@ -3084,9 +3085,8 @@ __device__ void lin_wg(void* d, const u16* x, long long xlo, const u16* w, const
 	cp_async_commit();
 	pdl_wait();
 	pdl_launch();
-	// Chunk c of x into slot c % R, one group.
-	// Thread t copies piece t%8 of rows t/8, t/8 + 16, ... (a fixed
-	// swizzle again).
+	// Chunk c of x into slot c % R, one group: thread t copies piece t%8
+	// of rows t/8, t/8 + 16, ... (a fixed swizzle again) of each term.
 	const int xp = tid & 7, xr = tid >> 3;
 	auto copyX = [&](int c) {
 		const int kq = 64 * c + 8 * xp;
@@ -3156,8 +3156,8 @@ __device__ void lin_wg(void* d, const u16* x, long long xlo, const u16* w, const
 
 // linear_wg: lin_wg for np = x's rows a block rounded up to 32 (32, 64, 96
 // or 128), one warpgroup; x's second term (FP16X2) xlo elements after its
-// first, or xlo 0 for one term. Grid: (⌈n/64⌉·S, 1, ⌈m/128⌉), in clusters of S ≤
-// LCL_SPLITS along x; R the ring's slots (see lin_wg).
+// first, or xlo 0 for one term. Grid: (⌈n/64⌉·S, 1, ⌈m/128⌉), in clusters
+// of S ≤ LCL_SPLITS along x; R the ring's slots (see lin_wg).
 #if LAYA_EXTRAS
 extern "C" __global__ void __launch_bounds__(128, 1) linear_wg(void* d, const u16* x, long long xlo, const u16* w, const float* bias,
 	int m, int k, int n, int act, int accum, int half, int kc, int R, int np) {

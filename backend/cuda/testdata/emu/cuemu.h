@@ -18,7 +18,9 @@
 // the PTX ISA's definitions of the fragments (mma m16n8k16 .row.col with
 // fp16 operands, ldmatrix .x4 .trans); nothing of it comes from the
 // kernels, so a kernel that misreads a fragment computes a wrong product
-// here as on the GPU. The tests check the emulator's fragments on a kernel
+// here as on the GPU. The warpgroup products (wgmma) read their operands
+// from shared memory, so each thread computes its own accumulators from
+// there, when the product is waited for (wgmma_f16 below). The tests check the emulator's fragments on a kernel
 // verified on a GPU (attention_mma) before they trust it with new ones.
 //
 // Shared memory, dynamic and static, is filled with 0xff bytes (NaN as
