@@ -433,6 +433,7 @@ inline float wg_operand(u64 desc, int r, int k) {
 	u32 start = (u32)(desc & 0x3fff) << 4, stride = (u32)((desc >> 32) & 0x3fff) << 4;
 	u32 a = start + (u32)(r / 8) * stride + (u32)(r % 8) * 128 + 2 * (u32)k;
 	a ^= ((a >> 7) & 7) << 4;
+	if (a + 2 > cuemu::cluster.bytes) cuemu::fail("wgmma operand past the block's dynamic shared memory");
 	u16 h;
 	memcpy(&h, cuemu::dyn_smem + a, 2);
 	return cuemu::h2f(h);
