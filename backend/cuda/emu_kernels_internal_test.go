@@ -1431,6 +1431,8 @@ func TestEmuLinearSmall(t *testing.T) {
 		{kind: 1, m: 6, k: 1030, n: 5},
 		{kind: 0, m: 4, k: 1028, n: 11, bias: true, act: 1},
 		{kind: 0, m: 9, k: 1030, n: 6, accum: true},
+		{kind: 1, m: 7, k: 1024, n: 37, bias: true, act: 2},
+		{kind: 2, m: 1, k: 1032, n: 33, bias: true},
 	} {
 		t.Run(fmt.Sprintf("kind=%d,m=%d,k=%d,n=%d,act=%d,bias=%v,accum=%v", c.kind, c.m, c.k, c.n, c.act, c.bias, c.accum), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(c.k), uint64(c.m*100+c.n)))
