@@ -41,6 +41,8 @@ type kernels struct {
 	// clusterProbe is cluster_probe, the cluster primitives' check
 	// (TestClusterProbe).
 	clusterProbe uintptr
+	// tmaProbe is tma_probe, the bulk tensor copies' check (TestTMAProbe).
+	tmaProbe uintptr
 	// attentionTiled holds the tiled attention kernels by head dim: 8 warps
 	// of 1, 2 and 4 queries each, then 16 warps of 1, then attn_reg's 16
 	// warps sharing 16 queries (regKernel).
@@ -181,7 +183,8 @@ func open(opts Options) (*Backend, error) {
 	}
 	// cuLaunchKernelEx (CUDA 11.8 and later) only for programmatic
 	// dependent launch.
-	drv, err := cudadrv.LoadDriver(opts.Driver, driverFuncs, "cuLaunchKernelEx", "cuFuncGetAttribute", "cuOccupancyMaxActiveClusters")
+	drv, err := cudadrv.LoadDriver(opts.Driver, driverFuncs, "cuLaunchKernelEx", "cuFuncGetAttribute", "cuOccupancyMaxActiveClusters",
+		"cuTensorMapEncodeTiled")
 	if err != nil {
 		return nil, err
 	}
@@ -445,6 +448,7 @@ func (b *Backend) kernelTable() map[string]kernelSlot {
 		fns[name] = kernelSlot{p, partCore}
 	}
 	fns["cluster_probe"] = kernelSlot{&b.k.clusterProbe, partExtras}
+	fns["tma_probe"] = kernelSlot{&b.k.tmaProbe, partExtras}
 	fns["linear_cl"] = kernelSlot{&b.k.linearCl, partExtras}
 	fns["linear_wg"] = kernelSlot{&b.k.linearWG, partExtras}
 	for t := range b.k.linearMMA {

@@ -298,11 +298,14 @@ func TestKernelsAssembleWithPtxas(t *testing.T) {
 		{"sm_80", []string{"mma.sync.aligned.m16n8k16", "ldmatrix.sync.aligned", "cp.async.cg.shared.global", "cp.async.wait_all", "ld.global.cg",
 			"cvt.rn.f16x2.f32", "cvt.rn.bf16.f32"}, []string{"griddepcontrol"}},
 		{"sm_90", []string{"mma.sync.aligned.m16n8k16", "ldmatrix.sync.aligned", "cp.async.cg.shared.global", "cp.async.wait_all", "ld.global.cg",
-			"cvt.rn.f16x2.f32", "cvt.rn.bf16.f32", "griddepcontrol.wait", "griddepcontrol.launch_dependents"}, []string{"wgmma"}},
-		// sm_90a: linear_wg's warpgroup products, architecture-specific.
+			"cvt.rn.f16x2.f32", "cvt.rn.bf16.f32", "griddepcontrol.wait", "griddepcontrol.launch_dependents"}, []string{"wgmma", "cp.async.bulk"}},
+		// sm_90a: linear_wg's warpgroup products and tma_probe's copies, architecture-specific.
 		{"sm_90a", []string{"wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16", "wgmma.mma_async.sync.aligned.m64n96k16.f32.f16.f16",
 			"wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16", "wgmma.fence.sync.aligned", "wgmma.commit_group.sync.aligned",
-			"wgmma.wait_group.sync.aligned", "fence.proxy.async.shared::cta", "mapa.shared::cluster"}, nil},
+			"wgmma.wait_group.sync.aligned", "fence.proxy.async.shared::cta", "mapa.shared::cluster",
+			// tma_probe's bulk tensor copy and mbarriers.
+			"cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes", "mbarrier.init.shared::cta.b64",
+			"mbarrier.arrive.expect_tx.shared::cta.b64", "mbarrier.try_wait.parity.shared::cta.b64", "fence.mbarrier_init.release.cluster"}, nil},
 	} {
 		t.Run(c.arch, func(t *testing.T) {
 			t.Parallel()

@@ -420,6 +420,61 @@ __device__ __forceinline__ float4 ld_cluster4(u32 a) {
 #endif
 	return v;
 }
+
+// Bulk copies by the tensor memory accelerator (TMA, sm_90) and the
+// mbarriers that count them in. A tensor map (cuTensorMapEncodeTiled on
+// the host, kept in device memory: tensorMap in stream.go) describes a 2D
+// matrix in global memory and a box of it; tma_load_2d has the TMA copy the
+// box whose first element is at (c0 along the contiguous dimension, c1
+// along the other) into shared memory at dst, as rows of the box's width,
+// with the map's swizzle (the 128-byte one wgmma reads: dst 1024-byte
+// aligned), elements past the matrix as zeros, and count the box's bytes
+// against mbarrier bar. One thread issues a copy of kilobytes where
+// cp.async takes an instruction and an address a thread for every 16
+// bytes. An mbarrier's phase completes when its count of arrivals has
+// arrived and the bytes one of them announced (mbar_expect_tx, which also
+// arrives) have landed; mbar_try_wait reports whether the phase of parity
+// parity has completed. mbar_init before any use, made visible to the
+// block by mbar_fence_init and a barrier. Like wgmma, only in the sm_90a
+// build (Options.WGRows on a GPU of compute capability 9.0), whose PTX
+// version has them; elsewhere they do nothing and must not be launched.
+__device__ __forceinline__ void mbar_init(u32 bar, u32 count) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+	asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+#endif
+}
+__device__ __forceinline__ void mbar_fence_init() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+	asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void mbar_expect_tx(u32 bar, u32 bytes) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+	asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+#endif
+}
+__device__ __forceinline__ void mbar_arrive(u32 bar) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+	asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+#endif
+}
+__device__ __forceinline__ bool mbar_try_wait(u32 bar, u32 parity) {
+	u32 ok = 1;
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+	asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\tselp.u32 %0, 1, 0, p;\n\t}"
+		: "=r"(ok)
+		: "r"(bar), "r"(parity)
+		: "memory");
+#endif
+	return ok != 0;
+}
+__device__ __forceinline__ void tma_load_2d(u32 dst, const void* tmap, u32 bar, int c0, int c1) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+	asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];" ::"r"(dst),
+		"l"(tmap), "r"(bar), "r"(c0), "r"(c1)
+		: "memory");
+#endif
+}
 #endif
 
 // KERNEL_ENTRY starts every kernel but linear_mma: nothing to do before
@@ -2712,6 +2767,48 @@ extern "C" __global__ void cluster_probe(float4* out) {
 	u32 peer = cluster_map(smem_addr(smem4 + (t + 1) % blockDim.x), (rank + 1) % size);
 	out[blockIdx.x * blockDim.x + t] = ld_cluster4(peer);
 	cluster_sync(); // no block returns while the one before it still reads
+}
+#endif
+
+// tma_probe checks the bulk tensor copies and mbarriers (TestTMAProbe on a
+// GPU in the sm_90a build, TestEmuTMAProbe on the emulator, which models
+// them): block (x, y)
+// has the TMA copy two boxes of the 16-bit matrix tmap describes, b0 × b1
+// with the 128-byte swizzle, at columns (2x + i)·b0 and rows y·b1 − 3 (so
+// that the first row of blocks starts above the matrix), one after the
+// other through one slot and one mbarrier (its phases 0 and 1), and writes
+// each box as it reads it through the swizzle (lwg_piece's layout) into
+// out, a matrix of cols columns: box i of block (x, y) at rows y·b1
+// onward, columns (2x + i)·b0 onward; zeros where the box lies past the
+// matrix. Dynamic shared memory: 1024 bytes of alignment, the box, the
+// mbarrier.
+#if LAYA_EXTRAS
+extern "C" __global__ void tma_probe(u16* out, const void* tmap, int b0, int b1, int cols) {
+	KERNEL_ENTRY
+	extern __shared__ float4 smem4[];
+	const u32 s0 = smem_addr(smem4), base = (s0 + 1023) & ~1023u, bytes = (u32)(b0 * b1 * 2), bar = base + ((bytes + 7) & ~7u);
+	const char* gs = (const char*)smem4 + (base - s0);
+	if (threadIdx.x == 0) {
+		mbar_init(bar, 1);
+		mbar_fence_init();
+	}
+	__syncthreads();
+	for (int i = 0; i < 2; i++) {
+		const int c0 = (2 * blockIdx.x + i) * b0, c1 = blockIdx.y * b1 - 3;
+		if (threadIdx.x == 0) {
+			mbar_expect_tx(bar, bytes);
+			tma_load_2d(base, tmap, bar, c0, c1);
+		}
+		while (!mbar_try_wait(bar, i & 1)) {
+		}
+		for (int e = threadIdx.x; e < b0 * b1; e += blockDim.x) {
+			const int r = e / b0, c = e - r * b0;
+			u32 o = (u32)(r * b0 + c) * 2;
+			o ^= ((o >> 7) & 7) << 4;
+			out[(long long)(blockIdx.y * b1 + r) * cols + c0 + c] = *(const u16*)(gs + o);
+		}
+		__syncthreads(); // the slot is read before the next copy takes it
+	}
 }
 #endif
 

@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -230,6 +231,39 @@ struct Copy {
 	const void* g;
 };
 extern std::vector<Copy>* copies;
+
+// TensorMap is what fakecuda.cpp's cuTensorMapEncodeTiled writes into a
+// CUtensorMap's 128 bytes and tma_load_2d reads: a 2D matrix of elem-byte
+// elements (dim[0] along its rows, contiguous; dim[1] rows, stride bytes
+// apart) at base, the box a copy takes (box[0] elements of box[1] rows),
+// and the swizzle (0 none, 3 the 128-byte one).
+constexpr u64 tensorMapMagic = 0x50414d524f534e45ull; // "ENSORMAP"
+struct TensorMap {
+	u64 magic;
+	const unsigned char* base;
+	u64 dim[2], stride;
+	u32 box[2], elem, swizzle;
+};
+static_assert(sizeof(TensorMap) <= 128, "a tensor map fits a CUtensorMap");
+
+// An mbarrier (sm_90) the running cluster's threads initialised, by its
+// address: its count of arrivals a phase, those arrived, the phase (its
+// parity is what mbar_try_wait asks about), the bytes announced
+// (mbar_expect_tx) and those of the copies issued against it, and those
+// copies, which land when a thread waits for the phase and finds it
+// complete: until then their destinations stay poisoned, so that a read
+// before the wait reads NaN here as it may read stale data on a GPU.
+struct Bulk {
+	unsigned char* dst;
+	TensorMap tm;
+	int c0, c1;
+};
+struct MBar {
+	unsigned count, arrived = 0;
+	u64 phase = 0, expect = 0, issued = 0;
+	std::vector<Bulk> copies;
+};
+extern std::map<const unsigned char*, MBar>* mbars;
 
 // The running thread's warpgroup products (wgmma) in flight: the
 // accumulators, N, the operands' descriptors and the group (a commit
@@ -470,6 +504,79 @@ inline void wg_wait() {
 inline void fence_async_smem() {}
 inline void pdl_wait() {}
 inline void pdl_launch() {}
+
+// The mbarriers and the TMA's 2D bulk copies (kernels.cu's mbar_* and
+// tma_load_2d; the model: cuemu::MBar).
+namespace cuemu {
+inline MBar& mbar(u32 a, const char* what) {
+	if (a % 8 || a + 8 > cluster.bytes) fail("an mbarrier address not 8-byte aligned in dynamic shared memory");
+	auto it = mbars->find(dyn_smem + a);
+	if (it == mbars->end()) fail(what);
+	return it->second;
+}
+inline void mbar_arrive(MBar& m) {
+	if (m.arrived == m.count) fail("an mbarrier arrival past its count in one phase");
+	m.arrived++;
+	progress++;
+}
+// land copies the box of b's tensor map at (c0, c1) into b.dst: rows of
+// box[0] elements, zeros past the matrix, the 128-byte swizzle applied to
+// each 16-byte piece's offset (bits 4-6 XOR bits 7-9).
+inline void land(const Bulk& b) {
+	const TensorMap& t = b.tm;
+	u32 row = t.box[0] * t.elem;
+	for (u32 i = 0; i < t.box[1]; i++)
+		for (u32 j = 0; j < t.box[0]; j++) {
+			long long y = (long long)b.c1 + i, x = (long long)b.c0 + j;
+			u32 o = i * row + j * t.elem;
+			if (t.swizzle == 3) o ^= ((o >> 7) & 7) << 4;
+			if (y >= 0 && x >= 0 && (u64)y < t.dim[1] && (u64)x < t.dim[0])
+				memcpy(b.dst + o, t.base + (u64)y * t.stride + (u64)x * t.elem, t.elem);
+			else
+				memset(b.dst + o, 0, t.elem);
+		}
+}
+} // namespace cuemu
+inline void mbar_init(u32 a, u32 count) {
+	if (a % 8 || a + 8 > cuemu::cluster.bytes) cuemu::fail("an mbarrier address not 8-byte aligned in dynamic shared memory");
+	if (count == 0) cuemu::fail("an mbarrier of no arrivals");
+	(*cuemu::mbars)[cuemu::dyn_smem + a] = cuemu::MBar{count};
+}
+inline void mbar_fence_init() {}
+inline void mbar_expect_tx(u32 a, u32 bytes) {
+	cuemu::MBar& m = cuemu::mbar(a, "mbarrier.arrive.expect_tx on an mbarrier not initialised");
+	m.expect += bytes;
+	cuemu::mbar_arrive(m);
+}
+inline void mbar_arrive(u32 a) { cuemu::mbar_arrive(cuemu::mbar(a, "mbarrier.arrive on an mbarrier not initialised")); }
+inline bool mbar_try_wait(u32 a, u32 parity) {
+	cuemu::MBar& m = cuemu::mbar(a, "mbarrier.try_wait on an mbarrier not initialised");
+	if ((m.phase & 1) != (parity & 1)) return true;
+	if (m.arrived == m.count && m.issued > m.expect) cuemu::fail("bulk copies of more bytes than their mbarrier was told to expect");
+	if (m.arrived == m.count && m.issued == m.expect) {
+		for (const auto& b : m.copies) cuemu::land(b);
+		m.copies.clear();
+		m.arrived = 0;
+		m.expect = m.issued = 0;
+		m.phase++;
+		cuemu::progress++;
+		return true;
+	}
+	cuemu::yield();
+	return false;
+}
+inline void tma_load_2d(u32 dst, const void* tmap, u32 a, int c0, int c1) {
+	cuemu::MBar& m = cuemu::mbar(a, "a bulk copy against an mbarrier not initialised");
+	cuemu::TensorMap t;
+	memcpy(&t, tmap, sizeof t);
+	if (t.magic != cuemu::tensorMapMagic) cuemu::fail("cp.async.bulk.tensor with a tensor map cuTensorMapEncodeTiled did not write");
+	u64 bytes = (u64)t.box[0] * t.box[1] * t.elem;
+	if (dst % (t.swizzle == 3 ? 1024 : 128)) cuemu::fail("cp.async.bulk.tensor to a shared address not aligned for its swizzle");
+	if (dst + bytes > cuemu::cluster.bytes) cuemu::fail("cp.async.bulk.tensor past the block's dynamic shared memory");
+	memset(cuemu::dyn_smem + dst, 0xff, bytes);
+	m.copies.push_back(cuemu::Bulk{cuemu::dyn_smem + dst, t, c0, c1});
+	m.issued += bytes;
+}
 
 // l2_prefetch changes nothing but must name memory the kernel could read:
 // the first byte of each of this thread's lines is read, so that a range

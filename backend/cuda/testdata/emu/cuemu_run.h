@@ -30,6 +30,7 @@ std::mutex cuemu::statics_mu;
 std::set<cuemu::Static> cuemu::statics;
 std::vector<cuemu::Copy>* cuemu::copies;
 cuemu::WGState* cuemu::wgs;
+std::map<const unsigned char*, cuemu::MBar>* cuemu::mbars;
 u64 cuemu::progress;
 
 #if defined(__x86_64__) && !defined(CUEMU_UCONTEXT)
@@ -250,6 +251,8 @@ inline void run(void (*call)(const u64*), const u64* args, cuemu_dim3 grid, unsi
 		}
 		Barrier cbar((int)(csize * threads));
 		cluster.bar = &cbar;
+		std::map<const unsigned char*, MBar> mb;
+		mbars = &mb;
 		shuffle(turns);
 		for (Fiber* f : turns) f->done = false;
 		for (unsigned live = csize * threads; live > 0;) {
@@ -273,6 +276,11 @@ inline void run(void (*call)(const u64*), const u64* args, cuemu_dim3 grid, unsi
 				fail("deadlock: every thread left waits at a barrier the others never reach");
 			}
 		}
+		for (const auto& m : mb)
+			if (!m.second.copies.empty()) {
+				threadIdx = cuemu_dim3{0, 0, 0};
+				fail("a block ended with bulk copies in flight");
+			}
 	}
 }
 

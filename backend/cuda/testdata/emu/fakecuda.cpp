@@ -724,6 +724,35 @@ CUEMU_API int cuLaunchKernelEx(const LaunchConfig* cfg, void* f, void** params, 
 	return launch("cuLaunchKernelEx", f, cfg->grid, cfg->block, cfg->shared, cfg->stream, params, extra, csize);
 }
 
+// cuTensorMapEncodeTiled writes the emulator's description of a 2D tiled
+// tensor map (cuemu::TensorMap) into the map's 128 bytes, after CUDA's
+// checks of what the kernels pass (cuda.h's CUtensorMap* enums: fp16 is 6,
+// the 128-byte swizzle 3); the emulator models 2D maps of 16-bit elements
+// without interleave, element strides of 1 and zeros past the matrix.
+CUEMU_API int cuTensorMapEncodeTiled(void* tmap, int dtype, unsigned rank, void* addr, const u64* dims, const u64* strides,
+	const unsigned* box, const unsigned* estrides, int interleave, int swizzle, int l2promo, int oobfill) {
+	NEED();
+	if (!tmap || (uintptr_t)tmap % 64) return refuse(INVALID_VALUE, "cuTensorMapEncodeTiled: the map is not 64-byte aligned");
+	if (rank != 2) return refuse(NOT_SUPPORTED, "cuTensorMapEncodeTiled: rank %u, the emulator's maps are 2D", rank);
+	if (dtype != 6 && dtype != 8) return refuse(NOT_SUPPORTED, "cuTensorMapEncodeTiled: data type %d, the emulator's are fp16 (6) and bf16 (8)", dtype);
+	if (!addr || (uintptr_t)addr % 16) return refuse(INVALID_VALUE, "cuTensorMapEncodeTiled: global address not 16-byte aligned");
+	if (strides[0] % 16 || strides[0] < dims[0] * 2) return refuse(INVALID_VALUE, "cuTensorMapEncodeTiled: row stride %llu", (unsigned long long)strides[0]);
+	for (int i = 0; i < 2; i++) {
+		if (dims[i] == 0 || dims[i] > (1ull << 32)) return refuse(INVALID_VALUE, "cuTensorMapEncodeTiled: dimension %d of %llu", i, (unsigned long long)dims[i]);
+		if (box[i] == 0 || box[i] > 256) return refuse(INVALID_VALUE, "cuTensorMapEncodeTiled: box dimension %d of %u", i, box[i]);
+		if (estrides[i] != 1) return refuse(NOT_SUPPORTED, "cuTensorMapEncodeTiled: element strides other than 1");
+	}
+	if ((box[0] * 2) % 16) return refuse(INVALID_VALUE, "cuTensorMapEncodeTiled: a box row of %u bytes, not a multiple of 16", box[0] * 2);
+	if (interleave != 0 || oobfill != 0) return refuse(NOT_SUPPORTED, "cuTensorMapEncodeTiled: interleave or NaN fill");
+	if (swizzle != 0 && swizzle != 3) return refuse(NOT_SUPPORTED, "cuTensorMapEncodeTiled: swizzle %d, the emulator's are none and 128 bytes", swizzle);
+	if (swizzle == 3 && box[0] * 2 > 128) return refuse(INVALID_VALUE, "cuTensorMapEncodeTiled: a box row of %u bytes under the 128-byte swizzle", box[0] * 2);
+	if (l2promo < 0 || l2promo > 3) return INVALID_VALUE;
+	cuemu::TensorMap t{cuemu::tensorMapMagic, (const unsigned char*)addr, {dims[0], dims[1]}, strides[0], {box[0], box[1]}, 2, (u32)swizzle};
+	memset(tmap, 0, 128);
+	memcpy(tmap, &t, sizeof t);
+	return SUCCESS;
+}
+
 CUEMU_API int cuStreamCreate(void** hs, unsigned flags) {
 	NEED();
 	if (flags > 1) return INVALID_VALUE;

@@ -1,0 +1,141 @@
+//go:build linux
+
+package cuda
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+	"unsafe"
+
+	"github.com/laya-metal/laya/internal/cudadrv/cudatest"
+)
+
+// tmaProbe runs tma_probe on b over a rows × cols fp16 matrix in, with
+// boxes of b0 × b1 under the 128-byte swizzle, and returns its output
+// matrix and that matrix's columns.
+func tmaProbe(b *Backend, in []uint16, rows, cols, b0, b1 int) ([]uint16, int, error) {
+	gx, gy := (cols+2*b0-1)/(2*b0), (rows+3+b1-1)/b1
+	outCols := 2 * b0 * gx
+	out := make([]uint16, gy*b1*outCols)
+	var err error
+	if e := b.onThread(func() {
+		var din, dmap, dout uintptr
+		if din, err = b.allocOnce(int64(2 * len(in))); err != nil {
+			return
+		}
+		defer b.drv.Call("cuMemFree_v2", din)
+		if err = b.drv.Call("cuMemcpyHtoD_v2", din, uintptr(unsafe.Pointer(&in[0])), uintptr(2*len(in))); err != nil {
+			return
+		}
+		var m tensorMap
+		if m, err = b.encodeTensorMap(din, int64(rows), int64(cols), int64(2*cols), b0, b1, true); err != nil {
+			return
+		}
+		if dmap, err = b.allocOnce(int64(unsafe.Sizeof(m))); err != nil {
+			return
+		}
+		defer b.drv.Call("cuMemFree_v2", dmap)
+		if err = b.drv.Call("cuMemcpyHtoD_v2", dmap, uintptr(unsafe.Pointer(&m[0])), unsafe.Sizeof(m)); err != nil {
+			return
+		}
+		if dout, err = b.allocOnce(int64(2 * len(out))); err != nil {
+			return
+		}
+		defer b.drv.Call("cuMemFree_v2", dout)
+		var l launcher
+		shared := 1024 + (2*b0*b1+7)&^7 + 8
+		if err = l.launch(b.drv, b.k.tmaProbe, [3]int{gx, gy, 1}, 128, shared, 0, u64(dout), u64(dmap), uint64(b0), uint64(b1), uint64(outCols)); err != nil {
+			return
+		}
+		if err = b.drv.Call("cuCtxSynchronize"); err != nil {
+			return
+		}
+		if err = b.drv.Call("cuMemcpyDtoHAsync_v2", uintptr(unsafe.Pointer(&out[0])), dout, uintptr(2*len(out)), 0); err == nil {
+			err = b.drv.Call("cuCtxSynchronize")
+		}
+	}); e != nil {
+		return nil, 0, e
+	}
+	runtime.KeepAlive(in)
+	runtime.KeepAlive(out)
+	return out, outCols, err
+}
+
+// tmaCases are matrices and boxes: a box row of 128 bytes (the swizzle's
+// width) and of 64, rows and columns past the matrix on every side.
+var tmaCases = []struct{ rows, cols, b0, b1 int }{{50, 200, 64, 24}, {93, 1024, 64, 96}, {7, 40, 32, 8}, {130, 136, 64, 64}}
+
+// checkTMAProbe holds tma_probe's output to the matrix: row R of out is
+// row R − 3 of in, zeros past it.
+func checkTMAProbe(t *testing.T, in, out []uint16, rows, cols, outCols int) {
+	t.Helper()
+	for r := range len(out) / outCols {
+		for c := range outCols {
+			want := uint16(0)
+			if y := r - 3; y >= 0 && y < rows && c < cols {
+				want = in[y*cols+c]
+			}
+			if got := out[r*outCols+c]; got != want {
+				t.Fatalf("output row %d column %d: %#04x, want %#04x", r, c, got, want)
+			}
+		}
+	}
+}
+
+func tmaInput(rows, cols int) []uint16 {
+	rng := rand.New(rand.NewPCG(uint64(rows), uint64(cols)))
+	in := make([]uint16, rows*cols)
+	for i := range in {
+		in[i] = uint16(rng.Uint32()&0x7bff) | 1 // finite fp16, never zero
+	}
+	return in
+}
+
+// The TMA's 2D copies and the mbarriers on a GPU of compute capability
+// 9.0 (in the sm_90a build): each box lands where the 128-byte swizzle puts it, zeros past the
+// matrix, through two phases of one mbarrier (the emulator's model of
+// them, TestEmuTMAProbe, is held to this).
+func TestTMAProbe(t *testing.T) {
+	// The sm_90a build (wgrows), whose extras hold tma_probe.
+	be, err := Open(Options{WGRows: MaxMMARows})
+	cudatest.Check(t, err)
+	defer be.Close()
+	b := be.(*Backend)
+	if !b.wgmma || !b.drv.Has("cuTensorMapEncodeTiled") {
+		t.Skipf("%s: compute capability %d.%d, no sm_90a build", b.gpu, b.cc[0], b.cc[1])
+	}
+	for _, c := range tmaCases {
+		in := tmaInput(c.rows, c.cols)
+		out, outCols, err := tmaProbe(b, in, c.rows, c.cols, c.b0, c.b1)
+		if err != nil {
+			t.Fatalf("%+v: %v", c, err)
+		}
+		checkTMAProbe(t, in, out, c.rows, c.cols, outCols)
+	}
+}
+
+// The same probe on the emulated GPU, through the fake driver's tensor
+// maps and the emulator's TMA: it fails if a box is read before its
+// mbarrier's phase completes (the destination stays poisoned until then).
+func TestEmuTMAProbe(t *testing.T) {
+	opts := emuOptions(t)
+	opts.WGRows = MaxMMARows // the extras, tma_probe's part
+	be, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Close()
+	b := be.(*Backend)
+	for _, c := range tmaCases {
+		t.Run(fmt.Sprintf("%dx%d/box=%dx%d", c.rows, c.cols, c.b1, c.b0), func(t *testing.T) {
+			in := tmaInput(c.rows, c.cols)
+			out, outCols, err := tmaProbe(b, in, c.rows, c.cols, c.b0, c.b1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkTMAProbe(t, in, out, c.rows, c.cols, outCols)
+		})
+	}
+}
