@@ -131,7 +131,8 @@ type Backend struct {
 	allocs    []uintptr  // weights and tables, freed at Close; the worker's
 	loadMu    sync.Mutex // serialises making rope tables and 16-bit weights
 	ropes     map[ropeKey]ropeTable
-	free      []*cstream // CUDA streams not in use
+	tmaps     map[wgKey]uintptr // linear_wg's tensor maps on the GPU (wgMaps)
+	free      []*cstream        // CUDA streams not in use
 	streams   []*cstream
 	cache     map[shapeKey][]*entry // entries not in use, by request shape
 	idle      []*entry              // the same, least recently returned first

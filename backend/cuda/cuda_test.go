@@ -130,6 +130,8 @@ func TestParseOptions(t *testing.T) {
 		{"wgrows=300", cuda.Options{}, true},
 		{"wgrows=128,wgring=3", cuda.Options{WGRows: 128, WGRing: 3}, false},
 		{"wgring=2", cuda.Options{}, true},
+		{"wgrows=128,wgtma=on", cuda.Options{WGRows: 128, WGTMA: true}, false},
+		{"wgtma=yes", cuda.Options{}, true},
 		{"wgsplits=9", cuda.Options{}, true},
 		{"clcols=96", cuda.Options{}, true},
 		// The registered backend's defaults, and LAYA_CUDA after them.
@@ -305,7 +307,8 @@ func TestKernelsAssembleWithPtxas(t *testing.T) {
 			"wgmma.wait_group.sync.aligned", "fence.proxy.async.shared::cta", "mapa.shared::cluster",
 			// tma_probe's bulk tensor copy and mbarriers.
 			"cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes", "mbarrier.init.shared::cta.b64",
-			"mbarrier.arrive.expect_tx.shared::cta.b64", "mbarrier.try_wait.parity.shared::cta.b64", "fence.mbarrier_init.release.cluster"}, nil},
+			"mbarrier.arrive.expect_tx.shared::cta.b64", "mbarrier.try_wait.parity.shared::cta.b64", "fence.mbarrier_init.release.cluster",
+			"mbarrier.inval.shared::cta.b64"}, nil},
 	} {
 		t.Run(c.arch, func(t *testing.T) {
 			t.Parallel()
@@ -1621,7 +1624,8 @@ func TestLinearGEMMPaths(t *testing.T) {
 		// five (where the slices fit), launched plain once.
 		{"cl", cuda.Options{ClusterRows: cuda.MaxMMARows}}, {"wg", cuda.Options{WGRows: cuda.MaxMMARows}},
 		{"wg-splits=5", cuda.Options{WGRows: cuda.MaxMMARows, WGSplits: 5}},
-		{"wg-nopdl", cuda.Options{WGRows: cuda.MaxMMARows, NoPDL: true}}}
+		{"wg-nopdl", cuda.Options{WGRows: cuda.MaxMMARows, NoPDL: true}},
+		{"wg-tma", cuda.Options{WGRows: cuda.MaxMMARows, WGTMA: true}}, {"wg-tma-ring=3", cuda.Options{WGRows: cuda.MaxMMARows, WGTMA: true, WGRing: 3}}}
 	for _, prec := range []cuda.Precision{cuda.FP16, cuda.BF16, cuda.FP16X2} {
 		refs := make([][2][]float64, len(shapes))
 		for i, sh := range shapes {
@@ -2074,6 +2078,7 @@ func TestSanitizerForward(t *testing.T) {
 		// and on linear_wg (warpgroup products).
 		{"fp16+cl", cuda.Options{Precision: cuda.FP16, ClusterRows: cuda.MaxMMARows}},
 		{"fp16+wg", cuda.Options{Precision: cuda.FP16, WGRows: cuda.MaxMMARows}},
+		{"fp16+wg+tma", cuda.Options{Precision: cuda.FP16, WGRows: cuda.MaxMMARows, WGTMA: true}},
 		// The float32 attention of few tiles on the tiled kernel's warp a
 		// query instead of attn_reg.
 		{"fp32+attnreg=off", cuda.Options{Precision: cuda.FP32, NoRegAttention: true}},

@@ -95,6 +95,8 @@ var emuConfigs = []emuConfig{
 	// The GEMMs of few rows on linear_wg (warpgroup products; the
 	// emulated GPU is an sm_90) in FP16X2's reduced streams.
 	{"FP16X2+refine+wgrows", Options{Precision: FP16X2, Refine: DefaultRefine, RefineTokens: 1, WGRows: MaxMMARows}},
+	{"FP16X2+wgrows+wgtma", Options{Precision: FP16X2, WGRows: MaxMMARows, WGTMA: true}},
+	{"FP16+wgrows+wgtma+wgring=3", Options{Precision: FP16, WGRows: MaxMMARows, WGTMA: true, WGRing: 3}},
 	// Every batch in FP16 first with each plain GEMM split over k's
 	// halves (kbatch: stacked products, their residual Adds in the
 	// LayerNorms), its near-ties again in FP16X2.

@@ -1292,7 +1292,7 @@ func TestEmuLinearWg(t *testing.T) {
 				smem: lwgShared(kc, np, terms, c.ring), cluster: c.splits, args: []emuArg{emuBuf(0, 0), emuBuf(1, 0),
 					emuVal(uint64((terms - 1) * c.m * c.k)), emuBuf(2, 0),
 					g.biasArg, emuInt(c.m), emuInt(c.k), emuInt(c.n), emuVal(uint64(c.act)), emuVal(boolArg(c.accum)),
-					emuVal(boolArg(c.half)), emuInt(kc), emuInt(c.ring), emuInt(np)}}
+					emuVal(boolArg(c.half)), emuInt(kc), emuInt(c.ring), emuInt(np), emuVal(0)}} // no tensor maps: the threads copy
 			out := emuRunOn(t, emuRunner(t), g.bufs(), launch)
 			lmmaCheck(t, out[0], g.prod, g.mags, g.d0, g.bias, c.m, c.n, c.bias, c.act, c.accum, c.half)
 		})

@@ -435,7 +435,8 @@ __device__ __forceinline__ float4 ld_cluster4(u32 a) {
 // arrived and the bytes one of them announced (mbar_expect_tx, which also
 // arrives) have landed; mbar_try_wait reports whether the phase of parity
 // parity has completed. mbar_init before any use, made visible to the
-// block by mbar_fence_init and a barrier. Like wgmma, only in the sm_90a
+// block by mbar_fence_init and a barrier; mbar_inval before its memory is
+// used for anything else. Like wgmma, only in the sm_90a
 // build (Options.WGRows on a GPU of compute capability 9.0), whose PTX
 // version has them; elsewhere they do nothing and must not be launched.
 __device__ __forceinline__ void mbar_init(u32 bar, u32 count) {
@@ -451,6 +452,11 @@ __device__ __forceinline__ void mbar_fence_init() {
 __device__ __forceinline__ void mbar_expect_tx(u32 bar, u32 bytes) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 	asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+#endif
+}
+__device__ __forceinline__ void mbar_inval(u32 bar) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+	asm volatile("mbarrier.inval.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
 #endif
 }
 __device__ __forceinline__ void mbar_arrive(u32 bar) {
@@ -3143,7 +3149,7 @@ __device__ __forceinline__ u64 wg_desc(u32 a) {
 // rows of 128 bytes a slot, a term).
 template <int NP>
 __device__ void lin_wg(void* d, const u16* x, long long xlo, const u16* w, const float* bias, int m, int k, int n, int act, int accum,
-	int half, int kc, int R) {
+	int half, int kc, int R, const char* maps) {
 	extern __shared__ float4 smem4[];
 	const int NT = 128;
 	const uint2 id = cluster_id();
@@ -3159,6 +3165,25 @@ __device__ void lin_wg(void* d, const u16* x, long long xlo, const u16* w, const
 	const int terms = xlo ? 2 : 1;
 	const u32 sW = base, sX = base + (u32)chunks * 8192, slotBytes = (u32)terms * (NP * 128);
 	const uint4 zero = {0u, 0u, 0u, 0u};
+	// With maps (linearcl.go's wgMaps: tensor maps of the weight and of
+	// each term of x, 128 bytes each), the TMA copies both, one thread
+	// issuing a box of 64 of k a chunk (the weight's 64 rows, x's NP, rows
+	// past the matrix as zeros, the 128-byte swizzle as the copies below
+	// write it), counted against an mbarrier for the weight and one a ring
+	// slot after it; the threads' copies below are not made.
+	const u32 bars = sX + (u32)R * slotBytes;
+	const bool tma = maps != nullptr;
+	if (tma) {
+		if (tid == 0) {
+			for (int i = 0; i <= R; i++) mbar_init(bars + 8 * i, 1);
+			mbar_fence_init();
+		}
+		__syncthreads();
+		if (tid == 0) {
+			mbar_expect_tx(bars, (u32)chunks * 8192);
+			for (int c = 0; c < chunks; c++) tma_load_2d(sW + (u32)c * 8192, maps, bars, k0 + 64 * c, n0);
+		}
+	} else {
 	// The weight: thread t takes rows t/16, t/16 + 8, ... and of each the
 	// pieces q = t%16, t%16 + 16, ... (chunk q/8, piece q%8), sixteen
 	// threads on 256 consecutive bytes of a row; past n or past k, zeros.
@@ -3180,12 +3205,22 @@ __device__ void lin_wg(void* d, const u16* x, long long xlo, const u16* w, const
 		}
 	}
 	cp_async_commit();
+	}
 	pdl_wait();
 	pdl_launch();
 	// Chunk c of x into slot c % R, one group: thread t copies piece t%8
 	// of rows t/8, t/8 + 16, ... (a fixed swizzle again) of each term.
 	const int xp = tid & 7, xr = tid >> 3;
 	auto copyX = [&](int c) {
+		if (tma) {
+			if (tid == 0) {
+				const u32 bar = bars + 8 * (1 + c % R);
+				mbar_expect_tx(bar, slotBytes);
+				for (int t = 0; t < terms; t++)
+					tma_load_2d(sX + (u32)(c % R) * slotBytes + (u32)t * (NP * 128), maps + 128 * (1 + t), bar, k0 + 64 * c, m0);
+			}
+			return;
+		}
 		const int kq = 64 * c + 8 * xp;
 		for (int t = 0; t < terms; t++) {
 			u32 off = (u32)(c % R) * slotBytes + (u32)t * (NP * 128) + lwg_piece(xr, xp);
@@ -3209,15 +3244,24 @@ __device__ void lin_wg(void* d, const u16* x, long long xlo, const u16* w, const
 		// first R and one an iteration before this (empty in the first
 		// two), or, for a chunk copied in iteration c − R + 2, that
 		// iteration's successors.
-		cp_async_wait_group(R >= chunks ? chunks - 1 - c : c < R ? R - 1 : R - 3);
-		fence_async_smem();
+		if (tma) {
+			// Chunk c is its slot's (c / R)-th copy: that phase's parity.
+			if (c == 0)
+				while (!mbar_try_wait(bars, 0)) {
+				}
+			while (!mbar_try_wait(bars + 8 * (1 + c % R), (u32)(c / R) & 1)) {
+			}
+		} else {
+			cp_async_wait_group(R >= chunks ? chunks - 1 - c : c < R ? R - 1 : R - 3);
+			fence_async_smem();
+		}
 		__syncthreads();
 		if (R < chunks) {
 			// Every warp has waited for chunk c − 2's products (wg_wait<1>
 			// after chunk c − 1's): its slot takes chunk c − 2 + R.
 			if (c >= 2 && c - 2 + R < chunks)
 				copyX(c - 2 + R);
-			else
+			else if (!tma)
 				cp_async_commit();
 		}
 		wg_fence();
@@ -3231,6 +3275,9 @@ __device__ void lin_wg(void* d, const u16* x, long long xlo, const u16* w, const
 		wg_wait<1>();
 	}
 	wg_wait<0>();
+	// The mbarriers' memory goes to the products too: invalidated first.
+	if (tma && tid == 0)
+		for (int i = 0; i <= R; i++) mbar_inval(bars + 8 * i);
 	// The products into shared memory (the operands', done with), as
 	// [row of x][column] for the cluster and the writes: thread 32w + l
 	// holds columns 16w + l/4 (+8) of rows 8i + 2(l%4) (+1).
@@ -3257,12 +3304,12 @@ __device__ void lin_wg(void* d, const u16* x, long long xlo, const u16* w, const
 // of S ≤ LCL_SPLITS along x; R the ring's slots (see lin_wg).
 #if LAYA_EXTRAS
 extern "C" __global__ void __launch_bounds__(128, 1) linear_wg(void* d, const u16* x, long long xlo, const u16* w, const float* bias,
-	int m, int k, int n, int act, int accum, int half, int kc, int R, int np) {
+	int m, int k, int n, int act, int accum, int half, int kc, int R, int np, const char* maps) {
 	switch (np) {
-	case 32: lin_wg<32>(d, x, xlo, w, bias, m, k, n, act, accum, half, kc, R); break;
-	case 64: lin_wg<64>(d, x, xlo, w, bias, m, k, n, act, accum, half, kc, R); break;
-	case 96: lin_wg<96>(d, x, xlo, w, bias, m, k, n, act, accum, half, kc, R); break;
-	default: lin_wg<128>(d, x, xlo, w, bias, m, k, n, act, accum, half, kc, R); break;
+	case 32: lin_wg<32>(d, x, xlo, w, bias, m, k, n, act, accum, half, kc, R, maps); break;
+	case 64: lin_wg<64>(d, x, xlo, w, bias, m, k, n, act, accum, half, kc, R, maps); break;
+	case 96: lin_wg<96>(d, x, xlo, w, bias, m, k, n, act, accum, half, kc, R, maps); break;
+	default: lin_wg<128>(d, x, xlo, w, bias, m, k, n, act, accum, half, kc, R, maps); break;
 	}
 }
 #endif

@@ -197,7 +197,7 @@ func wgRowsPadded(m int) int { return (min(m, wgRows) + 31) &^ 31 }
 // chunks of x: 1024 bytes to align the swizzled tiles, the weight's slice
 // and the ring, or, where more, the float32 products.
 func lwgShared(kc, np, terms, r int) int {
-	return 1024 + max(kc/wgChunk*wgCols*wgChunk*2+r*terms*np*wgChunk*2, np*wgCS*4)
+	return 1024 + max(kc/wgChunk*wgCols*wgChunk*2+r*terms*np*wgChunk*2+8*(r+1), np*wgCS*4)
 }
 
 // planLinearWg splits a GEMM of m rows, n output columns and depth k into
@@ -283,7 +283,65 @@ func (lin *linearOp) issueWg(x *run, xh, wh uintptr) error {
 	if x.tune {
 		x.b.count(func(st *Stats) { st.GEMMOwn++ })
 	}
+	var maps uintptr
+	if x.b.opts.WGTMA {
+		var err error
+		if maps, err = x.b.wgMaps(x.tune, wh, xh, lin.n, lin.m, lin.k, terms(x.prec), p.np); err != nil {
+			return err
+		}
+	}
 	return x.l.launchCluster(x.b.drv, x.b.k.linearWG, [3]int{p.tilesN * p.splits, 1, p.tilesM}, 128, p.shared, x.cs.stream,
 		p.splits, u64(lin.d.addr), u64(xh), uint64(xlo), u64(wh), u64(bp), i32(lin.m), i32(lin.k), i32(lin.n), uint64(lin.act),
-		boolArg(lin.accumulate), boolArg(lin.halfOut), i32(p.kc), i32(p.ring), i32(p.np))
+		boolArg(lin.accumulate), boolArg(lin.halfOut), i32(p.kc), i32(p.ring), i32(p.np), u64(maps))
+}
+
+// wgKey is what a linear_wg launch's tensor maps describe: the weight (wh,
+// n rows of k) and x (xh, terms of m rows of k, boxes of np rows). A map
+// holds addresses and shapes alone, so the maps of a key stay right for
+// any launch with it, whatever else has used the memory since.
+type wgKey struct {
+	wh, xh          uintptr
+	n, m, k, np, tm int
+}
+
+// wgMaps returns the device address of the tensor maps of a linear_wg
+// launch (Options.WGTMA), 128 bytes each: the weight's (boxes of 64 of k
+// by 64 rows), then each term's of x (64 of k by np rows; FP16X2's second
+// term m·k elements after the first). Maps are made and copied to the GPU
+// on a segment's first run, which is never captured (create), and found
+// again when its graph is captured; 0 where they were never made (the
+// kernel then copies by its threads).
+func (b *Backend) wgMaps(create bool, wh, xh uintptr, n, m, k, terms, np int) (uintptr, error) {
+	key := wgKey{wh, xh, n, m, k, np, terms}
+	b.mu.Lock()
+	d, ok := b.tmaps[key]
+	b.mu.Unlock()
+	if ok || !create {
+		return d, nil
+	}
+	maps := make([]tensorMap, 1+terms)
+	var err error
+	if maps[0], err = b.encodeTensorMap(wh, int64(n), int64(k), 2*int64(k), wgChunk, wgCols, true); err != nil {
+		return 0, err
+	}
+	for t := range terms {
+		if maps[1+t], err = b.encodeTensorMap(xh+uintptr(2*t*m*k), int64(m), int64(k), 2*int64(k), wgChunk, np, true); err != nil {
+			return 0, err
+		}
+	}
+	bytes := int64(len(maps)) * int64(unsafe.Sizeof(maps[0]))
+	if d, err = b.alloc(bytes, "tensor maps"); err != nil {
+		return 0, err
+	}
+	b.allocs = append(b.allocs, d) // freed at Close
+	if err = b.drv.Call("cuMemcpyHtoD_v2", d, uintptr(unsafe.Pointer(&maps[0])), uintptr(bytes)); err != nil {
+		return 0, err
+	}
+	b.mu.Lock()
+	if b.tmaps == nil {
+		b.tmaps = map[wgKey]uintptr{}
+	}
+	b.tmaps[key] = d
+	b.mu.Unlock()
+	return d, nil
 }

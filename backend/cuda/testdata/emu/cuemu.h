@@ -543,6 +543,11 @@ inline void mbar_init(u32 a, u32 count) {
 	(*cuemu::mbars)[cuemu::dyn_smem + a] = cuemu::MBar{count};
 }
 inline void mbar_fence_init() {}
+inline void mbar_inval(u32 a) {
+	cuemu::MBar& m = cuemu::mbar(a, "mbarrier.inval on an mbarrier not initialised");
+	if (!m.copies.empty() || m.arrived) cuemu::fail("mbarrier.inval with a phase under way");
+	cuemu::mbars->erase(cuemu::dyn_smem + a);
+}
 inline void mbar_expect_tx(u32 a, u32 bytes) {
 	cuemu::MBar& m = cuemu::mbar(a, "mbarrier.arrive.expect_tx on an mbarrier not initialised");
 	m.expect += bytes;
