@@ -304,6 +304,13 @@ type wgKey struct {
 	n, m, k, np, tm int
 }
 
+// maxWGMaps bounds wgMaps' sets of maps. A set stays on the GPU while the
+// backend is open (a captured graph may still read it), and each new
+// entry's memory makes new ones, so a server whose request shapes keep
+// changing would grow them without end: past the bound (at most 1.5 MB of
+// device memory) new launches copy by their threads.
+const maxWGMaps = 4096
+
 // wgMaps returns the device address of the tensor maps of a linear_wg
 // launch (Options.WGTMA), 128 bytes each: the weight's (boxes of 64 of k
 // by 64 rows), then each term's of x (64 of k by np rows; FP16X2's second
@@ -315,8 +322,9 @@ func (b *Backend) wgMaps(create bool, wh, xh uintptr, n, m, k, terms, np int) (u
 	key := wgKey{wh, xh, n, m, k, np, terms}
 	b.mu.Lock()
 	d, ok := b.tmaps[key]
+	full := len(b.tmaps) >= maxWGMaps
 	b.mu.Unlock()
-	if ok || !create {
+	if ok || !create || full {
 		return d, nil
 	}
 	maps := make([]tensorMap, 1+terms)

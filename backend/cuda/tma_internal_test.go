@@ -139,3 +139,46 @@ func TestEmuTMAProbe(t *testing.T) {
 		})
 	}
 }
+
+// linear_wg's tensor maps (wgmaps): made once per address and shape on a
+// segment's first run and found again when its graph is captured, never
+// made then, and no more than maxWGMaps sets of them.
+func TestEmuWGMaps(t *testing.T) {
+	opts := emuOptions(t)
+	opts.WGRows, opts.WGTMA = MaxMMARows, true
+	be, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Close()
+	b := be.(*Backend)
+	const wh, xh = 1 << 20, 1 << 24 // addresses the maps only describe
+	var first uintptr
+	if e := b.onThread(func() {
+		if d, err := b.wgMaps(false, wh, xh, 64, 93, 1024, 1, 96); err != nil || d != 0 {
+			t.Errorf("maps found before they were made: %#x, %v", d, err)
+		}
+		if first, err = b.wgMaps(true, wh, xh, 64, 93, 1024, 1, 96); err != nil || first == 0 {
+			t.Fatalf("making maps: %#x, %v", first, err)
+		}
+		if d, err := b.wgMaps(false, wh, xh, 64, 93, 1024, 1, 96); err != nil || d != first {
+			t.Errorf("maps found again at %#x (%v), want %#x", d, err, first)
+		}
+		if d, _ := b.wgMaps(false, wh, xh, 64, 93, 1024, 2, 96); d != 0 {
+			t.Errorf("two terms' maps found as one term's")
+		}
+		for i := 1; i < maxWGMaps; i++ {
+			if d, err := b.wgMaps(true, wh, xh+uintptr(256*i), 64, 93, 1024, 1, 96); err != nil || d == 0 {
+				t.Fatalf("set %d: %#x, %v", i, d, err)
+			}
+		}
+		if d, err := b.wgMaps(true, wh, xh-256, 64, 93, 1024, 1, 96); err != nil || d != 0 {
+			t.Errorf("a set past the bound: %#x, %v", d, err)
+		}
+		if d, _ := b.wgMaps(true, wh, xh, 64, 93, 1024, 1, 96); d != first {
+			t.Errorf("a set made before the bound not found after it")
+		}
+	}); e != nil {
+		t.Fatal(e)
+	}
+}
