@@ -15,21 +15,17 @@ of one's own first (nvcc -arch=sm_90a -cubin; cuobjdump -sass).
 import collections
 import csv
 import gzip
+import importlib.util
+import os
 import sys
 
+# The launches of ncu's source page, as ncu-phases.py reads them.
+_spec = importlib.util.spec_from_file_location("ncu_phases", os.path.join(os.path.dirname(os.path.abspath(__file__)), "ncu-phases.py"))
+_phases = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_phases)
+launches = _phases.launches
+
 MEM = ("LDG", "UTMALDG", "LDGSTS", "UBLKCP", "LD.", "STG", "UTMASTG", "RED", "ATOMG", "UBLKRED", "UTMAREDG", "ST.", "ATOM.")
-
-
-def launches(rows):
-    cur = None
-    for r in rows:
-        if r and r[0] == "Kernel Name":
-            cur = {"name": r[1] if len(r) > 1 else "?", "rows": []}
-            yield cur
-        elif r and r[0] == "Address" and cur is not None:
-            cur["hdr"] = r
-        elif cur is not None and "hdr" in cur and len(r) > 2:
-            cur["rows"].append(r)
 
 
 def main(path):
