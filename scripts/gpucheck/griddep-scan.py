@@ -31,7 +31,7 @@ MEM = ("LDG", "UTMALDG", "LDGSTS", "UBLKCP", "LD.", "STG", "UTMASTG", "RED", "AT
 def main(path):
     f = gzip.open(path, "rt") if path.endswith(".gz") else open(path)
     seen = collections.OrderedDict()
-    for k in launches(list(csv.reader(f))):
+    for k in list(launches(list(csv.reader(f)))):
         if k["name"] in seen:
             seen[k["name"]]["n"] += 1
             continue
