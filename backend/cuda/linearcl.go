@@ -316,15 +316,16 @@ const maxWGMaps = 4096
 // by 64 rows), then each term's of x (64 of k by np rows; FP16X2's second
 // term m·k elements after the first). Maps are made and copied to the GPU
 // on a segment's first run, which is never captured (create), and found
-// again when its graph is captured; 0 where they were never made (the
-// kernel then copies by its threads).
+// again when its graph is captured; 0 where they were never made, or the
+// driver (before CUDA 12.0) cannot make them: the kernel then copies by its
+// threads.
 func (b *Backend) wgMaps(create bool, wh, xh uintptr, n, m, k, terms, np int) (uintptr, error) {
 	key := wgKey{wh, xh, n, m, k, np, terms}
 	b.mu.Lock()
 	d, ok := b.tmaps[key]
 	full := len(b.tmaps) >= maxWGMaps
 	b.mu.Unlock()
-	if ok || !create || full {
+	if ok || !create || full || !b.drv.Has("cuTensorMapEncodeTiled") {
 		return d, nil
 	}
 	maps := make([]tensorMap, 1+terms)
