@@ -27,7 +27,9 @@
 // float and as fp16) before each block, so that a read of shared memory the
 // block never wrote shows in its results; a cp.async copy lands only when
 // its thread waits for it (cp_async_wait_all, or cp_async_wait_group for
-// its group), its destination poisoned until then; blocks run in a
+// its group), and a bulk tensor copy (the TMA's) when a thread's wait on
+// its mbarrier finds the phase complete, their destinations poisoned
+// until then; blocks run in a
 // shuffled order (CUEMU_SEED), so that which
 // block of a grid comes last varies; and what the GPU leaves undefined or
 // faults on is refused with a message: a warp-wide instruction in a warp
