@@ -423,7 +423,7 @@ __device__ __forceinline__ float4 ld_cluster4(u32 a) {
 
 // Bulk copies by the tensor memory accelerator (TMA, sm_90) and the
 // mbarriers that count them in. A tensor map (cuTensorMapEncodeTiled on
-// the host, kept in device memory: tensorMap in stream.go) describes a 2D
+// the host, kept in device memory: tma.go, linearcl.go's wgMaps) describes a 2D
 // matrix in global memory and a box of it; tma_load_2d has the TMA copy the
 // box whose first element is at (c0 along the contiguous dimension, c1
 // along the other) into shared memory at dst, as rows of the box's width,
@@ -457,11 +457,6 @@ __device__ __forceinline__ void mbar_expect_tx(u32 bar, u32 bytes) {
 __device__ __forceinline__ void mbar_inval(u32 bar) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 	asm volatile("mbarrier.inval.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
-#endif
-}
-__device__ __forceinline__ void mbar_arrive(u32 bar) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-	asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
 #endif
 }
 __device__ __forceinline__ bool mbar_try_wait(u32 bar, u32 parity) {
@@ -2778,9 +2773,8 @@ extern "C" __global__ void cluster_probe(float4* out) {
 
 // tma_probe checks the bulk tensor copies and mbarriers (TestTMAProbe on a
 // GPU in the sm_90a build, TestEmuTMAProbe on the emulator, which models
-// them): block (x, y)
-// has the TMA copy two boxes of the 16-bit matrix tmap describes, b0 × b1
-// with the 128-byte swizzle, at columns (2x + i)·b0 and rows y·b1 − 3 (so
+// them): block (x, y) has the TMA copy two boxes of the 16-bit matrix tmap
+// describes, b0 × b1 with the 128-byte swizzle, at columns (2x + i)·b0 and rows y·b1 − 3 (so
 // that the first row of blocks starts above the matrix), one after the
 // other through one slot and one mbarrier (its phases 0 and 1), and writes
 // each box as it reads it through the swizzle (lwg_piece's layout) into
@@ -3127,10 +3121,10 @@ __device__ __forceinline__ u64 wg_desc(u32 a) {
 // fp16, k a multiple of 8, float32 accumulation on warpgroup products
 // (wgmma, sm_90a), for GEMMs of few rows, like linear_cl; as built, slower
 // than cuBLASLt (docs/cuda-perf-log.md: bound by its copies' instructions
-// on one warpgroup a multiprocessor). The product is taken transposed, dᵀ = w·xᵀ: the weight's 64
-// rows of a tile are wgmma's 64 rows (its M, fixed) and x's rows, NP of
-// them (m rounded up to 32), its N, so that one product instruction covers
-// a question's hundred rows.
+// on one warpgroup a multiprocessor). The product is taken transposed,
+// dᵀ = w·xᵀ: the weight's 64 rows of a tile are wgmma's 64 rows (its M,
+// fixed) and x's rows, NP of them (m rounded up to 32), its N, so that one
+// product instruction covers a question's hundred rows.
 //
 // The grid and clusters are linear_cl's (linearcl.go's planLinearWg): a
 // cluster of S blocks takes a tile of 64 output columns and up to LWG_ROWS
@@ -3184,13 +3178,12 @@ __device__ void lin_wg(void* d, const u16* x, long long xlo, const u16* w, const
 			for (int c = 0; c < chunks; c++) tma_load_2d(sW + (u32)c * 8192, maps, bars, k0 + 64 * c, n0);
 		}
 	} else {
-	// The weight: thread t takes rows t/16, t/16 + 8, ... and of each the
-	// pieces q = t%16, t%16 + 16, ... (chunk q/8, piece q%8), sixteen
-	// threads on 256 consecutive bytes of a row; past n or past k, zeros.
-	// Rows 8 apart and pieces 16 apart keep a thread's swizzle (q%8 XOR
-	// r%8) the same, so that its addresses step by constants (an index
-	// divided by the row's pieces took most of the loop).
-	{
+		// The weight: thread t takes rows t/16, t/16 + 8, ... and of each the
+		// pieces q = t%16, t%16 + 16, ... (chunk q/8, piece q%8), sixteen
+		// threads on 256 consecutive bytes of a row; past n or past k, zeros.
+		// Rows 8 apart and pieces 16 apart keep a thread's swizzle (q%8 XOR
+		// r%8) the same, so that its addresses step by constants (an index
+		// divided by the row's pieces took most of the loop).
 		const int q0 = tid & 15, r0 = tid >> 4, P = 8 * chunks;
 		const u32 o0 = lwg_piece(r0, q0 & 7) + (u32)(q0 >> 3) * 8192;
 		for (int r = r0; r < LWG_BN; r += 8) {
@@ -3203,8 +3196,7 @@ __device__ void lin_wg(void* d, const u16* x, long long xlo, const u16* w, const
 					*(uint4*)(gs + off) = zero;
 			}
 		}
-	}
-	cp_async_commit();
+		cp_async_commit();
 	}
 	pdl_wait();
 	pdl_launch();
@@ -3239,11 +3231,6 @@ __device__ void lin_wg(void* d, const u16* x, long long xlo, const u16* w, const
 #pragma unroll
 	for (int i = 0; i < NP / 2; i++) acc[i] = 0.0f;
 	for (int c = 0; c < chunks; c++) {
-		// The groups committed after chunk c's: with all of x's slice in
-		// slots, the later chunks'; through the ring, the rest of the
-		// first R and one an iteration before this (empty in the first
-		// two), or, for a chunk copied in iteration c − R + 2, that
-		// iteration's successors.
 		if (tma) {
 			// Chunk c is its slot's (c / R)-th copy: that phase's parity.
 			if (c == 0)
@@ -3252,6 +3239,11 @@ __device__ void lin_wg(void* d, const u16* x, long long xlo, const u16* w, const
 			while (!mbar_try_wait(bars + 8 * (1 + c % R), (u32)(c / R) & 1)) {
 			}
 		} else {
+			// The groups committed after chunk c's: with all of x's slice
+			// in slots, the later chunks'; through the ring, the rest of
+			// the first R and one an iteration before this (empty in the
+			// first two), or, for a chunk copied in iteration c − R + 2,
+			// that iteration's successors.
 			cp_async_wait_group(R >= chunks ? chunks - 1 - c : c < R ? R - 1 : R - 3);
 			fence_async_smem();
 		}

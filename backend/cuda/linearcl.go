@@ -300,8 +300,8 @@ func (lin *linearOp) issueWg(x *run, xh, wh uintptr) error {
 // holds addresses and shapes alone, so the maps of a key stay right for
 // any launch with it, whatever else has used the memory since.
 type wgKey struct {
-	wh, xh          uintptr
-	n, m, k, np, tm int
+	wh, xh             uintptr
+	n, m, k, np, terms int
 }
 
 // maxWGMaps bounds wgMaps' sets of maps. A set stays on the GPU while the

@@ -21,9 +21,8 @@ const (
 // encodeTensorMap describes to the TMA a 2D fp16 matrix at addr of rows
 // rows of cols elements, rowBytes apart, and the box a copy takes (box0
 // elements of box1 rows), with the 128-byte swizzle that wgmma reads
-// (box0 at most 64) or none; elements past the matrix read as zeros. It
-// runs on b's thread (a driver call with no context work, but the driver
-// wants its context current).
+// (box0 at most 64) or none; elements past the matrix read as zeros. Like
+// every driver call here, on b's thread.
 func (b *Backend) encodeTensorMap(addr uintptr, rows, cols, rowBytes int64, box0, box1 int, swizzle bool) (tensorMap, error) {
 	var m tensorMap
 	if !b.drv.Has("cuTensorMapEncodeTiled") {

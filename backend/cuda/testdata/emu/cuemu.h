@@ -555,7 +555,6 @@ inline void mbar_expect_tx(u32 a, u32 bytes) {
 	m.expect += bytes;
 	cuemu::mbar_arrive(m);
 }
-inline void mbar_arrive(u32 a) { cuemu::mbar_arrive(cuemu::mbar(a, "mbarrier.arrive on an mbarrier not initialised")); }
 inline bool mbar_try_wait(u32 a, u32 parity) {
 	cuemu::MBar& m = cuemu::mbar(a, "mbarrier.try_wait on an mbarrier not initialised");
 	if ((m.phase & 1) != (parity & 1)) return true;
