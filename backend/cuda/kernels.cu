@@ -2774,8 +2774,8 @@ extern "C" __global__ void cluster_probe(float4* out) {
 // tma_probe checks the bulk tensor copies and mbarriers (TestTMAProbe on a
 // GPU in the sm_90a build, TestEmuTMAProbe on the emulator, which models
 // them): block (x, y) has the TMA copy two boxes of the 16-bit matrix tmap
-// describes, b0 × b1 with the 128-byte swizzle, at columns (2x + i)·b0 and rows y·b1 − 3 (so
-// that the first row of blocks starts above the matrix), one after the
+// describes, b0 × b1 with the 128-byte swizzle, at columns (2x + i)·b0 and rows y·b1 + dy (dy < 0:
+// the first row of blocks starts above the matrix), one after the
 // other through one slot and one mbarrier (its phases 0 and 1), and writes
 // each box as it reads it through the swizzle (lwg_piece's layout) into
 // out, a matrix of cols columns: box i of block (x, y) at rows y·b1
@@ -2783,7 +2783,7 @@ extern "C" __global__ void cluster_probe(float4* out) {
 // matrix. Dynamic shared memory: 1024 bytes of alignment, the box, the
 // mbarrier.
 #if LAYA_EXTRAS
-extern "C" __global__ void tma_probe(u16* out, const void* tmap, int b0, int b1, int cols) {
+extern "C" __global__ void tma_probe(u16* out, const void* tmap, int b0, int b1, int cols, int dy) {
 	KERNEL_ENTRY
 	extern __shared__ float4 smem4[];
 	const u32 s0 = smem_addr(smem4), base = (s0 + 1023) & ~1023u, bytes = (u32)(b0 * b1 * 2), bar = base + ((bytes + 7) & ~7u);
@@ -2794,7 +2794,7 @@ extern "C" __global__ void tma_probe(u16* out, const void* tmap, int b0, int b1,
 	}
 	__syncthreads();
 	for (int i = 0; i < 2; i++) {
-		const int c0 = (2 * blockIdx.x + i) * b0, c1 = blockIdx.y * b1 - 3;
+		const int c0 = (2 * blockIdx.x + i) * b0, c1 = blockIdx.y * b1 + dy;
 		if (threadIdx.x == 0) {
 			mbar_expect_tx(bar, bytes);
 			tma_load_2d(base, tmap, bar, c0, c1);

@@ -13,10 +13,11 @@ import (
 )
 
 // tmaProbe runs tma_probe on b over a rows × cols fp16 matrix in, with
-// boxes of b0 × b1 under the 128-byte swizzle, and returns its output
-// matrix and that matrix's columns.
-func tmaProbe(b *Backend, in []uint16, rows, cols, b0, b1 int) ([]uint16, int, error) {
-	gx, gy := (cols+2*b0-1)/(2*b0), (rows+3+b1-1)/b1
+// boxes of b0 × b1 under the 128-byte swizzle starting dy rows from the
+// matrix's first (dy ≤ 0), and returns its output matrix and that matrix's
+// columns.
+func tmaProbe(b *Backend, in []uint16, rows, cols, b0, b1, dy int) ([]uint16, int, error) {
+	gx, gy := (cols+2*b0-1)/(2*b0), (rows-dy+b1-1)/b1
 	outCols := 2 * b0 * gx
 	out := make([]uint16, gy*b1*outCols)
 	var err error
@@ -46,7 +47,7 @@ func tmaProbe(b *Backend, in []uint16, rows, cols, b0, b1 int) ([]uint16, int, e
 		defer b.drv.Call("cuMemFree_v2", dout)
 		var l launcher
 		shared := 1024 + (2*b0*b1+7)&^7 + 8
-		if err = l.launch(b.drv, b.k.tmaProbe, [3]int{gx, gy, 1}, 128, shared, 0, u64(dout), u64(dmap), uint64(b0), uint64(b1), uint64(outCols)); err != nil {
+		if err = l.launch(b.drv, b.k.tmaProbe, [3]int{gx, gy, 1}, 128, shared, 0, u64(dout), u64(dmap), uint64(b0), uint64(b1), uint64(outCols), i32(dy)); err != nil {
 			return
 		}
 		if err = b.drv.Call("cuCtxSynchronize"); err != nil {
@@ -67,20 +68,37 @@ func tmaProbe(b *Backend, in []uint16, rows, cols, b0, b1 int) ([]uint16, int, e
 // width) and of 64, rows and columns past the matrix on every side.
 var tmaCases = []struct{ rows, cols, b0, b1 int }{{50, 200, 64, 24}, {93, 1024, 64, 96}, {7, 40, 32, 8}, {130, 136, 64, 64}}
 
+// tmaOffsets are the probe's first rows: at the matrix's first, and three
+// above it (the TMA takes signed coordinates: rows before the matrix are
+// zeros like rows past it).
+var tmaOffsets = []int{0, -3}
+
 // checkTMAProbe holds tma_probe's output to the matrix: row R of out is
-// row R − 3 of in, zeros past it.
-func checkTMAProbe(t *testing.T, in, out []uint16, rows, cols, outCols int) {
+// row R + dy of in, zeros past it. It reports the first wrong element and
+// how many are wrong, and how many of those are zeros (a box that never
+// landed) or came from elsewhere in the matrix.
+func checkTMAProbe(t *testing.T, in, out []uint16, rows, cols, outCols, dy int) {
 	t.Helper()
+	bad, zeros, first := 0, 0, ""
 	for r := range len(out) / outCols {
 		for c := range outCols {
 			want := uint16(0)
-			if y := r - 3; y >= 0 && y < rows && c < cols {
+			if y := r + dy; y >= 0 && y < rows && c < cols {
 				want = in[y*cols+c]
 			}
 			if got := out[r*outCols+c]; got != want {
-				t.Fatalf("output row %d column %d: %#04x, want %#04x", r, c, got, want)
+				if bad == 0 {
+					first = fmt.Sprintf("output row %d column %d: %#04x, want %#04x", r, c, got, want)
+				}
+				bad++
+				if got == 0 {
+					zeros++
+				}
 			}
 		}
+	}
+	if bad > 0 {
+		t.Errorf("%s; %d of %d elements wrong, %d of them 0", first, bad, len(out), zeros)
 	}
 }
 
@@ -107,12 +125,16 @@ func TestTMAProbe(t *testing.T) {
 		t.Skipf("%s: compute capability %d.%d, no sm_90a build", b.gpu, b.cc[0], b.cc[1])
 	}
 	for _, c := range tmaCases {
-		in := tmaInput(c.rows, c.cols)
-		out, outCols, err := tmaProbe(b, in, c.rows, c.cols, c.b0, c.b1)
-		if err != nil {
-			t.Fatalf("%+v: %v", c, err)
+		for _, dy := range tmaOffsets {
+			t.Run(fmt.Sprintf("%dx%d/box=%dx%d/dy=%d", c.rows, c.cols, c.b1, c.b0, dy), func(t *testing.T) {
+				in := tmaInput(c.rows, c.cols)
+				out, outCols, err := tmaProbe(b, in, c.rows, c.cols, c.b0, c.b1, dy)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkTMAProbe(t, in, out, c.rows, c.cols, outCols, dy)
+			})
 		}
-		checkTMAProbe(t, in, out, c.rows, c.cols, outCols)
 	}
 }
 
@@ -129,14 +151,16 @@ func TestEmuTMAProbe(t *testing.T) {
 	defer be.Close()
 	b := be.(*Backend)
 	for _, c := range tmaCases {
-		t.Run(fmt.Sprintf("%dx%d/box=%dx%d", c.rows, c.cols, c.b1, c.b0), func(t *testing.T) {
-			in := tmaInput(c.rows, c.cols)
-			out, outCols, err := tmaProbe(b, in, c.rows, c.cols, c.b0, c.b1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkTMAProbe(t, in, out, c.rows, c.cols, outCols)
-		})
+		for _, dy := range tmaOffsets {
+			t.Run(fmt.Sprintf("%dx%d/box=%dx%d/dy=%d", c.rows, c.cols, c.b1, c.b0, dy), func(t *testing.T) {
+				in := tmaInput(c.rows, c.cols)
+				out, outCols, err := tmaProbe(b, in, c.rows, c.cols, c.b0, c.b1, dy)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkTMAProbe(t, in, out, c.rows, c.cols, outCols, dy)
+			})
+		}
 	}
 }
 
