@@ -3163,20 +3163,23 @@ __device__ void lin_wg(void* d, const u16* x, long long xlo, const u16* w, const
 	// each term of x, 128 bytes each), the TMA copies both, one thread
 	// issuing a box of 64 of k a chunk (the weight's 64 rows, x's NP, rows
 	// past the matrix as zeros, the 128-byte swizzle as the copies below
-	// write it), counted against an mbarrier for the weight and one a ring
-	// slot after it; the threads' copies below are not made.
-	const u32 bars = sX + (u32)R * slotBytes;
+	// write it), counted against an mbarrier a chunk of the weight (so that
+	// the products start on its first chunk while the rest land, where the
+	// kernel before ends first) and one a ring slot after them; the threads'
+	// copies below are not made.
+	const u32 bars = sX + (u32)R * slotBytes, xbars = bars + 8 * (u32)chunks;
 	const bool tma = maps != nullptr;
 	if (tma) {
 		if (tid == 0) {
-			for (int i = 0; i <= R; i++) mbar_init(bars + 8 * i, 1);
+			for (int i = 0; i < chunks + R; i++) mbar_init(bars + 8 * i, 1);
 			mbar_fence_init();
 		}
 		__syncthreads();
-		if (tid == 0) {
-			mbar_expect_tx(bars, (u32)chunks * 8192);
-			for (int c = 0; c < chunks; c++) tma_load_2d(sW + (u32)c * 8192, maps, bars, k0 + 64 * c, n0);
-		}
+		if (tid == 0)
+			for (int c = 0; c < chunks; c++) {
+				mbar_expect_tx(bars + 8 * c, 8192);
+				tma_load_2d(sW + (u32)c * 8192, maps, bars + 8 * c, k0 + 64 * c, n0);
+			}
 	} else {
 		// The weight: thread t takes rows t/16, t/16 + 8, ... and of each the
 		// pieces q = t%16, t%16 + 16, ... (chunk q/8, piece q%8), sixteen
@@ -3206,7 +3209,7 @@ __device__ void lin_wg(void* d, const u16* x, long long xlo, const u16* w, const
 	auto copyX = [&](int c) {
 		if (tma) {
 			if (tid == 0) {
-				const u32 bar = bars + 8 * (1 + c % R);
+				const u32 bar = xbars + 8 * (c % R);
 				mbar_expect_tx(bar, slotBytes);
 				for (int t = 0; t < terms; t++)
 					tma_load_2d(sX + (u32)(c % R) * slotBytes + (u32)t * (NP * 128), maps + 128 * (1 + t), bar, k0 + 64 * c, m0);
@@ -3232,11 +3235,11 @@ __device__ void lin_wg(void* d, const u16* x, long long xlo, const u16* w, const
 	for (int i = 0; i < NP / 2; i++) acc[i] = 0.0f;
 	for (int c = 0; c < chunks; c++) {
 		if (tma) {
-			// Chunk c is its slot's (c / R)-th copy: that phase's parity.
-			if (c == 0)
-				while (!mbar_try_wait(bars, 0)) {
-				}
-			while (!mbar_try_wait(bars + 8 * (1 + c % R), (u32)(c / R) & 1)) {
+			// The weight's chunk c, then x's: its slot's (c / R)-th copy,
+			// that phase's parity.
+			while (!mbar_try_wait(bars + 8 * c, 0)) {
+			}
+			while (!mbar_try_wait(xbars + 8 * (c % R), (u32)(c / R) & 1)) {
 			}
 		} else {
 			// The groups committed after chunk c's: with all of x's slice
@@ -3269,7 +3272,7 @@ __device__ void lin_wg(void* d, const u16* x, long long xlo, const u16* w, const
 	wg_wait<0>();
 	// The mbarriers' memory goes to the products too: invalidated first.
 	if (tma && tid == 0)
-		for (int i = 0; i <= R; i++) mbar_inval(bars + 8 * i);
+		for (int i = 0; i < chunks + R; i++) mbar_inval(bars + 8 * i);
 	// The products into shared memory (the operands', done with), as
 	// [row of x][column] for the cluster and the writes: thread 32w + l
 	// holds columns 16w + l/4 (+8) of rows 8i + 2(l%4) (+1).

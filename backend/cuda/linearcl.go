@@ -194,10 +194,11 @@ func wgRowsPadded(m int) int { return (min(m, wgRows) + 31) &^ 31 }
 
 // lwgShared is a linear_wg block's dynamic shared memory for slices of kc
 // (a multiple of wgChunk), np rows of x of terms terms and a ring of r
-// chunks of x: 1024 bytes to align the swizzled tiles, the weight's slice
-// and the ring, or, where more, the float32 products.
+// chunks of x: 1024 bytes to align the swizzled tiles, the weight's slice,
+// the ring and the TMA's mbarriers (Options.WGTMA: one a chunk of the slice
+// and one a slot), or, where more, the float32 products.
 func lwgShared(kc, np, terms, r int) int {
-	return 1024 + max(kc/wgChunk*wgCols*wgChunk*2+r*terms*np*wgChunk*2+8*(r+1), np*wgCS*4)
+	return 1024 + max(kc/wgChunk*wgCols*wgChunk*2+r*terms*np*wgChunk*2+8*(kc/wgChunk+r), np*wgCS*4)
 }
 
 // planLinearWg splits a GEMM of m rows, n output columns and depth k into
