@@ -2774,9 +2774,10 @@ extern "C" __global__ void cluster_probe(float4* out) {
 // tma_probe checks the bulk tensor copies and mbarriers (TestTMAProbe on a
 // GPU in the sm_90a build, TestEmuTMAProbe on the emulator, which models
 // them): block (x, y) has the TMA copy two boxes of the 16-bit matrix tmap
-// describes, b0 × b1 with the 128-byte swizzle, at columns (2x + i)·b0 and rows y·b1 + dy (dy < 0:
-// the first row of blocks starts above the matrix), one after the
-// other through one slot and one mbarrier (its phases 0 and 1), and writes
+// describes, b0 × b1 with the 128-byte swizzle, at columns (2x + i)·b0 and
+// rows y·b1 + dy (dy < 0: the first row of blocks starts above the
+// matrix), one after the other through one slot and one mbarrier (its
+// phases 0 and 1), and writes
 // each box as it reads it through the swizzle (lwg_piece's layout) into
 // out, a matrix of cols columns: box i of block (x, y) at rows y·b1
 // onward, columns (2x + i)·b0 onward; zeros where the box lies past the
@@ -3120,8 +3121,8 @@ __device__ __forceinline__ u64 wg_desc(u32 a) {
 // lcl_act) for x [m, k] of one fp16 term or two (FP16X2) and w [n, k]
 // fp16, k a multiple of 8, float32 accumulation on warpgroup products
 // (wgmma, sm_90a), for GEMMs of few rows, like linear_cl; as built, slower
-// than cuBLASLt (docs/cuda-perf-log.md: bound by its copies' instructions
-// on one warpgroup a multiprocessor). The product is taken transposed,
+// than cuBLASLt, with its threads' copies or the TMA's
+// (docs/cuda-perf-log.md). The product is taken transposed,
 // dᵀ = w·xᵀ: the weight's 64 rows of a tile are wgmma's 64 rows (its M,
 // fixed) and x's rows, NP of them (m rounded up to 32), its N, so that one
 // product instruction covers a question's hundred rows.

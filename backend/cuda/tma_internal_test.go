@@ -74,9 +74,9 @@ var tmaCases = []struct{ rows, cols, b0, b1 int }{{50, 200, 64, 24}, {93, 1024, 
 var tmaOffsets = []int{0, -3}
 
 // checkTMAProbe holds tma_probe's output to the matrix: row R of out is
-// row R + dy of in, zeros past it. It reports the first wrong element and
-// how many are wrong, and how many of those are zeros (a box that never
-// landed) or came from elsewhere in the matrix.
+// row R + dy of in, zeros past it. It reports the first wrong element,
+// how many are wrong and how many of those read zero (as where a box never
+// landed).
 func checkTMAProbe(t *testing.T, in, out []uint16, rows, cols, outCols, dy int) {
 	t.Helper()
 	bad, zeros, first := 0, 0, ""
@@ -102,28 +102,8 @@ func checkTMAProbe(t *testing.T, in, out []uint16, rows, cols, outCols, dy int) 
 	}
 }
 
-func tmaInput(rows, cols int) []uint16 {
-	rng := rand.New(rand.NewPCG(uint64(rows), uint64(cols)))
-	in := make([]uint16, rows*cols)
-	for i := range in {
-		in[i] = uint16(rng.Uint32()&0x7bff) | 1 // finite fp16, never zero
-	}
-	return in
-}
-
-// The TMA's 2D copies and the mbarriers on a GPU of compute capability
-// 9.0 (in the sm_90a build): each box lands where the 128-byte swizzle puts it, zeros past the
-// matrix, through two phases of one mbarrier (the emulator's model of
-// them, TestEmuTMAProbe, is held to this).
-func TestTMAProbe(t *testing.T) {
-	// The sm_90a build (wgrows), whose extras hold tma_probe.
-	be, err := Open(Options{WGRows: MaxMMARows})
-	cudatest.Check(t, err)
-	defer be.Close()
-	b := be.(*Backend)
-	if !b.wgmma || !b.drv.Has("cuTensorMapEncodeTiled") {
-		t.Skipf("%s: compute capability %d.%d, no sm_90a build", b.gpu, b.cc[0], b.cc[1])
-	}
+// runTMAProbe runs tma_probe on b over every case and first row.
+func runTMAProbe(t *testing.T, b *Backend) {
 	for _, c := range tmaCases {
 		for _, dy := range tmaOffsets {
 			t.Run(fmt.Sprintf("%dx%d/box=%dx%d/dy=%d", c.rows, c.cols, c.b1, c.b0, dy), func(t *testing.T) {
@@ -136,6 +116,31 @@ func TestTMAProbe(t *testing.T) {
 			})
 		}
 	}
+}
+
+func tmaInput(rows, cols int) []uint16 {
+	rng := rand.New(rand.NewPCG(uint64(rows), uint64(cols)))
+	in := make([]uint16, rows*cols)
+	for i := range in {
+		in[i] = uint16(rng.Uint32()&0x7bff) | 1 // finite fp16, never zero
+	}
+	return in
+}
+
+// The TMA's 2D copies and the mbarriers on a GPU of compute capability
+// 9.0 (in the sm_90a build): each box lands where the 128-byte swizzle
+// puts it, zeros past the matrix, through two phases of one mbarrier (the
+// emulator's model of them, TestEmuTMAProbe, is held to this).
+func TestTMAProbe(t *testing.T) {
+	// The sm_90a build (wgrows), whose extras hold tma_probe.
+	be, err := Open(Options{WGRows: MaxMMARows})
+	cudatest.Check(t, err)
+	defer be.Close()
+	b := be.(*Backend)
+	if !b.wgmma || !b.drv.Has("cuTensorMapEncodeTiled") {
+		t.Skipf("%s: compute capability %d.%d, no sm_90a build", b.gpu, b.cc[0], b.cc[1])
+	}
+	runTMAProbe(t, b)
 }
 
 // The same probe on the emulated GPU, through the fake driver's tensor
@@ -150,18 +155,7 @@ func TestEmuTMAProbe(t *testing.T) {
 	}
 	defer be.Close()
 	b := be.(*Backend)
-	for _, c := range tmaCases {
-		for _, dy := range tmaOffsets {
-			t.Run(fmt.Sprintf("%dx%d/box=%dx%d/dy=%d", c.rows, c.cols, c.b1, c.b0, dy), func(t *testing.T) {
-				in := tmaInput(c.rows, c.cols)
-				out, outCols, err := tmaProbe(b, in, c.rows, c.cols, c.b0, c.b1, dy)
-				if err != nil {
-					t.Fatal(err)
-				}
-				checkTMAProbe(t, in, out, c.rows, c.cols, outCols, dy)
-			})
-		}
-	}
+	runTMAProbe(t, b)
 }
 
 // linear_wg's tensor maps (wgmaps): made once per address and shape on a
