@@ -131,7 +131,7 @@ type Backend struct {
 	allocs    []uintptr  // weights and tables, freed at Close; the worker's
 	loadMu    sync.Mutex // serialises making rope tables and 16-bit weights
 	ropes     map[ropeKey]ropeTable
-	tmaps     map[wgKey]uintptr // linear_wg's tensor maps on the GPU (wgMaps)
+	tmaps     map[wgKey]uintptr // linear_wg's tensor maps on the GPU (wgMaps), freed at Close; under mu
 	free      []*cstream        // CUDA streams not in use
 	streams   []*cstream
 	cache     map[shapeKey][]*entry // entries not in use, by request shape
@@ -1050,8 +1050,8 @@ func (b *Backend) release() error {
 		// Under mu: an allocation still running on another thread
 		// (evictFor) must not find these entries to free again.
 		b.mu.Lock()
-		cache := b.cache
-		b.cache, b.idle = nil, nil
+		cache, tmaps := b.cache, b.tmaps
+		b.cache, b.idle, b.tmaps = nil, nil, nil
 		b.mu.Unlock()
 		for _, list := range cache {
 			for _, e := range list {
@@ -1068,6 +1068,9 @@ func (b *Backend) release() error {
 			b.drv.Call("cuMemFree_v2", p)
 		}
 		b.allocs = nil
+		for _, p := range tmaps {
+			b.drv.Call("cuMemFree_v2", p)
+		}
 		for _, m := range b.modules {
 			b.drv.Call("cuModuleUnload", m)
 		}

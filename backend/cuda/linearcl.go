@@ -343,15 +343,25 @@ func (b *Backend) wgMaps(create bool, wh, xh uintptr, n, m, k, terms, np int) (u
 	if d, err = b.alloc(bytes, "tensor maps"); err != nil {
 		return 0, err
 	}
-	b.allocs = append(b.allocs, d) // freed at Close
 	if err = b.drv.Call("cuMemcpyHtoD_v2", d, uintptr(unsafe.Pointer(&maps[0])), uintptr(bytes)); err != nil {
+		b.drv.Call("cuMemFree_v2", d)
 		return 0, err
 	}
+	// Requests flush on their own threads, so another may have made the
+	// same maps meanwhile: the first kept is everyone's. b.tmaps alone
+	// holds this memory (Close frees it); b.allocs is the worker's.
 	b.mu.Lock()
-	if b.tmaps == nil {
-		b.tmaps = map[wgKey]uintptr{}
+	d0, ok := b.tmaps[key]
+	if !ok {
+		if b.tmaps == nil {
+			b.tmaps = map[wgKey]uintptr{}
+		}
+		b.tmaps[key] = d
 	}
-	b.tmaps[key] = d
 	b.mu.Unlock()
+	if ok {
+		b.drv.Call("cuMemFree_v2", d)
+		return d0, nil
+	}
 	return d, nil
 }

@@ -244,9 +244,10 @@ type Options struct {
 	// each term of x, through tensor maps the driver encodes (CUDA 12.0),
 	// counted in by mbarriers, where the block's threads otherwise copy
 	// every 16 bytes with an instruction and an address of their own (what
-	// the kernel was measured waiting on). Built and checked on the
-	// emulator, not yet measured on a GPU; a GEMM whose tensor maps are
-	// not ready when its graph is captured copies the other way.
+	// the kernel was measured waiting on). On an H200 faster than those
+	// copies, still slower than cuBLASLt (BENCHMARKS.md); a GEMM whose
+	// tensor maps are not ready when its graph is captured copies the
+	// other way.
 	WGTMA bool
 	// KBatchRows runs each plain product (no bias or activation: every
 	// GEMM of the ModernBERT encoder) of one fp16 term (FP16, and FP16X2's

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"sync"
 	"testing"
 	"unsafe"
 
@@ -158,20 +159,27 @@ func TestEmuTMAProbe(t *testing.T) {
 	runTMAProbe(t, b)
 }
 
-// linear_wg's tensor maps (wgmaps): made once per address and shape on a
-// segment's first run and found again when its graph is captured, never
-// made then, and no more than maxWGMaps sets of them.
-func TestEmuWGMaps(t *testing.T) {
+// openEmuWGTMA opens the emulated backend with linear_wg's TMA copies,
+// closed when t ends.
+func openEmuWGTMA(t *testing.T) *Backend {
 	opts := emuOptions(t)
 	opts.WGRows, opts.WGTMA = MaxMMARows, true
 	be, err := Open(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer be.Close()
-	b := be.(*Backend)
+	t.Cleanup(func() { be.Close() })
+	return be.(*Backend)
+}
+
+// linear_wg's tensor maps (wgmaps): made once per address and shape on a
+// segment's first run and found again when its graph is captured, never
+// made then, and no more than maxWGMaps sets of them.
+func TestEmuWGMaps(t *testing.T) {
+	b := openEmuWGTMA(t)
 	const wh, xh = 1 << 20, 1 << 24 // addresses the maps only describe
 	var first uintptr
+	var err error
 	if e := b.onThread(func() {
 		if d, err := b.wgMaps(false, wh, xh, 64, 93, 1024, 1, 96); err != nil || d != 0 {
 			t.Errorf("maps found before they were made: %#x, %v", d, err)
@@ -198,5 +206,34 @@ func TestEmuWGMaps(t *testing.T) {
 		}
 	}); e != nil {
 		t.Fatal(e)
+	}
+}
+
+// Requests flush on their own threads, so several may make the same
+// tensor maps at once: every one gets the set that was kept, and the
+// others' copies are freed (the race detector watches the rest).
+func TestEmuWGMapsConcurrent(t *testing.T) {
+	b := openEmuWGTMA(t)
+	const racers = 8
+	got := make([]uintptr, racers)
+	var wg sync.WaitGroup
+	for i := range racers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var err error
+			if e := b.onThread(func() { got[i], err = b.wgMaps(true, 1<<20, 1<<24, 64, 93, 1024, 1, 96) }); e != nil || err != nil {
+				t.Errorf("racer %d: %v, %v", i, e, err)
+			}
+		}()
+	}
+	wg.Wait()
+	for i, d := range got {
+		if d == 0 || d != got[0] {
+			t.Errorf("racer %d got maps at %#x, racer 0 at %#x", i, d, got[0])
+		}
+	}
+	if n := len(b.tmaps); n != 1 {
+		t.Errorf("%d sets of maps kept, want 1", n)
 	}
 }
