@@ -2771,23 +2771,29 @@ extern "C" __global__ void cluster_probe(float4* out) {
 }
 #endif
 
+// lwg_piece is the offset, in a K-major tile of rows of 64 fp16 values (128
+// bytes) with the 128-byte swizzle, of 16-byte piece p (0–7) of row r:
+// piece p XOR r mod 8, eight-row groups 1024 bytes apart, what wgmma reads
+// through wg_desc (the tile 1024-byte aligned).
+__device__ __forceinline__ u32 lwg_piece(int r, int p) { return (u32)r * 128 + (u32)((p ^ (r & 7)) << 4); }
+
 // tma_probe checks the bulk tensor copies and mbarriers (TestTMAProbe on a
 // GPU in the sm_90a build, TestEmuTMAProbe on the emulator, which models
 // them): block (x, y) has the TMA copy two boxes of the 16-bit matrix tmap
 // describes, b0 × b1 with the 128-byte swizzle, at columns (2x + i)·b0 and
 // rows y·b1 + dy (dy < 0: the first row of blocks starts above the
 // matrix), one after the other through one slot and one mbarrier (its
-// phases 0 and 1), and writes
-// each box as it reads it through the swizzle (lwg_piece's layout) into
-// out, a matrix of cols columns: box i of block (x, y) at rows y·b1
-// onward, columns (2x + i)·b0 onward; zeros where the box lies past the
-// matrix. Dynamic shared memory: 1024 bytes of alignment, the box, the
-// mbarrier.
+// phases 0 and 1), and writes each box as it reads it through the swizzle
+// (lwg_piece's layout: a row takes the swizzle's 128 bytes, however few of
+// them it fills) into out, a matrix of cols columns: box i of block (x, y)
+// at rows y·b1 onward, columns (2x + i)·b0 onward; zeros where the box lies
+// past the matrix. Dynamic shared memory: 1024 bytes of alignment, the
+// box's b1 rows of 128 bytes, the mbarrier.
 #if LAYA_EXTRAS
 extern "C" __global__ void tma_probe(u16* out, const void* tmap, int b0, int b1, int cols, int dy) {
 	KERNEL_ENTRY
 	extern __shared__ float4 smem4[];
-	const u32 s0 = smem_addr(smem4), base = (s0 + 1023) & ~1023u, bytes = (u32)(b0 * b1 * 2), bar = base + ((bytes + 7) & ~7u);
+	const u32 s0 = smem_addr(smem4), base = (s0 + 1023) & ~1023u, bytes = (u32)(b0 * b1 * 2), bar = base + 128 * (u32)b1;
 	const char* gs = (const char*)smem4 + (base - s0);
 	if (threadIdx.x == 0) {
 		mbar_init(bar, 1);
@@ -2804,8 +2810,7 @@ extern "C" __global__ void tma_probe(u16* out, const void* tmap, int b0, int b1,
 		}
 		for (int e = threadIdx.x; e < b0 * b1; e += blockDim.x) {
 			const int r = e / b0, c = e - r * b0;
-			u32 o = (u32)(r * b0 + c) * 2;
-			o ^= ((o >> 7) & 7) << 4;
+			const u32 o = lwg_piece(r, c >> 3) + (u32)(c & 7) * 2;
 			out[(long long)(blockIdx.y * b1 + r) * cols + c0 + c] = *(const u16*)(gs + o);
 		}
 		__syncthreads(); // the slot is read before the next copy takes it
@@ -3102,12 +3107,6 @@ extern "C" __global__ void __launch_bounds__(32 * LCL_WARPS, 1) linear_cl(void* 
 #define LWG_BN 64
 #define LWG_ROWS 128
 #define LWG_CS 68
-
-// lwg_piece is the offset, in a K-major tile of rows of 64 fp16 values (128
-// bytes) with the 128-byte swizzle, of 16-byte piece p (0–7) of row r:
-// piece p XOR r mod 8, eight-row groups 1024 bytes apart, what wgmma reads
-// through wg_desc (the tile 1024-byte aligned).
-__device__ __forceinline__ u32 lwg_piece(int r, int p) { return (u32)r * 128 + (u32)((p ^ (r & 7)) << 4); }
 
 // wg_desc is the wgmma descriptor of such a tile at shared address a: the
 // 128-byte swizzle, eight-row groups 1024 bytes apart (the stride byte

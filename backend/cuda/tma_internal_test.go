@@ -47,7 +47,7 @@ func tmaProbe(b *Backend, in []uint16, rows, cols, b0, b1, dy int) ([]uint16, in
 		}
 		defer b.drv.Call("cuMemFree_v2", dout)
 		var l launcher
-		shared := 1024 + (2*b0*b1+7)&^7 + 8
+		shared := 1024 + 128*b1 + 8 // the box's rows take 128 bytes each
 		if err = l.launch(b.drv, b.k.tmaProbe, [3]int{gx, gy, 1}, 128, shared, 0, u64(dout), u64(dmap), uint64(b0), uint64(b1), uint64(outCols), i32(dy)); err != nil {
 			return
 		}

@@ -521,12 +521,19 @@ inline void mbar_arrive(MBar& m) {
 	m.arrived++;
 	progress++;
 }
+// swizzle_pitch is how far apart a box's rows lie in shared memory under
+// t's swizzle: a row of box[0] elements takes the swizzle's whole 128
+// bytes even when it is narrower (what an H200's tma_probe read from boxes
+// of 32 fp16 columns fits; rows 64 bytes apart do not), and is box[0]
+// elements without one.
+inline u32 swizzle_pitch(const TensorMap& t) { return t.swizzle == 3 ? 128 : t.box[0] * t.elem; }
 // land copies the box of b's tensor map at (c0, c1) into b.dst: rows of
-// box[0] elements, zeros past the matrix, the 128-byte swizzle applied to
-// each 16-byte piece's offset (bits 4-6 XOR bits 7-9).
+// box[0] elements swizzle_pitch apart, zeros past the matrix, the 128-byte
+// swizzle applied to each 16-byte piece's offset (bits 4-6 XOR bits 7-9).
+// What a row narrower than its pitch leaves is not written.
 inline void land(const Bulk& b) {
 	const TensorMap& t = b.tm;
-	u32 row = t.box[0] * t.elem;
+	u32 row = swizzle_pitch(t);
 	for (u32 i = 0; i < t.box[1]; i++)
 		for (u32 j = 0; j < t.box[0]; j++) {
 			long long y = (long long)b.c1 + i, x = (long long)b.c0 + j;
@@ -576,10 +583,13 @@ inline void tma_load_2d(u32 dst, const void* tmap, u32 a, int c0, int c1) {
 	cuemu::TensorMap t;
 	memcpy(&t, tmap, sizeof t);
 	if (t.magic != cuemu::tensorMapMagic) cuemu::fail("cp.async.bulk.tensor with a tensor map cuTensorMapEncodeTiled did not write");
-	u64 bytes = (u64)t.box[0] * t.box[1] * t.elem;
+	// The mbarrier counts the box's bytes; in shared memory each row takes
+	// its pitch (the swizzle's span: a narrower row's pieces move anywhere
+	// in it).
+	u64 bytes = (u64)t.box[0] * t.box[1] * t.elem, span = (u64)cuemu::swizzle_pitch(t) * t.box[1];
 	if (dst % (t.swizzle == 3 ? 1024 : 128)) cuemu::fail("cp.async.bulk.tensor to a shared address not aligned for its swizzle");
-	if (dst + bytes > cuemu::cluster.bytes) cuemu::fail("cp.async.bulk.tensor past the block's dynamic shared memory");
-	memset(cuemu::dyn_smem + dst, 0xff, bytes);
+	if (dst + span > cuemu::cluster.bytes) cuemu::fail("cp.async.bulk.tensor past the block's dynamic shared memory");
+	memset(cuemu::dyn_smem + dst, 0xff, span);
 	m.copies.push_back(cuemu::Bulk{cuemu::dyn_smem + dst, t, c0, c1});
 	m.issued += bytes;
 }
