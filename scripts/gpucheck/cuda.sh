@@ -45,7 +45,7 @@
 #   phases       ncu's per-instruction view (stall samples, instructions
 #                executed) of PHASES_COUNT (default 4) consecutive launches of
 #                the kernel PHASES_KERNEL (default linear_cl) from the 21st on,
-#                at one English question with PHASES_OPTIONS (default
+#                at PHASES_QUESTIONS (default 1) English questions with PHASES_OPTIONS (default
 #                clrows=128), graphs off, summed between the kernel's barriers
 #                and copy fences (phases.md; scripts/gpucheck/ncu-phases.py;
 #                the SASS view itself gzipped to phases-sass.csv.gz)
@@ -163,7 +163,7 @@ for step in $steps; do
 		ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 		LAYA_CUDA=graphs=off,${PHASES_OPTIONS:-clrows=128} "$ncu" --set full --import-source no -k "regex:${PHASES_KERNEL:-linear_cl}" \
 			--launch-skip 20 --launch-count "${PHASES_COUNT:-4}" -o "$out/phases" "$bin/laya-bench" --backend cuda --synthetic english \
-			--questions 1 --warmup 1 --runs 1 --batch-size 64 >"$out/phases.log" 2>&1 &&
+			--questions "${PHASES_QUESTIONS:-1}" --warmup 1 --runs 1 --batch-size 64 >"$out/phases.log" 2>&1 &&
 			"$ncu" -i "$out/phases.ncu-rep" --csv --page source --print-source sass >"$out/phases-sass.csv" 2>>"$out/phases.log" &&
 			"$ncu" -i "$out/phases.ncu-rep" --csv --page details --print-units base >"$out/phases-details.csv" 2>>"$out/phases.log" &&
 			python3 "$root/scripts/gpucheck/ncu-phases.py" "$out/phases-sass.csv" >"$out/phases.md" 2>>"$out/phases.log"
