@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -367,7 +368,7 @@ func toInternal(id string, def Value) *question {
 	case heads.Score:
 		q.levels = crit.Items()
 		for i, level := range q.levels {
-			q.options = append(q.options, fmt.Sprintf("level %d: %s", i, renderCriterion(level)))
+			q.options = append(q.options, "level "+strconv.Itoa(i)+": "+renderCriterion(level))
 		}
 	case heads.Noul:
 		// Keys are lower-cased; a later "True" overrides an earlier "true" in place.
