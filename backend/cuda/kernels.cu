@@ -2227,8 +2227,10 @@ __device__ void lin_small(float* d, const float* __restrict__ x, const void* __r
 #pragma unroll
 	for (int q = 0; q < LIN_WARPS; q++) v += part[q * N + t];
 	long long o = (long long)r * n + col;
-	if (accum) v += d[o];
+	// The bias before the residual: d + (x·wᵀ + b), the Linear's output
+	// then the Add the fold replaced, rounded as the two were.
 	if (b) v += b[col];
+	if (accum) v += d[o];
 	d[o] = activate(v, act);
 }
 
@@ -2253,9 +2255,9 @@ __device__ __forceinline__ void lin_small_rows(float* d, const float* x, const v
 	}
 }
 
-// linear_small: d = act(x·wᵀ + b), plus d's own value first when accum
-// (a residual Add folded in, the GEMM's beta = 1; Discard folds one only
-// without bias and activation), for x [m ≤ LIN_ROWS, k] and w [n, k], in
+// linear_small: d = act(x·wᵀ + b), plus d's own value when accum (a
+// residual Add folded in, the GEMM's beta = 1; Discard folds one only
+// without an activation), for x [m ≤ LIN_ROWS, k] and w [n, k], in
 // one launch where the GEMM path takes three or four (x's 16-bit copy, the
 // GEMM, often a split-K reduction, bias_act), each longer than the work at
 // these sizes. Block blockIdx.x computes columns LIN_R·blockIdx.x onward of

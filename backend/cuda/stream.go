@@ -1892,7 +1892,9 @@ func (s *stream) Discard(x backend.Tensor) {
 		return
 	}
 	l, a := s.ops[n-2].lin, s.ops[n-1].add
-	if l == nil || a[0] == nil || l.d != t || l.b != nil || l.act != backend.Identity || l.accumulate || l.two != 0 {
+	// linear_small adds a bias before the residual; a cuBLAS GEMM's
+	// epilogue would add it after beta·D, so there a bias keeps its Add.
+	if l == nil || a[0] == nil || l.d != t || l.b != nil && !l.small || l.act != backend.Identity || l.accumulate || l.two != 0 {
 		return
 	}
 	var into *tensor

@@ -936,21 +936,35 @@ func TestSmallLinearBesideGEMM(t *testing.T) {
 }
 
 // The residual Add after a Linear on linear_small folds into it as into a
-// GEMM: the kernel adds the product to the Add's target.
+// GEMM: the kernel adds the product to the Add's target. With a bias (the
+// heads' Linears) it folds into linear_small only, which adds the bias
+// before the residual; on cuBLAS the Add stays.
 func TestDiscardFoldsIntoSmallLinear(t *testing.T) {
 	for _, opts := range []Options{{}, {Precision: FP16X2}, {Precision: FP16}, {NoSmallLinear: true}, {Precision: BF16, NoSmallLinear: true}} {
-		s := &stream{be: &Backend{opts: opts}, prec: opts.Precision}
-		x := s.FromHost(2, 4, make([]float32, 8))
-		a := s.FromHost(2, 4, make([]float32, 8))
-		p := s.New(2, 4)
-		s.Linear(p, a, resident(s.be, 4, 4), nil, backend.Identity)
-		s.Add(x, x, p)
-		s.Discard(p)
-		if err := s.Err(); err != nil {
-			t.Fatal(err)
-		}
-		if len(s.ops) != 1 || s.ops[0].lin.small == opts.NoSmallLinear || !s.ops[0].lin.accumulate || s.ops[0].lin.d != x.(*tensor) {
-			t.Errorf("%+v: recorded %v; want one Linear (small: %v) accumulating into x", opts, names(s), !opts.NoSmallLinear)
+		for _, bias := range []bool{false, true} {
+			s := &stream{be: &Backend{opts: opts}, prec: opts.Precision}
+			x := s.FromHost(2, 4, make([]float32, 8))
+			a := s.FromHost(2, 4, make([]float32, 8))
+			p := s.New(2, 4)
+			var b backend.Tensor
+			if bias {
+				b = resident(s.be, 1, 4)
+			}
+			s.Linear(p, a, resident(s.be, 4, 4), b, backend.Identity)
+			s.Add(x, x, p)
+			s.Discard(p)
+			if err := s.Err(); err != nil {
+				t.Fatal(err)
+			}
+			if bias && opts.NoSmallLinear {
+				if len(s.ops) != 2 || s.ops[0].lin.accumulate {
+					t.Errorf("%+v, bias: recorded %v; want the GEMM and its Add", opts, names(s))
+				}
+				continue
+			}
+			if len(s.ops) != 1 || s.ops[0].lin.small == opts.NoSmallLinear || !s.ops[0].lin.accumulate || s.ops[0].lin.d != x.(*tensor) {
+				t.Errorf("%+v, bias %v: recorded %v; want one Linear (small: %v) accumulating into x", opts, bias, names(s), !opts.NoSmallLinear)
+			}
 		}
 	}
 }
