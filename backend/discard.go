@@ -29,3 +29,17 @@ func Discard(s Stream, ts ...Tensor) {
 		}
 	}
 }
+
+// ActHeadStream is implemented by streams that can run the act head of a
+// few questions as one operation: the chain heads.ActHead records otherwise
+// (Gather of the CLS rows, ActFeatures, Linear with GELU, Linear, Softmax),
+// whose kernels each wait for the one before. ActHead returns the act
+// logits and their softmax [B, n_act] that chain would, for B = len(counts)
+// questions whose CLS rows of hidden are clsRows, from logits holding
+// Σcounts option logits and the head's weights (inW [hidden, d+4], outW
+// [n_act, hidden]); ok false, having recorded nothing, where it does not
+// take the shapes, the weights or the options: the caller then records the
+// chain.
+type ActHeadStream interface {
+	ActHead(hidden Tensor, clsRows []int32, logits Tensor, counts []int, inW, inB, outW, outB Tensor) (actLogits, actProbs Tensor, ok bool)
+}

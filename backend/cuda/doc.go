@@ -251,6 +251,7 @@
 // size), attnwarps=8|16 (their warps a block at one query a warp; default
 // 16), attnreg=on|off (off: the tiled kernel's warp a query where attn_reg
 // would run; on an H100 8 % more GPU time at one question), small=on|off (off runs the Linears on few rows on cuBLAS too),
+// acthead=off|on (on: the act head of up to 16 questions in one kernel, act_small),
 // gemm=lt|blas (cuBLASLt, the default, or cuBLAS for the 16-bit GEMMs)
 // and tune=on|off (off: cuBLASLt's first heuristic choice, untimed),
 // tunecands=N (how many of the heuristic's algorithms are timed; 16),

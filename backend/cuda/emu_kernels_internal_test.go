@@ -1500,3 +1500,147 @@ func TestEmuLinearSmall(t *testing.T) {
 		})
 	}
 }
+
+// act_small against the act head in float64 (heads.ActHead's chain: the
+// CLS rows, the features as the reference states them, act_head.0 with
+// GELU, act_head.2, the softmax), over float32, fp16 and bf16 weights; d a
+// multiple of 4 (8- and 16-byte loads) and not; one to sixteen questions
+// of one to several options; a partial last block of act_head.0's outputs;
+// one to three actions. Each case launches twice: the last block must
+// leave its counter at zero for the next launch.
+func TestEmuActSmall(t *testing.T) {
+	for _, c := range []struct {
+		kind, d, n, na int
+		counts         []int
+	}{
+		{kind: 1, d: 1024, n: 256, na: 2, counts: []int{4}},
+		{kind: 1, d: 64, n: 40, na: 2, counts: []int{3, 1, 5}},
+		{kind: 2, d: 36, n: 7, na: 3, counts: []int{2, 2, 6, 1, 3}},
+		{kind: 0, d: 100, n: 33, na: 1, counts: []int{1, 2}},
+		{kind: 1, d: 30, n: 12, na: 2, counts: []int{2, 3, 4, 5, 6, 2, 2, 2, 2, 3, 1, 4, 2, 2, 7, 3}},
+		{kind: 0, d: 30, n: 9, na: 2, counts: []int{3}},
+		{kind: 2, d: 768, n: 256, na: 2, counts: []int{3, 4, 2, 5, 2, 3}},
+	} {
+		m := len(c.counts)
+		t.Run(fmt.Sprintf("kind=%d,d=%d,n=%d,na=%d,m=%d", c.kind, c.d, c.n, c.na, m), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(c.d), uint64(c.n*100+m)))
+			k := c.d + 4
+			weights := func(n int) ([]float64, []byte) {
+				wf := make([]float64, n)
+				switch c.kind {
+				case 0:
+					w := make([]float32, n)
+					for i := range w {
+						w[i] = float32(rng.NormFloat64() / 16)
+						wf[i] = float64(w[i])
+					}
+					return wf, f32Bytes(w)
+				default:
+					w := make([]uint16, n)
+					for i := range w {
+						v := float32(rng.NormFloat64() / 16)
+						if c.kind == 1 {
+							w[i] = half.Float32ToFloat16(v)
+							wf[i] = float64(half.Float16ToFloat32(w[i]))
+						} else {
+							w[i] = uint16(math.Float32bits(v) >> 16)
+							wf[i] = float64(math.Float32frombits(uint32(w[i]) << 16))
+						}
+					}
+					return wf, u16Bytes(w)
+				}
+			}
+			w0f, w0b := weights(c.n * k)
+			w2f, w2b := weights(c.na * c.n)
+			b0, b2 := normals(rng, c.n), normals(rng, c.na)
+			rows := 3*m + 1
+			hidden := normals(rng, rows*c.d)
+			total := 0
+			for _, n := range c.counts {
+				total += n
+			}
+			logits := normals(rng, total)
+			for i := range logits {
+				logits[i] *= 3
+			}
+			idx := make([]int32, 3*m)
+			at := 0
+			for q, n := range c.counts {
+				idx[q] = int32(rng.IntN(rows))
+				idx[m+2*q], idx[m+2*q+1] = int32(at), int32(n)
+				at += n
+			}
+			ib := make([]byte, 4*len(idx))
+			for i, v := range idx {
+				binary.LittleEndian.PutUint32(ib[4*i:], uint32(v))
+			}
+			args := []emuArg{emuBuf(0, 0), emuBuf(1, 0), emuBuf(2, 0), emuBuf(3, 0), emuBuf(4, 0), emuBuf(5, 0), emuBuf(6, 0), emuInt(m),
+				emuInt(c.d), emuBuf(7, 0), emuBuf(8, 0), emuInt(c.n), emuBuf(9, 0), emuBuf(10, 0), emuInt(c.na), emuInt(c.kind)}
+			launch := emuLaunch{name: "act_small", grid: [3]int{(c.n + smallCols - 1) / smallCols, 1, 1}, threads: 32 * smallWarps, args: args}
+			out := emuRun(t, [][]byte{make([]byte, 4*m*c.na), make([]byte, 4*m*c.na), make([]byte, 4*m*c.n), make([]byte, 4), f32Bytes(hidden), ib,
+				f32Bytes(logits), w0b, f32Bytes(b0), w2b, f32Bytes(b2)}, launch, launch)
+			if sem := binary.LittleEndian.Uint32(out[3]); sem != 0 {
+				t.Fatalf("counter left at %d", sem)
+			}
+			gotL, gotP := bytesF32(out[0]), bytesF32(out[1])
+			for q := range m {
+				// The features, as the reference states them.
+				z := logits[idx[m+2*q] : idx[m+2*q]+idx[m+2*q+1]]
+				mx := math.Inf(-1)
+				for _, v := range z {
+					mx = math.Max(mx, float64(v))
+				}
+				sum := 0.0
+				for _, v := range z {
+					sum += math.Exp(float64(v) - mx)
+				}
+				top1, top2, ent := 0.0, 0.0, 0.0
+				for _, v := range z {
+					p := math.Exp(float64(v)-mx) / sum
+					ent -= p * math.Log(math.Max(p, 1e-9))
+					if p > top1 {
+						top1, top2 = p, top1
+					} else if p > top2 {
+						top2 = p
+					}
+				}
+				kk := float64(max(2, len(z)))
+				x := make([]float64, k)
+				for i := range c.d {
+					x[i] = float64(hidden[int(idx[q])*c.d+i])
+				}
+				x[c.d], x[c.d+1], x[c.d+2], x[c.d+3] = float64(float32(top1)), float64(float32(top1-top2)), float64(float32(ent/math.Log(kk))), float64(float32(kk/255))
+				inner := make([]float64, c.n)
+				for u := range c.n {
+					v := float64(b0[u])
+					for i := range k {
+						v += x[i] * w0f[u*k+i]
+					}
+					inner[u] = 0.5 * v * (1 + math.Erf(v/math.Sqrt2))
+				}
+				al := make([]float64, c.na)
+				amx := math.Inf(-1)
+				for a := range c.na {
+					v := float64(b2[a])
+					for u := range c.n {
+						v += inner[u] * w2f[a*c.n+u]
+					}
+					al[a] = v
+					amx = math.Max(amx, v)
+				}
+				as := 0.0
+				for a := range c.na {
+					as += math.Exp(al[a] - amx)
+				}
+				for a := range c.na {
+					if e := math.Abs(float64(gotL[q*c.na+a]) - al[a]); !(e <= 1e-4*(1+math.Abs(al[a]))) {
+						t.Errorf("question %d action %d: logit %g, want %g", q, a, gotL[q*c.na+a], al[a])
+					}
+					if p, e := math.Exp(al[a]-amx)/as, math.Abs(float64(gotP[q*c.na+a])-math.Exp(al[a]-amx)/as); !(e <= 1e-5) {
+						t.Errorf("question %d action %d: probability %g, want %g", q, a, gotP[q*c.na+a], p)
+					}
+				}
+			}
+		})
+	}
+}

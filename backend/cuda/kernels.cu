@@ -970,18 +970,11 @@ extern "C" __global__ void attention(float* dst, const float* qkv, const int* me
 }
 #endif
 
-// act_features: one block per batch row b; meta holds, per row, the offset
-// of its first logit and its count. The statistics are computed in double,
-// as the reference states them.
-#if LAYA_CORE
-extern "C" __global__ void act_features(float* dst, const float* cls, const float* logits, const int* meta, int d) {
-	KERNEL_ENTRY
-	int b = blockIdx.x;
-	float* out = dst + (long long)b * (d + 4);
-	for (int c = threadIdx.x; c < d; c += blockDim.x) out[c] = cls[(long long)b * d + c];
-	if (threadIdx.x != 0) return;
-	const float* z = logits + meta[2 * b];
-	int k = meta[2 * b + 1];
+// act_feats writes the act head's four features of a question whose k
+// option logits are z[0..k): the top probability, its lead over the
+// second, the entropy over log(max(2, k)), and max(2, k)/255, in double, as
+// the reference states them (act_features, act_small).
+__device__ void act_feats(float* out, const float* z, int k) {
 	double m = -1.0e300;
 	for (int i = 0; i < k; i++) m = fmax(m, (double)z[i]);
 	double s = 0.0;
@@ -998,10 +991,21 @@ extern "C" __global__ void act_features(float* dst, const float* cls, const floa
 		}
 	}
 	double kk = (double)max(2, k);
-	out[d] = (float)top1;
-	out[d + 1] = (float)(top1 - top2);
-	out[d + 2] = (float)(ent / log(kk));
-	out[d + 3] = (float)(kk / 255.0);
+	out[0] = (float)top1;
+	out[1] = (float)(top1 - top2);
+	out[2] = (float)(ent / log(kk));
+	out[3] = (float)(kk / 255.0);
+}
+
+// act_features: one block per batch row b; meta holds, per row, the offset
+// of its first logit and its count.
+#if LAYA_CORE
+extern "C" __global__ void act_features(float* dst, const float* cls, const float* logits, const int* meta, int d) {
+	KERNEL_ENTRY
+	int b = blockIdx.x;
+	float* out = dst + (long long)b * (d + 4);
+	for (int c = threadIdx.x; c < d; c += blockDim.x) out[c] = cls[(long long)b * d + c];
+	if (threadIdx.x == 0) act_feats(out + d, logits + meta[2 * b], meta[2 * b + 1]);
 }
 #endif
 
@@ -2142,14 +2146,18 @@ __device__ __forceinline__ void ldf(const float* p, float* v) {
 }
 
 // ldw reads V weights at element i of w as floats: KIND 0 float32 (V 4 or
-// 1), 1 fp16 or 2 bf16 (V 8, one 16-byte load, or 1).
+// 1), 1 fp16 or 2 bf16 (V 8, one 16-byte load, 4, one 8-byte load, or 1).
 template <int KIND, int V>
 __device__ __forceinline__ void ldw(const void* w, long long i, float* v) {
-	static_assert(V == 1 || (KIND == 0 ? V == 4 : V == 8), "ldw: 16-byte loads or single elements");
+	static_assert(V == 1 || (KIND == 0 ? V == 4 : V == 8 || V == 4), "ldw: 16- or 8-byte loads or single elements");
 	if constexpr (KIND == 0) {
 		ldf<V>((const float*)w + i, v);
 	} else if constexpr (V == 1) {
 		v[0] = from16<KIND>(((const u16*)w)[i]);
+	} else if constexpr (V == 4) {
+		uint2 q = *(const uint2*)((const u16*)w + i);
+		from16x2<KIND>(q.x, v[0], v[1]);
+		from16x2<KIND>(q.y, v[2], v[3]);
 	} else {
 		uint4 q = *(const uint4*)((const u16*)w + i);
 		from16x2<KIND>(q.x, v[0], v[1]);
@@ -2277,6 +2285,150 @@ extern "C" __global__ void __launch_bounds__(32 * LIN_WARPS) linear_small(float*
 		lin_small_rows<4>(d, x, w, wkind, b, m, k, n, act, accum, part);
 	else
 		lin_small_rows<LIN_ROWS>(d, x, w, wkind, b, m, k, n, act, accum, part);
+}
+#endif
+
+// ---- The act head of few questions ----
+
+// wload reads weight i of w, of kind 0 float32, 1 fp16 or 2 bf16.
+__device__ __forceinline__ float wload(const void* w, long long i, int kind) {
+	if (kind == 1) return from16<1>(((const u16*)w)[i]);
+	if (kind == 2) return from16<2>(((const u16*)w)[i]);
+	return ((const float*)w)[i];
+}
+
+// act_cols is act_small's share of act_head.0 for a block: its LIN_R
+// outputs (weight rows) for each of the m ≤ M questions, whose input row is
+// k = d + 4 long: the question's CLS row of hidden (by index), then its
+// four features. Weights of kind KIND read V at a time (V 4: d a multiple
+// of 4, so that every row's first d weights start 8- or 16-byte aligned),
+// the sums as lin_small's, then the bias and GELU into inner [m, n]. Every
+// thread reaches the end (act_small's barriers follow).
+template <int KIND, int V, int M>
+__device__ void act_cols(float* inner, const float* __restrict__ hidden, const int* cls, const float* feat, const void* __restrict__ w,
+	const float* b, int m, int d, int n, float* part) {
+	const int N = M * LIN_R, PER = N >= 32 ? N / 32 : 1, SPAN = N >= 32 ? 1 : 32 / N, k = d + 4;
+	int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, j0 = blockIdx.x * LIN_R;
+	long long wr[LIN_R];
+#pragma unroll
+	for (int j = 0; j < LIN_R; j++) wr[j] = (long long)min(j0 + j, n - 1) * k; // past n: the last row again, never written
+	float a[N];
+#pragma unroll
+	for (int i = 0; i < N; i++) a[i] = 0.0f;
+	for (int c = V * (32 * warp + lane); c < d; c += V * 32 * LIN_WARPS) {
+		float wv[LIN_R][V];
+#pragma unroll
+		for (int j = 0; j < LIN_R; j++) ldw<KIND, V>(w, wr[j] + c, wv[j]);
+#pragma unroll
+		for (int r = 0; r < M; r++) {
+			if (r < m) {
+				float xv[V];
+				ldf<V>(hidden + (long long)cls[r] * d + c, xv);
+#pragma unroll
+				for (int j = 0; j < LIN_R; j++)
+#pragma unroll
+					for (int e = 0; e < V; e++) a[r * LIN_R + j] = fmaf(xv[e], wv[j][e], a[r * LIN_R + j]);
+			}
+		}
+	}
+	// The four features: lane f of the first warp takes feature f.
+	if (warp == 0 && lane < 4) {
+		float wv[LIN_R];
+#pragma unroll
+		for (int j = 0; j < LIN_R; j++) ldw<KIND, 1>(w, wr[j] + d + lane, &wv[j]);
+#pragma unroll
+		for (int r = 0; r < M; r++)
+			if (r < m)
+#pragma unroll
+				for (int j = 0; j < LIN_R; j++) a[r * LIN_R + j] = fmaf(feat[4 * r + lane], wv[j], a[r * LIN_R + j]);
+	}
+	warp_sums<N, 16>(a, lane);
+	if (lane % SPAN == 0)
+#pragma unroll
+		for (int i = 0; i < PER; i++) part[warp * N + lane / SPAN * PER + i] = a[i];
+	__syncthreads();
+	int t = threadIdx.x, r = t / LIN_R, col = j0 + t % LIN_R;
+	if (r < m && col < n) {
+		float v = 0.0f;
+#pragma unroll
+		for (int q = 0; q < LIN_WARPS; q++) v += part[q * N + t];
+		inner[(long long)r * n + col] = gelu(v + b[col]);
+	}
+}
+
+template <int KIND>
+__device__ __forceinline__ void act_cols_v(float* inner, const float* hidden, const int* cls, const float* feat, const void* w,
+	const float* b, int m, int d, int n, float* part) {
+	if (d % 4 == 0) {
+		if (m <= 4)
+			act_cols<KIND, 4, 4>(inner, hidden, cls, feat, w, b, m, d, n, part);
+		else
+			act_cols<KIND, 4, LIN_ROWS>(inner, hidden, cls, feat, w, b, m, d, n, part);
+	} else if (m <= 4) {
+		act_cols<KIND, 1, 4>(inner, hidden, cls, feat, w, b, m, d, n, part);
+	} else {
+		act_cols<KIND, 1, LIN_ROWS>(inner, hidden, cls, feat, w, b, m, d, n, part);
+	}
+}
+
+// act_small is the act head of m ≤ LIN_ROWS questions in one launch: the
+// chain heads.ActHead records (the CLS rows gathered, act_features,
+// act_head.0 with GELU, act_head.2, the softmax) takes five kernels, each
+// waiting for the one before, about 15 µs of one question's request on an
+// H200 (docs/cuda-perf-log.md). Its blocks are linear_small's over
+// act_head.0's n outputs: each computes every question's features itself
+// (from its logits, act_feats), reads the CLS rows by index (idx: m rows of
+// hidden, then act_features' meta), and writes its outputs after GELU to
+// inner [m, n]; the last block to finish (*sem counts them, zero between
+// launches, which that block restores) computes act_head.2 from inner, a
+// warp a (question, action), and the softmax, into alog and aprob
+// [m, na]. wkind is both weights' (0 float32, 1 fp16, 2 bf16).
+#if LAYA_CORE
+extern "C" __global__ void __launch_bounds__(32 * LIN_WARPS) act_small(float* alog, float* aprob, float* inner, int* sem,
+	const float* hidden, const int* idx, const float* logits, int m, int d, const void* w0, const float* b0, int n,
+	const void* w2, const float* b2, int na, int wkind) {
+	KERNEL_ENTRY
+	__shared__ float part[LIN_WARPS * LIN_ROWS * LIN_R];
+	__shared__ float feat[4 * LIN_ROWS];
+	__shared__ int last;
+	const int* meta = idx + m;
+	if (threadIdx.x < m) act_feats(feat + 4 * threadIdx.x, logits + meta[2 * threadIdx.x], meta[2 * threadIdx.x + 1]);
+	__syncthreads();
+	if (wkind == 1)
+		act_cols_v<1>(inner, hidden, idx, feat, w0, b0, m, d, n, part);
+	else if (wkind == 2)
+		act_cols_v<2>(inner, hidden, idx, feat, w0, b0, m, d, n, part);
+	else
+		act_cols_v<0>(inner, hidden, idx, feat, w0, b0, m, d, n, part);
+	__threadfence();
+	__syncthreads();
+	if (threadIdx.x == 0) last = atomicAdd(sem, 1) == (int)gridDim.x - 1;
+	__syncthreads();
+	if (!last) return;
+	__threadfence();
+	int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	float* z = part; // [m][na]: act_cols read part before the barriers above
+	for (int p = warp; p < m * na; p += LIN_WARPS) {
+		int q = p / na, a = p - q * na;
+		float v = 0.0f;
+		for (int u = lane; u < n; u += 32) v = fmaf(inner[(long long)q * n + u], wload(w2, (long long)a * n + u, wkind), v);
+		v = warp_sum(v);
+		if (lane == 0) z[p] = v + b2[a];
+	}
+	__syncthreads();
+	// softmax_rows' arithmetic, a thread a question.
+	if (threadIdx.x < m) {
+		const float* row = z + threadIdx.x * na;
+		float mx = -3.402823466e38f, sum = 0.0f;
+		for (int a = 0; a < na; a++) mx = fmaxf(mx, row[a]);
+		for (int a = 0; a < na; a++) sum += expf(row[a] - mx);
+		float inv = 1.0f / sum;
+		for (int a = 0; a < na; a++) {
+			alog[threadIdx.x * na + a] = row[a];
+			aprob[threadIdx.x * na + a] = expf(row[a] - mx) * inv;
+		}
+	}
+	if (threadIdx.x == 0) *sem = 0;
 }
 #endif
 

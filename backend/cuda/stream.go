@@ -358,6 +358,7 @@ const (
 	opCl
 	opKBatch
 	opWG
+	opActHead
 )
 
 func (s *stream) New(rows, cols int) backend.Tensor {
@@ -1450,6 +1451,88 @@ func (s *stream) ActFeatures(dst, cls, logits backend.Tensor, counts []int) {
 		return r.l.launch(r.b.drv, r.b.k.actFeatures, [3]int{rows, 1, 1}, 128, 0, r.cs.stream, u64(d.addr), u64(c.addr), u64(z.addr),
 			u64(r.e.devIn)+uint64(off), i32(dim))
 	})
+}
+
+// ActHead runs the act head of up to smallRows questions on act_small
+// (backend.ActHeadStream) when Options.SmallActHead is set: one launch for
+// the chain of five heads.ActHead records otherwise. ok is false, nothing
+// recorded, for any shape or weight it does not take.
+func (s *stream) ActHead(hidden backend.Tensor, clsRows []int32, logits backend.Tensor, counts []int, inW, inB, outW, outB backend.Tensor) (actLogits, actProbs backend.Tensor, ok bool) {
+	m := len(counts)
+	if !s.be.opts.SmallActHead || s.err != nil || s.closed || m < 1 || m > smallRows || len(clsRows) != m || inB == nil || outB == nil {
+		return nil, nil, false
+	}
+	for _, x := range []backend.Tensor{hidden, logits, inW, inB, outW, outB} {
+		if t, isT := x.(*tensor); !isT || t == nil || t.s == nil && t.owner != s.be || t.s != nil && t.s != s {
+			return nil, nil, false
+		}
+	}
+	h, z, w0, b0, w2, b2 := hidden.(*tensor), logits.(*tensor), inW.(*tensor), inB.(*tensor), outW.(*tensor), outB.(*tensor)
+	d, n, na := h.cols, w0.rows, w2.rows
+	total := 0
+	for _, k := range counts {
+		if k < 1 {
+			return nil, nil, false
+		}
+		total += k
+	}
+	for _, r := range clsRows {
+		if r < 0 || int(r) >= h.rows {
+			return nil, nil, false
+		}
+	}
+	switch {
+	case w0.cols != d+4 || b0.rows*b0.cols != n || w2.cols != n || b2.rows*b2.cols != na || na < 1 || m*na > smallRows*smallCols*smallWarps:
+		return nil, nil, false
+	case z.rows*z.cols != total || h.s == nil || z.s == nil:
+		return nil, nil, false
+	case !s.smallLinear(m, w0) || !s.smallLinear(m, w2) || b0.s != nil || b2.s != nil:
+		// The weights as linear_small reads them: resident, with their
+		// 16-bit copies in the 16-bit precisions.
+		return nil, nil, false
+	}
+	ts, began := s.begin("actHead", h, z)
+	if !began {
+		return nil, nil, true // begin failed the stream: Err reports it
+	}
+	h, z = ts[0], ts[1]
+	var wh0, wh2 uintptr
+	if s.prec != FP32 {
+		var err error
+		if wh0, err = s.be.halfOf(w0); err == nil {
+			wh2, err = s.be.halfOf(w2)
+		}
+		if err != nil {
+			s.fail(fmt.Errorf("cuda: act head: %w", err))
+			return nil, nil, true
+		}
+	}
+	s.reads(h, z)
+	al, ap, inner := s.New(m, na).(*tensor), s.New(m, na).(*tensor), s.New(m, n).(*tensor)
+	s.writes(inner)
+	s.writes(al)
+	s.writes(ap)
+	meta := make([]int32, 3*m)
+	copy(meta, clsRows)
+	at := 0
+	for b, k := range counts {
+		meta[m+2*b], meta[m+2*b+1] = int32(at), int32(k)
+		at += k
+	}
+	off := s.stageI32(meta)
+	s.mmaSem = max(s.mmaSem, 1)
+	s.mix(opActHead, s.ref(al), s.ref(ap), s.ref(h), s.ref(z), s.ref(w0), s.ref(b0), s.ref(w2), s.ref(b2), uint64(m), uint64(total))
+	s.record("actHead (small)", func(o *op, x *run) error {
+		p0, p2, kind := w0.addr, w2.addr, uint64(0)
+		if x.prec != FP32 {
+			p0, p2, kind = wh0, wh2, weightKind(x.prec)
+		}
+		grid := (n + smallCols - 1) / smallCols
+		return x.l.launch(x.b.drv, x.b.k.actSmall, [3]int{grid, 1, 1}, 32*smallWarps, 0, x.cs.stream, u64(al.addr), u64(ap.addr),
+			u64(inner.addr), u64(x.mmaSem), u64(h.addr), u64(x.e.devIn)+uint64(off), u64(z.addr), i32(m), i32(d), u64(p0), u64(b0.addr),
+			i32(n), u64(p2), u64(b2.addr), i32(na), kind)
+	})
+	return al, ap, true
 }
 
 // PacksRows reports that the stream takes packed batches.

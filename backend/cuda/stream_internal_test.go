@@ -1823,3 +1823,52 @@ func TestKBatchStacks(t *testing.T) {
 		})
 	}
 }
+
+// The act head runs as one act_small operation with acthead=on, on up to
+// smallRows questions whose weights are resident, and otherwise records
+// nothing and reports so (the caller records the chain).
+func TestActHeadSmall(t *testing.T) {
+	const d, n, na = 8, 12, 2
+	for _, c := range []struct {
+		name     string
+		opts     Options
+		m        int
+		onStream bool // the weights written on the stream, not resident
+		want     bool
+	}{
+		{"on", Options{SmallActHead: true, Precision: FP16}, 3, false, true},
+		{"fp32", Options{SmallActHead: true}, 16, false, true},
+		{"off", Options{Precision: FP16}, 3, false, false},
+		{"too many questions", Options{SmallActHead: true, Precision: FP16}, smallRows + 1, false, false},
+		{"weights on the stream", Options{SmallActHead: true, Precision: FP16}, 3, true, false},
+	} {
+		s := &stream{be: &Backend{opts: c.opts}, prec: c.opts.Precision}
+		hidden := s.New(2*c.m, d)
+		logits := s.New(2*c.m, 1)
+		counts, cls := make([]int, c.m), make([]int32, c.m)
+		for i := range counts {
+			counts[i], cls[i] = 2, int32(2*i)
+		}
+		w0, b0, w2, b2 := resident(s.be, n, d+4), resident(s.be, 1, n), resident(s.be, na, n), resident(s.be, 1, na)
+		if c.onStream {
+			w0 = s.New(n, d+4).(*tensor)
+		}
+		before := len(s.ops)
+		l, p, ok := s.ActHead(hidden, cls, logits, counts, w0, b0, w2, b2)
+		if err := s.Err(); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if ok != c.want {
+			t.Fatalf("%s: ActHead ok %v, want %v", c.name, ok, c.want)
+		}
+		if !ok {
+			if len(s.ops) != before || l != nil || p != nil {
+				t.Errorf("%s: refused, yet recorded %v", c.name, names(s)[before:])
+			}
+			continue
+		}
+		if len(s.ops) != before+1 || s.ops[before].name != "actHead (small)" || l.Rows() != c.m || l.Cols() != na || p.Rows() != c.m || p.Cols() != na {
+			t.Errorf("%s: recorded %v, outputs [%d, %d] and [%d, %d]", c.name, names(s)[before:], l.Rows(), l.Cols(), p.Rows(), p.Cols())
+		}
+	}
+}
