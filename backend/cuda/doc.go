@@ -84,7 +84,12 @@
 // bf16 copy), accumulated in float32, with the bias, the activation and a
 // folded residual Add, where the GEMM path takes three or four launches.
 // Its input is not rounded to 16 bits, so in the reduced precisions these
-// Linears are a little more exact than the GEMMs.
+// Linears are a little more exact than the GEMMs. With acthead=on
+// (Options.SmallActHead) the act head of up to 16 questions is one such
+// kernel too (act_small, backend.ActHeadStream): its blocks compute the
+// features and act_head.0 for the CLS rows, and the last block to finish
+// act_head.2 and the softmax, where the op-by-op chain launches five
+// kernels that each wait for the one before.
 //
 // # Precisions
 //
