@@ -98,7 +98,7 @@ func TestParseOptions(t *testing.T) {
 		{"attn=simt,mmawarps=8", cuda.Options{SIMTAttention: true, MMAWarps: 8}, false},
 		{"attn=simt,attn=mma,graphs=off,graphs=on", cuda.Options{}, false},
 		{"small=off", cuda.Options{NoSmallLinear: true}, false},
-		{"acthead=on", cuda.Options{SmallActHead: true}, false},
+		{"smallheads=on", cuda.Options{SmallHeads: true}, false},
 		{"small=off,graphs=off,small=on", cuda.Options{NoGraphs: true}, false},
 		{"precision=bf16,small=off", cuda.Options{Precision: cuda.BF16, NoSmallLinear: true}, false},
 		{"small=no", cuda.Options{}, true},

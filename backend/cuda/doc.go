@@ -84,12 +84,15 @@
 // bf16 copy), accumulated in float32, with the bias, the activation and a
 // folded residual Add, where the GEMM path takes three or four launches.
 // Its input is not rounded to 16 bits, so in the reduced precisions these
-// Linears are a little more exact than the GEMMs. With acthead=on
-// (Options.SmallActHead) the act head of up to 16 questions is one such
-// kernel too (act_small, backend.ActHeadStream): its blocks compute the
-// features and act_head.0 for the CLS rows, and the last block to finish
-// act_head.2 and the softmax, where the op-by-op chain launches five
-// kernels that each wait for the one before.
+// Linears are a little more exact than the GEMMs. With smallheads=on
+// (Options.SmallHeads) the scorer of up to 16 marker rows and the act head
+// of up to 16 questions are one such kernel each (score_small and
+// act_small; backend.ScorerStream and backend.ActHeadStream): the blocks
+// normalise the marker rows and compute scorer.1, or the features and
+// act_head.0, for their columns, and the last block to finish adds
+// scorer.3's shares, or computes act_head.2 and the softmax, where the
+// op-by-op chains launch four and five kernels that each wait for the one
+// before.
 //
 // # Precisions
 //
@@ -256,7 +259,7 @@
 // size), attnwarps=8|16 (their warps a block at one query a warp; default
 // 16), attnreg=on|off (off: the tiled kernel's warp a query where attn_reg
 // would run; on an H100 8 % more GPU time at one question), small=on|off (off runs the Linears on few rows on cuBLAS too),
-// acthead=off|on (on: the act head of up to 16 questions in one kernel, act_small),
+// smallheads=off|on (on: the scorer and the act head of few rows in one kernel each),
 // gemm=lt|blas (cuBLASLt, the default, or cuBLAS for the 16-bit GEMMs)
 // and tune=on|off (off: cuBLASLt's first heuristic choice, untimed),
 // tunecands=N (how many of the heuristic's algorithms are timed; 16),

@@ -100,8 +100,8 @@ var emuConfigs = []emuConfig{
 	// Every batch in FP16 first with each plain GEMM split over k's
 	// halves (kbatch: stacked products, their residual Adds in the
 	// LayerNorms), its near-ties again in FP16X2; the act head in one
-	// kernel (acthead).
-	{"FP16X2+refine+kbatch+acthead", Options{Precision: FP16X2, Refine: DefaultRefine, RefineTokens: 1, KBatchRows: 1 << 20, SmallActHead: true}},
+	// kernel (smallheads).
+	{"FP16X2+refine+kbatch+smallheads", Options{Precision: FP16X2, Refine: DefaultRefine, RefineTokens: 1, KBatchRows: 1 << 20, SmallHeads: true}},
 	// Every batch in FP16 first, its near-ties again in FP16X2, as the
 	// registered backend runs them, on the few-rows kernels and the
 	// key-split attention.
@@ -115,8 +115,8 @@ var emuConfigs = []emuConfig{
 	// extras kernel), whatever the grid (mmawarps).
 	{"FP16X2+refine+attnrows=8+mmawarps=4", Options{Precision: FP16X2, Refine: DefaultRefine, RefineTokens: 1, RowWarps: 8, MMAWarps: 4}},
 	// The float32 attention of few tiles on the tiled kernel's warp a
-	// query instead of attn_reg; the act head in one kernel (acthead).
-	{"FP32+attnreg=off+acthead", Options{Precision: FP32, NoRegAttention: true, SmallActHead: true}},
+	// query instead of attn_reg; the act head in one kernel (smallheads).
+	{"FP32+attnreg=off+smallheads", Options{Precision: FP32, NoRegAttention: true, SmallHeads: true}},
 }
 
 // Two rows of each variant's goldens (testdata/variants: shapes the oracle

@@ -1644,3 +1644,110 @@ func TestEmuActSmall(t *testing.T) {
 		})
 	}
 }
+
+// score_small against the scorer in float64 (heads.Scorer's chain: the
+// marker rows, scorer.0's LayerNorm, scorer.1 with GELU, scorer.3), over
+// float32, fp16 and bf16 weights; d a multiple of 8, of 4 only, and
+// neither; one to sixteen rows, some repeated; with and without the
+// LayerNorm's bias. Each case launches twice: the last block must leave
+// its counter at zero.
+func TestEmuScoreSmall(t *testing.T) {
+	for _, c := range []struct {
+		kind, d, m int
+		bias       bool
+	}{
+		{kind: 1, d: 1024, m: 4, bias: true},
+		{kind: 1, d: 768, m: 13, bias: true},
+		{kind: 2, d: 36, m: 5},
+		{kind: 0, d: 100, m: 2, bias: true},
+		{kind: 1, d: 30, m: 16, bias: true},
+		{kind: 0, d: 64, m: 1},
+		{kind: 2, d: 1024, m: 9, bias: true},
+	} {
+		t.Run(fmt.Sprintf("kind=%d,d=%d,m=%d,bias=%v", c.kind, c.d, c.m, c.bias), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(c.d), uint64(c.m)))
+			weights := func(n int) ([]float64, []byte) {
+				wf := make([]float64, n)
+				if c.kind == 0 {
+					w := make([]float32, n)
+					for i := range w {
+						w[i] = float32(rng.NormFloat64() / 16)
+						wf[i] = float64(w[i])
+					}
+					return wf, f32Bytes(w)
+				}
+				w := make([]uint16, n)
+				for i := range w {
+					v := float32(rng.NormFloat64() / 16)
+					if c.kind == 1 {
+						w[i] = half.Float32ToFloat16(v)
+						wf[i] = float64(half.Float16ToFloat32(w[i]))
+					} else {
+						w[i] = uint16(math.Float32bits(v) >> 16)
+						wf[i] = float64(math.Float32frombits(uint32(w[i]) << 16))
+					}
+				}
+				return wf, u16Bytes(w)
+			}
+			w1f, w1b := weights(c.d * c.d)
+			w3f, w3b := weights(c.d)
+			b1, b3 := normals(rng, c.d), normals(rng, 1)
+			g, gb := normals(rng, c.d), normals(rng, c.d)
+			rows := 2*c.m + 1
+			hidden := normals(rng, rows*c.d)
+			for i := range hidden {
+				hidden[i] = hidden[i]*2 + 0.5 // a mean and a spread the LayerNorm must remove
+			}
+			idx := make([]int32, c.m)
+			ib := make([]byte, 4*c.m)
+			for i := range idx {
+				idx[i] = int32(rng.IntN(rows))
+				binary.LittleEndian.PutUint32(ib[4*i:], uint32(idx[i]))
+			}
+			grid := (c.d + smallCols - 1) / smallCols
+			gbArg := emuVal(0)
+			if c.bias {
+				gbArg = emuBuf(6, 0)
+			}
+			launch := emuLaunch{name: "score_small", grid: [3]int{grid, 1, 1}, threads: 32 * smallWarps, args: []emuArg{emuBuf(0, 0), emuBuf(1, 0),
+				emuBuf(2, 0), emuBuf(3, 0), emuBuf(4, 0), emuInt(c.m), emuInt(c.d), emuBuf(5, 0), gbArg, emuVal(f32(1e-5)), emuBuf(7, 0),
+				emuBuf(8, 0), emuBuf(9, 0), emuBuf(10, 0), emuInt(c.kind)}}
+			out := emuRun(t, [][]byte{make([]byte, 4*c.m), make([]byte, 4*grid*c.m), make([]byte, 4), f32Bytes(hidden), ib, f32Bytes(g),
+				f32Bytes(gb), w1b, f32Bytes(b1), w3b, f32Bytes(b3)}, launch, launch)
+			if sem := binary.LittleEndian.Uint32(out[2]); sem != 0 {
+				t.Fatalf("counter left at %d", sem)
+			}
+			got := bytesF32(out[0])
+			for r := range c.m {
+				x := hidden[int(idx[r])*c.d : int(idx[r]+1)*c.d]
+				mean, v := 0.0, 0.0
+				for _, e := range x {
+					mean += float64(e)
+				}
+				mean /= float64(c.d)
+				for _, e := range x {
+					v += (float64(e) - mean) * (float64(e) - mean)
+				}
+				inv := 1 / math.Sqrt(v/float64(c.d)+1e-5)
+				xn := make([]float64, c.d)
+				for i := range xn {
+					xn[i] = (float64(x[i]) - mean) * inv * float64(g[i])
+					if c.bias {
+						xn[i] += float64(gb[i])
+					}
+				}
+				want := float64(b3[0])
+				for j := range c.d {
+					u := float64(b1[j])
+					for i := range c.d {
+						u += xn[i] * w1f[j*c.d+i]
+					}
+					want += 0.5 * u * (1 + math.Erf(u/math.Sqrt2)) * w3f[j]
+				}
+				if e := math.Abs(float64(got[r]) - want); !(e <= 1e-4*(1+math.Abs(want))) {
+					t.Errorf("row %d: logit %g, want %g", r, got[r], want)
+				}
+			}
+		})
+	}
+}

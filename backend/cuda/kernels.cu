@@ -2432,6 +2432,148 @@ extern "C" __global__ void __launch_bounds__(32 * LIN_WARPS) act_small(float* al
 }
 #endif
 
+// ---- The scorer of few marker rows ----
+
+// score_cols is score_small's share of scorer.1 for a block: its LIN_R
+// outputs for each of the m ≤ M marker rows of hidden (by index), each
+// row normalised on the fly (mean[r], inv[r]: the block's own statistics;
+// g, gb the LayerNorm's weight and bias), the sums as lin_small's, then
+// the bias and GELU; the block's share of scorer.3 (the outputs times w3)
+// goes to part[blockIdx.x·m + r]. Every thread reaches the end.
+template <int KIND, int V, int M>
+__device__ void score_cols(float* part, const float* __restrict__ hidden, const int* rows, const float* mean, const float* inv,
+	const float* g, const float* gb, const void* __restrict__ w, const float* b, const void* w3, int wkind, int m, int d, float* red) {
+	const int N = M * LIN_R, PER = N >= 32 ? N / 32 : 1, SPAN = N >= 32 ? 1 : 32 / N;
+	int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, j0 = blockIdx.x * LIN_R;
+	long long wr[LIN_R];
+#pragma unroll
+	for (int j = 0; j < LIN_R; j++) wr[j] = (long long)min(j0 + j, d - 1) * d; // past d: the last row again, never used
+	float a[N];
+#pragma unroll
+	for (int i = 0; i < N; i++) a[i] = 0.0f;
+	for (int c = V * (32 * warp + lane); c < d; c += V * 32 * LIN_WARPS) {
+		float wv[LIN_R][V], gv[V], bv[V];
+#pragma unroll
+		for (int j = 0; j < LIN_R; j++) ldw<KIND, V>(w, wr[j] + c, wv[j]);
+		ldf<V>(g + c, gv);
+		if (gb) {
+			ldf<V>(gb + c, bv);
+		} else {
+#pragma unroll
+			for (int e = 0; e < V; e++) bv[e] = 0.0f;
+		}
+#pragma unroll
+		for (int r = 0; r < M; r++) {
+			if (r < m) {
+				float xv[V];
+				ldf<V>(hidden + (long long)rows[r] * d + c, xv);
+#pragma unroll
+				for (int e = 0; e < V; e++) xv[e] = (xv[e] - mean[r]) * inv[r] * gv[e] + bv[e];
+#pragma unroll
+				for (int j = 0; j < LIN_R; j++)
+#pragma unroll
+					for (int e = 0; e < V; e++) a[r * LIN_R + j] = fmaf(xv[e], wv[j][e], a[r * LIN_R + j]);
+			}
+		}
+	}
+	warp_sums<N, 16>(a, lane);
+	if (lane % SPAN == 0)
+#pragma unroll
+		for (int i = 0; i < PER; i++) red[warp * N + lane / SPAN * PER + i] = a[i];
+	__syncthreads();
+	int t = threadIdx.x, r = t / LIN_R, col = j0 + t % LIN_R;
+	float y = 0.0f;
+	if (r < m && col < d) {
+		float v = 0.0f;
+#pragma unroll
+		for (int q = 0; q < LIN_WARPS; q++) v += red[q * N + t];
+		y = gelu(v + b[col]) * wload(w3, col, wkind);
+	}
+	__syncthreads(); // red is read: it takes the products with w3 now
+	red[t] = y;
+	__syncthreads();
+	if (t < m) {
+		float p = 0.0f;
+#pragma unroll
+		for (int j = 0; j < LIN_R; j++) p += red[t * LIN_R + j];
+		part[(long long)blockIdx.x * m + t] = p;
+	}
+}
+
+template <int KIND>
+__device__ __forceinline__ void score_cols_v(float* part, const float* hidden, const int* rows, const float* mean, const float* inv,
+	const float* g, const float* gb, const void* w, const float* b, const void* w3, int wkind, int m, int d, float* red) {
+	constexpr int V16 = KIND == 0 ? 4 : 8;
+	if (d % V16 == 0) {
+		if (m <= 4)
+			score_cols<KIND, V16, 4>(part, hidden, rows, mean, inv, g, gb, w, b, w3, wkind, m, d, red);
+		else
+			score_cols<KIND, V16, LIN_ROWS>(part, hidden, rows, mean, inv, g, gb, w, b, w3, wkind, m, d, red);
+	} else if (m <= 4) {
+		score_cols<KIND, 1, 4>(part, hidden, rows, mean, inv, g, gb, w, b, w3, wkind, m, d, red);
+	} else {
+		score_cols<KIND, 1, LIN_ROWS>(part, hidden, rows, mean, inv, g, gb, w, b, w3, wkind, m, d, red);
+	}
+}
+
+// score_small is the scorer of m ≤ LIN_ROWS marker rows in one launch: the
+// chain heads.Scorer records (the marker rows gathered, scorer.0's
+// LayerNorm, scorer.1 with GELU, scorer.3) takes four kernels, each waiting
+// for the one before. Its blocks are linear_small's over scorer.1's d
+// outputs; each normalises the rows itself (layer_norm's two passes, a warp
+// a row), computes its outputs and their share of scorer.3 into part
+// [gridDim.x, m], and the last block to finish (*sem, zero between
+// launches, which it restores) adds the shares, a warp a row in a fixed
+// order, and scorer.3's bias into logits [m]. wkind is scorer.1's and
+// scorer.3's weights' (0 float32, 1 fp16, 2 bf16).
+#if LAYA_CORE
+extern "C" __global__ void __launch_bounds__(32 * LIN_WARPS) score_small(float* logits, float* part, int* sem, const float* hidden,
+	const int* rows, int m, int d, const float* g, const float* gb, float eps, const void* w1, const float* b1, const void* w3,
+	const float* b3, int wkind) {
+	KERNEL_ENTRY
+	__shared__ float red[LIN_WARPS * LIN_ROWS * LIN_R];
+	__shared__ float mean[LIN_ROWS];
+	__shared__ float inv[LIN_ROWS];
+	__shared__ int last;
+	int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	for (int r = warp; r < m; r += LIN_WARPS) {
+		const float* x = hidden + (long long)rows[r] * d;
+		float s = 0.0f;
+		for (int c = lane; c < d; c += 32) s += x[c];
+		float mu = warp_sum(s) / d, v = 0.0f;
+		for (int c = lane; c < d; c += 32) {
+			float e = x[c] - mu;
+			v += e * e;
+		}
+		v = warp_sum(v) / d;
+		if (lane == 0) {
+			mean[r] = mu;
+			inv[r] = 1.0f / sqrtf(v + eps);
+		}
+	}
+	__syncthreads();
+	if (wkind == 1)
+		score_cols_v<1>(part, hidden, rows, mean, inv, g, gb, w1, b1, w3, wkind, m, d, red);
+	else if (wkind == 2)
+		score_cols_v<2>(part, hidden, rows, mean, inv, g, gb, w1, b1, w3, wkind, m, d, red);
+	else
+		score_cols_v<0>(part, hidden, rows, mean, inv, g, gb, w1, b1, w3, wkind, m, d, red);
+	__threadfence();
+	__syncthreads();
+	if (threadIdx.x == 0) last = atomicAdd(sem, 1) == (int)gridDim.x - 1;
+	__syncthreads();
+	if (!last) return;
+	__threadfence();
+	for (int r = warp; r < m; r += LIN_WARPS) {
+		float s = 0.0f;
+		for (int b = lane; b < (int)gridDim.x; b += 32) s += part[(long long)b * m + r];
+		s = warp_sum(s);
+		if (lane == 0) logits[r] = s + b3[0];
+	}
+	if (threadIdx.x == 0) *sem = 0;
+}
+#endif
+
 // ---- GEMMs of few rows on tensor cores ----
 
 // linear_mma's shape (linearmma.go's lmmaTiles): a block of WARPS warps (4

@@ -359,6 +359,7 @@ const (
 	opKBatch
 	opWG
 	opActHead
+	opScore
 )
 
 func (s *stream) New(rows, cols int) backend.Tensor {
@@ -1453,13 +1454,90 @@ func (s *stream) ActFeatures(dst, cls, logits backend.Tensor, counts []int) {
 	})
 }
 
+// Score runs the scorer of up to smallRows marker rows on score_small
+// (backend.ScorerStream) when Options.SmallHeads is set: one launch for the
+// chain of four heads.Scorer records otherwise. ok is false, nothing
+// recorded, for any shape or weight it does not take.
+func (s *stream) Score(hidden backend.Tensor, markerRows []int32, normW, normB backend.Tensor, eps float32, hiddenW, hiddenB, outW, outB backend.Tensor) (logits backend.Tensor, ok bool) {
+	m := len(markerRows)
+	if !s.be.opts.SmallHeads || s.err != nil || s.closed || m < 1 || m > smallRows || hiddenB == nil || outB == nil {
+		return nil, false
+	}
+	ts := []backend.Tensor{hidden, normW, hiddenW, hiddenB, outW, outB}
+	if normB != nil {
+		ts = append(ts, normB)
+	}
+	for _, x := range ts {
+		if t, isT := x.(*tensor); !isT || t == nil || t.s == nil && t.owner != s.be || t.s != nil && t.s != s {
+			return nil, false
+		}
+	}
+	h, g, w1, b1, w3, b3 := hidden.(*tensor), normW.(*tensor), hiddenW.(*tensor), hiddenB.(*tensor), outW.(*tensor), outB.(*tensor)
+	var gb *tensor
+	if normB != nil {
+		gb = normB.(*tensor)
+	}
+	d := h.cols
+	for _, r := range markerRows {
+		if r < 0 || int(r) >= h.rows {
+			return nil, false
+		}
+	}
+	switch {
+	case h.s == nil || g.rows*g.cols != d || gb != nil && gb.rows*gb.cols != d || w1.rows != d || w1.cols != d || b1.rows*b1.cols != d ||
+		w3.rows != 1 || w3.cols != d || b3.rows*b3.cols != 1:
+		return nil, false
+	case g.s != nil || gb != nil && gb.s != nil || b1.s != nil || b3.s != nil || !s.smallLinear(m, w1) || !s.smallLinear(m, w3):
+		// Resident weights, as linear_small reads them.
+		return nil, false
+	}
+	hs, began := s.begin("score", h)
+	if !began {
+		return nil, true // begin failed the stream: Err reports it
+	}
+	h = hs[0]
+	var wh1, wh3 uintptr
+	if s.prec != FP32 {
+		var err error
+		if wh1, err = s.be.halfOf(w1); err == nil {
+			wh3, err = s.be.halfOf(w3)
+		}
+		if err != nil {
+			s.fail(fmt.Errorf("cuda: scorer: %w", err))
+			return nil, true
+		}
+	}
+	s.reads(h)
+	grid := (d + smallCols - 1) / smallCols
+	z, part := s.New(m, 1).(*tensor), s.New(grid, m).(*tensor)
+	s.writes(part)
+	s.writes(z)
+	off := s.stageI32(markerRows)
+	s.mmaSem = max(s.mmaSem, 1)
+	s.mix(opScore, s.ref(z), s.ref(h), s.ref(g), s.ref(gb), s.ref(w1), s.ref(b1), s.ref(w3), s.ref(b3), uint64(m), f32(eps))
+	s.record("score (small)", func(o *op, x *run) error {
+		p1, p3, kind := w1.addr, w3.addr, uint64(0)
+		if x.prec != FP32 {
+			p1, p3, kind = wh1, wh3, weightKind(x.prec)
+		}
+		var gbp uintptr
+		if gb != nil {
+			gbp = gb.addr
+		}
+		return x.l.launch(x.b.drv, x.b.k.scoreSmall, [3]int{grid, 1, 1}, 32*smallWarps, 0, x.cs.stream, u64(z.addr), u64(part.addr),
+			u64(x.mmaSem), u64(h.addr), u64(x.e.devIn)+uint64(off), i32(m), i32(d), u64(g.addr), u64(gbp), f32(eps), u64(p1), u64(b1.addr),
+			u64(p3), u64(b3.addr), kind)
+	})
+	return z, true
+}
+
 // ActHead runs the act head of up to smallRows questions on act_small
-// (backend.ActHeadStream) when Options.SmallActHead is set: one launch for
+// (backend.ActHeadStream) when Options.SmallHeads is set: one launch for
 // the chain of five heads.ActHead records otherwise. ok is false, nothing
 // recorded, for any shape or weight it does not take.
 func (s *stream) ActHead(hidden backend.Tensor, clsRows []int32, logits backend.Tensor, counts []int, inW, inB, outW, outB backend.Tensor) (actLogits, actProbs backend.Tensor, ok bool) {
 	m := len(counts)
-	if !s.be.opts.SmallActHead || s.err != nil || s.closed || m < 1 || m > smallRows || len(clsRows) != m || inB == nil || outB == nil {
+	if !s.be.opts.SmallHeads || s.err != nil || s.closed || m < 1 || m > smallRows || len(clsRows) != m || inB == nil || outB == nil {
 		return nil, nil, false
 	}
 	for _, x := range []backend.Tensor{hidden, logits, inW, inB, outW, outB} {

@@ -1824,7 +1824,7 @@ func TestKBatchStacks(t *testing.T) {
 	}
 }
 
-// The act head runs as one act_small operation with acthead=on, on up to
+// The act head runs as one act_small operation with smallheads=on, on up to
 // smallRows questions whose weights are resident, and otherwise records
 // nothing and reports so (the caller records the chain).
 func TestActHeadSmall(t *testing.T) {
@@ -1836,11 +1836,11 @@ func TestActHeadSmall(t *testing.T) {
 		onStream bool // the weights written on the stream, not resident
 		want     bool
 	}{
-		{"on", Options{SmallActHead: true, Precision: FP16}, 3, false, true},
-		{"fp32", Options{SmallActHead: true}, 16, false, true},
+		{"on", Options{SmallHeads: true, Precision: FP16}, 3, false, true},
+		{"fp32", Options{SmallHeads: true}, 16, false, true},
 		{"off", Options{Precision: FP16}, 3, false, false},
-		{"too many questions", Options{SmallActHead: true, Precision: FP16}, smallRows + 1, false, false},
-		{"weights on the stream", Options{SmallActHead: true, Precision: FP16}, 3, true, false},
+		{"too many questions", Options{SmallHeads: true, Precision: FP16}, smallRows + 1, false, false},
+		{"weights on the stream", Options{SmallHeads: true, Precision: FP16}, 3, true, false},
 	} {
 		s := &stream{be: &Backend{opts: c.opts}, prec: c.opts.Precision}
 		hidden := s.New(2*c.m, d)
@@ -1869,6 +1869,54 @@ func TestActHeadSmall(t *testing.T) {
 		}
 		if len(s.ops) != before+1 || s.ops[before].name != "actHead (small)" || l.Rows() != c.m || l.Cols() != na || p.Rows() != c.m || p.Cols() != na {
 			t.Errorf("%s: recorded %v, outputs [%d, %d] and [%d, %d]", c.name, names(s)[before:], l.Rows(), l.Cols(), p.Rows(), p.Cols())
+		}
+	}
+}
+
+// The scorer runs as one score_small operation with smallheads=on, on up
+// to smallRows marker rows whose weights are resident, and otherwise
+// records nothing and reports so (the caller records the chain).
+func TestScoreSmall(t *testing.T) {
+	const d = 8
+	for _, c := range []struct {
+		name     string
+		opts     Options
+		m        int
+		onStream bool
+		want     bool
+	}{
+		{"on", Options{SmallHeads: true, Precision: FP16X2}, 5, false, true},
+		{"fp32", Options{SmallHeads: true}, 16, false, true},
+		{"off", Options{Precision: FP16}, 5, false, false},
+		{"too many rows", Options{SmallHeads: true, Precision: FP16}, smallRows + 1, false, false},
+		{"weights on the stream", Options{SmallHeads: true, Precision: FP16}, 5, true, false},
+	} {
+		s := &stream{be: &Backend{opts: c.opts}, prec: c.opts.Precision}
+		hidden := s.New(c.m+1, d)
+		rows := make([]int32, c.m)
+		for i := range rows {
+			rows[i] = int32(i + 1)
+		}
+		w1 := resident(s.be, d, d)
+		if c.onStream {
+			w1 = s.New(d, d).(*tensor)
+		}
+		before := len(s.ops)
+		z, ok := s.Score(hidden, rows, resident(s.be, 1, d), resident(s.be, 1, d), 1e-5, w1, resident(s.be, 1, d), resident(s.be, 1, d), resident(s.be, 1, 1))
+		if err := s.Err(); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if ok != c.want {
+			t.Fatalf("%s: Score ok %v, want %v", c.name, ok, c.want)
+		}
+		if !ok {
+			if len(s.ops) != before || z != nil {
+				t.Errorf("%s: refused, yet recorded %v", c.name, names(s)[before:])
+			}
+			continue
+		}
+		if len(s.ops) != before+1 || s.ops[before].name != "score (small)" || z.Rows() != c.m || z.Cols() != 1 {
+			t.Errorf("%s: recorded %v, logits [%d, %d]", c.name, names(s)[before:], z.Rows(), z.Cols())
 		}
 	}
 }
