@@ -100,9 +100,12 @@ func buildRows(b *sequenceBuilder, state State, qs []*question, count bool) ([]r
 		}
 		usage.Counted, usage.StateTokens = true, total
 	}
+	var buf rowBuffer
 	rows := make([]row, len(qs))
 	for i, q := range qs {
-		rows[i] = b.build(q, enc.IDs, enc.Left)
+		p := b.prefix(q)
+		buf.reserve(b.rowCap(p, len(enc.IDs)), len(p.markers), len(qs)-i)
+		rows[i] = b.appendRow(&buf, p, enc.IDs, enc.Left)
 		if err := checkMarkers(q, rows[i], b.headMaxLen); err != nil {
 			return nil, StateUsage{}, err
 		}
@@ -143,9 +146,13 @@ func prepareQuestions(qs Questions) ([]*question, error) {
 			return nil, err
 		}
 	}
+	// The questions share one array: one allocation rather than one each.
+	internal := make([]question, len(qs))
 	out := make([]*question, len(qs))
+	var text optionTexts
 	for i, q := range qs {
-		out[i] = toInternal(q.ID, q.Definition)
+		internal[i].fromDefinition(q.ID, q.Definition, &text)
+		out[i] = &internal[i]
 	}
 	return out, nil
 }

@@ -65,7 +65,9 @@ func (c *encodeCache) Encode(text string) []int {
 		if len(c.ids) >= encodeCacheEntries {
 			clear(c.ids)
 		}
-		c.ids[text] = ids
+		// A copy of the key: text may be a slice of a longer string (a
+		// question's option texts share one), which the cache must not keep.
+		c.ids[strings.Clone(text)] = ids
 		c.mu.Unlock()
 	}
 	return slices.Clone(ids)
@@ -251,14 +253,53 @@ func (b *sequenceBuilder) newPrefix(q *question) rowPrefix {
 // withState completes a question's row with the state tokens its room holds.
 // p is only read, so one prefix serves any number of rows.
 func (b *sequenceBuilder) withState(p rowPrefix, stateIDs []int, truncateLeft bool) row {
-	room := max(0, b.maxLen-len(p.ids)-1)
 	// Sized to what the row holds, not to the agent's max_len (512 and 1024
 	// tokens in the published configs: 4 and 8 KiB a row for a question of a
 	// hundred).
-	ids := make([]int, 0, len(p.ids)+min(len(stateIDs), room)+1)
-	ids = append(ids, p.ids...)
-	prefix := len(ids)
+	buf := rowBuffer{ids: make([]int, 0, b.rowCap(p, len(stateIDs))), markers: make([]int, 0, len(p.markers))}
+	return b.appendRow(&buf, p, stateIDs, truncateLeft)
+}
 
+// rowBuffer holds the ids and markers of rows, one after the other: a
+// request's rows share a few arrays rather than taking two each.
+type rowBuffer struct {
+	ids, markers []int
+}
+
+// rowChunk is the most ids or markers reserve puts in one array: 16 KiB,
+// well within the objects the allocator serves from its per-thread caches
+// (up to 32 KiB, less its header); a larger one costs a trip to the page
+// heap, and the scavenger's work once it is freed.
+const rowChunk = 2048
+
+// reserve makes room for a row of up to n ids and m markers, the first of
+// rows rows that need about as much.
+func (buf *rowBuffer) reserve(n, m, rows int) {
+	if cap(buf.ids)-len(buf.ids) < n {
+		buf.ids = make([]int, 0, max(n, min(rows*n, rowChunk)))
+	}
+	if cap(buf.markers)-len(buf.markers) < m {
+		buf.markers = make([]int, 0, max(m, min(rows*m, rowChunk)))
+	}
+}
+
+// rowCap is the most ids that p's row over n state tokens appends to a rowBuffer.
+func (b *sequenceBuilder) rowCap(p rowPrefix, n int) int {
+	return len(p.ids) + min(n, b.stateRoom(p)) + 1
+}
+
+// stateRoom is how many state tokens p's row holds.
+func (b *sequenceBuilder) stateRoom(p rowPrefix) int {
+	return max(0, b.maxLen-len(p.ids)-1)
+}
+
+// appendRow is withState with the row's ids and markers appended to buf's.
+// The row's slices have no capacity beyond their length, so that appending
+// to one row cannot overwrite the next row's ids.
+func (b *sequenceBuilder) appendRow(buf *rowBuffer, p rowPrefix, stateIDs []int, truncateLeft bool) row {
+	room := b.stateRoom(p)
+	start := len(buf.ids)
+	ids := append(buf.ids, p.ids...)
 	var st []int
 	if truncateLeft {
 		// Not state[-room:]: with room 0 that would be the whole state (upstream #112).
@@ -268,20 +309,22 @@ func (b *sequenceBuilder) withState(p rowPrefix, stateIDs []int, truncateLeft bo
 	}
 	ids = append(ids, st...)
 	ids = append(ids, b.sp.SEP)
-	if b.maxLen >= 0 && len(ids) > b.maxLen {
-		ids = ids[:b.maxLen]
+	if b.maxLen >= 0 && len(ids)-start > b.maxLen {
+		ids = ids[:start+b.maxLen]
 	}
-	kept := make([]int, 0, len(p.markers))
+	buf.ids = ids
+	mstart := len(buf.markers)
 	for _, m := range p.markers {
 		if m < b.maxLen {
-			kept = append(kept, m)
+			buf.markers = append(buf.markers, m)
 		}
 	}
+	rowIDs := ids[start:len(ids):len(ids)]
 	return row{
-		IDs:          ids,
-		Markers:      kept,
+		IDs:          rowIDs,
+		Markers:      buf.markers[mstart:len(buf.markers):len(buf.markers)],
 		QType:        p.qtype,
-		PrefixLength: min(prefix, len(ids)),
+		PrefixLength: min(len(p.ids), len(rowIDs)),
 		Options:      p.options,
 	}
 }

@@ -1,7 +1,6 @@
 package pyjson
 
 import (
-	"bytes"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -24,9 +23,9 @@ func DumpsPrefix(v Value, limit int) (text string, complete bool) {
 	w := &prefixWriter{limit: limit + 1}
 	w.value(v)
 	if w.full() {
-		return validPrefix(w.b.String()[:limit]), false
+		return validPrefix(string(w.b[:limit])), false
 	}
-	return w.b.String(), true
+	return string(w.b), true
 }
 
 // DumpsSuffix returns the last limit bytes of Dumps(v), fewer where the cut would
@@ -48,29 +47,34 @@ func DumpsSuffix(v Value, limit int) (text string, complete bool) {
 }
 
 // prefixWriter collects the start of a serialisation, up to limit bytes.
+// It escapes strings straight into b: a string of its own for each leaf was
+// most of a request state's serialisation cost.
 type prefixWriter struct {
-	b     strings.Builder
+	b     []byte
 	limit int
 }
 
-func (w *prefixWriter) full() bool { return w.b.Len() >= w.limit }
+func (w *prefixWriter) full() bool { return len(w.b) >= w.limit }
 
 // write appends as much of s as fits.
 func (w *prefixWriter) write(s string) {
-	if room := w.limit - w.b.Len(); len(s) > room {
-		s = s[:max(room, 0)]
-	}
-	w.b.WriteString(s)
+	w.b = append(w.b, s[:min(len(s), max(w.limit-len(w.b), 0))]...)
+}
+
+// cut drops what the last append wrote past the limit.
+func (w *prefixWriter) cut() {
+	w.b = w.b[:min(len(w.b), w.limit)]
 }
 
 // str writes a string leaf, escaping only the part that can fit: one byte more than
 // the room, so that the cut string still overflows and the writer, not the string,
 // decides where the text ends.
 func (w *prefixWriter) str(s string) {
-	if room := w.limit - w.b.Len(); len(s) > room {
+	if room := w.limit - len(w.b); len(s) > room {
 		s = s[:max(room, 0)+1]
 	}
-	w.write(quote(s))
+	w.b = appendString(w.b, s)
+	w.cut()
 }
 
 func (w *prefixWriter) value(v Value) {
@@ -107,7 +111,8 @@ func (w *prefixWriter) value(v Value) {
 	case StringKind:
 		w.str(v.text)
 	default:
-		w.write(Dumps(v))
+		w.b = appendValue(w.b, v)
+		w.cut()
 	}
 }
 
@@ -178,10 +183,7 @@ func (w *suffixWriter) value(v Value) {
 
 // quote is s as a JSON string literal, escaped as Dumps escapes it.
 func quote(s string) string {
-	var buf bytes.Buffer
-	buf.Grow(len(s) + 2)
-	writeString(&buf, s)
-	return buf.String()
+	return string(appendString(make([]byte, 0, len(s)+2), s))
 }
 
 // validPrefix drops a partial UTF-8 character at the end of s.

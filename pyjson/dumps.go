@@ -1,53 +1,47 @@
 package pyjson
 
-import (
-	"bytes"
-	"fmt"
-)
-
 // Dumps is Python's json.dumps(v, ensure_ascii=False) with the default
 // separators (", " and ": ").
 func Dumps(v Value) string {
-	var buf bytes.Buffer
-	write(&buf, v)
-	return buf.String()
+	return string(appendValue(nil, v))
 }
 
-func write(buf *bytes.Buffer, v Value) {
+// appendValue appends Dumps(v) to dst.
+func appendValue(dst []byte, v Value) []byte {
 	switch v.kind {
 	case NullKind:
-		buf.WriteString("null")
+		return append(dst, "null"...)
 	case BoolKind:
 		if v.b {
-			buf.WriteString("true")
-		} else {
-			buf.WriteString("false")
+			return append(dst, "true"...)
 		}
+		return append(dst, "false"...)
 	case NumberKind:
-		buf.WriteString(number(v))
+		return append(dst, number(v)...)
 	case StringKind:
-		writeString(buf, v.text)
+		return appendString(dst, v.text)
 	case ArrayKind:
-		buf.WriteByte('[')
+		dst = append(dst, '[')
 		for i, it := range v.items {
 			if i > 0 {
-				buf.WriteString(", ")
+				dst = append(dst, ", "...)
 			}
-			write(buf, it)
+			dst = appendValue(dst, it)
 		}
-		buf.WriteByte(']')
+		return append(dst, ']')
 	case ObjectKind:
-		buf.WriteByte('{')
+		dst = append(dst, '{')
 		for i, m := range v.members {
 			if i > 0 {
-				buf.WriteString(", ")
+				dst = append(dst, ", "...)
 			}
-			writeString(buf, m.Key)
-			buf.WriteString(": ")
-			write(buf, m.Value)
+			dst = appendString(dst, m.Key)
+			dst = append(dst, ": "...)
+			dst = appendValue(dst, m.Value)
 		}
-		buf.WriteByte('}')
+		return append(dst, '}')
 	}
+	return dst
 }
 
 // number renders a number as json.dumps renders what json.loads made of its
@@ -66,35 +60,42 @@ func number(v Value) string {
 	return v.text
 }
 
-// writeString escapes like CPython's encoder with ensure_ascii=False: only
-// '"', '\\' and C0 controls; \b \f \n \r \t short, the rest as lowercase
-// \u00XX. '<', '>', '&', '/', DEL and U+2028/U+2029 pass through raw.
-func writeString(buf *bytes.Buffer, s string) {
-	buf.WriteByte('"')
+// appendString appends s as a JSON string literal, escaped like CPython's
+// encoder with ensure_ascii=False: only '"', '\\' and C0 controls; \b \f \n
+// \r \t short, the rest as lowercase \u00XX. '<', '>', '&', '/', DEL and
+// U+2028/U+2029 pass through raw.
+func appendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0 // s[start:i] is pending, with nothing to escape
 	for i := 0; i < len(s); i++ {
 		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		start = i + 1
 		switch c {
 		case '"':
-			buf.WriteString(`\"`)
+			dst = append(dst, `\"`...)
 		case '\\':
-			buf.WriteString(`\\`)
+			dst = append(dst, `\\`...)
 		case '\b':
-			buf.WriteString(`\b`)
+			dst = append(dst, `\b`...)
 		case '\f':
-			buf.WriteString(`\f`)
+			dst = append(dst, `\f`...)
 		case '\n':
-			buf.WriteString(`\n`)
+			dst = append(dst, `\n`...)
 		case '\r':
-			buf.WriteString(`\r`)
+			dst = append(dst, `\r`...)
 		case '\t':
-			buf.WriteString(`\t`)
+			dst = append(dst, `\t`...)
 		default:
-			if c < 0x20 {
-				fmt.Fprintf(buf, `\u%04x`, c)
-			} else {
-				buf.WriteByte(c)
-			}
+			dst = append(dst, `\u00`...)
+			dst = append(dst, lowerHex[c>>4], lowerHex[c&0xf])
 		}
 	}
-	buf.WriteByte('"')
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
 }
+
+const lowerHex = "0123456789abcdef"

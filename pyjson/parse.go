@@ -3,6 +3,8 @@ package pyjson
 import (
 	"bytes"
 	"fmt"
+	"slices"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -54,7 +56,9 @@ func Parse(data []byte) (Value, error) {
 		}
 		return Value{}, fmt.Errorf("%w: not UTF-8: byte 0x%02x at offset %d", ErrInvalid, data[bad], bad)
 	}
-	p := &parser{data: data}
+	p := parsers.Get().(*parser)
+	defer p.release()
+	p.data = data
 	if bytes.HasPrefix(data, []byte("\ufeff")) {
 		return Value{}, p.fail("Unexpected UTF-8 BOM (decode using utf-8-sig)", 0)
 	}
@@ -69,42 +73,63 @@ func Parse(data []byte) (Value, error) {
 }
 
 type parser struct {
+	// data is the input. Strings and number literals are copies of their
+	// bytes, not slices of one string of it: a string a cache keeps (a
+	// question's text, a model name) must not keep a whole request alive.
 	data []byte
-	// keys interns the object keys seen: a request's questions repeat the
-	// same few ("type", "instructions", "criteria"), each a string of its
-	// own otherwise.
-	keys map[string]string
+	// stack holds the members of the objects being parsed, a nested
+	// object's above its parent's, and items those of the arrays, until
+	// each is complete and moves to its own slice.
+	stack []Member
+	items []Value
+	// memberSlab and itemSlab are where complete objects and arrays take
+	// their slices from: a few chunks for the whole input rather than an
+	// allocation for each small object and array.
+	memberSlab []Member
+	itemSlab   []Value
 }
 
-// key is str for an object's key, interned in p.keys.
-func (p *parser) key(i int) (string, int, error) {
-	d := p.data
-	j := i
-	for j < len(d) && d[j] != '"' && d[j] != '\\' && d[j] > 0x1f {
-		j++
+// parsers keeps parsers for Parse to reuse: their stacks grow to a
+// request's nesting once rather than on every call.
+var parsers = sync.Pool{New: func() any { return new(parser) }}
+
+// maxPooledStack bounds the stacks a pooled parser keeps, which release
+// clears whole: one that grew for a large input is left to the collector.
+const maxPooledStack = 256
+
+// release returns p to parsers, holding nothing of the input it parsed.
+func (p *parser) release() {
+	if cap(p.stack) > maxPooledStack || cap(p.items) > maxPooledStack {
+		return
 	}
-	if j < len(d) && d[j] == '"' && j-i <= maxInternedKey {
-		if k, ok := p.keys[string(d[i:j])]; ok {
-			return k, j + 1, nil
-		}
-		k := string(d[i:j])
-		if p.keys == nil {
-			p.keys = map[string]string{}
-		}
-		if len(p.keys) < maxInternedKeys {
-			p.keys[k] = k
-		}
-		return k, j + 1, nil
-	}
-	return p.str(i) // escapes, errors and long keys: as any string
+	// The stacks' old entries point into the input: cleared, they do not keep it alive.
+	clear(p.stack[:cap(p.stack)])
+	clear(p.items[:cap(p.items)])
+	*p = parser{stack: p.stack[:0], items: p.items[:0]}
+	parsers.Put(p)
 }
 
-// maxInternedKey and maxInternedKeys bound p.keys: an object of many long
-// distinct keys (a state) gains nothing from it.
-const (
-	maxInternedKey  = 64
-	maxInternedKeys = 256
-)
+// carve returns a copy of s, taken from the front of *slab when s is small.
+// The copy's capacity is its length, so that an append to it cannot
+// overwrite its neighbour's. Chunks are small, so that a small input wastes
+// little of its last one; a large s gets a slice of its own.
+func carve[T any](slab *[]T, s []T) []T {
+	if len(s) == 0 {
+		return []T{}
+	}
+	if len(s) > slabChunk/4 {
+		return slices.Clone(s)
+	}
+	if cap(*slab)-len(*slab) < len(s) {
+		*slab = make([]T, 0, slabChunk)
+	}
+	start := len(*slab)
+	*slab = append(*slab, s...)
+	return (*slab)[start:len(*slab):len(*slab)]
+}
+
+// slabChunk is the length of carve's chunks: a few kilobytes.
+const slabChunk = 32
 
 // fail reports msg at byte offset pos, located as CPython locates it.
 func (p *parser) fail(msg string, pos int) error {
@@ -177,16 +202,16 @@ func (p *parser) value(i, depth int) (Value, int, error) {
 
 // object is _parse_object: i is just after '{'.
 func (p *parser) object(i, depth int) (Value, int, error) {
-	b := objectBuilder{members: []Member{}}
+	b := objectBuilder{members: &p.stack, base: len(p.stack)}
 	i = p.skipSpace(i)
 	if i < len(p.data) && p.data[i] == '}' {
-		return Value{kind: ObjectKind, members: b.members}, i + 1, nil
+		return Value{kind: ObjectKind, members: []Member{}}, i + 1, nil
 	}
 	for {
 		if i >= len(p.data) || p.data[i] != '"' {
 			return Value{}, i, p.fail("Expecting property name enclosed in double quotes", i)
 		}
-		key, end, err := p.key(i + 1)
+		key, end, err := p.str(i + 1)
 		if err != nil {
 			return Value{}, end, err
 		}
@@ -201,7 +226,9 @@ func (p *parser) object(i, depth int) (Value, int, error) {
 		b.set(key, val)
 		i = p.skipSpace(end)
 		if i < len(p.data) && p.data[i] == '}' {
-			return Value{kind: ObjectKind, members: b.members}, i + 1, nil
+			members := carve(&p.memberSlab, p.stack[b.base:])
+			p.stack = p.stack[:b.base]
+			return Value{kind: ObjectKind, members: members}, i + 1, nil
 		}
 		if i >= len(p.data) || p.data[i] != ',' {
 			return Value{}, i, p.fail("Expecting ',' delimiter", i)
@@ -216,23 +243,22 @@ func (p *parser) object(i, depth int) (Value, int, error) {
 
 // array is _parse_array: i is just after '['.
 func (p *parser) array(i, depth int) (Value, int, error) {
-	v := Value{kind: ArrayKind, items: []Value{}}
+	base := len(p.items)
 	i = p.skipSpace(i)
 	if i < len(p.data) && p.data[i] == ']' {
-		return v, i + 1, nil
+		return Value{kind: ArrayKind, items: []Value{}}, i + 1, nil
 	}
 	for {
 		item, end, err := p.value(i, depth)
 		if err != nil {
 			return Value{}, end, err
 		}
-		if len(v.items) == 0 {
-			v.items = make([]Value, 0, 4) // most arrays are short: one allocation, not three
-		}
-		v.items = append(v.items, item)
+		p.items = append(p.items, item)
 		i = p.skipSpace(end)
 		if i < len(p.data) && p.data[i] == ']' {
-			return v, i + 1, nil
+			items := carve(&p.itemSlab, p.items[base:])
+			p.items = p.items[:base]
+			return Value{kind: ArrayKind, items: items}, i + 1, nil
 		}
 		if i >= len(p.data) || p.data[i] != ',' {
 			return Value{}, i, p.fail("Expecting ',' delimiter", i)
@@ -285,7 +311,7 @@ func (p *parser) number(start int) (Value, int, error) {
 			i = j
 		}
 	}
-	return Value{kind: NumberKind, text: string(d[start:i])}, i, nil
+	return Value{kind: NumberKind, text: string(p.data[start:i])}, i, nil
 }
 
 // str is scanstring: i is just after the opening quote; it returns the

@@ -41,6 +41,15 @@ func byteLevelMap(s string) string {
 	return sb.String()
 }
 
+// byteLevelLen is len(byteLevelMap(s)).
+func byteLevelLen(s string) int {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		n += len(byteStr[s[i]])
+	}
+	return n
+}
+
 // isSpace is Oniguruma's Unicode \s and Rust's char::is_whitespace: the
 // White_Space property, which is what unicode.IsSpace implements.
 func isSpace(r rune) bool { return unicode.IsSpace(r) }

@@ -89,22 +89,39 @@ type byteLevelPre struct {
 }
 
 func (bl byteLevelPre) preTokenize(in []piece, out []piece) []piece {
+	bl.eachWord(in, func(w piece) { out = append(out, w) })
+	return out
+}
+
+// eachWord is preTokenize handing each word to emit as it is found.
+func (bl byteLevelPre) eachWord(in []piece, emit func(piece)) {
 	for _, p := range in {
 		s := p.text
 		if bl.addPrefixSpace && !strings.HasPrefix(s, " ") {
 			s = " " + s
 		}
-		if !bl.useRegex {
-			if s != "" {
-				out = append(out, piece{text: byteLevelMap(s), first: p.first})
-			}
+		if s == "" {
 			continue
 		}
+		// Each byte maps on its own, so the words' texts are slices of the
+		// whole piece's: one string for the piece rather than one a word.
+		mapped := byteLevelMap(s)
+		if !bl.useRegex {
+			emit(piece{text: mapped, first: p.first})
+			continue
+		}
+		at, next := 0, 0 // where s[next:] begins in mapped
 		gpt2Split(s, func(start, end int) {
-			out = append(out, piece{text: byteLevelMap(s[start:end]), first: p.first && start == 0})
+			if start != next {
+				// Not right after the last word (the split leaves no gaps
+				// today): find where it begins.
+				at = byteLevelLen(s[:start])
+			}
+			n := byteLevelLen(s[start:end])
+			emit(piece{text: mapped[at : at+n], first: p.first && start == 0})
+			at, next = at+n, end
 		})
 	}
-	return out
 }
 
 type prependScheme uint8

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -234,13 +235,29 @@ func (t *Tokenizer) addAddedTokens(list []addedToken) {
 // tok(text, add_special_tokens=False)["input_ids"]. Invalid UTF-8 is first
 // replaced with U+FFFD, since the Rust core only ever sees valid strings.
 func (t *Tokenizer) Encode(text string) []int {
-	return t.encode(text, nil)
+	scratch := idScratch.Get().(*[]int)
+	ids := t.encode(text, (*scratch)[:0])
+	out := append([]int(nil), ids...) // nil when there are none, as before
+	if cap(ids) <= maxScratchIDs {
+		*scratch = ids
+		idScratch.Put(scratch)
+	}
+	return out
 }
+
+// idScratch holds slices for Encode to collect ids in: the result is copied
+// out at its size, where a fresh slice took an allocation and a copy for
+// every doubling.
+var idScratch = sync.Pool{New: func() any { return new([]int) }}
+
+// maxScratchIDs bounds the slices idScratch keeps: one that grew for a long
+// text is left to the collector.
+const maxScratchIDs = 1 << 14
 
 // EncodeWithSpecial returns the ids of text with the post-processor's
 // special tokens, e.g. [CLS] ... [SEP]: tok(text)["input_ids"].
 func (t *Tokenizer) EncodeWithSpecial(text string) []int {
-	ids := t.encode(text, nil)
+	ids := t.Encode(text)
 	if t.post == nil {
 		return ids
 	}
@@ -295,6 +312,11 @@ func (t *Tokenizer) encode(text string, ids []int) []int {
 // flush pre-tokenizes and tokenizes the pending pieces.
 func (t *Tokenizer) flush(pieces []piece, ids []int) []int {
 	if len(pieces) == 0 {
+		return ids
+	}
+	if bl, ok := t.pre.(byteLevelPre); ok {
+		// Each word straight to the model, without a slice of them all.
+		bl.eachWord(pieces, func(w piece) { ids = t.model.tokenize(w.text, ids) })
 		return ids
 	}
 	words := pieces
