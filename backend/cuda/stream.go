@@ -77,8 +77,9 @@ type run struct {
 	e    *entry
 	temp uintptr
 	ws   uintptr // the entry's GEMM workspace (gemmWorkspace bytes)
-	// linear_mma's split sums and split counters (mmaSemBytes; zero
-	// between launches, once the entry has zeroed them: entry.semZeroed).
+	// linear_mma's split sums and split counters, also the last-block
+	// counter of score_small and act_small (mmaSemBytes; zero between
+	// launches, once the entry has zeroed them: entry.semZeroed).
 	mmaPart, mmaSem uintptr
 	mmaSemBytes     int64
 	prec            Precision
@@ -2092,8 +2093,8 @@ type entry struct {
 	graph, exec uintptr
 	seen        bool // ran once kernel by kernel: the next run captures
 	noGraph     bool // capture failed: always kernel by kernel
-	// semZeroed: linear_mma's split counters were zeroed (once: the last
-	// block of a tile resets its counter).
+	// semZeroed: linear_mma's split counters (and score_small's and
+	// act_small's) were zeroed (once: the last block resets its counter).
 	semZeroed bool
 }
 
