@@ -1525,33 +1525,8 @@ func TestEmuActSmall(t *testing.T) {
 		t.Run(fmt.Sprintf("kind=%d,d=%d,n=%d,na=%d,m=%d", c.kind, c.d, c.n, c.na, m), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(c.d), uint64(c.n*100+m)))
 			k := c.d + 4
-			weights := func(n int) ([]float64, []byte) {
-				wf := make([]float64, n)
-				switch c.kind {
-				case 0:
-					w := make([]float32, n)
-					for i := range w {
-						w[i] = float32(rng.NormFloat64() / 16)
-						wf[i] = float64(w[i])
-					}
-					return wf, f32Bytes(w)
-				default:
-					w := make([]uint16, n)
-					for i := range w {
-						v := float32(rng.NormFloat64() / 16)
-						if c.kind == 1 {
-							w[i] = half.Float32ToFloat16(v)
-							wf[i] = float64(half.Float16ToFloat32(w[i]))
-						} else {
-							w[i] = uint16(math.Float32bits(v) >> 16)
-							wf[i] = float64(math.Float32frombits(uint32(w[i]) << 16))
-						}
-					}
-					return wf, u16Bytes(w)
-				}
-			}
-			w0f, w0b := weights(c.n * k)
-			w2f, w2b := weights(c.na * c.n)
+			w0f, w0b := emuWeights(rng, c.kind, c.n*k)
+			w2f, w2b := emuWeights(rng, c.kind, c.na*c.n)
 			b0, b2 := normals(rng, c.n), normals(rng, c.na)
 			rows := 3*m + 1
 			hidden := normals(rng, rows*c.d)
@@ -1666,31 +1641,8 @@ func TestEmuScoreSmall(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("kind=%d,d=%d,m=%d,bias=%v", c.kind, c.d, c.m, c.bias), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(c.d), uint64(c.m)))
-			weights := func(n int) ([]float64, []byte) {
-				wf := make([]float64, n)
-				if c.kind == 0 {
-					w := make([]float32, n)
-					for i := range w {
-						w[i] = float32(rng.NormFloat64() / 16)
-						wf[i] = float64(w[i])
-					}
-					return wf, f32Bytes(w)
-				}
-				w := make([]uint16, n)
-				for i := range w {
-					v := float32(rng.NormFloat64() / 16)
-					if c.kind == 1 {
-						w[i] = half.Float32ToFloat16(v)
-						wf[i] = float64(half.Float16ToFloat32(w[i]))
-					} else {
-						w[i] = uint16(math.Float32bits(v) >> 16)
-						wf[i] = float64(math.Float32frombits(uint32(w[i]) << 16))
-					}
-				}
-				return wf, u16Bytes(w)
-			}
-			w1f, w1b := weights(c.d * c.d)
-			w3f, w3b := weights(c.d)
+			w1f, w1b := emuWeights(rng, c.kind, c.d*c.d)
+			w3f, w3b := emuWeights(rng, c.kind, c.d)
 			b1, b3 := normals(rng, c.d), normals(rng, 1)
 			g, gb := normals(rng, c.d), normals(rng, c.d)
 			rows := 2*c.m + 1
@@ -1750,4 +1702,31 @@ func TestEmuScoreSmall(t *testing.T) {
 			}
 		})
 	}
+}
+
+// emuWeights is n weights of kind (0 float32, 1 fp16, 2 bf16 by truncation)
+// drawn from a normal of standard deviation 1/16: the values the kernel
+// reads, and their bytes.
+func emuWeights(rng *rand.Rand, kind, n int) ([]float64, []byte) {
+	wf := make([]float64, n)
+	if kind == 0 {
+		w := make([]float32, n)
+		for i := range w {
+			w[i] = float32(rng.NormFloat64() / 16)
+			wf[i] = float64(w[i])
+		}
+		return wf, f32Bytes(w)
+	}
+	w := make([]uint16, n)
+	for i := range w {
+		v := float32(rng.NormFloat64() / 16)
+		if kind == 1 {
+			w[i] = half.Float32ToFloat16(v)
+			wf[i] = float64(half.Float16ToFloat32(w[i]))
+		} else {
+			w[i] = uint16(math.Float32bits(v) >> 16)
+			wf[i] = float64(math.Float32frombits(uint32(w[i]) << 16))
+		}
+	}
+	return wf, u16Bytes(w)
 }

@@ -2194,21 +2194,20 @@ __device__ __forceinline__ void warp_sums(float* a, int lane) {
 	}
 }
 
-// lin_small is linear_small for at most M rows, weights of kind KIND read
-// V at a time (V 1: rows not 16-byte aligned, k not a multiple of 4 or 8).
-// part is LIN_WARPS·M·LIN_R floats of shared memory.
-template <int KIND, int V, int M>
-__device__ void lin_small(float* d, const float* __restrict__ x, const void* __restrict__ w, const float* b, int m, int k, int n,
-	int act, int accum, float* part) {
-	const int N = M * LIN_R, PER = N >= 32 ? N / 32 : 1, SPAN = N >= 32 ? 1 : 32 / N;
-	int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, j0 = blockIdx.x * LIN_R;
-	long long wr[LIN_R];
+// lin_rows_acc is the products of linear_small's shape (and act_small's
+// and score_small's): a block's LIN_R weight rows (of kind KIND, row j at
+// element wr[j] of w) times up to M ≤ LIN_ROWS rows of x over their first
+// kx elements, V at a time, the block's warps splitting those elements and
+// each lane keeping a[r·LIN_R + j] for every row r and weight row j. xr
+// reads V of x's row r at element c (xr(r, c, xv)): the model's rows as
+// they are, or by index, or normalised on the way.
+template <int KIND, int V, int M, typename XR>
+__device__ __forceinline__ void lin_rows_acc(float (&a)[M * LIN_R], const void* __restrict__ w, const long long (&wr)[LIN_R], int m,
+	int kx, XR xr) {
+	int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 #pragma unroll
-	for (int j = 0; j < LIN_R; j++) wr[j] = (long long)min(j0 + j, n - 1) * k; // past n: the last row again, never written
-	float a[N];
-#pragma unroll
-	for (int i = 0; i < N; i++) a[i] = 0.0f;
-	for (int c = V * (32 * warp + lane); c < k; c += V * 32 * LIN_WARPS) {
+	for (int i = 0; i < M * LIN_R; i++) a[i] = 0.0f;
+	for (int c = V * (32 * warp + lane); c < kx; c += V * 32 * LIN_WARPS) {
 		float wv[LIN_R][V];
 #pragma unroll
 		for (int j = 0; j < LIN_R; j++) ldw<KIND, V>(w, wr[j] + c, wv[j]);
@@ -2216,7 +2215,7 @@ __device__ void lin_small(float* d, const float* __restrict__ x, const void* __r
 		for (int r = 0; r < M; r++) {
 			if (r < m) {
 				float xv[V];
-				ldf<V>(x + (long long)r * k + c, xv);
+				xr(r, c, xv);
 #pragma unroll
 				for (int j = 0; j < LIN_R; j++)
 #pragma unroll
@@ -2224,16 +2223,57 @@ __device__ void lin_small(float* d, const float* __restrict__ x, const void* __r
 			}
 		}
 	}
+}
+
+// lin_rows_sum adds lin_rows_acc's sums over the lanes and warps of the
+// block: thread t then takes row t / LIN_R, weight row t % LIN_R, whose sum
+// it returns (the warps' in order). part is LIN_WARPS·M·LIN_R floats of
+// shared memory; a barrier inside, so every thread calls it.
+template <int M>
+__device__ __forceinline__ float lin_rows_sum(float (&a)[M * LIN_R], float* part) {
+	const int N = M * LIN_R, PER = N >= 32 ? N / 32 : 1, SPAN = N >= 32 ? 1 : 32 / N;
+	int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, t = threadIdx.x;
 	warp_sums<N, 16>(a, lane);
 	if (lane % SPAN == 0)
 #pragma unroll
 		for (int i = 0; i < PER; i++) part[warp * N + lane / SPAN * PER + i] = a[i];
 	__syncthreads();
-	int t = threadIdx.x, r = t / LIN_R, col = j0 + t % LIN_R;
-	if (r >= m || col >= n) return;
 	float v = 0.0f;
+	if (t < N)
 #pragma unroll
-	for (int q = 0; q < LIN_WARPS; q++) v += part[q * N + t];
+		for (int q = 0; q < LIN_WARPS; q++) v += part[q * N + t];
+	return v;
+}
+
+// lin_wrows is the first element of the block's LIN_R weight rows of k
+// elements each, of n: past n the last row again, whose sums are never
+// written.
+__device__ __forceinline__ void lin_wrows(long long (&wr)[LIN_R], int n, int k) {
+#pragma unroll
+	for (int j = 0; j < LIN_R; j++) wr[j] = (long long)min((int)blockIdx.x * LIN_R + j, n - 1) * k;
+}
+
+// lin_x reads V values of row r of a row-major x of k columns.
+template <int V>
+struct lin_x {
+	const float* x;
+	int k;
+	__device__ __forceinline__ void operator()(int r, int c, float* xv) const { ldf<V>(x + (long long)r * k + c, xv); }
+};
+
+// lin_small is linear_small for at most M rows, weights of kind KIND read
+// V at a time (V 1: rows not 16-byte aligned, k not a multiple of 4 or 8).
+// part is LIN_WARPS·M·LIN_R floats of shared memory.
+template <int KIND, int V, int M>
+__device__ void lin_small(float* d, const float* __restrict__ x, const void* __restrict__ w, const float* b, int m, int k, int n,
+	int act, int accum, float* part) {
+	long long wr[LIN_R];
+	lin_wrows(wr, n, k);
+	float a[M * LIN_R];
+	lin_rows_acc<KIND, V, M>(a, w, wr, m, k, lin_x<V>{x, k});
+	float v = lin_rows_sum<M>(a, part);
+	int t = threadIdx.x, r = t / LIN_R, col = blockIdx.x * LIN_R + t % LIN_R;
+	if (r >= m || col >= n) return;
 	long long o = (long long)r * n + col;
 	// The bias before the residual: d + (x·wᵀ + b), the Linear's output
 	// then the Add the fold replaced, rounded as the two were.
@@ -2297,40 +2337,30 @@ __device__ __forceinline__ float wload(const void* w, long long i, int kind) {
 	return ((const float*)w)[i];
 }
 
+// act_cls reads V values of the CLS row of question r (by index).
+template <int V>
+struct act_cls {
+	const float* hidden;
+	const int* cls;
+	int d;
+	__device__ __forceinline__ void operator()(int r, int c, float* xv) const { ldf<V>(hidden + (long long)cls[r] * d + c, xv); }
+};
+
 // act_cols is act_small's share of act_head.0 for a block: its LIN_R
 // outputs (weight rows) for each of the m ≤ M questions, whose input row is
 // k = d + 4 long: the question's CLS row of hidden (by index), then its
 // four features. Weights of kind KIND read V at a time (V 4: d a multiple
 // of 4, so that every row's first d weights start 8- or 16-byte aligned),
-// the sums as lin_small's, then the bias and GELU into inner [m, n]. Every
-// thread reaches the end (act_small's barriers follow).
+// the sums as linear_small's, then the bias and GELU into inner [m, n].
+// Every thread reaches the end (act_small's barriers follow).
 template <int KIND, int V, int M>
 __device__ void act_cols(float* inner, const float* __restrict__ hidden, const int* cls, const float* feat, const void* __restrict__ w,
 	const float* b, int m, int d, int n, float* part) {
-	const int N = M * LIN_R, PER = N >= 32 ? N / 32 : 1, SPAN = N >= 32 ? 1 : 32 / N, k = d + 4;
-	int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, j0 = blockIdx.x * LIN_R;
+	int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 	long long wr[LIN_R];
-#pragma unroll
-	for (int j = 0; j < LIN_R; j++) wr[j] = (long long)min(j0 + j, n - 1) * k; // past n: the last row again, never written
-	float a[N];
-#pragma unroll
-	for (int i = 0; i < N; i++) a[i] = 0.0f;
-	for (int c = V * (32 * warp + lane); c < d; c += V * 32 * LIN_WARPS) {
-		float wv[LIN_R][V];
-#pragma unroll
-		for (int j = 0; j < LIN_R; j++) ldw<KIND, V>(w, wr[j] + c, wv[j]);
-#pragma unroll
-		for (int r = 0; r < M; r++) {
-			if (r < m) {
-				float xv[V];
-				ldf<V>(hidden + (long long)cls[r] * d + c, xv);
-#pragma unroll
-				for (int j = 0; j < LIN_R; j++)
-#pragma unroll
-					for (int e = 0; e < V; e++) a[r * LIN_R + j] = fmaf(xv[e], wv[j][e], a[r * LIN_R + j]);
-			}
-		}
-	}
+	lin_wrows(wr, n, d + 4);
+	float a[M * LIN_R];
+	lin_rows_acc<KIND, V, M>(a, w, wr, m, d, act_cls<V>{hidden, cls, d});
 	// The four features: lane f of the first warp takes feature f.
 	if (warp == 0 && lane < 4) {
 		float wv[LIN_R];
@@ -2342,18 +2372,9 @@ __device__ void act_cols(float* inner, const float* __restrict__ hidden, const i
 #pragma unroll
 				for (int j = 0; j < LIN_R; j++) a[r * LIN_R + j] = fmaf(feat[4 * r + lane], wv[j], a[r * LIN_R + j]);
 	}
-	warp_sums<N, 16>(a, lane);
-	if (lane % SPAN == 0)
-#pragma unroll
-		for (int i = 0; i < PER; i++) part[warp * N + lane / SPAN * PER + i] = a[i];
-	__syncthreads();
-	int t = threadIdx.x, r = t / LIN_R, col = j0 + t % LIN_R;
-	if (r < m && col < n) {
-		float v = 0.0f;
-#pragma unroll
-		for (int q = 0; q < LIN_WARPS; q++) v += part[q * N + t];
-		inner[(long long)r * n + col] = gelu(v + b[col]);
-	}
+	float v = lin_rows_sum<M>(a, part);
+	int t = threadIdx.x, r = t / LIN_R, col = blockIdx.x * LIN_R + t % LIN_R;
+	if (r < m && col < n) inner[(long long)r * n + col] = gelu(v + b[col]);
 }
 
 template <int KIND>
@@ -2434,27 +2455,17 @@ extern "C" __global__ void __launch_bounds__(32 * LIN_WARPS) act_small(float* al
 
 // ---- The scorer of few marker rows ----
 
-// score_cols is score_small's share of scorer.1 for a block: its LIN_R
-// outputs for each of the m ≤ M marker rows of hidden (by index), each
-// row normalised on the fly (mean[r], inv[r]: the block's own statistics;
-// g, gb the LayerNorm's weight and bias), the sums as lin_small's, then
-// the bias and GELU; the block's share of scorer.3 (the outputs times w3)
-// goes to part[blockIdx.x·m + r]. Every thread reaches the end.
-template <int KIND, int V, int M>
-__device__ void score_cols(float* part, const float* __restrict__ hidden, const int* rows, const float* mean, const float* inv,
-	const float* g, const float* gb, const void* __restrict__ w, const float* b, const void* w3, int wkind, int m, int d, float* red) {
-	const int N = M * LIN_R, PER = N >= 32 ? N / 32 : 1, SPAN = N >= 32 ? 1 : 32 / N;
-	int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, j0 = blockIdx.x * LIN_R;
-	long long wr[LIN_R];
-#pragma unroll
-	for (int j = 0; j < LIN_R; j++) wr[j] = (long long)min(j0 + j, d - 1) * d; // past d: the last row again, never used
-	float a[N];
-#pragma unroll
-	for (int i = 0; i < N; i++) a[i] = 0.0f;
-	for (int c = V * (32 * warp + lane); c < d; c += V * 32 * LIN_WARPS) {
-		float wv[LIN_R][V], gv[V], bv[V];
-#pragma unroll
-		for (int j = 0; j < LIN_R; j++) ldw<KIND, V>(w, wr[j] + c, wv[j]);
+// score_row reads V values of marker row r (by index), normalised by the
+// row's mean and 1/sqrt(variance + eps) and the LayerNorm's weight g and
+// bias gb (null: none).
+template <int V>
+struct score_row {
+	const float *hidden, *mean, *inv, *g, *gb;
+	const int* rows;
+	int d;
+	__device__ __forceinline__ void operator()(int r, int c, float* xv) const {
+		float gv[V], bv[V];
+		ldf<V>(hidden + (long long)rows[r] * d + c, xv);
 		ldf<V>(g + c, gv);
 		if (gb) {
 			ldf<V>(gb + c, bv);
@@ -2463,32 +2474,25 @@ __device__ void score_cols(float* part, const float* __restrict__ hidden, const 
 			for (int e = 0; e < V; e++) bv[e] = 0.0f;
 		}
 #pragma unroll
-		for (int r = 0; r < M; r++) {
-			if (r < m) {
-				float xv[V];
-				ldf<V>(hidden + (long long)rows[r] * d + c, xv);
-#pragma unroll
-				for (int e = 0; e < V; e++) xv[e] = (xv[e] - mean[r]) * inv[r] * gv[e] + bv[e];
-#pragma unroll
-				for (int j = 0; j < LIN_R; j++)
-#pragma unroll
-					for (int e = 0; e < V; e++) a[r * LIN_R + j] = fmaf(xv[e], wv[j][e], a[r * LIN_R + j]);
-			}
-		}
+		for (int e = 0; e < V; e++) xv[e] = (xv[e] - mean[r]) * inv[r] * gv[e] + bv[e];
 	}
-	warp_sums<N, 16>(a, lane);
-	if (lane % SPAN == 0)
-#pragma unroll
-		for (int i = 0; i < PER; i++) red[warp * N + lane / SPAN * PER + i] = a[i];
-	__syncthreads();
-	int t = threadIdx.x, r = t / LIN_R, col = j0 + t % LIN_R;
-	float y = 0.0f;
-	if (r < m && col < d) {
-		float v = 0.0f;
-#pragma unroll
-		for (int q = 0; q < LIN_WARPS; q++) v += red[q * N + t];
-		y = gelu(v + b[col]) * wload(w3, col, wkind);
-	}
+};
+
+// score_cols is score_small's share of scorer.1 for a block: its LIN_R
+// outputs for each of the m ≤ M marker rows (score_row), the sums as
+// linear_small's, then the bias and GELU; the block's share of scorer.3
+// (the outputs times w3) goes to part[blockIdx.x·m + r]. Every thread
+// reaches the end.
+template <int KIND, int V, int M>
+__device__ void score_cols(float* part, const float* __restrict__ hidden, const int* rows, const float* mean, const float* inv,
+	const float* g, const float* gb, const void* __restrict__ w, const float* b, const void* w3, int wkind, int m, int d, float* red) {
+	long long wr[LIN_R];
+	lin_wrows(wr, d, d);
+	float a[M * LIN_R];
+	lin_rows_acc<KIND, V, M>(a, w, wr, m, d, score_row<V>{hidden, mean, inv, g, gb, rows, d});
+	float v = lin_rows_sum<M>(a, red);
+	int t = threadIdx.x, r = t / LIN_R, col = blockIdx.x * LIN_R + t % LIN_R;
+	float y = r < m && col < d ? gelu(v + b[col]) * wload(w3, col, wkind) : 0.0f;
 	__syncthreads(); // red is read: it takes the products with w3 now
 	red[t] = y;
 	__syncthreads();

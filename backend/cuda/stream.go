@@ -1455,6 +1455,33 @@ func (s *stream) ActFeatures(dst, cls, logits backend.Tensor, counts []int) {
 	})
 }
 
+// takes reports whether ts are all tensors of s or of its backend: the
+// fused heads' operations refuse others (the chains they replace report
+// them).
+func (s *stream) takes(ts ...backend.Tensor) bool {
+	for _, x := range ts {
+		if t, ok := x.(*tensor); !ok || t == nil || t.s == nil && t.owner != s.be || t.s != nil && t.s != s {
+			return false
+		}
+	}
+	return true
+}
+
+// halves are the 16-bit resident copies of ws (halfOf), or zeros in FP32.
+func (s *stream) halves(ws ...*tensor) ([]uintptr, error) {
+	out := make([]uintptr, len(ws))
+	if s.prec == FP32 {
+		return out, nil
+	}
+	for i, w := range ws {
+		var err error
+		if out[i], err = s.be.halfOf(w); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
 // Score runs the scorer of up to smallRows marker rows on score_small
 // (backend.ScorerStream) when Options.SmallHeads is set: one launch for the
 // chain of four heads.Scorer records otherwise. ok is false, nothing
@@ -1464,14 +1491,8 @@ func (s *stream) Score(hidden backend.Tensor, markerRows []int32, normW, normB b
 	if !s.be.opts.SmallHeads || s.err != nil || s.closed || m < 1 || m > smallRows || hiddenB == nil || outB == nil {
 		return nil, false
 	}
-	ts := []backend.Tensor{hidden, normW, hiddenW, hiddenB, outW, outB}
-	if normB != nil {
-		ts = append(ts, normB)
-	}
-	for _, x := range ts {
-		if t, isT := x.(*tensor); !isT || t == nil || t.s == nil && t.owner != s.be || t.s != nil && t.s != s {
-			return nil, false
-		}
+	if !s.takes(hidden, normW, hiddenW, hiddenB, outW, outB) || normB != nil && !s.takes(normB) {
+		return nil, false
 	}
 	h, g, w1, b1, w3, b3 := hidden.(*tensor), normW.(*tensor), hiddenW.(*tensor), hiddenB.(*tensor), outW.(*tensor), outB.(*tensor)
 	var gb *tensor
@@ -1497,16 +1518,10 @@ func (s *stream) Score(hidden backend.Tensor, markerRows []int32, normW, normB b
 		return nil, true // begin failed the stream: Err reports it
 	}
 	h = hs[0]
-	var wh1, wh3 uintptr
-	if s.prec != FP32 {
-		var err error
-		if wh1, err = s.be.halfOf(w1); err == nil {
-			wh3, err = s.be.halfOf(w3)
-		}
-		if err != nil {
-			s.fail(fmt.Errorf("cuda: scorer: %w", err))
-			return nil, true
-		}
+	wh, err := s.halves(w1, w3)
+	if err != nil {
+		s.fail(fmt.Errorf("cuda: scorer: %w", err))
+		return nil, true
 	}
 	s.reads(h)
 	grid := (d + smallCols - 1) / smallCols
@@ -1519,7 +1534,7 @@ func (s *stream) Score(hidden backend.Tensor, markerRows []int32, normW, normB b
 	s.record("score (small)", func(o *op, x *run) error {
 		p1, p3, kind := w1.addr, w3.addr, uint64(0)
 		if x.prec != FP32 {
-			p1, p3, kind = wh1, wh3, weightKind(x.prec)
+			p1, p3, kind = wh[0], wh[1], weightKind(x.prec)
 		}
 		var gbp uintptr
 		if gb != nil {
@@ -1541,10 +1556,8 @@ func (s *stream) ActHead(hidden backend.Tensor, clsRows []int32, logits backend.
 	if !s.be.opts.SmallHeads || s.err != nil || s.closed || m < 1 || m > smallRows || len(clsRows) != m || inB == nil || outB == nil {
 		return nil, nil, false
 	}
-	for _, x := range []backend.Tensor{hidden, logits, inW, inB, outW, outB} {
-		if t, isT := x.(*tensor); !isT || t == nil || t.s == nil && t.owner != s.be || t.s != nil && t.s != s {
-			return nil, nil, false
-		}
+	if !s.takes(hidden, logits, inW, inB, outW, outB) {
+		return nil, nil, false
 	}
 	h, z, w0, b0, w2, b2 := hidden.(*tensor), logits.(*tensor), inW.(*tensor), inB.(*tensor), outW.(*tensor), outB.(*tensor)
 	d, n, na := h.cols, w0.rows, w2.rows
@@ -1575,16 +1588,10 @@ func (s *stream) ActHead(hidden backend.Tensor, clsRows []int32, logits backend.
 		return nil, nil, true // begin failed the stream: Err reports it
 	}
 	h, z = ts[0], ts[1]
-	var wh0, wh2 uintptr
-	if s.prec != FP32 {
-		var err error
-		if wh0, err = s.be.halfOf(w0); err == nil {
-			wh2, err = s.be.halfOf(w2)
-		}
-		if err != nil {
-			s.fail(fmt.Errorf("cuda: act head: %w", err))
-			return nil, nil, true
-		}
+	wh, err := s.halves(w0, w2)
+	if err != nil {
+		s.fail(fmt.Errorf("cuda: act head: %w", err))
+		return nil, nil, true
 	}
 	s.reads(h, z)
 	al, ap, inner := s.New(m, na).(*tensor), s.New(m, na).(*tensor), s.New(m, n).(*tensor)
@@ -1604,7 +1611,7 @@ func (s *stream) ActHead(hidden backend.Tensor, clsRows []int32, logits backend.
 	s.record("actHead (small)", func(o *op, x *run) error {
 		p0, p2, kind := w0.addr, w2.addr, uint64(0)
 		if x.prec != FP32 {
-			p0, p2, kind = wh0, wh2, weightKind(x.prec)
+			p0, p2, kind = wh[0], wh[1], weightKind(x.prec)
 		}
 		grid := (n + smallCols - 1) / smallCols
 		return x.l.launch(x.b.drv, x.b.k.actSmall, [3]int{grid, 1, 1}, 32*smallWarps, 0, x.cs.stream, u64(al.addr), u64(ap.addr),
