@@ -2330,6 +2330,21 @@ extern "C" __global__ void __launch_bounds__(32 * LIN_WARPS) linear_small(float*
 
 // ---- The act head of few questions ----
 
+// last_done counts the block done on *count (zero between launches) once
+// its threads' writes are out, and reports to every thread whether it was
+// the last of n to finish, which then sees the others' writes. flag is an
+// int of shared memory; a barrier inside, so every thread calls it.
+__device__ __forceinline__ bool last_done(int* count, int n, int* flag) {
+	__threadfence();
+	__syncthreads();
+	if (threadIdx.x == 0) *flag = atomicAdd(count, 1) == n - 1;
+	__syncthreads();
+	bool last = *flag != 0;
+	if (last) __threadfence();
+	return last;
+}
+
+
 // wload reads weight i of w, of kind 0 float32, 1 fp16 or 2 bf16.
 __device__ __forceinline__ float wload(const void* w, long long i, int kind) {
 	if (kind == 1) return from16<1>(((const u16*)w)[i]);
@@ -2421,12 +2436,7 @@ extern "C" __global__ void __launch_bounds__(32 * LIN_WARPS) act_small(float* al
 		act_cols_v<2>(inner, hidden, idx, feat, w0, b0, m, d, n, part);
 	else
 		act_cols_v<0>(inner, hidden, idx, feat, w0, b0, m, d, n, part);
-	__threadfence();
-	__syncthreads();
-	if (threadIdx.x == 0) last = atomicAdd(sem, 1) == (int)gridDim.x - 1;
-	__syncthreads();
-	if (!last) return;
-	__threadfence();
+	if (!last_done(sem, gridDim.x, &last)) return;
 	int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 	float* z = part; // [m][na]: act_cols read part before the barriers above
 	for (int p = warp; p < m * na; p += LIN_WARPS) {
@@ -2562,12 +2572,7 @@ extern "C" __global__ void __launch_bounds__(32 * LIN_WARPS) score_small(float* 
 		score_cols_v<2>(part, hidden, rows, mean, inv, g, gb, w1, b1, w3, wkind, m, d, red);
 	else
 		score_cols_v<0>(part, hidden, rows, mean, inv, g, gb, w1, b1, w3, wkind, m, d, red);
-	__threadfence();
-	__syncthreads();
-	if (threadIdx.x == 0) last = atomicAdd(sem, 1) == (int)gridDim.x - 1;
-	__syncthreads();
-	if (!last) return;
-	__threadfence();
+	if (!last_done(sem, gridDim.x, &last)) return;
 	for (int r = warp; r < m; r += LIN_WARPS) {
 		float s = 0.0f;
 		for (int b = lane; b < (int)gridDim.x; b += 32) s += part[(long long)b * m + r];

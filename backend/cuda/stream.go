@@ -1467,6 +1467,24 @@ func (s *stream) takes(ts ...backend.Tensor) bool {
 	return true
 }
 
+// weights is what a fused heads' kernel reads of ws: the 16-bit resident
+// copies wh (halves) and their kind in the 16-bit precisions, the float32
+// weights in FP32.
+func (x *run) weights(ws []*tensor, wh []uintptr) ([]uint64, uint64) {
+	out := make([]uint64, len(ws))
+	for i, w := range ws {
+		if x.prec == FP32 {
+			out[i] = u64(w.addr)
+		} else {
+			out[i] = u64(wh[i])
+		}
+	}
+	if x.prec == FP32 {
+		return out, 0
+	}
+	return out, weightKind(x.prec)
+}
+
 // halves are the 16-bit resident copies of ws (halfOf), or zeros in FP32.
 func (s *stream) halves(ws ...*tensor) ([]uintptr, error) {
 	out := make([]uintptr, len(ws))
@@ -1532,17 +1550,14 @@ func (s *stream) Score(hidden backend.Tensor, markerRows []int32, normW, normB b
 	s.mmaSem = max(s.mmaSem, 1)
 	s.mix(opScore, s.ref(z), s.ref(h), s.ref(g), s.ref(gb), s.ref(w1), s.ref(b1), s.ref(w3), s.ref(b3), uint64(m), f32(eps))
 	s.record("score (small)", func(o *op, x *run) error {
-		p1, p3, kind := w1.addr, w3.addr, uint64(0)
-		if x.prec != FP32 {
-			p1, p3, kind = wh[0], wh[1], weightKind(x.prec)
-		}
+		wp, kind := x.weights([]*tensor{w1, w3}, wh)
 		var gbp uintptr
 		if gb != nil {
 			gbp = gb.addr
 		}
 		return x.l.launch(x.b.drv, x.b.k.scoreSmall, [3]int{grid, 1, 1}, 32*smallWarps, 0, x.cs.stream, u64(z.addr), u64(part.addr),
-			u64(x.mmaSem), u64(h.addr), u64(x.e.devIn)+uint64(off), i32(m), i32(d), u64(g.addr), u64(gbp), f32(eps), u64(p1), u64(b1.addr),
-			u64(p3), u64(b3.addr), kind)
+			u64(x.mmaSem), u64(h.addr), u64(x.e.devIn)+uint64(off), i32(m), i32(d), u64(g.addr), u64(gbp), f32(eps), wp[0], u64(b1.addr),
+			wp[1], u64(b3.addr), kind)
 	})
 	return z, true
 }
@@ -1609,14 +1624,11 @@ func (s *stream) ActHead(hidden backend.Tensor, clsRows []int32, logits backend.
 	s.mmaSem = max(s.mmaSem, 1)
 	s.mix(opActHead, s.ref(al), s.ref(ap), s.ref(h), s.ref(z), s.ref(w0), s.ref(b0), s.ref(w2), s.ref(b2), uint64(m), uint64(total))
 	s.record("actHead (small)", func(o *op, x *run) error {
-		p0, p2, kind := w0.addr, w2.addr, uint64(0)
-		if x.prec != FP32 {
-			p0, p2, kind = wh[0], wh[1], weightKind(x.prec)
-		}
+		wp, kind := x.weights([]*tensor{w0, w2}, wh)
 		grid := (n + smallCols - 1) / smallCols
 		return x.l.launch(x.b.drv, x.b.k.actSmall, [3]int{grid, 1, 1}, 32*smallWarps, 0, x.cs.stream, u64(al.addr), u64(ap.addr),
-			u64(inner.addr), u64(x.mmaSem), u64(h.addr), u64(x.e.devIn)+uint64(off), u64(z.addr), i32(m), i32(d), u64(p0), u64(b0.addr),
-			i32(n), u64(p2), u64(b2.addr), i32(na), kind)
+			u64(inner.addr), u64(x.mmaSem), u64(h.addr), u64(x.e.devIn)+uint64(off), u64(z.addr), i32(m), i32(d), wp[0], u64(b0.addr),
+			i32(n), wp[1], u64(b2.addr), i32(na), kind)
 	})
 	return al, ap, true
 }
