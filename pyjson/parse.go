@@ -79,14 +79,11 @@ type parser struct {
 	data []byte
 	// stack holds the members of the objects being parsed, a nested
 	// object's above its parent's, and items those of the arrays, until
-	// each is complete and moves to its own slice.
+	// each is complete and moves to a slice of its own, exactly its size
+	// (one allocation an object, none to grow it; and a value a cache keeps
+	// holds no other object's members).
 	stack []Member
 	items []Value
-	// memberSlab and itemSlab are where complete objects and arrays take
-	// their slices from: a few chunks for the whole input rather than an
-	// allocation for each small object and array.
-	memberSlab []Member
-	itemSlab   []Value
 }
 
 // parsers keeps parsers for Parse to reuse: their stacks grow to a
@@ -102,34 +99,21 @@ func (p *parser) release() {
 	if cap(p.stack) > maxPooledStack || cap(p.items) > maxPooledStack {
 		return
 	}
-	// The stacks' old entries point into the input: cleared, they do not keep it alive.
+	// Cleared, the stacks' old entries keep nothing of the last input alive.
 	clear(p.stack[:cap(p.stack)])
 	clear(p.items[:cap(p.items)])
 	*p = parser{stack: p.stack[:0], items: p.items[:0]}
 	parsers.Put(p)
 }
 
-// carve returns a copy of s, taken from the front of *slab when s is small.
-// The copy's capacity is its length, so that an append to it cannot
-// overwrite its neighbour's. Chunks are small, so that a small input wastes
-// little of its last one; a large s gets a slice of its own.
-func carve[T any](slab *[]T, s []T) []T {
+// own returns a copy of s exactly its size: a complete object's members or
+// an array's items, off the parser's stacks.
+func own[T any](s []T) []T {
 	if len(s) == 0 {
 		return []T{}
 	}
-	if len(s) > slabChunk/4 {
-		return slices.Clone(s)
-	}
-	if cap(*slab)-len(*slab) < len(s) {
-		*slab = make([]T, 0, slabChunk)
-	}
-	start := len(*slab)
-	*slab = append(*slab, s...)
-	return (*slab)[start:len(*slab):len(*slab)]
+	return slices.Clone(s)
 }
-
-// slabChunk is the length of carve's chunks: a few kilobytes.
-const slabChunk = 32
 
 // fail reports msg at byte offset pos, located as CPython locates it.
 func (p *parser) fail(msg string, pos int) error {
@@ -226,7 +210,7 @@ func (p *parser) object(i, depth int) (Value, int, error) {
 		b.set(key, val)
 		i = p.skipSpace(end)
 		if i < len(p.data) && p.data[i] == '}' {
-			members := carve(&p.memberSlab, p.stack[b.base:])
+			members := own(p.stack[b.base:])
 			p.stack = p.stack[:b.base]
 			return Value{kind: ObjectKind, members: members}, i + 1, nil
 		}
@@ -256,7 +240,7 @@ func (p *parser) array(i, depth int) (Value, int, error) {
 		p.items = append(p.items, item)
 		i = p.skipSpace(end)
 		if i < len(p.data) && p.data[i] == ']' {
-			items := carve(&p.itemSlab, p.items[base:])
+			items := own(p.items[base:])
 			p.items = p.items[:base]
 			return Value{kind: ArrayKind, items: items}, i + 1, nil
 		}

@@ -2344,7 +2344,6 @@ __device__ __forceinline__ bool last_done(int* count, int n, int* flag) {
 	return last;
 }
 
-
 // wload reads weight i of w, of kind 0 float32, 1 fp16 or 2 bf16.
 __device__ __forceinline__ float wload(const void* w, long long i, int kind) {
 	if (kind == 1) return from16<1>(((const u16*)w)[i]);

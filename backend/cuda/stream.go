@@ -1440,13 +1440,7 @@ func (s *stream) ActFeatures(dst, cls, logits backend.Tensor, counts []int) {
 	d, c, z := ts[0], ts[1], ts[2]
 	s.reads(c, z)
 	s.writes(d)
-	meta := make([]int32, 2*len(counts))
-	at := 0
-	for b, k := range counts {
-		meta[2*b], meta[2*b+1] = int32(at), int32(k)
-		at += k
-	}
-	off := s.stageI32(meta)
+	off := s.stageI32(logitsMeta(counts))
 	rows, dim := c.rows, c.cols
 	s.mix(opActFeatures, s.ref(d), s.ref(c), s.ref(z), uint64(rows), uint64(dim))
 	s.record("actFeatures", func(o *op, r *run) error {
@@ -1467,37 +1461,27 @@ func (s *stream) takes(ts ...backend.Tensor) bool {
 	return true
 }
 
-// weights is what a fused heads' kernel reads of ws: the 16-bit resident
-// copies wh (halves) and their kind in the 16-bit precisions, the float32
-// weights in FP32.
-func (x *run) weights(ws []*tensor, wh []uintptr) ([]uint64, uint64) {
-	out := make([]uint64, len(ws))
+// residentWeights are what a fused heads' kernel reads of ws, with their
+// kind (weightKind): the float32 weights in FP32, their 16-bit resident
+// copies (halfOf) otherwise, as linear_small reads them. ok is false where
+// one of ws is not resident (or small=off); err where a copy cannot be made.
+func (s *stream) residentWeights(m int, ws ...*tensor) (ptrs []uint64, kind uint64, ok bool, err error) {
+	ptrs = make([]uint64, len(ws))
 	for i, w := range ws {
-		if x.prec == FP32 {
-			out[i] = u64(w.addr)
-		} else {
-			out[i] = u64(wh[i])
+		if w.s != nil || !s.smallLinear(m, w) {
+			return nil, 0, false, nil
 		}
-	}
-	if x.prec == FP32 {
-		return out, 0
-	}
-	return out, weightKind(x.prec)
-}
-
-// halves are the 16-bit resident copies of ws (halfOf), or zeros in FP32.
-func (s *stream) halves(ws ...*tensor) ([]uintptr, error) {
-	out := make([]uintptr, len(ws))
-	if s.prec == FP32 {
-		return out, nil
-	}
-	for i, w := range ws {
-		var err error
-		if out[i], err = s.be.halfOf(w); err != nil {
-			return nil, err
+		if s.prec == FP32 {
+			ptrs[i] = u64(w.addr)
+			continue
 		}
+		h, err := s.be.halfOf(w)
+		if err != nil {
+			return nil, 0, true, err
+		}
+		ptrs[i] = u64(h)
 	}
-	return out, nil
+	return ptrs, weightKind(s.prec), true, nil
 }
 
 // Score runs the scorer of up to smallRows marker rows on score_small
@@ -1527,20 +1511,22 @@ func (s *stream) Score(hidden backend.Tensor, markerRows []int32, normW, normB b
 	case h.s == nil || g.rows*g.cols != d || gb != nil && gb.rows*gb.cols != d || w1.rows != d || w1.cols != d || b1.rows*b1.cols != d ||
 		w3.rows != 1 || w3.cols != d || b3.rows*b3.cols != 1:
 		return nil, false
-	case g.s != nil || gb != nil && gb.s != nil || b1.s != nil || b3.s != nil || !s.smallLinear(m, w1) || !s.smallLinear(m, w3):
-		// Resident weights, as linear_small reads them.
+	case g.s != nil || gb != nil && gb.s != nil || b1.s != nil || b3.s != nil:
 		return nil, false
+	}
+	wp, kind, ok, err := s.residentWeights(m, w1, w3)
+	if !ok {
+		return nil, false
+	}
+	if err != nil {
+		s.fail(fmt.Errorf("cuda: scorer: %w", err))
+		return nil, true
 	}
 	hs, began := s.begin("score", h)
 	if !began {
 		return nil, true // begin failed the stream: Err reports it
 	}
 	h = hs[0]
-	wh, err := s.halves(w1, w3)
-	if err != nil {
-		s.fail(fmt.Errorf("cuda: scorer: %w", err))
-		return nil, true
-	}
 	s.reads(h)
 	grid := (d + smallCols - 1) / smallCols
 	z, part := s.New(m, 1).(*tensor), s.New(grid, m).(*tensor)
@@ -1550,7 +1536,6 @@ func (s *stream) Score(hidden backend.Tensor, markerRows []int32, normW, normB b
 	s.mmaSem = max(s.mmaSem, 1)
 	s.mix(opScore, s.ref(z), s.ref(h), s.ref(g), s.ref(gb), s.ref(w1), s.ref(b1), s.ref(w3), s.ref(b3), uint64(m), f32(eps))
 	s.record("score (small)", func(o *op, x *run) error {
-		wp, kind := x.weights([]*tensor{w1, w3}, wh)
 		var gbp uintptr
 		if gb != nil {
 			gbp = gb.addr
@@ -1593,44 +1578,50 @@ func (s *stream) ActHead(hidden backend.Tensor, clsRows []int32, logits backend.
 		return nil, nil, false
 	case z.rows*z.cols != total || h.s == nil || z.s == nil:
 		return nil, nil, false
-	case !s.smallLinear(m, w0) || !s.smallLinear(m, w2) || b0.s != nil || b2.s != nil:
-		// The weights as linear_small reads them: resident, with their
-		// 16-bit copies in the 16-bit precisions.
+	case b0.s != nil || b2.s != nil:
 		return nil, nil, false
+	}
+	wp, kind, ok, err := s.residentWeights(m, w0, w2)
+	if !ok {
+		return nil, nil, false
+	}
+	if err != nil {
+		s.fail(fmt.Errorf("cuda: act head: %w", err))
+		return nil, nil, true
 	}
 	ts, began := s.begin("actHead", h, z)
 	if !began {
 		return nil, nil, true // begin failed the stream: Err reports it
 	}
 	h, z = ts[0], ts[1]
-	wh, err := s.halves(w0, w2)
-	if err != nil {
-		s.fail(fmt.Errorf("cuda: act head: %w", err))
-		return nil, nil, true
-	}
 	s.reads(h, z)
 	al, ap, inner := s.New(m, na).(*tensor), s.New(m, na).(*tensor), s.New(m, n).(*tensor)
 	s.writes(inner)
 	s.writes(al)
 	s.writes(ap)
-	meta := make([]int32, 3*m)
-	copy(meta, clsRows)
-	at := 0
-	for b, k := range counts {
-		meta[m+2*b], meta[m+2*b+1] = int32(at), int32(k)
-		at += k
-	}
-	off := s.stageI32(meta)
+	off := s.stageI32(append(append(make([]int32, 0, 3*m), clsRows...), logitsMeta(counts)...))
 	s.mmaSem = max(s.mmaSem, 1)
 	s.mix(opActHead, s.ref(al), s.ref(ap), s.ref(h), s.ref(z), s.ref(w0), s.ref(b0), s.ref(w2), s.ref(b2), uint64(m), uint64(total))
 	s.record("actHead (small)", func(o *op, x *run) error {
-		wp, kind := x.weights([]*tensor{w0, w2}, wh)
 		grid := (n + smallCols - 1) / smallCols
 		return x.l.launch(x.b.drv, x.b.k.actSmall, [3]int{grid, 1, 1}, 32*smallWarps, 0, x.cs.stream, u64(al.addr), u64(ap.addr),
 			u64(inner.addr), u64(x.mmaSem), u64(h.addr), u64(x.e.devIn)+uint64(off), u64(z.addr), i32(m), i32(d), wp[0], u64(b0.addr),
 			i32(n), wp[1], u64(b2.addr), i32(na), kind)
 	})
 	return al, ap, true
+}
+
+// logitsMeta is act_features' (and act_small's) meta: for each question of
+// counts[b] logits, stored one question after another, its first logit's
+// offset and its count.
+func logitsMeta(counts []int) []int32 {
+	meta := make([]int32, 2*len(counts))
+	at := 0
+	for b, k := range counts {
+		meta[2*b], meta[2*b+1] = int32(at), int32(k)
+		at += k
+	}
+	return meta
 }
 
 // PacksRows reports that the stream takes packed batches.
