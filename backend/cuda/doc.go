@@ -260,6 +260,8 @@
 // 16), attnreg=on|off (off: the tiled kernel's warp a query where attn_reg
 // would run; on an H100 8 % more GPU time at one question), small=on|off (off runs the Linears on few rows on cuBLAS too),
 // smallheads=off|on (on: the scorer and the act head of few rows in one kernel each),
+// gatherfold=off|on (on: a LayerNorm reads the rows a Gather before it would
+// have copied from their table: the token embeddings and the question type's),
 // gemm=lt|blas (cuBLASLt, the default, or cuBLAS for the 16-bit GEMMs)
 // and tune=on|off (off: cuBLASLt's first heuristic choice, untimed),
 // tunecands=N (how many of the heuristic's algorithms are timed; 16),

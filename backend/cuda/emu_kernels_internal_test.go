@@ -854,35 +854,75 @@ func TestEmuProducers(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	normal := func(n int) []float32 { return normals(rng, n) }
 	for _, kind := range []int{1, 3} {
-		t.Run(fmt.Sprintf("layer_norm4/kind=%d", kind), func(t *testing.T) {
-			const rows, cols = 5, 200
-			x, w, b, res := normal(rows*cols), normal(cols), normal(cols), normal(rows*cols)
-			lo := rows * cols
-			out := emuRun(t, [][]byte{make([]byte, 4*rows*cols), f32Bytes(x), f32Bytes(w), f32Bytes(b), make([]byte, 2*2*lo), f32Bytes(res)},
-				emuLaunch{name: "layer_norm4", grid: [3]int{rows, 1, 1}, threads: 64, args: []emuArg{emuBuf(0, 0), emuBuf(1, 0),
-					emuBuf(2, 0), emuBuf(3, 0), emuInt(cols), emuF32(1e-5), emuBuf(4, 0), emuInt(kind), emuVal(uint64(lo)), emuBuf(5, 0),
-					emuVal(0), emuBuf(2, 0), emuVal(4 * cols), emuVal(0), emuVal(0)}}) // prefetching w
-			y := bytesF32(out[0])
-			for r := range rows {
-				var mean, v float64
-				for c := range cols {
-					mean += float64(x[r*cols+c] + res[r*cols+c])
+		// Each kernel plain, with its rows read from a table by index
+		// (xidx: the token embeddings' norm) and with the residual's
+		// addend read so (ridx: the decision head's question types),
+		// against float64 of the rows each names.
+		for _, c := range []struct {
+			kernel, fold string
+			threads      int
+		}{
+			{"layer_norm4", "", 64}, {"layer_norm4", "xidx", 64}, {"layer_norm4", "ridx", 64},
+			{"layer_norm", "", 96}, {"layer_norm", "xidx", 96}, {"layer_norm", "ridx", 96},
+		} {
+			t.Run(fmt.Sprintf("%s/%s/kind=%d", c.kernel, c.fold, kind), func(t *testing.T) {
+				const rows, cols, table = 5, 200, 7
+				idx := []int32{6, 0, 3, 3, 5} // repeats and skips rows, as token ids do
+				x, w, b, res := normal(table*cols), normal(cols), normal(cols), normal(table*cols)
+				lo := rows * cols
+				xi, ri := emuVal(0), emuVal(0)
+				xRow, rRow := func(r int) int { return r }, func(r int) int { return r }
+				switch c.fold {
+				case "xidx":
+					xi, xRow = emuBuf(6, 0), func(r int) int { return int(idx[r]) }
+				case "ridx":
+					ri, rRow = emuBuf(6, 0), func(r int) int { return int(idx[r]) }
 				}
-				mean /= cols
-				for c := range cols {
-					d := float64(x[r*cols+c]+res[r*cols+c]) - mean
-					v += d * d
+				var resArg emuArg = emuBuf(5, 0)
+				if c.fold == "xidx" {
+					resArg = emuVal(0) // the kernel would write the sum back into the table
 				}
-				inv := 1 / math.Sqrt(v/cols+1e-5)
-				for c := range cols {
-					want := (float64(x[r*cols+c]+res[r*cols+c])-mean)*inv*float64(w[c]) + float64(b[c])
-					if got := float64(y[r*cols+c]); !(math.Abs(got-want) <= 1e-5*(1+math.Abs(want))) {
-						t.Fatalf("[%d][%d] = %g, want %g", r, c, got, want)
+				ib := make([]byte, 4*rows)
+				for i, v := range idx {
+					binary.LittleEndian.PutUint32(ib[4*i:], uint32(v))
+				}
+				xin := append([]float32(nil), x...)
+				out := emuRun(t, [][]byte{make([]byte, 4*rows*cols), f32Bytes(x), f32Bytes(w), f32Bytes(b), make([]byte, 2*2*lo), f32Bytes(res), ib},
+					emuLaunch{name: c.kernel, grid: [3]int{rows, 1, 1}, threads: c.threads, args: []emuArg{emuBuf(0, 0), emuBuf(1, 0),
+						emuBuf(2, 0), emuBuf(3, 0), emuInt(cols), emuF32(1e-5), emuBuf(4, 0), emuInt(kind), emuVal(uint64(lo)), resArg,
+						emuVal(0), xi, ri, emuBuf(2, 0), emuVal(4 * cols), emuVal(0), emuVal(0)}}) // prefetching w
+				y := bytesF32(out[0])
+				in := func(r, c2 int) float32 { return xin[xRow(r)*cols+c2] }
+				add := func(r, c2 int) float32 { return res[rRow(r)*cols+c2] }
+				if c.fold == "xidx" {
+					add = func(int, int) float32 { return 0 }
+				}
+				for r := range rows {
+					var mean, v float64
+					for c2 := range cols {
+						mean += float64(in(r, c2) + add(r, c2))
+					}
+					mean /= cols
+					for c2 := range cols {
+						d := float64(in(r, c2)+add(r, c2)) - mean
+						v += d * d
+					}
+					inv := 1 / math.Sqrt(v/cols+1e-5)
+					for c2 := range cols {
+						want := (float64(in(r, c2)+add(r, c2))-mean)*inv*float64(w[c2]) + float64(b[c2])
+						if got := float64(y[r*cols+c2]); !(math.Abs(got-want) <= 1e-5*(1+math.Abs(want))) {
+							t.Fatalf("[%d][%d] = %g, want %g", r, c2, got, want)
+						}
 					}
 				}
-			}
-			check16(t, y, out[4], lo, kind)
-		})
+				check16(t, y, out[4], lo, kind)
+				// The residual's sum is written back to x's rows; a table
+				// read by index is never written.
+				if c.fold == "xidx" && !slices.Equal(bytesF32(out[1]), xin) {
+					t.Errorf("the table of rows read by index was written")
+				}
+			})
+		}
 		// The default build (GEGLU_EXP=1) takes gelu_exp; GEGLU_EXP=0 the
 		// erf form for one 16-bit term (kind 1) and the erfc form for two,
 		// and with GEGLU_ERF=0 the erfc form throughout: the same float64

@@ -614,17 +614,22 @@ extern "C" __global__ void gather_rows(float* dst, const float* table, const int
 // back, so a layer_norm in place (dst == x) may skip it too.
 // res set: x = x + res (+ its second term, rtwo elements on; see ld4)
 // first, written back to x: the residual Add before the norm, folded in.
+// A gather before the norm folds in too (stream.LayerNorm): with xidx, row
+// r is read from row xidx[r] of x, a table (the token embeddings, which
+// the norm then writes to dst: never with res, whose write-back would go
+// to the table); with ridx, res is a table and row r adds its row ridx[r]
+// (one term: the question type's embedding the decision head adds).
 #if LAYA_CORE
 extern "C" __global__ void layer_norm(float* dst, float* x, const float* w, const float* b, int cols, float eps, u16* h,
-	int kind, long long lo, const float* res, long long rtwo PF_PARAMS) {
+	int kind, long long lo, const float* res, long long rtwo, const int* xidx, const int* ridx PF_PARAMS) {
 	PF_ENTRY
 	KERNEL_ENTRY
 	__shared__ float sh[32];
-	float* row = x + (long long)blockIdx.x * cols;
+	float* row = x + (long long)(xidx ? xidx[blockIdx.x] : blockIdx.x) * cols;
 	float* out = dst + (long long)blockIdx.x * cols;
 	float s = 0.0f;
 	if (res) {
-		const float* p = res + (long long)blockIdx.x * cols;
+		const float* p = res + (long long)(ridx ? ridx[blockIdx.x] : blockIdx.x) * cols;
 		for (int c = threadIdx.x; c < cols; c += blockDim.x) {
 			float v = row[c] + (rtwo ? p[c] + p[c + rtwo] : p[c]);
 			row[c] = v;
@@ -666,21 +671,21 @@ __device__ __forceinline__ float4 ln_apply(float4 v, float mean, float inv, floa
 // packing several rows in a block.
 #if LAYA_CORE
 extern "C" __global__ void layer_norm4(float* dst, float* x, const float* w, const float* b, int cols, float eps, u16* h, int kind,
-	long long lo, const float* res, long long rtwo PF_PARAMS) {
+	long long lo, const float* res, long long rtwo, const int* xidx, const int* ridx PF_PARAMS) {
 	PF_ENTRY
 	KERNEL_ENTRY
 	__shared__ float sh[32];
 	long long r = blockIdx.x;
 	int c = 4 * threadIdx.x;
 	bool in = c < cols;
-	float* row = x + r * cols;
+	float* row = x + (xidx ? (long long)xidx[r] : r) * cols;
 	float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f), g = v, bb = v;
 	if (in) {
 		v = *(const float4*)(row + c);
 		g = *(const float4*)(w + c);
 		if (b) bb = *(const float4*)(b + c);
 		if (res) {
-			float4 a = ld4(res + r * cols + c, rtwo);
+			float4 a = ld4(res + (ridx ? (long long)ridx[r] : r) * cols + c, rtwo);
 			v.x += a.x;
 			v.y += a.y;
 			v.z += a.z;

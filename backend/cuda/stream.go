@@ -307,6 +307,7 @@ type op struct {
 	issue    func(o *op, x *run) error // o itself: closures need not capture it
 	lin      *linearOp                 // a Linear
 	add      [3]*tensor                // an Add: dst, a, b
+	gather   *gatherRows               // a Gather
 	residual *residualAdd              // an Add in place a LayerNorm may fold (&res)
 	res      residualAdd
 	shadow   *tensor // a producer (LayerNorm, Attention, GeGLU) also writes this 16-bit copy of its output
@@ -401,9 +402,38 @@ func (s *stream) Gather(dst, table backend.Tensor, index []int32) {
 	off := s.stageI32(index)
 	n := len(index)
 	s.mix(opGather, s.ref(d), s.ref(tb), uint64(n))
-	s.record("gather", func(o *op, x *run) error {
+	o := s.record("gather", func(o *op, x *run) error {
 		return x.l.launch(x.b.drv, x.b.k.gather, [3]int{n, 1, 1}, 128, 0, x.cs.stream, u64(d.addr), u64(tb.addr), u64(x.e.devIn)+uint64(off), i32(tb.cols))
 	})
+	o.gather = &gatherRows{d: d, table: tb, off: off}
+}
+
+// gatherRows is a recorded Gather: d's rows are table's rows at the staged
+// indices (off in the segment's input area). A LayerNorm right after it
+// may read the table's rows itself (stream.LayerNorm).
+type gatherRows struct {
+	d, table *tensor
+	off      int64
+}
+
+// foldGather takes the Gather that the last recorded op is, if it wrote t
+// (one whole tensor, rows of t.cols from a table of as many) and a
+// LayerNorm writing dst reads it as its only use: dst is t itself, so that
+// the gathered rows are overwritten by the norm that reads them and
+// nothing can read them after. The Gather is dropped from the ops; the
+// LayerNorm reads the table's rows by the staged indices instead.
+func (s *stream) foldGather(t, dst *tensor) *gatherRows {
+	n := len(s.ops)
+	if n == 0 || dst != t || !s.be.opts.GatherFold {
+		return nil
+	}
+	g := s.ops[n-1].gather
+	if g == nil || g.d != t || g.table == t || g.table.cols != t.cols {
+		return nil
+	}
+	s.ops = s.ops[:n-1]
+	s.mix(opFuse)
+	return g
 }
 
 func (s *stream) LayerNorm(dst, x, weight, bias backend.Tensor, eps float32) {
@@ -422,6 +452,18 @@ func (s *stream) LayerNorm(dst, x, weight, bias backend.Tensor, eps float32) {
 		res = s.ops[n-1].residual
 		s.ops = s.ops[:n-1]
 		s.mix(opFuse)
+	}
+	// The Gather that wrote the norm's input (the token embeddings) or the
+	// residual's addend (the question type's embedding), just before: the
+	// norm reads the table's rows itself, one kernel fewer. Only where
+	// the norm overwrites what was gathered (see foldGather), and the
+	// input's fold only without a residual, whose sum the kernel writes
+	// back to x.
+	var gx, gr *gatherRows
+	if res != nil && res.two == 0 {
+		gr = s.foldGather(res.p, d)
+	} else if res == nil {
+		gx = s.foldGather(in, d)
 	}
 	// A LayerNorm of the residual stream right after the linear_mma GEMM
 	// that added into it may run in the linear_mma GEMM that alone reads
@@ -443,21 +485,35 @@ func (s *stream) LayerNorm(dst, x, weight, bias backend.Tensor, eps float32) {
 		}
 		var bp, rp uintptr
 		var two int64
+		var xi, ri uint64
 		if b != nil {
 			bp = b.addr
 		}
+		xp := in.addr
 		if res != nil {
 			rp, two = res.p.addr, res.two
 		}
+		if gx != nil {
+			xp, xi = gx.table.addr, u64(x.e.devIn)+uint64(gx.off)
+		}
+		if gr != nil {
+			rp, ri = gr.table.addr, u64(x.e.devIn)+uint64(gr.off)
+		}
 		h, kind, lo := x.shadowArgs(o)
 		fn, block := x.b.k.layerNorm, 256
-		if in.cols%4 == 0 && in.cols <= 1024 {
+		// A table's rows are 16-byte aligned where its first is.
+		if in.cols%4 == 0 && in.cols <= 1024 && xp%16 == 0 && rp%16 == 0 {
 			fn, block = x.b.k.layerNorm4, (in.cols/4+31)&^31
 		}
 		pf := o.pfArgs()
-		return x.l.launch(x.b.drv, fn, [3]int{in.rows, 1, 1}, block, 0, x.cs.stream, dstArg(o, d), u64(in.addr), u64(w.addr), u64(bp), i32(in.cols), f32(eps), h, kind, lo,
-			u64(rp), uint64(two), pf[0], pf[1], pf[2], pf[3])
+		return x.l.launch(x.b.drv, fn, [3]int{in.rows, 1, 1}, block, 0, x.cs.stream, dstArg(o, d), u64(xp), u64(w.addr), u64(bp), i32(in.cols), f32(eps), h, kind, lo,
+			u64(rp), uint64(two), xi, ri, pf[0], pf[1], pf[2], pf[3])
 	})
+	if gx != nil {
+		o.name += " (gathering its rows)"
+	} else if gr != nil {
+		o.name += " (gathering its addend)"
+	}
 	o.ln = ln
 	d.lastWriter = o
 	s.prefetchHost(o)

@@ -1923,3 +1923,67 @@ func TestScoreSmall(t *testing.T) {
 		}
 	}
 }
+
+// With gatherfold=on a LayerNorm reads the rows a Gather just before it
+// copied from their table, and the Gather is not recorded: the embeddings'
+// norm in place on the gathered rows, and a norm whose residual Add adds
+// gathered rows the norm then overwrites (the decision head's first). Where
+// the gathered rows could still be read afterwards, or the option is off,
+// both stay.
+func TestLayerNormFoldsGather(t *testing.T) {
+	const rows, d = 3, 8
+	for _, c := range []struct {
+		name string
+		off  bool
+		rec  func(s *stream, tab, g, h backend.Tensor)
+		want []string
+	}{
+		{"embeddings", false, func(s *stream, tab, g, h backend.Tensor) {
+			x := s.New(rows, d)
+			s.Gather(x, tab, []int32{2, 0, 2})
+			s.LayerNorm(x, x, g, nil, 1e-5)
+		}, []string{"layerNorm (gathering its rows)"}},
+		{"residual addend", false, func(s *stream, tab, g, h backend.Tensor) {
+			p := s.New(rows, d)
+			s.Gather(p, tab, []int32{1, 1, 0})
+			s.Add(h, h, p)
+			s.LayerNorm(p, h, g, g, 1e-5)
+		}, []string{"layerNorm (gathering its addend)"}},
+		{"off", true, func(s *stream, tab, g, h backend.Tensor) {
+			x := s.New(rows, d)
+			s.Gather(x, tab, []int32{2, 0, 2})
+			s.LayerNorm(x, x, g, nil, 1e-5)
+		}, []string{"gather", "layerNorm"}},
+		{"gathered rows kept", false, func(s *stream, tab, g, h backend.Tensor) {
+			x, y := s.New(rows, d), s.New(rows, d)
+			s.Gather(x, tab, []int32{2, 0, 2})
+			s.LayerNorm(y, x, g, nil, 1e-5)
+		}, []string{"gather", "layerNorm"}},
+		{"addend kept", false, func(s *stream, tab, g, h backend.Tensor) {
+			p, y := s.New(rows, d), s.New(rows, d)
+			s.Gather(p, tab, []int32{1, 1, 0})
+			s.Add(h, h, p)
+			s.LayerNorm(y, h, g, nil, 1e-5)
+		}, []string{"gather", "layerNorm"}},
+		{"an op between", false, func(s *stream, tab, g, h backend.Tensor) {
+			x := s.New(rows, d)
+			s.Gather(x, tab, []int32{2, 0, 2})
+			s.Softmax(h, h)
+			s.LayerNorm(x, x, g, nil, 1e-5)
+		}, []string{"gather", "softmax", "layerNorm"}},
+	} {
+		s := recording(FP16)
+		s.be.opts.GatherFold = !c.off
+		tab := s.FromHost(4, d, make([]float32, 4*d))
+		g := s.FromHost(1, d, make([]float32, d))
+		h := s.FromHost(rows, d, make([]float32, rows*d))
+		before := len(s.ops)
+		c.rec(s, tab, g, h)
+		if err := s.Err(); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got := names(s)[before:]; !slices.Equal(got, c.want) {
+			t.Errorf("%s: recorded %v, want %v", c.name, got, c.want)
+		}
+	}
+}
