@@ -99,7 +99,7 @@ func TestParseOptions(t *testing.T) {
 		{"attn=simt,attn=mma,graphs=off,graphs=on", cuda.Options{}, false},
 		{"small=off", cuda.Options{NoSmallLinear: true}, false},
 		{"smallheads=on", cuda.Options{SmallHeads: true}, false},
-		{"gatherfold=on,smallheads=on", cuda.Options{GatherFold: true, SmallHeads: true}, false},
+		{"gatherfold=off,smallheads=on", cuda.Options{NoGatherFold: true, SmallHeads: true}, false},
 		{"small=off,graphs=off,small=on", cuda.Options{NoGraphs: true}, false},
 		{"precision=bf16,small=off", cuda.Options{Precision: cuda.BF16, NoSmallLinear: true}, false},
 		{"small=no", cuda.Options{}, true},

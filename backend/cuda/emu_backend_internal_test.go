@@ -100,9 +100,8 @@ var emuConfigs = []emuConfig{
 	// Every batch in FP16 first with each plain GEMM split over k's
 	// halves (kbatch: stacked products, their residual Adds in the
 	// LayerNorms), its near-ties again in FP16X2; the act head in one
-	// kernel (smallheads); the embeddings' and the decision head's first
-	// LayerNorms reading their gathered rows themselves (gatherfold).
-	{"FP16X2+refine+kbatch+smallheads+gatherfold", Options{Precision: FP16X2, Refine: DefaultRefine, RefineTokens: 1, KBatchRows: 1 << 20, SmallHeads: true, GatherFold: true}},
+	// kernel (smallheads).
+	{"FP16X2+refine+kbatch+smallheads", Options{Precision: FP16X2, Refine: DefaultRefine, RefineTokens: 1, KBatchRows: 1 << 20, SmallHeads: true}},
 	// Every batch in FP16 first, its near-ties again in FP16X2, as the
 	// registered backend runs them, on the few-rows kernels and the
 	// key-split attention.
@@ -117,8 +116,9 @@ var emuConfigs = []emuConfig{
 	{"FP16X2+refine+attnrows=8+mmawarps=4", Options{Precision: FP16X2, Refine: DefaultRefine, RefineTokens: 1, RowWarps: 8, MMAWarps: 4}},
 	// The float32 attention of few tiles on the tiled kernel's warp a
 	// query instead of attn_reg; the act head in one kernel (smallheads);
-	// the gathers folded into their LayerNorms (gatherfold).
-	{"FP32+attnreg=off+smallheads+gatherfold", Options{Precision: FP32, NoRegAttention: true, SmallHeads: true, GatherFold: true}},
+	// the Gathers before the embeddings' and the decision head's first
+	// LayerNorms kernels of their own (gatherfold=off).
+	{"FP32+attnreg=off+smallheads+gatherfold=off", Options{Precision: FP32, NoRegAttention: true, SmallHeads: true, NoGatherFold: true}},
 }
 
 // Two rows of each variant's goldens (testdata/variants: shapes the oracle

@@ -424,7 +424,7 @@ type gatherRows struct {
 // LayerNorm reads the table's rows by the staged indices instead.
 func (s *stream) foldGather(t, dst *tensor) *gatherRows {
 	n := len(s.ops)
-	if n == 0 || dst != t || !s.be.opts.GatherFold {
+	if n == 0 || dst != t || s.be.opts.NoGatherFold {
 		return nil
 	}
 	g := s.ops[n-1].gather

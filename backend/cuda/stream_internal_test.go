@@ -1924,12 +1924,11 @@ func TestScoreSmall(t *testing.T) {
 	}
 }
 
-// With gatherfold=on a LayerNorm reads the rows a Gather just before it
-// copied from their table, and the Gather is not recorded: the embeddings'
-// norm in place on the gathered rows, and a norm whose residual Add adds
-// gathered rows the norm then overwrites (the decision head's first). Where
-// the gathered rows could still be read afterwards, or the option is off,
-// both stay.
+// A LayerNorm reads the rows a Gather just before it copied from their
+// table, and the Gather is not recorded: the embeddings' norm in place on
+// the gathered rows, and a norm whose residual Add adds gathered rows the
+// norm then overwrites (the decision head's first). Where the gathered rows
+// could still be read afterwards, or with gatherfold=off, both stay.
 func TestLayerNormFoldsGather(t *testing.T) {
 	const rows, d = 3, 8
 	for _, c := range []struct {
@@ -1973,7 +1972,7 @@ func TestLayerNormFoldsGather(t *testing.T) {
 		}, []string{"gather", "softmax", "layerNorm"}},
 	} {
 		s := recording(FP16)
-		s.be.opts.GatherFold = !c.off
+		s.be.opts.NoGatherFold = c.off
 		tab := s.FromHost(4, d, make([]float32, 4*d))
 		g := s.FromHost(1, d, make([]float32, d))
 		h := s.FromHost(rows, d, make([]float32, rows*d))
