@@ -23,6 +23,8 @@
 // precision for the rows whose outputs overflowed the streams' own); on a
 // Stream, RowPacker
 // (batches without padding), TokenBucketer (token counts bucketed to share
-// recorded work), Discarder (a tensor nothing reads any more) and Submitter
-// (a point where recorded work may start on the device).
+// recorded work), Discarder (a tensor nothing reads any more), Submitter
+// (a point where recorded work may start on the device), and ScorerStream
+// and ActHeadStream (the scorer and the act head of a few rows as one
+// operation each).
 package backend

@@ -2349,11 +2349,17 @@ __device__ __forceinline__ bool last_done(int* count, int n, int* flag) {
 	return last;
 }
 
-// wload reads weight i of w, of kind 0 float32, 1 fp16 or 2 bf16.
+// wload is ldw of one weight for a kind known only at run time: 0 float32,
+// 1 fp16 or 2 bf16.
 __device__ __forceinline__ float wload(const void* w, long long i, int kind) {
-	if (kind == 1) return from16<1>(((const u16*)w)[i]);
-	if (kind == 2) return from16<2>(((const u16*)w)[i]);
-	return ((const float*)w)[i];
+	float v;
+	if (kind == 1)
+		ldw<1, 1>(w, i, &v);
+	else if (kind == 2)
+		ldw<2, 1>(w, i, &v);
+	else
+		ldw<0, 1>(w, i, &v);
+	return v;
 }
 
 // act_cls reads V values of the CLS row of question r (by index).

@@ -417,7 +417,7 @@ type gatherRows struct {
 }
 
 // foldGather takes the Gather that the last recorded op is, if it wrote t
-// (one whole tensor, rows of t.cols from a table of as many) and a
+// (CheckGather: all of t, from a table of t's width that is not t) and a
 // LayerNorm writing dst reads it as its only use: dst is t itself, so that
 // the gathered rows are overwritten by the norm that reads them and
 // nothing can read them after. The Gather is dropped from the ops; the
@@ -428,7 +428,7 @@ func (s *stream) foldGather(t, dst *tensor) *gatherRows {
 		return nil
 	}
 	g := s.ops[n-1].gather
-	if g == nil || g.d != t || g.table == t || g.table.cols != t.cols {
+	if g == nil || g.d != t {
 		return nil
 	}
 	s.ops = s.ops[:n-1]
