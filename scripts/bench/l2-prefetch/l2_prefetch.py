@@ -17,6 +17,11 @@ weights (as the model's, too large together for L2):
   short      the short kernel alone
   ahead      the cold case with the next layer's weight prefetched (bulk)
              before the GEMM, so that it streams in while this one runs
+  side       the same prefetch on a branch of the graph of its own (forked
+             after the short kernel, joined at the end), so that it adds no
+             kernel to the chain: what a kernel of ours that issues the
+             prefetch as it starts, before it waits, would cost
+  side2      the same, two layers ahead
   stream     the short kernel, then a kernel that only reads the weight
              from HBM (16-byte loads, four in flight a thread, over 8 blocks
              a multiprocessor): the floor under any GEMM that reads its
@@ -44,7 +49,7 @@ ap.add_argument("--reps", type=int, default=30)
 ap.add_argument("--layers", type=int, default=28)
 ap.add_argument("--hidden", type=int, default=1024)
 ap.add_argument("--inter", type=int, default=2624)
-ap.add_argument("--modes", default="short,cold,warm,bulk,line,ahead,stream")
+ap.add_argument("--modes", default="short,cold,warm,bulk,line,ahead,side,side2,stream")
 args = ap.parse_args()
 
 SRC = r"""
@@ -169,6 +174,9 @@ for name, (k, n) in shapes.items():
     s = torch.randn(M, H, device=dev)
 
     def body(mode):
+        main = torch.cuda.current_stream()
+        side = torch.cuda.Stream() if mode.startswith("side") else None
+        ahead = 2 if mode == "side2" else 1
         for l in range(L):
             w = ws[0] if mode == "warm" else ws[l]
             if mode in ("bulk", "line"):
@@ -176,10 +184,16 @@ for name, (k, n) in shapes.items():
             s.mul_(1.0001)  # the short kernel before the GEMM
             if mode == "ahead" and l + 1 < L:
                 prefetch(ws[l + 1], "bulk")
+            if side is not None and l + ahead < L:
+                side.wait_stream(main)
+                with torch.cuda.stream(side):
+                    prefetch(ws[l + ahead], "bulk")
             if mode == "stream":
                 stream(w)
             elif mode != "short":
                 torch.matmul(x, w.t(), out=y)
+        if side is not None:
+            main.wait_stream(side)
 
     graphs = {}
     for mode in args.modes.split(","):
