@@ -296,19 +296,21 @@ func TestKernelsAssembleWithPtxas(t *testing.T) {
 	// (a wrong __CUDA_ARCH__ test, an emulator-only branch) cannot pass
 	// unassembled.
 	for _, c := range []struct {
-		arch       string
-		flags      []string // as the backend's (loadPart) where they depend on the GPU or NVRTC
-		want, none []string
+		arch, label string
+		flags       []string // as the backend's (loadPart) where they depend on the GPU, NVRTC or a tunable
+		want, none  []string
 	}{
-		{"sm_80", nil, []string{"mma.sync.aligned.m16n8k16", "ldmatrix.sync.aligned", "cp.async.cg.shared.global", "cp.async.wait_all", "ld.global.cg",
+		{"sm_80", "", nil, []string{"mma.sync.aligned.m16n8k16", "ldmatrix.sync.aligned", "cp.async.cg.shared.global", "cp.async.wait_all", "ld.global.cg",
 			"cvt.rn.f16x2.f32", "cvt.rn.bf16.f32", "prefetch.global.L2"}, []string{"griddepcontrol", "cp.async.bulk"}},
-		{"sm_90", nil, []string{"mma.sync.aligned.m16n8k16", "ldmatrix.sync.aligned", "cp.async.cg.shared.global", "cp.async.wait_all", "ld.global.cg",
+		{"sm_90", "", nil, []string{"mma.sync.aligned.m16n8k16", "ldmatrix.sync.aligned", "cp.async.cg.shared.global", "cp.async.wait_all", "ld.global.cg",
 			"cvt.rn.f16x2.f32", "cvt.rn.bf16.f32", "griddepcontrol.wait", "griddepcontrol.launch_dependents"}, []string{"wgmma", "cp.async.bulk"}},
 		// With Options.PrefetchRows from NVRTC 12 on, whose PTX is 8.0 or later (clang's sm_90 default is 7.8).
-		{"sm_90", []string{"-DLAYA_BULK_PREFETCH=1", "-Xclang", "-target-feature", "-Xclang", "+ptx80"},
+		{"sm_90", "bulk-prefetch", []string{"-DLAYA_BULK_PREFETCH=1", "-Xclang", "-target-feature", "-Xclang", "+ptx80"},
 			[]string{"cp.async.bulk.prefetch.L2.global", "griddepcontrol.wait"}, []string{"wgmma", "cp.async.bulk.tensor", "prefetch.global.L2 "}},
 		// sm_90a: linear_wg's warpgroup products and tma_probe's copies, architecture-specific.
-		{"sm_90a", nil, []string{"wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16", "wgmma.mma_async.sync.aligned.m64n96k16.f32.f16.f16",
+		// The float32 attention of few tiles on tensor cores (ATTN_REG_TC).
+		{"sm_80", "attn-reg-tc", []string{"-DATTN_REG_TC=1"}, []string{"mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", "cvt.rna.tf32.f32"}, nil},
+		{"sm_90a", "", nil, []string{"wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16", "wgmma.mma_async.sync.aligned.m64n96k16.f32.f16.f16",
 			"wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16", "wgmma.fence.sync.aligned", "wgmma.commit_group.sync.aligned",
 			"wgmma.wait_group.sync.aligned", "fence.proxy.async.shared::cta", "mapa.shared::cluster",
 			// tma_probe's bulk tensor copy and mbarriers.
@@ -317,8 +319,8 @@ func TestKernelsAssembleWithPtxas(t *testing.T) {
 			"mbarrier.inval.shared::cta.b64"}, nil},
 	} {
 		name := c.arch
-		if c.flags != nil {
-			name += "-bulk-prefetch"
+		if c.label != "" {
+			name += "-" + c.label
 		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
