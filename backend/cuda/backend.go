@@ -324,11 +324,6 @@ var attnHeadDims = []int{32, 64, 128}
 // kernels; cached reports that it was kept.
 func (b *Backend) loadPart(part int) (cached bool, err error) {
 	flags := append([]string{"-std=c++17", "-lineinfo", fmt.Sprintf("-DLAYA_PART=%d", part)}, defineFlags(b.opts.Defines)...)
-	if b.opts.PrefetchRows > 0 && b.cc[0] >= 9 && b.rtc.Major >= 12 {
-		// PTX 8.0's bulk prefetch (l2_prefetch): NVRTC 12 writes PTX of
-		// that version or later.
-		flags = append(flags, "-DLAYA_BULK_PREFETCH=1")
-	}
 	parts := []string{kernelSource, b.arch, fmt.Sprint(b.rtc.Major, ".", b.rtc.Minor)}
 	if b.opts.NVRTC != "" {
 		// An NVRTC named by path keys its own cubins: the kernel emulator's

@@ -304,9 +304,6 @@ func TestKernelsAssembleWithPtxas(t *testing.T) {
 			"cvt.rn.f16x2.f32", "cvt.rn.bf16.f32", "prefetch.global.L2"}, []string{"griddepcontrol", "cp.async.bulk"}},
 		{"sm_90", "", nil, []string{"mma.sync.aligned.m16n8k16", "ldmatrix.sync.aligned", "cp.async.cg.shared.global", "cp.async.wait_all", "ld.global.cg",
 			"cvt.rn.f16x2.f32", "cvt.rn.bf16.f32", "griddepcontrol.wait", "griddepcontrol.launch_dependents"}, []string{"wgmma", "cp.async.bulk"}},
-		// With Options.PrefetchRows from NVRTC 12 on, whose PTX is 8.0 or later (clang's sm_90 default is 7.8).
-		{"sm_90", "bulk-prefetch", []string{"-DLAYA_BULK_PREFETCH=1", "-Xclang", "-target-feature", "-Xclang", "+ptx80"},
-			[]string{"cp.async.bulk.prefetch.L2.global", "griddepcontrol.wait"}, []string{"wgmma", "cp.async.bulk.tensor", "prefetch.global.L2 "}},
 		// sm_90a: linear_wg's warpgroup products and tma_probe's copies, architecture-specific.
 		// The float32 attention of few tiles on tensor cores (ATTN_REG_TC).
 		{"sm_80", "attn-reg-tc", []string{"-DATTN_REG_TC=1"}, []string{"mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", "cvt.rna.tf32.f32"}, nil},

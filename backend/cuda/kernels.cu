@@ -390,29 +390,18 @@ __device__ __forceinline__ void pdl_launch() {
 }
 
 // l2_prefetch asks L2 for bytes at p without waiting: this thread's share
-// (part of parts) of the range. The kernels that run just before GEMMs of
-// few rows on cuBLAS ask for those GEMMs' weights (PF_PARAMS) with
-// Options.PrefetchRows, so that a GEMM waiting on its weight's loads k-step
-// after k-step finds them in L2. Where the kernels are compiled for PTX 8.0
-// or later on sm_90 (LAYA_BULK_PREFETCH: NVRTC 12 or later), a thread asks
-// for a chunk of PF_CHUNK bytes at once (cp.async.bulk.prefetch.L2, which
-// the multiprocessor's copy engine carries out while the thread goes on), so
-// a weight of 10 MB takes a few hundred instructions of the whole grid;
-// elsewhere each thread asks for its 128-byte lines, a prefetch.global.L2
-// each (about four lines a thread of a LayerNorm's grid for such a weight),
-// which on an H200 cost one question 2–6 % of its GPU time
-// (docs/cuda-perf-log.md).
-#define PF_CHUNK 32768
+// (part of parts) of its 128-byte lines, a prefetch.global.L2 each. The
+// kernels that run just before GEMMs of few rows on cuBLAS ask for those
+// GEMMs' weights (PF_PARAMS) with Options.PrefetchRows, so that a GEMM
+// waiting on its weight's loads k-step after k-step finds them in L2: off
+// by default, since on an H200 it cost one question 2–6 % of its GPU time
+// (docs/cuda-perf-log.md). sm_90's bulk prefetch
+// (cp.async.bulk.prefetch.L2, kilobytes an instruction) lost more: on an
+// H100 a whole weight asked for so made each GEMM of one question slower
+// than reading it from HBM, even from a branch of the graph of its own.
 __device__ __forceinline__ void l2_prefetch(const char* p, long long bytes, long long part, long long parts) {
-#if defined(LAYA_BULK_PREFETCH) && __CUDA_ARCH__ >= 900
-	for (long long o = part * PF_CHUNK; o < bytes; o += parts * PF_CHUNK) {
-		u32 n = (u32)(bytes - o < PF_CHUNK ? bytes - o : PF_CHUNK);
-		asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p + o), "r"(n) : "memory");
-	}
-#else
 	for (long long o = part * 128; o < bytes; o += parts * 128)
 		asm volatile("prefetch.global.L2 [%0];" ::"l"(p + o) : "memory");
-#endif
 }
 
 // Thread block clusters (sm_90): blocks launched together in a cluster

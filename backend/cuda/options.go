@@ -284,11 +284,8 @@ type Options struct {
 	// two GEMMs) ask L2 for that GEMM's weight as it starts, so that the
 	// GEMM reads it from L2 rather than HBM; 0 (the default) asks for
 	// nothing. At one question a GEMM's weight streams in far faster than
-	// the GEMM takes. On compute capability 9.0 with NVRTC 12 or later a
-	// thread asks for 32 KiB at once (a bulk prefetch); elsewhere, and on
-	// an H200 before the bulk prefetch, each 128-byte line is one
-	// instruction, which cost one question 2–6 % of its GPU time
-	// (docs/cuda-perf-log.md).
+	// the GEMM takes; but on an H200 prefetching cost 2–6 % of one
+	// question's GPU time (docs/cuda-perf-log.md).
 	PrefetchRows int
 	// PrefetchDepth is which kernel before such a GEMM asks for its weight:
 	// the last LayerNorm or GeGLU before it (1, or 0), or the one before
