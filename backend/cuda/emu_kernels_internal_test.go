@@ -1084,21 +1084,14 @@ func TestEmuAttentionReg(t *testing.T) {
 		{emuAttnLayout{lens: []int{150, 40}, seqLen: 160, radius: 20}, []int{128}},
 	} {
 		for _, dh := range c.dhs {
-			// attn_reg, and attn_reg_tc (ATTN_REG_TC=1) in its place.
-			for _, tc := range []bool{false, true} {
-				t.Run(fmt.Sprintf("dh=%d,lens=%v,seqlen=%d,radius=%d,tc=%v", dh, c.l.lens, c.l.seqLen, c.l.radius, tc), func(t *testing.T) {
-					bin := emuRunner(t)
-					if tc {
-						bin = emuRunnerTuned(t, "ATTN_REG_TC=1")
-					}
-					emuAttentionReg(t, bin, dh, heads, c.l)
-				})
-			}
+			t.Run(fmt.Sprintf("dh=%d,lens=%v,seqlen=%d,radius=%d", dh, c.l.lens, c.l.seqLen, c.l.radius), func(t *testing.T) {
+				emuAttentionReg(t, dh, heads, c.l)
+			})
 		}
 	}
 }
 
-func emuAttentionReg(t *testing.T, bin string, dh, heads int, l emuAttnLayout) {
+func emuAttentionReg(t *testing.T, dh, heads int, l emuAttnLayout) {
 	width := heads * dh
 	rows := l.rows()
 	const qt = 16
@@ -1146,7 +1139,7 @@ func emuAttentionReg(t *testing.T, bin string, dh, heads int, l emuAttnLayout) {
 	}
 	kind, lo := 3, rows*width
 	scale := float32(1 / math.Sqrt(float64(dh)))
-	out := emuRunOn(t, bin, [][]byte{f32Bytes(dst), f32Bytes(qkv), tileBytes, make([]byte, 2*2*lo), f32Bytes(rope)}, emuLaunch{
+	out := emuRun(t, [][]byte{f32Bytes(dst), f32Bytes(qkv), tileBytes, make([]byte, 2*2*lo), f32Bytes(rope)}, emuLaunch{
 		name: fmt.Sprintf("attention%d_r16", dh), grid: [3]int{ntiles, heads, 1}, threads: 32 * wideWarps, smem: attnRegShared(dh),
 		args: []emuArg{emuBuf(0, 0), emuBuf(1, 0), emuVal(uint64(n1)), emuBuf(2, 0), emuInt(heads), emuF32(scale),
 			emuVal(boolArg(l.radius > 0)), emuInt(l.radius), emuBuf(4, 0), emuBuf(3, 0), emuInt(kind), emuVal(uint64(lo))},

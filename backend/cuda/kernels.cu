@@ -107,11 +107,6 @@ typedef unsigned long long u64;
 #ifndef ATTN_EX2
 #define ATTN_EX2 1
 #endif
-// ATTN_REG_TC: 1 computes the float32 attention of few tiles (attn_reg)
-// on tensor cores, each float32 operand as two tf32 terms (attn_reg_tc).
-#ifndef ATTN_REG_TC
-#define ATTN_REG_TC 0
-#endif
 // LCL_W16: 1 runs linear_cl on sixteen warps a block, four a scheduler,
 // each with half the row tiles of eight's (0).
 #ifndef LCL_W16
@@ -180,31 +175,6 @@ __device__ __forceinline__ void unpack2(u32 q, float& lo, float& hi) {
 // fp16 (col), c 16×8 float32, in the PTX ISA's fragment layouts.
 __device__ __forceinline__ void mma16816(float* c, const u32* a, u32 b0, u32 b1) {
 	asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-		: "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-		: "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-// tf32_split writes x as hi + lo, each rounded to tf32 (10 bits of
-// mantissa, nearest with ties away: cvt.rna), the bits below cleared: hi
-// holds x to 2^-11 and lo the rest to 2^-22 of x, so that three tf32
-// products (hi·hi + hi·lo + lo·hi) carry a float32 product to about 2^-21
-// (the 3xTF32 of NVIDIA's CUTLASS), where one carries 2^-11.
-__device__ __forceinline__ u32 tf32_rna(float x) {
-	u32 r;
-	asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
-	return r & 0xffffe000u;
-}
-__device__ __forceinline__ void tf32_split(float x, u32& hi, u32& lo) {
-	hi = tf32_rna(x);
-	lo = tf32_rna(x - __uint_as_float(hi));
-}
-
-// mma1688tf is c += a·b for one m16n8k8 tile: a 16×8 tf32 (row), b 8×8
-// tf32 (col), c 16×8 float32. Lane l = 4g + t holds A's (g, t) in a[0],
-// (g+8, t) in a[1], (g, t+4) in a[2], (g+8, t+4) in a[3]; B's (t, g) in b0
-// and (t+4, g) in b1; C as mma16816's.
-__device__ __forceinline__ void mma1688tf(float* c, const u32* a, u32 b0, u32 b1) {
-	asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
 		: "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
 		: "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
@@ -395,10 +365,11 @@ __device__ __forceinline__ void pdl_launch() {
 // GEMMs' weights (PF_PARAMS) with Options.PrefetchRows, so that a GEMM
 // waiting on its weight's loads k-step after k-step finds them in L2: off
 // by default, since on an H200 it cost one question 2–6 % of its GPU time
-// (docs/cuda-perf-log.md). sm_90's bulk prefetch
-// (cp.async.bulk.prefetch.L2, kilobytes an instruction) lost more: on an
-// H100 a whole weight asked for so made each GEMM of one question slower
-// than reading it from HBM, even from a branch of the graph of its own.
+// (docs/cuda-perf-log.md). A weight of 10 MB is about four lines a thread
+// of a LayerNorm's grid. sm_90's bulk prefetch (cp.async.bulk.prefetch.L2,
+// kilobytes an instruction) lost more: on an H100 a whole weight asked for
+// so made each GEMM of one question slower than reading it from HBM, even
+// from a branch of the graph of its own.
 __device__ __forceinline__ void l2_prefetch(const char* p, long long bytes, long long part, long long parts) {
 	for (long long o = part * 128; o < bytes; o += parts * 128)
 		asm volatile("prefetch.global.L2 [%0];" ::"l"(p + o) : "memory");
@@ -1554,196 +1525,11 @@ __device__ void attn_reg(float* dst, const float* qkv, long long two, const int*
 	}
 }
 
-// attn_reg_tc is attn_reg with both products on tensor cores
-// (ATTN_REG_TC=1): the same block, tile, loads, masks, online softmax and
-// outputs, but a warp computes a tile of 16 queries × 8 keys of the scores
-// and 16 queries × 8 dims of a key group's output by m16n8k8 tf32 products,
-// each float32 operand split in two tf32 terms (tf32_split) and multiplied
-// three ways, so that the products keep float32's precision (about 2^-21 a
-// product; the corrections summed apart from the main terms). attn_reg
-// spends about half its cycles on shared-memory wavefronts (the 4 × 4
-// thread tiles of its float32 products: docs/cuda-perf-log.md); a tensor
-// core reads an operand element once per tile. The values' rows are padded
-// by 8 floats (DH + 8), so that a B fragment's loads, four keys by eight
-// dims, fall in distinct banks, as the keys' (4) and the scores' do for
-// theirs. Dynamic shared memory: attnRegShared's, which covers both.
-template <int DH>
-__device__ void attn_reg_tc(float* dst, const float* qkv, long long two, const int* tiles, int heads, float scale, int sliding,
-	int radius, const float* rope, u16* hout, int kind, long long hlo) {
-	const int QT = 16, NT = 512, KC = DH <= 64 ? 128 : 64, KS = DH + 4, VS = DH + 8, PS = KC + 4, H4 = DH / 8, D4 = DH / 4;
-	// Output: NTL tiles of 8 dims, G key groups of KG keys; warp w the tile
-	// w % NTL of group w / NTL.
-	const int NTL = DH / 8, G = 16 / NTL, KG = KC / G;
-	const float NEG = -3.402823466e38f;
-	static_assert(KC / 8 <= 16 && KG % 8 == 0 && G * NTL == 16, "tile shapes");
-	const int RS = DH + 8;
-	static_assert(G * QT * RS <= KC * KS, "the groups' sums fit where the keys were");
-	extern __shared__ float4 smem4[];
-	float* K = (float*)smem4;    // [KC][KS]
-	float* V = K + KC * KS;      // [KC][VS]
-	float* Q = V + KC * VS;      // [QT][KS]
-	float* P = Q + QT * KS;      // [QT][PS]
-	float* C = P + QT * PS;      // [QT] each query's rescale of this chunk
-	float* L = C + QT;           // [QT] each query's softmax sum
-	const int* t = tiles + 5 * blockIdx.x;
-	int r0 = t[0], start = t[1], n = t[2], pos0 = t[3], nq = t[4];
-	if (nq == 0) return; // past the real tiles of a packed batch (tileGrid)
-	int h = blockIdx.y, width = heads * DH, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-	int klo = 0, khi = n;
-	if (sliding) {
-		klo = max(0, pos0 - radius);
-		khi = min(n, pos0 + nq - 1 + radius + 1);
-	}
-	float4 qa = make_float4(0.0f, 0.0f, 0.0f, 0.0f), qb = qa;
-	int qi0 = tid / H4, qj = (tid - qi0 * H4) * 4;
-	if (tid < QT * H4 && qi0 < nq)
-		ld4rope2<DH>(qkv + (long long)(r0 + qi0) * 3 * width + h * DH, two, qj, rope, pos0 + qi0, qa, qb);
-	float m = NEG, l = 0.0f;
-	const int wq = warp, g = lane >> 2, tq = lane & 3;
-	const int n0 = 8 * (warp % NTL), grp = warp / NTL;
-	float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f}, accx[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-	for (int kb = klo; kb < khi; kb += KC) {
-		if (kb != klo) __syncthreads(); // the last chunk's products are done
-		const int kend = ATTN_SKIP ? min(KC, (khi - kb + 31) & ~31) : KC;
-		// The keys that may be unmasked, in whole tiles of 8: the products
-		// of a tile past them are left out (their scores masked, their
-		// probabilities 0); the rows loaded cover them (zeros past khi).
-		const int kn8 = min(KC, (khi - kb + 7) & ~7);
-		const int NL = KC * H4 / NT > 0 ? KC * H4 / NT : 1;
-		float4 k0[NL], k1[NL], v0[NL], v1[NL];
-#pragma unroll
-		for (int e = 0; e < NL; e++) {
-			int i = tid + NT * e, key = i / H4, d = (i - key * H4) * 4;
-			if (i < kend * H4) ld_kv<DH>(qkv, two, start, kb + key, khi, width, h, d, rope, k0[e], k1[e], v0[e], v1[e]);
-		}
-		if (kb == klo && tid < QT * H4) {
-			*(float4*)&Q[qi0 * KS + qj] = qa;
-			*(float4*)&Q[qi0 * KS + qj + DH / 2] = qb;
-		}
-#pragma unroll
-		for (int e = 0; e < NL; e++) {
-			int i = tid + NT * e, key = i / H4, d = (i - key * H4) * 4;
-			if (i < kend * H4) {
-				*(float4*)&K[key * KS + d] = k0[e];
-				*(float4*)&K[key * KS + d + DH / 2] = k1[e];
-				*(float4*)&V[key * VS + d] = v0[e];
-				*(float4*)&V[key * VS + d + DH / 2] = v1[e];
-			}
-		}
-		__syncthreads();
-		// Scores: warp w the keys 8w..8w+7 of every query.
-		if (warp < KC / 8) {
-			const int key0 = 8 * warp;
-			float s[4] = {0.0f, 0.0f, 0.0f, 0.0f}, sx[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-			if (key0 < kn8) {
-#pragma unroll
-				for (int k0 = 0; k0 < DH; k0 += 8) {
-					u32 ah[4], al[4], bh[2], bl[2];
-					tf32_split(Q[g * KS + k0 + tq], ah[0], al[0]);
-					tf32_split(Q[(g + 8) * KS + k0 + tq], ah[1], al[1]);
-					tf32_split(Q[g * KS + k0 + tq + 4], ah[2], al[2]);
-					tf32_split(Q[(g + 8) * KS + k0 + tq + 4], ah[3], al[3]);
-					tf32_split(K[(key0 + g) * KS + k0 + tq], bh[0], bl[0]);
-					tf32_split(K[(key0 + g) * KS + k0 + tq + 4], bh[1], bl[1]);
-					mma1688tf(sx, al, bh[0], bh[1]);
-					mma1688tf(sx, ah, bl[0], bl[1]);
-					mma1688tf(s, ah, bh[0], bh[1]);
-				}
-			}
-#pragma unroll
-			for (int i = 0; i < 4; i++) {
-				int q = g + 8 * (i >> 1), key = key0 + 2 * tq + (i & 1), pos = pos0 + q, gk = kb + key;
-				bool act = q < nq && pos < n;
-				int lo = sliding ? max(0, pos - radius) : 0, hi = sliding ? min(n, pos + radius + 1) : n;
-				P[q * PS + key] = act && gk >= lo && gk < hi ? (s[i] + sx[i]) * scale : NEG;
-			}
-		}
-		__syncthreads();
-		// The online softmax step of query warp over this chunk.
-		{
-			float sv[KC / 32], cmax = NEG;
-#pragma unroll
-			for (int j = 0; j < KC / 32; j++) {
-				sv[j] = P[wq * PS + lane + 32 * j];
-				cmax = fmaxf(cmax, sv[j]);
-			}
-			cmax = warp_max(cmax);
-			float mn = fmaxf(m, cmax), ps = 0.0f;
-#pragma unroll
-			for (int j = 0; j < KC / 32; j++) {
-				float e = sv[j] == NEG ? 0.0f : expf(sv[j] - mn);
-				P[wq * PS + lane + 32 * j] = e;
-				ps += e;
-			}
-			float corr = expf(m - mn);
-			l = l * corr + warp_sum(ps);
-			m = mn;
-			if (lane == 0) C[wq] = corr;
-		}
-		__syncthreads();
-		// Probabilities times values: queries g and g+8, dims n0 + 2tq and
-		// the next, keys of group grp.
-		{
-			float c0 = C[g], c1 = C[g + 8];
-			acc[0] *= c0, acc[1] *= c0, acc[2] *= c1, acc[3] *= c1;
-			accx[0] *= c0, accx[1] *= c0, accx[2] *= c1, accx[3] *= c1;
-			const int jend = min(grp * KG + KG, kn8);
-#pragma unroll 2
-			for (int j = grp * KG; j < jend; j += 8) {
-				u32 ah[4], al[4], bh[2], bl[2];
-				tf32_split(P[g * PS + j + tq], ah[0], al[0]);
-				tf32_split(P[(g + 8) * PS + j + tq], ah[1], al[1]);
-				tf32_split(P[g * PS + j + tq + 4], ah[2], al[2]);
-				tf32_split(P[(g + 8) * PS + j + tq + 4], ah[3], al[3]);
-				tf32_split(V[(j + tq) * VS + n0 + g], bh[0], bl[0]);
-				tf32_split(V[(j + tq + 4) * VS + n0 + g], bh[1], bl[1]);
-				mma1688tf(accx, al, bh[0], bh[1]);
-				mma1688tf(accx, ah, bl[0], bl[1]);
-				mma1688tf(acc, ah, bh[0], bh[1]);
-			}
-		}
-	}
-	// The groups' sums meet.
-	__syncthreads();
-	float* R = K; // [G][QT][RS]
-	*(float2*)&R[(grp * QT + g) * RS + n0 + 2 * tq] = make_float2(acc[0] + accx[0], acc[1] + accx[1]);
-	*(float2*)&R[(grp * QT + g + 8) * RS + n0 + 2 * tq] = make_float2(acc[2] + accx[2], acc[3] + accx[3]);
-	if (lane == 0) L[wq] = l; // read for real queries only
-	__syncthreads();
-	for (int i = tid; i < QT * D4; i += NT) {
-		int q = i / D4, d = (i - q * D4) * 4;
-		if (q >= nq) continue;
-		float4 y = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-		float lq = L[q];
-		// As attn_reg: a padding query's output is zero, a real one's
-		// divided even by a sum that is not finite.
-		if (pos0 + q < n) {
-#pragma unroll
-			for (int gi = 0; gi < G; gi++) {
-				float4 r = *(const float4*)&R[(gi * QT + q) * RS + d];
-				y.x += r.x;
-				y.y += r.y;
-				y.z += r.z;
-				y.w += r.w;
-			}
-			y = make_float4(y.x / lq, y.y / lq, y.z / lq, y.w / lq);
-		}
-		long long o = (long long)(r0 + q) * width + h * DH + d;
-		if (dst) *(float4*)&dst[o] = y;
-		if (hout) store16x4(hout, o, hlo, y, kind);
-	}
-}
-
-#if ATTN_REG_TC
-#define ATTN_REG_FN attn_reg_tc
-#else
-#define ATTN_REG_FN attn_reg
-#endif
 #define ATTENTION_REG(DH)                                                                                                    \
 	extern "C" __global__ void __launch_bounds__(512, 1) attention##DH##_r16(float* dst, const float* qkv, long long two,       \
 		const int* tiles, int heads, float scale, int sliding, int radius, const float* rope, u16* hout, int kind, long long hlo) { \
 		KERNEL_ENTRY                                                                                                         \
-		ATTN_REG_FN<DH>(dst, qkv, two, tiles, heads, scale, sliding, radius, rope, hout, kind, hlo);                          \
+		attn_reg<DH>(dst, qkv, two, tiles, heads, scale, sliding, radius, rope, hout, kind, hlo);                             \
 	}
 #if LAYA_CORE
 ATTENTION_REG(32)

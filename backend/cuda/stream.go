@@ -1221,16 +1221,14 @@ func tiledShared(dh, i int) int {
 // attnRegShared is attn_reg's dynamic shared memory for head dim dh: a
 // chunk's keys (rows padded by 4 floats) and values, the tile's queries
 // (padded alike), its scores (rows of the chunk padded by 4) and a float a
-// query for the rescale and the sum; attn_reg_tc's values have rows padded
-// by 8 (ATTN_REG_TC: the larger of the two, whichever the kernels are
-// compiled with).
+// query for the rescale and the sum.
 func attnRegShared(dh int) int {
 	kc := 128
 	if dh > 64 {
 		kc = 64
 	}
 	const qt = 16
-	return 4 * (kc*(dh+4) + kc*(dh+8) + qt*(dh+4) + qt*(kc+4) + 2*qt)
+	return 4 * (kc*(dh+4) + kc*dh + qt*(dh+4) + qt*(kc+4) + 2*qt)
 }
 
 // attnShared is the dynamic shared memory of the tiled attention kernel

@@ -378,55 +378,6 @@ inline void mma16816(float* c, const u32* a, u32 b0, u32 b1) {
 	}
 }
 
-// tf32_split: cvt.rna.tf32.f32 (nearest, ties away from zero, to 10 bits
-// of mantissa; infinities and NaN as they are), the bits below cleared, of
-// x and of what is left of it.
-inline u32 tf32_rna(float x) {
-	u32 b = __float_as_uint(x);
-	if ((b & 0x7f800000u) != 0x7f800000u) b += 0x1000u;
-	return b & 0xffffe000u;
-}
-inline void tf32_split(float x, u32& hi, u32& lo) {
-	hi = tf32_rna(x);
-	lo = tf32_rna(x - __uint_as_float(hi));
-}
-
-// mma1688tf: D = A·B + C for A 16×8 (row), B 8×8 (col), tf32 (float32 bits
-// whose low 13 the tensor cores ignore: here cleared), C and D float32.
-// Lane l = 4g + t holds A's (g, t) in a[0], (g+8, t) in a[1], (g, t+4) in
-// a[2], (g+8, t+4) in a[3]; B's (t, g) in b0 and (t+4, g) in b1; C as
-// mma16816's.
-inline void mma1688tf(float* c, const u32* a, u32 b0, u32 b1) {
-	cuemu::Warp& w = cuemu::warp();
-	unsigned l = cuemu::lane();
-	for (int i = 0; i < 4; i++) w.a[l][i] = a[i];
-	w.b[l][0] = b0;
-	w.b[l][1] = b1;
-	cuemu::collective(w, "mma.sync in a warp with returned lanes");
-	auto tf = [](u32 v) { return __uint_as_float(v & 0xffffe000u); };
-	// The lane's rows g and g+8 of A (A[h]: row g+8h) from lanes 4g..4g+3,
-	// its columns 2t and 2t+1 of B (B[j]: column 2t+j) from lanes
-	// 4(2t+j)..4(2t+j)+3.
-	int g = l >> 2, t = l & 3;
-	float A[2][8], B[2][8];
-	for (int h = 0; h < 2; h++)
-		for (int tl = 0; tl < 4; tl++) {
-			A[h][tl] = tf(w.a[4 * g + tl][h]);
-			A[h][tl + 4] = tf(w.a[4 * g + tl][h + 2]);
-		}
-	for (int j = 0; j < 2; j++)
-		for (int tl = 0; tl < 4; tl++) {
-			B[j][tl] = tf(w.b[4 * (2 * t + j) + tl][0]);
-			B[j][tl + 4] = tf(w.b[4 * (2 * t + j) + tl][1]);
-		}
-	w.bar->arrive_and_wait();
-	for (int i = 0; i < 4; i++) {
-		float s = c[i];
-		for (int k = 0; k < 8; k++) s = fmaf(A[i >> 1][k], B[i & 1][k], s);
-		c[i] = s;
-	}
-}
-
 // ldsm: ldmatrix .x4, lanes 8j..8j+7 addressing the rows of matrix j. r[j]
 // of lane l holds elements (l/4, 2(l%4)) and (l/4, 2(l%4)+1) of it, or
 // with trans (2(l%4), l/4) and (2(l%4)+1, l/4).
