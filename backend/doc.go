@@ -23,8 +23,6 @@
 // precision for the rows whose outputs overflowed the streams' own); on a
 // Stream, RowPacker
 // (batches without padding), TokenBucketer (token counts bucketed to share
-// recorded work), Discarder (a tensor nothing reads any more), Submitter
-// (a point where recorded work may start on the device), and ScorerStream
-// and ActHeadStream (the scorer and the act head of a few rows as one
-// operation each).
+// recorded work), Discarder (a tensor nothing reads any more) and
+// Submitter (a point where recorded work may start on the device).
 package backend

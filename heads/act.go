@@ -46,11 +46,6 @@ func NewActHead(be backend.Backend, ckpt *weights.Checkpoint) (*ActHead, error) 
 // [len(counts), n_act].
 func (m *ActHead) ForwardRows(s backend.Stream, hidden backend.Tensor, clsRows []int32, logits backend.Tensor, counts []int) (actLogits, actProbs backend.Tensor) {
 	rows := len(counts)
-	if f, ok := s.(backend.ActHeadStream); ok {
-		if l, p, ok := f.ActHead(hidden, clsRows, logits, counts, m.inW, m.inB, m.outW, m.outB); ok {
-			return l, p
-		}
-	}
 	cls := s.New(rows, m.dim)
 	s.Gather(cls, hidden, clsRows)
 	features := s.New(rows, m.dim+numActFeatures)

@@ -43,11 +43,6 @@ func NewScorer(be backend.Backend, ckpt *weights.Checkpoint) (*Scorer, error) {
 // markers, when not nil, receives the gathered marker states.
 func (m *Scorer) Forward(s backend.Stream, hidden backend.Tensor, markerRows []int32, markers *backend.Tensor) backend.Tensor {
 	n := len(markerRows)
-	if f, ok := s.(backend.ScorerStream); ok && markers == nil {
-		if logits, ok := f.Score(hidden, markerRows, m.normW, m.normB, headNormEps, m.hiddenW, m.hiddenB, m.outW, m.outB); ok {
-			return logits
-		}
-	}
 	states := s.New(n, m.dim)
 	s.Gather(states, hidden, markerRows)
 	if markers != nil {

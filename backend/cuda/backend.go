@@ -37,7 +37,7 @@ var driverFuncs = []string{
 
 // kernels are the entry points of kernels.cu.
 type kernels struct {
-	gather, layerNorm, layerNorm4, biasAct, add, actMap, geglu, geglu4, softmax, rope, attention, actFeatures, to16, packOut, linearSmall, actSmall, scoreSmall uintptr
+	gather, layerNorm, layerNorm4, biasAct, add, actMap, geglu, geglu4, softmax, rope, attention, actFeatures, to16, packOut, linearSmall uintptr
 	// clusterProbe is cluster_probe, the cluster primitives' check
 	// (TestClusterProbe).
 	clusterProbe uintptr
@@ -444,7 +444,7 @@ func (b *Backend) kernelTable() map[string]kernelSlot {
 		"gather_rows": &b.k.gather, "layer_norm": &b.k.layerNorm, "layer_norm4": &b.k.layerNorm4, "bias_act": &b.k.biasAct,
 		"add": &b.k.add, "act_map": &b.k.actMap, "geglu": &b.k.geglu, "geglu4": &b.k.geglu4, "softmax_rows": &b.k.softmax, "rope": &b.k.rope,
 		"attention": &b.k.attention, "act_features": &b.k.actFeatures, "to_16": &b.k.to16, "pack_out": &b.k.packOut,
-		"linear_small": &b.k.linearSmall, "act_small": &b.k.actSmall, "score_small": &b.k.scoreSmall,
+		"linear_small": &b.k.linearSmall,
 	} {
 		fns[name] = kernelSlot{p, partCore}
 	}

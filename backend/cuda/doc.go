@@ -84,16 +84,11 @@
 // bf16 copy), accumulated in float32, with the bias, the activation and a
 // folded residual Add, where the GEMM path takes three or four launches.
 // Its input is not rounded to 16 bits, so in the reduced precisions these
-// Linears are a little more exact than the GEMMs. With smallheads=on
-// (Options.SmallHeads) the scorer of up to 16 marker rows and the act head
-// of up to 16 questions are one such kernel each (score_small and
-// act_small; backend.ScorerStream and backend.ActHeadStream): the blocks
-// normalise the marker rows and compute scorer.1, or the features and
-// act_head.0, for their columns, and the last block to finish adds
-// scorer.3's shares, or computes act_head.2 and the softmax, where the
-// op-by-op chains launch four and five kernels that each wait for the one
-// before. Off by default: on an H100 it measured level with the chains
-// (each kernel about as long as the chain it replaces).
+// Linears are a little more exact than the GEMMs. (The scorer and the act
+// head of few rows as one kernel each, the blocks of such a Linear doing
+// the LayerNorm or the features first and the last block the rest,
+// measured level with their op-by-op chains on an H100 and were removed:
+// each kernel took about as long as the chain it replaced.)
 //
 // # Precisions
 //
@@ -260,7 +255,6 @@
 // size), attnwarps=8|16 (their warps a block at one query a warp; default
 // 16), attnreg=on|off (off: the tiled kernel's warp a query where attn_reg
 // would run; on an H100 8 % more GPU time at one question), small=on|off (off runs the Linears on few rows on cuBLAS too),
-// smallheads=off|on (on: the scorer and the act head of few rows in one kernel each),
 // gatherfold=on|off (off: the Gathers before the token embeddings' norm and
 // the decision head's first stay kernels of their own, for comparison),
 // gemm=lt|blas (cuBLASLt, the default, or cuBLAS for the 16-bit GEMMs)

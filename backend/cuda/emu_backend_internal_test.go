@@ -99,9 +99,8 @@ var emuConfigs = []emuConfig{
 	{"FP16+wgrows+wgtma+wgring=3", Options{Precision: FP16, WGRows: MaxMMARows, WGTMA: true, WGRing: 3}},
 	// Every batch in FP16 first with each plain GEMM split over k's
 	// halves (kbatch: stacked products, their residual Adds in the
-	// LayerNorms), its near-ties again in FP16X2; the act head in one
-	// kernel (smallheads).
-	{"FP16X2+refine+kbatch+smallheads", Options{Precision: FP16X2, Refine: DefaultRefine, RefineTokens: 1, KBatchRows: 1 << 20, SmallHeads: true}},
+	// LayerNorms), its near-ties again in FP16X2.
+	{"FP16X2+refine+kbatch", Options{Precision: FP16X2, Refine: DefaultRefine, RefineTokens: 1, KBatchRows: 1 << 20}},
 	// Every batch in FP16 first, its near-ties again in FP16X2, as the
 	// registered backend runs them, on the few-rows kernels and the
 	// key-split attention.
@@ -115,10 +114,9 @@ var emuConfigs = []emuConfig{
 	// extras kernel), whatever the grid (mmawarps).
 	{"FP16X2+refine+attnrows=8+mmawarps=4", Options{Precision: FP16X2, Refine: DefaultRefine, RefineTokens: 1, RowWarps: 8, MMAWarps: 4}},
 	// The float32 attention of few tiles on the tiled kernel's warp a
-	// query instead of attn_reg; the act head in one kernel (smallheads);
-	// the Gathers before the embeddings' and the decision head's first
-	// LayerNorms kernels of their own (gatherfold=off).
-	{"FP32+attnreg=off+smallheads+gatherfold=off", Options{Precision: FP32, NoRegAttention: true, SmallHeads: true, NoGatherFold: true}},
+	// query instead of attn_reg; the Gathers before the embeddings' and the
+	// decision head's first LayerNorms kernels of their own (gatherfold=off).
+	{"FP32+attnreg=off+gatherfold=off", Options{Precision: FP32, NoRegAttention: true, NoGatherFold: true}},
 }
 
 // Two rows of each variant's goldens (testdata/variants: shapes the oracle

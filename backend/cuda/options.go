@@ -145,13 +145,6 @@ type Options struct {
 	// kernel of the backend's own (the product, bias, activation and a
 	// folded residual Add in one launch), for comparison.
 	NoSmallLinear bool
-	// SmallHeads runs the scorer of up to 16 marker rows and the act head
-	// of up to 16 questions as one kernel each (score_small: the rows, the
-	// LayerNorm and both Linears; act_small: the CLS rows, the features,
-	// both Linears and the softmax) instead of the four and five
-	// operations heads.Scorer and heads.ActHead record. Off by default:
-	// level with the chains on an H100 (BENCHMARKS.md).
-	SmallHeads bool
 	// NoGatherFold keeps the Gathers that a LayerNorm right after them
 	// otherwise reads through (the token embeddings' norm reads the
 	// embedding table's rows itself, and the decision head's first norm
@@ -411,7 +404,7 @@ func defineFlags(defines map[string]int) []string {
 // environment variable gives them to the registered backend:
 // precision=fp32|fp16|bf16|fp16x2, device=N, graphs=off, maxgraphs=N,
 // submit=N|off, splits=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnrows=4|6|8|off, attnsplit=off|on, attnreg=on|off, attnterms=0|1|2,
-// attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, smallheads=off|on, gatherfold=on|off, gemm=lt|blas, tune=on|off,
+// attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gatherfold=on|off, gemm=lt|blas, tune=on|off,
 // tunecands=N, splitk=off|on, tunecold=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, clrows=N, clcols=32|64|128, wgrows=N, wgsplits=N, wgring=N, wgtma=off|on, kbatch=N, kbatchk=N, l2pf=N, l2pfdepth=N, pdl=on|off, geglu=vec|scalar, cache=DIR|off,
 // refine=MARGIN|off, refinetokens=N, define=NAME=VALUE (repeatable: Options.Defines),
 // driver=PATH, nvrtc=PATH, cublas=PATH (the libraries: a CUDA install outside the
@@ -428,7 +421,7 @@ func ParseOptions(s string) (Options, error) {
 		b             *bool
 	}{"attn": {"mma", "simt", &o.SIMTAttention}, "graphs": {"on", "off", &o.NoGraphs},
 		"small": {"on", "off", &o.NoSmallLinear}, "gemm": {"lt", "blas", &o.GEMMBLAS}, "tune": {"on", "off", &o.NoTune},
-		"geglu": {"vec", "scalar", &o.ScalarGeGLU}, "splitk": {"off", "on", &o.SplitK}, "tunecold": {"off", "on", &o.TuneCold}, "pdl": {"on", "off", &o.NoPDL}, "mmaln": {"on", "off", &o.MMANoLN}, "attnsplit": {"off", "on", &o.AttentionSplit}, "attnreg": {"on", "off", &o.NoRegAttention}, "wgtma": {"off", "on", &o.WGTMA}, "smallheads": {"off", "on", &o.SmallHeads}, "gatherfold": {"on", "off", &o.NoGatherFold}}
+		"geglu": {"vec", "scalar", &o.ScalarGeGLU}, "splitk": {"off", "on", &o.SplitK}, "tunecold": {"off", "on", &o.TuneCold}, "pdl": {"on", "off", &o.NoPDL}, "mmaln": {"on", "off", &o.MMANoLN}, "attnsplit": {"off", "on", &o.AttentionSplit}, "attnreg": {"on", "off", &o.NoRegAttention}, "wgtma": {"off", "on", &o.WGTMA}, "gatherfold": {"on", "off", &o.NoGatherFold}}
 	for _, f := range strings.Split(s, ",") {
 		f = strings.TrimSpace(f)
 		if f == "" {
@@ -467,7 +460,7 @@ func ParseOptions(s string) (Options, error) {
 			}
 			*map[string]*string{"driver": &o.Driver, "nvrtc": &o.NVRTC, "cublas": &o.CUBLAS}[k] = v
 		default:
-			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, submit=N|off, splits=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnrows=4|6|8|off, attnsplit=off|on, attnreg=on|off, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, smallheads=off|on, gatherfold=on|off, gemm=lt|blas, tune=on|off, tunecands=N, splitk=off|on, tunecold=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, clrows=N, clcols=32|64|128, wgrows=N, wgsplits=N, wgring=N, wgtma=off|on, kbatch=N, kbatchk=N, l2pf=N, l2pfdepth=N, pdl=on|off, geglu=vec|scalar, cache=DIR|off, refine=MARGIN|off, refinetokens=N, define=NAME=VALUE, driver=PATH, nvrtc=PATH, cublas=PATH)")
+			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, submit=N|off, splits=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnrows=4|6|8|off, attnsplit=off|on, attnreg=on|off, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gatherfold=on|off, gemm=lt|blas, tune=on|off, tunecands=N, splitk=off|on, tunecold=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, clrows=N, clcols=32|64|128, wgrows=N, wgsplits=N, wgring=N, wgtma=off|on, kbatch=N, kbatchk=N, l2pf=N, l2pfdepth=N, pdl=on|off, geglu=vec|scalar, cache=DIR|off, refine=MARGIN|off, refinetokens=N, define=NAME=VALUE, driver=PATH, nvrtc=PATH, cublas=PATH)")
 		}
 		if err == nil {
 			err = o.check()

@@ -77,9 +77,8 @@ type run struct {
 	e    *entry
 	temp uintptr
 	ws   uintptr // the entry's GEMM workspace (gemmWorkspace bytes)
-	// linear_mma's split sums and split counters, also the last-block
-	// counter of score_small and act_small (mmaSemBytes; zero between
-	// launches, once the entry has zeroed them: entry.semZeroed).
+	// linear_mma's split sums and split counters (mmaSemBytes; zero
+	// between launches, once the entry has zeroed them: entry.semZeroed).
 	mmaPart, mmaSem uintptr
 	mmaSemBytes     int64
 	prec            Precision
@@ -360,8 +359,6 @@ const (
 	opCl
 	opKBatch
 	opWG
-	opActHead
-	opScore
 )
 
 func (s *stream) New(rows, cols int) backend.Tensor {
@@ -1505,169 +1502,7 @@ func (s *stream) ActFeatures(dst, cls, logits backend.Tensor, counts []int) {
 	})
 }
 
-// takes reports whether ts are all tensors of s or of its backend: the
-// fused heads' operations refuse others (the chains they replace report
-// them).
-func (s *stream) takes(ts ...backend.Tensor) bool {
-	for _, x := range ts {
-		if t, ok := x.(*tensor); !ok || t == nil || t.s == nil && t.owner != s.be || t.s != nil && t.s != s {
-			return false
-		}
-	}
-	return true
-}
-
-// residentWeights are what a fused heads' kernel reads of ws, with their
-// kind (weightKind): the float32 weights in FP32, their 16-bit resident
-// copies (halfOf) otherwise, as linear_small reads them. ok is false where
-// one of ws is not resident (or small=off); err where a copy cannot be made.
-func (s *stream) residentWeights(m int, ws ...*tensor) (ptrs []uint64, kind uint64, ok bool, err error) {
-	ptrs = make([]uint64, len(ws))
-	for i, w := range ws {
-		if w.s != nil || !s.smallLinear(m, w) {
-			return nil, 0, false, nil
-		}
-		if s.prec == FP32 {
-			ptrs[i] = u64(w.addr)
-			continue
-		}
-		h, err := s.be.halfOf(w)
-		if err != nil {
-			return nil, 0, true, err
-		}
-		ptrs[i] = u64(h)
-	}
-	return ptrs, weightKind(s.prec), true, nil
-}
-
-// Score runs the scorer of up to smallRows marker rows on score_small
-// (backend.ScorerStream) when Options.SmallHeads is set: one launch for the
-// chain of four heads.Scorer records otherwise. ok is false, nothing
-// recorded, for any shape or weight it does not take.
-func (s *stream) Score(hidden backend.Tensor, markerRows []int32, normW, normB backend.Tensor, eps float32, hiddenW, hiddenB, outW, outB backend.Tensor) (logits backend.Tensor, ok bool) {
-	m := len(markerRows)
-	if !s.be.opts.SmallHeads || s.err != nil || s.closed || m < 1 || m > smallRows || hiddenB == nil || outB == nil {
-		return nil, false
-	}
-	if !s.takes(hidden, normW, hiddenW, hiddenB, outW, outB) || normB != nil && !s.takes(normB) {
-		return nil, false
-	}
-	h, g, w1, b1, w3, b3 := hidden.(*tensor), normW.(*tensor), hiddenW.(*tensor), hiddenB.(*tensor), outW.(*tensor), outB.(*tensor)
-	var gb *tensor
-	if normB != nil {
-		gb = normB.(*tensor)
-	}
-	d := h.cols
-	for _, r := range markerRows {
-		if r < 0 || int(r) >= h.rows {
-			return nil, false
-		}
-	}
-	switch {
-	case h.s == nil || g.rows*g.cols != d || gb != nil && gb.rows*gb.cols != d || w1.rows != d || w1.cols != d || b1.rows*b1.cols != d ||
-		w3.rows != 1 || w3.cols != d || b3.rows*b3.cols != 1:
-		return nil, false
-	case g.s != nil || gb != nil && gb.s != nil || b1.s != nil || b3.s != nil:
-		return nil, false
-	}
-	wp, kind, ok, err := s.residentWeights(m, w1, w3)
-	if !ok {
-		return nil, false
-	}
-	if err != nil {
-		s.fail(fmt.Errorf("cuda: scorer: %w", err))
-		return nil, true
-	}
-	hs, began := s.begin("score", h)
-	if !began {
-		return nil, true // begin failed the stream: Err reports it
-	}
-	h = hs[0]
-	s.reads(h)
-	grid := (d + smallCols - 1) / smallCols
-	z, part := s.New(m, 1).(*tensor), s.New(grid, m).(*tensor)
-	s.writes(part)
-	s.writes(z)
-	off := s.stageI32(markerRows)
-	s.mmaSem = max(s.mmaSem, 1)
-	s.mix(opScore, s.ref(z), s.ref(h), s.ref(g), s.ref(gb), s.ref(w1), s.ref(b1), s.ref(w3), s.ref(b3), uint64(m), f32(eps))
-	s.record("score (small)", func(o *op, x *run) error {
-		var gbp uintptr
-		if gb != nil {
-			gbp = gb.addr
-		}
-		return x.l.launch(x.b.drv, x.b.k.scoreSmall, [3]int{grid, 1, 1}, 32*smallWarps, 0, x.cs.stream, u64(z.addr), u64(part.addr),
-			u64(x.mmaSem), u64(h.addr), u64(x.e.devIn)+uint64(off), i32(m), i32(d), u64(g.addr), u64(gbp), f32(eps), wp[0], u64(b1.addr),
-			wp[1], u64(b3.addr), kind)
-	})
-	return z, true
-}
-
-// ActHead runs the act head of up to smallRows questions on act_small
-// (backend.ActHeadStream) when Options.SmallHeads is set: one launch for
-// the chain of five heads.ActHead records otherwise. ok is false, nothing
-// recorded, for any shape or weight it does not take.
-func (s *stream) ActHead(hidden backend.Tensor, clsRows []int32, logits backend.Tensor, counts []int, inW, inB, outW, outB backend.Tensor) (actLogits, actProbs backend.Tensor, ok bool) {
-	m := len(counts)
-	if !s.be.opts.SmallHeads || s.err != nil || s.closed || m < 1 || m > smallRows || len(clsRows) != m || inB == nil || outB == nil {
-		return nil, nil, false
-	}
-	if !s.takes(hidden, logits, inW, inB, outW, outB) {
-		return nil, nil, false
-	}
-	h, z, w0, b0, w2, b2 := hidden.(*tensor), logits.(*tensor), inW.(*tensor), inB.(*tensor), outW.(*tensor), outB.(*tensor)
-	d, n, na := h.cols, w0.rows, w2.rows
-	total := 0
-	for _, k := range counts {
-		if k < 1 {
-			return nil, nil, false
-		}
-		total += k
-	}
-	for _, r := range clsRows {
-		if r < 0 || int(r) >= h.rows {
-			return nil, nil, false
-		}
-	}
-	switch {
-	case w0.cols != d+4 || b0.rows*b0.cols != n || w2.cols != n || b2.rows*b2.cols != na || na < 1 || m*na > smallRows*smallCols*smallWarps:
-		return nil, nil, false
-	case z.rows*z.cols != total || h.s == nil || z.s == nil:
-		return nil, nil, false
-	case b0.s != nil || b2.s != nil:
-		return nil, nil, false
-	}
-	wp, kind, ok, err := s.residentWeights(m, w0, w2)
-	if !ok {
-		return nil, nil, false
-	}
-	if err != nil {
-		s.fail(fmt.Errorf("cuda: act head: %w", err))
-		return nil, nil, true
-	}
-	ts, began := s.begin("actHead", h, z)
-	if !began {
-		return nil, nil, true // begin failed the stream: Err reports it
-	}
-	h, z = ts[0], ts[1]
-	s.reads(h, z)
-	al, ap, inner := s.New(m, na).(*tensor), s.New(m, na).(*tensor), s.New(m, n).(*tensor)
-	s.writes(inner)
-	s.writes(al)
-	s.writes(ap)
-	off := s.stageI32(append(append(make([]int32, 0, 3*m), clsRows...), logitsMeta(counts)...))
-	s.mmaSem = max(s.mmaSem, 1)
-	s.mix(opActHead, s.ref(al), s.ref(ap), s.ref(h), s.ref(z), s.ref(w0), s.ref(b0), s.ref(w2), s.ref(b2), uint64(m), uint64(total))
-	s.record("actHead (small)", func(o *op, x *run) error {
-		grid := (n + smallCols - 1) / smallCols
-		return x.l.launch(x.b.drv, x.b.k.actSmall, [3]int{grid, 1, 1}, 32*smallWarps, 0, x.cs.stream, u64(al.addr), u64(ap.addr),
-			u64(inner.addr), u64(x.mmaSem), u64(h.addr), u64(x.e.devIn)+uint64(off), u64(z.addr), i32(m), i32(d), wp[0], u64(b0.addr),
-			i32(n), wp[1], u64(b2.addr), i32(na), kind)
-	})
-	return al, ap, true
-}
-
-// logitsMeta is act_features' (and act_small's) meta: for each question of
+// logitsMeta is act_features' meta: for each question of
 // counts[b] logits, stored one question after another, its first logit's
 // offset and its count.
 func logitsMeta(counts []int) []int32 {
@@ -2159,8 +1994,8 @@ type entry struct {
 	graph, exec uintptr
 	seen        bool // ran once kernel by kernel: the next run captures
 	noGraph     bool // capture failed: always kernel by kernel
-	// semZeroed: linear_mma's split counters (and score_small's and
-	// act_small's) were zeroed (once: the last block resets its counter).
+	// semZeroed: linear_mma's split counters were zeroed (once: the last
+	// block resets its counter).
 	semZeroed bool
 }
 
