@@ -84,11 +84,7 @@
 // bf16 copy), accumulated in float32, with the bias, the activation and a
 // folded residual Add, where the GEMM path takes three or four launches.
 // Its input is not rounded to 16 bits, so in the reduced precisions these
-// Linears are a little more exact than the GEMMs. (The scorer and the act
-// head of few rows as one kernel each, the blocks of such a Linear doing
-// the LayerNorm or the features first and the last block the rest,
-// measured level with their op-by-op chains on an H100 and were removed:
-// each kernel took about as long as the chain it replaced.)
+// Linears are a little more exact than the GEMMs.
 //
 // # Precisions
 //

@@ -1502,9 +1502,9 @@ func (s *stream) ActFeatures(dst, cls, logits backend.Tensor, counts []int) {
 	})
 }
 
-// logitsMeta is act_features' meta: for each question of
-// counts[b] logits, stored one question after another, its first logit's
-// offset and its count.
+// logitsMeta is act_features' meta: for each question of counts[b]
+// logits, stored one question after another, its first logit's offset and
+// its count.
 func logitsMeta(counts []int) []int32 {
 	meta := make([]int32, 2*len(counts))
 	at := 0
