@@ -25,6 +25,17 @@ pack() { tar czf "$out/res.tgz.tmp" -C "$out" r 2>/dev/null && mv "$out/res.tgz.
 packer=$!
 trap 'kill "$packer" 2>/dev/null; pack' EXIT
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv >"$R/gpu.csv" 2>&1
+# Run from a bundle (cuda-build.sh's folder, this script copied into it),
+# the test binary finds its testdata under the source root it was built
+# in: linked here to the repository, as cuda.sh does, so that a step may
+# run BIN/cuda.test itself.
+here=$(cd "$(dirname "$0")" && pwd)
+if [ -f "$here/srcroot" ]; then
+	src=$(cat "$here/srcroot")
+	if [ "$src" != "$(pwd)" ] && [ ! -e "$src" ]; then
+		mkdir -p "$(dirname "$src")" && ln -s "$(pwd)" "$src"
+	fi
+fi
 n=0
 for step in "$@"; do
 	n=$((n + 1))
