@@ -848,8 +848,8 @@ func check16(t *testing.T, y []float32, h []byte, lo, kind int) {
 	}
 }
 
-// layer_norm4 and geglu4 against float64, and their 16-bit copies (four
-// halves a store) against store16's, in one term and two.
+// layer_norm, layer_norm4 and geglu4 against float64, and their 16-bit
+// copies (four halves a store) against store16's, in one term and two.
 func TestEmuProducers(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	normal := func(n int) []float32 { return normals(rng, n) }
@@ -916,10 +916,21 @@ func TestEmuProducers(t *testing.T) {
 					}
 				}
 				check16(t, y, out[4], lo, kind)
-				// The residual's sum is written back to x's rows; a table
-				// read by index is never written.
-				if c.fold == "xidx" && !slices.Equal(bytesF32(out[1]), xin) {
+				// The residual's sum is written back to x's rows (the
+				// addend's row by ridx); a table read by index is never
+				// written.
+				back := bytesF32(out[1])
+				if c.fold == "xidx" && !slices.Equal(back, xin) {
 					t.Errorf("the table of rows read by index was written")
+				}
+				if c.fold != "xidx" {
+					for r := range rows {
+						for c2 := range cols {
+							if want := in(r, c2) + add(r, c2); back[r*cols+c2] != want {
+								t.Fatalf("x[%d][%d] written back as %g, want %g", r, c2, back[r*cols+c2], want)
+							}
+						}
+					}
 				}
 			})
 		}
