@@ -49,7 +49,7 @@ ap.add_argument("--reps", type=int, default=30)
 ap.add_argument("--layers", type=int, default=28)
 ap.add_argument("--hidden", type=int, default=1024)
 ap.add_argument("--inter", type=int, default=2624)
-ap.add_argument("--tiles", type=int, default=16, help="clusters (at most what fits at once)")
+ap.add_argument("--tiles", type=int, default=0, help="clusters (default: as many as fit at once, at most 16)")
 ap.add_argument("--cluster", type=int, default=8, help="blocks a cluster: k's pieces (2, 4 or 8)")
 ap.add_argument("--modes", default="cublas,chain,flow,flow+l2,chain+1,chain+3,nomma,floor")
 args = ap.parse_args()
@@ -145,7 +145,19 @@ H, I, L, M = args.hidden, args.inter, args.layers, args.rows
 shapes = [("qkv", H, 3 * H), ("attn_out", H, H), ("mlp_in", H, 2 * I), ("mlp_out", I, H)]  # (name, k, n)
 for _, k, _ in shapes:
     assert k % 64 == 0, "k must be a multiple of 64"
-tiles = args.tiles
+# Every block takes all the shared memory a block may have (x's piece
+# gets what the weights leave): one block a multiprocessor, and the
+# clusters that fit at once are the most the grid may have.
+optin = ctypes.c_int()
+check(cuda.cuDeviceGetAttribute(ctypes.byref(optin), 97, 0), "cuDeviceGetAttribute")  # MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
+smem = optin.value
+check(cuda.cuFuncSetAttribute(fn, 8, smem), "cuFuncSetAttribute")  # MAX_DYNAMIC_SHARED_SIZE_BYTES
+cfg, keep = config(16 * CL, smem, None)
+nclusters = ctypes.c_int()
+check(cuda.cuOccupancyMaxActiveClusters(ctypes.byref(nclusters), fn, ctypes.byref(cfg)), "cuOccupancyMaxActiveClusters")
+tiles = args.tiles or min(16, nclusters.value)
+if nclusters.value < tiles:
+    raise SystemExit("only %d clusters fit at once; run with --tiles %d" % (nclusters.value, nclusters.value))
 
 
 def piece(n, k, tile, s):
@@ -194,20 +206,10 @@ for gi, (_, k, n) in enumerate(shapes):
     assert ((n // 8 + tiles - 1) // tiles + 3) // 4 <= 11, "a warp takes at most 11 n8-tiles"
 slot = [0, (maxw[0] + 127) // 128 * 128]
 xoff = (slot[1] + maxw[1] + 16 + 127) // 128 * 128
-optin = ctypes.c_int()
-check(cuda.cuDeviceGetAttribute(ctypes.byref(optin), 97, 0), "cuDeviceGetAttribute")  # MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
-if xoff + maxx > optin.value:
-    raise SystemExit("shared memory: %d bytes needed, %d allowed" % (xoff + maxx, optin.value))
-maxx = (optin.value - xoff) // 128 * 128  # x's piece, or the products of a round of the adding: all that is left
-smem = xoff + maxx
-print(json.dumps({"smem": smem, "slots": maxw, "x": maxx, "tiles": tiles, "cluster": CL}), flush=True)
-check(cuda.cuFuncSetAttribute(fn, 8, smem), "cuFuncSetAttribute")  # MAX_DYNAMIC_SHARED_SIZE_BYTES
-cfg, keep = config(tiles * CL, smem, None)
-nclusters = ctypes.c_int()
-check(cuda.cuOccupancyMaxActiveClusters(ctypes.byref(nclusters), fn, ctypes.byref(cfg)), "cuOccupancyMaxActiveClusters")
-print(json.dumps({"max_active_clusters": nclusters.value}), flush=True)
-if nclusters.value < tiles:
-    raise SystemExit("only %d clusters fit at once; run with --tiles %d" % (nclusters.value, nclusters.value))
+if xoff + maxx > smem:
+    raise SystemExit("shared memory: %d bytes needed, %d allowed" % (xoff + maxx, smem))
+maxx = (smem - xoff) // 128 * 128  # x's piece, or the products of a round of the adding: all that is left
+print(json.dumps({"smem": smem, "slots": maxw, "x": maxx, "tiles": tiles, "cluster": CL, "max_active_clusters": nclusters.value}), flush=True)
 
 
 def rounds_rows(n):
