@@ -24,8 +24,9 @@ before it (the attention, GeGLU and LayerNorm between them left out), as
              copies, x's loads and the barriers alone
 
 and checks chain's outputs against float32 products of the same operands
-(one layer, each GEMM from chain's own input to it; then the whole chain
-against cuBLAS's, loosely: the two round differently at every step).
+(one layer, each GEMM from chain's own input to it), flow's against
+chain's bit for bit, and the whole chain against cuBLAS's, loosely (the two
+round differently at every step).
 
 Prints one JSON line per (mode, round): us per layer, median over replays
 (L2 flushed before each). Needs PyTorch on CUDA and NVRTC (ctypes).
@@ -142,6 +143,8 @@ def config(grid, shared, stream):
 
 
 H, I, L, M = args.hidden, args.inter, args.layers, args.rows
+if not 0 < M <= ROWS:
+    raise SystemExit("--rows: 1 to %d (chain.cu's ROWS)" % ROWS)
 shapes = [("qkv", H, 3 * H), ("attn_out", H, H), ("mlp_in", H, 2 * I), ("mlp_out", I, H)]  # (name, k, n)
 for _, k, _ in shapes:
     assert k % 64 == 0, "k must be a multiple of 64"
