@@ -35,12 +35,15 @@ Usage: python3 l2_prefetch.py [--rows 93] [--rounds 3] [--reps 30] [--modes shor
 
 import argparse
 import ctypes
-import glob
 import json
 import os
 import statistics
+import sys
 
 import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import cudalib  # noqa: E402  (scripts/bench/cudalib.py)
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--rows", type=int, default=93)
@@ -80,54 +83,11 @@ extern "C" __global__ void line(const char* p, long long bytes) {
 """
 
 
-def loaded(stem):
-    """The path of a library this process has mapped (torch loads the
-    driver where the host keeps it), or None."""
-    try:
-        with open("/proc/self/maps") as f:
-            for line in f:
-                path = line.split()[-1]
-                if os.path.basename(path).startswith(stem):
-                    return path
-    except OSError:
-        pass
-    return None
-
-
-def lib(names):
-    for n in names:
-        # A bare name is for the dynamic loader's own search, which glob
-        # does not do.
-        for p in glob.glob(n) if "/" in n else [n]:
-            try:
-                return ctypes.CDLL(p)
-            except OSError:
-                pass
-    raise SystemExit("not found: %s" % names)
-
-
 torch.cuda.init()
 torch.zeros(1, device="cuda")
-cuda = lib([p for p in [loaded("libcuda.so")] if p] + ["/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/usr/lib64/libcuda.so.1", "libcuda.so.1"])
-site = os.path.dirname(os.path.dirname(torch.__file__))
-nvrtc = lib(["/usr/local/cuda/lib64/libnvrtc.so*", site + "/nvidia/cu*/lib/libnvrtc.so*", site + "/nvidia/cuda_nvrtc/lib/libnvrtc.so*"])
-
-prog = ctypes.c_void_p()
-assert nvrtc.nvrtcCreateProgram(ctypes.byref(prog), SRC.encode(), b"pf.cu", 0, None, None) == 0
+cuda, nvrtc = cudalib.libraries(torch)
 cc = torch.cuda.get_device_capability()
-opts = [("--gpu-architecture=compute_%d%d" % cc).encode()]
-arr = (ctypes.c_char_p * len(opts))(*opts)
-rc = nvrtc.nvrtcCompileProgram(prog, len(opts), arr)
-if rc != 0:
-    n = ctypes.c_size_t()
-    nvrtc.nvrtcGetProgramLogSize(prog, ctypes.byref(n))
-    buf = ctypes.create_string_buffer(n.value)
-    nvrtc.nvrtcGetProgramLog(prog, buf)
-    raise SystemExit(buf.value.decode())
-n = ctypes.c_size_t()
-nvrtc.nvrtcGetPTXSize(prog, ctypes.byref(n))
-ptx = ctypes.create_string_buffer(n.value)
-nvrtc.nvrtcGetPTX(prog, ptx)
+ptx = cudalib.compile_source(nvrtc, SRC, "pf.cu", ["--gpu-architecture=compute_%d%d" % cc])
 mod = ctypes.c_void_p()
 assert cuda.cuModuleLoadData(ctypes.byref(mod), ptx) == 0
 fns = {}

@@ -36,12 +36,15 @@ Usage: python3 gemm_chain.py [--rounds 3] [--reps 30] [--layers 28]
 
 import argparse
 import ctypes
-import glob
 import json
 import os
 import statistics
+import sys
 
 import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import cudalib  # noqa: E402  (scripts/bench/cudalib.py)
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--rows", type=int, default=93)
@@ -58,28 +61,6 @@ args = ap.parse_args()
 ROWS, CL, WARPS = 96, args.cluster, 12
 
 
-def loaded(stem):
-    try:
-        with open("/proc/self/maps") as f:
-            for line in f:
-                path = line.split()[-1]
-                if os.path.basename(path).startswith(stem):
-                    return path
-    except OSError:
-        pass
-    return None
-
-
-def lib(names):
-    for n in names:
-        for p in glob.glob(n) if "/" in n else [n]:
-            try:
-                return ctypes.CDLL(p)
-            except OSError:
-                pass
-    raise SystemExit("not found: %s" % names)
-
-
 def check(rc, what):
     if rc != 0:
         raise SystemExit("%s: CUDA error %d" % (what, rc))
@@ -87,26 +68,10 @@ def check(rc, what):
 
 torch.cuda.init()
 torch.zeros(1, device="cuda")
-cuda = lib([p for p in [loaded("libcuda.so")] if p] + ["/usr/lib/x86_64-linux-gnu/libcuda.so.1", "libcuda.so.1"])
-site = os.path.dirname(os.path.dirname(torch.__file__))
-nvrtc = lib(["/usr/local/cuda/lib64/libnvrtc.so*", site + "/nvidia/cu*/lib/libnvrtc.so*", site + "/nvidia/cuda_nvrtc/lib/libnvrtc.so*"])
-
+cuda, nvrtc = cudalib.libraries(torch)
 src = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "chain.cu")).read()
-prog = ctypes.c_void_p()
-check(nvrtc.nvrtcCreateProgram(ctypes.byref(prog), src.encode(), b"chain.cu", 0, None, None), "nvrtcCreateProgram")
 cc = torch.cuda.get_device_capability()
-opts = [("--gpu-architecture=sm_%d%d" % cc).encode(), b"-std=c++17", ("-DCL=%d" % CL).encode()]
-arr = (ctypes.c_char_p * len(opts))(*opts)
-rc = nvrtc.nvrtcCompileProgram(prog, len(opts), arr)
-n = ctypes.c_size_t()
-nvrtc.nvrtcGetProgramLogSize(prog, ctypes.byref(n))
-log = ctypes.create_string_buffer(n.value)
-nvrtc.nvrtcGetProgramLog(prog, log)
-if rc != 0:
-    raise SystemExit(log.value.decode())
-nvrtc.nvrtcGetCUBINSize(prog, ctypes.byref(n))
-cubin = ctypes.create_string_buffer(n.value)
-check(nvrtc.nvrtcGetCUBIN(prog, cubin), "nvrtcGetCUBIN")
+cubin = cudalib.compile_source(nvrtc, src, "chain.cu", ["--gpu-architecture=sm_%d%d" % cc, "-std=c++17", "-DCL=%d" % CL], cubin=True)
 mod = ctypes.c_void_p()
 check(cuda.cuModuleLoadData(ctypes.byref(mod), cubin), "cuModuleLoadData")
 fn = ctypes.c_void_p()

@@ -1,0 +1,66 @@
+"""The CUDA driver and NVRTC through ctypes, for the GPU benchmarks beside
+PyTorch (l2-prefetch/l2_prefetch.py, persistent/gemm_chain.py): PyTorch
+maps the driver where the host keeps it, and NVRTC comes with the toolkit
+or with PyTorch's wheels. A script imports it with its own directory's
+parent on sys.path.
+"""
+
+import ctypes
+import glob
+import os
+
+
+def loaded(stem):
+    """The path of a library this process has mapped whose name starts
+    with stem, or None."""
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                path = line.split()[-1]
+                if os.path.basename(path).startswith(stem):
+                    return path
+    except OSError:
+        pass
+    return None
+
+
+def lib(names):
+    """The first of names (paths, globs, or bare names for the dynamic
+    loader's own search, which glob does not do) that loads."""
+    for n in names:
+        for p in glob.glob(n) if "/" in n else [n]:
+            try:
+                return ctypes.CDLL(p)
+            except OSError:
+                pass
+    raise SystemExit("not found: %s" % names)
+
+
+def libraries(torch):
+    """The driver and NVRTC, once torch has initialised CUDA."""
+    cuda = lib([p for p in [loaded("libcuda.so")] if p] + ["/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/usr/lib64/libcuda.so.1", "libcuda.so.1"])
+    site = os.path.dirname(os.path.dirname(torch.__file__))
+    nvrtc = lib(["/usr/local/cuda/lib64/libnvrtc.so*", site + "/nvidia/cu*/lib/libnvrtc.so*", site + "/nvidia/cuda_nvrtc/lib/libnvrtc.so*"])
+    return cuda, nvrtc
+
+
+def compile_source(nvrtc, src, name, opts, cubin=False):
+    """src compiled by NVRTC with opts (strings): its PTX, or its cubin;
+    exits with NVRTC's log where it does not compile."""
+    prog = ctypes.c_void_p()
+    if nvrtc.nvrtcCreateProgram(ctypes.byref(prog), src.encode(), name.encode(), 0, None, None) != 0:
+        raise SystemExit("nvrtcCreateProgram failed")
+    arr = (ctypes.c_char_p * len(opts))(*[o.encode() for o in opts])
+    if nvrtc.nvrtcCompileProgram(prog, len(opts), arr) != 0:
+        n = ctypes.c_size_t()
+        nvrtc.nvrtcGetProgramLogSize(prog, ctypes.byref(n))
+        buf = ctypes.create_string_buffer(n.value)
+        nvrtc.nvrtcGetProgramLog(prog, buf)
+        raise SystemExit(buf.value.decode())
+    size, get = (nvrtc.nvrtcGetCUBINSize, nvrtc.nvrtcGetCUBIN) if cubin else (nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX)
+    n = ctypes.c_size_t()
+    size(prog, ctypes.byref(n))
+    out = ctypes.create_string_buffer(n.value)
+    if get(prog, out) != 0:
+        raise SystemExit("NVRTC: no %s" % ("cubin" if cubin else "PTX"))
+    return out
