@@ -64,3 +64,37 @@ def compile_source(nvrtc, src, name, opts, cubin=False):
     if get(prog, out) != 0:
         raise SystemExit("NVRTC: no %s" % ("cubin" if cubin else "PTX"))
     return out
+
+
+def capture(torch, modes, body):
+    """A CUDA graph of body(mode) for each of modes, each run once outside
+    capture first (which sets up cuBLAS's workspace and plans)."""
+    graphs = {}
+    for mode in modes:
+        st = torch.cuda.Stream()
+        st.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(st):
+            body(mode)
+        torch.cuda.current_stream().wait_stream(st)
+        torch.cuda.synchronize()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            body(mode)
+        graphs[mode] = g
+    return graphs
+
+
+def replay_us(torch, g, reps, flush, per):
+    """reps replays of g, each timed by events and divided by per (µs):
+    flush (a tensor larger than L2) is rewritten before each, so that L2
+    holds nothing of the replay's data at its start."""
+    ts = []
+    for _ in range(reps):
+        flush.add_(1.0)
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        g.replay()
+        b.record()
+        b.synchronize()
+        ts.append(a.elapsed_time(b) * 1000 / per)
+    return ts

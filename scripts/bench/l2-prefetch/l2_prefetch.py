@@ -155,30 +155,11 @@ for name, (k, n) in shapes.items():
         if side is not None:
             main.wait_stream(side)
 
-    graphs = {}
-    for mode in args.modes.split(","):
-        st = torch.cuda.Stream()
-        st.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(st):
-            body(mode)  # cuBLAS workspace and plans before capture
-        torch.cuda.current_stream().wait_stream(st)
-        torch.cuda.synchronize()
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            body(mode)
-        graphs[mode] = g
+    graphs = cudalib.capture(torch, args.modes.split(","), body)
     flush = torch.empty(512 * 1024 * 1024 // 4, device=dev)
     for r in range(args.rounds):
         for mode, g in graphs.items():
-            ts = []
-            for _ in range(args.reps):
-                flush.add_(1.0)  # L2 holds nothing of the weights at the start
-                a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                a.record()
-                g.replay()
-                b.record()
-                b.synchronize()
-                ts.append(a.elapsed_time(b) * 1000 / L)
+            ts = cudalib.replay_us(torch, g, args.reps, flush, L)
             print(json.dumps({"gpu": torch.cuda.get_device_name(), "shape": name, "k": k, "n": n, "rows": M, "mode": mode,
                               "round": r, "us_per_layer": round(statistics.median(ts), 3), "min": round(min(ts), 3)}), flush=True)
     del ws, flush
