@@ -36,6 +36,18 @@ def lib(names):
     raise SystemExit("not found: %s" % names)
 
 
+def add_chain_args(ap):
+    """The arguments both scripts take: the English encoder's GEMM chain at
+    one question (rows, layers, hidden and intermediate widths) and how
+    long to time it."""
+    ap.add_argument("--rows", type=int, default=93)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--layers", type=int, default=28)
+    ap.add_argument("--hidden", type=int, default=1024)
+    ap.add_argument("--inter", type=int, default=2624)
+
+
 def libraries(torch):
     """The driver and NVRTC, once torch has initialised CUDA."""
     cuda = lib([p for p in [loaded("libcuda.so")] if p] + ["/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/usr/lib64/libcuda.so.1", "libcuda.so.1"])

@@ -46,12 +46,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import cudalib  # noqa: E402  (scripts/bench/cudalib.py)
 
 ap = argparse.ArgumentParser()
-ap.add_argument("--rows", type=int, default=93)
-ap.add_argument("--rounds", type=int, default=3)
-ap.add_argument("--reps", type=int, default=30)
-ap.add_argument("--layers", type=int, default=28)
-ap.add_argument("--hidden", type=int, default=1024)
-ap.add_argument("--inter", type=int, default=2624)
+cudalib.add_chain_args(ap)
 ap.add_argument("--modes", default="short,cold,warm,bulk,line,ahead,side,side2,stream")
 args = ap.parse_args()
 

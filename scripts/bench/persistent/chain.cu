@@ -59,6 +59,10 @@ struct Phase {
 	int pad;
 };
 
+// The instruction wrappers below are backend/cuda/kernels.cu's (smem_addr,
+// ldsm4a, mma16816, cp_async16a, the cluster and mbarrier ones), written
+// again so that this file compiles alone: NVRTC would otherwise build the
+// backend's every kernel with it.
 __device__ __forceinline__ u32 smem_addr(const void* p) {
 	u32 a;
 	asm("{\n\t.reg .u64 g;\n\tcvta.to.shared.u64 g, %1;\n\tcvt.u32.u64 %0, g;\n\t}" : "=r"(a) : "l"(p));

@@ -47,12 +47,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import cudalib  # noqa: E402  (scripts/bench/cudalib.py)
 
 ap = argparse.ArgumentParser()
-ap.add_argument("--rows", type=int, default=93)
-ap.add_argument("--rounds", type=int, default=3)
-ap.add_argument("--reps", type=int, default=30)
-ap.add_argument("--layers", type=int, default=28)
-ap.add_argument("--hidden", type=int, default=1024)
-ap.add_argument("--inter", type=int, default=2624)
+cudalib.add_chain_args(ap)
 ap.add_argument("--tiles", type=int, default=0, help="clusters (default: as many as fit at once, at most 16)")
 ap.add_argument("--cluster", type=int, default=8, help="blocks a cluster: k's pieces (2, 4 or 8)")
 ap.add_argument("--modes", default="cublas,chain,flow,flow+l2,chain+1,chain+3,nomma,floor")
@@ -222,7 +217,8 @@ def phases(layers, extra):
     return table, len(rec)
 
 
-ctr = torch.zeros(L * 8 * tiles, dtype=torch.int32, device=dev)  # a counter a (phase, tile) at most
+tables = {e: phases(L, e) for e in (0, 1, 3)}  # the timed chains, by barrier-only phases a layer
+ctr = torch.zeros(max(n for _, n in tables.values()) * tiles, dtype=torch.int32, device=dev)  # a counter a (phase, tile)
 
 
 def run_chain(table, nph, flags):
@@ -253,7 +249,7 @@ if not worst < 2e-3:
 # The whole chain against cuBLAS's (93 rows), loosely; with DATAFLOW it
 # must be the grid-barrier chain's bit for bit (the same products and sums
 # in the same order, only the waiting differs).
-tableL, nL = phases(L, 0)
+tableL, nL = tables[0]
 run_chain(tableL, nL, 0)
 torch.cuda.synchronize()
 mine = bufs[L - 1][3][:M].float().clone()
@@ -293,7 +289,6 @@ def body(mode):
     run_chain(table, nph, flags)
 
 
-tables = {e: phases(L, e) for e in (0, 1, 3)}
 graphs = cudalib.capture(torch, args.modes.split(","), body)
 flush = torch.empty(512 * 1024 * 1024 // 4, device=dev)
 for r in range(args.rounds):
