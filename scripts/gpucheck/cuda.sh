@@ -34,11 +34,12 @@
 #                options (the core's kernels) and each of RESOURCE_OPTIONS, to resources-N.md; the
 #                logs time each compile, and the kernel cache then holds every
 #                set for the bench steps and cuda-ab.sh
-#   timeline     every kernel of replayed English requests (TIMELINE_QUESTIONS,
-#                default "1 10")
+#   timeline     every kernel of replayed requests (TIMELINE_PRESETS, default
+#                english; TIMELINE_QUESTIONS, default "1 10")
 #                traced through CUPTI (scripts/gpucheck/cupti-trace.c, built
 #                with the host's gcc): kernel time against the idle between
-#                kernels, by kernel (timeline-enQ.md; scripts/gpucheck/kernel-gaps.py)
+#                kernels, by kernel (timeline-enQ.md, timeline-mlQ.md for
+#                multilingual; scripts/gpucheck/kernel-gaps.py)
 #   inspect      ncu --set full of single launches (INSPECT: KERNEL:QUESTIONS:OPTIONS
 #                ..., default linear_mma at one question with mmarows=256 and the
 #                fp16 tensor-core attention at fifty), to inspect-N.csv
@@ -119,9 +120,9 @@ for step in $steps; do
 		echo "| kernels | exit $? | kernel-sums.csv |" >>"$summary"
 		;;
 	timeline)
-		# Every kernel's GPU start and end over replayed requests (English,
-		# TIMELINE_QUESTIONS, default "1 10", PRECISIONS' first, default
-		# fp16x2, plus EXTRA),
+		# Every kernel's GPU start and end over replayed requests
+		# (TIMELINE_PRESETS, default english; TIMELINE_QUESTIONS, default
+		# "1 10"; PRECISIONS' first, default fp16x2, plus EXTRA),
 		# graph nodes each on their own, from a CUPTI injection library
 		# built here (scripts/gpucheck/cupti-trace.c; the host has CUPTI but
 		# no Nsight Systems importer): how much of a forward's GPU time is
@@ -133,12 +134,15 @@ for step in $steps; do
 			echo "| timeline: build cupti-trace | FAIL | cupti-trace.log |" >>"$summary"
 		p=${PRECISIONS:-fp16x2}
 		p=${p%% *}
-		for q in ${TIMELINE_QUESTIONS:-1 10}; do
-			CUDA_INJECTION64_PATH="$out/libcupti-trace.so" CUPTI_TRACE_OUT="$out/timeline-en$q.csv" \
-				LAYA_CUDA=precision=$p${EXTRA:+,$EXTRA} "$bin/laya-bench" --backend cuda --synthetic english \
-				--questions "$q" --warmup 5 --runs 20 --batch-size 64 >"$out/timeline-en$q.log" 2>&1 &&
-				python3 "$root/scripts/gpucheck/kernel-gaps.py" "$out/timeline-en$q.csv" >"$out/timeline-en$q.md" 2>>"$out/timeline-en$q.log"
-			echo "| timeline English $q ($p) | exit $? | timeline-en$q.md |" >>"$summary"
+		for preset in ${TIMELINE_PRESETS:-english}; do
+			for q in ${TIMELINE_QUESTIONS:-1 10}; do
+				t=$out/timeline-${preset:0:2}$q
+				CUDA_INJECTION64_PATH="$out/libcupti-trace.so" CUPTI_TRACE_OUT="$t.csv" \
+					LAYA_CUDA=precision=$p${EXTRA:+,$EXTRA} "$bin/laya-bench" --backend cuda --synthetic "$preset" \
+					--questions "$q" --warmup 5 --runs 20 --batch-size 64 >"$t.log" 2>&1 &&
+					python3 "$root/scripts/gpucheck/kernel-gaps.py" "$t.csv" >"$t.md" 2>>"$t.log"
+				echo "| timeline $preset $q ($p) | exit $? | ${t##*/}.md |" >>"$summary"
+			done
 		done
 		;;
 	inspect)
