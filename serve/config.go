@@ -49,7 +49,11 @@ type Config struct {
 	// ShutdownGrace is how long Shutdown lets in-flight and queued requests finish.
 	ShutdownGrace time.Duration
 	// InferWorkers is the number of dispatchers, each running one pass at a time
-	// (upstream LAYA_INFER_WORKERS; batching is the concurrency, so 1 suits one device).
+	// (upstream LAYA_INFER_WORKERS). With BatchGreedy, a dispatcher that finds
+	// another's pass running starts its own only once its batch is full, or when
+	// that pass ends: a second pass overlaps the first's device work with its
+	// host work instead of splitting a light load into small passes. laya serve
+	// runs 2 on the cuda backend, 1 elsewhere.
 	InferWorkers int
 	// MaxBodyReads caps the request bodies being read at once (503 past it), which
 	// bounds the memory concurrent near-limit bodies take (upstream #330). A stalled
@@ -179,7 +183,7 @@ var EnvVars = [][2]string{
 	{"LAYA_QUEUE_MAX", "requests waiting; more get 503 (64)"},
 	{"LAYA_REQUEST_TIMEOUT_S", "queue wait + inference budget; past it 504 (120)"},
 	{"LAYA_SHUTDOWN_GRACE_S", "drain budget on SIGTERM/SIGINT (30)"},
-	{"LAYA_INFER_WORKERS", "dispatchers, each one pass at a time (1)"},
+	{"LAYA_INFER_WORKERS", "dispatchers, each one pass at a time; laya serve: 2 on cuda (1)"},
 	{"LAYA_MAX_BODY_READS", "request bodies read at once; more get 503 (64)"},
 	{"LAYA_CLIENT_MAX_BODY_READS", "request bodies one client IP reads at once; more get 503 (8)"},
 	{"LAYA_CLIENT_MAX_CONNS", "connections one peer address holds open; more get 503; 0 = off (256)"},

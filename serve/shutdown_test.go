@@ -95,3 +95,63 @@ func TestInferWorkers(t *testing.T) {
 	close(f.gate)
 	wg.Wait()
 }
+
+// TestGreedyWorkersWaitForFullBatch: with BatchGreedy and two dispatchers, the
+// second starts a pass beside a running one only once its batch is full; a
+// partial batch waits and goes when the running pass ends.
+func TestGreedyWorkersWaitForFullBatch(t *testing.T) {
+	f := newFake(t)
+	f.gate = make(chan struct{})
+	ts := startServer(t, f, func(c *Config) {
+		c.BatchGreedy, c.BatchWindow, c.BatchMax, c.InferWorkers = true, time.Hour, 4, 2
+	})
+	done := make(chan int, 16)
+	postN := func(n int) {
+		for range n {
+			go func() { done <- post(t, ts.url+"/v1/systemone", smallRequest).status }()
+		}
+	}
+	next := func(what string) int {
+		t.Helper()
+		select {
+		case n := <-f.entered:
+			return n
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no pass after 30 s: %s", what)
+			return 0
+		}
+	}
+	postN(1)
+	if n := next("the first request"); n != 1 {
+		t.Fatalf("first pass of %d requests, want 1", n)
+	}
+	// Three more while the first pass holds the device: the other dispatcher
+	// takes them and waits for a fourth.
+	postN(3)
+	waitFor(t, "three taken", func() bool { return ts.batcher.depth() == 0 && ts.batcher.dispatching.Load() == 1 })
+	postN(1)
+	if n := next("a full batch beside the running pass"); n != 4 {
+		t.Fatalf("second pass of %d requests, want 4: a pass beside a running one must be full", n)
+	}
+	// Two more while both passes run: they queue. One pass ends; its
+	// dispatcher takes them and, the other pass still running, waits; the
+	// other ends and the two go.
+	postN(2)
+	waitFor(t, "two queued", func() bool { return ts.batcher.depth() == 2 })
+	f.gate <- struct{}{}
+	waitFor(t, "two taken", func() bool { return ts.batcher.depth() == 0 && ts.batcher.dispatching.Load() == 1 })
+	time.Sleep(100 * time.Millisecond)
+	if len(f.entered) != 0 {
+		t.Fatalf("a pass of %d started beside the running one: want the two to wait for it", <-f.entered)
+	}
+	f.gate <- struct{}{}
+	if n := next("the partial batch once the device is free"); n != 2 {
+		t.Fatalf("third pass of %d requests, want 2", n)
+	}
+	close(f.gate)
+	for range 7 {
+		if s := <-done; s != 200 {
+			t.Errorf("status %d", s)
+		}
+	}
+}

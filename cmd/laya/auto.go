@@ -47,3 +47,18 @@ func resolveBackend(name string, stderr io.Writer) (resolved, device string, err
 // milliseconds, waiting the whole window for company would multiply a lone
 // request's latency.
 func greedyByDefault(name string) bool { return backend.HasTrait(name, backend.Accelerator) }
+
+// inferWorkersByDefault is laya serve's LAYA_INFER_WORKERS on the backend
+// registered as name when the variable is unset: two dispatchers on cuda,
+// whose passes each run on a CUDA stream of their own, so that a full pass's
+// host work (rows, tokens, recording, the answers of the one before) overlaps
+// the GPU's work on the other; the greedy dispatcher starts a second pass only
+// once its batch is full (serve's gatherWhileBusy). One elsewhere: a CPU's
+// passes already use every core, and no other GPU backend has been measured
+// with two.
+func inferWorkersByDefault(name string) int {
+	if name == "cuda" {
+		return 2
+	}
+	return 1
+}

@@ -121,6 +121,9 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if envOr("LAYA_BATCH_GREEDY", "") == "" && greedyByDefault(resolved) { // unset or blank, as FromEnv reads it
 		cfg.BatchGreedy = true
 	}
+	if envOr("LAYA_INFER_WORKERS", "") == "" {
+		cfg.InferWorkers = inferWorkersByDefault(resolved)
+	}
 	if *batchSize == 0 {
 		// One padded forward holds up to LAYA_BATCH_MAX rows, the knob upstream sizes
 		// device memory with.
