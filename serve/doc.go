@@ -117,6 +117,10 @@
 // deadline in it; a request that cannot finish even alone is answered 504 at once
 // (cost.go). Answers are byte-identical to single requests; a pass that fails is
 // retried request by request. RequestTimeout covers queue wait and inference.
+// InferWorkers dispatchers share the queue; with BatchGreedy one that finds
+// another's pass running starts its own only with a full batch, or once that pass
+// ends, so that two passes overlap (the second's host work beside the first's device
+// work) only under load (laya serve runs two on the cuda backend).
 //
 // # Replicas
 //
