@@ -254,6 +254,76 @@ func TestEmuAttentionSkip(t *testing.T) {
 	}
 }
 
+// ATTN_MMA_CLAMP=1: the tensor-core attention loading its queries, keys
+// and values with no branch around the loads (rows past a tile's last
+// query or a chunk's last key read from one that exists, then zeroed)
+// gives the default build's outputs bit for bit: one and two terms, fp16
+// input, head dims 32, 64 and 128, chunks of 64 and 128 keys, the
+// key-split kernel, RoPE on, rows shorter than a tile and a chunk, right
+// padding and sliding windows (whose chunks start past key 0).
+func TestEmuAttentionClamp(t *testing.T) {
+	const heads = 2
+	layouts := []emuAttnLayout{
+		{lens: []int{93, 17}},
+		{lens: []int{93, 17}, seqLen: 100, radius: 64},
+		{lens: []int{140, 17}, radius: 20},
+	}
+	type kernel struct {
+		name        string
+		dh, qt      int
+		warps, smem int
+		half        bool
+		terms, kc16 int
+	}
+	kernels := []kernel{
+		{"attention_mma64_4_1h", 64, 64, 4, attnMMAShared(64, 4, 1, 64), true, 1, 4},
+		{"attention_mma64_4_1", 64, 64, 4, attnMMAShared(64, 4, 1, 64), false, 1, 4},
+		{"attention_mma64_4_2", 64, 64, 4, attnMMAShared(64, 4, 2, 64), false, 2, 4},
+		{"attention_mma32_4_1h", 32, 64, 4, attnMMAShared(32, 4, 1, 64), true, 1, 4},
+		{"attention_mma128_4_2", 128, 64, 4, attnMMAShared(128, 4, 2, 64), false, 2, 4},
+		{"attention_mma64_4s_1h", 64, 16, 4, attnSplitShared(64, 1), true, 1, 4},
+		{"attention_mma64_4_1h", 64, 64, 4, attnMMAShared(64, 4, 1, 128), true, 1, 8},
+	}
+	for _, k := range kernels {
+		for _, l := range layouts {
+			t.Run(fmt.Sprintf("%s,kc=%d,lens=%v,seqlen=%d,radius=%d", k.name, 16*k.kc16, l.lens, l.seqLen, l.radius), func(t *testing.T) {
+				width, rows := heads*k.dh, l.rows()
+				qkv := emuQKV(l, heads, k.dh, uint64(k.dh)+7, uint64(rows), 1)
+				_, in, two := emuAttnInput(qkv, k.half, false)
+				rope := emuRope(slices.Max(append(slices.Clone(l.lens), l.seqLen)), k.dh)
+				tileBytes, ntiles := l.tiles(k.qt)
+				dst := make([]float32, rows*width)
+				for i := range dst {
+					dst[i] = float32(math.NaN())
+				}
+				kind, lo := 2*k.terms-1, rows*width
+				launch := emuLaunch{name: k.name, grid: [3]int{ntiles, heads, 1}, threads: 32 * k.warps, smem: k.smem,
+					args: []emuArg{emuBuf(0, 0), emuBuf(1, 0), emuVal(uint64(two)), emuBuf(2, 0), emuInt(heads), emuF32(float32(1 / math.Sqrt(float64(k.dh)))),
+						emuVal(boolArg(l.radius > 0)), emuInt(l.radius), emuBuf(4, 0), emuBuf(3, 0), emuInt(kind), emuVal(uint64(lo))}}
+				bufs := [][]byte{f32Bytes(dst), in, tileBytes, make([]byte, 2*2*lo), f32Bytes(rope)}
+				var defines []string
+				if k.kc16 != 4 {
+					defines = append(defines, fmt.Sprintf("ATTN_MMA_KC16=%d", k.kc16))
+				}
+				bin := emuRunner(t)
+				if defines != nil {
+					bin = emuRunnerTuned(t, defines...)
+				}
+				want := emuRunOn(t, bin, bufs, launch)
+				got := emuRunOn(t, emuRunnerTuned(t, append(defines, "ATTN_MMA_CLAMP=1")...), bufs, launch)
+				for i := range want {
+					if !bytes.Equal(got[i], want[i]) {
+						t.Fatalf("buffer %d differs from the default build's", i)
+					}
+				}
+				if slices.ContainsFunc(bytesF32(got[0]), func(v float32) bool { return v != v }) {
+					t.Fatal("a row of the output was not written")
+				}
+			})
+		}
+	}
+}
+
 // The key-split tensor-core attention (four warps sharing a tile of 16
 // queries, each a quarter of every chunk's keys) against float64: rows of
 // 93 keys (two chunks, the second partly empty) and 17, packed and
