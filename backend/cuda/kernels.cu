@@ -100,16 +100,6 @@ typedef unsigned long long u64;
 #ifndef ATTN_SKIP
 #define ATTN_SKIP 0
 #endif
-// ATTN_MMA_CLAMP: 1 has every thread of the tensor-core attention load its
-// queries, keys and values from a row that exists (a tile's first query's,
-// a chunk's first key's for those past the last) and zero what it loaded
-// there, instead of loading under a branch: with no branch around them the
-// unrolled iterations' loads can issue together. ncu at ten English
-// questions put the kernel's samples on its loads' first uses, one stall an
-// iteration (docs/cuda-perf-log.md). Bit for bit the default's outputs.
-#ifndef ATTN_MMA_CLAMP
-#define ATTN_MMA_CLAMP 0
-#endif
 // ATTN_EX2: 1 (the default) gives the tensor-core attention's softmax fewer
 // instructions a score: the scale applied inside the exponent (2^(s·scale −
 // max), one fmaf, where 0 multiplies each score first and subtracts after)
@@ -1805,13 +1795,7 @@ __device__ void attn_mma(float* dst, const void* qkv, long long two, const int* 
 	for (int i = threadIdx.x; i < QT * H4; i += 32 * W) {
 		int qi = i / H4, j = (i - qi * H4) * 4;
 		float4 lo = zero, hi = zero;
-		if (ATTN_MMA_CLAMP) {
-			int ql = qi < nq ? qi : 0; // nq > 0
-			ld4rope2x<DH, HIN>(qkv, (long long)(r0 + ql) * 3 * width + h * DH, two, j, rope, pos0 + ql, lo, hi);
-			lo = qi < nq ? lo : zero;
-			hi = qi < nq ? hi : zero;
-		} else if (qi < nq)
-			ld4rope2x<DH, HIN>(qkv, (long long)(r0 + qi) * 3 * width + h * DH, two, j, rope, pos0 + qi, lo, hi);
+		if (qi < nq) ld4rope2x<DH, HIN>(qkv, (long long)(r0 + qi) * 3 * width + h * DH, two, j, rope, pos0 + qi, lo, hi);
 		st4h<TERMS>(Qs + qi * KS + j, QTS, lo);
 		st4h<TERMS>(Qs + qi * KS + j + DH / 2, QTS, hi);
 	}
@@ -1844,20 +1828,7 @@ __device__ void attn_mma(float* dst, const void* qkv, long long two, const int* 
 		for (int i = threadIdx.x; i < kend * H4; i += 32 * W) {
 			int key = i / H4, d = (i - key * H4) * 4, gk = kb + key;
 			float4 k0 = zero, k1 = zero, v0 = zero, v1 = zero;
-			if (ATTN_MMA_CLAMP) {
-				const bool live = gk < khi;
-				const int gl = live ? gk : kb; // kb < khi
-				long long row = (long long)(start + gl) * 3 * width + h * DH;
-				ld4rope2x<DH, HIN>(qkv, row + width, two, d, rope, gl, k0, k1);
-				if (!LEANV) {
-					v0 = ld4x<HIN>(qkv, row + 2 * width + d, two);
-					v1 = ld4x<HIN>(qkv, row + 2 * width + d + DH / 2, two);
-				}
-				k0 = live ? k0 : zero;
-				k1 = live ? k1 : zero;
-				v0 = live ? v0 : zero;
-				v1 = live ? v1 : zero;
-			} else if (gk < khi) {
+			if (gk < khi) {
 				long long row = (long long)(start + gk) * 3 * width + h * DH;
 				ld4rope2x<DH, HIN>(qkv, row + width, two, d, rope, gk, k0, k1);
 				if (!LEANV) {

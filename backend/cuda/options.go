@@ -356,7 +356,6 @@ var KernelTunables = []KernelTunable{
 	{"ATTN_MMA_UNROLL", 1, 8, 4, "unroll of the tensor-core attention's key and value loads"},
 	{"ATTN_MMA_KC16", 2, 8, 4, "keys a chunk of the tensor-core attention, in sixteens"},
 	{"ATTN_MMA_LEAN", 0, 1, 0, "the fp16 tensor-core attention's values copied as they are, its masks skipped where they pass all"},
-	{"ATTN_MMA_CLAMP", 0, 1, 0, "the tensor-core attention's loads from rows that exist, zeroed past the last, with no branch around them (bit for bit the same)"},
 	{"ATTN_SKIP", 0, 1, 0, "the attention kernels leave out the products of a chunk's keys past its tile's last (bit for bit the same)"},
 	{"ATTN_EX2", 0, 1, 1, "the tensor-core attention's scale applied in its exponent's fmaf, and ex2.approx.ftz for exp2f (0: scaled first, exp2f)"},
 	{"LCL_W16", 0, 1, 0, "linear_cl on sixteen warps a block instead of eight, each with half the row tiles (clrows)"},
