@@ -185,10 +185,24 @@ func TestBatchRoute(t *testing.T) {
 
 // TestLoad sends the golden requests from 1, 8, 32 and 64 concurrent clients: every
 // answer must be byte-identical to the answer for that request alone, and at
-// concurrency ≥ 8 forward passes must answer more than one request on average.
+// concurrency ≥ 8 forward passes must answer more than one request on average. Also
+// as laya serve runs on the cuda backend: greedy passes from two dispatchers, two
+// passes at once under load.
 func TestLoad(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		cfg  func(*Config)
+	}{
+		{"default", nil},
+		{"greedy,two-dispatchers", func(c *Config) { c.BatchGreedy, c.InferWorkers = true, 2 }},
+	} {
+		t.Run(c.name, func(t *testing.T) { testLoad(t, c.cfg) })
+	}
+}
+
+func testLoad(t *testing.T, cfg func(*Config)) {
 	cases := goldenCases(t)
-	ts := startServer(t, realModel(t), nil)
+	ts := startServer(t, realModel(t), cfg)
 	want := make([]string, len(cases))
 	for i, c := range cases {
 		r := post(t, ts.url+"/v1/systemone", string(c.Request))
