@@ -177,7 +177,10 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fmt.Fprintln(stderr, "laya serve: second signal; exiting without finishing the drain")
 		os.Exit(1)
 	}()
-	cfg.Logger.Info("listening", "addr", ln.Addr().String())
+	// The batching an operator would otherwise have to infer from the backend's
+	// defaults: GPU backends start passes greedily, cuda runs two dispatchers.
+	cfg.Logger.Info("listening", "addr", ln.Addr().String(), "backend", *backend, "batch_max", cfg.BatchMax,
+		"batch_greedy", cfg.BatchGreedy, "infer_workers", cfg.InferWorkers)
 	return srv.Run(ctx, ln)
 }
 

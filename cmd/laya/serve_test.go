@@ -320,3 +320,51 @@ func TestServeRouterMissingModelDir(t *testing.T) {
 		t.Errorf("laya serve --router after the signal: %v", err)
 	}
 }
+
+// The listening line says how the server batches: on cpu one dispatcher and the
+// window unless LAYA_* says otherwise; inferWorkersByDefault gives cuda two.
+func TestServeListeningBatching(t *testing.T) {
+	for _, c := range []struct {
+		workers string
+		want    int
+	}{{"", 1}, {"3", 3}} {
+		t.Run("LAYA_INFER_WORKERS="+c.workers, func(t *testing.T) {
+			t.Setenv("LAYA_INFER_WORKERS", c.workers)
+			_, stop, stderr, done := serveInBackground(t, "--model", predictModel, "--backend", "cpu")
+			defer stop()
+			type listening struct {
+				Msg, Backend string
+				BatchGreedy  bool `json:"batch_greedy"`
+				InferWorkers int  `json:"infer_workers"`
+				BatchMax     int  `json:"batch_max"`
+			}
+			var rec listening
+			deadline := time.Now().Add(60 * time.Second) // a bound on a hang, not a timing assertion
+			for rec.Msg == "" {
+				for _, line := range strings.Split(stderr.String(), "\n") {
+					var r listening
+					if json.Unmarshal([]byte(line), &r) == nil && r.Msg == "listening" {
+						rec = r
+					}
+				}
+				select {
+				case err := <-done:
+					t.Fatalf("laya serve exited at start-up: %v\n%s", err, stderr)
+				default:
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("no listening line:\n%s", stderr)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if rec.Backend != "cpu" || rec.BatchGreedy || rec.InferWorkers != c.want || rec.BatchMax != 16 {
+				t.Errorf("listening line %+v, want backend cpu, batch_greedy false, infer_workers %d, batch_max 16", rec, c.want)
+			}
+		})
+	}
+	for name, want := range map[string]int{"cuda": 2, "cpu": 1, "metal": 1, "metal-cuda": 1} {
+		if got := inferWorkersByDefault(name); got != want {
+			t.Errorf("inferWorkersByDefault(%q) = %d, want %d", name, got, want)
+		}
+	}
+}
