@@ -187,7 +187,8 @@
 //
 // # Concurrency
 //
-// An Agent is safe for concurrent use (on the cpu and metal backends): each
+// An Agent is safe for concurrent use (on the cpu, metal and cuda backends;
+// cuda runs each call on a CUDA stream and graph entry of its own): each
 // call runs its own backend stream, and calls share only the read-only
 // weights. Close may be called while calls run: it waits for them, and
 // later calls return ErrClosed. A Result is not modified after Predict
