@@ -255,6 +255,31 @@ func serveInBackground(t *testing.T, args ...string) (ctx context.Context, stop 
 	return ctx, stop, stderr, done
 }
 
+// listeningLine waits for serveInBackground's listening record and returns it;
+// the test fails if laya serve exits first or none comes within a minute (a
+// bound on a hang, not a timing assertion).
+func listeningLine(t *testing.T, stderr *lockedBuffer, done chan error) []byte {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		for _, line := range strings.Split(stderr.String(), "\n") {
+			var rec struct{ Msg string }
+			if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "listening" {
+				return []byte(line)
+			}
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("laya serve exited at start-up: %v\n%s", err, stderr)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no listening line:\n%s", stderr)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // A single checkpoint that cannot load ends laya serve at start-up with the load
 // error (main exits 1 with it), instead of serving 503 for ever.
 func TestServeModelTypoExits(t *testing.T) {
@@ -276,25 +301,10 @@ func TestServeModelTypoExits(t *testing.T) {
 func TestServeRouterMissingModelDir(t *testing.T) {
 	_, stop, stderr, done := serveInBackground(t, "--router", "--model-dir", "english=./does-not-exist")
 	defer stop()
-	var addr string
+	var rec struct{ Addr string }
+	json.Unmarshal(listeningLine(t, stderr, done), &rec)
+	addr := rec.Addr
 	deadline := time.Now().Add(60 * time.Second)
-	for addr == "" {
-		for _, line := range strings.Split(stderr.String(), "\n") {
-			var rec struct{ Msg, Addr string }
-			if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "listening" {
-				addr = rec.Addr
-			}
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("laya serve --router exited at start-up: %v\n%s", err, stderr)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no listening line:\n%s", stderr)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 	var body string
 	for !strings.Contains(body, "preload_error\":\"") {
 		resp, err := http.Get("http://" + addr + "/ready")
@@ -339,23 +349,8 @@ func TestServeListeningBatching(t *testing.T) {
 				BatchMax     int  `json:"batch_max"`
 			}
 			var rec listening
-			deadline := time.Now().Add(60 * time.Second) // a bound on a hang, not a timing assertion
-			for rec.Msg == "" {
-				for _, line := range strings.Split(stderr.String(), "\n") {
-					var r listening
-					if json.Unmarshal([]byte(line), &r) == nil && r.Msg == "listening" {
-						rec = r
-					}
-				}
-				select {
-				case err := <-done:
-					t.Fatalf("laya serve exited at start-up: %v\n%s", err, stderr)
-				default:
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("no listening line:\n%s", stderr)
-				}
-				time.Sleep(10 * time.Millisecond)
+			if err := json.Unmarshal(listeningLine(t, stderr, done), &rec); err != nil {
+				t.Fatal(err)
 			}
 			if rec.Backend != "cpu" || rec.BatchGreedy || rec.InferWorkers != c.want || rec.BatchMax != 16 {
 				t.Errorf("listening line %+v, want backend cpu, batch_greedy false, infer_workers %d, batch_max 16", rec, c.want)
