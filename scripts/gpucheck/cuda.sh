@@ -38,7 +38,7 @@
 #                english; TIMELINE_QUESTIONS, default "1 10")
 #                traced through CUPTI (scripts/gpucheck/cupti-trace.c, built
 #                with the host's gcc): kernel time against the idle between
-#                kernels, by kernel (timeline-enQ.md, timeline-mlQ.md for
+#                kernels, by kernel (timeline-enQ.md, timeline-muQ.md for
 #                multilingual; scripts/gpucheck/kernel-gaps.py)
 #   inspect      ncu --set full of single launches (INSPECT: KERNEL:QUESTIONS:OPTIONS
 #                ..., default linear_mma at one question with mmarows=256 and the
