@@ -90,8 +90,9 @@ for b in bodies:
     if s != 200:
         raise SystemExit("reference request: status %d" % s)
     refs.append(ans)
-if all(diff(refs[0], r) is None for r in refs[1:]):
-    raise SystemExit("the variants' answers are all alike: a mix-up would not show; pick another body")
+alike = [(i, j) for i in range(len(refs)) for j in range(i + 1, len(refs)) if diff(refs[i], refs[j]) is None]
+if alike:
+    raise SystemExit("variants %d and %d answer alike, so a mix-up between them would not show: pick another body or fewer variants" % alike[0])
 
 lock = threading.Lock()
 counts = {"answers": 0, "mismatches": 0, "statuses": {}}
