@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/laya-metal/laya/backend"
 	_ "github.com/laya-metal/laya/backend/cpu" // registers "cpu"; "metal" comes from backend_darwin_arm64.go
@@ -185,12 +186,23 @@ func (n *network) runRows(ctx context.Context, rows []forwardRow, reduce bool) (
 	out := make([]rowOutput, len(rows))
 	var near, kept []int   // rows of reduced-precision batches to run again (refine), and the others
 	var base, used float32 // the backend's margin, and the largest the batches used
+	_, refiner := n.be.(backend.Refiner)
 	for start := 0; start < len(sorted); start += n.batchSize {
 		end := min(start+n.batchSize, len(sorted))
-		s, margin, declined := n.stream(sorted[start:end], reduce)
+		tokens := 0
+		for _, row := range sorted[start:end] {
+			tokens += len(row.IDs)
+		}
+		s, margin, declined := n.stream(tokens, reduce)
+		began := time.Now()
 		res, err := n.runBatch(ctx, s, sorted[start:end], nil)
 		if err != nil {
 			return nil, err
+		}
+		if refiner {
+			// What each kind of run costs is the gate's too: reducing a
+			// large batch may pay past MaxShare's near-ties.
+			n.gate.ObserveCost(margin > 0, tokens, time.Since(began))
 		}
 		m := n.gate.Margin(max(margin, declined))
 		again := 0
@@ -253,17 +265,14 @@ func (n *network) runRows(ctx context.Context, rows []forwardRow, reduce bool) (
 	return out, nil
 }
 
-// stream is the stream a batch of rows runs on, and the margin under which
-// its rows' answers are refined: the backend's reduced precision where it
-// has one for a batch of this many tokens (backend.Refiner) and the
-// network's gate is open, else a plain stream (margin 0). declined is the
-// margin of a reduced stream the gate turned down (else 0).
-func (n *network) stream(rows []forwardRow, reduce bool) (s backend.Stream, margin, declined float32) {
+// stream is the stream a batch of tokens tokens runs on, and the margin
+// under which its rows' answers are refined: the backend's reduced
+// precision where it has one for a batch of this many tokens
+// (backend.Refiner) and the network's gate is open, else a plain stream
+// (margin 0). declined is the margin of a reduced stream the gate turned
+// down (else 0).
+func (n *network) stream(tokens int, reduce bool) (s backend.Stream, margin, declined float32) {
 	if r, ok := n.be.(backend.Refiner); ok && reduce {
-		tokens := 0
-		for _, row := range rows {
-			tokens += len(row.IDs)
-		}
 		// The gate is asked only for batches the backend would reduce:
 		// small ones, which never run reduced, leave its account alone.
 		if s, margin := r.ReducedStream(tokens); s != nil {

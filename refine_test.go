@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/laya-metal/laya/backend"
 	"github.com/laya-metal/laya/backend/cpu"
@@ -18,16 +19,37 @@ import (
 // up to 2·skew, as a reduced precision's would.
 type refiner struct {
 	backend.Backend
-	margin    float32
-	minTokens int
-	skew      float32
+	margin     float32
+	minTokens  int
+	skew       float32
+	plainDelay time.Duration // per option logit of a plain stream's batch (slowed)
 
 	plain, reduced int
 }
 
 func (r *refiner) NewStream() backend.Stream {
 	r.plain++
+	if r.plainDelay > 0 {
+		return &slowed{Stream: r.Backend.NewStream(), delay: r.plainDelay}
+	}
 	return r.Backend.NewStream()
+}
+
+// slowed sleeps delay a value of its first read (a batch's option logits):
+// a plain stream whose runs cost in proportion to their rows, as a plain
+// precision's do where a reduced one is cheaper.
+type slowed struct {
+	backend.Stream
+	delay time.Duration
+	read  bool
+}
+
+func (s *slowed) Read(ctx context.Context, t backend.Tensor, dst []float32) error {
+	if !s.read {
+		s.read = true
+		time.Sleep(time.Duration(len(dst)) * s.delay)
+	}
+	return s.Stream.Read(ctx, t, dst)
 }
 
 func (r *refiner) ReducedStream(tokens int) (backend.Stream, float32) {
@@ -301,6 +323,36 @@ func TestRefineGateCloses(t *testing.T) {
 	}
 	if be.reduced < before+calls/2 {
 		t.Errorf("%d of %d batches reduced after the near-ties stopped, want most", be.reduced-before, calls)
+	}
+}
+
+// Where a third of the rows are near-ties the gate's shares close it, but a
+// reduced run that costs far less than a plain one, measured on the
+// network's own runs, opens it again: most batches run reduced, one in
+// sixteen of those opened for cost alone plain.
+func TestRefineGateOpensForCost(t *testing.T) {
+	ckpt, rows, _, gaps := tinyRows(t)
+	rows, gaps = rows[:12], slices.Clone(gaps[:12])
+	slices.Sort(gaps)
+	be := &refiner{Backend: cpu.New(), margin: gaps[len(gaps)/3], minTokens: 1, skew: 1e-4, plainDelay: 2 * time.Millisecond}
+	n, err := newNetwork(ckpt, networkOptions{Instance: be, BatchSize: len(rows), PadID: ckpt.Encoder.PadTokenID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.close()
+	const calls, last = 40, 24
+	reduced := 0
+	for i := range calls {
+		before := be.reduced
+		if _, err := n.forward(context.Background(), rows); err != nil {
+			t.Fatal(err)
+		}
+		if i >= calls-last {
+			reduced += be.reduced - before
+		}
+	}
+	if reduced < last-4 {
+		t.Errorf("%d of the last %d batches reduced with a third of their rows near-ties and plain runs far dearer, want most", reduced, last)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"sync"
 	"time"
 
@@ -199,11 +200,130 @@ type Widener interface {
 // never shrinks: a checkpoint that rounds badly once may again, and the
 // cost of a margin too large is speed (more rows run again, and then the
 // gate closes), where one too small costs answers.
+//
+// MaxShare is where reducing stops paying for a typical batch; how much a
+// reduced run saves grows with the batch (a large one's plain run costs
+// about its size, a second run of a few rows a fixed amount more). So the
+// gate also learns what batches cost (ObserveCost: the time of each run,
+// reduced or plain, by its token count) and opens past the shares for a
+// batch whose measured reduced run plus the plain run of its share of
+// near-tie tokens is clearly cheaper than its measured plain run. It never
+// closes for cost where the shares keep it open. One batch in costExplore
+// that it opens for cost alone runs plain, so that a plain cost measured
+// badly (a first run that compiled or captured) is measured again, and one
+// in costProbe of a size whose reduced run was never measured (a size first
+// seen after the gate closed) runs reduced to measure it. Which precision a batch runs in changes only its speed and the
+// rounding of rows not near-ties: near-ties are refined either way.
 type RefineGate struct {
 	mu     sync.Mutex
 	share  float64 // moving average of the share of near-tie rows, per batch observed
 	closed bool    // Open said no last (it reopens lower: ReopenShare)
 	spread float32 // the largest move of a gap between two logits a refined row showed
+
+	costs  [2][costBuckets]costWindow // [plain, reduced] runs by bits.Len(tokens)
+	byCost int                        // batches opened for cost alone
+	probes int                        // batches closed whose reduced cost is unmeasured
+}
+
+// costWindow keeps the last costWindowLen runs of batches of one size class.
+type costWindow struct {
+	n      int // runs observed
+	tokens [costWindowLen]int
+	secs   [costWindowLen]float64
+}
+
+const (
+	costBuckets   = 32 // bits.Len of a token count: any int32
+	costWindowLen = 8
+	// costMinRuns runs of a size class are needed before its cost counts:
+	// the first run of a shape may compile or capture it.
+	costMinRuns = 3
+	// costMargin is how much cheaper reducing must be estimated to open
+	// the gate for cost: the least of several runs of one process drifts
+	// by a few percent.
+	costMargin = 0.95
+	// costExplore: one batch in this many that the gate opens for cost
+	// alone runs plain, refreshing the plain cost it opened on.
+	costExplore = 16
+	// costProbe: one batch in this many that the shares close, whose
+	// reduced run is not yet measured at its size, runs reduced to
+	// measure it (a batch size first seen after the gate closed).
+	costProbe = 4
+)
+
+// ObserveCost adds the time a run of a batch of tokens tokens took, on a
+// Refiner's reduced stream or on a plain one (its near-tie rows run again
+// are plain runs of their own). The caller's wall time is what it should
+// be: the host's share of a run is part of what reducing saves or costs.
+func (g *RefineGate) ObserveCost(reduced bool, tokens int, d time.Duration) {
+	if tokens <= 0 || d <= 0 {
+		return
+	}
+	k := 0
+	if reduced {
+		k = 1
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	w := &g.costs[k][costBucket(tokens)]
+	w.tokens[w.n%costWindowLen], w.secs[w.n%costWindowLen] = tokens, d.Seconds()
+	w.n++
+}
+
+func costBucket(tokens int) int { return min(bits.Len(uint(max(tokens, 0))), costBuckets-1) }
+
+// at is the cost of a run of tokens tokens, from the runs of its size
+// class scaled by their tokens (up and down when scale, else only up: a
+// run of fewer tokens costs at most what one of more did), their least
+// (a run slowed by a compile, a capture or another process's load says
+// nothing of the cost); false with fewer than costMinRuns runs.
+func (w *costWindow) at(tokens float64, scale bool) (float64, bool) {
+	if w.n < costMinRuns {
+		return 0, false
+	}
+	best := math.Inf(1)
+	for i := range min(w.n, costWindowLen) {
+		f := tokens / float64(w.tokens[i])
+		if !scale {
+			f = max(f, 1)
+		}
+		best = min(best, w.secs[i]*f)
+	}
+	return best, true
+}
+
+// Verdicts of RefineGate.cost on a batch the shares close the gate for.
+const (
+	costLoses      = iota // reducing costs more, or cannot be priced yet
+	costPays              // clearly less
+	costUnmeasured        // its plain run is measured, its reduced run not yet
+)
+
+// cost prices a batch of tokens tokens run reduced first, its share of
+// near-tie tokens then run plain, against it run plain, by the runs
+// observed. Both of the batch's own costs must have been measured at its
+// size class; the near-ties' plain run is priced at the nearest measured
+// class at or above theirs, never below.
+func (g *RefineGate) cost(tokens int) int {
+	b := costBucket(tokens)
+	plain, ok := g.costs[0][b].at(float64(tokens), true)
+	if !ok {
+		return costLoses // running plain measures it
+	}
+	reduced, ok := g.costs[1][b].at(float64(tokens), true)
+	if !ok {
+		return costUnmeasured
+	}
+	again := g.share * float64(tokens)
+	for c := costBucket(int(math.Ceil(again))); c <= b; c++ {
+		if cost, ok := g.costs[0][c].at(again, false); ok {
+			if reduced+cost < costMargin*plain {
+				return costPays
+			}
+			return costLoses
+		}
+	}
+	return costLoses
 }
 
 const (
@@ -230,7 +350,9 @@ const (
 )
 
 // Open reports whether the next batch, one of tokens tokens that the
-// Refiner offered a reduced stream for, should run reduced first.
+// Refiner offered a reduced stream for, should run reduced first: while
+// the share of near-ties is under its limit, or past it where the costs
+// observed say reducing still pays.
 func (g *RefineGate) Open(tokens int) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -242,7 +364,18 @@ func (g *RefineGate) Open(tokens int) bool {
 		limit *= ReopenShare / MaxShare
 	}
 	g.closed = g.share > limit
-	return !g.closed
+	if !g.closed {
+		return true
+	}
+	switch g.cost(tokens) {
+	case costPays:
+		g.byCost++
+		return g.byCost%costExplore != 0
+	case costUnmeasured:
+		g.probes++
+		return g.probes%costProbe == 0
+	}
+	return false
 }
 
 // Observe adds a batch of rows rows, again of which were near-ties: run

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/laya-metal/laya/backend"
 	_ "github.com/laya-metal/laya/backend/cpu"
@@ -125,6 +126,133 @@ func TestRefineGateSmallBatches(t *testing.T) {
 	}
 	if !g.Open(small) {
 		t.Error("closed for a small batch at a share of 0.05")
+	}
+}
+
+// Past MaxShare the gate still opens for a batch whose measured costs say
+// reducing pays: its reduced run plus the plain run of its share of
+// near-tie tokens clearly under its plain run. The batch's own costs count
+// from costMinRuns runs of its size class on, as the least of them (a run
+// slowed by a capture says nothing); the near-ties' run is priced at the
+// nearest measured class at or above their tokens, never scaled down. One
+// batch in sixteen opened for cost alone runs plain; one in four of a size
+// whose reduced run is unmeasured runs reduced.
+func TestRefineGateCosts(t *testing.T) {
+	const large = 4096 // tokens: fifty questions
+	ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
+	// A third of the rows near-ties: past MaxShare, so the shares alone close.
+	closedGate := func() *backend.RefineGate {
+		g := new(backend.RefineGate)
+		for range 40 {
+			g.Observe(30, 10)
+		}
+		if g.Open(large) {
+			t.Fatal("open at a share of a third with no costs observed")
+		}
+		return g
+	}
+	observe := func(g *backend.RefineGate, reduced bool, tokens int, v ...float64) {
+		for _, m := range v {
+			g.ObserveCost(reduced, tokens, ms(m))
+		}
+	}
+	for _, c := range []struct {
+		name                  string
+		reduced, plain, again []float64 // ms at large, large and large/3 tokens
+		againTokens           int
+		want                  bool
+	}{
+		// 4 + 2.5 against 0.95·8 = 7.6.
+		{"pays", []float64{4, 4, 4}, []float64{8, 8, 8}, []float64{2.5, 2.5, 2.5}, large / 3, true},
+		// 4 + 3.8 is under 8 but not under 7.6.
+		{"within the margin", []float64{4, 4, 4}, []float64{8, 8, 8}, []float64{3.8, 3.8, 3.8}, large / 3, false},
+		{"two plain runs only", []float64{4, 4, 4}, []float64{8, 8}, []float64{2.5, 2.5, 2.5}, large / 3, false},
+		{"two reduced runs only", []float64{4, 4}, []float64{8, 8, 8}, []float64{2.5, 2.5, 2.5}, large / 3, false},
+		// Runs slowed by a capture or a neighbour: the least counts.
+		{"slow runs", []float64{4, 4, 4, 40}, []float64{8, 80, 8, 8}, []float64{25, 2.5, 2.5, 2.5}, large / 3, true},
+		// Near-ties measured only in a smaller class: not priced from below.
+		{"near-ties unmeasured", []float64{4, 4, 4}, []float64{8, 8, 8}, []float64{1, 1, 1}, large / 8, false},
+		// Measured in a larger class: priced at its cost, not scaled down.
+		{"near-ties above", []float64{4, 4, 4}, []float64{8, 8, 8}, []float64{2.5, 2.5, 2.5}, large / 2, true},
+		{"near-ties above, dear", []float64{4, 4, 4}, []float64{8, 8, 8}, []float64{3.8, 3.8, 3.8}, large / 2, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g := closedGate()
+			observe(g, true, large, c.reduced...)
+			observe(g, false, large, c.plain...)
+			observe(g, false, c.againTokens, c.again...)
+			if got := g.Open(large); got != c.want {
+				t.Errorf("Open = %v, want %v", got, c.want)
+			}
+		})
+	}
+
+	// Opened for cost alone, one batch in sixteen runs plain; a share under
+	// the limit opens every batch, costs or not.
+	g := closedGate()
+	observe(g, true, large, 4, 4, 4)
+	observe(g, false, large, 8, 8, 8)
+	observe(g, false, large/3, 2.5, 2.5, 2.5)
+	plain := 0
+	for range 64 {
+		if !g.Open(large) {
+			plain++
+		}
+	}
+	if plain != 4 {
+		t.Errorf("%d of 64 batches opened for cost ran plain, want 4", plain)
+	}
+	for range 40 {
+		g.Observe(30, 0)
+	}
+	for range 32 {
+		if !g.Open(large) {
+			t.Fatal("closed with no near-ties")
+		}
+	}
+
+	// A batch size whose plain run is measured and its reduced run not (the
+	// gate closed before it came) runs reduced one batch in four until
+	// costMinRuns reduced runs price it.
+	p := closedGate()
+	observe(p, false, large, 8, 8, 8)
+	observe(p, false, large/3, 2.5, 2.5, 2.5)
+	for run := range 3 {
+		opened := 0
+		for range 4 {
+			if p.Open(large) {
+				opened++
+			}
+		}
+		if opened != 1 {
+			t.Fatalf("reduced run %d unmeasured: %d of 4 batches reduced, want 1", run, opened)
+		}
+		observe(p, true, large, 4)
+	}
+	if !p.Open(large) {
+		t.Error("closed once three reduced runs showed that reducing pays")
+	}
+	q := closedGate()
+	observe(q, true, large, 4) // one reduced run; no plain: running plain measures it
+	for range 8 {
+		if q.Open(large) {
+			t.Fatal("a batch ran reduced to measure its reduced run before its plain run was")
+		}
+	}
+
+	// Costs never close a gate the shares keep open, and one question's
+	// near-ties (fewer tokens than a row) are priced as a whole row's run.
+	var h backend.RefineGate
+	observe(&h, true, large, 9, 9, 9)
+	observe(&h, false, large, 8, 8, 8)
+	if !h.Open(large) {
+		t.Error("closed for cost at a share of 0")
+	}
+	one := closedGate()
+	observe(one, true, 93, 0.87, 0.87, 0.87)
+	observe(one, false, 93, 0.95, 0.95, 0.95)
+	if one.Open(93) {
+		t.Error("one question opened for cost at a share of a third")
 	}
 }
 
