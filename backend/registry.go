@@ -33,6 +33,13 @@ const (
 	// so a server gives each pass what is queued rather than waiting for
 	// company (laya serve's LAYA_BATCH_GREEDY default).
 	Accelerator Trait = 1 << iota
+	// PassesSideBySide marks a backend on which two passes of a server's
+	// batches, run at once, finish more requests a second than one after
+	// the other (the cuda backend: each pass on a CUDA stream of its own,
+	// so that one's host work overlaps the other's GPU work; measured, and
+	// only there). laya serve runs two dispatchers on it
+	// (LAYA_INFER_WORKERS's default).
+	PassesSideBySide
 )
 
 // HasTrait reports whether the backend registered under name declared t.

@@ -38,17 +38,28 @@ func TestRegisterRefusesDuplicate(t *testing.T) {
 // test runs (-count).
 var registerAccelerator sync.Once
 
-// Traits are the registering package's, by name; unknown names have none.
+// Traits are the registering package's, by name, each on its own; unknown
+// names have none.
 func TestTraits(t *testing.T) {
 	registerAccelerator.Do(func() {
-		backend.Register("test-accelerator", func() (backend.Backend, error) { return cpu.New(), nil }, backend.Accelerator)
+		open := func() (backend.Backend, error) { return cpu.New(), nil }
+		backend.Register("test-accelerator", open, backend.Accelerator)
+		backend.Register("test-side-by-side", open, backend.Accelerator, backend.PassesSideBySide)
 	})
 	for _, tt := range []struct {
-		name string
-		want bool
-	}{{"test-accelerator", true}, {"cpu", false}, {"test-nobody", false}} {
-		if got := backend.HasTrait(tt.name, backend.Accelerator); got != tt.want {
-			t.Errorf("HasTrait(%q, Accelerator) = %v, want %v", tt.name, got, tt.want)
+		name                   string
+		accelerator, twoPasses bool
+	}{
+		{"test-accelerator", true, false},
+		{"test-side-by-side", true, true},
+		{"cpu", false, false},
+		{"test-nobody", false, false},
+	} {
+		if got := backend.HasTrait(tt.name, backend.Accelerator); got != tt.accelerator {
+			t.Errorf("HasTrait(%q, Accelerator) = %v, want %v", tt.name, got, tt.accelerator)
+		}
+		if got := backend.HasTrait(tt.name, backend.PassesSideBySide); got != tt.twoPasses {
+			t.Errorf("HasTrait(%q, PassesSideBySide) = %v, want %v", tt.name, got, tt.twoPasses)
 		}
 	}
 }

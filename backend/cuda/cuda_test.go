@@ -1188,10 +1188,16 @@ func TestDiscardedProducers(t *testing.T) {
 }
 
 // The registered backend declares itself an accelerator (laya serve batches
-// greedily on it by default); no GPU needed.
+// greedily on it by default) whose passes run side by side to advantage
+// (laya serve runs two dispatchers on it); no GPU needed.
 func TestRegisteredAsAccelerator(t *testing.T) {
-	if !backend.HasTrait(cuda.Name, backend.Accelerator) {
-		t.Error("cuda is not registered with backend.Accelerator")
+	for _, tr := range []struct {
+		name string
+		t    backend.Trait
+	}{{"Accelerator", backend.Accelerator}, {"PassesSideBySide", backend.PassesSideBySide}} {
+		if !backend.HasTrait(cuda.Name, tr.t) {
+			t.Errorf("cuda is not registered with backend.%s", tr.name)
+		}
 	}
 }
 

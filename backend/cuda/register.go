@@ -22,5 +22,5 @@ func init() {
 		}
 		opts.Log = func(msg string) { fmt.Fprintln(os.Stderr, msg) }
 		return Open(opts)
-	}, backend.Accelerator)
+	}, backend.Accelerator, backend.PassesSideBySide)
 }

@@ -49,15 +49,16 @@ func resolveBackend(name string, stderr io.Writer) (resolved, device string, err
 func greedyByDefault(name string) bool { return backend.HasTrait(name, backend.Accelerator) }
 
 // inferWorkersByDefault is laya serve's LAYA_INFER_WORKERS on the backend
-// registered as name when the variable is unset: two dispatchers on cuda,
-// whose passes each run on a CUDA stream of their own, so that a full pass's
-// host work (rows, tokens, recording, the answers of the one before) overlaps
-// the GPU's work on the other; the greedy dispatcher starts a second pass only
-// once its batch is full (serve's gatherWhileBusy). One elsewhere: a CPU's
-// passes already use every core, and no other GPU backend has been measured
-// with two.
+// registered as name when the variable is unset: two dispatchers on a
+// backend whose passes run side by side to advantage
+// (backend.PassesSideBySide: cuda, each pass on a CUDA stream of its own,
+// so that a full pass's host work, its rows, tokens, recording and the
+// answers of the one before, overlaps the GPU's work on the other); the
+// greedy dispatcher starts a second pass only once its batch is full
+// (serve's gatherWhileBusy). One elsewhere: a CPU's passes already use
+// every core, and no other GPU backend has been measured with two.
 func inferWorkersByDefault(name string) int {
-	if name == "cuda" {
+	if backend.HasTrait(name, backend.PassesSideBySide) {
 		return 2
 	}
 	return 1

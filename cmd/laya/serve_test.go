@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/laya-metal/laya"
+	"github.com/laya-metal/laya/backend"
+	"github.com/laya-metal/laya/backend/cpu"
 )
 
 func TestServeFlags(t *testing.T) {
@@ -332,7 +334,8 @@ func TestServeRouterMissingModelDir(t *testing.T) {
 }
 
 // The listening line says how the server batches: on cpu one dispatcher and the
-// window unless LAYA_* says otherwise; inferWorkersByDefault gives cuda two.
+// window unless LAYA_* says otherwise; inferWorkersByDefault gives a backend
+// registered with backend.PassesSideBySide (cuda) two.
 func TestServeListeningBatching(t *testing.T) {
 	for _, c := range []struct {
 		workers string
@@ -357,9 +360,19 @@ func TestServeListeningBatching(t *testing.T) {
 			}
 		})
 	}
-	for name, want := range map[string]int{"cuda": 2, "cpu": 1, "metal": 1, "metal-cuda": 1} {
+	registerSideBySide.Do(func() {
+		open := func() (backend.Backend, error) { return cpu.New(), nil }
+		backend.Register("test-gpu", open, backend.Accelerator)
+		backend.Register("test-gpu-side-by-side", open, backend.Accelerator, backend.PassesSideBySide)
+	})
+	for name, want := range map[string]int{"test-gpu-side-by-side": 2, "test-gpu": 1, "cpu": 1, "metal-emu": 1} {
 		if got := inferWorkersByDefault(name); got != want {
 			t.Errorf("inferWorkersByDefault(%q) = %d, want %d", name, got, want)
 		}
 	}
 }
+
+// registerSideBySide registers TestServeListeningBatching's backends once,
+// however often it runs (-count). The cuda package's own test checks that it
+// registers with backend.PassesSideBySide.
+var registerSideBySide sync.Once
