@@ -12,7 +12,9 @@
 # Writes OUT/laya-<preset>-<precision>-r<round>.json (laya-bench --format
 # json), OUT/laya-vary-<preset>-b<bucket>-r<round>.json (VARY token counts
 # cycled, default 32; 0 skips) and OUT/torch-<preset>.jsonl; summarize.py
-# turns them into the tables' CSV. LANGS (default "english multilingual")
+# turns them into the tables' CSV. WARMUP (default 10) requests before each
+# question count's timed RUNS: a model's refinement gate learns what its
+# batches cost over its first few dozen (backend.RefineGate). LANGS (default "english multilingual")
 # picks the checkpoints, so that a run too long for one command can be
 # two.
 set -uo pipefail
@@ -28,7 +30,7 @@ for lang in ${LANGS:-english multilingual}; do
 		for p in ${PRECISIONS:-fp32 fp16}; do
 			label=$(echo "$p" | tr ':=,' '___')
 			LAYA_CUDA=precision=${p/:/,} "$bin/laya-bench" --backend cuda --synthetic "$lang" --questions "${QUESTIONS:-1,10,50}" \
-				--warmup 10 --runs "${RUNS:-50}" --batch-size 64 --format json >"$out/laya-$lang-$label-r$r.json" 2>>"$out/laya.err"
+				--warmup "${WARMUP:-10}" --runs "${RUNS:-50}" --batch-size 64 --format json >"$out/laya-$lang-$label-r$r.json" 2>>"$out/laya.err"
 		done
 	done
 	# Requests cycling through VARY token counts (k extra words for request
