@@ -211,9 +211,10 @@ type Widener interface {
 // closes for cost where the shares keep it open. One batch in costExplore
 // that it opens for cost alone runs plain, so that a plain cost measured
 // badly (a first run that compiled or captured) is measured again, and one
-// in costProbe of a size whose reduced run was never measured (a size first
-// seen after the gate closed) runs reduced to measure it. Which precision a batch runs in changes only its speed and the
-// rounding of rows not near-ties: near-ties are refined either way.
+// in costProbe of a size whose reduced run was never measured (a size
+// first seen after the gate closed) runs reduced to measure it. Which
+// precision a batch runs in changes only its speed and the rounding of
+// rows not near-ties: near-ties are refined either way.
 type RefineGate struct {
 	mu     sync.Mutex
 	share  float64 // moving average of the share of near-tie rows, per batch observed
