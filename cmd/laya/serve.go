@@ -178,7 +178,8 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		os.Exit(1)
 	}()
 	// The batching an operator would otherwise have to infer from the backend's
-	// defaults: GPU backends start passes greedily, cuda runs two dispatchers.
+	// defaults: GPU backends start passes greedily, and those whose passes run side
+	// by side (cuda) have two dispatchers.
 	cfg.Logger.Info("listening", "addr", ln.Addr().String(), "backend", *backend, "batch_max", cfg.BatchMax,
 		"batch_greedy", cfg.BatchGreedy, "infer_workers", cfg.InferWorkers)
 	return srv.Run(ctx, ln)

@@ -14,9 +14,9 @@
 # cycled, default 32; 0 skips) and OUT/torch-<preset>.jsonl; summarize.py
 # turns them into the tables' CSV. WARMUP (default 10) requests before each
 # question count's timed RUNS: a model's refinement gate learns what its
-# batches cost over its first few dozen (backend.RefineGate). LANGS (default "english multilingual")
-# picks the checkpoints, so that a run too long for one command can be
-# two.
+# batches cost over its first few dozen (backend.RefineGate). LANGS
+# (default "english multilingual") picks the checkpoints, so that a run too
+# long for one command can be two.
 set -uo pipefail
 bin=$(cd "$1" && pwd)
 out=$2
