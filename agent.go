@@ -34,12 +34,14 @@ type loadConfig struct {
 	hub       *hub.Client // nil: hub.NewClient()
 }
 
-// WithBatchSize sets how many question rows run in one padded forward batch (default 16).
-// Batching changes speed and memory, never answers beyond float rounding.
+// WithBatchSize sets how many question rows run in one forward batch. By default the
+// backend chooses (backend.BatchSizer): on the cuda backend up to 64 rows, fewer where they
+// would pass 8,192 tokens; elsewhere 16. Batching changes speed and memory, never answers
+// beyond float rounding. WithBatchSize(0) leaves it to the backend, as not passing it does.
 func WithBatchSize(n int) Option {
 	return func(c *loadConfig) error {
-		if n < 1 {
-			return fmt.Errorf("laya: batch size %d, want ≥ 1", n)
+		if n < 0 {
+			return fmt.Errorf("laya: batch size %d, want ≥ 1 (0: the backend's)", n)
 		}
 		c.batchSize = n
 		return nil
@@ -113,7 +115,7 @@ type Predictor interface {
 // "convaiinnovations/laya/multilingual@main" (see WithHub): files come from the Hugging
 // Face cache, and are downloaded into it only when missing.
 func Load(ctx context.Context, pathOrRepo string, opts ...Option) (*Agent, error) {
-	cfg := loadConfig{batchSize: defaultBatchSize, backend: backend.Auto}
+	cfg := loadConfig{backend: backend.Auto}
 	for _, o := range opts {
 		if err := o(&cfg); err != nil {
 			return nil, err
@@ -146,7 +148,7 @@ func Load(ctx context.Context, pathOrRepo string, opts ...Option) (*Agent, error
 	}
 	a := &Agent{dir: dir, ckpt: ckpt, warnings: ckpt.Agent.Warnings, tok: tok, net: net, backend: net.be.Name(), auto: net.auto}
 	if prebuildPipelines != nil {
-		n, took, err := prebuildPipelines(ctx, net.be, ckpt, cfg.batchSize)
+		n, took, err := prebuildPipelines(ctx, net.be, ckpt, net.batchSize)
 		if err != nil {
 			net.close()
 			ckpt.Close()

@@ -280,8 +280,8 @@ func TestLoadErrors(t *testing.T) {
 			t.Errorf("%s: %v does not mention the local reading", tc.name, err)
 		}
 	}
-	if _, err := Load(ctx, checkpointDir("tiny-en"), WithBatchSize(0)); err == nil {
-		t.Error("WithBatchSize(0) accepted")
+	if _, err := Load(ctx, checkpointDir("tiny-en"), WithBatchSize(-1)); err == nil {
+		t.Error("WithBatchSize(-1) accepted")
 	}
 	if _, err := Load(ctx, checkpointDir("tiny-en"), WithBackend("")); err == nil {
 		t.Error("WithBackend(\"\") accepted")

@@ -30,8 +30,9 @@
 // (endpoint, token, cache, offline, progress). A path that does not exist,
 // does not start like a path (/, ./, ../, ~) and has the org/name shape is
 // read as a Hub reference; write ./models/x for a local directory. Other
-// options: WithBatchSize (question rows per padded forward batch; speed and
-// memory only, never answers beyond float rounding), WithBackend and
+// options: WithBatchSize (question rows per forward batch, by default the
+// backend's: 16, or on the cuda backend up to 64 rows and 8,192 tokens;
+// speed and memory only, never answers beyond float rounding), WithBackend and
 // WithBackendInstance (below).
 //
 // # States

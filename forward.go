@@ -35,8 +35,10 @@ type networkOptions struct {
 	Backend string // "auto" (default): backend.OpenAuto
 	// Instance, when set, is used instead of opening Backend; the network
 	// does not close it (WithBackendInstance).
-	Instance  backend.Backend
-	BatchSize int // rows per padded batch; default 16
+	Instance backend.Backend
+	// BatchSize is the most rows of a forward batch; 0 means the
+	// backend's (backend.BatchSizer: rows, and tokens), else 16.
+	BatchSize int
 	// PadID fills the right padding of a batch: the tokenizer's [PAD] id, as
 	// upstream's collate_items uses. Padded keys are masked everywhere, so it
 	// never changes an answer, but it must be a vocabulary id.
@@ -47,7 +49,8 @@ type networkOptions struct {
 	ActLogits bool
 }
 
-// defaultBatchSize is laya-mlx's batch size.
+// defaultBatchSize is laya-mlx's batch size, the rows of a batch on a
+// backend that is no backend.BatchSizer.
 const defaultBatchSize = 16
 
 // network is ModernBERT + decision head + scorer + act head on one backend.
@@ -57,13 +60,16 @@ type network struct {
 	auto      *backend.AutoChoice // what "auto" chose; nil when a backend was named
 	mapping   []byte              // the checkpoint's file mapping, if be was handed it
 	parts     forwardpass.Parts   // encoder, decision head, scorer, act head
-	batchSize int
-	padID     int32
-	vocab     int
-	maxLen    int // max_position_embeddings
-	nAct      int
-	actLogits bool               // read ActLogits back (networkOptions.ActLogits)
-	gate      backend.RefineGate // whether running reduced first pays (stream)
+	batchSize int                 // rows of a batch at most
+	// batchTokens, where not 0, ends a batch before a row that would take
+	// its tokens past it (backend.BatchSizer): never its first row.
+	batchTokens int
+	padID       int32
+	vocab       int
+	maxLen      int // max_position_embeddings
+	nAct        int
+	actLogits   bool               // read ActLogits back (networkOptions.ActLogits)
+	gate        backend.RefineGate // whether running reduced first pays (stream)
 }
 
 func newNetwork(ckpt *weights.Checkpoint, opts networkOptions) (*network, error) {
@@ -71,12 +77,8 @@ func newNetwork(ckpt *weights.Checkpoint, opts networkOptions) (*network, error)
 	if name == "" {
 		name = backend.Auto
 	}
-	batchSize := opts.BatchSize
-	switch {
-	case batchSize == 0:
-		batchSize = defaultBatchSize
-	case batchSize < 0:
-		return nil, fmt.Errorf("laya: batch size %d, want ≥ 1", batchSize)
+	if opts.BatchSize < 0 {
+		return nil, fmt.Errorf("laya: batch size %d, want ≥ 1 (0: the backend's)", opts.BatchSize)
 	}
 	vocab := ckpt.Encoder.VocabSize
 	if opts.PadID < 0 || opts.PadID >= vocab {
@@ -102,12 +104,20 @@ func newNetwork(ckpt *weights.Checkpoint, opts networkOptions) (*network, error)
 		be:        be,
 		ownsBe:    owns,
 		auto:      choice,
-		batchSize: batchSize,
+		batchSize: opts.BatchSize,
 		padID:     int32(opts.PadID),
 		vocab:     vocab,
 		maxLen:    ckpt.Encoder.MaxPositionEmbeddings,
 		nAct:      ckpt.Head.NAct,
 		actLogits: opts.ActLogits,
+	}
+	if n.batchSize == 0 {
+		n.batchSize = defaultBatchSize
+		if bs, ok := be.(backend.BatchSizer); ok {
+			if rows, tokens := bs.BatchLimits(); rows > 0 {
+				n.batchSize, n.batchTokens = rows, max(tokens, 0)
+			}
+		}
 	}
 	if ckpt.Weights != nil {
 		n.mapping = ckpt.Weights.Mapping()
@@ -135,7 +145,7 @@ func (n *network) close() error {
 	return n.be.Close()
 }
 
-// forward runs rows in padded batches of opts.BatchSize; outputs are in row order.
+// forward runs rows in batches (batchEnd); outputs are in row order.
 //
 // Rows run shortest first, so that a padded batch holds rows of similar lengths:
 // rows of mixed sizes (questions with few and many options, requests of one
@@ -187,8 +197,8 @@ func (n *network) runRows(ctx context.Context, rows []forwardRow, reduce bool) (
 	var near, kept []int   // rows of reduced-precision batches to run again (refine), and the others
 	var base, used float32 // the backend's margin, and the largest the batches used
 	_, refiner := n.be.(backend.Refiner)
-	for start := 0; start < len(sorted); start += n.batchSize {
-		end := min(start+n.batchSize, len(sorted))
+	for start, end := 0, 0; start < len(sorted); start = end {
+		end = n.batchEnd(start, len(sorted), func(i int) int { return len(sorted[i].IDs) })
 		tokens := 0
 		for _, row := range sorted[start:end] {
 			tokens += len(row.IDs)
@@ -324,7 +334,7 @@ func (n *network) refine(ctx context.Context, rows []forwardRow, idx []int, out 
 }
 
 // widen runs the rows whose outputs are not finite again on the backend's
-// wider precision (backend.Widener), in batches of batchSize, shortest
+// wider precision (backend.Widener), in batches (batchEnd), shortest
 // first, and puts their outputs in out: an activation past the range of
 // the backend's own precision (fp16's 65504 in the cuda backend's GEMM
 // operands) makes a row's outputs NaN there, where a wider one answers it
@@ -343,12 +353,13 @@ func (n *network) widen(ctx context.Context, rows []forwardRow, out []rowOutput)
 		}
 	}
 	slices.SortStableFunc(idx, func(a, b int) int { return len(rows[a].IDs) - len(rows[b].IDs) })
-	for start := 0; start < len(idx); start += n.batchSize {
+	for start, end := 0, 0; start < len(idx); start = end {
 		s := w.WideStream()
 		if s == nil {
 			return nil
 		}
-		batch := idx[start:min(start+n.batchSize, len(idx))]
+		end = n.batchEnd(start, len(idx), func(i int) int { return len(rows[idx[i]].IDs) })
+		batch := idx[start:end]
 		again := make([]forwardRow, len(batch))
 		for i, k := range batch {
 			again[i] = rows[k]
@@ -362,6 +373,21 @@ func (n *network) widen(ctx context.Context, rows []forwardRow, out []rowOutput)
 		}
 	}
 	return nil
+}
+
+// batchEnd is the end of the batch that starts at row start of n rows,
+// whose token counts tokens gives: batchSize rows at most, and where the
+// backend bounds them, no more rows than fit in batchTokens tokens, but
+// always the first, whatever its length.
+func (n *network) batchEnd(start, end int, tokens func(i int) int) int {
+	i, sum := start, 0
+	for ; i < end && i-start < n.batchSize; i++ {
+		sum += tokens(i)
+		if n.batchTokens > 0 && sum > n.batchTokens && i > start {
+			break
+		}
+	}
+	return i
 }
 
 func (n *network) checkRow(r forwardRow) error {

@@ -178,6 +178,19 @@ type Widener interface {
 	WideStream() Stream
 }
 
+// BatchSizer is implemented by backends whose best forward batch is not the
+// CPU's few rows: a GPU's cost per row falls as a batch grows until its
+// multiprocessors are full (on the cuda backend one English question of 93
+// tokens takes 1.2 ms, ten 2.2 and fifty 8.0), so a caller that leaves the
+// batch size to the backend (laya.WithBatchSize unset) runs up to rows rows
+// in one batch, fewer where their tokens would pass tokens (never fewer than
+// one row): the token bound keeps a batch's activations, which grow with its
+// tokens, in device memory whatever the rows' lengths. Batching changes no
+// answer beyond float rounding.
+type BatchSizer interface {
+	BatchLimits() (rows, tokens int)
+}
+
 // RefineGate is a Refiner's caller's account of whether running reduced
 // first pays: a batch's reduced run saves a share of its plain cost, and
 // each row run again costs a plain run of that row, so once more than

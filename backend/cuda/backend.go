@@ -973,6 +973,11 @@ func (b *Backend) ReducedStream(tokens int) (backend.Stream, float32) {
 	return b.newStream(FP16), o.Refine
 }
 
+// BatchLimits is backend.BatchSizer: Options.BatchRows and BatchTokens.
+func (b *Backend) BatchLimits() (rows, tokens int) {
+	return cmp.Or(b.opts.BatchRows, DefaultBatchRows), cmp.Or(b.opts.BatchTokens, DefaultBatchTokens)
+}
+
 // WideStream is backend.Widener: in FP16X2, FP16 and BF16, a stream in
 // FP32 on the same resident float32 weights the 16-bit copies were made
 // from (cuBLAS's pedantic float32 GEMMs, as an FP32 backend runs them), for

@@ -295,6 +295,9 @@
 // cache=DIR|off keeps the compiled kernels in DIR instead of
 // os.UserCacheDir()/laya-metal/cuda, or compiles them at every Open;
 // refine=MARGIN|off and refinetokens=N set the refinement (above);
+// batchrows=N and batchtokens=N the forward batch of a caller that leaves
+// it to the backend (backend.BatchSizer: up to 64 rows, fewer where they
+// would pass 8,192 tokens; a GPU with little memory takes fewer tokens);
 // define=NAME=VALUE (repeatable) sets one of kernels.cu's compile-time
 // tunables (KernelTunables: the blocks a multiprocessor of the attention
 // kernels and linear_mma, a cap on their registers; the unroll of the

@@ -319,6 +319,12 @@ type Options struct {
 	// RefineTokens is the fewest tokens a batch runs in FP16 first; 0 means
 	// DefaultRefineTokens.
 	RefineTokens int
+	// BatchRows and BatchTokens are the backend's forward batch
+	// (backend.BatchSizer) for a caller that leaves it to the backend: up
+	// to BatchRows rows, fewer where they would pass BatchTokens tokens; 0
+	// means DefaultBatchRows and DefaultBatchTokens. A GPU with less memory
+	// takes a lower BatchTokens: a batch's activations grow with its tokens.
+	BatchRows, BatchTokens int
 	// KernelCache is the directory the compiled kernels are kept in
 	// between processes (default: os.UserCacheDir()/laya-metal/cuda);
 	// "off" compiles them at every Open.
@@ -406,14 +412,14 @@ func defineFlags(defines map[string]int) []string {
 // submit=N|off, splits=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnrows=4|6|8|off, attnsplit=off|on, attnreg=on|off, attnterms=0|1|2,
 // attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gatherfold=on|off, gemm=lt|blas, tune=on|off,
 // tunecands=N, splitk=off|on, tunecold=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, clrows=N, clcols=32|64|128, wgrows=N, wgsplits=N, wgring=N, wgtma=off|on, kbatch=N, kbatchk=N, l2pf=N, l2pfdepth=N, pdl=on|off, geglu=vec|scalar, cache=DIR|off,
-// refine=MARGIN|off, refinetokens=N, define=NAME=VALUE (repeatable: Options.Defines),
+// refine=MARGIN|off, refinetokens=N, batchrows=N, batchtokens=N, define=NAME=VALUE (repeatable: Options.Defines),
 // driver=PATH, nvrtc=PATH, cublas=PATH (the libraries: a CUDA install outside the
 // loader path, or the tests' kernel emulator, which then runs every command that takes
 // LAYA_CUDA on the CPU).
 func ParseOptions(s string) (Options, error) {
 	var o Options
 	ints := map[string]*int{"device": &o.Device, "bucket": &o.Bucket, "attnqpw": &o.QueriesPerWarp,
-		"attnwarps": &o.AttentionWarps, "mmawarps": &o.MMAWarps, "attnterms": &o.AttentionTerms, "maxgraphs": &o.MaxGraphs, "refinetokens": &o.RefineTokens, "tunecands": &o.TuneCandidates, "splits": &o.SubmitSplits, "mmarows": &o.MMARows, "mmacols": &o.MMACols, "clrows": &o.ClusterRows, "clcols": &o.ClusterCols, "wgrows": &o.WGRows, "wgsplits": &o.WGSplits, "wgring": &o.WGRing, "kbatch": &o.KBatchRows, "kbatchk": &o.KBatchMinK, "l2pf": &o.PrefetchRows, "l2pfdepth": &o.PrefetchDepth}
+		"attnwarps": &o.AttentionWarps, "mmawarps": &o.MMAWarps, "attnterms": &o.AttentionTerms, "maxgraphs": &o.MaxGraphs, "refinetokens": &o.RefineTokens, "batchrows": &o.BatchRows, "batchtokens": &o.BatchTokens, "tunecands": &o.TuneCandidates, "splits": &o.SubmitSplits, "mmarows": &o.MMARows, "mmacols": &o.MMACols, "clrows": &o.ClusterRows, "clcols": &o.ClusterCols, "wgrows": &o.WGRows, "wgsplits": &o.WGSplits, "wgring": &o.WGRing, "kbatch": &o.KBatchRows, "kbatchk": &o.KBatchMinK, "l2pf": &o.PrefetchRows, "l2pfdepth": &o.PrefetchDepth}
 	// Two-word options: the words, and the field that is whether it is
 	// the second.
 	words := map[string]struct {
@@ -460,7 +466,7 @@ func ParseOptions(s string) (Options, error) {
 			}
 			*map[string]*string{"driver": &o.Driver, "nvrtc": &o.NVRTC, "cublas": &o.CUBLAS}[k] = v
 		default:
-			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, submit=N|off, splits=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnrows=4|6|8|off, attnsplit=off|on, attnreg=on|off, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gatherfold=on|off, gemm=lt|blas, tune=on|off, tunecands=N, splitk=off|on, tunecold=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, clrows=N, clcols=32|64|128, wgrows=N, wgsplits=N, wgring=N, wgtma=off|on, kbatch=N, kbatchk=N, l2pf=N, l2pfdepth=N, pdl=on|off, geglu=vec|scalar, cache=DIR|off, refine=MARGIN|off, refinetokens=N, define=NAME=VALUE, driver=PATH, nvrtc=PATH, cublas=PATH)")
+			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, submit=N|off, splits=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnrows=4|6|8|off, attnsplit=off|on, attnreg=on|off, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gatherfold=on|off, gemm=lt|blas, tune=on|off, tunecands=N, splitk=off|on, tunecold=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, clrows=N, clcols=32|64|128, wgrows=N, wgsplits=N, wgring=N, wgtma=off|on, kbatch=N, kbatchk=N, l2pf=N, l2pfdepth=N, pdl=on|off, geglu=vec|scalar, cache=DIR|off, refine=MARGIN|off, refinetokens=N, batchrows=N, batchtokens=N, define=NAME=VALUE, driver=PATH, nvrtc=PATH, cublas=PATH)")
 		}
 		if err == nil {
 			err = o.check()
@@ -527,6 +533,10 @@ func (o Options) check() error {
 		return fmt.Errorf("refine=%g, want a logit margin above 0, or 0 (off)", o.Refine)
 	case o.RefineTokens < 0:
 		return fmt.Errorf("refinetokens=%d, want a token count (0: %d)", o.RefineTokens, DefaultRefineTokens)
+	case o.BatchRows < 0:
+		return fmt.Errorf("batchrows=%d, want the most rows of a forward batch (0: %d)", o.BatchRows, DefaultBatchRows)
+	case o.BatchTokens < 0:
+		return fmt.Errorf("batchtokens=%d, want the most tokens of a forward batch (0: %d)", o.BatchTokens, DefaultBatchTokens)
 	case o.AttentionTerms < 0 || o.AttentionTerms > 2:
 		return fmt.Errorf("attnterms=%d, want 1 or 2 (0: the precision's)", o.AttentionTerms)
 	case o.MMACols != 0 && o.MMACols != 64 && o.MMACols != 128:
@@ -611,6 +621,17 @@ const DefaultKBatchRows = 128
 // share of near-ties (backend.SmallShare). Under 64 tokens the GEMMs
 // wait on latency alone and FP16 saves too little to risk a second run.
 const DefaultRefineTokens = 64
+
+// DefaultBatchRows and DefaultBatchTokens are Options.BatchRows and
+// BatchTokens: fifty questions of 93 tokens (4,237 packed) in one batch, as
+// laya-bench's tables run them, where 16 rows a batch (the CPU's) ran them
+// as four batches one after another; and the largest batch about twice
+// that, whose activations (about 0.45 MB a token for the English model,
+// each request shape cached with its own) stay a few GB.
+const (
+	DefaultBatchRows   = 64
+	DefaultBatchTokens = 8192
+)
 
 func (o Options) refining() bool { return o.Precision == FP16X2 && o.Refine > 0 }
 

@@ -78,7 +78,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	questions := fs.String("questions", "1,10", "comma-separated question counts, one workload each (live)")
 	warmup := fs.Int("warmup", 3, "untimed requests of each configuration per workload (live)")
 	runs := fs.Int("runs", 20, "timed pairs per workload (live)")
-	batchSize := fs.Int("batch-size", 16, "rows per padded forward batch (live)")
+	batchSize := fs.Int("batch-size", 0, "question rows per forward batch, 0 for the backend's: 16, on cuda up to 64 rows and 8192 tokens (live)")
 	tokDir := fs.String("tokenizer", "", "tokenizer `DIR` for synthetic= checkpoints (default: the ModernBERT tokenizer built into laya-bench)")
 	format := fs.String("format", "md", "output: md or json")
 	seed := fs.Uint64("seed", 1, "bootstrap seed")

@@ -48,7 +48,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.warmup, "warmup", 5, "untimed runs before timing")
 	fs.IntVar(&o.vary, "vary", 0, "cycle each workload's state through `N` token counts (request k has k mod N extra words), as real traffic varies: on cuda this shows what its token buckets buy (LAYA_CUDA=bucket=1 turns them off)")
 	fs.IntVar(&o.runs, "runs", 50, "timed runs per workload")
-	fs.IntVar(&o.batchSize, "batch-size", 16, "rows per padded forward batch")
+	fs.IntVar(&o.batchSize, "batch-size", 0, "question rows per forward batch, 0 for the backend's: 16, on cuda up to 64 rows and 8192 tokens")
 	fs.BoolVar(&o.long, "long", false, "use a long state that fills the context (full-context workload)")
 	fs.StringVar(&o.format, "format", "md", "output: md (table), json (with raw samples), gobench (for benchstat)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the timed runs to `FILE` (go tool pprof)")

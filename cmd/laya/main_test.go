@@ -21,7 +21,7 @@ func TestUsageErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"predict", "--nope"}, "laya predict: unknown flag --nope (flags: --backend, --batch-size, --long, --max-windows, --model, --overlap, --preset, --questions, --request, --state, --tournament)"},
-		{[]string{"predict", "--batch-size", "x"}, `laya predict: --batch-size "x": want an integer (question rows per forward batch)`},
+		{[]string{"predict", "--batch-size", "x"}, `laya predict: --batch-size "x": want an integer (question rows per forward batch, 0 for the backend's: 16, on cuda up to 64 rows and 8192 tokens)`},
 		{[]string{"predict", "--state", "x", "--preset", "triage"}, "laya predict: --model is required: a checkpoint DIR or a Hub id such as convaiinnovations/laya"},
 		{[]string{"predict", "--model", predictModel}, "laya predict: give --request FILE, or --state with --questions or --preset"},
 		{[]string{"predict", "--model", predictModel, "--state", "x", "--preset", "nope"}, `laya predict: --preset "nope": use triage, email, guard, moderation or router`},

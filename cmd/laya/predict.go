@@ -83,7 +83,7 @@ func runPredict(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	fs := newFlags("predict", fmt.Sprintf(predictUsage, backendList()), stderr)
 	model := fs.String("model", "", "Laya checkpoint `DIR`")
 	backend := fs.String("backend", "auto", "compute `backend`: "+backendList())
-	batchSize := fs.Int("batch-size", 16, "question rows per forward batch")
+	batchSize := fs.Int("batch-size", 0, "question rows per forward batch, 0 for the backend's: 16, on cuda up to 64 rows and 8192 tokens")
 	requestArg := fs.String("request", "", "request JSON `FILE`, or - for stdin")
 	stateArg := fs.String("state", "", "state `TEXT`, @FILE, or - for stdin")
 	questionsArg := fs.String("questions", "", "questions JSON `FILE`, or the JSON itself")

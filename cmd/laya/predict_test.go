@@ -103,7 +103,7 @@ func TestPredictCommandErrors(t *testing.T) {
 		{"missing questions file", []string{"--model", predictModel, "--state", "x", "--questions", "no-such-questions.json"}, "--questions: open no-such-questions.json: "},
 		{"missing model dir", []string{"--model", "./no/such/dir", "--state", "x", "--questions", noul}, "not a Laya checkpoint"},
 		{"hub id offline, not cached", []string{"--model", "nobody/no-such-laya", "--state", "x", "--questions", noul}, "HF_HUB_OFFLINE"},
-		{"bad batch size", []string{"--model", predictModel, "--batch-size", "0", "--state", "x", "--questions", noul}, "batch size 0"},
+		{"bad batch size", []string{"--model", predictModel, "--batch-size", "-1", "--state", "x", "--questions", noul}, "batch size -1"},
 		{"long and tournament", []string{"--model", predictModel, "--long", "--tournament", "--state", "x", "--questions", noul}, "give --long or --tournament, not both"},
 		{"windows without long", []string{"--model", predictModel, "--max-windows", "3", "--state", "x", "--questions", noul}, "need --long"},
 		{"too many windows", []string{"--model", predictModel, "--long", "--max-windows", "1000", "--state", "x", "--questions", noul}, "--max-windows 1000: want 1 to 256"},

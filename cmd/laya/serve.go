@@ -80,7 +80,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	autoTask := fs.Bool("auto-task", os.Getenv("LAYA_AUTO_TASK") == "1", "with --router: route typed-decisions workflows automatically (LAYA_AUTO_TASK)")
 	addr := fs.String("addr", envAddr(cfg.Addr), "listen `address` (host:port; LAYA_HOST, LAYA_PORT)")
 	backend := fs.String("backend", "auto", "compute `backend`: "+backendList())
-	batchSize := fs.Int("batch-size", 0, "question rows per padded forward batch (default LAYA_BATCH_MAX)")
+	batchSize := fs.Int("batch-size", 0, "question rows per forward batch (default LAYA_BATCH_MAX where set, else the backend's: 16, on cuda up to 64 rows and 8192 tokens)")
 	logLevel := fs.String("log-level", envOr("LAYA_LOG_LEVEL", "info"), "log `level`: debug, info, warn, error (LAYA_LOG_LEVEL)")
 	logFormat := fs.String("log-format", envOr("LAYA_LOG_FORMAT", "json"), "log `format`: json (one object per line) or text (LAYA_LOG_FORMAT)")
 	if help, err := parseFlags(fs, args); help || err != nil {
@@ -124,9 +124,11 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if envOr("LAYA_INFER_WORKERS", "") == "" {
 		cfg.InferWorkers = inferWorkersByDefault(resolved)
 	}
-	if *batchSize == 0 {
-		// One padded forward holds up to LAYA_BATCH_MAX rows, the knob upstream sizes
-		// device memory with.
+	if *batchSize == 0 && envOr("LAYA_BATCH_MAX", "") != "" {
+		// One forward holds up to LAYA_BATCH_MAX rows when it is set, the knob
+		// upstream sizes device memory with. Unset, the backend's batch: on cuda
+		// one forward for a pass of several questions each, where 16 rows a
+		// forward ran a pass of sixteen three-question requests as three.
 		*batchSize = cfg.BatchMax
 	}
 	loadOpts := []laya.Option{laya.WithBackend(*backend), laya.WithBatchSize(*batchSize),
