@@ -179,7 +179,7 @@ func DefaultConfig() Config {
 var EnvVars = [][2]string{
 	{"LAYA_BATCH_WINDOW_MS", "batch window in ms; 0 = no batching (10)"},
 	{"LAYA_BATCH_GREEDY", "1: a pass takes what is queued at once, no window; laya serve: on for GPU backends (0)"},
-	{"LAYA_BATCH_MAX", "requests per pass (16)"},
+	{"LAYA_BATCH_MAX", "requests per pass; laya serve: rows per forward too (16)"},
 	{"LAYA_QUEUE_MAX", "requests waiting; more get 503 (64)"},
 	{"LAYA_REQUEST_TIMEOUT_S", "queue wait + inference budget; past it 504 (120)"},
 	{"LAYA_SHUTDOWN_GRACE_S", "drain budget on SIGTERM/SIGINT (30)"},

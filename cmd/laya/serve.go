@@ -80,7 +80,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	autoTask := fs.Bool("auto-task", os.Getenv("LAYA_AUTO_TASK") == "1", "with --router: route typed-decisions workflows automatically (LAYA_AUTO_TASK)")
 	addr := fs.String("addr", envAddr(cfg.Addr), "listen `address` (host:port; LAYA_HOST, LAYA_PORT)")
 	backend := fs.String("backend", "auto", "compute `backend`: "+backendList())
-	batchSize := fs.Int("batch-size", 0, "question rows per forward batch, 0 for the backend's: 16, on cuda up to 64 rows and 8192 tokens (LAYA_BATCH_MAX counts requests a pass)")
+	batchSize := fs.Int("batch-size", 0, "question rows per forward batch (default LAYA_BATCH_MAX)")
 	logLevel := fs.String("log-level", envOr("LAYA_LOG_LEVEL", "info"), "log `level`: debug, info, warn, error (LAYA_LOG_LEVEL)")
 	logFormat := fs.String("log-format", envOr("LAYA_LOG_FORMAT", "json"), "log `format`: json (one object per line) or text (LAYA_LOG_FORMAT)")
 	if help, err := parseFlags(fs, args); help || err != nil {
@@ -124,10 +124,15 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if envOr("LAYA_INFER_WORKERS", "") == "" {
 		cfg.InferWorkers = inferWorkersByDefault(resolved)
 	}
-	// A pass's rows (LAYA_BATCH_MAX requests, each one or more questions) run in
-	// forward batches of --batch-size rows, by default the backend's: on cuda
-	// up to 64 rows and 8,192 tokens, so that sixteen requests of three
-	// questions run as one forward, not three of 16 rows.
+	if *batchSize == 0 {
+		// One forward holds up to LAYA_BATCH_MAX rows, the knob upstream sizes
+		// device memory with; not the backend's larger batch (cuda's 64 rows):
+		// a pass's size varies with the traffic, and every size of a larger
+		// forward is a shape of its own for cuda to tune and capture; measured in
+		// short runs on an H100, where those first runs weigh most, it did not
+		// serve better (docs/cuda-perf-log.md).
+		*batchSize = cfg.BatchMax
+	}
 	loadOpts := []laya.Option{laya.WithBackend(*backend), laya.WithBatchSize(*batchSize),
 		laya.WithHub(progressClient(stderr))}
 
