@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"unsafe"
@@ -292,6 +294,9 @@ type ltGEMMs struct {
 	lib   *cublasLt
 	mu    sync.Mutex
 	plans map[ltKey]*ltPlan
+	// tuned holds the algorithm timed fastest for a row class's first
+	// shape, by the class's key (tuneClassKey; Options.TuneShare).
+	tuned map[ltKey]ltAlgo
 
 	tuneMu       sync.Mutex // serialises tuning: the fields below
 	scratch      uintptr
@@ -560,7 +565,7 @@ func (x *run) gemmLt(g *ltGEMM) (bool, error) {
 		return false, nil
 	}
 	if !tuned && x.tune && !b.opts.NoTune {
-		if pick, err = b.tune(x, p, g, desc); err != nil {
+		if pick, err = b.tune(x, p, g, desc, g.key()); err != nil {
 			return false, err
 		}
 	}
@@ -627,15 +632,29 @@ func (b *Backend) ltPlan(h uintptr, key ltKey, desc uintptr) (*ltPlan, error) {
 // segment computes does not depend on tuning (only on the algorithm
 // chosen). They run with g's beta (D = C = the scratch) and epilogue, so
 // that each is timed doing the work g's call does.
-func (b *Backend) tune(x *run, p *ltPlan, g *ltGEMM, desc uintptr) (int, error) {
+func (b *Backend) tune(x *run, p *ltPlan, g *ltGEMM, desc uintptr, key ltKey) (int, error) {
 	L := b.lt
 	L.tuneMu.Lock()
 	defer L.tuneMu.Unlock()
 	L.mu.Lock()
 	pick, tuned := p.pick, p.tuned
+	class := tuneClassKey(key)
+	share, first := -1, false
+	if algo, ok := L.tuned[class]; !ok {
+		first = true // what this shape's timing picks is the class's
+	} else if b.opts.TuneShare {
+		share = slices.IndexFunc(p.cands, func(h ltHeuristic) bool { return h.algo == algo })
+	}
+	if !tuned && share >= 0 {
+		p.pick, p.tuned = share, true
+	}
 	L.mu.Unlock()
 	if tuned {
 		return pick, nil
+	}
+	if share >= 0 {
+		b.count(func(st *Stats) { st.GEMMTuneShared++ })
+		return share, nil
 	}
 	// A failure while timing (an event, a candidate the library took and
 	// then failed) leaves the heuristic's choice: tuning only ranks
@@ -647,6 +666,9 @@ func (b *Backend) tune(x *run, p *ltPlan, g *ltGEMM, desc uintptr) (int, error) 
 	}
 	L.mu.Lock()
 	p.pick, p.tuned = pick, true
+	if first && err == nil && L.tuned != nil {
+		L.tuned[class] = p.cands[pick].algo
+	}
 	L.mu.Unlock()
 	b.count(func(st *Stats) {
 		st.GEMMTuned++
@@ -741,6 +763,37 @@ func (b *Backend) timeCandidates(x *run, p *ltPlan, g *ltGEMM, desc uintptr) (in
 		}
 	}
 	return pick, nil
+}
+
+// TuneClass is the row class of a GEMM of m rows whose shapes share a tuned
+// algorithm (Options.TuneShare). Up to 128 rows (one short question) each
+// m is its own, timed for itself: there a launch's latency is most of its
+// time and few sizes recur. Past it, m is rounded up to a
+// multiple of a sixteenth of the least power of two above it, so that the
+// shapes of a class lie within an eighth of each other (a batch of 855 rows
+// shares with 833 to 896, one of 4,237 with 4,097 to 4,608). A shape takes
+// its class's algorithm only where the heuristic offers it that one too.
+func TuneClass(m int) int {
+	if m <= 128 {
+		return m
+	}
+	unit := 1 << (bits.Len(uint(m)) - 4)
+	return (m + unit - 1) / unit * unit
+}
+
+// tuneClassKey is the key of k's row class: its rows the class's
+// (TuneClass), and the strides of a batch's second matrices that grow with
+// the rows (an fp16x2 GEMM's terms of x and of its output, m·k and m·n
+// apart) taken a row at a time.
+func tuneClassKey(k ltKey) ltKey {
+	c := k
+	c.m = TuneClass(k.m)
+	for _, s := range []*int64{&c.strideB, &c.strideD} {
+		if *s != 0 && *s%int64(k.m) == 0 {
+			*s = -*s / int64(k.m)
+		}
+	}
+	return c
 }
 
 // coldWeights returns where a timed launch reads its weight of wbytes:

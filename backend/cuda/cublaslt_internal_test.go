@@ -206,15 +206,10 @@ func TestEmuSplitKCandidates(t *testing.T) {
 	splitKCandidatesRun(t, be.(*Backend), 24, 1024, 160, true)
 }
 
-// splitKCandidatesRun is TestSplitKCandidates on b, for an m×k by k×n
-// product; must: the library must offer split variants.
-func splitKCandidatesRun(t *testing.T, b *Backend, m, k, n int, must bool) {
-	be := backend.Backend(b)
-	if b.lt == nil {
-		t.Skip("no cuBLASLt")
-	}
-	seed := uint64(5)
-	values := func(count int, scale float32) []float32 {
+// lcgValues returns a source of count values uniform in (−scale, scale),
+// the same for the same seed.
+func lcgValues(seed uint64) func(count int, scale float32) []float32 {
+	return func(count int, scale float32) []float32 {
 		v := make([]float32, count)
 		for i := range v {
 			seed = seed*6364136223846793005 + 1442695040888963407
@@ -222,6 +217,16 @@ func splitKCandidatesRun(t *testing.T, b *Backend, m, k, n int, must bool) {
 		}
 		return v
 	}
+}
+
+// splitKCandidatesRun is TestSplitKCandidates on b, for an m×k by k×n
+// product; must: the library must offer split variants.
+func splitKCandidatesRun(t *testing.T, b *Backend, m, k, n int, must bool) {
+	be := backend.Backend(b)
+	if b.lt == nil {
+		t.Skip("no cuBLASLt")
+	}
+	values := lcgValues(5)
 	x, w := values(m*k, 1), values(n*k, 1.0/32)
 	raw := unsafe.Slice((*byte)(unsafe.Pointer(&w[0])), 4*len(w))
 	W, err := be.Upload("w", backend.F32, n, k, raw)
@@ -323,5 +328,121 @@ func TestColdWeights(t *testing.T) {
 		if !slices.Equal(got, c.want) {
 			t.Errorf("%s: weights at %#x, want %#x", c.name, got, c.want)
 		}
+	}
+}
+
+func TestTuneClass(t *testing.T) {
+	for _, c := range []struct{ m, class int }{
+		{1, 1}, {93, 93}, {128, 128}, // few rows: each its own
+		{129, 144}, {144, 144}, {145, 160}, {255, 256}, {256, 256}, {257, 288},
+		{833, 896}, {855, 896}, {896, 896}, {897, 960}, {1024, 1024}, {1025, 1152},
+		{4097, 4608}, {4237, 4608}, {4608, 4608}, {4609, 5120}, {8192, 8192},
+	} {
+		if got := TuneClass(c.m); got != c.class {
+			t.Errorf("TuneClass(%d) = %d, want %d", c.m, got, c.class)
+		}
+	}
+	// A class lies within an eighth of its least member.
+	for m := 129; m < 20000; m++ {
+		if c := TuneClass(m); c < m || float64(c-m) > float64(m)/8 {
+			t.Fatalf("TuneClass(%d) = %d", m, c)
+		}
+	}
+	// An fp16x2 GEMM's second terms lie m·k and m·n on: per row in the
+	// class's key, so that its sizes share; a stride that does not grow
+	// with the rows (k's halves) stays.
+	a := ltKey{m: 850, n: 64, k: 128, batch: 2, strideB: 850 * 128, strideD: 850 * 64}
+	b := ltKey{m: 870, n: 64, k: 128, batch: 2, strideB: 870 * 128, strideD: 870 * 64}
+	if tuneClassKey(a) != tuneClassKey(b) {
+		t.Errorf("keys of 850 and 870 rows: %+v and %+v, want one class", tuneClassKey(a), tuneClassKey(b))
+	}
+	h := ltKey{m: 850, n: 64, k: 64, ld: 128, batch: 2, strideA: 64, strideB: 64, strideD: 850 * 64}
+	if c := tuneClassKey(h); c.strideB != 64 || c.strideA != 64 {
+		t.Errorf("k's halves: class key %+v", c)
+	}
+}
+
+// A shape of more than 128 rows takes the algorithm its row class's first
+// shape was timed to, where its own candidates hold it, and times nothing;
+// a shape of another class, or without tuneshare=on, times its candidates.
+// Every run computes the product.
+func TestEmuTuneShare(t *testing.T) {
+	for _, share := range []bool{true, false} {
+		t.Run(fmt.Sprint("share=", share), func(t *testing.T) {
+			opts := emuOptions(t)
+			opts.Precision, opts.NoGraphs, opts.NoSmallLinear, opts.TuneShare = FP16, true, true, share
+			bi, err := Open(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer bi.Close()
+			b := bi.(*Backend)
+			const k, n = 64, 48
+			values := lcgValues(9)
+			w := values(n*k, 1.0/8)
+			W, err := bi.Upload("w", backend.F32, n, k, unsafe.Slice((*byte)(unsafe.Pointer(&w[0])), 4*len(w)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			h16 := func(v float32) float64 { return float64(half.Float16ToFloat32(half.Float32ToFloat16(v))) }
+			pickOf := func(m int) ltAlgo {
+				b.lt.mu.Lock()
+				defer b.lt.mu.Unlock()
+				for key, p := range b.lt.plans {
+					if key.m == m && key.n == n && key.k == k && p.tuned {
+						return p.cands[p.pick].algo
+					}
+				}
+				t.Fatalf("no tuned plan of %d rows", m)
+				return ltAlgo{}
+			}
+			var first ltAlgo
+			for i, c := range []struct {
+				m             int
+				tuned, shared int  // the counters after it
+				firsts        bool // in the first's class
+			}{
+				{200, 1, 0, true},  // class 208: timed
+				{193, 1, 1, true},  // class 208: the first's
+				{240, 2, 1, false}, // class 240: timed
+				{207, 2, 2, true},  // class 208 again
+			} {
+				x := values(c.m*k, 1)
+				s := bi.NewStream()
+				y := s.New(c.m, n)
+				s.Linear(y, s.FromHost(c.m, k, x), W, nil, backend.Identity)
+				got := make([]float32, c.m*n)
+				if err := s.Read(context.Background(), y, got); err != nil {
+					t.Fatal(err)
+				}
+				s.Close()
+				for r := range c.m {
+					for col := range n {
+						want, mag := 0.0, 0.0
+						for j := range k {
+							v := h16(x[r*k+j]) * h16(w[col*k+j])
+							want += v
+							mag += math.Abs(v)
+						}
+						if d := math.Abs(float64(got[r*n+col]) - want); !(d <= 8*k*0x1p-24*mag+1e-5) {
+							t.Fatalf("%d rows: output (%d, %d) is %v, want %v", c.m, r, col, got[r*n+col], want)
+						}
+					}
+				}
+				st := b.Stats()
+				wantTuned, wantShared := c.tuned, c.shared
+				if !share {
+					wantTuned, wantShared = i+1, 0
+				}
+				if st.GEMMTuned != wantTuned || st.GEMMTuneShared != wantShared {
+					t.Fatalf("after %d rows: %d shapes tuned, %d shared; want %d and %d", c.m, st.GEMMTuned, st.GEMMTuneShared, wantTuned, wantShared)
+				}
+				if i == 0 {
+					first = pickOf(c.m)
+				} else if share && c.firsts && pickOf(c.m) != first {
+					t.Errorf("%d rows took another algorithm than its class's first", c.m)
+				}
+			}
+		})
 	}
 }

@@ -172,6 +172,8 @@ func TestParseOptions(t *testing.T) {
 		{"refinetokens=-1", cuda.Options{}, true},
 		{"batchrows=32,batchtokens=4096", cuda.Options{BatchRows: 32, BatchTokens: 4096}, false},
 		{"batchrows=-1", cuda.Options{}, true},
+		{"tuneshare=on", cuda.Options{TuneShare: true}, false},
+		{"tuneshare=yes", cuda.Options{}, true},
 		{"batchtokens=-8", cuda.Options{}, true},
 		{"precision=fp8", cuda.Options{}, true},
 		{"graphs=maybe", cuda.Options{}, true},
