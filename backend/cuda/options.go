@@ -631,8 +631,8 @@ const DefaultKBatchRows = 128
 const DefaultRefineTokens = 64
 
 // DefaultBatchRows and DefaultBatchTokens are Options.BatchRows and
-// BatchTokens: fifty questions of 93 tokens (4,237 packed) in one batch, as
-// laya-bench's tables run them, where 16 rows a batch (the CPU's) ran them
+// BatchTokens: laya-bench's fifty questions (4,237 tokens packed) in one
+// batch, as its tables run them, where 16 rows a batch (the CPU's) ran them
 // as four batches one after another; and the largest batch about twice
 // that, whose activations (about 0.45 MB a token for the English model,
 // each request shape cached with its own) stay a few GB.
