@@ -29,14 +29,26 @@ func TestBatchEnd(t *testing.T) {
 			n := &network{batchSize: tt.rows, batchTokens: tt.tokens}
 			var got []int
 			for start, end := 0, 0; start < len(tt.lens); start = end {
-				end = n.batchEnd(start, len(tt.lens), func(i int) int { return tt.lens[i] })
+				var tokens int
+				end, tokens = n.batchEnd(start, len(tt.lens), func(i int) int { return tt.lens[i] })
 				got = append(got, end)
+				if want := sum(tt.lens[start:end]); tokens != want {
+					t.Errorf("batch [%d, %d): %d tokens, want %d", start, end, tokens, want)
+				}
 			}
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("batches end at %v, want %v", got, tt.want)
 			}
 		})
 	}
+}
+
+func sum(v []int) int {
+	s := 0
+	for _, x := range v {
+		s += x
+	}
+	return s
 }
 
 // sizerBackend is a backend.BatchSizer over another backend, counting the

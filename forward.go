@@ -197,12 +197,8 @@ func (n *network) runRows(ctx context.Context, rows []forwardRow, reduce bool) (
 	var near, kept []int   // rows of reduced-precision batches to run again (refine), and the others
 	var base, used float32 // the backend's margin, and the largest the batches used
 	_, refiner := n.be.(backend.Refiner)
-	for start, end := 0, 0; start < len(sorted); start = end {
-		end = n.batchEnd(start, len(sorted), func(i int) int { return len(sorted[i].IDs) })
-		tokens := 0
-		for _, row := range sorted[start:end] {
-			tokens += len(row.IDs)
-		}
+	for start, end, tokens := 0, 0, 0; start < len(sorted); start = end {
+		end, tokens = n.batchEnd(start, len(sorted), func(i int) int { return len(sorted[i].IDs) })
 		s, margin, declined := n.stream(tokens, reduce)
 		began := time.Now()
 		res, err := n.runBatch(ctx, s, sorted[start:end], nil)
@@ -358,7 +354,7 @@ func (n *network) widen(ctx context.Context, rows []forwardRow, out []rowOutput)
 		if s == nil {
 			return nil
 		}
-		end = n.batchEnd(start, len(idx), func(i int) int { return len(rows[idx[i]].IDs) })
+		end, _ = n.batchEnd(start, len(idx), func(i int) int { return len(rows[idx[i]].IDs) })
 		batch := idx[start:end]
 		again := make([]forwardRow, len(batch))
 		for i, k := range batch {
@@ -375,19 +371,20 @@ func (n *network) widen(ctx context.Context, rows []forwardRow, out []rowOutput)
 	return nil
 }
 
-// batchEnd is the end of the batch that starts at row start of n rows,
-// whose token counts tokens gives: batchSize rows at most, and where the
-// backend bounds them, no more rows than fit in batchTokens tokens, but
-// always the first, whatever its length.
-func (n *network) batchEnd(start, end int, tokens func(i int) int) int {
+// batchEnd is the end of the batch that starts at row start of the rows
+// before end, whose token counts tokens gives, and the batch's tokens:
+// batchSize rows at most, and where the backend bounds them, no more rows
+// than fit in batchTokens tokens, but always the first, whatever its length.
+func (n *network) batchEnd(start, end int, tokens func(i int) int) (int, int) {
 	i, sum := start, 0
 	for ; i < end && i-start < n.batchSize; i++ {
-		sum += tokens(i)
-		if n.batchTokens > 0 && sum > n.batchTokens && i > start {
+		t := tokens(i)
+		if n.batchTokens > 0 && sum+t > n.batchTokens && i > start {
 			break
 		}
+		sum += t
 	}
-	return i
+	return i, sum
 }
 
 func (n *network) checkRow(r forwardRow) error {

@@ -638,12 +638,15 @@ func (b *Backend) tune(x *run, p *ltPlan, g *ltGEMM, desc uintptr, key ltKey) (i
 	defer L.tuneMu.Unlock()
 	L.mu.Lock()
 	pick, tuned := p.pick, p.tuned
-	class := tuneClassKey(key)
+	var class ltKey
 	share, first := -1, false
-	if algo, ok := L.tuned[class]; !ok {
-		first = true // what this shape's timing picks is the class's
-	} else if b.opts.TuneShare {
-		share = slices.IndexFunc(p.cands, func(h ltHeuristic) bool { return h.algo == algo })
+	if b.opts.TuneShare {
+		class = tuneClassKey(key)
+		if algo, ok := L.tuned[class]; ok {
+			share = slices.IndexFunc(p.cands, func(h ltHeuristic) bool { return h.algo == algo })
+		} else {
+			first = true // what this shape's timing picks is the class's
+		}
 	}
 	if !tuned && share >= 0 {
 		p.pick, p.tuned = share, true
@@ -666,7 +669,7 @@ func (b *Backend) tune(x *run, p *ltPlan, g *ltGEMM, desc uintptr, key ltKey) (i
 	}
 	L.mu.Lock()
 	p.pick, p.tuned = pick, true
-	if first && err == nil && L.tuned != nil {
+	if first && err == nil {
 		L.tuned[class] = p.cands[pick].algo
 	}
 	L.mu.Unlock()
