@@ -70,6 +70,10 @@ type network struct {
 	nAct        int
 	actLogits   bool               // read ActLogits back (networkOptions.ActLogits)
 	gate        backend.RefineGate // whether running reduced first pays (stream)
+	// now is the clock runRows times its batches by for the gate
+	// (RefineGate.ObserveCost); nil is time.Now. A test sets its own, so
+	// that the costs it sets do not depend on the machine's load.
+	now func() time.Time
 }
 
 func newNetwork(ckpt *weights.Checkpoint, opts networkOptions) (*network, error) {
@@ -200,7 +204,7 @@ func (n *network) runRows(ctx context.Context, rows []forwardRow, reduce bool) (
 	for start, end, tokens := 0, 0, 0; start < len(sorted); start = end {
 		end, tokens = n.batchEnd(start, len(sorted), func(i int) int { return len(sorted[i].IDs) })
 		s, margin, declined := n.stream(tokens, reduce)
-		began := time.Now()
+		began := n.clock()
 		res, err := n.runBatch(ctx, s, sorted[start:end], nil)
 		if err != nil {
 			return nil, err
@@ -208,7 +212,7 @@ func (n *network) runRows(ctx context.Context, rows []forwardRow, reduce bool) (
 		if refiner {
 			// What each kind of run costs is the gate's too: reducing a
 			// large batch may pay past MaxShare's near-ties.
-			n.gate.ObserveCost(margin > 0, tokens, time.Since(began))
+			n.gate.ObserveCost(margin > 0, tokens, n.clock().Sub(began))
 		}
 		m := n.gate.Margin(max(margin, declined))
 		again := 0
@@ -369,6 +373,13 @@ func (n *network) widen(ctx context.Context, rows []forwardRow, out []rowOutput)
 		}
 	}
 	return nil
+}
+
+func (n *network) clock() time.Time {
+	if n.now != nil {
+		return n.now()
+	}
+	return time.Now()
 }
 
 // batchEnd is the end of the batch that starts at row start of the rows

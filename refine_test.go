@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,38 +23,59 @@ type refiner struct {
 	margin    float32
 	minTokens int
 	skew      float32
-	plainSlow float64 // a plain stream's batch takes 1+plainSlow times its own work (slowed)
+	// clock, when set, is the network's (network.now), and a batch takes on
+	// it a microsecond a logit it reads on a reduced stream, 1+plainSlow
+	// on a plain one: a plain precision dearer than a reduced one in
+	// proportion to the batch, whatever the machine's load.
+	clock     *testClock
+	plainSlow float64
 
 	plain, reduced int
 }
 
 func (r *refiner) NewStream() backend.Stream {
 	r.plain++
-	if r.plainSlow > 0 {
-		return &slowed{Stream: r.Backend.NewStream(), factor: r.plainSlow, began: time.Now()}
+	if r.clock != nil {
+		return &clocked{Stream: r.Backend.NewStream(), clock: r.clock, per: 1 + r.plainSlow}
 	}
 	return r.Backend.NewStream()
 }
 
-// slowed makes a batch's run on it take 1+factor times its own work (from
-// the stream's start to its first read's end, however the backend splits
-// its work between recording and reading): a plain precision that costs
-// more than a reduced one, in proportion to the batch, on any machine and
-// under the race detector alike.
-type slowed struct {
-	backend.Stream
-	factor float64
-	began  time.Time
-	read   bool
+// testClock is a clock that moves only when told.
+type testClock struct {
+	mu sync.Mutex
+	t  time.Time
 }
 
-func (s *slowed) Read(ctx context.Context, t backend.Tensor, dst []float32) error {
-	err := s.Stream.Read(ctx, t, dst)
+func (c *testClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+// took moves the clock on by per microseconds for each value of a batch's
+// first read (its logits: about its rows' work).
+func (c *testClock) took(values int, per float64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(time.Duration(per * float64(values) * float64(time.Microsecond)))
+}
+
+// clocked is a plain stream whose batch takes per microseconds a logit on
+// its refiner's clock.
+type clocked struct {
+	backend.Stream
+	clock *testClock
+	per   float64
+	read  bool
+}
+
+func (s *clocked) Read(ctx context.Context, t backend.Tensor, dst []float32) error {
 	if !s.read {
 		s.read = true
-		time.Sleep(time.Duration(s.factor * float64(time.Since(s.began))))
+		s.clock.took(len(dst), s.per)
 	}
-	return err
+	return s.Stream.Read(ctx, t, dst)
 }
 
 func (r *refiner) ReducedStream(tokens int) (backend.Stream, float32) {
@@ -76,6 +98,9 @@ func (s *skewed) Read(ctx context.Context, t backend.Tensor, dst []float32) erro
 	if !s.read {
 		s.read = true
 		s.r.reduced++
+		if s.r.clock != nil {
+			s.r.clock.took(len(dst), 1)
+		}
 	}
 	err := s.Stream.Read(ctx, t, dst)
 	for j := range dst {
@@ -338,12 +363,13 @@ func TestRefineGateOpensForCost(t *testing.T) {
 	ckpt, rows, _, gaps := tinyRows(t)
 	rows, gaps = rows[:12], slices.Clone(gaps[:12])
 	slices.Sort(gaps)
-	be := &refiner{Backend: cpu.New(), margin: gaps[len(gaps)/3], minTokens: 1, skew: 1e-4, plainSlow: 8}
+	be := &refiner{Backend: cpu.New(), margin: gaps[len(gaps)/3], minTokens: 1, skew: 1e-4, clock: &testClock{}, plainSlow: 8}
 	n, err := newNetwork(ckpt, networkOptions{Instance: be, BatchSize: len(rows), PadID: ckpt.Encoder.PadTokenID})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer n.close()
+	n.now = be.clock.now
 	const calls, last = 32, 16
 	reduced := 0
 	for i := range calls {
