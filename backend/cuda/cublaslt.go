@@ -31,6 +31,7 @@ type cublasLt struct {
 	// Optional (0 where the library lacks them): what split-K
 	// candidates need (splitKCandidates).
 	capGet, cfgGet, cfgSet, check uintptr
+	getVersion                    uintptr // size_t cublasLtGetVersion(void), 0 where missing
 }
 
 // loadCUBLASLt loads the libcublasLt of the libcublas found at blasPath:
@@ -76,6 +77,7 @@ func loadCUBLASLt(blasPath string, beside bool) (*cublasLt, error) {
 	for name, p := range map[string]*uintptr{
 		"cublasLtMatmulAlgoCapGetAttribute": &c.capGet, "cublasLtMatmulAlgoConfigGetAttribute": &c.cfgGet,
 		"cublasLtMatmulAlgoConfigSetAttribute": &c.cfgSet, "cublasLtMatmulAlgoCheck": &c.check,
+		"cublasLtGetVersion": &c.getVersion,
 	} {
 		*p, _ = purego.Dlsym(h, name)
 	}
@@ -297,6 +299,9 @@ type ltGEMMs struct {
 	// tuned holds the algorithm timed fastest for a row class's first
 	// shape, by the class's key (tuneClassKey; Options.TuneShare).
 	tuned map[ltKey]ltAlgo
+	// keep is the algorithms timed by earlier processes and this one
+	// (Options.TuneCache); nil keeps none.
+	keep *tuneCache
 
 	tuneMu       sync.Mutex // serialises tuning: the fields below
 	scratch      uintptr
@@ -636,6 +641,10 @@ func (b *Backend) tune(x *run, p *ltPlan, g *ltGEMM, desc uintptr, key ltKey) (i
 	L := b.lt
 	L.tuneMu.Lock()
 	defer L.tuneMu.Unlock()
+	kept := -1
+	if algo, ok := L.keep.lookup(key); ok {
+		kept = slices.IndexFunc(p.cands, func(h ltHeuristic) bool { return h.algo == algo })
+	}
 	L.mu.Lock()
 	pick, tuned := p.pick, p.tuned
 	var class ltKey
@@ -648,14 +657,24 @@ func (b *Backend) tune(x *run, p *ltPlan, g *ltGEMM, desc uintptr, key ltKey) (i
 			first = true // what this shape's timing picks is the class's
 		}
 	}
-	if !tuned && share >= 0 {
+	switch {
+	case tuned:
+	case kept >= 0:
+		p.pick, p.tuned = kept, true
+		if first {
+			L.tuned[class] = p.cands[kept].algo
+		}
+	case share >= 0:
 		p.pick, p.tuned = share, true
 	}
 	L.mu.Unlock()
-	if tuned {
+	switch {
+	case tuned:
 		return pick, nil
-	}
-	if share >= 0 {
+	case kept >= 0:
+		b.count(func(st *Stats) { st.GEMMTuneKept++ })
+		return kept, nil
+	case share >= 0:
 		b.count(func(st *Stats) { st.GEMMTuneShared++ })
 		return share, nil
 	}
@@ -663,9 +682,9 @@ func (b *Backend) tune(x *run, p *ltPlan, g *ltGEMM, desc uintptr, key ltKey) (i
 	// then failed) leaves the heuristic's choice: tuning only ranks
 	// algorithms that all compute the product, and a broken context fails
 	// the request's own calls next anyway.
-	pick, err := b.timeCandidates(x, p, g, desc)
+	pick, timed, err := b.timeCandidates(x, p, g, desc)
 	if err != nil {
-		pick = 0
+		pick, timed = 0, false
 	}
 	L.mu.Lock()
 	p.pick, p.tuned = pick, true
@@ -673,6 +692,9 @@ func (b *Backend) tune(x *run, p *ltPlan, g *ltGEMM, desc uintptr, key ltKey) (i
 		L.tuned[class] = p.cands[pick].algo
 	}
 	L.mu.Unlock()
+	if timed {
+		L.keep.add(key, p.cands[pick].algo)
+	}
 	b.count(func(st *Stats) {
 		st.GEMMTuned++
 		if pick >= p.split {
@@ -685,19 +707,21 @@ func (b *Backend) tune(x *run, p *ltPlan, g *ltGEMM, desc uintptr, key ltKey) (i
 // timeCandidates returns the index of p's fastest candidate for g: each
 // one launched once (a candidate the library refuses is skipped), then
 // its best of tuneRounds rounds of tuneReps launches between two events.
-// With tuneMu held.
-func (b *Backend) timeCandidates(x *run, p *ltPlan, g *ltGEMM, desc uintptr) (int, error) {
+// timed is false where it took the heuristic's first choice untimed (one
+// candidate, an output too large, no room for the scratch output). With
+// tuneMu held.
+func (b *Backend) timeCandidates(x *run, p *ltPlan, g *ltGEMM, desc uintptr) (pick int, timed bool, err error) {
 	L, c := b.lt, b.lt.lib
 	need := (int64(g.batch-1)*g.strideD + int64(g.m)*int64(g.n)) * 4
 	if len(p.cands) < 2 || need > maxTuneScratch {
-		return 0, nil
+		return 0, false, nil
 	}
 	if need > L.scratchBytes {
 		size := min(max(need, 2*L.scratchBytes, 1<<20), maxTuneScratch)
 		addr, err := b.allocSpare(size, "GEMM tuning scratch")
 		if err != nil {
 			// No room to time candidates in: the heuristic's choice.
-			return 0, nil
+			return 0, false, nil
 		}
 		if L.scratch != 0 {
 			L.retired = append(L.retired, L.scratch)
@@ -713,7 +737,7 @@ func (b *Backend) timeCandidates(x *run, p *ltPlan, g *ltGEMM, desc uintptr) (in
 				if ev[0] != 0 {
 					b.drv.Call("cuEventDestroy_v2", ev[0])
 				}
-				return 0, err
+				return 0, false, err
 			}
 		}
 		L.start, L.end = ev[0], ev[1]
@@ -738,34 +762,33 @@ func (b *Backend) timeCandidates(x *run, p *ltPlan, g *ltGEMM, desc uintptr) (in
 				continue
 			}
 			if err := b.drv.Call("cuEventRecord", L.start, s); err != nil {
-				return 0, err
+				return 0, false, err
 			}
 			for range tuneReps {
 				if err := launch(i); err != nil {
-					return 0, err
+					return 0, false, err
 				}
 			}
 			if err := b.drv.Call("cuEventRecord", L.end, s); err != nil {
-				return 0, err
+				return 0, false, err
 			}
 			if err := b.drv.Call("cuEventSynchronize", L.end); err != nil {
-				return 0, err
+				return 0, false, err
 			}
 			var ms float32
 			if err := b.drv.Call("cuEventElapsedTime", uintptr(unsafe.Pointer(&ms)), L.start, L.end); err != nil {
-				return 0, err
+				return 0, false, err
 			}
 			best[i] = min(best[i], ms)
 		}
 	}
 	// None runs: the first, whose call is then refused too.
-	pick := 0
 	for i := range best {
 		if runs[i] && (!runs[pick] || best[i] < best[pick]) {
 			pick = i
 		}
 	}
-	return pick, nil
+	return pick, runs[pick], nil
 }
 
 // TuneClass is the row class of a GEMM of m rows whose shapes share a tuned
@@ -838,6 +861,7 @@ func (b *Backend) coldWeights(x *run, g *ltGEMM, wbytes int64) func() uintptr {
 // release frees the plans, the scratch and the events; on the worker
 // thread, the GPU idle.
 func (L *ltGEMMs) release(b *Backend) {
+	L.keep.close()
 	L.mu.Lock()
 	for _, p := range L.plans {
 		p.destroy(L.lib)

@@ -337,6 +337,12 @@ type Options struct {
 	// between processes (default: os.UserCacheDir()/laya-metal/cuda);
 	// "off" compiles them at every Open.
 	KernelCache string
+	// TuneCache is the directory the GEMMs' timed algorithms are kept in
+	// between processes, a file for each cuBLASLt library, GPU and tuning
+	// setting (default: KernelCache's; "off" times every shape anew in each
+	// process). A shape takes the kept algorithm only where cuBLASLt's
+	// heuristic offers it for the shape again.
+	TuneCache string
 	// Defines sets tunables of kernels.cu, which NVRTC then compiles with
 	// -DNAME=VALUE (define=NAME=VALUE; KernelTunables lists them, their
 	// ranges and defaults): the blocks a multiprocessor must hold of a
@@ -420,7 +426,7 @@ func defineFlags(defines map[string]int) []string {
 // submit=N|off, splits=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnrows=4|6|8|off, attnsplit=off|on, attnreg=on|off, attnterms=0|1|2,
 // attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gatherfold=on|off, gemm=lt|blas, tune=on|off,
 // tuneshare=off|on, tunecands=N, splitk=off|on, tunecold=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, clrows=N, clcols=32|64|128, wgrows=N, wgsplits=N, wgring=N, wgtma=off|on, kbatch=N, kbatchk=N, l2pf=N, l2pfdepth=N, pdl=on|off, geglu=vec|scalar, cache=DIR|off,
-// refine=MARGIN|off, refinetokens=N, batchrows=N, batchtokens=N, define=NAME=VALUE (repeatable: Options.Defines),
+// tunecache=DIR|off, refine=MARGIN|off, refinetokens=N, batchrows=N, batchtokens=N, define=NAME=VALUE (repeatable: Options.Defines),
 // driver=PATH, nvrtc=PATH, cublas=PATH (the libraries: a CUDA install outside the
 // loader path, or the tests' kernel emulator, which then runs every command that takes
 // LAYA_CUDA on the CPU).
@@ -468,13 +474,18 @@ func ParseOptions(s string) (Options, error) {
 				err = errors.New("cache=DIR or cache=off")
 			}
 			o.KernelCache = v
+		case k == "tunecache":
+			if v == "" {
+				err = errors.New("tunecache=DIR or tunecache=off")
+			}
+			o.TuneCache = v
 		case k == "driver" || k == "nvrtc" || k == "cublas":
 			if v == "" {
 				err = fmt.Errorf("%s=PATH of the library", k)
 			}
 			*map[string]*string{"driver": &o.Driver, "nvrtc": &o.NVRTC, "cublas": &o.CUBLAS}[k] = v
 		default:
-			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, submit=N|off, splits=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnrows=4|6|8|off, attnsplit=off|on, attnreg=on|off, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gatherfold=on|off, gemm=lt|blas, tune=on|off, tuneshare=off|on, tunecands=N, splitk=off|on, tunecold=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, clrows=N, clcols=32|64|128, wgrows=N, wgsplits=N, wgring=N, wgtma=off|on, kbatch=N, kbatchk=N, l2pf=N, l2pfdepth=N, pdl=on|off, geglu=vec|scalar, cache=DIR|off, refine=MARGIN|off, refinetokens=N, batchrows=N, batchtokens=N, define=NAME=VALUE, driver=PATH, nvrtc=PATH, cublas=PATH)")
+			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, submit=N|off, splits=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnrows=4|6|8|off, attnsplit=off|on, attnreg=on|off, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gatherfold=on|off, gemm=lt|blas, tune=on|off, tuneshare=off|on, tunecands=N, splitk=off|on, tunecold=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, clrows=N, clcols=32|64|128, wgrows=N, wgsplits=N, wgring=N, wgtma=off|on, kbatch=N, kbatchk=N, l2pf=N, l2pfdepth=N, pdl=on|off, geglu=vec|scalar, cache=DIR|off, tunecache=DIR|off, refine=MARGIN|off, refinetokens=N, batchrows=N, batchtokens=N, define=NAME=VALUE, driver=PATH, nvrtc=PATH, cublas=PATH)")
 		}
 		if err == nil {
 			err = o.check()
@@ -683,6 +694,10 @@ type Stats struct {
 	// for another shape of their row class instead of timing their own
 	// (Options.TuneShare).
 	GEMMTuneShared int
+	// GEMMTuneKept counts the GEMM shapes that took the algorithm an
+	// earlier process (or this one's earlier Open) timed for them, kept in
+	// Options.TuneCache, instead of timing their own.
+	GEMMTuneKept int
 	// GEMMSplitK counts the tuned shapes whose fastest candidate splits k
 	// (Options.SplitK).
 	GEMMSplitK int
