@@ -214,7 +214,7 @@ func open(opts Options) (*Backend, error) {
 			b.w.Do(func() { err = lib.probe() })
 		}
 		if err == nil {
-			b.lt = &ltGEMMs{lib: lib, plans: map[ltKey]*ltPlan{}, tuned: map[ltKey]ltAlgo{}}
+			b.lt = &ltGEMMs{lib: lib, plans: map[ltKey]*ltPlan{}}
 			if !opts.NoTune {
 				b.lt.keep = openTuneCache(tuneCacheDir(opts.TuneCache, opts.KernelCache), b.tuneCacheParts()...)
 			}
@@ -670,12 +670,12 @@ func (b *Backend) Stats() Stats {
 }
 
 // Counters is Stats by name (backend.Counter): "captures", "replays",
-// "eager", "entries" (a gauge), "evicted", "submitted", "gemm_tuned", "gemm_tune_shared", "gemm_tune_kept", "gemm_fallback",
+// "eager", "entries" (a gauge), "evicted", "submitted", "gemm_tuned", "gemm_tune_kept", "gemm_fallback",
 // "gemm_splitk", "streams", "reduced_streams", "wide_streams".
 func (b *Backend) Counters() map[string]int {
 	s := b.Stats()
 	return map[string]int{"captures": s.Captures, "replays": s.Replays, "eager": s.Eager, "entries": s.Entries, "evicted": s.Evicted, "submitted": s.Submitted,
-		"gemm_tuned": s.GEMMTuned, "gemm_tune_shared": s.GEMMTuneShared, "gemm_tune_kept": s.GEMMTuneKept, "gemm_fallback": s.GEMMFallback, "gemm_splitk": s.GEMMSplitK, "streams": s.Streams,
+		"gemm_tuned": s.GEMMTuned, "gemm_tune_kept": s.GEMMTuneKept, "gemm_fallback": s.GEMMFallback, "gemm_splitk": s.GEMMSplitK, "streams": s.Streams,
 		"reduced_streams": s.ReducedStreams, "wide_streams": s.WideStreams}
 }
 

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/bits"
 	"os"
 	"path/filepath"
 	"slices"
@@ -296,9 +295,6 @@ type ltGEMMs struct {
 	lib   *cublasLt
 	mu    sync.Mutex
 	plans map[ltKey]*ltPlan
-	// tuned holds the algorithm timed fastest for a row class's first
-	// shape, by the class's key (tuneClassKey; Options.TuneShare).
-	tuned map[ltKey]ltAlgo
 	// keep is the algorithms timed by earlier processes and this one
 	// (Options.TuneCache); nil keeps none.
 	keep *tuneCache
@@ -647,36 +643,16 @@ func (b *Backend) tune(x *run, p *ltPlan, g *ltGEMM, desc uintptr, key ltKey) (i
 	}
 	L.mu.Lock()
 	pick, tuned := p.pick, p.tuned
-	var class ltKey
-	share, first := -1, false
-	if b.opts.TuneShare {
-		class = tuneClassKey(key)
-		if algo, ok := L.tuned[class]; ok {
-			share = slices.IndexFunc(p.cands, func(h ltHeuristic) bool { return h.algo == algo })
-		} else {
-			first = true // what this shape's timing picks is the class's
-		}
-	}
-	switch {
-	case tuned:
-	case kept >= 0:
+	if !tuned && kept >= 0 {
 		p.pick, p.tuned = kept, true
-		if first {
-			L.tuned[class] = p.cands[kept].algo
-		}
-	case share >= 0:
-		p.pick, p.tuned = share, true
 	}
 	L.mu.Unlock()
-	switch {
-	case tuned:
+	if tuned {
 		return pick, nil
-	case kept >= 0:
+	}
+	if kept >= 0 {
 		b.count(func(st *Stats) { st.GEMMTuneKept++ })
 		return kept, nil
-	case share >= 0:
-		b.count(func(st *Stats) { st.GEMMTuneShared++ })
-		return share, nil
 	}
 	// A failure while timing (an event, a candidate the library took and
 	// then failed) leaves the heuristic's choice: tuning only ranks
@@ -688,9 +664,6 @@ func (b *Backend) tune(x *run, p *ltPlan, g *ltGEMM, desc uintptr, key ltKey) (i
 	}
 	L.mu.Lock()
 	p.pick, p.tuned = pick, true
-	if first && err == nil {
-		L.tuned[class] = p.cands[pick].algo
-	}
 	L.mu.Unlock()
 	if timed {
 		L.keep.add(key, p.cands[pick].algo)
@@ -789,37 +762,6 @@ func (b *Backend) timeCandidates(x *run, p *ltPlan, g *ltGEMM, desc uintptr) (pi
 		}
 	}
 	return pick, runs[pick], nil
-}
-
-// TuneClass is the row class of a GEMM of m rows whose shapes share a tuned
-// algorithm (Options.TuneShare). Up to 128 rows (one short question) each
-// m is its own, timed for itself: there a launch's latency is most of its
-// time and few sizes recur. Past it, m is rounded up to a
-// multiple of a sixteenth of the least power of two above it, so that the
-// shapes of a class lie within an eighth of each other (a batch of 855 rows
-// shares with 833 to 896, one of 4,237 with 4,097 to 4,608). A shape takes
-// its class's algorithm only where the heuristic offers it that one too.
-func TuneClass(m int) int {
-	if m <= 128 {
-		return m
-	}
-	unit := 1 << (bits.Len(uint(m)) - 4)
-	return (m + unit - 1) / unit * unit
-}
-
-// tuneClassKey is the key of k's row class: its rows the class's
-// (TuneClass), and the strides of a batch's second matrices that grow with
-// the rows (an fp16x2 GEMM's terms of x and of its output, m·k and m·n
-// apart) taken a row at a time.
-func tuneClassKey(k ltKey) ltKey {
-	c := k
-	c.m = TuneClass(k.m)
-	for _, s := range []*int64{&c.strideB, &c.strideD} {
-		if *s != 0 && *s%int64(k.m) == 0 {
-			*s = -*s / int64(k.m)
-		}
-	}
-	return c
 }
 
 // coldWeights returns where a timed launch reads its weight of wbytes:

@@ -258,10 +258,6 @@
 // the decision head's first stay kernels of their own, for comparison),
 // gemm=lt|blas (cuBLASLt, the default, or cuBLAS for the 16-bit GEMMs)
 // and tune=on|off (off: cuBLASLt's first heuristic choice, untimed),
-// tuneshare=off|on (on: a shape of more than 128 rows takes the algorithm
-// timed for the first shape of its row class, TuneClass, if the heuristic
-// offers it that too, instead of timing its own candidates; off by default,
-// not yet measured on a GPU),
 // tunecands=N (how many of the heuristic's algorithms are timed; 16),
 // splitk=off|on (on: also time them with k split in 2, 4 or 8 parts),
 // mmarows=N (the FP16 and FP16X2 GEMMs of at most N rows on linear_mma,

@@ -183,14 +183,6 @@ type Options struct {
 	// NoTune takes cuBLASLt's first heuristic choice for every GEMM shape
 	// instead of timing its candidates the first time the shape runs.
 	NoTune bool
-	// TuneShare has a GEMM shape of more than 128 rows take the algorithm
-	// timed fastest for the first shape of its row class (TuneClass: within
-	// an eighth of its rows) where the heuristic offers it for this shape
-	// too, and time nothing: a server's batches come in many sizes, and each
-	// new size's first request otherwise waits while every GEMM shape of it
-	// times its candidates (nine launches each, a synchronisation a round).
-	// Off by default until a GPU has measured it.
-	TuneShare bool
 	// TuneCandidates is how many of the heuristic's algorithms a GEMM shape
 	// times (1 to MaxTuneCandidates; 0 means DefaultTuneCandidates): more
 	// lets the heuristic's later offers (other tiles, split-K) compete, at
@@ -425,7 +417,7 @@ func defineFlags(defines map[string]int) []string {
 // precision=fp32|fp16|bf16|fp16x2, device=N, graphs=off, maxgraphs=N,
 // submit=N|off, splits=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnrows=4|6|8|off, attnsplit=off|on, attnreg=on|off, attnterms=0|1|2,
 // attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gatherfold=on|off, gemm=lt|blas, tune=on|off,
-// tuneshare=off|on, tunecands=N, splitk=off|on, tunecold=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, clrows=N, clcols=32|64|128, wgrows=N, wgsplits=N, wgring=N, wgtma=off|on, kbatch=N, kbatchk=N, l2pf=N, l2pfdepth=N, pdl=on|off, geglu=vec|scalar, cache=DIR|off,
+// tunecands=N, splitk=off|on, tunecold=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, clrows=N, clcols=32|64|128, wgrows=N, wgsplits=N, wgring=N, wgtma=off|on, kbatch=N, kbatchk=N, l2pf=N, l2pfdepth=N, pdl=on|off, geglu=vec|scalar, cache=DIR|off,
 // tunecache=DIR|off, refine=MARGIN|off, refinetokens=N, batchrows=N, batchtokens=N, define=NAME=VALUE (repeatable: Options.Defines),
 // driver=PATH, nvrtc=PATH, cublas=PATH (the libraries: a CUDA install outside the
 // loader path, or the tests' kernel emulator, which then runs every command that takes
@@ -440,7 +432,7 @@ func ParseOptions(s string) (Options, error) {
 		first, second string
 		b             *bool
 	}{"attn": {"mma", "simt", &o.SIMTAttention}, "graphs": {"on", "off", &o.NoGraphs},
-		"small": {"on", "off", &o.NoSmallLinear}, "gemm": {"lt", "blas", &o.GEMMBLAS}, "tune": {"on", "off", &o.NoTune}, "tuneshare": {"off", "on", &o.TuneShare},
+		"small": {"on", "off", &o.NoSmallLinear}, "gemm": {"lt", "blas", &o.GEMMBLAS}, "tune": {"on", "off", &o.NoTune},
 		"geglu": {"vec", "scalar", &o.ScalarGeGLU}, "splitk": {"off", "on", &o.SplitK}, "tunecold": {"off", "on", &o.TuneCold}, "pdl": {"on", "off", &o.NoPDL}, "mmaln": {"on", "off", &o.MMANoLN}, "attnsplit": {"off", "on", &o.AttentionSplit}, "attnreg": {"on", "off", &o.NoRegAttention}, "wgtma": {"off", "on", &o.WGTMA}, "gatherfold": {"on", "off", &o.NoGatherFold}}
 	for _, f := range strings.Split(s, ",") {
 		f = strings.TrimSpace(f)
@@ -485,7 +477,7 @@ func ParseOptions(s string) (Options, error) {
 			}
 			*map[string]*string{"driver": &o.Driver, "nvrtc": &o.NVRTC, "cublas": &o.CUBLAS}[k] = v
 		default:
-			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, submit=N|off, splits=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnrows=4|6|8|off, attnsplit=off|on, attnreg=on|off, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gatherfold=on|off, gemm=lt|blas, tune=on|off, tuneshare=off|on, tunecands=N, splitk=off|on, tunecold=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, clrows=N, clcols=32|64|128, wgrows=N, wgsplits=N, wgring=N, wgtma=off|on, kbatch=N, kbatchk=N, l2pf=N, l2pfdepth=N, pdl=on|off, geglu=vec|scalar, cache=DIR|off, tunecache=DIR|off, refine=MARGIN|off, refinetokens=N, batchrows=N, batchtokens=N, define=NAME=VALUE, driver=PATH, nvrtc=PATH, cublas=PATH)")
+			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, submit=N|off, splits=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnrows=4|6|8|off, attnsplit=off|on, attnreg=on|off, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gatherfold=on|off, gemm=lt|blas, tune=on|off, tunecands=N, splitk=off|on, tunecold=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, clrows=N, clcols=32|64|128, wgrows=N, wgsplits=N, wgring=N, wgtma=off|on, kbatch=N, kbatchk=N, l2pf=N, l2pfdepth=N, pdl=on|off, geglu=vec|scalar, cache=DIR|off, tunecache=DIR|off, refine=MARGIN|off, refinetokens=N, batchrows=N, batchtokens=N, define=NAME=VALUE, driver=PATH, nvrtc=PATH, cublas=PATH)")
 		}
 		if err == nil {
 			err = o.check()
@@ -690,10 +682,6 @@ type Stats struct {
 	// heuristic's candidates where it offers several); GEMMFallback those
 	// cuBLASLt had no algorithm for, run by cuBLAS.
 	GEMMTuned, GEMMFallback int
-	// GEMMTuneShared counts the GEMM shapes that took the algorithm tuned
-	// for another shape of their row class instead of timing their own
-	// (Options.TuneShare).
-	GEMMTuneShared int
 	// GEMMTuneKept counts the GEMM shapes that took the algorithm an
 	// earlier process (or this one's earlier Open) timed for them, kept in
 	// Options.TuneCache, instead of timing their own.
