@@ -309,7 +309,7 @@ func (b *Backend) needExtras() bool {
 	if b.sharedOptin <= 0 || o.Precision != FP16 && o.Precision != FP16X2 {
 		return false
 	}
-	// FP16X2's reduced streams are FP16's: one term fits where two do.
+	// FP16X2's reduced streams take its two terms too (attentionTerms).
 	t := cmp.Or(o.AttentionTerms, terms(o.Precision))
 	for _, dh := range attnHeadDims {
 		if attnMMAShared(dh, defaultMMAWarps, t, b.mmaKC()) > b.sharedOptin {

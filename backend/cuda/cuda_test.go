@@ -502,7 +502,11 @@ func goldenSets(t *testing.T) []goldenSet {
 // registered backend does with refinement on ("+refine", every batch
 // reduced, its GEMMs of one question over k's halves as DefaultKBatchRows
 // splits them): each batch in FP16 first, then its near-ties (backend.NearTie
-// at DefaultRefine) again in FP16X2, held to FP16X2's gate. The reduced
+// at DefaultRefine) again in FP16X2, held to FP16X2's gate; and a fourth
+// ("+mma+refine") with the tensor-core attention forced, the registered
+// backend's path at ten questions and more, where the reduced run's rows
+// that are not near-ties must hold the gate's probabilities with the
+// attention of its FP16 pass. The reduced
 // precisions' rows report their largest spread of logit errors (the most
 // a gap between two of a row's logits moved): a refinement margin above
 // it on every golden leaves no answer of the reduced run that FP16X2
@@ -519,7 +523,8 @@ func TestForwardGoldens(t *testing.T) {
 	for _, prec := range precisions {
 		configs = append(configs, config{prec: prec})
 	}
-	configs = append(configs, config{cuda.FP16, true, false}, config{cuda.FP16X2, true, false}, config{cuda.FP16X2, false, true})
+	configs = append(configs, config{cuda.FP16, true, false}, config{cuda.FP16X2, true, false}, config{cuda.FP16X2, false, true},
+		config{cuda.FP16X2, true, true})
 	for _, cf := range configs {
 		prec, label := cf.prec, cf.prec.String()
 		if cf.mma {

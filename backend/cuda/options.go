@@ -137,8 +137,10 @@ type Options struct {
 	NoRegAttention bool
 	// AttentionTerms fixes the fp16 terms the tensor-core attention kernels
 	// split q, k, v and the probabilities into: 1 or 2; 0 means the
-	// precision's (1 for FP16, 2 for FP16X2). FP16X2 at one term keeps its
-	// GEMMs' 21-bit activations but rounds attention's operands to fp16.
+	// precision's (1 for FP16, 2 for FP16X2, and 2 for an FP16X2 backend's
+	// reduced FP16 streams too, whose rows that are not near-ties keep
+	// their probabilities). FP16X2 at one term keeps its GEMMs' 21-bit
+	// activations but rounds attention's operands to fp16.
 	AttentionTerms int
 	// NoSmallLinear runs every Linear on cuBLAS, also those on 16 rows or
 	// fewer (the heads' marker and CLS rows), which otherwise run as one

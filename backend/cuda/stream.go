@@ -1269,6 +1269,26 @@ func tilesOf(l backend.Layout, qt int) int {
 	return nt
 }
 
+// attentionTerms is the fp16 terms of the stream's tensor-core attention
+// (Options.AttentionTerms, else the precision's). An FP16X2 backend's
+// reduced streams (FP16, refinement) take two: refinement runs again only
+// the rows whose answers are near-ties, so the other rows' probabilities
+// are the reduced run's and must hold FP16X2's gate themselves. With the
+// attention in one term they did not on every golden (on an H100, tiny-ml's
+// calibrated probabilities came up to 0.0053 from upstream's, tiny-en's
+// answers 600 of 606), with two they did (within 0.004, every answer);
+// the second term costs FP16 6-13 % of its GPU time at ten and fifty
+// questions, and nothing at one, which runs the float32 attention.
+func (s *stream) attentionTerms() int {
+	if t := s.be.opts.AttentionTerms; t != 0 {
+		return t
+	}
+	if s.prec == FP16X2 || s.be.opts.Precision == FP16X2 {
+		return 2
+	}
+	return 1
+}
+
 // attentionKernel picks the tiled attention kernel for p over rows rows:
 // its function, the queries of its tiles, its warps a block and its dynamic
 // shared memory.
@@ -1282,11 +1302,7 @@ func (s *stream) attentionKernel(tiled *[5]uintptr, p backend.AttentionParams, r
 	// the terms, AttentionSplit gets the four-warp one).
 	if mma := s.be.k.attentionMMA[p.HeadDim]; mma != nil && !o.SIMTAttention && (s.prec == FP16 || s.prec == FP16X2) &&
 		(o.MMAWarps != 0 || o.AttentionSplit || tileGrid(p.Layout, rows, 16*defaultMMAWarps)*p.Heads >= s.be.sms) {
-		terms := 1
-		if s.prec == FP16X2 {
-			terms = 2
-		}
-		terms = cmp.Or(o.AttentionTerms, terms)
+		terms := s.attentionTerms()
 		if sp := s.be.k.attentionSplit[p.HeadDim]; o.AttentionSplit && sp != nil && sp[terms-1] != 0 {
 			if terms == 1 {
 				half = sp[2]

@@ -1889,3 +1889,27 @@ func TestLayerNormFoldsGather(t *testing.T) {
 		}
 	}
 }
+
+// The tensor-core attention's fp16 terms: the precision's, two for an
+// FP16X2 backend's reduced FP16 streams as for its own (their rows that
+// are not near-ties keep the reduced run's probabilities), and whatever
+// attnterms fixes.
+func TestAttentionTerms(t *testing.T) {
+	for _, c := range []struct {
+		backend, stream Precision
+		fixed, want     int
+	}{
+		{FP16, FP16, 0, 1},
+		{FP16X2, FP16X2, 0, 2},
+		{FP16X2, FP16, 0, 2}, // a reduced stream (refinement)
+		{BF16, BF16, 0, 1},
+		{FP16, FP16, 2, 2},
+		{FP16X2, FP16, 1, 1},
+		{FP16X2, FP16X2, 1, 1},
+	} {
+		s := &stream{be: &Backend{opts: Options{Precision: c.backend, AttentionTerms: c.fixed}}, prec: c.stream}
+		if got := s.attentionTerms(); got != c.want {
+			t.Errorf("%v backend, %v stream, attnterms=%d: %d terms, want %d", c.backend, c.stream, c.fixed, got, c.want)
+		}
+	}
+}
