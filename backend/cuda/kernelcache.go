@@ -71,7 +71,7 @@ func loadCubin(dir, key string, compile func() ([]byte, error), load func([]byte
 	}
 	if path != "" {
 		writeCubin(path, cubin)
-		pruneCubins(dir, keptCubins)
+		pruneFiles(dir, ".cubin", keptCubins)
 	}
 	return false, nil
 }
@@ -81,9 +81,15 @@ func loadCubin(dir, key string, compile func() ([]byte, error), load func([]byte
 // where it needed the extras, and only the latest few are met again.
 const keptCubins = 8
 
-// pruneCubins removes all but the keep most recently written cubins of dir.
-func pruneCubins(dir string, keep int) {
-	paths, _ := filepath.Glob(filepath.Join(dir, "*.cubin"))
+// keptTuneFiles bounds the GEMMs' tune files (tunecache.go) of a directory
+// as keptCubins bounds its cubins: each cuBLASLt library, GPU and tuning
+// setting leaves its own.
+const keptTuneFiles = 8
+
+// pruneFiles removes all but the keep most recently written files of dir
+// whose names end in ext (cubins, tune files).
+func pruneFiles(dir, ext string, keep int) {
+	paths, _ := filepath.Glob(filepath.Join(dir, "*"+ext))
 	if len(paths) <= keep {
 		return
 	}

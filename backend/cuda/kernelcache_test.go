@@ -94,31 +94,43 @@ func TestCubinKey(t *testing.T) {
 	}
 }
 
-// The cache keeps the most recently written cubins and drops the rest.
-func TestPruneCubins(t *testing.T) {
-	dir := t.TempDir()
-	base := time.Now().Add(-time.Hour)
-	for i := range keptCubins + 3 {
-		p := filepath.Join(dir, fmt.Sprintf("k%02d.cubin", i))
-		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
-			t.Fatal(err)
+// The cache keeps the most recently written cubins, and tune files, and
+// drops the rest of each; other files stay.
+func TestPruneFiles(t *testing.T) {
+	for _, c := range []struct {
+		ext, other string
+		keep       int
+	}{{".cubin", ".tune", keptCubins}, {".tune", ".cubin", keptTuneFiles}} {
+		dir := t.TempDir()
+		base := time.Now().Add(-time.Hour)
+		for i := range c.keep + 3 {
+			for _, ext := range []string{c.ext, c.other} {
+				p := filepath.Join(dir, fmt.Sprintf("k%02d%s", i, ext))
+				if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				mod := base.Add(time.Duration(i) * time.Minute)
+				os.Chtimes(p, mod, mod)
+			}
 		}
-		mod := base.Add(time.Duration(i) * time.Minute)
-		os.Chtimes(p, mod, mod)
-	}
-	os.WriteFile(filepath.Join(dir, "other.txt"), nil, 0o644)
-	pruneCubins(dir, keptCubins)
-	left, _ := filepath.Glob(filepath.Join(dir, "*.cubin"))
-	if len(left) != keptCubins {
-		t.Fatalf("%d cubins left, want %d: %v", len(left), keptCubins, left)
-	}
-	for i := range 3 {
-		if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("k%02d.cubin", i))); err == nil {
-			t.Errorf("the old cubin k%02d was kept", i)
+		os.WriteFile(filepath.Join(dir, "other.txt"), nil, 0o644)
+		pruneFiles(dir, c.ext, c.keep)
+		left, _ := filepath.Glob(filepath.Join(dir, "*"+c.ext))
+		if len(left) != c.keep {
+			t.Fatalf("%s: %d left, want %d: %v", c.ext, len(left), c.keep, left)
 		}
-	}
-	if _, err := os.Stat(filepath.Join(dir, "other.txt")); err != nil {
-		t.Error("a file that is not a cubin was removed")
+		for i := range 3 {
+			if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("k%02d%s", i, c.ext))); err == nil {
+				t.Errorf("%s: the old k%02d was kept", c.ext, i)
+			}
+		}
+		others, _ := filepath.Glob(filepath.Join(dir, "*"+c.other))
+		if len(others) != c.keep+3 {
+			t.Errorf("pruning %s removed %s files: %d left of %d", c.ext, c.other, len(others), c.keep+3)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "other.txt")); err != nil {
+			t.Errorf("pruning %s removed another file", c.ext)
+		}
 	}
 }
 

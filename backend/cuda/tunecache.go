@@ -248,7 +248,9 @@ func writeTuneFile(path string, entries []tuneEntry) {
 	}
 	if err != nil {
 		os.Remove(tmp.Name())
+		return
 	}
+	pruneFiles(filepath.Dir(path), ".tune", keptTuneFiles)
 }
 
 // tuneLineFields is a line's count of numbers: ltKey's fields (m, n, k,

@@ -4,11 +4,14 @@ package cuda
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/laya-metal/laya/backend"
@@ -192,6 +195,23 @@ func TestEmuTuneCache(t *testing.T) {
 	}
 	if st, _ := run(t, dir, 40); st.GEMMTuned != 0 || st.GEMMTuneKept != 1 {
 		t.Errorf("after the damaged file was replaced: %d shapes tuned, %d kept; want 0 and 1", st.GEMMTuned, st.GEMMTuneKept)
+	}
+
+	// Files of other libraries, GPUs or settings, older: the write keeps
+	// this one and the most recent others, keptTuneFiles in all.
+	old := time.Now().Add(-time.Hour)
+	for i := range keptTuneFiles + 2 {
+		p := filepath.Join(dir, fmt.Sprintf("other%02d.tune", i))
+		if err := os.WriteFile(p, []byte(tuneFileVersion+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		os.Chtimes(p, old.Add(time.Duration(i)*time.Minute), old.Add(time.Duration(i)*time.Minute))
+	}
+	if st, _ := run(t, dir, 500); st.GEMMTuned != 1 {
+		t.Fatalf("a new shape: %d tuned, want 1", st.GEMMTuned)
+	}
+	if paths := files(); len(paths) != keptTuneFiles || !slices.Contains(paths, path) {
+		t.Errorf("after a write beside %d older tune files: %d left (this one kept: %v), want %d", keptTuneFiles+2, len(paths), slices.Contains(paths, path), keptTuneFiles)
 	}
 
 	off := t.TempDir()
