@@ -70,7 +70,7 @@ func loadCubin(dir, key string, compile func() ([]byte, error), load func([]byte
 		return false, err
 	}
 	if path != "" {
-		writeCubin(path, cubin)
+		writeCached(path, cubin)
 		pruneFiles(dir, ".cubin", keptCubins)
 	}
 	return false, nil
@@ -109,16 +109,17 @@ func pruneFiles(dir, ext string, keep int) {
 	}
 }
 
-// writeCubin writes b to path through a temporary file and a rename, so
-// that another process never reads half a cubin; failures are ignored
-// (a read-only or full disk only costs the next Open its compile).
-func writeCubin(path string, b []byte) {
+// writeCached writes b to path (a cubin, a tune file) through a temporary
+// file and a rename, so that another process never reads half a file, and
+// reports whether it did; failures are otherwise ignored (a read-only or
+// full disk only costs the next Open its compile, or its timing).
+func writeCached(path string, b []byte) bool {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return
+		return false
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".cubin-*")
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Ext(path)+"-*")
 	if err != nil {
-		return
+		return false
 	}
 	_, err = tmp.Write(b)
 	err = errors.Join(err, tmp.Close())
@@ -128,4 +129,5 @@ func writeCubin(path string, b []byte) {
 	if err != nil {
 		os.Remove(tmp.Name())
 	}
+	return err == nil
 }

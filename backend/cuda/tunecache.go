@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"bytes"
 	"cmp"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -224,9 +223,8 @@ func readTuneFile(path string) []tuneEntry {
 	return out
 }
 
-// writeTuneFile writes entries to path through a temporary file and a
-// rename, so that another process never reads half a file; failures are
-// ignored (the next process times again).
+// writeTuneFile writes entries to path (writeCached) and prunes the
+// directory's older tune files.
 func writeTuneFile(path string, entries []tuneEntry) {
 	var buf bytes.Buffer
 	buf.WriteString(tuneFileVersion + "\n")
@@ -234,23 +232,9 @@ func writeTuneFile(path string, entries []tuneEntry) {
 		buf.WriteString(formatTuneLine(e))
 		buf.WriteByte('\n')
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return
+	if writeCached(path, buf.Bytes()) {
+		pruneFiles(filepath.Dir(path), ".tune", keptTuneFiles)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tune-*")
-	if err != nil {
-		return
-	}
-	_, err = tmp.Write(buf.Bytes())
-	err = errors.Join(err, tmp.Close())
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return
-	}
-	pruneFiles(filepath.Dir(path), ".tune", keptTuneFiles)
 }
 
 // tuneLineFields is a line's count of numbers: ltKey's fields (m, n, k,
