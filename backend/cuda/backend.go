@@ -48,9 +48,8 @@ type kernels struct {
 	// warps sharing 16 queries (regKernel).
 	attentionTiled map[int]*[5]uintptr
 	// attentionMMA holds the tensor-core attention kernels by head dim:
-	// [1, 2, 4 or 8 warps a block][terms − 1, 2: one term reading fp16 qkv,
-	// or mmaPV1: two terms of q and k, one of the probabilities and values].
-	attentionMMA map[int]*[4][4]uintptr
+	// [1, 2, 4 or 8 warps a block][terms − 1, or 2: one term reading fp16 qkv].
+	attentionMMA map[int]*[4][3]uintptr
 	// attentionSplit holds the tensor-core attention kernels whose four
 	// warps split a 16-query tile's keys, by head dim: [terms − 1, or 2].
 	attentionSplit map[int]*[3]uintptr
@@ -313,7 +312,7 @@ func (b *Backend) needExtras() bool {
 	// FP16X2's reduced streams take its two terms too (attentionTerms).
 	t := cmp.Or(o.AttentionTerms, terms(o.Precision))
 	for _, dh := range attnHeadDims {
-		if attnMMAShared(dh, defaultMMAWarps, t, t, b.mmaKC()) > b.sharedOptin {
+		if attnMMAShared(dh, defaultMMAWarps, t, b.mmaKC()) > b.sharedOptin {
 			return true
 		}
 	}
@@ -433,13 +432,13 @@ type kernelSlot struct {
 func (b *Backend) kernelTable() map[string]kernelSlot {
 	if b.k.attentionTiled == nil {
 		b.k.attentionTiled = map[int]*[5]uintptr{}
-		b.k.attentionMMA = map[int]*[4][4]uintptr{}
+		b.k.attentionMMA = map[int]*[4][3]uintptr{}
 		b.k.attentionSplit = map[int]*[3]uintptr{}
 		b.k.attentionRows = map[int]*[3][3]uintptr{}
 		for _, dh := range attnHeadDims {
 			b.k.attentionRows[dh] = new([3][3]uintptr)
 			b.k.attentionTiled[dh] = new([5]uintptr)
-			b.k.attentionMMA[dh] = new([4][4]uintptr)
+			b.k.attentionMMA[dh] = new([4][3]uintptr)
 			b.k.attentionSplit[dh] = new([3]uintptr)
 		}
 	}
@@ -476,7 +475,6 @@ func (b *Backend) kernelTable() map[string]kernelSlot {
 				fns[fmt.Sprintf("attention_mma%d_%d_%d", dh, w, terms)] = kernelSlot{&b.k.attentionMMA[dh][i][terms-1], part}
 			}
 			fns[fmt.Sprintf("attention_mma%d_%d_1h", dh, w)] = kernelSlot{&b.k.attentionMMA[dh][i][2], part}
-			fns[fmt.Sprintf("attention_mma%d_%d_21", dh, w)] = kernelSlot{&b.k.attentionMMA[dh][i][mmaPV1], part}
 		}
 		for t, suffix := range []string{"1", "2", "1h"} {
 			fns[fmt.Sprintf("attention_mma%d_4s_%s", dh, suffix)] = kernelSlot{&b.k.attentionSplit[dh][t], partExtras}
@@ -529,19 +527,15 @@ func (b *Backend) setKernelAttributes() error {
 	}
 	// A tensor-core attention kernel whose shared memory this GPU does not
 	// have (head dim 128 at four or eight warps on a 99 KiB one) is 0:
-	// Attention picks another. Its entries are [terms − 1, 2: one term
-	// reading fp16 qkv, mmaPV1: two terms of q and k, one of the
-	// probabilities and values].
-	fit := func(fs []uintptr, dh int, shared func(terms, pv int) int) error {
+	// Attention picks another. Its entries are [terms − 1, or 2: one term
+	// reading fp16 qkv].
+	fit := func(fs *[3]uintptr, dh int, shared func(terms int) int) error {
 		for t, f := range fs {
-			terms, pv := t+1, t+1
-			switch t {
-			case 2:
-				terms, pv = 1, 1
-			case mmaPV1:
-				terms, pv = 2, 1
+			terms := t + 1
+			if t == 2 {
+				terms = 1
 			}
-			shm := shared(terms, pv)
+			shm := shared(terms)
 			if f == 0 || b.sharedOptin > 0 && shm > b.sharedOptin {
 				fs[t] = 0 // not loaded (the extras), or too big
 				continue
@@ -554,20 +548,20 @@ func (b *Backend) setKernelAttributes() error {
 	}
 	for dh, fs := range b.k.attentionMMA {
 		for i := range fs {
-			if err := fit(fs[i][:], dh, func(terms, pv int) int { return attnMMAShared(dh, mmaWarps[i], terms, pv, b.mmaKC()) }); err != nil {
+			if err := fit(&fs[i], dh, func(terms int) int { return attnMMAShared(dh, mmaWarps[i], terms, b.mmaKC()) }); err != nil {
 				return err
 			}
 		}
 	}
 	for dh, fs := range b.k.attentionRows {
 		for i := range fs {
-			if err := fit(fs[i][:], dh, func(terms, _ int) int { return attnRowsShared(dh, terms) }); err != nil {
+			if err := fit(&fs[i], dh, func(terms int) int { return attnRowsShared(dh, terms) }); err != nil {
 				return err
 			}
 		}
 	}
 	for dh, fs := range b.k.attentionSplit {
-		if err := fit(fs[:], dh, func(terms, _ int) int { return attnSplitShared(dh, terms) }); err != nil {
+		if err := fit(fs, dh, func(terms int) int { return attnSplitShared(dh, terms) }); err != nil {
 			return err
 		}
 	}

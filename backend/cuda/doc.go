@@ -250,10 +250,7 @@
 // warps level with the default, four and eight up to 6 % slower but for
 // eight at ten multilingual questions, 4–6 % faster), attnterms=1|2
 // (their fp16 terms; default the precision's, and two for FP16X2's
-// reduced FP16 pass), attnpv=1|2 (where q and k take two terms, the
-// terms of the probabilities and values: one keeps the scores' accuracy,
-// whose rounding is the one-term kernels' largest error, at four products
-// instead of six; default 2), attnqpw=1|2|4
+// reduced FP16 pass), attnqpw=1|2|4
 // (queries a warp of the float32 kernels; by default chosen by the grid's
 // size), attnwarps=8|16 (their warps a block at one query a warp; default
 // 16), attnreg=on|off (off: the tiled kernel's warp a query where attn_reg

@@ -113,10 +113,6 @@ var emuConfigs = []emuConfig{
 	// attention on the whole-row tensor-core kernels at eight warps (an
 	// extras kernel), whatever the grid (mmawarps).
 	{"FP16X2+refine+attnrows=8+mmawarps=4", Options{Precision: FP16X2, Refine: DefaultRefine, RefineTokens: 1, RowWarps: 8, MMAWarps: 4}},
-	// Every batch in FP16 first, its near-ties again in FP16X2, with the
-	// tensor-core attention forced, its probabilities and values in one
-	// fp16 term (attnpv=1) in both.
-	{"FP16X2+refine+mmawarps=4+attnpv=1", Options{Precision: FP16X2, Refine: DefaultRefine, RefineTokens: 1, MMAWarps: 4, AttentionPVTerms: 1}},
 	// The float32 attention of few tiles on the tiled kernel's warp a
 	// query instead of attn_reg; the Gathers before the embeddings' and the
 	// decision head's first LayerNorms kernels of their own (gatherfold=off).

@@ -56,18 +56,6 @@ func TestEmuAttentionMMA(t *testing.T) {
 	}
 }
 
-// The scores' terms: q and k three times as large (scores of a standard
-// deviation of 9, as a trained model's sharper heads have) make one term's
-// rounding of them the largest error (0.0077 here: the probabilities'
-// relative error is the scores' absolute one), which the kernels taking two
-// terms of q and k keep from the outputs whatever the probabilities' and
-// values' terms: within 2e-3 in one (suffix 21), 2e-4 in two.
-func TestEmuAttentionMMAScores(t *testing.T) {
-	const dh, heads = 64, 2
-	l := emuAttnLayout{lens: []int{93, 17}}
-	emuAttentionMMA(t, dh, heads, 4, false, l, emuQKV(l, heads, dh, 7, 8, 3), 2, 21)
-}
-
 // The tensor-core attention built with other chunks of keys
 // (ATTN_MMA_KC16): 128 keys (a short row's keys in one chunk, rows of 93
 // and 17, and one of 140 in two, the second partly filled), 32 (several
@@ -152,7 +140,7 @@ func TestEmuAttentionMMALean(t *testing.T) {
 				h16[i] = half.Float32ToFloat16(v)
 				qkv[i] = half.Float16ToFloat32(h16[i]) // the reference's inputs: what the kernel reads
 			}
-			qt, kernel, smem := 16*c.warps, fmt.Sprintf("attention_mma%d_%d_1h", c.dh, c.warps), attnMMAShared(c.dh, c.warps, 1, 1, 16*c.kc16)
+			qt, kernel, smem := 16*c.warps, fmt.Sprintf("attention_mma%d_%d_1h", c.dh, c.warps), attnMMAShared(c.dh, c.warps, 1, 16*c.kc16)
 			if c.split {
 				qt, kernel, smem = 16, fmt.Sprintf("attention_mma%d_%ds_1h", c.dh, c.warps), attnSplitShared(c.dh, 1)
 			}
@@ -215,13 +203,13 @@ func TestEmuAttentionSkip(t *testing.T) {
 	}
 	for _, k := range []struct{ dh, terms int }{{64, 1}, {64, 2}, {32, 1}, {128, 2}} {
 		kernels = append(kernels, kernel{name: fmt.Sprintf("attention_mma%d_4_%d", k.dh, k.terms), dh: k.dh, qt: 64, warps: 4,
-			smem: attnMMAShared(k.dh, 4, k.terms, k.terms, 64), terms: k.terms, kc16: 4})
+			smem: attnMMAShared(k.dh, 4, k.terms, 64), terms: k.terms, kc16: 4})
 	}
 	kernels = append(kernels,
-		kernel{name: "attention_mma64_4_1h", dh: 64, qt: 64, warps: 4, smem: attnMMAShared(64, 4, 1, 1, 64), half: true, terms: 1, kc16: 4},
+		kernel{name: "attention_mma64_4_1h", dh: 64, qt: 64, warps: 4, smem: attnMMAShared(64, 4, 1, 64), half: true, terms: 1, kc16: 4},
 		kernel{name: "attention_mma64_4s_2", dh: 64, qt: 16, warps: 4, smem: attnSplitShared(64, 2), terms: 2, kc16: 4},
-		kernel{name: "attention_mma64_8_1h", dh: 64, qt: 128, warps: 8, smem: attnMMAShared(64, 8, 1, 1, 128), half: true, terms: 1, kc16: 8},
-		kernel{name: "attention_mma64_4_2", dh: 64, qt: 64, warps: 4, smem: attnMMAShared(64, 4, 2, 2, 128), terms: 2, kc16: 8})
+		kernel{name: "attention_mma64_8_1h", dh: 64, qt: 128, warps: 8, smem: attnMMAShared(64, 8, 1, 128), half: true, terms: 1, kc16: 8},
+		kernel{name: "attention_mma64_4_2", dh: 64, qt: 64, warps: 4, smem: attnMMAShared(64, 4, 2, 128), terms: 2, kc16: 8})
 	for _, k := range kernels {
 		for _, l := range layouts {
 			t.Run(fmt.Sprintf("%s,kc=%d,lens=%v,seqlen=%d,radius=%d", k.name, 16*k.kc16, l.lens, l.seqLen, l.radius), func(t *testing.T) {
@@ -423,20 +411,11 @@ func emuAttentionMMAOn(t *testing.T, bin string, kc16, dh, heads, warps int, spl
 	}
 	tileBytes, ntiles := l.tiles(qt)
 	scale := float32(1 / math.Sqrt(float64(dh)))
-	// 21: two terms of q and k, one of the probabilities and values (the
-	// key-split kernels have none).
 	if termsList == nil {
 		termsList = []int{1, 2}
-		if !split {
-			termsList = append(termsList, 21)
-		}
 	}
-	for _, code := range termsList {
-		terms, pv := code, code
-		if code == 21 {
-			terms, pv = 2, 1
-		}
-		t.Run(fmt.Sprintf("terms=%d", code), func(t *testing.T) {
+	for _, terms := range termsList {
+		t.Run(fmt.Sprintf("terms=%d", terms), func(t *testing.T) {
 			// NaN everywhere first: every row, padding included, is written.
 			dst := make([]float32, rows*width)
 			for i := range dst {
@@ -445,7 +424,7 @@ func emuAttentionMMAOn(t *testing.T, bin string, kc16, dh, heads, warps int, spl
 			// The output's 16-bit copy for the GEMM after: fp16, or two
 			// fp16 terms (kind 3) lo elements apart.
 			kind, lo := 2*terms-1, rows*width
-			name, smem := fmt.Sprintf("attention_mma%d_%d_%d", dh, warps, code), attnMMAShared(dh, warps, terms, pv, 16*kc16)
+			name, smem := fmt.Sprintf("attention_mma%d_%d_%d", dh, warps, terms), attnMMAShared(dh, warps, terms, 16*kc16)
 			if split {
 				name, smem = fmt.Sprintf("attention_mma%d_%ds_%d", dh, warps, terms), attnSplitShared(dh, terms)
 			}
@@ -457,11 +436,8 @@ func emuAttentionMMAOn(t *testing.T, bin string, kc16, dh, heads, warps int, spl
 			got := bytesF32(out[0])
 			check16(t, got, out[3], lo, kind)
 			tol := 2e-4
-			switch {
-			case terms == 1:
+			if terms == 1 {
 				tol = 1e-2 // q, k, v and the probabilities rounded to fp16
-			case pv == 1:
-				tol = 2e-3 // the probabilities and values rounded to fp16
 			}
 			at := func(part, r, _, h, d int) float64 { return float64(qkv[r*3*width+part*width+h*dh+d]) }
 			t.Logf("largest error %.3g", emuAttnCheck(t, l, heads, dh, float64(scale), tol, at, got))
@@ -1476,7 +1452,7 @@ func TestEmuAttentionRows(t *testing.T) {
 			}
 			t.Logf("largest error %.3g", emuAttnCheck(t, c.l, heads, c.dh, float64(scale), tol, at, y))
 			if c.l.radius == 0 || c.l.radius >= 64 {
-				want := launch(fmt.Sprintf("attention_mma%d_4_%s", c.dh, suffix), 64, 4, attnMMAShared(c.dh, 4, terms, terms, 64), 0)
+				want := launch(fmt.Sprintf("attention_mma%d_4_%s", c.dh, suffix), 64, 4, attnMMAShared(c.dh, 4, terms, 64), 0)
 				for _, i := range []int{0, 3} { // the outputs (their tiles differ)
 					if !bytes.Equal(got[i], want[i]) {
 						t.Fatalf("buffer %d differs from attn_mma's", i)

@@ -1579,13 +1579,11 @@ __device__ __forceinline__ float attn_exp2(float x) { return ATTN_EX2 ? ex2_appr
 // tile is 8 rows on), vp0 its lane's row of the first 16-key step of the
 // values (ldsm4t's; the next is 16 rows on), KT the halves between two
 // terms, key0 the position of kp0's key (its tile's keys are key0 + 8nt +
-// e). PVT is the terms of the probabilities and values (at most TERMS): a
-// one-term values' step reads no second term. Scores are masked to the
-// rows' windows [loA, hiA) and [loB, hiB)
+// e). Scores are masked to the rows' windows [loA, hiA) and [loB, hiB)
 // unless full (every key inside both); tiles from live on are left out,
 // their probabilities 0. The scores' C fragments are the probabilities' A
 // fragments, as FlashAttention-2 keeps them.
-template <int DH, int TERMS, int PVT, int NT>
+template <int DH, int TERMS, int NT>
 __device__ __forceinline__ void attn_mma_step(const u16* kp0, const u16* vp0, int KT, const u32 (&qa)[TERMS][DH / 16][4], int key0,
 	bool full, int live, int loA, int hiA, int loB, int hiB, float sl2, float& mA, float& mB, float& lA, float& lB,
 	float (&o)[DH / 8][4]) {
@@ -1666,12 +1664,12 @@ __device__ __forceinline__ void attn_mma_step(const u16* kp0, const u16* vp0, in
 #pragma unroll
 	for (int kk = 0; kk < KK; kk++) {
 		if (2 * kk >= live) continue; // its probabilities are all 0
-		u32 p[PVT][4];
-		if (PVT == 2) {
-			split2(s[2 * kk][0], s[2 * kk][1], p[0][0], p[PVT - 1][0]);
-			split2(s[2 * kk][2], s[2 * kk][3], p[0][1], p[PVT - 1][1]);
-			split2(s[2 * kk + 1][0], s[2 * kk + 1][1], p[0][2], p[PVT - 1][2]);
-			split2(s[2 * kk + 1][2], s[2 * kk + 1][3], p[0][3], p[PVT - 1][3]);
+		u32 p[TERMS][4];
+		if (TERMS == 2) {
+			split2(s[2 * kk][0], s[2 * kk][1], p[0][0], p[TERMS - 1][0]);
+			split2(s[2 * kk][2], s[2 * kk][3], p[0][1], p[TERMS - 1][1]);
+			split2(s[2 * kk + 1][0], s[2 * kk + 1][1], p[0][2], p[TERMS - 1][2]);
+			split2(s[2 * kk + 1][2], s[2 * kk + 1][3], p[0][3], p[TERMS - 1][3]);
 		} else {
 			p[0][0] = pack2(s[2 * kk][0], s[2 * kk][1]);
 			p[0][1] = pack2(s[2 * kk][2], s[2 * kk][3]);
@@ -1688,12 +1686,12 @@ __device__ __forceinline__ void attn_mma_step(const u16* kp0, const u16* vp0, in
 			ldsm4t(b, vp + 8 * nd);
 			mma16816(o[nd], p[0], b[0], b[1]);
 			mma16816(o[nd + 1], p[0], b[2], b[3]);
-			if (PVT == 2) {
+			if (TERMS == 2) {
 				ldsm4t(c, vp + KT + 8 * nd);
 				mma16816(o[nd], p[0], c[0], c[1]);
 				mma16816(o[nd + 1], p[0], c[2], c[3]);
-				mma16816(o[nd], p[PVT - 1], b[0], b[1]);
-				mma16816(o[nd + 1], p[PVT - 1], b[2], b[3]);
+				mma16816(o[nd], p[TERMS - 1], b[0], b[1]);
+				mma16816(o[nd + 1], p[TERMS - 1], b[2], b[3]);
 			}
 		}
 	}
@@ -1765,11 +1763,6 @@ __device__ __forceinline__ void attn_mma_out(const float (&o)[DH / 8][4], float 
 // precision rounds a GEMM's operands; TERMS 2 (FP16X2) splits each into two
 // fp16 terms and multiplies hi·hi + hi·lo + lo·hi (three mma; lo·lo, about
 // 2^-22 of the product, is left out), which keeps about float32's accuracy.
-// PVT, the terms of the probabilities and values: TERMS, or 1 where TERMS
-// is 2 (suffix 21), which keeps the scores' two terms, whose rounding an
-// exponential turns into the probabilities' relative error, and multiplies
-// probabilities and values as one-term fp16 operands, as a GEMM's are:
-// four mma a product pair where two terms take six.
 // tiles, masks, padding queries, rope, two, hout: as attn_tiled. Dynamic
 // shared memory: attnMmaShared in stream.go.
 //
@@ -1778,7 +1771,7 @@ __device__ __forceinline__ void attn_mma_out(const float (&o)[DH / 8][4], float 
 // within a block), so that a question's few tiles load their keys and
 // values with W warps; at the end the warps' softmax states meet in shared
 // memory (the chunks' space) and every thread finishes some outputs.
-template <int DH, int W, int TERMS, int PVT, bool HIN, bool SPLIT>
+template <int DH, int W, int TERMS, bool HIN, bool SPLIT>
 __device__ void attn_mma(float* dst, const void* qkv, long long two, const int* tiles, int heads, float scale, int sliding,
 	int radius, const float* rope, u16* hout, int kind, long long hlo) {
 	static_assert(!SPLIT || W == 4, "the key-split kernel's four warps take 16 keys each of a 64-key chunk");
@@ -1792,8 +1785,8 @@ __device__ void attn_mma(float* dst, const void* qkv, long long two, const int* 
 	constexpr bool LEANV = ATTN_MMA_LEAN && HIN && TERMS == 1;
 	extern __shared__ float4 smem4[];
 	u16* Ks = (u16*)smem4;      // [TERMS][KC][KS]
-	u16* Vs = Ks + TERMS * KT;  // [PVT][KC][KS]
-	u16* Qs = Vs + PVT * KT;    // [TERMS][QT][KS]
+	u16* Vs = Ks + TERMS * KT;  // [TERMS][KC][KS]
+	u16* Qs = Vs + TERMS * KT;  // [TERMS][QT][KS]
 	const int* t = tiles + 5 * blockIdx.x;
 	int r0 = t[0], start = t[1], n = t[2], pos0 = t[3], nq = t[4];
 	if (nq == 0) return; // past the real tiles of a packed batch (tileGrid)
@@ -1846,8 +1839,8 @@ __device__ void attn_mma(float* dst, const void* qkv, long long two, const int* 
 			st4h<TERMS>(Ks + key * KS + d, KT, k0);
 			st4h<TERMS>(Ks + key * KS + d + DH / 2, KT, k1);
 			if (!LEANV) {
-				st4h<PVT>(Vs + key * KS + d, KT, v0);
-				st4h<PVT>(Vs + key * KS + d + DH / 2, KT, v1);
+				st4h<TERMS>(Vs + key * KS + d, KT, v0);
+				st4h<TERMS>(Vs + key * KS + d + DH / 2, KT, v1);
 			}
 		}
 		if (LEANV) {
@@ -1878,7 +1871,7 @@ __device__ void attn_mma(float* dst, const void* qkv, long long two, const int* 
 			// live: the step's 8-key score tiles holding a key (the rest are
 			// masked whatever their products, and their probabilities 0).
 			const int live = ATTN_SKIP ? (kend - sb + 7) / 8 - nt0 : NT;
-			attn_mma_step<DH, TERMS, PVT, NT>(Ks + (sb + 8 * nt0 + g) * KS + 2 * tq,
+			attn_mma_step<DH, TERMS, NT>(Ks + (sb + 8 * nt0 + g) * KS + 2 * tq,
 				Vs + (sb + 16 * (SPLIT ? warp : 0) + (lane & 15)) * KS + 8 * (lane >> 4), KT, qa, kf + 8 * nt0 + 2 * tq, full, live,
 				loA, hiA, loB, hiB, sl2, mA, mB, lA, lB, o);
 		}
@@ -1934,29 +1927,26 @@ __device__ void attn_mma(float* dst, const void* qkv, long long two, const int* 
 	attn_mma_out<DH>(o, lA, lB, qr, nq, pos0, n, (long long)r0 * width + h * DH + 2 * tq, width, dst, hout, hlo, kind);
 }
 
-#define ATTENTION_MMA(DH, W, TERMS, PVT, HIN, SPLIT, NAME)                                                             \
+#define ATTENTION_MMA(DH, W, TERMS, HIN, SPLIT, NAME)                                                                  \
 	extern "C" __global__ void ATTN_MMA_BOUNDS(W * 32) NAME(float* dst, const void* qkv, long long two, const int* tiles, \
 		int heads, float scale, int sliding, int radius, const float* rope, u16* hout, int kind, long long hlo) {        \
 		KERNEL_ENTRY                                                                                                     \
-		attn_mma<DH, W, TERMS, PVT, HIN, SPLIT>(dst, qkv, two, tiles, heads, scale, sliding, radius, rope, hout, kind,   \
-			hlo);                                                                                                        \
+		attn_mma<DH, W, TERMS, HIN, SPLIT>(dst, qkv, two, tiles, heads, scale, sliding, radius, rope, hout, kind, hlo);  \
 	}
 // A head dim's tensor-core kernels: 1, 2, 4 and 8 warps a block, one or
-// two terms, one term reading fp16 qkv (suffix 1h), and two terms of the
-// queries and keys with one of the probabilities and values (suffix 21);
-// and four warps splitting the keys of a 16-query tile (4s).
+// two terms, and one term reading fp16 qkv (suffix 1h); and four warps
+// splitting the keys of a 16-query tile (4s).
 #define ATTENTIONS_MMA_W(DH, W)                                                                                        \
-	ATTENTION_MMA(DH, W, 1, 1, false, false, attention_mma##DH##_##W##_1)                                              \
-	ATTENTION_MMA(DH, W, 2, 2, false, false, attention_mma##DH##_##W##_2)                                              \
-	ATTENTION_MMA(DH, W, 1, 1, true, false, attention_mma##DH##_##W##_1h)                                              \
-	ATTENTION_MMA(DH, W, 2, 1, false, false, attention_mma##DH##_##W##_21)
+	ATTENTION_MMA(DH, W, 1, false, false, attention_mma##DH##_##W##_1)                                                 \
+	ATTENTION_MMA(DH, W, 2, false, false, attention_mma##DH##_##W##_2)                                                 \
+	ATTENTION_MMA(DH, W, 1, true, false, attention_mma##DH##_##W##_1h)
 // The four-warp kernels are the core's (the default); the others, and the
 // key-split ones, only options or a GPU short of shared memory ask for.
 #define ATTENTIONS_MMA_EXTRA(DH)                                                                                       \
 	ATTENTIONS_MMA_W(DH, 1) ATTENTIONS_MMA_W(DH, 2) ATTENTIONS_MMA_W(DH, 8)                                           \
-	ATTENTION_MMA(DH, 4, 1, 1, false, true, attention_mma##DH##_4s_1)                                                  \
-	ATTENTION_MMA(DH, 4, 2, 2, false, true, attention_mma##DH##_4s_2)                                                  \
-	ATTENTION_MMA(DH, 4, 1, 1, true, true, attention_mma##DH##_4s_1h)
+	ATTENTION_MMA(DH, 4, 1, false, true, attention_mma##DH##_4s_1)                                                     \
+	ATTENTION_MMA(DH, 4, 2, false, true, attention_mma##DH##_4s_2)                                                     \
+	ATTENTION_MMA(DH, 4, 1, true, true, attention_mma##DH##_4s_1h)
 #if LAYA_CORE
 ATTENTIONS_MMA_W(32, 4)
 ATTENTIONS_MMA_W(64, 4)
@@ -2079,7 +2069,7 @@ __device__ void attn_rows(float* dst, const void* qkv, long long two, const int*
 		for (int nd = 0; nd < ND; nd++) o[nd][0] = o[nd][1] = o[nd][2] = o[nd][3] = 0.0f;
 		for (int kf = s0; kf < s1; kf += 64) {
 			int sb = kf - klo;
-			attn_mma_step<DH, TERMS, TERMS, NT>(Ks + (sb + g) * KS + 2 * tq, Vs + (sb + (lane & 15)) * KS + 8 * (lane >> 4), T, qa,
+			attn_mma_step<DH, TERMS, NT>(Ks + (sb + g) * KS + 2 * tq, Vs + (sb + (lane & 15)) * KS + 8 * (lane >> 4), T, qa,
 				kf + 2 * tq, false, NT, loA, hiA, loB, hiB, sl2, mA, mB, lA, lB, o);
 		}
 		attn_mma_sum(lA, lB);

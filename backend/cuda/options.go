@@ -142,13 +142,6 @@ type Options struct {
 	// their probabilities). FP16X2 at one term keeps its GEMMs' 21-bit
 	// activations but rounds attention's operands to fp16.
 	AttentionTerms int
-	// AttentionPVTerms is the fp16 terms of the tensor-core attention's
-	// probabilities and values where its queries and keys take two: 1 or
-	// 2 (0: 2). One keeps the scores' two terms and multiplies
-	// probabilities and values as a GEMM's fp16 operands, four mma a
-	// product pair instead of six, for the key-split and whole-row
-	// kernels too where they have no such variant (they take two).
-	AttentionPVTerms int
 	// NoSmallLinear runs every Linear on cuBLAS, also those on 16 rows or
 	// fewer (the heads' marker and CLS rows), which otherwise run as one
 	// kernel of the backend's own (the product, bias, activation and a
@@ -424,7 +417,7 @@ func defineFlags(defines map[string]int) []string {
 // ParseOptions reads options from a comma-separated list, as the LAYA_CUDA
 // environment variable gives them to the registered backend:
 // precision=fp32|fp16|bf16|fp16x2, device=N, graphs=off, maxgraphs=N,
-// submit=N|off, splits=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnrows=4|6|8|off, attnsplit=off|on, attnreg=on|off, attnterms=0|1|2, attnpv=0|1|2,
+// submit=N|off, splits=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnrows=4|6|8|off, attnsplit=off|on, attnreg=on|off, attnterms=0|1|2,
 // attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gatherfold=on|off, gemm=lt|blas, tune=on|off,
 // tunecands=N, splitk=off|on, tunecold=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, clrows=N, clcols=32|64|128, wgrows=N, wgsplits=N, wgring=N, wgtma=off|on, kbatch=N, kbatchk=N, l2pf=N, l2pfdepth=N, pdl=on|off, geglu=vec|scalar, cache=DIR|off,
 // tunecache=DIR|off, refine=MARGIN|off, refinetokens=N, batchrows=N, batchtokens=N, define=NAME=VALUE (repeatable: Options.Defines),
@@ -434,7 +427,7 @@ func defineFlags(defines map[string]int) []string {
 func ParseOptions(s string) (Options, error) {
 	var o Options
 	ints := map[string]*int{"device": &o.Device, "bucket": &o.Bucket, "attnqpw": &o.QueriesPerWarp,
-		"attnwarps": &o.AttentionWarps, "mmawarps": &o.MMAWarps, "attnterms": &o.AttentionTerms, "attnpv": &o.AttentionPVTerms, "maxgraphs": &o.MaxGraphs, "refinetokens": &o.RefineTokens, "batchrows": &o.BatchRows, "batchtokens": &o.BatchTokens, "tunecands": &o.TuneCandidates, "splits": &o.SubmitSplits, "mmarows": &o.MMARows, "mmacols": &o.MMACols, "clrows": &o.ClusterRows, "clcols": &o.ClusterCols, "wgrows": &o.WGRows, "wgsplits": &o.WGSplits, "wgring": &o.WGRing, "kbatch": &o.KBatchRows, "kbatchk": &o.KBatchMinK, "l2pf": &o.PrefetchRows, "l2pfdepth": &o.PrefetchDepth}
+		"attnwarps": &o.AttentionWarps, "mmawarps": &o.MMAWarps, "attnterms": &o.AttentionTerms, "maxgraphs": &o.MaxGraphs, "refinetokens": &o.RefineTokens, "batchrows": &o.BatchRows, "batchtokens": &o.BatchTokens, "tunecands": &o.TuneCandidates, "splits": &o.SubmitSplits, "mmarows": &o.MMARows, "mmacols": &o.MMACols, "clrows": &o.ClusterRows, "clcols": &o.ClusterCols, "wgrows": &o.WGRows, "wgsplits": &o.WGSplits, "wgring": &o.WGRing, "kbatch": &o.KBatchRows, "kbatchk": &o.KBatchMinK, "l2pf": &o.PrefetchRows, "l2pfdepth": &o.PrefetchDepth}
 	// Two-word options: the words, and the field that is whether it is
 	// the second.
 	words := map[string]struct {
@@ -486,7 +479,7 @@ func ParseOptions(s string) (Options, error) {
 			}
 			*map[string]*string{"driver": &o.Driver, "nvrtc": &o.NVRTC, "cublas": &o.CUBLAS}[k] = v
 		default:
-			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, submit=N|off, splits=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnrows=4|6|8|off, attnsplit=off|on, attnreg=on|off, attnterms=0|1|2, attnpv=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gatherfold=on|off, gemm=lt|blas, tune=on|off, tunecands=N, splitk=off|on, tunecold=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, clrows=N, clcols=32|64|128, wgrows=N, wgsplits=N, wgring=N, wgtma=off|on, kbatch=N, kbatchk=N, l2pf=N, l2pfdepth=N, pdl=on|off, geglu=vec|scalar, cache=DIR|off, tunecache=DIR|off, refine=MARGIN|off, refinetokens=N, batchrows=N, batchtokens=N, define=NAME=VALUE, driver=PATH, nvrtc=PATH, cublas=PATH)")
+			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, submit=N|off, splits=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnrows=4|6|8|off, attnsplit=off|on, attnreg=on|off, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gatherfold=on|off, gemm=lt|blas, tune=on|off, tunecands=N, splitk=off|on, tunecold=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, clrows=N, clcols=32|64|128, wgrows=N, wgsplits=N, wgring=N, wgtma=off|on, kbatch=N, kbatchk=N, l2pf=N, l2pfdepth=N, pdl=on|off, geglu=vec|scalar, cache=DIR|off, tunecache=DIR|off, refine=MARGIN|off, refinetokens=N, batchrows=N, batchtokens=N, define=NAME=VALUE, driver=PATH, nvrtc=PATH, cublas=PATH)")
 		}
 		if err == nil {
 			err = o.check()
@@ -559,8 +552,6 @@ func (o Options) check() error {
 		return fmt.Errorf("batchtokens=%d, want the most tokens of a forward batch (0: %d)", o.BatchTokens, DefaultBatchTokens)
 	case o.AttentionTerms < 0 || o.AttentionTerms > 2:
 		return fmt.Errorf("attnterms=%d, want 1 or 2 (0: the precision's)", o.AttentionTerms)
-	case o.AttentionPVTerms < 0 || o.AttentionPVTerms > 2:
-		return fmt.Errorf("attnpv=%d, want 1 or 2 (0: 2)", o.AttentionPVTerms)
 	case o.MMACols != 0 && o.MMACols != 64 && o.MMACols != 128:
 		return fmt.Errorf("mmacols=%d, want 64 or 128", o.MMACols)
 	case o.MMARows < 0 || o.MMARows > MaxMMARows:

@@ -1289,13 +1289,6 @@ func (s *stream) attentionTerms() int {
 	return 1
 }
 
-// attentionPVTerms is the fp16 terms of the probabilities and values of
-// the stream's tensor-core attention where its queries and keys take two
-// (Options.AttentionPVTerms, else two).
-func (s *stream) attentionPVTerms() int {
-	return cmp.Or(s.be.opts.AttentionPVTerms, 2)
-}
-
 // attentionKernel picks the tiled attention kernel for p over rows rows:
 // its function, the queries of its tiles, its warps a block and its dynamic
 // shared memory.
@@ -1334,17 +1327,13 @@ func (s *stream) attentionKernel(tiled *[5]uintptr, p backend.AttentionParams, r
 		// A kernel whose shared memory this GPU does not have, or of the
 		// extras where they are not loaded, is 0 (setKernelAttributes):
 		// fewer warps, else the float32 kernels.
-		slot, pv := terms-1, terms
-		if terms == 2 && s.attentionPVTerms() == 1 {
-			slot, pv = mmaPV1, 1
-		}
 		for i := slices.Index(mmaWarps[:], cmp.Or(o.MMAWarps, defaultMMAWarps)); i >= 0; i-- {
-			if fn := mma[i][slot]; fn != 0 {
+			if fn := mma[i][terms-1]; fn != 0 {
 				w := mmaWarps[i]
 				if terms == 1 {
 					half = mma[i][2]
 				}
-				return fn, half, 16 * w, w, attnMMAShared(p.HeadDim, w, terms, pv, s.be.mmaKC())
+				return fn, half, 16 * w, w, attnMMAShared(p.HeadDim, w, terms, s.be.mmaKC())
 			}
 		}
 	}
@@ -1370,16 +1359,11 @@ func (s *stream) attentionKernel(tiled *[5]uintptr, p backend.AttentionParams, r
 }
 
 // attnMMAShared is the dynamic shared memory of the tensor-core attention
-// kernel for head dim dh, w warps a block, terms fp16 terms of q and k and
-// pv of the values (attn_mma's K, V and Q: kc keys a chunk, 16·w queries,
-// rows padded by 8 halves).
-func attnMMAShared(dh, w, terms, pv, kc int) int {
-	return 2 * ((terms+pv)*kc + terms*16*w) * (dh + 8)
+// kernel for head dim dh, w warps a block and terms fp16 terms (attn_mma's
+// K, V and Q: kc keys a chunk, 16·w queries, rows padded by 8 halves).
+func attnMMAShared(dh, w, terms, kc int) int {
+	return 2 * terms * (2*kc + 16*w) * (dh + 8)
 }
-
-// mmaPV1 is the entry of Backend.k.attentionMMA's kernels with two terms of
-// q and k and one of the probabilities and values (kernels.cu's suffix 21).
-const mmaPV1 = 3
 
 // rowsKeys is the longest batch row the whole-row tensor-core attention
 // takes (kernels.cu's ATTN_ROWS_KEYS): its tiles are a row each.

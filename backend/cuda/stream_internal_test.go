@@ -335,7 +335,7 @@ func benchRecordForward(b *testing.B, q int) {
 	}
 	be := &Backend{opts: Options{Precision: prec}}
 	be.k.attentionTiled = map[int]*[5]uintptr{dh: {1, 1, 1, 1}}
-	be.k.attentionMMA = map[int]*[4][4]uintptr{dh: {{2, 2, 2, 2}, {2, 2, 2, 2}, {2, 2, 2, 2}, {2, 2, 2, 2}}}
+	be.k.attentionMMA = map[int]*[4][3]uintptr{dh: {{2, 2, 2}, {2, 2, 2}, {2, 2, 2}, {2, 2, 2}}}
 	be.ropes = map[ropeKey]ropeTable{{160000, dh}: {addr: 1, positions: 8192}, {10000, dh}: {addr: 1, positions: 8192}}
 	be.sms = 132
 	weight := func(r, c int) *tensor { return residentWeight(be, r, c, 1, 1) }
@@ -545,18 +545,6 @@ func TestAttentionKernelChoice(t *testing.T) {
 		{"fp16x2 one, mmawarps=1", Options{Precision: FP16X2, MMAWarps: 1}, one, 12, 1, 16},
 		{"fp16x2 ten, attnterms=1", Options{Precision: FP16X2, AttentionTerms: 1}, ten, 41, 4, 64},
 		{"fp16 ten, attnterms=2", Options{Precision: FP16, AttentionTerms: 2}, ten, 42, 4, 64},
-		// attnpv=1: where q and k take two terms, the kernel whose
-		// probabilities and values take one (entry mmaPV1: 10·warps + 6);
-		// nothing where they take one, and the key-split and whole-row
-		// kernels, which have none, keep two.
-		{"fp16x2 ten, attnpv=1", Options{Precision: FP16X2, AttentionPVTerms: 1}, ten, 46, 4, 64},
-		{"fp16 ten, attnterms=2, attnpv=1", Options{Precision: FP16, AttentionTerms: 2, AttentionPVTerms: 1}, ten, 46, 4, 64},
-		{"fp16 ten, attnpv=1", Options{Precision: FP16, AttentionPVTerms: 1}, ten, 41, 4, 64},
-		{"fp16x2 ten, attnpv=2", Options{Precision: FP16X2, AttentionPVTerms: 2}, ten, 42, 4, 64},
-		{"fp16x2 one, attnpv=1, mmawarps=8", Options{Precision: FP16X2, AttentionPVTerms: 1, MMAWarps: 8}, one, 86, 8, 128},
-		{"fp16x2 one, attnpv=1, attnsplit", Options{Precision: FP16X2, AttentionPVTerms: 1, AttentionSplit: true}, one, 52, 4, 16},
-		{"fp16x2 ten, attnpv=1, attnrows=4", Options{Precision: FP16X2, AttentionPVTerms: 1, RowWarps: 4}, ten, 242, 4, rowsKeys},
-		{"fp16x2 ten, attnpv=1, small shared memory", Options{Precision: FP16X2, AttentionPVTerms: 1}, ten, 46, 4, 64},
 		{"fp16x2 ten, attn=simt", Options{Precision: FP16X2, SIMTAttention: true}, ten, simt + 2, 8, 32},
 		{"fp32 ten", Options{Precision: FP32}, ten, simt + 2, 8, 32},
 		{"bf16 ten", Options{Precision: BF16}, ten, simt + 2, 8, 32},
@@ -595,7 +583,7 @@ func TestAttentionKernelChoice(t *testing.T) {
 		be.k.attentionTiled = map[int]*[5]uintptr{dh: tiled}
 		// Entry [warps index][terms-1] = 10·warps + terms; [2], one term
 		// reading fp16 qkv, 10·warps + 5.
-		be.k.attentionMMA = map[int]*[4][4]uintptr{dh: {{11, 12, 15, 16}, {21, 22, 25, 26}, {41, 42, 45, 46}, {81, 82, 85, 86}}}
+		be.k.attentionMMA = map[int]*[4][3]uintptr{dh: {{11, 12, 15}, {21, 22, 25}, {41, 42, 45}, {81, 82, 85}}}
 		if strings.HasSuffix(c.name, "small shared memory") {
 			be.k.attentionMMA[dh][2][1], be.k.attentionMMA[dh][3][1] = 0, 0
 		}
@@ -618,9 +606,6 @@ func TestAttentionKernelChoice(t *testing.T) {
 		}
 		if c.want > 200 {
 			wantShm = shm == attnRowsShared(dh, int(c.want%10))
-		}
-		if c.want < simt && c.want%10 == 6 {
-			wantShm = shm == attnMMAShared(dh, c.warps, 2, 1, be.mmaKC())
 		}
 		if fn != c.want || warps != c.warps || qt != c.tileQs || !wantShm {
 			t.Errorf("%s: kernel %d, %d warps, tiles of %d, %d bytes; want kernel %d, %d warps, tiles of %d", c.name, fn, warps, qt, shm,
@@ -1190,7 +1175,7 @@ func TestHalfAttentionInput(t *testing.T) {
 		be := &Backend{opts: c.opts, sms: 132}
 		tiled := &[5]uintptr{100, 101, 102, 100}
 		be.k.attentionTiled = map[int]*[5]uintptr{dh: tiled}
-		be.k.attentionMMA = map[int]*[4][4]uintptr{dh: {{11, 12, 15, 16}, {21, 22, 25, 26}, {41, 42, 45, 46}, {81, 82, 85, 86}}}
+		be.k.attentionMMA = map[int]*[4][3]uintptr{dh: {{11, 12, 15}, {21, 22, 25}, {41, 42, 45}, {81, 82, 85}}}
 		be.ropes = map[ropeKey]ropeTable{{10000, dh}: {addr: 1, positions: 8192}}
 		s := be.NewStream().(*stream)
 		x := s.FromHost(rows, 8, make([]float32, rows*8))
@@ -1383,7 +1368,7 @@ func TestGeGLUFusionOrder(t *testing.T) {
 		layout := backend.Layout{SeqLen: rows, Lengths: []int{rows}, Packed: true}
 		be := &Backend{opts: Options{Precision: FP16, MMAWarps: 4, MMARows: 128}, sms: 132}
 		be.k.attentionTiled = map[int]*[5]uintptr{dh: {100, 101, 102, 100}}
-		be.k.attentionMMA = map[int]*[4][4]uintptr{dh: {{11, 12, 15, 16}, {21, 22, 25, 26}, {41, 42, 45, 46}, {81, 82, 85, 86}}}
+		be.k.attentionMMA = map[int]*[4][3]uintptr{dh: {{11, 12, 15}, {21, 22, 25}, {41, 42, 45}, {81, 82, 85}}}
 		s := be.NewStream().(*stream)
 		x := s.FromHost(rows, 16, make([]float32, rows*16))
 		w := residentWeight(be, 3*heads*dh, 16, 1, 1)
