@@ -56,6 +56,16 @@ func TestEmuAttentionMMA(t *testing.T) {
 	}
 }
 
+// Sharp scores: q and k three times as large (scores of a standard
+// deviation of 9) make one fp16 term's rounding of them the largest error
+// (about 0.008 here: the probabilities' relative error is the scores'
+// absolute one); two terms keep the outputs within 2e-4 of float64's.
+func TestEmuAttentionMMASharp(t *testing.T) {
+	const dh, heads = 64, 2
+	l := emuAttnLayout{lens: []int{93, 17}}
+	emuAttentionMMA(t, dh, heads, 4, false, l, emuQKV(l, heads, dh, 7, 8, 3), 2)
+}
+
 // The tensor-core attention built with other chunks of keys
 // (ATTN_MMA_KC16): 128 keys (a short row's keys in one chunk, rows of 93
 // and 17, and one of 140 in two, the second partly filled), 32 (several
