@@ -187,10 +187,12 @@ func TestEmuAttentionMMALean(t *testing.T) {
 // tile's last one give the outputs of the default build, which computes
 // and masks them, bit for bit: attn_reg on two float32 terms with RoPE, the
 // tensor-core kernels on float32 in one and two terms, on fp16 in one, the
-// key-split kernel, and 128-key chunks; rows of 93 and 17 (a chunk partly
-// filled), 140 (a second chunk), right padding, and sliding windows whose
-// tiles end short of a chunk. (The default build's outputs are held to
-// float64 by TestEmuAttentionReg and the TestEmuAttentionMMA tests.)
+// key-split kernel, the whole-row kernel, and 128-key chunks; rows of 93
+// and 17 (a chunk partly filled), 140 (a second chunk; not for the
+// whole-row kernel), right padding, and sliding windows whose tiles end
+// short of a chunk. ATTN_LDSMK=1 (the keys' fragments by ldmatrix) gives
+// them bit for bit too. (The default build's outputs are held to float64
+// by TestEmuAttentionReg and the TestEmuAttentionMMA tests.)
 func TestEmuAttentionSkip(t *testing.T) {
 	const heads = 2
 	layouts := []emuAttnLayout{
@@ -206,6 +208,7 @@ func TestEmuAttentionSkip(t *testing.T) {
 		half, reg bool
 		terms     int
 		kc16      int
+		rows      bool // the whole-row kernel: rows of at most rowsKeys
 	}
 	var kernels []kernel
 	for _, dh := range []int{32, 64, 128} {
@@ -219,47 +222,53 @@ func TestEmuAttentionSkip(t *testing.T) {
 		kernel{name: "attention_mma64_4_1h", dh: 64, qt: 64, warps: 4, smem: attnMMAShared(64, 4, 1, 64), half: true, terms: 1, kc16: 4},
 		kernel{name: "attention_mma64_4s_2", dh: 64, qt: 16, warps: 4, smem: attnSplitShared(64, 2), terms: 2, kc16: 4},
 		kernel{name: "attention_mma64_8_1h", dh: 64, qt: 128, warps: 8, smem: attnMMAShared(64, 8, 1, 128), half: true, terms: 1, kc16: 8},
-		kernel{name: "attention_mma64_4_2", dh: 64, qt: 64, warps: 4, smem: attnMMAShared(64, 4, 2, 128), terms: 2, kc16: 8})
-	for _, k := range kernels {
-		for _, l := range layouts {
-			t.Run(fmt.Sprintf("%s,kc=%d,lens=%v,seqlen=%d,radius=%d", k.name, 16*k.kc16, l.lens, l.seqLen, l.radius), func(t *testing.T) {
-				width, rows := heads*k.dh, l.rows()
-				qkv := emuQKV(l, heads, k.dh, uint64(k.dh), uint64(rows), 1)
-				_, in, two := emuAttnInput(qkv, k.half, k.reg)
-				rope := emuRope(slices.Max(append(slices.Clone(l.lens), l.seqLen)), k.dh)
-				ropeArg := emuVal(0)
-				if k.reg {
-					ropeArg = emuBuf(4, 0)
+		kernel{name: "attention_mma64_4_2", dh: 64, qt: 64, warps: 4, smem: attnMMAShared(64, 4, 2, 128), terms: 2, kc16: 8},
+		kernel{name: "attention_rows64_4_2", dh: 64, qt: rowsKeys, warps: 4, smem: attnRowsShared(64, 2), terms: 2, kc16: 4, rows: true})
+	for _, variant := range []string{"ATTN_SKIP=1", "ATTN_LDSMK=1"} {
+		for _, k := range kernels {
+			for _, l := range layouts {
+				if k.rows && slices.Max(l.lens) > rowsKeys {
+					continue
 				}
-				tileBytes, ntiles := l.tiles(k.qt)
-				dst := make([]float32, rows*width)
-				for i := range dst {
-					dst[i] = float32(math.NaN())
-				}
-				kind, lo := 2*k.terms-1, rows*width
-				launch := emuLaunch{name: k.name, grid: [3]int{ntiles, heads, 1}, threads: 32 * k.warps, smem: k.smem,
-					args: []emuArg{emuBuf(0, 0), emuBuf(1, 0), emuVal(uint64(two)), emuBuf(2, 0), emuInt(heads), emuF32(float32(1 / math.Sqrt(float64(k.dh)))),
-						emuVal(boolArg(l.radius > 0)), emuInt(l.radius), ropeArg, emuBuf(3, 0), emuInt(kind), emuVal(uint64(lo))}}
-				bufs := [][]byte{f32Bytes(dst), in, tileBytes, make([]byte, 2*2*lo), f32Bytes(rope)}
-				var defines []string
-				if k.kc16 != 4 {
-					defines = append(defines, fmt.Sprintf("ATTN_MMA_KC16=%d", k.kc16))
-				}
-				bin := emuRunner(t)
-				if defines != nil {
-					bin = emuRunnerTuned(t, defines...)
-				}
-				all := emuRunOn(t, bin, bufs, launch)
-				skip := emuRunOn(t, emuRunnerTuned(t, append(defines, "ATTN_SKIP=1")...), bufs, launch)
-				for i := range all {
-					if !bytes.Equal(skip[i], all[i]) {
-						t.Fatalf("buffer %d differs from the default build's, which computes every key", i)
+				t.Run(fmt.Sprintf("%s,%s,kc=%d,lens=%v,seqlen=%d,radius=%d", variant, k.name, 16*k.kc16, l.lens, l.seqLen, l.radius), func(t *testing.T) {
+					width, rows := heads*k.dh, l.rows()
+					qkv := emuQKV(l, heads, k.dh, uint64(k.dh), uint64(rows), 1)
+					_, in, two := emuAttnInput(qkv, k.half, k.reg)
+					rope := emuRope(slices.Max(append(slices.Clone(l.lens), l.seqLen)), k.dh)
+					ropeArg := emuVal(0)
+					if k.reg {
+						ropeArg = emuBuf(4, 0)
 					}
-				}
-				if slices.ContainsFunc(bytesF32(skip[0]), func(v float32) bool { return v != v }) {
-					t.Fatal("a row of the output was not written")
-				}
-			})
+					tileBytes, ntiles := l.tiles(k.qt)
+					dst := make([]float32, rows*width)
+					for i := range dst {
+						dst[i] = float32(math.NaN())
+					}
+					kind, lo := 2*k.terms-1, rows*width
+					launch := emuLaunch{name: k.name, grid: [3]int{ntiles, heads, 1}, threads: 32 * k.warps, smem: k.smem,
+						args: []emuArg{emuBuf(0, 0), emuBuf(1, 0), emuVal(uint64(two)), emuBuf(2, 0), emuInt(heads), emuF32(float32(1 / math.Sqrt(float64(k.dh)))),
+							emuVal(boolArg(l.radius > 0)), emuInt(l.radius), ropeArg, emuBuf(3, 0), emuInt(kind), emuVal(uint64(lo))}}
+					bufs := [][]byte{f32Bytes(dst), in, tileBytes, make([]byte, 2*2*lo), f32Bytes(rope)}
+					var defines []string
+					if k.kc16 != 4 {
+						defines = append(defines, fmt.Sprintf("ATTN_MMA_KC16=%d", k.kc16))
+					}
+					bin := emuRunner(t)
+					if defines != nil {
+						bin = emuRunnerTuned(t, defines...)
+					}
+					all := emuRunOn(t, bin, bufs, launch)
+					skip := emuRunOn(t, emuRunnerTuned(t, append(defines, variant)...), bufs, launch)
+					for i := range all {
+						if !bytes.Equal(skip[i], all[i]) {
+							t.Fatalf("buffer %d differs from the default build's", i)
+						}
+					}
+					if slices.ContainsFunc(bytesF32(skip[0]), func(v float32) bool { return v != v }) {
+						t.Fatal("a row of the output was not written")
+					}
+				})
+			}
 		}
 	}
 }

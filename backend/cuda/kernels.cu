@@ -107,6 +107,13 @@ typedef unsigned long long u64;
 #ifndef ATTN_EX2
 #define ATTN_EX2 1
 #endif
+// ATTN_LDSMK: 1 loads the tensor-core attention's key fragments by
+// ldmatrix, four registers (two 16-dim steps of an 8-key tile) an
+// instruction, where 0 loads each 32-bit register on its own: the same
+// operands into the same products, in the same order.
+#ifndef ATTN_LDSMK
+#define ATTN_LDSMK 0
+#endif
 // LCL_W16: 1 runs linear_cl on sixteen warps a block, four a scheduler,
 // each with half the row tiles of eight's (0).
 #ifndef LCL_W16
@@ -1589,10 +1596,33 @@ __device__ __forceinline__ void attn_mma_step(const u16* kp0, const u16* vp0, in
 	float (&o)[DH / 8][4]) {
 	const int KS = DH + 8, KD = DH / 16, ND = DH / 8, KK = NT / 2;
 	float s[NT][4];
+	// ATTN_LDSMK: lane l gives row l%8 of the tile (kp0 is row g's, at
+	// element 2·tq) and dims 8·(l/8) on of each 32-dim step: matrices 0 and
+	// 1 are a 16-dim step's b0 and b1, 2 and 3 the next step's.
+	const int lane = threadIdx.x & 31;
+	const u32 ka0 = ATTN_LDSMK ? smem_addr(kp0 + ((lane & 7) - (lane >> 2)) * KS + 8 * (lane >> 3) - 2 * (lane & 3)) : 0;
 #pragma unroll
 	for (int nt = 0; nt < NT; nt++) {
 		s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
-		if (nt >= live) continue;
+		if (nt >= live) continue; // live is the warp's: ldmatrix needs every lane
+		if (ATTN_LDSMK) {
+			const u32 ka = ka0 + 2 * 8 * nt * KS;
+#pragma unroll
+			for (int kd = 0; kd < KD; kd += 2) {
+				u32 b[4], c[4];
+				ldsm4a(b, ka + 2 * 16 * kd);
+				if (TERMS == 2) ldsm4a(c, ka + 2 * KT + 2 * 16 * kd);
+#pragma unroll
+				for (int e = 0; e < 2; e++) {
+					mma16816(s[nt], qa[0][kd + e], b[2 * e], b[2 * e + 1]);
+					if (TERMS == 2) {
+						mma16816(s[nt], qa[0][kd + e], c[2 * e], c[2 * e + 1]);
+						mma16816(s[nt], qa[TERMS - 1][kd + e], b[2 * e], b[2 * e + 1]);
+					}
+				}
+			}
+			continue;
+		}
 		const u16* kp = kp0 + 8 * nt * KS;
 #pragma unroll
 		for (int kd = 0; kd < KD; kd++) {
