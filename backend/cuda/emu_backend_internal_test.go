@@ -383,8 +383,8 @@ func TestEmuBackendConformance(t *testing.T) {
 // emuOptions are the options that open the backend on libcuemu.so, its
 // 16-bit GEMMs on the emulator's cuBLASLt (the libcublasLt.so beside it,
 // emuLinkLt), except on a host with a real cuBLASLt.
-func emuOptions(t testing.TB) Options {
-	lib := emuLib(t)
+func emuOptions(t testing.TB, defines ...string) Options {
+	lib := emuLibTuned(t, defines...)
 	// No kernel cache: the fake cubin has a real one's key (sm_90, NVRTC
 	// 13.0), where a GPU's backend would find it.
 	opts := Options{Driver: lib, NVRTC: lib, CUBLAS: lib, KernelCache: "off"}
@@ -444,6 +444,23 @@ func emuOtherTokens(rows []forwardpass.Row) []forwardpass.Row {
 		out[i] = forwardpass.Row{IDs: ids, Markers: r.Markers, QType: r.QType}
 	}
 	return out
+}
+
+// The emulator runs the kernels its library was built with, so its NVRTC
+// refuses a program asking for other tunables (define=) instead of
+// running the default build's kernels under their name (emuLibTuned builds
+// one with them).
+func TestEmuDefinesRefused(t *testing.T) {
+	opts := emuOptions(t)
+	opts.Defines = map[string]int{"ATTN_SKIP": 1}
+	be, err := Open(opts)
+	if err == nil {
+		be.Close()
+		t.Fatal("Open with define=ATTN_SKIP=1 on the default build's emulator: no error")
+	}
+	if !strings.Contains(err.Error(), "built with [], the program asks for [-DATTN_SKIP=1]") {
+		t.Errorf("Open with define=ATTN_SKIP=1 on the default build's emulator: %v", err)
+	}
 }
 
 // The first Open with no kept kernels says it compiles them, and how long

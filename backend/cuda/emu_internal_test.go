@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -69,6 +70,8 @@ var emuProgram, emuLibrary emuBuild
 var (
 	emuTunedMu sync.Mutex
 	emuTuned   = map[string]*emuBuild{}
+	// emuTunedLibs are emuLibTuned's builds by their defines.
+	emuTunedLibs = map[string]*emuBuild{}
 )
 
 // emuRunner is the emulator as a program (runner.cpp) that runs launches
@@ -84,6 +87,25 @@ func emuRunner(t testing.TB) string {
 func emuLib(t testing.TB) string {
 	t.Helper()
 	return emuLibrary.get(t, "fakecuda.cpp", true)
+}
+
+// emuLibTuned is emuLib built with defines (NAME=VALUE): the kernels an
+// Open with Options.Defines of the same tunables compiles; its NVRTC
+// refuses a program asking for other ones.
+func emuLibTuned(t testing.TB, defines ...string) string {
+	t.Helper()
+	if len(defines) == 0 {
+		return emuLib(t)
+	}
+	key := strings.Join(defines, " ")
+	emuTunedMu.Lock()
+	b := emuTunedLibs[key]
+	if b == nil {
+		b = new(emuBuild)
+		emuTunedLibs[key] = b
+	}
+	emuTunedMu.Unlock()
+	return b.get(t, "fakecuda.cpp", true, defines...)
 }
 
 // emuSym is the address of one of libcuemu.so's own controls (the
@@ -159,6 +181,19 @@ func buildEmu(clang, main string, shared bool, defines ...string) (string, error
 	}
 	for _, d := range defines {
 		flags = append(flags, "-D"+d)
+	}
+	if shared {
+		// The tunables it was built with, as the backend's NVRTC options
+		// name them (defineFlags: sorted by name), which its NVRTC compares
+		// with a program's: a kernel cache key that names other tunables
+		// than the library runs must not compile.
+		sorted := slices.Clone(defines)
+		slices.SortFunc(sorted, func(a, b string) int { return strings.Compare(strings.Split(a, "=")[0], strings.Split(b, "=")[0]) })
+		var named []string
+		for _, d := range sorted {
+			named = append(named, "-D"+d)
+		}
+		flags = append(flags, fmt.Sprintf("-DCUEMU_DEFINES=%q", strings.Join(named, " ")))
 	}
 	if shared {
 		// The library's own entry points only (the kernels are extern "C"

@@ -4,6 +4,7 @@ package cuda
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"testing"
@@ -18,7 +19,8 @@ import (
 // TestEmuGoldenReport runs every oracle golden of tiny-en and tiny-ml once,
 // packed, on the emulated backend under the options of
 // LAYA_CUEMU_REPORT_OPTIONS (ParseOptions' form, e.g.
-// "precision=fp16,mmawarps=4,attnterms=2"; skipped without it) and reports
+// "precision=fp16,mmawarps=4,attnterms=2", define= tunables included:
+// the emulator is built with them; skipped without it) and reports
 // what TestForwardGoldens reports on a GPU: answers that agree with
 // upstream's, the largest calibrated- and act-probability errors. A
 // precision experiment's numbers without a GPU: the emulator computes the
@@ -38,7 +40,13 @@ func TestEmuGoldenReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := emuOptions(t)
+	// The emulator runs the kernels its library was built with: one built
+	// with the options' tunables (define=).
+	var defines []string
+	for name, v := range set.Defines {
+		defines = append(defines, fmt.Sprintf("%s=%d", name, v))
+	}
+	base := emuOptions(t, defines...)
 	set.Driver, set.NVRTC, set.CUBLAS = base.Driver, base.NVRTC, base.CUBLAS
 	set.KernelCache, set.GEMMBLAS = base.KernelCache, base.GEMMBLAS || set.GEMMBLAS
 	for _, name := range []string{"tiny-en", "tiny-ml"} {

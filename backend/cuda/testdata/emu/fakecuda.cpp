@@ -943,6 +943,17 @@ CUEMU_API int nvrtcCompileProgram(Program* p, int nopts, const char* const* opts
 		p->log = "cuemu: this library runs another kernels.cu than the program's; build it again";
 		return 6;
 	}
+	// The tunables (-DNAME=VALUE, the part aside) must be the ones the
+	// library's kernels were built with: it runs those, whatever the
+	// program asks for.
+	std::string want;
+	for (int i = 0; i < nopts; i++)
+		if (strncmp(opts[i], "-D", 2) == 0 && strncmp(opts[i], "-DLAYA_PART=", 12) != 0) want += (want.empty() ? "" : " ") + std::string(opts[i]);
+	if (want != CUEMU_DEFINES) {
+		p->log = "cuemu: this library's kernels were built with [" + std::string(CUEMU_DEFINES) + "], the program asks for [" + want +
+			"]; build one with those (emuLibTuned)";
+		return 6;
+	}
 	p->compiled = true;
 	return 0;
 }
