@@ -12,7 +12,8 @@
 #     go run ./cmd/laya-bench --backend cuda --synthetic tiny --questions 1,4 --runs 3
 #
 # The library runs only the kernels.cu it was built from: rebuild it (run
-# this again) after kernels.cu changes.
+# this again) after kernels.cu changes. It is built without tunables and
+# refuses define= options (the tests' emuLibTuned builds one with them).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp)
