@@ -97,15 +97,20 @@ func emuLibTuned(t testing.TB, defines ...string) string {
 	if len(defines) == 0 {
 		return emuLib(t)
 	}
+	return tunedBuild(emuTunedLibs, defines).get(t, "fakecuda.cpp", true, defines...)
+}
+
+// tunedBuild is builds' entry for defines, made on first use.
+func tunedBuild(builds map[string]*emuBuild, defines []string) *emuBuild {
 	key := strings.Join(defines, " ")
 	emuTunedMu.Lock()
-	b := emuTunedLibs[key]
+	defer emuTunedMu.Unlock()
+	b := builds[key]
 	if b == nil {
 		b = new(emuBuild)
-		emuTunedLibs[key] = b
+		builds[key] = b
 	}
-	emuTunedMu.Unlock()
-	return b.get(t, "fakecuda.cpp", true, defines...)
+	return b
 }
 
 // emuSym is the address of one of libcuemu.so's own controls (the
@@ -349,15 +354,7 @@ func emuLinkLt(lib string, shared bool) (string, error) {
 // set (NAME=VALUE each), built once per set.
 func emuRunnerTuned(t testing.TB, defines ...string) string {
 	t.Helper()
-	key := strings.Join(defines, " ")
-	emuTunedMu.Lock()
-	b := emuTuned[key]
-	if b == nil {
-		b = new(emuBuild)
-		emuTuned[key] = b
-	}
-	emuTunedMu.Unlock()
-	return b.get(t, "runner.cpp", false, defines...)
+	return tunedBuild(emuTuned, defines).get(t, "runner.cpp", false, defines...)
 }
 
 // emuRun runs launches on buffers (copied) and returns the buffers after
