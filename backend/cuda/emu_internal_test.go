@@ -199,8 +199,6 @@ func buildEmu(clang, main string, shared bool, defines ...string) (string, error
 			named = append(named, "-D"+d)
 		}
 		flags = append(flags, fmt.Sprintf("-DCUEMU_DEFINES=%q", strings.Join(named, " ")))
-	}
-	if shared {
 		// The library's own entry points only (the kernels are extern "C"
 		// too, with names as common as add), the UBSan runtime as a shared
 		// library found where clang keeps it, and the FNV-1a hash of the

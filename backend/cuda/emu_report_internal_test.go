@@ -5,8 +5,10 @@ package cuda
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/laya-metal/laya/heads"
@@ -43,8 +45,8 @@ func TestEmuGoldenReport(t *testing.T) {
 	// The emulator runs the kernels its library was built with: one built
 	// with the options' tunables (define=).
 	var defines []string
-	for name, v := range set.Defines {
-		defines = append(defines, fmt.Sprintf("%s=%d", name, v))
+	for _, name := range slices.Sorted(maps.Keys(set.Defines)) {
+		defines = append(defines, fmt.Sprintf("%s=%d", name, set.Defines[name]))
 	}
 	base := emuOptions(t, defines...)
 	set.Driver, set.NVRTC, set.CUBLAS = base.Driver, base.NVRTC, base.CUBLAS
