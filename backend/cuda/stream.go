@@ -1271,22 +1271,17 @@ func tilesOf(l backend.Layout, qt int) int {
 
 // attentionTerms is the fp16 terms of the stream's tensor-core attention
 // (Options.AttentionTerms, else the precision's). An FP16X2 backend's
-// reduced streams (FP16, refinement) take two: refinement runs again only
-// the rows whose answers are near-ties, so the other rows' probabilities
-// are the reduced run's and must hold FP16X2's gate themselves. With the
-// attention in one term they did not on every golden (on an H100, tiny-ml's
-// calibrated probabilities came up to 0.0053 from upstream's, tiny-en's
-// answers 600 of 606), with two they did (within 0.004, every answer);
-// the second term costs FP16 6-13 % of its GPU time at ten and fifty
-// questions, and nothing at one, which runs the float32 attention.
+// reduced streams (FP16, refinement) take two, as needExtras counts them:
+// refinement runs again only the rows whose answers are near-ties, so the
+// other rows' probabilities are the reduced run's and must hold FP16X2's
+// gate themselves. With the attention in one term they did not on every
+// golden (tiny-ml's calibrated probabilities 0.0053 from upstream's on an
+// H100 and an H200), with two they did (within 0.0025 on the H200); the
+// second term costs that pass 6 and 11 % of the GPU time at ten and fifty
+// English questions (H200), and nothing at one, which runs the float32
+// attention.
 func (s *stream) attentionTerms() int {
-	if t := s.be.opts.AttentionTerms; t != 0 {
-		return t
-	}
-	if s.prec == FP16X2 || s.be.opts.Precision == FP16X2 {
-		return 2
-	}
-	return 1
+	return cmp.Or(s.be.opts.AttentionTerms, max(terms(s.prec), terms(s.be.opts.Precision)))
 }
 
 // attentionKernel picks the tiled attention kernel for p over rows rows:
