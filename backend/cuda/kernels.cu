@@ -114,6 +114,17 @@ typedef unsigned long long u64;
 #ifndef ATTN_LDSMK
 #define ATTN_LDSMK 0
 #endif
+// ATTN_QKSTEP: 1 issues a step's score products head-dim step by step,
+// each step's products of all 8-key tiles together, where 0 issues them
+// tile by tile. Each tile's sum takes its products in the same order
+// either way (the same bits); what changes is the order the compiler is
+// handed: tile by tile, a tile's products form one chain of dependent mma
+// (twelve in two terms), which a scheduler short of registers keeps
+// together (ptxas 12.4 on clang's PTX ran the eight tiles' chains one after
+// another); step by step, consecutive products are independent.
+#ifndef ATTN_QKSTEP
+#define ATTN_QKSTEP 0
+#endif
 // LCL_W16: 1 runs linear_cl on sixteen warps a block, four a scheduler,
 // each with half the row tiles of eight's (0).
 #ifndef LCL_W16
@@ -1602,9 +1613,50 @@ __device__ __forceinline__ void attn_mma_step(const u16* kp0, const u16* vp0, in
 	const int lane = threadIdx.x & 31;
 	const u32 ka0 = ATTN_LDSMK ? smem_addr(kp0 + ((lane & 7) - (lane >> 2)) * KS + 8 * (lane >> 3) - 2 * (lane & 3)) : 0;
 #pragma unroll
+	for (int nt = 0; nt < NT; nt++) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
+	if (ATTN_QKSTEP) {
+		// live is the warp's (ldmatrix needs every lane): with every tile
+		// live (ATTN_SKIP 0, a chunk's keys up to its end) the products
+		// carry no test.
+		const bool all = live >= NT;
+		if (ATTN_LDSMK) {
+#pragma unroll
+			for (int kd = 0; kd < KD; kd += 2)
+#pragma unroll
+				for (int nt = 0; nt < NT; nt++) {
+					if (!all && nt >= live) continue;
+					const u32 ka = ka0 + 2 * 8 * nt * KS + 2 * 16 * kd;
+					u32 b[4], c[4];
+					ldsm4a(b, ka);
+					if (TERMS == 2) ldsm4a(c, ka + 2 * KT);
+#pragma unroll
+					for (int e = 0; e < 2; e++) {
+						mma16816(s[nt], qa[0][kd + e], b[2 * e], b[2 * e + 1]);
+						if (TERMS == 2) {
+							mma16816(s[nt], qa[0][kd + e], c[2 * e], c[2 * e + 1]);
+							mma16816(s[nt], qa[TERMS - 1][kd + e], b[2 * e], b[2 * e + 1]);
+						}
+					}
+				}
+		} else {
+#pragma unroll
+			for (int kd = 0; kd < KD; kd++)
+#pragma unroll
+				for (int nt = 0; nt < NT; nt++) {
+					if (!all && nt >= live) continue;
+					const u16* kp = kp0 + 8 * nt * KS + 16 * kd;
+					u32 b0 = *(const u32*)kp, b1 = *(const u32*)(kp + 8);
+					mma16816(s[nt], qa[0][kd], b0, b1);
+					if (TERMS == 2) {
+						mma16816(s[nt], qa[0][kd], *(const u32*)(kp + KT), *(const u32*)(kp + KT + 8));
+						mma16816(s[nt], qa[TERMS - 1][kd], b0, b1);
+					}
+				}
+		}
+	}
+#pragma unroll
 	for (int nt = 0; nt < NT; nt++) {
-		s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
-		if (nt >= live) continue; // live is the warp's: ldmatrix needs every lane
+		if (ATTN_QKSTEP || nt >= live) continue; // live is the warp's: ldmatrix needs every lane
 		if (ATTN_LDSMK) {
 			const u32 ka = ka0 + 2 * 8 * nt * KS;
 #pragma unroll
