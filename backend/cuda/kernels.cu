@@ -114,14 +114,16 @@ typedef unsigned long long u64;
 #ifndef ATTN_LDSMK
 #define ATTN_LDSMK 0
 #endif
-// ATTN_QKSTEP: 1 issues a step's score products head-dim step by step,
-// each step's products of all 8-key tiles together, where 0 issues them
+// ATTN_QKSTEP: 1 issues a chunk's score products head-dim step by step:
+// each 16-dim step's fragments of all its 8-key tiles, then its products
+// term by term, each over all tiles (with ATTN_LDSMK, two steps' fragments
+// of four tiles at a time, then their products so), where 0 issues them
 // tile by tile. Each tile's sum takes its products in the same order
-// either way (the same bits); what changes is the order the compiler is
-// handed: tile by tile, a tile's products form one chain of dependent mma
-// (twelve in two terms), which a scheduler short of registers keeps
-// together (ptxas 12.4 on clang's PTX ran the eight tiles' chains one after
-// another); step by step, consecutive products are independent.
+// either way (the same bits); what changes is what the compiler is handed:
+// tile by tile, a tile's products are one chain of dependent mma (twelve
+// in two terms, four in one), which a scheduler short of registers issues
+// as written (ptxas 12.4 on clang's PTX ran the eight tiles' chains one
+// after another); step by step, consecutive products are independent.
 #ifndef ATTN_QKSTEP
 #define ATTN_QKSTEP 0
 #endif
@@ -1620,38 +1622,66 @@ __device__ __forceinline__ void attn_mma_step(const u16* kp0, const u16* vp0, in
 		// carry no test.
 		const bool all = live >= NT;
 		if (ATTN_LDSMK) {
+			// Two steps' fragments of four tiles at a time (an ldmatrix
+			// each, a term), then their products step by step and term by
+			// term, each over the four.
+			constexpr int G = NT < 4 ? NT : 4;
 #pragma unroll
 			for (int kd = 0; kd < KD; kd += 2)
 #pragma unroll
-				for (int nt = 0; nt < NT; nt++) {
-					if (!all && nt >= live) continue;
-					const u32 ka = ka0 + 2 * 8 * nt * KS + 2 * 16 * kd;
-					u32 b[4], c[4];
-					ldsm4a(b, ka);
-					if (TERMS == 2) ldsm4a(c, ka + 2 * KT);
+				for (int t0 = 0; t0 < NT; t0 += G) {
+					u32 b[G][4], c[G][4];
+#pragma unroll
+					for (int j = 0; j < G; j++) {
+						if (!all && t0 + j >= live) continue;
+						const u32 ka = ka0 + 2 * 8 * (t0 + j) * KS + 2 * 16 * kd;
+						ldsm4a(b[j], ka);
+						if (TERMS == 2) ldsm4a(c[j], ka + 2 * KT);
+					}
 #pragma unroll
 					for (int e = 0; e < 2; e++) {
-						mma16816(s[nt], qa[0][kd + e], b[2 * e], b[2 * e + 1]);
+#pragma unroll
+						for (int j = 0; j < G; j++)
+							if (all || t0 + j < live) mma16816(s[t0 + j], qa[0][kd + e], b[j][2 * e], b[j][2 * e + 1]);
 						if (TERMS == 2) {
-							mma16816(s[nt], qa[0][kd + e], c[2 * e], c[2 * e + 1]);
-							mma16816(s[nt], qa[TERMS - 1][kd + e], b[2 * e], b[2 * e + 1]);
+#pragma unroll
+							for (int j = 0; j < G; j++)
+								if (all || t0 + j < live) mma16816(s[t0 + j], qa[0][kd + e], c[j][2 * e], c[j][2 * e + 1]);
+#pragma unroll
+							for (int j = 0; j < G; j++)
+								if (all || t0 + j < live) mma16816(s[t0 + j], qa[TERMS - 1][kd + e], b[j][2 * e], b[j][2 * e + 1]);
 						}
 					}
 				}
 		} else {
+			// A step's fragments of every tile first, then its products
+			// term by term, each term's over all tiles.
 #pragma unroll
-			for (int kd = 0; kd < KD; kd++)
+			for (int kd = 0; kd < KD; kd++) {
+				u32 b[NT][2], c[NT][2];
 #pragma unroll
 				for (int nt = 0; nt < NT; nt++) {
 					if (!all && nt >= live) continue;
 					const u16* kp = kp0 + 8 * nt * KS + 16 * kd;
-					u32 b0 = *(const u32*)kp, b1 = *(const u32*)(kp + 8);
-					mma16816(s[nt], qa[0][kd], b0, b1);
+					b[nt][0] = *(const u32*)kp;
+					b[nt][1] = *(const u32*)(kp + 8);
 					if (TERMS == 2) {
-						mma16816(s[nt], qa[0][kd], *(const u32*)(kp + KT), *(const u32*)(kp + KT + 8));
-						mma16816(s[nt], qa[TERMS - 1][kd], b0, b1);
+						c[nt][0] = *(const u32*)(kp + KT);
+						c[nt][1] = *(const u32*)(kp + KT + 8);
 					}
 				}
+#pragma unroll
+				for (int nt = 0; nt < NT; nt++)
+					if (all || nt < live) mma16816(s[nt], qa[0][kd], b[nt][0], b[nt][1]);
+				if (TERMS == 2) {
+#pragma unroll
+					for (int nt = 0; nt < NT; nt++)
+						if (all || nt < live) mma16816(s[nt], qa[0][kd], c[nt][0], c[nt][1]);
+#pragma unroll
+					for (int nt = 0; nt < NT; nt++)
+						if (all || nt < live) mma16816(s[nt], qa[TERMS - 1][kd], b[nt][0], b[nt][1]);
+				}
+			}
 		}
 	}
 #pragma unroll
