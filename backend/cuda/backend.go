@@ -382,14 +382,11 @@ func compileKernels(compile func(extra ...string) ([]byte, error), major, minor 
 		}
 		if errors.Is(err, cudadrv.ErrProgram) {
 			// The source's own errors: a plain compile finds them again.
-			return nil, fmt.Errorf("cuda: %w", err)
+			return nil, err
 		}
 	}
-	cubin, err := compile()
-	if err != nil {
-		return nil, fmt.Errorf("cuda: %w", err)
-	}
-	return cubin, nil
+	// NVRTC's errors are cudadrv.ErrCompile's, "cuda: " already.
+	return compile()
 }
 
 // loadModule runs on the worker thread: part's module and its kernels. A
