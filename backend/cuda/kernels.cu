@@ -114,16 +114,16 @@ typedef unsigned long long u64;
 #ifndef ATTN_LDSMK
 #define ATTN_LDSMK 0
 #endif
-// ATTN_QKSTEP: 1 issues a chunk's score products head-dim step by step:
-// each 16-dim step's fragments of all its 8-key tiles, then its products
-// term by term, each over all tiles (with ATTN_LDSMK, two steps' fragments
-// of four tiles at a time, then their products so), where 0 issues them
-// tile by tile. Each tile's sum takes its products in the same order
-// either way (the same bits); what changes is what the compiler is handed:
-// tile by tile, a tile's products are one chain of dependent mma (twelve
-// in two terms, four in one), which a scheduler short of registers issues
-// as written (ptxas 12.4 on clang's PTX ran the eight tiles' chains one
-// after another); step by step, consecutive products are independent.
+// ATTN_QKSTEP: 1 issues a chunk's score products head-dim step by step,
+// four 8-key tiles at a time: a step's key fragments of the four, then its
+// products term by term, each over the four (with ATTN_LDSMK two steps'
+// fragments, then their products so), where 0 issues them tile by tile.
+// Each tile's sum takes its products in the same order either way (the
+// same bits); what changes is what the compiler is handed: tile by tile, a
+// tile's products are one chain of dependent mma (twelve in two terms,
+// four in one), which a scheduler short of registers issues as written
+// (ptxas 12.4 on clang's PTX ran the eight tiles' chains one after
+// another); step by step, consecutive products are independent.
 #ifndef ATTN_QKSTEP
 #define ATTN_QKSTEP 0
 #endif
@@ -1621,11 +1621,15 @@ __device__ __forceinline__ void attn_mma_step(const u16* kp0, const u16* vp0, in
 		// live (ATTN_SKIP 0, a chunk's keys up to its end) the products
 		// carry no test.
 		const bool all = live >= NT;
+		// G tiles at a time: their fragments of a step (of two steps by
+		// ldmatrix, a term each), then its products term by term, each
+		// over the G tiles. Four independent products cover an mma's
+		// latency; holding every tile's fragments at once would take
+		// registers the occupancy needs (the GPU's build of the two-term
+		// kernel has 165 of the 168 that keep three blocks a
+		// multiprocessor).
+		constexpr int G = NT < 4 ? NT : 4;
 		if (ATTN_LDSMK) {
-			// Two steps' fragments of four tiles at a time (an ldmatrix
-			// each, a term), then their products step by step and term by
-			// term, each over the four.
-			constexpr int G = NT < 4 ? NT : 4;
 #pragma unroll
 			for (int kd = 0; kd < KD; kd += 2)
 #pragma unroll
@@ -1654,34 +1658,34 @@ __device__ __forceinline__ void attn_mma_step(const u16* kp0, const u16* vp0, in
 					}
 				}
 		} else {
-			// A step's fragments of every tile first, then its products
-			// term by term, each term's over all tiles.
 #pragma unroll
-			for (int kd = 0; kd < KD; kd++) {
-				u32 b[NT][2], c[NT][2];
+			for (int kd = 0; kd < KD; kd++)
 #pragma unroll
-				for (int nt = 0; nt < NT; nt++) {
-					if (!all && nt >= live) continue;
-					const u16* kp = kp0 + 8 * nt * KS + 16 * kd;
-					b[nt][0] = *(const u32*)kp;
-					b[nt][1] = *(const u32*)(kp + 8);
+				for (int t0 = 0; t0 < NT; t0 += G) {
+					u32 b[G][2], c[G][2];
+#pragma unroll
+					for (int j = 0; j < G; j++) {
+						if (!all && t0 + j >= live) continue;
+						const u16* kp = kp0 + 8 * (t0 + j) * KS + 16 * kd;
+						b[j][0] = *(const u32*)kp;
+						b[j][1] = *(const u32*)(kp + 8);
+						if (TERMS == 2) {
+							c[j][0] = *(const u32*)(kp + KT);
+							c[j][1] = *(const u32*)(kp + KT + 8);
+						}
+					}
+#pragma unroll
+					for (int j = 0; j < G; j++)
+						if (all || t0 + j < live) mma16816(s[t0 + j], qa[0][kd], b[j][0], b[j][1]);
 					if (TERMS == 2) {
-						c[nt][0] = *(const u32*)(kp + KT);
-						c[nt][1] = *(const u32*)(kp + KT + 8);
+#pragma unroll
+						for (int j = 0; j < G; j++)
+							if (all || t0 + j < live) mma16816(s[t0 + j], qa[0][kd], c[j][0], c[j][1]);
+#pragma unroll
+						for (int j = 0; j < G; j++)
+							if (all || t0 + j < live) mma16816(s[t0 + j], qa[TERMS - 1][kd], b[j][0], b[j][1]);
 					}
 				}
-#pragma unroll
-				for (int nt = 0; nt < NT; nt++)
-					if (all || nt < live) mma16816(s[nt], qa[0][kd], b[nt][0], b[nt][1]);
-				if (TERMS == 2) {
-#pragma unroll
-					for (int nt = 0; nt < NT; nt++)
-						if (all || nt < live) mma16816(s[nt], qa[0][kd], c[nt][0], c[nt][1]);
-#pragma unroll
-					for (int nt = 0; nt < NT; nt++)
-						if (all || nt < live) mma16816(s[nt], qa[TERMS - 1][kd], b[nt][0], b[nt][1]);
-				}
-			}
 		}
 	}
 #pragma unroll
