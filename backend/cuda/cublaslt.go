@@ -287,9 +287,6 @@ type ltPlan struct {
 	split         int // cands from here on are split-K variants (splitKCandidates)
 	pick          int
 	tuned, none   bool
-	// kept: cands is the tune file's algorithm alone, checked, not the
-	// heuristic's (newPlan).
-	kept bool
 }
 
 // ltGEMMs is a backend's cuBLASLt state: the plans of the shapes seen, and
@@ -376,14 +373,8 @@ func (c *cublasLt) newLayout(typ uint32, rows, cols, ld, batch int, stride int64
 // newPlan makes k's descriptors and asks the heuristic for candidates,
 // with desc when the call brings its own (a bias epilogue); h is a
 // cuBLASLt handle. A heuristic that refuses the shape leaves the plan
-// without candidates. With kept (an algorithm an earlier process timed for
-// k), the plan is that algorithm alone where cublasLtMatmulAlgoCheck takes
-// it for the shape within the workspace, and the heuristic is not asked:
-// on an H200 its queries were a quarter of a new shape's first call once
-// the algorithms were kept (benchmarks/results/2026-12-07-7047bac-*).
-// Either answers for this library on this GPU (the tune file's name holds
-// both), and a kept algorithm computes the product as any candidate does.
-func (c *cublasLt) newPlan(h uintptr, k ltKey, desc uintptr, cands int, splitK bool, kept *ltAlgo) (*ltPlan, error) {
+// without candidates.
+func (c *cublasLt) newPlan(h uintptr, k ltKey, desc uintptr, cands int, splitK bool) (*ltPlan, error) {
 	p := &ltPlan{}
 	err := func() error {
 		var err error
@@ -421,16 +412,6 @@ func (c *cublasLt) newPlan(h uintptr, k ltKey, desc uintptr, cands int, splitK b
 		}
 		if err != nil {
 			return err
-		}
-		if kept != nil && c.check != 0 {
-			var r ltHeuristic
-			a := *kept
-			if c.call("cublasLtMatmulAlgoCheck", c.check, h, desc, p.a, p.b, p.d, p.d, uintptr(unsafe.Pointer(&a)), uintptr(unsafe.Pointer(&r))) == nil &&
-				r.state == 0 && r.workspace <= gemmWorkspace {
-				r.algo = a
-				p.cands, p.split, p.kept = []ltHeuristic{r}, 1, true
-				return nil
-			}
 		}
 		res := make([]ltHeuristic, cands)
 		var got int32
@@ -636,17 +617,9 @@ func (b *Backend) ltPlan(h uintptr, key ltKey, desc uintptr) (*ltPlan, error) {
 	}
 	// Split candidates only compete when timed: untuned, the heuristic's
 	// first choice runs, and a refusal falls back to cuBLAS as before.
-	var kept *ltAlgo
-	if a, ok := L.keep.lookup(key); ok && !b.opts.NoTune {
-		kept = &a
-	}
-	p, err := L.lib.newPlan(h, key, desc, cmp.Or(b.opts.TuneCandidates, DefaultTuneCandidates), b.opts.SplitK && !b.opts.NoTune, kept)
+	p, err := L.lib.newPlan(h, key, desc, cmp.Or(b.opts.TuneCandidates, DefaultTuneCandidates), b.opts.SplitK && !b.opts.NoTune)
 	if err != nil {
 		return nil, err
-	}
-	if p.kept {
-		p.tuned = true
-		b.count(func(st *Stats) { st.GEMMTuneKept++ })
 	}
 	L.plans[key] = p
 	if p.none {

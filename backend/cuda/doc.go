@@ -297,9 +297,8 @@
 // os.UserCacheDir()/laya-metal/cuda, or compiles them at every Open;
 // tunecache=DIR|off keeps the GEMMs' timed algorithms in DIR instead of
 // the kernels' directory (a file a cuBLASLt library, GPU and tuning
-// setting; a shape takes its kept algorithm where cuBLASLt's check accepts
-// it for the shape, and neither times nor queries the heuristic), or
-// times every shape in each process;
+// setting; a shape takes its kept algorithm where the heuristic offers it
+// again, and times nothing), or times every shape in each process;
 // refine=MARGIN|off and refinetokens=N set the refinement (above);
 // batchrows=N and batchtokens=N the forward batch of a caller that leaves
 // it to the backend (backend.BatchSizer: up to 64 rows, fewer where they

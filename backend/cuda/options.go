@@ -334,8 +334,8 @@ type Options struct {
 	// TuneCache is the directory the GEMMs' timed algorithms are kept in
 	// between processes, a file for each cuBLASLt library, GPU and tuning
 	// setting (default: KernelCache's; "off" times every shape anew in each
-	// process). A shape takes the kept algorithm only where
-	// cublasLtMatmulAlgoCheck accepts it for the shape.
+	// process). A shape takes the kept algorithm only where cuBLASLt's
+	// heuristic offers it for the shape again.
 	TuneCache string
 	// Defines sets tunables of kernels.cu, which NVRTC then compiles with
 	// -DNAME=VALUE (define=NAME=VALUE; KernelTunables lists them, their

@@ -24,12 +24,10 @@ import (
 // each token bucket and row count its passes bring, so a fresh one spends
 // its first seconds timing; a restarted one, or each one-shot `laya
 // predict`, timed them all again. Kept, a shape's algorithm is taken
-// without timing, and without the heuristic's queries, where
-// cublasLtMatmulAlgoCheck accepts it for the shape (newPlan); one it
-// refuses goes the way of a shape not kept, where the heuristic must offer
-// it for it to be taken. A changed library or GPU reads another file (its
-// name holds both). Answers do not depend on it any more than on timing:
-// every candidate computes the same product.
+// without timing where the heuristic offers that algorithm for the shape
+// again: a changed library, GPU or heuristic meets no kept algorithm it
+// would not have picked from itself. Answers do not depend on it any more
+// than on timing: every candidate computes the same product.
 //
 // The file is named by a hash of what the algorithms depend on (the
 // library, the GPU, the candidates' settings), holds one line a shape and
