@@ -107,26 +107,6 @@ typedef unsigned long long u64;
 #ifndef ATTN_EX2
 #define ATTN_EX2 1
 #endif
-// ATTN_LDSMK: 1 loads the tensor-core attention's key fragments by
-// ldmatrix, four registers (two 16-dim steps of an 8-key tile) an
-// instruction, where 0 loads each 32-bit register on its own: the same
-// operands into the same products, in the same order.
-#ifndef ATTN_LDSMK
-#define ATTN_LDSMK 0
-#endif
-// ATTN_QKSTEP: 1 issues a chunk's score products head-dim step by step,
-// four 8-key tiles at a time: a step's key fragments of the four, then its
-// products term by term, each over the four (with ATTN_LDSMK two steps'
-// fragments, then their products so), where 0 issues them tile by tile.
-// Each tile's sum takes its products in the same order either way (the
-// same bits); what changes is what the compiler is handed: tile by tile, a
-// tile's products are one chain of dependent mma (twelve in two terms,
-// four in one), which a scheduler short of registers issues as written
-// (ptxas 12.4 on clang's PTX ran the eight tiles' chains one after
-// another); step by step, consecutive products are independent.
-#ifndef ATTN_QKSTEP
-#define ATTN_QKSTEP 0
-#endif
 // LCL_W16: 1 runs linear_cl on sixteen warps a block, four a scheduler,
 // each with half the row tiles of eight's (0).
 #ifndef LCL_W16
@@ -1609,106 +1589,10 @@ __device__ __forceinline__ void attn_mma_step(const u16* kp0, const u16* vp0, in
 	float (&o)[DH / 8][4]) {
 	const int KS = DH + 8, KD = DH / 16, ND = DH / 8, KK = NT / 2;
 	float s[NT][4];
-	// ATTN_LDSMK: lane l gives row l%8 of the tile (kp0 is row g's, at
-	// element 2·tq) and dims 8·(l/8) on of each 32-dim step: matrices 0 and
-	// 1 are a 16-dim step's b0 and b1, 2 and 3 the next step's.
-	const int lane = threadIdx.x & 31;
-	const u32 ka0 = ATTN_LDSMK ? smem_addr(kp0 + ((lane & 7) - (lane >> 2)) * KS + 8 * (lane >> 3) - 2 * (lane & 3)) : 0;
-#pragma unroll
-	for (int nt = 0; nt < NT; nt++) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
-	if (ATTN_QKSTEP) {
-		// live is the warp's (ldmatrix needs every lane): with every tile
-		// live (ATTN_SKIP 0, a chunk's keys up to its end) the products
-		// carry no test.
-		const bool all = live >= NT;
-		// G tiles at a time: their fragments of a step (of two steps by
-		// ldmatrix, a term each), then its products term by term, each
-		// over the G tiles. Four independent products cover an mma's
-		// latency; holding every tile's fragments at once would take
-		// registers the occupancy needs (the GPU's build of the two-term
-		// kernel has 165 of the 168 that keep three blocks a
-		// multiprocessor).
-		constexpr int G = NT < 4 ? NT : 4;
-		if (ATTN_LDSMK) {
-#pragma unroll
-			for (int kd = 0; kd < KD; kd += 2)
-#pragma unroll
-				for (int t0 = 0; t0 < NT; t0 += G) {
-					u32 b[G][4], c[G][4];
-#pragma unroll
-					for (int j = 0; j < G; j++) {
-						if (!all && t0 + j >= live) continue;
-						const u32 ka = ka0 + 2 * 8 * (t0 + j) * KS + 2 * 16 * kd;
-						ldsm4a(b[j], ka);
-						if (TERMS == 2) ldsm4a(c[j], ka + 2 * KT);
-					}
-#pragma unroll
-					for (int e = 0; e < 2; e++) {
-#pragma unroll
-						for (int j = 0; j < G; j++)
-							if (all || t0 + j < live) mma16816(s[t0 + j], qa[0][kd + e], b[j][2 * e], b[j][2 * e + 1]);
-						if (TERMS == 2) {
-#pragma unroll
-							for (int j = 0; j < G; j++)
-								if (all || t0 + j < live) mma16816(s[t0 + j], qa[0][kd + e], c[j][2 * e], c[j][2 * e + 1]);
-#pragma unroll
-							for (int j = 0; j < G; j++)
-								if (all || t0 + j < live) mma16816(s[t0 + j], qa[TERMS - 1][kd + e], b[j][2 * e], b[j][2 * e + 1]);
-						}
-					}
-				}
-		} else {
-#pragma unroll
-			for (int kd = 0; kd < KD; kd++)
-#pragma unroll
-				for (int t0 = 0; t0 < NT; t0 += G) {
-					u32 b[G][2], c[G][2];
-#pragma unroll
-					for (int j = 0; j < G; j++) {
-						if (!all && t0 + j >= live) continue;
-						const u16* kp = kp0 + 8 * (t0 + j) * KS + 16 * kd;
-						b[j][0] = *(const u32*)kp;
-						b[j][1] = *(const u32*)(kp + 8);
-						if (TERMS == 2) {
-							c[j][0] = *(const u32*)(kp + KT);
-							c[j][1] = *(const u32*)(kp + KT + 8);
-						}
-					}
-#pragma unroll
-					for (int j = 0; j < G; j++)
-						if (all || t0 + j < live) mma16816(s[t0 + j], qa[0][kd], b[j][0], b[j][1]);
-					if (TERMS == 2) {
-#pragma unroll
-						for (int j = 0; j < G; j++)
-							if (all || t0 + j < live) mma16816(s[t0 + j], qa[0][kd], c[j][0], c[j][1]);
-#pragma unroll
-						for (int j = 0; j < G; j++)
-							if (all || t0 + j < live) mma16816(s[t0 + j], qa[TERMS - 1][kd], b[j][0], b[j][1]);
-					}
-				}
-		}
-	}
 #pragma unroll
 	for (int nt = 0; nt < NT; nt++) {
-		if (ATTN_QKSTEP || nt >= live) continue; // live is the warp's: ldmatrix needs every lane
-		if (ATTN_LDSMK) {
-			const u32 ka = ka0 + 2 * 8 * nt * KS;
-#pragma unroll
-			for (int kd = 0; kd < KD; kd += 2) {
-				u32 b[4], c[4];
-				ldsm4a(b, ka + 2 * 16 * kd);
-				if (TERMS == 2) ldsm4a(c, ka + 2 * KT + 2 * 16 * kd);
-#pragma unroll
-				for (int e = 0; e < 2; e++) {
-					mma16816(s[nt], qa[0][kd + e], b[2 * e], b[2 * e + 1]);
-					if (TERMS == 2) {
-						mma16816(s[nt], qa[0][kd + e], c[2 * e], c[2 * e + 1]);
-						mma16816(s[nt], qa[TERMS - 1][kd + e], b[2 * e], b[2 * e + 1]);
-					}
-				}
-			}
-			continue;
-		}
+		s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
+		if (nt >= live) continue;
 		const u16* kp = kp0 + 8 * nt * KS;
 #pragma unroll
 		for (int kd = 0; kd < KD; kd++) {

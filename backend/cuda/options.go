@@ -372,8 +372,6 @@ var KernelTunables = []KernelTunable{
 	{"ATTN_MMA_LEAN", 0, 1, 0, "the fp16 tensor-core attention's values copied as they are, its masks skipped where they pass all"},
 	{"ATTN_SKIP", 0, 1, 0, "the attention kernels leave out the products of a chunk's keys past its tile's last (bit for bit the same)"},
 	{"ATTN_EX2", 0, 1, 1, "the tensor-core attention's scale applied in its exponent's fmaf, and ex2.approx.ftz for exp2f (0: scaled first, exp2f)"},
-	{"ATTN_LDSMK", 0, 1, 0, "the tensor-core attention's key fragments loaded by ldmatrix, four registers an instruction (the same products, bit for bit)"},
-	{"ATTN_QKSTEP", 0, 1, 0, "the tensor-core attention's score products issued head-dim step by step across its key tiles, not tile by tile (the same products, bit for bit)"},
 	{"LCL_W16", 0, 1, 0, "linear_cl on sixteen warps a block instead of eight, each with half the row tiles (clrows)"},
 	{"LMMA_MINB", 1, 4, 1, "blocks a multiprocessor of linear_mma (a register cap)"},
 	{"GEGLU_ERF", 0, 1, 1, "with GEGLU_EXP=0, GeGLU's GELU for one 16-bit term: 1 the erf form, 0 the erfc form (FP16X2's)"},
