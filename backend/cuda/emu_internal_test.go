@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -189,16 +188,16 @@ func buildEmu(clang, main string, shared bool, defines ...string) (string, error
 	}
 	if shared {
 		// The tunables it was built with, as the backend's NVRTC options
-		// name them (defineFlags: sorted by name), which its NVRTC compares
-		// with a program's: a kernel cache key that names other tunables
-		// than the library runs must not compile.
-		sorted := slices.Clone(defines)
-		slices.SortFunc(sorted, func(a, b string) int { return strings.Compare(strings.Split(a, "=")[0], strings.Split(b, "=")[0]) })
-		var named []string
-		for _, d := range sorted {
-			named = append(named, "-D"+d)
+		// name them (defineFlags), which its NVRTC compares with a
+		// program's: a kernel cache key that names other tunables than the
+		// library runs must not compile.
+		var o Options
+		for _, d := range defines {
+			if err := o.parseDefine(d); err != nil {
+				return "", err
+			}
 		}
-		flags = append(flags, fmt.Sprintf("-DCUEMU_DEFINES=%q", strings.Join(named, " ")))
+		flags = append(flags, fmt.Sprintf("-DCUEMU_DEFINES=%q", strings.Join(defineFlags(o.Defines), " ")))
 		// The library's own entry points only (the kernels are extern "C"
 		// too, with names as common as add), the UBSan runtime as a shared
 		// library found where clang keeps it, and the FNV-1a hash of the

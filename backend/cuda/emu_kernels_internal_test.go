@@ -223,53 +223,50 @@ func TestEmuAttentionSkip(t *testing.T) {
 		kernel{name: "attention_mma64_8_1h", dh: 64, qt: 128, warps: 8, smem: attnMMAShared(64, 8, 1, 128), half: true, terms: 1, kc16: 8},
 		kernel{name: "attention_mma64_4_2", dh: 64, qt: 64, warps: 4, smem: attnMMAShared(64, 4, 2, 128), terms: 2, kc16: 8},
 		kernel{name: "attention_rows64_4_2", dh: 64, qt: rowsKeys, warps: 4, smem: attnRowsShared(64, 2), terms: 2, kc16: 4, rows: true})
-	// Builds that must give the default's bits, each a comma-separated set
-	// of tunables (an opt-in reordering of the same products goes here).
-	for _, variant := range []string{"ATTN_SKIP=1"} {
-		for _, k := range kernels {
-			for _, l := range layouts {
-				if k.rows && slices.Max(l.lens) > rowsKeys {
-					continue
-				}
-				t.Run(fmt.Sprintf("%s,%s,kc=%d,lens=%v,seqlen=%d,radius=%d", variant, k.name, 16*k.kc16, l.lens, l.seqLen, l.radius), func(t *testing.T) {
-					width, rows := heads*k.dh, l.rows()
-					qkv := emuQKV(l, heads, k.dh, uint64(k.dh), uint64(rows), 1)
-					_, in, two := emuAttnInput(qkv, k.half, k.reg)
-					rope := emuRope(slices.Max(append(slices.Clone(l.lens), l.seqLen)), k.dh)
-					ropeArg := emuVal(0)
-					if k.reg {
-						ropeArg = emuBuf(4, 0)
-					}
-					tileBytes, ntiles := l.tiles(k.qt)
-					dst := make([]float32, rows*width)
-					for i := range dst {
-						dst[i] = float32(math.NaN())
-					}
-					kind, lo := 2*k.terms-1, rows*width
-					launch := emuLaunch{name: k.name, grid: [3]int{ntiles, heads, 1}, threads: 32 * k.warps, smem: k.smem,
-						args: []emuArg{emuBuf(0, 0), emuBuf(1, 0), emuVal(uint64(two)), emuBuf(2, 0), emuInt(heads), emuF32(float32(1 / math.Sqrt(float64(k.dh)))),
-							emuVal(boolArg(l.radius > 0)), emuInt(l.radius), ropeArg, emuBuf(3, 0), emuInt(kind), emuVal(uint64(lo))}}
-					bufs := [][]byte{f32Bytes(dst), in, tileBytes, make([]byte, 2*2*lo), f32Bytes(rope)}
-					var defines []string
-					if k.kc16 != 4 {
-						defines = append(defines, fmt.Sprintf("ATTN_MMA_KC16=%d", k.kc16))
-					}
-					bin := emuRunner(t)
-					if defines != nil {
-						bin = emuRunnerTuned(t, defines...)
-					}
-					all := emuRunOn(t, bin, bufs, launch)
-					skip := emuRunOn(t, emuRunnerTuned(t, append(defines, strings.Split(variant, ",")...)...), bufs, launch)
-					for i := range all {
-						if !bytes.Equal(skip[i], all[i]) {
-							t.Fatalf("buffer %d differs from the default build's", i)
-						}
-					}
-					if slices.ContainsFunc(bytesF32(skip[0]), func(v float32) bool { return v != v }) {
-						t.Fatal("a row of the output was not written")
-					}
-				})
+	const variant = "ATTN_SKIP=1"
+	for _, k := range kernels {
+		for _, l := range layouts {
+			if k.rows && slices.Max(l.lens) > rowsKeys {
+				continue
 			}
+			t.Run(fmt.Sprintf("%s,%s,kc=%d,lens=%v,seqlen=%d,radius=%d", variant, k.name, 16*k.kc16, l.lens, l.seqLen, l.radius), func(t *testing.T) {
+				width, rows := heads*k.dh, l.rows()
+				qkv := emuQKV(l, heads, k.dh, uint64(k.dh), uint64(rows), 1)
+				_, in, two := emuAttnInput(qkv, k.half, k.reg)
+				rope := emuRope(slices.Max(append(slices.Clone(l.lens), l.seqLen)), k.dh)
+				ropeArg := emuVal(0)
+				if k.reg {
+					ropeArg = emuBuf(4, 0)
+				}
+				tileBytes, ntiles := l.tiles(k.qt)
+				dst := make([]float32, rows*width)
+				for i := range dst {
+					dst[i] = float32(math.NaN())
+				}
+				kind, lo := 2*k.terms-1, rows*width
+				launch := emuLaunch{name: k.name, grid: [3]int{ntiles, heads, 1}, threads: 32 * k.warps, smem: k.smem,
+					args: []emuArg{emuBuf(0, 0), emuBuf(1, 0), emuVal(uint64(two)), emuBuf(2, 0), emuInt(heads), emuF32(float32(1 / math.Sqrt(float64(k.dh)))),
+						emuVal(boolArg(l.radius > 0)), emuInt(l.radius), ropeArg, emuBuf(3, 0), emuInt(kind), emuVal(uint64(lo))}}
+				bufs := [][]byte{f32Bytes(dst), in, tileBytes, make([]byte, 2*2*lo), f32Bytes(rope)}
+				var defines []string
+				if k.kc16 != 4 {
+					defines = append(defines, fmt.Sprintf("ATTN_MMA_KC16=%d", k.kc16))
+				}
+				bin := emuRunner(t)
+				if defines != nil {
+					bin = emuRunnerTuned(t, defines...)
+				}
+				all := emuRunOn(t, bin, bufs, launch)
+				skip := emuRunOn(t, emuRunnerTuned(t, append(defines, variant)...), bufs, launch)
+				for i := range all {
+					if !bytes.Equal(skip[i], all[i]) {
+						t.Fatalf("buffer %d differs from the default build's", i)
+					}
+				}
+				if slices.ContainsFunc(bytesF32(skip[0]), func(v float32) bool { return v != v }) {
+					t.Fatal("a row of the output was not written")
+				}
+			})
 		}
 	}
 }

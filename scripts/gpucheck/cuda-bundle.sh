@@ -16,7 +16,15 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 dir=${1:?usage: cuda-bundle.sh DIR [REF...]}
 shift
-rm -rf "$dir"
+# DIR is made anew: only an earlier bundle (srcroot is cuda-build.sh's) is
+# removed, never a folder that holds something else.
+if [ -e "$dir" ]; then
+	if [ ! -f "$dir/srcroot" ]; then
+		echo "cuda-bundle: $dir exists and is not a bundle; name a new folder" >&2
+		exit 1
+	fi
+	rm -rf "$dir"
+fi
 "$root/scripts/gpucheck/cuda-build.sh" "$dir" >/dev/null
 if [ "${SERVE:-0}" != 1 ]; then
 	rm -f "$dir/laya" "$dir/serveload"
