@@ -220,7 +220,7 @@ func (e *emuLtEnv) setup(c emuLtCase, seed uint64, dOff uintptr) *emuLtData {
 	}
 	d.align = [4]uint32{alignment(d.a, 0), alignment(d.b, sb), alignment(d.d, sd), alignment(d.d, sd)}
 	var err error
-	if d.desc, err = e.c.newDesc(c.epi, d.bias); err != nil {
+	if d.desc, err = e.c.newDesc(c.epi, d.bias, 0, 0); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
