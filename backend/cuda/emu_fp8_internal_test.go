@@ -189,8 +189,10 @@ func checkLo8(t *testing.T, y []float32, h []byte, lo int) {
 // about 3 bits, so the second term takes off most of the first's), and off
 // FP16X2's by what those 3 bits allow. With the weight resident the second
 // term runs in FP8 (E4M3 weight copy); with a weight written on the stream,
-// which has no FP8 copy, widened to fp16. x spans magnitudes from 2^-6 to
-// 2^6, so that the corrections use E5M2's range.
+// which has no FP8 copy, widened to fp16. Without a bias the two products
+// stay stacked for the reader to add; with one the second is added onto
+// the first in the GEMM (beta = 1). x spans magnitudes from 2^-6 to 2^6,
+// so that the corrections use E5M2's range.
 func TestEmuLo8Linear(t *testing.T) {
 	const m, k, n = 48, 256, 40
 	rng := rand.New(rand.NewPCG(3, 9))
@@ -201,6 +203,10 @@ func TestEmuLo8Linear(t *testing.T) {
 	for i := range w {
 		w[i] = float32(rng.NormFloat64() / 16)
 	}
+	bias := make([]float32, n)
+	for i := range bias {
+		bias[i] = float32(rng.NormFloat64())
+	}
 	want := make([]float64, m*n)
 	for r := range m {
 		for c := range n {
@@ -209,15 +215,19 @@ func TestEmuLo8Linear(t *testing.T) {
 			}
 		}
 	}
-	worst := func(got []float32) float64 {
+	worst := func(got []float32, biased bool) float64 {
 		e := 0.0
 		for i, v := range got {
-			e = max(e, math.Abs(float64(v)-want[i]))
+			b := 0.0
+			if biased {
+				b = float64(bias[i%n])
+			}
+			e = max(e, math.Abs(float64(v)-want[i]-b))
 		}
 		return e
 	}
 	base := emuOptions(t)
-	run := func(opts Options, resident bool) ([]float32, Stats) {
+	run := func(opts Options, resident, biased bool) ([]float32, Stats) {
 		opts.Driver, opts.NVRTC, opts.CUBLAS, opts.KernelCache, opts.GEMMBLAS = base.Driver, base.NVRTC, base.CUBLAS, base.KernelCache, base.GEMMBLAS
 		be, err := Open(opts)
 		if err != nil {
@@ -229,6 +239,12 @@ func TestEmuLo8Linear(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		var B backend.Tensor
+		if biased {
+			if B, err = be.Upload("b", backend.F32, 1, n, unsafe.Slice((*byte)(unsafe.Pointer(&bias[0])), 4*n)); err != nil {
+				t.Fatal(err)
+			}
+		}
 		s := be.NewStream()
 		defer s.Close()
 		xt := s.FromHost(m, k, x)
@@ -237,7 +253,7 @@ func TestEmuLo8Linear(t *testing.T) {
 			wt = s.FromHost(n, k, w)
 		}
 		y := s.New(m, n)
-		s.Linear(y, xt, wt, nil, backend.Identity)
+		s.Linear(y, xt, wt, B, backend.Identity)
 		got := make([]float32, m*n)
 		if err := s.Read(context.Background(), y, got); err != nil {
 			t.Fatal(err)
@@ -247,24 +263,26 @@ func TestEmuLo8Linear(t *testing.T) {
 	if base.GEMMBLAS {
 		t.Skip("a real cuBLASLt in the loader path: the emulated one is not used")
 	}
-	fp16, _ := run(Options{Precision: FP16}, true)
-	fp16x2, _ := run(Options{Precision: FP16X2}, true)
-	eFP16, eFP16X2 := worst(fp16), worst(fp16x2)
+	fp16, _ := run(Options{Precision: FP16}, true, false)
+	fp16x2, _ := run(Options{Precision: FP16X2}, true, false)
+	eFP16, eFP16X2 := worst(fp16, false), worst(fp16x2, false)
 	for _, resident := range []bool{true, false} {
-		got, st := run(Options{Precision: FP16X2, Lo8Rows: m}, resident)
-		e := worst(got)
-		t.Logf("resident %v: largest error %.3g; FP16 %.3g, FP16X2 %.3g; stats FP8 %d, widened %d", resident, e, eFP16, eFP16X2,
-			st.GEMMFP8, st.GEMMFP8Widened)
-		if ran := st.GEMMFP8; resident && (ran != 1 || st.GEMMFP8Widened != 0) || !resident && (ran != 0 || st.GEMMFP8Widened != 1) {
-			t.Errorf("resident %v: FP8 GEMMs %d, widened %d", resident, ran, st.GEMMFP8Widened)
-		}
-		if !(e <= eFP16/4) || !(e >= eFP16X2) {
-			t.Errorf("resident %v: largest error %.3g, want under a quarter of FP16's %.3g and no less than FP16X2's %.3g", resident, e,
-				eFP16, eFP16X2)
+		for _, biased := range []bool{false, true} {
+			got, st := run(Options{Precision: FP16X2, Lo8Rows: m}, resident, biased)
+			e := worst(got, biased)
+			t.Logf("resident %v, bias %v: largest error %.3g; FP16 %.3g, FP16X2 %.3g; stats FP8 %d, widened %d", resident, biased, e,
+				eFP16, eFP16X2, st.GEMMFP8, st.GEMMFP8Widened)
+			if ran := st.GEMMFP8; resident && (ran != 1 || st.GEMMFP8Widened != 0) || !resident && (ran != 0 || st.GEMMFP8Widened != 1) {
+				t.Errorf("resident %v, bias %v: FP8 GEMMs %d, widened %d", resident, biased, ran, st.GEMMFP8Widened)
+			}
+			if !(e <= eFP16/4) || !(e >= eFP16X2) {
+				t.Errorf("resident %v, bias %v: largest error %.3g, want under a quarter of FP16's %.3g and no less than FP16X2's %.3g",
+					resident, biased, e, eFP16, eFP16X2)
+			}
 		}
 	}
 	// One row fewer than Lo8Rows: both terms in fp16, as FP16X2 runs them.
-	got, st := run(Options{Precision: FP16X2, Lo8Rows: m + 1}, true)
+	got, st := run(Options{Precision: FP16X2, Lo8Rows: m + 1}, true, false)
 	if st.GEMMFP8+st.GEMMFP8Widened != 0 || !slices.Equal(got, fp16x2) {
 		t.Errorf("a GEMM of fewer rows than lo8: %d FP8 GEMMs, outputs FP16X2's: %v", st.GEMMFP8+st.GEMMFP8Widened, slices.Equal(got, fp16x2))
 	}

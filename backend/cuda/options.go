@@ -274,14 +274,15 @@ type Options struct {
 	KBatchMinK int
 	// Lo8Rows multiplies FP16X2's second term of x in FP8 in the GEMMs of
 	// at least this many rows: the producer of a GEMM's operand stores what
-	// fp16 missed of each value scaled by 2^11 as one E5M2 byte, and the
-	// GEMM adds its product with an E4M3 copy of the weight (scaled by its
-	// largest magnitude) onto the first term's in float32 (cuBLASLt, beta
-	// = 1), at twice fp16's rate on tensor cores that have FP8. The two
-	// products are summed in the GEMM, so its readers read one. Each
-	// correction keeps about 3 bits, so an activation keeps about 14 where
-	// FP16X2 keeps 21 and FP16 11; the weight's fp16 rounding is the same
-	// in all three. 0 (the default) keeps both terms in fp16. It needs
+	// fp16 missed of each value scaled by 2^11 as one E5M2 byte, and a
+	// GEMM of its own multiplies it by an E4M3 copy of the weight (scaled by
+	// its largest magnitude) at twice fp16's rate on tensor cores that have
+	// FP8: into the second of the two stacked products a plain product
+	// keeps for its reader, or, with a bias or activation, added onto the
+	// first term's (beta = 1). Each correction keeps about 3 bits, so an
+	// activation keeps about 14 where FP16X2 keeps 21 and FP16 11; the
+	// weight's fp16 rounding is the same in all three. 0 (the default)
+	// keeps both terms in fp16, in one batched GEMM. It needs
 	// precision=fp16x2, cuBLASLt and compute capability 8.9 (Ada, Hopper),
 	// and none of the backend's own GEMMs (MMARows, ClusterRows, WGRows).
 	Lo8Rows int

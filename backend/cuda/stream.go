@@ -549,8 +549,9 @@ func (s *stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activat
 	// the choices below (stacked terms, an fp16 output, a fused GeGLU) may
 	// change.
 	plain := b == nil && act == backend.Identity && d.s == s && d.seg == s.seg && !d.staged && d != in && d != w
-	// Lo8Rows: FP16X2's second term of x in FP8, its product added onto
-	// the first's by a GEMM of its own (issueLo8), so d holds the sum.
+	// Lo8Rows: FP16X2's second term of x in FP8, multiplied by a GEMM of
+	// its own (issueLo8): into the second of d's stacked products where d
+	// stacks, else added onto the first term's product.
 	lin.lo8 = s.prec == FP16X2 && s.be.opts.Lo8Rows > 0 && m >= s.be.opts.Lo8Rows && k%16 == 0 && !lin.small && !lin.mma && !lin.cl &&
 		!lin.wg
 	if lin.lo8 {
@@ -561,7 +562,7 @@ func (s *stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activat
 	// twice; its two products stay apart (stacked) until what reads d adds
 	// them. Only a plain product stacks: a bias or activation needs the sum
 	// first. linear_small, linear_mma and linear_wg write the sum.
-	if s.prec == FP16X2 && !lin.small && !lin.mma && !lin.wg && !lin.lo8 && plain {
+	if s.prec == FP16X2 && !lin.small && !lin.mma && !lin.wg && plain {
 		lin.two = s.stack(d)
 		s.mix(opShadow, uint64(lin.two))
 	}
@@ -817,6 +818,14 @@ func (lin *linearOp) issue(x *run) error {
 				return err
 			}
 		}
+		if lin.two != 0 && lin.lo8 {
+			// Stacked, the second term in FP8: two GEMMs, one a product.
+			if err = x.gemm16(&ltGEMM{m: m, n: n, k: k, typ: uint32(typ), dtyp: cudaR32F, batch: 1, epilogue: ltEpilogueDefault,
+				accumulate: lin.accumulate, a: wh, b: xh, d: d.addr}); err != nil {
+				return err
+			}
+			return lin.issueLo8(x, xh+uintptr(mk*2), wh, d.addr+uintptr(lin.two*4), false)
+		}
 		if lin.two != 0 {
 			// Stacked: no bias or activation (see Linear). A batch of two:
 			// FP16X2's two terms of x (mk apart) by the one weight, or
@@ -855,7 +864,7 @@ func (lin *linearOp) issue(x *run) error {
 				xh += uintptr(mk * 2)
 				beta, acc = x.b.alpha, true
 				if lin.lo8 {
-					if err = lin.issueLo8(x, xh, wh); err != nil {
+					if err = lin.issueLo8(x, xh, wh, d.addr, true); err != nil {
 						return err
 					}
 					continue
@@ -901,16 +910,16 @@ func (lin *linearOp) issue(x *run) error {
 	return x.l.launch(x.b.drv, x.b.k.biasAct, [3]int{x.b.grid(total), 1, 1}, 256, 0, c.stream, u64(d.addr), u64(bp), uint64(total), i32(n), uint64(lin.act))
 }
 
-// issueLo8 adds the product of x's FP8 second term (E5M2 bytes at lo, as
-// store16's kind 4 writes it) onto d: in FP8 against the weight's E4M3
-// copy where there is one and cuBLASLt runs it, else widened to fp16 (each
-// byte the top of an fp16 word) against the fp16 weight wh, alpha undoing
-// the term's scale.
-func (lin *linearOp) issueLo8(x *run, lo, wh uintptr) error {
+// issueLo8 writes the product of x's FP8 second term (E5M2 bytes at lo, as
+// store16's kind 4 writes it) at dst, or adds it there (acc): in FP8
+// against the weight's E4M3 copy where there is one and cuBLASLt runs it,
+// else widened to fp16 (each byte the top of an fp16 word) against the fp16
+// weight wh, alpha undoing the term's scale.
+func (lin *linearOp) issueLo8(x *run, lo, wh, dst uintptr, acc bool) error {
 	m, k, n := lin.m, lin.k, lin.n
 	if lin.w8 != 0 {
 		done, err := x.gemmLt(&ltGEMM{m: m, n: n, k: k, typ: cudaR8FE4M3, btyp: cudaR8FE5M2, dtyp: cudaR32F, batch: 1,
-			epilogue: ltEpilogueDefault, accumulate: true, a: lin.w8, b: lo, d: lin.d.addr, aScale: lin.w8Scale, bScale: x.b.loScale})
+			epilogue: ltEpilogueDefault, accumulate: acc, a: lin.w8, b: lo, d: dst, aScale: lin.w8Scale, bScale: x.b.loScale})
 		if done && x.tune {
 			x.b.count(func(st *Stats) { st.GEMMFP8++ })
 		}
@@ -926,15 +935,25 @@ func (lin *linearOp) issueLo8(x *run, lo, wh uintptr) error {
 	if err := x.l.launch(x.b.drv, x.b.k.e5m2To16, [3]int{x.b.grid(mk), 1, 1}, 256, 0, x.cs.stream, u64(wide), u64(lo), uint64(mk)); err != nil {
 		return err
 	}
-	done, err := x.gemmLt(&ltGEMM{m: m, n: n, k: k, typ: cudaR16F, dtyp: cudaR32F, batch: 1, epilogue: ltEpilogueDefault, accumulate: true,
-		a: wh, b: wide, d: lin.d.addr, alpha: x.b.loAlpha})
+	return x.gemm16(&ltGEMM{m: m, n: n, k: k, typ: cudaR16F, dtyp: cudaR32F, batch: 1, epilogue: ltEpilogueDefault, accumulate: acc,
+		a: wh, b: wide, d: dst, alpha: x.b.loAlpha})
+}
+
+// gemm16 runs g, a GEMM of fp16 operands without bias or activation,
+// on cuBLASLt, or on cuBLAS where cuBLASLt has no algorithm for it.
+func (x *run) gemm16(g *ltGEMM) error {
+	done, err := x.gemmLt(g)
 	if done || err != nil {
 		return err
 	}
+	alpha, beta := cmp.Or(g.alpha, x.b.alpha), x.b.beta
+	if g.accumulate {
+		beta = x.b.alpha
+	}
 	bl := x.b.blas
-	return bl.call("cublasGemmEx", bl.gemmEx, x.cs.blas, cublasOpT, cublasOpN, uintptr(n), uintptr(m), uintptr(k),
-		uintptr(unsafe.Pointer(x.b.loAlpha)), wh, cudaR16F, uintptr(k), wide, cudaR16F, uintptr(k), uintptr(unsafe.Pointer(x.b.alpha)),
-		lin.d.addr, cudaR32F, uintptr(n), cublasCompute32F, cublasGemmDefault)
+	return bl.call("cublasGemmEx", bl.gemmEx, x.cs.blas, cublasOpT, cublasOpN, uintptr(g.n), uintptr(g.m), uintptr(g.k),
+		uintptr(unsafe.Pointer(alpha)), g.a, cudaR16F, uintptr(g.k), g.b, cudaR16F, uintptr(g.k), uintptr(unsafe.Pointer(beta)),
+		g.d, cudaR32F, uintptr(g.n), cublasCompute32F, cublasGemmDefault)
 }
 
 // loWideOff is where issueLo8 widens the second term in the run's scratch
