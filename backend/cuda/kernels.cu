@@ -560,7 +560,7 @@ __device__ __forceinline__ float activate(float x, int act) {
 // 57344) without a pass over the tensor for its largest value; each keeps
 // about 3 bits, so the two terms keep about 14 of the activation where fp16
 // keeps 11 (the weight's own fp16 rounding weighs more). The GEMM takes
-// 1/LO8_SCALE as its operand's scale (stream.go: lo8Scale).
+// 1/LO8_SCALE as its operand's scale (backend.go: lo8Scale).
 #define LO8_SCALE 2048.0f
 
 // to_fp8 rounds v to an FP8 format of M mantissa bits and exponent bias B,
