@@ -127,8 +127,10 @@ func TestEmuFP8(t *testing.T) {
 	rng := rand.New(rand.NewPCG(8, 8))
 	probes := fp8Probes(rng)
 	t.Run("to_16/kind=4", func(t *testing.T) {
-		// The probes as the rests themselves: values whose fp16 rounding
-		// misses them by probe/lo8Scale.
+		// Each probe as a value, and as a rest: 1 + probe/lo8Scale², whose
+		// fp16 rounding (1, for the probes that float32 keeps there)
+		// misses it by a rest that lo8Scale turns back into about the
+		// probe over lo8Scale.
 		var x []float32
 		for _, p := range probes {
 			if math.IsNaN(float64(p)) || math.IsInf(float64(p), 0) {
