@@ -38,7 +38,6 @@ var driverFuncs = []string{
 // kernels are the entry points of kernels.cu.
 type kernels struct {
 	gather, layerNorm, layerNorm4, biasAct, add, actMap, geglu, geglu4, softmax, rope, attention, actFeatures, to16, packOut, linearSmall uintptr
-	toE4M3, e5m2To16                                                                                                                      uintptr
 	// clusterProbe is cluster_probe, the cluster primitives' check
 	// (TestClusterProbe).
 	clusterProbe uintptr
@@ -116,12 +115,6 @@ type Backend struct {
 	seed        maphash.Seed
 	alpha       *float32 // 1 and 0 for the GEMMs, read through host pointers
 	beta        *float32
-	// loAlpha (on the host) and loScale (a float32 on the GPU) are
-	// 1/LO8_SCALE, the scale of FP16X2's second term of x in FP8
-	// (Options.Lo8Rows): a cuBLAS alpha where its GEMM runs widened to fp16,
-	// and its operand's scale where it runs in FP8.
-	loAlpha *float32
-	loScale uintptr
 
 	// lt runs the FP16, BF16 and FP16X2 GEMMs; nil where they run on cuBLAS
 	// (Options.GEMMBLAS, FP32, or no cuBLASLt: ltMissing).
@@ -233,46 +226,7 @@ func open(opts Options) (*Backend, error) {
 		b.release()
 		return nil, err
 	}
-	if opts.Lo8Rows > 0 {
-		if err = b.initLo8(); err != nil {
-			b.release()
-			return nil, err
-		}
-	}
 	return b, nil
-}
-
-// lo8Scale is kernels.cu's LO8_SCALE: FP16X2's second term of x is stored
-// in FP8 multiplied by it (Options.Lo8Rows).
-const lo8Scale = 2048
-
-// initLo8 checks what Options.Lo8Rows needs, FP16X2 on cuBLASLt and FP8
-// tensor cores (compute capability 8.9: Ada and Hopper), and keeps the
-// second term's scale on the GPU for its GEMMs.
-func (b *Backend) initLo8() error {
-	o := b.opts
-	switch {
-	case o.Precision != FP16X2:
-		return fmt.Errorf("cuda: lo8=%d: the second term is FP16X2's (precision=fp16x2), not %v's", o.Lo8Rows, o.Precision)
-	case b.lt == nil:
-		return fmt.Errorf("cuda: lo8=%d: FP8 GEMMs run on cuBLASLt, which is not loaded (gemm=blas, or no libcublasLt)", o.Lo8Rows)
-	case b.cc[0] < 8 || b.cc[0] == 8 && b.cc[1] < 9:
-		return fmt.Errorf("%w: lo8=%d: %s has compute capability %d.%d; FP8 GEMMs need 8.9 or newer", ErrUnsupportedGPU, o.Lo8Rows,
-			b.gpu, b.cc[0], b.cc[1])
-	case o.MMARows > 0 || o.ClusterRows > 0 || o.WGRows > 0:
-		return fmt.Errorf("cuda: lo8=%d: the backend's own GEMMs (mmarows, clrows, wgrows) read the second term in fp16", o.Lo8Rows)
-	}
-	lo := float32(1) / lo8Scale
-	b.loAlpha = &lo
-	var err error
-	b.w.Do(func() {
-		if b.loScale, err = b.alloc(256, "FP8 scale"); err != nil {
-			return
-		}
-		b.allocs = append(b.allocs, b.loScale)
-		err = b.drv.Call("cuMemcpyHtoD_v2", b.loScale, uintptr(unsafe.Pointer(&lo)), 4)
-	})
-	return err
 }
 
 // init runs on the worker thread: the device, its capability and the
@@ -490,7 +444,7 @@ func (b *Backend) kernelTable() map[string]kernelSlot {
 		"gather_rows": &b.k.gather, "layer_norm": &b.k.layerNorm, "layer_norm4": &b.k.layerNorm4, "bias_act": &b.k.biasAct,
 		"add": &b.k.add, "act_map": &b.k.actMap, "geglu": &b.k.geglu, "geglu4": &b.k.geglu4, "softmax_rows": &b.k.softmax, "rope": &b.k.rope,
 		"attention": &b.k.attention, "act_features": &b.k.actFeatures, "to_16": &b.k.to16, "pack_out": &b.k.packOut,
-		"linear_small": &b.k.linearSmall, "to_e4m3_scaled": &b.k.toE4M3, "e5m2_to_16": &b.k.e5m2To16,
+		"linear_small": &b.k.linearSmall,
 	} {
 		fns[name] = kernelSlot{p, partCore}
 	}
@@ -823,10 +777,6 @@ type tensor struct {
 	rows, cols int
 	addr       uintptr
 	half       atomic.Uintptr // weights: the 16-bit copy the GEMMs read (FP16, BF16), made once (halfOf)
-	// fp8: weights, the E4M3 copy FP16X2's second term multiplies under
-	// Options.Lo8Rows, its scale (a float32) fp8Scale bytes on; made once
-	// (fp8Of).
-	fp8 atomic.Uintptr
 
 	s       *stream
 	seg     int   // stream tensors: the segment that created them
@@ -835,7 +785,6 @@ type tensor struct {
 	staged  bool  // FromHost data, living in the segment's staging area
 	written bool  // an operation writes it before any reads it
 	h16     int64 // offset in the arena of a 16-bit copy its producer writes, or -1
-	lo8     bool  // that copy's second term is FP8 (Options.Lo8Rows: store16's kind 4)
 	// lastWriter is the segment's operation that last wrote the tensor,
 	// when that operation can also write a 16-bit copy (FP16, BF16).
 	lastWriter *op
@@ -978,43 +927,6 @@ func (b *Backend) halfOf(w *tensor) (uintptr, error) {
 	b.w.Do(func() { err = b.makeHalf(w) })
 	return w.half.Load(), err
 }
-
-// fp8Of returns w's E4M3 copy and the address of its scale (fp8Scale),
-// making them on first use (Options.Lo8Rows).
-func (b *Backend) fp8Of(w *tensor) (copy, scale uintptr, err error) {
-	n := int64(w.rows) * int64(w.cols)
-	if p := w.fp8.Load(); p != 0 {
-		return p, p + uintptr(fp8Scale(n)), nil
-	}
-	b.loadMu.Lock()
-	defer b.loadMu.Unlock()
-	if p := w.fp8.Load(); p != 0 {
-		return p, p + uintptr(fp8Scale(n)), nil
-	}
-	b.w.Do(func() {
-		var p uintptr
-		if p, err = b.alloc(fp8Scale(n)+256, "FP8 weight copy"); err != nil {
-			return
-		}
-		b.allocs = append(b.allocs, p)
-		var l launcher
-		if err = l.launch(b.drv, b.k.toE4M3, [3]int{1, 1, 1}, 1024, 0, 0, u64(p), u64(p+uintptr(fp8Scale(n))), u64(w.addr), uint64(n)); err != nil {
-			return
-		}
-		if err = b.drv.Call("cuCtxSynchronize"); err != nil {
-			return
-		}
-		w.fp8.Store(p)
-	})
-	if err != nil {
-		return 0, 0, err
-	}
-	p := w.fp8.Load()
-	return p, p + uintptr(fp8Scale(n)), nil
-}
-
-// fp8Scale is where an FP8 weight copy of n elements keeps its scale.
-func fp8Scale(n int64) int64 { return align(n, 256) }
 
 // ropeTable returns the device copy of backend.RopeTable for theta and
 // headDim covering positions [0, n). Tables are

@@ -56,8 +56,6 @@ const (
 	cudaR32F          = 0
 	cudaR16F          = 2
 	cudaR16BF         = 14
-	cudaR8FE4M3       = 28 // CUDA_R_8F_E4M3
-	cudaR8FE5M2       = 29 // CUDA_R_8F_E5M2
 	cublasCompute32F  = 68
 	cublasGemmDefault = 0xffffffff // CUBLAS_GEMM_DEFAULT (-1)
 )

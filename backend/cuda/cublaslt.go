@@ -164,8 +164,6 @@ const (
 	ltDescTransB       = 4  // CUBLASLT_MATMUL_DESC_TRANSB, int32_t
 	ltDescEpilogue     = 7  // CUBLASLT_MATMUL_DESC_EPILOGUE, uint32_t
 	ltDescBiasPointer  = 8  // CUBLASLT_MATMUL_DESC_BIAS_POINTER, const void*
-	ltDescAScale       = 17 // CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, const void* (a float32 on the GPU; B's is 18)
-	ltDescFastAccum    = 25 // CUBLASLT_MATMUL_DESC_FAST_ACCUM, int8_t
 	ltDescBiasDataType = 26 // CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, int32_t (default -1: D's type)
 
 	ltLayoutBatchCount  = 5 // CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, int32_t
@@ -232,13 +230,8 @@ func ltEpilogue(bias bool, act backend.Activation) (uint32, bool) {
 // (k×m, ld k).
 type ltGEMM struct {
 	m, n, k int
-	typ     uint32 // cudaR16F or cudaR16BF, or A's FP8 type
-	// btyp is B's type where it is not A's: FP8 operands (Options.Lo8Rows),
-	// each with its scale, a float32 on the GPU at aScale and bScale.
-	btyp           uint32
-	aScale, bScale uintptr
-	alpha          *float32 // nil: 1
-	dtyp           uint32   // D's: cudaR32F, or cudaR16F (an output for one GeGLU or attention alone)
+	typ     uint32 // cudaR16F or cudaR16BF
+	dtyp    uint32 // D's: cudaR32F, or cudaR16F (an output for one GeGLU or attention alone)
 	// batch is 1, or 2: FP16X2's two terms of B into two D (A's stride
 	// 0, one weight), strideB and strideD elements apart; or the two
 	// halves of k (Options.KBatchRows: k is then a half, ld the whole,
@@ -254,9 +247,7 @@ type ltGEMM struct {
 // ltKey is everything an ltGEMM's descriptors and chosen algorithm depend
 // on; its addresses count only by their alignment.
 type ltKey struct {
-	m, n, k, ld int
-	// typ is A's and B's type, B's in bits 8 to 15 where it is not A's
-	// (ltGEMM.btyp), so that the tune file's lines hold both.
+	m, n, k, ld               int
 	typ, dtyp                 uint32
 	batch                     int
 	strideA, strideB, strideD int64
@@ -268,9 +259,6 @@ type ltKey struct {
 func (g *ltGEMM) key() ltKey {
 	k := ltKey{m: g.m, n: g.n, k: g.k, ld: cmp.Or(g.ld, g.k), typ: g.typ, dtyp: g.dtyp, batch: g.batch, epilogue: g.epilogue,
 		accumulate: g.accumulate}
-	if g.btyp != 0 && g.btyp != g.typ {
-		k.typ |= g.btyp << 8
-	}
 	if g.batch > 1 {
 		k.strideA, k.strideB, k.strideD = g.strideA, g.strideB, g.strideD
 	}
@@ -329,14 +317,13 @@ const (
 	maxTuneScratch = 256 << 20
 )
 
-func ltSet[T int8 | int32 | uint32 | int64 | uint64](c *cublasLt, fn uintptr, name string, obj uintptr, attr int, v T) error {
+func ltSet[T int32 | uint32 | int64 | uint64](c *cublasLt, fn uintptr, name string, obj uintptr, attr int, v T) error {
 	return c.call(name, fn, obj, uintptr(attr), uintptr(unsafe.Pointer(&v)), unsafe.Sizeof(v))
 }
 
 // newDesc makes a matmul descriptor: fp32 compute and scale, A transposed,
-// epilogue epi with an fp32 bias at bias (0: none), and FP8 operands'
-// scales at aScale and bScale (0: none).
-func (c *cublasLt) newDesc(epi uint32, bias, aScale, bScale uintptr) (uintptr, error) {
+// epilogue epi with an fp32 bias at bias (0: none).
+func (c *cublasLt) newDesc(epi uint32, bias uintptr) (uintptr, error) {
 	var d uintptr
 	if err := c.call("cublasLtMatmulDescCreate", c.descCreate, uintptr(unsafe.Pointer(&d)), cublasCompute32F, cudaR32F); err != nil {
 		return 0, err
@@ -354,18 +341,6 @@ func (c *cublasLt) newDesc(epi uint32, bias, aScale, bScale uintptr) (uintptr, e
 		// is that too; set so that it does not depend on it).
 		if err = ltSet(c, c.descSet, set, d, ltDescBiasDataType, int32(cudaR32F)); err == nil {
 			err = ltSet(c, c.descSet, set, d, ltDescBiasPointer, uint64(bias))
-		}
-	}
-	if err == nil && aScale != 0 {
-		err = ltSet(c, c.descSet, set, d, ltDescAScale, uint64(aScale))
-		if err == nil {
-			err = ltSet(c, c.descSet, set, d, ltDescAScale+1, uint64(bScale))
-		}
-		// FP8's fast accumulation: Hopper's FP8 products then stay in the
-		// tensor core's own accumulator, without the periodic float32
-		// additions, for a term that is 2^-11 of the other (Options.Lo8Rows).
-		if err == nil {
-			err = ltSet(c, c.descSet, set, d, ltDescFastAccum, int8(1))
 		}
 	}
 	if err != nil {
@@ -404,19 +379,15 @@ func (c *cublasLt) newPlan(h uintptr, k ltKey, desc uintptr, cands int, splitK b
 	err := func() error {
 		var err error
 		if desc == 0 {
-			if p.desc, err = c.newDesc(k.epilogue, 0, 0, 0); err != nil {
+			if p.desc, err = c.newDesc(k.epilogue, 0); err != nil {
 				return err
 			}
 			desc = p.desc
 		}
-		at, bt := k.typ&0xff, k.typ>>8
-		if bt == 0 {
-			bt = at
-		}
-		if p.a, err = c.newLayout(at, k.k, k.n, k.ld, k.batch, k.strideA); err != nil {
+		if p.a, err = c.newLayout(k.typ, k.k, k.n, k.ld, k.batch, k.strideA); err != nil {
 			return err
 		}
-		if p.b, err = c.newLayout(bt, k.k, k.m, k.ld, k.batch, k.strideB); err != nil {
+		if p.b, err = c.newLayout(k.typ, k.k, k.m, k.ld, k.batch, k.strideB); err != nil {
 			return err
 		}
 		if p.d, err = c.newLayout(k.dtyp, k.n, k.m, k.n, k.batch, k.strideD); err != nil {
@@ -572,9 +543,9 @@ func (x *run) gemmLt(g *ltGEMM) (bool, error) {
 	b, L := x.b, x.b.lt
 	c := L.lib
 	var desc uintptr
-	if g.bias != 0 || g.aScale != 0 {
+	if g.bias != 0 {
 		var err error
-		if desc, err = c.newDesc(g.epilogue, g.bias, g.aScale, g.bScale); err != nil {
+		if desc, err = c.newDesc(g.epilogue, g.bias); err != nil {
 			return false, err
 		}
 		// The descriptor's values are taken when the call is issued (and
@@ -599,12 +570,12 @@ func (x *run) gemmLt(g *ltGEMM) (bool, error) {
 			return false, err
 		}
 	}
-	beta, alpha := b.beta, cmp.Or(g.alpha, b.alpha)
+	beta := b.beta
 	if g.accumulate {
 		beta = b.alpha
 	}
 	for {
-		err = c.matmul(x.cs.lt, desc, p, alpha, beta, g.a, g.b, g.d, &p.cands[pick].algo, x.ws, x.cs.stream)
+		err = c.matmul(x.cs.lt, desc, p, b.alpha, beta, g.a, g.b, g.d, &p.cands[pick].algo, x.ws, x.cs.stream)
 		if !refused(err) {
 			return err == nil, err
 		}

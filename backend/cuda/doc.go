@@ -95,12 +95,7 @@
 //     activation operand split into two fp16 terms, both multiplied by one
 //     strided-batched tensor-core GEMM with float32 accumulation (the
 //     weight is read from memory once), whose two products the operation
-//     reading them adds; everything else float32. With Options.Lo8Rows
-//     (lo8=N, off by default) the GEMMs of N rows or more take the second
-//     term in FP8 instead: E5M2 bytes of what fp16 missed, times 2^11, by
-//     an E4M3 copy of the weight, on FP8 tensor cores (compute capability
-//     8.9) at twice fp16's rate, added onto the first term's product in
-//     the GEMM (an activation keeps about 14 bits instead of 21).
+//     reading them adds; everything else float32.
 //   - FP16 and BF16: one 16-bit term per operand, float32 accumulation.
 //
 // An activation past fp16's 65504 becomes infinite in an FP16 GEMM or

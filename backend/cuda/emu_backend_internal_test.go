@@ -97,10 +97,6 @@ var emuConfigs = []emuConfig{
 	{"FP16X2+refine+wgrows", Options{Precision: FP16X2, Refine: DefaultRefine, RefineTokens: 1, WGRows: MaxMMARows}},
 	{"FP16X2+wgrows+wgtma", Options{Precision: FP16X2, WGRows: MaxMMARows, WGTMA: true}},
 	{"FP16+wgrows+wgtma+wgring=3", Options{Precision: FP16, WGRows: MaxMMARows, WGTMA: true, WGRing: 3}},
-	// FP16X2's second term in FP8 in every GEMM (lo8): E5M2 operands from
-	// their producers' kind 4, the weights' E4M3 copies, cuBLASLt's FP8
-	// GEMMs adding onto the first term's products (the residuals folded in).
-	{"FP16X2+lo8", Options{Precision: FP16X2, Lo8Rows: 1}},
 	// Every batch in FP16 first with each plain GEMM split over k's
 	// halves (kbatch: stacked products, their residual Adds in the
 	// LayerNorms), its near-ties again in FP16X2.

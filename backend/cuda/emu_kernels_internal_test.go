@@ -439,12 +439,8 @@ func emuAttentionMMAOn(t *testing.T, bin string, kc16, dh, heads, warps int, spl
 				dst[i] = float32(math.NaN())
 			}
 			// The output's 16-bit copy for the GEMM after: fp16, or two
-			// fp16 terms (kind 3) lo elements apart, or where the tiles
-			// are odd in number the second term in FP8 (lo8Kind).
+			// fp16 terms (kind 3) lo elements apart.
 			kind, lo := 2*terms-1, rows*width
-			if terms == 2 && ntiles%2 == 1 {
-				kind = lo8Kind
-			}
 			name, smem := fmt.Sprintf("attention_mma%d_%d_%d", dh, warps, terms), attnMMAShared(dh, warps, terms, 16*kc16)
 			if split {
 				name, smem = fmt.Sprintf("attention_mma%d_%ds_%d", dh, warps, terms), attnSplitShared(dh, terms)
@@ -852,13 +848,9 @@ func bytesZero(b []byte) bool {
 
 // check16 checks a producer's 16-bit copy h of its float32 output y as
 // store16 writes it: y's fp16 rounding, and for kind 3 the rounding of what
-// that missed lo elements on, bit for bit (kind 4: checkLo8).
+// that missed lo elements on, bit for bit.
 func check16(t *testing.T, y []float32, h []byte, lo, kind int) {
 	t.Helper()
-	if kind == lo8Kind {
-		checkLo8(t, y, h, lo)
-		return
-	}
 	at := func(i int) uint16 { return binary.LittleEndian.Uint16(h[2*i:]) }
 	for i, v := range y {
 		hi := half.Float32ToFloat16(v)
@@ -878,7 +870,7 @@ func check16(t *testing.T, y []float32, h []byte, lo, kind int) {
 func TestEmuProducers(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	normal := func(n int) []float32 { return normals(rng, n) }
-	for _, kind := range []int{1, 3, lo8Kind} {
+	for _, kind := range []int{1, 3} {
 		// Each kernel plain, with its rows read from a table by index
 		// (xidx: the token embeddings' norm) and with the residual's
 		// addend read so (ridx: the decision head's question types),

@@ -551,56 +551,13 @@ __device__ __forceinline__ float activate(float x, int act) {
 }
 
 
-// ---- FP8 (OCP E4M3 and E5M2), in plain arithmetic ----
-// FP16X2's second term in FP8 (Options.Lo8Rows, kind 4 below): what fp16
-// missed of an activation, at most half an fp16 ulp (2^-11 of the value),
-// is multiplied by LO8_SCALE and rounded to E5M2, which is fp16's top byte
-// (5 exponent bits, 2 of mantissa). So scaled, the corrections of every
-// normal fp16 value (2^-14 to 65504) stay inside E5M2's range (2^-16 to
-// 57344) without a pass over the tensor for its largest value; each keeps
-// about 3 bits, so the two terms keep about 14 of the activation where fp16
-// keeps 11 (the weight's own fp16 rounding weighs more). The GEMM takes
-// 1/LO8_SCALE as its operand's scale (backend.go: lo8Scale).
-#define LO8_SCALE 2048.0f
-
-// to_fp8 rounds v to an FP8 format of M mantissa bits and exponent bias B,
-// nearest even, straight from its float32 bits: subnormals are multiples
-// of 2^(1-B-M), below the least normal 2^(1-B); finite values past the
-// largest (code top) saturate to it; NaN is 0x7f.
-template <int M, int B>
-__device__ __forceinline__ unsigned char to_fp8(float v, unsigned top) {
-	unsigned b = __float_as_uint(v), s = (b >> 24) & 0x80u;
-	float a = fabsf(v);
-	if (a != a) return (unsigned char)(s | 0x7fu);
-	unsigned r;
-	if (a < __uint_as_float((128u - B) << 23)) {
-		r = (unsigned)rintf(a * __uint_as_float((126u + B + M) << 23));
-	} else {
-		const unsigned sh = 23 - M;
-		b = __float_as_uint(a);
-		b += (1u << (sh - 1)) - 1u + ((b >> sh) & 1u);
-		int e = (int)(b >> 23) - 127 + B;
-		r = e > (int)(top >> M) ? top : (unsigned)e << M | ((b >> sh) & ((1u << M) - 1u));
-	}
-	return (unsigned char)(s | min(r, top));
-}
-
-// to_e5m2 rounds v to E5M2 (fp16's top byte; ±57344 at most).
-__device__ __forceinline__ unsigned char to_e5m2(float v) { return to_fp8<2, 15>(v, 0x7bu); }
-
-// to_e4m3 rounds v to E4M3 (no infinities; ±448 at most).
-__device__ __forceinline__ unsigned char to_e4m3(float v) { return to_fp8<3, 7>(v, 0x7eu); }
-
 // store16 writes v as a 16-bit GEMM operand at h[i]; kind 3 (FP16X2)
 // also writes the fp16 rounding of what the first term missed at h[i+lo],
-// so that two GEMMs on the terms give v to about 21 bits; kind 4 (FP16X2
-// with its second term in FP8) writes that rest times LO8_SCALE as one
-// E5M2 byte, byte i of the bytes at h+lo.
+// so that two GEMMs on the terms give v to about 21 bits.
 __device__ __forceinline__ void store16(u16* h, long long i, long long lo, float v, int kind) {
 	u16 a = to16(v, kind);
 	h[i] = a;
 	if (kind == 3) h[i + lo] = to16(v - f16to32(a), 1);
-	if (kind == 4) ((unsigned char*)(h + lo))[i] = to_e5m2((v - f16to32(a)) * LO8_SCALE);
 }
 
 // store16x4 is store16 of four values at h[i..i+3] (i and lo multiples of
@@ -615,13 +572,6 @@ __device__ __forceinline__ void store16x4(u16* h, long long i, long long lo, flo
 		for (int e = 0; e < 4; e++) b[e] = to16(f[e] - f16to32(a[e]), 1);
 		*(uint2*)(h + i + lo) = make_uint2((unsigned)b[0] | (unsigned)b[1] << 16, (unsigned)b[2] | (unsigned)b[3] << 16);
 	}
-	if (kind == 4) {
-		float f[4] = {v.x, v.y, v.z, v.w};
-		unsigned w = 0;
-#pragma unroll
-		for (int e = 0; e < 4; e++) w |= (unsigned)to_e5m2((f[e] - f16to32(a[e])) * LO8_SCALE) << 8 * e;
-		*(unsigned*)((unsigned char*)(h + lo) + i) = w;
-	}
 }
 
 // store16x2 is store16 of two values at h[i], h[i+1] (i and lo even) in one
@@ -630,9 +580,6 @@ __device__ __forceinline__ void store16x2(u16* h, long long i, long long lo, flo
 	u16 a = to16(x, kind), b = to16(y, kind);
 	*(unsigned*)(h + i) = (unsigned)a | (unsigned)b << 16;
 	if (kind == 3) *(unsigned*)(h + i + lo) = (unsigned)to16(x - f16to32(a), 1) | (unsigned)to16(y - f16to32(b), 1) << 16;
-	if (kind == 4)
-		*(u16*)((unsigned char*)(h + lo) + i) =
-			(u16)(to_e5m2((x - f16to32(a)) * LO8_SCALE) | (unsigned)to_e5m2((y - f16to32(b)) * LO8_SCALE) << 8);
 }
 
 // ld4 reads four floats of a GEMM output; when the output holds two
@@ -1075,33 +1022,6 @@ extern "C" __global__ void to_16(u16* dst, const float* x, long long n, int kind
 	KERNEL_ENTRY
 	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
 		store16(dst, i, n, x[i], kind);
-}
-#endif
-
-// to_e4m3_scaled writes a weight's FP8 copy for the second term of
-// Options.Lo8Rows: each element over scale, rounded to E4M3, where scale
-// (written at *scale, the GEMM's scale of that operand) is the weight's
-// largest magnitude over 448, E4M3's largest value. One block: it runs once
-// a weight, when a GEMM first needs the copy.
-#if LAYA_CORE
-extern "C" __global__ void __launch_bounds__(1024) to_e4m3_scaled(unsigned char* dst, float* scale, const float* x, long long n) {
-	KERNEL_ENTRY
-	__shared__ float part[32];
-	float m = 0.0f;
-	for (long long i = threadIdx.x; i < n; i += blockDim.x) m = fmaxf(m, fabsf(x[i]));
-	m = block_max(m, part);
-	float s = m > 0.0f ? m / 448.0f : 1.0f;
-	if (threadIdx.x == 0) *scale = s;
-	for (long long i = threadIdx.x; i < n; i += blockDim.x) dst[i] = to_e4m3(x[i] / s);
-}
-
-// e5m2_to_16 widens n E5M2 bytes to fp16 (each byte the top of an fp16
-// word: exact), for a GEMM of Options.Lo8Rows' second term that cuBLASLt
-// will not run in FP8.
-extern "C" __global__ void e5m2_to_16(u16* dst, const unsigned char* x, long long n) {
-	KERNEL_ENTRY
-	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
-		dst[i] = (u16)x[i] << 8;
 }
 #endif
 

@@ -272,20 +272,6 @@ type Options struct {
 	// product of one question may be written as fp16 for GeGLU, so that
 	// splitting pays most where k's chain is longest (the MLP output).
 	KBatchMinK int
-	// Lo8Rows multiplies FP16X2's second term of x in FP8 in the GEMMs of
-	// at least this many rows: the producer of a GEMM's operand stores what
-	// fp16 missed of each value scaled by 2^11 as one E5M2 byte, and a
-	// GEMM of its own multiplies it by an E4M3 copy of the weight (scaled by
-	// its largest magnitude) at twice fp16's rate on tensor cores that have
-	// FP8: into the second of the two stacked products a plain product
-	// keeps for its reader, or, with a bias or activation, added onto the
-	// first term's (beta = 1). Each correction keeps about 3 bits, so an
-	// activation keeps about 14 where FP16X2 keeps 21 and FP16 11; the
-	// weight's fp16 rounding is the same in all three. 0 (the default)
-	// keeps both terms in fp16, in one batched GEMM. It needs
-	// precision=fp16x2, cuBLASLt and compute capability 8.9 (Ada, Hopper),
-	// and none of the backend's own GEMMs (MMARows, ClusterRows, WGRows).
-	Lo8Rows int
 	// PrefetchRows has the backend's kernel just before a cuBLAS (or
 	// linear_small) GEMM of 16-bit operands and at most this many rows (a
 	// LayerNorm or a GeGLU:
@@ -433,7 +419,7 @@ func defineFlags(defines map[string]int) []string {
 // precision=fp32|fp16|bf16|fp16x2, device=N, graphs=off, maxgraphs=N,
 // submit=N|off, splits=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnrows=4|6|8|off, attnsplit=off|on, attnreg=on|off, attnterms=0|1|2,
 // attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gatherfold=on|off, gemm=lt|blas, tune=on|off,
-// tunecands=N, splitk=off|on, tunecold=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, clrows=N, clcols=32|64|128, wgrows=N, wgsplits=N, wgring=N, wgtma=off|on, kbatch=N, kbatchk=N, lo8=N, l2pf=N, l2pfdepth=N, pdl=on|off, geglu=vec|scalar, cache=DIR|off,
+// tunecands=N, splitk=off|on, tunecold=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, clrows=N, clcols=32|64|128, wgrows=N, wgsplits=N, wgring=N, wgtma=off|on, kbatch=N, kbatchk=N, l2pf=N, l2pfdepth=N, pdl=on|off, geglu=vec|scalar, cache=DIR|off,
 // tunecache=DIR|off, refine=MARGIN|off, refinetokens=N, batchrows=N, batchtokens=N, define=NAME=VALUE (repeatable: Options.Defines),
 // driver=PATH, nvrtc=PATH, cublas=PATH (the libraries: a CUDA install outside the
 // loader path, or the tests' kernel emulator, which then runs every command that takes
@@ -441,7 +427,7 @@ func defineFlags(defines map[string]int) []string {
 func ParseOptions(s string) (Options, error) {
 	var o Options
 	ints := map[string]*int{"device": &o.Device, "bucket": &o.Bucket, "attnqpw": &o.QueriesPerWarp,
-		"attnwarps": &o.AttentionWarps, "mmawarps": &o.MMAWarps, "attnterms": &o.AttentionTerms, "maxgraphs": &o.MaxGraphs, "refinetokens": &o.RefineTokens, "batchrows": &o.BatchRows, "batchtokens": &o.BatchTokens, "tunecands": &o.TuneCandidates, "splits": &o.SubmitSplits, "mmarows": &o.MMARows, "mmacols": &o.MMACols, "clrows": &o.ClusterRows, "clcols": &o.ClusterCols, "wgrows": &o.WGRows, "wgsplits": &o.WGSplits, "wgring": &o.WGRing, "kbatch": &o.KBatchRows, "kbatchk": &o.KBatchMinK, "l2pf": &o.PrefetchRows, "l2pfdepth": &o.PrefetchDepth, "lo8": &o.Lo8Rows}
+		"attnwarps": &o.AttentionWarps, "mmawarps": &o.MMAWarps, "attnterms": &o.AttentionTerms, "maxgraphs": &o.MaxGraphs, "refinetokens": &o.RefineTokens, "batchrows": &o.BatchRows, "batchtokens": &o.BatchTokens, "tunecands": &o.TuneCandidates, "splits": &o.SubmitSplits, "mmarows": &o.MMARows, "mmacols": &o.MMACols, "clrows": &o.ClusterRows, "clcols": &o.ClusterCols, "wgrows": &o.WGRows, "wgsplits": &o.WGSplits, "wgring": &o.WGRing, "kbatch": &o.KBatchRows, "kbatchk": &o.KBatchMinK, "l2pf": &o.PrefetchRows, "l2pfdepth": &o.PrefetchDepth}
 	// Two-word options: the words, and the field that is whether it is
 	// the second.
 	words := map[string]struct {
@@ -493,7 +479,7 @@ func ParseOptions(s string) (Options, error) {
 			}
 			*map[string]*string{"driver": &o.Driver, "nvrtc": &o.NVRTC, "cublas": &o.CUBLAS}[k] = v
 		default:
-			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, submit=N|off, splits=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnrows=4|6|8|off, attnsplit=off|on, attnreg=on|off, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gatherfold=on|off, gemm=lt|blas, tune=on|off, tunecands=N, splitk=off|on, tunecold=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, clrows=N, clcols=32|64|128, wgrows=N, wgsplits=N, wgring=N, wgtma=off|on, kbatch=N, kbatchk=N, lo8=N, l2pf=N, l2pfdepth=N, pdl=on|off, geglu=vec|scalar, cache=DIR|off, tunecache=DIR|off, refine=MARGIN|off, refinetokens=N, batchrows=N, batchtokens=N, define=NAME=VALUE, driver=PATH, nvrtc=PATH, cublas=PATH)")
+			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, submit=N|off, splits=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnrows=4|6|8|off, attnsplit=off|on, attnreg=on|off, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gatherfold=on|off, gemm=lt|blas, tune=on|off, tunecands=N, splitk=off|on, tunecold=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, clrows=N, clcols=32|64|128, wgrows=N, wgsplits=N, wgring=N, wgtma=off|on, kbatch=N, kbatchk=N, l2pf=N, l2pfdepth=N, pdl=on|off, geglu=vec|scalar, cache=DIR|off, tunecache=DIR|off, refine=MARGIN|off, refinetokens=N, batchrows=N, batchtokens=N, define=NAME=VALUE, driver=PATH, nvrtc=PATH, cublas=PATH)")
 		}
 		if err == nil {
 			err = o.check()
@@ -584,8 +570,6 @@ func (o Options) check() error {
 		return fmt.Errorf("kbatch=%d, want 0 (off) or the most rows of a GEMM split over k's halves", o.KBatchRows)
 	case o.KBatchMinK < 0:
 		return fmt.Errorf("kbatchk=%d, want 0 (any) or the least k of a GEMM split over k's halves", o.KBatchMinK)
-	case o.Lo8Rows < 0:
-		return fmt.Errorf("lo8=%d, want 0 (off) or the least rows of a GEMM whose second term is FP8", o.Lo8Rows)
 	case o.PrefetchRows < 0:
 		return fmt.Errorf("l2pf=%d, want 0 (off) or the most rows of a GEMM whose weight is prefetched", o.PrefetchRows)
 	case o.PrefetchDepth < 0 || o.PrefetchDepth > 4:
@@ -715,12 +699,6 @@ type Stats struct {
 	// linear_cl (Options.ClusterRows) or linear_wg (Options.WGRows) in the
 	// first run of their segment's shape, kernel by kernel.
 	GEMMOwn int
-	// GEMMFP8 counts the GEMMs of FP16X2's second term (Options.Lo8Rows)
-	// that ran in FP8 in the first run of their segment's shape, kernel by
-	// kernel; GEMMFP8Widened those that ran widened to fp16 instead (a
-	// weight written on the stream, or a shape cuBLASLt has no FP8
-	// algorithm for).
-	GEMMFP8, GEMMFP8Widened int
 	// LayerNormsInGEMM counts, of those, the ones that also computed the
 	// LayerNorm of their input (Options.MMANoLN).
 	LayerNormsInGEMM int

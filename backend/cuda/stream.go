@@ -359,7 +359,6 @@ const (
 	opCl
 	opKBatch
 	opWG
-	opLo8
 )
 
 func (s *stream) New(rows, cols int) backend.Tensor {
@@ -549,14 +548,6 @@ func (s *stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activat
 	// the choices below (stacked terms, an fp16 output, a fused GeGLU) may
 	// change.
 	plain := b == nil && act == backend.Identity && d.s == s && d.seg == s.seg && !d.staged && d != in && d != w
-	// Lo8Rows: FP16X2's second term of x in FP8, multiplied by a GEMM of
-	// its own (issueLo8): into the second of d's stacked products where d
-	// stacks, else added onto the first term's product.
-	lin.lo8 = s.prec == FP16X2 && s.be.opts.Lo8Rows > 0 && m >= s.be.opts.Lo8Rows && k%16 == 0 && !lin.small && !lin.mma && !lin.cl &&
-		!lin.wg
-	if lin.lo8 {
-		s.mix(opLo8)
-	}
 	// FP16X2: one batched GEMM over both 16-bit terms of x reads the weight
 	// once (the second product finds it in L2) where two GEMMs read it
 	// twice; its two products stay apart (stacked) until what reads d adds
@@ -590,16 +581,10 @@ func (s *stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activat
 			// producer (one already asked for by another GEMM reading x is
 			// still written, and unused here). Nor does it write one of d:
 			// no Linear sets d.lastWriter, so a GEMM reading d converts it.
-		case in.s == s && in.seg == s.seg && in.lastWriter != nil && in.h16 >= 0 && in.lo8 != lin.lo8:
-			// The copy its producer writes has the other second term (x
-			// read by GEMMs of which only some are FP8's): this GEMM
-			// converts x's float32 contents itself.
-			in.f32Read = true
-			need = xBytes
 		case in.s == s && in.seg == s.seg && in.lastWriter != nil:
 			// The operation that wrote x also writes its 16-bit copy.
 			if in.h16 < 0 {
-				in.h16, in.lo8 = s.arena, lin.lo8
+				in.h16 = s.arena
 				s.arena += xBytes
 			}
 			in.lastWriter.shadow = in
@@ -612,20 +597,12 @@ func (s *stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activat
 		}
 		if w.s == nil {
 			var err error
-			if lin.wHalf, err = s.be.halfOf(w); err == nil && lin.lo8 {
-				lin.w8, lin.w8Scale, err = s.be.fp8Of(w)
-			}
-			if err != nil {
+			if lin.wHalf, err = s.be.halfOf(w); err != nil {
 				s.fail(fmt.Errorf("cuda: linear: %w", err))
 				return
 			}
 		} else {
 			need += align(int64(n)*int64(k)*2, 256)
-		}
-		if lin.lo8 {
-			// The second term widened to fp16 where cuBLASLt will not run
-			// it in FP8 (issueLo8), after x's and the weight's copies.
-			need = lin.loWideOff() + align(int64(m)*int64(k)*2, 256)
 		}
 		s.temp = max(s.temp, need)
 	}
@@ -707,18 +684,13 @@ type linearOp struct {
 	statOff int64
 	ln      *lnFuse // the LayerNorm of x this GEMM computes as it reads x
 	two     int64   // FP16X2 stacked: the second term's product goes two elements after d's
-	// lo8: FP16X2's second term of x is FP8 (Options.Lo8Rows), multiplied
-	// by the weight's E4M3 copy w8 (whose scale is at w8Scale; 0 for a
-	// weight written on the stream, which has none).
-	lo8         bool
-	w8, w8Scale uintptr
-	khalf       bool // stacked, the products of k's two halves (Options.KBatchRows)
-	small       bool // runs on linear_small (smallLinear)
-	mma         bool // runs on linear_mma (mmaLinear), as plan says
-	plan        lmmaPlan
-	cl          bool // runs on linear_cl (clLinear), as clPlan says
-	wg          bool // runs on linear_wg (wgLinear), as clPlan says
-	clPlan      clPlan
+	khalf   bool    // stacked, the products of k's two halves (Options.KBatchRows)
+	small   bool    // runs on linear_small (smallLinear)
+	mma     bool    // runs on linear_mma (mmaLinear), as plan says
+	plan    lmmaPlan
+	cl      bool // runs on linear_cl (clLinear), as clPlan says
+	wg      bool // runs on linear_wg (wgLinear), as clPlan says
+	clPlan  clPlan
 }
 
 // writesLNInput reports whether the GEMM, computing a LayerNorm of x as it
@@ -786,9 +758,6 @@ func (lin *linearOp) issue(x *run) error {
 		if prec == BF16 {
 			typ = cudaR16BF
 		}
-		if lin.lo8 {
-			kind = lo8Kind
-		}
 		xh := x.temp
 		mk := int64(m) * int64(k)
 		if lin.shadowIn {
@@ -818,14 +787,6 @@ func (lin *linearOp) issue(x *run) error {
 				return err
 			}
 		}
-		if lin.two != 0 && lin.lo8 {
-			// Stacked, the second term in FP8: two GEMMs, one a product.
-			if err = x.gemm16(&ltGEMM{m: m, n: n, k: k, typ: uint32(typ), dtyp: cudaR32F, batch: 1, epilogue: ltEpilogueDefault,
-				accumulate: lin.accumulate, a: wh, b: xh, d: d.addr}); err != nil {
-				return err
-			}
-			return lin.issueLo8(x, xh+uintptr(mk*2), wh, d.addr+uintptr(lin.two*4), false)
-		}
 		if lin.two != 0 {
 			// Stacked: no bias or activation (see Linear). A batch of two:
 			// FP16X2's two terms of x (mk apart) by the one weight, or
@@ -847,13 +808,8 @@ func (lin *linearOp) issue(x *run) error {
 		}
 		// cuBLASLt applies the bias and ReLU in the GEMM's epilogue, on the
 		// last term's product (after beta·D has added the first's); GELU
-		// stays with bias_act. An FP8 second term (lo8) takes a bias on the
-		// first's, and leaves an activation to bias_act.
+		// stays with bias_act.
 		epi, fuses := ltEpilogue(b != nil, lin.act)
-		epiTerm := terms(prec) - 1
-		if lin.lo8 {
-			epiTerm, fuses = 0, fuses && lin.act == backend.Identity
-		}
 		acc := lin.accumulate
 		dtyp := uint32(cudaR32F)
 		if lin.halfOut {
@@ -863,16 +819,10 @@ func (lin *linearOp) issue(x *run) error {
 			if term == 1 {
 				xh += uintptr(mk * 2)
 				beta, acc = x.b.alpha, true
-				if lin.lo8 {
-					if err = lin.issueLo8(x, xh, wh, d.addr, true); err != nil {
-						return err
-					}
-					continue
-				}
 			}
 			if x.b.lt != nil {
 				g := ltGEMM{m: m, n: n, k: k, typ: uint32(typ), dtyp: dtyp, batch: 1, epilogue: ltEpilogueDefault, accumulate: acc, a: wh, b: xh, d: d.addr}
-				last := term == epiTerm
+				last := term == terms(prec)-1
 				if last && fuses {
 					g.epilogue = epi
 					if b != nil {
@@ -908,59 +858,6 @@ func (lin *linearOp) issue(x *run) error {
 	}
 	total := int64(m) * int64(n)
 	return x.l.launch(x.b.drv, x.b.k.biasAct, [3]int{x.b.grid(total), 1, 1}, 256, 0, c.stream, u64(d.addr), u64(bp), uint64(total), i32(n), uint64(lin.act))
-}
-
-// issueLo8 writes the product of x's FP8 second term (E5M2 bytes at lo, as
-// store16's kind 4 writes it) at dst, or adds it there (acc): in FP8
-// against the weight's E4M3 copy where there is one and cuBLASLt runs it,
-// else widened to fp16 (each byte the top of an fp16 word) against the fp16
-// weight wh, alpha undoing the term's scale.
-func (lin *linearOp) issueLo8(x *run, lo, wh, dst uintptr, acc bool) error {
-	m, k, n := lin.m, lin.k, lin.n
-	if lin.w8 != 0 {
-		done, err := x.gemmLt(&ltGEMM{m: m, n: n, k: k, typ: cudaR8FE4M3, btyp: cudaR8FE5M2, dtyp: cudaR32F, batch: 1,
-			epilogue: ltEpilogueDefault, accumulate: acc, a: lin.w8, b: lo, d: dst, aScale: lin.w8Scale, bScale: x.b.loScale})
-		if done && x.tune {
-			x.b.count(func(st *Stats) { st.GEMMFP8++ })
-		}
-		if done || err != nil {
-			return err
-		}
-	}
-	if x.tune {
-		x.b.count(func(st *Stats) { st.GEMMFP8Widened++ })
-	}
-	mk := int64(m) * int64(k)
-	wide := x.temp + uintptr(lin.loWideOff())
-	if err := x.l.launch(x.b.drv, x.b.k.e5m2To16, [3]int{x.b.grid(mk), 1, 1}, 256, 0, x.cs.stream, u64(wide), u64(lo), uint64(mk)); err != nil {
-		return err
-	}
-	return x.gemm16(&ltGEMM{m: m, n: n, k: k, typ: cudaR16F, dtyp: cudaR32F, batch: 1, epilogue: ltEpilogueDefault, accumulate: acc,
-		a: wh, b: wide, d: dst, alpha: x.b.loAlpha})
-}
-
-// gemm16 runs g, a GEMM of fp16 operands without bias or activation,
-// on cuBLASLt, or on cuBLAS where cuBLASLt has no algorithm for it.
-func (x *run) gemm16(g *ltGEMM) error {
-	done, err := x.gemmLt(g)
-	if done || err != nil {
-		return err
-	}
-	alpha, beta := cmp.Or(g.alpha, x.b.alpha), x.b.beta
-	if g.accumulate {
-		beta = x.b.alpha
-	}
-	bl := x.b.blas
-	return bl.call("cublasGemmEx", bl.gemmEx, x.cs.blas, cublasOpT, cublasOpN, uintptr(g.n), uintptr(g.m), uintptr(g.k),
-		uintptr(unsafe.Pointer(alpha)), g.a, cudaR16F, uintptr(g.k), g.b, cudaR16F, uintptr(g.k), uintptr(unsafe.Pointer(beta)),
-		g.d, cudaR32F, uintptr(g.n), cublasCompute32F, cublasGemmDefault)
-}
-
-// loWideOff is where issueLo8 widens the second term in the run's scratch
-// (run.temp): after x's 16-bit copy and the weight's, however much of them
-// the GEMM uses.
-func (lin *linearOp) loWideOff() int64 {
-	return align(int64(lin.m)*int64(lin.k)*4, 256) + align(int64(lin.n)*int64(lin.k)*2, 256)
 }
 
 // issueSmall launches linear_small: a block of smallWarps warps per
@@ -1002,10 +899,6 @@ func operandKind(p Precision) uint64 {
 	return 0
 }
 
-// lo8Kind is store16's kind for an FP16X2 operand whose second term is FP8
-// (Options.Lo8Rows).
-const lo8Kind = 4
-
 // weightKind is operandKind for a GEMM's weight, which is one term: fp16 in
 // FP16X2, the type its GEMMs read.
 func weightKind(p Precision) uint64 {
@@ -1023,11 +916,7 @@ func (x *run) shadowArgs(o *op) (uint64, uint64, uint64) {
 		return 0, 0, 0
 	}
 	t := o.shadow
-	kind := operandKind(x.prec)
-	if t.lo8 {
-		kind = lo8Kind
-	}
-	return u64(x.e.arena) + uint64(t.h16), kind, uint64(t.rows) * uint64(t.cols)
+	return u64(x.e.arena) + uint64(t.h16), operandKind(x.prec), uint64(t.rows) * uint64(t.cols)
 }
 
 // dstArg is the float32 output address a producer kernel of o is given:

@@ -7,7 +7,6 @@ double exp(double); double erfc(double); double log(double); double fmax(double,
 }
 __device__ inline int max(int a, int b) { return a > b ? a : b; }
 __device__ inline int min(int a, int b) { return a < b ? a : b; }
-__device__ inline unsigned min(unsigned a, unsigned b) { return a < b ? a : b; }
 #define __align__(n) __attribute__((aligned(n)))
 __device__ void __syncwarp(unsigned mask = 0xffffffffu);
 #define __launch_bounds__(...) __attribute__((launch_bounds(__VA_ARGS__)))
@@ -23,5 +22,4 @@ __device__ inline float4 make_float4(float x, float y, float z, float w) { retur
 __device__ inline uint2 make_uint2(unsigned x, unsigned y) { return uint2{x, y}; }
 __device__ inline float2 make_float2(float x, float y) { return float2{x, y}; }
 float __uint_as_float(unsigned);
-unsigned __float_as_uint(float);
 __device__ int atomicAdd(int*, int);

@@ -11,12 +11,8 @@
 //
 //   - cublasLtMatmul is D = epilogue(alpha·op(A)·op(B) + beta·C), column-
 //     major, per batch, for fp16 or bf16 A and B (or fp32), C and D of one
-//     type, fp32 or A's, or FP8 A and B (E4M3 with E4M3 or E5M2) in the TN
-//     layout with fp32 C and D, each scaled by the float32 its
-//     CUBLASLT_MATMUL_DESC_{A,B}_SCALE_POINTER points to (read as the GEMM
-//     runs; FAST_ACCUM is taken and changes nothing here);
-//     CUBLAS_COMPUTE_32F with fp32 alpha and beta read from the host when
-//     the call is issued (CUBLASLT_POINTER_MODE_HOST).
+//     type, fp32 or A's, CUBLAS_COMPUTE_32F with fp32 alpha and beta read
+//     from the host when the call is issued (CUBLASLT_POINTER_MODE_HOST).
 //     As on cuBLAS, beta 0 reads no C. The products accumulate in float32
 //     in k order and D is rounded once, at the end.
 //   - Epilogues DEFAULT, RELU, BIAS and RELU_BIAS: "Bias vector length must
@@ -65,9 +61,6 @@ enum : int {
 	LT_DESC_BIAS_POINTER = 8,
 	LT_DESC_BIAS_BATCH_STRIDE = 10,
 	LT_DESC_SM_COUNT_TARGET = 15,
-	LT_DESC_A_SCALE_POINTER = 17,
-	LT_DESC_B_SCALE_POINTER = 18,
-	LT_DESC_FAST_ACCUM = 25,
 	LT_DESC_BIAS_DATA_TYPE = 26,
 
 	LT_LAYOUT_TYPE = 0,
@@ -127,8 +120,6 @@ struct LtDesc {
 	int64_t biasStride = 0;
 	int32_t smTarget = 0;
 	int32_t biasType = -1; // D's
-	u64 aScale = 0, bScale = 0; // FP8 operands' scales: float32s on the GPU
-	int8_t fastAccum = 0;
 };
 std::set<LtDesc*> ltDescs;
 
@@ -210,11 +201,10 @@ uint32_t ltAlign(u64 v) {
 struct LtProblem {
 	int m, n, k, batch;
 	int ta, tb;
-	int at, bt, ct; // A's type, B's, C's and D's
+	int at, ct;   // A's and B's type, C's and D's
 	int biasType; // when the epilogue adds one
 	uint32_t epilogue;
 	const LtLayout *A, *B, *C, *D;
-	u64 aScale, bScale; // FP8's, null for 1
 	u64 bias;
 	int64_t biasStride;
 	uint8_t types[6];
@@ -244,19 +234,9 @@ int ltProblem(const char* call, void* desc, void* ha, void* hb, void* hc, void* 
 			return refuse(BLAS_INVALID_VALUE, "%s: a layout of %llu×%llu, ld %lld, batch %d of stride %lld", call,
 			              (unsigned long long)l->rows, (unsigned long long)l->cols, (long long)l->ld, l->batch, (long long)l->stride);
 	}
-	// FP8 (cublasLt.h's FP8 rows, those this library implements): E4M3 by
-	// E4M3 or E5M2 (either way round, not E5M2 by E5M2), float32 C and D,
-	// A transposed and B not ("TN", the only layout FP8 takes), each
-	// operand with an optional float32 scale on the GPU.
-	auto fp8 = [](uint32_t t) { return t == R8F_E4M3 || t == R8F_E5M2; };
 	bool sameIn = A->type == B->type && (A->type == R32F || A->type == R16F || A->type == R16BF);
-	bool in8 = fp8(A->type) && fp8(B->type) && !(A->type == R8F_E5M2 && B->type == R8F_E5M2) && C->type == R32F;
-	if (!(sameIn || in8) || C->type != D->type || (D->type != R32F && D->type != A->type))
+	if (!sameIn || C->type != D->type || (D->type != R32F && D->type != A->type))
 		return refuse(BLAS_NOT_SUPPORTED, "%s: types A %u B %u C %u D %u", call, A->type, B->type, C->type, D->type);
-	if (in8 && (d->transa != 1 || d->transb != 0))
-		return refuse(BLAS_NOT_SUPPORTED, "%s: FP8 operations %d and %d (only A transposed, B not)", call, d->transa, d->transb);
-	if (!in8 && (d->aScale || d->bScale))
-		return refuse(BLAS_INVALID_VALUE, "%s: scale pointers for types A %u B %u", call, A->type, B->type);
 	// op(X) is X or its transpose; CUBLAS_OP_C is T for real types.
 	p->ta = d->transa != 0;
 	p->tb = d->transb != 0;
@@ -278,10 +258,7 @@ int ltProblem(const char* call, void* desc, void* ha, void* hb, void* hc, void* 
 	if ((p->epilogue & LT_EPILOGUE_BIAS) && p->biasType != R32F && p->biasType != (int)A->type)
 		return refuse(BLAS_NOT_SUPPORTED, "%s: bias of type %d with %u operands", call, p->biasType, A->type);
 	p->at = (int)A->type;
-	p->bt = (int)B->type;
 	p->ct = (int)D->type;
-	p->aScale = d->aScale;
-	p->bScale = d->bScale;
 	p->A = A, p->B = B, p->C = C, p->D = D;
 	p->bias = d->bias;
 	p->biasStride = d->biasStride;
@@ -377,7 +354,7 @@ void ltMatmul(const LtProblem& p, const LtAlgo& a, float alpha, float beta, cons
 	const int m = p.m, n = p.n, k = p.k, parts = (int)a.splitK;
 	const size_t mn = (size_t)m * n;
 	Operand oa{A, p.at, p.A->ld, (long long)p.A->rows, (long long)p.A->cols, p.A->stride};
-	Operand ob{B, p.bt, p.B->ld, (long long)p.B->rows, (long long)p.B->cols, p.B->stride};
+	Operand ob{B, p.at, p.B->ld, (long long)p.B->rows, (long long)p.B->cols, p.B->stride};
 	// Each part's share of k, the last taking what is left.
 	const int chunk = (k + parts - 1) / parts;
 	std::vector<float> opA, opB, opAt((size_t)k * m), sums(parts * mn), partial(parts);
@@ -481,12 +458,6 @@ CUEMU_API int cublasLtMatmulDescSetAttribute(void* desc, int attr, const void* b
 		return setAttr(call, attr, &d->smTarget, buf, n);
 	case LT_DESC_BIAS_DATA_TYPE:
 		return setAttr(call, attr, &d->biasType, buf, n);
-	case LT_DESC_A_SCALE_POINTER:
-		return setAttr(call, attr, &d->aScale, buf, n);
-	case LT_DESC_B_SCALE_POINTER:
-		return setAttr(call, attr, &d->bScale, buf, n);
-	case LT_DESC_FAST_ACCUM:
-		return setAttr(call, attr, &d->fastAccum, buf, n);
 	}
 	return unknownAttr(call, attr);
 }
@@ -764,9 +735,6 @@ CUEMU_API int cublasLtMatmul(void* h, void* desc, const void* alphap, const void
 			              p.batch);
 	if (withBias && !fits(Operand{bias, p.biasType, p.m, p.m, 1, p.biasStride}, p.batch))
 		return refuse(BLAS_EXECUTION_FAILED, "%s: the bias (%d elements) leaves device memory", call, p.m);
-	for (u64 sp : {p.aScale, p.bScale})
-		if (sp && !inDevice((uintptr_t)sp, 4))
-			return refuse(BLAS_EXECUTION_FAILED, "%s: a scale at %p leaves device memory", call, (const void*)(uintptr_t)sp);
 	Stream* s = stream(hs);
 	if (!s) return refuse(BLAS_INVALID_VALUE, "%s: no stream %p", call, hs);
 	// The descriptors' values are taken now: they may go once the call
@@ -777,9 +745,7 @@ CUEMU_API int cublasLtMatmul(void* h, void* desc, const void* alphap, const void
 		LtProblem q = p;
 		q.A = &la, q.B = &lb, q.C = &lc, q.D = &lo;
 		auto t0 = std::chrono::steady_clock::now();
-		// The scales are read as the GEMM runs, as the GPU reads them.
-		float scale = (q.aScale ? *(const float*)(uintptr_t)q.aScale : 1.0f) * (q.bScale ? *(const float*)(uintptr_t)q.bScale : 1.0f);
-		ltMatmul(q, x, alpha * scale, beta, A, B, C, D, bias, ws);
+		ltMatmul(q, x, alpha, beta, A, B, C, D, bias, ws);
 		if (trace)
 			fprintf(stderr, "cuemu: cublasLtMatmul m %d n %d k %d batch %d, algorithm %d in %u parts %.3f ms\n", q.m, q.n, q.k, q.batch, x.id,
 			        x.splitK, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());

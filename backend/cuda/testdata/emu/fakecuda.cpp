@@ -289,7 +289,7 @@ enum : int {
 	BLAS_EXECUTION_FAILED = 13,
 	BLAS_NOT_SUPPORTED = 15,
 };
-enum : int { R32F = 0, R16F = 2, R16BF = 14, R8F_E4M3 = 28, R8F_E5M2 = 29 };
+enum : int { R32F = 0, R16F = 2, R16BF = 14 };
 constexpr int compute32F = 68; // CUBLAS_COMPUTE_32F
 constexpr int pedanticMath = 2; // CUBLAS_PEDANTIC_MATH
 
@@ -301,18 +301,9 @@ struct Blas {
 };
 std::set<Blas*> handles;
 
-size_t typeSize(int t) { return t == R32F ? 4 : t == R16F || t == R16BF ? 2 : t == R8F_E4M3 || t == R8F_E5M2 ? 1 : 0; }
+size_t typeSize(int t) { return t == R32F ? 4 : t == R16F || t == R16BF ? 2 : 0; }
 
 float bf2f(u16 h) { return __uint_as_float((u32)h << 16); }
-
-// e4m3 is the value of an OCP FP8 E4M3 byte (bias 7, subnormals m·2^-9,
-// 0x7f and 0xff NaN, no infinities); an E5M2 byte is the top of an fp16
-// word.
-float e4m3(uint8_t b) {
-	int e = (b >> 3) & 15, m = b & 7;
-	float v = (b & 0x7f) == 0x7f ? NAN : e == 0 ? ldexpf((float)m, -9) : ldexpf((float)(8 + m), e - 10);
-	return b & 0x80 ? -v : v;
-}
 
 float load(const void* p, int t, size_t i) {
 	switch (t) {
@@ -320,10 +311,6 @@ float load(const void* p, int t, size_t i) {
 		return ((const float*)p)[i];
 	case R16F:
 		return cuemu::h2f(((const u16*)p)[i]);
-	case R8F_E4M3:
-		return e4m3(((const uint8_t*)p)[i]);
-	case R8F_E5M2:
-		return cuemu::h2f((u16)(((const uint8_t*)p)[i] << 8));
 	default:
 		return bf2f(((const u16*)p)[i]);
 	}
