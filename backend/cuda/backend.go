@@ -777,6 +777,7 @@ type tensor struct {
 	rows, cols int
 	addr       uintptr
 	half       atomic.Uintptr // weights: the 16-bit copy the GEMMs read (FP16, BF16), made once (halfOf)
+	kcatHalf   atomic.Uintptr // weights: the fp16 copy twice a row that KCatRows' GEMMs read, made once (kcatOf)
 
 	s       *stream
 	seg     int   // stream tensors: the segment that created them
@@ -785,6 +786,7 @@ type tensor struct {
 	staged  bool  // FromHost data, living in the segment's staging area
 	written bool  // an operation writes it before any reads it
 	h16     int64 // offset in the arena of a 16-bit copy its producer writes, or -1
+	kcat    bool  // that copy holds FP16X2's two terms side by side a row (Options.KCatRows)
 	// lastWriter is the segment's operation that last wrote the tensor,
 	// when that operation can also write a 16-bit copy (FP16, BF16).
 	lastWriter *op
@@ -895,21 +897,49 @@ func (b *Backend) Upload(name string, dtype backend.DType, rows, cols int, raw [
 // thread. Vectors (rows = 1, biases and norms) stay float32 only; the GEMM
 // of a one-row weight converts it when first used.
 func (b *Backend) makeHalf(t *tensor) error {
+	p, err := b.makeCopy(t, 1, weightKind(b.opts.Precision), uint64(t.rows)*uint64(t.cols))
+	if err == nil {
+		t.half.Store(p)
+	}
+	return err
+}
+
+// makeCopy writes t's weight copy of the given store16 kind, times elements
+// of 16 bits for each of t's (lo: see store16), into memory of its own.
+func (b *Backend) makeCopy(t *tensor, times int64, kind, lo uint64) (uintptr, error) {
 	n := int64(t.rows) * int64(t.cols)
-	p, err := b.alloc(n*2, "16-bit weight copy")
+	p, err := b.alloc(times*n*2, "16-bit weight copy")
 	if err != nil {
-		return err
+		return 0, err
 	}
 	b.allocs = append(b.allocs, p)
 	var l launcher
-	if err := l.launch(b.drv, b.k.to16, [3]int{b.grid(n), 1, 1}, 256, 0, 0, u64(p), u64(t.addr), uint64(n), weightKind(b.opts.Precision)); err != nil {
-		return err
+	if err := l.launch(b.drv, b.k.to16, [3]int{b.grid(n), 1, 1}, 256, 0, 0, u64(p), u64(t.addr), uint64(n), lo, kind); err != nil {
+		return 0, err
 	}
-	if err := b.drv.Call("cuCtxSynchronize"); err != nil {
-		return err
+	return p, b.drv.Call("cuCtxSynchronize")
+}
+
+// kcatOf returns w's fp16 copy twice a row, [w_r | w_r] for each row r,
+// the weight of KCatRows' GEMMs (twice the memory of halfOf's), making it
+// on first use.
+func (b *Backend) kcatOf(w *tensor) (uintptr, error) {
+	if h := w.kcatHalf.Load(); h != 0 {
+		return h, nil
 	}
-	t.half.Store(p)
-	return nil
+	b.loadMu.Lock()
+	defer b.loadMu.Unlock()
+	if h := w.kcatHalf.Load(); h != 0 {
+		return h, nil
+	}
+	var err error
+	b.w.Do(func() {
+		var p uintptr
+		if p, err = b.makeCopy(w, 2, kindKCatWeight, uint64(w.cols)); err == nil {
+			w.kcatHalf.Store(p)
+		}
+	})
+	return w.kcatHalf.Load(), err
 }
 
 // halfOf returns w's 16-bit copy, making it on first use. Every GEMM a

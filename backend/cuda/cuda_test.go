@@ -506,7 +506,9 @@ func goldenSets(t *testing.T) []goldenSet {
 // ("+mma+refine") with the tensor-core attention forced, the registered
 // backend's path at ten questions and more, where the reduced run's rows
 // that are not near-ties must hold the gate's probabilities with the
-// attention of its FP16 pass. The reduced
+// attention of its FP16 pass; and a fifth ("+mma+kcat") with every cuBLAS
+// GEMM over FP16X2's two terms side by side (Options.KCatRows), held to
+// FP16X2's gate. The reduced
 // precisions' rows report their largest spread of logit errors (the most
 // a gap between two of a row's logits moved): a refinement margin above
 // it on every golden leaves no answer of the reduced run that FP16X2
@@ -518,13 +520,14 @@ func TestForwardGoldens(t *testing.T) {
 		prec   cuda.Precision
 		mma    bool
 		refine bool
+		kcat   bool
 	}
 	var configs []config
 	for _, prec := range precisions {
 		configs = append(configs, config{prec: prec})
 	}
-	configs = append(configs, config{cuda.FP16, true, false}, config{cuda.FP16X2, true, false}, config{cuda.FP16X2, false, true},
-		config{cuda.FP16X2, true, true})
+	configs = append(configs, config{cuda.FP16, true, false, false}, config{cuda.FP16X2, true, false, false},
+		config{cuda.FP16X2, false, true, false}, config{cuda.FP16X2, true, true, false}, config{cuda.FP16X2, true, false, true})
 	for _, cf := range configs {
 		prec, label := cf.prec, cf.prec.String()
 		if cf.mma {
@@ -532,6 +535,9 @@ func TestForwardGoldens(t *testing.T) {
 		}
 		if cf.refine {
 			label += "+refine"
+		}
+		if cf.kcat {
+			label += "+kcat"
 		}
 		for _, set := range sets {
 			name := set.name
@@ -549,6 +555,9 @@ func TestForwardGoldens(t *testing.T) {
 				if cf.refine {
 					opts.Refine, opts.RefineTokens = cuda.DefaultRefine, 1
 					opts.KBatchRows = cmp.Or(opts.KBatchRows, cuda.DefaultKBatchRows)
+				}
+				if cf.kcat {
+					opts.KCatRows = 1
 				}
 				be := open(t, opts)
 				defer be.Close()
@@ -613,6 +622,9 @@ func TestForwardGoldens(t *testing.T) {
 				st := be.(interface{ Stats() cuda.Stats }).Stats()
 				if cf.refine && (st.ReducedStreams == 0 || refined > 0 && st.Streams == 0) {
 					t.Errorf("streams counted %d reduced, %d plain; want reduced runs and their refinements", st.ReducedStreams, st.Streams)
+				}
+				if cf.kcat && st.GEMMKCat == 0 {
+					t.Errorf("stats %+v: no GEMM ran over both terms side by side", st)
 				}
 				agreed := fmt.Sprintf("%d/%d", agree, rows)
 				if cf.refine {

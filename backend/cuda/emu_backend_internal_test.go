@@ -97,6 +97,10 @@ var emuConfigs = []emuConfig{
 	{"FP16X2+refine+wgrows", Options{Precision: FP16X2, Refine: DefaultRefine, RefineTokens: 1, WGRows: MaxMMARows}},
 	{"FP16X2+wgrows+wgtma", Options{Precision: FP16X2, WGRows: MaxMMARows, WGTMA: true}},
 	{"FP16+wgrows+wgtma+wgring=3", Options{Precision: FP16, WGRows: MaxMMARows, WGTMA: true, WGRing: 3}},
+	// FP16X2's two terms side by side in every cuBLAS GEMM (kcat): the
+	// producers' kind 5, the weights' copies twice a row, one float32
+	// product a GEMM with its bias in the epilogue.
+	{"FP16X2+kcat", Options{Precision: FP16X2, KCatRows: 1}},
 	// Every batch in FP16 first with each plain GEMM split over k's
 	// halves (kbatch: stacked products, their residual Adds in the
 	// LayerNorms), its near-ties again in FP16X2.

@@ -439,13 +439,18 @@ func emuAttentionMMAOn(t *testing.T, bin string, kc16, dh, heads, warps int, spl
 				dst[i] = float32(math.NaN())
 			}
 			// The output's 16-bit copy for the GEMM after: fp16, or two
-			// fp16 terms (kind 3) lo elements apart.
-			kind, lo := 2*terms-1, rows*width
+			// fp16 terms (kind 3) lo elements apart, or where the tiles are
+			// odd in number the two side by side a row (kindKCat).
+			kind := 2*terms - 1
+			if terms == 2 && ntiles%2 == 1 {
+				kind = kindKCat
+			}
+			lo := kcatLo(kind, rows, width)
 			name, smem := fmt.Sprintf("attention_mma%d_%d_%d", dh, warps, terms), attnMMAShared(dh, warps, terms, 16*kc16)
 			if split {
 				name, smem = fmt.Sprintf("attention_mma%d_%ds_%d", dh, warps, terms), attnSplitShared(dh, terms)
 			}
-			out := emuRunOn(t, bin, [][]byte{f32Bytes(dst), f32Bytes(qkv), tileBytes, make([]byte, 2*2*lo)}, emuLaunch{
+			out := emuRunOn(t, bin, [][]byte{f32Bytes(dst), f32Bytes(qkv), tileBytes, make([]byte, 2*2*rows*width)}, emuLaunch{
 				name: name, grid: [3]int{ntiles, heads, 1}, threads: 32 * warps, smem: smem,
 				args: []emuArg{emuBuf(0, 0), emuBuf(1, 0), emuVal(0), emuBuf(2, 0), emuInt(heads), emuF32(scale),
 					emuVal(boolArg(l.radius > 0)), emuInt(l.radius), emuVal(0), emuBuf(3, 0), emuInt(kind), emuVal(uint64(lo))},
@@ -848,18 +853,66 @@ func bytesZero(b []byte) bool {
 
 // check16 checks a producer's 16-bit copy h of its float32 output y as
 // store16 writes it: y's fp16 rounding, and for kind 3 the rounding of what
-// that missed lo elements on, bit for bit.
+// that missed lo elements on, bit for bit; kind 5 (kindKCat) puts both
+// terms of a row of lo elements side by side, the row's first term at
+// twice its start, its second lo on.
 func check16(t *testing.T, y []float32, h []byte, lo, kind int) {
 	t.Helper()
 	at := func(i int) uint16 { return binary.LittleEndian.Uint16(h[2*i:]) }
 	for i, v := range y {
+		j, jlo := i, i+lo
+		if kind == kindKCat {
+			j = i + i/lo*lo
+			jlo = j + lo
+		}
 		hi := half.Float32ToFloat16(v)
-		if got := at(i); got != hi {
+		if got := at(j); got != hi {
 			t.Fatalf("16-bit copy [%d] = %#04x, want %#04x, the fp16 rounding of %g", i, got, hi, v)
 		}
-		if kind == 3 {
-			if got, want := at(i+lo), half.Float32ToFloat16(v-half.Float16ToFloat32(hi)); got != want {
+		if kind == 3 || kind == kindKCat {
+			if got, want := at(jlo), half.Float32ToFloat16(v-half.Float16ToFloat32(hi)); got != want {
 				t.Fatalf("16-bit copy's second term [%d] = %#04x, want %#04x", i, got, want)
+			}
+		}
+	}
+}
+
+// kcatLo is the lo a producer of kind is given for a copy of rows rows of
+// width: the row's width where kind lays the terms side by side, else the
+// copy's elements.
+func kcatLo(kind, rows, width int) int {
+	if kind == kindKCat || kind == kindKCatWeight {
+		return width
+	}
+	return rows * width
+}
+
+// to_16 in every kind against store16's layouts; kind 6 (kindKCatWeight)
+// writes each row's fp16 rounding twice side by side.
+func TestEmuTo16(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	const rows, width = 7, 36
+	x := normals(rng, rows*width)
+	for i := range x {
+		x[i] *= float32(math.Exp2(float64(rng.IntN(9) - 4)))
+	}
+	for _, kind := range []int{1, 3, kindKCat, kindKCatWeight} {
+		lo := kcatLo(kind, rows, width)
+		out := emuRun(t, [][]byte{make([]byte, 2*2*rows*width), f32Bytes(x)},
+			emuLaunch{name: "to_16", grid: [3]int{3, 1, 1}, threads: 32, args: []emuArg{emuBuf(0, 0), emuBuf(1, 0),
+				emuVal(uint64(rows * width)), emuVal(uint64(lo)), emuInt(kind)}})
+		if kind != kindKCatWeight {
+			check16(t, x, out[0], lo, kind)
+			continue
+		}
+		for r := range rows {
+			for c := range width {
+				want := half.Float32ToFloat16(x[r*width+c])
+				for _, j := range []int{r*2*width + c, r*2*width + width + c} {
+					if got := binary.LittleEndian.Uint16(out[0][2*j:]); got != want {
+						t.Fatalf("kind %d: [%d][%d] at %d = %#04x, want %#04x", kind, r, c, j, got, want)
+					}
+				}
 			}
 		}
 	}
@@ -870,7 +923,7 @@ func check16(t *testing.T, y []float32, h []byte, lo, kind int) {
 func TestEmuProducers(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	normal := func(n int) []float32 { return normals(rng, n) }
-	for _, kind := range []int{1, 3} {
+	for _, kind := range []int{1, 3, kindKCat} {
 		// Each kernel plain, with its rows read from a table by index
 		// (xidx: the token embeddings' norm) and with the residual's
 		// addend read so (ridx: the decision head's question types),
@@ -886,7 +939,7 @@ func TestEmuProducers(t *testing.T) {
 				const rows, cols, table = 5, 200, 7
 				idx := []int32{6, 0, 3, 3, 5} // repeats and skips rows, as token ids do
 				x, w, b, res := normal(table*cols), normal(cols), normal(cols), normal(table*cols)
-				lo := rows * cols
+				lo := kcatLo(kind, rows, cols)
 				xi, ri := emuVal(0), emuVal(0)
 				xRow, rRow := func(r int) int { return r }, func(r int) int { return r }
 				switch c.fold {
@@ -904,7 +957,7 @@ func TestEmuProducers(t *testing.T) {
 					binary.LittleEndian.PutUint32(ib[4*i:], uint32(v))
 				}
 				xin := append([]float32(nil), x...)
-				out := emuRun(t, [][]byte{make([]byte, 4*rows*cols), f32Bytes(x), f32Bytes(w), f32Bytes(b), make([]byte, 2*2*lo), f32Bytes(res), ib},
+				out := emuRun(t, [][]byte{make([]byte, 4*rows*cols), f32Bytes(x), f32Bytes(w), f32Bytes(b), make([]byte, 2*2*rows*cols), f32Bytes(res), ib},
 					emuLaunch{name: c.kernel, grid: [3]int{rows, 1, 1}, threads: c.threads, args: []emuArg{emuBuf(0, 0), emuBuf(1, 0),
 						emuBuf(2, 0), emuBuf(3, 0), emuInt(cols), emuF32(1e-5), emuBuf(4, 0), emuInt(kind), emuVal(uint64(lo)), resArg,
 						emuVal(0), xi, ri, emuBuf(2, 0), emuVal(4 * cols), emuVal(0), emuVal(0)}}) // prefetching w
@@ -963,8 +1016,8 @@ func TestEmuProducers(t *testing.T) {
 				for c := range inner {
 					x[c] = -9 + 18*float32(c)/inner // the first row's GELU inputs
 				}
-				lo := rows * inner
-				out := emuRunOn(t, emuRunnerTuned(t, tuned...), [][]byte{make([]byte, 4*rows*inner), f32Bytes(x), make([]byte, 2*2*lo)},
+				lo := kcatLo(kind, rows, inner)
+				out := emuRunOn(t, emuRunnerTuned(t, tuned...), [][]byte{make([]byte, 4*rows*inner), f32Bytes(x), make([]byte, 2*2*rows*inner)},
 					emuLaunch{name: "geglu4", grid: [3]int{2, 1, 1}, threads: 32, args: []emuArg{emuBuf(0, 0), emuBuf(1, 0), emuVal(0),
 						emuInt(rows), emuInt(inner), emuBuf(2, 0), emuInt(kind), emuVal(uint64(lo)), emuInt(1), emuInt(0),
 						emuVal(0), emuVal(0), emuBuf(1, 0), emuVal(4 * 2 * rows * inner)}}) // prefetching x

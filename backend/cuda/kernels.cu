@@ -554,7 +554,28 @@ __device__ __forceinline__ float activate(float x, int act) {
 // store16 writes v as a 16-bit GEMM operand at h[i]; kind 3 (FP16X2)
 // also writes the fp16 rounding of what the first term missed at h[i+lo],
 // so that two GEMMs on the terms give v to about 21 bits.
+//
+// Kinds 5 and 6 lay a row's two terms side by side, for one GEMM over twice
+// the k (Options.KCatRows): lo is then the row's width w, and element i =
+// r·w + c goes to h[r·2w + c] and h[r·2w + w + c]. Kind 5 writes FP16X2's
+// two terms there, kind 6 the same fp16 value twice (the weight, which
+// multiplies both). A row's 16-bit elements are fewer than 2^32 in any
+// tensor the backend makes (a batch's tokens times a width), so the row
+// comes from a 32-bit division: a 64-bit one is a long software routine.
+#define KIND_KCAT 5
+#define KIND_KCAT_WEIGHT 6
+__device__ __forceinline__ long long kcat_at(long long i, long long w) {
+	return i + (long long)((unsigned)i / (unsigned)w) * w;
+}
+
 __device__ __forceinline__ void store16(u16* h, long long i, long long lo, float v, int kind) {
+	if (kind >= KIND_KCAT) {
+		long long j = kcat_at(i, lo);
+		u16 a = to16(v, 1);
+		h[j] = a;
+		h[j + lo] = kind == KIND_KCAT ? to16(v - f16to32(a), 1) : a;
+		return;
+	}
 	u16 a = to16(v, kind);
 	h[i] = a;
 	if (kind == 3) h[i + lo] = to16(v - f16to32(a), 1);
@@ -563,23 +584,34 @@ __device__ __forceinline__ void store16(u16* h, long long i, long long lo, float
 // store16x4 is store16 of four values at h[i..i+3] (i and lo multiples of
 // 4) in one 8-byte store a term: the same words, a quarter of the stores.
 __device__ __forceinline__ void store16x4(u16* h, long long i, long long lo, float4 v, int kind) {
-	u16 a[4] = {to16(v.x, kind), to16(v.y, kind), to16(v.z, kind), to16(v.w, kind)};
-	*(uint2*)(h + i) = make_uint2((unsigned)a[0] | (unsigned)a[1] << 16, (unsigned)a[2] | (unsigned)a[3] << 16);
-	if (kind == 3) {
+	int k16 = kind >= KIND_KCAT ? 1 : kind;
+	u16 a[4] = {to16(v.x, k16), to16(v.y, k16), to16(v.z, k16), to16(v.w, k16)};
+	long long j = i, jlo = i + lo;
+	if (kind >= KIND_KCAT) j = kcat_at(i, lo), jlo = j + lo;
+	*(uint2*)(h + j) = make_uint2((unsigned)a[0] | (unsigned)a[1] << 16, (unsigned)a[2] | (unsigned)a[3] << 16);
+	if (kind == 3 || kind == KIND_KCAT) {
 		float f[4] = {v.x, v.y, v.z, v.w};
 		u16 b[4];
 #pragma unroll
 		for (int e = 0; e < 4; e++) b[e] = to16(f[e] - f16to32(a[e]), 1);
-		*(uint2*)(h + i + lo) = make_uint2((unsigned)b[0] | (unsigned)b[1] << 16, (unsigned)b[2] | (unsigned)b[3] << 16);
+		*(uint2*)(h + jlo) = make_uint2((unsigned)b[0] | (unsigned)b[1] << 16, (unsigned)b[2] | (unsigned)b[3] << 16);
+	} else if (kind == KIND_KCAT_WEIGHT) {
+		*(uint2*)(h + jlo) = *(uint2*)(h + j);
 	}
 }
 
 // store16x2 is store16 of two values at h[i], h[i+1] (i and lo even) in one
 // 4-byte store a term.
 __device__ __forceinline__ void store16x2(u16* h, long long i, long long lo, float x, float y, int kind) {
-	u16 a = to16(x, kind), b = to16(y, kind);
-	*(unsigned*)(h + i) = (unsigned)a | (unsigned)b << 16;
-	if (kind == 3) *(unsigned*)(h + i + lo) = (unsigned)to16(x - f16to32(a), 1) | (unsigned)to16(y - f16to32(b), 1) << 16;
+	int k16 = kind >= KIND_KCAT ? 1 : kind;
+	u16 a = to16(x, k16), b = to16(y, k16);
+	long long j = i, jlo = i + lo;
+	if (kind >= KIND_KCAT) j = kcat_at(i, lo), jlo = j + lo;
+	*(unsigned*)(h + j) = (unsigned)a | (unsigned)b << 16;
+	if (kind == 3 || kind == KIND_KCAT)
+		*(unsigned*)(h + jlo) = (unsigned)to16(x - f16to32(a), 1) | (unsigned)to16(y - f16to32(b), 1) << 16;
+	else if (kind == KIND_KCAT_WEIGHT)
+		*(unsigned*)(h + jlo) = (unsigned)a | (unsigned)b << 16;
 }
 
 // ld4 reads four floats of a GEMM output; when the output holds two
@@ -1015,13 +1047,13 @@ extern "C" __global__ void act_features(float* dst, const float* cls, const floa
 }
 #endif
 
-// to_16 rounds float32 GEMM operands to 16 bits (kind: see store16; the
-// second term of kind 3 goes n elements after the first).
+// to_16 rounds float32 GEMM operands to 16 bits (kind and lo: see
+// store16; kind 3's second term goes n elements after the first).
 #if LAYA_CORE
-extern "C" __global__ void to_16(u16* dst, const float* x, long long n, int kind) {
+extern "C" __global__ void to_16(u16* dst, const float* x, long long n, long long lo, int kind) {
 	KERNEL_ENTRY
 	for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
-		store16(dst, i, n, x[i], kind);
+		store16(dst, i, lo, x[i], kind);
 }
 #endif
 

@@ -272,6 +272,20 @@ type Options struct {
 	// product of one question may be written as fp16 for GeGLU, so that
 	// splitting pays most where k's chain is longest (the MLP output).
 	KBatchMinK int
+	// KCatRows multiplies FP16X2's two terms of x in one GEMM over twice
+	// the k in the GEMMs of at least this many rows: the producer of a
+	// GEMM's operand writes a row's two fp16 terms side by side, the
+	// weight's fp16 copy is kept twice a row (twice halfOf's memory: about
+	// 0.2 GB for the multilingual checkpoint, 0.7 GB for the English one),
+	// and the GEMM writes one float32 product, with a bias or activation
+	// in its epilogue. The stacked batch writes two products, which every
+	// LayerNorm, GeGLU and attention after it reads: this form halves what
+	// they read for the same multiply-adds, and reads the weight twice.
+	// The answers are FP16X2's (one float32 accumulator over both terms
+	// instead of two added after). 0 (the default) keeps the stacked
+	// batch. It needs precision=fp16x2 and a GEMM on cuBLAS (not MMARows,
+	// ClusterRows or WGRows).
+	KCatRows int
 	// PrefetchRows has the backend's kernel just before a cuBLAS (or
 	// linear_small) GEMM of 16-bit operands and at most this many rows (a
 	// LayerNorm or a GeGLU:
@@ -419,7 +433,7 @@ func defineFlags(defines map[string]int) []string {
 // precision=fp32|fp16|bf16|fp16x2, device=N, graphs=off, maxgraphs=N,
 // submit=N|off, splits=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnrows=4|6|8|off, attnsplit=off|on, attnreg=on|off, attnterms=0|1|2,
 // attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gatherfold=on|off, gemm=lt|blas, tune=on|off,
-// tunecands=N, splitk=off|on, tunecold=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, clrows=N, clcols=32|64|128, wgrows=N, wgsplits=N, wgring=N, wgtma=off|on, kbatch=N, kbatchk=N, l2pf=N, l2pfdepth=N, pdl=on|off, geglu=vec|scalar, cache=DIR|off,
+// tunecands=N, splitk=off|on, tunecold=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, clrows=N, clcols=32|64|128, wgrows=N, wgsplits=N, wgring=N, wgtma=off|on, kbatch=N, kbatchk=N, kcat=N, l2pf=N, l2pfdepth=N, pdl=on|off, geglu=vec|scalar, cache=DIR|off,
 // tunecache=DIR|off, refine=MARGIN|off, refinetokens=N, batchrows=N, batchtokens=N, define=NAME=VALUE (repeatable: Options.Defines),
 // driver=PATH, nvrtc=PATH, cublas=PATH (the libraries: a CUDA install outside the
 // loader path, or the tests' kernel emulator, which then runs every command that takes
@@ -427,7 +441,7 @@ func defineFlags(defines map[string]int) []string {
 func ParseOptions(s string) (Options, error) {
 	var o Options
 	ints := map[string]*int{"device": &o.Device, "bucket": &o.Bucket, "attnqpw": &o.QueriesPerWarp,
-		"attnwarps": &o.AttentionWarps, "mmawarps": &o.MMAWarps, "attnterms": &o.AttentionTerms, "maxgraphs": &o.MaxGraphs, "refinetokens": &o.RefineTokens, "batchrows": &o.BatchRows, "batchtokens": &o.BatchTokens, "tunecands": &o.TuneCandidates, "splits": &o.SubmitSplits, "mmarows": &o.MMARows, "mmacols": &o.MMACols, "clrows": &o.ClusterRows, "clcols": &o.ClusterCols, "wgrows": &o.WGRows, "wgsplits": &o.WGSplits, "wgring": &o.WGRing, "kbatch": &o.KBatchRows, "kbatchk": &o.KBatchMinK, "l2pf": &o.PrefetchRows, "l2pfdepth": &o.PrefetchDepth}
+		"attnwarps": &o.AttentionWarps, "mmawarps": &o.MMAWarps, "attnterms": &o.AttentionTerms, "maxgraphs": &o.MaxGraphs, "refinetokens": &o.RefineTokens, "batchrows": &o.BatchRows, "batchtokens": &o.BatchTokens, "tunecands": &o.TuneCandidates, "splits": &o.SubmitSplits, "mmarows": &o.MMARows, "mmacols": &o.MMACols, "clrows": &o.ClusterRows, "clcols": &o.ClusterCols, "wgrows": &o.WGRows, "wgsplits": &o.WGSplits, "wgring": &o.WGRing, "kbatch": &o.KBatchRows, "kbatchk": &o.KBatchMinK, "kcat": &o.KCatRows, "l2pf": &o.PrefetchRows, "l2pfdepth": &o.PrefetchDepth}
 	// Two-word options: the words, and the field that is whether it is
 	// the second.
 	words := map[string]struct {
@@ -479,7 +493,7 @@ func ParseOptions(s string) (Options, error) {
 			}
 			*map[string]*string{"driver": &o.Driver, "nvrtc": &o.NVRTC, "cublas": &o.CUBLAS}[k] = v
 		default:
-			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, submit=N|off, splits=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnrows=4|6|8|off, attnsplit=off|on, attnreg=on|off, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gatherfold=on|off, gemm=lt|blas, tune=on|off, tunecands=N, splitk=off|on, tunecold=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, clrows=N, clcols=32|64|128, wgrows=N, wgsplits=N, wgring=N, wgtma=off|on, kbatch=N, kbatchk=N, l2pf=N, l2pfdepth=N, pdl=on|off, geglu=vec|scalar, cache=DIR|off, tunecache=DIR|off, refine=MARGIN|off, refinetokens=N, batchrows=N, batchtokens=N, define=NAME=VALUE, driver=PATH, nvrtc=PATH, cublas=PATH)")
+			err = errors.New("unknown option (precision=fp32|fp16|bf16|fp16x2, device=N, graphs=on|off, maxgraphs=N, submit=N|off, splits=N, bucket=N, attn=mma|simt, mmawarps=0|1|2|4|8, attnrows=4|6|8|off, attnsplit=off|on, attnreg=on|off, attnterms=0|1|2, attnqpw=0|1|2|4, attnwarps=8|16, small=on|off, gatherfold=on|off, gemm=lt|blas, tune=on|off, tunecands=N, splitk=off|on, tunecold=off|on, mmarows=N, mmacols=64|128, mmaln=on|off, clrows=N, clcols=32|64|128, wgrows=N, wgsplits=N, wgring=N, wgtma=off|on, kbatch=N, kbatchk=N, kcat=N, l2pf=N, l2pfdepth=N, pdl=on|off, geglu=vec|scalar, cache=DIR|off, tunecache=DIR|off, refine=MARGIN|off, refinetokens=N, batchrows=N, batchtokens=N, define=NAME=VALUE, driver=PATH, nvrtc=PATH, cublas=PATH)")
 		}
 		if err == nil {
 			err = o.check()
@@ -570,6 +584,8 @@ func (o Options) check() error {
 		return fmt.Errorf("kbatch=%d, want 0 (off) or the most rows of a GEMM split over k's halves", o.KBatchRows)
 	case o.KBatchMinK < 0:
 		return fmt.Errorf("kbatchk=%d, want 0 (any) or the least k of a GEMM split over k's halves", o.KBatchMinK)
+	case o.KCatRows < 0:
+		return fmt.Errorf("kcat=%d, want 0 (off) or the least rows of a GEMM over both terms side by side", o.KCatRows)
 	case o.PrefetchRows < 0:
 		return fmt.Errorf("l2pf=%d, want 0 (off) or the most rows of a GEMM whose weight is prefetched", o.PrefetchRows)
 	case o.PrefetchDepth < 0 || o.PrefetchDepth > 4:
@@ -699,6 +715,10 @@ type Stats struct {
 	// linear_cl (Options.ClusterRows) or linear_wg (Options.WGRows) in the
 	// first run of their segment's shape, kernel by kernel.
 	GEMMOwn int
+	// GEMMKCat counts the GEMMs over FP16X2's two terms side by side
+	// (Options.KCatRows) in the first run of their segment's shape, kernel
+	// by kernel.
+	GEMMKCat int
 	// LayerNormsInGEMM counts, of those, the ones that also computed the
 	// LayerNorm of their input (Options.MMANoLN).
 	LayerNormsInGEMM int

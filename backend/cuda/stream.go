@@ -359,6 +359,7 @@ const (
 	opCl
 	opKBatch
 	opWG
+	opKCat
 )
 
 func (s *stream) New(rows, cols int) backend.Tensor {
@@ -548,12 +549,25 @@ func (s *stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activat
 	// the choices below (stacked terms, an fp16 output, a fused GeGLU) may
 	// change.
 	plain := b == nil && act == backend.Identity && d.s == s && d.seg == s.seg && !d.staged && d != in && d != w
+	// KCatRows: FP16X2's two terms of x side by side in each row, by the
+	// weight twice over (its fp16 copy twice a row), one GEMM over twice
+	// the k into one float32 product: its readers read one product, where
+	// two stacked ones double what the LayerNorms, GeGLU and attention
+	// after it read, and a bias or activation runs in its epilogue. It
+	// does the stacked batch's multiply-adds and reads the weight twice,
+	// which costs where one question's GEMMs wait on their weight's
+	// latency and not where a batch's are bound by their products.
+	lin.kcat = s.prec == FP16X2 && s.be.opts.KCatRows > 0 && m >= s.be.opts.KCatRows && k%8 == 0 && !lin.small && !lin.mma &&
+		!lin.cl && !lin.wg
+	if lin.kcat {
+		s.mix(opKCat)
+	}
 	// FP16X2: one batched GEMM over both 16-bit terms of x reads the weight
 	// once (the second product finds it in L2) where two GEMMs read it
 	// twice; its two products stay apart (stacked) until what reads d adds
 	// them. Only a plain product stacks: a bias or activation needs the sum
 	// first. linear_small, linear_mma and linear_wg write the sum.
-	if s.prec == FP16X2 && !lin.small && !lin.mma && !lin.wg && plain {
+	if s.prec == FP16X2 && !lin.small && !lin.mma && !lin.wg && !lin.kcat && plain {
 		lin.two = s.stack(d)
 		s.mix(opShadow, uint64(lin.two))
 	}
@@ -581,10 +595,16 @@ func (s *stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activat
 			// producer (one already asked for by another GEMM reading x is
 			// still written, and unused here). Nor does it write one of d:
 			// no Linear sets d.lastWriter, so a GEMM reading d converts it.
+		case in.s == s && in.seg == s.seg && in.lastWriter != nil && in.h16 >= 0 && in.kcat != lin.kcat:
+			// The copy its producer writes has the other layout (x read by
+			// GEMMs of which only some are KCatRows'): this GEMM converts
+			// x's float32 contents itself.
+			in.f32Read = true
+			need = xBytes
 		case in.s == s && in.seg == s.seg && in.lastWriter != nil:
 			// The operation that wrote x also writes its 16-bit copy.
 			if in.h16 < 0 {
-				in.h16 = s.arena
+				in.h16, in.kcat = s.arena, lin.kcat
 				s.arena += xBytes
 			}
 			in.lastWriter.shadow = in
@@ -597,12 +617,21 @@ func (s *stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activat
 		}
 		if w.s == nil {
 			var err error
-			if lin.wHalf, err = s.be.halfOf(w); err != nil {
+			if lin.kcat {
+				lin.wHalf, err = s.be.kcatOf(w)
+			} else {
+				lin.wHalf, err = s.be.halfOf(w)
+			}
+			if err != nil {
 				s.fail(fmt.Errorf("cuda: linear: %w", err))
 				return
 			}
 		} else {
-			need += align(int64(n)*int64(k)*2, 256)
+			wBytes := int64(n) * int64(k) * 2
+			if lin.kcat {
+				wBytes *= 2
+			}
+			need += align(wBytes, 256)
 		}
 		s.temp = max(s.temp, need)
 	}
@@ -689,8 +718,11 @@ type linearOp struct {
 	mma     bool    // runs on linear_mma (mmaLinear), as plan says
 	plan    lmmaPlan
 	cl      bool // runs on linear_cl (clLinear), as clPlan says
-	wg      bool // runs on linear_wg (wgLinear), as clPlan says
-	clPlan  clPlan
+	// kcat: FP16X2's two terms of x side by side, one GEMM over twice the k
+	// (Options.KCatRows, issueKCat).
+	kcat   bool
+	wg     bool // runs on linear_wg (wgLinear), as clPlan says
+	clPlan clPlan
 }
 
 // writesLNInput reports whether the GEMM, computing a LayerNorm of x as it
@@ -760,9 +792,13 @@ func (lin *linearOp) issue(x *run) error {
 		}
 		xh := x.temp
 		mk := int64(m) * int64(k)
+		lo := uint64(mk)
+		if lin.kcat {
+			kind, lo = kindKCat, uint64(k)
+		}
 		if lin.shadowIn {
 			xh = x.e.arena + uintptr(in.h16)
-		} else if err = x.l.launch(x.b.drv, x.b.k.to16, [3]int{x.b.grid(mk), 1, 1}, 256, 0, c.stream, u64(xh), u64(in.addr), uint64(mk), kind); err != nil {
+		} else if err = x.l.launch(x.b.drv, x.b.k.to16, [3]int{x.b.grid(mk), 1, 1}, 256, 0, c.stream, u64(xh), u64(in.addr), uint64(mk), lo, kind); err != nil {
 			return err
 		}
 		wh := lin.wHalf
@@ -783,9 +819,16 @@ func (lin *linearOp) issue(x *run) error {
 		if wh == 0 {
 			wh = x.temp + uintptr(align(mk*2*int64(terms(prec)), 256))
 			nk := int64(n) * int64(k)
-			if err = x.l.launch(x.b.drv, x.b.k.to16, [3]int{x.b.grid(nk), 1, 1}, 256, 0, c.stream, u64(wh), u64(w.addr), uint64(nk), weightKind(prec)); err != nil {
+			wkind, wlo := weightKind(prec), uint64(nk)
+			if lin.kcat {
+				wkind, wlo = kindKCatWeight, uint64(k)
+			}
+			if err = x.l.launch(x.b.drv, x.b.k.to16, [3]int{x.b.grid(nk), 1, 1}, 256, 0, c.stream, u64(wh), u64(w.addr), uint64(nk), wlo, wkind); err != nil {
 				return err
 			}
+		}
+		if lin.kcat {
+			return lin.issueKCat(x, xh, wh)
 		}
 		if lin.two != 0 {
 			// Stacked: no bias or activation (see Linear). A batch of two:
@@ -852,12 +895,73 @@ func (lin *linearOp) issue(x *run) error {
 	if fused || b == nil && lin.act == backend.Identity {
 		return nil
 	}
-	var bp uintptr
-	if b != nil {
-		bp = b.addr
+	return lin.biasAct(x)
+}
+
+// issueKCat runs a KCatRows GEMM: x's two fp16 terms side by side a row
+// (xh, 2k wide) by the weight's fp16 copy twice a row (wh), into d as one
+// float32 product, the bias and activation in cuBLASLt's epilogue where it
+// has them (else bias_act after).
+func (lin *linearOp) issueKCat(x *run, xh, wh uintptr) error {
+	d, b, m, k, n := lin.d, lin.b, lin.m, 2*lin.k, lin.n
+	epi, fuses := ltEpilogue(b != nil, lin.act)
+	if x.b.lt != nil {
+		g := ltGEMM{m: m, n: n, k: k, typ: cudaR16F, dtyp: cudaR32F, batch: 1, epilogue: ltEpilogueDefault, accumulate: lin.accumulate,
+			a: wh, b: xh, d: d.addr}
+		if fuses {
+			g.epilogue = epi
+			if b != nil {
+				g.bias = b.addr
+			}
+		}
+		done, err := x.gemmLt(&g)
+		if err != nil {
+			return err
+		}
+		if done {
+			lin.countKCat(x)
+			if fuses || b == nil && lin.act == backend.Identity {
+				return nil
+			}
+			return lin.biasAct(x)
+		}
 	}
-	total := int64(m) * int64(n)
-	return x.l.launch(x.b.drv, x.b.k.biasAct, [3]int{x.b.grid(total), 1, 1}, 256, 0, c.stream, u64(d.addr), u64(bp), uint64(total), i32(n), uint64(lin.act))
+	beta := x.b.beta
+	if lin.accumulate {
+		beta = x.b.alpha
+	}
+	bl := x.b.blas
+	err := bl.call("cublasGemmEx", bl.gemmEx, x.cs.blas, cublasOpT, cublasOpN, uintptr(n), uintptr(m), uintptr(k),
+		uintptr(unsafe.Pointer(x.b.alpha)), wh, cudaR16F, uintptr(k), xh, cudaR16F, uintptr(k), uintptr(unsafe.Pointer(beta)),
+		d.addr, cudaR32F, uintptr(n), cublasCompute32F, cublasGemmDefault)
+	if err != nil {
+		return err
+	}
+	lin.countKCat(x)
+	if b == nil && lin.act == backend.Identity {
+		return nil
+	}
+	return lin.biasAct(x)
+}
+
+// countKCat counts a KCatRows GEMM in Stats.GEMMKCat, in the first run of
+// its segment's shape (kernel by kernel), as the own GEMMs are counted.
+func (lin *linearOp) countKCat(x *run) {
+	if x.tune {
+		x.b.count(func(st *Stats) { st.GEMMKCat++ })
+	}
+}
+
+// biasAct adds the bias and applies the activation a GEMM's epilogue did
+// not.
+func (lin *linearOp) biasAct(x *run) error {
+	var bp uintptr
+	if lin.b != nil {
+		bp = lin.b.addr
+	}
+	total := int64(lin.m) * int64(lin.n)
+	return x.l.launch(x.b.drv, x.b.k.biasAct, [3]int{x.b.grid(total), 1, 1}, 256, 0, x.cs.stream, u64(lin.d.addr), u64(bp), uint64(total),
+		i32(lin.n), uint64(lin.act))
 }
 
 // issueSmall launches linear_small: a block of smallWarps warps per
@@ -899,6 +1003,14 @@ func operandKind(p Precision) uint64 {
 	return 0
 }
 
+// kindKCat and kindKCatWeight are kernels.cu's store16 kinds for
+// KCatRows' operands: FP16X2's two terms of x side by side a row, and the
+// weight's fp16 copy twice a row.
+const (
+	kindKCat       = 5
+	kindKCatWeight = 6
+)
+
 // weightKind is operandKind for a GEMM's weight, which is one term: fp16 in
 // FP16X2, the type its GEMMs read.
 func weightKind(p Precision) uint64 {
@@ -916,6 +1028,9 @@ func (x *run) shadowArgs(o *op) (uint64, uint64, uint64) {
 		return 0, 0, 0
 	}
 	t := o.shadow
+	if t.kcat {
+		return u64(x.e.arena) + uint64(t.h16), kindKCat, uint64(t.cols)
+	}
 	return u64(x.e.arena) + uint64(t.h16), operandKind(x.prec), uint64(t.rows) * uint64(t.cols)
 }
 

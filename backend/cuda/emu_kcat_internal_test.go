@@ -1,0 +1,125 @@
+//go:build linux
+
+package cuda
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"unsafe"
+
+	"github.com/laya-metal/laya/backend"
+	"github.com/laya-metal/laya/internal/half"
+)
+
+// A Linear of FP16X2 over its two terms side by side (Options.KCatRows) on
+// the emulated backend, against float64 of x by the fp16 weight every
+// 16-bit precision reads: as close as FP16X2's stacked products (within
+// twice their error, where one float32 accumulator takes both terms
+// instead of two added after), and far under FP16's (a sixty-fourth: the
+// second term dropped, or multiplied by anything but the weight, leaves
+// about FP16's). With the weight resident it reads kcatOf's copy, with
+// one written on the stream a copy the GEMM makes (kind 6); x from the
+// host is laid out by to_16 (kind 5). With a bias the epilogue adds it;
+// with GELU, bias_act after. x spans magnitudes from 2^-6 to 2^6.
+func TestEmuKCatLinear(t *testing.T) {
+	const m, k, n = 48, 264, 40
+	rng := rand.New(rand.NewPCG(3, 9))
+	x, w := make([]float32, m*k), make([]float32, n*k)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64() * math.Exp2(float64(rng.IntN(13)-6)))
+	}
+	for i := range w {
+		w[i] = float32(rng.NormFloat64() / 16)
+	}
+	bias := make([]float32, n)
+	for i := range bias {
+		bias[i] = float32(rng.NormFloat64())
+	}
+	want := make([]float64, m*n)
+	for r := range m {
+		for c := range n {
+			for j := range k {
+				want[r*n+c] += float64(x[r*k+j]) * float64(half.Float16ToFloat32(half.Float32ToFloat16(w[c*k+j])))
+			}
+		}
+	}
+	gelu := func(v float64) float64 { return 0.5 * v * math.Erfc(-v/math.Sqrt2) }
+	worst := func(got []float32, biased bool, act backend.Activation) float64 {
+		e := 0.0
+		for i, v := range got {
+			y := want[i]
+			if biased {
+				y += float64(bias[i%n])
+			}
+			if act == backend.GELU {
+				y = gelu(y)
+			}
+			e = max(e, math.Abs(float64(v)-y))
+		}
+		return e
+	}
+	base := emuOptions(t)
+	if base.GEMMBLAS {
+		t.Skip("a real cuBLASLt in the loader path: the emulated one is not used")
+	}
+	run := func(opts Options, resident, biased bool, act backend.Activation) ([]float32, Stats) {
+		opts.Driver, opts.NVRTC, opts.CUBLAS, opts.KernelCache, opts.GEMMBLAS = base.Driver, base.NVRTC, base.CUBLAS, base.KernelCache, base.GEMMBLAS
+		be, err := Open(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer be.Close()
+		W, err := be.Upload("w", backend.F32, n, k, unsafe.Slice((*byte)(unsafe.Pointer(&w[0])), 4*len(w)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var B backend.Tensor
+		if biased {
+			if B, err = be.Upload("b", backend.F32, 1, n, unsafe.Slice((*byte)(unsafe.Pointer(&bias[0])), 4*n)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s := be.NewStream()
+		defer s.Close()
+		xt := s.FromHost(m, k, x)
+		wt := W
+		if !resident {
+			wt = s.FromHost(n, k, w)
+		}
+		y := s.New(m, n)
+		s.Linear(y, xt, wt, B, act)
+		got := make([]float32, m*n)
+		if err := s.Read(context.Background(), y, got); err != nil {
+			t.Fatal(err)
+		}
+		return got, be.(*Backend).Stats()
+	}
+	fp16, _ := run(Options{Precision: FP16}, true, false, backend.Identity)
+	fp16x2, _ := run(Options{Precision: FP16X2}, true, false, backend.Identity)
+	eFP16, eFP16X2 := worst(fp16, false, backend.Identity), worst(fp16x2, false, backend.Identity)
+	for _, resident := range []bool{true, false} {
+		for _, c := range []struct {
+			biased bool
+			act    backend.Activation
+		}{{false, backend.Identity}, {true, backend.Identity}, {true, backend.GELU}} {
+			got, st := run(Options{Precision: FP16X2, KCatRows: m}, resident, c.biased, c.act)
+			e := worst(got, c.biased, c.act)
+			t.Logf("resident %v, bias %v, %v: largest error %.3g; FP16 %.3g, FP16X2 %.3g", resident, c.biased, c.act, e, eFP16, eFP16X2)
+			if st.GEMMKCat != 1 {
+				t.Errorf("resident %v, bias %v, %v: %d GEMMs over both terms side by side, want 1", resident, c.biased, c.act, st.GEMMKCat)
+			}
+			if !(e <= 2*eFP16X2) || !(e <= eFP16/64) {
+				t.Errorf("resident %v, bias %v, %v: largest error %.3g, want within twice FP16X2's %.3g and a sixty-fourth of FP16's %.3g",
+					resident, c.biased, c.act, e, eFP16X2, eFP16)
+			}
+		}
+	}
+	// One row fewer than KCatRows: the stacked batch, as FP16X2 runs it.
+	got, st := run(Options{Precision: FP16X2, KCatRows: m + 1}, true, false, backend.Identity)
+	if st.GEMMKCat != 0 || !slices.Equal(got, fp16x2) {
+		t.Errorf("a GEMM of fewer rows than kcat: %d side by side, outputs FP16X2's: %v", st.GEMMKCat, slices.Equal(got, fp16x2))
+	}
+}
