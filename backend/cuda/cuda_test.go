@@ -141,6 +141,8 @@ func TestParseOptions(t *testing.T) {
 		{fmt.Sprintf("precision=%v,refine=%g,kbatch=%d", cuda.DefaultPrecision, cuda.DefaultRefine, cuda.DefaultKBatchRows),
 			cuda.Options{Precision: cuda.DefaultPrecision, Refine: cuda.DefaultRefine, KBatchRows: cuda.DefaultKBatchRows}, false},
 		{"kbatch=-1", cuda.Options{}, true},
+		{"kcat=256", cuda.Options{KCatRows: 256}, false},
+		{"kcat=-1", cuda.Options{}, true},
 		{"mmaln=off,mmaln=on", cuda.Options{}, false},
 		{"submit=off", cuda.Options{SubmitOps: -1}, false},
 		{"submit=16", cuda.Options{SubmitOps: 16}, false},

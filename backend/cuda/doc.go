@@ -95,7 +95,11 @@
 //     activation operand split into two fp16 terms, both multiplied by one
 //     strided-batched tensor-core GEMM with float32 accumulation (the
 //     weight is read from memory once), whose two products the operation
-//     reading them adds; everything else float32.
+//     reading them adds; everything else float32. With Options.KCatRows
+//     (kcat=N, off by default) the GEMMs of N rows or more take the two
+//     terms side by side in each row instead, by the weight twice over,
+//     one GEMM over twice the k into one float32 product: the same
+//     multiply-adds, half the bytes for the kernels that read it.
 //   - FP16 and BF16: one 16-bit term per operand, float32 accumulation.
 //
 // An activation past fp16's 65504 becomes infinite in an FP16 GEMM or
@@ -289,7 +293,10 @@
 // FP16X2's terms are: twice the blocks, each half as long; the registered
 // backend's default is 128, one question, 1–3 % less GPU time for one
 // English question on an H100; 0 keeps them whole), kbatchk=N (the least
-// k such a GEMM splits at; 0, the default, any), pdl=on|off (off: the backend's own kernels
+// k such a GEMM splits at; 0, the default, any), kcat=N (FP16X2's GEMMs
+// of at least N rows over the two terms side by side, one GEMM over twice
+// the k into one float32 product; 0, the default, keeps the stacked
+// batch), pdl=on|off (off: the backend's own kernels
 // without programmatic dependent launch), geglu=vec|scalar (vec, the default: GeGLU a float4 a thread where the
 // widths allow, bit for bit scalar's, 7 % less GPU time at ten and fifty
 // English questions on an H200);

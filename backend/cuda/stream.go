@@ -685,10 +685,14 @@ func (s *stream) prefetch(lin *linearOp) {
 	if len(hs) == 0 || lin.m > s.be.opts.PrefetchRows || lin.wHalf == 0 || lin.mma || lin.cl || lin.wg {
 		return
 	}
+	bytes := int64(lin.n) * int64(lin.k) * 2
+	if lin.kcat {
+		bytes *= 2 // kcatOf's copy, twice a row
+	}
 	for _, h := range hs[max(0, len(hs)-max(1, s.be.opts.PrefetchDepth)):] {
 		for i := range h.pf {
 			if h.pf[i].bytes == 0 {
-				h.pf[i] = pfRange{lin.wHalf, int64(lin.n) * int64(lin.k) * 2 &^ 15}
+				h.pf[i] = pfRange{lin.wHalf, bytes &^ 15}
 				return
 			}
 		}
