@@ -341,6 +341,9 @@ func emuBackendGoldens(t *testing.T, dir string, cases []oracletest.Case, config
 			if own && st.GEMMOwn == 0 {
 				t.Errorf("stats %+v: no GEMM ran on linear_mma, linear_cl or linear_wg", st)
 			}
+			if kcat := opts.KCatRows > 0 && opts.Precision == FP16X2; kcat != (st.GEMMKCat > 0) {
+				t.Errorf("stats %+v: GEMMs over both terms side by side with kcat=%d", st, opts.KCatRows)
+			}
 			// The GEMMs ran on cuBLASLt where they should (each shape timed
 			// the first time: some shape is, unless linear_mma, linear_cl
 			// or linear_wg takes them all), none refused to cuBLAS; on
