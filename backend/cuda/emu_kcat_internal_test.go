@@ -22,8 +22,9 @@ import (
 // second term dropped, or multiplied by anything but the weight, leaves
 // about FP16's). With the weight resident it reads kcatOf's copy, with
 // one written on the stream a copy the GEMM makes (kind 6); x from the
-// host is laid out by to_16 (kind 5). With a bias the epilogue adds it;
-// with GELU, bias_act after. x spans magnitudes from 2^-6 to 2^6.
+// host is laid out by to_16 (kind 5). With a bias cuBLASLt's epilogue adds
+// it; with GELU, or on cuBLAS, bias_act after. x spans magnitudes from 2^-6
+// to 2^6.
 func TestEmuKCatLinear(t *testing.T) {
 	const m, k, n = 48, 264, 40
 	rng := rand.New(rand.NewPCG(3, 9))
@@ -66,7 +67,7 @@ func TestEmuKCatLinear(t *testing.T) {
 		t.Skip("a real cuBLASLt in the loader path: the emulated one is not used")
 	}
 	run := func(opts Options, resident, biased bool, act backend.Activation) ([]float32, Stats) {
-		opts.Driver, opts.NVRTC, opts.CUBLAS, opts.KernelCache, opts.GEMMBLAS = base.Driver, base.NVRTC, base.CUBLAS, base.KernelCache, base.GEMMBLAS
+		opts.Driver, opts.NVRTC, opts.CUBLAS, opts.KernelCache = base.Driver, base.NVRTC, base.CUBLAS, base.KernelCache
 		be, err := Open(opts)
 		if err != nil {
 			t.Fatal(err)
@@ -104,16 +105,19 @@ func TestEmuKCatLinear(t *testing.T) {
 		for _, c := range []struct {
 			biased bool
 			act    backend.Activation
-		}{{false, backend.Identity}, {true, backend.Identity}, {true, backend.GELU}} {
-			got, st := run(Options{Precision: FP16X2, KCatRows: m}, resident, c.biased, c.act)
+			blas   bool // on cuBLAS (gemm=blas), bias_act after
+		}{{false, backend.Identity, false}, {true, backend.Identity, false}, {true, backend.GELU, false}, {true, backend.Identity, true}} {
+			got, st := run(Options{Precision: FP16X2, KCatRows: m, GEMMBLAS: c.blas}, resident, c.biased, c.act)
 			e := worst(got, c.biased, c.act)
-			t.Logf("resident %v, bias %v, %v: largest error %.3g; FP16 %.3g, FP16X2 %.3g", resident, c.biased, c.act, e, eFP16, eFP16X2)
+			t.Logf("resident %v, bias %v, %v, blas %v: largest error %.3g; FP16 %.3g, FP16X2 %.3g", resident, c.biased, c.act, c.blas, e,
+				eFP16, eFP16X2)
 			if st.GEMMKCat != 1 {
-				t.Errorf("resident %v, bias %v, %v: %d GEMMs over both terms side by side, want 1", resident, c.biased, c.act, st.GEMMKCat)
+				t.Errorf("resident %v, bias %v, %v, blas %v: %d GEMMs over both terms side by side, want 1", resident, c.biased, c.act,
+					c.blas, st.GEMMKCat)
 			}
 			if !(e <= 2*eFP16X2) || !(e <= eFP16/64) {
-				t.Errorf("resident %v, bias %v, %v: largest error %.3g, want within twice FP16X2's %.3g and a sixty-fourth of FP16's %.3g",
-					resident, c.biased, c.act, e, eFP16X2, eFP16)
+				t.Errorf("resident %v, bias %v, %v, blas %v: largest error %.3g, want within twice FP16X2's %.3g and a sixty-fourth of FP16's %.3g",
+					resident, c.biased, c.act, c.blas, e, eFP16X2, eFP16)
 			}
 		}
 	}

@@ -722,11 +722,11 @@ type linearOp struct {
 	mma     bool    // runs on linear_mma (mmaLinear), as plan says
 	plan    lmmaPlan
 	cl      bool // runs on linear_cl (clLinear), as clPlan says
+	wg      bool // runs on linear_wg (wgLinear), as clPlan says
+	clPlan  clPlan
 	// kcat: FP16X2's two terms of x side by side, one GEMM over twice the k
 	// (Options.KCatRows, issueKCat).
-	kcat   bool
-	wg     bool // runs on linear_wg (wgLinear), as clPlan says
-	clPlan clPlan
+	kcat bool
 }
 
 // writesLNInput reports whether the GEMM, computing a LayerNorm of x as it
