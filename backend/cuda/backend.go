@@ -924,38 +924,37 @@ func (b *Backend) makeCopy(t *tensor, times int64, kind, lo uint64) (uintptr, er
 // the weight of KCatRows' GEMMs (twice the memory of halfOf's), making it
 // on first use.
 func (b *Backend) kcatOf(w *tensor) (uintptr, error) {
-	if h := w.kcatHalf.Load(); h != 0 {
-		return h, nil
-	}
-	b.loadMu.Lock()
-	defer b.loadMu.Unlock()
-	if h := w.kcatHalf.Load(); h != 0 {
-		return h, nil
-	}
-	var err error
-	b.w.Do(func() {
-		var p uintptr
-		if p, err = b.makeCopy(w, 2, kindKCatWeight, uint64(w.cols)); err == nil {
-			w.kcatHalf.Store(p)
-		}
-	})
-	return w.kcatHalf.Load(), err
+	return b.copyOnce(&w.kcatHalf, func() (uintptr, error) { return b.makeCopy(w, 2, kindKCatWeight, uint64(w.cols)) })
 }
 
 // halfOf returns w's 16-bit copy, making it on first use. Every GEMM a
 // request records asks: the lock is taken only while there is none.
 func (b *Backend) halfOf(w *tensor) (uintptr, error) {
-	if h := w.half.Load(); h != 0 {
+	return b.copyOnce(&w.half, func() (uintptr, error) {
+		err := b.makeHalf(w)
+		return w.half.Load(), err
+	})
+}
+
+// copyOnce returns the weight copy in slot, making it on the worker thread
+// on first use (mk) and keeping it there.
+func (b *Backend) copyOnce(slot *atomic.Uintptr, mk func() (uintptr, error)) (uintptr, error) {
+	if h := slot.Load(); h != 0 {
 		return h, nil
 	}
 	b.loadMu.Lock()
 	defer b.loadMu.Unlock()
-	if h := w.half.Load(); h != 0 {
+	if h := slot.Load(); h != 0 {
 		return h, nil
 	}
 	var err error
-	b.w.Do(func() { err = b.makeHalf(w) })
-	return w.half.Load(), err
+	b.w.Do(func() {
+		var p uintptr
+		if p, err = mk(); err == nil {
+			slot.Store(p)
+		}
+	})
+	return slot.Load(), err
 }
 
 // ropeTable returns the device copy of backend.RopeTable for theta and
