@@ -778,6 +778,7 @@ type tensor struct {
 	addr       uintptr
 	half       atomic.Uintptr // weights: the 16-bit copy the GEMMs read (FP16, BF16), made once (halfOf)
 	kcatHalf   atomic.Uintptr // weights: the fp16 copy twice a row that KCatRows' GEMMs read, made once (kcatOf)
+	kcatNoRoom atomic.Bool    // weights: the device had no room for kcatHalf
 
 	s       *stream
 	seg     int   // stream tensors: the segment that created them
@@ -897,7 +898,7 @@ func (b *Backend) Upload(name string, dtype backend.DType, rows, cols int, raw [
 // thread. Vectors (rows = 1, biases and norms) stay float32 only; the GEMM
 // of a one-row weight converts it when first used.
 func (b *Backend) makeHalf(t *tensor) error {
-	p, err := b.makeCopy(t, 1, weightKind(b.opts.Precision), uint64(t.rows)*uint64(t.cols))
+	p, err := b.makeCopy(t, 1, weightKind(b.opts.Precision), uint64(t.rows)*uint64(t.cols), false)
 	if err == nil {
 		t.half.Store(p)
 	}
@@ -905,10 +906,16 @@ func (b *Backend) makeHalf(t *tensor) error {
 }
 
 // makeCopy writes t's weight copy of the given store16 kind, times elements
-// of 16 bits for each of t's (lo: see store16), into memory of its own.
-func (b *Backend) makeCopy(t *tensor, times int64, kind, lo uint64) (uintptr, error) {
+// of 16 bits for each of t's (lo: see store16), into memory of its own;
+// spare: memory the backend can do without (allocSpare, no cached shape
+// freed for it).
+func (b *Backend) makeCopy(t *tensor, times int64, kind, lo uint64, spare bool) (uintptr, error) {
 	n := int64(t.rows) * int64(t.cols)
-	p, err := b.alloc(times*n*2, "16-bit weight copy")
+	alloc := b.alloc
+	if spare {
+		alloc = b.allocSpare
+	}
+	p, err := alloc(times*n*2, "16-bit weight copy")
 	if err != nil {
 		return 0, err
 	}
@@ -922,9 +929,19 @@ func (b *Backend) makeCopy(t *tensor, times int64, kind, lo uint64) (uintptr, er
 
 // kcatOf returns w's fp16 copy twice a row, [w_r | w_r] for each row r,
 // the weight of KCatRows' GEMMs (twice the memory of halfOf's), making it
-// on first use.
+// on first use. The copy only saves time: where the device has no room
+// for it, no cached request shape is freed for it, and the error
+// (ErrOutOfMemory) is kept, so that the GEMMs of w take the stacked batch
+// without asking again.
 func (b *Backend) kcatOf(w *tensor) (uintptr, error) {
-	return b.copyOnce(&w.kcatHalf, func() (uintptr, error) { return b.makeCopy(w, 2, kindKCatWeight, uint64(w.cols)) })
+	if w.kcatNoRoom.Load() {
+		return 0, fmt.Errorf("%w: no room for %dx%d weight's copy twice a row", ErrOutOfMemory, w.rows, w.cols)
+	}
+	p, err := b.copyOnce(&w.kcatHalf, func() (uintptr, error) { return b.makeCopy(w, 2, kindKCatWeight, uint64(w.cols), true) })
+	if errors.Is(err, ErrOutOfMemory) && !w.kcatNoRoom.Swap(true) {
+		b.count(func(st *Stats) { st.KCatNoRoom++ })
+	}
+	return p, err
 }
 
 // halfOf returns w's 16-bit copy, making it on first use. Every GEMM a

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/ebitengine/purego"
+
 	"github.com/laya-metal/laya/backend"
 	"github.com/laya-metal/laya/internal/half"
 )
@@ -125,5 +127,66 @@ func TestEmuKCatLinear(t *testing.T) {
 	got, st := run(Options{Precision: FP16X2, KCatRows: m + 1}, true, false, backend.Identity)
 	if st.GEMMKCat != 0 || !slices.Equal(got, fp16x2) {
 		t.Errorf("a GEMM of fewer rows than kcat: %d side by side, outputs FP16X2's: %v", st.GEMMKCat, slices.Equal(got, fp16x2))
+	}
+}
+
+// A weight whose copy twice a row finds no room on the device: its GEMMs
+// take the stacked batch, the same bits as FP16X2 without kcat, instead of
+// failing, and the backend counts the weight once.
+// The emulated GPU shrinks to room for the weight's one copy (halfOf's)
+// and not its doubled one while the Linears are recorded.
+func TestEmuKCatNoRoom(t *testing.T) {
+	const m, k, n = 40, 128, 48
+	rng := rand.New(rand.NewPCG(4, 1))
+	x, w := normals(rng, m*k), normals(rng, n*k)
+	base := emuOptions(t)
+	if base.GEMMBLAS {
+		t.Skip("a real cuBLASLt in the loader path: the emulated one is not used")
+	}
+	setFree := emuSym(t, emuLib(t), "cuemu_set_free")
+	restore := func() { purego.SyscallN(setFree, 0, 1) }
+	defer restore()
+	run := func(opts Options, room int64) ([]float32, []float32, Stats) {
+		opts.Driver, opts.NVRTC, opts.CUBLAS, opts.KernelCache = base.Driver, base.NVRTC, base.CUBLAS, base.KernelCache
+		be, err := Open(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer be.Close()
+		W, err := be.Upload("w", backend.F32, n, k, unsafe.Slice((*byte)(unsafe.Pointer(&w[0])), 4*len(w)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := be.NewStream()
+		defer s.Close()
+		xt := s.FromHost(m, k, x)
+		y, z := s.New(m, n), s.New(m, n)
+		if room > 0 {
+			purego.SyscallN(setFree, uintptr(room), 0)
+		}
+		s.Linear(y, xt, W, nil, backend.Identity)
+		s.Linear(z, xt, W, nil, backend.Identity)
+		restore()
+		got, again := make([]float32, m*n), make([]float32, m*n)
+		if err := s.Read(context.Background(), y, got); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Read(context.Background(), z, again); err != nil {
+			t.Fatal(err)
+		}
+		return got, again, be.(*Backend).Stats()
+	}
+	want, _, _ := run(Options{Precision: FP16X2}, 0)
+	// Room for one fp16 copy of w and a half, not two.
+	got, again, st := run(Options{Precision: FP16X2, KCatRows: 1}, 3*n*k)
+	if st.KCatNoRoom != 1 || st.GEMMKCat != 0 {
+		t.Errorf("stats %+v: want one weight without room for its doubled copy, no GEMM over both terms side by side", st)
+	}
+	if !slices.Equal(got, want) || !slices.Equal(again, want) {
+		t.Errorf("without room for the doubled copy the products differ from FP16X2's stacked batch")
+	}
+	// With room, the same Linears take it.
+	if _, _, st := run(Options{Precision: FP16X2, KCatRows: 1}, 0); st.KCatNoRoom != 0 || st.GEMMKCat != 2 {
+		t.Errorf("stats %+v: want two GEMMs over both terms side by side", st)
 	}
 }

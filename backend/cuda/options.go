@@ -284,7 +284,9 @@ type Options struct {
 	// The answers are FP16X2's (one float32 accumulator over both terms
 	// instead of two added after). 0 (the default) keeps the stacked
 	// batch. It needs precision=fp16x2 and a GEMM on cuBLAS (not MMARows,
-	// ClusterRows or WGRows).
+	// ClusterRows or WGRows). A weight whose doubled copy finds no room on
+	// the device (no cached request shape is freed for it) keeps the
+	// stacked batch (Stats.KCatNoRoom).
 	KCatRows int
 	// PrefetchRows has the backend's kernel just before a cuBLAS (or
 	// linear_small) GEMM of 16-bit operands and at most this many rows (a
@@ -719,6 +721,9 @@ type Stats struct {
 	// (Options.KCatRows) in the first run of their segment's shape, kernel
 	// by kernel.
 	GEMMKCat int
+	// KCatNoRoom counts the weights whose copy twice a row found no room
+	// on the device: their GEMMs take the stacked batch instead.
+	KCatNoRoom int
 	// LayerNormsInGEMM counts, of those, the ones that also computed the
 	// LayerNorm of their input (Options.MMANoLN).
 	LayerNormsInGEMM int

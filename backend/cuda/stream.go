@@ -559,6 +559,13 @@ func (s *stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activat
 	// latency and not where a batch's are bound by their products.
 	lin.kcat = s.prec == FP16X2 && s.be.opts.KCatRows > 0 && m >= s.be.opts.KCatRows && k%8 == 0 && !lin.small && !lin.mma &&
 		!lin.cl && !lin.wg
+	if lin.kcat && w.s == nil {
+		if _, err := s.be.kcatOf(w); errors.Is(err, ErrOutOfMemory) {
+			// No room for the weight's doubled copy: the stacked batch,
+			// which needs none.
+			lin.kcat = false
+		}
+	}
 	if lin.kcat {
 		s.mix(opKCat)
 	}
