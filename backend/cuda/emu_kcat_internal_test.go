@@ -69,16 +69,9 @@ func TestEmuKCatLinear(t *testing.T) {
 		t.Skip("a real cuBLASLt in the loader path: the emulated one is not used")
 	}
 	run := func(opts Options, resident, biased bool, act backend.Activation) ([]float32, Stats) {
-		opts.Driver, opts.NVRTC, opts.CUBLAS, opts.KernelCache = base.Driver, base.NVRTC, base.CUBLAS, base.KernelCache
-		be, err := Open(opts)
-		if err != nil {
-			t.Fatal(err)
-		}
+		be, W := emuWeightBackend(t, base, opts, w, n, k)
 		defer be.Close()
-		W, err := be.Upload("w", backend.F32, n, k, unsafe.Slice((*byte)(unsafe.Pointer(&w[0])), 4*len(w)))
-		if err != nil {
-			t.Fatal(err)
-		}
+		var err error
 		var B backend.Tensor
 		if biased {
 			if B, err = be.Upload("b", backend.F32, 1, n, unsafe.Slice((*byte)(unsafe.Pointer(&bias[0])), 4*n)); err != nil {
@@ -147,16 +140,8 @@ func TestEmuKCatNoRoom(t *testing.T) {
 	restore := func() { purego.SyscallN(setFree, 0, 1) }
 	defer restore()
 	run := func(opts Options, room int64) ([]float32, []float32, Stats) {
-		opts.Driver, opts.NVRTC, opts.CUBLAS, opts.KernelCache = base.Driver, base.NVRTC, base.CUBLAS, base.KernelCache
-		be, err := Open(opts)
-		if err != nil {
-			t.Fatal(err)
-		}
+		be, W := emuWeightBackend(t, base, opts, w, n, k)
 		defer be.Close()
-		W, err := be.Upload("w", backend.F32, n, k, unsafe.Slice((*byte)(unsafe.Pointer(&w[0])), 4*len(w)))
-		if err != nil {
-			t.Fatal(err)
-		}
 		s := be.NewStream()
 		defer s.Close()
 		xt := s.FromHost(m, k, x)
@@ -189,4 +174,21 @@ func TestEmuKCatNoRoom(t *testing.T) {
 	if _, _, st := run(Options{Precision: FP16X2, KCatRows: 1}, 0); st.KCatNoRoom != 0 || st.GEMMKCat != 2 {
 		t.Errorf("stats %+v: want two GEMMs over both terms side by side", st)
 	}
+}
+
+// emuWeightBackend opens the emulated backend with opts (the libraries of
+// base) and uploads w, n rows of k, as a resident float32 weight.
+func emuWeightBackend(t *testing.T, base, opts Options, w []float32, n, k int) (backend.Backend, backend.Tensor) {
+	t.Helper()
+	opts.Driver, opts.NVRTC, opts.CUBLAS, opts.KernelCache = base.Driver, base.NVRTC, base.CUBLAS, base.KernelCache
+	be, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	W, err := be.Upload("w", backend.F32, n, k, unsafe.Slice((*byte)(unsafe.Pointer(&w[0])), 4*len(w)))
+	if err != nil {
+		be.Close()
+		t.Fatal(err)
+	}
+	return be, W
 }
