@@ -732,7 +732,7 @@ type linearOp struct {
 	wg      bool // runs on linear_wg (wgLinear), as clPlan says
 	clPlan  clPlan
 	// kcat: FP16X2's two terms of x side by side, one GEMM over twice the k
-	// (Options.KCatRows, issueKCat).
+	// (Options.KCatRows; issue runs it as one term over 2k).
 	kcat bool
 }
 
@@ -838,9 +838,6 @@ func (lin *linearOp) issue(x *run) error {
 				return err
 			}
 		}
-		if lin.kcat {
-			return lin.issueKCat(x, xh, wh)
-		}
 		if lin.two != 0 {
 			// Stacked: no bias or activation (see Linear). A batch of two:
 			// FP16X2's two terms of x (mk apart) by the one weight, or
@@ -869,14 +866,20 @@ func (lin *linearOp) issue(x *run) error {
 		if lin.halfOut {
 			dtyp = cudaR16F
 		}
-		for term := range terms(prec) {
+		// kcat: FP16X2's two terms side by side a row (xh, 2k wide) by the
+		// weight's copy twice a row (wh), one GEMM over twice the k.
+		nterms, kk := terms(prec), k
+		if lin.kcat {
+			nterms, kk = 1, 2*k
+		}
+		for term := range nterms {
 			if term == 1 {
 				xh += uintptr(mk * 2)
 				beta, acc = x.b.alpha, true
 			}
 			if x.b.lt != nil {
-				g := ltGEMM{m: m, n: n, k: k, typ: uint32(typ), dtyp: dtyp, batch: 1, epilogue: ltEpilogueDefault, accumulate: acc, a: wh, b: xh, d: d.addr}
-				last := term == terms(prec)-1
+				g := ltGEMM{m: m, n: n, k: kk, typ: uint32(typ), dtyp: dtyp, batch: 1, epilogue: ltEpilogueDefault, accumulate: acc, a: wh, b: xh, d: d.addr}
+				last := term == nterms-1
 				if last && fuses {
 					g.epilogue = epi
 					if b != nil {
@@ -892,12 +895,15 @@ func (lin *linearOp) issue(x *run) error {
 					continue
 				}
 			}
-			err = bl.call("cublasGemmEx", bl.gemmEx, c.blas, cublasOpT, cublasOpN, uintptr(n), uintptr(m), uintptr(k),
-				uintptr(unsafe.Pointer(x.b.alpha)), wh, typ, uintptr(k), xh, typ, uintptr(k), uintptr(unsafe.Pointer(beta)),
+			err = bl.call("cublasGemmEx", bl.gemmEx, c.blas, cublasOpT, cublasOpN, uintptr(n), uintptr(m), uintptr(kk),
+				uintptr(unsafe.Pointer(x.b.alpha)), wh, typ, uintptr(kk), xh, typ, uintptr(kk), uintptr(unsafe.Pointer(beta)),
 				d.addr, uintptr(dtyp), uintptr(n), cublasCompute32F, cublasGemmDefault)
 			if err != nil {
 				return err
 			}
+		}
+		if lin.kcat && x.tune {
+			x.b.count(func(st *Stats) { st.GEMMKCat++ })
 		}
 	}
 	if err != nil {
@@ -906,73 +912,12 @@ func (lin *linearOp) issue(x *run) error {
 	if fused || b == nil && lin.act == backend.Identity {
 		return nil
 	}
-	return lin.biasAct(x)
-}
-
-// issueKCat runs a KCatRows GEMM: x's two fp16 terms side by side a row
-// (xh, 2k wide) by the weight's fp16 copy twice a row (wh), into d as one
-// float32 product, the bias and activation in cuBLASLt's epilogue where it
-// has them (else bias_act after).
-func (lin *linearOp) issueKCat(x *run, xh, wh uintptr) error {
-	d, b, m, k, n := lin.d, lin.b, lin.m, 2*lin.k, lin.n
-	epi, fuses := ltEpilogue(b != nil, lin.act)
-	if x.b.lt != nil {
-		g := ltGEMM{m: m, n: n, k: k, typ: cudaR16F, dtyp: cudaR32F, batch: 1, epilogue: ltEpilogueDefault, accumulate: lin.accumulate,
-			a: wh, b: xh, d: d.addr}
-		if fuses {
-			g.epilogue = epi
-			if b != nil {
-				g.bias = b.addr
-			}
-		}
-		done, err := x.gemmLt(&g)
-		if err != nil {
-			return err
-		}
-		if done {
-			lin.countKCat(x)
-			if fuses || b == nil && lin.act == backend.Identity {
-				return nil
-			}
-			return lin.biasAct(x)
-		}
-	}
-	beta := x.b.beta
-	if lin.accumulate {
-		beta = x.b.alpha
-	}
-	bl := x.b.blas
-	err := bl.call("cublasGemmEx", bl.gemmEx, x.cs.blas, cublasOpT, cublasOpN, uintptr(n), uintptr(m), uintptr(k),
-		uintptr(unsafe.Pointer(x.b.alpha)), wh, cudaR16F, uintptr(k), xh, cudaR16F, uintptr(k), uintptr(unsafe.Pointer(beta)),
-		d.addr, cudaR32F, uintptr(n), cublasCompute32F, cublasGemmDefault)
-	if err != nil {
-		return err
-	}
-	lin.countKCat(x)
-	if b == nil && lin.act == backend.Identity {
-		return nil
-	}
-	return lin.biasAct(x)
-}
-
-// countKCat counts a KCatRows GEMM in Stats.GEMMKCat, in the first run of
-// its segment's shape (kernel by kernel), as the own GEMMs are counted.
-func (lin *linearOp) countKCat(x *run) {
-	if x.tune {
-		x.b.count(func(st *Stats) { st.GEMMKCat++ })
-	}
-}
-
-// biasAct adds the bias and applies the activation a GEMM's epilogue did
-// not.
-func (lin *linearOp) biasAct(x *run) error {
 	var bp uintptr
-	if lin.b != nil {
-		bp = lin.b.addr
+	if b != nil {
+		bp = b.addr
 	}
-	total := int64(lin.m) * int64(lin.n)
-	return x.l.launch(x.b.drv, x.b.k.biasAct, [3]int{x.b.grid(total), 1, 1}, 256, 0, x.cs.stream, u64(lin.d.addr), u64(bp), uint64(total),
-		i32(lin.n), uint64(lin.act))
+	total := int64(m) * int64(n)
+	return x.l.launch(x.b.drv, x.b.k.biasAct, [3]int{x.b.grid(total), 1, 1}, 256, 0, c.stream, u64(d.addr), u64(bp), uint64(total), i32(n), uint64(lin.act))
 }
 
 // issueSmall launches linear_small: a block of smallWarps warps per
