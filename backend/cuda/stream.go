@@ -560,10 +560,15 @@ func (s *stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activat
 	lin.kcat = s.prec == FP16X2 && s.be.opts.KCatRows > 0 && m >= s.be.opts.KCatRows && k%8 == 0 && !lin.small && !lin.mma &&
 		!lin.cl && !lin.wg
 	if lin.kcat && w.s == nil {
-		if _, err := s.be.kcatOf(w); errors.Is(err, ErrOutOfMemory) {
+		var err error
+		switch lin.wHalf, err = s.be.kcatOf(w); {
+		case errors.Is(err, ErrOutOfMemory):
 			// No room for the weight's doubled copy: the stacked batch,
 			// which needs none.
 			lin.kcat = false
+		case err != nil:
+			s.fail(fmt.Errorf("cuda: linear: %w", err))
+			return
 		}
 	}
 	if lin.kcat {
@@ -623,15 +628,13 @@ func (s *stream) Linear(dst, x, weight, bias backend.Tensor, act backend.Activat
 			need = xBytes
 		}
 		if w.s == nil {
-			var err error
-			if lin.kcat {
-				lin.wHalf, err = s.be.kcatOf(w)
-			} else {
-				lin.wHalf, err = s.be.halfOf(w)
-			}
-			if err != nil {
-				s.fail(fmt.Errorf("cuda: linear: %w", err))
-				return
+			// A kcat GEMM took its weight's copy above.
+			if !lin.kcat {
+				var err error
+				if lin.wHalf, err = s.be.halfOf(w); err != nil {
+					s.fail(fmt.Errorf("cuda: linear: %w", err))
+					return
+				}
 			}
 		} else {
 			wBytes := int64(n) * int64(k) * 2
